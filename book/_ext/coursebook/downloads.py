@@ -1,0 +1,56 @@
+"""What a reader can download: this edition's notebook and source, never the file on disk.
+
+Sphinx copies each page's file from disk into ``_sources/`` (that file holds the
+answers), and the theme offers an ``.ipynb`` only when launch buttons are on. Here each
+chapter page offers its edition's notebook, without outputs, ready to run in Colab, and
+the student edition's ``_sources/`` holds the student text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from sphinx.application import Sphinx
+
+from .chapters import chapter_notebook, edition_of
+from .editions import Edition, notebook_to_myst
+
+
+def _download_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    notebook.metadata.setdefault("language_info", {"name": "python"})
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return notebook
+
+
+def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
+                           context: dict, doctree) -> None:
+    """``html-page-context``, before the theme's buttons: write and link the notebook."""
+    if doctree is None or app.builder.format != "html":
+        return
+    notebook = chapter_notebook(app, pagename)
+    if notebook is None:
+        return
+    target = Path(app.outdir, "_sources", pagename + ".ipynb")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(_download_notebook(notebook), target)
+    context["ipynb_source"] = pagename + ".ipynb"
+
+
+def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
+    """``build-finished``: overwrite the copied chapter files with the student text."""
+    if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
+        return
+    if edition_of(app) is not Edition.STUDENT:
+        return
+    suffix = app.config.html_sourcelink_suffix
+    for docname in app.env.found_docs:
+        notebook = chapter_notebook(app, docname)
+        if notebook is None:
+            continue
+        source_name = Path(app.env.doc2path(docname)).name
+        copied = Path(app.outdir, "_sources", Path(docname).parent, source_name + suffix)
+        copied.parent.mkdir(parents=True, exist_ok=True)
+        copied.write_text(notebook_to_myst(notebook), encoding="utf8")

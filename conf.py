@@ -1,0 +1,64 @@
+"""Sphinx configuration for the course book (both editions).
+
+`sphinx-build -c . book OUT` builds the student edition; add `-t instructor` for the
+instructor edition. The Makefile holds the exact commands and output folders.
+"""
+
+import datetime
+import sys
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+INSTRUCTOR = tags.has("instructor")  # noqa: F821 (Sphinx provides `tags`)
+EDITION = "Instructor edition" if INSTRUCTOR else "Student edition"
+TORCH_VERSION = metadata.version("torch")
+
+project = "Deep Learning Labs"
+author = "The course team"
+copyright = f"{datetime.date.today().year}, {author}"
+release = f"{EDITION}, torch {TORCH_VERSION}"
+
+extensions = [
+    "myst_nb",
+    "sphinx_copybutton",
+    "sphinx_design",
+    "coursebook",
+]
+
+root_doc = "index"
+exclude_patterns = ["_build", "_ext", "**.ipynb_checkpoints"]
+suppress_warnings = [
+    # A failed notebook is reported once, cell by cell, by coursebook.verify.
+    "mystnb.exec",
+]
+
+# --- Execution: myst-nb's cache mode, one jupyter-cache for both editions -----------
+nb_execution_mode = "cache"
+nb_execution_cache_path = str(ROOT / "_build" / ".jupyter_cache")
+nb_execution_timeout = 300
+nb_execution_raise_on_error = False  # coursebook.verify names the cell instead
+nb_execution_show_tb = False
+nb_merge_streams = True
+# Part of the cache key, so that a change of version re-executes the chapters.
+coursebook_environment_packages = ["torch", "jaxtyping", "numpy", "ipykernel"]
+
+myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath", "deflist"]
+myst_heading_anchors = 3
+
+# --- HTML --------------------------------------------------------------------------
+html_theme = "sphinx_book_theme"
+html_title = f"Deep Learning Labs · {EDITION}"
+html_static_path = [str(ROOT / "book" / "_static")]
+html_css_files = ["coursebook.css"]
+html_theme_options = {
+    "use_download_button": True,
+    "show_toc_level": 2,
+    "announcement": "Instructor edition: answers are shown in marked boxes." if INSTRUCTOR else "",
+}
+html_last_updated_fmt = "%Y-%m-%d"
+
+copybutton_exclude = ".linenos, .gp, .go"
+copybutton_selector = "div.cell_input pre, div.highlight-python pre, div.highlight-default pre"
