@@ -30,6 +30,11 @@ def environment_versions(packages: list[str]) -> dict[str, str]:
     return versions
 
 
+def record_environment(app: Sphinx, config) -> None:
+    """``config-inited``: the versions become a config value, so a change re-reads every page."""
+    config.coursebook_environment = environment_versions(config.coursebook_environment_packages)
+
+
 def prepare_chapter(app: Sphinx, text: str, source_path: str) -> nbformat.NotebookNode:
     """The notebook this build's edition runs: answers dealt with, environment stamped."""
     notebook = read_chapter(text, getattr(app.env, "myst_config", None))
@@ -39,7 +44,7 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> nbformat.Notebo
             f"{source_path}: a `{RAISES_TAG}` cell must show its error, but these cells also "
             f"hide their output (remove-cell/remove-output): {hidden}. Drop one of the tags.")
     notebook = edition_notebook(notebook, edition_of(app))
-    stamp_environment(notebook, environment_versions(app.config.coursebook_environment_packages))
+    stamp_environment(notebook, app.config.coursebook_environment)
     return notebook
 
 

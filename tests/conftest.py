@@ -1,0 +1,47 @@
+"""Shared helpers: the repository's paths and a way to run sphinx-build as a person would."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
+
+
+@dataclass
+class Build:
+    returncode: int
+    log: str
+    outdir: Path
+
+    @property
+    def executed(self) -> int:
+        """Notebooks executed (not taken from the cache) during this build."""
+        return self.log.count("Executing notebook using")
+
+
+def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str) -> Build:
+    """Build one edition with the repository's conf.py, as the Makefile does."""
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-c", str(ROOT),
+               "-d", str(outdir / "doctrees"), "-W", "--keep-going",
+               "-D", f"nb_execution_cache_path={cache}"]
+    for tag in tags:
+        command += ["-t", tag]
+    command += [str(srcdir), str(outdir / "html")]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    return Build(done.returncode, done.stdout + done.stderr, outdir)
+
+
+@pytest.fixture
+def tiny_book(tmp_path: Path) -> Path:
+    """A private copy of the tiny fixture book, to break on purpose."""
+    copy = tmp_path / "src"
+    shutil.copytree(TINY_BOOK, copy)
+    return copy

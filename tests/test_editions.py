@@ -1,0 +1,76 @@
+"""The editions are chosen on the notebook, before execution, from the `answer` tag."""
+
+import nbformat
+import pytest
+from jupyter_cache.cache.main import JupyterCacheBase
+
+from conftest import BOOK
+from coursebook.editions import (ANSWER_CLASS, Edition, edition_notebook, is_answer,
+                                 is_chapter_source, notebook_to_myst, read_chapter,
+                                 stamp_environment)
+
+CHAPTERS = [path for path in sorted(BOOK.glob("*.md"))
+            if is_chapter_source(path.read_text(encoding="utf8"))]
+
+
+def _cells(notebook):
+    return [(cell.cell_type, cell.source, dict(cell.metadata)) for cell in notebook.cells]
+
+
+def _cache_hash(notebook) -> str:
+    return JupyterCacheBase.create_hashed_notebook(None, notebook)[1]
+
+
+def test_the_book_has_chapters_with_answers():
+    assert CHAPTERS, "no chapter notebook found under book/"
+    for path in CHAPTERS:
+        if path.stem.startswith("pt"):
+            assert any(is_answer(c) for c in read_chapter(path.read_text()).cells), path
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_writing_a_chapter_back_reads_the_same_cells(path):
+    chapter = read_chapter(path.read_text(encoding="utf8"))
+    assert _cells(read_chapter(notebook_to_myst(chapter))) == _cells(chapter)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_student_edition_drops_every_answer_cell_and_nothing_else(path):
+    chapter = read_chapter(path.read_text(encoding="utf8"))
+    student = edition_notebook(chapter, Edition.STUDENT)
+    assert not any(is_answer(cell) for cell in student.cells)
+    assert _cells(student) == [c for c, cell in zip(_cells(chapter), chapter.cells)
+                               if not is_answer(cell)]
+
+
+def test_instructor_edition_boxes_markdown_answers_and_keeps_code_untouched():
+    chapter = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Answers\n\nBecause of broadcasting.",
+                                      metadata={"tags": ["answer"]}),
+        nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["answer"]}),
+    ])
+    instructor = edition_notebook(chapter, Edition.INSTRUCTOR)
+    boxed = instructor.cells[0].source
+    assert boxed.startswith("## Answers\n")  # a heading may not sit inside an admonition
+    assert "{admonition} Instructor answer" in boxed and f":class: {ANSWER_CLASS}" in boxed
+    assert "Because of broadcasting." in boxed
+    assert instructor.cells[1].source == "x = 1"
+
+
+def test_the_editions_are_separate_cache_entries():
+    chapter = read_chapter(CHAPTERS[0].read_text(encoding="utf8"))
+    student = edition_notebook(chapter, Edition.STUDENT)
+    instructor = edition_notebook(chapter, Edition.INSTRUCTOR)
+    assert _cache_hash(student) != _cache_hash(instructor)
+
+
+def test_a_prose_edit_keeps_the_cache_key_and_a_torch_upgrade_changes_it():
+    chapter = read_chapter(CHAPTERS[0].read_text(encoding="utf8"))
+    stamp_environment(chapter, {"torch": "2.13.0"})
+    key = _cache_hash(chapter)
+    edited = read_chapter(CHAPTERS[0].read_text(encoding="utf8"))
+    next(c for c in edited.cells if c.cell_type == "markdown").source += " More prose."
+    stamp_environment(edited, {"torch": "2.13.0"})
+    assert _cache_hash(edited) == key
+    stamp_environment(edited, {"torch": "2.14.0"})
+    assert _cache_hash(edited) != key

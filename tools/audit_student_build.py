@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Prove that a student build of the book holds no answer anywhere.
+
+The answers are the chapters' cells tagged `answer`; see coursebook.audit for how
+they are recognised in pages, sources, notebooks and the search index.
+Exit status: 0 when the build is clean, 1 when an answer leaked, 2 on a usage error.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from coursebook.audit import audit_build, chapter_fingerprints
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build", nargs="?", type=Path, default=ROOT / "_build" / "student",
+                        help="the student build folder to search (default: _build/student)")
+    parser.add_argument("--book", type=Path, default=ROOT / "book",
+                        help="the chapter sources that define the answers (default: book/)")
+    args = parser.parse_args(argv)
+    if not args.build.is_dir():
+        print(f"audit: no build at {args.build}; run `make html` first.", file=sys.stderr)
+        return 2
+    fingerprints = chapter_fingerprints(args.book)
+    if not fingerprints.runs:
+        print(f"audit: no answer cells found under {args.book}; nothing to look for.",
+              file=sys.stderr)
+        return 2
+    leaks = audit_build(args.build, fingerprints)
+    for leak in leaks:
+        print(f"LEAK {leak}")
+    print(f"audit: {len(leaks)} leak(s) in {args.build} "
+          f"({len(fingerprints.runs)} answer passages looked for)")
+    return 1 if leaks else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
