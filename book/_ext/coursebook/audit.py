@@ -70,7 +70,6 @@ class Fingerprints:
     """What identifies the answers of a set of chapters."""
 
     runs: set[tuple[str, ...]] = field(default_factory=set)
-    visible_runs: set[tuple[str, ...]] = field(default_factory=set)
     answer_stems: set[str] = field(default_factory=set)
     visible_stems: set[str] = field(default_factory=set)
     headings: set[str] = field(default_factory=set)
@@ -78,8 +77,8 @@ class Fingerprints:
     @classmethod
     def of_chapters(cls, texts: Iterable[str], other_visible: Iterable[str] = ()) -> Fingerprints:
         answer_runs: set[tuple[str, ...]] = set()
+        visible_runs: set[tuple[str, ...]] = set()
         found = cls()
-        visible_runs = found.visible_runs
         for text in texts:
             for cell in read_chapter(text).cells:
                 tokens = words(_cell_text(cell))
@@ -127,7 +126,7 @@ def shown_text(path: Path) -> str:
         except json.JSONDecodeError:
             return raw
     if path.suffix == ".html":
-        return re.sub(r"<[^>]+>", "", raw)
+        return html.unescape(re.sub(r"<[^>]+>", "", raw))
     return raw
 
 

@@ -1,0 +1,119 @@
+"""Both editions of the real book, built from scratch with a fresh execution cache."""
+
+import re
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from conftest import BOOK, sphinx_build
+from coursebook.audit import _cell_text, _runs, audit_build, chapter_fingerprints, shown_text, words
+from coursebook.editions import is_answer, read_chapter
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Student and instructor editions, cold, sharing one new cache (as `make` does)."""
+    root = tmp_path_factory.mktemp("book")
+    cache = root / "cache"
+    builds = {"student": sphinx_build(BOOK, root / "student", cache),
+              "instructor": sphinx_build(BOOK, root / "instructor", cache, "instructor")}
+    for edition, build in builds.items():
+        assert build.returncode == 0, f"{edition} build failed:\n{build.log[-4000:]}"
+    return builds
+
+
+def _page(built, edition: str, name: str = "pt01.html") -> str:
+    return (built[edition].outdir / "html" / name).read_text(encoding="utf8")
+
+
+def test_each_edition_executed_its_own_notebook_once(built):
+    assert built["student"].executed == built["instructor"].executed > 0
+
+
+def test_student_exercises_are_still_to_be_written(built):
+    page = shown_text(built["student"].outdir / "html" / "pt01.html")
+    for name in ("sum_diagonals", "normalize_rows", "cosine_similarity"):
+        assert re.search(rf"^Write {name} first\.$", page, re.M), name
+    assert "passed: odd, even" not in page.replace('print("sum_diagonals passed: odd, even', "")
+
+
+def test_instructor_solutions_pass_their_checks(built):
+    page = shown_text(built["instructor"].outdir / "html" / "pt01.html")
+    assert re.search(r"^sum_diagonals passed: odd, even, 1x1 and asymmetric matrices\.$", page, re.M)
+    assert re.search(r"^normalize_rows passed, including the constant row", page, re.M)
+    assert not re.search(r"^Write \w+ first\.$", page, re.M)
+
+
+def test_the_student_build_holds_no_answer(built):
+    assert audit_build(built["student"].outdir, chapter_fingerprints(BOOK)) == []
+
+
+def test_the_instructor_page_shows_every_answer_the_audit_looks_for(built):
+    """The audit's view of a page sees each answer cell, so a leak of any would be caught."""
+    found = chapter_fingerprints(BOOK)
+    page = set(_runs(words(shown_text(built["instructor"].outdir / "html" / "pt01.html"))))
+    for cell in read_chapter((BOOK / "pt01.md").read_text()).cells:
+        fingerprints = set(_runs(words(_cell_text(cell)))) & found.runs
+        if is_answer(cell) and fingerprints:
+            assert fingerprints & page, cell.source.splitlines()[0]
+
+
+def test_instructor_answers_are_marked(built):
+    page = _page(built, "instructor")
+    assert page.count('class="instructor-answer admonition') >= 5
+    assert page.count("tag_answer") >= 10
+    assert "Instructor edition" in page
+    student = _page(built, "student")
+    assert "tag_answer" not in student and "instructor" not in student.lower()
+
+
+def test_machine_details_are_normalised(built):
+    page = shown_text(built["student"].outdir / "html" / "pt01.html")
+    assert "MulBackward0 object at 0x…" in page
+    assert not re.search(r"object at 0x[0-9a-f]{4,}", page)
+    assert "ipykernel_" not in page and "<cell>:" in page
+
+
+def test_tracebacks_are_short_and_plain(built):
+    page = _page(built, "student")
+    assert "\x1b[" not in page and "site-packages" not in page
+    assert "a leaf Variable that requires grad is being used in an in-place operation." in page
+
+
+def test_the_student_download_is_the_student_notebook_and_runs(built, tmp_path):
+    html = built["student"].outdir / "html"
+    assert 'href="_sources/pt01.ipynb"' in _page(built, "student")
+    notebook = nbformat.read(html / "_sources" / "pt01.ipynb", as_version=4)
+    assert not any(is_answer(cell) for cell in notebook.cells)
+    assert any("%pip install" in cell.source for cell in notebook.cells)  # Colab needs it
+    NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    printed = "".join(out.get("text", "") for cell in notebook.cells
+                      if cell.cell_type == "code" for out in cell.outputs)
+    assert "Write sum_diagonals first." in printed
+
+
+def test_sources_hold_the_student_text(built):
+    copied = (built["student"].outdir / "html" / "_sources" / "pt01.md").read_text()
+    assert copied != (BOOK / "pt01.md").read_text()
+    assert not any(is_answer(cell) for cell in read_chapter(copied).cells)
+
+
+def test_a_warm_rebuild_and_a_prose_edit_execute_nothing(built, tmp_path):
+    import shutil
+    source = tmp_path / "book"
+    shutil.copytree(BOOK, source)
+    cache = tmp_path / "cache"
+    assert sphinx_build(source, tmp_path / "a", cache).executed == 1
+    warm = sphinx_build(source, tmp_path / "a", cache)
+    assert warm.returncode == 0 and warm.executed == 0
+    chapter = source / "pt01.md"
+    text = chapter.read_text()
+    assert "## 1. Tensors\n" in text
+    chapter.write_text(text.replace("## 1. Tensors\n", "## 1. Tensors\n\nA new sentence.\n", 1))
+    edited = sphinx_build(source, tmp_path / "a", cache)
+    assert edited.returncode == 0 and edited.executed == 0
+    assert "A new sentence." in (tmp_path / "a" / "html" / "pt01.html").read_text()
