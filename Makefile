@@ -8,7 +8,7 @@ BUILD      := _build
 SPHINXOPTS ?= -W --keep-going
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html instructor editions audit test test-fast clean clean-cache
+.PHONY: help venv html instructor editions audit record-exhibits test test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ editions: html instructor ## Both HTML editions
 
 audit: html ## Prove the student build holds no answer
 	$(BIN)/python tools/audit_student_build.py $(BUILD)/student
+
+record-exhibits: venv ## Record each CPU exhibit's error for this torch (after an upgrade)
+	$(BIN)/python tools/record_exhibits.py
 
 test: venv ## All tests, the slow full builds included (what CI runs)
 	$(BIN)/python -m pytest -m 'slow or not slow'

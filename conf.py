@@ -33,6 +33,8 @@ exclude_patterns = ["_build", "_ext", "**.ipynb_checkpoints"]
 suppress_warnings = [
     # A failed notebook is reported once, cell by cell, by coursebook.verify.
     "mystnb.exec",
+    # Pygments retries an error text it cannot lex (a backtick, say); harmless.
+    "misc.highlighting_failure",
 ]
 
 # --- Execution: myst-nb's cache mode, one jupyter-cache for both editions -----------
@@ -62,3 +64,7 @@ html_last_updated_fmt = "%Y-%m-%d"
 
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_selector = "div.cell_input pre, div.highlight-python pre, div.highlight-default pre"
+
+# --- The error museum: exhibits are data, placed into chapters by coursebook.museum --
+coursebook_exhibits_dir = str(ROOT / "exhibits")
+nb_render_markdown_format = "myst"  # exhibit checks report in MyST (notes, code)

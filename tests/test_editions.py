@@ -9,6 +9,7 @@ from coursebook.editions import (ANSWER_CLASS, Edition, edition_notebook, is_ans
                                  is_chapter_source, notebook_to_myst, read_chapter,
                                  stamp_environment)
 
+PT01 = BOOK / "pt01.md"
 CHAPTERS = [path for path in sorted(BOOK.glob("*.md"))
             if is_chapter_source(path.read_text(encoding="utf8"))]
 
@@ -58,17 +59,17 @@ def test_instructor_edition_boxes_markdown_answers_and_keeps_code_untouched():
 
 
 def test_the_editions_are_separate_cache_entries():
-    chapter = read_chapter(CHAPTERS[0].read_text(encoding="utf8"))
+    chapter = read_chapter(PT01.read_text(encoding="utf8"))
     student = edition_notebook(chapter, Edition.STUDENT)
     instructor = edition_notebook(chapter, Edition.INSTRUCTOR)
     assert _cache_hash(student) != _cache_hash(instructor)
 
 
 def test_a_prose_edit_keeps_the_cache_key_and_a_torch_upgrade_changes_it():
-    chapter = read_chapter(CHAPTERS[0].read_text(encoding="utf8"))
+    chapter = read_chapter(PT01.read_text(encoding="utf8"))
     stamp_environment(chapter, {"torch": "2.13.0"})
     key = _cache_hash(chapter)
-    edited = read_chapter(CHAPTERS[0].read_text(encoding="utf8"))
+    edited = read_chapter(PT01.read_text(encoding="utf8"))
     next(c for c in edited.cells if c.cell_type == "markdown").source += " More prose."
     stamp_environment(edited, {"torch": "2.13.0"})
     assert _cache_hash(edited) == key

@@ -7,7 +7,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from .chapters import record_environment, render_edition_source
+from .chapters import record_environment, render_edition_source, reread_changed_chapters
 from .downloads import offer_edition_notebook, replace_copied_sources
 from .outputs import normalise_output_nodes
 from .verify import (check_executed_chapter, fail_build_on_failed_chapters,
@@ -33,12 +33,14 @@ def _clean_and_check(app: Sphinx, doctree: nodes.document) -> None:
 def setup(app: Sphinx) -> dict:
     app.add_config_value("coursebook_environment_packages", ["torch"], "env", list)
     app.add_config_value("coursebook_environment", {}, "env", dict)
+    app.add_config_value("coursebook_exhibits_dir", "exhibits", "env", str)
     app.connect("config-inited", record_environment)
     app.connect("config-inited", _create_execution_cache)
     app.connect("source-read", render_edition_source)
     app.connect("doctree-read", _clean_and_check)
     app.connect("html-page-context", offer_edition_notebook, priority=400)
     app.connect("env-get-outdated", reread_failed_chapters)
+    app.connect("env-get-outdated", reread_changed_chapters)
     app.connect("build-finished", replace_copied_sources)
     app.connect("build-finished", fail_build_on_failed_chapters)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import platform
 from importlib import metadata
 from pathlib import Path
@@ -9,10 +10,16 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 from sphinx.errors import SphinxError
+from sphinx.util import logging
 
-from .editions import (RAISES_TAG, Edition, edition_notebook, is_chapter_source,
-                       notebook_to_myst, read_chapter, stamp_environment)
-from .verify import hidden_raises_cells
+from .editions import (RAISES_TAG, Edition, edition_notebook, hidden_raises_cells,
+                       is_chapter_source, notebook_to_myst, read_chapter, stamp_environment)
+from .museum import ExhibitError, link_back_from_pt01, load_museum, place_museum
+
+logger = logging.getLogger(__name__)
+
+# Set on a page whose chapter failed, so that the next build reads it (and fails) again.
+FAILED_KEY = "coursebook_failed"
 
 
 class ChapterFormatError(SphinxError):
@@ -38,6 +45,9 @@ def record_environment(app: Sphinx, config) -> None:
 def prepare_chapter(app: Sphinx, text: str, source_path: str) -> nbformat.NotebookNode:
     """The notebook this build's edition runs: answers dealt with, environment stamped."""
     notebook = read_chapter(text, getattr(app.env, "myst_config", None))
+    museum = load_museum(Path(app.config.coursebook_exhibits_dir))
+    place_museum(notebook, museum, app.config.coursebook_environment["torch"])
+    link_back_from_pt01(notebook, museum)
     hidden = hidden_raises_cells(notebook)
     if hidden:
         raise ChapterFormatError(
@@ -61,5 +71,39 @@ def render_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
     """``source-read``: hand myst-nb this edition's chapter instead of the file's text."""
     if not is_chapter_source(source[0]):
         return
-    notebook = prepare_chapter(app, source[0], str(app.env.doc2path(docname)))
+    try:
+        notebook = prepare_chapter(app, source[0], str(app.env.doc2path(docname)))
+    except (ChapterFormatError, ExhibitError) as error:
+        logger.error("%s", error, location=docname, type="coursebook", subtype="source")
+        app.env.metadata[docname][FAILED_KEY] = True
+        source[0] = f"# {docname}\n\nThis page could not be built: see the build log.\n"
+        return
     source[0] = notebook_to_myst(notebook)
+    app.env.metadata[docname][SOURCE_HASH_KEY] = _digest(source[0])
+
+
+SOURCE_HASH_KEY = "coursebook_source_hash"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf8")).hexdigest()
+
+
+def reread_changed_chapters(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """``env-get-outdated``: re-read a chapter whose edition text changed, file untouched.
+
+    An exhibit, a torch version or the extension can change what a chapter becomes
+    while its file stays the same; Sphinx alone would keep the old page.
+    """
+    outdated = []
+    for docname in sorted(env.found_docs - set(added) - set(changed)):
+        stored = env.metadata.get(docname, {}).get(SOURCE_HASH_KEY)
+        if stored is None:
+            continue
+        try:
+            current = chapter_notebook(app, docname)
+        except (ChapterFormatError, ExhibitError):
+            current = None  # reading it again reports the problem
+        if current is None or _digest(notebook_to_myst(current)) != stored:
+            outdated.append(docname)
+    return outdated

@@ -135,3 +135,17 @@ def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
             parts += ["---", yaml.safe_dump(metadata, sort_keys=False).rstrip(), "---"]
         parts += [cell.source, fence, ""]
     return "\n".join(parts)
+
+
+# Tags that keep outputs off the page, so a promised error could not be seen.
+_HIDING_TAGS = frozenset({"remove-cell", "remove-output"})
+
+
+def hidden_raises_cells(notebook) -> list[str]:
+    """First lines of cells tagged raises-exception whose error would not be shown."""
+    found = []
+    for cell in notebook.cells:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if RAISES_TAG in tags and tags & _HIDING_TAGS:
+            found.append(cell.source.strip().splitlines()[0] if cell.source.strip() else "")
+    return found

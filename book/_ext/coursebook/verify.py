@@ -17,10 +17,8 @@ from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from .chapters import FAILED_KEY, chapter_notebook
 from .editions import RAISES_TAG
-
-# Tags that keep outputs off the page, so a promised error could not be seen.
-_HIDING_TAGS = frozenset({"remove-cell", "remove-output"})
 
 logger = logging.getLogger(__name__)
 
@@ -40,11 +38,6 @@ def _code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
             yield node
 
 
-def _cell_source(cell: nodes.container) -> str:
-    for node in cell.findall(nodes.container):
-        if node.get("nb_element") == "cell_code_source":
-            return node.astext()
-    return ""
 
 
 def _cell_error(cell: nodes.container) -> str | None:
@@ -65,26 +58,19 @@ def _short(error: str, lines: int = 12) -> str:
     return "\n      ".join(kept)
 
 
-def hidden_raises_cells(notebook) -> list[str]:
-    """First lines of cells tagged raises-exception whose error would not be shown."""
-    found = []
-    for cell in notebook.cells:
-        tags = set(cell.get("metadata", {}).get("tags", []))
-        if RAISES_TAG in tags and tags & _HIDING_TAGS:
-            found.append(cell.source.strip().splitlines()[0] if cell.source.strip() else "")
-    return found
+def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str,
+                  succeeded: bool, traceback: str | None) -> list[CellProblem]:
+    """What went wrong in one executed chapter, in cell order.
 
-
-def cell_problems(doctree: nodes.document, source_path: Path, succeeded: bool,
-                  traceback: str | None) -> list[CellProblem]:
-    """What went wrong in one executed chapter, in cell order."""
-    text = source_path.read_text(encoding="utf8")
+    ``sources`` are the executed notebook's cell sources (by myst-nb's cell index), so
+    that a cell whose input is hidden is still named; ``chapter_text`` is the file.
+    """
     problems: list[CellProblem] = []
     for cell in _code_cells(doctree):
-        source = _cell_source(cell)
+        source = sources[cell["cell_index"]]
         tags = cell.get("cell_metadata", {}).get("tags", [])
         error = _cell_error(cell)
-        where = dict(line=_line_of(source, text),
+        where = dict(line=_line_of(source, chapter_text),
                      first_line=(source.strip().splitlines() or [""])[0])
         if error is not None and RAISES_TAG not in tags:
             problems.append(CellProblem(**where, what=(
@@ -102,22 +88,23 @@ def cell_problems(doctree: nodes.document, source_path: Path, succeeded: bool,
     return problems
 
 
-FAILED_KEY = "coursebook_failed"
-
-
 def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
     """``doctree-read``: report each cell that broke its promise, as a build error."""
     env = app.env
     exec_data = NbMetadataCollector.get_exec_data(env, env.docname)
     if exec_data is None:
         return
-    problems = cell_problems(doctree, Path(env.doc2path(env.docname)),
+    notebook = chapter_notebook(app, env.docname)
+    sources = [cell.source for cell in notebook.cells] if notebook else []
+    chapter_text = Path(env.doc2path(env.docname)).read_text(encoding="utf8")
+    problems = cell_problems(doctree, sources, chapter_text,
                              bool(exec_data.get("succeeded")), exec_data.get("traceback"))
     for problem in problems:
         logger.error("code cell `%s` %s", problem.first_line, problem.what,
                      location=(env.docname, problem.line or None),
                      type="coursebook", subtype="execution")
-    env.metadata[env.docname][FAILED_KEY] = bool(problems)
+    if problems:
+        env.metadata[env.docname][FAILED_KEY] = True
 
 
 def reread_failed_chapters(app: Sphinx, env, added, changed, removed) -> list[str]:

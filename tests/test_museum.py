@@ -1,0 +1,111 @@
+"""The museum's exhibits: valid data, one source, errors and fixes as recorded."""
+
+import pytest
+import torch
+
+from conftest import BOOK, ROOT
+from coursebook.exhibit_checks import ExhibitMismatch, check_raised
+from coursebook.museum import ExhibitError, exhibit_cells, load_exhibit, load_museum, raised_by
+
+EXHIBITS = ROOT / "exhibits"
+SEED = ROOT.parent / "shared" / "seeds" / "museum-pytorch-wing.txt"
+MUSEUM = load_museum(EXHIBITS)
+ALL = [e for wing in MUSEUM.values() for e in wing.exhibits]
+CPU = [e for e in ALL if e.runs_on == "cpu"]
+
+
+def test_the_pytorch_wing_holds_the_nine_exhibits():
+    wing = MUSEUM["pytorch"]
+    assert [e.number for e in wing.exhibits] == list(range(1, 10))
+    assert [e.room for e in wing.exhibits] == ["eager"] * 6 + ["tpu-bridges"] * 3
+
+
+@pytest.mark.skipif(not SEED.is_file(), reason=f"the museum seed is not at {SEED}")
+@pytest.mark.parametrize("exhibit", ALL, ids=lambda e: e.key)
+def test_the_museum_record_is_the_seed_verbatim(exhibit):
+    seed = SEED.read_text(encoding="utf8")
+    record = exhibit.museum_record
+    assert f"{record.type}: {record.message}" in seed
+    assert exhibit.title in seed and exhibit.failing_code.strip() in seed
+
+
+@pytest.mark.parametrize("exhibit", CPU, ids=lambda e: e.key)
+def test_the_failing_code_raises_its_record_for_this_torch(exhibit):
+    record = exhibit.record_for(torch.__version__)
+    assert record is not None, f"no record for torch {torch.__version__}: make record-exhibits"
+    assert raised_by(exhibit) == (record.type, record.message)
+
+
+@pytest.mark.parametrize("exhibit", CPU, ids=lambda e: e.key)
+def test_the_fix_runs(exhibit):
+    exec(compile(exhibit.fix_code, str(exhibit.path), "exec"), {"__name__": "exhibit"})
+
+
+def test_no_exhibit_is_copied_into_a_chapter():
+    chapters = "\n".join(p.read_text() for p in BOOK.rglob("*.md"))
+    for exhibit in ALL:
+        assert exhibit.failing_code.strip() not in chapters, exhibit.key
+        assert exhibit.lesson.strip()[:80] not in chapters, exhibit.key
+
+
+def test_exhibit_cells_run_the_failing_code_then_check_it():
+    exhibit = CPU[1]
+    failing, check = exhibit_cells(exhibit, 9, "2.13.0+cpu")[1:3]
+    assert failing.source == exhibit.failing_code and failing.metadata.tags == ["raises-exception"]
+    assert repr(exhibit.record_for("2.13.0").message) in check.source  # part of the cache key
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace('title = "', 'titel = "', 1), "field 'title' is missing"),
+    (lambda t: t.replace("number = 3", 'number = "three"', 1), "field 'number' must be a non-empty int"),
+    (lambda t: t.replace('room = "eager"', 'room = "attic"', 1), "field 'room' is 'attic'"),
+    (lambda t: t.replace("number = 3", "number = 4", 1), "file name must start with the same number"),
+    (lambda t: t.replace("message = ", "mesage = ", 1), "records[0]: field 'message' is missing"),
+    (lambda t: t + "\n[[records]\n", "not valid TOML"),
+])
+def test_a_malformed_exhibit_names_its_file_and_field(tmp_path, edit, message):
+    source = next(EXHIBITS.glob("pytorch/03-*.toml"))
+    broken = tmp_path / source.name
+    broken.write_text(edit(source.read_text()))
+    with pytest.raises(ExhibitError) as error:
+        load_exhibit(broken)
+    assert str(broken) in str(error.value) and message in str(error.value)
+
+
+def _raise(error: Exception) -> None:
+    import sys
+    sys.last_value = error
+
+
+MUSEUM_RECORD = {"torch": "2.2.2", "where": "the course machine, CPU", "date": "",
+                 "type": "RuntimeError", "message": "old text", "source": "museum"}
+THIS_RECORD = dict(MUSEUM_RECORD, torch="2.13.0", source="build", message="new text")
+
+
+def test_check_raised_accepts_the_recorded_error_and_notes_a_change(monkeypatch):
+    import coursebook.exhibit_checks as checks
+    displayed = []
+    monkeypatch.setattr(checks, "display", lambda markdown: displayed.append(markdown.data))
+    _raise(RuntimeError("new text"))
+    check_raised("pytorch/99", THIS_RECORD, MUSEUM_RECORD)
+    shown = "".join(displayed)
+    assert "Changed since torch 2.2.2" in shown and "RuntimeError: old text" in shown
+
+
+@pytest.mark.parametrize("raised, expected, message", [
+    (RuntimeError("other text"), THIS_RECORD, "differs from its record"),
+    (ValueError("new text"), THIS_RECORD, "differs from its record"),
+    (RuntimeError("new text"), None, "has no record for the running torch"),
+    (None, THIS_RECORD, "did not raise"),
+])
+def test_check_raised_stops_on_a_mismatch(raised, expected, message):
+    import sys
+    if raised is None:
+        sys.__dict__.pop("last_value", None)
+    else:
+        _raise(raised)
+    with pytest.raises(ExhibitMismatch) as error:
+        check_raised("pytorch/99", expected, MUSEUM_RECORD)
+    assert message in str(error.value)
+    if expected is not None and raised is not None:
+        assert "make record-exhibits" in str(error.value)
