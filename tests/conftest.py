@@ -27,11 +27,14 @@ class Build:
         return self.log.count("Executing notebook using")
 
 
-def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str) -> Build:
+def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
+                 settings: dict[str, str] | None = None) -> Build:
     """Build one edition with the repository's conf.py, as the Makefile does."""
     command = [sys.executable, "-m", "sphinx", "-b", "html", "-c", str(ROOT),
                "-d", str(outdir / "doctrees"), "-W", "--keep-going",
                "-D", f"nb_execution_cache_path={cache}"]
+    for name, value in (settings or {}).items():
+        command += ["-D", f"{name}={value}"]
     for tag in tags:
         command += ["-t", tag]
     command += [str(srcdir), str(outdir / "html")]

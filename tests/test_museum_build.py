@@ -1,0 +1,71 @@
+"""The wing proves itself while the book builds: each planted fault stops the build."""
+
+import shutil
+
+import pytest
+
+from conftest import BOOK, ROOT, sphinx_build
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One execution cache for the module: PT01 runs once, each broken wing again."""
+    return tmp_path_factory.mktemp("cache")
+
+
+def _build_with(tmp_path, cache, exhibit_glob: str, old: str, new: str, after: str = ""):
+    """Build the book with one exhibit edited: ``old`` becomes ``new`` (past ``after``)."""
+    shutil.copytree(ROOT / "exhibits", tmp_path / "exhibits")
+    exhibit = next((tmp_path / "exhibits").glob(exhibit_glob))
+    text = exhibit.read_text()
+    start = text.index(after)
+    assert old in text[start:], exhibit
+    exhibit.write_text(text[:start] + text[start:].replace(old, new, 1))
+    return exhibit, sphinx_build(BOOK, tmp_path / "out", cache,
+                                 settings={"coursebook_exhibits_dir": str(tmp_path / "exhibits")})
+
+
+def test_a_changed_recorded_message_stops_the_build(tmp_path, cache):
+    _, build = _build_with(tmp_path, cache, "pytorch/05-*.toml",
+                           'message = "mat1 and mat2', 'message = "matrix1 and mat2',
+                           after='torch = "2.13.0"')
+    assert build.returncode != 0
+    assert "exhibit pytorch/05: the error differs from its record for torch 2.13.0" in build.log
+    assert "- RuntimeError: matrix1 and mat2" in build.log
+    assert "+ RuntimeError: mat1 and mat2" in build.log
+    assert "make record-exhibits" in build.log
+
+
+def test_a_fix_that_raises_stops_the_build(tmp_path, cache):
+    _, build = _build_with(tmp_path, cache, "pytorch/05-*.toml",
+                           "layer = nn.Linear(16, 4)", "layer = nn.Linear(15, 4)")
+    assert build.returncode != 0
+    assert "museum-pytorch.md: ERROR: code cell `import torch` raised an error" in build.log
+    assert "mat1 and mat2 shapes cannot be multiplied (32x16 and 15x4)" in build.log
+
+
+def test_a_failing_snippet_that_no_longer_raises_stops_the_build(tmp_path, cache):
+    _, build = _build_with(tmp_path, cache, "pytorch/04-*.toml",
+                           "(x * 2).backward()\n", "(x * 2).sum().backward()\n")
+    assert build.returncode != 0
+    assert "is tagged `raises-exception` but did not raise" in build.log
+
+
+def test_a_malformed_exhibit_stops_the_build(tmp_path, cache):
+    exhibit, build = _build_with(tmp_path, cache, "pytorch/03-*.toml", "fix_code = ", "fixcode = ")
+    assert build.returncode != 0
+    assert f"{exhibit}: field 'fix_code' is missing" in build.log
+
+
+def test_an_exhibit_edit_rebuilds_the_wing_page(tmp_path, cache):
+    """Editing data, not the chapter file, still refreshes the page on an incremental build."""
+    shutil.copytree(ROOT / "exhibits", tmp_path / "exhibits")
+    settings = {"coursebook_exhibits_dir": str(tmp_path / "exhibits")}
+    assert sphinx_build(BOOK, tmp_path / "out", cache, settings=settings).returncode == 0
+    exhibit = next((tmp_path / "exhibits").glob("pytorch/01-*.toml"))
+    exhibit.write_text(exhibit.read_text().replace('lesson = """\n', 'lesson = """\nA planted sentence. ', 1))
+    again = sphinx_build(BOOK, tmp_path / "out", cache, settings=settings)
+    assert again.returncode == 0
+    assert "A planted sentence." in (tmp_path / "out" / "html" / "museum-pytorch.html").read_text()
