@@ -8,7 +8,7 @@ BUILD      := _build
 SPHINXOPTS ?= -W --keep-going
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html instructor editions audit record-exhibits test test-fast clean clean-cache
+.PHONY: help venv html instructor editions pdf pdf-instructor pdf-deps audit record-exhibits test test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -28,6 +28,15 @@ instructor: venv ## Instructor edition, HTML -> _build/instructor/html/index.htm
 	$(SPHINX) -b html -t instructor -c . -d $(BUILD)/instructor/doctrees book $(BUILD)/instructor/html $(SPHINXOPTS)
 
 editions: html instructor ## Both HTML editions
+
+pdf: venv ## Student edition, PDF -> _build/student/pdf/deep-learning-labs-student.pdf
+	$(BIN)/python tools/build_pdf.py student
+
+pdf-instructor: venv ## Instructor edition, PDF -> _build/instructor/pdf/
+	$(BIN)/python tools/build_pdf.py instructor
+
+pdf-deps: ## Install TeX and poppler for the PDFs (Debian/Ubuntu, as root)
+	apt-get update -q && apt-get install -y -q --no-install-recommends $(shell cat tools/pdf-packages.txt)
 
 audit: html ## Prove the student build holds no answer
 	$(BIN)/python tools/audit_student_build.py $(BUILD)/student

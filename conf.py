@@ -19,7 +19,7 @@ TORCH_VERSION = metadata.version("torch")
 project = "Deep Learning Labs"
 author = "The course team"
 copyright = f"{datetime.date.today().year}, {author}"
-release = f"{EDITION}, torch {TORCH_VERSION}"
+release = f"torch {TORCH_VERSION}"
 
 extensions = [
     "myst_nb",
@@ -68,3 +68,43 @@ copybutton_selector = "div.cell_input pre, div.highlight-python pre, div.highlig
 # --- The error museum: exhibits are data, placed into chapters by coursebook.museum --
 coursebook_exhibits_dir = str(ROOT / "exhibits")
 nb_render_markdown_format = "myst"  # exhibit checks report in MyST (notes, code)
+
+# --- LaTeX: the printed handout (make pdf, make pdf-instructor) ----------------------
+BUILD_DATE = datetime.date.today().isoformat()
+latex_engine = "xelatex"
+latex_use_xindy = False
+latex_documents = [(root_doc, "deep-learning-labs.tex", f"Deep Learning Labs: {EDITION}", author,
+                    "manual")]
+latex_show_urls = "no"
+latex_elements = {
+    "papersize": "a4paper",
+    "releasename": "executed with",
+    "pointsize": "10pt",
+    "extraclassoptions": "openany,oneside",
+    # DejaVu Sans Mono has every glyph of tracebacks, arrows and Greek; Free* for text.
+    "fontpkg": r"""
+\setmainfont{FreeSerif}
+\setsansfont{FreeSans}
+\setmonofont{DejaVu Sans Mono}[Scale=0.84]
+""",
+    "sphinxsetup": "verbatimforcewraps=true, verbatimmaxunderfull=0, hmargin={2cm,2cm}, vmargin={2.2cm,2.2cm}",
+    "preamble": r"""
+% Inline code may break after an underscore or a dot, so long names do not overflow.
+\newcommand{\cbBreakableUnderscore}{\textunderscore\allowbreak}
+\let\cbOrigUpquote\sphinxupquote
+\renewcommand{\sphinxupquote}[1]{\cbOrigUpquote{\let\_\cbBreakableUnderscore #1}}
+""",
+    "maketitle": rf"""
+\begin{{titlepage}}
+  \centering\sffamily
+  \vspace*{{5cm}}
+  {{\Huge Deep Learning Labs\par}}
+  \vspace{{1.2cm}}
+  {{\LARGE {EDITION}\par}}
+  \vspace{{2cm}}
+  {{\large Executed with torch {TORCH_VERSION}\par}}
+  \vspace{{0.4cm}}
+  {{\large Built on {BUILD_DATE}\par}}
+\end{{titlepage}}
+""",
+}

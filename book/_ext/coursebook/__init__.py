@@ -7,7 +7,8 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from .chapters import record_environment, render_edition_source, reread_changed_chapters
+from .chapters import edition_of, record_environment, render_edition_source, reread_changed_chapters
+from .editions import Edition, box_code_answers
 from .downloads import offer_edition_notebook, replace_copied_sources
 from .outputs import normalise_output_nodes
 from .verify import (check_executed_chapter, fail_build_on_failed_chapters,
@@ -28,6 +29,8 @@ def _create_execution_cache(app: Sphinx, config) -> None:
 def _clean_and_check(app: Sphinx, doctree: nodes.document) -> None:
     normalise_output_nodes(doctree)
     check_executed_chapter(app, doctree)
+    if edition_of(app) is Edition.INSTRUCTOR:
+        box_code_answers(doctree)
 
 
 def setup(app: Sphinx) -> dict:

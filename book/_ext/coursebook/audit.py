@@ -4,7 +4,7 @@ What counts as an answer is derived from the chapters themselves: the text of ev
 cell tagged ``answer``. Each answer cell is cut into runs of :data:`RUN` words (punctuation included); a run
 that also occurs in some student-visible cell is common text, every other run is a
 fingerprint. The audit reads every text file of a build (pages, ``_sources/``,
-notebooks, ``jupyter_execute/``, the search index) and reports each file holding a
+notebooks, ``jupyter_execute/``, the search index, the PDF's text) and reports each file holding a
 fingerprint. The search index holds stemmed words, not sentences, so for it the audit
 looks for words found only in answers, and for the answers' headings among its titles.
 """
@@ -23,7 +23,7 @@ from sphinx.search.en import SearchEnglish
 from .editions import is_answer, is_chapter_source, read_chapter
 
 RUN = 8
-TEXT_SUFFIXES = frozenset({".html", ".js", ".md", ".txt", ".ipynb", ".json", ".tex"})
+TEXT_SUFFIXES = frozenset({".html", ".js", ".md", ".txt", ".ipynb", ".json", ".tex", ".pdf"})
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-",
                          "\u00a0": " ", "¶": " "})
 
@@ -119,6 +119,10 @@ def _strings(value) -> Iterator[str]:
 
 def shown_text(path: Path) -> str:
     """The text a file holds, as a reader would see it."""
+    if path.suffix == ".pdf":
+        from .pdfcheck import pdf_text
+
+        return pdf_text(path)
     raw = path.read_text(encoding="utf8", errors="replace")
     if path.suffix == ".ipynb":
         try:

@@ -80,7 +80,7 @@ def instructor_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNod
     """The notebook with every cell, markdown answers boxed as instructor material.
 
     Code answers keep their source untouched (it is part of the execution cache key);
-    the theme styles them through the ``tag_answer`` class myst-nb gives their cell.
+    :func:`box_code_answers` boxes their rendered cells instead.
     """
     instructor = copy.deepcopy(notebook)
     for cell in instructor.cells:
@@ -149,3 +149,18 @@ def hidden_raises_cells(notebook) -> list[str]:
         if RAISES_TAG in tags and tags & _HIDING_TAGS:
             found.append(cell.source.strip().splitlines()[0] if cell.source.strip() else "")
     return found
+
+
+def box_code_answers(doctree) -> None:
+    """Wrap each rendered code answer cell in an *Instructor answer* admonition.
+
+    Done on the doctree, after execution, so that HTML and LaTeX both show the box.
+    """
+    from docutils import nodes
+
+    for cell in list(doctree.findall(nodes.container)):
+        if cell.get("nb_element") == "cell_code" and f"tag_{ANSWER_TAG}" in cell["classes"]:
+            box = nodes.admonition(classes=[ANSWER_CLASS])
+            box += nodes.title(ANSWER_TITLE, ANSWER_TITLE)
+            cell.parent.replace(cell, box)  # replace_self would copy the cell's classes
+            box += cell

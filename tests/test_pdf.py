@@ -1,0 +1,68 @@
+"""Both PDF handouts: built from the same sources and cache, checked, audited."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BOOK, ROOT, TINY_BOOK
+from coursebook.audit import audit_build, chapter_fingerprints
+
+pytestmark = pytest.mark.slow
+TOOL = ROOT / "tools" / "build_pdf.py"
+
+
+def build_pdf(edition: str, source, build, cache):
+    done = subprocess.run([sys.executable, str(TOOL), edition, "--source", str(source),
+                           "--build", str(build),
+                           f"--sphinx-option=-Dnb_execution_cache_path={cache}"],
+                          capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def pdfs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pdf")
+    results = {edition: build_pdf(edition, BOOK, root, root / "cache")
+               for edition in ("student", "instructor")}
+    return root, results
+
+
+@pytest.mark.parametrize("edition", ["student", "instructor"])
+def test_the_pdf_builds_and_passes_its_checks(pdfs, edition):
+    root, results = pdfs
+    code, log = results[edition]
+    assert code == 0, log[-3000:]
+    assert (root / edition / "pdf" / f"deep-learning-labs-{edition}.pdf").is_file()
+
+
+def test_the_student_pdf_holds_no_answer_and_the_instructor_pdf_does(pdfs):
+    root, _ = pdfs
+    found = chapter_fingerprints(BOOK)
+    assert audit_build(root / "student" / "pdf", found) == []
+    assert audit_build(root / "instructor" / "pdf", found)
+
+
+def test_a_planted_overflowing_line_fails_the_pdf(tmp_path):
+    source = tmp_path / "src"
+    shutil.copytree(TINY_BOOK, source)
+    chapter = source / "chapter.md"
+    chapter.write_text(chapter.read_text().replace(
+        "A worked example.", "A worked example: " + "Unbreakable" * 20 + "."))
+    code, log = build_pdf("student", source, tmp_path / "build", tmp_path / "cache")
+    assert code == 1
+    assert "runs into the margin" in log and "Overfull \\hbox" in log
+
+
+def test_a_planted_answer_in_the_pdf_is_caught(tmp_path):
+    """A student PDF built as if the answer tag were lost carries the answers: caught."""
+    source = tmp_path / "src"
+    shutil.copytree(TINY_BOOK, source)
+    chapter = source / "chapter.md"
+    chapter.write_text(chapter.read_text().replace('"answer"', '"was-answer"')
+                       .replace("[answer]", "[was-answer]"))
+    code, log = build_pdf("student", source, tmp_path / "build", tmp_path / "cache")
+    assert code == 0, log[-2000:]
+    leaks = audit_build(tmp_path / "build" / "student" / "pdf", chapter_fingerprints(TINY_BOOK))
+    assert leaks and leaks[0].path.suffix == ".pdf"
