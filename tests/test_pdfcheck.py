@@ -15,3 +15,18 @@ def test_log_problems(tmp_path, log, found):
     path = tmp_path / "book.log"
     path.write_text(log)
     assert len(log_problems(path)) == found
+
+
+def test_without_tex_the_pdf_build_stops_with_one_line_naming_the_packages(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "build_pdf.py"), "student",
+                           "--build", str(tmp_path)], capture_output=True, text=True,
+                          env={**os.environ, "PATH": str(tmp_path)})
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert "xelatex" in done.stderr and "make pdf-deps" in done.stderr
+    assert "texlive-xetex" in done.stderr
