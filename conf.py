@@ -25,6 +25,7 @@ extensions = [
     "myst_nb",
     "sphinx_copybutton",
     "sphinx_design",
+    "sphinx-mathjax-offline",  # MathJax served with the book: math renders offline too
     "coursebook",
 ]
 
@@ -45,7 +46,7 @@ nb_execution_raise_on_error = False  # coursebook.verify names the cell instead
 nb_execution_show_tb = False
 nb_merge_streams = True
 # Part of the cache key, so that a change of version re-executes the chapters.
-coursebook_environment_packages = ["torch", "jaxtyping", "numpy", "ipykernel"]
+coursebook_environment_packages = ["torch", "jaxtyping", "numpy", "ipykernel", "matplotlib"]
 
 myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath", "deflist"]
 myst_heading_anchors = 3

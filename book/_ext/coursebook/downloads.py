@@ -14,10 +14,12 @@ import nbformat
 from sphinx.application import Sphinx
 
 from .chapters import chapter_notebook, edition_of
-from .editions import Edition, notebook_to_myst
+from .editions import BOOK_ONLY_TAG, Edition, cell_tags, notebook_to_myst
 
 
 def _download_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """What a reader runs elsewhere: no outputs, no cells that need the book's own code."""
+    notebook.cells = [cell for cell in notebook.cells if BOOK_ONLY_TAG not in cell_tags(cell)]
     notebook.metadata.setdefault("language_info", {"name": "python"})
     for cell in notebook.cells:
         if cell.cell_type == "code":

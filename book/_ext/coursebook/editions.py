@@ -20,6 +20,7 @@ from myst_parser.config.main import MdParserConfig
 
 ANSWER_TAG = "answer"
 RAISES_TAG = "raises-exception"
+BOOK_ONLY_TAG = "book-only"  # runs in the book (a figure, say), left out of downloads
 ANSWER_TITLE = "Instructor answer"
 ANSWER_CLASS = "instructor-answer"
 
