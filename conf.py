@@ -5,6 +5,7 @@ instructor edition. The Makefile holds the exact commands and output folders.
 """
 
 import datetime
+import os
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -56,12 +57,18 @@ html_theme = "sphinx_book_theme"
 html_title = f"Deep Learning Labs · {EDITION}"
 html_static_path = [str(ROOT / "book" / "_static")]
 html_css_files = ["coursebook.css"]
+html_favicon = str(ROOT / "book" / "_static" / "favicon.svg")
+# pydata-sphinx-theme logs a console error on a first visit unless a mode is given.
+html_context = {"default_mode": "light"}
 html_theme_options = {
     "use_download_button": True,
     "show_toc_level": 2,
     "announcement": "Instructor edition: answers are shown in marked boxes." if INSTRUCTOR else "",
 }
 html_last_updated_fmt = "%Y-%m-%d"
+# One setting turns on "Open in Colab": the GitHub repository whose branch
+# coursebook_published_branch (default gh-pages) serves the student HTML.
+coursebook_repository_url = os.environ.get("BOOK_REPOSITORY_URL", "")
 
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_selector = "div.cell_input pre, div.highlight-python pre, div.highlight-default pre"

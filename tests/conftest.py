@@ -48,3 +48,15 @@ def tiny_book(tmp_path: Path) -> Path:
     copy = tmp_path / "src"
     shutil.copytree(TINY_BOOK, copy)
     return copy
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory) -> dict[str, Build]:
+    """Student and instructor editions of the real book, cold, sharing one new cache."""
+    root = tmp_path_factory.mktemp("book")
+    cache = root / "cache"
+    builds = {"student": sphinx_build(BOOK, root / "student", cache),
+              "instructor": sphinx_build(BOOK, root / "instructor", cache, "instructor")}
+    for edition, build in builds.items():
+        assert build.returncode == 0, f"{edition} build failed:\n{build.log[-4000:]}"
+    return builds

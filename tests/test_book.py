@@ -13,18 +13,6 @@ from coursebook.editions import is_answer, is_chapter_source, read_chapter
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """Student and instructor editions, cold, sharing one new cache (as `make` does)."""
-    root = tmp_path_factory.mktemp("book")
-    cache = root / "cache"
-    builds = {"student": sphinx_build(BOOK, root / "student", cache),
-              "instructor": sphinx_build(BOOK, root / "instructor", cache, "instructor")}
-    for edition, build in builds.items():
-        assert build.returncode == 0, f"{edition} build failed:\n{build.log[-4000:]}"
-    return builds
-
-
 def _page(built, edition: str, name: str = "pt01.html") -> str:
     return (built[edition].outdir / "html" / name).read_text(encoding="utf8")
 

@@ -46,3 +46,13 @@ def test_a_raises_exception_cell_may_not_hide_its_error(tiny_book, tmp_path):
           ":tags: [raises-exception, remove-output]")
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert build.returncode != 0 and "must show its error" in build.log
+
+
+def test_open_in_colab_appears_only_when_the_repository_is_set(tiny_book, tmp_path):
+    plain = sphinx_build(tiny_book, tmp_path / "plain", tmp_path / "cache")
+    assert plain.returncode == 0 and "colab" not in (plain.outdir / "html" / "chapter.html").read_text()
+    launched = sphinx_build(tiny_book, tmp_path / "colab", tmp_path / "cache",
+                            settings={"coursebook_repository_url": "https://github.com/org/labs.git"})
+    page = (launched.outdir / "html" / "chapter.html").read_text()
+    assert ("https://colab.research.google.com/github/org/labs/blob/gh-pages/_sources/chapter.ipynb"
+            in page)

@@ -9,7 +9,7 @@ from sphinx.application import Sphinx
 
 from .chapters import edition_of, record_environment, render_edition_source, reread_changed_chapters
 from .editions import Edition, box_code_answers
-from .downloads import offer_edition_notebook, replace_copied_sources
+from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
 from .outputs import normalise_output_nodes
 from .verify import (check_executed_chapter, fail_build_on_failed_chapters,
                      reread_failed_chapters)
@@ -41,7 +41,10 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _create_execution_cache)
     app.connect("source-read", render_edition_source)
     app.connect("doctree-read", _clean_and_check)
+    app.add_config_value("coursebook_repository_url", "", "html", str)
+    app.add_config_value("coursebook_published_branch", "gh-pages", "html", str)
     app.connect("html-page-context", offer_edition_notebook, priority=400)
+    app.connect("html-page-context", add_colab_button, priority=600)
     app.connect("env-get-outdated", reread_failed_chapters)
     app.connect("env-get-outdated", reread_changed_chapters)
     app.connect("build-finished", replace_copied_sources)

@@ -41,6 +41,33 @@ def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
     context["ipynb_source"] = pagename + ".ipynb"
 
 
+COLAB = "https://colab.research.google.com/github"
+
+
+def colab_url(repository_url: str, branch: str, pagename: str) -> str:
+    """Where Colab opens the published student notebook of a page."""
+    repository = repository_url.rstrip("/").removesuffix(".git").split("github.com/")[-1]
+    return f"{COLAB}/{repository}/blob/{branch}/_sources/{pagename}.ipynb"
+
+
+def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dict,
+                     doctree) -> None:
+    """``html-page-context``, after the theme's buttons: "Open in Colab", when configured.
+
+    Colab opens the student notebook where the student HTML is published (the branch
+    ``coursebook_published_branch`` of ``coursebook_repository_url``), never a source.
+    """
+    repository = app.config.coursebook_repository_url
+    if not repository or "header_buttons" not in context or "ipynb_source" not in context:
+        return
+    context["header_buttons"].append({
+        "type": "link", "url": colab_url(repository, app.config.coursebook_published_branch,
+                                         pagename),
+        "text": "Colab", "tooltip": "Open the student notebook in Colab",
+        "icon": "fas fa-rocket", "label": "colab-launch-button",
+    })
+
+
 def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
     """``build-finished``: overwrite the copied chapter files with the student text."""
     if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:

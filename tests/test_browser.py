@@ -1,0 +1,121 @@
+"""The book as a reader meets it: Debian's Chromium, driven by Playwright, on localhost."""
+
+import functools
+import json
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from conftest import BOOK, ROOT
+from coursebook.audit import _runs, chapter_fingerprints, words
+from coursebook.editions import is_answer
+
+pytestmark = pytest.mark.slow
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-background-networking"])
+        yield browser
+        browser.close()
+
+
+def _serve(directory):
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@pytest.fixture(scope="module", params=["student", "instructor"])
+def site(request, built, browser):
+    """A served edition and a fresh browser page that records console errors."""
+    server, url = _serve(built[request.param].outdir / "html")
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
+    page = context.new_page()
+    page.errors = []
+    page.on("console", lambda message: message.type == "error" and page.errors.append(message.text))
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    yield request.param, url, page
+    context.close()
+    server.shutdown()
+
+
+@pytest.mark.parametrize("name", ["index.html", "pt01.html", "museum-pytorch.html"])
+def test_pages_load_without_console_errors(site, name):
+    edition, url, page = site
+    page.errors.clear()
+    page.goto(f"{url}/{name}", wait_until="networkidle")
+    assert page.errors == [], page.errors
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{edition}-{name.removesuffix('.html')}.png"))
+
+
+def test_searching_retain_graph_lists_pt01(site):
+    _, url, page = site
+    page.goto(f"{url}/search.html?q=retain_graph", wait_until="networkidle")
+    page.wait_for_selector("#search-results ul.search li", timeout=15000)
+    results = page.locator("#search-results ul.search li a").evaluate_all("as => as.map(a => a.href)")
+    assert any("pt01.html" in href for href in results), results
+
+
+def test_an_exhibit_card_opens_its_exhibit(site):
+    _, url, page = site
+    page.goto(f"{url}/museum-pytorch.html", wait_until="networkidle")
+    page.locator(".sd-card", has_text="03/09").first.click()
+    page.wait_for_url("**#museum-pytorch-03")
+    heading = page.locator("#museum-pytorch-03 h2")
+    assert heading.is_visible() and "Backward through a graph" in heading.inner_text()
+
+
+def test_the_download_button_delivers_this_editions_notebook(site):
+    edition, url, page = site
+    page.goto(f"{url}/pt01.html", wait_until="networkidle")
+    page.locator(".dropdown-download-buttons button").first.click()
+    with page.expect_download() as download:
+        page.locator("a.btn", has_text=".ipynb").first.click()
+    notebook = json.loads(open(download.value.path(), encoding="utf8").read())
+    cells = notebook["cells"]
+    has_answers = any(is_answer(cell) for cell in cells)
+    assert has_answers == (edition == "instructor")
+    if edition == "student":
+        found = chapter_fingerprints(BOOK)
+        text = "\n".join("".join(cell["source"]) for cell in cells)
+        assert not set(_runs(words(text))) & found.runs
+
+
+def test_a_copy_button_copies_the_code_without_its_output(site):
+    _, url, page = site
+    page.goto(f"{url}/pt01.html", wait_until="networkidle")
+    cell = page.locator("div.cell", has_text="Dtype:").first
+    cell.locator("div.cell_input").hover()
+    cell.locator("div.cell_input button.copybtn").click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith("X = torch.tensor([[1., 2.], [3., 1.], [2., 4.]])")
+    assert 'print("Device:", X.device)' in copied
+    assert "torch.float32" not in copied  # the output stays behind
+
+
+def test_instructor_answers_are_visible_only_in_the_instructor_edition(site):
+    edition, url, page = site
+    page.goto(f"{url}/pt01.html", wait_until="networkidle")
+    answers = page.locator("div.admonition.instructor-answer")
+    if edition == "instructor":
+        assert answers.count() > 10 and answers.first.is_visible()
+        assert "Instructor edition" in page.locator(".bd-header-announcement").inner_text()
+    else:
+        assert answers.count() == 0
+        assert "instructor" not in page.locator("body").inner_text().lower()
