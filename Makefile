@@ -8,7 +8,7 @@ BUILD      := _build
 SPHINXOPTS ?= -W --keep-going
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html instructor editions pdf pdf-instructor pdf-deps audit record-exhibits test test-fast clean clean-cache
+.PHONY: help venv html instructor editions pdf pdf-instructor pdf-deps audit bench record-exhibits test test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ audit: html ## Prove the student build holds no answer
 
 record-exhibits: venv ## Record each CPU exhibit's error for this torch (after an upgrade)
 	$(BIN)/python tools/record_exhibits.py
+
+bench: venv ## Benchmark builds: cold, warm, edits, nbclient floor, Jupyter Book 1
+	$(BIN)/python tools/bench_build.py
 
 test: venv ## All tests, the slow full builds included (what CI runs)
 	$(BIN)/python -m pytest -m 'slow or not slow'

@@ -97,7 +97,7 @@ def test_sources_hold_the_student_text(built):
     assert not any(is_answer(cell) for cell in read_chapter(copied).cells)
 
 
-def test_a_warm_rebuild_and_a_prose_edit_execute_nothing(built, tmp_path):
+def test_a_warm_rebuild_and_a_prose_edit_execute_nothing_a_code_edit_only_its_chapter(built, tmp_path):
     import shutil
     source = tmp_path / "book"
     shutil.copytree(BOOK, source)
@@ -112,3 +112,9 @@ def test_a_warm_rebuild_and_a_prose_edit_execute_nothing(built, tmp_path):
     edited = sphinx_build(source, tmp_path / "a", cache)
     assert edited.returncode == 0 and edited.executed == 0
     assert "A new sentence." in (tmp_path / "a" / "html" / "pt01.html").read_text()
+    text = chapter.read_text()
+    assert 'print("Dtype:", X.dtype)' in text
+    chapter.write_text(text.replace('print("Dtype:", X.dtype)', 'print("Dtype:", X.dtype)  # edited'))
+    code_edit = sphinx_build(source, tmp_path / "a", cache)
+    assert code_edit.returncode == 0
+    assert code_edit.executed == 1 and "pt01.md: Executing notebook" in code_edit.log
