@@ -8,7 +8,7 @@ BUILD      := _build
 SPHINXOPTS ?= -W --keep-going
 
 .DEFAULT_GOAL := help
-.PHONY: help venv html instructor editions pdf pdf-instructor pdf-deps audit bench record-exhibits test test-fast clean clean-cache
+.PHONY: help venv bridges-venv tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor pdf-deps audit bench record-exhibits test test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -20,6 +20,29 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 venv: $(VENV)/.installed ## Create the virtual environment the book builds in
+
+# The TPU bridges chapter runs in its own environment; on a TPU builder (KIND=tpu) with the
+# [tpu] extras, which bring jax[tpu] and libtpu. Exhibit 08's old torchax sits in a side folder.
+KIND          ?= tpu
+BRIDGES_VENV  ?= .venv-bridges-$(KIND)
+BRIDGES_EXTRA := $(if $(filter tpu,$(KIND)),'torchax[tpu]==0.0.13' 'torch_xla[tpu]==2.9.0',)
+
+$(BRIDGES_VENV)/.installed: tools/bridges-requirements.txt
+	$(PYTHON) -m venv $(BRIDGES_VENV)
+	$(BRIDGES_VENV)/bin/pip install --quiet -r tools/bridges-requirements.txt $(BRIDGES_EXTRA)
+	$(BRIDGES_VENV)/bin/pip install --quiet --no-deps --target $(BRIDGES_VENV)/sides/old-torchax torchax==0.0.5
+	@touch $@
+
+bridges-venv: $(BRIDGES_VENV)/.installed ## The bridges chapter's environment (KIND=tpu or cpu)
+
+RECORD := $(BIN)/python tools/record_chapter.py book/bridges.md --kind $(KIND) \
+          --python $(BRIDGES_VENV)/bin/python --sides $(BRIDGES_VENV)/sides
+
+tpu-cache: venv bridges-venv ## Run the bridges chapter on this TPU builder (KIND=cpu: the CPU stand-in) and write book/records/
+	$(RECORD)
+
+tpu-cache-check: venv bridges-venv ## Check the committed records against a fresh run (CI: KIND=cpu)
+	$(RECORD) --check
 
 html: venv ## Student edition, HTML -> _build/student/html/index.html
 	$(SPHINX) -b html -c . -d $(BUILD)/student/doctrees book $(BUILD)/student/html $(SPHINXOPTS)
@@ -47,7 +70,8 @@ record-exhibits: venv ## Record each CPU exhibit's error for this torch (after a
 bench: venv ## Benchmark builds: cold, warm, edits, nbclient floor, Jupyter Book 1
 	$(BIN)/python tools/bench_build.py
 
-test: venv ## All tests, the slow full builds included (what CI runs)
+test: venv ## All tests, the slow full builds included, and the CPU record re-run (what CI runs)
+	$(MAKE) tpu-cache-check KIND=cpu
 	$(BIN)/python -m pytest -m 'slow or not slow'
 
 test-fast: venv ## The fast tests only

@@ -31,7 +31,7 @@ extensions = [
 ]
 
 root_doc = "index"
-exclude_patterns = ["_build", "_ext", "**.ipynb_checkpoints"]
+exclude_patterns = ["_build", "_ext", "records", "**.ipynb_checkpoints"]
 suppress_warnings = [
     # A failed notebook is reported once, cell by cell, by coursebook.verify.
     "mystnb.exec",
@@ -75,6 +75,8 @@ copybutton_selector = "div.cell_input pre, div.highlight-python pre, div.highlig
 
 # --- The error museum: exhibits are data, placed into chapters by coursebook.museum --
 coursebook_exhibits_dir = str(ROOT / "exhibits")
+# Chapters run only on a TPU builder (or its CPU stand-in): their committed outputs.
+coursebook_records_dir = str(ROOT / "book" / "records")
 nb_render_markdown_format = "myst"  # exhibit checks report in MyST (notes, code)
 
 # --- LaTeX: the printed handout (make pdf, make pdf-instructor) ----------------------
@@ -97,10 +99,10 @@ latex_elements = {
 """,
     "sphinxsetup": "verbatimforcewraps=true, verbatimmaxunderfull=0, hmargin={2cm,2cm}, vmargin={2.2cm,2.2cm}",
     "preamble": r"""
-% Inline code may break after an underscore or a dot, so long names do not overflow.
-\newcommand{\cbBreakableUnderscore}{\textunderscore\allowbreak}
-\let\cbOrigUpquote\sphinxupquote
-\renewcommand{\sphinxupquote}[1]{\cbOrigUpquote{\let\_\cbBreakableUnderscore #1}}
+% A line may break after an underscore, so long names in inline code do not overflow
+% (robust, so it survives section titles; bookmarks get a plain underscore).
+\DeclareRobustCommand{\_}{\textunderscore\allowbreak}
+\pdfstringdefDisableCommands{\def\_{\textunderscore}}
 """,
     "maketitle": rf"""
 \begin{{titlepage}}

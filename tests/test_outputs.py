@@ -9,6 +9,9 @@ from coursebook.outputs import normalise
     ("grad_fn: <MulBackward0 object at 0x11247bbe0>", "grad_fn: <MulBackward0 object at 0x…>"),
     ("/tmp/ipykernel_43124/1142738744.py:5: UserWarning: x", "<cell>:5: UserWarning: x"),
     ("/var/folders/w9/T/ipykernel_1/22.py:5: UserWarning", "<cell>:5: UserWarning"),
+    ("cannot import name 'mutable_array' from 'jax.experimental' "
+     "(/venv/lib/python3.11/site-packages/jax/experimental/__init__.py)",
+     "cannot import name 'mutable_array' from 'jax.experimental'"),
 ])
 def test_machine_details_are_replaced(raw, shown):
     assert normalise(raw) == shown

@@ -6,6 +6,8 @@ Kept free of Sphinx imports, so that the kernel imports it quickly.
 from __future__ import annotations
 
 import difflib
+import os
+import subprocess
 import sys
 
 from IPython.display import Markdown, display
@@ -51,8 +53,11 @@ def check_raised(exhibit: str, expected: dict | None, museum: dict) -> None:
             f"{expected['torch']} ({_label(expected)}):\n"
             f"{diff}\n(- recorded, + raised now.) If the new text is right, re-record it "
             f"with '{RECORD_COMMAND}'.")
-    lines = [f"✓ Raised exactly the error recorded for torch {expected['torch']} "
-             f"({_label(expected)})."]
+    if expected["source"] == "museum":
+        lines = [f"✓ Raised exactly the error the museum recorded ({_label(expected)})."]
+    else:
+        lines = [f"✓ Raised exactly the error recorded for torch {expected['torch']} "
+                 f"({_label(expected)})."]
     museum_text = f"{museum['type']}: {normalise(museum['message'])}"
     if museum_text != shown:
         lines += ["", f":::{{admonition}} Changed since torch {museum['torch']}", ":class: note",
@@ -61,8 +66,35 @@ def check_raised(exhibit: str, expected: dict | None, museum: dict) -> None:
     display(Markdown("\n".join(lines)))
 
 
+SIDE_ENVIRONMENTS = "COURSEBOOK_SIDE_ENVIRONMENTS"
+
+
+def run_in_fresh_python(code: str, side_environment: str = "") -> None:
+    """Run ``code`` in a new Python process; its error, if any, is raised here.
+
+    ``side_environment`` names a folder under ``$COURSEBOOK_SIDE_ENVIRONMENTS`` put in
+    front of the import path (an older package, say). The child's error comes back as
+    an exception of the same class name and message, so it can be checked like any other.
+    """
+    env = dict(os.environ)
+    if side_environment:
+        root = os.environ.get(SIDE_ENVIRONMENTS)
+        if not root or not os.path.isdir(os.path.join(root, side_environment)):
+            raise RuntimeError(f"side environment {side_environment!r} is not installed "
+                               f"(under ${SIDE_ENVIRONMENTS}); `make tpu-cache` installs it")
+        env["PYTHONPATH"] = os.pathsep.join(
+            [os.path.join(root, side_environment), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    print(done.stdout, end="")
+    if done.returncode == 0:
+        return
+    last = (done.stderr.strip().splitlines() or ["RuntimeError: the process failed"])[-1]
+    name, _, message = last.partition(": ")
+    raise type(name, (Exception,), {"__module__": "builtins"})(message) from None
+
+
 def fix_ran() -> None:
     """Say that the fix above ran; this cell is only reached when it did not raise."""
     import torch
 
-    display(Markdown(f"✓ The fix ran without an error (torch {torch.__version__}, this build)."))
+    display(Markdown(f"✓ The fix ran without an error (torch {torch.__version__})."))

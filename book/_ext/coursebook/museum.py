@@ -54,6 +54,17 @@ class Record:
 
 
 @dataclass(frozen=True)
+class CpuReproduction:
+    """How a TPU exhibit's failure (and fix) is reproduced on a CPU, in a fresh process."""
+
+    note: str
+    reproduction: str
+    fix_note: str = ""
+    fix: str = ""
+    side_environment: str = ""
+
+
+@dataclass(frozen=True)
 class Exhibit:
     path: Path
     wing: str
@@ -67,6 +78,7 @@ class Exhibit:
     fix_code: str
     records: tuple[Record, ...]
     pt01: tuple[str, ...] = ()
+    cpu: CpuReproduction | None = None
 
     @property
     def key(self) -> str:
@@ -125,7 +137,25 @@ def load_exhibit(path: Path) -> Exhibit:
     if not isinstance(pt01, list) or not all(isinstance(label, str) for label in pt01):
         raise ExhibitError(f"{path}: field 'pt01' must be a list of PT01 labels")
     return Exhibit(path=path, wing=path.parent.name, records=tuple(records), pt01=tuple(pt01),
+                   cpu=_cpu_reproduction(path, table.get("cpu")),
                    **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
+
+
+def _cpu_reproduction(path: Path, table) -> CpuReproduction | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ExhibitError(f"{path}: field 'cpu' must be a table")
+    where = "cpu: "
+    fields = {name: str(_require(path, table, name, str, where)).strip("\n")
+              for name in ("note", "reproduction")}
+    for name in ("fix_note", "fix", "side_environment"):
+        if name in table:
+            fields[name] = str(_require(path, table, name, str, where)).strip("\n")
+    for name in ("reproduction", "fix"):
+        if "'''" in fields.get(name, ""):
+            raise ExhibitError(f"{path}: {where}field '{name}' may not contain '''")
+    return CpuReproduction(**fields)
 
 
 @dataclass(frozen=True)
@@ -203,16 +233,57 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
     ]
 
 
+def _in_fresh_python(code: str, side_environment: str) -> str:
+    side = f", side_environment={side_environment!r}" if side_environment else ""
+    return ("from coursebook.exhibit_checks import run_in_fresh_python\n"
+            f"run_in_fresh_python(r'''\n{code}\n'''{side})")
+
+
+def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
+    """A TPU exhibit: the museum's capture, labelled, and its CPU reproduction if any."""
+    museum = exhibit.museum_record
+    label = f"captured on a {museum.where}, {museum.date}"
+    see_also = ""
+    if exhibit.pt01:
+        see_also = "\n\n*Taught in PT01:* " + ", ".join(f"{{ref}}`{l}`" for l in exhibit.pt01) + "."
+    cells = [_markdown(
+        f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}\n\n"
+        f"{exhibit.lesson}{see_also}\n\n**The failing code**, as the museum ran it:\n\n"
+        f"```python\n{exhibit.failing_code}\n```\n\n"
+        f":::{{admonition}} Captured record: {label}\n:class: captured-record\n"
+        f"Not run by this build; the museum's text, verbatim:\n\n"
+        f"```text\n{museum.type}: {museum.message}\n```\n:::")]
+    cpu = exhibit.cpu
+    if cpu is not None:
+        check = (f"from coursebook.exhibit_checks import check_raised\n"
+                 f"check_raised({exhibit.key!r},\n"
+                 f"             expected={museum.as_dict()!r},\n"
+                 f"             museum={museum.as_dict()!r})")
+        cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}"),
+                  _code(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG),
+                  _code(check, "remove-input")]
+    cells.append(_markdown(f"**The fix.** {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
+                           f"\n\n*The museum's fix, {label}: it ran green on the same hardware.*"))
+    if cpu is not None and cpu.fix:
+        cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}"),
+                  _code(_in_fresh_python(cpu.fix, "")),
+                  _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input")]
+    elif cpu is None:
+        cells.append(_markdown("*This failure does not arise on a CPU, which has a single jax "
+                               "client: only the captured record above shows it.*"))
+    return cells
+
+
 def room_cells(wing: Wing, room: str, torch_version: str) -> list[nbformat.NotebookNode]:
     exhibits = [exhibit for exhibit in wing.exhibits if exhibit.room == room]
     if not exhibits:
         raise ExhibitError(f"wing '{wing.name}' has no exhibit in room '{room}'")
     cells = [_markdown(_index_cards(wing, exhibits))]
     for exhibit in exhibits:
-        if exhibit.runs_on != "cpu":
-            raise ExhibitError(f"{exhibit.path}: exhibits that run on '{exhibit.runs_on}' "
-                               "cannot be placed in a CPU-built room")
-        cells += exhibit_cells(exhibit, len(wing.exhibits), torch_version)
+        if exhibit.runs_on == "cpu":
+            cells += exhibit_cells(exhibit, len(wing.exhibits), torch_version)
+        else:
+            cells += captured_exhibit_cells(exhibit, len(wing.exhibits))
     return cells
 
 

@@ -1,6 +1,7 @@
 """Machine-dependent details in outputs, replaced by stable placeholders.
 
-The rules are explicit and few: memory addresses and ipykernel's temporary cell paths.
+The rules are explicit and few: memory addresses, ipykernel's temporary cell paths and the
+site-packages path an ImportError names.
 The same normalisation applies to outputs on the page and to error messages compared
 against a recorded exhibit, so both speak of the same text.
 """
@@ -9,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from docutils import nodes
-
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bat 0x[0-9a-fA-F]+"), "at 0x…"),
     (re.compile(r"[^\s:'\"]*ipykernel_\d+[/\\]\d+\.py"), "<cell>"),
+    # An ImportError names the file it looked in, inside some environment's site-packages.
+    (re.compile(r" \([^()\s]*site-packages[^()\s]*\)"), ""),
 )
 
 
@@ -24,8 +25,10 @@ def normalise(text: str) -> str:
     return text
 
 
-def normalise_output_nodes(doctree: nodes.document) -> None:
+def normalise_output_nodes(doctree) -> None:
     """Apply :func:`normalise` to every cell output block of a page."""
+    from docutils import nodes
+
     for block in doctree.findall(nodes.literal_block):
         if "output" not in block.get("classes", []):
             continue

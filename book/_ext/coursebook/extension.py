@@ -1,0 +1,54 @@
+"""Registers the course book's hooks with Sphinx."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+
+from .chapters import edition_of, record_environment, render_edition_source, reread_changed_chapters
+from .editions import Edition, box_code_answers
+from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
+from .outputs import normalise_output_nodes
+from .verify import (check_executed_chapter, fail_build_on_failed_chapters,
+                     reread_failed_chapters)
+
+__all__ = ["setup"]
+
+
+def _create_execution_cache(app: Sphinx, config) -> None:
+    """Create the shared jupyter-cache before parallel readers race to create it."""
+    from jupyter_cache import get_cache
+
+    if config.nb_execution_mode == "cache" and config.nb_execution_cache_path:
+        Path(config.nb_execution_cache_path).mkdir(parents=True, exist_ok=True)
+        get_cache(config.nb_execution_cache_path)
+
+
+def _clean_and_check(app: Sphinx, doctree: nodes.document) -> None:
+    normalise_output_nodes(doctree)
+    check_executed_chapter(app, doctree)
+    if edition_of(app) is Edition.INSTRUCTOR:
+        box_code_answers(doctree)
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("coursebook_environment_packages", ["torch"], "env", list)
+    app.add_config_value("coursebook_environment", {}, "env", dict)
+    app.add_config_value("coursebook_exhibits_dir", "exhibits", "env", str)
+    app.add_config_value("coursebook_records_dir", "book/records", "env", str)
+    app.add_config_value("coursebook_allow_stale_records", False, "env", bool)
+    app.connect("config-inited", record_environment)
+    app.connect("config-inited", _create_execution_cache)
+    app.connect("source-read", render_edition_source)
+    app.connect("doctree-read", _clean_and_check)
+    app.add_config_value("coursebook_repository_url", "", "html", str)
+    app.add_config_value("coursebook_published_branch", "gh-pages", "html", str)
+    app.connect("html-page-context", offer_edition_notebook, priority=400)
+    app.connect("html-page-context", add_colab_button, priority=600)
+    app.connect("env-get-outdated", reread_failed_chapters)
+    app.connect("env-get-outdated", reread_changed_chapters)
+    app.connect("build-finished", replace_copied_sources)
+    app.connect("build-finished", fail_build_on_failed_chapters)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

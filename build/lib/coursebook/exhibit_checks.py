@@ -1,0 +1,68 @@
+"""Run inside a chapter's kernel: each exhibit's error compared with its record.
+
+Kept free of Sphinx imports, so that the kernel imports it quickly.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+
+from IPython.display import Markdown, display
+
+from .outputs import normalise
+
+RECORD_COMMAND = "make record-exhibits"
+
+
+class ExhibitMismatch(AssertionError):
+    """The failing code raised something other than its record says."""
+
+
+def _label(record: dict) -> str:
+    when = f", {record['date']}" if record.get("date") else ""
+    return f"{record['where']}{when}"
+
+
+def _fenced(text: str) -> str:
+    return f"```text\n{text}\n```"
+
+
+def check_raised(exhibit: str, expected: dict | None, museum: dict) -> None:
+    """Compare the error the previous cell raised with this torch version's record.
+
+    ``expected`` is the record for the running torch version (None if there is none);
+    ``museum`` is the record the museum captured, shown when today's text differs.
+    """
+    raised = getattr(sys, "last_value", None)
+    if raised is None:
+        raise ExhibitMismatch(f"exhibit {exhibit}: the failing code did not raise.")
+    del sys.last_value  # one error answers one check
+    shown = f"{type(raised).__name__}: {normalise(str(raised))}"
+    if expected is None:
+        raise ExhibitMismatch(
+            f"exhibit {exhibit} has no record for the running torch; it raised\n  {shown}\n"
+            f"Record it with '{RECORD_COMMAND}' and review the new record.")
+    recorded = f"{expected['type']}: {normalise(expected['message'])}"
+    if shown != recorded:
+        diff = "\n".join(difflib.ndiff([recorded], [shown]))
+        raise ExhibitMismatch(
+            f"exhibit {exhibit}: the error differs from its record for torch "
+            f"{expected['torch']} ({_label(expected)}):\n"
+            f"{diff}\n(- recorded, + raised now.) If the new text is right, re-record it "
+            f"with '{RECORD_COMMAND}'.")
+    lines = [f"✓ Raised exactly the error recorded for torch {expected['torch']} "
+             f"({_label(expected)})."]
+    museum_text = f"{museum['type']}: {normalise(museum['message'])}"
+    if museum_text != shown:
+        lines += ["", f":::{{admonition}} Changed since torch {museum['torch']}", ":class: note",
+                  f"The museum recorded this text on torch {museum['torch']} ({_label(museum)}):", "",
+                  _fenced(museum_text), ":::"]
+    display(Markdown("\n".join(lines)))
+
+
+def fix_ran() -> None:
+    """Say that the fix above ran; this cell is only reached when it did not raise."""
+    import torch
+
+    display(Markdown(f"✓ The fix ran without an error (torch {torch.__version__}, this build)."))

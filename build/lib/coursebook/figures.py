@@ -1,0 +1,126 @@
+"""Figures drawn at build time from the chapter's own tensors (matplotlib).
+
+Each function takes the objects a chapter just computed, so a picture shows what the
+code really did: the autograd graph is walked from ``grad_fn``, the broadcast uses the
+bias and products printed above it, the strides are read from the tensor.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+_FORWARD, _BACKWARD, _MEMORY = "#dbe9f6", "#fde2c4", "#e4f2de"
+
+
+def _box(ax, x: float, y: float, text: str, colour: str, width: float = 2.2) -> None:
+    ax.add_patch(FancyBboxPatch((x - width / 2, y - 0.3), width, 0.6,
+                                boxstyle="round,pad=0.05", facecolor=colour, edgecolor="#444"))
+    ax.text(x, y, text, ha="center", va="center", fontsize=10, family="DejaVu Sans Mono")
+
+
+def _arrow(ax, start: tuple[float, float], end: tuple[float, float], dashed: bool = False) -> None:
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, color="#444",
+                                 linestyle="--" if dashed else "-"))
+
+
+def _backward_chain(output: torch.Tensor) -> list:
+    """Backward nodes from the output's ``grad_fn`` to the leaves, first inputs first."""
+    chain, node = [], output.grad_fn
+    while node is not None:
+        chain.append(node)
+        parents = [fn for fn, _ in node.next_functions if fn is not None]
+        node = parents[0] if parents else None
+    return chain
+
+
+def computation_graph(tensors: dict[str, torch.Tensor]) -> None:
+    """The forward tensors in a row and, under them, the ``grad_fn`` nodes backward walks.
+
+    ``tensors`` maps names to tensors in forward order; the last one is the output.
+    """
+    names = list(tensors)
+    chain = _backward_chain(tensors[names[-1]])
+    owner = {id(t.grad_fn): name for name, t in tensors.items() if t.grad_fn is not None}
+    columns = max(len(names), len(chain))
+    fig, ax = plt.subplots(figsize=(2.8 * columns, 3.2))
+    for i, name in enumerate(names):
+        tensor = tensors[name]
+        kind = "leaf" if tensor.is_leaf else f"grad_fn={type(tensor.grad_fn).__name__}"
+        _box(ax, 3 * i, 2, f"{name}\n{kind}", _FORWARD, width=2.6)
+        if i:
+            _arrow(ax, (3 * (i - 1) + 1.35, 2), (3 * i - 1.35, 2))
+    for depth, node in enumerate(chain):
+        x = 3 * (len(chain) - 1 - depth)
+        label = type(node).__name__
+        if label == "AccumulateGrad":
+            label += f"\n(writes {names[0]}.grad)"
+        elif id(node) in owner:
+            label += f"\n({owner[id(node)]}.grad_fn)"
+        _box(ax, x, 0, label, _BACKWARD, width=2.6)
+        if depth:
+            _arrow(ax, (x + 3 - 1.35, 0), (x + 1.35, 0))
+    ax.text(-1.4, 2.55, "forward: operations recorded", fontsize=9, color="#245")
+    ax.text(-1.4, -0.55 - 0.2, "backward: from the output to the leaf", fontsize=9, color="#852")
+    ax.set_xlim(-1.6, 3 * (columns - 1) + 1.6)
+    ax.set_ylim(-1.0, 2.8)
+    ax.axis("off")
+    plt.tight_layout()
+    plt.show()
+
+
+def _grid(ax, values: torch.Tensor, left: float, top: float, colour: str, title: str,
+          faded: set[int] | None = None) -> None:
+    rows, cols = values.shape
+    for r in range(rows):
+        for c in range(cols):
+            alpha = 0.35 if faded and r in faded else 1.0
+            ax.add_patch(plt.Rectangle((left + c, top - r - 1), 1, 1, facecolor=colour,
+                                       edgecolor="#444", alpha=alpha))
+            ax.text(left + c + 0.5, top - r - 0.5, f"{values[r, c].item():g}", ha="center",
+                    va="center", fontsize=9, alpha=max(alpha, 0.6))
+    ax.text(left + cols / 2, top + 0.3, title, ha="center", fontsize=10)
+
+
+def broadcast_bias(products: torch.Tensor, bias: torch.Tensor) -> None:
+    """``products + bias``: the (C,) bias is reused for every row of the (B, C) batch."""
+    batch = products.shape[0]
+    repeated = bias.expand(batch, -1)
+    width = products.shape[1]
+    fig, ax = plt.subplots(figsize=(8.5, 0.9 * batch + 1.2))
+    _grid(ax, products, 0, batch, _FORWARD, f"X @ W.T  {tuple(products.shape)}")
+    ax.text(width + 0.5, batch / 2, "+", fontsize=16, ha="center", va="center")
+    _grid(ax, repeated, width + 1, batch, _BACKWARD, f"b {tuple(bias.shape)}, broadcast",
+          faded=set(range(1, batch)))
+    ax.text(2 * width + 1.5, batch / 2, "=", fontsize=16, ha="center", va="center")
+    _grid(ax, products + bias, 2 * width + 2, batch, _MEMORY, f"Z {tuple((products + bias).shape)}")
+    ax.text(width + 1 + width / 2, -0.45, "faded rows: the same bias, not copied in memory",
+            ha="center", fontsize=8, color="#852")
+    ax.set_xlim(-0.3, 3 * width + 2.3)
+    ax.set_ylim(-0.8, batch + 0.8)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    plt.tight_layout()
+    plt.show()
+
+
+def strides(tensor: torch.Tensor) -> None:
+    """One block of memory read two ways: a 2-D tensor and its transpose, with their strides."""
+    storage = tensor.flatten() if tensor.is_contiguous() else tensor.contiguous().flatten()
+    transposed = tensor.T
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    for i, value in enumerate(storage.tolist()):
+        ax.add_patch(plt.Rectangle((i, 3.2), 1, 0.8, facecolor=_MEMORY, edgecolor="#444"))
+        ax.text(i + 0.5, 3.6, f"{value:g}", ha="center", va="center", fontsize=9)
+    ax.text(len(storage) / 2, 4.3, "memory: one flat block", ha="center", fontsize=10)
+    _grid(ax, tensor, 0.5, 2.4, _FORWARD,
+          f"A {tuple(tensor.shape)}, stride {tensor.stride()}")
+    _grid(ax, transposed, tensor.shape[1] + 2, 2.4, _BACKWARD,
+          f"A.T {tuple(transposed.shape)}, stride {transposed.stride()}")
+    ax.set_xlim(-0.3, max(len(storage), tensor.shape[1] + 2 + transposed.shape[1]) + 0.3)
+    ax.set_ylim(-1.2, 4.7)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    plt.tight_layout()
+    plt.show()

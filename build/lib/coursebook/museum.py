@@ -1,0 +1,266 @@
+"""The error museum: exhibits as data under ``exhibits/<wing>/``, placed into chapters.
+
+An exhibit is one TOML file, the single source of its code and text. A chapter shows
+a room of a wing with a markdown cell holding only ``{museum-room} WING ROOM`` in a
+fence (and the wing's introduction with ``{museum-introduction} WING``); the build
+replaces that cell with each exhibit's cells: its lesson, the failing
+code (tagged ``raises-exception``), a check of the error against the record for the
+running torch version, the fix, and the proof that the fix ran. PT01 sections named by
+an exhibit get a link back to it, so links go both ways from one list.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from sphinx.errors import SphinxError
+
+from .editions import RAISES_TAG
+from .outputs import normalise
+
+ROOMS = ("eager", "tpu-bridges")
+RUNS_ON = ("cpu", "tpu")
+RECORD_SOURCES = ("museum", "build")
+_MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
+_EXHIBIT_FIELDS: dict[str, type] = {
+    "number": int, "title": str, "room": str, "runs_on": str, "lesson": str,
+    "fix_note": str, "failing_code": str, "fix_code": str, "records": list,
+}
+_RECORD_FIELDS = ("torch", "source", "where", "date", "type", "message")
+_WING_FIELDS = ("name", "title", "tagline", "introduction")
+
+
+class ExhibitError(SphinxError):
+    category = "Exhibit is malformed"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One error text, with where and when it was recorded."""
+
+    torch: str
+    source: str
+    where: str
+    date: str
+    type: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in _RECORD_FIELDS}
+
+
+@dataclass(frozen=True)
+class Exhibit:
+    path: Path
+    wing: str
+    number: int
+    title: str
+    room: str
+    runs_on: str
+    lesson: str
+    fix_note: str
+    failing_code: str
+    fix_code: str
+    records: tuple[Record, ...]
+    pt01: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.wing}/{self.number:02d}"
+
+    @property
+    def label(self) -> str:
+        return f"museum-{self.wing}-{self.number:02d}"
+
+    def record_for(self, torch_version: str) -> Record | None:
+        """The record for a torch release (local build tags such as ``+cpu`` ignored)."""
+        release = torch_version.split("+")[0]
+        return next((r for r in self.records if r.torch == release), None)
+
+    @property
+    def museum_record(self) -> Record:
+        return next(r for r in self.records if r.source == "museum")
+
+
+def _require(path: Path, table: dict, name: str, kind: type, where: str = "") -> object:
+    if name not in table:
+        raise ExhibitError(f"{path}: {where}field '{name}' is missing")
+    value = table[name]
+    if not isinstance(value, kind) or (kind is str and not value.strip() and name != "date"):
+        raise ExhibitError(f"{path}: {where}field '{name}' must be a non-empty {kind.__name__}")
+    return value
+
+
+def _choice(path: Path, name: str, value: str, allowed: tuple[str, ...], where: str = "") -> None:
+    if value not in allowed:
+        raise ExhibitError(f"{path}: {where}field '{name}' is {value!r}, expected one of {allowed}")
+
+
+def load_exhibit(path: Path) -> Exhibit:
+    """Read and validate one exhibit; a problem names the file and the field."""
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ExhibitError(f"{path}: not valid TOML: {error}") from None
+    values = {name: _require(path, table, name, kind) for name, kind in _EXHIBIT_FIELDS.items()}
+    _choice(path, "room", values["room"], ROOMS)
+    _choice(path, "runs_on", values["runs_on"], RUNS_ON)
+    prefix = re.match(r"(\d+)-", path.name)
+    if not prefix or int(prefix.group(1)) != values["number"]:
+        raise ExhibitError(f"{path}: field 'number' is {values['number']}, "
+                           "but the file name must start with the same number")
+    records = []
+    for index, record in enumerate(values.pop("records")):
+        where = f"records[{index}]: "
+        fields = {name: _require(path, record, name, str, where) for name in _RECORD_FIELDS}
+        _choice(path, "source", fields["source"], RECORD_SOURCES, where)
+        records.append(Record(**fields))
+    if sum(r.source == "museum" for r in records) != 1:
+        raise ExhibitError(f"{path}: field 'records' needs exactly one record with source 'museum'")
+    pt01 = table.get("pt01", [])
+    if not isinstance(pt01, list) or not all(isinstance(label, str) for label in pt01):
+        raise ExhibitError(f"{path}: field 'pt01' must be a list of PT01 labels")
+    return Exhibit(path=path, wing=path.parent.name, records=tuple(records), pt01=tuple(pt01),
+                   **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
+
+
+@dataclass(frozen=True)
+class Wing:
+    name: str
+    title: str
+    tagline: str
+    introduction: str
+    exhibits: tuple[Exhibit, ...]
+
+
+def load_wing(directory: Path) -> Wing:
+    path = directory / "wing.toml"
+    if not path.is_file():
+        raise ExhibitError(f"{path}: a wing needs this file ({', '.join(_WING_FIELDS)})")
+    table = tomllib.loads(path.read_text(encoding="utf8"))
+    fields = {name: str(_require(path, table, name, str)).strip() for name in _WING_FIELDS}
+    exhibits = tuple(load_exhibit(p) for p in sorted(directory.glob("[0-9]*.toml")))
+    numbers = [exhibit.number for exhibit in exhibits]
+    if numbers != list(range(1, len(numbers) + 1)):
+        raise ExhibitError(f"{directory}: exhibits must be numbered 1..{len(numbers)}, got {numbers}")
+    return Wing(exhibits=exhibits, **fields)
+
+
+def load_museum(exhibits_dir: Path) -> dict[str, Wing]:
+    """Every wing: each folder of ``exhibits/`` holding a ``wing.toml``."""
+    return {d.name: load_wing(d) for d in sorted(exhibits_dir.iterdir()) if (d / "wing.toml").is_file()}
+
+
+def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
+    """Run the failing code here: the (type, normalised message) it raises, or None."""
+    try:
+        exec(compile(exhibit.failing_code, str(exhibit.path), "exec"), {"__name__": "exhibit"})
+    except Exception as error:  # the exhibit's error is the point
+        return type(error).__name__, normalise(str(error))
+    return None
+
+
+# --- From exhibits to notebook cells --------------------------------------------------
+
+def _markdown(source: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(source)
+
+
+def _code(source: str, *tags: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {})
+
+
+def _index_cards(wing: Wing, exhibits: list[Exhibit]) -> str:
+    total = len(wing.exhibits)
+    cards = [f":::{{grid-item-card}} {e.number:02d}/{total:02d}\n:link: {e.label}\n:link-type: ref\n\n"
+             f"{e.title}\n:::" for e in exhibits]
+    return "::::{grid} 1 2 2 3\n:gutter: 2\n\n" + "\n\n".join(cards) + "\n::::"
+
+
+def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
+    """The cells that show one exhibit and prove its error and its fix on this build."""
+    expected = exhibit.record_for(torch_version)
+    see_also = ""
+    if exhibit.pt01:
+        links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.pt01)
+        see_also = f"\n\n*Taught in PT01:* {links}."
+    check = (f"from coursebook.exhibit_checks import check_raised\n"
+             f"check_raised({exhibit.key!r},\n"
+             f"             expected={expected.as_dict() if expected else None!r},\n"
+             f"             museum={exhibit.museum_record.as_dict()!r})")
+    return [
+        _markdown(f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}\n\n"
+                  f"{exhibit.lesson}{see_also}\n\n**The failing code**"),
+        _code(exhibit.failing_code, RAISES_TAG),
+        _code(check, "remove-input"),
+        _markdown(f"**The fix.** {exhibit.fix_note}"),
+        _code(exhibit.fix_code),
+        _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input"),
+    ]
+
+
+def room_cells(wing: Wing, room: str, torch_version: str) -> list[nbformat.NotebookNode]:
+    exhibits = [exhibit for exhibit in wing.exhibits if exhibit.room == room]
+    if not exhibits:
+        raise ExhibitError(f"wing '{wing.name}' has no exhibit in room '{room}'")
+    cells = [_markdown(_index_cards(wing, exhibits))]
+    for exhibit in exhibits:
+        if exhibit.runs_on != "cpu":
+            raise ExhibitError(f"{exhibit.path}: exhibits that run on '{exhibit.runs_on}' "
+                               "cannot be placed in a CPU-built room")
+        cells += exhibit_cells(exhibit, len(wing.exhibits), torch_version)
+    return cells
+
+
+def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
+                  torch_version: str) -> list[nbformat.NotebookNode]:
+    expected = 2 if kind == "room" else 1
+    if len(arguments) != expected:
+        usage = "{museum-room} WING ROOM" if kind == "room" else "{museum-introduction} WING"
+        raise ExhibitError(f"a museum marker reads `{usage}`, got {arguments}")
+    if arguments[0] not in museum:
+        raise ExhibitError(f"no wing '{arguments[0]}' under exhibits/ (have {sorted(museum)})")
+    wing = museum[arguments[0]]
+    if kind == "introduction":
+        return [_markdown(f"*{wing.tagline}*\n\n{wing.introduction}")]
+    return room_cells(wing, arguments[1], torch_version)
+
+
+def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing], torch_version: str) -> None:
+    """Replace each ``{museum-introduction} WING`` and ``{museum-room} WING ROOM`` fence."""
+    cells = []
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown" or not _MARKER.search(cell.source):
+            cells.append(cell)
+            continue
+        position = 0
+        for marker in _MARKER.finditer(cell.source):
+            before = cell.source[position:marker.start()].strip()
+            if before:
+                cells.append(_markdown(before))
+            cells += _marker_cells(marker.group(2), marker.group(3).split(), museum, torch_version)
+            position = marker.end()
+        if cell.source[position:].strip():
+            cells.append(_markdown(cell.source[position:].strip()))
+    notebook.cells = cells
+
+
+def link_back_from_pt01(notebook: nbformat.NotebookNode, museum: dict[str, Wing]) -> None:
+    """After each PT01 heading an exhibit names, a note linking to that exhibit."""
+    by_label: dict[str, list[Exhibit]] = {}
+    for wing in museum.values():
+        for exhibit in wing.exhibits:
+            for label in exhibit.pt01:
+                by_label.setdefault(label, []).append(exhibit)
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for label, exhibits in by_label.items():
+            pattern = re.compile(rf"^\({re.escape(label)}\)=\n(#+ .*)$", re.M)
+            links = "; ".join(f"{{ref}}`{e.label}`" for e in exhibits)
+            note = f":::{{seealso}}\nIn the error museum: {links}.\n:::"
+            cell.source = pattern.sub(lambda m: f"({label})=\n{m.group(1)}\n\n{note}", cell.source)

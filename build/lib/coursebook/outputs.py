@@ -1,0 +1,39 @@
+"""Machine-dependent details in outputs, replaced by stable placeholders.
+
+The rules are explicit and few: memory addresses, ipykernel's temporary cell paths and the
+site-packages path an ImportError names.
+The same normalisation applies to outputs on the page and to error messages compared
+against a recorded exhibit, so both speak of the same text.
+"""
+
+from __future__ import annotations
+
+import re
+
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bat 0x[0-9a-fA-F]+"), "at 0x…"),
+    (re.compile(r"[^\s:'\"]*ipykernel_\d+[/\\]\d+\.py"), "<cell>"),
+    # An ImportError names the file it looked in, inside some environment's site-packages.
+    (re.compile(r" \([^()\s]*site-packages[^()\s]*\)"), ""),
+)
+
+
+def normalise(text: str) -> str:
+    """Replace what differs from machine to machine, and nothing else."""
+    for pattern, placeholder in _RULES:
+        text = pattern.sub(placeholder, text)
+    return text
+
+
+def normalise_output_nodes(doctree) -> None:
+    """Apply :func:`normalise` to every cell output block of a page."""
+    from docutils import nodes
+
+    for block in doctree.findall(nodes.literal_block):
+        if "output" not in block.get("classes", []):
+            continue
+        text = block.astext()
+        cleaned = normalise(text)
+        if cleaned != text:
+            block.children = [nodes.Text(cleaned)]
+            block.rawsource = cleaned
