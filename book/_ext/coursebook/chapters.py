@@ -68,7 +68,18 @@ def edition_chapter(text: str, source_path: str, edition: Edition, exhibits_dir:
 
 
 def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
-    """The notebook this build's edition runs: answers dealt with, environment stamped."""
+    """The notebook this build's edition runs: answers dealt with, environment stamped.
+
+    Several hooks ask for the same chapter during one build; it is prepared once.
+    """
+    prepared: dict = app.__dict__.setdefault("_coursebook_prepared", {})
+    key = (source_path, _digest(text))
+    if key not in prepared:
+        prepared[key] = _prepare(app, text, source_path)
+    return prepared[key]
+
+
+def _prepare(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
     notebook = edition_chapter(text, source_path, edition_of(app),
                                Path(app.config.coursebook_exhibits_dir),
                                app.config.coursebook_environment["torch"],

@@ -8,6 +8,7 @@ the student edition's ``_sources/`` holds the student text.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import nbformat
@@ -19,6 +20,7 @@ from .editions import BOOK_ONLY_TAG, Edition, cell_tags, notebook_to_myst
 
 def _download_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """What a reader runs elsewhere: no outputs, no cells that need the book's own code."""
+    notebook = copy.deepcopy(notebook)  # the prepared chapter is shared by the build's hooks
     notebook.cells = [cell for cell in notebook.cells if BOOK_ONLY_TAG not in cell_tags(cell)]
     notebook.metadata.setdefault("language_info", {"name": "python"})
     for cell in notebook.cells:
