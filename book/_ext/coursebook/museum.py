@@ -211,20 +211,25 @@ def _index_cards(wing: Wing, exhibits: list[Exhibit]) -> str:
     return "::::{grid} 1 2 2 3\n:gutter: 2\n\n" + "\n\n".join(cards) + "\n::::"
 
 
-def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
-    """The cells that show one exhibit and prove its error and its fix on this build."""
-    expected = exhibit.record_for(torch_version)
+def _heading(exhibit: Exhibit, total: int) -> str:
+    """The exhibit's label, numbered title, lesson and links to PT01."""
     see_also = ""
     if exhibit.pt01:
         links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.pt01)
         see_also = f"\n\n*Taught in PT01:* {links}."
+    return (f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}\n\n"
+            f"{exhibit.lesson}{see_also}")
+
+
+def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
+    """The cells that show one exhibit and prove its error and its fix on this build."""
+    expected = exhibit.record_for(torch_version)
     check = (f"from coursebook.exhibit_checks import check_raised\n"
              f"check_raised({exhibit.key!r},\n"
              f"             expected={expected.as_dict() if expected else None!r},\n"
              f"             museum={exhibit.museum_record.as_dict()!r})")
     return [
-        _markdown(f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}\n\n"
-                  f"{exhibit.lesson}{see_also}\n\n**The failing code**"),
+        _markdown(f"{_heading(exhibit, total)}\n\n**The failing code**"),
         _code(exhibit.failing_code, RAISES_TAG),
         _code(check, "remove-input"),
         _markdown(f"**The fix.** {exhibit.fix_note}"),
@@ -243,12 +248,8 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     """A TPU exhibit: the museum's capture, labelled, and its CPU reproduction if any."""
     museum = exhibit.museum_record
     label = f"captured on a {museum.where}, {museum.date}"
-    see_also = ""
-    if exhibit.pt01:
-        see_also = "\n\n*Taught in PT01:* " + ", ".join(f"{{ref}}`{l}`" for l in exhibit.pt01) + "."
     cells = [_markdown(
-        f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}\n\n"
-        f"{exhibit.lesson}{see_also}\n\n**The failing code**, as the museum ran it:\n\n"
+        f"{_heading(exhibit, total)}\n\n**The failing code**, as the museum ran it:\n\n"
         f"```python\n{exhibit.failing_code}\n```\n\n"
         f":::{{admonition}} Captured record: {label}\n:class: captured-record\n"
         f"Not run by this build; the museum's text, verbatim:\n\n"
