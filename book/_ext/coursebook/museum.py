@@ -205,10 +205,13 @@ def _code(source: str, *tags: str) -> nbformat.NotebookNode:
 
 
 def _index_cards(wing: Wing, exhibits: list[Exhibit]) -> str:
+    """The room's index: cards on a page, a plain list in print."""
     total = len(wing.exhibits)
     cards = [f":::{{grid-item-card}} {e.number:02d}/{total:02d}\n:link: {e.label}\n:link-type: ref\n\n"
              f"{e.title}\n:::" for e in exhibits]
-    return "::::{grid} 1 2 2 3\n:gutter: 2\n\n" + "\n\n".join(cards) + "\n::::"
+    listing = "\n".join(f"- {{ref}}`{e.label}`" for e in exhibits)
+    return ("`````{only} html\n::::{grid} 1 2 2 3\n:gutter: 2\n\n" + "\n\n".join(cards)
+            + "\n::::\n`````\n\n`````{only} latex\n" + listing + "\n`````")
 
 
 def _heading(exhibit: Exhibit, total: int) -> str:
