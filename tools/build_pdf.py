@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     out = args.build / args.edition
     latex = out / "latex"
+    shutil.rmtree(latex, ignore_errors=True)  # a full typeset, so its log misses nothing
     tags = ["-t", "instructor"] if args.edition == "instructor" else []
     sphinx = [sys.executable, "-m", "sphinx", "-b", "latex", "-c", str(ROOT), *tags,
               "-d", str(out / "doctrees-latex"), "-W", "--keep-going", *args.sphinx_option,

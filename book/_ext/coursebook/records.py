@@ -98,10 +98,9 @@ def load_records(records_dir: Path, name: str) -> list[Record]:
     return records
 
 
-def _label_cell(text: str, css: str) -> nbformat.NotebookNode:
+def _label_cell(text: str) -> nbformat.NotebookNode:
     # A plain paragraph: LaTeX chokes on a class div after every cell of a long chapter.
-    marks = {"record-stale": "⚠ ", "record-missing": "⚠ "}
-    return nbformat.v4.new_markdown_cell(f"*{marks.get(css, '')}{text}*")
+    return nbformat.v4.new_markdown_cell(f"*{text}*")
 
 
 def attach_records(notebook: nbformat.NotebookNode, records: list[Record],
@@ -126,18 +125,16 @@ def attach_records(notebook: nbformat.NotebookNode, records: list[Record],
             outputs.append(cell_outputs)
             # A hidden cell, or a verdict on the cell above, needs no label of its own.
             if not {"remove-cell", "remove-input"} & set(cell_tags(cell)):
-                labelled.cells.append(_label_cell(record.label(), f"record-{record.kind}"))
+                labelled.cells.append(_label_cell(record.label()))
             continue
         outputs.append([])
         first_line = (cell.source.strip().splitlines() or [""])[0]
         if tpu_only and not any(record.kind == "tpu" for record in records):
             labelled.cells.append(_label_cell(
-                f"Not yet run on a TPU: it runs with `{RECORD_COMMAND}` on a TPU builder.",
-                "record-missing"))
+                f"Not yet run on a TPU: it runs with `{RECORD_COMMAND}` on a TPU builder."))
         elif allow_stale:
             labelled.cells.append(_label_cell(
-                "Stale: this cell changed since it was recorded; its output is not shown.",
-                "record-stale"))
+                "Stale: this cell changed since it was recorded; its output is not shown."))
         else:
             raise RecordError(f"cell `{first_line}` changed since its record: run "
                               f"`{RECORD_COMMAND}` on a TPU builder (and `{RECORD_COMMAND} "
