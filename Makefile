@@ -50,9 +50,9 @@ html: venv ## Student edition, HTML -> _build/student/html/index.html
 instructor: venv ## Instructor edition, HTML -> _build/instructor/html/index.html
 	$(SPHINX) -b html -t instructor -c . -d $(BUILD)/instructor/doctrees book $(BUILD)/instructor/html $(SPHINXOPTS)
 
-editions: venv ## Both HTML editions, built side by side (one jupyter-cache, created first)
-	$(BIN)/python -c "from jupyter_cache import get_cache; get_cache('$(BUILD)/.jupyter_cache')"
-	$(MAKE) -j2 html instructor
+# One after the other: a notebook both editions share (the museum's) would otherwise run
+# twice at once, and jupyter-cache refuses the second copy ("hashkey already exists").
+editions: html instructor ## Both HTML editions
 
 pdf: venv ## Student edition, PDF -> _build/student/pdf/deep-learning-labs-student.pdf
 	$(BIN)/python tools/build_pdf.py student
