@@ -30,6 +30,7 @@ import nbformat
 import torch
 from nbclient import NotebookClient
 
+from coursebook.editions import read_chapter
 from coursebook.records import records_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,7 +138,9 @@ def jupyter_book_project(root: Path, scratch: Scratch) -> Path:
     project = root / "jb"
     shutil.rmtree(project, ignore_errors=True)
     project.mkdir(parents=True)
-    chapters = sorted(p.stem for p in scratch.book.glob("*.md") if p.stem != "index")
+    # A recorded chapter (the TPU bridges) runs in its own environment only: left out.
+    chapters = sorted(p.stem for p in scratch.book.glob("*.md") if p.stem != "index"
+                      and not records_name(read_chapter(p.read_text())))
     for name in ["index", *chapters]:
         shutil.copy(scratch.book / f"{name}.md", project / f"{name}.md")
     (project / "_config.yml").write_text(
