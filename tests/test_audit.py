@@ -1,7 +1,6 @@
 """The leak audit finds answers wherever a build could carry them, and only answers."""
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -38,8 +37,8 @@ def test_a_clean_build_passes(tmp_path, fingerprints):
 
 
 @pytest.mark.parametrize("name, content", [
-    ("html/chapter.html", f"<p>The tiny chapter&#8217;s answer says that <em>tripling</em> "
-                          f"doubles nothing whatsoever here.</p>"),
+    ("html/chapter.html", "<p>The tiny chapter&#8217;s answer says that <em>tripling</em> "
+                          "doubles nothing whatsoever here.</p>"),
     ("html/_sources/chapter.md", "tiny_answer_value = int(weights.sum().item()) * 21\n"),
     ("jupyter_execute/chapter.ipynb", json.dumps({"cells": [{"source": [
         "tiny_answer_value = int(weights.sum().item()) * 21\n",

@@ -1,6 +1,5 @@
 """Recorded chapters: outputs from a TPU builder or its CPU stand-in, never mislabelled."""
 
-import copy
 import shutil
 
 import nbformat
