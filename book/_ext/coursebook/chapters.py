@@ -10,10 +10,10 @@ from pathlib import Path
 
 import nbformat
 from sphinx.application import Sphinx
-from sphinx.errors import SphinxError
 from sphinx.util import logging
 
-from .editions import (RAISES_TAG, Edition, edition_notebook, hidden_raises_cells, is_chapter_source, notebook_to_myst, read_chapter, stamp_environment)
+from .editions import (RAISES_TAG, Edition, edition_notebook, hidden_raises_cells,
+                       is_chapter_source, notebook_to_myst, read_chapter, stamp_environment)
 from .museum import ExhibitError, link_back_from_pt01, load_museum, place_museum
 from .records import RecordError, attach_records, cache_recorded_outputs, load_records, records_name
 
@@ -23,8 +23,8 @@ logger = logging.getLogger(__name__)
 FAILED_KEY = "coursebook_failed"
 
 
-class ChapterFormatError(SphinxError):
-    category = "Chapter source is malformed"
+class ChapterFormatError(Exception):
+    """A chapter whose tags contradict each other; the build logs it as an error."""
 
 
 def edition_of(app: Sphinx) -> Edition:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from sphinx.errors import SphinxError
 
 from .editions import RAISES_TAG
 from .outputs import normalise
@@ -34,8 +33,8 @@ _RECORD_FIELDS = ("torch", "source", "where", "date", "type", "message")
 _WING_FIELDS = ("name", "title", "tagline", "introduction")
 
 
-class ExhibitError(SphinxError):
-    category = "Exhibit is malformed"
+class ExhibitError(Exception):
+    """An exhibit or museum marker that cannot be placed; the build logs it as an error."""
 
 
 @dataclass(frozen=True)
@@ -224,20 +223,27 @@ def _heading(exhibit: Exhibit, total: int) -> str:
             f"{exhibit.lesson}{see_also}")
 
 
+def _check_cell(exhibit: Exhibit, expected: Record | None) -> nbformat.NotebookNode:
+    """A hidden cell comparing the error above with ``expected`` (its text is in the key)."""
+    return _code(f"from coursebook.exhibit_checks import check_raised\n"
+                 f"check_raised({exhibit.key!r},\n"
+                 f"             expected={expected.as_dict() if expected else None!r},\n"
+                 f"             museum={exhibit.museum_record.as_dict()!r})", "remove-input")
+
+
+def _fix_ran_cell() -> nbformat.NotebookNode:
+    return _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input")
+
+
 def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
     """The cells that show one exhibit and prove its error and its fix on this build."""
-    expected = exhibit.record_for(torch_version)
-    check = (f"from coursebook.exhibit_checks import check_raised\n"
-             f"check_raised({exhibit.key!r},\n"
-             f"             expected={expected.as_dict() if expected else None!r},\n"
-             f"             museum={exhibit.museum_record.as_dict()!r})")
     return [
         _markdown(f"{_heading(exhibit, total)}\n\n**The failing code**"),
         _code(exhibit.failing_code, RAISES_TAG),
-        _code(check, "remove-input"),
+        _check_cell(exhibit, exhibit.record_for(torch_version)),
         _markdown(f"**The fix.** {exhibit.fix_note}"),
         _code(exhibit.fix_code),
-        _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input"),
+        _fix_ran_cell(),
     ]
 
 
@@ -259,19 +265,15 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         f"```text\n{museum.type}: {museum.message}\n```\n:::")]
     cpu = exhibit.cpu
     if cpu is not None:
-        check = (f"from coursebook.exhibit_checks import check_raised\n"
-                 f"check_raised({exhibit.key!r},\n"
-                 f"             expected={museum.as_dict()!r},\n"
-                 f"             museum={museum.as_dict()!r})")
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}"),
                   _code(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG),
-                  _code(check, "remove-input")]
+                  _check_cell(exhibit, museum)]
     cells.append(_markdown(f"**The fix.** {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
                            f"\n\n*The museum's fix, {label}: it ran green on the same hardware.*"))
     if cpu is not None and cpu.fix:
         cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}"),
                   _code(_in_fresh_python(cpu.fix, "")),
-                  _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input")]
+                  _fix_ran_cell()]
     elif cpu is None:
         cells.append(_markdown("*This failure does not arise on a CPU, which has a single jax "
                                "client: only the captured record above shows it.*"))

@@ -38,8 +38,6 @@ def _code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
             yield node
 
 
-
-
 def _cell_error(cell: nodes.container) -> str | None:
     for block in cell.findall(nodes.literal_block):
         if "traceback" in block.get("classes", []):
