@@ -35,14 +35,14 @@ $(BRIDGES_VENV)/.installed: tools/bridges-requirements.txt
 
 bridges-venv: $(BRIDGES_VENV)/.installed ## The bridges chapter's environment (KIND=tpu or cpu)
 
-RECORD := $(BIN)/python tools/record_chapter.py book/bridges.md --kind $(KIND) \
+RECORD_CHAPTER := $(BIN)/python tools/record_chapter.py book/bridges.md --kind $(KIND) \
           --python $(BRIDGES_VENV)/bin/python --sides $(BRIDGES_VENV)/sides
 
-tpu-cache: venv bridges-venv ## Run the bridges chapter on this TPU builder (KIND=cpu: the CPU stand-in) and write book/records/
-	$(RECORD)
+tpu-cache: venv bridges-venv ## Run the bridges chapter on this TPU builder (KIND=cpu: the CPU stand-in) and write book/recordings/
+	$(RECORD_CHAPTER)
 
-tpu-cache-check: venv bridges-venv ## Check the committed records against a fresh run (CI: KIND=cpu)
-	$(RECORD) --check
+tpu-cache-check: venv bridges-venv ## Check the committed recordings against a fresh run (CI: KIND=cpu)
+	$(RECORD_CHAPTER) --check
 
 html: venv ## Student edition, HTML -> _build/student/html/index.html
 	$(SPHINX) -b html -c . -d $(BUILD)/student/doctrees book $(BUILD)/student/html $(SPHINXOPTS)

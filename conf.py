@@ -31,7 +31,7 @@ extensions = [
 ]
 
 root_doc = "index"
-exclude_patterns = ["_build", "_ext", "records", "**.ipynb_checkpoints"]
+exclude_patterns = ["_build", "_ext", "recordings", "**.ipynb_checkpoints"]
 suppress_warnings = [
     # A failed notebook is reported once, cell by cell, by coursebook.verify.
     "mystnb.exec",
@@ -75,8 +75,8 @@ copybutton_selector = "div.cell_input pre, div.highlight-python pre, div.highlig
 
 # --- The error museum: exhibits are data, placed into chapters by coursebook.museum --
 coursebook_exhibits_dir = str(ROOT / "exhibits")
-# Chapters run only on a TPU builder (or its CPU stand-in): their committed outputs.
-coursebook_records_dir = str(ROOT / "book" / "records")
+# Chapters run only on a TPU builder (or its CPU stand-in): their committed recordings.
+coursebook_recordings_dir = str(ROOT / "book" / "recordings")
 nb_render_markdown_format = "myst"  # exhibit checks report in MyST (notes, code)
 
 # --- LaTeX: the printed handout (make pdf, make pdf-instructor) ----------------------

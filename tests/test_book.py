@@ -8,7 +8,7 @@ from nbclient import NotebookClient
 
 from conftest import BOOK, sphinx_build
 from coursebook.audit import _cell_text, _runs, audit_build, chapter_fingerprints, shown_text, words
-from coursebook.editions import is_answer, is_chapter_source, read_chapter
+from coursebook.notebooks import is_answer, is_chapter_source, read_chapter
 
 pytestmark = pytest.mark.slow
 
@@ -19,9 +19,9 @@ def _page(built, edition: str, name: str = "pt01.html") -> str:
 
 def _chapters() -> list[str]:
     """The chapters a build executes (a recorded chapter's outputs come from its record)."""
-    from coursebook.records import records_name
+    from coursebook.recordings import recording_name
     return [p.read_text() for p in sorted(BOOK.glob("*.md"))
-            if is_chapter_source(p.read_text()) and not records_name(read_chapter(p.read_text()))]
+            if is_chapter_source(p.read_text()) and not recording_name(read_chapter(p.read_text()))]
 
 
 def test_each_edition_executed_its_own_notebooks_once(built):

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import BOOK, ROOT
 from coursebook.audit import _runs, chapter_fingerprints, words
-from coursebook.editions import is_answer
+from coursebook.notebooks import is_answer
 
 pytestmark = pytest.mark.slow
 CHROMIUM = "/usr/bin/chromium"

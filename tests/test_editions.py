@@ -5,9 +5,9 @@ import pytest
 from jupyter_cache.cache.main import JupyterCacheBase
 
 from conftest import BOOK
-from coursebook.editions import (ANSWER_CLASS, Edition, edition_notebook, is_answer,
-                                 is_chapter_source, notebook_to_myst, read_chapter,
-                                 stamp_environment)
+from coursebook.editions import ANSWER_CLASS, Edition, edition_notebook
+from coursebook.execution_key import stamp_execution_environment
+from coursebook.notebooks import is_answer, is_chapter_source, notebook_to_myst, read_chapter
 
 PT01 = BOOK / "pt01.md"
 CHAPTERS = [path for path in sorted(BOOK.glob("*.md"))
@@ -67,11 +67,11 @@ def test_the_editions_are_separate_cache_entries():
 
 def test_a_prose_edit_keeps_the_cache_key_and_a_torch_upgrade_changes_it():
     chapter = read_chapter(PT01.read_text(encoding="utf8"))
-    stamp_environment(chapter, {"torch": "2.13.0"})
+    stamp_execution_environment(chapter, {"torch": "2.13.0"})
     key = _cache_hash(chapter)
     edited = read_chapter(PT01.read_text(encoding="utf8"))
     next(c for c in edited.cells if c.cell_type == "markdown").source += " More prose."
-    stamp_environment(edited, {"torch": "2.13.0"})
+    stamp_execution_environment(edited, {"torch": "2.13.0"})
     assert _cache_hash(edited) == key
-    stamp_environment(edited, {"torch": "2.14.0"})
+    stamp_execution_environment(edited, {"torch": "2.14.0"})
     assert _cache_hash(edited) != key

@@ -30,8 +30,8 @@ import nbformat
 import torch
 from nbclient import NotebookClient
 
-from coursebook.editions import read_chapter
-from coursebook.records import records_name
+from coursebook.notebooks import read_chapter
+from coursebook.recordings import recording_name
 
 ROOT = Path(__file__).resolve().parent.parent
 JUPYTER_BOOK = "jupyter-book>=1,<2"
@@ -92,7 +92,7 @@ class Scratch:
         seen, notebooks = set(), []
         for path in sorted(self.root.glob("*/jupyter_execute/*.ipynb")):
             notebook = nbformat.read(path, as_version=4)
-            if records_name(notebook):
+            if recording_name(notebook):
                 continue
             for cell in notebook.cells:
                 if cell.cell_type == "code":
@@ -140,7 +140,7 @@ def jupyter_book_project(root: Path, scratch: Scratch) -> Path:
     project.mkdir(parents=True)
     # A recorded chapter (the TPU bridges) runs in its own environment only: left out.
     chapters = sorted(p.stem for p in scratch.book.glob("*.md") if p.stem != "index"
-                      and not records_name(read_chapter(p.read_text())))
+                      and not recording_name(read_chapter(p.read_text())))
     for name in ["index", *chapters]:
         shutil.copy(scratch.book / f"{name}.md", project / f"{name}.md")
     (project / "_config.yml").write_text(

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Run a recorded chapter (the TPU bridges) on this builder and write its record.
+"""Run a recorded chapter (the TPU bridges) on this builder and write its recording.
 
 On a TPU VM, `--kind tpu` runs every cell; `--kind cpu` is the CPU stand-in
 (PJRT_DEVICE=CPU, JAX_PLATFORMS=cpu), which leaves out cells tagged `tpu-only`. The kernel
-is the bridges environment's Python (--python). The record, book/records/NAME-KIND.ipynb,
+is the bridges environment's Python (--python). The recording, book/recordings/NAME-KIND.ipynb,
 holds the outputs and their provenance: the device the runtime reports, the versions, the
 date and a hash of the code. A run whose device disagrees with --kind writes nothing.
-With --check, nothing is written: the fresh outputs must equal the committed record's
+With --check, nothing is written: the fresh outputs must equal the committed recording's
 (after normalising addresses and paths), or the command fails with a diff.
 """
 
@@ -26,11 +26,12 @@ import torch
 from nbclient import NotebookClient
 
 from coursebook.chapters import edition_chapter
-from coursebook.editions import Edition, cell_tags, is_answer
+from coursebook.editions import Edition
+from coursebook.notebooks import TPU_ONLY_TAG, cell_tags, is_answer
 from coursebook.exhibit_checks import SIDE_ENVIRONMENTS
 from coursebook.outputs import normalise
-from coursebook.records import (PROVENANCE_KEY, TPU_ONLY_TAG, RecordError, check_label,
-                                code_hash, load_record, record_path, records_name)
+from coursebook.recordings import (PROVENANCE_KEY, RecordingError, check_label, code_hash,
+                                   load_recording, recording_name, recording_path)
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("torch", "torch_xla", "torchax", "jax", "jaxlib", "libtpu")
@@ -89,14 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", choices=("tpu", "cpu"), required=True)
     parser.add_argument("--python", required=True, help="the bridges environment's python")
     parser.add_argument("--sides", type=Path, help="folder of side environments (exhibit 08)")
-    parser.add_argument("--check", action="store_true", help="compare with the committed record")
-    parser.add_argument("--records", type=Path, default=ROOT / "book" / "records")
+    parser.add_argument("--check", action="store_true", help="compare with the committed recording")
+    parser.add_argument("--recordings", type=Path, default=ROOT / "book" / "recordings")
     args = parser.parse_args(argv)
     args.python = os.path.abspath(args.python)  # not resolve(): a venv's python is a link
     text = args.chapter.read_text(encoding="utf8")
     notebook = edition_chapter(text, str(args.chapter), Edition.STUDENT, ROOT / "exhibits",
                                torch.__version__)
-    name = records_name(notebook)
+    name = recording_name(notebook)
     if name is None or any(is_answer(cell) for cell in notebook.cells):
         sys.exit(f"record: {args.chapter} is not a recorded chapter without answers")
     if args.kind == "cpu":
@@ -107,10 +108,10 @@ def main(argv: list[str] | None = None) -> int:
                            text=True, env={**os.environ, **env}, check=True)
     provenance = json.loads(probe.stdout.strip().splitlines()[-1])
     provenance.update(date=datetime.date.today().isoformat(), code_hash=code_hash(notebook))
-    target = record_path(args.records, name, args.kind)
+    target = recording_path(args.recordings, name, args.kind)
     try:
         check_label(args.kind, provenance, target)
-    except RecordError as error:
+    except RecordingError as error:
         sys.exit(f"record: {error}")
     NotebookClient(notebook, timeout=600, kernel_name=notebook.metadata.kernelspec.name,
                    resources={"metadata": {"path": str(args.chapter.parent)}}).execute()
@@ -118,12 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         cell.metadata.pop("execution", None)
     notebook.metadata[PROVENANCE_KEY] = provenance
     if args.check:
-        committed = load_record(target, args.kind).notebook
+        committed = load_recording(target, args.kind).notebook
         diff = list(difflib.unified_diff("\n\n".join(shown(committed)).splitlines(),
                                          "\n\n".join(shown(notebook)).splitlines(),
                                          "committed", "fresh run", lineterm=""))
         if committed.metadata[PROVENANCE_KEY]["code_hash"] != provenance["code_hash"]:
-            diff.insert(0, "the chapter's code changed since the record was made")
+            diff.insert(0, "the chapter's code changed since the recording was made")
         if diff:
             print("\n".join(diff))
             print(f"record: {target} does not match a fresh run; re-record with "

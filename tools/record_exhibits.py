@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from coursebook.museum import Exhibit, Record, load_museum, raised_by
+from coursebook.museum import ErrorRecord, Exhibit, load_museum, raised_by
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +29,7 @@ def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def write_records(exhibit: Exhibit, records: list[Record]) -> None:
+def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
     text = exhibit.path.read_text(encoding="utf8")
     head = text[:text.index("[[records]]")].rstrip() + "\n"
     blocks = ["[[records]]\n" + "".join(f"{name} = {_toml_string(value)}\n"
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{exhibit.key}: the failing code did not raise; fix the exhibit first")
                 problems += 1
                 continue
-            new = Record(torch=release, source="build", where=where, date=today,
+            new = ErrorRecord(torch=release, source="build", where=where, date=today,
                          type=raised[0], message=raised[1])
             old = exhibit.record_for(release)
             if old is not None and (old.type, old.message) == raised:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sphinx.search.en import SearchEnglish
 
-from .editions import is_answer, is_chapter_source, read_chapter
+from .notebooks import is_answer, is_chapter_source, read_chapter
 
 RUN = 8
 TEXT_SUFFIXES = frozenset({".html", ".js", ".md", ".txt", ".ipynb", ".json", ".tex", ".pdf"})

@@ -2,45 +2,34 @@
 
 from __future__ import annotations
 
-import hashlib
-import platform
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from .editions import (RAISES_TAG, Edition, edition_notebook, hidden_raises_cells,
-                       is_chapter_source, notebook_to_myst, read_chapter, stamp_environment)
+from .editions import Edition, edition_notebook, hidden_raises_cells
+from .execution_key import (FAILED_KEY, SOURCE_HASH_KEY, outdated_chapters, source_digest,
+                            stamp_execution_environment)
 from .museum import ExhibitError, link_back_from_pt01, load_museum, place_museum
-from .records import RecordError, attach_records, cache_recorded_outputs, load_records, records_name
+from .notebooks import RAISES_TAG, is_chapter_source, notebook_to_myst, read_chapter
+from .recordings import (RecordingError, attach_recordings, cache_recorded_outputs,
+                         load_recordings, recording_name)
 
 logger = logging.getLogger(__name__)
-
-# Set on a page whose chapter failed, so that the next build reads it (and fails) again.
-FAILED_KEY = "coursebook_failed"
 
 
 class ChapterFormatError(Exception):
     """A chapter whose tags contradict each other; the build logs it as an error."""
 
 
+# What preparing a chapter can raise: each names its file and is logged as one error.
+PREPARATION_ERRORS = (ChapterFormatError, ExhibitError, RecordingError)
+
+
 def edition_of(app: Sphinx) -> Edition:
     return Edition.from_tags(app.tags)
-
-
-def environment_versions(packages: list[str]) -> dict[str, str]:
-    """The versions that decide what the cells print, for the execution cache key."""
-    versions = {"python": platform.python_version()}
-    versions.update({name: metadata.version(name) for name in packages})
-    return versions
-
-
-def record_environment(app: Sphinx, config) -> None:
-    """``config-inited``: the versions become a config value, so a change re-reads every page."""
-    config.coursebook_environment = environment_versions(config.coursebook_environment_packages)
 
 
 @dataclass(frozen=True)
@@ -72,25 +61,25 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     Several hooks ask for the same chapter during one build; it is prepared once.
     """
     prepared: dict = app.__dict__.setdefault("_coursebook_prepared", {})
-    key = (source_path, _digest(text))
+    key = (source_path, source_digest(text))
     if key not in prepared:
         prepared[key] = _prepare(app, text, source_path)
     return prepared[key]
 
 
 def _prepare(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
+    environment = app.config.coursebook_execution_environment
     notebook = edition_chapter(text, source_path, edition_of(app),
-                               Path(app.config.coursebook_exhibits_dir),
-                               app.config.coursebook_environment["torch"],
+                               Path(app.config.coursebook_exhibits_dir), environment["torch"],
                                getattr(app.env, "myst_config", None))
-    name = records_name(notebook)
+    name = recording_name(notebook)
     if name is None:
-        stamp_environment(notebook, app.config.coursebook_environment)
+        stamp_execution_environment(notebook, environment)
         return PreparedChapter(notebook)
-    # A recorded chapter carries the environment it ran in as its records' provenance.
-    records = load_records(Path(app.config.coursebook_records_dir), name)
-    labelled, recorded = attach_records(notebook, records,
-                                        app.config.coursebook_allow_stale_records)
+    # A recorded chapter carries the environment it ran in as its recordings' provenance.
+    recordings = load_recordings(Path(app.config.coursebook_recordings_dir), name)
+    labelled, recorded = attach_recordings(notebook, recordings,
+                                           app.config.coursebook_allow_stale_recordings)
     return PreparedChapter(labelled, recorded)
 
 
@@ -110,7 +99,7 @@ def render_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
     path = str(app.env.doc2path(docname))
     try:
         prepared = prepare_chapter(app, source[0], path)
-    except (ChapterFormatError, ExhibitError, RecordError) as error:
+    except PREPARATION_ERRORS as error:
         logger.error("%s", error, location=docname, type="coursebook", subtype="source")
         app.env.metadata[docname][FAILED_KEY] = True
         source[0] = f"# {docname}\n\nThis page could not be built: see the build log.\n"
@@ -118,14 +107,7 @@ def render_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
     if prepared.recorded is not None:
         cache_recorded_outputs(app.config.nb_execution_cache_path, path, prepared.recorded)
     source[0] = notebook_to_myst(prepared.notebook)
-    app.env.metadata[docname][SOURCE_HASH_KEY] = _digest(source[0])
-
-
-SOURCE_HASH_KEY = "coursebook_source_hash"
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf8")).hexdigest()
+    app.env.metadata[docname][SOURCE_HASH_KEY] = source_digest(source[0])
 
 
 def reread_changed_chapters(app: Sphinx, env, added, changed, removed) -> list[str]:
@@ -134,15 +116,14 @@ def reread_changed_chapters(app: Sphinx, env, added, changed, removed) -> list[s
     An exhibit, a torch version or the extension can change what a chapter becomes
     while its file stays the same; Sphinx alone would keep the old page.
     """
-    outdated = []
-    for docname in sorted(env.found_docs - set(added) - set(changed)):
-        stored = env.metadata.get(docname, {}).get(SOURCE_HASH_KEY)
-        if stored is None:
-            continue
+    def current_source(docname: str) -> str | None:
+        if docname in added or docname in changed:
+            return None
         try:
-            current = chapter_notebook(app, docname)
-        except (ChapterFormatError, ExhibitError, RecordError):
-            current = None  # reading it again reports the problem
-        if current is None or _digest(notebook_to_myst(current)) != stored:
-            outdated.append(docname)
-    return outdated
+            notebook = chapter_notebook(app, docname)
+        except PREPARATION_ERRORS:
+            return None  # reading it again reports the problem
+        return None if notebook is None else notebook_to_myst(notebook)
+
+    return [docname for docname in outdated_chapters(env, current_source)
+            if docname not in added and docname not in changed]

@@ -15,7 +15,8 @@ import nbformat
 from sphinx.application import Sphinx
 
 from .chapters import chapter_notebook, edition_of
-from .editions import BOOK_ONLY_TAG, Edition, cell_tags, notebook_to_myst
+from .editions import Edition
+from .notebooks import BOOK_ONLY_TAG, cell_tags, notebook_to_myst
 
 
 def _download_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:

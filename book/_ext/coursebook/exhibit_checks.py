@@ -14,7 +14,7 @@ from IPython.display import Markdown, display
 
 from .outputs import normalise
 
-RECORD_COMMAND = "make record-exhibits"
+ERROR_RECORD_COMMAND = "make record-exhibits"
 
 
 class ExhibitMismatch(AssertionError):
@@ -44,7 +44,7 @@ def check_raised(exhibit: str, expected: dict | None, museum: dict) -> None:
     if expected is None:
         raise ExhibitMismatch(
             f"exhibit {exhibit} has no record for the running torch; it raised\n  {shown}\n"
-            f"Record it with '{RECORD_COMMAND}' and review the new record.")
+            f"Record it with '{ERROR_RECORD_COMMAND}' and review the new record.")
     recorded = f"{expected['type']}: {normalise(expected['message'])}"
     if shown != recorded:
         diff = "\n".join(difflib.ndiff([recorded], [shown]))
@@ -52,7 +52,7 @@ def check_raised(exhibit: str, expected: dict | None, museum: dict) -> None:
             f"exhibit {exhibit}: the error differs from its record for torch "
             f"{expected['torch']} ({_label(expected)}):\n"
             f"{diff}\n(- recorded, + raised now.) If the new text is right, re-record it "
-            f"with '{RECORD_COMMAND}'.")
+            f"with '{ERROR_RECORD_COMMAND}'.")
     if expected["source"] == "museum":
         lines = [f"✓ Raised exactly the error the museum recorded ({_label(expected)})."]
     else:

@@ -7,12 +7,12 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from .chapters import edition_of, record_environment, render_edition_source, reread_changed_chapters
+from .chapters import edition_of, render_edition_source, reread_changed_chapters
 from .editions import Edition, box_code_answers
+from .execution_key import reread_failed_chapters, set_execution_environment
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
 from .outputs import normalise_output_nodes
-from .verify import (check_executed_chapter, fail_build_on_failed_chapters,
-                     reread_failed_chapters)
+from .verify import check_executed_chapter, fail_build_on_failed_chapters
 
 __all__ = ["setup"]
 
@@ -35,11 +35,11 @@ def _clean_and_check(app: Sphinx, doctree: nodes.document) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.add_config_value("coursebook_environment_packages", ["torch"], "env", list)
-    app.add_config_value("coursebook_environment", {}, "env", dict)
+    app.add_config_value("coursebook_execution_environment", {}, "env", dict)
     app.add_config_value("coursebook_exhibits_dir", "exhibits", "env", str)
-    app.add_config_value("coursebook_records_dir", "book/records", "env", str)
-    app.add_config_value("coursebook_allow_stale_records", False, "env", bool)
-    app.connect("config-inited", record_environment)
+    app.add_config_value("coursebook_recordings_dir", "book/recordings", "env", str)
+    app.add_config_value("coursebook_allow_stale_recordings", False, "env", bool)
+    app.connect("config-inited", set_execution_environment)
     app.connect("config-inited", _create_execution_cache)
     app.connect("source-read", render_edition_source)
     app.connect("doctree-read", _clean_and_check)

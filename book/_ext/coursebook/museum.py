@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from .editions import RAISES_TAG
+from .notebooks import RAISES_TAG
 from .outputs import normalise
 
 ROOMS = ("eager", "tpu-bridges")
@@ -38,8 +38,8 @@ class ExhibitError(Exception):
 
 
 @dataclass(frozen=True)
-class Record:
-    """One error text, with where and when it was recorded."""
+class ErrorRecord:
+    """An exhibit's error record: one error text, with where and when it was recorded."""
 
     torch: str
     source: str
@@ -75,7 +75,7 @@ class Exhibit:
     fix_note: str
     failing_code: str
     fix_code: str
-    records: tuple[Record, ...]
+    records: tuple[ErrorRecord, ...]
     pt01: tuple[str, ...] = ()
     cpu: CpuReproduction | None = None
 
@@ -87,13 +87,13 @@ class Exhibit:
     def label(self) -> str:
         return f"museum-{self.wing}-{self.number:02d}"
 
-    def record_for(self, torch_version: str) -> Record | None:
+    def record_for(self, torch_version: str) -> ErrorRecord | None:
         """The record for a torch release (local build tags such as ``+cpu`` ignored)."""
         release = torch_version.split("+")[0]
         return next((r for r in self.records if r.torch == release), None)
 
     @property
-    def museum_record(self) -> Record:
+    def museum_record(self) -> ErrorRecord:
         return next(r for r in self.records if r.source == "museum")
 
 
@@ -129,7 +129,7 @@ def load_exhibit(path: Path) -> Exhibit:
         where = f"records[{index}]: "
         fields = {name: _require(path, record, name, str, where) for name in _RECORD_FIELDS}
         _choice(path, "source", fields["source"], RECORD_SOURCES, where)
-        records.append(Record(**fields))
+        records.append(ErrorRecord(**fields))
     if sum(r.source == "museum" for r in records) != 1:
         raise ExhibitError(f"{path}: field 'records' needs exactly one record with source 'museum'")
     pt01 = table.get("pt01", [])
@@ -223,7 +223,7 @@ def _heading(exhibit: Exhibit, total: int) -> str:
             f"{exhibit.lesson}{see_also}")
 
 
-def _check_cell(exhibit: Exhibit, expected: Record | None) -> nbformat.NotebookNode:
+def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
     """A hidden cell comparing the error above with ``expected`` (its text is in the key)."""
     return _code(f"from coursebook.exhibit_checks import check_raised\n"
                  f"check_raised({exhibit.key!r},\n"

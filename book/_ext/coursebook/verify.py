@@ -17,8 +17,9 @@ from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from .chapters import FAILED_KEY, chapter_notebook
-from .editions import RAISES_TAG
+from .chapters import chapter_notebook
+from .execution_key import FAILED_KEY
+from .notebooks import RAISES_TAG
 
 logger = logging.getLogger(__name__)
 
@@ -103,11 +104,6 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
                      type="coursebook", subtype="execution")
     if problems:
         env.metadata[env.docname][FAILED_KEY] = True
-
-
-def reread_failed_chapters(app: Sphinx, env, added, changed, removed) -> list[str]:
-    """``env-get-outdated``: a chapter that failed is read (and fails) again next time."""
-    return [doc for doc, meta in env.metadata.items() if meta.get(FAILED_KEY)]
 
 
 def fail_build_on_failed_chapters(app: Sphinx, exception: Exception | None) -> None:

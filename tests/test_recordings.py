@@ -6,10 +6,11 @@ import nbformat
 import pytest
 
 from conftest import BOOK, ROOT, sphinx_build
-from coursebook.records import (TPU_ONLY_TAG, RecordError, attach_records, load_record,
-                                load_records)
+from coursebook.notebooks import TPU_ONLY_TAG
+from coursebook.recordings import (RecordingError, attach_recordings, load_recording,
+                                   load_recordings)
 
-RECORDS = BOOK / "records"
+RECORDINGS = BOOK / "recordings"
 
 
 def _bridges_notebook():
@@ -20,32 +21,32 @@ def _bridges_notebook():
                            ROOT / "exhibits", torch.__version__)
 
 
-def test_the_cpu_stand_in_record_is_labelled_cpu():
-    [record] = load_records(RECORDS, "bridges")
-    assert record.kind == "cpu" and record.provenance["device_platform"] == "cpu"
-    assert record.label().startswith("Recorded on CPU stand-in (PJRT_DEVICE=CPU")
-    assert "TPU" not in record.label()
+def test_the_cpu_stand_in_recording_is_labelled_cpu():
+    [recording] = load_recordings(RECORDINGS, "bridges")
+    assert recording.kind == "cpu" and recording.provenance["device_platform"] == "cpu"
+    assert recording.label().startswith("Recorded on CPU stand-in (PJRT_DEVICE=CPU")
+    assert "TPU" not in recording.label()
 
 
-def test_a_cpu_run_can_never_be_a_tpu_record(tmp_path):
-    shutil.copy(RECORDS / "bridges-cpu.ipynb", tmp_path / "bridges-cpu.ipynb")
-    shutil.copy(RECORDS / "bridges-cpu.ipynb", tmp_path / "bridges-tpu.ipynb")
-    with pytest.raises(RecordError, match="a CPU run can never be a TPU record"):
-        load_records(tmp_path, "bridges")
+def test_a_cpu_run_can_never_be_a_tpu_recording(tmp_path):
+    shutil.copy(RECORDINGS / "bridges-cpu.ipynb", tmp_path / "bridges-cpu.ipynb")
+    shutil.copy(RECORDINGS / "bridges-cpu.ipynb", tmp_path / "bridges-tpu.ipynb")
+    with pytest.raises(RecordingError, match="a CPU run can never be a TPU recording"):
+        load_recordings(tmp_path, "bridges")
     relabelled = nbformat.read(tmp_path / "bridges-tpu.ipynb", as_version=4)
-    relabelled.metadata.coursebook_record.device_kind = "TPU v6 lite"  # platform still cpu
+    relabelled.metadata.coursebook_recording.device_kind = "TPU v6 lite"  # platform still cpu
     nbformat.write(relabelled, tmp_path / "bridges-tpu.ipynb")
-    with pytest.raises(RecordError, match="never be a TPU record"):
-        load_record(tmp_path / "bridges-tpu.ipynb", "tpu")
+    with pytest.raises(RecordingError, match="never be a TPU recording"):
+        load_recording(tmp_path / "bridges-tpu.ipynb", "tpu")
 
 
 def test_every_cell_of_the_chapter_has_its_recorded_output():
-    labelled, executed = attach_records(_bridges_notebook(), load_records(RECORDS, "bridges"),
+    labelled, executed = attach_recordings(_bridges_notebook(), load_recordings(RECORDINGS, "bridges"),
                                         allow_stale=False)
     code = [cell for cell in executed.cells if cell.cell_type == "code"]
     ran_on_cpu = [cell for cell in code if TPU_ONLY_TAG not in cell.metadata.get("tags", [])]
     assert ran_on_cpu and all(cell.outputs for cell in ran_on_cpu)
-    assert all(not cell.outputs for cell in code if cell not in ran_on_cpu)  # no TPU record yet
+    assert all(not cell.outputs for cell in code if cell not in ran_on_cpu)  # no TPU recording yet
     labels = [c.source for c in labelled.cells if c.source.startswith("*Recorded on")]
     assert labels and all("CPU stand-in" in label for label in labels)
 
@@ -54,27 +55,27 @@ def test_a_changed_cell_stops_with_the_cell_and_the_command():
     notebook = _bridges_notebook()
     cell = next(c for c in notebook.cells if c.cell_type == "code" and "interop" in c.source)
     cell.source = cell.source.replace("mean()", "sum()")
-    with pytest.raises(RecordError) as error:
-        attach_records(notebook, load_records(RECORDS, "bridges"), allow_stale=False)
-    assert "cell `from torchax import interop` changed since its record" in str(error.value)
+    with pytest.raises(RecordingError) as error:
+        attach_recordings(notebook, load_recordings(RECORDINGS, "bridges"), allow_stale=False)
+    assert "cell `from torchax import interop` changed since its recording" in str(error.value)
     assert "make tpu-cache" in str(error.value)
-    labelled, _ = attach_records(notebook, load_records(RECORDS, "bridges"), allow_stale=True)
+    labelled, _ = attach_recordings(notebook, load_recordings(RECORDINGS, "bridges"), allow_stale=True)
     assert any("Stale: this cell changed" in c.source for c in labelled.cells)
 
 
-def test_a_tpu_only_cell_without_a_tpu_record_says_so():
+def test_a_tpu_only_cell_without_a_tpu_recording_says_so():
     notebook = _bridges_notebook()
     notebook.cells.append(nbformat.v4.new_code_cell("jax.devices()",
                                                     metadata={"tags": [TPU_ONLY_TAG]}))
-    labelled, _ = attach_records(notebook, load_records(RECORDS, "bridges"), allow_stale=False)
+    labelled, _ = attach_recordings(notebook, load_recordings(RECORDINGS, "bridges"), allow_stale=False)
     assert "Not yet run on a TPU" in labelled.cells[-1].source
 
 
 @pytest.mark.parametrize("number", ["07", "08"])
 def test_the_cpu_reproduction_matches_the_museum_capture(number):
     """The recorded check cell of each reproduced TPU exhibit passed."""
-    [record] = load_records(RECORDS, "bridges")
-    checks = [c for c in record.notebook.cells if c.cell_type == "code"
+    [recording] = load_recordings(RECORDINGS, "bridges")
+    checks = [c for c in recording.notebook.cells if c.cell_type == "code"
               and f"check_raised('pytorch/{number}'" in c.source]
     assert len(checks) == 1
     shown = "".join(o.get("data", {}).get("text/markdown", "") for o in checks[0].outputs)
@@ -88,12 +89,12 @@ def test_the_book_stops_when_a_recorded_cell_changes(tmp_path):
     chapter = source / "bridges.md"
     chapter.write_text(chapter.read_text().replace("optax.sgd(0.05)", "optax.sgd(0.1)"))
     build = sphinx_build(source, tmp_path / "out", tmp_path / "cache",
-                         settings={"coursebook_records_dir": str(RECORDS)})
+                         settings={"coursebook_recordings_dir": str(RECORDINGS)})
     assert build.returncode != 0
-    assert "bridges.md: ERROR: cell `import optax` changed since its record" in build.log
+    assert "bridges.md: ERROR: cell `import optax` changed since its recording" in build.log
     assert "make tpu-cache" in build.log
     stale = sphinx_build(source, tmp_path / "out2", tmp_path / "cache",
-                         settings={"coursebook_records_dir": str(RECORDS),
-                                   "coursebook_allow_stale_records": "1"})
+                         settings={"coursebook_recordings_dir": str(RECORDINGS),
+                                   "coursebook_allow_stale_recordings": "1"})
     assert stale.returncode == 0
     assert "Stale: this cell changed" in (tmp_path / "out2" / "html" / "bridges.html").read_text()

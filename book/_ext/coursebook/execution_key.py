@@ -1,0 +1,72 @@
+"""Everything that decides whether a chapter executes again.
+
+jupyter-cache keys a notebook by its code cells (source and metadata). Two things are
+added here: the *execution environment* (the versions of the packages that decide what
+the cells print), stamped into the first code cell so that an upgrade re-executes; and
+the pages Sphinx must read again although their file did not change (an exhibit, a
+recording or the environment changed what the chapter becomes, or the chapter failed).
+A page that is not read again is not executed again: its doctree is reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from importlib import metadata
+
+import nbformat
+from sphinx.application import Sphinx
+
+# Cell metadata holding the execution environment (part of jupyter-cache's key).
+ENVIRONMENT_KEY = "execution_environment"
+# Page metadata: the digest of the text handed to myst-nb, and a failed chapter.
+SOURCE_HASH_KEY = "coursebook_source_hash"
+FAILED_KEY = "coursebook_failed"
+
+
+def environment_versions(packages: list[str]) -> dict[str, str]:
+    """The versions that decide what the cells print: Python and each package."""
+    versions = {"python": platform.python_version()}
+    versions.update({name: metadata.version(name) for name in packages})
+    return versions
+
+
+def set_execution_environment(app: Sphinx, config) -> None:
+    """``config-inited``: the versions become a config value, so a change re-reads every page."""
+    config.coursebook_execution_environment = environment_versions(
+        config.coursebook_environment_packages)
+
+
+def stamp_execution_environment(notebook: nbformat.NotebookNode,
+                                environment: dict[str, str]) -> None:
+    """Put the execution environment into the first code cell's metadata (the cache key)."""
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.metadata[ENVIRONMENT_KEY] = dict(environment)
+            return
+
+
+def source_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf8")).hexdigest()
+
+
+def reread_failed_chapters(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """``env-get-outdated``: a chapter that failed is read (and fails) again next time."""
+    return [doc for doc, meta in env.metadata.items() if meta.get(FAILED_KEY)]
+
+
+def outdated_chapters(env, current_source) -> list[str]:
+    """Chapters whose text for myst-nb changed while their file did not.
+
+    ``current_source(docname)`` gives the text this build would hand to myst-nb, or None
+    when it cannot be prepared (reading the page again then reports the problem).
+    """
+    outdated = []
+    for docname in sorted(env.found_docs):
+        stored = env.metadata.get(docname, {}).get(SOURCE_HASH_KEY)
+        if stored is None:
+            continue
+        current = current_source(docname)
+        if current is None or source_digest(current) != stored:
+            outdated.append(docname)
+    return outdated

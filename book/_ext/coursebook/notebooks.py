@@ -1,0 +1,76 @@
+"""Chapter notebooks: reading and writing MyST Markdown, and the book's cell tags.
+
+A chapter is a MyST Markdown notebook (myst-nb's format). Every other module reads
+chapters, writes them back and asks about tags through this one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+import yaml
+from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
+from myst_parser.config.main import MdParserConfig
+
+# --- The book's tags (myst-nb's own, such as remove-cell, keep their meaning) ----------
+ANSWER_TAG = "answer"  # instructor material, dropped from the student edition
+RAISES_TAG = "raises-exception"  # the cell's error is its lesson (nbclient's tag)
+BOOK_ONLY_TAG = "book-only"  # runs in the book (a figure, say), left out of downloads
+TPU_ONLY_TAG = "tpu-only"  # a recorded cell that cannot run on the CPU stand-in
+
+
+def cell_tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def is_answer(cell) -> bool:
+    return ANSWER_TAG in cell_tags(cell)
+
+
+def first_line(cell) -> str:
+    """How messages name a cell: its first line of code or text."""
+    return (cell.source.strip().splitlines() or [""])[0]
+
+
+# --- Reading and writing --------------------------------------------------------------
+
+def is_chapter_source(text: str) -> bool:
+    """A page is a chapter notebook when its top matter says so (myst-nb's own rule)."""
+    return is_myst_markdown_notebook(text)
+
+
+def read_chapter(text: str, md_config: MdParserConfig | None = None) -> nbformat.NotebookNode:
+    """The chapter as written, every cell included."""
+    return read_myst_markdown_notebook(text, config=md_config or MdParserConfig())
+
+
+def _fence_for(source: str, char: str = "`") -> str:
+    longest = max((len(run) for run in re.findall(f"{re.escape(char)}{{3,}}", source)), default=2)
+    return char * (longest + 1)
+
+
+def _plain(metadata) -> dict:
+    """NotebookNode metadata as plain dicts and lists, which YAML can write."""
+    return json.loads(json.dumps(metadata))
+
+
+def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
+    """Write a notebook back as MyST Markdown that myst-nb reads into the same cells."""
+    metadata = {key: value for key, value in _plain(notebook.metadata).items()
+                if key != "source_map"}
+    parts = ["---", yaml.safe_dump(metadata, sort_keys=False).rstrip(), "---", ""]
+    for cell in notebook.cells:
+        metadata = _plain(cell.metadata)
+        if cell.cell_type == "markdown":
+            parts.append("+++" + (f" {json.dumps(metadata)}" if metadata else ""))
+            parts += [cell.source, ""]
+            continue
+        directive = "{code-cell} ipython3" if cell.cell_type == "code" else "{raw-cell}"
+        fence = _fence_for(cell.source)
+        parts.append(fence + directive)
+        if metadata:
+            parts += ["---", yaml.safe_dump(metadata, sort_keys=False).rstrip(), "---"]
+        parts += [cell.source, fence, ""]
+    return "\n".join(parts)
