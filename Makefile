@@ -8,7 +8,7 @@ BUILD      := _build
 SPHINXOPTS ?= -W --keep-going
 
 .DEFAULT_GOAL := help
-.PHONY: help venv bridges-venv tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor pdf-deps audit bench record-exhibits test test-fast clean clean-cache
+.PHONY: help venv bridges-venv tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor pdf-deps audit bench accept-outputs test test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -66,8 +66,13 @@ pdf-deps: ## Install TeX and poppler for the PDFs (Debian/Ubuntu, as root)
 audit: html ## Prove the student build holds no answer
 	$(BIN)/python tools/audit_student_build.py $(BUILD)/student
 
-record-exhibits: venv ## Record each CPU exhibit's error for this torch (after an upgrade)
-	$(BIN)/python tools/record_exhibits.py
+# After a reviewed change of outputs, or a new torch: this torch's error record of each
+# exhibit, then the expected outputs of every chapter, both editions (one after the other:
+# both write the same files). Review `git diff exhibits/ book/expected/` before committing.
+accept-outputs: venv ## Take this build's outputs as expected (exhibit errors and chapter outputs)
+	$(BIN)/python tools/record_exhibits.py --replace
+	$(MAKE) html SPHINXOPTS="$(SPHINXOPTS) -D coursebook_accept_outputs=1"
+	$(MAKE) instructor SPHINXOPTS="$(SPHINXOPTS) -D coursebook_accept_outputs=1"
 
 bench: venv ## Benchmark builds: cold, warm, edits, nbclient floor, Jupyter Book 1
 	$(BIN)/python tools/bench_build.py

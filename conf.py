@@ -31,7 +31,8 @@ extensions = [
 ]
 
 root_doc = "index"
-exclude_patterns = ["_build", "_ext", "recordings", "**.ipynb_checkpoints"]
+# _ext: the extension; recordings and expected: data the extension reads, not pages.
+exclude_patterns = ["_build", "_ext", "recordings", "expected", "**.ipynb_checkpoints"]
 suppress_warnings = [
     # A failed notebook is reported once, cell by cell, by coursebook.verify.
     "mystnb.exec",
@@ -46,6 +47,8 @@ nb_execution_timeout = 300
 nb_execution_raise_on_error = False  # coursebook.verify names the cell instead
 nb_execution_show_tb = False
 nb_merge_streams = True
+# Expected outputs, one file per chapter and torch version (`make accept-outputs`).
+coursebook_expected_dir = str(ROOT / "book" / "expected")
 # Part of the cache key, so that a change of version re-executes the chapters.
 coursebook_environment_packages = ["torch", "jaxtyping", "numpy", "ipykernel", "matplotlib"]
 

@@ -12,7 +12,8 @@ from .editions import Edition, box_code_answers
 from .execution_key import reread_failed_chapters, set_execution_environment
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
 from .outputs import normalise_output_nodes
-from .verify import check_executed_chapter, fail_build_on_failed_chapters
+from .verify import (check_executed_chapter, compare_expected_outputs,
+                     fail_build_on_failed_chapters)
 
 __all__ = ["setup"]
 
@@ -39,6 +40,9 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("coursebook_exhibits_dir", "exhibits", "env", str)
     app.add_config_value("coursebook_recordings_dir", "book/recordings", "env", str)
     app.add_config_value("coursebook_allow_stale_recordings", False, "env", bool)
+    app.add_config_value("coursebook_expected_dir", "book/expected", "", str)
+    # "": changing it re-reads nothing; the comparison runs on every build anyway.
+    app.add_config_value("coursebook_accept_outputs", False, "", bool)
     app.connect("config-inited", set_execution_environment)
     app.connect("config-inited", _create_execution_cache)
     app.connect("source-read", render_edition_source)
@@ -50,5 +54,6 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", reread_failed_chapters)
     app.connect("env-get-outdated", reread_changed_chapters)
     app.connect("build-finished", replace_copied_sources)
+    app.connect("env-updated", compare_expected_outputs)
     app.connect("build-finished", fail_build_on_failed_chapters)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

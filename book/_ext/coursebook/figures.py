@@ -2,16 +2,32 @@
 
 Each function takes the objects a chapter just computed, so a picture shows what the
 code really did: the autograd graph is walked from ``grad_fn``, the broadcast uses the
-bias and products printed above it, the strides are read from the tensor.
+bias and products printed above it, the strides are read from the tensor. Each figure
+is shown with every text it draws as its plain-text form: the book verifies a figure by
+that data, never by its pixels.
 """
 
 from __future__ import annotations
+
+import base64
 
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 _FORWARD, _BACKWARD, _MEMORY = "#dbe9f6", "#fde2c4", "#e4f2de"
+
+
+def _show(fig) -> None:
+    """Display the figure as a PNG, with the texts it draws as its plain-text form."""
+    from IPython.core.pylabtools import print_figure
+    from IPython.display import display
+
+    fig.tight_layout()
+    drawn = "\n".join(text.get_text().replace("\n", " ") for ax in fig.axes for text in ax.texts)
+    png = base64.b64encode(print_figure(fig, "png")).decode("ascii")
+    display({"image/png": png, "text/plain": f"Figure drawing:\n{drawn}"}, raw=True)
+    plt.close(fig)
 
 
 def _box(ax, x: float, y: float, text: str, colour: str, width: float = 2.2) -> None:
@@ -66,8 +82,7 @@ def computation_graph(tensors: dict[str, torch.Tensor]) -> None:
     ax.set_xlim(-1.6, 3 * (columns - 1) + 1.6)
     ax.set_ylim(-1.0, 2.8)
     ax.axis("off")
-    plt.tight_layout()
-    plt.show()
+    _show(fig)
 
 
 def _grid(ax, values: torch.Tensor, left: float, top: float, colour: str, title: str,
@@ -101,8 +116,7 @@ def broadcast_bias(products: torch.Tensor, bias: torch.Tensor) -> None:
     ax.set_ylim(-0.8, batch + 0.8)
     ax.set_aspect("equal")
     ax.axis("off")
-    plt.tight_layout()
-    plt.show()
+    _show(fig)
 
 
 def strides(tensor: torch.Tensor) -> None:
@@ -122,5 +136,4 @@ def strides(tensor: torch.Tensor) -> None:
     ax.set_ylim(-1.2, 4.7)
     ax.set_aspect("equal")
     ax.axis("off")
-    plt.tight_layout()
-    plt.show()
+    _show(fig)

@@ -34,6 +34,12 @@ def first_line(cell) -> str:
     return (cell.source.strip().splitlines() or [""])[0]
 
 
+def line_of(source: str, chapter_text: str) -> int:
+    """The 1-based line of the chapter file where a cell's source starts (0: not found)."""
+    position = chapter_text.find(source.strip()) if source.strip() else -1
+    return chapter_text.count("\n", 0, position) + 1 if position >= 0 else 0
+
+
 # --- Reading and writing --------------------------------------------------------------
 
 def is_chapter_source(text: str) -> bool:

@@ -1,9 +1,11 @@
-"""Every executed cell did what its tags promise, or the build stops.
+"""Every executed cell did what its tags promise and showed what is expected, or the build stops.
 
 myst-nb and nbclient accept a ``raises-exception`` cell that does not raise, and in
 cache mode a failing notebook is only a warning. This check reads the rendered cells
 of each chapter: an error where none is expected, or none where one is promised,
-is a build error naming the chapter, the cell and the error.
+is a build error naming the chapter, the cell and the error. Then, on every build,
+each chapter's outputs (executed or cached) are compared with its expected outputs for
+the running torch version (:mod:`coursebook.expectations`).
 """
 
 from __future__ import annotations
@@ -12,14 +14,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
 from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from .chapters import chapter_notebook
+from .chapters import PREPARATION_ERRORS, chapter_notebook, edition_chapter, edition_of
+from .editions import Edition
 from .execution_key import FAILED_KEY
-from .notebooks import RAISES_TAG
+from .expectations import (ACCEPT_COMMAND, ExpectationsError, accept, cached_notebook,
+                           cell_keys, cell_outputs, compare, expectations_path,
+                           read_expectations, release, write_expectations)
+from .notebooks import RAISES_TAG, line_of
+from .recordings import recording_name
 
 logger = logging.getLogger(__name__)
 
@@ -46,12 +54,6 @@ def _cell_error(cell: nodes.container) -> str | None:
     return None
 
 
-def _line_of(source: str, chapter_text: str) -> int:
-    """The 1-based line of the chapter file where a cell's source starts."""
-    position = chapter_text.find(source.strip()) if source.strip() else -1
-    return chapter_text.count("\n", 0, position) + 1 if position >= 0 else 0
-
-
 def _short(error: str, lines: int = 12) -> str:
     kept = error.splitlines()[-lines:]
     return "\n      ".join(kept)
@@ -69,7 +71,7 @@ def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str
         source = sources[cell["cell_index"]]
         tags = cell.get("cell_metadata", {}).get("tags", [])
         error = _cell_error(cell)
-        where = dict(line=_line_of(source, chapter_text),
+        where = dict(line=line_of(source, chapter_text),
                      first_line=(source.strip().splitlines() or [""])[0])
         if error is not None and RAISES_TAG not in tags:
             problems.append(CellProblem(**where, what=(
@@ -106,7 +108,95 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
         env.metadata[env.docname][FAILED_KEY] = True
 
 
+def _executed_chapters(app: Sphinx) -> Iterator[tuple[str, nbformat.NotebookNode]]:
+    """Each chapter this build executes (not a recording), with its edition notebook."""
+    for docname in sorted(app.env.found_docs):
+        try:
+            notebook = chapter_notebook(app, docname)
+        except PREPARATION_ERRORS:
+            continue  # reported where the page is read
+        if notebook is not None and recording_name(notebook) is None:
+            yield docname, notebook
+
+
+def _chapter_order(app: Sphinx, docname: str) -> list[str]:
+    """The keys of every code cell of a chapter, answers included, in order."""
+    path = Path(app.env.doc2path(docname))
+    notebook = edition_chapter(path.read_text(encoding="utf8"), str(path), Edition.INSTRUCTOR,
+                               Path(app.config.coursebook_exhibits_dir),
+                               app.config.coursebook_execution_environment["torch"])
+    return cell_keys(notebook)
+
+
+def _accept_header(torch_version: str, docname: str) -> list[str]:
+    import datetime
+    import platform
+
+    return [f"# Expected outputs of {docname}.md for torch {release(torch_version)}.",
+            f"# Accepted with `{ACCEPT_COMMAND}` on {datetime.date.today().isoformat()} from a "
+            f"run on {platform.system()} {platform.machine()} (torch {torch_version}).",
+            "# One entry per code cell: a hash of its code, then its output, indented. "
+            "Review the diff before committing."]
+
+
+def compare_expected_outputs(app: Sphinx, env) -> None:
+    """``env-updated``, every build: each chapter's outputs against its expected outputs.
+
+    With ``coursebook_accept_outputs``, the outputs of this build are written instead.
+    """
+    torch_version = app.config.coursebook_execution_environment["torch"]
+    expected_dir = Path(app.config.coursebook_expected_dir)
+    edition = edition_of(app).value
+    for docname, notebook in _executed_chapters(app):
+        if env.metadata.get(docname, {}).get(FAILED_KEY):
+            continue  # it failed to execute; that is reported already
+        executed = cached_notebook(app.config.nb_execution_cache_path, notebook)
+        if executed is None:
+            continue
+        outputs = cell_outputs(executed)
+        path = expectations_path(expected_dir, torch_version, docname)
+        chapter = env.doc2path(docname)
+        try:
+            expectations = read_expectations(path)
+        except ExpectationsError as error:
+            _fail(app, docname, None, str(error))
+            continue
+        if app.config.coursebook_accept_outputs:
+            if write_expectations(path, accept(expectations, edition, outputs),
+                                  _chapter_order(app, docname),
+                                  _accept_header(torch_version, docname)):
+                logger.info("expected outputs: wrote %s (%s edition)", path, edition)
+            continue
+        if expectations is None:
+            _fail(app, docname, None,
+                  f"no expected outputs for torch {release(torch_version)} ({path} is "
+                  f"missing). Record them with `{ACCEPT_COMMAND}`, review and commit them.")
+            continue
+        text = Path(chapter).read_text(encoding="utf8")
+        for mismatch in compare(expectations, edition, outputs):
+            _fail(app, docname, line_of(mismatch.cell.source, text),
+                  f"code cell {mismatch.cell.index} `{mismatch.cell.first_line}` "
+                  f"({edition} edition, torch {release(torch_version)}) "
+                  f"{mismatch.diff(path)}\n    If the new output is right, accept it with "
+                  f"`{ACCEPT_COMMAND}` and review the diff of {path.parent}.")
+        unverified = [o for o in outputs if o.unverified]
+        logger.info("expected outputs: %s (%s): %d of %d code cells verified against "
+                    "torch %s%s", Path(chapter).name, edition, len(outputs) - len(unverified),
+                    len(outputs), release(torch_version),
+                    "".join(f"; not verified: `{o.first_line}` ({o.unverified})"
+                            for o in unverified))
+
+
+def _fail(app: Sphinx, docname: str, line: int | None, message: str) -> None:
+    logger.error("%s", message, location=(docname, line or None),
+                 type="coursebook", subtype="expected-outputs")
+    app.__dict__["_coursebook_outputs_differ"] = True
+
+
 def fail_build_on_failed_chapters(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: a failed chapter fails the build, with or without ``-W``."""
-    if exception is None and any(meta.get(FAILED_KEY) for meta in app.env.metadata.values()):
+    """``build-finished``: a failed chapter, or an unexpected output, fails the build."""
+    if exception is not None:
+        return
+    if (any(meta.get(FAILED_KEY) for meta in app.env.metadata.values())
+            or app.__dict__.get("_coursebook_outputs_differ")):
         app.statuscode = 1

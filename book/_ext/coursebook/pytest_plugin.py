@@ -1,0 +1,165 @@
+"""pytest collects the book's chapters as doctests: one test per verified cell and edition.
+
+``pytest book/pt01.md`` (or ``pytest book/``) yields an item for each code cell that has an
+expected output, per edition, named by chapter, edition, line and first code line. The
+outputs come from the book's execution cache, prepared exactly as a build prepares the
+chapter; a chapter that is not cached yet is executed once and cached, as a build would.
+A recorded chapter (its cells run only on a special builder) is left to ``make tpu-cache-check``.
+
+Registered through the ``pytest11`` entry point in ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from .editions import Edition
+from .execution_key import environment_versions, stamp_execution_environment
+from .expectations import (ACCEPT_COMMAND, CellOutput, Expectations, cached_notebook,
+                           cell_outputs, compare, expectations_path, read_expectations)
+from .notebooks import is_chapter_source, line_of, notebook_to_myst, read_chapter
+from .recordings import recording_name
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini("coursebook_book", "the book's source folder, relative to the rootdir",
+                  default="book")
+    parser.addini("coursebook_conf", "the folder of the book's conf.py", default=".")
+
+
+class BookConfig:
+    """What conf.py says about execution: cache, exhibits, expectations, environment."""
+
+    def __init__(self, conf_dir: Path) -> None:
+        from sphinx.config import eval_config_file
+        from sphinx.util.tags import Tags
+
+        namespace = eval_config_file(conf_dir / "conf.py", Tags())
+        self.cache_path = namespace["nb_execution_cache_path"]
+        self.exhibits_dir = Path(namespace["coursebook_exhibits_dir"])
+        self.expected_dir = Path(namespace["coursebook_expected_dir"])
+        self.environment = environment_versions(namespace["coursebook_environment_packages"])
+        self.timeout = namespace.get("nb_execution_timeout", 300)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    config = parent.config
+    book = config.rootpath / config.getini("coursebook_book")
+    if file_path.suffix != ".md" or book not in file_path.parents:
+        return None
+    if not is_chapter_source(file_path.read_text(encoding="utf8")):
+        return None
+    return ChapterFile.from_parent(parent, path=file_path)
+
+
+class ChapterFailed(Exception):
+    """The chapter did not execute; its cells cannot be compared."""
+
+
+class ChapterFile(pytest.File):
+    """A chapter: its verified cells, per edition."""
+
+    @cached_property
+    def book_config(self) -> BookConfig:
+        return BookConfig(self.config.rootpath / self.config.getini("coursebook_conf"))
+
+    @cached_property
+    def text(self) -> str:
+        return self.path.read_text(encoding="utf8")
+
+    def edition_notebook(self, edition: Edition) -> nbformat.NotebookNode:
+        """The notebook a build of this edition hands to myst-nb, read back as myst-nb does."""
+        from .chapters import edition_chapter
+
+        conf = self.book_config
+        notebook = edition_chapter(self.text, str(self.path), edition, conf.exhibits_dir,
+                                   conf.environment["torch"])
+        stamp_execution_environment(notebook, conf.environment)
+        return read_chapter(notebook_to_myst(notebook))
+
+    def collect(self):
+        for edition in Edition:
+            notebook = self.edition_notebook(edition)
+            if recording_name(notebook) is not None:
+                return
+            for cell in cell_outputs(notebook):
+                if cell.unverified:
+                    continue
+                line = line_of(cell.source, self.text)
+                yield CellItem.from_parent(self, name=f"{edition.value}::L{line} {cell.first_line}",
+                                           edition=edition, key=cell.key, line=line)
+
+    @cached_property
+    def expectations(self) -> Expectations | None:
+        return read_expectations(self.expectations_path)
+
+    @cached_property
+    def expectations_path(self) -> Path:
+        return expectations_path(self.book_config.expected_dir,
+                                 self.book_config.environment["torch"], self.path.stem)
+
+    def executed(self, edition: Edition) -> list[CellOutput]:
+        """This edition's cells with their outputs, from the cache or executed once."""
+        cache = self.__dict__.setdefault("_executed", {})
+        if edition not in cache:
+            cache[edition] = self._execute(edition)
+        if isinstance(cache[edition], ChapterFailed):
+            raise cache[edition]
+        return cache[edition]
+
+    def _execute(self, edition: Edition) -> list[CellOutput] | ChapterFailed:
+        from jupyter_cache import get_cache
+        from jupyter_cache.base import CacheBundleIn
+        from jupyter_cache.executors.utils import single_nb_execution
+
+        notebook = self.edition_notebook(edition)
+        executed = cached_notebook(self.book_config.cache_path, notebook)
+        if executed is None:
+            result = single_nb_execution(notebook, cwd=str(self.path.parent),
+                                         timeout=self.book_config.timeout, allow_errors=False,
+                                         meta_override=True)
+            if result.err is not None:
+                return ChapterFailed(
+                    f"{self.path.name} ({edition.value}) failed to execute: "
+                    f"{type(result.err).__name__}; build it for the cell-by-cell report")
+            get_cache(self.book_config.cache_path).cache_notebook_bundle(
+                CacheBundleIn(notebook, str(self.path), data={"execution_seconds": result.time}),
+                check_validity=False, overwrite=True)
+            executed = notebook
+        return cell_outputs(executed)
+
+
+class CellItem(pytest.Item):
+    """One code cell of one edition: its output must equal its expected output."""
+
+    def __init__(self, *, edition: Edition, key: str, line: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.edition, self.key, self.line = edition, key, line
+
+    def runtest(self) -> None:
+        chapter: ChapterFile = self.parent
+        cell = next(c for c in chapter.executed(self.edition) if c.key == self.key)
+        expectations = chapter.expectations
+        if expectations is None:
+            raise CellOutputMismatch(
+                f"no expected outputs for this torch version ({chapter.expectations_path} is "
+                f"missing): record them with `{ACCEPT_COMMAND}`")
+        for mismatch in compare(expectations, self.edition.value, [cell]):
+            raise CellOutputMismatch(f"{mismatch.diff(chapter.expectations_path)}\n"
+                                     f"If the new output is right: `{ACCEPT_COMMAND}`.")
+
+    def repr_failure(self, excinfo, style=None) -> str:
+        if isinstance(excinfo.value, (CellOutputMismatch, ChapterFailed)):
+            return f"{self.path.name}:{self.line}: code cell {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, self.line - 1 if self.line else None, self.name
+
+
+class CellOutputMismatch(AssertionError):
+    """A cell's output is not its expected output."""
