@@ -32,7 +32,7 @@ def test_the_museum_record_is_the_seed_verbatim(exhibit):
 @pytest.mark.parametrize("exhibit", CPU, ids=lambda e: e.key)
 def test_the_failing_code_raises_its_record_for_this_torch(exhibit):
     record = exhibit.record_for(torch.__version__)
-    assert record is not None, f"no record for torch {torch.__version__}: make record-exhibits"
+    assert record is not None, f"no record for torch {torch.__version__}: make accept-outputs"
     assert raised_by(exhibit) == (record.type, record.message)
 
 
@@ -108,4 +108,4 @@ def test_check_raised_stops_on_a_mismatch(raised, expected, message):
         check_raised("pytorch/99", expected, MUSEUM_RECORD)
     assert message in str(error.value)
     if expected is not None and raised is not None:
-        assert "make record-exhibits" in str(error.value)
+        assert "make accept-outputs" in str(error.value)

@@ -35,7 +35,7 @@ def test_a_changed_recorded_message_stops_the_build(tmp_path, cache):
     assert "exhibit pytorch/05: the error differs from its record for torch 2.13.0" in build.log
     assert "- RuntimeError: matrix1 and mat2" in build.log
     assert "+ RuntimeError: mat1 and mat2" in build.log
-    assert "make record-exhibits" in build.log
+    assert "make accept-outputs" in build.log
 
 
 def test_a_fix_that_raises_stops_the_build(tmp_path, cache):

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import re
 from importlib import metadata
+from pathlib import Path
 
 import nbformat
 from sphinx.application import Sphinx
@@ -37,12 +39,42 @@ def set_execution_environment(app: Sphinx, config) -> None:
         config.coursebook_environment_packages)
 
 
+_PACKAGE = Path(__file__).resolve().parent
+_BOOK_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{_PACKAGE.name}\.(\w+)", re.M)
+_RELATIVE_IMPORT = re.compile(r"^\s*from\s+\.(\w+)\s+import", re.M)
+
+
+def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
+    """A hash of the book's own modules that the cells import, with what they import.
+
+    Their code decides what those cells print (an exhibit check, a figure's data), so an
+    edit to them re-executes the chapters that use them, and only those.
+    """
+    pending = [name for cell in notebook.cells if cell.cell_type == "code"
+               for name in _BOOK_IMPORT.findall(cell.source)]
+    seen: dict[str, str] = {}
+    while pending:
+        name = pending.pop()
+        path = _PACKAGE / f"{name}.py"
+        if name in seen or not path.is_file():
+            continue
+        seen[name] = path.read_text(encoding="utf8")
+        pending += _RELATIVE_IMPORT.findall(seen[name])
+    if not seen:
+        return None
+    return hashlib.sha256("".join(seen[name] for name in sorted(seen)).encode()).hexdigest()[:16]
+
+
 def stamp_execution_environment(notebook: nbformat.NotebookNode,
                                 environment: dict[str, str]) -> None:
     """Put the execution environment into the first code cell's metadata (the cache key)."""
+    stamp = dict(environment)
+    digest = book_code_digest(notebook)
+    if digest is not None:
+        stamp["book_code"] = digest
     for cell in notebook.cells:
         if cell.cell_type == "code":
-            cell.metadata[ENVIRONMENT_KEY] = dict(environment)
+            cell.metadata[ENVIRONMENT_KEY] = stamp
             return
 
 

@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import subprocess
 import sys
 
 from IPython.display import Markdown, display
 
 from .outputs import normalise
+from .worddiff import changes
 
-ERROR_RECORD_COMMAND = "make record-exhibits"
+# The class of a "changed since" box; the book highlights the changed words in it.
+CHANGED_CLASS = "torch-changed"
+
+ERROR_RECORD_COMMAND = "make accept-outputs"
 
 
 class ExhibitMismatch(AssertionError):
@@ -24,6 +29,15 @@ class ExhibitMismatch(AssertionError):
 def _label(record: dict) -> str:
     when = f", {record['date']}" if record.get("date") else ""
     return f"{record['where']}{when}"
+
+
+def _code_span(text: str) -> str:
+    """Markdown inline code for any text, backticks included; "(nothing)" for none."""
+    if not text:
+        return "(nothing)"
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _fenced(text: str) -> str:
@@ -60,9 +74,13 @@ def check_raised(exhibit: str, expected: dict | None, museum: dict) -> None:
                  f"({_label(expected)})."]
     museum_text = f"{museum['type']}: {normalise(museum['message'])}"
     if museum_text != shown:
-        lines += ["", f":::{{admonition}} Changed since torch {museum['torch']}", ":class: note",
-                  f"The museum recorded this text on torch {museum['torch']} ({_label(museum)}):", "",
-                  _fenced(museum_text), ":::"]
+        changed = "; ".join(f"{_code_span(before)} → {_code_span(after)}"
+                            for before, after in changes(museum_text, shown))
+        lines += ["", f":::{{admonition}} Changed since torch {museum['torch']}",
+                  f":class: note {CHANGED_CLASS}",
+                  f"The museum recorded this text on torch {museum['torch']} ({_label(museum)}):",
+                  "", _fenced(museum_text), "", "and this build's torch raised:", "",
+                  _fenced(shown), "", f"Changed: {changed}.", ":::"]
     display(Markdown("\n".join(lines)))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from docutils import nodes
+from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 
 from .chapters import edition_of, render_edition_source, reread_changed_chapters
@@ -12,6 +13,7 @@ from .editions import Edition, box_code_answers
 from .execution_key import reread_failed_chapters, set_execution_environment
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
 from .outputs import normalise_output_nodes
+from .torch_versions import TorchVersionChanges, add_verified_versions, highlight_changed_boxes
 from .verify import (check_executed_chapter, compare_expected_outputs,
                      fail_build_on_failed_chapters)
 
@@ -30,6 +32,10 @@ def _create_execution_cache(app: Sphinx, config) -> None:
 def _clean_and_check(app: Sphinx, doctree: nodes.document) -> None:
     normalise_output_nodes(doctree)
     check_executed_chapter(app, doctree)
+    highlight_changed_boxes(doctree)
+    if NbMetadataCollector.get_exec_data(app.env, app.env.docname) is not None:
+        add_verified_versions(app, doctree, app.env.docname,
+                              app.config.coursebook_execution_environment["torch"])
     if edition_of(app) is Edition.INSTRUCTOR:
         box_code_answers(doctree)
 
@@ -55,5 +61,6 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", reread_changed_chapters)
     app.connect("build-finished", replace_copied_sources)
     app.connect("env-updated", compare_expected_outputs)
+    app.add_directive("torch-version-changes", TorchVersionChanges)
     app.connect("build-finished", fail_build_on_failed_chapters)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

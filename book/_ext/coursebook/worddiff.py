@@ -1,0 +1,43 @@
+"""Which words changed between two texts: for highlighting an output across torch versions.
+
+Kept free of Sphinx imports: a chapter's kernel uses it too.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+_TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
+
+Run = tuple[str, bool]  # a piece of text, and whether it changed
+
+
+def _runs(tokens: list[str], changed: list[bool]) -> list[Run]:
+    runs: list[Run] = []
+    for token, flag in zip(tokens, changed):
+        flag = flag and not token.isspace()
+        if runs and runs[-1][1] == flag:
+            runs[-1] = (runs[-1][0] + token, flag)
+        else:
+            runs.append((token, flag))
+    return runs
+
+
+def changed_words(old: str, new: str) -> tuple[list[Run], list[Run]]:
+    """Both texts as runs, the words that differ marked; joined, each run gives the text back."""
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    changed_a, changed_b = [True] * len(a), [True] * len(b)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for block in matcher.get_matching_blocks():
+        changed_a[block.a:block.a + block.size] = [False] * block.size
+        changed_b[block.b:block.b + block.size] = [False] * block.size
+    return _runs(a, changed_a), _runs(b, changed_b)
+
+
+def changes(old: str, new: str) -> list[tuple[str, str]]:
+    """The changed passages as (before, after) pairs, in order: a compact summary."""
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return [("".join(a[i1:i2]).strip(), "".join(b[j1:j2]).strip())
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
