@@ -46,7 +46,7 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("coursebook_exhibits_dir", "exhibits", "env", str)
     app.add_config_value("coursebook_recordings_dir", "book/recordings", "env", str)
     app.add_config_value("coursebook_allow_stale_recordings", False, "env", bool)
-    app.add_config_value("coursebook_expected_dir", "book/expected", "", str)
+    app.add_config_value("coursebook_expected_dir", "expected", "", str)
     # "": changing it re-reads nothing; the comparison runs on every build anyway.
     app.add_config_value("coursebook_accept_outputs", False, "", bool)
     app.connect("config-inited", set_execution_environment)

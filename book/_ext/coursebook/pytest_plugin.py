@@ -34,14 +34,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 class BookConfig:
     """What conf.py says about execution: cache, exhibits, expectations, environment."""
 
-    def __init__(self, conf_dir: Path) -> None:
+    def __init__(self, conf_dir: Path, book: Path) -> None:
         from sphinx.config import eval_config_file
         from sphinx.util.tags import Tags
 
         namespace = eval_config_file(conf_dir / "conf.py", Tags())
         self.cache_path = namespace["nb_execution_cache_path"]
         self.exhibits_dir = Path(namespace["coursebook_exhibits_dir"])
-        self.expected_dir = Path(namespace["coursebook_expected_dir"])
+        self.expected_dir = book / namespace["coursebook_expected_dir"]
         self.environment = environment_versions(namespace["coursebook_environment_packages"])
         self.timeout = namespace.get("nb_execution_timeout", 300)
 
@@ -65,7 +65,8 @@ class ChapterFile(pytest.File):
 
     @cached_property
     def book_config(self) -> BookConfig:
-        return BookConfig(self.config.rootpath / self.config.getini("coursebook_conf"))
+        return BookConfig(self.config.rootpath / self.config.getini("coursebook_conf"),
+                          self.config.rootpath / self.config.getini("coursebook_book"))
 
     @cached_property
     def text(self) -> str:

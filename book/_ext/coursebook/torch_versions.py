@@ -65,12 +65,12 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
 def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
     """Under a chapter's title: the torch versions its outputs were verified on."""
-    versions = verified_versions(Path(app.config.coursebook_expected_dir), chapter)
+    expected_dir = Path(app.srcdir, app.config.coursebook_expected_dir)
+    versions = verified_versions(expected_dir, chapter)
     if not versions:
         return
     for version in versions:
-        app.env.note_dependency(str(Path(app.config.coursebook_expected_dir)
-                                    / f"torch-{version}" / f"{chapter}.txt"))
+        app.env.note_dependency(str(expected_dir / f"torch-{version}" / f"{chapter}.txt"))
     shown = ", ".join(f"{v} (this build)" if v == release(running) else v for v in versions)
     link = addnodes.pending_xref("", nodes.inline("", "what changed between torch versions"),
                                  refdomain="std", reftype="ref", reftarget=CHANGES_LABEL,
@@ -91,7 +91,7 @@ class TorchVersionChanges(Directive):
         env = self.state.document.settings.env
         config = env.config
         edition = "instructor" if env.app.tags.has("instructor") else "student"
-        expected_dir = Path(config.coursebook_expected_dir)
+        expected_dir = Path(env.srcdir, config.coursebook_expected_dir)
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
         for path in sorted(expected_dir.glob("torch-*/*.txt")):
             env.note_dependency(str(path))

@@ -145,7 +145,7 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
     With ``coursebook_accept_outputs``, the outputs of this build are written instead.
     """
     torch_version = app.config.coursebook_execution_environment["torch"]
-    expected_dir = Path(app.config.coursebook_expected_dir)
+    expected_dir = Path(app.srcdir, app.config.coursebook_expected_dir)
     edition = edition_of(app).value
     for docname, notebook in _executed_chapters(app):
         if env.metadata.get(docname, {}).get(FAILED_KEY):

@@ -1,0 +1,151 @@
+"""Expected outputs: the file format, the comparison, and what the book commits."""
+
+import subprocess
+import sys
+
+import nbformat
+import pytest
+import torch
+
+from conftest import BOOK, ROOT
+from coursebook.expectations import (EDITIONS, UNVERIFIED_KEY, Expectations, accept, cell_keys,
+                                     cell_outputs, compare, expectations_path,
+                                     read_expectations, release, shown_text, write_expectations)
+from coursebook.execution_key import book_code_digest
+from coursebook.notebooks import is_chapter_source, read_chapter
+from coursebook.recordings import recording_name
+from coursebook.worddiff import changed_words, changes
+
+EXPECTED = BOOK / "expected"
+EXECUTED = [p for p in sorted(BOOK.glob("*.md")) if is_chapter_source(p.read_text())
+            and recording_name(read_chapter(p.read_text())) is None]
+
+
+def _notebook(*cells):
+    return nbformat.v4.new_notebook(cells=list(cells))
+
+
+def _code(source, outputs=(), **metadata):
+    cell = nbformat.v4.new_code_cell(source, metadata=metadata)
+    cell.outputs = [nbformat.from_dict(o) for o in outputs]
+    return cell
+
+
+def _stream(text):
+    return {"output_type": "stream", "name": "stdout", "text": text}
+
+
+def test_shown_text_covers_streams_results_errors_markdown_and_figures():
+    cell = _code("x", [
+        _stream("printed at 0x7f00aa\n"),
+        {"output_type": "execute_result", "execution_count": 1, "metadata": {},
+         "data": {"text/plain": "tensor([1.])"}},
+        {"output_type": "display_data", "metadata": {},
+         "data": {"text/markdown": "✓ checked"}},
+        {"output_type": "display_data", "metadata": {},
+         "data": {"image/png": "iVBOR", "text/plain": "Figure drawing:\n1\n2"}},
+        {"output_type": "error", "ename": "RuntimeError", "evalue": "boom", "traceback": []},
+    ])
+    assert shown_text(cell) == ("printed at 0x…\ntensor([1.])\n✓ checked\n"
+                                "[image/png] Figure drawing:\n1\n2\nRuntimeError: boom")
+
+
+def test_keys_ignore_prose_and_change_with_code():
+    one = _notebook(nbformat.v4.new_markdown_cell("prose"), _code("a = 1"), _code("a = 1"))
+    two = _notebook(nbformat.v4.new_markdown_cell("other prose"), _code("a = 1"), _code("a = 1"))
+    assert cell_keys(one) == cell_keys(two)
+    assert cell_keys(one)[1] == cell_keys(one)[0] + ".2"  # the same code twice: numbered
+    assert cell_keys(_notebook(_code("a = 2")))[0] != cell_keys(one)[0]
+
+
+def test_the_file_round_trips_and_marks_only_what_differs_between_editions(tmp_path):
+    shared, answer = _code("print(1)", [_stream("1\n")]), _code("print(2)", [_stream("2\n\n3\n")])
+    check_student = _code("check()", [_stream("Write it first.\n")])
+    check_instructor = _code("check()", [_stream("passed\n")])
+    student = cell_outputs(_notebook(shared, check_student))
+    instructor = cell_outputs(_notebook(shared, answer, check_instructor))
+    expectations = accept(accept(None, "student", student), "instructor", instructor)
+    path = tmp_path / "torch-2.13.0" / "chapter.txt"
+    order = [o.key for o in instructor]
+    assert write_expectations(path, expectations, order, ["# header"])
+    text = path.read_text()
+    assert text.count("(student)") == 1 and text.count("(instructor)") == 2  # answer, check
+    again = read_expectations(path)
+    assert again.by_edition == expectations.by_edition
+    assert not write_expectations(path, again, order, ["# another header"])  # nothing changed
+    assert compare(again, "student", student) == []
+
+
+def test_a_changed_output_and_a_new_cell_are_mismatches_with_a_diff(tmp_path):
+    before = cell_outputs(_notebook(_code("x = 1", [_stream("Loss: 2.41\n")])))
+    expectations = accept(None, "student", before)
+    changed = cell_outputs(_notebook(_code("x = 1", [_stream("Loss: 2.55\n")]),
+                                     _code("y = 2", [_stream("new\n")])))
+    mismatches = compare(expectations, "student", changed)
+    assert [m.expected for m in mismatches] == ["Loss: 2.41", None]
+    diff = mismatches[0].diff(tmp_path / "pt01.txt")
+    assert "-Loss: 2.41" in diff and "+Loss: 2.55" in diff
+    assert "has no expected output" in mismatches[1].diff(tmp_path / "pt01.txt")
+
+
+def test_an_unverified_cell_needs_a_reason_and_is_not_compared():
+    outputs = cell_outputs(_notebook(_code("%pip install x", [_stream("varies\n")],
+                                           **{UNVERIFIED_KEY: "pip's output varies"})))
+    assert outputs[0].unverified == "pip's output varies"
+    assert compare(Expectations(), "student", outputs) == []
+
+
+@pytest.mark.parametrize("path", EXECUTED, ids=lambda p: p.name)
+def test_every_executed_chapter_has_expected_outputs_for_this_torch(path):
+    expectations = read_expectations(expectations_path(EXPECTED, torch.__version__, path.stem))
+    assert expectations is not None, f"run `make accept-outputs` for torch {torch.__version__}"
+    for edition in EDITIONS:
+        assert expectations.by_edition[edition], (path.name, edition)
+
+
+@pytest.mark.parametrize("path", EXECUTED, ids=lambda p: p.name)
+def test_only_cells_with_a_stated_reason_go_unverified(path):
+    unverified = [cell for cell in read_chapter(path.read_text()).cells
+                  if cell.cell_type == "code" and UNVERIFIED_KEY in cell.metadata]
+    assert all(str(cell.metadata[UNVERIFIED_KEY]).strip() for cell in unverified)
+    assert all(cell.source.lstrip().startswith("%pip") for cell in unverified), \
+        "only a %pip cell may go unverified"
+
+
+def test_expected_outputs_hold_no_machine_path():
+    for path in EXPECTED.rglob("*.txt"):
+        text = path.read_text()
+        for marker in (str(ROOT), "/home/", "/root/", "site-packages/"):
+            assert marker not in text, (path, marker)
+
+
+def test_older_torch_versions_stay_as_history():
+    versions = {p.name for p in EXPECTED.glob("torch-*")}
+    assert f"torch-{release(torch.__version__)}" in versions and len(versions) >= 2
+
+
+def test_changed_words_mark_what_differs_and_keep_the_text():
+    old, new = "output 0 of ExpBackward0, is at version 1", "output 0 of Exp, is at version 1"
+    old_runs, new_runs = changed_words(old, new)
+    assert "".join(t for t, _ in old_runs) == old and "".join(t for t, _ in new_runs) == new
+    assert [t for t, changed in old_runs if changed] == ["ExpBackward0"]
+    assert changes(old, new) == [("ExpBackward0", "Exp")]
+
+
+def test_the_book_code_a_chapter_imports_is_part_of_its_cache_key():
+    figures = _notebook(_code("from coursebook.figures import strides"))
+    assert book_code_digest(figures) is not None
+    assert book_code_digest(_notebook(_code("import torch"))) is None
+    checks = _notebook(_code("from coursebook.exhibit_checks import check_raised"))
+    assert book_code_digest(checks) != book_code_digest(figures)
+
+
+def test_pytest_collects_each_verified_cell_per_edition():
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                           str(BOOK / "pt01.md")], capture_output=True, text=True, cwd=ROOT)
+    items = [line for line in done.stdout.splitlines() if line.startswith("book/pt01.md::")]
+    chapter = read_chapter((BOOK / "pt01.md").read_text())
+    code = [c for c in chapter.cells if c.cell_type == "code" and UNVERIFIED_KEY not in c.metadata]
+    answers = [c for c in code if "answer" in c.metadata.get("tags", [])]
+    assert len(items) == 2 * len(code) - len(answers), done.stdout[-2000:]
+    assert "book/pt01.md::student::L60 X = torch.tensor([[1., 2.], [3., 1.], [2., 4.]])" in items
