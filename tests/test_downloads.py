@@ -9,6 +9,7 @@ Two checks, each also seen failing on a planted case:
 
 from __future__ import annotations
 
+import ast
 import copy
 import re
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from markdown_it import MarkdownIt
+from myst_parser.config.main import MdParserConfig
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -64,6 +66,19 @@ def printed(cell) -> str:
 
 # --- The downloads, derived from the chapters without a build (fast) ---------------------
 
+def _book_md_config() -> MdParserConfig:
+    """The MyST settings of conf.py, which the book's pages are parsed with."""
+    settings = {node.targets[0].id: ast.literal_eval(node.value)
+                for node in ast.parse((ROOT / "conf.py").read_text()).body
+                if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id.startswith("myst_")}
+    return MdParserConfig(enable_extensions=set(settings["myst_enable_extensions"]),
+                          heading_anchors=settings.get("myst_heading_anchors", 0))
+
+
+MD_CONFIG = _book_md_config()
+
+
 def _resolve(role: str, target: str) -> Target:
     return Target(f"Title of {target}", f"https://book.example/{target}.html")
 
@@ -74,13 +89,13 @@ def _chapters() -> dict[str, nbformat.NotebookNode]:
         text = path.read_text(encoding="utf8")
         if is_chapter_source(text):
             chapters[path.stem] = edition_chapter(text, str(path), Edition.STUDENT,
-                                                  ROOT / "exhibits", "2.13.0")
+                                                  ROOT / "exhibits", "2.13.0", MD_CONFIG)
     return chapters
 
 
 @pytest.fixture(scope="module")
 def downloads() -> dict[str, nbformat.NotebookNode]:
-    return {name: download_notebook(notebook, PlainMarkdown(_resolve, "https://book.example/p.html"))
+    return {name: download_notebook(notebook, PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG))
             for name, notebook in _chapters().items()}
 
 
@@ -112,7 +127,7 @@ def test_cells_that_raise_on_purpose_are_caught_in_downloads_only():
     chapters = _chapters()
     for name, notebook in chapters.items():
         raising = [c for c in notebook.cells if "raises-exception" in c.metadata.get("tags", [])]
-        caught = [c for c in download_notebook(notebook, PlainMarkdown(_resolve)).cells
+        caught = [c for c in download_notebook(notebook, PlainMarkdown(_resolve, md_config=MD_CONFIG)).cells
                   if CAUGHT in c.metadata.get(DOWNLOAD_KEY, "")]
         assert len(caught) == len(raising), name
         assert all("raises-exception" not in c.metadata.get("tags", []) for c in caught)
@@ -139,14 +154,14 @@ def test_cross_references_become_links_or_titles():
     def resolve(role, target):
         return Target("Updating the parameters", "") if target == "pt01-update" else None
 
-    plain = PlainMarkdown(resolve).convert("(x)=\n# T\n\nSee {ref}`pt01-update` and {ref}`gone`.")
+    plain = PlainMarkdown(resolve, md_config=MD_CONFIG).convert("(x)=\n# T\n\nSee {ref}`pt01-update` and {ref}`gone`.")
     assert plain == "# T\n\nSee Updating the parameters and gone."
-    linked = PlainMarkdown(_resolve).convert("See {ref}`the update <pt01-update>`.")
+    linked = PlainMarkdown(_resolve, md_config=MD_CONFIG).convert("See {ref}`the update <pt01-update>`.")
     assert linked == "See [the update](https://book.example/pt01-update.html)."
 
 
 def test_directives_become_markdown_a_reader_sees():
-    convert = PlainMarkdown(_resolve, "https://book.example/p.html").convert
+    convert = PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG).convert
     assert convert(":::{seealso}\nIn the museum.\n:::") == "> **See also**\n>\n> In the museum."
     assert convert("```{admonition} Careful\n:class: tip\nText.\n```") == "> **Careful**\n>\n> Text."
     assert convert("```{only} latex\nprint\n```\n\n```{only} html\nscreen\n```") == "screen"
