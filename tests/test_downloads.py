@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 from markdown_it import MarkdownIt
 from myst_parser.config.main import MdParserConfig
 from nbclient import NotebookClient
@@ -25,6 +26,7 @@ from conftest import BOOK, ROOT, sphinx_build
 from coursebook.chapters import edition_chapter
 from coursebook.downloads import CAUGHT, CONVERTED, DOWNLOAD_KEY, catching, download_notebook
 from coursebook.editions import Edition
+from coursebook.expectations import cell_keys, expectations_path, read_expectations
 from coursebook.notebooks import is_chapter_source, read_chapter
 from coursebook.outputs import normalise
 from coursebook.plain_markdown import PlainMarkdown, Target
@@ -58,6 +60,21 @@ def run_all(notebook: nbformat.NotebookNode, workdir: Path) -> nbformat.Notebook
     NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=False,
                    resources={"metadata": {"path": str(workdir)}}).execute()
     return notebook
+
+
+_COLAB = re.compile(r"https://colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/([^\"'<> ]+)")
+
+
+def colab_links(html: Path) -> dict[str, list[str]]:
+    """Each page's Colab links, as paths inside the published tree."""
+    return {page.name: _COLAB.findall(page.read_text(encoding="utf8"))
+            for page in sorted(html.glob("*.html"))}
+
+
+def missing_colab_targets(html: Path) -> list[str]:
+    """Colab links whose notebook the deployed tree (``html``, as pushed to gh-pages) lacks."""
+    return [link for links in colab_links(html).values() for link in links
+            if not (html / link).is_file()]
 
 
 def printed(cell) -> str:
@@ -183,6 +200,16 @@ def test_run_all_stops_at_a_planted_error_and_passes_once_caught(tmp_path):
     assert printed(ran.cells[1]) == "last cell\n"
 
 
+def test_the_colab_check_sees_a_link_to_a_missing_notebook(tmp_path):
+    (tmp_path / "_sources").mkdir()
+    (tmp_path / "_sources" / "a.ipynb").write_text("{}")
+    link = "https://colab.research.google.com/github/org/labs/blob/gh-pages/_sources/{}.ipynb"
+    (tmp_path / "a.html").write_text(f'<a href="{link.format("a")}">Colab</a>')
+    assert missing_colab_targets(tmp_path) == []
+    (tmp_path / "b.html").write_text(f'<a href="{link.format("b")}">Colab</a>')
+    assert missing_colab_targets(tmp_path) == ["_sources/b.ipynb"]
+
+
 # --- The downloads of a real student build (slow) ----------------------------------------
 
 def _student_downloads(built) -> dict[str, Path]:
@@ -193,25 +220,28 @@ def _student_downloads(built) -> dict[str, Path]:
 @pytest.mark.slow
 def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
     """Run all reaches the last cell; each caught cell prints the error the book shows."""
-    html = built["student"].outdir / "html"
     downloads = _student_downloads(built)
     chapters = {p.stem: p for p in BOOK.glob("*.md") if is_chapter_source(p.read_text())}
     assert set(downloads) == set(chapters)
     for name, path in downloads.items():
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)
-        book_cells = nbformat.read(html / "jupyter_execute" / f"{name}.ipynb", as_version=4).cells
-        if recording_name(read_chapter(chapters[name].read_text())):
+        chapter = edition_chapter(chapters[name].read_text(), str(chapters[name]),
+                                  Edition.STUDENT, ROOT / "exhibits", torch.__version__, MD_CONFIG)
+        if recording_name(chapter):
             # Recorded on a TPU builder: not run here, but it holds the chapter's code.
             code = [c for c in notebook.cells if c.cell_type == "code"]
             assert len(code) == sum(c.cell_type == "code" and "book-only" not in
-                                    c.metadata.get("tags", []) for c in book_cells) > 0, name
+                                    c.metadata.get("tags", []) for c in chapter.cells) > 0, name
             continue
+        # What the book shows for each cell that raises on purpose: its verified output.
+        expected = read_expectations(expectations_path(BOOK / "expected", torch.__version__, name))
+        shown = [expected.by_edition["student"][key] for key, cell in
+                 zip(cell_keys(chapter), [c for c in chapter.cells if c.cell_type == "code"])
+                 if "raises-exception" in cell.metadata.get("tags", [])]
         ran = run_all(notebook, tmp_path)
         caught = [c for c in ran.cells if CAUGHT in c.metadata.get(DOWNLOAD_KEY, "")]
-        shown = [next(f"{o.ename}: {o.evalue}" for o in c.outputs if o.output_type == "error")
-                 for c in book_cells if "raises-exception" in c.metadata.get("tags", [])]
-        assert [normalise(printed(c)).strip() for c in caught] == [normalise(s) for s in shown], name
+        assert shown and [normalise(printed(c)).strip() for c in caught] == shown, name
 
 
 @pytest.mark.slow
@@ -231,11 +261,9 @@ def test_colab_links_point_into_the_deployed_tree(built):
         "coursebook_published_url": "https://org.github.io/labs"})
     assert build.returncode == 0, build.log[-3000:]
     html = build.outdir / "html"
-    links = [(page, link) for page in sorted(html.glob("*.html")) for link in re.findall(
-        r"https://colab\.research\.google\.com/github/org/labs/blob/gh-pages/([^\"'<> ]+)",
-        page.read_text(encoding="utf8"))]
-    assert len({page for page, _ in links}) == len(_student_downloads(built))
-    assert [link for _, link in links if not (html / link).is_file()] == []
+    linked = {page for page, links in colab_links(html).items() if links}
+    assert linked == {f"{name}.html" for name in _student_downloads(built)}
+    assert missing_colab_targets(html) == []
     pt01 = nbformat.read(html / "_sources" / "pt01.ipynb", as_version=4)
     assert "](https://org.github.io/labs/museum-pytorch.html#" in "".join(c.source for c in pt01.cells)
 
@@ -243,7 +271,6 @@ def test_colab_links_point_into_the_deployed_tree(built):
 @pytest.mark.slow
 def test_each_page_footer_stamps_torch_commit_and_date(built):
     html = built["student"].outdir / "html"
-    import torch
     pt01 = (html / "pt01.html").read_text(encoding="utf8")
     assert re.search(rf'class="build-stamp">Executed with torch {re.escape(torch.__version__)}; '
                      r"built from (commit \w+|a copy outside git)[^<]* on \d{4}-\d\d-\d\d\.<", pt01)

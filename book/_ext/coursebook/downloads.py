@@ -21,6 +21,7 @@ from sphinx.application import Sphinx
 
 from .chapters import chapter_notebook, edition_of
 from .editions import Edition
+from .execution_key import ENVIRONMENT_KEY
 from .notebooks import (BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, cell_tags,
                         notebook_to_myst)
 from .museum import DOWNLOAD_SOURCE_KEY
@@ -81,6 +82,7 @@ def download_notebook(notebook: nbformat.NotebookNode,
                 _mark(cell, CONVERTED)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            cell.metadata.pop(ENVIRONMENT_KEY, None)  # the book's cache key, not the reader's
             if DOWNLOAD_SOURCE_KEY in cell.metadata:
                 cell.source = cell.metadata.pop(DOWNLOAD_SOURCE_KEY)
                 _mark(cell, "runs without the book's own package")
