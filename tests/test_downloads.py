@@ -106,7 +106,7 @@ def _chapters() -> dict[str, nbformat.NotebookNode]:
         text = path.read_text(encoding="utf8")
         if is_chapter_source(text):
             chapters[path.stem] = edition_chapter(text, str(path), Edition.STUDENT,
-                                                  ROOT / "exhibits", "2.13.0", MD_CONFIG)
+                                                  ROOT / "exhibits", torch.__version__, MD_CONFIG)
     return chapters
 
 
@@ -182,6 +182,7 @@ def test_directives_become_markdown_a_reader_sees():
     assert convert(":::{seealso}\nIn the museum.\n:::") == "> **See also**\n>\n> In the museum."
     assert convert("```{admonition} Careful\n:class: tip\nText.\n```") == "> **Careful**\n>\n> Text."
     assert convert("```{only} latex\nprint\n```\n\n```{only} html\nscreen\n```") == "screen"
+    assert convert("```{only} not latex\nscreen\n```") == "screen"
     assert convert("::::{grid} 2\n:::{grid-item-card} 01/02\n:link: a\n:link-type: ref\n\nFirst\n:::\n::::") \
         == "**[01/02](https://book.example/a.html)** · First"
     assert convert("```{mermaid}\ngraph\n```") == "*[Shown on the book's page](https://book.example/p.html).*"

@@ -120,7 +120,7 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
         return Target(title or target, published_page(app, docname, anchor))
 
     return PlainMarkdown(resolve, published_page(app, pagename),
-                         getattr(app.env, "myst_config", None))
+                         getattr(app.env, "myst_config", None), app.tags.eval_condition)
 
 
 def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,

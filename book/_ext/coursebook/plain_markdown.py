@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import yaml
 from mdformat.renderer import DEFAULT_RENDERERS, MDRenderer, RenderContext, RenderTreeNode
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
+from sphinx.util.tags import Tags
 
 
 @dataclass(frozen=True)
@@ -59,16 +61,21 @@ class PlainMarkdown:
     resolve: Resolve
     page_url: str = ""  # the chapter's published page ("" if the book has no address)
     md_config: MdParserConfig | None = None
-    html_only: bool = True  # `{only} html` content is kept, anything else dropped
+    # Whether an `{only}` directive's condition holds: a download is read like the HTML.
+    only: Callable[[str], bool] = field(default=Tags(["html", "format_html"]).eval_condition)
 
-    def convert(self, source: str) -> str:
-        """Plain Markdown that Jupyter renders as the book renders ``source``."""
+    @cached_property
+    def _parser(self):
         parser = create_md_parser(self.md_config or MdParserConfig(), MDRenderer)
         parser.options["mdformat"] = {"number": True, "wrap": "keep"}
         parser.options["parser_extension"] = [_MystToPlain]
         parser.options["codeformatters"] = {}
         parser.options["store_labels"] = True
-        return parser.render(source, {_ENV_KEY: self}).rstrip("\n")
+        return parser
+
+    def convert(self, source: str) -> str:
+        """Plain Markdown that Jupyter renders as the book renders ``source``."""
+        return self._parser.render(source, {_ENV_KEY: self}).rstrip("\n")
 
     # --- Pieces the renderers call ----------------------------------------------------
 
@@ -101,7 +108,7 @@ class PlainMarkdown:
             title = argument if name == "admonition" and argument else ADMONITION_TITLES[name]
             return blockquote(f"**{escape(title)}**\n\n{self.convert(content)}".strip())
         if name == "only":
-            return self.convert(content) if (argument == "html") is self.html_only else ""
+            return self.convert(content) if self.only(argument) else ""
         if name in _LAYOUT:
             return self.convert(content)
         if name in _CARDS:

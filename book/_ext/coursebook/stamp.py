@@ -21,7 +21,7 @@ NOT_IN_GIT = "a copy outside git"
 
 
 def source_commit(srcdir: Path) -> str:
-    """The commit the book is built from, ``+ local changes`` when the tree differs from it."""
+    """The commit the book is built from, ``+ local changes`` when tracked files differ from it."""
     if os.environ.get("GITHUB_SHA"):
         return os.environ["GITHUB_SHA"][:12]
 
@@ -33,7 +33,8 @@ def source_commit(srcdir: Path) -> str:
     commit = git("rev-parse", "--short=12", "HEAD")
     if not commit:
         return NOT_IN_GIT
-    return commit + (" + local changes" if git("status", "--porcelain", "--", ".") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    return commit + (" + local changes" if changed else "")
 
 
 def set_build_stamp(app: Sphinx) -> None:
