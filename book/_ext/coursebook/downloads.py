@@ -31,6 +31,7 @@ from .plain_markdown import PlainMarkdown, Target
 DOWNLOAD_KEY = "coursebook_download"
 CONVERTED = "MyST markup rewritten as plain Markdown"
 CAUGHT = "wrapped in try/except: the error is printed and Run all goes on"
+STANDALONE = "runs without the book's own package"
 # Tags that only mean something to the book's build.
 _BOOK_TAGS = {DOWNLOAD_ONLY_TAG, RAISES_TAG, "remove-cell"}
 # Notebook metadata that only the book's build reads.
@@ -85,7 +86,7 @@ def download_notebook(notebook: nbformat.NotebookNode,
             cell.metadata.pop(ENVIRONMENT_KEY, None)  # the book's cache key, not the reader's
             if DOWNLOAD_SOURCE_KEY in cell.metadata:
                 cell.source = cell.metadata.pop(DOWNLOAD_SOURCE_KEY)
-                _mark(cell, "runs without the book's own package")
+                _mark(cell, STANDALONE)
             if RAISES_TAG in tags:
                 cell.source = catching(cell.source)
                 _mark(cell, ", ".join(filter(None, [cell.metadata.get(DOWNLOAD_KEY), CAUGHT])))
