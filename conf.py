@@ -100,6 +100,9 @@ latex_elements = {
     "releasename": "executed with",
     "pointsize": "10pt",
     "extraclassoptions": "openany,oneside",
+    # The chapters number their own sections ("5. Classification uses the same steps"), as
+    # the HTML shows them; LaTeX must not add a second number in front ("1.5 5. ...").
+    "secnumdepth": r"\setcounter{secnumdepth}{-1}",
     # DejaVu Sans Mono has every glyph of tracebacks, arrows and Greek; Free* for text.
     "fontpkg": r"""
 \setmainfont{FreeSerif}
