@@ -12,13 +12,16 @@ an exhibit get a link back to it, so links go both ways from one list.
 from __future__ import annotations
 
 import re
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the recorder on a Cloud TPU VM
+    import tomli as tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from .notebooks import RAISES_TAG
+from .notebooks import RAISES_TAG, STAND_IN_ONLY_TAG
 from .outputs import normalise
 
 ROOMS = ("eager", "tpu-bridges")
@@ -223,16 +226,17 @@ def _heading(exhibit: Exhibit, total: int) -> str:
             f"{exhibit.lesson}{see_also}")
 
 
-def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
+def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
+                *tags: str) -> nbformat.NotebookNode:
     """A hidden cell comparing the error above with ``expected`` (its text is in the key)."""
     return _code(f"from coursebook.exhibit_checks import check_raised\n"
                  f"check_raised({exhibit.key!r},\n"
                  f"             expected={expected.as_dict() if expected else None!r},\n"
-                 f"             museum={exhibit.museum_record.as_dict()!r})", "remove-input")
+                 f"             museum={exhibit.museum_record.as_dict()!r})", "remove-input", *tags)
 
 
-def _fix_ran_cell() -> nbformat.NotebookNode:
-    return _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input")
+def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
+    return _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input", *tags)
 
 
 def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
@@ -264,16 +268,18 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         f"Not run by this build; the museum's text, verbatim:\n\n"
         f"```text\n{museum.type}: {museum.message}\n```\n:::")]
     cpu = exhibit.cpu
+    # A CPU reproduction is the stand-in's to run: an accelerator builder leaves it out.
     if cpu is not None:
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}"),
-                  _code(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG),
-                  _check_cell(exhibit, museum)]
+                  _code(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG,
+                        STAND_IN_ONLY_TAG),
+                  _check_cell(exhibit, museum, STAND_IN_ONLY_TAG)]
     cells.append(_markdown(f"**The fix.** {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
                            f"\n\n*The museum's fix, {label}: it ran green on the same hardware.*"))
     if cpu is not None and cpu.fix:
         cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}"),
-                  _code(_in_fresh_python(cpu.fix, "")),
-                  _fix_ran_cell()]
+                  _code(_in_fresh_python(cpu.fix, ""), STAND_IN_ONLY_TAG),
+                  _fix_ran_cell(STAND_IN_ONLY_TAG)]
     elif cpu is None:
         cells.append(_markdown("*This failure does not arise on a CPU, which has a single jax "
                                "client: only the captured record above shows it.*"))

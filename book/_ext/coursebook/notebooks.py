@@ -18,7 +18,9 @@ from myst_parser.config.main import MdParserConfig
 ANSWER_TAG = "answer"  # instructor material, dropped from the student edition
 RAISES_TAG = "raises-exception"  # the cell's error is its lesson (nbclient's tag)
 BOOK_ONLY_TAG = "book-only"  # runs in the book (a figure, say), left out of downloads
-TPU_ONLY_TAG = "tpu-only"  # a recorded cell that cannot run on the CPU stand-in
+# A recorded chapter's cells (coursebook.recordings): which builder kinds run them.
+ACCELERATOR_ONLY_TAG = "accelerator-only"  # needs a real accelerator: not the stand-in
+STAND_IN_ONLY_TAG = "stand-in-only"  # a CPU reproduction: only the stand-in runs it
 
 
 def cell_tags(cell) -> list[str]:
