@@ -1,7 +1,6 @@
 """Recorded chapters: outputs from a builder of a declared kind, never mislabelled."""
 
 import glob
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -10,7 +9,7 @@ import sys
 import nbformat
 import pytest
 
-from conftest import BOOK, ROOT, sphinx_build
+from conftest import BOOK, ROOT, load_tool, sphinx_build
 from coursebook.builders import (BUILDERS_FILE, environments_path, load_builders,
                                  load_environments)
 from coursebook.museum import load_museum
@@ -22,13 +21,6 @@ from coursebook.recordings import (PROVENANCE_KEY, RecordingError, attach_record
 RECORDINGS = BOOK / "recordings"
 SECOND_KIND = ROOT / "tests" / "fixtures" / "second_kind"
 BUILDERS = load_builders()
-
-
-def _load_tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _bridges_notebook():
@@ -170,7 +162,7 @@ def test_no_machine_path_in_committed_recordings_and_records(path):
 
 
 def test_the_recorder_writes_outputs_without_machine_paths():
-    record = _load_tool("record_chapter")
+    record = load_tool("record_chapter")
     evalue = ("cannot import name 'x' from 'jax.experimental' "
               "(/home/ta/.venv-bridges-cpu-both/lib/python3.12/site-packages/jax/__init__.py)")
     warning = "/root/env/lib/python3.11/site-packages/torch/a.py:3: UserWarning: slow\n"
