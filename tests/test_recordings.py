@@ -265,3 +265,22 @@ def test_the_book_stops_when_a_recorded_cell_changes(tmp_path):
                                    "coursebook_allow_stale_recordings": "1"})
     assert stale.returncode == 0
     assert "Stale: this cell changed" in (tmp_path / "out2" / "html" / "bridges.html").read_text()
+
+
+def test_the_colab_notebook_records_with_the_tpu_kind_and_hands_the_recording_back():
+    notebook = nbformat.read(ROOT / "tools" / "record_on_colab.ipynb", as_version=4)
+    nbformat.validate(notebook)
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
+    assert '"make", "recording"' in code and '"KIND=tpu"' in code
+    assert "files.download(recording)" in code and '"git", "push"' in code
+    for pattern in BUILDERS["tpu"].device_files:  # it looks for the device where the recorder does
+        assert f'glob.glob("{pattern}")' in code
+    compile(code, "record_on_colab.ipynb", "exec")  # every cell is valid Python
+
+
+@pytest.mark.parametrize("tool", ["record_chapter.py", "check_environments.py"])
+def test_the_recording_tools_explain_themselves(tool):
+    done = subprocess.run([sys.executable, f"tools/{tool}", "--help"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("usage:")
