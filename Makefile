@@ -8,7 +8,7 @@ BUILD      := _build
 SPHINXOPTS ?= -W --keep-going
 
 .DEFAULT_GOAL := help
-.PHONY: help venv recording recording-check tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor pdf-deps audit bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
+.PHONY: help venv recording recording-check recording-ready tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor pdf-deps audit bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-21s %s\n", $$1, $$2}'
@@ -39,6 +39,9 @@ recording: $(RECORDER)/.installed ## Run a recorded chapter on this builder -> b
 
 recording-check: $(RECORDER)/.installed ## Check a committed recording against a fresh run (CI: KIND=cpu)
 	$(RECORD) --check
+
+recording-ready: $(RECORDER)/.installed ## Check that each accelerator environment installs on its builders (needs the registry)
+	$(RECORDER)/bin/python tools/check_environments.py
 
 tpu-cache: recording ## The bridges chapter on this TPU builder (KIND=cpu: the CPU stand-in)
 
