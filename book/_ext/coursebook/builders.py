@@ -10,6 +10,7 @@ matter of data, not of code.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,8 +58,9 @@ def _need(path: Path, where: str, table: dict, key: str, kind: type):
     return value
 
 
+@functools.lru_cache(maxsize=None)
 def load_builders(path: Path = BUILDERS_FILE) -> dict[str, Builder]:
-    """Every builder kind, in order of preference."""
+    """Every builder kind, in order of preference (read once per file)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf8"))
     except (OSError, tomllib.TOMLDecodeError) as error:

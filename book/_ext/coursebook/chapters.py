@@ -12,7 +12,7 @@ from sphinx.util import logging
 from .editions import Edition, edition_notebook, hidden_raises_cells
 from .execution_key import (FAILED_KEY, SOURCE_HASH_KEY, outdated_chapters, source_digest,
                             stamp_execution_environment)
-from .museum import ExhibitError, link_back_from_pt01, load_museum, place_museum
+from .museum import ExhibitError, link_back_to_exhibits, load_museum, place_museum
 from .notebooks import RAISES_TAG, is_chapter_source, notebook_to_myst, read_chapter
 from .builders import BuilderError, environments_path, load_builders, load_environments
 from .recordings import (RecordingError, attach_recordings, cache_recorded_outputs,
@@ -47,7 +47,7 @@ def edition_chapter(text: str, source_path: str, edition: Edition, exhibits_dir:
     notebook = read_chapter(text, md_config)
     museum = load_museum(exhibits_dir)
     place_museum(notebook, museum, torch_version)
-    link_back_from_pt01(notebook, museum)
+    link_back_to_exhibits(notebook, museum)
     hidden = hidden_raises_cells(notebook)
     if hidden:
         raise ChapterFormatError(
