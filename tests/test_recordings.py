@@ -98,7 +98,7 @@ def test_one_provenance_panel_names_device_versions_date_and_commit():
     p = recording.provenance
     assert "(recording-bridges-cpu)=" in panel and p["date"] in panel and p["commit"] in panel
     assert f"torch {p['environments']['both']['torch']}" in panel
-    assert "Not yet recorded on: TPU (tpu)" in panel
+    assert "Not yet recorded on: TPU (`make recording RECORDING=bridges KIND=tpu`)" in panel
     assert "Environment drift" not in panel and attached.drift == {"cpu": []}
 
 

@@ -45,6 +45,11 @@ class Builder:
     def describe(self, device_kind: str) -> str:
         return self.label.format(device_kind=device_kind)
 
+    @property
+    def short_label(self) -> str:
+        """The label without its details: "TPU", "CPU stand-in"."""
+        return self.label.split(" (")[0]
+
     def ran_here(self, platform: str, device_kind: str) -> bool:
         """Whether a probe's report proves this kind (a CPU never passes for a TPU)."""
         return platform == self.platform and device_kind.upper().startswith(

@@ -106,9 +106,6 @@ class Recording:
     def label(self) -> str:
         return self.builder.describe(self.provenance["device_kind"])
 
-    def short_label(self) -> str:
-        return self.label().split(" (")[0]
-
     def anchor(self, name: str) -> str:
         return f"recording-{name}-{self.builder.name}"
 
@@ -186,7 +183,7 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
     missing = [b for b in chapter.builders if all(r.builder != b for r in recordings)]
     if missing:
         parts.append("Not yet recorded on: " + ", ".join(
-            f"{b.describe(b.name)} (`{chapter.command(b)}`)" for b in missing) + ".")
+            f"{b.short_label} (`{chapter.command(b)}`)" for b in missing) + ".")
     return (":::{admonition} Where the outputs on this page were recorded\n"
             ":class: recording-provenance\n" + "\n\n".join(parts) + "\n:::")
 
@@ -228,7 +225,7 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
             # A hidden cell, or a verdict on the cell above, needs no mark of its own.
             if not {"remove-cell", "remove-input"} & set(cell_tags(cell)):
                 labelled.cells.append(_markdown(
-                    f"*Recorded on {{ref}}`{recording.short_label()} "
+                    f"*Recorded on {{ref}}`{recording.builder.short_label} "
                     f"<{recording.anchor(chapter.name)}>`.*"))
             continue
         outputs.append([])
@@ -237,7 +234,7 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
         if not any(runs_on(cell, r.builder) for r in recordings):
             labelled.cells.append(_markdown(
                 "Not yet recorded: this cell runs on " + " or ".join(
-                    f"{b.describe(b.name)} (`{chapter.command(b)}`)" for b in able) + "."))
+                    f"{b.short_label} (`{chapter.command(b)}`)" for b in able) + "."))
         elif allow_stale:
             labelled.cells.append(_markdown(
                 "*Stale: this cell changed since it was recorded; its output is not shown.*"))
