@@ -284,3 +284,16 @@ def test_the_recording_tools_explain_themselves(tool):
     done = subprocess.run([sys.executable, f"tools/{tool}", "--help"], cwd=ROOT,
                           capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("usage:")
+
+
+def test_a_failing_cell_stops_the_recorder_with_one_line(second_kind_book):
+    chapter = second_kind_book / "tiny.md"
+    chapter.write_text(chapter.read_text().replace('os.environ["COURSEBOOK_BUILDER"])\n```',
+                                                   'os.environ["NO_SUCH_VARIABLE"])\n```', 1))
+    before = (second_kind_book / "recordings" / "tiny-lab.ipynb").read_text()
+    done = _record_tiny(second_kind_book, "lab")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "record: cell `import os` failed in environment 'main': KeyError: 'NO_SUCH_VARIABLE'; "
+        "nothing written")
+    assert (second_kind_book / "recordings" / "tiny-lab.ipynb").read_text() == before

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
+from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
 
 from coursebook.builders import (BUILDERS_FILE, Builder, BuilderError,  # noqa: E402
                                  RecordingEnvironment, environments_path, load_builders,
@@ -40,7 +41,7 @@ from coursebook.builders import (BUILDERS_FILE, Builder, BuilderError,  # noqa: 
 from coursebook.chapters import edition_chapter  # noqa: E402
 from coursebook.editions import Edition  # noqa: E402
 from coursebook.exhibit_checks import SIDE_ENVIRONMENTS  # noqa: E402
-from coursebook.notebooks import cell_tags, is_answer, read_chapter  # noqa: E402
+from coursebook.notebooks import cell_tags, first_line, is_answer, read_chapter  # noqa: E402
 from coursebook.outputs import normalise  # noqa: E402
 from coursebook.recordings import (PROVENANCE_KEY, RecordingError, check_label,  # noqa: E402
                                    code_hash, load_recording, recorded_chapter, recording_path,
@@ -72,12 +73,15 @@ def ensure_environment(path: Path, environment: RecordingEnvironment) -> Path:
     if python.exists() and stamp.is_file() and stamp.read_text() == wanted:
         return python
     print(f"record: installing environment {environment.name} into {path} ...", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *environment.requirements],
-                   check=True)
-    for side, requirements in environment.sides.items():
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-                        str(path / "sides" / side), *requirements], check=True)
+    steps = [[sys.executable, "-m", "venv", str(path)],
+             [str(python), "-m", "pip", "install", "--quiet", *environment.requirements]]
+    steps += [[str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+               str(path / "sides" / side), *requirements]
+              for side, requirements in environment.sides.items()]
+    for step in steps:
+        if subprocess.run(step).returncode != 0:
+            raise Refused(f"could not install environment {environment.name!r} ({path}): see "
+                          "pip's message above; `make recording-ready` checks the pins")
     stamp.write_text(wanted)
     return python
 
@@ -144,8 +148,19 @@ def execute(notebook: nbformat.NotebookNode, environments: list[RecordingEnviron
             continue
         part = copy.deepcopy(notebook)
         part.cells = [part.cells[i] for i in mine]
-        NotebookClient(part, timeout=600, kernel_name=kernels[environment.name],
-                       resources={"metadata": {"path": str(chapter_dir)}}).execute()
+        client = NotebookClient(part, timeout=600, kernel_name=kernels[environment.name],
+                                resources={"metadata": {"path": str(chapter_dir)}})
+        try:
+            client.execute()
+        except CellExecutionError as error:
+            failed = next((c for c in part.cells if c.cell_type == "code" and any(
+                o.get("output_type") == "error" for o in c.outputs)), None)
+            where = f"cell `{first_line(failed)}`" if failed is not None else "a cell"
+            raise Refused(f"{where} failed in environment {environment.name!r}: "
+                          f"{error.ename}: {error.evalue}; nothing written") from None
+        except DeadKernelError:
+            raise Refused(f"the kernel of environment {environment.name!r} died; nothing "
+                          "written") from None
         for index, cell in zip(mine, part.cells):
             cell.metadata.pop("execution", None)
             normalised(cell)
