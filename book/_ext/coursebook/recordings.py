@@ -171,7 +171,7 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
     for recording in recordings:
         p = recording.provenance
         kernels = "; ".join(
-            f"kernel `{name}`: " + ", ".join(f"{package} {version}"
+            f"Kernel `{name}`: " + ", ".join(f"{package} {version}"
                                              for package, version in versions.items())
             for name, versions in p["environments"].items())
         parts.append(f"({recording.anchor(chapter.name)})=\n**{recording.label()}**, recorded "
