@@ -110,7 +110,7 @@ accept-outputs-torch: $(TORCH_VENV)/.installed ## accept-outputs, on that torch 
 bench: venv ## Benchmark builds: cold, warm, edits, nbclient floor, Jupyter Book 1
 	$(BIN)/python tools/bench_build.py
 
-test: venv ## All tests, the slow full builds included, and the CPU record re-run (what CI runs)
+test: venv ## All tests, the slow full builds included, and the CPU stand-in recording re-run (what CI runs)
 	$(MAKE) tpu-cache-check KIND=cpu
 	$(BIN)/python -m pytest -m 'slow or not slow'
 
