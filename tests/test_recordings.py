@@ -297,3 +297,16 @@ def test_a_failing_cell_stops_the_recorder_with_one_line(second_kind_book):
         "record: cell `import os` failed in environment 'main': KeyError: 'NO_SUCH_VARIABLE'; "
         "nothing written")
     assert (second_kind_book / "recordings" / "tiny-lab.ipynb").read_text() == before
+
+
+@pytest.mark.parametrize("builder", [b for b in BUILDERS.values() if not b.stand_in],
+                         ids=lambda b: b.name)
+def test_no_accelerator_probe_passes_on_this_cpu_machine(builder):
+    if any(glob.glob(pattern) for pattern in builder.device_files):
+        pytest.skip(f"this machine has a {builder.name} device")
+    import os
+    done = subprocess.run([sys.executable, "-c", builder.probe], capture_output=True, text=True,
+                          env={**os.environ, **builder.environment})
+    if done.returncode == 0:  # a probe that cannot even run proves nothing either
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert not builder.ran_here(report["platform"], report["device_kind"])
