@@ -10,8 +10,7 @@ import nbformat
 import pytest
 
 from conftest import BOOK, ROOT, load_tool, sphinx_build
-from coursebook.builders import (environments_path, load_builders,
-                                 load_environments)
+from coursebook.builders import environments_path, load_builders, load_environments
 from coursebook.museum import load_museum
 from coursebook.notebooks import ACCELERATOR_ONLY_TAG, read_chapter
 from coursebook.outputs import MACHINE_PATH
