@@ -192,7 +192,8 @@ def _record_tiny(book, kind: str, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "tools/record_chapter.py", str(book / "tiny.md"),
                            "--kind", kind, *extra, "--builders", str(SECOND_KIND / "builders.toml"),
                            "--recordings", str(book / "recordings"),
-                           "--python", f"main={sys.executable}"],
+                           "--python", f"main={sys.executable}",
+                           "--python", f"second={sys.executable}"],
                           cwd=ROOT, capture_output=True, text=True)
 
 
@@ -216,14 +217,19 @@ def test_a_second_kind_needs_only_data(second_kind_book):
     assert [r.builder.name for r in recordings] == ["lab", "cpu"]
     lab, cpu = ({c.source: c.outputs for c in r.notebook.cells if c.cell_type == "code"}
                 for r in recordings)
-    assert len(lab) == 2 and len(cpu) == 2  # each left out the other's only-cell
+    assert len(lab) == 3 and len(cpu) == 3  # each left out the other's only-cell
     attached = attach_recordings(notebook, chapter, recordings, allow_stale=False)
     shown = [c.outputs[0].text for c in attached.executed.cells if c.cell_type == "code"]
     assert shown == ["builder: lab\n", "only on an accelerator: lab\n",
-                     "only on the stand-in: stand-in\n"]
+                     "only on the stand-in: stand-in\n", "a kernel of its own: True\n"]
+    second = next(source for source in cpu if "kernel of its own" in source)
+    assert cpu[second][0].text == "a kernel of its own: False\n"  # the stand-in has one kernel
+    assert [r.provenance["environments"].keys() for r in recordings] == [
+        {"main", "second"}, {"main"}]
     marks = [c.source for c in attached.labelled.cells if c.source.startswith("*Recorded on")]
-    assert marks == ["*Recorded on {ref}`Lab machine <recording-tiny-lab>`.*"] * 2 + [
-        "*Recorded on {ref}`CPU stand-in <recording-tiny-cpu>`.*"]
+    lab_mark = "*Recorded on {ref}`Lab machine <recording-tiny-lab>`.*"
+    assert marks == [lab_mark] * 2 + ["*Recorded on {ref}`CPU stand-in <recording-tiny-cpu>`.*",
+                                      lab_mark]
 
 
 def test_a_second_kind_recording_checks_against_a_fresh_run(second_kind_book):
@@ -244,7 +250,7 @@ def test_the_second_kind_book_builds_with_its_panel_and_marks(second_kind_book, 
     assert build.returncode == 0, build.log[-3000:]
     page = (tmp_path / "out" / "html" / "tiny.html").read_text()
     assert "Where the outputs on this page were recorded" in page
-    assert page.count('href="#recording-tiny-lab"') == 2
+    assert page.count('href="#recording-tiny-lab"') == 3
     assert "only on the stand-in: stand-in" in page
 
 
