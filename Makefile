@@ -8,7 +8,7 @@ BUILD      := _build
 SPHINXOPTS ?= -W --keep-going
 
 .DEFAULT_GOAL := help
-.PHONY: help venv bridges-venv tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
+.PHONY: help venv recording recording-check recording-ready tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-21s %s\n", $$1, $$2}'
@@ -21,28 +21,31 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed ## Create the virtual environment the book builds in
 
-# The TPU bridges chapter runs in its own environment; on a TPU builder (KIND=tpu) with the
-# [tpu] extras, which bring jax[tpu] and libtpu. Exhibit 08's old torchax sits in a side folder.
-KIND          ?= tpu
-BRIDGES_VENV  ?= .venv-bridges-$(KIND)
-BRIDGES_EXTRA := $(if $(filter tpu,$(KIND)),'torchax[tpu]==0.0.13' 'torch_xla[tpu]==2.9.0',)
+# Recorded chapters: run on a builder of a kind of tools/builders.toml, in the environments
+# of book/recordings/NAME-environments.toml. The recorder needs Python 3.10 to 3.12 and a few
+# small packages (not the book's environment), so it runs on a TPU VM or Colab as they come.
+RECORDING ?= bridges
+KIND      ?= tpu
+RECORDER  := .venv-recorder
+RECORD     = $(RECORDER)/bin/python tools/record_chapter.py book/$(RECORDING).md --kind $(KIND)
 
-$(BRIDGES_VENV)/.installed: tools/bridges-requirements.txt
-	$(PYTHON) -m venv $(BRIDGES_VENV)
-	$(BRIDGES_VENV)/bin/pip install --quiet -r tools/bridges-requirements.txt $(BRIDGES_EXTRA)
-	$(BRIDGES_VENV)/bin/pip install --quiet --no-deps --target $(BRIDGES_VENV)/sides/old-torchax torchax==0.0.5
+$(RECORDER)/.installed: tools/recorder-requirements.txt
+	$(PYTHON) -m venv $(RECORDER)
+	$(RECORDER)/bin/pip install --quiet -r tools/recorder-requirements.txt
 	@touch $@
 
-bridges-venv: $(BRIDGES_VENV)/.installed ## The bridges chapter's environment (KIND=tpu or cpu)
+recording: $(RECORDER)/.installed ## Run a recorded chapter on this builder -> book/recordings/ (RECORDING=bridges KIND=tpu|gpu|cpu)
+	$(RECORD)
 
-RECORD_CHAPTER := $(BIN)/python tools/record_chapter.py book/bridges.md --kind $(KIND) \
-          --python $(BRIDGES_VENV)/bin/python --sides $(BRIDGES_VENV)/sides
+recording-check: $(RECORDER)/.installed ## Check a committed recording against a fresh run (CI: KIND=cpu)
+	$(RECORD) --check
 
-tpu-cache: venv bridges-venv ## Run the bridges chapter on this TPU builder (KIND=cpu: the CPU stand-in) and write book/recordings/
-	$(RECORD_CHAPTER)
+recording-ready: $(RECORDER)/.installed ## Check that each accelerator environment installs on its builders (needs the registry)
+	$(RECORDER)/bin/python tools/check_environments.py
 
-tpu-cache-check: venv bridges-venv ## Check the committed recordings against a fresh run (CI: KIND=cpu)
-	$(RECORD_CHAPTER) --check
+tpu-cache: recording ## The bridges chapter on this TPU builder (KIND=cpu: the CPU stand-in)
+
+tpu-cache-check: recording-check ## Check the bridges recording against a fresh run (CI: KIND=cpu)
 
 # $(call edition,SPHINX-BUILD,EDITION,OUTPUT ROOT,EXTRA OPTIONS): one HTML edition.
 edition = $(1) -b html -c . $(if $(filter instructor,$(2)),-t instructor) \
@@ -111,7 +114,7 @@ accept-outputs-torch: $(TORCH_VENV)/.installed ## accept-outputs, on that torch 
 bench: venv ## Benchmark builds: cold, warm, edits, nbclient floor, Jupyter Book 1
 	$(BIN)/python tools/bench_build.py
 
-test: venv ## All tests, the slow full builds included, and the CPU record re-run (what CI runs)
+test: venv ## All tests, the slow full builds included, and the CPU stand-in recording re-run (what CI runs)
 	$(MAKE) tpu-cache-check KIND=cpu
 	$(BIN)/python -m pytest -m 'slow or not slow'
 

@@ -84,7 +84,7 @@ copybutton_selector = "div.cell_input pre, div.highlight-python pre, div.highlig
 
 # --- The error museum: exhibits are data, placed into chapters by coursebook.museum --
 coursebook_exhibits_dir = str(ROOT / "exhibits")
-# Chapters run only on a TPU builder (or its CPU stand-in): their committed recordings.
+# Recorded chapters (run on a builder kind of tools/builders.toml): their committed recordings.
 coursebook_recordings_dir = str(ROOT / "book" / "recordings")
 nb_render_markdown_format = "myst"  # exhibit checks report in MyST (notes, code)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,15 @@ ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
 BOOK_CACHE = ROOT / "_build" / ".jupyter_cache"  # conf.py's nb_execution_cache_path
+
+
+def load_tool(name: str):
+    """A program of tools/ as a module, to test its functions."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass

@@ -18,7 +18,7 @@ def _page(built, edition: str, name: str = "pt01.html") -> str:
 
 
 def _chapters() -> list[str]:
-    """The chapters a build executes (a recorded chapter's outputs come from its record)."""
+    """The chapters a build executes (a recorded chapter's outputs come from its recordings)."""
     from coursebook.recordings import recording_name
     return [p.read_text() for p in sorted(BOOK.glob("*.md"))
             if is_chapter_source(p.read_text()) and not recording_name(read_chapter(p.read_text()))]

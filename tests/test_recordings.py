@@ -1,17 +1,26 @@
-"""Recorded chapters: outputs from a TPU builder or its CPU stand-in, never mislabelled."""
+"""Recorded chapters: outputs from a builder of a declared kind, never mislabelled."""
 
+import glob
+import json
 import re
 import shutil
+import subprocess
+import sys
 
 import nbformat
 import pytest
 
-from conftest import BOOK, ROOT, sphinx_build
-from coursebook.notebooks import TPU_ONLY_TAG
-from coursebook.recordings import (RecordingError, attach_recordings, load_recording,
-                                   load_recordings)
+from conftest import BOOK, ROOT, load_tool, sphinx_build
+from coursebook.builders import environments_path, load_builders, load_environments
+from coursebook.museum import load_museum
+from coursebook.notebooks import ACCELERATOR_ONLY_TAG, read_chapter
+from coursebook.outputs import MACHINE_PATH
+from coursebook.recordings import (PROVENANCE_KEY, RecordingError, attach_recordings,
+                                   load_recording, load_recordings, recorded_chapter, runs_on)
 
 RECORDINGS = BOOK / "recordings"
+SECOND_KIND = ROOT / "tests" / "fixtures" / "second_kind"
+BUILDERS = load_builders()
 
 
 def _bridges_notebook():
@@ -22,10 +31,28 @@ def _bridges_notebook():
                            ROOT / "exhibits", torch.__version__)
 
 
+def _bridges(notebook=None):
+    return recorded_chapter(notebook or _bridges_notebook(), BUILDERS)
+
+
+def _attach(notebook=None, allow_stale=False, recordings_dir=RECORDINGS):
+    notebook = notebook or _bridges_notebook()
+    chapter = _bridges(notebook)
+    pinned = load_environments(environments_path(RECORDINGS, "bridges"), BUILDERS)
+    return attach_recordings(notebook, chapter, load_recordings(recordings_dir, chapter),
+                             allow_stale, pinned)
+
+
+def test_every_builder_kind_is_complete_and_one_stands_in():
+    assert any(builder.stand_in for builder in BUILDERS.values())
+    for builder in BUILDERS.values():
+        assert builder.label and builder.platform and "print(" in builder.probe
+
+
 def test_the_cpu_stand_in_recording_is_labelled_cpu():
-    [recording] = load_recordings(RECORDINGS, "bridges")
-    assert recording.kind == "cpu" and recording.provenance["device_platform"] == "cpu"
-    assert recording.label().startswith("Recorded on CPU stand-in (PJRT_DEVICE=CPU")
+    [recording] = load_recordings(RECORDINGS, _bridges())
+    assert recording.builder.stand_in and recording.provenance["platform"] == "cpu"
+    assert recording.label().startswith("CPU stand-in (PJRT_DEVICE=CPU")
     assert "TPU" not in recording.label()
 
 
@@ -44,23 +71,56 @@ def test_a_cpu_run_can_never_be_a_tpu_recording(tmp_path):
     shutil.copy(RECORDINGS / "bridges-cpu.ipynb", tmp_path / "bridges-cpu.ipynb")
     shutil.copy(RECORDINGS / "bridges-cpu.ipynb", tmp_path / "bridges-tpu.ipynb")
     with pytest.raises(RecordingError, match="a CPU run can never be a TPU recording"):
-        load_recordings(tmp_path, "bridges")
+        load_recordings(tmp_path, _bridges())
     relabelled = nbformat.read(tmp_path / "bridges-tpu.ipynb", as_version=4)
-    relabelled.metadata.coursebook_recording.device_kind = "TPU v6 lite"  # platform still cpu
+    relabelled.metadata[PROVENANCE_KEY].device_kind = "TPU v6 lite"  # platform still cpu
     nbformat.write(relabelled, tmp_path / "bridges-tpu.ipynb")
     with pytest.raises(RecordingError, match="never be a TPU recording"):
-        load_recording(tmp_path / "bridges-tpu.ipynb", "tpu")
+        load_recording(tmp_path / "bridges-tpu.ipynb", BUILDERS["tpu"])
+
+
+@pytest.mark.parametrize("builders, message", [
+    (None, "must list the builder kinds"),
+    (["tpu", "abacus"], "names ['abacus'], not builder kinds"),
+    (["tpu"], "needs a stand-in kind"),
+])
+def test_the_top_matter_names_known_kinds_and_a_stand_in(builders, message):
+    notebook = _bridges_notebook()
+    notebook.metadata.coursebook["builders"] = builders
+    with pytest.raises(RecordingError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        recorded_chapter(notebook, BUILDERS, "bridges.md")
 
 
 def test_every_cell_of_the_chapter_has_its_recorded_output():
-    labelled, executed = attach_recordings(_bridges_notebook(), load_recordings(RECORDINGS, "bridges"),
-                                        allow_stale=False)
-    code = [cell for cell in executed.cells if cell.cell_type == "code"]
-    ran_on_cpu = [cell for cell in code if TPU_ONLY_TAG not in cell.metadata.get("tags", [])]
-    assert ran_on_cpu and all(cell.outputs for cell in ran_on_cpu)
-    assert all(not cell.outputs for cell in code if cell not in ran_on_cpu)  # no TPU recording yet
-    labels = [c.source for c in labelled.cells if c.source.startswith("*Recorded on")]
-    assert labels and all("CPU stand-in" in label for label in labels)
+    attached = _attach()
+    code = [cell for cell in attached.executed.cells if cell.cell_type == "code"]
+    stand_in = next(b for b in BUILDERS.values() if b.stand_in)
+    ran = [cell for cell in code if runs_on(cell, stand_in)]
+    assert ran and all(cell.outputs for cell in ran)
+    assert all(not cell.outputs for cell in code if cell not in ran)  # no TPU recording yet
+    marks = [c.source for c in attached.labelled.cells if c.source.startswith("*Recorded on")]
+    assert marks and all("CPU stand-in <recording-bridges-cpu>" in mark for mark in marks)
+
+
+def test_one_provenance_panel_names_device_versions_date_and_commit():
+    attached = _attach()
+    [panel] = [c.source for c in attached.labelled.cells if "recording-provenance" in c.source]
+    [recording] = load_recordings(RECORDINGS, _bridges())
+    p = recording.provenance
+    assert "(recording-bridges-cpu)=" in panel and p["date"] in panel and p["commit"] in panel
+    assert f"torch {p['environments']['both']['torch']}" in panel
+    assert "Not yet recorded on: TPU (`make recording RECORDING=bridges KIND=tpu`)" in panel
+    assert "Environment drift" not in panel and attached.drift == {"cpu": []}
+
+
+def test_a_recording_made_with_other_versions_is_flagged_as_drift(tmp_path):
+    recording = nbformat.read(RECORDINGS / "bridges-cpu.ipynb", as_version=4)
+    recording.metadata[PROVENANCE_KEY]["environments"]["both"]["jax"] = "0.9.0"
+    nbformat.write(recording, tmp_path / "bridges-cpu.ipynb")
+    attached = _attach(recordings_dir=tmp_path)
+    assert attached.drift["cpu"] == ["jax 0.9.0 recorded, 0.10.2 pinned (both)"]
+    [panel] = [c.source for c in attached.labelled.cells if "recording-provenance" in c.source]
+    assert "**Environment drift** in this recording: jax 0.9.0 recorded, 0.10.2 pinned" in panel
 
 
 def test_a_changed_cell_stops_with_the_cell_and_the_command():
@@ -68,30 +128,142 @@ def test_a_changed_cell_stops_with_the_cell_and_the_command():
     cell = next(c for c in notebook.cells if c.cell_type == "code" and "interop" in c.source)
     cell.source = cell.source.replace("mean()", "sum()")
     with pytest.raises(RecordingError) as error:
-        attach_recordings(notebook, load_recordings(RECORDINGS, "bridges"), allow_stale=False)
+        _attach(notebook)
     assert "cell `from torchax import interop` changed since its recording" in str(error.value)
-    assert "make tpu-cache" in str(error.value)
-    labelled, _ = attach_recordings(notebook, load_recordings(RECORDINGS, "bridges"), allow_stale=True)
-    assert any("Stale: this cell changed" in c.source for c in labelled.cells)
+    assert "make recording RECORDING=bridges KIND=cpu" in str(error.value)
+    attached = _attach(notebook, allow_stale=True)
+    assert any("Stale: this cell changed" in c.source for c in attached.labelled.cells)
 
 
-def test_a_tpu_only_cell_without_a_tpu_recording_says_so():
+def test_an_accelerator_only_cell_without_its_recording_says_so():
     notebook = _bridges_notebook()
     notebook.cells.append(nbformat.v4.new_code_cell("jax.devices()",
-                                                    metadata={"tags": [TPU_ONLY_TAG]}))
-    labelled, _ = attach_recordings(notebook, load_recordings(RECORDINGS, "bridges"), allow_stale=False)
-    assert "Not yet run on a TPU" in labelled.cells[-1].source
+                                                    metadata={"tags": [ACCELERATOR_ONLY_TAG]}))
+    labelled = _attach(notebook).labelled
+    assert labelled.cells[-1].source.startswith("Not yet recorded: this cell runs on TPU")
+    assert "make recording RECORDING=bridges KIND=tpu" in labelled.cells[-1].source
 
 
-@pytest.mark.parametrize("number", ["07", "08"])
-def test_the_cpu_reproduction_matches_the_museum_capture(number):
+def _reproduced_exhibits() -> list[str]:
+    return [exhibit.key for wing in load_museum(ROOT / "exhibits").values()
+            for exhibit in wing.exhibits if exhibit.cpu and exhibit.cpu.reproduction]
+
+
+@pytest.mark.parametrize("key", _reproduced_exhibits())
+def test_the_cpu_reproduction_matches_the_museum_capture(key):
     """The recorded check cell of each reproduced TPU exhibit passed."""
-    [recording] = load_recordings(RECORDINGS, "bridges")
+    [recording] = load_recordings(RECORDINGS, _bridges())
     checks = [c for c in recording.notebook.cells if c.cell_type == "code"
-              and f"check_raised('pytorch/{number}'" in c.source]
+              and f"check_raised({key!r}" in c.source]
     assert len(checks) == 1
     shown = "".join(o.get("data", {}).get("text/markdown", "") for o in checks[0].outputs)
     assert "✓ Raised exactly the error the museum recorded" in shown
+
+
+def _committed_data() -> list:
+    return sorted([*RECORDINGS.glob("*.ipynb"), *(ROOT / "exhibits").rglob("*.toml"),
+                   *(BOOK / "expected").rglob("*.txt")])
+
+
+@pytest.mark.parametrize("path", _committed_data(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_machine_path_in_committed_recordings_and_records(path):
+    found = [line.strip()[:160] for line in path.read_text(encoding="utf8").splitlines()
+             if MACHINE_PATH.search(line)]
+    assert not found, f"{path}: machine paths (normalise them when writing): {found}"
+
+
+def test_the_recorder_writes_outputs_without_machine_paths():
+    record = load_tool("record_chapter")
+    evalue = ("cannot import name 'x' from 'jax.experimental' "
+              "(/home/ta/.venv-bridges-cpu-both/lib/python3.12/site-packages/jax/__init__.py)")
+    warning = "/root/env/lib/python3.11/site-packages/torch/a.py:3: UserWarning: slow\n"
+    cell = nbformat.v4.new_code_cell("x", outputs=[
+        nbformat.v4.new_output("error", ename="ImportError", evalue=evalue, traceback=[evalue]),
+        nbformat.v4.new_output("stream", name="stderr", text=warning)])
+    assert MACHINE_PATH.search(json.dumps(cell))  # the check above bites on such a cell
+    record.normalised(cell)
+    assert not MACHINE_PATH.search(json.dumps(cell))
+    assert cell.outputs[1].text == "<site-packages>/torch/a.py:3: UserWarning: slow\n"
+
+
+@pytest.mark.skipif(bool(glob.glob("/dev/accel*") + glob.glob("/dev/vfio/[0-9]*")),
+                    reason="this machine has a TPU")
+def test_the_tpu_recorder_refuses_on_this_cpu_machine_with_one_line(tmp_path):
+    shutil.copytree(RECORDINGS, tmp_path / "recordings")
+    done = subprocess.run([sys.executable, "tools/record_chapter.py", "book/bridges.md",
+                           "--kind", "tpu", "--recordings", str(tmp_path / "recordings"),
+                           "--venvs", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("record: this machine has no tpu device")
+    assert not (tmp_path / "recordings" / "bridges-tpu.ipynb").exists()
+    assert not list(tmp_path.glob(".venv-*"))  # it stopped before installing anything
+
+
+def _record_tiny(book, kind: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "tools/record_chapter.py", str(book / "tiny.md"),
+                           "--kind", kind, *extra, "--builders", str(SECOND_KIND / "builders.toml"),
+                           "--recordings", str(book / "recordings"),
+                           "--python", f"main={sys.executable}",
+                           "--python", f"second={sys.executable}"],
+                          cwd=ROOT, capture_output=True, text=True)
+
+
+@pytest.fixture
+def second_kind_book(tmp_path):
+    """The fixture book, recorded on the "lab" kind and on the stand-in, by the real recorder."""
+    book = tmp_path / "book"
+    shutil.copytree(SECOND_KIND / "book", book)
+    for kind in ("lab", "cpu"):
+        done = _record_tiny(book, kind)
+        assert done.returncode == 0, done.stderr
+    return book
+
+
+def test_a_second_kind_needs_only_data(second_kind_book):
+    """A kind no code names: a chapter, an environments file, a builders table, recordings."""
+    builders = load_builders(SECOND_KIND / "builders.toml")
+    notebook = read_chapter((second_kind_book / "tiny.md").read_text())
+    chapter = recorded_chapter(notebook, builders)
+    recordings = load_recordings(second_kind_book / "recordings", chapter)
+    assert [r.builder.name for r in recordings] == ["lab", "cpu"]
+    lab, cpu = ({c.source: c.outputs for c in r.notebook.cells if c.cell_type == "code"}
+                for r in recordings)
+    assert len(lab) == 3 and len(cpu) == 3  # each left out the other's only-cell
+    attached = attach_recordings(notebook, chapter, recordings, allow_stale=False)
+    shown = [c.outputs[0].text for c in attached.executed.cells if c.cell_type == "code"]
+    assert shown == ["builder: lab\n", "only on an accelerator: lab\n",
+                     "only on the stand-in: stand-in\n", "a kernel of its own: True\n"]
+    second = next(source for source in cpu if "kernel of its own" in source)
+    assert cpu[second][0].text == "a kernel of its own: False\n"  # the stand-in has one kernel
+    assert [r.provenance["environments"].keys() for r in recordings] == [
+        {"main", "second"}, {"main"}]
+    marks = [c.source for c in attached.labelled.cells if c.source.startswith("*Recorded on")]
+    lab_mark = "*Recorded on {ref}`Lab machine <recording-tiny-lab>`.*"
+    assert marks == [lab_mark] * 2 + ["*Recorded on {ref}`CPU stand-in <recording-tiny-cpu>`.*",
+                                      lab_mark]
+
+
+def test_a_second_kind_recording_checks_against_a_fresh_run(second_kind_book):
+    assert _record_tiny(second_kind_book, "lab", "--check").returncode == 0
+    chapter = second_kind_book / "tiny.md"
+    chapter.write_text(chapter.read_text().replace('print("builder:"', 'print("ran on:"'))
+    done = _record_tiny(second_kind_book, "lab", "--check")
+    assert done.returncode == 1
+    assert "+ran on: lab" in done.stdout and "the chapter's code changed" in done.stdout
+
+
+@pytest.mark.slow
+def test_the_second_kind_book_builds_with_its_panel_and_marks(second_kind_book, tmp_path):
+    build = sphinx_build(second_kind_book, tmp_path / "out", tmp_path / "cache",
+                         settings={"coursebook_builders_file": str(SECOND_KIND / "builders.toml"),
+                                   "coursebook_recordings_dir":
+                                       str(second_kind_book / "recordings")})
+    assert build.returncode == 0, build.log[-3000:]
+    page = (tmp_path / "out" / "html" / "tiny.html").read_text()
+    assert "Where the outputs on this page were recorded" in page
+    assert page.count('href="#recording-tiny-lab"') == 3
+    assert "only on the stand-in: stand-in" in page
 
 
 @pytest.mark.slow
@@ -104,9 +276,54 @@ def test_the_book_stops_when_a_recorded_cell_changes(tmp_path):
                          settings={"coursebook_recordings_dir": str(RECORDINGS)})
     assert build.returncode != 0
     assert "bridges.md: ERROR: cell `import optax` changed since its recording" in build.log
-    assert "make tpu-cache" in build.log
+    assert "make recording RECORDING=bridges KIND=cpu" in build.log
     stale = sphinx_build(source, tmp_path / "out2", tmp_path / "cache",
                          settings={"coursebook_recordings_dir": str(RECORDINGS),
                                    "coursebook_allow_stale_recordings": "1"})
     assert stale.returncode == 0
     assert "Stale: this cell changed" in (tmp_path / "out2" / "html" / "bridges.html").read_text()
+
+
+def test_the_colab_notebook_records_with_the_tpu_kind_and_hands_the_recording_back():
+    notebook = nbformat.read(ROOT / "tools" / "record_on_colab.ipynb", as_version=4)
+    nbformat.validate(notebook)
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
+    assert '"make", "recording"' in code and '"KIND=tpu"' in code
+    assert "files.download(recording)" in code and '"git", "push"' in code
+    for pattern in BUILDERS["tpu"].device_files:  # it looks for the device where the recorder does
+        assert f'glob.glob("{pattern}")' in code
+    compile(code, "record_on_colab.ipynb", "exec")  # every cell is valid Python
+
+
+@pytest.mark.parametrize("tool", ["record_chapter.py", "check_environments.py"])
+def test_the_recording_tools_explain_themselves(tool):
+    done = subprocess.run([sys.executable, f"tools/{tool}", "--help"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("usage:")
+
+
+def test_a_failing_cell_stops_the_recorder_with_one_line(second_kind_book):
+    chapter = second_kind_book / "tiny.md"
+    chapter.write_text(chapter.read_text().replace('os.environ["COURSEBOOK_BUILDER"])\n```',
+                                                   'os.environ["NO_SUCH_VARIABLE"])\n```', 1))
+    before = (second_kind_book / "recordings" / "tiny-lab.ipynb").read_text()
+    done = _record_tiny(second_kind_book, "lab")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "record: cell `import os` failed in environment 'main': KeyError: 'NO_SUCH_VARIABLE'; "
+        "nothing written")
+    assert (second_kind_book / "recordings" / "tiny-lab.ipynb").read_text() == before
+
+
+@pytest.mark.parametrize("builder", [b for b in BUILDERS.values() if not b.stand_in],
+                         ids=lambda b: b.name)
+def test_no_accelerator_probe_passes_on_this_cpu_machine(builder):
+    if any(glob.glob(pattern) for pattern in builder.device_files):
+        pytest.skip(f"this machine has a {builder.name} device")
+    import os
+    done = subprocess.run([sys.executable, "-c", builder.probe], capture_output=True, text=True,
+                          env={**os.environ, **builder.environment})
+    if done.returncode == 0:  # a probe that cannot even run proves nothing either
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        assert not builder.ran_here(report["platform"], report["device_kind"])

@@ -74,3 +74,19 @@ def test_the_validators_fail_on_planted_workflows(tmp_path):
     broken = tmp_path / "broken.yml"
     broken.write_text(PLANTED.replace("    runs-on: ubuntu-24.04\n", ""))
     assert schema_check(broken).returncode != 0
+
+
+RECORD_TPU = ROOT / ".github" / "workflows" / "record-tpu.yml"
+
+
+def test_the_tpu_recording_workflow_is_started_by_hand_on_a_tpu_runner():
+    """It records with the TPU kind and proposes the result; the validators above check it."""
+    import yaml
+
+    workflow = yaml.safe_load(RECORD_TPU.read_text())
+    assert list(workflow[True]) == ["workflow_dispatch"]  # YAML reads the key `on` as True
+    [job] = workflow["jobs"].values()
+    assert job["runs-on"] == ["self-hosted", "tpu"]
+    steps = "\n".join(step.get("run", "") for step in job["steps"])
+    assert "make recording" in steps and "KIND=tpu" in steps and "gh pr create" in steps
+    assert "${{" not in steps  # inputs reach the shell through env, never spliced in

@@ -1,77 +1,177 @@
 #!/usr/bin/env python3
-"""Run a recorded chapter (the TPU bridges) on this builder and write its recording.
+"""Run a recorded chapter on this builder and write its recording.
 
-On a TPU VM, `--kind tpu` runs every cell; `--kind cpu` is the CPU stand-in
-(PJRT_DEVICE=CPU, JAX_PLATFORMS=cpu), which leaves out cells tagged `tpu-only`. The kernel
-is the bridges environment's Python (--python). The recording, book/recordings/NAME-KIND.ipynb,
-holds the outputs and their provenance: the device the runtime reports, the versions, the
-date and a hash of the code. A run whose device disagrees with --kind writes nothing.
-With --check, nothing is written: the fresh outputs must equal the committed recording's
-(after normalising addresses and paths), or the command fails with a diff.
+The chapter's top matter names the builder kinds it accepts (tools/builders.toml); its
+environments file (book/recordings/NAME-environments.toml) lists, per kind, the Python
+environments its cells run in, each as its own Jupyter kernel. This tool creates those
+environments (.venv-NAME-KIND-ENV/), asks the runtime which device it has, and refuses
+to write unless the device is what --kind claims: a CPU run is never labelled TPU. Then
+it runs each cell in its environment and writes book/recordings/NAME-KIND.ipynb: the
+cells this kind runs, their outputs with machine paths normalised, and the provenance
+(device, versions per environment, date, commit, a hash of the code). With --check,
+nothing is written: a fresh run must equal the committed recording, or it fails with a diff.
+
+It needs Python 3.10 to 3.12 and a few small packages (tools/recorder-requirements.txt),
+not the book's environment: it runs on a Cloud TPU VM or in Colab as they come.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime
 import difflib
+import glob
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
-import torch
-from nbclient import NotebookClient
-
-from coursebook.chapters import edition_chapter
-from coursebook.editions import Edition
-from coursebook.notebooks import TPU_ONLY_TAG, cell_tags, is_answer
-from coursebook.exhibit_checks import SIDE_ENVIRONMENTS
-from coursebook.outputs import normalise
-from coursebook.recordings import (PROVENANCE_KEY, RecordingError, check_label, code_hash,
-                                   load_recording, recording_name, recording_path)
-
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("torch", "torch_xla", "torchax", "jax", "jaxlib", "libtpu")
-PROBE = """
-import json, jax
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+import nbformat  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
+
+from coursebook.builders import (BUILDERS_FILE, Builder, BuilderError,  # noqa: E402
+                                 RecordingEnvironment, environments_path, load_builders,
+                                 load_environments)
+from coursebook.chapters import edition_chapter  # noqa: E402
+from coursebook.editions import Edition  # noqa: E402
+from coursebook.exhibit_checks import SIDE_ENVIRONMENTS  # noqa: E402
+from coursebook.notebooks import cell_tags, first_line, is_answer, read_chapter  # noqa: E402
+from coursebook.outputs import normalise  # noqa: E402
+from coursebook.recordings import (PROVENANCE_KEY, RecordingError, check_label,  # noqa: E402
+                                   code_hash, load_recording, recorded_chapter, recording_path,
+                                   runs_on)
+
+VERSIONS = """
+import json, platform, sys
 from importlib import metadata
-def version(name):
+versions = {"python": platform.python_version()}
+for name in sys.argv[1:]:
     if name == "torch":  # its build string (2.9.0+cu128), the one the fix lines print
-        import torch
-        return torch.__version__
+        try:
+            import torch
+            versions[name] = torch.__version__
+            continue
+        except ImportError:
+            pass
     try:
-        return metadata.version(name)
+        versions[name] = metadata.version(name)
     except metadata.PackageNotFoundError:
-        return None
-device = jax.devices()[0]
-print(json.dumps({"device_platform": device.platform, "device_kind": device.device_kind,
-                  "versions": {n: v for n in %r if (v := version(n))}}))
+        pass
+print(json.dumps(versions))
 """
 
 
-def kernel_environment(kind: str, sides: Path | None) -> dict[str, str]:
-    env = {"PYTHONPATH": str(ROOT / "book" / "_ext"), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    if kind == "cpu":
-        env.update(PJRT_DEVICE="CPU", JAX_PLATFORMS="cpu")
-    else:
-        env.update(PJRT_DEVICE="TPU")
-    if sides is not None:
+class Refused(Exception):
+    """Nothing is written: one line says why and what to do."""
+
+
+def ensure_environment(path: Path, environment: RecordingEnvironment) -> Path:
+    """Create or update a virtual environment from its requirements; its python."""
+    python = path / "bin" / "python"
+    wanted = json.dumps({"requirements": environment.requirements,
+                         "sides": environment.sides}, sort_keys=True)
+    stamp = path / ".requirements.json"
+    if python.exists() and stamp.is_file() and stamp.read_text() == wanted:
+        return python
+    print(f"record: installing environment {environment.name} into {path} ...", flush=True)
+    steps = [[sys.executable, "-m", "venv", str(path)],
+             [str(python), "-m", "pip", "install", "--quiet", *environment.requirements]]
+    steps += [[str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+               str(path / "sides" / side), *requirements]
+              for side, requirements in environment.sides.items()]
+    for step in steps:
+        if subprocess.run(step).returncode != 0:
+            raise Refused(f"could not install environment {environment.name!r} ({path}): see "
+                          "pip's message above; `make recording-ready` checks the pins")
+    stamp.write_text(wanted)
+    return python
+
+
+def kernel_environment(builder: Builder, sides: Path) -> dict[str, str]:
+    env = {"PYTHONPATH": str(ROOT / "book" / "_ext"), "TF_CPP_MIN_LOG_LEVEL": "3",
+           **builder.environment}
+    if sides.is_dir():
         env[SIDE_ENVIRONMENTS] = str(sides.resolve())
     return env
 
 
-def install_kernel(name: str, python: str, env: dict[str, str]) -> None:
-    """A kernelspec for the bridges Python, found through JUPYTER_PATH."""
+def install_kernel(name: str, python: Path, env: dict[str, str]) -> None:
+    """A kernelspec for an environment's python, found through JUPYTER_PATH."""
     root = ROOT / "_build" / "jupyter"
     spec = root / "kernels" / name
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(json.dumps({
-        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": f"Python ({name})", "language": "python", "env": env}, indent=1))
     os.environ["JUPYTER_PATH"] = str(root)
+
+
+def run_python(python: Path, code: str, env: dict[str, str], *args: str) -> dict:
+    done = subprocess.run([str(python), "-c", code, *args], capture_output=True, text=True,
+                          env={**os.environ, **env})
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise Refused(f"the probe failed in {python}: {last}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def commit() -> str:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True,
+                              text=True).stdout.strip()
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--", "book", "exhibits") else "")
+
+
+def normalised(cell: nbformat.NotebookNode) -> None:
+    """No machine paths or addresses in a committed output (coursebook.outputs' rules)."""
+    for output in cell.outputs:
+        if "text" in output:
+            output.text = normalise(output.text)
+        if "evalue" in output:
+            output.evalue = normalise(output.evalue)
+            output.traceback = [normalise(line) for line in output.traceback]
+        for mime in ("text/plain", "text/markdown"):
+            if mime in output.get("data", {}):
+                output.data[mime] = normalise(output.data[mime])
+
+
+def execute(notebook: nbformat.NotebookNode, environments: list[RecordingEnvironment],
+            kernels: dict[str, str], chapter_dir: Path) -> None:
+    """Run each code cell in its environment's kernel: the tagged ones, or the main one."""
+    tagged = {env.cells_tagged: env.name for env in environments if env.cells_tagged}
+    main = environments[0].name
+    owner = {index: next((tagged[t] for t in cell_tags(cell) if t in tagged), main)
+             for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"}
+    for environment in environments:
+        mine = [i for i, name in owner.items() if name == environment.name]
+        if not mine:
+            continue
+        part = copy.deepcopy(notebook)
+        part.cells = [part.cells[i] for i in mine]
+        client = NotebookClient(part, timeout=600, kernel_name=kernels[environment.name],
+                                resources={"metadata": {"path": str(chapter_dir)}})
+        try:
+            client.execute()
+        except CellExecutionError as error:
+            failed = next((c for c in part.cells if c.cell_type == "code" and any(
+                o.get("output_type") == "error" for o in c.outputs)), None)
+            where = f"cell `{first_line(failed)}`" if failed is not None else "a cell"
+            raise Refused(f"{where} failed in environment {environment.name!r}: "
+                          f"{error.ename}: {error.evalue}; nothing written") from None
+        except DeadKernelError:
+            raise Refused(f"the kernel of environment {environment.name!r} died; nothing "
+                          "written") from None
+        for index, cell in zip(mine, part.cells):
+            cell.metadata.pop("execution", None)
+            normalised(cell)
+            notebook.cells[index] = cell
 
 
 def shown(notebook: nbformat.NotebookNode) -> list[str]:
@@ -87,58 +187,110 @@ def shown(notebook: nbformat.NotebookNode) -> list[str]:
     return texts
 
 
+def parse_pythons(values: list[str]) -> dict[str, Path]:
+    pythons = {}
+    for value in values:
+        name, _, path = value.partition("=")
+        if not path:
+            raise Refused(f"--python takes ENVIRONMENT=PATH, got {value!r}")
+        pythons[name] = Path(os.path.abspath(path))  # not resolve(): a venv's python is a link
+    return pythons
+
+
+def record(args: argparse.Namespace) -> int:
+    builders = load_builders(args.builders)
+    if args.kind not in builders:
+        raise Refused(f"no builder kind {args.kind!r} in {args.builders} "
+                      f"(have {', '.join(builders)})")
+    builder = builders[args.kind]
+    text = args.chapter.read_text(encoding="utf8")
+    chapter = recorded_chapter(read_chapter(text), builders, str(args.chapter))
+    if chapter is None:
+        raise Refused(f"{args.chapter} is not a recorded chapter (no 'coursebook: recording')")
+    if builder not in chapter.builders:
+        raise Refused(f"{args.chapter} is not recorded on {builder.name} (its top matter accepts "
+                      f"{', '.join(b.name for b in chapter.builders)})")
+    env_file = environments_path(args.recordings, chapter.name)
+    environments = load_environments(env_file, builders).get(builder.name)
+    if not environments:
+        raise Refused(f"{env_file} has no [[{builder.name}]] environment")
+    # Before installing gigabytes: does this machine have such a device at all?
+    if builder.device_files and not any(glob.glob(p) for p in builder.device_files):
+        raise Refused(f"this machine has no {builder.name} device ({', '.join(builder.device_files)}"
+                      f" absent): nothing written. Run on a {builder.name} builder"
+                      + ("" if builder.stand_in else
+                         f", or record the stand-in with KIND={chapter.stand_in.name}") + ".")
+    overrides = parse_pythons(args.python)
+    pythons = {env.name: overrides.get(env.name) or ensure_environment(
+                   args.venvs / f".venv-{chapter.name}-{builder.name}-{env.name}", env)
+               for env in environments}
+    main = environments[0]
+    env = kernel_environment(builder, pythons[main.name].parent.parent / "sides")
+    provenance = run_python(pythons[main.name], builder.probe, env)
+    provenance = {"platform": provenance.get("platform", ""),
+                  "device_kind": provenance.get("device_kind", "")}
+    target = recording_path(args.recordings, chapter.name, builder.name)
+    check_label(builder, provenance, target)
+    provenance["environments"] = {
+        e.name: run_python(pythons[e.name], VERSIONS, env, *e.pins()) for e in environments}
+    torch_version = provenance["environments"][main.name].get("torch", "")
+    notebook = edition_chapter(text, str(args.chapter), Edition.STUDENT, ROOT / "exhibits",
+                               torch_version)
+    if any(is_answer(cell) for cell in notebook.cells):
+        raise Refused(f"{args.chapter} has answers: a recorded chapter has none")
+    provenance.update(date=datetime.date.today().isoformat(), commit=commit(),
+                      code_hash=code_hash(notebook))
+    notebook.cells = [c for c in notebook.cells if c.cell_type != "code" or runs_on(c, builder)]
+    kernels = {}
+    for e in environments:
+        kernels[e.name] = f"{chapter.name}-{builder.name}-{e.name}"
+        install_kernel(kernels[e.name], pythons[e.name],
+                       kernel_environment(builder, pythons[e.name].parent.parent / "sides"))
+    execute(notebook, environments, kernels, args.chapter.parent)
+    notebook.metadata[PROVENANCE_KEY] = provenance
+    if args.check:
+        return compare(load_recording(target, builder).notebook, notebook, chapter.command(builder),
+                       target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+    print(f"record: wrote {target} ({builder.describe(provenance['device_kind'])})")
+    return 0
+
+
+def compare(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode, command: str,
+            target: Path) -> int:
+    diff = list(difflib.unified_diff("\n\n".join(shown(committed)).splitlines(),
+                                     "\n\n".join(shown(fresh)).splitlines(),
+                                     "committed", "fresh run", lineterm=""))
+    if committed.metadata[PROVENANCE_KEY]["code_hash"] != fresh.metadata[PROVENANCE_KEY]["code_hash"]:
+        diff.insert(0, "the chapter's code changed since the recording was made")
+    if diff:
+        print("\n".join(diff))
+        print(f"record: {target} does not match a fresh run; re-record with `{command}` and "
+              "review the diff", file=sys.stderr)
+        return 1
+    print(f"record: {target} matches a fresh run")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapter", type=Path, help="the chapter file, e.g. book/bridges.md")
-    parser.add_argument("--kind", choices=("tpu", "cpu"), required=True)
-    parser.add_argument("--python", required=True, help="the bridges environment's python")
-    parser.add_argument("--sides", type=Path, help="folder of side environments (exhibit 08)")
+    parser.add_argument("--kind", required=True, help="a builder kind of tools/builders.toml")
     parser.add_argument("--check", action="store_true", help="compare with the committed recording")
     parser.add_argument("--recordings", type=Path, default=ROOT / "book" / "recordings")
+    parser.add_argument("--builders", type=Path, default=BUILDERS_FILE,
+                        help="the table of builder kinds")
+    parser.add_argument("--venvs", type=Path, default=ROOT,
+                        help="where the environments are created (default: the repository)")
+    parser.add_argument("--python", action="append", default=[], metavar="ENVIRONMENT=PATH",
+                        help="use this interpreter for an environment instead of creating one")
     args = parser.parse_args(argv)
-    args.python = os.path.abspath(args.python)  # not resolve(): a venv's python is a link
-    text = args.chapter.read_text(encoding="utf8")
-    notebook = edition_chapter(text, str(args.chapter), Edition.STUDENT, ROOT / "exhibits",
-                               torch.__version__)
-    name = recording_name(notebook)
-    if name is None or any(is_answer(cell) for cell in notebook.cells):
-        sys.exit(f"record: {args.chapter} is not a recorded chapter without answers")
-    if args.kind == "cpu":
-        notebook.cells = [c for c in notebook.cells if TPU_ONLY_TAG not in cell_tags(c)]
-    env = kernel_environment(args.kind, args.sides)
-    install_kernel(notebook.metadata.kernelspec.name, args.python, env)
-    probe = subprocess.run([args.python, "-c", PROBE % (PACKAGES,)], capture_output=True,
-                           text=True, env={**os.environ, **env}, check=True)
-    provenance = json.loads(probe.stdout.strip().splitlines()[-1])
-    provenance.update(date=datetime.date.today().isoformat(), code_hash=code_hash(notebook))
-    target = recording_path(args.recordings, name, args.kind)
     try:
-        check_label(args.kind, provenance, target)
-    except RecordingError as error:
-        sys.exit(f"record: {error}")
-    NotebookClient(notebook, timeout=600, kernel_name=notebook.metadata.kernelspec.name,
-                   resources={"metadata": {"path": str(args.chapter.parent)}}).execute()
-    for cell in notebook.cells:
-        cell.metadata.pop("execution", None)
-    notebook.metadata[PROVENANCE_KEY] = provenance
-    if args.check:
-        committed = load_recording(target, args.kind).notebook
-        diff = list(difflib.unified_diff("\n\n".join(shown(committed)).splitlines(),
-                                         "\n\n".join(shown(notebook)).splitlines(),
-                                         "committed", "fresh run", lineterm=""))
-        if committed.metadata[PROVENANCE_KEY]["code_hash"] != provenance["code_hash"]:
-            diff.insert(0, "the chapter's code changed since the recording was made")
-        if diff:
-            print("\n".join(diff))
-            print(f"record: {target} does not match a fresh run; re-record with "
-                  f"`make tpu-cache KIND={args.kind}` and review the diff", file=sys.stderr)
-            return 1
-        print(f"record: {target} matches a fresh {args.kind} run")
-        return 0
-    target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(notebook, target)
-    print(f"record: wrote {target} ({provenance['device_platform']}, {provenance['device_kind']})")
-    return 0
+        return record(args)
+    except (Refused, RecordingError, BuilderError) as error:
+        print(f"record: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

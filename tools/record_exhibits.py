@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record the error each CPU exhibit raises on this machine's torch, for the book to check.
 
-Runs every exhibit's failing code (those with runs_on = "cpu"), and adds a record for the
+Runs every exhibit's failing code (those that run in every build: runs_on the stand-in kind), and adds a record for the
 running torch version to its file under exhibits/: exception type and message (addresses
 and temporary paths normalised), where and when. The museum's own records are never
 changed. An existing record for this torch that no longer matches is reported, and
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     problems = 0
     for wing in load_museum(args.exhibits).values():
         for exhibit in wing.exhibits:
-            if exhibit.runs_on != "cpu":
+            if not exhibit.runs_in_every_build:
                 continue
             raised = raised_by(exhibit)
             if raised is None:

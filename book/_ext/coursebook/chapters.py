@@ -12,10 +12,11 @@ from sphinx.util import logging
 from .editions import Edition, edition_notebook, hidden_raises_cells
 from .execution_key import (FAILED_KEY, SOURCE_HASH_KEY, outdated_chapters, source_digest,
                             stamp_execution_environment)
-from .museum import ExhibitError, link_back_from_pt01, load_museum, place_museum
+from .museum import ExhibitError, link_back_to_exhibits, load_museum, place_museum
 from .notebooks import RAISES_TAG, is_chapter_source, notebook_to_myst, read_chapter
+from .builders import BuilderError, environments_path, load_builders, load_environments
 from .recordings import (RecordingError, attach_recordings, cache_recorded_outputs,
-                         load_recordings, recording_name)
+                         load_recordings, recorded_chapter)
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ class ChapterFormatError(Exception):
 
 
 # What preparing a chapter can raise: each names its file and is logged as one error.
-PREPARATION_ERRORS = (ChapterFormatError, ExhibitError, RecordingError)
+PREPARATION_ERRORS = (ChapterFormatError, ExhibitError, RecordingError, BuilderError)
 
 
 def edition_of(app: Sphinx) -> Edition:
@@ -46,7 +47,7 @@ def edition_chapter(text: str, source_path: str, edition: Edition, exhibits_dir:
     notebook = read_chapter(text, md_config)
     museum = load_museum(exhibits_dir)
     place_museum(notebook, museum, torch_version)
-    link_back_from_pt01(notebook, museum)
+    link_back_to_exhibits(notebook, museum)
     hidden = hidden_raises_cells(notebook)
     if hidden:
         raise ChapterFormatError(
@@ -72,15 +73,20 @@ def _prepare(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
     notebook = edition_chapter(text, source_path, edition_of(app),
                                Path(app.config.coursebook_exhibits_dir), environment["torch"],
                                getattr(app.env, "myst_config", None))
-    name = recording_name(notebook)
-    if name is None:
+    builders = load_builders(Path(app.config.coursebook_builders_file))
+    chapter = recorded_chapter(notebook, builders, source_path)
+    if chapter is None:
         stamp_execution_environment(notebook, environment)
         return PreparedChapter(notebook)
     # A recorded chapter carries the environment it ran in as its recordings' provenance.
-    recordings = load_recordings(Path(app.config.coursebook_recordings_dir), name)
-    labelled, recorded = attach_recordings(notebook, recordings,
-                                           app.config.coursebook_allow_stale_recordings)
-    return PreparedChapter(labelled, recorded)
+    recordings_dir = Path(app.config.coursebook_recordings_dir)
+    pinned = load_environments(environments_path(recordings_dir, chapter.name), builders)
+    attached = attach_recordings(notebook, chapter, load_recordings(recordings_dir, chapter),
+                                 app.config.coursebook_allow_stale_recordings, pinned)
+    for kind, lines in attached.drift.items():
+        for line in lines:
+            logger.info("%s: environment drift in the %s recording: %s", source_path, kind, line)
+    return PreparedChapter(attached.labelled, attached.executed)
 
 
 def chapter_notebook(app: Sphinx, docname: str) -> nbformat.NotebookNode | None:

@@ -99,7 +99,7 @@ def run_in_fresh_python(code: str, side_environment: str = "") -> None:
         root = os.environ.get(SIDE_ENVIRONMENTS)
         if not root or not os.path.isdir(os.path.join(root, side_environment)):
             raise RuntimeError(f"side environment {side_environment!r} is not installed "
-                               f"(under ${SIDE_ENVIRONMENTS}); `make tpu-cache` installs it")
+                               f"(under ${SIDE_ENVIRONMENTS}); `make recording KIND=cpu` installs it")
         env["PYTHONPATH"] = os.pathsep.join(
             [os.path.join(root, side_environment), env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)

@@ -8,6 +8,7 @@ from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 
+from .builders import BUILDERS_FILE
 from .chapters import edition_of, render_edition_source, reread_changed_chapters
 from .editions import Edition, box_code_answers
 from .execution_key import reread_failed_chapters, set_execution_environment
@@ -47,6 +48,7 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("coursebook_exhibits_dir", "exhibits", "env", str)
     app.add_config_value("coursebook_recordings_dir", "book/recordings", "env", str)
     app.add_config_value("coursebook_allow_stale_recordings", False, "env", bool)
+    app.add_config_value("coursebook_builders_file", str(BUILDERS_FILE), "env", str)
     app.add_config_value("coursebook_expected_dir", "expected", "", str)
     # "": changing it re-reads nothing; the comparison runs on every build anyway.
     app.add_config_value("coursebook_accept_outputs", False, "", bool)

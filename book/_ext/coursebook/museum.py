@@ -12,17 +12,19 @@ an exhibit get a link back to it, so links go both ways from one list.
 from __future__ import annotations
 
 import re
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the recorder on a Cloud TPU VM
+    import tomli as tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from .notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG
+from .builders import load_builders
+from .notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG
 from .outputs import normalise
 
-ROOMS = ("eager", "tpu-bridges")
-RUNS_ON = ("cpu", "tpu")
 RECORD_SOURCES = ("museum", "build")
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
 _EXHIBIT_FIELDS: dict[str, type] = {
@@ -30,7 +32,7 @@ _EXHIBIT_FIELDS: dict[str, type] = {
     "fix_note": str, "failing_code": str, "fix_code": str, "records": list,
 }
 _RECORD_FIELDS = ("torch", "source", "where", "date", "type", "message")
-_WING_FIELDS = ("name", "title", "tagline", "introduction")
+_WING_FIELDS = ("name", "title", "tagline", "introduction", "rooms")
 
 
 class ExhibitError(Exception):
@@ -57,7 +59,7 @@ class CpuReproduction:
     """How a TPU exhibit's failure (and fix) is reproduced on a CPU, in a fresh process."""
 
     note: str
-    reproduction: str
+    reproduction: str = ""  # "": the failure does not arise on a CPU; the note says why
     fix_note: str = ""
     fix: str = ""
     side_environment: str = ""
@@ -76,7 +78,7 @@ class Exhibit:
     failing_code: str
     fix_code: str
     records: tuple[ErrorRecord, ...]
-    pt01: tuple[str, ...] = ()
+    taught_in: tuple[str, ...] = ()  # labels of the sections that teach what it breaks
     cpu: CpuReproduction | None = None
 
     @property
@@ -86,6 +88,11 @@ class Exhibit:
     @property
     def label(self) -> str:
         return f"museum-{self.wing}-{self.number:02d}"
+
+    @property
+    def runs_in_every_build(self) -> bool:
+        """Its kind is the stand-in's: any build runs it; others show the capture."""
+        return load_builders()[self.runs_on].stand_in
 
     def record_for(self, torch_version: str) -> ErrorRecord | None:
         """The record for a torch release (local build tags such as ``+cpu`` ignored)."""
@@ -111,15 +118,17 @@ def _choice(path: Path, name: str, value: str, allowed: tuple[str, ...], where: 
         raise ExhibitError(f"{path}: {where}field '{name}' is {value!r}, expected one of {allowed}")
 
 
-def load_exhibit(path: Path) -> Exhibit:
-    """Read and validate one exhibit; a problem names the file and the field."""
+def load_exhibit(path: Path, rooms: tuple[str, ...]) -> Exhibit:
+    """Read and validate one exhibit of a wing with these rooms; a problem names the file
+    and the field. It runs on a builder kind of ``tools/builders.toml``: the stand-in's
+    exhibits run in every build, the others show the museum's capture."""
     try:
         table = tomllib.loads(path.read_text(encoding="utf8"))
     except tomllib.TOMLDecodeError as error:
         raise ExhibitError(f"{path}: not valid TOML: {error}") from None
     values = {name: _require(path, table, name, kind) for name, kind in _EXHIBIT_FIELDS.items()}
-    _choice(path, "room", values["room"], ROOMS)
-    _choice(path, "runs_on", values["runs_on"], RUNS_ON)
+    _choice(path, "room", values["room"], rooms)
+    _choice(path, "runs_on", values["runs_on"], tuple(load_builders()))
     prefix = re.match(r"(\d+)-", path.name)
     if not prefix or int(prefix.group(1)) != values["number"]:
         raise ExhibitError(f"{path}: field 'number' is {values['number']}, "
@@ -132,10 +141,11 @@ def load_exhibit(path: Path) -> Exhibit:
         records.append(ErrorRecord(**fields))
     if sum(r.source == "museum" for r in records) != 1:
         raise ExhibitError(f"{path}: field 'records' needs exactly one record with source 'museum'")
-    pt01 = table.get("pt01", [])
-    if not isinstance(pt01, list) or not all(isinstance(label, str) for label in pt01):
-        raise ExhibitError(f"{path}: field 'pt01' must be a list of PT01 labels")
-    return Exhibit(path=path, wing=path.parent.name, records=tuple(records), pt01=tuple(pt01),
+    taught_in = table.get("taught_in", [])
+    if not isinstance(taught_in, list) or not all(isinstance(label, str) for label in taught_in):
+        raise ExhibitError(f"{path}: field 'taught_in' must be a list of section labels")
+    return Exhibit(path=path, wing=path.parent.name, records=tuple(records),
+                   taught_in=tuple(taught_in),
                    cpu=_cpu_reproduction(path, table.get("cpu")),
                    **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
 
@@ -146,9 +156,8 @@ def _cpu_reproduction(path: Path, table) -> CpuReproduction | None:
     if not isinstance(table, dict):
         raise ExhibitError(f"{path}: field 'cpu' must be a table")
     where = "cpu: "
-    fields = {name: str(_require(path, table, name, str, where)).strip("\n")
-              for name in ("note", "reproduction")}
-    for name in ("fix_note", "fix", "side_environment"):
+    fields = {"note": str(_require(path, table, "note", str, where)).strip("\n")}
+    for name in ("reproduction", "fix_note", "fix", "side_environment"):
         if name in table:
             fields[name] = str(_require(path, table, name, str, where)).strip("\n")
     for name in ("reproduction", "fix"):
@@ -163,6 +172,7 @@ class Wing:
     title: str
     tagline: str
     introduction: str
+    rooms: tuple[str, ...]
     exhibits: tuple[Exhibit, ...]
 
 
@@ -171,12 +181,13 @@ def load_wing(directory: Path) -> Wing:
     if not path.is_file():
         raise ExhibitError(f"{path}: a wing needs this file ({', '.join(_WING_FIELDS)})")
     table = tomllib.loads(path.read_text(encoding="utf8"))
-    fields = {name: str(_require(path, table, name, str)).strip() for name in _WING_FIELDS}
-    exhibits = tuple(load_exhibit(p) for p in sorted(directory.glob("[0-9]*.toml")))
+    fields = {name: str(_require(path, table, name, str)).strip() for name in _WING_FIELDS[:-1]}
+    rooms = tuple(_require(path, table, "rooms", list))
+    exhibits = tuple(load_exhibit(p, rooms) for p in sorted(directory.glob("[0-9]*.toml")))
     numbers = [exhibit.number for exhibit in exhibits]
     if numbers != list(range(1, len(numbers) + 1)):
         raise ExhibitError(f"{directory}: exhibits must be numbered 1..{len(numbers)}, got {numbers}")
-    return Wing(exhibits=exhibits, **fields)
+    return Wing(exhibits=exhibits, rooms=rooms, **fields)
 
 
 def load_museum(exhibits_dir: Path) -> dict[str, Wing]:
@@ -221,14 +232,15 @@ def _index_cards(wing: Wing, exhibits: list[Exhibit]) -> str:
 def _heading(exhibit: Exhibit, total: int) -> str:
     """The exhibit's label, numbered title, lesson and links to PT01."""
     see_also = ""
-    if exhibit.pt01:
-        links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.pt01)
-        see_also = f"\n\n*Taught in PT01:* {links}."
+    if exhibit.taught_in:
+        links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.taught_in)
+        see_also = f"\n\n*Taught in:* {links}."
     return (f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}\n\n"
             f"{exhibit.lesson}{see_also}")
 
 
-def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
+def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
+                *tags: str) -> nbformat.NotebookNode:
     """A hidden cell comparing the error above with ``expected`` (its text is in the key).
 
     It needs the book's own package, so downloads leave it out and show
@@ -238,7 +250,7 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.Note
                  f"check_raised({exhibit.key!r},\n"
                  f"             expected={expected.as_dict() if expected else None!r},\n"
                  f"             museum={exhibit.museum_record.as_dict()!r})",
-                 "remove-input", BOOK_ONLY_TAG)
+                 "remove-input", BOOK_ONLY_TAG, *tags)
 
 
 def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
@@ -257,9 +269,9 @@ def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbfo
     return _markdown(quoted, "remove-cell", DOWNLOAD_ONLY_TAG)
 
 
-def _fix_ran_cell() -> nbformat.NotebookNode:
+def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
     return _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input",
-                 BOOK_ONLY_TAG)
+                 BOOK_ONLY_TAG, *tags)
 
 
 def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
@@ -308,19 +320,21 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         f"Not run by this build; the museum's text, verbatim:\n\n"
         f"```text\n{museum.type}: {museum.message}\n```\n:::")]
     cpu = exhibit.cpu
-    if cpu is not None:
+    # A CPU reproduction is the stand-in's to run: an accelerator builder leaves it out.
+    if cpu is not None and cpu.reproduction:
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}"),
-                  _tagged(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG),
-                  _check_cell(exhibit, museum), _expected_error_note(exhibit, museum)]
+                  _tagged(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG,
+                          STAND_IN_ONLY_TAG),
+                  _check_cell(exhibit, museum, STAND_IN_ONLY_TAG),
+                  _expected_error_note(exhibit, museum)]
     cells.append(_markdown(f"**The fix.** {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
                            f"\n\n*The museum's fix, {label}: it ran green on the same hardware.*"))
-    if cpu is not None and cpu.fix:
+    if cpu is not None and cpu.reproduction and cpu.fix:
         cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}"),
-                  _in_fresh_python(cpu.fix, ""),
-                  _fix_ran_cell()]
-    elif cpu is None:
-        cells.append(_markdown("*This failure does not arise on a CPU, which has a single jax "
-                               "client: only the captured record above shows it.*"))
+                  _tagged(_in_fresh_python(cpu.fix, ""), STAND_IN_ONLY_TAG),
+                  _fix_ran_cell(STAND_IN_ONLY_TAG)]
+    elif cpu is not None and not cpu.reproduction:
+        cells.append(_markdown(f"*{cpu.note}*"))
     return cells
 
 
@@ -330,7 +344,7 @@ def room_cells(wing: Wing, room: str, torch_version: str) -> list[nbformat.Noteb
         raise ExhibitError(f"wing '{wing.name}' has no exhibit in room '{room}'")
     cells = [_markdown(_index_cards(wing, exhibits))]
     for exhibit in exhibits:
-        if exhibit.runs_on == "cpu":
+        if exhibit.runs_in_every_build:
             cells += exhibit_cells(exhibit, len(wing.exhibits), torch_version)
         else:
             cells += captured_exhibit_cells(exhibit, len(wing.exhibits))
@@ -370,12 +384,12 @@ def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing], torch
     notebook.cells = cells
 
 
-def link_back_from_pt01(notebook: nbformat.NotebookNode, museum: dict[str, Wing]) -> None:
-    """After each PT01 heading an exhibit names, a note linking to that exhibit."""
+def link_back_to_exhibits(notebook: nbformat.NotebookNode, museum: dict[str, Wing]) -> None:
+    """After each heading an exhibit's ``taught_in`` names, a note linking to that exhibit."""
     by_label: dict[str, list[Exhibit]] = {}
     for wing in museum.values():
         for exhibit in wing.exhibits:
-            for label in exhibit.pt01:
+            for label in exhibit.taught_in:
                 by_label.setdefault(label, []).append(exhibit)
     for cell in notebook.cells:
         if cell.cell_type != "markdown":

@@ -1,7 +1,9 @@
 """Machine-dependent details in outputs, replaced by stable placeholders.
 
-The rules are explicit and few: memory addresses, ipykernel's temporary cell paths and the
-site-packages path an ImportError names.
+The rules are explicit and few: memory addresses, ipykernel's temporary cell paths, the
+site-packages path an ImportError names, and any other path into an environment's
+site-packages (a warning's file, say). Recordings are written through them, so no
+committed output holds a machine's paths (``MACHINE_PATH`` finds one that slipped through).
 The same normalisation applies to outputs on the page and to error messages compared
 against a recorded exhibit, so both speak of the same text.
 """
@@ -15,7 +17,12 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[^\s:'\"]*ipykernel_\d+[/\\]\d+\.py"), "<cell>"),
     # An ImportError names the file it looked in, inside some environment's site-packages.
     (re.compile(r" \([^()\s]*site-packages[^()\s]*\)"), ""),
+    (re.compile(r"(?:/[^\s/'\"():,]+)+/site-packages/"), "<site-packages>/"),
 )
+
+# An absolute path on a developer's or a builder's machine, in committed data.
+MACHINE_PATH = re.compile(r"(?:/(?:home|root|Users|work|tmp|opt|usr)/|[A-Za-z]:\\\\|"
+                          r"site-packages/|/\.venv)")
 
 
 def normalise(text: str) -> str:

@@ -4,7 +4,7 @@
 expected output, per edition, named by chapter, edition, line and first code line. The
 outputs come from the book's execution cache, prepared exactly as a build prepares the
 chapter; a chapter that is not cached yet is executed once and cached, as a build would.
-A recorded chapter (its cells run only on a special builder) is left to ``make tpu-cache-check``.
+A recorded chapter (its cells run only on a special builder) is left to ``make recording-check``.
 
 Registered through the ``pytest11`` entry point in ``pyproject.toml``.
 """

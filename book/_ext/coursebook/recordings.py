@@ -1,14 +1,17 @@
 """Recordings: chapters whose cells run only on a special builder, outputs committed.
 
 A *recording* is a chapter's notebook executed on a builder, with its provenance. A
-chapter whose top matter says ``coursebook: {recording: NAME}`` never executes in an
-ordinary build. ``tools/record_chapter.py`` (``make tpu-cache``) runs it on a TPU builder,
-or on a CPU as the *CPU stand-in*, and writes ``book/recordings/NAME-KIND.ipynb``: the
-executed notebook, with its provenance (device from the runtime, versions, date, a hash
-of the code) in its metadata. An ordinary build puts those outputs into jupyter-cache
-under the chapter's own cache key, so myst-nb merges them as it merges any cached
-notebook; a label under each cell says where it ran. A cell whose code has no recording
-stops the build (or, with ``coursebook_allow_stale_recordings``, is shown marked stale).
+chapter whose top matter says ``coursebook: {recording: NAME, builders: [KIND, ...]}``
+never executes in an ordinary build. ``tools/record_chapter.py`` (``make recording``) runs
+it on a builder of one of those kinds (``tools/builders.toml``: a TPU, a GPU, or the CPU
+stand-in) in the environments of ``book/recordings/NAME-environments.toml``, and writes
+``book/recordings/NAME-KIND.ipynb``: the cells it ran, with their outputs, and the
+provenance (device from the runtime, versions per environment, date, commit, a hash of
+the code) in its metadata. An ordinary build puts those outputs into jupyter-cache under
+the chapter's own cache key, so myst-nb merges them as it merges any cached notebook.
+The page gets one provenance panel, and each recorded cell a short mark pointing to it.
+A cell whose code has no recording stops the build (or, with
+``coursebook_allow_stale_recordings``, is shown marked stale).
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from pathlib import Path
 
 import nbformat
 
-from .notebooks import TPU_ONLY_TAG, cell_tags
+from .builders import Builder, RecordingEnvironment, package_key
+from .notebooks import ACCELERATOR_ONLY_TAG, STAND_IN_ONLY_TAG, cell_tags
 
-KINDS = ("tpu", "cpu")  # preferred first: a TPU recording wins over the CPU stand-in
 PROVENANCE_KEY = "coursebook_recording"
-RECORDING_COMMAND = "make tpu-cache"
+RECORDING_COMMAND = "make recording"
+_REQUIRED = ("platform", "device_kind", "environments", "date", "commit", "code_hash")
 
 
 class RecordingError(Exception):
@@ -34,6 +38,43 @@ class RecordingError(Exception):
 
 def recording_name(notebook: nbformat.NotebookNode) -> str | None:
     return (notebook.metadata.get("coursebook") or {}).get("recording")
+
+
+@dataclass(frozen=True)
+class RecordedChapter:
+    """A chapter's recording name and the builder kinds it accepts, preferred first."""
+
+    name: str
+    builders: tuple[Builder, ...]
+
+    def command(self, builder: Builder) -> str:
+        return f"{RECORDING_COMMAND} RECORDING={self.name} KIND={builder.name}"
+
+    @property
+    def stand_in(self) -> Builder:
+        return next(builder for builder in self.builders if builder.stand_in)
+
+
+def recorded_chapter(notebook: nbformat.NotebookNode, builders: dict[str, Builder],
+                     source: str = "the chapter") -> RecordedChapter | None:
+    """What the top matter declares, checked against the table of builder kinds."""
+    name = recording_name(notebook)
+    if name is None:
+        return None
+    accepted = (notebook.metadata.get("coursebook") or {}).get("builders")
+    if not isinstance(accepted, list) or not accepted:
+        raise RecordingError(f"{source}: top matter 'coursebook: builders' must list the builder "
+                             f"kinds this chapter is recorded on (from {', '.join(builders)})")
+    unknown = [kind for kind in accepted if kind not in builders]
+    if unknown:
+        raise RecordingError(f"{source}: top matter 'coursebook: builders' names {unknown}, not "
+                             f"builder kinds of tools/builders.toml (have {', '.join(builders)})")
+    chosen = tuple(builder for builder in builders.values() if builder.name in accepted)
+    if not any(builder.stand_in for builder in chosen):
+        raise RecordingError(f"{source}: top matter 'coursebook: builders' needs a stand-in kind "
+                             f"({', '.join(b.name for b in builders.values() if b.stand_in)}): "
+                             "an ordinary build shows its outputs")
+    return RecordedChapter(name, chosen)
 
 
 def code_hash(notebook: nbformat.NotebookNode) -> str:
@@ -45,9 +86,16 @@ def recording_path(recordings_dir: Path, name: str, kind: str) -> Path:
     return recordings_dir / f"{name}-{kind}.ipynb"
 
 
+def runs_on(cell, builder: Builder) -> bool:
+    """Whether a builder of this kind runs (and may show the output of) a code cell."""
+    tags = cell_tags(cell)
+    return not ((builder.stand_in and ACCELERATOR_ONLY_TAG in tags)
+                or (not builder.stand_in and STAND_IN_ONLY_TAG in tags))
+
+
 @dataclass(frozen=True)
 class Recording:
-    kind: str
+    builder: Builder
     path: Path
     notebook: nbformat.NotebookNode
 
@@ -56,95 +104,151 @@ class Recording:
         return self.notebook.metadata[PROVENANCE_KEY]
 
     def label(self) -> str:
-        p = self.provenance
-        where = (f"TPU ({p['device_kind']})" if self.kind == "tpu"
-                 else "CPU stand-in (PJRT_DEVICE=CPU, JAX_PLATFORMS=cpu)")
-        versions = ", ".join(f"{name} {version}" for name, version in p["versions"].items())
-        return f"Recorded on {where}, {p['date']}; {versions}."
+        return self.builder.describe(self.provenance["device_kind"])
+
+    def anchor(self, name: str) -> str:
+        return f"recording-{name}-{self.builder.name}"
 
     def outputs_by_source(self) -> dict[str, list]:
         return {cell.source: cell.outputs for cell in self.notebook.cells
                 if cell.cell_type == "code"}
 
+    def drift(self, pinned: list[RecordingEnvironment]) -> list[str]:
+        """Where the recorded versions differ from today's pins, one line per package."""
+        by_name = {environment.name: environment.pins() for environment in pinned}
+        lines = []
+        for environment, versions in self.provenance["environments"].items():
+            if environment not in by_name:
+                lines.append(f"environment '{environment}' is no longer pinned")
+                continue
+            recorded = {package_key(name): version for name, version in versions.items()}
+            for package, pin in sorted(by_name[environment].items()):
+                if package in recorded and recorded[package] != pin:
+                    lines.append(f"{package} {recorded[package]} recorded, {pin} pinned "
+                                 f"({environment})")
+        return lines
 
-def check_label(kind: str, provenance: dict, path: Path) -> None:
-    """A recording's kind must agree with the device the runtime reported."""
-    platform = provenance.get("device_platform", "")
-    device_kind = provenance.get("device_kind", "")
-    if kind == "tpu" and (platform != "tpu" or not device_kind.upper().startswith("TPU")):
-        raise RecordingError(f"{path}: labelled TPU, but it ran on {platform!r} ({device_kind!r}); "
-                          "a CPU run can never be a TPU recording")
-    if kind == "cpu" and platform != "cpu":
-        raise RecordingError(f"{path}: labelled CPU stand-in, but it ran on {platform!r}")
+
+def check_label(builder: Builder, provenance: dict, path: Path) -> None:
+    """A recording's kind must agree with the device its runtime reported."""
+    platform, device_kind = provenance.get("platform", ""), provenance.get("device_kind", "")
+    if not builder.ran_here(platform, device_kind):
+        raise RecordingError(
+            f"{path}: labelled {builder.name}, but its runtime reported {platform!r} "
+            f"({device_kind!r}); a run is only labelled with the device it ran on (a CPU run "
+            "can never be a TPU recording)")
 
 
-def load_recording(path: Path, kind: str) -> Recording:
+def load_recording(path: Path, builder: Builder) -> Recording:
     notebook = nbformat.read(path, as_version=4)
     provenance = notebook.metadata.get(PROVENANCE_KEY)
-    required = ("device_platform", "device_kind", "versions", "date", "code_hash")
-    if not isinstance(provenance, dict) or any(k not in provenance for k in required):
-        raise RecordingError(f"{path}: metadata '{PROVENANCE_KEY}' needs {', '.join(required)}")
-    check_label(kind, provenance, path)
-    return Recording(kind, path, notebook)
+    if not isinstance(provenance, dict) or any(k not in provenance for k in _REQUIRED):
+        raise RecordingError(f"{path}: metadata '{PROVENANCE_KEY}' needs {', '.join(_REQUIRED)}")
+    check_label(builder, provenance, path)
+    return Recording(builder, path, notebook)
 
 
-def load_recordings(recordings_dir: Path, name: str) -> list[Recording]:
-    """The recordings of a chapter, TPU first; the CPU stand-in must exist."""
-    recordings = [load_recording(recording_path(recordings_dir, name, kind), kind)
-                  for kind in KINDS if recording_path(recordings_dir, name, kind).is_file()]
-    if not any(recording.kind == "cpu" for recording in recordings):
-        raise RecordingError(f"{recording_path(recordings_dir, name, 'cpu')} is missing: run "
-                          f"`{RECORDING_COMMAND} KIND=cpu` (the CPU stand-in)")
+def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Recording]:
+    """The chapter's recordings, preferred kind first; the stand-in's must exist."""
+    recordings = [load_recording(recording_path(recordings_dir, chapter.name, b.name), b)
+                  for b in chapter.builders
+                  if recording_path(recordings_dir, chapter.name, b.name).is_file()]
+    stand_in = chapter.stand_in
+    if not any(recording.builder == stand_in for recording in recordings):
+        raise RecordingError(f"{recording_path(recordings_dir, chapter.name, stand_in.name)} is "
+                             f"missing: run `{chapter.command(stand_in)}`")
     return recordings
 
 
-def _label_cell(text: str) -> nbformat.NotebookNode:
-    # A plain paragraph: LaTeX chokes on a class div after every cell of a long chapter.
-    return nbformat.v4.new_markdown_cell(f"*{text}*")
+def _markdown(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(text)
 
 
-def attach_recordings(notebook: nbformat.NotebookNode, recordings: list[Recording],
-                   allow_stale: bool) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
-    """The notebook with recording labels, and the same with outputs for jupyter-cache.
+def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
+                     drift: dict[str, list[str]]) -> str:
+    """One box saying where each recording ran, and where its versions drifted."""
+    parts = []
+    for recording in recordings:
+        p = recording.provenance
+        kernels = "; ".join(
+            f"Kernel `{name}`: " + ", ".join(f"{package} {version}"
+                                             for package, version in versions.items())
+            for name, versions in p["environments"].items())
+        parts.append(f"({recording.anchor(chapter.name)})=\n**{recording.label()}**, recorded "
+                     f"{p['date']} at commit `{p['commit']}`. {kernels}.")
+        if drift.get(recording.builder.name):
+            parts.append(f"**Environment drift** in this recording: "
+                         f"{'; '.join(drift[recording.builder.name])}. Its outputs may differ "
+                         f"from a run with today's pins: `{chapter.command(recording.builder)}`.")
+    missing = [b for b in chapter.builders if all(r.builder != b for r in recordings)]
+    if missing:
+        parts.append("Not yet recorded on: " + ", ".join(
+            f"{b.short_label} (`{chapter.command(b)}`)" for b in missing) + ".")
+    return (":::{admonition} Where the outputs on this page were recorded\n"
+            ":class: recording-provenance\n" + "\n\n".join(parts) + "\n:::")
 
-    Returns ``(labelled, executed)``: ``labelled`` is what the page is read from (labels
-    are markdown, which jupyter-cache does not hash); ``executed`` carries the outputs.
-    """
+
+@dataclass(frozen=True)
+class AttachedRecordings:
+    """``labelled``: the page's notebook, with the panel and marks (markdown, which
+    jupyter-cache does not hash); ``executed``: the same code cells with recorded outputs;
+    ``drift``: per kind, where its recording's versions differ from the pins."""
+
+    labelled: nbformat.NotebookNode
+    executed: nbformat.NotebookNode
+    drift: dict[str, list[str]]
+
+
+def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
+                      recordings: list[Recording], allow_stale: bool,
+                      pinned: dict[str, list[RecordingEnvironment]] | None = None
+                      ) -> AttachedRecordings:
+    """Each code cell's output from the most preferred recording that ran it."""
+    drift = {r.builder.name: r.drift(pinned[r.builder.name])
+             for r in recordings if pinned and r.builder.name in pinned}
     labelled = copy.deepcopy(notebook)
     labelled.cells, outputs = [], []
     by_kind = [(recording, recording.outputs_by_source()) for recording in recordings]
+    panel_placed = False
     for cell in notebook.cells:
         labelled.cells.append(cell)
+        if not panel_placed and cell.cell_type == "markdown" and "\n# " in f"\n{cell.source}":
+            labelled.cells.append(_markdown(provenance_panel(chapter, recordings, drift)))
+            panel_placed = True
         if cell.cell_type != "code":
             continue
-        tpu_only = TPU_ONLY_TAG in cell_tags(cell)
         found = next(((recording, sources[cell.source]) for recording, sources in by_kind
-                      if cell.source in sources and (recording.kind == "tpu" or not tpu_only)),
-                     None)
+                      if cell.source in sources and runs_on(cell, recording.builder)), None)
         if found is not None:
             recording, cell_outputs = found
             outputs.append(cell_outputs)
-            # A hidden cell, or a verdict on the cell above, needs no label of its own.
+            # A hidden cell, or a verdict on the cell above, needs no mark of its own.
             if not {"remove-cell", "remove-input"} & set(cell_tags(cell)):
-                labelled.cells.append(_label_cell(recording.label()))
+                labelled.cells.append(_markdown(
+                    f"*Recorded on {{ref}}`{recording.builder.short_label} "
+                    f"<{recording.anchor(chapter.name)}>`.*"))
             continue
         outputs.append([])
         first_line = (cell.source.strip().splitlines() or [""])[0]
-        if tpu_only and not any(recording.kind == "tpu" for recording in recordings):
-            labelled.cells.append(_label_cell(
-                f"Not yet run on a TPU: it runs with `{RECORDING_COMMAND}` on a TPU builder."))
+        able = [b for b in chapter.builders if runs_on(cell, b)]
+        if not any(runs_on(cell, r.builder) for r in recordings):
+            labelled.cells.append(_markdown(
+                "Not yet recorded: this cell runs on " + " or ".join(
+                    f"{b.short_label} (`{chapter.command(b)}`)" for b in able) + "."))
         elif allow_stale:
-            labelled.cells.append(_label_cell(
-                "Stale: this cell changed since it was recorded; its output is not shown."))
+            labelled.cells.append(_markdown(
+                "*Stale: this cell changed since it was recorded; its output is not shown.*"))
         else:
+            commands = " and ".join(f"`{chapter.command(b)}`" for b in able)
             raise RecordingError(f"cell `{first_line}` changed since its recording: run "
-                              f"`{RECORDING_COMMAND}` on a TPU builder (and `{RECORDING_COMMAND} "
-                              "KIND=cpu` for the CPU stand-in), then commit book/recordings/")
+                                 f"{commands} on such builders, then commit book/recordings/")
+    if not panel_placed:
+        labelled.cells.insert(0, _markdown(provenance_panel(chapter, recordings, drift)))
     executed = copy.deepcopy(notebook)
     code_cells = [cell for cell in executed.cells if cell.cell_type == "code"]
     for cell, cell_outputs in zip(code_cells, outputs):
         cell.outputs = copy.deepcopy(cell_outputs)
-    return labelled, executed
+    return AttachedRecordings(labelled, executed, drift)
 
 
 def cache_recorded_outputs(cache_path: str, source_path: str,

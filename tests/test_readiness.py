@@ -1,0 +1,59 @@
+"""Readiness: each accelerator environment resolves on its builders, checked without one.
+
+The resolver checks need the package registry: they are slow-marked (CI runs them) and
+skip, saying why, when the registry cannot be reached or has no such packages.
+"""
+
+import pytest
+
+from conftest import load_tool
+
+check = load_tool("check_environments")
+CASES = check.cases()
+
+
+def _resolve_or_skip(requirements, python, platforms):
+    result = check.resolve(requirements, python, platforms)
+    if result.status == "not checked":
+        pytest.skip(f"not checked: {result.detail}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def resolutions() -> dict:
+    """Every case resolved at once: pip mostly waits on the registry."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(CASES)) as pool:
+        futures = {case.name: pool.submit(check.resolve, case.environment.requirements,
+                                          case.python, case.builder.platforms)
+                   for case in CASES}
+    return {name: future.result() for name, future in futures.items()}
+
+
+def test_every_accelerator_environment_has_cases_from_the_data():
+    environments = {(c.recording, c.builder.name, c.environment.name) for c in CASES}
+    assert environments and all(not c.builder.stand_in for c in CASES)
+    # A TPU VM (Python 3.10) and a Colab runtime (3.12) are both covered where allowed.
+    for case in CASES:
+        allowed = case.environment.pythons or case.builder.pythons
+        assert case.python in allowed and case.python in case.builder.pythons
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_the_environment_resolves_on_its_builder(case, resolutions):
+    result = resolutions[case.name]
+    if result.status == "not checked":
+        pytest.skip(f"not checked: {result.detail}")
+    assert result.status == "resolves", f"{case.name} cannot be installed:\n{result.detail}"
+
+
+@pytest.mark.slow
+def test_the_check_catches_two_libtpu_pins_in_one_environment():
+    """Both bridges' TPU extras in one environment: today's conflict, caught here."""
+    tpu = next(case.builder for case in CASES if case.builder.name == "tpu")
+    everything = [r for case in CASES if case.builder is tpu and case.python == "3.12"
+                  for r in case.environment.requirements]
+    result = _resolve_or_skip(sorted(set(everything)), "3.12", tpu.platforms)
+    assert result.status == "conflict" and "libtpu" in result.detail
