@@ -256,7 +256,8 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
 def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
     """For downloads: the error the code above should raise, from its record, to compare."""
     record = expected or exhibit.museum_record
-    lines = [f"**Expected error.** On torch {record.torch}, the cell above raises "
+    on_torch = f"On torch {record.torch}, " if record.torch[:1].isdigit() else ""
+    lines = [f"**Expected error.** {on_torch}the cell above raises this error "
              f"(recorded on {record.where}):", "", "```text",
              f"{record.type}: {record.message}", "```"]
     museum = exhibit.museum_record

@@ -123,7 +123,8 @@ class Recording:
                 continue
             recorded = {package_key(name): version for name, version in versions.items()}
             for package, pin in sorted(by_name[environment].items()):
-                if package in recorded and recorded[package] != pin:
+                # PEP 440: a pin without a local label (+cu128) admits any local label.
+                if package in recorded and recorded[package].split("+")[0] != pin:
                     lines.append(f"{package} {recorded[package]} recorded, {pin} pinned "
                                  f"({environment})")
         return lines
