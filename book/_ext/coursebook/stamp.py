@@ -15,7 +15,8 @@ from pathlib import Path
 from sphinx.application import Sphinx
 
 from .chapters import PREPARATION_ERRORS, chapter_notebook
-from .recordings import load_recordings, recording_name
+from .builders import load_builders
+from .recordings import load_recordings, recorded_chapter
 
 NOT_IN_GIT = "a copy outside git"
 
@@ -51,13 +52,18 @@ def executed_with(app: Sphinx, pagename: str) -> str:
         return ""  # the build has already reported it
     if notebook is None:
         return ""
-    name = recording_name(notebook)
-    if name is None:
-        return f"Executed with torch {app.config.coursebook_execution_environment['torch']}"
-    recordings = load_recordings(Path(app.config.coursebook_recordings_dir), name)
-    runs = "; ".join(f"torch {r.provenance['versions'].get('torch', '?')} "
-                     f"({'TPU' if r.kind == 'tpu' else 'CPU stand-in'}, {r.provenance['date']})"
-                     for r in recordings)
+    try:
+        chapter = recorded_chapter(notebook,
+                                   load_builders(Path(app.config.coursebook_builders_file)))
+        if chapter is None:
+            return f"Executed with torch {app.config.coursebook_execution_environment['torch']}"
+        recordings = load_recordings(Path(app.config.coursebook_recordings_dir), chapter)
+    except PREPARATION_ERRORS:
+        return ""  # the build has already reported it
+    runs = "; ".join(f"torch {', '.join(sorted(torches))} ({r.builder.short_label}, "
+                     f"{r.provenance['date']})" for r in recordings
+                     if (torches := {v['torch'] for v in r.provenance['environments'].values()
+                                     if 'torch' in v}))
     return f"Outputs recorded with {runs}"
 
 
