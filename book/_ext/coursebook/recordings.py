@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 
+from .faults import BookError
 from .notebooks import TPU_ONLY_TAG, cell_tags
 
 KINDS = ("tpu", "cpu")  # preferred first: a TPU recording wins over the CPU stand-in
@@ -28,8 +29,13 @@ PROVENANCE_KEY = "coursebook_recording"
 RECORDING_COMMAND = "make tpu-cache"
 
 
-class RecordingError(Exception):
-    """A recording that is malformed, mislabelled or out of date."""
+class RecordingError(BookError):
+    """A recording that is malformed, mislabelled or out of date (``cell``: the changed one)."""
+
+    def __init__(self, message: str, path: Path | None = None, line: int = 0,
+                 cell: str = "") -> None:
+        super().__init__(message, path, line)
+        self.cell = cell
 
 
 def recording_name(notebook: nbformat.NotebookNode) -> str | None:
@@ -72,18 +78,33 @@ def check_label(kind: str, provenance: dict, path: Path) -> None:
     platform = provenance.get("device_platform", "")
     device_kind = provenance.get("device_kind", "")
     if kind == "tpu" and (platform != "tpu" or not device_kind.upper().startswith("TPU")):
-        raise RecordingError(f"{path}: labelled TPU, but it ran on {platform!r} ({device_kind!r}); "
-                          "a CPU run can never be a TPU recording")
+        raise RecordingError(f"labelled TPU, but it ran on {platform!r} ({device_kind!r}); "
+                             "a CPU run can never be a TPU recording. Delete the file, or run "
+                             f"`{RECORDING_COMMAND}` on a TPU builder.", path)
     if kind == "cpu" and platform != "cpu":
-        raise RecordingError(f"{path}: labelled CPU stand-in, but it ran on {platform!r}")
+        raise RecordingError(f"labelled CPU stand-in, but it ran on {platform!r}. Record it "
+                             f"again with `{RECORDING_COMMAND} KIND=cpu`.", path)
+
+
+def _read_notebook(path: Path, kind: str) -> nbformat.NotebookNode:
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as error:  # nbformat raises several kinds for a damaged file
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise RecordingError(
+            f"not a readable notebook ({type(error).__name__}: {detail[:200]}). Restore it "
+            f"with `git checkout -- {path}`, or record it again with "
+            f"`{RECORDING_COMMAND} KIND={kind}`.", path) from None
 
 
 def load_recording(path: Path, kind: str) -> Recording:
-    notebook = nbformat.read(path, as_version=4)
+    notebook = _read_notebook(path, kind)
     provenance = notebook.metadata.get(PROVENANCE_KEY)
     required = ("device_platform", "device_kind", "versions", "date", "code_hash")
     if not isinstance(provenance, dict) or any(k not in provenance for k in required):
-        raise RecordingError(f"{path}: metadata '{PROVENANCE_KEY}' needs {', '.join(required)}")
+        raise RecordingError(f"metadata '{PROVENANCE_KEY}' needs {', '.join(required)} (the "
+                             f"provenance a run writes): record it again with "
+                             f"`{RECORDING_COMMAND} KIND={kind}`.", path)
     check_label(kind, provenance, path)
     return Recording(kind, path, notebook)
 
@@ -93,8 +114,8 @@ def load_recordings(recordings_dir: Path, name: str) -> list[Recording]:
     recordings = [load_recording(recording_path(recordings_dir, name, kind), kind)
                   for kind in KINDS if recording_path(recordings_dir, name, kind).is_file()]
     if not any(recording.kind == "cpu" for recording in recordings):
-        raise RecordingError(f"{recording_path(recordings_dir, name, 'cpu')} is missing: run "
-                          f"`{RECORDING_COMMAND} KIND=cpu` (the CPU stand-in)")
+        raise RecordingError(f"is missing: run `{RECORDING_COMMAND} KIND=cpu` (the CPU stand-in)",
+                             recording_path(recordings_dir, name, "cpu"))
     return recordings
 
 
@@ -138,8 +159,9 @@ def attach_recordings(notebook: nbformat.NotebookNode, recordings: list[Recordin
                 "Stale: this cell changed since it was recorded; its output is not shown."))
         else:
             raise RecordingError(f"cell `{first_line}` changed since its recording: run "
-                              f"`{RECORDING_COMMAND}` on a TPU builder (and `{RECORDING_COMMAND} "
-                              "KIND=cpu` for the CPU stand-in), then commit book/recordings/")
+                                 f"`{RECORDING_COMMAND}` on a TPU builder (and `{RECORDING_COMMAND} "
+                                 "KIND=cpu` for the CPU stand-in), then commit book/recordings/",
+                                 cell=cell.source)
     executed = copy.deepcopy(notebook)
     code_cells = [cell for cell in executed.cells if cell.cell_type == "code"]
     for cell, cell_outputs in zip(code_cells, outputs):
