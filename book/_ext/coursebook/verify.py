@@ -10,6 +10,7 @@ the running torch version (:mod:`coursebook.expectations`).
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,6 +230,26 @@ def _fail(app: Sphinx, docname: str, line: int | None, message: str) -> None:
     logger.error("%s", message, location=(docname, line or None),
                  type="coursebook", subtype="expected-outputs")
     app.__dict__["_coursebook_outputs_differ"] = True
+
+
+def _reports(app: Sphinx) -> tuple[Path, Path]:
+    """Where myst-nb writes a failed notebook's traceback (inside the published output
+    folder), and where it is kept instead: ``_build/<edition>/reports/``."""
+    return Path(app.outdir, "reports"), Path(app.outdir).parent / "reports"
+
+
+def clear_execution_reports(app: Sphinx) -> None:
+    """``builder-inited``: no report outlives its failure (a failed chapter is read again)."""
+    for folder in _reports(app):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def keep_execution_reports(app: Sphinx, env) -> None:
+    """``env-updated``: move the tracebacks out of the output folder, which is published."""
+    written, kept = _reports(app)
+    if written.is_dir():
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.move(written, kept)
 
 
 def fail_build_on_failed_chapters(app: Sphinx, exception: Exception | None) -> None:
