@@ -96,7 +96,8 @@ def test_record_exhibits_names_a_missing_folder():
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_a_pdf_that_fails_its_checks_is_not_left_under_its_name(tmp_path, capsys):
+def test_a_pdf_that_fails_its_checks_is_not_left_under_its_name(tmp_path, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "tools"))
     spec = importlib.util.spec_from_file_location("build_pdf", ROOT / "tools" / "build_pdf.py")
     build_pdf = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build_pdf)
@@ -227,3 +228,17 @@ def test_a_recording_labelled_tpu_that_ran_on_cpu_gives_one_message(book_copy, w
                          settings={"coursebook_recordings_dir": str(recordings)})
     assert_one_clear_message(build, "a CPU run can never be a TPU recording")
 
+
+
+@pytest.mark.parametrize("tool", sorted(p.name for p in (ROOT / "tools").glob("*.py")
+                                        if p.read_text().startswith("#!")))
+def test_a_tool_started_by_its_shebang_runs_in_the_book_environment(tool):
+    """``tools/NAME.py --help`` as the README shows it: the system Python starts it."""
+    import os
+
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != venv_bin)
+    environment = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    done = subprocess.run([str(ROOT / "tools" / tool), "--help"], capture_output=True, text=True,
+                          env=dict(environment, PATH=path))
+    assert done.returncode == 0 and done.stdout.startswith("usage:"), done.stderr

@@ -10,6 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from book_environment import use_book_environment
+
+use_book_environment()
+
 from coursebook.audit import audit_build, chapter_fingerprints
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,6 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+from book_environment import use_book_environment
+
+use_book_environment()
+
 from coursebook.pdfcheck import POPPLER, check_pdf
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,6 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from book_environment import use_book_environment
+
+use_book_environment()
+
 import nbformat
 import torch
 from nbclient import NotebookClient

@@ -17,6 +17,10 @@ import platform
 import sys
 from pathlib import Path
 
+from book_environment import use_book_environment
+
+use_book_environment()
+
 import torch
 
 from coursebook.museum import ErrorRecord, Exhibit, ExhibitError, load_museum, raised_by

@@ -4,8 +4,8 @@ What counts as an answer is derived from the chapters themselves: the text of ev
 cell tagged ``answer``. Each answer cell is cut into runs of :data:`RUN` words (punctuation included); a run
 that also occurs in some student-visible cell is common text, every other run is a
 fingerprint. The audit reads every text file of a build (pages, ``_sources/``,
-notebooks, ``jupyter_execute/``, the search index, the PDF's text) and reports each file holding a
-fingerprint. The search index holds stemmed words, not sentences, so for it the audit
+notebooks, ``jupyter_execute/``, the search index, the PDF's text; not the vendored assets
+under ``_static/``) and reports each file holding a fingerprint. The search index holds stemmed words, not sentences, so for it the audit
 looks for words found only in answers, and for the answers' headings among its titles.
 """
 
@@ -24,6 +24,9 @@ from .notebooks import is_answer, is_chapter_source, read_chapter
 
 RUN = 8
 TEXT_SUFFIXES = frozenset({".html", ".js", ".md", ".txt", ".ipynb", ".json", ".tex", ".pdf"})
+# Folders of theme and MathJax assets, copied from packages: no chapter text is in them
+# (reading MathJax's bundles took most of the audit's minutes).
+VENDORED = frozenset({"_static"})
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-",
                          "\u00a0": " ", "¶": " "})
 
@@ -161,7 +164,8 @@ def _search_index_leaks(path: Path, found: Fingerprints, page_stems: set[str]) -
 def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
     """Every place under ``build_dir`` where an answer shows."""
     files = sorted(p for p in build_dir.rglob("*")
-                   if p.is_file() and p.suffix in TEXT_SUFFIXES and p.name != "searchindex.js")
+                   if p.is_file() and p.suffix in TEXT_SUFFIXES and p.name != "searchindex.js"
+                   and not VENDORED.intersection(p.relative_to(build_dir).parts))
     leaks: list[Leak] = []
     page_stems: set[str] = set()
     for path in files:
