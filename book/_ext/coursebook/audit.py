@@ -190,3 +190,130 @@ def chapter_fingerprints(book_dir: Path) -> Fingerprints:
         text = path.read_text(encoding="utf8")
         (chapters if is_chapter_source(text) else others).append(text)
     return Fingerprints.of_chapters(chapters, others)
+
+
+# --- At build time: answer passages that student-visible text repeats -------------------
+
+ALLOWANCES_FILE = "answer-overlaps.toml"  # in the book's sources, reviewed like them
+
+
+@dataclass(frozen=True)
+class Place:
+    """A cell (or a whole page, line 1) of a source file."""
+
+    path: Path
+    line: int
+    first_line: str
+
+    def __str__(self) -> str:
+        return f"{self.path.name}:{self.line} (`{self.first_line[:60]}`)"
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """An answer passage that also shows in student-visible text."""
+
+    answer: Place
+    visible: Place
+    passage: str
+
+
+def _places(path: Path, text: str) -> Iterator[tuple[Place, str, bool, bool]]:
+    """(place, shown text, is an answer, is prose) for each cell of a chapter, or the page."""
+    from .notebooks import first_line, line_of
+
+    if not is_chapter_source(text):
+        yield Place(path, 1, text.strip().splitlines()[0] if text.strip() else ""), text, False, True
+        return
+    for cell in read_chapter(text).cells:
+        yield (Place(path, line_of(cell.source, text), first_line(cell)), _cell_text(cell),
+               is_answer(cell), cell.cell_type == "markdown")
+
+
+def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
+    """The place moved to the line of its cell that holds the run's names, if one does."""
+    names = [token for token in run if re.fullmatch(r"\w+", token)]
+    lines = place.path.read_text(encoding="utf8").splitlines()
+    for number in range(max(place.line, 1), len(lines) + 1):
+        text = lines[number - 1].lower()
+        if all(name in text for name in names):
+            return Place(place.path, number, lines[number - 1].strip())
+        if number > place.line and lines[number - 1].startswith(("```", "+++")):
+            break  # the end of the cell
+    return place
+
+
+def read_allowances(path: Path) -> list[str]:
+    """The passages an answer may share with visible text: token strings, from the file's
+    ``[[allow]]`` tables (``passage`` and ``why``, both required)."""
+    import tomllib
+
+    if not path.is_file():
+        return []
+    allowed = []
+    for index, entry in enumerate(tomllib.loads(path.read_text(encoding="utf8")).get("allow", [])):
+        if not (isinstance(entry, dict) and entry.get("passage") and entry.get("why")):
+            raise ValueError(f"{path}: allow[{index}] needs a 'passage' and a 'why'")
+        allowed.append(" " + " ".join(words(entry["passage"])) + " ")
+    return allowed
+
+
+def answer_overlaps(sources: dict[Path, str], allowed: list[str] = ()) -> list[Overlap]:
+    """Each (answer cell, visible cell) pair sharing a passage no allowance covers.
+
+    Answer prose is looked for in all visible text; answer code in visible prose only, as
+    an exercise's own code (a signature, the setup lines) is the scaffolding an answer
+    builds on.
+    """
+    prose: dict[tuple[str, ...], Place] = {}
+    code: dict[tuple[str, ...], Place] = {}
+    answers: list[tuple[Place, list[tuple[str, ...]], bool]] = []
+    for path, text in sources.items():
+        for place, shown, answer, is_prose in _places(path, text):
+            runs = list(_runs(words(shown)))
+            if answer:
+                answers.append((place, runs, is_prose))
+                continue
+            for run in runs:
+                (prose if is_prose else code).setdefault(run, place)
+    found: dict[tuple[Place, Place], tuple[str, ...]] = {}
+    for place, runs, is_prose in answers:
+        for run in runs:
+            visible = prose.get(run) or (code.get(run) if is_prose else None)
+            passage = " " + " ".join(run) + " "
+            if visible is None or any(passage in allowance for allowance in allowed):
+                continue
+            found.setdefault((place, visible), run)
+    return [Overlap(_at_passage(answer, run), _at_passage(visible, run), " ".join(run))
+            for (answer, visible), run in found.items()]
+
+
+def check_answer_overlaps(app, env) -> None:
+    """``env-updated``: an answer passage in student-visible text stops the build.
+
+    Anything visible counts as "not an answer" for the leak audit, so a sentence copied
+    from an answer into visible text would pass it; here both places are named. An
+    intended overlap is allowed in :data:`ALLOWANCES_FILE`, with its reason.
+    """
+    from sphinx.util import logging
+
+    from .faults import shown_path
+
+    logger = logging.getLogger(__name__)
+    allowances = Path(app.srcdir, ALLOWANCES_FILE)
+    try:
+        allowed = read_allowances(allowances)
+    except (ValueError, OSError) as error:  # tomllib's errors are ValueErrors
+        logger.error("%s", error, type="coursebook", subtype="audit")
+        app.__dict__["_coursebook_audit_failed"] = True
+        return
+    sources = {Path(env.doc2path(docname)): Path(env.doc2path(docname)).read_text(encoding="utf8")
+               for docname in sorted(env.found_docs)
+               if Path(env.doc2path(docname)).suffix == ".md"}
+    for overlap in answer_overlaps(sources, allowed):
+        logger.error("an answer passage also shows in student-visible text, at %s: %r. Reword "
+                     "one of them, or allow the overlap in %s (passage and why).",
+                     overlap.visible, overlap.passage, shown_path(allowances),
+                     location=f"{shown_path(overlap.answer.path)}:{overlap.answer.line}",
+                     type="coursebook", subtype="audit")
+        app.__dict__["_coursebook_audit_failed"] = True

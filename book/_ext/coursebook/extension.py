@@ -6,6 +6,7 @@ from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 
+from .audit import check_answer_overlaps
 from .chapters import edition_of, render_edition_source, reread_changed_chapters
 from .editions import Edition, box_code_answers
 from .execution_cache import check_execution_cache, reread_dropped_chapters
@@ -52,6 +53,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", reread_dropped_chapters)
     app.connect("build-finished", replace_copied_sources)
     app.connect("env-updated", compare_expected_outputs)
+    app.connect("env-updated", check_answer_overlaps)
     app.connect("builder-inited", clear_execution_reports)
     app.connect("env-updated", keep_execution_reports)
     app.add_directive("torch-version-changes", TorchVersionChanges)

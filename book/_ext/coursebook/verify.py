@@ -257,5 +257,6 @@ def fail_build_on_failed_chapters(app: Sphinx, exception: Exception | None) -> N
     if exception is not None:
         return
     if (any(meta.get(FAILED_KEY) for meta in app.env.metadata.values())
-            or app.__dict__.get("_coursebook_outputs_differ")):
+            or app.__dict__.get("_coursebook_outputs_differ")
+            or app.__dict__.get("_coursebook_audit_failed")):
         app.statuscode = 1
