@@ -53,6 +53,22 @@ def _is_telling(run: tuple[str, ...]) -> bool:
     return sum(1 for token in run if re.fullmatch(r"[a-z_]\w+", token)) >= 3
 
 
+# A short answer (a value such as ``11.5``, an expression such as ``A.flip(dims=[1])``)
+# has no run of RUN words; its names and values are fingerprints of their own.
+_TERM = re.compile(r"\d+\.\d+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _terms(text: str) -> set[str]:
+    return set(_TERM.findall(text))
+
+
+def _is_telling_term(term: str) -> bool:
+    """A value of three digits or more, or a code name (with ``_`` or ``.``): not prose."""
+    if term[0].isdigit():
+        return sum(character.isdigit() for character in term) >= 3
+    return len(term) >= 4 and ("_" in term or "." in term)
+
+
 def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
     segment: list[str] = []
     for token in tokens + ["\x00"]:
@@ -73,6 +89,7 @@ class Fingerprints:
     """What identifies the answers of a set of chapters."""
 
     runs: set[tuple[str, ...]] = field(default_factory=set)
+    short: set[str] = field(default_factory=set)  # names and values only answers hold
     answer_stems: set[str] = field(default_factory=set)
     visible_stems: set[str] = field(default_factory=set)
     headings: set[str] = field(default_factory=set)
@@ -81,23 +98,29 @@ class Fingerprints:
     def of_chapters(cls, texts: Iterable[str], other_visible: Iterable[str] = ()) -> Fingerprints:
         answer_runs: set[tuple[str, ...]] = set()
         visible_runs: set[tuple[str, ...]] = set()
+        answer_terms: set[str] = set()
+        visible_terms: set[str] = set()
         found = cls()
         for text in texts:
             for cell in read_chapter(text).cells:
                 tokens = words(_cell_text(cell))
                 if is_answer(cell):
+                    answer_terms.update(_terms(cell.source))
                     answer_runs.update(_runs(tokens))
                     found.answer_stems.update(_search_words(cell.source))
                     heading = re.match(r"#+\s+(.+)", cell.source.strip())
                     if heading and cell.cell_type == "markdown":
                         found.headings.add(heading.group(1).strip())
                 else:
+                    visible_terms.update(_terms(cell.source))
                     visible_runs.update(_runs(tokens))
                     found.visible_stems.update(_search_words(cell.source))
         for text in other_visible:
+            visible_terms.update(_terms(text))
             visible_runs.update(_runs(words(text)))
             found.visible_stems.update(_search_words(text))
         found.runs = answer_runs - visible_runs
+        found.short = {term for term in answer_terms - visible_terms if _is_telling_term(term)}
         return found
 
 
@@ -176,14 +199,20 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
         if hits:
             sample = " ".join(sorted(hits)[0])
             leaks.append(Leak(path, f"{len(hits)} answer passage(s), e.g. {sample!r}"))
+        elif terms := sorted(_terms(text) & found.short):
+            leaks.append(Leak(path, f"name(s) or value(s) found only in answers: "
+                                    f"{', '.join(terms[:5])}"))
     for index in sorted(build_dir.rglob("searchindex.js")):
         leaks += _search_index_leaks(index, found, page_stems)
     return leaks
 
 
-def chapter_fingerprints(book_dir: Path) -> Fingerprints:
-    """Fingerprints of all chapters under ``book_dir``; other pages count as visible."""
+def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
+    """Fingerprints of all chapters under ``book_dir``; other pages count as visible, and
+    so do the exhibits under ``exhibits_dir`` (the museum's chapters show them)."""
     chapters, others = [], []
+    if exhibits_dir is not None and exhibits_dir.is_dir():
+        others += [path.read_text(encoding="utf8") for path in sorted(exhibits_dir.rglob("*.toml"))]
     for path in sorted(book_dir.rglob("*.md")):
         if "_build" in path.parts:
             continue
