@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     typeset_pdf = latex / f"{STEM}.pdf"
     pdf = out / "pdf" / f"{STEM}-{args.edition}.pdf"
-    problems = check_pdf(typeset_pdf, latex / f"{STEM}.log")
+    problems = check_pdf(typeset_pdf, latex / f"{STEM}.log", latex / f"{STEM}.tex")
     if not publish(typeset_pdf, pdf, problems):
         return 1
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
