@@ -242,3 +242,39 @@ def test_a_tool_started_by_its_shebang_runs_in_the_book_environment(tool):
     done = subprocess.run([str(ROOT / "tools" / tool), "--help"], capture_output=True, text=True,
                           env=dict(environment, PATH=path))
     assert done.returncode == 0 and done.stdout.startswith("usage:"), done.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path):
+    """Ctrl-C reaches the whole process group, as from a terminal; the next build recovers."""
+    import os
+    import signal
+    import time
+
+    from coursebook.interrupt import MESSAGE
+
+    chapter = tiny_book / "chapter.md"
+    good = chapter.read_text()
+    chapter.write_text(good.replace("print((weights * 3).grad_fn)",
+                                    "print((weights * 3).grad_fn)\nimport time; time.sleep(30)"))
+    command = [sys.executable, "-m", "sphinx", "-N", "-b", "html", "-c", str(ROOT), "-W",
+               "-d", str(tmp_path / "out" / "doctrees"),
+               "-D", f"nb_execution_cache_path={tmp_path / 'cache'}",
+               str(tiny_book), str(tmp_path / "out" / "html")]
+    log = tmp_path / "log"
+    with log.open("w") as out:
+        build = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                 start_new_session=True)
+        deadline = time.monotonic() + 120
+        while "Executing notebook" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(3)  # the kernel is in the sleeping cell
+        os.killpg(build.pid, signal.SIGINT)
+        returncode = build.wait(timeout=60)
+    text = log.read_text()
+    assert returncode == 130 and text.count(MESSAGE) == 1, text[-3000:]
+    for sign in CRASH_SIGNS + ("Event loop is closed",):
+        assert sign not in text, text[-3000:]
+    chapter.write_text(good)
+    again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert again.returncode == 0, again.log[-3000:]

@@ -10,6 +10,7 @@ from .audit import check_answer_overlaps
 from .chapters import edition_of, render_edition_source, reread_changed_chapters
 from .editions import Edition, box_code_answers
 from .execution_cache import check_execution_cache, reread_dropped_chapters
+from .interrupt import stop_cleanly_on_interrupt
 from .execution_key import reread_failed_chapters, set_execution_environment
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
 from .outputs import normalise_output_nodes
@@ -55,6 +56,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-updated", compare_expected_outputs)
     app.connect("env-updated", check_answer_overlaps)
     app.connect("builder-inited", clear_execution_reports)
+    app.connect("builder-inited", stop_cleanly_on_interrupt)
     app.connect("env-updated", keep_execution_reports)
     app.add_directive("torch-version-changes", TorchVersionChanges)
     app.connect("build-finished", fail_build_on_failed_chapters)
