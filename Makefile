@@ -8,7 +8,7 @@ BUILD      := _build
 SPHINXOPTS ?= -W --keep-going
 
 .DEFAULT_GOAL := help
-.PHONY: help venv bridges-venv tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor pdf-deps audit bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
+.PHONY: help venv bridges-venv tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-21s %s\n", $$1, $$2}'
@@ -72,6 +72,10 @@ audit: venv ## Rebuild the student HTML on a clean tree and prove it holds no an
 	rm -rf $(BUILD)/student/html $(BUILD)/student/doctrees
 	$(call edition,$(SPHINX),student,$(BUILD))
 	$(BIN)/python tools/audit_student_build.py $(BUILD)/student
+
+# Facts come from the course material in ../shared/seeds; sentences must be the book's own.
+prose-check: venv ## List prose sharing 12+ words in a row with the course material (../shared/seeds)
+	$(BIN)/python tools/prose_overlap.py
 
 # After a reviewed change of outputs, or a new torch: this torch's error record of each
 # exhibit, then the expected outputs of every chapter, both editions (one after the other:

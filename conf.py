@@ -60,6 +60,8 @@ myst_heading_anchors = 3
 html_theme = "sphinx_book_theme"
 html_title = f"Deep Learning Labs · {EDITION}"
 html_static_path = [str(ROOT / "book" / "_static")]
+# build-stamp.html: the footer line saying which torch, commit and date built the page.
+templates_path = [str(ROOT / "book" / "_templates")]
 html_css_files = ["coursebook.css"]
 html_favicon = str(ROOT / "book" / "_static" / "favicon.svg")
 # pydata-sphinx-theme logs a console error on a first visit unless a mode is given.
@@ -68,11 +70,14 @@ html_theme_options = {
     "use_download_button": True,
     "show_toc_level": 2,
     "announcement": "Instructor edition: answers are shown in marked boxes." if INSTRUCTOR else "",
+    "footer_content_items": ["author", "copyright", "last-updated", "build-stamp"],
 }
 html_last_updated_fmt = "%Y-%m-%d"
 # One setting turns on "Open in Colab": the GitHub repository whose branch
 # coursebook_published_branch (default gh-pages) serves the student HTML.
 coursebook_repository_url = os.environ.get("BOOK_REPOSITORY_URL", "")
+# The published student book's address: downloaded notebooks link to its pages.
+coursebook_published_url = os.environ.get("BOOK_URL", "")
 
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_selector = "div.cell_input pre, div.highlight-python pre, div.highlight-default pre"
@@ -95,6 +100,9 @@ latex_elements = {
     "releasename": "executed with",
     "pointsize": "10pt",
     "extraclassoptions": "openany,oneside",
+    # The chapters number their own sections ("5. Classification uses the same steps"), as
+    # the HTML shows them; LaTeX must not add a second number in front ("1.5 5. ...").
+    "secnumdepth": r"\setcounter{secnumdepth}{-1}",
     # DejaVu Sans Mono has every glyph of tracebacks, arrows and Greek; Free* for text.
     "fontpkg": r"""
 \setmainfont{FreeSerif}

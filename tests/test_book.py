@@ -118,6 +118,8 @@ def test_a_warm_rebuild_and_a_prose_edit_execute_nothing_a_code_edit_only_its_ch
     text = chapter.read_text()
     assert 'print("Dtype:", X.dtype)' in text
     chapter.write_text(text.replace('print("Dtype:", X.dtype)', 'print("Dtype:", X.dtype)  # edited'))
-    code_edit = sphinx_build(source, tmp_path / "a", cache)
+    # The edited cell has a new key: accept its output, as `make accept-outputs` would.
+    code_edit = sphinx_build(source, tmp_path / "a", cache,
+                             settings={"coursebook_accept_outputs": "1"})
     assert code_edit.returncode == 0
     assert code_edit.executed == 1 and "pt01.md: Executing notebook" in code_edit.log

@@ -119,3 +119,14 @@ def test_instructor_answers_are_visible_only_in_the_instructor_edition(site):
     else:
         assert answers.count() == 0
         assert "instructor" not in page.locator("body").inner_text().lower()
+
+
+def test_a_long_error_wraps_on_the_page_and_keeps_its_line(site):
+    _, url, page = site
+    page.goto(f"{url}/museum-pytorch.html", wait_until="networkidle")
+    error = page.locator("div.cell_output div.output.traceback pre", has_text="is at version 1").first
+    fits = "e => e.scrollWidth <= e.clientWidth"
+    assert error.evaluate(fits)  # the whole message is in view, nothing off to the right
+    assert "\n" not in error.text_content().strip()  # what a reader copies: still one line
+    error.evaluate("e => { e.style.whiteSpace = 'pre'; }")  # without the book's wrapping
+    assert not error.evaluate(fits)

@@ -43,6 +43,9 @@ PROBE = """
 import json, jax
 from importlib import metadata
 def version(name):
+    if name == "torch":  # its build string (2.9.0+cu128), the one the fix lines print
+        import torch
+        return torch.__version__
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:

@@ -14,6 +14,7 @@ from .interrupt import stop_cleanly_on_interrupt
 from .execution_key import reread_failed_chapters, set_execution_environment
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
 from .outputs import normalise_output_nodes
+from .stamp import add_build_stamp, set_build_stamp
 from .torch_versions import TorchVersionChanges, add_verified_versions, highlight_changed_boxes
 from .verify import (check_executed_chapter, clear_execution_reports, compare_expected_outputs,
                      fail_build_on_failed_chapters, keep_execution_reports)
@@ -47,8 +48,14 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-read", _clean_and_check)
     app.add_config_value("coursebook_repository_url", "", "html", str)
     app.add_config_value("coursebook_published_branch", "gh-pages", "html", str)
+    # The student book's public address (https://…/): downloads link to its pages, handouts
+    # print it. "" while the book is unpublished: links become the targets' titles.
+    app.add_config_value("coursebook_published_url", "", "html", str)
     app.connect("html-page-context", offer_edition_notebook, priority=400)
     app.connect("html-page-context", add_colab_button, priority=600)
+    # builder-inited: once per build, the commit and date; then each page's stamp.
+    app.connect("builder-inited", set_build_stamp)
+    app.connect("html-page-context", add_build_stamp)
     app.connect("env-get-outdated", reread_failed_chapters)
     app.connect("env-get-outdated", reread_changed_chapters)
     app.connect("env-get-outdated", reread_dropped_chapters)

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 
 from .faults import BookError, shown_path
-from .notebooks import RAISES_TAG
+from .notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG
 from .outputs import normalise
 
 ROOMS = ("eager", "tpu-bridges")
@@ -245,12 +245,17 @@ def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
 
 # --- From exhibits to notebook cells --------------------------------------------------
 
-def _markdown(source: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_markdown_cell(source)
+def _markdown(source: str, *tags: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(source, metadata={"tags": list(tags)} if tags else {})
 
 
 def _code(source: str, *tags: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {})
+
+
+def _tagged(cell: nbformat.NotebookNode, *tags: str) -> nbformat.NotebookNode:
+    cell.metadata.setdefault("tags", []).extend(tags)
+    return cell
 
 
 def _index_cards(wing: Wing, exhibits: list[Exhibit]) -> str:
@@ -274,15 +279,37 @@ def _heading(exhibit: Exhibit, total: int) -> str:
 
 
 def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
-    """A hidden cell comparing the error above with ``expected`` (its text is in the key)."""
+    """A hidden cell comparing the error above with ``expected`` (its text is in the key).
+
+    It needs the book's own package, so downloads leave it out and show
+    :func:`_expected_error_note` instead.
+    """
     return _code(f"from coursebook.exhibit_checks import check_raised\n"
                  f"check_raised({exhibit.key!r},\n"
                  f"             expected={expected.as_dict() if expected else None!r},\n"
-                 f"             museum={exhibit.museum_record.as_dict()!r})", "remove-input")
+                 f"             museum={exhibit.museum_record.as_dict()!r})",
+                 "remove-input", BOOK_ONLY_TAG)
+
+
+def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
+    """For downloads: the error the code above should raise, from its record, to compare."""
+    record = expected or exhibit.museum_record
+    lines = [f"**Expected error.** On torch {record.torch}, the cell above raises "
+             f"(recorded on {record.where}):", "", "```text",
+             f"{record.type}: {record.message}", "```"]
+    museum = exhibit.museum_record
+    if record is not museum and (museum.type, museum.message) != (record.type, record.message):
+        lines += ["", f"The museum recorded this text on torch {museum.torch}:", "", "```text",
+                  f"{museum.type}: {museum.message}", "```"]
+    lines += ["", "Another torch version may word it differently; the type and the cause "
+              "should match."]
+    quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
+    return _markdown(quoted, "remove-cell", DOWNLOAD_ONLY_TAG)
 
 
 def _fix_ran_cell() -> nbformat.NotebookNode:
-    return _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input")
+    return _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input",
+                 BOOK_ONLY_TAG)
 
 
 def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
@@ -291,16 +318,33 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
         _markdown(f"{_heading(exhibit, total)}\n\n**The failing code**"),
         _code(exhibit.failing_code, RAISES_TAG),
         _check_cell(exhibit, exhibit.record_for(torch_version)),
+        _expected_error_note(exhibit, exhibit.record_for(torch_version)),
         _markdown(f"**The fix.** {exhibit.fix_note}"),
         _code(exhibit.fix_code),
         _fix_ran_cell(),
     ]
 
 
-def _in_fresh_python(code: str, side_environment: str) -> str:
+# Cell metadata: the code a download runs instead of the cell's (which needs the book).
+DOWNLOAD_SOURCE_KEY = "coursebook_download_source"
+
+
+def _in_fresh_python(code: str, side_environment: str) -> nbformat.NotebookNode:
+    """A cell running ``code`` in a new Python; its download does so without the book."""
     side = f", side_environment={side_environment!r}" if side_environment else ""
-    return ("from coursebook.exhibit_checks import run_in_fresh_python\n"
-            f"run_in_fresh_python(r'''\n{code}\n'''{side})")
+    cell = _code("from coursebook.exhibit_checks import run_in_fresh_python\n"
+                 f"run_in_fresh_python(r'''\n{code}\n'''{side})")
+    needs = (f"# The book runs this with the package folder {side_environment!r} in front of\n"
+             "# the import path (see the exhibit's note above).\n" if side_environment else "")
+    cell.metadata[DOWNLOAD_SOURCE_KEY] = (
+        "# A fresh Python process: a bridge claims the whole process it runs in.\n" + needs +
+        "import subprocess, sys\n"
+        f"done = subprocess.run([sys.executable, \"-c\", r'''\n{code}\n'''],\n"
+        "                      capture_output=True, text=True)\n"
+        "print(done.stdout, end=\"\")\n"
+        "if done.returncode:\n"
+        "    raise RuntimeError(done.stderr.strip().splitlines()[-1])")
+    return cell
 
 
 def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
@@ -316,13 +360,13 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     cpu = exhibit.cpu
     if cpu is not None:
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}"),
-                  _code(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG),
-                  _check_cell(exhibit, museum)]
+                  _tagged(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG),
+                  _check_cell(exhibit, museum), _expected_error_note(exhibit, museum)]
     cells.append(_markdown(f"**The fix.** {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
                            f"\n\n*The museum's fix, {label}: it ran green on the same hardware.*"))
     if cpu is not None and cpu.fix:
         cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}"),
-                  _code(_in_fresh_python(cpu.fix, "")),
+                  _in_fresh_python(cpu.fix, ""),
                   _fix_ran_cell()]
     elif cpu is None:
         cells.append(_markdown("*This failure does not arise on a CPU, which has a single jax "
@@ -361,12 +405,12 @@ def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]
     if cpu is None:
         return {}
     origins = {
-        _in_fresh_python(cpu.reproduction, cpu.side_environment):
+        _in_fresh_python(cpu.reproduction, cpu.side_environment).source:
             origin("cpu.reproduction", "reproduction", table="cpu"),
         _check_cell(exhibit, exhibit.museum_record).source:
             origin("records", "message", exhibit.museum_record)}
     if cpu.fix:
-        origins[_in_fresh_python(cpu.fix, "")] = origin("cpu.fix", "fix", table="cpu")
+        origins[_in_fresh_python(cpu.fix, "").source] = origin("cpu.fix", "fix", table="cpu")
     return origins
 
 

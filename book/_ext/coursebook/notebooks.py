@@ -18,6 +18,9 @@ from myst_parser.config.main import MdParserConfig
 ANSWER_TAG = "answer"  # instructor material, dropped from the student edition
 RAISES_TAG = "raises-exception"  # the cell's error is its lesson (nbclient's tag)
 BOOK_ONLY_TAG = "book-only"  # runs in the book (a figure, say), left out of downloads
+# Shown only in downloads (with remove-cell, which hides it in the book): an exhibit's
+# expected error, say, which the book shows by running the check instead.
+DOWNLOAD_ONLY_TAG = "download-only"
 TPU_ONLY_TAG = "tpu-only"  # a recorded cell that cannot run on the CPU stand-in
 
 

@@ -1,0 +1,263 @@
+"""MyST Markdown to plain Markdown, for notebooks read outside the book (Jupyter, Colab).
+
+Jupyter and Colab render CommonMark (with tables and ``$`` math) and nothing of MyST:
+a role, a target or a directive would show as raw text. A markdown cell is parsed with
+the book's own MyST parser (myst-parser's, so it reads exactly as the book does) and
+written back with mdformat's Markdown renderer, MyST constructs replaced: a cross-reference
+by a link to the published page (or, with no published address, the target's title), an
+admonition by a blockquote with a bold title, a card by a link, a directive with no plain
+equivalent by a link to the page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import yaml
+from mdformat.renderer import DEFAULT_RENDERERS, MDRenderer, RenderContext, RenderTreeNode
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
+from sphinx.util.tags import Tags
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a cross-reference points: its title and its published address ("" if none)."""
+
+    title: str
+    url: str = ""
+
+
+# (role name, target) -> Target, or None when the book has no such target.
+Resolve = Callable[[str, str], "Target | None"]
+
+_ENV_KEY = "coursebook_plain"
+
+# Admonitions and the title each shows when the directive gives none.
+ADMONITION_TITLES = {
+    "admonition": "Note", "note": "Note", "seealso": "See also", "tip": "Tip", "hint": "Hint",
+    "important": "Important", "warning": "Warning", "caution": "Caution",
+    "attention": "Attention", "danger": "Danger", "error": "Error", "versionadded": "New",
+    "versionchanged": "Changed", "deprecated": "Deprecated",
+}
+# Directives that only lay out their content: the content stays, the layout goes.
+_LAYOUT = {"grid", "grid-item", "div", "container", "tab-set", "tab-item", "card-carousel",
+           "topic", "sidebar", "epigraph", "highlights", "pull-quote", "rubric", "dropdown"}
+_CARDS = {"card", "grid-item-card"}
+_CODE = {"code-block", "code", "sourcecode", "code-cell"}
+_REFERENCE_ROLES = {"ref", "numref", "doc", "any", "eq", "term", "download"}
+_TEXT_ROLES = {"sub", "sup", "abbr", "title-reference", "emphasis", "strong"}
+_OPTION = re.compile(r"^:([\w-]+):[ \t]*(.*)$")
+_EXPLICIT = re.compile(r"^(?P<title>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+
+
+@dataclass
+class PlainMarkdown:
+    """Converts a chapter's markdown cells for one page of the book."""
+
+    resolve: Resolve
+    page_url: str = ""  # the chapter's published page ("" if the book has no address)
+    md_config: MdParserConfig | None = None
+    # Whether an `{only}` directive's condition holds: a download is read like the HTML.
+    only: Callable[[str], bool] = field(default=Tags(["html", "format_html"]).eval_condition)
+
+    @cached_property
+    def _parser(self):
+        parser = create_md_parser(self.md_config or MdParserConfig(), MDRenderer)
+        parser.options["mdformat"] = {"number": True, "wrap": "keep"}
+        parser.options["parser_extension"] = [_MystToPlain]
+        parser.options["codeformatters"] = {}
+        parser.options["store_labels"] = True
+        return parser
+
+    def convert(self, source: str) -> str:
+        """Plain Markdown that Jupyter renders as the book renders ``source``."""
+        return self._parser.render(source, {_ENV_KEY: self}).rstrip("\n")
+
+    # --- Pieces the renderers call ----------------------------------------------------
+
+    def role(self, name: str, content: str) -> str:
+        name = name.split(":")[-1]  # py:func and the like: the role's own name
+        if name == "math":
+            return f"${content}$"
+        if name in _REFERENCE_ROLES:
+            explicit = _EXPLICIT.match(content)
+            text, target = (explicit["title"], explicit["target"]) if explicit else ("", content)
+            found = self.resolve(name, target.strip())
+            return self.link(text or (found.title if found else target), found.url if found else "")
+        if name in _TEXT_ROLES:
+            return escape(content)
+        return code_span(content)
+
+    def link(self, text: str, url: str) -> str:
+        return f"[{escape(text)}]({url})" if url else escape(text)
+
+    def page_link(self, text: str) -> str:
+        return f"[{text}]({self.page_url})" if self.page_url else text
+
+    def directive(self, info: str, body: str) -> str:
+        name, _, argument = info.strip()[1:].partition("}")
+        argument = argument.strip()
+        options, content = split_options(body)
+        if name in ADMONITION_TITLES:
+            if name != "admonition" and argument:
+                content = f"{argument}\n{content}"  # an admonition's first line is its text
+            title = argument if name == "admonition" and argument else ADMONITION_TITLES[name]
+            return blockquote(f"**{escape(title)}**\n\n{self.convert(content)}".strip())
+        if name == "only":
+            return self.convert(content) if self.only(argument) else ""
+        if name in _LAYOUT:
+            return self.convert(content)
+        if name in _CARDS:
+            title = argument or options.get("header", "")
+            link = options.get("link", "")
+            if link:
+                kind = options.get("link-type", "url")
+                found = self.resolve("ref" if kind == "ref" else "doc", link) if kind in ("ref", "doc") \
+                    else Target(title, link)
+                title = self.link(title or (found.title if found else link), found.url if found else "")
+            else:
+                title = escape(title)
+            inner = self.convert(content)
+            return f"**{title}**" + (f" · {inner}" if inner and "\n" not in inner else
+                                      f"\n\n{inner}" if inner else "")
+        if name in _CODE:
+            fence = "`" * max(3, *(len(run) + 1 for run in re.findall(r"`{3,}", content)))
+            return f"{fence}{argument.split()[0] if argument else ''}\n{content.rstrip()}\n{fence}"
+        if name == "math":
+            return f"$$\n{content.strip()}\n$$"
+        if name in ("figure", "image"):
+            caption = self.convert(content)
+            alt = options.get("alt", "")
+            described = caption or escape(alt) or "A figure"
+            return f"*{self.page_link('Figure')}:* {described}"
+        return "*" + self.page_link("Shown on the book's page") + ".*"
+
+
+# --- mdformat renderers (one per MyST syntax node) ----------------------------------
+
+def _converter(context: RenderContext) -> PlainMarkdown:
+    return context.env[_ENV_KEY]
+
+
+def _role(node: RenderTreeNode, context: RenderContext) -> str:
+    return _converter(context).role(node.meta.get("name", ""), node.content)
+
+
+def _nothing(node: RenderTreeNode, context: RenderContext) -> str:
+    return ""
+
+
+def _root(node: RenderTreeNode, context: RenderContext) -> str:
+    """The blocks, without the empty ones left by targets and comments."""
+    return "\n\n".join(part for part in (child.render(context) for child in node.children) if part)
+
+
+def _fence(node: RenderTreeNode, context: RenderContext) -> str:
+    if node.info.strip().startswith("{"):
+        return _converter(context).directive(node.info, node.content)
+    if node.type == "colon_fence":
+        return _converter(context).convert(node.content)
+    return DEFAULT_RENDERERS["fence"](node, context)
+
+
+def _math_inline(node: RenderTreeNode, context: RenderContext) -> str:
+    return f"${node.content}$"
+
+
+def _math_inline_double(node: RenderTreeNode, context: RenderContext) -> str:
+    return f"$${node.content}$$"
+
+
+def _math_block(node: RenderTreeNode, context: RenderContext) -> str:
+    return f"$$\n{node.content.strip()}\n$$"
+
+
+def _amsmath(node: RenderTreeNode, context: RenderContext) -> str:
+    return f"$$\n{node.content.strip()}\n$$"
+
+
+def _children(separator: str) -> Callable[[RenderTreeNode, RenderContext], str]:
+    def render(node: RenderTreeNode, context: RenderContext) -> str:
+        return separator.join(child.render(context) for child in node.children)
+    return render
+
+
+def _term(node: RenderTreeNode, context: RenderContext) -> str:
+    return f"**{_children('')(node, context)}**"
+
+
+def _table(node: RenderTreeNode, context: RenderContext) -> str:
+    """A GitHub table (Jupyter renders them), one row a line."""
+    rows = []
+    for section in node.children:
+        for row in section.children:
+            cells = [cell.children[0].render(context) if cell.children else "" for cell in row.children]
+            rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+            if section.type == "thead":
+                rows.append("|" + " --- |" * len(cells))
+    return "\n".join(rows)
+
+
+class _MystToPlain:
+    """mdformat parser extension: MyST nodes rendered as plain Markdown."""
+
+    CHANGES_AST = True
+    POSTPROCESSORS: dict = {}
+    RENDERERS = {
+        "root": _root,
+        "myst_role": _role,
+        "myst_target": _nothing,
+        "myst_line_comment": _nothing,
+        "myst_block_break": _nothing,
+        "front_matter": _nothing,
+        "fence": _fence,
+        "colon_fence": _fence,
+        "math_inline": _math_inline,
+        "math_inline_double": _math_inline_double,
+        "math_block": _math_block,
+        "math_block_label": _math_block,
+        "amsmath": _amsmath,
+        "dl": _children("\n\n"),
+        "dt": _term,
+        "dd": _children("\n\n"),
+        "table": _table,
+    }
+
+    @staticmethod
+    def update_mdit(mdit) -> None:
+        """Nothing to add: the book's MyST parser already reads every construct."""
+
+
+# --- Small Markdown helpers -----------------------------------------------------------
+
+def escape(text: str) -> str:
+    """Text that Markdown shows as written."""
+    return re.sub(r"([\\`*_\[\]<>$|])", r"\\\1", text)
+
+
+def code_span(text: str) -> str:
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def blockquote(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
+
+
+def split_options(body: str) -> tuple[dict[str, str], str]:
+    """A directive's options (``:name: value`` lines or a YAML block) and its content."""
+    lines = body.splitlines()
+    if lines and lines[0].strip() == "---" and "---" in (line.strip() for line in lines[1:]):
+        end = next(i for i, line in enumerate(lines[1:], 1) if line.strip() == "---")
+        options = yaml.safe_load("\n".join(lines[1:end])) or {}
+        return {str(k): str(v) for k, v in options.items()}, "\n".join(lines[end + 1:])
+    options = {}
+    while lines and (match := _OPTION.match(lines[0])):
+        options[match[1]] = match[2].strip()
+        lines.pop(0)
+    return options, "\n".join(lines)

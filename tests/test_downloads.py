@@ -1,0 +1,293 @@
+"""The student downloads: plain Jupyter notebooks that run top to bottom where students run them.
+
+Two checks, each also seen failing on a planted case:
+- *Run all*: a notebook executed in a fresh kernel with its tags stripped and
+  ``allow_errors=False``, as Colab's "Run all" does (it ignores tags, stops at the first error);
+- *render*: every markdown cell rendered by a CommonMark renderer (markdown-it-py, tables on,
+  as Jupyter renders them), with no MyST-only construct left in what a reader sees.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from markdown_it import MarkdownIt
+from myst_parser.config.main import MdParserConfig
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from conftest import BOOK, ROOT, sphinx_build
+from coursebook.chapters import edition_chapter
+from coursebook.downloads import CAUGHT, CONVERTED, DOWNLOAD_KEY, catching, download_notebook
+from coursebook.editions import Edition
+from coursebook.expectations import cell_keys, expectations_path, read_expectations
+from coursebook.notebooks import is_chapter_source, read_chapter
+from coursebook.outputs import normalise
+from coursebook.plain_markdown import PlainMarkdown, Target
+from coursebook.recordings import recording_name
+
+# --- The two checks ---------------------------------------------------------------------
+
+# What a MyST construct leaves in CommonMark's HTML when nothing converted it.
+_LEFTOVERS = {
+    "a role": re.compile(r"\{[\w:-]+\}<code>"),
+    "a directive": re.compile(r'<code class="language-\{'),
+    "a colon fence": re.compile(r"^:::", re.M),
+    "a target": re.compile(r"^<p>\([\w:.-]+\)=", re.M),
+    "a directive option": re.compile(r"^<p>:[\w-]+:", re.M),
+    "a block break": re.compile(r"^<p>\+\+\+", re.M),
+}
+
+
+def myst_leftovers(markdown: str) -> list[str]:
+    """The MyST constructs a CommonMark reader would see as raw text in ``markdown``."""
+    html = MarkdownIt("commonmark").enable("table").render(markdown)
+    return [f"{name}: {found.group(0)!r}" for name, pattern in _LEFTOVERS.items()
+            for found in pattern.finditer(html)]
+
+
+def run_all(notebook: nbformat.NotebookNode, workdir: Path) -> nbformat.NotebookNode:
+    """Execute as Jupyter's and Colab's "Run all": tags ignored, stop at the first error."""
+    notebook = copy.deepcopy(notebook)
+    for cell in notebook.cells:
+        cell.metadata.pop("tags", None)
+    NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=False,
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    return notebook
+
+
+_COLAB = re.compile(r"https://colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/([^\"'<> ]+)")
+
+
+def colab_links(html: Path) -> dict[str, list[str]]:
+    """Each page's Colab links, as paths inside the published tree."""
+    return {page.name: _COLAB.findall(page.read_text(encoding="utf8"))
+            for page in sorted(html.glob("*.html"))}
+
+
+def missing_colab_targets(html: Path) -> list[str]:
+    """Colab links whose notebook the deployed tree (``html``, as pushed to gh-pages) lacks."""
+    return [link for links in colab_links(html).values() for link in links
+            if not (html / link).is_file()]
+
+
+def printed(cell) -> str:
+    return "".join(output.get("text", "") for output in cell.get("outputs", []))
+
+
+# --- The downloads, derived from the chapters without a build (fast) ---------------------
+
+def _book_md_config() -> MdParserConfig:
+    """The MyST settings of conf.py, which the book's pages are parsed with."""
+    settings = {node.targets[0].id: ast.literal_eval(node.value)
+                for node in ast.parse((ROOT / "conf.py").read_text()).body
+                if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id.startswith("myst_")}
+    return MdParserConfig(enable_extensions=set(settings["myst_enable_extensions"]),
+                          heading_anchors=settings.get("myst_heading_anchors", 0))
+
+
+MD_CONFIG = _book_md_config()
+
+
+def _resolve(role: str, target: str) -> Target:
+    return Target(f"Title of {target}", f"https://book.example/{target}.html")
+
+
+def _chapters() -> dict[str, nbformat.NotebookNode]:
+    chapters = {}
+    for path in sorted(BOOK.glob("*.md")):
+        text = path.read_text(encoding="utf8")
+        if is_chapter_source(text):
+            chapters[path.stem] = edition_chapter(text, str(path), Edition.STUDENT,
+                                                  ROOT / "exhibits", torch.__version__, MD_CONFIG)
+    return chapters
+
+
+@pytest.fixture(scope="module")
+def downloads() -> dict[str, nbformat.NotebookNode]:
+    return {name: download_notebook(notebook, PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG))
+            for name, notebook in _chapters().items()}
+
+
+def needs_the_book(notebook: nbformat.NotebookNode) -> list[str]:
+    """First lines of the cells that import the book's own package."""
+    return [cell.source.splitlines()[0] for cell in notebook.cells
+            if cell.cell_type == "code" and re.search(r"^\s*(from|import) coursebook\b",
+                                                       cell.source, re.M)]
+
+
+def test_no_download_cell_needs_the_books_package(downloads):
+    for name, notebook in downloads.items():
+        assert needs_the_book(notebook) == [], name
+
+
+def test_the_package_check_sees_a_planted_import():
+    museum = _chapters()["museum-pytorch"]
+    assert needs_the_book(museum)  # the book's own checks import it
+    for cell in museum.cells:  # planted: the checks no longer marked book-only
+        cell.metadata["tags"] = [t for t in cell.metadata.get("tags", []) if t != "book-only"]
+    assert needs_the_book(download_notebook(museum, PlainMarkdown(_resolve, md_config=MD_CONFIG)))
+
+
+def test_every_download_renders_without_myst(downloads):
+    converted = 0
+    for name, notebook in downloads.items():
+        for cell in notebook.cells:
+            if cell.cell_type == "markdown":
+                assert myst_leftovers(cell.source) == [], (name, cell.source[:200])
+                converted += cell.metadata.get(DOWNLOAD_KEY) == CONVERTED
+    assert converted >= len(downloads)  # every chapter had MyST to convert
+
+
+def test_the_render_check_sees_planted_myst(downloads):
+    planted = "(pt01-x)=\n## A\n\n:::{seealso}\nSee {ref}`pt01`.\n:::\n\n```{note}\n:class: x\nA note.\n```"
+    assert len(myst_leftovers(planted)) >= 4
+    chapter = next(iter(_chapters().values()))
+    raw = [cell.source for cell in chapter.cells if cell.cell_type == "markdown"]
+    assert any(myst_leftovers(source) for source in raw)  # the book's own cells are MyST
+
+
+def test_cells_that_raise_on_purpose_are_caught_in_downloads_only():
+    chapters = _chapters()
+    for name, notebook in chapters.items():
+        raising = [c for c in notebook.cells if "raises-exception" in c.metadata.get("tags", [])]
+        caught = [c for c in download_notebook(notebook, PlainMarkdown(_resolve, md_config=MD_CONFIG)).cells
+                  if CAUGHT in c.metadata.get(DOWNLOAD_KEY, "")]
+        assert len(caught) == len(raising), name
+        assert all("raises-exception" not in c.metadata.get("tags", []) for c in caught)
+    assert any("raises-exception" in c.metadata.get("tags", []) for c in chapters["pt01"].cells)
+
+
+def test_the_museum_download_states_each_expected_error(downloads):
+    cells = downloads["museum-pytorch"].cells
+    caught = [i for i, c in enumerate(cells) if CAUGHT in c.metadata.get(DOWNLOAD_KEY, "")]
+    assert caught
+    for index in caught:
+        note = cells[index + 1]
+        assert note.cell_type == "markdown" and "**Expected error.**" in note.source
+        assert "tags" not in note.metadata  # remove-cell hides it in the book only
+
+
+def test_a_caught_cell_prints_the_error_and_keeps_multiline_strings(capsys):
+    source = 'text = """\nfirst\n  second"""\nraise ValueError(text.splitlines()[2])\n'
+    exec(compile(catching(source), "<cell>", "exec"), {})
+    assert capsys.readouterr().out == "ValueError:   second\n"
+
+
+def test_cross_references_become_links_or_titles():
+    def resolve(role, target):
+        return Target("Updating the parameters", "") if target == "pt01-update" else None
+
+    plain = PlainMarkdown(resolve, md_config=MD_CONFIG).convert("(x)=\n# T\n\nSee {ref}`pt01-update` and {ref}`gone`.")
+    assert plain == "# T\n\nSee Updating the parameters and gone."
+    linked = PlainMarkdown(_resolve, md_config=MD_CONFIG).convert("See {ref}`the update <pt01-update>`.")
+    assert linked == "See [the update](https://book.example/pt01-update.html)."
+
+
+def test_directives_become_markdown_a_reader_sees():
+    convert = PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG).convert
+    assert convert(":::{seealso}\nIn the museum.\n:::") == "> **See also**\n>\n> In the museum."
+    assert convert("```{admonition} Careful\n:class: tip\nText.\n```") == "> **Careful**\n>\n> Text."
+    assert convert("```{only} latex\nprint\n```\n\n```{only} html\nscreen\n```") == "screen"
+    assert convert("```{only} not latex\nscreen\n```") == "screen"
+    assert convert("::::{grid} 2\n:::{grid-item-card} 01/02\n:link: a\n:link-type: ref\n\nFirst\n:::\n::::") \
+        == "**[01/02](https://book.example/a.html)** · First"
+    assert convert("```{mermaid}\ngraph\n```") == "*[Shown on the book's page](https://book.example/p.html).*"
+    assert convert("Math $x^2$ and {math}`y`.\n\n$$\na\n$$") == "Math $x^2$ and $y$.\n\n$$\na\n$$"
+
+
+def test_run_all_stops_at_a_planted_error_and_passes_once_caught(tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("x = 1\nx += 'a'", metadata={"tags": ["raises-exception"]}),
+        nbformat.v4.new_code_cell("print('last cell')")])
+    with pytest.raises(CellExecutionError):
+        run_all(notebook, tmp_path)  # the tag does not help: Run all ignores it
+    notebook.cells[0].source = catching(notebook.cells[0].source)
+    ran = run_all(notebook, tmp_path)
+    assert printed(ran.cells[0]).startswith("TypeError: unsupported operand")
+    assert printed(ran.cells[1]) == "last cell\n"
+
+
+def test_the_colab_check_sees_a_link_to_a_missing_notebook(tmp_path):
+    (tmp_path / "_sources").mkdir()
+    (tmp_path / "_sources" / "a.ipynb").write_text("{}")
+    link = "https://colab.research.google.com/github/org/labs/blob/gh-pages/_sources/{}.ipynb"
+    (tmp_path / "a.html").write_text(f'<a href="{link.format("a")}">Colab</a>')
+    assert missing_colab_targets(tmp_path) == []
+    (tmp_path / "b.html").write_text(f'<a href="{link.format("b")}">Colab</a>')
+    assert missing_colab_targets(tmp_path) == ["_sources/b.ipynb"]
+
+
+# --- The downloads of a real student build (slow) ----------------------------------------
+
+def _student_downloads(built) -> dict[str, Path]:
+    sources = built["student"].outdir / "html" / "_sources"
+    return {path.name.removesuffix(".ipynb"): path for path in sorted(sources.glob("*.ipynb"))}
+
+
+@pytest.mark.slow
+def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
+    """Run all reaches the last cell; each caught cell prints the error the book shows."""
+    downloads = _student_downloads(built)
+    chapters = {p.stem: p for p in BOOK.glob("*.md") if is_chapter_source(p.read_text())}
+    assert set(downloads) == set(chapters)
+    for name, path in downloads.items():
+        notebook = nbformat.read(path, as_version=4)
+        nbformat.validate(notebook)
+        chapter = edition_chapter(chapters[name].read_text(), str(chapters[name]),
+                                  Edition.STUDENT, ROOT / "exhibits", torch.__version__, MD_CONFIG)
+        if recording_name(chapter):
+            # Recorded on a TPU builder: not run here, but it holds the chapter's code.
+            code = [c for c in notebook.cells if c.cell_type == "code"]
+            assert len(code) == sum(c.cell_type == "code" and "book-only" not in
+                                    c.metadata.get("tags", []) for c in chapter.cells) > 0, name
+            continue
+        # What the book shows for each cell that raises on purpose: its verified output.
+        expected = read_expectations(expectations_path(BOOK / "expected", torch.__version__, name))
+        shown = [expected.by_edition["student"][key] for key, cell in
+                 zip(cell_keys(chapter), [c for c in chapter.cells if c.cell_type == "code"])
+                 if "raises-exception" in cell.metadata.get("tags", [])]
+        ran = run_all(notebook, tmp_path)
+        caught = [c for c in ran.cells if CAUGHT in c.metadata.get(DOWNLOAD_KEY, "")]
+        assert shown and [normalise(printed(c)).strip() for c in caught] == shown, name
+
+
+@pytest.mark.slow
+def test_every_student_download_renders_without_myst(built):
+    for name, path in _student_downloads(built).items():
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                assert myst_leftovers(cell.source) == [], (name, cell.source[:200])
+
+
+@pytest.mark.slow
+def test_colab_links_point_into_the_deployed_tree(built):
+    """With the repository configured, each Colab link opens a file of _build/student/html."""
+    root = built["student"].outdir.parent
+    build = sphinx_build(BOOK, root / "published", root / "cache", settings={
+        "coursebook_repository_url": "https://github.com/org/labs",
+        "coursebook_published_url": "https://org.github.io/labs"})
+    assert build.returncode == 0, build.log[-3000:]
+    html = build.outdir / "html"
+    linked = {page for page, links in colab_links(html).items() if links}
+    assert linked == {f"{name}.html" for name in _student_downloads(built)}
+    assert missing_colab_targets(html) == []
+    pt01 = nbformat.read(html / "_sources" / "pt01.ipynb", as_version=4)
+    assert "](https://org.github.io/labs/museum-pytorch.html#" in "".join(c.source for c in pt01.cells)
+
+
+@pytest.mark.slow
+def test_each_page_footer_stamps_torch_commit_and_date(built):
+    html = built["student"].outdir / "html"
+    pt01 = (html / "pt01.html").read_text(encoding="utf8")
+    assert re.search(rf'class="build-stamp">Executed with torch {re.escape(torch.__version__)}; '
+                     r"built from (commit \w+|a copy outside git)[^<]* on \d{4}-\d\d-\d\d\.<", pt01)
+    assert "Outputs recorded with torch" in (html / "bridges.html").read_text(encoding="utf8")
+    assert 'class="build-stamp">Built from' in (html / "index.html").read_text(encoding="utf8")

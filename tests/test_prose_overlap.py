@@ -1,0 +1,94 @@
+"""Own words: the book's prose shares no run of words with the course material."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import BOOK, ROOT
+from coursebook.prose import RUN, book_overlaps, words
+
+EXHIBITS = ROOT / "exhibits"
+SEEDS = ROOT.parent / "shared" / "seeds"
+COMMAND = "python tools/prose_overlap.py"
+
+
+def _copy_of_book(tmp_path: Path) -> Path:
+    """The book's pages and exhibits under ``tmp_path``, to plant copies in."""
+    for page in BOOK.glob("*.md"):
+        (tmp_path / "book").mkdir(exist_ok=True)
+        shutil.copy(page, tmp_path / "book" / page.name)
+    shutil.copytree(EXHIBITS, tmp_path / "exhibits")
+    return tmp_path
+
+
+def _overlaps(root: Path, seeds: Path) -> list:
+    return book_overlaps(root, root / "book", root / "exhibits", seeds)
+
+
+def _seed_folder(tmp_path: Path, text: str) -> Path:
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "material.txt").write_text(text, encoding="utf8")
+    return seeds
+
+
+SENTENCE = ("Every planted sentence in this test is copied word for word from the material, "
+            "and the check must notice it at once.")
+
+
+def test_the_book_uses_its_own_words():
+    if not SEEDS.is_dir():
+        pytest.skip(f"{SEEDS} is missing: the course material sits beside the repository "
+                    "(../shared/seeds); CI has it")
+    found = _overlaps(ROOT, SEEDS)
+    assert not found, (f"{len(found)} run(s) of {RUN}+ words copied from {SEEDS}; rewrite them "
+                       f"in the book's own words (list them with `{COMMAND}`):\n"
+                       + "\n".join(map(str, found)))
+
+
+def test_a_sentence_copied_from_the_real_seeds_is_found(tmp_path):
+    if not SEEDS.is_dir():
+        pytest.skip(f"{SEEDS} is missing: the course material sits beside the repository")
+    root = _copy_of_book(tmp_path)
+    # The museum's own sentences: its longest line that is prose, not code or an error.
+    seed = max((line for path in sorted(SEEDS.glob("*.txt"))
+                for line in path.read_text(encoding="utf8").splitlines()
+                if len(words(line)) >= RUN and "(" not in line and "=" not in line), key=len)
+    before = set(map(str, _overlaps(root, SEEDS)))
+    chapter = root / "book" / "pt01.md"
+    text = chapter.read_text(encoding="utf8")
+    chapter.write_text(f"{text}\n{seed}\n", encoding="utf8")
+    new = set(map(str, _overlaps(root, SEEDS))) - before
+    assert len(new) == 1 and new.pop().startswith(f"book/pt01.md:{text.count(chr(10)) + 2}: ")
+
+
+def test_a_planted_copy_is_found_with_its_file_line_and_field(tmp_path):
+    root = _copy_of_book(tmp_path)
+    seeds = _seed_folder(tmp_path, f"Some material.\n\n{SENTENCE}\n")
+    chapter = root / "book" / "pt01.md"
+    text = chapter.read_text(encoding="utf8")
+    chapter.write_text(text + f"\nA new paragraph. {SENTENCE}\n", encoding="utf8")
+    exhibit = next(EXHIBITS.rglob("[0-9]*.toml")).relative_to(ROOT)
+    toml = root / exhibit
+    toml.write_text(toml.read_text(encoding="utf8").replace(
+        'lesson = """\n', f'lesson = """\nIn short: {SENTENCE.lower()} ', 1), encoding="utf8")
+    found = _overlaps(root, seeds)
+    assert [(o.where, o.seed) for o in found] == [
+        (f"book/pt01.md:{text.count(chr(10)) + 2}", "material.txt"),
+        (f"{exhibit}: lesson", "material.txt")]
+    assert found[0].shown.startswith("Every planted sentence")
+    assert len(found[0].shown.split()) == len(SENTENCE.split())
+
+
+def test_shorter_runs_code_and_headings_are_exempt(tmp_path):
+    root = _copy_of_book(tmp_path)
+    seeds = _seed_folder(tmp_path, SENTENCE)
+    short = " ".join(SENTENCE.split()[:RUN - 1])
+    chapter = root / "book" / "pt01.md"
+    chapter.write_text(chapter.read_text(encoding="utf8") + (
+        f"\n{short}\n\n## {SENTENCE}\n\nAn error: `{SENTENCE}`\n\n```text\n{SENTENCE}\n```\n"),
+        encoding="utf8")
+    assert _overlaps(root, seeds) == []
