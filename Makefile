@@ -70,7 +70,10 @@ pdf-instructor: venv ## Instructor edition, PDF -> _build/instructor/pdf/
 pdf-deps: ## Install TeX and poppler for the PDFs (Debian/Ubuntu, as root)
 	apt-get update -q && apt-get install -y -q --no-install-recommends $(shell cat tools/pdf-packages.txt)
 
-audit: html ## Prove the student build holds no answer
+# On a clean tree: an incremental build's search index keeps terms of earlier builds.
+audit: venv ## Rebuild the student HTML on a clean tree and prove it holds no answer
+	rm -rf $(BUILD)/student/html $(BUILD)/student/doctrees
+	$(call edition,$(SPHINX),student,$(BUILD))
 	$(BIN)/python tools/audit_student_build.py $(BUILD)/student
 
 # Facts come from the course material in ../shared/seeds; sentences must be the book's own.

@@ -76,3 +76,63 @@ def test_the_audit_tool_fails_on_a_leak_and_passes_when_clean(tmp_path, fingerpr
 def test_the_real_chapters_have_answers_to_look_for():
     assert len(chapter_fingerprints(BOOK).runs) > 100
 
+
+
+def test_a_short_answer_is_caught_by_its_names(tmp_path, fingerprints):
+    """An expression too short for a passage still leaks by a name only answers use."""
+    assert "tiny_answer_value" in fingerprints.short and "weights" not in fingerprints.short
+    build = _clean_build(tmp_path)
+    (build / "html" / "short.html").write_text("<p>Use <code>weights.sum()</code>.</p>")
+    [leak] = audit_build(build, fingerprints)
+    assert leak.path.name == "short.html" and "weights.sum" in leak.evidence
+
+
+def test_the_audit_skips_vendored_assets(tmp_path, fingerprints):
+    build = _clean_build(tmp_path)
+    (build / "html" / "_static").mkdir()
+    (build / "html" / "_static" / "bundle.js").write_text(ANSWER_SENTENCE)
+    assert audit_build(build, fingerprints) == []
+
+
+def _overlaps(tmp_path, chapter: str, allowances: str = ""):
+    from coursebook.audit import answer_overlaps, read_allowances
+
+    path = tmp_path / "chapter.md"
+    path.write_text(chapter)
+    (tmp_path / "allow.toml").write_text(allowances)
+    return answer_overlaps({path: chapter}, read_allowances(tmp_path / "allow.toml"))
+
+
+def test_an_answer_sentence_copied_into_visible_prose_is_named_at_both_places(tmp_path):
+    chapter = (TINY_BOOK / "chapter.md").read_text()
+    assert _overlaps(tmp_path, chapter) == []
+    planted = chapter.replace("A worked example.", f"A worked example. {ANSWER_SENTENCE}")
+    [overlap] = _overlaps(tmp_path, planted)
+    lines = planted.splitlines()
+    assert lines[overlap.visible.line - 1].startswith("A worked example.")
+    assert lines[overlap.answer.line - 1] == ANSWER_SENTENCE
+    allowed = f'[[allow]]\npassage = "{ANSWER_SENTENCE}"\nwhy = "a test"\n'
+    assert _overlaps(tmp_path, planted, allowed) == []
+    with pytest.raises(ValueError, match="needs a 'passage' and a 'why'"):
+        _overlaps(tmp_path, planted, f'[[allow]]\npassage = "{ANSWER_SENTENCE}"\n')
+
+
+def test_the_books_overlaps_are_all_allowed():
+    from coursebook.audit import ALLOWANCES_FILE, answer_overlaps, read_allowances
+
+    sources = {path: path.read_text() for path in BOOK.glob("*.md")}
+    assert answer_overlaps(sources, read_allowances(BOOK / ALLOWANCES_FILE)) == []
+    assert answer_overlaps(sources)  # without the allowances, the overlaps are found
+
+
+@pytest.mark.slow
+def test_the_build_stops_on_an_answer_in_visible_text(tiny_book, tmp_path):
+    from conftest import sphinx_build
+
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text().replace("A worked example.",
+                                                   f"A worked example. {ANSWER_SENTENCE}"))
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert build.returncode != 0
+    assert build.log.count("an answer passage also shows in student-visible text") == 1
+    assert "chapter.md:" in build.log and "Traceback" not in build.log

@@ -27,36 +27,49 @@ def _build_with(tmp_path, cache, exhibit_glob: str, old: str, new: str, after: s
                                  settings={"coursebook_exhibits_dir": str(tmp_path / "exhibits")})
 
 
+def _line_of(path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
 def test_a_changed_recorded_message_stops_the_build(tmp_path, cache):
-    _, build = _build_with(tmp_path, cache, "pytorch/05-*.toml",
-                           'message = "mat1 and mat2', 'message = "matrix1 and mat2',
-                           after='torch = "2.13.0"')
+    exhibit, build = _build_with(tmp_path, cache, "pytorch/05-*.toml",
+                                 'message = "mat1 and mat2', 'message = "matrix1 and mat2',
+                                 after='torch = "2.13.0"')
     assert build.returncode != 0
+    line = _line_of(exhibit, 'message = "matrix1')
+    assert f"{exhibit}:{line}: ERROR: exhibit pytorch/05, field 'records'" in build.log
     assert "exhibit pytorch/05: the error differs from its record for torch 2.13.0" in build.log
+    assert "raises-exception" not in build.log  # not the advice for a generated cell
     assert "- RuntimeError: matrix1 and mat2" in build.log
     assert "+ RuntimeError: mat1 and mat2" in build.log
     assert "make accept-outputs" in build.log
 
 
 def test_a_fix_that_raises_stops_the_build(tmp_path, cache):
-    _, build = _build_with(tmp_path, cache, "pytorch/05-*.toml",
-                           "layer = nn.Linear(16, 4)", "layer = nn.Linear(15, 4)")
+    exhibit, build = _build_with(tmp_path, cache, "pytorch/05-*.toml",
+                                 "layer = nn.Linear(16, 4)", "layer = nn.Linear(15, 4)")
     assert build.returncode != 0
-    assert "museum-pytorch.md: ERROR: code cell `import torch` raised an error" in build.log
+    assert (f"{exhibit}:{_line_of(exhibit, 'fix_code =')}: ERROR: exhibit pytorch/05: the fix "
+            "(field 'fix_code') raised an error") in build.log
+    assert "code cell `import torch`" not in build.log
     assert "mat1 and mat2 shapes cannot be multiplied (32x16 and 15x4)" in build.log
 
 
 def test_a_failing_snippet_that_no_longer_raises_stops_the_build(tmp_path, cache):
-    _, build = _build_with(tmp_path, cache, "pytorch/04-*.toml",
-                           "(x * 2).backward()\n", "(x * 2).sum().backward()\n")
+    exhibit, build = _build_with(tmp_path, cache, "pytorch/04-*.toml",
+                                 "(x * 2).backward()\n", "(x * 2).sum().backward()\n")
     assert build.returncode != 0
-    assert "is tagged `raises-exception` but did not raise" in build.log
+    assert build.log.count("did not raise") == 1
+    assert (f"{exhibit}:{_line_of(exhibit, 'failing_code =')}: ERROR: exhibit pytorch/04: the "
+            "failing code (field 'failing_code') did not raise") in build.log
 
 
 def test_a_malformed_exhibit_stops_the_build(tmp_path, cache):
     exhibit, build = _build_with(tmp_path, cache, "pytorch/03-*.toml", "fix_code = ", "fixcode = ")
     assert build.returncode != 0
-    assert f"{exhibit}: field 'fix_code' is missing" in build.log
+    assert build.log.count("field 'fix_code' is missing") == 1  # not once per chapter
+    assert f"{exhibit}:1: ERROR: field 'fix_code' is missing" in build.log
+    assert "Extension error" not in build.log and "Traceback" not in build.log
 
 
 def test_an_exhibit_edit_rebuilds_the_wing_page(tmp_path, cache):

@@ -30,3 +30,13 @@ def test_without_tex_the_pdf_build_stops_with_one_line_naming_the_packages(tmp_p
     assert done.stderr.count("\n") == 1
     assert "xelatex" in done.stderr and "make pdf-deps" in done.stderr
     assert "texlive-xetex" in done.stderr
+
+
+def test_an_overfull_line_is_placed_in_its_chapter_file(tmp_path):
+    tex = tmp_path / "book.tex"
+    tex.write_text("\\begin{document}\n\\phantomsection\\label{\\detokenize{index::doc}}\n"
+                   "intro\n\\sphinxstepscope\n\\section{PT01}\\label{\\detokenize{pt01:pt01}}\nline\nline\n")
+    log = tmp_path / "book.log"
+    log.write_text("Overfull \\hbox (5.1pt too wide) in paragraph at lines 5--6\n")
+    [problem] = log_problems(log, tex=tex)
+    assert str(problem).startswith("pt01.md: book.log: Overfull")

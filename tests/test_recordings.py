@@ -274,7 +274,10 @@ def test_the_book_stops_when_a_recorded_cell_changes(tmp_path):
     build = sphinx_build(source, tmp_path / "out", tmp_path / "cache",
                          settings={"coursebook_recordings_dir": str(RECORDINGS)})
     assert build.returncode != 0
-    assert "bridges.md: ERROR: cell `import optax` changed since its recording" in build.log
+    line = next(n for n, text in enumerate(chapter.read_text().splitlines(), 1)
+                if text == "import optax")
+    assert f"bridges.md:{line}: ERROR: cell `import optax` changed since its recording" in build.log
+    assert build.log.count("changed since its recording") == 1 and "Traceback" not in build.log
     assert "make recording RECORDING=bridges KIND=cpu" in build.log
     stale = sphinx_build(source, tmp_path / "out2", tmp_path / "cache",
                          settings={"coursebook_recordings_dir": str(RECORDINGS),

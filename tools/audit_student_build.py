@@ -10,6 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from book_environment import use_book_environment
+
+use_book_environment()
+
 from coursebook.audit import audit_build, chapter_fingerprints
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,11 +25,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="the student build folder to search (default: _build/student)")
     parser.add_argument("--book", type=Path, default=ROOT / "book",
                         help="the chapter sources that define the answers (default: book/)")
+    parser.add_argument("--exhibits", type=Path, default=ROOT / "exhibits",
+                        help="the exhibits, student-visible text (default: exhibits/)")
     args = parser.parse_args(argv)
     if not args.build.is_dir():
         print(f"audit: no build at {args.build}; run `make html` first.", file=sys.stderr)
         return 2
-    fingerprints = chapter_fingerprints(args.book)
+    fingerprints = chapter_fingerprints(args.book, args.exhibits)
     if not fingerprints.runs:
         print(f"audit: no answer cells found under {args.book}; nothing to look for.",
               file=sys.stderr)

@@ -26,6 +26,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from book_environment import use_book_environment
+
+use_book_environment()
+
 import nbformat
 import torch
 from nbclient import NotebookClient

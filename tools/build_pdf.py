@@ -16,6 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+from book_environment import use_book_environment
+
+use_book_environment()
+
 from coursebook.pdfcheck import POPPLER, check_pdf
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,16 +61,33 @@ def main(argv: list[str] | None = None) -> int:
         print(typeset.stdout[-3000:], file=sys.stderr)
         print(f"pdf: xelatex failed; the log is {latex / (STEM + '.log')}", file=sys.stderr)
         return 1
+    typeset_pdf = latex / f"{STEM}.pdf"
     pdf = out / "pdf" / f"{STEM}-{args.edition}.pdf"
-    pdf.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(latex / f"{STEM}.pdf", pdf)
-    problems = check_pdf(pdf, latex / f"{STEM}.log")
-    for problem in problems:
-        print(f"pdf: {problem}", file=sys.stderr)
+    problems = check_pdf(typeset_pdf, latex / f"{STEM}.log", latex / f"{STEM}.tex")
+    if not publish(typeset_pdf, pdf, problems):
+        return 1
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
     pages = next((line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")), "?")
     print(f"pdf: wrote {pdf} ({pages} pages, {time.monotonic() - started:.1f} s)")
-    return 1 if problems else 0
+    return 0
+
+
+def publish(typeset_pdf: Path, pdf: Path, problems: list) -> bool:
+    """Copy the typeset PDF to its output name only when it passed its checks.
+
+    A PDF that failed is never left under the output name (an older one is removed too):
+    what lies there has been checked. The failed one stays in the LaTeX folder to look at.
+    """
+    if problems:
+        pdf.unlink(missing_ok=True)
+        for problem in problems:
+            print(f"pdf: {problem}", file=sys.stderr)
+        print(f"pdf: {len(problems)} problem(s): {pdf} is not written; the failed PDF is "
+              f"{typeset_pdf}, to look at.", file=sys.stderr)
+        return False
+    pdf.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(typeset_pdf, pdf)
+    return True
 
 
 if __name__ == "__main__":

@@ -30,6 +30,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+from book_environment import use_book_environment  # noqa: E402
+
+use_book_environment("nbclient")
 
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402

@@ -17,9 +17,13 @@ import platform
 import sys
 from pathlib import Path
 
+from book_environment import use_book_environment
+
+use_book_environment()
+
 import torch
 
-from coursebook.museum import ErrorRecord, Exhibit, load_museum, raised_by
+from coursebook.museum import ErrorRecord, Exhibit, ExhibitError, load_museum, raised_by
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,7 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     where = f"{platform.system()} {platform.machine()}, CPU (torch {torch.__version__})"
     today = datetime.date.today().isoformat()
     problems = 0
-    for wing in load_museum(args.exhibits).values():
+    try:
+        museum = load_museum(args.exhibits)
+    except ExhibitError as error:
+        print(f"record: {error}", file=sys.stderr)
+        return 2
+    for wing in museum.values():
         for exhibit in wing.exhibits:
             if not exhibit.runs_in_every_build:
                 continue

@@ -4,8 +4,8 @@ What counts as an answer is derived from the chapters themselves: the text of ev
 cell tagged ``answer``. Each answer cell is cut into runs of :data:`RUN` words (punctuation included); a run
 that also occurs in some student-visible cell is common text, every other run is a
 fingerprint. The audit reads every text file of a build (pages, ``_sources/``,
-notebooks, ``jupyter_execute/``, the search index, the PDF's text) and reports each file holding a
-fingerprint. The search index holds stemmed words, not sentences, so for it the audit
+notebooks, ``jupyter_execute/``, the search index, the PDF's text; not the vendored assets
+under ``_static/``) and reports each file holding a fingerprint. The search index holds stemmed words, not sentences, so for it the audit
 looks for words found only in answers, and for the answers' headings among its titles.
 """
 
@@ -24,6 +24,9 @@ from .notebooks import is_answer, is_chapter_source, read_chapter
 
 RUN = 8
 TEXT_SUFFIXES = frozenset({".html", ".js", ".md", ".txt", ".ipynb", ".json", ".tex", ".pdf"})
+# Folders of theme and MathJax assets, copied from packages: no chapter text is in them
+# (reading MathJax's bundles took most of the audit's minutes).
+VENDORED = frozenset({"_static"})
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-",
                          "\u00a0": " ", "¶": " "})
 
@@ -50,6 +53,22 @@ def _is_telling(run: tuple[str, ...]) -> bool:
     return sum(1 for token in run if re.fullmatch(r"[a-z_]\w+", token)) >= 3
 
 
+# A short answer (a value such as ``11.5``, an expression such as ``A.flip(dims=[1])``)
+# has no run of RUN words; its names and values are fingerprints of their own.
+_TERM = re.compile(r"\d+\.\d+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _terms(text: str) -> set[str]:
+    return set(_TERM.findall(text))
+
+
+def _is_telling_term(term: str) -> bool:
+    """A value of three digits or more, or a code name (with ``_`` or ``.``): not prose."""
+    if term[0].isdigit():
+        return sum(character.isdigit() for character in term) >= 3
+    return len(term) >= 4 and ("_" in term or "." in term)
+
+
 def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
     segment: list[str] = []
     for token in tokens + ["\x00"]:
@@ -70,6 +89,7 @@ class Fingerprints:
     """What identifies the answers of a set of chapters."""
 
     runs: set[tuple[str, ...]] = field(default_factory=set)
+    short: set[str] = field(default_factory=set)  # names and values only answers hold
     answer_stems: set[str] = field(default_factory=set)
     visible_stems: set[str] = field(default_factory=set)
     headings: set[str] = field(default_factory=set)
@@ -78,23 +98,29 @@ class Fingerprints:
     def of_chapters(cls, texts: Iterable[str], other_visible: Iterable[str] = ()) -> Fingerprints:
         answer_runs: set[tuple[str, ...]] = set()
         visible_runs: set[tuple[str, ...]] = set()
+        answer_terms: set[str] = set()
+        visible_terms: set[str] = set()
         found = cls()
         for text in texts:
             for cell in read_chapter(text).cells:
                 tokens = words(_cell_text(cell))
                 if is_answer(cell):
+                    answer_terms.update(_terms(cell.source))
                     answer_runs.update(_runs(tokens))
                     found.answer_stems.update(_search_words(cell.source))
                     heading = re.match(r"#+\s+(.+)", cell.source.strip())
                     if heading and cell.cell_type == "markdown":
                         found.headings.add(heading.group(1).strip())
                 else:
+                    visible_terms.update(_terms(cell.source))
                     visible_runs.update(_runs(tokens))
                     found.visible_stems.update(_search_words(cell.source))
         for text in other_visible:
+            visible_terms.update(_terms(text))
             visible_runs.update(_runs(words(text)))
             found.visible_stems.update(_search_words(text))
         found.runs = answer_runs - visible_runs
+        found.short = {term for term in answer_terms - visible_terms if _is_telling_term(term)}
         return found
 
 
@@ -161,7 +187,8 @@ def _search_index_leaks(path: Path, found: Fingerprints, page_stems: set[str]) -
 def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
     """Every place under ``build_dir`` where an answer shows."""
     files = sorted(p for p in build_dir.rglob("*")
-                   if p.is_file() and p.suffix in TEXT_SUFFIXES and p.name != "searchindex.js")
+                   if p.is_file() and p.suffix in TEXT_SUFFIXES and p.name != "searchindex.js"
+                   and not VENDORED.intersection(p.relative_to(build_dir).parts))
     leaks: list[Leak] = []
     page_stems: set[str] = set()
     for path in files:
@@ -172,17 +199,150 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
         if hits:
             sample = " ".join(sorted(hits)[0])
             leaks.append(Leak(path, f"{len(hits)} answer passage(s), e.g. {sample!r}"))
+        elif terms := sorted(_terms(text) & found.short):
+            leaks.append(Leak(path, f"name(s) or value(s) found only in answers: "
+                                    f"{', '.join(terms[:5])}"))
     for index in sorted(build_dir.rglob("searchindex.js")):
         leaks += _search_index_leaks(index, found, page_stems)
     return leaks
 
 
-def chapter_fingerprints(book_dir: Path) -> Fingerprints:
-    """Fingerprints of all chapters under ``book_dir``; other pages count as visible."""
+def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
+    """Fingerprints of all chapters under ``book_dir``; other pages count as visible, and
+    so do the exhibits under ``exhibits_dir`` (the museum's chapters show them)."""
     chapters, others = [], []
+    if exhibits_dir is not None and exhibits_dir.is_dir():
+        others += [path.read_text(encoding="utf8") for path in sorted(exhibits_dir.rglob("*.toml"))]
     for path in sorted(book_dir.rglob("*.md")):
         if "_build" in path.parts:
             continue
         text = path.read_text(encoding="utf8")
         (chapters if is_chapter_source(text) else others).append(text)
     return Fingerprints.of_chapters(chapters, others)
+
+
+# --- At build time: answer passages that student-visible text repeats -------------------
+
+ALLOWANCES_FILE = "answer-overlaps.toml"  # in the book's sources, reviewed like them
+
+
+@dataclass(frozen=True)
+class Place:
+    """A cell (or a whole page, line 1) of a source file."""
+
+    path: Path
+    line: int
+    first_line: str
+
+    def __str__(self) -> str:
+        return f"{self.path.name}:{self.line} (`{self.first_line[:60]}`)"
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """An answer passage that also shows in student-visible text."""
+
+    answer: Place
+    visible: Place
+    passage: str
+
+
+def _places(path: Path, text: str) -> Iterator[tuple[Place, str, bool, bool]]:
+    """(place, shown text, is an answer, is prose) for each cell of a chapter, or the page."""
+    from .notebooks import first_line, line_of
+
+    if not is_chapter_source(text):
+        yield Place(path, 1, text.strip().splitlines()[0] if text.strip() else ""), text, False, True
+        return
+    for cell in read_chapter(text).cells:
+        yield (Place(path, line_of(cell.source, text), first_line(cell)), _cell_text(cell),
+               is_answer(cell), cell.cell_type == "markdown")
+
+
+def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
+    """The place moved to the line of its cell that holds the run's names, if one does."""
+    names = [token for token in run if re.fullmatch(r"\w+", token)]
+    lines = place.path.read_text(encoding="utf8").splitlines()
+    for number in range(max(place.line, 1), len(lines) + 1):
+        text = lines[number - 1].lower()
+        if all(name in text for name in names):
+            return Place(place.path, number, lines[number - 1].strip())
+        if number > place.line and lines[number - 1].startswith(("```", "+++")):
+            break  # the end of the cell
+    return place
+
+
+def read_allowances(path: Path) -> list[str]:
+    """The passages an answer may share with visible text: token strings, from the file's
+    ``[[allow]]`` tables (``passage`` and ``why``, both required)."""
+    import tomllib
+
+    if not path.is_file():
+        return []
+    allowed = []
+    for index, entry in enumerate(tomllib.loads(path.read_text(encoding="utf8")).get("allow", [])):
+        if not (isinstance(entry, dict) and entry.get("passage") and entry.get("why")):
+            raise ValueError(f"{path}: allow[{index}] needs a 'passage' and a 'why'")
+        allowed.append(" " + " ".join(words(entry["passage"])) + " ")
+    return allowed
+
+
+def answer_overlaps(sources: dict[Path, str], allowed: list[str] = ()) -> list[Overlap]:
+    """Each (answer cell, visible cell) pair sharing a passage no allowance covers.
+
+    Answer prose is looked for in all visible text; answer code in visible prose only, as
+    an exercise's own code (a signature, the setup lines) is the scaffolding an answer
+    builds on.
+    """
+    prose: dict[tuple[str, ...], Place] = {}
+    code: dict[tuple[str, ...], Place] = {}
+    answers: list[tuple[Place, list[tuple[str, ...]], bool]] = []
+    for path, text in sources.items():
+        for place, shown, answer, is_prose in _places(path, text):
+            runs = list(_runs(words(shown)))
+            if answer:
+                answers.append((place, runs, is_prose))
+                continue
+            for run in runs:
+                (prose if is_prose else code).setdefault(run, place)
+    found: dict[tuple[Place, Place], tuple[str, ...]] = {}
+    for place, runs, is_prose in answers:
+        for run in runs:
+            visible = prose.get(run) or (code.get(run) if is_prose else None)
+            passage = " " + " ".join(run) + " "
+            if visible is None or any(passage in allowance for allowance in allowed):
+                continue
+            found.setdefault((place, visible), run)
+    return [Overlap(_at_passage(answer, run), _at_passage(visible, run), " ".join(run))
+            for (answer, visible), run in found.items()]
+
+
+def check_answer_overlaps(app, env) -> None:
+    """``env-updated``: an answer passage in student-visible text stops the build.
+
+    Anything visible counts as "not an answer" for the leak audit, so a sentence copied
+    from an answer into visible text would pass it; here both places are named. An
+    intended overlap is allowed in :data:`ALLOWANCES_FILE`, with its reason.
+    """
+    from sphinx.util import logging
+
+    from .faults import shown_path
+
+    logger = logging.getLogger(__name__)
+    allowances = Path(app.srcdir, ALLOWANCES_FILE)
+    try:
+        allowed = read_allowances(allowances)
+    except (ValueError, OSError) as error:  # tomllib's errors are ValueErrors
+        logger.error("%s", error, type="coursebook", subtype="audit")
+        app.__dict__["_coursebook_audit_failed"] = True
+        return
+    sources = {Path(env.doc2path(docname)): Path(env.doc2path(docname)).read_text(encoding="utf8")
+               for docname in sorted(env.found_docs)
+               if Path(env.doc2path(docname)).suffix == ".md"}
+    for overlap in answer_overlaps(sources, allowed):
+        logger.error("an answer passage also shows in student-visible text, at %s: %r. Reword "
+                     "one of them, or allow the overlap in %s (passage and why).",
+                     overlap.visible, overlap.passage, shown_path(allowances),
+                     location=f"{shown_path(overlap.answer.path)}:{overlap.answer.line}",
+                     type="coursebook", subtype="audit")
+        app.__dict__["_coursebook_audit_failed"] = True

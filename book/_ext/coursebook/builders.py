@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .faults import BookError
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10, as on a Cloud TPU VM: the recorder runs there
@@ -23,7 +25,7 @@ except ModuleNotFoundError:  # Python 3.10, as on a Cloud TPU VM: the recorder r
 BUILDERS_FILE = Path(__file__).resolve().parents[3] / "tools" / "builders.toml"
 
 
-class BuilderError(Exception):
+class BuilderError(BookError):
     """A builders or environments file that cannot be used; names the file and field."""
 
 

@@ -12,21 +12,23 @@ from sphinx.util import logging
 from .editions import Edition, edition_notebook, hidden_raises_cells
 from .execution_key import (FAILED_KEY, SOURCE_HASH_KEY, outdated_chapters, source_digest,
                             stamp_execution_environment)
-from .museum import ExhibitError, link_back_to_exhibits, load_museum, place_museum
-from .notebooks import RAISES_TAG, is_chapter_source, notebook_to_myst, read_chapter
-from .builders import BuilderError, environments_path, load_builders, load_environments
+from .builders import environments_path, load_builders, load_environments
+from .faults import BookError
+from .museum import link_back_to_exhibits, load_museum, place_museum
+from .notebooks import RAISES_TAG, is_chapter_source, line_of, notebook_to_myst, read_chapter
 from .recordings import (RecordingError, attach_recordings, cache_recorded_outputs,
                          load_recordings, recorded_chapter)
 
+
 logger = logging.getLogger(__name__)
 
-
-class ChapterFormatError(Exception):
+class ChapterFormatError(BookError):
     """A chapter whose tags contradict each other; the build logs it as an error."""
 
 
-# What preparing a chapter can raise: each names its file and is logged as one error.
-PREPARATION_ERRORS = (ChapterFormatError, ExhibitError, RecordingError, BuilderError)
+# What preparing a chapter can raise (an exhibit, a recording, the chapter's own tags):
+# each says where it is, and is logged once, where the page is read.
+PREPARATION_ERRORS = (BookError,)
 
 
 def edition_of(app: Sphinx) -> Edition:
@@ -51,20 +53,27 @@ def edition_chapter(text: str, source_path: str, edition: Edition, exhibits_dir:
     hidden = hidden_raises_cells(notebook)
     if hidden:
         raise ChapterFormatError(
-            f"{source_path}: a `{RAISES_TAG}` cell must show its error, but these cells also "
-            f"hide their output (remove-cell/remove-output): {hidden}. Drop one of the tags.")
+            f"a `{RAISES_TAG}` cell must show its error, but these cells also hide their "
+            f"output (remove-cell/remove-output): {hidden}. Drop one of the tags.",
+            source_path, line_of(hidden[0], text))
     return edition_notebook(notebook, edition)
 
 
 def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
     """The notebook this build's edition runs: answers dealt with, environment stamped.
 
-    Several hooks ask for the same chapter during one build; it is prepared once.
+    Several hooks ask for the same chapter during one build; it is prepared once (and a
+    chapter that cannot be prepared fails once: the same error is raised again).
     """
     prepared: dict = app.__dict__.setdefault("_coursebook_prepared", {})
     key = (source_path, source_digest(text))
     if key not in prepared:
-        prepared[key] = _prepare(app, text, source_path)
+        try:
+            prepared[key] = _prepare(app, text, source_path)
+        except PREPARATION_ERRORS as error:
+            prepared[key] = error
+    if isinstance(prepared[key], BookError):
+        raise prepared[key]
     return prepared[key]
 
 
@@ -81,8 +90,14 @@ def _prepare(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
     # A recorded chapter carries the environment it ran in as its recordings' provenance.
     recordings_dir = Path(app.config.coursebook_recordings_dir)
     pinned = load_environments(environments_path(recordings_dir, chapter.name), builders)
-    attached = attach_recordings(notebook, chapter, load_recordings(recordings_dir, chapter),
-                                 app.config.coursebook_allow_stale_recordings, pinned)
+    try:
+        attached = attach_recordings(notebook, chapter, load_recordings(recordings_dir, chapter),
+                                     app.config.coursebook_allow_stale_recordings, pinned)
+    except RecordingError as error:
+        if not error.cell:
+            raise
+        # A changed cell: located in the chapter.
+        raise RecordingError(error.message, source_path, line_of(error.cell, text)) from None
     for kind, lines in attached.drift.items():
         for line in lines:
             logger.info("%s: environment drift in the %s recording: %s", source_path, kind, line)
@@ -90,12 +105,27 @@ def _prepare(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
 
 
 def chapter_notebook(app: Sphinx, docname: str) -> nbformat.NotebookNode | None:
-    """This edition's notebook for a page, or None when the page is not a chapter."""
+    """This edition's notebook for a page, or None when the page is not a chapter.
+
+    Raises the chapter's preparation error, if any; :func:`prepared_notebook` does not.
+    """
     path = Path(app.env.doc2path(docname))
     if path.suffix != ".md":
         return None
     text = path.read_text(encoding="utf8")
     return prepare_chapter(app, text, str(path)).notebook if is_chapter_source(text) else None
+
+
+def prepared_notebook(app: Sphinx, docname: str) -> nbformat.NotebookNode | None:
+    """For hooks after reading: the chapter's notebook, or None (not a chapter, or failed).
+
+    A chapter that could not be prepared was reported when its page was read, and its
+    page is a stub; a later phase has nothing to add to it.
+    """
+    try:
+        return chapter_notebook(app, docname)
+    except PREPARATION_ERRORS:
+        return None
 
 
 def render_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
@@ -106,7 +136,8 @@ def render_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
     try:
         prepared = prepare_chapter(app, source[0], path)
     except PREPARATION_ERRORS as error:
-        logger.error("%s", error, location=docname, type="coursebook", subtype="source")
+        # An exhibit every chapter loads is reported once, at its own file and line.
+        error.report(app, "source", fallback_location=docname)
         app.env.metadata[docname][FAILED_KEY] = True
         source[0] = f"# {docname}\n\nThis page could not be built: see the build log.\n"
         return

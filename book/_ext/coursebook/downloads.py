@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 
-from .chapters import chapter_notebook, edition_of
+from .chapters import edition_of, prepared_notebook
 from .editions import Edition
 from .execution_key import ENVIRONMENT_KEY
 from .notebooks import (BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, cell_tags,
@@ -129,7 +129,7 @@ def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
     """``html-page-context``, before the theme's buttons: write and link the notebook."""
     if doctree is None or app.builder.format != "html":
         return
-    notebook = chapter_notebook(app, pagename)
+    notebook = prepared_notebook(app, pagename)
     if notebook is None:
         return
     target = Path(app.outdir, "_sources", pagename + ".ipynb")
@@ -173,7 +173,7 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
         return
     suffix = app.config.html_sourcelink_suffix
     for docname in app.env.found_docs:
-        notebook = chapter_notebook(app, docname)
+        notebook = prepared_notebook(app, docname)
         if notebook is None:
             continue
         source_name = Path(app.env.doc2path(docname)).name

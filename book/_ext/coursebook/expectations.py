@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 
+from .faults import shown_path
 from .notebooks import first_line
 from .outputs import normalise
 
@@ -47,8 +48,7 @@ def release(torch_version: str) -> str:
 
 def expectations_path(expected_dir: Path, torch_version: str, chapter: str) -> Path:
     """The file, relative to the working folder when it lies under it (as messages show it)."""
-    path = expected_dir / f"torch-{release(torch_version)}" / f"{chapter}.txt"
-    return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+    return shown_path(expected_dir / f"torch-{release(torch_version)}" / f"{chapter}.txt")
 
 
 def verified_versions(expected_dir: Path, chapter: str) -> list[str]:

@@ -2,33 +2,25 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 
+from .audit import check_answer_overlaps
 from .builders import BUILDERS_FILE
 from .chapters import edition_of, render_edition_source, reread_changed_chapters
 from .editions import Edition, box_code_answers
+from .execution_cache import check_execution_cache, reread_dropped_chapters
+from .interrupt import stop_cleanly_on_interrupt
 from .execution_key import reread_failed_chapters, set_execution_environment
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
 from .outputs import normalise_output_nodes
 from .stamp import add_build_stamp, set_build_stamp
 from .torch_versions import TorchVersionChanges, add_verified_versions, highlight_changed_boxes
-from .verify import (check_executed_chapter, compare_expected_outputs,
-                     fail_build_on_failed_chapters)
+from .verify import (check_executed_chapter, clear_execution_reports, compare_expected_outputs,
+                     fail_build_on_failed_chapters, keep_execution_reports)
 
 __all__ = ["setup"]
-
-
-def _create_execution_cache(app: Sphinx, config) -> None:
-    """Create the shared jupyter-cache before parallel readers race to create it."""
-    from jupyter_cache import get_cache
-
-    if config.nb_execution_mode == "cache" and config.nb_execution_cache_path:
-        Path(config.nb_execution_cache_path).mkdir(parents=True, exist_ok=True)
-        get_cache(config.nb_execution_cache_path)
 
 
 def _clean_and_check(app: Sphinx, doctree: nodes.document) -> None:
@@ -53,7 +45,7 @@ def setup(app: Sphinx) -> dict:
     # "": changing it re-reads nothing; the comparison runs on every build anyway.
     app.add_config_value("coursebook_accept_outputs", False, "", bool)
     app.connect("config-inited", set_execution_environment)
-    app.connect("config-inited", _create_execution_cache)
+    app.connect("config-inited", check_execution_cache)
     app.connect("source-read", render_edition_source)
     app.connect("doctree-read", _clean_and_check)
     app.add_config_value("coursebook_repository_url", "", "html", str)
@@ -68,8 +60,13 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", add_build_stamp)
     app.connect("env-get-outdated", reread_failed_chapters)
     app.connect("env-get-outdated", reread_changed_chapters)
+    app.connect("env-get-outdated", reread_dropped_chapters)
     app.connect("build-finished", replace_copied_sources)
     app.connect("env-updated", compare_expected_outputs)
+    app.connect("env-updated", check_answer_overlaps)
+    app.connect("builder-inited", clear_execution_reports)
+    app.connect("builder-inited", stop_cleanly_on_interrupt)
+    app.connect("env-updated", keep_execution_reports)
     app.add_directive("torch-version-changes", TorchVersionChanges)
     app.connect("build-finished", fail_build_on_failed_chapters)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

@@ -22,6 +22,7 @@ from pathlib import Path
 import nbformat
 
 from .builders import load_builders
+from .faults import BookError, shown_path
 from .notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG
 from .outputs import normalise
 
@@ -35,8 +36,39 @@ _RECORD_FIELDS = ("torch", "source", "where", "date", "type", "message")
 _WING_FIELDS = ("name", "title", "tagline", "introduction", "rooms")
 
 
-class ExhibitError(Exception):
+class ExhibitError(BookError):
     """An exhibit or museum marker that cannot be placed; the build logs it as an error."""
+
+
+def field_line(path: Path, name: str, record: int | None = None, table: str = "") -> int:
+    """The line of ``path`` where field ``name`` is set (in ``[[records]]`` number ``record``,
+    or in ``[table]``); else the line opening that table; 1 when neither is found."""
+    try:
+        lines = path.read_text(encoding="utf8").splitlines()
+    except OSError:
+        return 0
+    start, end = 0, len(lines)
+    header = "[[records]]" if record is not None else (f"[{table}]" if table else "")
+    if header:
+        openings = [i for i, line in enumerate(lines) if line.strip() == header]
+        index = record if record is not None else 0
+        if index >= len(openings):
+            return 1
+        start = openings[index]
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")),
+                   len(lines))
+    else:
+        end = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), end)
+    setting = re.compile(rf"^\s*{re.escape(name)}\s*=")
+    found = next((i for i in range(start, end) if setting.match(lines[i])), None)
+    return (found if found is not None else start) + 1
+
+
+def _fault(path: Path, message: str, name: str = "", record: int | None = None,
+           table: str = "") -> ExhibitError:
+    """An exhibit error located at a field of its TOML file."""
+    line = field_line(path, name, record, table) if name else 1
+    return ExhibitError(message, path, line)
 
 
 @dataclass(frozen=True)
@@ -104,46 +136,62 @@ class Exhibit:
         return next(r for r in self.records if r.source == "museum")
 
 
-def _require(path: Path, table: dict, name: str, kind: type, where: str = "") -> object:
+def _require(path: Path, table: dict, name: str, kind: type, record: int | None = None,
+             section: str = "") -> object:
+    where = (f"records[{record}]: " if record is not None else
+             f"{section}: " if section else "")
     if name not in table:
-        raise ExhibitError(f"{path}: {where}field '{name}' is missing")
+        raise _fault(path, f"{where}field '{name}' is missing", name, record, section)
     value = table[name]
     if not isinstance(value, kind) or (kind is str and not value.strip() and name != "date"):
-        raise ExhibitError(f"{path}: {where}field '{name}' must be a non-empty {kind.__name__}")
+        raise _fault(path, f"{where}field '{name}' must be a non-empty {kind.__name__}",
+                     name, record, section)
     return value
 
 
-def _choice(path: Path, name: str, value: str, allowed: tuple[str, ...], where: str = "") -> None:
+def _choice(path: Path, name: str, value: str, allowed: tuple[str, ...],
+            record: int | None = None) -> None:
     if value not in allowed:
-        raise ExhibitError(f"{path}: {where}field '{name}' is {value!r}, expected one of {allowed}")
+        where = f"records[{record}]: " if record is not None else ""
+        raise _fault(path, f"{where}field '{name}' is {value!r}, expected one of {allowed}",
+                     name, record)
+
+
+_TOML_POSITION = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf8"))
+    except tomllib.TOMLDecodeError as error:
+        position = _TOML_POSITION.search(str(error))
+        raise ExhibitError(f"not valid TOML: {error}", path,
+                           int(position.group(1)) if position else 1) from None
 
 
 def load_exhibit(path: Path, rooms: tuple[str, ...]) -> Exhibit:
-    """Read and validate one exhibit of a wing with these rooms; a problem names the file
-    and the field. It runs on a builder kind of ``tools/builders.toml``: the stand-in's
-    exhibits run in every build, the others show the museum's capture."""
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf8"))
-    except tomllib.TOMLDecodeError as error:
-        raise ExhibitError(f"{path}: not valid TOML: {error}") from None
+    """Read and validate one exhibit of a wing with these rooms; a problem names the file,
+    the line and the field. It runs on a builder kind of ``tools/builders.toml``: the
+    stand-in's exhibits run in every build, the others show the museum's capture."""
+    table = _read_toml(path)
     values = {name: _require(path, table, name, kind) for name, kind in _EXHIBIT_FIELDS.items()}
     _choice(path, "room", values["room"], rooms)
     _choice(path, "runs_on", values["runs_on"], tuple(load_builders()))
     prefix = re.match(r"(\d+)-", path.name)
     if not prefix or int(prefix.group(1)) != values["number"]:
-        raise ExhibitError(f"{path}: field 'number' is {values['number']}, "
-                           "but the file name must start with the same number")
+        raise _fault(path, f"field 'number' is {values['number']}, "
+                     "but the file name must start with the same number", "number")
     records = []
     for index, record in enumerate(values.pop("records")):
-        where = f"records[{index}]: "
-        fields = {name: _require(path, record, name, str, where) for name in _RECORD_FIELDS}
-        _choice(path, "source", fields["source"], RECORD_SOURCES, where)
+        fields = {name: _require(path, record, name, str, index) for name in _RECORD_FIELDS}
+        _choice(path, "source", fields["source"], RECORD_SOURCES, index)
         records.append(ErrorRecord(**fields))
     if sum(r.source == "museum" for r in records) != 1:
-        raise ExhibitError(f"{path}: field 'records' needs exactly one record with source 'museum'")
+        raise _fault(path, "field 'records' needs exactly one record with source 'museum'",
+                     "source", 0)
     taught_in = table.get("taught_in", [])
     if not isinstance(taught_in, list) or not all(isinstance(label, str) for label in taught_in):
-        raise ExhibitError(f"{path}: field 'taught_in' must be a list of section labels")
+        raise _fault(path, "field 'taught_in' must be a list of section labels", "taught_in")
     return Exhibit(path=path, wing=path.parent.name, records=tuple(records),
                    taught_in=tuple(taught_in),
                    cpu=_cpu_reproduction(path, table.get("cpu")),
@@ -154,15 +202,14 @@ def _cpu_reproduction(path: Path, table) -> CpuReproduction | None:
     if table is None:
         return None
     if not isinstance(table, dict):
-        raise ExhibitError(f"{path}: field 'cpu' must be a table")
-    where = "cpu: "
-    fields = {"note": str(_require(path, table, "note", str, where)).strip("\n")}
+        raise _fault(path, "field 'cpu' must be a table", "cpu")
+    fields = {"note": str(_require(path, table, "note", str, section="cpu")).strip("\n")}
     for name in ("reproduction", "fix_note", "fix", "side_environment"):
         if name in table:
-            fields[name] = str(_require(path, table, name, str, where)).strip("\n")
+            fields[name] = str(_require(path, table, name, str, section="cpu")).strip("\n")
     for name in ("reproduction", "fix"):
         if "'''" in fields.get(name, ""):
-            raise ExhibitError(f"{path}: {where}field '{name}' may not contain '''")
+            raise _fault(path, f"cpu: field '{name}' may not contain '''", name, table="cpu")
     return CpuReproduction(**fields)
 
 
@@ -179,19 +226,22 @@ class Wing:
 def load_wing(directory: Path) -> Wing:
     path = directory / "wing.toml"
     if not path.is_file():
-        raise ExhibitError(f"{path}: a wing needs this file ({', '.join(_WING_FIELDS)})")
-    table = tomllib.loads(path.read_text(encoding="utf8"))
+        raise ExhibitError(f"a wing needs this file ({', '.join(_WING_FIELDS)})", path)
+    table = _read_toml(path)
     fields = {name: str(_require(path, table, name, str)).strip() for name in _WING_FIELDS[:-1]}
     rooms = tuple(_require(path, table, "rooms", list))
     exhibits = tuple(load_exhibit(p, rooms) for p in sorted(directory.glob("[0-9]*.toml")))
     numbers = [exhibit.number for exhibit in exhibits]
     if numbers != list(range(1, len(numbers) + 1)):
-        raise ExhibitError(f"{directory}: exhibits must be numbered 1..{len(numbers)}, got {numbers}")
+        raise ExhibitError(f"exhibits must be numbered 1..{len(numbers)}, got {numbers}", directory)
     return Wing(exhibits=exhibits, rooms=rooms, **fields)
 
 
 def load_museum(exhibits_dir: Path) -> dict[str, Wing]:
     """Every wing: each folder of ``exhibits/`` holding a ``wing.toml``."""
+    if not exhibits_dir.is_dir():
+        raise ExhibitError("the exhibits folder does not exist (coursebook_exhibits_dir, "
+                           "or --exhibits)", exhibits_dir)
     return {d.name: load_wing(d) for d in sorted(exhibits_dir.iterdir()) if (d / "wing.toml").is_file()}
 
 
@@ -337,6 +387,52 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     elif cpu is not None and not cpu.reproduction:
         cells.append(_markdown(f"*{cpu.note}*"))
     return cells
+
+
+@dataclass(frozen=True)
+class CellOrigin:
+    """The exhibit field a generated code cell runs, and its line in the exhibit's file."""
+
+    exhibit: Exhibit
+    field: str
+    line: int
+
+    @property
+    def location(self) -> str:
+        return f"{shown_path(self.exhibit.path)}:{self.line}"
+
+
+def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]:
+    """Each code cell an exhibit adds to a chapter (by source), with the field it runs."""
+    def origin(field: str, name: str, record: ErrorRecord | None = None,
+               table: str = "") -> CellOrigin:
+        index = exhibit.records.index(record) if record is not None else None
+        return CellOrigin(exhibit, field, field_line(exhibit.path, name, index, table))
+
+    if exhibit.runs_on == "cpu":
+        record = exhibit.record_for(torch_version)
+        return {exhibit.failing_code: origin("failing_code", "failing_code"),
+                _check_cell(exhibit, record).source: (
+                    origin("records", "message", record) if record else
+                    origin("records", "records")),
+                exhibit.fix_code: origin("fix_code", "fix_code")}
+    cpu = exhibit.cpu
+    if cpu is None:
+        return {}
+    origins = {
+        _in_fresh_python(cpu.reproduction, cpu.side_environment).source:
+            origin("cpu.reproduction", "reproduction", table="cpu"),
+        _check_cell(exhibit, exhibit.museum_record).source:
+            origin("records", "message", exhibit.museum_record)}
+    if cpu.fix:
+        origins[_in_fresh_python(cpu.fix, "").source] = origin("cpu.fix", "fix", table="cpu")
+    return origins
+
+
+def cell_origins(museum: dict[str, Wing], torch_version: str) -> dict[str, CellOrigin]:
+    """Every exhibit's code cells, by source: so a failing cell is named by its exhibit."""
+    return {source: origin for wing in museum.values() for exhibit in wing.exhibits
+            for source, origin in _code_origins(exhibit, torch_version).items()}
 
 
 def room_cells(wing: Wing, room: str, torch_version: str) -> list[nbformat.NotebookNode]:

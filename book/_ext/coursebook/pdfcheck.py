@@ -46,10 +46,34 @@ def overflowing_words(pdf: Path, side: float = SIDE_MARGIN_PT,
     return problems
 
 
-def log_problems(log: Path, limit: float = OVERFULL_LIMIT_PT) -> list[Problem]:
-    """Overfull boxes wider than ``limit`` and missing glyphs, from a LaTeX log."""
+# Sphinx prefixes every label with the document it is in: ``\label{\detokenize{pt01:id}}``.
+_DOC_LABEL = re.compile(r"\\label\{\\detokenize\{([^:}]+):")
+_TEX_LINES = re.compile(r"at lines (\d+)--")
+
+
+def tex_documents(tex: Path) -> list[tuple[int, str]]:
+    """The source document of each label in Sphinx's ``.tex``: (line, docname), in order."""
+    return [(number, match.group(1))
+            for number, line in enumerate(tex.read_text(encoding="utf8").splitlines(), start=1)
+            for match in _DOC_LABEL.finditer(line)]
+
+
+def _chapter_of(message: str, documents: list[tuple[int, str]]) -> str:
+    """``message`` with the chapter file its ``.tex`` line belongs to, when known."""
+    found = _TEX_LINES.search(message)
+    if not found or not documents:
+        return message
+    line = int(found.group(1))
+    names = [name for start, name in documents if start <= line]
+    return f"{names[-1]}.md: {message}" if names else message
+
+
+def log_problems(log: Path, limit: float = OVERFULL_LIMIT_PT, tex: Path | None = None) -> list[Problem]:
+    """Overfull boxes wider than ``limit`` and missing glyphs, from a LaTeX log; with the
+    ``.tex``, each overfull box is placed in its chapter file."""
     text = log.read_text(encoding="utf8", errors="replace")
-    problems = [Problem(f"{log.name}: {m.group(0)}")
+    documents = tex_documents(tex) if tex is not None and tex.is_file() else []
+    problems = [Problem(_chapter_of(f"{log.name}: {m.group(0)}", documents))
                 for m in re.finditer(r"Overfull \\hbox \((\d+(?:\.\d+)?)pt too wide\)[^\n]*", text)
                 if float(m.group(1)) > limit]
     problems += [Problem(f"{log.name}: {m.group(0)}")
@@ -70,5 +94,5 @@ def pdf_text(pdf: Path) -> str:
                           capture_output=True, text=True).stdout
 
 
-def check_pdf(pdf: Path, log: Path) -> list[Problem]:
-    return overflowing_words(pdf) + log_problems(log) + unembedded_fonts(pdf)
+def check_pdf(pdf: Path, log: Path, tex: Path | None = None) -> list[Problem]:
+    return overflowing_words(pdf) + log_problems(log, tex=tex) + unembedded_fonts(pdf)

@@ -25,6 +25,7 @@ from pathlib import Path
 import nbformat
 
 from .builders import Builder, RecordingEnvironment, package_key
+from .faults import BookError
 from .notebooks import ACCELERATOR_ONLY_TAG, STAND_IN_ONLY_TAG, cell_tags
 
 PROVENANCE_KEY = "coursebook_recording"
@@ -32,8 +33,13 @@ RECORDING_COMMAND = "make recording"
 _REQUIRED = ("platform", "device_kind", "environments", "date", "commit", "code_hash")
 
 
-class RecordingError(Exception):
-    """A recording that is malformed, mislabelled or out of date."""
+class RecordingError(BookError):
+    """A recording that is malformed, mislabelled or out of date (``cell``: the changed one)."""
+
+    def __init__(self, message: str, path: Path | None = None, line: int = 0,
+                 cell: str = "") -> None:
+        super().__init__(message, path, line)
+        self.cell = cell
 
 
 def recording_name(notebook: nbformat.NotebookNode) -> str | None:
@@ -135,16 +141,30 @@ def check_label(builder: Builder, provenance: dict, path: Path) -> None:
     platform, device_kind = provenance.get("platform", ""), provenance.get("device_kind", "")
     if not builder.ran_here(platform, device_kind):
         raise RecordingError(
-            f"{path}: labelled {builder.name}, but its runtime reported {platform!r} "
-            f"({device_kind!r}); a run is only labelled with the device it ran on (a CPU run "
-            "can never be a TPU recording)")
+            f"labeled {builder.name}, but its runtime reported {platform!r} ({device_kind!r}); "
+            "a run is only labeled with the device it ran on (a CPU run can never be a TPU "
+            f"recording). Delete the file, or run `{RECORDING_COMMAND} KIND={builder.name}` on "
+            "such a builder.", path)
+
+
+def _read_notebook(path: Path, builder: Builder) -> nbformat.NotebookNode:
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as error:  # nbformat raises several kinds for a damaged file
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise RecordingError(
+            f"not a readable notebook ({type(error).__name__}: {detail[:200]}). Restore it "
+            f"with `git checkout -- {path}`, or record it again with "
+            f"`{RECORDING_COMMAND} KIND={builder.name}`.", path) from None
 
 
 def load_recording(path: Path, builder: Builder) -> Recording:
-    notebook = nbformat.read(path, as_version=4)
+    notebook = _read_notebook(path, builder)
     provenance = notebook.metadata.get(PROVENANCE_KEY)
     if not isinstance(provenance, dict) or any(k not in provenance for k in _REQUIRED):
-        raise RecordingError(f"{path}: metadata '{PROVENANCE_KEY}' needs {', '.join(_REQUIRED)}")
+        raise RecordingError(f"metadata '{PROVENANCE_KEY}' needs {', '.join(_REQUIRED)} (the "
+                             f"provenance a run writes): record it again with "
+                             f"`{RECORDING_COMMAND} KIND={builder.name}`.", path)
     check_label(builder, provenance, path)
     return Recording(builder, path, notebook)
 
@@ -156,8 +176,9 @@ def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Reco
                   if recording_path(recordings_dir, chapter.name, b.name).is_file()]
     stand_in = chapter.stand_in
     if not any(recording.builder == stand_in for recording in recordings):
-        raise RecordingError(f"{recording_path(recordings_dir, chapter.name, stand_in.name)} is "
-                             f"missing: run `{chapter.command(stand_in)}`")
+        raise RecordingError(f"is missing: run `{chapter.command(stand_in)}` (the "
+                             f"{stand_in.short_label})",
+                             recording_path(recordings_dir, chapter.name, stand_in.name))
     return recordings
 
 
@@ -242,7 +263,8 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
         else:
             commands = " and ".join(f"`{chapter.command(b)}`" for b in able)
             raise RecordingError(f"cell `{first_line}` changed since its recording: run "
-                                 f"{commands} on such builders, then commit book/recordings/")
+                                 f"{commands} on such builders, then commit book/recordings/",
+                                 cell=cell.source)
     if not panel_placed:
         labelled.cells.insert(0, _markdown(provenance_panel(chapter, recordings, drift)))
     executed = copy.deepcopy(notebook)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from .chapters import PREPARATION_ERRORS, chapter_notebook
 from .builders import load_builders
+from .chapters import PREPARATION_ERRORS, prepared_notebook
 from .recordings import load_recordings, recorded_chapter
 
 NOT_IN_GIT = "a copy outside git"
@@ -46,10 +46,7 @@ def set_build_stamp(app: Sphinx) -> None:
 
 def executed_with(app: Sphinx, pagename: str) -> str:
     """Which torch produced the outputs of a page ("" for a page without code)."""
-    try:
-        notebook = chapter_notebook(app, pagename)
-    except PREPARATION_ERRORS:
-        return ""  # the build has already reported it
+    notebook = prepared_notebook(app, pagename)  # a failed chapter was reported when read
     if notebook is None:
         return ""
     try:

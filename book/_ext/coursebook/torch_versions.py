@@ -18,8 +18,10 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 
 from .exhibit_checks import CHANGED_CLASS
-from .expectations import read_expectations, release, verified_versions
-from .museum import load_museum
+from .expectations import ExpectationsError, read_expectations, release, verified_versions
+from .execution_key import FAILED_KEY
+from .faults import report_once
+from .museum import ExhibitError, load_museum
 from .worddiff import changed_words
 
 CHANGES_LABEL = "torch-versions"
@@ -89,6 +91,16 @@ class TorchVersionChanges(Directive):
 
     def run(self) -> list[nodes.Node]:
         env = self.state.document.settings.env
+        try:
+            return self._sections(env)
+        except ExhibitError as error:  # the chapters that place the exhibits report it too
+            error.report(env.app, "source", fallback_location=env.docname)
+        except ExpectationsError as error:
+            report_once(env.app, str(error), None, "expected-outputs")
+        env.metadata[env.docname][FAILED_KEY] = True  # read (and checked) again next build
+        return []
+
+    def _sections(self, env) -> list[nodes.Node]:
         config = env.config
         edition = "instructor" if env.app.tags.has("instructor") else "student"
         expected_dir = Path(env.srcdir, config.coursebook_expected_dir)

@@ -10,6 +10,7 @@ the running torch version (:mod:`coursebook.expectations`).
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +21,14 @@ from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from .chapters import PREPARATION_ERRORS, chapter_notebook, edition_chapter, edition_of
+from .chapters import chapter_notebook, edition_chapter, edition_of, prepared_notebook
 from .editions import Edition
 from .execution_key import FAILED_KEY
 from .expectations import (ACCEPT_COMMAND, ExpectationsError, accept, cached_notebook,
                            cell_keys, cell_outputs, compare, expectations_path,
                            read_expectations, release, write_expectations)
+from .faults import report_once
+from .museum import CellOrigin, ExhibitError, cell_origins, load_museum
 from .notebooks import RAISES_TAG, line_of
 from .recordings import recording_name
 
@@ -34,11 +37,35 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CellProblem:
-    """One cell that did not behave as its tags say."""
+    """One cell that did not behave as its tags say.
+
+    ``location`` (``file:line``) is set for a cell an exhibit added: the exhibit's TOML
+    file is where the fix goes, so the message names it and the field instead.
+    """
 
     line: int
     first_line: str
     what: str
+    location: str | None = None
+
+    @property
+    def message(self) -> str:
+        return self.what if self.location else f"code cell `{self.first_line}` {self.what}"
+
+
+def _exhibit_problem(origin: CellOrigin, error: str | None) -> CellProblem:
+    """A generated exhibit cell that misbehaved, named by its exhibit's file and field."""
+    exhibit, field = origin.exhibit.key, origin.field
+    if error is None:
+        what = (f"exhibit {exhibit}: the failing code (field '{field}') did not raise. "
+                f"Make it fail as the exhibit teaches, then check its record with "
+                f"`{ACCEPT_COMMAND}`.")
+    elif field == "records":
+        what = f"exhibit {exhibit}, field 'records':\n      {_short(error)}"
+    else:
+        what = (f"exhibit {exhibit}: the fix (field '{field}') raised an error:\n      "
+                f"{_short(error)}\n    A fix must run: correct field '{field}'.")
+    return CellProblem(origin.line, "", what, origin.location)
 
 
 def _code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
@@ -60,17 +87,27 @@ def _short(error: str, lines: int = 12) -> str:
 
 
 def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str,
-                  succeeded: bool, traceback: str | None) -> list[CellProblem]:
+                  succeeded: bool, traceback: str | None,
+                  origins: dict[str, CellOrigin] | None = None) -> list[CellProblem]:
     """What went wrong in one executed chapter, in cell order.
 
     ``sources`` are the executed notebook's cell sources (by myst-nb's cell index), so
-    that a cell whose input is hidden is still named; ``chapter_text`` is the file.
+    that a cell whose input is hidden is still named; ``chapter_text`` is the file;
+    ``origins`` names the cells that exhibits added (:func:`coursebook.museum.cell_origins`).
     """
     problems: list[CellProblem] = []
     for cell in _code_cells(doctree):
         source = sources[cell["cell_index"]]
         tags = cell.get("cell_metadata", {}).get("tags", [])
         error = _cell_error(cell)
+        origin = (origins or {}).get(source)
+        if origin is not None and (error is not None) != (RAISES_TAG in tags):
+            if not (problems and problems[-1].location and origin.field == "records"
+                    and problems[-1].what.startswith(f"exhibit {origin.exhibit.key}:")):
+                problems.append(_exhibit_problem(origin, error))  # not "did not raise" twice
+            if error is not None:
+                return problems  # nbclient stops at the first unexpected error
+            continue
         where = dict(line=line_of(source, chapter_text),
                      first_line=(source.strip().splitlines() or [""])[0])
         if error is not None and RAISES_TAG not in tags:
@@ -98,11 +135,17 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
     notebook = chapter_notebook(app, env.docname)
     sources = [cell.source for cell in notebook.cells] if notebook else []
     chapter_text = Path(env.doc2path(env.docname)).read_text(encoding="utf8")
+    try:
+        origins = cell_origins(load_museum(Path(app.config.coursebook_exhibits_dir)),
+                               app.config.coursebook_execution_environment["torch"])
+    except ExhibitError:
+        origins = {}  # the chapters that place exhibits report it
     problems = cell_problems(doctree, sources, chapter_text,
-                             bool(exec_data.get("succeeded")), exec_data.get("traceback"))
+                             bool(exec_data.get("succeeded")), exec_data.get("traceback"),
+                             origins)
     for problem in problems:
-        logger.error("code cell `%s` %s", problem.first_line, problem.what,
-                     location=(env.docname, problem.line or None),
+        logger.error("%s", problem.message,
+                     location=problem.location or (env.docname, problem.line or None),
                      type="coursebook", subtype="execution")
     if problems:
         env.metadata[env.docname][FAILED_KEY] = True
@@ -111,10 +154,7 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
 def _executed_chapters(app: Sphinx) -> Iterator[tuple[str, nbformat.NotebookNode]]:
     """Each chapter this build executes (not a recording), with its edition notebook."""
     for docname in sorted(app.env.found_docs):
-        try:
-            notebook = chapter_notebook(app, docname)
-        except PREPARATION_ERRORS:
-            continue  # reported where the page is read
+        notebook = prepared_notebook(app, docname)  # a failed one was reported when read
         if notebook is not None and recording_name(notebook) is None:
             yield docname, notebook
 
@@ -158,8 +198,9 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
         chapter = env.doc2path(docname)
         try:
             expectations = read_expectations(path)
-        except ExpectationsError as error:
-            _fail(app, docname, None, str(error))
+        except ExpectationsError as error:  # the file names itself; the versions page reads it too
+            report_once(app, str(error), None, "expected-outputs")
+            app.__dict__["_coursebook_outputs_differ"] = True
             continue
         if app.config.coursebook_accept_outputs:
             if write_expectations(path, accept(expectations, edition, outputs),
@@ -193,10 +234,31 @@ def _fail(app: Sphinx, docname: str, line: int | None, message: str) -> None:
     app.__dict__["_coursebook_outputs_differ"] = True
 
 
+def _reports(app: Sphinx) -> tuple[Path, Path]:
+    """Where myst-nb writes a failed notebook's traceback (inside the published output
+    folder), and where it is kept instead: ``_build/<edition>/reports/``."""
+    return Path(app.outdir, "reports"), Path(app.outdir).parent / "reports"
+
+
+def clear_execution_reports(app: Sphinx) -> None:
+    """``builder-inited``: no report outlives its failure (a failed chapter is read again)."""
+    for folder in _reports(app):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def keep_execution_reports(app: Sphinx, env) -> None:
+    """``env-updated``: move the tracebacks out of the output folder, which is published."""
+    written, kept = _reports(app)
+    if written.is_dir():
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.move(written, kept)
+
+
 def fail_build_on_failed_chapters(app: Sphinx, exception: Exception | None) -> None:
     """``build-finished``: a failed chapter, or an unexpected output, fails the build."""
     if exception is not None:
         return
     if (any(meta.get(FAILED_KEY) for meta in app.env.metadata.values())
-            or app.__dict__.get("_coursebook_outputs_differ")):
+            or app.__dict__.get("_coursebook_outputs_differ")
+            or app.__dict__.get("_coursebook_audit_failed")):
         app.statuscode = 1

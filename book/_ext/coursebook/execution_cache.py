@@ -1,0 +1,69 @@
+"""The execution cache (jupyter-cache) checked before a build reads from it.
+
+A cache entry whose notebook file is gone would fail every later build with a
+``KeyError``; it is dropped instead, and its chapter executes again. A database that
+cannot be read cannot be repaired: the build stops with one message naming the file and
+``make clean-cache``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+from .faults import CLEAN_CACHE_COMMAND, shown_path
+
+logger = logging.getLogger(__name__)
+
+
+def stop_build(message: str, location: str | None = None) -> None:
+    """End the build now with one error: no crash report (Sphinx gives one to any exception)."""
+    logger.error("%s", message, location=location, type="coursebook", subtype="cache")
+    sys.exit(2)
+
+
+def drop_missing_entries(cache) -> list[str]:
+    """Remove the records whose executed notebook file is missing; their URIs."""
+    from jupyter_cache.cache.db import NbCacheRecord
+
+    dropped = []
+    for record in cache.list_cache_records():
+        notebook = cache._get_notebook_path_cache(record.hashkey)  # jupyter-cache's layout
+        if not notebook.is_file():
+            shutil.rmtree(notebook.parent, ignore_errors=True)
+            NbCacheRecord.remove_records([record.pk], cache.db)
+            dropped.append(record.uri)
+    return dropped
+
+
+def check_execution_cache(app: Sphinx, config) -> None:
+    """``config-inited``: create the shared cache (before parallel readers race to), check it."""
+    from jupyter_cache import get_cache
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if config.nb_execution_mode != "cache" or not config.nb_execution_cache_path:
+        return
+    path = Path(config.nb_execution_cache_path)
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        dropped = drop_missing_entries(get_cache(str(path)))
+    except SQLAlchemyError as error:
+        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+        stop_build(f"the execution cache is damaged ({reason}): its database "
+                   f"{shown_path(path / 'global.db')} cannot be read. Run `{CLEAN_CACHE_COMMAND}` "
+                   "(every chapter then executes again).")
+    for uri in dropped:
+        logger.info("execution cache: the executed notebook of %s was missing; its entry is "
+                    "dropped and the chapter executes again", shown_path(uri))
+    app.__dict__["_coursebook_dropped"] = dropped
+
+
+def reread_dropped_chapters(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """``env-get-outdated``: a chapter whose cache entry was dropped is read (executed) again."""
+    dropped = app.__dict__.get("_coursebook_dropped", [])
+    return [docname for docname in (env.path2doc(uri) for uri in dropped)
+            if docname in env.found_docs]

@@ -1,0 +1,281 @@
+"""Planted faults: each ends the build with one clear message, never a crash report.
+
+Every probe breaks a scratch copy of a book (the tiny fixture book where the fault does
+not need the real one) and checks: non-zero exit, the message once (what, where, the
+command that fixes it), and no Python traceback or Sphinx crash report. The README's
+table "When the build stops" lists the same faults.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import BOOK, ROOT, TINY_BOOK, Build, sphinx_build
+from coursebook.faults import CLEAN_CACHE_COMMAND
+from coursebook.museum import ExhibitError, cell_origins, load_exhibit, load_museum
+from coursebook.recordings import RECORDING_COMMAND, RecordingError, load_recording
+from coursebook.builders import load_builders
+
+CRASH_SIGNS = ("Traceback", "Extension error", "Exception occurred", "please report",
+               "The full traceback has been saved")
+EXHIBITS = ROOT / "exhibits"
+
+
+def assert_one_clear_message(build: Build, message: str) -> None:
+    """The build failed, said ``message`` exactly once, and crashed nowhere."""
+    assert build.returncode != 0, build.log[-3000:]
+    assert build.log.count(message) == 1, build.log[-3000:]
+    for sign in CRASH_SIGNS:
+        assert sign not in build.log, build.log[-3000:]
+
+
+def _broken_exhibits(tmp_path: Path, glob: str, old: str, new: str) -> Path:
+    """A copy of exhibits/ with ``old`` replaced by ``new`` in one exhibit; that exhibit."""
+    shutil.copytree(EXHIBITS, tmp_path / "exhibits")
+    exhibit = next((tmp_path / "exhibits").glob(glob))
+    text = exhibit.read_text()
+    assert old in text
+    exhibit.write_text(text.replace(old, new, 1))
+    return exhibit
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+# --- Fast: the messages themselves ------------------------------------------------------
+
+@pytest.mark.parametrize("old, new, field, message", [
+    ('source = "museum"', 'source = "musem"', 'source = "musem"',
+     "records[0]: field 'source' is 'musem'"),
+    ('title = "', 'title = 3\nx = "', "title = 3", "field 'title' must be a non-empty str"),
+    ("number = 3", "number = 3\n[[records]", "[[records]", "not valid TOML"),
+])
+def test_a_malformed_exhibit_is_located_at_its_field(tmp_path, old, new, field, message):
+    exhibit = _broken_exhibits(tmp_path, "pytorch/03-*.toml", old, new)
+    with pytest.raises(ExhibitError) as error:
+        load_exhibit(exhibit, tuple(load_museum(ROOT / "exhibits")["pytorch"].rooms))
+    assert error.value.location == f"{exhibit}:{_line_of(exhibit, field)}"
+    assert message in error.value.message
+
+
+def test_every_exhibit_code_cell_is_traced_to_its_field():
+    import torch
+
+    museum = load_museum(EXHIBITS)
+    origins = cell_origins(museum, torch.__version__)
+    for wing in museum.values():
+        for exhibit in wing.exhibits:
+            if exhibit.runs_on == "cpu":
+                fix = origins[exhibit.fix_code]
+                assert fix.exhibit is exhibit and fix.field == "fix_code"
+                assert fix.line == _line_of(exhibit.path, "fix_code =")
+
+
+@pytest.mark.parametrize("damage", [lambda text: text[:len(text) // 2], lambda text: ""])
+def test_an_unreadable_recording_names_its_file_and_the_command(tmp_path, damage):
+    broken = tmp_path / "bridges-cpu.ipynb"
+    broken.write_text(damage((BOOK / "recordings" / "bridges-cpu.ipynb").read_text()))
+    with pytest.raises(RecordingError) as error:
+        load_recording(broken, load_builders()["cpu"])
+    assert error.value.path == broken and "not a readable notebook" in error.value.message
+    assert f"{RECORDING_COMMAND} KIND=cpu" in error.value.message
+
+
+def test_record_exhibits_names_a_missing_folder():
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "record_exhibits.py"),
+                           "--exhibits", "/nonexistent"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "/nonexistent: the exhibits folder does not exist" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_pdf_that_fails_its_checks_is_not_left_under_its_name(tmp_path, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "tools"))
+    spec = importlib.util.spec_from_file_location("build_pdf", ROOT / "tools" / "build_pdf.py")
+    build_pdf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_pdf)
+    typeset, target = tmp_path / "latex.pdf", tmp_path / "pdf" / "book.pdf"
+    typeset.write_bytes(b"%PDF-1.5 typeset")
+    target.parent.mkdir()
+    target.write_bytes(b"%PDF-1.5 an older one")
+    assert not build_pdf.publish(typeset, target, ["page 3: 'word' runs into the margin"])
+    assert not target.exists() and typeset.exists()
+    assert "is not written" in capsys.readouterr().err
+    assert build_pdf.publish(typeset, target, [])
+    assert target.read_bytes() == typeset.read_bytes()
+
+
+# --- Slow: the tiny book, broken ----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_cache(tmp_path_factory) -> Path:
+    """An execution cache holding the tiny book's run; each probe breaks its own copy."""
+    root = tmp_path_factory.mktemp("tiny")
+    build = sphinx_build(TINY_BOOK, root / "out", root / "cache")
+    assert build.returncode == 0, build.log
+    return root / "cache"
+
+
+@pytest.fixture
+def cache_copy(tiny_cache, tmp_path) -> Path:
+    shutil.copytree(tiny_cache, tmp_path / "cache")
+    return tmp_path / "cache"
+
+
+@pytest.mark.slow
+def test_a_malformed_exhibit_is_reported_once_with_its_file_and_line(tiny_book, tmp_path,
+                                                                      cache_copy):
+    """Every chapter loads the museum; the error still shows once, in no crash report."""
+    shutil.copy(tiny_book / "chapter.md", tiny_book / "second.md")
+    (tiny_book / "index.md").write_text("# Fixture\n\n```{toctree}\nchapter\nsecond\n```\n")
+    exhibit = _broken_exhibits(tmp_path, "pytorch/03-*.toml", "fix_code = ", "fixcode = ")
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy,
+                         settings={"coursebook_exhibits_dir": str(exhibit.parent.parent)})
+    assert_one_clear_message(build, f"{exhibit}:1: ERROR: field 'fix_code' is missing")
+
+
+@pytest.mark.slow
+def test_a_missing_cached_notebook_is_dropped_and_runs_again(tiny_book, tmp_path, cache_copy):
+    [notebook] = cache_copy.glob("executed/*/base.ipynb")
+    notebook.unlink()
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert build.returncode == 0, build.log
+    assert "its entry is dropped and the chapter executes again" in build.log
+    assert build.executed == 1
+    again = sphinx_build(tiny_book, tmp_path / "out2", cache_copy)
+    assert again.returncode == 0 and again.executed == 0
+
+
+@pytest.mark.slow
+def test_a_damaged_cache_database_names_make_clean_cache(tiny_book, tmp_path, cache_copy):
+    database = cache_copy / "global.db"
+    database.write_bytes(database.read_bytes()[:3000])
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert_one_clear_message(build, f"Run `{CLEAN_CACHE_COMMAND}`")
+    assert f"{database}" in build.log and "the execution cache is damaged" in build.log
+
+
+@pytest.mark.slow
+def test_a_failed_run_leaves_nothing_in_the_published_folder(tiny_book, tmp_path, cache_copy):
+    chapter = tiny_book / "chapter.md"
+    good = chapter.read_text()
+    chapter.write_text(good.replace("print((weights * 3).grad_fn)",
+                                    "print((weights * 3).grad_fn)\nweights.no_such_method()"))
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert_one_clear_message(build, "code cell `import torch` raised an error")
+    assert not list((tmp_path / "out" / "html").rglob("*.err.log"))
+    assert (tmp_path / "out" / "reports" / "chapter.err.log").is_file()
+    chapter.write_text(good)
+    fixed = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert fixed.returncode == 0, fixed.log
+    assert not (tmp_path / "out" / "reports").exists()
+
+
+# --- Slow: the real book, broken (a scratch copy, the warm cache copied) --------------------
+
+@pytest.fixture
+def book_copy(tmp_path) -> Path:
+    shutil.copytree(BOOK, tmp_path / "book")
+    return tmp_path / "book"
+
+
+@pytest.fixture
+def warm_cache(built, tmp_path) -> Path:
+    """A copy of the cache the session's real-book builds filled: nothing runs again."""
+    shutil.copytree(built["student"].outdir.parent / "cache", tmp_path / "cache")
+    return tmp_path / "cache"
+
+
+def _damage_recording(book: Path, change) -> Path:
+    recording = book / "recordings" / "bridges-cpu.ipynb"
+    recording.write_text(change(recording.read_text()))
+    return recording
+
+
+def _without_provenance(text: str) -> str:
+    notebook = json.loads(text)
+    del notebook["metadata"]["coursebook_recording"]
+    return json.dumps(notebook)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change, message", [
+    (lambda text: text[:len(text) // 2], "not a readable notebook"),
+    (_without_provenance, "metadata 'coursebook_recording' needs"),
+])
+def test_a_damaged_recording_gives_one_message(book_copy, warm_cache, tmp_path, change,
+                                               message):
+    recording = _damage_recording(book_copy, change)
+    build = sphinx_build(book_copy, tmp_path / "out", warm_cache,
+                         settings={"coursebook_recordings_dir": str(recording.parent)})
+    assert_one_clear_message(build, message)
+    assert f"{recording}: {message}" in build.log and RECORDING_COMMAND in build.log
+
+
+@pytest.mark.slow
+def test_a_recording_labelled_tpu_that_ran_on_cpu_gives_one_message(book_copy, warm_cache,
+                                                                      tmp_path):
+    recordings = book_copy / "recordings"
+    shutil.copy(recordings / "bridges-cpu.ipynb", recordings / "bridges-tpu.ipynb")
+    build = sphinx_build(book_copy, tmp_path / "out", warm_cache,
+                         settings={"coursebook_recordings_dir": str(recordings)})
+    assert_one_clear_message(build, "a CPU run can never be a TPU recording")
+
+
+
+@pytest.mark.parametrize("tool", sorted(p.name for p in (ROOT / "tools").glob("*.py")
+                                        if p.read_text().startswith("#!")))
+def test_a_tool_started_by_its_shebang_runs_in_the_book_environment(tool):
+    """``tools/NAME.py --help`` as the README shows it: the system Python starts it."""
+    import os
+
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != venv_bin)
+    environment = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    done = subprocess.run([str(ROOT / "tools" / tool), "--help"], capture_output=True, text=True,
+                          env=dict(environment, PATH=path))
+    assert done.returncode == 0 and done.stdout.startswith("usage:"), done.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path):
+    """Ctrl-C reaches the whole process group, as from a terminal; the next build recovers."""
+    import os
+    import signal
+    import time
+
+    from coursebook.interrupt import MESSAGE
+
+    chapter = tiny_book / "chapter.md"
+    good = chapter.read_text()
+    chapter.write_text(good.replace("print((weights * 3).grad_fn)",
+                                    "print((weights * 3).grad_fn)\nimport time; time.sleep(30)"))
+    command = [sys.executable, "-m", "sphinx", "-N", "-b", "html", "-c", str(ROOT), "-W",
+               "-d", str(tmp_path / "out" / "doctrees"),
+               "-D", f"nb_execution_cache_path={tmp_path / 'cache'}",
+               str(tiny_book), str(tmp_path / "out" / "html")]
+    log = tmp_path / "log"
+    with log.open("w") as out:
+        build = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                 start_new_session=True)
+        deadline = time.monotonic() + 120
+        while "Executing notebook" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(3)  # the kernel is in the sleeping cell
+        os.killpg(build.pid, signal.SIGINT)
+        returncode = build.wait(timeout=60)
+    text = log.read_text()
+    assert returncode == 130 and text.count(MESSAGE) == 1, text[-3000:]
+    for sign in CRASH_SIGNS + ("Event loop is closed",):
+        assert sign not in text, text[-3000:]
+    chapter.write_text(good)
+    again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert again.returncode == 0, again.log[-3000:]

@@ -1,0 +1,23 @@
+"""Lets a tool started as ``tools/NAME.py`` (its shebang: the system Python) run in the
+book's environment: it starts again with ``.venv``'s Python, or says how to create it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+VENV_PYTHON = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "python"
+
+
+def use_book_environment(needs: str = "coursebook") -> None:
+    """Return when ``needs`` imports here (the recorder's own environment will do for its
+    tools); else re-run the tool with .venv's Python."""
+    import importlib.util
+
+    if importlib.util.find_spec(needs) is not None:
+        return
+    if VENV_PYTHON.is_file() and Path(sys.prefix).resolve() != VENV_PYTHON.parent.parent.resolve():
+        os.execv(VENV_PYTHON, [str(VENV_PYTHON), sys.argv[0], *sys.argv[1:]])
+    sys.exit(f"{Path(sys.argv[0]).name}: the book's environment is missing; run `make venv` "
+             f"(it creates {VENV_PYTHON.parent.parent}).")
