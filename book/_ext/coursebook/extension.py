@@ -8,9 +8,11 @@ from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 
+from .answer_space import setup_answer_space
 from .chapters import edition_of, render_edition_source, reread_changed_chapters
 from .editions import Edition, box_code_answers
 from .execution_key import reread_failed_chapters, set_execution_environment
+from .handouts import setup_handouts
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
 from .outputs import normalise_output_nodes
 from .torch_versions import TorchVersionChanges, add_verified_versions, highlight_changed_boxes
@@ -55,6 +57,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-read", _clean_and_check)
     app.add_config_value("coursebook_repository_url", "", "html", str)
     app.add_config_value("coursebook_published_branch", "gh-pages", "html", str)
+    app.add_config_value("coursebook_published_url", "", "html", str)
     app.connect("html-page-context", offer_edition_notebook, priority=400)
     app.connect("html-page-context", add_colab_button, priority=600)
     app.connect("env-get-outdated", reread_failed_chapters)
@@ -63,4 +66,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-updated", compare_expected_outputs)
     app.add_directive("torch-version-changes", TorchVersionChanges)
     app.connect("build-finished", fail_build_on_failed_chapters)
+    # Lab handouts (-t handout): answer boxes, one LaTeX document per chapter, covers.
+    setup_answer_space(app)
+    setup_handouts(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}
