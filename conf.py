@@ -140,7 +140,13 @@ if tags.has("handout"):  # noqa: F821
         **latex_elements,
         "maketitle": r"\input{\jobname-cover}",
         "tableofcontents": "",
+        "printindex": "",
         "preamble": latex_elements["preamble"] + r"""
+% In black and white, code and output differ by shape, not colour: code on grey in a
+% frame, output on white behind a bar (myst-nb's cell_output container class).
+\newenvironment{sphinxclasscell_output}{\sphinxsetup{pre_border-width=0pt,
+  pre_border-left-width=2pt, pre_border-radius=0pt,
+  pre_background-TeXcolor={rgb}{1,1,1}}}{}
 % A heading is never the last line of a page: it moves on with what follows it.
 \usepackage{etoolbox}
 \pretocmd{\section}{\needspace{8\baselineskip}}{}{}

@@ -79,10 +79,13 @@ def handouts(app: Sphinx, env) -> list[Handout]:
 
 
 def set_handout_documents(app: Sphinx, env) -> list[str]:
-    """``env-updated`` (after reading, before the LaTeX builder takes its documents)."""
+    """``env-updated`` (after reading, before the LaTeX builder takes its documents).
+
+    "howto": a chapter's sections run on, rather than each opening a new page.
+    """
     if app.config.coursebook_handouts and app.builder.name == "latex":
         app.config.latex_documents = [
-            (handout.docname, handout.target, handout.title, app.config.author, "manual")
+            (handout.docname, handout.target, handout.title, app.config.author, "howto")
             for handout in handouts(app, env)]
     return []
 
@@ -105,7 +108,8 @@ def _qr_code(url: str, path: Path) -> None:
     import segno
 
     # Error correction M survives a smudge; the quiet zone (border) is the standard's 4.
-    segno.make(url, error="m", micro=False).save(str(path), kind="pdf", scale=4, border=4)
+    # PNG, whole pixels per module: xdvipdfmx cannot include segno's PDF.
+    segno.make(url, error="m", micro=False).save(str(path), kind="png", scale=12, border=4)
 
 
 def _link_box(url: str, image: str, caption: str) -> str:
@@ -113,7 +117,7 @@ def _link_box(url: str, image: str, caption: str) -> str:
     return (rf"\begin{{minipage}}[t]{{0.46\linewidth}}\centering"
             rf"\includegraphics[width={QR_WIDTH}]{{{image}}}\par\smallskip"
             rf"{{\small\bfseries {escape(caption)}}}\par"
-            rf"{{\footnotesize\ttfamily\raggedright\sloppy\url{{{short}}}\par}}"
+            rf"{{\footnotesize\hypersetup{{urlcolor=black}}\href{{{url}}}{{\nolinkurl{{{short}}}}}\par}}"
             r"\end{minipage}")
 
 
@@ -124,7 +128,7 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
     for kind, url, caption in (("page", handout.page_url, "This chapter online"),
                                ("colab", handout.colab_url, "Run it in Colab")):
         if url:
-            image = f"{handout.docname}-{kind}-qr.pdf"
+            image = f"{handout.docname}-{kind}-qr.png"
             _qr_code(url, outdir / image)
             links.append(_link_box(url, image, caption))
     date = app.config.coursebook_build_date
