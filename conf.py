@@ -147,6 +147,8 @@ if tags.has("handout"):  # noqa: F821
 \newenvironment{sphinxclasscell_output}{\sphinxsetup{pre_border-width=0pt,
   pre_border-left-width=2pt, pre_border-radius=0pt,
   pre_background-TeXcolor={rgb}{1,1,1}}}{}
+% The chapters number their own sections ("1. Tensors").
+\setcounter{secnumdepth}{0}
 % A heading is never the last line of a page: it moves on with what follows it.
 \usepackage{etoolbox}
 \pretocmd{\section}{\needspace{8\baselineskip}}{}{}

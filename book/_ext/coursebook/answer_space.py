@@ -129,16 +129,17 @@ def _latex_escape(text: str) -> str:
 
 
 def visit_answer_space_latex(self, node: answer_space) -> None:
-    # One unbreakable box: the label, then ruled lines a hand can write on. Grey rules
-    # print on any printer; the frame and the label say what the box is for.
-    rule = (rf"\par\vspace{{{LINE_SPACING_MM}mm}}\noindent"
-            r"\textcolor{black!45}{\rule{\linewidth}{0.4pt}}")
+    # One unbreakable box: the label, then ruled lines exactly LINE_SPACING_MM apart (a
+    # box of MAX_LINES fits a page). Grey rules print on any printer; the frame and the
+    # label say what the box is for.
+    rule = (rf"\vbox to {LINE_SPACING_MM}mm{{\vfill\color{{black!45}}"
+            r"\hrule height 0.4pt}")
     self.body.append(
         "\n\n\\par\\medskip\\noindent\\begin{minipage}{\\linewidth}"
-        f"\\sffamily\\bfseries {_latex_escape(node['label'])}\\par\\nobreak\\smallskip"
+        f"{{\\sffamily\\bfseries {_latex_escape(node['label'])}}}\\par\\nobreak\\smallskip"
         "\\noindent\\fbox{\\begin{minipage}{\\dimexpr\\linewidth-2\\fboxsep-2\\fboxrule\\relax}"
-        + rule * node["lines"] +
-        "\\par\\vspace{2mm}\\end{minipage}}\\end{minipage}\\par\\medskip\n\n")
+        "\\offinterlineskip" + rule * node["lines"] + "\\vspace{2mm}"
+        "\\end{minipage}}\\end{minipage}\\par\\medskip\n\n")
     raise nodes.SkipNode
 
 

@@ -18,7 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.texescape import escape
 
 from .chapters import chapter_notebook, edition_of
@@ -179,9 +181,34 @@ def keep_short_cells_together(app: Sphinx, doctree: nodes.document, docname: str
             cell.parent.insert(cell.parent.index(cell), needed)
 
 
+class OtherChapterReferences(SphinxPostTransform):
+    """A reference into another chapter reads "section (in chapter)" on a handout.
+
+    A handout holds one chapter: Sphinx would print such a reference as its bare label.
+    """
+
+    default_priority = 5  # before Sphinx resolves references (10)
+    builders = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        if not self.config.coursebook_handouts:
+            return
+        labels = self.env.get_domain("std").labels
+        included = getattr(self.app.builder, "docnames", ())
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            target = labels.get(node.get("reftarget", ""))
+            if node.get("reftype") != "ref" or target is None or target[0] in included:
+                continue
+            docname, _, section = target
+            shown = node.astext() if node.get("refexplicit") else section
+            text = f"{shown} (in {self.env.titles[docname].astext()})"
+            node.replace_self(nodes.emphasis(text, text))
+
+
 def setup_handouts(app: Sphinx) -> None:
     app.add_config_value("coursebook_handouts", False, "env", bool)
     app.add_config_value("coursebook_build_date", "", "", str)
     app.connect("env-updated", set_handout_documents)
     app.connect("doctree-resolved", keep_short_cells_together)
     app.connect("build-finished", write_covers)
+    app.add_post_transform(OtherChapterReferences)
