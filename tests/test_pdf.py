@@ -53,6 +53,10 @@ def test_a_planted_overflowing_line_fails_the_pdf(tmp_path):
     code, log = build_pdf("student", source, tmp_path / "build", tmp_path / "cache")
     assert code == 1
     assert "runs into the margin" in log and "Overfull \\hbox" in log
+    # Each problem names the chapter file it lies in, not only the page.
+    problems = [line for line in log.splitlines() if line.startswith("pdf: ")]
+    assert any("chapter.md: page" in line and "runs into the margin" in line for line in problems)
+    assert any("chapter.md: " in line and "Overfull \\hbox" in line for line in problems)
 
 
 def test_a_planted_answer_in_the_pdf_is_caught(tmp_path):

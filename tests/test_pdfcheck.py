@@ -30,3 +30,20 @@ def test_without_tex_the_pdf_build_stops_with_one_line_naming_the_packages(tmp_p
     assert done.stderr.count("\n") == 1
     assert "xelatex" in done.stderr and "make pdf-deps" in done.stderr
     assert "texlive-xetex" in done.stderr
+
+
+def test_a_problem_is_located_in_the_chapter_file_whose_part_of_the_tex_it_is(tmp_path):
+    from coursebook.pdfcheck import locate_chapters
+
+    tex = tmp_path / "book.tex"
+    tex.write_text("\\begin{document}\n\\label{\\detokenize{index::doc}}\ncontents\n"
+                   "\\label{\\detokenize{pt01::doc}}\nline\nline\n"
+                   "\\label{\\detokenize{museum::doc}}\nline\n")
+    log = tmp_path / "book.log"
+    log.write_text("Overfull \\hbox (9.0pt too wide) in paragraph at lines 5--6\n"
+                   "Overfull \\hbox (9.0pt too wide) in paragraph at lines 9--9\n"
+                   "Overfull \\hbox (9.0pt too wide) in paragraph at lines 1--1\n")
+    located = locate_chapters(log_problems(log), tmp_path / "book.pdf", tmp_path / "book.aux",
+                              tex, lambda doc: f"book/{doc}.md")
+    assert [problem.chapter for problem in located] == ["book/pt01.md", "book/museum.md", ""]
+    assert str(located[0]).startswith("book/pt01.md: book.log: Overfull")

@@ -17,11 +17,12 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from coursebook.audit import audit_build, chapter_fingerprints
 from coursebook.handouts import MANIFEST
-from coursebook.pdfcheck import POPPLER, check_pdf
+from coursebook.pdfcheck import POPPLER, check_pdf, locate_chapters
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = (ROOT / "tools" / "pdf-packages.txt").read_text().split()
@@ -59,6 +60,13 @@ def typeset(latex: Path, stem: str, pdf: Path) -> bool:
     return True
 
 
+def source_file(source: Path, docname: str) -> str:
+    """The file a document is read from, as messages name it."""
+    found = sorted(source.glob(f"{docname}.*"))
+    path = (found[0] if found else source / docname).resolve()
+    return str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
+
+
 def pages(pdf: Path) -> str:
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
     return next((line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")), "?")
@@ -73,7 +81,8 @@ def build_book(args) -> int:
     pdf = out / "pdf" / f"{STEM}-{args.edition}.pdf"
     if not typeset(latex, STEM, pdf):
         return 1
-    problems = check_pdf(pdf, latex / f"{STEM}.log")
+    problems = locate_chapters(check_pdf(pdf, latex / f"{STEM}.log"), pdf, latex / f"{STEM}.aux",
+                               latex / f"{STEM}.tex", lambda doc: source_file(args.source, doc))
     for problem in problems:
         print(f"pdf: {problem}", file=sys.stderr)
     print(f"pdf: wrote {pdf} ({pages(pdf)} pages, {time.monotonic() - started:.1f} s)")
@@ -99,9 +108,12 @@ def build_handouts(args) -> int:
             print(f"pdf: {handout['source']}: its handout did not typeset", file=sys.stderr)
             failed = True
             continue
-        problems = check_pdf(pdf, latex / f"{stem}.log")
+        # A handout is one chapter: every problem is that chapter's.
+        where = f"{handout['source']} (handout {pdf.name})"
+        problems = [replace(problem, chapter=where)
+                    for problem in check_pdf(pdf, latex / f"{stem}.log")]
         for problem in problems:
-            print(f"pdf: {handout['source']} (handout {pdf.name}): {problem}", file=sys.stderr)
+            print(f"pdf: {problem}", file=sys.stderr)
         failed |= bool(problems)
         print(f"handouts: wrote {pdf} ({pages(pdf)} pages, {time.monotonic() - began:.1f} s)")
     if args.edition == "student" and folder.is_dir():
