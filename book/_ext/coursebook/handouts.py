@@ -26,7 +26,7 @@ from sphinx.util.texescape import escape
 from .chapters import chapter_notebook, edition_of
 from .downloads import colab_url
 from .expectations import release
-from .recordings import recording_name
+from .recordings import load_recordings, recording_name
 
 MANIFEST = "handouts.json"
 # A code cell with its output up to this many lines is kept on one page; a longer one
@@ -100,8 +100,11 @@ def _commit(confdir: Path) -> str:
 
 def _provenance(app: Sphinx, docname: str) -> str:
     notebook = chapter_notebook(app, docname)
-    if notebook is not None and recording_name(notebook) is not None:
-        return "Outputs from recorded runs: a label under each cell says where and with what."
+    name = recording_name(notebook) if notebook is not None else None
+    if name is not None:
+        # The preferred recording (a TPU's, if any) and its provenance; each cell says its own.
+        recording = load_recordings(Path(app.config.coursebook_recordings_dir), name)[0]
+        return f"Outputs r{recording.label()[1:]} A label under each cell says where it ran."
     torch = release(app.config.coursebook_execution_environment["torch"])
     return f"Outputs executed and verified with torch {torch}"
 
@@ -119,7 +122,8 @@ def _link_box(url: str, image: str, caption: str) -> str:
     return (rf"\begin{{minipage}}[t]{{0.46\linewidth}}\centering"
             rf"\includegraphics[width={QR_WIDTH}]{{{image}}}\par\smallskip"
             rf"{{\small\bfseries {escape(caption)}}}\par"
-            rf"{{\footnotesize\hypersetup{{urlcolor=black}}\href{{{url}}}{{\nolinkurl{{{short}}}}}\par}}"
+            rf"{{\footnotesize\hypersetup{{urlcolor=black}}"
+            rf"\href{{{url}}}{{\nolinkurl{{{short}}}}}\par}}"
             r"\end{minipage}")
 
 
