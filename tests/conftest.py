@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
+BOOK_CACHE = ROOT / "_build" / ".jupyter_cache"  # conf.py's nb_execution_cache_path
 
 
 @dataclass
@@ -59,4 +60,8 @@ def built(tmp_path_factory) -> dict[str, Build]:
               "instructor": sphinx_build(BOOK, root / "instructor", cache, "instructor")}
     for edition, build in builds.items():
         assert build.returncode == 0, f"{edition} build failed:\n{build.log[-4000:]}"
+    # On a fresh clone (CI), `pytest book`, later in the session, reads the book's own cache:
+    # hand it the cells just executed rather than running every chapter again.
+    if not BOOK_CACHE.exists():
+        shutil.copytree(cache, BOOK_CACHE)
     return builds

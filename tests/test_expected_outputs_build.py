@@ -1,0 +1,93 @@
+"""Expected outputs, broken on purpose in a copy of the real book (its cache copied too)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import BOOK, sphinx_build
+
+pytestmark = pytest.mark.slow
+
+TORCH = "torch-" + re.match(r"\d+\.\d+\.\d+", __import__("torch").__version__)[0]
+# PT01's first tensor: its last row changes, its cell's code does not.
+DATA_ROW, CHANGED_ROW = "[2., 4.]])", "[2., 5.]])"
+
+
+@pytest.fixture
+def scratch(built, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the book and of the built books' warm execution cache."""
+    source = tmp_path / "book"
+    shutil.copytree(BOOK, source)
+    cache = tmp_path / "cache"
+    shutil.copytree(built["student"].outdir.parent / "cache", cache)
+    return source, cache
+
+
+def _change_the_data(source: Path) -> str:
+    """Change the first tensor's data in PT01; return the code line it changes."""
+    chapter = source / "pt01.md"
+    text = chapter.read_text()
+    first = next(line for line in text.splitlines() if DATA_ROW in line)
+    assert "X" in first, f"PT01's first tensor is no longer written with {DATA_ROW}"
+    chapter.write_text(text.replace(first, first.replace(DATA_ROW, CHANGED_ROW), 1))
+    return first
+
+
+def test_a_data_change_upstream_stops_the_build_with_a_diff(scratch, tmp_path):
+    source, cache = scratch
+    _change_the_data(source)
+    build = sphinx_build(source, tmp_path / "out", cache)
+    assert build.returncode == 1
+    assert build.executed == 1 and "pt01.md: Executing notebook" in build.log
+    # Each cell downstream of the data reports its line, cell and edition.
+    errors = re.findall(r"pt01\.md:\d+: ERROR: code cell \d+ `[^`]+` \(student edition, torch ",
+                        build.log)
+    assert len(errors) > 1, build.log[-3000:]
+    assert "make accept-outputs" in build.log
+    assert re.search(r"^\s+--- .*pt01\.txt", build.log, re.M)
+    assert re.search(r"^\s+-\s", build.log, re.M) and re.search(r"^\s+\+\s", build.log, re.M)
+    assert "Traceback" not in build.log
+
+
+def test_accepting_the_new_outputs_makes_it_green_again(scratch, tmp_path):
+    source, cache = scratch
+    _change_the_data(source)
+    expected = source / "expected" / TORCH / "pt01.txt"
+    before = expected.read_text()
+    accepted = sphinx_build(source, tmp_path / "out", cache,
+                            settings={"coursebook_accept_outputs": "1"})
+    assert accepted.returncode == 0, accepted.log[-3000:]
+    assert expected.read_text() != before
+    again = sphinx_build(source, tmp_path / "out", cache)
+    assert again.returncode == 0 and again.executed == 0, again.log[-3000:]
+    # The other edition still has the old outputs on record: it stops until accepted too.
+    instructor = sphinx_build(source, tmp_path / "inst", cache, "instructor")
+    assert instructor.returncode == 1 and "(instructor edition, torch " in instructor.log
+
+
+def test_a_missing_expectation_stops_the_build_with_the_command(scratch, tmp_path):
+    source, cache = scratch
+    (source / "expected" / TORCH / "pt01.txt").unlink()
+    build = sphinx_build(source, tmp_path / "out", cache)
+    assert build.returncode == 1 and build.executed == 0
+    message = [line for line in build.log.splitlines() if "no expected outputs" in line]
+    assert len(message) == 1, build.log[-3000:]
+    assert "pt01.md" in message[0] and "make accept-outputs" in message[0]
+    assert "Traceback" not in build.log
+
+
+def test_pytest_collects_each_verified_cell_of_a_chapter(built):
+    import subprocess
+
+    listed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                             str(BOOK / "pt01.md"), "-p", "no:cacheprovider"],
+                            capture_output=True, text=True, cwd=BOOK.parent)
+    items = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert any("student::L" in item for item in items)
+    assert any("instructor::L" in item for item in items)
+    assert any("X = torch.tensor" in item for item in items), items[:5]
