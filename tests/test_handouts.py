@@ -208,3 +208,22 @@ def test_a_planted_overflow_in_a_handout_fails_naming_the_chapter_file(tmp_path)
     assert any("runs into the margin" in line for line in problems)
     assert any("Overfull \\hbox" in line for line in problems)
     assert all(str(chapter_file) in line or "chapter.md" in line for line in problems)
+
+
+def test_a_short_cell_is_kept_on_one_page_with_its_output_and_a_long_one_may_break():
+    from types import SimpleNamespace
+
+    from docutils import nodes
+
+    from coursebook.handouts import KEEP_TOGETHER_LINES, keep_short_cells_together
+
+    def cell(lines: int) -> nodes.container:
+        block = nodes.literal_block("", "\n".join(["x"] * lines))
+        return nodes.container("", block, nb_element="cell_code")
+
+    document = nodes.section("", cell(3), cell(KEEP_TOGETHER_LINES + 1))
+    app = SimpleNamespace(config=SimpleNamespace(coursebook_handouts=True),
+                          builder=SimpleNamespace(name="latex"))
+    keep_short_cells_together(app, document, "chapter")
+    kept = [node.astext() for node in document.children if isinstance(node, nodes.raw)]
+    assert kept == ["\\needspace{6\\baselineskip}\n"]
