@@ -80,22 +80,29 @@ def pdf_text(pdf: Path) -> str:
                           capture_output=True, text=True).stdout
 
 
-def _document_starts_on_pages(pdf: Path, aux: Path) -> list[tuple[int, str]]:
-    """(page, docname) where each document starts, from the .aux and ``pdfinfo -dests``."""
-    anchors = dict(re.findall(r"\\newlabel\{(.+?)::doc\}\{\{.*?\}\{.*?\}\{.*?\}\{(.+?)\}",
+def _document_starts_on_pages(pdf: Path, aux: Path, tex: Path) -> list[tuple[int, str]]:
+    """(page, docname) where each document starts, from the .aux and ``pdfinfo -dests``.
+
+    Documents starting on the same page (the root document, then its first chapter) keep
+    their order in the .tex file: the page is the later one's.
+    """
+    anchors = dict(re.findall(r"\\newlabel\{([^{}]+)::doc\}\{\{.*?\}\{.*?\}\{.*?\}\{(.+?)\}",
                               aux.read_text(encoding="utf8", errors="replace")))
     listing = subprocess.run(["pdfinfo", "-dests", str(pdf)], capture_output=True,
                              text=True).stdout
     pages = {name: int(page) for page, name in re.findall(r'^\s*(\d+) \[.*\] "(.*)"$',
                                                           listing, re.M)}
-    return sorted((pages[anchor], doc) for doc, anchor in anchors.items() if anchor in pages)
+    order = {doc: number for number, doc in _document_starts_on_lines(tex)} if tex.is_file() else {}
+    starts = sorted((pages[anchor], order.get(doc, 0), doc) for doc, anchor in anchors.items()
+                    if anchor in pages)
+    return [(page, doc) for page, _, doc in starts]
 
 
 def _document_starts_on_lines(tex: Path) -> list[tuple[int, str]]:
     """(line, docname) where each document starts in the .tex file."""
     lines = tex.read_text(encoding="utf8", errors="replace").splitlines()
     return [(number, match.group(1)) for number, line in enumerate(lines, start=1)
-            for match in [re.search(r"\\label\{\\detokenize\{(.+?)::doc\}\}", line)] if match]
+            for match in [re.search(r"\\label\{\\detokenize\{([^{}]+)::doc\}\}", line)] if match]
 
 
 def _document_at(starts: list[tuple[int, str]], position: int | None) -> str | None:
@@ -108,7 +115,7 @@ def _document_at(starts: list[tuple[int, str]], position: int | None) -> str | N
 def locate_chapters(problems: list[Problem], pdf: Path, aux: Path, tex: Path,
                     source_of: Callable[[str], str]) -> list[Problem]:
     """The problems, each naming its chapter file (``source_of(docname)``) where known."""
-    pages = _document_starts_on_pages(pdf, aux) if aux.is_file() else []
+    pages = _document_starts_on_pages(pdf, aux, tex) if aux.is_file() else []
     lines = _document_starts_on_lines(tex) if tex.is_file() else []
     located = []
     for problem in problems:
