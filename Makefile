@@ -8,7 +8,7 @@ BUILD      := _build
 SPHINXOPTS ?= -W --keep-going
 
 .DEFAULT_GOAL := help
-.PHONY: help venv recording recording-check recording-ready tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
+.PHONY: help venv recording recording-check recording-ready tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-21s %s\n", $$1, $$2}'
@@ -66,6 +66,12 @@ pdf: venv ## Student edition, PDF -> _build/student/pdf/deep-learning-labs-stude
 
 pdf-instructor: venv ## Instructor edition, PDF -> _build/instructor/pdf/
 	$(BIN)/python tools/build_pdf.py instructor
+
+# One Sphinx run per edition writes every chapter's LaTeX; each chapter is typeset and
+# checked on its own. Same execution cache as the HTML: nothing runs again.
+handouts: venv ## Lab handouts, one PDF per chapter and edition -> _build/<edition>/pdf/handouts/<chapter>.pdf
+	$(BIN)/python tools/build_pdf.py student --handouts
+	$(BIN)/python tools/build_pdf.py instructor --handouts
 
 pdf-deps: ## Install TeX and poppler for the PDFs (Debian/Ubuntu, as root)
 	apt-get update -q && apt-get install -y -q --no-install-recommends $(shell cat tools/pdf-packages.txt)

@@ -76,7 +76,8 @@ html_last_updated_fmt = "%Y-%m-%d"
 # One setting turns on "Open in Colab": the GitHub repository whose branch
 # coursebook_published_branch (default gh-pages) serves the student HTML.
 coursebook_repository_url = os.environ.get("BOOK_REPOSITORY_URL", "")
-# The published student book's address: downloaded notebooks link to its pages.
+# The address the student HTML is published at (https://...): printed handouts and
+# downloaded notebooks link back to a chapter's page there.
 coursebook_published_url = os.environ.get("BOOK_URL", "")
 
 copybutton_exclude = ".linenos, .gp, .go"
@@ -130,3 +131,34 @@ latex_elements = {
 \end{{titlepage}}
 """,
 }
+
+# --- Lab handouts: one PDF per chapter (make handouts) -------------------------------
+# `-t handout` (tools/build_pdf.py EDITION --handouts): coursebook.handouts writes one
+# LaTeX document per chapter, each opening with its cover (<chapter>-cover.tex); the
+# student handout gets a ruled answer box where each answer was (coursebook.answer_space).
+coursebook_build_date = BUILD_DATE
+if tags.has("handout"):  # noqa: F821
+    coursebook_handouts = True
+    coursebook_answer_space = True  # the instructor edition keeps its boxed answers
+    # Printed in black and white: Pygments' "bw" marks tokens by weight and slant only.
+    pygments_style = "bw"
+    latex_elements = {
+        **latex_elements,
+        "maketitle": r"\input{\jobname-cover}",
+        "tableofcontents": "",
+        "printindex": "",
+        "preamble": latex_elements["preamble"] + r"""
+% In black and white, code and output differ by shape, not colour: code on grey in a
+% frame, output on white behind a bar (myst-nb's cell_output container class).
+\newenvironment{sphinxclasscell_output}{\sphinxsetup{pre_border-width=0pt,
+  pre_border-left-width=2pt, pre_border-radius=0pt,
+  pre_background-TeXcolor={rgb}{1,1,1}}}{}
+% The chapters number their own sections ("1. Tensors").
+\setcounter{secnumdepth}{0}
+% A heading is never the last line of a page: it moves on with what follows it.
+\usepackage{etoolbox}
+\pretocmd{\section}{\needspace{8\baselineskip}}{}{}
+\pretocmd{\subsection}{\needspace{7\baselineskip}}{}{}
+\pretocmd{\subsubsection}{\needspace{6\baselineskip}}{}{}
+""",
+    }

@@ -32,11 +32,19 @@ def test_without_tex_the_pdf_build_stops_with_one_line_naming_the_packages(tmp_p
     assert "texlive-xetex" in done.stderr
 
 
-def test_an_overfull_line_is_placed_in_its_chapter_file(tmp_path):
+def test_a_problem_is_located_in_the_chapter_file_whose_part_of_the_tex_it_is(tmp_path):
+    from coursebook.pdfcheck import locate_chapters
+
     tex = tmp_path / "book.tex"
-    tex.write_text("\\begin{document}\n\\phantomsection\\label{\\detokenize{index::doc}}\n"
-                   "intro\n\\sphinxstepscope\n\\section{PT01}\\label{\\detokenize{pt01:pt01}}\nline\nline\n")
+    tex.write_text("\\begin{document}\n\\label{\\detokenize{index::doc}}\ncontents\n"
+                   # Sphinx puts a section's label first on the same line.
+                   "\\label{\\detokenize{pt01:intro}}\\label{\\detokenize{pt01::doc}}\nline\nline\n"
+                   "\\label{\\detokenize{museum::doc}}\nline\n")
     log = tmp_path / "book.log"
-    log.write_text("Overfull \\hbox (5.1pt too wide) in paragraph at lines 5--6\n")
-    [problem] = log_problems(log, tex=tex)
-    assert str(problem).startswith("pt01.md: book.log: Overfull")
+    log.write_text("Overfull \\hbox (9.0pt too wide) in paragraph at lines 5--6\n"
+                   "Overfull \\hbox (9.0pt too wide) in paragraph at lines 9--9\n"
+                   "Overfull \\hbox (9.0pt too wide) in paragraph at lines 1--1\n")
+    located = locate_chapters(log_problems(log), tmp_path / "book.pdf", tmp_path / "book.aux",
+                              tex, lambda doc: f"book/{doc}.md")
+    assert [problem.chapter for problem in located] == ["book/pt01.md", "book/museum.md", ""]
+    assert str(located[0]).startswith("book/pt01.md: book.log: Overfull")

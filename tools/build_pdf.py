@@ -1,26 +1,32 @@
 #!/usr/bin/env python3
-"""Build one edition of the book as a PDF handout, and check it.
+"""Build one edition of the book as a PDF, or as one handout per chapter, and check it.
 
 Sphinx's LaTeX builder reads the same sources through the same execution cache as the
 HTML (nothing cached runs again), xelatex typesets it, and the result is checked: no
 text into the margins, no overfull line, no missing glyph, every font embedded.
-Writes _build/<edition>/pdf/deep-learning-labs-<edition>.pdf.
+Writes _build/<edition>/pdf/deep-learning-labs-<edition>.pdf; with --handouts, one PDF
+per chapter, _build/<edition>/pdf/handouts/<chapter>.pdf, each checked on its own (a
+problem names the chapter file), and the student handouts audited for answers.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from book_environment import use_book_environment
 
 use_book_environment()
 
-from coursebook.pdfcheck import POPPLER, check_pdf
+from coursebook.audit import audit_build, chapter_fingerprints
+from coursebook.handouts import MANIFEST
+from coursebook.pdfcheck import POPPLER, check_pdf, locate_chapters
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = (ROOT / "tools" / "pdf-packages.txt").read_text().split()
@@ -31,9 +37,121 @@ def missing_tools() -> list[str]:
     return [tool for tool in ("xelatex", "latexmk", *POPPLER) if shutil.which(tool) is None]
 
 
+def sphinx_latex(args, latex: Path, doctrees: Path, tags: list[str]) -> bool:
+    """Sphinx's LaTeX builder into a fresh ``latex`` folder (a full typeset: its log misses nothing)."""
+    shutil.rmtree(latex, ignore_errors=True)
+    if args.edition == "instructor":
+        tags = [*tags, "-t", "instructor"]
+    sphinx = [sys.executable, "-m", "sphinx", "-b", "latex", "-c", str(ROOT), *tags,
+              "-d", str(doctrees), "-W", "--keep-going", *args.sphinx_option,
+              str(args.source), str(latex)]
+    if subprocess.run(sphinx).returncode != 0:
+        print("pdf: the LaTeX build failed (see above).", file=sys.stderr)
+        return False
+    return True
+
+
+def typeset(latex: Path, stem: str) -> Path | None:
+    """xelatex (through latexmk) on ``stem.tex``; the typeset PDF, in the LaTeX folder."""
+    done = subprocess.run(["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error",
+                           f"{stem}.tex"], cwd=latex, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(done.stdout[-3000:], file=sys.stderr)
+        print(f"pdf: xelatex failed; the log is {latex / (stem + '.log')}", file=sys.stderr)
+        return None
+    return latex / f"{stem}.pdf"
+
+
+def publish(typeset_pdf: Path, pdf: Path, problems: list) -> bool:
+    """Copy the typeset PDF to its output name only when it passed its checks.
+
+    A PDF that failed is never left under the output name (an older one is removed too):
+    what lies there has been checked. The failed one stays in the LaTeX folder to look at.
+    """
+    for problem in problems:
+        print(f"pdf: {problem}", file=sys.stderr)
+    if problems:
+        pdf.unlink(missing_ok=True)
+        print(f"pdf: {len(problems)} problem(s): {pdf} is not written; the failed PDF is "
+              f"{typeset_pdf}, to look at.", file=sys.stderr)
+        return False
+    pdf.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(typeset_pdf, pdf)
+    return True
+
+
+def source_file(source: Path, docname: str) -> str:
+    """The file a document is read from, as messages name it."""
+    found = sorted(source.glob(f"{docname}.*"))
+    path = (found[0] if found else source / docname).resolve()
+    return str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
+
+
+def pages(pdf: Path) -> str:
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
+    return next((line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")), "?")
+
+
+def build_book(args) -> int:
+    started = time.monotonic()
+    out = args.build / args.edition
+    latex = out / "latex"
+    if not sphinx_latex(args, latex, out / "doctrees-latex", []):
+        return 1
+    pdf = out / "pdf" / f"{STEM}-{args.edition}.pdf"
+    typeset_pdf = typeset(latex, STEM)
+    if typeset_pdf is None:
+        return 1
+    problems = locate_chapters(check_pdf(typeset_pdf, latex / f"{STEM}.log"), typeset_pdf,
+                               latex / f"{STEM}.aux", latex / f"{STEM}.tex",
+                               lambda doc: source_file(args.source, doc))
+    if not publish(typeset_pdf, pdf, problems):
+        return 1
+    print(f"pdf: wrote {pdf} ({pages(pdf)} pages, {time.monotonic() - started:.1f} s)")
+    return 0
+
+
+def build_handouts(args) -> int:
+    """One Sphinx run writes every chapter's LaTeX; each is typeset and checked alone."""
+    started = time.monotonic()
+    out = args.build / args.edition
+    latex = out / "latex-handouts"
+    if not sphinx_latex(args, latex, out / "doctrees-handouts", ["-t", "handout"]):
+        return 1
+    print(f"handouts: LaTeX of every chapter written ({time.monotonic() - started:.1f} s)")
+    folder = out / "pdf" / "handouts"
+    shutil.rmtree(folder, ignore_errors=True)
+    failed = False
+    for handout in json.loads((latex / MANIFEST).read_text(encoding="utf8")):
+        began = time.monotonic()
+        stem = Path(handout["target"]).stem
+        pdf = folder / f"{stem}.pdf"
+        typeset_pdf = typeset(latex, stem)
+        if typeset_pdf is None:
+            print(f"pdf: {handout['source']}: its handout did not typeset", file=sys.stderr)
+            failed = True
+            continue
+        # A handout is one chapter: every problem is that chapter's.
+        where = f"{handout['source']} (handout {pdf.name})"
+        problems = [replace(problem, chapter=where)
+                    for problem in check_pdf(typeset_pdf, latex / f"{stem}.log")]
+        if not publish(typeset_pdf, pdf, problems):
+            failed = True
+            continue
+        print(f"handouts: wrote {pdf} ({pages(pdf)} pages, {time.monotonic() - began:.1f} s)")
+    if args.edition == "student" and folder.is_dir():
+        for leak in audit_build(folder, chapter_fingerprints(args.source)):
+            print(f"pdf: a student handout holds an answer: {leak}", file=sys.stderr)
+            failed = True
+    print(f"handouts: {args.edition} edition done in {time.monotonic() - started:.1f} s")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("edition", choices=("student", "instructor"))
+    parser.add_argument("--handouts", action="store_true",
+                        help="one PDF per chapter, in _build/<edition>/pdf/handouts/")
     parser.add_argument("--source", type=Path, default=ROOT / "book", help="default: book/")
     parser.add_argument("--build", type=Path, default=ROOT / "_build", help="default: _build/")
     parser.add_argument("--sphinx-option", action="append", default=[], metavar="OPT",
@@ -44,50 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pdf: {', '.join(missing)} not found: TeX is not installed. Run `make pdf-deps` "
               f"(Debian/Ubuntu: apt-get install {' '.join(PACKAGES)}).", file=sys.stderr)
         return 2
-    started = time.monotonic()
-    out = args.build / args.edition
-    latex = out / "latex"
-    shutil.rmtree(latex, ignore_errors=True)  # a full typeset, so its log misses nothing
-    tags = ["-t", "instructor"] if args.edition == "instructor" else []
-    sphinx = [sys.executable, "-m", "sphinx", "-b", "latex", "-c", str(ROOT), *tags,
-              "-d", str(out / "doctrees-latex"), "-W", "--keep-going", *args.sphinx_option,
-              str(args.source), str(latex)]
-    if subprocess.run(sphinx).returncode != 0:
-        print("pdf: the LaTeX build failed (see above).", file=sys.stderr)
-        return 1
-    typeset = subprocess.run(["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error",
-                              f"{STEM}.tex"], cwd=latex, capture_output=True, text=True)
-    if typeset.returncode != 0:
-        print(typeset.stdout[-3000:], file=sys.stderr)
-        print(f"pdf: xelatex failed; the log is {latex / (STEM + '.log')}", file=sys.stderr)
-        return 1
-    typeset_pdf = latex / f"{STEM}.pdf"
-    pdf = out / "pdf" / f"{STEM}-{args.edition}.pdf"
-    problems = check_pdf(typeset_pdf, latex / f"{STEM}.log", latex / f"{STEM}.tex")
-    if not publish(typeset_pdf, pdf, problems):
-        return 1
-    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
-    pages = next((line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")), "?")
-    print(f"pdf: wrote {pdf} ({pages} pages, {time.monotonic() - started:.1f} s)")
-    return 0
-
-
-def publish(typeset_pdf: Path, pdf: Path, problems: list) -> bool:
-    """Copy the typeset PDF to its output name only when it passed its checks.
-
-    A PDF that failed is never left under the output name (an older one is removed too):
-    what lies there has been checked. The failed one stays in the LaTeX folder to look at.
-    """
-    if problems:
-        pdf.unlink(missing_ok=True)
-        for problem in problems:
-            print(f"pdf: {problem}", file=sys.stderr)
-        print(f"pdf: {len(problems)} problem(s): {pdf} is not written; the failed PDF is "
-              f"{typeset_pdf}, to look at.", file=sys.stderr)
-        return False
-    pdf.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(typeset_pdf, pdf)
-    return True
+    return build_handouts(args) if args.handouts else build_book(args)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from .answer_space import with_answer_spaces
 from .editions import Edition, edition_notebook, hidden_raises_cells
 from .execution_key import (FAILED_KEY, SOURCE_HASH_KEY, outdated_chapters, source_digest,
                             stamp_execution_environment)
@@ -44,8 +45,13 @@ class PreparedChapter:
 
 
 def edition_chapter(text: str, source_path: str, edition: Edition, exhibits_dir: Path,
-                    torch_version: str, md_config=None) -> nbformat.NotebookNode:
-    """A chapter's notebook for one edition, exhibits placed: what a builder executes."""
+                    torch_version: str, md_config=None,
+                    answer_spaces: bool = False) -> nbformat.NotebookNode:
+    """A chapter's notebook for one edition, exhibits placed: what a builder executes.
+
+    ``answer_spaces``: the student handout's boxes where answers were (markdown only, so
+    the same cached outputs serve it).
+    """
     notebook = read_chapter(text, md_config)
     museum = load_museum(exhibits_dir)
     place_museum(notebook, museum, torch_version)
@@ -56,6 +62,8 @@ def edition_chapter(text: str, source_path: str, edition: Edition, exhibits_dir:
             f"a `{RAISES_TAG}` cell must show its error, but these cells also hide their "
             f"output (remove-cell/remove-output): {hidden}. Drop one of the tags.",
             source_path, line_of(hidden[0], text))
+    if answer_spaces and edition is Edition.STUDENT:
+        return with_answer_spaces(notebook)
     return edition_notebook(notebook, edition)
 
 
@@ -81,7 +89,8 @@ def _prepare(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
     environment = app.config.coursebook_execution_environment
     notebook = edition_chapter(text, source_path, edition_of(app),
                                Path(app.config.coursebook_exhibits_dir), environment["torch"],
-                               getattr(app.env, "myst_config", None))
+                               getattr(app.env, "myst_config", None),
+                               app.config.coursebook_answer_space)
     builders = load_builders(Path(app.config.coursebook_builders_file))
     chapter = recorded_chapter(notebook, builders, source_path)
     if chapter is None:

@@ -8,11 +8,13 @@ from sphinx.application import Sphinx
 
 from .audit import check_answer_overlaps
 from .builders import BUILDERS_FILE
+from .answer_space import setup_answer_space
 from .chapters import edition_of, render_edition_source, reread_changed_chapters
 from .editions import Edition, box_code_answers
 from .execution_cache import check_execution_cache, reread_dropped_chapters
 from .interrupt import stop_cleanly_on_interrupt
 from .execution_key import reread_failed_chapters, set_execution_environment
+from .handouts import setup_handouts
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
 from .outputs import normalise_output_nodes
 from .stamp import add_build_stamp, set_build_stamp
@@ -69,4 +71,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-updated", keep_execution_reports)
     app.add_directive("torch-version-changes", TorchVersionChanges)
     app.connect("build-finished", fail_build_on_failed_chapters)
+    # Lab handouts (-t handout): answer boxes, one LaTeX document per chapter, covers.
+    setup_answer_space(app)
+    setup_handouts(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

@@ -5,28 +5,37 @@
   (running headers and footers live in the vertical margins);
 - no ``Overfull \\hbox`` wider than :data:`OVERFULL_LIMIT_PT`, no ``Missing character``;
 - every font embedded (``pdffonts``).
+
+:func:`locate_chapters` then names the chapter file each problem lies in: a page by the
+PDF's destination of each document's ``DOC::doc`` label (Sphinx writes one where every
+document starts), a LaTeX log line by where that label sits in the ``.tex`` file.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from xml.etree import ElementTree
 
 OVERFULL_LIMIT_PT = 2.0
 SIDE_MARGIN_PT = 2 / 2.54 * 72 - 1.0  # the 2 cm hmargin of conf.py, less 1 pt of rounding
 TOP_BOTTOM_MARGIN_PT = 5 / 25.4 * 72  # 5 mm
-POPPLER = ("pdftotext", "pdffonts")
+POPPLER = ("pdftotext", "pdffonts", "pdfinfo")
 
 
 @dataclass(frozen=True)
 class Problem:
     what: str
+    page: int | None = None  # the PDF's page, counted from 1
+    tex_line: int | None = None  # the line of the .tex file a log message names
+    chapter: str = ""  # the source file, once located
 
     def __str__(self) -> str:
-        return self.what
+        return f"{self.chapter}: {self.what}" if self.chapter else self.what
 
 
 def overflowing_words(pdf: Path, side: float = SIDE_MARGIN_PT,
@@ -42,39 +51,17 @@ def overflowing_words(pdf: Path, side: float = SIDE_MARGIN_PT,
             x0, y0, x1, y1 = (float(word.get(k)) for k in ("xMin", "yMin", "xMax", "yMax"))
             if x0 < side or x1 > width - side or y0 < top_bottom or y1 > height - top_bottom:
                 problems.append(Problem(f"page {number}: {word.text!r} runs into the margin "
-                                        f"(x {x0:.0f}-{x1:.0f} of {width:.0f} pt)"))
+                                        f"(x {x0:.0f}-{x1:.0f} of {width:.0f} pt)", page=number))
     return problems
 
 
-# Sphinx prefixes every label with the document it is in: ``\label{\detokenize{pt01:id}}``.
-_DOC_LABEL = re.compile(r"\\label\{\\detokenize\{([^:}]+):")
-_TEX_LINES = re.compile(r"at lines (\d+)--")
-
-
-def tex_documents(tex: Path) -> list[tuple[int, str]]:
-    """The source document of each label in Sphinx's ``.tex``: (line, docname), in order."""
-    return [(number, match.group(1))
-            for number, line in enumerate(tex.read_text(encoding="utf8").splitlines(), start=1)
-            for match in _DOC_LABEL.finditer(line)]
-
-
-def _chapter_of(message: str, documents: list[tuple[int, str]]) -> str:
-    """``message`` with the chapter file its ``.tex`` line belongs to, when known."""
-    found = _TEX_LINES.search(message)
-    if not found or not documents:
-        return message
-    line = int(found.group(1))
-    names = [name for start, name in documents if start <= line]
-    return f"{names[-1]}.md: {message}" if names else message
-
-
-def log_problems(log: Path, limit: float = OVERFULL_LIMIT_PT, tex: Path | None = None) -> list[Problem]:
-    """Overfull boxes wider than ``limit`` and missing glyphs, from a LaTeX log; with the
-    ``.tex``, each overfull box is placed in its chapter file."""
+def log_problems(log: Path, limit: float = OVERFULL_LIMIT_PT) -> list[Problem]:
+    """Overfull boxes wider than ``limit`` and missing glyphs, from a LaTeX log; each
+    overfull box keeps its ``.tex`` line, for :func:`locate_chapters`."""
     text = log.read_text(encoding="utf8", errors="replace")
-    documents = tex_documents(tex) if tex is not None and tex.is_file() else []
-    problems = [Problem(_chapter_of(f"{log.name}: {m.group(0)}", documents))
-                for m in re.finditer(r"Overfull \\hbox \((\d+(?:\.\d+)?)pt too wide\)[^\n]*", text)
+    problems = [Problem(f"{log.name}: {m.group(0)}", tex_line=int(m.group(2)) if m.group(2) else None)
+                for m in re.finditer(r"Overfull \\hbox \((\d+(?:\.\d+)?)pt too wide\)"
+                                     r"(?:[^\n]*?lines (\d+)--)?[^\n]*", text)
                 if float(m.group(1)) > limit]
     problems += [Problem(f"{log.name}: {m.group(0)}")
                  for m in re.finditer(r"Missing character[^\n]*", text)]
@@ -94,5 +81,49 @@ def pdf_text(pdf: Path) -> str:
                           capture_output=True, text=True).stdout
 
 
-def check_pdf(pdf: Path, log: Path, tex: Path | None = None) -> list[Problem]:
-    return overflowing_words(pdf) + log_problems(log, tex=tex) + unembedded_fonts(pdf)
+def _document_starts_on_pages(pdf: Path, aux: Path, tex: Path) -> list[tuple[int, str]]:
+    """(page, docname) where each document starts, from the .aux and ``pdfinfo -dests``.
+
+    Documents starting on the same page (the root document, then its first chapter) keep
+    their order in the .tex file: the page is the later one's.
+    """
+    anchors = dict(re.findall(r"\\newlabel\{([^{}]+)::doc\}\{\{.*?\}\{.*?\}\{.*?\}\{(.+?)\}",
+                              aux.read_text(encoding="utf8", errors="replace")))
+    listing = subprocess.run(["pdfinfo", "-dests", str(pdf)], capture_output=True,
+                             text=True).stdout
+    pages = {name: int(page) for page, name in re.findall(r'^\s*(\d+) \[.*\] "(.*)"$',
+                                                          listing, re.M)}
+    order = {doc: number for number, doc in _document_starts_on_lines(tex)} if tex.is_file() else {}
+    starts = sorted((pages[anchor], order.get(doc, 0), doc) for doc, anchor in anchors.items()
+                    if anchor in pages)
+    return [(page, doc) for page, _, doc in starts]
+
+
+def _document_starts_on_lines(tex: Path) -> list[tuple[int, str]]:
+    """(line, docname) where each document starts in the .tex file."""
+    lines = tex.read_text(encoding="utf8", errors="replace").splitlines()
+    return [(number, match.group(1)) for number, line in enumerate(lines, start=1)
+            for match in [re.search(r"\\label\{\\detokenize\{([^{}]+)::doc\}\}", line)] if match]
+
+
+def _document_at(starts: list[tuple[int, str]], position: int | None) -> str | None:
+    if position is None:
+        return None
+    index = bisect.bisect_right([start for start, _ in starts], position) - 1
+    return starts[index][1] if index >= 0 else None
+
+
+def locate_chapters(problems: list[Problem], pdf: Path, aux: Path, tex: Path,
+                    source_of: Callable[[str], str]) -> list[Problem]:
+    """The problems, each naming its chapter file (``source_of(docname)``) where known."""
+    pages = _document_starts_on_pages(pdf, aux, tex) if aux.is_file() else []
+    lines = _document_starts_on_lines(tex) if tex.is_file() else []
+    located = []
+    for problem in problems:
+        docname = _document_at(pages, problem.page) or _document_at(lines, problem.tex_line)
+        located.append(replace(problem, chapter=source_of(docname)) if docname else problem)
+    return located
+
+
+def check_pdf(pdf: Path, log: Path) -> list[Problem]:
+    return overflowing_words(pdf) + log_problems(log) + unembedded_fonts(pdf)

@@ -1,0 +1,229 @@
+"""Lab handouts: one PDF per chapter and edition, answer boxes, covers with QR codes.
+
+Fast tests check the answer boxes on the chapters themselves; the slow ones build the
+handouts of both editions once (sharing the execution cache of the `built` editions, so
+they must execute nothing) and read the PDFs.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import BOOK, ROOT, TINY_BOOK
+from coursebook.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines, answers,
+                                     visit_answer_space_latex, with_answer_spaces)
+from coursebook.audit import audit_build, chapter_fingerprints
+from coursebook.editions import Edition, edition_notebook
+from coursebook.handouts import page_url
+from coursebook.notebooks import is_answer, is_chapter_source, read_chapter
+
+TOOL = ROOT / "tools" / "build_pdf.py"
+CHAPTERS = sorted(p for p in BOOK.glob("*.md") if is_chapter_source(p.read_text()))
+PUBLISHED_URL = "https://labs.example.org/book/"
+REPOSITORY_URL = "https://github.com/example/labs"
+
+
+def chapter(path: Path) -> nbformat.NotebookNode:
+    return read_chapter(path.read_text(encoding="utf8"))
+
+
+def markdown(text: str, answer: bool = True) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_markdown_cell(text)
+    if answer:
+        cell.metadata["tags"] = ["answer"]
+    return cell
+
+
+def code(text: str, answer: bool = True) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(text)
+    if answer:
+        cell.metadata["tags"] = ["answer"]
+    return cell
+
+
+# --- Fast: the boxes, on the chapters' notebooks ------------------------------------------
+
+def test_a_run_of_answers_splits_at_each_bold_lead_in_or_heading():
+    notebook = nbformat.v4.new_notebook(cells=[
+        markdown("Question one and two.", answer=False),
+        markdown("### Solutions\n\n**1.** The first."), code("first = 1"),
+        markdown("More on the first."),
+        markdown("**2. The second.** It says more."), code("second = 2"),
+        code("student = 0", answer=False),
+        code("third = 3"),
+    ])
+    found = [(start, len(cells)) for start, cells in answers(notebook)]
+    assert found == [(1, 3), (4, 2), (7, 1)]
+
+
+def test_the_student_handout_has_one_box_per_answer_and_no_answer_cell():
+    for path in CHAPTERS:
+        notebook = chapter(path)
+        spaced = with_answer_spaces(notebook)
+        boxes = [cell for cell in spaced.cells if "{answer-space}" in cell.source]
+        assert len(boxes) == len(list(answers(notebook))), path.name
+        assert not any(is_answer(cell) for cell in spaced.cells)
+    assert any(list(answers(chapter(path))) for path in CHAPTERS), "no chapter has answers"
+
+
+def test_the_boxes_leave_the_cached_notebook_unchanged():
+    """jupyter-cache hashes code cells only: the handout reuses the student's outputs."""
+    for path in CHAPTERS:
+        notebook = chapter(path)
+        student = edition_notebook(notebook, Edition.STUDENT)
+        spaced = with_answer_spaces(notebook)
+        assert ([(c.source, c.metadata) for c in spaced.cells if c.cell_type == "code"]
+                == [(c.source, c.metadata) for c in student.cells if c.cell_type == "code"])
+
+
+def test_a_box_holds_none_of_the_answer_it_replaces():
+    for path in CHAPTERS:
+        spaced = with_answer_spaces(chapter(path))
+        boxes = "\n".join(c.source for c in spaced.cells if "{answer-space}" in c.source)
+        assert not re.search(r"[a-z]{3,}", boxes.replace(LABEL, "").replace("answer-space", "")
+                             .replace("label", ""))
+
+
+@pytest.mark.parametrize("cells, lines", [
+    ([markdown("Yes.")], MIN_LINES),
+    ([code("\n".join(f"x{i} = {i}" for i in range(10)))], 10),
+    ([markdown("word " * 130)], 10),  # 650 characters: ten handwritten lines
+    ([markdown("word " * 2000)], MAX_LINES),
+])
+def test_a_box_is_sized_from_its_answer_within_bounds(cells, lines):
+    assert answer_lines(cells) == lines
+
+
+def test_a_box_draws_one_rule_per_line():
+    class Translator:
+        body: list[str] = []
+
+    from docutils import nodes
+    with pytest.raises(nodes.SkipNode):
+        visit_answer_space_latex(Translator, {"label": "Your answer (2)", "lines": 7})
+    latex = "".join(Translator.body)
+    assert latex.count(r"\hrule") == 7 and "Your answer (2)" in latex
+
+
+def test_a_chapter_page_address():
+    assert page_url(PUBLISHED_URL, "pt01") == "https://labs.example.org/book/pt01.html"
+    assert page_url("", "pt01") == ""
+
+
+def test_the_tool_explains_handouts():
+    done = subprocess.run([sys.executable, str(TOOL), "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "--handouts" in done.stdout
+
+
+# --- Slow: the handouts of the real book, both editions -----------------------------------
+
+def build_handouts(edition: str, source: Path, build: Path, cache: Path, *options: str):
+    done = subprocess.run([sys.executable, str(TOOL), edition, "--handouts",
+                           "--source", str(source), "--build", str(build),
+                           f"--sphinx-option=-Dnb_execution_cache_path={cache}",
+                           *(f"--sphinx-option={option}" for option in options)],
+                          capture_output=True, text=True, cwd=ROOT)
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def handouts(built, tmp_path_factory):
+    """Both editions' handouts, from the execution cache the `built` editions filled."""
+    cache = built["student"].outdir.parent / "cache"
+    root = tmp_path_factory.mktemp("handouts")
+    urls = (f"-Dcoursebook_published_url={PUBLISHED_URL}",
+            f"-Dcoursebook_repository_url={REPOSITORY_URL}")
+    results = {edition: build_handouts(edition, BOOK, root, cache, *urls)
+               for edition in ("student", "instructor")}
+    return root, results
+
+
+def pdf_text(pdf: Path) -> str:
+    return subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True,
+                          text=True, check=True).stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edition", ["student", "instructor"])
+def test_each_chapter_handout_builds_and_passes_its_checks(handouts, edition):
+    root, results = handouts
+    code, log = results[edition]
+    assert code == 0, log[-3000:]
+    assert "Executing notebook" not in log  # the same cache: nothing ran again
+    for path in CHAPTERS:
+        pdf = root / edition / "pdf" / "handouts" / f"{path.stem}.pdf"
+        assert pdf.is_file(), pdf
+        cover = pdf_text(pdf).split("\f")[0]
+        assert f"{edition.capitalize()} edition" in cover
+        assert re.search(r"Built on \d{4}-\d\d-\d\d from commit \S+", cover)
+
+
+@pytest.mark.slow
+def test_the_student_handouts_have_a_box_per_answer_and_hold_no_answer(handouts):
+    root, _ = handouts
+    for path in CHAPTERS:
+        text = pdf_text(root / "student" / "pdf" / "handouts" / f"{path.stem}.pdf")
+        assert text.count(LABEL) == len(list(answers(chapter(path)))), path.name
+        instructor = pdf_text(root / "instructor" / "pdf" / "handouts" / f"{path.stem}.pdf")
+        assert LABEL not in instructor
+    found = chapter_fingerprints(BOOK)
+    assert audit_build(root / "student" / "pdf" / "handouts", found) == []
+    assert audit_build(root / "instructor" / "pdf" / "handouts", found)
+
+
+@pytest.mark.slow
+def test_the_qr_codes_decode_to_the_configured_addresses(handouts, tmp_path):
+    from coursebook.downloads import colab_url
+
+    root, _ = handouts
+    assert shutil.which("zbarimg"), "zbarimg not found: apt-get install zbar-tools"
+    for path in CHAPTERS:
+        pdf = root / "student" / "pdf" / "handouts" / f"{path.stem}.pdf"
+        subprocess.run(["pdftoppm", "-r", "200", "-f", "1", "-l", "1", "-png", str(pdf),
+                        str(tmp_path / path.stem)], check=True)
+        image = next(tmp_path.glob(f"{path.stem}*.png"))
+        decoded = subprocess.run(["zbarimg", "--quiet", "--raw", "--nodbus", str(image)],
+                                 capture_output=True, text=True).stdout.split()
+        assert sorted(decoded) == sorted([page_url(PUBLISHED_URL, path.stem),
+                                          colab_url(REPOSITORY_URL, "gh-pages", path.stem)])
+
+
+@pytest.mark.slow
+def test_a_planted_overflow_in_a_handout_fails_naming_the_chapter_file(tmp_path):
+    source = tmp_path / "src"
+    shutil.copytree(TINY_BOOK, source)
+    chapter_file = source / "chapter.md"
+    chapter_file.write_text(chapter_file.read_text().replace(
+        "A worked example.", "A worked example: " + "Unbreakable" * 20 + "."))
+    code, log = build_handouts("student", source, tmp_path / "build", tmp_path / "cache")
+    assert code == 1
+    problems = [line for line in log.splitlines() if line.startswith("pdf: ")]
+    assert any("runs into the margin" in line for line in problems)
+    assert any("Overfull \\hbox" in line for line in problems)
+    assert all(str(chapter_file) in line or "chapter.md" in line for line in problems)
+
+
+def test_a_short_cell_is_kept_on_one_page_with_its_output_and_a_long_one_may_break():
+    from types import SimpleNamespace
+
+    from docutils import nodes
+
+    from coursebook.handouts import KEEP_TOGETHER_LINES, keep_short_cells_together
+
+    def cell(lines: int) -> nodes.container:
+        block = nodes.literal_block("", "\n".join(["x"] * lines))
+        return nodes.container("", block, nb_element="cell_code")
+
+    document = nodes.section("", cell(3), cell(KEEP_TOGETHER_LINES + 1))
+    app = SimpleNamespace(config=SimpleNamespace(coursebook_handouts=True),
+                          builder=SimpleNamespace(name="latex"))
+    keep_short_cells_together(app, document, "chapter")
+    kept = [node.astext() for node in document.children if isinstance(node, nodes.raw)]
+    assert kept == ["\\needspace{6\\baselineskip}\n"]
