@@ -4,8 +4,10 @@ VENV       ?= .venv
 BIN        := $(VENV)/bin
 SPHINX     := $(BIN)/sphinx-build
 BUILD      := _build
-# -W: a warning is an error; --keep-going: report all of them before stopping.
-SPHINXOPTS ?= -W --keep-going
+# -W: a warning is an error; --keep-going: report all of them before stopping;
+# -j: pages are read (and chapters executed) in JOBS processes.
+JOBS       ?= auto
+SPHINXOPTS ?= -W --keep-going -j $(JOBS)
 
 .DEFAULT_GOAL := help
 .PHONY: help venv bridges-venv tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor pdf-deps audit bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
@@ -54,9 +56,10 @@ html: venv ## Student edition, HTML -> _build/student/html/index.html
 instructor: venv ## Instructor edition, HTML -> _build/instructor/html/index.html
 	$(call edition,$(SPHINX),instructor,$(BUILD))
 
-# One after the other: a notebook both editions share (the museum's) would otherwise run
-# twice at once, and jupyter-cache refuses the second copy ("hashkey already exists").
-editions: html instructor ## Both HTML editions
+# At the same time, sharing one cache: a notebook both editions share (the museum's) runs
+# once, the other edition waits for it (coursebook.cache_locks), then takes it from the cache.
+editions: venv ## Both HTML editions, built at the same time
+	$(MAKE) -j 2 html instructor
 
 pdf: venv ## Student edition, PDF -> _build/student/pdf/deep-learning-labs-student.pdf
 	$(BIN)/python tools/build_pdf.py student
