@@ -46,7 +46,7 @@ def create_cache(cache_path: str | Path) -> None:
     from jupyter_cache import get_cache
 
     with _lock(cache_path, "create"):
-        get_cache(str(cache_path))
+        get_cache(str(cache_path)).db  # the tables are made on first use of the database
 
 
 @contextmanager
