@@ -107,8 +107,9 @@ accept-outputs-torch: $(TORCH_VENV)/.installed ## accept-outputs, on that torch 
 	$(call edition,$(TORCH_VENV)/bin/sphinx-build,student,$(TORCH_OUT),$(ACCEPT))
 	$(call edition,$(TORCH_VENV)/bin/sphinx-build,instructor,$(TORCH_OUT),$(ACCEPT))
 
-bench: venv ## Benchmark builds: cold, warm, edits, nbclient floor, Jupyter Book 1
-	$(BIN)/python tools/bench_build.py
+# BENCH_ARGS: see `tools/bench_build.py --help` (--runs, --skip-jupyter-book, ...).
+bench: venv ## Benchmark builds against the nbclient floor, Sphinx, Jupyter Book 1 and 2, a 12-chapter book
+	$(BIN)/python tools/bench_build.py $(BENCH_ARGS)
 
 test: venv ## All tests, the slow full builds included, and the CPU record re-run (what CI runs)
 	$(MAKE) tpu-cache-check KIND=cpu
