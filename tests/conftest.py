@@ -70,3 +70,10 @@ def built(tmp_path_factory) -> dict[str, Build]:
     for edition, build in builds.items():
         assert build.returncode == 0, f"{edition} build failed:\n{build.log[-4000:]}"
     return builds
+
+
+def copy_of_built_cache(built: dict[str, Build], to: Path) -> Path:
+    """A private copy of the `built` books' execution cache: a slow test that builds the
+    book again executes only what it changed, not every chapter."""
+    shutil.copytree(built["student"].outdir.parent / "cache", to)
+    return to

@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import BOOK, sphinx_build
+from conftest import BOOK, copy_of_built_cache, sphinx_build
 from coursebook.audit import _cell_text, _runs, audit_build, chapter_fingerprints, shown_text, words
 from coursebook.notebooks import is_answer, is_chapter_source, read_chapter
 
@@ -110,7 +110,7 @@ def test_a_warm_rebuild_and_a_prose_edit_execute_nothing_a_code_edit_only_its_ch
     shutil.copytree(BOOK, source)
     cache = tmp_path / "cache"
     # The cold build is `built`'s: its cache, copied, holds every chapter of this copy.
-    shutil.copytree(built["student"].outdir.parent / "cache", cache)
+    copy_of_built_cache(built, cache)
     first = sphinx_build(source, tmp_path / "a", cache)
     assert first.returncode == 0 and first.executed == 0
     warm = sphinx_build(source, tmp_path / "a", cache)
