@@ -29,6 +29,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -254,10 +255,16 @@ def jupyter_book_2(root: Path, notebooks: list[tuple[str, nbformat.NotebookNode]
            "JUPYTER_CONFIG_DIR": str(config)}
 
     def build() -> int:
-        done = subprocess.run([str(bin_dir / "jupyter-book"), "build", "--site", "--execute",
-                               "--execute-parallel", "2"], cwd=project, capture_output=True,
-                              text=True, env=env)
-        log = done.stdout + done.stderr
+        # Its own session: mystmd leaves the Jupyter server it started running; ended here.
+        done = subprocess.Popen([str(bin_dir / "jupyter-book"), "build", "--site", "--execute",
+                                 "--execute-parallel", "2"], cwd=project, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        log = done.communicate()[0]
+        try:
+            os.killpg(done.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
         built = all((project / "_build" / "site" / "content" / f"{n}.json").is_file()
                     for n in names)
         # Offline, only the theme fetch may fail, after the content is built.
