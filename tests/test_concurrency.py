@@ -28,7 +28,7 @@ kernelspec:
 
 ```{code-cell} ipython3
 import time
-time.sleep(4)  # long enough for the other edition's build to reach this chapter too
+time.sleep(6)  # long enough for the other edition's build to reach this chapter too
 print("shared")
 ```
 """
@@ -37,9 +37,10 @@ SETTINGS = {"coursebook_verify_outputs": "0"}
 
 
 def _with_shared_chapter(book: Path) -> Path:
-    (book / "shared.md").write_text(SHARED_CHAPTER)
+    # Read first (pages are read in name order): both builds reach it right after starting.
+    (book / "a_shared.md").write_text(SHARED_CHAPTER)
     index = book / "index.md"
-    index.write_text(index.read_text().replace("chapter\n", "chapter\nshared\n"))
+    index.write_text(index.read_text().replace("chapter\n", "a_shared\nchapter\n"))
     return book
 
 
