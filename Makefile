@@ -4,8 +4,10 @@ VENV       ?= .venv
 BIN        := $(VENV)/bin
 SPHINX     := $(BIN)/sphinx-build
 BUILD      := _build
-# -W: a warning is an error; --keep-going: report all of them before stopping.
-SPHINXOPTS ?= -W --keep-going
+# -W: a warning is an error; --keep-going: report all of them before stopping;
+# -j: pages are read (and chapters executed) in JOBS processes.
+JOBS       ?= auto
+SPHINXOPTS ?= -W --keep-going -j $(JOBS)
 
 .DEFAULT_GOAL := help
 .PHONY: help venv recording recording-check recording-ready tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
@@ -57,9 +59,10 @@ html: venv ## Student edition, HTML -> _build/student/html/index.html
 instructor: venv ## Instructor edition, HTML -> _build/instructor/html/index.html
 	$(call edition,$(SPHINX),instructor,$(BUILD))
 
-# One after the other: a notebook both editions share (the museum's) would otherwise run
-# twice at once, and jupyter-cache refuses the second copy ("hashkey already exists").
-editions: html instructor ## Both HTML editions
+# At the same time, sharing one cache: a notebook both editions share (the museum's) runs
+# once, the other edition waits for it (coursebook.cache_locks), then takes it from the cache.
+editions: venv ## Both HTML editions, built at the same time
+	$(MAKE) -j 2 html instructor
 
 pdf: venv ## Student edition, PDF -> _build/student/pdf/deep-learning-labs-student.pdf
 	$(BIN)/python tools/build_pdf.py student
@@ -120,8 +123,9 @@ accept-outputs-torch: $(TORCH_VENV)/.installed ## accept-outputs, on that torch 
 	$(call edition,$(TORCH_VENV)/bin/sphinx-build,student,$(TORCH_OUT),$(ACCEPT))
 	$(call edition,$(TORCH_VENV)/bin/sphinx-build,instructor,$(TORCH_OUT),$(ACCEPT))
 
-bench: venv ## Benchmark builds: cold, warm, edits, nbclient floor, Jupyter Book 1
-	$(BIN)/python tools/bench_build.py
+# BENCH_ARGS: see `tools/bench_build.py --help` (--runs, --skip-jupyter-book, ...).
+bench: venv ## Benchmark builds against the nbclient floor, Sphinx, Jupyter Book 1 and 2, a 12-chapter book
+	$(BIN)/python tools/bench_build.py $(BENCH_ARGS)
 
 test: venv ## All tests, the slow full builds included, and the CPU stand-in recording re-run (what CI runs)
 	$(MAKE) tpu-cache-check KIND=cpu

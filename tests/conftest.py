@@ -6,6 +6,7 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,13 +62,22 @@ def tiny_book(tmp_path: Path) -> Path:
     return copy
 
 
+def both_editions_at_once(srcdir: Path, root: Path,
+                          settings: dict[str, str] | None = None) -> dict[str, Build]:
+    """Student and instructor editions built at the same time into root, sharing
+    root/cache, as `make editions` builds them."""
+    cache = root / "cache"
+    with ThreadPoolExecutor(2) as pool:
+        student = pool.submit(sphinx_build, srcdir, root / "student", cache, settings=settings)
+        instructor = pool.submit(sphinx_build, srcdir, root / "instructor", cache, "instructor",
+                                 settings=settings)
+        return {"student": student.result(), "instructor": instructor.result()}
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory) -> dict[str, Build]:
-    """Student and instructor editions of the real book, cold, sharing one new cache."""
-    root = tmp_path_factory.mktemp("book")
-    cache = root / "cache"
-    builds = {"student": sphinx_build(BOOK, root / "student", cache),
-              "instructor": sphinx_build(BOOK, root / "instructor", cache, "instructor")}
+    """Student and instructor editions of the real book, cold, built at once, one new cache."""
+    builds = both_editions_at_once(BOOK, tmp_path_factory.mktemp("book"))
     for edition, build in builds.items():
         assert build.returncode == 0, f"{edition} build failed:\n{build.log[-4000:]}"
     # On a fresh clone (CI), `pytest book`, later in the session, reads the book's own cache:
@@ -75,3 +85,10 @@ def built(tmp_path_factory) -> dict[str, Build]:
     if not BOOK_CACHE.exists():
         shutil.copytree(cache, BOOK_CACHE)
     return builds
+
+
+def copy_of_built_cache(built: dict[str, Build], to: Path) -> Path:
+    """A private copy of the `built` books' execution cache: a slow test that builds the
+    book again executes only what it changed, not every chapter."""
+    shutil.copytree(built["student"].outdir.parent / "cache", to)
+    return to

@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import BOOK, sphinx_build
+from conftest import BOOK, copy_of_built_cache, sphinx_build
 from coursebook.audit import _cell_text, _runs, audit_build, chapter_fingerprints, shown_text, words
 from coursebook.notebooks import is_answer, is_chapter_source, read_chapter
 
@@ -25,10 +25,14 @@ def _chapters() -> list[str]:
 
 
 def test_each_edition_executed_its_own_notebooks_once(built):
-    """A chapter without answers is the same notebook in both editions: run once, cached."""
+    """A chapter without answers is the same notebook in both editions: run once, cached,
+    though both editions build at the same time (either may be the one that runs it)."""
     with_answers = [t for t in _chapters() if any(map(is_answer, read_chapter(t).cells))]
-    assert built["student"].executed == len(_chapters()) >= 2
-    assert built["instructor"].executed == len(with_answers) >= 1
+    assert len(_chapters()) >= 2 and len(with_answers) >= 1
+    assert built["student"].executed >= len(with_answers)
+    assert built["instructor"].executed >= len(with_answers)
+    assert (built["student"].executed + built["instructor"].executed
+            == len(_chapters()) + len(with_answers))
 
 
 def test_student_exercises_are_still_to_be_written(built):
@@ -105,7 +109,10 @@ def test_a_warm_rebuild_and_a_prose_edit_execute_nothing_a_code_edit_only_its_ch
     source = tmp_path / "book"
     shutil.copytree(BOOK, source)
     cache = tmp_path / "cache"
-    assert sphinx_build(source, tmp_path / "a", cache).executed == len(_chapters())
+    # The cold build is `built`'s: its cache, copied, holds every chapter of this copy.
+    copy_of_built_cache(built, cache)
+    first = sphinx_build(source, tmp_path / "a", cache)
+    assert first.returncode == 0 and first.executed == 0
     warm = sphinx_build(source, tmp_path / "a", cache)
     assert warm.returncode == 0 and warm.executed == 0
     chapter = source / "pt01.md"

@@ -4,15 +4,15 @@ import shutil
 
 import pytest
 
-from conftest import BOOK, ROOT, sphinx_build
+from conftest import BOOK, ROOT, copy_of_built_cache, sphinx_build
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """One execution cache for the module: PT01 runs once, each broken wing again."""
-    return tmp_path_factory.mktemp("cache")
+def cache(tmp_path_factory, built):
+    """One execution cache for the module, from the built books: each broken wing runs."""
+    return copy_of_built_cache(built, tmp_path_factory.mktemp("museum") / "cache")
 
 
 def _build_with(tmp_path, cache, exhibit_glob: str, old: str, new: str, after: str = ""):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import BOOK, ROOT, TINY_BOOK
+from conftest import BOOK, ROOT, TINY_BOOK, copy_of_built_cache
 from coursebook.audit import audit_build, chapter_fingerprints
 
 pytestmark = pytest.mark.slow
@@ -23,8 +23,9 @@ def build_pdf(edition: str, source, build, cache, *options: str):
 
 
 @pytest.fixture(scope="module")
-def pdfs(tmp_path_factory):
+def pdfs(tmp_path_factory, built):
     root = tmp_path_factory.mktemp("pdf")
+    copy_of_built_cache(built, root / "cache")  # no chapter runs again for the PDFs
     results = {edition: build_pdf(edition, BOOK, root, root / "cache")
                for edition in ("student", "instructor")}
     return root, results

@@ -1,23 +1,35 @@
 #!/usr/bin/env python3
 """Benchmark the book's build: cold, warm and after edits, against its floor and its peers.
 
-Prints a table of median wall times over --runs runs (and the notebooks executed in each
-case), then the ratios the goals are stated in:
-  1/5  cold build of both editions vs executing the same distinct notebooks with nbclient
-  2/6  warm rebuild vs Sphinx's own no-op rebuild of the same tree (myst-nb, no execution)
-  1/7, 2/7  vs Jupyter Book 1.x building the same chapter sources, cold and warm
-Everything runs in a scratch folder; nothing under _build/ is touched. Jupyter Book 1 is
-installed into its own virtual environment there (with the book's torch), once per run of
-this tool. Figures are wall-clock seconds on this machine: goals, not tests.
+Prints a table of median wall times over --runs runs, with the notebooks each case
+executed, then the ratios the goals are stated in (issue #15):
+  - both editions, built at once as `make editions` does (each reading with -j): cold,
+    warm, after a prose edit and a code edit; warm without the expected-output comparison
+    (its cost, also taken from the build's own log);
+  - the floor: the same distinct notebooks executed one after the other with nbclient;
+    Sphinx's own no-op rebuild of the same tree (myst-nb, nothing executed), two at once;
+  - the student edition alone, cold and warm, against Jupyter Book 1 and Jupyter Book 2
+    building the very notebooks the student build executed (written out as .ipynb);
+  - a course-sized book: PT01 and 11 variants of it (other seeds) plus the book's other
+    chapters, made in the scratch folder: cold on one core and on two, warm, and a code
+    edit of PT01 against the same edit in the book as it is.
+Everything runs in a scratch folder; nothing under _build/ is touched. Jupyter Book 1
+and 2 are installed into their own virtual environments there (with the book's torch),
+once per run of this tool. Jupyter Book 2 (mystmd) fetches its HTML theme from the
+internet: offline, its time is its site content (execution included), not its HTML.
+Figures are wall-clock seconds on this machine: goals, not tests.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import platform
+import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -34,31 +46,51 @@ import nbformat
 import torch
 from nbclient import NotebookClient
 
-from coursebook.notebooks import read_chapter
 from coursebook.recordings import recording_name
 
 ROOT = Path(__file__).resolve().parent.parent
-JUPYTER_BOOK = "jupyter-book>=1,<2"
+JUPYTER_BOOK_1 = "jupyter-book>=1,<2"
+JUPYTER_BOOK_2 = "jupyter-book>=2,<3"
+TORCH = f"torch=={torch.__version__.split('+')[0]}"
+KERNEL_PACKAGES = [TORCH, "jaxtyping", "matplotlib", "ipykernel"]
+EXECUTED = "Executing notebook using"  # myst-nb's log line for each notebook it runs
+COMPARED = re.compile(r"expected outputs: \d+ chapters compared in ([0-9.]+) s")
+# The figure cells import the book's own coursebook.figures.
+KERNEL_ENV = {**os.environ, "PYTHONPATH": str(ROOT / "book" / "_ext")}
 
 
-def sphinx(source: Path, out: Path, cache: Path, *extra: str, conf: Path = ROOT) -> str:
-    command = [sys.executable, "-m", "sphinx", "-N", "-b", "html", "-c", str(conf),
-               "-d", str(out / "doctrees"), "-D", f"nb_execution_cache_path={cache}",
-               *extra, str(source), str(out / "html")]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"bench: sphinx-build failed:\n{(done.stdout + done.stderr)[-3000:]}")
-    return done.stdout + done.stderr
+class Build:
+    """One sphinx-build process, started now (so that several can run at once)."""
+
+    def __init__(self, source: Path, out: Path, cache: Path, *extra: str, conf: Path = ROOT,
+                 jobs: str = "auto") -> None:
+        command = [sys.executable, "-m", "sphinx", "-N", "-b", "html", "-c", str(conf),
+                   "-j", jobs, "-d", str(out / "doctrees"),
+                   "-D", f"nb_execution_cache_path={cache}", *extra, str(source), str(out / "html")]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+
+    def log(self) -> str:
+        output = self.process.communicate()[0]
+        if self.process.returncode != 0:
+            sys.exit(f"bench: sphinx-build failed:\n{output[-3000:]}")
+        return output
 
 
-def executed(log: str) -> int:
-    return log.count("Executing notebook using")
+class Logs(list):
+    """The logs of the builds of one case: what they executed and compared."""
+
+    @property
+    def executed(self) -> int:
+        return sum(log.count(EXECUTED) for log in self)
+
+    @property
+    def compared_s(self) -> float:
+        return sum(float(m) for log in self for m in COMPARED.findall(log))
 
 
-def timed(action: Callable[[], int]) -> tuple[float, int]:
-    started = time.perf_counter()
-    count = action()
-    return time.perf_counter() - started, count
+def at_once(*builds: Build) -> Logs:
+    return Logs(build.log() for build in builds)
 
 
 class Scratch:
@@ -68,33 +100,59 @@ class Scratch:
         self.root = root
         self.book = root / "book"
         shutil.rmtree(root, ignore_errors=True)
-        shutil.copytree(ROOT / "book", self.book, ignore=shutil.ignore_patterns("_ext", "__pycache__"))
+        self.restore()
         self.cache = root / "cache"
+        self.compared: list[float] = []  # seconds the warm builds spent comparing outputs
 
-    def both_editions(self) -> int:
-        """Both editions one after the other, as `make editions` builds them."""
-        return (executed(sphinx(self.book, self.root / "student", self.cache))
-                + executed(sphinx(self.book, self.root / "instructor", self.cache, "-t", "instructor")))
+    def restore(self) -> None:
+        """The book's sources and expected outputs as committed, edits undone."""
+        shutil.rmtree(self.book, ignore_errors=True)
+        shutil.copytree(ROOT / "book", self.book, ignore=shutil.ignore_patterns("_ext", "__pycache__"))
 
-    def cold(self) -> int:
+    def edition(self, name: str, *extra: str, jobs: str = "auto") -> Build:
+        tags = ("-t", "instructor") if name == "instructor" else ()
+        return Build(self.book, self.root / name, self.cache, *tags, *extra, jobs=jobs)
+
+    def both_editions(self, *extra: str) -> Logs:
+        """Both editions at the same time, as `make editions` builds them."""
+        return at_once(self.edition("student", *extra), self.edition("instructor", *extra))
+
+    def both(self, *extra: str) -> int:
+        return self.both_editions(*extra).executed
+
+    def warm_measured(self) -> int:
+        logs = self.both_editions()
+        self.compared.append(logs.compared_s)
+        return logs.executed
+
+    def warm_unverified(self) -> int:
+        return self.both_editions("-D", "coursebook_verify_outputs=0").executed
+
+    def student(self, *extra: str, jobs: str = "auto") -> int:
+        return at_once(self.edition("student", *extra, jobs=jobs)).executed
+
+    def clear(self) -> None:
         for path in ("student", "instructor", "cache"):
             shutil.rmtree(self.root / path, ignore_errors=True)
-        return self.both_editions()
 
-    def edit_pt01(self, old: str, new: str) -> None:
-        chapter = self.book / "pt01.md"
-        text = chapter.read_text()
+    def cold(self) -> int:
+        self.clear()
+        return self.both()
+
+    def edit(self, old: str, new: str, chapter: str = "pt01") -> None:
+        path = self.book / f"{chapter}.md"
+        text = path.read_text()
         if old not in text:
-            sys.exit(f"bench: PT01 no longer contains {old!r}; update the bench's edits")
-        chapter.write_text(text.replace(old, new, 1))
+            sys.exit(f"bench: {chapter} no longer contains {old!r}; update the bench's edits")
+        path.write_text(text.replace(old, new, 1))
 
-    def executed_notebooks(self) -> list[nbformat.NotebookNode]:
-        """The distinct notebooks the cold build executed, as myst-nb wrote them.
+    def executed_notebooks(self, edition: str = "*") -> list[tuple[str, nbformat.NotebookNode]]:
+        """The distinct notebooks the builds executed, as myst-nb wrote them, outputs cleared.
 
         A recorded chapter (the TPU bridges) is not executed by a build: left out.
         """
         seen, notebooks = set(), []
-        for path in sorted(self.root.glob("*/jupyter_execute/*.ipynb")):
+        for path in sorted(self.root.glob(f"{edition}/jupyter_execute/*.ipynb")):
             notebook = nbformat.read(path, as_version=4)
             if recording_name(notebook):
                 continue
@@ -106,12 +164,29 @@ class Scratch:
             key = hashlib.sha256(code.encode()).hexdigest()
             if key not in seen:
                 seen.add(key)
-                notebooks.append(notebook)
+                notebooks.append((path.stem, notebook))
         return notebooks
 
 
-def nbclient_floor(notebooks: list[nbformat.NotebookNode], cwd: Path) -> int:
-    for notebook in notebooks:
+def course_sized(root: Path, variants: int) -> Scratch:
+    """The book plus `variants` copies of PT01 with other seeds and their own labels."""
+    course = Scratch(root)
+    pt01 = (course.book / "pt01.md").read_text()
+    if "torch.manual_seed(7)" not in pt01:
+        sys.exit("bench: PT01 no longer seeds with torch.manual_seed(7); update the bench")
+    names = []
+    for number in range(2, variants + 2):
+        name = f"pt{number:02d}"
+        text = pt01.replace("torch.manual_seed(7)", f"torch.manual_seed({7 + number})", 1)
+        (course.book / f"{name}.md").write_text(re.sub(r"(?<=[(`<])pt01(?=[-)`>])", name, text))
+        names.append(name)
+    index = course.book / "index.md"
+    index.write_text(index.read_text().replace("pt01\n", "pt01\n" + "".join(f"{n}\n" for n in names), 1))
+    return course
+
+
+def nbclient_floor(notebooks: list[tuple[str, nbformat.NotebookNode]], cwd: Path) -> int:
+    for _, notebook in notebooks:
         NotebookClient(nbformat.from_dict(notebook), timeout=600, kernel_name="python3",
                        resources={"metadata": {"path": str(cwd)}}).execute()
     return len(notebooks)
@@ -124,109 +199,225 @@ def plain_sphinx_conf(root: Path) -> Path:
     (conf / "conf.py").write_text(
         'extensions = ["myst_nb", "sphinx_design", "sphinx_copybutton"]\n'
         'html_theme = "sphinx_book_theme"\nnb_execution_mode = "off"\n'
-        'myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath"]\n'
+        'myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath", "deflist"]\n'
         'suppress_warnings = ["myst.directive_unknown", "ref.ref", "myst.xref_missing"]\n')
     return conf
 
 
-def jupyter_book_venv(root: Path) -> Path:
-    venv = root / "jb-venv"
+def venv_with(root: Path, name: str, *packages: str) -> Path:
+    venv = root / name
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
-    subprocess.run(pip + [JUPYTER_BOOK, f"torch=={torch.__version__.split('+')[0]}",
-                          "jaxtyping", "matplotlib", "ipykernel"], check=True)
-    return venv / "bin" / "jupyter-book"
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *packages],
+                   check=True)
+    return venv / "bin"
 
 
-def jupyter_book_project(root: Path, scratch: Scratch) -> Path:
-    project = root / "jb"
-    shutil.rmtree(project, ignore_errors=True)
-    project.mkdir(parents=True)
-    # A recorded chapter (the TPU bridges) runs in its own environment only: left out.
-    chapters = sorted(p.stem for p in scratch.book.glob("*.md") if p.stem != "index"
-                      and not recording_name(read_chapter(p.read_text())))
-    for name in ["index", *chapters]:
-        shutil.copy(scratch.book / f"{name}.md", project / f"{name}.md")
+def peer_project(root: Path, notebooks: list[tuple[str, nbformat.NotebookNode]]
+                 ) -> tuple[Path, list[str]]:
+    """A folder with an index page and the student build's notebooks (.ipynb)."""
+    root.mkdir(parents=True)
+    (root / "index.md").write_text("# Deep Learning Labs\n\nThe chapters, built by a peer.\n")
+    for name, notebook in notebooks:
+        nbformat.write(notebook, root / f"{name}.ipynb")
+    return root, [name for name, _ in notebooks]
+
+
+def jupyter_book_1(root: Path, notebooks: list[tuple[str, nbformat.NotebookNode]]
+                   ) -> Callable[[], int]:
+    bin_dir = venv_with(root, "jb1-venv", JUPYTER_BOOK_1, *KERNEL_PACKAGES)
+    project, names = peer_project(root / "jb1", notebooks)
     (project / "_config.yml").write_text(
         "title: Deep Learning Labs\nexecute:\n  execute_notebooks: cache\n  timeout: 600\n"
-        "parse:\n  myst_enable_extensions: [colon_fence, dollarmath, amsmath]\n"
+        "parse:\n  myst_enable_extensions: [colon_fence, dollarmath, amsmath, deflist]\n"
         "sphinx:\n  extra_extensions: [sphinx_design]\n")
     (project / "_toc.yml").write_text(
-        "format: jb-book\nroot: index\nchapters:\n" + "".join(f"- file: {c}\n" for c in chapters))
-    return project
+        "format: jb-book\nroot: index\nchapters:\n" + "".join(f"- file: {n}\n" for n in names))
+
+    def build() -> int:
+        done = subprocess.run([str(bin_dir / "jupyter-book"), "build", str(project)],
+                              capture_output=True, text=True, env=KERNEL_ENV)
+        if done.returncode != 0:
+            sys.exit(f"bench: jupyter-book 1 failed:\n{(done.stdout + done.stderr)[-3000:]}")
+        return (done.stdout + done.stderr).count(EXECUTED)
+    return build
+
+
+def jupyter_book_2(root: Path, notebooks: list[tuple[str, nbformat.NotebookNode]]
+                   ) -> Callable[[], int]:
+    bin_dir = venv_with(root, "jb2-venv", JUPYTER_BOOK_2, "jupyter-server", *KERNEL_PACKAGES)
+    project, names = peer_project(root / "jb2", notebooks)
+    (project / "myst.yml").write_text(
+        "version: 1\nproject:\n  title: Deep Learning Labs\n  toc:\n    - file: index.md\n"
+        + "".join(f"    - file: {n}.ipynb\n" for n in names) + "site:\n  template: book-theme\n")
+    # mystmd runs the notebooks through a Jupyter server (`python` on PATH), which will not
+    # start as root (CI) unless told to.
+    config = root / "jb2-jupyter-config"
+    config.mkdir()
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"allow_root": True}}))
+    env = {**KERNEL_ENV, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "JUPYTER_CONFIG_DIR": str(config)}
+
+    def build() -> int:
+        # Its own session: mystmd leaves the Jupyter server it started running; ended here.
+        done = subprocess.Popen([str(bin_dir / "jupyter-book"), "build", "--site", "--execute",
+                                 "--execute-parallel", "2"], cwd=project, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        log = done.communicate()[0]
+        try:
+            os.killpg(done.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        built = all((project / "_build" / "site" / "content" / f"{n}.json").is_file()
+                    for n in names)
+        # Offline, only the theme fetch may fail, after the content is built.
+        if not built or (done.returncode != 0 and "api.mystmd.org" not in log):
+            sys.exit(f"bench: jupyter-book 2 failed:\n{log[-3000:]}")
+        return log.count("no execution cache found")
+    return build
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="runs per case (default 3)")
+    parser.add_argument("--course-runs", type=int, default=1,
+                        help="runs per case of the course-sized book (default 1)")
+    parser.add_argument("--variants", type=int, default=10,
+                        help="copies of PT01 added to the book (default 10: 12 executed chapters)")
     parser.add_argument("--skip-jupyter-book", action="store_true",
-                        help="leave out the Jupyter Book 1 comparison (no install)")
+                        help="leave out Jupyter Book 1 and 2 (no install)")
+    parser.add_argument("--skip-course", action="store_true",
+                        help="leave out the course-sized book")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="book-bench-"))
     scratch = Scratch(work / "tree")
     results: dict[str, list[tuple[float, int]]] = {}
 
-    def run(case: str, action: Callable[[], int], before: Callable[[], None] = lambda: None):
-        for index in range(args.runs):
+    def run(case: str, action: Callable[[], int], before: Callable[[], None] = lambda: None,
+            runs: int = args.runs) -> None:
+        for index in range(runs):
             before()
-            results.setdefault(case, []).append(timed(action))
-            print(f"  {case}: run {index + 1}/{args.runs}", file=sys.stderr)
+            started = time.perf_counter()
+            count = action()
+            results.setdefault(case, []).append((time.perf_counter() - started, count))
+            print(f"  {case}: run {index + 1}/{runs}: {results[case][-1][0]:.2f} s, "
+                  f"{count} notebooks executed", file=sys.stderr, flush=True)
 
-    run("1 cold build, both editions", scratch.cold)
-    run("2 warm rebuild, no change", scratch.both_editions)
+    def optional(part: str, cases: Callable[[], None]) -> None:
+        """A peer or the course-sized book that fails is reported; the table still prints."""
+        try:
+            cases()
+        except (SystemExit, subprocess.CalledProcessError) as error:
+            left_out.append(f"{part}: {error}")
+            print(f"bench: {part} left out: {error}", file=sys.stderr)
+
+    left_out: list[str] = []
+
     edits = iter(range(10 ** 6))
-    run("3 prose edit in PT01", scratch.both_editions,
-        lambda: scratch.edit_pt01("## 1. Tensors\n", f"## 1. Tensors\n\nProse edit {next(edits)}.\n"))
-    run("4 code edit in one PT01 cell", scratch.both_editions,
-        lambda: scratch.edit_pt01('print("Dtype:", X.dtype)',
-                                  f'print("Dtype:", X.dtype)  # edit {next(edits)}'))
+
+    def code_edit(book: Scratch) -> Callable[[], None]:
+        return lambda: book.edit('print("Dtype:", X.dtype)',
+                                 f'print("Dtype:", X.dtype)  # edit {next(edits)}')
+
+    run("1 cold, both editions", scratch.cold)
+    run("2 warm, both editions, no change", scratch.warm_measured)
+    run("2v warm, no output comparison", scratch.warm_unverified)
+    run("3 prose edit in PT01, both", scratch.both,
+        lambda: scratch.edit("## 1. Tensors\n", f"## 1. Tensors\n\nProse edit {next(edits)}.\n"))
+    # An edited cell has no expected output yet: its author accepts the new one (in the
+    # scratch copy), as `make accept-outputs` would.
+    accept = ("-D", "coursebook_accept_outputs=1")
+    run("4 code edit in PT01, both", lambda: scratch.both(*accept), code_edit(scratch))
     notebooks = scratch.executed_notebooks()
     run("5 floor: nbclient, same notebooks", lambda: nbclient_floor(notebooks, work))
     plain = plain_sphinx_conf(work)
-    plain_cache = work / "plain-cache"
 
-    def plain_noop() -> int:  # two output trees, as case 2 rebuilds two editions
-        return sum(executed(sphinx(scratch.book, work / f"plain-{tree}", plain_cache, conf=plain))
-                   for tree in ("a", "b"))
+    def plain_noop() -> int:  # two output trees at once, as case 2 rebuilds two editions
+        return at_once(*(Build(scratch.book, work / f"plain-{tree}", work / "plain-cache",
+                               conf=plain) for tree in ("a", "b"))).executed
     plain_noop()
-    run("6 Sphinx's own no-op rebuild (x2)", plain_noop)
+    run("6 Sphinx's own no-op (x2 at once)", plain_noop)
+    scratch.restore()
+    run("7 student edition, cold", lambda: scratch.student(), scratch.clear)
+    run("8 student edition, warm", lambda: scratch.student())
+    student_notebooks = scratch.executed_notebooks("student")
+    run("9 code edit in PT01, student", lambda: scratch.student(*accept), code_edit(scratch))
+    def peer(name: str, make: Callable, key: str, folder: str) -> Callable[[], None]:
+        def cases() -> None:
+            build = make(work / "peers", student_notebooks)
+            run(f"{key}a {name}, cold", build,
+                lambda: shutil.rmtree(work / "peers" / folder / "_build", ignore_errors=True))
+            run(f"{key}b {name}, warm", build)
+        return cases
+
     if not args.skip_jupyter_book:
-        jupyter_book = jupyter_book_venv(work)
-        project = jupyter_book_project(work, scratch)
+        optional("Jupyter Book 1", peer("Jupyter Book 1", jupyter_book_1, "10", "jb1"))
+        optional("Jupyter Book 2", peer("Jupyter Book 2 (no HTML)", jupyter_book_2, "11", "jb2"))
 
-        def jb_build() -> int:
-            # PYTHONPATH: the figure cells import the book's own coursebook.figures.
-            done = subprocess.run([str(jupyter_book), "build", str(project)],
-                                  capture_output=True, text=True,
-                                  env={**os.environ, "PYTHONPATH": str(ROOT / "book" / "_ext")})
-            if done.returncode != 0:
-                sys.exit(f"bench: jupyter-book failed:\n{(done.stdout + done.stderr)[-3000:]}")
-            return (done.stdout + done.stderr).count("Executing notebook using")
+    def course_cases() -> None:
+        course = course_sized(work / "course", args.variants)
+        # The variants print other values: their expected outputs are taken when cold.
+        run("12a course-sized, student, cold, 1 core", lambda: course.student(*accept, jobs="1"),
+            course.clear, runs=args.course_runs)
+        run("12b course-sized, student, cold, 2 cores", lambda: course.student(*accept),
+            course.clear, runs=args.course_runs)
+        run("12c course-sized, student, warm", lambda: course.student(), runs=args.course_runs)
+        run("12d course-sized, code edit in PT01, student", lambda: course.student(*accept),
+            code_edit(course), runs=args.course_runs)
 
-        run("7a Jupyter Book 1, cold", jb_build, lambda: shutil.rmtree(project / "_build",
-                                                                        ignore_errors=True))
-        run("7b Jupyter Book 1, warm", jb_build)
-    print(f"\nPython {platform.python_version()}, torch {torch.__version__}, "
-          f"{platform.machine()}, {args.runs} runs per case (median seconds)\n")
-    print(f"| {'case':<36} | {'median s':>8} | {'min s':>6} | {'notebooks executed':>18} |")
-    print(f"|{'-' * 38}|{'-' * 10}|{'-' * 8}|{'-' * 20}|")
-    median = {case: statistics.median(t for t, _ in runs) for case, runs in results.items()}
-    for case, runs in results.items():
-        counts = sorted({count for _, count in runs})
-        print(f"| {case:<36} | {median[case]:>8.2f} | {min(t for t, _ in runs):>6.2f} | "
-              f"{'/'.join(map(str, counts)):>18} |")
-    key = {name[0:2].strip(): name for name in median}
-
-    def ratio(a: str, b: str, goal: str) -> None:
-        if a in key and b in key:
-            print(f"  {a}/{b}: {median[key[a]] / median[key[b]]:.2f}   (goal {goal})")
-    print("\nratios")
-    ratio("1", "5", "<= 1.3")
-    ratio("2", "6", "<= 1.1")
-    ratio("1", "7a", "< 1: faster than Jupyter Book 1 cold")
-    ratio("2", "7b", "<= 0.5 of Jupyter Book 1 warm")
+    if not args.skip_course:
+        optional("the course-sized book", course_cases)
+    report(results, scratch.compared, args, chapters=len(notebooks),
+           course_chapters=args.variants + len(student_notebooks))
+    for reason in left_out:
+        print(f"  left out: {reason}")
     shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def report(results: dict[str, list[tuple[float, int]]], compared: list[float],
+           args: argparse.Namespace, chapters: int, course_chapters: int) -> None:
+    print(f"\nPython {platform.python_version()}, torch {torch.__version__}, "
+          f"{platform.machine()}, {os.cpu_count()} cores, {args.runs} runs per case "
+          f"({args.course_runs} for the course-sized book); median seconds\n")
+    print(f"| {'case':<45} | {'median s':>8} | {'min s':>6} | {'notebooks executed':>18} |")
+    print(f"|{'-' * 47}|{'-' * 10}|{'-' * 8}|{'-' * 20}|")
+    median = {case.split()[0]: statistics.median(t for t, _ in runs)
+              for case, runs in results.items()}
+    for case, runs in results.items():
+        counts = sorted({count for _, count in runs})
+        print(f"| {case:<45} | {median[case.split()[0]]:>8.2f} | {min(t for t, _ in runs):>6.2f} "
+              f"| {'/'.join(map(str, counts)):>18} |")
+
+    print("\n| ratio | value | goal | met |\n|---|---|---|---|")
+
+    def ratio(label: str, a: str, b: str, goal: float, higher: bool = False) -> None:
+        if a in median and b in median:
+            value = median[a] / median[b]
+            met = value >= goal if higher else value <= goal
+            print(f"| {label} ({a}/{b}) | {value:.2f} | {'>=' if higher else '<='} {goal} | "
+                  f"{'yes' if met else 'NO'} |")
+    ratio("cold both editions / serial nbclient floor", "1", "5", 0.8)
+    ratio("warm both editions / Sphinx's no-op", "2", "6", 1.1)
+    ratio("student cold / Jupyter Book 1 cold", "7", "10a", 0.8)
+    ratio("student warm / Jupyter Book 1 warm", "8", "10b", 1.0)
+    ratio("student cold / Jupyter Book 2 cold (its HTML left out)", "7", "11a", 1.0)
+    ratio("student warm / Jupyter Book 2 warm (its HTML left out)", "8", "11b", 1.0)
+    ratio("one-chapter edit: course-sized / this book", "12d", "9", 1.2)
+    ratio("two-core speed-up, course-sized cold (1 core / 2 cores)", "12a", "12b", 1.5, True)
+
+    print("\nfigures")
+    if "2" in median and compared:
+        per_build = statistics.median(compared)
+        print(f"  expected-output comparison, warm rebuild of both editions: {per_build:.2f} s "
+              f"(logged by the builds) = {100 * per_build / median['2']:.1f}% of case 2; "
+              f"case 2 - case 2v = {median['2'] - median.get('2v', median['2']):+.2f} s")
+    if "12a" in median:
+        for case in ("12a", "12b", "12c"):
+            print(f"  course-sized, case {case}: {median[case] / course_chapters:.2f} s per "
+                  f"chapter ({course_chapters} chapters executed by the student edition)")
+    print(f"  this book: {chapters} distinct notebooks executed by both editions")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from .answer_space import with_answer_spaces
+from .cache_locks import hold_notebook_lock, notebook_lock
 from .editions import Edition, edition_notebook, hidden_raises_cells
 from .execution_key import (FAILED_KEY, SOURCE_HASH_KEY, outdated_chapters, source_digest,
                             stamp_execution_environment)
@@ -151,7 +152,10 @@ def render_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
         source[0] = f"# {docname}\n\nThis page could not be built: see the build log.\n"
         return
     if prepared.recorded is not None:
-        cache_recorded_outputs(app.config.nb_execution_cache_path, path, prepared.recorded)
+        with notebook_lock(app.config.nb_execution_cache_path, prepared.recorded):
+            cache_recorded_outputs(app.config.nb_execution_cache_path, path, prepared.recorded)
+    else:
+        hold_notebook_lock(app, prepared.notebook)  # until myst-nb has run and cached it
     source[0] = notebook_to_myst(prepared.notebook)
     app.env.metadata[docname][SOURCE_HASH_KEY] = source_digest(source[0])
 
@@ -173,3 +177,31 @@ def reread_changed_chapters(app: Sphinx, env, added, changed, removed) -> list[s
 
     return [docname for docname in outdated_chapters(env, current_source)
             if docname not in added and docname not in changed]
+
+
+def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
+    """``env-before-read-docs``: with ``-j``, chapters that execute go to different readers.
+
+    Sphinx hands each reading process a run of consecutive pages (in name order), so two
+    chapters side by side would execute one after the other in one process. Each run
+    gets one executing chapter before any gets a second.
+    """
+    if app.parallel < 2 or len(docnames) < 2:
+        return
+    from sphinx.util.parallel import make_chunks
+
+    def executes(docname: str) -> bool:
+        try:
+            notebook = chapter_notebook(app, docname)
+        except PREPARATION_ERRORS:
+            return False  # reading it reports the problem
+        return notebook is not None and recording_name(notebook) is None
+
+    chunks = make_chunks(list(range(len(docnames))), app.parallel)
+    slots = [(chunk, place) for place in range(max(map(len, chunks)))
+             for chunk in range(len(chunks)) if place < len(chunks[chunk])]
+    ordered = sorted(docnames, key=lambda docname: not executes(docname))  # stable
+    runs: list[list[str]] = [[""] * len(chunk) for chunk in chunks]
+    for docname, (chunk, place) in zip(ordered, slots):
+        runs[chunk][place] = docname
+    docnames[:] = [docname for run in runs for docname in run]

@@ -15,6 +15,7 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from .cache_locks import create_cache
 from .faults import CLEAN_CACHE_COMMAND, shown_path
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ def check_execution_cache(app: Sphinx, config) -> None:
     path = Path(config.nb_execution_cache_path)
     path.mkdir(parents=True, exist_ok=True)
     try:
+        create_cache(path)  # its tables, once, however many builds start together
         dropped = drop_missing_entries(get_cache(str(path)))
     except SQLAlchemyError as error:
         reason = str(getattr(error, "orig", None) or error).splitlines()[0]

@@ -14,6 +14,7 @@ hold one error text per torch version; ``make accept-outputs`` writes both.
 
 from __future__ import annotations
 
+import os
 import difflib
 import hashlib
 import re
@@ -194,7 +195,10 @@ def write_expectations(path: Path, expectations: Expectations, order: list[str],
             out.append(f"=== cell {key}{marker} · {first}")
             out += [f"{_INDENT}{line}" if line else "" for line in text.splitlines()]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(out) + "\n", encoding="utf8")
+    # Whole or not at all: the other edition, built at the same time, may be reading it.
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text("\n".join(out) + "\n", encoding="utf8")
+    partial.replace(path)
     return True
 
 

@@ -6,10 +6,12 @@ from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 
+from .answer_space import setup_answer_space
 from .audit import check_answer_overlaps
 from .builders import BUILDERS_FILE
-from .answer_space import setup_answer_space
-from .chapters import edition_of, render_edition_source, reread_changed_chapters
+from .cache_locks import release_notebook_lock
+from .chapters import (edition_of, render_edition_source, reread_changed_chapters,
+                       spread_chapters_over_readers)
 from .editions import Edition, box_code_answers
 from .execution_cache import check_execution_cache, reread_dropped_chapters
 from .interrupt import stop_cleanly_on_interrupt
@@ -25,6 +27,12 @@ from .verify import (check_executed_chapter, clear_execution_reports, compare_ex
 __all__ = ["setup"]
 
 
+def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
+    # First: the chapter is executed and cached, so the other edition may take it.
+    release_notebook_lock(app)
+    _clean_and_check(app, doctree)
+
+
 def _clean_and_check(app: Sphinx, doctree: nodes.document) -> None:
     normalise_output_nodes(doctree)
     check_executed_chapter(app, doctree)
@@ -37,6 +45,7 @@ def _clean_and_check(app: Sphinx, doctree: nodes.document) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    # --- Configuration ------------------------------------------------------------------
     app.add_config_value("coursebook_environment_packages", ["torch"], "env", list)
     app.add_config_value("coursebook_execution_environment", {}, "env", dict)
     app.add_config_value("coursebook_exhibits_dir", "exhibits", "env", str)
@@ -46,32 +55,54 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("coursebook_expected_dir", "expected", "", str)
     # "": changing it re-reads nothing; the comparison runs on every build anyway.
     app.add_config_value("coursebook_accept_outputs", False, "", bool)
-    app.connect("config-inited", set_execution_environment)
-    app.connect("config-inited", check_execution_cache)
-    app.connect("source-read", render_edition_source)
-    app.connect("doctree-read", _clean_and_check)
+    # Off: no comparison (the bench measures its cost); the build is then unverified.
+    app.add_config_value("coursebook_verify_outputs", True, "", bool)
+    # Off only to show what the locks prevent (tests/test_concurrency.py).
+    app.add_config_value("coursebook_cache_locks", True, "", bool)
     app.add_config_value("coursebook_repository_url", "", "html", str)
     app.add_config_value("coursebook_published_branch", "gh-pages", "html", str)
     # The student book's public address (https://…/): downloads link to its pages, handouts
     # print it. "" while the book is unpublished: links become the targets' titles.
     app.add_config_value("coursebook_published_url", "", "html", str)
-    app.connect("html-page-context", offer_edition_notebook, priority=400)
-    app.connect("html-page-context", add_colab_button, priority=600)
-    # builder-inited: once per build, the commit and date; then each page's stamp.
+    app.add_directive("torch-version-changes", TorchVersionChanges)
+
+    # --- Events, in the order Sphinx emits them -------------------------------------------
+    # 1. config-inited: the execution environment joins the cache key; the shared cache is
+    #    created (once, however many builds start) and repaired or refused.
+    app.connect("config-inited", set_execution_environment)
+    app.connect("config-inited", check_execution_cache)
+    # 2. builder-inited: the stamp's commit and date; last build's failure reports cleared;
+    #    Ctrl-C ends the build in one line.
     app.connect("builder-inited", set_build_stamp)
-    app.connect("html-page-context", add_build_stamp)
+    app.connect("builder-inited", clear_execution_reports)
+    app.connect("builder-inited", stop_cleanly_on_interrupt)
+    # 3. env-get-outdated: chapters that failed, whose chapter or exhibits changed, or whose
+    #    cache entry was dropped, are read (executed) again.
     app.connect("env-get-outdated", reread_failed_chapters)
     app.connect("env-get-outdated", reread_changed_chapters)
     app.connect("env-get-outdated", reread_dropped_chapters)
-    app.connect("build-finished", replace_copied_sources)
+    # 4. env-before-read-docs: chapters that execute are dealt across the parallel readers.
+    app.connect("env-before-read-docs", spread_chapters_over_readers)
+    # 5. source-read, per page: the edition's notebook replaces the chapter's text (and its
+    #    cache key is locked until myst-nb has executed and cached it).
+    app.connect("source-read", render_edition_source)
+    # 6. doctree-read, per page: the lock is released; outputs normalised and checked.
+    app.connect("doctree-read", _read_chapter_done)
+    # 7. env-updated, once all pages are read: outputs against their expectations, answers
+    #    against visible text; myst-nb's failure logs kept out of the HTML.
     app.connect("env-updated", compare_expected_outputs)
     app.connect("env-updated", check_answer_overlaps)
-    app.connect("builder-inited", clear_execution_reports)
-    app.connect("builder-inited", stop_cleanly_on_interrupt)
     app.connect("env-updated", keep_execution_reports)
-    app.add_directive("torch-version-changes", TorchVersionChanges)
+    # 8. html-page-context, per page written: the edition's notebook download, the Colab
+    #    button (after the theme's own download menu), the build stamp.
+    app.connect("html-page-context", offer_edition_notebook, priority=400)
+    app.connect("html-page-context", add_colab_button, priority=600)
+    app.connect("html-page-context", add_build_stamp)
+    # 9. build-finished: student sources replace Sphinx's copies; any failure sets the status.
+    app.connect("build-finished", replace_copied_sources)
     app.connect("build-finished", fail_build_on_failed_chapters)
-    # Lab handouts (-t handout): answer boxes, one LaTeX document per chapter, covers.
+    # Lab handouts (-t handout): answer boxes, one LaTeX document per chapter, covers; each
+    # registers its own hooks.
     setup_answer_space(app)
     setup_handouts(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from .cache_locks import create_cache, notebook_lock
 from .editions import Edition
 from .execution_key import environment_versions, stamp_execution_environment
 from .expectations import (ACCEPT_COMMAND, CellOutput, Expectations, cached_notebook,
@@ -118,19 +119,22 @@ class ChapterFile(pytest.File):
         from jupyter_cache.executors.utils import single_nb_execution
 
         notebook = self.edition_notebook(edition)
-        executed = cached_notebook(self.book_config.cache_path, notebook)
-        if executed is None:
-            result = single_nb_execution(notebook, cwd=str(self.path.parent),
-                                         timeout=self.book_config.timeout, allow_errors=False,
-                                         meta_override=True)
-            if result.err is not None:
-                return ChapterFailed(
-                    f"{self.path.name} ({edition.value}) failed to execute: "
-                    f"{type(result.err).__name__}; build it for the cell-by-cell report")
-            get_cache(self.book_config.cache_path).cache_notebook_bundle(
-                CacheBundleIn(notebook, str(self.path), data={"execution_seconds": result.time}),
-                check_validity=False, overwrite=True)
-            executed = notebook
+        create_cache(self.book_config.cache_path)
+        with notebook_lock(self.book_config.cache_path, notebook):  # a build may run it too
+            executed = cached_notebook(self.book_config.cache_path, notebook)
+            if executed is None:
+                result = single_nb_execution(notebook, cwd=str(self.path.parent),
+                                             timeout=self.book_config.timeout,
+                                             allow_errors=False, meta_override=True)
+                if result.err is not None:
+                    return ChapterFailed(
+                        f"{self.path.name} ({edition.value}) failed to execute: "
+                        f"{type(result.err).__name__}; build it for the cell-by-cell report")
+                get_cache(self.book_config.cache_path).cache_notebook_bundle(
+                    CacheBundleIn(notebook, str(self.path),
+                                  data={"execution_seconds": result.time}),
+                    check_validity=False, overwrite=True)
+                executed = notebook
         return cell_outputs(executed)
 
 

@@ -11,6 +11,7 @@ the running torch version (:mod:`coursebook.expectations`).
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,12 +183,25 @@ def _accept_header(torch_version: str, docname: str) -> list[str]:
 def compare_expected_outputs(app: Sphinx, env) -> None:
     """``env-updated``, every build: each chapter's outputs against its expected outputs.
 
-    With ``coursebook_accept_outputs``, the outputs of this build are written instead.
+    With ``coursebook_accept_outputs``, the outputs of this build are written instead;
+    with ``coursebook_verify_outputs`` off, nothing is compared (``make bench`` times what
+    the comparison costs). Its duration is logged, for the same reason.
     """
+    if not (app.config.coursebook_verify_outputs or app.config.coursebook_accept_outputs):
+        return
+    started = time.perf_counter()
+    chapters = _compare_expected_outputs(app, env)
+    logger.info("expected outputs: %d chapters compared in %.3f s", chapters,
+                time.perf_counter() - started)
+
+
+def _compare_expected_outputs(app: Sphinx, env) -> int:
     torch_version = app.config.coursebook_execution_environment["torch"]
     expected_dir = Path(app.srcdir, app.config.coursebook_expected_dir)
     edition = edition_of(app).value
+    chapters = 0
     for docname, notebook in _executed_chapters(app):
+        chapters += 1
         if env.metadata.get(docname, {}).get(FAILED_KEY):
             continue  # it failed to execute; that is reported already
         executed = cached_notebook(app.config.nb_execution_cache_path, notebook)
@@ -226,6 +240,7 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
                     len(outputs), release(torch_version),
                     "".join(f"; not verified: `{o.first_line}` ({o.unverified})"
                             for o in unverified))
+    return chapters
 
 
 def _fail(app: Sphinx, docname: str, line: int | None, message: str) -> None:

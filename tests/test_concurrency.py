@@ -1,0 +1,108 @@
+"""Both editions build at once from an empty cache, sharing it (`make editions`).
+
+The tiny book gets a second chapter with no answers: both editions execute the very same
+notebook, slowly enough that the two builds overlap. With the cache locks it executes
+once and both builds pass, every time; without them, both execute it and jupyter-cache
+refuses the second copy ("hashkey already exists") or runs it twice.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import both_editions_at_once
+
+SHARED_CHAPTER = """\
+---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  name: python3
+  display_name: Python 3
+---
+
+# A chapter both editions share
+
+```{code-cell} ipython3
+import time
+time.sleep(6)  # long enough for the other edition's build to reach this chapter too
+print("shared")
+```
+"""
+# The fixture's expectations do not cover the extra chapter; this test is about the cache.
+SETTINGS = {"coursebook_verify_outputs": "0"}
+
+
+def _with_shared_chapter(book: Path) -> Path:
+    # Read first (pages are read in name order): both builds reach it right after starting.
+    (book / "a_shared.md").write_text(SHARED_CHAPTER)
+    index = book / "index.md"
+    index.write_text(index.read_text().replace("chapter\n", "a_shared\nchapter\n"))
+    return book
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attempt", range(3))
+def test_both_editions_at_once_share_one_cache(tiny_book, tmp_path, attempt):
+    builds = both_editions_at_once(_with_shared_chapter(tiny_book), tmp_path, SETTINGS)
+    for edition, build in builds.items():
+        assert build.returncode == 0, f"{edition} build failed:\n{build.log[-3000:]}"
+    # Each edition's own tiny chapter, and the shared chapter once.
+    assert sum(build.executed for build in builds.values()) == 3, [
+        build.log for build in builds.values()]
+
+
+@pytest.mark.slow
+def test_without_the_locks_the_shared_chapter_races(tiny_book, tmp_path):
+    """The test above can fail: with the locks off, the same builds collide."""
+    builds = both_editions_at_once(_with_shared_chapter(tiny_book), tmp_path,
+                                   {**SETTINGS, "coursebook_cache_locks": "0"})
+    collided = any("hashkey already exists" in build.log for build in builds.values())
+    ran_twice = sum(build.executed for build in builds.values()) == 4
+    assert collided or ran_twice
+
+
+def _notebook(code: str):
+    import nbformat
+
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+
+
+def test_a_notebook_lock_excludes_the_same_key_only(tmp_path):
+    from filelock import FileLock, Timeout
+
+    from coursebook.cache_locks import cache_key, notebook_lock
+
+    held, other = _notebook("print(1)"), _notebook("print(2)")
+    with notebook_lock(tmp_path, held):
+        with pytest.raises(Timeout):
+            FileLock(tmp_path / "locks" / f"{cache_key(held)}.lock").acquire(timeout=0)
+        with FileLock(tmp_path / "locks" / f"{cache_key(other)}.lock").acquire(timeout=0):
+            pass
+
+
+def test_the_cache_key_is_jupyter_caches_own(tmp_path):
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    from coursebook.cache_locks import cache_key
+
+    notebook = _notebook("print(1)")
+    record = get_cache(str(tmp_path)).cache_notebook_bundle(
+        CacheBundleIn(notebook, str(tmp_path / "x.ipynb")), check_validity=False)
+    assert record.hashkey == cache_key(notebook)
+
+
+def test_creating_the_cache_makes_its_tables_before_readers_fork(tmp_path):
+    """Parallel readers that find no tables all create them, and all but one fail."""
+    import sqlite3
+
+    from coursebook.cache_locks import create_cache
+
+    create_cache(tmp_path / "cache")
+    with sqlite3.connect(tmp_path / "cache" / "global.db") as db:
+        tables = {row[0] for row in db.execute("select name from sqlite_master")}
+    assert {"nbcache", "nbproject", "settings"} <= tables
