@@ -83,7 +83,7 @@ def built(tmp_path_factory) -> dict[str, Build]:
     # On a fresh clone (CI), `pytest book`, later in the session, reads the book's own cache:
     # hand it the cells just executed rather than running every chapter again.
     if not BOOK_CACHE.exists():
-        shutil.copytree(cache, BOOK_CACHE)
+        copy_of_built_cache(builds, BOOK_CACHE)
     return builds
 
 

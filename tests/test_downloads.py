@@ -27,7 +27,7 @@ from coursebook.chapters import edition_chapter
 from coursebook.downloads import CAUGHT, CONVERTED, DOWNLOAD_KEY, catching, download_notebook
 from coursebook.editions import Edition
 from coursebook.expectations import cell_keys, expectations_path, read_expectations
-from coursebook.notebooks import is_chapter_source, read_chapter
+from coursebook.notebooks import is_chapter_source
 from coursebook.outputs import normalise
 from coursebook.plain_markdown import PlainMarkdown, Target
 from coursebook.recordings import recording_name

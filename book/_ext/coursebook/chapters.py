@@ -19,7 +19,7 @@ from .faults import BookError
 from .museum import link_back_to_exhibits, load_museum, place_museum
 from .notebooks import RAISES_TAG, is_chapter_source, line_of, notebook_to_myst, read_chapter
 from .recordings import (RecordingError, attach_recordings, cache_recorded_outputs,
-                         load_recordings, recorded_chapter)
+                         load_recordings, recorded_chapter, recording_name)
 
 
 logger = logging.getLogger(__name__)
