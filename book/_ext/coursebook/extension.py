@@ -22,7 +22,7 @@ from .outputs import normalise_output_nodes
 from .stamp import add_build_stamp, set_build_stamp
 from .torch_versions import TorchVersionChanges, add_verified_versions, highlight_changed_boxes
 from .verify import (check_executed_chapter, clear_execution_reports, compare_expected_outputs,
-                     fail_build_on_failed_chapters, keep_execution_reports)
+                     fail_build_on_failed_chapters, keep_cell_outputs, keep_execution_reports)
 
 __all__ = ["setup"]
 
@@ -36,6 +36,7 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
 def _clean_and_check(app: Sphinx, doctree: nodes.document) -> None:
     normalise_output_nodes(doctree)
     check_executed_chapter(app, doctree)
+    keep_cell_outputs(app, app.env.docname)
     highlight_changed_boxes(doctree)
     if NbMetadataCollector.get_exec_data(app.env, app.env.docname) is not None:
         add_verified_versions(app, doctree, app.env.docname,

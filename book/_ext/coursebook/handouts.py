@@ -26,7 +26,7 @@ from sphinx.util.texescape import escape
 from .chapters import chapter_notebook, edition_of
 from .downloads import colab_url
 from .expectations import release
-from .recordings import load_recordings, recording_name
+from .recordings import chapter_recordings
 
 MANIFEST = "handouts.json"
 # A code cell with its output up to this many lines is kept on one page; a longer one
@@ -100,11 +100,14 @@ def _commit(confdir: Path) -> str:
 
 def _provenance(app: Sphinx, docname: str) -> str:
     notebook = chapter_notebook(app, docname)
-    name = recording_name(notebook) if notebook is not None else None
-    if name is not None:
-        # The preferred recording (a TPU's, if any) and its provenance; each cell says its own.
-        recording = load_recordings(Path(app.config.coursebook_recordings_dir), name)[0]
-        return f"Outputs r{recording.label()[1:]} A label under each cell says where it ran."
+    recordings = None if notebook is None else chapter_recordings(
+        notebook, Path(app.config.coursebook_builders_file),
+        Path(app.config.coursebook_recordings_dir))
+    if recordings:
+        # Where the preferred recording ran (a TPU's, if any); a mark under each cell says
+        # which recording its output comes from.
+        return (f"Outputs recorded with {recordings[0].summary()}. A mark under each cell "
+                "says where it ran.")
     torch = release(app.config.coursebook_execution_environment["torch"])
     return f"Outputs executed and verified with torch {torch}"
 

@@ -112,6 +112,13 @@ class Recording:
     def label(self) -> str:
         return self.builder.describe(self.provenance["device_kind"])
 
+    def summary(self) -> str:
+        """Its torch, builder and date, as a page footer or a handout's cover names them."""
+        torches = sorted({versions["torch"] for versions in self.provenance["environments"].values()
+                          if "torch" in versions})
+        return (f"torch {', '.join(torches) or 'unknown'} ({self.builder.short_label}, "
+                f"{self.provenance['date']})")
+
     def anchor(self, name: str) -> str:
         return f"recording-{name}-{self.builder.name}"
 
@@ -167,6 +174,15 @@ def load_recording(path: Path, builder: Builder) -> Recording:
                              f"`{RECORDING_COMMAND} KIND={builder.name}`.", path)
     check_label(builder, provenance, path)
     return Recording(builder, path, notebook)
+
+
+def chapter_recordings(notebook: nbformat.NotebookNode, builders_file: Path,
+                       recordings_dir: Path) -> list[Recording] | None:
+    """The recordings of a recorded chapter, preferred kind first; None for any other."""
+    from .builders import load_builders
+
+    chapter = recorded_chapter(notebook, load_builders(builders_file))
+    return None if chapter is None else load_recordings(recordings_dir, chapter)
 
 
 def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Recording]:

@@ -14,9 +14,8 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from .builders import load_builders
 from .chapters import PREPARATION_ERRORS, prepared_notebook
-from .recordings import load_recordings, recorded_chapter
+from .recordings import chapter_recordings
 
 NOT_IN_GIT = "a copy outside git"
 
@@ -50,17 +49,13 @@ def executed_with(app: Sphinx, pagename: str) -> str:
     if notebook is None:
         return ""
     try:
-        chapter = recorded_chapter(notebook,
-                                   load_builders(Path(app.config.coursebook_builders_file)))
-        if chapter is None:
-            return f"Executed with torch {app.config.coursebook_execution_environment['torch']}"
-        recordings = load_recordings(Path(app.config.coursebook_recordings_dir), chapter)
+        recordings = chapter_recordings(notebook, Path(app.config.coursebook_builders_file),
+                                        Path(app.config.coursebook_recordings_dir))
     except PREPARATION_ERRORS:
         return ""  # the build has already reported it
-    runs = "; ".join(f"torch {', '.join(sorted(torches))} ({r.builder.short_label}, "
-                     f"{r.provenance['date']})" for r in recordings
-                     if (torches := {v['torch'] for v in r.provenance['environments'].values()
-                                     if 'torch' in v}))
+    if recordings is None:
+        return f"Executed with torch {app.config.coursebook_execution_environment['torch']}"
+    runs = "; ".join(recording.summary() for recording in recordings)
     return f"Outputs recorded with {runs}"
 
 

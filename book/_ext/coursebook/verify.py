@@ -13,10 +13,9 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import nbformat
 from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
@@ -25,7 +24,7 @@ from sphinx.util import logging
 from .chapters import chapter_notebook, edition_chapter, edition_of, prepared_notebook
 from .editions import Edition
 from .execution_key import FAILED_KEY
-from .expectations import (ACCEPT_COMMAND, ExpectationsError, accept, cached_notebook,
+from .expectations import (ACCEPT_COMMAND, CellOutput, ExpectationsError, accept, cached_notebook,
                            cell_keys, cell_outputs, compare, expectations_path,
                            read_expectations, release, write_expectations)
 from .faults import report_once
@@ -152,12 +151,31 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
         env.metadata[env.docname][FAILED_KEY] = True
 
 
-def _executed_chapters(app: Sphinx) -> Iterator[tuple[str, nbformat.NotebookNode]]:
-    """Each chapter this build executes (not a recording), with its edition notebook."""
-    for docname in sorted(app.env.found_docs):
-        notebook = prepared_notebook(app, docname)  # a failed one was reported when read
-        if notebook is not None and recording_name(notebook) is None:
-            yield docname, notebook
+# env.metadata, per executed chapter: its cells' shown outputs, taken from the execution
+# cache when the chapter is read. Every build compares them (a warm build included, which
+# reads nothing), without preparing the chapters or opening the cache again.
+OUTPUTS_KEY = "coursebook_cell_outputs"
+
+
+def keep_cell_outputs(app: Sphinx, docname: str) -> None:
+    """``doctree-read``: the outputs of a chapter myst-nb has just executed or taken from
+    the cache, kept for :func:`compare_expected_outputs`."""
+    metadata = app.env.metadata[docname]
+    metadata.pop(OUTPUTS_KEY, None)
+    notebook = prepared_notebook(app, docname)  # None: not a chapter, or reported already
+    if notebook is None or recording_name(notebook) is not None or metadata.get(FAILED_KEY):
+        return
+    executed = cached_notebook(app.config.nb_execution_cache_path, notebook)
+    if executed is not None:
+        metadata[OUTPUTS_KEY] = [asdict(output) for output in cell_outputs(executed)]
+
+
+def _executed_chapters(env) -> Iterator[tuple[str, list[CellOutput]]]:
+    """Each chapter this build executed (or took from the cache), with its cells' outputs."""
+    for docname in sorted(env.found_docs):
+        kept = env.metadata.get(docname, {}).get(OUTPUTS_KEY)
+        if kept is not None:
+            yield docname, [CellOutput(**output) for output in kept]
 
 
 def _chapter_order(app: Sphinx, docname: str) -> list[str]:
@@ -200,14 +218,8 @@ def _compare_expected_outputs(app: Sphinx, env) -> int:
     expected_dir = Path(app.srcdir, app.config.coursebook_expected_dir)
     edition = edition_of(app).value
     chapters = 0
-    for docname, notebook in _executed_chapters(app):
+    for docname, outputs in _executed_chapters(env):
         chapters += 1
-        if env.metadata.get(docname, {}).get(FAILED_KEY):
-            continue  # it failed to execute; that is reported already
-        executed = cached_notebook(app.config.nb_execution_cache_path, notebook)
-        if executed is None:
-            continue
-        outputs = cell_outputs(executed)
         path = expectations_path(expected_dir, torch_version, docname)
         chapter = env.doc2path(docname)
         try:
