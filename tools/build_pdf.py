@@ -62,7 +62,7 @@ def typeset(latex: Path, stem: str) -> Path | None:
     return latex / f"{stem}.pdf"
 
 
-def publish(typeset_pdf: Path, pdf: Path, problems: list) -> bool:
+def publish(typeset_pdf: Path, pdf: Path, problems: list, source: str = "") -> bool:
     """Copy the typeset PDF to its output name only when it passed its checks.
 
     A PDF that failed is never left under the output name (an older one is removed too):
@@ -72,8 +72,8 @@ def publish(typeset_pdf: Path, pdf: Path, problems: list) -> bool:
         print(f"pdf: {problem}", file=sys.stderr)
     if problems:
         pdf.unlink(missing_ok=True)
-        print(f"pdf: {len(problems)} problem(s): {pdf} is not written; the failed PDF is "
-              f"{typeset_pdf}, to look at.", file=sys.stderr)
+        print(f"pdf: {source + ': ' if source else ''}{len(problems)} problem(s): {pdf} is not "
+              f"written; the failed PDF is {typeset_pdf}, to look at.", file=sys.stderr)
         return False
     pdf.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(typeset_pdf, pdf)
@@ -135,7 +135,7 @@ def build_handouts(args) -> int:
         where = f"{handout['source']} (handout {pdf.name})"
         problems = [replace(problem, chapter=where)
                     for problem in check_pdf(typeset_pdf, latex / f"{stem}.log")]
-        if not publish(typeset_pdf, pdf, problems):
+        if not publish(typeset_pdf, pdf, problems, handout["source"]):
             failed = True
             continue
         print(f"handouts: wrote {pdf} ({pages(pdf)} pages, {time.monotonic() - began:.1f} s)")
