@@ -62,6 +62,16 @@ def tiny_book(tmp_path: Path) -> Path:
     return copy
 
 
+def tiny_book_with_an_overflow(tmp_path: Path) -> Path:
+    """A copy of the tiny book whose prose has a word too long for any line; its chapter."""
+    source = tmp_path / "src"
+    shutil.copytree(TINY_BOOK, source)
+    chapter = source / "chapter.md"
+    chapter.write_text(chapter.read_text().replace(
+        "A worked example.", "A worked example: " + "Unbreakable" * 20 + "."))
+    return chapter
+
+
 def both_editions_at_once(srcdir: Path, root: Path,
                           settings: dict[str, str] | None = None) -> dict[str, Build]:
     """Student and instructor editions built at the same time into root, sharing

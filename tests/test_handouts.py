@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import BOOK, ROOT, TINY_BOOK
+from conftest import BOOK, ROOT, tiny_book_with_an_overflow
 from coursebook.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines, answers,
                                      visit_answer_space_latex, with_answer_spaces)
 from coursebook.audit import audit_build, chapter_fingerprints
@@ -197,12 +197,9 @@ def test_the_qr_codes_decode_to_the_configured_addresses(handouts, tmp_path):
 
 @pytest.mark.slow
 def test_a_planted_overflow_in_a_handout_fails_naming_the_chapter_file(tmp_path):
-    source = tmp_path / "src"
-    shutil.copytree(TINY_BOOK, source)
-    chapter_file = source / "chapter.md"
-    chapter_file.write_text(chapter_file.read_text().replace(
-        "A worked example.", "A worked example: " + "Unbreakable" * 20 + "."))
-    code, log = build_handouts("student", source, tmp_path / "build", tmp_path / "cache")
+    chapter_file = tiny_book_with_an_overflow(tmp_path)
+    code, log = build_handouts("student", chapter_file.parent, tmp_path / "build",
+                               tmp_path / "cache")
     assert code == 1
     problems = [line for line in log.splitlines() if line.startswith("pdf: ")]
     assert any("runs into the margin" in line for line in problems)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import BOOK, ROOT, TINY_BOOK, copy_of_built_cache
+from conftest import BOOK, ROOT, TINY_BOOK, copy_of_built_cache, tiny_book_with_an_overflow
 from coursebook.audit import audit_build, chapter_fingerprints
 
 pytestmark = pytest.mark.slow
@@ -47,12 +47,8 @@ def test_the_student_pdf_holds_no_answer_and_the_instructor_pdf_does(pdfs):
 
 
 def test_a_planted_overflowing_line_fails_the_pdf(tmp_path):
-    source = tmp_path / "src"
-    shutil.copytree(TINY_BOOK, source)
-    chapter = source / "chapter.md"
-    chapter.write_text(chapter.read_text().replace(
-        "A worked example.", "A worked example: " + "Unbreakable" * 20 + "."))
-    code, log = build_pdf("student", source, tmp_path / "build", tmp_path / "cache")
+    chapter = tiny_book_with_an_overflow(tmp_path)
+    code, log = build_pdf("student", chapter.parent, tmp_path / "build", tmp_path / "cache")
     assert code == 1
     assert "runs into the margin" in log and "Overfull \\hbox" in log
     # Each problem names the chapter file it lies in, not only the page.
