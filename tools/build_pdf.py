@@ -25,6 +25,7 @@ from book_environment import use_book_environment
 use_book_environment()
 
 from coursebook.audit import audit_build, chapter_fingerprints
+from coursebook.faults import shown_path
 from coursebook.handouts import MANIFEST
 from coursebook.pdfcheck import POPPLER, check_pdf, locate_chapters
 
@@ -84,7 +85,7 @@ def source_file(source: Path, docname: str) -> str:
     """The file a document is read from, as messages name it."""
     found = sorted(source.glob(f"{docname}.*"))
     path = (found[0] if found else source / docname).resolve()
-    return str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
+    return str(shown_path(path))
 
 
 def pages(pdf: Path) -> str:

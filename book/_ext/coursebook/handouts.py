@@ -13,7 +13,6 @@ Short code cells are kept on one page with their output (``\\needspace``).
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from sphinx.util.texescape import escape
 from .chapters import chapter_notebook, edition_of
 from .downloads import colab_url
 from .expectations import release
+from .faults import shown_path
 from .recordings import chapter_recordings
 
 MANIFEST = "handouts.json"
@@ -59,11 +59,6 @@ def _chapters_in_order(app: Sphinx, env) -> list[str]:
     return [docname for docname in order if chapter_notebook(app, docname) is not None]
 
 
-def _source_name(app: Sphinx, docname: str) -> str:
-    path = Path(app.env.doc2path(docname))
-    return str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
-
-
 def page_url(published_url: str, docname: str) -> str:
     """Where the published student HTML shows a chapter ("" when no address is set)."""
     return f"{published_url.rstrip('/')}/{docname}.html" if published_url else ""
@@ -72,7 +67,7 @@ def page_url(published_url: str, docname: str) -> str:
 def handouts(app: Sphinx, env) -> list[Handout]:
     config = app.config
     return [Handout(docname, f"{docname}.tex", env.titles[docname].astext(),
-                    _source_name(app, docname),
+                    str(shown_path(app.env.doc2path(docname))),
                     page_url(config.coursebook_published_url, docname),
                     colab_url(config.coursebook_repository_url,
                               config.coursebook_published_branch, docname)
@@ -90,12 +85,6 @@ def set_handout_documents(app: Sphinx, env) -> list[str]:
             (handout.docname, handout.target, handout.title, app.config.author, "howto")
             for handout in handouts(app, env)]
     return []
-
-
-def _commit(confdir: Path) -> str:
-    done = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=confdir,
-                          capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
 def _provenance(app: Sphinx, docname: str) -> str:
@@ -148,7 +137,7 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
         rf"{{\Huge\bfseries {escape(handout.title)}\par}}\vspace{{1cm}}",
         rf"{{\LARGE {escape(edition)}\par}}\vspace{{1.5cm}}",
         rf"{{\large {escape(_provenance(app, handout.docname))}\par}}\vspace{{3mm}}",
-        rf"{{\large Built on {escape(date)} from commit {escape(_commit(Path(app.confdir)))}\par}}",
+        rf"{{\large Built on {escape(date)} from commit {escape(app.coursebook_build[0])}\par}}",
         r"\vfill",
         r"\hfill".join(links) if links else "",
         r"\vspace*{1cm}",
