@@ -130,3 +130,12 @@ def test_a_warm_rebuild_and_a_prose_edit_execute_nothing_a_code_edit_only_its_ch
                              settings={"coursebook_accept_outputs": "1"})
     assert code_edit.returncode == 0
     assert code_edit.executed == 1 and "pt01.md: Executing notebook" in code_edit.log
+
+
+def test_the_words_a_torch_upgrade_changed_are_bold_on_the_page(built):
+    """The versions page and the museum's "changed since" boxes mark the differing words
+    (Sphinx would syntax-highlight those blocks, flattening the marks, if they read as code)."""
+    html = built["student"].outdir / "html"
+    for page in ("torch-versions.html", "museum-pytorch.html"):
+        text = (html / page).read_text()
+        assert '<strong class="torch-diff-changed">' in text, page

@@ -36,7 +36,10 @@ def highlighted_block(runs: list[tuple[str, bool]]) -> nodes.literal_block:
     """A literal block whose changed runs are bold (a parsed literal: not syntax-highlighted)."""
     children = [nodes.strong(text, text, classes=[HIGHLIGHT_CLASS]) if changed else nodes.Text(text)
                 for text, changed in runs]
-    return nodes.literal_block("", "", *children, classes=["torch-diff"])
+    # Sphinx highlights (and flattens to text) a block whose rawsource is its text, and
+    # fills in an empty rawsource with the text: a marked-up one keeps the bold runs.
+    marked = "".join(f"**{text}**" if changed else text for text, changed in runs)
+    return nodes.literal_block(marked, "", *children, classes=["torch-diff"])
 
 
 def side_by_side(old_label: str, old: str, new_label: str, new: str) -> nodes.container:
