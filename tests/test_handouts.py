@@ -110,6 +110,8 @@ def test_a_box_draws_one_rule_per_line():
         visit_answer_space_latex(Translator, {"label": "Your answer (2)", "lines": 7})
     latex = "".join(Translator.body)
     assert latex.count(r"\hrule") == 7 and "Your answer (2)" in latex
+    # Each rule spans the box: a bare \hrule in a \vbox is as wide as that vbox, nothing.
+    assert latex.count(r"\hrule width \hsize") == 7
 
 
 def test_a_chapter_page_address():

@@ -132,8 +132,9 @@ def visit_answer_space_latex(self, node: answer_space) -> None:
     # One unbreakable box: the label, then ruled lines exactly LINE_SPACING_MM apart (a
     # box of MAX_LINES fits a page). Grey rules print on any printer; the frame and the
     # label say what the box is for.
+    # The rule spans the box: a rule in a \vbox otherwise takes the vbox's own width, none.
     rule = (rf"\vbox to {LINE_SPACING_MM}mm{{\vfill\color{{black!45}}"
-            r"\hrule height 0.4pt}")
+            r"\hrule width \hsize height 0.4pt}")
     self.body.append(
         "\n\n\\par\\medskip\\noindent\\begin{minipage}{\\linewidth}"
         f"{{\\sffamily\\bfseries {_latex_escape(node['label'])}}}\\par\\nobreak\\smallskip"
