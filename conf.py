@@ -73,6 +73,9 @@ html_theme_options = {
     "footer_content_items": ["author", "copyright", "last-updated", "build-stamp"],
 }
 html_last_updated_fmt = "%Y-%m-%d"
+# The chapters have no index entries: Sphinx would write an empty Index page (and link
+# it) on every build, a fifth of a warm rebuild.
+html_use_index = False
 # One setting turns on "Open in Colab": the GitHub repository whose branch
 # coursebook_published_branch (default gh-pages) serves the student HTML.
 coursebook_repository_url = os.environ.get("BOOK_REPOSITORY_URL", "")

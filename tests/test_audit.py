@@ -125,6 +125,33 @@ def test_the_books_overlaps_are_all_allowed():
     assert answer_overlaps(sources)  # without the allowances, the overlaps are found
 
 
+def test_the_overlap_check_skips_only_inputs_that_passed(tmp_path, monkeypatch):
+    """A warm build skips the search when nothing changed, and still finds a planted copy."""
+    from types import SimpleNamespace
+
+    from coursebook import audit
+
+    source = tmp_path / "book"
+    source.mkdir()
+    chapter = source / "chapter.md"
+    chapter.write_text((TINY_BOOK / "chapter.md").read_text())
+    env = SimpleNamespace(found_docs={"chapter"}, doc2path=lambda doc: source / f"{doc}.md")
+    app = SimpleNamespace(srcdir=source, doctreedir=tmp_path / "doctrees")
+
+    searched = []
+    real_search = audit.answer_overlaps
+    monkeypatch.setattr(audit, "answer_overlaps",
+                        lambda *args: searched.append(1) or real_search(*args))
+    audit.check_answer_overlaps(app, env)
+    audit.check_answer_overlaps(app, env)
+    assert len(searched) == 1 and "_coursebook_audit_failed" not in app.__dict__
+    chapter.write_text(chapter.read_text().replace("A worked example.",
+                                                   f"A worked example. {ANSWER_SENTENCE}"))
+    audit.check_answer_overlaps(app, env)
+    audit.check_answer_overlaps(app, env)  # a failed check is never remembered
+    assert len(searched) == 3 and app.__dict__["_coursebook_audit_failed"]
+
+
 @pytest.mark.slow
 def test_the_build_stops_on_an_answer_in_visible_text(tiny_book, tmp_path):
     from conftest import sphinx_build

@@ -116,12 +116,16 @@ def test_a_warm_rebuild_and_a_prose_edit_execute_nothing_a_code_edit_only_its_ch
     warm = sphinx_build(source, tmp_path / "a", cache)
     assert warm.returncode == 0 and warm.executed == 0
     chapter = source / "pt01.md"
+    copied = tmp_path / "a" / "html" / "_sources" / "pt01.md"
+    assert copied.read_text() != chapter.read_text()  # the student text, kept when not rewritten
     text = chapter.read_text()
     assert "## 1. Tensors\n" in text
     chapter.write_text(text.replace("## 1. Tensors\n", "## 1. Tensors\n\nA new sentence.\n", 1))
     edited = sphinx_build(source, tmp_path / "a", cache)
     assert edited.returncode == 0 and edited.executed == 0
     assert "A new sentence." in (tmp_path / "a" / "html" / "pt01.html").read_text()
+    # Sphinx copied the edited file when it wrote the page; the student text replaced it.
+    assert "A new sentence." in copied.read_text() and copied.read_text() != chapter.read_text()
     text = chapter.read_text()
     assert 'print("Dtype:", X.dtype)' in text
     chapter.write_text(text.replace('print("Dtype:", X.dtype)', 'print("Dtype:", X.dtype)  # edited'))

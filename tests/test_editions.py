@@ -75,3 +75,29 @@ def test_a_prose_edit_keeps_the_cache_key_and_a_torch_upgrade_changes_it():
     assert _cache_hash(edited) == key
     stamp_execution_environment(edited, {"torch": "2.14.0"})
     assert _cache_hash(edited) != key
+
+
+def test_the_chapters_other_inputs_decide_whether_chapters_are_compared(tmp_path):
+    """A warm build prepares no chapter unless an exhibit, a recording or the builder
+    kinds changed (the extension's code too): each of them changes the digest."""
+    import shutil
+    from types import SimpleNamespace
+
+    from coursebook.execution_key import chapter_inputs_digest
+
+    for name in ("exhibits", "recordings"):
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / "sub" / "item.toml").write_text("x = 1\n")
+    (tmp_path / "builders.toml").write_text("[kind]\n")
+    config = SimpleNamespace(coursebook_exhibits_dir=str(tmp_path / "exhibits"),
+                             coursebook_recordings_dir=str(tmp_path / "recordings"),
+                             coursebook_builders_file=str(tmp_path / "builders.toml"))
+    seen = {chapter_inputs_digest(config)}
+    assert chapter_inputs_digest(config) in seen  # the same inputs, the same digest
+    for edit in (tmp_path / "exhibits" / "sub" / "item.toml",
+                 tmp_path / "recordings" / "sub" / "item.toml", tmp_path / "builders.toml"):
+        edit.write_text(edit.read_text() + "y = 2\n")
+        seen.add(chapter_inputs_digest(config))
+    shutil.copy(tmp_path / "builders.toml", tmp_path / "exhibits" / "new.toml")
+    seen.add(chapter_inputs_digest(config))
+    assert len(seen) == 5

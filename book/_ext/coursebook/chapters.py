@@ -12,8 +12,9 @@ from sphinx.util import logging
 from .answer_space import with_answer_spaces
 from .cache_locks import hold_notebook_lock, notebook_lock
 from .editions import Edition, edition_notebook, hidden_raises_cells
-from .execution_key import (FAILED_KEY, SOURCE_HASH_KEY, outdated_chapters, source_digest,
-                            stamp_execution_environment)
+from .execution_key import (FAILED_KEY, SOURCE_HASH_KEY, chapter_inputs_digest,
+                            outdated_chapters, source_digest, stamp_execution_environment)
+from .input_digests import remember, unchanged
 from .builders import environments_path, load_builders, load_environments
 from .faults import BookError
 from .museum import link_back_to_exhibits, load_museum, place_museum
@@ -31,6 +32,10 @@ class ChapterFormatError(BookError):
 # What preparing a chapter can raise (an exhibit, a recording, the chapter's own tags):
 # each says where it is, and is logged once, where the page is read.
 PREPARATION_ERRORS = (BookError,)
+
+
+# The step that compares each chapter's edition text with the text it was last read from.
+_CHAPTER_INPUTS = "chapter-inputs"
 
 
 def edition_of(app: Sphinx) -> Edition:
@@ -163,9 +168,16 @@ def render_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
 def reread_changed_chapters(app: Sphinx, env, added, changed, removed) -> list[str]:
     """``env-get-outdated``: re-read a chapter whose edition text changed, file untouched.
 
-    An exhibit, a torch version or the extension can change what a chapter becomes
-    while its file stays the same; Sphinx alone would keep the old page.
+    An exhibit, a recording or the extension can change what a chapter becomes while its
+    file stays the same; Sphinx alone would keep the old page. (A new torch changes the
+    config, and Sphinx reads every page again.) Preparing each chapter to find out costs
+    a warm build about a third of a second, so it is done only when those inputs changed.
     """
+    inputs = chapter_inputs_digest(app.config)
+    if unchanged(app, _CHAPTER_INPUTS, inputs):
+        return []
+    app.__dict__[_CHAPTER_INPUTS] = inputs  # remembered once the outdated pages are read
+
     def current_source(docname: str) -> str | None:
         if docname in added or docname in changed:
             return None
@@ -177,6 +189,12 @@ def reread_changed_chapters(app: Sphinx, env, added, changed, removed) -> list[s
 
     return [docname for docname in outdated_chapters(env, current_source)
             if docname not in added and docname not in changed]
+
+
+def remember_chapter_inputs(app: Sphinx, env) -> None:
+    """``env-updated``: the chapters outdated by the inputs compared this build are read."""
+    if _CHAPTER_INPUTS in app.__dict__:
+        remember(app, _CHAPTER_INPUTS, app.__dict__.pop(_CHAPTER_INPUTS))
 
 
 def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:

@@ -166,17 +166,21 @@ def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dic
 
 
 def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: overwrite the copied chapter files with the student text."""
+    """``build-finished``: overwrite the copied chapter files with the student text.
+
+    Sphinx copies a page's file when it writes the page; a copy that differs from the file
+    holds the student text already (the page was not written this build).
+    """
     if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
         return
     if edition_of(app) is not Edition.STUDENT:
         return
     suffix = app.config.html_sourcelink_suffix
     for docname in app.env.found_docs:
-        notebook = prepared_notebook(app, docname)
-        if notebook is None:
+        source = Path(app.env.doc2path(docname))
+        copied = Path(app.outdir, "_sources", Path(docname).parent, source.name + suffix)
+        if not copied.is_file() or copied.read_bytes() != source.read_bytes():
             continue
-        source_name = Path(app.env.doc2path(docname)).name
-        copied = Path(app.outdir, "_sources", Path(docname).parent, source_name + suffix)
-        copied.parent.mkdir(parents=True, exist_ok=True)
-        copied.write_text(notebook_to_myst(notebook), encoding="utf8")
+        notebook = prepared_notebook(app, docname)
+        if notebook is not None:
+            copied.write_text(notebook_to_myst(notebook), encoding="utf8")

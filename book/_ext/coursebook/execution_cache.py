@@ -1,9 +1,10 @@
 """The execution cache (jupyter-cache) checked before a build reads from it.
 
-A cache entry whose notebook file is gone would fail every later build with a
-``KeyError``; it is dropped instead, and its chapter executes again. A database that
-cannot be read cannot be repaired: the build stops with one message naming the file and
-``make clean-cache``.
+Checked only when a build is about to read pages (a build that reads none never looks
+a notebook up). A cache entry whose notebook file is gone would fail the lookup with a
+``KeyError``; it is dropped instead, and its chapter executes when its page is next read.
+A database that cannot be read cannot be repaired: the build stops with one message
+naming the file and ``make clean-cache``.
 """
 
 from __future__ import annotations
@@ -41,12 +42,14 @@ def drop_missing_entries(cache) -> list[str]:
     return dropped
 
 
-def check_execution_cache(app: Sphinx, config) -> None:
-    """``config-inited``: create the shared cache (before parallel readers race to), check it."""
+def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
+    """``env-before-read-docs``: create the shared cache (before parallel readers race to
+    it) and check it, when there is a page to read."""
     from jupyter_cache import get_cache
     from sqlalchemy.exc import SQLAlchemyError
 
-    if config.nb_execution_mode != "cache" or not config.nb_execution_cache_path:
+    config = app.config
+    if not docnames or config.nb_execution_mode != "cache" or not config.nb_execution_cache_path:
         return
     path = Path(config.nb_execution_cache_path)
     path.mkdir(parents=True, exist_ok=True)
@@ -60,12 +63,5 @@ def check_execution_cache(app: Sphinx, config) -> None:
                    "(every chapter then executes again).")
     for uri in dropped:
         logger.info("execution cache: the executed notebook of %s was missing; its entry is "
-                    "dropped and the chapter executes again", shown_path(uri))
-    app.__dict__["_coursebook_dropped"] = dropped
-
-
-def reread_dropped_chapters(app: Sphinx, env, added, changed, removed) -> list[str]:
-    """``env-get-outdated``: a chapter whose cache entry was dropped is read (executed) again."""
-    dropped = app.__dict__.get("_coursebook_dropped", [])
-    return [docname for docname in (env.path2doc(uri) for uri in dropped)
-            if docname in env.found_docs]
+                    "dropped and the chapter executes when its page is next read",
+                    shown_path(uri))

@@ -19,6 +19,8 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 
+from .input_digests import digest
+
 # Cell metadata holding the execution environment (part of jupyter-cache's key).
 ENVIRONMENT_KEY = "execution_environment"
 # Page metadata: the digest of the text handed to myst-nb, and a failed chapter.
@@ -85,6 +87,22 @@ def source_digest(text: str) -> str:
 def reread_failed_chapters(app: Sphinx, env, added, changed, removed) -> list[str]:
     """``env-get-outdated``: a chapter that failed is read (and fails) again next time."""
     return [doc for doc, meta in env.metadata.items() if meta.get(FAILED_KEY)]
+
+
+def chapter_inputs_digest(config) -> str:
+    """A hash of what, besides its own file and the config, makes a chapter's edition text.
+
+    The exhibits, the recordings, the builder kinds and this extension's code. While it
+    stays the same, no chapter needs preparing to learn whether its text changed.
+    """
+    roots = (Path(config.coursebook_exhibits_dir), Path(config.coursebook_recordings_dir),
+             Path(config.coursebook_builders_file), _PACKAGE)
+    parts: list[str | bytes] = []
+    for root in roots:
+        for path in sorted(root.rglob("*")) if root.is_dir() else [root]:
+            if path.is_file() and "__pycache__" not in path.parts:
+                parts += [str(path), path.read_bytes()]
+    return digest(*parts)
 
 
 def outdated_chapters(env, current_source) -> list[str]:

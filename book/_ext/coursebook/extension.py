@@ -10,10 +10,10 @@ from .answer_space import setup_answer_space
 from .audit import check_answer_overlaps
 from .builders import BUILDERS_FILE
 from .cache_locks import release_notebook_lock
-from .chapters import (edition_of, render_edition_source, reread_changed_chapters,
-                       spread_chapters_over_readers)
+from .chapters import (edition_of, remember_chapter_inputs, render_edition_source,
+                       reread_changed_chapters, spread_chapters_over_readers)
 from .editions import Edition, box_code_answers
-from .execution_cache import check_execution_cache, reread_dropped_chapters
+from .execution_cache import check_execution_cache
 from .interrupt import stop_cleanly_on_interrupt
 from .execution_key import reread_failed_chapters, set_execution_environment
 from .handouts import setup_handouts
@@ -68,29 +68,31 @@ def setup(app: Sphinx) -> dict:
     app.add_directive("torch-version-changes", TorchVersionChanges)
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
-    # 1. config-inited: the execution environment joins the cache key; the shared cache is
-    #    created (once, however many builds start) and repaired or refused.
+    # 1. config-inited: the execution environment joins the cache key.
     app.connect("config-inited", set_execution_environment)
-    app.connect("config-inited", check_execution_cache)
     # 2. builder-inited: the stamp's commit and date; last build's failure reports cleared;
     #    Ctrl-C ends the build in one line.
     app.connect("builder-inited", set_build_stamp)
     app.connect("builder-inited", clear_execution_reports)
     app.connect("builder-inited", stop_cleanly_on_interrupt)
-    # 3. env-get-outdated: chapters that failed, whose chapter or exhibits changed, or whose
-    #    cache entry was dropped, are read (executed) again.
+    # 3. env-get-outdated: chapters that failed, or whose exhibits or recordings changed,
+    #    are read (executed) again (looked for only when those inputs changed).
     app.connect("env-get-outdated", reread_failed_chapters)
     app.connect("env-get-outdated", reread_changed_chapters)
-    app.connect("env-get-outdated", reread_dropped_chapters)
-    # 4. env-before-read-docs: chapters that execute are dealt across the parallel readers.
+    # 4. env-before-read-docs, when there are pages to read: the shared cache is created
+    #    (once, however many builds start) and repaired or refused; chapters that execute
+    #    are dealt across the parallel readers.
+    app.connect("env-before-read-docs", check_execution_cache)
     app.connect("env-before-read-docs", spread_chapters_over_readers)
     # 5. source-read, per page: the edition's notebook replaces the chapter's text (and its
     #    cache key is locked until myst-nb has executed and cached it).
     app.connect("source-read", render_edition_source)
     # 6. doctree-read, per page: the lock is released; outputs normalised and checked.
     app.connect("doctree-read", _read_chapter_done)
-    # 7. env-updated, once all pages are read: outputs against their expectations, answers
-    #    against visible text; myst-nb's failure logs kept out of the HTML.
+    # 7. env-updated, once all pages are read: the chapters' inputs remembered (step 3);
+    #    outputs against their expectations, answers against visible text; myst-nb's
+    #    failure logs kept out of the HTML.
+    app.connect("env-updated", remember_chapter_inputs)
     app.connect("env-updated", compare_expected_outputs)
     app.connect("env-updated", check_answer_overlaps)
     app.connect("env-updated", keep_execution_reports)
