@@ -13,6 +13,9 @@ executed, then the ratios the goals are stated in (issue #15):
   - a course-sized book: PT01 and 11 variants of it (other seeds) plus the book's other
     chapters, made in the scratch folder: cold on one core and on two, warm, and a code
     edit of PT01 against the same edit in the book as it is.
+Cases compared in a ratio take turns, run by run (A B A B ...), after a warm-up run, and
+the ratio is the median of the run-by-run ratios: this machine's speed drifts by a third
+over minutes, which would otherwise decide a ratio of cases timed minutes apart.
 Everything runs in a scratch folder; nothing under _build/ is touched. Jupyter Book 1
 and 2 are installed into their own virtual environments there (with the book's torch),
 once per run of this tool. Jupyter Book 2 (mystmd) fetches its HTML theme from the
@@ -107,7 +110,9 @@ class Scratch:
     def restore(self) -> None:
         """The book's sources and expected outputs as committed, edits undone."""
         shutil.rmtree(self.book, ignore_errors=True)
-        shutil.copytree(ROOT / "book", self.book, ignore=shutil.ignore_patterns("_ext", "__pycache__"))
+        # New modification times (no copy2): an incremental build sees the undone edits.
+        shutil.copytree(ROOT / "book", self.book, copy_function=shutil.copy,
+                        ignore=shutil.ignore_patterns("_ext", "__pycache__"))
 
     def edition(self, name: str, *extra: str, jobs: str = "auto") -> Build:
         tags = ("-t", "instructor") if name == "instructor" else ()
@@ -278,6 +283,9 @@ def jupyter_book_2(root: Path, notebooks: list[tuple[str, nbformat.NotebookNode]
     return build
 
 
+Case = tuple[str, Callable[[], int], Callable[[], None]]  # name, timed action, untimed setup
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="runs per case (default 3)")
@@ -293,16 +301,19 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="book-bench-"))
     scratch = Scratch(work / "tree")
     results: dict[str, list[tuple[float, int]]] = {}
+    nothing = lambda: None  # noqa: E731
 
-    def run(case: str, action: Callable[[], int], before: Callable[[], None] = lambda: None,
-            runs: int = args.runs) -> None:
+    def together(*cases: Case, runs: int = args.runs) -> None:
+        """Cases compared in a ratio take turns (A B A B ...): the machine's speed drifts
+        over minutes, and a drift then weighs on both sides of the ratio alike."""
         for index in range(runs):
-            before()
-            started = time.perf_counter()
-            count = action()
-            results.setdefault(case, []).append((time.perf_counter() - started, count))
-            print(f"  {case}: run {index + 1}/{runs}: {results[case][-1][0]:.2f} s, "
-                  f"{count} notebooks executed", file=sys.stderr, flush=True)
+            for case, action, before in cases:
+                before()
+                started = time.perf_counter()
+                count = action()
+                results.setdefault(case, []).append((time.perf_counter() - started, count))
+                print(f"  {case}: run {index + 1}/{runs}: {results[case][-1][0]:.2f} s, "
+                      f"{count} notebooks executed", file=sys.stderr, flush=True)
 
     def optional(part: str, cases: Callable[[], None]) -> None:
         """A peer or the course-sized book that fails is reported; the table still prints."""
@@ -320,54 +331,69 @@ def main(argv: list[str] | None = None) -> int:
         return lambda: book.edit('print("Dtype:", X.dtype)',
                                  f'print("Dtype:", X.dtype)  # edit {next(edits)}')
 
-    run("1 cold, both editions", scratch.cold)
-    run("2 warm, both editions, no change", scratch.warm_measured)
-    run("2v warm, no output comparison", scratch.warm_unverified)
-    run("3 prose edit in PT01, both", scratch.both,
-        lambda: scratch.edit("## 1. Tensors\n", f"## 1. Tensors\n\nProse edit {next(edits)}.\n"))
-    # An edited cell has no expected output yet: its author accepts the new one (in the
-    # scratch copy), as `make accept-outputs` would.
-    accept = ("-D", "coursebook_accept_outputs=1")
-    run("4 code edit in PT01, both", lambda: scratch.both(*accept), code_edit(scratch))
+    # Warm-up, not counted: fills the disk cache and writes the notebooks the floor runs.
+    scratch.cold()
     notebooks = scratch.executed_notebooks()
-    run("5 floor: nbclient, same notebooks", lambda: nbclient_floor(notebooks, work))
+    together(("1 cold, both editions", scratch.cold, nothing),
+             ("5 floor: nbclient, same notebooks", lambda: nbclient_floor(notebooks, work),
+              nothing))
     plain = plain_sphinx_conf(work)
 
     def plain_noop() -> int:  # two output trees at once, as case 2 rebuilds two editions
         return at_once(*(Build(scratch.book, work / f"plain-{tree}", work / "plain-cache",
                                conf=plain) for tree in ("a", "b"))).executed
     plain_noop()
-    run("6 Sphinx's own no-op (x2 at once)", plain_noop)
+    scratch.both()
+    together(("2 warm, both editions, no change", scratch.warm_measured, nothing),
+             ("2v warm, no output comparison", scratch.warm_unverified, nothing),
+             ("6 Sphinx's own no-op (x2 at once)", plain_noop, nothing))
+    together(("3 prose edit in PT01, both", scratch.both,
+              lambda: scratch.edit("## 1. Tensors\n", f"## 1. Tensors\n\nProse edit {next(edits)}.\n")))
+    # An edited cell has no expected output yet: its author accepts the new one (in the
+    # scratch copy), as `make accept-outputs` would.
+    accept = ("-D", "coursebook_accept_outputs=1")
+    together(("4 code edit in PT01, both", lambda: scratch.both(*accept), code_edit(scratch)))
     scratch.restore()
-    run("7 student edition, cold", lambda: scratch.student(), scratch.clear)
-    run("8 student edition, warm", lambda: scratch.student())
+    scratch.student()  # not counted: the student notebooks of the book as committed
     student_notebooks = scratch.executed_notebooks("student")
-    run("9 code edit in PT01, student", lambda: scratch.student(*accept), code_edit(scratch))
+    student_cold: Case = ("7 student edition, cold", lambda: scratch.student(), scratch.clear)
+    student_warm: Case = ("8 student edition, warm", lambda: scratch.student(), nothing)
+    peers: list[tuple[Case, Case]] = []
+
     def peer(name: str, make: Callable, key: str, folder: str) -> Callable[[], None]:
-        def cases() -> None:
+        def install() -> None:
             build = make(work / "peers", student_notebooks)
-            run(f"{key}a {name}, cold", build,
-                lambda: shutil.rmtree(work / "peers" / folder / "_build", ignore_errors=True))
-            run(f"{key}b {name}, warm", build)
-        return cases
+            build()  # warm-up, not counted
+            clear = lambda: shutil.rmtree(work / "peers" / folder / "_build",  # noqa: E731
+                                          ignore_errors=True)
+            peers.append(((f"{key}a {name}, cold", build, clear),
+                          (f"{key}b {name}, warm", build, nothing)))
+        return install
 
     if not args.skip_jupyter_book:
         optional("Jupyter Book 1", peer("Jupyter Book 1", jupyter_book_1, "10", "jb1"))
         optional("Jupyter Book 2", peer("Jupyter Book 2 (no HTML)", jupyter_book_2, "11", "jb2"))
+    together(student_cold, *(cold for cold, _ in peers))
+    together(student_warm, *(warm for _, warm in peers))
+    student_edit: Case = ("9 code edit in PT01, student", lambda: scratch.student(*accept),
+                          code_edit(scratch))
 
     def course_cases() -> None:
         course = course_sized(work / "course", args.variants)
         # The variants print other values: their expected outputs are taken when cold.
-        run("12a course-sized, student, cold, 1 core", lambda: course.student(*accept, jobs="1"),
-            course.clear, runs=args.course_runs)
-        run("12b course-sized, student, cold, 2 cores", lambda: course.student(*accept),
-            course.clear, runs=args.course_runs)
-        run("12c course-sized, student, warm", lambda: course.student(), runs=args.course_runs)
-        run("12d course-sized, code edit in PT01, student", lambda: course.student(*accept),
-            code_edit(course), runs=args.course_runs)
+        together(("12a course-sized, student, cold, 1 core",
+                  lambda: course.student(*accept, jobs="1"), course.clear),
+                 ("12b course-sized, student, cold, 2 cores", lambda: course.student(*accept),
+                  course.clear), runs=args.course_runs)
+        together(("12c course-sized, student, warm", lambda: course.student(), nothing),
+                 runs=args.course_runs)
+        together(student_edit, ("12d course-sized, code edit in PT01, student",
+                                lambda: course.student(*accept), code_edit(course)))
 
     if not args.skip_course:
         optional("the course-sized book", course_cases)
+    if not any(case.startswith("9 ") for case in results):
+        together(student_edit)
     report(results, scratch.compared, args, chapters=len(notebooks),
            course_chapters=args.variants + len(student_notebooks))
     for reason in left_out:
@@ -392,9 +418,13 @@ def report(results: dict[str, list[tuple[float, int]]], compared: list[float],
 
     print("\n| ratio | value | goal | met |\n|---|---|---|---|")
 
+    runs = {case.split()[0]: [t for t, _ in times] for case, times in results.items()}
+
     def ratio(label: str, a: str, b: str, goal: float, higher: bool = False) -> None:
         if a in median and b in median:
-            value = median[a] / median[b]
+            # Cases that took turns: the median of the ratios run by run.
+            value = (statistics.median(x / y for x, y in zip(runs[a], runs[b]))
+                     if len(runs[a]) == len(runs[b]) else median[a] / median[b])
             met = value >= goal if higher else value <= goal
             print(f"| {label} ({a}/{b}) | {value:.2f} | {'>=' if higher else '<='} {goal} | "
                   f"{'yes' if met else 'NO'} |")
