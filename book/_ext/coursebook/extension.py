@@ -12,9 +12,11 @@ from .builders import BUILDERS_FILE
 from .cache_locks import release_notebook_lock
 from .chapters import (edition_of, remember_chapter_inputs, render_edition_source,
                        reread_changed_chapters, spread_chapters_over_readers)
+from .compiled_templates import keep_compiled_templates
 from .editions import Edition, box_code_answers
 from .execution_cache import check_execution_cache
 from .interrupt import stop_cleanly_on_interrupt
+from .long_lived import freeze_long_lived_objects
 from .execution_key import reread_failed_chapters, set_execution_environment
 from .handouts import setup_handouts
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
@@ -71,10 +73,13 @@ def setup(app: Sphinx) -> dict:
     # 1. config-inited: the execution environment joins the cache key.
     app.connect("config-inited", set_execution_environment)
     # 2. builder-inited: the stamp's commit and date; last build's failure reports cleared;
-    #    Ctrl-C ends the build in one line.
+    #    Ctrl-C ends the build in one line; compiled templates kept between builds; what
+    #    the build keeps to its end (extensions, environment) set aside from the collector.
     app.connect("builder-inited", set_build_stamp)
     app.connect("builder-inited", clear_execution_reports)
     app.connect("builder-inited", stop_cleanly_on_interrupt)
+    app.connect("builder-inited", keep_compiled_templates)
+    app.connect("builder-inited", freeze_long_lived_objects)
     # 3. env-get-outdated: chapters that failed, or whose exhibits or recordings changed,
     #    are read (executed) again (looked for only when those inputs changed).
     app.connect("env-get-outdated", reread_failed_chapters)
