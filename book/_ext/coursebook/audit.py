@@ -49,9 +49,7 @@ def _markdown_as_shown(source: str) -> str:
     return source
 
 
-def _is_telling(run: tuple[str, ...]) -> bool:
-    """A run with few names in it (``( [ 2 . , 4 . ]``) is as likely an output as an answer."""
-    return sum(1 for token in run if re.fullmatch(r"[a-z_]\w+", token)) >= 3
+_NAME = re.compile(r"[a-z_]\w+")
 
 
 # A short answer (a value such as ``11.5``, an expression such as ``A.flip(dims=[1])``)
@@ -71,14 +69,18 @@ def _is_telling_term(term: str) -> bool:
 
 
 def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
+    """Each run of RUN words with three names or more in it: a run with fewer (``( [ 2 . ,
+    4 . ]``) is as likely an output as an answer."""
     segment: list[str] = []
     for token in tokens + ["\x00"]:
-        if "\x00" in token:
-            candidates = (tuple(segment[i:i + RUN]) for i in range(len(segment) - RUN + 1))
-            yield from filter(_is_telling, candidates)
-            segment = []
-        else:
+        if "\x00" not in token:
             segment.append(token)
+            continue
+        names = [1 if _NAME.fullmatch(word) else 0 for word in segment]
+        for start in range(len(segment) - RUN + 1):
+            if sum(names[start:start + RUN]) >= 3:
+                yield tuple(segment[start:start + RUN])
+        segment = []
 
 
 def _cell_text(cell) -> str:

@@ -19,6 +19,7 @@ import difflib
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -174,14 +175,17 @@ def read_expectations(path: Path) -> Expectations | None:
     return found
 
 
-def write_expectations(path: Path, expectations: Expectations, order: list[str],
-                       header: list[str]) -> bool:
-    """Write the file; returns False (and writes nothing) when nothing changed."""
+def write_expectations(path: Path, expectations: Expectations,
+                       order: Callable[[], list[str]], header: list[str]) -> bool:
+    """Write the file; returns False (and writes nothing) when nothing changed.
+
+    ``order()`` gives the cells' keys in the chapter's order; asked only when writing.
+    """
     old = read_expectations(path)
     if old is not None and old.by_edition == expectations.by_edition:
         return False
     student, instructor = (expectations.by_edition[e] for e in EDITIONS)
-    keys = [key for key in order if key in student or key in instructor]
+    keys = [key for key in order() if key in student or key in instructor]
     keys += [key for key in {**instructor, **student} if key not in keys]
     out = header + [""]
     for key in keys:
