@@ -43,7 +43,7 @@ def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
                  settings: dict[str, str] | None = None) -> Build:
     """Build one edition with the repository's conf.py, as the Makefile does."""
     command = [sys.executable, "-m", "sphinx", "-N", "-b", "html", "-c", str(ROOT),
-               "-d", str(outdir / "doctrees"), "-W", "--keep-going",
+               "-d", str(outdir / "doctrees"), "-W", "--keep-going", "-j", "auto",
                "-D", f"nb_execution_cache_path={cache}"]
     for name, value in (settings or {}).items():
         command += ["-D", f"{name}={value}"]

@@ -197,6 +197,20 @@ def remember_chapter_inputs(app: Sphinx, env) -> None:
         remember(app, _CHAPTER_INPUTS, app.__dict__.pop(_CHAPTER_INPUTS))
 
 
+def report_unpreparable_chapters(app: Sphinx, env, docnames: list[str]) -> None:
+    """``env-before-read-docs``: a chapter that cannot be prepared is reported here, once.
+
+    With ``-j``, the pages are read in processes forked after this: each would report an
+    error every chapter shares (a malformed exhibit) again. They inherit the record of
+    what was reported, and report nothing twice.
+    """
+    for docname in docnames:
+        try:
+            chapter_notebook(app, docname)
+        except PREPARATION_ERRORS as error:
+            error.report(app, "source", fallback_location=docname)
+
+
 def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
     """``env-before-read-docs``: with ``-j``, chapters that execute go to different readers.
 

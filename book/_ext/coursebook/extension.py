@@ -11,7 +11,8 @@ from .audit import check_answer_overlaps
 from .builders import BUILDERS_FILE
 from .cache_locks import release_notebook_lock
 from .chapters import (edition_of, remember_chapter_inputs, render_edition_source,
-                       reread_changed_chapters, spread_chapters_over_readers)
+                       report_unpreparable_chapters, reread_changed_chapters,
+                       spread_chapters_over_readers)
 from .compiled_templates import keep_compiled_templates
 from .editions import Edition, box_code_answers
 from .execution_cache import check_execution_cache
@@ -85,9 +86,11 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", reread_failed_chapters)
     app.connect("env-get-outdated", reread_changed_chapters)
     # 4. env-before-read-docs, when there are pages to read: the shared cache is created
-    #    (once, however many builds start) and repaired or refused; chapters that execute
+    #    (once, however many builds start) and repaired or refused; chapters that cannot be
+    #    prepared are reported (once, before -j forks the readers); chapters that execute
     #    are dealt across the parallel readers.
     app.connect("env-before-read-docs", check_execution_cache)
+    app.connect("env-before-read-docs", report_unpreparable_chapters)
     app.connect("env-before-read-docs", spread_chapters_over_readers)
     # 5. source-read, per page: the edition's notebook replaces the chapter's text (and its
     #    cache key is locked until myst-nb has executed and cached it).
