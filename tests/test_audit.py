@@ -126,7 +126,8 @@ def test_the_books_overlaps_are_all_allowed():
 
 
 def test_the_overlap_check_skips_only_inputs_that_passed(tmp_path, monkeypatch):
-    """A warm build skips the search when nothing changed, and still finds a planted copy."""
+    """A warm build skips the search when nothing changed; after an edit, only the edited
+    page is read again, and a planted copy is still found."""
     from types import SimpleNamespace
 
     from coursebook import audit
@@ -135,19 +136,25 @@ def test_the_overlap_check_skips_only_inputs_that_passed(tmp_path, monkeypatch):
     source.mkdir()
     chapter = source / "chapter.md"
     chapter.write_text((TINY_BOOK / "chapter.md").read_text())
-    env = SimpleNamespace(found_docs={"chapter"}, doc2path=lambda doc: source / f"{doc}.md")
-    app = SimpleNamespace(srcdir=source, doctreedir=tmp_path / "doctrees")
+    (source / "index.md").write_text("# A tiny book\n\nIts one page of prose.\n")
+    env = SimpleNamespace(found_docs={"chapter", "index"},
+                          doc2path=lambda doc: source / f"{doc}.md")
+    app = SimpleNamespace(srcdir=source, doctreedir=tmp_path / "doctrees", env=env)
 
-    searched = []
-    real_search = audit.answer_overlaps
+    searched, read = [], []
+    real_search, real_read = audit.answer_overlaps, audit.source_cells
     monkeypatch.setattr(audit, "answer_overlaps",
                         lambda *args: searched.append(1) or real_search(*args))
+    monkeypatch.setattr(audit, "source_cells",
+                        lambda path, text: read.append(path.name) or real_read(path, text))
     audit.check_answer_overlaps(app, env)
     audit.check_answer_overlaps(app, env)
     assert len(searched) == 1 and "_coursebook_audit_failed" not in app.__dict__
+    assert sorted(read) == ["chapter.md", "index.md"]
     chapter.write_text(chapter.read_text().replace("A worked example.",
                                                    f"A worked example. {ANSWER_SENTENCE}"))
     audit.check_answer_overlaps(app, env)
+    assert read[2:] == ["chapter.md"]  # the unchanged page's cells were kept
     audit.check_answer_overlaps(app, env)  # a failed check is never remembered
     assert len(searched) == 3 and app.__dict__["_coursebook_audit_failed"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -290,7 +290,17 @@ def read_allowances(path: Path) -> list[str]:
     return allowed
 
 
-def answer_overlaps(sources: dict[Path, str], allowed: list[str] = ()) -> list[Overlap]:
+# Each cell of a source: its place, its runs, whether it is an answer, whether prose.
+SourceCells = list[tuple[Place, list[tuple[str, ...]], bool, bool]]
+
+
+def source_cells(path: Path, text: str) -> SourceCells:
+    return [(place, list(_runs(words(shown))), answer, is_prose)
+            for place, shown, answer, is_prose in _places(path, text)]
+
+
+def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
+                    cells_of: Callable[[Path, str], SourceCells] = source_cells) -> list[Overlap]:
     """Each (answer cell, visible cell) pair sharing a passage no allowance covers.
 
     Answer prose is looked for in all visible text; answer code in visible prose only, as
@@ -301,8 +311,7 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = ()) -> list[O
     code: dict[tuple[str, ...], Place] = {}
     answers: list[tuple[Place, list[tuple[str, ...]], bool]] = []
     for path, text in sources.items():
-        for place, shown, answer, is_prose in _places(path, text):
-            runs = list(_runs(words(shown)))
+        for place, runs, answer, is_prose in cells_of(path, text):
             if answer:
                 answers.append((place, runs, is_prose))
                 continue
@@ -318,6 +327,35 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = ()) -> list[O
             found.setdefault((place, visible), run)
     return [Overlap(_at_passage(answer, run), _at_passage(visible, run), " ".join(run))
             for (answer, visible), run in found.items()]
+
+
+class _RememberedCells:
+    """:func:`source_cells`, kept beside the doctrees for the next search: after an edit of
+    one chapter, only that chapter is read and cut into runs again (a course of many
+    chapters would otherwise pay for every one of them on each edit)."""
+
+    def __init__(self, doctreedir: str | Path) -> None:
+        import pickle
+
+        self.store = Path(doctreedir, "coursebook-answer-cells.pickle")
+        self.rules = Path(__file__).read_bytes()  # other rules, other runs
+        try:
+            self.known: dict[str, SourceCells] = pickle.loads(self.store.read_bytes())
+        except Exception:  # none yet, or unreadable: every source is read again
+            self.known = {}
+        self.used: dict[str, SourceCells] = {}
+
+    def __call__(self, path: Path, text: str) -> SourceCells:
+        key = digest(str(path), text, self.rules)
+        self.used[key] = self.known.get(key) or source_cells(path, text)
+        return self.used[key]
+
+    def save(self) -> None:
+        """Keep the cells of the sources just searched, and only those."""
+        import pickle
+
+        self.store.parent.mkdir(parents=True, exist_ok=True)
+        self.store.write_bytes(pickle.dumps(self.used))
 
 
 def check_answer_overlaps(app, env) -> None:
@@ -348,7 +386,9 @@ def check_answer_overlaps(app, env) -> None:
                     *allowed, Path(__file__).read_bytes())
     if unchanged(app, "answer-overlaps", inputs):
         return
-    overlaps = answer_overlaps(sources, allowed)
+    cells = _RememberedCells(app.doctreedir)
+    overlaps = answer_overlaps(sources, allowed, cells)
+    cells.save()
     if not overlaps:
         remember(app, "answer-overlaps", inputs)
     for overlap in overlaps:
