@@ -12,22 +12,27 @@ check = load_tool("check_environments")
 CASES = check.cases()
 
 
-def _resolve_or_skip(requirements, python, platforms):
-    result = check.resolve(requirements, python, platforms)
-    if result.status == "not checked":
-        pytest.skip(f"not checked: {result.detail}")
-    return result
+_CONFLICT = "both TPU extras"  # the conflict case, resolved beside the environments
+
+
+def _both_tpu_extras():
+    """Both bridges' TPU extras in one environment (Python 3.12): today's conflict."""
+    tpu = next(case.builder for case in CASES if case.builder.name == "tpu")
+    everything = [r for case in CASES if case.builder is tpu and case.python == "3.12"
+                  for r in case.environment.requirements]
+    return sorted(set(everything)), "3.12", tpu.platforms
 
 
 @pytest.fixture(scope="module")
 def resolutions() -> dict:
-    """Every case resolved at once: pip mostly waits on the registry."""
+    """Every case, and the conflict, resolved at once: pip mostly waits on the registry."""
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=len(CASES)) as pool:
-        futures = {case.name: pool.submit(check.resolve, case.environment.requirements,
-                                          case.python, case.builder.platforms)
-                   for case in CASES}
+    jobs = {case.name: (case.environment.requirements, case.python, case.builder.platforms)
+            for case in CASES}
+    jobs[_CONFLICT] = _both_tpu_extras()
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = {name: pool.submit(check.resolve, *job) for name, job in jobs.items()}
     return {name: future.result() for name, future in futures.items()}
 
 
@@ -50,10 +55,9 @@ def test_the_environment_resolves_on_its_builder(case, resolutions):
 
 
 @pytest.mark.slow
-def test_the_check_catches_two_libtpu_pins_in_one_environment():
+def test_the_check_catches_two_libtpu_pins_in_one_environment(resolutions):
     """Both bridges' TPU extras in one environment: today's conflict, caught here."""
-    tpu = next(case.builder for case in CASES if case.builder.name == "tpu")
-    everything = [r for case in CASES if case.builder is tpu and case.python == "3.12"
-                  for r in case.environment.requirements]
-    result = _resolve_or_skip(sorted(set(everything)), "3.12", tpu.platforms)
+    result = resolutions[_CONFLICT]
+    if result.status == "not checked":
+        pytest.skip(f"not checked: {result.detail}")
     assert result.status == "conflict" and "libtpu" in result.detail
