@@ -10,7 +10,7 @@ JOBS       ?= auto
 SPHINXOPTS ?= -W --keep-going -j $(JOBS)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv recording recording-check recording-ready tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
+.PHONY: test-recording test-suite help venv recording recording-check recording-ready tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-21s %s\n", $$1, $$2}'
@@ -127,8 +127,16 @@ accept-outputs-torch: $(TORCH_VENV)/.installed ## accept-outputs, on that torch 
 bench: venv ## Benchmark builds against the nbclient floor, Sphinx, Jupyter Book 1 and 2, a 12-chapter book
 	$(BIN)/python tools/bench_build.py $(BENCH_ARGS)
 
+# The recording check mostly installs its stand-in environment (a 7.8 GB download, disk
+# and network bound) while the tests mostly compute: run side by side, each one's output
+# shown whole when it ends.
 test: venv ## All tests, the slow full builds included, and the CPU stand-in recording re-run (what CI runs)
+	$(MAKE) -j 2 --output-sync=target test-recording test-suite
+
+test-recording:
 	$(MAKE) tpu-cache-check KIND=cpu
+
+test-suite: venv
 	$(BIN)/python -m pytest -m 'slow or not slow'
 
 test-fast: venv ## The fast tests only
