@@ -334,11 +334,11 @@ class _RememberedCells:
     one chapter, only that chapter is read and cut into runs again (a course of many
     chapters would otherwise pay for every one of them on each edit)."""
 
-    def __init__(self, doctreedir: str | Path) -> None:
+    def __init__(self, doctreedir: str | Path, rules: bytes) -> None:
         import pickle
 
         self.store = Path(doctreedir, "coursebook-answer-cells.pickle")
-        self.rules = Path(__file__).read_bytes()  # other rules, other runs
+        self.rules = rules  # this module's code: other rules, other runs
         try:
             self.known: dict[str, SourceCells] = pickle.loads(self.store.read_bytes())
         except Exception:  # none yet, or unreadable: every source is read again
@@ -382,11 +382,12 @@ def check_answer_overlaps(app, env) -> None:
                if Path(env.doc2path(docname)).suffix == ".md"}
     # The same sources, allowances and rules as a build that found nothing: nothing to find
     # (the search took a sixth of a warm build).
+    rules = Path(__file__).read_bytes()
     inputs = digest(*(part for item in sorted(sources.items()) for part in map(str, item)),
-                    *allowed, Path(__file__).read_bytes())
+                    *allowed, rules)
     if unchanged(app, "answer-overlaps", inputs):
         return
-    cells = _RememberedCells(app.doctreedir)
+    cells = _RememberedCells(app.doctreedir, rules)
     overlaps = answer_overlaps(sources, allowed, cells)
     cells.save()
     if not overlaps:
