@@ -67,6 +67,8 @@ def cases(recordings_dir: Path = ROOT / "book" / "recordings",
             if builder.stand_in or not builder.platforms:
                 continue
             for environment in environments:
+                if environment.shares:  # a second kernel of an environment checked already
+                    continue
                 pythons = [p for p in builder.pythons
                            if not environment.pythons or p in environment.pythons]
                 found += [Case(recording, builder, environment, p) for p in pythons]

@@ -8,10 +8,13 @@ environments (.venv-NAME-KIND-ENV/), asks the runtime which device it has, and r
 to write unless the device is what --kind claims: a CPU run is never labelled TPU. Then
 it runs each cell in its environment and writes book/recordings/NAME-KIND.ipynb: the
 cells this kind runs, their outputs with machine paths normalised, and the provenance
-(device, versions per environment, date, commit, a hash of the code). With --check,
-nothing is written: a fresh run must equal the committed recording, or it fails with a diff.
+(device, versions per environment, every installed package of each kernel, the runtime it
+stands for and where it differs from it, date, commit, a hash of the code). Each kernel
+proves its device before it runs a cell: a kernel that reports another device than --kind
+stops the run, and nothing is written. With --check, nothing is written: a fresh run must
+equal the committed recording, or it fails with a diff.
 
-It needs Python 3.10 to 3.12 and a few small packages (tools/recorder-requirements.txt),
+It needs Python 3.10 or newer and a few small packages (tools/recorder-requirements.txt),
 not the book's environment: it runs on a Cloud TPU VM or in Colab as they come.
 """
 
@@ -24,6 +27,7 @@ import difflib
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +52,7 @@ from coursebook.editions import Edition  # noqa: E402
 from coursebook.exhibit_checks import SIDE_ENVIRONMENTS  # noqa: E402
 from coursebook.notebooks import cell_tags, first_line, is_answer, read_chapter  # noqa: E402
 from coursebook.outputs import normalise  # noqa: E402
+from coursebook.runtimes import RuntimeFileError, load_runtimes  # noqa: E402
 from coursebook.recordings import (PROVENANCE_KEY, RecordingError, check_label,  # noqa: E402
                                    code_hash, load_recording, recorded_chapter, recording_path,
                                    runs_on)
@@ -68,7 +73,9 @@ for name in sys.argv[1:]:
         versions[name] = metadata.version(name)
     except metadata.PackageNotFoundError:
         pass
-print(json.dumps(versions))
+# Every distribution the kernel can import, as pip freeze would list it.
+installed = {dist.metadata["Name"]: dist.version for dist in metadata.distributions()}
+print(json.dumps({"versions": versions, "installed": dict(sorted(installed.items()))}))
 """
 
 
@@ -76,16 +83,35 @@ class Refused(Exception):
     """Nothing is written: one line says why and what to do."""
 
 
-def ensure_environment(path: Path, environment: RecordingEnvironment) -> Path:
+def base_python(builder: Builder, environment: RecordingEnvironment) -> str:
+    """The interpreter an environment is made from.
+
+    On a kind whose machine is its runtime's image, the recorder's own Python (the image's:
+    its packages stay visible); elsewhere the runtime's Python where this machine has it,
+    else the recorder's (the provenance then names the difference).
+    """
+    if environment.runtime and not builder.system_packages:
+        runtime = load_runtimes()[environment.runtime]
+        found = shutil.which(f"python{runtime.python}")
+        # A shim (pyenv's) may be on the PATH without the version behind it working.
+        if found and subprocess.run([found, "-c", "import venv"],
+                                    capture_output=True).returncode == 0:
+            return found
+    return sys.executable
+
+
+def ensure_environment(path: Path, builder: Builder, environment: RecordingEnvironment) -> Path:
     """Create or update a virtual environment from its requirements; its python."""
     python = path / "bin" / "python"
-    wanted = json.dumps({"requirements": environment.requirements,
-                         "sides": environment.sides}, sort_keys=True)
+    base = base_python(builder, environment)
+    wanted = json.dumps({"requirements": environment.requirements, "sides": environment.sides,
+                         "system_packages": builder.system_packages}, sort_keys=True)
     stamp = path / ".requirements.json"
     if python.exists() and stamp.is_file() and stamp.read_text() == wanted:
         return python
     print(f"record: installing environment {environment.name} into {path} ...", flush=True)
-    steps = [[sys.executable, "-m", "venv", str(path)],
+    visible = ["--system-site-packages"] if builder.system_packages else []
+    steps = [[base, "-m", "venv", *visible, str(path)],
              [str(python), "-m", "pip", "install", "--quiet", *environment.requirements]]
     steps += [[str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--target",
                str(path / "sides" / side), *requirements]
@@ -115,6 +141,19 @@ def install_kernel(name: str, python: Path, env: dict[str, str]) -> None:
         "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": f"Python ({name})", "language": "python", "env": env}, indent=1))
     os.environ["JUPYTER_PATH"] = str(root)
+
+
+def proven(builder: Builder, report: dict, where: str) -> None:
+    """A probe's report must show the kind's device, or nothing is written."""
+    platform, device_kind = report.get("platform", ""), report.get("device_kind", "")
+    if not builder.ran_here(platform, device_kind):
+        raise Refused(f"{where} reports {platform!r} ({device_kind!r}), not a {builder.name} "
+                      "device: nothing written (a run is labelled only with the device every "
+                      "kernel ran on)")
+
+
+def probe_cell(builder: Builder, environment: RecordingEnvironment) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(environment.probe or builder.probe)
 
 
 def run_python(python: Path, code: str, env: dict[str, str], *args: str) -> dict:
@@ -147,9 +186,25 @@ def normalised(cell: nbformat.NotebookNode) -> None:
                 output.data[mime] = normalise(output.data[mime])
 
 
-def execute(notebook: nbformat.NotebookNode, environments: list[RecordingEnvironment],
-            kernels: dict[str, str], chapter_dir: Path) -> None:
-    """Run each code cell in its environment's kernel: the tagged ones, or the main one."""
+def check_probe(builder: Builder, environment: RecordingEnvironment, cell) -> None:
+    """The first cell a kernel runs is its probe: its last printed line is the report."""
+    printed = "".join(output.get("text", "") for output in cell.outputs
+                      if output.get("name") == "stdout").strip().splitlines()
+    try:
+        report = json.loads(printed[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise Refused(f"the kernel of environment {environment.name!r} could not report its "
+                      "device: nothing written") from None
+    proven(builder, report, f"the kernel of environment {environment.name!r}")
+
+
+def execute(notebook: nbformat.NotebookNode, builder: Builder,
+            environments: list[RecordingEnvironment], kernels: dict[str, str],
+            chapter_dir: Path) -> None:
+    """Run each code cell in its environment's kernel: the tagged ones, or the main one.
+
+    Each kernel first runs the probe and must report the kind's device, before any cell.
+    """
     tagged = {env.cells_tagged: env.name for env in environments if env.cells_tagged}
     main = environments[0].name
     owner = {index: next((tagged[t] for t in cell_tags(cell) if t in tagged), main)
@@ -159,9 +214,18 @@ def execute(notebook: nbformat.NotebookNode, environments: list[RecordingEnviron
         if not mine:
             continue
         part = copy.deepcopy(notebook)
-        part.cells = [part.cells[i] for i in mine]
+        part.cells = [probe_cell(builder, environment), *(part.cells[i] for i in mine)]
+
+        def after(cell, cell_index, execute_reply, environment=environment):
+            if cell_index == 0:
+                if execute_reply["content"]["status"] != "ok":
+                    raise Refused(f"the device probe failed in the kernel of environment "
+                                  f"{environment.name!r}: nothing written")
+                check_probe(builder, environment, cell)
+
         client = NotebookClient(part, timeout=600, kernel_name=kernels[environment.name],
-                                resources={"metadata": {"path": str(chapter_dir)}})
+                                resources={"metadata": {"path": str(chapter_dir)}},
+                                on_cell_executed=after, allow_errors=False)
         try:
             client.execute()
         except CellExecutionError as error:
@@ -173,7 +237,7 @@ def execute(notebook: nbformat.NotebookNode, environments: list[RecordingEnviron
         except DeadKernelError:
             raise Refused(f"the kernel of environment {environment.name!r} died; nothing "
                           "written") from None
-        for index, cell in zip(mine, part.cells):
+        for index, cell in zip(mine, part.cells[1:]):
             cell.metadata.pop("execution", None)
             normalised(cell)
             notebook.cells[index] = cell
@@ -226,9 +290,11 @@ def record(args: argparse.Namespace) -> int:
                       + ("" if builder.stand_in else
                          f", or record the stand-in with KIND={chapter.stand_in.name}") + ".")
     overrides = parse_pythons(args.python)
-    pythons = {env.name: overrides.get(env.name) or ensure_environment(
-                   args.venvs / f".venv-{chapter.name}-{builder.name}-{env.name}", env)
-               for env in environments}
+    pythons: dict[str, Path] = {}
+    for e in environments:  # an environment that shares another comes after it
+        pythons[e.name] = overrides.get(e.name) or (pythons[e.shares] if e.shares else
+                          ensure_environment(args.venvs / f".venv-{chapter.name}-{builder.name}-"
+                                             f"{e.name}", builder, e))
     main = environments[0]
     env = kernel_environment(builder, pythons[main.name].parent.parent / "sides")
     provenance = run_python(pythons[main.name], builder.probe, env)
@@ -236,8 +302,16 @@ def record(args: argparse.Namespace) -> int:
                   "device_kind": provenance.get("device_kind", "")}
     target = recording_path(args.recordings, chapter.name, builder.name)
     check_label(builder, provenance, target)
-    provenance["environments"] = {
-        e.name: run_python(pythons[e.name], VERSIONS, env, *e.pins()) for e in environments}
+    found = {e.name: run_python(pythons[e.name], VERSIONS, env, *e.pins()) for e in environments}
+    provenance["environments"] = {name: report["versions"] for name, report in found.items()}
+    provenance["installed"] = {name: report["installed"] for name, report in found.items()}
+    if main.runtime:
+        runtime = load_runtimes()[main.runtime]
+        provenance["runtime"] = {
+            "name": runtime.name, "title": runtime.title,
+            # The versions the kernel reports win: torch's names its build (2.9.0+cu128).
+            "differences": runtime.differences({**found[main.name]["installed"],
+                                                **found[main.name]["versions"]})}
     torch_version = provenance["environments"][main.name].get("torch", "")
     notebook = edition_chapter(text, str(args.chapter), Edition.STUDENT, ROOT / "exhibits",
                                torch_version)
@@ -251,7 +325,7 @@ def record(args: argparse.Namespace) -> int:
         kernels[e.name] = f"{chapter.name}-{builder.name}-{e.name}"
         install_kernel(kernels[e.name], pythons[e.name],
                        kernel_environment(builder, pythons[e.name].parent.parent / "sides"))
-    execute(notebook, environments, kernels, args.chapter.parent)
+    execute(notebook, builder, environments, kernels, args.chapter.parent)
     notebook.metadata[PROVENANCE_KEY] = provenance
     if args.check:
         return compare(load_recording(target, builder).notebook, notebook, chapter.command(builder),
@@ -293,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return record(args)
-    except (Refused, RecordingError, BuilderError) as error:
+    except (Refused, RecordingError, BuilderError, RuntimeFileError) as error:
         print(f"record: {error}", file=sys.stderr)
         return 1
 

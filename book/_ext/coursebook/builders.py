@@ -4,8 +4,9 @@ A *builder kind* (``tools/builders.toml``) is a kind of machine a recorded chapt
 on: a TPU, a GPU, or the CPU stand-in. A *recording environment*
 (``book/recordings/NAME-environments.toml``) is one Python environment, run as a Jupyter
 kernel, that a chapter's cells execute in on one kind; a kind may have several (one per
-bridge), each running the cells tagged for it. Adding a kind or a recorded chapter is a
-matter of data, not of code.
+bridge), each running the cells tagged for it. Both name a *runtime*
+(``tools/runtimes.toml``, ``coursebook.runtimes``) rather than repeating its pins. Adding a
+kind or a recorded chapter is a matter of data, not of code.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .faults import BookError
+from .runtimes import RUNTIMES_FILE, package_key, runtime_named
 
 try:
     import tomllib
@@ -43,6 +45,8 @@ class Builder:
     device_files: tuple[str, ...] = ()
     pythons: tuple[str, ...] = ()
     platforms: tuple[str, ...] = ()
+    runtime: str = ""  # the runtime (tools/runtimes.toml) its environments start from
+    system_packages: bool = False  # environments see the machine's packages (an image's)
 
     def describe(self, device_kind: str) -> str:
         return self.label.format(device_kind=device_kind)
@@ -58,6 +62,22 @@ class Builder:
             self.device_kind.upper())
 
 
+def manylinux_platforms(glibc: str, arch: str) -> tuple[str, ...]:
+    """Every platform tag pip accepts on a Linux with this glibc, as pip orders them.
+
+    From ``manylinux_2_<glibc>`` down to 2_5 (x86_64's oldest), each with its legacy alias
+    (manylinux2014 for 2_17, manylinux2010 for 2_12, manylinux1 for 2_5), then linux_<arch>.
+    """
+    major, minor = (int(part) for part in glibc.split("."))
+    legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+    tags = []
+    for version in range(minor, 4, -1):
+        tags.append(f"manylinux_{major}_{version}_{arch}")
+        if version in legacy:
+            tags.append(f"{legacy[version]}_{arch}")
+    return (*tags, f"linux_{arch}")
+
+
 def _need(path: Path, where: str, table: dict, key: str, kind: type):
     value = table.get(key)
     if not isinstance(value, kind):
@@ -66,8 +86,13 @@ def _need(path: Path, where: str, table: dict, key: str, kind: type):
 
 
 @functools.lru_cache(maxsize=None)
-def load_builders(path: Path = BUILDERS_FILE) -> dict[str, Builder]:
-    """Every builder kind, in order of preference (read once per file)."""
+def load_builders(path: Path = BUILDERS_FILE,
+                  runtimes_file: Path = RUNTIMES_FILE) -> dict[str, Builder]:
+    """Every builder kind, in order of preference (read once per file).
+
+    A kind's Pythons are its runtime's and those it declares besides; its platforms are
+    every tag of its ``glibc`` and ``arch``.
+    """
     try:
         data = tomllib.loads(path.read_text(encoding="utf8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
@@ -75,6 +100,15 @@ def load_builders(path: Path = BUILDERS_FILE) -> dict[str, Builder]:
     builders: dict[str, Builder] = {}
     for index, table in enumerate(data.get("kind", [])):
         where = f"[[kind]] {index + 1}: "
+        runtime = table.get("runtime", "")
+        pythons = tuple(table.get("pythons", ()))
+        if runtime:
+            python = runtime_named(runtime, f"{path}: {where}field 'runtime'", runtimes_file).python
+            pythons = tuple(sorted({python, *pythons}, key=lambda v: tuple(map(int, v.split(".")))))
+        platforms = tuple(table.get("platforms", ()))
+        if "glibc" in table:
+            platforms = manylinux_platforms(_need(path, where, table, "glibc", str),
+                                            _need(path, where, table, "arch", str))
         builder = Builder(
             name=_need(path, where, table, "name", str),
             label=_need(path, where, table, "label", str),
@@ -84,8 +118,8 @@ def load_builders(path: Path = BUILDERS_FILE) -> dict[str, Builder]:
             stand_in=bool(table.get("stand_in", False)),
             environment=dict(table.get("environment", {})),
             device_files=tuple(table.get("device_files", ())),
-            pythons=tuple(table.get("pythons", ())),
-            platforms=tuple(table.get("platforms", ())))
+            pythons=pythons, platforms=platforms, runtime=runtime,
+            system_packages=bool(table.get("system_packages", False)))
         builders[builder.name] = builder
     if not any(builder.stand_in for builder in builders.values()):
         raise BuilderError(f"{path}: no kind has 'stand_in = true'; an ordinary build needs one")
@@ -101,6 +135,9 @@ class RecordingEnvironment:
     cells_tagged: str = ""  # "": the kind's main environment, which runs every other cell
     pythons: tuple[str, ...] = ()  # narrows the kind's list (a package's own floor)
     sides: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    runtime: str = ""  # the runtime its requirements come from
+    shares: str = ""  # a kernel of its own, in the environment of that name (no install)
+    probe: str = ""  # proves the device from inside its kernel ("": the kind's probe)
 
     def pins(self) -> dict[str, str]:
         """``name==version`` requirements as {normalised name: version}."""
@@ -113,18 +150,17 @@ class RecordingEnvironment:
         return pins
 
 
-def package_key(name: str) -> str:
-    """A distribution name as pip compares them (torch_xla and torch-xla are one)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def environments_path(recordings_dir: Path, name: str) -> Path:
     return recordings_dir / f"{name}-environments.toml"
 
 
-def load_environments(path: Path, builders: dict[str, Builder]
-                      ) -> dict[str, list[RecordingEnvironment]]:
-    """A recorded chapter's environments, per kind; each kind's first one is its main one."""
+def load_environments(path: Path, builders: dict[str, Builder],
+                      runtimes_file: Path = RUNTIMES_FILE) -> dict[str, list[RecordingEnvironment]]:
+    """A recorded chapter's environments, per kind; each kind's first one is its main one.
+
+    An environment's requirements are its runtime's pins and additions (``runtime``), or
+    its own list (``requirements``); one that ``shares`` another is a second kernel of it.
+    """
     try:
         data = tomllib.loads(path.read_text(encoding="utf8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
@@ -137,12 +173,26 @@ def load_environments(path: Path, builders: dict[str, Builder]
         found = []
         for index, table in enumerate(tables):
             where = f"[[{kind}]] {index + 1}: "
+            runtime, shares = table.get("runtime", ""), table.get("shares", "")
+            if shares:
+                shared = next((e for e in found if e.name == shares), None)
+                if shared is None:
+                    raise BuilderError(f"{path}: {where}field 'shares' names '{shares}', not an "
+                                       f"environment listed above it")
+                requirements = shared.requirements
+            elif runtime:
+                requirements = runtime_named(runtime, f"{path}: {where}field 'runtime'",
+                                             runtimes_file).requirements()
+            else:
+                requirements = tuple(_need(path, where, table, "requirements", list))
             found.append(RecordingEnvironment(
                 name=_need(path, where, table, "name", str),
-                requirements=tuple(_need(path, where, table, "requirements", list)),
+                requirements=requirements,
                 cells_tagged=table.get("cells_tagged", ""),
                 pythons=tuple(table.get("pythons", ())),
-                sides={side: tuple(reqs) for side, reqs in table.get("sides", {}).items()}))
+                sides={side: tuple(reqs) for side, reqs in table.get("sides", {}).items()},
+                runtime=runtime or (shared.runtime if shares else ""), shares=shares,
+                probe=table.get("probe", "")))
         if not found or found[0].cells_tagged:
             raise BuilderError(f"{path}: the first [[{kind}]] environment is the main one and "
                                "takes no 'cells_tagged'")

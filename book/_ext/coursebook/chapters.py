@@ -18,6 +18,7 @@ from .input_digests import remember, unchanged
 from .builders import environments_path, load_builders, load_environments
 from .faults import BookError
 from .museum import link_back_to_exhibits, load_museum, place_museum
+from .runtime_setup import place_runtime_setup
 from .notebooks import RAISES_TAG, is_chapter_source, line_of, notebook_to_myst, read_chapter
 from .recordings import (RecordingError, attach_recordings, cache_recorded_outputs,
                          load_recordings, recorded_chapter, recording_name)
@@ -61,6 +62,7 @@ def edition_chapter(text: str, source_path: str, edition: Edition, exhibits_dir:
     notebook = read_chapter(text, md_config)
     museum = load_museum(exhibits_dir)
     place_museum(notebook, museum, torch_version)
+    place_runtime_setup(notebook)
     link_back_to_exhibits(notebook, museum)
     hidden = hidden_raises_cells(notebook)
     if hidden:

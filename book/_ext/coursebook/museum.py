@@ -98,6 +98,15 @@ class CpuReproduction:
 
 
 @dataclass(frozen=True)
+class MuseumFix:
+    """The museum's own fix, kept as history where the book now shows another one."""
+
+    note: str
+    code: str
+    changed: str  # why the fix shown today differs
+
+
+@dataclass(frozen=True)
 class Exhibit:
     path: Path
     wing: str
@@ -112,6 +121,7 @@ class Exhibit:
     records: tuple[ErrorRecord, ...]
     taught_in: tuple[str, ...] = ()  # labels of the sections that teach what it breaks
     cpu: CpuReproduction | None = None
+    museum_fix: MuseumFix | None = None  # None: fix_code is the museum's own fix
 
     @property
     def key(self) -> str:
@@ -195,7 +205,27 @@ def load_exhibit(path: Path, rooms: tuple[str, ...]) -> Exhibit:
     return Exhibit(path=path, wing=path.parent.name, records=tuple(records),
                    taught_in=tuple(taught_in),
                    cpu=_cpu_reproduction(path, table.get("cpu")),
+                   museum_fix=_museum_fix(path, table.get("museum_fix")),
                    **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
+
+
+def _museum_fix(path: Path, table) -> MuseumFix | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise _fault(path, "field 'museum_fix' must be a table", "museum_fix")
+    return MuseumFix(**{name: str(_require(path, table, name, str, section="museum_fix")).strip("\n")
+                        for name in ("note", "code", "changed")})
+
+
+def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
+    """The museum's fix, as history, after the fix the book shows today."""
+    old = exhibit.museum_fix
+    if old is None:
+        return []
+    museum = exhibit.museum_record
+    return [_markdown(f"**The museum's fix** (captured on a {museum.where}, {museum.date}). "
+                      f"{old.note}\n\n```python\n{old.code}\n```\n\n{old.changed}")]
 
 
 def _cpu_reproduction(path: Path, table) -> CpuReproduction | None:
@@ -335,6 +365,7 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
         _markdown(f"**The fix.** {exhibit.fix_note}"),
         _code(exhibit.fix_code),
         _fix_ran_cell(),
+        *_museum_fix_history(exhibit),
     ]
 
 
@@ -378,15 +409,19 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                           STAND_IN_ONLY_TAG),
                   _check_cell(exhibit, museum, STAND_IN_ONLY_TAG),
                   _expected_error_note(exhibit, museum)]
+    provenance = (f"*The museum's fix, {label}: it ran green on the same hardware.*"
+                  if exhibit.museum_fix is None else
+                  "*The book's fix for today's runtimes; the museum's own follows. Not run on a "
+                  "TPU by this book.*")
     cells.append(_markdown(f"**The fix.** {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
-                           f"\n\n*The museum's fix, {label}: it ran green on the same hardware.*"))
+                           f"\n\n{provenance}"))
     if cpu is not None and cpu.reproduction and cpu.fix:
         cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}"),
                   _tagged(_in_fresh_python(cpu.fix, ""), STAND_IN_ONLY_TAG),
                   _fix_ran_cell(STAND_IN_ONLY_TAG)]
     elif cpu is not None and not cpu.reproduction:
         cells.append(_markdown(f"*{cpu.note}*"))
-    return cells
+    return cells + _museum_fix_history(exhibit)
 
 
 @dataclass(frozen=True)

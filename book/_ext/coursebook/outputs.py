@@ -15,8 +15,10 @@ import re
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bat 0x[0-9a-fA-F]+"), "at 0x…"),
     (re.compile(r"[^\s:'\"]*ipykernel_\d+[/\\]\d+\.py"), "<cell>"),
-    # An ImportError names the file it looked in, inside some environment's site-packages.
+    # An ImportError names the file it looked in: in some environment's site-packages, or in
+    # a package folder put in front of the import path (a recording's side environment).
     (re.compile(r" \([^()\s]*site-packages[^()\s]*\)"), ""),
+    (re.compile(r" \(/[^()\s]+/__init__\.py\)"), ""),
     (re.compile(r"(?:/[^\s/'\"():,]+)+/site-packages/"), "<site-packages>/"),
 )
 

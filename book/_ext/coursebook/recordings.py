@@ -214,6 +214,11 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
             for name, versions in p["environments"].items())
         parts.append(f"({recording.anchor(chapter.name)})=\n**{recording.label()}**, recorded "
                      f"{p['date']} at commit `{p['commit']}`. {kernels}.")
+        runtime = p.get("runtime")
+        if runtime:
+            differs = "; ".join(runtime["differences"])
+            parts.append(f"Its environment is {runtime['title']}" + (
+                f", except: {differs}." if differs else ", to the version."))
         if drift.get(recording.builder.name):
             parts.append(f"**Environment drift** in this recording: "
                          f"{'; '.join(drift[recording.builder.name])}. Its outputs may differ "

@@ -1,0 +1,98 @@
+"""A chapter's set-up cell, made from a runtime: what a notebook installs where it runs.
+
+A chapter places it with a fenced marker, ```` ```{runtime-setup} RUNTIME``` ````. The cell
+is generated from ``tools/runtimes.toml`` and ``tools/builders.toml``, never typed: on a
+machine with the device of an accelerator kind of that runtime (Colab's TPU runtime, say),
+it installs only the pinned packages whose release is missing (what the image lacks);
+elsewhere it installs every pin that differs and sets the stand-in's variables, so the
+notebook runs as the stand-in does. Variables already set (by a recording's kernel) win.
+The cell is hidden on the page (``remove-cell``); a download shows it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import nbformat
+
+from .builders import load_builders
+from .faults import BookError
+from .runtimes import load_runtimes
+
+_MARKER = re.compile(r"^(`{3,}|:{3,})\{runtime-setup\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
+# Where pip finds a ``+cpu`` build of torch (PyPI has only its default build).
+_LOCAL_INDEXES = {"cpu": "https://download.pytorch.org/whl/cpu"}
+
+
+class RuntimeSetupError(BookError):
+    """A ``{runtime-setup}`` marker that names no usable runtime."""
+
+
+def setup_code(runtime_name: str) -> str:
+    """The set-up cell's code for one runtime."""
+    runtimes, builders = load_runtimes(), load_builders()
+    if runtime_name not in runtimes:
+        raise RuntimeSetupError(f"{{runtime-setup}} names runtime '{runtime_name}', not one of "
+                                f"tools/runtimes.toml ({', '.join(runtimes)})")
+    runtime = runtimes[runtime_name]
+    kinds = [b for b in builders.values() if b.runtime == runtime_name]
+    accelerator = next((b for b in kinds if b.device_files), None)
+    stand_in = next((b for b in kinds if b.stand_in), None)
+    if accelerator is None or stand_in is None:
+        raise RuntimeSetupError(f"{{runtime-setup}} {runtime_name}: tools/builders.toml needs an "
+                                "accelerator kind with device_files and a stand-in kind with "
+                                f"runtime = '{runtime_name}'")
+    pins = {**runtime.packages, **runtime.adds}
+    indexes = sorted({_LOCAL_INDEXES[v.split("+")[1]] for v in pins.values()
+                      if "+" in v and v.split("+")[1] in _LOCAL_INDEXES})
+    options = [option for index in indexes for option in ("--extra-index-url", index)]
+    devices = " + ".join(f"glob.glob({pattern!r})" for pattern in accelerator.device_files)
+    return "\n".join([
+        f"# This notebook's packages: {runtime.title} and what the book adds to it, pinned.",
+        f"# With a {accelerator.short_label}, only what the image lacks is installed; without one,",
+        "# every pin that differs, and the bridges are told to use the CPU.",
+        "import glob, os, subprocess, sys",
+        "from importlib import metadata",
+        "",
+        f"pins = {pins!r}",
+        f"on_device = bool({devices})",
+        f"settings = {accelerator.environment!r} if on_device else {stand_in.environment!r}",
+        "for name, value in settings.items():",
+        "    os.environ.setdefault(name, value)",
+        "",
+        "def release(name):",
+        "    try:",
+        "        return metadata.version(name).split('+')[0]",
+        "    except metadata.PackageNotFoundError:",
+        "        return None",
+        "",
+        f"indexes = {options!r}",
+        "missing = [f'{name}=={version}' for name, version in pins.items()",
+        "           if release(name) != version.split('+')[0]]",
+        "if missing:",
+        "    print('Installing', ' '.join(missing))",
+        "    subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', *missing, *indexes],",
+        "                   check=True)",
+        "else:",
+        "    print('Every pinned package is installed.')",
+    ])
+
+
+def place_runtime_setup(notebook: nbformat.NotebookNode) -> None:
+    """Replace each ``{runtime-setup} RUNTIME`` fence with its generated code cell."""
+    cells = []
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown" or not _MARKER.search(cell.source):
+            cells.append(cell)
+            continue
+        position = 0
+        for marker in _MARKER.finditer(cell.source):
+            before = cell.source[position:marker.start()].strip()
+            if before:
+                cells.append(nbformat.v4.new_markdown_cell(before))
+            cells.append(nbformat.v4.new_code_cell(setup_code(marker.group(2).strip()),
+                                                   metadata={"tags": ["remove-cell"]}))
+            position = marker.end()
+        if cell.source[position:].strip():
+            cells.append(nbformat.v4.new_markdown_cell(cell.source[position:].strip()))
+    notebook.cells = cells
