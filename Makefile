@@ -24,14 +24,17 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed ## Create the virtual environment the book builds in
 
 # Recorded chapters: run on a builder of a kind of tools/builders.toml, in the environments
-# of book/recordings/NAME-environments.toml. The recorder needs Python 3.10 to 3.12 and a few
-# small packages (not the book's environment), so it runs on a TPU VM or Colab as they come.
+# of book/recordings/NAME-environments.toml. The recorder needs Python 3.10 or newer with its
+# venv package, and a few small packages (not the book's environment), so it runs on a TPU
+# VM or Colab as they come. tools/check_venv.py stops first, with one line, on a Python that
+# cannot create environments (Colab's 3.13 without python3.13-venv).
 RECORDING ?= bridges
 KIND      ?= tpu
 RECORDER  := .venv-recorder
 RECORD     = $(RECORDER)/bin/python tools/record_chapter.py book/$(RECORDING).md --kind $(KIND)
 
 $(RECORDER)/.installed: tools/recorder-requirements.txt
+	@$(PYTHON) tools/check_venv.py
 	$(PYTHON) -m venv $(RECORDER)
 	$(RECORDER)/bin/pip install --quiet -r tools/recorder-requirements.txt
 	@touch $@
