@@ -12,15 +12,14 @@ check = load_tool("check_environments")
 CASES = check.cases()
 
 
-_CONFLICT = "both TPU extras"  # the conflict case, resolved beside the environments
+_CONFLICT = "both TPU extras"  # a planted conflict, resolved beside the environments
 
 
 def _both_tpu_extras():
-    """Both bridges' TPU extras in one environment (Python 3.12): today's conflict."""
+    """Both bridges' TPU extras in one environment (Python 3.12): why the book pins the
+    image's libtpu instead (jax[tpu] 0.7.2 wants libtpu 0.0.23, torch_xla[tpu] 2.9.0 0.0.21)."""
     tpu = next(case.builder for case in CASES if case.builder.name == "tpu")
-    everything = [r for case in CASES if case.builder is tpu and case.python == "3.12"
-                  for r in case.environment.requirements]
-    return sorted(set(everything)), "3.12", tpu.platforms
+    return ["torch_xla[tpu]==2.9.0", "jax[tpu]==0.7.2"], "3.12", tpu.platforms
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +38,39 @@ def resolutions() -> dict:
 def test_every_accelerator_environment_has_cases_from_the_data():
     environments = {(c.recording, c.builder.name, c.environment.name) for c in CASES}
     assert environments and all(not c.builder.stand_in for c in CASES)
-    # A TPU VM (Python 3.10) and a Colab runtime (3.12) are both covered where allowed.
     for case in CASES:
         allowed = case.environment.pythons or case.builder.pythons
         assert case.python in allowed and case.python in case.builder.pythons
+
+
+def test_every_python_a_kind_declares_is_checked_its_runtimes_included():
+    """Colab's TPU runtime is Python 3.13: the kind's own list may not leave it out."""
+    from coursebook.runtimes import load_runtimes
+
+    runtimes = load_runtimes()
+    for builder in {case.builder.name: case.builder for case in CASES}.values():
+        checked = {case.python for case in CASES if case.builder.name == builder.name}
+        assert checked == set(builder.pythons), builder.name
+        if builder.runtime:
+            assert runtimes[builder.runtime].python in checked, builder.name
+
+
+def test_a_kinds_platform_tags_are_exactly_those_pip_accepts_on_such_a_machine():
+    """Derived from glibc and arch, as pip derives them: checked against this machine's."""
+    import platform
+
+    from packaging import tags
+
+    from coursebook.builders import manylinux_platforms
+
+    libc, version = platform.libc_ver()
+    if libc != "glibc":
+        pytest.skip("not a glibc machine")
+    here = {tag for tag in tags.platform_tags() if not tag.startswith("musllinux")}
+    derived = manylinux_platforms(version, platform.machine())
+    assert set(derived) == here and len(derived) == len(here)
+    tpu = next(case.builder for case in CASES if case.builder.name == "tpu")
+    assert tpu.platforms[0] == "manylinux_2_35_x86_64" and "manylinux_2_29_x86_64" in tpu.platforms
 
 
 @pytest.mark.slow

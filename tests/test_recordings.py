@@ -11,10 +11,12 @@ import nbformat
 import pytest
 
 from conftest import BOOK, ROOT, load_tool, sphinx_build
-from coursebook.builders import environments_path, load_builders, load_environments
+from coursebook.builders import (environments_path, load_builders, load_environments,
+                                 package_key)
 from coursebook.museum import load_museum
 from coursebook.notebooks import ACCELERATOR_ONLY_TAG, read_chapter
 from coursebook.outputs import MACHINE_PATH
+from coursebook.runtimes import load_runtimes
 from coursebook.recordings import (PROVENANCE_KEY, RecordingError, attach_recordings,
                                    load_recording, load_recordings, recorded_chapter, runs_on)
 
@@ -117,9 +119,36 @@ def test_a_recording_made_with_other_versions_is_flagged_as_drift(tmp_path):
     recording.metadata[PROVENANCE_KEY]["environments"]["both"]["jax"] = "0.9.0"
     nbformat.write(recording, tmp_path / "bridges-cpu.ipynb")
     attached = _attach(recordings_dir=tmp_path)
-    assert attached.drift["cpu"] == ["jax 0.9.0 recorded, 0.10.2 pinned (both)"]
+    pinned = load_environments(environments_path(RECORDINGS, "bridges"), BUILDERS)["cpu"][0]
+    jax = pinned.pins()["jax"]
+    assert attached.drift["cpu"] == [f"jax 0.9.0 recorded, {jax} pinned (both)"]
     [panel] = [c.source for c in attached.labelled.cells if "recording-provenance" in c.source]
-    assert "**Environment drift** in this recording: jax 0.9.0 recorded, 0.10.2 pinned" in panel
+    assert f"**Environment drift** in this recording: jax 0.9.0 recorded, {jax} pinned" in panel
+
+
+def test_the_tpu_kind_and_the_stand_in_run_one_runtime_in_the_same_kernels():
+    """The device is the only difference: same runtime, same kernels, same requirements."""
+    environments = load_environments(environments_path(RECORDINGS, "bridges"), BUILDERS)
+    tpu, cpu = environments["tpu"], environments["cpu"]
+    assert BUILDERS["tpu"].runtime == BUILDERS["cpu"].runtime == tpu[0].runtime
+    assert [(e.name, e.requirements, e.cells_tagged, e.shares) for e in tpu] == [
+        (e.name, e.requirements, e.cells_tagged, e.shares) for e in cpu]
+    runtime = load_runtimes()[tpu[0].runtime]
+    assert set(tpu[0].pins()) == {package_key(n) for n in {**runtime.packages, **runtime.adds}}
+
+
+def test_the_stand_in_recording_names_its_runtime_and_every_installed_package():
+    [recording] = load_recordings(RECORDINGS, _bridges())
+    p = recording.provenance
+    assert p["runtime"]["name"] == BUILDERS["cpu"].runtime
+    assert set(p["installed"]) == set(p["environments"])
+    for name, installed in p["installed"].items():
+        # every distribution, not only the pins: libtpu and what pip pulled in besides
+        assert "libtpu" in installed and len(installed) > len(p["environments"][name])
+    # where it is not the runtime, it says so (PyPI's torch build for the image's +cpu)
+    assert any(line.startswith("torch ") for line in p["runtime"]["differences"])
+    [panel] = [c.source for c in _attach().labelled.cells if "recording-provenance" in c.source]
+    assert f"Its environment is {p['runtime']['title']}, except: torch " in panel
 
 
 def test_a_changed_cell_stops_with_the_cell_and_the_command():
@@ -292,17 +321,99 @@ def test_the_colab_notebook_records_with_the_tpu_kind_and_hands_the_recording_ba
     code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
     assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
     assert '"make", "recording"' in code and '"KIND=tpu"' in code
+    # the running Python records, with its own venv package, checked before going on
+    assert 'f"PYTHON={sys.executable}"' in code and '"tools/check_venv.py"' in code
+    assert "install -y python{version}-venv" in code and "raise SystemExit(checked.stderr" in code
+    assert "python3-venv" not in code
+    assert 'userdata.get("GITHUB_TOKEN")' in code.split('"git", "clone"')[0]  # a private clone
     assert "files.download(recording)" in code and '"git", "push"' in code
     for pattern in BUILDERS["tpu"].device_files:  # it looks for the device where the recorder does
         assert f'glob.glob("{pattern}")' in code
     compile(code, "record_on_colab.ipynb", "exec")  # every cell is valid Python
 
 
-@pytest.mark.parametrize("tool", ["record_chapter.py", "check_environments.py"])
+def _without_ensurepip(tmp_path) -> dict:
+    """The environment of a Python whose venv package is missing (as Debian splits it out)."""
+    import os
+    fake = tmp_path / "no-venv-package" / "ensurepip"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise ImportError("No module named ensurepip")\n')
+    return {**os.environ, "PYTHONPATH": str(fake.parent)}
+
+
+def test_a_python_without_its_venv_package_stops_the_recorder_with_one_line(tmp_path):
+    env = _without_ensurepip(tmp_path)
+    done = subprocess.run([sys.executable, "tools/check_venv.py"], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"check_venv: Python {version} (")
+    assert f"`apt-get install python{version}-venv`" in done.stderr
+    assert subprocess.run([sys.executable, "tools/check_venv.py"], cwd=ROOT,
+                          capture_output=True).returncode == 0  # this Python has it
+    # make recording stops there, before it creates the recorder's environment
+    recorder = tmp_path / "recorder"
+    made = subprocess.run(["make", "-s", "recording", "KIND=cpu", f"RECORDER={recorder}",
+                           f"PYTHON={sys.executable}"], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert made.returncode != 0 and made.stderr.splitlines()[0] == done.stderr.strip()
+    assert "Traceback" not in made.stderr and not recorder.exists()
+
+
+@pytest.mark.parametrize("tool", ["record_chapter.py", "check_environments.py", "check_venv.py"])
 def test_the_recording_tools_explain_themselves(tool):
     done = subprocess.run([sys.executable, f"tools/{tool}", "--help"], cwd=ROOT,
                           capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("usage:")
+
+
+_KERNEL_SAYS_CPU = '''
+# A planted fault: the machine's probe finds a TPU, the kernel that runs the cells does not.
+[[kind]]
+name = "tpu"
+label = "TPU ({device_kind})"
+platform = "tpu"
+device_kind = "TPU"
+environment = { COURSEBOOK_BUILDER = "tpu" }
+probe = """
+import json, sys
+kernel = "ipykernel" in sys.modules
+print(json.dumps({"platform": "cpu" if kernel else "tpu",
+                  "device_kind": "cpu" if kernel else "TPU v6 lite"}))
+"""
+
+[[kind]]
+name = "cpu"
+label = "CPU stand-in"
+platform = "cpu"
+stand_in = true
+environment = { COURSEBOOK_BUILDER = "stand-in" }
+probe = """
+import json
+print(json.dumps({"platform": "cpu", "device_kind": "cpu"}))
+"""
+'''
+
+
+def test_a_tpu_labelled_run_whose_kernel_reports_cpu_is_refused(tmp_path):
+    """The machine's probe says TPU, the kernel that runs the cells says CPU: nothing written."""
+    book = tmp_path / "book"
+    shutil.copytree(SECOND_KIND / "book", book)
+    for path in (book / "tiny.md", book / "recordings" / "tiny-environments.toml"):
+        path.write_text(path.read_text().replace("lab", "tpu"))
+    (tmp_path / "builders.toml").write_text(_KERNEL_SAYS_CPU)
+    done = subprocess.run([sys.executable, "tools/record_chapter.py", str(book / "tiny.md"),
+                           "--kind", "tpu", "--builders", str(tmp_path / "builders.toml"),
+                           "--recordings", str(book / "recordings"),
+                           "--python", f"main={sys.executable}",
+                           "--python", f"second={sys.executable}"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == ("record: the kernel of environment 'main' reports 'cpu' ('cpu'), not a tpu "
+                    "device: nothing written (a run is labelled only with the device every "
+                    "kernel ran on)")
+    assert not (book / "recordings" / "tiny-tpu.ipynb").exists()
 
 
 def test_a_failing_cell_stops_the_recorder_with_one_line(second_kind_book):

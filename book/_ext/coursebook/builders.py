@@ -63,7 +63,7 @@ class Builder:
 
 
 def manylinux_platforms(glibc: str, arch: str) -> tuple[str, ...]:
-    """Every platform tag pip accepts on a Linux with this glibc, as pip orders them.
+    """Every platform tag pip accepts on a Linux with this glibc (manylinux and linux).
 
     From ``manylinux_2_<glibc>`` down to 2_5 (x86_64's oldest), each with its legacy alias
     (manylinux2014 for 2_17, manylinux2010 for 2_12, manylinux1 for 2_5), then linux_<arch>.
