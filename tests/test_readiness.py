@@ -1,4 +1,4 @@
-"""Readiness: each accelerator environment resolves on its builders, checked without one.
+"""Readiness: each accelerator environment resolves on its machines, checked without one.
 
 The resolver checks need the package registry: they are slow-marked (CI runs them) and
 skip, saying why, when the registry cannot be reached or has no such packages.
@@ -18,7 +18,7 @@ _CONFLICT = "both TPU extras"  # a planted conflict, resolved beside the environ
 def _both_tpu_extras():
     """Both bridges' TPU extras in one environment (Python 3.12): why the book pins the
     image's libtpu instead (jax[tpu] 0.7.2 wants libtpu 0.0.23, torch_xla[tpu] 2.9.0 0.0.21)."""
-    tpu = next(case.builder for case in CASES if case.builder.name == "tpu")
+    tpu = next(case.machine for case in CASES if case.machine.name == "tpu")
     return ["torch_xla[tpu]==2.9.0", "jax[tpu]==0.7.2"], "3.12", tpu.platforms
 
 
@@ -27,7 +27,7 @@ def resolutions() -> dict:
     """Every case, and the conflict, resolved at once: pip mostly waits on the registry."""
     from concurrent.futures import ThreadPoolExecutor
 
-    jobs = {case.name: (case.environment.requirements, case.python, case.builder.platforms)
+    jobs = {case.name: (case.environment.requirements, case.python, case.machine.platforms)
             for case in CASES}
     jobs[_CONFLICT] = _both_tpu_extras()
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -36,23 +36,23 @@ def resolutions() -> dict:
 
 
 def test_every_accelerator_environment_has_cases_from_the_data():
-    environments = {(c.recording, c.builder.name, c.environment.name) for c in CASES}
-    assert environments and all(not c.builder.stand_in for c in CASES)
+    environments = {(c.recording, c.machine.name, c.environment.name) for c in CASES}
+    assert environments and all(not c.machine.stand_in for c in CASES)
     for case in CASES:
-        allowed = case.environment.pythons or case.builder.pythons
-        assert case.python in allowed and case.python in case.builder.pythons
+        allowed = case.environment.pythons or case.machine.pythons
+        assert case.python in allowed and case.python in case.machine.pythons
 
 
 def test_every_python_a_kind_declares_is_checked_its_runtimes_included():
     """Colab's TPU runtime is Python 3.13: the kind's own list may not leave it out."""
-    from coursebook.runtimes import load_runtimes
+    from coursebook.model.runtimes import load_runtimes
 
     runtimes = load_runtimes()
-    for builder in {case.builder.name: case.builder for case in CASES}.values():
-        checked = {case.python for case in CASES if case.builder.name == builder.name}
-        assert checked == set(builder.pythons), builder.name
-        if builder.runtime:
-            assert runtimes[builder.runtime].python in checked, builder.name
+    for machine in {case.machine.name: case.machine for case in CASES}.values():
+        checked = {case.python for case in CASES if case.machine.name == machine.name}
+        assert checked == set(machine.pythons), machine.name
+        if machine.runtime:
+            assert runtimes[machine.runtime].python in checked, machine.name
 
 
 def test_a_kinds_platform_tags_are_exactly_those_pip_accepts_on_such_a_machine():
@@ -61,7 +61,7 @@ def test_a_kinds_platform_tags_are_exactly_those_pip_accepts_on_such_a_machine()
 
     from packaging import tags
 
-    from coursebook.builders import manylinux_platforms
+    from coursebook.model.machine_kinds import manylinux_platforms
 
     libc, version = platform.libc_ver()
     if libc != "glibc":
@@ -69,7 +69,7 @@ def test_a_kinds_platform_tags_are_exactly_those_pip_accepts_on_such_a_machine()
     here = {tag for tag in tags.platform_tags() if not tag.startswith("musllinux")}
     derived = manylinux_platforms(version, platform.machine())
     assert set(derived) == here and len(derived) == len(here)
-    tpu = next(case.builder for case in CASES if case.builder.name == "tpu")
+    tpu = next(case.machine for case in CASES if case.machine.name == "tpu")
     assert tpu.platforms[0] == "manylinux_2_35_x86_64" and "manylinux_2_29_x86_64" in tpu.platforms
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Run a recorded chapter on this builder and write its recording.
+"""Run a recorded chapter on this machine and write its recording.
 
-The chapter's top matter names the builder kinds it accepts (tools/builders.toml); its
+The chapter's top matter names the machine kinds it accepts (tools/machine-kinds.toml); its
 environments file (book/recordings/NAME-environments.toml) lists, per kind, the Python
 environments its cells run in, each as its own Jupyter kernel. This tool creates those
 environments (.venv-NAME-KIND-ENV/), asks the runtime which device it has, and refuses
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import datetime
 import difflib
 import glob
 import json
@@ -36,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import use_book_environment  # noqa: E402
+from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE, use_book_environment  # noqa: E402
 
 use_book_environment("nbclient")
 
@@ -44,16 +43,18 @@ import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
 
-from coursebook.builders import (BUILDERS_FILE, Builder, BuilderError,  # noqa: E402
-                                 RecordingEnvironment, environments_path, load_builders,
+from coursebook.model.machine_kinds import (MachineKind, MachineKindError,  # noqa: E402
+                                 RecordingEnvironment, environments_path, load_machine_kinds,
                                  load_environments)
-from coursebook.chapters import edition_chapter  # noqa: E402
-from coursebook.editions import Edition  # noqa: E402
+from coursebook.prepare.chapters import edition_chapter  # noqa: E402
+from coursebook.prepare.editions import Edition  # noqa: E402
+from coursebook.model.museum import load_museum  # noqa: E402
 from coursebook.exhibit_checks import SIDE_ENVIRONMENTS  # noqa: E402
-from coursebook.notebooks import cell_tags, first_line, is_answer, read_chapter  # noqa: E402
+from coursebook.model.notebooks import cell_tags, first_line, is_answer, read_chapter  # noqa: E402
 from coursebook.outputs import normalise  # noqa: E402
-from coursebook.runtimes import RuntimeFileError, load_runtimes  # noqa: E402
-from coursebook.recordings import (PROVENANCE_KEY, RecordingError, check_label,  # noqa: E402
+from coursebook.model.runtimes import RuntimeFileError, load_runtimes  # noqa: E402
+from coursebook.model.provenance import source_commit, today  # noqa: E402
+from coursebook.model.recordings import (PROVENANCE_KEY, RecordingError, check_label,  # noqa: E402
                                    code_hash, load_recording, recorded_chapter, recording_path,
                                    runs_on)
 
@@ -83,14 +84,14 @@ class Refused(Exception):
     """Nothing is written: one line says why and what to do."""
 
 
-def base_python(builder: Builder, environment: RecordingEnvironment) -> str:
+def base_python(machine: MachineKind, environment: RecordingEnvironment) -> str:
     """The interpreter an environment is made from.
 
     On a kind whose machine is its runtime's image, the recorder's own Python (the image's:
     its packages stay visible); elsewhere the runtime's Python where this machine has it,
     else the recorder's (the provenance then names the difference).
     """
-    if environment.runtime and not builder.system_packages:
+    if environment.runtime and not machine.system_packages:
         runtime = load_runtimes()[environment.runtime]
         found = shutil.which(f"python{runtime.python}")
         # A shim (pyenv's) may be on the PATH without the version behind it working.
@@ -100,17 +101,17 @@ def base_python(builder: Builder, environment: RecordingEnvironment) -> str:
     return sys.executable
 
 
-def ensure_environment(path: Path, builder: Builder, environment: RecordingEnvironment) -> Path:
+def ensure_environment(path: Path, machine: MachineKind, environment: RecordingEnvironment) -> Path:
     """Create or update a virtual environment from its requirements; its python."""
     python = path / "bin" / "python"
-    base = base_python(builder, environment)
+    base = base_python(machine, environment)
     wanted = json.dumps({"requirements": environment.requirements, "sides": environment.sides,
-                         "system_packages": builder.system_packages}, sort_keys=True)
+                         "system_packages": machine.system_packages}, sort_keys=True)
     stamp = path / ".requirements.json"
     if python.exists() and stamp.is_file() and stamp.read_text() == wanted:
         return python
     print(f"record: installing environment {environment.name} into {path} ...", flush=True)
-    visible = ["--system-site-packages"] if builder.system_packages else []
+    visible = ["--system-site-packages"] if machine.system_packages else []
     steps = [[base, "-m", "venv", *visible, str(path)],
              [str(python), "-m", "pip", "install", "--quiet", *environment.requirements]]
     steps += [[str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--target",
@@ -124,9 +125,9 @@ def ensure_environment(path: Path, builder: Builder, environment: RecordingEnvir
     return python
 
 
-def kernel_environment(builder: Builder, sides: Path) -> dict[str, str]:
+def kernel_environment(machine: MachineKind, sides: Path) -> dict[str, str]:
     env = {"PYTHONPATH": str(ROOT / "book" / "_ext"), "TF_CPP_MIN_LOG_LEVEL": "3",
-           **builder.environment}
+           **machine.environment}
     if sides.is_dir():
         env[SIDE_ENVIRONMENTS] = str(sides.resolve())
     return env
@@ -143,17 +144,17 @@ def install_kernel(name: str, python: Path, env: dict[str, str]) -> None:
     os.environ["JUPYTER_PATH"] = str(root)
 
 
-def proven(builder: Builder, report: dict, where: str) -> None:
+def proven(machine: MachineKind, report: dict, where: str) -> None:
     """A probe's report must show the kind's device, or nothing is written."""
     platform, device_kind = report.get("platform", ""), report.get("device_kind", "")
-    if not builder.ran_here(platform, device_kind):
-        raise Refused(f"{where} reports {platform!r} ({device_kind!r}), not a {builder.name} "
+    if not machine.ran_here(platform, device_kind):
+        raise Refused(f"{where} reports {platform!r} ({device_kind!r}), not a {machine.name} "
                       "device: nothing written (a run is labelled only with the device every "
                       "kernel ran on)")
 
 
-def probe_cell(builder: Builder, environment: RecordingEnvironment) -> nbformat.NotebookNode:
-    return nbformat.v4.new_code_cell(environment.probe or builder.probe)
+def probe_cell(machine: MachineKind, environment: RecordingEnvironment) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(environment.probe or machine.probe)
 
 
 def run_python(python: Path, code: str, env: dict[str, str], *args: str) -> dict:
@@ -163,14 +164,6 @@ def run_python(python: Path, code: str, env: dict[str, str], *args: str) -> dict
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise Refused(f"the probe failed in {python}: {last}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def commit() -> str:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True,
-                              text=True).stdout.strip()
-    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    return head + ("+changes" if git("status", "--porcelain", "--", "book", "exhibits") else "")
 
 
 def normalised(cell: nbformat.NotebookNode) -> None:
@@ -186,7 +179,7 @@ def normalised(cell: nbformat.NotebookNode) -> None:
                 output.data[mime] = normalise(output.data[mime])
 
 
-def check_probe(builder: Builder, environment: RecordingEnvironment, cell) -> None:
+def check_probe(machine: MachineKind, environment: RecordingEnvironment, cell) -> None:
     """The first cell a kernel runs is its probe: its last printed line is the report."""
     printed = "".join(output.get("text", "") for output in cell.outputs
                       if output.get("name") == "stdout").strip().splitlines()
@@ -195,10 +188,10 @@ def check_probe(builder: Builder, environment: RecordingEnvironment, cell) -> No
     except (IndexError, json.JSONDecodeError):
         raise Refused(f"the kernel of environment {environment.name!r} could not report its "
                       "device: nothing written") from None
-    proven(builder, report, f"the kernel of environment {environment.name!r}")
+    proven(machine, report, f"the kernel of environment {environment.name!r}")
 
 
-def execute(notebook: nbformat.NotebookNode, builder: Builder,
+def execute(notebook: nbformat.NotebookNode, machine: MachineKind,
             environments: list[RecordingEnvironment], kernels: dict[str, str],
             chapter_dir: Path) -> None:
     """Run each code cell in its environment's kernel: the tagged ones, or the main one.
@@ -214,14 +207,14 @@ def execute(notebook: nbformat.NotebookNode, builder: Builder,
         if not mine:
             continue
         part = copy.deepcopy(notebook)
-        part.cells = [probe_cell(builder, environment), *(part.cells[i] for i in mine)]
+        part.cells = [probe_cell(machine, environment), *(part.cells[i] for i in mine)]
 
         def after(cell, cell_index, execute_reply, environment=environment):
             if cell_index == 0:
                 if execute_reply["content"]["status"] != "ok":
                     raise Refused(f"the device probe failed in the kernel of environment "
                                   f"{environment.name!r}: nothing written")
-                check_probe(builder, environment, cell)
+                check_probe(machine, environment, cell)
 
         client = NotebookClient(part, timeout=600, kernel_name=kernels[environment.name],
                                 resources={"metadata": {"path": str(chapter_dir)}},
@@ -267,41 +260,41 @@ def parse_pythons(values: list[str]) -> dict[str, Path]:
 
 
 def record(args: argparse.Namespace) -> int:
-    builders = load_builders(args.builders)
-    if args.kind not in builders:
-        raise Refused(f"no builder kind {args.kind!r} in {args.builders} "
-                      f"(have {', '.join(builders)})")
-    builder = builders[args.kind]
+    machines = load_machine_kinds(args.machine_kinds)
+    if args.kind not in machines:
+        raise Refused(f"no machine kind {args.kind!r} in {args.machine_kinds} "
+                      f"(have {', '.join(machines)})")
+    machine = machines[args.kind]
     text = args.chapter.read_text(encoding="utf8")
-    chapter = recorded_chapter(read_chapter(text), builders, str(args.chapter))
+    chapter = recorded_chapter(read_chapter(text), machines, str(args.chapter))
     if chapter is None:
         raise Refused(f"{args.chapter} is not a recorded chapter (no 'coursebook: recording')")
-    if builder not in chapter.builders:
-        raise Refused(f"{args.chapter} is not recorded on {builder.name} (its top matter accepts "
-                      f"{', '.join(b.name for b in chapter.builders)})")
+    if machine not in chapter.machines:
+        raise Refused(f"{args.chapter} is not recorded on {machine.name} (its top matter accepts "
+                      f"{', '.join(b.name for b in chapter.machines)})")
     env_file = environments_path(args.recordings, chapter.name)
-    environments = load_environments(env_file, builders).get(builder.name)
+    environments = load_environments(env_file, machines).get(machine.name)
     if not environments:
-        raise Refused(f"{env_file} has no [[{builder.name}]] environment")
+        raise Refused(f"{env_file} has no [[{machine.name}]] environment")
     # Before installing gigabytes: does this machine have such a device at all?
-    if builder.device_files and not any(glob.glob(p) for p in builder.device_files):
-        raise Refused(f"this machine has no {builder.name} device ({', '.join(builder.device_files)}"
-                      f" absent): nothing written. Run on a {builder.name} builder"
-                      + ("" if builder.stand_in else
+    if machine.device_files and not any(glob.glob(p) for p in machine.device_files):
+        raise Refused(f"this machine has no {machine.name} device ({', '.join(machine.device_files)}"
+                      f" absent): nothing written. Run on a {machine.name} machine"
+                      + ("" if machine.stand_in else
                          f", or record the stand-in with KIND={chapter.stand_in.name}") + ".")
     overrides = parse_pythons(args.python)
     pythons: dict[str, Path] = {}
     for e in environments:  # an environment that shares another comes after it
         pythons[e.name] = overrides.get(e.name) or (pythons[e.shares] if e.shares else
-                          ensure_environment(args.venvs / f".venv-{chapter.name}-{builder.name}-"
-                                             f"{e.name}", builder, e))
+                          ensure_environment(args.venvs / f".venv-{chapter.name}-{machine.name}-"
+                                             f"{e.name}", machine, e))
     main = environments[0]
-    env = kernel_environment(builder, pythons[main.name].parent.parent / "sides")
-    provenance = run_python(pythons[main.name], builder.probe, env)
+    env = kernel_environment(machine, pythons[main.name].parent.parent / "sides")
+    provenance = run_python(pythons[main.name], machine.probe, env)
     provenance = {"platform": provenance.get("platform", ""),
                   "device_kind": provenance.get("device_kind", "")}
-    target = recording_path(args.recordings, chapter.name, builder.name)
-    check_label(builder, provenance, target)
+    target = recording_path(args.recordings, chapter.name, machine.name)
+    check_label(machine, provenance, target)
     found = {e.name: run_python(pythons[e.name], VERSIONS, env, *e.pins()) for e in environments}
     provenance["environments"] = {name: report["versions"] for name, report in found.items()}
     provenance["installed"] = {name: report["installed"] for name, report in found.items()}
@@ -313,26 +306,27 @@ def record(args: argparse.Namespace) -> int:
             "differences": runtime.differences({**found[main.name]["installed"],
                                                 **found[main.name]["versions"]})}
     torch_version = provenance["environments"][main.name].get("torch", "")
-    notebook = edition_chapter(text, str(args.chapter), Edition.STUDENT, ROOT / "exhibits",
-                               torch_version)
+    notebook = edition_chapter(text, str(args.chapter), Edition.STUDENT,
+                               load_museum(args.exhibits, machines), torch_version,
+                               machine_kinds=machines)
     if any(is_answer(cell) for cell in notebook.cells):
         raise Refused(f"{args.chapter} has answers: a recorded chapter has none")
-    provenance.update(date=datetime.date.today().isoformat(), commit=commit(),
+    provenance.update(date=today(), commit=source_commit(ROOT, "book", "exhibits"),
                       code_hash=code_hash(notebook))
-    notebook.cells = [c for c in notebook.cells if c.cell_type != "code" or runs_on(c, builder)]
+    notebook.cells = [c for c in notebook.cells if c.cell_type != "code" or runs_on(c, machine)]
     kernels = {}
     for e in environments:
-        kernels[e.name] = f"{chapter.name}-{builder.name}-{e.name}"
+        kernels[e.name] = f"{chapter.name}-{machine.name}-{e.name}"
         install_kernel(kernels[e.name], pythons[e.name],
-                       kernel_environment(builder, pythons[e.name].parent.parent / "sides"))
-    execute(notebook, builder, environments, kernels, args.chapter.parent)
+                       kernel_environment(machine, pythons[e.name].parent.parent / "sides"))
+    execute(notebook, machine, environments, kernels, args.chapter.parent)
     notebook.metadata[PROVENANCE_KEY] = provenance
     if args.check:
-        return compare(load_recording(target, builder).notebook, notebook, chapter.command(builder),
+        return compare(load_recording(target, machine).notebook, notebook, chapter.command(machine),
                        target)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)
-    print(f"record: wrote {target} ({builder.describe(provenance['device_kind'])})")
+    print(f"record: wrote {target} ({machine.describe(provenance['device_kind'])})")
     return 0
 
 
@@ -355,11 +349,13 @@ def compare(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode, comm
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapter", type=Path, help="the chapter file, e.g. book/bridges.md")
-    parser.add_argument("--kind", required=True, help="a builder kind of tools/builders.toml")
+    parser.add_argument("--kind", required=True, help="a machine kind of tools/machine-kinds.toml")
     parser.add_argument("--check", action="store_true", help="compare with the committed recording")
     parser.add_argument("--recordings", type=Path, default=ROOT / "book" / "recordings")
-    parser.add_argument("--builders", type=Path, default=BUILDERS_FILE,
-                        help="the table of builder kinds")
+    parser.add_argument("--exhibits", type=Path, default=EXHIBITS_DIR,
+                        help="the error museum's exhibits (default: exhibits/)")
+    parser.add_argument("--machine-kinds", type=Path, default=MACHINE_KINDS_FILE,
+                        help="the table of machine kinds")
     parser.add_argument("--venvs", type=Path, default=ROOT,
                         help="where the environments are created (default: the repository)")
     parser.add_argument("--python", action="append", default=[], metavar="ENVIRONMENT=PATH",
@@ -367,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return record(args)
-    except (Refused, RecordingError, BuilderError, RuntimeFileError) as error:
+    except (Refused, RecordingError, MachineKindError, RuntimeFileError) as error:
         print(f"record: {error}", file=sys.stderr)
         return 1
 

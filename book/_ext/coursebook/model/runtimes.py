@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .faults import BookError
+from coursebook.model.faults import BookError
 
 try:
     import tomllib

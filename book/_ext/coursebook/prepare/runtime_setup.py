@@ -1,7 +1,7 @@
 """A chapter's set-up cell, made from a runtime: what a notebook installs where it runs.
 
 A chapter places it with a fenced marker, ```` ```{runtime-setup} RUNTIME``` ````. The cell
-is generated from ``tools/runtimes.toml`` and ``tools/builders.toml``, never typed: on a
+is generated from ``tools/runtimes.toml`` and the machine kinds, never typed: on a
 machine with the device of an accelerator kind of that runtime (Colab's TPU runtime, say),
 it installs only the pinned packages whose release is missing (what the image lacks);
 elsewhere it installs every pin that differs and sets the stand-in's variables, so the
@@ -15,9 +15,9 @@ import re
 
 import nbformat
 
-from .builders import load_builders
-from .faults import BookError
-from .runtimes import load_runtimes
+from coursebook.model.faults import BookError
+from coursebook.model.machine_kinds import MachineKind
+from coursebook.model.runtimes import load_runtimes
 
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{runtime-setup\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
 # Where pip finds a ``+cpu`` build of torch (PyPI has only its default build).
@@ -28,18 +28,18 @@ class RuntimeSetupError(BookError):
     """A ``{runtime-setup}`` marker that names no usable runtime."""
 
 
-def setup_code(runtime_name: str) -> str:
+def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind]) -> str:
     """The set-up cell's code for one runtime."""
-    runtimes, builders = load_runtimes(), load_builders()
+    runtimes = load_runtimes()
     if runtime_name not in runtimes:
         raise RuntimeSetupError(f"{{runtime-setup}} names runtime '{runtime_name}', not one of "
                                 f"tools/runtimes.toml ({', '.join(runtimes)})")
     runtime = runtimes[runtime_name]
-    kinds = [b for b in builders.values() if b.runtime == runtime_name]
+    kinds = [kind for kind in machine_kinds.values() if kind.runtime == runtime_name]
     accelerator = next((b for b in kinds if b.device_files), None)
     stand_in = next((b for b in kinds if b.stand_in), None)
     if accelerator is None or stand_in is None:
-        raise RuntimeSetupError(f"{{runtime-setup}} {runtime_name}: tools/builders.toml needs an "
+        raise RuntimeSetupError(f"{{runtime-setup}} {runtime_name}: the machine kinds need an "
                                 "accelerator kind with device_files and a stand-in kind with "
                                 f"runtime = '{runtime_name}'")
     pins = {**runtime.packages, **runtime.adds}
@@ -78,7 +78,8 @@ def setup_code(runtime_name: str) -> str:
     ])
 
 
-def place_runtime_setup(notebook: nbformat.NotebookNode) -> None:
+def place_runtime_setup(notebook: nbformat.NotebookNode,
+                        machine_kinds: dict[str, MachineKind] | None, source_path: str) -> None:
     """Replace each ``{runtime-setup} RUNTIME`` fence with its generated code cell."""
     cells = []
     for cell in notebook.cells:
@@ -90,8 +91,14 @@ def place_runtime_setup(notebook: nbformat.NotebookNode) -> None:
             before = cell.source[position:marker.start()].strip()
             if before:
                 cells.append(nbformat.v4.new_markdown_cell(before))
-            cells.append(nbformat.v4.new_code_cell(setup_code(marker.group(2).strip()),
-                                                   metadata={"tags": ["remove-cell"]}))
+            if machine_kinds is None:
+                raise RuntimeSetupError("a {runtime-setup} cell is made from the machine kinds, "
+                                        "and none were given", source_path)
+            try:
+                code = setup_code(marker.group(2).strip(), machine_kinds)
+            except RuntimeSetupError as error:
+                raise RuntimeSetupError(error.message, source_path) from None
+            cells.append(nbformat.v4.new_code_cell(code, metadata={"tags": ["remove-cell"]}))
             position = marker.end()
         if cell.source[position:].strip():
             cells.append(nbformat.v4.new_markdown_cell(cell.source[position:].strip()))
