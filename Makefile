@@ -132,8 +132,11 @@ bench: venv ## Benchmark builds against the nbclient floor, Sphinx, Jupyter Book
 test: venv ## All tests, the slow full builds included, and the CPU stand-in recording re-run (what CI runs)
 	$(MAKE) -j 2 --output-sync=target test-recording test-suite
 
-test-recording:
+# The stand-in's re-run, then the recorded chapter's student download run top to bottom in
+# the stand-in's environment, as Colab's Run all runs it on a runtime without the device.
+test-recording: venv
 	$(MAKE) recording-check KIND=cpu
+	COURSEBOOK_STAND_IN=1 $(BIN)/python -m pytest -q -m slow tests/test_downloads.py -k stand_in
 
 test-suite: venv
 	$(BIN)/python -m pytest -m 'slow or not slow' tests book

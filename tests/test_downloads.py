@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import copy
+import json
+import os
 import re
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from coursebook.verify.expectations import cell_keys, expectations_path, read_ex
 from coursebook.model.notebooks import is_chapter_source
 from coursebook.outputs import normalise
 from coursebook.render.plain_markdown import PlainMarkdown, Target
+from coursebook.model.machine_kinds import environments_path, load_environments
 from coursebook.model.recordings import recording_name
 
 # --- The two checks ---------------------------------------------------------------------
@@ -52,12 +55,13 @@ def myst_leftovers(markdown: str) -> list[str]:
             for found in pattern.finditer(html)]
 
 
-def run_all(notebook: nbformat.NotebookNode, workdir: Path) -> nbformat.NotebookNode:
+def run_all(notebook: nbformat.NotebookNode, workdir: Path,
+            kernel_name: str = "python3") -> nbformat.NotebookNode:
     """Execute as Jupyter's and Colab's "Run all": tags ignored, stop at the first error."""
     notebook = copy.deepcopy(notebook)
     for cell in notebook.cells:
         cell.metadata.pop("tags", None)
-    NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=False,
+    NotebookClient(notebook, timeout=300, kernel_name=kernel_name, allow_errors=False,
                    resources={"metadata": {"path": str(workdir)}}).execute()
     return notebook
 
@@ -224,6 +228,61 @@ def test_the_colab_check_sees_a_link_to_a_missing_notebook(tmp_path):
     assert missing_colab_targets(tmp_path) == []
     (tmp_path / "b.html").write_text(f'<a href="{link.format("b")}">Colab</a>')
     assert missing_colab_targets(tmp_path) == ["_sources/b.ipynb"]
+
+
+# --- A recorded chapter's download, in its stand-in's environment (make test-recording) ----
+
+# Set by `make test-recording`, once the recording check has made the stand-in's environment.
+STAND_IN = os.environ.get("COURSEBOOK_STAND_IN") == "1"
+
+
+def _stand_in_python(chapter: str) -> Path:
+    """The Python of a recorded chapter's stand-in environment, where `make recording` puts it."""
+    kinds = book_machine_kinds()
+    stand_in = next(kind for kind in kinds.values() if kind.stand_in)
+    main = load_environments(environments_path(BOOK / "recordings", chapter), kinds)[stand_in.name][0]
+    python = ROOT / f".venv-{chapter}-{stand_in.name}-{main.name}" / "bin" / "python"
+    assert python.exists(), f"{python} is missing: `make recording-check KIND={stand_in.name}` makes it"
+    return python
+
+
+def _stand_in_kernel(python: Path, tmp_path: Path, monkeypatch) -> str:
+    """A kernel of that Python with none of the stand-in's variables: a bare runtime's."""
+    spec = tmp_path / "jupyter" / "kernels" / "stand-in"
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "stand-in", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    for name in ("PJRT_DEVICE", "JAX_PLATFORMS", "PJRT_SELECT_DEFAULT_DEVICE"):
+        monkeypatch.delenv(name, raising=False)
+    return "stand-in"
+
+
+def _recorded_downloads(downloads) -> dict[str, nbformat.NotebookNode]:
+    """Each recorded chapter's download, by its recording's name."""
+    return {recording_name(chapter): downloads[name] for name, chapter in _chapters().items()
+            if recording_name(chapter)}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not STAND_IN, reason="run by `make test-recording`, in the stand-in's "
+                    "environment (COURSEBOOK_STAND_IN=1)")
+def test_a_recorded_chapters_download_runs_all_in_its_stand_ins_environment(
+        downloads, tmp_path, monkeypatch):
+    """As on a Colab runtime without the device: its first cell sets the bridges to the CPU."""
+    recorded = _recorded_downloads(downloads)
+    assert recorded
+    for name, notebook in recorded.items():
+        kernel = _stand_in_kernel(_stand_in_python(name), tmp_path, monkeypatch)
+        ran = run_all(notebook, tmp_path, kernel)
+        shown = "".join(printed(cell) for cell in ran.cells)
+        assert "Every pinned package is installed." in shown, name  # nothing to fetch
+        assert "PJRT_DEVICE = CPU | JAX_PLATFORMS = cpu" in shown, name
+        # planted: without its set-up cell, nothing tells the bridges which device to use
+        bare = copy.deepcopy(notebook)
+        bare.cells = [cell for cell in bare.cells if "pins = {" not in cell.source][:4]
+        assert "PJRT_DEVICE = None" in "".join(printed(c) for c in run_all(bare, tmp_path, kernel).cells)
 
 
 # --- The downloads of a real student build (slow) ----------------------------------------

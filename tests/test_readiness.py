@@ -75,7 +75,7 @@ def test_a_kinds_platform_tags_are_exactly_those_pip_accepts_on_such_a_machine()
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
-def test_the_environment_resolves_on_its_builder(case, resolutions):
+def test_the_environment_resolves_on_its_machine(case, resolutions):
     result = resolutions[case.name]
     if result.status == "not checked":
         pytest.skip(f"not checked: {result.detail}")

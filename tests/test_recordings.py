@@ -44,7 +44,7 @@ def _attach(notebook=None, allow_stale=False, recordings_dir=RECORDINGS):
                              allow_stale, pinned)
 
 
-def test_every_builder_kind_is_complete_and_one_stands_in():
+def test_every_machine_kind_is_complete_and_one_stands_in():
     assert any(machine.stand_in for machine in MACHINES.values())
     for machine in MACHINES.values():
         assert machine.label and machine.platform and "print(" in machine.probe

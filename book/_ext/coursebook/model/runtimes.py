@@ -20,7 +20,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10: the recorder may run there
     import tomli as tomllib
 
-RUNTIMES_FILE = Path(__file__).resolve().parents[3] / "tools" / "runtimes.toml"
+RUNTIMES_FILE = Path(__file__).resolve().parents[4] / "tools" / "runtimes.toml"
 
 
 def package_key(name: str) -> str:
