@@ -109,3 +109,36 @@ def test_check_raised_stops_on_a_mismatch(raised, expected, message):
     assert message in str(error.value)
     if expected is not None and raised is not None:
         assert "make accept-outputs" in str(error.value)
+
+
+HISTORY = [e for e in ALL if e.museum_fix is not None]
+
+
+@pytest.mark.parametrize("exhibit", HISTORY, ids=lambda e: e.key)
+def test_a_fix_changed_since_the_museum_keeps_the_museums_below_it(exhibit):
+    """Today's fix is the one a student copies; the museum's stays, verbatim, as history."""
+    from coursebook.model.museum import captured_exhibit_cells
+
+    if SEED.is_file():
+        assert exhibit.museum_fix.code.strip() in SEED.read_text(encoding="utf8")
+    shown = "\n".join(c.source for c in captured_exhibit_cells(exhibit, len(ALL)))
+    assert shown.index(exhibit.fix_code) < shown.index(exhibit.museum_fix.code)
+    assert exhibit.museum_fix.changed in shown
+
+
+@pytest.mark.parametrize("exhibit", [e for e in HISTORY if e.cpu and e.cpu.fix],
+                         ids=lambda e: e.key)
+def test_the_stand_in_runs_the_python_of_the_fix_shown(exhibit):
+    """The shown fix, less its shell lines (`!pip`), is what the stand-in's recording runs."""
+    python = [line for line in exhibit.fix_code.splitlines() if not line.startswith("!")]
+    assert "\n".join(python).strip() == exhibit.cpu.fix.strip()
+
+
+def test_a_museum_fix_without_its_code_names_the_field(tmp_path):
+    source = next(EXHIBITS.glob("pytorch/08-*.toml"))
+    broken = tmp_path / source.name
+    broken.write_text(source.read_text().replace("[museum_fix]\n", "[museum_fix]\ncoed = 1\n", 1)
+                      .replace("\ncode = '''", "\nunused = '''", 1))
+    with pytest.raises(ExhibitError) as error:
+        load_exhibit(broken, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
+    assert str(broken) in str(error.value) and "museum_fix: field 'code' is missing" in str(error.value)

@@ -12,6 +12,9 @@ from coursebook.outputs import normalise
     ("cannot import name 'mutable_array' from 'jax.experimental' "
      "(/venv/lib/python3.11/site-packages/jax/experimental/__init__.py)",
      "cannot import name 'mutable_array' from 'jax.experimental'"),
+    ("cannot import name 'mutable_array' from 'jax.experimental' "  # a side folder's package
+     "(/work/.venv-bridges-cpu-both/sides/old-torchax/jax/experimental/__init__.py)",
+     "cannot import name 'mutable_array' from 'jax.experimental'"),
 ])
 def test_machine_details_are_replaced(raw, shown):
     assert normalise(raw) == shown
