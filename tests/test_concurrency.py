@@ -79,8 +79,8 @@ def test_a_notebook_lock_excludes_the_same_key_only(tmp_path):
     held, other = _notebook("print(1)"), _notebook("print(2)")
     with notebook_lock(tmp_path, held):
         with pytest.raises(Timeout):
-            FileLock(tmp_path / "locks" / f"{cache_key(held)}.lock").acquire(timeout=0)
-        with FileLock(tmp_path / "locks" / f"{cache_key(other)}.lock").acquire(timeout=0):
+            FileLock(tmp_path / "locks" / f"{cache_key(tmp_path, held)}.lock").acquire(timeout=0)
+        with FileLock(tmp_path / "locks" / f"{cache_key(tmp_path, other)}.lock").acquire(timeout=0):
             pass
 
 
@@ -93,7 +93,7 @@ def test_the_cache_key_is_jupyter_caches_own(tmp_path):
     notebook = _notebook("print(1)")
     record = get_cache(str(tmp_path)).cache_notebook_bundle(
         CacheBundleIn(notebook, str(tmp_path / "x.ipynb")), check_validity=False)
-    assert record.hashkey == cache_key(notebook)
+    assert record.hashkey == cache_key(tmp_path, notebook)
 
 
 def test_creating_the_cache_makes_its_tables_before_readers_fork(tmp_path):
