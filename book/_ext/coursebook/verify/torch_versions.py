@@ -20,6 +20,7 @@ from sphinx.application import Sphinx
 from coursebook.exhibit_checks import CHANGED_CLASS
 from coursebook.verify.expectations import ExpectationsError, read_expectations, verified_versions
 from coursebook.execute.read_chapters import mark_failed
+from coursebook.prepare.editions import Edition
 from coursebook.model.versions import release, version_key
 from coursebook.process.reporting import report, report_book_error
 from coursebook.model.museum import ExhibitError
@@ -103,7 +104,7 @@ class TorchVersionChanges(Directive):
 
     def _sections(self, env) -> list[nodes.Node]:
         config = env.config
-        edition = "instructor" if env.app.tags.has("instructor") else "student"
+        edition = Edition.from_tags(env.app.tags).value
         expected_dir = Path(env.srcdir, book_config(config).expected_dir)
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
         for path in sorted(expected_dir.glob("torch-*/*.txt")):
