@@ -305,7 +305,8 @@ def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
                                   Edition.STUDENT, book_museum(), torch.__version__, MD_CONFIG,
                                   machine_kinds=book_machine_kinds())
         if recording_name(chapter):
-            # Recorded on a TPU machine: not run here, but it holds the chapter's code.
+            # Recorded: `make test-recording` runs it, in the stand-in's environment; here it
+            # must hold the chapter's code.
             code = [c for c in notebook.cells if c.cell_type == "code"]
             assert len(code) == sum(c.cell_type == "code" and "book-only" not in
                                     c.metadata.get("tags", []) for c in chapter.cells) > 0, name
