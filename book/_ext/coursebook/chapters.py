@@ -107,7 +107,8 @@ def _prepare(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
     pinned = load_environments(environments_path(recordings_dir, chapter.name), builders)
     try:
         attached = attach_recordings(notebook, chapter, load_recordings(recordings_dir, chapter),
-                                     app.config.coursebook_allow_stale_recordings, pinned)
+                                     app.config.coursebook_allow_stale_recordings, pinned,
+                                     instructor=edition_of(app) is Edition.INSTRUCTOR)
     except RecordingError as error:
         if not error.cell:
             raise

@@ -16,6 +16,7 @@ from .chapters import (edition_of, remember_chapter_inputs, render_edition_sourc
 from .compiled_templates import keep_compiled_templates
 from .editions import Edition, box_code_answers
 from .execution_cache import check_execution_cache
+from .exhibit_marks import quiet_exhibit_checks
 from .interrupt import stop_cleanly_on_interrupt
 from .long_lived import freeze_long_lived_objects
 from .execution_key import reread_failed_chapters, set_execution_environment
@@ -41,6 +42,7 @@ def _clean_and_check(app: Sphinx, doctree: nodes.document) -> None:
     check_executed_chapter(app, doctree)
     keep_cell_outputs(app, app.env.docname)
     highlight_changed_boxes(doctree)
+    quiet_exhibit_checks(app, doctree)
     if NbMetadataCollector.get_exec_data(app.env, app.env.docname) is not None:
         add_verified_versions(app, doctree, app.env.docname,
                               app.config.coursebook_execution_environment["torch"])
