@@ -17,8 +17,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from conftest import BOOK, ROOT
-from coursebook import notebooks
-from coursebook.recordings import PROVENANCE_KEY
+from coursebook.model import notebooks
+from coursebook.model.recordings import PROVENANCE_KEY
 
 # myst-nb's tags that hide parts of a cell: as much the build's vocabulary as the book's own.
 MYST_NB_TAGS = ("remove-cell", "remove-input", "remove-output", "hide-input", "hide-output")

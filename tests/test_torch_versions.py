@@ -7,7 +7,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from conftest import BOOK, copy_of_built_cache, sphinx_build
-from coursebook.torch_versions import comparable
+from coursebook.verify.torch_versions import comparable
 
 WARNING = ("UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being "
            "accessed. (Triggered internally at {path}/aten/src/ATen/core/TensorBody.h:{line}.)")

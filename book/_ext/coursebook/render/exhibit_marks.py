@@ -1,6 +1,6 @@
 """The museum's verdicts, kept quiet: each check's line becomes a small mark on the page.
 
-Each exhibit's hidden check cells (:func:`coursebook.museum.check_cells`) print one line,
+Each exhibit's hidden check cells (:func:`coursebook.model.museum.check_cells`) print one line,
 "✓ Raised exactly the error recorded for torch 2.13.0 (where, when)." On a page that line
 becomes a mark, a tick and a few words, which opens on demand to show it; in print the line
 stays as it is. What torch changed since the museum's record (the "changed since" box)
@@ -10,13 +10,13 @@ stays in view: that is the subject, not the verification.
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from .chapters import prepared_notebook
-from .museum import ExhibitError, check_cells, load_museum
+from coursebook.config import book_config
+from coursebook.model.museum import ExhibitError, check_cells
+from coursebook.prepare.chapters import prepared_notebook
 
 MARK_CLASS = "exhibit-mark"
 TICK = "✓"
@@ -41,7 +41,7 @@ def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
     if notebook is None:
         return
     try:
-        checks = check_cells(load_museum(Path(app.config.coursebook_exhibits_dir)))
+        checks = check_cells(book_config(app.config).museum())
     except ExhibitError:
         return  # the chapters that place the exhibits report it
     for cell in _cells(doctree):

@@ -21,15 +21,16 @@ from docutils.parsers.rst import Directive
 from sphinx import addnodes
 from sphinx.application import Sphinx
 
-from .chapters import edition_chapter
-from .editions import Edition
-from .exhibit_checks import CHANGED_CLASS
-from .expectations import (ExpectationsError, cell_keys, code_digest, read_expectations, release,
-                           verified_versions)
-from .execution_key import FAILED_KEY
-from .faults import BookError, report_once
-from .museum import ExhibitError, check_cells, load_museum
-from .worddiff import changed_words
+from coursebook.config import book_config
+from coursebook.exhibit_checks import CHANGED_CLASS
+from coursebook.execute.cache_key import FAILED_KEY
+from coursebook.model.faults import BookError, report_once
+from coursebook.model.museum import ExhibitError, check_cells
+from coursebook.prepare.chapters import edition_chapter
+from coursebook.prepare.editions import Edition
+from coursebook.verify.expectations import (ExpectationsError, cell_keys, code_digest,
+                                            read_expectations, release, verified_versions)
+from coursebook.worddiff import changed_words
 
 CHANGES_LABEL = "torch-versions"
 HIGHLIGHT_CLASS = "torch-diff-changed"
@@ -91,7 +92,7 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
 def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
     """Under a chapter's title: the torch versions its outputs were verified on."""
-    expected_dir = Path(app.srcdir, app.config.coursebook_expected_dir)
+    expected_dir = Path(app.srcdir, book_config(app.config).expected_dir)
     versions = verified_versions(expected_dir, chapter)
     if not versions:
         return
@@ -127,16 +128,16 @@ class TorchVersionChanges(Directive):
     def _sections(self, env) -> list[nodes.Node]:
         config = env.config
         edition = "instructor" if env.app.tags.has("instructor") else "student"
-        expected_dir = Path(env.srcdir, config.coursebook_expected_dir)
+        expected_dir = Path(env.srcdir, book_config(config).expected_dir)
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
         for path in sorted(expected_dir.glob("torch-*/*.txt")):
             env.note_dependency(str(path))
         chapters = sorted({p.stem for p in expected_dir.glob("torch-*/*.txt")})
-        museum = load_museum(Path(config.coursebook_exhibits_dir))
+        museum = book_config(config).museum()
         checks = {code_digest(source) for source in check_cells(museum)}
         for chapter in chapters:
             versions = sorted(verified_versions(expected_dir, chapter), key=_version_key)
-            sections = _sections_of(env, chapter) if len(versions) > 1 else {}
+            sections = _sections_of(env, chapter, museum) if len(versions) > 1 else {}
             for old, new in zip(versions, versions[1:]):
                 before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt")
                                  for v in (old, new))
@@ -195,14 +196,13 @@ _LABEL = re.compile(r"^\(([^()\s]+)\)=\s*$")
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$")
 
 
-def _sections_of(env, chapter: str) -> dict[str, tuple[str, str]]:
+def _sections_of(env, chapter: str, museum) -> dict[str, tuple[str, str]]:
     """Each code cell's key, with the label and title of the section (or exhibit) it is in:
     the nearest heading above it, and the label just before that heading."""
     path = Path(env.doc2path(chapter))
     try:
         notebook = edition_chapter(path.read_text(encoding="utf8"), str(path),
-                                   Edition.INSTRUCTOR, Path(env.config.coursebook_exhibits_dir),
-                                   env.config.coursebook_execution_environment["torch"],
+                                   Edition.INSTRUCTOR, museum, book_config(env.config).torch,
                                    getattr(env, "myst_config", None))
     except (OSError, BookError):
         return {}  # the chapter's own page reports it
