@@ -277,7 +277,7 @@ def test_the_second_kind_book_builds_with_its_panel_and_marks(second_kind_book, 
                                        str(second_kind_book / "recordings")})
     assert build.returncode == 0, build.log[-3000:]
     page = (tmp_path / "out" / "html" / "tiny.html").read_text()
-    assert "Where the outputs on this page were recorded" in page
+    assert "Outputs recorded with" in page and "recording-provenance" in page  # the student's line
     assert page.count('href="#recording-tiny-lab"') == 3
     assert "only on the stand-in: stand-in" in page
 

@@ -53,7 +53,7 @@ def machinery(html: str, targets: list[str], tags: list[str], commits: list[str]
     soup = BeautifulSoup(html, "html.parser")
     for hidden in soup(["script", "style", "noscript", "template"]):
         hidden.decompose()
-    text = soup.get_text(" ")
+    text = re.sub(r"\s+", " ", soup.get_text(" "))  # inline code splits words into spans
     found = [f"build command `{m.group(0)}`" for m in
              re.finditer(rf"\bmake (?:{'|'.join(map(re.escape, targets))})\b", text)]
     found += [f"commit id {m.group(0)}" for m in re.finditer(r"\b[0-9a-f]{7,40}\b", text)
@@ -86,6 +86,9 @@ def test_a_clean_page_has_no_machinery():
 
 @pytest.mark.parametrize("planted, finding", [
     ("<p>Run <code>make recording RECORDING=bridges KIND=tpu</code>.</p>", "build command"),
+    # As Sphinx writes inline code: a span per word.
+    ('<p>Run <code class="docutils literal notranslate"><span class="pre">make</span> '
+     '<span class="pre">html</span></code>.</p>', "build command `make html`"),
     ("<p>built from commit {commit} on 2026-12-03</p>", "commit id"),
     ("<p>this cell is tagged <code>accelerator-only</code></p>", "cell tag `accelerator-only`"),
     ("<p>on a TPU it runs in the torch_xla kernel (tag <code>torch-xla</code>)</p>", "cell tag `torch-xla`"),
