@@ -17,15 +17,10 @@ from sphinx.application import Sphinx
 from coursebook.config import book_config
 from coursebook.model.museum import ExhibitError, check_cells
 from coursebook.prepare.chapters import prepared_notebook
+from coursebook.verify.chapter_checks import code_cells
 
 MARK_CLASS = "exhibit-mark"
 TICK = "✓"
-
-
-def _cells(doctree: nodes.document):
-    for node in doctree.findall(nodes.container):
-        if node.get("nb_element") == "cell_code":
-            yield node
 
 
 def _mark(paragraph: nodes.paragraph, label: str) -> list[nodes.Node]:
@@ -44,7 +39,7 @@ def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
         checks = check_cells(book_config(app.config).museum())
     except ExhibitError:
         return  # the chapters that place the exhibits report it
-    for cell in _cells(doctree):
+    for cell in code_cells(doctree):
         index = cell.get("cell_index")
         if index is None or index >= len(notebook.cells):
             continue
