@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -12,12 +13,32 @@ from pathlib import Path
 
 import pytest
 
+from coursebook.pytest_plugin import use_chapter_cache
+
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
-BOOK_CACHE = ROOT / "_build" / ".jupyter_cache"  # conf.py's nb_execution_cache_path
 EXHIBITS = ROOT / "exhibits"  # conf.py's coursebook_exhibits_dir
 MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"  # conf.py's coursebook_machine_kinds_file
+
+
+# The course material (../shared/seeds) sits beside every checkout the team works in and
+# tests in. Where it cannot (the public publishing runner), COURSEBOOK_NO_SEEDS says why,
+# and the tests that compare the book with it are skipped with that reason; anywhere else
+# they fail: a missing seed folder is a broken checkout, not a reason to test less.
+SEEDS = ROOT.parent / "shared" / "seeds"
+NO_SEEDS = "COURSEBOOK_NO_SEEDS"
+
+
+@pytest.fixture
+def seeds() -> Path:
+    """The course material's folder; fails (or skips where declared absent) without it."""
+    if SEEDS.is_dir():
+        return SEEDS
+    if os.environ.get(NO_SEEDS):
+        pytest.skip(f"no course material here: {os.environ[NO_SEEDS]}")
+    pytest.fail(f"the course material is missing: {SEEDS} should hold the seeds (set "
+                f"{NO_SEEDS}=<why> only where the checkout cannot have them)", pytrace=False)
 
 
 def book_museum(exhibits: Path = EXHIBITS):
@@ -95,15 +116,14 @@ def both_editions_at_once(srcdir: Path, root: Path,
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory) -> dict[str, Build]:
+def built(tmp_path_factory, pytestconfig) -> dict[str, Build]:
     """Student and instructor editions of the real book, cold, built at once, one new cache."""
     builds = both_editions_at_once(BOOK, tmp_path_factory.mktemp("book"))
     for edition, build in builds.items():
         assert build.returncode == 0, f"{edition} build failed:\n{build.log[-4000:]}"
-    # On a fresh clone (CI), `pytest book`, later in the session, reads the book's own cache:
-    # hand it the cells just executed rather than running every chapter again.
-    if not BOOK_CACHE.exists():
-        copy_of_built_cache(builds, BOOK_CACHE)
+    # The chapters' own items (`pytest book`, later in the session) read this cache: the
+    # cells just executed, not the repository's _build/ (which the tests never write).
+    use_chapter_cache(pytestconfig, builds["student"].outdir.parent / "cache")
     return builds
 
 

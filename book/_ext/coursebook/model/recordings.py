@@ -177,11 +177,9 @@ def load_recording(path: Path, machine: MachineKind) -> Recording:
     return Recording(machine, path, notebook)
 
 
-def chapter_recordings(notebook: nbformat.NotebookNode, kinds: dict[str, MachineKind],
-                       recordings_dir: Path) -> list[Recording] | None:
-    """The recordings of a recorded chapter, preferred kind first; None for any other."""
-    chapter = recorded_chapter(notebook, kinds)
-    return None if chapter is None else load_recordings(recordings_dir, chapter)
+def recorded_with(recordings: list[Recording]) -> str:
+    """Where a recorded chapter's outputs come from, as a footer or a handout's cover says it."""
+    return "Outputs recorded with " + "; ".join(recording.summary() for recording in recordings)
 
 
 def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Recording]:

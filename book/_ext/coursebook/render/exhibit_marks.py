@@ -16,7 +16,7 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 from coursebook.model.museum import ExhibitError, check_cells
-from coursebook.prepare.chapters import prepared_notebook
+from coursebook.execute.read_chapters import chapter_notebook
 from coursebook.verify.chapter_checks import code_cells
 
 MARK_CLASS = "exhibit-mark"
@@ -32,7 +32,7 @@ def _mark(paragraph: nodes.paragraph, label: str) -> list[nodes.Node]:
 
 def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
     """``doctree-read``: in a chapter showing exhibits, each check's line becomes a mark."""
-    notebook = prepared_notebook(app, app.env.docname)
+    notebook = chapter_notebook(app.env, app.env.docname)
     if notebook is None:
         return
     try:

@@ -23,11 +23,12 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 from coursebook.exhibit_checks import CHANGED_CLASS
-from coursebook.execute.cache_key import FAILED_KEY
-from coursebook.model.faults import BookError, report_once
+from coursebook.execute.read_chapters import mark_failed
+from coursebook.model.faults import BookError
 from coursebook.model.museum import ExhibitError, check_cells
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
+from coursebook.process.reporting import report, report_book_error
 from coursebook.verify.expectations import (ExpectationsError, cell_keys, code_digest,
                                             read_expectations, release, verified_versions)
 from coursebook.worddiff import changed_words
@@ -119,10 +120,10 @@ class TorchVersionChanges(Directive):
         try:
             return self._sections(env)
         except ExhibitError as error:  # the chapters that place the exhibits report it too
-            error.report(env.app, "source", fallback_location=env.docname)
+            report_book_error(error, "source", fallback_location=env.docname)
         except ExpectationsError as error:
-            report_once(env.app, str(error), None, "expected-outputs")
-        env.metadata[env.docname][FAILED_KEY] = True  # read (and checked) again next build
+            report(str(error), None, "expected-outputs")
+        mark_failed(env, env.docname)  # read (and checked) again next build
         return []
 
     def _sections(self, env) -> list[nodes.Node]:
