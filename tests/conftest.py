@@ -16,6 +16,9 @@ import pytest
 from coursebook.pytest_plugin import use_chapter_cache
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from book_environment import sphinx_command  # noqa: E402
+
 BOOK = ROOT / "book"
 TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
 EXHIBITS = ROOT / "exhibits"  # conf.py's coursebook_exhibits_dir
@@ -73,14 +76,8 @@ class Build:
 def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
                  settings: dict[str, str] | None = None) -> Build:
     """Build one edition with the repository's conf.py, as the Makefile does."""
-    command = [sys.executable, "-m", "sphinx", "-N", "-b", "html", "-c", str(ROOT),
-               "-d", str(outdir / "doctrees"), "-W", "--keep-going", "-j", "auto",
-               "-D", f"nb_execution_cache_path={cache}"]
-    for name, value in (settings or {}).items():
-        command += ["-D", f"{name}={value}"]
-    for tag in tags:
-        command += ["-t", tag]
-    command += [str(srcdir), str(outdir / "html")]
+    command = sphinx_command(srcdir, outdir / "html", outdir / "doctrees", tags=tags,
+                             settings={"nb_execution_cache_path": str(cache), **(settings or {})})
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     return Build(done.returncode, done.stdout + done.stderr, outdir)
 

@@ -29,8 +29,9 @@ from coursebook.model.museum import ExhibitError, check_cells
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.process.reporting import report, report_book_error
+from coursebook.model.versions import release, version_key
 from coursebook.verify.expectations import (ExpectationsError, cell_keys, code_digest,
-                                            read_expectations, release, verified_versions)
+                                            read_expectations, verified_versions)
 from coursebook.worddiff import changed_words
 
 CHANGES_LABEL = "torch-versions"
@@ -49,10 +50,6 @@ def comparable(text: str, version: str) -> str:
     text = _BUILD_TAG.sub(r"\1", text)
     text = re.sub(rf"(?<![\w.]){re.escape(release(version))}(?![\w])", "<torch>", text)
     return _SOURCE_LINE.sub(r"\1", text)
-
-
-def _version_key(version: str) -> tuple:
-    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
 
 
 def highlighted_block(runs: list[tuple[str, bool]]) -> nodes.literal_block:
@@ -137,7 +134,7 @@ class TorchVersionChanges(Directive):
         museum = book_config(config).museum()
         checks = {code_digest(source) for source in check_cells(museum)}
         for chapter in chapters:
-            versions = sorted(verified_versions(expected_dir, chapter), key=_version_key)
+            versions = sorted(verified_versions(expected_dir, chapter), key=version_key)
             sections = _sections_of(env, chapter, museum) if len(versions) > 1 else {}
             for old, new in zip(versions, versions[1:]):
                 before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt")
@@ -147,7 +144,7 @@ class TorchVersionChanges(Directive):
         for wing in museum.values():
             for exhibit in wing.exhibits:
                 env.note_dependency(str(exhibit.path))
-                records = sorted(exhibit.records, key=lambda r: _version_key(r.torch))
+                records = sorted(exhibit.records, key=lambda r: version_key(r.torch))
                 for before, after in zip(records, records[1:]):
                     old_text = f"{before.type}: {before.message}"
                     new_text = f"{after.type}: {after.message}"
@@ -161,7 +158,7 @@ class TorchVersionChanges(Directive):
                                          f"torch {after.torch}", new_text)])
         sections = []
         for (old, new), found in sorted(rows.items(), key=lambda item: (
-                _version_key(item[0][1]), _version_key(item[0][0]))):
+                version_key(item[0][1]), version_key(item[0][0]))):
             section = nodes.section(ids=[f"torch-{old}-to-{new}".replace(".", "-")])
             section += nodes.title("", f"torch {old} → torch {new}")
             section += found or [nodes.paragraph(
