@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 from docutils import nodes
+from packaging.version import InvalidVersion
 from docutils.parsers.rst import Directive
 from sphinx import addnodes
 from sphinx.application import Sphinx
@@ -42,6 +43,14 @@ HIGHLIGHT_CLASS = "torch-diff-changed"
 # the C++ file and line a warning was raised from ("at /__w/.../TensorBody.h:493").
 _BUILD_TAG = re.compile(r"(\d+\.\d+(?:\.\d+)?)\+[\w.]+")
 _SOURCE_LINE = re.compile(r"(?:/[^\s:()]+/)?([\w.-]+\.(?:h|hpp|c|cc|cpp|cu|cuh)):\d+")
+
+
+def _is_release(version: str) -> bool:
+    try:
+        version_key(version)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def comparable(text: str, version: str) -> str:
@@ -144,7 +153,9 @@ class TorchVersionChanges(Directive):
         for wing in museum.values():
             for exhibit in wing.exhibits:
                 env.note_dependency(str(exhibit.path))
-                records = sorted(exhibit.records, key=lambda r: version_key(r.torch))
+                # A capture's torch may be unknown ("unrecorded"): not a release to compare.
+                records = sorted((r for r in exhibit.records if _is_release(r.torch)),
+                                 key=lambda r: version_key(r.torch))
                 for before, after in zip(records, records[1:]):
                     old_text = f"{before.type}: {before.message}"
                     new_text = f"{after.type}: {after.message}"
