@@ -29,9 +29,10 @@ from coursebook.model.faults import shown_path
 from coursebook.model.versions import release, version_key
 from coursebook.model.notebooks import first_line
 from coursebook.outputs import normalise
+from coursebook.prepare.editions import Edition
 
 ACCEPT_COMMAND = "make accept-outputs"
-EDITIONS = ("student", "instructor")
+EDITIONS = tuple(edition.value for edition in Edition)  # as an expectations file names them
 # Cell metadata that exempts a cell from verification; its value is the reason, shown in
 # the build log.
 UNVERIFIED_KEY = "unverified"
@@ -192,8 +193,8 @@ def write_expectations(path: Path, expectations: Expectations,
         first = expectations.first_lines.get(key, "")
         texts = {e: expectations.by_edition[e][key] for e in EDITIONS
                  if key in expectations.by_edition[e]}
-        if len(texts) == 2 and texts["student"] == texts["instructor"]:
-            texts = {"": texts["student"]}
+        if len(texts) == 2 and len(set(texts.values())) == 1:
+            texts = {"": texts[Edition.STUDENT.value]}
         for edition, text in texts.items():
             marker = f" ({edition})" if edition else ""
             out.append(f"=== cell {key}{marker} · {first}")

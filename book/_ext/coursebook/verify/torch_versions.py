@@ -134,7 +134,7 @@ class TorchVersionChanges(Directive):
 
     def _sections(self, env) -> list[nodes.Node]:
         config = env.config
-        edition = "instructor" if env.app.tags.has("instructor") else "student"
+        edition = Edition.from_tags(env.app.tags).value
         expected_dir = Path(env.srcdir, book_config(config).expected_dir)
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
         for path in sorted(expected_dir.glob("torch-*/*.txt")):
