@@ -153,8 +153,9 @@ def test_pytest_collects_each_verified_cell_per_edition():
 
 
 def test_versions_sort_as_releases_and_a_text_that_names_none_goes_first():
-    from coursebook.model.versions import release, version_key
+    from coursebook.model.versions import is_release, release, version_key
 
     versions = ["2.13.0", "unrecorded", "2.9.0+cu128", "2.14.1"]
     assert sorted(versions, key=version_key) == ["unrecorded", "2.9.0+cu128", "2.13.0", "2.14.1"]
     assert release("2.13.0+cpu") == "2.13.0"
+    assert is_release("2.9.0+cu128") and not is_release("unrecorded")

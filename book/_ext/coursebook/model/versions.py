@@ -14,6 +14,11 @@ def release(version: str) -> str:
     return version.split("+")[0]
 
 
+def is_release(version: str) -> bool:
+    """Whether a text names a release at all (a capture's torch may be "unrecorded")."""
+    return version_key(version)[0] == 1
+
+
 def version_key(version: str) -> tuple[int, Version]:
     """A sort key: oldest release first; a text that names no release (an exhibit record
     captured as "unrecorded") before them all."""

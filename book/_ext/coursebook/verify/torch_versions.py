@@ -17,7 +17,6 @@ import re
 from pathlib import Path
 
 from docutils import nodes
-from packaging.version import InvalidVersion
 from docutils.parsers.rst import Directive
 from sphinx import addnodes
 from sphinx.application import Sphinx
@@ -30,7 +29,7 @@ from coursebook.model.museum import ExhibitError, check_cells
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.process.reporting import report, report_book_error
-from coursebook.model.versions import release, version_key
+from coursebook.model.versions import is_release, release, version_key
 from coursebook.verify.expectations import (ExpectationsError, cell_keys, code_digest,
                                             read_expectations, verified_versions)
 from coursebook.worddiff import changed_words
@@ -43,14 +42,6 @@ HIGHLIGHT_CLASS = "torch-diff-changed"
 # the C++ file and line a warning was raised from ("at /__w/.../TensorBody.h:493").
 _BUILD_TAG = re.compile(r"(\d+\.\d+(?:\.\d+)?)\+[\w.]+")
 _SOURCE_LINE = re.compile(r"(?:/[^\s:()]+/)?([\w.-]+\.(?:h|hpp|c|cc|cpp|cu|cuh)):\d+")
-
-
-def _is_release(version: str) -> bool:
-    try:
-        version_key(version)
-    except InvalidVersion:
-        return False
-    return True
 
 
 def comparable(text: str, version: str) -> str:
@@ -154,7 +145,7 @@ class TorchVersionChanges(Directive):
             for exhibit in wing.exhibits:
                 env.note_dependency(str(exhibit.path))
                 # A capture's torch may be unknown ("unrecorded"): not a release to compare.
-                records = sorted((r for r in exhibit.records if _is_release(r.torch)),
+                records = sorted((r for r in exhibit.records if is_release(r.torch)),
                                  key=lambda r: version_key(r.torch))
                 for before, after in zip(records, records[1:]):
                     old_text = f"{before.type}: {before.message}"
