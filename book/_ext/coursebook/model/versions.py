@@ -14,10 +14,15 @@ def release(version: str) -> str:
     return version.split("+")[0]
 
 
-def version_key(version: str) -> Version:
-    """A sort key: oldest release first. A record whose torch is not a version (the museum's
-    TPU captures: ``unrecorded``) comes before every release."""
+def is_release(version: str) -> bool:
+    """Whether a text names a release at all (a capture's torch may be "unrecorded")."""
+    return version_key(version)[0] == 1
+
+
+def version_key(version: str) -> tuple[int, Version]:
+    """A sort key: oldest release first; a text that names no release (an exhibit record
+    captured as "unrecorded") before them all."""
     try:
-        return Version(version)
+        return 1, Version(version)
     except InvalidVersion:
-        return Version("0")
+        return 0, Version("0")
