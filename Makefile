@@ -10,10 +10,10 @@ JOBS       ?= auto
 SPHINXOPTS ?= -W --keep-going -j $(JOBS)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv recording recording-check recording-ready tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-recording test-suite test-fast clean clean-cache
+.PHONY: help venv recording recording-check recording-ready tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch refresh-runtimes verify-runtime accept-outputs-runtime test test-recording test-suite test-fast clean clean-cache
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-21s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-23s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -122,6 +122,23 @@ accept-outputs-torch: $(TORCH_VENV)/.installed ## accept-outputs, on that torch 
 	$(TORCH_VENV)/bin/python tools/record_exhibits.py --replace
 	$(call edition,$(TORCH_VENV)/bin/sphinx-build,student,$(TORCH_OUT),$(ACCEPT))
 	$(call edition,$(TORCH_VENV)/bin/sphinx-build,instructor,$(TORCH_OUT),$(ACCEPT))
+
+# Runtimes (tools/runtimes.toml): where students run the chapters. Colab's pins come from a
+# local copy of the lists Colab publishes; nothing is fetched during a build.
+COLAB_LISTS ?= ../shared/colab-runtimes
+refresh-runtimes: venv ## Refresh tools/runtimes.toml's pins from a local copy of Colab's lists (COLAB_LISTS=../shared/colab-runtimes)
+	$(BIN)/python tools/refresh_runtimes.py $(COLAB_LISTS)
+
+# The student downloads, run as Colab's "Run all" in a replica of a runtime (its Python
+# and pins, in .venv-runtime-NAME/). Colab's torch comes from PyPI as a CUDA build of
+# several GB and the replica needs Python 3.13, so CI leaves this out; the expected outputs
+# and exhibit records it compares with are committed.
+RUNTIME ?= colab-cpu
+verify-runtime: html ## Run the student downloads in a replica of a runtime (RUNTIME=colab-cpu) and compare every cell
+	$(BIN)/python tools/verify_runtime.py $(RUNTIME)
+
+accept-outputs-runtime: html ## accept-outputs, on a runtime's replica (RUNTIME=colab-cpu): its torch's outputs and exhibit errors
+	$(BIN)/python tools/verify_runtime.py $(RUNTIME) --accept
 
 # BENCH_ARGS: see `tools/bench_build.py --help` (--runs, --skip-jupyter-book, ...).
 bench: venv ## Benchmark builds against the nbclient floor, Sphinx, Jupyter Book 1 and 2, a 12-chapter book

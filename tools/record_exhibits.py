@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import platform
 import sys
 from pathlib import Path
@@ -23,23 +22,9 @@ use_book_environment()
 
 import torch
 
-from coursebook.museum import ErrorRecord, Exhibit, ExhibitError, load_museum, raised_by
+from coursebook.museum import ErrorRecord, ExhibitError, load_museum, raised_by, write_records
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _toml_string(value: str) -> str:
-    # A JSON string is a valid TOML basic string.
-    return json.dumps(value, ensure_ascii=False)
-
-
-def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
-    text = exhibit.path.read_text(encoding="utf8")
-    head = text[:text.index("[[records]]")].rstrip() + "\n"
-    blocks = ["[[records]]\n" + "".join(f"{name} = {_toml_string(value)}\n"
-                                       for name, value in record.as_dict().items())
-              for record in records]
-    exhibit.path.write_text(head + "\n" + "\n".join(blocks), encoding="utf8")
 
 
 def main(argv: list[str] | None = None) -> int:

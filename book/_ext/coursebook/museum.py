@@ -11,6 +11,7 @@ an exhibit get a link back to it, so links go both ways from one list.
 
 from __future__ import annotations
 
+import json
 import re
 try:
     import tomllib
@@ -134,6 +135,17 @@ class Exhibit:
     @property
     def museum_record(self) -> ErrorRecord:
         return next(r for r in self.records if r.source == "museum")
+
+
+def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
+    """Rewrite an exhibit's file with these records (everything above them kept)."""
+    text = exhibit.path.read_text(encoding="utf8")
+    head = text[:text.index("[[records]]")].rstrip() + "\n"
+    # A JSON string is a valid TOML basic string.
+    blocks = ["[[records]]\n" + "".join(f"{name} = {json.dumps(value, ensure_ascii=False)}\n"
+                                       for name, value in record.as_dict().items())
+              for record in records]
+    exhibit.path.write_text(head + "\n" + "\n".join(blocks), encoding="utf8")
 
 
 def _require(path: Path, table: dict, name: str, kind: type, record: int | None = None,
