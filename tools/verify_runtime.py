@@ -44,7 +44,7 @@ from coursebook.editions import Edition  # noqa: E402
 from coursebook.expectations import (CellOutput, Expectations, accept, cell_keys,  # noqa: E402
                                      compare, expectations_path, read_expectations,
                                      shown_text, write_expectations)
-from coursebook.faults import BookError  # noqa: E402
+from coursebook.faults import BookError, shown_path  # noqa: E402
 from coursebook.museum import ErrorRecord, Exhibit, cell_origins, load_museum, write_records  # noqa: E402
 from coursebook.notebooks import BOOK_ONLY_TAG, cell_tags, is_chapter_source, line_of  # noqa: E402
 from coursebook.outputs import normalise  # noqa: E402
@@ -54,6 +54,7 @@ from record_chapter import install_kernel  # noqa: E402
 
 BOOK = ROOT / "book"
 EXPECTED = BOOK / "expected"
+EXHIBITS = ROOT / "exhibits"
 DOWNLOADS = ROOT / "_build" / "student" / "html" / "_sources"
 VERIFY_COMMAND = "make verify-runtime RUNTIME={name}"
 ACCEPT_COMMAND = "make accept-outputs-runtime RUNTIME={name}"
@@ -149,7 +150,7 @@ def chapters() -> dict[str, nbformat.NotebookNode]:
         text = path.read_text(encoding="utf8")
         if not is_chapter_source(text):
             continue
-        notebook = edition_chapter(text, str(path), Edition.STUDENT, ROOT / "exhibits",
+        notebook = edition_chapter(text, str(path), Edition.STUDENT, EXHIBITS,
                                    torch.__version__)
         if recording_name(notebook) is None:
             found[path.stem] = notebook
@@ -235,7 +236,7 @@ def verify(args: argparse.Namespace) -> int:
     kernel = f"runtime-{runtime.name}"
     # ipykernel 6's debugger warns about frozen modules on every start: not the chapter's.
     install_kernel(kernel, replica, {"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
-    museum = load_museum(ROOT / "exhibits")
+    museum = load_museum(EXHIBITS)
     origins = cell_origins(museum, torch.__version__)
     build_torch = release(torch.__version__)
     problems = 0
@@ -243,42 +244,51 @@ def verify(args: argparse.Namespace) -> int:
     for name, chapter in chapters().items():
         run = run_chapter(name, chapter, args.downloads, kernel, origins)
         exhibits.update(run.caught)
-        path = expectations_path(EXPECTED, runtime.torch, name)
-        expectations = read_expectations(path)
-        if args.accept:
-            header = [f"# Expected outputs of {name}.md for torch {runtime.torch}, on {runtime.title}.",
-                      f"# Accepted with `{ACCEPT_COMMAND.format(name=runtime.name)}` on "
-                      f"{datetime.date.today().isoformat()}: the student download run as Colab's "
-                      f"Run all in {where}.",
-                      "# One entry per code cell of the download: a hash of its code, then its "
-                      "output, indented. Review the diff before committing."]
-            order = [o.key for o in run.outputs]
-            if write_expectations(path, accept(expectations, "student", run.outputs),
-                                  lambda: order, header):
-                print(f"{name}: wrote {path}")
-            expectations = read_expectations(path)
-        same, different = _same(expectations, run.outputs)
-        build_same, build_different = _same(
-            read_expectations(expectations_path(EXPECTED, build_torch, name)), run.outputs)
-        print(f"{name}: {same + different} cells compared with torch {runtime.torch}'s "
-              f"expected outputs: {same} same, {different} different (against this build's "
-              f"torch {build_torch}: {build_same} same, {build_different} different)")
-        if expectations is None:
-            print(f"{name}: no expected outputs for torch {runtime.torch} ({path} is missing); "
-                  f"record them with `{ACCEPT_COMMAND.format(name=runtime.name)}`")
-            problems += 1
-            continue
-        text = (BOOK / f"{name}.md").read_text(encoding="utf8")
-        for mismatch in compare(expectations, "student", run.outputs):
-            print(f"book/{name}.md:{line_of(mismatch.cell.source, text)}: code cell `{mismatch.cell.first_line}` "
-                  f"({runtime.title}, torch {runtime.torch}) {mismatch.diff(path)}")
-            problems += 1
+        problems += check_chapter(run, runtime, where, build_torch, args.accept)
     problems += check_exhibits(exhibits, runtime, where, build_torch, args.accept)
     if problems:
         print(f"verify-runtime: {problems} difference(s) on {runtime.title}. If the new texts "
               f"are right, record them with `{ACCEPT_COMMAND.format(name=runtime.name)}` and "
               "review `git diff book/expected exhibits`.", file=sys.stderr)
     return 1 if problems else 0
+
+
+def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: str,
+                  accepting: bool) -> int:
+    """One download's cells against the expected outputs for the runtime's torch (written
+    first when accepting); the number of cells that differ or lack an expectation."""
+    name = run.chapter
+    path = expectations_path(EXPECTED, runtime.torch, name)
+    expectations = read_expectations(path)
+    if accepting:
+        header = [f"# Expected outputs of {name}.md for torch {runtime.torch}, on {runtime.title}.",
+                  f"# Accepted with `{ACCEPT_COMMAND.format(name=runtime.name)}` on "
+                  f"{datetime.date.today().isoformat()}: the student download run as Colab's "
+                  f"Run all in {where}.",
+                  "# One entry per code cell of the download: a hash of its code, then its "
+                  "output, indented. Review the diff before committing."]
+        order = [o.key for o in run.outputs]
+        if write_expectations(path, accept(expectations, "student", run.outputs),
+                              lambda: order, header):
+            print(f"{name}: wrote {path}")
+        expectations = read_expectations(path)
+    same, different = _same(expectations, run.outputs)
+    build_same, build_different = _same(
+        read_expectations(expectations_path(EXPECTED, build_torch, name)), run.outputs)
+    print(f"{name}: {same + different} cells compared with torch {runtime.torch}'s "
+          f"expected outputs: {same} same, {different} different (against this build's "
+          f"torch {build_torch}: {build_same} same, {build_different} different)")
+    if expectations is None:
+        print(f"{name}: no expected outputs for torch {runtime.torch} ({path} is missing); "
+              f"record them with `{ACCEPT_COMMAND.format(name=runtime.name)}`")
+        return 1
+    text = (BOOK / f"{name}.md").read_text(encoding="utf8")
+    mismatches = compare(expectations, "student", run.outputs)
+    for mismatch in mismatches:
+        print(f"book/{name}.md:{line_of(mismatch.cell.source, text)}: code cell "
+              f"`{mismatch.cell.first_line}` ({runtime.title}, torch {runtime.torch}) "
+              f"{mismatch.diff(path)}")
+    return len(mismatches)
 
 
 def check_exhibits(caught: dict[str, tuple[Exhibit, str]], runtime: Runtime, where: str,
@@ -303,7 +313,7 @@ def check_exhibits(caught: dict[str, tuple[Exhibit, str]], runtime: Runtime, whe
             same += 1
             continue
         recorded = _record_text(record) or "(no record for this torch)"
-        print(f"{exhibit.path.relative_to(ROOT)}: exhibit {key} on {runtime.title} (torch "
+        print(f"{shown_path(exhibit.path)}: exhibit {key} on {runtime.title} (torch "
               f"{runtime.torch}) caught\n    {text}\n  but its record says\n    {recorded}")
         problems += 1
     print(f"exhibits: {len(caught)} caught errors compared with their torch {runtime.torch} "

@@ -26,6 +26,7 @@ from .builders import load_builders
 from .faults import BookError, shown_path
 from .notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG
 from .outputs import normalise
+from .runtimes import reader_runtimes
 
 RECORD_SOURCES = ("museum", "build")
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
@@ -301,6 +302,19 @@ def _heading(exhibit: Exhibit, total: int) -> str:
             f"{exhibit.lesson}{see_also}")
 
 
+def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
+                    ) -> list[tuple[str, ErrorRecord]]:
+    """The records of the runtimes readers use (Colab's, say) whose text differs from
+    ``expected``, each with how a page names its runtime: "Colab (torch 2.11.0)"."""
+    found = []
+    for runtime in reader_runtimes():
+        record = exhibit.record_for(runtime.torch)
+        if record is not None and (expected is None or
+                                   (record.type, record.message) != (expected.type, expected.message)):
+            found.append((runtime.reader_label, record))
+    return found
+
+
 def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
                 *tags: str) -> nbformat.NotebookNode:
     """A hidden cell comparing the error above with ``expected`` (its text is in the key).
@@ -308,22 +322,31 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
     It needs the book's own package, so downloads leave it out and show
     :func:`_expected_error_note` instead.
     """
+    elsewhere = tuple({"label": label, **record.as_dict()}
+                      for label, record in readers_records(exhibit, expected))
     return _code(f"from coursebook.exhibit_checks import check_raised\n"
                  f"check_raised({exhibit.key!r},\n"
                  f"             expected={expected.as_dict() if expected else None!r},\n"
-                 f"             museum={exhibit.museum_record.as_dict()!r})",
+                 f"             museum={exhibit.museum_record.as_dict()!r}"
+                 + (f",\n             elsewhere={elsewhere!r})" if elsewhere else ")"),
                  "remove-input", BOOK_ONLY_TAG, *tags)
 
 
 def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
-    """For downloads: the error the code above should raise, from its record, to compare."""
+    """For downloads: the error the code above should raise, from its record, to compare;
+    and the text a reader's runtime (Colab) gives where it differs, labelled."""
     record = expected or exhibit.museum_record
     on_torch = f"On torch {record.torch}, " if record.torch[:1].isdigit() else ""
     lines = [f"**Expected error.** {on_torch}the cell above raises this error "
              f"(recorded on {record.where}):", "", "```text",
              f"{record.type}: {record.message}", "```"]
+    shown = {(record.type, record.message)}
+    for label, other in readers_records(exhibit, record):
+        lines += ["", f"On {label} it raises this text (recorded on {other.where}):", "",
+                  "```text", f"{other.type}: {other.message}", "```"]
+        shown.add((other.type, other.message))
     museum = exhibit.museum_record
-    if record is not museum and (museum.type, museum.message) != (record.type, record.message):
+    if (museum.type, museum.message) not in shown:
         lines += ["", f"The museum recorded this text on torch {museum.torch}:", "", "```text",
                   f"{museum.type}: {museum.message}", "```"]
     lines += ["", "Another torch version may word it differently; the type and the cause "

@@ -100,6 +100,6 @@ def load_runtimes(path: Path = RUNTIMES_FILE) -> dict[str, Runtime]:
 
 
 def reader_runtimes(path: Path = RUNTIMES_FILE) -> list[Runtime]:
-    """The runtimes a reader has and the build does not run in: their texts are shown
-    beside the build's where they differ."""
-    return [r for r in load_runtimes(path).values() if r.verified_by != "build" and r.torch]
+    """The runtimes readers use whose texts the book has from running its downloads there
+    (``verified_by = "downloads"``): shown beside the build's texts where they differ."""
+    return [r for r in load_runtimes(path).values() if r.verified_by == "downloads" and r.torch]

@@ -22,6 +22,7 @@ from .expectations import ExpectationsError, read_expectations, release, verifie
 from .execution_key import FAILED_KEY
 from .faults import report_once
 from .museum import ExhibitError, load_museum
+from .runtimes import reader_runtimes
 from .worddiff import changed_words
 
 CHANGES_LABEL = "torch-versions"
@@ -67,20 +68,41 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
             block.replace_self(highlighted_block(runs))
 
 
+def version_label(version: str) -> str:
+    """How a page names the outputs of a torch release: "torch 2.13.0", or the runtime a
+    reader uses that gave them, "Colab (torch 2.11.0)"."""
+    runtime = next((r for r in reader_runtimes() if r.torch == version), None)
+    return runtime.reader_label if runtime is not None else f"torch {version}"
+
+
 def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
-    """Under a chapter's title: the torch versions its outputs were verified on."""
+    """Under a chapter's title: the torch versions its outputs were verified on, and the
+    runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)")."""
     expected_dir = Path(app.srcdir, app.config.coursebook_expected_dir)
+    app.env.note_dependency(str(expected_dir))  # a version's folder added or removed
     versions = verified_versions(expected_dir, chapter)
     if not versions:
         return
+    edition = "instructor" if app.tags.has("instructor") else "student"
+    builds, readers = [], []
     for version in versions:
-        app.env.note_dependency(str(expected_dir / f"torch-{version}" / f"{chapter}.txt"))
-    shown = ", ".join(f"{v} (this build)" if v == release(running) else v for v in versions)
+        path = expected_dir / f"torch-{version}" / f"{chapter}.txt"
+        app.env.note_dependency(str(path))
+        if version_label(version) == f"torch {version}":
+            builds.append(f"{version} (this build)" if version == release(running) else version)
+            continue
+        try:
+            expectations = read_expectations(path)
+        except ExpectationsError:
+            continue  # the versions page reports it
+        if expectations is not None and expectations.by_edition[edition]:
+            readers.append(version_label(version))  # a runtime's run holds this edition
+    shown = f"torch {', '.join(builds)}" + (f", and on {' and '.join(readers)}" if readers else "")
     link = addnodes.pending_xref("", nodes.inline("", "what changed between torch versions"),
                                  refdomain="std", reftype="ref", reftarget=CHANGES_LABEL,
                                  refexplicit=True, refwarn=False)
-    note = nodes.paragraph("", "", nodes.Text(f"Outputs verified against torch {shown}. See "),
+    note = nodes.paragraph("", "", nodes.Text(f"Outputs verified against {shown}. See "),
                            link, nodes.Text("."), classes=["verified-on"])
     section = next(doctree.findall(nodes.section), None)
     if section is not None and section.children and isinstance(section[0], nodes.title):
@@ -131,13 +153,13 @@ class TorchVersionChanges(Directive):
                             reftype="ref", reftarget=exhibit.label, refexplicit=True)
                         rows.setdefault((before.torch, after.torch), []).extend([
                             nodes.paragraph("", "", nodes.Text("Exhibit: "), link),
-                            side_by_side(f"torch {before.torch}", old_text,
-                                         f"torch {after.torch}", new_text)])
+                            side_by_side(version_label(before.torch), old_text,
+                                         version_label(after.torch), new_text)])
         sections = []
         for (old, new), found in sorted(rows.items(), key=lambda item: (
                 _version_key(item[0][1]), _version_key(item[0][0]))):
             section = nodes.section(ids=[f"torch-{old}-to-{new}".replace(".", "-")])
-            section += nodes.title("", f"torch {old} → torch {new}")
+            section += nodes.title("", f"{version_label(old)} → {version_label(new)}")
             section += found or [nodes.paragraph(
                 "", "Every output recorded for both versions is the same.")]
             sections.append(section)
@@ -152,5 +174,6 @@ class TorchVersionChanges(Directive):
                 first = after.first_lines.get(key, key)
                 found.append(nodes.paragraph("", "", nodes.Text(f"{chapter}.md, code cell "),
                                              nodes.literal(first, first)))
-                found.append(side_by_side(f"torch {old}", old_cells[key], f"torch {new}", text))
+                found.append(side_by_side(version_label(old), old_cells[key],
+                                          version_label(new), text))
         return found
