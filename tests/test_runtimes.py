@@ -12,12 +12,12 @@ import nbformat
 import pytest
 import torch
 
-from conftest import BOOK, ROOT, load_tool
-from coursebook.expectations import CellOutput, expectations_path, read_expectations
-from coursebook.museum import ErrorRecord, load_museum, write_records
-from coursebook.notebooks import is_chapter_source
-from coursebook.recordings import PROVENANCE_KEY
-from coursebook.runtimes import RUNTIMES_FILE, Runtime, load_runtimes, reader_runtimes, release
+from conftest import BOOK, book_museum, load_tool, ROOT
+from coursebook.verify.expectations import CellOutput, expectations_path, read_expectations
+from coursebook.model.museum import write_records
+from coursebook.model.notebooks import is_chapter_source
+from coursebook.model.recordings import PROVENANCE_KEY
+from coursebook.model.runtimes import RUNTIMES_FILE, Runtime, load_runtimes, reader_runtimes, release
 
 BUILD_TORCH = release(torch.__version__)
 refresh = load_tool("refresh_runtimes")
@@ -118,7 +118,7 @@ def missing_expectations(runtime: Runtime, expected: Path = BOOK / "expected",
         found = read_expectations(expectations_path(expected, runtime.torch, name))
         if found is None or not found.by_edition["student"]:
             missing.append(f"{name}: expected outputs for torch {runtime.torch}")
-    for wing in load_museum(ROOT / "exhibits").values():
+    for wing in book_museum().values():
         missing += [f"exhibit {e.key}: a record for torch {runtime.torch}"
                     for e in wing.exhibits if e.runs_in_every_build and e.record_for(runtime.torch) is None]
     return missing
@@ -171,7 +171,7 @@ def test_a_download_cell_that_differs_from_its_expectation_is_named(capsys):
 
 def test_an_exhibit_that_differs_from_its_record_is_named(capsys):
     colab = reader_runtimes()[0]
-    exhibits = [e for w in load_museum(ROOT / "exhibits").values() for e in w.exhibits
+    exhibits = [e for w in book_museum().values() for e in w.exhibits
                 if e.record_for(colab.torch)]
     caught = {e.key: (e, f"{e.record_for(colab.torch).type}: {e.record_for(colab.torch).message}")
               for e in exhibits}
@@ -185,16 +185,16 @@ def test_an_exhibit_that_differs_from_its_record_is_named(capsys):
 
 def test_accepting_records_the_replica_as_where_it_ran(tmp_path):
     colab = reader_runtimes()[0]
-    source = next(e for w in load_museum(ROOT / "exhibits").values() for e in w.exhibits
+    source = next(e for w in book_museum().values() for e in w.exhibits
                   if e.record_for(colab.torch))
     shutil.copytree(source.path.parent, tmp_path / "pytorch")
-    exhibit = next(e for e in load_museum(tmp_path)["pytorch"].exhibits if e.key == source.key)
+    exhibit = next(e for e in book_museum(tmp_path)["pytorch"].exhibits if e.key == source.key)
     write_records(exhibit, [r for r in exhibit.records if r.torch != colab.torch])
-    exhibit = next(e for e in load_museum(tmp_path)["pytorch"].exhibits if e.key == source.key)
+    exhibit = next(e for e in book_museum(tmp_path)["pytorch"].exhibits if e.key == source.key)
     assert exhibit.record_for(colab.torch) is None
     assert verify.check_exhibits({exhibit.key: (exhibit, "RuntimeError: new text")}, colab,
                                  "a replica of Colab", BUILD_TORCH, True) == 0
-    record = next(e for e in load_museum(tmp_path)["pytorch"].exhibits
+    record = next(e for e in book_museum(tmp_path)["pytorch"].exhibits
                   if e.key == source.key).record_for(colab.torch)
     assert (record.where, record.type, record.message) == ("a replica of Colab", "RuntimeError", "new text")
 
@@ -202,12 +202,12 @@ def test_accepting_records_the_replica_as_where_it_ran(tmp_path):
 # --- What a reader of the museum sees ----------------------------------------------------
 
 def test_the_museum_shows_colabs_text_where_it_differs_from_the_builds():
-    from coursebook.museum import exhibit_cells, readers_records
+    from coursebook.model.museum import exhibit_cells, readers_records
 
     colab = reader_runtimes()[0]
     build = BUILD_TORCH
     differ = 0
-    for wing in load_museum(ROOT / "exhibits").values():
+    for wing in book_museum().values():
         for exhibit in wing.exhibits:
             if not exhibit.runs_in_every_build:
                 continue

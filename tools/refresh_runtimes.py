@@ -22,8 +22,8 @@ from urllib.parse import unquote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
-from coursebook.runtimes import (RUNTIMES_FILE, RuntimeFileError, load_runtimes,  # noqa: E402
-                                 package_key)
+from coursebook.model.runtimes import (RUNTIMES_FILE, RuntimeFileError,  # noqa: E402
+                                       load_runtimes, package_key)
 
 COLAB_LISTS = ROOT.parent / "shared" / "colab-runtimes"
 _COLAB_SOURCE = re.compile(r"^googlecolab/backend-info@(?P<commit>[0-9a-f]{40}):(?P<file>[\w.-]+)$")

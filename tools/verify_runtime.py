@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import use_book_environment  # noqa: E402
+from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE, use_book_environment  # noqa: E402
 
 use_book_environment()
 
@@ -38,23 +38,24 @@ import nbformat  # noqa: E402
 import torch  # noqa: E402
 from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
 
-from coursebook.chapters import edition_chapter  # noqa: E402
-from coursebook.downloads import run_all  # noqa: E402
-from coursebook.editions import Edition  # noqa: E402
-from coursebook.expectations import (CellOutput, Expectations, accept, cell_keys,  # noqa: E402
+from coursebook.prepare.chapters import edition_chapter  # noqa: E402
+from coursebook.render.downloads import run_all  # noqa: E402
+from coursebook.prepare.editions import Edition  # noqa: E402
+from coursebook.verify.expectations import (CellOutput, Expectations, accept, cell_keys,  # noqa: E402
                                      compare, expectations_path, read_expectations,
                                      shown_text, write_expectations)
-from coursebook.faults import BookError, shown_path  # noqa: E402
-from coursebook.museum import ErrorRecord, Exhibit, cell_origins, load_museum, write_records  # noqa: E402
-from coursebook.notebooks import BOOK_ONLY_TAG, cell_tags, is_chapter_source, line_of  # noqa: E402
+from coursebook.model.faults import BookError, shown_path  # noqa: E402
+from coursebook.model.machine_kinds import load_machine_kinds  # noqa: E402
+from coursebook.model.museum import (ErrorRecord, Exhibit, Wing, cell_origins,  # noqa: E402
+                                     load_museum, write_records)
+from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags, is_chapter_source, line_of  # noqa: E402
 from coursebook.outputs import normalise  # noqa: E402
-from coursebook.recordings import recording_name  # noqa: E402
-from coursebook.runtimes import Runtime, load_runtimes, release  # noqa: E402
+from coursebook.model.recordings import recording_name  # noqa: E402
+from coursebook.model.runtimes import Runtime, load_runtimes, release  # noqa: E402
 from record_chapter import install_kernel  # noqa: E402
 
 BOOK = ROOT / "book"
 EXPECTED = BOOK / "expected"
-EXHIBITS = ROOT / "exhibits"
 DOWNLOADS = ROOT / "_build" / "student" / "html" / "_sources"
 VERIFY_COMMAND = "make verify-runtime RUNTIME={name}"
 ACCEPT_COMMAND = "make accept-outputs-runtime RUNTIME={name}"
@@ -143,14 +144,14 @@ class ChapterRun:
     caught: dict[str, tuple[Exhibit, str]] = field(default_factory=dict)  # by exhibit key
 
 
-def chapters() -> dict[str, nbformat.NotebookNode]:
+def chapters(museum: dict[str, Wing]) -> dict[str, nbformat.NotebookNode]:
     """The student notebook of each chapter that is not recorded, by name."""
     found = {}
     for path in sorted(BOOK.glob("*.md")):
         text = path.read_text(encoding="utf8")
         if not is_chapter_source(text):
             continue
-        notebook = edition_chapter(text, str(path), Edition.STUDENT, EXHIBITS,
+        notebook = edition_chapter(text, str(path), Edition.STUDENT, museum,
                                    torch.__version__)
         if recording_name(notebook) is None:
             found[path.stem] = notebook
@@ -236,12 +237,12 @@ def verify(args: argparse.Namespace) -> int:
     kernel = f"runtime-{runtime.name}"
     # ipykernel 6's debugger warns about frozen modules on every start: not the chapter's.
     install_kernel(kernel, replica, {"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
-    museum = load_museum(EXHIBITS)
+    museum = load_museum(EXHIBITS_DIR, load_machine_kinds(MACHINE_KINDS_FILE))
     origins = cell_origins(museum, torch.__version__)
     build_torch = release(torch.__version__)
     problems = 0
     exhibits: dict[str, tuple[Exhibit, str]] = {}
-    for name, chapter in chapters().items():
+    for name, chapter in chapters(museum).items():
         run = run_chapter(name, chapter, args.downloads, kernel, origins)
         exhibits.update(run.caught)
         problems += check_chapter(run, runtime, where, build_torch, args.accept)

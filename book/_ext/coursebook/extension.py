@@ -6,26 +6,26 @@ from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 
-from .answer_space import setup_answer_space
-from .audit import check_answer_overlaps
-from .builders import BUILDERS_FILE
-from .cache_locks import release_notebook_lock
-from .chapters import (edition_of, remember_chapter_inputs, render_edition_source,
+from coursebook.prepare.answer_space import setup_answer_space
+from coursebook.audit.answer_leaks import check_answer_overlaps
+from coursebook.execute.cache_locks import release_notebook_lock
+from coursebook.prepare.chapters import (edition_of, remember_chapter_inputs, render_edition_source,
                        report_unpreparable_chapters, reread_changed_chapters,
                        spread_chapters_over_readers)
-from .compiled_templates import keep_compiled_templates
-from .editions import Edition, box_code_answers
-from .execution_cache import check_execution_cache
-from .interrupt import stop_cleanly_on_interrupt
-from .long_lived import freeze_long_lived_objects
-from .execution_key import reread_failed_chapters, set_execution_environment
-from .handouts import setup_handouts
-from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
-from .outputs import normalise_output_nodes
-from .stamp import add_build_stamp, set_build_stamp
-from .torch_versions import TorchVersionChanges, add_verified_versions, highlight_changed_boxes
-from .verify import (check_executed_chapter, clear_execution_reports, compare_expected_outputs,
+from coursebook.render.compiled_templates import keep_compiled_templates
+from coursebook.prepare.editions import Edition, box_code_answers
+from coursebook.execute.cache_check import check_execution_cache
+from coursebook.process.interrupt import stop_cleanly_on_interrupt
+from coursebook.process.long_lived import freeze_long_lived_objects
+from coursebook.execute.cache_key import reread_failed_chapters, set_execution_versions
+from coursebook.render.handouts import setup_handouts
+from coursebook.render.downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
+from coursebook.outputs import normalise_output_nodes
+from coursebook.render.build_stamp import add_build_stamp
+from coursebook.verify.torch_versions import TorchVersionChanges, add_verified_versions, highlight_changed_boxes
+from coursebook.verify.chapter_checks import (check_executed_chapter, clear_execution_reports, compare_expected_outputs,
                      fail_build_on_failed_chapters, keep_cell_outputs, keep_execution_reports)
+from coursebook.config import BookConfig, book_config
 
 __all__ = ["setup"]
 
@@ -43,40 +43,22 @@ def _clean_and_check(app: Sphinx, doctree: nodes.document) -> None:
     highlight_changed_boxes(doctree)
     if NbMetadataCollector.get_exec_data(app.env, app.env.docname) is not None:
         add_verified_versions(app, doctree, app.env.docname,
-                              app.config.coursebook_execution_environment["torch"])
+                              book_config(app.config).torch)
     if edition_of(app) is Edition.INSTRUCTOR:
         box_code_answers(doctree)
 
 
 def setup(app: Sphinx) -> dict:
     # --- Configuration ------------------------------------------------------------------
-    app.add_config_value("coursebook_environment_packages", ["torch"], "env", list)
-    app.add_config_value("coursebook_execution_environment", {}, "env", dict)
-    app.add_config_value("coursebook_exhibits_dir", "exhibits", "env", str)
-    app.add_config_value("coursebook_recordings_dir", "book/recordings", "env", str)
-    app.add_config_value("coursebook_allow_stale_recordings", False, "env", bool)
-    app.add_config_value("coursebook_builders_file", str(BUILDERS_FILE), "env", str)
-    app.add_config_value("coursebook_expected_dir", "expected", "", str)
-    # "": changing it re-reads nothing; the comparison runs on every build anyway.
-    app.add_config_value("coursebook_accept_outputs", False, "", bool)
-    # Off: no comparison (the bench measures its cost); the build is then unverified.
-    app.add_config_value("coursebook_verify_outputs", True, "", bool)
-    # Off only to show what the locks prevent (tests/test_concurrency.py).
-    app.add_config_value("coursebook_cache_locks", True, "", bool)
-    app.add_config_value("coursebook_repository_url", "", "html", str)
-    app.add_config_value("coursebook_published_branch", "gh-pages", "html", str)
-    # The student book's public address (https://…/): downloads link to its pages, handouts
-    # print it. "" while the book is unpublished: links become the targets' titles.
-    app.add_config_value("coursebook_published_url", "", "html", str)
+    BookConfig.register(app)
     app.add_directive("torch-version-changes", TorchVersionChanges)
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution environment joins the cache key.
-    app.connect("config-inited", set_execution_environment)
+    app.connect("config-inited", set_execution_versions)
     # 2. builder-inited: the stamp's commit and date; last build's failure reports cleared;
     #    Ctrl-C ends the build in one line; compiled templates kept between builds; what
     #    the build keeps to its end (extensions, environment) set aside from the collector.
-    app.connect("builder-inited", set_build_stamp)
     app.connect("builder-inited", clear_execution_reports)
     app.connect("builder-inited", stop_cleanly_on_interrupt)
     app.connect("builder-inited", keep_compiled_templates)

@@ -26,7 +26,7 @@ from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from .notebooks import is_answer
+from coursebook.model.notebooks import is_answer
 
 MIN_LINES, MAX_LINES = 4, 26
 # Handwriting is larger than print: about 65 characters fill a ruled line of the A4 text
@@ -158,7 +158,6 @@ def visit_answer_space_text(self, node: answer_space) -> None:
 
 
 def setup_answer_space(app: Sphinx) -> None:
-    app.add_config_value("coursebook_answer_space", False, "env", bool)
     app.add_node(answer_space, latex=(visit_answer_space_latex, None),
                  html=(visit_answer_space_html, None), text=(visit_answer_space_text, None))
     app.add_directive("answer-space", AnswerSpace)

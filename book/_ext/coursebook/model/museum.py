@@ -22,11 +22,11 @@ from pathlib import Path
 
 import nbformat
 
-from .builders import load_builders
-from .faults import BookError, shown_path
-from .notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG
-from .outputs import normalise
-from .runtimes import reader_runtimes
+from coursebook.model.machine_kinds import MachineKind
+from coursebook.model.faults import BookError, shown_path
+from coursebook.model.notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG
+from coursebook.outputs import normalise
+from coursebook.model.runtimes import reader_runtimes
 
 RECORD_SOURCES = ("museum", "build")
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
@@ -107,6 +107,7 @@ class Exhibit:
     title: str
     room: str
     runs_on: str
+    runs_in_every_build: bool  # its kind is the stand-in's; others show the museum's capture
     lesson: str
     fix_note: str
     failing_code: str
@@ -122,11 +123,6 @@ class Exhibit:
     @property
     def label(self) -> str:
         return f"museum-{self.wing}-{self.number:02d}"
-
-    @property
-    def runs_in_every_build(self) -> bool:
-        """Its kind is the stand-in's: any build runs it; others show the capture."""
-        return load_builders()[self.runs_on].stand_in
 
     def record_for(self, torch_version: str) -> ErrorRecord | None:
         """The record for a torch release (local build tags such as ``+cpu`` ignored)."""
@@ -182,14 +178,14 @@ def _read_toml(path: Path) -> dict:
                            int(position.group(1)) if position else 1) from None
 
 
-def load_exhibit(path: Path, rooms: tuple[str, ...]) -> Exhibit:
+def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKind]) -> Exhibit:
     """Read and validate one exhibit of a wing with these rooms; a problem names the file,
-    the line and the field. It runs on a builder kind of ``tools/builders.toml``: the
+    the line and the field. It runs on a machine kind of ``tools/machine-kinds.toml``: the
     stand-in's exhibits run in every build, the others show the museum's capture."""
     table = _read_toml(path)
     values = {name: _require(path, table, name, kind) for name, kind in _EXHIBIT_FIELDS.items()}
     _choice(path, "room", values["room"], rooms)
-    _choice(path, "runs_on", values["runs_on"], tuple(load_builders()))
+    _choice(path, "runs_on", values["runs_on"], tuple(kinds))
     prefix = re.match(r"(\d+)-", path.name)
     if not prefix or int(prefix.group(1)) != values["number"]:
         raise _fault(path, f"field 'number' is {values['number']}, "
@@ -206,6 +202,7 @@ def load_exhibit(path: Path, rooms: tuple[str, ...]) -> Exhibit:
     if not isinstance(taught_in, list) or not all(isinstance(label, str) for label in taught_in):
         raise _fault(path, "field 'taught_in' must be a list of section labels", "taught_in")
     return Exhibit(path=path, wing=path.parent.name, records=tuple(records),
+                   runs_in_every_build=kinds[values["runs_on"]].stand_in,
                    taught_in=tuple(taught_in),
                    cpu=_cpu_reproduction(path, table.get("cpu")),
                    **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
@@ -228,6 +225,7 @@ def _cpu_reproduction(path: Path, table) -> CpuReproduction | None:
 
 @dataclass(frozen=True)
 class Wing:
+    path: Path  # its wing.toml
     name: str
     title: str
     tagline: str
@@ -236,26 +234,26 @@ class Wing:
     exhibits: tuple[Exhibit, ...]
 
 
-def load_wing(directory: Path) -> Wing:
+def load_wing(directory: Path, kinds: dict[str, MachineKind]) -> Wing:
     path = directory / "wing.toml"
     if not path.is_file():
         raise ExhibitError(f"a wing needs this file ({', '.join(_WING_FIELDS)})", path)
     table = _read_toml(path)
     fields = {name: str(_require(path, table, name, str)).strip() for name in _WING_FIELDS[:-1]}
     rooms = tuple(_require(path, table, "rooms", list))
-    exhibits = tuple(load_exhibit(p, rooms) for p in sorted(directory.glob("[0-9]*.toml")))
+    exhibits = tuple(load_exhibit(p, rooms, kinds) for p in sorted(directory.glob("[0-9]*.toml")))
     numbers = [exhibit.number for exhibit in exhibits]
     if numbers != list(range(1, len(numbers) + 1)):
         raise ExhibitError(f"exhibits must be numbered 1..{len(numbers)}, got {numbers}", directory)
-    return Wing(exhibits=exhibits, rooms=rooms, **fields)
+    return Wing(path=path, exhibits=exhibits, rooms=rooms, **fields)
 
 
-def load_museum(exhibits_dir: Path) -> dict[str, Wing]:
+def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind]) -> dict[str, Wing]:
     """Every wing: each folder of ``exhibits/`` holding a ``wing.toml``."""
     if not exhibits_dir.is_dir():
         raise ExhibitError("the exhibits folder does not exist (coursebook_exhibits_dir, "
                            "or --exhibits)", exhibits_dir)
-    return {d.name: load_wing(d) for d in sorted(exhibits_dir.iterdir()) if (d / "wing.toml").is_file()}
+    return {d.name: load_wing(d, kinds) for d in sorted(exhibits_dir.iterdir()) if (d / "wing.toml").is_file()}
 
 
 def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
@@ -406,7 +404,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         f"Not run by this build; the museum's text, verbatim:\n\n"
         f"```text\n{museum.type}: {museum.message}\n```\n:::")]
     cpu = exhibit.cpu
-    # A CPU reproduction is the stand-in's to run: an accelerator builder leaves it out.
+    # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
     if cpu is not None and cpu.reproduction:
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}"),
                   _tagged(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG,

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import nbformat
 
-from .faults import shown_path
-from .notebooks import first_line
-from .outputs import normalise
+from coursebook.model.faults import shown_path
+from coursebook.model.notebooks import first_line
+from coursebook.outputs import normalise
 
 ACCEPT_COMMAND = "make accept-outputs"
 EDITIONS = ("student", "instructor")

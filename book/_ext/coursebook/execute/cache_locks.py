@@ -21,6 +21,7 @@ from pathlib import Path
 import nbformat
 from filelock import FileLock
 from sphinx.application import Sphinx
+from coursebook.config import book_config
 
 __all__ = ["create_cache", "notebook_lock", "hold_notebook_lock", "release_notebook_lock"]
 
@@ -63,7 +64,7 @@ def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
     A reader reads one page at a time, so it holds one lock at a time: no deadlock.
     """
     release_notebook_lock(app)
-    if app.config.nb_execution_mode != "cache" or not app.config.coursebook_cache_locks:
+    if app.config.nb_execution_mode != "cache" or not book_config(app.config).cache_locks:
         return
     lock = _lock(app.config.nb_execution_cache_path, cache_key(notebook))
     lock.acquire()

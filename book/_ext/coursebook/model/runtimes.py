@@ -17,15 +17,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .builders import package_key
-from .faults import BookError
+from coursebook.model.machine_kinds import package_key
+from coursebook.model.faults import BookError
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: the recorder on a Cloud TPU VM
     import tomli as tomllib
 
-RUNTIMES_FILE = Path(__file__).resolve().parents[3] / "tools" / "runtimes.toml"
+RUNTIMES_FILE = Path(__file__).resolve().parents[4] / "tools" / "runtimes.toml"
 VERIFIED_BY = ("build", "downloads", "recording")
 _FIELDS = {"title": str, "python": str, "source": str, "listed": str, "packages": dict,
            "verified_by": str}

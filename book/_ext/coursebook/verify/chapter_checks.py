@@ -5,7 +5,7 @@ cache mode a failing notebook is only a warning. This check reads the rendered c
 of each chapter: an error where none is expected, or none where one is promised,
 is a build error naming the chapter, the cell and the error. Then, on every build,
 each chapter's outputs (executed or cached) are compared with its expected outputs for
-the running torch version (:mod:`coursebook.expectations`).
+the running torch version (:mod:`coursebook.verify.expectations`).
 """
 
 from __future__ import annotations
@@ -21,16 +21,18 @@ from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from .chapters import chapter_notebook, edition_chapter, edition_of, prepared_notebook
-from .editions import Edition
-from .execution_key import FAILED_KEY
-from .expectations import (ACCEPT_COMMAND, CellOutput, ExpectationsError, accept, cached_notebook,
+from coursebook.prepare.chapters import chapter_notebook, edition_chapter, edition_of, prepared_notebook
+from coursebook.prepare.editions import Edition
+from coursebook.execute.cache_key import FAILED_KEY
+from coursebook.verify.expectations import (ACCEPT_COMMAND, CellOutput, ExpectationsError, accept, cached_notebook,
                            cell_keys, cell_outputs, compare, expectations_path,
                            read_expectations, release, write_expectations)
-from .faults import report_once
-from .museum import CellOrigin, ExhibitError, cell_origins, load_museum
-from .notebooks import RAISES_TAG, line_of
-from .recordings import recording_name
+from coursebook.model.faults import report_once
+from coursebook.model.museum import CellOrigin, ExhibitError, cell_origins
+from coursebook.model.notebooks import RAISES_TAG, line_of
+from coursebook.model.recordings import recording_name
+from coursebook.config import book_config
+from coursebook.model.provenance import today
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +95,7 @@ def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str
 
     ``sources`` are the executed notebook's cell sources (by myst-nb's cell index), so
     that a cell whose input is hidden is still named; ``chapter_text`` is the file;
-    ``origins`` names the cells that exhibits added (:func:`coursebook.museum.cell_origins`).
+    ``origins`` names the cells that exhibits added (:func:`coursebook.model.museum.cell_origins`).
     """
     problems: list[CellProblem] = []
     for cell in _code_cells(doctree):
@@ -136,8 +138,8 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
     sources = [cell.source for cell in notebook.cells] if notebook else []
     chapter_text = Path(env.doc2path(env.docname)).read_text(encoding="utf8")
     try:
-        origins = cell_origins(load_museum(Path(app.config.coursebook_exhibits_dir)),
-                               app.config.coursebook_execution_environment["torch"])
+        config = book_config(app.config)
+        origins = cell_origins(config.museum(), config.torch)
     except ExhibitError:
         origins = {}  # the chapters that place exhibits report it
     problems = cell_problems(doctree, sources, chapter_text,
@@ -181,18 +183,17 @@ def _executed_chapters(env) -> Iterator[tuple[str, list[CellOutput]]]:
 def _chapter_order(app: Sphinx, docname: str) -> list[str]:
     """The keys of every code cell of a chapter, answers included, in order."""
     path = Path(app.env.doc2path(docname))
+    config = book_config(app.config)
     notebook = edition_chapter(path.read_text(encoding="utf8"), str(path), Edition.INSTRUCTOR,
-                               Path(app.config.coursebook_exhibits_dir),
-                               app.config.coursebook_execution_environment["torch"])
+                               config.museum(), config.torch)
     return cell_keys(notebook)
 
 
 def _accept_header(torch_version: str, docname: str) -> list[str]:
-    import datetime
     import platform
 
     return [f"# Expected outputs of {docname}.md for torch {release(torch_version)}.",
-            f"# Accepted with `{ACCEPT_COMMAND}` on {datetime.date.today().isoformat()} from a "
+            f"# Accepted with `{ACCEPT_COMMAND}` on {today()} from a "
             f"run on {platform.system()} {platform.machine()} (torch {torch_version}).",
             "# One entry per code cell: a hash of its code, then its output, indented. "
             "Review the diff before committing."]
@@ -205,7 +206,8 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
     with ``coursebook_verify_outputs`` off, nothing is compared (``make bench`` times what
     the comparison costs). Its duration is logged, for the same reason.
     """
-    if not (app.config.coursebook_verify_outputs or app.config.coursebook_accept_outputs):
+    config = book_config(app.config)
+    if not (config.verify_outputs or config.accept_outputs):
         return
     started = time.perf_counter()
     chapters = _compare_expected_outputs(app, env)
@@ -214,8 +216,9 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
 
 
 def _compare_expected_outputs(app: Sphinx, env) -> int:
-    torch_version = app.config.coursebook_execution_environment["torch"]
-    expected_dir = Path(app.srcdir, app.config.coursebook_expected_dir)
+    config = book_config(app.config)
+    torch_version = config.torch
+    expected_dir = Path(app.srcdir, config.expected_dir)
     edition = edition_of(app).value
     chapters = 0
     for docname, outputs in _executed_chapters(env):
@@ -228,7 +231,7 @@ def _compare_expected_outputs(app: Sphinx, env) -> int:
             report_once(app, str(error), None, "expected-outputs")
             app.__dict__["_coursebook_outputs_differ"] = True
             continue
-        if app.config.coursebook_accept_outputs:
+        if config.accept_outputs:
             if write_expectations(path, accept(expectations, edition, outputs),
                                   lambda: _chapter_order(app, docname),
                                   _accept_header(torch_version, docname)):
@@ -237,7 +240,7 @@ def _compare_expected_outputs(app: Sphinx, env) -> int:
         if expectations is None:
             _fail(app, docname, None,
                   f"no expected outputs for torch {release(torch_version)} ({path} is "
-                  f"missing). Record them with `{ACCEPT_COMMAND}`, review and commit them.")
+                  f"missing). Accept them with `{ACCEPT_COMMAND}`, review and commit them.")
             continue
         text = Path(chapter).read_text(encoding="utf8")
         for mismatch in compare(expectations, edition, outputs):

@@ -21,7 +21,7 @@ BOOK_ONLY_TAG = "book-only"  # runs in the book (a figure, say), left out of dow
 # Shown only in downloads (with remove-cell, which hides it in the book): an exhibit's
 # expected error, say, which the book shows by running the check instead.
 DOWNLOAD_ONLY_TAG = "download-only"
-# A recorded chapter's cells (coursebook.recordings): which builder kinds run them.
+# A recorded chapter's cells (coursebook.model.recordings): which machine kinds run them.
 ACCELERATOR_ONLY_TAG = "accelerator-only"  # needs a real accelerator: not the stand-in
 STAND_IN_ONLY_TAG = "stand-in-only"  # a CPU reproduction: only the stand-in runs it
 

@@ -2,7 +2,7 @@
 
 The course material (``../shared/seeds/``) supplies facts, APIs, values and verbatim errors;
 the book's sentences must be its own. This module cuts the prose of every chapter and of
-every exhibit and wing into words and reports each run of :data:`RUN` or more consecutive
+every exhibit and wing into words and reports each run of :data:`SHARED_RUN` or more consecutive
 words that also occurs in a seed. Code, headings, math and MyST roles are not prose; an
 inline code span (an API name, a quoted error) counts as one word, so quoting a long error
 message is no run, while a sentence copied around ``torch.no_grad()`` still is one.
@@ -22,10 +22,10 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
 
-from .museum import load_museum
-from .notebooks import is_chapter_source, line_of, read_chapter
+from coursebook.model.museum import Wing
+from coursebook.model.notebooks import is_chapter_source, line_of, read_chapter
 
-RUN = 12
+SHARED_RUN = 12
 # Fields of the exhibit data that a page shows as sentences (titles are headings).
 WING_PROSE = ("tagline", "introduction")
 EXHIBIT_PROSE = ("lesson", "fix_note")
@@ -45,7 +45,7 @@ def word(text: str) -> str:
     return " ".join(text.translate(_QUOTES).lower().split()).strip(_EDGES)
 
 
-def words(text: str) -> list[str]:
+def prose_words(text: str) -> list[str]:
     """The words of a plain text (a seed), in order."""
     return [w for w in map(word, text.split()) if re.search(r"\w", w)]
 
@@ -108,10 +108,10 @@ def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
             yield from markdown_passages(cell.source, name, line_of(cell.source, text))
 
 
-def exhibit_passages(exhibits_dir: Path, root: Path) -> Iterator[Passage]:
+def exhibit_passages(museum: dict[str, Wing], root: Path) -> Iterator[Passage]:
     """The prose fields of every wing and exhibit, each named by its TOML file and field."""
-    for name, wing in load_museum(exhibits_dir).items():
-        wing_file = (exhibits_dir / name / "wing.toml").relative_to(root)
+    for wing in museum.values():
+        wing_file = wing.path.relative_to(root)
         for field in WING_PROSE:
             yield from markdown_passages(getattr(wing, field), f"{wing_file}: {field}")
         for exhibit in wing.exhibits:
@@ -124,7 +124,7 @@ def exhibit_passages(exhibits_dir: Path, root: Path) -> Iterator[Passage]:
 
 
 @dataclass(frozen=True)
-class Overlap:
+class SeedOverlap:
     where: str
     seed: str
     shown: str  # the shared run, as the book words it
@@ -133,18 +133,18 @@ class Overlap:
         return f"{self.where}: {len(self.shown.split())} words in common with {self.seed}: “{self.shown}”"
 
 
-def seed_runs(seeds: Iterable[Path], run: int = RUN) -> dict[tuple[str, ...], str]:
+def seed_runs(seeds: Iterable[Path], run: int = SHARED_RUN) -> dict[tuple[str, ...], str]:
     """Every run of ``run`` consecutive words in the seeds, mapped to its seed's file name."""
     runs: dict[tuple[str, ...], str] = {}
     for seed in seeds:
-        tokens = words(seed.read_text(encoding="utf8"))
+        tokens = prose_words(seed.read_text(encoding="utf8"))
         for i in range(len(tokens) - run + 1):
             runs.setdefault(tuple(tokens[i:i + run]), seed.name)
     return runs
 
 
 def overlaps(passages: Iterable[Passage], seeds: dict[tuple[str, ...], str],
-             run: int = RUN) -> list[Overlap]:
+             run: int = SHARED_RUN) -> list[SeedOverlap]:
     """Each maximal stretch of a passage made of runs found in the seeds."""
     found = []
     for passage in passages:
@@ -155,15 +155,15 @@ def overlaps(passages: Iterable[Passage], seeds: dict[tuple[str, ...], str],
             while hits and hits[0] <= end + run:
                 end = hits.pop(0)
             seed = seeds[tuple(passage.words[start:start + run])]
-            found.append(Overlap(passage.where, seed, " ".join(passage.shown[start:end + run])))
+            found.append(SeedOverlap(passage.where, seed, " ".join(passage.shown[start:end + run])))
     return found
 
 
-def book_overlaps(root: Path, book: Path, exhibits_dir: Path, seeds_dir: Path,
-                  run: int = RUN) -> list[Overlap]:
+def book_overlaps(root: Path, book: Path, museum: dict[str, Wing], seeds_dir: Path,
+                  run: int = SHARED_RUN) -> list[SeedOverlap]:
     """Every run of ``run`` or more words that the book's prose shares with a seed."""
     pages = sorted(p for p in book.rglob("*.md") if not any(part.startswith("_") for part in
                                                             p.relative_to(book).parts))
     passages = [p for page in pages for p in chapter_passages(page, root)]
-    passages += exhibit_passages(exhibits_dir, root)
+    passages += exhibit_passages(museum, root)
     return overlaps(passages, seed_runs(sorted(seeds_dir.glob("*.txt")), run), run)

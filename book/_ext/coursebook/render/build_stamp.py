@@ -7,41 +7,14 @@ marked when the tree had uncommitted changes; a copy outside git says so.
 
 from __future__ import annotations
 
-import datetime
-import os
-import subprocess
 from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from .chapters import PREPARATION_ERRORS, prepared_notebook
-from .recordings import chapter_recordings
-
-NOT_IN_GIT = "a copy outside git"
-
-
-def source_commit(srcdir: Path) -> str:
-    """The commit the book is built from, ``+ local changes`` when tracked files differ from it."""
-    if os.environ.get("GITHUB_SHA"):
-        return os.environ["GITHUB_SHA"][:12]
-
-    def git(*arguments: str) -> str:
-        done = subprocess.run(["git", "-C", str(srcdir), *arguments], capture_output=True,
-                              text=True)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    commit = git("rev-parse", "--short=12", "HEAD")
-    if not commit:
-        return NOT_IN_GIT
-    changed = git("status", "--porcelain", "--untracked-files=no")
-    return commit + (" + local changes" if changed else "")
-
-
-def set_build_stamp(app: Sphinx) -> None:
-    """``builder-inited``: the commit and date, once per build."""
-    app.coursebook_build = (source_commit(Path(app.srcdir)),
-                            datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"))
-
+from coursebook.prepare.chapters import PREPARATION_ERRORS, prepared_notebook
+from coursebook.model.recordings import chapter_recordings
+from coursebook.config import book_config
+from coursebook.model.provenance import NOT_IN_GIT, source_commit
 
 def executed_with(app: Sphinx, pagename: str) -> str:
     """Which torch produced the outputs of a page ("" for a page without code)."""
@@ -49,12 +22,12 @@ def executed_with(app: Sphinx, pagename: str) -> str:
     if notebook is None:
         return ""
     try:
-        recordings = chapter_recordings(notebook, Path(app.config.coursebook_builders_file),
-                                        Path(app.config.coursebook_recordings_dir))
+        config = book_config(app.config)
+        recordings = chapter_recordings(notebook, config.machine_kinds, Path(config.recordings_dir))
     except PREPARATION_ERRORS:
         return ""  # the build has already reported it
     if recordings is None:
-        return f"Executed with torch {app.config.coursebook_execution_environment['torch']}"
+        return f"Executed with torch {config.torch}"
     runs = "; ".join(recording.summary() for recording in recordings)
     return f"Outputs recorded with {runs}"
 
@@ -64,7 +37,7 @@ def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict
     """``html-page-context``: the stamp the footer template ``build-stamp.html`` shows."""
     if app.builder.format != "html":
         return
-    commit, date = app.coursebook_build
+    commit, date = source_commit(Path(app.srcdir)), book_config(app.config).build_date
     executed = executed_with(app, pagename) if doctree is not None else ""
     built = f"built from commit {commit} on {date}" if commit != NOT_IN_GIT else \
         f"built from {NOT_IN_GIT} on {date}"

@@ -1,8 +1,8 @@
 """Everything that decides whether a chapter executes again.
 
 jupyter-cache keys a notebook by its code cells (source and metadata). Two things are
-added here: the *execution environment* (the versions of the packages that decide what
-the cells print), stamped into the first code cell so that an upgrade re-executes; and
+added here: the *execution versions* (of Python and the packages that decide what the
+cells print), put into the first code cell's metadata so that an upgrade re-executes; and
 the pages Sphinx must read again although their file did not change (an exhibit, a
 recording or the environment changed what the chapter becomes, or the chapter failed).
 A page that is not read again is not executed again: its doctree is reused.
@@ -19,10 +19,12 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 
-from .input_digests import digest
+from coursebook.execute.input_digests import digest
+from coursebook.config import BookConfig, book_config
 
-# Cell metadata holding the execution environment (part of jupyter-cache's key).
-ENVIRONMENT_KEY = "execution_environment"
+# Cell metadata holding the execution versions (part of jupyter-cache's key).
+# The metadata key keeps its first name: it is part of every cached notebook's hash.
+VERSIONS_KEY = "execution_environment"
 # Page metadata: the digest of the text handed to myst-nb, and a failed chapter.
 SOURCE_HASH_KEY = "coursebook_source_hash"
 FAILED_KEY = "coursebook_failed"
@@ -35,13 +37,13 @@ def environment_versions(packages: list[str]) -> dict[str, str]:
     return versions
 
 
-def set_execution_environment(app: Sphinx, config) -> None:
+def set_execution_versions(app: Sphinx, config) -> None:
     """``config-inited``: the versions become a config value, so a change re-reads every page."""
-    config.coursebook_execution_environment = environment_versions(
-        config.coursebook_environment_packages)
+    config.coursebook_execution_versions = environment_versions(
+        book_config(config).execution_packages)
 
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]  # the package root: kernels import its top-level modules
 _BOOK_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{_PACKAGE.name}\.(\w+)", re.M)
 _RELATIVE_IMPORT = re.compile(r"^\s*from\s+\.(\w+)\s+import", re.M)
 
@@ -67,16 +69,15 @@ def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
     return hashlib.sha256("".join(seen[name] for name in sorted(seen)).encode()).hexdigest()[:16]
 
 
-def stamp_execution_environment(notebook: nbformat.NotebookNode,
-                                environment: dict[str, str]) -> None:
-    """Put the execution environment into the first code cell's metadata (the cache key)."""
-    stamp = dict(environment)
+def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, str]) -> None:
+    """Put the execution versions into the first code cell's metadata (the cache key)."""
+    key = dict(versions)
     digest = book_code_digest(notebook)
     if digest is not None:
-        stamp["book_code"] = digest
+        key["book_code"] = digest
     for cell in notebook.cells:
         if cell.cell_type == "code":
-            cell.metadata[ENVIRONMENT_KEY] = stamp
+            cell.metadata[VERSIONS_KEY] = key
             return
 
 
@@ -89,14 +90,14 @@ def reread_failed_chapters(app: Sphinx, env, added, changed, removed) -> list[st
     return [doc for doc, meta in env.metadata.items() if meta.get(FAILED_KEY)]
 
 
-def chapter_inputs_digest(config) -> str:
+def chapter_inputs_digest(book: BookConfig) -> str:
     """A hash of what, besides its own file and the config, makes a chapter's edition text.
 
-    The exhibits, the recordings, the builder kinds and this extension's code. While it
+    The exhibits, the recordings, the machine kinds and this extension's code. While it
     stays the same, no chapter needs preparing to learn whether its text changed.
     """
-    roots = (Path(config.coursebook_exhibits_dir), Path(config.coursebook_recordings_dir),
-             Path(config.coursebook_builders_file), _PACKAGE)
+    roots = (Path(book.exhibits_dir), Path(book.recordings_dir), Path(book.machine_kinds_file),
+             _PACKAGE)
     parts: list[str | bytes] = []
     for root in roots:
         for path in sorted(root.rglob("*")) if root.is_dir() else [root]:

@@ -17,13 +17,14 @@ from docutils.parsers.rst import Directive
 from sphinx import addnodes
 from sphinx.application import Sphinx
 
-from .exhibit_checks import CHANGED_CLASS
-from .expectations import ExpectationsError, read_expectations, release, verified_versions
-from .execution_key import FAILED_KEY
-from .faults import report_once
-from .museum import ExhibitError, load_museum
-from .runtimes import reader_runtimes
-from .worddiff import changed_words
+from coursebook.exhibit_checks import CHANGED_CLASS
+from coursebook.verify.expectations import ExpectationsError, read_expectations, release, verified_versions
+from coursebook.execute.cache_key import FAILED_KEY
+from coursebook.model.faults import report_once
+from coursebook.model.museum import ExhibitError
+from coursebook.model.runtimes import reader_runtimes
+from coursebook.worddiff import changed_words
+from coursebook.config import book_config
 
 CHANGES_LABEL = "torch-versions"
 HIGHLIGHT_CLASS = "torch-diff-changed"
@@ -79,7 +80,7 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
     """Under a chapter's title: the torch versions its outputs were verified on, and the
     runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)")."""
-    expected_dir = Path(app.srcdir, app.config.coursebook_expected_dir)
+    expected_dir = Path(app.srcdir, book_config(app.config).expected_dir)
     app.env.note_dependency(str(expected_dir))  # a version's folder added or removed
     versions = verified_versions(expected_dir, chapter)
     if not versions:
@@ -128,7 +129,7 @@ class TorchVersionChanges(Directive):
     def _sections(self, env) -> list[nodes.Node]:
         config = env.config
         edition = "instructor" if env.app.tags.has("instructor") else "student"
-        expected_dir = Path(env.srcdir, config.coursebook_expected_dir)
+        expected_dir = Path(env.srcdir, book_config(config).expected_dir)
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
         for path in sorted(expected_dir.glob("torch-*/*.txt")):
             env.note_dependency(str(path))
@@ -140,7 +141,7 @@ class TorchVersionChanges(Directive):
                                  for v in (old, new))
                 rows.setdefault((old, new), []).extend(
                     self._cells(chapter, before, after, old, new, edition))
-        for wing in load_museum(Path(config.coursebook_exhibits_dir)).values():
+        for wing in book_config(config).museum().values():
             for exhibit in wing.exhibits:
                 env.note_dependency(str(exhibit.path))
                 records = sorted(exhibit.records, key=lambda r: _version_key(r.torch))

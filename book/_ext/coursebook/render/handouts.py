@@ -22,11 +22,13 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.texescape import escape
 
-from .chapters import chapter_notebook, edition_of
-from .downloads import colab_url
-from .expectations import release
-from .faults import shown_path
-from .recordings import chapter_recordings
+from coursebook.prepare.chapters import chapter_notebook, edition_of
+from coursebook.render.downloads import colab_url
+from coursebook.verify.expectations import release
+from coursebook.model.faults import shown_path
+from coursebook.model.recordings import chapter_recordings
+from coursebook.config import book_config
+from coursebook.model.provenance import source_commit
 
 MANIFEST = "handouts.json"
 # A code cell with its output up to this many lines is kept on one page; a longer one
@@ -65,13 +67,12 @@ def page_url(published_url: str, docname: str) -> str:
 
 
 def handouts(app: Sphinx, env) -> list[Handout]:
-    config = app.config
+    config = book_config(app.config)
     return [Handout(docname, f"{docname}.tex", env.titles[docname].astext(),
                     str(shown_path(app.env.doc2path(docname))),
-                    page_url(config.coursebook_published_url, docname),
-                    colab_url(config.coursebook_repository_url,
-                              config.coursebook_published_branch, docname)
-                    if config.coursebook_repository_url else "")
+                    page_url(app.config.html_baseurl, docname),
+                    colab_url(config.repository_url, config.published_branch, docname)
+                    if config.repository_url else "")
             for docname in _chapters_in_order(app, env)]
 
 
@@ -80,7 +81,7 @@ def set_handout_documents(app: Sphinx, env) -> list[str]:
 
     "howto": a chapter's sections run on, rather than each opening a new page.
     """
-    if app.config.coursebook_handouts and app.builder.name == "latex":
+    if book_config(app.config).handouts and app.builder.name == "latex":
         app.config.latex_documents = [
             (handout.docname, handout.target, handout.title, app.config.author, "howto")
             for handout in handouts(app, env)]
@@ -89,15 +90,15 @@ def set_handout_documents(app: Sphinx, env) -> list[str]:
 
 def _provenance(app: Sphinx, docname: str) -> str:
     notebook = chapter_notebook(app, docname)
+    config = book_config(app.config)
     recordings = None if notebook is None else chapter_recordings(
-        notebook, Path(app.config.coursebook_builders_file),
-        Path(app.config.coursebook_recordings_dir))
+        notebook, config.machine_kinds, Path(config.recordings_dir))
     if recordings:
         # Where the preferred recording ran (a TPU's, if any); a mark under each cell says
         # which recording its output comes from.
         return (f"Outputs recorded with {recordings[0].summary()}. A mark under each cell "
                 "says where it ran.")
-    torch = release(app.config.coursebook_execution_environment["torch"])
+    torch = release(config.torch)
     return f"Outputs executed and verified with torch {torch}"
 
 
@@ -129,7 +130,7 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
             image = f"{handout.docname}-{kind}-qr.png"
             _qr_code(url, outdir / image)
             links.append(_link_box(url, image, caption))
-    date = app.config.coursebook_build_date
+    date = book_config(app.config).build_date
     lines = [
         r"\begin{titlepage}\centering\sffamily",
         r"\vspace*{2.5cm}",
@@ -137,7 +138,7 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
         rf"{{\Huge\bfseries {escape(handout.title)}\par}}\vspace{{1cm}}",
         rf"{{\LARGE {escape(edition)}\par}}\vspace{{1.5cm}}",
         rf"{{\large {escape(_provenance(app, handout.docname))}\par}}\vspace{{3mm}}",
-        rf"{{\large Built on {escape(date)} from commit {escape(app.coursebook_build[0])}\par}}",
+        rf"{{\large Built on {escape(date)} from commit {escape(source_commit(Path(app.srcdir)))}\par}}",
         r"\vfill",
         r"\hfill".join(links) if links else "",
         r"\vspace*{1cm}",
@@ -148,7 +149,7 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
 
 def write_covers(app: Sphinx, exception: Exception | None) -> None:
     """``build-finished``: each handout's cover and QR codes, and the manifest."""
-    if exception is not None or not app.config.coursebook_handouts or app.builder.name != "latex":
+    if exception is not None or not book_config(app.config).handouts or app.builder.name != "latex":
         return
     outdir = Path(app.outdir)
     written = handouts(app, app.env)
@@ -165,7 +166,7 @@ def _printed_lines(cell: nodes.Element) -> int:
 
 def keep_short_cells_together(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     """``doctree-resolved``: no page break between a short cell's code and its output."""
-    if not app.config.coursebook_handouts or app.builder.name != "latex":
+    if not book_config(app.config).handouts or app.builder.name != "latex":
         return
     for cell in list(doctree.findall(nodes.container)):
         if cell.get("nb_element") != "cell_code":
@@ -187,7 +188,7 @@ class OtherChapterReferences(SphinxPostTransform):
     builders = ("latex",)
 
     def run(self, **kwargs) -> None:
-        if not self.config.coursebook_handouts:
+        if not book_config(self.config).handouts:
             return
         labels = self.env.get_domain("std").labels
         included = getattr(self.app.builder, "docnames", ())
@@ -202,8 +203,6 @@ class OtherChapterReferences(SphinxPostTransform):
 
 
 def setup_handouts(app: Sphinx) -> None:
-    app.add_config_value("coursebook_handouts", False, "env", bool)
-    app.add_config_value("coursebook_build_date", "", "", str)
     app.connect("env-updated", set_handout_documents)
     app.connect("doctree-resolved", keep_short_cells_together)
     app.connect("build-finished", write_covers)

@@ -14,7 +14,7 @@ import re
 
 import nbformat
 
-from .notebooks import ANSWER_TAG, RAISES_TAG, cell_tags, first_line, is_answer
+from coursebook.model.notebooks import ANSWER_TAG, RAISES_TAG, cell_tags, first_line, is_answer
 
 ANSWER_TITLE = "Instructor answer"
 ANSWER_CLASS = "instructor-answer"

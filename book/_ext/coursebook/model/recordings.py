@@ -1,9 +1,9 @@
-"""Recordings: chapters whose cells run only on a special builder, outputs committed.
+"""Recordings: chapters whose cells run only on a special machine, outputs committed.
 
-A *recording* is a chapter's notebook executed on a builder, with its provenance. A
-chapter whose top matter says ``coursebook: {recording: NAME, builders: [KIND, ...]}``
+A *recording* is a chapter's notebook executed on a machine, with its provenance. A
+chapter whose top matter says ``coursebook: {recording: NAME, machine_kinds: [KIND, ...]}``
 never executes in an ordinary build. ``tools/record_chapter.py`` (``make recording``) runs
-it on a builder of one of those kinds (``tools/builders.toml``: a TPU, a GPU, or the CPU
+it on a machine of one of those kinds (``tools/machine-kinds.toml``: a TPU, a GPU, or the CPU
 stand-in) in the environments of ``book/recordings/NAME-environments.toml``, and writes
 ``book/recordings/NAME-KIND.ipynb``: the cells it ran, with their outputs, and the
 provenance (device from the runtime, versions per environment, date, commit, a hash of
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import nbformat
 
-from .builders import Builder, RecordingEnvironment, package_key
-from .faults import BookError
-from .notebooks import ACCELERATOR_ONLY_TAG, STAND_IN_ONLY_TAG, cell_tags
+from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment, package_key
+from coursebook.model.faults import BookError
+from coursebook.model.notebooks import ACCELERATOR_ONLY_TAG, STAND_IN_ONLY_TAG, cell_tags
 
 PROVENANCE_KEY = "coursebook_recording"
 RECORDING_COMMAND = "make recording"
@@ -48,37 +48,37 @@ def recording_name(notebook: nbformat.NotebookNode) -> str | None:
 
 @dataclass(frozen=True)
 class RecordedChapter:
-    """A chapter's recording name and the builder kinds it accepts, preferred first."""
+    """A chapter's recording name and the machine kinds it accepts, preferred first."""
 
     name: str
-    builders: tuple[Builder, ...]
+    machines: tuple[MachineKind, ...]
 
-    def command(self, builder: Builder) -> str:
-        return f"{RECORDING_COMMAND} RECORDING={self.name} KIND={builder.name}"
+    def command(self, machine: MachineKind) -> str:
+        return f"{RECORDING_COMMAND} RECORDING={self.name} KIND={machine.name}"
 
     @property
-    def stand_in(self) -> Builder:
-        return next(builder for builder in self.builders if builder.stand_in)
+    def stand_in(self) -> MachineKind:
+        return next(machine for machine in self.machines if machine.stand_in)
 
 
-def recorded_chapter(notebook: nbformat.NotebookNode, builders: dict[str, Builder],
+def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, MachineKind],
                      source: str = "the chapter") -> RecordedChapter | None:
-    """What the top matter declares, checked against the table of builder kinds."""
+    """What the top matter declares, checked against the table of machine kinds."""
     name = recording_name(notebook)
     if name is None:
         return None
-    accepted = (notebook.metadata.get("coursebook") or {}).get("builders")
+    accepted = (notebook.metadata.get("coursebook") or {}).get("machine_kinds")
     if not isinstance(accepted, list) or not accepted:
-        raise RecordingError(f"{source}: top matter 'coursebook: builders' must list the builder "
-                             f"kinds this chapter is recorded on (from {', '.join(builders)})")
-    unknown = [kind for kind in accepted if kind not in builders]
+        raise RecordingError(f"{source}: top matter 'coursebook: machine_kinds' must list the machine "
+                             f"kinds this chapter is recorded on (from {', '.join(machines)})")
+    unknown = [kind for kind in accepted if kind not in machines]
     if unknown:
-        raise RecordingError(f"{source}: top matter 'coursebook: builders' names {unknown}, not "
-                             f"builder kinds of tools/builders.toml (have {', '.join(builders)})")
-    chosen = tuple(builder for builder in builders.values() if builder.name in accepted)
-    if not any(builder.stand_in for builder in chosen):
-        raise RecordingError(f"{source}: top matter 'coursebook: builders' needs a stand-in kind "
-                             f"({', '.join(b.name for b in builders.values() if b.stand_in)}): "
+        raise RecordingError(f"{source}: top matter 'coursebook: machine_kinds' names {unknown}, not "
+                             f"machine kinds of tools/machine-kinds.toml (have {', '.join(machines)})")
+    chosen = tuple(machine for machine in machines.values() if machine.name in accepted)
+    if not any(machine.stand_in for machine in chosen):
+        raise RecordingError(f"{source}: top matter 'coursebook: machine_kinds' needs a stand-in kind "
+                             f"({', '.join(b.name for b in machines.values() if b.stand_in)}): "
                              "an ordinary build shows its outputs")
     return RecordedChapter(name, chosen)
 
@@ -92,16 +92,16 @@ def recording_path(recordings_dir: Path, name: str, kind: str) -> Path:
     return recordings_dir / f"{name}-{kind}.ipynb"
 
 
-def runs_on(cell, builder: Builder) -> bool:
-    """Whether a builder of this kind runs (and may show the output of) a code cell."""
+def runs_on(cell, machine: MachineKind) -> bool:
+    """Whether a machine of this kind runs (and may show the output of) a code cell."""
     tags = cell_tags(cell)
-    return not ((builder.stand_in and ACCELERATOR_ONLY_TAG in tags)
-                or (not builder.stand_in and STAND_IN_ONLY_TAG in tags))
+    return not ((machine.stand_in and ACCELERATOR_ONLY_TAG in tags)
+                or (not machine.stand_in and STAND_IN_ONLY_TAG in tags))
 
 
 @dataclass(frozen=True)
 class Recording:
-    builder: Builder
+    machine: MachineKind
     path: Path
     notebook: nbformat.NotebookNode
 
@@ -110,17 +110,17 @@ class Recording:
         return self.notebook.metadata[PROVENANCE_KEY]
 
     def label(self) -> str:
-        return self.builder.describe(self.provenance["device_kind"])
+        return self.machine.describe(self.provenance["device_kind"])
 
     def summary(self) -> str:
-        """Its torch, builder and date, as a page footer or a handout's cover names them."""
+        """Its torch, machine and date, as a page footer or a handout's cover names them."""
         torches = sorted({versions["torch"] for versions in self.provenance["environments"].values()
                           if "torch" in versions})
-        return (f"torch {', '.join(torches) or 'unknown'} ({self.builder.short_label}, "
+        return (f"torch {', '.join(torches) or 'unknown'} ({self.machine.short_label}, "
                 f"{self.provenance['date']})")
 
     def anchor(self, name: str) -> str:
-        return f"recording-{name}-{self.builder.name}"
+        return f"recording-{name}-{self.machine.name}"
 
     def outputs_by_source(self) -> dict[str, list]:
         return {cell.source: cell.outputs for cell in self.notebook.cells
@@ -143,18 +143,18 @@ class Recording:
         return lines
 
 
-def check_label(builder: Builder, provenance: dict, path: Path) -> None:
+def check_label(machine: MachineKind, provenance: dict, path: Path) -> None:
     """A recording's kind must agree with the device its runtime reported."""
     platform, device_kind = provenance.get("platform", ""), provenance.get("device_kind", "")
-    if not builder.ran_here(platform, device_kind):
+    if not machine.ran_here(platform, device_kind):
         raise RecordingError(
-            f"labeled {builder.name}, but its runtime reported {platform!r} ({device_kind!r}); "
+            f"labeled {machine.name}, but its runtime reported {platform!r} ({device_kind!r}); "
             "a run is only labeled with the device it ran on (a CPU run can never be a TPU "
-            f"recording). Delete the file, or run `{RECORDING_COMMAND} KIND={builder.name}` on "
-            "such a builder.", path)
+            f"recording). Delete the file, or run `{RECORDING_COMMAND} KIND={machine.name}` on "
+            "such a machine.", path)
 
 
-def _read_notebook(path: Path, builder: Builder) -> nbformat.NotebookNode:
+def _read_notebook(path: Path, machine: MachineKind) -> nbformat.NotebookNode:
     try:
         return nbformat.read(path, as_version=4)
     except Exception as error:  # nbformat raises several kinds for a damaged file
@@ -162,36 +162,34 @@ def _read_notebook(path: Path, builder: Builder) -> nbformat.NotebookNode:
         raise RecordingError(
             f"not a readable notebook ({type(error).__name__}: {detail[:200]}). Restore it "
             f"with `git checkout -- {path}`, or record it again with "
-            f"`{RECORDING_COMMAND} KIND={builder.name}`.", path) from None
+            f"`{RECORDING_COMMAND} KIND={machine.name}`.", path) from None
 
 
-def load_recording(path: Path, builder: Builder) -> Recording:
-    notebook = _read_notebook(path, builder)
+def load_recording(path: Path, machine: MachineKind) -> Recording:
+    notebook = _read_notebook(path, machine)
     provenance = notebook.metadata.get(PROVENANCE_KEY)
     if not isinstance(provenance, dict) or any(k not in provenance for k in _REQUIRED):
         raise RecordingError(f"metadata '{PROVENANCE_KEY}' needs {', '.join(_REQUIRED)} (the "
                              f"provenance a run writes): record it again with "
-                             f"`{RECORDING_COMMAND} KIND={builder.name}`.", path)
-    check_label(builder, provenance, path)
-    return Recording(builder, path, notebook)
+                             f"`{RECORDING_COMMAND} KIND={machine.name}`.", path)
+    check_label(machine, provenance, path)
+    return Recording(machine, path, notebook)
 
 
-def chapter_recordings(notebook: nbformat.NotebookNode, builders_file: Path,
+def chapter_recordings(notebook: nbformat.NotebookNode, kinds: dict[str, MachineKind],
                        recordings_dir: Path) -> list[Recording] | None:
     """The recordings of a recorded chapter, preferred kind first; None for any other."""
-    from .builders import load_builders
-
-    chapter = recorded_chapter(notebook, load_builders(builders_file))
+    chapter = recorded_chapter(notebook, kinds)
     return None if chapter is None else load_recordings(recordings_dir, chapter)
 
 
 def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Recording]:
     """The chapter's recordings, preferred kind first; the stand-in's must exist."""
     recordings = [load_recording(recording_path(recordings_dir, chapter.name, b.name), b)
-                  for b in chapter.builders
+                  for b in chapter.machines
                   if recording_path(recordings_dir, chapter.name, b.name).is_file()]
     stand_in = chapter.stand_in
-    if not any(recording.builder == stand_in for recording in recordings):
+    if not any(recording.machine == stand_in for recording in recordings):
         raise RecordingError(f"is missing: run `{chapter.command(stand_in)}` (the "
                              f"{stand_in.short_label})",
                              recording_path(recordings_dir, chapter.name, stand_in.name))
@@ -214,11 +212,11 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
             for name, versions in p["environments"].items())
         parts.append(f"({recording.anchor(chapter.name)})=\n**{recording.label()}**, recorded "
                      f"{p['date']} at commit `{p['commit']}`. {kernels}.")
-        if drift.get(recording.builder.name):
+        if drift.get(recording.machine.name):
             parts.append(f"**Environment drift** in this recording: "
-                         f"{'; '.join(drift[recording.builder.name])}. Its outputs may differ "
-                         f"from a run with today's pins: `{chapter.command(recording.builder)}`.")
-    missing = [b for b in chapter.builders if all(r.builder != b for r in recordings)]
+                         f"{'; '.join(drift[recording.machine.name])}. Its outputs may differ "
+                         f"from a run with today's pins: `{chapter.command(recording.machine)}`.")
+    missing = [b for b in chapter.machines if all(r.machine != b for r in recordings)]
     if missing:
         parts.append("Not yet recorded on: " + ", ".join(
             f"{b.short_label} (`{chapter.command(b)}`)" for b in missing) + ".")
@@ -242,8 +240,8 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                       pinned: dict[str, list[RecordingEnvironment]] | None = None
                       ) -> AttachedRecordings:
     """Each code cell's output from the most preferred recording that ran it."""
-    drift = {r.builder.name: r.drift(pinned[r.builder.name])
-             for r in recordings if pinned and r.builder.name in pinned}
+    drift = {r.machine.name: r.drift(pinned[r.machine.name])
+             for r in recordings if pinned and r.machine.name in pinned}
     labelled = copy.deepcopy(notebook)
     labelled.cells, outputs = [], []
     by_kind = [(recording, recording.outputs_by_source()) for recording in recordings]
@@ -256,20 +254,20 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
         if cell.cell_type != "code":
             continue
         found = next(((recording, sources[cell.source]) for recording, sources in by_kind
-                      if cell.source in sources and runs_on(cell, recording.builder)), None)
+                      if cell.source in sources and runs_on(cell, recording.machine)), None)
         if found is not None:
             recording, cell_outputs = found
             outputs.append(cell_outputs)
             # A hidden cell, or a verdict on the cell above, needs no mark of its own.
             if not {"remove-cell", "remove-input"} & set(cell_tags(cell)):
                 labelled.cells.append(_markdown(
-                    f"*Recorded on {{ref}}`{recording.builder.short_label} "
+                    f"*Recorded on {{ref}}`{recording.machine.short_label} "
                     f"<{recording.anchor(chapter.name)}>`.*"))
             continue
         outputs.append([])
         first_line = (cell.source.strip().splitlines() or [""])[0]
-        able = [b for b in chapter.builders if runs_on(cell, b)]
-        if not any(runs_on(cell, r.builder) for r in recordings):
+        able = [b for b in chapter.machines if runs_on(cell, b)]
+        if not any(runs_on(cell, r.machine) for r in recordings):
             labelled.cells.append(_markdown(
                 "Not yet recorded: this cell runs on " + " or ".join(
                     f"{b.short_label} (`{chapter.command(b)}`)" for b in able) + "."))
@@ -279,7 +277,7 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
         else:
             commands = " and ".join(f"`{chapter.command(b)}`" for b in able)
             raise RecordingError(f"cell `{first_line}` changed since its recording: run "
-                                 f"{commands} on such builders, then commit book/recordings/",
+                                 f"{commands} on such machines, then commit book/recordings/",
                                  cell=cell.source)
     if not panel_placed:
         labelled.cells.insert(0, _markdown(provenance_panel(chapter, recordings, drift)))

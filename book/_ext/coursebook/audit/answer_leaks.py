@@ -1,7 +1,7 @@
 """The leak audit: a student build must hold no answer anywhere.
 
 What counts as an answer is derived from the chapters themselves: the text of every
-cell tagged ``answer``. Each answer cell is cut into runs of :data:`RUN` words (punctuation included); a run
+cell tagged ``answer``. Each answer cell is cut into runs of :data:`FINGERPRINT_RUN` words (punctuation included); a run
 that also occurs in some student-visible cell is common text, every other run is a
 fingerprint. The audit reads every text file of a build (pages, ``_sources/``,
 notebooks, ``jupyter_execute/``, the search index, the PDF's text; not the vendored assets
@@ -20,10 +20,10 @@ from pathlib import Path
 
 from sphinx.search.en import SearchEnglish
 
-from .input_digests import digest, remember, unchanged
-from .notebooks import is_answer, is_chapter_source, read_chapter
+from coursebook.execute.input_digests import digest, remember, unchanged
+from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
 
-RUN = 8
+FINGERPRINT_RUN = 8
 TEXT_SUFFIXES = frozenset({".html", ".js", ".md", ".txt", ".ipynb", ".json", ".tex", ".pdf"})
 # Folders of theme and MathJax assets, copied from packages: no chapter text is in them
 # (reading MathJax's bundles took most of the audit's minutes).
@@ -32,7 +32,7 @@ _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": 
                          "\u00a0": " ", "¶": " "})
 
 
-def words(text: str) -> list[str]:
+def fingerprint_words(text: str) -> list[str]:
     """Lower-cased words of a text, with markup that differs between source and page removed."""
     text = html.unescape(text).translate(_QUOTES)
     text = re.sub(r"[`*]", "", text)
@@ -53,7 +53,7 @@ _NAME = re.compile(r"[a-z_]\w+")
 
 
 # A short answer (a value such as ``11.5``, an expression such as ``A.flip(dims=[1])``)
-# has no run of RUN words; its names and values are fingerprints of their own.
+# has no run of FINGERPRINT_RUN words; its names and values are fingerprints of their own.
 _TERM = re.compile(r"\d+\.\d+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
@@ -69,7 +69,7 @@ def _is_telling_term(term: str) -> bool:
 
 
 def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
-    """Each run of RUN words with three names or more in it: a run with fewer (``( [ 2 . ,
+    """Each run of FINGERPRINT_RUN words with three names or more in it: a run with fewer (``( [ 2 . ,
     4 . ]``) is as likely an output as an answer."""
     segment: list[str] = []
     for token in tokens + ["\x00"]:
@@ -77,9 +77,9 @@ def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
             segment.append(token)
             continue
         names = [1 if _NAME.fullmatch(word) else 0 for word in segment]
-        for start in range(len(segment) - RUN + 1):
-            if sum(names[start:start + RUN]) >= 3:
-                yield tuple(segment[start:start + RUN])
+        for start in range(len(segment) - FINGERPRINT_RUN + 1):
+            if sum(names[start:start + FINGERPRINT_RUN]) >= 3:
+                yield tuple(segment[start:start + FINGERPRINT_RUN])
         segment = []
 
 
@@ -106,7 +106,7 @@ class Fingerprints:
         found = cls()
         for text in texts:
             for cell in read_chapter(text).cells:
-                tokens = words(_cell_text(cell))
+                tokens = fingerprint_words(_cell_text(cell))
                 if is_answer(cell):
                     answer_terms.update(_terms(cell.source))
                     answer_runs.update(_runs(tokens))
@@ -120,7 +120,7 @@ class Fingerprints:
                     found.visible_stems.update(_search_words(cell.source))
         for text in other_visible:
             visible_terms.update(_terms(text))
-            visible_runs.update(_runs(words(text)))
+            visible_runs.update(_runs(fingerprint_words(text)))
             found.visible_stems.update(_search_words(text))
         found.runs = answer_runs - visible_runs
         found.short = {term for term in answer_terms - visible_terms if _is_telling_term(term)}
@@ -146,10 +146,10 @@ def _strings(value) -> Iterator[str]:
             yield from _strings(item)
 
 
-def shown_text(path: Path) -> str:
+def page_text(path: Path) -> str:
     """The text a file holds, as a reader would see it."""
     if path.suffix == ".pdf":
-        from .pdfcheck import pdf_text
+        from coursebook.render.pdf_checks import pdf_text
 
         return pdf_text(path)
     raw = path.read_text(encoding="utf8", errors="replace")
@@ -195,9 +195,9 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
     leaks: list[Leak] = []
     page_stems: set[str] = set()
     for path in files:
-        text = shown_text(path)
+        text = page_text(path)
         page_stems.update(_search_words(text))
-        tokens = words(text)
+        tokens = fingerprint_words(text)
         hits = {run for run in _runs(tokens) if run in found.runs}
         if hits:
             sample = " ".join(sorted(hits)[0])
@@ -242,7 +242,7 @@ class Place:
 
 
 @dataclass(frozen=True)
-class Overlap:
+class AnswerOverlap:
     """An answer passage that also shows in student-visible text."""
 
     answer: Place
@@ -252,7 +252,7 @@ class Overlap:
 
 def _places(path: Path, text: str) -> Iterator[tuple[Place, str, bool, bool]]:
     """(place, shown text, is an answer, is prose) for each cell of a chapter, or the page."""
-    from .notebooks import first_line, line_of
+    from coursebook.model.notebooks import first_line, line_of
 
     if not is_chapter_source(text):
         yield Place(path, 1, text.strip().splitlines()[0] if text.strip() else ""), text, False, True
@@ -286,7 +286,7 @@ def read_allowances(path: Path) -> list[str]:
     for index, entry in enumerate(tomllib.loads(path.read_text(encoding="utf8")).get("allow", [])):
         if not (isinstance(entry, dict) and entry.get("passage") and entry.get("why")):
             raise ValueError(f"{path}: allow[{index}] needs a 'passage' and a 'why'")
-        allowed.append(" " + " ".join(words(entry["passage"])) + " ")
+        allowed.append(" " + " ".join(fingerprint_words(entry["passage"])) + " ")
     return allowed
 
 
@@ -295,12 +295,12 @@ SourceCells = list[tuple[Place, list[tuple[str, ...]], bool, bool]]
 
 
 def source_cells(path: Path, text: str) -> SourceCells:
-    return [(place, list(_runs(words(shown))), answer, is_prose)
+    return [(place, list(_runs(fingerprint_words(shown))), answer, is_prose)
             for place, shown, answer, is_prose in _places(path, text)]
 
 
 def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
-                    cells_of: Callable[[Path, str], SourceCells] = source_cells) -> list[Overlap]:
+                    cells_of: Callable[[Path, str], SourceCells] = source_cells) -> list[AnswerOverlap]:
     """Each (answer cell, visible cell) pair sharing a passage no allowance covers.
 
     Answer prose is looked for in all visible text; answer code in visible prose only, as
@@ -325,7 +325,7 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
             if visible is None or any(passage in allowance for allowance in allowed):
                 continue
             found.setdefault((place, visible), run)
-    return [Overlap(_at_passage(answer, run), _at_passage(visible, run), " ".join(run))
+    return [AnswerOverlap(_at_passage(answer, run), _at_passage(visible, run), " ".join(run))
             for (answer, visible), run in found.items()]
 
 
@@ -367,7 +367,7 @@ def check_answer_overlaps(app, env) -> None:
     """
     from sphinx.util import logging
 
-    from .faults import shown_path
+    from coursebook.model.faults import shown_path
 
     logger = logging.getLogger(__name__)
     allowances = Path(app.srcdir, ALLOWANCES_FILE)

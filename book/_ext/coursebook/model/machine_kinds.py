@@ -1,6 +1,6 @@
-"""Builder kinds and recording environments, both data.
+"""Machine kinds and recording environments, both data.
 
-A *builder kind* (``tools/builders.toml``) is a kind of machine a recorded chapter runs
+A *machine kind* (``tools/machine-kinds.toml``) is a kind of machine a recorded chapter runs
 on: a TPU, a GPU, or the CPU stand-in. A *recording environment*
 (``book/recordings/NAME-environments.toml``) is one Python environment, run as a Jupyter
 kernel, that a chapter's cells execute in on one kind; a kind may have several (one per
@@ -15,23 +15,20 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .faults import BookError
+from coursebook.model.faults import BookError
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10, as on a Cloud TPU VM: the recorder runs there
     import tomli as tomllib
 
-BUILDERS_FILE = Path(__file__).resolve().parents[3] / "tools" / "builders.toml"
-
-
-class BuilderError(BookError):
-    """A builders or environments file that cannot be used; names the file and field."""
+class MachineKindError(BookError):
+    """A machine kinds or environments file that cannot be used; names the file and field."""
 
 
 @dataclass(frozen=True)
-class Builder:
-    """One builder kind, as ``tools/builders.toml`` describes it."""
+class MachineKind:
+    """One machine kind, as ``tools/machine-kinds.toml`` describes it."""
 
     name: str
     label: str
@@ -61,21 +58,21 @@ class Builder:
 def _need(path: Path, where: str, table: dict, key: str, kind: type):
     value = table.get(key)
     if not isinstance(value, kind):
-        raise BuilderError(f"{path}: {where}field '{key}' must be a {kind.__name__}")
+        raise MachineKindError(f"{path}: {where}field '{key}' must be a {kind.__name__}")
     return value
 
 
 @functools.lru_cache(maxsize=None)
-def load_builders(path: Path = BUILDERS_FILE) -> dict[str, Builder]:
-    """Every builder kind, in order of preference (read once per file)."""
+def load_machine_kinds(path: Path) -> dict[str, MachineKind]:
+    """Every machine kind, in order of preference (read once per file)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
-        raise BuilderError(f"{path}: {error}") from None
-    builders: dict[str, Builder] = {}
+        raise MachineKindError(f"{path}: {error}") from None
+    machines: dict[str, MachineKind] = {}
     for index, table in enumerate(data.get("kind", [])):
         where = f"[[kind]] {index + 1}: "
-        builder = Builder(
+        machine = MachineKind(
             name=_need(path, where, table, "name", str),
             label=_need(path, where, table, "label", str),
             platform=_need(path, where, table, "platform", str),
@@ -86,10 +83,10 @@ def load_builders(path: Path = BUILDERS_FILE) -> dict[str, Builder]:
             device_files=tuple(table.get("device_files", ())),
             pythons=tuple(table.get("pythons", ())),
             platforms=tuple(table.get("platforms", ())))
-        builders[builder.name] = builder
-    if not any(builder.stand_in for builder in builders.values()):
-        raise BuilderError(f"{path}: no kind has 'stand_in = true'; an ordinary build needs one")
-    return builders
+        machines[machine.name] = machine
+    if not any(machine.stand_in for machine in machines.values()):
+        raise MachineKindError(f"{path}: no kind has 'stand_in = true'; an ordinary build needs one")
+    return machines
 
 
 @dataclass(frozen=True)
@@ -122,18 +119,18 @@ def environments_path(recordings_dir: Path, name: str) -> Path:
     return recordings_dir / f"{name}-environments.toml"
 
 
-def load_environments(path: Path, builders: dict[str, Builder]
+def load_environments(path: Path, machines: dict[str, MachineKind]
                       ) -> dict[str, list[RecordingEnvironment]]:
     """A recorded chapter's environments, per kind; each kind's first one is its main one."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
-        raise BuilderError(f"{path}: {error}") from None
+        raise MachineKindError(f"{path}: {error}") from None
     environments: dict[str, list[RecordingEnvironment]] = {}
     for kind, tables in data.items():
-        if kind not in builders:
-            raise BuilderError(f"{path}: [[{kind}]] is not a builder kind in {BUILDERS_FILE.name} "
-                               f"(have {', '.join(builders)})")
+        if kind not in machines:
+            raise MachineKindError(f"{path}: [[{kind}]] is not a machine kind in the machine kinds file "
+                               f"(have {', '.join(machines)})")
         found = []
         for index, table in enumerate(tables):
             where = f"[[{kind}]] {index + 1}: "
@@ -144,7 +141,7 @@ def load_environments(path: Path, builders: dict[str, Builder]
                 pythons=tuple(table.get("pythons", ())),
                 sides={side: tuple(reqs) for side, reqs in table.get("sides", {}).items()}))
         if not found or found[0].cells_tagged:
-            raise BuilderError(f"{path}: the first [[{kind}]] environment is the main one and "
+            raise MachineKindError(f"{path}: the first [[{kind}]] environment is the main one and "
                                "takes no 'cells_tagged'")
         environments[kind] = found
     return environments

@@ -16,8 +16,8 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from .cache_locks import create_cache
-from .faults import CLEAN_CACHE_COMMAND, shown_path
+from coursebook.execute.cache_locks import create_cache
+from coursebook.model.faults import CLEAN_CACHE_COMMAND, shown_path
 
 logger = logging.getLogger(__name__)
 

@@ -9,18 +9,19 @@ import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from .answer_space import with_answer_spaces
-from .cache_locks import hold_notebook_lock, notebook_lock
-from .editions import Edition, edition_notebook, hidden_raises_cells
-from .execution_key import (FAILED_KEY, SOURCE_HASH_KEY, chapter_inputs_digest,
-                            outdated_chapters, source_digest, stamp_execution_environment)
-from .input_digests import remember, unchanged
-from .builders import environments_path, load_builders, load_environments
-from .faults import BookError
-from .museum import link_back_to_exhibits, load_museum, place_museum
-from .notebooks import RAISES_TAG, is_chapter_source, line_of, notebook_to_myst, read_chapter
-from .recordings import (RecordingError, attach_recordings, cache_recorded_outputs,
+from coursebook.prepare.answer_space import with_answer_spaces
+from coursebook.execute.cache_locks import hold_notebook_lock, notebook_lock
+from coursebook.prepare.editions import Edition, edition_notebook, hidden_raises_cells
+from coursebook.execute.cache_key import (FAILED_KEY, SOURCE_HASH_KEY, chapter_inputs_digest,
+                            outdated_chapters, source_digest, key_execution_versions)
+from coursebook.execute.input_digests import remember, unchanged
+from coursebook.model.machine_kinds import environments_path, load_environments
+from coursebook.model.faults import BookError
+from coursebook.model.museum import Wing, link_back_to_exhibits, place_museum
+from coursebook.model.notebooks import RAISES_TAG, is_chapter_source, line_of, notebook_to_myst, read_chapter
+from coursebook.model.recordings import (RecordingError, attach_recordings, cache_recorded_outputs,
                          load_recordings, recorded_chapter, recording_name)
+from coursebook.config import book_config
 
 
 logger = logging.getLogger(__name__)
@@ -50,16 +51,15 @@ class PreparedChapter:
     recorded: nbformat.NotebookNode | None = None
 
 
-def edition_chapter(text: str, source_path: str, edition: Edition, exhibits_dir: Path,
+def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
                     torch_version: str, md_config=None,
                     answer_spaces: bool = False) -> nbformat.NotebookNode:
-    """A chapter's notebook for one edition, exhibits placed: what a builder executes.
+    """A chapter's notebook for one edition, exhibits placed: what a machine executes.
 
     ``answer_spaces``: the student handout's boxes where answers were (markdown only, so
     the same cached outputs serve it).
     """
     notebook = read_chapter(text, md_config)
-    museum = load_museum(exhibits_dir)
     place_museum(notebook, museum, torch_version)
     link_back_to_exhibits(notebook, museum)
     hidden = hidden_raises_cells(notebook)
@@ -92,22 +92,19 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
 
 
 def _prepare(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
-    environment = app.config.coursebook_execution_environment
-    notebook = edition_chapter(text, source_path, edition_of(app),
-                               Path(app.config.coursebook_exhibits_dir), environment["torch"],
-                               getattr(app.env, "myst_config", None),
-                               app.config.coursebook_answer_space)
-    builders = load_builders(Path(app.config.coursebook_builders_file))
-    chapter = recorded_chapter(notebook, builders, source_path)
+    config = book_config(app.config)
+    notebook = edition_chapter(text, source_path, edition_of(app), config.museum(), config.torch,
+                               getattr(app.env, "myst_config", None), config.answer_space)
+    chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
-        stamp_execution_environment(notebook, environment)
+        key_execution_versions(notebook, config.execution_versions)
         return PreparedChapter(notebook)
     # A recorded chapter carries the environment it ran in as its recordings' provenance.
-    recordings_dir = Path(app.config.coursebook_recordings_dir)
-    pinned = load_environments(environments_path(recordings_dir, chapter.name), builders)
+    recordings_dir = Path(config.recordings_dir)
+    pinned = load_environments(environments_path(recordings_dir, chapter.name), config.machine_kinds)
     try:
         attached = attach_recordings(notebook, chapter, load_recordings(recordings_dir, chapter),
-                                     app.config.coursebook_allow_stale_recordings, pinned)
+                                     config.allow_stale_recordings, pinned)
     except RecordingError as error:
         if not error.cell:
             raise
@@ -173,7 +170,7 @@ def reread_changed_chapters(app: Sphinx, env, added, changed, removed) -> list[s
     config, and Sphinx reads every page again.) Preparing each chapter to find out costs
     a warm build about a third of a second, so it is done only when those inputs changed.
     """
-    inputs = chapter_inputs_digest(app.config)
+    inputs = chapter_inputs_digest(book_config(app.config))
     if unchanged(app, _CHAPTER_INPUTS, inputs):
         return []
     app.__dict__[_CHAPTER_INPUTS] = inputs  # remembered once the outdated pages are read

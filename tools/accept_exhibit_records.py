@@ -11,37 +11,38 @@ replaced only with --replace. Review the diff of exhibits/ before committing it.
 from __future__ import annotations
 
 import argparse
-import datetime
 import platform
 import sys
 from pathlib import Path
 
-from book_environment import use_book_environment
+from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE, use_book_environment
 
 use_book_environment()
 
 import torch
 
-from coursebook.museum import ErrorRecord, ExhibitError, load_museum, raised_by, write_records
+from coursebook.model import provenance
+from coursebook.model.machine_kinds import load_machine_kinds
+from coursebook.model.museum import ErrorRecord, ExhibitError, load_museum, raised_by, write_records
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--exhibits", type=Path, default=ROOT / "exhibits",
+    parser.add_argument("--exhibits", type=Path, default=EXHIBITS_DIR,
                         help="the exhibits folder (default: exhibits/)")
     parser.add_argument("--replace", action="store_true",
                         help="replace a record for this torch that no longer matches")
     args = parser.parse_args(argv)
     release = torch.__version__.split("+")[0]
     where = f"{platform.system()} {platform.machine()}, CPU (torch {torch.__version__})"
-    today = datetime.date.today().isoformat()
+    today = provenance.today()
     problems = 0
     try:
-        museum = load_museum(args.exhibits)
+        museum = load_museum(args.exhibits, load_machine_kinds(MACHINE_KINDS_FILE))
     except ExhibitError as error:
-        print(f"record: {error}", file=sys.stderr)
+        print(f"accept_exhibit_records: {error}", file=sys.stderr)
         return 2
     for wing in museum.values():
         for exhibit in wing.exhibits:

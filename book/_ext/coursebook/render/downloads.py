@@ -19,13 +19,14 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 
-from .chapters import edition_of, prepared_notebook
-from .editions import Edition
-from .execution_key import ENVIRONMENT_KEY
-from .notebooks import (BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, cell_tags,
+from coursebook.prepare.chapters import edition_of, prepared_notebook
+from coursebook.prepare.editions import Edition
+from coursebook.execute.cache_key import VERSIONS_KEY
+from coursebook.model.notebooks import (BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, cell_tags,
                         notebook_to_myst)
-from .museum import DOWNLOAD_SOURCE_KEY
-from .plain_markdown import PlainMarkdown, Target
+from coursebook.model.museum import DOWNLOAD_SOURCE_KEY
+from coursebook.render.plain_markdown import PlainMarkdown, Target
+from coursebook.config import book_config
 
 # Cell metadata: what the download changed in this cell, for a reader of the .ipynb.
 DOWNLOAD_KEY = "coursebook_download"
@@ -70,7 +71,7 @@ def download_notebook(notebook: nbformat.NotebookNode,
     notebook.cells = [cell for cell in notebook.cells if BOOK_ONLY_TAG not in cell_tags(cell)]
     for key in _BOOK_METADATA:
         notebook.metadata.pop(key, None)
-    # A recorded chapter names the builder's kernel; a reader has Python 3.
+    # A recorded chapter names the machine's kernel; a reader has Python 3.
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}
     notebook.metadata.setdefault("language_info", {"name": "python"})
@@ -83,7 +84,7 @@ def download_notebook(notebook: nbformat.NotebookNode,
                 _mark(cell, CONVERTED)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-            cell.metadata.pop(ENVIRONMENT_KEY, None)  # the book's cache key, not the reader's
+            cell.metadata.pop(VERSIONS_KEY, None)  # the book's cache key, not the reader's
             if DOWNLOAD_SOURCE_KEY in cell.metadata:
                 cell.source = cell.metadata.pop(DOWNLOAD_SOURCE_KEY)
                 _mark(cell, STANDALONE)
@@ -113,7 +114,7 @@ def run_all(notebook: nbformat.NotebookNode, workdir: Path,
 
 def published_page(app: Sphinx, docname: str, anchor: str = "") -> str:
     """A page's address on the published book ("" when the book has none)."""
-    base = app.config.coursebook_published_url.rstrip("/")
+    base = app.config.html_baseurl.rstrip("/")
     if not base:
         return ""
     return f"{base}/{app.builder.get_target_uri(docname)}" + (f"#{anchor}" if anchor else "")
@@ -168,11 +169,11 @@ def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dic
     Colab opens the student notebook where the student HTML is published (the branch
     ``coursebook_published_branch`` of ``coursebook_repository_url``), never a source.
     """
-    repository = app.config.coursebook_repository_url
+    repository = book_config(app.config).repository_url
     if not repository or "header_buttons" not in context or "ipynb_source" not in context:
         return
     context["header_buttons"].append({
-        "type": "link", "url": colab_url(repository, app.config.coursebook_published_branch,
+        "type": "link", "url": colab_url(repository, book_config(app.config).published_branch,
                                          pagename),
         "text": "Colab", "tooltip": "Open the student notebook in Colab",
         "icon": "fas fa-rocket", "label": "colab-launch-button",
