@@ -4,6 +4,7 @@ runtime's committed expectations; the Colab replica's comparisons, each seen fai
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -239,3 +240,48 @@ def test_the_museum_box_names_colab_and_its_text(monkeypatch):
     sys.last_value = RuntimeError("new text")
     checks.check_raised("pytorch/99", record, record, elsewhere=({**colab, "message": "new text"},))
     assert "On Colab" not in shown[1]  # the same text: nothing to show
+
+
+# --- The replica itself (slow; its environment is Python 3.13 and a multi-GB torch) --------
+
+def _replica(runtime: Runtime) -> Path:
+    return ROOT / f".venv-runtime-{runtime.name}"
+
+
+@pytest.mark.slow
+def test_the_replica_run_passes_and_fails_on_a_planted_expectation(built, tmp_path, monkeypatch,
+                                                                   capsys):
+    """The student downloads of a real build, run in the replica: every cell and exhibit as
+    committed; then one planted expectation and one planted record, each named."""
+    colab = reader_runtimes()[0]
+    if not (_replica(colab) / ".requirements.json").is_file():
+        pytest.skip(f"no replica of {colab.name}: `make verify-runtime RUNTIME={colab.name}` "
+                    "creates it (CI leaves it out)")
+    downloads = built["student"].outdir / "html" / "_sources"
+    assert verify.main([colab.name, "--downloads", str(downloads)]) == 0
+    out = capsys.readouterr().out
+    chapters = [n for n, text in _chapters().items() if not _recorded(text)]
+    compared = re.findall(r"expected outputs: (\d+) same, (\d+) different", out)
+    assert len(compared) == len(chapters) and all(d == "0" and int(s) for s, d in compared)
+    assert re.search(r"records: [1-9]\d* same, 0 different", out)
+
+    expected = tmp_path / "expected"
+    shutil.copytree(BOOK / "expected", expected)
+    path = expectations_path(expected, colab.torch, chapters[0])
+    lines = path.read_text().splitlines()
+    planted = next(i for i, line in enumerate(lines) if line.startswith("    "))
+    lines[planted] = "    planted"
+    path.write_text("\n".join(lines) + "\n")
+    exhibits = tmp_path / "exhibits"
+    shutil.copytree(ROOT / "exhibits", exhibits)
+    exhibit = next(e for w in book_museum(exhibits).values() for e in w.exhibits
+                   if e.record_for(colab.torch))
+    record = exhibit.record_for(colab.torch)
+    exhibit.path.write_text(exhibit.path.read_text().replace(
+        json.dumps(record.message, ensure_ascii=False), '"planted"'))
+    monkeypatch.setattr(verify, "EXPECTED", expected)
+    monkeypatch.setattr(verify, "EXHIBITS_DIR", exhibits)
+    assert verify.main([colab.name, "--downloads", str(downloads)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("shows a different output") == 1 and "-planted" in out
+    assert f"exhibit {exhibit.key} on {colab.title}" in out and "RuntimeError: planted" in out
