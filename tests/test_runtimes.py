@@ -13,12 +13,12 @@ import nbformat
 import pytest
 import torch
 
-from conftest import BOOK, book_museum, load_tool, ROOT
+from conftest import BOOK, RUNTIMES_FILE, book_museum, load_tool, ROOT
 from coursebook.verify.expectations import CellOutput, expectations_path, read_expectations
 from coursebook.model.museum import write_records
 from coursebook.model.notebooks import is_chapter_source
 from coursebook.model.recordings import PROVENANCE_KEY
-from coursebook.model.runtimes import RUNTIMES_FILE, Runtime, load_runtimes, reader_runtimes, release
+from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release
 
 BUILD_TORCH = release(torch.__version__)
 refresh = load_tool("refresh_runtimes")
@@ -40,7 +40,7 @@ def test_the_committed_pins_are_those_of_their_sources():
 @needs_lists
 def test_the_check_fails_on_a_planted_wrong_pin(tmp_path, capsys):
     planted = tmp_path / "runtimes.toml"
-    colab = next(r for r in load_runtimes().values() if r.source.startswith("googlecolab/"))
+    colab = next(r for r in load_runtimes(RUNTIMES_FILE).values() if r.source.startswith("googlecolab/"))
     pin = f'numpy = "{colab.packages["numpy"]}"'
     planted.write_text(RUNTIMES_FILE.read_text().replace(pin, 'numpy = "1.0.0"'))
     assert refresh.main([str(COLAB_LISTS), "--runtimes", str(planted), "--check"]) == 1
@@ -65,7 +65,7 @@ def _lists(tmp_path: Path, torch: str) -> Path:
 def test_a_newer_list_refreshes_pins_python_source_and_date(tmp_path):
     runtimes = tmp_path / "runtimes.toml"
     text = RUNTIMES_FILE.read_text()
-    colab = next(r for r in load_runtimes().values() if r.source.endswith(":pip-freeze.txt"))
+    colab = next(r for r in load_runtimes(RUNTIMES_FILE).values() if r.source.endswith(":pip-freeze.txt"))
     # Only the CPU runtime's list is in this copy.
     runtimes.write_text("\n\n".join(part for part in text.split("\n\n")
                                     if part.startswith(("#", "[book]", f"[{colab.name}]"))))
@@ -126,21 +126,21 @@ def missing_expectations(runtime: Runtime, expected: Path = BOOK / "expected",
 
 
 def test_every_declared_runtime_has_its_committed_expectations():
-    runtimes = load_runtimes()
+    runtimes = load_runtimes(RUNTIMES_FILE)
     assert {r.verified_by for r in runtimes.values()} >= {"build", "downloads"}
     for runtime in runtimes.values():
         assert missing_expectations(runtime) == [], runtime.name
 
 
 def test_a_runtime_without_expectations_is_named():
-    colab = reader_runtimes()[0]
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
     planted = Runtime(**{**colab.__dict__, "packages": {**colab.packages, "torch": "9.9.9+cpu"}})
     missing = missing_expectations(planted)
     chapters = [n for n, text in _chapters().items() if not _recorded(text)]
     assert [m for m in missing if m.endswith("outputs for torch 9.9.9")] == \
         [f"{n}: expected outputs for torch 9.9.9" for n in chapters]
     assert any(m.startswith("exhibit ") for m in missing)
-    tpu = next(r for r in load_runtimes().values() if r.verified_by == "recording")
+    tpu = next(r for r in load_runtimes(RUNTIMES_FILE).values() if r.verified_by == "recording")
     assert missing_expectations(Runtime(**{**tpu.__dict__, "packages": {"torch": "9.9.9"}}))
 
 
@@ -156,7 +156,7 @@ def _replayed(runtime: Runtime, chapter: str) -> verify.ChapterRun:
 
 
 def test_a_download_cell_that_differs_from_its_expectation_is_named(capsys):
-    colab = reader_runtimes()[0]
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
     chapters = [n for n, text in _chapters().items() if not _recorded(text)]
     for chapter in chapters:
         assert verify.check_chapter(_replayed(colab, chapter), colab, "here", BUILD_TORCH, False) == 0
@@ -171,7 +171,7 @@ def test_a_download_cell_that_differs_from_its_expectation_is_named(capsys):
 
 
 def test_an_exhibit_that_differs_from_its_record_is_named(capsys):
-    colab = reader_runtimes()[0]
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
     exhibits = [e for w in book_museum().values() for e in w.exhibits
                 if e.record_for(colab.torch)]
     caught = {e.key: (e, f"{e.record_for(colab.torch).type}: {e.record_for(colab.torch).message}")
@@ -185,7 +185,7 @@ def test_an_exhibit_that_differs_from_its_record_is_named(capsys):
 
 
 def test_accepting_records_the_replica_as_where_it_ran(tmp_path):
-    colab = reader_runtimes()[0]
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
     source = next(e for w in book_museum().values() for e in w.exhibits
                   if e.record_for(colab.torch))
     shutil.copytree(source.path.parent, tmp_path / "pytorch")
@@ -205,7 +205,7 @@ def test_accepting_records_the_replica_as_where_it_ran(tmp_path):
 def test_the_museum_shows_colabs_text_where_it_differs_from_the_builds():
     from coursebook.model.museum import exhibit_cells, readers_records
 
-    colab = reader_runtimes()[0]
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
     build = BUILD_TORCH
     differ = 0
     for wing in book_museum().values():
@@ -253,7 +253,7 @@ def test_the_replica_run_passes_and_fails_on_a_planted_expectation(built, tmp_pa
                                                                    capsys):
     """The student downloads of a real build, run in the replica: every cell and exhibit as
     committed; then one planted expectation and one planted record, each named."""
-    colab = reader_runtimes()[0]
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
     if not (_replica(colab) / ".requirements.json").is_file():
         pytest.skip(f"no replica of {colab.name}: `make verify-runtime RUNTIME={colab.name}` "
                     "creates it (CI leaves it out)")

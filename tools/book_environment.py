@@ -11,9 +11,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
-# conf.py names the same files for a build (coursebook_exhibits_dir, ..._machine_kinds_file).
+# conf.py names the same files for a build (coursebook_exhibits_dir, ..._machine_kinds_file,
+# ..._runtimes_file).
 EXHIBITS_DIR = ROOT / "exhibits"
 MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"
+RUNTIMES_FILE = ROOT / "tools" / "runtimes.toml"
 
 
 def use_book_environment(needs: str = "coursebook") -> None:

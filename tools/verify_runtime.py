@@ -30,7 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE, use_book_environment  # noqa: E402
+from book_environment import (EXHIBITS_DIR, MACHINE_KINDS_FILE, RUNTIMES_FILE,  # noqa: E402
+                              use_book_environment)
 
 use_book_environment()
 
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def verify(args: argparse.Namespace) -> int:
-    runtimes = load_runtimes()
+    runtimes = load_runtimes(RUNTIMES_FILE)
     runtime = runtimes.get(args.runtime)
     if runtime is None or runtime.verified_by != "downloads":
         able = [r.name for r in runtimes.values() if r.verified_by == "downloads"]

@@ -19,6 +19,7 @@ from sphinx.config import Config
 
 from coursebook.model.machine_kinds import MachineKind, load_machine_kinds
 from coursebook.model.museum import Wing, load_museum
+from coursebook.model.runtimes import Runtime, reader_runtimes
 
 PREFIX = "coursebook_"
 
@@ -42,6 +43,7 @@ class BookConfig:
     exhibits_dir: str = _value("exhibits", "env", "the error museum's exhibits, one folder per wing")
     recordings_dir: str = _value("book/recordings", "env", "committed recordings of recorded chapters")
     machine_kinds_file: str = _value("", "env", "the machine kinds recorded chapters run on")
+    runtimes_file: str = _value("", "env", "the runtimes the book targets (Colab's among them)")
     expected_dir: str = _value("expected", "", "expected outputs, one folder per torch version")
     allow_stale_recordings: bool = _value(False, "env", "render a cell changed since its recording, marked")
     # --- Execution: what joins the cache key ---------------------------------------------
@@ -87,8 +89,13 @@ class BookConfig:
     def machine_kinds(self) -> dict[str, MachineKind]:
         return load_machine_kinds(Path(self.machine_kinds_file))
 
+    @cached_property
+    def reader_runtimes(self) -> tuple[Runtime, ...]:
+        """The runtimes readers use whose texts the pages show beside the build's."""
+        return reader_runtimes(Path(self.runtimes_file)) if self.runtimes_file else ()
+
     def museum(self) -> dict[str, Wing]:
-        return load_museum(Path(self.exhibits_dir), self.machine_kinds)
+        return load_museum(Path(self.exhibits_dir), self.machine_kinds, self.reader_runtimes)
 
 
 def book_config(config: Config) -> BookConfig:

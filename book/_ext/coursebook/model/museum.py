@@ -26,7 +26,7 @@ from coursebook.model.machine_kinds import MachineKind
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG
 from coursebook.outputs import normalise
-from coursebook.model.runtimes import reader_runtimes
+from coursebook.model.runtimes import Runtime
 
 RECORD_SOURCES = ("museum", "build")
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
@@ -115,6 +115,9 @@ class Exhibit:
     records: tuple[ErrorRecord, ...]
     taught_in: tuple[str, ...] = ()  # labels of the sections that teach what it breaks
     cpu: CpuReproduction | None = None
+    # The records of the runtimes readers use (Colab's), each with how a page names its
+    # runtime: "Colab (torch 2.11.0)".
+    reader_records: tuple[tuple[str, ErrorRecord], ...] = ()
 
     @property
     def key(self) -> str:
@@ -178,10 +181,12 @@ def _read_toml(path: Path) -> dict:
                            int(position.group(1)) if position else 1) from None
 
 
-def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKind]) -> Exhibit:
+def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKind],
+                 readers: tuple[Runtime, ...] = ()) -> Exhibit:
     """Read and validate one exhibit of a wing with these rooms; a problem names the file,
     the line and the field. It runs on a machine kind of ``tools/machine-kinds.toml``: the
-    stand-in's exhibits run in every build, the others show the museum's capture."""
+    stand-in's exhibits run in every build, the others show the museum's capture.
+    ``readers``: the runtimes readers use (``tools/runtimes.toml``), whose records it shows."""
     table = _read_toml(path)
     values = {name: _require(path, table, name, kind) for name, kind in _EXHIBIT_FIELDS.items()}
     _choice(path, "room", values["room"], rooms)
@@ -205,6 +210,8 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
                    runs_in_every_build=kinds[values["runs_on"]].stand_in,
                    taught_in=tuple(taught_in),
                    cpu=_cpu_reproduction(path, table.get("cpu")),
+                   reader_records=tuple((runtime.reader_label, record) for runtime in readers
+                                        for record in records if record.torch == runtime.torch),
                    **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
 
 
@@ -234,26 +241,31 @@ class Wing:
     exhibits: tuple[Exhibit, ...]
 
 
-def load_wing(directory: Path, kinds: dict[str, MachineKind]) -> Wing:
+def load_wing(directory: Path, kinds: dict[str, MachineKind],
+              readers: tuple[Runtime, ...] = ()) -> Wing:
     path = directory / "wing.toml"
     if not path.is_file():
         raise ExhibitError(f"a wing needs this file ({', '.join(_WING_FIELDS)})", path)
     table = _read_toml(path)
     fields = {name: str(_require(path, table, name, str)).strip() for name in _WING_FIELDS[:-1]}
     rooms = tuple(_require(path, table, "rooms", list))
-    exhibits = tuple(load_exhibit(p, rooms, kinds) for p in sorted(directory.glob("[0-9]*.toml")))
+    exhibits = tuple(load_exhibit(p, rooms, kinds, readers)
+                     for p in sorted(directory.glob("[0-9]*.toml")))
     numbers = [exhibit.number for exhibit in exhibits]
     if numbers != list(range(1, len(numbers) + 1)):
         raise ExhibitError(f"exhibits must be numbered 1..{len(numbers)}, got {numbers}", directory)
     return Wing(path=path, exhibits=exhibits, rooms=rooms, **fields)
 
 
-def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind]) -> dict[str, Wing]:
-    """Every wing: each folder of ``exhibits/`` holding a ``wing.toml``."""
+def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind],
+                readers: tuple[Runtime, ...] = ()) -> dict[str, Wing]:
+    """Every wing: each folder of ``exhibits/`` holding a ``wing.toml``; ``readers``: the
+    runtimes readers use, whose texts the pages show beside the build's."""
     if not exhibits_dir.is_dir():
         raise ExhibitError("the exhibits folder does not exist (coursebook_exhibits_dir, "
                            "or --exhibits)", exhibits_dir)
-    return {d.name: load_wing(d, kinds) for d in sorted(exhibits_dir.iterdir()) if (d / "wing.toml").is_file()}
+    return {d.name: load_wing(d, kinds, readers) for d in sorted(exhibits_dir.iterdir())
+            if (d / "wing.toml").is_file()}
 
 
 def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
@@ -304,13 +316,8 @@ def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
                     ) -> list[tuple[str, ErrorRecord]]:
     """The records of the runtimes readers use (Colab's, say) whose text differs from
     ``expected``, each with how a page names its runtime: "Colab (torch 2.11.0)"."""
-    found = []
-    for runtime in reader_runtimes():
-        record = exhibit.record_for(runtime.torch)
-        if record is not None and (expected is None or
-                                   (record.type, record.message) != (expected.type, expected.message)):
-            found.append((runtime.reader_label, record))
-    return found
+    return [(label, record) for label, record in exhibit.reader_records
+            if expected is None or (record.type, record.message) != (expected.type, expected.message)]
 
 
 def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,

@@ -25,7 +25,6 @@ try:
 except ModuleNotFoundError:  # Python 3.10: the recorder on a Cloud TPU VM
     import tomli as tomllib
 
-RUNTIMES_FILE = Path(__file__).resolve().parents[4] / "tools" / "runtimes.toml"
 VERIFIED_BY = ("build", "downloads", "recording")
 _FIELDS = {"title": str, "python": str, "source": str, "listed": str, "packages": dict,
            "verified_by": str}
@@ -77,7 +76,7 @@ def _line_of(path: Path, table: str, name: str) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def load_runtimes(path: Path = RUNTIMES_FILE) -> dict[str, Runtime]:
+def load_runtimes(path: Path) -> dict[str, Runtime]:
     """Every declared runtime, in the file's order (read once per file)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf8"))
@@ -99,7 +98,8 @@ def load_runtimes(path: Path = RUNTIMES_FILE) -> dict[str, Runtime]:
     return runtimes
 
 
-def reader_runtimes(path: Path = RUNTIMES_FILE) -> list[Runtime]:
+def reader_runtimes(path: Path) -> tuple[Runtime, ...]:
     """The runtimes readers use whose texts the book has from running its downloads there
     (``verified_by = "downloads"``): shown beside the build's texts where they differ."""
-    return [r for r in load_runtimes(path).values() if r.verified_by == "downloads" and r.torch]
+    return tuple(r for r in load_runtimes(path).values()
+                 if r.verified_by == "downloads" and r.torch)

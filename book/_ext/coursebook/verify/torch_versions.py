@@ -22,7 +22,7 @@ from coursebook.verify.expectations import ExpectationsError, read_expectations,
 from coursebook.execute.cache_key import FAILED_KEY
 from coursebook.model.faults import report_once
 from coursebook.model.museum import ExhibitError
-from coursebook.model.runtimes import reader_runtimes
+from coursebook.model.runtimes import Runtime
 from coursebook.worddiff import changed_words
 from coursebook.config import book_config
 
@@ -69,10 +69,10 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
             block.replace_self(highlighted_block(runs))
 
 
-def version_label(version: str) -> str:
+def version_label(version: str, readers: tuple[Runtime, ...]) -> str:
     """How a page names the outputs of a torch release: "torch 2.13.0", or the runtime a
-    reader uses that gave them, "Colab (torch 2.11.0)"."""
-    runtime = next((r for r in reader_runtimes() if r.torch == version), None)
+    reader uses that gave them (one of ``readers``), "Colab (torch 2.11.0)"."""
+    runtime = next((r for r in readers if r.torch == version), None)
     return runtime.reader_label if runtime is not None else f"torch {version}"
 
 
@@ -80,7 +80,8 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
     """Under a chapter's title: the torch versions its outputs were verified on, and the
     runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)")."""
-    expected_dir = Path(app.srcdir, book_config(app.config).expected_dir)
+    config = book_config(app.config)
+    expected_dir = Path(app.srcdir, config.expected_dir)
     app.env.note_dependency(str(expected_dir))  # a version's folder added or removed
     versions = verified_versions(expected_dir, chapter)
     if not versions:
@@ -90,7 +91,8 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
     for version in versions:
         path = expected_dir / f"torch-{version}" / f"{chapter}.txt"
         app.env.note_dependency(str(path))
-        if version_label(version) == f"torch {version}":
+        label = version_label(version, config.reader_runtimes)
+        if label == f"torch {version}":
             builds.append(f"{version} (this build)" if version == release(running) else version)
             continue
         try:
@@ -98,7 +100,7 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
         except ExpectationsError:
             continue  # the versions page reports it
         if expectations is not None and expectations.by_edition[edition]:
-            readers.append(version_label(version))  # a runtime's run holds this edition
+            readers.append(label)  # a runtime's run holds this edition
     shown = f"torch {', '.join(builds)}" + (f", and on {' and '.join(readers)}" if readers else "")
     link = addnodes.pending_xref("", nodes.inline("", "what changed between torch versions"),
                                  refdomain="std", reftype="ref", reftarget=CHANGES_LABEL,
@@ -130,6 +132,7 @@ class TorchVersionChanges(Directive):
         config = env.config
         edition = "instructor" if env.app.tags.has("instructor") else "student"
         expected_dir = Path(env.srcdir, book_config(config).expected_dir)
+        readers = book_config(config).reader_runtimes
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
         for path in sorted(expected_dir.glob("torch-*/*.txt")):
             env.note_dependency(str(path))
@@ -140,7 +143,7 @@ class TorchVersionChanges(Directive):
                 before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt")
                                  for v in (old, new))
                 rows.setdefault((old, new), []).extend(
-                    self._cells(chapter, before, after, old, new, edition))
+                    self._cells(chapter, before, after, old, new, edition, readers))
         for wing in book_config(config).museum().values():
             for exhibit in wing.exhibits:
                 env.note_dependency(str(exhibit.path))
@@ -154,20 +157,21 @@ class TorchVersionChanges(Directive):
                             reftype="ref", reftarget=exhibit.label, refexplicit=True)
                         rows.setdefault((before.torch, after.torch), []).extend([
                             nodes.paragraph("", "", nodes.Text("Exhibit: "), link),
-                            side_by_side(version_label(before.torch), old_text,
-                                         version_label(after.torch), new_text)])
+                            side_by_side(version_label(before.torch, readers), old_text,
+                                         version_label(after.torch, readers), new_text)])
         sections = []
         for (old, new), found in sorted(rows.items(), key=lambda item: (
                 _version_key(item[0][1]), _version_key(item[0][0]))):
             section = nodes.section(ids=[f"torch-{old}-to-{new}".replace(".", "-")])
-            section += nodes.title("", f"{version_label(old)} → {version_label(new)}")
+            section += nodes.title("", f"{version_label(old, readers)} → "
+                                       f"{version_label(new, readers)}")
             section += found or [nodes.paragraph(
                 "", "Every output recorded for both versions is the same.")]
             sections.append(section)
         return sections
 
     @staticmethod
-    def _cells(chapter, before, after, old, new, edition) -> list[nodes.Node]:
+    def _cells(chapter, before, after, old, new, edition, readers) -> list[nodes.Node]:
         found: list[nodes.Node] = []
         old_cells, new_cells = before.by_edition[edition], after.by_edition[edition]
         for key, text in new_cells.items():
@@ -175,6 +179,6 @@ class TorchVersionChanges(Directive):
                 first = after.first_lines.get(key, key)
                 found.append(nodes.paragraph("", "", nodes.Text(f"{chapter}.md, code cell "),
                                              nodes.literal(first, first)))
-                found.append(side_by_side(version_label(old), old_cells[key],
-                                          version_label(new), text))
+                found.append(side_by_side(version_label(old, readers), old_cells[key],
+                                          version_label(new, readers), text))
         return found
