@@ -285,3 +285,16 @@ def test_the_replica_run_passes_and_fails_on_a_planted_expectation(built, tmp_pa
     out = capsys.readouterr().out
     assert out.count("shows a different output") == 1 and "-planted" in out
     assert f"exhibit {exhibit.key} on {colab.title}" in out and "RuntimeError: planted" in out
+
+
+def test_a_malformed_runtimes_file_stops_the_build_in_one_line(tiny_book, tmp_path):
+    from conftest import sphinx_build
+
+    bad = tmp_path / "runtimes.toml"
+    bad.write_text(RUNTIMES_FILE.read_text().replace('verified_by = "downloads"',
+                                                     'verified_by = "dowloads"'))
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
+                         settings={"coursebook_runtimes_file": str(bad)})
+    line = next(n for n, text in enumerate(bad.read_text().splitlines(), 1) if "dowloads" in text)
+    assert build.returncode != 0 and "Traceback" not in build.log
+    assert build.log.count(f"{bad}:{line}: ERROR: [") == 1 and "field 'verified_by' is 'dowloads'" in build.log

@@ -19,7 +19,7 @@ from sphinx.config import Config
 
 from coursebook.model.machine_kinds import MachineKind, load_machine_kinds
 from coursebook.model.museum import Wing, load_museum
-from coursebook.model.runtimes import Runtime, reader_runtimes
+from coursebook.model.runtimes import Runtime, RuntimeFileError, load_runtimes, reader_runtimes
 
 PREFIX = "coursebook_"
 
@@ -96,6 +96,21 @@ class BookConfig:
 
     def museum(self) -> dict[str, Wing]:
         return load_museum(Path(self.exhibits_dir), self.machine_kinds, self.reader_runtimes)
+
+
+def check_runtimes_file(app: Sphinx) -> None:
+    """``builder-inited``: a runtimes file that cannot be used is one error naming its
+    file, line and field; the build goes on without the runtimes and fails (``-W``)."""
+    path = BookConfig.of(app.config).runtimes_file
+    if not path:
+        return
+    try:
+        load_runtimes(Path(path))
+    except RuntimeFileError as error:
+        error.message += (". Fix it there (the file's header says what each field holds); "
+                          "`make refresh-runtimes` then checks the pins.")
+        error.report(app, "runtimes")
+        app.config[PREFIX + "runtimes_file"] = ""
 
 
 def book_config(config: Config) -> BookConfig:

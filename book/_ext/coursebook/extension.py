@@ -25,7 +25,7 @@ from coursebook.render.build_stamp import add_build_stamp
 from coursebook.verify.torch_versions import TorchVersionChanges, add_verified_versions, highlight_changed_boxes
 from coursebook.verify.chapter_checks import (check_executed_chapter, clear_execution_reports, compare_expected_outputs,
                      fail_build_on_failed_chapters, keep_cell_outputs, keep_execution_reports)
-from coursebook.config import BookConfig, book_config
+from coursebook.config import BookConfig, book_config, check_runtimes_file
 
 __all__ = ["setup"]
 
@@ -59,6 +59,7 @@ def setup(app: Sphinx) -> dict:
     # 2. builder-inited: the stamp's commit and date; last build's failure reports cleared;
     #    Ctrl-C ends the build in one line; compiled templates kept between builds; what
     #    the build keeps to its end (extensions, environment) set aside from the collector.
+    app.connect("builder-inited", check_runtimes_file)
     app.connect("builder-inited", clear_execution_reports)
     app.connect("builder-inited", stop_cleanly_on_interrupt)
     app.connect("builder-inited", keep_compiled_templates)
