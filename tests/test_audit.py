@@ -139,7 +139,7 @@ def test_the_overlap_check_skips_only_inputs_that_passed(tmp_path, monkeypatch):
     (source / "index.md").write_text("# A tiny book\n\nIts one page of prose.\n")
     env = SimpleNamespace(found_docs={"chapter", "index"},
                           doc2path=lambda doc: source / f"{doc}.md")
-    app = SimpleNamespace(srcdir=source, doctreedir=tmp_path / "doctrees", env=env)
+    app = SimpleNamespace(srcdir=source, doctreedir=tmp_path / "doctrees", env=env, statuscode=0)
 
     searched, read = [], []
     real_search, real_read = audit.answer_overlaps, audit.source_cells
@@ -156,7 +156,7 @@ def test_the_overlap_check_skips_only_inputs_that_passed(tmp_path, monkeypatch):
     audit.check_answer_overlaps(app, env)
     assert read[2:] == ["chapter.md"]  # the unchanged page's cells were kept
     audit.check_answer_overlaps(app, env)  # a failed check is never remembered
-    assert len(searched) == 3 and app.__dict__["_coursebook_audit_failed"]
+    assert len(searched) == 3 and app.statuscode == 1
 
 
 @pytest.mark.slow

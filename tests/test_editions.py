@@ -1,5 +1,7 @@
 """The editions are chosen on the notebook, before execution, from the `answer` tag."""
 
+from pathlib import Path
+
 import nbformat
 import pytest
 from jupyter_cache.cache.main import JupyterCacheBase
@@ -77,26 +79,30 @@ def test_a_prose_edit_keeps_the_cache_key_and_a_torch_upgrade_changes_it():
     assert _cache_hash(edited) != key
 
 
-def test_the_chapters_other_inputs_decide_whether_chapters_are_compared(tmp_path):
-    """A warm build prepares no chapter unless an exhibit, a recording or the machine
-    kinds changed (the extension's code too): each of them changes the digest."""
-    import shutil
-    from coursebook.config import BookConfig
-    from coursebook.execute.cache_key import chapter_inputs_digest
+def test_a_chapter_notes_what_else_makes_its_text(tmp_path):
+    """Sphinx reads a chapter again when one of its inputs changes: every exhibit, the
+    machine kinds, and for a recorded chapter its environments and recordings."""
+    from types import SimpleNamespace
 
-    for name in ("exhibits", "recordings"):
-        (tmp_path / name / "sub").mkdir(parents=True)
-        (tmp_path / name / "sub" / "item.toml").write_text("x = 1\n")
-    (tmp_path / "machine-kinds.toml").write_text("[kind]\n")
-    config = BookConfig(exhibits_dir=str(tmp_path / "exhibits"),
-                        recordings_dir=str(tmp_path / "recordings"),
-                        machine_kinds_file=str(tmp_path / "machine-kinds.toml"))
-    seen = {chapter_inputs_digest(config)}
-    assert chapter_inputs_digest(config) in seen  # the same inputs, the same digest
-    for edit in (tmp_path / "exhibits" / "sub" / "item.toml",
-                 tmp_path / "recordings" / "sub" / "item.toml", tmp_path / "machine-kinds.toml"):
-        edit.write_text(edit.read_text() + "y = 2\n")
-        seen.add(chapter_inputs_digest(config))
-    shutil.copy(tmp_path / "machine-kinds.toml", tmp_path / "exhibits" / "new.toml")
-    seen.add(chapter_inputs_digest(config))
-    assert len(seen) == 5
+    from coursebook.config import BookConfig
+    from coursebook.prepare.chapters import _note_inputs
+
+    (tmp_path / "exhibits" / "wing").mkdir(parents=True)
+    for name in ("wing.toml", "01-one.toml"):
+        (tmp_path / "exhibits" / "wing" / name).write_text("x = 1\n")
+    kinds = tmp_path / "machine-kinds.toml"
+    kinds.write_text('[[kind]]\nname = "cpu"\nlabel = "CPU"\nplatform = "cpu"\nprobe = "print()"\n'
+                     "stand_in = true\n")
+    config = BookConfig(exhibits_dir=str(tmp_path / "exhibits"), machine_kinds_file=str(kinds),
+                        recordings_dir=str(tmp_path / "recordings"))
+    noted: list[Path] = []
+    app = SimpleNamespace(env=SimpleNamespace(note_dependency=lambda path: noted.append(Path(path))))
+    _note_inputs(app, config, None)
+    assert set(noted) == {kinds, *(tmp_path / "exhibits" / "wing").glob("*.toml")}
+    noted.clear()
+    recorded = nbformat.v4.new_notebook(metadata={"coursebook": {"recording": "tiny"}})
+    (tmp_path / "recordings").mkdir()
+    (tmp_path / "recordings" / "tiny-cpu.ipynb").write_text("{}")
+    _note_inputs(app, config, recorded)
+    assert {tmp_path / "recordings" / "tiny-environments.toml",
+            tmp_path / "recordings" / "tiny-cpu.ipynb"} <= set(noted)

@@ -17,6 +17,7 @@ from conftest import BOOK, RUNTIMES_FILE, book_museum, load_tool, ROOT
 from coursebook.verify.expectations import CellOutput, expectations_path, read_expectations
 from coursebook.model.museum import write_records
 from coursebook.model.notebooks import is_chapter_source
+from coursebook.prepare.editions import Edition
 from coursebook.model.recordings import PROVENANCE_KEY
 from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release
 
@@ -117,7 +118,7 @@ def missing_expectations(runtime: Runtime, expected: Path = BOOK / "expected",
         if _recorded(text):
             continue
         found = read_expectations(expectations_path(expected, runtime.torch, name))
-        if found is None or not found.by_edition["student"]:
+        if found is None or not found.by_edition[Edition.STUDENT.value]:
             missing.append(f"{name}: expected outputs for torch {runtime.torch}")
     for wing in book_museum().values():
         missing += [f"exhibit {e.key}: a record for torch {runtime.torch}"
@@ -150,7 +151,7 @@ def _replayed(runtime: Runtime, chapter: str) -> verify.ChapterRun:
     """A run of a download that printed exactly the committed expectations."""
     expected = read_expectations(expectations_path(BOOK / "expected", runtime.torch, chapter))
     run = verify.ChapterRun(chapter)
-    for index, (key, text) in enumerate(expected.by_edition["student"].items()):
+    for index, (key, text) in enumerate(expected.by_edition[Edition.STUDENT.value].items()):
         run.outputs.append(CellOutput(key, index, expected.first_lines[key], text))
     return run
 

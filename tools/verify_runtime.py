@@ -58,7 +58,7 @@ from record_chapter import install_kernel  # noqa: E402
 BOOK = ROOT / "book"
 EXPECTED = BOOK / "expected"
 DOWNLOADS = ROOT / "_build" / "student" / "html" / "_sources"
-VERIFY_COMMAND = "make verify-runtime RUNTIME={name}"
+STUDENT = Edition.STUDENT.value  # a download is the student edition's notebook
 ACCEPT_COMMAND = "make accept-outputs-runtime RUNTIME={name}"
 VERSIONS = """
 import json, platform, sys
@@ -197,7 +197,7 @@ def _same(expectations: Expectations | None, outputs: list[CellOutput]) -> tuple
     """(same, different) among the verified cells that have an expected text."""
     if expectations is None:
         return 0, 0
-    expected = expectations.by_edition["student"]
+    expected = expectations.by_edition[STUDENT]
     compared = [o for o in outputs if not o.unverified and o.key in expected]
     different = sum(expected[o.key] != o.text for o in compared)
     return len(compared) - different, different
@@ -270,7 +270,7 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
                   "# One entry per code cell of the download: a hash of its code, then its "
                   "output, indented. Review the diff before committing."]
         order = [o.key for o in run.outputs]
-        if write_expectations(path, accept(expectations, "student", run.outputs),
+        if write_expectations(path, accept(expectations, STUDENT, run.outputs),
                               lambda: order, header):
             print(f"{name}: wrote {path}")
         expectations = read_expectations(path)
@@ -285,7 +285,7 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
               f"record them with `{ACCEPT_COMMAND.format(name=runtime.name)}`")
         return 1
     text = (BOOK / f"{name}.md").read_text(encoding="utf8")
-    mismatches = compare(expectations, "student", run.outputs)
+    mismatches = compare(expectations, STUDENT, run.outputs)
     for mismatch in mismatches:
         print(f"book/{name}.md:{line_of(mismatch.cell.source, text)}: code cell "
               f"`{mismatch.cell.first_line}` ({runtime.title}, torch {runtime.torch}) "

@@ -20,6 +20,7 @@ from sphinx.config import Config
 from coursebook.model.machine_kinds import MachineKind, load_machine_kinds
 from coursebook.model.museum import Wing, load_museum
 from coursebook.model.runtimes import Runtime, RuntimeFileError, load_runtimes, reader_runtimes
+from coursebook.process.reporting import report_book_error
 
 PREFIX = "coursebook_"
 
@@ -109,7 +110,7 @@ def check_runtimes_file(app: Sphinx) -> None:
     except RuntimeFileError as error:
         error.message += (". Fix it there (the file's header says what each field holds); "
                           "`make refresh-runtimes` then checks the pins.")
-        error.report(app, "runtimes")
+        report_book_error(error, "runtimes")
         app.config[PREFIX + "runtimes_file"] = ""
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sphinx.search.en import SearchEnglish
 
-from coursebook.execute.input_digests import digest, remember, unchanged
+from coursebook.audit.input_digests import digest, remember, unchanged
 from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
 
 FINGERPRINT_RUN = 8
@@ -375,7 +375,7 @@ def check_answer_overlaps(app, env) -> None:
         allowed = read_allowances(allowances)
     except (ValueError, OSError) as error:  # tomllib's errors are ValueErrors
         logger.error("%s", error, type="coursebook", subtype="audit")
-        app.__dict__["_coursebook_audit_failed"] = True
+        app.statuscode = 1
         return
     sources = {Path(env.doc2path(docname)): Path(env.doc2path(docname)).read_text(encoding="utf8")
                for docname in sorted(env.found_docs)
@@ -398,4 +398,4 @@ def check_answer_overlaps(app, env) -> None:
                      overlap.visible, overlap.passage, shown_path(allowances),
                      location=f"{shown_path(overlap.answer.path)}:{overlap.answer.line}",
                      type="coursebook", subtype="audit")
-        app.__dict__["_coursebook_audit_failed"] = True
+        app.statuscode = 1  # also without -W

@@ -1,11 +1,13 @@
 """Everything that decides whether a chapter executes again.
 
-jupyter-cache keys a notebook by its code cells (source and metadata). Two things are
-added here: the *execution versions* (of Python and the packages that decide what the
-cells print), put into the first code cell's metadata so that an upgrade re-executes; and
-the pages Sphinx must read again although their file did not change (an exhibit, a
-recording or the environment changed what the chapter becomes, or the chapter failed).
-A page that is not read again is not executed again: its doctree is reused.
+jupyter-cache keys a notebook by its code cells (source and metadata). Added here: the
+*execution versions* (of Python and the packages that decide what the cells print) and a
+digest of the book's own modules the cells import, put into the first code cell's
+metadata so that an upgrade re-executes; and the extension's version for Sphinx, so
+that an edit of the extension reads every page again. A page that is not read again is
+not executed again: its doctree is reused. (What else makes Sphinx read a chapter again:
+its inputs, noted as dependencies by :mod:`coursebook.prepare.chapters`, and a failure,
+:mod:`coursebook.execute.read_chapters`.)
 """
 
 from __future__ import annotations
@@ -19,15 +21,11 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 
-from coursebook.execute.input_digests import digest
-from coursebook.config import BookConfig, book_config
+from coursebook.config import book_config
 
 # Cell metadata holding the execution versions (part of jupyter-cache's key).
 # The metadata key keeps its first name: it is part of every cached notebook's hash.
 VERSIONS_KEY = "execution_environment"
-# Page metadata: the digest of the text handed to myst-nb, and a failed chapter.
-SOURCE_HASH_KEY = "coursebook_source_hash"
-FAILED_KEY = "coursebook_failed"
 
 
 def environment_versions(packages: list[str]) -> dict[str, str]:
@@ -81,43 +79,13 @@ def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, 
             return
 
 
-def source_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf8")).hexdigest()
+def extension_version() -> int:
+    """A number that changes with this extension's code: Sphinx's ``env_version``.
 
-
-def reread_failed_chapters(app: Sphinx, env, added, changed, removed) -> list[str]:
-    """``env-get-outdated``: a chapter that failed is read (and fails) again next time."""
-    return [doc for doc, meta in env.metadata.items() if meta.get(FAILED_KEY)]
-
-
-def chapter_inputs_digest(book: BookConfig) -> str:
-    """A hash of what, besides its own file and the config, makes a chapter's edition text.
-
-    The exhibits, the recordings, the machine kinds and this extension's code. While it
-    stays the same, no chapter needs preparing to learn whether its text changed.
+    The code decides what a chapter becomes (its cells, its exhibits' cells), so an edit
+    of it makes Sphinx read every page again; a notebook whose code cells are unchanged is
+    then taken from the cache, not executed.
     """
-    roots = (Path(book.exhibits_dir), Path(book.recordings_dir), Path(book.machine_kinds_file),
-             _PACKAGE)
-    parts: list[str | bytes] = []
-    for root in roots:
-        for path in sorted(root.rglob("*")) if root.is_dir() else [root]:
-            if path.is_file() and "__pycache__" not in path.parts:
-                parts += [str(path), path.read_bytes()]
-    return digest(*parts)
-
-
-def outdated_chapters(env, current_source) -> list[str]:
-    """Chapters whose text for myst-nb changed while their file did not.
-
-    ``current_source(docname)`` gives the text this build would hand to myst-nb, or None
-    when it cannot be prepared (reading the page again then reports the problem).
-    """
-    outdated = []
-    for docname in sorted(env.found_docs):
-        stored = env.metadata.get(docname, {}).get(SOURCE_HASH_KEY)
-        if stored is None:
-            continue
-        current = current_source(docname)
-        if current is None or source_digest(current) != stored:
-            outdated.append(docname)
-    return outdated
+    code = sorted(p for p in _PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in code)).hexdigest()
+    return int(digest[:12], 16)

@@ -21,11 +21,13 @@ from pathlib import Path
 import nbformat
 from filelock import FileLock
 from sphinx.application import Sphinx
+
 from coursebook.config import book_config
 
 __all__ = ["create_cache", "notebook_lock", "hold_notebook_lock", "release_notebook_lock"]
 
-_HELD = "_coursebook_cache_lock"  # app attribute: the lock this build's reader holds
+# The lock the page being read holds (Sphinx's per-page data: dropped after the page).
+_HELD = "coursebook_cache_lock"
 
 
 def _lock(cache_path: str | Path, name: str) -> FileLock:
@@ -34,12 +36,12 @@ def _lock(cache_path: str | Path, name: str) -> FileLock:
     return FileLock(folder / f"{name}.lock")
 
 
-def cache_key(notebook: nbformat.NotebookNode) -> str:
+def cache_key(cache_path: str | Path, notebook: nbformat.NotebookNode) -> str:
     """jupyter-cache's own key of a notebook (its code cells, their metadata, the kernel)."""
-    from jupyter_cache.cache.main import JupyterCacheBase
+    from jupyter_cache import get_cache
 
-    # The method reads nothing from the cache; no cache (and no database) is opened.
-    return JupyterCacheBase.create_hashed_notebook(None, notebook)[1]
+    # Hashing opens no database: the cache's tables are made on first use.
+    return get_cache(str(cache_path)).create_hashed_notebook(notebook)[1]
 
 
 def create_cache(cache_path: str | Path) -> None:
@@ -53,7 +55,7 @@ def create_cache(cache_path: str | Path) -> None:
 @contextmanager
 def notebook_lock(cache_path: str | Path, notebook: nbformat.NotebookNode) -> Iterator[None]:
     """Hold the notebook's key while looking it up, executing and caching it."""
-    with _lock(cache_path, cache_key(notebook)):
+    with _lock(cache_path, cache_key(cache_path, notebook)):
         yield
 
 
@@ -63,16 +65,17 @@ def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
     Held until :func:`release_notebook_lock` (``doctree-read``: myst-nb has cached it).
     A reader reads one page at a time, so it holds one lock at a time: no deadlock.
     """
-    release_notebook_lock(app)
     if app.config.nb_execution_mode != "cache" or not book_config(app.config).cache_locks:
         return
-    lock = _lock(app.config.nb_execution_cache_path, cache_key(notebook))
+    cache_path = app.config.nb_execution_cache_path
+    lock = _lock(cache_path, cache_key(cache_path, notebook))
     lock.acquire()
-    app.__dict__[_HELD] = lock
+    app.env.temp_data[_HELD] = lock
 
 
 def release_notebook_lock(app: Sphinx, *_args) -> None:
-    """``doctree-read`` (or the next page, or a failed read): let the other build go on."""
-    lock = app.__dict__.pop(_HELD, None)
+    """``doctree-read``: myst-nb has cached the notebook; let the other build go on. (A
+    read that fails drops the page's data, lock included: filelock releases it then.)"""
+    lock = app.env.temp_data.pop(_HELD, None)
     if lock is not None:
         lock.release()

@@ -1,9 +1,9 @@
-"""Problems a person fixes: each knows where it is, and a build reports it once.
+"""Problems a person fixes: each knows where it is.
 
 The book's promise is one clear message per fault: what happened, where (a source
 file and line, or a TOML file and field) and the command that fixes it, never a
-traceback. :class:`BookError` carries the place; :func:`report_once` logs it as one
-Sphinx error however many chapters or build phases run into it.
+traceback. :class:`BookError` carries the place; a build logs it once
+(:mod:`coursebook.process.reporting`), a tool prints it as one line.
 """
 
 from __future__ import annotations
@@ -40,22 +40,3 @@ class BookError(Exception):
         if self.path is None:
             return self.message
         return f"{self.location or shown_path(self.path)}: {self.message}"
-
-    def report(self, app, subtype: str, fallback_location=None) -> bool:
-        """Log as one build error, at its own place or else at ``fallback_location``."""
-        if self.location:
-            return report_once(app, self.message, self.location, subtype)
-        return report_once(app, str(self), None if self.path else fallback_location, subtype)
-
-
-def report_once(app, message: str, location, subtype: str) -> bool:
-    """Log ``message`` as a build error unless this build logged it already; True if logged."""
-    from sphinx.util import logging
-
-    reported: set = app.__dict__.setdefault("_coursebook_reported", set())
-    if (message, str(location)) in reported:
-        return False
-    reported.add((message, str(location)))
-    logging.getLogger(__name__).error("%s", message, location=location, type="coursebook",
-                                      subtype=subtype)
-    return True

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import nbformat
 
+from coursebook.model.versions import release
 from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment, package_key
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import ACCELERATOR_ONLY_TAG, STAND_IN_ONLY_TAG, cell_tags
@@ -137,7 +138,7 @@ class Recording:
             recorded = {package_key(name): version for name, version in versions.items()}
             for package, pin in sorted(by_name[environment].items()):
                 # PEP 440: a pin without a local label (+cu128) admits any local label.
-                if package in recorded and recorded[package].split("+")[0] != pin:
+                if package in recorded and release(recorded[package]) != pin:
                     lines.append(f"{package} {recorded[package]} recorded, {pin} pinned "
                                  f"({environment})")
         return lines
@@ -176,11 +177,9 @@ def load_recording(path: Path, machine: MachineKind) -> Recording:
     return Recording(machine, path, notebook)
 
 
-def chapter_recordings(notebook: nbformat.NotebookNode, kinds: dict[str, MachineKind],
-                       recordings_dir: Path) -> list[Recording] | None:
-    """The recordings of a recorded chapter, preferred kind first; None for any other."""
-    chapter = recorded_chapter(notebook, kinds)
-    return None if chapter is None else load_recordings(recordings_dir, chapter)
+def recorded_with(recordings: list[Recording]) -> str:
+    """Where a recorded chapter's outputs come from, as a footer or a handout's cover says it."""
+    return "Outputs recorded with " + "; ".join(recording.summary() for recording in recordings)
 
 
 def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Recording]:

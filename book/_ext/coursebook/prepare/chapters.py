@@ -1,42 +1,45 @@
-"""From a chapter file on disk to the notebook an edition executes."""
+"""From a chapter file on disk to the notebook an edition executes.
+
+A chapter is prepared once per read, at ``source-read``: this edition's cells, the
+museum's exhibits placed, the execution versions in its cache key, or, for a recorded
+chapter, its recordings attached. What it depends on besides its own file (the exhibits,
+the machine kinds, its recordings) is noted with Sphinx, which reads the page again when
+one of them changes. The prepared chapter is handed to the hooks that run while the page
+is read, and kept for the phases after reading (:mod:`coursebook.execute.read_chapters`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from coursebook.prepare.answer_space import with_answer_spaces
+from coursebook.config import BookConfig, book_config
+from coursebook.execute.cache_key import key_execution_versions
 from coursebook.execute.cache_locks import hold_notebook_lock, notebook_lock
-from coursebook.prepare.editions import Edition, edition_notebook, hidden_raises_cells
-from coursebook.execute.cache_key import (FAILED_KEY, SOURCE_HASH_KEY, chapter_inputs_digest,
-                            outdated_chapters, source_digest, key_execution_versions)
-from coursebook.execute.input_digests import remember, unchanged
-from coursebook.model.machine_kinds import environments_path, load_environments
+from coursebook.execute.read_chapters import PREPARED, mark_failed, read_chapter_of
 from coursebook.model.faults import BookError
-from coursebook.model.museum import Wing, link_back_to_exhibits, place_museum
-from coursebook.model.notebooks import RAISES_TAG, is_chapter_source, line_of, notebook_to_myst, read_chapter
-from coursebook.model.recordings import (RecordingError, attach_recordings, cache_recorded_outputs,
-                         load_recordings, recorded_chapter, recording_name)
-from coursebook.config import book_config
-
+from coursebook.model.machine_kinds import environments_path, load_environments
+from coursebook.model.museum import (CellOrigin, Wing, cell_origins, link_back_to_exhibits,
+                                     place_museum)
+from coursebook.model.notebooks import (RAISES_TAG, is_chapter_source, line_of,
+                                        notebook_to_myst, read_chapter)
+from coursebook.model.recordings import (RecordingError, attach_recordings,
+                                         cache_recorded_outputs, load_recordings,
+                                         recorded_chapter, recorded_with, recording_name,
+                                         recording_path)
+from coursebook.prepare.answer_space import with_answer_spaces
+from coursebook.prepare.editions import Edition, edition_notebook, hidden_raises_cells
+from coursebook.process.reporting import report_book_error
 
 logger = logging.getLogger(__name__)
 
+
 class ChapterFormatError(BookError):
     """A chapter whose tags contradict each other; the build logs it as an error."""
-
-
-# What preparing a chapter can raise (an exhibit, a recording, the chapter's own tags):
-# each says where it is, and is logged once, where the page is read.
-PREPARATION_ERRORS = (BookError,)
-
-
-# The step that compares each chapter's edition text with the text it was last read from.
-_CHAPTER_INPUTS = "chapter-inputs"
 
 
 def edition_of(app: Sphinx) -> Edition:
@@ -45,10 +48,13 @@ def edition_of(app: Sphinx) -> Edition:
 
 @dataclass(frozen=True)
 class PreparedChapter:
-    """This edition's notebook and, for a recorded chapter, its recorded outputs."""
+    """This edition's notebook, where its exhibit cells come from, and, for a recorded
+    chapter, its recorded outputs and where they ran."""
 
     notebook: nbformat.NotebookNode
+    origins: dict[str, CellOrigin] = field(default_factory=dict)
     recorded: nbformat.NotebookNode | None = None
+    recorded_with: str | None = None
 
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
@@ -74,36 +80,22 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
 
 
 def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
-    """The notebook this build's edition runs: answers dealt with, environment stamped.
-
-    Several hooks ask for the same chapter during one build; it is prepared once (and a
-    chapter that cannot be prepared fails once: the same error is raised again).
-    """
-    prepared: dict = app.__dict__.setdefault("_coursebook_prepared", {})
-    key = (source_path, source_digest(text))
-    if key not in prepared:
-        try:
-            prepared[key] = _prepare(app, text, source_path)
-        except PREPARATION_ERRORS as error:
-            prepared[key] = error
-    if isinstance(prepared[key], BookError):
-        raise prepared[key]
-    return prepared[key]
-
-
-def _prepare(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
+    """The notebook this build's edition runs: answers dealt with, versions in its key."""
     config = book_config(app.config)
-    notebook = edition_chapter(text, source_path, edition_of(app), config.museum(), config.torch,
+    museum = config.museum()
+    notebook = edition_chapter(text, source_path, edition_of(app), museum, config.torch,
                                getattr(app.env, "myst_config", None), config.answer_space)
+    origins = cell_origins(museum, config.torch)
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
         key_execution_versions(notebook, config.execution_versions)
-        return PreparedChapter(notebook)
+        return PreparedChapter(notebook, origins)
     # A recorded chapter carries the environment it ran in as its recordings' provenance.
     recordings_dir = Path(config.recordings_dir)
     pinned = load_environments(environments_path(recordings_dir, chapter.name), config.machine_kinds)
+    recordings = load_recordings(recordings_dir, chapter)
     try:
-        attached = attach_recordings(notebook, chapter, load_recordings(recordings_dir, chapter),
+        attached = attach_recordings(notebook, chapter, recordings,
                                      config.allow_stale_recordings, pinned)
     except RecordingError as error:
         if not error.cell:
@@ -113,99 +105,57 @@ def _prepare(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
     for kind, lines in attached.drift.items():
         for line in lines:
             logger.info("%s: environment drift in the %s recording: %s", source_path, kind, line)
-    return PreparedChapter(attached.labelled, attached.executed)
+    return PreparedChapter(attached.labelled, origins, attached.executed, recorded_with(recordings))
 
 
-def chapter_notebook(app: Sphinx, docname: str) -> nbformat.NotebookNode | None:
-    """This edition's notebook for a page, or None when the page is not a chapter.
-
-    Raises the chapter's preparation error, if any; :func:`prepared_notebook` does not.
-    """
-    path = Path(app.env.doc2path(docname))
-    if path.suffix != ".md":
-        return None
-    text = path.read_text(encoding="utf8")
-    return prepare_chapter(app, text, str(path)).notebook if is_chapter_source(text) else None
-
-
-def prepared_notebook(app: Sphinx, docname: str) -> nbformat.NotebookNode | None:
-    """For hooks after reading: the chapter's notebook, or None (not a chapter, or failed).
-
-    A chapter that could not be prepared was reported when its page was read, and its
-    page is a stub; a later phase has nothing to add to it.
-    """
-    try:
-        return chapter_notebook(app, docname)
-    except PREPARATION_ERRORS:
-        return None
+def _note_inputs(app: Sphinx, config: BookConfig,
+                 notebook: nbformat.NotebookNode | None) -> list[str]:
+    """What, besides its own file, makes the chapter's text: Sphinx reads the page again
+    when one of these changes (an exhibit edited, a recording re-recorded). Returns the
+    inputs that do not exist yet (a recording not made)."""
+    env = app.env
+    env.note_dependency(config.machine_kinds_file)
+    for path in sorted(Path(config.exhibits_dir).glob("*/*.toml")):
+        env.note_dependency(path)
+    awaited: list[str] = []
+    name = recording_name(notebook) if notebook is not None else None
+    if name is not None:
+        recordings_dir = Path(config.recordings_dir)
+        env.note_dependency(environments_path(recordings_dir, name))
+        for kind in config.machine_kinds:
+            path = recording_path(recordings_dir, name, kind)
+            if path.is_file():
+                env.note_dependency(path)
+            else:  # Sphinx would take a missing dependency for a changed one, every build
+                awaited.append(str(path))
+    return awaited
 
 
 def render_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
     """``source-read``: hand myst-nb this edition's chapter instead of the file's text."""
     if not is_chapter_source(source[0]):
         return
+    config = book_config(app.config)
     path = str(app.env.doc2path(docname))
     try:
         prepared = prepare_chapter(app, source[0], path)
-    except PREPARATION_ERRORS as error:
+    except BookError as error:
         # An exhibit every chapter loads is reported once, at its own file and line.
-        error.report(app, "source", fallback_location=docname)
-        app.env.metadata[docname][FAILED_KEY] = True
+        report_book_error(error, "source", fallback_location=docname)
+        _note_inputs(app, config, None)
+        mark_failed(app.env, docname)
         source[0] = f"# {docname}\n\nThis page could not be built: see the build log.\n"
         return
+    app.env.temp_data[PREPARED] = prepared
+    chapter = read_chapter_of(app.env, docname)
+    chapter.notebook, chapter.recorded_with = prepared.notebook, prepared.recorded_with
+    chapter.awaited = _note_inputs(app, config, prepared.notebook)
     if prepared.recorded is not None:
         with notebook_lock(app.config.nb_execution_cache_path, prepared.recorded):
             cache_recorded_outputs(app.config.nb_execution_cache_path, path, prepared.recorded)
     else:
         hold_notebook_lock(app, prepared.notebook)  # until myst-nb has run and cached it
     source[0] = notebook_to_myst(prepared.notebook)
-    app.env.metadata[docname][SOURCE_HASH_KEY] = source_digest(source[0])
-
-
-def reread_changed_chapters(app: Sphinx, env, added, changed, removed) -> list[str]:
-    """``env-get-outdated``: re-read a chapter whose edition text changed, file untouched.
-
-    An exhibit, a recording or the extension can change what a chapter becomes while its
-    file stays the same; Sphinx alone would keep the old page. (A new torch changes the
-    config, and Sphinx reads every page again.) Preparing each chapter to find out costs
-    a warm build about a third of a second, so it is done only when those inputs changed.
-    """
-    inputs = chapter_inputs_digest(book_config(app.config))
-    if unchanged(app, _CHAPTER_INPUTS, inputs):
-        return []
-    app.__dict__[_CHAPTER_INPUTS] = inputs  # remembered once the outdated pages are read
-
-    def current_source(docname: str) -> str | None:
-        if docname in added or docname in changed:
-            return None
-        try:
-            notebook = chapter_notebook(app, docname)
-        except PREPARATION_ERRORS:
-            return None  # reading it again reports the problem
-        return None if notebook is None else notebook_to_myst(notebook)
-
-    return [docname for docname in outdated_chapters(env, current_source)
-            if docname not in added and docname not in changed]
-
-
-def remember_chapter_inputs(app: Sphinx, env) -> None:
-    """``env-updated``: the chapters outdated by the inputs compared this build are read."""
-    if _CHAPTER_INPUTS in app.__dict__:
-        remember(app, _CHAPTER_INPUTS, app.__dict__.pop(_CHAPTER_INPUTS))
-
-
-def report_unpreparable_chapters(app: Sphinx, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``: a chapter that cannot be prepared is reported here, once.
-
-    With ``-j``, the pages are read in processes forked after this: each would report an
-    error every chapter shares (a malformed exhibit) again. They inherit the record of
-    what was reported, and report nothing twice.
-    """
-    for docname in docnames:
-        try:
-            chapter_notebook(app, docname)
-        except PREPARATION_ERRORS as error:
-            error.report(app, "source", fallback_location=docname)
 
 
 def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
@@ -213,18 +163,24 @@ def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
 
     Sphinx hands each reading process a run of consecutive pages (in name order), so two
     chapters side by side would execute one after the other in one process. Each run
-    gets one executing chapter before any gets a second.
+    gets one executing chapter before any gets a second. Whether a page executes is read
+    from its file (a chapter that is not recorded); nothing is prepared here.
     """
     if app.parallel < 2 or len(docnames) < 2:
         return
     from sphinx.util.parallel import make_chunks
 
     def executes(docname: str) -> bool:
+        path = Path(env.doc2path(docname))
+        if path.suffix != ".md":
+            return False
+        text = path.read_text(encoding="utf8", errors="replace")
+        if not is_chapter_source(text):
+            return False
         try:
-            notebook = chapter_notebook(app, docname)
-        except PREPARATION_ERRORS:
-            return False  # reading it reports the problem
-        return notebook is not None and recording_name(notebook) is None
+            return recording_name(read_chapter(text)) is None
+        except Exception:  # noqa: BLE001 - reading the page reports what is wrong with it
+            return False
 
     chunks = make_chunks(list(range(len(docnames))), app.parallel)
     slots = [(chunk, place) for place in range(max(map(len, chunks)))

@@ -11,25 +11,17 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from coursebook.prepare.chapters import PREPARATION_ERRORS, prepared_notebook
-from coursebook.model.recordings import chapter_recordings
 from coursebook.config import book_config
+from coursebook.execute.read_chapters import read_chapters
 from coursebook.model.provenance import NOT_IN_GIT, source_commit
+
 
 def executed_with(app: Sphinx, pagename: str) -> str:
     """Which torch produced the outputs of a page ("" for a page without code)."""
-    notebook = prepared_notebook(app, pagename)  # a failed chapter was reported when read
-    if notebook is None:
-        return ""
-    try:
-        config = book_config(app.config)
-        recordings = chapter_recordings(notebook, config.machine_kinds, Path(config.recordings_dir))
-    except PREPARATION_ERRORS:
-        return ""  # the build has already reported it
-    if recordings is None:
-        return f"Executed with torch {config.torch}"
-    runs = "; ".join(recording.summary() for recording in recordings)
-    return f"Outputs recorded with {runs}"
+    chapter = read_chapters(app.env).get(pagename)
+    if chapter is None or chapter.notebook is None:
+        return ""  # not a chapter, or a failed one (reported when it was read)
+    return chapter.recorded_with or f"Executed with torch {book_config(app.config).torch}"
 
 
 def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict,

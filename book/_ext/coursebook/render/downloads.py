@@ -19,7 +19,8 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 
-from coursebook.prepare.chapters import edition_of, prepared_notebook
+from coursebook.execute.read_chapters import chapter_notebook
+from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.execute.cache_key import VERSIONS_KEY
 from coursebook.model.notebooks import (BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, cell_tags,
@@ -112,12 +113,16 @@ def run_all(notebook: nbformat.NotebookNode, workdir: Path,
     return notebook
 
 
-def published_page(app: Sphinx, docname: str, anchor: str = "") -> str:
-    """A page's address on the published book ("" when the book has none)."""
-    base = app.config.html_baseurl.rstrip("/")
-    if not base:
+def page_url(published_url: str, docname: str, anchor: str = "") -> str:
+    """A page's address on the published student book ("" when the book has none): a
+    download's links and a handout's QR code both point there."""
+    if not published_url:
         return ""
-    return f"{base}/{app.builder.get_target_uri(docname)}" + (f"#{anchor}" if anchor else "")
+    return f"{published_url.rstrip('/')}/{docname}.html" + (f"#{anchor}" if anchor else "")
+
+
+def published_page(app: Sphinx, docname: str, anchor: str = "") -> str:
+    return page_url(app.config.html_baseurl, docname, anchor)
 
 
 def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
@@ -144,7 +149,7 @@ def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
     """``html-page-context``, before the theme's buttons: write and link the notebook."""
     if doctree is None or app.builder.format != "html":
         return
-    notebook = prepared_notebook(app, pagename)
+    notebook = chapter_notebook(app.env, pagename)
     if notebook is None:
         return
     target = Path(app.outdir, "_sources", pagename + ".ipynb")
@@ -169,12 +174,11 @@ def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dic
     Colab opens the student notebook where the student HTML is published (the branch
     ``coursebook_published_branch`` of ``coursebook_repository_url``), never a source.
     """
-    repository = book_config(app.config).repository_url
-    if not repository or "header_buttons" not in context or "ipynb_source" not in context:
+    config = book_config(app.config)
+    if not config.repository_url or "header_buttons" not in context or "ipynb_source" not in context:
         return
     context["header_buttons"].append({
-        "type": "link", "url": colab_url(repository, book_config(app.config).published_branch,
-                                         pagename),
+        "type": "link", "url": colab_url(config.repository_url, config.published_branch, pagename),
         "text": "Colab", "tooltip": "Open the student notebook in Colab",
         "icon": "fas fa-rocket", "label": "colab-launch-button",
     })
@@ -196,6 +200,6 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
         copied = Path(app.outdir, "_sources", Path(docname).parent, source.name + suffix)
         if not copied.is_file() or copied.read_bytes() != source.read_bytes():
             continue
-        notebook = prepared_notebook(app, docname)
+        notebook = chapter_notebook(app.env, docname)
         if notebook is not None:
             copied.write_text(notebook_to_myst(notebook), encoding="utf8")

@@ -22,11 +22,11 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.texescape import escape
 
-from coursebook.prepare.chapters import chapter_notebook, edition_of
-from coursebook.render.downloads import colab_url
-from coursebook.verify.expectations import release
+from coursebook.execute.read_chapters import chapter_notebook, read_chapters
+from coursebook.prepare.chapters import edition_of
+from coursebook.render.downloads import colab_url, page_url
+from coursebook.model.versions import release
 from coursebook.model.faults import shown_path
-from coursebook.model.recordings import chapter_recordings
 from coursebook.config import book_config
 from coursebook.model.provenance import source_commit
 
@@ -58,12 +58,7 @@ def _chapters_in_order(app: Sphinx, env) -> list[str]:
                 visit(child)
 
     visit(app.config.root_doc)
-    return [docname for docname in order if chapter_notebook(app, docname) is not None]
-
-
-def page_url(published_url: str, docname: str) -> str:
-    """Where the published student HTML shows a chapter ("" when no address is set)."""
-    return f"{published_url.rstrip('/')}/{docname}.html" if published_url else ""
+    return [docname for docname in order if chapter_notebook(app.env, docname) is not None]
 
 
 def handouts(app: Sphinx, env) -> list[Handout]:
@@ -89,17 +84,11 @@ def set_handout_documents(app: Sphinx, env) -> list[str]:
 
 
 def _provenance(app: Sphinx, docname: str) -> str:
-    notebook = chapter_notebook(app, docname)
-    config = book_config(app.config)
-    recordings = None if notebook is None else chapter_recordings(
-        notebook, config.machine_kinds, Path(config.recordings_dir))
-    if recordings:
-        # Where the preferred recording ran (a TPU's, if any); a mark under each cell says
-        # which recording its output comes from.
-        return (f"Outputs recorded with {recordings[0].summary()}. A mark under each cell "
-                "says where it ran.")
-    torch = release(config.torch)
-    return f"Outputs executed and verified with torch {torch}"
+    chapter = read_chapters(app.env).get(docname)
+    if chapter is not None and chapter.recorded_with:
+        # A mark under each cell says which recording its output comes from.
+        return f"{chapter.recorded_with}. A mark under each cell says where it ran."
+    return f"Outputs executed and verified with torch {release(book_config(app.config).torch)}"
 
 
 def _qr_code(url: str, path: Path) -> None:

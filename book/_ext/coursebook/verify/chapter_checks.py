@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from docutils import nodes
@@ -21,18 +21,20 @@ from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from coursebook.prepare.chapters import chapter_notebook, edition_chapter, edition_of, prepared_notebook
-from coursebook.prepare.editions import Edition
-from coursebook.execute.cache_key import FAILED_KEY
-from coursebook.verify.expectations import (ACCEPT_COMMAND, CellOutput, ExpectationsError, accept, cached_notebook,
-                           cell_keys, cell_outputs, compare, expectations_path,
-                           read_expectations, release, write_expectations)
-from coursebook.model.faults import report_once
-from coursebook.model.museum import CellOrigin, ExhibitError, cell_origins
-from coursebook.model.notebooks import RAISES_TAG, line_of
-from coursebook.model.recordings import recording_name
 from coursebook.config import book_config
+from coursebook.execute.read_chapters import (PREPARED, ReadChapter, mark_failed,
+                                              read_chapter_of, read_chapters)
+from coursebook.model.museum import CellOrigin
+from coursebook.model.notebooks import RAISES_TAG, line_of
 from coursebook.model.provenance import today
+from coursebook.model.versions import release
+from coursebook.prepare.chapters import PreparedChapter, edition_chapter, edition_of
+from coursebook.prepare.editions import Edition
+from coursebook.process.reporting import report
+from coursebook.verify.expectations import (ACCEPT_COMMAND, CellOutput, ExpectationsError,
+                                            accept, cached_notebook, cell_keys, cell_outputs,
+                                            compare, expectations_path, read_expectations,
+                                            write_expectations)
 
 logger = logging.getLogger(__name__)
 
@@ -132,52 +134,41 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
     """``doctree-read``: report each cell that broke its promise, as a build error."""
     env = app.env
     exec_data = NbMetadataCollector.get_exec_data(env, env.docname)
-    if exec_data is None:
+    prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
+    if exec_data is None or prepared is None:
         return
-    notebook = chapter_notebook(app, env.docname)
-    sources = [cell.source for cell in notebook.cells] if notebook else []
+    sources = [cell.source for cell in prepared.notebook.cells]
     chapter_text = Path(env.doc2path(env.docname)).read_text(encoding="utf8")
-    try:
-        config = book_config(app.config)
-        origins = cell_origins(config.museum(), config.torch)
-    except ExhibitError:
-        origins = {}  # the chapters that place exhibits report it
     problems = cell_problems(doctree, sources, chapter_text,
                              bool(exec_data.get("succeeded")), exec_data.get("traceback"),
-                             origins)
+                             prepared.origins)
     for problem in problems:
         logger.error("%s", problem.message,
                      location=problem.location or (env.docname, problem.line or None),
                      type="coursebook", subtype="execution")
     if problems:
-        env.metadata[env.docname][FAILED_KEY] = True
+        mark_failed(env, env.docname)
 
 
-# env.metadata, per executed chapter: its cells' shown outputs, taken from the execution
-# cache when the chapter is read. Every build compares them (a warm build included, which
-# reads nothing), without preparing the chapters or opening the cache again.
-OUTPUTS_KEY = "coursebook_cell_outputs"
-
-
-def keep_cell_outputs(app: Sphinx, docname: str) -> None:
+def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
     """``doctree-read``: the outputs of a chapter myst-nb has just executed or taken from
-    the cache, kept for :func:`compare_expected_outputs`."""
-    metadata = app.env.metadata[docname]
-    metadata.pop(OUTPUTS_KEY, None)
-    notebook = prepared_notebook(app, docname)  # None: not a chapter, or reported already
-    if notebook is None or recording_name(notebook) is not None or metadata.get(FAILED_KEY):
+    the cache, kept with the page for :func:`compare_expected_outputs`: every build
+    compares them (a warm build too, which reads nothing) without opening the cache."""
+    prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
+    chapter = read_chapter_of(app.env, app.env.docname)
+    if prepared is None or prepared.recorded is not None or chapter.failed:
         return
-    executed = cached_notebook(app.config.nb_execution_cache_path, notebook)
+    executed = cached_notebook(app.config.nb_execution_cache_path, prepared.notebook)
     if executed is not None:
-        metadata[OUTPUTS_KEY] = [asdict(output) for output in cell_outputs(executed)]
+        chapter.outputs = cell_outputs(executed)
 
 
 def _executed_chapters(env) -> Iterator[tuple[str, list[CellOutput]]]:
     """Each chapter this build executed (or took from the cache), with its cells' outputs."""
-    for docname in sorted(env.found_docs):
-        kept = env.metadata.get(docname, {}).get(OUTPUTS_KEY)
-        if kept is not None:
-            yield docname, [CellOutput(**output) for output in kept]
+    chapters: dict[str, ReadChapter] = read_chapters(env)
+    for docname in sorted(chapters):
+        if chapters[docname].outputs is not None and docname in env.found_docs:
+            yield docname, chapters[docname].outputs
 
 
 def _chapter_order(app: Sphinx, docname: str) -> list[str]:
@@ -228,8 +219,8 @@ def _compare_expected_outputs(app: Sphinx, env) -> int:
         try:
             expectations = read_expectations(path)
         except ExpectationsError as error:  # the file names itself; the versions page reads it too
-            report_once(app, str(error), None, "expected-outputs")
-            app.__dict__["_coursebook_outputs_differ"] = True
+            report(str(error), None, "expected-outputs")
+            app.statuscode = 1
             continue
         if config.accept_outputs:
             if write_expectations(path, accept(expectations, edition, outputs),
@@ -261,7 +252,7 @@ def _compare_expected_outputs(app: Sphinx, env) -> int:
 def _fail(app: Sphinx, docname: str, line: int | None, message: str) -> None:
     logger.error("%s", message, location=(docname, line or None),
                  type="coursebook", subtype="expected-outputs")
-    app.__dict__["_coursebook_outputs_differ"] = True
+    app.statuscode = 1  # also without -W: an unexpected output is never a warning
 
 
 def _reports(app: Sphinx) -> tuple[Path, Path]:
@@ -285,10 +276,7 @@ def keep_execution_reports(app: Sphinx, env) -> None:
 
 
 def fail_build_on_failed_chapters(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: a failed chapter, or an unexpected output, fails the build."""
-    if exception is not None:
-        return
-    if (any(meta.get(FAILED_KEY) for meta in app.env.metadata.values())
-            or app.__dict__.get("_coursebook_outputs_differ")
-            or app.__dict__.get("_coursebook_audit_failed")):
+    """``build-finished``: a failed chapter fails the build, also without -W (its page
+    was read, perhaps by another process, and its entry kept the failure)."""
+    if exception is None and any(c.failed for c in read_chapters(app.env).values()):
         app.statuscode = 1

@@ -18,9 +18,11 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 
 from coursebook.exhibit_checks import CHANGED_CLASS
-from coursebook.verify.expectations import ExpectationsError, read_expectations, release, verified_versions
-from coursebook.execute.cache_key import FAILED_KEY
-from coursebook.model.faults import report_once
+from coursebook.verify.expectations import ExpectationsError, read_expectations, verified_versions
+from coursebook.execute.read_chapters import mark_failed
+from coursebook.prepare.editions import Edition
+from coursebook.model.versions import release, version_key
+from coursebook.process.reporting import report, report_book_error
 from coursebook.model.museum import ExhibitError
 from coursebook.model.runtimes import Runtime
 from coursebook.worddiff import changed_words
@@ -28,10 +30,6 @@ from coursebook.config import book_config
 
 CHANGES_LABEL = "torch-versions"
 HIGHLIGHT_CLASS = "torch-diff-changed"
-
-
-def _version_key(version: str) -> tuple:
-    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
 
 
 def highlighted_block(runs: list[tuple[str, bool]]) -> nodes.literal_block:
@@ -86,7 +84,7 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
     versions = verified_versions(expected_dir, chapter)
     if not versions:
         return
-    edition = "instructor" if app.tags.has("instructor") else "student"
+    edition = Edition.from_tags(app.tags).value
     builds, readers = [], []
     for version in versions:
         path = expected_dir / f"torch-{version}" / f"{chapter}.txt"
@@ -122,15 +120,15 @@ class TorchVersionChanges(Directive):
         try:
             return self._sections(env)
         except ExhibitError as error:  # the chapters that place the exhibits report it too
-            error.report(env.app, "source", fallback_location=env.docname)
+            report_book_error(error, "source", fallback_location=env.docname)
         except ExpectationsError as error:
-            report_once(env.app, str(error), None, "expected-outputs")
-        env.metadata[env.docname][FAILED_KEY] = True  # read (and checked) again next build
+            report(str(error), None, "expected-outputs")
+        mark_failed(env, env.docname)  # read (and checked) again next build
         return []
 
     def _sections(self, env) -> list[nodes.Node]:
         config = env.config
-        edition = "instructor" if env.app.tags.has("instructor") else "student"
+        edition = Edition.from_tags(env.app.tags).value
         expected_dir = Path(env.srcdir, book_config(config).expected_dir)
         readers = book_config(config).reader_runtimes
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
@@ -138,7 +136,7 @@ class TorchVersionChanges(Directive):
             env.note_dependency(str(path))
         chapters = sorted({p.stem for p in expected_dir.glob("torch-*/*.txt")})
         for chapter in chapters:
-            versions = sorted(verified_versions(expected_dir, chapter), key=_version_key)
+            versions = sorted(verified_versions(expected_dir, chapter), key=version_key)
             for old, new in zip(versions, versions[1:]):
                 before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt")
                                  for v in (old, new))
@@ -147,7 +145,7 @@ class TorchVersionChanges(Directive):
         for wing in book_config(config).museum().values():
             for exhibit in wing.exhibits:
                 env.note_dependency(str(exhibit.path))
-                records = sorted(exhibit.records, key=lambda r: _version_key(r.torch))
+                records = sorted(exhibit.records, key=lambda r: version_key(r.torch))
                 for before, after in zip(records, records[1:]):
                     old_text = f"{before.type}: {before.message}"
                     new_text = f"{after.type}: {after.message}"
@@ -161,7 +159,7 @@ class TorchVersionChanges(Directive):
                                          version_label(after.torch, readers), new_text)])
         sections = []
         for (old, new), found in sorted(rows.items(), key=lambda item: (
-                _version_key(item[0][1]), _version_key(item[0][0]))):
+                version_key(item[0][1]), version_key(item[0][0]))):
             section = nodes.section(ids=[f"torch-{old}-to-{new}".replace(".", "-")])
             section += nodes.title("", f"{version_label(old, readers)} → "
                                        f"{version_label(new, readers)}")
