@@ -17,6 +17,7 @@ from coursebook.prepare.answer_space import setup_answer_space
 from coursebook.prepare.chapters import (edition_of, render_edition_source,
                                          spread_chapters_over_readers)
 from coursebook.prepare.editions import Edition, box_code_answers
+from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.long_lived import freeze_long_lived_objects
 from coursebook.render.build_stamp import add_build_stamp
@@ -41,6 +42,7 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
     check_executed_chapter(app, doctree)
     keep_cell_outputs(app, doctree)
     highlight_changed_boxes(doctree)
+    quiet_exhibit_checks(app, doctree)
     if NbMetadataCollector.get_exec_data(app.env, app.env.docname) is not None:
         add_verified_versions(app, doctree, app.env.docname, book_config(app.config).torch)
     if edition_of(app) is Edition.INSTRUCTOR:

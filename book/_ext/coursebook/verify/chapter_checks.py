@@ -72,7 +72,7 @@ def _exhibit_problem(origin: CellOrigin, error: str | None) -> CellProblem:
     return CellProblem(origin.line, "", what, origin.location)
 
 
-def _code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
+def code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
     for node in doctree.findall(nodes.container):
         if node.get("nb_element") == "cell_code":
             yield node
@@ -100,7 +100,7 @@ def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str
     ``origins`` names the cells that exhibits added (:func:`coursebook.model.museum.cell_origins`).
     """
     problems: list[CellProblem] = []
-    for cell in _code_cells(doctree):
+    for cell in code_cells(doctree):
         source = sources[cell["cell_index"]]
         tags = cell.get("cell_metadata", {}).get("tags", [])
         error = _cell_error(cell)

@@ -100,6 +100,11 @@ class CellOutput:
         return first_line(nbformat.NotebookNode(source=self.source))
 
 
+def code_digest(source: str) -> str:
+    """A cell's key before numbering: a hash of its code."""
+    return hashlib.sha256(source.strip().encode("utf8")).hexdigest()[:8]
+
+
 def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
     """A key per code cell: a hash of its code, numbered when the same code recurs.
 
@@ -110,7 +115,7 @@ def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
-        digest = hashlib.sha256(cell.source.strip().encode("utf8")).hexdigest()[:8]
+        digest = code_digest(cell.source)
         seen[digest] += 1
         keys.append(digest if seen[digest] == 1 else f"{digest}.{seen[digest]}")
     return keys
