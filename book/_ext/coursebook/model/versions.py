@@ -6,7 +6,7 @@ records and pins are per release. Versions sort as releases do (``2.9`` before `
 
 from __future__ import annotations
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 
 def release(version: str) -> str:
@@ -15,5 +15,9 @@ def release(version: str) -> str:
 
 
 def version_key(version: str) -> Version:
-    """A sort key: oldest release first."""
-    return Version(version)
+    """A sort key: oldest release first. A record whose torch is not a version (the museum's
+    TPU captures: ``unrecorded``) comes before every release."""
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return Version("0")
