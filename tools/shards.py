@@ -2,8 +2,8 @@
 """Execute the book's chapters as N shards (one per machine), then merge their caches.
 
   shards.py execute I/N   shard I of N executes its chapters (both editions) into its own
-                          cache, _build/shards/I/.jupyter_cache (CI: one job per shard,
-                          uploading that folder)
+                          cache, _build/shards/shard-I/.jupyter_cache (CI: one job per
+                          shard, uploading that folder)
   shards.py merge N       checks the N shards against the book as it builds now, then
                           merges their caches into the build's (_build/.jupyter_cache):
                           `make html instructor` then executes nothing
@@ -34,22 +34,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--book", type=Path, default=ROOT / "book", help="the chapters (default: book/)")
     parser.add_argument("--shards-dir", type=Path, default=BUILD / "shards",
                         help="the shards' folders (default: _build/shards/)")
-    parser.add_argument("--cache", type=Path, default=None,
-                        help="the build's cache: the record of execution times, and where "
-                             "merge writes (default: conf.py's, _build/.jupyter_cache)")
     commands = parser.add_subparsers(dest="command", required=True)
     execute = commands.add_parser("execute", help="execute shard I of N (I/N)")
     execute.add_argument("shard", help="I/N, say 2/3")
+    execute.add_argument("--reuse", type=Path, default=None, metavar="CACHE",
+                         help="take the notebooks this cache holds instead of executing them "
+                              "(make execute: the build's cache)")
+    execute.add_argument("--history", type=Path, default=None,
+                         help="the cache whose recorded execution times deal the chapters "
+                              "(default: the build's, conf.py's _build/.jupyter_cache)")
     merge = commands.add_parser("merge", help="merge the caches of N shards")
     merge.add_argument("count", type=int, help="N, the number of shards")
+    merge.add_argument("--into", type=Path, default=None,
+                       help="the cache to merge into (default: the build's, _build/.jupyter_cache)")
     args = parser.parse_args(argv)
     conf = ConfValues.read(ROOT)
-    cache = args.cache or Path(conf.cache_path)
+    cache = (args.history if args.command == "execute" else args.into) or Path(conf.cache_path)
     started = time.perf_counter()
     try:
         if args.command == "execute":
             shard = Shard.parse(args.shard)
-            seconds = execute_shard(args.book, conf, shard, args.shards_dir, cache)
+            seconds = execute_shard(args.book, conf, shard, args.shards_dir, cache, args.reuse)
             print(f"shard {shard}: {len(seconds)} chapters executed into "
                   f"{shown_path(shard.cache(args.shards_dir))} in "
                   f"{time.perf_counter() - started:.1f} s")

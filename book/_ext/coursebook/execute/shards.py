@@ -1,7 +1,7 @@
 """Chapter execution split over machines (shards), their caches merged into the build's.
 
 Shard ``i/N`` executes its share of the chapters (both editions' notebooks of each) into
-a cache of its own, ``<root>/<i>/.jupyter_cache``, and says in ``<root>/<i>/shard.json``
+a cache of its own, ``<root>/shard-<i>/.jupyter_cache``, and says in its ``shard.json``
 which chapters it took and with which versions. Chapters are dealt by their recorded
 execution time (jupyter-cache keeps each run's ``execution_seconds``), longest first to
 the least loaded shard, so shards finish together; with no record, by count. Every shard
@@ -56,7 +56,7 @@ class Shard:
         return f"{self.index}/{self.count}"
 
     def folder(self, root: Path) -> Path:
-        return root / str(self.index)
+        return root / f"shard-{self.index}"
 
     def cache(self, root: Path) -> Path:
         return self.folder(root) / CACHE
@@ -122,18 +122,47 @@ def deal(chapters: list[Chapter], count: int, seconds: dict[str, float]) -> dict
     return shards
 
 
+def _copy_notebook(source, record, target) -> None:
+    """One cached notebook, its outputs, artifacts and data, from one cache to another."""
+    from jupyter_cache.base import CacheBundleIn
+
+    bundle = source.get_cache_bundle(record.pk)
+    target.cache_notebook_bundle(
+        CacheBundleIn(bundle.nb, bundle.record.uri, artifacts=bundle.artifacts,
+                      data=dict(bundle.record.data or {})),
+        check_validity=False, overwrite=True)
+
+
+def _reused(reuse: Path | None, notebook: nbformat.NotebookNode, cache: Path) -> bool:
+    """Copy the notebook from the ``reuse`` cache into ``cache`` when it is there."""
+    from jupyter_cache import get_cache
+
+    if reuse is None or not (reuse / "global.db").is_file():
+        return False
+    source = get_cache(str(reuse))
+    try:
+        record = source.match_cache_notebook(notebook)
+    except KeyError:
+        return False
+    create_cache(cache)
+    _copy_notebook(source, record, get_cache(str(cache)))
+    return True
+
+
 def execute_shard(book_dir: Path, conf: ConfValues, shard: Shard, root: Path,
-                  history: Path, progress=print) -> dict[str, float]:
-    """Execute the shard's chapters into its cache; write its manifest. Seconds per chapter."""
+                  history: Path, reuse: Path | None = None, progress=print) -> dict[str, float]:
+    """Execute the shard's chapters into its cache (taking from ``reuse`` what it holds
+    already); write its manifest. The seconds spent executing, per chapter."""
     chapters = chapters_to_execute(book_dir, conf)
     shards = deal(chapters, shard.count, recorded_seconds(history))
     mine = [c for c in chapters if shards[c.name] == shard.index]
     cache = shard.cache(root)
     seconds: dict[str, float] = {}
     for chapter in mine:
-        ran = [execute_into_cache(cache, notebook, chapter.path, conf.timeout)[1]
+        ran = [0.0 if _reused(reuse, notebook, cache) else
+               execute_into_cache(cache, notebook, chapter.path, conf.timeout)[1] or 0.0
                for notebook in chapter.notebooks.values()]
-        seconds[chapter.name] = sum(s for s in ran if s is not None)
+        seconds[chapter.name] = sum(ran)
         progress(f"shard {shard}: {chapter.name}: {len(ran)} notebooks, "
                  f"{seconds[chapter.name]:.1f} s executing")
     create_cache(cache)  # a shard dealt no chapter still hands over an (empty) cache
@@ -143,12 +172,16 @@ def execute_shard(book_dir: Path, conf: ConfValues, shard: Shard, root: Path,
     return seconds
 
 
-def _read_manifest(shard: Shard, root: Path) -> dict:
+def _check_present(shard: Shard, root: Path) -> None:
     manifest, cache = shard.folder(root) / MANIFEST, shard.cache(root)
     if not manifest.is_file() or not (cache / "global.db").is_file():
         raise ShardError(f"shard {shard}'s cache is missing: {shown_path(cache)} (with "
                          f"{MANIFEST} beside it) should hold what it executed. Run "
                          f"`{shard.command}` (in CI: its execute job uploads it).")
+
+
+def _read_manifest(shard: Shard, root: Path) -> dict:
+    manifest = shard.folder(root) / MANIFEST
     data = json.loads(manifest.read_text())
     if data["shard"] != str(shard):
         raise ShardError(f"{shown_path(manifest)} is shard {data['shard']}'s, not shard {shard}'s: "
@@ -161,9 +194,10 @@ def merge_shards(book_dir: Path, conf: ConfValues, count: int, root: Path,
     """Check the shards' caches against the book as built now, then merge them into
     ``target``. The number of notebooks merged."""
     from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
 
     shards = [Shard(index, count) for index in range(1, count + 1)]
+    for shard in shards:
+        _check_present(shard, root)
     manifests = {shard: _read_manifest(shard, root) for shard in shards}
     owner: dict[str, Shard] = {}
     for shard, manifest in manifests.items():
@@ -203,14 +237,10 @@ def merge_shards(book_dir: Path, conf: ConfValues, count: int, root: Path,
                              f"Run `{shard.command}` again.")
     create_cache(target)
     merged = get_cache(str(target))
-    count_merged = 0
+    copied = 0
     for chapter in chapters:
         shard = owner[chapter.name]
         for key in chapter.notebooks:
-            bundle = caches[shard].get_cache_bundle(records[shard][key].pk)
-            merged.cache_notebook_bundle(
-                CacheBundleIn(bundle.nb, bundle.record.uri, artifacts=bundle.artifacts,
-                              data=dict(bundle.record.data or {})),
-                check_validity=False, overwrite=True)
-            count_merged += 1
-    return count_merged
+            _copy_notebook(caches[shard], records[shard][key], merged)
+            copied += 1
+    return copied
