@@ -7,13 +7,16 @@ build. It watches the chapters, their expected outputs and recordings (book/), t
 exhibits and the machine kinds. A build that fails prints its message here and writes no
 page: the browser keeps the last good ones (coursebook.process.preview).
 Chapters execute into the book's cache (_build/.jupyter_cache), so a preview after
-`make html` starts without executing anything.
+`make html` starts without executing anything. A code edit runs its chapter in a kernel
+started ahead of need, torch already imported (coursebook.execute.warm_kernels); each
+kernel runs one chapter, from the top, as in any build.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +24,8 @@ from book_environment import (BUILD, EXHIBITS_DIR, MACHINE_KINDS_FILE, RECORDING
                               sphinx_arguments, use_book_environment)
 
 use_book_environment("sphinx_autobuild")
+
+from coursebook.execute.warm_kernels import POOL_ENV, KernelKeeper, write_kernel_spec  # noqa: E402
 
 # Editors' swap and backup files, Python's bytecode (the kernels import book/_ext) and
 # Jupyter's checkpoints are no edits of the book.
@@ -58,10 +63,21 @@ def main(argv: list[str] | None = None) -> int:
     settings = dict(setting.split("=", 1) for setting in args.settings)
     command = autobuild_command(args.edition, args.source.resolve(), args.out.resolve(),
                                 args.host, args.port, settings)
+    pool = args.out.resolve() / args.edition / "kernels"
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        filter(None, [str(write_kernel_spec(pool)), os.environ.get("JUPYTER_PATH")]))
+    os.environ[POOL_ENV] = str(pool)
+    keeper = KernelKeeper(pool, args.source.resolve())
+    keeper.start()
     print(f"preview: the {args.edition} edition at http://{args.host}:{args.port}/ "
           "(Ctrl-C stops it)", flush=True)
-    os.execv(command[0], command)  # the server is this process: Ctrl-C reaches it directly
-    return 0
+    server = subprocess.Popen(command)
+    try:
+        return server.wait()
+    except KeyboardInterrupt:  # the server has it too, and ends
+        return server.wait()
+    finally:
+        keeper.stop()
 
 
 if __name__ == "__main__":
