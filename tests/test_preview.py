@@ -3,93 +3,28 @@ page in Chromium, and a failed build leaves the last good pages served."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
-from conftest import BOOK, ROOT, copy_of_built_cache
+from conftest import BOOK, copy_of_built_cache, load_tool
 from coursebook.model.versions import release
 from coursebook.process.preview import MESSAGE
-from coursebook.verify.expectations import cell_keys
 
 pytestmark = pytest.mark.slow
 # Generous: a code edit executes its chapter on a shared, loaded machine. Speed is the
 # bench's business (its preview cases), not this test's.
-WAIT_MS = 600_000
-CELL = 'X = torch.tensor([[1., 2.], [3., 1.], [2., 4.]])'
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _key(code: str) -> str:
-    """The expected-outputs key of a code cell (a hash of its code)."""
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
-    return cell_keys(notebook)[0]
-
-
-def _cell_code(chapter: str, first_line: str) -> str:
-    start = chapter.index(first_line)
-    return chapter[start:chapter.index("```", start)]
-
-
-class Preview:
-    """`tools/preview.py` serving a scratch copy of the book; its terminal in a file."""
-
-    def __init__(self, root: Path, cache: Path) -> None:
-        self.book = root / "book"
-        shutil.copytree(BOOK, self.book, ignore=shutil.ignore_patterns("_ext", "__pycache__"))
-        self.log_path = root / "preview.log"
-        self.url = f"http://127.0.0.1:{_free_port()}"
-        with self.log_path.open("w") as log:
-            # Its own session: the server and the builds it starts end together.
-            self.process = subprocess.Popen(
-                [sys.executable, str(ROOT / "tools" / "preview.py"), "--source", str(self.book),
-                 "--out", str(root / "out"), "--port", self.url.rsplit(":", 1)[1],
-                 "-D", f"nb_execution_cache_path={cache}"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT)
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def edit(self, path: str, old: str, new: str) -> None:
-        file = self.book / path
-        text = file.read_text()
-        assert old in text, f"{path} no longer contains {old!r}"
-        file.write_text(text.replace(old, new, 1))
-
-    def wait_for_log(self, text: str, count: int = 1) -> None:
-        deadline = time.monotonic() + WAIT_MS / 1000
-        while self.log().count(text) < count:
-            assert self.process.poll() is None, f"the preview ended:\n{self.log()[-4000:]}"
-            assert time.monotonic() < deadline, f"never logged {text!r}:\n{self.log()[-4000:]}"
-            time.sleep(1)
-
-    def page(self, name: str) -> str:
-        with urllib.request.urlopen(f"{self.url}/{name}") as response:
-            return response.read().decode()
-
-    def stop(self) -> None:
-        os.killpg(self.process.pid, signal.SIGTERM)
-        self.process.wait(timeout=60)
+WAIT_MS = 900_000
 
 
 @pytest.fixture
 def preview(tmp_path, built):
-    server = Preview(tmp_path, copy_of_built_cache(built, tmp_path / "cache"))
+    """The preview (the bench's helper) of a scratch copy of the book."""
+    book = tmp_path / "book"
+    shutil.copytree(BOOK, book, ignore=shutil.ignore_patterns("_ext", "__pycache__"))
+    server = load_tool("bench_build").PreviewServer(
+        book, tmp_path / "out", copy_of_built_cache(built, tmp_path / "cache"))
     yield server
     server.stop()
 
@@ -111,11 +46,9 @@ def test_edits_reach_the_open_page_and_a_failed_build_keeps_the_last_good_one(pr
     # Code: the chapter executes again and its new output is verified against the expected
     # output its author accepted (a new key: the cell's code changed).
     expected = f"expected/torch-{release(torch.__version__)}/pt01.txt"
-    code = _cell_code((preview.book / "pt01.md").read_text(), CELL)
-    new_code = code.replace('print("Dtype:", X.dtype)', 'print("Element type:", X.dtype)')
-    preview.edit(expected, f"=== cell {_key(code)} ", f"=== cell {_key(new_code)} ")
     preview.edit(expected, "    Dtype: torch.float32\n", "    Element type: torch.float32\n")
-    preview.edit("pt01.md", code, new_code)
+    preview.edit_cell("pt01.md", 'print("Dtype:", X.dtype)', 'print("Element type:", X.dtype)',
+                      expected)
     expect(body).to_contain_text("Element type: torch.float32", timeout=WAIT_MS)
     assert MESSAGE not in preview.log(), preview.log()[-4000:]
 

@@ -57,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the book's sources (default: book/)")
     parser.add_argument("--out", type=Path, default=BUILD / "preview",
                         help="where the served editions are built (default: _build/preview/)")
+    parser.add_argument("--no-warm-kernels", action="store_true",
+                        help="start each kernel when needed (the bench's comparison)")
     parser.add_argument("-D", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                         help="a Sphinx setting, as sphinx-build's -D (e.g. nb_execution_cache_path=...)")
     args = parser.parse_args(argv)
@@ -64,11 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     command = autobuild_command(args.edition, args.source.resolve(), args.out.resolve(),
                                 args.host, args.port, settings)
     pool = args.out.resolve() / args.edition / "kernels"
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(
-        filter(None, [str(write_kernel_spec(pool)), os.environ.get("JUPYTER_PATH")]))
-    os.environ[POOL_ENV] = str(pool)
     keeper = KernelKeeper(pool, args.source.resolve())
-    keeper.start()
+    if not args.no_warm_kernels:
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(
+            filter(None, [str(write_kernel_spec(pool)), os.environ.get("JUPYTER_PATH")]))
+        os.environ[POOL_ENV] = str(pool)
+        keeper.start()
     print(f"preview: the {args.edition} edition at http://{args.host}:{args.port}/ "
           "(Ctrl-C stops it)", flush=True)
     server = subprocess.Popen(command)
@@ -77,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # the server has it too, and ends
         return server.wait()
     finally:
-        keeper.stop()
+        if not args.no_warm_kernels:
+            keeper.stop()
 
 
 if __name__ == "__main__":
