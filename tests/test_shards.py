@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, load_tool, sphinx_build
+from conftest import BOOK, ROOT, load_tool, sphinx_build
 from coursebook.execute.outside_sphinx import ConfValues
 from coursebook.execute.shards import (MANIFEST, Chapter, Shard, ShardError,
                                        chapters_to_execute, deal, merge_shards)
 
 SHARDS = ROOT / "tools" / "shards.py"
 ACCEPT = {"coursebook_accept_outputs": "1"}
+VARIANTS = 10  # copies of PT01: with the book's own, a 12-chapter book
 
 
 def _chapters(*names: str, notebooks: int = 2) -> list[Chapter]:
@@ -88,7 +89,7 @@ def _one_message(done: subprocess.CompletedProcess, *phrases: str) -> None:
 @pytest.mark.slow
 def test_three_shards_merged_build_what_one_machine_builds(tmp_path):
     bench = load_tool("bench_build")
-    course = bench.course_sized(tmp_path / "course", variants=10)
+    course = bench.course_sized(tmp_path / "course", variants=VARIANTS)
     book = course.book
     # One machine: executes every chapter (and takes the variants' outputs as expected,
     # one edition after the other: both write the same files).
@@ -112,8 +113,10 @@ def test_three_shards_merged_build_what_one_machine_builds(tmp_path):
                for i in (1, 2, 3)]
     assert all(claimed) and not (claimed[0] & claimed[1] or claimed[1] & claimed[2]
                                  or claimed[0] & claimed[2])
-    chapters = {c.name for c in chapters_to_execute(book, ConfValues.read(ROOT))}
-    assert set().union(*claimed) == chapters and len(chapters) == 12  # PT01, 10 variants, museum
+    conf = ConfValues.read(ROOT)
+    chapters = {c.name for c in chapters_to_execute(book, conf)}
+    assert set().union(*claimed) == chapters
+    assert len(chapters) == VARIANTS + len(chapters_to_execute(BOOK, conf))
 
     merged_cache = tmp_path / "merged" / ".jupyter_cache"
     done = _shards("merge", "3", "--into", str(merged_cache), book=book, shards_dir=shards_dir)
@@ -151,7 +154,6 @@ def test_three_shards_merged_build_what_one_machine_builds(tmp_path):
                          shards_dir=shards_dir), "two shards executed chapter", "shard 1/3")
     claims.write_text(saved)
     with pytest.raises(ShardError, match="with torch .* this build has torch 9.9.9"):
-        conf = ConfValues.read(ROOT)
         merge_shards(book, dataclasses.replace(conf, versions={**conf.versions, "torch": "9.9.9"}),
                      3, shards_dir, tmp_path / "m-torch")
     chapter = book / "pt05.md"
