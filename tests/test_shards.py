@@ -57,6 +57,19 @@ def _shards(*args: str, book: Path, shards_dir: Path) -> subprocess.CompletedPro
                            str(shards_dir), *args], capture_output=True, text=True, cwd=ROOT)
 
 
+def _joined_streams(outputs: list) -> list:
+    """Outputs with consecutive stream texts joined as printed: where ipykernel splits a
+    stream into messages varies from run to run (in one build as across shards)."""
+    joined: list = []
+    for output in outputs:
+        if (output["output_type"] == "stream" and joined
+                and joined[-1]["output_type"] == "stream" and joined[-1]["name"] == output["name"]):
+            joined[-1] = {**joined[-1], "text": joined[-1]["text"] + output["text"]}
+        else:
+            joined.append(dict(output))
+    return joined
+
+
 def _cached_outputs(cache: Path) -> dict[str, list]:
     """Each cached notebook's code cell outputs, by jupyter-cache key."""
     from jupyter_cache import get_cache
@@ -65,16 +78,19 @@ def _cached_outputs(cache: Path) -> dict[str, list]:
     cache_ = get_cache(str(cache))
     for record in cache_.list_cache_records():
         notebook = cache_.get_cache_bundle(record.pk).nb
-        found[record.hashkey] = [c.outputs for c in notebook.cells if c.cell_type == "code"]
+        found[record.hashkey] = [_joined_streams(c.outputs) for c in notebook.cells
+                                 if c.cell_type == "code"]
     return found
 
 
 def _shown_outputs(build) -> dict[str, list[str]]:
-    """The outputs each page shows (myst-nb's cell_output blocks, as HTML)."""
+    """The text of the outputs each page shows (myst-nb's cell_output blocks). Spacing
+    aside: myst-nb ends every stream message with a line break, so a line that ipykernel
+    happened to send in two messages shows broken in two."""
     from bs4 import BeautifulSoup
 
-    return {page.stem: [str(div) for div in BeautifulSoup(page.read_text(), "html.parser")
-                        .select("div.cell_output")]
+    return {page.stem: [" ".join(div.get_text().split()) for div in
+                        BeautifulSoup(page.read_text(), "html.parser").select("div.cell_output")]
             for page in sorted((build.outdir / "html").glob("*.html"))}
 
 
