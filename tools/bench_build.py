@@ -413,12 +413,11 @@ def main(argv: list[str] | None = None) -> int:
         """`make preview` of a copy of the book: a save to the page served with it."""
         copy = Scratch(work / "preview")
         shutil.copytree(scratch.cache, copy.cache)
-        servers = {}
-        for warm in (True, False):
-            servers[warm] = PreviewServer(copy.book if warm else copy.root / "book-cold",
-                                          copy.root / f"out-{warm}", copy.cache,
-                                          *([] if warm else ["--no-warm-kernels"]))
         shutil.copytree(copy.book, copy.root / "book-cold")
+        servers = {warm: PreviewServer(copy.book if warm else copy.root / "book-cold",
+                                       copy.root / f"out-{warm}", copy.cache,
+                                       *([] if warm else ["--no-warm-kernels"]))
+                   for warm in (True, False)}
         for server in servers.values():
             server.wait_for_log("Waiting to detect changes")
 
