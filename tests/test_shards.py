@@ -16,6 +16,7 @@ import pytest
 
 from conftest import BOOK, ROOT, load_tool, sphinx_build
 from coursebook.execute.outside_sphinx import ConfValues
+from coursebook.outputs import normalise
 from coursebook.execute.shards import (MANIFEST, Chapter, Shard, ShardError,
                                        chapters_to_execute, deal, merge_shards)
 
@@ -70,16 +71,17 @@ def _joined_streams(outputs: list) -> list:
     return joined
 
 
-def _cached_outputs(cache: Path) -> dict[str, list]:
-    """Each cached notebook's code cell outputs, by jupyter-cache key."""
+def _cached_outputs(cache: Path) -> dict[str, str]:
+    """Each cached notebook's code cell outputs, by jupyter-cache key, as the book shows
+    them (memory addresses and the kernel's temporary paths replaced: coursebook.outputs)."""
     from jupyter_cache import get_cache
 
     found = {}
     cache_ = get_cache(str(cache))
     for record in cache_.list_cache_records():
         notebook = cache_.get_cache_bundle(record.pk).nb
-        found[record.hashkey] = [_joined_streams(c.outputs) for c in notebook.cells
-                                 if c.cell_type == "code"]
+        found[record.hashkey] = normalise(json.dumps(
+            [_joined_streams(c.outputs) for c in notebook.cells if c.cell_type == "code"]))
     return found
 
 
