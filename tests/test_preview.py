@@ -56,8 +56,9 @@ def test_edits_reach_the_open_page_and_a_failed_build_keeps_the_last_good_one(pr
     # its message, writes no page, and the server goes on serving the last good one.
     preview.edit(expected, "    Element type: torch.float32\n", "    Element type: torch.float64\n")
     preview.edit("pt01.md", "A sentence the preview shows.", "A sentence of a failed build.")
-    preview.wait_for_log(MESSAGE)
+    preview.wait_for_log("Sphinx exited with exit code")  # sphinx-autobuild: the build failed
     log = preview.log()
+    assert MESSAGE in log, log[-4000:]
     assert "Element type: torch.float64" in log and "Traceback" not in log, log[-4000:]
     served = preview.page("pt01.html")
     assert "A sentence the preview shows." in served
