@@ -57,12 +57,12 @@ def test_edits_reach_the_open_page_and_a_failed_build_keeps_the_last_good_one(pr
     preview.edit(expected, "    Element type: torch.float32\n", "    Element type: torch.float64\n")
     preview.edit("pt01.md", "A sentence the preview shows.", "A sentence of a failed build.")
     preview.wait_for_log("Sphinx exited with exit code")  # sphinx-autobuild: the build failed
-    log = preview.log()
-    assert MESSAGE in log, log[-4000:]
-    assert "Element type: torch.float64" in log and "Traceback" not in log, log[-4000:]
     served = preview.page("pt01.html")
     assert "A sentence the preview shows." in served
     assert "A sentence of a failed build." not in served
+    log = preview.log()
+    assert MESSAGE in log, log[-4000:]
+    assert "Element type: torch.float64" in log and "Traceback" not in log, log[-4000:]
 
     # The fix: the next build passes and writes the page the failed one held back.
     preview.edit(expected, "    Element type: torch.float64\n", "    Element type: torch.float32\n")
