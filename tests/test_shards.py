@@ -71,7 +71,7 @@ def _joined_streams(outputs: list) -> list:
     return joined
 
 
-def _cached_outputs(cache: Path) -> dict[str, str]:
+def _cached_outputs(cache: Path) -> dict[str, list]:
     """Each cached notebook's code cell outputs, by jupyter-cache key, as the book shows
     them (memory addresses and the kernel's temporary paths replaced: coursebook.outputs)."""
     from jupyter_cache import get_cache
@@ -80,9 +80,19 @@ def _cached_outputs(cache: Path) -> dict[str, str]:
     cache_ = get_cache(str(cache))
     for record in cache_.list_cache_records():
         notebook = cache_.get_cache_bundle(record.pk).nb
-        found[record.hashkey] = normalise(json.dumps(
-            [_joined_streams(c.outputs) for c in notebook.cells if c.cell_type == "code"]))
+        found[record.hashkey] = [[_normalised(o) for o in _joined_streams(c.outputs)]
+                                 for c in notebook.cells if c.cell_type == "code"]
     return found
+
+
+def _normalised(output: dict) -> dict:
+    """An output's texts normalised (not its images: the rules are for text)."""
+    if "text" in output:
+        return {**output, "text": normalise(output["text"])}
+    data = output.get("data", {})
+    if "text/plain" in data:
+        return {**output, "data": {**data, "text/plain": normalise(data["text/plain"])}}
+    return output
 
 
 def _shown_outputs(build) -> dict[str, list[str]]:
