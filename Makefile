@@ -10,7 +10,7 @@ JOBS       ?= auto
 SPHINXOPTS ?= -W --keep-going -j $(JOBS)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv recording recording-check recording-ready html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch refresh-runtimes verify-runtime accept-outputs-runtime test test-recording test-suite test-fast clean clean-cache
+.PHONY: help venv preview execute merge-caches recording recording-check recording-ready html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch refresh-runtimes verify-runtime accept-outputs-runtime test test-recording test-suite test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-23s %s\n", $$1, $$2}'
@@ -59,6 +59,25 @@ instructor: venv ## Instructor edition, HTML -> _build/instructor/html/index.htm
 # once, the other edition waits for it (coursebook.cache_locks), then takes it from the cache.
 editions: venv ## Both HTML editions, built at the same time
 	$(MAKE) -j 2 html instructor
+
+# sphinx-autobuild: each save rebuilds the edition (verified as `make html` does) and reloads
+# the open page; a failed build keeps the last good pages. See `tools/preview.py --help`.
+EDITION ?= student
+PORT    ?= 8000
+preview: venv ## Serve an edition on localhost, rebuilt on each save (EDITION=student|instructor PORT=8000)
+	$(BIN)/python tools/preview.py --edition $(EDITION) --port $(PORT)
+
+# Execution across machines: each of N shards executes its chapters (dealt by their
+# recorded execution times) into _build/shards/shard-I/ (what the build's cache holds is
+# copied, not executed); the merge checks them against the book and fills the build's
+# cache, so that `make html instructor` executes nothing.
+SHARD  ?= 1/1
+SHARDS ?= $(lastword $(subst /, ,$(SHARD)))
+execute: venv ## Execute one shard's chapters into its own cache (SHARD=I/N) -> _build/shards/shard-I/
+	$(BIN)/python tools/shards.py execute $(SHARD) --reuse $(BUILD)/.jupyter_cache
+
+merge-caches: venv ## Merge the N shards' caches into the build's cache (SHARDS=N)
+	$(BIN)/python tools/shards.py merge $(SHARDS)
 
 pdf: venv ## Student edition, PDF -> _build/student/pdf/deep-learning-labs-student.pdf
 	$(BIN)/python tools/build_pdf.py student

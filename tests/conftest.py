@@ -132,3 +132,18 @@ def copy_of_built_cache(built: dict[str, Build], to: Path) -> Path:
     book again executes only what it changed, not every chapter."""
     shutil.copytree(built["student"].outdir.parent / "cache", to)
     return to
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium, headless, driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-background-networking"])
+        yield browser
+        browser.close()

@@ -56,6 +56,9 @@ class BookConfig:
     verify_outputs: bool = _value(True, "", "compare outputs with the expected ones")
     # Off only to show what the locks prevent (tests/test_concurrency.py).
     cache_locks: bool = _value(True, "", "lock each cache key while it executes")
+    # The live preview (`make preview`): a failed build writes no page, so the server
+    # keeps the last good ones.
+    preview: bool = _value(False, "", "a failed build stops before writing any page")
     # --- Outputs: pages, downloads, handouts -----------------------------------------------
     repository_url: str = _value("", "html", "the GitHub repository whose branch serves the HTML")
     published_branch: str = _value("gh-pages", "html", "that branch (Colab opens notebooks there)")

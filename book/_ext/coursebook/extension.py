@@ -20,6 +20,7 @@ from coursebook.prepare.editions import Edition, box_code_answers
 from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.long_lived import freeze_long_lived_objects
+from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.build_stamp import add_build_stamp
 from coursebook.render.compiled_templates import keep_compiled_templates
 from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
@@ -89,6 +90,9 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-updated", compare_expected_outputs)
     app.connect("env-updated", check_answer_overlaps)
     app.connect("env-updated", keep_execution_reports)
+    # 7b. env-check-consistency, before any page is written: in the preview, a failed
+    #     build stops here, and the server keeps the pages of the last good one.
+    app.connect("env-check-consistency", keep_last_good_pages)
     # 8. html-page-context, per page written: the edition's notebook download, the Colab
     #    button (after the theme's own download menu), the build stamp.
     app.connect("html-page-context", offer_edition_notebook, priority=400)
