@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coursebook.model.faults import BookError
-from coursebook.model.runtimes import RUNTIMES_FILE, package_key, runtime_named
 
 try:
     import tomllib
@@ -59,6 +58,21 @@ class MachineKind:
             self.device_kind.upper())
 
 
+def package_key(name: str) -> str:
+    """A distribution name as pip compares them (torch_xla and torch-xla are one)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _runtimes_file() -> Path:
+    from coursebook.model.runtimes import RUNTIMES_FILE  # it imports package_key from here
+    return RUNTIMES_FILE
+
+
+def _runtime_named(name: str, where: str, runtimes_file: Path | None):
+    from coursebook.model.runtimes import runtime_named
+    return runtime_named(name, where, runtimes_file or _runtimes_file())
+
+
 def manylinux_platforms(glibc: str, arch: str) -> tuple[str, ...]:
     """Every platform tag pip accepts on a Linux with this glibc (manylinux and linux).
 
@@ -83,7 +97,7 @@ def _need(path: Path, where: str, table: dict, key: str, kind: type):
 
 
 @functools.lru_cache(maxsize=None)
-def load_machine_kinds(path: Path, runtimes_file: Path = RUNTIMES_FILE) -> dict[str, MachineKind]:
+def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[str, MachineKind]:
     """Every machine kind, in order of preference (read once per file).
 
     A kind's Pythons are its runtime's and those it declares besides; its platforms are
@@ -99,7 +113,7 @@ def load_machine_kinds(path: Path, runtimes_file: Path = RUNTIMES_FILE) -> dict[
         runtime = table.get("runtime", "")
         pythons = tuple(table.get("pythons", ()))
         if runtime:
-            python = runtime_named(runtime, f"{path}: {where}field 'runtime'", runtimes_file).python
+            python = _runtime_named(runtime, f"{path}: {where}field 'runtime'", runtimes_file).python
             pythons = tuple(sorted({python, *pythons}, key=lambda v: tuple(map(int, v.split(".")))))
         platforms = tuple(table.get("platforms", ()))
         if "glibc" in table:
@@ -151,7 +165,7 @@ def environments_path(recordings_dir: Path, name: str) -> Path:
 
 
 def load_environments(path: Path, machines: dict[str, MachineKind],
-                      runtimes_file: Path = RUNTIMES_FILE) -> dict[str, list[RecordingEnvironment]]:
+                      runtimes_file: Path | None = None) -> dict[str, list[RecordingEnvironment]]:
     """A recorded chapter's environments, per kind; each kind's first one is its main one.
 
     An environment's requirements are its runtime's pins and additions (``runtime``), or
@@ -177,8 +191,8 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
                                        f"environment listed above it")
                 requirements = shared.requirements
             elif runtime:
-                requirements = runtime_named(runtime, f"{path}: {where}field 'runtime'",
-                                             runtimes_file).requirements()
+                requirements = tuple(_runtime_named(runtime, f"{path}: {where}field 'runtime'",
+                                              runtimes_file).requirements())
             else:
                 requirements = tuple(_need(path, where, table, "requirements", list))
             found.append(RecordingEnvironment(
