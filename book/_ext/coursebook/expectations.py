@@ -26,6 +26,7 @@ from pathlib import Path
 import nbformat
 
 from .faults import shown_path
+from .long_outputs import as_displayed
 from .notebooks import first_line
 from .outputs import normalise
 
@@ -67,7 +68,9 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
     """A code cell's outputs as the page shows them, as text, normalised.
 
     An image counts by the text that comes with it: the book's figures put the data they
-    draw there, so a figure is verified by its data, never by its pixels.
+    draw there, so a figure is verified by its data, never by its pixels. A progress bar
+    counts by what it shows last (carriage returns applied); an output too long for a
+    page by its start, its end and the digest of the whole (:mod:`coursebook.long_outputs`).
     """
     parts = []
     for output in cell.get("outputs", []):
@@ -85,7 +88,7 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
                 parts.append(data["text/markdown"].rstrip("\n") + "\n")
             else:
                 parts.append(data.get("text/plain", "").rstrip("\n") + "\n")
-    text = normalise("".join(parts))
+    text = normalise(as_displayed("".join(parts)))
     return "\n".join(line.rstrip() for line in text.rstrip("\n").splitlines())
 
 

@@ -18,6 +18,7 @@ from .editions import Edition, box_code_answers
 from .execution_cache import check_execution_cache
 from .interrupt import stop_cleanly_on_interrupt
 from .long_lived import freeze_long_lived_objects
+from .notebook_runs import run_chapters_here
 from .execution_key import reread_failed_chapters, set_execution_environment
 from .handouts import setup_handouts
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
@@ -69,6 +70,9 @@ def setup(app: Sphinx) -> dict:
     # print it. "" while the book is unpublished: links become the targets' titles.
     app.add_config_value("coursebook_published_url", "", "html", str)
     app.add_directive("torch-version-changes", TorchVersionChanges)
+    # myst-nb runs chapters through coursebook.notebook_runs: a hung cell or a dead kernel
+    # is named, a flood of output is cut before it is cached.
+    run_chapters_here()
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution environment joins the cache key.

@@ -22,6 +22,7 @@ from .editions import Edition
 from .execution_key import environment_versions, stamp_execution_environment
 from .expectations import (ACCEPT_COMMAND, CellOutput, Expectations, cached_notebook,
                            cell_outputs, compare, expectations_path, read_expectations)
+from .notebook_runs import run_notebook
 from .notebooks import is_chapter_source, line_of, notebook_to_myst, read_chapter
 from .recordings import recording_name
 
@@ -116,16 +117,15 @@ class ChapterFile(pytest.File):
     def _execute(self, edition: Edition) -> list[CellOutput] | ChapterFailed:
         from jupyter_cache import get_cache
         from jupyter_cache.base import CacheBundleIn
-        from jupyter_cache.executors.utils import single_nb_execution
 
         notebook = self.edition_notebook(edition)
         create_cache(self.book_config.cache_path)
         with notebook_lock(self.book_config.cache_path, notebook):  # a build may run it too
             executed = cached_notebook(self.book_config.cache_path, notebook)
             if executed is None:
-                result = single_nb_execution(notebook, cwd=str(self.path.parent),
-                                             timeout=self.book_config.timeout,
-                                             allow_errors=False, meta_override=True)
+                result, _ = run_notebook(notebook, cwd=str(self.path.parent),
+                                         timeout=self.book_config.timeout,
+                                         allow_errors=False, meta_override=True)
                 if result.err is not None:
                     return ChapterFailed(
                         f"{self.path.name} ({edition.value}) failed to execute: "
