@@ -19,6 +19,7 @@ from .execution_cache import check_execution_cache
 from .interrupt import stop_cleanly_on_interrupt
 from .long_lived import freeze_long_lived_objects
 from .notebook_runs import run_chapters_here
+from .quiet_log import quiet_config_dumps
 from .execution_key import reread_failed_chapters, set_execution_environment
 from .handouts import setup_handouts
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
@@ -73,6 +74,7 @@ def setup(app: Sphinx) -> dict:
     # myst-nb runs chapters through coursebook.notebook_runs: a hung cell or a dead kernel
     # is named, a flood of output is cut before it is cached.
     run_chapters_here()
+    quiet_config_dumps()
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution environment joins the cache key.
