@@ -20,6 +20,7 @@ from .interrupt import stop_cleanly_on_interrupt
 from .long_lived import freeze_long_lived_objects
 from .notebook_runs import run_chapters_here
 from .quiet_log import quiet_config_dumps
+from .source_files import check_source_encodings
 from .execution_key import reread_failed_chapters, set_execution_environment
 from .handouts import setup_handouts
 from .downloads import add_colab_button, offer_edition_notebook, replace_copied_sources
@@ -91,10 +92,11 @@ def setup(app: Sphinx) -> dict:
     #    are read (executed) again (looked for only when those inputs changed).
     app.connect("env-get-outdated", reread_failed_chapters)
     app.connect("env-get-outdated", reread_changed_chapters)
-    # 4. env-before-read-docs, when there are pages to read: the shared cache is created
-    #    (once, however many builds start) and repaired or refused; chapters that cannot be
-    #    prepared are reported (once, before -j forks the readers); chapters that execute
-    #    are dealt across the parallel readers.
+    # 4. env-before-read-docs, when there are pages to read: a page that is not UTF-8 stops
+    #    the build; the shared cache is created (once, however many builds start) and
+    #    repaired or refused; chapters that cannot be prepared are reported (once, before
+    #    -j forks the readers); chapters that execute are dealt across the parallel readers.
+    app.connect("env-before-read-docs", check_source_encodings)
     app.connect("env-before-read-docs", check_execution_cache)
     app.connect("env-before-read-docs", report_unpreparable_chapters)
     app.connect("env-before-read-docs", spread_chapters_over_readers)

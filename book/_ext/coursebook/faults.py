@@ -8,6 +8,7 @@ Sphinx error however many chapters or build phases run into it.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 CLEAN_CACHE_COMMAND = "make clean-cache"
@@ -59,3 +60,14 @@ def report_once(app, message: str, location, subtype: str) -> bool:
     logging.getLogger(__name__).error("%s", message, location=location, type="coursebook",
                                       subtype=subtype)
     return True
+
+
+def stop_build(subtype: str, *errors: tuple[str, str | None]) -> None:
+    """End the build now with these (message, location) errors: a build that cannot go on
+    raises no exception, as Sphinx gives any exception a crash report."""
+    from sphinx.util import logging
+
+    for message, location in errors:
+        logging.getLogger(__name__).error("%s", message, location=location, type="coursebook",
+                                          subtype=subtype)
+    sys.exit(2)
