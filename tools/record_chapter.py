@@ -46,7 +46,8 @@ from coursebook.builders import (BUILDERS_FILE, Builder, BuilderError,  # noqa: 
 from coursebook.chapters import edition_chapter  # noqa: E402
 from coursebook.editions import Edition  # noqa: E402
 from coursebook.exhibit_checks import SIDE_ENVIRONMENTS  # noqa: E402
-from coursebook.notebooks import cell_tags, first_line, is_answer, read_chapter  # noqa: E402
+from coursebook.notebooks import (cell_tags, first_line, is_answer, read_chapter,  # noqa: E402
+                                  with_stable_ids)
 from coursebook.outputs import normalise  # noqa: E402
 from coursebook.recordings import (PROVENANCE_KEY, RecordingError, check_label,  # noqa: E402
                                    code_hash, load_recording, recorded_chapter, recording_path,
@@ -239,8 +240,9 @@ def record(args: argparse.Namespace) -> int:
     provenance["environments"] = {
         e.name: run_python(pythons[e.name], VERSIONS, env, *e.pins()) for e in environments}
     torch_version = provenance["environments"][main.name].get("torch", "")
-    notebook = edition_chapter(text, str(args.chapter), Edition.STUDENT, ROOT / "exhibits",
-                               torch_version)
+    # Ids from the cells, not nbformat's random ones: a new recording diffs where it changed.
+    notebook = with_stable_ids(edition_chapter(text, str(args.chapter), Edition.STUDENT,
+                                               ROOT / "exhibits", torch_version))
     if any(is_answer(cell) for cell in notebook.cells):
         raise Refused(f"{args.chapter} has answers: a recorded chapter has none")
     provenance.update(date=datetime.date.today().isoformat(), commit=commit(),

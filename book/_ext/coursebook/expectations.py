@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import os
 import difflib
-import hashlib
 import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +25,7 @@ import nbformat
 
 from .faults import shown_path
 from .long_outputs import as_displayed
-from .notebooks import first_line
+from .notebooks import content_keys, first_line
 from .outputs import normalise
 
 ACCEPT_COMMAND = "make accept-outputs"
@@ -112,15 +110,8 @@ def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
 
     Prose edits never change a key; editing a cell's code gives it a new one.
     """
-    seen: Counter[str] = Counter()
-    keys = []
-    for cell in notebook.cells:
-        if cell.cell_type != "code":
-            continue
-        digest = hashlib.sha256(cell.source.strip().encode("utf8")).hexdigest()[:8]
-        seen[digest] += 1
-        keys.append(digest if seen[digest] == 1 else f"{digest}.{seen[digest]}")
-    return keys
+    return content_keys((cell.source.strip() for cell in notebook.cells
+                         if cell.cell_type == "code"), ".")
 
 
 def cell_outputs(notebook: nbformat.NotebookNode) -> list[CellOutput]:
