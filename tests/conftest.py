@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,11 @@ class Build:
         """Notebooks executed (not taken from the cache) during this build."""
         return self.log.count("Executing notebook using")
 
+    @property
+    def crash_reports(self) -> list[Path]:
+        """The files Sphinx wrote its crash reports to (its temporary folder is the build's)."""
+        return sorted((self.outdir / "tmp").glob("sphinx-err-*"))
+
 
 def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
                  settings: dict[str, str] | None = None) -> Build:
@@ -50,7 +56,9 @@ def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
     for tag in tags:
         command += ["-t", tag]
     command += [str(srcdir), str(outdir / "html")]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    (outdir / "tmp").mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "TMPDIR": str(outdir / "tmp")})
     return Build(done.returncode, done.stdout + done.stderr, outdir)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,7 @@ def assert_one_clear_message(build: Build, message: str) -> None:
     assert build.log.count(message) == 1, build.log[-3000:]
     for sign in CRASH_SIGNS:
         assert sign not in build.log, build.log[-3000:]
+    assert not build.crash_reports, build.crash_reports
 
 
 def _broken_exhibits(tmp_path: Path, glob: str, old: str, new: str) -> Path:
@@ -177,6 +179,126 @@ def test_a_failed_run_leaves_nothing_in_the_published_folder(tiny_book, tmp_path
     fixed = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
     assert fixed.returncode == 0, fixed.log
     assert not (tmp_path / "out" / "reports").exists()
+
+
+def _plant_cell(chapter: Path, code: str, top_matter: str = "") -> int:
+    """A code cell added after the tiny chapter's first example; the line of its code."""
+    text = chapter.read_text()
+    anchor = "print((weights * 3).grad_fn)\n```\n"
+    assert anchor in text
+    text = text.replace(anchor, f"{anchor}\n```{{code-cell}} ipython3\n{code}\n```\n", 1)
+    if top_matter:
+        text = text.replace("kernelspec:", f"{top_matter}\nkernelspec:", 1)
+    chapter.write_text(text)
+    return _line_of(chapter, code.splitlines()[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code, ending", [
+    ("import os\nos._exit(3)", "(exit code 3)"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)",
+     "(killed by signal SIGSEGV (11)); the cells after it did not run. A crash inside "
+     "compiled code"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer",
+     "(killed by signal SIGKILL (9)); the cells after it did not run. SIGKILL usually comes "
+     "from the out-of-memory killer"),
+], ids=["exit", "segfault", "oom-kill"])
+def test_a_dead_kernel_names_its_cell_and_how_it_ended(tiny_book, tmp_path, cache_copy, code,
+                                                       ending):
+    chapter = tiny_book / "chapter.md"
+    line = _plant_cell(chapter, code)
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `{code.splitlines()[0]}` "
+                                    f"was running when the kernel died {ending}")
+    assert "did not raise" not in build.log  # the cells after it never ran: none is blamed
+
+
+@pytest.mark.slow
+def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny_book, tmp_path,
+                                                                           cache_copy):
+    """The cell that hung, not a later `raises-exception` cell that never ran; the remedy
+    the message names (the chapter's own limit) works."""
+    chapter = tiny_book / "chapter.md"
+    good = chapter.read_text()
+    line = _plant_cell(chapter, "import time\ntime.sleep(8)")
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy,
+                         settings={"nb_execution_timeout": "2"})
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `import time` was "
+                                    "still running after 2 s, the limit for one cell "
+                                    "(nb_execution_timeout)")
+    assert "`mystnb: {execution_timeout: 4}`" in build.log and "did not raise" not in build.log
+    chapter.write_text(good)
+    _plant_cell(chapter, "import time\ntime.sleep(8)", top_matter="mystnb: {execution_timeout: 30}")
+    raised = sphinx_build(tiny_book, tmp_path / "raised", cache_copy,
+                          settings={"nb_execution_timeout": "2"})
+    assert "still running after" not in raised.log and raised.executed == 1, raised.log[-3000:]
+
+
+FLOOD = 'print("x" * 5_000_000, end="")'
+PROGRESS = ('import sys\nfor step in range(30_000):\n'
+            '    sys.stderr.write(f"\\r{step:6d} steps " + "#" * (step % 40))\n'
+            'sys.stderr.write("\\n")\nprint("\\n".join(f"epoch {n}: loss" for n in range(20_000)))')
+
+
+@pytest.mark.slow
+def test_a_flood_of_output_is_cut_on_the_page_and_verified_whole(tiny_book, tmp_path, cache_copy):
+    """A 5 MB line and a progress bar redrawn 30,000 times: each build finishes (myst-nb's
+    stream merging took hours over such a line), the page shows the start, the end and the
+    cut, the build says so once per cell, and the expected output holds a digest of the
+    whole, so a change in the cut part still fails the build."""
+    from coursebook.long_outputs import KEEP
+
+    chapter = tiny_book / "chapter.md"
+    _plant_cell(chapter, FLOOD)
+    _plant_cell(chapter, PROGRESS)
+    lines = [_line_of(chapter, FLOOD), _line_of(chapter, "import sys")]
+    accepted = sphinx_build(tiny_book, tmp_path / "accept", cache_copy,
+                            settings={"coursebook_accept_outputs": "1"})
+    assert accepted.returncode == 0, accepted.log[-3000:]
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert build.returncode == 0 and build.executed == 0, build.log[-3000:]
+    for line, first in zip(lines, (FLOOD, "import sys")):
+        assert build.log.count(f"{chapter}:{line}: code cell `{first}`: an output is longer") == 1
+    assert "NbParserConfig" not in build.log and "MdParserConfig" not in build.log  # quiet
+    page = (tmp_path / "out" / "html" / "chapter.html").read_text()
+    assert "… part of one line cut (4,980,000 characters) …" in page
+    assert "29999 steps" in page and " 1234 steps" not in page  # the bar as it ended
+    assert re.search(r"… [\d,]+ lines cut \([\d,]+ characters\) …", page)
+    assert "epoch 0: loss" in page and "epoch 19999: loss" in page and "sha256" not in page
+    assert len(page) < 12 * KEEP
+    expected = tiny_book / "expected" / "torch-2.13.0" / "chapter.txt"
+    text = expected.read_text()
+    assert len(re.findall(r"characters, sha256 [0-9a-f]+\) …", text)) == 2
+    assert len(text) < 12 * KEEP
+    [digest] = re.findall(r"part of one line cut \(4,980,000 characters, sha256 ([0-9a-f]+)", text)
+    expected.write_text(text.replace(digest, "0" * len(digest)))
+    tampered = sphinx_build(tiny_book, tmp_path / "tampered", cache_copy)
+    assert_one_clear_message(tampered, f"{chapter}:{lines[0]}: ERROR: code cell")
+    assert f"+… part of one line cut (4,980,000 characters, sha256 {digest}) …" in tampered.log
+
+
+@pytest.mark.slow
+def test_a_chapter_that_is_not_utf8_is_named_at_its_line(tiny_book, tmp_path, cache_copy):
+    chapter = tiny_book / "chapter.md"
+    line = _line_of(chapter, "A worked example.")
+    data = chapter.read_bytes()
+    chapter.write_bytes(data.replace(b"A worked example.", b"A worked \xe9xample.", 1))
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: the file is not valid UTF-8: "
+                                    "byte 0xe9 in column 10")
+    assert build.executed == 0
+
+
+@pytest.mark.slow
+def test_a_damaged_cached_notebook_is_dropped_and_runs_again(tiny_book, tmp_path, cache_copy):
+    [notebook] = cache_copy.glob("executed/*/base.ipynb")
+    notebook.write_text(notebook.read_text()[:500])
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert build.returncode == 0, build.log[-3000:]
+    assert build.log.count("was damaged (not a notebook's JSON); its entry is dropped") == 1
+    assert build.executed == 1 and not build.crash_reports
+    for sign in CRASH_SIGNS:
+        assert sign not in build.log
 
 
 # --- Slow: the real book, broken (a scratch copy, the warm cache copied) --------------------
