@@ -10,7 +10,7 @@ JOBS       ?= auto
 SPHINXOPTS ?= -W --keep-going -j $(JOBS)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv recording recording-check recording-ready tpu-cache tpu-cache-check html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-recording test-suite test-fast clean clean-cache
+.PHONY: help venv recording recording-check recording-ready html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-recording test-suite test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-21s %s\n", $$1, $$2}'
@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed ## Create the virtual environment the book builds in
 
-# Recorded chapters: run on a builder of a kind of tools/builders.toml, in the environments
+# Recorded chapters: run on a machine of a kind of tools/machine-kinds.toml, in the environments
 # of book/recordings/NAME-environments.toml. The recorder needs Python 3.10 to 3.12 and a few
 # small packages (not the book's environment), so it runs on a TPU VM or Colab as they come.
 RECORDING ?= bridges
@@ -36,18 +36,14 @@ $(RECORDER)/.installed: tools/recorder-requirements.txt
 	$(RECORDER)/bin/pip install --quiet -r tools/recorder-requirements.txt
 	@touch $@
 
-recording: $(RECORDER)/.installed ## Run a recorded chapter on this builder -> book/recordings/ (RECORDING=bridges KIND=tpu|gpu|cpu)
+recording: $(RECORDER)/.installed ## Run a recorded chapter on this machine -> book/recordings/ (RECORDING=bridges KIND=tpu|gpu|cpu)
 	$(RECORD)
 
 recording-check: $(RECORDER)/.installed ## Check a committed recording against a fresh run (CI: KIND=cpu)
 	$(RECORD) --check
 
-recording-ready: $(RECORDER)/.installed ## Check that each accelerator environment installs on its builders (needs the registry)
+recording-ready: $(RECORDER)/.installed ## Check that each accelerator environment installs on its machines (needs the registry)
 	$(RECORDER)/bin/python tools/check_environments.py
-
-tpu-cache: recording ## The bridges chapter on this TPU builder (KIND=cpu: the CPU stand-in)
-
-tpu-cache-check: recording-check ## Check the bridges recording against a fresh run (CI: KIND=cpu)
 
 # $(call edition,SPHINX-BUILD,EDITION,OUTPUT ROOT,EXTRA OPTIONS): one HTML edition.
 edition = $(1) -b html -c . $(if $(filter instructor,$(2)),-t instructor) \
@@ -94,7 +90,7 @@ prose-check: venv ## List prose sharing 12+ words in a row with the course mater
 # both write the same files). Review `git diff exhibits/ book/expected/` before committing.
 ACCEPT := -D coursebook_accept_outputs=1
 accept-outputs: venv ## Take this build's outputs as expected (exhibit errors and chapter outputs)
-	$(BIN)/python tools/record_exhibits.py --replace
+	$(BIN)/python tools/accept_exhibit_records.py --replace
 	$(call edition,$(SPHINX),student,$(BUILD),$(ACCEPT))
 	$(call edition,$(SPHINX),instructor,$(BUILD),$(ACCEPT))
 
@@ -119,7 +115,7 @@ verify-torch: $(TORCH_VENV)/.installed ## Verify chapters and exhibits on anothe
 	$(TORCH_VENV)/bin/python -m pytest -q book
 
 accept-outputs-torch: $(TORCH_VENV)/.installed ## accept-outputs, on that torch (TORCH=2.14.1)
-	$(TORCH_VENV)/bin/python tools/record_exhibits.py --replace
+	$(TORCH_VENV)/bin/python tools/accept_exhibit_records.py --replace
 	$(call edition,$(TORCH_VENV)/bin/sphinx-build,student,$(TORCH_OUT),$(ACCEPT))
 	$(call edition,$(TORCH_VENV)/bin/sphinx-build,instructor,$(TORCH_OUT),$(ACCEPT))
 
@@ -134,13 +130,13 @@ test: venv ## All tests, the slow full builds included, and the CPU stand-in rec
 	$(MAKE) -j 2 --output-sync=target test-recording test-suite
 
 test-recording:
-	$(MAKE) tpu-cache-check KIND=cpu
+	$(MAKE) recording-check KIND=cpu
 
 test-suite: venv
-	$(BIN)/python -m pytest -m 'slow or not slow'
+	$(BIN)/python -m pytest -m 'slow or not slow' tests book
 
-test-fast: venv ## The fast tests only
-	$(BIN)/python -m pytest
+test-fast: venv ## The fast tests only: no build, no chapter executed
+	$(BIN)/python -m pytest tests
 
 clean: ## Remove the built editions (keeps the execution cache)
 	rm -rf $(BUILD)/student $(BUILD)/instructor

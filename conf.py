@@ -4,7 +4,6 @@
 instructor edition. The Makefile holds the exact commands and output folders.
 """
 
-import datetime
 import os
 import sys
 from importlib import metadata
@@ -12,6 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from coursebook.model import provenance  # noqa: E402
 
 INSTRUCTOR = tags.has("instructor")  # noqa: F821 (Sphinx provides `tags`)
 EDITION = "Instructor edition" if INSTRUCTOR else "Student edition"
@@ -19,7 +19,7 @@ TORCH_VERSION = metadata.version("torch")
 
 project = "Deep Learning Labs"
 author = "The course team"
-copyright = f"{datetime.date.today().year}, {author}"
+copyright = f"{provenance.today()[:4]}, {author}"
 release = f"torch {TORCH_VERSION}"
 
 extensions = [
@@ -34,7 +34,7 @@ root_doc = "index"
 # _ext: the extension; recordings and expected: data the extension reads, not pages.
 exclude_patterns = ["_build", "_ext", "recordings", "expected", "**.ipynb_checkpoints"]
 suppress_warnings = [
-    # A failed notebook is reported once, cell by cell, by coursebook.verify.
+    # A failed notebook is reported once, cell by cell, by coursebook.verify.chapter_checks.
     "mystnb.exec",
     # Pygments retries an error text it cannot lex (a backtick, say); harmless.
     "misc.highlighting_failure",
@@ -44,14 +44,14 @@ suppress_warnings = [
 nb_execution_mode = "cache"
 nb_execution_cache_path = str(ROOT / "_build" / ".jupyter_cache")
 nb_execution_timeout = 300
-nb_execution_raise_on_error = False  # coursebook.verify names the cell instead
+nb_execution_raise_on_error = False  # coursebook.verify.chapter_checks names the cell instead
 nb_execution_show_tb = False
 nb_merge_streams = True
 # Expected outputs, one file per chapter and torch version (`make accept-outputs`), in
 # this folder of the book's sources: a copy of the book carries its expectations.
 coursebook_expected_dir = "expected"
 # Part of the cache key, so that a change of version re-executes the chapters.
-coursebook_environment_packages = ["torch", "jaxtyping", "numpy", "ipykernel", "matplotlib"]
+coursebook_execution_packages = ["torch", "jaxtyping", "numpy", "ipykernel", "matplotlib"]
 
 myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath", "deflist"]
 myst_heading_anchors = 3
@@ -81,19 +81,21 @@ html_use_index = False
 coursebook_repository_url = os.environ.get("BOOK_REPOSITORY_URL", "")
 # The address the student HTML is published at (https://...): printed handouts and
 # downloaded notebooks link back to a chapter's page there.
-coursebook_published_url = os.environ.get("BOOK_URL", "")
+html_baseurl = os.environ.get("BOOK_URL", "")
 
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_selector = "div.cell_input pre, div.highlight-python pre, div.highlight-default pre"
 
-# --- The error museum: exhibits are data, placed into chapters by coursebook.museum --
+# --- The error museum: exhibits are data, placed into chapters by coursebook.model.museum --
 coursebook_exhibits_dir = str(ROOT / "exhibits")
-# Recorded chapters (run on a builder kind of tools/builders.toml): their committed recordings.
+# Recorded chapters (run on a machine kind of tools/machine-kinds.toml): their committed recordings.
 coursebook_recordings_dir = str(ROOT / "book" / "recordings")
+# The machines a recorded chapter runs on (make recording KIND=...).
+coursebook_machine_kinds_file = str(ROOT / "tools" / "machine-kinds.toml")
 nb_render_markdown_format = "myst"  # exhibit checks report in MyST (notes, code)
 
 # --- LaTeX: the printed handout (make pdf, make pdf-instructor) ----------------------
-BUILD_DATE = datetime.date.today().isoformat()
+BUILD_DATE = provenance.today()  # UTC, as every date the book prints
 latex_engine = "xelatex"
 latex_use_xindy = False
 latex_documents = [(root_doc, "deep-learning-labs.tex", f"Deep Learning Labs: {EDITION}", author,
@@ -136,9 +138,9 @@ latex_elements = {
 }
 
 # --- Lab handouts: one PDF per chapter (make handouts) -------------------------------
-# `-t handout` (tools/build_pdf.py EDITION --handouts): coursebook.handouts writes one
+# `-t handout` (tools/build_pdf.py EDITION --handouts): coursebook.render.handouts writes one
 # LaTeX document per chapter, each opening with its cover (<chapter>-cover.tex); the
-# student handout gets a ruled answer box where each answer was (coursebook.answer_space).
+# student handout gets a ruled answer box where each answer was (coursebook.prepare.answer_space).
 coursebook_build_date = BUILD_DATE
 if tags.has("handout"):  # noqa: F821
     coursebook_handouts = True

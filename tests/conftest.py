@@ -17,6 +17,16 @@ ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
 BOOK_CACHE = ROOT / "_build" / ".jupyter_cache"  # conf.py's nb_execution_cache_path
+EXHIBITS = ROOT / "exhibits"  # conf.py's coursebook_exhibits_dir
+MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"  # conf.py's coursebook_machine_kinds_file
+
+
+def book_museum(exhibits: Path = EXHIBITS):
+    """The museum as a build of the book loads it."""
+    from coursebook.model.machine_kinds import load_machine_kinds
+    from coursebook.model.museum import load_museum
+
+    return load_museum(exhibits, load_machine_kinds(MACHINE_KINDS_FILE))
 
 
 def load_tool(name: str):

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BOOK, ROOT, TINY_BOOK
-from coursebook.audit import Fingerprints, audit_build, chapter_fingerprints
+from coursebook.audit.answer_leaks import Fingerprints, audit_build, chapter_fingerprints
 
 ANSWER_SENTENCE = "The tiny chapter's answer says that tripling doubles nothing whatsoever here."
 STUDENT_SENTENCE = "A worked example."
@@ -95,7 +95,7 @@ def test_the_audit_skips_vendored_assets(tmp_path, fingerprints):
 
 
 def _overlaps(tmp_path, chapter: str, allowances: str = ""):
-    from coursebook.audit import answer_overlaps, read_allowances
+    from coursebook.audit.answer_leaks import answer_overlaps, read_allowances
 
     path = tmp_path / "chapter.md"
     path.write_text(chapter)
@@ -118,7 +118,7 @@ def test_an_answer_sentence_copied_into_visible_prose_is_named_at_both_places(tm
 
 
 def test_the_books_overlaps_are_all_allowed():
-    from coursebook.audit import ALLOWANCES_FILE, answer_overlaps, read_allowances
+    from coursebook.audit.answer_leaks import ALLOWANCES_FILE, answer_overlaps, read_allowances
 
     sources = {path: path.read_text() for path in BOOK.glob("*.md")}
     assert answer_overlaps(sources, read_allowances(BOOK / ALLOWANCES_FILE)) == []
@@ -130,7 +130,7 @@ def test_the_overlap_check_skips_only_inputs_that_passed(tmp_path, monkeypatch):
     page is read again, and a planted copy is still found."""
     from types import SimpleNamespace
 
-    from coursebook import audit
+    from coursebook.audit import answer_leaks as audit
 
     source = tmp_path / "book"
     source.mkdir()
@@ -139,7 +139,7 @@ def test_the_overlap_check_skips_only_inputs_that_passed(tmp_path, monkeypatch):
     (source / "index.md").write_text("# A tiny book\n\nIts one page of prose.\n")
     env = SimpleNamespace(found_docs={"chapter", "index"},
                           doc2path=lambda doc: source / f"{doc}.md")
-    app = SimpleNamespace(srcdir=source, doctreedir=tmp_path / "doctrees", env=env)
+    app = SimpleNamespace(srcdir=source, doctreedir=tmp_path / "doctrees", env=env, statuscode=0)
 
     searched, read = [], []
     real_search, real_read = audit.answer_overlaps, audit.source_cells
@@ -156,7 +156,7 @@ def test_the_overlap_check_skips_only_inputs_that_passed(tmp_path, monkeypatch):
     audit.check_answer_overlaps(app, env)
     assert read[2:] == ["chapter.md"]  # the unchanged page's cells were kept
     audit.check_answer_overlaps(app, env)  # a failed check is never remembered
-    assert len(searched) == 3 and app.__dict__["_coursebook_audit_failed"]
+    assert len(searched) == 3 and app.statuscode == 1
 
 
 @pytest.mark.slow

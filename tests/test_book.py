@@ -7,8 +7,8 @@ import pytest
 from nbclient import NotebookClient
 
 from conftest import BOOK, copy_of_built_cache, sphinx_build
-from coursebook.audit import _cell_text, _runs, audit_build, chapter_fingerprints, shown_text, words
-from coursebook.notebooks import is_answer, is_chapter_source, read_chapter
+from coursebook.audit.answer_leaks import _cell_text, _runs, audit_build, chapter_fingerprints, fingerprint_words, page_text
+from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +19,7 @@ def _page(built, edition: str, name: str = "pt01.html") -> str:
 
 def _chapters() -> list[str]:
     """The chapters a build executes (a recorded chapter's outputs come from its recordings)."""
-    from coursebook.recordings import recording_name
+    from coursebook.model.recordings import recording_name
     return [p.read_text() for p in sorted(BOOK.glob("*.md"))
             if is_chapter_source(p.read_text()) and not recording_name(read_chapter(p.read_text()))]
 
@@ -36,14 +36,14 @@ def test_each_edition_executed_its_own_notebooks_once(built):
 
 
 def test_student_exercises_are_still_to_be_written(built):
-    page = shown_text(built["student"].outdir / "html" / "pt01.html")
+    page = page_text(built["student"].outdir / "html" / "pt01.html")
     for name in ("sum_diagonals", "normalize_rows", "cosine_similarity"):
         assert re.search(rf"^Write {name} first\.$", page, re.M), name
     assert "passed: odd, even" not in page.replace('print("sum_diagonals passed: odd, even', "")
 
 
 def test_instructor_solutions_pass_their_checks(built):
-    page = shown_text(built["instructor"].outdir / "html" / "pt01.html")
+    page = page_text(built["instructor"].outdir / "html" / "pt01.html")
     assert re.search(r"^sum_diagonals passed: odd, even, 1x1 and asymmetric matrices\.$", page, re.M)
     assert re.search(r"^normalize_rows passed, including the constant row", page, re.M)
     assert not re.search(r"^Write \w+ first\.$", page, re.M)
@@ -56,9 +56,9 @@ def test_the_student_build_holds_no_answer(built):
 def test_the_instructor_page_shows_every_answer_the_audit_looks_for(built):
     """The audit's view of a page sees each answer cell, so a leak of any would be caught."""
     found = chapter_fingerprints(BOOK)
-    page = set(_runs(words(shown_text(built["instructor"].outdir / "html" / "pt01.html"))))
+    page = set(_runs(fingerprint_words(page_text(built["instructor"].outdir / "html" / "pt01.html"))))
     for cell in read_chapter((BOOK / "pt01.md").read_text()).cells:
-        fingerprints = set(_runs(words(_cell_text(cell)))) & found.runs
+        fingerprints = set(_runs(fingerprint_words(_cell_text(cell)))) & found.runs
         if is_answer(cell) and fingerprints:
             assert fingerprints & page, cell.source.splitlines()[0]
 
@@ -73,7 +73,7 @@ def test_instructor_answers_are_marked(built):
 
 
 def test_machine_details_are_normalised(built):
-    page = shown_text(built["student"].outdir / "html" / "pt01.html")
+    page = page_text(built["student"].outdir / "html" / "pt01.html")
     assert "MulBackward0 object at 0x…" in page
     assert not re.search(r"object at 0x[0-9a-f]{4,}", page)
     assert "ipykernel_" not in page and "<cell>:" in page

@@ -8,8 +8,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import BOOK, ROOT
-from coursebook.audit import _runs, chapter_fingerprints, words
-from coursebook.notebooks import is_answer
+from coursebook.audit.answer_leaks import _runs, chapter_fingerprints, fingerprint_words
+from coursebook.model.notebooks import is_answer
 
 pytestmark = pytest.mark.slow
 CHROMIUM = "/usr/bin/chromium"
@@ -94,7 +94,7 @@ def test_the_download_button_delivers_this_editions_notebook(site):
     if edition == "student":
         found = chapter_fingerprints(BOOK)
         text = "\n".join("".join(cell["source"]) for cell in cells)
-        assert not set(_runs(words(text))) & found.runs
+        assert not set(_runs(fingerprint_words(text))) & found.runs
 
 
 def test_a_copy_button_copies_the_code_without_its_output(site):

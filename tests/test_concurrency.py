@@ -74,13 +74,13 @@ def _notebook(code: str):
 def test_a_notebook_lock_excludes_the_same_key_only(tmp_path):
     from filelock import FileLock, Timeout
 
-    from coursebook.cache_locks import cache_key, notebook_lock
+    from coursebook.execute.cache_locks import cache_key, notebook_lock
 
     held, other = _notebook("print(1)"), _notebook("print(2)")
     with notebook_lock(tmp_path, held):
         with pytest.raises(Timeout):
-            FileLock(tmp_path / "locks" / f"{cache_key(held)}.lock").acquire(timeout=0)
-        with FileLock(tmp_path / "locks" / f"{cache_key(other)}.lock").acquire(timeout=0):
+            FileLock(tmp_path / "locks" / f"{cache_key(tmp_path, held)}.lock").acquire(timeout=0)
+        with FileLock(tmp_path / "locks" / f"{cache_key(tmp_path, other)}.lock").acquire(timeout=0):
             pass
 
 
@@ -88,19 +88,19 @@ def test_the_cache_key_is_jupyter_caches_own(tmp_path):
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
-    from coursebook.cache_locks import cache_key
+    from coursebook.execute.cache_locks import cache_key
 
     notebook = _notebook("print(1)")
     record = get_cache(str(tmp_path)).cache_notebook_bundle(
         CacheBundleIn(notebook, str(tmp_path / "x.ipynb")), check_validity=False)
-    assert record.hashkey == cache_key(notebook)
+    assert record.hashkey == cache_key(tmp_path, notebook)
 
 
 def test_creating_the_cache_makes_its_tables_before_readers_fork(tmp_path):
     """Parallel readers that find no tables all create them, and all but one fail."""
     import sqlite3
 
-    from coursebook.cache_locks import create_cache
+    from coursebook.execute.cache_locks import create_cache
 
     create_cache(tmp_path / "cache")
     with sqlite3.connect(tmp_path / "cache" / "global.db") as db:

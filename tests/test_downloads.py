@@ -22,15 +22,15 @@ from myst_parser.config.main import MdParserConfig
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from conftest import BOOK, ROOT, sphinx_build
-from coursebook.chapters import edition_chapter
-from coursebook.downloads import CAUGHT, CONVERTED, DOWNLOAD_KEY, catching, download_notebook
-from coursebook.editions import Edition
-from coursebook.expectations import cell_keys, expectations_path, read_expectations
-from coursebook.notebooks import is_chapter_source
+from conftest import BOOK, ROOT, book_museum, sphinx_build
+from coursebook.prepare.chapters import edition_chapter
+from coursebook.render.downloads import CAUGHT, CONVERTED, DOWNLOAD_KEY, catching, download_notebook
+from coursebook.prepare.editions import Edition
+from coursebook.verify.expectations import cell_keys, expectations_path, read_expectations
+from coursebook.model.notebooks import is_chapter_source
 from coursebook.outputs import normalise
-from coursebook.plain_markdown import PlainMarkdown, Target
-from coursebook.recordings import recording_name
+from coursebook.render.plain_markdown import PlainMarkdown, Target
+from coursebook.model.recordings import recording_name
 
 # --- The two checks ---------------------------------------------------------------------
 
@@ -106,7 +106,7 @@ def _chapters() -> dict[str, nbformat.NotebookNode]:
         text = path.read_text(encoding="utf8")
         if is_chapter_source(text):
             chapters[path.stem] = edition_chapter(text, str(path), Edition.STUDENT,
-                                                  ROOT / "exhibits", torch.__version__, MD_CONFIG)
+                                                  book_museum(), torch.__version__, MD_CONFIG)
     return chapters
 
 
@@ -242,9 +242,9 @@ def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)
         chapter = edition_chapter(chapters[name].read_text(), str(chapters[name]),
-                                  Edition.STUDENT, ROOT / "exhibits", torch.__version__, MD_CONFIG)
+                                  Edition.STUDENT, book_museum(), torch.__version__, MD_CONFIG)
         if recording_name(chapter):
-            # Recorded on a TPU builder: not run here, but it holds the chapter's code.
+            # Recorded on a TPU machine: not run here, but it holds the chapter's code.
             code = [c for c in notebook.cells if c.cell_type == "code"]
             assert len(code) == sum(c.cell_type == "code" and "book-only" not in
                                     c.metadata.get("tags", []) for c in chapter.cells) > 0, name
@@ -273,7 +273,7 @@ def test_colab_links_point_into_the_deployed_tree(built):
     root = built["student"].outdir.parent
     build = sphinx_build(BOOK, root / "published", root / "cache", settings={
         "coursebook_repository_url": "https://github.com/org/labs",
-        "coursebook_published_url": "https://org.github.io/labs"})
+        "html_baseurl": "https://org.github.io/labs"})
     assert build.returncode == 0, build.log[-3000:]
     html = build.outdir / "html"
     linked = {page for page, links in colab_links(html).items() if links}

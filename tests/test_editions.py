@@ -1,13 +1,15 @@
 """The editions are chosen on the notebook, before execution, from the `answer` tag."""
 
+from pathlib import Path
+
 import nbformat
 import pytest
 from jupyter_cache.cache.main import JupyterCacheBase
 
 from conftest import BOOK
-from coursebook.editions import ANSWER_CLASS, Edition, edition_notebook
-from coursebook.execution_key import stamp_execution_environment
-from coursebook.notebooks import is_answer, is_chapter_source, notebook_to_myst, read_chapter
+from coursebook.prepare.editions import ANSWER_CLASS, Edition, edition_notebook
+from coursebook.execute.cache_key import key_execution_versions
+from coursebook.model.notebooks import is_answer, is_chapter_source, notebook_to_myst, read_chapter
 
 PT01 = BOOK / "pt01.md"
 CHAPTERS = [path for path in sorted(BOOK.glob("*.md"))
@@ -67,37 +69,40 @@ def test_the_editions_are_separate_cache_entries():
 
 def test_a_prose_edit_keeps_the_cache_key_and_a_torch_upgrade_changes_it():
     chapter = read_chapter(PT01.read_text(encoding="utf8"))
-    stamp_execution_environment(chapter, {"torch": "2.13.0"})
+    key_execution_versions(chapter, {"torch": "2.13.0"})
     key = _cache_hash(chapter)
     edited = read_chapter(PT01.read_text(encoding="utf8"))
     next(c for c in edited.cells if c.cell_type == "markdown").source += " More prose."
-    stamp_execution_environment(edited, {"torch": "2.13.0"})
+    key_execution_versions(edited, {"torch": "2.13.0"})
     assert _cache_hash(edited) == key
-    stamp_execution_environment(edited, {"torch": "2.14.0"})
+    key_execution_versions(edited, {"torch": "2.14.0"})
     assert _cache_hash(edited) != key
 
 
-def test_the_chapters_other_inputs_decide_whether_chapters_are_compared(tmp_path):
-    """A warm build prepares no chapter unless an exhibit, a recording or the builder
-    kinds changed (the extension's code too): each of them changes the digest."""
-    import shutil
+def test_a_chapter_notes_what_else_makes_its_text(tmp_path):
+    """Sphinx reads a chapter again when one of its inputs changes: every exhibit, the
+    machine kinds, and for a recorded chapter its environments and recordings."""
     from types import SimpleNamespace
 
-    from coursebook.execution_key import chapter_inputs_digest
+    from coursebook.config import BookConfig
+    from coursebook.prepare.chapters import _note_inputs
 
-    for name in ("exhibits", "recordings"):
-        (tmp_path / name / "sub").mkdir(parents=True)
-        (tmp_path / name / "sub" / "item.toml").write_text("x = 1\n")
-    (tmp_path / "builders.toml").write_text("[kind]\n")
-    config = SimpleNamespace(coursebook_exhibits_dir=str(tmp_path / "exhibits"),
-                             coursebook_recordings_dir=str(tmp_path / "recordings"),
-                             coursebook_builders_file=str(tmp_path / "builders.toml"))
-    seen = {chapter_inputs_digest(config)}
-    assert chapter_inputs_digest(config) in seen  # the same inputs, the same digest
-    for edit in (tmp_path / "exhibits" / "sub" / "item.toml",
-                 tmp_path / "recordings" / "sub" / "item.toml", tmp_path / "builders.toml"):
-        edit.write_text(edit.read_text() + "y = 2\n")
-        seen.add(chapter_inputs_digest(config))
-    shutil.copy(tmp_path / "builders.toml", tmp_path / "exhibits" / "new.toml")
-    seen.add(chapter_inputs_digest(config))
-    assert len(seen) == 5
+    (tmp_path / "exhibits" / "wing").mkdir(parents=True)
+    for name in ("wing.toml", "01-one.toml"):
+        (tmp_path / "exhibits" / "wing" / name).write_text("x = 1\n")
+    kinds = tmp_path / "machine-kinds.toml"
+    kinds.write_text('[[kind]]\nname = "cpu"\nlabel = "CPU"\nplatform = "cpu"\nprobe = "print()"\n'
+                     "stand_in = true\n")
+    config = BookConfig(exhibits_dir=str(tmp_path / "exhibits"), machine_kinds_file=str(kinds),
+                        recordings_dir=str(tmp_path / "recordings"))
+    noted: list[Path] = []
+    app = SimpleNamespace(env=SimpleNamespace(note_dependency=lambda path: noted.append(Path(path))))
+    _note_inputs(app, config, None)
+    assert set(noted) == {kinds, *(tmp_path / "exhibits" / "wing").glob("*.toml")}
+    noted.clear()
+    recorded = nbformat.v4.new_notebook(metadata={"coursebook": {"recording": "tiny"}})
+    (tmp_path / "recordings").mkdir()
+    (tmp_path / "recordings" / "tiny-cpu.ipynb").write_text("{}")
+    _note_inputs(app, config, recorded)
+    assert {tmp_path / "recordings" / "tiny-environments.toml",
+            tmp_path / "recordings" / "tiny-cpu.ipynb"} <= set(noted)

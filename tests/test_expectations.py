@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from conftest import BOOK, ROOT
-from coursebook.expectations import (EDITIONS, UNVERIFIED_KEY, Expectations, accept, cell_keys,
+from coursebook.verify.expectations import (EDITIONS, UNVERIFIED_KEY, Expectations, accept, cell_keys,
                                      cell_outputs, compare, expectations_path,
                                      read_expectations, release, shown_text, write_expectations)
-from coursebook.execution_key import book_code_digest
-from coursebook.notebooks import is_chapter_source, read_chapter
-from coursebook.recordings import recording_name
+from coursebook.execute.cache_key import book_code_digest
+from coursebook.model.notebooks import is_chapter_source, read_chapter
+from coursebook.model.recordings import recording_name
 from coursebook.worddiff import changed_words, changes
 
 EXPECTED = BOOK / "expected"

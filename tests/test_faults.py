@@ -18,15 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BOOK, ROOT, TINY_BOOK, Build, sphinx_build
-from coursebook.faults import CLEAN_CACHE_COMMAND
-from coursebook.museum import ExhibitError, cell_origins, load_exhibit, load_museum
-from coursebook.recordings import RECORDING_COMMAND, RecordingError, load_recording
-from coursebook.builders import load_builders
+from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, TINY_BOOK, Build, book_museum, sphinx_build
+from coursebook.model.faults import CLEAN_CACHE_COMMAND
+from coursebook.model.museum import ExhibitError, cell_origins, load_exhibit
+from coursebook.model.recordings import RECORDING_COMMAND, RecordingError, load_recording
+from coursebook.model.machine_kinds import load_machine_kinds
 
 CRASH_SIGNS = ("Traceback", "Extension error", "Exception occurred", "please report",
                "The full traceback has been saved")
-EXHIBITS = ROOT / "exhibits"
 
 
 def assert_one_clear_message(build: Build, message: str) -> None:
@@ -63,7 +62,7 @@ def _line_of(path: Path, text: str) -> int:
 def test_a_malformed_exhibit_is_located_at_its_field(tmp_path, old, new, field, message):
     exhibit = _broken_exhibits(tmp_path, "pytorch/03-*.toml", old, new)
     with pytest.raises(ExhibitError) as error:
-        load_exhibit(exhibit, tuple(load_museum(ROOT / "exhibits")["pytorch"].rooms))
+        load_exhibit(exhibit, book_museum()["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
     assert error.value.location == f"{exhibit}:{_line_of(exhibit, field)}"
     assert message in error.value.message
 
@@ -71,7 +70,7 @@ def test_a_malformed_exhibit_is_located_at_its_field(tmp_path, old, new, field, 
 def test_every_exhibit_code_cell_is_traced_to_its_field():
     import torch
 
-    museum = load_museum(EXHIBITS)
+    museum = book_museum()
     origins = cell_origins(museum, torch.__version__)
     for wing in museum.values():
         for exhibit in wing.exhibits:
@@ -86,13 +85,13 @@ def test_an_unreadable_recording_names_its_file_and_the_command(tmp_path, damage
     broken = tmp_path / "bridges-cpu.ipynb"
     broken.write_text(damage((BOOK / "recordings" / "bridges-cpu.ipynb").read_text()))
     with pytest.raises(RecordingError) as error:
-        load_recording(broken, load_builders()["cpu"])
+        load_recording(broken, load_machine_kinds(MACHINE_KINDS_FILE)["cpu"])
     assert error.value.path == broken and "not a readable notebook" in error.value.message
     assert f"{RECORDING_COMMAND} KIND=cpu" in error.value.message
 
 
-def test_record_exhibits_names_a_missing_folder():
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "record_exhibits.py"),
+def test_accept_exhibit_records_names_a_missing_folder():
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "accept_exhibit_records.py"),
                            "--exhibits", "/nonexistent"], capture_output=True, text=True)
     assert done.returncode == 2
     assert "/nonexistent: the exhibits folder does not exist" in done.stderr
@@ -246,7 +245,7 @@ def test_a_flood_of_output_is_cut_on_the_page_and_verified_whole(tiny_book, tmp_
     stream merging took hours over such a line), the page shows the start, the end and the
     cut, the build says so once per cell, and the expected output holds a digest of the
     whole, so a change in the cut part still fails the build."""
-    from coursebook.long_outputs import KEEP
+    from coursebook.execute.long_outputs import KEEP
 
     chapter = tiny_book / "chapter.md"
     _plant_cell(chapter, FLOOD)
@@ -374,7 +373,7 @@ def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path):
     import signal
     import time
 
-    from coursebook.interrupt import MESSAGE
+    from coursebook.process.interrupt import MESSAGE
 
     chapter = tiny_book / "chapter.md"
     good = chapter.read_text()

@@ -17,12 +17,12 @@ import nbformat
 import pytest
 
 from conftest import BOOK, ROOT, tiny_book_with_an_overflow
-from coursebook.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines, answers,
+from coursebook.prepare.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines, answers,
                                      visit_answer_space_latex, with_answer_spaces)
-from coursebook.audit import audit_build, chapter_fingerprints
-from coursebook.editions import Edition, edition_notebook
-from coursebook.handouts import page_url
-from coursebook.notebooks import is_answer, is_chapter_source, read_chapter
+from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
+from coursebook.prepare.editions import Edition, edition_notebook
+from coursebook.render.handouts import page_url
+from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
 
 TOOL = ROOT / "tools" / "build_pdf.py"
 CHAPTERS = sorted(p for p in BOOK.glob("*.md") if is_chapter_source(p.read_text()))
@@ -140,7 +140,7 @@ def handouts(built, tmp_path_factory):
     """Both editions' handouts, from the execution cache the `built` editions filled."""
     cache = built["student"].outdir.parent / "cache"
     root = tmp_path_factory.mktemp("handouts")
-    urls = (f"-Dcoursebook_published_url={PUBLISHED_URL}",
+    urls = (f"-Dhtml_baseurl={PUBLISHED_URL}",
             f"-Dcoursebook_repository_url={REPOSITORY_URL}")
     results = {edition: build_handouts(edition, BOOK, root, cache, *urls)
                for edition in ("student", "instructor")}
@@ -182,7 +182,7 @@ def test_the_student_handouts_have_a_box_per_answer_and_hold_no_answer(handouts)
 
 @pytest.mark.slow
 def test_the_qr_codes_decode_to_the_configured_addresses(handouts, tmp_path):
-    from coursebook.downloads import colab_url
+    from coursebook.render.downloads import colab_url
 
     root, _ = handouts
     assert shutil.which("zbarimg"), "zbarimg not found: apt-get install zbar-tools"
@@ -214,14 +214,17 @@ def test_a_short_cell_is_kept_on_one_page_with_its_output_and_a_long_one_may_bre
 
     from docutils import nodes
 
-    from coursebook.handouts import KEEP_TOGETHER_LINES, keep_short_cells_together
+    from coursebook.render.handouts import KEEP_TOGETHER_LINES, keep_short_cells_together
 
     def cell(lines: int) -> nodes.container:
         block = nodes.literal_block("", "\n".join(["x"] * lines))
         return nodes.container("", block, nb_element="cell_code")
 
     document = nodes.section("", cell(3), cell(KEEP_TOGETHER_LINES + 1))
-    app = SimpleNamespace(config=SimpleNamespace(coursebook_handouts=True),
+    from coursebook.config import PREFIX, BookConfig
+
+    config = {PREFIX + name: value for name, value in vars(BookConfig(handouts=True)).items()}
+    app = SimpleNamespace(config=SimpleNamespace(**config),
                           builder=SimpleNamespace(name="latex"))
     keep_short_cells_together(app, document, "chapter")
     kept = [node.astext() for node in document.children if isinstance(node, nodes.raw)]

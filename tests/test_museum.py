@@ -3,13 +3,13 @@
 import pytest
 import torch
 
-from conftest import BOOK, ROOT
+from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, book_museum
 from coursebook.exhibit_checks import ExhibitMismatch, check_raised
-from coursebook.museum import ExhibitError, exhibit_cells, load_exhibit, load_museum, raised_by
+from coursebook.model.machine_kinds import load_machine_kinds
+from coursebook.model.museum import ExhibitError, exhibit_cells, load_exhibit, raised_by
 
-EXHIBITS = ROOT / "exhibits"
 SEED = ROOT.parent / "shared" / "seeds" / "museum-pytorch-wing.txt"
-MUSEUM = load_museum(EXHIBITS)
+MUSEUM = book_museum()
 ALL = [e for wing in MUSEUM.values() for e in wing.exhibits]
 CPU = [e for e in ALL if e.runs_in_every_build]
 
@@ -68,7 +68,7 @@ def test_a_malformed_exhibit_names_its_file_and_field(tmp_path, edit, message):
     broken = tmp_path / source.name
     broken.write_text(edit(source.read_text()))
     with pytest.raises(ExhibitError) as error:
-        load_exhibit(broken, MUSEUM["pytorch"].rooms)
+        load_exhibit(broken, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
     assert str(broken) in str(error.value) and message in str(error.value)
 
 

@@ -3,8 +3,8 @@ a page are cut to their start and end, verified whole by a digest."""
 
 import pytest
 
-from coursebook.long_outputs import (CUT_MARKER, KEEP, LIMIT, as_displayed, cut, cut_long_outputs,
-                                     without_digest)
+from coursebook.execute.long_outputs import (CUT_MARKER, KEEP, LIMIT, as_displayed, cut,
+                                             cut_long_outputs, without_digest)
 from coursebook.outputs import normalise
 
 

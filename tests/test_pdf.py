@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import BOOK, ROOT, TINY_BOOK, copy_of_built_cache, tiny_book_with_an_overflow
-from coursebook.audit import audit_build, chapter_fingerprints
+from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 
 pytestmark = pytest.mark.slow
 TOOL = ROOT / "tools" / "build_pdf.py"

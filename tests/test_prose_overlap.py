@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BOOK, ROOT
-from coursebook.prose import RUN, book_overlaps, words
+from conftest import BOOK, EXHIBITS, ROOT, book_museum
+from coursebook.audit.own_words import SHARED_RUN, book_overlaps, prose_words
 
-EXHIBITS = ROOT / "exhibits"
 SEEDS = ROOT.parent / "shared" / "seeds"
 COMMAND = "python tools/prose_overlap.py"
 
@@ -25,7 +24,7 @@ def _copy_of_book(tmp_path: Path) -> Path:
 
 
 def _overlaps(root: Path, seeds: Path) -> list:
-    return book_overlaps(root, root / "book", root / "exhibits", seeds)
+    return book_overlaps(root, root / "book", book_museum(root / "exhibits"), seeds)
 
 
 def _seed_folder(tmp_path: Path, text: str) -> Path:
@@ -44,7 +43,7 @@ def test_the_book_uses_its_own_words():
         pytest.skip(f"{SEEDS} is missing: the course material sits beside the repository "
                     "(../shared/seeds); CI has it")
     found = _overlaps(ROOT, SEEDS)
-    assert not found, (f"{len(found)} run(s) of {RUN}+ words copied from {SEEDS}; rewrite them "
+    assert not found, (f"{len(found)} run(s) of {SHARED_RUN}+ words copied from {SEEDS}; rewrite them "
                        f"in the book's own words (list them with `{COMMAND}`):\n"
                        + "\n".join(map(str, found)))
 
@@ -56,7 +55,7 @@ def test_a_sentence_copied_from_the_real_seeds_is_found(tmp_path):
     # The museum's own sentences: its longest line that is prose, not code or an error.
     seed = max((line for path in sorted(SEEDS.glob("*.txt"))
                 for line in path.read_text(encoding="utf8").splitlines()
-                if len(words(line)) >= RUN and "(" not in line and "=" not in line), key=len)
+                if len(prose_words(line)) >= SHARED_RUN and "(" not in line and "=" not in line), key=len)
     before = set(map(str, _overlaps(root, SEEDS)))
     chapter = root / "book" / "pt01.md"
     text = chapter.read_text(encoding="utf8")
@@ -86,7 +85,7 @@ def test_a_planted_copy_is_found_with_its_file_line_and_field(tmp_path):
 def test_shorter_runs_code_and_headings_are_exempt(tmp_path):
     root = _copy_of_book(tmp_path)
     seeds = _seed_folder(tmp_path, SENTENCE)
-    short = " ".join(SENTENCE.split()[:RUN - 1])
+    short = " ".join(SENTENCE.split()[:SHARED_RUN - 1])
     chapter = root / "book" / "pt01.md"
     chapter.write_text(chapter.read_text(encoding="utf8") + (
         f"\n{short}\n\n## {SENTENCE}\n\nAn error: `{SENTENCE}`\n\n```text\n{SENTENCE}\n```\n"),

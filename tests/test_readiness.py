@@ -1,4 +1,4 @@
-"""Readiness: each accelerator environment resolves on its builders, checked without one.
+"""Readiness: each accelerator environment resolves on its machines, checked without one.
 
 The resolver checks need the package registry: they are slow-marked (CI runs them) and
 skip, saying why, when the registry cannot be reached or has no such packages.
@@ -17,8 +17,8 @@ _CONFLICT = "both TPU extras"  # the conflict case, resolved beside the environm
 
 def _both_tpu_extras():
     """Both bridges' TPU extras in one environment (Python 3.12): today's conflict."""
-    tpu = next(case.builder for case in CASES if case.builder.name == "tpu")
-    everything = [r for case in CASES if case.builder is tpu and case.python == "3.12"
+    tpu = next(case.machine for case in CASES if case.machine.name == "tpu")
+    everything = [r for case in CASES if case.machine is tpu and case.python == "3.12"
                   for r in case.environment.requirements]
     return sorted(set(everything)), "3.12", tpu.platforms
 
@@ -28,7 +28,7 @@ def resolutions() -> dict:
     """Every case, and the conflict, resolved at once: pip mostly waits on the registry."""
     from concurrent.futures import ThreadPoolExecutor
 
-    jobs = {case.name: (case.environment.requirements, case.python, case.builder.platforms)
+    jobs = {case.name: (case.environment.requirements, case.python, case.machine.platforms)
             for case in CASES}
     jobs[_CONFLICT] = _both_tpu_extras()
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -37,12 +37,12 @@ def resolutions() -> dict:
 
 
 def test_every_accelerator_environment_has_cases_from_the_data():
-    environments = {(c.recording, c.builder.name, c.environment.name) for c in CASES}
-    assert environments and all(not c.builder.stand_in for c in CASES)
+    environments = {(c.recording, c.machine.name, c.environment.name) for c in CASES}
+    assert environments and all(not c.machine.stand_in for c in CASES)
     # A TPU VM (Python 3.10) and a Colab runtime (3.12) are both covered where allowed.
     for case in CASES:
-        allowed = case.environment.pythons or case.builder.pythons
-        assert case.python in allowed and case.python in case.builder.pythons
+        allowed = case.environment.pythons or case.machine.pythons
+        assert case.python in allowed and case.python in case.machine.pythons
 
 
 @pytest.mark.slow

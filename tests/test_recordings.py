@@ -1,4 +1,4 @@
-"""Recorded chapters: outputs from a builder of a declared kind, never mislabelled."""
+"""Recorded chapters: outputs from a machine of a declared kind, never mislabelled."""
 
 import glob
 import json
@@ -10,48 +10,47 @@ import sys
 import nbformat
 import pytest
 
-from conftest import BOOK, ROOT, load_tool, sphinx_build
-from coursebook.builders import environments_path, load_builders, load_environments
-from coursebook.museum import load_museum
-from coursebook.notebooks import ACCELERATOR_ONLY_TAG, read_chapter
+from conftest import BOOK, MACHINE_KINDS_FILE, ROOT, book_museum, load_tool, sphinx_build
+from coursebook.model.machine_kinds import environments_path, load_machine_kinds, load_environments
+from coursebook.model.notebooks import ACCELERATOR_ONLY_TAG, read_chapter
 from coursebook.outputs import MACHINE_PATH
-from coursebook.recordings import (PROVENANCE_KEY, RecordingError, attach_recordings,
+from coursebook.model.recordings import (PROVENANCE_KEY, RecordingError, attach_recordings,
                                    load_recording, load_recordings, recorded_chapter, runs_on)
 
 RECORDINGS = BOOK / "recordings"
 SECOND_KIND = ROOT / "tests" / "fixtures" / "second_kind"
-BUILDERS = load_builders()
+MACHINES = load_machine_kinds(MACHINE_KINDS_FILE)
 
 
 def _bridges_notebook():
     import torch
-    from coursebook.chapters import edition_chapter
-    from coursebook.editions import Edition
+    from coursebook.prepare.chapters import edition_chapter
+    from coursebook.prepare.editions import Edition
     return edition_chapter((BOOK / "bridges.md").read_text(), "bridges.md", Edition.STUDENT,
-                           ROOT / "exhibits", torch.__version__)
+                           book_museum(), torch.__version__)
 
 
 def _bridges(notebook=None):
-    return recorded_chapter(notebook or _bridges_notebook(), BUILDERS)
+    return recorded_chapter(notebook or _bridges_notebook(), MACHINES)
 
 
 def _attach(notebook=None, allow_stale=False, recordings_dir=RECORDINGS):
     notebook = notebook or _bridges_notebook()
     chapter = _bridges(notebook)
-    pinned = load_environments(environments_path(RECORDINGS, "bridges"), BUILDERS)
+    pinned = load_environments(environments_path(RECORDINGS, "bridges"), MACHINES)
     return attach_recordings(notebook, chapter, load_recordings(recordings_dir, chapter),
                              allow_stale, pinned)
 
 
 def test_every_builder_kind_is_complete_and_one_stands_in():
-    assert any(builder.stand_in for builder in BUILDERS.values())
-    for builder in BUILDERS.values():
-        assert builder.label and builder.platform and "print(" in builder.probe
+    assert any(machine.stand_in for machine in MACHINES.values())
+    for machine in MACHINES.values():
+        assert machine.label and machine.platform and "print(" in machine.probe
 
 
 def test_the_cpu_stand_in_recording_is_labelled_cpu():
     [recording] = load_recordings(RECORDINGS, _bridges())
-    assert recording.builder.stand_in and recording.provenance["platform"] == "cpu"
+    assert recording.machine.stand_in and recording.provenance["platform"] == "cpu"
     assert recording.label().startswith("CPU stand-in (PJRT_DEVICE=CPU")
     assert "TPU" not in recording.label()
 
@@ -75,25 +74,25 @@ def test_a_cpu_run_can_never_be_a_tpu_recording(tmp_path):
     relabelled.metadata[PROVENANCE_KEY].device_kind = "TPU v6 lite"  # platform still cpu
     nbformat.write(relabelled, tmp_path / "bridges-tpu.ipynb")
     with pytest.raises(RecordingError, match="never be a TPU recording"):
-        load_recording(tmp_path / "bridges-tpu.ipynb", BUILDERS["tpu"])
+        load_recording(tmp_path / "bridges-tpu.ipynb", MACHINES["tpu"])
 
 
-@pytest.mark.parametrize("builders, message", [
-    (None, "must list the builder kinds"),
-    (["tpu", "abacus"], "names ['abacus'], not builder kinds"),
+@pytest.mark.parametrize("machines, message", [
+    (None, "must list the machine kinds"),
+    (["tpu", "abacus"], "names ['abacus'], not machine kinds"),
     (["tpu"], "needs a stand-in kind"),
 ])
-def test_the_top_matter_names_known_kinds_and_a_stand_in(builders, message):
+def test_the_top_matter_names_known_kinds_and_a_stand_in(machines, message):
     notebook = _bridges_notebook()
-    notebook.metadata.coursebook["builders"] = builders
+    notebook.metadata.coursebook["machine_kinds"] = machines
     with pytest.raises(RecordingError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        recorded_chapter(notebook, BUILDERS, "bridges.md")
+        recorded_chapter(notebook, MACHINES, "bridges.md")
 
 
 def test_every_cell_of_the_chapter_has_its_recorded_output():
     attached = _attach()
     code = [cell for cell in attached.executed.cells if cell.cell_type == "code"]
-    stand_in = next(b for b in BUILDERS.values() if b.stand_in)
+    stand_in = next(b for b in MACHINES.values() if b.stand_in)
     ran = [cell for cell in code if runs_on(cell, stand_in)]
     assert ran and all(cell.outputs for cell in ran)
     assert all(not cell.outputs for cell in code if cell not in ran)  # no TPU recording yet
@@ -144,7 +143,7 @@ def test_an_accelerator_only_cell_without_its_recording_says_so():
 
 
 def _reproduced_exhibits() -> list[str]:
-    return [exhibit.key for wing in load_museum(ROOT / "exhibits").values()
+    return [exhibit.key for wing in book_museum().values()
             for exhibit in wing.exhibits if exhibit.cpu and exhibit.cpu.reproduction]
 
 
@@ -201,7 +200,8 @@ def test_the_tpu_recorder_refuses_on_this_cpu_machine_with_one_line(tmp_path):
 
 def _record_tiny(book, kind: str, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "tools/record_chapter.py", str(book / "tiny.md"),
-                           "--kind", kind, *extra, "--builders", str(SECOND_KIND / "builders.toml"),
+                           "--kind", kind, *extra, "--machine-kinds", str(SECOND_KIND / "machine-kinds.toml"),
+                           "--exhibits", str(SECOND_KIND / "exhibits"),
                            "--recordings", str(book / "recordings"),
                            "--python", f"main={sys.executable}",
                            "--python", f"second={sys.executable}"],
@@ -220,18 +220,18 @@ def second_kind_book(tmp_path):
 
 
 def test_a_second_kind_needs_only_data(second_kind_book):
-    """A kind no code names: a chapter, an environments file, a builders table, recordings."""
-    builders = load_builders(SECOND_KIND / "builders.toml")
+    """A kind no code names: a chapter, an environments file, a machines table, recordings."""
+    machines = load_machine_kinds(SECOND_KIND / "machine-kinds.toml")
     notebook = read_chapter((second_kind_book / "tiny.md").read_text())
-    chapter = recorded_chapter(notebook, builders)
+    chapter = recorded_chapter(notebook, machines)
     recordings = load_recordings(second_kind_book / "recordings", chapter)
-    assert [r.builder.name for r in recordings] == ["lab", "cpu"]
+    assert [r.machine.name for r in recordings] == ["lab", "cpu"]
     lab, cpu = ({c.source: c.outputs for c in r.notebook.cells if c.cell_type == "code"}
                 for r in recordings)
     assert len(lab) == 3 and len(cpu) == 3  # each left out the other's only-cell
     attached = attach_recordings(notebook, chapter, recordings, allow_stale=False)
     shown = [c.outputs[0].text for c in attached.executed.cells if c.cell_type == "code"]
-    assert shown == ["builder: lab\n", "only on an accelerator: lab\n",
+    assert shown == ["machine: lab\n", "only on an accelerator: lab\n",
                      "only on the stand-in: stand-in\n", "a kernel of its own: True\n"]
     second = next(source for source in cpu if "kernel of its own" in source)
     assert cpu[second][0].text == "a kernel of its own: False\n"  # the stand-in has one kernel
@@ -246,7 +246,7 @@ def test_a_second_kind_needs_only_data(second_kind_book):
 def test_a_second_kind_recording_checks_against_a_fresh_run(second_kind_book):
     assert _record_tiny(second_kind_book, "lab", "--check").returncode == 0
     chapter = second_kind_book / "tiny.md"
-    chapter.write_text(chapter.read_text().replace('print("builder:"', 'print("ran on:"'))
+    chapter.write_text(chapter.read_text().replace('print("machine:"', 'print("ran on:"'))
     done = _record_tiny(second_kind_book, "lab", "--check")
     assert done.returncode == 1
     assert "+ran on: lab" in done.stdout and "the chapter's code changed" in done.stdout
@@ -255,7 +255,8 @@ def test_a_second_kind_recording_checks_against_a_fresh_run(second_kind_book):
 @pytest.mark.slow
 def test_the_second_kind_book_builds_with_its_panel_and_marks(second_kind_book, tmp_path):
     build = sphinx_build(second_kind_book, tmp_path / "out", tmp_path / "cache",
-                         settings={"coursebook_builders_file": str(SECOND_KIND / "builders.toml"),
+                         settings={"coursebook_machine_kinds_file": str(SECOND_KIND / "machine-kinds.toml"),
+                                   "coursebook_exhibits_dir": str(SECOND_KIND / "exhibits"),
                                    "coursebook_recordings_dir":
                                        str(second_kind_book / "recordings")})
     assert build.returncode == 0, build.log[-3000:]
@@ -293,7 +294,7 @@ def test_the_colab_notebook_records_with_the_tpu_kind_and_hands_the_recording_ba
     assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
     assert '"make", "recording"' in code and '"KIND=tpu"' in code
     assert "files.download(recording)" in code and '"git", "push"' in code
-    for pattern in BUILDERS["tpu"].device_files:  # it looks for the device where the recorder does
+    for pattern in MACHINES["tpu"].device_files:  # it looks for the device where the recorder does
         assert f'glob.glob("{pattern}")' in code
     compile(code, "record_on_colab.ipynb", "exec")  # every cell is valid Python
 
@@ -307,7 +308,7 @@ def test_the_recording_tools_explain_themselves(tool):
 
 def test_a_failing_cell_stops_the_recorder_with_one_line(second_kind_book):
     chapter = second_kind_book / "tiny.md"
-    chapter.write_text(chapter.read_text().replace('os.environ["COURSEBOOK_BUILDER"])\n```',
+    chapter.write_text(chapter.read_text().replace('os.environ["COURSEBOOK_MACHINE_KIND"])\n```',
                                                    'os.environ["NO_SUCH_VARIABLE"])\n```', 1))
     before = (second_kind_book / "recordings" / "tiny-lab.ipynb").read_text()
     done = _record_tiny(second_kind_book, "lab")
@@ -318,17 +319,17 @@ def test_a_failing_cell_stops_the_recorder_with_one_line(second_kind_book):
     assert (second_kind_book / "recordings" / "tiny-lab.ipynb").read_text() == before
 
 
-@pytest.mark.parametrize("builder", [b for b in BUILDERS.values() if not b.stand_in],
+@pytest.mark.parametrize("machine", [b for b in MACHINES.values() if not b.stand_in],
                          ids=lambda b: b.name)
-def test_no_accelerator_probe_passes_on_this_cpu_machine(builder):
-    if any(glob.glob(pattern) for pattern in builder.device_files):
-        pytest.skip(f"this machine has a {builder.name} device")
+def test_no_accelerator_probe_passes_on_this_cpu_machine(machine):
+    if any(glob.glob(pattern) for pattern in machine.device_files):
+        pytest.skip(f"this machine has a {machine.name} device")
     import os
-    done = subprocess.run([sys.executable, "-c", builder.probe], capture_output=True, text=True,
-                          env={**os.environ, **builder.environment})
+    done = subprocess.run([sys.executable, "-c", machine.probe], capture_output=True, text=True,
+                          env={**os.environ, **machine.environment})
     if done.returncode == 0:  # a probe that cannot even run proves nothing either
         report = json.loads(done.stdout.strip().splitlines()[-1])
-        assert not builder.ran_here(report["platform"], report["device_kind"])
+        assert not machine.ran_here(report["platform"], report["device_kind"])
 
 
 def test_a_recording_made_again_keeps_its_cell_ids(second_kind_book, tmp_path):

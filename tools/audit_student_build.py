@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prove that a student build of the book holds no answer anywhere.
 
-The answers are the chapters' cells tagged `answer`; see coursebook.audit for how
+The answers are the chapters' cells tagged `answer`; see coursebook.audit.answer_leaks for how
 they are recognised in pages, sources, notebooks and the search index.
 Exit status: 0 when the build is clean, 1 when an answer leaked, 2 on a usage error.
 """
@@ -14,7 +14,7 @@ from book_environment import use_book_environment
 
 use_book_environment()
 
-from coursebook.audit import audit_build, chapter_fingerprints
+from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -49,7 +49,7 @@ import nbformat
 import torch
 from nbclient import NotebookClient
 
-from coursebook.recordings import recording_name
+from coursebook.model.recordings import recording_name
 
 ROOT = Path(__file__).resolve().parent.parent
 JUPYTER_BOOK_1 = "jupyter-book>=1,<2"

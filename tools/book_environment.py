@@ -1,5 +1,7 @@
-"""Lets a tool started as ``tools/NAME.py`` (its shebang: the system Python) run in the
-book's environment: it starts again with ``.venv``'s Python, or says how to create it."""
+"""What the tools share: the book's data files, and the book's environment.
+
+A tool started as ``tools/NAME.py`` (its shebang: the system Python) runs in the book's
+environment: it starts again with ``.venv``'s Python, or says how to create it."""
 
 from __future__ import annotations
 
@@ -7,7 +9,11 @@ import os
 import sys
 from pathlib import Path
 
-VENV_PYTHON = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "python"
+ROOT = Path(__file__).resolve().parent.parent
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+# conf.py names the same files for a build (coursebook_exhibits_dir, ..._machine_kinds_file).
+EXHIBITS_DIR = ROOT / "exhibits"
+MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"
 
 
 def use_book_environment(needs: str = "coursebook") -> None:

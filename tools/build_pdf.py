@@ -24,10 +24,10 @@ from book_environment import use_book_environment
 
 use_book_environment()
 
-from coursebook.audit import audit_build, chapter_fingerprints
-from coursebook.faults import shown_path
-from coursebook.handouts import MANIFEST
-from coursebook.pdfcheck import POPPLER, check_pdf, locate_chapters
+from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
+from coursebook.model.faults import shown_path
+from coursebook.render.handouts import MANIFEST
+from coursebook.render.pdf_checks import POPPLER, check_pdf, locate_chapters
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = (ROOT / "tools" / "pdf-packages.txt").read_text().split()

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Check that each recording environment installs on its builders, without one at hand.
+"""Check that each recording environment installs on its machines, without one at hand.
 
 For every book/recordings/*-environments.toml and every accelerator kind in it, pip's
 resolver is asked (--dry-run, --only-binary=:all:, --python-version and the kind's
---platform tags from tools/builders.toml) whether the environment's requirements form one
+--platform tags from tools/machine-kinds.toml) whether the environment's requirements form one
 consistent set, for each Python version the kind and the environment allow. A conflict
 such as two libtpu pins is caught here, before anyone reaches a TPU. It needs the package
 registry; a registry that cannot be reached, or that has no such packages, is reported as
@@ -23,14 +23,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import use_book_environment  # noqa: E402
+from book_environment import MACHINE_KINDS_FILE, use_book_environment  # noqa: E402
 
 use_book_environment("packaging")
 
 from packaging.requirements import Requirement  # noqa: E402
 
-from coursebook.builders import (BUILDERS_FILE, Builder, RecordingEnvironment,  # noqa: E402
-                                 load_builders, load_environments)
+from coursebook.model.machine_kinds import (MachineKind, RecordingEnvironment,  # noqa: E402
+                                 load_machine_kinds, load_environments)
 
 # pip's words for "the registry could not answer" (unreachable, or it lacks the packages).
 _UNREACHABLE = ("from versions: none", "Could not fetch URL", "Failed to establish a new "
@@ -40,13 +40,13 @@ _UNREACHABLE = ("from versions: none", "Could not fetch URL", "Failed to establi
 @dataclass(frozen=True)
 class Case:
     recording: str
-    builder: Builder
+    machine: MachineKind
     environment: RecordingEnvironment
     python: str
 
     @property
     def name(self) -> str:
-        return f"{self.recording}-{self.builder.name}-{self.environment.name}-py{self.python}"
+        return f"{self.recording}-{self.machine.name}-{self.environment.name}-py{self.python}"
 
 
 @dataclass(frozen=True)
@@ -56,20 +56,20 @@ class Resolution:
 
 
 def cases(recordings_dir: Path = ROOT / "book" / "recordings",
-          builders_file: Path = BUILDERS_FILE) -> list[Case]:
+          kinds_file: Path = MACHINE_KINDS_FILE) -> list[Case]:
     """Each accelerator environment, for each Python its kind and itself allow."""
-    builders = load_builders(builders_file)
+    machines = load_machine_kinds(kinds_file)
     found = []
     for path in sorted(recordings_dir.glob("*-environments.toml")):
         recording = path.name.removesuffix("-environments.toml")
-        for kind, environments in load_environments(path, builders).items():
-            builder = builders[kind]
-            if builder.stand_in or not builder.platforms:
+        for kind, environments in load_environments(path, machines).items():
+            machine = machines[kind]
+            if machine.stand_in or not machine.platforms:
                 continue
             for environment in environments:
-                pythons = [p for p in builder.pythons
+                pythons = [p for p in machine.pythons
                            if not environment.pythons or p in environment.pythons]
-                found += [Case(recording, builder, environment, p) for p in pythons]
+                found += [Case(recording, machine, environment, p) for p in pythons]
     return found
 
 
@@ -116,11 +116,11 @@ def resolve(requirements: list[str] | tuple[str, ...], python: str,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recordings", type=Path, default=ROOT / "book" / "recordings")
-    parser.add_argument("--builders", type=Path, default=BUILDERS_FILE)
+    parser.add_argument("--machine-kinds", type=Path, default=MACHINE_KINDS_FILE)
     args = parser.parse_args(argv)
     failed = False
-    for case in cases(args.recordings, args.builders):
-        result = resolve(case.environment.requirements, case.python, case.builder.platforms)
+    for case in cases(args.recordings, args.machine_kinds):
+        result = resolve(case.environment.requirements, case.python, case.machine.platforms)
         print(f"{case.name:40} {result.status}" + (f": {result.detail}" if result.detail else ""))
         failed |= result.status == "conflict"
     return 1 if failed else 0

@@ -13,20 +13,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
+sys.path.insert(0, str(ROOT / "tools"))
 
-from coursebook.prose import RUN, book_overlaps  # noqa: E402
+from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE  # noqa: E402
+
+from coursebook.audit.own_words import SHARED_RUN, book_overlaps  # noqa: E402
+from coursebook.model.machine_kinds import load_machine_kinds  # noqa: E402
+from coursebook.model.museum import load_museum  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=Path, default=ROOT.parent / "shared" / "seeds",
                         help="folder of the course material, *.txt (default: ../shared/seeds)")
-    parser.add_argument("--words", type=int, default=RUN,
-                        help=f"shortest run reported (default: {RUN}, the test's limit)")
+    parser.add_argument("--words", type=int, default=SHARED_RUN,
+                        help=f"shortest run reported (default: {SHARED_RUN}, the test's limit)")
     args = parser.parse_args(argv)
     if not args.seeds.is_dir():
         sys.exit(f"prose_overlap: {args.seeds} is not a folder; pass --seeds DIR")
-    found = book_overlaps(ROOT, ROOT / "book", ROOT / "exhibits", args.seeds, args.words)
+    found = book_overlaps(ROOT, ROOT / "book", load_museum(EXHIBITS_DIR, load_machine_kinds(MACHINE_KINDS_FILE)),
+                          args.seeds, args.words)
     for overlap in found:
         print(overlap)
     print(f"prose_overlap: {len(found)} run(s) of {args.words}+ words shared with {args.seeds}",

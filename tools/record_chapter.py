@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Run a recorded chapter on this builder and write its recording.
+"""Run a recorded chapter on this machine and write its recording.
 
-The chapter's top matter names the builder kinds it accepts (tools/builders.toml); its
+The chapter's top matter names the machine kinds it accepts (tools/machine-kinds.toml); its
 environments file (book/recordings/NAME-environments.toml) lists, per kind, the Python
 environments its cells run in, each as its own Jupyter kernel. This tool creates those
 environments (.venv-NAME-KIND-ENV/), asks the runtime which device it has, and refuses
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import datetime
 import difflib
 import glob
 import json
@@ -32,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import use_book_environment  # noqa: E402
+from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE, use_book_environment  # noqa: E402
 
 use_book_environment("nbclient")
 
@@ -40,16 +39,18 @@ import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
 
-from coursebook.builders import (BUILDERS_FILE, Builder, BuilderError,  # noqa: E402
-                                 RecordingEnvironment, environments_path, load_builders,
+from coursebook.model.machine_kinds import (MachineKind, MachineKindError,  # noqa: E402
+                                 RecordingEnvironment, environments_path, load_machine_kinds,
                                  load_environments)
-from coursebook.chapters import edition_chapter  # noqa: E402
-from coursebook.editions import Edition  # noqa: E402
+from coursebook.prepare.chapters import edition_chapter  # noqa: E402
+from coursebook.prepare.editions import Edition  # noqa: E402
+from coursebook.model.museum import load_museum  # noqa: E402
 from coursebook.exhibit_checks import SIDE_ENVIRONMENTS  # noqa: E402
-from coursebook.notebooks import (cell_tags, first_line, is_answer, read_chapter,  # noqa: E402
-                                  with_stable_ids)
+from coursebook.model.notebooks import (cell_tags, first_line, is_answer,  # noqa: E402
+                                        read_chapter, with_stable_ids)
 from coursebook.outputs import normalise  # noqa: E402
-from coursebook.recordings import (PROVENANCE_KEY, RecordingError, check_label,  # noqa: E402
+from coursebook.model.provenance import source_commit, today  # noqa: E402
+from coursebook.model.recordings import (PROVENANCE_KEY, RecordingError, check_label,  # noqa: E402
                                    code_hash, load_recording, recorded_chapter, recording_path,
                                    runs_on)
 
@@ -99,9 +100,9 @@ def ensure_environment(path: Path, environment: RecordingEnvironment) -> Path:
     return python
 
 
-def kernel_environment(builder: Builder, sides: Path) -> dict[str, str]:
+def kernel_environment(machine: MachineKind, sides: Path) -> dict[str, str]:
     env = {"PYTHONPATH": str(ROOT / "book" / "_ext"), "TF_CPP_MIN_LOG_LEVEL": "3",
-           **builder.environment}
+           **machine.environment}
     if sides.is_dir():
         env[SIDE_ENVIRONMENTS] = str(sides.resolve())
     return env
@@ -125,14 +126,6 @@ def run_python(python: Path, code: str, env: dict[str, str], *args: str) -> dict
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise Refused(f"the probe failed in {python}: {last}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def commit() -> str:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True,
-                              text=True).stdout.strip()
-    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    return head + ("+changes" if git("status", "--porcelain", "--", "book", "exhibits") else "")
 
 
 def normalised(cell: nbformat.NotebookNode) -> None:
@@ -204,63 +197,63 @@ def parse_pythons(values: list[str]) -> dict[str, Path]:
 
 
 def record(args: argparse.Namespace) -> int:
-    builders = load_builders(args.builders)
-    if args.kind not in builders:
-        raise Refused(f"no builder kind {args.kind!r} in {args.builders} "
-                      f"(have {', '.join(builders)})")
-    builder = builders[args.kind]
+    machines = load_machine_kinds(args.machine_kinds)
+    if args.kind not in machines:
+        raise Refused(f"no machine kind {args.kind!r} in {args.machine_kinds} "
+                      f"(have {', '.join(machines)})")
+    machine = machines[args.kind]
     text = args.chapter.read_text(encoding="utf8")
-    chapter = recorded_chapter(read_chapter(text), builders, str(args.chapter))
+    chapter = recorded_chapter(read_chapter(text), machines, str(args.chapter))
     if chapter is None:
         raise Refused(f"{args.chapter} is not a recorded chapter (no 'coursebook: recording')")
-    if builder not in chapter.builders:
-        raise Refused(f"{args.chapter} is not recorded on {builder.name} (its top matter accepts "
-                      f"{', '.join(b.name for b in chapter.builders)})")
+    if machine not in chapter.machines:
+        raise Refused(f"{args.chapter} is not recorded on {machine.name} (its top matter accepts "
+                      f"{', '.join(b.name for b in chapter.machines)})")
     env_file = environments_path(args.recordings, chapter.name)
-    environments = load_environments(env_file, builders).get(builder.name)
+    environments = load_environments(env_file, machines).get(machine.name)
     if not environments:
-        raise Refused(f"{env_file} has no [[{builder.name}]] environment")
+        raise Refused(f"{env_file} has no [[{machine.name}]] environment")
     # Before installing gigabytes: does this machine have such a device at all?
-    if builder.device_files and not any(glob.glob(p) for p in builder.device_files):
-        raise Refused(f"this machine has no {builder.name} device ({', '.join(builder.device_files)}"
-                      f" absent): nothing written. Run on a {builder.name} builder"
-                      + ("" if builder.stand_in else
+    if machine.device_files and not any(glob.glob(p) for p in machine.device_files):
+        raise Refused(f"this machine has no {machine.name} device ({', '.join(machine.device_files)}"
+                      f" absent): nothing written. Run on a {machine.name} machine"
+                      + ("" if machine.stand_in else
                          f", or record the stand-in with KIND={chapter.stand_in.name}") + ".")
     overrides = parse_pythons(args.python)
     pythons = {env.name: overrides.get(env.name) or ensure_environment(
-                   args.venvs / f".venv-{chapter.name}-{builder.name}-{env.name}", env)
+                   args.venvs / f".venv-{chapter.name}-{machine.name}-{env.name}", env)
                for env in environments}
     main = environments[0]
-    env = kernel_environment(builder, pythons[main.name].parent.parent / "sides")
-    provenance = run_python(pythons[main.name], builder.probe, env)
+    env = kernel_environment(machine, pythons[main.name].parent.parent / "sides")
+    provenance = run_python(pythons[main.name], machine.probe, env)
     provenance = {"platform": provenance.get("platform", ""),
                   "device_kind": provenance.get("device_kind", "")}
-    target = recording_path(args.recordings, chapter.name, builder.name)
-    check_label(builder, provenance, target)
+    target = recording_path(args.recordings, chapter.name, machine.name)
+    check_label(machine, provenance, target)
     provenance["environments"] = {
         e.name: run_python(pythons[e.name], VERSIONS, env, *e.pins()) for e in environments}
     torch_version = provenance["environments"][main.name].get("torch", "")
     # Ids from the cells, not nbformat's random ones: a new recording diffs where it changed.
     notebook = with_stable_ids(edition_chapter(text, str(args.chapter), Edition.STUDENT,
-                                               ROOT / "exhibits", torch_version))
+                                               load_museum(args.exhibits, machines), torch_version))
     if any(is_answer(cell) for cell in notebook.cells):
         raise Refused(f"{args.chapter} has answers: a recorded chapter has none")
-    provenance.update(date=datetime.date.today().isoformat(), commit=commit(),
+    provenance.update(date=today(), commit=source_commit(ROOT, "book", "exhibits"),
                       code_hash=code_hash(notebook))
-    notebook.cells = [c for c in notebook.cells if c.cell_type != "code" or runs_on(c, builder)]
+    notebook.cells = [c for c in notebook.cells if c.cell_type != "code" or runs_on(c, machine)]
     kernels = {}
     for e in environments:
-        kernels[e.name] = f"{chapter.name}-{builder.name}-{e.name}"
+        kernels[e.name] = f"{chapter.name}-{machine.name}-{e.name}"
         install_kernel(kernels[e.name], pythons[e.name],
-                       kernel_environment(builder, pythons[e.name].parent.parent / "sides"))
+                       kernel_environment(machine, pythons[e.name].parent.parent / "sides"))
     execute(notebook, environments, kernels, args.chapter.parent)
     notebook.metadata[PROVENANCE_KEY] = provenance
     if args.check:
-        return compare(load_recording(target, builder).notebook, notebook, chapter.command(builder),
+        return compare(load_recording(target, machine).notebook, notebook, chapter.command(machine),
                        target)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)
-    print(f"record: wrote {target} ({builder.describe(provenance['device_kind'])})")
+    print(f"record: wrote {target} ({machine.describe(provenance['device_kind'])})")
     return 0
 
 
@@ -283,11 +276,13 @@ def compare(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode, comm
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapter", type=Path, help="the chapter file, e.g. book/bridges.md")
-    parser.add_argument("--kind", required=True, help="a builder kind of tools/builders.toml")
+    parser.add_argument("--kind", required=True, help="a machine kind of tools/machine-kinds.toml")
     parser.add_argument("--check", action="store_true", help="compare with the committed recording")
     parser.add_argument("--recordings", type=Path, default=ROOT / "book" / "recordings")
-    parser.add_argument("--builders", type=Path, default=BUILDERS_FILE,
-                        help="the table of builder kinds")
+    parser.add_argument("--exhibits", type=Path, default=EXHIBITS_DIR,
+                        help="the error museum's exhibits (default: exhibits/)")
+    parser.add_argument("--machine-kinds", type=Path, default=MACHINE_KINDS_FILE,
+                        help="the table of machine kinds")
     parser.add_argument("--venvs", type=Path, default=ROOT,
                         help="where the environments are created (default: the repository)")
     parser.add_argument("--python", action="append", default=[], metavar="ENVIRONMENT=PATH",
@@ -295,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return record(args)
-    except (Refused, RecordingError, BuilderError) as error:
+    except (Refused, RecordingError, MachineKindError) as error:
         print(f"record: {error}", file=sys.stderr)
         return 1
 

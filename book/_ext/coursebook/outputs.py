@@ -42,7 +42,7 @@ def normalise_output_nodes(doctree) -> None:
     marker is shown without its digest."""
     from docutils import nodes
 
-    from .long_outputs import without_digest  # it cuts normalised text: it imports this module
+    from coursebook.execute.long_outputs import without_digest  # it imports this module
 
     for block in doctree.findall(nodes.literal_block):
         if "output" not in block.get("classes", []):

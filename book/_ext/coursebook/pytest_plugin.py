@@ -4,7 +4,7 @@
 expected output, per edition, named by chapter, edition, line and first code line. The
 outputs come from the book's execution cache, prepared exactly as a build prepares the
 chapter; a chapter that is not cached yet is executed once and cached, as a build would.
-A recorded chapter (its cells run only on a special builder) is left to ``make recording-check``.
+A recorded chapter (its cells run only on a special machine) is left to ``make recording-check``.
 
 Registered through the ``pytest11`` entry point in ``pyproject.toml``.
 """
@@ -17,14 +17,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from .cache_locks import create_cache, notebook_lock
-from .editions import Edition
-from .execution_key import environment_versions, stamp_execution_environment
-from .expectations import (ACCEPT_COMMAND, CellOutput, Expectations, cached_notebook,
+from coursebook.config import BookConfig
+from coursebook.execute.cache_locks import create_cache, notebook_lock
+from coursebook.prepare.editions import Edition
+from coursebook.execute.cache_key import environment_versions, key_execution_versions
+from coursebook.verify.expectations import (ACCEPT_COMMAND, CellOutput, Expectations, cached_notebook,
                            cell_outputs, compare, expectations_path, read_expectations)
-from .notebook_runs import run_notebook
-from .notebooks import is_chapter_source, line_of, notebook_to_myst, read_chapter
-from .recordings import recording_name
+from coursebook.execute.notebook_runs import run_notebook
+from coursebook.model.notebooks import is_chapter_source, line_of, notebook_to_myst, read_chapter
+from coursebook.model.recordings import recording_name
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,18 +34,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("coursebook_conf", "the folder of the book's conf.py", default=".")
 
 
-class BookConfig:
-    """What conf.py says about execution: cache, exhibits, expectations, environment."""
+class ChapterConfig:
+    """What conf.py says about execution: the book's config, the cache and its timeout."""
 
     def __init__(self, conf_dir: Path, book: Path) -> None:
         from sphinx.config import eval_config_file
         from sphinx.util.tags import Tags
 
         namespace = eval_config_file(conf_dir / "conf.py", Tags())
+        self.book = BookConfig.from_namespace(namespace)
+        self.versions = environment_versions(self.book.execution_packages)
+        self.expected_dir = book / self.book.expected_dir
         self.cache_path = namespace["nb_execution_cache_path"]
-        self.exhibits_dir = Path(namespace["coursebook_exhibits_dir"])
-        self.expected_dir = book / namespace["coursebook_expected_dir"]
-        self.environment = environment_versions(namespace["coursebook_environment_packages"])
         self.timeout = namespace.get("nb_execution_timeout", 300)
 
 
@@ -66,27 +67,27 @@ class ChapterFile(pytest.File):
     """A chapter: its verified cells, per edition."""
 
     @cached_property
-    def book_config(self) -> BookConfig:
-        return BookConfig(self.config.rootpath / self.config.getini("coursebook_conf"),
+    def book_config(self) -> ChapterConfig:
+        return ChapterConfig(self.config.rootpath / self.config.getini("coursebook_conf"),
                           self.config.rootpath / self.config.getini("coursebook_book"))
 
     @cached_property
     def text(self) -> str:
         return self.path.read_text(encoding="utf8")
 
-    def edition_notebook(self, edition: Edition) -> nbformat.NotebookNode:
+    def notebook_for(self, edition: Edition) -> nbformat.NotebookNode:
         """The notebook a build of this edition hands to myst-nb, read back as myst-nb does."""
-        from .chapters import edition_chapter
+        from coursebook.prepare.chapters import edition_chapter
 
         conf = self.book_config
-        notebook = edition_chapter(self.text, str(self.path), edition, conf.exhibits_dir,
-                                   conf.environment["torch"])
-        stamp_execution_environment(notebook, conf.environment)
+        notebook = edition_chapter(self.text, str(self.path), edition, conf.book.museum(),
+                                   conf.versions["torch"])
+        key_execution_versions(notebook, conf.versions)
         return read_chapter(notebook_to_myst(notebook))
 
     def collect(self):
         for edition in Edition:
-            notebook = self.edition_notebook(edition)
+            notebook = self.notebook_for(edition)
             if recording_name(notebook) is not None:
                 return
             for cell in cell_outputs(notebook):
@@ -103,7 +104,7 @@ class ChapterFile(pytest.File):
     @cached_property
     def expectations_path(self) -> Path:
         return expectations_path(self.book_config.expected_dir,
-                                 self.book_config.environment["torch"], self.path.stem)
+                                 self.book_config.versions["torch"], self.path.stem)
 
     def executed(self, edition: Edition) -> list[CellOutput]:
         """This edition's cells with their outputs, from the cache or executed once."""
@@ -118,7 +119,7 @@ class ChapterFile(pytest.File):
         from jupyter_cache import get_cache
         from jupyter_cache.base import CacheBundleIn
 
-        notebook = self.edition_notebook(edition)
+        notebook = self.notebook_for(edition)
         create_cache(self.book_config.cache_path)
         with notebook_lock(self.book_config.cache_path, notebook):  # a build may run it too
             executed = cached_notebook(self.book_config.cache_path, notebook)
@@ -152,7 +153,7 @@ class CellItem(pytest.Item):
         if expectations is None:
             raise CellOutputMismatch(
                 f"no expected outputs for this torch version ({chapter.expectations_path} is "
-                f"missing): record them with `{ACCEPT_COMMAND}`")
+                f"missing): accept them with `{ACCEPT_COMMAND}`")
         for mismatch in compare(expectations, self.edition.value, [cell]):
             raise CellOutputMismatch(f"{mismatch.diff(chapter.expectations_path)}\n"
                                      f"If the new output is right: `{ACCEPT_COMMAND}`.")

@@ -1,0 +1,424 @@
+"""The leak audit: a student build must hold no answer anywhere.
+
+What counts as an answer is derived from the chapters themselves: the text of every
+cell tagged ``answer``. Each answer cell is cut into runs of :data:`FINGERPRINT_RUN` words (punctuation included); a run
+that also occurs in some student-visible cell is common text, every other run is a
+fingerprint. The audit reads every text file of a build (pages, ``_sources/``,
+notebooks, ``jupyter_execute/``, the search index, the PDF's text; not the vendored assets
+under ``_static/``) and reports each file holding a fingerprint. The search index holds stemmed words, not sentences, so for it the audit
+looks for words found only in answers, and for the answers' headings among its titles.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sphinx.search.en import SearchEnglish
+
+from coursebook.audit.input_digests import digest, remember, unchanged
+from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
+
+FINGERPRINT_RUN = 8
+TEXT_SUFFIXES = frozenset({".html", ".js", ".md", ".txt", ".ipynb", ".json", ".tex", ".pdf"})
+# Folders of theme and MathJax assets, copied from packages: no chapter text is in them
+# (reading MathJax's bundles took most of the audit's minutes).
+VENDORED = frozenset({"_static"})
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-",
+                         "\u00a0": " ", "¶": " "})
+
+
+def fingerprint_words(text: str) -> list[str]:
+    """Lower-cased words of a text, with markup that differs between source and page removed."""
+    text = html.unescape(text).translate(_QUOTES)
+    text = re.sub(r"[`*]", "", text)
+    # Punctuation counts as words of its own, so one short line of code is many words.
+    return re.findall(r"\w+|[^\w\s]", text.lower())
+
+
+def _markdown_as_shown(source: str) -> str:
+    """Markdown source reduced to the words a page shows; math breaks runs (MathJax)."""
+    source = re.sub(r"\$\$.*?\$\$|\$[^$\n]*\$", "\n\x00\n", source, flags=re.S)
+    source = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", source)
+    source = re.sub(r"\{[a-z-]+\}", " ", source)  # roles such as {ref}
+    source = re.sub(r"^\s*(#+|\d+\.|[-+>]|:{3,}.*)\s*", "", source, flags=re.M)
+    return source
+
+
+_NAME = re.compile(r"[a-z_]\w+")
+
+
+# A short answer (a value such as ``11.5``, an expression such as ``A.flip(dims=[1])``)
+# has no run of FINGERPRINT_RUN words; its names and values are fingerprints of their own.
+# Each is a whole token: ``3.11`` is not found in ``3.11.5``, nor ``A.flip`` in ``x.A.flip``.
+_TERM = re.compile(r"(?<!\w)(?<!\w\.)(?:\d+\.\d+(?!\w|\.\d)|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+
+
+def _terms(text: str) -> set[str]:
+    return set(_TERM.findall(text))
+
+
+def _is_telling_term(term: str) -> bool:
+    """A value of three digits or more, or a code name (with ``_`` or ``.``): not prose."""
+    if term[0].isdigit():
+        return sum(character.isdigit() for character in term) >= 3
+    return len(term) >= 4 and ("_" in term or "." in term)
+
+
+def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
+    """Each run of FINGERPRINT_RUN words with three names or more in it: a run with fewer (``( [ 2 . ,
+    4 . ]``) is as likely an output as an answer."""
+    segment: list[str] = []
+    for token in tokens + ["\x00"]:
+        if "\x00" not in token:
+            segment.append(token)
+            continue
+        names = [1 if _NAME.fullmatch(word) else 0 for word in segment]
+        for start in range(len(segment) - FINGERPRINT_RUN + 1):
+            if sum(names[start:start + FINGERPRINT_RUN]) >= 3:
+                yield tuple(segment[start:start + FINGERPRINT_RUN])
+        segment = []
+
+
+def _cell_text(cell) -> str:
+    return _markdown_as_shown(cell.source) if cell.cell_type == "markdown" else cell.source
+
+
+@dataclass
+class Fingerprints:
+    """What identifies the answers of a set of chapters."""
+
+    runs: set[tuple[str, ...]] = field(default_factory=set)
+    short: set[str] = field(default_factory=set)  # names and values only answers hold
+    answer_stems: set[str] = field(default_factory=set)
+    visible_stems: set[str] = field(default_factory=set)
+    headings: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of_chapters(cls, texts: Iterable[str], other_visible: Iterable[str] = ()) -> Fingerprints:
+        answer_runs: set[tuple[str, ...]] = set()
+        visible_runs: set[tuple[str, ...]] = set()
+        answer_terms: set[str] = set()
+        visible_terms: set[str] = set()
+        found = cls()
+        for text in texts:
+            for cell in read_chapter(text).cells:
+                tokens = fingerprint_words(_cell_text(cell))
+                if is_answer(cell):
+                    answer_terms.update(_terms(cell.source))
+                    answer_runs.update(_runs(tokens))
+                    found.answer_stems.update(_search_words(cell.source))
+                    heading = re.match(r"#+\s+(.+)", cell.source.strip())
+                    if heading and cell.cell_type == "markdown":
+                        found.headings.add(heading.group(1).strip())
+                else:
+                    visible_terms.update(_terms(cell.source))
+                    visible_runs.update(_runs(tokens))
+                    found.visible_stems.update(_search_words(cell.source))
+        for text in other_visible:
+            visible_terms.update(_terms(text))
+            visible_runs.update(_runs(fingerprint_words(text)))
+            found.visible_stems.update(_search_words(text))
+        found.runs = answer_runs - visible_runs
+        found.short = {term for term in answer_terms - visible_terms if _is_telling_term(term)}
+        return found
+
+
+_SEARCH = SearchEnglish({})
+
+
+def _search_words(text: str) -> set[str]:
+    """The stems Sphinx's English search index would hold for a text."""
+    return {_SEARCH.stem(word.lower()) for word in _SEARCH.split(text)}
+
+
+def _strings(value) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def page_text(path: Path) -> str:
+    """The text a file holds, as a reader would see it."""
+    if path.suffix == ".pdf":
+        from coursebook.render.pdf_checks import pdf_text
+
+        return pdf_text(path)
+    raw = path.read_text(encoding="utf8", errors="replace")
+    if path.suffix == ".ipynb":
+        try:
+            return "\n".join(_strings(json.loads(raw)))
+        except json.JSONDecodeError:
+            return raw
+    if path.suffix == ".html":
+        return html.unescape(re.sub(r"<[^>]+>", "", raw))
+    return raw
+
+
+# Files a reader opens, and the part of each a reader sees: only there are the short
+# fingerprints looked for (a value as short as ``0.84`` also stands in LaTeX's preamble,
+# a script or a notebook's metadata). Answer passages are looked for everywhere.
+_SCRIPTS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
+
+
+def reader_text(path: Path, shown: str) -> str | None:
+    """The text a reader sees in a file (``shown``: its :func:`shown_text`), or None
+    for a file no reader opens (LaTeX sources, scripts, data)."""
+    if path.suffix == ".html":
+        return html.unescape(re.sub(r"<[^>]+>", "", _SCRIPTS.sub("", path.read_text(
+            encoding="utf8", errors="replace"))))
+    if path.suffix == ".ipynb":
+        try:
+            cells = json.loads(path.read_text(encoding="utf8", errors="replace"))["cells"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            return shown
+        return "\n".join(text for cell in cells for key in ("source", "outputs")
+                         for text in _strings(cell.get(key, [])))
+    return shown if path.suffix in {".md", ".txt", ".pdf"} else None
+
+
+@dataclass(frozen=True)
+class Leak:
+    path: Path
+    evidence: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.evidence}"
+
+
+def _search_index_leaks(path: Path, found: Fingerprints, page_stems: set[str]) -> list[Leak]:
+    raw = path.read_text(encoding="utf8")
+    index = json.loads(raw[raw.index("(") + 1:raw.rindex(")")])
+    leaks = []
+    titles = set(_strings(index.get("titles", []))) | set(index.get("alltitles", {}))
+    for heading in sorted(found.headings & {html.unescape(t) for t in titles}):
+        leaks.append(Leak(path, f"answer heading {heading!r} among the titles"))
+    only_in_answers = {stem for stem in found.answer_stems - found.visible_stems - page_stems
+                       if len(stem) > 2}
+    terms = set(index.get("terms", {})) | set(index.get("titleterms", {}))
+    for stem in sorted(only_in_answers & terms):
+        leaks.append(Leak(path, f"search term {stem!r}, found only in answers"))
+    return leaks
+
+
+def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
+    """Every place under ``build_dir`` where an answer shows."""
+    files = sorted(p for p in build_dir.rglob("*")
+                   if p.is_file() and p.suffix in TEXT_SUFFIXES and p.name != "searchindex.js"
+                   and not VENDORED.intersection(p.relative_to(build_dir).parts))
+    leaks: list[Leak] = []
+    page_stems: set[str] = set()
+    for path in files:
+        text = page_text(path)
+        page_stems.update(_search_words(text))
+        tokens = fingerprint_words(text)
+        hits = {run for run in _runs(tokens) if run in found.runs}
+        if hits:
+            sample = " ".join(sorted(hits)[0])
+            leaks.append(Leak(path, f"{len(hits)} answer passage(s), e.g. {sample!r}"))
+        elif terms := sorted(_terms(reader_text(path, text) or "") & found.short):
+            leaks.append(Leak(path, f"name(s) or value(s) found only in answers: "
+                                    f"{', '.join(terms[:5])}"))
+    for index in sorted(build_dir.rglob("searchindex.js")):
+        leaks += _search_index_leaks(index, found, page_stems)
+    return leaks
+
+
+def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
+    """Fingerprints of all chapters under ``book_dir``; other pages count as visible, and
+    so do the exhibits under ``exhibits_dir`` (the museum's chapters show them)."""
+    chapters, others = [], []
+    if exhibits_dir is not None and exhibits_dir.is_dir():
+        others += [path.read_text(encoding="utf8") for path in sorted(exhibits_dir.rglob("*.toml"))]
+    for path in sorted(book_dir.rglob("*.md")):
+        if "_build" in path.parts:
+            continue
+        text = path.read_text(encoding="utf8")
+        (chapters if is_chapter_source(text) else others).append(text)
+    return Fingerprints.of_chapters(chapters, others)
+
+
+# --- At build time: answer passages that student-visible text repeats -------------------
+
+ALLOWANCES_FILE = "answer-overlaps.toml"  # in the book's sources, reviewed like them
+
+
+@dataclass(frozen=True)
+class Place:
+    """A cell (or a whole page, line 1) of a source file."""
+
+    path: Path
+    line: int
+    first_line: str
+
+    def __str__(self) -> str:
+        return f"{self.path.name}:{self.line} (`{self.first_line[:60]}`)"
+
+
+@dataclass(frozen=True)
+class AnswerOverlap:
+    """An answer passage that also shows in student-visible text."""
+
+    answer: Place
+    visible: Place
+    passage: str
+
+
+def _places(path: Path, text: str) -> Iterator[tuple[Place, str, bool, bool]]:
+    """(place, shown text, is an answer, is prose) for each cell of a chapter, or the page."""
+    from coursebook.model.notebooks import first_line, line_of
+
+    if not is_chapter_source(text):
+        yield Place(path, 1, text.strip().splitlines()[0] if text.strip() else ""), text, False, True
+        return
+    for cell in read_chapter(text).cells:
+        yield (Place(path, line_of(cell.source, text), first_line(cell)), _cell_text(cell),
+               is_answer(cell), cell.cell_type == "markdown")
+
+
+def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
+    """The place moved to the line of its cell that holds the run's names, if one does."""
+    names = [token for token in run if re.fullmatch(r"\w+", token)]
+    lines = place.path.read_text(encoding="utf8").splitlines()
+    for number in range(max(place.line, 1), len(lines) + 1):
+        text = lines[number - 1].lower()
+        if all(name in text for name in names):
+            return Place(place.path, number, lines[number - 1].strip())
+        if number > place.line and lines[number - 1].startswith(("```", "+++")):
+            break  # the end of the cell
+    return place
+
+
+def read_allowances(path: Path) -> list[str]:
+    """The passages an answer may share with visible text: token strings, from the file's
+    ``[[allow]]`` tables (``passage`` and ``why``, both required)."""
+    import tomllib
+
+    if not path.is_file():
+        return []
+    allowed = []
+    for index, entry in enumerate(tomllib.loads(path.read_text(encoding="utf8")).get("allow", [])):
+        if not (isinstance(entry, dict) and entry.get("passage") and entry.get("why")):
+            raise ValueError(f"{path}: allow[{index}] needs a 'passage' and a 'why'")
+        allowed.append(" " + " ".join(fingerprint_words(entry["passage"])) + " ")
+    return allowed
+
+
+# Each cell of a source: its place, its runs, whether it is an answer, whether prose.
+SourceCells = list[tuple[Place, list[tuple[str, ...]], bool, bool]]
+
+
+def source_cells(path: Path, text: str) -> SourceCells:
+    return [(place, list(_runs(fingerprint_words(shown))), answer, is_prose)
+            for place, shown, answer, is_prose in _places(path, text)]
+
+
+def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
+                    cells_of: Callable[[Path, str], SourceCells] = source_cells) -> list[AnswerOverlap]:
+    """Each (answer cell, visible cell) pair sharing a passage no allowance covers.
+
+    Answer prose is looked for in all visible text; answer code in visible prose only, as
+    an exercise's own code (a signature, the setup lines) is the scaffolding an answer
+    builds on.
+    """
+    prose: dict[tuple[str, ...], Place] = {}
+    code: dict[tuple[str, ...], Place] = {}
+    answers: list[tuple[Place, list[tuple[str, ...]], bool]] = []
+    for path, text in sources.items():
+        for place, runs, answer, is_prose in cells_of(path, text):
+            if answer:
+                answers.append((place, runs, is_prose))
+                continue
+            for run in runs:
+                (prose if is_prose else code).setdefault(run, place)
+    found: dict[tuple[Place, Place], tuple[str, ...]] = {}
+    for place, runs, is_prose in answers:
+        for run in runs:
+            visible = prose.get(run) or (code.get(run) if is_prose else None)
+            passage = " " + " ".join(run) + " "
+            if visible is None or any(passage in allowance for allowance in allowed):
+                continue
+            found.setdefault((place, visible), run)
+    return [AnswerOverlap(_at_passage(answer, run), _at_passage(visible, run), " ".join(run))
+            for (answer, visible), run in found.items()]
+
+
+class _RememberedCells:
+    """:func:`source_cells`, kept beside the doctrees for the next search: after an edit of
+    one chapter, only that chapter is read and cut into runs again (a course of many
+    chapters would otherwise pay for every one of them on each edit)."""
+
+    def __init__(self, doctreedir: str | Path, rules: bytes) -> None:
+        import pickle
+
+        self.store = Path(doctreedir, "coursebook-answer-cells.pickle")
+        self.rules = rules  # this module's code: other rules, other runs
+        try:
+            self.known: dict[str, SourceCells] = pickle.loads(self.store.read_bytes())
+        except Exception:  # none yet, or unreadable: every source is read again
+            self.known = {}
+        self.used: dict[str, SourceCells] = {}
+
+    def __call__(self, path: Path, text: str) -> SourceCells:
+        key = digest(str(path), text, self.rules)
+        self.used[key] = self.known.get(key) or source_cells(path, text)
+        return self.used[key]
+
+    def save(self) -> None:
+        """Keep the cells of the sources just searched, and only those."""
+        import pickle
+
+        self.store.parent.mkdir(parents=True, exist_ok=True)
+        self.store.write_bytes(pickle.dumps(self.used))
+
+
+def check_answer_overlaps(app, env) -> None:
+    """``env-updated``: an answer passage in student-visible text stops the build.
+
+    Anything visible counts as "not an answer" for the leak audit, so a sentence copied
+    from an answer into visible text would pass it; here both places are named. An
+    intended overlap is allowed in :data:`ALLOWANCES_FILE`, with its reason.
+    """
+    from sphinx.util import logging
+
+    from coursebook.model.faults import shown_path
+
+    logger = logging.getLogger(__name__)
+    allowances = Path(app.srcdir, ALLOWANCES_FILE)
+    try:
+        allowed = read_allowances(allowances)
+    except (ValueError, OSError) as error:  # tomllib's errors are ValueErrors
+        logger.error("%s", error, type="coursebook", subtype="audit")
+        app.statuscode = 1
+        return
+    sources = {Path(env.doc2path(docname)): Path(env.doc2path(docname)).read_text(encoding="utf8")
+               for docname in sorted(env.found_docs)
+               if Path(env.doc2path(docname)).suffix == ".md"}
+    # The same sources, allowances and rules as a build that found nothing: nothing to find
+    # (the search took a sixth of a warm build).
+    rules = Path(__file__).read_bytes()
+    inputs = digest(*(part for item in sorted(sources.items()) for part in map(str, item)),
+                    *allowed, rules)
+    if unchanged(app, "answer-overlaps", inputs):
+        return
+    cells = _RememberedCells(app.doctreedir, rules)
+    overlaps = answer_overlaps(sources, allowed, cells)
+    cells.save()
+    if not overlaps:
+        remember(app, "answer-overlaps", inputs)
+    for overlap in overlaps:
+        logger.error("an answer passage also shows in student-visible text, at %s: %r. Reword "
+                     "one of them, or allow the overlap in %s (passage and why).",
+                     overlap.visible, overlap.passage, shown_path(allowances),
+                     location=f"{shown_path(overlap.answer.path)}:{overlap.answer.line}",
+                     type="coursebook", subtype="audit")
+        app.statuscode = 1  # also without -W

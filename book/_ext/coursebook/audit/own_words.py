@@ -1,0 +1,169 @@
+"""Own words: runs of words the book's prose shares with the course material.
+
+The course material (``../shared/seeds/``) supplies facts, APIs, values and verbatim errors;
+the book's sentences must be its own. This module cuts the prose of every chapter and of
+every exhibit and wing into words and reports each run of :data:`SHARED_RUN` or more consecutive
+words that also occurs in a seed. Code, headings, math and MyST roles are not prose; an
+inline code span (an API name, a quoted error) counts as one word, so quoting a long error
+message is no run, while a sentence copied around ``torch.no_grad()`` still is one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+from mdit_py_plugins.colon_fence import colon_fence_plugin
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+from mdit_py_plugins.myst_blocks import myst_block_plugin
+from mdit_py_plugins.myst_role import myst_role_plugin
+
+from coursebook.model.museum import Wing
+from coursebook.model.notebooks import is_chapter_source, line_of, read_chapter
+
+SHARED_RUN = 12
+# Fields of the exhibit data that a page shows as sentences (titles are headings).
+WING_PROSE = ("tagline", "introduction")
+EXHIBIT_PROSE = ("lesson", "fix_note")
+CPU_PROSE = ("note", "fix_note")
+
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
+_EDGES = "\"'.,;:!?()[]{}<>*`"
+_OPTION = re.compile(r"^:[\w-]+:.*$")
+
+_MARKDOWN = (MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+             .use(myst_block_plugin).use(myst_role_plugin).use(dollarmath_plugin)
+             .use(colon_fence_plugin))
+
+
+def word(text: str) -> str:
+    """One word as compared: lower case, straight quotes, no punctuation at its edges."""
+    return " ".join(text.translate(_QUOTES).lower().split()).strip(_EDGES)
+
+
+def prose_words(text: str) -> list[str]:
+    """The words of a plain text (a seed), in order."""
+    return [w for w in map(word, text.split()) if re.search(r"\w", w)]
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A stretch of prose with no break in it: one paragraph, list item or table cell."""
+
+    where: str  # "book/pt01.md:42" or "exhibits/pytorch/09-….toml: lesson"
+    words: tuple[str, ...]  # as compared
+    shown: tuple[str, ...]  # as written, for the report
+
+
+def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:
+    """The unbroken stretches of (compared, written) words in one inline token."""
+    run: list[tuple[str, str]] = []
+    for child in children:
+        if child.type == "text":
+            run += [(word(w), w) for w in child.content.split() if re.search(r"\w", word(w))]
+        elif child.type == "code_inline":
+            run.append((word(child.content), f"`{child.content}`"))
+        elif child.type in ("math_inline", "myst_role", "image"):
+            yield run  # not words a reader could copy from a sentence
+            run = []
+    yield run
+
+
+def markdown_passages(text: str, source: str, first_line: int | None = None) -> Iterator[Passage]:
+    """The prose of a MyST markdown text; code, headings, math and targets left out.
+
+    Passages are named ``source:LINE`` when ``first_line`` (the text's line in its file)
+    is given, else ``source`` alone (a TOML field).
+    """
+    in_heading = False
+    for token in _MARKDOWN.parse(text):
+        line = None if first_line is None else first_line + (token.map[0] if token.map else 0)
+        if token.type == "heading_open":
+            in_heading = True
+        elif token.type == "heading_close":
+            in_heading = False
+        elif token.type == "colon_fence":  # an admonition: its body is prose, its title a heading
+            body = [ln for ln in token.content.splitlines() if not _OPTION.match(ln)]
+            yield from markdown_passages("\n".join(body), source, None if line is None else line + 1)
+        elif token.type == "inline" and not in_heading:
+            where = source if line is None else f"{source}:{line}"
+            for run in _inline_runs(token.children or []):
+                if run:
+                    yield Passage(where, tuple(w for w, _ in run), tuple(s for _, s in run))
+
+
+def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
+    """The prose of one page of the book: a chapter's markdown cells, or a plain page."""
+    text = path.read_text(encoding="utf8")
+    name = str(path.relative_to(root))
+    if not is_chapter_source(text):
+        yield from markdown_passages(text, name, 1)
+        return
+    for cell in read_chapter(text).cells:
+        if cell.cell_type == "markdown":
+            yield from markdown_passages(cell.source, name, line_of(cell.source, text))
+
+
+def exhibit_passages(museum: dict[str, Wing], root: Path) -> Iterator[Passage]:
+    """The prose fields of every wing and exhibit, each named by its TOML file and field."""
+    for wing in museum.values():
+        wing_file = wing.path.relative_to(root)
+        for field in WING_PROSE:
+            yield from markdown_passages(getattr(wing, field), f"{wing_file}: {field}")
+        for exhibit in wing.exhibits:
+            path = exhibit.path.relative_to(root)
+            for field in EXHIBIT_PROSE:
+                yield from markdown_passages(getattr(exhibit, field), f"{path}: {field}")
+            if exhibit.cpu is not None:
+                for field in CPU_PROSE:
+                    yield from markdown_passages(getattr(exhibit.cpu, field), f"{path}: cpu.{field}")
+
+
+@dataclass(frozen=True)
+class SeedOverlap:
+    where: str
+    seed: str
+    shown: str  # the shared run, as the book words it
+
+    def __str__(self) -> str:
+        return f"{self.where}: {len(self.shown.split())} words in common with {self.seed}: “{self.shown}”"
+
+
+def seed_runs(seeds: Iterable[Path], run: int = SHARED_RUN) -> dict[tuple[str, ...], str]:
+    """Every run of ``run`` consecutive words in the seeds, mapped to its seed's file name."""
+    runs: dict[tuple[str, ...], str] = {}
+    for seed in seeds:
+        tokens = prose_words(seed.read_text(encoding="utf8"))
+        for i in range(len(tokens) - run + 1):
+            runs.setdefault(tuple(tokens[i:i + run]), seed.name)
+    return runs
+
+
+def overlaps(passages: Iterable[Passage], seeds: dict[tuple[str, ...], str],
+             run: int = SHARED_RUN) -> list[SeedOverlap]:
+    """Each maximal stretch of a passage made of runs found in the seeds."""
+    found = []
+    for passage in passages:
+        hits = [i for i in range(len(passage.words) - run + 1)
+                if tuple(passage.words[i:i + run]) in seeds]
+        while hits:
+            start = end = hits.pop(0)
+            while hits and hits[0] <= end + run:
+                end = hits.pop(0)
+            seed = seeds[tuple(passage.words[start:start + run])]
+            found.append(SeedOverlap(passage.where, seed, " ".join(passage.shown[start:end + run])))
+    return found
+
+
+def book_overlaps(root: Path, book: Path, museum: dict[str, Wing], seeds_dir: Path,
+                  run: int = SHARED_RUN) -> list[SeedOverlap]:
+    """Every run of ``run`` or more words that the book's prose shares with a seed."""
+    pages = sorted(p for p in book.rglob("*.md") if not any(part.startswith("_") for part in
+                                                            p.relative_to(book).parts))
+    passages = [p for page in pages for p in chapter_passages(page, root)]
+    passages += exhibit_passages(museum, root)
+    return overlaps(passages, seed_runs(sorted(seeds_dir.glob("*.txt")), run), run)

@@ -1,0 +1,96 @@
+"""The book's configuration: one typed object, registered once, read everywhere.
+
+Each field of :class:`BookConfig` is a Sphinx config value ``coursebook_<field>`` (set in
+``conf.py`` or with ``-D``); its metadata says what Sphinx must redo when it changes
+(``"env"``: read every page again; ``"html"``: write every page again; ``""``: nothing,
+the value is read afresh on every build). :func:`book_config` gives the typed view of a
+build's config, so no module spells a config name or casts its value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+
+from coursebook.model.machine_kinds import MachineKind, load_machine_kinds
+from coursebook.model.museum import Wing, load_museum
+
+PREFIX = "coursebook_"
+
+
+def _value(default, rebuild: str, doc: str):
+    metadata = {"rebuild": rebuild, "doc": doc}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def _default(item: dataclasses.Field):
+    return item.default_factory() if item.default is dataclasses.MISSING else item.default
+
+
+@dataclass(frozen=True)
+class BookConfig:
+    """Everything the extension reads from ``conf.py``."""
+
+    # --- Sources: exhibits, recordings, expected outputs ---------------------------------
+    exhibits_dir: str = _value("exhibits", "env", "the error museum's exhibits, one folder per wing")
+    recordings_dir: str = _value("book/recordings", "env", "committed recordings of recorded chapters")
+    machine_kinds_file: str = _value("", "env", "the machine kinds recorded chapters run on")
+    expected_dir: str = _value("expected", "", "expected outputs, one folder per torch version")
+    allow_stale_recordings: bool = _value(False, "env", "render a cell changed since its recording, marked")
+    # --- Execution: what joins the cache key ---------------------------------------------
+    execution_packages: list = _value(["torch"], "env", "packages whose versions join the cache key")
+    execution_versions: dict = _value({}, "env", "set at config-inited from execution_packages")
+    # --- Verification ----------------------------------------------------------------------
+    accept_outputs: bool = _value(False, "", "take this build's outputs as the expected ones")
+    # Off: no comparison (the bench measures its cost); the build is then unverified.
+    verify_outputs: bool = _value(True, "", "compare outputs with the expected ones")
+    # Off only to show what the locks prevent (tests/test_concurrency.py).
+    cache_locks: bool = _value(True, "", "lock each cache key while it executes")
+    # --- Outputs: pages, downloads, handouts -----------------------------------------------
+    repository_url: str = _value("", "html", "the GitHub repository whose branch serves the HTML")
+    published_branch: str = _value("gh-pages", "html", "that branch (Colab opens notebooks there)")
+    build_date: str = _value("", "", "the date a build names (conf.py: today, UTC)")
+    handouts: bool = _value(False, "env", "one LaTeX document per chapter (-t handout)")
+    answer_space: bool = _value(False, "env", "ruled answer boxes in the student handout")
+
+    @classmethod
+    def register(cls, app: Sphinx) -> None:
+        for item in dataclasses.fields(cls):
+            default = _default(item)
+            app.add_config_value(PREFIX + item.name, default, item.metadata["rebuild"],
+                                 type(default), description=item.metadata["doc"])
+
+    @classmethod
+    def of(cls, config: Config) -> BookConfig:
+        return cls(**{item.name: getattr(config, PREFIX + item.name)
+                      for item in dataclasses.fields(cls)})
+
+    @classmethod
+    def from_namespace(cls, namespace: dict) -> BookConfig:
+        """From ``conf.py``'s names, outside a build (pytest, tools): defaults where unset."""
+        return cls(**{item.name: namespace[PREFIX + item.name]
+                      for item in dataclasses.fields(cls) if PREFIX + item.name in namespace})
+
+    @property
+    def torch(self) -> str:
+        """The torch version this build executes with."""
+        return self.execution_versions["torch"]
+
+    @cached_property
+    def machine_kinds(self) -> dict[str, MachineKind]:
+        return load_machine_kinds(Path(self.machine_kinds_file))
+
+    def museum(self) -> dict[str, Wing]:
+        return load_museum(Path(self.exhibits_dir), self.machine_kinds)
+
+
+def book_config(config: Config) -> BookConfig:
+    """The typed view of a build's config."""
+    return BookConfig.of(config)

@@ -1,0 +1,91 @@
+"""Everything that decides whether a chapter executes again.
+
+jupyter-cache keys a notebook by its code cells (source and metadata). Added here: the
+*execution versions* (of Python and the packages that decide what the cells print) and a
+digest of the book's own modules the cells import, put into the first code cell's
+metadata so that an upgrade re-executes; and the extension's version for Sphinx, so
+that an edit of the extension reads every page again. A page that is not read again is
+not executed again: its doctree is reused. (What else makes Sphinx read a chapter again:
+its inputs, noted as dependencies by :mod:`coursebook.prepare.chapters`, and a failure,
+:mod:`coursebook.execute.read_chapters`.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import re
+from importlib import metadata
+from pathlib import Path
+
+import nbformat
+from sphinx.application import Sphinx
+
+from coursebook.config import book_config
+
+# Cell metadata holding the execution versions (part of jupyter-cache's key).
+# The metadata key keeps its first name: it is part of every cached notebook's hash.
+VERSIONS_KEY = "execution_environment"
+
+
+def environment_versions(packages: list[str]) -> dict[str, str]:
+    """The versions that decide what the cells print: Python and each package."""
+    versions = {"python": platform.python_version()}
+    versions.update({name: metadata.version(name) for name in packages})
+    return versions
+
+
+def set_execution_versions(app: Sphinx, config) -> None:
+    """``config-inited``: the versions become a config value, so a change re-reads every page."""
+    config.coursebook_execution_versions = environment_versions(
+        book_config(config).execution_packages)
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # the package root: kernels import its top-level modules
+_BOOK_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{_PACKAGE.name}\.(\w+)", re.M)
+_RELATIVE_IMPORT = re.compile(r"^\s*from\s+\.(\w+)\s+import", re.M)
+
+
+def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
+    """A hash of the book's own modules that the cells import, with what they import.
+
+    Their code decides what those cells print (an exhibit check, a figure's data), so an
+    edit to them re-executes the chapters that use them, and only those.
+    """
+    pending = [name for cell in notebook.cells if cell.cell_type == "code"
+               for name in _BOOK_IMPORT.findall(cell.source)]
+    seen: dict[str, str] = {}
+    while pending:
+        name = pending.pop()
+        path = _PACKAGE / f"{name}.py"
+        if name in seen or not path.is_file():
+            continue
+        seen[name] = path.read_text(encoding="utf8")
+        pending += _RELATIVE_IMPORT.findall(seen[name])
+    if not seen:
+        return None
+    return hashlib.sha256("".join(seen[name] for name in sorted(seen)).encode()).hexdigest()[:16]
+
+
+def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, str]) -> None:
+    """Put the execution versions into the first code cell's metadata (the cache key)."""
+    key = dict(versions)
+    digest = book_code_digest(notebook)
+    if digest is not None:
+        key["book_code"] = digest
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.metadata[VERSIONS_KEY] = key
+            return
+
+
+def extension_version() -> int:
+    """A number that changes with this extension's code: Sphinx's ``env_version``.
+
+    The code decides what a chapter becomes (its cells, its exhibits' cells), so an edit
+    of it makes Sphinx read every page again; a notebook whose code cells are unchanged is
+    then taken from the cache, not executed.
+    """
+    code = sorted(p for p in _PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in code)).hexdigest()
+    return int(digest[:12], 16)

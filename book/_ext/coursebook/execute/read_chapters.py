@@ -1,0 +1,92 @@
+"""What reading each chapter page left for the phases after it, kept in the environment.
+
+A chapter is prepared once per read (``source-read``), executed or taken from the cache
+by myst-nb, and checked (``doctree-read``). What later phases need of it is kept here,
+per page, by an :class:`~sphinx.environment.collectors.EnvironmentCollector`: Sphinx
+drops a page's entry when the page is read again or removed, merges the entries of
+parallel readers, and pickles them with the environment, so a warm build that reads no
+page still has them. No later phase prepares a chapter again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
+from sphinx.environment.collectors import EnvironmentCollector
+
+from coursebook.verify.expectations import CellOutput
+
+# The current page's prepared chapter, from source-read to doctree-read.
+PREPARED = "coursebook_prepared"
+
+
+@dataclass
+class ReadChapter:
+    """One page as reading left it.
+
+    ``notebook``: this edition's notebook as myst-nb executed it (no outputs); None for a
+    page that is not a chapter or could not be prepared. ``recorded_with``: for a recorded
+    chapter, where its recordings ran. ``outputs``: each code cell's shown output, for the
+    comparison with the expected outputs (None: nothing to compare). ``failed``: the page
+    reported an error, so it is read (and reports it) again on the next build.
+    ``awaited``: inputs that did not exist when it was read (a recording not made yet);
+    when one appears, the page is read again.
+    """
+
+    notebook: nbformat.NotebookNode | None = None
+    recorded_with: str | None = None
+    outputs: list[CellOutput] | None = None
+    failed: bool = False
+    awaited: list[str] = field(default_factory=list)
+
+
+def read_chapters(env: BuildEnvironment) -> dict[str, ReadChapter]:
+    """Every page's :class:`ReadChapter`, by docname (pages that left nothing are absent)."""
+    if not hasattr(env, "coursebook_read_chapters"):
+        env.coursebook_read_chapters = {}
+    return env.coursebook_read_chapters
+
+
+def read_chapter_of(env: BuildEnvironment, docname: str) -> ReadChapter:
+    """The page's entry, made on first use while it is read."""
+    return read_chapters(env).setdefault(docname, ReadChapter())
+
+
+def chapter_notebook(env: BuildEnvironment, docname: str) -> nbformat.NotebookNode | None:
+    """The page's edition notebook as read; None for a page that is not a chapter, or
+    could not be prepared (its error was reported when it was read)."""
+    chapter = read_chapters(env).get(docname)
+    return None if chapter is None else chapter.notebook
+
+
+def mark_failed(env: BuildEnvironment, docname: str) -> None:
+    read_chapter_of(env, docname).failed = True
+
+
+class ReadChapterCollector(EnvironmentCollector):
+    """Keeps :class:`ReadChapter` entries through incremental and parallel reads."""
+
+    def clear_doc(self, app: Sphinx, env: BuildEnvironment, docname: str) -> None:
+        read_chapters(env).pop(docname, None)
+
+    def merge_other(self, app: Sphinx, env: BuildEnvironment, docnames: set[str],
+                    other: BuildEnvironment) -> None:
+        theirs = read_chapters(other)
+        read_chapters(env).update({d: theirs[d] for d in docnames if d in theirs})
+
+    def process_doc(self, app: Sphinx, doctree: nodes.document) -> None:
+        """``doctree-read``: nothing to collect from the doctree; the hooks of
+        :mod:`coursebook.extension` fill the page's entry while it is read."""
+
+    def get_outdated_docs(self, app: Sphinx, env: BuildEnvironment, added: set[str],
+                          changed: set[str], removed: set[str]) -> list[str]:
+        """A page that failed is read again, and reports its problem again; so is a page
+        one of whose awaited inputs now exists."""
+        return [docname for docname, chapter in read_chapters(env).items()
+                if (chapter.failed or any(Path(path).is_file() for path in chapter.awaited))
+                and docname not in added | changed | removed]

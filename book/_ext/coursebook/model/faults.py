@@ -1,0 +1,42 @@
+"""Problems a person fixes: each knows where it is.
+
+The book's promise is one clear message per fault: what happened, where (a source
+file and line, or a TOML file and field) and the command that fixes it, never a
+traceback. :class:`BookError` carries the place; a build logs it once
+(:mod:`coursebook.process.reporting`), a tool prints it as one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CLEAN_CACHE_COMMAND = "make clean-cache"
+
+
+def shown_path(path: Path | str) -> Path:
+    """A path as messages show it: relative to the working folder when it lies under it."""
+    path = Path(path)
+    try:
+        return path.relative_to(Path.cwd()) if path.is_absolute() else path
+    except ValueError:
+        return path
+
+
+class BookError(Exception):
+    """A fault in the book's sources or data; ``path`` and ``line`` say where (0: unknown)."""
+
+    def __init__(self, message: str, path: Path | str | None = None, line: int = 0) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = None if path is None else Path(path)
+        self.line = line
+
+    @property
+    def location(self) -> str | None:
+        """``file:line`` for Sphinx (a location with a colon is printed as it is), or None."""
+        return f"{shown_path(self.path)}:{self.line}" if self.path and self.line else None
+
+    def __str__(self) -> str:
+        if self.path is None:
+            return self.message
+        return f"{self.location or shown_path(self.path)}: {self.message}"

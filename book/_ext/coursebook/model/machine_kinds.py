@@ -1,0 +1,147 @@
+"""Machine kinds and recording environments, both data.
+
+A *machine kind* (``tools/machine-kinds.toml``) is a kind of machine a recorded chapter runs
+on: a TPU, a GPU, or the CPU stand-in. A *recording environment*
+(``book/recordings/NAME-environments.toml``) is one Python environment, run as a Jupyter
+kernel, that a chapter's cells execute in on one kind; a kind may have several (one per
+bridge), each running the cells tagged for it. Adding a kind or a recorded chapter is a
+matter of data, not of code.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coursebook.model.faults import BookError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10, as on a Cloud TPU VM: the recorder runs there
+    import tomli as tomllib
+
+class MachineKindError(BookError):
+    """A machine kinds or environments file that cannot be used; names the file and field."""
+
+
+@dataclass(frozen=True)
+class MachineKind:
+    """One machine kind, as ``tools/machine-kinds.toml`` describes it."""
+
+    name: str
+    label: str
+    platform: str
+    probe: str
+    device_kind: str = ""
+    stand_in: bool = False
+    environment: dict[str, str] = field(default_factory=dict)
+    device_files: tuple[str, ...] = ()
+    pythons: tuple[str, ...] = ()
+    platforms: tuple[str, ...] = ()
+
+    def describe(self, device_kind: str) -> str:
+        return self.label.format(device_kind=device_kind)
+
+    @property
+    def short_label(self) -> str:
+        """The label without its details: "TPU", "CPU stand-in"."""
+        return self.label.split(" (")[0]
+
+    def ran_here(self, platform: str, device_kind: str) -> bool:
+        """Whether a probe's report proves this kind (a CPU never passes for a TPU)."""
+        return platform == self.platform and device_kind.upper().startswith(
+            self.device_kind.upper())
+
+
+def _need(path: Path, where: str, table: dict, key: str, kind: type):
+    value = table.get(key)
+    if not isinstance(value, kind):
+        raise MachineKindError(f"{path}: {where}field '{key}' must be a {kind.__name__}")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def load_machine_kinds(path: Path) -> dict[str, MachineKind]:
+    """Every machine kind, in order of preference (read once per file)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise MachineKindError(f"{path}: {error}") from None
+    machines: dict[str, MachineKind] = {}
+    for index, table in enumerate(data.get("kind", [])):
+        where = f"[[kind]] {index + 1}: "
+        machine = MachineKind(
+            name=_need(path, where, table, "name", str),
+            label=_need(path, where, table, "label", str),
+            platform=_need(path, where, table, "platform", str),
+            probe=_need(path, where, table, "probe", str),
+            device_kind=table.get("device_kind", ""),
+            stand_in=bool(table.get("stand_in", False)),
+            environment=dict(table.get("environment", {})),
+            device_files=tuple(table.get("device_files", ())),
+            pythons=tuple(table.get("pythons", ())),
+            platforms=tuple(table.get("platforms", ())))
+        machines[machine.name] = machine
+    if not any(machine.stand_in for machine in machines.values()):
+        raise MachineKindError(f"{path}: no kind has 'stand_in = true'; an ordinary build needs one")
+    return machines
+
+
+@dataclass(frozen=True)
+class RecordingEnvironment:
+    """One kernel's environment for one kind: what pip installs, which cells it runs."""
+
+    name: str
+    requirements: tuple[str, ...]
+    cells_tagged: str = ""  # "": the kind's main environment, which runs every other cell
+    pythons: tuple[str, ...] = ()  # narrows the kind's list (a package's own floor)
+    sides: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def pins(self) -> dict[str, str]:
+        """``name==version`` requirements as {normalised name: version}."""
+        pins = {}
+        for requirement in self.requirements:
+            match = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*==\s*([^\s;]+)\s*",
+                                 requirement)
+            if match:
+                pins[package_key(match.group(1))] = match.group(2)
+        return pins
+
+
+def package_key(name: str) -> str:
+    """A distribution name as pip compares them (torch_xla and torch-xla are one)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def environments_path(recordings_dir: Path, name: str) -> Path:
+    return recordings_dir / f"{name}-environments.toml"
+
+
+def load_environments(path: Path, machines: dict[str, MachineKind]
+                      ) -> dict[str, list[RecordingEnvironment]]:
+    """A recorded chapter's environments, per kind; each kind's first one is its main one."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise MachineKindError(f"{path}: {error}") from None
+    environments: dict[str, list[RecordingEnvironment]] = {}
+    for kind, tables in data.items():
+        if kind not in machines:
+            raise MachineKindError(f"{path}: [[{kind}]] is not a machine kind in the machine kinds file "
+                               f"(have {', '.join(machines)})")
+        found = []
+        for index, table in enumerate(tables):
+            where = f"[[{kind}]] {index + 1}: "
+            found.append(RecordingEnvironment(
+                name=_need(path, where, table, "name", str),
+                requirements=tuple(_need(path, where, table, "requirements", list)),
+                cells_tagged=table.get("cells_tagged", ""),
+                pythons=tuple(table.get("pythons", ())),
+                sides={side: tuple(reqs) for side, reqs in table.get("sides", {}).items()}))
+        if not found or found[0].cells_tagged:
+            raise MachineKindError(f"{path}: the first [[{kind}]] environment is the main one and "
+                               "takes no 'cells_tagged'")
+        environments[kind] = found
+    return environments

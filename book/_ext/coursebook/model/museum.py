@@ -1,0 +1,496 @@
+"""The error museum: exhibits as data under ``exhibits/<wing>/``, placed into chapters.
+
+An exhibit is one TOML file, the single source of its code and text. A chapter shows
+a room of a wing with a markdown cell holding only ``{museum-room} WING ROOM`` in a
+fence (and the wing's introduction with ``{museum-introduction} WING``); the build
+replaces that cell with each exhibit's cells: its lesson, the failing
+code (tagged ``raises-exception``), a check of the error against the record for the
+running torch version, the fix, and the proof that the fix ran. PT01 sections named by
+an exhibit get a link back to it, so links go both ways from one list.
+"""
+
+from __future__ import annotations
+
+import re
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the recorder on a Cloud TPU VM
+    import tomli as tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from coursebook.model.machine_kinds import MachineKind
+from coursebook.model.faults import BookError, shown_path
+from coursebook.model.notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG
+from coursebook.outputs import normalise
+
+RECORD_SOURCES = ("museum", "build")
+_MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
+_EXHIBIT_FIELDS: dict[str, type] = {
+    "number": int, "title": str, "room": str, "runs_on": str, "lesson": str,
+    "fix_note": str, "failing_code": str, "fix_code": str, "records": list,
+}
+_RECORD_FIELDS = ("torch", "source", "where", "date", "type", "message")
+_WING_FIELDS = ("name", "title", "tagline", "introduction", "rooms")
+
+
+class ExhibitError(BookError):
+    """An exhibit or museum marker that cannot be placed; the build logs it as an error."""
+
+
+def field_line(path: Path, name: str, record: int | None = None, table: str = "") -> int:
+    """The line of ``path`` where field ``name`` is set (in ``[[records]]`` number ``record``,
+    or in ``[table]``); else the line opening that table; 1 when neither is found."""
+    try:
+        lines = path.read_text(encoding="utf8").splitlines()
+    except OSError:
+        return 0
+    start, end = 0, len(lines)
+    header = "[[records]]" if record is not None else (f"[{table}]" if table else "")
+    if header:
+        openings = [i for i, line in enumerate(lines) if line.strip() == header]
+        index = record if record is not None else 0
+        if index >= len(openings):
+            return 1
+        start = openings[index]
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")),
+                   len(lines))
+    else:
+        end = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), end)
+    setting = re.compile(rf"^\s*{re.escape(name)}\s*=")
+    found = next((i for i in range(start, end) if setting.match(lines[i])), None)
+    return (found if found is not None else start) + 1
+
+
+def _fault(path: Path, message: str, name: str = "", record: int | None = None,
+           table: str = "") -> ExhibitError:
+    """An exhibit error located at a field of its TOML file."""
+    line = field_line(path, name, record, table) if name else 1
+    return ExhibitError(message, path, line)
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """An exhibit's error record: one error text, with where and when it was recorded."""
+
+    torch: str
+    source: str
+    where: str
+    date: str
+    type: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in _RECORD_FIELDS}
+
+
+@dataclass(frozen=True)
+class CpuReproduction:
+    """How a TPU exhibit's failure (and fix) is reproduced on a CPU, in a fresh process."""
+
+    note: str
+    reproduction: str = ""  # "": the failure does not arise on a CPU; the note says why
+    fix_note: str = ""
+    fix: str = ""
+    side_environment: str = ""
+
+
+@dataclass(frozen=True)
+class Exhibit:
+    path: Path
+    wing: str
+    number: int
+    title: str
+    room: str
+    runs_on: str
+    runs_in_every_build: bool  # its kind is the stand-in's; others show the museum's capture
+    lesson: str
+    fix_note: str
+    failing_code: str
+    fix_code: str
+    records: tuple[ErrorRecord, ...]
+    taught_in: tuple[str, ...] = ()  # labels of the sections that teach what it breaks
+    cpu: CpuReproduction | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.wing}/{self.number:02d}"
+
+    @property
+    def label(self) -> str:
+        return f"museum-{self.wing}-{self.number:02d}"
+
+    def record_for(self, torch_version: str) -> ErrorRecord | None:
+        """The record for a torch release (local build tags such as ``+cpu`` ignored)."""
+        release = torch_version.split("+")[0]
+        return next((r for r in self.records if r.torch == release), None)
+
+    @property
+    def museum_record(self) -> ErrorRecord:
+        return next(r for r in self.records if r.source == "museum")
+
+
+def _require(path: Path, table: dict, name: str, kind: type, record: int | None = None,
+             section: str = "") -> object:
+    where = (f"records[{record}]: " if record is not None else
+             f"{section}: " if section else "")
+    if name not in table:
+        raise _fault(path, f"{where}field '{name}' is missing", name, record, section)
+    value = table[name]
+    if not isinstance(value, kind) or (kind is str and not value.strip() and name != "date"):
+        raise _fault(path, f"{where}field '{name}' must be a non-empty {kind.__name__}",
+                     name, record, section)
+    return value
+
+
+def _choice(path: Path, name: str, value: str, allowed: tuple[str, ...],
+            record: int | None = None) -> None:
+    if value not in allowed:
+        where = f"records[{record}]: " if record is not None else ""
+        raise _fault(path, f"{where}field '{name}' is {value!r}, expected one of {allowed}",
+                     name, record)
+
+
+_TOML_POSITION = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf8"))
+    except tomllib.TOMLDecodeError as error:
+        position = _TOML_POSITION.search(str(error))
+        raise ExhibitError(f"not valid TOML: {error}", path,
+                           int(position.group(1)) if position else 1) from None
+
+
+def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKind]) -> Exhibit:
+    """Read and validate one exhibit of a wing with these rooms; a problem names the file,
+    the line and the field. It runs on a machine kind of ``tools/machine-kinds.toml``: the
+    stand-in's exhibits run in every build, the others show the museum's capture."""
+    table = _read_toml(path)
+    values = {name: _require(path, table, name, kind) for name, kind in _EXHIBIT_FIELDS.items()}
+    _choice(path, "room", values["room"], rooms)
+    _choice(path, "runs_on", values["runs_on"], tuple(kinds))
+    prefix = re.match(r"(\d+)-", path.name)
+    if not prefix or int(prefix.group(1)) != values["number"]:
+        raise _fault(path, f"field 'number' is {values['number']}, "
+                     "but the file name must start with the same number", "number")
+    records = []
+    for index, record in enumerate(values.pop("records")):
+        fields = {name: _require(path, record, name, str, index) for name in _RECORD_FIELDS}
+        _choice(path, "source", fields["source"], RECORD_SOURCES, index)
+        records.append(ErrorRecord(**fields))
+    if sum(r.source == "museum" for r in records) != 1:
+        raise _fault(path, "field 'records' needs exactly one record with source 'museum'",
+                     "source", 0)
+    taught_in = table.get("taught_in", [])
+    if not isinstance(taught_in, list) or not all(isinstance(label, str) for label in taught_in):
+        raise _fault(path, "field 'taught_in' must be a list of section labels", "taught_in")
+    return Exhibit(path=path, wing=path.parent.name, records=tuple(records),
+                   runs_in_every_build=kinds[values["runs_on"]].stand_in,
+                   taught_in=tuple(taught_in),
+                   cpu=_cpu_reproduction(path, table.get("cpu")),
+                   **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
+
+
+def _cpu_reproduction(path: Path, table) -> CpuReproduction | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise _fault(path, "field 'cpu' must be a table", "cpu")
+    fields = {"note": str(_require(path, table, "note", str, section="cpu")).strip("\n")}
+    for name in ("reproduction", "fix_note", "fix", "side_environment"):
+        if name in table:
+            fields[name] = str(_require(path, table, name, str, section="cpu")).strip("\n")
+    for name in ("reproduction", "fix"):
+        if "'''" in fields.get(name, ""):
+            raise _fault(path, f"cpu: field '{name}' may not contain '''", name, table="cpu")
+    return CpuReproduction(**fields)
+
+
+@dataclass(frozen=True)
+class Wing:
+    path: Path  # its wing.toml
+    name: str
+    title: str
+    tagline: str
+    introduction: str
+    rooms: tuple[str, ...]
+    exhibits: tuple[Exhibit, ...]
+
+
+def load_wing(directory: Path, kinds: dict[str, MachineKind]) -> Wing:
+    path = directory / "wing.toml"
+    if not path.is_file():
+        raise ExhibitError(f"a wing needs this file ({', '.join(_WING_FIELDS)})", path)
+    table = _read_toml(path)
+    fields = {name: str(_require(path, table, name, str)).strip() for name in _WING_FIELDS[:-1]}
+    rooms = tuple(_require(path, table, "rooms", list))
+    exhibits = tuple(load_exhibit(p, rooms, kinds) for p in sorted(directory.glob("[0-9]*.toml")))
+    numbers = [exhibit.number for exhibit in exhibits]
+    if numbers != list(range(1, len(numbers) + 1)):
+        raise ExhibitError(f"exhibits must be numbered 1..{len(numbers)}, got {numbers}", directory)
+    return Wing(path=path, exhibits=exhibits, rooms=rooms, **fields)
+
+
+def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind]) -> dict[str, Wing]:
+    """Every wing: each folder of ``exhibits/`` holding a ``wing.toml``."""
+    if not exhibits_dir.is_dir():
+        raise ExhibitError("the exhibits folder does not exist (coursebook_exhibits_dir, "
+                           "or --exhibits)", exhibits_dir)
+    return {d.name: load_wing(d, kinds) for d in sorted(exhibits_dir.iterdir()) if (d / "wing.toml").is_file()}
+
+
+def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
+    """Run the failing code here: the (type, normalised message) it raises, or None."""
+    try:
+        exec(compile(exhibit.failing_code, str(exhibit.path), "exec"), {"__name__": "exhibit"})
+    except Exception as error:  # the exhibit's error is the point
+        return type(error).__name__, normalise(str(error))
+    return None
+
+
+# --- From exhibits to notebook cells --------------------------------------------------
+
+def _markdown(source: str, *tags: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(source, metadata={"tags": list(tags)} if tags else {})
+
+
+def _code(source: str, *tags: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {})
+
+
+def _tagged(cell: nbformat.NotebookNode, *tags: str) -> nbformat.NotebookNode:
+    cell.metadata.setdefault("tags", []).extend(tags)
+    return cell
+
+
+def _index_cards(wing: Wing, exhibits: list[Exhibit]) -> str:
+    """The room's index: cards on a page, a plain list in print."""
+    total = len(wing.exhibits)
+    cards = [f":::{{grid-item-card}} {e.number:02d}/{total:02d}\n:link: {e.label}\n:link-type: ref\n\n"
+             f"{e.title}\n:::" for e in exhibits]
+    listing = "\n".join(f"- {{ref}}`{e.label}`" for e in exhibits)
+    return ("`````{only} html\n::::{grid} 1 2 2 3\n:gutter: 2\n\n" + "\n\n".join(cards)
+            + "\n::::\n`````\n\n`````{only} latex\n" + listing + "\n`````")
+
+
+def _heading(exhibit: Exhibit, total: int) -> str:
+    """The exhibit's label, numbered title, lesson and links to PT01."""
+    see_also = ""
+    if exhibit.taught_in:
+        links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.taught_in)
+        see_also = f"\n\n*Taught in:* {links}."
+    return (f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}\n\n"
+            f"{exhibit.lesson}{see_also}")
+
+
+def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
+                *tags: str) -> nbformat.NotebookNode:
+    """A hidden cell comparing the error above with ``expected`` (its text is in the key).
+
+    It needs the book's own package, so downloads leave it out and show
+    :func:`_expected_error_note` instead.
+    """
+    return _code(f"from coursebook.exhibit_checks import check_raised\n"
+                 f"check_raised({exhibit.key!r},\n"
+                 f"             expected={expected.as_dict() if expected else None!r},\n"
+                 f"             museum={exhibit.museum_record.as_dict()!r})",
+                 "remove-input", BOOK_ONLY_TAG, *tags)
+
+
+def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
+    """For downloads: the error the code above should raise, from its record, to compare."""
+    record = expected or exhibit.museum_record
+    on_torch = f"On torch {record.torch}, " if record.torch[:1].isdigit() else ""
+    lines = [f"**Expected error.** {on_torch}the cell above raises this error "
+             f"(recorded on {record.where}):", "", "```text",
+             f"{record.type}: {record.message}", "```"]
+    museum = exhibit.museum_record
+    if record is not museum and (museum.type, museum.message) != (record.type, record.message):
+        lines += ["", f"The museum recorded this text on torch {museum.torch}:", "", "```text",
+                  f"{museum.type}: {museum.message}", "```"]
+    lines += ["", "Another torch version may word it differently; the type and the cause "
+              "should match."]
+    quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
+    return _markdown(quoted, "remove-cell", DOWNLOAD_ONLY_TAG)
+
+
+def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
+    return _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input",
+                 BOOK_ONLY_TAG, *tags)
+
+
+def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
+    """The cells that show one exhibit and prove its error and its fix on this build."""
+    return [
+        _markdown(f"{_heading(exhibit, total)}\n\n**The failing code**"),
+        _code(exhibit.failing_code, RAISES_TAG),
+        _check_cell(exhibit, exhibit.record_for(torch_version)),
+        _expected_error_note(exhibit, exhibit.record_for(torch_version)),
+        _markdown(f"**The fix.** {exhibit.fix_note}"),
+        _code(exhibit.fix_code),
+        _fix_ran_cell(),
+    ]
+
+
+# Cell metadata: the code a download runs instead of the cell's (which needs the book).
+DOWNLOAD_SOURCE_KEY = "coursebook_download_source"
+
+
+def _in_fresh_python(code: str, side_environment: str) -> nbformat.NotebookNode:
+    """A cell running ``code`` in a new Python; its download does so without the book."""
+    side = f", side_environment={side_environment!r}" if side_environment else ""
+    cell = _code("from coursebook.exhibit_checks import run_in_fresh_python\n"
+                 f"run_in_fresh_python(r'''\n{code}\n'''{side})")
+    needs = (f"# The book runs this with the package folder {side_environment!r} in front of\n"
+             "# the import path (see the exhibit's note above).\n" if side_environment else "")
+    cell.metadata[DOWNLOAD_SOURCE_KEY] = (
+        "# A fresh Python process: a bridge claims the whole process it runs in.\n" + needs +
+        "import subprocess, sys\n"
+        f"done = subprocess.run([sys.executable, \"-c\", r'''\n{code}\n'''],\n"
+        "                      capture_output=True, text=True)\n"
+        "print(done.stdout, end=\"\")\n"
+        "if done.returncode:\n"
+        "    raise RuntimeError(done.stderr.strip().splitlines()[-1])")
+    return cell
+
+
+def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
+    """A TPU exhibit: the museum's capture, labelled, and its CPU reproduction if any."""
+    museum = exhibit.museum_record
+    label = f"captured on a {museum.where}, {museum.date}"
+    cells = [_markdown(
+        f"{_heading(exhibit, total)}\n\n**The failing code**, as the museum ran it:\n\n"
+        f"```python\n{exhibit.failing_code}\n```\n\n"
+        f":::{{admonition}} Captured record: {label}\n:class: captured-record\n"
+        f"Not run by this build; the museum's text, verbatim:\n\n"
+        f"```text\n{museum.type}: {museum.message}\n```\n:::")]
+    cpu = exhibit.cpu
+    # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
+    if cpu is not None and cpu.reproduction:
+        cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}"),
+                  _tagged(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG,
+                          STAND_IN_ONLY_TAG),
+                  _check_cell(exhibit, museum, STAND_IN_ONLY_TAG),
+                  _expected_error_note(exhibit, museum)]
+    cells.append(_markdown(f"**The fix.** {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
+                           f"\n\n*The museum's fix, {label}: it ran green on the same hardware.*"))
+    if cpu is not None and cpu.reproduction and cpu.fix:
+        cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}"),
+                  _tagged(_in_fresh_python(cpu.fix, ""), STAND_IN_ONLY_TAG),
+                  _fix_ran_cell(STAND_IN_ONLY_TAG)]
+    elif cpu is not None and not cpu.reproduction:
+        cells.append(_markdown(f"*{cpu.note}*"))
+    return cells
+
+
+@dataclass(frozen=True)
+class CellOrigin:
+    """The exhibit field a generated code cell runs, and its line in the exhibit's file."""
+
+    exhibit: Exhibit
+    field: str
+    line: int
+
+    @property
+    def location(self) -> str:
+        return f"{shown_path(self.exhibit.path)}:{self.line}"
+
+
+def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]:
+    """Each code cell an exhibit adds to a chapter (by source), with the field it runs."""
+    def origin(field: str, name: str, record: ErrorRecord | None = None,
+               table: str = "") -> CellOrigin:
+        index = exhibit.records.index(record) if record is not None else None
+        return CellOrigin(exhibit, field, field_line(exhibit.path, name, index, table))
+
+    if exhibit.runs_on == "cpu":
+        record = exhibit.record_for(torch_version)
+        return {exhibit.failing_code: origin("failing_code", "failing_code"),
+                _check_cell(exhibit, record).source: (
+                    origin("records", "message", record) if record else
+                    origin("records", "records")),
+                exhibit.fix_code: origin("fix_code", "fix_code")}
+    cpu = exhibit.cpu
+    if cpu is None:
+        return {}
+    origins = {
+        _in_fresh_python(cpu.reproduction, cpu.side_environment).source:
+            origin("cpu.reproduction", "reproduction", table="cpu"),
+        _check_cell(exhibit, exhibit.museum_record).source:
+            origin("records", "message", exhibit.museum_record)}
+    if cpu.fix:
+        origins[_in_fresh_python(cpu.fix, "").source] = origin("cpu.fix", "fix", table="cpu")
+    return origins
+
+
+def cell_origins(museum: dict[str, Wing], torch_version: str) -> dict[str, CellOrigin]:
+    """Every exhibit's code cells, by source: so a failing cell is named by its exhibit."""
+    return {source: origin for wing in museum.values() for exhibit in wing.exhibits
+            for source, origin in _code_origins(exhibit, torch_version).items()}
+
+
+def room_cells(wing: Wing, room: str, torch_version: str) -> list[nbformat.NotebookNode]:
+    exhibits = [exhibit for exhibit in wing.exhibits if exhibit.room == room]
+    if not exhibits:
+        raise ExhibitError(f"wing '{wing.name}' has no exhibit in room '{room}'")
+    cells = [_markdown(_index_cards(wing, exhibits))]
+    for exhibit in exhibits:
+        if exhibit.runs_in_every_build:
+            cells += exhibit_cells(exhibit, len(wing.exhibits), torch_version)
+        else:
+            cells += captured_exhibit_cells(exhibit, len(wing.exhibits))
+    return cells
+
+
+def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
+                  torch_version: str) -> list[nbformat.NotebookNode]:
+    expected = 2 if kind == "room" else 1
+    if len(arguments) != expected:
+        usage = "{museum-room} WING ROOM" if kind == "room" else "{museum-introduction} WING"
+        raise ExhibitError(f"a museum marker reads `{usage}`, got {arguments}")
+    if arguments[0] not in museum:
+        raise ExhibitError(f"no wing '{arguments[0]}' under exhibits/ (have {sorted(museum)})")
+    wing = museum[arguments[0]]
+    if kind == "introduction":
+        return [_markdown(f"*{wing.tagline}*\n\n{wing.introduction}")]
+    return room_cells(wing, arguments[1], torch_version)
+
+
+def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing], torch_version: str) -> None:
+    """Replace each ``{museum-introduction} WING`` and ``{museum-room} WING ROOM`` fence."""
+    cells = []
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown" or not _MARKER.search(cell.source):
+            cells.append(cell)
+            continue
+        position = 0
+        for marker in _MARKER.finditer(cell.source):
+            before = cell.source[position:marker.start()].strip()
+            if before:
+                cells.append(_markdown(before))
+            cells += _marker_cells(marker.group(2), marker.group(3).split(), museum, torch_version)
+            position = marker.end()
+        if cell.source[position:].strip():
+            cells.append(_markdown(cell.source[position:].strip()))
+    notebook.cells = cells
+
+
+def link_back_to_exhibits(notebook: nbformat.NotebookNode, museum: dict[str, Wing]) -> None:
+    """After each heading an exhibit's ``taught_in`` names, a note linking to that exhibit."""
+    by_label: dict[str, list[Exhibit]] = {}
+    for wing in museum.values():
+        for exhibit in wing.exhibits:
+            for label in exhibit.taught_in:
+                by_label.setdefault(label, []).append(exhibit)
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for label, exhibits in by_label.items():
+            pattern = re.compile(rf"^\({re.escape(label)}\)=\n(#+ .*)$", re.M)
+            links = "; ".join(f"{{ref}}`{e.label}`" for e in exhibits)
+            note = f":::{{seealso}}\nIn the error museum: {links}.\n:::"
+            cell.source = pattern.sub(lambda m: f"({label})=\n{m.group(1)}\n\n{note}", cell.source)

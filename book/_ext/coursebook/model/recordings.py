@@ -1,0 +1,302 @@
+"""Recordings: chapters whose cells run only on a special machine, outputs committed.
+
+A *recording* is a chapter's notebook executed on a machine, with its provenance. A
+chapter whose top matter says ``coursebook: {recording: NAME, machine_kinds: [KIND, ...]}``
+never executes in an ordinary build. ``tools/record_chapter.py`` (``make recording``) runs
+it on a machine of one of those kinds (``tools/machine-kinds.toml``: a TPU, a GPU, or the CPU
+stand-in) in the environments of ``book/recordings/NAME-environments.toml``, and writes
+``book/recordings/NAME-KIND.ipynb``: the cells it ran, with their outputs, and the
+provenance (device from the runtime, versions per environment, date, commit, a hash of
+the code) in its metadata. An ordinary build puts those outputs into jupyter-cache under
+the chapter's own cache key, so myst-nb merges them as it merges any cached notebook.
+The page gets one provenance panel, and each recorded cell a short mark pointing to it.
+A cell whose code has no recording stops the build (or, with
+``coursebook_allow_stale_recordings``, is shown marked stale).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment, package_key
+from coursebook.model.faults import BookError
+from coursebook.model.notebooks import ACCELERATOR_ONLY_TAG, STAND_IN_ONLY_TAG, cell_tags
+
+PROVENANCE_KEY = "coursebook_recording"
+RECORDING_COMMAND = "make recording"
+_REQUIRED = ("platform", "device_kind", "environments", "date", "commit", "code_hash")
+
+
+class RecordingError(BookError):
+    """A recording that is malformed, mislabelled or out of date (``cell``: the changed one)."""
+
+    def __init__(self, message: str, path: Path | None = None, line: int = 0,
+                 cell: str = "") -> None:
+        super().__init__(message, path, line)
+        self.cell = cell
+
+
+def recording_name(notebook: nbformat.NotebookNode) -> str | None:
+    return (notebook.metadata.get("coursebook") or {}).get("recording")
+
+
+@dataclass(frozen=True)
+class RecordedChapter:
+    """A chapter's recording name and the machine kinds it accepts, preferred first."""
+
+    name: str
+    machines: tuple[MachineKind, ...]
+
+    def command(self, machine: MachineKind) -> str:
+        return f"{RECORDING_COMMAND} RECORDING={self.name} KIND={machine.name}"
+
+    @property
+    def stand_in(self) -> MachineKind:
+        return next(machine for machine in self.machines if machine.stand_in)
+
+
+def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, MachineKind],
+                     source: str = "the chapter") -> RecordedChapter | None:
+    """What the top matter declares, checked against the table of machine kinds."""
+    name = recording_name(notebook)
+    if name is None:
+        return None
+    accepted = (notebook.metadata.get("coursebook") or {}).get("machine_kinds")
+    if not isinstance(accepted, list) or not accepted:
+        raise RecordingError(f"{source}: top matter 'coursebook: machine_kinds' must list the machine "
+                             f"kinds this chapter is recorded on (from {', '.join(machines)})")
+    unknown = [kind for kind in accepted if kind not in machines]
+    if unknown:
+        raise RecordingError(f"{source}: top matter 'coursebook: machine_kinds' names {unknown}, not "
+                             f"machine kinds of tools/machine-kinds.toml (have {', '.join(machines)})")
+    chosen = tuple(machine for machine in machines.values() if machine.name in accepted)
+    if not any(machine.stand_in for machine in chosen):
+        raise RecordingError(f"{source}: top matter 'coursebook: machine_kinds' needs a stand-in kind "
+                             f"({', '.join(b.name for b in machines.values() if b.stand_in)}): "
+                             "an ordinary build shows its outputs")
+    return RecordedChapter(name, chosen)
+
+
+def code_hash(notebook: nbformat.NotebookNode) -> str:
+    code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+    return hashlib.sha256(json.dumps(code).encode()).hexdigest()
+
+
+def recording_path(recordings_dir: Path, name: str, kind: str) -> Path:
+    return recordings_dir / f"{name}-{kind}.ipynb"
+
+
+def runs_on(cell, machine: MachineKind) -> bool:
+    """Whether a machine of this kind runs (and may show the output of) a code cell."""
+    tags = cell_tags(cell)
+    return not ((machine.stand_in and ACCELERATOR_ONLY_TAG in tags)
+                or (not machine.stand_in and STAND_IN_ONLY_TAG in tags))
+
+
+@dataclass(frozen=True)
+class Recording:
+    machine: MachineKind
+    path: Path
+    notebook: nbformat.NotebookNode
+
+    @property
+    def provenance(self) -> dict:
+        return self.notebook.metadata[PROVENANCE_KEY]
+
+    def label(self) -> str:
+        return self.machine.describe(self.provenance["device_kind"])
+
+    def summary(self) -> str:
+        """Its torch, machine and date, as a page footer or a handout's cover names them."""
+        torches = sorted({versions["torch"] for versions in self.provenance["environments"].values()
+                          if "torch" in versions})
+        return (f"torch {', '.join(torches) or 'unknown'} ({self.machine.short_label}, "
+                f"{self.provenance['date']})")
+
+    def anchor(self, name: str) -> str:
+        return f"recording-{name}-{self.machine.name}"
+
+    def outputs_by_source(self) -> dict[str, list]:
+        return {cell.source: cell.outputs for cell in self.notebook.cells
+                if cell.cell_type == "code"}
+
+    def drift(self, pinned: list[RecordingEnvironment]) -> list[str]:
+        """Where the recorded versions differ from today's pins, one line per package."""
+        by_name = {environment.name: environment.pins() for environment in pinned}
+        lines = []
+        for environment, versions in self.provenance["environments"].items():
+            if environment not in by_name:
+                lines.append(f"environment '{environment}' is no longer pinned")
+                continue
+            recorded = {package_key(name): version for name, version in versions.items()}
+            for package, pin in sorted(by_name[environment].items()):
+                # PEP 440: a pin without a local label (+cu128) admits any local label.
+                if package in recorded and recorded[package].split("+")[0] != pin:
+                    lines.append(f"{package} {recorded[package]} recorded, {pin} pinned "
+                                 f"({environment})")
+        return lines
+
+
+def check_label(machine: MachineKind, provenance: dict, path: Path) -> None:
+    """A recording's kind must agree with the device its runtime reported."""
+    platform, device_kind = provenance.get("platform", ""), provenance.get("device_kind", "")
+    if not machine.ran_here(platform, device_kind):
+        raise RecordingError(
+            f"labeled {machine.name}, but its runtime reported {platform!r} ({device_kind!r}); "
+            "a run is only labeled with the device it ran on (a CPU run can never be a TPU "
+            f"recording). Delete the file, or run `{RECORDING_COMMAND} KIND={machine.name}` on "
+            "such a machine.", path)
+
+
+def _read_notebook(path: Path, machine: MachineKind) -> nbformat.NotebookNode:
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as error:  # nbformat raises several kinds for a damaged file
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise RecordingError(
+            f"not a readable notebook ({type(error).__name__}: {detail[:200]}). Restore it "
+            f"with `git checkout -- {path}`, or record it again with "
+            f"`{RECORDING_COMMAND} KIND={machine.name}`.", path) from None
+
+
+def load_recording(path: Path, machine: MachineKind) -> Recording:
+    notebook = _read_notebook(path, machine)
+    provenance = notebook.metadata.get(PROVENANCE_KEY)
+    if not isinstance(provenance, dict) or any(k not in provenance for k in _REQUIRED):
+        raise RecordingError(f"metadata '{PROVENANCE_KEY}' needs {', '.join(_REQUIRED)} (the "
+                             f"provenance a run writes): record it again with "
+                             f"`{RECORDING_COMMAND} KIND={machine.name}`.", path)
+    check_label(machine, provenance, path)
+    return Recording(machine, path, notebook)
+
+
+def recorded_with(recordings: list[Recording]) -> str:
+    """Where a recorded chapter's outputs come from, as a footer or a handout's cover says it."""
+    return "Outputs recorded with " + "; ".join(recording.summary() for recording in recordings)
+
+
+def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Recording]:
+    """The chapter's recordings, preferred kind first; the stand-in's must exist."""
+    recordings = [load_recording(recording_path(recordings_dir, chapter.name, b.name), b)
+                  for b in chapter.machines
+                  if recording_path(recordings_dir, chapter.name, b.name).is_file()]
+    stand_in = chapter.stand_in
+    if not any(recording.machine == stand_in for recording in recordings):
+        raise RecordingError(f"is missing: run `{chapter.command(stand_in)}` (the "
+                             f"{stand_in.short_label})",
+                             recording_path(recordings_dir, chapter.name, stand_in.name))
+    return recordings
+
+
+def _markdown(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(text)
+
+
+def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
+                     drift: dict[str, list[str]]) -> str:
+    """One box saying where each recording ran, and where its versions drifted."""
+    parts = []
+    for recording in recordings:
+        p = recording.provenance
+        kernels = "; ".join(
+            f"Kernel `{name}`: " + ", ".join(f"{package} {version}"
+                                             for package, version in versions.items())
+            for name, versions in p["environments"].items())
+        parts.append(f"({recording.anchor(chapter.name)})=\n**{recording.label()}**, recorded "
+                     f"{p['date']} at commit `{p['commit']}`. {kernels}.")
+        if drift.get(recording.machine.name):
+            parts.append(f"**Environment drift** in this recording: "
+                         f"{'; '.join(drift[recording.machine.name])}. Its outputs may differ "
+                         f"from a run with today's pins: `{chapter.command(recording.machine)}`.")
+    missing = [b for b in chapter.machines if all(r.machine != b for r in recordings)]
+    if missing:
+        parts.append("Not yet recorded on: " + ", ".join(
+            f"{b.short_label} (`{chapter.command(b)}`)" for b in missing) + ".")
+    return (":::{admonition} Where the outputs on this page were recorded\n"
+            ":class: recording-provenance\n" + "\n\n".join(parts) + "\n:::")
+
+
+@dataclass(frozen=True)
+class AttachedRecordings:
+    """``labelled``: the page's notebook, with the panel and marks (markdown, which
+    jupyter-cache does not hash); ``executed``: the same code cells with recorded outputs;
+    ``drift``: per kind, where its recording's versions differ from the pins."""
+
+    labelled: nbformat.NotebookNode
+    executed: nbformat.NotebookNode
+    drift: dict[str, list[str]]
+
+
+def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
+                      recordings: list[Recording], allow_stale: bool,
+                      pinned: dict[str, list[RecordingEnvironment]] | None = None
+                      ) -> AttachedRecordings:
+    """Each code cell's output from the most preferred recording that ran it."""
+    drift = {r.machine.name: r.drift(pinned[r.machine.name])
+             for r in recordings if pinned and r.machine.name in pinned}
+    labelled = copy.deepcopy(notebook)
+    labelled.cells, outputs = [], []
+    by_kind = [(recording, recording.outputs_by_source()) for recording in recordings]
+    panel_placed = False
+    for cell in notebook.cells:
+        labelled.cells.append(cell)
+        if not panel_placed and cell.cell_type == "markdown" and "\n# " in f"\n{cell.source}":
+            labelled.cells.append(_markdown(provenance_panel(chapter, recordings, drift)))
+            panel_placed = True
+        if cell.cell_type != "code":
+            continue
+        found = next(((recording, sources[cell.source]) for recording, sources in by_kind
+                      if cell.source in sources and runs_on(cell, recording.machine)), None)
+        if found is not None:
+            recording, cell_outputs = found
+            outputs.append(cell_outputs)
+            # A hidden cell, or a verdict on the cell above, needs no mark of its own.
+            if not {"remove-cell", "remove-input"} & set(cell_tags(cell)):
+                labelled.cells.append(_markdown(
+                    f"*Recorded on {{ref}}`{recording.machine.short_label} "
+                    f"<{recording.anchor(chapter.name)}>`.*"))
+            continue
+        outputs.append([])
+        first_line = (cell.source.strip().splitlines() or [""])[0]
+        able = [b for b in chapter.machines if runs_on(cell, b)]
+        if not any(runs_on(cell, r.machine) for r in recordings):
+            labelled.cells.append(_markdown(
+                "Not yet recorded: this cell runs on " + " or ".join(
+                    f"{b.short_label} (`{chapter.command(b)}`)" for b in able) + "."))
+        elif allow_stale:
+            labelled.cells.append(_markdown(
+                "*Stale: this cell changed since it was recorded; its output is not shown.*"))
+        else:
+            commands = " and ".join(f"`{chapter.command(b)}`" for b in able)
+            raise RecordingError(f"cell `{first_line}` changed since its recording: run "
+                                 f"{commands} on such machines, then commit book/recordings/",
+                                 cell=cell.source)
+    if not panel_placed:
+        labelled.cells.insert(0, _markdown(provenance_panel(chapter, recordings, drift)))
+    executed = copy.deepcopy(notebook)
+    code_cells = [cell for cell in executed.cells if cell.cell_type == "code"]
+    for cell, cell_outputs in zip(code_cells, outputs):
+        cell.outputs = copy.deepcopy(cell_outputs)
+    return AttachedRecordings(labelled, executed, drift)
+
+
+def cache_recorded_outputs(cache_path: str, source_path: str,
+                           executed: nbformat.NotebookNode) -> None:
+    """Put the recorded outputs into jupyter-cache under the notebook's own key."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(cache_path)
+    try:
+        cache.match_cache_notebook(executed)
+        return  # already there: this build or an earlier one put it
+    except KeyError:
+        pass
+    cache.cache_notebook_bundle(CacheBundleIn(executed, source_path, data={"recorded": True}),
+                                check_validity=False, overwrite=True)

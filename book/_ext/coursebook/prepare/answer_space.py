@@ -1,0 +1,163 @@
+"""Room to write: ruled answer boxes where the student handout has no answer.
+
+The student edition drops every cell tagged ``answer``. On paper a student then has
+nowhere to write, so the student *handout* (``coursebook_answer_space``, set by
+``-t handout``) puts one ruled box where each answer was. A run of consecutive answer
+cells is one answer, unless a markdown cell in it opens a new one with a bold lead-in
+(``**2.** ...``) or a heading: that is how a chapter writes the answers to several
+questions in a row. Each box is sized from the answer it replaces, within
+:data:`MIN_LINES` and :data:`MAX_LINES`, and holds none of its words; its label carries
+at most the question number of that lead-in.
+
+The box is a markdown cell with an ``answer-space`` directive, so jupyter-cache, which
+hashes code cells only, finds the student notebook's cached outputs unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from collections.abc import Iterator
+
+import nbformat
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+
+from coursebook.model.notebooks import is_answer
+
+MIN_LINES, MAX_LINES = 4, 26
+# Handwriting is larger than print: about 65 characters fill a ruled line of the A4 text
+# width; a line of code is copied out as one line.
+HANDWRITTEN_CHARS_PER_LINE = 65
+LINE_SPACING_MM = 8
+LABEL = "Your answer"
+ANSWER_SPACE_CLASS = "answer-space"
+_LEAD_IN = re.compile(r"^\*\*(?P<number>\d+)\.")
+
+
+def _opens_answer(cell) -> bool:
+    """A markdown cell that starts a new answer: a heading or a bold lead-in."""
+    text = cell.source.lstrip()
+    return cell.cell_type == "markdown" and (text.startswith("#") or text.startswith("**"))
+
+
+def answers(notebook: nbformat.NotebookNode) -> Iterator[tuple[int, list]]:
+    """Each answer of a chapter as (index of its first cell, its cells), in order."""
+    current: list = []
+    start = 0
+    for index, cell in enumerate(notebook.cells):
+        if is_answer(cell) and current and not _opens_answer(cell):
+            current.append(cell)
+            continue
+        if current:
+            yield start, current
+            current = []
+        if is_answer(cell):
+            start, current = index, [cell]
+    if current:
+        yield start, current
+
+
+def answer_lines(cells: list) -> int:
+    """Ruled lines for an answer: as many as writing it out by hand takes, bounded."""
+    lines = 0
+    for cell in cells:
+        for line in cell.source.strip().splitlines():
+            if not line.strip() or re.fullmatch(r"\s*#+\s.*", line) and cell.cell_type == "markdown":
+                continue  # blank lines and the answer's own heading need no room
+            if cell.cell_type == "code":
+                lines += 1
+            else:
+                lines += math.ceil(len(line.strip()) / HANDWRITTEN_CHARS_PER_LINE)
+    return max(MIN_LINES, min(MAX_LINES, lines))
+
+
+def question_number(cells: list) -> str | None:
+    """The number of the question an answer opens with (``**2.**``), if it says one."""
+    for line in cells[0].source.strip().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            match = _LEAD_IN.match(line.strip())
+            return match.group("number") if match else None
+    return None
+
+
+def answer_space_cell(cells: list) -> nbformat.NotebookNode:
+    number = question_number(cells)
+    label = f"{LABEL} ({number})" if number else LABEL
+    return nbformat.v4.new_markdown_cell(
+        f":::{{answer-space}} {answer_lines(cells)}\n:label: {label}\n:::")
+
+
+def with_answer_spaces(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student notebook, an answer box in place of each answer."""
+    spaced = copy.deepcopy(notebook)
+    boxes = {start: answer_space_cell(cells) for start, cells in answers(notebook)}
+    spaced.cells = []
+    for index, cell in enumerate(notebook.cells):
+        if index in boxes:
+            spaced.cells.append(boxes[index])
+        if not is_answer(cell):
+            spaced.cells.append(copy.deepcopy(cell))
+    return spaced
+
+
+# --- The box on the page ----------------------------------------------------------------
+
+class answer_space(nodes.General, nodes.Element):
+    """An empty ruled box of ``lines`` lines, titled ``label``."""
+
+
+class AnswerSpace(SphinxDirective):
+    """``answer-space LINES`` with ``:label:``: written by :func:`with_answer_spaces`."""
+
+    required_arguments = 1
+    option_spec = {"label": directives.unchanged}
+
+    def run(self) -> list[nodes.Node]:
+        lines = max(MIN_LINES, min(MAX_LINES, int(self.arguments[0])))
+        return [answer_space(lines=lines, label=self.options.get("label", LABEL),
+                             classes=[ANSWER_SPACE_CLASS])]
+
+
+def _latex_escape(text: str) -> str:
+    from sphinx.util.texescape import escape
+
+    return escape(text)
+
+
+def visit_answer_space_latex(self, node: answer_space) -> None:
+    # One unbreakable box: the label, then ruled lines exactly LINE_SPACING_MM apart (a
+    # box of MAX_LINES fits a page). Grey rules print on any printer; the frame and the
+    # label say what the box is for.
+    # The rule spans the box: a rule in a \vbox otherwise takes the vbox's own width, none.
+    rule = (rf"\vbox to {LINE_SPACING_MM}mm{{\vfill\color{{black!45}}"
+            r"\hrule width \hsize height 0.4pt}")
+    self.body.append(
+        "\n\n\\par\\medskip\\noindent\\begin{minipage}{\\linewidth}"
+        f"{{\\sffamily\\bfseries {_latex_escape(node['label'])}}}\\par\\nobreak\\smallskip"
+        "\\noindent\\fbox{\\begin{minipage}{\\dimexpr\\linewidth-2\\fboxsep-2\\fboxrule\\relax}"
+        "\\offinterlineskip" + rule * node["lines"] + "\\vspace{2mm}"
+        "\\end{minipage}}\\end{minipage}\\par\\medskip\n\n")
+    raise nodes.SkipNode
+
+
+def visit_answer_space_html(self, node: answer_space) -> None:
+    height = node["lines"] * LINE_SPACING_MM
+    self.body.append(f'<div class="{ANSWER_SPACE_CLASS}"><p class="answer-space-label">'
+                     f'{self.encode(node["label"])}</p><div class="answer-space-lines" '
+                     f'style="height: {height}mm"></div></div>\n')
+    raise nodes.SkipNode
+
+
+def visit_answer_space_text(self, node: answer_space) -> None:
+    self.add_text(f"[{node['label']}: {node['lines']} lines]")
+    raise nodes.SkipNode
+
+
+def setup_answer_space(app: Sphinx) -> None:
+    app.add_node(answer_space, latex=(visit_answer_space_latex, None),
+                 html=(visit_answer_space_html, None), text=(visit_answer_space_text, None))
+    app.add_directive("answer-space", AnswerSpace)

@@ -1,0 +1,192 @@
+"""From a chapter file on disk to the notebook an edition executes.
+
+A chapter is prepared once per read, at ``source-read``: this edition's cells, the
+museum's exhibits placed, the execution versions in its cache key, or, for a recorded
+chapter, its recordings attached. What it depends on besides its own file (the exhibits,
+the machine kinds, its recordings) is noted with Sphinx, which reads the page again when
+one of them changes. The prepared chapter is handed to the hooks that run while the page
+is read, and kept for the phases after reading (:mod:`coursebook.execute.read_chapters`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+from coursebook.config import BookConfig, book_config
+from coursebook.execute.cache_key import key_execution_versions
+from coursebook.execute.cache_locks import hold_notebook_lock, notebook_lock
+from coursebook.execute.read_chapters import PREPARED, mark_failed, read_chapter_of
+from coursebook.model.faults import BookError
+from coursebook.model.machine_kinds import environments_path, load_environments
+from coursebook.model.museum import (CellOrigin, Wing, cell_origins, link_back_to_exhibits,
+                                     place_museum)
+from coursebook.model.notebooks import (RAISES_TAG, is_chapter_source, line_of,
+                                        notebook_to_myst, read_chapter)
+from coursebook.model.recordings import (RecordingError, attach_recordings,
+                                         cache_recorded_outputs, load_recordings,
+                                         recorded_chapter, recorded_with, recording_name,
+                                         recording_path)
+from coursebook.prepare.answer_space import with_answer_spaces
+from coursebook.prepare.editions import Edition, edition_notebook, hidden_raises_cells
+from coursebook.process.reporting import report_book_error
+
+logger = logging.getLogger(__name__)
+
+
+class ChapterFormatError(BookError):
+    """A chapter whose tags contradict each other; the build logs it as an error."""
+
+
+def edition_of(app: Sphinx) -> Edition:
+    return Edition.from_tags(app.tags)
+
+
+@dataclass(frozen=True)
+class PreparedChapter:
+    """This edition's notebook, where its exhibit cells come from, and, for a recorded
+    chapter, its recorded outputs and where they ran."""
+
+    notebook: nbformat.NotebookNode
+    origins: dict[str, CellOrigin] = field(default_factory=dict)
+    recorded: nbformat.NotebookNode | None = None
+    recorded_with: str | None = None
+
+
+def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
+                    torch_version: str, md_config=None,
+                    answer_spaces: bool = False) -> nbformat.NotebookNode:
+    """A chapter's notebook for one edition, exhibits placed: what a machine executes.
+
+    ``answer_spaces``: the student handout's boxes where answers were (markdown only, so
+    the same cached outputs serve it).
+    """
+    notebook = read_chapter(text, md_config)
+    place_museum(notebook, museum, torch_version)
+    link_back_to_exhibits(notebook, museum)
+    hidden = hidden_raises_cells(notebook)
+    if hidden:
+        raise ChapterFormatError(
+            f"a `{RAISES_TAG}` cell must show its error, but these cells also hide their "
+            f"output (remove-cell/remove-output): {hidden}. Drop one of the tags.",
+            source_path, line_of(hidden[0], text))
+    if answer_spaces and edition is Edition.STUDENT:
+        return with_answer_spaces(notebook)
+    return edition_notebook(notebook, edition)
+
+
+def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
+    """The notebook this build's edition runs: answers dealt with, versions in its key."""
+    config = book_config(app.config)
+    museum = config.museum()
+    notebook = edition_chapter(text, source_path, edition_of(app), museum, config.torch,
+                               getattr(app.env, "myst_config", None), config.answer_space)
+    origins = cell_origins(museum, config.torch)
+    chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
+    if chapter is None:
+        key_execution_versions(notebook, config.execution_versions)
+        return PreparedChapter(notebook, origins)
+    # A recorded chapter carries the environment it ran in as its recordings' provenance.
+    recordings_dir = Path(config.recordings_dir)
+    pinned = load_environments(environments_path(recordings_dir, chapter.name), config.machine_kinds)
+    recordings = load_recordings(recordings_dir, chapter)
+    try:
+        attached = attach_recordings(notebook, chapter, recordings,
+                                     config.allow_stale_recordings, pinned)
+    except RecordingError as error:
+        if not error.cell:
+            raise
+        # A changed cell: located in the chapter.
+        raise RecordingError(error.message, source_path, line_of(error.cell, text)) from None
+    for kind, lines in attached.drift.items():
+        for line in lines:
+            logger.info("%s: environment drift in the %s recording: %s", source_path, kind, line)
+    return PreparedChapter(attached.labelled, origins, attached.executed, recorded_with(recordings))
+
+
+def _note_inputs(app: Sphinx, config: BookConfig,
+                 notebook: nbformat.NotebookNode | None) -> list[str]:
+    """What, besides its own file, makes the chapter's text: Sphinx reads the page again
+    when one of these changes (an exhibit edited, a recording re-recorded). Returns the
+    inputs that do not exist yet (a recording not made)."""
+    env = app.env
+    env.note_dependency(config.machine_kinds_file)
+    for path in sorted(Path(config.exhibits_dir).glob("*/*.toml")):
+        env.note_dependency(path)
+    awaited: list[str] = []
+    name = recording_name(notebook) if notebook is not None else None
+    if name is not None:
+        recordings_dir = Path(config.recordings_dir)
+        env.note_dependency(environments_path(recordings_dir, name))
+        for kind in config.machine_kinds:
+            path = recording_path(recordings_dir, name, kind)
+            if path.is_file():
+                env.note_dependency(path)
+            else:  # Sphinx would take a missing dependency for a changed one, every build
+                awaited.append(str(path))
+    return awaited
+
+
+def render_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
+    """``source-read``: hand myst-nb this edition's chapter instead of the file's text."""
+    if not is_chapter_source(source[0]):
+        return
+    config = book_config(app.config)
+    path = str(app.env.doc2path(docname))
+    try:
+        prepared = prepare_chapter(app, source[0], path)
+    except BookError as error:
+        # An exhibit every chapter loads is reported once, at its own file and line.
+        report_book_error(error, "source", fallback_location=docname)
+        _note_inputs(app, config, None)
+        mark_failed(app.env, docname)
+        source[0] = f"# {docname}\n\nThis page could not be built: see the build log.\n"
+        return
+    app.env.temp_data[PREPARED] = prepared
+    chapter = read_chapter_of(app.env, docname)
+    chapter.notebook, chapter.recorded_with = prepared.notebook, prepared.recorded_with
+    chapter.awaited = _note_inputs(app, config, prepared.notebook)
+    if prepared.recorded is not None:
+        with notebook_lock(app.config.nb_execution_cache_path, prepared.recorded):
+            cache_recorded_outputs(app.config.nb_execution_cache_path, path, prepared.recorded)
+    else:
+        hold_notebook_lock(app, prepared.notebook)  # until myst-nb has run and cached it
+    source[0] = notebook_to_myst(prepared.notebook)
+
+
+def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
+    """``env-before-read-docs``: with ``-j``, chapters that execute go to different readers.
+
+    Sphinx hands each reading process a run of consecutive pages (in name order), so two
+    chapters side by side would execute one after the other in one process. Each run
+    gets one executing chapter before any gets a second. Whether a page executes is read
+    from its file (a chapter that is not recorded); nothing is prepared here.
+    """
+    if app.parallel < 2 or len(docnames) < 2:
+        return
+    from sphinx.util.parallel import make_chunks
+
+    def executes(docname: str) -> bool:
+        path = Path(env.doc2path(docname))
+        if path.suffix != ".md":
+            return False
+        text = path.read_text(encoding="utf8", errors="replace")
+        if not is_chapter_source(text):
+            return False
+        try:
+            return recording_name(read_chapter(text)) is None
+        except Exception:  # noqa: BLE001 - reading the page reports what is wrong with it
+            return False
+
+    chunks = make_chunks(list(range(len(docnames))), app.parallel)
+    slots = [(chunk, place) for place in range(max(map(len, chunks)))
+             for chunk in range(len(chunks)) if place < len(chunks[chunk])]
+    ordered = sorted(docnames, key=lambda docname: not executes(docname))  # stable
+    runs: list[list[str]] = [[""] * len(chunk) for chunk in chunks]
+    for docname, (chunk, place) in zip(ordered, slots):
+        runs[chunk][place] = docname
+    docnames[:] = [docname for run in runs for docname in run]

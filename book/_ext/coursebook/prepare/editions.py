@@ -1,0 +1,98 @@
+"""The two editions of a chapter, chosen before anything is executed.
+
+A chapter is one MyST Markdown notebook. Cells tagged ``answer`` (code or markdown) are
+instructor material: the student edition drops them before execution, so the student
+notebook is the one that runs, is cached and is rendered; the instructor edition keeps
+them and boxes the markdown ones as instructor answers.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import re
+
+import nbformat
+
+from coursebook.model.notebooks import ANSWER_TAG, RAISES_TAG, cell_tags, first_line, is_answer
+
+ANSWER_TITLE = "Instructor answer"
+ANSWER_CLASS = "instructor-answer"
+
+
+class Edition(enum.Enum):
+    """Who a build is for; the Sphinx tag ``instructor`` selects the instructor edition."""
+
+    STUDENT = "student"
+    INSTRUCTOR = "instructor"
+
+    @classmethod
+    def from_tags(cls, tags) -> Edition:
+        return cls.INSTRUCTOR if tags.has("instructor") else cls.STUDENT
+
+
+def student_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook without its answer cells."""
+    student = copy.deepcopy(notebook)
+    student.cells = [cell for cell in student.cells if not is_answer(cell)]
+    return student
+
+
+def _boxed_answer(source: str) -> str:
+    """Wrap a markdown answer in an admonition, leaving a leading heading outside.
+
+    Docutils allows no section inside an admonition, so the heading stays a heading.
+    """
+    lines = source.strip().splitlines()
+    heading = lines[0] if lines and lines[0].startswith("#") else ""
+    body = "\n".join(lines[1:] if heading else lines).strip()
+    if not body:
+        return source
+    longest = max((len(run) for run in re.findall(r"^:{3,}", body, re.M)), default=2)
+    fence = ":" * (longest + 1)
+    boxed = f"{fence}{{admonition}} {ANSWER_TITLE}\n:class: {ANSWER_CLASS}\n\n{body}\n{fence}"
+    return f"{heading}\n\n{boxed}" if heading else boxed
+
+
+def instructor_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook with every cell, markdown answers boxed as instructor material.
+
+    Code answers keep their source untouched (it is part of the execution cache key);
+    :func:`box_code_answers` boxes their rendered cells instead.
+    """
+    instructor = copy.deepcopy(notebook)
+    for cell in instructor.cells:
+        if cell.cell_type == "markdown" and is_answer(cell):
+            cell.source = _boxed_answer(cell.source)
+    return instructor
+
+
+def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbformat.NotebookNode:
+    if edition is Edition.INSTRUCTOR:
+        return instructor_notebook(notebook)
+    return student_notebook(notebook)
+
+
+# Tags that keep outputs off the page, so a promised error could not be seen.
+_HIDING_TAGS = frozenset({"remove-cell", "remove-output"})
+
+
+def hidden_raises_cells(notebook) -> list[str]:
+    """First lines of cells tagged raises-exception whose error would not be shown."""
+    return [first_line(cell) for cell in notebook.cells
+            if RAISES_TAG in cell_tags(cell) and set(cell_tags(cell)) & _HIDING_TAGS]
+
+
+def box_code_answers(doctree) -> None:
+    """Wrap each rendered code answer cell in an *Instructor answer* admonition.
+
+    Done on the doctree, after execution, so that HTML and LaTeX both show the box.
+    """
+    from docutils import nodes
+
+    for cell in list(doctree.findall(nodes.container)):
+        if cell.get("nb_element") == "cell_code" and f"tag_{ANSWER_TAG}" in cell["classes"]:
+            box = nodes.admonition(classes=[ANSWER_CLASS])
+            box += nodes.title(ANSWER_TITLE, ANSWER_TITLE)
+            cell.parent.replace(cell, box)  # replace_self would copy the cell's classes
+            box += cell

@@ -1,0 +1,187 @@
+"""What a reader can download: this edition's notebook and source, never the file on disk.
+
+Sphinx copies each page's file from disk into ``_sources/`` (that file holds the
+answers), and the theme offers an ``.ipynb`` only when launch buttons are on. Here each
+chapter page offers its edition's notebook, ready to run in Jupyter or Colab: no outputs,
+no cell that needs the book's own package, plain Markdown instead of MyST, and each cell
+that raises on purpose wrapped so that "Run all" reaches the last cell. Every cell the
+download changed says how under the metadata key ``coursebook_download``. The student
+edition's ``_sources/`` holds the student text.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import tokenize
+from pathlib import Path
+
+import nbformat
+from sphinx.application import Sphinx
+
+from coursebook.execute.read_chapters import chapter_notebook
+from coursebook.prepare.chapters import edition_of
+from coursebook.prepare.editions import Edition
+from coursebook.execute.cache_key import VERSIONS_KEY
+from coursebook.model.notebooks import (BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, cell_tags,
+                        notebook_to_myst)
+from coursebook.model.museum import DOWNLOAD_SOURCE_KEY
+from coursebook.render.plain_markdown import PlainMarkdown, Target
+from coursebook.config import book_config
+
+# Cell metadata: what the download changed in this cell, for a reader of the .ipynb.
+DOWNLOAD_KEY = "coursebook_download"
+CONVERTED = "MyST markup rewritten as plain Markdown"
+CAUGHT = "wrapped in try/except: the error is printed and Run all goes on"
+STANDALONE = "runs without the book's own package"
+# Tags that only mean something to the book's build.
+_BOOK_TAGS = {DOWNLOAD_ONLY_TAG, RAISES_TAG, "remove-cell"}
+# Notebook metadata that only the book's build reads.
+_BOOK_METADATA = ("jupytext", "coursebook")
+
+
+def catching(source: str) -> str:
+    """A cell's code inside ``try``/``except``: the error is printed, the run goes on.
+
+    Lines inside a multi-line string keep their indentation (it is the string's text).
+    """
+    inside_strings: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                inside_strings.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        pass  # not plain Python (a magic, say): indent every line
+    body = "\n".join(line if number in inside_strings or not line.strip() else "    " + line
+                     for number, line in enumerate(source.strip("\n").splitlines(), 1))
+    return ("# The book shows this error on purpose. Here it is caught and printed,\n"
+            "# so that Run all goes on to the next cell.\n"
+            f"try:\n{body}\n"
+            "except Exception as error:\n"
+            "    print(f\"{type(error).__name__}: {error}\")")
+
+
+def _mark(cell, change: str) -> None:
+    cell.metadata[DOWNLOAD_KEY] = change
+
+
+def download_notebook(notebook: nbformat.NotebookNode,
+                      markdown: PlainMarkdown) -> nbformat.NotebookNode:
+    """What a reader runs elsewhere, top to bottom, with Jupyter's "Run all"."""
+    notebook = copy.deepcopy(notebook)  # the prepared chapter is shared by the build's hooks
+    notebook.cells = [cell for cell in notebook.cells if BOOK_ONLY_TAG not in cell_tags(cell)]
+    for key in _BOOK_METADATA:
+        notebook.metadata.pop(key, None)
+    # A recorded chapter names the machine's kernel; a reader has Python 3.
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    notebook.metadata.setdefault("language_info", {"name": "python"})
+    for cell in notebook.cells:
+        tags = cell_tags(cell)
+        if cell.cell_type == "markdown":
+            plain = markdown.convert(cell.source)
+            if plain != cell.source.strip():
+                cell.source = plain
+                _mark(cell, CONVERTED)
+        elif cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+            cell.metadata.pop(VERSIONS_KEY, None)  # the book's cache key, not the reader's
+            if DOWNLOAD_SOURCE_KEY in cell.metadata:
+                cell.source = cell.metadata.pop(DOWNLOAD_SOURCE_KEY)
+                _mark(cell, STANDALONE)
+            if RAISES_TAG in tags:
+                cell.source = catching(cell.source)
+                _mark(cell, ", ".join(filter(None, [cell.metadata.get(DOWNLOAD_KEY), CAUGHT])))
+        if set(tags) & _BOOK_TAGS:
+            cell.metadata["tags"] = [tag for tag in tags if tag not in _BOOK_TAGS]
+            if not cell.metadata["tags"]:
+                del cell.metadata["tags"]
+    return notebook
+
+
+def published_page(app: Sphinx, docname: str, anchor: str = "") -> str:
+    """A page's address on the published book ("" when the book has none)."""
+    base = app.config.html_baseurl.rstrip("/")
+    if not base:
+        return ""
+    return f"{base}/{app.builder.get_target_uri(docname)}" + (f"#{anchor}" if anchor else "")
+
+
+def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
+    """The converter for one page: cross-references resolved by Sphinx's own tables."""
+    labels = app.env.domains.standard_domain.labels
+
+    def resolve(role: str, target: str) -> Target | None:
+        if role == "doc":
+            docname = target.lstrip("/").removesuffix(".md")
+            if docname not in app.env.titles:
+                return None
+            return Target(app.env.titles[docname].astext(), published_page(app, docname))
+        if target.lower() not in labels:
+            return None
+        docname, anchor, title = labels[target.lower()]
+        return Target(title or target, published_page(app, docname, anchor))
+
+    return PlainMarkdown(resolve, published_page(app, pagename),
+                         getattr(app.env, "myst_config", None), app.tags.eval_condition)
+
+
+def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
+                           context: dict, doctree) -> None:
+    """``html-page-context``, before the theme's buttons: write and link the notebook."""
+    if doctree is None or app.builder.format != "html":
+        return
+    notebook = chapter_notebook(app.env, pagename)
+    if notebook is None:
+        return
+    target = Path(app.outdir, "_sources", pagename + ".ipynb")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(download_notebook(notebook, markdown_for(app, pagename)), target)
+    context["ipynb_source"] = pagename + ".ipynb"
+
+
+COLAB = "https://colab.research.google.com/github"
+
+
+def colab_url(repository_url: str, branch: str, pagename: str) -> str:
+    """Where Colab opens the published student notebook of a page."""
+    repository = repository_url.rstrip("/").removesuffix(".git").split("github.com/")[-1]
+    return f"{COLAB}/{repository}/blob/{branch}/_sources/{pagename}.ipynb"
+
+
+def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dict,
+                     doctree) -> None:
+    """``html-page-context``, after the theme's buttons: "Open in Colab", when configured.
+
+    Colab opens the student notebook where the student HTML is published (the branch
+    ``coursebook_published_branch`` of ``coursebook_repository_url``), never a source.
+    """
+    config = book_config(app.config)
+    if not config.repository_url or "header_buttons" not in context or "ipynb_source" not in context:
+        return
+    context["header_buttons"].append({
+        "type": "link", "url": colab_url(config.repository_url, config.published_branch, pagename),
+        "text": "Colab", "tooltip": "Open the student notebook in Colab",
+        "icon": "fas fa-rocket", "label": "colab-launch-button",
+    })
+
+
+def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
+    """``build-finished``: overwrite the copied chapter files with the student text.
+
+    Sphinx copies a page's file when it writes the page; a copy that differs from the file
+    holds the student text already (the page was not written this build).
+    """
+    if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
+        return
+    if edition_of(app) is not Edition.STUDENT:
+        return
+    suffix = app.config.html_sourcelink_suffix
+    for docname in app.env.found_docs:
+        source = Path(app.env.doc2path(docname))
+        copied = Path(app.outdir, "_sources", Path(docname).parent, source.name + suffix)
+        if not copied.is_file() or copied.read_bytes() != source.read_bytes():
+            continue
+        notebook = chapter_notebook(app.env, docname)
+        if notebook is not None:
+            copied.write_text(notebook_to_myst(notebook), encoding="utf8")

@@ -1,0 +1,203 @@
+"""Lab handouts: one printable LaTeX document per chapter (``-t handout``).
+
+With ``coursebook_handouts`` on, the LaTeX builder writes ``<chapter>.tex`` for every
+chapter notebook of the book, in table-of-contents order, instead of the whole book
+(``latex_documents`` is set once the chapters are read). Each handout opens with a cover,
+``<chapter>-cover.tex``: the course, the chapter, the edition, the torch version its
+outputs were executed and verified with, the build date and commit, and, when the book's
+address is configured, QR codes (segno) and short links to the chapter's page and its
+Colab notebook. ``handouts.json`` lists what was written, for ``tools/build_pdf.py``.
+Short code cells are kept on one page with their output (``\\needspace``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.texescape import escape
+
+from coursebook.execute.read_chapters import chapter_notebook, read_chapters
+from coursebook.prepare.chapters import edition_of
+from coursebook.render.downloads import colab_url
+from coursebook.verify.expectations import release
+from coursebook.model.faults import shown_path
+from coursebook.config import book_config
+from coursebook.model.provenance import source_commit
+
+MANIFEST = "handouts.json"
+# A code cell with its output up to this many lines is kept on one page; a longer one
+# may break (it would leave a gap of most of a page).
+KEEP_TOGETHER_LINES = 28
+QR_WIDTH = "3.6cm"
+
+
+@dataclass(frozen=True)
+class Handout:
+    docname: str
+    target: str  # the .tex file
+    title: str
+    source: str  # the chapter file, as build messages name it
+    page_url: str
+    colab_url: str
+
+
+def _chapters_in_order(app: Sphinx, env) -> list[str]:
+    """The chapter notebooks reachable from the root document, in reading order."""
+    order: list[str] = []
+
+    def visit(docname: str) -> None:
+        for child in env.toctree_includes.get(docname, []):
+            if child not in order:
+                order.append(child)
+                visit(child)
+
+    visit(app.config.root_doc)
+    return [docname for docname in order if chapter_notebook(app.env, docname) is not None]
+
+
+def page_url(published_url: str, docname: str) -> str:
+    """Where the published student HTML shows a chapter ("" when no address is set)."""
+    return f"{published_url.rstrip('/')}/{docname}.html" if published_url else ""
+
+
+def handouts(app: Sphinx, env) -> list[Handout]:
+    config = book_config(app.config)
+    return [Handout(docname, f"{docname}.tex", env.titles[docname].astext(),
+                    str(shown_path(app.env.doc2path(docname))),
+                    page_url(app.config.html_baseurl, docname),
+                    colab_url(config.repository_url, config.published_branch, docname)
+                    if config.repository_url else "")
+            for docname in _chapters_in_order(app, env)]
+
+
+def set_handout_documents(app: Sphinx, env) -> list[str]:
+    """``env-updated`` (after reading, before the LaTeX builder takes its documents).
+
+    "howto": a chapter's sections run on, rather than each opening a new page.
+    """
+    if book_config(app.config).handouts and app.builder.name == "latex":
+        app.config.latex_documents = [
+            (handout.docname, handout.target, handout.title, app.config.author, "howto")
+            for handout in handouts(app, env)]
+    return []
+
+
+def _provenance(app: Sphinx, docname: str) -> str:
+    chapter = read_chapters(app.env).get(docname)
+    if chapter is not None and chapter.recorded_with:
+        # A mark under each cell says which recording its output comes from.
+        return f"{chapter.recorded_with}. A mark under each cell says where it ran."
+    return f"Outputs executed and verified with torch {release(book_config(app.config).torch)}"
+
+
+def _qr_code(url: str, path: Path) -> None:
+    import segno
+
+    # Error correction M survives a smudge; the quiet zone (border) is the standard's 4.
+    # PNG, whole pixels per module: xdvipdfmx cannot include segno's PDF.
+    segno.make(url, error="m", micro=False).save(str(path), kind="png", scale=12, border=4)
+
+
+def _link_box(url: str, image: str, caption: str) -> str:
+    short = url.split("://", 1)[-1]
+    return (rf"\begin{{minipage}}[t]{{0.46\linewidth}}\centering"
+            rf"\includegraphics[width={QR_WIDTH}]{{{image}}}\par\smallskip"
+            rf"{{\small\bfseries {escape(caption)}}}\par"
+            rf"{{\footnotesize\hypersetup{{urlcolor=black}}"
+            rf"\href{{{url}}}{{\nolinkurl{{{short}}}}}\par}}"
+            r"\end{minipage}")
+
+
+def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
+    """The LaTeX of a handout's first page; writes its QR codes into ``outdir``."""
+    edition = edition_of(app).value.capitalize() + " edition"
+    links = []
+    for kind, url, caption in (("page", handout.page_url, "This chapter online"),
+                               ("colab", handout.colab_url, "Run it in Colab")):
+        if url:
+            image = f"{handout.docname}-{kind}-qr.png"
+            _qr_code(url, outdir / image)
+            links.append(_link_box(url, image, caption))
+    date = book_config(app.config).build_date
+    lines = [
+        r"\begin{titlepage}\centering\sffamily",
+        r"\vspace*{2.5cm}",
+        rf"{{\Large {escape(app.config.project)}\par}}\vspace{{1cm}}",
+        rf"{{\Huge\bfseries {escape(handout.title)}\par}}\vspace{{1cm}}",
+        rf"{{\LARGE {escape(edition)}\par}}\vspace{{1.5cm}}",
+        rf"{{\large {escape(_provenance(app, handout.docname))}\par}}\vspace{{3mm}}",
+        rf"{{\large Built on {escape(date)} from commit {escape(source_commit(Path(app.srcdir)))}\par}}",
+        r"\vfill",
+        r"\hfill".join(links) if links else "",
+        r"\vspace*{1cm}",
+        r"\end{titlepage}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_covers(app: Sphinx, exception: Exception | None) -> None:
+    """``build-finished``: each handout's cover and QR codes, and the manifest."""
+    if exception is not None or not book_config(app.config).handouts or app.builder.name != "latex":
+        return
+    outdir = Path(app.outdir)
+    written = handouts(app, app.env)
+    for handout in written:
+        (outdir / f"{handout.docname}-cover.tex").write_text(cover(app, handout, outdir),
+                                                             encoding="utf8")
+    (outdir / MANIFEST).write_text(json.dumps([asdict(h) for h in written], indent=1),
+                                   encoding="utf8")
+
+
+def _printed_lines(cell: nodes.Element) -> int:
+    return sum(block.astext().count("\n") + 1 for block in cell.findall(nodes.literal_block))
+
+
+def keep_short_cells_together(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """``doctree-resolved``: no page break between a short cell's code and its output."""
+    if not book_config(app.config).handouts or app.builder.name != "latex":
+        return
+    for cell in list(doctree.findall(nodes.container)):
+        if cell.get("nb_element") != "cell_code":
+            continue
+        lines = _printed_lines(cell)
+        if 0 < lines <= KEEP_TOGETHER_LINES:
+            # A frame and the gap between input and output take about three lines more.
+            needed = nodes.raw("", f"\\needspace{{{lines + 3}\\baselineskip}}\n", format="latex")
+            cell.parent.insert(cell.parent.index(cell), needed)
+
+
+class OtherChapterReferences(SphinxPostTransform):
+    """A reference into another chapter reads "section (in chapter)" on a handout.
+
+    A handout holds one chapter: Sphinx would print such a reference as its bare label.
+    """
+
+    default_priority = 5  # before Sphinx resolves references (10)
+    builders = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        if not book_config(self.config).handouts:
+            return
+        labels = self.env.get_domain("std").labels
+        included = getattr(self.app.builder, "docnames", ())
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            target = labels.get(node.get("reftarget", ""))
+            if node.get("reftype") != "ref" or target is None or target[0] in included:
+                continue
+            docname, _, section = target
+            shown = node.astext() if node.get("refexplicit") else section
+            text = f"{shown} (in {self.env.titles[docname].astext()})"
+            node.replace_self(nodes.emphasis(text, text))
+
+
+def setup_handouts(app: Sphinx) -> None:
+    app.connect("env-updated", set_handout_documents)
+    app.connect("doctree-resolved", keep_short_cells_together)
+    app.connect("build-finished", write_covers)
+    app.add_post_transform(OtherChapterReferences)

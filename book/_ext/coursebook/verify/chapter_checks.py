@@ -1,0 +1,320 @@
+"""Every executed cell did what its tags promise and showed what is expected, or the build stops.
+
+myst-nb and nbclient accept a ``raises-exception`` cell that does not raise, and in
+cache mode a failing notebook is only a warning. This check reads the rendered cells
+of each chapter: an error where none is expected, or none where one is promised,
+is a build error naming the chapter, the cell and the error. Then, on every build,
+each chapter's outputs (executed or cached) are compared with its expected outputs for
+the running torch version (:mod:`coursebook.verify.expectations`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from docutils import nodes
+from myst_nb.sphinx_ import NbMetadataCollector
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+from coursebook.config import book_config
+from coursebook.execute.long_outputs import CUT_MARKER, LIMIT, without_digest
+from coursebook.execute.notebook_runs import StoppedRun, take_stopped_run
+from coursebook.execute.read_chapters import (PREPARED, ReadChapter, mark_failed,
+                                              read_chapter_of, read_chapters)
+from coursebook.model.museum import CellOrigin
+from coursebook.model.notebooks import RAISES_TAG, line_of
+from coursebook.model.provenance import today
+from coursebook.prepare.chapters import PreparedChapter, edition_chapter, edition_of
+from coursebook.prepare.editions import Edition
+from coursebook.process.reporting import report
+from coursebook.verify.expectations import (ACCEPT_COMMAND, CellOutput, ExpectationsError,
+                                            accept, cached_notebook, cell_keys, cell_outputs,
+                                            compare, expectations_path, read_expectations,
+                                            release, write_expectations)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CellProblem:
+    """One cell that did not behave as its tags say.
+
+    ``location`` (``file:line``) is set for a cell an exhibit added: the exhibit's TOML
+    file is where the fix goes, so the message names it and the field instead.
+    """
+
+    line: int
+    first_line: str
+    what: str
+    location: str | None = None
+
+    @property
+    def message(self) -> str:
+        return self.what if self.location else f"code cell `{self.first_line}` {self.what}"
+
+
+def _exhibit_problem(origin: CellOrigin, error: str | None) -> CellProblem:
+    """A generated exhibit cell that misbehaved, named by its exhibit's file and field."""
+    exhibit, field = origin.exhibit.key, origin.field
+    if error is None:
+        what = (f"exhibit {exhibit}: the failing code (field '{field}') did not raise. "
+                f"Make it fail as the exhibit teaches, then check its record with "
+                f"`{ACCEPT_COMMAND}`.")
+    elif field == "records":
+        what = f"exhibit {exhibit}, field 'records':\n      {_short(error)}"
+    else:
+        what = (f"exhibit {exhibit}: the fix (field '{field}') raised an error:\n      "
+                f"{_short(error)}\n    A fix must run: correct field '{field}'.")
+    return CellProblem(origin.line, "", what, origin.location)
+
+
+def _code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
+    for node in doctree.findall(nodes.container):
+        if node.get("nb_element") == "cell_code":
+            yield node
+
+
+def _cell_error(cell: nodes.container) -> str | None:
+    for block in cell.findall(nodes.literal_block):
+        if "traceback" in block.get("classes", []):
+            return block.astext().strip()
+    return None
+
+
+def _short(error: str, lines: int = 12) -> str:
+    kept = error.splitlines()[-lines:]
+    return "\n      ".join(kept)
+
+
+def _where(source: str, chapter_text: str) -> dict:
+    return dict(line=line_of(source, chapter_text),
+                first_line=(source.strip().splitlines() or [""])[0])
+
+
+def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str,
+                  succeeded: bool, traceback: str | None,
+                  origins: dict[str, CellOrigin] | None = None,
+                  stopped: StoppedRun | None = None) -> list[CellProblem]:
+    """What went wrong in one executed chapter, in cell order.
+
+    ``sources`` are the executed notebook's cell sources (by myst-nb's cell index), so
+    that a cell whose input is hidden is still named; ``chapter_text`` is the file;
+    ``origins`` names the cells that exhibits added (:func:`coursebook.model.museum.cell_origins`);
+    ``stopped`` says where a run that timed out or lost its kernel stopped: the cells
+    after that one never ran, so none of them is blamed.
+    """
+    problems: list[CellProblem] = []
+    if stopped is not None:
+        if stopped.cell_index is None:
+            return [CellProblem(0, "(the first one)", stopped.what)]
+        ran = [cell for cell in _code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
+        problems = _problems(ran, sources, chapter_text, origins)
+        return problems + [CellProblem(**_where(sources[stopped.cell_index], chapter_text),
+                                       what=stopped.what)]
+    problems = _problems(_code_cells(doctree), sources, chapter_text, origins)
+    if not succeeded and not problems:
+        problems.append(CellProblem(0, "(the notebook)", what=(
+            f"failed to execute:\n      {_short(traceback or 'no traceback recorded')}")))
+    return problems
+
+
+def _problems(cells, sources: list[str], chapter_text: str,
+              origins: dict[str, CellOrigin] | None) -> list[CellProblem]:
+    problems: list[CellProblem] = []
+    for cell in cells:
+        source = sources[cell["cell_index"]]
+        tags = cell.get("cell_metadata", {}).get("tags", [])
+        error = _cell_error(cell)
+        origin = (origins or {}).get(source)
+        if origin is not None and (error is not None) != (RAISES_TAG in tags):
+            if not (problems and problems[-1].location and origin.field == "records"
+                    and problems[-1].what.startswith(f"exhibit {origin.exhibit.key}:")):
+                problems.append(_exhibit_problem(origin, error))  # not "did not raise" twice
+            if error is not None:
+                return problems  # nbclient stops at the first unexpected error
+            continue
+        where = _where(source, chapter_text)
+        if error is not None and RAISES_TAG not in tags:
+            problems.append(CellProblem(**where, what=(
+                f"raised an error it was not tagged for:\n      {_short(error)}\n"
+                f"    Fix the cell, or tag it `{RAISES_TAG}` if the error is what it teaches.")))
+            # nbclient stops at the first unexpected error: later cells never ran.
+            return problems
+        if error is None and RAISES_TAG in tags:
+            problems.append(CellProblem(**where, what=(
+                f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, "
+                "or drop the tag if it is meant to succeed.")))
+    return problems
+
+
+def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
+    """``doctree-read``: report each cell that broke its promise, as a build error."""
+    env = app.env
+    exec_data = NbMetadataCollector.get_exec_data(env, env.docname)
+    prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
+    if exec_data is None or prepared is None:
+        return
+    sources = [cell.source for cell in prepared.notebook.cells]
+    chapter_text = Path(env.doc2path(env.docname)).read_text(encoding="utf8")
+    problems = cell_problems(doctree, sources, chapter_text,
+                             bool(exec_data.get("succeeded")), exec_data.get("traceback"),
+                             prepared.origins, take_stopped_run(exec_data.get("error")))
+    for problem in problems:
+        logger.error("%s", problem.message,
+                     location=problem.location or (env.docname, problem.line or None),
+                     type="coursebook", subtype="execution")
+    if problems:
+        mark_failed(env, env.docname)
+    report_cut_outputs(doctree, sources, chapter_text)
+
+
+def report_cut_outputs(doctree: nodes.document, sources: list[str], chapter_text: str) -> None:
+    """Say once, at its cell, that an output too long for the page was cut."""
+    for cell in _code_cells(doctree):
+        for block in cell.findall(nodes.literal_block):
+            found = CUT_MARKER.search(block.astext()) if "output" in block["classes"] else None
+            if found is None:
+                continue
+            where = _where(sources[cell["cell_index"]], chapter_text)
+            logger.info("code cell `%s`: an output is longer than %s characters: the page "
+                        "shows its start and its end around `%s`; the expected outputs verify "
+                        "the whole by its digest", where["first_line"], f"{LIMIT:,}",
+                        without_digest(found[0]),
+                        location=(doctree.settings.env.docname, where["line"] or None))
+
+
+def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
+    """``doctree-read``: the outputs of a chapter myst-nb has just executed or taken from
+    the cache, kept with the page for :func:`compare_expected_outputs`: every build
+    compares them (a warm build too, which reads nothing) without opening the cache."""
+    prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
+    chapter = read_chapter_of(app.env, app.env.docname)
+    if prepared is None or prepared.recorded is not None or chapter.failed:
+        return
+    executed = cached_notebook(app.config.nb_execution_cache_path, prepared.notebook)
+    if executed is not None:
+        chapter.outputs = cell_outputs(executed)
+
+
+def _executed_chapters(env) -> Iterator[tuple[str, list[CellOutput]]]:
+    """Each chapter this build executed (or took from the cache), with its cells' outputs."""
+    chapters: dict[str, ReadChapter] = read_chapters(env)
+    for docname in sorted(chapters):
+        if chapters[docname].outputs is not None and docname in env.found_docs:
+            yield docname, chapters[docname].outputs
+
+
+def _chapter_order(app: Sphinx, docname: str) -> list[str]:
+    """The keys of every code cell of a chapter, answers included, in order."""
+    path = Path(app.env.doc2path(docname))
+    config = book_config(app.config)
+    notebook = edition_chapter(path.read_text(encoding="utf8"), str(path), Edition.INSTRUCTOR,
+                               config.museum(), config.torch)
+    return cell_keys(notebook)
+
+
+def _accept_header(torch_version: str, docname: str) -> list[str]:
+    import platform
+
+    return [f"# Expected outputs of {docname}.md for torch {release(torch_version)}.",
+            f"# Accepted with `{ACCEPT_COMMAND}` on {today()} from a "
+            f"run on {platform.system()} {platform.machine()} (torch {torch_version}).",
+            "# One entry per code cell: a hash of its code, then its output, indented. "
+            "Review the diff before committing."]
+
+
+def compare_expected_outputs(app: Sphinx, env) -> None:
+    """``env-updated``, every build: each chapter's outputs against its expected outputs.
+
+    With ``coursebook_accept_outputs``, the outputs of this build are written instead;
+    with ``coursebook_verify_outputs`` off, nothing is compared (``make bench`` times what
+    the comparison costs). Its duration is logged, for the same reason.
+    """
+    config = book_config(app.config)
+    if not (config.verify_outputs or config.accept_outputs):
+        return
+    started = time.perf_counter()
+    chapters = _compare_expected_outputs(app, env)
+    logger.info("expected outputs: %d chapters compared in %.3f s", chapters,
+                time.perf_counter() - started)
+
+
+def _compare_expected_outputs(app: Sphinx, env) -> int:
+    config = book_config(app.config)
+    torch_version = config.torch
+    expected_dir = Path(app.srcdir, config.expected_dir)
+    edition = edition_of(app).value
+    chapters = 0
+    for docname, outputs in _executed_chapters(env):
+        chapters += 1
+        path = expectations_path(expected_dir, torch_version, docname)
+        chapter = env.doc2path(docname)
+        try:
+            expectations = read_expectations(path)
+        except ExpectationsError as error:  # the file names itself; the versions page reads it too
+            report(str(error), None, "expected-outputs")
+            app.statuscode = 1
+            continue
+        if config.accept_outputs:
+            if write_expectations(path, accept(expectations, edition, outputs),
+                                  lambda: _chapter_order(app, docname),
+                                  _accept_header(torch_version, docname)):
+                logger.info("expected outputs: wrote %s (%s edition)", path, edition)
+            continue
+        if expectations is None:
+            _fail(app, docname, None,
+                  f"no expected outputs for torch {release(torch_version)} ({path} is "
+                  f"missing). Accept them with `{ACCEPT_COMMAND}`, review and commit them.")
+            continue
+        text = Path(chapter).read_text(encoding="utf8")
+        for mismatch in compare(expectations, edition, outputs):
+            _fail(app, docname, line_of(mismatch.cell.source, text),
+                  f"code cell {mismatch.cell.index} `{mismatch.cell.first_line}` "
+                  f"({edition} edition, torch {release(torch_version)}) "
+                  f"{mismatch.diff(path)}\n    If the new output is right, accept it with "
+                  f"`{ACCEPT_COMMAND}` and review the diff of {path.parent}.")
+        unverified = [o for o in outputs if o.unverified]
+        logger.info("expected outputs: %s (%s): %d of %d code cells verified against "
+                    "torch %s%s", Path(chapter).name, edition, len(outputs) - len(unverified),
+                    len(outputs), release(torch_version),
+                    "".join(f"; not verified: `{o.first_line}` ({o.unverified})"
+                            for o in unverified))
+    return chapters
+
+
+def _fail(app: Sphinx, docname: str, line: int | None, message: str) -> None:
+    logger.error("%s", message, location=(docname, line or None),
+                 type="coursebook", subtype="expected-outputs")
+    app.statuscode = 1  # also without -W: an unexpected output is never a warning
+
+
+def _reports(app: Sphinx) -> tuple[Path, Path]:
+    """Where myst-nb writes a failed notebook's traceback (inside the published output
+    folder), and where it is kept instead: ``_build/<edition>/reports/``."""
+    return Path(app.outdir, "reports"), Path(app.outdir).parent / "reports"
+
+
+def clear_execution_reports(app: Sphinx) -> None:
+    """``builder-inited``: no report outlives its failure (a failed chapter is read again)."""
+    for folder in _reports(app):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def keep_execution_reports(app: Sphinx, env) -> None:
+    """``env-updated``: move the tracebacks out of the output folder, which is published."""
+    written, kept = _reports(app)
+    if written.is_dir():
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.move(written, kept)
+
+
+def fail_build_on_failed_chapters(app: Sphinx, exception: Exception | None) -> None:
+    """``build-finished``: a failed chapter fails the build, also without -W (its page
+    was read, perhaps by another process, and its entry kept the failure)."""
+    if exception is None and any(c.failed for c in read_chapters(app.env).values()):
+        app.statuscode = 1

@@ -1,0 +1,157 @@
+"""What the book shows about torch versions: where each chapter was verified, what changed.
+
+- Each executed chapter says which torch versions its outputs were verified on (the
+  versions that have expected outputs for it), linking to the changes page.
+- A page holding ``{torch-version-changes}`` lists, for each pair of consecutive torch
+  versions, the cells and exhibits whose output differs, side by side, changed words
+  highlighted (bold, so that print in black and white shows them too).
+- The museum's "changed since" boxes get the same highlighting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import Directive
+from sphinx import addnodes
+from sphinx.application import Sphinx
+
+from coursebook.exhibit_checks import CHANGED_CLASS
+from coursebook.verify.expectations import ExpectationsError, read_expectations, release, verified_versions
+from coursebook.execute.read_chapters import mark_failed
+from coursebook.process.reporting import report, report_book_error
+from coursebook.model.museum import ExhibitError
+from coursebook.worddiff import changed_words
+from coursebook.config import book_config
+
+CHANGES_LABEL = "torch-versions"
+HIGHLIGHT_CLASS = "torch-diff-changed"
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+def highlighted_block(runs: list[tuple[str, bool]]) -> nodes.literal_block:
+    """A literal block whose changed runs are bold (a parsed literal: not syntax-highlighted)."""
+    children = [nodes.strong(text, text, classes=[HIGHLIGHT_CLASS]) if changed else nodes.Text(text)
+                for text, changed in runs]
+    # Sphinx highlights (and flattens to text) a block whose rawsource is its text, and
+    # fills in an empty rawsource with the text: a marked-up one keeps the bold runs.
+    marked = "".join(f"**{text}**" if changed else text for text, changed in runs)
+    return nodes.literal_block(marked, "", *children, classes=["torch-diff"])
+
+
+def side_by_side(old_label: str, old: str, new_label: str, new: str) -> nodes.container:
+    """Two outputs next to each other on a page (one after the other in print)."""
+    old_runs, new_runs = changed_words(old, new)
+    pair = nodes.container(classes=["torch-diff-pair"])
+    for label, runs in ((old_label, old_runs), (new_label, new_runs)):
+        column = nodes.container(classes=["torch-diff-column"])
+        column += nodes.paragraph("", "", nodes.strong(label, label))
+        column += highlighted_block(runs)
+        pair += column
+    return pair
+
+
+def highlight_changed_boxes(doctree: nodes.document) -> None:
+    """``doctree-read``: in each "changed since" box, bold the words that differ."""
+    for box in doctree.findall(nodes.admonition):
+        if CHANGED_CLASS not in box["classes"]:
+            continue
+        blocks = list(box.findall(nodes.literal_block))
+        if len(blocks) != 2:
+            continue
+        old_runs, new_runs = changed_words(blocks[0].astext(), blocks[1].astext())
+        for block, runs in zip(blocks, (old_runs, new_runs)):
+            block.replace_self(highlighted_block(runs))
+
+
+def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
+                          running: str) -> None:
+    """Under a chapter's title: the torch versions its outputs were verified on."""
+    expected_dir = Path(app.srcdir, book_config(app.config).expected_dir)
+    versions = verified_versions(expected_dir, chapter)
+    if not versions:
+        return
+    for version in versions:
+        app.env.note_dependency(str(expected_dir / f"torch-{version}" / f"{chapter}.txt"))
+    shown = ", ".join(f"{v} (this build)" if v == release(running) else v for v in versions)
+    link = addnodes.pending_xref("", nodes.inline("", "what changed between torch versions"),
+                                 refdomain="std", reftype="ref", reftarget=CHANGES_LABEL,
+                                 refexplicit=True, refwarn=False)
+    note = nodes.paragraph("", "", nodes.Text(f"Outputs verified against torch {shown}. See "),
+                           link, nodes.Text("."), classes=["verified-on"])
+    section = next(doctree.findall(nodes.section), None)
+    if section is not None and section.children and isinstance(section[0], nodes.title):
+        section.insert(1, note)
+
+
+class TorchVersionChanges(Directive):
+    """``{torch-version-changes}``: every output that differs between torch versions."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        env = self.state.document.settings.env
+        try:
+            return self._sections(env)
+        except ExhibitError as error:  # the chapters that place the exhibits report it too
+            report_book_error(error, "source", fallback_location=env.docname)
+        except ExpectationsError as error:
+            report(str(error), None, "expected-outputs")
+        mark_failed(env, env.docname)  # read (and checked) again next build
+        return []
+
+    def _sections(self, env) -> list[nodes.Node]:
+        config = env.config
+        edition = "instructor" if env.app.tags.has("instructor") else "student"
+        expected_dir = Path(env.srcdir, book_config(config).expected_dir)
+        rows: dict[tuple[str, str], list[nodes.Node]] = {}
+        for path in sorted(expected_dir.glob("torch-*/*.txt")):
+            env.note_dependency(str(path))
+        chapters = sorted({p.stem for p in expected_dir.glob("torch-*/*.txt")})
+        for chapter in chapters:
+            versions = sorted(verified_versions(expected_dir, chapter), key=_version_key)
+            for old, new in zip(versions, versions[1:]):
+                before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt")
+                                 for v in (old, new))
+                rows.setdefault((old, new), []).extend(
+                    self._cells(chapter, before, after, old, new, edition))
+        for wing in book_config(config).museum().values():
+            for exhibit in wing.exhibits:
+                env.note_dependency(str(exhibit.path))
+                records = sorted(exhibit.records, key=lambda r: _version_key(r.torch))
+                for before, after in zip(records, records[1:]):
+                    old_text = f"{before.type}: {before.message}"
+                    new_text = f"{after.type}: {after.message}"
+                    if old_text != new_text:
+                        link = addnodes.pending_xref(
+                            "", nodes.inline("", exhibit.title), refdomain="std",
+                            reftype="ref", reftarget=exhibit.label, refexplicit=True)
+                        rows.setdefault((before.torch, after.torch), []).extend([
+                            nodes.paragraph("", "", nodes.Text("Exhibit: "), link),
+                            side_by_side(f"torch {before.torch}", old_text,
+                                         f"torch {after.torch}", new_text)])
+        sections = []
+        for (old, new), found in sorted(rows.items(), key=lambda item: (
+                _version_key(item[0][1]), _version_key(item[0][0]))):
+            section = nodes.section(ids=[f"torch-{old}-to-{new}".replace(".", "-")])
+            section += nodes.title("", f"torch {old} → torch {new}")
+            section += found or [nodes.paragraph(
+                "", "Every output recorded for both versions is the same.")]
+            sections.append(section)
+        return sections
+
+    @staticmethod
+    def _cells(chapter, before, after, old, new, edition) -> list[nodes.Node]:
+        found: list[nodes.Node] = []
+        old_cells, new_cells = before.by_edition[edition], after.by_edition[edition]
+        for key, text in new_cells.items():
+            if key in old_cells and old_cells[key] != text:
+                first = after.first_lines.get(key, key)
+                found.append(nodes.paragraph("", "", nodes.Text(f"{chapter}.md, code cell "),
+                                             nodes.literal(first, first)))
+                found.append(side_by_side(f"torch {old}", old_cells[key], f"torch {new}", text))
+        return found
