@@ -400,3 +400,85 @@ def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path):
     chapter.write_text(good)
     again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert again.returncode == 0, again.log[-3000:]
+
+
+# --- The README's table of faults holds to the code ------------------------------------------
+
+# How the table writes a part that varies: "…", or one of these words.
+PLACEHOLDERS = re.compile(r"…|\b(?:LINE|N|X|DIR|FILE|KIND|NAME)\b")
+# Where a message says where it is: Sphinx's location and level, or a file the fault names.
+LOCATION = re.compile(r"^(?:\S*:(?:LINE|\d+): )?(?:ERROR: )?(?:\S+\.(?:ipynb|md|toml): )?")
+CODE_SPAN = re.compile(r"``\s(.+?)\s``|(?<!`)`([^`]+)`(?!`)")
+FORMAT_SPEC = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[sdrf]")
+
+
+def _table_rows(heading: str = "## When the build stops") -> list[list[str]]:
+    section = (ROOT / "README.md").read_text().split(heading, 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip().strip("|").split(" | ")]
+            for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| ---")]
+    return rows[1:]  # the header
+
+
+def _constants(tree) -> dict[str, str]:
+    import ast
+
+    return {target.id: node.value.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def _message_pieces() -> set[str]:
+    """The literal text of every string in the book's code and tools: f-strings and %-formats
+    split where a value goes in, module constants (the commands) put in where they are used."""
+    import ast
+
+    files = [*(ROOT / "book" / "_ext").rglob("*.py"), *(ROOT / "tools").glob("*.py")]
+    trees = [ast.parse(path.read_text()) for path in files]
+    constants = {name: value for tree in trees for name, value in _constants(tree).items()}
+    pieces: set[str] = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                text = "".join(
+                    part.value if isinstance(part, ast.Constant) else
+                    constants.get(getattr(part.value, "id", None), "\0") for part in node.values)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+            else:
+                continue
+            pieces.update(" ".join(piece.split()) for piece in FORMAT_SPEC.sub("\0", text).split("\0"))
+    return pieces
+
+
+def _fragments(span: str) -> list[str]:
+    """The literal parts of a quoted message: no location, split where a value goes in
+    and where a message joins its parts (": ")."""
+    parts = PLACEHOLDERS.split(LOCATION.sub("", span.strip()))
+    fragments = (fragment.strip(" `'\"()[],;:.") for part in parts for fragment in part.split(": "))
+    return [" ".join(fragment.split()) for fragment in fragments if len(fragment) >= 3]
+
+
+def test_the_readme_quotes_the_messages_the_code_prints():
+    """Each fault's message in the README (its code spans, the varying parts elided) is text
+    the code prints; each command the table names is a target of the Makefile."""
+    rows = _table_rows()
+    assert len(rows) >= 20 and all(len(row) == 3 for row in rows), rows
+    pieces = _message_pieces()
+    missing = [(row[0], fragment) for row in rows for span in CODE_SPAN.findall(row[1])
+               for fragment in _fragments(span[0] or span[1])
+               if not any(fragment in piece for piece in pieces)]
+    assert not missing, f"README fragments the code does not print: {missing}"
+    targets = set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
+    commands = {command for row in rows for command in re.findall(r"`make ([a-z][\w-]*)", " ".join(row))}
+    assert commands and commands <= targets, commands - targets
+
+
+def test_the_readme_table_check_bites():
+    """A stale quote (an older wording, a command gone) is found."""
+    pieces = _message_pieces()
+    for stale in ("a recording labelled TPU ran on 'cpu'", "needs device_platform"):
+        assert not all(any(f in piece for piece in pieces) for f in _fragments(stale))
+    assert all(any(f in piece for piece in pieces)
+               for f in _fragments("pt01.md:LINE: ERROR: code cell `…` is tagged "
+                                   "`raises-exception` but did not raise"))
