@@ -31,7 +31,7 @@ class StoppedRun:
 
     error: str  # CellTimeoutError or DeadKernelError, as myst-nb records it
     cell_index: int | None
-    timeout: int | None = None  # the limit a cell ran past
+    timeout: int = 0  # the limit a cell ran past, in seconds
     exit_status: int | None = None  # the dead kernel's: an exit code, or minus a signal
 
     @property
@@ -41,7 +41,7 @@ class StoppedRun:
             return (f"was still running after {self.timeout} s, the limit for one cell "
                     "(nb_execution_timeout); the cells after it did not run. Make it faster, "
                     "or raise the limit for this chapter in its top matter: "
-                    f"`mystnb: {{{TIMEOUT_KEY}: {2 * (self.timeout or 300)}}}`.")
+                    f"`mystnb: {{{TIMEOUT_KEY}: {2 * self.timeout}}}`.")
         return (f"was running when the kernel died ({self._ending}); the cells after it did "
                 f"not run. {self._advice}")
 
