@@ -13,12 +13,35 @@ from pathlib import Path
 
 import pytest
 
+from coursebook.pytest_plugin import use_chapter_cache
+
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from book_environment import sphinx_command  # noqa: E402
+
 BOOK = ROOT / "book"
 TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
-BOOK_CACHE = ROOT / "_build" / ".jupyter_cache"  # conf.py's nb_execution_cache_path
 EXHIBITS = ROOT / "exhibits"  # conf.py's coursebook_exhibits_dir
 MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"  # conf.py's coursebook_machine_kinds_file
+
+
+# The course material (../shared/seeds) sits beside every checkout the team works in and
+# tests in. Where it cannot (the public publishing runner), COURSEBOOK_NO_SEEDS says why,
+# and the tests that compare the book with it are skipped with that reason; anywhere else
+# they fail: a missing seed folder is a broken checkout, not a reason to test less.
+SEEDS = ROOT.parent / "shared" / "seeds"
+NO_SEEDS = "COURSEBOOK_NO_SEEDS"
+
+
+@pytest.fixture
+def seeds() -> Path:
+    """The course material's folder; fails (or skips where declared absent) without it."""
+    if SEEDS.is_dir():
+        return SEEDS
+    if os.environ.get(NO_SEEDS):
+        pytest.skip(f"no course material here: {os.environ[NO_SEEDS]}")
+    pytest.fail(f"the course material is missing: {SEEDS} should hold the seeds (set "
+                f"{NO_SEEDS}=<why> only where the checkout cannot have them)", pytrace=False)
 
 
 def book_museum(exhibits: Path = EXHIBITS):
@@ -58,14 +81,8 @@ class Build:
 def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
                  settings: dict[str, str] | None = None) -> Build:
     """Build one edition with the repository's conf.py, as the Makefile does."""
-    command = [sys.executable, "-m", "sphinx", "-N", "-b", "html", "-c", str(ROOT),
-               "-d", str(outdir / "doctrees"), "-W", "--keep-going", "-j", "auto",
-               "-D", f"nb_execution_cache_path={cache}"]
-    for name, value in (settings or {}).items():
-        command += ["-D", f"{name}={value}"]
-    for tag in tags:
-        command += ["-t", tag]
-    command += [str(srcdir), str(outdir / "html")]
+    command = sphinx_command(srcdir, outdir / "html", outdir / "doctrees", tags=tags,
+                             settings={"nb_execution_cache_path": str(cache), **(settings or {})})
     (outdir / "tmp").mkdir(parents=True, exist_ok=True)
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "TMPDIR": str(outdir / "tmp")})
@@ -103,15 +120,14 @@ def both_editions_at_once(srcdir: Path, root: Path,
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory) -> dict[str, Build]:
+def built(tmp_path_factory, pytestconfig) -> dict[str, Build]:
     """Student and instructor editions of the real book, cold, built at once, one new cache."""
     builds = both_editions_at_once(BOOK, tmp_path_factory.mktemp("book"))
     for edition, build in builds.items():
         assert build.returncode == 0, f"{edition} build failed:\n{build.log[-4000:]}"
-    # On a fresh clone (CI), `pytest book`, later in the session, reads the book's own cache:
-    # hand it the cells just executed rather than running every chapter again.
-    if not BOOK_CACHE.exists():
-        copy_of_built_cache(builds, BOOK_CACHE)
+    # The chapters' own items (`pytest book`, later in the session) read this cache: the
+    # cells just executed, not the repository's _build/ (which the tests never write).
+    use_chapter_cache(pytestconfig, builds["student"].outdir.parent / "cache")
     return builds
 
 

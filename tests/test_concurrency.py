@@ -1,9 +1,10 @@
 """Both editions build at once from an empty cache, sharing it (`make editions`).
 
 The tiny book gets a second chapter with no answers: both editions execute the very same
-notebook, slowly enough that the two builds overlap. With the cache locks it executes
-once and both builds pass, every time; without them, both execute it and jupyter-cache
-refuses the second copy ("hashkey already exists") or runs it twice.
+notebook. With the cache locks it executes once and both builds pass, every time; without
+them, both execute it and jupyter-cache refuses the second copy ("hashkey already exists")
+or runs it twice. There the chapter's cell is a barrier: it waits until both builds'
+kernels are in it, so the two executions overlap on any machine, however loaded.
 """
 
 from __future__ import annotations
@@ -27,18 +28,27 @@ kernelspec:
 # A chapter both editions share
 
 ```{code-cell} ipython3
-import time
-time.sleep(6)  # long enough for the other edition's build to reach this chapter too
+WAIT
 print("shared")
 ```
 """
+# With the locks, the other build waits for the lock: this one sleeps for it to get there.
+SLEEP = "import time\ntime.sleep(6)"
+# Without them, both kernels are in the cell at once: each waits for the other to arrive.
+BARRIER = """\
+import os, time
+os.makedirs("arrived", exist_ok=True)
+open(os.path.join("arrived", str(os.getpid())), "w").close()
+deadline = time.monotonic() + 300
+while len(os.listdir("arrived")) < 2 and time.monotonic() < deadline:
+    time.sleep(0.05)"""
 # The fixture's expectations do not cover the extra chapter; this test is about the cache.
 SETTINGS = {"coursebook_verify_outputs": "0"}
 
 
-def _with_shared_chapter(book: Path) -> Path:
+def _with_shared_chapter(book: Path, wait: str = SLEEP) -> Path:
     # Read first (pages are read in name order): both builds reach it right after starting.
-    (book / "a_shared.md").write_text(SHARED_CHAPTER)
+    (book / "a_shared.md").write_text(SHARED_CHAPTER.replace("WAIT", wait))
     index = book / "index.md"
     index.write_text(index.read_text().replace("chapter\n", "a_shared\nchapter\n"))
     return book
@@ -58,8 +68,9 @@ def test_both_editions_at_once_share_one_cache(tiny_book, tmp_path, attempt):
 @pytest.mark.slow
 def test_without_the_locks_the_shared_chapter_races(tiny_book, tmp_path):
     """The test above can fail: with the locks off, the same builds collide."""
-    builds = both_editions_at_once(_with_shared_chapter(tiny_book), tmp_path,
+    builds = both_editions_at_once(_with_shared_chapter(tiny_book, BARRIER), tmp_path,
                                    {**SETTINGS, "coursebook_cache_locks": "0"})
+    assert len(list((tiny_book / "arrived").iterdir())) == 2  # both kernels ran the cell
     collided = any("hashkey already exists" in build.log for build in builds.values())
     ran_twice = sum(build.executed for build in builds.values()) == 4
     assert collided or ran_twice

@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from conftest import BOOK, ROOT
+from coursebook.model.versions import release
 from coursebook.verify.expectations import (EDITIONS, UNVERIFIED_KEY, Expectations, accept, cell_keys,
                                      cell_outputs, compare, expectations_path,
-                                     read_expectations, release, shown_text, write_expectations)
+                                     read_expectations, shown_text, write_expectations)
 from coursebook.execute.cache_key import book_code_digest
 from coursebook.model.notebooks import is_chapter_source, read_chapter
 from coursebook.model.recordings import recording_name

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, TINY_BOOK, Build, book_museum, sphinx_build
+from conftest import (BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, TINY_BOOK, Build, book_museum,
+                      sphinx_build, sphinx_command)
 from coursebook.model.faults import CLEAN_CACHE_COMMAND
 from coursebook.model.museum import ExhibitError, cell_origins, load_exhibit
 from coursebook.model.recordings import RECORDING_COMMAND, RecordingError, load_recording
@@ -379,10 +380,9 @@ def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path):
     good = chapter.read_text()
     chapter.write_text(good.replace("print((weights * 3).grad_fn)",
                                     "print((weights * 3).grad_fn)\nimport time; time.sleep(30)"))
-    command = [sys.executable, "-m", "sphinx", "-N", "-b", "html", "-c", str(ROOT), "-W",
-               "-d", str(tmp_path / "out" / "doctrees"),
-               "-D", f"nb_execution_cache_path={tmp_path / 'cache'}",
-               str(tiny_book), str(tmp_path / "out" / "html")]
+    command = sphinx_command(tiny_book, tmp_path / "out" / "html", tmp_path / "out" / "doctrees",
+                             settings={"nb_execution_cache_path": str(tmp_path / "cache")},
+                             jobs=None)
     log = tmp_path / "log"
     with log.open("w") as out:
         build = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,

@@ -21,7 +21,7 @@ from coursebook.prepare.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer
                                      visit_answer_space_latex, with_answer_spaces)
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.prepare.editions import Edition, edition_notebook
-from coursebook.render.handouts import page_url
+from coursebook.render.downloads import page_url
 from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
 
 TOOL = ROOT / "tools" / "build_pdf.py"

@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, book_museum
+from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, book_museum
 from coursebook.exhibit_checks import ExhibitMismatch, check_raised
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.model.museum import ExhibitError, exhibit_cells, load_exhibit, raised_by
 
-SEED = ROOT.parent / "shared" / "seeds" / "museum-pytorch-wing.txt"
+SEED = "museum-pytorch-wing.txt"  # in the course material
 MUSEUM = book_museum()
 ALL = [e for wing in MUSEUM.values() for e in wing.exhibits]
 CPU = [e for e in ALL if e.runs_in_every_build]
@@ -20,10 +20,9 @@ def test_each_wing_numbers_its_exhibits_and_uses_its_own_rooms(wing):
     assert {e.room for e in wing.exhibits} == set(wing.rooms)  # every room shows something
 
 
-@pytest.mark.skipif(not SEED.is_file(), reason=f"the museum seed is not at {SEED}")
 @pytest.mark.parametrize("exhibit", ALL, ids=lambda e: e.key)
-def test_the_museum_record_is_the_seed_verbatim(exhibit):
-    seed = SEED.read_text(encoding="utf8")
+def test_the_museum_record_is_the_seed_verbatim(exhibit, seeds):
+    seed = (seeds / SEED).read_text(encoding="utf8")
     record = exhibit.museum_record
     assert f"{record.type}: {record.message}" in seed
     assert exhibit.title in seed and exhibit.failing_code.strip() in seed

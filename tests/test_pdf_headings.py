@@ -5,12 +5,11 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, sphinx_command
 
 SECTION = "5. Classification uses the same steps"
 # What LaTeX would print in front of it in the book's first chapter, had it numbered too.
@@ -26,8 +25,8 @@ def _latex(tmp_path: Path, *options: str) -> Path:
     (source / "chapter.md").write_text(f"# PT00: A chapter\n\nText.\n\n## {SECTION}\n\nMore text.\n",
                                        encoding="utf8")
     out = tmp_path / "latex"
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-b", "latex", "-q", "-c", str(ROOT),
-                           "-d", str(tmp_path / "doctrees"), *options, str(source), str(out)],
+    done = subprocess.run([*sphinx_command(source, out, tmp_path / "doctrees", builder="latex",
+                                           strict=False, jobs=None), "-q", *options],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     return out

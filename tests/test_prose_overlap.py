@@ -5,12 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
 
 from conftest import BOOK, EXHIBITS, ROOT, book_museum
 from coursebook.audit.own_words import SHARED_RUN, book_overlaps, prose_words
 
-SEEDS = ROOT.parent / "shared" / "seeds"
 COMMAND = "python tools/prose_overlap.py"
 
 
@@ -38,29 +36,24 @@ SENTENCE = ("Every planted sentence in this test is copied word for word from th
             "and the check must notice it at once.")
 
 
-def test_the_book_uses_its_own_words():
-    if not SEEDS.is_dir():
-        pytest.skip(f"{SEEDS} is missing: the course material sits beside the repository "
-                    "(../shared/seeds); CI has it")
-    found = _overlaps(ROOT, SEEDS)
-    assert not found, (f"{len(found)} run(s) of {SHARED_RUN}+ words copied from {SEEDS}; rewrite them "
+def test_the_book_uses_its_own_words(seeds):
+    found = _overlaps(ROOT, seeds)
+    assert not found, (f"{len(found)} run(s) of {SHARED_RUN}+ words copied from {seeds}; rewrite them "
                        f"in the book's own words (list them with `{COMMAND}`):\n"
                        + "\n".join(map(str, found)))
 
 
-def test_a_sentence_copied_from_the_real_seeds_is_found(tmp_path):
-    if not SEEDS.is_dir():
-        pytest.skip(f"{SEEDS} is missing: the course material sits beside the repository")
+def test_a_sentence_copied_from_the_real_seeds_is_found(tmp_path, seeds):
     root = _copy_of_book(tmp_path)
     # The museum's own sentences: its longest line that is prose, not code or an error.
-    seed = max((line for path in sorted(SEEDS.glob("*.txt"))
+    seed = max((line for path in sorted(seeds.glob("*.txt"))
                 for line in path.read_text(encoding="utf8").splitlines()
                 if len(prose_words(line)) >= SHARED_RUN and "(" not in line and "=" not in line), key=len)
-    before = set(map(str, _overlaps(root, SEEDS)))
+    before = set(map(str, _overlaps(root, seeds)))
     chapter = root / "book" / "pt01.md"
     text = chapter.read_text(encoding="utf8")
     chapter.write_text(f"{text}\n{seed}\n", encoding="utf8")
-    new = set(map(str, _overlaps(root, SEEDS))) - before
+    new = set(map(str, _overlaps(root, seeds))) - before
     assert len(new) == 1 and new.pop().startswith(f"book/pt01.md:{text.count(chr(10)) + 2}: ")
 
 

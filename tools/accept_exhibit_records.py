@@ -22,7 +22,7 @@ use_book_environment()
 
 import torch
 
-from coursebook.model import provenance
+from coursebook.model import provenance, versions
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.model.museum import ErrorRecord, Exhibit, ExhibitError, load_museum, raised_by
 
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replace", action="store_true",
                         help="replace a record for this torch that no longer matches")
     args = parser.parse_args(argv)
-    release = torch.__version__.split("+")[0]
+    release = versions.release(torch.__version__)
     where = f"{platform.system()} {platform.machine()}, CPU (torch {torch.__version__})"
     today = provenance.today()
     problems = 0

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from book_environment import use_book_environment
+from book_environment import sphinx_command, use_book_environment
 
 use_book_environment()
 
@@ -50,11 +50,12 @@ import torch
 from nbclient import NotebookClient
 
 from coursebook.model.recordings import recording_name
+from coursebook.model.versions import release
 
 ROOT = Path(__file__).resolve().parent.parent
 JUPYTER_BOOK_1 = "jupyter-book>=1,<2"
 JUPYTER_BOOK_2 = "jupyter-book>=2,<3"
-TORCH = f"torch=={torch.__version__.split('+')[0]}"
+TORCH = f"torch=={release(torch.__version__)}"
 KERNEL_PACKAGES = [TORCH, "jaxtyping", "matplotlib", "ipykernel"]
 EXECUTED = "Executing notebook using"  # myst-nb's log line for each notebook it runs
 COMPARED = re.compile(r"expected outputs: \d+ chapters compared in ([0-9.]+) s")
@@ -66,10 +67,10 @@ class Build:
     """One sphinx-build process, started now (so that several can run at once)."""
 
     def __init__(self, source: Path, out: Path, cache: Path, *extra: str, conf: Path = ROOT,
-                 jobs: str = "auto") -> None:
-        command = [sys.executable, "-m", "sphinx", "-N", "-b", "html", "-c", str(conf),
-                   "-j", jobs, "-d", str(out / "doctrees"),
-                   "-D", f"nb_execution_cache_path={cache}", *extra, str(source), str(out / "html")]
+                 jobs: str = "auto", instructor: bool = False) -> None:
+        command = [*sphinx_command(source, out / "html", out / "doctrees", instructor=instructor,
+                                   settings={"nb_execution_cache_path": str(cache)},
+                                   jobs=jobs, strict=False, conf=conf), *extra]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True)
 
@@ -115,8 +116,8 @@ class Scratch:
                         ignore=shutil.ignore_patterns("_ext", "__pycache__"))
 
     def edition(self, name: str, *extra: str, jobs: str = "auto") -> Build:
-        tags = ("-t", "instructor") if name == "instructor" else ()
-        return Build(self.book, self.root / name, self.cache, *tags, *extra, jobs=jobs)
+        return Build(self.book, self.root / name, self.cache, *extra, jobs=jobs,
+                     instructor=name == "instructor")
 
     def both_editions(self, *extra: str) -> Logs:
         """Both editions at the same time, as `make editions` builds them."""

@@ -27,3 +27,23 @@ def use_book_environment(needs: str = "coursebook") -> None:
         os.execv(VENV_PYTHON, [str(VENV_PYTHON), sys.argv[0], *sys.argv[1:]])
     sys.exit(f"{Path(sys.argv[0]).name}: the book's environment is missing; run `make venv` "
              f"(it creates {VENV_PYTHON.parent.parent}).")
+
+
+def sphinx_command(source: Path, out: Path, doctrees: Path, *, builder: str = "html",
+                   instructor: bool = False, tags: tuple[str, ...] = (),
+                   settings: dict[str, str] | None = None, jobs: str | None = "auto",
+                   strict: bool = True, conf: Path = ROOT) -> list[str]:
+    """The sphinx-build command line of one edition, as the Makefile's ``edition`` runs it:
+    a warning is an error and all are reported (``strict``), pages read in ``jobs``
+    processes; ``settings`` are ``-D`` overrides."""
+    command = [sys.executable, "-m", "sphinx", "-N", "-b", builder, "-c", str(conf),
+               "-d", str(doctrees)]
+    if strict:
+        command += ["-W", "--keep-going"]
+    if jobs:
+        command += ["-j", jobs]
+    for tag in (*tags, *(["instructor"] if instructor else [])):
+        command += ["-t", tag]
+    for name, value in (settings or {}).items():
+        command += ["-D", f"{name}={value}"]
+    return [*command, str(source), str(out)]

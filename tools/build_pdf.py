@@ -20,7 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from book_environment import use_book_environment
+from book_environment import sphinx_command, use_book_environment
 
 use_book_environment()
 
@@ -38,14 +38,12 @@ def missing_tools() -> list[str]:
     return [tool for tool in ("xelatex", "latexmk", *POPPLER) if shutil.which(tool) is None]
 
 
-def sphinx_latex(args, latex: Path, doctrees: Path, tags: list[str]) -> bool:
+def sphinx_latex(args, latex: Path, doctrees: Path, tags: tuple[str, ...]) -> bool:
     """Sphinx's LaTeX builder into a fresh ``latex`` folder (a full typeset: its log misses nothing)."""
     shutil.rmtree(latex, ignore_errors=True)
-    if args.edition == "instructor":
-        tags = [*tags, "-t", "instructor"]
-    sphinx = [sys.executable, "-m", "sphinx", "-b", "latex", "-c", str(ROOT), *tags,
-              "-d", str(doctrees), "-W", "--keep-going", *args.sphinx_option,
-              str(args.source), str(latex)]
+    sphinx = [*sphinx_command(args.source, latex, doctrees, builder="latex", tags=tags,
+                              instructor=args.edition == "instructor", jobs=None),
+              *args.sphinx_option]
     if subprocess.run(sphinx).returncode != 0:
         print("pdf: the LaTeX build failed (see above).", file=sys.stderr)
         return False
@@ -97,7 +95,7 @@ def build_book(args) -> int:
     started = time.monotonic()
     out = args.build / args.edition
     latex = out / "latex"
-    if not sphinx_latex(args, latex, out / "doctrees-latex", []):
+    if not sphinx_latex(args, latex, out / "doctrees-latex", ()):
         return 1
     pdf = out / "pdf" / f"{STEM}-{args.edition}.pdf"
     typeset_pdf = typeset(latex, STEM)
@@ -117,7 +115,7 @@ def build_handouts(args) -> int:
     started = time.monotonic()
     out = args.build / args.edition
     latex = out / "latex-handouts"
-    if not sphinx_latex(args, latex, out / "doctrees-handouts", ["-t", "handout"]):
+    if not sphinx_latex(args, latex, out / "doctrees-handouts", ("handout",)):
         return 1
     print(f"handouts: LaTeX of every chapter written ({time.monotonic() - started:.1f} s)")
     folder = out / "pdf" / "handouts"

@@ -49,6 +49,7 @@ from coursebook.exhibit_checks import SIDE_ENVIRONMENTS  # noqa: E402
 from coursebook.model.notebooks import (cell_tags, first_line, is_answer,  # noqa: E402
                                         read_chapter, with_stable_ids)
 from coursebook.outputs import normalise  # noqa: E402
+from coursebook.verify.expectations import shown_text  # noqa: E402
 from coursebook.model.provenance import source_commit, today  # noqa: E402
 from coursebook.model.recordings import (PROVENANCE_KEY, RecordingError, check_label,  # noqa: E402
                                    code_hash, load_recording, recorded_chapter, recording_path,
@@ -174,16 +175,9 @@ def execute(notebook: nbformat.NotebookNode, environments: list[RecordingEnviron
 
 
 def shown(notebook: nbformat.NotebookNode) -> list[str]:
-    """Each code cell's outputs as text, normalised: what --check compares."""
-    texts = []
-    for cell in notebook.cells:
-        if cell.cell_type != "code":
-            continue
-        parts = [out.get("text") or "\n".join(out.get("traceback", []))
-                 or (out.get("data") or {}).get("text/markdown")
-                 or (out.get("data") or {}).get("text/plain", "") for out in cell.outputs]
-        texts.append(normalise("".join(parts)))
-    return texts
+    """Each code cell's outputs as the page shows them (the text a build verifies): what
+    --check compares."""
+    return [shown_text(cell) for cell in notebook.cells if cell.cell_type == "code"]
 
 
 def parse_pythons(values: list[str]) -> dict[str, Path]:

@@ -28,6 +28,15 @@ from coursebook.model.notebooks import is_chapter_source, line_of, notebook_to_m
 from coursebook.model.recordings import recording_name
 
 
+# A test session that has just built the book hands its fresh cache to the chapters'
+# items (:func:`use_chapter_cache`), which then run nothing again; else conf.py's cache.
+CHAPTER_CACHE = pytest.StashKey[str]()
+
+
+def use_chapter_cache(config: pytest.Config, cache_path: str | Path) -> None:
+    config.stash[CHAPTER_CACHE] = str(cache_path)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("coursebook_book", "the book's source folder, relative to the rootdir",
                   default="book")
@@ -120,9 +129,10 @@ class ChapterFile(pytest.File):
         from jupyter_cache.base import CacheBundleIn
 
         notebook = self.notebook_for(edition)
-        create_cache(self.book_config.cache_path)
-        with notebook_lock(self.book_config.cache_path, notebook):  # a build may run it too
-            executed = cached_notebook(self.book_config.cache_path, notebook)
+        cache_path = self.config.stash.get(CHAPTER_CACHE, self.book_config.cache_path)
+        create_cache(cache_path)
+        with notebook_lock(cache_path, notebook):  # a build may run it too
+            executed = cached_notebook(cache_path, notebook)
             if executed is None:
                 result, _ = run_notebook(notebook, cwd=str(self.path.parent),
                                          timeout=self.book_config.timeout,
@@ -131,7 +141,7 @@ class ChapterFile(pytest.File):
                     return ChapterFailed(
                         f"{self.path.name} ({edition.value}) failed to execute: "
                         f"{type(result.err).__name__}; build it for the cell-by-cell report")
-                get_cache(self.book_config.cache_path).cache_notebook_bundle(
+                get_cache(cache_path).cache_notebook_bundle(
                     CacheBundleIn(notebook, str(self.path),
                                   data={"execution_seconds": result.time}),
                     check_validity=False, overwrite=True)

@@ -1,0 +1,2 @@
+"""Stage 5: no answer in the student edition (its sources checked at ``env-updated``, a
+built tree by ``make audit``), and the book's prose in its own words."""

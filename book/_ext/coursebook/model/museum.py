@@ -22,6 +22,7 @@ from pathlib import Path
 import nbformat
 
 from coursebook.model.machine_kinds import MachineKind
+from coursebook.model.versions import release
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG
 from coursebook.outputs import normalise
@@ -124,8 +125,7 @@ class Exhibit:
 
     def record_for(self, torch_version: str) -> ErrorRecord | None:
         """The record for a torch release (local build tags such as ``+cpu`` ignored)."""
-        release = torch_version.split("+")[0]
-        return next((r for r in self.records if r.torch == release), None)
+        return next((r for r in self.records if r.torch == release(torch_version)), None)
 
     @property
     def museum_record(self) -> ErrorRecord:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import nbformat
 
+from coursebook.model.versions import release
 from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment, package_key
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import ACCELERATOR_ONLY_TAG, STAND_IN_ONLY_TAG, cell_tags
@@ -137,7 +138,7 @@ class Recording:
             recorded = {package_key(name): version for name, version in versions.items()}
             for package, pin in sorted(by_name[environment].items()):
                 # PEP 440: a pin without a local label (+cu128) admits any local label.
-                if package in recorded and recorded[package].split("+")[0] != pin:
+                if package in recorded and release(recorded[package]) != pin:
                     lines.append(f"{package} {recorded[package]} recorded, {pin} pinned "
                                  f"({environment})")
         return lines

@@ -1,0 +1,1 @@
+"""Stage 1, ``source-read``: a chapter file becomes the notebook its edition executes."""

@@ -1,0 +1,1 @@
+"""The build process itself: errors reported once, Ctrl-C, the garbage collector."""

@@ -99,12 +99,16 @@ def download_notebook(notebook: nbformat.NotebookNode,
     return notebook
 
 
-def published_page(app: Sphinx, docname: str, anchor: str = "") -> str:
-    """A page's address on the published book ("" when the book has none)."""
-    base = app.config.html_baseurl.rstrip("/")
-    if not base:
+def page_url(published_url: str, docname: str, anchor: str = "") -> str:
+    """A page's address on the published student book ("" when the book has none): a
+    download's links and a handout's QR code both point there."""
+    if not published_url:
         return ""
-    return f"{base}/{app.builder.get_target_uri(docname)}" + (f"#{anchor}" if anchor else "")
+    return f"{published_url.rstrip('/')}/{docname}.html" + (f"#{anchor}" if anchor else "")
+
+
+def published_page(app: Sphinx, docname: str, anchor: str = "") -> str:
+    return page_url(app.config.html_baseurl, docname, anchor)
 
 
 def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:

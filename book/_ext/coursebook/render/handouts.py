@@ -24,8 +24,8 @@ from sphinx.util.texescape import escape
 
 from coursebook.execute.read_chapters import chapter_notebook, read_chapters
 from coursebook.prepare.chapters import edition_of
-from coursebook.render.downloads import colab_url
-from coursebook.verify.expectations import release
+from coursebook.render.downloads import colab_url, page_url
+from coursebook.model.versions import release
 from coursebook.model.faults import shown_path
 from coursebook.config import book_config
 from coursebook.model.provenance import source_commit
@@ -59,11 +59,6 @@ def _chapters_in_order(app: Sphinx, env) -> list[str]:
 
     visit(app.config.root_doc)
     return [docname for docname in order if chapter_notebook(app.env, docname) is not None]
-
-
-def page_url(published_url: str, docname: str) -> str:
-    """Where the published student HTML shows a chapter ("" when no address is set)."""
-    return f"{published_url.rstrip('/')}/{docname}.html" if published_url else ""
 
 
 def handouts(app: Sphinx, env) -> list[Handout]:

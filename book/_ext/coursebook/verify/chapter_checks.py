@@ -29,13 +29,14 @@ from coursebook.execute.read_chapters import (PREPARED, ReadChapter, mark_failed
 from coursebook.model.museum import CellOrigin
 from coursebook.model.notebooks import RAISES_TAG, line_of
 from coursebook.model.provenance import today
+from coursebook.model.versions import release
 from coursebook.prepare.chapters import PreparedChapter, edition_chapter, edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.process.reporting import report
 from coursebook.verify.expectations import (ACCEPT_COMMAND, CellOutput, ExpectationsError,
                                             accept, cached_notebook, cell_keys, cell_outputs,
                                             compare, expectations_path, read_expectations,
-                                            release, write_expectations)
+                                            write_expectations)
 
 logger = logging.getLogger(__name__)
 

@@ -25,11 +25,13 @@ import nbformat
 
 from coursebook.execute.long_outputs import as_displayed
 from coursebook.model.faults import shown_path
+from coursebook.model.versions import release, version_key
 from coursebook.model.notebooks import content_keys, first_line
 from coursebook.outputs import normalise
+from coursebook.prepare.editions import Edition
 
 ACCEPT_COMMAND = "make accept-outputs"
-EDITIONS = ("student", "instructor")
+EDITIONS = tuple(edition.value for edition in Edition)  # as an expectations file names them
 # Cell metadata that exempts a cell from verification; its value is the reason, shown in
 # the build log.
 UNVERIFIED_KEY = "unverified"
@@ -42,11 +44,6 @@ class ExpectationsError(Exception):
     """An expectations file that cannot be read."""
 
 
-def release(torch_version: str) -> str:
-    """The torch release an expectation is for (a local tag such as ``+cpu`` ignored)."""
-    return torch_version.split("+")[0]
-
-
 def expectations_path(expected_dir: Path, torch_version: str, chapter: str) -> Path:
     """The file, relative to the working folder when it lies under it (as messages show it)."""
     return shown_path(expected_dir / f"torch-{release(torch_version)}" / f"{chapter}.txt")
@@ -56,8 +53,7 @@ def verified_versions(expected_dir: Path, chapter: str) -> list[str]:
     """The torch releases that have expected outputs for a chapter, oldest first."""
     found = [p.parent.name.removeprefix("torch-")
              for p in expected_dir.glob(f"torch-*/{chapter}.txt")]
-    return sorted(found, key=lambda v: tuple(int(n) if n.isdigit() else 0
-                                             for n in re.split(r"[.+]", v)))
+    return sorted(found, key=version_key)
 
 
 # --- What a cell shows -----------------------------------------------------------------
@@ -186,8 +182,8 @@ def write_expectations(path: Path, expectations: Expectations,
         first = expectations.first_lines.get(key, "")
         texts = {e: expectations.by_edition[e][key] for e in EDITIONS
                  if key in expectations.by_edition[e]}
-        if len(texts) == 2 and texts["student"] == texts["instructor"]:
-            texts = {"": texts["student"]}
+        if len(texts) == 2 and len(set(texts.values())) == 1:
+            texts = {"": texts[Edition.STUDENT.value]}
         for edition, text in texts.items():
             marker = f" ({edition})" if edition else ""
             out.append(f"=== cell {key}{marker} · {first}")

@@ -18,8 +18,10 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 
 from coursebook.exhibit_checks import CHANGED_CLASS
-from coursebook.verify.expectations import ExpectationsError, read_expectations, release, verified_versions
+from coursebook.verify.expectations import ExpectationsError, read_expectations, verified_versions
 from coursebook.execute.read_chapters import mark_failed
+from coursebook.prepare.editions import Edition
+from coursebook.model.versions import release, version_key
 from coursebook.process.reporting import report, report_book_error
 from coursebook.model.museum import ExhibitError
 from coursebook.worddiff import changed_words
@@ -27,10 +29,6 @@ from coursebook.config import book_config
 
 CHANGES_LABEL = "torch-versions"
 HIGHLIGHT_CLASS = "torch-diff-changed"
-
-
-def _version_key(version: str) -> tuple:
-    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
 
 
 def highlighted_block(runs: list[tuple[str, bool]]) -> nodes.literal_block:
@@ -106,14 +104,14 @@ class TorchVersionChanges(Directive):
 
     def _sections(self, env) -> list[nodes.Node]:
         config = env.config
-        edition = "instructor" if env.app.tags.has("instructor") else "student"
+        edition = Edition.from_tags(env.app.tags).value
         expected_dir = Path(env.srcdir, book_config(config).expected_dir)
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
         for path in sorted(expected_dir.glob("torch-*/*.txt")):
             env.note_dependency(str(path))
         chapters = sorted({p.stem for p in expected_dir.glob("torch-*/*.txt")})
         for chapter in chapters:
-            versions = sorted(verified_versions(expected_dir, chapter), key=_version_key)
+            versions = sorted(verified_versions(expected_dir, chapter), key=version_key)
             for old, new in zip(versions, versions[1:]):
                 before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt")
                                  for v in (old, new))
@@ -122,7 +120,7 @@ class TorchVersionChanges(Directive):
         for wing in book_config(config).museum().values():
             for exhibit in wing.exhibits:
                 env.note_dependency(str(exhibit.path))
-                records = sorted(exhibit.records, key=lambda r: _version_key(r.torch))
+                records = sorted(exhibit.records, key=lambda r: version_key(r.torch))
                 for before, after in zip(records, records[1:]):
                     old_text = f"{before.type}: {before.message}"
                     new_text = f"{after.type}: {after.message}"
@@ -136,7 +134,7 @@ class TorchVersionChanges(Directive):
                                          f"torch {after.torch}", new_text)])
         sections = []
         for (old, new), found in sorted(rows.items(), key=lambda item: (
-                _version_key(item[0][1]), _version_key(item[0][0]))):
+                version_key(item[0][1]), version_key(item[0][0]))):
             section = nodes.section(ids=[f"torch-{old}-to-{new}".replace(".", "-")])
             section += nodes.title("", f"torch {old} → torch {new}")
             section += found or [nodes.paragraph(
