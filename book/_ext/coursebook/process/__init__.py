@@ -1,1 +1,2 @@
-"""The build process itself: errors reported once, Ctrl-C, the garbage collector."""
+"""The build process itself: errors reported once, Ctrl-C, the garbage collector, a
+quiet log."""
