@@ -130,3 +130,63 @@ def test_a_long_error_wraps_on_the_page_and_keeps_its_line(site):
     assert "\n" not in error.text_content().strip()  # what a reader copies: still one line
     error.evaluate("e => { e.style.whiteSpace = 'pre'; }")  # without the book's wrapping
     assert not error.evaluate(fits)
+
+
+# --- Accessibility: axe-core on every page, in both colour modes ------------------------
+
+# What fails the audit: axe-core's two highest impacts. ("moderate": the theme's own
+# `region` landmark rule, one per page, which the book cannot change.)
+FAILING_IMPACTS = ("serious", "critical")
+
+
+def _in_mode(page, mode: str) -> None:
+    """The pydata theme's colour mode, as a reader's choice would set it; without the
+    theme's colour transitions, so that axe-core measures the final colours."""
+    page.add_style_tag(content="*, *::before, *::after { transition: none !important; "
+                               "animation: none !important; }")
+    page.evaluate("""mode => {
+        localStorage.setItem('mode', mode); localStorage.setItem('theme', mode);
+        document.documentElement.dataset.mode = mode;
+        document.documentElement.dataset.theme = mode;
+    }""", mode)
+
+
+def axe_failures(page) -> list[str]:
+    """Each serious or critical axe-core violation on the loaded page, one line each."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page).response
+    return [f"{rule['id']} ({rule['impact']}): {node['target']} {node.get('failureSummary', '')[:160]}"
+            for rule in results["violations"] if rule["impact"] in FAILING_IMPACTS
+            for node in rule["nodes"]]
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_every_page_passes_axe_core(site, built, mode):
+    edition, url, page = site
+    names = sorted(p.name for p in (built[edition].outdir / "html").glob("*.html"))
+    assert "index.html" in names
+    failures = {}
+    for name in names:
+        page.goto(f"{url}/{name}", wait_until="networkidle")
+        _in_mode(page, mode)
+        assert page.evaluate("document.documentElement.dataset.theme") == mode
+        found = axe_failures(page)
+        if found:
+            failures[name] = found
+    assert not failures, failures
+
+
+def test_the_audit_fails_on_poor_contrast(site):
+    """The audit bites: the dark-mode "verified on" grey of issue 20, planted, is caught."""
+    _, url, page = site
+    page.goto(f"{url}/index.html", wait_until="networkidle")
+    _in_mode(page, "dark")
+    assert axe_failures(page) == []
+    page.evaluate("""() => {
+        const p = document.createElement('p');
+        p.textContent = 'Outputs verified against torch 2.13.0.';
+        p.style.color = '#555';
+        document.querySelector('article').prepend(p);
+    }""")
+    assert any(line.startswith("color-contrast (serious)") for line in axe_failures(page))

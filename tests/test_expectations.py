@@ -150,3 +150,12 @@ def test_pytest_collects_each_verified_cell_per_edition():
     answers = [c for c in code if "answer" in c.metadata.get("tags", [])]
     assert len(items) == 2 * len(code) - len(answers), done.stdout[-2000:]
     assert "book/pt01.md::student::L60 X = torch.tensor([[1., 2.], [3., 1.], [2., 4.]])" in items
+
+
+def test_versions_sort_as_releases_and_a_text_that_names_none_goes_first():
+    from coursebook.model.versions import is_release, release, version_key
+
+    versions = ["2.13.0", "unrecorded", "2.9.0+cu128", "2.14.1"]
+    assert sorted(versions, key=version_key) == ["unrecorded", "2.9.0+cu128", "2.13.0", "2.14.1"]
+    assert release("2.13.0+cpu") == "2.13.0"
+    assert is_release("2.9.0+cu128") and not is_release("unrecorded")

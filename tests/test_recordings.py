@@ -34,12 +34,12 @@ def _bridges(notebook=None):
     return recorded_chapter(notebook or _bridges_notebook(), MACHINES)
 
 
-def _attach(notebook=None, allow_stale=False, recordings_dir=RECORDINGS):
+def _attach(notebook=None, allow_stale=False, recordings_dir=RECORDINGS, instructor=True):
     notebook = notebook or _bridges_notebook()
     chapter = _bridges(notebook)
     pinned = load_environments(environments_path(RECORDINGS, "bridges"), MACHINES)
     return attach_recordings(notebook, chapter, load_recordings(recordings_dir, chapter),
-                             allow_stale, pinned)
+                             allow_stale, pinned, instructor=instructor)
 
 
 def test_every_builder_kind_is_complete_and_one_stands_in():
@@ -109,6 +109,22 @@ def test_one_provenance_panel_names_device_versions_date_and_commit():
     assert f"torch {p['environments']['both']['torch']}" in panel
     assert "Not yet recorded on: TPU (`make recording RECORDING=bridges KIND=tpu`)" in panel
     assert "Environment drift" not in panel and attached.drift == {"cpu": []}
+
+
+def test_the_student_reads_one_line_per_recording_without_commit_or_command():
+    """The commit and the commands that record are the course team's (instructor edition)."""
+    notebook = _bridges_notebook()
+    notebook.cells.append(nbformat.v4.new_code_cell("jax.devices()",
+                                                    metadata={"tags": [ACCELERATOR_ONLY_TAG]}))
+    attached = _attach(notebook, instructor=False)
+    [recording] = load_recordings(RECORDINGS, _bridges())
+    [panel] = [c.source for c in attached.labelled.cells if "recording-provenance" in c.source]
+    assert panel.startswith("(recording-bridges-cpu)=\n:::{dropdown} Outputs recorded with "
+                            f"{recording.summary()}\n")
+    assert "Not yet recorded on: TPU." in panel
+    assert attached.labelled.cells[-1].source == "Not yet recorded: this cell runs on TPU."
+    shown = "\n".join(cell.source for cell in attached.labelled.cells if cell.cell_type == "markdown")
+    assert recording.provenance["commit"] not in shown and "make recording" not in shown
 
 
 def test_a_recording_made_with_other_versions_is_flagged_as_drift(tmp_path):
@@ -261,7 +277,7 @@ def test_the_second_kind_book_builds_with_its_panel_and_marks(second_kind_book, 
                                        str(second_kind_book / "recordings")})
     assert build.returncode == 0, build.log[-3000:]
     page = (tmp_path / "out" / "html" / "tiny.html").read_text()
-    assert "Where the outputs on this page were recorded" in page
+    assert "Outputs recorded with" in page and "recording-provenance" in page  # the student's line
     assert page.count('href="#recording-tiny-lab"') == 3
     assert "only on the stand-in: stand-in" in page
 

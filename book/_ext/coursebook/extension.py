@@ -19,6 +19,7 @@ from coursebook.prepare.chapters import (edition_of, render_edition_source,
                                          spread_chapters_over_readers)
 from coursebook.prepare.editions import Edition, box_code_answers
 from coursebook.prepare.source_files import check_source_encodings
+from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.long_lived import freeze_long_lived_objects
 from coursebook.process.quiet_log import quiet_config_dumps
@@ -44,6 +45,7 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
     check_executed_chapter(app, doctree)
     keep_cell_outputs(app, doctree)
     highlight_changed_boxes(doctree)
+    quiet_exhibit_checks(app, doctree)
     if NbMetadataCollector.get_exec_data(app.env, app.env.docname) is not None:
         add_verified_versions(app, doctree, app.env.docname, book_config(app.config).torch)
     if edition_of(app) is Edition.INSTRUCTOR:

@@ -341,10 +341,14 @@ DOWNLOAD_SOURCE_KEY = "coursebook_download_source"
 
 
 def _in_fresh_python(code: str, side_environment: str) -> nbformat.NotebookNode:
-    """A cell running ``code`` in a new Python; its download does so without the book."""
+    """A cell running ``code`` in a new Python; its download does so without the book.
+
+    Its input is hidden: the page shows ``code`` itself (:func:`_shown_code`), the
+    lesson, not how the book runs it.
+    """
     side = f", side_environment={side_environment!r}" if side_environment else ""
     cell = _code("from coursebook.exhibit_checks import run_in_fresh_python\n"
-                 f"run_in_fresh_python(r'''\n{code}\n'''{side})")
+                 f"run_in_fresh_python(r'''\n{code}\n'''{side})", "remove-input")
     needs = (f"# The book runs this with the package folder {side_environment!r} in front of\n"
              "# the import path (see the exhibit's note above).\n" if side_environment else "")
     cell.metadata[DOWNLOAD_SOURCE_KEY] = (
@@ -356,6 +360,11 @@ def _in_fresh_python(code: str, side_environment: str) -> nbformat.NotebookNode:
         "if done.returncode:\n"
         "    raise RuntimeError(done.stderr.strip().splitlines()[-1])")
     return cell
+
+
+def _shown_code(code: str) -> str:
+    """The code a hidden cell runs in a fresh process, as the reader sees it."""
+    return (f"In a fresh Python process:\n\n```python\n{code}\n```")
 
 
 def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
@@ -371,7 +380,8 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     cpu = exhibit.cpu
     # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
     if cpu is not None and cpu.reproduction:
-        cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}"),
+        cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}\n\n"
+                            f"{_shown_code(cpu.reproduction)}"),
                   _tagged(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG,
                           STAND_IN_ONLY_TAG),
                   _check_cell(exhibit, museum, STAND_IN_ONLY_TAG),
@@ -379,7 +389,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     cells.append(_markdown(f"**The fix.** {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
                            f"\n\n*The museum's fix, {label}: it ran green on the same hardware.*"))
     if cpu is not None and cpu.reproduction and cpu.fix:
-        cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}"),
+        cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}\n\n{_shown_code(cpu.fix)}"),
                   _tagged(_in_fresh_python(cpu.fix, ""), STAND_IN_ONLY_TAG),
                   _fix_ran_cell(STAND_IN_ONLY_TAG)]
     elif cpu is not None and not cpu.reproduction:
@@ -425,6 +435,22 @@ def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]
     if cpu.fix:
         origins[_in_fresh_python(cpu.fix, "").source] = origin("cpu.fix", "fix", table="cpu")
     return origins
+
+
+# The short label of the mark that stands for a check's verdict on a page.
+CHECK_LABELS = {"check": "same error as recorded", "fix": "fix ran"}
+
+
+def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
+    """The book's own check cells, by source, whatever torch runs them: each exhibit's
+    comparison with each of its records, and the proof that a fix ran. Their lines are
+    the book's verdicts, not what torch printed; the value is the mark's label."""
+    checks = {_fix_ran_cell().source: CHECK_LABELS["fix"]}
+    for wing in museum.values():
+        for exhibit in wing.exhibits:
+            for record in exhibit.records:
+                checks[_check_cell(exhibit, record).source] = CHECK_LABELS["check"]
+    return checks
 
 
 def cell_origins(museum: dict[str, Wing], torch_version: str) -> dict[str, CellOrigin]:

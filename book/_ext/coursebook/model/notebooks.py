@@ -42,13 +42,18 @@ def first_line(cell) -> str:
     return (cell.source.strip().splitlines() or [""])[0]
 
 
+def short_digest(text: str) -> str:
+    """Eight hex digits of the text's sha256: how the book keys a cell by its content."""
+    return hashlib.sha256(text.encode("utf8")).hexdigest()[:8]
+
+
 def content_keys(texts: Iterable[str], separator: str) -> list[str]:
     """A short hash of each text, numbered (``separator`` 2, 3, …) when a text recurs: the
     same texts get the same keys on every run, and an edit changes only its own key."""
     seen: Counter[str] = Counter()
     keys = []
     for text in texts:
-        digest = hashlib.sha256(text.encode("utf8")).hexdigest()[:8]
+        digest = short_digest(text)
         seen[digest] += 1
         keys.append(digest if seen[digest] == 1 else f"{digest}{separator}{seen[digest]}")
     return keys

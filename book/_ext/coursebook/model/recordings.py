@@ -27,7 +27,8 @@ import nbformat
 from coursebook.model.versions import release
 from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment, package_key
 from coursebook.model.faults import BookError
-from coursebook.model.notebooks import ACCELERATOR_ONLY_TAG, STAND_IN_ONLY_TAG, cell_tags
+from coursebook.model.notebooks import (ACCELERATOR_ONLY_TAG, BOOK_ONLY_TAG, STAND_IN_ONLY_TAG,
+                                        cell_tags)
 
 PROVENANCE_KEY = "coursebook_recording"
 RECORDING_COMMAND = "make recording"
@@ -200,15 +201,18 @@ def _markdown(text: str) -> nbformat.NotebookNode:
 
 
 def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
-                     drift: dict[str, list[str]]) -> str:
-    """One box saying where each recording ran, and where its versions drifted."""
+                     drift: dict[str, list[str]], instructor: bool = True) -> str:
+    """Where each recording ran, and where its versions drifted.
+
+    The instructor edition gets one box with the commits and the commands that record;
+    a student reads one line per recording, its details (versions) opening on demand.
+    """
+    if not instructor:
+        return _student_panel(chapter, recordings, drift)
     parts = []
     for recording in recordings:
         p = recording.provenance
-        kernels = "; ".join(
-            f"Kernel `{name}`: " + ", ".join(f"{package} {version}"
-                                             for package, version in versions.items())
-            for name, versions in p["environments"].items())
+        kernels = _kernel_versions(recording)
         parts.append(f"({recording.anchor(chapter.name)})=\n**{recording.label()}**, recorded "
                      f"{p['date']} at commit `{p['commit']}`. {kernels}.")
         if drift.get(recording.machine.name):
@@ -221,6 +225,32 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
             f"{b.short_label} (`{chapter.command(b)}`)" for b in missing) + ".")
     return (":::{admonition} Where the outputs on this page were recorded\n"
             ":class: recording-provenance\n" + "\n\n".join(parts) + "\n:::")
+
+
+def _kernel_versions(recording: Recording) -> str:
+    return "; ".join(f"Kernel `{name}`: " + ", ".join(f"{package} {version}"
+                                                      for package, version in versions.items())
+                     for name, versions in recording.provenance["environments"].items())
+
+
+def _student_panel(chapter: RecordedChapter, recordings: list[Recording],
+                   drift: dict[str, list[str]]) -> str:
+    """A line per recording (device, torch, date) whose versions open on demand."""
+    parts = []
+    for recording in recordings:
+        body = [f"{recording.label()}, {recording.provenance['date']}. "
+                f"{_kernel_versions(recording)}."]
+        if drift.get(recording.machine.name):
+            body.append(f"**Environment drift**: {'; '.join(drift[recording.machine.name])}. "
+                        "Outputs recorded with the pinned versions may differ.")
+        parts.append(f"({recording.anchor(chapter.name)})=\n"
+                     f":::{{dropdown}} Outputs recorded with {recording.summary()}\n"
+                     ":class-container: recording-provenance verified-on\n"
+                     + "\n\n".join(body) + "\n:::")
+    missing = [b for b in chapter.machines if all(r.machine != b for r in recordings)]
+    if missing:
+        parts.append("*Not yet recorded on: " + ", ".join(b.short_label for b in missing) + ".*")
+    return "\n\n".join(parts)
 
 
 @dataclass(frozen=True)
@@ -236,9 +266,13 @@ class AttachedRecordings:
 
 def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                       recordings: list[Recording], allow_stale: bool,
-                      pinned: dict[str, list[RecordingEnvironment]] | None = None
-                      ) -> AttachedRecordings:
-    """Each code cell's output from the most preferred recording that ran it."""
+                      pinned: dict[str, list[RecordingEnvironment]] | None = None,
+                      instructor: bool = True) -> AttachedRecordings:
+    """Each code cell's output from the most preferred recording that ran it.
+
+    ``instructor``: the panel and notes name commits and the commands that record; the
+    student edition's say where and when only.
+    """
     drift = {r.machine.name: r.drift(pinned[r.machine.name])
              for r in recordings if pinned and r.machine.name in pinned}
     labelled = copy.deepcopy(notebook)
@@ -248,7 +282,8 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
     for cell in notebook.cells:
         labelled.cells.append(cell)
         if not panel_placed and cell.cell_type == "markdown" and "\n# " in f"\n{cell.source}":
-            labelled.cells.append(_markdown(provenance_panel(chapter, recordings, drift)))
+            labelled.cells.append(_markdown(provenance_panel(chapter, recordings, drift,
+                                                             instructor)))
             panel_placed = True
         if cell.cell_type != "code":
             continue
@@ -257,8 +292,10 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
         if found is not None:
             recording, cell_outputs = found
             outputs.append(cell_outputs)
-            # A hidden cell, or a verdict on the cell above, needs no mark of its own.
-            if not {"remove-cell", "remove-input"} & set(cell_tags(cell)):
+            # A hidden cell, or a verdict on the cell above (the book's own, hidden code),
+            # needs no mark of its own.
+            tags = set(cell_tags(cell))
+            if "remove-cell" not in tags and not {"remove-input", BOOK_ONLY_TAG} <= tags:
                 labelled.cells.append(_markdown(
                     f"*Recorded on {{ref}}`{recording.machine.short_label} "
                     f"<{recording.anchor(chapter.name)}>`.*"))
@@ -269,7 +306,8 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
         if not any(runs_on(cell, r.machine) for r in recordings):
             labelled.cells.append(_markdown(
                 "Not yet recorded: this cell runs on " + " or ".join(
-                    f"{b.short_label} (`{chapter.command(b)}`)" for b in able) + "."))
+                    f"{b.short_label} (`{chapter.command(b)}`)" if instructor else b.short_label
+                    for b in able) + "."))
         elif allow_stale:
             labelled.cells.append(_markdown(
                 "*Stale: this cell changed since it was recorded; its output is not shown.*"))
@@ -279,7 +317,8 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                                  f"{commands} on such machines, then commit book/recordings/",
                                  cell=cell.source)
     if not panel_placed:
-        labelled.cells.insert(0, _markdown(provenance_panel(chapter, recordings, drift)))
+        labelled.cells.insert(0, _markdown(provenance_panel(chapter, recordings, drift,
+                                                            instructor)))
     executed = copy.deepcopy(notebook)
     code_cells = [cell for cell in executed.cells if cell.cell_type == "code"]
     for cell, cell_outputs in zip(code_cells, outputs):

@@ -6,7 +6,7 @@ records and pins are per release. Versions sort as releases do (``2.9`` before `
 
 from __future__ import annotations
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 
 def release(version: str) -> str:
@@ -14,6 +14,15 @@ def release(version: str) -> str:
     return version.split("+")[0]
 
 
-def version_key(version: str) -> Version:
-    """A sort key: oldest release first."""
-    return Version(version)
+def is_release(version: str) -> bool:
+    """Whether a text names a release at all (a capture's torch may be "unrecorded")."""
+    return version_key(version)[0] == 1
+
+
+def version_key(version: str) -> tuple[int, Version]:
+    """A sort key: oldest release first; a text that names no release (an exhibit record
+    captured as "unrecorded") before them all."""
+    try:
+        return 1, Version(version)
+    except InvalidVersion:
+        return 0, Version("0")

@@ -96,7 +96,8 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     recordings = load_recordings(recordings_dir, chapter)
     try:
         attached = attach_recordings(notebook, chapter, recordings,
-                                     config.allow_stale_recordings, pinned)
+                                     config.allow_stale_recordings, pinned,
+                                     instructor=edition_of(app) is Edition.INSTRUCTOR)
     except RecordingError as error:
         if not error.cell:
             raise

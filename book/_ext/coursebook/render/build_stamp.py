@@ -1,8 +1,9 @@
 """The build stamp in each page's footer: the torch that executed the page, the commit, the date.
 
 A reader (or an instructor with a student's question) can tell which build a page comes
-from. The commit is the source tree's (``GITHUB_SHA`` on GitHub Actions, else ``git``),
-marked when the tree had uncommitted changes; a copy outside git says so.
+from; the commit is shown in the instructor edition only. The commit is the source tree's
+(``GITHUB_SHA`` on GitHub Actions, else ``git``), marked when the tree had uncommitted
+changes; a copy outside git says so.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sphinx.application import Sphinx
 from coursebook.config import book_config
 from coursebook.execute.read_chapters import read_chapters
 from coursebook.model.provenance import NOT_IN_GIT, source_commit
+from coursebook.prepare.editions import Edition
 
 
 def executed_with(app: Sphinx, pagename: str) -> str:
@@ -31,7 +33,12 @@ def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict
         return
     commit, date = source_commit(Path(app.srcdir)), book_config(app.config).build_date
     executed = executed_with(app, pagename) if doctree is not None else ""
-    built = f"built from commit {commit} on {date}" if commit != NOT_IN_GIT else \
-        f"built from {NOT_IN_GIT} on {date}"
+    # The commit is for the course team: students read the date only.
+    if Edition.from_tags(app.tags) is not Edition.INSTRUCTOR:
+        built = f"built on {date}"
+    elif commit != NOT_IN_GIT:
+        built = f"built from commit {commit} on {date}"
+    else:
+        built = f"built from {NOT_IN_GIT} on {date}"
     context["coursebook_stamp"] = (f"{executed}; {built}." if executed else
                                    built[0].upper() + built[1:] + ".")

@@ -4,9 +4,9 @@ With ``coursebook_handouts`` on, the LaTeX builder writes ``<chapter>.tex`` for 
 chapter notebook of the book, in table-of-contents order, instead of the whole book
 (``latex_documents`` is set once the chapters are read). Each handout opens with a cover,
 ``<chapter>-cover.tex``: the course, the chapter, the edition, the torch version its
-outputs were executed and verified with, the build date and commit, and, when the book's
-address is configured, QR codes (segno) and short links to the chapter's page and its
-Colab notebook. ``handouts.json`` lists what was written, for ``tools/build_pdf.py``.
+outputs were executed and verified with, the build date (and, for the instructor, the
+commit), and, when the book's address is configured, QR codes (segno) and short links to
+the chapter's page and its Colab notebook. ``handouts.json`` lists what was written, for ``tools/build_pdf.py``.
 Short code cells are kept on one page with their output (``\\needspace``).
 """
 
@@ -24,6 +24,7 @@ from sphinx.util.texescape import escape
 
 from coursebook.execute.read_chapters import chapter_notebook, read_chapters
 from coursebook.prepare.chapters import edition_of
+from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import colab_url, page_url
 from coursebook.model.versions import release
 from coursebook.model.faults import shown_path
@@ -120,6 +121,9 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
             _qr_code(url, outdir / image)
             links.append(_link_box(url, image, caption))
     date = book_config(app.config).build_date
+    # The commit is for the course team: a student's handout gives the date only.
+    commit = (f" from commit {escape(source_commit(Path(app.srcdir)))}"
+              if edition_of(app) is Edition.INSTRUCTOR else "")
     lines = [
         r"\begin{titlepage}\centering\sffamily",
         r"\vspace*{2.5cm}",
@@ -127,7 +131,7 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
         rf"{{\Huge\bfseries {escape(handout.title)}\par}}\vspace{{1cm}}",
         rf"{{\LARGE {escape(edition)}\par}}\vspace{{1.5cm}}",
         rf"{{\large {escape(_provenance(app, handout.docname))}\par}}\vspace{{3mm}}",
-        rf"{{\large Built on {escape(date)} from commit {escape(source_commit(Path(app.srcdir)))}\par}}",
+        rf"{{\large Built on {escape(date)}{commit}\par}}",
         r"\vfill",
         r"\hfill".join(links) if links else "",
         r"\vspace*{1cm}",

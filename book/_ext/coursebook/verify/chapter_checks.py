@@ -74,7 +74,7 @@ def _exhibit_problem(origin: CellOrigin, error: str | None) -> CellProblem:
     return CellProblem(origin.line, "", what, origin.location)
 
 
-def _code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
+def code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
     for node in doctree.findall(nodes.container):
         if node.get("nb_element") == "cell_code":
             yield node
@@ -113,11 +113,11 @@ def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str
     if stopped is not None:
         if stopped.cell_index is None:
             return [CellProblem(0, "(the first one)", stopped.what)]
-        ran = [cell for cell in _code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
+        ran = [cell for cell in code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
         problems = _problems(ran, sources, chapter_text, origins)
         return problems + [CellProblem(**_where(sources[stopped.cell_index], chapter_text),
                                        what=stopped.what)]
-    problems = _problems(_code_cells(doctree), sources, chapter_text, origins)
+    problems = _problems(code_cells(doctree), sources, chapter_text, origins)
     if not succeeded and not problems:
         problems.append(CellProblem(0, "(the notebook)", what=(
             f"failed to execute:\n      {_short(traceback or 'no traceback recorded')}")))
@@ -176,7 +176,7 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
 
 def report_cut_outputs(doctree: nodes.document, sources: list[str], chapter_text: str) -> None:
     """Say once, at its cell, that an output too long for the page was cut."""
-    for cell in _code_cells(doctree):
+    for cell in code_cells(doctree):
         for block in cell.findall(nodes.literal_block):
             found = CUT_MARKER.search(block.astext()) if "output" in block["classes"] else None
             if found is None:

@@ -26,7 +26,7 @@ import nbformat
 from coursebook.execute.long_outputs import as_displayed
 from coursebook.model.faults import shown_path
 from coursebook.model.versions import release, version_key
-from coursebook.model.notebooks import content_keys, first_line
+from coursebook.model.notebooks import content_keys, first_line, short_digest
 from coursebook.outputs import normalise
 from coursebook.prepare.editions import Edition
 
@@ -99,6 +99,11 @@ class CellOutput:
     @property
     def first_line(self) -> str:
         return first_line(nbformat.NotebookNode(source=self.source))
+
+
+def code_digest(source: str) -> str:
+    """A cell's key before numbering: a hash of its code."""
+    return short_digest(source.strip())
 
 
 def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:

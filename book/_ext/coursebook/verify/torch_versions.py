@@ -4,12 +4,16 @@
   versions that have expected outputs for it), linking to the changes page.
 - A page holding ``{torch-version-changes}`` lists, for each pair of consecutive torch
   versions, the cells and exhibits whose output differs, side by side, changed words
-  highlighted (bold, so that print in black and white shows them too).
+  highlighted (bold, so that print in black and white shows them too), each titled by the
+  section or exhibit it belongs to. Only what torch says counts: build tags (``+cpu``),
+  the torch version itself and where torch was compiled (C++ paths and line numbers) are
+  set aside before comparing, and the book's own check lines are not compared.
 - The museum's "changed since" boxes get the same highlighting.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -17,18 +21,35 @@ from docutils.parsers.rst import Directive
 from sphinx import addnodes
 from sphinx.application import Sphinx
 
-from coursebook.exhibit_checks import CHANGED_CLASS
-from coursebook.verify.expectations import ExpectationsError, read_expectations, verified_versions
-from coursebook.execute.read_chapters import mark_failed
-from coursebook.prepare.editions import Edition
-from coursebook.model.versions import release, version_key
-from coursebook.process.reporting import report, report_book_error
-from coursebook.model.museum import ExhibitError
-from coursebook.worddiff import changed_words
 from coursebook.config import book_config
+from coursebook.exhibit_checks import CHANGED_CLASS
+from coursebook.execute.read_chapters import mark_failed
+from coursebook.model.faults import BookError
+from coursebook.model.museum import ExhibitError, check_cells
+from coursebook.prepare.chapters import edition_chapter
+from coursebook.prepare.editions import Edition
+from coursebook.process.reporting import report, report_book_error
+from coursebook.model.versions import is_release, release, version_key
+from coursebook.verify.expectations import (ExpectationsError, cell_keys, code_digest,
+                                            read_expectations, verified_versions)
+from coursebook.worddiff import changed_words
 
 CHANGES_LABEL = "torch-versions"
 HIGHLIGHT_CLASS = "torch-diff-changed"
+
+
+# Where and how torch was built, not what it says: a local build tag ("2.13.0+cpu"), and
+# the C++ file and line a warning was raised from ("at /__w/.../TensorBody.h:493").
+_BUILD_TAG = re.compile(r"(\d+\.\d+(?:\.\d+)?)\+[\w.]+")
+_SOURCE_LINE = re.compile(r"(?:/[^\s:()]+/)?([\w.-]+\.(?:h|hpp|c|cc|cpp|cu|cuh)):\d+")
+
+
+def comparable(text: str, version: str) -> str:
+    """An output as compared across versions: build tags, the running torch release and
+    C++ source locations set aside."""
+    text = _BUILD_TAG.sub(r"\1", text)
+    text = re.sub(rf"(?<![\w.]){re.escape(release(version))}(?![\w])", "<torch>", text)
+    return _SOURCE_LINE.sub(r"\1", text)
 
 
 def highlighted_block(runs: list[tuple[str, bool]]) -> nodes.literal_block:
@@ -110,21 +131,26 @@ class TorchVersionChanges(Directive):
         for path in sorted(expected_dir.glob("torch-*/*.txt")):
             env.note_dependency(str(path))
         chapters = sorted({p.stem for p in expected_dir.glob("torch-*/*.txt")})
+        museum = book_config(config).museum()
+        checks = {code_digest(source) for source in check_cells(museum)}
         for chapter in chapters:
             versions = sorted(verified_versions(expected_dir, chapter), key=version_key)
+            sections = _sections_of(env, chapter, museum) if len(versions) > 1 else {}
             for old, new in zip(versions, versions[1:]):
                 before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt")
                                  for v in (old, new))
                 rows.setdefault((old, new), []).extend(
-                    self._cells(chapter, before, after, old, new, edition))
-        for wing in book_config(config).museum().values():
+                    self._cells(before, after, old, new, edition, sections, checks))
+        for wing in museum.values():
             for exhibit in wing.exhibits:
                 env.note_dependency(str(exhibit.path))
-                records = sorted(exhibit.records, key=lambda r: version_key(r.torch))
+                # A capture's torch may be unknown ("unrecorded"): not a release to compare.
+                records = sorted((r for r in exhibit.records if is_release(r.torch)),
+                                 key=lambda r: version_key(r.torch))
                 for before, after in zip(records, records[1:]):
                     old_text = f"{before.type}: {before.message}"
                     new_text = f"{after.type}: {after.message}"
-                    if old_text != new_text:
+                    if comparable(old_text, before.torch) != comparable(new_text, after.torch):
                         link = addnodes.pending_xref(
                             "", nodes.inline("", exhibit.title), refdomain="std",
                             reftype="ref", reftarget=exhibit.label, refexplicit=True)
@@ -143,13 +169,59 @@ class TorchVersionChanges(Directive):
         return sections
 
     @staticmethod
-    def _cells(chapter, before, after, old, new, edition) -> list[nodes.Node]:
+    def _cells(before, after, old, new, edition, sections: dict[str, tuple[str, str]],
+               checks: set[str]) -> list[nodes.Node]:
         found: list[nodes.Node] = []
         old_cells, new_cells = before.by_edition[edition], after.by_edition[edition]
         for key, text in new_cells.items():
-            if key in old_cells and old_cells[key] != text:
-                first = after.first_lines.get(key, key)
-                found.append(nodes.paragraph("", "", nodes.Text(f"{chapter}.md, code cell "),
-                                             nodes.literal(first, first)))
-                found.append(side_by_side(f"torch {old}", old_cells[key], f"torch {new}", text))
+            if key not in old_cells or key.split(".")[0] in checks:
+                continue
+            if comparable(old_cells[key], old) == comparable(text, new):
+                continue
+            label, title = sections.get(key, ("", ""))
+            found.append(nodes.paragraph("", "", nodes.Text("In "), _link(label, title), nodes.Text(":")))
+            found.append(side_by_side(f"torch {old}", old_cells[key], f"torch {new}", text))
         return found
+
+
+def _link(label: str, title: str) -> nodes.Node:
+    """A reference to a section by its label, or its title alone when it has none."""
+    if not label:
+        return nodes.inline("", title or "a cell without a section")
+    return addnodes.pending_xref("", nodes.inline("", title), refdomain="std", reftype="ref",
+                                 reftarget=label, refexplicit=True)
+
+
+_LABEL = re.compile(r"^\(([^()\s]+)\)=\s*$")
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$")
+
+
+def _sections_of(env, chapter: str, museum) -> dict[str, tuple[str, str]]:
+    """Each code cell's key, with the label and title of the section (or exhibit) it is in:
+    the nearest heading above it, and the label just before that heading."""
+    path = Path(env.doc2path(chapter))
+    try:
+        notebook = edition_chapter(path.read_text(encoding="utf8"), str(path),
+                                   Edition.INSTRUCTOR, museum, book_config(env.config).torch,
+                                   getattr(env, "myst_config", None))
+    except (OSError, BookError):
+        return {}  # the chapter's own page reports it
+    current, pending, by_cell = ("", path.stem), "", []
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            by_cell.append(current)
+            continue
+        fence = ""
+        for line in cell.source.splitlines():
+            marker = re.match(r"^\s*(`{3,}|~{3,})", line)
+            if marker and (not fence or marker.group(1).startswith(fence)):
+                fence = "" if fence else marker.group(1)
+            elif fence:
+                continue
+            elif label := _LABEL.match(line):
+                pending = label.group(1)
+            elif heading := _HEADING.match(line):
+                current, pending = (pending, heading.group(1).replace("`", "")), ""
+            elif line.strip():
+                pending = ""
+    return dict(zip(cell_keys(notebook), by_cell))

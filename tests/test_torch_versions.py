@@ -1,0 +1,87 @@
+"""The versions page lists what torch says differently, titled by section or exhibit."""
+
+import re
+import shutil
+
+import pytest
+from bs4 import BeautifulSoup
+
+from conftest import BOOK, copy_of_built_cache, sphinx_build
+from coursebook.verify.torch_versions import comparable
+
+WARNING = ("UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being "
+           "accessed. (Triggered internally at {path}/aten/src/ATen/core/TensorBody.h:{line}.)")
+
+
+def test_a_build_tag_the_version_and_a_cpp_line_are_no_change():
+    pairs = [("PyTorch 2.13.0+cpu", "2.13.0+cpu", "PyTorch 2.14.1+cu130", "2.14.1+cu130"),
+             ("✓ The fix ran (torch 2.13.0+cpu).", "2.13.0", "✓ The fix ran (torch 2.14.1).", "2.14.1"),
+             (WARNING.format(path="/__w/pytorch/pytorch/build", line=493), "2.13.0",
+              WARNING.format(path="/Users/runner/work/pytorch/pytorch/build", line=488), "2.14.1")]
+    for old, old_version, new, new_version in pairs:
+        assert old != new  # they differ as printed ...
+        assert comparable(old, old_version) == comparable(new, new_version)  # ... not as said
+
+
+def test_what_torch_says_differently_is_still_a_change():
+    old = "RuntimeError: which is output 0 of ExpBackward0, is at version 1 (torch 2.2.2)"
+    new = "RuntimeError: which is output 0 of Exp, is at version 1 (torch 2.13.0)"
+    assert comparable(old, "2.2.2") != comparable(new, "2.13.0")
+    assert comparable("shape (2, 13)", "2.13.0") != comparable("shape (2, 14)", "2.14.1")
+
+
+def _pairs(page: str) -> list[tuple[str, list[str], list[str]]]:
+    """Each change on the page: its title, the two column labels, the two outputs."""
+    soup = BeautifulSoup(page, "html.parser")
+    found = []
+    for pair in soup.select("div.torch-diff-pair"):
+        title = pair.find_previous_sibling("p")
+        labels = [p.get_text(strip=True) for p in pair.select("div.torch-diff-column > p")]
+        outputs = [pre.get_text() for pre in pair.select("pre")]
+        found.append((title, labels, outputs))
+    return found
+
+
+@pytest.mark.slow
+def test_the_versions_page_shows_only_changes_in_what_torch_says(built, tmp_path):
+    """A planted torch release whose outputs differ from the newest's in the version it
+    prints and its build tag, a C++ line number, a check line of the book, and one real
+    output: only the last is listed, titled by its section."""
+    source = tmp_path / "book"
+    shutil.copytree(BOOK, source)
+    expected = source / "expected"
+    newest = max(expected.glob("torch-*"), key=lambda p: [int(n) for n in
+                                                        re.findall(r"\d+", p.name)])
+    planted = expected / "torch-99.0.0"
+    shutil.copytree(newest, planted)
+    pt01 = planted / "pt01.txt"
+    text = pt01.read_text()
+    text = re.sub(r"PyTorch \d+\.\d+\.\d+\+\w+", "PyTorch 99.0.0+cu999", text)
+    text = re.sub(r"TensorBody\.h:\d+", "TensorBody.h:1", text)
+    assert "Device: cpu" in text
+    text = text.replace("Device: cpu", "Device: cpu, planted", 1)
+    pt01.write_text(text)
+    museum = planted / "museum-pytorch.txt"
+    museum.write_text(re.sub(r"The fix ran without an error \(torch [^)]*\)",
+                             "The fix ran without an error (torch 99.0.0+planted)", museum.read_text()))
+    build = sphinx_build(source, tmp_path / "out", copy_of_built_cache(built, tmp_path / "cache"))
+    assert build.returncode == 0, build.log[-3000:]
+    page = (tmp_path / "out" / "html" / "torch-versions.html").read_text(encoding="utf8")
+    soup = BeautifulSoup(page, "html.parser")
+    [section] = [s for s in soup.select("section") if "99-0-0" in (s.get("id") or "")]
+    changes = _pairs(str(section))
+    assert len(changes) == 1, [(str(t), o) for t, _, o in changes]
+    [(title, labels, outputs)] = changes
+    assert "planted" in outputs[1] and "planted" not in outputs[0]
+    link = title.select_one("a.reference")
+    assert link is not None and link.get_text(strip=True) == "1. Tensors"
+    assert "coursebook" not in title.get_text()
+
+
+@pytest.mark.slow
+def test_no_change_on_the_versions_page_is_only_a_build_tag_or_a_line(built):
+    page = (built["student"].outdir / "html" / "torch-versions.html").read_text(encoding="utf8")
+    for title, labels, (old, new) in _pairs(page):
+        versions = [label.removeprefix("torch ") for label in labels]
+        assert comparable(old, versions[0]) != comparable(new, versions[1]), (title, old, new)
+        assert title.select_one("a.reference") is not None, title
