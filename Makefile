@@ -10,10 +10,10 @@ JOBS       ?= auto
 SPHINXOPTS ?= -W --keep-going -j $(JOBS)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv recording recording-check recording-ready html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch test test-recording test-suite test-fast clean clean-cache
+.PHONY: help venv preview execute merge-caches recording recording-check recording-ready html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch refresh-runtimes verify-runtime accept-outputs-runtime test test-recording test-suite test-fast clean clean-cache
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-21s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-23s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,25 @@ instructor: venv ## Instructor edition, HTML -> _build/instructor/html/index.htm
 # once, the other edition waits for it (coursebook.cache_locks), then takes it from the cache.
 editions: venv ## Both HTML editions, built at the same time
 	$(MAKE) -j 2 html instructor
+
+# sphinx-autobuild: each save rebuilds the edition (verified as `make html` does) and reloads
+# the open page; a failed build keeps the last good pages. See `tools/preview.py --help`.
+EDITION ?= student
+PORT    ?= 8000
+preview: venv ## Serve an edition on localhost, rebuilt on each save (EDITION=student|instructor PORT=8000)
+	$(BIN)/python tools/preview.py --edition $(EDITION) --port $(PORT)
+
+# Execution across machines: each of N shards executes its chapters (dealt by their
+# recorded execution times) into _build/shards/shard-I/ (what the build's cache holds is
+# copied, not executed); the merge checks them against the book and fills the build's
+# cache, so that `make html instructor` executes nothing.
+SHARD  ?= 1/1
+SHARDS ?= $(lastword $(subst /, ,$(SHARD)))
+execute: venv ## Execute one shard's chapters into its own cache (SHARD=I/N) -> _build/shards/shard-I/
+	$(BIN)/python tools/shards.py execute $(SHARD) --reuse $(BUILD)/.jupyter_cache
+
+merge-caches: venv ## Merge the N shards' caches into the build's cache (SHARDS=N)
+	$(BIN)/python tools/shards.py merge $(SHARDS)
 
 pdf: venv ## Student edition, PDF -> _build/student/pdf/deep-learning-labs-student.pdf
 	$(BIN)/python tools/build_pdf.py student
@@ -118,6 +137,23 @@ accept-outputs-torch: $(TORCH_VENV)/.installed ## accept-outputs, on that torch 
 	$(TORCH_VENV)/bin/python tools/accept_exhibit_records.py --replace
 	$(call edition,$(TORCH_VENV)/bin/sphinx-build,student,$(TORCH_OUT),$(ACCEPT))
 	$(call edition,$(TORCH_VENV)/bin/sphinx-build,instructor,$(TORCH_OUT),$(ACCEPT))
+
+# Runtimes (tools/runtimes.toml): where students run the chapters. Colab's pins come from a
+# local copy of the lists Colab publishes; nothing is fetched during a build.
+COLAB_LISTS ?= ../shared/colab-runtimes
+refresh-runtimes: venv ## Refresh tools/runtimes.toml's pins from a local copy of Colab's lists (COLAB_LISTS=../shared/colab-runtimes)
+	$(BIN)/python tools/refresh_runtimes.py $(COLAB_LISTS)
+
+# The student downloads, run as Colab's "Run all" in a replica of a runtime (its Python
+# and pins, in .venv-runtime-NAME/). Colab's torch comes from PyPI as a CUDA build of
+# several GB and the replica needs Python 3.13, so CI leaves this out; the expected outputs
+# and exhibit records it compares with are committed.
+RUNTIME ?= colab-cpu
+verify-runtime: html ## Run the student downloads in a replica of a runtime (RUNTIME=colab-cpu) and compare every cell
+	$(BIN)/python tools/verify_runtime.py $(RUNTIME)
+
+accept-outputs-runtime: html ## accept-outputs, on a runtime's replica (RUNTIME=colab-cpu): its torch's outputs and exhibit errors
+	$(BIN)/python tools/verify_runtime.py $(RUNTIME) --accept
 
 # BENCH_ARGS: see `tools/bench_build.py --help` (--runs, --skip-jupyter-book, ...).
 bench: venv ## Benchmark builds against the nbclient floor, Sphinx, Jupyter Book 1 and 2, a 12-chapter book

@@ -92,6 +92,7 @@ coursebook_exhibits_dir = str(ROOT / "exhibits")
 coursebook_recordings_dir = str(ROOT / "book" / "recordings")
 # The machines a recorded chapter runs on (make recording KIND=...).
 coursebook_machine_kinds_file = str(ROOT / "tools" / "machine-kinds.toml")
+coursebook_runtimes_file = str(ROOT / "tools" / "runtimes.toml")
 nb_render_markdown_format = "myst"  # exhibit checks report in MyST (notes, code)
 
 # --- LaTeX: the printed handout (make pdf, make pdf-instructor) ----------------------

@@ -23,6 +23,7 @@ BOOK = ROOT / "book"
 TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
 EXHIBITS = ROOT / "exhibits"  # conf.py's coursebook_exhibits_dir
 MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"  # conf.py's coursebook_machine_kinds_file
+RUNTIMES_FILE = ROOT / "tools" / "runtimes.toml"  # conf.py's coursebook_runtimes_file
 
 
 # The course material (../shared/seeds) sits beside every checkout the team works in and
@@ -48,8 +49,10 @@ def book_museum(exhibits: Path = EXHIBITS):
     """The museum as a build of the book loads it."""
     from coursebook.model.machine_kinds import load_machine_kinds
     from coursebook.model.museum import load_museum
+    from coursebook.model.runtimes import reader_runtimes
 
-    return load_museum(exhibits, load_machine_kinds(MACHINE_KINDS_FILE))
+    return load_museum(exhibits, load_machine_kinds(MACHINE_KINDS_FILE),
+                       reader_runtimes(RUNTIMES_FILE))
 
 
 def load_tool(name: str):
@@ -136,3 +139,18 @@ def copy_of_built_cache(built: dict[str, Build], to: Path) -> Path:
     book again executes only what it changed, not every chapter."""
     shutil.copytree(built["student"].outdir.parent / "cache", to)
     return to
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium, headless, driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-background-networking"])
+        yield browser
+        browser.close()

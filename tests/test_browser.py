@@ -12,24 +12,12 @@ from coursebook.audit.answer_leaks import _runs, chapter_fingerprints, fingerpri
 from coursebook.model.notebooks import is_answer
 
 pytestmark = pytest.mark.slow
-CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--disable-background-networking"])
-        yield browser
-        browser.close()
 
 
 def _serve(directory):

@@ -10,7 +10,6 @@ Two checks, each also seen failing on a planted case:
 from __future__ import annotations
 
 import ast
-import copy
 import re
 from pathlib import Path
 
@@ -19,12 +18,12 @@ import pytest
 import torch
 from markdown_it import MarkdownIt
 from myst_parser.config.main import MdParserConfig
-from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from conftest import BOOK, ROOT, book_museum, sphinx_build
 from coursebook.prepare.chapters import edition_chapter
-from coursebook.render.downloads import CAUGHT, CONVERTED, DOWNLOAD_KEY, catching, download_notebook
+from coursebook.render.downloads import (CAUGHT, CONVERTED, DOWNLOAD_KEY, catching,
+                                         download_notebook, run_all)
 from coursebook.prepare.editions import Edition
 from coursebook.verify.expectations import cell_keys, expectations_path, read_expectations
 from coursebook.model.notebooks import is_chapter_source
@@ -50,16 +49,6 @@ def myst_leftovers(markdown: str) -> list[str]:
     html = MarkdownIt("commonmark").enable("table").render(markdown)
     return [f"{name}: {found.group(0)!r}" for name, pattern in _LEFTOVERS.items()
             for found in pattern.finditer(html)]
-
-
-def run_all(notebook: nbformat.NotebookNode, workdir: Path) -> nbformat.NotebookNode:
-    """Execute as Jupyter's and Colab's "Run all": tags ignored, stop at the first error."""
-    notebook = copy.deepcopy(notebook)
-    for cell in notebook.cells:
-        cell.metadata.pop("tags", None)
-    NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=False,
-                   resources={"metadata": {"path": str(workdir)}}).execute()
-    return notebook
 
 
 _COLAB = re.compile(r"https://colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/([^\"'<> ]+)")

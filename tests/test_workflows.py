@@ -90,3 +90,37 @@ def test_the_tpu_recording_workflow_is_started_by_hand_on_a_tpu_runner():
     steps = "\n".join(step.get("run", "") for step in job["steps"])
     assert "make recording" in steps and "KIND=tpu" in steps and "gh pr create" in steps
     assert "${{" not in steps  # inputs reach the shell through env, never spliced in
+
+
+PUBLISH = ROOT / ".github" / "workflows" / "publish.yml"
+
+
+def shard_counts(text: str) -> tuple[int, set[int], set[int]]:
+    """The publishing workflow's execute matrix size, and the shard counts its execute and
+    merge commands name."""
+    import re
+
+    import yaml
+
+    jobs = yaml.safe_load(text)["jobs"]
+    matrix = jobs["execute"]["strategy"]["matrix"]["shard"]
+    runs = "\n".join(step.get("run", "") for job in jobs.values() for step in job["steps"])
+    executes = {int(n) for n in re.findall(r"make execute SHARD=.*?/(\d+)", runs)}
+    merges = {int(n) for n in re.findall(r"make merge-caches SHARDS=(\d+)", runs)}
+    return len(matrix), executes, merges
+
+
+def test_every_shard_of_the_matrix_is_merged_before_each_edition_builds():
+    import yaml
+
+    text = PUBLISH.read_text()
+    count, executes, merges = shard_counts(text)
+    assert executes == merges == {count}
+    for job in ("student", "instructor"):
+        steps = [step.get("run", "") for step in yaml.safe_load(text)["jobs"][job]["steps"]]
+        merge = next(i for i, run in enumerate(steps) if "make merge-caches" in run)
+        build = next(i for i, run in enumerate(steps) if "make html" in run or "make instructor" in run)
+        assert merge < build
+    # Seen failing: a matrix grown without its merges.
+    grown = text.replace("shard: [1, 2, 3]", "shard: [1, 2, 3, 4]")
+    assert shard_counts(grown)[0] == 4 != shard_counts(grown)[2].pop()

@@ -11,7 +11,6 @@ replaced only with --replace. Review the diff of exhibits/ before committing it.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 from pathlib import Path
@@ -24,23 +23,9 @@ import torch
 
 from coursebook.model import provenance, versions
 from coursebook.model.machine_kinds import load_machine_kinds
-from coursebook.model.museum import ErrorRecord, Exhibit, ExhibitError, load_museum, raised_by
+from coursebook.model.museum import ErrorRecord, ExhibitError, load_museum, raised_by, write_records
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _toml_string(value: str) -> str:
-    # A JSON string is a valid TOML basic string.
-    return json.dumps(value, ensure_ascii=False)
-
-
-def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
-    text = exhibit.path.read_text(encoding="utf8")
-    head = text[:text.index("[[records]]")].rstrip() + "\n"
-    blocks = ["[[records]]\n" + "".join(f"{name} = {_toml_string(value)}\n"
-                                       for name, value in record.as_dict().items())
-              for record in records]
-    exhibit.path.write_text(head + "\n" + "\n".join(blocks), encoding="utf8")
 
 
 def main(argv: list[str] | None = None) -> int:

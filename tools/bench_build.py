@@ -51,6 +51,7 @@ from nbclient import NotebookClient
 
 from coursebook.model.recordings import recording_name
 from coursebook.model.versions import release
+from coursebook.verify.expectations import cell_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 JUPYTER_BOOK_1 = "jupyter-book>=1,<2"
@@ -191,6 +192,75 @@ def course_sized(root: Path, variants: int) -> Scratch:
     return course
 
 
+class PreviewServer:
+    """`tools/preview.py` serving a book's sources on a free port; its terminal in a file."""
+
+    def __init__(self, book: Path, out: Path, cache: Path, *settings: str) -> None:
+        import socket
+
+        self.book = book
+        out.mkdir(parents=True, exist_ok=True)
+        self.log_path = out / "preview.log"
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        with self.log_path.open("w") as log:
+            # Its own session: the server, its builds and kernels end together.
+            self.process = subprocess.Popen(
+                [sys.executable, str(ROOT / "tools" / "preview.py"), "--source", str(book),
+                 "--out", str(out), "--port", str(port),
+                 "-D", f"nb_execution_cache_path={cache}", *settings],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT)
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def edit(self, path: str, old: str, new: str) -> None:
+        file = self.book / path
+        text = file.read_text()
+        if old not in text:
+            sys.exit(f"bench: {path} no longer contains {old!r}; update the preview's edits")
+        file.write_text(text.replace(old, new, 1))
+
+    def edit_cell(self, chapter: str, old: str, new: str, expected: str) -> None:
+        """Edit the code cell of ``chapter`` that holds ``old``, as its author would after
+        accepting its output: its entry in the ``expected`` file takes the cell's new key
+        (written first, so that one build sees both)."""
+        text = (self.book / chapter).read_text()
+        start = text.rindex("```{code-cell}", 0, text.index(old))
+        code = text[text.index("\n", start) + 1:text.index("```", start + 3)]
+        keys = [cell_keys(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c)]))[0]
+                for c in (code, code.replace(old, new, 1))]
+        self.edit(expected, f"=== cell {keys[0]} ", f"=== cell {keys[1]} ")
+        self.edit(chapter, old, new)
+
+    def wait(self, done: Callable[[], bool], what: str, timeout: float = 900) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            if self.process.poll() is not None:
+                sys.exit(f"bench: the preview ended:\n{self.log()[-4000:]}")
+            if time.monotonic() > deadline:
+                sys.exit(f"bench: the preview never {what}:\n{self.log()[-4000:]}")
+            time.sleep(0.05)
+
+    def wait_for_log(self, text: str, count: int = 1) -> None:
+        self.wait(lambda: self.log().count(text) >= count, f"logged {text!r}")
+
+    def page(self, name: str) -> str:
+        import urllib.request
+
+        with urllib.request.urlopen(f"{self.url}/{name}") as response:
+            return response.read().decode()
+
+    def wait_for_page(self, name: str, text: str) -> None:
+        self.wait(lambda: text in self.page(name), f"served {text!r} in {name}")
+
+    def stop(self) -> None:
+        os.killpg(self.process.pid, signal.SIGTERM)
+        self.process.wait(timeout=60)
+
+
 def nbclient_floor(notebooks: list[tuple[str, nbformat.NotebookNode]], cwd: Path) -> int:
     for _, notebook in notebooks:
         NotebookClient(nbformat.from_dict(notebook), timeout=600, kernel_name="python3",
@@ -298,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out Jupyter Book 1 and 2 (no install)")
     parser.add_argument("--skip-course", action="store_true",
                         help="leave out the course-sized book")
+    parser.add_argument("--only", choices=["preview", "shards"], action="append", default=[],
+                        help="run only these parts (their untimed set-up and case 9 included)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="book-bench-"))
     scratch = Scratch(work / "tree")
@@ -332,6 +404,111 @@ def main(argv: list[str] | None = None) -> int:
         return lambda: book.edit('print("Dtype:", X.dtype)',
                                  f'print("Dtype:", X.dtype)  # edit {next(edits)}')
 
+    accept = ("-D", "coursebook_accept_outputs=1")
+    student_edit: Case = ("9 code edit in PT01, student", lambda: scratch.student(*accept),
+                          code_edit(scratch))
+    expected = f"expected/torch-{release(torch.__version__)}/pt01.txt"
+
+    def preview_cases() -> None:
+        """`make preview` of a copy of the book: a save to the page served with it."""
+        copy = Scratch(work / "preview")
+        shutil.copytree(scratch.cache, copy.cache)
+        shutil.copytree(copy.book, copy.root / "book-cold")
+        servers = {warm: PreviewServer(copy.book if warm else copy.root / "book-cold",
+                                       copy.root / f"out-{warm}", copy.cache,
+                                       *([] if warm else ["--no-warm-kernels"]))
+                   for warm in (True, False)}
+        for server in servers.values():
+            server.wait_for_log("Waiting to detect changes")
+
+        def idle(server: PreviewServer) -> Callable[[], None]:
+            # Each save starts a build ("Rebuilding...") that ends serving ("Serving on").
+            return lambda: server.wait(lambda: server.log().count("Serving on") >
+                                       server.log().count("Rebuilding..."), "went idle")
+
+        def save(server: PreviewServer, change: Callable[[str], None]) -> int:
+            marker = f"edit {next(edits)}"
+            before = server.log().count(EXECUTED)
+            change(marker)
+            server.wait_for_page("pt01.html", marker)
+            return server.log().count(EXECUTED) - before
+
+        def code(server: PreviewServer) -> Callable[[], int]:
+            return lambda: save(server, lambda marker: server.edit_cell(
+                "pt01.md", 'print("Dtype:", X.dtype)', f'print("Dtype:", X.dtype)  # {marker}',
+                expected))
+        prose = lambda: save(servers[True], lambda marker: servers[True].edit(  # noqa: E731
+            "pt01.md", "## 1. Tensors\n", f"## 1. Tensors\n\nProse {marker}.\n"))
+        try:
+            together(("13a preview: prose edit, save to served page", prose, idle(servers[True])))
+            together(student_edit,
+                     ("13b preview: code edit, save to served page", code(servers[True]),
+                      idle(servers[True])),
+                     ("13c preview: code edit, kernels not started ahead", code(servers[False]),
+                      idle(servers[False])))
+        finally:
+            for server in servers.values():
+                server.stop()
+
+    def shard_cases(course: Scratch) -> None:
+        """The course-sized book executed as 1, 2 and 3 shards at once, merged, built."""
+        for count in (1, 2, 3):
+            folder = work / f"shards-{count}"
+
+            def execute(count: int = count, folder: Path = folder) -> int:
+                shutil.rmtree(folder, ignore_errors=True)
+                runs = [subprocess.Popen(
+                    [sys.executable, str(ROOT / "tools" / "shards.py"), "--book", str(course.book),
+                     "--shards-dir", str(folder), "execute", f"{index}/{count}",
+                     "--history", str(course.cache)], stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL, text=True) for index in range(1, count + 1)]
+                own = []
+                for run in runs:
+                    log = run.communicate()[0]
+                    if run.returncode != 0:
+                        sys.exit(f"bench: a shard failed:\n{log[-3000:]}")
+                    own.append(float(re.findall(r"in ([0-9.]+) s$", log.strip())[-1]))
+                shard_seconds.setdefault(count, []).append(own)
+                return len(list(folder.glob("shard-*/.jupyter_cache/executed/*")))
+            together((f"14{'abc'[count - 1]} course-sized as {count} shard(s) at once, execute",
+                      execute, nothing), runs=args.course_runs)
+        merged = work / "merged-cache"
+
+        def merge() -> int:
+            shutil.rmtree(merged, ignore_errors=True)
+            subprocess.run([sys.executable, str(ROOT / "tools" / "shards.py"), "--book",
+                            str(course.book), "--shards-dir", str(work / "shards-3"), "merge", "3",
+                            "--into", str(merged)], check=True, capture_output=True)
+            return 0
+        together(("14m merge of the 3 shards' caches", merge, nothing), runs=args.course_runs)
+
+        def merged_build() -> int:
+            # Both editions, one after the other (the instructor's expected outputs of the
+            # variants are taken here: they write the same files).
+            logs = Logs(Build(course.book, work / "merged" / name, merged, *accept,
+                              instructor=name == "instructor").log()
+                        for name in ("student", "instructor"))
+            return logs.executed
+        together(("14n both editions from the merged cache", merged_build,
+                  lambda: shutil.rmtree(work / "merged", ignore_errors=True)), runs=args.course_runs)
+        manifest = json.loads((work / "shards-1" / "shard-1" / "shard.json").read_text())
+        shard_chapters.append(len(manifest["chapters"]))
+
+    shard_seconds: dict[int, list[list[float]]] = {}
+    shard_chapters: list[int] = []
+    if args.only:
+        scratch.student()  # not counted: the cache the copies start from
+        if "preview" in args.only:
+            preview_cases()
+        if "shards" in args.only:
+            course = course_sized(work / "course", args.variants)
+            course.student(*accept)  # not counted: the execution times that deal the shards
+            shard_cases(course)
+        report(results, [], args, chapters=0, course_chapters=sum(shard_chapters),
+               shard_seconds=shard_seconds)
+        shutil.rmtree(work, ignore_errors=True)
+        return 0
+
     # Warm-up, not counted: fills the disk cache and writes the notebooks the floor runs.
     scratch.cold()
     notebooks = scratch.executed_notebooks()
@@ -352,7 +529,6 @@ def main(argv: list[str] | None = None) -> int:
               lambda: scratch.edit("## 1. Tensors\n", f"## 1. Tensors\n\nProse edit {next(edits)}.\n")))
     # An edited cell has no expected output yet: its author accepts the new one (in the
     # scratch copy), as `make accept-outputs` would.
-    accept = ("-D", "coursebook_accept_outputs=1")
     together(("4 code edit in PT01, both", lambda: scratch.both(*accept), code_edit(scratch)))
     scratch.restore()
     scratch.student()  # not counted: the student notebooks of the book as committed
@@ -376,8 +552,7 @@ def main(argv: list[str] | None = None) -> int:
         optional("Jupyter Book 2", peer("Jupyter Book 2 (no HTML)", jupyter_book_2, "11", "jb2"))
     together(student_cold, *(cold for cold, _ in peers))
     together(student_warm, *(warm for _, warm in peers))
-    student_edit: Case = ("9 code edit in PT01, student", lambda: scratch.student(*accept),
-                          code_edit(scratch))
+    optional("the preview", preview_cases)
 
     def course_cases() -> None:
         course = course_sized(work / "course", args.variants)
@@ -390,13 +565,14 @@ def main(argv: list[str] | None = None) -> int:
                  runs=args.course_runs)
         together(student_edit, ("12d course-sized, code edit in PT01, student",
                                 lambda: course.student(*accept), code_edit(course)))
+        shard_cases(course)
 
     if not args.skip_course:
         optional("the course-sized book", course_cases)
     if not any(case.startswith("9 ") for case in results):
         together(student_edit)
     report(results, scratch.compared, args, chapters=len(notebooks),
-           course_chapters=args.variants + len(student_notebooks))
+           course_chapters=args.variants + len(student_notebooks), shard_seconds=shard_seconds)
     for reason in left_out:
         print(f"  left out: {reason}")
     shutil.rmtree(work, ignore_errors=True)
@@ -404,7 +580,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(results: dict[str, list[tuple[float, int]]], compared: list[float],
-           args: argparse.Namespace, chapters: int, course_chapters: int) -> None:
+           args: argparse.Namespace, chapters: int, course_chapters: int,
+           shard_seconds: dict[int, list[list[float]]]) -> None:
     print(f"\nPython {platform.python_version()}, torch {torch.__version__}, "
           f"{platform.machine()}, {os.cpu_count()} cores, {args.runs} runs per case "
           f"({args.course_runs} for the course-sized book); median seconds\n")
@@ -436,6 +613,7 @@ def report(results: dict[str, list[tuple[float, int]]], compared: list[float],
     ratio("student cold / Jupyter Book 2 cold (its HTML left out)", "7", "11a", 1.0)
     ratio("student warm / Jupyter Book 2 warm (its HTML left out)", "8", "11b", 1.0)
     ratio("one-chapter edit: course-sized / this book", "12d", "9", 1.2)
+    ratio("preview code edit / student code edit build", "13b", "9", 0.5)
     ratio("two-core speed-up, course-sized cold (1 core / 2 cores)", "12a", "12b", 1.5, True)
 
     print("\nfigures")
@@ -448,7 +626,39 @@ def report(results: dict[str, list[tuple[float, int]]], compared: list[float],
         for case in ("12a", "12b", "12c"):
             print(f"  course-sized, case {case}: {median[case] / course_chapters:.2f} s per "
                   f"chapter ({course_chapters} chapters executed by the student edition)")
-    print(f"  this book: {chapters} distinct notebooks executed by both editions")
+    if chapters:
+        print(f"  this book: {chapters} distinct notebooks executed by both editions")
+    if "13b" in median and "13c" in median:
+        print(f"  preview code edit: {median['13b']:.2f} s with a kernel started ahead, "
+              f"{median['13c']:.2f} s without")
+    shard_model(median, shard_seconds, course_chapters)  # chapters the shards executed
+
+
+def shard_model(median: dict[str, float], shard_seconds: dict[int, list[list[float]]],
+                chapters: int) -> None:
+    """Each shard's own time, and what a course costs as shards: per-chapter cost x
+    chapters / shards + merge + build (both editions from the merged cache)."""
+    if not all(case in median for case in ("14a", "14m", "14n")):
+        return
+    for count, runs in sorted(shard_seconds.items()):
+        own = ", ".join(f"{s:.1f}" for s in runs[len(runs) // 2])
+        print(f"  course-sized as {count} shard(s) at once on this machine: wall "
+              f"{median['14' + 'abc'[count - 1]]:.1f} s; each shard's own time: {own} s")
+    per_chapter = median["14a"] / chapters
+    merge, build = median["14m"] / chapters, median["14n"] / chapters
+    print(f"  model: {per_chapter:.2f} s per chapter executed (both editions' notebooks, one "
+          f"shard) x chapters / shards + {merge:.3f} s per chapter merging + {build:.2f} s "
+          f"per chapter building both editions from the merged cache")
+    for count in (2, 3):
+        if count in shard_seconds:
+            slowest = max(shard_seconds[count][len(shard_seconds[count]) // 2])
+            print(f"    {chapters} chapters, {count} shards: model "
+                  f"{per_chapter * chapters / count:.1f} s executing; measured slowest shard "
+                  f"{slowest:.1f} s (shards here share 2 cores)")
+    for count in (1, 4, 10):
+        total = 50 * per_chapter / count + 50 * (merge + build)
+        print(f"    50 chapters on {count} runner(s): {total / 60:.1f} min "
+              f"(+ each runner's set-up)")
 
 
 if __name__ == "__main__":

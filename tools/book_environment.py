@@ -11,9 +11,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
-# conf.py names the same files for a build (coursebook_exhibits_dir, ..._machine_kinds_file).
+# conf.py names the same files for a build (coursebook_exhibits_dir, ..._machine_kinds_file,
+# ..._runtimes_file).
 EXHIBITS_DIR = ROOT / "exhibits"
 MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"
+RUNTIMES_FILE = ROOT / "tools" / "runtimes.toml"
+RECORDINGS_DIR = ROOT / "book" / "recordings"  # conf.py's coursebook_recordings_dir
+BUILD = ROOT / "_build"
 
 
 def use_book_environment(needs: str = "coursebook") -> None:
@@ -29,15 +33,20 @@ def use_book_environment(needs: str = "coursebook") -> None:
              f"(it creates {VENV_PYTHON.parent.parent}).")
 
 
-def sphinx_command(source: Path, out: Path, doctrees: Path, *, builder: str = "html",
-                   instructor: bool = False, tags: tuple[str, ...] = (),
-                   settings: dict[str, str] | None = None, jobs: str | None = "auto",
-                   strict: bool = True, conf: Path = ROOT) -> list[str]:
-    """The sphinx-build command line of one edition, as the Makefile's ``edition`` runs it:
-    a warning is an error and all are reported (``strict``), pages read in ``jobs``
+def sphinx_command(source: Path, out: Path, doctrees: Path, **options) -> list[str]:
+    """The sphinx-build command line of one edition, as the Makefile's ``edition`` runs it
+    (the options of :func:`sphinx_arguments`)."""
+    return [sys.executable, "-m", "sphinx", *sphinx_arguments(source, out, doctrees, **options)]
+
+
+def sphinx_arguments(source: Path, out: Path, doctrees: Path, *, builder: str = "html",
+                     instructor: bool = False, tags: tuple[str, ...] = (),
+                     settings: dict[str, str] | None = None, jobs: str | None = "auto",
+                     strict: bool = True, conf: Path = ROOT) -> list[str]:
+    """sphinx-build's arguments for one edition (sphinx-autobuild takes the same): a
+    warning is an error and all are reported (``strict``), pages read in ``jobs``
     processes; ``settings`` are ``-D`` overrides."""
-    command = [sys.executable, "-m", "sphinx", "-N", "-b", builder, "-c", str(conf),
-               "-d", str(doctrees)]
+    command = ["-N", "-b", builder, "-c", str(conf), "-d", str(doctrees)]
     if strict:
         command += ["-W", "--keep-going"]
     if jobs:

@@ -19,6 +19,8 @@ from sphinx.config import Config
 
 from coursebook.model.machine_kinds import MachineKind, load_machine_kinds
 from coursebook.model.museum import Wing, load_museum
+from coursebook.model.runtimes import Runtime, RuntimeFileError, load_runtimes, reader_runtimes
+from coursebook.process.reporting import report_book_error
 
 PREFIX = "coursebook_"
 
@@ -42,6 +44,7 @@ class BookConfig:
     exhibits_dir: str = _value("exhibits", "env", "the error museum's exhibits, one folder per wing")
     recordings_dir: str = _value("book/recordings", "env", "committed recordings of recorded chapters")
     machine_kinds_file: str = _value("", "env", "the machine kinds recorded chapters run on")
+    runtimes_file: str = _value("", "env", "the runtimes the book targets (Colab's among them)")
     expected_dir: str = _value("expected", "", "expected outputs, one folder per torch version")
     allow_stale_recordings: bool = _value(False, "env", "render a cell changed since its recording, marked")
     # --- Execution: what joins the cache key ---------------------------------------------
@@ -53,6 +56,9 @@ class BookConfig:
     verify_outputs: bool = _value(True, "", "compare outputs with the expected ones")
     # Off only to show what the locks prevent (tests/test_concurrency.py).
     cache_locks: bool = _value(True, "", "lock each cache key while it executes")
+    # The live preview (`make preview`): a failed build writes no page, so the server
+    # keeps the last good ones.
+    preview: bool = _value(False, "", "a failed build stops before writing any page")
     # --- Outputs: pages, downloads, handouts -----------------------------------------------
     repository_url: str = _value("", "html", "the GitHub repository whose branch serves the HTML")
     published_branch: str = _value("gh-pages", "html", "that branch (Colab opens notebooks there)")
@@ -87,8 +93,28 @@ class BookConfig:
     def machine_kinds(self) -> dict[str, MachineKind]:
         return load_machine_kinds(Path(self.machine_kinds_file))
 
+    @cached_property
+    def reader_runtimes(self) -> tuple[Runtime, ...]:
+        """The runtimes readers use whose texts the pages show beside the build's."""
+        return reader_runtimes(Path(self.runtimes_file)) if self.runtimes_file else ()
+
     def museum(self) -> dict[str, Wing]:
-        return load_museum(Path(self.exhibits_dir), self.machine_kinds)
+        return load_museum(Path(self.exhibits_dir), self.machine_kinds, self.reader_runtimes)
+
+
+def check_runtimes_file(app: Sphinx) -> None:
+    """``builder-inited``: a runtimes file that cannot be used is one error naming its
+    file, line and field; the build goes on without the runtimes and fails (``-W``)."""
+    path = BookConfig.of(app.config).runtimes_file
+    if not path:
+        return
+    try:
+        load_runtimes(Path(path))
+    except RuntimeFileError as error:
+        error.message += (". Fix it there (the file's header says what each field holds); "
+                          "`make refresh-runtimes` then checks the pins.")
+        report_book_error(error, "runtimes")
+        app.config[PREFIX + "runtimes_file"] = ""
 
 
 def book_config(config: Config) -> BookConfig:

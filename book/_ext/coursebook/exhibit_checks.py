@@ -44,11 +44,14 @@ def _fenced(text: str) -> str:
     return f"```text\n{text}\n```"
 
 
-def check_raised(exhibit: str, expected: dict | None, museum: dict) -> None:
+def check_raised(exhibit: str, expected: dict | None, museum: dict,
+                 elsewhere: tuple[dict, ...] = ()) -> None:
     """Compare the error the previous cell raised with this torch version's record.
 
     ``expected`` is the record for the running torch version (None if there is none);
-    ``museum`` is the record the museum captured, shown when today's text differs.
+    ``museum`` is the record the museum captured, shown when today's text differs;
+    ``elsewhere`` are records of runtimes readers use (each with its ``label``, such as
+    "Colab (torch 2.11.0)"), each shown beside this build's text where it differs.
     """
     raised = getattr(sys, "last_value", None)
     if raised is None:
@@ -81,6 +84,18 @@ def check_raised(exhibit: str, expected: dict | None, museum: dict) -> None:
                   f"The museum recorded this text on torch {museum['torch']} ({_label(museum)}):",
                   "", _fenced(museum_text), "", "and this build's torch raised:", "",
                   _fenced(shown), "", f"Changed: {changed}.", ":::"]
+    for record in elsewhere:
+        text = f"{record['type']}: {normalise(record['message'])}"
+        if text == shown:
+            continue
+        changed = "; ".join(f"{_code_span(before)} → {_code_span(after)}"
+                            for before, after in changes(shown, text))
+        lines += ["", f":::{{admonition}} On {record['label']}",
+                  f":class: note {CHANGED_CLASS}",
+                  "This build's torch raised:", "", _fenced(shown), "",
+                  f"and a student running this notebook on {record['label']} sees "
+                  f"(recorded on {_label(record)}):", "", _fenced(text), "",
+                  f"Changed: {changed}.", ":::"]
     display(Markdown("\n".join(lines)))
 
 

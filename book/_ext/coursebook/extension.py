@@ -7,7 +7,7 @@ from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 
 from coursebook.audit.answer_leaks import check_answer_overlaps
-from coursebook.config import BookConfig, book_config
+from coursebook.config import BookConfig, book_config, check_runtimes_file
 from coursebook.execute.cache_check import check_execution_cache
 from coursebook.execute.cache_key import extension_version, set_execution_versions
 from coursebook.execute.cache_locks import release_notebook_lock
@@ -23,6 +23,7 @@ from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.long_lived import freeze_long_lived_objects
 from coursebook.process.quiet_log import quiet_config_dumps
+from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.build_stamp import add_build_stamp
 from coursebook.render.compiled_templates import keep_compiled_templates
 from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
@@ -67,9 +68,11 @@ def setup(app: Sphinx) -> dict:
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution versions join the cache key.
     app.connect("config-inited", set_execution_versions)
-    # 2. builder-inited: last build's failure reports cleared; Ctrl-C ends the build in
-    #    one line; compiled templates kept between builds; what the build keeps to its end
-    #    (extensions, environment) set aside from the garbage collector.
+    # 2. builder-inited: a broken runtimes file reported; last build's failure reports
+    #    cleared; Ctrl-C ends the build in one line; compiled templates kept between
+    #    builds; what the build keeps to its end (extensions, environment) set aside from
+    #    the garbage collector.
+    app.connect("builder-inited", check_runtimes_file)
     app.connect("builder-inited", clear_execution_reports)
     app.connect("builder-inited", stop_cleanly_on_interrupt)
     app.connect("builder-inited", keep_compiled_templates)
@@ -95,6 +98,9 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-updated", compare_expected_outputs)
     app.connect("env-updated", check_answer_overlaps)
     app.connect("env-updated", keep_execution_reports)
+    # 7b. env-check-consistency, before any page is written: in the preview, a failed
+    #     build stops here, and the server keeps the pages of the last good one.
+    app.connect("env-check-consistency", keep_last_good_pages)
     # 8. html-page-context, per page written: the edition's notebook download, the Colab
     #    button (after the theme's own download menu), the build stamp.
     app.connect("html-page-context", offer_edition_notebook, priority=400)

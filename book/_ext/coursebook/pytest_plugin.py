@@ -17,14 +17,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from coursebook.config import BookConfig
-from coursebook.execute.cache_locks import create_cache, notebook_lock
+from coursebook.execute.outside_sphinx import (ConfValues, ExecutionFailed, execute_into_cache,
+                                               notebook_to_execute)
+from coursebook.model.notebooks import is_chapter_source, line_of
 from coursebook.prepare.editions import Edition
-from coursebook.execute.cache_key import environment_versions, key_execution_versions
-from coursebook.verify.expectations import (ACCEPT_COMMAND, CellOutput, Expectations, cached_notebook,
-                           cell_outputs, compare, expectations_path, read_expectations)
-from coursebook.execute.notebook_runs import run_notebook
-from coursebook.model.notebooks import is_chapter_source, line_of, notebook_to_myst, read_chapter
+from coursebook.verify.expectations import (ACCEPT_COMMAND, CellOutput, Expectations,
+                                            cell_outputs, compare, expectations_path,
+                                            read_expectations)
 from coursebook.model.recordings import recording_name
 
 
@@ -41,21 +40,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("coursebook_book", "the book's source folder, relative to the rootdir",
                   default="book")
     parser.addini("coursebook_conf", "the folder of the book's conf.py", default=".")
-
-
-class ChapterConfig:
-    """What conf.py says about execution: the book's config, the cache and its timeout."""
-
-    def __init__(self, conf_dir: Path, book: Path) -> None:
-        from sphinx.config import eval_config_file
-        from sphinx.util.tags import Tags
-
-        namespace = eval_config_file(conf_dir / "conf.py", Tags())
-        self.book = BookConfig.from_namespace(namespace)
-        self.versions = environment_versions(self.book.execution_packages)
-        self.expected_dir = book / self.book.expected_dir
-        self.cache_path = namespace["nb_execution_cache_path"]
-        self.timeout = namespace.get("nb_execution_timeout", 300)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -76,9 +60,13 @@ class ChapterFile(pytest.File):
     """A chapter: its verified cells, per edition."""
 
     @cached_property
-    def book_config(self) -> ChapterConfig:
-        return ChapterConfig(self.config.rootpath / self.config.getini("coursebook_conf"),
-                          self.config.rootpath / self.config.getini("coursebook_book"))
+    def book_config(self) -> ConfValues:
+        return ConfValues.read(self.config.rootpath / self.config.getini("coursebook_conf"))
+
+    @cached_property
+    def expected_dir(self) -> Path:
+        return (self.config.rootpath / self.config.getini("coursebook_book")
+                / self.book_config.book.expected_dir)
 
     @cached_property
     def text(self) -> str:
@@ -86,13 +74,7 @@ class ChapterFile(pytest.File):
 
     def notebook_for(self, edition: Edition) -> nbformat.NotebookNode:
         """The notebook a build of this edition hands to myst-nb, read back as myst-nb does."""
-        from coursebook.prepare.chapters import edition_chapter
-
-        conf = self.book_config
-        notebook = edition_chapter(self.text, str(self.path), edition, conf.book.museum(),
-                                   conf.versions["torch"])
-        key_execution_versions(notebook, conf.versions)
-        return read_chapter(notebook_to_myst(notebook))
+        return notebook_to_execute(self.text, self.path, edition, self.book_config)
 
     def collect(self):
         for edition in Edition:
@@ -112,7 +94,7 @@ class ChapterFile(pytest.File):
 
     @cached_property
     def expectations_path(self) -> Path:
-        return expectations_path(self.book_config.expected_dir,
+        return expectations_path(self.expected_dir,
                                  self.book_config.versions["torch"], self.path.stem)
 
     def executed(self, edition: Edition) -> list[CellOutput]:
@@ -125,27 +107,12 @@ class ChapterFile(pytest.File):
         return cache[edition]
 
     def _execute(self, edition: Edition) -> list[CellOutput] | ChapterFailed:
-        from jupyter_cache import get_cache
-        from jupyter_cache.base import CacheBundleIn
-
-        notebook = self.notebook_for(edition)
         cache_path = self.config.stash.get(CHAPTER_CACHE, self.book_config.cache_path)
-        create_cache(cache_path)
-        with notebook_lock(cache_path, notebook):  # a build may run it too
-            executed = cached_notebook(cache_path, notebook)
-            if executed is None:
-                result, _ = run_notebook(notebook, cwd=str(self.path.parent),
-                                         timeout=self.book_config.timeout,
-                                         allow_errors=False, meta_override=True)
-                if result.err is not None:
-                    return ChapterFailed(
-                        f"{self.path.name} ({edition.value}) failed to execute: "
-                        f"{type(result.err).__name__}; build it for the cell-by-cell report")
-                get_cache(cache_path).cache_notebook_bundle(
-                    CacheBundleIn(notebook, str(self.path),
-                                  data={"execution_seconds": result.time}),
-                    check_validity=False, overwrite=True)
-                executed = notebook
+        try:
+            executed, _ = execute_into_cache(cache_path, self.notebook_for(edition), self.path,
+                                             self.book_config.timeout)
+        except ExecutionFailed as failure:
+            return ChapterFailed(f"{self.path.name} ({edition.value}) {failure}")
         return cell_outputs(executed)
 
 

@@ -11,6 +11,7 @@ an exhibit get a link back to it, so links go both ways from one list.
 
 from __future__ import annotations
 
+import json
 import re
 try:
     import tomllib
@@ -26,6 +27,7 @@ from coursebook.model.versions import release
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG
 from coursebook.outputs import normalise
+from coursebook.model.runtimes import Runtime
 
 RECORD_SOURCES = ("museum", "build")
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
@@ -114,6 +116,9 @@ class Exhibit:
     records: tuple[ErrorRecord, ...]
     taught_in: tuple[str, ...] = ()  # labels of the sections that teach what it breaks
     cpu: CpuReproduction | None = None
+    # The records of the runtimes readers use (Colab's), each with how a page names its
+    # runtime: "Colab (torch 2.11.0)".
+    reader_records: tuple[tuple[str, ErrorRecord], ...] = ()
 
     @property
     def key(self) -> str:
@@ -130,6 +135,17 @@ class Exhibit:
     @property
     def museum_record(self) -> ErrorRecord:
         return next(r for r in self.records if r.source == "museum")
+
+
+def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
+    """Rewrite an exhibit's file with these records (everything above them kept)."""
+    text = exhibit.path.read_text(encoding="utf8")
+    head = text[:text.index("[[records]]")].rstrip() + "\n"
+    # A JSON string is a valid TOML basic string.
+    blocks = ["[[records]]\n" + "".join(f"{name} = {json.dumps(value, ensure_ascii=False)}\n"
+                                       for name, value in record.as_dict().items())
+              for record in records]
+    exhibit.path.write_text(head + "\n" + "\n".join(blocks), encoding="utf8")
 
 
 def _require(path: Path, table: dict, name: str, kind: type, record: int | None = None,
@@ -165,10 +181,12 @@ def _read_toml(path: Path) -> dict:
                            int(position.group(1)) if position else 1) from None
 
 
-def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKind]) -> Exhibit:
+def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKind],
+                 readers: tuple[Runtime, ...] = ()) -> Exhibit:
     """Read and validate one exhibit of a wing with these rooms; a problem names the file,
     the line and the field. It runs on a machine kind of ``tools/machine-kinds.toml``: the
-    stand-in's exhibits run in every build, the others show the museum's capture."""
+    stand-in's exhibits run in every build, the others show the museum's capture.
+    ``readers``: the runtimes readers use (``tools/runtimes.toml``), whose records it shows."""
     table = _read_toml(path)
     values = {name: _require(path, table, name, kind) for name, kind in _EXHIBIT_FIELDS.items()}
     _choice(path, "room", values["room"], rooms)
@@ -192,6 +210,8 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
                    runs_in_every_build=kinds[values["runs_on"]].stand_in,
                    taught_in=tuple(taught_in),
                    cpu=_cpu_reproduction(path, table.get("cpu")),
+                   reader_records=tuple((runtime.reader_label, record) for runtime in readers
+                                        for record in records if record.torch == runtime.torch),
                    **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
 
 
@@ -221,26 +241,31 @@ class Wing:
     exhibits: tuple[Exhibit, ...]
 
 
-def load_wing(directory: Path, kinds: dict[str, MachineKind]) -> Wing:
+def load_wing(directory: Path, kinds: dict[str, MachineKind],
+              readers: tuple[Runtime, ...] = ()) -> Wing:
     path = directory / "wing.toml"
     if not path.is_file():
         raise ExhibitError(f"a wing needs this file ({', '.join(_WING_FIELDS)})", path)
     table = _read_toml(path)
     fields = {name: str(_require(path, table, name, str)).strip() for name in _WING_FIELDS[:-1]}
     rooms = tuple(_require(path, table, "rooms", list))
-    exhibits = tuple(load_exhibit(p, rooms, kinds) for p in sorted(directory.glob("[0-9]*.toml")))
+    exhibits = tuple(load_exhibit(p, rooms, kinds, readers)
+                     for p in sorted(directory.glob("[0-9]*.toml")))
     numbers = [exhibit.number for exhibit in exhibits]
     if numbers != list(range(1, len(numbers) + 1)):
         raise ExhibitError(f"exhibits must be numbered 1..{len(numbers)}, got {numbers}", directory)
     return Wing(path=path, exhibits=exhibits, rooms=rooms, **fields)
 
 
-def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind]) -> dict[str, Wing]:
-    """Every wing: each folder of ``exhibits/`` holding a ``wing.toml``."""
+def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind],
+                readers: tuple[Runtime, ...] = ()) -> dict[str, Wing]:
+    """Every wing: each folder of ``exhibits/`` holding a ``wing.toml``; ``readers``: the
+    runtimes readers use, whose texts the pages show beside the build's."""
     if not exhibits_dir.is_dir():
         raise ExhibitError("the exhibits folder does not exist (coursebook_exhibits_dir, "
                            "or --exhibits)", exhibits_dir)
-    return {d.name: load_wing(d, kinds) for d in sorted(exhibits_dir.iterdir()) if (d / "wing.toml").is_file()}
+    return {d.name: load_wing(d, kinds, readers) for d in sorted(exhibits_dir.iterdir())
+            if (d / "wing.toml").is_file()}
 
 
 def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
@@ -287,6 +312,14 @@ def _heading(exhibit: Exhibit, total: int) -> str:
             f"{exhibit.lesson}{see_also}")
 
 
+def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
+                    ) -> list[tuple[str, ErrorRecord]]:
+    """The records of the runtimes readers use (Colab's, say) whose text differs from
+    ``expected``, each with how a page names its runtime: "Colab (torch 2.11.0)"."""
+    return [(label, record) for label, record in exhibit.reader_records
+            if expected is None or (record.type, record.message) != (expected.type, expected.message)]
+
+
 def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
                 *tags: str) -> nbformat.NotebookNode:
     """A hidden cell comparing the error above with ``expected`` (its text is in the key).
@@ -294,22 +327,31 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
     It needs the book's own package, so downloads leave it out and show
     :func:`_expected_error_note` instead.
     """
+    elsewhere = tuple({"label": label, **record.as_dict()}
+                      for label, record in readers_records(exhibit, expected))
     return _code(f"from coursebook.exhibit_checks import check_raised\n"
                  f"check_raised({exhibit.key!r},\n"
                  f"             expected={expected.as_dict() if expected else None!r},\n"
-                 f"             museum={exhibit.museum_record.as_dict()!r})",
+                 f"             museum={exhibit.museum_record.as_dict()!r}"
+                 + (f",\n             elsewhere={elsewhere!r})" if elsewhere else ")"),
                  "remove-input", BOOK_ONLY_TAG, *tags)
 
 
 def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
-    """For downloads: the error the code above should raise, from its record, to compare."""
+    """For downloads: the error the code above should raise, from its record, to compare;
+    and the text a reader's runtime (Colab) gives where it differs, labelled."""
     record = expected or exhibit.museum_record
     on_torch = f"On torch {record.torch}, " if record.torch[:1].isdigit() else ""
     lines = [f"**Expected error.** {on_torch}the cell above raises this error "
              f"(recorded on {record.where}):", "", "```text",
              f"{record.type}: {record.message}", "```"]
+    shown = {(record.type, record.message)}
+    for label, other in readers_records(exhibit, record):
+        lines += ["", f"On {label} it raises this text (recorded on {other.where}):", "",
+                  "```text", f"{other.type}: {other.message}", "```"]
+        shown.add((other.type, other.message))
     museum = exhibit.museum_record
-    if record is not museum and (museum.type, museum.message) != (record.type, record.message):
+    if (museum.type, museum.message) not in shown:
         lines += ["", f"The museum recorded this text on torch {museum.torch}:", "", "```text",
                   f"{museum.type}: {museum.message}", "```"]
     lines += ["", "Another torch version may word it differently; the type and the cause "

@@ -99,6 +99,20 @@ def download_notebook(notebook: nbformat.NotebookNode,
     return notebook
 
 
+def run_all(notebook: nbformat.NotebookNode, workdir: Path,
+            kernel_name: str = "python3") -> nbformat.NotebookNode:
+    """Execute as Jupyter's and Colab's "Run all": tags ignored, stop at the first error
+    (nbclient's ``CellExecutionError``)."""
+    from nbclient import NotebookClient
+
+    notebook = copy.deepcopy(notebook)
+    for cell in notebook.cells:
+        cell.metadata.pop("tags", None)
+    NotebookClient(notebook, timeout=300, kernel_name=kernel_name, allow_errors=False,
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    return notebook
+
+
 def page_url(published_url: str, docname: str, anchor: str = "") -> str:
     """A page's address on the published student book ("" when the book has none): a
     download's links and a handout's QR code both point there."""

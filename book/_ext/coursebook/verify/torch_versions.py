@@ -26,6 +26,7 @@ from coursebook.exhibit_checks import CHANGED_CLASS
 from coursebook.execute.read_chapters import mark_failed
 from coursebook.model.faults import BookError
 from coursebook.model.museum import ExhibitError, check_cells
+from coursebook.model.runtimes import Runtime
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.process.reporting import report, report_book_error
@@ -87,20 +88,43 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
             block.replace_self(highlighted_block(runs))
 
 
+def version_label(version: str, readers: tuple[Runtime, ...]) -> str:
+    """How a page names the outputs of a torch release: "torch 2.13.0", or the runtime a
+    reader uses that gave them (one of ``readers``), "Colab (torch 2.11.0)"."""
+    runtime = next((r for r in readers if r.torch == version), None)
+    return runtime.reader_label if runtime is not None else f"torch {version}"
+
+
 def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
-    """Under a chapter's title: the torch versions its outputs were verified on."""
-    expected_dir = Path(app.srcdir, book_config(app.config).expected_dir)
+    """Under a chapter's title: the torch versions its outputs were verified on, and the
+    runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)")."""
+    config = book_config(app.config)
+    expected_dir = Path(app.srcdir, config.expected_dir)
+    app.env.note_dependency(str(expected_dir))  # a version's folder added or removed
     versions = verified_versions(expected_dir, chapter)
     if not versions:
         return
+    edition = Edition.from_tags(app.tags).value
+    builds, readers = [], []
     for version in versions:
-        app.env.note_dependency(str(expected_dir / f"torch-{version}" / f"{chapter}.txt"))
-    shown = ", ".join(f"{v} (this build)" if v == release(running) else v for v in versions)
+        path = expected_dir / f"torch-{version}" / f"{chapter}.txt"
+        app.env.note_dependency(str(path))
+        label = version_label(version, config.reader_runtimes)
+        if label == f"torch {version}":
+            builds.append(f"{version} (this build)" if version == release(running) else version)
+            continue
+        try:
+            expectations = read_expectations(path)
+        except ExpectationsError:
+            continue  # the versions page reports it
+        if expectations is not None and expectations.by_edition[edition]:
+            readers.append(label)  # a runtime's run holds this edition
+    shown = f"torch {', '.join(builds)}" + (f", and on {' and '.join(readers)}" if readers else "")
     link = addnodes.pending_xref("", nodes.inline("", "what changed between torch versions"),
                                  refdomain="std", reftype="ref", reftarget=CHANGES_LABEL,
                                  refexplicit=True, refwarn=False)
-    note = nodes.paragraph("", "", nodes.Text(f"Outputs verified against torch {shown}. See "),
+    note = nodes.paragraph("", "", nodes.Text(f"Outputs verified against {shown}. See "),
                            link, nodes.Text("."), classes=["verified-on"])
     section = next(doctree.findall(nodes.section), None)
     if section is not None and section.children and isinstance(section[0], nodes.title):
@@ -132,6 +156,7 @@ class TorchVersionChanges(Directive):
             env.note_dependency(str(path))
         chapters = sorted({p.stem for p in expected_dir.glob("torch-*/*.txt")})
         museum = book_config(config).museum()
+        readers = book_config(config).reader_runtimes
         checks = {code_digest(source) for source in check_cells(museum)}
         for chapter in chapters:
             versions = sorted(verified_versions(expected_dir, chapter), key=version_key)
@@ -140,7 +165,7 @@ class TorchVersionChanges(Directive):
                 before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt")
                                  for v in (old, new))
                 rows.setdefault((old, new), []).extend(
-                    self._cells(before, after, old, new, edition, sections, checks))
+                    self._cells(before, after, old, new, edition, sections, checks, readers))
         for wing in museum.values():
             for exhibit in wing.exhibits:
                 env.note_dependency(str(exhibit.path))
@@ -156,13 +181,14 @@ class TorchVersionChanges(Directive):
                             reftype="ref", reftarget=exhibit.label, refexplicit=True)
                         rows.setdefault((before.torch, after.torch), []).extend([
                             nodes.paragraph("", "", nodes.Text("Exhibit: "), link),
-                            side_by_side(f"torch {before.torch}", old_text,
-                                         f"torch {after.torch}", new_text)])
+                            side_by_side(version_label(before.torch, readers), old_text,
+                                         version_label(after.torch, readers), new_text)])
         sections = []
         for (old, new), found in sorted(rows.items(), key=lambda item: (
                 version_key(item[0][1]), version_key(item[0][0]))):
             section = nodes.section(ids=[f"torch-{old}-to-{new}".replace(".", "-")])
-            section += nodes.title("", f"torch {old} → torch {new}")
+            section += nodes.title("", f"{version_label(old, readers)} → "
+                                       f"{version_label(new, readers)}")
             section += found or [nodes.paragraph(
                 "", "Every output recorded for both versions is the same.")]
             sections.append(section)
@@ -170,7 +196,7 @@ class TorchVersionChanges(Directive):
 
     @staticmethod
     def _cells(before, after, old, new, edition, sections: dict[str, tuple[str, str]],
-               checks: set[str]) -> list[nodes.Node]:
+               checks: set[str], readers: tuple[Runtime, ...]) -> list[nodes.Node]:
         found: list[nodes.Node] = []
         old_cells, new_cells = before.by_edition[edition], after.by_edition[edition]
         for key, text in new_cells.items():
@@ -180,7 +206,8 @@ class TorchVersionChanges(Directive):
                 continue
             label, title = sections.get(key, ("", ""))
             found.append(nodes.paragraph("", "", nodes.Text("In "), _link(label, title), nodes.Text(":")))
-            found.append(side_by_side(f"torch {old}", old_cells[key], f"torch {new}", text))
+            found.append(side_by_side(version_label(old, readers), old_cells[key],
+                                      version_label(new, readers), text))
         return found
 
 

@@ -1,0 +1,246 @@
+"""Chapter execution split over machines (shards), their caches merged into the build's.
+
+Shard ``i/N`` executes its share of the chapters (both editions' notebooks of each) into
+a cache of its own, ``<root>/shard-<i>/.jupyter_cache``, and says in its ``shard.json``
+which chapters it took and with which versions. Chapters are dealt by their recorded
+execution time (jupyter-cache keeps each run's ``execution_seconds``), longest first to
+the least loaded shard, so shards finish together; with no record, by count. Every shard
+deals the same way from the same record, so each chapter has one shard.
+
+The merge checks the shards against the book as the build prepares it now, then copies
+their notebooks into the build's cache with jupyter-cache's own bundles: the build then
+executes nothing and verifies everything.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from coursebook.execute.cache_key import VERSIONS_KEY
+from coursebook.execute.cache_locks import cache_key, create_cache
+from coursebook.execute.outside_sphinx import ConfValues, execute_into_cache, notebook_to_execute
+from coursebook.model.faults import shown_path
+from coursebook.model.notebooks import is_chapter_source
+from coursebook.model.recordings import recording_name
+from coursebook.prepare.editions import Edition
+
+MANIFEST = "shard.json"
+CACHE = ".jupyter_cache"
+
+
+class ShardError(Exception):
+    """A shard that cannot be executed or merged; the message says why and what to run."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # from 1
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        try:
+            index, count = (int(part) for part in text.split("/"))
+        except ValueError:
+            index = count = 0
+        if not 1 <= index <= count:
+            raise ShardError(f"a shard is I/N with 1 <= I <= N (say SHARD=2/3), not {text!r}")
+        return cls(index, count)
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def folder(self, root: Path) -> Path:
+        return root / f"shard-{self.index}"
+
+    def cache(self, root: Path) -> Path:
+        return self.folder(root) / CACHE
+
+    @property
+    def command(self) -> str:
+        return f"make execute SHARD={self}"
+
+
+@dataclass
+class Chapter:
+    """A chapter that executes: its distinct notebooks (editions sharing code run once)."""
+
+    name: str
+    path: Path
+    notebooks: dict[str, nbformat.NotebookNode] = field(default_factory=dict)  # by cache key
+
+
+def chapters_to_execute(book_dir: Path, conf: ConfValues) -> list[Chapter]:
+    """The book's chapters that a build executes (recorded ones are not), as it prepares them."""
+    chapters = []
+    for path in sorted(book_dir.glob("*.md")):
+        text = path.read_text(encoding="utf8")
+        if not is_chapter_source(text):
+            continue
+        chapter = Chapter(path.stem, path)
+        for edition in Edition:
+            notebook = notebook_to_execute(text, path, edition, conf)
+            if recording_name(notebook) is None:
+                chapter.notebooks.setdefault(cache_key(conf.cache_path, notebook), notebook)
+        if chapter.notebooks:
+            chapters.append(chapter)
+    return chapters
+
+
+def recorded_seconds(cache_path: Path) -> dict[str, float]:
+    """Each chapter's execution time as a cache recorded it (its notebooks' mean run)."""
+    from jupyter_cache import get_cache
+
+    if not (cache_path / "global.db").is_file():
+        return {}
+    runs: dict[str, list[float]] = {}
+    for record in get_cache(str(cache_path)).list_cache_records():
+        seconds = (record.data or {}).get("execution_seconds")
+        if seconds is not None:
+            runs.setdefault(Path(record.uri).stem, []).append(float(seconds))
+    return {name: statistics.mean(times) for name, times in runs.items()}
+
+
+def deal(chapters: list[Chapter], count: int, seconds: dict[str, float]) -> dict[str, int]:
+    """Each chapter's shard (from 1): longest first to the least loaded; by count when
+    nothing was recorded (a chapter not recorded weighs the recorded mean)."""
+    known = [seconds[c.name] for c in chapters if c.name in seconds]
+    mean = statistics.mean(known) if known else 1.0
+    weight = {c.name: seconds.get(c.name, mean) * len(c.notebooks) if known else 1.0
+              for c in chapters}
+    load = [0.0] * count
+    shards = {}
+    for chapter in sorted(chapters, key=lambda c: (-weight[c.name], c.name)):
+        index = min(range(count), key=lambda i: (load[i], i))
+        load[index] += weight[chapter.name]
+        shards[chapter.name] = index + 1
+    return shards
+
+
+def _copy_notebook(source, record, target) -> None:
+    """One cached notebook, its outputs, artifacts and data, from one cache to another."""
+    from jupyter_cache.base import CacheBundleIn
+
+    bundle = source.get_cache_bundle(record.pk)
+    target.cache_notebook_bundle(
+        CacheBundleIn(bundle.nb, bundle.record.uri, artifacts=bundle.artifacts,
+                      data=dict(bundle.record.data or {})),
+        check_validity=False, overwrite=True)
+
+
+def _reused(reuse: Path | None, notebook: nbformat.NotebookNode, cache: Path) -> bool:
+    """Copy the notebook from the ``reuse`` cache into ``cache`` when it is there."""
+    from jupyter_cache import get_cache
+
+    if reuse is None or not (reuse / "global.db").is_file():
+        return False
+    source = get_cache(str(reuse))
+    try:
+        record = source.match_cache_notebook(notebook)
+    except KeyError:
+        return False
+    create_cache(cache)
+    _copy_notebook(source, record, get_cache(str(cache)))
+    return True
+
+
+def execute_shard(book_dir: Path, conf: ConfValues, shard: Shard, root: Path,
+                  history: Path, reuse: Path | None = None, progress=print) -> dict[str, float]:
+    """Execute the shard's chapters into its cache (taking from ``reuse`` what it holds
+    already); write its manifest. The seconds spent executing, per chapter."""
+    chapters = chapters_to_execute(book_dir, conf)
+    shards = deal(chapters, shard.count, recorded_seconds(history))
+    mine = [c for c in chapters if shards[c.name] == shard.index]
+    cache = shard.cache(root)
+    seconds: dict[str, float] = {}
+    for chapter in mine:
+        ran = [0.0 if _reused(reuse, notebook, cache) else
+               execute_into_cache(cache, notebook, chapter.path, conf.timeout)[1] or 0.0
+               for notebook in chapter.notebooks.values()]
+        seconds[chapter.name] = sum(ran)
+        progress(f"shard {shard}: {chapter.name}: {len(ran)} notebooks, "
+                 f"{seconds[chapter.name]:.1f} s executing")
+    create_cache(cache)  # a shard dealt no chapter still hands over an (empty) cache
+    manifest = {"shard": str(shard), "versions": conf.versions,
+                "chapters": {c.name: sorted(c.notebooks) for c in mine}, "seconds": seconds}
+    (shard.folder(root) / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return seconds
+
+
+def _check_present(shard: Shard, root: Path) -> None:
+    manifest, cache = shard.folder(root) / MANIFEST, shard.cache(root)
+    if not manifest.is_file() or not (cache / "global.db").is_file():
+        raise ShardError(f"shard {shard}'s cache is missing: {shown_path(cache)} (with "
+                         f"{MANIFEST} beside it) should hold what it executed. Run "
+                         f"`{shard.command}` (in CI: its execute job uploads it).")
+
+
+def _read_manifest(shard: Shard, root: Path) -> dict:
+    manifest = shard.folder(root) / MANIFEST
+    data = json.loads(manifest.read_text())
+    if data["shard"] != str(shard):
+        raise ShardError(f"{shown_path(manifest)} is shard {data['shard']}'s, not shard {shard}'s: "
+                         f"the shards were dealt for another count. Run `{shard.command}`.")
+    return data
+
+
+def merge_shards(book_dir: Path, conf: ConfValues, count: int, root: Path,
+                 target: Path) -> int:
+    """Check the shards' caches against the book as built now, then merge them into
+    ``target``. The number of notebooks merged."""
+    from jupyter_cache import get_cache
+
+    shards = [Shard(index, count) for index in range(1, count + 1)]
+    for shard in shards:
+        _check_present(shard, root)
+    manifests = {shard: _read_manifest(shard, root) for shard in shards}
+    owner: dict[str, Shard] = {}
+    for shard, manifest in manifests.items():
+        for name in manifest["chapters"]:
+            if name in owner:
+                raise ShardError(f"two shards executed chapter {name}: shard {owner[name]} and "
+                                 f"shard {shard}. Each must be run for the same count from the "
+                                 f"same record: run `{owner[name].command}` and `{shard.command}` "
+                                 "again.")
+            owner[name] = shard
+    torch = conf.versions["torch"]
+    caches = {shard: get_cache(str(shard.cache(root))) for shard in shards}
+    records = {shard: {r.hashkey: r for r in cache.list_cache_records()}
+               for shard, cache in caches.items()}
+    for shard, by_key in records.items():
+        for record in by_key.values():
+            cells = [c for c in caches[shard].get_cache_bundle(record.pk).nb.cells
+                     if c.cell_type == "code"]
+            ran_with = cells[0].metadata.get(VERSIONS_KEY, {}).get("torch") if cells else None
+            if ran_with != torch:
+                raise ShardError(f"shard {shard} executed {Path(record.uri).name} with torch "
+                                 f"{ran_with}; this build has torch {torch}, so its outputs "
+                                 f"cannot be verified here. Run `{shard.command}` with torch "
+                                 f"{torch} (or build with the shards' torch).")
+    chapters = chapters_to_execute(book_dir, conf)
+    for chapter in chapters:
+        shard = owner.get(chapter.name)
+        if shard is None:
+            raise ShardError(f"no shard executed chapter {chapter.name} ({shown_path(chapter.path)}): "
+                             f"the shards were dealt for other chapters. Run every "
+                             f"`make execute SHARD=I/{count}` again.")
+        stale = [key for key in chapter.notebooks if key not in records[shard]]
+        if stale:
+            raise ShardError(f"shard {shard} executed another version of chapter {chapter.name}: "
+                             f"{shown_path(chapter.path)} as the build prepares it now is not in "
+                             f"its cache (edited since, or another exhibit or extension). "
+                             f"Run `{shard.command}` again.")
+    create_cache(target)
+    merged = get_cache(str(target))
+    copied = 0
+    for chapter in chapters:
+        shard = owner[chapter.name]
+        for key in chapter.notebooks:
+            _copy_notebook(caches[shard], records[shard][key], merged)
+            copied += 1
+    return copied

@@ -1,0 +1,157 @@
+"""Kernels started ahead of need, for the preview's code edits (``make preview``).
+
+A chapter executes in a fresh kernel; starting one and importing torch is most of what a
+one-cell edit costs. In the preview a *keeper* (the preview's own process) keeps one
+kernel started, torch imported into its process but nothing run in its namespace, in a
+pool folder. jupyter_client starts every kernel through a *kernel provisioner* named by
+the kernel's spec: the preview's spec for ``python3`` (same command, found first through
+``JUPYTER_PATH``) names :class:`WarmKernelProvisioner`, which takes the waiting kernel
+instead of starting one; the keeper starts the next at once. Each kernel is taken once,
+by one notebook, which it runs from the top, and is shut down after it, as nbclient
+does with any kernel: what a chapter prints does not depend on how its kernel started
+(its outputs are verified against the expected ones as in every build). Without a pool,
+or with no kernel waiting, the provisioner starts one as jupyter_client always does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.connect import write_connection_file
+from jupyter_client.provisioning import LocalProvisioner
+
+POOL_ENV = "COURSEBOOK_KERNEL_POOL"
+PROVISIONER = "coursebook-warm-kernel"  # pyproject's jupyter_client.kernel_provisioners entry
+# The kernel's usual launcher, torch imported first into the process (not the namespace
+# the cells run in, which IPython makes afresh).
+LAUNCHER = ("import runpy, torch; "
+            "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)")
+
+
+def write_kernel_spec(pool: Path) -> Path:
+    """The preview's ``python3`` spec (the usual command, this provisioner); the folder
+    to put first on ``JUPYTER_PATH``."""
+    share = pool / "share" / "jupyter"
+    spec = share / "kernels" / "python3"
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipykernel)", "language": "python",
+        "metadata": {"kernel_provisioner": {"provisioner_name": PROVISIONER}}}, indent=1))
+    return share
+
+
+class _AdoptedProcess:
+    """A waiting kernel taken over: the keeper started it, this build signals it."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        import psutil
+
+        try:
+            running = psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            running = False
+        return None if running else 0
+
+    def wait(self) -> int:
+        return 0  # the keeper, its parent, collects its exit status
+
+    def send_signal(self, signum: int) -> None:
+        os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+def _take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
+    """A waiting kernel started in ``cwd``, now this caller's alone (a rename is atomic)."""
+    for ready in sorted((pool / "ready").glob("*.json")):
+        taken = pool / "taken" / ready.name
+        try:
+            ready.rename(taken)
+        except OSError:
+            continue  # another reader took it
+        kernel = json.loads(taken.read_text())
+        if cwd is None or Path(kernel["cwd"]) == Path(cwd).resolve():
+            return kernel
+        os.kill(kernel["pid"], signal.SIGTERM)  # started for another folder: not used
+    return None
+
+
+class WarmKernelProvisioner(LocalProvisioner):
+    """Takes the kernel the keeper started; or starts one, as jupyter_client does."""
+
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any):
+        pool = os.environ.get(POOL_ENV)
+        kernel = _take_waiting_kernel(Path(pool), kwargs.get("cwd")) if pool else None
+        if kernel is None:
+            return await super().launch_kernel(cmd, **kwargs)
+        self.process = _AdoptedProcess(kernel["pid"])
+        self.pid = self.pgid = kernel["pid"]  # its own process group
+        info = dict(kernel["connection"])
+        info["key"] = info["key"].encode()
+        self.connection_info = info
+        return info
+
+
+class KernelKeeper:
+    """Keeps one kernel waiting in the pool, started in ``cwd``, until stopped."""
+
+    def __init__(self, pool: Path, cwd: Path) -> None:
+        self.pool, self.cwd = pool, cwd.resolve()
+        self.started: list[subprocess.Popen] = []
+        self._stop = threading.Event()
+        for folder in ("ready", "taken", "connections"):
+            (pool / folder).mkdir(parents=True, exist_ok=True)
+            for stale in (pool / folder).glob("*.json"):
+                stale.unlink()
+        self._thread = threading.Thread(target=self._keep, name="kernel-keeper", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _start_kernel(self) -> None:
+        name = uuid.uuid4().hex
+        connection_file, connection = write_connection_file(
+            str(self.pool / "connections" / f"{name}.json"), ip="127.0.0.1",
+            key=uuid.uuid4().hex.encode())
+        connection = {k: v.decode() if isinstance(v, bytes) else v for k, v in connection.items()}
+        # Its parent is this process: ipykernel ends the kernel when this process ends.
+        process = subprocess.Popen(
+            [sys.executable, "-c", LAUNCHER, "-f", connection_file], cwd=self.cwd,
+            env={**os.environ, "JPY_PARENT_PID": str(os.getpid())},
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        self.started.append(process)
+        ready = self.pool / "ready" / f"{name}.json"
+        ready.with_suffix(".tmp").write_text(json.dumps(
+            {"pid": process.pid, "cwd": str(self.cwd), "connection": connection}))
+        ready.with_suffix(".tmp").rename(ready)
+
+    def _keep(self) -> None:
+        while not self._stop.wait(0.2):
+            self.started = [p for p in self.started if p.poll() is None]  # reaps the exited
+            if not any((self.pool / "ready").glob("*.json")):
+                self._start_kernel()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for process in self.started:
+            if process.poll() is None:
+                process.terminate()

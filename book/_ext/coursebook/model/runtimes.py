@@ -1,0 +1,105 @@
+"""Runtimes: the Python environments the book targets, as data (``tools/runtimes.toml``).
+
+A *runtime* is where a reader (or the build) runs the chapters: the book's own build
+environment, Colab's CPU runtime, Colab's TPU runtime. Each names its Python and the pins
+that decide what the chapters print, with the source and date of the list they come from,
+and says how the book verifies it (``verified_by``):
+
+- ``build``: every build runs the chapters in it;
+- ``downloads``: ``make verify-runtime`` runs the student downloads in a replica of it;
+- ``recording``: a recorded chapter's committed recordings ran with its pins.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from coursebook.model.machine_kinds import package_key
+from coursebook.model.faults import BookError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the recorder on a Cloud TPU VM
+    import tomli as tomllib
+
+VERIFIED_BY = ("build", "downloads", "recording")
+_FIELDS = {"title": str, "python": str, "source": str, "listed": str, "packages": dict,
+           "verified_by": str}
+
+
+class RuntimeFileError(BookError):
+    """The runtimes file cannot be used; names the file, the table and the field."""
+
+
+def release(version: str) -> str:
+    """A version without its local build tag (``2.11.0+cpu`` -> ``2.11.0``)."""
+    return version.split("+")[0]
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """One table of ``tools/runtimes.toml``."""
+
+    name: str
+    title: str
+    python: str
+    source: str
+    listed: str
+    packages: dict[str, str]
+    verified_by: str
+
+    @property
+    def torch(self) -> str:
+        """Its torch release ("" when it has no torch)."""
+        return release(self.packages.get("torch", ""))
+
+    @property
+    def reader_label(self) -> str:
+        """How a page names it beside a text it printed: "Colab (torch 2.11.0)"."""
+        return f"{self.title.split(' (')[0]} (torch {self.torch})"
+
+    def requirements(self) -> list[str]:
+        """pip requirements for a replica: each pin's release (a registry has no ``+cpu``)."""
+        return [f"{name}=={release(version)}" for name, version in self.packages.items()]
+
+
+def _line_of(path: Path, table: str, name: str) -> int:
+    lines = path.read_text(encoding="utf8").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() == f"[{table}]"), 0)
+    for index in range(start, len(lines)):
+        if re.match(rf"\s*{re.escape(name)}\s*=", lines[index]):
+            return index + 1
+    return start + 1
+
+
+@functools.lru_cache(maxsize=None)
+def load_runtimes(path: Path) -> dict[str, Runtime]:
+    """Every declared runtime, in the file's order (read once per file)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise RuntimeFileError(f"cannot be read: {error}", path, 1) from None
+    runtimes = {}
+    for name, table in data.items():
+        for field, kind in _FIELDS.items():
+            if not isinstance(table.get(field), kind):
+                raise RuntimeFileError(f"[{name}]: field '{field}' must be a {kind.__name__}",
+                                       path, _line_of(path, name, field))
+        if table["verified_by"] not in VERIFIED_BY:
+            raise RuntimeFileError(f"[{name}]: field 'verified_by' is {table['verified_by']!r}, "
+                                   f"expected one of {VERIFIED_BY}", path,
+                                   _line_of(path, name, "verified_by"))
+        runtimes[name] = Runtime(name=name, packages={k: str(v) for k, v in
+                                                      table["packages"].items()},
+                                 **{f: table[f] for f in _FIELDS if f != "packages"})
+    return runtimes
+
+
+def reader_runtimes(path: Path) -> tuple[Runtime, ...]:
+    """The runtimes readers use whose texts the book has from running its downloads there
+    (``verified_by = "downloads"``): shown beside the build's texts where they differ."""
+    return tuple(r for r in load_runtimes(path).values()
+                 if r.verified_by == "downloads" and r.torch)

@@ -1,0 +1,71 @@
+"""`make preview` as an author meets it: edits of a scratch copy of the book reach the open
+page in Chromium, and a failed build leaves the last good pages served."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from conftest import BOOK, copy_of_built_cache, load_tool
+from coursebook.model.versions import release
+from coursebook.process.preview import MESSAGE
+
+pytestmark = pytest.mark.slow
+# Generous: a code edit executes its chapter on a shared, loaded machine. Speed is the
+# bench's business (its preview cases), not this test's.
+WAIT_MS = 900_000
+
+
+@pytest.fixture
+def preview(tmp_path, built):
+    """The preview (the bench's helper) of a scratch copy of the book."""
+    book = tmp_path / "book"
+    shutil.copytree(BOOK, book, ignore=shutil.ignore_patterns("_ext", "__pycache__"))
+    server = load_tool("bench_build").PreviewServer(
+        book, tmp_path / "out", copy_of_built_cache(built, tmp_path / "cache"))
+    yield server
+    server.stop()
+
+
+def test_edits_reach_the_open_page_and_a_failed_build_keeps_the_last_good_one(preview, browser):
+    from playwright.sync_api import expect
+
+    preview.wait_for_log("Waiting to detect changes")  # after the first build
+    assert MESSAGE not in preview.log(), preview.log()[-4000:]
+    page = browser.new_page()
+    page.goto(f"{preview.url}/pt01.html")
+    body = page.locator("body")
+    expect(body).to_contain_text("Dtype: torch.float32")
+
+    # Prose: the open page reloads with the new sentence.
+    preview.edit("pt01.md", "## 1. Tensors\n", "## 1. Tensors\n\nA sentence the preview shows.\n")
+    expect(body).to_contain_text("A sentence the preview shows.", timeout=WAIT_MS)
+
+    # Code: the chapter executes again and its new output is verified against the expected
+    # output its author accepted (a new key: the cell's code changed).
+    expected = f"expected/torch-{release(torch.__version__)}/pt01.txt"
+    preview.edit(expected, "    Dtype: torch.float32\n", "    Element type: torch.float32\n")
+    preview.edit_cell("pt01.md", 'print("Dtype:", X.dtype)', 'print("Element type:", X.dtype)',
+                      expected)
+    expect(body).to_contain_text("Element type: torch.float32", timeout=WAIT_MS)
+    assert MESSAGE not in preview.log(), preview.log()[-4000:]
+
+    # A planted verification failure, with a prose edit saved with it: the build fails with
+    # its message, writes no page, and the server goes on serving the last good one.
+    preview.edit(expected, "    Element type: torch.float32\n", "    Element type: torch.float64\n")
+    preview.edit("pt01.md", "A sentence the preview shows.", "A sentence of a failed build.")
+    preview.wait_for_log("Sphinx exited with exit code")  # sphinx-autobuild: the build failed
+    served = preview.page("pt01.html")
+    assert "A sentence the preview shows." in served
+    assert "A sentence of a failed build." not in served
+    log = preview.log()
+    assert MESSAGE in log, log[-4000:]
+    assert "Element type: torch.float64" in log and "Traceback" not in log, log[-4000:]
+
+    # The fix: the next build passes and writes the page the failed one held back.
+    preview.edit(expected, "    Element type: torch.float64\n", "    Element type: torch.float32\n")
+    expect(body).to_contain_text("A sentence of a failed build.", timeout=WAIT_MS)
+    assert preview.process.poll() is None
+    assert preview.log().count(MESSAGE) == 1

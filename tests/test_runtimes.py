@@ -1,0 +1,301 @@
+"""The runtimes the book targets (tools/runtimes.toml): pins from their sources, and each
+runtime's committed expectations; the Colab replica's comparisons, each seen failing once."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+from conftest import BOOK, RUNTIMES_FILE, book_museum, load_tool, ROOT
+from coursebook.verify.expectations import CellOutput, expectations_path, read_expectations
+from coursebook.model.museum import write_records
+from coursebook.model.notebooks import is_chapter_source
+from coursebook.prepare.editions import Edition
+from coursebook.model.recordings import PROVENANCE_KEY
+from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release
+
+BUILD_TORCH = release(torch.__version__)
+refresh = load_tool("refresh_runtimes")
+verify = load_tool("verify_runtime")
+
+COLAB_LISTS = refresh.COLAB_LISTS
+needs_lists = pytest.mark.skipif(not (COLAB_LISTS / "SOURCE.md").is_file(),
+                                 reason=f"no copy of Colab's lists at {COLAB_LISTS}")
+
+
+# --- Refreshing the pins ----------------------------------------------------------------
+
+@needs_lists
+def test_the_committed_pins_are_those_of_their_sources():
+    _, changes = refresh.refreshed(RUNTIMES_FILE, COLAB_LISTS, ROOT / "pyproject.toml")
+    assert changes == []
+
+
+@needs_lists
+def test_the_check_fails_on_a_planted_wrong_pin(tmp_path, capsys):
+    planted = tmp_path / "runtimes.toml"
+    colab = next(r for r in load_runtimes(RUNTIMES_FILE).values() if r.source.startswith("googlecolab/"))
+    pin = f'numpy = "{colab.packages["numpy"]}"'
+    planted.write_text(RUNTIMES_FILE.read_text().replace(pin, 'numpy = "1.0.0"'))
+    assert refresh.main([str(COLAB_LISTS), "--runtimes", str(planted), "--check"]) == 1
+    assert f"[{colab.name}] numpy 1.0.0 -> {colab.packages['numpy']}" in capsys.readouterr().out
+    assert refresh.main([str(COLAB_LISTS), "--runtimes", str(planted)]) == 0  # refreshed
+    assert planted.read_text() == RUNTIMES_FILE.read_text()  # comments and order kept
+
+
+def _lists(tmp_path: Path, torch: str) -> Path:
+    """A copy of Colab's lists as the refresh reads them, with this torch."""
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "SOURCE.md").write_text(f"At commit `{'b' * 40}` (2027-01-05, a newer image).\n")
+    (lists / "pip-freeze.txt").write_text(
+        "# generated\nnumpy==2.2.0\nipykernel==6.17.1\nipython==7.34.0\nmatplotlib==3.10.1\n"
+        f"torch @ https://download.pytorch.org/whl/cpu/torch-{torch.replace('+', '%2B')}"
+        "-cp314-cp314-manylinux_2_28_x86_64.whl\n")
+    (lists / "os-info.txt").write_text("# generated\nUbuntu 24.04 LTS\nPython 3.14.2\n")
+    return lists
+
+
+def test_a_newer_list_refreshes_pins_python_source_and_date(tmp_path):
+    runtimes = tmp_path / "runtimes.toml"
+    text = RUNTIMES_FILE.read_text()
+    colab = next(r for r in load_runtimes(RUNTIMES_FILE).values() if r.source.endswith(":pip-freeze.txt"))
+    # Only the CPU runtime's list is in this copy.
+    runtimes.write_text("\n\n".join(part for part in text.split("\n\n")
+                                    if part.startswith(("#", "[book]", f"[{colab.name}]"))))
+    updated, changes = refresh.refreshed(runtimes, _lists(tmp_path, "2.12.0+cpu"),
+                                         ROOT / "pyproject.toml")
+    runtimes.write_text(updated)
+    load_runtimes.cache_clear()
+    fresh = load_runtimes(runtimes)[colab.name]
+    assert fresh.packages["torch"] == "2.12.0+cpu" and fresh.packages["numpy"] == "2.2.0"
+    assert (fresh.python, fresh.listed) == ("3.14", "2027-01-05")
+    assert fresh.source == f"googlecolab/backend-info@{'b' * 40}:pip-freeze.txt"
+    assert f"[{colab.name}] torch {colab.packages['torch']} -> 2.12.0+cpu" in changes
+    assert updated.startswith(text.split("\n\n")[0])  # the file's comments are kept
+
+
+def test_a_pin_the_list_lacks_stops_with_one_line(tmp_path, capsys):
+    runtimes = tmp_path / "runtimes.toml"
+    runtimes.write_text(RUNTIMES_FILE.read_text().replace('ipython = "7.34.0",',
+                                                          'ipython = "7.34.0", jaxtyping = "0.3.11",'))
+    assert refresh.main([str(_lists(tmp_path, "2.11.0+cpu")), "--runtimes", str(runtimes),
+                         "--check"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "pins jaxtyping, which" in error and "pip-freeze.txt" in error
+
+
+# --- Every declared runtime has its committed expectations ------------------------------
+
+def _chapters() -> dict[str, str]:
+    """Each chapter's name and text."""
+    return {p.stem: p.read_text() for p in sorted(BOOK.glob("*.md")) if is_chapter_source(p.read_text())}
+
+
+def _recorded(text: str) -> bool:
+    return "recording:" in text.split("---", 2)[1]  # its top matter names a recording
+
+
+def missing_expectations(runtime: Runtime, expected: Path = BOOK / "expected",
+                         recordings: Path = BOOK / "recordings") -> list[str]:
+    """What a runtime lacks of its committed expectations, by how it is verified."""
+    if runtime.verified_by == "recording":
+        releases = {version.split("+")[0]
+                    for path in recordings.glob("*.ipynb")
+                    for versions in nbformat.read(path, as_version=4).metadata[PROVENANCE_KEY]
+                    ["environments"].values() for name, version in versions.items()
+                    if name == "torch"}
+        return [] if runtime.torch in releases else [f"a recording with torch {runtime.torch}"]
+    missing = []
+    for name, text in _chapters().items():
+        if _recorded(text):
+            continue
+        found = read_expectations(expectations_path(expected, runtime.torch, name))
+        if found is None or not found.by_edition[Edition.STUDENT.value]:
+            missing.append(f"{name}: expected outputs for torch {runtime.torch}")
+    for wing in book_museum().values():
+        missing += [f"exhibit {e.key}: a record for torch {runtime.torch}"
+                    for e in wing.exhibits if e.runs_in_every_build and e.record_for(runtime.torch) is None]
+    return missing
+
+
+def test_every_declared_runtime_has_its_committed_expectations():
+    runtimes = load_runtimes(RUNTIMES_FILE)
+    assert {r.verified_by for r in runtimes.values()} >= {"build", "downloads"}
+    for runtime in runtimes.values():
+        assert missing_expectations(runtime) == [], runtime.name
+
+
+def test_a_runtime_without_expectations_is_named():
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
+    planted = Runtime(**{**colab.__dict__, "packages": {**colab.packages, "torch": "9.9.9+cpu"}})
+    missing = missing_expectations(planted)
+    chapters = [n for n, text in _chapters().items() if not _recorded(text)]
+    assert [m for m in missing if m.endswith("outputs for torch 9.9.9")] == \
+        [f"{n}: expected outputs for torch 9.9.9" for n in chapters]
+    assert any(m.startswith("exhibit ") for m in missing)
+    tpu = next(r for r in load_runtimes(RUNTIMES_FILE).values() if r.verified_by == "recording")
+    assert missing_expectations(Runtime(**{**tpu.__dict__, "packages": {"torch": "9.9.9"}}))
+
+
+# --- The replica's comparisons ----------------------------------------------------------
+
+def _replayed(runtime: Runtime, chapter: str) -> verify.ChapterRun:
+    """A run of a download that printed exactly the committed expectations."""
+    expected = read_expectations(expectations_path(BOOK / "expected", runtime.torch, chapter))
+    run = verify.ChapterRun(chapter)
+    for index, (key, text) in enumerate(expected.by_edition[Edition.STUDENT.value].items()):
+        run.outputs.append(CellOutput(key, index, expected.first_lines[key], text))
+    return run
+
+
+def test_a_download_cell_that_differs_from_its_expectation_is_named(capsys):
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
+    chapters = [n for n, text in _chapters().items() if not _recorded(text)]
+    for chapter in chapters:
+        assert verify.check_chapter(_replayed(colab, chapter), colab, "here", BUILD_TORCH, False) == 0
+    run = _replayed(colab, chapters[0])
+    planted = next(i for i, o in enumerate(run.outputs) if o.text)
+    run.outputs[planted] = CellOutput(**{**run.outputs[planted].__dict__, "text": "planted"})
+    capsys.readouterr()
+    assert verify.check_chapter(run, colab, "here", BUILD_TORCH, False) == 1
+    out = capsys.readouterr().out
+    assert "1 different" in out and f"`{run.outputs[planted].first_line}`" in out
+    assert "+planted" in out
+
+
+def test_an_exhibit_that_differs_from_its_record_is_named(capsys):
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
+    exhibits = [e for w in book_museum().values() for e in w.exhibits
+                if e.record_for(colab.torch)]
+    caught = {e.key: (e, f"{e.record_for(colab.torch).type}: {e.record_for(colab.torch).message}")
+              for e in exhibits}
+    assert verify.check_exhibits(caught, colab, "here", BUILD_TORCH, False) == 0
+    first = exhibits[0]
+    caught[first.key] = (first, "RuntimeError: planted")
+    assert verify.check_exhibits(caught, colab, "here", BUILD_TORCH, False) == 1
+    out = capsys.readouterr().out
+    assert f"exhibit {first.key} on {colab.title}" in out and "RuntimeError: planted" in out
+
+
+def test_accepting_records_the_replica_as_where_it_ran(tmp_path):
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
+    source = next(e for w in book_museum().values() for e in w.exhibits
+                  if e.record_for(colab.torch))
+    shutil.copytree(source.path.parent, tmp_path / "pytorch")
+    exhibit = next(e for e in book_museum(tmp_path)["pytorch"].exhibits if e.key == source.key)
+    write_records(exhibit, [r for r in exhibit.records if r.torch != colab.torch])
+    exhibit = next(e for e in book_museum(tmp_path)["pytorch"].exhibits if e.key == source.key)
+    assert exhibit.record_for(colab.torch) is None
+    assert verify.check_exhibits({exhibit.key: (exhibit, "RuntimeError: new text")}, colab,
+                                 "a replica of Colab", BUILD_TORCH, True) == 0
+    record = next(e for e in book_museum(tmp_path)["pytorch"].exhibits
+                  if e.key == source.key).record_for(colab.torch)
+    assert (record.where, record.type, record.message) == ("a replica of Colab", "RuntimeError", "new text")
+
+
+# --- What a reader of the museum sees ----------------------------------------------------
+
+def test_the_museum_shows_colabs_text_where_it_differs_from_the_builds():
+    from coursebook.model.museum import exhibit_cells, readers_records
+
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
+    build = BUILD_TORCH
+    differ = 0
+    for wing in book_museum().values():
+        for exhibit in wing.exhibits:
+            if not exhibit.runs_in_every_build:
+                continue
+            ours, theirs = exhibit.record_for(build), exhibit.record_for(colab.torch)
+            cells = exhibit_cells(exhibit, len(wing.exhibits), build)
+            check, note = cells[2].source, cells[3].source
+            if (ours.type, ours.message) == (theirs.type, theirs.message):
+                assert readers_records(exhibit, ours) == [] and "elsewhere=" not in check
+                continue
+            differ += 1
+            assert colab.reader_label in check and json.dumps(theirs.message)[1:-1] in check
+            assert f"On {colab.reader_label} it raises this text" in note
+            assert theirs.message in note and ours.message in note
+    assert differ  # Colab's torch words some errors otherwise
+
+
+def test_the_museum_box_names_colab_and_its_text(monkeypatch):
+    import coursebook.exhibit_checks as checks
+
+    shown: list[str] = []
+    monkeypatch.setattr(checks, "display", lambda markdown: shown.append(markdown.data))
+    sys.last_value = RuntimeError("new text")  # what the cell above raised; the check takes it
+    record = {"torch": "2.13.0", "source": "build", "where": "here", "date": "",
+              "type": "RuntimeError", "message": "new text"}
+    colab = {**record, "torch": "2.11.0", "message": "colab text", "label": "Colab (torch 2.11.0)"}
+    checks.check_raised("pytorch/99", record, record, elsewhere=(colab,))
+    assert ":::{admonition} On Colab (torch 2.11.0)" in shown[0]
+    assert "RuntimeError: colab text" in shown[0] and "Changed: `new` → `colab`." in shown[0]
+    sys.last_value = RuntimeError("new text")
+    checks.check_raised("pytorch/99", record, record, elsewhere=({**colab, "message": "new text"},))
+    assert "On Colab" not in shown[1]  # the same text: nothing to show
+
+
+# --- The replica itself (slow; its environment is Python 3.13 and a multi-GB torch) --------
+
+def _replica(runtime: Runtime) -> Path:
+    return ROOT / f".venv-runtime-{runtime.name}"
+
+
+@pytest.mark.slow
+def test_the_replica_run_passes_and_fails_on_a_planted_expectation(built, tmp_path, monkeypatch,
+                                                                   capsys):
+    """The student downloads of a real build, run in the replica: every cell and exhibit as
+    committed; then one planted expectation and one planted record, each named."""
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
+    if not (_replica(colab) / ".requirements.json").is_file():
+        pytest.skip(f"no replica of {colab.name}: `make verify-runtime RUNTIME={colab.name}` "
+                    "creates it (CI leaves it out)")
+    downloads = built["student"].outdir / "html" / "_sources"
+    assert verify.main([colab.name, "--downloads", str(downloads)]) == 0
+    out = capsys.readouterr().out
+    chapters = [n for n, text in _chapters().items() if not _recorded(text)]
+    compared = re.findall(r"expected outputs: (\d+) same, (\d+) different", out)
+    assert len(compared) == len(chapters) and all(d == "0" and int(s) for s, d in compared)
+    assert re.search(r"records: [1-9]\d* same, 0 different", out)
+
+    expected = tmp_path / "expected"
+    shutil.copytree(BOOK / "expected", expected)
+    path = expectations_path(expected, colab.torch, chapters[0])
+    lines = path.read_text().splitlines()
+    planted = next(i for i, line in enumerate(lines) if line.startswith("    "))
+    lines[planted] = "    planted"
+    path.write_text("\n".join(lines) + "\n")
+    exhibits = tmp_path / "exhibits"
+    shutil.copytree(ROOT / "exhibits", exhibits)
+    exhibit = next(e for w in book_museum(exhibits).values() for e in w.exhibits
+                   if e.record_for(colab.torch))
+    record = exhibit.record_for(colab.torch)
+    exhibit.path.write_text(exhibit.path.read_text().replace(
+        json.dumps(record.message, ensure_ascii=False), '"planted"'))
+    monkeypatch.setattr(verify, "EXPECTED", expected)
+    monkeypatch.setattr(verify, "EXHIBITS_DIR", exhibits)
+    assert verify.main([colab.name, "--downloads", str(downloads)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("shows a different output") == 1 and "-planted" in out
+    assert f"exhibit {exhibit.key} on {colab.title}" in out and "RuntimeError: planted" in out
+
+
+def test_a_malformed_runtimes_file_stops_the_build_in_one_line(tiny_book, tmp_path):
+    from conftest import sphinx_build
+
+    bad = tmp_path / "runtimes.toml"
+    bad.write_text(RUNTIMES_FILE.read_text().replace('verified_by = "downloads"',
+                                                     'verified_by = "dowloads"'))
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
+                         settings={"coursebook_runtimes_file": str(bad)})
+    line = next(n for n, text in enumerate(bad.read_text().splitlines(), 1) if "dowloads" in text)
+    assert build.returncode != 0 and "Traceback" not in build.log
+    assert build.log.count(f"{bad}:{line}: ERROR: [") == 1 and "field 'verified_by' is 'dowloads'" in build.log

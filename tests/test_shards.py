@@ -1,0 +1,197 @@
+"""Execution split over shards (tools/shards.py): dealt by recorded time, merged through
+jupyter-cache, then built executing nothing; each bad input named in one message."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import BOOK, ROOT, load_tool, sphinx_build
+from coursebook.execute.outside_sphinx import ConfValues
+from coursebook.outputs import normalise
+from coursebook.execute.shards import (MANIFEST, Chapter, Shard, ShardError,
+                                       chapters_to_execute, deal, merge_shards)
+
+SHARDS = ROOT / "tools" / "shards.py"
+ACCEPT = {"coursebook_accept_outputs": "1"}
+VARIANTS = 10  # copies of PT01: with the book's own, a 12-chapter book
+
+
+def _chapters(*names: str, notebooks: int = 2) -> list[Chapter]:
+    return [Chapter(name, Path(f"{name}.md"), {f"{name}-{i}": None for i in range(notebooks)})
+            for name in names]
+
+
+def test_with_no_record_chapters_are_dealt_by_count():
+    shards = deal(_chapters(*"abcdefg"), 3, {})
+    assert sorted(shards) == list("abcdefg")
+    counts = sorted(list(shards.values()).count(i) for i in (1, 2, 3))
+    assert counts == [2, 2, 3]
+
+
+def test_recorded_times_deal_the_long_chapters_apart():
+    seconds = {"long": 60.0, "mid": 31.0, "a": 10.0, "b": 10.0, "c": 10.0}
+    shards = deal(_chapters(*seconds), 2, seconds)
+    load = {i: sum(seconds[n] for n, s in shards.items() if s == i) for i in (1, 2)}
+    assert shards["long"] != shards["mid"]
+    assert sorted(load.values()) == [60.0, 61.0]  # by count it would be 3 chapters against 2
+    # A chapter with no record weighs the recorded mean; every chapter has one shard.
+    assert set(deal(_chapters("long", "new"), 2, {"long": 60.0})) == {"long", "new"}
+
+
+@pytest.mark.parametrize("text", ["0/3", "4/3", "2", "a/b"])
+def test_a_shard_is_i_of_n(text):
+    with pytest.raises(ShardError, match="I/N"):
+        Shard.parse(text)
+
+
+def _shards(*args: str, book: Path, shards_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SHARDS), "--book", str(book), "--shards-dir",
+                           str(shards_dir), *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def _joined_streams(outputs: list) -> list:
+    """Outputs with consecutive stream texts joined as printed: where ipykernel splits a
+    stream into messages varies from run to run (in one build as across shards)."""
+    joined: list = []
+    for output in outputs:
+        if (output["output_type"] == "stream" and joined
+                and joined[-1]["output_type"] == "stream" and joined[-1]["name"] == output["name"]):
+            joined[-1] = {**joined[-1], "text": joined[-1]["text"] + output["text"]}
+        else:
+            joined.append(dict(output))
+    return joined
+
+
+def _cached_outputs(cache: Path) -> dict[str, list]:
+    """Each cached notebook's code cell outputs, by jupyter-cache key, as the book shows
+    them (memory addresses and the kernel's temporary paths replaced: coursebook.outputs)."""
+    from jupyter_cache import get_cache
+
+    found = {}
+    cache_ = get_cache(str(cache))
+    for record in cache_.list_cache_records():
+        notebook = cache_.get_cache_bundle(record.pk).nb
+        found[record.hashkey] = [[_normalised(o) for o in _joined_streams(c.outputs)]
+                                 for c in notebook.cells if c.cell_type == "code"]
+    return found
+
+
+def _normalised(output: dict) -> dict:
+    """An output's texts normalised (not its images: the rules are for text)."""
+    if "text" in output:
+        return {**output, "text": normalise(output["text"])}
+    data = output.get("data", {})
+    if "text/plain" in data:
+        return {**output, "data": {**data, "text/plain": normalise(data["text/plain"])}}
+    return output
+
+
+def _shown_outputs(build) -> dict[str, list[str]]:
+    """The text of the outputs each page shows (myst-nb's cell_output blocks). Spacing
+    aside: myst-nb ends every stream message with a line break, so a line that ipykernel
+    happened to send in two messages shows broken in two."""
+    from bs4 import BeautifulSoup
+
+    return {page.stem: [" ".join(div.get_text().split()) for div in
+                        BeautifulSoup(page.read_text(), "html.parser").select("div.cell_output")]
+            for page in sorted((build.outdir / "html").glob("*.html"))}
+
+
+def _one_message(done: subprocess.CompletedProcess, *phrases: str) -> None:
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("shards: "), done.stderr
+    for phrase in phrases:
+        assert phrase in lines[0], lines[0]
+
+
+@pytest.mark.slow
+def test_three_shards_merged_build_what_one_machine_builds(tmp_path):
+    bench = load_tool("bench_build")
+    course = bench.course_sized(tmp_path / "course", variants=VARIANTS)
+    book = course.book
+    # One machine: executes every chapter (and takes the variants' outputs as expected,
+    # one edition after the other: both write the same files).
+    single = {edition: sphinx_build(book, tmp_path / "single" / edition, tmp_path / "single-cache",
+                                    *(["instructor"] if edition == "instructor" else []),
+                                    settings=ACCEPT)
+              for edition in ("student", "instructor")}
+    for build in single.values():
+        assert build.returncode == 0, build.log[-4000:]
+
+    # Three shards, each its own process and cache, dealt by the times the single build
+    # recorded, run at once as CI's jobs would.
+    shards_dir = tmp_path / "shards"
+    history = ("--history", str(tmp_path / "single-cache"))
+    with ThreadPoolExecutor(3) as pool:
+        runs = list(pool.map(lambda i: _shards("execute", f"{i}/3", *history, book=book,
+                                               shards_dir=shards_dir), (1, 2, 3)))
+    for run in runs:
+        assert run.returncode == 0, run.stdout + run.stderr
+    claimed = [set(json.loads((Shard(i, 3).folder(shards_dir) / MANIFEST).read_text())["chapters"])
+               for i in (1, 2, 3)]
+    assert all(claimed) and not (claimed[0] & claimed[1] or claimed[1] & claimed[2]
+                                 or claimed[0] & claimed[2])
+    conf = ConfValues.read(ROOT)
+    chapters = {c.name for c in chapters_to_execute(book, conf)}
+    assert set().union(*claimed) == chapters
+    assert len(chapters) == VARIANTS + len(chapters_to_execute(BOOK, conf))
+
+    merged_cache = tmp_path / "merged" / ".jupyter_cache"
+    done = _shards("merge", "3", "--into", str(merged_cache), book=book, shards_dir=shards_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # jupyter-cache's own command line reads the merged cache.
+    listed = subprocess.run([str(Path(sys.executable).parent / "jcache"), "cache", "list"],
+                            capture_output=True, text=True,
+                            env={**os.environ, "JUPYTERCACHE": str(merged_cache)})
+    assert listed.returncode == 0, listed.stderr
+    assert all(f"{name}.md" in listed.stdout for name in set().union(*claimed)), listed.stdout
+
+    for edition, one_machine in single.items():
+        build = sphinx_build(book, tmp_path / "merged" / edition, merged_cache,
+                             *(["instructor"] if edition == "instructor" else []))
+        assert build.returncode == 0, build.log[-4000:]
+        assert build.executed == 0, build.log[-4000:]
+        assert f"expected outputs: {len(chapters)} chapters compared" in build.log
+        assert _shown_outputs(build) == _shown_outputs(one_machine)
+    merged_outputs, single_outputs = (_cached_outputs(c) for c in (merged_cache,
+                                                                    tmp_path / "single-cache"))
+    assert merged_outputs and all(single_outputs[key] == outputs
+                                  for key, outputs in merged_outputs.items())
+
+    # Bad inputs, one message each.
+    _one_message(_shards("merge", "4", "--into", str(tmp_path / "m4"), book=book,
+                         shards_dir=shards_dir),
+                 "shard 4/4's cache is missing", "make execute SHARD=4/4")
+    claims = Shard(2, 3).folder(shards_dir) / MANIFEST
+    manifest = json.loads(claims.read_text())
+    first = json.loads((Shard(1, 3).folder(shards_dir) / MANIFEST).read_text())["chapters"]
+    manifest["chapters"].update(first)
+    saved = claims.read_text()
+    claims.write_text(json.dumps(manifest))
+    _one_message(_shards("merge", "3", "--into", str(tmp_path / "m2"), book=book,
+                         shards_dir=shards_dir), "two shards executed chapter", "shard 1/3")
+    claims.write_text(saved)
+    with pytest.raises(ShardError, match="with torch .* this build has torch 9.9.9"):
+        merge_shards(book, dataclasses.replace(conf, versions={**conf.versions, "torch": "9.9.9"}),
+                     3, shards_dir, tmp_path / "m-torch")
+    chapter = book / "pt05.md"
+    owner = next(i for i in (1, 2, 3) if "pt05" in claimed[i - 1])
+    chapter.write_text(chapter.read_text().replace('print("Dtype:", X.dtype)',
+                                                   'print("Dtype:", X.dtype, "(edited)")'))
+    _one_message(_shards("merge", "3", "--into", str(tmp_path / "m3"), book=book,
+                         shards_dir=shards_dir),
+                 f"shard {owner}/3 executed another version of chapter pt05",
+                 f"make execute SHARD={owner}/3")
+    shutil.rmtree(Shard(3, 3).cache(shards_dir))
+    _one_message(_shards("merge", "3", "--into", str(tmp_path / "m5"), book=book,
+                         shards_dir=shards_dir), "shard 3/3's cache is missing")

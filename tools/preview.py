@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Serve an edition of the book on localhost, rebuilt and reloaded on every save.
+
+sphinx-autobuild builds the edition (the same sphinx-build command as `make html`, warnings
+as errors) into _build/preview/EDITION/ and serves it; the open page reloads after each
+build. It watches the chapters, their expected outputs and recordings (book/), the
+exhibits and the machine kinds. A build that fails prints its message here and writes no
+page: the browser keeps the last good ones (coursebook.process.preview).
+Chapters execute into the book's cache (_build/.jupyter_cache), so a preview after
+`make html` starts without executing anything. A code edit runs its chapter in a kernel
+started ahead of need, torch already imported (coursebook.execute.warm_kernels); each
+kernel runs one chapter, from the top, as in any build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from book_environment import (BUILD, EXHIBITS_DIR, MACHINE_KINDS_FILE, RECORDINGS_DIR, ROOT,
+                              sphinx_arguments, use_book_environment)
+
+use_book_environment("sphinx_autobuild")
+
+from coursebook.execute.warm_kernels import POOL_ENV, KernelKeeper, write_kernel_spec  # noqa: E402
+
+# Editors' swap and backup files, Python's bytecode (the kernels import book/_ext) and
+# Jupyter's checkpoints are no edits of the book.
+NOT_EDITS = [r"__pycache__", r"\.pyc$", r"\.ipynb_checkpoints", r"~$", r"\.sw[a-z]$",
+             r"(^|/)\.#", r"(^|/)4913$"]
+
+
+def autobuild_command(edition: str, source: Path, out: Path, host: str, port: int,
+                      settings: dict[str, str]) -> list[str]:
+    """sphinx-autobuild's command line: the edition's sphinx-build arguments, in preview
+    mode, and what to watch."""
+    arguments = sphinx_arguments(source, out / edition / "html", out / edition / "doctrees",
+                                 instructor=edition == "instructor",
+                                 settings={"coursebook_preview": "1", **settings})
+    watched = [EXHIBITS_DIR, RECORDINGS_DIR, MACHINE_KINDS_FILE]
+    return [sys.executable, "-m", "sphinx_autobuild", *arguments, "--host", host,
+            "--port", str(port), *(f"--watch={path}" for path in watched),
+            f"--ignore={BUILD}", *(f"--re-ignore={pattern}" for pattern in NOT_EDITS)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog="\n".join(
+        __doc__.splitlines()[2:]), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--edition", choices=["student", "instructor"], default="student",
+                        help="the edition to serve (default: student)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to serve on (default: 8000)")
+    parser.add_argument("--source", type=Path, default=ROOT / "book",
+                        help="the book's sources (default: book/)")
+    parser.add_argument("--out", type=Path, default=BUILD / "preview",
+                        help="where the served editions are built (default: _build/preview/)")
+    parser.add_argument("--no-warm-kernels", action="store_true",
+                        help="start each kernel when needed (the bench's comparison)")
+    parser.add_argument("-D", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                        help="a Sphinx setting, as sphinx-build's -D (e.g. nb_execution_cache_path=...)")
+    args = parser.parse_args(argv)
+    settings = dict(setting.split("=", 1) for setting in args.settings)
+    command = autobuild_command(args.edition, args.source.resolve(), args.out.resolve(),
+                                args.host, args.port, settings)
+    pool = args.out.resolve() / args.edition / "kernels"
+    keeper = KernelKeeper(pool, args.source.resolve())
+    if not args.no_warm_kernels:
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(
+            filter(None, [str(write_kernel_spec(pool)), os.environ.get("JUPYTER_PATH")]))
+        os.environ[POOL_ENV] = str(pool)
+        keeper.start()
+    print(f"preview: the {args.edition} edition at http://{args.host}:{args.port}/ "
+          "(Ctrl-C stops it)", flush=True)
+    server = subprocess.Popen(command)
+    try:
+        return server.wait()
+    except KeyboardInterrupt:  # the server has it too, and ends
+        return server.wait()
+    finally:
+        if not args.no_warm_kernels:
+            keeper.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

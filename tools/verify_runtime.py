@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Run the student downloads in a replica of a runtime and compare what they print.
+
+For a runtime of tools/runtimes.toml verified by its downloads (Colab's CPU runtime, say):
+creates its environment (.venv-runtime-NAME/: its Python where this machine has it, else
+the nearest, and its pins; a pin with a local build tag such as 2.11.0+cpu is installed as
+the registry's build of that release), then runs each student download
+(_build/student/html/_sources/CHAPTER.ipynb) as Colab's "Run all" does: tags ignored, its
+own %pip cells run, stopping at the first error. Recorded chapters are left out: their
+runtime is the one their recordings ran in. Each cell's output is compared with the
+expected outputs for the runtime's torch (book/expected/torch-VERSION/CHAPTER.txt) and
+each exhibit's caught error with its record for that torch. With --accept, both are
+recorded instead, with the replica named as where they ran. Review the diff.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+from book_environment import (EXHIBITS_DIR, MACHINE_KINDS_FILE, RUNTIMES_FILE,  # noqa: E402
+                              use_book_environment)
+
+use_book_environment()
+
+import nbformat  # noqa: E402
+import torch  # noqa: E402
+from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
+
+from coursebook.prepare.chapters import edition_chapter  # noqa: E402
+from coursebook.render.downloads import run_all  # noqa: E402
+from coursebook.prepare.editions import Edition  # noqa: E402
+from coursebook.verify.expectations import (CellOutput, Expectations, accept, cell_keys,  # noqa: E402
+                                     compare, expectations_path, read_expectations,
+                                     shown_text, write_expectations)
+from coursebook.model.faults import BookError, shown_path  # noqa: E402
+from coursebook.model.machine_kinds import load_machine_kinds  # noqa: E402
+from coursebook.model.museum import (ErrorRecord, Exhibit, Wing, cell_origins,  # noqa: E402
+                                     load_museum, write_records)
+from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags, is_chapter_source, line_of  # noqa: E402
+from coursebook.outputs import normalise  # noqa: E402
+from coursebook.model.recordings import recording_name  # noqa: E402
+from coursebook.model.runtimes import Runtime, load_runtimes, release  # noqa: E402
+from record_chapter import install_kernel  # noqa: E402
+
+BOOK = ROOT / "book"
+EXPECTED = BOOK / "expected"
+DOWNLOADS = ROOT / "_build" / "student" / "html" / "_sources"
+STUDENT = Edition.STUDENT.value  # a download is the student edition's notebook
+ACCEPT_COMMAND = "make accept-outputs-runtime RUNTIME={name}"
+VERSIONS = """
+import json, platform, sys
+from importlib import metadata
+versions = {"python": platform.python_version()}
+for name in sys.argv[1:]:
+    versions[name] = metadata.version(name)
+import torch
+versions["torch"] = torch.__version__  # its build string: 2.11.0+cu130
+print(json.dumps(versions))
+"""
+
+
+class Stop(Exception):
+    """The run cannot go on: one line says why and what to do."""
+
+
+# --- The replica ------------------------------------------------------------------------
+
+def find_python(version: str) -> tuple[Path, str]:
+    """A Python of this major.minor version, else the nearest one here; and a note saying
+    which it stands in for when it is not the runtime's."""
+    major, minor = (int(n) for n in version.split("."))
+    for distance in range(0, 4):
+        for candidate in sorted({minor - distance, minor + distance}):
+            name = f"python{major}.{candidate}"
+            # pyenv's shim is on PATH even where that version is not selected: try its
+            # installed versions too, and take the first that runs.
+            found = [shutil.which(name), *sorted(glob.glob(str(
+                Path.home() / ".pyenv" / "versions" / f"{major}.{candidate}.*" / "bin" / name)),
+                reverse=True)]
+            for python in filter(None, found):
+                if subprocess.run([python, "-c", ""], capture_output=True).returncode == 0:
+                    note = "" if distance == 0 else f" (nearest to the runtime's {version})"
+                    return Path(python), note
+    raise Stop(f"no Python {version} (nor a near one) on this machine; install one "
+               f"(e.g. `pyenv install {version}`) or pass --python")
+
+
+def ensure_replica(runtime: Runtime, python: Path) -> Path:
+    """Create or update the runtime's environment; its python."""
+    path = ROOT / f".venv-runtime-{runtime.name}"
+    replica = path / "bin" / "python"
+    wanted = json.dumps({"python": str(python), "requirements": runtime.requirements()})
+    stamp = path / ".requirements.json"
+    if replica.exists() and stamp.is_file() and stamp.read_text() == wanted:
+        return replica
+    print(f"verify-runtime: installing {runtime.name} into {path.name}/ "
+          f"({', '.join(runtime.requirements())}) ...", flush=True)
+    for step in ([str(python), "-m", "venv", "--clear", str(path)],
+                 [str(replica), "-m", "pip", "install", "--quiet", *runtime.requirements()]):
+        if subprocess.run(step).returncode != 0:
+            raise Stop(f"could not install {runtime.name} into {path}: see pip's message "
+                       f"above; the pins are in tools/runtimes.toml [{runtime.name}]")
+    stamp.write_text(wanted)
+    return replica
+
+
+def replica_versions(replica: Path, runtime: Runtime) -> dict[str, str]:
+    names = [name for name in runtime.packages if name != "torch"]
+    done = subprocess.run([str(replica), "-c", VERSIONS, *names], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise Stop(f"{replica} cannot report its versions: "
+                   f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    return json.loads(done.stdout)
+
+
+def replica_label(runtime: Runtime, versions: dict[str, str], python_note: str) -> str:
+    """Where a replica's texts were recorded, as an exhibit record's ``where`` says it."""
+    torch_note = ("" if versions["torch"] == runtime.packages["torch"] else
+                  f" in place of {runtime.packages['torch']}")
+    return (f"a replica of {runtime.title}: {platform.system()} {platform.machine()}, "
+            f"Python {versions['python']}{python_note}, torch {versions['torch']}{torch_note}")
+
+
+# --- One chapter ------------------------------------------------------------------------
+
+@dataclass
+class ChapterRun:
+    """One download run in the replica: its cells' outputs, and the exhibits' caught errors."""
+
+    chapter: str
+    outputs: list[CellOutput] = field(default_factory=list)
+    caught: dict[str, tuple[Exhibit, str]] = field(default_factory=dict)  # by exhibit key
+
+
+def chapters(museum: dict[str, Wing]) -> dict[str, nbformat.NotebookNode]:
+    """The student notebook of each chapter that is not recorded, by name."""
+    found = {}
+    for path in sorted(BOOK.glob("*.md")):
+        text = path.read_text(encoding="utf8")
+        if not is_chapter_source(text):
+            continue
+        notebook = edition_chapter(text, str(path), Edition.STUDENT, museum,
+                                   torch.__version__)
+        if recording_name(notebook) is None:
+            found[path.stem] = notebook
+    return found
+
+
+def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
+                kernel: str, origins: dict) -> ChapterRun:
+    """Run the download in the replica's kernel; each cell paired with its chapter cell."""
+    path = downloads / f"{name}.ipynb"
+    if not path.is_file():
+        raise Stop(f"{path} is missing: build the student edition first (`make html`)")
+    download = nbformat.read(path, as_version=4)
+    kept = [(key, cell) for key, cell in
+            zip(cell_keys(chapter), [c for c in chapter.cells if c.cell_type == "code"])
+            if BOOK_ONLY_TAG not in cell_tags(cell)]
+    code = [c for c in download.cells if c.cell_type == "code"]
+    if len(code) != len(kept):
+        raise Stop(f"{path} has {len(code)} code cells, book/{name}.md gives {len(kept)}: the "
+                   "download is out of date; run `make html`")
+    with tempfile.TemporaryDirectory() as workdir:
+        try:
+            ran = run_all(download, Path(workdir), kernel)
+        except (CellExecutionError, DeadKernelError) as error:
+            last = (str(error).strip().splitlines() or ["(no message)"])[-1]
+            raise Stop(f"{path}: Run all stopped: {last}") from None
+    run = ChapterRun(name)
+    ran_code = [c for c in ran.cells if c.cell_type == "code"]
+    for index, ((key, cell), done) in enumerate(zip(kept, ran_code)):
+        text = shown_text(done)
+        run.outputs.append(CellOutput(key, index, cell.source, text,
+                                      str(cell.metadata.get("unverified", ""))))
+        origin = origins.get(cell.source)
+        if origin is not None and origin.field == "failing_code":
+            run.caught[origin.exhibit.key] = (origin.exhibit, normalise(text))
+    return run
+
+
+# --- Comparing and recording ------------------------------------------------------------
+
+def _same(expectations: Expectations | None, outputs: list[CellOutput]) -> tuple[int, int]:
+    """(same, different) among the verified cells that have an expected text."""
+    if expectations is None:
+        return 0, 0
+    expected = expectations.by_edition[STUDENT]
+    compared = [o for o in outputs if not o.unverified and o.key in expected]
+    different = sum(expected[o.key] != o.text for o in compared)
+    return len(compared) - different, different
+
+
+def _record_text(record: ErrorRecord | None) -> str | None:
+    return None if record is None else f"{record.type}: {normalise(record.message)}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runtime", help="a runtime of tools/runtimes.toml (colab-cpu)")
+    parser.add_argument("--accept", action="store_true",
+                        help="record this run's outputs and exhibit errors for the runtime's torch")
+    parser.add_argument("--downloads", type=Path, default=DOWNLOADS,
+                        help="the student downloads (default: _build/student/html/_sources)")
+    parser.add_argument("--python", type=Path, help="the Python to create the replica with")
+    args = parser.parse_args(argv)
+    try:
+        return verify(args)
+    except (Stop, BookError) as error:
+        print(f"verify-runtime: {error}", file=sys.stderr)
+        return 2
+
+
+def verify(args: argparse.Namespace) -> int:
+    runtimes = load_runtimes(RUNTIMES_FILE)
+    runtime = runtimes.get(args.runtime)
+    if runtime is None or runtime.verified_by != "downloads":
+        able = [r.name for r in runtimes.values() if r.verified_by == "downloads"]
+        raise Stop(f"{args.runtime!r} is not a runtime verified by its downloads in "
+                   f"tools/runtimes.toml (have {', '.join(able)})")
+    python, python_note = (args.python, "") if args.python else find_python(runtime.python)
+    replica = ensure_replica(runtime, python)
+    versions = replica_versions(replica, runtime)
+    where = replica_label(runtime, versions, python_note)
+    print(f"verify-runtime: {where}")
+    kernel = f"runtime-{runtime.name}"
+    # ipykernel 6's debugger warns about frozen modules on every start: not the chapter's.
+    install_kernel(kernel, replica, {"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+    museum = load_museum(EXHIBITS_DIR, load_machine_kinds(MACHINE_KINDS_FILE))
+    origins = cell_origins(museum, torch.__version__)
+    build_torch = release(torch.__version__)
+    problems = 0
+    exhibits: dict[str, tuple[Exhibit, str]] = {}
+    for name, chapter in chapters(museum).items():
+        run = run_chapter(name, chapter, args.downloads, kernel, origins)
+        exhibits.update(run.caught)
+        problems += check_chapter(run, runtime, where, build_torch, args.accept)
+    problems += check_exhibits(exhibits, runtime, where, build_torch, args.accept)
+    if problems:
+        print(f"verify-runtime: {problems} difference(s) on {runtime.title}. If the new texts "
+              f"are right, record them with `{ACCEPT_COMMAND.format(name=runtime.name)}` and "
+              "review `git diff book/expected exhibits`.", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: str,
+                  accepting: bool) -> int:
+    """One download's cells against the expected outputs for the runtime's torch (written
+    first when accepting); the number of cells that differ or lack an expectation."""
+    name = run.chapter
+    path = expectations_path(EXPECTED, runtime.torch, name)
+    expectations = read_expectations(path)
+    if accepting:
+        header = [f"# Expected outputs of {name}.md for torch {runtime.torch}, on {runtime.title}.",
+                  f"# Accepted with `{ACCEPT_COMMAND.format(name=runtime.name)}` on "
+                  f"{datetime.date.today().isoformat()}: the student download run as Colab's "
+                  f"Run all in {where}.",
+                  "# One entry per code cell of the download: a hash of its code, then its "
+                  "output, indented. Review the diff before committing."]
+        order = [o.key for o in run.outputs]
+        if write_expectations(path, accept(expectations, STUDENT, run.outputs),
+                              lambda: order, header):
+            print(f"{name}: wrote {path}")
+        expectations = read_expectations(path)
+    same, different = _same(expectations, run.outputs)
+    build_same, build_different = _same(
+        read_expectations(expectations_path(EXPECTED, build_torch, name)), run.outputs)
+    print(f"{name}: {same + different} cells compared with torch {runtime.torch}'s "
+          f"expected outputs: {same} same, {different} different (against this build's "
+          f"torch {build_torch}: {build_same} same, {build_different} different)")
+    if expectations is None:
+        print(f"{name}: no expected outputs for torch {runtime.torch} ({path} is missing); "
+              f"record them with `{ACCEPT_COMMAND.format(name=runtime.name)}`")
+        return 1
+    text = (BOOK / f"{name}.md").read_text(encoding="utf8")
+    mismatches = compare(expectations, STUDENT, run.outputs)
+    for mismatch in mismatches:
+        print(f"book/{name}.md:{line_of(mismatch.cell.source, text)}: code cell "
+              f"`{mismatch.cell.first_line}` ({runtime.title}, torch {runtime.torch}) "
+              f"{mismatch.diff(path)}")
+    return len(mismatches)
+
+
+def check_exhibits(caught: dict[str, tuple[Exhibit, str]], runtime: Runtime, where: str,
+                   build_torch: str, accepting: bool) -> int:
+    """Each exhibit's caught error against its record for the runtime's torch."""
+    problems, same, build_same, differ_from_build = 0, 0, 0, []
+    for key, (exhibit, text) in sorted(caught.items()):
+        record = exhibit.record_for(runtime.torch)
+        if _record_text(exhibit.record_for(build_torch)) == text:
+            build_same += 1
+        else:
+            differ_from_build.append(key)
+        if _record_text(record) == text:
+            same += 1
+            continue
+        if accepting and (record is None or record.source != "museum"):
+            kind, _, message = text.partition(": ")
+            new = ErrorRecord(torch=runtime.torch, source="build", where=where,
+                              date=datetime.date.today().isoformat(), type=kind, message=message)
+            write_records(exhibit, [r for r in exhibit.records if r is not record] + [new])
+            print(f"{key}: recorded for torch {runtime.torch}: {text}")
+            same += 1
+            continue
+        recorded = _record_text(record) or "(no record for this torch)"
+        print(f"{shown_path(exhibit.path)}: exhibit {key} on {runtime.title} (torch "
+              f"{runtime.torch}) caught\n    {text}\n  but its record says\n    {recorded}")
+        problems += 1
+    print(f"exhibits: {len(caught)} caught errors compared with their torch {runtime.torch} "
+          f"records: {same} same, {len(caught) - same} different (against this build's torch "
+          f"{build_torch}: {build_same} same, {len(differ_from_build)} different"
+          f"{': ' + ', '.join(differ_from_build) if differ_from_build else ''})")
+    return problems
+
+
+if __name__ == "__main__":
+    sys.exit(main())
