@@ -1,8 +1,7 @@
 """Running a chapter's notebook: a run that stops names its cell; floods are cut.
 
 Builds (myst-nb's cache mode) and runs outside Sphinx (``pytest book``, shards) run a
-chapter with jupyter-cache's
-``single_nb_execution`` (nbclient underneath). Two ways a run stops said nothing about
+chapter with jupyter-cache's ``single_nb_execution`` (nbclient underneath). Two ways a run stops said nothing about
 where: a cell running past the time limit (nbclient's ``CellTimeoutError`` marks no cell,
 so the cells after it look as if they never raised), and a kernel that dies
 (``DeadKernelError``, which jupyter-cache lets through: Sphinx reported a crash, whether
