@@ -82,13 +82,20 @@ class Build:
         """Notebooks executed (not taken from the cache) during this build."""
         return self.log.count("Executing notebook using")
 
+    @property
+    def crash_reports(self) -> list[Path]:
+        """The files Sphinx wrote its crash reports to (its temporary folder is the build's)."""
+        return sorted((self.outdir / "tmp").glob("sphinx-err-*"))
+
 
 def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
                  settings: dict[str, str] | None = None) -> Build:
     """Build one edition with the repository's conf.py, as the Makefile does."""
     command = sphinx_command(srcdir, outdir / "html", outdir / "doctrees", tags=tags,
                              settings={"nb_execution_cache_path": str(cache), **(settings or {})})
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    (outdir / "tmp").mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "TMPDIR": str(outdir / "tmp")})
     return Build(done.returncode, done.stdout + done.stderr, outdir)
 
 

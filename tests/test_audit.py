@@ -170,3 +170,58 @@ def test_the_build_stops_on_an_answer_in_visible_text(tiny_book, tmp_path):
     assert build.returncode != 0
     assert build.log.count("an answer passage also shows in student-visible text") == 1
     assert "chapter.md:" in build.log and "Traceback" not in build.log
+
+
+# --- Short fingerprints: whole tokens, in the text a reader sees ---------------------------
+
+@pytest.fixture(scope="module")
+def book_fingerprints() -> Fingerprints:
+    return chapter_fingerprints(BOOK, ROOT / "exhibits")
+
+
+def _a_short_value(found: Fingerprints) -> str:
+    """A value only the book's answers hold (``0.84``, say), from the chapters themselves."""
+    return sorted(term for term in found.short if term[0].isdigit())[0]
+
+
+def test_a_short_value_outside_the_readers_text_is_no_leak(tmp_path, book_fingerprints):
+    """The false leaks of `make pdf`: LaTeX's preamble sets a font scale that happens to
+    be an answer's value; a script, a notebook's metadata or a longer version number too."""
+    value = _a_short_value(book_fingerprints)
+    preamble = [line.replace("0.84", value) for line in (ROOT / "conf.py").read_text().splitlines()
+                if "Scale=" in line]
+    assert preamble, "conf.py's LaTeX preamble sets no font scale any more"
+    build = _clean_build(tmp_path)
+    latex = build / "latex"
+    latex.mkdir()
+    (latex / "book.tex").write_text("\n".join(preamble) + "\n\\begin{document}\nText.\n")
+    (build / "html" / "page.html").write_text(
+        f"<script>var scale = {value};</script><p>Version {value}.5 of a package.</p>")
+    (build / "jupyter_execute").mkdir()
+    (build / "jupyter_execute" / "chapter.ipynb").write_text(json.dumps(
+        {"metadata": {"scale": value}, "cells": [{"source": "print(1)", "outputs": []}]}))
+    assert audit_build(build, book_fingerprints) == []
+
+
+@pytest.mark.parametrize("name, content", [
+    ("html/page.html", "<p>The first example gets {value}.</p>"),
+    ("html/_sources/page.md", "The first example gets {value}, as the answer says."),
+    ("jupyter_execute/chapter.ipynb",
+     '{{"cells": [{{"source": "x", "outputs": [{{"text": "tensor({value})"}}]}}]}}'),
+])
+def test_a_short_value_a_reader_sees_is_still_a_leak(tmp_path, book_fingerprints, name, content):
+    value = _a_short_value(book_fingerprints)
+    build = _clean_build(tmp_path)
+    planted = build / name
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_text(content.format(value=value))
+    [leak] = audit_build(build, book_fingerprints)
+    assert leak.path == planted and value in leak.evidence
+
+
+def test_an_answer_passage_in_latex_is_still_a_leak(tmp_path, fingerprints):
+    build = _clean_build(tmp_path)
+    (build / "latex").mkdir()
+    (build / "latex" / "book.tex").write_text(f"\\begin{{document}}\n{ANSWER_SENTENCE}\n")
+    [leak] = audit_build(build, fingerprints)
+    assert leak.path.name == "book.tex" and "answer passage" in leak.evidence

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,7 @@ def assert_one_clear_message(build: Build, message: str) -> None:
     assert build.log.count(message) == 1, build.log[-3000:]
     for sign in CRASH_SIGNS:
         assert sign not in build.log, build.log[-3000:]
+    assert not build.crash_reports, build.crash_reports
 
 
 def _broken_exhibits(tmp_path: Path, glob: str, old: str, new: str) -> Path:
@@ -179,6 +181,126 @@ def test_a_failed_run_leaves_nothing_in_the_published_folder(tiny_book, tmp_path
     assert not (tmp_path / "out" / "reports").exists()
 
 
+def _plant_cell(chapter: Path, code: str, top_matter: str = "") -> int:
+    """A code cell added after the tiny chapter's first example; the line of its code."""
+    text = chapter.read_text()
+    anchor = "print((weights * 3).grad_fn)\n```\n"
+    assert anchor in text
+    text = text.replace(anchor, f"{anchor}\n```{{code-cell}} ipython3\n{code}\n```\n", 1)
+    if top_matter:
+        text = text.replace("kernelspec:", f"{top_matter}\nkernelspec:", 1)
+    chapter.write_text(text)
+    return _line_of(chapter, code.splitlines()[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code, ending", [
+    ("import os\nos._exit(3)", "(exit code 3)"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)",
+     "(killed by signal SIGSEGV (11)); the cells after it did not run. A crash inside "
+     "compiled code"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer",
+     "(killed by signal SIGKILL (9)); the cells after it did not run. SIGKILL usually comes "
+     "from the out-of-memory killer"),
+], ids=["exit", "segfault", "oom-kill"])
+def test_a_dead_kernel_names_its_cell_and_how_it_ended(tiny_book, tmp_path, cache_copy, code,
+                                                       ending):
+    chapter = tiny_book / "chapter.md"
+    line = _plant_cell(chapter, code)
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `{code.splitlines()[0]}` "
+                                    f"was running when the kernel died {ending}")
+    assert "did not raise" not in build.log  # the cells after it never ran: none is blamed
+
+
+@pytest.mark.slow
+def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny_book, tmp_path,
+                                                                           cache_copy):
+    """The cell that hung, not a later `raises-exception` cell that never ran; the remedy
+    the message names (the chapter's own limit) works."""
+    chapter = tiny_book / "chapter.md"
+    good = chapter.read_text()
+    line = _plant_cell(chapter, "import time\ntime.sleep(8)")
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy,
+                         settings={"nb_execution_timeout": "2"})
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `import time` was "
+                                    "still running after 2 s, the limit for one cell "
+                                    "(nb_execution_timeout)")
+    assert "`mystnb: {execution_timeout: 4}`" in build.log and "did not raise" not in build.log
+    chapter.write_text(good)
+    _plant_cell(chapter, "import time\ntime.sleep(8)", top_matter="mystnb: {execution_timeout: 30}")
+    raised = sphinx_build(tiny_book, tmp_path / "raised", cache_copy,
+                          settings={"nb_execution_timeout": "2"})
+    assert "still running after" not in raised.log and raised.executed == 1, raised.log[-3000:]
+
+
+FLOOD = 'print("x" * 5_000_000, end="")'
+PROGRESS = ('import sys\nfor step in range(30_000):\n'
+            '    sys.stderr.write(f"\\r{step:6d} steps " + "#" * (step % 40))\n'
+            'sys.stderr.write("\\n")\nprint("\\n".join(f"epoch {n}: loss" for n in range(20_000)))')
+
+
+@pytest.mark.slow
+def test_a_flood_of_output_is_cut_on_the_page_and_verified_whole(tiny_book, tmp_path, cache_copy):
+    """A 5 MB line and a progress bar redrawn 30,000 times: each build finishes (myst-nb's
+    stream merging took hours over such a line), the page shows the start, the end and the
+    cut, the build says so once per cell, and the expected output holds a digest of the
+    whole, so a change in the cut part still fails the build."""
+    from coursebook.execute.long_outputs import KEEP
+
+    chapter = tiny_book / "chapter.md"
+    _plant_cell(chapter, FLOOD)
+    _plant_cell(chapter, PROGRESS)
+    lines = [_line_of(chapter, FLOOD), _line_of(chapter, "import sys")]
+    accepted = sphinx_build(tiny_book, tmp_path / "accept", cache_copy,
+                            settings={"coursebook_accept_outputs": "1"})
+    assert accepted.returncode == 0, accepted.log[-3000:]
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert build.returncode == 0 and build.executed == 0, build.log[-3000:]
+    for line, first in zip(lines, (FLOOD, "import sys")):
+        assert build.log.count(f"{chapter}:{line}: code cell `{first}`: an output is longer") == 1
+    assert "NbParserConfig" not in build.log and "MdParserConfig" not in build.log  # quiet
+    page = (tmp_path / "out" / "html" / "chapter.html").read_text()
+    assert "… part of one line cut (4,980,000 characters) …" in page
+    assert "29999 steps" in page and " 1234 steps" not in page  # the bar as it ended
+    assert re.search(r"… [\d,]+ lines cut \([\d,]+ characters\) …", page)
+    assert "epoch 0: loss" in page and "epoch 19999: loss" in page and "sha256" not in page
+    assert len(page) < 12 * KEEP
+    expected = tiny_book / "expected" / "torch-2.13.0" / "chapter.txt"
+    text = expected.read_text()
+    assert len(re.findall(r"characters, sha256 [0-9a-f]+\) …", text)) == 2
+    assert len(text) < 12 * KEEP
+    [digest] = re.findall(r"part of one line cut \(4,980,000 characters, sha256 ([0-9a-f]+)", text)
+    expected.write_text(text.replace(digest, "0" * len(digest)))
+    tampered = sphinx_build(tiny_book, tmp_path / "tampered", cache_copy)
+    assert_one_clear_message(tampered, f"{chapter}:{lines[0]}: ERROR: code cell")
+    assert f"+… part of one line cut (4,980,000 characters, sha256 {digest}) …" in tampered.log
+
+
+@pytest.mark.slow
+def test_a_chapter_that_is_not_utf8_is_named_at_its_line(tiny_book, tmp_path, cache_copy):
+    chapter = tiny_book / "chapter.md"
+    line = _line_of(chapter, "A worked example.")
+    data = chapter.read_bytes()
+    chapter.write_bytes(data.replace(b"A worked example.", b"A worked \xe9xample.", 1))
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: the file is not valid UTF-8: "
+                                    "byte 0xe9 in column 10")
+    assert build.executed == 0
+
+
+@pytest.mark.slow
+def test_a_damaged_cached_notebook_is_dropped_and_runs_again(tiny_book, tmp_path, cache_copy):
+    [notebook] = cache_copy.glob("executed/*/base.ipynb")
+    notebook.write_text(notebook.read_text()[:500])
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert build.returncode == 0, build.log[-3000:]
+    assert build.log.count("was damaged (not a notebook's JSON); its entry is dropped") == 1
+    assert build.executed == 1 and not build.crash_reports
+    for sign in CRASH_SIGNS:
+        assert sign not in build.log
+
+
 # --- Slow: the real book, broken (a scratch copy, the warm cache copied) --------------------
 
 @pytest.fixture
@@ -278,3 +400,85 @@ def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path):
     chapter.write_text(good)
     again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert again.returncode == 0, again.log[-3000:]
+
+
+# --- The README's table of faults holds to the code ------------------------------------------
+
+# How the table writes a part that varies: "…", or one of these words.
+PLACEHOLDERS = re.compile(r"…|\b(?:LINE|N|X|DIR|FILE|KIND|NAME)\b")
+# Where a message says where it is: Sphinx's location and level, or a file the fault names.
+LOCATION = re.compile(r"^(?:\S*:(?:LINE|\d+): )?(?:ERROR: )?(?:\S+\.(?:ipynb|md|toml): )?")
+CODE_SPAN = re.compile(r"``\s(.+?)\s``|(?<!`)`([^`]+)`(?!`)")
+FORMAT_SPEC = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[sdrf]")
+
+
+def _table_rows(heading: str = "## When the build stops") -> list[list[str]]:
+    section = (ROOT / "README.md").read_text().split(heading, 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip().strip("|").split(" | ")]
+            for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| ---")]
+    return rows[1:]  # the header
+
+
+def _constants(tree) -> dict[str, str]:
+    import ast
+
+    return {target.id: node.value.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def _message_pieces() -> set[str]:
+    """The literal text of every string in the book's code and tools: f-strings and %-formats
+    split where a value goes in, module constants (the commands) put in where they are used."""
+    import ast
+
+    files = [*(ROOT / "book" / "_ext").rglob("*.py"), *(ROOT / "tools").glob("*.py")]
+    trees = [ast.parse(path.read_text()) for path in files]
+    constants = {name: value for tree in trees for name, value in _constants(tree).items()}
+    pieces: set[str] = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                text = "".join(
+                    part.value if isinstance(part, ast.Constant) else
+                    constants.get(getattr(part.value, "id", None), "\0") for part in node.values)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+            else:
+                continue
+            pieces.update(" ".join(piece.split()) for piece in FORMAT_SPEC.sub("\0", text).split("\0"))
+    return pieces
+
+
+def _fragments(span: str) -> list[str]:
+    """The literal parts of a quoted message: no location, split where a value goes in
+    and where a message joins its parts (": ")."""
+    parts = PLACEHOLDERS.split(LOCATION.sub("", span.strip()))
+    fragments = (fragment.strip(" `'\"()[],;:.") for part in parts for fragment in part.split(": "))
+    return [" ".join(fragment.split()) for fragment in fragments if len(fragment) >= 3]
+
+
+def test_the_readme_quotes_the_messages_the_code_prints():
+    """Each fault's message in the README (its code spans, the varying parts elided) is text
+    the code prints; each command the table names is a target of the Makefile."""
+    rows = _table_rows()
+    assert len(rows) >= 20 and all(len(row) == 3 for row in rows), rows
+    pieces = _message_pieces()
+    missing = [(row[0], fragment) for row in rows for span in CODE_SPAN.findall(row[1])
+               for fragment in _fragments(span[0] or span[1])
+               if not any(fragment in piece for piece in pieces)]
+    assert not missing, f"README fragments the code does not print: {missing}"
+    targets = set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
+    commands = {command for row in rows for command in re.findall(r"`make ([a-z][\w-]*)", " ".join(row))}
+    assert commands and commands <= targets, commands - targets
+
+
+def test_the_readme_table_check_bites():
+    """A stale quote (an older wording, a command gone) is found."""
+    pieces = _message_pieces()
+    for stale in ("a recording labelled TPU ran on 'cpu'", "needs device_platform"):
+        assert not all(any(f in piece for piece in pieces) for f in _fragments(stale))
+    assert all(any(f in piece for piece in pieces)
+               for f in _fragments("pt01.md:LINE: ERROR: code cell `…` is tagged "
+                                   "`raises-exception` but did not raise"))

@@ -1,7 +1,10 @@
-"""Machine-dependent output details are normalised, and only those."""
+"""Machine-dependent output details are normalised, and only those; outputs too long for
+a page are cut to their start and end, verified whole by a digest."""
 
 import pytest
 
+from coursebook.execute.long_outputs import (CUT_MARKER, KEEP, LIMIT, as_displayed, cut,
+                                             cut_long_outputs, without_digest)
 from coursebook.outputs import normalise
 
 
@@ -27,3 +30,59 @@ def test_machine_details_are_replaced(raw, shown):
 ])
 def test_everything_else_is_left_alone(text):
     assert normalise(text) == text
+
+
+def test_a_long_line_is_normalised_as_a_short_one():
+    """The rules are anchored (or skipped): a megabyte on one line, as a flooding cell
+    prints it, is no slower to normalise than its size (it took hours)."""
+    line = "x" * 1_000_000 + " /tmp/ipykernel_7/42.py:3: UserWarning"
+    assert normalise(line) == "x" * 1_000_000 + " <cell>:3: UserWarning"
+
+
+# --- Outputs too long for a page ----------------------------------------------------------
+
+def test_carriage_returns_are_applied_as_a_terminal_shows_them():
+    assert as_displayed("10%\r50%\r100%\ndone\n") == "100%\ndone\n"
+    assert as_displayed("a\r\nb") == "a\r\nb"  # a Windows line end wipes nothing
+    assert as_displayed("no return") == "no return"
+
+
+def test_a_short_output_is_kept_exactly():
+    text = "object at 0x7f00\n" * 10
+    assert cut(text) == text  # not even normalised: that happens where it is shown
+
+
+@pytest.mark.parametrize("text, what", [
+    ("x" * (3 * LIMIT), "part of one line"),
+    ("".join(f"line {n}\n" for n in range(LIMIT // 4)), "lines"),
+])
+def test_a_long_output_keeps_its_start_and_end_and_marks_the_cut(text, what):
+    shown = cut(text)
+    [marker] = CUT_MARKER.finditer(shown)
+    head, tail = shown[:marker.start()], shown[marker.end() + 1:]
+    head = head if text.startswith(head) else head[:-1]  # a line cut: the marker on its own
+    assert text.startswith(head) and text.endswith(tail)
+    assert KEEP // 2 <= len(head) <= KEEP and KEEP // 2 <= len(tail) <= KEEP
+    assert what in marker["what"]
+    assert int(marker["size"].replace(",", "")) == len(text) - len(head) - len(tail)
+    if what == "lines":
+        assert int(marker["what"].split()[0].replace(",", "")) == text[len(head):-len(tail)].count("\n")
+    changed = text[:len(text) // 2] + "y" + text[len(text) // 2 + 1:]
+    assert cut(changed) != shown  # a change in the cut part changes the digest
+    assert "sha256" not in without_digest(shown) and CUT_MARKER.search(without_digest(shown))
+
+
+def test_a_cells_streams_are_merged_before_they_are_cut():
+    import nbformat
+
+    pieces = [nbformat.v4.new_output("stream", name="stderr", text=f"\r{n} steps" * 50)
+              for n in range(1000)]
+    result = nbformat.v4.new_output("execute_result", data={"text/plain": "7" * (2 * LIMIT)})
+    cell = nbformat.v4.new_code_cell("x", outputs=[*pieces, result,
+                                                   nbformat.v4.new_output("stream", name="stdout",
+                                                                          text="ok\n")])
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    cut_long_outputs(notebook)
+    stderr, shown, stdout = cell.outputs
+    assert stderr.text == "999 steps" and stdout.text == "ok\n"
+    assert CUT_MARKER.search(shown.data["text/plain"])

@@ -458,3 +458,17 @@ def test_no_accelerator_probe_passes_on_this_cpu_machine(machine):
     if done.returncode == 0:  # a probe that cannot even run proves nothing either
         report = json.loads(done.stdout.strip().splitlines()[-1])
         assert not machine.ran_here(report["platform"], report["device_kind"])
+
+
+def test_a_recording_made_again_keeps_its_cell_ids(second_kind_book, tmp_path):
+    """Ids come from the chapter's cells, not nbformat's random draw: recording the same
+    chapter again changes no id, so the diff shows only what the run changed."""
+    again = tmp_path / "again"
+    shutil.copytree(second_kind_book, again)
+    assert _record_tiny(again, "lab").returncode == 0
+    ids = [[cell.id for cell in nbformat.read(book / "recordings" / "tiny-lab.ipynb", 4).cells]
+           for book in (second_kind_book, again)]
+    assert ids[0] == ids[1] and len(set(ids[0])) == len(ids[0])
+    chapter = read_chapter((second_kind_book / "tiny.md").read_text())
+    assert [cell.id for cell in chapter.cells] != [cell.id for cell in
+                                                   read_chapter((again / "tiny.md").read_text()).cells]

@@ -50,7 +50,8 @@ from coursebook.prepare.chapters import edition_chapter  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
 from coursebook.model.museum import load_museum  # noqa: E402
 from coursebook.exhibit_checks import SIDE_ENVIRONMENTS  # noqa: E402
-from coursebook.model.notebooks import cell_tags, first_line, is_answer, read_chapter  # noqa: E402
+from coursebook.model.notebooks import (cell_tags, first_line, is_answer,  # noqa: E402
+                                        read_chapter, with_stable_ids)
 from coursebook.outputs import normalise  # noqa: E402
 from coursebook.model.runtimes import RuntimeFileError, load_runtimes  # noqa: E402
 from coursebook.verify.expectations import shown_text  # noqa: E402
@@ -300,9 +301,10 @@ def record(args: argparse.Namespace) -> int:
             "differences": runtime.differences({**found[main.name]["installed"],
                                                 **found[main.name]["versions"]})}
     torch_version = provenance["environments"][main.name].get("torch", "")
-    notebook = edition_chapter(text, str(args.chapter), Edition.STUDENT,
-                               load_museum(args.exhibits, machines), torch_version,
-                               machine_kinds=machines)
+    # Ids from the cells, not nbformat's random ones: a new recording diffs where it changed.
+    notebook = with_stable_ids(edition_chapter(text, str(args.chapter), Edition.STUDENT,
+                                               load_museum(args.exhibits, machines), torch_version,
+                                               machine_kinds=machines))
     if any(is_answer(cell) for cell in notebook.cells):
         raise Refused(f"{args.chapter} has answers: a recorded chapter has none")
     provenance.update(date=today(), commit=source_commit(ROOT, "book", "exhibits"),

@@ -11,15 +11,18 @@ from coursebook.config import BookConfig, book_config, check_runtimes_file
 from coursebook.execute.cache_check import check_execution_cache
 from coursebook.execute.cache_key import extension_version, set_execution_versions
 from coursebook.execute.cache_locks import release_notebook_lock
+from coursebook.execute.notebook_runs import run_chapters_here
 from coursebook.execute.read_chapters import ReadChapterCollector
 from coursebook.outputs import normalise_output_nodes
 from coursebook.prepare.answer_space import setup_answer_space
 from coursebook.prepare.chapters import (edition_of, render_edition_source,
                                          spread_chapters_over_readers)
 from coursebook.prepare.editions import Edition, box_code_answers
+from coursebook.prepare.source_files import check_source_encodings
 from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.long_lived import freeze_long_lived_objects
+from coursebook.process.quiet_log import quiet_config_dumps
 from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.build_stamp import add_build_stamp
 from coursebook.render.compiled_templates import keep_compiled_templates
@@ -57,6 +60,10 @@ def setup(app: Sphinx) -> dict:
     # What each chapter's read leaves for later phases; it also asks, at env-get-outdated,
     # for the pages that failed to be read again.
     app.add_env_collector(ReadChapterCollector)
+    # myst-nb runs chapters through coursebook.execute.notebook_runs: a hung cell or a dead
+    # kernel is named, a flood of output is cut before it is cached.
+    run_chapters_here()
+    quiet_config_dumps()
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution versions join the cache key.
@@ -73,9 +80,10 @@ def setup(app: Sphinx) -> dict:
     # 3. env-get-outdated: Sphinx itself re-reads a chapter whose noted inputs changed
     #    (step 5), and every page when this extension's code changed (env_version below);
     #    the collector adds the pages that failed.
-    # 4. env-before-read-docs, when there are pages to read: the shared cache is created
-    #    (once, however many builds start) and repaired or refused; chapters that execute
-    #    are dealt across the parallel readers.
+    # 4. env-before-read-docs, when there are pages to read: a page that is not UTF-8 stops
+    #    the build; the shared cache is created (once, however many builds start) and
+    #    repaired or refused; chapters that execute are dealt across the parallel readers.
+    app.connect("env-before-read-docs", check_source_encodings)
     app.connect("env-before-read-docs", check_execution_cache)
     app.connect("env-before-read-docs", spread_chapters_over_readers)
     # 5. source-read, per page: the chapter is prepared once; this edition's notebook

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import re
 
-_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\bat 0x[0-9a-fA-F]+"), "at 0x…"),
-    (re.compile(r"[^\s:'\"]*ipykernel_\d+[/\\]\d+\.py"), "<cell>"),
+# (needle, pattern, placeholder): a rule runs only on text holding its needle, as an
+# output can be megabytes on one line.
+_RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("at 0x", re.compile(r"\bat 0x[0-9a-fA-F]+"), "at 0x…"),
+    # Anchored where a path can start: the same matches as unanchored, without a scan
+    # from every character of a long line.
+    ("ipykernel_", re.compile(r"(?<![^\s:'\"])[^\s:'\"]*ipykernel_\d+[/\\]\d+\.py"), "<cell>"),
     # An ImportError names the file it looked in: in some environment's site-packages, or in
     # a package folder put in front of the import path (a recording's side environment).
-    (re.compile(r" \([^()\s]*site-packages[^()\s]*\)"), ""),
-    (re.compile(r" \(/[^()\s]+/__init__\.py\)"), ""),
-    (re.compile(r"(?:/[^\s/'\"():,]+)+/site-packages/"), "<site-packages>/"),
+    ("site-packages", re.compile(r" \([^()\s]*site-packages[^()\s]*\)"), ""),
+    ("__init__.py)", re.compile(r" \(/[^()\s]+/__init__\.py\)"), ""),
+    ("/site-packages/", re.compile(r"(?:/[^\s/'\"():,]+)+/site-packages/"), "<site-packages>/"),
 )
 
 # An absolute path on a developer's or a builder's machine, in committed data.
@@ -29,20 +33,24 @@ MACHINE_PATH = re.compile(r"(?:/(?:home|root|Users|work|tmp|opt|usr)/|[A-Za-z]:\
 
 def normalise(text: str) -> str:
     """Replace what differs from machine to machine, and nothing else."""
-    for pattern, placeholder in _RULES:
-        text = pattern.sub(placeholder, text)
+    for needle, pattern, placeholder in _RULES:
+        if needle in text:
+            text = pattern.sub(placeholder, text)
     return text
 
 
 def normalise_output_nodes(doctree) -> None:
-    """Apply :func:`normalise` to every cell output block of a page."""
+    """Apply :func:`normalise` to every cell output block of a page; a cut output's
+    marker is shown without its digest."""
     from docutils import nodes
+
+    from coursebook.execute.long_outputs import without_digest  # it imports this module
 
     for block in doctree.findall(nodes.literal_block):
         if "output" not in block.get("classes", []):
             continue
         text = block.astext()
-        cleaned = normalise(text)
+        cleaned = without_digest(normalise(text))
         if cleaned != text:
             block.children = [nodes.Text(cleaned)]
             block.rawsource = cleaned

@@ -54,7 +54,8 @@ _NAME = re.compile(r"[a-z_]\w+")
 
 # A short answer (a value such as ``11.5``, an expression such as ``A.flip(dims=[1])``)
 # has no run of FINGERPRINT_RUN words; its names and values are fingerprints of their own.
-_TERM = re.compile(r"\d+\.\d+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+# Each is a whole token: ``3.11`` is not found in ``3.11.5``, nor ``A.flip`` in ``x.A.flip``.
+_TERM = re.compile(r"(?<!\w)(?<!\w\.)(?:\d+\.\d+(?!\w|\.\d)|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 
 
 def _terms(text: str) -> set[str]:
@@ -163,6 +164,28 @@ def page_text(path: Path) -> str:
     return raw
 
 
+# Files a reader opens, and the part of each a reader sees: only there are the short
+# fingerprints looked for (a value as short as ``0.84`` also stands in LaTeX's preamble,
+# a script or a notebook's metadata). Answer passages are looked for everywhere.
+_SCRIPTS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
+
+
+def reader_text(path: Path, shown: str) -> str | None:
+    """The text a reader sees in a file (``shown``: its :func:`shown_text`), or None
+    for a file no reader opens (LaTeX sources, scripts, data)."""
+    if path.suffix == ".html":
+        return html.unescape(re.sub(r"<[^>]+>", "", _SCRIPTS.sub("", path.read_text(
+            encoding="utf8", errors="replace"))))
+    if path.suffix == ".ipynb":
+        try:
+            cells = json.loads(path.read_text(encoding="utf8", errors="replace"))["cells"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            return shown
+        return "\n".join(text for cell in cells for key in ("source", "outputs")
+                         for text in _strings(cell.get(key, [])))
+    return shown if path.suffix in {".md", ".txt", ".pdf"} else None
+
+
 @dataclass(frozen=True)
 class Leak:
     path: Path
@@ -202,7 +225,7 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
         if hits:
             sample = " ".join(sorted(hits)[0])
             leaks.append(Leak(path, f"{len(hits)} answer passage(s), e.g. {sample!r}"))
-        elif terms := sorted(_terms(text) & found.short):
+        elif terms := sorted(_terms(reader_text(path, text) or "") & found.short):
             leaks.append(Leak(path, f"name(s) or value(s) found only in answers: "
                                     f"{', '.join(terms[:5])}"))
     for index in sorted(build_dir.rglob("searchindex.js")):

@@ -2,15 +2,17 @@
 
 Checked only when a build is about to read pages (a build that reads none never looks
 a notebook up). A cache entry whose notebook file is gone would fail the lookup with a
-``KeyError``; it is dropped instead, and its chapter executes when its page is next read.
+``KeyError``, one whose file is damaged (not a notebook's JSON) with nbformat's
+``NotJSONError``; either is dropped instead, and its chapter executes when its page is
+next read.
 A database that cannot be read cannot be repaired: the build stops with one message
 naming the file and ``make clean-cache``.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
-import sys
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -18,27 +20,35 @@ from sphinx.util import logging
 
 from coursebook.execute.cache_locks import create_cache
 from coursebook.model.faults import CLEAN_CACHE_COMMAND, shown_path
+from coursebook.process.reporting import stop_build
 
 logger = logging.getLogger(__name__)
 
 
-def stop_build(message: str, location: str | None = None) -> None:
-    """End the build now with one error: no crash report (Sphinx gives one to any exception)."""
-    logger.error("%s", message, location=location, type="coursebook", subtype="cache")
-    sys.exit(2)
+def _unreadable(notebook: Path) -> str | None:
+    """Why a cached notebook file cannot be read, or None."""
+    if not notebook.is_file():
+        return "missing"
+    try:
+        cells = json.loads(notebook.read_bytes()).get("cells")
+    except (ValueError, AttributeError):  # not JSON (or not UTF-8), or not an object
+        return "damaged (not a notebook's JSON)"
+    return None if isinstance(cells, list) else "damaged (a notebook without cells)"
 
 
-def drop_missing_entries(cache) -> list[str]:
-    """Remove the records whose executed notebook file is missing; their URIs."""
+def drop_unreadable_entries(cache) -> list[tuple[str, str]]:
+    """Remove the records whose executed notebook file is missing or damaged; their URIs,
+    each with what was wrong."""
     from jupyter_cache.cache.db import NbCacheRecord
 
     dropped = []
     for record in cache.list_cache_records():
         notebook = cache._get_notebook_path_cache(record.hashkey)  # jupyter-cache's layout
-        if not notebook.is_file():
+        why = _unreadable(notebook)
+        if why is not None:
             shutil.rmtree(notebook.parent, ignore_errors=True)
             NbCacheRecord.remove_records([record.pk], cache.db)
-            dropped.append(record.uri)
+            dropped.append((record.uri, why))
     return dropped
 
 
@@ -55,13 +65,13 @@ def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
     path.mkdir(parents=True, exist_ok=True)
     try:
         create_cache(path)  # its tables, once, however many builds start together
-        dropped = drop_missing_entries(get_cache(str(path)))
+        dropped = drop_unreadable_entries(get_cache(str(path)))
     except SQLAlchemyError as error:
         reason = str(getattr(error, "orig", None) or error).splitlines()[0]
-        stop_build(f"the execution cache is damaged ({reason}): its database "
-                   f"{shown_path(path / 'global.db')} cannot be read. Run `{CLEAN_CACHE_COMMAND}` "
-                   "(every chapter then executes again).")
-    for uri in dropped:
-        logger.info("execution cache: the executed notebook of %s was missing; its entry is "
+        stop_build("cache", (f"the execution cache is damaged ({reason}): its database "
+                             f"{shown_path(path / 'global.db')} cannot be read. Run "
+                             f"`{CLEAN_CACHE_COMMAND}` (every chapter then executes again).", None))
+    for uri, why in dropped:
+        logger.info("execution cache: the executed notebook of %s was %s; its entry is "
                     "dropped and the chapter executes when its page is next read",
-                    shown_path(uri))
+                    shown_path(uri), why)

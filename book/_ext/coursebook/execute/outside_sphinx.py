@@ -17,6 +17,7 @@ import nbformat
 from coursebook.config import BookConfig
 from coursebook.execute.cache_key import environment_versions, key_execution_versions
 from coursebook.execute.cache_locks import create_cache, notebook_lock
+from coursebook.execute.notebook_runs import run_notebook
 from coursebook.model.notebooks import notebook_to_myst, read_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.verify.expectations import cached_notebook
@@ -63,15 +64,15 @@ def execute_into_cache(cache_path: str | Path, notebook: nbformat.NotebookNode,
     seconds it took to execute (None: taken from the cache)."""
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
-    from jupyter_cache.executors.utils import single_nb_execution
 
     create_cache(cache_path)
     with notebook_lock(cache_path, notebook):  # a build may run it too
         executed = cached_notebook(str(cache_path), notebook)
         if executed is not None:
             return executed, None
-        result = single_nb_execution(notebook, cwd=str(source_path.parent), timeout=timeout,
-                                     allow_errors=False, meta_override=True)
+        # As a build runs it: the same cut of long outputs, a dead kernel no crash.
+        result, _ = run_notebook(notebook, cwd=str(source_path.parent), timeout=timeout,
+                                 allow_errors=False, meta_override=True)
         if result.err is not None:
             raise ExecutionFailed(f"failed to execute: {type(result.err).__name__}; build it "
                                   "for the cell-by-cell report")

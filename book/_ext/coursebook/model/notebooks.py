@@ -6,8 +6,11 @@ chapters, writes them back and asks about tags through this one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from collections import Counter
+from collections.abc import Iterable
 
 import nbformat
 import yaml
@@ -37,6 +40,32 @@ def is_answer(cell) -> bool:
 def first_line(cell) -> str:
     """How messages name a cell: its first line of code or text."""
     return (cell.source.strip().splitlines() or [""])[0]
+
+
+def short_digest(text: str) -> str:
+    """Eight hex digits of the text's sha256: how the book keys a cell by its content."""
+    return hashlib.sha256(text.encode("utf8")).hexdigest()[:8]
+
+
+def content_keys(texts: Iterable[str], separator: str) -> list[str]:
+    """A short hash of each text, numbered (``separator`` 2, 3, …) when a text recurs: the
+    same texts get the same keys on every run, and an edit changes only its own key."""
+    seen: Counter[str] = Counter()
+    keys = []
+    for text in texts:
+        digest = short_digest(text)
+        seen[digest] += 1
+        keys.append(digest if seen[digest] == 1 else f"{digest}{separator}{seen[digest]}")
+    return keys
+
+
+def with_stable_ids(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook, each cell's id derived from its type and source (nbformat draws them
+    at random): a notebook written again from the same chapter diffs only where it changed."""
+    texts = (f"{cell.cell_type}\n{cell.source}" for cell in notebook.cells)
+    for cell, key in zip(notebook.cells, content_keys(texts, "-")):
+        cell.id = key
+    return notebook
 
 
 def line_of(source: str, chapter_text: str) -> int:

@@ -27,3 +27,13 @@ def report_book_error(error: BookError, subtype: str, fallback_location=None) ->
         report(error.message, error.location, subtype)
     else:
         report(str(error), None if error.path else fallback_location, subtype)
+
+
+def stop_build(subtype: str, *errors: tuple[str, str | None]) -> None:
+    """End the build now with these (message, location) errors: a build that cannot go
+    on raises no exception, as Sphinx gives any exception a crash report."""
+    import sys
+
+    for message, location in errors:
+        logger.error("%s", message, location=location, type="coursebook", subtype=subtype)
+    sys.exit(2)

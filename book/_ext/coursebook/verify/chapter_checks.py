@@ -22,6 +22,8 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import book_config
+from coursebook.execute.long_outputs import CUT_MARKER, LIMIT, without_digest
+from coursebook.execute.notebook_runs import StoppedRun, take_stopped_run
 from coursebook.execute.read_chapters import (PREPARED, ReadChapter, mark_failed,
                                               read_chapter_of, read_chapters)
 from coursebook.model.museum import CellOrigin
@@ -90,17 +92,42 @@ def _short(error: str, lines: int = 12) -> str:
     return "\n      ".join(kept)
 
 
+def _where(source: str, chapter_text: str) -> dict:
+    return dict(line=line_of(source, chapter_text),
+                first_line=(source.strip().splitlines() or [""])[0])
+
+
 def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str,
                   succeeded: bool, traceback: str | None,
-                  origins: dict[str, CellOrigin] | None = None) -> list[CellProblem]:
+                  origins: dict[str, CellOrigin] | None = None,
+                  stopped: StoppedRun | None = None) -> list[CellProblem]:
     """What went wrong in one executed chapter, in cell order.
 
     ``sources`` are the executed notebook's cell sources (by myst-nb's cell index), so
     that a cell whose input is hidden is still named; ``chapter_text`` is the file;
-    ``origins`` names the cells that exhibits added (:func:`coursebook.model.museum.cell_origins`).
+    ``origins`` names the cells that exhibits added (:func:`coursebook.model.museum.cell_origins`);
+    ``stopped`` says where a run that timed out or lost its kernel stopped: the cells
+    after that one never ran, so none of them is blamed.
     """
     problems: list[CellProblem] = []
-    for cell in code_cells(doctree):
+    if stopped is not None:
+        if stopped.cell_index is None:
+            return [CellProblem(0, "(the first one)", stopped.what)]
+        ran = [cell for cell in code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
+        problems = _problems(ran, sources, chapter_text, origins)
+        return problems + [CellProblem(**_where(sources[stopped.cell_index], chapter_text),
+                                       what=stopped.what)]
+    problems = _problems(code_cells(doctree), sources, chapter_text, origins)
+    if not succeeded and not problems:
+        problems.append(CellProblem(0, "(the notebook)", what=(
+            f"failed to execute:\n      {_short(traceback or 'no traceback recorded')}")))
+    return problems
+
+
+def _problems(cells, sources: list[str], chapter_text: str,
+              origins: dict[str, CellOrigin] | None) -> list[CellProblem]:
+    problems: list[CellProblem] = []
+    for cell in cells:
         source = sources[cell["cell_index"]]
         tags = cell.get("cell_metadata", {}).get("tags", [])
         error = _cell_error(cell)
@@ -112,8 +139,7 @@ def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str
             if error is not None:
                 return problems  # nbclient stops at the first unexpected error
             continue
-        where = dict(line=line_of(source, chapter_text),
-                     first_line=(source.strip().splitlines() or [""])[0])
+        where = _where(source, chapter_text)
         if error is not None and RAISES_TAG not in tags:
             problems.append(CellProblem(**where, what=(
                 f"raised an error it was not tagged for:\n      {_short(error)}\n"
@@ -124,9 +150,6 @@ def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str
             problems.append(CellProblem(**where, what=(
                 f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, "
                 "or drop the tag if it is meant to succeed.")))
-    if not succeeded and not problems:
-        problems.append(CellProblem(0, "(the notebook)", what=(
-            f"failed to execute:\n      {_short(traceback or 'no traceback recorded')}")))
     return problems
 
 
@@ -141,13 +164,29 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
     chapter_text = Path(env.doc2path(env.docname)).read_text(encoding="utf8")
     problems = cell_problems(doctree, sources, chapter_text,
                              bool(exec_data.get("succeeded")), exec_data.get("traceback"),
-                             prepared.origins)
+                             prepared.origins, take_stopped_run(exec_data.get("error")))
     for problem in problems:
         logger.error("%s", problem.message,
                      location=problem.location or (env.docname, problem.line or None),
                      type="coursebook", subtype="execution")
     if problems:
         mark_failed(env, env.docname)
+    report_cut_outputs(doctree, sources, chapter_text)
+
+
+def report_cut_outputs(doctree: nodes.document, sources: list[str], chapter_text: str) -> None:
+    """Say once, at its cell, that an output too long for the page was cut."""
+    for cell in code_cells(doctree):
+        for block in cell.findall(nodes.literal_block):
+            found = CUT_MARKER.search(block.astext()) if "output" in block["classes"] else None
+            if found is None:
+                continue
+            where = _where(sources[cell["cell_index"]], chapter_text)
+            logger.info("code cell `%s`: an output is longer than %s characters: the page "
+                        "shows its start and its end around `%s`; the expected outputs verify "
+                        "the whole by its digest", where["first_line"], f"{LIMIT:,}",
+                        without_digest(found[0]),
+                        location=(doctree.settings.env.docname, where["line"] or None))
 
 
 def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:

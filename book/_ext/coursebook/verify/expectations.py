@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import os
 import difflib
-import hashlib
 import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
+from coursebook.execute.long_outputs import as_displayed
 from coursebook.model.faults import shown_path
 from coursebook.model.versions import release, version_key
-from coursebook.model.notebooks import first_line
+from coursebook.model.notebooks import content_keys, first_line, short_digest
 from coursebook.outputs import normalise
 from coursebook.prepare.editions import Edition
 
@@ -63,7 +62,9 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
     """A code cell's outputs as the page shows them, as text, normalised.
 
     An image counts by the text that comes with it: the book's figures put the data they
-    draw there, so a figure is verified by its data, never by its pixels.
+    draw there, so a figure is verified by its data, never by its pixels. A progress bar
+    counts by what it shows last (carriage returns applied); an output too long for a
+    page by its start, its end and the digest of the whole (:mod:`coursebook.execute.long_outputs`).
     """
     parts = []
     for output in cell.get("outputs", []):
@@ -81,7 +82,7 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
                 parts.append(data["text/markdown"].rstrip("\n") + "\n")
             else:
                 parts.append(data.get("text/plain", "").rstrip("\n") + "\n")
-    text = normalise("".join(parts))
+    text = normalise(as_displayed("".join(parts)))
     return "\n".join(line.rstrip() for line in text.rstrip("\n").splitlines())
 
 
@@ -102,7 +103,7 @@ class CellOutput:
 
 def code_digest(source: str) -> str:
     """A cell's key before numbering: a hash of its code."""
-    return hashlib.sha256(source.strip().encode("utf8")).hexdigest()[:8]
+    return short_digest(source.strip())
 
 
 def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
@@ -110,15 +111,8 @@ def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
 
     Prose edits never change a key; editing a cell's code gives it a new one.
     """
-    seen: Counter[str] = Counter()
-    keys = []
-    for cell in notebook.cells:
-        if cell.cell_type != "code":
-            continue
-        digest = code_digest(cell.source)
-        seen[digest] += 1
-        keys.append(digest if seen[digest] == 1 else f"{digest}.{seen[digest]}")
-    return keys
+    return content_keys((cell.source.strip() for cell in notebook.cells
+                         if cell.cell_type == "code"), ".")
 
 
 def cell_outputs(notebook: nbformat.NotebookNode) -> list[CellOutput]:

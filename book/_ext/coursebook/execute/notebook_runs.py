@@ -1,0 +1,149 @@
+"""Running a chapter's notebook: a run that stops names its cell; floods are cut.
+
+Builds (myst-nb's cache mode) and runs outside Sphinx (``pytest book``, shards) run a
+chapter with jupyter-cache's ``single_nb_execution`` (nbclient underneath). Two ways a run stops said nothing about
+where: a cell running past the time limit (nbclient's ``CellTimeoutError`` marks no cell,
+so the cells after it look as if they never raised), and a kernel that dies
+(``DeadKernelError``, which jupyter-cache lets through: Sphinx reported a crash, whether
+from ``os._exit``, a segfault or the out-of-memory killer). :func:`run_notebook` notes the
+running cell with nbclient's ``on_cell_execute`` hook and how the kernel process ended,
+and turns a dead kernel into a failed run like any other. Either way, outputs too long
+for a page are cut (:mod:`coursebook.execute.long_outputs`) before they are cached.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+import traceback
+from dataclasses import dataclass
+
+import nbformat
+
+from coursebook.execute.long_outputs import cut_long_outputs
+
+TIMEOUT_KEY = "execution_timeout"  # myst-nb's per-chapter setting, under `mystnb:`
+
+
+@dataclass(frozen=True)
+class StoppedRun:
+    """A run that stopped in a cell (``cell_index``; None: before any cell ran)."""
+
+    error: str  # CellTimeoutError or DeadKernelError, as myst-nb records it
+    cell_index: int | None
+    timeout: int = 0  # the limit a cell ran past, in seconds
+    exit_status: int | None = None  # the dead kernel's: an exit code, or minus a signal
+
+    @property
+    def what(self) -> str:
+        """What happened, for a message that names the cell before it ("code cell `…` ")."""
+        if self.error == "CellTimeoutError":
+            return (f"was still running after {self.timeout} s, the limit for one cell "
+                    "(nb_execution_timeout); the cells after it did not run. Make it faster, "
+                    "or raise the limit for this chapter in its top matter: "
+                    f"`mystnb: {{{TIMEOUT_KEY}: {2 * self.timeout}}}`.")
+        return (f"was running when the kernel died ({self._ending}); the cells after it did "
+                f"not run. {self._advice}")
+
+    @property
+    def _ending(self) -> str:
+        if self.exit_status is None:
+            return "its exit status is unknown"
+        if self.exit_status >= 0:
+            return f"exit code {self.exit_status}"
+        number = -self.exit_status
+        try:
+            return f"killed by signal {signal.Signals(number).name} ({number})"
+        except ValueError:
+            return f"killed by signal {number}"
+
+    @property
+    def _advice(self) -> str:
+        if self.exit_status == -signal.SIGKILL:
+            return ("SIGKILL usually comes from the out-of-memory killer: make the cell use "
+                    "less memory (smaller tensors, batches or models), then build again.")
+        if self.exit_status is not None and self.exit_status < 0:
+            return ("A crash inside compiled code (torch, numpy, …): run the chapter in "
+                    "Jupyter to find the call that crashes, then build again.")
+        return ("The cell, or a library it calls, ended the Python process (`os._exit`, "
+                "`sys.exit` from a thread, …): run the chapter in Jupyter to find it, then "
+                "build again.")
+
+
+def _kernel_manager_noting_its_end(ended: list[int]):
+    """nbclient's kernel manager, noting the kernel process's exit status when it dies."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class KernelManagerNotingItsEnd(AsyncKernelManager):
+        async def _async_is_alive(self) -> bool:
+            alive = await super()._async_is_alive()
+            if not alive and self.has_kernel and self.provisioner is not None:
+                status = await self.provisioner.poll()
+                if status is not None:
+                    ended.append(status)
+            return alive
+
+        is_alive = _async_is_alive
+
+    return KernelManagerNotingItsEnd
+
+
+def run_notebook(notebook: nbformat.NotebookNode, **options):
+    """Execute ``notebook`` in place with jupyter-cache's ``single_nb_execution``
+    (``options`` are its own); returns its result and, when the run stopped in a cell
+    rather than on an error, a :class:`StoppedRun`."""
+    from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    running: list[int] = []
+    ended: list[int] = []
+    started = time.perf_counter()
+    try:
+        result = single_nb_execution(
+            notebook, **options,
+            on_cell_execute=lambda cell, cell_index: running.append(cell_index),
+            kernel_manager_class=_kernel_manager_noting_its_end(ended),
+            # Not the kernel's own start-up notices (running over TCP, say) in the build log.
+            extra_arguments=["--IPKernelApp.log_level=ERROR"])
+    except DeadKernelError as error:
+        result = ExecutionResult(notebook, options.get("cwd"), time.perf_counter() - started,
+                                 error, traceback.format_exc())
+    finally:
+        cut_long_outputs(notebook)
+    cell = running[-1] if running else None
+    if isinstance(result.err, DeadKernelError):
+        return result, StoppedRun("DeadKernelError", cell, exit_status=ended[-1] if ended else None)
+    if isinstance(result.err, CellTimeoutError):
+        timeout = notebook.metadata.get("execution", {}).get("timeout", options.get("timeout"))
+        return result, StoppedRun("CellTimeoutError", cell, timeout=timeout)
+    return result, None
+
+
+# How the run myst-nb made last in this process stopped, for the check of the page it
+# renders next (Sphinx reads a page, then emits doctree-read for it, in one process).
+_last_stop: StoppedRun | None = None
+
+
+def _run_for_myst_nb(notebook: nbformat.NotebookNode, **options):
+    global _last_stop
+    result, _last_stop = run_notebook(notebook, **options)
+    return result
+
+
+def run_chapters_here() -> None:
+    """myst-nb's cache mode runs notebooks through :func:`run_notebook`.
+
+    myst-nb has no hook around execution; it calls ``single_nb_execution`` by the name
+    its cache module imported, so that name is pointed here (once, before ``-j`` forks
+    the readers).
+    """
+    from myst_nb.core.execute import cache
+
+    cache.single_nb_execution = _run_for_myst_nb
+
+
+def take_stopped_run(error: str | None) -> StoppedRun | None:
+    """The stop of the run myst-nb just made, if it failed with ``error`` (its record)."""
+    global _last_stop
+    stopped, _last_stop = _last_stop, None
+    return stopped if stopped is not None and stopped.error == error else None
