@@ -106,3 +106,24 @@ def test_a_chapter_notes_what_else_makes_its_text(tmp_path):
     _note_inputs(app, config, recorded)
     assert {tmp_path / "recordings" / "tiny-environments.toml",
             tmp_path / "recordings" / "tiny-cpu.ipynb"} <= set(noted)
+
+
+def test_a_chapter_is_read_again_when_its_verified_versions_change(tmp_path):
+    """Its "verified on" line lists the versions with expected outputs: a version accepted
+    later (a new folder) reads the page again; nothing else does."""
+    from types import SimpleNamespace
+
+    from coursebook.config import PREFIX, BookConfig
+    from coursebook.execute.read_chapters import ReadChapter, ReadChapterCollector, read_chapters
+
+    (tmp_path / "expected" / "torch-2.13.0").mkdir(parents=True)
+    (tmp_path / "expected" / "torch-2.13.0" / "pt01.txt").write_text("")
+    config = {PREFIX + name: value for name, value in vars(BookConfig()).items()}
+    app = SimpleNamespace(srcdir=tmp_path, config=SimpleNamespace(**config))
+    env = SimpleNamespace()
+    read_chapters(env)["pt01"] = ReadChapter(verified_versions=["2.13.0"])
+    collector = ReadChapterCollector()
+    assert collector.get_outdated_docs(app, env, set(), set(), set()) == []
+    (tmp_path / "expected" / "torch-2.14.1").mkdir()
+    (tmp_path / "expected" / "torch-2.14.1" / "pt01.txt").write_text("")
+    assert collector.get_outdated_docs(app, env, set(), set(), set()) == ["pt01"]

@@ -91,7 +91,8 @@ class BookConfig:
 
     @cached_property
     def machine_kinds(self) -> dict[str, MachineKind]:
-        return load_machine_kinds(Path(self.machine_kinds_file))
+        return load_machine_kinds(Path(self.machine_kinds_file),
+                                  Path(self.runtimes_file) if self.runtimes_file else None)
 
     @cached_property
     def reader_runtimes(self) -> tuple[Runtime, ...]:

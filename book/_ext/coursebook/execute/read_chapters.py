@@ -19,7 +19,8 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.environment.collectors import EnvironmentCollector
 
-from coursebook.verify.expectations import CellOutput
+from coursebook.config import book_config
+from coursebook.verify.expectations import CellOutput, verified_versions
 
 # The current page's prepared chapter, from source-read to doctree-read.
 PREPARED = "coursebook_prepared"
@@ -35,7 +36,9 @@ class ReadChapter:
     comparison with the expected outputs (None: nothing to compare). ``failed``: the page
     reported an error, so it is read (and reports it) again on the next build.
     ``awaited``: inputs that did not exist when it was read (a recording not made yet);
-    when one appears, the page is read again.
+    when one appears, the page is read again. ``verified_versions``: the torch releases
+    with expected outputs for it when it was read (its "verified on" line); when that set
+    changes, the page is read again.
     """
 
     notebook: nbformat.NotebookNode | None = None
@@ -43,6 +46,7 @@ class ReadChapter:
     outputs: list[CellOutput] | None = None
     failed: bool = False
     awaited: list[str] = field(default_factory=list)
+    verified_versions: list[str] | None = None
 
 
 def read_chapters(env: BuildEnvironment) -> dict[str, ReadChapter]:
@@ -86,7 +90,15 @@ class ReadChapterCollector(EnvironmentCollector):
     def get_outdated_docs(self, app: Sphinx, env: BuildEnvironment, added: set[str],
                           changed: set[str], removed: set[str]) -> list[str]:
         """A page that failed is read again, and reports its problem again; so is a page
-        one of whose awaited inputs now exists."""
+        one of whose awaited inputs now exists, or whose verified versions changed. (Sphinx
+        would take a missing file or a folder noted as a dependency for a changed one, and
+        read the page on every build.)"""
+        expected_dir = Path(app.srcdir, book_config(app.config).expected_dir)
+
+        def outdated(docname: str, chapter: ReadChapter) -> bool:
+            return (chapter.failed or any(Path(path).is_file() for path in chapter.awaited)
+                    or (chapter.verified_versions is not None and chapter.verified_versions
+                        != verified_versions(expected_dir, docname)))
+
         return [docname for docname, chapter in read_chapters(env).items()
-                if (chapter.failed or any(Path(path).is_file() for path in chapter.awaited))
-                and docname not in added | changed | removed]
+                if docname not in added | changed | removed and outdated(docname, chapter)]

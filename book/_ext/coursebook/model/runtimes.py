@@ -101,10 +101,10 @@ def load_runtimes(path: Path = RUNTIMES_FILE) -> dict[str, Runtime]:
         raise RuntimeFileError(f"cannot be read: {error}", path, 1) from None
     runtimes = {}
     for name, table in data.items():
-        for field, kind in _FIELDS.items():
-            if not isinstance(table.get(field), kind):
-                raise RuntimeFileError(f"[{name}]: field '{field}' must be a {kind.__name__}",
-                                       path, _line_of(path, name, field))
+        for key, kind in _FIELDS.items():
+            if not isinstance(table.get(key), kind):
+                raise RuntimeFileError(f"[{name}]: field '{key}' must be a {kind.__name__}",
+                                       path, _line_of(path, name, key))
         if table["verified_by"] not in VERIFIED_BY:
             raise RuntimeFileError(f"[{name}]: field 'verified_by' is {table['verified_by']!r}, "
                                    f"expected one of {VERIFIED_BY}", path,

@@ -23,7 +23,7 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 from coursebook.exhibit_checks import CHANGED_CLASS
-from coursebook.execute.read_chapters import mark_failed
+from coursebook.execute.read_chapters import mark_failed, read_chapter_of
 from coursebook.model.faults import BookError
 from coursebook.model.museum import ExhibitError, check_cells
 from coursebook.model.runtimes import Runtime
@@ -101,8 +101,9 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
     runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)")."""
     config = book_config(app.config)
     expected_dir = Path(app.srcdir, config.expected_dir)
-    app.env.note_dependency(str(expected_dir))  # a version's folder added or removed
     versions = verified_versions(expected_dir, chapter)
+    # A version added or removed later reads the page again (read_chapters' collector).
+    read_chapter_of(app.env, chapter).verified_versions = versions
     if not versions:
         return
     edition = Edition.from_tags(app.tags).value
