@@ -161,3 +161,32 @@ def browser():
             "--disable-background-networking"])
         yield browser
         browser.close()
+
+
+# Each test file tests one stage of the pipeline (README: Architecture), marked so that
+# `pytest -m verify` (say) runs one stage's tests. A new test file names its stage here.
+STAGES = {
+    "model": ["test_museum", "test_recordings", "test_readiness", "test_runtimes",
+              "test_versions", "test_layout"],
+    "prepare": ["test_editions", "test_runtime_setup"],
+    "execute": ["test_concurrency", "test_shards"],
+    "verify": ["test_expectations", "test_expected_outputs_build", "test_execution_checks",
+               "test_museum_build", "test_torch_versions", "test_outputs"],
+    "render": ["test_downloads", "test_handouts", "test_pdf", "test_pdf_headings",
+               "test_pdfcheck", "test_browser", "test_student_pages", "test_glossary",
+               "test_preview"],
+    "audit": ["test_audit", "test_prose_overlap", "test_book"],
+    "process": ["test_faults", "test_quiet_log"],
+    "publish": ["test_workflows"],
+}
+STAGE_OF = {module: stage for stage, modules in STAGES.items() for module in modules}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(item.fspath)
+        if path.parent != Path(__file__).parent:
+            continue  # the chapters' own cells (`pytest book`)
+        if path.stem not in STAGE_OF:
+            raise pytest.UsageError(f"{path.name}: name its pipeline stage in conftest.STAGES")
+        item.add_marker(STAGE_OF[path.stem])
