@@ -25,7 +25,8 @@ import nbformat
 from coursebook.model.machine_kinds import MachineKind
 from coursebook.model.versions import release
 from coursebook.model.faults import BookError, shown_path
-from coursebook.model.notebooks import BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG
+from coursebook.model.notebooks import (BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG,
+                                        replace_markers)
 from coursebook.outputs import normalise
 from coursebook.model.runtimes import Runtime
 
@@ -565,21 +566,8 @@ def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
 
 def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing], torch_version: str) -> None:
     """Replace each ``{museum-introduction} WING`` and ``{museum-room} WING ROOM`` fence."""
-    cells = []
-    for cell in notebook.cells:
-        if cell.cell_type != "markdown" or not _MARKER.search(cell.source):
-            cells.append(cell)
-            continue
-        position = 0
-        for marker in _MARKER.finditer(cell.source):
-            before = cell.source[position:marker.start()].strip()
-            if before:
-                cells.append(_markdown(before))
-            cells += _marker_cells(marker.group(2), marker.group(3).split(), museum, torch_version)
-            position = marker.end()
-        if cell.source[position:].strip():
-            cells.append(_markdown(cell.source[position:].strip()))
-    notebook.cells = cells
+    replace_markers(notebook, _MARKER, lambda marker: _marker_cells(
+        marker.group(2), marker.group(3).split(), museum, torch_version))
 
 
 def link_back_to_exhibits(notebook: nbformat.NotebookNode, museum: dict[str, Wing]) -> None:

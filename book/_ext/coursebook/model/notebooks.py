@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -114,3 +115,24 @@ def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
             parts += ["---", yaml.safe_dump(metadata, sort_keys=False).rstrip(), "---"]
         parts += [cell.source, fence, ""]
     return "\n".join(parts)
+
+
+def replace_markers(notebook: nbformat.NotebookNode, marker: re.Pattern,
+                    cells_for: Callable[[re.Match], list[nbformat.NotebookNode]]) -> None:
+    """Replace each ``marker`` in a markdown cell by the cells ``cells_for`` makes of it;
+    the text around a marker stays, as markdown cells of its own."""
+    cells = []
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown" or not marker.search(cell.source):
+            cells.append(cell)
+            continue
+        position = 0
+        for found in marker.finditer(cell.source):
+            before = cell.source[position:found.start()].strip()
+            if before:
+                cells.append(nbformat.v4.new_markdown_cell(before))
+            cells += cells_for(found)
+            position = found.end()
+        if cell.source[position:].strip():
+            cells.append(nbformat.v4.new_markdown_cell(cell.source[position:].strip()))
+    notebook.cells = cells

@@ -18,6 +18,7 @@ import nbformat
 from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import MachineKind
 from coursebook.model.runtimes import load_runtimes
+from coursebook.model.notebooks import replace_markers
 
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{runtime-setup\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
 # Where pip finds a ``+cpu`` build of torch (PyPI has only its default build).
@@ -81,25 +82,14 @@ def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind]) -> str:
 def place_runtime_setup(notebook: nbformat.NotebookNode,
                         machine_kinds: dict[str, MachineKind] | None, source_path: str) -> None:
     """Replace each ``{runtime-setup} RUNTIME`` fence with its generated code cell."""
-    cells = []
-    for cell in notebook.cells:
-        if cell.cell_type != "markdown" or not _MARKER.search(cell.source):
-            cells.append(cell)
-            continue
-        position = 0
-        for marker in _MARKER.finditer(cell.source):
-            before = cell.source[position:marker.start()].strip()
-            if before:
-                cells.append(nbformat.v4.new_markdown_cell(before))
-            if machine_kinds is None:
-                raise RuntimeSetupError("a {runtime-setup} cell is made from the machine kinds, "
-                                        "and none were given", source_path)
-            try:
-                code = setup_code(marker.group(2).strip(), machine_kinds)
-            except RuntimeSetupError as error:
-                raise RuntimeSetupError(error.message, source_path) from None
-            cells.append(nbformat.v4.new_code_cell(code, metadata={"tags": ["remove-cell"]}))
-            position = marker.end()
-        if cell.source[position:].strip():
-            cells.append(nbformat.v4.new_markdown_cell(cell.source[position:].strip()))
-    notebook.cells = cells
+    def setup_cell(marker) -> list[nbformat.NotebookNode]:
+        if machine_kinds is None:
+            raise RuntimeSetupError("a {runtime-setup} cell is made from the machine kinds, "
+                                    "and none were given", source_path)
+        try:
+            code = setup_code(marker.group(2).strip(), machine_kinds)
+        except RuntimeSetupError as error:
+            raise RuntimeSetupError(error.message, source_path) from None
+        return [nbformat.v4.new_code_cell(code, metadata={"tags": ["remove-cell"]})]
+
+    replace_markers(notebook, _MARKER, setup_cell)
