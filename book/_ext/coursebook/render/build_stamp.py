@@ -15,6 +15,7 @@ from sphinx.application import Sphinx
 from coursebook.config import book_config
 from coursebook.execute.read_chapters import read_chapters
 from coursebook.model.provenance import NOT_IN_GIT, source_commit
+from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 
 
@@ -34,7 +35,7 @@ def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict
     commit, date = source_commit(Path(app.srcdir)), book_config(app.config).build_date
     executed = executed_with(app, pagename) if doctree is not None else ""
     # The commit is for the course team: students read the date only.
-    if Edition.from_tags(app.tags) is not Edition.INSTRUCTOR:
+    if edition_of(app) is not Edition.INSTRUCTOR:
         built = f"built on {date}"
     elif commit != NOT_IN_GIT:
         built = f"built from commit {commit} on {date}"

@@ -27,7 +27,7 @@ from coursebook.execute.read_chapters import mark_failed, read_chapter_of
 from coursebook.model.faults import BookError
 from coursebook.model.museum import ExhibitError, check_cells
 from coursebook.model.runtimes import Runtime
-from coursebook.prepare.chapters import edition_chapter
+from coursebook.prepare.chapters import edition_chapter, edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.process.reporting import report, report_book_error
 from coursebook.model.versions import is_release, release, version_key
@@ -106,7 +106,7 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
     read_chapter_of(app.env, chapter).verified_versions = versions
     if not versions:
         return
-    edition = Edition.from_tags(app.tags).value
+    edition = edition_of(app).value
     builds, readers = [], []
     for version in versions:
         path = expected_dir / f"torch-{version}" / f"{chapter}.txt"
@@ -150,7 +150,7 @@ class TorchVersionChanges(Directive):
 
     def _sections(self, env) -> list[nodes.Node]:
         config = env.config
-        edition = Edition.from_tags(env.app.tags).value
+        edition = edition_of(env.app).value
         expected_dir = Path(env.srcdir, book_config(config).expected_dir)
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
         for path in sorted(expected_dir.glob("torch-*/*.txt")):
