@@ -140,3 +140,70 @@ def test_a_museum_fix_without_its_code_names_the_field(tmp_path):
     with pytest.raises(ExhibitError) as error:
         load_exhibit(broken, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
     assert str(broken) in str(error.value) and "museum_fix: field 'code' is missing" in str(error.value)
+
+
+RERUN = [e for e in ALL if e.museum_rerun is not None]
+
+
+def _captured(exhibit):
+    from coursebook.model.museum import captured_exhibit_cells
+    return [c for c in captured_exhibit_cells(exhibit, len(ALL)) if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("exhibit", [e for e in ALL if not e.runs_in_every_build],
+                         ids=lambda e: e.key)
+def test_every_fresh_python_cell_and_its_check_run_in_the_kernel_that_holds_no_device(exhibit):
+    """A check reads the error its kernel last saw: it runs where the fresh Python's cell ran."""
+    from coursebook.model.notebooks import FRESH_PYTHON_TAG, cell_tags
+
+    cells = _captured(exhibit)
+    for index, cell in enumerate(cells):
+        if "run_in_fresh_python" in cell.source:
+            assert FRESH_PYTHON_TAG in cell_tags(cell)
+            check = cells[index + 1]
+            assert "check_raised" in check.source or "fix_ran" in check.source
+            assert cell_tags(check).count(FRESH_PYTHON_TAG) == 1
+            stand_in_only = "stand-in-only" in cell_tags(cell)
+            assert ("stand-in-only" in cell_tags(check)) == stand_in_only
+
+
+@pytest.mark.parametrize("exhibit", RERUN, ids=lambda e: e.key)
+def test_the_museums_code_runs_again_verbatim_on_every_kind(exhibit):
+    """Its set-up, then the museum's own failing code (checked) and fix, each in a fresh
+    Python, tagged for every machine kind: the device is the only difference."""
+    from coursebook.model.notebooks import cell_tags
+
+    cells = _captured(exhibit)
+    rerun = exhibit.museum_rerun
+    failing = next(c for c in cells if f"{rerun.setup}\n\n{exhibit.failing_code}" in c.source)
+    fixed = next(c for c in cells if f"{rerun.fix_setup}\n\n{exhibit.fix_code}" in c.source)
+    for cell in (failing, fixed):
+        assert not {"stand-in-only", "accelerator-only"} & set(cell_tags(cell))
+    assert "raises-exception" in cell_tags(failing) and "raises-exception" not in cell_tags(fixed)
+    assert exhibit.museum_record.message in cells[cells.index(failing) + 1].source
+    assert "fix_ran()" in cells[cells.index(fixed) + 1].source
+
+
+@pytest.mark.parametrize("exhibit", [e for e in ALL if not e.runs_in_every_build],
+                         ids=lambda e: e.key)
+def test_a_downloaded_fresh_python_runs_as_the_stand_in_does(exhibit):
+    """A download's own kernel may hold the TPU (a device serves one process): the new
+    process gets the stand-in's variables, from the machine kinds."""
+    from coursebook.model.museum import DOWNLOAD_SOURCE_KEY
+
+    stand_in = next(k for k in load_machine_kinds(MACHINE_KINDS_FILE).values() if k.stand_in)
+    for cell in _captured(exhibit):
+        if "run_in_fresh_python" in cell.source:
+            download = cell.metadata[DOWNLOAD_SOURCE_KEY]
+            assert f"cpu = {stand_in.environment!r}\n" in download
+            assert "env={**os.environ, **cpu}" in download
+
+
+def test_a_museum_rerun_without_its_set_up_names_the_field(tmp_path):
+    source = RERUN[0].path
+    broken = tmp_path / source.name
+    broken.write_text(source.read_text().replace("\nfix_setup = '''", "\nfix_set_up = '''", 1))
+    with pytest.raises(ExhibitError) as error:
+        load_exhibit(broken, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
+    assert str(broken) in str(error.value)
+    assert "museum_rerun: field 'fix_setup' is missing" in str(error.value)

@@ -146,8 +146,8 @@ def test_the_tpu_kind_and_the_stand_in_run_one_runtime_in_the_same_kernels():
     environments = load_environments(environments_path(RECORDINGS, "bridges"), MACHINES)
     tpu, cpu = environments["tpu"], environments["cpu"]
     assert MACHINES["tpu"].runtime == MACHINES["cpu"].runtime == tpu[0].runtime
-    assert [(e.name, e.requirements, e.cells_tagged, e.shares) for e in tpu] == [
-        (e.name, e.requirements, e.cells_tagged, e.shares) for e in cpu]
+    assert [(e.name, e.requirements, e.cells_tagged, e.shares, e.holds_device) for e in tpu] == [
+        (e.name, e.requirements, e.cells_tagged, e.shares, e.holds_device) for e in cpu]
     runtime = load_runtimes()[tpu[0].runtime]
     assert set(tpu[0].pins()) == {package_key(n) for n in {**runtime.packages, **runtime.adds}}
 
@@ -435,6 +435,58 @@ def test_a_tpu_labelled_run_whose_kernel_reports_cpu_is_refused(tmp_path):
                     "device: nothing written (a run is labelled only with the device every "
                     "kernel ran on)")
     assert not (book / "recordings" / "tiny-tpu.ipynb").exists()
+
+
+
+# A planted fault: the machine and each kernel find a TPU; a new Python started by a kernel
+# (its parent is ipykernel) does not.
+_FRESH_PYTHON_SAYS_CPU = _KERNEL_SAYS_CPU.replace('''import json, sys
+kernel = "ipykernel" in sys.modules
+''', '''import json, os
+kernel = b"ipykernel" in open(f"/proc/{os.getppid()}/cmdline", "rb").read()
+''').replace("COURSEBOOK_BUILDER", "COURSEBOOK_MACHINE_KIND")  # the tiny chapter prints it
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the planted probe reads /proc")
+def test_a_tpu_labelled_run_whose_fresh_python_reports_cpu_is_refused(tmp_path):
+    """A kernel that holds no device probes in a new Python of its environment: when that
+    Python reports a CPU, nothing is written (and the kernels that hold the device pass)."""
+    book = tmp_path / "book"
+    shutil.copytree(SECOND_KIND / "book", book)
+    chapter = book / "tiny.md"
+    chapter.write_text(chapter.read_text().replace("lab", "tpu") +
+                       "\n```{code-cell} ipython3\n:tags: [fresh-python]\n\nprint(1)\n```\n")
+    environments = book / "recordings" / "tiny-environments.toml"
+    environments.write_text(environments.read_text().replace("lab", "tpu").replace(
+        "[[cpu]]", '[[tpu]]\nname = "fresh"\nshares = "main"\ncells_tagged = "fresh-python"\n'
+        'holds_device = false\n\n[[cpu]]'))
+    (tmp_path / "machine-kinds.toml").write_text(_FRESH_PYTHON_SAYS_CPU)
+    done = subprocess.run([sys.executable, "tools/record_chapter.py", str(chapter),
+                           "--kind", "tpu", "--machine-kinds", str(tmp_path / "machine-kinds.toml"),
+                           "--exhibits", str(SECOND_KIND / "exhibits"),
+                           "--recordings", str(book / "recordings"),
+                           "--python", f"main={sys.executable}",
+                           "--python", f"second={sys.executable}"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "record: the kernel of environment 'fresh' reports 'cpu' ('cpu'), not a tpu "
+        "device: nothing written (a run is labelled only with the device every "
+        "kernel ran on)")
+    assert not (book / "recordings" / "tiny-tpu.ipynb").exists()
+
+
+@pytest.mark.parametrize("holds_device", [True, False])
+def test_a_kernel_that_holds_no_device_probes_in_a_new_python(holds_device, capsys):
+    from coursebook.model.machine_kinds import RecordingEnvironment
+    record_chapter = load_tool("record_chapter")
+    probe = 'import json, os\nprint(json.dumps({"platform": "cpu", "device_kind": str(os.getpid())}))'
+    environment = RecordingEnvironment("fresh", ("ipykernel",), probe=probe,
+                                       holds_device=holds_device)
+    exec(record_chapter.probe_cell(MACHINES["cpu"], environment).source, {})
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    import os
+    assert (report["device_kind"] == str(os.getpid())) == holds_device
 
 
 def test_a_failing_cell_stops_the_recorder_with_one_line(second_kind_book):

@@ -156,7 +156,13 @@ def proven(machine: MachineKind, report: dict, where: str) -> None:
 
 
 def probe_cell(machine: MachineKind, environment: RecordingEnvironment) -> nbformat.NotebookNode:
-    return nbformat.v4.new_code_cell(environment.probe or machine.probe)
+    """The kernel's first cell; in a kernel that holds no device, the probe runs in a new
+    Python of the environment, which reports the device and gives it back by exiting."""
+    probe = environment.probe or machine.probe
+    if not environment.holds_device:
+        probe = ("from coursebook.exhibit_checks import run_in_fresh_python\n"
+                 f"run_in_fresh_python({probe!r})")
+    return nbformat.v4.new_code_cell(probe)
 
 
 def run_python(python: Path, code: str, env: dict[str, str], *args: str) -> dict:

@@ -148,6 +148,9 @@ class RecordingEnvironment:
     runtime: str = ""  # the runtime its requirements come from
     shares: str = ""  # a kernel of its own, in the environment of that name (no install)
     probe: str = ""  # proves the device from inside its kernel ("": the kind's probe)
+    # False: the kernel runs its probe in a new Python of its environment, so it proves the
+    # device and then holds none (its cells start fresh Pythons that take the device).
+    holds_device: bool = True
 
     def pins(self) -> dict[str, str]:
         """``name==version`` requirements as {normalised name: version}."""
@@ -202,7 +205,9 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
                 pythons=tuple(table.get("pythons", ())),
                 sides={side: tuple(reqs) for side, reqs in table.get("sides", {}).items()},
                 runtime=runtime or (shared.runtime if shares else ""), shares=shares,
-                probe=table.get("probe", "")))
+                probe=table.get("probe", ""),
+                holds_device=_need(path, where, table, "holds_device", bool)
+                if "holds_device" in table else True))
         if not found or found[0].cells_tagged:
             raise MachineKindError(f"{path}: the first [[{kind}]] environment is the main one and "
                                "takes no 'cells_tagged'")

@@ -25,8 +25,8 @@ import nbformat
 from coursebook.model.machine_kinds import MachineKind
 from coursebook.model.versions import release
 from coursebook.model.faults import BookError, shown_path
-from coursebook.model.notebooks import (BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, STAND_IN_ONLY_TAG,
-                                        replace_markers)
+from coursebook.model.notebooks import (BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, FRESH_PYTHON_TAG,
+                                        RAISES_TAG, STAND_IN_ONLY_TAG, replace_markers)
 from coursebook.outputs import normalise
 from coursebook.model.runtimes import Runtime
 
@@ -102,6 +102,17 @@ class CpuReproduction:
 
 
 @dataclass(frozen=True)
+class MuseumRerun:
+    """What the museum's own failing code and fix need to run on their own, each in a new
+    Python process, on every machine kind of a recording (the stand-in too): the code
+    shown stays the museum's; only these set-ups come before it."""
+
+    note: str  # what the page says about the run
+    setup: str  # the imports and data the failing code uses
+    fix_setup: str  # the same for the fix: the state it starts from
+
+
+@dataclass(frozen=True)
 class MuseumFix:
     """The museum's own fix, kept as history where the book now shows another one."""
 
@@ -130,6 +141,10 @@ class Exhibit:
     # runtime: "Colab (torch 2.11.0)".
     reader_records: tuple[tuple[str, ErrorRecord], ...] = ()
     museum_fix: MuseumFix | None = None  # None: fix_code is the museum's own fix
+    museum_rerun: MuseumRerun | None = None
+    # The stand-in kind's variables: a download runs a fresh Python with them, as the
+    # notebook's own kernel may hold the accelerator already (a device serves one process).
+    download_environment: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -224,6 +239,9 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
                    reader_records=tuple((runtime.reader_label, record) for runtime in readers
                                         for record in records if record.torch == runtime.torch),
                    museum_fix=_museum_fix(path, table.get("museum_fix")),
+                   museum_rerun=_museum_rerun(path, table.get("museum_rerun"), values),
+                   download_environment=tuple(next(
+                       (k.environment for k in kinds.values() if k.stand_in), {}).items()),
                    **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
 
 
@@ -234,6 +252,22 @@ def _museum_fix(path: Path, table) -> MuseumFix | None:
         raise _fault(path, "field 'museum_fix' must be a table", "museum_fix")
     return MuseumFix(**{name: str(_require(path, table, name, str, section="museum_fix")).strip("\n")
                         for name in ("note", "code", "changed")})
+
+
+def _museum_rerun(path: Path, table, values: dict) -> MuseumRerun | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise _fault(path, "field 'museum_rerun' must be a table", "museum_rerun")
+    fields = {name: str(_require(path, table, name, str, section="museum_rerun")).strip("\n")
+              for name in ("note", "setup", "fix_setup")}
+    # Each runs as the text of a r'''...''' string (_in_fresh_python).
+    for name, code in (*fields.items(), ("failing_code", values["failing_code"]),
+                       ("fix_code", values["fix_code"])):
+        if name != "note" and "'''" in code:
+            raise _fault(path, f"field '{name}' may not contain ''' when the exhibit has a "
+                         "[museum_rerun]", name, table="museum_rerun" if name in fields else "")
+    return MuseumRerun(**fields)
 
 
 def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
@@ -316,11 +350,6 @@ def _markdown(source: str, *tags: str) -> nbformat.NotebookNode:
 
 def _code(source: str, *tags: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {})
-
-
-def _tagged(cell: nbformat.NotebookNode, *tags: str) -> nbformat.NotebookNode:
-    cell.metadata.setdefault("tags", []).extend(tags)
-    return cell
 
 
 def _index_cards(wing: Wing, exhibits: list[Exhibit]) -> str:
@@ -414,22 +443,30 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
 DOWNLOAD_SOURCE_KEY = "coursebook_download_source"
 
 
-def _in_fresh_python(code: str, side_environment: str) -> nbformat.NotebookNode:
-    """A cell running ``code`` in a new Python; its download does so without the book.
+def _in_fresh_python(code: str, side_environment: str,
+                     download_environment: tuple[tuple[str, str], ...],
+                     *tags: str) -> nbformat.NotebookNode:
+    """A cell running ``code`` in a new Python; its download does so without the book, with
+    ``download_environment`` set for the new process.
 
     Its input is hidden: the page shows ``code`` itself (:func:`_shown_code`), the
-    lesson, not how the book runs it.
+    lesson, not how the book runs it. Tagged ``fresh-python``: a recording runs it in a
+    kernel that holds no device.
     """
     side = f", side_environment={side_environment!r}" if side_environment else ""
     cell = _code("from coursebook.exhibit_checks import run_in_fresh_python\n"
-                 f"run_in_fresh_python(r'''\n{code}\n'''{side})", "remove-input")
+                 f"run_in_fresh_python(r'''\n{code}\n'''{side})", "remove-input",
+                 FRESH_PYTHON_TAG, *tags)
     needs = (f"# The book runs this with the package folder {side_environment!r} in front of\n"
              "# the import path (see the exhibit's note above).\n" if side_environment else "")
     cell.metadata[DOWNLOAD_SOURCE_KEY] = (
         "# A fresh Python process: a bridge claims the whole process it runs in.\n" + needs +
-        "import subprocess, sys\n"
+        "# This notebook's own process may hold the accelerator already, and a device serves\n"
+        "# one process: the new one runs on the CPU, as the book's CPU stand-in does.\n"
+        "import os, subprocess, sys\n"
+        f"cpu = {dict(download_environment)!r}\n"
         f"done = subprocess.run([sys.executable, \"-c\", r'''\n{code}\n'''],\n"
-        "                      capture_output=True, text=True)\n"
+        "                      capture_output=True, text=True, env={**os.environ, **cpu})\n"
         "print(done.stdout, end=\"\")\n"
         "if done.returncode:\n"
         "    raise RuntimeError(done.stderr.strip().splitlines()[-1])")
@@ -441,24 +478,53 @@ def _shown_code(code: str) -> str:
     return (f"In a fresh Python process:\n\n```python\n{code}\n```")
 
 
+def _rerun_code(setup: str, code: str) -> str:
+    """The museum's code as a fresh Python runs it: its set-up first."""
+    return f"{setup}\n\n{code}"
+
+
+def _rerun_cells(exhibit: Exhibit, fix: bool) -> list[nbformat.NotebookNode]:
+    """The museum's failing code (or fix) run again in a fresh Python, on every kind, and
+    checked: the error against the museum's record, the fix by running at all."""
+    rerun, cpu = exhibit.museum_rerun, exhibit.download_environment
+    if rerun is None:
+        return []
+    if fix:
+        return [_markdown("**The museum's fix, run again** in another fresh Python process, "
+                          "after this set-up:\n\n" f"```python\n{rerun.fix_setup}\n```"),
+                _in_fresh_python(_rerun_code(rerun.fix_setup, exhibit.fix_code), "", cpu),
+                _fix_ran_cell(FRESH_PYTHON_TAG)]
+    museum = exhibit.museum_record
+    return [_markdown(f"**The museum's code, run again.** {rerun.note}\n\nIn a fresh Python "
+                      "process, this set-up, then the museum's code above:\n\n"
+                      f"```python\n{rerun.setup}\n```"),
+            _in_fresh_python(_rerun_code(rerun.setup, exhibit.failing_code), "", cpu, RAISES_TAG),
+            _check_cell(exhibit, museum, FRESH_PYTHON_TAG),
+            _expected_error_note(exhibit, museum)]
+
+
 def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
-    """A TPU exhibit: the museum's capture, labelled, and its CPU reproduction if any."""
+    """A TPU exhibit: the museum's capture, labelled; the museum's code run again where
+    its TOML says how; and its CPU reproduction if any."""
     museum = exhibit.museum_record
     label = f"captured on a {museum.where}, {museum.date}"
+    run = ("The museum's text, verbatim; the code runs again below" if exhibit.museum_rerun
+           else "Not run by this build; the museum's text, verbatim")
     cells = [_markdown(
         f"{_heading(exhibit, total)}\n\n**The failing code**, as the museum ran it:\n\n"
         f"```python\n{exhibit.failing_code}\n```\n\n"
         f":::{{admonition}} Captured record: {label}\n:class: captured-record\n"
-        f"Not run by this build; the museum's text, verbatim:\n\n"
-        f"```text\n{museum.type}: {museum.message}\n```\n:::")]
+        f"{run}:\n\n"
+        f"```text\n{museum.type}: {museum.message}\n```\n:::"),
+        *_rerun_cells(exhibit, fix=False)]
     cpu = exhibit.cpu
     # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
     if cpu is not None and cpu.reproduction:
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}\n\n"
                             f"{_shown_code(cpu.reproduction)}"),
-                  _tagged(_in_fresh_python(cpu.reproduction, cpu.side_environment), RAISES_TAG,
-                          STAND_IN_ONLY_TAG),
-                  _check_cell(exhibit, museum, STAND_IN_ONLY_TAG),
+                  _in_fresh_python(cpu.reproduction, cpu.side_environment,
+                                   exhibit.download_environment, RAISES_TAG, STAND_IN_ONLY_TAG),
+                  _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
                   _expected_error_note(exhibit, museum)]
     provenance = (f"*The museum's fix, {label}: it ran green on the same hardware.*"
                   if exhibit.museum_fix is None else
@@ -466,10 +532,11 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                   "TPU by this book.*")
     cells.append(_markdown(f"**The fix.** {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
                            f"\n\n{provenance}"))
+    cells += _rerun_cells(exhibit, fix=True)
     if cpu is not None and cpu.reproduction and cpu.fix:
         cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}\n\n{_shown_code(cpu.fix)}"),
-                  _tagged(_in_fresh_python(cpu.fix, ""), STAND_IN_ONLY_TAG),
-                  _fix_ran_cell(STAND_IN_ONLY_TAG)]
+                  _in_fresh_python(cpu.fix, "", exhibit.download_environment, STAND_IN_ONLY_TAG),
+                  _fix_ran_cell(STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG)]
     elif cpu is not None and not cpu.reproduction:
         cells.append(_markdown(f"*{cpu.note}*"))
     return cells + _museum_fix_history(exhibit)
@@ -502,16 +569,21 @@ def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]
                     origin("records", "message", record) if record else
                     origin("records", "records")),
                 exhibit.fix_code: origin("fix_code", "fix_code")}
-    cpu = exhibit.cpu
-    if cpu is None:
-        return {}
-    origins = {
-        _in_fresh_python(cpu.reproduction, cpu.side_environment).source:
-            origin("cpu.reproduction", "reproduction", table="cpu"),
-        _check_cell(exhibit, exhibit.museum_record).source:
-            origin("records", "message", exhibit.museum_record)}
-    if cpu.fix:
-        origins[_in_fresh_python(cpu.fix, "").source] = origin("cpu.fix", "fix", table="cpu")
+    cpu, rerun, env = exhibit.cpu, exhibit.museum_rerun, exhibit.download_environment
+    origins = {}
+    if cpu is not None and cpu.reproduction:
+        origins[_in_fresh_python(cpu.reproduction, cpu.side_environment, env).source] = origin(
+            "cpu.reproduction", "reproduction", table="cpu")
+    if cpu is not None and cpu.fix:
+        origins[_in_fresh_python(cpu.fix, "", env).source] = origin("cpu.fix", "fix", table="cpu")
+    if rerun is not None:
+        origins[_in_fresh_python(_rerun_code(rerun.setup, exhibit.failing_code), "", env).source] = (
+            origin("museum_rerun.setup", "setup", table="museum_rerun"))
+        origins[_in_fresh_python(_rerun_code(rerun.fix_setup, exhibit.fix_code), "", env).source] = (
+            origin("museum_rerun.fix_setup", "fix_setup", table="museum_rerun"))
+    if origins:
+        origins[_check_cell(exhibit, exhibit.museum_record).source] = origin(
+            "records", "message", exhibit.museum_record)
     return origins
 
 

@@ -28,6 +28,9 @@ DOWNLOAD_ONLY_TAG = "download-only"
 # A recorded chapter's cells (coursebook.model.recordings): which machine kinds run them.
 ACCELERATOR_ONLY_TAG = "accelerator-only"  # needs a real accelerator: not the stand-in
 STAND_IN_ONLY_TAG = "stand-in-only"  # a CPU reproduction: only the stand-in runs it
+# A cell that runs its code in a new Python process (and the cells that check it): a
+# recording runs these in a kernel that holds no device, so that the new process can take it.
+FRESH_PYTHON_TAG = "fresh-python"
 
 
 def cell_tags(cell) -> list[str]:
