@@ -96,7 +96,9 @@ def test_every_cell_of_the_chapter_has_its_recorded_output():
     code = [cell for cell in attached.executed.cells if cell.cell_type == "code"]
     stand_in = next(b for b in MACHINES.values() if b.stand_in)
     ran = [cell for cell in code if runs_on(cell, stand_in)]
-    assert ran and all(cell.outputs for cell in ran)
+    # A fix that prints nothing (the museum's, run again) is vouched for by the check after it.
+    silent = [cell for cell, after in zip(ran, ran[1:]) if "fix_ran()" in after.source]
+    assert ran and all(cell.outputs for cell in ran if cell not in silent)
     assert all(not cell.outputs for cell in code if cell not in ran)  # no TPU recording yet
     marks = [c.source for c in attached.labelled.cells if c.source.startswith("*Recorded on")]
     assert marks and all("CPU stand-in <recording-bridges-cpu>" in mark for mark in marks)
@@ -187,20 +189,22 @@ def test_an_accelerator_only_cell_without_its_recording_says_so():
     assert "make recording RECORDING=bridges KIND=tpu" in labelled.cells[-1].source
 
 
-def _reproduced_exhibits() -> list[str]:
-    return [exhibit.key for wing in book_museum().values()
-            for exhibit in wing.exhibits if exhibit.cpu and exhibit.cpu.reproduction]
+def _reproduced_exhibits() -> list:
+    return [exhibit for wing in book_museum().values() for exhibit in wing.exhibits
+            if (exhibit.cpu and exhibit.cpu.reproduction) or exhibit.museum_rerun]
 
 
-@pytest.mark.parametrize("key", _reproduced_exhibits())
-def test_the_cpu_reproduction_matches_the_museum_capture(key):
-    """The recorded check cell of each reproduced TPU exhibit passed."""
+@pytest.mark.parametrize("exhibit", _reproduced_exhibits(), ids=lambda e: e.key)
+def test_the_cpu_reproduction_matches_the_museum_capture(exhibit):
+    """The recorded check cells of each reproduced (or run again) TPU exhibit passed: one
+    per CPU reproduction, one per run of the museum's own code."""
     [recording] = load_recordings(RECORDINGS, _bridges())
     checks = [c for c in recording.notebook.cells if c.cell_type == "code"
-              and f"check_raised({key!r}" in c.source]
-    assert len(checks) == 1
-    shown = "".join(o.get("data", {}).get("text/markdown", "") for o in checks[0].outputs)
-    assert "✓ Raised exactly the error the museum recorded" in shown
+              and f"check_raised({exhibit.key!r}" in c.source]
+    assert len(checks) == bool(exhibit.cpu and exhibit.cpu.reproduction) + bool(exhibit.museum_rerun)
+    for check in checks:
+        shown = "".join(o.get("data", {}).get("text/markdown", "") for o in check.outputs)
+        assert "✓ Raised exactly the error the museum recorded" in shown
 
 
 def _committed_data() -> list:
