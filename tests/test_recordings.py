@@ -419,29 +419,6 @@ print(json.dumps({"platform": "cpu", "device_kind": "cpu"}))
 '''
 
 
-def test_a_tpu_labelled_run_whose_kernel_reports_cpu_is_refused(tmp_path):
-    """The machine's probe says TPU, the kernel that runs the cells says CPU: nothing written."""
-    book = tmp_path / "book"
-    shutil.copytree(SECOND_KIND / "book", book)
-    for path in (book / "tiny.md", book / "recordings" / "tiny-environments.toml"):
-        path.write_text(path.read_text().replace("lab", "tpu"))
-    (tmp_path / "machine-kinds.toml").write_text(_KERNEL_SAYS_CPU)
-    done = subprocess.run([sys.executable, "tools/record_chapter.py", str(book / "tiny.md"),
-                           "--kind", "tpu", "--machine-kinds", str(tmp_path / "machine-kinds.toml"),
-                           "--exhibits", str(SECOND_KIND / "exhibits"),
-                           "--recordings", str(book / "recordings"),
-                           "--python", f"main={sys.executable}",
-                           "--python", f"second={sys.executable}"],
-                          cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    last = done.stderr.strip().splitlines()[-1]
-    assert last == ("record: the kernel of environment 'main' reports 'cpu' ('cpu'), not a tpu "
-                    "device: nothing written (a run is labelled only with the device every "
-                    "kernel ran on)")
-    assert not (book / "recordings" / "tiny-tpu.ipynb").exists()
-
-
-
 # A planted fault: the machine and each kernel find a TPU; a new Python started by a kernel
 # (its parent is ipykernel) does not.
 _FRESH_PYTHON_SAYS_CPU = _KERNEL_SAYS_CPU.replace('''import json, sys
@@ -451,10 +428,14 @@ kernel = b"ipykernel" in open(f"/proc/{os.getppid()}/cmdline", "rb").read()
 ''').replace("COURSEBOOK_BUILDER", "COURSEBOOK_MACHINE_KIND")  # the tiny chapter prints it
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the planted probe reads /proc")
-def test_a_tpu_labelled_run_whose_fresh_python_reports_cpu_is_refused(tmp_path):
-    """A kernel that holds no device probes in a new Python of its environment: when that
-    Python reports a CPU, nothing is written (and the kernels that hold the device pass)."""
+@pytest.mark.parametrize("kinds, refused", [(_KERNEL_SAYS_CPU, "main"),
+                                            (_FRESH_PYTHON_SAYS_CPU, "fresh")],
+                         ids=["kernel", "fresh-python"])
+def test_a_tpu_labelled_run_whose_kernel_reports_cpu_is_refused(tmp_path, kinds, refused):
+    """The machine's probe says TPU, a kernel says CPU: nothing written. A kernel that holds
+    no device (``fresh``) probes in a new Python of its environment, whose report counts."""
+    if refused == "fresh" and not sys.platform.startswith("linux"):
+        pytest.skip("the planted probe reads /proc")
     book = tmp_path / "book"
     shutil.copytree(SECOND_KIND / "book", book)
     chapter = book / "tiny.md"
@@ -464,7 +445,7 @@ def test_a_tpu_labelled_run_whose_fresh_python_reports_cpu_is_refused(tmp_path):
     environments.write_text(environments.read_text().replace("lab", "tpu").replace(
         "[[cpu]]", '[[tpu]]\nname = "fresh"\nshares = "main"\ncells_tagged = "fresh-python"\n'
         'holds_device = false\n\n[[cpu]]'))
-    (tmp_path / "machine-kinds.toml").write_text(_FRESH_PYTHON_SAYS_CPU)
+    (tmp_path / "machine-kinds.toml").write_text(kinds)
     done = subprocess.run([sys.executable, "tools/record_chapter.py", str(chapter),
                            "--kind", "tpu", "--machine-kinds", str(tmp_path / "machine-kinds.toml"),
                            "--exhibits", str(SECOND_KIND / "exhibits"),
@@ -474,7 +455,7 @@ def test_a_tpu_labelled_run_whose_fresh_python_reports_cpu_is_refused(tmp_path):
                           cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        "record: the kernel of environment 'fresh' reports 'cpu' ('cpu'), not a tpu "
+        f"record: the kernel of environment {refused!r} reports 'cpu' ('cpu'), not a tpu "
         "device: nothing written (a run is labelled only with the device every "
         "kernel ran on)")
     assert not (book / "recordings" / "tiny-tpu.ipynb").exists()
