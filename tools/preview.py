@@ -8,7 +8,8 @@ exhibits and the machine kinds. A build that fails prints its message here and w
 page: the browser keeps the last good ones (coursebook.process.preview).
 Chapters execute into the book's cache (_build/.jupyter_cache), so a preview after
 `make html` starts without executing anything. A code edit runs its chapter in a kernel
-started ahead of need, torch already imported (coursebook.execute.warm_kernels); each
+started ahead of need, torch and the rest of conf.py's coursebook_preview_kernel_imports
+already imported (coursebook.execute.warm_kernels); each
 kernel runs one chapter, from the top, as in any build.
 """
 
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from book_environment import (BUILD, EXHIBITS_DIR, MACHINE_KINDS_FILE, RECORDINGS_DIR, ROOT,
@@ -25,7 +26,16 @@ from book_environment import (BUILD, EXHIBITS_DIR, MACHINE_KINDS_FILE, RECORDING
 
 use_book_environment("sphinx_autobuild")
 
+from sphinx_autobuild import __main__ as autobuild  # noqa: E402
+from sphinx_autobuild.build import Builder  # noqa: E402
+from sphinx_autobuild.utils import show_message  # noqa: E402
+
+from sphinx.config import eval_config_file  # noqa: E402
+from sphinx.util.tags import Tags  # noqa: E402
+
+from coursebook.config import BookConfig  # noqa: E402
 from coursebook.execute.warm_kernels import POOL_ENV, KernelKeeper, write_kernel_spec  # noqa: E402
+from coursebook.process.forked_builds import build_modules, import_modules, run_build  # noqa: E402
 
 # Editors' swap and backup files, Python's bytecode (the kernels import book/_ext) and
 # Jupyter's checkpoints are no edits of the book.
@@ -33,15 +43,36 @@ NOT_EDITS = [r"__pycache__", r"\.pyc$", r"\.ipynb_checkpoints", r"~$", r"\.sw[a-
              r"(^|/)\.#", r"(^|/)4913$"]
 
 
-def autobuild_command(edition: str, source: Path, out: Path, host: str, port: int,
-                      settings: dict[str, str]) -> list[str]:
-    """sphinx-autobuild's command line: the edition's sphinx-build arguments, in preview
+class ForkedBuilder(Builder):
+    """sphinx-autobuild's builder, each build forked rather than started.
+
+    sphinx-autobuild runs the first build in this process and every later one in a
+    worker it forks from this process: after the first, this process imports what that
+    build imported, and the workers inherit it."""
+
+    preview_pid = os.getpid()
+
+    def __call__(self, *, changed_paths: Sequence[Path]) -> None:
+        if changed_paths:
+            show_message(f"Detected changes ({', '.join(p.name for p in changed_paths[:5])})")
+            show_message("Rebuilding...")
+        status, imported = run_build(self.sphinx_args)
+        if os.getpid() == self.preview_pid:
+            import_modules(imported)
+        if status:
+            print(f"Sphinx exited with exit code: {status}", flush=True)
+        show_message(f"Serving on {self.uri}")
+
+
+def autobuild_arguments(edition: str, source: Path, out: Path, host: str, port: int,
+                        settings: dict[str, str]) -> list[str]:
+    """sphinx-autobuild's arguments: the edition's sphinx-build arguments, in preview
     mode, and what to watch."""
     arguments = sphinx_arguments(source, out / edition / "html", out / edition / "doctrees",
-                                 instructor=edition == "instructor",
+                                 instructor=edition == "instructor", jobs=None,
                                  settings={"coursebook_preview": "1", **settings})
     watched = [EXHIBITS_DIR, RECORDINGS_DIR, MACHINE_KINDS_FILE]
-    return [sys.executable, "-m", "sphinx_autobuild", *arguments, "--host", host,
+    return [*arguments, "--host", host,
             "--port", str(port), *(f"--watch={path}" for path in watched),
             f"--ignore={BUILD}", *(f"--re-ignore={pattern}" for pattern in NOT_EDITS)]
 
@@ -63,10 +94,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="a Sphinx setting, as sphinx-build's -D (e.g. nb_execution_cache_path=...)")
     args = parser.parse_args(argv)
     settings = dict(setting.split("=", 1) for setting in args.settings)
-    command = autobuild_command(args.edition, args.source.resolve(), args.out.resolve(),
-                                args.host, args.port, settings)
+    arguments = autobuild_arguments(args.edition, args.source.resolve(), args.out.resolve(),
+                                  args.host, args.port, settings)
+    conf = eval_config_file(ROOT / "conf.py", Tags())
+    import_modules(build_modules(conf))
     pool = args.out.resolve() / args.edition / "kernels"
-    keeper = KernelKeeper(pool, args.source.resolve())
+    keeper = KernelKeeper(pool, args.source.resolve(),
+                          BookConfig.from_namespace(conf).preview_kernel_imports)
     if not args.no_warm_kernels:
         os.environ["JUPYTER_PATH"] = os.pathsep.join(
             filter(None, [str(write_kernel_spec(pool)), os.environ.get("JUPYTER_PATH")]))
@@ -74,11 +108,12 @@ def main(argv: list[str] | None = None) -> int:
         keeper.start()
     print(f"preview: the {args.edition} edition at http://{args.host}:{args.port}/ "
           "(Ctrl-C stops it)", flush=True)
-    server = subprocess.Popen(command)
+    # sphinx-autobuild's own server, watcher and command line, with this builder (its
+    # main makes its builder by this name).
+    autobuild.Builder = ForkedBuilder
     try:
-        return server.wait()
-    except KeyboardInterrupt:  # the server has it too, and ends
-        return server.wait()
+        autobuild.main(arguments)
+        return 0
     finally:
         if not args.no_warm_kernels:
             keeper.stop()

@@ -59,6 +59,7 @@ class BookConfig:
     # The live preview (`make preview`): a failed build writes no page, so the server
     # keeps the last good ones.
     preview: bool = _value(False, "", "a failed build stops before writing any page")
+    preview_kernel_imports: list = _value(["torch"], "", "modules the preview's waiting kernels import ahead")
     # --- Outputs: pages, downloads, handouts -----------------------------------------------
     repository_url: str = _value("", "html", "the GitHub repository whose branch serves the HTML")
     published_branch: str = _value("gh-pages", "html", "that branch (Colab opens notebooks there)")

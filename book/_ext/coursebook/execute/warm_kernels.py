@@ -2,8 +2,9 @@
 
 A chapter executes in a fresh kernel; starting one and importing torch is most of what a
 one-cell edit costs. In the preview a *keeper* (the preview's own process) keeps one
-kernel started, torch imported into its process but nothing run in its namespace, in a
-pool folder. jupyter_client starts every kernel through a *kernel provisioner* named by
+kernel started, the modules chapters spend their first seconds importing (torch, say:
+``coursebook_preview_kernel_imports``) imported into its process but nothing run in its
+namespace, in a pool folder. jupyter_client starts every kernel through a *kernel provisioner* named by
 the kernel's spec: the preview's spec for ``python3`` (same command, found first through
 ``JUPYTER_PATH``) names :class:`WarmKernelProvisioner`, which takes the waiting kernel
 instead of starting one; the keeper starts the next at once. Each kernel is taken once,
@@ -30,9 +31,18 @@ from jupyter_client.provisioning import LocalProvisioner
 
 POOL_ENV = "COURSEBOOK_KERNEL_POOL"
 PROVISIONER = "coursebook-warm-kernel"  # pyproject's jupyter_client.kernel_provisioners entry
-# The kernel's usual launcher, torch imported first into the process (not the namespace
-# the cells run in, which IPython makes afresh).
-LAUNCHER = ("import runpy, torch; "
+
+
+def launcher(imports: list[str]) -> str:
+    """The kernel's usual launcher, ``imports`` imported first into its process (not the
+    namespace the cells run in, which IPython makes afresh)."""
+    # ipykernel picks the inline backend through MPLBACKEND when it starts; matplotlib
+    # reads it when imported, so it is set (as ipykernel sets it) before the imports.
+    return ("import importlib, os, runpy\n"
+            "if not os.environ.get('MPLBACKEND'):\n"
+            "    os.environ['MPLBACKEND'] = 'module://matplotlib_inline.backend_inline'\n"
+            f"for name in {imports!r}:\n"
+            "    importlib.import_module(name)\n"
             "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)")
 
 
@@ -111,10 +121,11 @@ class WarmKernelProvisioner(LocalProvisioner):
 
 
 class KernelKeeper:
-    """Keeps one kernel waiting in the pool, started in ``cwd``, until stopped."""
+    """Keeps one kernel waiting in the pool, started in ``cwd`` with ``imports`` done,
+    until stopped."""
 
-    def __init__(self, pool: Path, cwd: Path) -> None:
-        self.pool, self.cwd = pool, cwd.resolve()
+    def __init__(self, pool: Path, cwd: Path, imports: list[str]) -> None:
+        self.pool, self.cwd, self.imports = pool, cwd.resolve(), imports
         self.started: list[subprocess.Popen] = []
         self._stop = threading.Event()
         for folder in ("ready", "taken", "connections"):
@@ -134,7 +145,9 @@ class KernelKeeper:
         connection = {k: v.decode() if isinstance(v, bytes) else v for k, v in connection.items()}
         # Its parent is this process: ipykernel ends the kernel when this process ends.
         process = subprocess.Popen(
-            [sys.executable, "-c", LAUNCHER, "-f", connection_file], cwd=self.cwd,
+            # The log level a build gives its kernels (coursebook.execute.notebook_runs).
+            [sys.executable, "-c", launcher(self.imports), "-f", connection_file,
+             "--IPKernelApp.log_level=ERROR"], cwd=self.cwd,
             env={**os.environ, "JPY_PARENT_PID": str(os.getpid())},
             stdin=subprocess.DEVNULL, start_new_session=True)
         self.started.append(process)

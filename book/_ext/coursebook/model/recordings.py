@@ -45,7 +45,18 @@ class RecordingError(BookError):
 
 
 def recording_name(notebook: nbformat.NotebookNode) -> str | None:
-    return (notebook.metadata.get("coursebook") or {}).get("recording")
+    return _recording_in(notebook.metadata)
+
+
+def recording_name_in_source(text: str) -> str | None:
+    """The same, from a chapter's top matter alone (its cells are not read)."""
+    from myst_parser.config.main import read_topmatter
+
+    return _recording_in(read_topmatter(text) or {})
+
+
+def _recording_in(metadata: dict) -> str | None:
+    return (metadata.get("coursebook") or {}).get("recording")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from coursebook.model.notebooks import (RAISES_TAG, is_chapter_source, line_of,
 from coursebook.model.recordings import (RecordingError, attach_recordings,
                                          cache_recorded_outputs, load_recordings,
                                          recorded_chapter, recorded_with, recording_name,
+                                         recording_name_in_source,
                                          recording_path)
 from coursebook.prepare.answer_space import with_answer_spaces
 from coursebook.prepare.editions import Edition, edition_notebook, hidden_raises_cells
@@ -183,7 +184,7 @@ def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
         if not is_chapter_source(text):
             return False
         try:
-            return recording_name(read_chapter(text)) is None
+            return recording_name_in_source(text) is None
         except Exception:  # noqa: BLE001 - reading the page reports what is wrong with it
             return False
 

@@ -1,0 +1,86 @@
+"""The preview's builds, forked from a process that has already imported them.
+
+sphinx-autobuild starts a new ``sphinx-build`` process on every save, which spends about a
+second importing Sphinx, myst-nb, the theme and this extension before it reads a page.
+The preview runs each build in a process forked from itself (:func:`run_build`), and
+imports ahead what builds import (:func:`import_modules`): at its start, the modules
+``conf.py`` names (:func:`build_modules`); after its first build, every module that build
+imported. Every build is still a process
+of its own that ran no other build (what one build leaves in memory never reaches the
+next), running sphinx-build's own main with the same arguments; only the imports are done
+ahead. (sphinx-autobuild calls its builder in a forked worker on each save: those
+workers, forked from the preview, inherit the imports too.)
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import importlib.util
+import logging
+import multiprocessing
+import sys
+from collections.abc import Sequence
+
+from sphinx.application import builtin_extensions
+
+# sphinx-build's own and the extensions Sphinx always loads; the book's extensions and
+# theme come from conf.py.
+_ALWAYS = ("sphinx.cmd.build", "sphinx.builders.html", *builtin_extensions)
+
+
+def build_modules(conf: dict) -> list[str]:
+    """The modules a build imports: sphinx-build's, the extensions and the HTML theme's
+    package that ``conf`` (conf.py's names) names."""
+    names = [*_ALWAYS, *conf.get("extensions", [])]
+    theme = conf.get("html_theme", "").replace("-", "_")
+    if theme and importlib.util.find_spec(theme) is not None:
+        names.append(theme)
+    return names
+
+
+def import_modules(names: Sequence[str]) -> None:
+    """Import ``names`` into this process once, for every build forked from it later."""
+    # Some modules configure logging when imported (a11y_pygments calls basicConfig):
+    # this process's logging, which the builds inherit, stays as it was.
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    for name in names:
+        if name in sys.modules:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - one a build imports only in passing: it does again
+            continue
+    root.handlers[:], root.level = handlers, level
+    # What is imported lives as long as the process: out of the collector's sight, a
+    # forked build's collections do not walk (and so copy) the pages it shares with this
+    # process (the gc module's advice for forking servers).
+    gc.freeze()
+
+
+def _build(arguments: Sequence[str], imported) -> None:
+    from sphinx.cmd.build import build_main
+
+    try:
+        status = build_main(list(arguments))
+    finally:
+        imported.send([name for name in sys.modules if not name.startswith("__")])
+    sys.exit(status)
+
+
+def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:
+    """sphinx-build with ``arguments``, in a process forked from this one: its exit status
+    and the modules it imported."""
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    # Not daemonic: a build reads its pages in processes of its own (-j).
+    process = context.Process(target=_build, args=(list(arguments), sender), name="sphinx-build")
+    process.start()
+    sender.close()
+    try:
+        imported = receiver.recv()  # before joining: a long list fills the pipe
+    except EOFError:  # it ended without a word (killed)
+        imported = []
+    process.join()
+    return process.exitcode or 0, imported

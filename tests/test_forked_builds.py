@@ -1,0 +1,84 @@
+"""The preview's speed-ups, each checked for what it must not change: a build forked from a
+process that imported ahead is still a build of its own; importing ahead leaves logging
+as it was; a waiting kernel has its imports in its process, not in the cells' namespace."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sphinx.config import eval_config_file
+from sphinx.util.tags import Tags
+
+from conftest import ROOT
+from coursebook.execute.warm_kernels import KernelKeeper
+from coursebook.process.forked_builds import build_modules, import_modules, run_build
+
+
+def test_the_modules_imported_ahead_are_those_conf_py_names():
+    conf = eval_config_file(ROOT / "conf.py", Tags())
+    names = build_modules(conf)
+    assert set(conf["extensions"]) <= set(names)
+    assert conf["html_theme"] in names and "sphinx.cmd.build" in names
+
+
+def test_a_forked_build_reports_its_status_and_what_it_imported(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "conf.py").write_text("")
+    (source / "index.rst").write_text("Title\n=====\n\nText.\n")
+    status, imported = run_build(["-q", "-b", "html", str(source), str(tmp_path / "out")])
+    assert status == 0 and (tmp_path / "out" / "index.html").is_file()
+    assert "sphinx.builders.html" in imported
+    (source / "index.rst").write_text("Title\n=====\n\n.. unknown-directive::\n")
+    status, _ = run_build(["-q", "-W", "-b", "html", str(source), str(tmp_path / "out")])
+    assert status != 0  # a failed build's status reaches the preview
+
+
+def test_importing_ahead_leaves_this_processs_logging_as_it_was(tmp_path, monkeypatch):
+    (tmp_path / "configures_logging.py").write_text(
+        "import logging\nlogging.basicConfig(level=logging.INFO, format='# %(message)s', force=True)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    root = logging.getLogger()
+    before = (root.handlers[:], root.level)
+    import_modules(["configures_logging", "no_such_module_here"])
+    assert "configures_logging" in sys.modules
+    assert (root.handlers[:], root.level) == before
+
+
+@pytest.fixture
+def waiting_kernel(tmp_path):
+    keeper = KernelKeeper(tmp_path / "pool", tmp_path, ["colorsys"])
+    keeper.start()
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "pool" / "ready").glob("*.json")):
+        assert time.monotonic() < deadline, "no kernel was started"
+        time.sleep(0.1)
+    yield json.loads(next((tmp_path / "pool" / "ready").glob("*.json")).read_text())
+    keeper.stop()
+
+
+def test_a_waiting_kernel_imported_ahead_into_its_process_not_into_the_cells_namespace(
+        waiting_kernel):
+    from jupyter_client import BlockingKernelClient
+
+    connection = dict(waiting_kernel["connection"])
+    client = BlockingKernelClient()
+    client.load_connection_info(connection)
+    client.start_channels()
+    messages: list[dict] = []
+    try:
+        client.wait_for_ready(timeout=60)
+        code = ("import os, sys\n"
+                "print('colorsys' in sys.modules, 'colorsys' in dir(), os.environ['MPLBACKEND'])")
+        reply = client.execute_interactive(code, timeout=60, output_hook=messages.append)
+    finally:
+        client.stop_channels()
+    assert reply["content"]["status"] == "ok"
+    text = "".join(m["content"].get("text", "") for m in messages if m["msg_type"] == "stream")
+    assert text.split() == ["True", "False", "module://matplotlib_inline.backend_inline"]
+    assert Path(waiting_kernel["cwd"]).is_dir()
