@@ -23,11 +23,13 @@ copyright = f"{provenance.today()[:4]}, {author}"
 release = f"torch {TORCH_VERSION}"
 
 extensions = [
+    # First: it holds Python's garbage collector while the others load (about a tenth of a
+    # warm rebuild; coursebook/process/long_lived.py).
+    "coursebook",
     "myst_nb",
     "sphinx_copybutton",
     "sphinx_design",
     "sphinx-mathjax-offline",  # MathJax served with the book: math renders offline too
-    "coursebook",
 ]
 
 root_doc = "index"

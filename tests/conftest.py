@@ -176,7 +176,7 @@ STAGES = {
                "test_pdfcheck", "test_browser", "test_student_pages", "test_glossary",
                "test_preview"],
     "audit": ["test_audit", "test_prose_overlap", "test_book"],
-    "process": ["test_faults", "test_quiet_log", "test_forked_builds"],
+    "process": ["test_faults", "test_quiet_log", "test_build_processes"],
     "publish": ["test_workflows"],
 }
 STAGE_OF = {module: stage for stage, modules in STAGES.items() for module in modules}

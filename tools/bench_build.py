@@ -248,10 +248,15 @@ class PreviewServer:
         self.wait(lambda: self.log().count(text) >= count, f"logged {text!r}")
 
     def page(self, name: str) -> str:
+        """The served page; "" while a build is rewriting it (its length changed mid-read)."""
+        import http.client
         import urllib.request
 
-        with urllib.request.urlopen(f"{self.url}/{name}") as response:
-            return response.read().decode()
+        try:
+            with urllib.request.urlopen(f"{self.url}/{name}") as response:
+                return response.read().decode()
+        except http.client.IncompleteRead:
+            return ""
 
     def wait_for_page(self, name: str, text: str) -> None:
         self.wait(lambda: text in self.page(name), f"served {text!r} in {name}")

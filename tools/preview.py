@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Serve an edition of the book on localhost, rebuilt and reloaded on every save.
 
-sphinx-autobuild builds the edition (the same sphinx-build command as `make html`, warnings
-as errors) into _build/preview/EDITION/ and serves it; the open page reloads after each
-build. It watches the chapters, their expected outputs and recordings (book/), the
-exhibits and the machine kinds. A build that fails prints its message here and writes no
-page: the browser keeps the last good ones (coursebook.process.preview).
-Chapters execute into the book's cache (_build/.jupyter_cache), so a preview after
-`make html` starts without executing anything. A code edit runs its chapter in a kernel
-started ahead of need, torch and the rest of conf.py's coursebook_preview_kernel_imports
-already imported (coursebook.execute.warm_kernels); each
-kernel runs one chapter, from the top, as in any build.
+sphinx-autobuild builds the edition (sphinx-build's arguments as `make html` gives them,
+warnings as errors, pages read in one process: a save changes one page) into
+_build/preview/EDITION/ and serves it; the open page reloads after each build. It watches
+the chapters, their expected outputs and recordings (book/), the exhibits and the machine
+kinds. A build that fails prints its message here and writes no page: the browser keeps
+the last good ones (coursebook.process.preview). Chapters execute into the book's cache
+(_build/.jupyter_cache), so a preview after `make html` starts without executing anything.
+Each build is a process of its own, forked from this one, which imported Sphinx and the
+extensions once (coursebook.process.forked_builds). A code edit runs its chapter in a
+kernel started ahead of need, conf.py's coursebook_preview_kernel_imports (torch, ...)
+already imported into its process (coursebook.execute.warm_kernels); each kernel runs one
+chapter, from the top, as in any build.
 """
 
 from __future__ import annotations

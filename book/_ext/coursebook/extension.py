@@ -21,7 +21,7 @@ from coursebook.prepare.editions import Edition, box_code_answers
 from coursebook.prepare.source_files import check_source_encodings
 from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
-from coursebook.process.long_lived import freeze_long_lived_objects
+from coursebook.process.long_lived import freeze_long_lived_objects, hold_collector
 from coursebook.process.quiet_log import quiet_config_dumps
 from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.build_stamp import add_build_stamp
@@ -54,6 +54,8 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    # First of conf.py's extensions: the collector waits while the others load.
+    hold_collector()
     # --- Configuration and the objects Sphinx keeps per page -----------------------------
     BookConfig.register(app)
     app.add_directive("torch-version-changes", TorchVersionChanges)
@@ -76,7 +78,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", clear_execution_reports)
     app.connect("builder-inited", stop_cleanly_on_interrupt)
     app.connect("builder-inited", keep_compiled_templates)
-    app.connect("builder-inited", freeze_long_lived_objects)
+    app.connect("builder-inited", freeze_long_lived_objects, priority=900)  # after the others'
     # 3. env-get-outdated: Sphinx itself re-reads a chapter whose noted inputs changed
     #    (step 5), and every page when this extension's code changed (env_version below);
     #    the collector adds the pages that failed.

@@ -1,11 +1,15 @@
-"""The preview's speed-ups, each checked for what it must not change: a build forked from a
-process that imported ahead is still a build of its own; importing ahead leaves logging
-as it was; a waiting kernel has its imports in its process, not in the cells' namespace."""
+"""How builds run as processes, each speed-up checked for what it must not change: the
+collector held while extensions load runs again once the builder starts; a preview's
+build forked from a process that imported ahead is still a build of its own; importing
+ahead leaves logging as it was; a waiting kernel has its imports in its process, not in
+the cells' namespace."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,6 +21,22 @@ from sphinx.util.tags import Tags
 from conftest import ROOT
 from coursebook.execute.warm_kernels import KernelKeeper
 from coursebook.process.forked_builds import build_modules, import_modules, run_build
+
+
+def test_the_collector_waits_while_extensions_load_and_runs_again_for_the_build(tmp_path):
+    conf = eval_config_file(ROOT / "conf.py", Tags())
+    assert conf["extensions"][0] == "coursebook"  # held before the others load
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "index.md").write_text("# Title\n")
+    # A Sphinx application of the book's configuration, in a Python of its own: what its
+    # collector says once the builder is ready.
+    code = ("import gc, sys\nfrom sphinx.application import Sphinx\n"
+            f"Sphinx({str(tmp_path / 'src')!r}, {str(ROOT)!r}, {str(tmp_path / 'out')!r}, "
+            f"{str(tmp_path / 'doctrees')!r}, 'html', status=None)\n"
+            "print(gc.isenabled(), gc.get_freeze_count() > 100_000)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "book" / "_ext")})
+    assert done.stdout.split() == ["True", "True"], done.stderr[-2000:]
 
 
 def test_the_modules_imported_ahead_are_those_conf_py_names():
