@@ -398,7 +398,7 @@ name = "tpu"
 label = "TPU ({device_kind})"
 platform = "tpu"
 device_kind = "TPU"
-environment = { COURSEBOOK_BUILDER = "tpu" }
+environment = { COURSEBOOK_MACHINE_KIND = "tpu" }
 probe = """
 import json, sys
 kernel = "ipykernel" in sys.modules
@@ -411,7 +411,7 @@ name = "cpu"
 label = "CPU stand-in"
 platform = "cpu"
 stand_in = true
-environment = { COURSEBOOK_BUILDER = "stand-in" }
+environment = { COURSEBOOK_MACHINE_KIND = "stand-in" }
 probe = """
 import json
 print(json.dumps({"platform": "cpu", "device_kind": "cpu"}))
@@ -425,7 +425,7 @@ _FRESH_PYTHON_SAYS_CPU = _KERNEL_SAYS_CPU.replace('''import json, sys
 kernel = "ipykernel" in sys.modules
 ''', '''import json, os
 kernel = b"ipykernel" in open(f"/proc/{os.getppid()}/cmdline", "rb").read()
-''').replace("COURSEBOOK_BUILDER", "COURSEBOOK_MACHINE_KIND")  # the tiny chapter prints it
+''')
 
 
 @pytest.mark.parametrize("kinds, refused", [(_KERNEL_SAYS_CPU, "main"),

@@ -107,8 +107,13 @@ def ensure_environment(path: Path, machine: MachineKind, environment: RecordingE
     """Create or update a virtual environment from its requirements; its python."""
     python = path / "bin" / "python"
     base = base_python(machine, environment)
+    # The base Python's version too: an environment made from another Python (before the
+    # runtime's was installed here, say) is made again.
+    version = subprocess.run([base, "-c", "import platform; print(platform.python_version())"],
+                             capture_output=True, text=True).stdout.strip()
     wanted = json.dumps({"requirements": environment.requirements, "sides": environment.sides,
-                         "system_packages": machine.system_packages}, sort_keys=True)
+                         "system_packages": machine.system_packages, "python": version},
+                        sort_keys=True)
     stamp = path / ".requirements.json"
     if python.exists() and stamp.is_file() and stamp.read_text() == wanted:
         return python
