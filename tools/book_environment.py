@@ -5,7 +5,10 @@ environment: it starts again with ``.venv``'s Python, or says how to create it."
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -56,3 +59,22 @@ def sphinx_arguments(source: Path, out: Path, doctrees: Path, *, builder: str = 
     for name, value in (settings or {}).items():
         command += ["-D", f"{name}={value}"]
     return [*command, str(source), str(out)]
+
+
+def find_python(version: str, nearest: bool = False) -> tuple[Path, str] | None:
+    """A Python of this major.minor version on this machine (with ``nearest``, else the
+    nearest one), and a note saying which it stands in for when it is not that version."""
+    major, minor = (int(n) for n in version.split("."))
+    for distance in range(0, 4 if nearest else 1):
+        for candidate in sorted({minor - distance, minor + distance}):
+            name = f"python{major}.{candidate}"
+            # pyenv's shim is on PATH even where that version is not selected: try its
+            # installed versions too, and take the first that runs with its venv module.
+            found = [shutil.which(name), *sorted(glob.glob(str(
+                Path.home() / ".pyenv" / "versions" / f"{major}.{candidate}.*" / "bin" / name)),
+                reverse=True)]
+            for python in filter(None, found):
+                if subprocess.run([python, "-c", "import venv"], capture_output=True).returncode == 0:
+                    note = "" if distance == 0 else f" (nearest to the runtime's {version})"
+                    return Path(python), note
+    return None

@@ -26,7 +26,6 @@ import difflib
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE, use_book_environment  # noqa: E402
+from book_environment import (EXHIBITS_DIR, MACHINE_KINDS_FILE, find_python,  # noqa: E402
+                              use_book_environment)
 
 use_book_environment("nbclient")
 
@@ -94,12 +94,9 @@ def base_python(machine: MachineKind, environment: RecordingEnvironment) -> str:
     else the recorder's (the provenance then names the difference).
     """
     if environment.runtime and not machine.system_packages:
-        runtime = load_runtimes()[environment.runtime]
-        found = shutil.which(f"python{runtime.python}")
-        # A shim (pyenv's) may be on the PATH without the version behind it working.
-        if found and subprocess.run([found, "-c", "import venv"],
-                                    capture_output=True).returncode == 0:
-            return found
+        found = find_python(load_runtimes()[environment.runtime].python)
+        if found is not None:
+            return str(found[0])
     return sys.executable
 
 

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import glob
 import json
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import (EXHIBITS_DIR, MACHINE_KINDS_FILE, RUNTIMES_FILE,  # noqa: E402
+from book_environment import (EXHIBITS_DIR, find_python, MACHINE_KINDS_FILE, RUNTIMES_FILE,  # noqa: E402
                               use_book_environment)
 
 use_book_environment()
@@ -78,24 +76,12 @@ class Stop(Exception):
 
 # --- The replica ------------------------------------------------------------------------
 
-def find_python(version: str) -> tuple[Path, str]:
-    """A Python of this major.minor version, else the nearest one here; and a note saying
-    which it stands in for when it is not the runtime's."""
-    major, minor = (int(n) for n in version.split("."))
-    for distance in range(0, 4):
-        for candidate in sorted({minor - distance, minor + distance}):
-            name = f"python{major}.{candidate}"
-            # pyenv's shim is on PATH even where that version is not selected: try its
-            # installed versions too, and take the first that runs.
-            found = [shutil.which(name), *sorted(glob.glob(str(
-                Path.home() / ".pyenv" / "versions" / f"{major}.{candidate}.*" / "bin" / name)),
-                reverse=True)]
-            for python in filter(None, found):
-                if subprocess.run([python, "-c", ""], capture_output=True).returncode == 0:
-                    note = "" if distance == 0 else f" (nearest to the runtime's {version})"
-                    return Path(python), note
-    raise Stop(f"no Python {version} (nor a near one) on this machine; install one "
-               f"(e.g. `pyenv install {version}`) or pass --python")
+def _runtime_python(version: str) -> tuple[Path, str]:
+    found = find_python(version, nearest=True)
+    if found is None:
+        raise Stop(f"no Python {version} (nor a near one) on this machine; install one "
+                   f"(e.g. `pyenv install {version}`) or pass --python")
+    return found
 
 
 def ensure_replica(runtime: Runtime, python: Path) -> Path:
@@ -231,7 +217,7 @@ def verify(args: argparse.Namespace) -> int:
         able = [r.name for r in runtimes.values() if r.verified_by == "downloads"]
         raise Stop(f"{args.runtime!r} is not a runtime verified by its downloads in "
                    f"tools/runtimes.toml (have {', '.join(able)})")
-    python, python_note = (args.python, "") if args.python else find_python(runtime.python)
+    python, python_note = (args.python, "") if args.python else _runtime_python(runtime.python)
     replica = ensure_replica(runtime, python)
     versions = replica_versions(replica, runtime)
     where = replica_label(runtime, versions, python_note)
