@@ -15,16 +15,14 @@ import time
 from pathlib import Path
 
 import pytest
-from sphinx.config import eval_config_file
-from sphinx.util.tags import Tags
-
 from conftest import ROOT
+from coursebook.execute.outside_sphinx import read_conf
 from coursebook.execute.warm_kernels import KernelKeeper
 from coursebook.process.forked_builds import build_modules, import_modules, run_build
 
 
 def test_the_collector_waits_while_extensions_load_and_runs_again_for_the_build(tmp_path):
-    conf = eval_config_file(ROOT / "conf.py", Tags())
+    conf = read_conf(ROOT)
     assert conf["extensions"][0] == "coursebook"  # held before the others load
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "index.md").write_text("# Title\n")
@@ -40,7 +38,7 @@ def test_the_collector_waits_while_extensions_load_and_runs_again_for_the_build(
 
 
 def test_the_modules_imported_ahead_are_those_conf_py_names():
-    conf = eval_config_file(ROOT / "conf.py", Tags())
+    conf = read_conf(ROOT)
     names = build_modules(conf)
     assert set(conf["extensions"]) <= set(names)
     assert conf["html_theme"] in names and "sphinx.cmd.build" in names

@@ -32,10 +32,8 @@ from sphinx_autobuild import __main__ as autobuild  # noqa: E402
 from sphinx_autobuild.build import Builder  # noqa: E402
 from sphinx_autobuild.utils import show_message  # noqa: E402
 
-from sphinx.config import eval_config_file  # noqa: E402
-from sphinx.util.tags import Tags  # noqa: E402
-
 from coursebook.config import BookConfig  # noqa: E402
+from coursebook.execute.outside_sphinx import read_conf  # noqa: E402
 from coursebook.execute.warm_kernels import POOL_ENV, KernelKeeper, write_kernel_spec  # noqa: E402
 from coursebook.process.forked_builds import build_modules, import_modules, run_build  # noqa: E402
 
@@ -98,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = dict(setting.split("=", 1) for setting in args.settings)
     arguments = autobuild_arguments(args.edition, args.source.resolve(), args.out.resolve(),
                                   args.host, args.port, settings)
-    conf = eval_config_file(ROOT / "conf.py", Tags())
+    conf = read_conf(ROOT)
     import_modules(build_modules(conf))
     pool = args.out.resolve() / args.edition / "kernels"
     keeper = KernelKeeper(pool, args.source.resolve(),

@@ -23,6 +23,9 @@ import nbformat
 from coursebook.execute.long_outputs import cut_long_outputs
 
 TIMEOUT_KEY = "execution_timeout"  # myst-nb's per-chapter setting, under `mystnb:`
+# What a chapter's kernel is started with: not its own start-up notices (running over TCP,
+# say) in the build log.
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
 
 @dataclass(frozen=True)
@@ -106,8 +109,7 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
             # Its outputs are all in once the last cell ends: the kernel is stopped then,
             # not waited for while its Python unloads torch (about 0.5 s a chapter).
             shutdown_kernel="immediate",
-            # Not the kernel's own start-up notices (running over TCP, say) in the build log.
-            extra_arguments=["--IPKernelApp.log_level=ERROR"])
+            extra_arguments=KERNEL_ARGUMENTS)
     except DeadKernelError as error:
         result = ExecutionResult(notebook, options.get("cwd"), time.perf_counter() - started,
                                  error, traceback.format_exc())

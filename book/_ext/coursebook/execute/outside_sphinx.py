@@ -27,6 +27,14 @@ class ExecutionFailed(Exception):
     """The notebook did not execute to its end; it is not cached."""
 
 
+def read_conf(conf_dir: Path) -> dict:
+    """conf.py's names, as Sphinx evaluates the file (no tags set)."""
+    from sphinx.config import eval_config_file
+    from sphinx.util.tags import Tags
+
+    return eval_config_file(conf_dir / "conf.py", Tags())
+
+
 @dataclass
 class ConfValues:
     """What conf.py says about execution: the book's config, the cache and its timeout."""
@@ -38,10 +46,7 @@ class ConfValues:
 
     @classmethod
     def read(cls, conf_dir: Path) -> ConfValues:
-        from sphinx.config import eval_config_file
-        from sphinx.util.tags import Tags
-
-        namespace = eval_config_file(conf_dir / "conf.py", Tags())
+        namespace = read_conf(conf_dir)
         book = BookConfig.from_namespace(namespace)
         return cls(book, environment_versions(book.execution_packages),
                    namespace["nb_execution_cache_path"], namespace.get("nb_execution_timeout", 300))

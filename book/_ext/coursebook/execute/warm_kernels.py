@@ -4,8 +4,8 @@ A chapter executes in a fresh kernel; starting one and importing torch is most o
 one-cell edit costs. In the preview a *keeper* (the preview's own process) keeps one
 kernel started, the modules chapters spend their first seconds importing (torch, say:
 ``coursebook_preview_kernel_imports``) imported into its process but nothing run in its
-namespace, in a pool folder. jupyter_client starts every kernel through a *kernel provisioner* named by
-the kernel's spec: the preview's spec for ``python3`` (same command, found first through
+namespace, in a pool folder. jupyter_client starts every kernel through a *kernel
+provisioner* named by the kernel's spec: the preview's spec for ``python3`` (same command, found first through
 ``JUPYTER_PATH``) names :class:`WarmKernelProvisioner`, which takes the waiting kernel
 instead of starting one; the keeper starts the next at once. Each kernel is taken once,
 by one notebook, which it runs from the top, and is shut down after it, as nbclient
@@ -28,6 +28,8 @@ from typing import Any
 
 from jupyter_client.connect import write_connection_file
 from jupyter_client.provisioning import LocalProvisioner
+
+from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
 
 POOL_ENV = "COURSEBOOK_KERNEL_POOL"
 PROVISIONER = "coursebook-warm-kernel"  # pyproject's jupyter_client.kernel_provisioners entry
@@ -145,9 +147,8 @@ class KernelKeeper:
         connection = {k: v.decode() if isinstance(v, bytes) else v for k, v in connection.items()}
         # Its parent is this process: ipykernel ends the kernel when this process ends.
         process = subprocess.Popen(
-            # The log level a build gives its kernels (coursebook.execute.notebook_runs).
             [sys.executable, "-c", launcher(self.imports), "-f", connection_file,
-             "--IPKernelApp.log_level=ERROR"], cwd=self.cwd,
+             *KERNEL_ARGUMENTS], cwd=self.cwd,
             env={**os.environ, "JPY_PARENT_PID": str(os.getpid())},
             stdin=subprocess.DEVNULL, start_new_session=True)
         self.started.append(process)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from myst_parser.config.main import read_topmatter
 
 from coursebook.model.versions import release
 from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment, package_key
@@ -50,8 +51,6 @@ def recording_name(notebook: nbformat.NotebookNode) -> str | None:
 
 def recording_name_in_source(text: str) -> str | None:
     """The same, from a chapter's top matter alone (its cells are not read)."""
-    from myst_parser.config.main import read_topmatter
-
     return _recording_in(read_topmatter(text) or {})
 
 
