@@ -29,6 +29,7 @@ from coursebook.render.compiled_templates import keep_compiled_templates
 from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
                                          replace_copied_sources)
 from coursebook.render.handouts import setup_handouts
+from coursebook.render.unchanged_finish import HTMLBuilderSkippingUnchangedFinish, note_finished
 from coursebook.verify.chapter_checks import (check_executed_chapter, clear_execution_reports,
                                               compare_expected_outputs,
                                               fail_build_on_failed_chapters, keep_cell_outputs,
@@ -66,6 +67,8 @@ def setup(app: Sphinx) -> dict:
     # kernel is named, a flood of output is cut before it is cached.
     run_chapters_here()
     quiet_config_dumps()
+    # Sphinx's HTML builder, but a build that writes no page keeps the book-wide ones.
+    app.add_builder(HTMLBuilderSkippingUnchangedFinish, override=True)
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution versions join the cache key.
@@ -112,6 +115,8 @@ def setup(app: Sphinx) -> dict:
     #    the exit status.
     app.connect("build-finished", replace_copied_sources)
     app.connect("build-finished", fail_build_on_failed_chapters)
+    #    Last, once the exit status is known: what a clean build's book-wide pages came from.
+    app.connect("build-finished", note_finished, priority=900)
     # Lab handouts (-t handout): answer boxes, one LaTeX document per chapter, covers; each
     # registers its own hooks.
     setup_answer_space(app)
