@@ -94,7 +94,10 @@ def resolve(requirements: list[str] | tuple[str, ...], python: str,
             platforms: tuple[str, ...]) -> Resolution:
     """What pip's resolver says about these requirements on that Python and platform."""
     with tempfile.TemporaryDirectory() as target:
-        command = [sys.executable, "-m", "pip", "install", "--dry-run",
+        # fast-deps: the resolver needs each wheel's metadata only, which pip then reads
+        # with HTTP range requests instead of downloading the wheels (torch's CUDA wheels
+        # are gigabytes per Python; 27 s to 8 s for one environment here).
+        command = [sys.executable, "-m", "pip", "install", "--dry-run", "--use-feature=fast-deps",
                    "--ignore-installed", "--only-binary=:all:", "--target", target,
                    "--python-version", python]
         for platform in platforms:
