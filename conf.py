@@ -59,6 +59,8 @@ coursebook_execution_packages = ["torch", "jaxtyping", "numpy", "ipykernel", "ma
 # imports at the first torch.testing.assert_close; matplotlib for the figures. About 1.7 s
 # less per code edit.
 coursebook_preview_kernel_imports = ["torch", "torch.distributed.tensor", "matplotlib.pyplot"]
+# A cold build starts each chapter's kernel as it starts, with what every chapter imports.
+coursebook_kernel_imports = ["torch"]
 
 myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath", "deflist"]
 myst_heading_anchors = 3

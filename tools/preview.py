@@ -34,7 +34,7 @@ from sphinx_autobuild.utils import show_message  # noqa: E402
 
 from coursebook.config import BookConfig  # noqa: E402
 from coursebook.execute.outside_sphinx import read_conf  # noqa: E402
-from coursebook.execute.warm_kernels import POOL_ENV, KernelKeeper, write_kernel_spec  # noqa: E402
+from coursebook.execute.warm_kernels import KernelKeeper, offer_waiting_kernels  # noqa: E402
 from coursebook.process.forked_builds import build_modules, import_modules, run_build  # noqa: E402
 
 # Editors' swap and backup files, Python's bytecode (the kernels import book/_ext) and
@@ -102,9 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     keeper = KernelKeeper(pool, args.source.resolve(),
                           BookConfig.from_namespace(conf).preview_kernel_imports)
     if not args.no_warm_kernels:
-        os.environ["JUPYTER_PATH"] = os.pathsep.join(
-            filter(None, [str(write_kernel_spec(pool)), os.environ.get("JUPYTER_PATH")]))
-        os.environ[POOL_ENV] = str(pool)
+        offer_waiting_kernels(pool)
         keeper.start()
     print(f"preview: the {args.edition} edition at http://{args.host}:{args.port}/ "
           "(Ctrl-C stops it)", flush=True)

@@ -92,17 +92,20 @@ class _AdoptedProcess:
 
 
 def _take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
-    """A waiting kernel started in ``cwd``, now this caller's alone (a rename is atomic)."""
+    """A waiting kernel started in ``cwd``, now this caller's alone (a rename is atomic);
+    kernels started for another folder are left to the chapters there."""
     for ready in sorted((pool / "ready").glob("*.json")):
-        taken = pool / "taken" / ready.name
         try:
-            ready.rename(taken)
+            kernel = json.loads(ready.read_text())
         except OSError:
             continue  # another reader took it
-        kernel = json.loads(taken.read_text())
-        if cwd is None or Path(kernel["cwd"]) == Path(cwd).resolve():
-            return kernel
-        os.kill(kernel["pid"], signal.SIGTERM)  # started for another folder: not used
+        if cwd is not None and Path(kernel["cwd"]) != Path(cwd).resolve():
+            continue
+        try:
+            ready.rename(pool / "taken" / ready.name)
+        except OSError:
+            continue  # another reader took it
+        return kernel
     return None
 
 
@@ -122,6 +125,60 @@ class WarmKernelProvisioner(LocalProvisioner):
         return info
 
 
+def make_pool(pool: Path) -> None:
+    """An empty pool folder: what a stopped preview or build left is not taken."""
+    for folder in ("ready", "taken", "connections"):
+        (pool / folder).mkdir(parents=True, exist_ok=True)
+        for stale in (pool / folder).glob("*.json"):
+            stale.unlink()
+
+
+def offer_waiting_kernels(pool: Path) -> None:
+    """Kernels started by this process and its children (``-j`` readers, forked builds)
+    take a waiting kernel from ``pool`` when one is there."""
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        filter(None, [str(write_kernel_spec(pool)), os.environ.get("JUPYTER_PATH")]))
+    os.environ[POOL_ENV] = str(pool)
+
+
+def start_waiting_kernel(pool: Path, cwd: Path, imports: list[str]) -> subprocess.Popen:
+    """A kernel started in ``cwd`` with ``imports`` done, put in the pool."""
+    name = uuid.uuid4().hex
+    connection_file, connection = write_connection_file(
+        str(pool / "connections" / f"{name}.json"), ip="127.0.0.1",
+        key=uuid.uuid4().hex.encode())
+    connection = {k: v.decode() if isinstance(v, bytes) else v for k, v in connection.items()}
+    # Its parent is this process: ipykernel ends the kernel when this process ends.
+    process = subprocess.Popen(
+        [sys.executable, "-c", launcher(imports), "-f", connection_file, *KERNEL_ARGUMENTS],
+        cwd=cwd, env={**os.environ, "JPY_PARENT_PID": str(os.getpid())},
+        stdin=subprocess.DEVNULL, start_new_session=True)
+    ready = pool / "ready" / f"{name}.json"
+    ready.with_suffix(".tmp").write_text(json.dumps(
+        {"pid": process.pid, "cwd": str(cwd.resolve()), "connection": connection}))
+    ready.with_suffix(".tmp").rename(ready)
+    return process
+
+
+def stop_waiting_kernels(pool: Path, started: list[subprocess.Popen]) -> None:
+    """Stop the kernels of ``started`` that nobody took; collect the exit of all."""
+    waiting = set()
+    for ready in (pool / "ready").glob("*.json"):
+        try:
+            waiting.add(json.loads(ready.read_text())["pid"])
+            ready.unlink()
+        except OSError:
+            continue  # taken meanwhile
+    for process in started:
+        if process.pid in waiting and process.poll() is None:
+            process.terminate()
+    for process in started:
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 class KernelKeeper:
     """Keeps one kernel waiting in the pool, started in ``cwd`` with ``imports`` done,
     until stopped."""
@@ -130,38 +187,17 @@ class KernelKeeper:
         self.pool, self.cwd, self.imports = pool, cwd.resolve(), imports
         self.started: list[subprocess.Popen] = []
         self._stop = threading.Event()
-        for folder in ("ready", "taken", "connections"):
-            (pool / folder).mkdir(parents=True, exist_ok=True)
-            for stale in (pool / folder).glob("*.json"):
-                stale.unlink()
+        make_pool(pool)
         self._thread = threading.Thread(target=self._keep, name="kernel-keeper", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
-    def _start_kernel(self) -> None:
-        name = uuid.uuid4().hex
-        connection_file, connection = write_connection_file(
-            str(self.pool / "connections" / f"{name}.json"), ip="127.0.0.1",
-            key=uuid.uuid4().hex.encode())
-        connection = {k: v.decode() if isinstance(v, bytes) else v for k, v in connection.items()}
-        # Its parent is this process: ipykernel ends the kernel when this process ends.
-        process = subprocess.Popen(
-            [sys.executable, "-c", launcher(self.imports), "-f", connection_file,
-             *KERNEL_ARGUMENTS], cwd=self.cwd,
-            env={**os.environ, "JPY_PARENT_PID": str(os.getpid())},
-            stdin=subprocess.DEVNULL, start_new_session=True)
-        self.started.append(process)
-        ready = self.pool / "ready" / f"{name}.json"
-        ready.with_suffix(".tmp").write_text(json.dumps(
-            {"pid": process.pid, "cwd": str(self.cwd), "connection": connection}))
-        ready.with_suffix(".tmp").rename(ready)
-
     def _keep(self) -> None:
         while not self._stop.wait(0.2):
             self.started = [p for p in self.started if p.poll() is None]  # reaps the exited
             if not any((self.pool / "ready").glob("*.json")):
-                self._start_kernel()
+                self.started.append(start_waiting_kernel(self.pool, self.cwd, self.imports))
 
     def stop(self) -> None:
         self._stop.set()

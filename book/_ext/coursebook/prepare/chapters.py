@@ -164,6 +164,20 @@ def render_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
     source[0] = notebook_to_myst(prepared.notebook)
 
 
+def executes_when_read(path: Path) -> bool:
+    """Whether a build executes the page at ``path`` when it reads it and the cache lacks
+    its notebook: a chapter that is not recorded. Read from its file, nothing prepared."""
+    if path.suffix != ".md":
+        return False
+    text = path.read_text(encoding="utf8", errors="replace")
+    if not is_chapter_source(text):
+        return False
+    try:
+        return recording_name_in_source(text) is None
+    except Exception:  # noqa: BLE001 - reading the page reports what is wrong with it
+        return False
+
+
 def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
     """``env-before-read-docs``: with ``-j``, chapters that execute go to different readers.
 
@@ -177,16 +191,7 @@ def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
     from sphinx.util.parallel import make_chunks
 
     def executes(docname: str) -> bool:
-        path = Path(env.doc2path(docname))
-        if path.suffix != ".md":
-            return False
-        text = path.read_text(encoding="utf8", errors="replace")
-        if not is_chapter_source(text):
-            return False
-        try:
-            return recording_name_in_source(text) is None
-        except Exception:  # noqa: BLE001 - reading the page reports what is wrong with it
-            return False
+        return executes_when_read(Path(env.doc2path(docname)))
 
     chunks = make_chunks(list(range(len(docnames))), app.parallel)
     slots = [(chunk, place) for place in range(max(map(len, chunks)))

@@ -1,0 +1,90 @@
+"""Kernels started as a cold build starts: one for each chapter it will execute.
+
+A reader starts a chapter's kernel when it reaches the chapter, once Sphinx has loaded
+its extensions and read the environment, about a second into a build here, while the
+other core idles; starting Python, ipykernel and torch then lies on the path of the
+longest chapter. When the execution cache has no database yet, every chapter a build
+reads will execute, so this build starts their kernels as soon as its configuration is
+read, in a pool its readers take them from: the preview's pool, provisioner and
+launcher (:mod:`coursebook.execute.warm_kernels`), importing ``coursebook_kernel_imports``
+into the kernel's process (never the namespace the chapter runs in). A kernel taken
+runs one chapter from the top and is stopped after it, like any other; the outputs are
+verified as in every build. A warm cache decides per chapter, which is known only once
+the chapter is prepared: no kernel is started ahead then.
+
+Builds that start together on one cache (both editions) start kernels once: the first
+takes a lock for its life. They execute at least one notebook per chapter of that build,
+and every execution takes a waiting kernel, so none is left over but by a chapter that
+fails before it runs; kernels nobody took are stopped when the build ends.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path, PurePosixPath
+
+from filelock import FileLock, Timeout
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.project import Project
+from sphinx.util import logging
+
+from coursebook.config import book_config
+from coursebook.execute.warm_kernels import (POOL_ENV, make_pool, offer_waiting_kernels,
+                                             start_waiting_kernel, stop_waiting_kernels)
+from coursebook.prepare.chapters import executes_when_read
+
+logger = logging.getLogger(__name__)
+
+# This build's kernels and the lock that makes it the one starting them (main process).
+_started: list[subprocess.Popen] = []
+_lock: list[FileLock] = []
+
+
+def chapter_folders(app: Sphinx, config: Config) -> list[Path]:
+    """The folder of each chapter this build executes when its notebook is not cached."""
+    project = Project(app.srcdir, config.source_suffix)
+    folders = []
+    for docname in sorted(project.discover(config.exclude_patterns)):
+        path = Path(project.doc2path(docname, absolute=True))
+        excluded = any(PurePosixPath(path.as_posix()).match(pattern)
+                       for pattern in config.nb_execution_excludepatterns)
+        if not excluded and executes_when_read(path):
+            folders.append(path.parent)
+    return folders
+
+
+def start_kernels_ahead(app: Sphinx, config: Config) -> None:
+    """``config-inited``: on a cold cache, a kernel started for each chapter to execute."""
+    if config.nb_execution_mode != "cache" or os.environ.get(POOL_ENV):
+        return  # not executing through the cache, or the preview keeps kernels waiting
+    cache = Path(config.nb_execution_cache_path or Path(app.outdir).parent / ".jupyter_cache")
+    if (cache / "global.db").exists():
+        return
+    (cache / "locks").mkdir(parents=True, exist_ok=True)
+    lock = FileLock(cache / "locks" / "kernels-ahead.lock")
+    pool = cache / "kernels-ahead"
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        # Another build on this cache starts them; this one's chapters take them too (a
+        # notebook both share runs in whichever build reaches it first).
+        offer_waiting_kernels(pool)
+        return
+    _lock.append(lock)
+    make_pool(pool)
+    offer_waiting_kernels(pool)
+    imports = book_config(config).kernel_imports
+    _started.extend(start_waiting_kernel(pool, folder, imports)
+                    for folder in chapter_folders(app, config))
+    logger.info(f"cold cache: {len(_started)} chapter kernels started ahead")
+
+
+def stop_kernels_ahead(app: Sphinx, exception: Exception | None) -> None:
+    """``build-finished``: the kernels no chapter took are stopped; the lock released."""
+    if _started:
+        stop_waiting_kernels(Path(os.environ[POOL_ENV]), _started)
+        _started.clear()
+    while _lock:
+        _lock.pop().release()

@@ -1,0 +1,59 @@
+"""A cold build starts its chapters' kernels as it starts (coursebook.execute.early_kernels):
+one per chapter it executes, taken by those chapters, started once for builds that share
+a cache, none on a warm cache, none left running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import both_editions_at_once, sphinx_build
+from coursebook.prepare.chapters import executes_when_read
+
+pytestmark = pytest.mark.slow
+
+STARTED = "chapter kernels started ahead"
+
+
+def _executing_chapters(source: Path) -> int:
+    return sum(executes_when_read(path) for path in source.glob("*.md"))
+
+
+def _pool(cache: Path, folder: str) -> list[Path]:
+    return sorted((cache / "kernels-ahead" / folder).glob("*.json"))
+
+
+def _no_kernel_left(cache: Path) -> bool:
+    pool = str(cache / "kernels-ahead")
+    return not any(pool in " ".join(process.info["cmdline"] or [])
+                   for process in psutil.process_iter(["cmdline"]))
+
+
+def test_a_cold_build_starts_each_chapters_kernel_ahead_and_its_chapters_take_them(
+        tiny_book, tmp_path):
+    chapters = _executing_chapters(tiny_book)
+    assert chapters >= 1
+    cache = tmp_path / "cache"
+    cold = sphinx_build(tiny_book, tmp_path / "cold", cache)
+    assert cold.returncode == 0, cold.log[-3000:]  # outputs verified as in every build
+    assert f"cold cache: {chapters} {STARTED}" in cold.log
+    assert len(_pool(cache, "taken")) == chapters == cold.executed
+    assert not _pool(cache, "ready") and _no_kernel_left(cache)
+    # A warm cache: whether a chapter runs is known only once it is prepared; none ahead.
+    warm = sphinx_build(tiny_book, tmp_path / "warm", cache)
+    assert warm.returncode == 0 and STARTED not in warm.log and warm.executed == 0
+
+
+def test_builds_sharing_a_cold_cache_start_the_kernels_once_and_leave_none(tiny_book, tmp_path):
+    builds = both_editions_at_once(tiny_book, tmp_path)
+    assert all(build.returncode == 0 for build in builds.values())
+    logs = [build.log for build in builds.values()]
+    assert sum(STARTED in log for log in logs) == 1
+    cache = tmp_path / "cache"
+    executed = sum(build.executed for build in builds.values())
+    # Each edition's chapter is its own notebook here: both run, each in a kernel ahead
+    # or, once those are taken, a kernel of its own.
+    assert len(_pool(cache, "taken")) == _executing_chapters(tiny_book) <= executed
+    assert not _pool(cache, "ready") and _no_kernel_left(cache)
