@@ -4,15 +4,20 @@ a cache, none on a warm cache, none left running."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
 import pytest
+from jupyter_client import BlockingKernelClient
 
 from conftest import both_editions_at_once, sphinx_build
+from coursebook.execute.warm_kernels import _take_waiting_kernel, make_pool
 from coursebook.prepare.chapters import executes_when_read
 
-pytestmark = pytest.mark.slow
 
 STARTED = "chapter kernels started ahead"
 
@@ -31,6 +36,7 @@ def _no_kernel_left(cache: Path) -> bool:
                    for process in psutil.process_iter(["cmdline"]))
 
 
+@pytest.mark.slow
 def test_a_cold_build_starts_each_chapters_kernel_ahead_and_its_chapters_take_them(
         tiny_book, tmp_path):
     chapters = _executing_chapters(tiny_book)
@@ -46,6 +52,7 @@ def test_a_cold_build_starts_each_chapters_kernel_ahead_and_its_chapters_take_th
     assert warm.returncode == 0 and STARTED not in warm.log and warm.executed == 0
 
 
+@pytest.mark.slow
 def test_builds_sharing_a_cold_cache_start_the_kernels_once_and_leave_none(tiny_book, tmp_path):
     builds = both_editions_at_once(tiny_book, tmp_path)
     assert all(build.returncode == 0 for build in builds.values())
@@ -57,3 +64,39 @@ def test_builds_sharing_a_cold_cache_start_the_kernels_once_and_leave_none(tiny_
     # or, once those are taken, a kernel of its own.
     assert len(_pool(cache, "taken")) == _executing_chapters(tiny_book) <= executed
     assert not _pool(cache, "ready") and _no_kernel_left(cache)
+
+
+def test_a_kernel_another_build_took_outlives_the_build_that_started_it(tmp_path):
+    """The pool is shared by builds on one cache; a kernel ends with the process that
+    started it, so that process waits, at its end, while the kernel's taker lives."""
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    starter = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys\nfrom pathlib import Path\n"
+         "from coursebook.execute.warm_kernels import start_waiting_kernel, stop_waiting_kernels\n"
+         f"pool = Path({str(pool)!r})\n"
+         f"kernel = start_waiting_kernel(pool, Path({str(tmp_path)!r}), [])\n"
+         "print('started', flush=True)\nsys.stdin.readline()\n"
+         "stop_waiting_kernels(pool, [kernel])\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert starter.stdout.readline().strip() == "started"
+    kernel = _take_waiting_kernel(pool, str(tmp_path))
+    assert kernel is not None
+    starter.stdin.write("\n")
+    starter.stdin.flush()  # the starter's build ends: it stops its kernels
+
+    client = BlockingKernelClient()
+    client.load_connection_info({**kernel["connection"],
+                                 "key": kernel["connection"]["key"].encode()})
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        printed = []
+        client.execute_interactive("print(6 * 7)", timeout=30, output_hook=lambda message:
+                                   printed.append(message["content"].get("text", "")))
+        assert "42" in "".join(printed) and starter.poll() is None
+    finally:
+        client.stop_channels()
+    os.kill(kernel["pid"], signal.SIGKILL)  # as nbclient stops it once its chapter ends
+    assert starter.wait(timeout=10) == 0

@@ -13,9 +13,11 @@ verified as in every build. A warm cache decides per chapter, which is known onl
 the chapter is prepared: no kernel is started ahead then.
 
 Builds that start together on one cache (both editions) start kernels once: the first
-takes a lock for its life. They execute at least one notebook per chapter of that build,
-and every execution takes a waiting kernel, so none is left over but by a chapter that
-fails before it runs; kernels nobody took are stopped when the build ends.
+takes a lock for its life, and the chapters of both take them. They execute at least one
+notebook per chapter of that build, and every execution takes a waiting kernel, so none
+is left over but by a chapter that fails before it runs; kernels nobody took are stopped
+when the build ends. A kernel ends with the process that started it: that build, at its
+end, waits while the other build's reader that took one runs its chapter.
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ def start_kernels_ahead(app: Sphinx, config: Config) -> None:
 
 
 def stop_kernels_ahead(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: the kernels no chapter took are stopped; the lock released."""
+    """``build-finished``: kernels no chapter took are stopped, those another build took
+    waited for; the lock released."""
     if _started:
         stop_waiting_kernels(Path(os.environ[POOL_ENV]), _started)
         _started.clear()

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -70,13 +71,7 @@ class _AdoptedProcess:
         self.pid = pid
 
     def poll(self) -> int | None:
-        import psutil
-
-        try:
-            running = psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            running = False
-        return None if running else 0
+        return None if _alive(self.pid) else 0
 
     def wait(self) -> int:
         return 0  # the keeper, its parent, collects its exit status
@@ -101,10 +96,15 @@ def _take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
             continue  # another reader took it
         if cwd is not None and Path(kernel["cwd"]) != Path(cwd).resolve():
             continue
+        taken = pool / "taken" / ready.name
         try:
-            ready.rename(pool / "taken" / ready.name)
+            ready.rename(taken)
         except OSError:
             continue  # another reader took it
+        # Who took it: the process that started it waits for this one before it ends.
+        kernel["taker"] = os.getpid()
+        taken.with_suffix(".tmp").write_text(json.dumps(kernel))
+        taken.with_suffix(".tmp").rename(taken)
         return kernel
     return None
 
@@ -160,23 +160,32 @@ def start_waiting_kernel(pool: Path, cwd: Path, imports: list[str]) -> subproces
     return process
 
 
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def stop_waiting_kernels(pool: Path, started: list[subprocess.Popen]) -> None:
-    """Stop the kernels of ``started`` that nobody took; collect the exit of all."""
-    waiting = set()
+    """Stop the kernels of ``started``. One that another build took (the pool is shared)
+    would end with this process, its parent: wait while its taker lives (nbclient stops it
+    after its chapter). Those nobody took are stopped at once."""
     for ready in (pool / "ready").glob("*.json"):
-        try:
-            waiting.add(json.loads(ready.read_text())["pid"])
-            ready.unlink()
-        except OSError:
-            continue  # taken meanwhile
+        ready.unlink(missing_ok=True)  # not to be taken any more
+    takers = {}
+    for taken in (pool / "taken").glob("*.json"):
+        record = json.loads(taken.read_text())
+        takers[record["pid"]] = record.get("taker")
     for process in started:
-        if process.pid in waiting and process.poll() is None:
-            process.terminate()
-    for process in started:
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+        taker = takers.get(process.pid)
+        while taker and process.poll() is None and _alive(taker):
+            time.sleep(0.1)
+        if process.poll() is None:
             process.kill()
+        process.wait()
 
 
 class KernelKeeper:
