@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from coursebook.execute.outside_sphinx import read_conf
-from coursebook.execute.warm_kernels import KernelKeeper
+from coursebook.execute.warm_kernels import KernelKeeper, connection_of
 from coursebook.process.forked_builds import build_modules, import_modules, run_build
 
 
@@ -84,9 +84,9 @@ def test_a_waiting_kernel_imported_ahead_into_its_process_not_into_the_cells_nam
         waiting_kernel):
     from jupyter_client import BlockingKernelClient
 
-    connection = dict(waiting_kernel["connection"])
+    connection = connection_of(waiting_kernel)
     client = BlockingKernelClient()
-    client.load_connection_info(connection)
+    client.load_connection_info({**connection, "key": connection["key"].encode()})
     client.start_channels()
     messages: list[dict] = []
     try:

@@ -1,11 +1,12 @@
-"""Kernels started as a cold build starts: one for each chapter it will execute.
+"""Kernels started as a cold build starts, for the first chapters it will execute.
 
 A reader starts a chapter's kernel when it reaches the chapter, once Sphinx has loaded
 its extensions and read the environment, about a second into a build here, while the
 other core idles; starting Python, ipykernel and torch then lies on the path of the
 longest chapter. When the execution cache has no database yet, every chapter a build
-reads will execute, so this build starts their kernels as soon as its configuration is
-read, in a pool its readers take them from: the preview's pool, provisioner and
+reads will execute, so this build starts kernels as soon as its configuration is read,
+one per chapter up to the number of chapters it executes at once (``-j``), in a pool its
+readers take them from: the preview's pool, provisioner and
 launcher (:mod:`coursebook.execute.warm_kernels`), importing ``coursebook_kernel_imports``
 into the kernel's process (never the namespace the chapter runs in). A kernel taken
 runs one chapter from the top and is stopped after it, like any other; the outputs are
@@ -78,8 +79,9 @@ def start_kernels_ahead(app: Sphinx, config: Config) -> None:
     make_pool(pool)
     offer_waiting_kernels(pool)
     imports = book_config(config).kernel_imports
-    _started.extend(start_waiting_kernel(pool, folder, imports)
-                    for folder in chapter_folders(app, config))
+    # As many as run at once (-j): a kernel waiting holds its memory, torch imported.
+    folders = chapter_folders(app, config)[:max(app.parallel, 1)]
+    _started.extend(start_waiting_kernel(pool, folder, imports) for folder in folders)
     logger.info(f"cold cache: {len(_started)} chapter kernels started ahead")
 
 

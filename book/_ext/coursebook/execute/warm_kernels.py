@@ -27,7 +27,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from jupyter_client.connect import write_connection_file
 from jupyter_client.provisioning import LocalProvisioner
 
 from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
@@ -115,11 +114,12 @@ class WarmKernelProvisioner(LocalProvisioner):
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):
         pool = os.environ.get(POOL_ENV)
         kernel = _take_waiting_kernel(Path(pool), kwargs.get("cwd")) if pool else None
-        if kernel is None:
+        connection = connection_of(kernel) if kernel is not None else None
+        if connection is None:
             return await super().launch_kernel(cmd, **kwargs)
         self.process = _AdoptedProcess(kernel["pid"])
         self.pid = self.pgid = kernel["pid"]  # its own process group
-        info = dict(kernel["connection"])
+        info = dict(connection)
         info["key"] = info["key"].encode()
         self.connection_info = info
         return info
@@ -142,22 +142,36 @@ def offer_waiting_kernels(pool: Path) -> None:
 
 
 def start_waiting_kernel(pool: Path, cwd: Path, imports: list[str]) -> subprocess.Popen:
-    """A kernel started in ``cwd`` with ``imports`` done, put in the pool."""
+    """A kernel started in ``cwd`` with ``imports`` done, put in the pool.
+
+    The kernel binds its own ports and writes the connection file once it has: ports
+    chosen here would stay free only until the kernel binds them, seconds later under
+    load, while other kernels and their clients take ports too.
+    """
     name = uuid.uuid4().hex
-    connection_file, connection = write_connection_file(
-        str(pool / "connections" / f"{name}.json"), ip="127.0.0.1",
-        key=uuid.uuid4().hex.encode())
-    connection = {k: v.decode() if isinstance(v, bytes) else v for k, v in connection.items()}
+    connection_file = (pool / "connections" / f"{name}.json").resolve()
     # Its parent is this process: ipykernel ends the kernel when this process ends.
     process = subprocess.Popen(
-        [sys.executable, "-c", launcher(imports), "-f", connection_file, *KERNEL_ARGUMENTS],
+        [sys.executable, "-c", launcher(imports), "-f", str(connection_file),
+         *KERNEL_ARGUMENTS],
         cwd=cwd, env={**os.environ, "JPY_PARENT_PID": str(os.getpid())},
         stdin=subprocess.DEVNULL, start_new_session=True)
     ready = pool / "ready" / f"{name}.json"
     ready.with_suffix(".tmp").write_text(json.dumps(
-        {"pid": process.pid, "cwd": str(cwd.resolve()), "connection": connection}))
+        {"pid": process.pid, "cwd": str(cwd.resolve()), "connection_file": str(connection_file)}))
     ready.with_suffix(".tmp").rename(ready)
     return process
+
+
+def connection_of(kernel: dict) -> dict | None:
+    """The connection the kernel wrote once its ports were bound (None: it died first)."""
+    path = Path(kernel["connection_file"])
+    while _alive(kernel["pid"]):
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            time.sleep(0.05)  # not written yet, or being written
+    return None
 
 
 def _alive(pid: int) -> bool:
