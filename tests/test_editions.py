@@ -127,3 +127,31 @@ def test_a_chapter_is_read_again_when_its_verified_versions_change(tmp_path):
     (tmp_path / "expected" / "torch-2.14.1").mkdir()
     (tmp_path / "expected" / "torch-2.14.1" / "pt01.txt").write_text("")
     assert collector.get_outdated_docs(app, env, set(), set(), set()) == ["pt01"]
+
+
+@pytest.mark.parametrize("chapters, pages", [(2, 4), (3, 4), (1, 6), (2, 5)])
+def test_each_reader_reads_its_executing_chapter_last(tmp_path, chapters, pages):
+    """With -j 2, chapters that execute are spread over the readers and read last in
+    their runs (their kernels start while the pages before them are read)."""
+    from types import SimpleNamespace
+
+    from sphinx.util.parallel import make_chunks
+
+    from coursebook.prepare.chapters import executes_when_read, spread_chapters_over_readers
+
+    chapter_text = (BOOK / "pt01.md").read_text()
+    for index in range(chapters):
+        (tmp_path / f"chapter{index}.md").write_text(chapter_text)
+    for index in range(pages):
+        (tmp_path / f"page{index}.md").write_text(f"# Page {index}\n")
+    docnames = sorted(path.stem for path in tmp_path.glob("*.md"))
+    env = SimpleNamespace(doc2path=lambda docname: tmp_path / f"{docname}.md")
+    spread_chapters_over_readers(SimpleNamespace(parallel=2), env, docnames)
+
+    runs = [[docnames[i] for i in chunk] for chunk in make_chunks(list(range(len(docnames))), 2)]
+    executing = [[executes_when_read(tmp_path / f"{d}.md") for d in run] for run in runs]
+    assert sum(map(sum, executing)) == chapters
+    for run in executing:
+        count = sum(run)
+        assert count <= -(-chapters // len(runs))  # spread: no run has more than its share
+        assert run[len(run) - count:] == [True] * count  # and read after the other pages

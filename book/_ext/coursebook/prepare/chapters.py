@@ -183,8 +183,10 @@ def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
 
     Sphinx hands each reading process a run of consecutive pages (in name order), so two
     chapters side by side would execute one after the other in one process. Each run
-    gets one executing chapter before any gets a second. Whether a page executes is read
-    from its file (a chapter that is not recorded); nothing is prepared here.
+    gets one executing chapter before any gets a second, at the run's end: the other
+    pages are read while its kernel starts (ahead, in a cold build), and nothing is left
+    to read once it has run. Whether a page executes is read from its file (a chapter
+    that is not recorded); nothing is prepared here.
     """
     if app.parallel < 2 or len(docnames) < 2:
         return
@@ -194,8 +196,9 @@ def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
         return executes_when_read(Path(env.doc2path(docname)))
 
     chunks = make_chunks(list(range(len(docnames))), app.parallel)
-    slots = [(chunk, place) for place in range(max(map(len, chunks)))
-             for chunk in range(len(chunks)) if place < len(chunks[chunk])]
+    # Places counted from each run's end: every run's last place first, then the next.
+    slots = [(chunk, len(chunks[chunk]) - 1 - back) for back in range(max(map(len, chunks)))
+             for chunk in range(len(chunks)) if back < len(chunks[chunk])]
     ordered = sorted(docnames, key=lambda docname: not executes(docname))  # stable
     runs: list[list[str]] = [[""] * len(chunk) for chunk in chunks]
     for docname, (chunk, place) in zip(ordered, slots):
