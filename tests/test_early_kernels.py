@@ -102,3 +102,11 @@ def test_a_kernel_another_build_took_outlives_the_build_that_started_it(tmp_path
         client.stop_channels()
     os.kill(kernel["pid"], signal.SIGKILL)  # as nbclient stops it once its chapter ends
     assert starter.wait(timeout=10) == 0
+
+
+def test_a_waiting_kernel_that_never_starts_is_stopped_and_not_taken(tmp_path):
+    """A chapter falls back to a kernel of its own rather than wait for ever."""
+    stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    kernel = {"pid": stuck.pid, "connection_file": str(tmp_path / "never-written.json")}
+    assert connection_of(kernel, timeout=0.5) is None
+    assert stuck.wait(timeout=10) == -signal.SIGKILL

@@ -163,13 +163,18 @@ def start_waiting_kernel(pool: Path, cwd: Path, imports: list[str]) -> subproces
     return process
 
 
-def connection_of(kernel: dict) -> dict | None:
-    """The connection the kernel wrote once its ports were bound (None: it died first)."""
+def connection_of(kernel: dict, timeout: float = 60) -> dict | None:
+    """The connection the kernel wrote once its ports were bound (None: it died first, or
+    has not started within ``timeout`` seconds, nbclient's own limit: it is stopped)."""
     path = Path(kernel["connection_file"])
+    deadline = time.monotonic() + timeout
     while _alive(kernel["pid"]):
         try:
             return json.loads(path.read_text())
         except (OSError, ValueError):
+            if time.monotonic() > deadline:
+                os.kill(kernel["pid"], signal.SIGKILL)
+                return None
             time.sleep(0.05)  # not written yet, or being written
     return None
 
