@@ -1,17 +1,19 @@
-"""Kernels started ahead of need, for the preview's code edits (``make preview``).
+"""Kernels started ahead of need: the preview's code edits (``make preview``) and a cold
+build's first chapters (:mod:`coursebook.execute.early_kernels`).
 
 A chapter executes in a fresh kernel; starting one and importing torch is most of what a
 one-cell edit costs. In the preview a *keeper* (the preview's own process) keeps one
 kernel started, the modules chapters spend their first seconds importing (torch, say:
 ``coursebook_preview_kernel_imports``) imported into its process but nothing run in its
 namespace, in a pool folder. jupyter_client starts every kernel through a *kernel
-provisioner* named by the kernel's spec: the preview's spec for ``python3`` (same command, found first through
-``JUPYTER_PATH``) names :class:`WarmKernelProvisioner`, which takes the waiting kernel
+provisioner* named by the kernel's spec: the pool's spec for ``python3`` (same command,
+found first through ``JUPYTER_PATH``) names :class:`WarmKernelProvisioner`, which takes the waiting kernel
 instead of starting one; the keeper starts the next at once. Each kernel is taken once,
 by one notebook, which it runs from the top, and is shut down after it, as nbclient
 does with any kernel: what a chapter prints does not depend on how its kernel started
 (its outputs are verified against the expected ones as in every build). Without a pool,
-or with no kernel waiting, the provisioner starts one as jupyter_client always does.
+or with no kernel waiting, the provisioner starts one as jupyter_client always does. A
+waiting kernel binds its own ports and writes its connection file once it has.
 """
 
 from __future__ import annotations
@@ -49,15 +51,18 @@ def launcher(imports: list[str]) -> str:
 
 
 def write_kernel_spec(pool: Path) -> Path:
-    """The preview's ``python3`` spec (the usual command, this provisioner); the folder
+    """The pool's ``python3`` spec (the usual command, this provisioner); the folder
     to put first on ``JUPYTER_PATH``."""
     share = pool / "share" / "jupyter"
     spec = share / "kernels" / "python3"
     spec.mkdir(parents=True, exist_ok=True)
-    (spec / "kernel.json").write_text(json.dumps({
+    # Written whole, then renamed: two builds on one cache write it while readers read it.
+    written = spec / f"kernel.json.{os.getpid()}"
+    written.write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (ipykernel)", "language": "python",
         "metadata": {"kernel_provisioner": {"provisioner_name": PROVISIONER}}}, indent=1))
+    written.replace(spec / "kernel.json")
     return share
 
 
