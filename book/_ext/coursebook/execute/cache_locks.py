@@ -24,13 +24,15 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 
-__all__ = ["create_cache", "notebook_lock", "hold_notebook_lock", "release_notebook_lock"]
+__all__ = ["cache_lock", "create_cache", "notebook_lock", "hold_notebook_lock",
+           "release_notebook_lock"]
 
 # The lock the page being read holds (Sphinx's per-page data: dropped after the page).
 _HELD = "coursebook_cache_lock"
 
 
-def _lock(cache_path: str | Path, name: str) -> FileLock:
+def cache_lock(cache_path: str | Path, name: str) -> FileLock:
+    """The cache's lock named ``name`` (under ``locks/``), not yet taken."""
     folder = Path(cache_path) / "locks"
     folder.mkdir(parents=True, exist_ok=True)
     return FileLock(folder / f"{name}.lock")
@@ -48,14 +50,14 @@ def create_cache(cache_path: str | Path) -> None:
     """Create the cache folder and its tables, once, however many builds start together."""
     from jupyter_cache import get_cache
 
-    with _lock(cache_path, "create"):
+    with cache_lock(cache_path, "create"):
         get_cache(str(cache_path)).db  # the tables are made on first use of the database
 
 
 @contextmanager
 def notebook_lock(cache_path: str | Path, notebook: nbformat.NotebookNode) -> Iterator[None]:
     """Hold the notebook's key while looking it up, executing and caching it."""
-    with _lock(cache_path, cache_key(cache_path, notebook)):
+    with cache_lock(cache_path, cache_key(cache_path, notebook)):
         yield
 
 
@@ -68,7 +70,7 @@ def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
     if app.config.nb_execution_mode != "cache" or not book_config(app.config).cache_locks:
         return
     cache_path = app.config.nb_execution_cache_path
-    lock = _lock(cache_path, cache_key(cache_path, notebook))
+    lock = cache_lock(cache_path, cache_key(cache_path, notebook))
     lock.acquire()
     app.env.temp_data[_HELD] = lock
 

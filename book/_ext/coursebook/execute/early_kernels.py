@@ -34,6 +34,7 @@ from sphinx.project import Project
 from sphinx.util import logging
 
 from coursebook.config import book_config
+from coursebook.execute.cache_locks import cache_lock
 from coursebook.execute.warm_kernels import (POOL_ENV, make_pool, offer_waiting_kernels,
                                              start_waiting_kernel, stop_waiting_kernels)
 from coursebook.prepare.chapters import executes_when_read
@@ -65,8 +66,7 @@ def start_kernels_ahead(app: Sphinx, config: Config) -> None:
     cache = Path(config.nb_execution_cache_path or Path(app.outdir).parent / ".jupyter_cache")
     if (cache / "global.db").exists():
         return
-    (cache / "locks").mkdir(parents=True, exist_ok=True)
-    lock = FileLock(cache / "locks" / "kernels-ahead.lock")
+    lock = cache_lock(cache, "kernels-ahead")
     pool = cache / "kernels-ahead"
     try:
         lock.acquire(timeout=0)
