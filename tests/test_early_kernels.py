@@ -1,13 +1,16 @@
 """A cold build starts its chapters' kernels as it starts (coursebook.execute.early_kernels):
-one per chapter it executes, taken by those chapters, started once for builds that share
-a cache, none on a warm cache, none left running."""
+a kernel forkserver, with one kernel per chapter it executes at once waiting, the others
+forked when asked; kernels taken by those chapters, each a process that ran nothing else;
+one server for builds that share a cache, none on a warm cache, no kernel left running."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -15,7 +18,10 @@ import pytest
 from jupyter_client import BlockingKernelClient
 
 from conftest import both_editions_at_once, sphinx_build
-from coursebook.execute.warm_kernels import _take_waiting_kernel, connection_of, make_pool
+from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
+from coursebook.execute.warm_kernels import (SERVER, _fork_kernel, _take_waiting_kernel,
+                                             connection_of, make_pool, start_kernel_forkserver,
+                                             stop_kernel_forkserver)
 from coursebook.prepare.chapters import executes_when_read
 
 
@@ -46,7 +52,8 @@ def test_a_cold_build_starts_each_chapters_kernel_ahead_and_its_chapters_take_th
     assert cold.returncode == 0, cold.log[-3000:]  # outputs verified as in every build
     ahead = min(chapters, os.cpu_count())  # as many as execute at once (-j auto)
     assert f"cold cache: {ahead} {STARTED}" in cold.log
-    assert len(_pool(cache, "taken")) == ahead and cold.executed == chapters
+    # Those waiting and the others, forked when their chapter asked: all from the server.
+    assert len(_pool(cache, "taken")) == cold.executed == chapters
     assert not _pool(cache, "ready") and _no_kernel_left(cache)
     # A warm cache: whether a chapter runs is known only once it is prepared; none ahead.
     warm = sphinx_build(tiny_book, tmp_path / "warm", cache)
@@ -61,10 +68,10 @@ def test_builds_sharing_a_cold_cache_start_the_kernels_once_and_leave_none(tiny_
     assert sum(STARTED in log for log in logs) == 1
     cache = tmp_path / "cache"
     executed = sum(build.executed for build in builds.values())
-    # Each edition's chapter is its own notebook here: both run, each in a kernel ahead
-    # or, once those are taken, a kernel of its own.
+    # Each edition's chapter is its own notebook here: both run, each in a kernel ahead,
+    # one the server forks when asked or, once the server has stopped, one of its own.
     ahead = min(_executing_chapters(tiny_book), os.cpu_count())
-    assert len(_pool(cache, "taken")) == ahead <= executed
+    assert ahead <= len(_pool(cache, "taken")) <= executed
     assert not _pool(cache, "ready") and _no_kernel_left(cache)
 
 
@@ -76,14 +83,18 @@ def test_a_kernel_another_build_took_outlives_the_build_that_started_it(tmp_path
     starter = subprocess.Popen(
         [sys.executable, "-c",
          "import sys\nfrom pathlib import Path\n"
-         "from coursebook.execute.warm_kernels import start_waiting_kernel, stop_waiting_kernels\n"
+         "from coursebook.execute.warm_kernels import (start_kernel_forkserver,\n"
+         "                                             stop_kernel_forkserver)\n"
          f"pool = Path({str(pool)!r})\n"
-         f"kernel = start_waiting_kernel(pool, Path({str(tmp_path)!r}), [])\n"
+         f"server = start_kernel_forkserver(pool, [], [Path({str(tmp_path)!r})])\n"
          "print('started', flush=True)\nsys.stdin.readline()\n"
-         "stop_waiting_kernels(pool, [kernel])\n"],
+         "stop_kernel_forkserver(pool, server)\n"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert starter.stdout.readline().strip() == "started"
-    kernel = _take_waiting_kernel(pool, str(tmp_path))
+    deadline = time.monotonic() + 60
+    while not (kernel := _take_waiting_kernel(pool, str(tmp_path))):
+        assert time.monotonic() < deadline, "no kernel was forked"
+        time.sleep(0.1)
     assert kernel is not None
     starter.stdin.write("\n")
     starter.stdin.flush()  # the starter's build ends: it stops its kernels
@@ -110,3 +121,102 @@ def test_a_waiting_kernel_that_never_starts_is_stopped_and_not_taken(tmp_path):
     kernel = {"pid": stuck.pid, "connection_file": str(tmp_path / "never-written.json")}
     assert connection_of(kernel, timeout=0.5) is None
     assert stuck.wait(timeout=10) == -signal.SIGKILL
+
+
+def _run(kernel: dict, code: str) -> str:
+    """What ``code`` prints in ``kernel``."""
+    connection = connection_of(kernel)
+    client = BlockingKernelClient()
+    client.load_connection_info({**connection, "key": connection["key"].encode()})
+    client.start_channels()
+    printed: list[str] = []
+    try:
+        client.wait_for_ready(timeout=60)
+        client.execute_interactive(code, timeout=30, output_hook=lambda message:
+                                   printed.append(message["content"].get("text", "")))
+    finally:
+        client.stop_channels()
+    return "".join(printed)
+
+
+PROBE = ("import json, os, random, signal, sys\n"
+         "print(json.dumps({'cwd': os.getcwd(), 'path': sys.path, 'name': __name__,\n"
+         "    'main': repr(sys.modules['__main__']), 'own session': os.getsid(0) == os.getpid(),\n"
+         "    'parent': os.environ['JPY_PARENT_PID'] == str(os.getppid()),\n"
+         "    'signals': [str(signal.getsignal(n)) for n in signal.valid_signals() if n < 32],\n"
+         "    'env': sorted((k, v) for k, v in os.environ.items() if k != 'JPY_PARENT_PID'),\n"
+         "    'names': sorted(dir()), 'modules': sorted(sys.modules), 'random': random.random()}))\n")
+
+
+def _probe(kernel_run) -> dict:
+    return json.loads(kernel_run(PROBE))
+
+
+def test_a_forked_kernel_is_as_a_fresh_one_but_for_the_modules_imported_ahead(
+        tmp_path, monkeypatch):
+    """A kernel the server forks, against one jupyter_client starts: the same folder,
+    import path, main module, session, signals and environment (the one asked for), an
+    empty namespace; more modules only those imported ahead and the server's own."""
+    from jupyter_client.manager import start_new_kernel
+
+    (tmp_path / "chapter").mkdir()
+    monkeypatch.setenv("ASKED", "1")
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path / "chapter"),
+                                       extra_arguments=KERNEL_ARGUMENTS)
+    try:
+        printed: list[str] = []
+        client.execute_interactive(PROBE, timeout=30, output_hook=lambda message:
+                                   printed.append(message["content"].get("text", "")))
+        fresh = json.loads("".join(printed))
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    server = start_kernel_forkserver(pool, ["colorsys"])
+    try:
+        kernel = _fork_kernel(pool, str(tmp_path / "chapter"),
+                              {**os.environ, "PYTHONHASHSEED": "0"})
+        forked = json.loads(_run(kernel, PROBE))
+    finally:
+        stop_kernel_forkserver(pool, server)
+    forked["env"].remove(["PYTHONHASHSEED", "0"])  # the environment asked for
+    server_modules = subprocess.run(
+        [sys.executable, "-c", "import sys; before = set(sys.modules)\n"
+         "import coursebook.execute.kernel_forkserver\nprint(*set(sys.modules) - before)"],
+        capture_output=True, text=True, check=True).stdout.split()
+    extra = set(forked.pop("modules")) - set(fresh.pop("modules"))
+    assert "colorsys" in extra and extra <= {"colorsys", *server_modules}
+    assert forked.pop("random") != fresh.pop("random")
+    assert forked == fresh
+
+
+def test_kernels_forked_from_one_server_share_no_state(tmp_path):
+    """Each chapter runs in a kernel that ran nothing else: what one kernel imported,
+    defined or drew at random is not in the next (Python's random reseeds at a fork)."""
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    server = start_kernel_forkserver(pool, [])
+    try:
+        first = _fork_kernel(pool, str(tmp_path), None)
+        before = _probe(lambda code: _run(first, code))
+        _run(first, "import wave\nleft = 1\n")
+        second = _fork_kernel(pool, str(tmp_path), None)
+        after = _probe(lambda code: _run(second, code))
+    finally:
+        stop_kernel_forkserver(pool, server)
+    assert first["pid"] != second["pid"]
+    assert "left" not in after["names"] and "wave" not in after["modules"]
+    assert after["random"] != before["random"]
+    assert not list(pool.glob("ready/*.json")) and _no_kernel_left(pool.parent)
+
+
+def test_a_chapter_starts_its_own_kernel_when_the_server_is_gone(tmp_path):
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    assert _fork_kernel(pool, str(tmp_path), None) is None  # no server was started
+    server = start_kernel_forkserver(pool, [])
+    (pool / SERVER).write_text(
+        (pool / SERVER).read_text().replace(str(server.pid), str(2 ** 22 + 1)))
+    server.kill()  # its socket unanswered, and its pid gone
+    assert _fork_kernel(pool, str(tmp_path), None) is None

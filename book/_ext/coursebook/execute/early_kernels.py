@@ -1,24 +1,24 @@
-"""Kernels started as a cold build starts, for the first chapters it will execute.
+"""Kernels started as a cold build starts, for the chapters it will execute.
 
 A reader starts a chapter's kernel when it reaches the chapter, once Sphinx has loaded
 its extensions and read the environment, about a second into a build here, while the
 other core idles; starting Python, ipykernel and torch then lies on the path of the
-longest chapter. When the execution cache has no database yet, every chapter a build
-reads will execute, so this build starts kernels as soon as its configuration is read,
-one per chapter up to the number of chapters it executes at once (``-j``), in a pool its
-readers take them from: the preview's pool, provisioner and
-launcher (:mod:`coursebook.execute.warm_kernels`), importing ``coursebook_kernel_imports``
-into the kernel's process (never the namespace the chapter runs in). A kernel taken
-runs one chapter from the top and is stopped after it, like any other; the outputs are
-verified as in every build. A warm cache decides per chapter, which is known only once
-the chapter is prepared: no kernel is started ahead then.
+longest chapter, and is paid again for every notebook. When the execution cache has no
+database yet, every chapter a build reads will execute, so this build starts a kernel
+forkserver as soon as its configuration is read (the preview's pool, provisioner and
+server: :mod:`coursebook.execute.warm_kernels`). The server imports
+``coursebook_kernel_imports`` once (into its process, never the namespace a chapter runs
+in) and forks one kernel per chapter up to the number of chapters the build executes at
+once (``-j``) into the pool at once; every other chapter's kernel is forked when the
+chapter asks. A kernel runs one chapter from the top and is stopped after it, like any
+other; the outputs are verified as in every build. A warm cache decides per chapter,
+which is known only once the chapter is prepared: no server is started then.
 
-Builds that start together on one cache (both editions) start kernels once: the first
-takes a lock for its life, and the chapters of both take them. They execute at least one
-notebook per chapter of that build, and every execution takes a waiting kernel, so none
-is left over but by a chapter that fails before it runs; kernels nobody took are stopped
-when the build ends. A kernel ends with the process that started it: that build, at its
-end, waits while the other build's reader that took one runs its chapter.
+Builds that start together on one cache (both editions) start one server: the first
+takes a lock for its life, and the chapters of both take its kernels. Kernels nobody
+took are stopped when the build that started the server ends; a kernel ends with the
+server, so that build, at its end, waits while the other build's reader that took one
+runs its chapter. The other build's chapters asking after that start kernels of their own.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from sphinx.util import logging
 from coursebook.config import book_config
 from coursebook.execute.cache_locks import cache_lock
 from coursebook.execute.warm_kernels import (POOL_ENV, make_pool, offer_waiting_kernels,
-                                             start_waiting_kernel, stop_waiting_kernels)
+                                             start_kernel_forkserver, stop_kernel_forkserver)
 from coursebook.prepare.chapters import executes_when_read
 
 logger = logging.getLogger(__name__)
 
-# This build's kernels and the lock that makes it the one starting them (main process).
-_started: list[subprocess.Popen] = []
+# This build's kernel forkserver and the lock that makes it the one starting it (main process).
+_server: list[subprocess.Popen] = []
 _lock: list[FileLock] = []
 
 
@@ -78,18 +78,16 @@ def start_kernels_ahead(app: Sphinx, config: Config) -> None:
     _lock.append(lock)
     make_pool(pool)
     offer_waiting_kernels(pool)
-    imports = book_config(config).kernel_imports
-    # As many as run at once (-j): a kernel waiting holds its memory, torch imported.
+    # As many waiting as run at once (-j); the server forks the others when asked.
     folders = chapter_folders(app, config)[:max(app.parallel, 1)]
-    _started.extend(start_waiting_kernel(pool, folder, imports) for folder in folders)
-    logger.info(f"cold cache: {len(_started)} chapter kernels started ahead")
+    _server.append(start_kernel_forkserver(pool, book_config(config).kernel_imports, folders))
+    logger.info(f"cold cache: {len(folders)} chapter kernels started ahead")
 
 
 def stop_kernels_ahead(app: Sphinx, exception: Exception | None) -> None:
     """``build-finished``: kernels no chapter took are stopped, those another build took
     waited for; the lock released."""
-    if _started:
-        stop_waiting_kernels(Path(os.environ[POOL_ENV]), _started)
-        _started.clear()
+    while _server:
+        stop_kernel_forkserver(Path(os.environ[POOL_ENV]), _server.pop())
     while _lock:
         _lock.pop().release()

@@ -1,29 +1,30 @@
 """Kernels started ahead of need: the preview's code edits (``make preview``) and a cold
-build's first chapters (:mod:`coursebook.execute.early_kernels`).
+build's chapters (:mod:`coursebook.execute.early_kernels`).
 
 A chapter executes in a fresh kernel; starting one and importing torch is most of what a
-one-cell edit costs. In the preview a *keeper* (the preview's own process) keeps one
-kernel started, the modules chapters spend their first seconds importing (torch, say:
-``coursebook_preview_kernel_imports``) imported into its process but nothing run in its
-namespace, in a pool folder. jupyter_client starts every kernel through a *kernel
-provisioner* named by the kernel's spec: the pool's spec for ``python3`` (same command,
-found first through ``JUPYTER_PATH``) names :class:`WarmKernelProvisioner`, which takes the waiting kernel
-instead of starting one; the keeper starts the next at once. Each kernel is taken once,
-by one notebook, which it runs from the top, and is shut down after it, as nbclient
-does with any kernel: what a chapter prints does not depend on how its kernel started
-(its outputs are verified against the expected ones as in every build). Without a pool,
-or with no kernel waiting, the provisioner starts one as jupyter_client always does. A
-waiting kernel binds its own ports and writes its connection file once it has.
+one-cell edit costs. A *kernel forkserver* (:mod:`coursebook.execute.kernel_forkserver`)
+imports ipykernel and the modules chapters spend their first seconds importing (torch,
+say) once, and forks kernels from itself: some at once into a pool folder's ``ready/``
+(a cold build's first chapters; the preview keeps one there), others when a chapter
+asks. jupyter_client starts every kernel through a *kernel provisioner* named by the
+kernel's spec: the pool's spec for ``python3`` (same command, found first through
+``JUPYTER_PATH``) names :class:`WarmKernelProvisioner`, which takes a waiting kernel, or
+has the pool's server fork one, instead of starting one. Each kernel is taken once, by
+one notebook, which it runs from the top, and is shut down after it, as nbclient does
+with any kernel: what a chapter prints does not depend on how its kernel started (its
+outputs are verified against the expected ones as in every build). Without a pool, or
+with its server gone, the provisioner starts one as jupyter_client always does.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -31,23 +32,12 @@ from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
 
+from coursebook.execute.kernel_forkserver import request_kernel, server_command
 from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
 
 POOL_ENV = "COURSEBOOK_KERNEL_POOL"
 PROVISIONER = "coursebook-warm-kernel"  # pyproject's jupyter_client.kernel_provisioners entry
-
-
-def launcher(imports: list[str]) -> str:
-    """The kernel's usual launcher, ``imports`` imported first into its process (not the
-    namespace the cells run in, which IPython makes afresh)."""
-    # ipykernel picks the inline backend through MPLBACKEND when it starts; matplotlib
-    # reads it when imported, so it is set (as ipykernel sets it) before the imports.
-    return ("import importlib, os, runpy\n"
-            "if not os.environ.get('MPLBACKEND'):\n"
-            "    os.environ['MPLBACKEND'] = 'module://matplotlib_inline.backend_inline'\n"
-            f"for name in {imports!r}:\n"
-            "    importlib.import_module(name)\n"
-            "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)")
+SERVER = "forkserver.json"  # in the pool: the server's pid and socket
 
 
 def write_kernel_spec(pool: Path) -> Path:
@@ -67,7 +57,7 @@ def write_kernel_spec(pool: Path) -> Path:
 
 
 class _AdoptedProcess:
-    """A waiting kernel taken over: the keeper started it, this build signals it."""
+    """A kernel the pool's server forked, taken over: this build signals it."""
 
     stdin = stdout = stderr = None
 
@@ -78,7 +68,7 @@ class _AdoptedProcess:
         return None if _alive(self.pid) else 0
 
     def wait(self) -> int:
-        return 0  # the keeper, its parent, collects its exit status
+        return 0  # the server, its parent, collects its exit status
 
     def send_signal(self, signum: int) -> None:
         os.kill(self.pid, signum)
@@ -88,6 +78,15 @@ class _AdoptedProcess:
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
+
+
+def _note_taken(pool: Path, name: str, kernel: dict) -> dict:
+    """Who took it: the process that started the server waits for this one before it ends."""
+    kernel["taker"] = os.getpid()
+    taken = pool / "taken" / f"{name}.json"
+    taken.with_suffix(".tmp").write_text(json.dumps(kernel))
+    taken.with_suffix(".tmp").rename(taken)
+    return kernel
 
 
 def _take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
@@ -100,25 +99,41 @@ def _take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
             continue  # another reader took it
         if cwd is not None and Path(kernel["cwd"]) != Path(cwd).resolve():
             continue
-        taken = pool / "taken" / ready.name
         try:
-            ready.rename(taken)
+            ready.rename(pool / "taken" / ready.name)
         except OSError:
             continue  # another reader took it
-        # Who took it: the process that started it waits for this one before it ends.
-        kernel["taker"] = os.getpid()
-        taken.with_suffix(".tmp").write_text(json.dumps(kernel))
-        taken.with_suffix(".tmp").rename(taken)
-        return kernel
+        return _note_taken(pool, ready.stem, kernel)
     return None
 
 
+def _fork_kernel(pool: Path, cwd: str | None, env: dict[str, str] | None) -> dict | None:
+    """A kernel the pool's server forks now, in ``cwd`` with ``env`` (None: no server)."""
+    try:
+        server = json.loads((pool / SERVER).read_text())
+    except (OSError, ValueError):
+        return None
+    name = uuid.uuid4().hex
+    kernel = {"cwd": str(Path(cwd or os.getcwd()).resolve()),
+              "connection_file": str((pool / "connections" / f"{name}.json").resolve())}
+    # The server binds its socket once started; until then a request finds no socket.
+    while (pid := request_kernel(Path(server["address"]), kernel["cwd"],
+                                 kernel["connection_file"], env)) is None:
+        if not _alive(server["pid"]):
+            return None
+        time.sleep(0.05)
+    return _note_taken(pool, name, {"pid": pid, **kernel})
+
+
 class WarmKernelProvisioner(LocalProvisioner):
-    """Takes the kernel the keeper started; or starts one, as jupyter_client does."""
+    """Takes a kernel the pool's server forked; or starts one, as jupyter_client does."""
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):
         pool = os.environ.get(POOL_ENV)
-        kernel = _take_waiting_kernel(Path(pool), kwargs.get("cwd")) if pool else None
+        kernel = None
+        if pool:
+            kernel = (_take_waiting_kernel(Path(pool), kwargs.get("cwd"))
+                      or _fork_kernel(Path(pool), kwargs.get("cwd"), kwargs.get("env")))
         connection = connection_of(kernel) if kernel is not None else None
         if connection is None:
             return await super().launch_kernel(cmd, **kwargs)
@@ -136,36 +151,31 @@ def make_pool(pool: Path) -> None:
         (pool / folder).mkdir(parents=True, exist_ok=True)
         for stale in (pool / folder).glob("*.json"):
             stale.unlink()
+    (pool / SERVER).unlink(missing_ok=True)
 
 
 def offer_waiting_kernels(pool: Path) -> None:
     """Kernels started by this process and its children (``-j`` readers, forked builds)
-    take a waiting kernel from ``pool`` when one is there."""
+    come from ``pool`` when its server is there."""
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         filter(None, [str(write_kernel_spec(pool)), os.environ.get("JUPYTER_PATH")]))
     os.environ[POOL_ENV] = str(pool)
 
 
-def start_waiting_kernel(pool: Path, cwd: Path, imports: list[str]) -> subprocess.Popen:
-    """A kernel started in ``cwd`` with ``imports`` done, put in the pool.
-
-    The kernel binds its own ports and writes the connection file once it has: ports
-    chosen here would stay free only until the kernel binds them, seconds later under
-    load, while other kernels and their clients take ports too.
-    """
-    name = uuid.uuid4().hex
-    connection_file = (pool / "connections" / f"{name}.json").resolve()
-    # Its parent is this process: ipykernel ends the kernel when this process ends.
-    process = subprocess.Popen(
-        [sys.executable, "-c", launcher(imports), "-f", str(connection_file),
-         *KERNEL_ARGUMENTS],
-        cwd=cwd, env={**os.environ, "JPY_PARENT_PID": str(os.getpid())},
-        stdin=subprocess.DEVNULL, start_new_session=True)
-    ready = pool / "ready" / f"{name}.json"
-    ready.with_suffix(".tmp").write_text(json.dumps(
-        {"pid": process.pid, "cwd": str(cwd.resolve()), "connection_file": str(connection_file)}))
-    ready.with_suffix(".tmp").rename(ready)
-    return process
+def start_kernel_forkserver(pool: Path, imports: list[str], ahead: list[Path] = (),
+                            keep: Path | None = None) -> subprocess.Popen:
+    """The pool's server, importing ``imports``: a kernel for each folder of ``ahead``
+    forked into ``ready/`` at once, one started in ``keep`` kept there, others on request.
+    It serves while this process lives."""
+    # A Unix socket's path is short (about 100 bytes): in a folder of its own, this user's.
+    address = Path(tempfile.mkdtemp(prefix="kernels-")) / "socket"
+    server = subprocess.Popen(
+        server_command(address, pool.resolve(), imports, KERNEL_ARGUMENTS, ahead, keep),
+        cwd=pool, stdin=subprocess.DEVNULL, start_new_session=True)
+    record = pool / SERVER
+    record.with_suffix(".tmp").write_text(json.dumps({"pid": server.pid, "address": str(address)}))
+    record.with_suffix(".tmp").rename(record)
+    return server
 
 
 def connection_of(kernel: dict, timeout: float = 60) -> dict | None:
@@ -193,23 +203,22 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def stop_waiting_kernels(pool: Path, started: list[subprocess.Popen]) -> None:
-    """Stop the kernels of ``started``. One that another build took (the pool is shared)
-    would end with this process, its parent: wait while its taker lives (nbclient stops it
-    after its chapter). Those nobody took are stopped at once."""
+def stop_kernel_forkserver(pool: Path, server: subprocess.Popen) -> None:
+    """Stop the pool's server, which stops its kernels. A kernel another build took (the
+    pool is shared) would end with it: wait while its taker lives (nbclient stops the
+    kernel after its chapter). Kernels nobody took are stopped at once."""
+    address = Path(json.loads((pool / SERVER).read_text())["address"])
+    (pool / SERVER).unlink()  # chapters asking from now on start kernels of their own
     for ready in (pool / "ready").glob("*.json"):
         ready.unlink(missing_ok=True)  # not to be taken any more
-    takers = {}
     for taken in (pool / "taken").glob("*.json"):
-        record = json.loads(taken.read_text())
-        takers[record["pid"]] = record.get("taker")
-    for process in started:
-        taker = takers.get(process.pid)
-        while taker and process.poll() is None and _alive(taker):
+        kernel = json.loads(taken.read_text())
+        taker = kernel.get("taker")
+        while taker and taker != os.getpid() and _alive(taker) and _alive(kernel["pid"]):
             time.sleep(0.1)
-        if process.poll() is None:
-            process.kill()
-        process.wait()
+    server.terminate()
+    server.wait()
+    shutil.rmtree(address.parent, ignore_errors=True)
 
 
 class KernelKeeper:
@@ -218,23 +227,12 @@ class KernelKeeper:
 
     def __init__(self, pool: Path, cwd: Path, imports: list[str]) -> None:
         self.pool, self.cwd, self.imports = pool, cwd.resolve(), imports
-        self.started: list[subprocess.Popen] = []
-        self._stop = threading.Event()
+        self.server: subprocess.Popen | None = None
         make_pool(pool)
-        self._thread = threading.Thread(target=self._keep, name="kernel-keeper", daemon=True)
 
     def start(self) -> None:
-        self._thread.start()
-
-    def _keep(self) -> None:
-        while not self._stop.wait(0.2):
-            self.started = [p for p in self.started if p.poll() is None]  # reaps the exited
-            if not any((self.pool / "ready").glob("*.json")):
-                self.started.append(start_waiting_kernel(self.pool, self.cwd, self.imports))
+        self.server = start_kernel_forkserver(self.pool, self.imports, keep=self.cwd)
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        for process in self.started:
-            if process.poll() is None:
-                process.terminate()
+        if self.server is not None:
+            stop_kernel_forkserver(self.pool, self.server)
