@@ -17,6 +17,11 @@ from __future__ import annotations
 
 
 def setup(app) -> dict:
+    # First of conf.py's extensions, the collector waits from here while the extension's
+    # imports (myst-nb, jupyter-cache) and the others load: process/long_lived.py.
+    from .process.long_lived import hold_collector
+
+    hold_collector()
     from .extension import setup as setup_extension
 
     return setup_extension(app)

@@ -22,7 +22,7 @@ from coursebook.prepare.editions import Edition, box_code_answers
 from coursebook.prepare.source_files import check_source_encodings
 from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
-from coursebook.process.long_lived import freeze_long_lived_objects, hold_collector
+from coursebook.process.long_lived import freeze_long_lived_objects
 from coursebook.process.quiet_log import quiet_config_dumps
 from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.build_stamp import add_build_stamp
@@ -56,8 +56,6 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
 
 
 def setup(app: Sphinx) -> dict:
-    # First of conf.py's extensions: the collector waits while the others load.
-    hold_collector()
     # --- Configuration and the objects Sphinx keeps per page -----------------------------
     BookConfig.register(app)
     app.add_directive("torch-version-changes", TorchVersionChanges)

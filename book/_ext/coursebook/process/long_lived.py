@@ -2,12 +2,13 @@
 
 A build imports every extension and loads its environment before its builder starts:
 hundreds of thousands of objects that live until it ends. Python's cyclic collector
-would walk them again and again while they are made (about a tenth of a warm rebuild's
-imports) and on each full collection after. This follows the ``gc`` module's advice for
-a process that forks without exec (Sphinx's readers): the collector is held from this
-extension's setup (loaded first, before myst-nb and the theme are imported), everything
-made so far is frozen (``gc.freeze``) once the builder is ready, and the collector runs
-again for what the build makes from then on.
+would walk them again and again while they are made (about a tenth of a warm rebuild)
+and on each full collection after. This follows the ``gc`` module's advice for a process
+that forks without exec (Sphinx's readers): the collector is held from this extension's
+setup (loaded first; held before the package imports its own modules, which import
+myst-nb, jupyter-cache and SQLAlchemy, and the theme after them), everything made so
+far is frozen (``gc.freeze``) once the builder is ready, and the collector runs again for
+what the build makes from then on.
 """
 
 from __future__ import annotations
