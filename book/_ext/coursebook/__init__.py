@@ -22,6 +22,11 @@ def setup(app) -> dict:
     from .process.long_lived import hold_collector
 
     hold_collector()
+    # On a cold cache, the server that forks the chapters' kernels starts importing torch
+    # on the other core while the extensions load: execute/early_kernels.py.
+    from .execute.early_kernels import start_kernel_server
+
+    start_kernel_server(app)
     from .extension import setup as setup_extension
 
     return setup_extension(app)

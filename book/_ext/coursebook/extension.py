@@ -11,7 +11,7 @@ from coursebook.config import BookConfig, book_config, check_runtimes_file
 from coursebook.execute.cache_check import check_execution_cache
 from coursebook.execute.cache_key import extension_version, set_execution_versions
 from coursebook.execute.cache_locks import release_notebook_lock
-from coursebook.execute.early_kernels import start_kernels_ahead, stop_kernels_ahead
+from coursebook.execute.early_kernels import check_kernel_server, stop_kernel_server
 from coursebook.execute.notebook_runs import run_chapters_here
 from coursebook.execute.read_chapters import ReadChapterCollector
 from coursebook.outputs import normalise_output_nodes
@@ -71,9 +71,9 @@ def setup(app: Sphinx) -> dict:
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution versions join the cache key; on a cold cache, the
-    #    chapters' kernels start while Sphinx goes on loading.
+    #    kernel forkserver (started at setup, coursebook/__init__.py) kept if it is of use.
     app.connect("config-inited", set_execution_versions)
-    app.connect("config-inited", start_kernels_ahead, priority=900)  # once the suffixes are merged
+    app.connect("config-inited", check_kernel_server, priority=900)  # once the suffixes are merged
     # 2. builder-inited: a broken runtimes file reported; last build's failure reports
     #    cleared; Ctrl-C ends the build in one line; compiled templates kept between
     #    builds; what the build keeps to its end (extensions, environment) set aside from
@@ -113,10 +113,10 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", add_colab_button, priority=600)
     app.connect("html-page-context", add_build_stamp)
     # 9. build-finished: student sources replace Sphinx's copies; a failed chapter sets
-    #    the exit status; kernels started ahead that no chapter took are stopped.
+    #    the exit status; the kernel forkserver stopped.
     app.connect("build-finished", replace_copied_sources)
     app.connect("build-finished", fail_build_on_failed_chapters)
-    app.connect("build-finished", stop_kernels_ahead)
+    app.connect("build-finished", stop_kernel_server)
     #    Last, once the exit status is known: what a clean build's book-wide pages came from.
     app.connect("build-finished", note_finished, priority=900)
     # Lab handouts (-t handout): answer boxes, one LaTeX document per chapter, covers; each

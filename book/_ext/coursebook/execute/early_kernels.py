@@ -1,24 +1,28 @@
-"""Kernels started as a cold build starts, for the chapters it will execute.
+"""A cold build's kernels, forked from one server started as the build starts.
 
 A reader starts a chapter's kernel when it reaches the chapter, once Sphinx has loaded
 its extensions and read the environment, about a second into a build here, while the
 other core idles; starting Python, ipykernel and torch then lies on the path of the
 longest chapter, and is paid again for every notebook. When the execution cache has no
-database yet, every chapter a build reads will execute, so this build starts a kernel
-forkserver as soon as its configuration is read (the preview's pool, provisioner and
-server: :mod:`coursebook.execute.warm_kernels`). The server imports
-``coursebook_kernel_imports`` once (into its process, never the namespace a chapter runs
-in) and forks one kernel per chapter up to the number of chapters the build executes at
-once (``-j``) into the pool at once; every other chapter's kernel is forked when the
-chapter asks. A kernel runs one chapter from the top and is stopped after it, like any
-other; the outputs are verified as in every build. A warm cache decides per chapter,
-which is known only once the chapter is prepared: no server is started then.
+database yet, every chapter a build reads will execute, so this extension's setup, the
+first of conf.py's, starts a kernel forkserver (the preview's pool, provisioner and
+server: :mod:`coursebook.execute.warm_kernels`) before myst-nb and the theme load. The
+server imports ``coursebook_kernel_imports`` once (into its process, never the namespace
+a chapter runs in) and forks each chapter's kernel when the chapter asks. A kernel runs
+one chapter from the top and is stopped after it, like any other; the outputs are
+verified as in every build. A warm cache decides per chapter, which is known only once
+the chapter is prepared: no server is started then.
+
+At setup myst-nb has not registered its settings yet: the two this needs are read as
+Sphinx will resolve them (a ``-D`` override, else ``conf.py``, else myst-nb's default).
+Once the configuration is whole (``config-inited``), a server whose settings do not
+hold, or that no chapter would use, is stopped.
 
 Builds that start together on one cache (both editions) start one server: the first
-takes a lock for its life, and the chapters of both take its kernels. Kernels nobody
-took are stopped when the build that started the server ends; a kernel ends with the
-server, so that build, at its end, waits while the other build's reader that took one
-runs its chapter. The other build's chapters asking after that start kernels of their own.
+takes a lock for its life, and the chapters of both take its kernels. A kernel ends with
+the server, so the build that started it, at its end, waits while the other build's
+reader that took one runs its chapter; the other build's chapters asking after that
+start kernels of their own.
 """
 
 from __future__ import annotations
@@ -29,11 +33,11 @@ from pathlib import Path, PurePosixPath
 
 from filelock import FileLock, Timeout
 from sphinx.application import Sphinx
-from sphinx.config import Config
+from sphinx.config import Config, eval_config_file
 from sphinx.project import Project
 from sphinx.util import logging
 
-from coursebook.config import book_config
+from coursebook.config import BookConfig
 from coursebook.execute.cache_locks import cache_lock
 from coursebook.execute.warm_kernels import (POOL_ENV, make_pool, offer_waiting_kernels,
                                              start_kernel_forkserver, stop_kernel_forkserver)
@@ -41,9 +45,17 @@ from coursebook.prepare.chapters import executes_when_read
 
 logger = logging.getLogger(__name__)
 
-# This build's kernel forkserver and the lock that makes it the one starting it (main process).
-_server: list[subprocess.Popen] = []
+# myst-nb's defaults for the settings read before it registers them.
+MYST_NB_DEFAULTS = {"nb_execution_mode": "auto", "nb_execution_cache_path": ""}
+
+# This build's kernel forkserver, the cache it serves and the lock that makes this build
+# the one starting it (main process).
+_server: list[tuple[subprocess.Popen, Path]] = []
 _lock: list[FileLock] = []
+
+
+def _cache_path(app: Sphinx, setting: str) -> Path:
+    return Path(setting or Path(app.outdir).parent / ".jupyter_cache")  # myst-nb's fallback
 
 
 def chapter_folders(app: Sphinx, config: Config) -> list[Path]:
@@ -59,35 +71,53 @@ def chapter_folders(app: Sphinx, config: Config) -> list[Path]:
     return folders
 
 
-def start_kernels_ahead(app: Sphinx, config: Config) -> None:
-    """``config-inited``: on a cold cache, a kernel started for each chapter to execute."""
-    if config.nb_execution_mode != "cache" or os.environ.get(POOL_ENV):
-        return  # not executing through the cache, or the preview keeps kernels waiting
-    cache = Path(config.nb_execution_cache_path or Path(app.outdir).parent / ".jupyter_cache")
-    if (cache / "global.db").exists():
+def start_kernel_server(app: Sphinx) -> None:
+    """This extension's setup: on a cold cache, the kernel forkserver starts importing."""
+    if os.environ.get(POOL_ENV):
+        return  # the preview keeps kernels waiting
+    conf_file = Path(app.confdir) / "conf.py"
+    conf = eval_config_file(conf_file, app.tags) if conf_file.is_file() else {}
+    setting = {name: app.config.overrides.get(name, conf.get(name, default))
+               for name, default in MYST_NB_DEFAULTS.items()}
+    cache = _cache_path(app, setting["nb_execution_cache_path"])
+    if setting["nb_execution_mode"] != "cache" or (cache / "global.db").exists():
         return
-    lock = cache_lock(cache, "kernels-ahead")
-    pool = cache / "kernels-ahead"
+    lock = cache_lock(cache, "kernels")
+    pool = cache / "kernels"
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        # Another build on this cache starts them; this one's chapters take them too (a
-        # notebook both share runs in whichever build reaches it first).
+        # Another build on this cache starts it; this one's chapters take its kernels too
+        # (a notebook both share runs in whichever build reaches it first).
         offer_waiting_kernels(pool)
         return
     _lock.append(lock)
     make_pool(pool)
     offer_waiting_kernels(pool)
-    # As many waiting as run at once (-j); the server forks the others when asked.
-    folders = chapter_folders(app, config)[:max(app.parallel, 1)]
-    _server.append(start_kernel_forkserver(pool, book_config(config).kernel_imports, folders))
-    logger.info(f"cold cache: {len(folders)} chapter kernels started ahead")
+    imports = BookConfig.from_namespace(conf).kernel_imports
+    _server.append((start_kernel_forkserver(pool, imports), cache))
 
 
-def stop_kernels_ahead(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: kernels no chapter took are stopped, those another build took
-    waited for; the lock released."""
+def check_kernel_server(app: Sphinx, config: Config) -> None:
+    """``config-inited``, once the source suffixes are merged: the server stays if the
+    settings read at setup hold and some chapter will execute."""
+    if not _server:
+        return
+    server, cache = _server[0]
+    chapters = len(chapter_folders(app, config))
+    if (config.nb_execution_mode == "cache" and chapters
+            and _cache_path(app, config.nb_execution_cache_path) == cache):
+        logger.info(f"cold cache: {chapters} chapter kernels forked from one server")
+    else:
+        logger.info("cold cache: no chapter to execute here; kernel server stopped")
+        stop_kernel_server(app, None)
+
+
+def stop_kernel_server(app: Sphinx, exception: Exception | None) -> None:
+    """``build-finished``: the server stopped, once the kernels another build took are
+    done; the lock released."""
     while _server:
-        stop_kernel_forkserver(Path(os.environ[POOL_ENV]), _server.pop())
+        server, cache = _server.pop()
+        stop_kernel_forkserver(cache / "kernels", server)
     while _lock:
         _lock.pop().release()

@@ -20,10 +20,10 @@ module imports only the standard library, so a kernel holds nothing of Sphinx or
 extension. The server ends when it is stopped or the process that started it ends, and
 stops its kernels then (and were it killed, ipykernel's parent poller would stop them:
 ``JPY_PARENT_PID``). Each request is a line of JSON on a Unix
-socket, answered with the kernel's pid: ``{"cwd", "connection_file", "env"?, "ready"?}``.
-A kernel binds its own ports and writes its connection file once it has. With ``ready``
-(and for ``--ahead`` and ``--keep``), the server puts a record of the kernel in the pool's
-``ready/`` folder (:mod:`coursebook.execute.warm_kernels` takes it from there).
+socket, answered with the kernel's pid: ``{"cwd", "connection_file", "env"}``. A kernel binds its
+own ports and writes its connection file once it has. With ``--keep``, the server keeps
+one kernel forked ahead, its record in the pool's ``ready/`` folder
+(:mod:`coursebook.execute.warm_kernels` takes it from there).
 """
 
 from __future__ import annotations
@@ -42,14 +42,12 @@ from pathlib import Path
 
 
 def server_command(address: Path, pool: Path, imports: list[str], kernel_arguments: list[str],
-                   ahead: list[Path] = (), keep: Path | None = None) -> list[str]:
+                   keep: Path | None = None) -> list[str]:
     """The command line of a server listening on ``address``, for the pool ``pool``."""
     command = [sys.executable, "-m", __name__, "--address", str(address), "--pool", str(pool),
                "--parent", str(os.getpid())]
     for name in imports:
         command += ["--import", name]
-    for folder in ahead:
-        command += ["--ahead", str(folder.resolve())]
     if keep is not None:
         command += ["--keep", str(keep.resolve())]
     return [*command, "--", *kernel_arguments]
@@ -87,13 +85,15 @@ def serve(args: argparse.Namespace) -> dict:
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     for name in [*args.imports, "ipykernel.kernelapp"]:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a chapter importing it gets the error, its own way
+            pass
     pool = args.pool
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(args.address))
     listener.listen()
-    pending = [{"cwd": cwd, "connection_file": _new_connection_file(pool), "ready": True}
-               for cwd in args.ahead]
+    pending: list[dict] = []
     kernels: set[int] = set()
     # Stopped (SIGTERM) or orphaned, the server stops its kernels: its own children, whose
     # pids it alone collects, so none is another process by then.
@@ -169,8 +169,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--parent", type=int, required=True, help="serve while this pid lives")
     parser.add_argument("--import", dest="imports", action="append", default=[],
                         help="a module every kernel imports first (repeatable)")
-    parser.add_argument("--ahead", action="append", default=[],
-                        help="fork a kernel started in this folder into the pool at once")
     parser.add_argument("--keep", help="keep one kernel started in this folder in the pool")
     parser.add_argument("kernel_arguments", nargs="*", help="ipykernel's arguments, after --")
     args = parser.parse_args(argv)

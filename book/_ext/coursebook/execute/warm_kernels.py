@@ -4,9 +4,8 @@ build's chapters (:mod:`coursebook.execute.early_kernels`).
 A chapter executes in a fresh kernel; starting one and importing torch is most of what a
 one-cell edit costs. A *kernel forkserver* (:mod:`coursebook.execute.kernel_forkserver`)
 imports ipykernel and the modules chapters spend their first seconds importing (torch,
-say) once, and forks kernels from itself: some at once into a pool folder's ``ready/``
-(a cold build's first chapters; the preview keeps one there), others when a chapter
-asks. jupyter_client starts every kernel through a *kernel provisioner* named by the
+say) once, and forks kernels from itself when a chapter asks (the preview keeps one
+forked ahead in a pool folder's ``ready/``). jupyter_client starts every kernel through a *kernel provisioner* named by the
 kernel's spec: the pool's spec for ``python3`` (same command, found first through
 ``JUPYTER_PATH``) names :class:`WarmKernelProvisioner`, which takes a waiting kernel, or
 has the pool's server fork one, instead of starting one. Each kernel is taken once, by
@@ -162,15 +161,14 @@ def offer_waiting_kernels(pool: Path) -> None:
     os.environ[POOL_ENV] = str(pool)
 
 
-def start_kernel_forkserver(pool: Path, imports: list[str], ahead: list[Path] = (),
+def start_kernel_forkserver(pool: Path, imports: list[str],
                             keep: Path | None = None) -> subprocess.Popen:
-    """The pool's server, importing ``imports``: a kernel for each folder of ``ahead``
-    forked into ``ready/`` at once, one started in ``keep`` kept there, others on request.
-    It serves while this process lives."""
+    """The pool's server, importing ``imports``: kernels forked on request, and one started
+    in ``keep`` kept in ``ready/``. It serves while this process lives."""
     # A Unix socket's path is short (about 100 bytes): in a folder of its own, this user's.
     address = Path(tempfile.mkdtemp(prefix="kernels-")) / "socket"
     server = subprocess.Popen(
-        server_command(address, pool.resolve(), imports, KERNEL_ARGUMENTS, ahead, keep),
+        server_command(address, pool.resolve(), imports, KERNEL_ARGUMENTS, keep),
         cwd=pool, stdin=subprocess.DEVNULL, start_new_session=True)
     record = pool / SERVER
     record.with_suffix(".tmp").write_text(json.dumps({"pid": server.pid, "address": str(address)}))
