@@ -190,3 +190,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if path.stem not in STAGE_OF:
             raise pytest.UsageError(f"{path.name}: name its pipeline stage in conftest.STAGES")
         item.add_marker(STAGE_OF[path.stem])
+
+
+def run_in_kernel(kernel: dict, code: str) -> tuple[str, str]:
+    """``code`` run in a pool's kernel (coursebook.execute.warm_kernels): its reply's
+    status and what it printed."""
+    from jupyter_client import BlockingKernelClient
+
+    from coursebook.execute.warm_kernels import connection_of
+
+    connection = connection_of(kernel)
+    client = BlockingKernelClient()
+    client.load_connection_info({**connection, "key": connection["key"].encode()})
+    client.start_channels()
+    printed: list[str] = []
+    try:
+        client.wait_for_ready(timeout=60)
+        reply = client.execute_interactive(code, timeout=60, output_hook=lambda message:
+                                           printed.append(message["content"].get("text", "")))
+    finally:
+        client.stop_channels()
+    return reply["content"]["status"], "".join(printed)

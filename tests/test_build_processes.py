@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_in_kernel
 from coursebook.execute.outside_sphinx import read_conf
-from coursebook.execute.warm_kernels import KernelKeeper, connection_of
+from coursebook.execute.warm_kernels import KernelKeeper
 from coursebook.process.forked_builds import build_modules, import_modules, run_build
 
 
@@ -89,21 +89,9 @@ def waiting_kernel(tmp_path):
 
 def test_a_waiting_kernel_imported_ahead_into_its_process_not_into_the_cells_namespace(
         waiting_kernel):
-    from jupyter_client import BlockingKernelClient
-
-    connection = connection_of(waiting_kernel)
-    client = BlockingKernelClient()
-    client.load_connection_info({**connection, "key": connection["key"].encode()})
-    client.start_channels()
-    messages: list[dict] = []
-    try:
-        client.wait_for_ready(timeout=60)
-        code = ("import os, sys\n"
-                "print('colorsys' in sys.modules, 'colorsys' in dir(), os.environ['MPLBACKEND'])")
-        reply = client.execute_interactive(code, timeout=60, output_hook=messages.append)
-    finally:
-        client.stop_channels()
-    assert reply["content"]["status"] == "ok"
-    text = "".join(m["content"].get("text", "") for m in messages if m["msg_type"] == "stream")
+    code = ("import os, sys\n"
+            "print('colorsys' in sys.modules, 'colorsys' in dir(), os.environ['MPLBACKEND'])")
+    status, text = run_in_kernel(waiting_kernel, code)
+    assert status == "ok"
     assert text.split() == ["True", "False", "module://matplotlib_inline.backend_inline"]
     assert Path(waiting_kernel["cwd"]).is_dir()

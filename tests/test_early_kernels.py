@@ -14,9 +14,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from jupyter_client import BlockingKernelClient
 
-from conftest import both_editions_at_once, sphinx_build
+from conftest import both_editions_at_once, run_in_kernel, sphinx_build
 from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
 from coursebook.execute.warm_kernels import (SERVER, _fork_kernel, connection_of, make_pool,
                                              start_kernel_forkserver, stop_kernel_forkserver)
@@ -108,19 +107,7 @@ def test_a_kernel_another_build_took_outlives_the_build_that_started_it(tmp_path
     assert kernel is not None
     starter.stdin.write("\n")
     starter.stdin.flush()  # the starter's build ends: it stops its kernels
-
-    client = BlockingKernelClient()
-    connection = connection_of(kernel)
-    client.load_connection_info({**connection, "key": connection["key"].encode()})
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=60)
-        printed = []
-        client.execute_interactive("print(6 * 7)", timeout=30, output_hook=lambda message:
-                                   printed.append(message["content"].get("text", "")))
-        assert "42" in "".join(printed) and starter.poll() is None
-    finally:
-        client.stop_channels()
+    assert "42" in _run(kernel, "print(6 * 7)") and starter.poll() is None
     os.kill(kernel["pid"], signal.SIGKILL)  # as nbclient stops it once its chapter ends
     assert starter.wait(timeout=10) == 0
 
@@ -135,18 +122,7 @@ def test_a_waiting_kernel_that_never_starts_is_stopped_and_not_taken(tmp_path):
 
 def _run(kernel: dict, code: str) -> str:
     """What ``code`` prints in ``kernel``."""
-    connection = connection_of(kernel)
-    client = BlockingKernelClient()
-    client.load_connection_info({**connection, "key": connection["key"].encode()})
-    client.start_channels()
-    printed: list[str] = []
-    try:
-        client.wait_for_ready(timeout=60)
-        client.execute_interactive(code, timeout=30, output_hook=lambda message:
-                                   printed.append(message["content"].get("text", "")))
-    finally:
-        client.stop_channels()
-    return "".join(printed)
+    return run_in_kernel(kernel, code)[1]
 
 
 PROBE = ("import json, os, random, signal, sys\n"

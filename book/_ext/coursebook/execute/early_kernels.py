@@ -33,12 +33,13 @@ from pathlib import Path, PurePosixPath
 
 from filelock import FileLock, Timeout
 from sphinx.application import Sphinx
-from sphinx.config import Config, eval_config_file
+from sphinx.config import Config
 from sphinx.project import Project
 from sphinx.util import logging
 
 from coursebook.config import BookConfig
 from coursebook.execute.cache_locks import cache_lock
+from coursebook.execute.outside_sphinx import read_conf
 from coursebook.execute.warm_kernels import (POOL_ENV, make_pool, offer_waiting_kernels,
                                              start_kernel_forkserver, stop_kernel_forkserver)
 from coursebook.prepare.chapters import executes_when_read
@@ -76,7 +77,7 @@ def start_kernel_server(app: Sphinx) -> None:
     if os.environ.get(POOL_ENV):
         return  # the preview keeps kernels waiting
     conf_file = Path(app.confdir) / "conf.py"
-    conf = eval_config_file(conf_file, app.tags) if conf_file.is_file() else {}
+    conf = read_conf(conf_file.parent, app.tags) if conf_file.is_file() else {}
     setting = {name: app.config.overrides.get(name, conf.get(name, default))
                for name, default in MYST_NB_DEFAULTS.items()}
     cache = _cache_path(app, setting["nb_execution_cache_path"])

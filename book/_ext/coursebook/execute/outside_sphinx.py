@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 
@@ -22,17 +23,20 @@ from coursebook.model.notebooks import notebook_to_myst, read_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.verify.expectations import cached_notebook
 
+if TYPE_CHECKING:
+    from sphinx.util.tags import Tags
+
 
 class ExecutionFailed(Exception):
     """The notebook did not execute to its end; it is not cached."""
 
 
-def read_conf(conf_dir: Path) -> dict:
-    """conf.py's names, as Sphinx evaluates the file (no tags set)."""
+def read_conf(conf_dir: Path, tags: Tags | None = None) -> dict:
+    """conf.py's names, as Sphinx evaluates the file (no tags set unless given)."""
     from sphinx.config import eval_config_file
     from sphinx.util.tags import Tags
 
-    return eval_config_file(conf_dir / "conf.py", Tags())
+    return eval_config_file(conf_dir / "conf.py", tags or Tags())
 
 
 @dataclass
