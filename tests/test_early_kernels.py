@@ -17,7 +17,7 @@ import pytest
 
 from conftest import both_editions_at_once, run_in_kernel, sphinx_build
 from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
-from coursebook.execute.warm_kernels import (SERVER, _fork_kernel, connection_of, make_pool,
+from coursebook.execute.warm_kernels import (SERVER, fork_kernel, connection_of, make_pool,
                                              start_kernel_forkserver, stop_kernel_forkserver)
 from coursebook.prepare.chapters import executes_when_read
 
@@ -103,7 +103,7 @@ def test_a_kernel_another_build_took_outlives_the_build_that_started_it(tmp_path
          "stop_kernel_forkserver(pool, server)\n"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert starter.stdout.readline().strip() == "started"
-    kernel = _fork_kernel(pool, str(tmp_path), None)  # as the other build's chapter asks
+    kernel = fork_kernel(pool, str(tmp_path), None)  # as the other build's chapter asks
     assert kernel is not None
     starter.stdin.write("\n")
     starter.stdin.flush()  # the starter's build ends: it stops its kernels
@@ -162,7 +162,7 @@ def test_a_forked_kernel_is_as_a_fresh_one_but_for_the_modules_imported_ahead(
     # A module that cannot be imported is left to the chapter that imports it.
     server = start_kernel_forkserver(pool, ["no_such_module_here", "colorsys"])
     try:
-        kernel = _fork_kernel(pool, str(tmp_path / "chapter"),
+        kernel = fork_kernel(pool, str(tmp_path / "chapter"),
                               {**os.environ, "PYTHONHASHSEED": "0"})
         forked = json.loads(_run(kernel, PROBE))
     finally:
@@ -185,10 +185,10 @@ def test_kernels_forked_from_one_server_share_no_state(tmp_path):
     make_pool(pool)
     server = start_kernel_forkserver(pool, [])
     try:
-        first = _fork_kernel(pool, str(tmp_path), None)
+        first = fork_kernel(pool, str(tmp_path), None)
         before = _probe(lambda code: _run(first, code))
         _run(first, "import wave\nleft = 1\n")
-        second = _fork_kernel(pool, str(tmp_path), None)
+        second = fork_kernel(pool, str(tmp_path), None)
         after = _probe(lambda code: _run(second, code))
     finally:
         stop_kernel_forkserver(pool, server)
@@ -201,9 +201,9 @@ def test_kernels_forked_from_one_server_share_no_state(tmp_path):
 def test_a_chapter_starts_its_own_kernel_when_the_server_is_gone(tmp_path):
     pool = tmp_path / "pool"
     make_pool(pool)
-    assert _fork_kernel(pool, str(tmp_path), None) is None  # no server was started
+    assert fork_kernel(pool, str(tmp_path), None) is None  # no server was started
     server = start_kernel_forkserver(pool, [])
     (pool / SERVER).write_text(
         (pool / SERVER).read_text().replace(str(server.pid), str(2 ** 22 + 1)))
     server.kill()  # its socket unanswered, and its pid gone
-    assert _fork_kernel(pool, str(tmp_path), None) is None
+    assert fork_kernel(pool, str(tmp_path), None) is None

@@ -5,12 +5,13 @@ A chapter executes in a fresh kernel; starting one and importing torch is most o
 one-cell edit costs. A *kernel forkserver* (:mod:`coursebook.execute.kernel_forkserver`)
 imports ipykernel and the modules chapters spend their first seconds importing (torch,
 say) once, and forks kernels from itself when a chapter asks (the preview keeps one
-forked ahead in a pool folder's ``ready/``). jupyter_client starts every kernel through a *kernel provisioner* named by the
-kernel's spec: the pool's spec for ``python3`` (same command, found first through
-``JUPYTER_PATH``) names :class:`WarmKernelProvisioner`, which takes a waiting kernel, or
-has the pool's server fork one, instead of starting one. Each kernel is taken once, by
-one notebook, which it runs from the top, and is shut down after it, as nbclient does
-with any kernel: what a chapter prints does not depend on how its kernel started (its
+forked ahead in a pool folder's ``ready/``). jupyter_client starts every kernel through
+a *kernel provisioner* named by the kernel's spec: the pool's spec for ``python3`` (same
+command, found first through ``JUPYTER_PATH``) names the one of
+:mod:`coursebook.execute.warm_kernel_provisioner`, which takes a waiting kernel, or has
+the pool's server fork one, instead of starting one. Each kernel is taken once, by one
+notebook, which it runs from the top, and is shut down after it, as nbclient does with
+any kernel: what a chapter prints does not depend on how its kernel started (its
 outputs are verified against the expected ones as in every build). Without a pool, or
 with its server gone, the provisioner starts one as jupyter_client always does.
 """
@@ -27,15 +28,13 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
-
-from jupyter_client.provisioning import LocalProvisioner
 
 from coursebook.execute.kernel_forkserver import request_kernel, server_command
 from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
 
 POOL_ENV = "COURSEBOOK_KERNEL_POOL"
-PROVISIONER = "coursebook-warm-kernel"  # pyproject's jupyter_client.kernel_provisioners entry
+PROVISIONER = "coursebook-warm-kernel"  # pyproject's jupyter_client.kernel_provisioners entry:
+# coursebook.execute.warm_kernel_provisioner, loaded by jupyter_client as a kernel starts
 SERVER = "forkserver.json"  # in the pool: the server's pid and socket
 
 
@@ -55,30 +54,6 @@ def write_kernel_spec(pool: Path) -> Path:
     return share
 
 
-class _AdoptedProcess:
-    """A kernel the pool's server forked, taken over: this build signals it."""
-
-    stdin = stdout = stderr = None
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-
-    def poll(self) -> int | None:
-        return None if _alive(self.pid) else 0
-
-    def wait(self) -> int:
-        return 0  # the server, its parent, collects its exit status
-
-    def send_signal(self, signum: int) -> None:
-        os.kill(self.pid, signum)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-
 def _note_taken(pool: Path, name: str, kernel: dict) -> dict:
     """Who took it: the process that started the server waits for this one before it ends."""
     kernel["taker"] = os.getpid()
@@ -88,7 +63,7 @@ def _note_taken(pool: Path, name: str, kernel: dict) -> dict:
     return kernel
 
 
-def _take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
+def take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
     """A waiting kernel started in ``cwd``, now this caller's alone (a rename is atomic);
     kernels started for another folder are left to the chapters there."""
     for ready in sorted((pool / "ready").glob("*.json")):
@@ -106,7 +81,7 @@ def _take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
     return None
 
 
-def _fork_kernel(pool: Path, cwd: str | None, env: dict[str, str] | None) -> dict | None:
+def fork_kernel(pool: Path, cwd: str | None, env: dict[str, str] | None) -> dict | None:
     """A kernel the pool's server forks now, in ``cwd`` with ``env`` (None: no server)."""
     try:
         server = json.loads((pool / SERVER).read_text())
@@ -118,30 +93,10 @@ def _fork_kernel(pool: Path, cwd: str | None, env: dict[str, str] | None) -> dic
     # The server binds its socket once started; until then a request finds no socket.
     while (pid := request_kernel(Path(server["address"]), kernel["cwd"],
                                  kernel["connection_file"], env)) is None:
-        if not _alive(server["pid"]):
+        if not process_alive(server["pid"]):
             return None
         time.sleep(0.05)
     return _note_taken(pool, name, {"pid": pid, **kernel})
-
-
-class WarmKernelProvisioner(LocalProvisioner):
-    """Takes a kernel the pool's server forked; or starts one, as jupyter_client does."""
-
-    async def launch_kernel(self, cmd: list[str], **kwargs: Any):
-        pool = os.environ.get(POOL_ENV)
-        kernel = None
-        if pool:
-            kernel = (_take_waiting_kernel(Path(pool), kwargs.get("cwd"))
-                      or _fork_kernel(Path(pool), kwargs.get("cwd"), kwargs.get("env")))
-        connection = connection_of(kernel) if kernel is not None else None
-        if connection is None:
-            return await super().launch_kernel(cmd, **kwargs)
-        self.process = _AdoptedProcess(kernel["pid"])
-        self.pid = self.pgid = kernel["pid"]  # its own process group
-        info = dict(connection)
-        info["key"] = info["key"].encode()
-        self.connection_info = info
-        return info
 
 
 def make_pool(pool: Path) -> None:
@@ -181,7 +136,7 @@ def connection_of(kernel: dict, timeout: float = 60) -> dict | None:
     has not started within ``timeout`` seconds, nbclient's own limit: it is stopped)."""
     path = Path(kernel["connection_file"])
     deadline = time.monotonic() + timeout
-    while _alive(kernel["pid"]):
+    while process_alive(kernel["pid"]):
         try:
             return json.loads(path.read_text())
         except (OSError, ValueError):
@@ -192,7 +147,7 @@ def connection_of(kernel: dict, timeout: float = 60) -> dict | None:
     return None
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     import psutil
 
     try:
@@ -212,7 +167,8 @@ def stop_kernel_forkserver(pool: Path, server: subprocess.Popen) -> None:
     for taken in (pool / "taken").glob("*.json"):
         kernel = json.loads(taken.read_text())
         taker = kernel.get("taker")
-        while taker and taker != os.getpid() and _alive(taker) and _alive(kernel["pid"]):
+        while (taker and taker != os.getpid() and process_alive(taker)
+               and process_alive(kernel["pid"])):
             time.sleep(0.1)
     server.terminate()
     server.wait()
