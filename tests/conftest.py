@@ -169,7 +169,7 @@ STAGES = {
     "model": ["test_museum", "test_recordings", "test_readiness", "test_runtimes",
               "test_versions", "test_layout"],
     "prepare": ["test_editions", "test_runtime_setup"],
-    "execute": ["test_concurrency", "test_shards", "test_early_kernels"],
+    "execute": ["test_concurrency", "test_shards", "test_early_kernels", "test_myst_nb_clients"],
     "verify": ["test_expectations", "test_expected_outputs_build", "test_execution_checks",
                "test_museum_build", "test_torch_versions", "test_outputs"],
     "render": ["test_downloads", "test_handouts", "test_pdf", "test_pdf_headings",

@@ -18,10 +18,15 @@ from __future__ import annotations
 
 def setup(app) -> dict:
     # First of conf.py's extensions, the collector waits from here while the extension's
-    # imports (myst-nb, jupyter-cache) and the others load: process/long_lived.py.
+    # imports (myst-nb) and the others load: process/long_lived.py.
     from .process.long_lived import hold_collector
 
     hold_collector()
+    # myst-nb's execution clients (jupyter-cache, SQLAlchemy, nbclient) are imported once a
+    # build has pages to read, not as myst-nb loads: execute/myst_nb_clients.py.
+    from .execute.myst_nb_clients import defer
+
+    defer()
     # On a cold cache, the server that forks the chapters' kernels starts importing torch
     # on the other core while the extensions load: execute/early_kernels.py.
     from .execute.early_kernels import start_kernel_server

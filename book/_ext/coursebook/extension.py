@@ -12,7 +12,7 @@ from coursebook.execute.cache_check import check_execution_cache
 from coursebook.execute.cache_key import extension_version, set_execution_versions
 from coursebook.execute.cache_locks import release_notebook_lock
 from coursebook.execute.early_kernels import check_kernel_server, stop_kernel_server
-from coursebook.execute.notebook_runs import run_chapters_here
+from coursebook.execute.myst_nb_clients import import_for_reading
 from coursebook.execute.read_chapters import ReadChapterCollector
 from coursebook.outputs import normalise_output_nodes
 from coursebook.prepare.answer_space import setup_answer_space
@@ -62,9 +62,6 @@ def setup(app: Sphinx) -> dict:
     # What each chapter's read leaves for later phases; it also asks, at env-get-outdated,
     # for the pages that failed to be read again.
     app.add_env_collector(ReadChapterCollector)
-    # myst-nb runs chapters through coursebook.execute.notebook_runs: a hung cell or a dead
-    # kernel is named, a flood of output is cut before it is cached.
-    run_chapters_here()
     quiet_config_dumps()
     # Sphinx's HTML builder, but a build that writes no page keeps the book-wide ones.
     app.add_builder(HTMLBuilderSkippingUnchangedFinish, override=True)
@@ -87,9 +84,13 @@ def setup(app: Sphinx) -> dict:
     #    (step 5), and every page when this extension's code changed (env_version below);
     #    the collector adds the pages that failed.
     # 4. env-before-read-docs, when there are pages to read: a page that is not UTF-8 stops
-    #    the build; the shared cache is created (once, however many builds start) and
-    #    repaired or refused; chapters that execute are dealt across the parallel readers.
+    #    the build; myst-nb's cache mode is imported (before the readers fork), running
+    #    chapters through coursebook.execute.notebook_runs (a hung cell or a dead kernel
+    #    named, a flood of output cut before it is cached); the shared cache is created
+    #    (once, however many builds start) and repaired or refused; chapters that execute
+    #    are dealt across the parallel readers.
     app.connect("env-before-read-docs", check_source_encodings)
+    app.connect("env-before-read-docs", import_for_reading)
     app.connect("env-before-read-docs", check_execution_cache)
     app.connect("env-before-read-docs", spread_chapters_over_readers)
     # 5. source-read, per page: the chapter is prepared once; this edition's notebook

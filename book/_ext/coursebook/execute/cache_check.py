@@ -55,12 +55,12 @@ def drop_unreadable_entries(cache) -> list[tuple[str, str]]:
 def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
     """``env-before-read-docs``: create the shared cache (before parallel readers race to
     it) and check it, when there is a page to read."""
-    from jupyter_cache import get_cache
-    from sqlalchemy.exc import SQLAlchemyError
-
     config = app.config
     if not docnames or config.nb_execution_mode != "cache" or not config.nb_execution_cache_path:
         return
+    from jupyter_cache import get_cache
+    from sqlalchemy.exc import SQLAlchemyError
+
     path = Path(config.nb_execution_cache_path)
     path.mkdir(parents=True, exist_ok=True)
     try:

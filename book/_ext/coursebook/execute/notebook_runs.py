@@ -129,22 +129,13 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
 _last_stop: StoppedRun | None = None
 
 
-def _run_for_myst_nb(notebook: nbformat.NotebookNode, **options):
+def run_for_myst_nb(notebook: nbformat.NotebookNode, **options):
+    """myst-nb's cache mode runs notebooks through this
+    (:mod:`coursebook.execute.myst_nb_clients`); how the run stopped is kept for
+    :func:`take_stopped_run`."""
     global _last_stop
     result, _last_stop = run_notebook(notebook, **options)
     return result
-
-
-def run_chapters_here() -> None:
-    """myst-nb's cache mode runs notebooks through :func:`run_notebook`.
-
-    myst-nb has no hook around execution; it calls ``single_nb_execution`` by the name
-    its cache module imported, so that name is pointed here (once, before ``-j`` forks
-    the readers).
-    """
-    from myst_nb.core.execute import cache
-
-    cache.single_nb_execution = _run_for_myst_nb
 
 
 def take_stopped_run(error: str | None) -> StoppedRun | None:

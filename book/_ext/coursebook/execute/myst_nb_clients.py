@@ -1,0 +1,84 @@
+"""myst-nb's execution clients, imported by the builds that read pages.
+
+myst-nb imports the modules of its execution clients (``myst_nb.core.execute.cache``,
+``.direct`` and ``.inline``) as it loads, and with them jupyter-cache, SQLAlchemy and
+nbclient: a sixth of a rebuild that reads no page, which never uses them. This
+extension's setup, before myst-nb loads, puts a stand-in where each of those modules
+goes (:func:`defer`): the one name myst-nb takes from each as it loads, a client class,
+makes a client of the real class. The modules are imported (:func:`import_now`) at
+``env-before-read-docs`` when a build has pages to read, before ``-j`` forks the readers,
+which then share them; or by whatever makes a client first.
+
+Imported, the cache mode runs chapters through :mod:`coursebook.execute.notebook_runs`:
+myst-nb has no hook around execution; it calls ``single_nb_execution`` by the name its
+module imported, so that name is pointed there.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import sys
+from types import ModuleType
+
+from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
+
+PACKAGE = "myst_nb.core.execute"
+# Each client module of PACKAGE, by the one name PACKAGE imports from it.
+CLIENTS = {"cache": "NotebookClientCache", "direct": "NotebookClientDirect",
+           "inline": "NotebookClientInline"}
+
+
+class _StandIn(ModuleType):
+    """What ``sys.modules`` holds for a client module until it is imported."""
+
+
+def _stand_in_class(module: str, name: str) -> type:
+    def __new__(cls, *args, **kwargs):
+        return getattr(import_now()[module], name)(*args, **kwargs)
+
+    return type(name, (), {"__new__": __new__, "__doc__": f"Stands in for myst-nb's {name}."})
+
+
+def defer() -> None:
+    """A stand-in in each client module's place, unless it is imported already (a
+    preview's build, forked from a process that imported it)."""
+    for module, name in CLIENTS.items():
+        if f"{PACKAGE}.{module}" not in sys.modules:
+            stand_in = _StandIn(f"{PACKAGE}.{module}", __doc__)
+            setattr(stand_in, name, _stand_in_class(module, name))
+            sys.modules[f"{PACKAGE}.{module}"] = stand_in
+
+
+def import_now() -> dict[str, ModuleType]:
+    """myst-nb's client modules, imported now where they were deferred; the cache mode's
+    chapters run through :func:`coursebook.execute.notebook_runs.run_for_myst_nb`."""
+    package = importlib.import_module(PACKAGE)
+    from coursebook.execute.notebook_runs import run_for_myst_nb
+
+    modules = {}
+    for module, name in CLIENTS.items():
+        full_name = f"{PACKAGE}.{module}"
+        stand_in = sys.modules[full_name]
+        if isinstance(stand_in, _StandIn):
+            spec = importlib.machinery.PathFinder.find_spec(full_name, package.__path__)
+            imported = importlib.util.module_from_spec(spec)
+            sys.modules[full_name] = imported
+            try:
+                spec.loader.exec_module(imported)
+            except BaseException:
+                sys.modules[full_name] = stand_in  # as a failed import leaves nothing behind
+                raise
+            setattr(package, module, imported)
+            setattr(package, name, getattr(imported, name))  # for create_client from now on
+        modules[module] = sys.modules[full_name]
+    modules["cache"].single_nb_execution = run_for_myst_nb
+    return modules
+
+
+def import_for_reading(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
+    """``env-before-read-docs``: a build with pages to read imports them before the
+    readers fork."""
+    if docnames:
+        import_now()

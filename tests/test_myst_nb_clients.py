@@ -1,0 +1,86 @@
+"""myst-nb's execution clients are imported when a build has pages to read, not as myst-nb
+loads (coursebook.execute.myst_nb_clients): a build that reads nothing never imports
+jupyter-cache, SQLAlchemy or nbclient; one that reads gets myst-nb's own client, running
+its chapters through coursebook.execute.notebook_runs."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from coursebook.execute.myst_nb_clients import CLIENTS, PACKAGE
+
+HEAVY = ["jupyter_cache", "sqlalchemy", "nbclient"]
+
+
+def _in_python(code: str) -> dict:
+    """What ``code`` (which prints one JSON value last) printed, run in a Python of its own."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "book" / "_ext")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("deferred", [True, False])
+def test_myst_nb_loads_without_jupyter_cache_sqlalchemy_or_nbclient(deferred):
+    # Without the stand-ins, loading myst-nb's Sphinx module imports all three: the
+    # check sees them.
+    loaded = _in_python(
+        "import json, sys\n"
+        "from coursebook.execute.myst_nb_clients import defer\n"
+        + ("defer()\n" if deferred else "")
+        + "import myst_nb.sphinx_\n"
+        f"print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))")
+    assert loaded == ([] if deferred else HEAVY)
+
+
+def test_a_client_made_before_the_import_is_myst_nbs_own_and_runs_chapters_here():
+    made = _in_python(
+        "import json, logging, sys\n"
+        "import nbformat\n"
+        "from coursebook.execute.myst_nb_clients import defer\n"
+        "defer()\n"
+        "import myst_nb.core.execute as execute\n"
+        "from myst_nb.core.config import NbParserConfig\n"
+        "from coursebook.execute.notebook_runs import run_for_myst_nb\n"
+        "client = execute.create_client(nbformat.v4.new_notebook(), '<string>',\n"
+        "    NbParserConfig(execution_mode='cache'), logging.getLogger('test'))\n"
+        "cache = sys.modules['myst_nb.core.execute.cache']\n"
+        "print(json.dumps([type(client).__module__, type(client).__name__,\n"
+        "    type(client) is execute.NotebookClientCache is cache.NotebookClientCache,\n"
+        "    cache.single_nb_execution is run_for_myst_nb, 'sqlalchemy' in sys.modules]))")
+    assert made == ["myst_nb.core.execute.cache", "NotebookClientCache", True, True, True]
+
+
+def test_the_stand_ins_are_the_names_myst_nb_takes_from_its_client_modules():
+    # A myst-nb that renames a client, adds one or stops calling single_nb_execution by
+    # that name fails here, not silently in a build.
+    package = Path(importlib.util.find_spec(PACKAGE).origin)
+    imported = {node.module: [alias.name for alias in node.names]
+                for node in ast.walk(ast.parse(package.read_text()))
+                if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module != "base"}
+    assert imported == {module: [name] for module, name in CLIENTS.items()}
+    cache = ast.parse((package.parent / "cache.py").read_text())
+    assert any(isinstance(node, ast.ImportFrom) and "single_nb_execution" in
+               [alias.name for alias in node.names] for node in ast.walk(cache))
+
+
+def test_a_build_imports_them_only_when_it_reads_pages(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "index.md").write_text("# Title\n\nText.\n")
+    build = (
+        "import json, sys\nfrom sphinx.application import Sphinx\n"
+        f"app = Sphinx({str(tmp_path / 'src')!r}, {str(ROOT)!r}, {str(tmp_path / 'out')!r},\n"
+        f"    {str(tmp_path / 'doctrees')!r}, 'html', status=None,\n"
+        f"    confoverrides={{'nb_execution_cache_path': {str(tmp_path / 'cache')!r}}})\n"
+        "app.build()\n"
+        f"print(json.dumps([app.statuscode, [n for n in {HEAVY!r} if n in sys.modules]]))")
+    assert _in_python(build) == [0, HEAVY]  # the page was read
+    assert _in_python(build) == [0, []]  # nothing to read
