@@ -174,7 +174,7 @@ STAGES = {
                "test_museum_build", "test_torch_versions", "test_outputs"],
     "render": ["test_downloads", "test_handouts", "test_pdf", "test_pdf_headings",
                "test_pdfcheck", "test_browser", "test_student_pages", "test_glossary",
-               "test_preview", "test_incremental_builds"],
+               "test_preview", "test_incremental_builds", "test_compiled_templates"],
     "audit": ["test_audit", "test_prose_overlap", "test_book"],
     "process": ["test_faults", "test_quiet_log", "test_build_processes"],
     "publish": ["test_workflows"],
