@@ -33,7 +33,9 @@ extensions = [
     "myst_nb",
     "sphinx_copybutton",
     "sphinx_design",
-    "sphinx-mathjax-offline",  # MathJax served with the book: math renders offline too
+    # MathJax served with the book: math renders offline too (copied as
+    # coursebook/render/offline_mathjax.py says).
+    "sphinx-mathjax-offline",
 ]
 
 root_doc = "index"
@@ -181,10 +183,3 @@ if tags.has("handout"):  # noqa: F821
 \pretocmd{\subsubsection}{\needspace{6\baselineskip}}{}{}
 """,
     }
-
-def setup(app):
-    # sphinx-mathjax-offline (0.0.2) only sets mathjax_path and copies MathJax when the build
-    # has finished; it keeps nothing per page, so parallel reading and writing are safe. It
-    # does not say so, and Sphinx then reads every page in one process (`-j` is ignored).
-    mathjax = app.extensions["sphinx-mathjax-offline"]
-    mathjax.parallel_read_safe = mathjax.parallel_write_safe = True

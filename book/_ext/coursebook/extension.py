@@ -30,6 +30,7 @@ from coursebook.render.compiled_templates import keep_compiled_templates
 from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
                                          replace_copied_sources)
 from coursebook.render.handouts import setup_handouts
+from coursebook.render.offline_mathjax import adopt_offline_mathjax
 from coursebook.render.unchanged_finish import HTMLBuilderSkippingUnchangedFinish, note_finished
 from coursebook.verify.chapter_checks import (check_executed_chapter, clear_execution_reports,
                                               compare_expected_outputs,
@@ -68,8 +69,10 @@ def setup(app: Sphinx) -> dict:
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution versions join the cache key; on a cold cache, the
-    #    kernel forkserver (started at setup, coursebook/__init__.py) kept if it is of use.
+    #    kernel forkserver (started at setup, coursebook/__init__.py) kept if it is of use;
+    #    sphinx-mathjax-offline (loaded after this extension) copies only what changed.
     app.connect("config-inited", set_execution_versions)
+    app.connect("config-inited", adopt_offline_mathjax)
     app.connect("config-inited", check_kernel_server, priority=900)  # once the suffixes are merged
     # 2. builder-inited: a broken runtimes file reported; last build's failure reports
     #    cleared; Ctrl-C ends the build in one line; compiled templates kept between
