@@ -32,7 +32,7 @@ def preview(tmp_path, built):
 def test_edits_reach_the_open_page_and_a_failed_build_keeps_the_last_good_one(preview, browser):
     from playwright.sync_api import expect
 
-    preview.wait_for_log("Waiting to detect changes")  # after the first build
+    preview.wait_until_serving()  # after the first build
     assert MESSAGE not in preview.log(), preview.log()[-4000:]
     page = browser.new_page()
     page.goto(f"{preview.url}/pt01.html")

@@ -248,8 +248,10 @@ class PreviewServer:
         self.wait(lambda: self.log().count(text) >= count, f"logged {text!r}")
 
     def page(self, name: str) -> str:
-        """The served page; "" while a build is rewriting it (its length changed mid-read)."""
+        """The served page; "" while a build is rewriting it (its length changed mid-read)
+        or before the server listens (it logs that it waits for changes a moment before)."""
         import http.client
+        import urllib.error
         import urllib.request
 
         try:
@@ -257,6 +259,15 @@ class PreviewServer:
                 return response.read().decode()
         except http.client.IncompleteRead:
             return ""
+        except urllib.error.URLError as error:
+            if isinstance(error.reason, ConnectionRefusedError):
+                return ""
+            raise
+
+    def wait_until_serving(self) -> None:
+        """Its first build done and its pages served."""
+        self.wait_for_log("Waiting to detect changes")
+        self.wait(lambda: bool(self.page("index.html")), "served its pages")
 
     def wait_for_page(self, name: str, text: str) -> None:
         self.wait(lambda: text in self.page(name), f"served {text!r} in {name}")
@@ -424,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
                                        *([] if warm else ["--no-warm-kernels"]))
                    for warm in (True, False)}
         for server in servers.values():
-            server.wait_for_log("Waiting to detect changes")
+            server.wait_until_serving()
 
         def idle(server: PreviewServer) -> Callable[[], None]:
             # Each save starts a build ("Rebuilding...") that ends serving ("Serving on").
