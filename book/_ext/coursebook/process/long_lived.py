@@ -6,7 +6,7 @@ would walk them again and again while they are made (about a tenth of a warm reb
 and on each full collection after. This follows the ``gc`` module's advice for a process
 that forks without exec (Sphinx's readers): the collector is held from this extension's
 setup (loaded first; held before the package imports its own modules, which import
-myst-nb, jupyter-cache and SQLAlchemy, and the theme after them), everything made so
+myst-nb, and the theme after them), everything made so
 far is frozen (``gc.freeze``) once the builder is ready, and the collector runs again for
 what the build makes from then on.
 """
