@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -212,3 +213,12 @@ def run_in_kernel(kernel: dict, code: str) -> tuple[str, str]:
     finally:
         client.stop_channels()
     return reply["content"]["status"], "".join(printed)
+
+
+def run_in_python(code: str):
+    """The JSON value ``code`` printed last, run in a Python of its own that imports the
+    extension (a build's imports and state stay out of the test process)."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "book" / "_ext")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -4,13 +4,9 @@ that a build before it compiled."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_in_python
 
 
 @pytest.mark.parametrize("kept", [True, False])
@@ -36,9 +32,6 @@ def test_a_build_into_a_clean_folder_compiles_no_template_compiled_before(tmp_pa
         f"first = build({str(tmp_path / 'a')!r})\ncompiled.clear()\n"
         f"second = build({str(tmp_path / 'b')!r})\n"
         "print(json.dumps([first, second, len([n for n in compiled if n])]))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "book" / "_ext")})
-    assert done.returncode == 0, done.stderr[-3000:]
-    first, second, compiled = json.loads(done.stdout.strip().splitlines()[-1])
+    first, second, compiled = run_in_python(code)
     assert (first, second) == (0, 0)
     assert (compiled == 0) if kept else (compiled > 10)

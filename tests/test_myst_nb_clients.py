@@ -7,32 +7,20 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_in_python
 from coursebook.execute.myst_nb_clients import CLIENTS, PACKAGE
 
 HEAVY = ["jupyter_cache", "sqlalchemy", "nbclient"]
-
-
-def _in_python(code: str) -> dict:
-    """What ``code`` (which prints one JSON value last) printed, run in a Python of its own."""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "book" / "_ext")})
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("deferred", [True, False])
 def test_myst_nb_loads_without_jupyter_cache_sqlalchemy_or_nbclient(deferred):
     # Without the stand-ins, loading myst-nb's Sphinx module imports all three: the
     # check sees them.
-    loaded = _in_python(
+    loaded = run_in_python(
         "import json, sys\n"
         "from coursebook.execute.myst_nb_clients import defer\n"
         + ("defer()\n" if deferred else "")
@@ -42,7 +30,7 @@ def test_myst_nb_loads_without_jupyter_cache_sqlalchemy_or_nbclient(deferred):
 
 
 def test_a_client_made_before_the_import_is_myst_nbs_own_and_runs_chapters_here():
-    made = _in_python(
+    made = run_in_python(
         "import json, logging, sys\n"
         "import nbformat\n"
         "from coursebook.execute.myst_nb_clients import defer\n"
@@ -82,5 +70,5 @@ def test_a_build_imports_them_only_when_it_reads_pages(tmp_path):
         f"    confoverrides={{'nb_execution_cache_path': {str(tmp_path / 'cache')!r}}})\n"
         "app.build()\n"
         f"print(json.dumps([app.statuscode, [n for n in {HEAVY!r} if n in sys.modules]]))")
-    assert _in_python(build) == [0, HEAVY]  # the page was read
-    assert _in_python(build) == [0, []]  # nothing to read
+    assert run_in_python(build) == [0, HEAVY]  # the page was read
+    assert run_in_python(build) == [0, []]  # nothing to read

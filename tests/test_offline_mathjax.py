@@ -4,13 +4,10 @@
 from __future__ import annotations
 
 import filecmp
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, run_in_python
 from coursebook.render.offline_mathjax import copy_changed_files
 
 
@@ -45,10 +42,7 @@ def test_an_html_build_serves_mathjax_and_reads_in_parallel(tmp_path):
         "    str(Path(module.__file__).parent / 'static' / 'mathjax'),\n"
         "    [l.handler.__module__ for l in app.events.listeners['build-finished']\n"
         "     if getattr(l.handler, '__module__', None) == module.__name__]]))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "book" / "_ext")})
-    assert done.returncode == 0, done.stderr[-3000:]
-    status, parallel, source, own_copies = json.loads(done.stdout.strip().splitlines()[-1])
+    status, parallel, source, own_copies = run_in_python(code)
     assert (status, parallel, own_copies) == (0, True, [])
     files = [path for path in Path(source).rglob("*") if path.is_file()]
     served = out / "html" / "_static" / "mathjax"
