@@ -87,11 +87,11 @@ def setup(app: Sphinx) -> dict:
     #    (step 5), and every page when this extension's code changed (env_version below);
     #    the collector adds the pages that failed.
     # 4. env-before-read-docs, when there are pages to read: a page that is not UTF-8 stops
-    #    the build; myst-nb's cache mode is imported (before the readers fork), running
-    #    chapters through coursebook.execute.notebook_runs (a hung cell or a dead kernel
-    #    named, a flood of output cut before it is cached); the shared cache is created
-    #    (once, however many builds start) and repaired or refused; chapters that execute
-    #    are dealt across the parallel readers.
+    #    the build; myst-nb's execution clients are imported (before the readers fork),
+    #    its cache mode running chapters through coursebook.execute.notebook_runs (a hung
+    #    cell or a dead kernel named, a flood of output cut before it is cached); the
+    #    shared cache is created (once, however many builds start) and repaired or
+    #    refused; chapters that execute are dealt across the parallel readers.
     app.connect("env-before-read-docs", check_source_encodings)
     app.connect("env-before-read-docs", import_for_reading)
     app.connect("env-before-read-docs", check_execution_cache)
