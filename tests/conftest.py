@@ -170,10 +170,11 @@ STAGES = {
     "model": ["test_museum", "test_recordings", "test_readiness", "test_runtimes",
               "test_versions", "test_layout"],
     "prepare": ["test_editions", "test_runtime_setup"],
-    "execute": ["test_concurrency", "test_shards", "test_early_kernels", "test_myst_nb_clients"],
+    "execute": ["test_concurrency", "test_shards", "test_kernel_pool", "test_myst_nb_clients"],
     "verify": ["test_expectations", "test_expected_outputs_build", "test_execution_checks",
                "test_museum_build", "test_torch_versions", "test_outputs"],
     "render": ["test_downloads", "test_handouts", "test_pdf", "test_pdf_headings",
+               "test_pdf_characters",
                "test_pdfcheck", "test_browser", "test_student_pages", "test_glossary",
                "test_preview", "test_incremental_builds", "test_compiled_templates",
                "test_offline_mathjax"],
@@ -195,11 +196,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def run_in_kernel(kernel: dict, code: str) -> tuple[str, str]:
-    """``code`` run in a pool's kernel (coursebook.execute.warm_kernels): its reply's
+    """``code`` run in a pool's kernel (coursebook.execute.kernel_pool): its reply's
     status and what it printed."""
     from jupyter_client import BlockingKernelClient
 
-    from coursebook.execute.warm_kernels import connection_of
+    from coursebook.execute.kernel_pool import connection_of
 
     connection = connection_of(kernel)
     client = BlockingKernelClient()
