@@ -59,7 +59,7 @@ instructor: venv ## Instructor edition, HTML -> _build/instructor/html/index.htm
 	$(call edition,$(SPHINX),instructor,$(BUILD))
 
 # At the same time, sharing one cache: a notebook both editions share (the museum's) runs
-# once, the other edition waits for it (coursebook.cache_locks), then takes it from the cache.
+# once, the other edition waits for it (coursebook.execute.shared_cache), then takes it from the cache.
 editions: venv ## Both HTML editions, built at the same time
 	$(MAKE) -j 2 html instructor
 

@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+
 from conftest import ROOT, run_in_kernel
-from coursebook.execute.outside_sphinx import read_conf
-from coursebook.execute.warm_kernels import KernelKeeper
+from coursebook.execute.fill_cache import read_conf
+from coursebook.execute.kernel_pool import KernelKeeper
 from coursebook.process.forked_builds import build_modules, import_modules, run_build
 
 

@@ -85,7 +85,7 @@ def _notebook(code: str):
 def test_a_notebook_lock_excludes_the_same_key_only(tmp_path):
     from filelock import FileLock, Timeout
 
-    from coursebook.execute.cache_locks import cache_key, notebook_lock
+    from coursebook.execute.shared_cache import cache_key, notebook_lock
 
     held, other = _notebook("print(1)"), _notebook("print(2)")
     with notebook_lock(tmp_path, held):
@@ -99,7 +99,7 @@ def test_the_cache_key_is_jupyter_caches_own(tmp_path):
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
-    from coursebook.execute.cache_locks import cache_key
+    from coursebook.execute.shared_cache import cache_key
 
     notebook = _notebook("print(1)")
     record = get_cache(str(tmp_path)).cache_notebook_bundle(
@@ -111,7 +111,7 @@ def test_creating_the_cache_makes_its_tables_before_readers_fork(tmp_path):
     """Parallel readers that find no tables all create them, and all but one fail."""
     import sqlite3
 
-    from coursebook.execute.cache_locks import create_cache
+    from coursebook.execute.shared_cache import create_cache
 
     create_cache(tmp_path / "cache")
     with sqlite3.connect(tmp_path / "cache" / "global.db") as db:

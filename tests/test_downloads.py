@@ -24,16 +24,22 @@ from myst_parser.config.main import MdParserConfig
 from nbclient.exceptions import CellExecutionError
 
 from conftest import BOOK, ROOT, book_machine_kinds, book_museum, sphinx_build
-from coursebook.prepare.chapters import edition_chapter
-from coursebook.render.downloads import (CAUGHT, CONVERTED, DOWNLOAD_KEY, catching,
-                                         download_notebook, run_all)
-from coursebook.prepare.editions import Edition
-from coursebook.verify.expectations import cell_keys, expectations_path, read_expectations
-from coursebook.model.notebooks import is_chapter_source
-from coursebook.outputs import normalise
-from coursebook.render.plain_markdown import PlainMarkdown, Target
 from coursebook.model.machine_kinds import environments_path, load_environments
+from coursebook.model.notebooks import is_chapter_source
+from coursebook.model.outputs import normalise
 from coursebook.model.recordings import recording_name
+from coursebook.prepare.chapters import edition_chapter
+from coursebook.prepare.editions import Edition
+from coursebook.render.downloads import (
+    CAUGHT,
+    CONVERTED,
+    DOWNLOAD_KEY,
+    catching,
+    download_notebook,
+    run_all,
+)
+from coursebook.render.plain_markdown import PlainMarkdown, Target
+from coursebook.verify.expectations import cell_keys, expectations_path, read_expectations
 
 # --- The two checks ---------------------------------------------------------------------
 

@@ -7,9 +7,9 @@ import pytest
 from jupyter_cache.cache.main import JupyterCacheBase
 
 from conftest import BOOK
-from coursebook.prepare.editions import ANSWER_CLASS, Edition, edition_notebook
 from coursebook.execute.cache_key import key_execution_versions
 from coursebook.model.notebooks import is_answer, is_chapter_source, notebook_to_myst, read_chapter
+from coursebook.prepare.editions import ANSWER_CLASS, Edition, edition_notebook
 
 PT01 = BOOK / "pt01.md"
 CHAPTERS = [path for path in sorted(BOOK.glob("*.md"))
@@ -114,15 +114,15 @@ def test_a_chapter_is_read_again_when_its_verified_versions_change(tmp_path):
     from types import SimpleNamespace
 
     from coursebook.config import PREFIX, BookConfig
-    from coursebook.execute.read_chapters import ReadChapter, ReadChapterCollector, read_chapters
+    from coursebook.page_state import PageState, PageStateCollector, page_states
 
     (tmp_path / "expected" / "torch-2.13.0").mkdir(parents=True)
     (tmp_path / "expected" / "torch-2.13.0" / "pt01.txt").write_text("")
     config = {PREFIX + name: value for name, value in vars(BookConfig()).items()}
     app = SimpleNamespace(srcdir=tmp_path, config=SimpleNamespace(**config))
     env = SimpleNamespace()
-    read_chapters(env)["pt01"] = ReadChapter(verified_versions=["2.13.0"])
-    collector = ReadChapterCollector()
+    page_states(env)["pt01"] = PageState(verified_versions=["2.13.0"])
+    collector = PageStateCollector()
     assert collector.get_outdated_docs(app, env, set(), set(), set()) == []
     (tmp_path / "expected" / "torch-2.14.1").mkdir()
     (tmp_path / "expected" / "torch-2.14.1" / "pt01.txt").write_text("")

@@ -1,5 +1,5 @@
 """A cold build forks its chapters' kernels from one server started as the build starts
-(coursebook.execute.early_kernels): each kernel a process that ran nothing else, one
+(coursebook.execute.kernel_pool_start): each kernel a process that ran nothing else, one
 server for builds that share a cache, none on a warm cache or when no chapter executes,
 no kernel left running."""
 
@@ -16,11 +16,16 @@ import psutil
 import pytest
 
 from conftest import both_editions_at_once, run_in_kernel, sphinx_build
+from coursebook.execute.kernel_pool import (
+    SERVER,
+    connection_of,
+    fork_kernel,
+    make_pool,
+    start_kernel_forkserver,
+    stop_kernel_forkserver,
+)
 from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
-from coursebook.execute.warm_kernels import (SERVER, fork_kernel, connection_of, make_pool,
-                                             start_kernel_forkserver, stop_kernel_forkserver)
 from coursebook.prepare.chapters import executes_when_read
-
 
 STARTED = "chapter kernels forked from one server"
 
@@ -95,7 +100,7 @@ def test_a_kernel_another_build_took_outlives_the_build_that_started_it(tmp_path
     starter = subprocess.Popen(
         [sys.executable, "-c",
          "import sys\nfrom pathlib import Path\n"
-         "from coursebook.execute.warm_kernels import (start_kernel_forkserver,\n"
+         "from coursebook.execute.kernel_pool import (start_kernel_forkserver,\n"
          "                                             stop_kernel_forkserver)\n"
          f"pool = Path({str(pool)!r})\n"
          "server = start_kernel_forkserver(pool, [])\n"

@@ -18,7 +18,7 @@ HEAVY = ["jupyter_cache", "sqlalchemy", "nbclient"]
 
 @pytest.mark.parametrize("deferred", [True, False])
 def test_myst_nb_loads_without_jupyter_cache_sqlalchemy_or_nbclient(deferred):
-    # Without the stand-ins, loading myst-nb's Sphinx module imports all three: the
+    # Without the placeholders, loading myst-nb's Sphinx module imports all three: the
     # check sees them.
     loaded = run_in_python(
         "import json, sys\n"
@@ -47,7 +47,7 @@ def test_a_client_made_before_the_import_is_myst_nbs_own_and_runs_chapters_here(
     assert made == ["myst_nb.core.execute.cache", "NotebookClientCache", True, True, True]
 
 
-def test_the_stand_ins_are_the_names_myst_nb_takes_from_its_client_modules():
+def test_the_placeholders_are_the_names_myst_nb_takes_from_its_client_modules():
     # A myst-nb that renames a client, adds one or stops calling single_nb_execution by
     # that name fails here, not silently in a build.
     package = Path(importlib.util.find_spec(PACKAGE).origin)

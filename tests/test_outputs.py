@@ -3,9 +3,16 @@ a page are cut to their start and end, verified whole by a digest."""
 
 import pytest
 
-from coursebook.execute.long_outputs import (CUT_MARKER, KEEP, LIMIT, as_displayed, cut,
-                                             cut_long_outputs, without_digest)
-from coursebook.outputs import normalise
+from coursebook.execute.long_outputs import (
+    CUT_MARKER,
+    KEEP,
+    LIMIT,
+    as_displayed,
+    cut,
+    cut_long_outputs,
+    without_digest,
+)
+from coursebook.model.outputs import normalise
 
 
 @pytest.mark.parametrize("raw, shown", [

@@ -11,13 +11,20 @@ import nbformat
 import pytest
 
 from conftest import BOOK, MACHINE_KINDS_FILE, ROOT, book_museum, load_tool, sphinx_build
-from coursebook.model.machine_kinds import (environments_path, load_environments,
-                                             load_machine_kinds, package_key)
+from coursebook.model.machine_kinds import environments_path, load_environments, load_machine_kinds
 from coursebook.model.notebooks import ACCELERATOR_ONLY_TAG, read_chapter
-from coursebook.outputs import MACHINE_PATH
+from coursebook.model.outputs import MACHINE_PATH
+from coursebook.model.recordings import (
+    PROVENANCE_KEY,
+    RecordingError,
+    attach_recordings,
+    load_recording,
+    load_recordings,
+    recorded_chapter,
+    runs_on,
+)
 from coursebook.model.runtimes import load_runtimes
-from coursebook.model.recordings import (PROVENANCE_KEY, RecordingError, attach_recordings,
-                                   load_recording, load_recordings, recorded_chapter, runs_on)
+from coursebook.model.versions import package_key
 
 RECORDINGS = BOOK / "recordings"
 SECOND_KIND = ROOT / "tests" / "fixtures" / "second_kind"
@@ -26,6 +33,7 @@ MACHINES = load_machine_kinds(MACHINE_KINDS_FILE)
 
 def _bridges_notebook():
     import torch
+
     from coursebook.prepare.chapters import edition_chapter
     from coursebook.prepare.editions import Edition
     return edition_chapter((BOOK / "bridges.md").read_text(), "bridges.md", Edition.STUDENT,

@@ -13,13 +13,14 @@ import nbformat
 import pytest
 import torch
 
-from conftest import BOOK, RUNTIMES_FILE, book_museum, load_tool, ROOT
-from coursebook.verify.expectations import CellOutput, expectations_path, read_expectations
+from conftest import BOOK, ROOT, RUNTIMES_FILE, book_museum, load_tool
 from coursebook.model.museum import write_records
 from coursebook.model.notebooks import is_chapter_source
-from coursebook.prepare.editions import Edition
 from coursebook.model.recordings import PROVENANCE_KEY
 from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release
+from coursebook.page_state import CellOutput
+from coursebook.prepare.editions import Edition
+from coursebook.verify.expectations import expectations_path, read_expectations
 
 BUILD_TORCH = release(torch.__version__)
 refresh = load_tool("refresh_runtimes")

@@ -15,10 +15,17 @@ from pathlib import Path
 import pytest
 
 from conftest import BOOK, ROOT, sphinx_build
-from coursebook.execute.outside_sphinx import ConfValues
-from coursebook.outputs import normalise
-from coursebook.execute.shards import (MANIFEST, Chapter, Shard, ShardError,
-                                       chapters_to_execute, deal, merge_shards)
+from coursebook.execute.fill_cache import ConfValues
+from coursebook.execute.shards import (
+    MANIFEST,
+    Chapter,
+    Shard,
+    ShardError,
+    chapters_to_execute,
+    deal,
+    merge_shards,
+)
+from coursebook.model.outputs import normalise
 
 SHARDS = ROOT / "tools" / "shards.py"
 ACCEPT = {"coursebook_accept_outputs": "1"}
@@ -108,7 +115,7 @@ def _joined_streams(outputs: list) -> list:
 
 def _cached_outputs(cache: Path) -> dict[str, list]:
     """Each cached notebook's code cell outputs, by jupyter-cache key, as the book shows
-    them (memory addresses and the kernel's temporary paths replaced: coursebook.outputs)."""
+    them (memory addresses and the kernel's temporary paths replaced: coursebook.model.outputs)."""
     from jupyter_cache import get_cache
 
     found = {}

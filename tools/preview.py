@@ -11,7 +11,7 @@ the last good ones (coursebook.process.preview). Chapters execute into the book'
 Each build is a process of its own, forked from this one, which imported Sphinx and the
 extensions once (coursebook.process.forked_builds). A code edit runs its chapter in a
 kernel started ahead of need, conf.py's coursebook_preview_kernel_imports (torch, ...)
-already imported into its process (coursebook.execute.warm_kernels); each kernel runs one
+already imported into its process (coursebook.execute.kernel_pool); each kernel runs one
 chapter, from the top, as in any build.
 """
 
@@ -23,8 +23,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from book_environment import (BUILD, EXHIBITS_DIR, MACHINE_KINDS_FILE, RECORDINGS_DIR, ROOT,
-                              sphinx_arguments, use_book_environment)
+from book_environment import (
+    BUILD,
+    EXHIBITS_DIR,
+    MACHINE_KINDS_FILE,
+    RECORDINGS_DIR,
+    ROOT,
+    sphinx_arguments,
+    use_book_environment,
+)
 
 use_book_environment("sphinx_autobuild")
 
@@ -33,8 +40,8 @@ from sphinx_autobuild.build import Builder  # noqa: E402
 from sphinx_autobuild.utils import show_message  # noqa: E402
 
 from coursebook.config import BookConfig  # noqa: E402
-from coursebook.execute.outside_sphinx import read_conf  # noqa: E402
-from coursebook.execute.warm_kernels import KernelKeeper, offer_waiting_kernels  # noqa: E402
+from coursebook.execute.fill_cache import read_conf  # noqa: E402
+from coursebook.execute.kernel_pool import KernelKeeper, offer_waiting_kernels  # noqa: E402
 from coursebook.process.forked_builds import build_modules, import_modules, run_build  # noqa: E402
 
 # Editors' swap and backup files, Python's bytecode (the kernels import book/_ext) and

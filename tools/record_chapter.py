@@ -34,8 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import (EXHIBITS_DIR, MACHINE_KINDS_FILE, find_python,  # noqa: E402
-                              use_book_environment)
+from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE, find_python, use_book_environment  # noqa: E402
 
 use_book_environment("nbclient")
 
@@ -43,22 +42,39 @@ import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
 
-from coursebook.model.machine_kinds import (MachineKind, MachineKindError,  # noqa: E402
-                                 RecordingEnvironment, environments_path, load_machine_kinds,
-                                 load_environments)
+from coursebook.exhibit_checks import SIDE_ENVIRONMENTS  # noqa: E402
+from coursebook.model.machine_kinds import (  # noqa: E402
+    MachineKind,
+    MachineKindError,
+    RecordingEnvironment,
+    environments_path,
+    load_environments,
+    load_machine_kinds,
+)
+from coursebook.model.museum import load_museum  # noqa: E402
+from coursebook.model.notebooks import (  # noqa: E402
+    cell_tags,
+    first_line,
+    is_answer,
+    read_chapter,
+    with_stable_ids,
+)
+from coursebook.model.outputs import normalise  # noqa: E402
+from coursebook.model.provenance import source_commit, today  # noqa: E402
+from coursebook.model.recordings import (  # noqa: E402
+    PROVENANCE_KEY,
+    RecordingError,
+    check_label,
+    code_hash,
+    load_recording,
+    recorded_chapter,
+    recording_path,
+    runs_on,
+)
+from coursebook.model.runtimes import RuntimeFileError, load_runtimes  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
-from coursebook.model.museum import load_museum  # noqa: E402
-from coursebook.exhibit_checks import SIDE_ENVIRONMENTS  # noqa: E402
-from coursebook.model.notebooks import (cell_tags, first_line, is_answer,  # noqa: E402
-                                        read_chapter, with_stable_ids)
-from coursebook.outputs import normalise  # noqa: E402
-from coursebook.model.runtimes import RuntimeFileError, load_runtimes  # noqa: E402
 from coursebook.verify.expectations import shown_text  # noqa: E402
-from coursebook.model.provenance import source_commit, today  # noqa: E402
-from coursebook.model.recordings import (PROVENANCE_KEY, RecordingError, check_label,  # noqa: E402
-                                   code_hash, load_recording, recorded_chapter, recording_path,
-                                   runs_on)
 
 VERSIONS = """
 import json, platform, sys
@@ -177,7 +193,7 @@ def run_python(python: Path, code: str, env: dict[str, str], *args: str) -> dict
 
 
 def normalised(cell: nbformat.NotebookNode) -> None:
-    """No machine paths or addresses in a committed output (coursebook.outputs' rules)."""
+    """No machine paths or addresses in a committed output (coursebook.model.outputs' rules)."""
     for output in cell.outputs:
         if "text" in output:
             output.text = normalise(output.text)

@@ -24,7 +24,9 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from book_environment import RUNTIMES_FILE  # noqa: E402
-from coursebook.model.runtimes import RuntimeFileError, load_runtimes, package_key  # noqa: E402
+
+from coursebook.model.runtimes import RuntimeFileError, load_runtimes  # noqa: E402
+from coursebook.model.versions import package_key  # noqa: E402
 
 COLAB_LISTS = ROOT.parent / "shared" / "colab-runtimes"
 _COLAB_SOURCE = re.compile(r"^googlecolab/backend-info@(?P<commit>[0-9a-f]{40}):(?P<file>[\w.-]+)$")

@@ -23,7 +23,7 @@ from book_environment import BUILD, ROOT, use_book_environment
 
 use_book_environment()
 
-from coursebook.execute.outside_sphinx import ConfValues, ExecutionFailed  # noqa: E402
+from coursebook.execute.fill_cache import ConfValues, ExecutionFailed  # noqa: E402
 from coursebook.execute.shards import Shard, ShardError, execute_shard, merge_shards  # noqa: E402
 from coursebook.model.faults import shown_path  # noqa: E402
 

@@ -28,30 +28,49 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import (EXHIBITS_DIR, find_python, MACHINE_KINDS_FILE, RUNTIMES_FILE,  # noqa: E402
-                              use_book_environment)
+from book_environment import (  # noqa: E402
+    EXHIBITS_DIR,
+    MACHINE_KINDS_FILE,
+    RUNTIMES_FILE,
+    find_python,
+    use_book_environment,
+)
 
 use_book_environment()
 
 import nbformat  # noqa: E402
 import torch  # noqa: E402
 from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
+from record_chapter import install_kernel  # noqa: E402
 
-from coursebook.prepare.chapters import edition_chapter  # noqa: E402
-from coursebook.render.downloads import run_all  # noqa: E402
-from coursebook.prepare.editions import Edition  # noqa: E402
-from coursebook.verify.expectations import (CellOutput, Expectations, accept, cell_keys,  # noqa: E402
-                                     compare, expectations_path, read_expectations,
-                                     shown_text, write_expectations)
 from coursebook.model.faults import BookError, shown_path  # noqa: E402
 from coursebook.model.machine_kinds import load_machine_kinds  # noqa: E402
-from coursebook.model.museum import (ErrorRecord, Exhibit, Wing, cell_origins,  # noqa: E402
-                                     load_museum, write_records)
+from coursebook.model.museum import (  # noqa: E402
+    ErrorRecord,
+    Exhibit,
+    Wing,
+    cell_origins,
+    load_museum,
+    write_records,
+)
 from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags, is_chapter_source, line_of  # noqa: E402
-from coursebook.outputs import normalise  # noqa: E402
+from coursebook.model.outputs import normalise  # noqa: E402
 from coursebook.model.recordings import recording_name  # noqa: E402
 from coursebook.model.runtimes import Runtime, load_runtimes, release  # noqa: E402
-from record_chapter import install_kernel  # noqa: E402
+from coursebook.page_state import CellOutput  # noqa: E402
+from coursebook.prepare.chapters import edition_chapter  # noqa: E402
+from coursebook.prepare.editions import Edition  # noqa: E402
+from coursebook.render.downloads import run_all  # noqa: E402
+from coursebook.verify.expectations import (
+    Expectations,
+    accept,
+    cell_keys,
+    compare,
+    expectations_path,
+    read_expectations,
+    shown_text,
+    write_expectations,  # noqa: E402
+)
 
 BOOK = ROOT / "book"
 EXPECTED = BOOK / "expected"

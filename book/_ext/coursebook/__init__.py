@@ -28,8 +28,8 @@ def setup(app) -> dict:
 
     defer()
     # On a cold cache, the server that forks the chapters' kernels starts importing torch
-    # on the other core while the extensions load: execute/early_kernels.py.
-    from .execute.early_kernels import start_kernel_server
+    # on the other core while the extensions load: execute/kernel_pool_start.py.
+    from .execute.kernel_pool_start import start_kernel_server
 
     start_kernel_server(app)
     from .extension import setup as setup_extension

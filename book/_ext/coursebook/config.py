@@ -20,7 +20,7 @@ from sphinx.config import Config
 from coursebook.model.machine_kinds import MachineKind, load_machine_kinds
 from coursebook.model.museum import Wing, load_museum
 from coursebook.model.runtimes import Runtime, RuntimeFileError, load_runtimes, reader_runtimes
-from coursebook.process.reporting import report_book_error
+from coursebook.reporting import report_book_error
 
 PREFIX = "coursebook_"
 
@@ -60,7 +60,7 @@ class BookConfig:
     # keeps the last good ones.
     preview: bool = _value(False, "", "a failed build stops before writing any page")
     preview_kernel_imports: list = _value(["torch"], "", "modules the preview's waiting kernels import ahead")
-    # A cold build forks its chapters' kernels from one server (coursebook.execute.early_kernels).
+    # A cold build forks its chapters' kernels from one server (coursebook.execute.kernel_pool_start).
     kernel_imports: list = _value(["torch"], "", "modules a cold build's kernel server imports: every chapter's")
     # --- Outputs: pages, downloads, handouts -----------------------------------------------
     repository_url: str = _value("", "html", "the GitHub repository whose branch serves the HTML")

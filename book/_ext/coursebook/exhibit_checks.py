@@ -13,7 +13,7 @@ import sys
 
 from IPython.display import Markdown, display
 
-from .outputs import normalise
+from .model.outputs import normalise
 from .worddiff import changes
 
 # The class of a "changed since" box; the book highlights the changed words in it.

@@ -10,36 +10,60 @@ from coursebook.audit.answer_leaks import check_answer_overlaps
 from coursebook.config import BookConfig, book_config, check_runtimes_file
 from coursebook.execute.cache_check import check_execution_cache
 from coursebook.execute.cache_key import extension_version, set_execution_versions
-from coursebook.execute.cache_locks import release_notebook_lock
-from coursebook.execute.early_kernels import check_kernel_server, stop_kernel_server
+from coursebook.execute.cached_chapters import enter_cache
+from coursebook.execute.kernel_pool_start import check_kernel_server, stop_kernel_server
 from coursebook.execute.myst_nb_clients import import_for_reading
-from coursebook.execute.read_chapters import ReadChapterCollector
-from coursebook.outputs import normalise_output_nodes
+from coursebook.execute.shared_cache import release_notebook_lock
+from coursebook.model.notebooks import notebook_to_myst
+from coursebook.page_state import PageStateCollector
 from coursebook.prepare.answer_space import setup_answer_space
-from coursebook.prepare.chapters import (edition_of, render_edition_source,
-                                         spread_chapters_over_readers)
+from coursebook.prepare.chapters import (
+    edition_of,
+    prepare_edition_source,
+    spread_chapters_over_readers,
+)
 from coursebook.prepare.editions import Edition, box_code_answers
 from coursebook.prepare.source_files import check_source_encodings
-from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.long_lived import freeze_long_lived_objects
-from coursebook.process.quiet_log import quiet_config_dumps
 from coursebook.process.preview import keep_last_good_pages
+from coursebook.process.quiet_log import quiet_config_dumps
 from coursebook.render.build_stamp import add_build_stamp
 from coursebook.render.compiled_templates import keep_compiled_templates
-from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
-                                         replace_copied_sources)
+from coursebook.render.downloads import (
+    add_colab_button,
+    offer_edition_notebook,
+    replace_copied_sources,
+)
+from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.render.handouts import setup_handouts
 from coursebook.render.offline_mathjax import adopt_offline_mathjax
+from coursebook.render.output_blocks import normalise_output_nodes
 from coursebook.render.unchanged_finish import HTMLBuilderSkippingUnchangedFinish, note_finished
-from coursebook.verify.chapter_checks import (check_executed_chapter, clear_execution_reports,
-                                              compare_expected_outputs,
-                                              fail_build_on_failed_chapters, keep_cell_outputs,
-                                              keep_execution_reports)
-from coursebook.verify.torch_versions import (TorchVersionChanges, add_verified_versions,
-                                              highlight_changed_boxes)
+from coursebook.verify.chapter_checks import (
+    check_executed_chapter,
+    clear_execution_reports,
+    compare_expected_outputs,
+    fail_build_on_failed_chapters,
+    keep_cell_outputs,
+    keep_execution_reports,
+)
+from coursebook.verify.torch_versions import (
+    TorchVersionChanges,
+    add_verified_versions,
+    highlight_changed_boxes,
+)
 
 __all__ = ["setup"]
+
+
+def _read_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
+    """``source-read``: myst-nb reads this edition's chapter, prepared, its cache key set
+    (and locked) by the execute stage, instead of the file's text."""
+    prepared = prepare_edition_source(app, docname, source)
+    if prepared is not None:
+        enter_cache(app, str(app.env.doc2path(docname)), prepared)
+        source[0] = notebook_to_myst(prepared.notebook)
 
 
 def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
@@ -62,7 +86,7 @@ def setup(app: Sphinx) -> dict:
     app.add_directive("torch-version-changes", TorchVersionChanges)
     # What each chapter's read leaves for later phases; it also asks, at env-get-outdated,
     # for the pages that failed to be read again.
-    app.add_env_collector(ReadChapterCollector)
+    app.add_env_collector(PageStateCollector)
     quiet_config_dumps()
     # Sphinx's HTML builder, but a build that writes no page keeps the book-wide ones.
     app.add_builder(HTMLBuilderSkippingUnchangedFinish, override=True)
@@ -99,7 +123,7 @@ def setup(app: Sphinx) -> dict:
     # 5. source-read, per page: the chapter is prepared once; this edition's notebook
     #    replaces its text, its inputs are noted as dependencies, and its cache key is
     #    locked until myst-nb has executed and cached it.
-    app.connect("source-read", render_edition_source)
+    app.connect("source-read", _read_edition_source)
     # 6. doctree-read, per page: the lock is released; outputs normalised, checked and
     #    kept with the page.
     app.connect("doctree-read", _read_chapter_done)

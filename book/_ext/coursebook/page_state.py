@@ -20,14 +20,31 @@ from sphinx.environment import BuildEnvironment
 from sphinx.environment.collectors import EnvironmentCollector
 
 from coursebook.config import book_config
-from coursebook.verify.expectations import CellOutput, verified_versions
+from coursebook.model.notebooks import first_line
+from coursebook.model.versions import verified_versions
+
+
+@dataclass(frozen=True)
+class CellOutput:
+    """One code cell of an executed chapter, as verification sees it."""
+
+    key: str
+    index: int
+    source: str
+    text: str
+    unverified: str = ""
+
+    @property
+    def first_line(self) -> str:
+        return first_line(nbformat.NotebookNode(source=self.source))
+
 
 # The current page's prepared chapter, from source-read to doctree-read.
 PREPARED = "coursebook_prepared"
 
 
 @dataclass
-class ReadChapter:
+class PageState:
     """One page as reading left it.
 
     ``notebook``: this edition's notebook as myst-nb executed it (no outputs); None for a
@@ -49,39 +66,39 @@ class ReadChapter:
     verified_versions: list[str] | None = None
 
 
-def read_chapters(env: BuildEnvironment) -> dict[str, ReadChapter]:
-    """Every page's :class:`ReadChapter`, by docname (pages that left nothing are absent)."""
-    if not hasattr(env, "coursebook_read_chapters"):
-        env.coursebook_read_chapters = {}
-    return env.coursebook_read_chapters
+def page_states(env: BuildEnvironment) -> dict[str, PageState]:
+    """Every page's :class:`PageState`, by docname (pages that left nothing are absent)."""
+    if not hasattr(env, "coursebook_page_states"):
+        env.coursebook_page_states = {}
+    return env.coursebook_page_states
 
 
-def read_chapter_of(env: BuildEnvironment, docname: str) -> ReadChapter:
+def page_state_of(env: BuildEnvironment, docname: str) -> PageState:
     """The page's entry, made on first use while it is read."""
-    return read_chapters(env).setdefault(docname, ReadChapter())
+    return page_states(env).setdefault(docname, PageState())
 
 
 def chapter_notebook(env: BuildEnvironment, docname: str) -> nbformat.NotebookNode | None:
     """The page's edition notebook as read; None for a page that is not a chapter, or
     could not be prepared (its error was reported when it was read)."""
-    chapter = read_chapters(env).get(docname)
+    chapter = page_states(env).get(docname)
     return None if chapter is None else chapter.notebook
 
 
 def mark_failed(env: BuildEnvironment, docname: str) -> None:
-    read_chapter_of(env, docname).failed = True
+    page_state_of(env, docname).failed = True
 
 
-class ReadChapterCollector(EnvironmentCollector):
-    """Keeps :class:`ReadChapter` entries through incremental and parallel reads."""
+class PageStateCollector(EnvironmentCollector):
+    """Keeps :class:`PageState` entries through incremental and parallel reads."""
 
     def clear_doc(self, app: Sphinx, env: BuildEnvironment, docname: str) -> None:
-        read_chapters(env).pop(docname, None)
+        page_states(env).pop(docname, None)
 
     def merge_other(self, app: Sphinx, env: BuildEnvironment, docnames: set[str],
                     other: BuildEnvironment) -> None:
-        theirs = read_chapters(other)
-        read_chapters(env).update({d: theirs[d] for d in docnames if d in theirs})
+        theirs = page_states(other)
+        page_states(env).update({d: theirs[d] for d in docnames if d in theirs})
 
     def process_doc(self, app: Sphinx, doctree: nodes.document) -> None:
         """``doctree-read``: nothing to collect from the doctree; the hooks of
@@ -95,10 +112,10 @@ class ReadChapterCollector(EnvironmentCollector):
         read the page on every build.)"""
         expected_dir = Path(app.srcdir, book_config(app.config).expected_dir)
 
-        def outdated(docname: str, chapter: ReadChapter) -> bool:
+        def outdated(docname: str, chapter: PageState) -> bool:
             return (chapter.failed or any(Path(path).is_file() for path in chapter.awaited)
                     or (chapter.verified_versions is not None and chapter.verified_versions
                         != verified_versions(expected_dir, docname)))
 
-        return [docname for docname, chapter in read_chapters(env).items()
+        return [docname for docname, chapter in page_states(env).items()
                 if docname not in added | changed | removed and outdated(docname, chapter)]

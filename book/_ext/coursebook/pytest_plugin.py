@@ -17,15 +17,24 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from coursebook.execute.outside_sphinx import (ConfValues, ExecutionFailed, execute_into_cache,
-                                               notebook_to_execute)
+from coursebook.execute.fill_cache import (
+    ConfValues,
+    ExecutionFailed,
+    execute_into_cache,
+    notebook_to_execute,
+)
 from coursebook.model.notebooks import is_chapter_source, line_of
-from coursebook.prepare.editions import Edition
-from coursebook.verify.expectations import (ACCEPT_COMMAND, CellOutput, Expectations,
-                                            cell_outputs, compare, expectations_path,
-                                            read_expectations)
 from coursebook.model.recordings import recording_name
-
+from coursebook.page_state import CellOutput
+from coursebook.prepare.editions import Edition
+from coursebook.verify.expectations import (
+    ACCEPT_COMMAND,
+    Expectations,
+    cell_outputs,
+    compare,
+    expectations_path,
+    read_expectations,
+)
 
 # A test session that has just built the book hands its fresh cache to the chapters'
 # items (:func:`use_chapter_cache`), which then run nothing again; else conf.py's cache.

@@ -18,9 +18,9 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from coursebook.execute.cache_locks import create_cache
+from coursebook.execute.shared_cache import create_cache
 from coursebook.model.faults import CLEAN_CACHE_COMMAND, shown_path
-from coursebook.process.reporting import stop_build
+from coursebook.reporting import stop_build
 
 logger = logging.getLogger(__name__)
 

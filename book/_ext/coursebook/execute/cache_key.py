@@ -7,7 +7,7 @@ metadata so that an upgrade re-executes; and the extension's version for Sphinx,
 that an edit of the extension reads every page again. A page that is not read again is
 not executed again: its doctree is reused. (What else makes Sphinx read a chapter again:
 its inputs, noted as dependencies by :mod:`coursebook.prepare.chapters`, and a failure,
-:mod:`coursebook.execute.read_chapters`.)
+:mod:`coursebook.page_state`.)
 """
 
 from __future__ import annotations

@@ -17,11 +17,10 @@ import nbformat
 
 from coursebook.config import BookConfig
 from coursebook.execute.cache_key import environment_versions, key_execution_versions
-from coursebook.execute.cache_locks import create_cache, notebook_lock
 from coursebook.execute.notebook_runs import run_notebook
+from coursebook.execute.shared_cache import cached_notebook, create_cache, notebook_lock
 from coursebook.model.notebooks import notebook_to_myst, read_chapter
 from coursebook.prepare.editions import Edition
-from coursebook.verify.expectations import cached_notebook
 
 if TYPE_CHECKING:
     from sphinx.util.tags import Tags

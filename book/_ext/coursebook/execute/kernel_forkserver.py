@@ -23,7 +23,7 @@ stops its kernels then (and were it killed, ipykernel's parent poller would stop
 socket, answered with the kernel's pid: ``{"cwd", "connection_file", "env"}``. A kernel binds its
 own ports and writes its connection file once it has. With ``--keep``, the server keeps
 one kernel forked ahead, its record in the pool's ``ready/`` folder
-(:mod:`coursebook.execute.warm_kernels` takes it from there).
+(:mod:`coursebook.execute.kernel_pool` takes it from there).
 """
 
 from __future__ import annotations

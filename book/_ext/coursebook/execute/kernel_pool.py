@@ -1,5 +1,5 @@
 """Kernels started ahead of need: the preview's code edits (``make preview``) and a cold
-build's chapters (:mod:`coursebook.execute.early_kernels`).
+build's chapters (:mod:`coursebook.execute.kernel_pool_start`).
 
 A chapter executes in a fresh kernel; starting one and importing torch is most of what a
 one-cell edit costs. A *kernel forkserver* (:mod:`coursebook.execute.kernel_forkserver`)
@@ -8,7 +8,7 @@ say) once, and forks kernels from itself when a chapter asks (the preview keeps 
 forked ahead in a pool folder's ``ready/``). jupyter_client starts every kernel through
 a *kernel provisioner* named by the kernel's spec: the pool's spec for ``python3`` (same
 command, found first through ``JUPYTER_PATH``) names the one of
-:mod:`coursebook.execute.warm_kernel_provisioner`, which takes a waiting kernel, or has
+:mod:`coursebook.execute.kernel_pool_provisioner`, which takes a waiting kernel, or has
 the pool's server fork one, instead of starting one. Each kernel is taken once, by one
 notebook, which it runs from the top, and is shut down after it, as nbclient does with
 any kernel: what a chapter prints does not depend on how its kernel started (its
@@ -33,8 +33,8 @@ from coursebook.execute.kernel_forkserver import request_kernel, server_command
 from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
 
 POOL_ENV = "COURSEBOOK_KERNEL_POOL"
-PROVISIONER = "coursebook-warm-kernel"  # pyproject's jupyter_client.kernel_provisioners entry:
-# coursebook.execute.warm_kernel_provisioner, loaded by jupyter_client as a kernel starts
+PROVISIONER = "coursebook-pooled-kernel"  # pyproject's jupyter_client.kernel_provisioners entry:
+# coursebook.execute.kernel_pool_provisioner, loaded by jupyter_client as a kernel starts
 SERVER = "forkserver.json"  # in the pool: the server's pid and socket
 
 

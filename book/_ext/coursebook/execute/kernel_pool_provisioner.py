@@ -1,4 +1,4 @@
-"""The kernel provisioner of a pool's kernel spec (:mod:`coursebook.execute.warm_kernels`).
+"""The kernel provisioner of a pool's kernel spec (:mod:`coursebook.execute.kernel_pool`).
 
 jupyter_client loads it by its entry point (pyproject's
 ``jupyter_client.kernel_provisioners``) when it starts a kernel of that spec; a build
@@ -14,8 +14,13 @@ from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
 
-from coursebook.execute.warm_kernels import (POOL_ENV, connection_of, fork_kernel,
-                                             process_alive, take_waiting_kernel)
+from coursebook.execute.kernel_pool import (
+    POOL_ENV,
+    connection_of,
+    fork_kernel,
+    process_alive,
+    take_waiting_kernel,
+)
 
 
 class _AdoptedProcess:
@@ -42,7 +47,7 @@ class _AdoptedProcess:
         self.send_signal(signal.SIGTERM)
 
 
-class WarmKernelProvisioner(LocalProvisioner):
+class PooledKernelProvisioner(LocalProvisioner):
     """Takes a kernel the pool's server forked; or starts one, as jupyter_client does."""
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):

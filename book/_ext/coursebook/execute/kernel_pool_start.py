@@ -6,7 +6,7 @@ other core idles; starting Python, ipykernel and torch then lies on the path of 
 longest chapter, and is paid again for every notebook. When the execution cache has no
 database yet, every chapter a build reads will execute, so this extension's setup, the
 first of conf.py's, starts a kernel forkserver (the preview's pool, provisioner and
-server: :mod:`coursebook.execute.warm_kernels`) before myst-nb and the theme load. The
+server: :mod:`coursebook.execute.kernel_pool`) before myst-nb and the theme load. The
 server imports ``coursebook_kernel_imports`` once (into its process, never the namespace
 a chapter runs in) and forks each chapter's kernel when the chapter asks. A kernel runs
 one chapter from the top and is stopped after it, like any other; the outputs are
@@ -38,10 +38,15 @@ from sphinx.project import Project
 from sphinx.util import logging
 
 from coursebook.config import BookConfig
-from coursebook.execute.cache_locks import cache_lock
-from coursebook.execute.outside_sphinx import read_conf
-from coursebook.execute.warm_kernels import (POOL_ENV, make_pool, offer_waiting_kernels,
-                                             start_kernel_forkserver, stop_kernel_forkserver)
+from coursebook.execute.fill_cache import read_conf
+from coursebook.execute.kernel_pool import (
+    POOL_ENV,
+    make_pool,
+    offer_waiting_kernels,
+    start_kernel_forkserver,
+    stop_kernel_forkserver,
+)
+from coursebook.execute.shared_cache import cache_lock
 from coursebook.prepare.chapters import executes_when_read
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ import re
 
 import nbformat
 
-from coursebook.outputs import normalise
+from coursebook.model.outputs import normalise
 
 LIMIT = 100_000  # characters of one output (a stream, a text result) shown in full
 KEEP = 10_000  # characters kept at each end of a longer one

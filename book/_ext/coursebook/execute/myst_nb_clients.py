@@ -3,7 +3,7 @@
 myst-nb imports the modules of its execution clients (``myst_nb.core.execute.cache``,
 ``.direct`` and ``.inline``) as it loads, and with them jupyter-cache, SQLAlchemy and
 nbclient: a sixth of a rebuild that reads no page, which never uses them. This
-extension's setup, before myst-nb loads, puts a stand-in where each of those modules
+extension's setup, before myst-nb loads, puts a placeholder where each of those modules
 goes (:func:`defer`): the one name myst-nb takes from each as it loads, a client class,
 makes a client of the real class. The modules are imported (:func:`import_now`) at
 ``env-before-read-docs`` when a build has pages to read, before ``-j`` forks the readers,
@@ -30,25 +30,25 @@ CLIENTS = {"cache": "NotebookClientCache", "direct": "NotebookClientDirect",
            "inline": "NotebookClientInline"}
 
 
-class _StandIn(ModuleType):
+class _DeferredModule(ModuleType):
     """What ``sys.modules`` holds for a client module until it is imported."""
 
 
-def _stand_in_class(module: str, name: str) -> type:
+def _placeholder_class(module: str, name: str) -> type:
     def __new__(cls, *args, **kwargs):
         return getattr(import_now()[module], name)(*args, **kwargs)
 
-    return type(name, (), {"__new__": __new__, "__doc__": f"Stands in for myst-nb's {name}."})
+    return type(name, (), {"__new__": __new__, "__doc__": f"Takes the place of myst-nb's {name}."})
 
 
 def defer() -> None:
-    """A stand-in in each client module's place, unless it is imported already (a
+    """A placeholder in each client module's place, unless it is imported already (a
     preview's build, forked from a process that imported it)."""
     for module, name in CLIENTS.items():
         if f"{PACKAGE}.{module}" not in sys.modules:
-            stand_in = _StandIn(f"{PACKAGE}.{module}", __doc__)
-            setattr(stand_in, name, _stand_in_class(module, name))
-            sys.modules[f"{PACKAGE}.{module}"] = stand_in
+            placeholder = _DeferredModule(f"{PACKAGE}.{module}", __doc__)
+            setattr(placeholder, name, _placeholder_class(module, name))
+            sys.modules[f"{PACKAGE}.{module}"] = placeholder
 
 
 def import_now() -> dict[str, ModuleType]:
@@ -60,15 +60,15 @@ def import_now() -> dict[str, ModuleType]:
     modules = {}
     for module, name in CLIENTS.items():
         full_name = f"{PACKAGE}.{module}"
-        stand_in = sys.modules[full_name]
-        if isinstance(stand_in, _StandIn):
+        placeholder = sys.modules[full_name]
+        if isinstance(placeholder, _DeferredModule):
             spec = importlib.machinery.PathFinder.find_spec(full_name, package.__path__)
             imported = importlib.util.module_from_spec(spec)
             sys.modules[full_name] = imported
             try:
                 spec.loader.exec_module(imported)
             except BaseException:
-                sys.modules[full_name] = stand_in  # as a failed import leaves nothing behind
+                sys.modules[full_name] = placeholder  # as a failed import leaves nothing behind
                 raise
             setattr(package, module, imported)
             setattr(package, name, getattr(imported, name))  # for create_client from now on

@@ -22,8 +22,8 @@ from pathlib import Path
 import nbformat
 
 from coursebook.execute.cache_key import VERSIONS_KEY
-from coursebook.execute.cache_locks import cache_key, create_cache
-from coursebook.execute.outside_sphinx import ConfValues, execute_into_cache, notebook_to_execute
+from coursebook.execute.fill_cache import ConfValues, execute_into_cache, notebook_to_execute
+from coursebook.execute.shared_cache import cache_key, create_cache
 from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import is_chapter_source
 from coursebook.model.recordings import recording_name

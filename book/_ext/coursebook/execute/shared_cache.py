@@ -24,8 +24,8 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 
-__all__ = ["cache_lock", "create_cache", "notebook_lock", "hold_notebook_lock",
-           "release_notebook_lock"]
+__all__ = ["cache_lock", "cached_notebook", "create_cache", "notebook_lock",
+           "hold_notebook_lock", "release_notebook_lock"]
 
 # The lock the page being read holds (Sphinx's per-page data: dropped after the page).
 _HELD = "coursebook_cache_lock"
@@ -81,3 +81,17 @@ def release_notebook_lock(app: Sphinx, *_args) -> None:
     lock = app.env.temp_data.pop(_HELD, None)
     if lock is not None:
         lock.release()
+
+
+def cached_notebook(cache_path: str, notebook: nbformat.NotebookNode
+                    ) -> nbformat.NotebookNode | None:
+    """The notebook with its outputs from jupyter-cache, or None when it is not cached.
+
+    A notebook whose execution failed is never cached; its failure is reported elsewhere.
+    """
+    from jupyter_cache import get_cache
+
+    try:
+        return get_cache(cache_path).merge_match_into_notebook(notebook)[1]
+    except KeyError:
+        return None

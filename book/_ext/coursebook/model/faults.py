@@ -3,7 +3,7 @@
 The book's promise is one clear message per fault: what happened, where (a source
 file and line, or a TOML file and field) and the command that fixes it, never a
 traceback. :class:`BookError` carries the place; a build logs it once
-(:mod:`coursebook.process.reporting`), a tool prints it as one line.
+(:mod:`coursebook.reporting`), a tool prints it as one line.
 """
 
 from __future__ import annotations

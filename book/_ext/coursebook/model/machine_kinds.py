@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coursebook.model.faults import BookError
+from coursebook.model.runtimes import RUNTIMES_FILE, runtime_named
+from coursebook.model.versions import package_key
 
 try:
     import tomllib
@@ -58,19 +60,8 @@ class MachineKind:
             self.device_kind.upper())
 
 
-def package_key(name: str) -> str:
-    """A distribution name as pip compares them (torch_xla and torch-xla are one)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _runtimes_file() -> Path:
-    from coursebook.model.runtimes import RUNTIMES_FILE  # it imports package_key from here
-    return RUNTIMES_FILE
-
-
 def _runtime_named(name: str, where: str, runtimes_file: Path | None):
-    from coursebook.model.runtimes import runtime_named
-    return runtime_named(name, where, runtimes_file or _runtimes_file())
+    return runtime_named(name, where, runtimes_file or RUNTIMES_FILE)
 
 
 def manylinux_platforms(glibc: str, arch: str) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: the recorder on a Cloud TPU VM
@@ -22,13 +23,19 @@ from pathlib import Path
 
 import nbformat
 
-from coursebook.model.machine_kinds import MachineKind
-from coursebook.model.versions import release
 from coursebook.model.faults import BookError, shown_path
-from coursebook.model.notebooks import (BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, FRESH_PYTHON_TAG,
-                                        RAISES_TAG, STAND_IN_ONLY_TAG, replace_markers)
-from coursebook.outputs import normalise
+from coursebook.model.machine_kinds import MachineKind
+from coursebook.model.notebooks import (
+    BOOK_ONLY_TAG,
+    DOWNLOAD_ONLY_TAG,
+    FRESH_PYTHON_TAG,
+    RAISES_TAG,
+    STAND_IN_ONLY_TAG,
+    replace_markers,
+)
+from coursebook.model.outputs import normalise
 from coursebook.model.runtimes import Runtime
+from coursebook.model.versions import release
 
 RECORD_SOURCES = ("museum", "build")
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)

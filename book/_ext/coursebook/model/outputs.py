@@ -37,20 +37,3 @@ def normalise(text: str) -> str:
         if needle in text:
             text = pattern.sub(placeholder, text)
     return text
-
-
-def normalise_output_nodes(doctree) -> None:
-    """Apply :func:`normalise` to every cell output block of a page; a cut output's
-    marker is shown without its digest."""
-    from docutils import nodes
-
-    from coursebook.execute.long_outputs import without_digest  # it imports this module
-
-    for block in doctree.findall(nodes.literal_block):
-        if "output" not in block.get("classes", []):
-            continue
-        text = block.astext()
-        cleaned = without_digest(normalise(text))
-        if cleaned != text:
-            block.children = [nodes.Text(cleaned)]
-            block.rawsource = cleaned

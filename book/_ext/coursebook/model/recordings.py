@@ -25,11 +25,15 @@ from pathlib import Path
 import nbformat
 from myst_parser.config.main import read_topmatter
 
-from coursebook.model.versions import release
-from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment, package_key
 from coursebook.model.faults import BookError
-from coursebook.model.notebooks import (ACCELERATOR_ONLY_TAG, BOOK_ONLY_TAG, STAND_IN_ONLY_TAG,
-                                        cell_tags)
+from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment
+from coursebook.model.notebooks import (
+    ACCELERATOR_ONLY_TAG,
+    BOOK_ONLY_TAG,
+    STAND_IN_ONLY_TAG,
+    cell_tags,
+)
+from coursebook.model.versions import package_key, release
 
 PROVENANCE_KEY = "coursebook_recording"
 RECORDING_COMMAND = "make recording"

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coursebook.model.machine_kinds import package_key
 from coursebook.model.faults import BookError
+from coursebook.model.versions import package_key
 
 try:
     import tomllib

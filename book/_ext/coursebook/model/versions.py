@@ -6,6 +6,9 @@ records and pins are per release. Versions sort as releases do (``2.9`` before `
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from packaging.version import InvalidVersion, Version
 
 
@@ -26,3 +29,15 @@ def version_key(version: str) -> tuple[int, Version]:
         return 1, Version(version)
     except InvalidVersion:
         return 0, Version("0")
+
+
+def package_key(name: str) -> str:
+    """A distribution name as pip compares them (torch_xla and torch-xla are one)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def verified_versions(expected_dir: Path, chapter: str) -> list[str]:
+    """The torch releases that have expected outputs for a chapter, oldest first."""
+    found = [p.parent.name.removeprefix("torch-")
+             for p in expected_dir.glob(f"torch-*/{chapter}.txt")]
+    return sorted(found, key=version_key)

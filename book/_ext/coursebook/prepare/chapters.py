@@ -5,7 +5,7 @@ museum's exhibits placed, the execution versions in its cache key, or, for a rec
 chapter, its recordings attached. What it depends on besides its own file (the exhibits,
 the machine kinds, its recordings) is noted with Sphinx, which reads the page again when
 one of them changes. The prepared chapter is handed to the hooks that run while the page
-is read, and kept for the phases after reading (:mod:`coursebook.execute.read_chapters`).
+is read, and kept for the phases after reading (:mod:`coursebook.page_state`).
 """
 
 from __future__ import annotations
@@ -18,24 +18,31 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import BookConfig, book_config
-from coursebook.execute.cache_key import key_execution_versions
-from coursebook.execute.cache_locks import hold_notebook_lock, notebook_lock
-from coursebook.execute.read_chapters import PREPARED, mark_failed, read_chapter_of
 from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
-from coursebook.model.museum import (CellOrigin, Wing, cell_origins, link_back_to_exhibits,
-                                     place_museum)
-from coursebook.model.notebooks import (RAISES_TAG, is_chapter_source, line_of,
-                                        notebook_to_myst, read_chapter)
-from coursebook.model.recordings import (RecordingError, attach_recordings,
-                                         cache_recorded_outputs, load_recordings,
-                                         recorded_chapter, recorded_with, recording_name,
-                                         recording_name_in_source,
-                                         recording_path)
+from coursebook.model.museum import (
+    CellOrigin,
+    Wing,
+    cell_origins,
+    link_back_to_exhibits,
+    place_museum,
+)
+from coursebook.model.notebooks import RAISES_TAG, is_chapter_source, line_of, read_chapter
+from coursebook.model.recordings import (
+    RecordingError,
+    attach_recordings,
+    load_recordings,
+    recorded_chapter,
+    recorded_with,
+    recording_name,
+    recording_name_in_source,
+    recording_path,
+)
+from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.answer_space import with_answer_spaces
 from coursebook.prepare.editions import Edition, edition_notebook, hidden_raises_cells
 from coursebook.prepare.runtime_setup import place_runtime_setup
-from coursebook.process.reporting import report_book_error
+from coursebook.reporting import report_book_error
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +91,8 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
 
 
 def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
-    """The notebook this build's edition runs: answers dealt with, versions in its key."""
+    """The notebook this build's edition runs, answers dealt with; for a recorded chapter,
+    its recordings attached."""
     config = book_config(app.config)
     museum = config.museum()
     notebook = edition_chapter(text, source_path, edition_of(app), museum, config.torch,
@@ -93,7 +101,6 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     origins = cell_origins(museum, config.torch)
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
-        key_execution_versions(notebook, config.execution_versions)
         return PreparedChapter(notebook, origins)
     # A recorded chapter carries the environment it ran in as its recordings' provenance.
     recordings_dir = Path(config.recordings_dir)
@@ -137,31 +144,30 @@ def _note_inputs(app: Sphinx, config: BookConfig,
     return awaited
 
 
-def render_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
-    """``source-read``: hand myst-nb this edition's chapter instead of the file's text."""
+def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
+                           ) -> PreparedChapter | None:
+    """``source-read``: this edition's chapter, prepared and kept in the page's state.
+
+    None for a page that is not a chapter, or whose chapter could not be prepared: its
+    error is reported and the page's text says so.
+    """
     if not is_chapter_source(source[0]):
-        return
+        return None
     config = book_config(app.config)
-    path = str(app.env.doc2path(docname))
     try:
-        prepared = prepare_chapter(app, source[0], path)
+        prepared = prepare_chapter(app, source[0], str(app.env.doc2path(docname)))
     except BookError as error:
         # An exhibit every chapter loads is reported once, at its own file and line.
         report_book_error(error, "source", fallback_location=docname)
         _note_inputs(app, config, None)
         mark_failed(app.env, docname)
         source[0] = f"# {docname}\n\nThis page could not be built: see the build log.\n"
-        return
+        return None
     app.env.temp_data[PREPARED] = prepared
-    chapter = read_chapter_of(app.env, docname)
+    chapter = page_state_of(app.env, docname)
     chapter.notebook, chapter.recorded_with = prepared.notebook, prepared.recorded_with
     chapter.awaited = _note_inputs(app, config, prepared.notebook)
-    if prepared.recorded is not None:
-        with notebook_lock(app.config.nb_execution_cache_path, prepared.recorded):
-            cache_recorded_outputs(app.config.nb_execution_cache_path, path, prepared.recorded)
-    else:
-        hold_notebook_lock(app, prepared.notebook)  # until myst-nb has run and cached it
-    source[0] = notebook_to_myst(prepared.notebook)
+    return prepared
 
 
 def executes_when_read(path: Path) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coursebook.model.faults import BookError
-from coursebook.process.reporting import stop_build
+from coursebook.reporting import stop_build
 
 
 def encoding_error(path: Path) -> BookError | None:

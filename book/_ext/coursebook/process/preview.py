@@ -5,7 +5,7 @@ output unlike the expected one, a warning) would write its pages there all the s
 the preview it stops once every page is read and checked, before writing any: the
 reader keeps the last good pages, the terminal keeps the build's own message. The
 pages not written are written by the next good build (their sources are newer than
-their HTML); a failed chapter is read again (``ReadChapterCollector``).
+their HTML); a failed chapter is read again (``PageStateCollector``).
 """
 
 from __future__ import annotations

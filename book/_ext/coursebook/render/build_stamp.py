@@ -13,15 +13,15 @@ from pathlib import Path
 from sphinx.application import Sphinx
 
 from coursebook.config import book_config
-from coursebook.execute.read_chapters import read_chapters
 from coursebook.model.provenance import NOT_IN_GIT, source_commit
+from coursebook.page_state import page_states
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 
 
 def executed_with(app: Sphinx, pagename: str) -> str:
     """Which torch produced the outputs of a page ("" for a page without code)."""
-    chapter = read_chapters(app.env).get(pagename)
+    chapter = page_states(app.env).get(pagename)
     if chapter is None or chapter.notebook is None:
         return ""  # not a chapter, or a failed one (reported when it was read)
     return chapter.recorded_with or f"Executed with torch {book_config(app.config).torch}"

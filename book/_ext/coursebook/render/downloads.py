@@ -19,15 +19,20 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 
-from coursebook.execute.read_chapters import chapter_notebook
+from coursebook.config import book_config
+from coursebook.execute.cache_key import VERSIONS_KEY
+from coursebook.model.museum import DOWNLOAD_SOURCE_KEY
+from coursebook.model.notebooks import (
+    BOOK_ONLY_TAG,
+    DOWNLOAD_ONLY_TAG,
+    RAISES_TAG,
+    cell_tags,
+    notebook_to_myst,
+)
+from coursebook.page_state import chapter_notebook
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
-from coursebook.execute.cache_key import VERSIONS_KEY
-from coursebook.model.notebooks import (BOOK_ONLY_TAG, DOWNLOAD_ONLY_TAG, RAISES_TAG, cell_tags,
-                        notebook_to_myst)
-from coursebook.model.museum import DOWNLOAD_SOURCE_KEY
 from coursebook.render.plain_markdown import PlainMarkdown, Target
-from coursebook.config import book_config
 
 # Cell metadata: what the download changed in this cell, for a reader of the .ipynb.
 DOWNLOAD_KEY = "coursebook_download"

@@ -16,7 +16,7 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 from coursebook.model.museum import ExhibitError, check_cells
-from coursebook.execute.read_chapters import chapter_notebook
+from coursebook.page_state import chapter_notebook
 from coursebook.verify.chapter_checks import code_cells
 
 MARK_CLASS = "exhibit-mark"

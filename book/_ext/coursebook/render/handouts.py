@@ -22,14 +22,14 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.texescape import escape
 
-from coursebook.execute.read_chapters import chapter_notebook, read_chapters
+from coursebook.config import book_config
+from coursebook.model.faults import shown_path
+from coursebook.model.provenance import source_commit
+from coursebook.model.versions import release
+from coursebook.page_state import chapter_notebook, page_states
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import colab_url, page_url
-from coursebook.model.versions import release
-from coursebook.model.faults import shown_path
-from coursebook.config import book_config
-from coursebook.model.provenance import source_commit
 
 MANIFEST = "handouts.json"
 # A code cell with its output up to this many lines is kept on one page; a longer one
@@ -85,7 +85,7 @@ def set_handout_documents(app: Sphinx, env) -> list[str]:
 
 
 def _provenance(app: Sphinx, docname: str) -> str:
-    chapter = read_chapters(app.env).get(docname)
+    chapter = page_states(app.env).get(docname)
     if chapter is not None and chapter.recorded_with:
         # A mark under each cell says which recording its output comes from.
         return f"{chapter.recorded_with}. A mark under each cell says where it ran."

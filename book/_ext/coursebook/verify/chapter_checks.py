@@ -24,19 +24,33 @@ from sphinx.util import logging
 from coursebook.config import book_config
 from coursebook.execute.long_outputs import CUT_MARKER, LIMIT, without_digest
 from coursebook.execute.notebook_runs import StoppedRun, take_stopped_run
-from coursebook.execute.read_chapters import (PREPARED, ReadChapter, mark_failed,
-                                              read_chapter_of, read_chapters)
+from coursebook.execute.shared_cache import cached_notebook
 from coursebook.model.museum import CellOrigin
 from coursebook.model.notebooks import RAISES_TAG, line_of
 from coursebook.model.provenance import today
 from coursebook.model.versions import release
+from coursebook.page_state import (
+    PREPARED,
+    CellOutput,
+    PageState,
+    mark_failed,
+    page_state_of,
+    page_states,
+)
 from coursebook.prepare.chapters import PreparedChapter, edition_chapter, edition_of
 from coursebook.prepare.editions import Edition
-from coursebook.process.reporting import report
-from coursebook.verify.expectations import (ACCEPT_COMMAND, CellOutput, ExpectationsError,
-                                            accept, cached_notebook, cell_keys, cell_outputs,
-                                            compare, expectations_path, read_expectations,
-                                            write_expectations)
+from coursebook.reporting import report
+from coursebook.verify.expectations import (
+    ACCEPT_COMMAND,
+    ExpectationsError,
+    accept,
+    cell_keys,
+    cell_outputs,
+    compare,
+    expectations_path,
+    read_expectations,
+    write_expectations,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +208,7 @@ def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
     the cache, kept with the page for :func:`compare_expected_outputs`: every build
     compares them (a warm build too, which reads nothing) without opening the cache."""
     prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
-    chapter = read_chapter_of(app.env, app.env.docname)
+    chapter = page_state_of(app.env, app.env.docname)
     if prepared is None or prepared.recorded is not None or chapter.failed:
         return
     executed = cached_notebook(app.config.nb_execution_cache_path, prepared.notebook)
@@ -204,7 +218,7 @@ def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
 
 def _executed_chapters(env) -> Iterator[tuple[str, list[CellOutput]]]:
     """Each chapter this build executed (or took from the cache), with its cells' outputs."""
-    chapters: dict[str, ReadChapter] = read_chapters(env)
+    chapters: dict[str, PageState] = page_states(env)
     for docname in sorted(chapters):
         if chapters[docname].outputs is not None and docname in env.found_docs:
             yield docname, chapters[docname].outputs
@@ -318,5 +332,5 @@ def keep_execution_reports(app: Sphinx, env) -> None:
 def fail_build_on_failed_chapters(app: Sphinx, exception: Exception | None) -> None:
     """``build-finished``: a failed chapter fails the build, also without -W (its page
     was read, perhaps by another process, and its entry kept the failure)."""
-    if exception is None and any(c.failed for c in read_chapters(app.env).values()):
+    if exception is None and any(c.failed for c in page_states(app.env).values()):
         app.statuscode = 1

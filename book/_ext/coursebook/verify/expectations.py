@@ -14,8 +14,8 @@ hold one error text per torch version; ``make accept-outputs`` writes both.
 
 from __future__ import annotations
 
-import os
 import difflib
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,9 +25,10 @@ import nbformat
 
 from coursebook.execute.long_outputs import as_displayed
 from coursebook.model.faults import shown_path
-from coursebook.model.versions import release, version_key
-from coursebook.model.notebooks import content_keys, first_line, short_digest
-from coursebook.outputs import normalise
+from coursebook.model.notebooks import content_keys, short_digest
+from coursebook.model.outputs import normalise
+from coursebook.model.versions import release
+from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
 
 ACCEPT_COMMAND = "make accept-outputs"
@@ -47,13 +48,6 @@ class ExpectationsError(Exception):
 def expectations_path(expected_dir: Path, torch_version: str, chapter: str) -> Path:
     """The file, relative to the working folder when it lies under it (as messages show it)."""
     return shown_path(expected_dir / f"torch-{release(torch_version)}" / f"{chapter}.txt")
-
-
-def verified_versions(expected_dir: Path, chapter: str) -> list[str]:
-    """The torch releases that have expected outputs for a chapter, oldest first."""
-    found = [p.parent.name.removeprefix("torch-")
-             for p in expected_dir.glob(f"torch-*/{chapter}.txt")]
-    return sorted(found, key=version_key)
 
 
 # --- What a cell shows -----------------------------------------------------------------
@@ -84,21 +78,6 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
                 parts.append(data.get("text/plain", "").rstrip("\n") + "\n")
     text = normalise(as_displayed("".join(parts)))
     return "\n".join(line.rstrip() for line in text.rstrip("\n").splitlines())
-
-
-@dataclass(frozen=True)
-class CellOutput:
-    """One code cell of an executed chapter, as verification sees it."""
-
-    key: str
-    index: int
-    source: str
-    text: str
-    unverified: str = ""
-
-    @property
-    def first_line(self) -> str:
-        return first_line(nbformat.NotebookNode(source=self.source))
 
 
 def code_digest(source: str) -> str:
@@ -235,17 +214,3 @@ def compare(expectations: Expectations, edition: str,
     expected = expectations.by_edition[edition]
     return [Mismatch(o, expected.get(o.key)) for o in outputs
             if not o.unverified and expected.get(o.key) != o.text]
-
-
-def cached_notebook(cache_path: str, notebook: nbformat.NotebookNode
-                    ) -> nbformat.NotebookNode | None:
-    """The notebook with its outputs from jupyter-cache, or None when it is not cached.
-
-    A notebook whose execution failed is never cached; its failure is reported elsewhere.
-    """
-    from jupyter_cache import get_cache
-
-    try:
-        return get_cache(cache_path).merge_match_into_notebook(notebook)[1]
-    except KeyError:
-        return None

@@ -23,16 +23,20 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 from coursebook.exhibit_checks import CHANGED_CLASS
-from coursebook.execute.read_chapters import mark_failed, read_chapter_of
 from coursebook.model.faults import BookError
 from coursebook.model.museum import ExhibitError, check_cells
 from coursebook.model.runtimes import Runtime
+from coursebook.model.versions import is_release, release, verified_versions, version_key
+from coursebook.page_state import mark_failed, page_state_of
 from coursebook.prepare.chapters import edition_chapter, edition_of
 from coursebook.prepare.editions import Edition
-from coursebook.process.reporting import report, report_book_error
-from coursebook.model.versions import is_release, release, version_key
-from coursebook.verify.expectations import (ExpectationsError, cell_keys, code_digest,
-                                            read_expectations, verified_versions)
+from coursebook.reporting import report, report_book_error
+from coursebook.verify.expectations import (
+    ExpectationsError,
+    cell_keys,
+    code_digest,
+    read_expectations,
+)
 from coursebook.worddiff import changed_words
 
 CHANGES_LABEL = "torch-versions"
@@ -102,8 +106,8 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
     config = book_config(app.config)
     expected_dir = Path(app.srcdir, config.expected_dir)
     versions = verified_versions(expected_dir, chapter)
-    # A version added or removed later reads the page again (read_chapters' collector).
-    read_chapter_of(app.env, chapter).verified_versions = versions
+    # A version added or removed later reads the page again (page_states' collector).
+    page_state_of(app.env, chapter).verified_versions = versions
     if not versions:
         return
     edition = edition_of(app).value
