@@ -1,16 +1,19 @@
-"""The extension's layout keeps its promises: what a kernel or the recorder imports
-needs no Sphinx (README: Architecture)."""
+"""The extension's layout keeps its promises: its stages import only downward, with no
+circles, and what a kernel or the recorder imports needs no Sphinx (docs/architecture.md)."""
 
 from __future__ import annotations
 
+import ast
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
 
-KERNEL_MODULES = ["exhibit_checks", "figures", "outputs", "worddiff"]
+KERNEL_MODULES = ["exhibit_checks", "figures", "worddiff"]
 # Refuses any import of Sphinx, as a chapter's kernel or the recorder on a TPU VM lacks it.
 WITHOUT_SPHINX = """
 import importlib, pkgutil, sys
@@ -42,3 +45,123 @@ def test_what_a_kernel_or_the_recorder_imports_needs_no_sphinx(module):
 def test_the_check_sees_a_sphinx_import():
     done = _import_without_sphinx("coursebook.extension")
     assert done.returncode != 0 and "imports Sphinx" in done.stderr
+
+
+# --- Stages import downward ------------------------------------------------------------
+
+PACKAGE = ROOT / "book" / "_ext" / "coursebook"
+# The pipeline's stages, lowest first; a module may import from its own stage or a lower
+# one. Modules at the package's top (configuration, page state, reporting, code a kernel
+# imports) and process/ serve every stage: they import only the model and each other.
+# The entry points (the extension, the pytest plugin) import from anywhere.
+STAGES = ["model", "shared", "prepare", "execute", "verify", "render", "audit", "entry"]
+ENTRY_POINTS = {"__init__", "extension", "pytest_plugin"}
+
+
+def _module_name(path: Path, package: Path) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _stage(module: str) -> str:
+    parts = module.split(".")[1:]
+    if not parts or parts[0] in ENTRY_POINTS:
+        return "entry"
+    if len(parts) > 1 and parts[0] in STAGES:
+        return parts[0]
+    return "shared"  # a top-level module, or process/
+
+
+def _imports(path: Path, package: Path) -> set[str]:
+    """The book's own modules a file imports, at any depth of its code."""
+    module = _module_name(path, package)
+    known = {_module_name(p, package) for p in package.rglob("*.py")}
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")[:len(module.split(".")) - node.level
+                                           + (path.name == "__init__.py")]
+                base = ".".join(anchor + ([base] if base else []))
+            # `from package import module` imports the module; otherwise the names are the
+            # base module's own.
+            modules = {f"{base}.{alias.name}" for alias in node.names} & known
+            found |= modules or {base}
+    return {name for name in found if name in known and name != module}
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    return {_module_name(path, package): _imports(path, package)
+            for path in sorted(package.rglob("*.py"))}
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    rank = STAGES.index
+    return sorted(f"{module} ({_stage(module)}) imports {target} ({_stage(target)})"
+                  for module, targets in graph.items() for target in targets
+                  if rank(_stage(target)) > rank(_stage(module)))
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each import circle once, as the modules on it (Tarjan's strongly connected parts)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in graph.get(module, ()):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            part = []
+            while True:
+                top = stack.pop()
+                part.append(top)
+                if top == module:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_stages_import_only_downward():
+    assert upward_imports(import_graph(PACKAGE)) == []
+
+
+def test_no_module_imports_itself_back_through_others():
+    assert circles(import_graph(PACKAGE)) == []
+
+
+def _planted_copy(tmp_path: Path, plants: dict[str, str]) -> Path:
+    copy = tmp_path / "coursebook"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    for file, line in plants.items():
+        with (copy / file).open("a") as planted:
+            planted.write(f"\n{line}  # planted\n")
+    return copy
+
+
+def test_the_layering_check_sees_an_upward_import(tmp_path):
+    copy = _planted_copy(tmp_path, {"model/faults.py": "from coursebook.render import downloads"})
+    assert upward_imports(import_graph(copy)) == [
+        "coursebook.model.faults (model) imports coursebook.render.downloads (render)"]
+
+
+def test_the_circle_check_sees_a_circle(tmp_path):
+    copy = _planted_copy(tmp_path, {"reporting.py": "import coursebook.page_state",
+                                    "page_state.py": "from coursebook import reporting"})
+    assert [circle for circle in circles(import_graph(copy))
+            if {"coursebook.page_state", "coursebook.reporting"} <= set(circle)]
