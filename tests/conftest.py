@@ -164,7 +164,7 @@ def browser():
         browser.close()
 
 
-# Each test file tests one stage of the pipeline (README: Architecture), marked so that
+# Each test file tests one stage of the pipeline (docs/architecture.md), marked so that
 # `pytest -m verify` (say) runs one stage's tests. A new test file names its stage here.
 STAGES = {
     "model": ["test_museum", "test_recordings", "test_readiness", "test_runtimes",

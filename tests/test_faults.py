@@ -2,7 +2,7 @@
 
 Every probe breaks a scratch copy of a book (the tiny fixture book where the fault does
 not need the real one) and checks: non-zero exit, the message once (what, where, the
-command that fixes it), and no Python traceback or Sphinx crash report. The README's
+command that fixes it), and no Python traceback or Sphinx crash report. docs/faults.md's
 table "When the build stops" lists the same faults.
 """
 
@@ -356,7 +356,7 @@ def test_a_recording_labelled_tpu_that_ran_on_cpu_gives_one_message(book_copy, w
 @pytest.mark.parametrize("tool", sorted(p.name for p in (ROOT / "tools").glob("*.py")
                                         if p.read_text().startswith("#!")))
 def test_a_tool_started_by_its_shebang_runs_in_the_book_environment(tool):
-    """``tools/NAME.py --help`` as the README shows it: the system Python starts it."""
+    """``tools/NAME.py --help`` as the docs show it: the system Python starts it."""
     import os
 
     venv_bin = str(Path(sys.executable).parent)
@@ -402,7 +402,7 @@ def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path):
     assert again.returncode == 0, again.log[-3000:]
 
 
-# --- The README's table of faults holds to the code ------------------------------------------
+# --- The table of faults (docs/faults.md) holds to the code ------------------------------------------
 
 # How the table writes a part that varies: "…", or one of these words.
 PLACEHOLDERS = re.compile(r"…|\b(?:LINE|N|X|DIR|FILE|KIND|NAME)\b")
@@ -412,8 +412,8 @@ CODE_SPAN = re.compile(r"``\s(.+?)\s``|(?<!`)`([^`]+)`(?!`)")
 FORMAT_SPEC = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[sdrf]")
 
 
-def _table_rows(heading: str = "## When the build stops") -> list[list[str]]:
-    section = (ROOT / "README.md").read_text().split(heading, 1)[1].split("\n## ", 1)[0]
+def _table_rows() -> list[list[str]]:
+    section = (ROOT / "docs" / "faults.md").read_text()
     rows = [[cell.strip() for cell in line.strip().strip("|").split(" | ")]
             for line in section.splitlines()
             if line.startswith("| ") and not line.startswith("| ---")]
@@ -460,7 +460,7 @@ def _fragments(span: str) -> list[str]:
 
 
 def test_the_readme_quotes_the_messages_the_code_prints():
-    """Each fault's message in the README (its code spans, the varying parts elided) is text
+    """Each fault's message in docs/faults.md (its code spans, the varying parts elided) is text
     the code prints; each command the table names is a target of the Makefile."""
     rows = _table_rows()
     assert len(rows) >= 20 and all(len(row) == 3 for row in rows), rows
@@ -468,7 +468,7 @@ def test_the_readme_quotes_the_messages_the_code_prints():
     missing = [(row[0], fragment) for row in rows for span in CODE_SPAN.findall(row[1])
                for fragment in _fragments(span[0] or span[1])
                if not any(fragment in piece for piece in pieces)]
-    assert not missing, f"README fragments the code does not print: {missing}"
+    assert not missing, f"docs/faults.md fragments the code does not print: {missing}"
     targets = set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
     commands = {command for row in rows for command in re.findall(r"`make ([a-z][\w-]*)", " ".join(row))}
     assert commands and commands <= targets, commands - targets
