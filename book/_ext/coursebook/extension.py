@@ -39,7 +39,6 @@ from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.render.handouts import setup_handouts
 from coursebook.render.offline_mathjax import adopt_offline_mathjax
 from coursebook.render.output_blocks import normalise_output_nodes
-from coursebook.render.unchanged_finish import HTMLBuilderSkippingUnchangedFinish, note_finished
 from coursebook.verify.chapter_checks import (
     check_executed_chapter,
     clear_execution_reports,
@@ -88,8 +87,6 @@ def setup(app: Sphinx) -> dict:
     # for the pages that failed to be read again.
     app.add_env_collector(PageStateCollector)
     quiet_config_dumps()
-    # Sphinx's HTML builder, but a build that writes no page keeps the book-wide ones.
-    app.add_builder(HTMLBuilderSkippingUnchangedFinish, override=True)
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution versions join the cache key; on a cold cache, the
@@ -145,8 +142,6 @@ def setup(app: Sphinx) -> dict:
     app.connect("build-finished", replace_copied_sources)
     app.connect("build-finished", fail_build_on_failed_chapters)
     app.connect("build-finished", stop_kernel_server)
-    #    Last, once the exit status is known: what a clean build's book-wide pages came from.
-    app.connect("build-finished", note_finished, priority=900)
     # Lab handouts (-t handout): answer boxes, one LaTeX document per chapter, covers; each
     # registers its own hooks.
     setup_answer_space(app)
