@@ -169,7 +169,7 @@ def browser():
 STAGES = {
     "model": ["test_museum", "test_recordings", "test_readiness", "test_runtimes",
               "test_versions", "test_layout"],
-    "prepare": ["test_editions", "test_runtime_setup"],
+    "prepare": ["test_editions", "test_runtime_setup", "test_answer_checks"],
     "execute": ["test_concurrency", "test_shards", "test_kernel_pool", "test_myst_nb_clients"],
     "verify": ["test_expectations", "test_expected_outputs_build", "test_execution_checks",
                "test_museum_build", "test_torch_versions", "test_outputs"],
@@ -179,7 +179,8 @@ STAGES = {
                "test_preview", "test_incremental_builds", "test_compiled_templates",
                "test_offline_mathjax"],
     "audit": ["test_audit", "test_prose_overlap", "test_book"],
-    "process": ["test_faults", "test_quiet_log", "test_build_processes"],
+    "process": ["test_faults", "test_quiet_log", "test_build_processes",
+                "test_stopped_builds"],
     "publish": ["test_workflows"],
 }
 STAGE_OF = {module: stage for stage, modules in STAGES.items() for module in modules}
