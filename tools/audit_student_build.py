@@ -15,6 +15,7 @@ from book_environment import use_book_environment
 use_book_environment()
 
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
+from coursebook.audit.check_tables import audit_check_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,11 +37,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"audit: no answer cells found under {args.book}; nothing to look for.",
               file=sys.stderr)
         return 2
-    leaks = audit_build(args.build, fingerprints)
+    # Answer passages in any text; then what the students' answer checks hold.
+    leaks = [*audit_build(args.build, fingerprints), *audit_check_tables(args.build, args.book)]
     for leak in leaks:
         print(f"LEAK {leak}")
     print(f"audit: {len(leaks)} leak(s) in {args.build} "
-          f"({len(fingerprints.runs)} answer passages looked for)")
+          f"({len(fingerprints.runs)} answer passages looked for, and the answer checks)")
     return 1 if leaks else 0
 
 

@@ -26,7 +26,9 @@ from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+from coursebook.model.answer_checks import notebook_checks
 from coursebook.model.notebooks import is_answer
+from coursebook.prepare.answer_checks import cells_after
 
 MIN_LINES, MAX_LINES = 4, 26
 # Handwriting is larger than print: about 65 characters fill a ruled line of the A4 text
@@ -95,12 +97,14 @@ def with_answer_spaces(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode
     """The student notebook, an answer box in place of each answer."""
     spaced = copy.deepcopy(notebook)
     boxes = {start: answer_space_cell(cells) for start, cells in answers(notebook)}
+    checks = notebook_checks(notebook)
     spaced.cells = []
     for index, cell in enumerate(notebook.cells):
         if index in boxes:
             spaced.cells.append(boxes[index])
         if not is_answer(cell):
             spaced.cells.append(copy.deepcopy(cell))
+        spaced.cells.extend(cells_after(cell, checks, instructor=False))  # the student's checks
     return spaced
 
 

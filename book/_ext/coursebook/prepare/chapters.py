@@ -18,6 +18,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import BookConfig, book_config
+from coursebook.model.answer_checks import AnswerCheckError
 from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.museum import (
@@ -85,9 +86,13 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
             f"a `{RAISES_TAG}` cell must show its error, but these cells also hide their "
             f"output (remove-cell/remove-output): {hidden}. Drop one of the tags.",
             source_path, line_of(hidden[0], text))
-    if answer_spaces and edition is Edition.STUDENT:
-        return with_answer_spaces(notebook)
-    return edition_notebook(notebook, edition)
+    try:
+        if answer_spaces and edition is Edition.STUDENT:
+            return with_answer_spaces(notebook)
+        return edition_notebook(notebook, edition)
+    except AnswerCheckError as error:
+        raise AnswerCheckError(error.message, error.cell, source_path,
+                               line_of(error.cell, text)) from None
 
 
 def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter:

@@ -15,6 +15,7 @@ import re
 import nbformat
 
 from coursebook.model.notebooks import ANSWER_TAG, RAISES_TAG, cell_tags, first_line, is_answer
+from coursebook.prepare.answer_checks import place_checks
 
 ANSWER_TITLE = "Instructor answer"
 ANSWER_CLASS = "instructor-answer"
@@ -32,9 +33,10 @@ class Edition(enum.Enum):
 
 
 def student_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook without its answer cells."""
+    """The notebook without its answer cells; checks in place of those that had some."""
     student = copy.deepcopy(notebook)
     student.cells = [cell for cell in student.cells if not is_answer(cell)]
+    place_checks(student, notebook, instructor=False)
     return student
 
 
@@ -64,6 +66,7 @@ def instructor_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNod
     for cell in instructor.cells:
         if cell.cell_type == "markdown" and is_answer(cell):
             cell.source = _boxed_answer(cell.source)
+    place_checks(instructor, notebook, instructor=True)
     return instructor
 
 

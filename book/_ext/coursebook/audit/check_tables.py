@@ -1,0 +1,93 @@
+"""The leak audit's look at the students' answer checks (:mod:`coursebook.prepare.answer_checks`).
+
+A student notebook holds, for each checkable answer, a digest, a tolerance, a hint and
+the question it asks. The audit reads every check table of a built student edition and
+reports a table that holds anything else, or whose hint or question spells the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from coursebook.model.answer_checks import AnswerCheck, notebook_checks
+from coursebook.model.notebooks import is_chapter_source, read_chapter
+
+ENTRY_FIELDS = {"digest", "tolerance", "hint", "ask"}
+_TABLE = re.compile(r"^CHECKS: dict\[str, dict\] = (\{.*?^\})$", re.S | re.M)
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class CheckLeak:
+    path: Path
+    check: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: check '{self.check}': {self.what}"
+
+
+def answer_texts(answer) -> list[str]:
+    """How an answer could be spelled out in a hint: its data as written, lower-cased.
+    (True and False are left out: a hint may well say "true or false?")"""
+    if isinstance(answer, bool):
+        return []
+    forms = {json.dumps(answer), str(answer)}
+    if isinstance(answer, str):
+        forms = {" ".join(answer.split())}
+    return sorted(form.lower() for form in forms if len(form) >= 2 or form.isdigit())
+
+
+def book_checks(book_dir: Path) -> dict[str, AnswerCheck]:
+    """Every checkable answer of the chapters under ``book_dir``, by name."""
+    found: dict[str, AnswerCheck] = {}
+    for path in sorted(book_dir.rglob("*.md")):
+        text = path.read_text(encoding="utf8")
+        if "_build" not in path.parts and is_chapter_source(text):
+            found.update({check.name: check for check in notebook_checks(read_chapter(text))})
+    return found
+
+
+def check_tables(notebook: nbformat.NotebookNode) -> Iterator[dict]:
+    for cell in notebook.cells:
+        match = _TABLE.search(cell.source) if cell.cell_type == "code" else None
+        if match:
+            yield json.loads(match.group(1))
+
+
+def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list[CheckLeak]:
+    leaks = []
+    for name, entry in table.items():
+        extra = sorted(set(entry) - ENTRY_FIELDS)
+        if extra:
+            leaks.append(CheckLeak(path, name, f"holds {', '.join(extra)}: only "
+                                   f"{', '.join(sorted(ENTRY_FIELDS))} belong in a check"))
+        if not _DIGEST.fullmatch(str(entry.get("digest", ""))):
+            leaks.append(CheckLeak(path, name, "its digest is not a sha256 digest"))
+        check = checks.get(name)
+        shown = f"{entry.get('hint', '')} {entry.get('ask', '')}".lower()
+        for text in answer_texts(check.answer) if check else []:
+            if text in " ".join(shown.split()):
+                leaks.append(CheckLeak(path, name, f"its hint or question spells the answer "
+                                       f"({text!r}): reword it in the chapter"))
+    return leaks
+
+
+def audit_check_tables(build_dir: Path, book_dir: Path) -> list[CheckLeak]:
+    """Leaks in the check tables of every notebook of a built edition."""
+    checks = book_checks(book_dir)
+    leaks = []
+    for path in sorted(build_dir.rglob("*.ipynb")):
+        try:
+            notebook = nbformat.read(path, as_version=4)
+        except Exception:  # noqa: BLE001 - not a notebook: the text audit reads it
+            continue
+        for table in check_tables(notebook):
+            leaks += table_leaks(path, table, checks)
+    return leaks

@@ -1,0 +1,91 @@
+"""Checkable answers in each edition (:mod:`coursebook.model.answer_checks`).
+
+- Student edition: where an answer cell with checks was, a cell the student runs with
+  their own values, ``check("name", ...)`` per check; before the first of them, a cell
+  holding :mod:`coursebook.self_check` and its table (digests and hints, no answer).
+- Instructor edition: the answer cell, then the same calls with the value the answer's
+  code computed: each must say "correct", or the build stops there. So every answer
+  passes its own check, on every build, for this build's torch.
+
+The table cell runs in the book but is not shown on its pages (``remove-cell``); the
+downloads keep it, so the checks work in Colab with nothing installed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+from coursebook import self_check
+from coursebook.model.answer_checks import AnswerCheck, cell_checks, notebook_checks
+from coursebook.model.notebooks import is_answer
+
+SETUP_TAG = "self-check-setup"  # the table cell: kept out of pages, in the downloads
+CHECK_TAG = "self-check"  # a cell of check() calls
+_SOURCE = Path(self_check.__file__).read_text(encoding="utf8")
+_TABLE_LINE = "CHECKS: dict[str, dict] = {}"
+
+
+def check_table(checks: list[AnswerCheck]) -> dict[str, dict]:
+    """What the student's notebook holds of each answer: its digest, never the answer."""
+    return {check.name: {"digest": self_check.digest(check.name, check.answer, check.tolerance),
+                         "tolerance": check.tolerance, "hint": check.hint, "ask": check.ask}
+            for check in checks}
+
+
+def setup_source(checks: list[AnswerCheck]) -> str:
+    """The table cell: the checking code, its table filled in."""
+    table = json.dumps(check_table(checks), indent=1, ensure_ascii=False)
+    assert _TABLE_LINE in _SOURCE  # the line this fills in
+    code = _SOURCE[_SOURCE.index('"""', 3) + 3:].lstrip("\n")  # the module's docstring is ours
+    body = code.replace(_TABLE_LINE, f"CHECKS: dict[str, dict] = {table}", 1)
+    return ("# Checks for your answers: each compares your value with the answer's digest,\n"
+            "# so nothing here gives an answer away. Run this cell once.\n" + body)
+
+
+def _setup_cell(checks: list[AnswerCheck]) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(setup_source(checks),
+                                     metadata={"tags": ["remove-cell", SETUP_TAG]})
+
+
+def _student_cell(checks: list[AnswerCheck]) -> nbformat.NotebookNode:
+    calls = "\n".join(f'check("{check.name}", ...)  # {check.ask}' for check in checks)
+    return nbformat.v4.new_code_cell(
+        "# Check your answers: put each value in place of ... and run the cell.\n" + calls,
+        metadata={"tags": [CHECK_TAG]})
+
+
+def _instructor_cell(checks: list[AnswerCheck]) -> nbformat.NotebookNode:
+    calls = "\n".join(f'assert check("{check.name}", {check.value}), '
+                      f'"the answer of check {check.name} does not pass its own check"'
+                      for check in checks)
+    return nbformat.v4.new_code_cell("# The answers above, through the students' checks.\n"
+                                     + calls, metadata={"tags": [CHECK_TAG]})
+
+
+def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
+    """The cells that follow a source cell in an edition: for an answer cell with checks,
+    the table (before the chapter's first check) and its check calls; else none."""
+    own = cell_checks(cell)
+    if not own:
+        return []
+    table = [_setup_cell(checks)] if own[0].name == checks[0].name else []
+    return table + [_instructor_cell(own) if instructor else _student_cell(own)]
+
+
+def place_checks(edition: nbformat.NotebookNode, source: nbformat.NotebookNode,
+                 instructor: bool) -> None:
+    """Put the checks of ``source``'s answer cells into ``edition``, made from it (in
+    place): its cells are ``source``'s in order, less the answer cells for a student."""
+    checks = notebook_checks(source)
+    if not checks:
+        return
+    kept = iter(edition.cells)
+    cells: list = []
+    for cell in source.cells:
+        if instructor or not is_answer(cell):
+            cells.append(next(kept))
+        cells.extend(cells_after(cell, checks, instructor))
+    edition.cells = cells

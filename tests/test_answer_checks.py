@@ -1,0 +1,226 @@
+"""Students check their own answers without seeing them (coursebook.self_check and the
+checks an answer cell lists): a right value is "correct", a wrong one "not yet" with its
+hint; the student's notebook holds digests, never an answer; the instructor edition runs
+every answer through its own check."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+import torch
+
+from conftest import sphinx_build
+from coursebook import self_check
+from coursebook.audit.check_tables import audit_check_tables, check_tables
+from coursebook.model.answer_checks import AnswerCheckError, notebook_checks
+from coursebook.model.notebooks import read_chapter
+from coursebook.prepare.answer_checks import SETUP_TAG
+from coursebook.prepare.editions import Edition, edition_notebook
+
+CHAPTER = """---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  name: python3
+  display_name: Python 3
+---
+
+# Checks
+
+```{code-cell} ipython3
+:tags: [remove-cell]
+%xmode Minimal
+```
+
+What does `a.grad` hold after two backward calls, and what shape has `x @ w`?
+
+```{code-cell} ipython3
+import torch
+a = torch.tensor([1., 2.], requires_grad=True)
+```
+
+```{code-cell} ipython3
+---
+tags: [answer]
+checks:
+- name: tiny-grad
+  ask: the contents of a.grad
+  value: a.grad
+  answer: [5.0, 7.0]
+  hint: does backward() replace .grad or add to it?
+- name: tiny-shape
+  ask: the shape of x @ w
+  value: (torch.zeros(5, 4) @ torch.zeros(4, 3)).shape
+  answer: [5, 3]
+  hint: the inner axes meet and vanish.
+---
+a.square().sum().backward()
+(3 * a).sum().backward()
+print(a.grad)
+```
+
+The end.
+"""
+
+
+def _run(source: str, namespace: dict | None = None) -> tuple[dict, str]:
+    """Run a cell's code here, as the student's kernel would; its namespace and printout."""
+    import contextlib
+    import io
+
+    namespace = {} if namespace is None else namespace
+    out = io.StringIO()
+    code = "\n".join(line for line in source.splitlines() if not line.startswith("%"))  # magics
+    with contextlib.redirect_stdout(out):
+        exec(code, namespace)
+    return namespace, out.getvalue()
+
+
+def _editions(text: str = CHAPTER) -> dict[Edition, nbformat.NotebookNode]:
+    source = read_chapter(text)
+    return {edition: edition_notebook(source, edition) for edition in Edition}
+
+
+def test_equal_answers_have_one_digest_whatever_their_form():
+    grad = torch.tensor([5., 7.])
+    assert self_check.digest("c", grad, 1e-4) == self_check.digest("c", [5, 7.00001], 1e-4)
+    assert self_check.digest("c", torch.Size([5, 3]), 1e-4) == self_check.digest("c", (5, 3), 1e-4)
+    assert self_check.digest("c", torch.tensor(1.3), 1e-4) == self_check.digest("c", 1.3, 1e-4)
+    assert self_check.digest("c", -0.00001, 1e-4) == self_check.digest("c", 0.0, 1e-4)
+    assert self_check.digest("c", " Cross  Entropy", 1) == self_check.digest("c", "cross entropy", 1)
+
+
+def test_different_answers_or_names_have_different_digests():
+    assert self_check.digest("c", [5., 7.], 1e-4) != self_check.digest("c", [5., 7.1], 1e-4)
+    assert self_check.digest("c", [5., 7.], 1e-4) != self_check.digest("c", [[5., 7.]], 1e-4)
+    assert self_check.digest("c", True, 1e-4) != self_check.digest("c", 1, 1e-4)
+    assert self_check.digest("c", [5., 7.], 1e-4) != self_check.digest("d", [5., 7.], 1e-4)
+
+
+def test_the_student_notebook_checks_without_holding_the_answer():
+    student = _editions()[Edition.STUDENT]
+    text = "\n".join(cell.source for cell in student.cells)
+    assert "a.square().sum().backward()" not in text  # the answer cell is gone
+    for answer in ("5.0, 7.0", "[5, 3]", "The book"):
+        assert answer not in text
+    (table,) = check_tables(student)
+    assert set(table) == {"tiny-grad", "tiny-shape"}
+    assert all(set(entry) == {"digest", "tolerance", "hint", "ask"} for entry in table.values())
+    setup = [cell for cell in student.cells if SETUP_TAG in cell.metadata.get("tags", [])]
+    assert len(setup) == 1 and "remove-cell" in setup[0].metadata.tags
+    calls = student.cells[student.cells.index(setup[0]) + 1]
+    assert 'check("tiny-grad", ...)' in calls.source and 'check("tiny-shape", ...)' in calls.source
+
+
+def test_right_values_are_correct_and_wrong_ones_get_their_hint():
+    student = _editions()[Edition.STUDENT]
+    setup = next(cell for cell in student.cells if SETUP_TAG in cell.metadata.get("tags", []))
+    namespace, _ = _run(setup.source)
+    _, out = _run('check("tiny-grad", torch.tensor([5., 7.]))\n'
+                  'check("tiny-shape", (torch.zeros(5, 4) @ torch.zeros(4, 3)).shape)\n'
+                  'check("tiny-grad", torch.tensor([2., 4.]))\n'
+                  'check("tiny-shape", (5, 4))\n'
+                  'check("tiny-shape", ...)\n', {**namespace, "torch": torch})
+    assert out.splitlines() == [
+        "tiny-grad: correct", "tiny-shape: correct",
+        "tiny-grad: not yet. Hint: does backward() replace .grad or add to it?",
+        "tiny-shape: not yet. Hint: the inner axes meet and vanish.",
+        "tiny-shape: put your answer in place of ... and run the cell again (the shape of x @ w)"]
+
+
+def test_the_check_cell_is_plain_python():
+    """It runs in a Python that has neither torch nor the book: nothing to install."""
+    student = _editions()[Edition.STUDENT]
+    setup = next(cell for cell in student.cells if SETUP_TAG in cell.metadata.get("tags", []))
+    code = ("import sys\nclass NoImports:\n    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('torch', 'numpy', 'coursebook'):\n"
+            "            raise ImportError(name)\nsys.meta_path.insert(0, NoImports())\n"
+            + setup.source + '\ncheck("tiny-shape", [5, 3])\n')
+    done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "tiny-shape: correct", done.stderr
+
+
+def test_the_instructor_edition_runs_each_answer_through_its_check():
+    instructor = _editions()[Edition.INSTRUCTOR]
+    namespace: dict = {}
+    for cell in instructor.cells:
+        if cell.cell_type == "code":
+            _run(cell.source, namespace)
+    assert namespace["a"].grad.tolist() == [5.0, 7.0]
+    wrong = CHAPTER.replace("answer: [5.0, 7.0]", "answer: [5.0, 7.5]")
+    namespace = {}
+    with pytest.raises(AssertionError, match="the answer of check tiny-grad does not pass"):
+        for cell in _editions(wrong)[Edition.INSTRUCTOR].cells:
+            if cell.cell_type == "code":
+                _run(cell.source, namespace)
+
+
+@pytest.mark.parametrize("change, message", [
+    ("  hint: the inner axes meet and vanish.\n", "missing hint"),
+    ("  answer: [5, 3]\n", "missing answer"),
+    ("  value: (torch", "  valu: (torch"),
+])
+def test_a_malformed_check_is_refused(change, message):
+    text = CHAPTER.replace(change, "" if not change.startswith("  value") else message)
+    with pytest.raises(AnswerCheckError, match="missing|unknown"):
+        notebook_checks(read_chapter(text))
+
+
+def test_the_audit_finds_an_answer_in_a_check_table(tmp_path):
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "checks.md").write_text(CHAPTER)
+    student = _editions()[Edition.STUDENT]
+    build = tmp_path / "build"
+    build.mkdir()
+    nbformat.write(student, build / "checks.ipynb")
+    assert audit_check_tables(build, book) == []
+    for planted, leak in (('"hint": "does', '"answer": [5.0, 7.0],\n  "hint": "does'),
+                          ('"the shape of x @ w"', '"the shape of x @ w, [5, 3]"')):
+        leaked = nbformat.read(build / "checks.ipynb", as_version=4)
+        for cell in leaked.cells:
+            cell.source = cell.source.replace(planted, leak)
+        nbformat.write(leaked, build / "leaked.ipynb")
+        leaks = [str(leak) for leak in audit_check_tables(build, book)]
+        assert leaks and all("leaked.ipynb" in leak for leak in leaks), leaks
+
+
+@pytest.mark.slow
+def test_a_build_checks_every_answer_and_stops_at_a_wrong_one(tmp_path):
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "index.md").write_text("# Book\n\n```{toctree}\nchecks\n```\n")
+    (book / "checks.md").write_text(CHAPTER)
+    accept = {"coursebook_accept_outputs": "1", "coursebook_expected_dir": str(tmp_path / "expected")}
+    for edition in ([], ["instructor"]):
+        build = sphinx_build(book, tmp_path / "out" / "-".join(edition or ["student"]),
+                             tmp_path / "cache", *edition, settings=accept)
+        assert build.returncode == 0, build.log[-3000:]
+    page = (tmp_path / "out" / "instructor" / "html" / "checks.html").read_text()
+    assert "tiny-grad: correct" in page and "tiny-shape: correct" in page
+    student_page = (tmp_path / "out" / "student" / "html" / "checks.html").read_text()
+    assert "put your answer in place of" in student_page and "5.0, 7.0" not in student_page
+    (book / "checks.md").write_text(CHAPTER.replace("answer: [5, 3]", "answer: [5, 4]"))
+    failed = sphinx_build(book, tmp_path / "out" / "wrong", tmp_path / "cache", "instructor",
+                          settings=accept)
+    assert failed.returncode != 0
+    assert "checks.md" in failed.log and "the answer of check tiny-shape does not pass" in failed.log
+    assert "Traceback" not in failed.log
+
+
+def test_the_student_download_has_its_checks_working(tmp_path):
+    """The student notebook, run top to bottom in a fresh kernel's place (its code cells in
+    order), then the student's own values."""
+    student = _editions()[Edition.STUDENT]
+    namespace: dict = {}
+    for cell in student.cells:
+        if cell.cell_type == "code":
+            _run(cell.source, namespace)
+    _, out = _run('check("tiny-grad", [5, 7])', namespace)
+    assert out.strip() == "tiny-grad: correct"
+    assert json.dumps(namespace["CHECKS"])  # data only: nothing but the table
