@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Check that this Python can create virtual environments with pip, before anything is installed.
+"""Check that this Python can run the recorder and create virtual environments with pip, before anything is installed.
 
-The recorder creates its own environment and one per chapter kernel, each from this Python.
-A distribution's Python without its venv package (Debian and Ubuntu split it out, as
+The recorder needs Python 3.11 or newer (it uses datetime.UTC and tomllib; a Cloud TPU VM's
+image ships 3.10). It creates its own environment and one per chapter kernel, each from this
+Python. A distribution's Python without its venv package (Debian and Ubuntu split it out, as
 `python3.X-venv`; Colab's Python 3.13 comes without it) fails there after partial work. This
-check tries it in a temporary folder and, if it fails, stops with one line naming the package
-of the running Python. It needs nothing but the standard library.
+check tries it in a temporary folder and, if either fails, stops with one line naming what to
+install. It needs nothing but the standard library, and runs on older Pythons to say so.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 import tempfile
 import venv
 from pathlib import Path
+
+FLOOR = (3, 11)  # datetime.UTC and tomllib, in the recorder and coursebook.model
 
 
 def venv_works() -> bool:
@@ -36,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.parse_args(argv)
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if sys.version_info[:2] < FLOOR:
+        floor = ".".join(map(str, FLOOR))
+        print(f"check_venv: Python {version} ({sys.executable}) is older than the recorder's "
+              f"floor, {floor}: run with a newer one (`make recording PYTHON=python{floor}`, "
+              "docs/recording.md); nothing was installed or written.", file=sys.stderr)
+        return 1
     if venv_works():
         return 0
     print(f"check_venv: Python {version} ({sys.executable}) cannot create a virtual environment "

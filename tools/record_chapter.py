@@ -11,11 +11,19 @@ cells this kind runs, their outputs with machine paths normalised, and the prove
 (device, versions per environment, every installed package of each kernel, the runtime it
 stands for and where it differs from it, date, commit, a hash of the code). Each kernel
 proves its device before it runs a cell: a kernel that reports another device than --kind
-stops the run, and nothing is written. With --check, nothing is written: a fresh run must
-equal the committed recording, or it fails with a diff.
+stops the run, and nothing is written. A cell that runs past --cell-timeout is stopped and
+nothing is written; a fresh Python a cell starts is stopped at half that. With --check,
+nothing is written: a fresh run must equal the committed recording, or it fails with a diff.
 
-It needs Python 3.10 or newer and a few small packages (tools/recorder-requirements.txt),
-not the book's environment: it runs on a Cloud TPU VM or in Colab as they come.
+An environment of a runtime that has an image list (tools/runtime-images/NAME.txt, Colab's
+whole package list) resolves with the image's versions as constraints, where they resolve
+on this machine; the provenance names every package that differs from the image. A kind
+with an `extra_index` (the TPU's: PyTorch's CPU builds) has pip read it where the machine
+reaches it; the provenance names the torch build and where it came from.
+
+It needs Python 3.11 or newer (datetime.UTC, tomllib) and a few small packages
+(tools/recorder-requirements.txt), not the book's environment: it runs in Colab as it comes
+and on a Cloud TPU VM with a Python brought along (docs/recording.md).
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ import json
 import os
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,9 +50,10 @@ use_book_environment("nbclient")
 
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
-from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError  # noqa: E402
+from refresh_runtimes import freeze_versions, image_path  # noqa: E402
 
-from coursebook.exhibit_checks import SIDE_ENVIRONMENTS  # noqa: E402
+from coursebook.exhibit_checks import FRESH_PYTHON_TIMEOUT, SIDE_ENVIRONMENTS  # noqa: E402
 from coursebook.model.machine_kinds import (  # noqa: E402
     MachineKind,
     MachineKindError,
@@ -70,8 +81,9 @@ from coursebook.model.recordings import (  # noqa: E402
     recorded_chapter,
     recording_path,
     runs_on,
+    runtime_provenance,
 )
-from coursebook.model.runtimes import RuntimeFileError, load_runtimes  # noqa: E402
+from coursebook.model.runtimes import RUNTIMES_FILE, RuntimeFileError, load_runtimes  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
 from coursebook.verify.expectations import shown_text  # noqa: E402
@@ -80,11 +92,14 @@ VERSIONS = """
 import json, platform, sys
 from importlib import metadata
 versions = {"python": platform.python_version()}
+torch_here = None
 for name in sys.argv[1:]:
     if name == "torch":  # its build string (2.9.0+cu128), the one the fix lines print
         try:
             import torch
             versions[name] = torch.__version__
+            # installed into this environment, or visible from the machine's own packages
+            torch_here = torch.__file__.startswith(sys.prefix)
             continue
         except ImportError:
             pass
@@ -94,8 +109,12 @@ for name in sys.argv[1:]:
         pass
 # Every distribution the kernel can import, as pip freeze would list it.
 installed = {dist.metadata["Name"]: dist.version for dist in metadata.distributions()}
-print(json.dumps({"versions": versions, "installed": dict(sorted(installed.items()))}))
+print(json.dumps({"versions": versions, "installed": dict(sorted(installed.items())),
+                  "torch_here": torch_here}))
 """
+# What the install of an environment did that its provenance names, kept in the environment.
+INSTALLED_WITH = ".installed-with.json"
+DEFAULT_CELL_TIMEOUT = 600
 
 
 class Refused(Exception):
@@ -116,24 +135,71 @@ def base_python(machine: MachineKind, environment: RecordingEnvironment) -> str:
     return sys.executable
 
 
-def ensure_environment(path: Path, machine: MachineKind, environment: RecordingEnvironment) -> Path:
-    """Create or update a virtual environment from its requirements; its python."""
+def image_list(runtime: str) -> str | None:
+    """A runtime's image list (tools/runtime-images/NAME.txt, pip freeze's form), or None."""
+    path = image_path(RUNTIMES_FILE, runtime)
+    return path.read_text(encoding="utf8") if runtime and path.is_file() else None
+
+
+def constraints_of(image: str | None) -> list[str] | None:
+    """The image list's ``name==version`` lines: pip takes them as constraints (a
+    ``name @ URL`` line, the image's torch, it cannot from a registry)."""
+    if image is None:
+        return None
+    return [line.strip() for line in image.splitlines()
+            if "==" in line and not line.lstrip().startswith("#")]
+
+
+def reachable(index: str) -> str:
+    """``index`` where this machine reaches it within ten seconds, else ""."""
+    if not index:
+        return ""
+    try:
+        with urllib.request.urlopen(index, timeout=10):
+            return index
+    except (OSError, urllib.error.URLError):
+        return ""
+
+
+def ensure_environment(path: Path, machine: MachineKind, environment: RecordingEnvironment,
+                       image: list[str] | None = None) -> Path:
+    """Create or update a virtual environment from its requirements; its python.
+
+    With ``image`` (the runtime's ``name==version`` lines), pip resolves with them as
+    constraints; where they do not resolve here, it resolves again without them, and the
+    environment's INSTALLED_WITH file says so.
+    """
     python = path / "bin" / "python"
     base = base_python(machine, environment)
     # The base Python's version too: an environment made from another Python (before the
     # runtime's was installed here, say) is made again.
     version = subprocess.run([base, "-c", "import platform; print(platform.python_version())"],
                              capture_output=True, text=True).stdout.strip()
+    index = reachable(machine.extra_index)
     wanted = json.dumps({"requirements": environment.requirements, "sides": environment.sides,
-                         "system_packages": machine.system_packages, "python": version},
+                         "system_packages": machine.system_packages, "python": version,
+                         "image": image or [], "extra_index": index},
                         sort_keys=True)
     stamp = path / ".requirements.json"
     if python.exists() and stamp.is_file() and stamp.read_text() == wanted:
         return python
     print(f"record: installing environment {environment.name} into {path} ...", flush=True)
     visible = ["--system-site-packages"] if machine.system_packages else []
-    steps = [[base, "-m", "venv", *visible, str(path)],
-             [str(python), "-m", "pip", "install", "--quiet", *environment.requirements]]
+    if subprocess.run([base, "-m", "venv", *visible, str(path)]).returncode != 0:
+        raise Refused(f"could not create environment {environment.name!r} ({path}) with {base}: "
+                      "see the message above; `python3 tools/check_venv.py` says what is missing")
+    install = [str(python), "-m", "pip", "install", "--quiet",
+               *(["--extra-index-url", index] if index else []), *environment.requirements]
+    constrained = False
+    if image:
+        constraints = path / "image-constraints.txt"
+        constraints.write_text("\n".join(image) + "\n")
+        constrained = subprocess.run([*install, "--constraint", str(constraints)]).returncode == 0
+        if not constrained:
+            print(f"record: the image's versions do not resolve here with environment "
+                  f"{environment.name}'s requirements; resolving without them (the provenance "
+                  "names each package that differs from the image)", flush=True)
+    steps = [] if constrained else [install]
     steps += [[str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--target",
                str(path / "sides" / side), *requirements]
               for side, requirements in environment.sides.items()]
@@ -141,13 +207,40 @@ def ensure_environment(path: Path, machine: MachineKind, environment: RecordingE
         if subprocess.run(step).returncode != 0:
             raise Refused(f"could not install environment {environment.name!r} ({path}): see "
                           "pip's message above; `make recording-ready` checks the pins")
+    (path / INSTALLED_WITH).write_text(json.dumps({
+        "constrained": constrained if image else None, "extra_index": machine.extra_index,
+        "extra_index_reached": bool(index)}))
     stamp.write_text(wanted)
     return python
 
 
-def kernel_environment(machine: MachineKind, sides: Path) -> dict[str, str]:
+def installed_with(python: Path) -> dict:
+    """How the recorder installed the environment of ``python`` ({} for one it was given)."""
+    path = python.parent.parent / INSTALLED_WITH
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def torch_build(version: str, torch_here: bool, install: dict) -> str:
+    """The torch of an environment and where it came from, as the provenance names it."""
+    if not torch_here:
+        return f"{version}: the machine's own packages (not installed by the recorder)"
+    if not install:
+        return f"{version}: an environment given with --python"
+    index = install.get("extra_index", "")
+    if index and install.get("extra_index_reached"):
+        return f"{version}: installed by pip, with {index} as an extra index"
+    if index:
+        return (f"{version}: installed by pip from its default index ({index} was not "
+                "reachable from this machine)")
+    return f"{version}: installed by pip from its default index (this kind names no other)"
+
+
+def kernel_environment(machine: MachineKind, sides: Path,
+                       cell_timeout: float = DEFAULT_CELL_TIMEOUT) -> dict[str, str]:
+    # A fresh Python a cell starts is stopped at half the cell's timeout, so that its own
+    # error (which names what it ran) reaches the cell before the cell's timeout does.
     env = {"PYTHONPATH": str(ROOT / "book" / "_ext"), "TF_CPP_MIN_LOG_LEVEL": "3",
-           **machine.environment}
+           FRESH_PYTHON_TIMEOUT: f"{cell_timeout / 2:g}", **machine.environment}
     if sides.is_dir():
         env[SIDE_ENVIRONMENTS] = str(sides.resolve())
     return env
@@ -183,9 +276,14 @@ def probe_cell(machine: MachineKind, environment: RecordingEnvironment) -> nbfor
     return nbformat.v4.new_code_cell(probe)
 
 
-def run_python(python: Path, code: str, env: dict[str, str], *args: str) -> dict:
-    done = subprocess.run([str(python), "-c", code, *args], capture_output=True, text=True,
-                          env={**os.environ, **env})
+def run_python(python: Path, code: str, env: dict[str, str], *args: str,
+               timeout: float = DEFAULT_CELL_TIMEOUT) -> dict:
+    try:
+        done = subprocess.run([str(python), "-c", code, *args], capture_output=True, text=True,
+                              env={**os.environ, **env}, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Refused(f"the probe in {python} ran past {timeout:g} s and was stopped (a device "
+                      "that does not answer?); nothing written") from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise Refused(f"the probe failed in {python}: {last}")
@@ -219,10 +317,11 @@ def check_probe(machine: MachineKind, environment: RecordingEnvironment, cell) -
 
 def execute(notebook: nbformat.NotebookNode, machine: MachineKind,
             environments: list[RecordingEnvironment], kernels: dict[str, str],
-            chapter_dir: Path) -> None:
+            chapter_dir: Path, cell_timeout: float = DEFAULT_CELL_TIMEOUT) -> None:
     """Run each code cell in its environment's kernel: the tagged ones, or the main one.
 
     Each kernel first runs the probe and must report the kind's device, before any cell.
+    A cell (the probe included) that runs past ``cell_timeout`` seconds stops the run.
     """
     tagged = {env.cells_tagged: env.name for env in environments if env.cells_tagged}
     main = environments[0].name
@@ -242,11 +341,27 @@ def execute(notebook: nbformat.NotebookNode, machine: MachineKind,
                                   f"{environment.name!r}: nothing written")
                 check_probe(machine, environment, cell)
 
-        client = NotebookClient(part, timeout=600, kernel_name=kernels[environment.name],
+        running: dict[str, int] = {}
+
+        def started(cell, cell_index):
+            running["index"] = cell_index
+
+        client = NotebookClient(part, timeout=cell_timeout, kernel_name=kernels[environment.name],
                                 resources={"metadata": {"path": str(chapter_dir)}},
-                                on_cell_executed=after, allow_errors=False)
+                                on_cell_start=started, on_cell_executed=after,
+                                allow_errors=False,
+                                # a kernel stopped mid-cell (a timeout) is killed, not asked
+                                # to reply from a cell that never ends
+                                shutdown_kernel="immediate")
         try:
             client.execute()
+        except CellTimeoutError:
+            index = running.get("index", 0)
+            where = (f"the device probe of environment {environment.name!r}" if index == 0 else
+                     f"cell `{first_line(part.cells[index])}` in environment "
+                     f"{environment.name!r}")
+            raise Refused(f"{where} ran past its {cell_timeout:g} s timeout and was stopped; "
+                          "nothing written") from None
         except CellExecutionError as error:
             failed = next((c for c in part.cells if c.cell_type == "code" and any(
                 o.get("output_type") == "error" for o in c.outputs)), None)
@@ -306,24 +421,33 @@ def record(args: argparse.Namespace) -> int:
     for e in environments:  # an environment that shares another comes after it
         pythons[e.name] = overrides.get(e.name) or (pythons[e.shares] if e.shares else
                           ensure_environment(args.venvs / f".venv-{chapter.name}-{machine.name}-"
-                                             f"{e.name}", machine, e))
+                                             f"{e.name}", machine, e,
+                                             constraints_of(image_list(e.runtime))))
+    if args.environments_only:
+        print(json.dumps({"environments": {name: str(python) for name, python in pythons.items()}}))
+        return 0
     main = environments[0]
-    env = kernel_environment(machine, pythons[main.name].parent.parent / "sides")
-    provenance = run_python(pythons[main.name], machine.probe, env)
+    env = kernel_environment(machine, pythons[main.name].parent.parent / "sides",
+                             args.cell_timeout)
+    provenance = run_python(pythons[main.name], machine.probe, env, timeout=args.cell_timeout)
     provenance = {"platform": provenance.get("platform", ""),
                   "device_kind": provenance.get("device_kind", "")}
     target = recording_path(args.recordings, chapter.name, machine.name)
     check_label(machine, provenance, target)
-    found = {e.name: run_python(pythons[e.name], VERSIONS, env, *e.pins()) for e in environments}
+    found = {e.name: run_python(pythons[e.name], VERSIONS, env, *e.pins(),
+                                timeout=args.cell_timeout) for e in environments}
     provenance["environments"] = {name: report["versions"] for name, report in found.items()}
     provenance["installed"] = {name: report["installed"] for name, report in found.items()}
+    install = installed_with(pythons[main.name])
     if main.runtime:
-        runtime = load_runtimes()[main.runtime]
-        provenance["runtime"] = {
-            "name": runtime.name, "title": runtime.title,
-            # The versions the kernel reports win: torch's names its build (2.9.0+cu128).
-            "differences": runtime.differences({**found[main.name]["installed"],
-                                                **found[main.name]["versions"]})}
+        image = image_list(main.runtime)
+        provenance["runtime"] = runtime_provenance(
+            load_runtimes()[main.runtime], found[main.name]["installed"],
+            found[main.name]["versions"], freeze_versions(image) if image else None,
+            install.get("constrained"))
+    if "torch" in found[main.name]["versions"]:
+        provenance["torch_build"] = torch_build(found[main.name]["versions"]["torch"],
+                                                found[main.name]["torch_here"], install)
     torch_version = provenance["environments"][main.name].get("torch", "")
     # Ids from the cells, not nbformat's random ones: a new recording diffs where it changed.
     notebook = with_stable_ids(edition_chapter(text, str(args.chapter), Edition.STUDENT,
@@ -338,8 +462,9 @@ def record(args: argparse.Namespace) -> int:
     for e in environments:
         kernels[e.name] = f"{chapter.name}-{machine.name}-{e.name}"
         install_kernel(kernels[e.name], pythons[e.name],
-                       kernel_environment(machine, pythons[e.name].parent.parent / "sides"))
-    execute(notebook, machine, environments, kernels, args.chapter.parent)
+                       kernel_environment(machine, pythons[e.name].parent.parent / "sides",
+                                          args.cell_timeout))
+    execute(notebook, machine, environments, kernels, args.chapter.parent, args.cell_timeout)
     notebook.metadata[PROVENANCE_KEY] = provenance
     if args.check:
         return compare(load_recording(target, machine).notebook, notebook, chapter.command(machine),
@@ -380,6 +505,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the environments are created (default: the repository)")
     parser.add_argument("--python", action="append", default=[], metavar="ENVIRONMENT=PATH",
                         help="use this interpreter for an environment instead of creating one")
+    parser.add_argument("--cell-timeout", type=float, default=DEFAULT_CELL_TIMEOUT,
+                        metavar="SECONDS", help="stop a cell that runs longer (default: "
+                        "%(default)g; a fresh Python a cell starts: half of it)")
+    parser.add_argument("--environments-only", action="store_true",
+                        help="create the environments, print their Pythons as JSON, run nothing")
     args = parser.parse_args(argv)
     try:
         return record(args)

@@ -5,8 +5,11 @@ A Colab runtime's pins come from a local copy of the lists Colab publishes
 (googlecolab/backend-info: pip-freeze*.txt, os-info*.txt and a SOURCE.md naming the commit
 and its date); the book's own runtime's from pyproject.toml. Each declared package gets the
 version its list names, the Python its os-info names (major.minor), and the source and date
-of the list. Nothing is fetched: bring a newer copy of the lists to refresh. With --check,
-nothing is written: it lists what differs and fails when anything does.
+of the list. Each Colab runtime's whole list is also kept, as Colab publishes it, in
+runtime-images/NAME.txt beside the runtimes file: the recorder resolves with its versions
+and names every package where a recording's environment differs from the image. Nothing is
+fetched: bring a newer copy of the lists to refresh. With --check, nothing is written: it
+lists what differs and fails when anything does.
 """
 
 from __future__ import annotations
@@ -150,6 +153,29 @@ def refreshed(path: Path, lists: Path, pyproject: Path) -> tuple[str, list[str]]
     return text, changes
 
 
+def images_dir(runtimes: Path) -> Path:
+    """Where the runtimes file's image lists are kept: runtime-images/ beside it."""
+    return runtimes.parent / "runtime-images"
+
+
+def image_path(runtimes: Path, runtime: str) -> Path:
+    return images_dir(runtimes) / f"{runtime}.txt"
+
+
+def refreshed_images(path: Path, lists: Path) -> tuple[dict[Path, str], list[str]]:
+    """Each Colab runtime's whole list as it should be kept, and which kept ones differ."""
+    images, changes = {}, []
+    for runtime in load_runtimes(path).values():
+        colab = _COLAB_SOURCE.match(runtime.source)
+        if not colab:
+            continue
+        target = image_path(path, runtime.name)
+        images[target] = _read(lists / colab["file"])
+        if not target.is_file() or target.read_text(encoding="utf8") != images[target]:
+            changes.append(f"{target.parent.name}/{target.name} differs from {colab['file']}")
+    return images, changes
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("lists", nargs="?", type=Path, default=COLAB_LISTS,
@@ -163,20 +189,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         text, changes = refreshed(args.runtimes, args.lists, args.pyproject)
+        images, image_changes = refreshed_images(args.runtimes, args.lists)
     except (RefreshError, RuntimeFileError) as error:
         print(f"refresh-runtimes: {error}", file=sys.stderr)
         return 2
     for change in changes:
         print(f"{args.runtimes.name}: {change}")
-    if not changes:
-        print(f"{args.runtimes.name}: every pin matches its source")
+    for change in image_changes:
+        print(change)
+    if not changes and not image_changes:
+        print(f"{args.runtimes.name}: every pin and image list matches its source")
     if args.check:
-        if changes:
-            print(f"refresh-runtimes: {args.runtimes} differs from its sources; run "
-                  "`make refresh-runtimes` and review the diff", file=sys.stderr)
-        return 1 if changes else 0
+        if changes or image_changes:
+            print(f"refresh-runtimes: {args.runtimes} or its image lists differ from their "
+                  "sources; run `make refresh-runtimes` and review the diff", file=sys.stderr)
+        return 1 if changes or image_changes else 0
     if changes:
         args.runtimes.write_text(text, encoding="utf8")
+    for target, image in images.items():
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(image, encoding="utf8")
     return 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -100,14 +101,21 @@ def check_raised(exhibit: str, expected: dict | None, museum: dict,
 
 
 SIDE_ENVIRONMENTS = "COURSEBOOK_SIDE_ENVIRONMENTS"
+# Seconds a fresh Python may run (the recorder sets it from its cell timeout).
+FRESH_PYTHON_TIMEOUT = "COURSEBOOK_FRESH_PYTHON_TIMEOUT"
+DEFAULT_FRESH_PYTHON_TIMEOUT = 300.0
 
 
-def run_in_fresh_python(code: str, side_environment: str = "") -> None:
+def run_in_fresh_python(code: str, side_environment: str = "",
+                        timeout: float | None = None) -> None:
     """Run ``code`` in a new Python process; its error, if any, is raised here.
 
     ``side_environment`` names a folder under ``$COURSEBOOK_SIDE_ENVIRONMENTS`` put in
     front of the import path (an older package, say). The child's error comes back as
     an exception of the same class name and message, so it can be checked like any other.
+    A child still running after ``timeout`` seconds (default ``$COURSEBOOK_FRESH_PYTHON_TIMEOUT``,
+    else 300) is stopped with its own children, a device client that hangs among them,
+    and TimeoutError is raised.
     """
     env = dict(os.environ)
     if side_environment:
@@ -117,11 +125,21 @@ def run_in_fresh_python(code: str, side_environment: str = "") -> None:
                                f"(under ${SIDE_ENVIRONMENTS}); `make recording KIND=cpu` installs it")
         env["PYTHONPATH"] = os.pathsep.join(
             [os.path.join(root, side_environment), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    print(done.stdout, end="")
-    if done.returncode == 0:
+    if timeout is None:
+        timeout = float(os.environ.get(FRESH_PYTHON_TIMEOUT, DEFAULT_FRESH_PYTHON_TIMEOUT))
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        stdout, _ = child.communicate()
+        print(stdout, end="")
+        raise TimeoutError(f"the fresh Python ran past {timeout:g} s and was stopped") from None
+    print(stdout, end="")
+    if child.returncode == 0:
         return
-    last = (done.stderr.strip().splitlines() or ["RuntimeError: the process failed"])[-1]
+    last = (stderr.strip().splitlines() or ["RuntimeError: the process failed"])[-1]
     name, _, message = last.partition(": ")
     raise type(name, (Exception,), {"__module__": "builtins"})(message) from None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,10 +21,6 @@ from coursebook.model.faults import BookError
 from coursebook.model.runtimes import RUNTIMES_FILE, runtime_named
 from coursebook.model.versions import package_key
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10, as on a Cloud TPU VM: the recorder runs there
-    import tomli as tomllib
 
 class MachineKindError(BookError):
     """A machine kinds or environments file that cannot be used; names the file and field."""
@@ -45,6 +42,7 @@ class MachineKind:
     platforms: tuple[str, ...] = ()
     runtime: str = ""  # the runtime (tools/runtimes.toml) its environments start from
     system_packages: bool = False  # environments see the machine's packages (an image's)
+    extra_index: str = ""  # a package index pip also reads, where the machine reaches it
 
     def describe(self, device_kind: str) -> str:
         return self.label.format(device_kind=device_kind)
@@ -120,7 +118,8 @@ def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[st
             environment=dict(table.get("environment", {})),
             device_files=tuple(table.get("device_files", ())),
             pythons=pythons, platforms=platforms, runtime=runtime,
-            system_packages=bool(table.get("system_packages", False)))
+            system_packages=bool(table.get("system_packages", False)),
+            extra_index=table.get("extra_index", ""))
         machines[machine.name] = machine
     if not any(machine.stand_in for machine in machines.values()):
         raise MachineKindError(f"{path}: no kind has 'stand_in = true'; an ordinary build needs one")

@@ -13,11 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the recorder on a Cloud TPU VM
-    import tomli as tomllib
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 

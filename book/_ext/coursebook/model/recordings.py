@@ -33,6 +33,7 @@ from coursebook.model.notebooks import (
     STAND_IN_ONLY_TAG,
     cell_tags,
 )
+from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import package_key, release
 
 PROVENANCE_KEY = "coursebook_recording"
@@ -159,6 +160,47 @@ class Recording:
         return lines
 
 
+def image_differences(here: dict[str, str], image: dict[str, str]) -> list[str]:
+    """Where an environment is not its runtime's image, one line per package, by name: a
+    version that differs, or a package the image lacks. ``image``: {normalised name: version}."""
+    lines = []
+    for name, version in sorted(here.items(), key=lambda item: package_key(item[0])):
+        there = image.get(package_key(name))
+        if there is None:
+            lines.append(f"{name} {version} (not in the image)")
+        elif there != version:
+            lines.append(f"{name} {version} (the image has {there})")
+    return lines
+
+
+def runtime_provenance(runtime: Runtime, installed: dict[str, str], versions: dict[str, str],
+                       image: dict[str, str] | None = None, constrained: bool | None = None) -> dict:
+    """Which runtime a recording's main environment stands for, and every way it is not it.
+
+    ``installed``: each distribution of the environment; ``versions``: what its kernel
+    reports for the pins (torch's names its build, 2.9.0+cu128). With ``image`` (the
+    runtime's whole package list), each package is compared with it, and the image's
+    packages the environment lacks are named; without, only the runtime's pins.
+    ``constrained``: whether pip resolved with the image's versions as constraints.
+    """
+    here = {package_key(name): (name, version) for name, version in installed.items()}
+    for name, version in versions.items():
+        if name != "python":  # the kernel's view wins: torch's build label
+            here[package_key(name)] = (here.get(package_key(name), (name, ""))[0], version)
+    entry: dict = {"name": runtime.name, "title": runtime.title}
+    python = runtime.differences({"python": versions.get("python", "")})
+    if image is None:
+        entry["differences"] = runtime.differences({**installed, **versions})
+        return entry
+    entry["image"] = runtime.source
+    entry["differences"] = python + image_differences(dict(here.values()), image)
+    entry["not_installed"] = sorted(set(image) - set(here))
+    if constrained is not None:
+        entry["constraints"] = ("the image's versions" if constrained else
+                                "none: the image's versions did not resolve on this machine")
+    return entry
+
+
 def check_label(machine: MachineKind, provenance: dict, path: Path) -> None:
     """A recording's kind must agree with the device its runtime reported."""
     platform, device_kind = provenance.get("platform", ""), provenance.get("device_kind", "")
@@ -233,7 +275,9 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
         if runtime:
             differs = "; ".join(runtime["differences"])
             parts.append(f"Its environment is {runtime['title']}" + (
-                f", except: {differs}." if differs else ", to the version."))
+                f", except: {differs}." if differs else ", to the version.") + (
+                f" {len(runtime['not_installed'])} packages of the image are not installed."
+                if runtime.get("not_installed") else ""))
         if drift.get(recording.machine.name):
             parts.append(f"**Environment drift** in this recording: "
                          f"{'; '.join(drift[recording.machine.name])}. Its outputs may differ "

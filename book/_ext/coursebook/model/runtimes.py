@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import functools
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from coursebook.model.faults import BookError
 from coursebook.model.versions import package_key
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the recorder on a Cloud TPU VM
-    import tomli as tomllib
 
 RUNTIMES_FILE = Path(__file__).resolve().parents[4] / "tools" / "runtimes.toml"
 VERIFIED_BY = ("build", "downloads", "recording")
