@@ -224,3 +224,23 @@ def test_the_student_download_has_its_checks_working(tmp_path):
     _, out = _run('check("tiny-grad", [5, 7])', namespace)
     assert out.strip() == "tiny-grad: correct"
     assert json.dumps(namespace["CHECKS"])  # data only: nothing but the table
+
+
+@pytest.mark.parametrize("planted", [None, "answer: [5.0, 7.5]"])
+def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path, planted):
+    """As `make verify-runtime` tries them in Colab's replica: each answer's value is
+    "correct", a changed one "not yet" and the hint; a wrong answer fails its trial."""
+    from coursebook.render.downloads import run_all
+    from coursebook.verify.answer_trials import failed_trials, trial_cells
+
+    text = CHAPTER if planted is None else CHAPTER.replace("answer: [5.0, 7.0]", planted)
+    download = _editions(text)[Edition.STUDENT]
+    extra, trials = trial_cells(read_chapter(text))
+    assert [trial.check.name for trial in trials] == ["tiny-grad", "tiny-shape"]
+    download.cells += extra
+    ran = run_all(download, tmp_path, "python3")
+    failures = failed_trials(ran.cells[len(ran.cells) - len(extra):], trials)
+    if planted is None:
+        assert failures == []
+    else:
+        assert len(failures) == 1 and "check 'tiny-grad'" in failures[0], failures

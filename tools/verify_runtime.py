@@ -54,6 +54,7 @@ from coursebook.model.museum import (  # noqa: E402
     write_records,
 )
 from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags, is_chapter_source, line_of  # noqa: E402
+from coursebook.model.notebooks import read_chapter  # noqa: E402
 from coursebook.model.outputs import normalise  # noqa: E402
 from coursebook.model.recordings import recording_name  # noqa: E402
 from coursebook.model.runtimes import Runtime, load_runtimes, release  # noqa: E402
@@ -61,6 +62,7 @@ from coursebook.page_state import CellOutput  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
 from coursebook.render.downloads import run_all  # noqa: E402
+from coursebook.verify.answer_trials import failed_trials, trial_cells  # noqa: E402
 from coursebook.verify.expectations import (
     Expectations,
     accept,
@@ -148,6 +150,8 @@ class ChapterRun:
     chapter: str
     outputs: list[CellOutput] = field(default_factory=list)
     caught: dict[str, tuple[Exhibit, str]] = field(default_factory=dict)  # by exhibit key
+    trials: int = 0  # answer checks tried
+    failed_trials: list[str] = field(default_factory=list)
 
 
 def chapters(museum: dict[str, Wing]) -> dict[str, nbformat.NotebookNode]:
@@ -179,15 +183,19 @@ def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
     if len(code) != len(kept):
         raise Stop(f"{path} has {len(code)} code cells, book/{name}.md gives {len(kept)}: the "
                    "download is out of date; run `make html`")
+    # After the notebook, as a student would: each answer through its check, right and changed.
+    extra, trials = trial_cells(read_chapter((BOOK / f"{name}.md").read_text(encoding="utf8")))
+    download.cells += extra
     with tempfile.TemporaryDirectory() as workdir:
         try:
             ran = run_all(download, Path(workdir), kernel)
         except (CellExecutionError, DeadKernelError) as error:
             last = (str(error).strip().splitlines() or ["(no message)"])[-1]
             raise Stop(f"{path}: Run all stopped: {last}") from None
-    run = ChapterRun(name)
+    run = ChapterRun(name, trials=len(trials))
+    run.failed_trials = failed_trials(ran.cells[len(ran.cells) - len(extra):], trials)
     ran_code = [c for c in ran.cells if c.cell_type == "code"]
-    for index, ((key, cell), done) in enumerate(zip(kept, ran_code)):
+    for index, ((key, cell), done) in enumerate(zip(kept, ran_code), 1):
         text = shown_text(done)
         run.outputs.append(CellOutput(key, index, cell.source, text,
                                       str(cell.metadata.get("unverified", ""))))
@@ -291,12 +299,18 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
               f"record them with `{ACCEPT_COMMAND.format(name=runtime.name)}`")
         return 1
     text = (BOOK / f"{name}.md").read_text(encoding="utf8")
+    if run.trials:
+        print(f"{name}: {run.trials} answer checks tried: "
+              f"{run.trials - len(run.failed_trials)} say 'correct' to the answer and "
+              "'not yet' with their hint to a changed value")
+    for failure in run.failed_trials:
+        print(f"book/{name}.md: {failure}")
     mismatches = compare(expectations, STUDENT, run.outputs)
     for mismatch in mismatches:
         print(f"book/{name}.md:{line_of(mismatch.cell.source, text)}: code cell "
               f"`{mismatch.cell.first_line}` ({runtime.title}, torch {runtime.torch}) "
               f"{mismatch.diff(path)}")
-    return len(mismatches)
+    return len(mismatches) + len(run.failed_trials)
 
 
 def check_exhibits(caught: dict[str, tuple[Exhibit, str]], runtime: Runtime, where: str,

@@ -1,0 +1,71 @@
+"""Trying the students' answer checks where students run them.
+
+After a student download has run (in a replica of Colab's runtime, say), each chapter
+answer that lists checks is run too, then each check is called twice: with the value the
+answer computes, which must be "correct", and with that value changed, which must be
+"not yet" and the check's hint. The trial cells are appended to the download's copy, so
+they run in the same kernel, after the notebook, as a student's own cells would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import nbformat
+
+from coursebook.model.answer_checks import AnswerCheck, cell_checks
+
+# A value that is not the answer, of the same kind where possible.
+_CHANGED = '''def _changed(value):
+    if hasattr(value, "detach"):
+        return value + 1
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + " (changed)"
+    if isinstance(value, (list, tuple)):
+        return [*value, 0]
+    return None
+'''
+
+
+@dataclass(frozen=True)
+class Trial:
+    check: AnswerCheck
+    cell: int  # index, among the trial cells, of the cell whose output is the verdicts
+
+    @property
+    def expected(self) -> str:
+        return f"{self.check.name}: correct\n{self.check.name}: not yet. Hint: {self.check.hint}"
+
+
+def trial_cells(source: nbformat.NotebookNode) -> tuple[list, list[Trial]]:
+    """Cells to append to a chapter's student download, and what each trial must print."""
+    cells = [nbformat.v4.new_code_cell(_CHANGED)]
+    trials = []
+    for cell in source.cells:
+        checks = cell_checks(cell)
+        if not checks:
+            continue
+        cells.append(nbformat.v4.new_code_cell(cell.source))  # the answer's own code
+        for check in checks:
+            trials.append(Trial(check, len(cells)))
+            cells.append(nbformat.v4.new_code_cell(
+                f'check("{check.name}", {check.value})\n'
+                f'check("{check.name}", _changed({check.value}))'))
+    return (cells if trials else []), trials
+
+
+def failed_trials(ran_cells: list, trials: list[Trial]) -> list[str]:
+    """What each trial printed that it should not have, given the trial cells as run."""
+    failures = []
+    for trial in trials:
+        cell = ran_cells[trial.cell]
+        printed = "".join(output.get("text", "") for output in cell.get("outputs", [])
+                          if output.get("output_type") == "stream").strip()
+        if printed != trial.expected:
+            failures.append(f"check '{trial.check.name}': expected {trial.expected!r}, "
+                            f"printed {printed!r}")
+    return failures
