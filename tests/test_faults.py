@@ -214,6 +214,25 @@ def test_a_dead_kernel_names_its_cell_and_how_it_ended(tiny_book, tmp_path, cach
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("code, ending", [
+    ("import os\nos._exit(3)", "(exit code 3)"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer",
+     "(killed by signal SIGKILL (9)); the cells after it did not run. SIGKILL usually comes "
+     "from the out-of-memory killer"),
+], ids=["exit", "oom-kill"])
+def test_a_dead_forked_kernel_on_a_cold_cache_gets_the_same_advice(tiny_book, tmp_path, code,
+                                                                  ending):
+    """On a cold cache the chapter's kernel is forked by the kernel server, whose child it
+    is: its exit status still reaches the message."""
+    chapter = tiny_book / "chapter.md"
+    line = _plant_cell(chapter, code)
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cold-cache")
+    assert "chapter kernels forked from one server" in build.log, build.log[-3000:]
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `{code.splitlines()[0]}` "
+                                    f"was running when the kernel died {ending}")
+
+
+@pytest.mark.slow
 def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny_book, tmp_path,
                                                                            cache_copy):
     """The cell that hung, not a later `raises-exception` cell that never ran; the remedy

@@ -21,7 +21,10 @@ extension. The server ends when it is stopped or the process that started it end
 stops its kernels then (and were it killed, ipykernel's parent poller would stop them:
 ``JPY_PARENT_PID``). Each request is a line of JSON on a Unix
 socket, answered with the kernel's pid: ``{"cwd", "connection_file", "env"}``. A kernel binds its
-own ports and writes its connection file once it has. With ``--keep``, the server keeps
+own ports and writes its connection file once it has. The server is each kernel's parent,
+so it alone collects a kernel's exit status: it writes it to the pool's ``ended/<pid>``
+(an exit code, or minus the signal that killed it, as ``Popen.returncode``) for the build
+that took the kernel. With ``--keep``, the server keeps
 one kernel forked ahead, its record in the pool's ``ready/`` folder
 (:mod:`coursebook.execute.kernel_pool` takes it from there).
 """
@@ -74,6 +77,11 @@ def _write_ready(pool: Path, pid: int, cwd: str, connection_file: str) -> None:
     ready.with_suffix(".tmp").rename(ready)  # whole, as takers read it
 
 
+def ended_path(pool: Path, pid: int) -> Path:
+    """Where the server writes the exit status of its kernel ``pid`` once it ended."""
+    return pool / "ended" / str(pid)
+
+
 def _new_connection_file(pool: Path) -> str:
     return str((pool / "connections" / f"{uuid.uuid4().hex}.json").resolve())
 
@@ -97,9 +105,9 @@ def serve(args: argparse.Namespace) -> dict:
     kernels: set[int] = set()
     # Stopped (SIGTERM) or orphaned, the server stops its kernels: its own children, whose
     # pids it alone collects, so none is another process by then.
-    signal.signal(signal.SIGTERM, lambda *_: _stop(kernels))
+    signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool))
     while os.getppid() == args.parent:
-        kernels -= _reaped()
+        kernels -= _reaped(pool)
         if args.keep and not pending and not any((pool / "ready").glob("*.json")):
             pending.append({"cwd": args.keep, "connection_file": _new_connection_file(pool),
                             "ready": True})
@@ -118,28 +126,35 @@ def serve(args: argparse.Namespace) -> dict:
                 connection.close()
             return request
         kernels.add(pid)
+        ended_path(pool, pid).unlink(missing_ok=True)  # an earlier kernel's, of the same pid
         if request.get("ready"):
             _write_ready(pool, pid, request["cwd"], request["connection_file"])
         if connection is not None:
             with connection:
                 connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-    _stop(kernels)
+    _stop(kernels, pool)
 
 
-def _reaped() -> set[int]:
-    """The kernels that ended since last asked (their exit status collected: the server is
-    their parent, not the build that took them)."""
+def _reaped(pool: Path) -> set[int]:
+    """The kernels that ended since last asked, their exit statuses written for their
+    takers (the server is their parent, not the build that took them)."""
     ended = set()
     try:
-        while pid := os.waitpid(-1, os.WNOHANG)[0]:
+        while True:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if not pid:
+                break
             ended.add(pid)
+            path = ended_path(pool, pid)
+            path.with_suffix(".tmp").write_text(str(os.waitstatus_to_exitcode(status)))
+            path.with_suffix(".tmp").rename(path)  # whole, as takers read it
     except ChildProcessError:
         pass
     return ended
 
 
-def _stop(kernels: set[int]) -> None:
-    for pid in kernels - _reaped():
+def _stop(kernels: set[int], pool: Path) -> None:
+    for pid in kernels - _reaped(pool):
         os.kill(pid, signal.SIGKILL)
     # Not sys.exit: a Python holding torch takes a quarter of a second to unload it, and
     # the build that stops the server waits for it at its end. It holds nothing to flush.

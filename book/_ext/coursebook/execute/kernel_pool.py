@@ -101,9 +101,9 @@ def fork_kernel(pool: Path, cwd: str | None, env: dict[str, str] | None) -> dict
 
 def make_pool(pool: Path) -> None:
     """An empty pool folder: what a stopped preview or build left is not taken."""
-    for folder in ("ready", "taken", "connections"):
+    for folder in ("ready", "taken", "connections", "ended"):
         (pool / folder).mkdir(parents=True, exist_ok=True)
-        for stale in (pool / folder).glob("*.json"):
+        for stale in (pool / folder).glob("*"):
             stale.unlink()
     (pool / SERVER).unlink(missing_ok=True)
 

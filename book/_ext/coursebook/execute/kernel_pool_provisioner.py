@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
 
+from coursebook.execute.kernel_forkserver import ended_path
 from coursebook.execute.kernel_pool import (
     POOL_ENV,
     connection_of,
@@ -21,21 +23,42 @@ from coursebook.execute.kernel_pool import (
     process_alive,
     take_waiting_kernel,
 )
+from coursebook.execute.notebook_runs import EXIT_STATUS_UNKNOWN
+
+# The server collects an ended kernel's status within its 0.2 s poll; a server that is
+# gone too never does.
+STATUS_WAIT = 2.0
 
 
 class _AdoptedProcess:
-    """A kernel the pool's server forked, taken over: this build signals it."""
+    """A kernel the pool's server forked, taken over: this build signals it, and reads
+    its exit status where the server, its parent, wrote it."""
 
     stdin = stdout = stderr = None
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
+    def __init__(self, pid: int, pool: Path) -> None:
+        self.pid, self.pool = pid, pool
+        self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        return None if process_alive(self.pid) else 0
+        if self.returncode is None and not process_alive(self.pid):
+            self.returncode = self._ended_status()
+        return self.returncode
+
+    def _ended_status(self) -> int:
+        deadline = time.monotonic() + STATUS_WAIT
+        while True:
+            try:
+                return int(ended_path(self.pool, self.pid).read_text())
+            except (OSError, ValueError):
+                if time.monotonic() > deadline:
+                    return EXIT_STATUS_UNKNOWN
+                time.sleep(0.05)
 
     def wait(self) -> int:
-        return 0  # the server, its parent, collects its exit status
+        while (status := self.poll()) is None:
+            time.sleep(0.05)
+        return status
 
     def send_signal(self, signum: int) -> None:
         os.kill(self.pid, signum)
@@ -59,7 +82,7 @@ class PooledKernelProvisioner(LocalProvisioner):
         connection = connection_of(kernel) if kernel is not None else None
         if connection is None:
             return await super().launch_kernel(cmd, **kwargs)
-        self.process = _AdoptedProcess(kernel["pid"])
+        self.process = _AdoptedProcess(kernel["pid"], Path(pool))
         self.pid = self.pgid = kernel["pid"]  # its own process group
         info = dict(connection)
         info["key"] = info["key"].encode()

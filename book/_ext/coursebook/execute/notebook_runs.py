@@ -23,6 +23,8 @@ import nbformat
 from coursebook.execute.long_outputs import cut_long_outputs
 
 TIMEOUT_KEY = "execution_timeout"  # myst-nb's per-chapter setting, under `mystnb:`
+# What a kernel provisioner answers for a kernel that ended with no status to be had.
+EXIT_STATUS_UNKNOWN = -(1 << 16)
 # What a chapter's kernel is started with: not its own start-up notices (running over TCP,
 # say) in the build log.
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
@@ -74,19 +76,18 @@ class StoppedRun:
 
 
 def _kernel_manager_noting_its_end(ended: list[int]):
-    """nbclient's kernel manager, noting the kernel process's exit status when it dies."""
+    """nbclient's kernel manager, noting the kernel process's exit status when it died:
+    nbclient asks ``is_alive()`` before it shuts a kernel down, also after a dead one."""
     from jupyter_client.manager import AsyncKernelManager
 
     class KernelManagerNotingItsEnd(AsyncKernelManager):
-        async def _async_is_alive(self) -> bool:
-            alive = await super()._async_is_alive()
+        async def is_alive(self) -> bool:
+            alive = await super().is_alive()
             if not alive and self.has_kernel and self.provisioner is not None:
                 status = await self.provisioner.poll()
-                if status is not None:
+                if status is not None and status != EXIT_STATUS_UNKNOWN:
                     ended.append(status)
             return alive
-
-        is_alive = _async_is_alive
 
     return KernelManagerNotingItsEnd
 
