@@ -43,11 +43,13 @@ from coursebook.config import BookConfig  # noqa: E402
 from coursebook.execute.fill_cache import read_conf  # noqa: E402
 from coursebook.execute.kernel_pool import KernelKeeper, offer_waiting_kernels  # noqa: E402
 from coursebook.process.forked_builds import build_modules, import_modules, run_build  # noqa: E402
+from coursebook.verify.expectations import PARTIAL_FILE  # noqa: E402
 
-# Editors' swap and backup files, Python's bytecode (the kernels import book/_ext) and
-# Jupyter's checkpoints are no edits of the book.
+# Editors' swap and backup files, Python's bytecode (the kernels import book/_ext),
+# Jupyter's checkpoints and expected outputs being written (renamed into place when
+# whole) are no edits of the book.
 NOT_EDITS = [r"__pycache__", r"\.pyc$", r"\.ipynb_checkpoints", r"~$", r"\.sw[a-z]$",
-             r"(^|/)\.#", r"(^|/)4913$"]
+             r"(^|/)\.#", r"(^|/)4913$", PARTIAL_FILE]
 
 
 class ForkedBuilder(Builder):

@@ -46,6 +46,7 @@ from coursebook.verify.chapter_checks import (
     fail_build_on_failed_chapters,
     keep_cell_outputs,
     keep_execution_reports,
+    log_output_summary,
 )
 from coursebook.verify.torch_versions import (
     TorchVersionChanges,
@@ -129,9 +130,11 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-updated", compare_expected_outputs)
     app.connect("env-updated", check_answer_overlaps)
     app.connect("env-updated", keep_execution_reports)
-    # 7b. env-check-consistency, before any page is written: in the preview, a failed
-    #     build stops here, and the server keeps the pages of the last good one.
-    app.connect("env-check-consistency", keep_last_good_pages)
+    # 7b. write-started, before any page is written: the summary of the expected outputs,
+    #     after the errors Sphinx held back while reading; in the preview, a failed build
+    #     then stops, and the server keeps the pages of the last good one.
+    app.connect("write-started", log_output_summary, priority=400)
+    app.connect("write-started", keep_last_good_pages)
     # 8. html-page-context, per page written: the edition's notebook download, the Colab
     #    button (after the theme's own download menu), the build stamp.
     app.connect("html-page-context", offer_edition_notebook, priority=400)

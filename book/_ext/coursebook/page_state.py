@@ -29,7 +29,7 @@ class CellOutput:
     """One code cell of an executed chapter, as verification sees it."""
 
     key: str
-    index: int
+    index: int  # its number among the notebook's code cells, from 1 (markdown not counted)
     source: str
     text: str
     unverified: str = ""
@@ -55,7 +55,8 @@ class PageState:
     ``awaited``: inputs that did not exist when it was read (a recording not made yet);
     when one appears, the page is read again. ``verified_versions``: the torch releases
     with expected outputs for it when it was read (its "verified on" line); when that set
-    changes, the page is read again.
+    changes, the page is read again. ``not_verified``: where else it is not verified yet,
+    or stale (:mod:`coursebook.verify.other_torches`), one line each, for the build log.
     """
 
     notebook: nbformat.NotebookNode | None = None
@@ -64,6 +65,7 @@ class PageState:
     failed: bool = False
     awaited: list[str] = field(default_factory=list)
     verified_versions: list[str] | None = None
+    not_verified: list[str] = field(default_factory=list)
 
 
 def page_states(env: BuildEnvironment) -> dict[str, PageState]:

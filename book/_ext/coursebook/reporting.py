@@ -29,6 +29,23 @@ def report_book_error(error: BookError, subtype: str, fallback_location=None) ->
         report(str(error), None if error.path else fallback_location, subtype)
 
 
+# The commands this build's errors asked for, for the preview to name: asked once the pages
+# are read (Sphinx clears a page's temp_data when its read ends).
+_FIX_COMMANDS = "coursebook_fix_commands"
+
+
+def ask_for(env, command: str) -> None:
+    """Note that an error just logged is fixed by running ``command``."""
+    asked = env.temp_data.setdefault(_FIX_COMMANDS, [])
+    if command not in asked:
+        asked.append(command)
+
+
+def asked_for(env) -> list[str]:
+    """The commands this build's errors asked for, in the order first asked."""
+    return list(env.temp_data.get(_FIX_COMMANDS, []))
+
+
 def stop_build(subtype: str, *errors: tuple[str, str | None]) -> None:
     """End the build now with these (message, location) errors: a build that cannot go
     on raises no exception, as Sphinx gives any exception a crash report."""

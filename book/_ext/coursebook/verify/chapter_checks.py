@@ -25,6 +25,7 @@ from coursebook.config import book_config
 from coursebook.execute.long_outputs import CUT_MARKER, LIMIT, without_digest
 from coursebook.execute.notebook_runs import StoppedRun, take_stopped_run
 from coursebook.execute.shared_cache import cached_notebook
+from coursebook.model.faults import shown_path
 from coursebook.model.museum import CellOrigin
 from coursebook.model.notebooks import RAISES_TAG, line_of
 from coursebook.model.provenance import today
@@ -39,7 +40,7 @@ from coursebook.page_state import (
 )
 from coursebook.prepare.chapters import PreparedChapter, edition_chapter, edition_of
 from coursebook.prepare.editions import Edition
-from coursebook.reporting import report
+from coursebook.reporting import ask_for, report
 from coursebook.verify.expectations import (
     ACCEPT_COMMAND,
     ExpectationsError,
@@ -101,6 +102,18 @@ def _cell_error(cell: nodes.container) -> str | None:
     return None
 
 
+def _printed(cell: nodes.container, lines: int = 10) -> str:
+    """The end of what a cell printed before it failed, indented for a message."""
+    text = "\n".join(block.astext() for block in cell.findall(nodes.literal_block)
+                     if "output" in block.get("classes", [])
+                     and "traceback" not in block.get("classes", [])).strip("\n")
+    if not text:
+        return ""
+    kept = text.splitlines()
+    cut = f"      … ({len(kept) - lines} lines above)\n" if len(kept) > lines else ""
+    return "\n    It printed:\n" + cut + "\n".join(f"      {line}" for line in kept[-lines:])
+
+
 def _short(error: str, lines: int = 12) -> str:
     kept = error.splitlines()[-lines:]
     return "\n      ".join(kept)
@@ -114,24 +127,26 @@ def _where(source: str, chapter_text: str) -> dict:
 def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str,
                   succeeded: bool, traceback: str | None,
                   origins: dict[str, CellOrigin] | None = None,
-                  stopped: StoppedRun | None = None) -> list[CellProblem]:
+                  stopped: StoppedRun | None = None,
+                  report: Path | None = None) -> list[CellProblem]:
     """What went wrong in one executed chapter, in cell order.
 
     ``sources`` are the executed notebook's cell sources (by myst-nb's cell index), so
     that a cell whose input is hidden is still named; ``chapter_text`` is the file;
     ``origins`` names the cells that exhibits added (:func:`coursebook.model.museum.cell_origins`);
     ``stopped`` says where a run that timed out or lost its kernel stopped: the cells
-    after that one never ran, so none of them is blamed.
+    after that one never ran, so none of them is blamed; ``report``: the file that keeps
+    the run's traceback, named in the message of a cell that raised.
     """
     problems: list[CellProblem] = []
     if stopped is not None:
         if stopped.cell_index is None:
             return [CellProblem(0, "(the first one)", stopped.what)]
         ran = [cell for cell in code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
-        problems = _problems(ran, sources, chapter_text, origins)
+        problems = _problems(ran, sources, chapter_text, origins, report)
         return problems + [CellProblem(**_where(sources[stopped.cell_index], chapter_text),
                                        what=stopped.what)]
-    problems = _problems(code_cells(doctree), sources, chapter_text, origins)
+    problems = _problems(code_cells(doctree), sources, chapter_text, origins, report)
     if not succeeded and not problems:
         problems.append(CellProblem(0, "(the notebook)", what=(
             f"failed to execute:\n      {_short(traceback or 'no traceback recorded')}")))
@@ -139,7 +154,7 @@ def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str
 
 
 def _problems(cells, sources: list[str], chapter_text: str,
-              origins: dict[str, CellOrigin] | None) -> list[CellProblem]:
+              origins: dict[str, CellOrigin] | None, report: Path | None) -> list[CellProblem]:
     problems: list[CellProblem] = []
     for cell in cells:
         source = sources[cell["cell_index"]]
@@ -156,8 +171,9 @@ def _problems(cells, sources: list[str], chapter_text: str,
         where = _where(source, chapter_text)
         if error is not None and RAISES_TAG not in tags:
             problems.append(CellProblem(**where, what=(
-                f"raised an error it was not tagged for:\n      {_short(error)}\n"
-                f"    Fix the cell, or tag it `{RAISES_TAG}` if the error is what it teaches.")))
+                f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
+                + (f"    The whole run's traceback: {report}\n" if report else "")
+                + f"    Fix the cell, or tag it `{RAISES_TAG}` if the error is what it teaches.")))
             # nbclient stops at the first unexpected error: later cells never ran.
             return problems
         if error is None and RAISES_TAG in tags:
@@ -178,7 +194,8 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
     chapter_text = Path(env.doc2path(env.docname)).read_text(encoding="utf8")
     problems = cell_problems(doctree, sources, chapter_text,
                              bool(exec_data.get("succeeded")), exec_data.get("traceback"),
-                             prepared.origins, take_stopped_run(exec_data.get("error")))
+                             prepared.origins, take_stopped_run(exec_data.get("error")),
+                             _report_of(app, env.docname) if exec_data.get("traceback") else None)
     for problem in problems:
         logger.error("%s", problem.message,
                      location=problem.location or (env.docname, problem.line or None),
@@ -244,23 +261,37 @@ def _accept_header(torch_version: str, docname: str) -> list[str]:
             "Review the diff before committing."]
 
 
+# This build's summary lines, logged once the errors are out (Sphinx holds back the errors
+# of the reading phase, env-updated included, until it ends).
+_SUMMARY = "coursebook_output_summary"
+
+
 def compare_expected_outputs(app: Sphinx, env) -> None:
     """``env-updated``, every build: each chapter's outputs against its expected outputs.
 
     With ``coursebook_accept_outputs``, the outputs of this build are written instead;
     with ``coursebook_verify_outputs`` off, nothing is compared (``make bench`` times what
-    the comparison costs). Its duration is logged, for the same reason.
+    the comparison costs). Its duration is logged, for the same reason. The per-chapter
+    summary waits for :func:`log_output_summary`.
     """
     config = book_config(app.config)
     if not (config.verify_outputs or config.accept_outputs):
         return
     started = time.perf_counter()
-    chapters = _compare_expected_outputs(app, env)
-    logger.info("expected outputs: %d chapters compared in %.3f s", chapters,
-                time.perf_counter() - started)
+    summary: list[str] = []
+    chapters = _compare_expected_outputs(app, env, summary)
+    summary.append(f"{chapters} chapters compared in {time.perf_counter() - started:.3f} s")
+    env.temp_data[_SUMMARY] = summary
 
 
-def _compare_expected_outputs(app: Sphinx, env) -> int:
+def log_output_summary(app: Sphinx, *_) -> None:
+    """``write-started`` (before the preview may stop a failed build): the summary, after
+    the errors it counts."""
+    for line in app.env.temp_data.pop(_SUMMARY, []):
+        logger.info("expected outputs: %s", line)
+
+
+def _compare_expected_outputs(app: Sphinx, env, summary: list[str]) -> int:
     config = book_config(app.config)
     torch_version = config.torch
     expected_dir = Path(app.srcdir, config.expected_dir)
@@ -280,32 +311,38 @@ def _compare_expected_outputs(app: Sphinx, env) -> int:
             if write_expectations(path, accept(expectations, edition, outputs),
                                   lambda: _chapter_order(app, docname),
                                   _accept_header(torch_version, docname)):
-                logger.info("expected outputs: wrote %s (%s edition)", path, edition)
+                summary.append(f"wrote {path} ({edition} edition)")
+            summary += page_state_of(env, docname).not_verified
             continue
+        unverified = [o for o in outputs if o.unverified]
         if expectations is None:
             _fail(app, docname, None,
                   f"no expected outputs for torch {release(torch_version)} ({path} is "
                   f"missing). Accept them with `{ACCEPT_COMMAND}`, review and commit them.")
-            continue
-        text = Path(chapter).read_text(encoding="utf8")
-        for mismatch in compare(expectations, edition, outputs):
-            _fail(app, docname, line_of(mismatch.cell.source, text),
-                  f"code cell {mismatch.cell.index} `{mismatch.cell.first_line}` "
-                  f"({edition} edition, torch {release(torch_version)}) "
-                  f"{mismatch.diff(path)}\n    If the new output is right, accept it with "
-                  f"`{ACCEPT_COMMAND}` and review the diff of {path.parent}.")
-        unverified = [o for o in outputs if o.unverified]
-        logger.info("expected outputs: %s (%s): %d of %d code cells verified against "
-                    "torch %s%s", Path(chapter).name, edition, len(outputs) - len(unverified),
-                    len(outputs), release(torch_version),
-                    "".join(f"; not verified: `{o.first_line}` ({o.unverified})"
-                            for o in unverified))
+            mismatches = [o for o in outputs if not o.unverified]
+        else:
+            text = Path(chapter).read_text(encoding="utf8")
+            mismatches = compare(expectations, edition, outputs)
+            for mismatch in mismatches:
+                _fail(app, docname, line_of(mismatch.cell.source, text),
+                      f"code cell {mismatch.cell.index} `{mismatch.cell.first_line}` "
+                      f"({edition} edition, torch {release(torch_version)}) "
+                      f"{mismatch.diff(path)}\n    If the new output is right, accept it with "
+                      f"`{ACCEPT_COMMAND}` and review the diff of {path.parent}.")
+        failed = f" ({len(mismatches)} failed, above)" if mismatches else ""
+        summary.append(
+            f"{Path(chapter).name} ({edition}): "
+            f"{len(outputs) - len(unverified) - len(mismatches)} of {len(outputs)} code cells "
+            f"verified against torch {release(torch_version)}{failed}"
+            + "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in unverified))
+        summary += page_state_of(env, docname).not_verified
     return chapters
 
 
 def _fail(app: Sphinx, docname: str, line: int | None, message: str) -> None:
     logger.error("%s", message, location=(docname, line or None),
                  type="coursebook", subtype="expected-outputs")
+    ask_for(app.env, ACCEPT_COMMAND)
     app.statuscode = 1  # also without -W: an unexpected output is never a warning
 
 
@@ -313,6 +350,11 @@ def _reports(app: Sphinx) -> tuple[Path, Path]:
     """Where myst-nb writes a failed notebook's traceback (inside the published output
     folder), and where it is kept instead: ``_build/<edition>/reports/``."""
     return Path(app.outdir, "reports"), Path(app.outdir).parent / "reports"
+
+
+def _report_of(app: Sphinx, docname: str) -> Path:
+    """Where a failed chapter's traceback is kept once the build has read every page."""
+    return shown_path(_reports(app)[1].joinpath(*f"{docname}.err.log".split("/")))
 
 
 def clear_execution_reports(app: Sphinx) -> None:

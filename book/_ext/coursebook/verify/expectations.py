@@ -39,6 +39,9 @@ UNVERIFIED_KEY = "unverified"
 _HEADER = re.compile(r"^=== cell (?P<key>[0-9a-f]{8}(?:\.\d+)?)"
                      r"(?: \((?P<edition>student|instructor)\))? · (?P<first>.*)$")
 _INDENT = "    "
+# The name a file is written under before it is renamed into place (``.pt01.txt.24294``):
+# no edit of the book (the preview ignores it).
+PARTIAL_FILE = r"(^|/)\.[^/]+\.txt\.\d+$"
 
 
 class ExpectationsError(Exception):
@@ -96,11 +99,10 @@ def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
 
 def cell_outputs(notebook: nbformat.NotebookNode) -> list[CellOutput]:
     """Every code cell of an executed notebook, with its key and shown text."""
-    code = [(index, cell) for index, cell in enumerate(notebook.cells)
-            if cell.cell_type == "code"]
-    return [CellOutput(key, index, cell.source, shown_text(cell),
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    return [CellOutput(key, number, cell.source, shown_text(cell),
                        str(cell.metadata.get(UNVERIFIED_KEY, "")))
-            for key, (index, cell) in zip(cell_keys(notebook), code)]
+            for number, (key, cell) in enumerate(zip(cell_keys(notebook), code), 1)]
 
 
 # --- The file --------------------------------------------------------------------------
@@ -174,7 +176,7 @@ def write_expectations(path: Path, expectations: Expectations,
             out += [f"{_INDENT}{line}" if line else "" for line in text.splitlines()]
     path.parent.mkdir(parents=True, exist_ok=True)
     # Whole or not at all: the other edition, built at the same time, may be reading it.
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial = path.with_name(f".{path.name}.{os.getpid()}")  # as PARTIAL_FILE matches it
     partial.write_text("\n".join(out) + "\n", encoding="utf8")
     partial.replace(path)
     return True

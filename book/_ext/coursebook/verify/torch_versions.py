@@ -27,8 +27,8 @@ from coursebook.model.faults import BookError
 from coursebook.model.museum import ExhibitError, check_cells
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import is_release, release, verified_versions, version_key
-from coursebook.page_state import mark_failed, page_state_of
-from coursebook.prepare.chapters import edition_chapter, edition_of
+from coursebook.page_state import PREPARED, mark_failed, page_state_of
+from coursebook.prepare.chapters import PreparedChapter, edition_chapter, edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
 from coursebook.verify.expectations import (
@@ -37,6 +37,7 @@ from coursebook.verify.expectations import (
     code_digest,
     read_expectations,
 )
+from coursebook.verify.other_torches import State, check_digests, left_out_of_downloads, standings
 from coursebook.worddiff import changed_words
 
 CHANGES_LABEL = "torch-versions"
@@ -102,38 +103,57 @@ def version_label(version: str, readers: tuple[Runtime, ...]) -> str:
 def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
     """Under a chapter's title: the torch versions its outputs were verified on, and the
-    runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)")."""
+    runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)").
+
+    A torch whose expected outputs are stale for the chapter is not named there; in the
+    instructor edition a line says which torches have not verified it yet, or are stale,
+    and the command for each (:mod:`coursebook.verify.other_torches`), as the build log does.
+    """
     config = book_config(app.config)
     expected_dir = Path(app.srcdir, config.expected_dir)
     versions = verified_versions(expected_dir, chapter)
+    state = page_state_of(app.env, chapter)
     # A version added or removed later reads the page again (page_states' collector).
-    page_state_of(app.env, chapter).verified_versions = versions
+    state.verified_versions = versions
     if not versions:
         return
+    for version in versions:
+        app.env.note_dependency(str(expected_dir / f"torch-{version}" / f"{chapter}.txt"))
+    prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
+    try:
+        others = standings(chapter, expected_dir, running, config.reader_runtimes,
+                           check_digests(config.museum()),
+                           left_out_of_downloads(prepared.notebook) if prepared else set())
+    except (ExpectationsError, BookError):
+        return  # the versions page and the chapter's own checks report it
+    state.not_verified = [s.message() for s in others if s.state is not State.VERIFIED]
+    verified = {s.other.torch for s in others if s.state is State.VERIFIED}
     edition = edition_of(app).value
     builds, readers = [], []
     for version in versions:
-        path = expected_dir / f"torch-{version}" / f"{chapter}.txt"
-        app.env.note_dependency(str(path))
-        label = version_label(version, config.reader_runtimes)
-        if label == f"torch {version}":
-            builds.append(f"{version} (this build)" if version == release(running) else version)
+        if version == release(running):
+            builds.append(f"{version} (this build)")
+        elif version not in verified:
             continue
-        try:
-            expectations = read_expectations(path)
-        except ExpectationsError:
-            continue  # the versions page reports it
-        if expectations is not None and expectations.by_edition[edition]:
+        elif (label := version_label(version, config.reader_runtimes)) == f"torch {version}":
+            builds.append(version)
+        elif read_expectations(expected_dir / f"torch-{version}" / f"{chapter}.txt"
+                               ).by_edition[edition]:
             readers.append(label)  # a runtime's run holds this edition
     shown = f"torch {', '.join(builds)}" + (f", and on {' and '.join(readers)}" if readers else "")
     link = addnodes.pending_xref("", nodes.inline("", "what changed between torch versions"),
                                  refdomain="std", reftype="ref", reftarget=CHANGES_LABEL,
                                  refexplicit=True, refwarn=False)
-    note = nodes.paragraph("", "", nodes.Text(f"Outputs verified against {shown}. See "),
-                           link, nodes.Text("."), classes=["verified-on"])
+    notes = [nodes.paragraph("", "", nodes.Text(f"Outputs verified against {shown}. See "),
+                             link, nodes.Text("."), classes=["verified-on"])]
+    if edition == Edition.INSTRUCTOR.value:
+        notes += [nodes.paragraph("", "", nodes.Text(s.page_note()),
+                                  nodes.literal(s.other.command, s.other.command),
+                                  nodes.Text("."), classes=["verified-on", "not-verified"])
+                  for s in others if s.state is not State.VERIFIED]
     section = next(doctree.findall(nodes.section), None)
     if section is not None and section.children and isinstance(section[0], nodes.title):
-        section.insert(1, note)
+        section[1:1] = notes
 
 
 class TorchVersionChanges(Directive):
