@@ -57,6 +57,8 @@ class PageState:
     with expected outputs for it when it was read (its "verified on" line); when that set
     changes, the page is read again. ``not_verified``: where else it is not verified yet,
     or stale (:mod:`coursebook.verify.other_torches`), one line each, for the build log.
+    ``claims``: how many of its claims held when checked, and how many it cites (None:
+    its checks did not run).
     """
 
     notebook: nbformat.NotebookNode | None = None
@@ -66,6 +68,7 @@ class PageState:
     awaited: list[str] = field(default_factory=list)
     verified_versions: list[str] | None = None
     not_verified: list[str] = field(default_factory=list)
+    claims: tuple[int, int] | None = None
 
 
 def page_states(env: BuildEnvironment) -> dict[str, PageState]:
