@@ -28,6 +28,7 @@ from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.long_lived import freeze_long_lived_objects
 from coursebook.process.preview import keep_last_good_pages
 from coursebook.process.quiet_log import quiet_config_dumps
+from coursebook.process.unfinished_builds import mark_finished, mark_unfinished, pages_to_write
 from coursebook.render.build_stamp import add_build_stamp
 from coursebook.render.compiled_templates import keep_compiled_templates
 from coursebook.render.downloads import (
@@ -97,12 +98,15 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", adopt_offline_mathjax)
     app.connect("config-inited", check_kernel_server, priority=900)  # once the suffixes are merged
     # 2. builder-inited: a broken runtimes file reported; last build's failure reports
-    #    cleared; Ctrl-C ends the build in one line; compiled templates kept between
+    #    cleared; Ctrl-C or SIGTERM ends the build in one line, and every process it
+    #    started; the output folder marked unfinished (an earlier build's mark found: every
+    #    page written again, step 7a); compiled templates kept between
     #    builds; what the build keeps to its end (extensions, environment) set aside from
     #    the garbage collector.
     app.connect("builder-inited", check_runtimes_file)
     app.connect("builder-inited", clear_execution_reports)
     app.connect("builder-inited", stop_cleanly_on_interrupt)
+    app.connect("builder-inited", mark_unfinished)
     app.connect("builder-inited", keep_compiled_templates)
     app.connect("builder-inited", freeze_long_lived_objects, priority=900)  # after the others'
     # 3. env-get-outdated: Sphinx itself re-reads a chapter whose noted inputs changed
@@ -130,6 +134,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-updated", compare_expected_outputs)
     app.connect("env-updated", check_answer_overlaps)
     app.connect("env-updated", keep_execution_reports)
+    # 7a. env-get-updated: every page written again after a build that stopped early.
+    app.connect("env-get-updated", pages_to_write)
     # 7b. write-started, before any page is written: the summary of the expected outputs,
     #     after the errors Sphinx held back while reading; in the preview, a failed build
     #     then stops, and the server keeps the pages of the last good one.
@@ -145,6 +151,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("build-finished", replace_copied_sources)
     app.connect("build-finished", fail_build_on_failed_chapters)
     app.connect("build-finished", stop_kernel_server)
+    #    Last: the output folder is finished (no exception).
+    app.connect("build-finished", mark_finished, priority=1000)
     # Lab handouts (-t handout): answer boxes, one LaTeX document per chapter, covers; each
     # registers its own hooks.
     setup_answer_space(app)

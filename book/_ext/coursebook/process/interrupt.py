@@ -1,15 +1,25 @@
-"""Ctrl-C during a build: one line, not a crash report.
+"""A build stopped by a signal: one line, not a crash report, and no process left behind.
 
 While a notebook executes, nbclient takes SIGINT for its event loop; the interrupt then
 surfaces as "Event loop is closed" or a failed kernel clean-up, which Sphinx reports as a
-crash. Here SIGINT is blocked in the build's threads (and the kernels it starts) and one
-thread waits for it: it says what happened and ends the process at once. Nothing is
-left half-done: jupyter-cache stores a notebook only after it ran to the end, Sphinx
-saves its environment only after reading, and a kernel exits when its parent does.
+crash. Here Ctrl-C (SIGINT, sent to the build's whole process group) and SIGTERM (a CI
+runner cancelling a job) are blocked in the build's threads, and one thread waits for
+them: it says what happened, ends every process the build started (``-j`` readers and
+writers, kernels, the kernel forkserver; kernels and the server are in sessions of their
+own, so the signal never reached them) and ends the process. The processes the build
+forks (Sphinx's ``-j`` workers) leave the stop to it: they ignore both signals, which
+keeps them, and the kernels below them, in reach until then; and they die with it when
+it is killed outright (SIGKILL, the out-of-memory killer), Linux's parent-death signal.
+A kernel whose parent died ends by itself (ipykernel's parent poller, the forkserver's).
+
+Nothing is left half-done: jupyter-cache stores a notebook only after it ran to the end,
+and a build that did not reach its end has the next one write every page again
+(:mod:`coursebook.process.unfinished_builds`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -17,18 +27,72 @@ import threading
 
 MESSAGE = ("Interrupted: the build stopped. The execution cache keeps only finished runs, "
            "so building again carries on from there.")
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def _wait_for_interrupt() -> None:
-    signal.sigwait({signal.SIGINT})
+def _wait_for_stop() -> None:
+    received = signal.sigwait(STOP_SIGNALS)
     print(f"\n{MESSAGE}", file=sys.stderr, flush=True)
-    os._exit(130)  # unwinding nbclient's event loop is what crashes
+    end_descendants()
+    os._exit(128 + received)  # unwinding nbclient's event loop is what crashes
+
+
+def end_descendants() -> None:
+    """Kill every process this one started, and theirs, wherever their session."""
+    import psutil
+
+    for process in psutil.Process().children(recursive=True):
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
+def _prctl():
+    """Linux's prctl, looked up before any fork (a forked child only calls it)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_forking: list[int] = [0]  # the pid of the process forking, as its child sees it
+_hooked: list[int] = []  # the process whose forks are hooked
+
+
+def _ignore(signum, frame) -> None:  # a handler, not SIG_IGN: a program it runs gets the default
+    pass
+
+
+def _hook_forks(prctl) -> None:
+    """In each process forked from this one, and from those, from now on: the stop
+    signals are the build's main process to handle (never blocked, so never left
+    pending), and it dies with its parent."""
+
+    def after_fork_in_child() -> None:
+        for stop in STOP_SIGNALS:
+            signal.signal(stop, _ignore)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != _forking[0]:  # it died before the line above
+                os._exit(1)
+
+    if _hooked != [os.getpid()]:  # once per process (a forked build inherits its parent's)
+        _hooked[:] = [os.getpid()]
+        os.register_at_fork(before=lambda: _forking.__setitem__(0, os.getpid()),
+                            after_in_child=after_fork_in_child)
 
 
 def stop_cleanly_on_interrupt(app) -> None:
-    """``builder-inited``, before any kernel starts: Ctrl-C ends the build with one line."""
+    """``builder-inited``, before any kernel starts or worker forks: Ctrl-C and SIGTERM
+    end the build with one line and nothing left running."""
     if (threading.current_thread() is not threading.main_thread()
             or not hasattr(signal, "pthread_sigmask")):
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    threading.Thread(target=_wait_for_interrupt, name="coursebook-interrupt", daemon=True).start()
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    _hook_forks(_prctl())
+    threading.Thread(target=_wait_for_stop, name="coursebook-interrupt", daemon=True).start()
