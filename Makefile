@@ -10,7 +10,7 @@ JOBS       ?= auto
 SPHINXOPTS ?= -W --keep-going -j $(JOBS)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv preview execute merge-caches recording recording-check recording-ready html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch refresh-runtimes verify-runtime accept-outputs-runtime test test-recording test-suite test-fast clean clean-cache
+.PHONY: help venv preview execute merge-caches recording recording-check recording-ready recording-environments tpu-smoke record-cloud-tpu html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch refresh-runtimes verify-runtime accept-outputs-runtime test test-recording test-suite test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-23s %s\n", $$1, $$2}'
@@ -24,10 +24,12 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed ## Create the virtual environment the book builds in
 
 # Recorded chapters: run on a machine of a kind of tools/machine-kinds.toml, in the environments
-# of book/recordings/NAME-environments.toml. The recorder needs Python 3.10 or newer with its
-# venv package, and a few small packages (not the book's environment), so it runs on a TPU
-# VM or Colab as they come. tools/check_venv.py stops first, with one line, on a Python that
-# cannot create environments (Colab's 3.13 without python3.13-venv).
+# of book/recordings/NAME-environments.toml. The recorder needs Python 3.11 or newer with its
+# venv package, and a few small packages (not the book's environment), so it runs in Colab as
+# it comes and on a Cloud TPU VM with a Python brought along (its image's is 3.10).
+# tools/check_venv.py stops first, with one line, on a Python too old or that cannot create
+# environments (Colab's 3.13 without python3.13-venv). The first TPU recording, step by
+# step: docs/recording.md.
 RECORDING ?= bridges
 KIND      ?= tpu
 RECORDER  := .venv-recorder
@@ -47,6 +49,21 @@ recording-check: $(RECORDER)/.installed ## Check a committed recording against a
 
 recording-ready: $(RECORDER)/.installed ## Check that each accelerator environment installs on its machines (needs the registry)
 	$(RECORDER)/bin/python tools/check_environments.py
+
+# The last line it prints: the environments' Pythons, as JSON (the TPU smoke test reads it).
+recording-environments: $(RECORDER)/.installed ## Create a recorded chapter's environments on this machine, run nothing (RECORDING=bridges KIND=tpu)
+	@$(RECORD) --environments-only
+
+# Progress on stderr, the report on stdout (and in SMOKE_REPORT, when set).
+SMOKE_REPORT ?=
+tpu-smoke: $(RECORDER)/.installed ## On a TPU machine, before its first recording: each bridge alone and both together, one JSON report (RECORDING=bridges)
+	@$(RECORDER)/bin/python tools/tpu_smoke.py --recording $(RECORDING) $(if $(SMOKE_REPORT),--output $(SMOKE_REPORT))
+
+# A spot Cloud TPU VM, made and deleted by the script (gcloud, logged in; `--dry-run` lists
+# its commands): this commit's recording comes back into book/recordings/.
+PROJECT ?=
+record-cloud-tpu: ## Record on a spot Cloud TPU VM made for it, then delete it (PROJECT=... RECORDING=bridges; DRY_RUN=1 prints the gcloud commands)
+	$(PYTHON) tools/cloud_tpu_record.py --recording $(RECORDING) $(if $(PROJECT),--project $(PROJECT)) $(if $(DRY_RUN),--dry-run)
 
 # $(call edition,SPHINX-BUILD,EDITION,OUTPUT ROOT,EXTRA OPTIONS): one HTML edition.
 edition = $(1) -b html -c . $(if $(filter instructor,$(2)),-t instructor) \

@@ -1,0 +1,98 @@
+"""The TPU smoke test's steps, run here with stand-ins for JAX and torch_xla on the CPU:
+the report's shape, a hung step cut at its timeout, and never a TPU claimed without one."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+SCRIPT = ROOT / "tools" / "tpu_smoke.py"
+STEPS = ["environment", "versions", "jax", "free after jax", "torch_xla", "free after torch_xla",
+         "jax+torch_xla", "free after jax+torch_xla", "torch_xla+jax", "free after torch_xla+jax"]
+
+# Stand-ins that run on the CPU and report it. torch_xla's hangs when JAX is in the process
+# and FAKE_HANG_AFTER_JAX is set: the hang torch_xla's own code warns of on a TPU
+# (torch_xla/_internal/jax_workarounds.py), planted here.
+FAKES = {
+    "jax/__init__.py": "class _Device:\n    platform = 'cpu'\n    device_kind = 'cpu'\n\n\n"
+                       "def devices():\n    return [_Device()]\n",
+    "jax/numpy.py": "from numpy import *  # noqa: F403\n",
+    "torch_xla/__init__.py": "import os, sys, time\nimport torch\n\n\ndef device():\n"
+                             "    if os.environ.get('FAKE_HANG_AFTER_JAX') and 'jax' in sys.modules:\n"
+                             "        time.sleep(3600)\n    return torch.device('cpu')\n",
+    "torch_xla/core/__init__.py": "",
+    "torch_xla/core/xla_model.py": "def xla_device_hw(device):\n    return 'CPU'\n\n\n"
+                                   "def xla_device_kind(device):\n    return 'cpu'\n",
+}
+# A stand-in `make`: `make recording-environments` names this Python as the environment.
+FAKE_MAKE = f"""#!/bin/sh
+echo "pip: installing (a stand-in)"
+echo '{{"environments": {{"both": "{sys.executable}"}}}}'
+"""
+
+
+def _smoke(tmp_path: Path, *arguments: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
+    for name, text in FAKES.items():
+        (tmp_path / "fakes" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "fakes" / name).write_text(text)
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    (tmp_path / "bin" / "make").write_text(FAKE_MAKE)
+    (tmp_path / "bin" / "make").chmod(0o755)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(SCRIPT), *arguments], capture_output=True,
+                          text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path / "fakes"),
+                               "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+                               **env})
+    return done, time.monotonic() - started
+
+
+def test_the_smoke_test_explains_itself():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("usage:")
+
+
+def test_each_step_reports_and_a_hung_step_is_cut_at_its_timeout(tmp_path):
+    done, seconds = _smoke(tmp_path, "--kind", "cpu", "--timeout", "10",
+                           "--output", str(tmp_path / "report.json"), FAKE_HANG_AFTER_JAX="1")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)  # stdout is the one JSON report, nothing else
+    assert json.loads((tmp_path / "report.json").read_text()) == report
+    assert {"report", "format", "summary", "tpu", "device", "recording", "date", "commit",
+            "machine", "versions", "steps"} <= set(report)
+    assert [step["name"] for step in report["steps"]] == STEPS
+    status = {step["name"]: step["status"] for step in report["steps"]}
+    assert status == {**{name: "ok" for name in STEPS}, "jax+torch_xla": "timeout"}
+    hung = next(step for step in report["steps"] if step["name"] == "jax+torch_xla")
+    assert hung["reached"] == "importing torch_xla" and 10 <= hung["seconds"] < 20
+    assert seconds < 120  # the hung process did not hold the run up
+    jax = next(step for step in report["steps"] if step["name"] == "jax")
+    assert jax["found"]["jax_device_kind"] == "cpu" and jax["found"]["jax_sum"] == 6.0
+    torch_xla = next(step for step in report["steps"] if step["name"] == "torch_xla")
+    assert torch_xla["found"]["torch_xla_device_kind"] == "cpu"  # the chip's name, as JAX's
+    # On a CPU: said plainly, never a TPU result.
+    assert report["tpu"] is False and report["device"]["reported"] == ["cpu (cpu)"]
+    assert report["summary"].startswith("no TPU found: this ran on the CPU stand-in")
+    assert "jax+torch_xla timeout after 10 s at 'importing torch_xla'" in report["summary"]
+    assert "[jax+torch_xla] importing torch_xla" in done.stderr  # progress, as it came
+    assert "pip: installing (a stand-in)" in done.stderr
+
+
+@pytest.mark.skipif(bool(glob.glob("/dev/accel*") + glob.glob("/dev/vfio/[0-9]*")),
+                    reason="this machine has a TPU")
+def test_without_a_tpu_the_tpu_steps_are_skipped_and_the_report_says_so(tmp_path):
+    done, _ = _smoke(tmp_path)
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["tpu"] is False and report["device"]["files"] == []
+    assert report["summary"].startswith("no TPU found (/dev/accel*")
+    assert {step["status"] for step in report["steps"]} == {"skipped"}  # nothing installed
