@@ -345,23 +345,6 @@ def test_the_book_stops_when_a_recorded_cell_changes(tmp_path):
     assert "Stale: this cell changed" in (tmp_path / "out2" / "html" / "bridges.html").read_text()
 
 
-def test_the_colab_notebook_records_with_the_tpu_kind_and_hands_the_recording_back():
-    notebook = nbformat.read(ROOT / "tools" / "record_on_colab.ipynb", as_version=4)
-    nbformat.validate(notebook)
-    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
-    assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
-    assert '"make", "recording"' in code and '"KIND=tpu"' in code
-    # the running Python records, with its own venv package, checked before going on
-    assert 'f"PYTHON={sys.executable}"' in code and '"tools/check_venv.py"' in code
-    assert "install -y python{version}-venv" in code and "raise SystemExit(checked.stderr" in code
-    assert "python3-venv" not in code
-    assert 'userdata.get("GITHUB_TOKEN")' in code.split('"git", "clone"')[0]  # a private clone
-    assert "files.download(recording)" in code and '"git", "push"' in code
-    for pattern in MACHINES["tpu"].device_files:  # it looks for the device where the recorder does
-        assert f'glob.glob("{pattern}")' in code
-    compile(code, "record_on_colab.ipynb", "exec")  # every cell is valid Python
-
-
 def _without_ensurepip(tmp_path) -> dict:
     """The environment of a Python whose venv package is missing (as Debian splits it out)."""
     import os
