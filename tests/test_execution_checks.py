@@ -1,8 +1,12 @@
 """A chapter cell that misbehaves stops the build, naming the chapter, the cell and the error."""
 
-import pytest
+import os
+import subprocess
 
-from conftest import sphinx_build
+import pytest
+from book_environment import sphinx_command
+
+from conftest import ROOT, sphinx_build
 
 pytestmark = pytest.mark.slow
 
@@ -56,3 +60,41 @@ def test_open_in_colab_appears_only_when_the_repository_is_set(tiny_book, tmp_pa
     page = (launched.outdir / "html" / "chapter.html").read_text()
     assert ("https://colab.research.google.com/github/org/labs/blob/gh-pages/_sources/chapter.ipynb"
             in page)
+
+
+def _build_log_in_order(srcdir, out, cache) -> tuple[int, str]:
+    """A build's exit status and its log as a terminal shows it: status and errors in the
+    order they were printed."""
+    command = sphinx_command(srcdir, out / "html", out / "doctrees",
+                             settings={"nb_execution_cache_path": str(cache)})
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          cwd=ROOT, env={**os.environ, "TMPDIR": str(out)})
+    return done.returncode, done.stdout
+
+
+def test_a_failing_assert_shows_what_the_cell_printed_and_where_its_report_is(tiny_book, tmp_path):
+    _edit(tiny_book / "chapter.md", "print((weights * 3).grad_fn)",
+          "print((weights * 3).grad_fn)\nfor step in range(12):\n    print('step', step)\n"
+          "assert weights.sum() == 3, 'the weights'")
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert build.returncode != 0
+    message = build.log[build.log.index("ERROR: code cell `import torch` raised an error"):]
+    assert "AssertionError: the weights" in message
+    # The tail of what it printed (13 lines: the last 10), then the report that keeps the run.
+    printed = message[message.index("It printed:"):].splitlines()
+    assert printed[1].strip() == "… (3 lines above)" and printed[11].strip() == "step 11"
+    report = tmp_path / "out" / "reports" / "chapter.err.log"
+    assert f"The whole run's traceback: {report}" in message and report.is_file()
+
+
+def test_the_summary_counts_passed_cells_after_the_errors_and_numbers_code_cells(tiny_book, tmp_path):
+    expected = tiny_book / "expected" / "torch-2.13.0" / "chapter.txt"
+    _edit(expected, "    <MulBackward0 object at 0x…>", "    <AddBackward0 object at 0x…>")
+    status, log = _build_log_in_order(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert status != 0
+    lines = log.splitlines()
+    # The second code cell (the chapter's fourth cell, markdown counted).
+    error = next(i for i, line in enumerate(lines) if "ERROR: code cell 2 `import torch`" in line)
+    summary = next(i for i, line in enumerate(lines) if "expected outputs: chapter.md (student)" in line)
+    assert error < summary, log[-3000:]
+    assert lines[summary].endswith("2 of 3 code cells verified against torch 2.13.0 (1 failed, above)")

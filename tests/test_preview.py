@@ -10,9 +10,8 @@ import torch
 
 from conftest import BOOK, copy_of_built_cache, load_tool
 from coursebook.model.versions import release
-from coursebook.process.preview import MESSAGE
-
-pytestmark = pytest.mark.slow
+from coursebook.process.preview import FAILED, failure_message
+from coursebook.verify.expectations import ACCEPT_COMMAND
 # Generous: a code edit executes its chapter on a shared, loaded machine. Speed is the
 # bench's business (its preview cases), not this test's.
 WAIT_MS = 900_000
@@ -29,11 +28,12 @@ def preview(tmp_path, built):
     server.stop()
 
 
+@pytest.mark.slow
 def test_edits_reach_the_open_page_and_a_failed_build_keeps_the_last_good_one(preview, browser):
     from playwright.sync_api import expect
 
     preview.wait_until_serving()  # after the first build
-    assert MESSAGE not in preview.log(), preview.log()[-4000:]
+    assert FAILED not in preview.log(), preview.log()[-4000:]
     page = browser.new_page()
     page.goto(f"{preview.url}/pt01.html")
     body = page.locator("body")
@@ -50,7 +50,7 @@ def test_edits_reach_the_open_page_and_a_failed_build_keeps_the_last_good_one(pr
     preview.edit_cell("pt01.md", 'print("Dtype:", X.dtype)', 'print("Element type:", X.dtype)',
                       expected)
     expect(body).to_contain_text("Element type: torch.float32", timeout=WAIT_MS)
-    assert MESSAGE not in preview.log(), preview.log()[-4000:]
+    assert FAILED not in preview.log(), preview.log()[-4000:]
 
     # A planted verification failure, with a prose edit saved with it: the build fails with
     # its message, writes no page, and the server goes on serving the last good one.
@@ -61,11 +61,28 @@ def test_edits_reach_the_open_page_and_a_failed_build_keeps_the_last_good_one(pr
     assert "A sentence the preview shows." in served
     assert "A sentence of a failed build." not in served
     log = preview.log()
-    assert MESSAGE in log, log[-4000:]
+    # It names the command the failure needs.
+    assert failure_message([ACCEPT_COMMAND]) in log, log[-4000:]
     assert "Element type: torch.float64" in log and "Traceback" not in log, log[-4000:]
 
     # The fix: the next build passes and writes the page the failed one held back.
     preview.edit(expected, "    Element type: torch.float64\n", "    Element type: torch.float32\n")
     expect(body).to_contain_text("A sentence of a failed build.", timeout=WAIT_MS)
     assert preview.process.poll() is None
-    assert preview.log().count(MESSAGE) == 1
+    assert preview.log().count(FAILED) == 1
+
+
+def test_the_failure_names_the_command_it_needs_or_asks_for_the_fix():
+    assert f"run `{ACCEPT_COMMAND}` in another terminal" in failure_message([ACCEPT_COMMAND])
+    assert failure_message([]).endswith("Save the fix to rebuild.")
+    assert "make" not in failure_message([])
+
+
+def test_files_written_before_their_rename_are_no_edits(tmp_path):
+    from sphinx_autobuild.filter import IgnoreFilter
+
+    ignored = IgnoreFilter([], load_tool("preview").NOT_EDITS)
+    expected = tmp_path / "book" / "expected" / "torch-2.13.0"
+    assert ignored(str(expected / ".pt02.txt.24294"))  # make accept-outputs writing
+    assert not ignored(str(expected / "pt02.txt"))  # then renamed: an edit
+    assert not ignored(str(tmp_path / "book" / "pt02.md"))

@@ -18,3 +18,21 @@ def test_the_configuration_dump_is_dropped_and_nothing_else():
     assert not logger.filter(_record(logging.INFO, NbParserConfig()))
     assert logger.filter(_record(logging.INFO, "Using jupyter-cache at: _build"))
     assert logger.filter(_record(logging.WARNING, NbParserConfig()))
+
+
+def test_a_build_with_nothing_to_do_says_no_configuration_changed(tiny_book, tmp_path):
+    """The theme and extensions add to some values when the builder starts: the pickled
+    configuration is the one they were given, so a second build finds it unchanged, and a
+    real change is still said."""
+    from conftest import sphinx_build
+
+    build = lambda **settings: sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
+                                            settings=settings)
+    first = build()
+    assert first.returncode == 0, first.log[-3000:]
+    again = build()
+    assert again.returncode == 0 and "loading pickled environment... done" in again.log
+    assert "configuration has changed" not in again.log, again.log[:2000]
+    changed = build(html_title="Another title")
+    said = [line for line in changed.log.splitlines() if "The configuration has changed" in line]
+    assert len(said) == 1 and "'html_title'" in said[0], changed.log[:2000]

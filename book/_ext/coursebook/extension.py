@@ -24,6 +24,11 @@ from coursebook.prepare.chapters import (
 )
 from coursebook.prepare.editions import Edition, box_code_answers
 from coursebook.prepare.source_files import check_source_encodings
+from coursebook.process.config_as_given import (
+    keep_config_as_given,
+    pickle_config_as_given,
+    restore_config,
+)
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.long_lived import freeze_long_lived_objects
 from coursebook.process.preview import keep_last_good_pages
@@ -97,6 +102,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", set_execution_versions)
     app.connect("config-inited", adopt_offline_mathjax)
     app.connect("config-inited", check_kernel_server, priority=900)  # once the suffixes are merged
+    # Last: the configuration as conf.py and config-inited gave it, kept for the pickle.
+    app.connect("config-inited", keep_config_as_given, priority=1000)
     # 2. builder-inited: a broken runtimes file reported; last build's failure reports
     #    cleared; Ctrl-C or SIGTERM ends the build in one line, and every process it
     #    started; the output folder marked unfinished (an earlier build's mark found: every
@@ -134,11 +141,16 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-updated", compare_expected_outputs)
     app.connect("env-updated", check_answer_overlaps)
     app.connect("env-updated", keep_execution_reports)
-    # 7a. env-get-updated: every page written again after a build that stopped early.
+    # 7a. env-get-updated: every page written again after a build that stopped early;
+    #     last, just before Sphinx pickles the environment: the configuration as given
+    #     stands in for the one the theme and extensions added to (restored at 7b).
     app.connect("env-get-updated", pages_to_write)
+    app.connect("env-get-updated", pickle_config_as_given, priority=1000)
+    app.connect("env-check-consistency", restore_config, priority=0)
     # 7b. write-started, before any page is written: the summary of the expected outputs,
     #     after the errors Sphinx held back while reading; in the preview, a failed build
     #     then stops, and the server keeps the pages of the last good one.
+    app.connect("write-started", restore_config, priority=0)
     app.connect("write-started", log_output_summary, priority=400)
     app.connect("write-started", keep_last_good_pages)
     # 8. html-page-context, per page written: the edition's notebook download, the Colab

@@ -18,11 +18,15 @@ from sphinx.application import Sphinx
 from coursebook.config import book_config
 from coursebook.reporting import asked_for
 
-MESSAGE = ("preview: the build failed (the message above); no page was written, the "
-           "server keeps the last good ones. {fix}")
-SAVE = "Save the fix to rebuild."
-RUN = ("If the new outputs are right, run {commands} in another terminal: the preview "
-       "rebuilds when the expected outputs change. Otherwise save the fix.")
+FAILED = "preview: the build failed (the message above)"
+
+
+def failure_message(commands: list[str]) -> str:
+    """What the preview says of a failed build: the command its errors asked for, if any."""
+    fix = (f"If the new outputs are right, run {' and '.join(f'`{c}`' for c in commands)} in "
+           "another terminal: the preview rebuilds when they change. Otherwise save the fix."
+           if commands else "Save the fix to rebuild.")
+    return f"{FAILED}; no page was written, the server keeps the last good ones. {fix}"
 
 
 def keep_last_good_pages(app: Sphinx, builder) -> None:
@@ -31,8 +35,6 @@ def keep_last_good_pages(app: Sphinx, builder) -> None:
     # end of the build); this extension's own failures also set the exit status.
     failed = app.statuscode != 0 or app._warncount > 0
     if book_config(app.config).preview and failed:
-        commands = asked_for(app.env)
-        fix = RUN.format(commands=" and ".join(f"`{c}`" for c in commands)) if commands else SAVE
-        print(MESSAGE.format(fix=fix), file=sys.stderr, flush=True)
+        print(failure_message(asked_for(app.env)), file=sys.stderr, flush=True)
         # SystemExit, not an exception: Sphinx would print a crash report for one.
         sys.exit(1)
