@@ -6,6 +6,7 @@ zizmor runs offline here). Each is also seen failing on a planted bad workflow.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -79,17 +80,30 @@ def test_the_validators_fail_on_planted_workflows(tmp_path):
 RECORD_TPU = ROOT / ".github" / "workflows" / "record-tpu.yml"
 
 
-def test_the_tpu_recording_workflow_is_started_by_hand_on_a_tpu_runner():
-    """It records with the TPU kind and proposes the result; the validators above check it."""
+def test_the_tpu_recording_workflow_records_on_a_cloud_tpu_vm_from_a_github_hosted_job():
+    """Started by hand on a GitHub-hosted runner: OIDC to Google Cloud (no stored key), the
+    Cloud TPU script (which deletes its VM), the recording proposed as a pull request. The
+    validators above check the rest."""
     import yaml
 
     workflow = yaml.safe_load(RECORD_TPU.read_text())
     assert list(workflow[True]) == ["workflow_dispatch"]  # YAML reads the key `on` as True
     [job] = workflow["jobs"].values()
-    assert job["runs-on"] == ["self-hosted", "tpu"]
+    assert job["runs-on"].startswith("ubuntu-")  # GitHub-hosted, not a self-hosted TPU runner
+    assert job["permissions"]["id-token"] == "write"
+    uses = [step["uses"] for step in job["steps"] if "uses" in step]
+    auth = next(step for step in job["steps"] if step.get("uses", "").startswith(
+        "google-github-actions/auth@"))
+    assert set(auth["with"]) == {"workload_identity_provider", "service_account"}
+    assert "credentials_json" not in RECORD_TPU.read_text()  # no key
+    assert all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", use) for use in uses)  # pinned
     steps = "\n".join(step.get("run", "") for step in job["steps"])
-    assert "make recording" in steps and "KIND=tpu" in steps and "gh pr create" in steps
+    assert "tools/cloud_tpu_record.py" in steps and "gh pr create" in steps
     assert "${{" not in steps  # inputs reach the shell through env, never spliced in
+    assert "x-access-token" not in steps and "gh auth setup-git" in steps  # no token in a URL
+    # The script it runs records with the TPU kind.
+    script = (ROOT / "tools" / "cloud_tpu_record.py").read_text()
+    assert "make recording RECORDING={recording} KIND=tpu" in script
 
 
 PUBLISH = ROOT / ".github" / "workflows" / "publish.yml"
