@@ -10,7 +10,7 @@ from coursebook.audit.answer_leaks import check_answer_overlaps
 from coursebook.config import BookConfig, book_config, check_runtimes_file
 from coursebook.execute.cache_check import check_execution_cache
 from coursebook.execute.cache_key import extension_version, set_execution_versions
-from coursebook.execute.cached_chapters import enter_cache
+from coursebook.execute.cached_chapters import enter_cache, forget_failed_run
 from coursebook.execute.kernel_pool_start import check_kernel_server, stop_kernel_server
 from coursebook.execute.myst_nb_clients import import_for_reading
 from coursebook.execute.shared_cache import release_notebook_lock
@@ -64,16 +64,19 @@ __all__ = ["setup"]
 
 
 def _read_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
-    """``source-read``: myst-nb reads this edition's chapter, prepared, its cache key set
-    (and locked) by the execute stage, instead of the file's text."""
+    """``source-read``: myst-nb reads this edition's chapter, prepared, instead of the
+    file's text; the execute stage has keyed, locked, and (if the cache lacked it) run and
+    cached it, so myst-nb takes its outputs from the cache."""
     prepared = prepare_edition_source(app, docname, source)
     if prepared is not None:
-        enter_cache(app, str(app.env.doc2path(docname)), prepared)
         source[0] = notebook_to_myst(prepared.notebook)
+        enter_cache(app, prepared, source[0])
 
 
 def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
-    # First: the chapter is executed and cached, so the other edition may take it.
+    # First: the chapter is executed and cached (a failed run's record removed), so the
+    # other edition may take it.
+    forget_failed_run(app)
     release_notebook_lock(app)
     normalise_output_nodes(doctree)
     check_executed_chapter(app, doctree)
@@ -100,6 +103,7 @@ def setup(app: Sphinx) -> dict:
     #    kernel forkserver (started at setup, coursebook/__init__.py) kept if it is of use;
     #    sphinx-mathjax-offline (loaded after this extension) copies only what changed.
     app.connect("config-inited", set_execution_versions)
+    app.connect("config-inited", BookConfig.build)  # once, checked, the versions in it
     app.connect("config-inited", adopt_offline_mathjax)
     app.connect("config-inited", check_kernel_server, priority=900)  # once the suffixes are merged
     # Last: the configuration as conf.py and config-inited gave it, kept for the pickle.

@@ -22,8 +22,9 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import book_config
+from coursebook.execute.cached_chapters import stopped_run
 from coursebook.execute.long_outputs import CUT_MARKER, LIMIT, without_digest
-from coursebook.execute.notebook_runs import StoppedRun, take_stopped_run
+from coursebook.execute.notebook_runs import StoppedRun
 from coursebook.execute.shared_cache import cached_notebook
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import CellOrigin
@@ -194,7 +195,7 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
     chapter_text = Path(env.doc2path(env.docname)).read_text(encoding="utf8")
     problems = cell_problems(doctree, sources, chapter_text,
                              bool(exec_data.get("succeeded")), exec_data.get("traceback"),
-                             prepared.origins, take_stopped_run(exec_data.get("error")),
+                             prepared.origins, stopped_run(app),
                              _report_of(app, env.docname) if exec_data.get("traceback") else None)
     for problem in problems:
         logger.error("%s", problem.message,
@@ -228,7 +229,7 @@ def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
     chapter = page_state_of(app.env, app.env.docname)
     if prepared is None or prepared.recorded is not None or chapter.failed:
         return
-    executed = cached_notebook(app.config.nb_execution_cache_path, prepared.notebook)
+    executed = cached_notebook(book_config(app.config).cache_path, prepared.notebook)
     if executed is not None:
         chapter.outputs = cell_outputs(executed)
 
