@@ -1,7 +1,7 @@
 """myst-nb's execution clients are imported when a build has pages to read, not as myst-nb
 loads (coursebook.execute.myst_nb_clients): a build that reads nothing never imports
-jupyter-cache, SQLAlchemy or nbclient; one that reads gets myst-nb's own client, running
-its chapters through coursebook.execute.notebook_runs."""
+jupyter-cache, SQLAlchemy or nbclient; one that reads gets myst-nb's own client. Only
+speed rides on it: COURSEBOOK_DEFER_IMPORTS=0 turns it off (test_faults.py builds so)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_myst_nb_loads_without_jupyter_cache_sqlalchemy_or_nbclient(deferred):
     assert loaded == ([] if deferred else HEAVY)
 
 
-def test_a_client_made_before_the_import_is_myst_nbs_own_and_runs_chapters_here():
+def test_a_client_made_before_the_import_is_myst_nbs_own():
     made = run_in_python(
         "import json, logging, sys\n"
         "import nbformat\n"
@@ -37,27 +37,33 @@ def test_a_client_made_before_the_import_is_myst_nbs_own_and_runs_chapters_here(
         "defer()\n"
         "import myst_nb.core.execute as execute\n"
         "from myst_nb.core.config import NbParserConfig\n"
-        "from coursebook.execute.notebook_runs import run_for_myst_nb\n"
         "client = execute.create_client(nbformat.v4.new_notebook(), '<string>',\n"
         "    NbParserConfig(execution_mode='cache'), logging.getLogger('test'))\n"
         "cache = sys.modules['myst_nb.core.execute.cache']\n"
         "print(json.dumps([type(client).__module__, type(client).__name__,\n"
         "    type(client) is execute.NotebookClientCache is cache.NotebookClientCache,\n"
-        "    cache.single_nb_execution is run_for_myst_nb, 'sqlalchemy' in sys.modules]))")
-    assert made == ["myst_nb.core.execute.cache", "NotebookClientCache", True, True, True]
+        "    'sqlalchemy' in sys.modules]))")
+    assert made == ["myst_nb.core.execute.cache", "NotebookClientCache", True, True]
 
 
 def test_the_placeholders_are_the_names_myst_nb_takes_from_its_client_modules():
-    # A myst-nb that renames a client, adds one or stops calling single_nb_execution by
-    # that name fails here, not silently in a build.
+    # A myst-nb that renames a client or adds one fails here, not in a build.
     package = Path(importlib.util.find_spec(PACKAGE).origin)
     imported = {node.module: [alias.name for alias in node.names]
                 for node in ast.walk(ast.parse(package.read_text()))
                 if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module != "base"}
     assert imported == {module: [name] for module, name in CLIENTS.items()}
-    cache = ast.parse((package.parent / "cache.py").read_text())
-    assert any(isinstance(node, ast.ImportFrom) and "single_nb_execution" in
-               [alias.name for alias in node.names] for node in ast.walk(cache))
+
+
+def test_nothing_is_deferred_when_turned_off():
+    loaded = run_in_python(
+        "import json, os, sys\n"
+        "os.environ['COURSEBOOK_DEFER_IMPORTS'] = '0'\n"
+        "from coursebook.execute.myst_nb_clients import defer\n"
+        "defer()\n"
+        "import myst_nb.sphinx_\n"
+        f"print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))")
+    assert loaded == HEAVY
 
 
 def test_a_build_imports_them_only_when_it_reads_pages(tmp_path):

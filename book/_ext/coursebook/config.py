@@ -1,10 +1,13 @@
 """The book's configuration: one typed object, registered once, read everywhere.
 
-Each field of :class:`BookConfig` is a Sphinx config value ``coursebook_<field>`` (set in
+Each setting of :class:`BookConfig` is a Sphinx config value ``coursebook_<field>`` (set in
 ``conf.py`` or with ``-D``); its metadata says what Sphinx must redo when it changes
 (``"env"``: read every page again; ``"html"``: write every page again; ``""``: nothing,
-the value is read afresh on every build). :func:`book_config` gives the typed view of a
-build's config, so no module spells a config name or casts its value.
+the value is read afresh on every build). A build makes its :class:`BookConfig` once, at
+``config-inited`` (:meth:`BookConfig.build`), checked: a value of the wrong type or a
+file that is not there stops the build with one line naming the setting. It also holds
+the execution cache's folder as myst-nb resolves it. :func:`book_config` gives it to
+every module, so none spells a config name or casts its value.
 """
 
 from __future__ import annotations
@@ -13,16 +16,29 @@ import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from weakref import WeakKeyDictionary
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
+from coursebook.model.faults import shown_path
 from coursebook.model.machine_kinds import MachineKind, load_machine_kinds
 from coursebook.model.museum import Wing, load_museum
 from coursebook.model.runtimes import Runtime, RuntimeFileError, load_runtimes, reader_runtimes
-from coursebook.reporting import report_book_error
+from coursebook.reporting import report_book_error, stop_build
 
 PREFIX = "coursebook_"
+# Each build's BookConfig, by the Config it was made from (forked readers inherit it).
+_BUILT: WeakKeyDictionary[Config, BookConfig] = WeakKeyDictionary()
+# The settings that name a file or folder the build reads; "" leaves an optional one unset.
+_PATHS = {"exhibits_dir": "folder", "machine_kinds_file": "file", "runtimes_file": "file"}
+
+
+def execution_cache_path(outdir: str | Path, setting: str) -> str:
+    """The execution cache's folder as myst-nb resolves ``nb_execution_cache_path`` at
+    builder-inited (myst_nb.sphinx_ext.create_mystnb_config): the setting, or
+    ``.jupyter_cache`` beside the output folder. tests/test_config.py holds the two equal."""
+    return setting or str(Path(outdir).parent.joinpath(".jupyter_cache").resolve())
 
 
 def _value(default, rebuild: str, doc: str):
@@ -68,24 +84,60 @@ class BookConfig:
     build_date: str = _value("", "", "the date a build names (conf.py: today, UTC)")
     handouts: bool = _value(False, "env", "one LaTeX document per chapter (-t handout)")
     answer_space: bool = _value(False, "env", "ruled answer boxes in the student handout")
+    # --- Not a setting: what the build resolved ---------------------------------------------
+    cache_path: str = field(default="", compare=False)  # myst-nb's execution cache folder
+    _museums: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @staticmethod
+    def settings() -> list[dataclasses.Field]:
+        return [item for item in dataclasses.fields(BookConfig) if "rebuild" in item.metadata]
 
     @classmethod
     def register(cls, app: Sphinx) -> None:
-        for item in dataclasses.fields(cls):
+        for item in cls.settings():
             default = _default(item)
             app.add_config_value(PREFIX + item.name, default, item.metadata["rebuild"],
                                  type(default), description=item.metadata["doc"])
 
     @classmethod
-    def of(cls, config: Config) -> BookConfig:
-        return cls(**{item.name: getattr(config, PREFIX + item.name)
-                      for item in dataclasses.fields(cls)})
+    def of(cls, config: Config, cache_path: str = "") -> BookConfig:
+        return cls(**{item.name: getattr(config, PREFIX + item.name) for item in cls.settings()},
+                   cache_path=cache_path or getattr(config, "nb_execution_cache_path", ""))
 
     @classmethod
     def from_namespace(cls, namespace: dict) -> BookConfig:
         """From ``conf.py``'s names, outside a build (pytest, tools): defaults where unset."""
         return cls(**{item.name: namespace[PREFIX + item.name]
-                      for item in dataclasses.fields(cls) if PREFIX + item.name in namespace})
+                      for item in cls.settings() if PREFIX + item.name in namespace},
+                   cache_path=namespace.get("nb_execution_cache_path", ""))
+
+    @classmethod
+    def build(cls, app: Sphinx, config: Config) -> None:
+        """``config-inited``, once the execution versions are set: this build's
+        BookConfig, checked, kept for :func:`book_config`."""
+        book = cls.of(config, execution_cache_path(app.outdir, config.nb_execution_cache_path))
+        problem = book.problem()
+        if problem is not None:
+            stop_build("config", (f"{shown_path(Path(app.confdir, 'conf.py'))} (or -D): "
+                                  f"{problem}", None))
+        _BUILT[config] = book
+
+    def problem(self) -> str | None:
+        """What is wrong with a setting, in one line with its fix, or None."""
+        for item in self.settings():
+            value, default = getattr(self, item.name), _default(item)
+            expected = (list, tuple) if isinstance(default, list) else type(default)
+            if not isinstance(value, expected):
+                return (f"{PREFIX}{item.name} is {value!r}, a {type(value).__name__}; it must be "
+                        f"a {type(default).__name__} ({item.metadata['doc']}), such as "
+                        f"{PREFIX}{item.name} = {default!r}")
+        for name, kind in _PATHS.items():
+            value = getattr(self, name)
+            exists = Path(value).is_dir() if kind == "folder" else Path(value).is_file()
+            if value and not exists:
+                return (f"{PREFIX}{name} is '{value}', and no such {kind} exists; it names "
+                        f"{_field(name).metadata['doc']}: give its path, or fix the path")
+        return None
 
     @property
     def torch(self) -> str:
@@ -103,13 +155,25 @@ class BookConfig:
         return reader_runtimes(Path(self.runtimes_file)) if self.runtimes_file else ()
 
     def museum(self) -> dict[str, Wing]:
-        return load_museum(Path(self.exhibits_dir), self.machine_kinds, self.reader_runtimes)
+        """The error museum, parsed once while its files stay as they are (every chapter
+        of a build places it; its files are each chapter's noted dependencies)."""
+        files = sorted(Path(self.exhibits_dir).glob("*/*.toml"))
+        state = tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files)
+        if state not in self._museums:
+            self._museums.clear()
+            self._museums[state] = load_museum(Path(self.exhibits_dir), self.machine_kinds,
+                                               self.reader_runtimes)
+        return self._museums[state]
+
+
+def _field(name: str) -> dataclasses.Field:
+    return next(item for item in dataclasses.fields(BookConfig) if item.name == name)
 
 
 def check_runtimes_file(app: Sphinx) -> None:
     """``builder-inited``: a runtimes file that cannot be used is one error naming its
     file, line and field; the build goes on without the runtimes and fails (``-W``)."""
-    path = BookConfig.of(app.config).runtimes_file
+    path = book_config(app.config).runtimes_file
     if not path:
         return
     try:
@@ -119,8 +183,12 @@ def check_runtimes_file(app: Sphinx) -> None:
                           "`make refresh-runtimes` then checks the pins.")
         report_book_error(error, "runtimes")
         app.config[PREFIX + "runtimes_file"] = ""
+        if app.config in _BUILT:
+            _BUILT[app.config] = dataclasses.replace(_BUILT[app.config], runtimes_file="",
+                                                     _museums={})
 
 
 def book_config(config: Config) -> BookConfig:
-    """The typed view of a build's config."""
-    return BookConfig.of(config)
+    """The build's BookConfig (made at config-inited); outside a build, made now."""
+    built = _BUILT.get(config)
+    return built if built is not None else BookConfig.of(config)

@@ -18,6 +18,7 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from coursebook.config import book_config
 from coursebook.execute.shared_cache import create_cache
 from coursebook.model.faults import CLEAN_CACHE_COMMAND, shown_path
 from coursebook.reporting import stop_build
@@ -56,12 +57,12 @@ def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
     """``env-before-read-docs``: create the shared cache (before parallel readers race to
     it) and check it, when there is a page to read."""
     config = app.config
-    if not docnames or config.nb_execution_mode != "cache" or not config.nb_execution_cache_path:
+    if not docnames or config.nb_execution_mode != "cache":
         return
     from jupyter_cache import get_cache
     from sqlalchemy.exc import SQLAlchemyError
 
-    path = Path(config.nb_execution_cache_path)
+    path = Path(book_config(config).cache_path)
     path.mkdir(parents=True, exist_ok=True)
     try:
         create_cache(path)  # its tables, once, however many builds start together

@@ -1,26 +1,143 @@
-"""A prepared chapter meets the execution cache, while its page is read (``source-read``).
+"""A prepared chapter meets the execution cache while its page is read: this stage keys,
+locks, executes and caches it; myst-nb only reads it from the cache.
 
-A chapter that executes gets the execution versions in its cache key, and the key's lock
-is held until myst-nb has run and cached it; a recorded chapter's outputs are put in the
-cache under its key, so myst-nb finds them there and executes nothing.
+At ``source-read``, a recorded chapter's outputs are put in the cache under its key. A
+chapter that executes gets the execution versions in its key, and the key's lock is held
+until its page is read (``doctree-read``). When the cache lacks it, it runs here, with
+the settings myst-nb gives the page (:func:`coursebook.execute.notebook_runs.run_notebook`:
+a hung cell or a dead kernel named, a flood of output cut before it is cached), and is
+cached, so that myst-nb's cache mode finds it: the protections hold whatever myst-nb
+imports or calls. A run that failed is cached too, marked, so that myst-nb shows the
+cells that ran (the error included) instead of executing the chapter again; once the
+page is read (:func:`forget_failed_run`) the record is removed and myst-nb's record of
+the page says the run failed. A marked record that a stopped build left is run again.
 """
 
 from __future__ import annotations
 
+import os
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from tempfile import TemporaryDirectory
+
+import nbformat
+from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
+from sphinx.util import logging
 
 from coursebook.config import book_config
 from coursebook.execute.cache_key import key_execution_versions
-from coursebook.execute.shared_cache import hold_notebook_lock, notebook_lock
+from coursebook.execute.notebook_runs import StoppedRun, run_notebook
+from coursebook.execute.shared_cache import (
+    FAILED,
+    cache_run,
+    cached_record,
+    hold_notebook_lock,
+    notebook_lock,
+    remove_record,
+)
+from coursebook.model.notebooks import read_chapter
 from coursebook.model.recordings import cache_recorded_outputs
 from coursebook.prepare.chapters import PreparedChapter
 
+logger = logging.getLogger(__name__)
 
-def enter_cache(app: Sphinx, source_path: str, prepared: PreparedChapter) -> None:
-    cache_path = app.config.nb_execution_cache_path
+_FAILED_RUN = "coursebook_failed_run"  # the page's failed run (Sphinx's per-page data)
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """A chapter's run that failed, as myst-nb records one, and where it stopped."""
+
+    error: str  # the exception's class name
+    traceback: str
+    seconds: float
+    stopped: StoppedRun | None
+    record: int  # the marked cache record
+
+
+def enter_cache(app: Sphinx, prepared: PreparedChapter, text: str) -> None:
+    """``source-read``: the chapter in the cache before myst-nb reads ``text``, its page."""
+    cache_path = book_config(app.config).cache_path
+    source_path = str(app.env.doc2path(app.env.docname))
     if prepared.recorded is not None:
         with notebook_lock(cache_path, prepared.recorded):
             cache_recorded_outputs(cache_path, source_path, prepared.recorded)
         return
     key_execution_versions(prepared.notebook, book_config(app.config).execution_versions)
-    hold_notebook_lock(app, prepared.notebook)  # until myst-nb has run and cached it
+    hold_notebook_lock(app, prepared.notebook)  # until the page is read
+    settings = _execution_settings(app, prepared.notebook, source_path)
+    if settings is None:
+        return
+    notebook = read_chapter(text, getattr(app.env, "myst_config", None))  # as myst-nb reads it
+    record = cached_record(cache_path, notebook)
+    if record is not None and not record.data.get(FAILED):
+        return
+    if record is not None:
+        remove_record(cache_path, record.pk)  # a failed run a stopped build left
+    _run(app, notebook, source_path, settings)
+
+
+def _execution_settings(app: Sphinx, notebook: nbformat.NotebookNode, source_path: str):
+    """myst-nb's settings for this page (its top matter's ``mystnb`` over conf.py's), or
+    None when myst-nb would not run it from the cache."""
+    settings = app.env.mystnb_config
+    overrides = {key: value for key, value in notebook.metadata.get(settings.metadata_key, {}).items()
+                 if key != "output_folder"}
+    try:
+        settings = settings.copy(**overrides)
+    except Exception:  # noqa: BLE001 - myst-nb warns of it as it reads the page
+        pass
+    path = PurePosixPath(Path(source_path).as_posix())
+    if settings.execution_mode != "cache" or any(
+            path.match(pattern) for pattern in settings.execution_excludepatterns):
+        return None
+    return settings
+
+
+def _run(app: Sphinx, notebook: nbformat.NotebookNode, source_path: str, settings) -> None:
+    docname = app.env.docname
+    folder = TemporaryDirectory() if settings.execution_in_temp else nullcontext(
+        str(Path(source_path).parent))
+    logger.info("Executing notebook using %s CWD",
+                "temporary" if settings.execution_in_temp else "local", location=docname)
+    with folder as cwd:
+        result, stopped = run_notebook(notebook, cwd=os.path.abspath(cwd),
+                                       timeout=settings.execution_timeout,
+                                       allow_errors=settings.execution_allow_errors,
+                                       meta_override=True)
+    cache_path = book_config(app.config).cache_path
+    if result.err is None:
+        cache_run(cache_path, notebook, source_path, {"execution_seconds": result.time})
+        logger.info("Executed notebook in %.2f seconds", result.time, location=docname)
+        return
+    record = cache_run(cache_path, notebook, source_path,
+                       {"execution_seconds": result.time, FAILED: True})
+    app.env.temp_data[_FAILED_RUN] = FailedRun(type(result.err).__name__,
+                                               result.exc_string or "", result.time, stopped,
+                                               record)
+
+
+def forget_failed_run(app: Sphinx) -> None:
+    """``doctree-read``, before the lock is released: a failed run's record leaves the
+    cache; myst-nb's record of the page says it failed, its traceback in the report
+    folder myst-nb writes to."""
+    run: FailedRun | None = app.env.temp_data.get(_FAILED_RUN)
+    if run is None:
+        return
+    remove_record(book_config(app.config).cache_path, run.record)
+    NbMetadataCollector.set_exec_data(app.env, app.env.docname, {
+        "mtime": time.time(), "runtime": run.seconds, "method": "cache", "succeeded": False,
+        "error": run.error, "traceback": run.traceback})
+    report = Path(app.outdir, "reports", *f"{app.env.docname}.err.log".split("/"))
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(run.traceback, encoding="utf8")
+
+
+def stopped_run(app: Sphinx) -> StoppedRun | None:
+    """Where the page's failed run stopped, when it stopped in a cell (timed out, or its
+    kernel died) rather than on an error."""
+    run: FailedRun | None = app.env.temp_data.get(_FAILED_RUN)
+    return run.stopped if run is not None else None

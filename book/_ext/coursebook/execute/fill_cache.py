@@ -18,7 +18,7 @@ import nbformat
 from coursebook.config import BookConfig
 from coursebook.execute.cache_key import environment_versions, key_execution_versions
 from coursebook.execute.notebook_runs import run_notebook
-from coursebook.execute.shared_cache import cached_notebook, create_cache, notebook_lock
+from coursebook.execute.shared_cache import cache_run, cached_notebook, create_cache, notebook_lock
 from coursebook.model.notebooks import notebook_to_myst, read_chapter
 from coursebook.prepare.editions import Edition
 
@@ -70,9 +70,6 @@ def execute_into_cache(cache_path: str | Path, notebook: nbformat.NotebookNode,
                        source_path: Path, timeout: int) -> tuple[nbformat.NotebookNode, float | None]:
     """The notebook with its outputs: from the cache, or executed once and cached. Also the
     seconds it took to execute (None: taken from the cache)."""
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
-
     create_cache(cache_path)
     with notebook_lock(cache_path, notebook):  # a build may run it too
         executed = cached_notebook(str(cache_path), notebook)
@@ -84,7 +81,5 @@ def execute_into_cache(cache_path: str | Path, notebook: nbformat.NotebookNode,
         if result.err is not None:
             raise ExecutionFailed(f"failed to execute: {type(result.err).__name__}; build it "
                                   "for the cell-by-cell report")
-        get_cache(str(cache_path)).cache_notebook_bundle(
-            CacheBundleIn(notebook, str(source_path), data={"execution_seconds": result.time}),
-            check_validity=False, overwrite=True)
+        cache_run(cache_path, notebook, str(source_path), {"execution_seconds": result.time})
         return notebook, result.time

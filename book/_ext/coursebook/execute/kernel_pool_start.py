@@ -37,7 +37,7 @@ from sphinx.config import Config
 from sphinx.project import Project
 from sphinx.util import logging
 
-from coursebook.config import BookConfig
+from coursebook.config import BookConfig, book_config, execution_cache_path
 from coursebook.execute.fill_cache import read_conf
 from coursebook.execute.kernel_pool import (
     POOL_ENV,
@@ -58,10 +58,6 @@ MYST_NB_DEFAULTS = {"nb_execution_mode": "auto", "nb_execution_cache_path": ""}
 # the one starting it (main process).
 _server: list[tuple[subprocess.Popen, Path]] = []
 _lock: list[FileLock] = []
-
-
-def _cache_path(app: Sphinx, setting: str) -> Path:
-    return Path(setting or Path(app.outdir).parent / ".jupyter_cache")  # myst-nb's fallback
 
 
 def chapter_folders(app: Sphinx, config: Config) -> list[Path]:
@@ -85,7 +81,7 @@ def start_kernel_server(app: Sphinx) -> None:
     conf = read_conf(conf_file.parent, app.tags) if conf_file.is_file() else {}
     setting = {name: app.config.overrides.get(name, conf.get(name, default))
                for name, default in MYST_NB_DEFAULTS.items()}
-    cache = _cache_path(app, setting["nb_execution_cache_path"])
+    cache = Path(execution_cache_path(app.outdir, setting["nb_execution_cache_path"]))
     if setting["nb_execution_mode"] != "cache" or (cache / "global.db").exists():
         return
     lock = cache_lock(cache, "kernels")
@@ -112,7 +108,7 @@ def check_kernel_server(app: Sphinx, config: Config) -> None:
     server, cache = _server[0]
     chapters = len(chapter_folders(app, config))
     if (config.nb_execution_mode == "cache" and chapters
-            and _cache_path(app, config.nb_execution_cache_path) == cache):
+            and Path(book_config(config).cache_path) == cache):
         logger.info(f"cold cache: {chapters} chapter kernels forked from one server")
     else:
         logger.info("cold cache: no chapter to execute here; kernel server stopped")

@@ -9,15 +9,16 @@ makes a client of the real class. The modules are imported (:func:`import_now`) 
 ``env-before-read-docs`` when a build has pages to read, before ``-j`` forks the readers,
 which then share them; or by whatever makes a client first.
 
-Imported, the cache mode runs chapters through :mod:`coursebook.execute.notebook_runs`:
-myst-nb has no hook around execution; it calls ``single_nb_execution`` by the name its
-module imported, so that name is pointed there.
+Only speed rides on it: chapters execute in the execute stage, before myst-nb reads them
+(:mod:`coursebook.execute.cached_chapters`), whichever of its modules are imported. With
+``COURSEBOOK_DEFER_IMPORTS=0`` in the environment nothing is deferred.
 """
 
 from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from types import ModuleType
 
@@ -44,6 +45,8 @@ def _placeholder_class(module: str, name: str) -> type:
 def defer() -> None:
     """A placeholder in each client module's place, unless it is imported already (a
     preview's build, forked from a process that imported it)."""
+    if os.environ.get("COURSEBOOK_DEFER_IMPORTS") == "0":
+        return
     for module, name in CLIENTS.items():
         if f"{PACKAGE}.{module}" not in sys.modules:
             placeholder = _DeferredModule(f"{PACKAGE}.{module}", __doc__)
@@ -52,11 +55,8 @@ def defer() -> None:
 
 
 def import_now() -> dict[str, ModuleType]:
-    """myst-nb's client modules, imported now where they were deferred; the cache mode's
-    chapters run through :func:`coursebook.execute.notebook_runs.run_for_myst_nb`."""
+    """myst-nb's client modules, imported now where they were deferred."""
     package = importlib.import_module(PACKAGE)
-    from coursebook.execute.notebook_runs import run_for_myst_nb
-
     modules = {}
     for module, name in CLIENTS.items():
         full_name = f"{PACKAGE}.{module}"
@@ -73,7 +73,6 @@ def import_now() -> dict[str, ModuleType]:
             setattr(package, module, imported)
             setattr(package, name, getattr(imported, name))  # for create_client from now on
         modules[module] = sys.modules[full_name]
-    modules["cache"].single_nb_execution = run_for_myst_nb
     return modules
 
 

@@ -1,7 +1,8 @@
 """Running a chapter's notebook: a run that stops names its cell; floods are cut.
 
-Builds (myst-nb's cache mode) and runs outside Sphinx (``pytest book``, shards) run a
-chapter with jupyter-cache's ``single_nb_execution`` (nbclient underneath). Two ways a run stops said nothing about
+Builds (:mod:`coursebook.execute.cached_chapters`) and runs outside Sphinx (``pytest
+book``, shards) run a chapter with jupyter-cache's ``single_nb_execution`` (nbclient
+underneath), as myst-nb's cache mode would. Two ways a run stops said nothing about
 where: a cell running past the time limit (nbclient's ``CellTimeoutError`` marks no cell,
 so the cells after it look as if they never raised), and a kernel that dies
 (``DeadKernelError``, which jupyter-cache lets through: Sphinx reported a crash, whether
@@ -123,24 +124,3 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
         timeout = notebook.metadata.get("execution", {}).get("timeout", options.get("timeout"))
         return result, StoppedRun("CellTimeoutError", cell, timeout=timeout)
     return result, None
-
-
-# How the run myst-nb made last in this process stopped, for the check of the page it
-# renders next (Sphinx reads a page, then emits doctree-read for it, in one process).
-_last_stop: StoppedRun | None = None
-
-
-def run_for_myst_nb(notebook: nbformat.NotebookNode, **options):
-    """myst-nb's cache mode runs notebooks through this
-    (:mod:`coursebook.execute.myst_nb_clients`); how the run stopped is kept for
-    :func:`take_stopped_run`."""
-    global _last_stop
-    result, _last_stop = run_notebook(notebook, **options)
-    return result
-
-
-def take_stopped_run(error: str | None) -> StoppedRun | None:
-    """The stop of the run myst-nb just made, if it failed with ``error`` (its record)."""
-    global _last_stop
-    stopped, _last_stop = _last_stop, None
-    return stopped if stopped is not None and stopped.error == error else None

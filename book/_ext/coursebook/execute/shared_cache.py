@@ -24,9 +24,12 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 
-__all__ = ["cache_lock", "cached_notebook", "create_cache", "notebook_lock",
-           "hold_notebook_lock", "release_notebook_lock"]
+__all__ = ["cache_lock", "cache_run", "cached_notebook", "cached_record", "create_cache",
+           "hold_notebook_lock", "notebook_lock", "release_notebook_lock", "remove_record"]
 
+# In a cache record's data: a failed run, cached only while its page is read
+# (coursebook.execute.cached_chapters).
+FAILED = "coursebook_failed"
 # The lock the page being read holds (Sphinx's per-page data: dropped after the page).
 _HELD = "coursebook_cache_lock"
 
@@ -62,22 +65,23 @@ def notebook_lock(cache_path: str | Path, notebook: nbformat.NotebookNode) -> It
 
 
 def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
-    """``source-read``: take the key of the notebook myst-nb is about to look up and run.
+    """``source-read``: take the key of the notebook about to be looked up and run.
 
-    Held until :func:`release_notebook_lock` (``doctree-read``: myst-nb has cached it).
+    Held until :func:`release_notebook_lock` (``doctree-read``: it is cached).
     A reader reads one page at a time, so it holds one lock at a time: no deadlock.
     """
-    if app.config.nb_execution_mode != "cache" or not book_config(app.config).cache_locks:
+    config = book_config(app.config)
+    if app.config.nb_execution_mode != "cache" or not config.cache_locks:
         return
-    cache_path = app.config.nb_execution_cache_path
+    cache_path = config.cache_path
     lock = cache_lock(cache_path, cache_key(cache_path, notebook))
     lock.acquire()
     app.env.temp_data[_HELD] = lock
 
 
 def release_notebook_lock(app: Sphinx, *_args) -> None:
-    """``doctree-read``: myst-nb has cached the notebook; let the other build go on. (A
-    read that fails drops the page's data, lock included: filelock releases it then.)"""
+    """``doctree-read``: the notebook is cached; let the other build go on. (A read that
+    fails drops the page's data, lock included: filelock releases it then.)"""
     lock = app.env.temp_data.pop(_HELD, None)
     if lock is not None:
         lock.release()
@@ -87,11 +91,43 @@ def cached_notebook(cache_path: str, notebook: nbformat.NotebookNode
                     ) -> nbformat.NotebookNode | None:
     """The notebook with its outputs from jupyter-cache, or None when it is not cached.
 
-    A notebook whose execution failed is never cached; its failure is reported elsewhere.
+    A notebook whose execution failed is not cached once its page is read
+    (:mod:`coursebook.execute.cached_chapters`); its failure is reported elsewhere.
     """
     from jupyter_cache import get_cache
 
+    cache = get_cache(str(cache_path))
     try:
-        return get_cache(cache_path).merge_match_into_notebook(notebook)[1]
+        pk, executed = cache.merge_match_into_notebook(notebook)
     except KeyError:
         return None
+    return None if cache.get_cache_record(pk).data.get(FAILED) else executed
+
+
+def cached_record(cache_path: str | Path, notebook: nbformat.NotebookNode):
+    """jupyter-cache's record of the notebook (its ``pk`` and ``data``), or None."""
+    from jupyter_cache import get_cache
+
+    try:
+        return get_cache(str(cache_path)).match_cache_notebook(notebook)
+    except KeyError:
+        return None
+
+
+def cache_run(cache_path: str | Path, notebook: nbformat.NotebookNode, source_path: str,
+              data: dict) -> int:
+    """Cache an executed notebook, with ``data`` in its record (the seconds it ran); the
+    record's ``pk``."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    return get_cache(str(cache_path)).cache_notebook_bundle(
+        CacheBundleIn(notebook, source_path, data=data), check_validity=False,
+        overwrite=True).pk
+
+
+def remove_record(cache_path: str | Path, pk: int) -> None:
+    """Remove a record and its executed notebook from the cache."""
+    from jupyter_cache import get_cache
+
+    get_cache(str(cache_path)).remove_cache(pk)
