@@ -14,7 +14,6 @@ from coursebook.execute.cached_chapters import enter_cache, forget_failed_run
 from coursebook.execute.kernel_pool_start import check_kernel_server, stop_kernel_server
 from coursebook.execute.myst_nb_clients import import_for_reading
 from coursebook.execute.shared_cache import release_notebook_lock
-from coursebook.model.notebooks import notebook_to_myst
 from coursebook.page_state import PageStateCollector
 from coursebook.prepare.answer_space import setup_answer_space
 from coursebook.prepare.chapters import (
@@ -69,8 +68,7 @@ def _read_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
     cached it, so myst-nb takes its outputs from the cache."""
     prepared = prepare_edition_source(app, docname, source)
     if prepared is not None:
-        source[0] = notebook_to_myst(prepared.notebook)
-        enter_cache(app, prepared, source[0])
+        source[0] = enter_cache(app, prepared)
 
 
 def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:

@@ -38,7 +38,7 @@ from coursebook.execute.shared_cache import (
     notebook_lock,
     remove_record,
 )
-from coursebook.model.notebooks import read_chapter
+from coursebook.model.notebooks import notebook_to_myst, read_chapter
 from coursebook.model.recordings import cache_recorded_outputs
 from coursebook.prepare.chapters import PreparedChapter
 
@@ -58,26 +58,27 @@ class FailedRun:
     record: int  # the marked cache record
 
 
-def enter_cache(app: Sphinx, prepared: PreparedChapter, text: str) -> None:
-    """``source-read``: the chapter in the cache before myst-nb reads ``text``, its page."""
+def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
+    """``source-read``: the chapter in the cache; the page's text myst-nb then reads."""
     cache_path = book_config(app.config).cache_path
     source_path = str(app.env.doc2path(app.env.docname))
     if prepared.recorded is not None:
         with notebook_lock(cache_path, prepared.recorded):
             cache_recorded_outputs(cache_path, source_path, prepared.recorded)
-        return
+        return notebook_to_myst(prepared.notebook)
     key_execution_versions(prepared.notebook, book_config(app.config).execution_versions)
+    text = notebook_to_myst(prepared.notebook)
     hold_notebook_lock(app, prepared.notebook)  # until the page is read
     settings = _execution_settings(app, prepared.notebook, source_path)
     if settings is None:
-        return
+        return text
     notebook = read_chapter(text, getattr(app.env, "myst_config", None))  # as myst-nb reads it
     record = cached_record(cache_path, notebook)
-    if record is not None and not record.data.get(FAILED):
-        return
-    if record is not None:
+    if record is not None and record.data.get(FAILED):
         remove_record(cache_path, record.pk)  # a failed run a stopped build left
-    _run(app, notebook, source_path, settings)
+    if record is None or record.data.get(FAILED):
+        _run(app, notebook, source_path, settings)
+    return text
 
 
 def _execution_settings(app: Sphinx, notebook: nbformat.NotebookNode, source_path: str):
