@@ -230,3 +230,12 @@ def test_a_short_cell_is_kept_on_one_page_with_its_output_and_a_long_one_may_bre
     keep_short_cells_together(app, document, "chapter")
     kept = [node.astext() for node in document.children if isinstance(node, nodes.raw)]
     assert kept == ["\\needspace{6\\baselineskip}\n"]
+
+
+@pytest.mark.slow
+def test_the_log_names_the_latex_folder_and_says_what_the_audit_found(tiny_book, tmp_path):
+    code, log = build_handouts("student", tiny_book, tmp_path / "build", tmp_path / "cache")
+    assert code == 0, log[-3000:]
+    assert "The LaTeX files are in" in log and "latexpdf" not in log
+    # The audit's one line, also when it finds nothing.
+    assert "handouts: answer audit of 1 student handout(s): no answer found" in log

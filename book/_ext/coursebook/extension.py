@@ -40,6 +40,7 @@ from coursebook.render.downloads import (
     offer_edition_notebook,
     replace_copied_sources,
 )
+from coursebook.render.latex_epilog import name_only_the_latex_folder
 from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.render.handouts import setup_handouts
 from coursebook.render.offline_mathjax import adopt_offline_mathjax
@@ -117,6 +118,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", stop_cleanly_on_interrupt)
     app.connect("builder-inited", mark_unfinished)
     app.connect("builder-inited", keep_compiled_templates)
+    # The LaTeX build's closing line names its folder, not a `make latexpdf` the book lacks.
+    app.connect("builder-inited", name_only_the_latex_folder)
     app.connect("builder-inited", freeze_long_lived_objects, priority=900)  # after the others'
     # 3. env-get-outdated: Sphinx itself re-reads a chapter whose noted inputs changed
     #    (step 5), and every page when this extension's code changed (env_version below);
