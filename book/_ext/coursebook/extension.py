@@ -43,7 +43,7 @@ from coursebook.render.downloads import (
 from coursebook.render.latex_epilog import name_only_the_latex_folder
 from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.render.handouts import setup_handouts
-from coursebook.render.offline_mathjax import adopt_offline_mathjax
+from coursebook.render.offline_mathjax import copy_mathjax
 from coursebook.render.output_blocks import normalise_output_nodes
 from coursebook.verify.chapter_checks import (
     check_executed_chapter,
@@ -99,11 +99,9 @@ def setup(app: Sphinx) -> dict:
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution versions join the cache key; on a cold cache, the
-    #    kernel forkserver (started at setup, coursebook/__init__.py) kept if it is of use;
-    #    sphinx-mathjax-offline (loaded after this extension) copies only what changed.
+    #    kernel forkserver (started at setup, coursebook/__init__.py) kept if it is of use.
     app.connect("config-inited", set_execution_versions)
     app.connect("config-inited", BookConfig.build)  # once, checked, the versions in it
-    app.connect("config-inited", adopt_offline_mathjax)
     app.connect("config-inited", check_kernel_server, priority=900)  # once the suffixes are merged
     # Last: the configuration as conf.py and config-inited gave it, kept for the pickle.
     app.connect("config-inited", keep_config_as_given, priority=1000)
@@ -163,9 +161,10 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", offer_edition_notebook, priority=400)
     app.connect("html-page-context", add_colab_button, priority=600)
     app.connect("html-page-context", add_build_stamp)
-    # 9. build-finished: student sources replace Sphinx's copies; a failed chapter sets
-    #    the exit status; the kernel forkserver stopped.
+    # 9. build-finished: student sources replace Sphinx's copies; MathJax copied where it
+    #    changed; a failed chapter sets the exit status; the kernel forkserver stopped.
     app.connect("build-finished", replace_copied_sources)
+    app.connect("build-finished", copy_mathjax)
     app.connect("build-finished", fail_build_on_failed_chapters)
     app.connect("build-finished", stop_kernel_server)
     #    Last: the output folder is finished (no exception).

@@ -1,26 +1,32 @@
-"""MathJax served with the book (sphinx-mathjax-offline), copied only where it changed.
+"""MathJax served with the book, so that math renders offline; copied only where it changed.
 
-sphinx-mathjax-offline (0.0.2) sets ``mathjax_path`` and, when a build has finished,
-copies its MathJax (24 MB, a hundred files) into the output through Sphinx's
-``copy_asset``, which reads every file and its copy whole to compare them: about 15 ms
-of a rebuild that changes nothing, on every build of any format. Its copy is replaced by
-one for HTML builds that copies a file only when its size or modification time differ
-from the copy's (kept by the copy), as make and rsync decide.
-
-It keeps nothing per page, so parallel reading and writing are safe; it does not say
-so, and Sphinx would then read every page in one process (``-j`` ignored).
+The MathJax files (24 MB, a hundred files) are those the sphinx-mathjax-offline package
+ships; that package is not loaded as an extension: its copy, at the end of every build of
+any format, reads every file and its copy whole to compare them (about 15 ms of a rebuild
+that changes nothing), and it does not declare itself safe for parallel builds (Sphinx
+would then read every page in one process). Here, on Sphinx's public seams: when
+``conf.py``'s ``mathjax_path`` names the copy (:data:`MATHJAX_PATH`), an HTML build that
+has finished copies a file only when its size or modification time differ from the
+copy's (kept by the copy), as make and rsync decide.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
-from functools import partial
 from pathlib import Path
 
 from sphinx.application import Sphinx
-from sphinx.config import Config
 
-EXTENSION = "sphinx-mathjax-offline"
+PACKAGE = "sphinx-mathjax-offline"  # the distribution whose files are served
+SERVED = "mathjax"  # under the pages' _static/
+MATHJAX_PATH = f"{SERVED}/tex-chtml.js"  # Sphinx's mathjax_path, relative to _static/
+
+
+def mathjax_files() -> Path:
+    """The folder of MathJax files the package ships."""
+    spec = importlib.util.find_spec(PACKAGE)
+    return Path(next(iter(spec.submodule_search_locations))) / "static" / "mathjax"
 
 
 def copy_changed_files(source: Path, target: Path) -> list[Path]:
@@ -46,20 +52,8 @@ def _signature(path: Path) -> tuple[int, int] | None:
     return stat.st_size, stat.st_mtime_ns
 
 
-def _copy_mathjax(source: Path, app: Sphinx, exception: Exception | None) -> None:
-    if exception is None and app.builder.format == "html":
-        copy_changed_files(source, Path(app.outdir, "_static", "mathjax"))
-
-
-def adopt_offline_mathjax(app: Sphinx, config: Config) -> None:
-    """``config-inited``, once every extension is loaded: sphinx-mathjax-offline declared
-    safe for parallel builds, its copy replaced by :func:`copy_changed_files`."""
-    extension = app.extensions.get(EXTENSION)
-    if extension is None:
-        return
-    extension.parallel_read_safe = extension.parallel_write_safe = True
-    for listener in list(app.events.listeners["build-finished"]):
-        if getattr(listener.handler, "__module__", None) == extension.module.__name__:
-            app.disconnect(listener.id)
-    source = Path(extension.module.__file__).parent / "static" / "mathjax"
-    app.connect("build-finished", partial(_copy_mathjax, source))
+def copy_mathjax(app: Sphinx, exception: Exception | None) -> None:
+    """``build-finished``: an HTML build's copy of MathJax, where it changed."""
+    if exception is None and app.builder.format == "html" \
+            and app.config.mathjax_path == MATHJAX_PATH:
+        copy_changed_files(mathjax_files(), Path(app.outdir, "_static", SERVED))
