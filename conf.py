@@ -33,10 +33,10 @@ extensions = [
     "myst_nb",
     "sphinx_copybutton",
     "sphinx_design",
+    # MathJax served with the book: math renders offline too (copied as
+    # coursebook/render/offline_mathjax.py says).
+    "sphinx-mathjax-offline",
 ]
-# MathJax served with the book, so that math renders offline too: the files the
-# sphinx-mathjax-offline package ships, copied by coursebook/render/offline_mathjax.py.
-mathjax_path = "mathjax/tex-chtml.js"
 
 root_doc = "index"
 # _ext: the extension; recordings and expected: data the extension reads, not pages.
@@ -111,8 +111,11 @@ coursebook_runtimes_file = str(ROOT / "tools" / "runtimes.toml")
 nb_render_markdown_format = "myst"  # exhibit checks report in MyST (notes, code)
 
 # --- LaTeX: the printed handout (make pdf, make pdf-instructor) ----------------------
+from coursebook.render import pdf_fonts  # noqa: E402
+
 BUILD_DATE = provenance.today()  # UTC, as every date the book prints
-latex_engine = "xelatex"
+# lualatex: its font loader falls back on other fonts for a character the text font lacks.
+latex_engine = pdf_fonts.ENGINE
 latex_use_xindy = False
 latex_documents = [(root_doc, "deep-learning-labs.tex", f"Deep Learning Labs: {EDITION}", author,
                     "manual")]
@@ -125,18 +128,16 @@ latex_elements = {
     # The chapters number their own sections ("5. Classification uses the same steps"), as
     # the HTML shows them; LaTeX must not add a second number in front ("1.5 5. ...").
     "secnumdepth": r"\setcounter{secnumdepth}{-1}",
-    # DejaVu Sans Mono has every glyph of tracebacks, arrows and Greek; Free* for text.
-    "fontpkg": r"""
-\setmainfont{FreeSerif}
-\setsansfont{FreeSans}
-\setmonofont{DejaVu Sans Mono}[Scale=0.84]
-""",
+    "fontpkg": pdf_fonts.fontpkg(),  # Free* for text, DejaVu Sans Mono for code; fallbacks
     "sphinxsetup": "verbatimforcewraps=true, verbatimmaxunderfull=0, hmargin={2cm,2cm}, vmargin={2.2cm,2.2cm}",
     "preamble": r"""
 % A line may break after an underscore, so long names in inline code do not overflow
 % (robust, so it survives section titles; bookmarks get a plain underscore).
 \DeclareRobustCommand{\_}{\textunderscore\allowbreak}
 \pdfstringdefDisableCommands{\def\_{\textunderscore}}
+% Sphinx writes a printed ✓ as amssymb's \checkmark (sphinx/util/texescape.py), a math
+% glyph the PDF's text does not hold (pdftotext reads "X"): the character itself instead.
+\renewcommand{\checkmark}{\text{\char"2713}}
 """,
     "maketitle": rf"""
 \begin{{titlepage}}

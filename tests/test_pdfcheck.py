@@ -9,6 +9,10 @@ from coursebook.render.pdf_checks import log_problems
     ("Overfull \\hbox (5.1234pt too wide) in paragraph at lines 10--12\n", 1),
     ("Overfull \\hbox (1.5pt too wide) in paragraph at lines 10--12\n", 0),
     ("Missing character: There is no ✗ (U+2717) in font FreeSerif!\n", 1),
+    # One problem per character, however many fonts and places the log names it in.
+    ("Missing character: There is no 你 (U+4F60) in font FreeSerif/OT:script=latn;lang\n"
+     "Missing character: There is no 你 (U+4F60) in font DejaVu Sans Mono/OT:script=la\n"
+     "Missing character: There is no 🙂 (U+1F642) in font FreeSerif/OT:script=latn;lan\n", 2),
     ("Underfull \\hbox (badness 10000) in paragraph\n", 0),
 ])
 def test_log_problems(tmp_path, log, found):
@@ -28,8 +32,8 @@ def test_without_tex_the_pdf_build_stops_with_one_line_naming_the_packages(tmp_p
                           env={**os.environ, "PATH": str(tmp_path)})
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1
-    assert "xelatex" in done.stderr and "make pdf-deps" in done.stderr
-    assert "texlive-xetex" in done.stderr
+    assert "lualatex" in done.stderr and "make pdf-deps" in done.stderr
+    assert "texlive-luatex" in done.stderr
 
 
 def test_a_problem_is_located_in_the_chapter_file_whose_part_of_the_tex_it_is(tmp_path):

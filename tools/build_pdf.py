@@ -2,8 +2,10 @@
 """Build one edition of the book as a PDF, or as one handout per chapter, and check it.
 
 Sphinx's LaTeX builder reads the same sources through the same execution cache as the
-HTML (nothing cached runs again), xelatex typesets it, and the result is checked: no
-text into the margins, no overfull line, no missing glyph, every font embedded.
+HTML (nothing cached runs again), lualatex typesets it (a character the text fonts lack
+falls back on other fonts: coursebook.render.pdf_fonts), and the result is checked: no
+text into the margins, no overfull line, no missing glyph (named with the chapter file,
+line and cell that print it), every font embedded.
 Writes _build/<edition>/pdf/deep-learning-labs-<edition>.pdf; with --handouts, one PDF
 per chapter, _build/<edition>/pdf/handouts/<chapter>.pdf, each checked on its own (a
 problem names the chapter file), and the student handouts audited for answers.
@@ -27,7 +29,9 @@ use_book_environment()
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.model.faults import shown_path
 from coursebook.render.handouts import MANIFEST
+from coursebook.render.missing_characters import locate_characters
 from coursebook.render.pdf_checks import POPPLER, check_pdf, locate_chapters
+from coursebook.render.pdf_fonts import ENGINE, families, missing_fonts
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = (ROOT / "tools" / "pdf-packages.txt").read_text().split()
@@ -35,7 +39,14 @@ STEM = "deep-learning-labs"
 
 
 def missing_tools() -> list[str]:
-    return [tool for tool in ("xelatex", "latexmk", *POPPLER) if shutil.which(tool) is None]
+    return [tool for tool in (ENGINE, "latexmk", "fc-list", *POPPLER) if shutil.which(tool) is None]
+
+
+def fonts_not_installed() -> list[str]:
+    """The book's fonts that fontconfig (whose folders luaotfload reads) does not list."""
+    listed = subprocess.run(["fc-list", ":", "family"], check=True, capture_output=True,
+                            text=True).stdout
+    return [f"{font.family} ({font.package})" for font in missing_fonts(families(listed))]
 
 
 def sphinx_latex(args, latex: Path, doctrees: Path, tags: tuple[str, ...]) -> bool:
@@ -51,12 +62,13 @@ def sphinx_latex(args, latex: Path, doctrees: Path, tags: tuple[str, ...]) -> bo
 
 
 def typeset(latex: Path, stem: str) -> Path | None:
-    """xelatex (through latexmk) on ``stem.tex``; the typeset PDF, in the LaTeX folder."""
-    done = subprocess.run(["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error",
+    """The engine (through latexmk, with the latexmkrc Sphinx wrote for conf.py's
+    latex_engine) on ``stem.tex``; the typeset PDF, in the LaTeX folder."""
+    done = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error",
                            f"{stem}.tex"], cwd=latex, capture_output=True, text=True)
     if done.returncode != 0:
         print(done.stdout[-3000:], file=sys.stderr)
-        print(f"pdf: xelatex failed; the log is {latex / (stem + '.log')}", file=sys.stderr)
+        print(f"pdf: {ENGINE} failed; the log is {latex / (stem + '.log')}", file=sys.stderr)
         return None
     return latex / f"{stem}.pdf"
 
@@ -79,11 +91,18 @@ def publish(typeset_pdf: Path, pdf: Path, problems: list, source: str = "") -> b
     return True
 
 
-def source_file(source: Path, docname: str) -> str:
-    """The file a document is read from, as messages name it."""
+def source_path(source: Path, docname: str) -> Path:
+    """The file a document is read from."""
     found = sorted(source.glob(f"{docname}.*"))
-    path = (found[0] if found else source / docname).resolve()
-    return str(shown_path(path))
+    return (found[0] if found else source / docname).resolve()
+
+
+def located(problems: list, source: Path, doctrees: Path, tex: Path,
+            docnames: list[str] | None = None) -> list:
+    """Each character no font has, named with the place that prints it (of ``docnames``;
+    None: every document of the .tex)."""
+    return locate_characters(problems, docnames, lambda doc: source_path(source, doc),
+                             doctrees, tex)
 
 
 def pages(pdf: Path) -> str:
@@ -94,16 +113,18 @@ def pages(pdf: Path) -> str:
 def build_book(args) -> int:
     started = time.monotonic()
     out = args.build / args.edition
-    latex = out / "latex"
-    if not sphinx_latex(args, latex, out / "doctrees-latex", ()):
+    latex, doctrees = out / "latex", out / "doctrees-latex"
+    if not sphinx_latex(args, latex, doctrees, ()):
         return 1
     pdf = out / "pdf" / f"{STEM}-{args.edition}.pdf"
     typeset_pdf = typeset(latex, STEM)
     if typeset_pdf is None:
         return 1
+    tex = latex / f"{STEM}.tex"
     problems = locate_chapters(check_pdf(typeset_pdf, latex / f"{STEM}.log"), typeset_pdf,
-                               latex / f"{STEM}.aux", latex / f"{STEM}.tex",
-                               lambda doc: source_file(args.source, doc))
+                               latex / f"{STEM}.aux", tex,
+                               lambda doc: str(shown_path(source_path(args.source, doc))))
+    problems = located(problems, args.source, doctrees, tex)
     if not publish(typeset_pdf, pdf, problems):
         return 1
     print(f"pdf: wrote {pdf} ({pages(pdf)} pages, {time.monotonic() - started:.1f} s)")
@@ -114,8 +135,8 @@ def build_handouts(args) -> int:
     """One Sphinx run writes every chapter's LaTeX; each is typeset and checked alone."""
     started = time.monotonic()
     out = args.build / args.edition
-    latex = out / "latex-handouts"
-    if not sphinx_latex(args, latex, out / "doctrees-handouts", ("handout",)):
+    latex, doctrees = out / "latex-handouts", out / "doctrees-handouts"
+    if not sphinx_latex(args, latex, doctrees, ("handout",)):
         return 1
     print(f"handouts: LaTeX of every chapter written ({time.monotonic() - started:.1f} s)")
     folder = out / "pdf" / "handouts"
@@ -130,10 +151,13 @@ def build_handouts(args) -> int:
             print(f"pdf: {handout['source']}: its handout did not typeset", file=sys.stderr)
             failed = True
             continue
-        # A handout is one chapter: every problem is that chapter's.
+        # A handout is one chapter: every problem is that chapter's (a missing character,
+        # at the line that prints it).
         where = f"{handout['source']} (handout {pdf.name})"
-        problems = [replace(problem, chapter=where)
-                    for problem in check_pdf(typeset_pdf, latex / f"{stem}.log")]
+        problems = located(check_pdf(typeset_pdf, latex / f"{stem}.log"), args.source, doctrees,
+                           latex / f"{stem}.tex", [handout["docname"]])
+        problems = [problem if problem.chapter else replace(problem, chapter=where)
+                    for problem in problems]
         if not publish(typeset_pdf, pdf, problems, handout["source"]):
             failed = True
             continue
@@ -163,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     missing = missing_tools()
     if missing:
         print(f"pdf: {', '.join(missing)} not found: TeX is not installed. Run `make pdf-deps` "
+              f"(Debian/Ubuntu: apt-get install {' '.join(PACKAGES)}).", file=sys.stderr)
+        return 2
+    fonts = fonts_not_installed()
+    if fonts:
+        print(f"pdf: the fonts {', '.join(fonts)} are not installed: run `make pdf-deps` "
               f"(Debian/Ubuntu: apt-get install {' '.join(PACKAGES)}).", file=sys.stderr)
         return 2
     return build_handouts(args) if args.handouts else build_book(args)

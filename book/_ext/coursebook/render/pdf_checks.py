@@ -3,12 +3,14 @@
 - no word outside the page minus its margins (``pdftotext -bbox``): sideways the text
   block's 2 cm margins (conf.py's ``hmargin``), up and down the 5 mm no printer reaches
   (running headers and footers live in the vertical margins);
-- no ``Overfull \\hbox`` wider than :data:`OVERFULL_LIMIT_PT`, no ``Missing character``;
+- no ``Overfull \\hbox`` wider than :data:`OVERFULL_LIMIT_PT`, no ``Missing character``
+  (one problem per character, however often the log names it);
 - every font embedded (``pdffonts``).
 
 :func:`locate_chapters` then names the chapter file each problem lies in: a page by the
 PDF's destination of each document's ``DOC::doc`` label (Sphinx writes one where every
-document starts), a LaTeX log line by where that label sits in the ``.tex`` file.
+document starts), a LaTeX log line by where that label sits in the ``.tex`` file. A
+missing character is located by :mod:`coursebook.render.missing_characters`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Problem:
     page: int | None = None  # the PDF's page, counted from 1
     tex_line: int | None = None  # the line of the .tex file a log message names
     chapter: str = ""  # the source file, once located
+    character: str = ""  # a character no font of the PDF has
 
     def __str__(self) -> str:
         return f"{self.chapter}: {self.what}" if self.chapter else self.what
@@ -57,14 +60,17 @@ def overflowing_words(pdf: Path, side: float = SIDE_MARGIN_PT,
 
 def log_problems(log: Path, limit: float = OVERFULL_LIMIT_PT) -> list[Problem]:
     """Overfull boxes wider than ``limit`` and missing glyphs, from a LaTeX log; each
-    overfull box keeps its ``.tex`` line, for :func:`locate_chapters`."""
+    overfull box keeps its ``.tex`` line, for :func:`locate_chapters`. The log names a
+    missing character once per font and place: each becomes one problem."""
     text = log.read_text(encoding="utf8", errors="replace")
     problems = [Problem(f"{log.name}: {m.group(0)}", tex_line=int(m.group(2)) if m.group(2) else None)
                 for m in re.finditer(r"Overfull \\hbox \((\d+(?:\.\d+)?)pt too wide\)"
                                      r"(?:[^\n]*?lines (\d+)--)?[^\n]*", text)
                 if float(m.group(1)) > limit]
-    problems += [Problem(f"{log.name}: {m.group(0)}")
-                 for m in re.finditer(r"Missing character[^\n]*", text)]
+    missing = dict.fromkeys(chr(int(code, 16)) for code in
+                            re.findall(r"Missing character: There is no .*?\(U\+([0-9A-F]+)\)", text))
+    problems += [Problem(f"{log.name}: no font has {character!r} (U+{ord(character):04X})",
+                         character=character) for character in missing]
     return problems
 
 
@@ -93,20 +99,20 @@ def _document_starts_on_pages(pdf: Path, aux: Path, tex: Path) -> list[tuple[int
                              text=True).stdout
     pages = {name: int(page) for page, name in re.findall(r'^\s*(\d+) \[.*\] "(.*)"$',
                                                           listing, re.M)}
-    order = {doc: number for number, doc in _document_starts_on_lines(tex)} if tex.is_file() else {}
+    order = {doc: number for number, doc in document_starts_on_lines(tex)} if tex.is_file() else {}
     starts = sorted((pages[anchor], order.get(doc, 0), doc) for doc, anchor in anchors.items()
                     if anchor in pages)
     return [(page, doc) for page, _, doc in starts]
 
 
-def _document_starts_on_lines(tex: Path) -> list[tuple[int, str]]:
+def document_starts_on_lines(tex: Path) -> list[tuple[int, str]]:
     """(line, docname) where each document starts in the .tex file."""
     lines = tex.read_text(encoding="utf8", errors="replace").splitlines()
     return [(number, match.group(1)) for number, line in enumerate(lines, start=1)
             for match in [re.search(r"\\label\{\\detokenize\{([^{}]+)::doc\}\}", line)] if match]
 
 
-def _document_at(starts: list[tuple[int, str]], position: int | None) -> str | None:
+def document_at(starts: list[tuple[int, str]], position: int | None) -> str | None:
     if position is None:
         return None
     index = bisect.bisect_right([start for start, _ in starts], position) - 1
@@ -117,10 +123,10 @@ def locate_chapters(problems: list[Problem], pdf: Path, aux: Path, tex: Path,
                     source_of: Callable[[str], str]) -> list[Problem]:
     """The problems, each naming its chapter file (``source_of(docname)``) where known."""
     pages = _document_starts_on_pages(pdf, aux, tex) if aux.is_file() else []
-    lines = _document_starts_on_lines(tex) if tex.is_file() else []
+    lines = document_starts_on_lines(tex) if tex.is_file() else []
     located = []
     for problem in problems:
-        docname = _document_at(pages, problem.page) or _document_at(lines, problem.tex_line)
+        docname = document_at(pages, problem.page) or document_at(lines, problem.tex_line)
         located.append(replace(problem, chapter=source_of(docname)) if docname else problem)
     return located
 

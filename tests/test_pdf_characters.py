@@ -1,0 +1,135 @@
+"""Any character a chapter prints reaches the PDF: CJK, emoji and mathematical symbols
+print through the fallback fonts, in the book and in its handouts; a character no font
+of the PDF has stops it with one message naming the chapter file, the line, the cell and
+the character. Fast tests locate a character on made-up files; slow ones build PDFs."""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from docutils import nodes
+from docutils.utils import new_document
+from test_handouts import build_handouts
+from test_pdf import build_pdf
+
+from conftest import TINY_BOOK
+from coursebook.render.missing_characters import locate_characters
+from coursebook.render.pdf_checks import Problem, pdf_text
+
+PRINTED = "✓ done — 你好 🙂 α∇∑"
+# Supplementary Private Use Area-B: no installed font has it (the test checks).
+NO_FONT_HAS = 0x10FFFD
+ACCEPT = "-Dcoursebook_accept_outputs=1"  # the planted cell's output is new
+
+
+def tiny_book_with(tmp_path: Path, prose: str, code: str) -> Path:
+    """A copy of the tiny book with a paragraph and a cell added; its chapter file."""
+    source = tmp_path / "src"
+    shutil.copytree(TINY_BOOK, source)
+    chapter = source / "chapter.md"
+    chapter.write_text(chapter.read_text(encoding="utf8").replace(
+        "A worked example.",
+        f"{prose}\n\n```{{code-cell}} ipython3\n{code}\n```\n\nA worked example."),
+        encoding="utf8")
+    return chapter
+
+
+# --- Fast: a character is found where it is printed ---------------------------------------
+
+def _locate(tmp_path: Path, character: str, prose: str, code: str, output: str) -> Problem:
+    """Where locate_characters puts ``character`` in a tiny book whose added cell printed
+    ``output`` (its doctree made here, with the parts myst-nb gives a code cell)."""
+    chapter = tiny_book_with(tmp_path, prose, code)
+    document = new_document("chapter.md")
+    cell = nodes.container(nb_element="cell_code")
+    cell += nodes.container("", nodes.literal_block(code, code), nb_element="cell_code_source")
+    cell += nodes.container("", nodes.literal_block(output, output), nb_element="cell_code_output")
+    document += cell
+    doctrees = tmp_path / "doctrees"
+    doctrees.mkdir()
+    (doctrees / "chapter.doctree").write_bytes(pickle.dumps(document))
+    tex = tmp_path / "book.tex"
+    tex.write_text("\\label{\\detokenize{chapter::doc}}\n" + output, encoding="utf8")
+    [problem] = locate_characters([Problem("book.log: no font has it", character=character)],
+                                  None, lambda doc: chapter.parent / f"{doc}.md", doctrees, tex)
+    return problem
+
+
+def test_a_character_only_an_output_holds_is_named_at_its_cell(tmp_path):
+    code = "print(chr(0x10fffd))"
+    problem = _locate(tmp_path, chr(NO_FONT_HAS), "Plain prose.", code, chr(NO_FONT_HAS))
+    line = (tmp_path / "src" / "chapter.md").read_text(encoding="utf8").splitlines().index(code)
+    assert problem.chapter.endswith(f"chapter.md:{line + 1}"), problem
+    assert f"the output of the cell `{code}` holds '{chr(NO_FONT_HAS)}' (U+10FFFD" in problem.what
+
+
+def test_a_character_the_source_holds_is_named_at_its_line(tmp_path):
+    problem = _locate(tmp_path, "你", "Prose: 你.", "print(1)", "1")
+    line = (tmp_path / "src" / "chapter.md").read_text(encoding="utf8").splitlines().index(
+        "Prose: 你.")
+    assert problem.chapter.endswith(f"chapter.md:{line + 1}"), problem
+    assert "the chapter's text holds '你' (U+4F60 CJK UNIFIED IDEOGRAPH-4F60)" in problem.what
+    assert "fc-list ':charset=4f60' family" in problem.what
+
+
+def test_a_character_found_only_in_the_latex_names_its_chapter(tmp_path):
+    chapter = tiny_book_with(tmp_path, "Plain prose.", "print(1)")
+    tex = tmp_path / "book.tex"
+    tex.write_text("title\n\\label{\\detokenize{chapter::doc}}\n你\n", encoding="utf8")
+    [problem] = locate_characters([Problem("no font has it", character="你")], None,
+                                  lambda doc: chapter.parent / f"{doc}.md", tmp_path, tex)
+    assert problem.chapter.endswith("chapter.md"), problem
+    assert "a part the build adds holds '你'" in problem.what
+
+
+# --- Slow: PDFs built ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def printed_book(tmp_path_factory):
+    root = tmp_path_factory.mktemp("characters")
+    chapter = tiny_book_with(root, f"Prose prints them too: {PRINTED}.", f'print("{PRINTED}")')
+    return root, chapter
+
+
+@pytest.mark.slow
+def test_cjk_emoji_and_math_symbols_print_in_the_pdf(printed_book):
+    root, chapter = printed_book
+    code, log = build_pdf("student", chapter.parent, root / "book", root / "cache", ACCEPT)
+    assert code == 0, log[-3000:]
+    text = pdf_text(root / "book" / "student" / "pdf" / "deep-learning-labs-student.pdf")
+    # The prose, the cell's code and its output.
+    assert text.count(PRINTED) >= 3, text
+
+
+@pytest.mark.slow
+def test_cjk_emoji_and_math_symbols_print_in_the_handout(printed_book):
+    root, chapter = printed_book
+    code, log = build_handouts("student", chapter.parent, root / "handouts", root / "cache",
+                               ACCEPT)
+    assert code == 0, log[-3000:]
+    text = pdf_text(root / "handouts" / "student" / "pdf" / "handouts" / "chapter.pdf")
+    assert text.count(PRINTED) >= 3, text
+
+
+@pytest.mark.slow
+def test_a_character_no_font_has_stops_the_pdf_with_one_message(tmp_path):
+    covering = subprocess.run(["fc-list", f":charset={NO_FONT_HAS:x}", "family"],
+                              check=True, capture_output=True, text=True).stdout
+    assert not covering.strip(), f"an installed font has U+{NO_FONT_HAS:X}: pick another"
+    cell = f"print('mark:', chr({NO_FONT_HAS:#x}))"  # only the output holds the character
+    chapter = tiny_book_with(tmp_path, "Nothing unusual here.", cell)
+    code, log = build_pdf("student", chapter.parent, tmp_path / "build", tmp_path / "cache",
+                          ACCEPT)
+    assert code == 1, log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
+    assert "Missing character" not in log, log[-3000:]
+    named = [line for line in log.splitlines() if f"U+{NO_FONT_HAS:X}" in line]
+    assert len(named) == 1, log[-3000:]
+    line = chapter.read_text(encoding="utf8").splitlines().index(cell) + 1
+    assert f"chapter.md:{line}:" in named[0], named[0]
+    assert chr(NO_FONT_HAS) in named[0] and "install" in named[0], named[0]
+    assert not (tmp_path / "build" / "student" / "pdf" / "deep-learning-labs-student.pdf").exists()
