@@ -33,10 +33,10 @@ extensions = [
     "myst_nb",
     "sphinx_copybutton",
     "sphinx_design",
-    # MathJax served with the book: math renders offline too (copied as
-    # coursebook/render/offline_mathjax.py says).
-    "sphinx-mathjax-offline",
 ]
+# MathJax served with the book, so that math renders offline too: the files the
+# sphinx-mathjax-offline package ships, copied by coursebook/render/offline_mathjax.py.
+mathjax_path = "mathjax/tex-chtml.js"
 
 root_doc = "index"
 # _ext: the extension; recordings and expected: data the extension reads, not pages.
