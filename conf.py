@@ -41,6 +41,11 @@ mathjax_path = "mathjax/tex-chtml.js"
 root_doc = "index"
 # _ext: the extension; recordings and expected: data the extension reads, not pages.
 exclude_patterns = ["_build", "_ext", "recordings", "expected", "**.ipynb_checkpoints"]
+# How the outputs are checked is the course team's business: the versions page is an
+# appendix of the instructor edition (orphan, linked from each chapter's line under its
+# title), left out of the student edition.
+if not INSTRUCTOR:
+    exclude_patterns.append("torch-versions.md")
 suppress_warnings = [
     # A failed notebook is reported once, cell by cell, by coursebook.verify.chapter_checks.
     "mystnb.exec",

@@ -13,7 +13,7 @@ import pytest
 from conftest import (BOOK, MACHINE_KINDS_FILE, ROOT, RUNTIMES_FILE, book_museum, load_tool,
                       sphinx_build)
 from coursebook.model.machine_kinds import environments_path, load_environments, load_machine_kinds
-from coursebook.model.notebooks import ACCELERATOR_ONLY_TAG, read_chapter
+from coursebook.model.notebooks import ACCELERATOR_ONLY_TAG, BOOK_ONLY_TAG, read_chapter
 from coursebook.model.outputs import MACHINE_PATH
 from coursebook.model.recordings import (
     PROVENANCE_KEY,
@@ -124,20 +124,23 @@ def test_one_provenance_panel_names_device_versions_date_and_commit():
     assert "Environment drift" not in panel and attached.drift == {"cpu": []}
 
 
-def test_the_student_reads_one_line_per_recording_without_commit_or_command():
-    """The commit and the commands that record are the course team's (instructor edition)."""
+def test_the_student_reads_one_sentence_on_where_the_outputs_come_from():
+    """The commit, the commands that record, the versions, the stand-in and the marks under
+    each cell are the course team's (instructor edition)."""
     notebook = _bridges_notebook()
     notebook.cells.append(nbformat.v4.new_code_cell("jax.devices()",
                                                     metadata={"tags": [ACCELERATOR_ONLY_TAG]}))
     attached = _attach(notebook, instructor=False)
     [recording] = load_recordings(RECORDINGS, _bridges())
-    [panel] = [c.source for c in attached.labelled.cells if "recording-provenance" in c.source]
-    assert panel.startswith("(recording-bridges-cpu)=\n:::{dropdown} Outputs recorded with "
-                            f"{recording.summary()}\n")
-    assert "Not yet recorded on: TPU." in panel
-    assert attached.labelled.cells[-1].source == "Not yet recorded: this cell runs on TPU."
+    notes = [c.source for c in attached.labelled.cells if c.cell_type == "markdown"
+             and BOOK_ONLY_TAG in c.metadata.get("tags", [])]
+    torch = recording.torches()[0].split("+")[0]
+    assert notes[0] == (f"*The outputs on this page were produced with torch {torch} on a CPU "
+                        f"({recording.provenance['date']}), not on a TPU.*")
+    assert notes[1:] and set(notes[1:]) == {"*This cell needs a TPU: its output is not shown here.*"}
     shown = "\n".join(cell.source for cell in attached.labelled.cells if cell.cell_type == "markdown")
     assert recording.provenance["commit"] not in shown and "make recording" not in shown
+    assert "Recorded on" not in shown
 
 
 def test_a_recording_made_with_other_versions_is_flagged_as_drift(tmp_path):

@@ -31,7 +31,7 @@ from coursebook.model.notebooks import (
 )
 from coursebook.model.outputs import normalise
 from coursebook.model.runtimes import Runtime
-from coursebook.model.versions import release
+from coursebook.model.versions import is_release, release
 
 RECORD_SOURCES = ("museum", "build")
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
@@ -402,25 +402,33 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
 
 def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
     """For downloads: the error the code above should raise, from its record, to compare;
-    and the text a reader's runtime (Colab) gives where it differs, labelled."""
+    and how a reader's runtime (Colab) and the museum's run worded it, where that differs.
+    It speaks of torch releases only: where the book's own runs took place is the
+    instructor edition's business."""
     record = expected or exhibit.museum_record
-    on_torch = f"On torch {record.torch}, " if record.torch[:1].isdigit() else ""
-    lines = [f"**Expected error.** {on_torch}the cell above raises this error "
-             f"(recorded on {record.where}):", "", "```text",
+    lines = [f"**Expected error.** {_who_raised(record)}:", "", "```text",
              f"{record.type}: {record.message}", "```"]
     shown = {(record.type, record.message)}
     for label, other in readers_records(exhibit, record):
-        lines += ["", f"On {label} it raises this text (recorded on {other.where}):", "",
-                  "```text", f"{other.type}: {other.message}", "```"]
+        lines += ["", f"On {label} it reads:", "", "```text", f"{other.type}: {other.message}",
+                  "```"]
         shown.add((other.type, other.message))
     museum = exhibit.museum_record
     if (museum.type, museum.message) not in shown:
-        lines += ["", f"The museum recorded this text on torch {museum.torch}:", "", "```text",
-                  f"{museum.type}: {museum.message}", "```"]
+        lines += ["", f"When the museum met it, on torch {museum.torch}, it read:", "",
+                  "```text", f"{museum.type}: {museum.message}", "```"]
     lines += ["", "Another torch version may word it differently; the type and the cause "
               "should match."]
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
     return _markdown(quoted, "remove-cell", DOWNLOAD_ONLY_TAG)
+
+
+def _who_raised(record: ErrorRecord) -> str:
+    """The start of an expected error's sentence: the torch, or the museum's run, that raised it."""
+    if record.source != "museum":
+        return f"With torch {record.torch}, the cell above raises this error"
+    torch = f", torch {record.torch}" if is_release(record.torch) else ""
+    return f"The museum saw the cell above raise this error (on {record.where}{torch})"
 
 
 def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
@@ -460,12 +468,12 @@ def _in_fresh_python(code: str, side_environment: str,
     cell = _code("from coursebook.exhibit_checks import run_in_fresh_python\n"
                  f"run_in_fresh_python(r'''\n{code}\n'''{side})", "remove-input",
                  FRESH_PYTHON_TAG, *tags)
-    needs = (f"# The book runs this with the package folder {side_environment!r} in front of\n"
-             "# the import path (see the exhibit's note above).\n" if side_environment else "")
+    needs = ("# The error needs the older packages the note above names; with this runtime's\n"
+             "# packages the code may well run without it.\n" if side_environment else "")
     cell.metadata[DOWNLOAD_SOURCE_KEY] = (
         "# A fresh Python process: a bridge claims the whole process it runs in.\n" + needs +
         "# This notebook's own process may hold the accelerator already, and a device serves\n"
-        "# one process: the new one runs on the CPU, as the book's CPU stand-in does.\n"
+        "# one process: the new one runs on the CPU.\n"
         "import os, subprocess, sys\n"
         f"cpu = {dict(download_environment)!r}\n"
         f"done = subprocess.run([sys.executable, \"-c\", r'''\n{code}\n'''],\n"
@@ -512,7 +520,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     museum = exhibit.museum_record
     label = f"captured on a {museum.where}, {museum.date}"
     run = ("The museum's text, verbatim; the code runs again below" if exhibit.museum_rerun
-           else "Not run by this build; the museum's text, verbatim")
+           else "The museum's text, verbatim")
     cells = [_markdown(
         f"{_heading(exhibit, total)}\n\n**The failing code**, as the museum ran it:\n\n"
         f"```python\n{exhibit.failing_code}\n```\n\n"

@@ -129,11 +129,14 @@ class Recording:
     def label(self) -> str:
         return self.machine.describe(self.provenance["device_kind"])
 
+    def torches(self) -> list[str]:
+        """The torch of each of its environments, once each."""
+        return sorted({versions["torch"] for versions in self.provenance["environments"].values()
+                       if "torch" in versions})
+
     def summary(self) -> str:
         """Its torch, machine and date, as a page footer or a handout's cover names them."""
-        torches = sorted({versions["torch"] for versions in self.provenance["environments"].values()
-                          if "torch" in versions})
-        return (f"torch {', '.join(torches) or 'unknown'} ({self.machine.short_label}, "
+        return (f"torch {', '.join(self.torches()) or 'unknown'} ({self.machine.short_label}, "
                 f"{self.provenance['date']})")
 
     def anchor(self, name: str) -> str:
@@ -253,7 +256,8 @@ def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Reco
 
 
 def _markdown(text: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_markdown_cell(text)
+    """A note on the page's outputs: downloads, which have none, leave it out."""
+    return nbformat.v4.new_markdown_cell(text, metadata={"tags": [BOOK_ONLY_TAG]})
 
 
 def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
@@ -261,10 +265,10 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
     """Where each recording ran, and where its versions drifted.
 
     The instructor edition gets one box with the commits and the commands that record;
-    a student reads one line per recording, its details (versions) opening on demand.
+    a student reads one sentence.
     """
     if not instructor:
-        return _student_panel(chapter, recordings, drift)
+        return _student_panel(chapter, recordings)
     parts = []
     for recording in recordings:
         p = recording.provenance
@@ -296,24 +300,21 @@ def _kernel_versions(recording: Recording) -> str:
                      for name, versions in recording.provenance["environments"].items())
 
 
-def _student_panel(chapter: RecordedChapter, recordings: list[Recording],
-                   drift: dict[str, list[str]]) -> str:
-    """A line per recording (device, torch, date) whose versions open on demand."""
-    parts = []
-    for recording in recordings:
-        body = [f"{recording.label()}, {recording.provenance['date']}. "
-                f"{_kernel_versions(recording)}."]
-        if drift.get(recording.machine.name):
-            body.append(f"**Environment drift**: {'; '.join(drift[recording.machine.name])}. "
-                        "Outputs recorded with the pinned versions may differ.")
-        parts.append(f"({recording.anchor(chapter.name)})=\n"
-                     f":::{{dropdown}} Outputs recorded with {recording.summary()}\n"
-                     ":class-container: recording-provenance verified-on\n"
-                     + "\n\n".join(body) + "\n:::")
-    missing = [b for b in chapter.machines if all(r.machine != b for r in recordings)]
-    if missing:
-        parts.append("*Not yet recorded on: " + ", ".join(b.short_label for b in missing) + ".*")
-    return "\n\n".join(parts)
+def _student_panel(chapter: RecordedChapter, recordings: list[Recording]) -> str:
+    """One plain sentence: which torch produced the outputs, on which device and when, and
+    on which of the chapter's devices none was recorded. The versions, the drift and the
+    stand-in are the instructor edition's."""
+    def device(recording: Recording) -> str:
+        machine = recording.machine
+        return (f"a {machine.platform.upper()}" if machine.stand_in else
+                f"a {recording.label()}")
+    runs = " and ".join(
+        f"torch {', '.join(release(t) for t in recording.torches())} on {device(recording)} "
+        f"({recording.provenance['date']})" for recording in recordings)
+    missing = [b.short_label for b in chapter.machines
+               if not b.stand_in and all(r.machine != b for r in recordings)]
+    return (f"*The outputs on this page were produced with {runs}"
+            + (f", not on a {' or a '.join(missing)}" if missing else "") + ".*")
 
 
 @dataclass(frozen=True)
@@ -358,7 +359,7 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
             # A hidden cell, or a verdict on the cell above (the book's own, hidden code),
             # needs no mark of its own.
             tags = set(cell_tags(cell))
-            if "remove-cell" not in tags and not {"remove-input", BOOK_ONLY_TAG} <= tags:
+            if instructor and "remove-cell" not in tags and not {"remove-input", BOOK_ONLY_TAG} <= tags:
                 labelled.cells.append(_markdown(
                     f"*Recorded on {{ref}}`{recording.machine.short_label} "
                     f"<{recording.anchor(chapter.name)}>`.*"))
@@ -366,11 +367,14 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
         outputs.append([])
         first_line = (cell.source.strip().splitlines() or [""])[0]
         able = [b for b in chapter.machines if runs_on(cell, b)]
-        if not any(runs_on(cell, r.machine) for r in recordings):
+        if not any(runs_on(cell, r.machine) for r in recordings) and instructor:
             labelled.cells.append(_markdown(
                 "Not yet recorded: this cell runs on " + " or ".join(
-                    f"{b.short_label} (`{chapter.command(b)}`)" if instructor else b.short_label
-                    for b in able) + "."))
+                    f"{b.short_label} (`{chapter.command(b)}`)" for b in able) + "."))
+        elif not any(runs_on(cell, r.machine) for r in recordings):
+            labelled.cells.append(_markdown(
+                f"*This cell needs a {' or a '.join(b.short_label for b in able)}: its output "
+                "is not shown here.*"))
         elif allow_stale:
             labelled.cells.append(_markdown(
                 "*Stale: this cell changed since it was recorded; its output is not shown.*"))

@@ -1,7 +1,8 @@
 """The build stamp in each page's footer: the torch that executed the page, the commit, the date.
 
-A reader (or an instructor with a student's question) can tell which build a page comes
-from; the commit is shown in the instructor edition only. The commit is the source tree's
+An instructor with a student's question can tell which build a page comes from. The
+student edition's footer gives the date only: the line under a chapter's title already
+names the torch its outputs come from, and the rest is the course team's. The commit is the source tree's
 (``GITHUB_SHA`` on GitHub Actions, else ``git``), marked when the tree had uncommitted
 changes; a copy outside git says so.
 """
@@ -32,12 +33,13 @@ def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict
     """``html-page-context``: the stamp the footer template ``build-stamp.html`` shows."""
     if app.builder.format != "html":
         return
-    commit, date = source_commit(Path(app.srcdir)), book_config(app.config).build_date
-    executed = executed_with(app, pagename) if doctree is not None else ""
-    # The commit is for the course team: students read the date only.
+    date = book_config(app.config).build_date
     if edition_of(app) is not Edition.INSTRUCTOR:
-        built = f"built on {date}"
-    elif commit != NOT_IN_GIT:
+        context["coursebook_stamp"] = f"Built on {date}."
+        return
+    commit = source_commit(Path(app.srcdir))
+    executed = executed_with(app, pagename) if doctree is not None else ""
+    if commit != NOT_IN_GIT:
         built = f"built from commit {commit} on {date}"
     else:
         built = f"built from {NOT_IN_GIT} on {date}"

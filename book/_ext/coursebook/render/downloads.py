@@ -4,9 +4,11 @@ Sphinx copies each page's file from disk into ``_sources/`` (that file holds the
 answers), and the theme offers an ``.ipynb`` only when launch buttons are on. Here each
 chapter page offers its edition's notebook, ready to run in Jupyter or Colab: no outputs,
 no cell that needs the book's own package, plain Markdown instead of MyST, and each cell
-that raises on purpose wrapped so that "Run all" reaches the last cell. Every cell the
-download changed says how under the metadata key ``coursebook_download``. The student
-edition's ``_sources/`` holds the student text.
+that raises on purpose wrapped so that "Run all" reaches the last cell. Its cells keep none
+of the build's metadata (tags, cache keys, reasons a cell is not verified): only the answer
+tag of an instructor's download, and, under ``coursebook_download``, how the download
+changed the cell. The student edition's ``_sources/`` holds the same notebook as MyST
+Markdown (the theme's ``.md`` download), and each other page's text as this edition reads it.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ import nbformat
 from sphinx.application import Sphinx
 
 from coursebook.config import book_config
-from coursebook.execute.cache_key import VERSIONS_KEY
 from coursebook.model.museum import DOWNLOAD_SOURCE_KEY
 from coursebook.model.notebooks import (
+    ANSWER_TAG,
     BOOK_ONLY_TAG,
-    DOWNLOAD_ONLY_TAG,
     RAISES_TAG,
     cell_tags,
+    is_chapter_source,
     notebook_to_myst,
 )
 from coursebook.page_state import chapter_notebook
@@ -39,8 +41,6 @@ DOWNLOAD_KEY = "coursebook_download"
 CONVERTED = "MyST markup rewritten as plain Markdown"
 CAUGHT = "wrapped in try/except: the error is printed and Run all goes on"
 STANDALONE = "runs without the book's own package"
-# Tags that only mean something to the book's build.
-_BOOK_TAGS = {DOWNLOAD_ONLY_TAG, RAISES_TAG, "remove-cell"}
 # Notebook metadata that only the book's build reads.
 _BOOK_METADATA = ("jupytext", "coursebook")
 
@@ -70,6 +70,15 @@ def _mark(cell, change: str) -> None:
     cell.metadata[DOWNLOAD_KEY] = change
 
 
+def _reader_metadata(cell) -> dict:
+    """What a download's cell keeps of its metadata: an instructor's answer tag (the
+    build's and myst-nb's tags, its cache key, an ``unverified`` reason all go)."""
+    kept = {"tags": [ANSWER_TAG]} if ANSWER_TAG in cell_tags(cell) else {}
+    if DOWNLOAD_KEY in cell.metadata:
+        kept[DOWNLOAD_KEY] = cell.metadata[DOWNLOAD_KEY]
+    return kept
+
+
 def download_notebook(notebook: nbformat.NotebookNode,
                       markdown: PlainMarkdown) -> nbformat.NotebookNode:
     """What a reader runs elsewhere, top to bottom, with Jupyter's "Run all"."""
@@ -90,18 +99,25 @@ def download_notebook(notebook: nbformat.NotebookNode,
                 _mark(cell, CONVERTED)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-            cell.metadata.pop(VERSIONS_KEY, None)  # the book's cache key, not the reader's
             if DOWNLOAD_SOURCE_KEY in cell.metadata:
                 cell.source = cell.metadata.pop(DOWNLOAD_SOURCE_KEY)
                 _mark(cell, STANDALONE)
             if RAISES_TAG in tags:
                 cell.source = catching(cell.source)
                 _mark(cell, ", ".join(filter(None, [cell.metadata.get(DOWNLOAD_KEY), CAUGHT])))
-        if set(tags) & _BOOK_TAGS:
-            cell.metadata["tags"] = [tag for tag in tags if tag not in _BOOK_TAGS]
-            if not cell.metadata["tags"]:
-                del cell.metadata["tags"]
+        cell.metadata = nbformat.from_dict(_reader_metadata(cell))
     return notebook
+
+
+def download_myst(notebook: nbformat.NotebookNode) -> str:
+    """A download notebook as the MyST Markdown notebook the ``.md`` download holds: the
+    same cells, without the notes on what the download changed."""
+    notebook = copy.deepcopy(notebook)
+    notebook.metadata = nbformat.from_dict(
+        {"jupytext": {"text_representation": {"format_name": "myst"}}, **notebook.metadata})
+    for cell in notebook.cells:
+        cell.metadata.pop(DOWNLOAD_KEY, None)
+    return notebook_to_myst(notebook)
 
 
 def run_all(notebook: nbformat.NotebookNode, workdir: Path,
@@ -190,10 +206,12 @@ def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dic
 
 
 def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: overwrite the copied chapter files with the student text.
+    """``build-finished``: overwrite the copied page files with the student text.
 
     Sphinx copies a page's file when it writes the page; a copy that differs from the file
-    holds the student text already (the page was not written this build).
+    holds the student text already (the page was not written this build). A chapter's copy
+    becomes its download notebook as MyST (the ``.ipynb`` beside it, written this build);
+    another page's, its text with each ``{only}`` block resolved for this edition.
     """
     if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
         return
@@ -205,6 +223,11 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
         copied = Path(app.outdir, "_sources", Path(docname).parent, source.name + suffix)
         if not copied.is_file() or copied.read_bytes() != source.read_bytes():
             continue
-        notebook = chapter_notebook(app.env, docname)
-        if notebook is not None:
-            copied.write_text(notebook_to_myst(notebook), encoding="utf8")
+        text = source.read_text(encoding="utf8")
+        notebook = Path(app.outdir, "_sources", docname + ".ipynb")
+        if not is_chapter_source(text):
+            copied.write_text(markdown_for(app, docname).edition_source(text), encoding="utf8")
+        elif chapter_notebook(app.env, docname) is not None and notebook.is_file():
+            copied.write_text(download_myst(nbformat.read(notebook, as_version=4)), encoding="utf8")
+        else:
+            copied.unlink()  # a chapter that failed to build: its file holds the answers

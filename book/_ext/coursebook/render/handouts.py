@@ -87,8 +87,10 @@ def set_handout_documents(app: Sphinx, env) -> list[str]:
 def _provenance(app: Sphinx, docname: str) -> str:
     chapter = page_states(app.env).get(docname)
     if chapter is not None and chapter.recorded_with:
-        # A mark under each cell says which recording its output comes from.
-        return f"{chapter.recorded_with}. A mark under each cell says where it ran."
+        # The instructor edition marks under each cell which recording its output comes from.
+        instructor = edition_of(app) is Edition.INSTRUCTOR
+        marks = " A mark under each cell says where it ran." if instructor else ""
+        return f"{chapter.recorded_with}.{marks}"
     return f"Outputs executed and verified with torch {release(book_config(app.config).torch)}"
 
 

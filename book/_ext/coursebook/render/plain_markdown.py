@@ -77,6 +77,27 @@ class PlainMarkdown:
         """Plain Markdown that Jupyter renders as the book renders ``source``."""
         return self._parser.render(source, {_ENV_KEY: self}).rstrip("\n")
 
+    def edition_source(self, source: str) -> str:
+        """``source``, still MyST, with each ``{only}`` block kept or dropped as this
+        edition reads it (inside other directives too): a page's text as a reader gets it."""
+        lines = source.splitlines(keepends=True)
+        kept, position = [], 0
+        for token in self._parser.parse(source):
+            if token.level or token.type not in ("fence", "colon_fence") or not token.map:
+                continue
+            name, _, argument = token.info.strip().partition("}")
+            start, end = token.map
+            if name == "{only":
+                inner = self.edition_source(token.content) if self.only(argument.strip()) else ""
+                kept += [*lines[position:start], inner]
+            elif name.startswith("{") and "{only}" in token.content and end - start >= 2:
+                inner = self.edition_source(token.content)
+                kept += [*lines[position:start + 1], inner, *lines[end - 1:end]]
+            else:
+                continue
+            position = end
+        return "".join([*kept, *lines[position:]])
+
     # --- Pieces the renderers call ----------------------------------------------------
 
     def role(self, name: str, content: str) -> str:
@@ -125,7 +146,7 @@ class PlainMarkdown:
             return f"**{title}**" + (f" · {inner}" if inner and "\n" not in inner else
                                       f"\n\n{inner}" if inner else "")
         if name in _CODE:
-            fence = "`" * max(3, *(len(run) + 1 for run in re.findall(r"`{3,}", content)))
+            fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`{3,}", content))])
             return f"{fence}{argument.split()[0] if argument else ''}\n{content.rstrip()}\n{fence}"
         if name == "math":
             return f"$$\n{content.strip()}\n$$"

@@ -103,7 +103,8 @@ def version_label(version: str, readers: tuple[Runtime, ...]) -> str:
 def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
     """Under a chapter's title: the torch versions its outputs were verified on, and the
-    runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)").
+    runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)"). The
+    student edition names the torch its outputs come from, and nothing of the checks.
 
     A torch whose expected outputs are stale for the chapter is not named there; in the
     instructor edition a line says which torches have not verified it yet, or are stale,
@@ -129,6 +130,11 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
     state.not_verified = [s.message() for s in others if s.state is not State.VERIFIED]
     verified = {s.other.torch for s in others if s.state is State.VERIFIED}
     edition = edition_of(app).value
+    if edition == Edition.STUDENT.value:
+        _under_title(doctree, [nodes.paragraph(
+            "", f"The outputs on this page come from torch {release(running)}.",
+            classes=["verified-on"])])
+        return
     builds, readers = [], []
     for version in versions:
         if version == release(running):
@@ -146,11 +152,14 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                                  refexplicit=True, refwarn=False)
     notes = [nodes.paragraph("", "", nodes.Text(f"Outputs verified against {shown}. See "),
                              link, nodes.Text("."), classes=["verified-on"])]
-    if edition == Edition.INSTRUCTOR.value:
-        notes += [nodes.paragraph("", "", nodes.Text(s.page_note()),
-                                  nodes.literal(s.other.command, s.other.command),
-                                  nodes.Text("."), classes=["verified-on", "not-verified"])
-                  for s in others if s.state is not State.VERIFIED]
+    notes += [nodes.paragraph("", "", nodes.Text(s.page_note()),
+                              nodes.literal(s.other.command, s.other.command),
+                              nodes.Text("."), classes=["verified-on", "not-verified"])
+              for s in others if s.state is not State.VERIFIED]
+    _under_title(doctree, notes)
+
+
+def _under_title(doctree: nodes.document, notes: list[nodes.Node]) -> None:
     section = next(doctree.findall(nodes.section), None)
     if section is not None and section.children and isinstance(section[0], nodes.title):
         section[1:1] = notes
