@@ -10,7 +10,7 @@ JOBS       ?= auto
 SPHINXOPTS ?= -W --keep-going -j $(JOBS)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv preview execute merge-caches recording recording-check recording-ready recording-environments tpu-smoke record-cloud-tpu html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch refresh-runtimes verify-runtime accept-outputs-runtime test test-recording test-suite test-fast clean clean-cache
+.PHONY: help venv chapter preview execute merge-caches recording recording-check recording-ready recording-environments tpu-smoke record-cloud-tpu html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch refresh-runtimes verify-runtime accept-outputs-runtime test test-recording test-suite test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-23s %s\n", $$1, $$2}'
@@ -79,6 +79,13 @@ instructor: venv ## Instructor edition, HTML -> _build/instructor/html/index.htm
 # once, the other edition waits for it (coursebook.execute.shared_cache), then takes it from the cache.
 editions: venv ## Both HTML editions, built at the same time
 	$(MAKE) -j 2 html instructor
+
+# A new chapter from the skeleton (tools/chapter-template.md), listed in book/index.md; the
+# tool refuses to overwrite a chapter and prints the commands that follow.
+NAME  ?=
+TITLE ?=
+chapter: venv ## Start a chapter: book/NAME.md from the skeleton, in the contents (NAME=pt02 TITLE="PT02: ...")
+	$(BIN)/python tools/new_chapter.py "$(NAME)" "$(TITLE)"
 
 # sphinx-autobuild: each save rebuilds the edition (verified as `make html` does) and reloads
 # the open page; a failed build keeps the last good pages. See `tools/preview.py --help`.

@@ -170,7 +170,7 @@ STAGES = {
     "model": ["test_museum", "test_recordings", "test_readiness", "test_runtimes",
               "test_versions", "test_layout", "test_tpu_smoke", "test_cloud_tpu_record",
               "test_colab_notebooks"],
-    "prepare": ["test_editions", "test_runtime_setup", "test_answer_checks"],
+    "prepare": ["test_editions", "test_runtime_setup", "test_answer_checks", "test_new_chapter"],
     "execute": ["test_concurrency", "test_shards", "test_kernel_pool", "test_myst_nb_clients"],
     "verify": ["test_expectations", "test_varying_outputs", "test_expected_outputs_build", "test_execution_checks",
                "test_claims",
