@@ -50,7 +50,9 @@ from coursebook.verify.expectations import (
     cell_outputs,
     compare,
     expectations_path,
+    patterns_outgrown,
     read_expectations,
+    run_digest,
     write_expectations,
 )
 
@@ -308,8 +310,13 @@ def _compare_expected_outputs(app: Sphinx, env, summary: list[str]) -> int:
             report(str(error), None, "expected-outputs")
             app.statuscode = 1
             continue
+        notebook = page_state_of(env, docname).notebook
+        run = run_digest(notebook) if notebook is not None else None
         if config.accept_outputs:
-            if write_expectations(path, accept(expectations, edition, outputs),
+            summary += [f"{path}:{expectations.lines[(edition, o.key)]}: the output of `"
+                        f"{o.first_line}` no longer matches its pattern: written as it is, "
+                        "unmarked" for o in patterns_outgrown(expectations, edition, outputs)]
+            if write_expectations(path, accept(expectations, edition, outputs, run),
                                   lambda: _chapter_order(app, docname),
                                   _accept_header(torch_version, docname)):
                 summary.append(f"wrote {path} ({edition} edition)")
@@ -323,13 +330,13 @@ def _compare_expected_outputs(app: Sphinx, env, summary: list[str]) -> int:
             mismatches = [o for o in outputs if not o.unverified]
         else:
             text = Path(chapter).read_text(encoding="utf8")
-            mismatches = compare(expectations, edition, outputs)
+            mismatches = compare(expectations, edition, outputs, run)
             for mismatch in mismatches:
                 _fail(app, docname, line_of(mismatch.cell.source, text),
                       f"code cell {mismatch.cell.index} `{mismatch.cell.first_line}` "
                       f"({edition} edition, torch {release(torch_version)}) "
-                      f"{mismatch.diff(path)}\n    If the new output is right, accept it with "
-                      f"`{ACCEPT_COMMAND}` and review the diff of {path.parent}.")
+                      f"{mismatch.diff(path)}\n    {mismatch.fix(path)}",
+                      fixed_by=None if mismatch.varies else ACCEPT_COMMAND)
         failed = f" ({len(mismatches)} failed, above)" if mismatches else ""
         summary.append(
             f"{Path(chapter).name} ({edition}): "
@@ -340,10 +347,12 @@ def _compare_expected_outputs(app: Sphinx, env, summary: list[str]) -> int:
     return chapters
 
 
-def _fail(app: Sphinx, docname: str, line: int | None, message: str) -> None:
+def _fail(app: Sphinx, docname: str, line: int | None, message: str,
+          fixed_by: str | None = ACCEPT_COMMAND) -> None:
     logger.error("%s", message, location=(docname, line or None),
                  type="coursebook", subtype="expected-outputs")
-    ask_for(app.env, ACCEPT_COMMAND)
+    if fixed_by is not None:
+        ask_for(app.env, fixed_by)
     app.statuscode = 1  # also without -W: an unexpected output is never a warning
 
 

@@ -5,8 +5,13 @@ For every chapter a build executes there is one text file per torch version,
 reviewed as a diff. Each entry is one code cell: a header naming the cell (a hash of its
 code and its first line) and, indented, the text the cell shows after the book's
 normalisation. An entry marked ``(student)`` or ``(instructor)`` holds an output that
-differs between the editions; an unmarked entry holds for both. Every build compares
-the executed (or cached) outputs with the file for its torch version.
+differs between the editions; an unmarked entry holds for both. An entry marked
+``(varies)`` is a pattern: the parts of an output that vary from run to run are marked in
+it (:mod:`coursebook.verify.varying_outputs`). Every build compares the executed (or
+cached) outputs with the file for its torch version. The file's header notes, per
+edition, a hash of the run it was accepted from (:func:`run_digest`): an output that
+differs from an unmarked entry although the run is the same varies between runs, and
+accepting it again would not help.
 
 This is the chapters' counterpart of the exhibits' error records (``exhibits/``), which
 hold one error text per torch version; ``make accept-outputs`` writes both.
@@ -15,7 +20,9 @@ hold one error text per torch version; ``make accept-outputs`` writes both.
 from __future__ import annotations
 
 import difflib
+import json
 import os
+import platform
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +37,7 @@ from coursebook.model.outputs import normalise
 from coursebook.model.versions import release
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
+from coursebook.verify.varying_outputs import matches, suggest
 
 ACCEPT_COMMAND = "make accept-outputs"
 EDITIONS = tuple(edition.value for edition in Edition)  # as an expectations file names them
@@ -37,7 +45,10 @@ EDITIONS = tuple(edition.value for edition in Edition)  # as an expectations fil
 # the build log.
 UNVERIFIED_KEY = "unverified"
 _HEADER = re.compile(r"^=== cell (?P<key>[0-9a-f]{8}(?:\.\d+)?)"
-                     r"(?: \((?P<edition>student|instructor)\))? · (?P<first>.*)$")
+                     r"(?: \((?P<edition>student|instructor)\))?(?P<varies> \(varies\))?"
+                     r" · (?P<first>.*)$")
+VARIES_MARK = " (varies)"
+_RUNS = "# Accepted runs (a hash of the code, versions and platform each edition ran): "
 _INDENT = "    "
 # The name a file is written under before it is renamed into place (``.pt01.txt.24294``):
 # no edit of the book (the preview ignores it).
@@ -115,6 +126,19 @@ class Expectations:
     by_edition: dict[str, dict[str, str]] = field(
         default_factory=lambda: {edition: {} for edition in EDITIONS})
     first_lines: dict[str, str] = field(default_factory=dict)
+    # The keys, per edition, whose entry is marked ``(varies)``: a pattern.
+    varying: dict[str, set[str]] = field(
+        default_factory=lambda: {edition: set() for edition in EDITIONS})
+    runs: dict[str, str] = field(default_factory=dict)  # edition: its accepted run's digest
+    lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (edition, key): line
+
+
+def run_digest(notebook: nbformat.NotebookNode) -> str:
+    """What decides a chapter's outputs: its code cells (source and metadata, the execution
+    versions included: :mod:`coursebook.execute.cache_key`) and the platform."""
+    cells = [[cell.source, cell.metadata] for cell in notebook.cells if cell.cell_type == "code"]
+    return short_digest(json.dumps([platform.system(), platform.machine(), cells],
+                                   sort_keys=True, default=str))
 
 
 def read_expectations(path: Path) -> Expectations | None:
@@ -137,7 +161,13 @@ def read_expectations(path: Path) -> Expectations | None:
             key, edition = header["key"], header["edition"]
             current = [(e, key) for e in ([edition] if edition else EDITIONS)]
             found.first_lines[key] = header["first"]
+            for entry in current:
+                found.lines[entry] = number
+                if header["varies"]:
+                    found.varying[entry[0]].add(key)
             lines = []
+        elif line.startswith(_RUNS) and not current:
+            found.runs = dict(run.split(" ", 1) for run in line[len(_RUNS):].split(", "))
         elif line.startswith("#") and not current:
             found.header.append(line)
         elif line.startswith(_INDENT) or not line:
@@ -158,20 +188,23 @@ def write_expectations(path: Path, expectations: Expectations,
     ``order()`` gives the cells' keys in the chapter's order; asked only when writing.
     """
     old = read_expectations(path)
-    if old is not None and old.by_edition == expectations.by_edition:
+    if old is not None and ((old.by_edition, old.varying, old.runs)
+                            == (expectations.by_edition, expectations.varying,
+                                expectations.runs)):
         return False
     student, instructor = (expectations.by_edition[e] for e in EDITIONS)
     keys = [key for key in order() if key in student or key in instructor]
     keys += [key for key in {**instructor, **student} if key not in keys]
-    out = header + [""]
+    runs = [f"{e} {expectations.runs[e]}" for e in EDITIONS if e in expectations.runs]
+    out = header + ([_RUNS + ", ".join(runs)] if runs else []) + [""]
     for key in keys:
         first = expectations.first_lines.get(key, "")
-        texts = {e: expectations.by_edition[e][key] for e in EDITIONS
-                 if key in expectations.by_edition[e]}
+        texts = {e: (expectations.by_edition[e][key], key in expectations.varying[e])
+                 for e in EDITIONS if key in expectations.by_edition[e]}
         if len(texts) == 2 and len(set(texts.values())) == 1:
             texts = {"": texts[Edition.STUDENT.value]}
-        for edition, text in texts.items():
-            marker = f" ({edition})" if edition else ""
+        for edition, (text, varies) in texts.items():
+            marker = (f" ({edition})" if edition else "") + (VARIES_MARK if varies else "")
             out.append(f"=== cell {key}{marker} · {first}")
             out += [f"{_INDENT}{line}" if line else "" for line in text.splitlines()]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -182,23 +215,57 @@ def write_expectations(path: Path, expectations: Expectations,
     return True
 
 
-def accept(expectations: Expectations | None, edition: str,
-           outputs: list[CellOutput]) -> Expectations:
-    """The expectations with this edition's outputs taken as they are now."""
+def accept(expectations: Expectations | None, edition: str, outputs: list[CellOutput],
+           run: str | None = None) -> Expectations:
+    """The expectations with this edition's outputs taken as they are now, from ``run``
+    (:func:`run_digest`); an entry marked ``(varies)`` that the output still matches is
+    kept as it is (:func:`patterns_outgrown` names the others)."""
     updated = expectations or Expectations()
-    updated.by_edition[edition] = {o.key: o.text for o in outputs if not o.unverified}
+    old, marked = updated.by_edition[edition], updated.varying[edition]
+    kept = {o.key for o in outputs if o.key in marked and matches(old[o.key], o.text)}
+    updated.by_edition[edition] = {o.key: old[o.key] if o.key in kept else o.text
+                                   for o in outputs if not o.unverified}
+    updated.varying[edition] = kept
     updated.first_lines.update({o.key: o.first_line for o in outputs})
+    if run is not None:
+        updated.runs[edition] = run
     return updated
+
+
+def patterns_outgrown(expectations: Expectations | None, edition: str,
+                      outputs: list[CellOutput]) -> list[CellOutput]:
+    """The cells whose entry is marked ``(varies)`` but whose output no longer matches it:
+    accepting writes them as they are, unmarked."""
+    if expectations is None:
+        return []
+    old, marked = expectations.by_edition[edition], expectations.varying[edition]
+    return [o for o in outputs if o.key in marked and not o.unverified
+            and not matches(old[o.key], o.text)]
 
 
 # --- Comparing -------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Mismatch:
-    """A cell whose output differs from its expectation, or has none."""
+    """A cell whose output differs from its expectation, or has none.
+
+    ``marked``: its entry is marked ``(varies)``. ``same_run``: this build ran what the
+    entry was accepted from (the same code, versions and platform). ``line``: the entry's
+    line in the file; ``edition``: the edition it names, if it holds for one only.
+    """
 
     cell: CellOutput
     expected: str | None
+    marked: bool = False
+    same_run: bool = False
+    line: int | None = None
+    edition: str | None = None
+
+    @property
+    def varies(self) -> bool:
+        """The same run printed another output when it was accepted: it varies between
+        runs, and accepting it again would not help."""
+        return self.same_run and not self.marked and self.expected is not None
 
     def diff(self, path: Path) -> str:
         if self.expected is None:
@@ -207,12 +274,50 @@ class Mismatch:
                     f"it shows:\n{shown or '    (nothing)'}")
         lines = difflib.unified_diff(self.expected.splitlines(), self.cell.text.splitlines(),
                                      f"expected ({path})", "this build", lineterm="")
-        return "shows a different output:\n" + "\n".join(f"    {line}" for line in lines)
+        shown = "\n".join(f"    {line}" for line in lines)
+        if self.varies:
+            return ("shows an output that varies between runs: the same code, versions and "
+                    "platform printed the expected one when it was accepted:\n" + shown)
+        if self.marked:
+            return ("shows an output outside the pattern of its expected output (marked "
+                    "`(varies)`):\n" + shown)
+        return "shows a different output:\n" + shown
+
+    def fix(self, path: Path) -> str:
+        """What to do about it, one paragraph."""
+        if not self.varies:
+            return (f"If the new output is right, accept it with `{ACCEPT_COMMAND}` and "
+                    f"review the diff of {path.parent}.")
+        where = f"{path}:{self.line}" if self.line else str(path)
+        edition = f" ({self.edition})" if self.edition else ""
+        marked = suggest(self.expected, self.cell.text)
+        example = "" if marked is None else ":\n" + "\n".join(
+            f"    {line}" for line in [f"=== cell {self.cell.key}{edition}{VARIES_MARK} · "
+                                       f"{self.cell.first_line}",
+                                       *(f"{_INDENT}{line}" for line in marked.split("\n"))])
+        return (f"Accepting it again would not help. Mark the part that varies in {where}: "
+                f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
+                f"`<size>` or `...` where the output varies (docs/authoring.md, \"Outputs "
+                f"that vary\"){example}")
 
 
-def compare(expectations: Expectations, edition: str,
-            outputs: list[CellOutput]) -> list[Mismatch]:
-    """Every verified cell whose shown text is not its expected text."""
-    expected = expectations.by_edition[edition]
-    return [Mismatch(o, expected.get(o.key)) for o in outputs
-            if not o.unverified and expected.get(o.key) != o.text]
+def compare(expectations: Expectations, edition: str, outputs: list[CellOutput],
+            run: str | None = None) -> list[Mismatch]:
+    """Every verified cell whose shown text is not its expected text (an entry marked
+    ``(varies)``: does not match it); ``run`` (:func:`run_digest`) tells an output that
+    varies between runs."""
+    expected, marked = expectations.by_edition[edition], expectations.varying[edition]
+    other = next(e for e in EDITIONS if e != edition)
+    same_run = run is not None and expectations.runs.get(edition) == run
+
+    def differs(output: CellOutput) -> bool:
+        text = expected.get(output.key)
+        if output.key in marked:
+            return not matches(text, output.text)
+        return text != output.text
+
+    return [Mismatch(o, expected.get(o.key), o.key in marked, same_run,
+                     expectations.lines.get((edition, o.key)),
+                     edition if expectations.by_edition[other].get(o.key)
+                     != expected.get(o.key) else None)
+            for o in outputs if not o.unverified and differs(o)]

@@ -1,0 +1,186 @@
+"""Outputs that vary from run to run: the varying part marked in the expected output
+(``(varies)``, ``<number>``, ``<duration>``, ``<size>``, ``...``), matched without
+matching more, kept by make accept-outputs, and told apart from a changed output."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import TINY_BOOK, sphinx_build
+from coursebook.page_state import CellOutput
+from coursebook.verify.expectations import (Expectations, accept, compare, patterns_outgrown,
+                                            read_expectations, write_expectations)
+from coursebook.verify.varying_outputs import matches, suggest
+
+# --- The matcher ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pattern, shown", [
+    ("loss <number>", "loss 0.6931"),
+    ("loss <number>", "loss -1e-05"),
+    ("loss <number>", "loss nan"),
+    ("step <number> of 10", "step 7 of 10"),
+    ("took <duration>", "took 12.5 ms"),
+    ("took <duration>", "took 0.5s"),
+    ("took <duration>", "took 3 minutes"),
+    ("[<duration><<duration>, <number>it/s]", "[00:01<00:00,  9.81it/s]"),
+    ("elapsed <duration>", "elapsed 0:00:01.250000"),
+    ("uses <size>", "uses 1.5 KiB"),
+    ("uses <size>", "uses 1024 bytes"),
+    ("epoch|<number>|", "epoch|  9.10|"),  # a value padded to a width
+    ("tensor(...)", "tensor([0.4963, 0.7682])"),
+    ("first\n...\nlast", "first\nlast"),
+    ("first\n...\nlast", "first\n1\n2\n3\nlast"),
+])
+def test_a_pattern_matches_the_values_it_names(pattern, shown):
+    assert matches(pattern, shown)
+
+
+@pytest.mark.parametrize("pattern, shown", [
+    ("took <duration> for 3 steps", "took 0.1 s for 4 steps"),  # a value outside the pattern
+    ("loss <number>", "loss 0.69 (lower)"),
+    ("loss <number>", "loss high"),
+    ("took <duration>", "took 12"),  # a number is no duration
+    ("took <duration>", "took 5 steps"),
+    ("uses <size>", "uses 12 kernels"),
+    ("a ... z", "a b\nc z"),  # ... stays in its line
+    ("first\n...\nlast", "first\n1\nlast!"),
+    ("x = <number>", "x = 1.0\n"),
+])
+def test_a_pattern_matches_nothing_more(pattern, shown):
+    assert not matches(pattern, shown)
+
+
+def test_a_suggestion_marks_only_what_differs_and_both_outputs_match_it():
+    accepted = "sum: 4999950000\ntook 0.002341 s, loss 0.71\ndone"
+    shown = "sum: 4999950000\ntook 0.004102 s, loss 0.68\ndone"
+    marked = suggest(accepted, shown)
+    assert marked == "sum: 4999950000\ntook <duration>, loss <number>\ndone"
+    assert not matches(marked, shown.replace("4999950000", "4999950001"))
+    assert suggest("a\nb\nc", "a\nx\ny\nc") == "a\n...\nc"  # lines that come and go
+    assert suggest("ready: yes", "ready: no") == "ready: ..."
+
+
+# --- The file, accept and compare --------------------------------------------------------------
+
+def _output(key: str, text: str, number: int = 1) -> CellOutput:
+    return CellOutput(key, number, f"print('cell {key[-1]}')", text)
+
+
+def _write(path: Path, expectations: Expectations, keys: list[str]) -> None:
+    assert write_expectations(path, expectations, lambda: keys, ["# header"])
+
+
+def test_a_marked_entry_reads_back_and_a_pattern_holds_only_in_it(tmp_path):
+    path = tmp_path / "chapter.txt"
+    path.write_text("# header\n\n=== cell 0000000a (varies) · print('cell a')\n"
+                    "    took <duration>\n"
+                    "=== cell 0000000b · print('cell b')\n    tensor([0, 1, ..., 9])\n")
+    expectations = read_expectations(path)
+    assert expectations.varying == {"student": {"0000000a"}, "instructor": {"0000000a"}}
+    assert expectations.lines[("student", "0000000a")] == 3
+    outputs = [_output("0000000a", "took 12 ms"), _output("0000000b", "tensor([0, 1, 2, 9])")]
+    [mismatch] = compare(expectations, "student", outputs)
+    assert mismatch.cell.key == "0000000b"  # an unmarked entry's "..." is text
+    _write(tmp_path / "again.txt", expectations, ["0000000a", "0000000b"])
+    again = read_expectations(tmp_path / "again.txt")
+    assert (again.by_edition, again.varying) == (expectations.by_edition, expectations.varying)
+
+
+def test_accepting_keeps_a_pattern_the_output_still_matches(tmp_path):
+    path = tmp_path / "chapter.txt"
+    path.write_text("# header\n\n=== cell 0000000a (varies) · print('cell a')\n"
+                    "    took <duration>\n=== cell 0000000b (varies) · print('cell b')\n"
+                    "    loss <number>\n")
+    outputs = [_output("0000000a", "took 3 ms"), _output("0000000b", "loss went down", 2)]
+    assert patterns_outgrown(read_expectations(path), "student", outputs) == [outputs[1]]
+    accepted = accept(read_expectations(path), "student", outputs, run="1234abcd")
+    assert accepted.by_edition["student"] == {"0000000a": "took <duration>",
+                                              "0000000b": "loss went down"}
+    assert accepted.varying["student"] == {"0000000a"}
+    assert accepted.runs == {"student": "1234abcd"}
+    _write(path, accepted, ["0000000a", "0000000b"])
+    text = path.read_text()
+    assert "=== cell 0000000a (varies) · print('cell a')\n    took <duration>" in text
+    assert "(instructor) (varies) · print('cell b')\n    loss <number>" in text
+    assert "=== cell 0000000b (student) · print('cell b')\n    loss went down" in text
+    assert read_expectations(path).runs == {"student": "1234abcd"}
+
+
+def test_an_output_unlike_the_one_the_same_run_accepted_varies_between_runs():
+    expectations = Expectations(runs={"student": "1234abcd"})
+    expectations.by_edition["student"] = {"0000000a": "took 0.0023 s"}
+    expectations.by_edition["instructor"] = {"0000000a": "took 0.0023 s"}  # one entry
+    expectations.lines[("student", "0000000a")] = 7
+    outputs = [_output("0000000a", "took 0.0041 s")]
+    [changed] = compare(expectations, "student", outputs, run="99999999")
+    assert not changed.varies and "make accept-outputs" in changed.fix(Path("e.txt"))
+    [varies] = compare(expectations, "student", outputs, run="1234abcd")
+    assert varies.varies
+    assert "shows an output that varies between runs" in varies.diff(Path("e.txt"))
+    fix = varies.fix(Path("e.txt"))
+    assert "make accept-outputs" not in fix and "e.txt:7" in fix
+    assert "    === cell 0000000a (varies) · print('cell a')\n        took <duration>" in fix
+    expectations.varying["student"].add("0000000a")
+    expectations.by_edition["student"]["0000000a"] = "took <duration> here"
+    [outside] = compare(expectations, "student", outputs, run="1234abcd")
+    assert not outside.varies and "outside the pattern" in outside.diff(Path("e.txt"))
+
+
+# --- A build: a cell printing a timing ------------------------------------------------------
+
+TIMING = ("import time\nstart = time.perf_counter()\ntotal = sum(range(100_000))\n"
+          "print(f'sum of the first 100000 integers: {total}')\n"
+          "print(f'took {time.perf_counter() - start:.6f} s, {time.monotonic():.3f} s after boot')")
+
+
+@pytest.mark.slow
+def test_a_timing_is_told_to_vary_marked_kept_by_accept_and_bounded(tiny_book, tmp_path):
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text().replace(
+        "A cell whose error is the lesson.",
+        f"```{{code-cell}} ipython3\n{TIMING}\n```\n\nA cell whose error is the lesson."))
+    expected = tiny_book / "expected" / "torch-2.13.0" / "chapter.txt"
+    accept_setting = {"coursebook_accept_outputs": "1"}
+
+    def build(name: str, **settings):
+        return sphinx_build(tiny_book, tmp_path / name, tmp_path / f"cache-{name}",
+                            settings=settings)
+
+    accepted = build("accept", **accept_setting)
+    assert accepted.returncode == 0, accepted.log[-3000:]
+    literal = expected.read_text()
+    assert "after boot" in literal and "(varies)" not in literal
+
+    # A clean cache: the same code and versions print another timing.
+    again = build("again")
+    assert again.returncode != 0
+    [error] = [block for block in re.split(r"\n(?=\S)", again.log) if "varies between runs" in block]
+    assert "make accept-outputs" not in error, error
+    assert "chapter.md:" in error and "chapter.txt:" in error
+    suggested = re.search(r"\n    (=== cell \w+ \(student\) \(varies\) · import time\n"
+                          r"(?:        .*\n?)+)", error)[1]
+    suggested = suggested.replace(" [coursebook.expected-outputs]", "")  # Sphinx's
+    assert "<duration>" in suggested and "4999950000" in suggested, suggested
+    entry = re.search(r"=== cell \w+ \(student\) · import time\n(?:    .*\n)+", literal)[0]
+    # As the message shows it, without the message's own indent.
+    marked = "\n".join(line[4:] for line in f"    {suggested}".rstrip("\n").split("\n")) + "\n"
+    expected.write_text(literal.replace(entry, marked))
+
+    passed = build("marked")
+    assert passed.returncode == 0, passed.log[-3000:]
+
+    # A changed value outside the marked parts still fails.
+    expected.write_text(literal.replace(entry, marked.replace("4999950000", "4999950001")))
+    outside = build("outside")
+    assert outside.returncode != 0 and "outside the pattern" in outside.log, outside.log[-3000:]
+    expected.write_text(literal.replace(entry, marked))
+
+    # make accept-outputs keeps the pattern the new output still matches.
+    kept = build("accept-again", **accept_setting)
+    assert kept.returncode == 0, kept.log[-3000:]
+    assert marked in expected.read_text()
