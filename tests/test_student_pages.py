@@ -4,12 +4,18 @@ No build command (`make TARGET`), no commit id, no cell tag and no code that imp
 book's own package may show on a page of the student edition. What counts as each is
 derived from the repository: the Makefile's targets, the commits git and the recordings
 know, the tags the book and its recording environments define.
+
+The same holds for the two downloads each chapter page offers, the ``.md`` and the
+``.ipynb``: neither may say how the book checks, records or builds its outputs
+(:data:`BUILD_TALK`), carry the build's metadata (tags, cache keys, reasons a cell is not
+verified) or keep an output.
 """
 
 from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -18,6 +24,7 @@ from bs4 import BeautifulSoup
 from conftest import BOOK, ROOT
 from coursebook.model import notebooks
 from coursebook.model.recordings import PROVENANCE_KEY
+from coursebook.render.downloads import DOWNLOAD_KEY
 
 # myst-nb's tags that hide parts of a cell: as much the build's vocabulary as the book's own.
 MYST_NB_TAGS = ("remove-cell", "remove-input", "remove-output", "hide-input", "hide-output")
@@ -71,6 +78,80 @@ def machinery(html: str, targets: list[str], tags: list[str], commits: list[str]
     return found
 
 
+# What a student never reads (issue 31): how the book verifies, records and builds its
+# outputs. The allowed exceptions: one line under a chapter's title naming the torch its
+# outputs come from, and one plain sentence on where a TPU chapter's outputs were produced.
+BUILD_TALK = {
+    "a verification mark": r"✓|\bRaised exactly the error\b|\bsame error as recorded\b|\bfix ran\b",
+    "this build's torch": r"\bthis build\b",
+    "a replica note": r"\breplica\b",
+    "the stand-in": r"\bstand-in\b",
+    "where an output was recorded": r"\b[Rr]ecorded on\b|\b[Nn]ot yet recorded\b",
+    "how the book is made": (r"\bwhen this book is built\b|\btyped by hand\b"
+                             r"|\bwhen the book is (?:built|made)\b"),
+    "a kernel or package panel": r"\bKernel `?[\w-]+`?:",
+    "the book's cache key": r"\bbook_code\b|\bexecution_environment\b",
+    "an unverified reason": r"\bunverified\b",
+    "a cell for the book's pages": r"\bfor the book's pages\b",
+    "a side folder": r"\bside (?:folder|environment)\b|\bpackage folder\b",
+}
+_IMPORTS_BOOK = re.compile(r"^\s*(?:from|import)\s+coursebook\b", re.M)
+
+
+def build_talk(text: str) -> list[str]:
+    """Each kind of :data:`BUILD_TALK` in a text a student reads, with what was found."""
+    return [f"{name}: {found.group(0)!r}" for name, pattern in BUILD_TALK.items()
+            for found in [re.search(pattern, text)] if found]
+
+
+def page_findings(html: str, targets: list[str], tags: list[str], commits: list[str]) -> list[str]:
+    """An HTML page: the build's machinery and its talk, in the text a reader sees."""
+    soup = BeautifulSoup(html, "html.parser")
+    for hidden in soup(["script", "style", "noscript", "template"]):
+        hidden.decompose()
+    return machinery(html, targets, tags, commits) + build_talk(re.sub(r"\s+", " ", soup.get_text(" ")))
+
+
+def notebook_findings(notebook: nbformat.NotebookNode, reader_keys: tuple[str, ...] = ()) -> list[str]:
+    """A student's notebook: its cells' text, and no metadata of the build (``reader_keys``
+    aside), no tag and no output."""
+    found = []
+    for cell in notebook.cells:
+        first = notebooks.first_line(cell)[:60]
+        found += [f"`{first}`: {line}" for line in build_talk(cell.source)]
+        if cell.cell_type == "code" and _IMPORTS_BOOK.search(cell.source):
+            found.append(f"`{first}`: imports coursebook")
+        if notebooks.cell_tags(cell):
+            found.append(f"`{first}`: tags {notebooks.cell_tags(cell)}")
+        extra = sorted(set(cell.metadata) - {"tags", *reader_keys})
+        if extra:
+            found.append(f"`{first}`: the build's metadata {extra}")
+        if cell.get("outputs"):
+            found.append(f"`{first}`: an output")
+    return found
+
+
+def download_findings(path: Path) -> list[str]:
+    """A download: an ``.ipynb``, a chapter's ``.md`` (a MyST notebook) or another page's text."""
+    text = path.read_text(encoding="utf8")
+    if path.suffix == ".ipynb":
+        return notebook_findings(nbformat.reads(text, as_version=4), (DOWNLOAD_KEY,))
+    if notebooks.is_chapter_source(text):
+        return notebook_findings(notebooks.read_chapter(text))
+    return build_talk(text)
+
+
+def student_findings(html_dir: Path) -> dict[str, list[str]]:
+    """Each of an edition's pages and downloads, with what it shows of the build."""
+    targets, tags, commits = make_targets(), cell_tags(), known_commits()
+    found = {str(p.relative_to(html_dir)): page_findings(p.read_text(encoding="utf8"), targets,
+                                                          tags, commits)
+             for p in sorted(html_dir.glob("*.html"))}
+    for path in sorted((html_dir / "_sources").glob("*")):
+        found[str(path.relative_to(html_dir))] = download_findings(path)
+    return {name: lines for name, lines in found.items() if lines}
+
+
 def _page(body: str) -> str:
     return f"<html><body><article>{body}</article><script>make html</script></body></html>"
 
@@ -103,15 +184,110 @@ def test_each_kind_of_machinery_is_found(planted, finding):
     assert any(finding in line for line in found), found
 
 
+# --- The three forms a student reads: the page, the .md and the .ipynb ----------------------
+
+# One of each thing issue 31 found, as the build printed it: (text, the finding it gives).
+PLANTED_TEXT = [
+    ("✓ same error as recorded", "a verification mark"),
+    ("Raised exactly the error recorded for torch 2.13.0 (Linux x86_64, CPU, 2026-12-02).",
+     "a verification mark"),
+    ("✓ fix ran", "a verification mark"),
+    ("and this build's torch raised:", "this build's torch"),
+    ("sees (recorded on a replica of Colab (CPU runtime), 2026-12-03):", "a replica note"),
+    ("Recorded on CPU stand-in.", "the stand-in"),
+    ("Kernel `both`: jax 0.7.2, numpy 2.1.3, torch 2.9.0+cu128.", "a kernel or package panel"),
+    ("Not yet recorded on: TPU.", "where an output was recorded"),
+    ("Each exhibit below is executed when this book is built.", "how the book is made"),
+    ("Its chapters are notebooks, and no output on these pages was typed by hand.",
+     "how the book is made"),
+    ("from coursebook.exhibit_checks import check_raised\ncheck_raised('pytorch/01')",
+     "imports coursebook"),
+    ("the cache key holds book_code: f36f4787c3c8ee01", "the book's cache key"),
+    ("execution_environment: {python: 3.11.7}", "the book's cache key"),
+    ("unverified: pip's messages depend on what the machine already has", "an unverified reason"),
+    ("# Short tracebacks without colour codes, for the book's pages.\n%xmode Minimal",
+     "a cell for the book's pages"),
+    ("# one process: the new one runs on the CPU, as the book's CPU stand-in does.",
+     "the stand-in"),
+    ("# The book runs this with the package folder 'old-torchax' in front of\n"
+     "# the import path (see the exhibit's note above).", "a side folder"),
+]
+# What the build leaves in a cell's metadata, or its output: (change, the finding it gives).
+PLANTED_CELL = [
+    ({"metadata": {"tags": ["hide-output"]}}, "tags ['hide-output']"),
+    ({"metadata": {"unverified": "pip's messages vary"}}, "the build's metadata ['unverified']"),
+    ({"metadata": {"execution_environment": {"book_code": "f36f4787"}}},
+     "the build's metadata ['execution_environment']"),
+    ({"outputs": [nbformat.v4.new_output("stream", text="tensor([1.])\n")]}, "an output"),
+]
+
+
+def _clean_notebook() -> nbformat.NotebookNode:
+    return nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Tensors\n\nA tensor records its shape; "
+                                      "`backward()` fills `.grad`."),
+        nbformat.v4.new_code_cell("import torch\nprint(torch.ones(2))")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+
+
+def _form(tmp_path: Path, form: str, notebook: nbformat.NotebookNode, html_body: str = "") -> Path:
+    """A student form holding ``notebook`` (an .ipynb, a chapter's .md) or a page."""
+    if form == "html":
+        path = tmp_path / "page.html"
+        path.write_text(_page(html_body or "<p>A tensor records its shape.</p>"))
+        return path
+    path = tmp_path / f"chapter.{form}"
+    if form == "ipynb":
+        nbformat.write(notebook, path)
+    else:  # as the .md download writes it: a MyST notebook
+        notebook.metadata["jupytext"] = {"text_representation": {"format_name": "myst"}}
+        path.write_text(notebooks.notebook_to_myst(notebook), encoding="utf8")
+    return path
+
+
+def _findings(path: Path) -> list[str]:
+    if path.suffix == ".html":
+        return page_findings(path.read_text(), make_targets(), cell_tags(), known_commits())
+    return download_findings(path)
+
+
+@pytest.mark.parametrize("form", ["html", "md", "ipynb"])
+def test_clean_student_forms_have_nothing_of_the_build(tmp_path, form):
+    assert _findings(_form(tmp_path, form, _clean_notebook())) == []
+
+
+@pytest.mark.parametrize("form", ["html", "md", "ipynb"])
+@pytest.mark.parametrize("planted, finding", PLANTED_TEXT)
+def test_each_planted_text_is_found_in_each_form(tmp_path, form, planted, finding):
+    """The check bites: each kind, planted in a clean page, .md or .ipynb, is reported."""
+    notebook = _clean_notebook()
+    notebook.cells.append(nbformat.v4.new_code_cell(planted) if "\n" in planted else
+                          nbformat.v4.new_markdown_cell(planted))
+    shown = (f"<div class='cell_input'><pre>{planted}</pre></div>" if "\n" in planted
+             else f"<p>{planted}</p>")
+    found = _findings(_form(tmp_path, form, notebook, shown))
+    assert any(finding in line for line in found), found
+
+
+@pytest.mark.parametrize("form, change, finding", [
+    (form, change, finding) for change, finding in PLANTED_CELL
+    for form in ("md", "ipynb") if form == "ipynb" or "outputs" not in change])  # .md: no outputs
+def test_the_builds_metadata_or_an_output_in_a_download_is_found(tmp_path, form, change, finding):
+    notebook = _clean_notebook()
+    for key, value in change.items():
+        notebook.cells[1][key] = nbformat.from_dict(value)
+    found = _findings(_form(tmp_path, form, notebook))
+    assert any(finding in line for line in found), found
+
+
 @pytest.mark.slow
 def test_the_student_edition_shows_no_build_machinery(built):
+    """Every page, and both downloads of every chapter, of a real student build."""
     html = built["student"].outdir / "html"
-    targets, tags, commits = make_targets(), cell_tags(), known_commits()
-    pages = sorted(p for p in html.rglob("*.html") if "_static" not in p.parts)
-    assert pages
-    found = {str(p.relative_to(html)): machinery(p.read_text(encoding="utf8"), targets, tags, commits)
-             for p in pages}
-    assert not {page: lines for page, lines in found.items() if lines}
+    chapters = [p.stem for p in BOOK.glob("*.md") if notebooks.is_chapter_source(p.read_text())]
+    downloads = {p.name for p in (html / "_sources").iterdir()}
+    assert chapters and all({f"{c}.md", f"{c}.ipynb"} <= downloads for c in chapters), downloads
+    assert student_findings(html) == {}
 
 
 @pytest.mark.slow
