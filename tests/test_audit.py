@@ -1,6 +1,7 @@
 """The leak audit finds answers wherever a build could carry them, and only answers."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,50 @@ def test_an_answer_passage_in_latex_is_still_a_leak(tmp_path, fingerprints):
     (build / "latex" / "book.tex").write_text(f"\\begin{{document}}\n{ANSWER_SENTENCE}\n")
     [leak] = audit_build(build, fingerprints)
     assert leak.path.name == "book.tex" and "answer passage" in leak.evidence
+
+
+# --- Spoilers: a predict-then-reveal answer shown before the student tries ----------------
+
+_ERROR = ("RuntimeError: one of the variables needed for gradient computation has been "
+          "modified by an inplace operation")
+_CASE = ('<div class="cell tag_hide-output"><div class="cell_input"><pre>mutable.add_(1.)</pre>'
+         '</div><details class="hide"><summary>Show code cell output</summary>'
+         f'<div class="cell_output"><pre>Backward raised {_ERROR}</pre></div></details></div>')
+_SEE_ALSO = ('<div class="admonition seealso"><p>See also <a class="reference internal" '
+             'href="museum.html#exhibit-02">exhibit 02</a>.</p></div>')
+_ANOTHER = '<p>See <a class="reference internal" href="museum.html#exhibit-05">exhibit 05</a>.</p>'
+
+
+def _with_pages(tmp_path: Path, chapter: str) -> Path:
+    """A clean build whose chapter page holds ``chapter``, beside a museum page whose
+    exhibit 02 shows the case's error (its id, as Sphinx gives a labelled section)."""
+    build = _clean_build(tmp_path)
+    (build / "html" / "chapter.html").write_text(
+        f"<nav><a href='museum.html#exhibit-02'>02</a></nav><article>{chapter}</article>")
+    (build / "html" / "museum.html").write_text(
+        f'<article><section id="exhibit-02"><h2>02</h2><pre>{_ERROR}: [torch.FloatTensor [3]]'
+        '</pre></section><section id="exhibit-05"><pre>RuntimeError: mat1 and mat2 shapes '
+        'cannot be multiplied (32x16 and 8x4)</pre></section></article>')
+    return build
+
+
+@pytest.mark.parametrize("chapter", [
+    f"<p>{STUDENT_SENTENCE}</p>{_CASE}{_SEE_ALSO}",  # the box after the case it relates to
+    f"{_ANOTHER}{_CASE}",  # a link before it to a place that shows another error
+])
+def test_a_case_revealed_in_its_turn_is_no_spoiler(tmp_path, fingerprints, chapter):
+    assert audit_build(_with_pages(tmp_path, chapter), fingerprints) == []
+
+
+@pytest.mark.parametrize("chapter, evidence", [
+    (f"{_SEE_ALSO}{_CASE}", "the link to 'museum.html#exhibit-02' comes before `mutable.add_(1.)`"),
+    (_CASE.replace('<details class="hide">', '<details open class="hide">'),
+     "the output of `mutable.add_(1.)` is in view"),
+    (re.sub(r"</?details[^>]*>|<summary>.*?</summary>", "", _CASE),
+     "the output of `mutable.add_(1.)` is in view"),
+])
+def test_a_planted_spoiler_is_caught(tmp_path, fingerprints, chapter, evidence):
+    """A "See also" box above the case it answers; the case's output shown open, or with
+    no reveal control at all."""
+    [leak] = audit_build(_with_pages(tmp_path, chapter), fingerprints)
+    assert leak.path.name == "chapter.html" and evidence in leak.evidence, leak.evidence

@@ -7,6 +7,8 @@ fingerprint. The audit reads every text file of a build (pages, ``_sources/``,
 notebooks, ``jupyter_execute/``, the search index, the PDF's text; not the vendored assets
 under ``_static/``) and reports each file holding a fingerprint. The search index holds stemmed words, not sentences, so for it the audit
 looks for words found only in answers, and for the answers' headings among its titles.
+The pages are also searched for spoilers: a predict-then-reveal output in view, or a link
+placed before such a cell to where its answer shows (:mod:`coursebook.audit.spoilers`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from sphinx.search.en import SearchEnglish
 
 from coursebook.audit.input_digests import digest, remember, unchanged
+from coursebook.audit.spoilers import spoilers
 from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
 
 FINGERPRINT_RUN = 8
@@ -211,7 +214,8 @@ def _search_index_leaks(path: Path, found: Fingerprints, page_stems: set[str]) -
 
 
 def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
-    """Every place under ``build_dir`` where an answer shows."""
+    """Every place under ``build_dir`` where an answer shows, and every spoiler on its
+    pages (:mod:`coursebook.audit.spoilers`)."""
     files = sorted(p for p in build_dir.rglob("*")
                    if p.is_file() and p.suffix in TEXT_SUFFIXES and p.name != "searchindex.js"
                    and not VENDORED.intersection(p.relative_to(build_dir).parts))
@@ -230,6 +234,7 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
                                     f"{', '.join(terms[:5])}"))
     for index in sorted(build_dir.rglob("searchindex.js")):
         leaks += _search_index_leaks(index, found, page_stems)
+    leaks += [Leak(path, what) for path, what in spoilers(p for p in files if p.suffix == ".html")]
     return leaks
 
 

@@ -1,0 +1,105 @@
+"""Spoilers in a built edition: an answer shown before the student has tried.
+
+The predict-then-reveal cells (tagged ``hide-output``: predict-first cells, challenges,
+detective cases) keep their output until the student asks for it; myst-nb renders that
+output inside a closed ``<details>``. Two ways a page can still give the answer away:
+
+- such a cell whose output is in view: not inside a closed ``<details>``;
+- a link, placed before such a cell, to a place that shows the error its hidden output
+  reveals: a "See also" box naming the exhibit a detective case is about, say. Which place
+  shows which error is read from the built pages themselves, not from a list of names.
+
+Pages are read with BeautifulSoup (the theme's own dependency).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import urldefrag
+
+from bs4 import BeautifulSoup, Tag
+
+HIDDEN_CELL = "div.cell.tag_hide-output"
+# An error or warning line as Python prints it, anywhere on a line ("Backward raised
+# RuntimeError: ..." included); its first words identify it across pages.
+_ERROR = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning))\s*:\s+(.+)")
+SIGNATURE_WORDS = 6
+
+
+def _article(soup: BeautifulSoup) -> Tag:
+    """The page's own text: the theme's navigation (which links every section) left out."""
+    return soup.find("article") or soup
+
+
+def error_signatures(text: str) -> set[str]:
+    """The errors a text shows, each as its type and the first words of its message."""
+    found = set()
+    for kind, message in _ERROR.findall(text):
+        words = re.findall(r"\w+", message)  # a page's markup may space out punctuation
+        if len(words) >= SIGNATURE_WORDS:
+            found.add(f"{kind}: {' '.join(words[:SIGNATURE_WORDS])}")
+    return found
+
+
+def shown_outputs(cell: Tag) -> list[Tag]:
+    """The outputs of a cell that are in view: not inside a closed ``<details>``."""
+    return [output for output in cell.select("div.cell_output")
+            if not any(details.name == "details" and not details.has_attr("open")
+                       for details in output.parents)]
+
+
+def _visible_text(element: Tag) -> str:
+    """An element's text without the hidden outputs of predict-then-reveal cells."""
+    element = BeautifulSoup(str(element), "html.parser")
+    for hidden in element.select(f"{HIDDEN_CELL} details"):
+        hidden.decompose()
+    return re.sub(r"\s+", " ", element.get_text(" "))
+
+
+def _first_line(cell: Tag) -> str:
+    code = cell.select_one("div.cell_input")
+    return (code.get_text().strip().splitlines() or [""])[0][:60] if code else ""
+
+
+def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:
+    """(page, what) for each hidden output in view, and each link placed before a
+    predict-then-reveal cell to a place that shows the error that cell reveals."""
+    named = {path.resolve(): path for path in pages}
+    soups = {resolved: BeautifulSoup(path.read_text(encoding="utf8", errors="replace"),
+                                     "html.parser") for resolved, path in named.items()}
+    found: list[tuple[Path, str]] = []
+    shown: dict[tuple[Path, str], set[str]] = {}  # the errors each link's target shows
+    for resolved, soup in soups.items():
+        path = named[resolved]
+        links: list[Tag] = []
+        for element in _article(soup).select(f"a[href], {HIDDEN_CELL}"):
+            if element.name == "a":
+                links.append(element)
+                continue
+            if shown_outputs(element):
+                found.append((path, f"the output of `{_first_line(element)}` is in view before "
+                                    "the student asks for it (hide-output, not collapsed)"))
+            revealed = error_signatures(" ".join(o.get_text(" ") for o in element.select(
+                "div.cell_output")))
+            for link in links if revealed else []:
+                key = (resolved, link["href"])
+                if key not in shown:
+                    shown[key] = error_signatures(_target_text(resolved, link["href"], soups))
+                for signature in sorted(revealed & shown[key]):
+                    found.append((path, f"the link to {link['href']!r} comes before "
+                                        f"`{_first_line(element)}` and shows the error it "
+                                        f"reveals: {signature}..."))
+    return found
+
+
+def _target_text(page: Path, href: str, soups: dict[Path, BeautifulSoup]) -> str:
+    """What a student sees where an in-book link with an anchor leads ("" otherwise)."""
+    address, anchor = urldefrag(href)
+    if not anchor or "://" in address:
+        return ""
+    target = (page.parent / address).resolve() if address else page
+    soup = soups.get(target)
+    element = soup.find(id=anchor) if soup is not None else None
+    return _visible_text(element) if element is not None else ""
