@@ -166,7 +166,8 @@ accept-outputs-torch: $(TORCH_VENV)/.installed ## accept-outputs, on that torch 
 	$(call edition,$(TORCH_VENV)/bin/sphinx-build,instructor,$(TORCH_OUT),$(ACCEPT))
 
 # Runtimes (tools/runtimes.toml): where students run the chapters. Colab's pins come from a
-# local copy of the lists Colab publishes; nothing is fetched during a build.
+# local copy of the lists Colab publishes, kept whole in tools/runtime-images/ (the recorder
+# resolves with them and names each difference); nothing is fetched during a build.
 COLAB_LISTS ?= ../shared/colab-runtimes
 refresh-runtimes: venv ## Refresh tools/runtimes.toml's pins from a local copy of Colab's lists (COLAB_LISTS=../shared/colab-runtimes)
 	$(BIN)/python tools/refresh_runtimes.py $(COLAB_LISTS)

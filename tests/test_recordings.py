@@ -156,12 +156,16 @@ def test_a_recording_made_with_other_versions_is_flagged_as_drift(tmp_path):
 
 
 def test_the_tpu_kind_and_the_stand_in_run_one_runtime_in_the_same_kernels():
-    """The device is the only difference: same runtime, same kernels, same requirements."""
+    """Same runtime, kernels, requirements and probes (the device is not the only difference:
+    the provenance names the others, tested below)."""
     environments = load_environments(environments_path(RECORDINGS, "bridges"), MACHINES)
     tpu, cpu = environments["tpu"], environments["cpu"]
     assert MACHINES["tpu"].runtime == MACHINES["cpu"].runtime == tpu[0].runtime
-    assert [(e.name, e.requirements, e.cells_tagged, e.shares, e.holds_device) for e in tpu] == [
-        (e.name, e.requirements, e.cells_tagged, e.shares, e.holds_device) for e in cpu]
+    assert [(e.name, e.requirements, e.cells_tagged, e.shares, e.holds_device, e.probe)
+            for e in tpu] == [(e.name, e.requirements, e.cells_tagged, e.shares, e.holds_device,
+                               e.probe) for e in cpu]
+    # A probe of its own (torch_xla's) names the chip, as JAX's device_kind does.
+    assert all("xla_device_kind(" in e.probe for e in tpu if e.probe)
     runtime = load_runtimes()[tpu[0].runtime]
     assert set(tpu[0].pins()) == {package_key(n) for n in {**runtime.packages, **runtime.adds}}
 
