@@ -179,9 +179,19 @@ def test_the_stand_in_recording_names_its_runtime_and_every_installed_package():
         # every distribution, not only the pins: libtpu and what pip pulled in besides
         assert "libtpu" in installed and len(installed) > len(p["environments"][name])
     # where it is not the runtime, it says so (PyPI's torch build for the image's +cpu)
-    assert any(line.startswith("torch ") for line in p["runtime"]["differences"])
+    torch = next(line for line in p["runtime"]["differences"] if line.startswith("torch "))
     [panel] = [c.source for c in _attach().labelled.cells if "recording-provenance" in c.source]
-    assert f"Its environment is {p['runtime']['title']}, except: torch " in panel
+    assert f"Its environment is {p['runtime']['title']}, except: " in panel and torch in panel
+    if "image" in p["runtime"]:  # recorded with the runtime's image list: every difference
+        image = load_tool("refresh_runtimes").freeze_versions(
+            (ROOT / "tools" / "runtime-images" / f"{p['runtime']['name']}.txt").read_text())
+        main = load_environments(environments_path(RECORDINGS, "bridges"), MACHINES)["cpu"][0].name
+        here = {package_key(n): v for n, v in p["installed"][main].items()}
+        here["torch"] = p["environments"][main]["torch"]  # the kernel's view: its build
+        named = {package_key(line.split()[0]) for line in p["runtime"]["differences"]
+                 if not line.startswith("python ")}
+        assert named == {name for name, version in here.items() if image.get(name) != version}
+        assert p["torch_build"].startswith(p["environments"][main]["torch"] + ": ")
 
 
 def test_a_changed_cell_stops_with_the_cell_and_the_command():
