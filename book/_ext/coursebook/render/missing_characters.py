@@ -51,9 +51,9 @@ def _in_source(character: str, path: Path) -> Place | None:
 def _cells(doctree: Path) -> list[dict[str, str]]:
     """Each code cell of a document's doctree: the text of its parts (myst-nb's
     ``cell_code_source`` and ``cell_code_output``; a hidden part is absent)."""
-    document = pickle.loads(doctree.read_bytes()) if doctree.is_file() else None
-    if document is None:
+    if not doctree.is_file():
         return []
+    document = pickle.loads(doctree.read_bytes())  # as Sphinx wrote it, in this build
     return [{part.get("nb_element"): part.astext() for part in cell.children
              if isinstance(part, nodes.container)}
             for cell in document.findall(nodes.container) if cell.get("nb_element") == "cell_code"]
