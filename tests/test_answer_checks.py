@@ -244,3 +244,14 @@ def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path, pla
         assert failures == []
     else:
         assert len(failures) == 1 and "check 'tiny-grad'" in failures[0], failures
+
+
+def test_the_edition_notebooks_survive_the_round_trip_myst_nb_reads():
+    """The cells a build adds read back unchanged from the page's text, or the cache,
+    keyed by them, would never find the executed chapter."""
+    from coursebook.model.notebooks import notebook_to_myst
+
+    for edition in _editions().values():
+        back = read_chapter(notebook_to_myst(edition))
+        assert [(c.source, dict(c.metadata)) for c in back.cells if c.cell_type == "code"] == \
+               [(c.source, dict(c.metadata)) for c in edition.cells if c.cell_type == "code"]

@@ -42,7 +42,7 @@ def setup_source(checks: list[AnswerCheck]) -> str:
     code = _SOURCE[_SOURCE.index('"""', 3) + 3:].lstrip("\n")  # the module's docstring is ours
     body = code.replace(_TABLE_LINE, f"CHECKS: dict[str, dict] = {table}", 1)
     return ("# Checks for your answers: each compares your value with the answer's digest,\n"
-            "# so nothing here gives an answer away. Run this cell once.\n" + body)
+            "# so nothing here gives an answer away. Run this cell once.\n" + body.rstrip())
 
 
 def _setup_cell(checks: list[AnswerCheck]) -> nbformat.NotebookNode:
