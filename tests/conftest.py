@@ -175,7 +175,7 @@ STAGES = {
     "verify": ["test_expectations", "test_varying_outputs", "test_expected_outputs_build", "test_execution_checks",
                "test_claims",
                "test_museum_build", "test_torch_versions", "test_outputs"],
-    "render": ["test_downloads", "test_handouts", "test_pdf", "test_pdf_headings",
+    "render": ["test_downloads", "test_download_figures", "test_handouts", "test_pdf", "test_pdf_headings",
                "test_pdf_characters",
                "test_pdfcheck", "test_browser", "test_student_pages", "test_glossary",
                "test_preview", "test_incremental_builds", "test_compiled_templates",
