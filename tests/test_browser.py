@@ -9,7 +9,7 @@ import pytest
 
 from conftest import BOOK, ROOT
 from coursebook.audit.answer_leaks import _runs, chapter_fingerprints, fingerprint_words
-from coursebook.model.notebooks import is_answer
+from coursebook.model.notebooks import cell_tags, is_answer, is_chapter_source, read_chapter
 
 pytestmark = pytest.mark.slow
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -118,6 +118,52 @@ def test_a_long_error_wraps_on_the_page_and_keeps_its_line(site):
     assert "\n" not in error.text_content().strip()  # what a reader copies: still one line
     error.evaluate("e => { e.style.whiteSpace = 'pre'; }")  # without the book's wrapping
     assert not error.evaluate(fits)
+
+
+# --- Predict, then reveal: an output tagged hide-output waits for the student's click ----
+
+def hidden_output_cells(edition: str) -> dict[str, int]:
+    """Per chapter page, how many of its code cells the chapter tags ``hide-output`` in this
+    edition (the student's has no answer cells)."""
+    counts = {}
+    for path in sorted(BOOK.glob("*.md")):
+        text = path.read_text(encoding="utf8")
+        if not is_chapter_source(text):
+            continue
+        counts[f"{path.stem}.html"] = sum(
+            cell.cell_type == "code" and "hide-output" in cell_tags(cell)
+            and (edition == "instructor" or not is_answer(cell)) for cell in read_chapter(text).cells)
+    return {page: count for page, count in counts.items() if count}
+
+
+def _output_shows_only_once_revealed(cell) -> bool:
+    """The cell's output is out of view, and in view once its reveal control is clicked."""
+    output = cell.locator("div.cell_output")
+    if output.is_visible():
+        return False
+    cell.locator("details > summary").first.click()
+    return output.is_visible()
+
+
+def test_a_hidden_output_shows_only_once_the_student_asks(site):
+    edition, url, page = site
+    pages = hidden_output_cells(edition)
+    assert pages, "no chapter asks the student to predict a cell's output (tag hide-output)"
+    for name, count in pages.items():
+        page.goto(f"{url}/{name}", wait_until="load")
+        cells = page.locator("div.cell.tag_hide-output")
+        assert cells.count() == count, name
+        for index in range(count):
+            assert _output_shows_only_once_revealed(cells.nth(index)), (name, index)
+
+
+def test_the_reveal_check_sees_an_output_shown_open(site):
+    """The check bites: a hidden output rendered open (planted) is seen at once."""
+    _, url, page = site
+    name = next(iter(hidden_output_cells("student")))
+    page.goto(f"{url}/{name}", wait_until="load")
+    page.evaluate("document.querySelector('div.cell.tag_hide-output details').open = true")
+    assert not _output_shows_only_once_revealed(page.locator("div.cell.tag_hide-output").first)
 
 
 # --- Accessibility: axe-core on every page, in both colour modes ------------------------

@@ -329,14 +329,15 @@ def test_a_second_kind_recording_checks_against_a_fresh_run(second_kind_book):
 
 @pytest.mark.slow
 def test_the_second_kind_book_builds_with_its_panel_and_marks(second_kind_book, tmp_path):
-    build = sphinx_build(second_kind_book, tmp_path / "out", tmp_path / "cache",
+    """The instructor edition's provenance panel and marks (a student reads one sentence)."""
+    build = sphinx_build(second_kind_book, tmp_path / "out", tmp_path / "cache", "instructor",
                          settings={"coursebook_machine_kinds_file": str(SECOND_KIND / "machine-kinds.toml"),
                                    "coursebook_exhibits_dir": str(SECOND_KIND / "exhibits"),
                                    "coursebook_recordings_dir":
                                        str(second_kind_book / "recordings")})
     assert build.returncode == 0, build.log[-3000:]
     page = (tmp_path / "out" / "html" / "tiny.html").read_text()
-    assert "Outputs recorded with" in page and "recording-provenance" in page  # the student's line
+    assert "recording-provenance" in page and "Outputs recorded with" in page  # panel, footer
     assert page.count('href="#recording-tiny-lab"') == 3
     assert "only on the stand-in: stand-in" in page
 
