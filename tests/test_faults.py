@@ -221,9 +221,11 @@ def test_a_dead_kernel_names_its_cell_and_how_it_ended(tiny_book, tmp_path, cach
      "from the out-of-memory killer"),
 ], ids=["exit", "oom-kill"])
 def test_a_dead_forked_kernel_on_a_cold_cache_gets_the_same_advice(tiny_book, tmp_path, code,
-                                                                  ending):
+                                                                  ending, monkeypatch):
     """On a cold cache the chapter's kernel is forked by the kernel server, whose child it
-    is: its exit status still reaches the message."""
+    is: its exit status still reaches the message. (With myst-nb's imports not deferred:
+    the protections do not depend on it.)"""
+    monkeypatch.setenv("COURSEBOOK_DEFER_IMPORTS", "0")
     chapter = tiny_book / "chapter.md"
     line = _plant_cell(chapter, code)
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cold-cache")
@@ -257,6 +259,24 @@ FLOOD = 'print("x" * 5_000_000, end="")'
 PROGRESS = ('import sys\nfor step in range(30_000):\n'
             '    sys.stderr.write(f"\\r{step:6d} steps " + "#" * (step % 40))\n'
             'sys.stderr.write("\\n")\nprint("\\n".join(f"epoch {n}: loss" for n in range(20_000)))')
+
+
+@pytest.mark.slow
+def test_the_protections_hold_without_the_import_deferral(tiny_book, tmp_path, cache_copy,
+                                                          monkeypatch):
+    """The deferral of myst-nb's imports (execute/myst_nb_clients.py) carries only speed:
+    with it off, a flood of output is still cut and a hung cell still named."""
+    monkeypatch.setenv("COURSEBOOK_DEFER_IMPORTS", "0")
+    chapter = tiny_book / "chapter.md"
+    _plant_cell(chapter, "import time\ntime.sleep(120)")
+    _plant_cell(chapter, FLOOD)  # before the hung cell
+    line = _line_of(chapter, "import time")
+    # A limit that importing torch meets on a busy machine.
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy,
+                         settings={"nb_execution_timeout": "15"})
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `import time` was "
+                                    "still running after 15 s, the limit for one cell")
+    assert build.log.count(f"code cell `{FLOOD}`: an output is longer") == 1, build.log[-3000:]
 
 
 @pytest.mark.slow
