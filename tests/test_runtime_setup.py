@@ -58,3 +58,19 @@ def test_a_marker_that_cannot_be_made_names_the_chapter(marker, kinds, message):
     with pytest.raises(RuntimeSetupError) as error:
         place_runtime_setup(_chapter(marker), kinds, "book/chapter.md")
     assert message in str(error.value) and str(error.value.path) == "book/chapter.md"
+
+
+def test_the_set_up_cell_comes_from_the_books_runtimes_file(tmp_path):
+    """conf.py's coursebook_runtimes_file, not tools/runtimes.toml, makes the cell."""
+    from coursebook.model.runtimes import RUNTIMES_FILE
+
+    name = RUNTIMES[0]
+    pin = next(iter(load_runtimes()[name].packages.items()))
+    moved = f'{pin[0]} = "{pin[1]}"'
+    text = RUNTIMES_FILE.read_text()
+    assert moved in text
+    other = tmp_path / "runtimes.toml"
+    other.write_text(text.replace(moved, f'{pin[0]} = "0.0.1"'))
+    notebook = _chapter(name)
+    place_runtime_setup(notebook, KINDS, "chapter.md", str(other))
+    assert _assigned(notebook.cells[1].source, "pins")[pin[0]] == "0.0.1"

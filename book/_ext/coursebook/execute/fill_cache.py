@@ -61,7 +61,8 @@ def notebook_to_execute(text: str, source_path: Path, edition: Edition,
     from coursebook.prepare.chapters import edition_chapter
 
     notebook = edition_chapter(text, str(source_path), edition, conf.book.museum(),
-                               conf.versions["torch"], machine_kinds=conf.book.machine_kinds)
+                               conf.versions["torch"], machine_kinds=conf.book.machine_kinds,
+                               runtimes_file=conf.book.runtimes_file)
     key_execution_versions(notebook, conf.versions)
     return read_chapter(notebook_to_myst(notebook))
 

@@ -69,16 +69,18 @@ class PreparedChapter:
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
                     torch_version: str, md_config=None, answer_spaces: bool = False,
-                    machine_kinds: dict[str, MachineKind] | None = None) -> nbformat.NotebookNode:
+                    machine_kinds: dict[str, MachineKind] | None = None,
+                    runtimes_file: str = "") -> nbformat.NotebookNode:
     """A chapter's notebook for one edition, exhibits placed: what a machine executes.
 
     ``answer_spaces``: the student handout's boxes where answers were (markdown only, so
     the same cached outputs serve it). ``machine_kinds``: for a chapter's set-up cell
-    (``{runtime-setup}``), which is made from them.
+    (``{runtime-setup}``), which is made from them and the runtimes of ``runtimes_file``
+    (the book's setting; "": tools/runtimes.toml).
     """
     notebook = read_chapter(text, md_config)
     place_museum(notebook, museum, torch_version)
-    place_runtime_setup(notebook, machine_kinds, source_path)
+    place_runtime_setup(notebook, machine_kinds, source_path, runtimes_file)
     link_back_to_exhibits(notebook, museum)
     hidden = hidden_raises_cells(notebook)
     if hidden:
@@ -102,7 +104,7 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     museum = config.museum()
     notebook = edition_chapter(text, source_path, edition_of(app), museum, config.torch,
                                getattr(app.env, "myst_config", None), config.answer_space,
-                               config.machine_kinds)
+                               config.machine_kinds, config.runtimes_file)
     origins = cell_origins(museum, config.torch)
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:

@@ -1,7 +1,8 @@
 """A chapter's set-up cell, made from a runtime: what a notebook installs where it runs.
 
 A chapter places it with a fenced marker, ```` ```{runtime-setup} RUNTIME``` ````. The cell
-is generated from ``tools/runtimes.toml`` and the machine kinds, never typed: on a
+is generated from the book's runtimes file (``coursebook_runtimes_file``, by default
+``tools/runtimes.toml``) and the machine kinds, never typed: on a
 machine with the device of an accelerator kind of that runtime (Colab's TPU runtime, say),
 it installs only the pinned packages whose release is missing (what the image lacks);
 elsewhere it installs every pin that differs and sets the stand-in's variables, so the
@@ -12,13 +13,14 @@ The cell is hidden on the page (``remove-cell``); a download shows it.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import nbformat
 
-from coursebook.model.faults import BookError
+from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind
-from coursebook.model.runtimes import load_runtimes
 from coursebook.model.notebooks import replace_markers
+from coursebook.model.runtimes import RUNTIMES_FILE, load_runtimes
 
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{runtime-setup\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
 # Where pip finds a ``+cpu`` build of torch (PyPI has only its default build).
@@ -29,12 +31,13 @@ class RuntimeSetupError(BookError):
     """A ``{runtime-setup}`` marker that names no usable runtime."""
 
 
-def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind]) -> str:
-    """The set-up cell's code for one runtime."""
-    runtimes = load_runtimes()
+def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
+               runtimes_file: Path = RUNTIMES_FILE) -> str:
+    """The set-up cell's code for one runtime of ``runtimes_file``."""
+    runtimes = load_runtimes(runtimes_file)
     if runtime_name not in runtimes:
         raise RuntimeSetupError(f"{{runtime-setup}} names runtime '{runtime_name}', not one of "
-                                f"tools/runtimes.toml ({', '.join(runtimes)})")
+                                f"{shown_path(runtimes_file)} ({', '.join(runtimes)})")
     runtime = runtimes[runtime_name]
     kinds = [kind for kind in machine_kinds.values() if kind.runtime == runtime_name]
     accelerator = next((b for b in kinds if b.device_files), None)
@@ -80,14 +83,18 @@ def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind]) -> str:
 
 
 def place_runtime_setup(notebook: nbformat.NotebookNode,
-                        machine_kinds: dict[str, MachineKind] | None, source_path: str) -> None:
-    """Replace each ``{runtime-setup} RUNTIME`` fence with its generated code cell."""
+                        machine_kinds: dict[str, MachineKind] | None, source_path: str,
+                        runtimes_file: str = "") -> None:
+    """Replace each ``{runtime-setup} RUNTIME`` fence with its generated code cell, made
+    from the runtimes of ``runtimes_file`` (conf.py's ``coursebook_runtimes_file``; "":
+    tools/runtimes.toml)."""
     def setup_cell(marker) -> list[nbformat.NotebookNode]:
         if machine_kinds is None:
             raise RuntimeSetupError("a {runtime-setup} cell is made from the machine kinds, "
                                     "and none were given", source_path)
         try:
-            code = setup_code(marker.group(2).strip(), machine_kinds)
+            code = setup_code(marker.group(2).strip(), machine_kinds,
+                              Path(runtimes_file) if runtimes_file else RUNTIMES_FILE)
         except RuntimeSetupError as error:
             raise RuntimeSetupError(error.message, source_path) from None
         return [nbformat.v4.new_code_cell(code, metadata={"tags": ["remove-cell"]})]

@@ -250,7 +250,8 @@ def _chapter_order(app: Sphinx, docname: str) -> list[str]:
     config = book_config(app.config)
     notebook = edition_chapter(path.read_text(encoding="utf8"), str(path), Edition.INSTRUCTOR,
                                config.museum(), config.torch,
-                               machine_kinds=config.machine_kinds)
+                               machine_kinds=config.machine_kinds,
+                               runtimes_file=config.runtimes_file)
     return cell_keys(notebook)
 
 

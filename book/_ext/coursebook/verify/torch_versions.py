@@ -265,7 +265,8 @@ def _sections_of(env, chapter: str, museum) -> dict[str, tuple[str, str]]:
         notebook = edition_chapter(path.read_text(encoding="utf8"), str(path),
                                    Edition.INSTRUCTOR, museum, book_config(env.config).torch,
                                    getattr(env, "myst_config", None),
-                                   machine_kinds=book_config(env.config).machine_kinds)
+                                   machine_kinds=book_config(env.config).machine_kinds,
+                                   runtimes_file=book_config(env.config).runtimes_file)
     except (OSError, BookError):
         return {}  # the chapter's own page reports it
     current, pending, by_cell = ("", path.stem), "", []
