@@ -167,7 +167,7 @@ def browser():
 # Each test file tests one stage of the pipeline (docs/architecture.md), marked so that
 # `pytest -m verify` (say) runs one stage's tests. A new test file names its stage here.
 STAGES = {
-    "model": ["test_museum", "test_recordings", "test_readiness", "test_runtimes",
+    "model": ["test_config", "test_museum", "test_recordings", "test_readiness", "test_runtimes",
               "test_versions", "test_layout", "test_tpu_smoke", "test_cloud_tpu_record",
               "test_colab_notebooks"],
     "prepare": ["test_editions", "test_runtime_setup", "test_answer_checks", "test_new_chapter"],
@@ -178,7 +178,7 @@ STAGES = {
     "render": ["test_downloads", "test_download_figures", "test_handouts", "test_pdf", "test_pdf_headings",
                "test_pdf_characters",
                "test_pdfcheck", "test_browser", "test_student_pages", "test_glossary",
-               "test_preview", "test_incremental_builds", "test_compiled_templates",
+               "test_preview", "test_compiled_templates",
                "test_offline_mathjax"],
     "audit": ["test_audit", "test_prose_overlap", "test_book"],
     "process": ["test_faults", "test_quiet_log", "test_build_processes",
