@@ -10,10 +10,6 @@ from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-# The extension's compiled modules are kept (book/_ext/**/__pycache__, ignored by git) even
-# where PYTHONDONTWRITEBYTECODE is set, as container images do: compiling its modules
-# again on every build is a twentieth of a rebuild with nothing to do.
-sys.dont_write_bytecode = False
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from coursebook.model import provenance  # noqa: E402
 
