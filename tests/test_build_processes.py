@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_in_kernel
+from conftest import ROOT, run_in_kernel, run_in_python
 from coursebook.execute.fill_cache import read_conf
 from coursebook.execute.kernel_pool import KernelKeeper
 from coursebook.process.forked_builds import build_modules, import_modules, run_build
@@ -98,3 +98,26 @@ def test_a_waiting_kernel_imported_ahead_into_its_process_not_into_the_cells_nam
     assert status == "ok"
     assert text.split() == ["True", "False", "module://matplotlib_inline.backend_inline"]
     assert Path(waiting_kernel["cwd"]).is_dir()
+
+
+def test_the_preview_swaps_sphinx_autobuilds_builder_and_its_rebuilds_fork():
+    """tools/preview.py replaces the Builder that sphinx-autobuild's main makes by that
+    name, and each rebuild inherits the preview's imports only through a fork (about 1.5 s
+    a save here). An upgrade of sphinx-autobuild that makes its builder otherwise, or runs
+    it other than in a process-pool worker, fails here; so does a preview that leaves the
+    start method to Python (3.14's default is forkserver)."""
+    import inspect
+
+    import sphinx_autobuild.__main__ as autobuild
+    import sphinx_autobuild.server as server
+
+    assert "builder = Builder(" in inspect.getsource(autobuild.main)
+    assert "ProcessPoolExecutor()" in inspect.getsource(server.RebuildServer.watch)
+    method = run_in_python(
+        "import json, multiprocessing, sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'tools')!r})\n"
+        "multiprocessing.set_start_method('forkserver')\n"
+        "import preview\n"
+        "preview.fork_rebuilds()\n"
+        "print(json.dumps(multiprocessing.get_start_method()))")
+    assert method == "fork"

@@ -18,6 +18,7 @@ chapter, from the top, as in any build.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import sys
 from collections.abc import Sequence
@@ -73,6 +74,13 @@ class ForkedBuilder(Builder):
         show_message(f"Serving on {self.uri}")
 
 
+def fork_rebuilds() -> None:
+    """sphinx-autobuild calls its builder in a worker of a process pool of the default
+    start method: the imports done here reach the builds only if it forks (Python 3.14's
+    default, forkserver, starts workers afresh)."""
+    multiprocessing.set_start_method("fork", force=True)
+
+
 def autobuild_arguments(edition: str, source: Path, out: Path, host: str, port: int,
                         settings: dict[str, str]) -> list[str]:
     """sphinx-autobuild's arguments: the edition's sphinx-build arguments, in preview
@@ -116,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"preview: the {args.edition} edition at http://{args.host}:{args.port}/ "
           "(Ctrl-C stops it)", flush=True)
     # sphinx-autobuild's own server, watcher and command line, with this builder (its
-    # main makes its builder by this name).
+    # main makes its builder by this name; tests/test_build_processes.py checks it does).
     autobuild.Builder = ForkedBuilder
+    fork_rebuilds()
     try:
         autobuild.main(arguments)
         return 0
