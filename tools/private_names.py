@@ -35,7 +35,7 @@ DOCUMENTED = {"_exit", "_getframe", "_replace", "_asdict", "_fields", "_make", "
 # Attributes without an underscore that their library does not document either.
 UNDOCUMENTED = {"listeners"}  # Sphinx's EventManager.listeners
 # What another extension declares about itself (Sphinx's Extension record).
-OTHERS_RECORDS = {"parallel_read_safe", "parallel_write_safe", "metadata"}
+OTHERS_RECORDS = {"parallel_read_safe", "parallel_write_safe"}
 # Globals of the standard library that programs set by design (runpy's `python -m`).
 WRITABLE = {"sys.argv"}
 
