@@ -10,7 +10,7 @@ import torch
 from conftest import BOOK, ROOT
 from coursebook.model.versions import release
 from coursebook.verify.expectations import (EDITIONS, UNVERIFIED_KEY, Expectations, accept, cell_keys,
-                                     cell_outputs, compare, expectations_path,
+                                     cell_outputs, compare, expectations_path, output_cells,
                                      read_expectations, shown_text, write_expectations)
 from coursebook.execute.cache_key import book_code_digest
 from coursebook.model.notebooks import is_chapter_source, read_chapter
@@ -163,7 +163,7 @@ def test_pytest_collects_each_verified_cell_per_edition():
                            str(BOOK / "pt01.md")], capture_output=True, text=True, cwd=ROOT)
     items = [line for line in done.stdout.splitlines() if line.startswith("book/pt01.md::")]
     chapter = read_chapter((BOOK / "pt01.md").read_text())
-    code = [c for c in chapter.cells if c.cell_type == "code" and UNVERIFIED_KEY not in c.metadata]
+    code = [c for c in output_cells(chapter) if UNVERIFIED_KEY not in c.metadata]
     answers = [c for c in code if "answer" in c.metadata.get("tags", [])]
     assert len(items) == 2 * len(code) - len(answers), done.stdout[-2000:]
     assert "book/pt01.md::student::L60 X = torch.tensor([[1., 2.], [3., 1.], [2., 4.]])" in items

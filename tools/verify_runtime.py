@@ -69,6 +69,7 @@ from coursebook.verify.expectations import (
     cell_keys,
     compare,
     expectations_path,
+    output_cells,
     read_expectations,
     shown_text,
     write_expectations,  # noqa: E402
@@ -183,8 +184,7 @@ def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
     if not path.is_file():
         raise Stop(f"{path} is missing: build the student edition first (`make html`)")
     download = nbformat.read(path, as_version=4)
-    kept = [(key, cell) for key, cell in
-            zip(cell_keys(chapter), [c for c in chapter.cells if c.cell_type == "code"])
+    kept = [(key, cell) for key, cell in zip(cell_keys(chapter), output_cells(chapter))
             if BOOK_ONLY_TAG not in cell_tags(cell)]
     code = [c for c in download.cells if c.cell_type == "code"]
     if len(code) != len(kept):

@@ -54,6 +54,7 @@ from coursebook.verify.chapter_checks import (
     keep_execution_reports,
     log_output_summary,
 )
+from coursebook.verify.claims import check_claims, log_claim_counts
 from coursebook.verify.torch_versions import (
     TorchVersionChanges,
     add_verified_versions,
@@ -79,6 +80,7 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
     release_notebook_lock(app)
     normalise_output_nodes(doctree)
     check_executed_chapter(app, doctree)
+    check_claims(app, doctree)
     keep_cell_outputs(app, doctree)
     highlight_changed_boxes(doctree)
     quiet_exhibit_checks(app, doctree)
@@ -137,7 +139,7 @@ def setup(app: Sphinx) -> dict:
     #    locked until myst-nb has executed and cached it.
     app.connect("source-read", _read_edition_source)
     # 6. doctree-read, per page: the lock is released; outputs normalised, checked and
-    #    kept with the page.
+    #    kept with the page; its claims checked.
     app.connect("doctree-read", _read_chapter_done)
     # 7. env-updated, once all pages are read: outputs against their expectations,
     #    answers against visible text; myst-nb's failure logs kept out of the HTML.
@@ -151,10 +153,12 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-updated", pickle_config_as_given, priority=1000)
     app.connect("env-check-consistency", restore_config, priority=0)
     # 7b. write-started, before any page is written: the summary of the expected outputs,
-    #     after the errors Sphinx held back while reading; in the preview, a failed build
-    #     then stops, and the server keeps the pages of the last good one.
+    #     after the errors Sphinx held back while reading, and the claims each chapter
+    #     checked and cited; in the preview, a failed build then stops, and the server
+    #     keeps the pages of the last good one.
     app.connect("write-started", restore_config, priority=0)
     app.connect("write-started", log_output_summary, priority=400)
+    app.connect("write-started", log_claim_counts, priority=450)
     app.connect("write-started", keep_last_good_pages)
     # 8. html-page-context, per page written: the edition's notebook download, the Colab
     #    button (after the theme's own download menu), the build stamp.

@@ -19,10 +19,12 @@ from pathlib import Path
 
 import nbformat
 
+from coursebook.model.claims import Claim, toml_claim
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind
 from coursebook.model.notebooks import (
     BOOK_ONLY_TAG,
+    CLAIM_TAG,
     DOWNLOAD_ONLY_TAG,
     FRESH_PYTHON_TAG,
     RAISES_TAG,
@@ -47,15 +49,17 @@ class ExhibitError(BookError):
     """An exhibit or museum marker that cannot be placed; the build logs it as an error."""
 
 
-def field_line(path: Path, name: str, record: int | None = None, table: str = "") -> int:
-    """The line of ``path`` where field ``name`` is set (in ``[[records]]`` number ``record``,
-    or in ``[table]``); else the line opening that table; 1 when neither is found."""
+def field_line(path: Path, name: str, record: int | None = None, table: str = "",
+               array: str = "records") -> int:
+    """The line of ``path`` where field ``name`` is set (in ``[[records]]``, or another
+    ``array`` of tables, number ``record``, or in ``[table]``); else the line opening that
+    table; 1 when neither is found."""
     try:
         lines = path.read_text(encoding="utf8").splitlines()
     except OSError:
         return 0
     start, end = 0, len(lines)
-    header = "[[records]]" if record is not None else (f"[{table}]" if table else "")
+    header = f"[[{array}]]" if record is not None else (f"[{table}]" if table else "")
     if header:
         openings = [i for i, line in enumerate(lines) if line.strip() == header]
         index = record if record is not None else 0
@@ -72,9 +76,9 @@ def field_line(path: Path, name: str, record: int | None = None, table: str = ""
 
 
 def _fault(path: Path, message: str, name: str = "", record: int | None = None,
-           table: str = "") -> ExhibitError:
+           table: str = "", array: str = "records") -> ExhibitError:
     """An exhibit error located at a field of its TOML file."""
-    line = field_line(path, name, record, table) if name else 1
+    line = field_line(path, name, record, table, array) if name else 1
     return ExhibitError(message, path, line)
 
 
@@ -148,6 +152,7 @@ class Exhibit:
     # The stand-in kind's variables: a download runs a fresh Python with them, as the
     # notebook's own kernel may hold the accelerator already (a device serves one process).
     download_environment: tuple[tuple[str, str], ...] = ()
+    claims: tuple[Claim, ...] = ()  # its [[claim]] tables: what its prose says, checked or cited
 
     @property
     def key(self) -> str:
@@ -166,15 +171,35 @@ class Exhibit:
         return next(r for r in self.records if r.source == "museum")
 
 
+_TABLE_HEADER = re.compile(r"^\[\[?[\w.-]+\]\]?[ \t]*$")
+
+
+def _tables(text: str) -> list[str]:
+    """``text``, which starts at a table's header, cut into its tables; a line inside a
+    multi-line string (a claim's check) is never a header."""
+    tables: list[str] = []
+    opened = ""  # the quotes of the multi-line string the line is in
+    for line in text.splitlines(keepends=True):
+        if not opened and _TABLE_HEADER.match(line) or not tables:
+            tables.append("")
+        tables[-1] += line
+        for quotes in re.findall(r"'''|\"\"\"", line):
+            opened = "" if quotes == opened else opened or quotes
+    return tables
+
+
 def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
-    """Rewrite an exhibit's file with these records (everything above them kept)."""
+    """Rewrite an exhibit's file with these records (everything else kept, the records last)."""
     text = exhibit.path.read_text(encoding="utf8")
-    head = text[:text.index("[[records]]")].rstrip() + "\n"
+    start = text.index("[[records]]")
+    head = text[:start].rstrip() + "\n"
+    others = [table.rstrip() + "\n" for table in _tables(text[start:])
+              if not table.startswith("[[records]]")]
     # A JSON string is a valid TOML basic string.
     blocks = ["[[records]]\n" + "".join(f"{name} = {json.dumps(value, ensure_ascii=False)}\n"
                                        for name, value in record.as_dict().items())
               for record in records]
-    exhibit.path.write_text(head + "\n" + "\n".join(blocks), encoding="utf8")
+    exhibit.path.write_text("\n".join([head, *others, *blocks]), encoding="utf8")
 
 
 def _require(path: Path, table: dict, name: str, kind: type, record: int | None = None,
@@ -245,7 +270,34 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
                    museum_rerun=_museum_rerun(path, table.get("museum_rerun"), values),
                    download_environment=tuple(next(
                        (k.environment for k in kinds.values() if k.stand_in), {}).items()),
+                   claims=_claims(path, table),
                    **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
+
+
+# Where a reader reads an exhibit's (or a wing's) text, which its claims quote.
+_PROSE_FIELDS = {"": ("title", "lesson", "fix_note", "tagline", "introduction"),
+                 "cpu": ("note", "fix_note"), "museum_rerun": ("note",),
+                 "museum_fix": ("note", "changed")}
+
+
+def _claims(path: Path, table: dict) -> tuple[Claim, ...]:
+    """The ``[[claim]]`` tables of an exhibit's or a wing's file, each quoting its prose."""
+    entries = table.get("claim", [])
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise _fault(path, "field 'claim' must be [[claim]] tables", "claim")
+    prose = []
+    for section, names in _PROSE_FIELDS.items():
+        fields = table.get(section) if section else table
+        if isinstance(fields, dict):
+            prose += [fields[name] for name in names if isinstance(fields.get(name), str)]
+    claims = []
+    for index, entry in enumerate(entries):
+        line = field_line(path, "says", index, array="claim")
+        claim = toml_claim(path, entry, prose, line)
+        if isinstance(claim, str):
+            raise ExhibitError(f"claim[{index}]: {claim}", path, line)
+        claims.append(claim)
+    return tuple(claims)
 
 
 def _museum_fix(path: Path, table) -> MuseumFix | None:
@@ -307,6 +359,7 @@ class Wing:
     introduction: str
     rooms: tuple[str, ...]
     exhibits: tuple[Exhibit, ...]
+    claims: tuple[Claim, ...] = ()  # what its introduction says, checked or cited
 
 
 def load_wing(directory: Path, kinds: dict[str, MachineKind],
@@ -322,7 +375,7 @@ def load_wing(directory: Path, kinds: dict[str, MachineKind],
     numbers = [exhibit.number for exhibit in exhibits]
     if numbers != list(range(1, len(numbers) + 1)):
         raise ExhibitError(f"exhibits must be numbered 1..{len(numbers)}, got {numbers}", directory)
-    return Wing(path=path, exhibits=exhibits, rooms=rooms, **fields)
+    return Wing(path=path, exhibits=exhibits, rooms=rooms, claims=_claims(path, table), **fields)
 
 
 def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind],
@@ -365,14 +418,32 @@ def _index_cards(wing: Wing, exhibits: list[Exhibit]) -> str:
             + "\n::::\n`````\n\n`````{only} latex\n" + listing + "\n`````")
 
 
+def _cited(claims: tuple[Claim, ...]) -> str:
+    """The sources of the cited claims, as the comments a chapter cites with (unseen)."""
+    return "".join(f"\n% source: {claim.source}" for claim in claims if claim.source)
+
+
+def _claim_cells(claims: tuple[Claim, ...]) -> list[nbformat.NotebookNode]:
+    """A claim cell per checked claim: it runs where the exhibit's code runs, never shown."""
+    return [_code(f"# claim: {claim.says}\n{claim.check}", CLAIM_TAG)
+            for claim in claims if claim.check]
+
+
+def claim_sources(museum: dict[str, Wing]) -> dict[str, Claim]:
+    """Every checked claim of the museum, by the source of its cell."""
+    owners = [*museum.values(), *(e for wing in museum.values() for e in wing.exhibits)]
+    return {cell.source.strip(): claim for owner in owners for claim in owner.claims
+            for cell in _claim_cells((claim,))}
+
+
 def _heading(exhibit: Exhibit, total: int) -> str:
-    """The exhibit's label, numbered title, lesson and links to PT01."""
+    """The exhibit's label, numbered title, lesson (its sources cited) and links to PT01."""
     see_also = ""
     if exhibit.taught_in:
         links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.taught_in)
         see_also = f"\n\n*Taught in:* {links}."
     return (f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}\n\n"
-            f"{exhibit.lesson}{see_also}")
+            f"{exhibit.lesson}{_cited(exhibit.claims)}{see_also}")
 
 
 def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
@@ -447,6 +518,7 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
         _code(exhibit.fix_code),
         _fix_ran_cell(),
         *_museum_fix_history(exhibit),
+        *_claim_cells(exhibit.claims),
     ]
 
 
@@ -550,7 +622,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                   _fix_ran_cell(STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG)]
     elif cpu is not None and not cpu.reproduction:
         cells.append(_markdown(f"*{cpu.note}*"))
-    return cells + _museum_fix_history(exhibit)
+    return cells + _museum_fix_history(exhibit) + _claim_cells(exhibit.claims)
 
 
 @dataclass(frozen=True)
@@ -643,7 +715,8 @@ def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
         raise ExhibitError(f"no wing '{arguments[0]}' under exhibits/ (have {sorted(museum)})")
     wing = museum[arguments[0]]
     if kind == "introduction":
-        return [_markdown(f"*{wing.tagline}*\n\n{wing.introduction}")]
+        return [_markdown(f"*{wing.tagline}*\n\n{wing.introduction}{_cited(wing.claims)}"),
+                *_claim_cells(wing.claims)]
     return room_cells(wing, arguments[1], torch_version)
 
 

@@ -31,6 +31,8 @@ STAND_IN_ONLY_TAG = "stand-in-only"  # a CPU reproduction: only the stand-in run
 # A cell that runs its code in a new Python process (and the cells that check it): a
 # recording runs these in a kernel that holds no device, so that the new process can take it.
 FRESH_PYTHON_TAG = "fresh-python"
+# A check of a sentence above it (coursebook.model.claims): runs on every build, never shown.
+CLAIM_TAG = "claim"
 
 
 def cell_tags(cell) -> list[str]:
@@ -39,6 +41,16 @@ def cell_tags(cell) -> list[str]:
 
 def is_answer(cell) -> bool:
     return ANSWER_TAG in cell_tags(cell)
+
+
+def is_claim(cell) -> bool:
+    return cell.get("cell_type") == "code" and CLAIM_TAG in cell_tags(cell)
+
+
+def without_claims(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of the notebook for a reader: its claims' checks are the build's, not theirs."""
+    return nbformat.NotebookNode({**notebook,
+                                  "cells": [cell for cell in notebook.cells if not is_claim(cell)]})
 
 
 def first_line(cell) -> str:

@@ -10,7 +10,7 @@ is read, and kept for the phases after reading (:mod:`coursebook.page_state`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -25,6 +25,7 @@ from coursebook.model.museum import (
     CellOrigin,
     Wing,
     cell_origins,
+    claim_sources,
     link_back_to_exhibits,
     place_museum,
 )
@@ -41,6 +42,7 @@ from coursebook.model.recordings import (
 )
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.answer_space import with_answer_spaces
+from coursebook.prepare.claims import ChapterClaims, chapter_claims, one_cell_per_claim
 from coursebook.prepare.editions import Edition, edition_notebook, hidden_raises_cells
 from coursebook.prepare.runtime_setup import place_runtime_setup
 from coursebook.reporting import report_book_error
@@ -58,13 +60,14 @@ def edition_of(app: Sphinx) -> Edition:
 
 @dataclass(frozen=True)
 class PreparedChapter:
-    """This edition's notebook, where its exhibit cells come from, and, for a recorded
-    chapter, its recorded outputs and where they ran."""
+    """This edition's notebook, where its exhibit cells come from, its claims, and, for a
+    recorded chapter, its recorded outputs and where they ran."""
 
     notebook: nbformat.NotebookNode
     origins: dict[str, CellOrigin] = field(default_factory=dict)
     recorded: nbformat.NotebookNode | None = None
     recorded_with: str | None = None
+    claims: ChapterClaims = ChapterClaims()
 
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
@@ -90,11 +93,14 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
             source_path, line_of(hidden[0], text))
     try:
         if answer_spaces and edition is Edition.STUDENT:
-            return with_answer_spaces(notebook)
-        return edition_notebook(notebook, edition)
+            notebook = with_answer_spaces(notebook)
+        else:
+            notebook = edition_notebook(notebook, edition)
     except AnswerCheckError as error:
         raise AnswerCheckError(error.message, error.cell, source_path,
                                line_of(error.cell, text)) from None
+    one_cell_per_claim(notebook, text, source_path)
+    return notebook
 
 
 def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
@@ -106,9 +112,10 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
                                getattr(app.env, "myst_config", None), config.answer_space,
                                config.machine_kinds, config.runtimes_file)
     origins = cell_origins(museum, config.torch)
+    claims = chapter_claims(notebook, text, claim_sources(museum))
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
-        return PreparedChapter(notebook, origins)
+        return PreparedChapter(notebook, origins, claims=claims)
     # A recorded chapter carries the environment it ran in as its recordings' provenance.
     recordings_dir = Path(config.recordings_dir)
     pinned = load_environments(environments_path(recordings_dir, chapter.name), config.machine_kinds)
@@ -125,7 +132,12 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     for kind, lines in attached.drift.items():
         for line in lines:
             logger.info("%s: environment drift in the %s recording: %s", source_path, kind, line)
-    return PreparedChapter(attached.labelled, origins, attached.executed, recorded_with(recordings))
+    # Only what a recording ran is checked (a stale cell, where allowed, has no output).
+    recorded = {source for recording in recordings for source in recording.outputs_by_source()}
+    claims = replace(claims, checked=tuple(claim for claim in claims.checked
+                                           if notebook.cells[claim.index].source in recorded))
+    return PreparedChapter(attached.labelled, origins, attached.executed,
+                           recorded_with(recordings), claims)
 
 
 def _note_inputs(app: Sphinx, config: BookConfig,

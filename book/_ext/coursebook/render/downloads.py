@@ -3,12 +3,13 @@
 Sphinx copies each page's file from disk into ``_sources/`` (that file holds the
 answers), and the theme offers an ``.ipynb`` only when launch buttons are on. Here each
 chapter page offers its edition's notebook, ready to run in Jupyter or Colab: no outputs,
-no cell that needs the book's own package, plain Markdown instead of MyST, and each cell
+no cell that needs the book's own package, none of the claims' checks (the build's,
+never a reader's), plain Markdown instead of MyST, and each cell
 that raises on purpose wrapped so that "Run all" reaches the last cell. Its cells keep none
 of the build's metadata (tags, cache keys, reasons a cell is not verified): only the answer
 tag of an instructor's download, and, under ``coursebook_download``, how the download
-changed the cell. The student edition's ``_sources/`` holds the same notebook as MyST
-Markdown (the theme's ``.md`` download), and each other page's text as this edition reads it.
+changed the cell. Each edition's ``_sources/`` holds the same notebook as MyST Markdown
+(the theme's ``.md`` download), and each other page's text as this edition reads it.
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ from coursebook.model.notebooks import (
     RAISES_TAG,
     cell_tags,
     is_chapter_source,
+    is_claim,
     notebook_to_myst,
 )
 from coursebook.page_state import chapter_notebook
-from coursebook.prepare.chapters import edition_of
-from coursebook.prepare.editions import Edition
 from coursebook.render.plain_markdown import PlainMarkdown, Target
 
 # Cell metadata: what the download changed in this cell, for a reader of the .ipynb.
@@ -83,7 +83,8 @@ def download_notebook(notebook: nbformat.NotebookNode,
                       markdown: PlainMarkdown) -> nbformat.NotebookNode:
     """What a reader runs elsewhere, top to bottom, with Jupyter's "Run all"."""
     notebook = copy.deepcopy(notebook)  # the prepared chapter is shared by the build's hooks
-    notebook.cells = [cell for cell in notebook.cells if BOOK_ONLY_TAG not in cell_tags(cell)]
+    notebook.cells = [cell for cell in notebook.cells
+                      if BOOK_ONLY_TAG not in cell_tags(cell) and not is_claim(cell)]
     for key in _BOOK_METADATA:
         notebook.metadata.pop(key, None)
     # A recorded chapter names the machine's kernel; a reader has Python 3.
@@ -206,16 +207,14 @@ def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dic
 
 
 def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: overwrite the copied page files with the student text.
+    """``build-finished``: overwrite the copied page files with the edition's text.
 
     Sphinx copies a page's file when it writes the page; a copy that differs from the file
-    holds the student text already (the page was not written this build). A chapter's copy
+    holds the edition's text already (the page was not written this build). A chapter's copy
     becomes its download notebook as MyST (the ``.ipynb`` beside it, written this build);
     another page's, its text with each ``{only}`` block resolved for this edition.
     """
     if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
-        return
-    if edition_of(app) is not Edition.STUDENT:
         return
     suffix = app.config.html_sourcelink_suffix
     for docname in app.env.found_docs:

@@ -32,7 +32,7 @@ import nbformat
 
 from coursebook.execute.long_outputs import as_displayed
 from coursebook.model.faults import shown_path
-from coursebook.model.notebooks import content_keys, short_digest
+from coursebook.model.notebooks import content_keys, is_claim, short_digest
 from coursebook.model.outputs import normalise
 from coursebook.model.versions import release
 from coursebook.page_state import CellOutput
@@ -99,18 +99,25 @@ def code_digest(source: str) -> str:
     return short_digest(source.strip())
 
 
+def output_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The code cells whose outputs are expected: all but the claims' checks (an assert is
+    their check, :mod:`coursebook.verify.claims`), so a claim never makes a file stale."""
+    return [cell for cell in notebook.cells if cell.cell_type == "code" and not is_claim(cell)]
+
+
 def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
-    """A key per code cell: a hash of its code, numbered when the same code recurs.
+    """A key per cell of :func:`output_cells`: a hash of its code, numbered when the same
+    code recurs.
 
     Prose edits never change a key; editing a cell's code gives it a new one.
     """
-    return content_keys((cell.source.strip() for cell in notebook.cells
-                         if cell.cell_type == "code"), ".")
+    return content_keys((cell.source.strip() for cell in output_cells(notebook)), ".")
 
 
 def cell_outputs(notebook: nbformat.NotebookNode) -> list[CellOutput]:
-    """Every code cell of an executed notebook, with its key and shown text."""
-    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    """Every cell of :func:`output_cells` of an executed notebook, with its key and shown
+    text."""
+    code = output_cells(notebook)
     return [CellOutput(key, number, cell.source, shown_text(cell),
                        str(cell.metadata.get(UNVERIFIED_KEY, "")))
             for number, (key, cell) in enumerate(zip(cell_keys(notebook), code), 1)]

@@ -25,6 +25,7 @@ from coursebook.config import book_config
 from coursebook.exhibit_checks import CHANGED_CLASS
 from coursebook.model.faults import BookError
 from coursebook.model.museum import ExhibitError, check_cells
+from coursebook.model.notebooks import is_claim
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import is_release, release, verified_versions, version_key
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
@@ -272,7 +273,8 @@ def _sections_of(env, chapter: str, museum) -> dict[str, tuple[str, str]]:
     current, pending, by_cell = ("", path.stem), "", []
     for cell in notebook.cells:
         if cell.cell_type == "code":
-            by_cell.append(current)
+            if not is_claim(cell):  # as cell_keys counts them
+                by_cell.append(current)
             continue
         fence = ""
         for line in cell.source.splitlines():

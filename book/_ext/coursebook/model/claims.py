@@ -1,0 +1,163 @@
+"""Claims: what the prose says PyTorch does, each held to a check or to a source.
+
+A chapter backs a sentence with a *claim cell* (tagged ``claim``) after it: each
+``# claim: FRAGMENT`` line quotes a fragment of a sentence in the markdown above the cell
+(since the previous code cell), and the asserts below that line check it. An exhibit's
+TOML does the same with ``[[claim]]`` tables (``says``, and ``check`` or ``source``). A claim
+no code can show cites its source: a ``% source: URL`` comment after its paragraph.
+
+A fragment is compared case-insensitively, whitespace runs collapsed, markup ignored
+(backticks, asterisks, underscores that open or close emphasis, a role's name and target,
+a link's address), so the check quotes the sentence as a reader reads it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+CLAIM_LINE = re.compile(r"^#\s*claim:[ \t]*(?P<says>.*?)[ \t]*$", re.M)
+# A cited claim in a chapter: a MyST comment line with the address of its source.
+SOURCE_COMMENT = re.compile(r"^%[ \t]*source:[ \t]*(?P<url>\S*)", re.M)
+CITED_URL = re.compile(r"^https?://\S+$")
+
+# Markup a reader does not see, dropped before comparing (each pattern's groups, or the
+# whole match when it has none).
+_ROLE_NAME = re.compile(r"\{[\w:.-]+\}(?=`)")
+_ROLE_TARGET = re.compile(r"(?<=\})`[^`]*?(\s*<[^`<>]+>)`")
+_LINK = re.compile(r"(\[)[^\]]*(\]\([^)\s]*\))")
+_EMPHASIS = re.compile(r"[`*]+|(?<!\w)_+|_+(?!\w)")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n\s*\n")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim: the fragment it quotes, its check (or its source), and where it is.
+
+    ``line``: the line of its sentence (in the chapter, or of the ``says`` field in an
+    exhibit's ``toml`` file); for a fragment found in no sentence, the check's own line,
+    and ``sentence`` is empty.
+    """
+
+    says: str
+    line: int
+    sentence: str = ""
+    check: str = ""
+    source: str = ""
+    toml: str = ""  # an exhibit's claim: its file
+
+
+@dataclass(frozen=True)
+class ClaimBlock:
+    """One ``# claim:`` line of a claim cell and the code below it, up to the next one."""
+
+    says: str
+    code: str
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where a fragment is in a list of prose texts: which one, where, and its sentence."""
+
+    text: int
+    start: int
+    end: int
+    sentence: str
+
+
+def claim_blocks(source: str) -> list[ClaimBlock]:
+    """The claims of a claim cell, in order; code before the first ``# claim:`` line (a
+    set-up) goes with the first. No claim line: no block."""
+    starts = [match.start() for match in CLAIM_LINE.finditer(source)]
+    if not starts:
+        return []
+    cuts = [0, *starts[1:], len(source)]
+    blocks = []
+    for begin, end in zip(cuts, cuts[1:]):
+        code = source[begin:end].strip("\n")
+        blocks.append(ClaimBlock(" ".join(CLAIM_LINE.search(code)["says"].split()), code))
+    return blocks
+
+
+def _hidden_markup(text: str) -> set[int]:
+    hidden: set[int] = set()
+    for pattern in (_ROLE_NAME, _ROLE_TARGET, _LINK, _EMPHASIS):
+        for match in pattern.finditer(text):
+            spans = [match.span(g) for g in range(1, (pattern.groups or 0) + 1)] or [match.span()]
+            for start, end in spans:
+                hidden.update(range(start, end))
+    return hidden
+
+
+def normalised(text: str) -> tuple[str, list[int]]:
+    """The text as compared (see the module), and for each of its characters the index of
+    the character of ``text`` it comes from."""
+    hidden = _hidden_markup(text)
+    chars: list[str] = []
+    where: list[int] = []
+    for index, char in enumerate(text):
+        if index in hidden:
+            continue
+        if char.isspace():
+            if not chars or chars[-1] == " ":
+                continue
+            char = " "
+        chars.append(char.lower())
+        where.append(index)
+    return "".join(chars), where
+
+
+def sentence_at(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` around ``text[start:end]``, whitespace collapsed."""
+    begin = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
+    stop = next((m.end() for m in _SENTENCE_END.finditer(text, end)), len(text))
+    return " ".join(text[begin:stop].split())
+
+
+def find_in_prose(fragment: str, texts: list[str]) -> Found | None:
+    """Where the fragment is in these texts, the last one first (the nearest prose to a
+    check below it); None when none holds it."""
+    wanted = normalised(fragment)[0].strip()
+    if not wanted:
+        return None
+    for number in reversed(range(len(texts))):
+        text = texts[number]
+        flat, where = normalised(text)
+        position = flat.rfind(wanted)
+        if position >= 0:
+            start, end = where[position], where[position + len(wanted) - 1] + 1
+            return Found(number, start, end, sentence_at(text, start, end))
+    return None
+
+
+def line_in(file_text: str, passage: str, offset: int = 0) -> int:
+    """The 1-based line of ``file_text`` holding ``passage[offset]`` (0: not found)."""
+    position = file_text.find(passage)
+    if position < 0:
+        return 0
+    return file_text.count("\n", 0, position + offset) + 1
+
+
+def cited_sources(markdown: str) -> list[str]:
+    """The addresses of the ``% source:`` comments of a markdown text (each a cited claim)."""
+    return [match["url"] for match in SOURCE_COMMENT.finditer(markdown)]
+
+
+def toml_claim(path: Path, table: dict, prose: list[str], line: int) -> Claim | str:
+    """An exhibit's (or a wing's) ``[[claim]]`` table, found in its ``prose`` fields; or
+    what is wrong with it, one line naming the field."""
+    says = table.get("says")
+    if not isinstance(says, str) or not says.strip() or "\n" in says.strip():
+        return "field 'says' must be a fragment of one sentence, on one line"
+    check, source = table.get("check", ""), table.get("source", "")
+    given = isinstance(check, str) and isinstance(source, str)
+    if not given or bool(check.strip()) == bool(source):
+        return ("give either 'check' (code that asserts the claim) or 'source' (the address "
+                "that shows it), not both")
+    if source and not CITED_URL.match(source):
+        return f"field 'source' must be an address (https://...), got {source!r}"
+    found = find_in_prose(says, prose)
+    if found is None:
+        return f"field 'says' is not in the exhibit's prose (title, lesson, notes): {says!r}"
+    return Claim(" ".join(says.split()), line, found.sentence, check.strip("\n"), source, str(path))

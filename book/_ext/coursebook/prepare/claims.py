@@ -1,0 +1,91 @@
+"""Claim cells in the notebook an edition executes: one cell per claim, run, never shown.
+
+Each claim cell of a chapter (or an exhibit's) becomes one cell per ``# claim:`` line,
+tagged ``raises-exception`` (a claim that no longer holds is reported, and the cells after
+it still run) and ``remove-cell`` (no page, PDF or search index shows it; downloads leave
+it out, :func:`coursebook.model.notebooks.without_claims`). Each is then located: the
+sentence its fragment quotes, in the markdown above the cell since the previous code cell,
+or, for an exhibit's, the ``says`` field of its TOML file. :mod:`coursebook.verify.claims`
+checks what they did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import nbformat
+
+from coursebook.model.claims import Claim, cited_sources, claim_blocks, find_in_prose, line_in
+from coursebook.model.faults import BookError
+from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line, is_claim, line_of
+
+# A claim's run may raise (its verdict), and nothing of it is shown.
+_RUN_TAGS = (RAISES_TAG, "remove-cell")
+
+
+def one_cell_per_claim(notebook: nbformat.NotebookNode, chapter_text: str,
+                       source_path: str) -> None:
+    """Split each claim cell into one cell per claim, tagged to run hidden; a claim cell
+    without a ``# claim:`` line stops the chapter, at its line."""
+    cells = []
+    for cell in notebook.cells:
+        if not is_claim(cell):
+            cells.append(cell)
+            continue
+        blocks = claim_blocks(cell.source)
+        if not blocks:
+            raise BookError(f"claim cell `{first_line(cell)}` names no claim: begin it with "
+                            "`# claim: ` and a fragment of the sentence above it",
+                            source_path, line_of(cell.source, chapter_text))
+        tags = cell_tags(cell) + [tag for tag in _RUN_TAGS if tag not in cell_tags(cell)]
+        cells += [nbformat.v4.new_code_cell(block.code, metadata={**cell.metadata, "tags": tags})
+                  for block in blocks]
+    notebook.cells = cells
+
+
+@dataclass(frozen=True)
+class ClaimCell:
+    """A claim and the index of its cell in the notebook the edition executes."""
+
+    index: int
+    claim: Claim
+
+
+@dataclass(frozen=True)
+class ChapterClaims:
+    """The claims a chapter checks (its own and its exhibits'), and how many it cites."""
+
+    checked: tuple[ClaimCell, ...] = ()
+    cited: int = 0
+
+
+def _located(code: str, prose: list[str], chapter_text: str) -> Claim:
+    """A chapter's claim at its sentence's line; a fragment the prose above does not hold
+    is left at the line of its check, without a sentence."""
+    says = claim_blocks(code)[0].says
+    found = find_in_prose(says, prose)
+    if found is None:
+        return Claim(says, line_of(code, chapter_text), check=code)
+    text = prose[found.text]
+    # A markdown cell the edition rewrote (a boxed answer) is not in the file: its passage is.
+    line = (line_in(chapter_text, text, found.start)
+            or line_in(chapter_text, text[found.start:found.end]))
+    return Claim(says, line or line_of(code, chapter_text), found.sentence, code)
+
+
+def chapter_claims(notebook: nbformat.NotebookNode, chapter_text: str,
+                   from_exhibits: dict[str, Claim]) -> ChapterClaims:
+    """Every claim cell of an edition's notebook (split by :func:`one_cell_per_claim`),
+    located, and the number of cited claims (``% source:`` comments in its markdown,
+    an exhibit's cited claims among them)."""
+    checked, prose, cited = [], [], 0
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "markdown":
+            prose.append(cell.source)
+            cited += len(cited_sources(cell.source))
+        elif is_claim(cell):
+            exhibits = from_exhibits.get(cell.source.strip())
+            checked.append(ClaimCell(index, exhibits or _located(cell.source, prose, chapter_text)))
+        elif cell.cell_type == "code":
+            prose = []
+    return ChapterClaims(tuple(checked), cited)

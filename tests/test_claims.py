@@ -1,0 +1,308 @@
+"""Claims as checks: a sentence about what PyTorch does is held to a claim cell (or an
+exhibit's ``[[claim]]``) that runs on every build, or to a cited source; a claim that no
+longer holds stops the build at its sentence, and no reader ever sees the checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+from conftest import MACHINE_KINDS_FILE, sphinx_build
+from coursebook.model.claims import claim_blocks, find_in_prose
+from coursebook.model.machine_kinds import load_machine_kinds
+from coursebook.model.museum import ExhibitError, load_exhibit
+from coursebook.model.notebooks import CLAIM_TAG, RAISES_TAG, cell_tags, is_claim
+from coursebook.model.versions import release
+from coursebook.prepare.chapters import edition_chapter
+from coursebook.prepare.claims import chapter_claims
+from coursebook.prepare.editions import Edition
+from coursebook.render.downloads import download_notebook
+from coursebook.render.plain_markdown import PlainMarkdown
+from coursebook.verify.claims import claim_problems
+from coursebook.verify.expectations import cell_keys
+
+TORCH = release(torch.__version__)
+PROSE = ("Multiplying a tensor that requires grad records a `MulBackward0` node as its "
+         "*grad_fn*.")
+SOURCE = "% source: https://pytorch.org/docs/stable/autograd.html"
+# A name only the claim's check uses: wherever it shows, the check shows.
+PROBE = "_claim_probe_factor"
+
+
+def _claim_cell(says: str, check: str) -> str:
+    return f"```{{code-cell}} ipython3\n:tags: [claim]\n\n# claim: {says}\n{check}\n```\n"
+
+
+TRUE_CHECK = (f"{PROBE} = 3\n"
+              f"assert type((weights * {PROBE}).grad_fn).__name__ == 'MulBackward0', "
+              f"type((weights * {PROBE}).grad_fn).__name__\n"
+              f"del {PROBE}")
+TRUE_CLAIM = "multiplying a tensor that requires grad records a `MulBackward0` node"
+FALSE_PROSE = PROSE.replace("MulBackward0", "AddBackward0")
+FALSE_CLAIM = TRUE_CLAIM.replace("MulBackward0", "AddBackward0")
+FALSE_CHECK = TRUE_CHECK.replace("== 'MulBackward0'", "== 'AddBackward0'")
+
+
+def _with_claim(chapter: Path, prose: str = PROSE, says: str = TRUE_CLAIM,
+                check: str = TRUE_CHECK, source: str = SOURCE) -> None:
+    """The tiny chapter with a sentence, its citation comment and its claim cell, after
+    the cell that makes ``weights``."""
+    text = chapter.read_text()
+    anchor = "A cell whose error is the lesson.\n"
+    assert anchor in text
+    chapter.write_text(text.replace(anchor, f"{prose}\n{source}\n\n{_claim_cell(says, check)}\n"
+                                            + anchor))
+
+
+def _line_of(path: Path, text: str) -> int:
+    """The line of the last ``text`` in the file (a planted claim comes after the others)."""
+    content = path.read_text()
+    assert text in content
+    return content[:content.rindex(text)].count("\n") + 1
+
+
+# --- Fragments in prose ------------------------------------------------------------------
+
+@pytest.mark.parametrize("fragment", [
+    "records a MulBackward0 node as its grad_fn",  # markup ignored
+    "RECORDS   a `MulBackward0`\nnode",  # case and whitespace
+    "multiplying a tensor that requires grad",
+])
+def test_a_fragment_is_found_in_its_sentence_whatever_the_markup(fragment):
+    found = find_in_prose(fragment, ["An opening sentence. " + PROSE + " Another one."])
+    assert found is not None and found.sentence == PROSE
+
+
+def test_underscores_inside_names_count_and_roles_read_as_their_text():
+    prose = "It keeps {term}`grad mode <grad mode>` and the `requires_grad` flag."
+    assert find_in_prose("keeps grad mode and the requires_grad flag", [prose]) is not None
+    assert find_in_prose("the requiresgrad flag", [prose]) is None
+    assert find_in_prose("a sentence that is not there", [prose]) is None
+
+
+def test_a_claim_cell_holds_one_block_per_claim_line():
+    blocks = claim_blocks("# claim: one thing\nassert 1\n\n# claim: another\nassert 2\ndel x\n")
+    assert [(b.says, b.code) for b in blocks] == [
+        ("one thing", "# claim: one thing\nassert 1"),
+        ("another", "# claim: another\nassert 2\ndel x")]
+
+
+# --- Preparing: claim cells run hidden, one per claim, keyed out of the expectations -------
+
+def _notebook(text: str, edition: Edition = Edition.STUDENT) -> nbformat.NotebookNode:
+    return edition_chapter(text, "chapter.md", edition, {}, torch.__version__,
+                           machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
+
+
+def test_claim_cells_run_hidden_one_per_claim_and_may_raise(tiny_book):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, check=TRUE_CHECK + "\n# claim: its `grad_fn`\nassert True")
+    claims = [cell for cell in _notebook(chapter.read_text()).cells if is_claim(cell)]
+    assert len(claims) == 2
+    for cell in claims:
+        assert {CLAIM_TAG, RAISES_TAG, "remove-cell"} <= set(cell_tags(cell))
+
+
+def test_adding_a_claim_cell_keeps_every_expected_output_key(tiny_book):
+    chapter = tiny_book / "chapter.md"
+    before = cell_keys(_notebook(chapter.read_text(), Edition.INSTRUCTOR))
+    _with_claim(chapter)
+    assert cell_keys(_notebook(chapter.read_text(), Edition.INSTRUCTOR)) == before
+
+
+def test_the_claim_is_located_at_its_sentence_and_a_stray_fragment_at_its_cell(tiny_book):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, check=TRUE_CHECK + "\n# claim: a fragment the prose lacks\nassert True")
+    text = chapter.read_text()
+    found, stray = chapter_claims(_notebook(text), text, {}).checked
+    assert found.claim.line == _line_of(chapter, PROSE) and found.claim.sentence == PROSE
+    assert not stray.claim.sentence and stray.claim.line == _line_of(
+        chapter, "# claim: a fragment the prose lacks")
+    assert chapter_claims(_notebook(text), text, {}).cited == 1
+
+
+def test_no_download_holds_a_claim_cell(tiny_book):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter)
+    markdown = PlainMarkdown(lambda role, target: None, "", None, lambda condition: True)
+    download = download_notebook(_notebook(chapter.read_text()), markdown)
+    assert not any(PROBE in cell.source or is_claim(cell) for cell in download.cells)
+
+
+# --- Verifying: a claim holds, fails at its sentence, or prints ---------------------------
+
+def _ran(*outputs) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell("# claim: x", metadata={"tags": [CLAIM_TAG]})
+    cell.outputs, cell.execution_count = list(outputs), 1
+    return cell
+
+
+def _located(tiny_book: Path, **edit):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, **edit)
+    text = chapter.read_text()
+    return chapter_claims(_notebook(text), text, {}).checked[0]
+
+
+def test_a_failed_check_is_one_line_at_the_sentence(tiny_book):
+    claim = _located(tiny_book, prose=FALSE_PROSE, says=FALSE_CLAIM, check=FALSE_CHECK)
+    error = nbformat.v4.new_output("error", ename="AssertionError", evalue="MulBackward0",
+                                   traceback=["Traceback (most recent call last):", "..."])
+    [(line, message)] = [(p.claim.line, p.message) for p in
+                         claim_problems([(claim.claim, _ran(error))], f"on torch {TORCH}")]
+    assert line == _line_of(tiny_book / "chapter.md", FALSE_PROSE)
+    assert message.startswith(f'the claim "{FALSE_CLAIM}" no longer holds on torch {TORCH}: '
+                              "AssertionError: MulBackward0")
+    assert "Traceback" not in message
+
+
+def test_a_check_that_prints_is_an_error_and_a_quiet_one_holds(tiny_book):
+    claim = _located(tiny_book).claim
+    printed = nbformat.v4.new_output("stream", name="stdout", text="hello\n")
+    [problem] = claim_problems([(claim, _ran(printed))], f"on torch {TORCH}")
+    assert "printed" in problem.message and "hello" in problem.message
+    assert claim_problems([(claim, _ran())], f"on torch {TORCH}") == []
+
+
+# --- Exhibits: [[claim]] tables, found in the exhibit's prose -----------------------------
+
+# An exhibit of its own: the book's exhibits change with the book.
+EXHIBIT = f"""number = 1
+title = "A planted exhibit"
+room = "eager"
+runs_on = "cpu"
+lesson = "Dividing by zero raises an error in Python, whatever library holds the numbers."
+fix_note = "Divide by a number that is not zero."
+failing_code = "1 / 0"
+fix_code = "1 / 2"
+
+[[records]]
+torch = "2.2.2"
+source = "museum"
+where = "a test"
+date = ""
+type = "ZeroDivisionError"
+message = "division by zero"
+
+[[records]]
+torch = "{TORCH}"
+source = "build"
+where = "a test"
+date = ""
+type = "ZeroDivisionError"
+message = "division by zero"
+"""
+WING = """name = "planted"
+title = "A wing of one exhibit"
+rooms = ["eager"]
+tagline = "One exhibit."
+introduction = "One exhibit, planted by a test."
+"""
+FRAGMENT = "dividing by zero raises an error in Python"  # of its lesson, verbatim
+
+
+def _exhibit_with(folder: Path, claim: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "01-saved-tensor.toml"
+    path.write_text(EXHIBIT + "\n" + claim)
+    return path
+
+
+def _load(path: Path):
+    return load_exhibit(path, ("eager",), load_machine_kinds(MACHINE_KINDS_FILE))
+
+
+def test_an_exhibit_claim_is_read_with_its_sentence_and_line(tmp_path):
+    path = _exhibit_with(tmp_path, f'[[claim]]\nsays = "{FRAGMENT}"\n'
+                                   "check = '''\nassert True\n'''\n")
+    claim = _load(path).claims[-1]
+    assert claim.line == _line_of(path, "says = ") and claim.check == "assert True"
+    assert claim.sentence
+
+
+@pytest.mark.parametrize("claim, message", [
+    ('[[claim]]\nsays = "words no exhibit says"\nsource = "https://pytorch.org"\n',
+     "field 'says' is not in the exhibit's prose"),
+    ('[[claim]]\nsays = "{fragment}"\n', "either 'check'"),
+    ('[[claim]]\nsays = "{fragment}"\nsource = "pytorch.org"\n', "field 'source' must be"),
+])
+def test_a_malformed_exhibit_claim_names_its_line(tmp_path, claim, message):
+    path = _exhibit_with(tmp_path, claim.replace("{fragment}", FRAGMENT))
+    with pytest.raises(ExhibitError) as error:
+        _load(path)
+    assert message in str(error.value)
+    assert f"{path}:{_line_of(path, 'says = ')}" in str(error.value)
+
+
+# --- A tiny book, built (slow) ------------------------------------------------------------
+
+def _everything_published(outdir: Path) -> dict[str, str]:
+    html = outdir / "html"
+    return {str(p.relative_to(html)): p.read_text(encoding="utf8", errors="replace")
+            for p in html.rglob("*") if p.is_file() and p.suffix in {".html", ".js", ".md",
+                                                                     ".ipynb", ".txt"}}
+
+
+@pytest.mark.slow
+def test_a_true_claim_is_checked_counted_and_never_shown(tiny_book, tmp_path):
+    _with_claim(tiny_book / "chapter.md")
+    for edition, tags in (("student", ()), ("instructor", ("instructor",))):
+        build = sphinx_build(tiny_book, tmp_path / edition, tmp_path / "cache", *tags)
+        assert build.returncode == 0, build.log
+        assert "claims: chapter.md: 1 checked, 1 cited" in build.log
+        published = _everything_published(build.outdir)
+        assert "chapter.html" in published and "_sources/chapter.ipynb" in published
+        assert "_sources/chapter.md" in published
+        shown = [name for name, text in published.items() if PROBE in text or "# claim:" in text]
+        assert shown == []
+        # The sentence itself is on the page.
+        assert "records a" in published["chapter.html"]
+
+
+@pytest.mark.slow
+def test_a_planted_false_claim_stops_the_build_at_its_sentence(tiny_book, tmp_path):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, prose=FALSE_PROSE, says=FALSE_CLAIM, check=FALSE_CHECK)
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert build.returncode != 0
+    assert (f"chapter.md:{_line_of(chapter, FALSE_PROSE)}: ERROR: the claim \"{FALSE_CLAIM}\" "
+            f"no longer holds on torch {TORCH}: AssertionError: MulBackward0") in build.log
+    assert "Traceback" not in build.log
+    # The failure is not forgotten: a rebuild reports it again, from the cache.
+    again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert again.returncode != 0 and again.executed == 0 and "no longer holds" in again.log
+
+
+@pytest.mark.slow
+def test_a_stray_fragment_and_a_printing_check_stop_the_build_at_their_cells(tiny_book, tmp_path):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, check=TRUE_CHECK + "\n# claim: words the prose never says\nassert True"
+                                            "\n# claim: its grad_fn\nprint('chatty')")
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert build.returncode != 0
+    assert (f"chapter.md:{_line_of(chapter, '# claim: words the prose never says')}: ERROR: "
+            "the claim \"words the prose never says\" is not in the prose above") in build.log
+    assert f"chapter.md:{_line_of(chapter, PROSE)}: ERROR: the check of the claim " in build.log
+    assert "chatty" in build.log
+
+
+@pytest.mark.slow
+def test_a_planted_false_exhibit_claim_names_its_toml_line(tiny_book, tmp_path):
+    wing = tmp_path / "exhibits" / "planted"
+    wing.mkdir(parents=True)
+    (wing / "wing.toml").write_text(WING)
+    exhibit = _exhibit_with(wing, f'[[claim]]\nsays = "{FRAGMENT}"\n'
+                                  "check = '''\nassert 1 == 2, 'planted'\n'''\n")
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text() + "\n```{museum-room} planted eager\n```\n")
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
+                         settings={"coursebook_exhibits_dir": str(wing.parent),
+                                   "coursebook_verify_outputs": "0"})
+    assert build.returncode != 0
+    assert (f"{exhibit.name}:{_line_of(exhibit, 'says = ')}: ERROR: the claim \"{FRAGMENT}\" "
+            f"no longer holds on torch {TORCH}: AssertionError: planted") in build.log
+    # Nothing else failed: the exhibit's own checks passed.
+    assert build.log.count(": ERROR:") == 1, build.log
