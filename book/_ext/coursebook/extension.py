@@ -40,9 +40,9 @@ from coursebook.render.downloads import (
     offer_edition_notebook,
     replace_copied_sources,
 )
-from coursebook.render.latex_epilog import name_only_the_latex_folder
 from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.render.handouts import setup_handouts
+from coursebook.render.latex_epilog import name_only_the_latex_folder
 from coursebook.render.offline_mathjax import copy_mathjax
 from coursebook.render.output_blocks import normalise_output_nodes
 from coursebook.verify.chapter_checks import (
