@@ -109,12 +109,13 @@ def tiny_book(tmp_path: Path) -> Path:
 
 
 def tiny_book_with_an_overflow(tmp_path: Path) -> Path:
-    """A copy of the tiny book whose prose has a word too long for any line; its chapter."""
+    """A copy of the tiny book whose prose has a word too long for any line; its chapter.
+    Digits: LuaTeX hyphenates a word of letters however long it is."""
     source = tmp_path / "src"
     shutil.copytree(TINY_BOOK, source)
     chapter = source / "chapter.md"
     chapter.write_text(chapter.read_text().replace(
-        "A worked example.", "A worked example: " + "Unbreakable" * 20 + "."))
+        "A worked example.", "A worked example: " + "0123456789" * 22 + "."))
     return chapter
 
 
