@@ -191,6 +191,7 @@ bench: venv ## Benchmark builds against the nbclient floor, Sphinx, Jupyter Book
 # and network bound) while the tests mostly compute: run side by side, each one's output
 # shown whole when it ends.
 test: venv ## All tests, the slow full builds included, and the CPU stand-in recording re-run (what CI runs)
+	@$(PYTHON) tools/system_tools.py
 	$(MAKE) -j 2 --output-sync=target test-recording test-suite
 
 # The stand-in's re-run, then the recorded chapter's student download run top to bottom in
