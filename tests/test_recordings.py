@@ -135,7 +135,7 @@ def test_the_student_reads_one_sentence_on_where_the_outputs_come_from():
     notes = [c.source for c in attached.labelled.cells if c.cell_type == "markdown"
              and BOOK_ONLY_TAG in c.metadata.get("tags", [])]
     torch = recording.torches()[0].split("+")[0]
-    assert notes[0] == (f"*The outputs on this page were produced with torch {torch} on a CPU "
+    assert notes[0] == (f"*The outputs of this chapter were produced with torch {torch} on a CPU "
                         f"({recording.provenance['date']}), not on a TPU.*")
     assert notes[1:] and set(notes[1:]) == {"*This cell needs a TPU: its output is not shown here.*"}
     shown = "\n".join(cell.source for cell in attached.labelled.cells if cell.cell_type == "markdown")

@@ -268,7 +268,7 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
     a student reads one sentence.
     """
     if not instructor:
-        return _student_panel(chapter, recordings)
+        return f"*{plainly_recorded(chapter, recordings)}*"
     parts = []
     for recording in recordings:
         p = recording.provenance
@@ -300,7 +300,7 @@ def _kernel_versions(recording: Recording) -> str:
                      for name, versions in recording.provenance["environments"].items())
 
 
-def _student_panel(chapter: RecordedChapter, recordings: list[Recording]) -> str:
+def plainly_recorded(chapter: RecordedChapter, recordings: list[Recording]) -> str:
     """One plain sentence: which torch produced the outputs, on which device and when, and
     on which of the chapter's devices none was recorded. The versions, the drift and the
     stand-in are the instructor edition's."""
@@ -313,8 +313,8 @@ def _student_panel(chapter: RecordedChapter, recordings: list[Recording]) -> str
         f"({recording.provenance['date']})" for recording in recordings)
     missing = [b.short_label for b in chapter.machines
                if not b.stand_in and all(r.machine != b for r in recordings)]
-    return (f"*The outputs on this page were produced with {runs}"
-            + (f", not on a {' or a '.join(missing)}" if missing else "") + ".*")
+    return (f"The outputs of this chapter were produced with {runs}"
+            + (f", not on a {' or a '.join(missing)}" if missing else "") + ".")
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from coursebook.model.recordings import (
     attach_recordings,
     load_recordings,
     recorded_chapter,
+    plainly_recorded,
     recorded_with,
     recording_name,
     recording_name_in_source,
@@ -136,8 +137,10 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     recorded = {source for recording in recordings for source in recording.outputs_by_source()}
     claims = replace(claims, checked=tuple(claim for claim in claims.checked
                                            if notebook.cells[claim.index].source in recorded))
-    return PreparedChapter(attached.labelled, origins, attached.executed,
-                           recorded_with(recordings), claims)
+    # The instructor's provenance names the kinds and versions; a student's says it plainly.
+    where = (recorded_with(recordings) if edition_of(app) is Edition.INSTRUCTOR
+             else plainly_recorded(chapter, recordings))
+    return PreparedChapter(attached.labelled, origins, attached.executed, where, claims)
 
 
 def _note_inputs(app: Sphinx, config: BookConfig,

@@ -87,11 +87,15 @@ def set_handout_documents(app: Sphinx, env) -> list[str]:
 def _provenance(app: Sphinx, docname: str) -> str:
     chapter = page_states(app.env).get(docname)
     if chapter is not None and chapter.recorded_with:
-        # The instructor edition marks under each cell which recording its output comes from.
-        instructor = edition_of(app) is Edition.INSTRUCTOR
-        marks = " A mark under each cell says where it ran." if instructor else ""
-        return f"{chapter.recorded_with}.{marks}"
-    return f"Outputs executed and verified with torch {release(book_config(app.config).torch)}"
+        # The instructor edition marks under each cell which recording its output comes
+        # from; a student's sentence is whole.
+        if edition_of(app) is Edition.INSTRUCTOR:
+            return f"{chapter.recorded_with}. A mark under each cell says where it ran."
+        return chapter.recorded_with
+    torch = release(book_config(app.config).torch)
+    if edition_of(app) is Edition.INSTRUCTOR:
+        return f"Outputs executed and verified with torch {torch}"
+    return f"The outputs of this chapter come from torch {torch}."  # as its page says
 
 
 def _qr_code(url: str, path: Path) -> None:
