@@ -4,13 +4,14 @@ longer holds stops the build at its sentence, and no reader ever sees the checks
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
 import torch
 
-from conftest import MACHINE_KINDS_FILE, sphinx_build
+from conftest import MACHINE_KINDS_FILE, ROOT, sphinx_build, sphinx_command
 from coursebook.model.claims import claim_blocks, find_in_prose
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.model.museum import ExhibitError, load_exhibit
@@ -260,6 +261,22 @@ def test_a_true_claim_is_checked_counted_and_never_shown(tiny_book, tmp_path):
         assert shown == []
         # The sentence itself is on the page.
         assert "records a" in published["chapter.html"]
+
+
+@pytest.mark.slow
+def test_no_latex_source_of_the_book_or_a_handout_holds_a_claim(tiny_book, tmp_path):
+    """The PDF and the handouts are made from these LaTeX sources."""
+    _with_claim(tiny_book / "chapter.md")
+    for tags in ((), ("handout",)):
+        out = tmp_path / "-".join(("latex", *tags))
+        done = subprocess.run(sphinx_command(tiny_book, out, tmp_path / "doctrees", builder="latex",
+                                             tags=tags, settings={"nb_execution_cache_path":
+                                                                  str(tmp_path / "cache")}),
+                              capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr[-3000:]
+        sources = {p.name: p.read_text() for p in out.glob("*.tex")}
+        assert any("records a" in text for text in sources.values()), sorted(sources)
+        assert [name for name, text in sources.items() if PROBE in text or "claim:" in text] == []
 
 
 @pytest.mark.slow
