@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import ROOT, TINY_BOOK, sphinx_build, sphinx_command
+from conftest import ROOT, TINY_BOOK, Build, sphinx_build, sphinx_command
 from coursebook.execute.fill_cache import read_conf
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -95,17 +95,32 @@ def _processes_of(token: str) -> list[psutil.Process]:
     return found
 
 
+@pytest.fixture(autouse=True)
+def stop_build_importable(monkeypatch) -> None:
+    """Every build of these tests loads the stopping extension (stopping only where told):
+    a build with other extensions than the last would read and write every page anyway."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        filter(None, [str(FIXTURES), os.environ.get("PYTHONPATH")])))
+
+
+def _settings(at: str = "") -> dict[str, str]:
+    # stop_build_at is no setting a page depends on: the next build reads nothing for it.
+    return {"extensions": ",".join([*read_conf(ROOT)["extensions"], "stop_build"]),
+            "stop_build_at": at}
+
+
+def _build(source: Path, outdir: Path, cache: Path) -> Build:
+    return sphinx_build(source, outdir, cache, settings=_settings())
+
+
 def _stopped_build(source: Path, outdir: Path, cache: Path, at: str) -> tuple[int, str, list]:
     """A build stopped at ``at`` (PHASE:SIGNAL): its exit status, its log, and the
     processes of it still alive ``GRACE`` seconds after its main process ended."""
-    extensions = ",".join([*read_conf(ROOT)["extensions"], "stop_build"])
     command = sphinx_command(source, outdir / "html", outdir / "doctrees", settings={
-        "nb_execution_cache_path": str(cache), "extensions": extensions, "stop_build_at": at})
+        "nb_execution_cache_path": str(cache), **_settings(at)})
     token = uuid.uuid4().hex
     (outdir / "tmp").mkdir(parents=True, exist_ok=True)
-    environment = {**os.environ, TOKEN_ENV: token, "TMPDIR": str(outdir / "tmp"),
-                   "PYTHONPATH": os.pathsep.join(filter(None, [str(FIXTURES),
-                                                               os.environ.get("PYTHONPATH")]))}
+    environment = {**os.environ, TOKEN_ENV: token, "TMPDIR": str(outdir / "tmp")}
     log = outdir / "stopped.log"
     with log.open("w") as out:
         build = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
@@ -137,7 +152,7 @@ def test_a_build_stopped_at_any_phase_leaves_no_process_and_the_next_build_is_wh
     source, outdir, cache = tmp_path / "src", tmp_path / "out", tmp_path / "cache"
     shutil.copytree(tiny_cache, cache)
     _write_book(source, "v1")
-    first = sphinx_build(source, outdir, cache)
+    first = _build(source, outdir, cache)
     assert first.returncode == 0, first.log[-3000:]
     pages = _write_book(source, "v2")
     shutil.rmtree(cache)  # cold: the kernel server runs, the chapter executes
@@ -150,7 +165,7 @@ def test_a_build_stopped_at_any_phase_leaves_no_process_and_the_next_build_is_wh
         for sign in CRASH_SIGNS:
             assert sign not in log, log[-3000:]
 
-    again = sphinx_build(source, outdir, cache)
+    again = _build(source, outdir, cache)
     assert again.returncode == 0, again.log[-3000:]
     assert not again.crash_reports
     for sign in CRASH_SIGNS:
@@ -162,3 +177,27 @@ def test_a_build_stopped_at_any_phase_leaves_no_process_and_the_next_build_is_wh
         assert found.get(_stem(_word("v2", page))) == {page}, (page, again.log[-3000:])
         # (Sphinx keeps a term no page has any more, finding none.)
         assert not found.get(_stem(_word("v1", page))), (page, again.log[-3000:])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("removed", [["searchindex.js", ".buildinfo"], ["searchindex.js"]])
+def test_a_search_index_removed_after_a_good_build_is_made_whole_again(tmp_path, tiny_cache,
+                                                                       removed):
+    """What a build stopped before its last step leaves, made on purpose: the next build
+    writes every page (no 'search index couldn't be loaded'), and so does none after it."""
+    source, outdir, cache = tmp_path / "src", tmp_path / "out", tmp_path / "cache"
+    shutil.copytree(tiny_cache, cache)
+    pages = _write_book(source, "v1")
+    assert _build(source, outdir, cache).returncode == 0
+    for name in removed:
+        (outdir / "html" / name).unlink()
+    logs = []
+    for _ in range(2):
+        again = _build(source, outdir, cache)
+        assert again.returncode == 0 and not again.crash_reports, again.log[-3000:]
+        found = _search(outdir)
+        assert all(found.get(_stem(_word("v1", page))) == {page} for page in pages), found
+        logs.append(again.log)
+    [said] = [line for line in logs[0].splitlines() if "every page is written again" in line]
+    assert all(name in said for name in removed) and "missing" in said, said
+    assert "every page is written again" not in logs[1]

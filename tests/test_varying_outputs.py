@@ -5,15 +5,20 @@ matching more, kept by make accept-outputs, and told apart from a changed output
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import TINY_BOOK, sphinx_build
+from conftest import sphinx_build
 from coursebook.page_state import CellOutput
-from coursebook.verify.expectations import (Expectations, accept, compare, patterns_outgrown,
-                                            read_expectations, write_expectations)
+from coursebook.verify.expectations import (
+    Expectations,
+    accept,
+    compare,
+    patterns_outgrown,
+    read_expectations,
+    write_expectations,
+)
 from coursebook.verify.varying_outputs import matches, suggest
 
 # --- The matcher ----------------------------------------------------------------------------
