@@ -164,7 +164,8 @@ def test_a_timing_is_told_to_vary_marked_kept_by_accept_and_bounded(tiny_book, t
     # A clean cache: the same code and versions print another timing.
     again = build("again")
     assert again.returncode != 0
-    [error] = [block for block in re.split(r"\n(?=\S)", again.log) if "varies between runs" in block]
+    [error] = [block for block in re.split(r"\n(?=\S)", again.log)
+               if "varies between runs" in block]
     assert "make accept-outputs" not in error, error
     assert "chapter.md:" in error and "chapter.txt:" in error
     suggested = re.search(r"\n    (=== cell \w+ \(student\) \(varies\) · import time\n"
