@@ -190,5 +190,8 @@ def check_runtimes_file(app: Sphinx) -> None:
 
 def book_config(config: Config) -> BookConfig:
     """The build's BookConfig (made at config-inited); outside a build, made now."""
-    built = _BUILT.get(config)
+    try:
+        built = _BUILT.get(config)
+    except TypeError:  # not a Sphinx Config (a stand-in in a test)
+        built = None
     return built if built is not None else BookConfig.of(config)
