@@ -288,6 +288,7 @@ def test_a_planted_false_claim_stops_the_build_at_its_sentence(tiny_book, tmp_pa
     assert (f"chapter.md:{_line_of(chapter, FALSE_PROSE)}: ERROR: the claim \"{FALSE_CLAIM}\" "
             f"no longer holds on torch {TORCH}: AssertionError: MulBackward0") in build.log
     assert "Traceback" not in build.log
+    assert "chapter.md (student): 3 of 3 code cells verified" in build.log  # outputs still compared
     # The failure is not forgotten: a rebuild reports it again, from the cache.
     again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert again.returncode != 0 and again.executed == 0 and "no longer holds" in again.log

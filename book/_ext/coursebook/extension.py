@@ -80,8 +80,8 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
     release_notebook_lock(app)
     normalise_output_nodes(doctree)
     check_executed_chapter(app, doctree)
-    check_claims(app, doctree)
     keep_cell_outputs(app, doctree)
+    check_claims(app, doctree)  # after: a claim that fails leaves the outputs compared
     highlight_changed_boxes(doctree)
     quiet_exhibit_checks(app, doctree)
     if NbMetadataCollector.get_exec_data(app.env, app.env.docname) is not None:

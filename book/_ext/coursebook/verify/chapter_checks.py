@@ -25,7 +25,6 @@ from coursebook.config import book_config
 from coursebook.execute.cached_chapters import stopped_run
 from coursebook.execute.long_outputs import CUT_MARKER, LIMIT, without_digest
 from coursebook.execute.notebook_runs import StoppedRun
-from coursebook.execute.shared_cache import cached_notebook
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import CellOrigin
 from coursebook.model.notebooks import RAISES_TAG, line_of
@@ -42,6 +41,7 @@ from coursebook.page_state import (
 from coursebook.prepare.chapters import PreparedChapter, edition_chapter, edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import ask_for, report
+from coursebook.verify.executed import executed_notebook
 from coursebook.verify.expectations import (
     ACCEPT_COMMAND,
     ExpectationsError,
@@ -231,7 +231,7 @@ def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
     chapter = page_state_of(app.env, app.env.docname)
     if prepared is None or prepared.recorded is not None or chapter.failed:
         return
-    executed = cached_notebook(book_config(app.config).cache_path, prepared.notebook)
+    executed = executed_notebook(app, prepared)
     if executed is not None:
         chapter.outputs = cell_outputs(executed)
 

@@ -18,12 +18,12 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import book_config
-from coursebook.execute.shared_cache import cached_notebook
 from coursebook.model.claims import Claim
 from coursebook.model.faults import shown_path
 from coursebook.model.versions import release
 from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_states
 from coursebook.prepare.chapters import PreparedChapter
+from coursebook.verify.executed import executed_notebook
 
 logger = logging.getLogger(__name__)
 
@@ -82,9 +82,7 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
     prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
     if prepared is None:
         return
-    executed = prepared.recorded
-    if executed is None:
-        executed = cached_notebook(book_config(app.config).cache_path, prepared.notebook)
+    executed = executed_notebook(app, prepared)
     if executed is None:
         return  # not executed: its failure is reported by the execution checks
     ran = [(c.claim, executed.cells[c.index]) for c in prepared.claims.checked
