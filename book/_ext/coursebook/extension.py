@@ -125,20 +125,21 @@ def setup(app: Sphinx) -> dict:
     #    (step 5), and every page when this extension's code changed (env_version below);
     #    the collector adds the pages that failed.
     # 4. env-before-read-docs, when there are pages to read: a page that is not UTF-8 stops
-    #    the build; myst-nb's execution clients are imported (before the readers fork),
-    #    its cache mode running chapters through coursebook.execute.notebook_runs (a hung
-    #    cell or a dead kernel named, a flood of output cut before it is cached); the
+    #    the build; myst-nb's execution clients are imported (before the readers fork;
+    #    speed only: coursebook/execute/myst_nb_clients.py); the
     #    shared cache is created (once, however many builds start) and repaired or
     #    refused; chapters that execute are dealt across the parallel readers.
     app.connect("env-before-read-docs", check_source_encodings)
     app.connect("env-before-read-docs", import_for_reading)
     app.connect("env-before-read-docs", check_execution_cache)
     app.connect("env-before-read-docs", spread_chapters_over_readers)
-    # 5. source-read, per page: the chapter is prepared once; this edition's notebook
-    #    replaces its text, its inputs are noted as dependencies, and its cache key is
-    #    locked until myst-nb has executed and cached it.
+    # 5. source-read, per page: the chapter is prepared once (its inputs noted as
+    #    dependencies); the execute stage keys and locks it and, when the cache lacks it,
+    #    runs it (a hung cell or a dead kernel named, a flood of output cut) and caches it;
+    #    this edition's notebook replaces the page's text, which myst-nb reads, taking the
+    #    outputs from the cache.
     app.connect("source-read", _read_edition_source)
-    # 6. doctree-read, per page: the lock is released; outputs normalised, checked and
+    # 6. doctree-read, per page: a failed run leaves the cache, the lock is released; outputs normalised, checked and
     #    kept with the page; its claims checked.
     app.connect("doctree-read", _read_chapter_done)
     # 7. env-updated, once all pages are read: outputs against their expectations,
