@@ -125,6 +125,14 @@ def test_the_claim_is_located_at_its_sentence_and_a_stray_fragment_at_its_cell(t
     assert chapter_claims(_notebook(text), text, {}).cited == 1
 
 
+def test_a_source_comment_without_an_address_is_not_counted_but_located(tiny_book):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, source="% source: the autograd notes")
+    text = chapter.read_text()
+    claims = chapter_claims(_notebook(text), text, {})
+    assert claims.cited == 0 and claims.unsourced == (_line_of(chapter, "% source: the"),)
+
+
 def test_no_download_holds_a_claim_cell(tiny_book):
     chapter = tiny_book / "chapter.md"
     _with_claim(chapter)
@@ -295,16 +303,19 @@ def test_a_planted_false_claim_stops_the_build_at_its_sentence(tiny_book, tmp_pa
 
 
 @pytest.mark.slow
-def test_a_stray_fragment_and_a_printing_check_stop_the_build_at_their_cells(tiny_book, tmp_path):
+def test_a_stray_fragment_a_printing_check_and_an_empty_source_stop_the_build(tiny_book, tmp_path):
     chapter = tiny_book / "chapter.md"
     _with_claim(chapter, check=TRUE_CHECK + "\n# claim: words the prose never says\nassert True"
-                                            "\n# claim: its grad_fn\nprint('chatty')")
+                                            "\n# claim: its grad_fn\nprint('chatty')",
+                source="% source: the autograd notes")
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert build.returncode != 0
     assert (f"chapter.md:{_line_of(chapter, '# claim: words the prose never says')}: ERROR: "
             "the claim \"words the prose never says\" is not in the prose above") in build.log
     assert f"chapter.md:{_line_of(chapter, PROSE)}: ERROR: the check of the claim " in build.log
     assert "chatty" in build.log
+    assert (f"chapter.md:{_line_of(chapter, '% source: the')}: ERROR: a `% source:` comment names "
+            "no address") in build.log
 
 
 @pytest.mark.slow

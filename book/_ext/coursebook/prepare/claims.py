@@ -15,7 +15,14 @@ from dataclasses import dataclass
 
 import nbformat
 
-from coursebook.model.claims import Claim, cited_sources, claim_blocks, find_in_prose, line_in
+from coursebook.model.claims import (
+    CITED_URL,
+    Claim,
+    cited_sources,
+    claim_blocks,
+    find_in_prose,
+    line_in,
+)
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line, is_claim, line_of
 
@@ -53,10 +60,12 @@ class ClaimCell:
 
 @dataclass(frozen=True)
 class ChapterClaims:
-    """The claims a chapter checks (its own and its exhibits'), and how many it cites."""
+    """The claims a chapter checks (its own and its exhibits'), how many it cites, and the
+    lines of the ``% source:`` comments that name no address."""
 
     checked: tuple[ClaimCell, ...] = ()
     cited: int = 0
+    unsourced: tuple[int, ...] = ()
 
 
 def _located(code: str, prose: list[str], chapter_text: str) -> Claim:
@@ -78,14 +87,18 @@ def chapter_claims(notebook: nbformat.NotebookNode, chapter_text: str,
     """Every claim cell of an edition's notebook (split by :func:`one_cell_per_claim`),
     located, and the number of cited claims (``% source:`` comments in its markdown,
     an exhibit's cited claims among them)."""
-    checked, prose, cited = [], [], 0
+    checked, prose, cited, unsourced = [], [], 0, []
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "markdown":
             prose.append(cell.source)
-            cited += len(cited_sources(cell.source))
+            for url, comment in cited_sources(cell.source):
+                if CITED_URL.match(url):
+                    cited += 1
+                else:
+                    unsourced.append(line_in(chapter_text, comment))
         elif is_claim(cell):
             exhibits = from_exhibits.get(cell.source.strip())
             checked.append(ClaimCell(index, exhibits or _located(cell.source, prose, chapter_text)))
         elif cell.cell_type == "code":
             prose = []
-    return ChapterClaims(tuple(checked), cited)
+    return ChapterClaims(tuple(checked), cited, tuple(unsourced))

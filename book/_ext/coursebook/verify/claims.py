@@ -75,6 +75,10 @@ def _location(claim: Claim, docname: str):
     return f"{shown_path(claim.toml)}:{claim.line}" if claim.toml else (docname, claim.line or None)
 
 
+def _report(message: str, location) -> None:
+    logger.error("%s", message, location=location, type="coursebook", subtype="claim")
+
+
 def check_claims(app: Sphinx, doctree: nodes.document) -> None:
     """``doctree-read``: each claim of the chapter just read against the run of its check
     (this build's, from the cache, or its recording's); the counts kept for the summary."""
@@ -82,20 +86,23 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
     prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
     if prepared is None:
         return
+    for line in prepared.claims.unsourced:
+        _report("a `% source:` comment names no address: cite the claim above it as "
+                "`% source: https://...`", (env.docname, line or None))
     executed = executed_notebook(app, prepared)
-    if executed is None:
-        return  # not executed: its failure is reported by the execution checks
-    ran = [(c.claim, executed.cells[c.index]) for c in prepared.claims.checked
-           if _ran(executed.cells[c.index]) or prepared.recorded is not None]
-    where = ("in its recording" if prepared.recorded is not None
-             else f"on torch {release(book_config(app.config).torch)}")
-    problems = claim_problems(ran, where)
+    if executed is None:  # not run: the execution checks report why
+        problems, ran = [], []
+    else:
+        ran = [(c.claim, executed.cells[c.index]) for c in prepared.claims.checked
+               if _ran(executed.cells[c.index]) or prepared.recorded is not None]
+        where = ("in its recording" if prepared.recorded is not None
+                 else f"on torch {release(book_config(app.config).torch)}")
+        problems = claim_problems(ran, where)
+        page_state_of(env, env.docname).claims = (len(ran) - len(problems), prepared.claims.cited)
     for problem in problems:
-        logger.error("%s", problem.message, location=_location(problem.claim, env.docname),
-                     type="coursebook", subtype="claim")
-    if problems:
+        _report(problem.message, _location(problem.claim, env.docname))
+    if problems or prepared.claims.unsourced:
         mark_failed(env, env.docname)
-    page_state_of(env, env.docname).claims = (len(ran) - len(problems), prepared.claims.cited)
 
 
 def log_claim_counts(app: Sphinx, *_) -> None:
