@@ -48,6 +48,9 @@ class Runtime:
     packages: dict[str, str]
     verified_by: str
     adds: dict[str, str] = field(default_factory=dict)  # what the book installs on top of it
+    # Pins only a machine with the runtime's device uses (libtpu): a set-up cell on a
+    # machine without it leaves them out.
+    device_only: tuple[str, ...] = ()
 
     @property
     def torch(self) -> str:
@@ -105,9 +108,14 @@ def load_runtimes(path: Path = RUNTIMES_FILE) -> dict[str, Runtime]:
             raise RuntimeFileError(f"[{name}]: field 'verified_by' is {table['verified_by']!r}, "
                                    f"expected one of {VERIFIED_BY}", path,
                                    _line_of(path, name, "verified_by"))
+        device_only = table.get("device_only", [])
+        if not isinstance(device_only, list) or not set(device_only) <= set(table["packages"]):
+            raise RuntimeFileError(f"[{name}]: field 'device_only' must list names of its "
+                                   "packages", path, _line_of(path, name, "device_only"))
         runtimes[name] = Runtime(name=name, packages={k: str(v) for k, v in
                                                       table["packages"].items()},
                                  adds={k: str(v) for k, v in table.get("adds", {}).items()},
+                                 device_only=tuple(device_only),
                                  **{f: table[f] for f in _FIELDS if f != "packages"})
     return runtimes
 

@@ -1,13 +1,21 @@
-"""A chapter's set-up cell, made from a runtime: what a notebook installs where it runs.
+"""A chapter's set-up cells, made from a runtime: what a notebook installs where it runs,
+and where a new runtime must start.
 
-A chapter places it with a fenced marker, ```` ```{runtime-setup} RUNTIME``` ````. The cell
-is generated from the book's runtimes file (``coursebook_runtimes_file``, by default
-``tools/runtimes.toml``) and the machine kinds, never typed: on a
-machine with the device of an accelerator kind of that runtime (Colab's TPU runtime, say),
-it installs only the pinned packages whose release is missing (what the image lacks);
-elsewhere it installs every pin that differs and sets the stand-in's variables, so the
-notebook runs as the stand-in does. Variables already set (by a recording's kernel) win.
-The cell is hidden on the page (``remove-cell``); a download shows it.
+A chapter places its set-up cell with a fenced marker, ```` ```{runtime-setup} RUNTIME``` ````.
+The cell is generated from the book's runtimes file (``coursebook_runtimes_file``, by
+default ``tools/runtimes.toml``) and the machine kinds, never typed: on a machine with the
+device of an accelerator kind of that runtime (Colab's TPU runtime, say), it installs only
+the pinned packages whose release is missing (what the image lacks); elsewhere it installs
+every pin that differs, except those only the device uses (``device_only``), and sets the
+stand-in's variables, so the notebook runs as the stand-in does. Variables already set (by a
+recording's kernel) win.
+
+```` ```{runtime-restart} RUNTIME MODULE``` ```` (with an optional ``:tags: [...]`` line, the
+cell's own tags) marks where the cells below need a process in which MODULE never took the
+device: on a machine with the device, its cell stops Run all with one line (restart the
+runtime, then run from this cell) when MODULE was imported above it; elsewhere it passes.
+It sets the same variables as the set-up cell, which a restarted runtime has lost.
+Both cells are hidden on the page (``remove-cell``); a download shows them.
 """
 
 from __future__ import annotations
@@ -20,9 +28,11 @@ import nbformat
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind
 from coursebook.model.notebooks import replace_markers
-from coursebook.model.runtimes import RUNTIMES_FILE, load_runtimes
+from coursebook.model.runtimes import RUNTIMES_FILE, Runtime, load_runtimes
 
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{runtime-setup\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
+_RESTART = re.compile(r"^(`{3,}|:{3,})\{runtime-restart\}[ \t]+(\S+)[ \t]+(\S+)[ \t]*\n"
+                      r"(?::tags:[ \t]*\[([^\]\n]*)\][ \t]*\n)?\1[ \t]*$", re.M)
 # Where pip finds a ``+cpu`` build of torch (PyPI has only its default build).
 _LOCAL_INDEXES = {"cpu": "https://download.pytorch.org/whl/cpu"}
 
@@ -31,38 +41,54 @@ class RuntimeSetupError(BookError):
     """A ``{runtime-setup}`` marker that names no usable runtime."""
 
 
-def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
-               runtimes_file: Path = RUNTIMES_FILE) -> str:
-    """The set-up cell's code for one runtime of ``runtimes_file``."""
+def _runtime_kinds(marker: str, runtime_name: str, machine_kinds: dict[str, MachineKind],
+                   runtimes_file: Path) -> tuple[Runtime, MachineKind, MachineKind]:
+    """The runtime a marker names, its accelerator kind and its stand-in kind."""
     runtimes = load_runtimes(runtimes_file)
     if runtime_name not in runtimes:
-        raise RuntimeSetupError(f"{{runtime-setup}} names runtime '{runtime_name}', not one of "
+        raise RuntimeSetupError(f"{{{marker}}} names runtime '{runtime_name}', not one of "
                                 f"{shown_path(runtimes_file)} ({', '.join(runtimes)})")
-    runtime = runtimes[runtime_name]
     kinds = [kind for kind in machine_kinds.values() if kind.runtime == runtime_name]
     accelerator = next((b for b in kinds if b.device_files), None)
     stand_in = next((b for b in kinds if b.stand_in), None)
     if accelerator is None or stand_in is None:
-        raise RuntimeSetupError(f"{{runtime-setup}} {runtime_name}: the machine kinds need an "
+        raise RuntimeSetupError(f"{{{marker}}} {runtime_name}: the machine kinds need an "
                                 "accelerator kind with device_files and a stand-in kind with "
                                 f"runtime = '{runtime_name}'")
+    return runtimes[runtime_name], accelerator, stand_in
+
+
+def _device_lines(accelerator: MachineKind, stand_in: MachineKind) -> list[str]:
+    """Whether the machine has the device, and the variables each case sets."""
+    devices = " + ".join(f"glob.glob({pattern!r})" for pattern in accelerator.device_files)
+    return [f"on_device = bool({devices})",
+            f"settings = {accelerator.environment!r} if on_device else {stand_in.environment!r}",
+            "for name, value in settings.items():",
+            "    os.environ.setdefault(name, value)"]
+
+
+def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
+               runtimes_file: Path = RUNTIMES_FILE) -> str:
+    """The set-up cell's code for one runtime of ``runtimes_file``."""
+    runtime, accelerator, stand_in = _runtime_kinds("runtime-setup", runtime_name,
+                                                    machine_kinds, runtimes_file)
     pins = {**runtime.packages, **runtime.adds}
     indexes = sorted({_LOCAL_INDEXES[v.split("+")[1]] for v in pins.values()
                       if "+" in v and v.split("+")[1] in _LOCAL_INDEXES})
     options = [option for index in indexes for option in ("--extra-index-url", index)]
-    devices = " + ".join(f"glob.glob({pattern!r})" for pattern in accelerator.device_files)
+    device_only = ", ".join(runtime.device_only)
     return "\n".join([
         f"# This notebook's packages: {runtime.title} and what the book adds to it, pinned.",
         f"# With a {accelerator.short_label}, only what the image lacks is installed; without one,",
-        "# every pin that differs, and the bridges are told to use the CPU.",
+        "# every pin that differs" + (f" (but {device_only}, which only a "
+                                      f"{accelerator.short_label} uses)" if device_only else "")
+        + ", and the bridges are told to use the CPU.",
         "import glob, os, subprocess, sys",
         "from importlib import metadata",
         "",
         f"pins = {pins!r}",
-        f"on_device = bool({devices})",
-        f"settings = {accelerator.environment!r} if on_device else {stand_in.environment!r}",
-        "for name, value in settings.items():",
-        "    os.environ.setdefault(name, value)",
+        f"device_only = {list(runtime.device_only)!r}",
+        *_device_lines(accelerator, stand_in),
         "",
         "def release(name):",
         "    try:",
@@ -72,13 +98,34 @@ def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
         "",
         f"indexes = {options!r}",
         "missing = [f'{name}=={version}' for name, version in pins.items()",
-        "           if release(name) != version.split('+')[0]]",
+        "           if release(name) != version.split('+')[0]",
+        "           and (on_device or name not in device_only)]",
         "if missing:",
         "    print('Installing', ' '.join(missing))",
         "    subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', *missing, *indexes],",
         "                   check=True)",
         "else:",
         "    print('Every pinned package is installed.')",
+    ])
+
+
+def restart_code(runtime_name: str, holder: str, machine_kinds: dict[str, MachineKind],
+                 runtimes_file: Path = RUNTIMES_FILE) -> str:
+    """The restart cell's code: on the runtime's device, it stops when ``holder`` (a module
+    that takes the device when imported) is in the process; it sets the variables again."""
+    _, accelerator, stand_in = _runtime_kinds("runtime-restart", runtime_name, machine_kinds,
+                                              runtimes_file)
+    device = accelerator.short_label
+    return "\n".join([
+        f"# The cells below need a process in which {holder} never took the {device}: with a",
+        f"# {device}, restart the runtime here (Colab: Runtime > Restart session), then run this",
+        "# cell and the ones after it. Without one, nothing holds a device: the notebook goes on.",
+        "import glob, os, sys",
+        "",
+        *_device_lines(accelerator, stand_in),
+        f"if on_device and {holder!r} in sys.modules:",
+        f"    raise RuntimeError('{holder} holds the {device} in this process: restart the "
+        "runtime, then run this cell and the ones after it')",
     ])
 
 
@@ -99,4 +146,18 @@ def place_runtime_setup(notebook: nbformat.NotebookNode,
             raise RuntimeSetupError(error.message, source_path) from None
         return [nbformat.v4.new_code_cell(code, metadata={"tags": ["remove-cell"]})]
 
+    def restart_cell(marker) -> list[nbformat.NotebookNode]:
+        if machine_kinds is None:
+            raise RuntimeSetupError("a {runtime-restart} cell is made from the machine kinds, "
+                                    "and none were given", source_path)
+        try:
+            code = restart_code(marker.group(2), marker.group(3), machine_kinds,
+                                Path(runtimes_file) if runtimes_file else RUNTIMES_FILE)
+        except RuntimeSetupError as error:
+            raise RuntimeSetupError(error.message, source_path) from None
+        tags = [tag.strip().strip("'\"") for tag in (marker.group(4) or "").split(",")]
+        return [nbformat.v4.new_code_cell(code, metadata={
+            "tags": ["remove-cell", *(tag for tag in tags if tag)]})]
+
     replace_markers(notebook, _MARKER, setup_cell)
+    replace_markers(notebook, _RESTART, restart_cell)
