@@ -2,9 +2,9 @@
 """Start a chapter: book/NAME.md from the chapter skeleton, listed in the table of contents.
 
 The skeleton (tools/chapter-template.md) has the top matter every chapter needs, the
-hidden first cell that keeps errors short, a first code cell, and a short check whose
-answer (a markdown cell and a code cell tagged `answer`) only the instructor edition
-shows. NAME joins book/index.md's table of contents after the last chapter. An existing
+hidden first cell that keeps errors short, a first code cell, and a short check (its own
+data in its own cell, so the first cell can be replaced) whose answer (a markdown cell and
+a code cell tagged `answer`) only the instructor edition shows. NAME joins book/index.md's table of contents after the last chapter. An existing
 chapter is never overwritten. The commands that follow are printed: preview, accept the
 outputs, build the instructor edition, run the fast tests (docs/first-chapter.md).
 """
@@ -32,8 +32,8 @@ _TOCTREE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{toctree\}[^\n]*\n(?P<body>.*?)^
 
 NEXT = """\
 Next, from the repository's folder:
+  make accept-outputs           # runs it, takes its outputs as expected (both editions): again after each code edit
   make preview                  # http://127.0.0.1:8000/{name}.html, rebuilt on each save of book/{name}.md
-  make accept-outputs           # once its outputs are right: takes them as expected (both editions)
   make instructor               # the instructor edition: the check's answer, boxed
   make test-fast                # the fast tests
   git add book/{name}.md book/index.md book/expected/ && git commit
