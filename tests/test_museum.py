@@ -154,9 +154,9 @@ def _captured(exhibit):
                          ids=lambda e: e.key)
 def test_every_fresh_python_cell_and_its_check_run_in_the_kernel_that_holds_no_device(exhibit):
     """A check reads the error its kernel last saw: it runs where the fresh Python's cell ran."""
-    from coursebook.model.notebooks import FRESH_PYTHON_TAG, cell_tags
+    from coursebook.model.notebooks import FRESH_PYTHON_TAG, cell_tags, is_claim
 
-    cells = _captured(exhibit)
+    cells = [c for c in _captured(exhibit) if not is_claim(c)]
     for index, cell in enumerate(cells):
         if "run_in_fresh_python" in cell.source:
             assert FRESH_PYTHON_TAG in cell_tags(cell)
@@ -167,43 +167,164 @@ def test_every_fresh_python_cell_and_its_check_run_in_the_kernel_that_holds_no_d
             assert ("stand-in-only" in cell_tags(check)) == stand_in_only
 
 
+def _program(cell) -> str:
+    """The code a fresh-Python cell runs in its new process."""
+    return cell.source.split("r'''\n", 1)[1].rsplit("\n'''", 1)[0]
+
+
 @pytest.mark.parametrize("exhibit", RERUN, ids=lambda e: e.key)
-def test_the_museums_code_runs_again_verbatim_on_every_kind(exhibit):
-    """Its set-up, then the museum's own failing code (checked) and fix, each in a fresh
-    Python, tagged for every machine kind: the device is the only difference."""
+def test_the_museums_code_runs_again_verbatim(exhibit):
+    """Its set-up, then the museum's own failing code, in a fresh Python, checked against the
+    museum's record: on every kind, or on the stand-in only where the exhibit says so."""
     from coursebook.model.notebooks import cell_tags
 
     cells = _captured(exhibit)
     rerun = exhibit.museum_rerun
-    failing = next(c for c in cells if f"{rerun.setup}\n\n{exhibit.failing_code}" in c.source)
-    fixed = next(c for c in cells if f"{rerun.fix_setup}\n\n{exhibit.fix_code}" in c.source)
-    for cell in (failing, fixed):
-        assert not {"stand-in-only", "accelerator-only"} & set(cell_tags(cell))
-    assert "raises-exception" in cell_tags(failing) and "raises-exception" not in cell_tags(fixed)
+    failing = next(c for c in cells if _program(c) == f"{rerun.setup}\n\n{exhibit.failing_code}")
+    assert "raises-exception" in cell_tags(failing)
+    assert ("stand-in-only" in cell_tags(failing)) == (not rerun.on_accelerators)
+    assert "accelerator-only" not in cell_tags(failing)
     assert exhibit.museum_record.message in cells[cells.index(failing) + 1].source
-    assert "fix_ran()" in cells[cells.index(fixed) + 1].source
+
+
+@pytest.mark.parametrize("exhibit", ALL, ids=lambda e: e.key)
+def test_each_fix_is_checked_after_the_failing_code_in_its_process_unless_it_restarts(exhibit):
+    """The fix check runs the program the page shows: the failing code (with what it needs
+    first), then the fix, in one process; a fix that starts a fresh runtime runs alone, in a
+    new process that never ran the failing code."""
+    from coursebook.model.museum import captured_exhibit_cells, in_one_process
+    from coursebook.model.notebooks import FRESH_PYTHON_TAG, cell_tags
+
+    if exhibit.runs_in_every_build:
+        code = [c for c in exhibit_cells(exhibit, len(ALL), "2.13.0") if c.cell_type == "code"]
+        failing = next(i for i, c in enumerate(code) if c.source == exhibit.failing_code)
+        if exhibit.fix_in_fresh_runtime:
+            fix = next(i for i, c in enumerate(code) if "run_in_fresh_python" in c.source)
+            assert _program(code[fix]) == exhibit.fix_code
+        else:  # the chapter's own kernel runs both, the fix after the failing code
+            fix = next(i for i, c in enumerate(code) if c.source == exhibit.fix_code)
+            assert FRESH_PYTHON_TAG not in cell_tags(code[fix])
+        assert failing < fix
+        return
+    checks = {_program(c) for c in captured_exhibit_cells(exhibit, len(ALL))
+              if c.cell_type == "code" and "run_in_fresh_python" in c.source}
+    rerun, cpu = exhibit.museum_rerun, exhibit.cpu
+    if rerun is not None:
+        assert (exhibit.fix_code if exhibit.fix_in_fresh_runtime else in_one_process(
+            [(rerun.setup, False), (exhibit.failing_code, True), (exhibit.fix_code, False)])) in checks
+    if cpu is not None and cpu.reproduction and cpu.fix:
+        assert (cpu.fix if cpu.fix_in_fresh_runtime else in_one_process(
+            [(cpu.reproduction, True), (cpu.fix, False)])) in checks
+
+
+# A planted exhibit whose fix works only in a process the failing code never touched: the
+# failing code changes the default dtype before it raises.
+PLANTED = """number = 7
+title = "A planted exhibit"
+room = "tpu-bridges"
+runs_on = "tpu"
+lesson = "The failing code changes the process before it fails."
+fix_note = "Make the tensor again."
+failing_code = '''
+torch.set_default_dtype(torch.float64)   # the process changes before the error
+torch.ones(2, dtype=torch.int64).requires_grad_()
+'''
+fix_code = '''
+import torch
+x = torch.ones(2, requires_grad=True)
+assert x.dtype == torch.float32, f"made as {x.dtype}"   # only where the default is untouched
+'''
+{fresh}
+[museum_rerun]
+note = "Its imports are added."
+setup = '''
+import torch
+'''
+
+[[records]]
+torch = "unrecorded"
+source = "museum"
+where = "nowhere"
+date = ""
+type = "RuntimeError"
+message = "only Tensors of floating point dtype can require gradients"
+"""
+
+
+def _planted_fix_check(tmp_path, fresh: bool):
+    from coursebook.model.museum import DOWNLOAD_SOURCE_KEY, captured_exhibit_cells
+
+    path = tmp_path / "07-planted.toml"
+    path.write_text(PLANTED.replace("{fresh}", "fix_in_fresh_runtime = true" if fresh else ""))
+    exhibit = load_exhibit(path, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
+    cells = [c for c in captured_exhibit_cells(exhibit, 9) if c.cell_type == "code"]
+    check = cells[cells.index(next(c for c in cells if "fix_ran()" in c.source)) - 1]
+    return exhibit, check.source, check.metadata[DOWNLOAD_SOURCE_KEY]
+
+
+def test_a_fix_that_works_only_in_another_set_up_fails_its_check(tmp_path):
+    """In a process of its own (the old fix_setup's way) the planted fix runs; checked after
+    the failing code, as the page shows it, it fails, in the book and in the download."""
+    from coursebook.exhibit_checks import run_in_fresh_python
+
+    exhibit, book, download = _planted_fix_check(tmp_path, fresh=False)
+    run_in_fresh_python(f"{exhibit.museum_rerun.setup}\n{exhibit.fix_code}")  # another set-up
+    for source in (book, download):
+        with pytest.raises(Exception) as error:
+            exec(compile(source, "fix check", "exec"), {"__name__": "__main__"})
+        assert type(error.value).__name__ == "AssertionError"
+        assert str(error.value) == "made as torch.float64"
+
+
+def test_a_fix_that_starts_a_fresh_runtime_is_checked_in_a_process_of_its_own(tmp_path):
+    exhibit, book, download = _planted_fix_check(tmp_path, fresh=True)
+    for source in (book, download):
+        assert exhibit.failing_code not in source
+        exec(compile(source, "fix check", "exec"), {"__name__": "__main__"})
+
+
+def test_a_downloaded_error_is_printed_once_under_its_own_name(tmp_path, capsys):
+    """The download's fresh Python raises the new process's error as its own type: the caught
+    line reads `RuntimeError: ...`, never `RuntimeError: RuntimeError: ...`."""
+    from coursebook.model.museum import DOWNLOAD_SOURCE_KEY, captured_exhibit_cells
+    from coursebook.render.downloads import catching
+
+    path = tmp_path / "07-planted.toml"
+    path.write_text(PLANTED.replace("{fresh}", ""))
+    exhibit = load_exhibit(path, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
+    failing = next(c for c in captured_exhibit_cells(exhibit, 9)
+                   if "raises-exception" in c.metadata.get("tags", []))
+    exec(compile(catching(failing.metadata[DOWNLOAD_SOURCE_KEY]), "cell", "exec"), {})
+    assert capsys.readouterr().out == f"RuntimeError: {exhibit.museum_record.message}\n"
 
 
 @pytest.mark.parametrize("exhibit", [e for e in ALL if not e.runs_in_every_build],
                          ids=lambda e: e.key)
 def test_a_downloaded_fresh_python_runs_as_the_stand_in_does(exhibit):
     """A download's own kernel may hold the TPU (a device serves one process): the new
-    process gets the stand-in's variables, from the machine kinds."""
+    process gets the stand-in's variables, from the machine kinds; a reproduction that needs
+    older packages installs them apart itself and puts them first on the new process's path."""
     from coursebook.model.museum import DOWNLOAD_SOURCE_KEY
+    from coursebook.model.notebooks import is_claim
 
     stand_in = next(k for k in load_machine_kinds(MACHINE_KINDS_FILE).values() if k.stand_in)
+    side = exhibit.cpu.side if exhibit.cpu else None
     for cell in _captured(exhibit):
-        if "run_in_fresh_python" in cell.source:
+        if "run_in_fresh_python" in cell.source and not is_claim(cell):
             download = cell.metadata[DOWNLOAD_SOURCE_KEY]
             assert f"cpu = {stand_in.environment!r}\n" in download
-            assert "env={**os.environ, **cpu}" in download
+            if side is not None and f"side_environment={side.name!r}" in cell.source:
+                assert f"'--target', side, *{list(side.packages)!r}]" in download
+                assert "env={**os.environ, **cpu, 'PYTHONPATH': side}" in download
+            else:
+                assert "env={**os.environ, **cpu}" in download
 
 
-def test_a_museum_rerun_without_its_set_up_names_the_field(tmp_path):
+def test_a_museum_rerun_with_the_old_fix_setup_names_the_field(tmp_path):
     source = RERUN[0].path
     broken = tmp_path / source.name
-    broken.write_text(source.read_text().replace("\nfix_setup = '''", "\nfix_set_up = '''", 1))
+    broken.write_text(source.read_text().replace("\nsetup = '''", "\nfix_setup = '''\nimport torch\n'''\nsetup = '''", 1))
     with pytest.raises(ExhibitError) as error:
         load_exhibit(broken, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
     assert str(broken) in str(error.value)
-    assert "museum_rerun: field 'fix_setup' is missing" in str(error.value)
+    assert "museum_rerun: field 'fix_setup' is gone" in str(error.value)

@@ -62,7 +62,7 @@ from coursebook.model.machine_kinds import (  # noqa: E402
     load_environments,
     load_machine_kinds,
 )
-from coursebook.model.museum import load_museum  # noqa: E402
+from coursebook.model.museum import load_museum, side_environments  # noqa: E402
 from coursebook.model.notebooks import (  # noqa: E402
     cell_tags,
     first_line,
@@ -162,13 +162,16 @@ def reachable(index: str) -> str:
 
 
 def ensure_environment(path: Path, machine: MachineKind, environment: RecordingEnvironment,
-                       image: list[str] | None = None) -> Path:
+                       image: list[str] | None = None,
+                       sides: dict[str, tuple[str, ...]] | None = None) -> Path:
     """Create or update a virtual environment from its requirements; its python.
 
     With ``image`` (the runtime's ``name==version`` lines), pip resolves with them as
     constraints; where they do not resolve here, it resolves again without them, and the
-    environment's INSTALLED_WITH file says so.
+    environment's INSTALLED_WITH file says so. ``sides``: folders of older packages (the
+    museum's CPU reproductions'), each installed apart under ``sides/``.
     """
+    sides = sides or {}
     python = path / "bin" / "python"
     base = base_python(machine, environment)
     # The base Python's version too: an environment made from another Python (before the
@@ -176,7 +179,7 @@ def ensure_environment(path: Path, machine: MachineKind, environment: RecordingE
     version = subprocess.run([base, "-c", "import platform; print(platform.python_version())"],
                              capture_output=True, text=True).stdout.strip()
     index = reachable(machine.extra_index)
-    wanted = json.dumps({"requirements": environment.requirements, "sides": environment.sides,
+    wanted = json.dumps({"requirements": environment.requirements, "sides": sides,
                          "system_packages": machine.system_packages, "python": version,
                          "image": image or [], "extra_index": index},
                         sort_keys=True)
@@ -202,7 +205,7 @@ def ensure_environment(path: Path, machine: MachineKind, environment: RecordingE
     steps = [] if constrained else [install]
     steps += [[str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--target",
                str(path / "sides" / side), *requirements]
-              for side, requirements in environment.sides.items()]
+              for side, requirements in sides.items()]
     for step in steps:
         if subprocess.run(step).returncode != 0:
             raise Refused(f"could not install environment {environment.name!r} ({path}): see "
@@ -417,12 +420,16 @@ def record(args: argparse.Namespace) -> int:
                       + ("" if machine.stand_in else
                          f", or record the stand-in with KIND={chapter.stand_in.name}") + ".")
     overrides = parse_pythons(args.python)
+    museum = load_museum(args.exhibits, machines)
+    # The museum's CPU reproductions run on the stand-in, with their older packages apart.
+    sides = side_environments(museum) if machine.stand_in else {}
     pythons: dict[str, Path] = {}
     for e in environments:  # an environment that shares another comes after it
         pythons[e.name] = overrides.get(e.name) or (pythons[e.shares] if e.shares else
                           ensure_environment(args.venvs / f".venv-{chapter.name}-{machine.name}-"
                                              f"{e.name}", machine, e,
-                                             constraints_of(image_list(e.runtime))))
+                                             constraints_of(image_list(e.runtime)),
+                                             sides if e is environments[0] else None))
     if args.environments_only:
         print(json.dumps({"environments": {name: str(python) for name, python in pythons.items()}}))
         return 0
@@ -451,7 +458,7 @@ def record(args: argparse.Namespace) -> int:
     torch_version = provenance["environments"][main.name].get("torch", "")
     # Ids from the cells, not nbformat's random ones: a new recording diffs where it changed.
     notebook = with_stable_ids(edition_chapter(text, str(args.chapter), Edition.STUDENT,
-                                               load_museum(args.exhibits, machines), torch_version,
+                                               museum, torch_version,
                                                machine_kinds=machines))
     if any(is_answer(cell) for cell in notebook.cells):
         raise Refused(f"{args.chapter} has answers: a recorded chapter has none")

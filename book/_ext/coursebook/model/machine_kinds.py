@@ -134,7 +134,6 @@ class RecordingEnvironment:
     requirements: tuple[str, ...]
     cells_tagged: str = ""  # "": the kind's main environment, which runs every other cell
     pythons: tuple[str, ...] = ()  # narrows the kind's list (a package's own floor)
-    sides: dict[str, tuple[str, ...]] = field(default_factory=dict)
     runtime: str = ""  # the runtime its requirements come from
     shares: str = ""  # a kernel of its own, in the environment of that name (no install)
     probe: str = ""  # proves the device from inside its kernel ("": the kind's probe)
@@ -193,7 +192,6 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
                 requirements=requirements,
                 cells_tagged=table.get("cells_tagged", ""),
                 pythons=tuple(table.get("pythons", ())),
-                sides={side: tuple(reqs) for side, reqs in table.get("sides", {}).items()},
                 runtime=runtime or (shared.runtime if shares else ""), shares=shares,
                 probe=table.get("probe", ""),
                 holds_device=_need(path, where, table, "holds_device", bool)

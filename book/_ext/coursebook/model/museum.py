@@ -98,6 +98,15 @@ class ErrorRecord:
 
 
 @dataclass(frozen=True)
+class SideEnvironment:
+    """Older packages a CPU reproduction needs, installed apart (``pip install --target``)
+    and put in front of the import path of the new Python that runs it."""
+
+    name: str  # its folder
+    packages: tuple[str, ...]  # pinned requirements, installed without their dependencies
+
+
+@dataclass(frozen=True)
 class CpuReproduction:
     """How a TPU exhibit's failure (and fix) is reproduced on a CPU, in a fresh process."""
 
@@ -105,18 +114,24 @@ class CpuReproduction:
     reproduction: str = ""  # "": the failure does not arise on a CPU; the note says why
     fix_note: str = ""
     fix: str = ""
-    side_environment: str = ""
+    side: SideEnvironment | None = None
+    # The fix starts a fresh runtime: its check runs in a process that never ran the
+    # reproduction; otherwise in the reproduction's own process, after it.
+    fix_in_fresh_runtime: bool = False
 
 
 @dataclass(frozen=True)
 class MuseumRerun:
-    """What the museum's own failing code and fix need to run on their own, each in a new
-    Python process, on every machine kind of a recording (the stand-in too): the code
-    shown stays the museum's; only these set-ups come before it."""
+    """What the museum's own failing code needs to run on its own, in a new Python
+    process: the code shown stays the museum's; only this set-up comes before it. Its fix
+    is checked after it, in the same process (or, when the fix starts a fresh runtime, in a
+    process of its own)."""
 
     note: str  # what the page says about the run
     setup: str  # the imports and data the failing code uses
-    fix_setup: str  # the same for the fix: the state it starts from
+    # False: the failing code runs again on the stand-in only (the note says why: on an
+    # accelerator it may hang, say); its fix still runs on every kind.
+    on_accelerators: bool = True
 
 
 @dataclass(frozen=True)
@@ -149,6 +164,10 @@ class Exhibit:
     reader_records: tuple[tuple[str, ErrorRecord], ...] = ()
     museum_fix: MuseumFix | None = None  # None: fix_code is the museum's own fix
     museum_rerun: MuseumRerun | None = None
+    # The fix starts a fresh runtime (its field ``fix_in_fresh_runtime``): it is checked in a
+    # new process that never ran the failing code; otherwise after the failing code, in its
+    # process, in the order the page shows them.
+    fix_in_fresh_runtime: bool = False
     # The stand-in kind's variables: a download runs a fresh Python with them, as the
     # notebook's own kernel may hold the accelerator already (a device serves one process).
     download_environment: tuple[tuple[str, str], ...] = ()
@@ -260,6 +279,12 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
     taught_in = table.get("taught_in", [])
     if not isinstance(taught_in, list) or not all(isinstance(label, str) for label in taught_in):
         raise _fault(path, "field 'taught_in' must be a list of section labels", "taught_in")
+    claims = _claims(path, table)
+    if not kinds[values["runs_on"]].stand_in:  # its checks run in fresh Pythons
+        for index, claim in enumerate(claims):
+            if "'''" in claim.check:
+                raise ExhibitError(f"claim[{index}]: field 'check' may not contain ''': it "
+                                   "runs in a fresh Python", path, claim.line)
     return Exhibit(path=path, wing=path.parent.name, records=tuple(records),
                    runs_in_every_build=kinds[values["runs_on"]].stand_in,
                    taught_in=tuple(taught_in),
@@ -268,9 +293,10 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
                                         for record in records if record.torch == runtime.torch),
                    museum_fix=_museum_fix(path, table.get("museum_fix")),
                    museum_rerun=_museum_rerun(path, table.get("museum_rerun"), values),
+                   fix_in_fresh_runtime=_flag(path, table, "fix_in_fresh_runtime"),
                    download_environment=tuple(next(
                        (k.environment for k in kinds.values() if k.stand_in), {}).items()),
-                   claims=_claims(path, table),
+                   claims=claims,
                    **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
 
 
@@ -309,20 +335,41 @@ def _museum_fix(path: Path, table) -> MuseumFix | None:
                         for name in ("note", "code", "changed")})
 
 
+def _flag(path: Path, table: dict, name: str, section: str = "") -> bool:
+    """An optional true/false field (false when absent)."""
+    value = table.get(name, False)
+    if not isinstance(value, bool):
+        where = f"{section}: " if section else ""
+        raise _fault(path, f"{where}field '{name}' must be true or false", name, table=section)
+    return value
+
+
+def _runnable(path: Path, name: str, code: str, section: str = "") -> None:
+    """Code a fresh Python runs is the text of a raw string, each cell's in ``r\"\"\"`` inside
+    the program's ``r'''`` (:func:`in_one_process`): it may hold neither."""
+    for quotes in ("'''", '"""'):
+        if quotes in code:
+            where = f"{section}: " if section else ""
+            raise _fault(path, f"{where}field '{name}' may not contain {quotes}: it runs in a "
+                         "fresh Python", name, table=section)
+
+
 def _museum_rerun(path: Path, table, values: dict) -> MuseumRerun | None:
     if table is None:
         return None
     if not isinstance(table, dict):
         raise _fault(path, "field 'museum_rerun' must be a table", "museum_rerun")
+    if "fix_setup" in table:  # the fix runs after the failing code, as the page shows it
+        raise _fault(path, "museum_rerun: field 'fix_setup' is gone: the fix is checked after "
+                     "the failing code, in its process (or alone, with fix_in_fresh_runtime = "
+                     "true)", "fix_setup", table="museum_rerun")
     fields = {name: str(_require(path, table, name, str, section="museum_rerun")).strip("\n")
-              for name in ("note", "setup", "fix_setup")}
-    # Each runs as the text of a r'''...''' string (_in_fresh_python).
-    for name, code in (*fields.items(), ("failing_code", values["failing_code"]),
-                       ("fix_code", values["fix_code"])):
-        if name != "note" and "'''" in code:
-            raise _fault(path, f"field '{name}' may not contain ''' when the exhibit has a "
-                         "[museum_rerun]", name, table="museum_rerun" if name in fields else "")
-    return MuseumRerun(**fields)
+              for name in ("note", "setup")}
+    _runnable(path, "setup", fields["setup"], "museum_rerun")
+    for name in ("failing_code", "fix_code"):
+        _runnable(path, name, values[name])
+    return MuseumRerun(**fields, on_accelerators=not _flag(path, table, "stand_in_only",
+                                                             "museum_rerun"))
 
 
 def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
@@ -340,14 +387,24 @@ def _cpu_reproduction(path: Path, table) -> CpuReproduction | None:
         return None
     if not isinstance(table, dict):
         raise _fault(path, "field 'cpu' must be a table", "cpu")
-    fields = {"note": str(_require(path, table, "note", str, section="cpu")).strip("\n")}
-    for name in ("reproduction", "fix_note", "fix", "side_environment"):
+    fields: dict = {"note": str(_require(path, table, "note", str, section="cpu")).strip("\n")}
+    for name in ("reproduction", "fix_note", "fix"):
         if name in table:
             fields[name] = str(_require(path, table, name, str, section="cpu")).strip("\n")
     for name in ("reproduction", "fix"):
-        if "'''" in fields.get(name, ""):
-            raise _fault(path, f"cpu: field '{name}' may not contain '''", name, table="cpu")
-    return CpuReproduction(**fields)
+        _runnable(path, name, fields.get(name, ""), "cpu")
+    if ("side_environment" in table) != ("side_packages" in table):
+        raise _fault(path, "cpu: fields 'side_environment' (its folder) and 'side_packages' "
+                     "(what it holds) come together", "side_environment", table="cpu")
+    if "side_environment" in table:
+        packages = _require(path, table, "side_packages", list, section="cpu")
+        if not packages or not all(isinstance(p, str) and "==" in p for p in packages):
+            raise _fault(path, "cpu: field 'side_packages' must list pinned requirements "
+                         "(name==version)", "side_packages", table="cpu")
+        fields["side"] = SideEnvironment(
+            str(_require(path, table, "side_environment", str, section="cpu")), tuple(packages))
+    return CpuReproduction(**fields, fix_in_fresh_runtime=_flag(
+        path, table, "fix_in_fresh_runtime", "cpu"))
 
 
 @dataclass(frozen=True)
@@ -389,6 +446,12 @@ def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind],
             if (d / "wing.toml").is_file()}
 
 
+def side_environments(museum: dict[str, Wing]) -> dict[str, tuple[str, ...]]:
+    """Every CPU reproduction's side environment: its folder, and the packages it holds."""
+    return {e.cpu.side.name: e.cpu.side.packages for wing in museum.values()
+            for e in wing.exhibits if e.cpu is not None and e.cpu.side is not None}
+
+
 def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
     """Run the failing code here: the (type, normalised message) it raises, or None."""
     try:
@@ -423,17 +486,26 @@ def _cited(claims: tuple[Claim, ...]) -> str:
     return "".join(f"\n% source: {claim.source}" for claim in claims if claim.source)
 
 
-def _claim_cells(claims: tuple[Claim, ...]) -> list[nbformat.NotebookNode]:
-    """A claim cell per checked claim: it runs where the exhibit's code runs, never shown."""
-    return [_code(f"# claim: {claim.says}\n{claim.check}", CLAIM_TAG)
+def _claim_cells(claims: tuple[Claim, ...], captured: bool = False) -> list[nbformat.NotebookNode]:
+    """A claim cell per checked claim: it runs where the exhibit's code runs, never shown.
+    A captured exhibit's (its code ran on an accelerator) run on the stand-in only, each in
+    a new Python: what a CPU can show, with no state shared between checks."""
+    if not captured:
+        return [_code(f"# claim: {claim.says}\n{claim.check}", CLAIM_TAG)
+                for claim in claims if claim.check]
+    return [_code(f"# claim: {claim.says}\nfrom coursebook.exhibit_checks import "
+                  f"run_in_fresh_python\nrun_in_fresh_python(r'''\n{claim.check}\n''')",
+                  CLAIM_TAG, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG)
             for claim in claims if claim.check]
 
 
 def claim_sources(museum: dict[str, Wing]) -> dict[str, Claim]:
     """Every checked claim of the museum, by the source of its cell."""
-    owners = [*museum.values(), *(e for wing in museum.values() for e in wing.exhibits)]
-    return {cell.source.strip(): claim for owner in owners for claim in owner.claims
-            for cell in _claim_cells((claim,))}
+    owners = [(wing, False) for wing in museum.values()] + [
+        (exhibit, not exhibit.runs_in_every_build) for wing in museum.values()
+        for exhibit in wing.exhibits]
+    return {cell.source.strip(): claim for owner, captured in owners for claim in owner.claims
+            for cell in _claim_cells((claim,), captured)}
 
 
 def _heading(exhibit: Exhibit, total: int) -> str:
@@ -514,51 +586,99 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
         _code(exhibit.failing_code, RAISES_TAG),
         _check_cell(exhibit, exhibit.record_for(torch_version)),
         _expected_error_note(exhibit, exhibit.record_for(torch_version)),
-        _markdown(f"**The fix.** {exhibit.fix_note}"),
-        _code(exhibit.fix_code),
-        _fix_ran_cell(),
+        *_fix_cells(exhibit),
         *_museum_fix_history(exhibit),
         *_claim_cells(exhibit.claims),
     ]
+
+
+_FRESH_RUNTIME = "**The fix, in a fresh runtime** (restart it first: a process keeps what ran in it)."
+
+
+def _fix_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
+    """The fix and the proof that it ran: after the failing code, in the chapter's own
+    process, as the page shows them; or, for a fix that starts a fresh runtime, in a new
+    Python that never ran the failing code."""
+    if not exhibit.fix_in_fresh_runtime:
+        return [_markdown(f"**The fix.** {exhibit.fix_note}"), _code(exhibit.fix_code),
+                _fix_ran_cell()]
+    return [_markdown(f"{_FRESH_RUNTIME} {exhibit.fix_note}\n\n{_shown_code(exhibit.fix_code)}"),
+            _in_fresh_python(exhibit.fix_code, None, exhibit.download_environment),
+            _fix_ran_cell(FRESH_PYTHON_TAG)]
 
 
 # Cell metadata: the code a download runs instead of the cell's (which needs the book).
 DOWNLOAD_SOURCE_KEY = "coursebook_download_source"
 
 
-def _in_fresh_python(code: str, side_environment: str,
+def in_one_process(cells: list[tuple[str, bool]]) -> str:
+    """A program that runs ``cells`` (code, raises on purpose) one after the other in one
+    namespace, as a notebook runs its cells: the error of a cell that raises on purpose is
+    expected and caught, and the cells after it run on in the state it left."""
+    lines = ["# The cells in the page's order, in one process, as a notebook runs them.",
+             "cells = {'__name__': '__main__'}  # the variables they share"]
+    for code, raises in cells:
+        run = f'exec(r"""\n{code}\n""", cells)'
+        if raises:
+            lines += ["try:  # the failing code: its error is the lesson", "    " + run,
+                      "except Exception:", "    pass", "else:",
+                      "    raise RuntimeError('the failing code ran without an error')"]
+        else:
+            lines.append(run)
+    return "\n".join(lines)
+
+
+def _in_fresh_python(code: str, side: SideEnvironment | None,
                      download_environment: tuple[tuple[str, str], ...],
                      *tags: str) -> nbformat.NotebookNode:
-    """A cell running ``code`` in a new Python; its download does so without the book, with
-    ``download_environment`` set for the new process.
+    """A cell running ``code`` in a new Python, with ``side``'s packages first on its import
+    path; its download does so without the book, with ``download_environment`` set for the
+    new process, and installs the side's packages itself.
 
     Its input is hidden: the page shows ``code`` itself (:func:`_shown_code`), the
     lesson, not how the book runs it. Tagged ``fresh-python``: a recording runs it in a
     kernel that holds no device.
     """
-    side = f", side_environment={side_environment!r}" if side_environment else ""
+    named = f", side_environment={side.name!r}" if side else ""
     cell = _code("from coursebook.exhibit_checks import run_in_fresh_python\n"
-                 f"run_in_fresh_python(r'''\n{code}\n'''{side})", "remove-input",
+                 f"run_in_fresh_python(r'''\n{code}\n'''{named})", "remove-input",
                  FRESH_PYTHON_TAG, *tags)
-    needs = ("# The error needs the older packages the note above names; with this runtime's\n"
-             "# packages the code may well run without it.\n" if side_environment else "")
-    cell.metadata[DOWNLOAD_SOURCE_KEY] = (
-        "# A fresh Python process: a bridge claims the whole process it runs in.\n" + needs +
-        "# This notebook's own process may hold the accelerator already, and a device serves\n"
-        "# one process: the new one runs on the CPU.\n"
-        "import os, subprocess, sys\n"
-        f"cpu = {dict(download_environment)!r}\n"
-        f"done = subprocess.run([sys.executable, \"-c\", r'''\n{code}\n'''],\n"
-        "                      capture_output=True, text=True, env={**os.environ, **cpu})\n"
-        "print(done.stdout, end=\"\")\n"
-        "if done.returncode:\n"
-        "    raise RuntimeError(done.stderr.strip().splitlines()[-1])")
+    cell.metadata[DOWNLOAD_SOURCE_KEY] = _download_source(code, side, download_environment)
     return cell
 
 
-def _shown_code(code: str) -> str:
-    """The code a hidden cell runs in a fresh process, as the reader sees it."""
-    return (f"In a fresh Python process:\n\n```python\n{code}\n```")
+def _download_source(code: str, side: SideEnvironment | None,
+                     download_environment: tuple[tuple[str, str], ...]) -> str:
+    """What a download runs for a fresh-Python cell: plain Python, its error raised under
+    the new process's own name (``RuntimeError: ...``, not wrapped in another)."""
+    lines = ["# A fresh Python process: a bridge claims the whole process it runs in.",
+             "# This notebook's own process may hold the accelerator already, and a device serves",
+             "# one process: the new one runs on the CPU.",
+             "import os, subprocess, sys",
+             f"cpu = {dict(download_environment)!r}"]
+    env = "{**os.environ, **cpu}"
+    if side is not None:
+        lines += [f"# The error needs older packages than this runtime's ({', '.join(side.packages)}):",
+                  "# installed apart, without their dependencies, first on the new process's path.",
+                  f"side = os.path.abspath({side.name!r})",
+                  "if not os.path.isdir(side):",
+                  "    subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-deps',",
+                  f"                    '--target', side, *{list(side.packages)!r}], check=True)"]
+        env = "{**os.environ, **cpu, 'PYTHONPATH': side}"
+    lines += [f'done = subprocess.run([sys.executable, "-c", r\'\'\'\n{code}\n\'\'\'],',
+              f"                      capture_output=True, text=True, env={env})",
+              'print(done.stdout, end="")',
+              "if done.returncode:",
+              "    # The new process's error under its own name: its last line reads 'Type: message'.",
+              "    last = (done.stderr.strip().splitlines() or ['RuntimeError: it failed'])[-1]",
+              "    name, _, message = last.partition(': ')",
+              "    raise type(name, (Exception,), {})(message)"]
+    return "\n".join(lines)
+
+
+def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
+    """The code a hidden cell runs, as the reader sees it."""
+    return f"{where}:\n\n```python\n{code}\n```"
 
 
 def _rerun_code(setup: str, code: str) -> str:
@@ -566,24 +686,59 @@ def _rerun_code(setup: str, code: str) -> str:
     return f"{setup}\n\n{code}"
 
 
-def _rerun_cells(exhibit: Exhibit, fix: bool) -> list[nbformat.NotebookNode]:
-    """The museum's failing code (or fix) run again in a fresh Python, on every kind, and
-    checked: the error against the museum's record, the fix by running at all."""
-    rerun, cpu = exhibit.museum_rerun, exhibit.download_environment
+def _stand_in_only(rerun: MuseumRerun) -> tuple[str, ...]:
+    return () if rerun.on_accelerators else (STAND_IN_ONLY_TAG,)
+
+
+def _failing_rerun_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
+    """The museum's failing code run again in a fresh Python, and its error checked against
+    the museum's record."""
+    rerun, museum = exhibit.museum_rerun, exhibit.museum_record
     if rerun is None:
         return []
-    if fix:
-        return [_markdown("**The museum's fix, run again** in another fresh Python process, "
-                          "after this set-up:\n\n" f"```python\n{rerun.fix_setup}\n```"),
-                _in_fresh_python(_rerun_code(rerun.fix_setup, exhibit.fix_code), "", cpu),
-                _fix_ran_cell(FRESH_PYTHON_TAG)]
-    museum = exhibit.museum_record
+    only = _stand_in_only(rerun)
     return [_markdown(f"**The museum's code, run again.** {rerun.note}\n\nIn a fresh Python "
                       "process, this set-up, then the museum's code above:\n\n"
                       f"```python\n{rerun.setup}\n```"),
-            _in_fresh_python(_rerun_code(rerun.setup, exhibit.failing_code), "", cpu, RAISES_TAG),
-            _check_cell(exhibit, museum, FRESH_PYTHON_TAG),
+            _in_fresh_python(_rerun_code(rerun.setup, exhibit.failing_code), None,
+                             exhibit.download_environment, RAISES_TAG, *only),
+            _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *only),
             _expected_error_note(exhibit, museum)]
+
+
+def _rerun_fix_check(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookNode:
+    """The fix shown, checked: after the museum's set-up and failing code in one process,
+    or alone in a new one when it starts a fresh runtime."""
+    if exhibit.fix_in_fresh_runtime:
+        return _in_fresh_python(exhibit.fix_code, None, exhibit.download_environment)
+    program = in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
+                              (exhibit.fix_code, False)])
+    return _in_fresh_python(program, None, exhibit.download_environment, *_stand_in_only(rerun))
+
+
+def _rerun_fix_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
+    rerun = exhibit.museum_rerun
+    if rerun is None:
+        return []
+    if exhibit.fix_in_fresh_runtime:
+        text = ("**The fix, run again** in a new Python process that never ran the code above, "
+                "as a fresh runtime is.")
+        only: tuple[str, ...] = ()
+    else:
+        text = ("**The fix, run again** where the museum's code left the process: its set-up, "
+                "the museum's code (its error expected), then the fix, in one process.")
+        only = _stand_in_only(rerun)
+    return [_markdown(text), _rerun_fix_check(exhibit, rerun),
+            _fix_ran_cell(FRESH_PYTHON_TAG, *only)]
+
+
+def _cpu_fix_check(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.NotebookNode:
+    """The CPU fix, checked: after the reproduction in its process, or alone in a new one
+    (without the reproduction's older packages) when it starts a fresh runtime."""
+    if cpu.fix_in_fresh_runtime:
+        return _in_fresh_python(cpu.fix, None, exhibit.download_environment, STAND_IN_ONLY_TAG)
+    return _in_fresh_python(in_one_process([(cpu.reproduction, True), (cpu.fix, False)]),
+                            cpu.side, exhibit.download_environment, STAND_IN_ONLY_TAG)
 
 
 def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
@@ -599,30 +754,33 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         f":::{{admonition}} Captured record: {label}\n:class: captured-record\n"
         f"{run}:\n\n"
         f"```text\n{museum.type}: {museum.message}\n```\n:::"),
-        *_rerun_cells(exhibit, fix=False)]
+        *_failing_rerun_cells(exhibit)]
     cpu = exhibit.cpu
     # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
     if cpu is not None and cpu.reproduction:
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}\n\n"
                             f"{_shown_code(cpu.reproduction)}"),
-                  _in_fresh_python(cpu.reproduction, cpu.side_environment,
-                                   exhibit.download_environment, RAISES_TAG, STAND_IN_ONLY_TAG),
+                  _in_fresh_python(cpu.reproduction, cpu.side, exhibit.download_environment,
+                                   RAISES_TAG, STAND_IN_ONLY_TAG),
                   _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
                   _expected_error_note(exhibit, museum)]
     provenance = (f"*The museum's fix, {label}: it ran green on the same hardware.*"
                   if exhibit.museum_fix is None else
                   "*The book's fix for today's runtimes; the museum's own follows. Not run on a "
                   "TPU by this book.*")
-    cells.append(_markdown(f"**The fix.** {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
+    fix = _FRESH_RUNTIME if exhibit.fix_in_fresh_runtime else "**The fix.**"
+    cells.append(_markdown(f"{fix} {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
                            f"\n\n{provenance}"))
-    cells += _rerun_cells(exhibit, fix=True)
+    cells += _rerun_fix_cells(exhibit)
     if cpu is not None and cpu.reproduction and cpu.fix:
-        cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}\n\n{_shown_code(cpu.fix)}"),
-                  _in_fresh_python(cpu.fix, "", exhibit.download_environment, STAND_IN_ONLY_TAG),
+        where = ("In a fresh Python process, without the older packages" if cpu.fix_in_fresh_runtime
+                 else "In the reproduction's process, after it")
+        cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}\n\n{_shown_code(cpu.fix, where)}"),
+                  _cpu_fix_check(exhibit, cpu),
                   _fix_ran_cell(STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG)]
     elif cpu is not None and not cpu.reproduction:
         cells.append(_markdown(f"*{cpu.note}*"))
-    return cells + _museum_fix_history(exhibit) + _claim_cells(exhibit.claims)
+    return cells + _museum_fix_history(exhibit) + _claim_cells(exhibit.claims, captured=True)
 
 
 @dataclass(frozen=True)
@@ -651,19 +809,18 @@ def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]
                 _check_cell(exhibit, record).source: (
                     origin("records", "message", record) if record else
                     origin("records", "records")),
-                exhibit.fix_code: origin("fix_code", "fix_code")}
+                _fix_cells(exhibit)[1].source: origin("fix_code", "fix_code")}
     cpu, rerun, env = exhibit.cpu, exhibit.museum_rerun, exhibit.download_environment
     origins = {}
     if cpu is not None and cpu.reproduction:
-        origins[_in_fresh_python(cpu.reproduction, cpu.side_environment, env).source] = origin(
+        origins[_in_fresh_python(cpu.reproduction, cpu.side, env).source] = origin(
             "cpu.reproduction", "reproduction", table="cpu")
-    if cpu is not None and cpu.fix:
-        origins[_in_fresh_python(cpu.fix, "", env).source] = origin("cpu.fix", "fix", table="cpu")
+    if cpu is not None and cpu.reproduction and cpu.fix:
+        origins[_cpu_fix_check(exhibit, cpu).source] = origin("cpu.fix", "fix", table="cpu")
     if rerun is not None:
-        origins[_in_fresh_python(_rerun_code(rerun.setup, exhibit.failing_code), "", env).source] = (
+        origins[_in_fresh_python(_rerun_code(rerun.setup, exhibit.failing_code), None, env).source] = (
             origin("museum_rerun.setup", "setup", table="museum_rerun"))
-        origins[_in_fresh_python(_rerun_code(rerun.fix_setup, exhibit.fix_code), "", env).source] = (
-            origin("museum_rerun.fix_setup", "fix_setup", table="museum_rerun"))
+        origins[_rerun_fix_check(exhibit, rerun).source] = origin("fix_code", "fix_code")
     if origins:
         origins[_check_cell(exhibit, exhibit.museum_record).source] = origin(
             "records", "message", exhibit.museum_record)
