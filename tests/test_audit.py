@@ -64,7 +64,8 @@ def test_a_search_index_holding_answer_words_or_headings_is_caught(tmp_path, fin
 
 
 def test_the_audit_tool_fails_on_a_leak_and_passes_when_clean(tmp_path, fingerprints):
-    import subprocess, sys
+    import subprocess
+    import sys
     build = _clean_build(tmp_path)
     command = [sys.executable, str(ROOT / "tools" / "audit_student_build.py"), str(build),
                "--book", str(TINY_BOOK)]
@@ -189,9 +190,10 @@ def test_a_short_value_outside_the_readers_text_is_no_leak(tmp_path, book_finger
     """The false leaks of `make pdf`: LaTeX's preamble sets a font scale that happens to
     be an answer's value; a script, a notebook's metadata or a longer version number too."""
     value = _a_short_value(book_fingerprints)
-    preamble = [line.replace("0.84", value) for line in (ROOT / "conf.py").read_text().splitlines()
-                if "Scale=" in line]
-    assert preamble, "conf.py's LaTeX preamble sets no font scale any more"
+    from coursebook.render.pdf_fonts import fontpkg
+
+    preamble = [line.replace("0.84", value) for line in fontpkg().splitlines() if "Scale=" in line]
+    assert preamble, "the LaTeX preamble (render/pdf_fonts.py) sets no font scale any more"
     build = _clean_build(tmp_path)
     latex = build / "latex"
     latex.mkdir()

@@ -8,13 +8,24 @@ import pytest
 import torch
 
 from conftest import BOOK, ROOT
-from coursebook.model.versions import release
-from coursebook.verify.expectations import (EDITIONS, UNVERIFIED_KEY, Expectations, accept, cell_keys,
-                                     cell_outputs, compare, expectations_path, output_cells,
-                                     read_expectations, shown_text, write_expectations)
 from coursebook.execute.cache_key import book_code_digest
-from coursebook.model.notebooks import is_chapter_source, read_chapter
+from coursebook.model.notebooks import is_chapter_source, line_of, read_chapter
 from coursebook.model.recordings import recording_name
+from coursebook.model.versions import release
+from coursebook.verify.expectations import (
+    EDITIONS,
+    UNVERIFIED_KEY,
+    Expectations,
+    accept,
+    cell_keys,
+    cell_outputs,
+    compare,
+    expectations_path,
+    output_cells,
+    read_expectations,
+    shown_text,
+    write_expectations,
+)
 from coursebook.worddiff import changed_words, changes
 
 EXPECTED = BOOK / "expected"
@@ -165,8 +176,14 @@ def test_pytest_collects_each_verified_cell_per_edition():
     chapter = read_chapter((BOOK / "pt01.md").read_text())
     code = [c for c in output_cells(chapter) if UNVERIFIED_KEY not in c.metadata]
     answers = [c for c in code if "answer" in c.metadata.get("tags", [])]
-    assert len(items) == 2 * len(code) - len(answers), done.stdout[-2000:]
-    assert "book/pt01.md::student::L60 X = torch.tensor([[1., 2.], [3., 1.], [2., 4.]])" in items
+    # Each edition adds a cell of checks per answer cell that lists some, and their table.
+    checked = sum(1 for c in answers if c.metadata.get("checks"))
+    added = 2 * (checked + 1) if checked else 0
+    assert len(items) == 2 * len(code) - len(answers) + added, done.stdout[-2000:]
+    first = "X = torch.tensor([[1., 2.], [3., 1.], [2., 4.]])"
+    line = line_of(first, (BOOK / "pt01.md").read_text())
+    assert f"book/pt01.md::student::L{line} {first}" in items
+    assert not [item for item in items if "::L0 " in item], items
 
 
 def test_versions_sort_as_releases_and_a_text_that_names_none_goes_first():
