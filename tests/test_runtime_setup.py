@@ -176,5 +176,5 @@ def test_a_restart_marker_becomes_a_hidden_cell_with_its_tags():
         f"Before.\n\n```{{runtime-restart}} {RUNTIMES[0]} jax\n:tags: [second-kernel]\n```\n\nAfter.")])
     place_runtime_setup(notebook, KINDS, "chapter.md")
     assert [c.cell_type for c in notebook.cells] == ["markdown", "code", "markdown"]
-    assert notebook.cells[1].metadata.tags == ["remove-cell", "second-kernel"]
+    assert notebook.cells[1].metadata.tags == ["remove-cell", "runtime-restart", "second-kernel"]
     assert notebook.cells[1].source == _restart("jax")

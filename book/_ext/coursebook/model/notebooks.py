@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import nbformat
 import yaml
@@ -33,6 +32,9 @@ STAND_IN_ONLY_TAG = "stand-in-only"  # a CPU reproduction: only the stand-in run
 FRESH_PYTHON_TAG = "fresh-python"
 # A check of a sentence above it (coursebook.model.claims): runs on every build, never shown.
 CLAIM_TAG = "claim"
+# Where a new runtime starts on a machine with the device (coursebook.prepare.runtime_setup):
+# a cell that prints nothing where nothing holds the device.
+RESTART_TAG = "runtime-restart"
 
 
 def cell_tags(cell) -> list[str]:

@@ -27,7 +27,7 @@ import nbformat
 
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind
-from coursebook.model.notebooks import replace_markers
+from coursebook.model.notebooks import RESTART_TAG, replace_markers
 from coursebook.model.runtimes import RUNTIMES_FILE, Runtime, load_runtimes
 
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{runtime-setup\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
@@ -157,7 +157,7 @@ def place_runtime_setup(notebook: nbformat.NotebookNode,
             raise RuntimeSetupError(error.message, source_path) from None
         tags = [tag.strip().strip("'\"") for tag in (marker.group(4) or "").split(",")]
         return [nbformat.v4.new_code_cell(code, metadata={
-            "tags": ["remove-cell", *(tag for tag in tags if tag)]})]
+            "tags": ["remove-cell", RESTART_TAG, *(tag for tag in tags if tag)]})]
 
     replace_markers(notebook, _MARKER, setup_cell)
     replace_markers(notebook, _RESTART, restart_cell)
