@@ -175,7 +175,9 @@ refresh-runtimes: venv ## Refresh tools/runtimes.toml's pins from a local copy o
 # The student downloads, run as Colab's "Run all" in a replica of a runtime (its Python
 # and pins, in .venv-runtime-NAME/). Colab's torch comes from PyPI as a CUDA build of
 # several GB and the replica needs Python 3.13, so CI leaves this out; the expected outputs
-# and exhibit records it compares with are committed.
+# and exhibit records it compares with are committed. A recorded chapter's download runs in
+# its stand-in's environment (what its set-up cell makes of a runtime without the device),
+# as Run all and part by part after each restart, every cell against the recording.
 RUNTIME ?= colab-cpu
 verify-runtime: html ## Run the student downloads in a replica of a runtime (RUNTIME=colab-cpu) and compare every cell
 	$(BIN)/python tools/verify_runtime.py $(RUNTIME)
@@ -194,8 +196,9 @@ test: venv ## All tests, the slow full builds included, and the CPU stand-in rec
 	@$(PYTHON) tools/system_tools.py
 	$(MAKE) -j 2 --output-sync=target test-recording test-suite
 
-# The stand-in's re-run, then the recorded chapter's student download run top to bottom in
-# the stand-in's environment, as Colab's Run all runs it on a runtime without the device.
+# The stand-in's re-run, then the recorded chapter's student download run in the stand-in's
+# environment, as Colab's Run all runs it on a runtime without the device and as a runtime
+# with the device runs it after each restart, every cell compared with the recording.
 test-recording: venv
 	$(MAKE) recording-check KIND=cpu
 	COURSEBOOK_STAND_IN=1 $(BIN)/python -m pytest -q -m slow tests/test_downloads.py -k stand_in
