@@ -24,7 +24,6 @@ from myst_parser.config.main import MdParserConfig
 from nbclient.exceptions import CellExecutionError
 
 from conftest import BOOK, ROOT, book_machine_kinds, book_museum, sphinx_build
-from coursebook.model.machine_kinds import environments_path, load_environments
 from coursebook.model.notebooks import is_chapter_source, is_claim
 from coursebook.model.outputs import normalise
 from coursebook.model.recordings import recording_name
@@ -237,16 +236,6 @@ def test_the_colab_check_sees_a_link_to_a_missing_notebook(tmp_path):
 STAND_IN = os.environ.get("COURSEBOOK_STAND_IN") == "1"
 
 
-def _stand_in_python(chapter: str) -> Path:
-    """The Python of a recorded chapter's stand-in environment, where `make recording` puts it."""
-    kinds = book_machine_kinds()
-    stand_in = next(kind for kind in kinds.values() if kind.stand_in)
-    main = load_environments(environments_path(BOOK / "recordings", chapter), kinds)[stand_in.name][0]
-    python = ROOT / f".venv-{chapter}-{stand_in.name}-{main.name}" / "bin" / "python"
-    assert python.exists(), f"{python} is missing: `make recording-check KIND={stand_in.name}` makes it"
-    return python
-
-
 def _stand_in_kernel(python: Path, tmp_path: Path, monkeypatch) -> str:
     """A kernel of that Python with none of the stand-in's variables: a bare runtime's."""
     spec = tmp_path / "jupyter" / "kernels" / "stand-in"
@@ -266,24 +255,77 @@ def _recorded_downloads(downloads) -> dict[str, nbformat.NotebookNode]:
             if recording_name(chapter)}
 
 
+def test_a_recorded_download_is_cut_before_each_restart_cell(downloads):
+    """As a runtime with the device runs it: each restart cell begins a part of its own."""
+    from verify_runtime import after_restarts
+
+    from coursebook.model.notebooks import RESTART_TAG
+
+    for chapter in (c for c in _chapters().values() if recording_name(c)):
+        download = _recorded_downloads(downloads)[recording_name(chapter)]
+        restarts = [c for c in output_cells(chapter) if RESTART_TAG in c.metadata.get("tags", [])]
+        parts = after_restarts(download, chapter)
+        assert restarts and len(parts) == len(restarts) + 1
+        assert [next(c for c in part.cells if c.cell_type == "code").source
+                for part in parts[1:]] == [c.source for c in restarts]
+        assert [c for part in parts for c in part.cells] == download.cells
+
+
+def _stand_in_recording(name: str):
+    from coursebook.model.recordings import load_recording, recording_path
+
+    stand_in = next(kind for kind in book_machine_kinds().values() if kind.stand_in)
+    return load_recording(recording_path(BOOK / "recordings", name, stand_in.name), stand_in)
+
+
+def test_the_recording_comparison_names_each_cell_that_differs():
+    """Fed the recording's own outputs, nothing differs; one recorded output changed, and
+    the comparison names that cell; a cell missing, and it says the download is stale."""
+    from verify_runtime import recording_differences
+
+    for chapter in (c for c in _chapters().values() if recording_name(c)):
+        recording = _stand_in_recording(recording_name(chapter))
+        outputs = recording.outputs_by_source()
+        kept = [c for c in output_cells(chapter) if "book-only" not in c.metadata.get("tags", [])]
+        ran = [nbformat.v4.new_code_cell(outputs=outputs[c.source]) for c in kept]
+        assert recording_differences(chapter, ran, recording) == []
+        changed = copy.deepcopy(recording.notebook)
+        printing = next(k.source for k in kept if outputs[k.source])
+        cell = next(c for c in changed.cells if c.cell_type == "code" and c.source == printing)
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="planted\n")]
+        found = recording_differences(chapter, ran, type(recording)(recording.machine,
+                                                                    recording.path, changed))
+        assert len(found) == 1 and found[0].startswith(f"`{cell.source.splitlines()[0]}` printed")
+        assert "rebuild it" in recording_differences(chapter, ran[:-1], recording)[0]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not STAND_IN, reason="run by `make test-recording`, in the stand-in's "
                     "environment (COURSEBOOK_STAND_IN=1)")
-def test_a_recorded_chapters_download_runs_all_in_its_stand_ins_environment(
+def test_a_recorded_chapters_download_prints_its_stand_in_recording_cell_by_cell(
         downloads, tmp_path, monkeypatch):
-    """As on a Colab runtime without the device: its first cell sets the bridges to the CPU."""
+    """As Colab's Run all on a runtime without the device (its first cell sets the bridges to
+    the CPU), and as a runtime with the device runs it after each restart (every part in a
+    new kernel): every cell prints what the stand-in's recording holds. The part after a
+    restart never holds the module it restarts for."""
+    from verify_runtime import after_restarts, check_recorded_download, stand_in_python
+
+    kinds = book_machine_kinds()
+    chapters = {recording_name(c): c for c in _chapters().values() if recording_name(c)}
     recorded = _recorded_downloads(downloads)
     assert recorded
     for name, notebook in recorded.items():
-        kernel = _stand_in_kernel(_stand_in_python(name), tmp_path, monkeypatch)
-        ran = run_all(notebook, tmp_path, kernel)
-        shown = "".join(printed(cell) for cell in ran.cells)
-        assert "Every pinned package is installed." in shown, name  # nothing to fetch
-        assert "PJRT_DEVICE = CPU | JAX_PLATFORMS = cpu" in shown, name
-        # planted: without its set-up cell, nothing tells the bridges which device to use
-        bare = copy.deepcopy(notebook)
-        bare.cells = [cell for cell in bare.cells if "pins = {" not in cell.source][:4]
-        assert "PJRT_DEVICE = None" in "".join(printed(c) for c in run_all(bare, tmp_path, kernel).cells)
+        kernel = _stand_in_kernel(stand_in_python(name, kinds), tmp_path, monkeypatch)
+        recording = _stand_in_recording(name)
+        parts = after_restarts(notebook, chapters[name])
+        assert len(parts) > 1, name  # the chapter restarts before its second bridge
+        assert check_recorded_download(name, chapters[name], notebook, recording, kernel,
+                                       tmp_path) == [], name
+        # The last part alone, in a new kernel, as after the restart: then what it holds.
+        last = copy.deepcopy(parts[-1])
+        last.cells.append(nbformat.v4.new_code_cell(
+            "import sys\nprint(sorted(m for m in ('torchax', 'jax') if m in sys.modules))"))
+        assert printed(run_all(last, tmp_path, kernel).cells[-1]) == "[]\n", name
 
 
 # --- The downloads of a real student build (slow) ----------------------------------------

@@ -6,11 +6,17 @@ creates its environment (.venv-runtime-NAME/: its Python where this machine has 
 the nearest, and its pins; a pin with a local build tag such as 2.11.0+cpu is installed as
 the registry's build of that release), then runs each student download
 (_build/student/html/_sources/CHAPTER.ipynb) as Colab's "Run all" does: tags ignored, its
-own %pip cells run, stopping at the first error. Recorded chapters are left out: their
-runtime is the one their recordings ran in. Each cell's output is compared with the
+own %pip cells run, stopping at the first error. Each cell's output is compared with the
 expected outputs for the runtime's torch (book/expected/torch-VERSION/CHAPTER.txt) and
 each exhibit's caught error with its record for that torch. With --accept, both are
 recorded instead, with the replica named as where they ran. Review the diff.
+
+A recorded chapter's download installs its own runtime's pins where it runs (its set-up
+cell), so it runs in the environment of its stand-in recording instead (made by `make
+recording-check KIND=cpu`), as on a runtime without the device: Run all, and again as a
+runtime with the device runs it after each restart cell (every part in a new kernel); every
+cell's output is compared with the stand-in's recording. Its outputs are recorded, never
+accepted here.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E40
 from record_chapter import install_kernel  # noqa: E402
 
 from coursebook.model.faults import BookError, shown_path  # noqa: E402
-from coursebook.model.machine_kinds import load_machine_kinds  # noqa: E402
+from coursebook.model.machine_kinds import environments_path, load_environments, load_machine_kinds  # noqa: E402
 from coursebook.model.museum import (  # noqa: E402
     ErrorRecord,
     Exhibit,
@@ -53,10 +59,17 @@ from coursebook.model.museum import (  # noqa: E402
     load_museum,
     write_records,
 )
-from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags, is_chapter_source, line_of  # noqa: E402
-from coursebook.model.notebooks import read_chapter  # noqa: E402
+from coursebook.model.notebooks import (  # noqa: E402
+    BOOK_ONLY_TAG,
+    RESTART_TAG,
+    cell_tags,
+    first_line,
+    is_chapter_source,
+    line_of,
+    read_chapter,
+)
 from coursebook.model.outputs import normalise  # noqa: E402
-from coursebook.model.recordings import recording_name  # noqa: E402
+from coursebook.model.recordings import Recording, load_recording, recording_name, recording_path  # noqa: E402
 from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release  # noqa: E402
 from coursebook.page_state import CellOutput  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
@@ -74,8 +87,8 @@ from coursebook.verify.expectations import (
     shown_text,
     write_expectations,  # noqa: E402
 )
-from coursebook.verify.other_torches import (  # noqa: E402
-    RUNTIME_COMMAND as ACCEPT_COMMAND,
+from coursebook.verify.other_torches import RUNTIME_COMMAND as ACCEPT_COMMAND  # noqa: E402
+from coursebook.verify.other_torches import (
     OtherTorch,
     State,
     check_digests,
@@ -162,8 +175,9 @@ class ChapterRun:
     failed_trials: list[str] = field(default_factory=list)
 
 
-def chapters(museum: dict[str, Wing]) -> dict[str, nbformat.NotebookNode]:
-    """The student notebook of each chapter that is not recorded, by name."""
+def chapters(museum: dict[str, Wing], recorded: bool = False) -> dict[str, nbformat.NotebookNode]:
+    """The student notebook of each chapter that is not recorded (or, with ``recorded``,
+    of each chapter that is), by name."""
     found = {}
     for path in sorted(BOOK.glob("*.md")):
         text = path.read_text(encoding="utf8")
@@ -172,7 +186,7 @@ def chapters(museum: dict[str, Wing]) -> dict[str, nbformat.NotebookNode]:
         notebook = edition_chapter(text, str(path), Edition.STUDENT, museum,
                                    torch.__version__,
                                    machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
-        if recording_name(notebook) is None:
+        if (recording_name(notebook) is not None) == recorded:
             found[path.stem] = notebook
     return found
 
@@ -274,6 +288,7 @@ def verify(args: argparse.Namespace) -> int:
         exhibits.update(run.caught)
         problems += check_chapter(run, runtime, where, build_torch, args.accept)
     problems += check_exhibits(exhibits, runtime, where, build_torch, args.accept)
+    problems += verify_recorded(args.downloads, museum, kinds)
     if problems:
         print(f"verify-runtime: {problems} difference(s) on {runtime.title}. If the new texts "
               f"are right, record them with `{ACCEPT_COMMAND.format(name=runtime.name)}` and "
@@ -298,6 +313,104 @@ def list_standings(runtime: Runtime, found: dict[str, nbformat.NotebookNode],
             print(f"verify-runtime: {standing_there.message()}")
     print(f"verify-runtime: on {other.label}, {states[State.VERIFIED]} chapter(s) verified, "
           f"{states[State.NOT_YET]} not yet verified, {states[State.STALE]} stale")
+
+
+# --- A recorded chapter's download, in its stand-in's environment ------------------------
+
+def stand_in_python(name: str, kinds: dict) -> Path:
+    """The Python of a recorded chapter's stand-in environment, where `make recording` puts it."""
+    stand_in = next(kind for kind in kinds.values() if kind.stand_in)
+    main = load_environments(environments_path(BOOK / "recordings", name), kinds)[stand_in.name][0]
+    python = ROOT / f".venv-{name}-{stand_in.name}-{main.name}" / "bin" / "python"
+    if not python.exists():
+        raise Stop(f"{python} is missing: `make recording-check KIND={stand_in.name}` makes it")
+    return python
+
+
+def _kept(chapter: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The chapter's code cells a download keeps, in its order (claims and book-only left out)."""
+    return [cell for cell in output_cells(chapter) if BOOK_ONLY_TAG not in cell_tags(cell)]
+
+
+def after_restarts(download: nbformat.NotebookNode,
+                   chapter: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The download cut before each restart cell: the parts a runtime with the device runs,
+    each in a process of its own (the restart cell begins its part)."""
+    restarts = {i for i, cell in enumerate(_kept(chapter)) if RESTART_TAG in cell_tags(cell)}
+    parts = [nbformat.from_dict({**download, "cells": []})]
+    code = 0
+    for cell in download.cells:
+        if cell.cell_type == "code":
+            if code in restarts:
+                parts.append(nbformat.from_dict({**download, "cells": []}))
+            code += 1
+        parts[-1].cells.append(cell)
+    return parts
+
+
+def recording_differences(chapter: nbformat.NotebookNode, ran: list[nbformat.NotebookNode],
+                          recording: Recording) -> list[str]:
+    """Each download code cell that ran (in order) against its chapter cell's recorded
+    output, as the page shows it; one line per difference."""
+    kept, code = _kept(chapter), [cell for cell in ran if cell.cell_type == "code"]
+    if len(kept) != len(code):
+        return [f"the download has {len(code)} code cells, the chapter gives {len(kept)}: "
+                "rebuild it (`make html`)"]
+    recorded = recording.outputs_by_source()
+    problems = []
+    for cell, done in zip(kept, code):
+        if cell.source not in recorded:
+            problems.append(f"`{first_line(cell)}`: not in {recording.path.name} (re-record it)")
+            continue
+        expected = shown_text(nbformat.v4.new_code_cell(outputs=recorded[cell.source]))
+        if shown_text(done) != expected:
+            problems.append(f"`{first_line(cell)}` printed\n    {shown_text(done)!r}\n  "
+                            f"where {recording.path.name} holds\n    {expected!r}")
+    return problems
+
+
+def check_recorded_download(name: str, chapter: nbformat.NotebookNode,
+                            download: nbformat.NotebookNode, recording: Recording,
+                            kernel: str, workdir: Path) -> list[str]:
+    """Run a recorded chapter's download as Run all, then part by part as after each restart;
+    every cell's differences from the recording, one line each, saying which run."""
+    problems = []
+    for how, parts in (("Run all", [download]),
+                       ("after each restart", after_restarts(download, chapter))):
+        ran = []
+        for part in parts:
+            try:
+                ran += run_all(part, workdir, kernel).cells
+            except (CellExecutionError, DeadKernelError) as error:
+                last = (str(error).strip().splitlines() or ["(no message)"])[-1]
+                raise Stop(f"{name}.ipynb ({how}): a cell failed: {last}") from None
+        problems += [f"{name}.ipynb ({how}): {line}"
+                     for line in recording_differences(chapter, ran, recording)]
+    return problems
+
+
+def verify_recorded(downloads: Path, museum: dict[str, Wing], kinds: dict) -> int:
+    """Each recorded chapter's download against its stand-in recording; the differences."""
+    problems = 0
+    stand_in = next(kind for kind in kinds.values() if kind.stand_in)
+    for name, chapter in chapters(museum, recorded=True).items():
+        path = downloads / f"{name}.ipynb"
+        if not path.is_file():
+            raise Stop(f"{path} is missing: build the student edition first (`make html`)")
+        recording = load_recording(recording_path(BOOK / "recordings", name, stand_in.name),
+                                   stand_in)
+        kernel = f"stand-in-{name}"
+        install_kernel(kernel, stand_in_python(name, kinds), {"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+        with tempfile.TemporaryDirectory() as workdir:
+            found = check_recorded_download(name, chapter, nbformat.read(path, as_version=4),
+                                            recording, kernel, Path(workdir))
+        for line in found:
+            print(f"book/{name}.md: {line}")
+        cells = len(_kept(chapter))
+        print(f"{name}: {cells} cells compared with {recording.path.name}, twice (Run all, and "
+              f"after each restart): {len(found)} different")
+        problems += len(found)
+    return problems
 
 
 def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: str,
