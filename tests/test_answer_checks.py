@@ -133,6 +133,18 @@ def test_right_values_are_correct_and_wrong_ones_get_their_hint():
         "tiny-shape: put your answer in place of ... and run the cell again (the shape of x @ w)"]
 
 
+def test_a_check_cell_shows_its_verdict_and_no_value():
+    """check() prints and returns nothing: a notebook shows no stray True or False under
+    the cell; the instructor's assertion asks passes()."""
+    student = _editions()[Edition.STUDENT]
+    setup = next(cell for cell in student.cells if SETUP_TAG in cell.metadata.get("tags", []))
+    namespace, _ = _run(setup.source)
+    for value in ([5, 7], [1, 1], ..., "text"):
+        assert namespace["check"]("tiny-grad", value) is None
+    assert namespace["passes"]("tiny-grad", [5, 7]) is True
+    assert namespace["passes"]("tiny-grad", [1, 1]) is False
+
+
 def test_the_check_cell_is_plain_python():
     """It runs in a Python that has neither torch nor the book: nothing to install."""
     student = _editions()[Edition.STUDENT]

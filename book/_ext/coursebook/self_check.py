@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 
-# Filled in by the book where this source is placed: name -> {digest, tolerance, hint, ask}.
+# Each check by name: the digest of its answer, its tolerance, its hint and its question.
 CHECKS: dict[str, dict] = {}
 
 
@@ -47,20 +47,24 @@ def digest(name: str, value, tolerance: float) -> str:
     return hashlib.sha256(f"{name}\0{data}".encode("utf8")).hexdigest()
 
 
-def check(name: str, value=...) -> bool:
+def passes(name: str, value) -> bool:
+    """Whether ``value`` is the answer of check ``name`` (nothing printed)."""
+    entry = CHECKS[name]
+    return digest(name, value, entry["tolerance"]) == entry["digest"]
+
+
+def check(name: str, value=...) -> None:
     """Compare ``value`` with the answer of check ``name``; prints the verdict."""
     entry = CHECKS.get(name)
     if entry is None:
         print(f"{name}: no such check here (the checks are: {', '.join(sorted(CHECKS))})")
-        return False
-    if value is ...:
+    elif value is ...:
         print(f"{name}: put your answer in place of ... and run the cell again "
               f"({entry['ask']})")
-        return False
-    try:
-        same = digest(name, value, entry["tolerance"]) == entry["digest"]
-    except TypeError as error:
-        print(f"{name}: not yet. {error}")
-        return False
-    print(f"{name}: correct" if same else f"{name}: not yet. Hint: {entry['hint']}")
-    return same
+    else:
+        try:
+            same = passes(name, value)
+        except TypeError as error:
+            print(f"{name}: not yet. {error}")
+            return
+        print(f"{name}: correct" if same else f"{name}: not yet. Hint: {entry['hint']}")

@@ -58,7 +58,8 @@ def _student_cell(checks: list[AnswerCheck]) -> nbformat.NotebookNode:
 
 
 def _instructor_cell(checks: list[AnswerCheck]) -> nbformat.NotebookNode:
-    calls = "\n".join(f'assert check("{check.name}", {check.value}), '
+    calls = "\n".join(f'check("{check.name}", {check.value})\n'
+                      f'assert passes("{check.name}", {check.value}), '
                       f'"the answer of check {check.name} does not pass its own check"'
                       for check in checks)
     return nbformat.v4.new_code_cell("# The answers above, through the students' checks.\n"
