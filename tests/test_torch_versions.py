@@ -1,12 +1,13 @@
 """The versions page lists what torch says differently, titled by section or exhibit."""
 
+import json
 import re
 import shutil
 
 import pytest
 from bs4 import BeautifulSoup
 
-from conftest import BOOK, copy_of_built_cache, sphinx_build
+from conftest import BOOK, EXHIBITS, book_museum, copy_of_built_cache, sphinx_build
 from coursebook.verify.torch_versions import comparable
 
 WARNING = ("UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being "
@@ -85,3 +86,37 @@ def test_no_change_on_the_versions_page_is_only_a_build_tag_or_a_line(built):
         versions = [label.removeprefix("torch ") for label in labels]
         assert comparable(old, versions[0]) != comparable(new, versions[1]), (title, old, new)
         assert title.select_one("a.reference") is not None, title
+
+
+@pytest.mark.slow
+def test_an_exhibit_is_listed_once_per_pair_of_versions(built, tmp_path):
+    """A planted torch release changes an exhibit's error: in its chapter's expected output
+    (the failing code is a cell of the chapter) and in the exhibit's records. The versions
+    page lists the change once, as the exhibit's, not again as the chapter's cell."""
+    source, exhibits = tmp_path / "book", tmp_path / "exhibits"
+    shutil.copytree(BOOK, source)
+    shutil.copytree(EXHIBITS, exhibits)
+    newest = max((source / "expected").glob("torch-*"),
+                 key=lambda p: [int(n) for n in re.findall(r"\d+", p.name)])
+    version = newest.name.removeprefix("torch-")
+    exhibit = next(e for wing in book_museum().values() for e in wing.exhibits
+                   if e.runs_in_every_build and e.record_for(version))
+    record = exhibit.record_for(version)
+    planted = source / "expected" / "torch-99.0.0"
+    shutil.copytree(newest, planted)
+    for chapter in planted.glob("*.txt"):  # the exhibit's chapter, and any that raises the same
+        chapter.write_text(chapter.read_text().replace(record.message, record.message + " (planted)"))
+    toml = exhibits / exhibit.path.relative_to(EXHIBITS)
+    toml.write_text(toml.read_text() + "\n[[records]]\n" + "".join(
+        f"{name} = {json.dumps(value)}\n" for name, value in {
+            **record.as_dict(), "torch": "99.0.0", "where": "planted", "message":
+            record.message + " (planted)"}.items()))
+    build = sphinx_build(source, tmp_path / "out", copy_of_built_cache(built, tmp_path / "cache"),
+                         "instructor", settings={"coursebook_exhibits_dir": str(exhibits)})
+    assert build.returncode == 0, build.log[-3000:]
+    page = (tmp_path / "out" / "html" / "torch-versions.html").read_text(encoding="utf8")
+    section = BeautifulSoup(page, "html.parser").find(
+        "section", id=f"torch-{version}-to-99-0-0".replace(".", "-"))
+    links = [title.select_one("a.reference")["href"].split("#")[-1]
+             for title, _, _ in _pairs(str(section)) if title.select_one("a.reference")]
+    assert links.count(exhibit.label) == 1, links

@@ -24,7 +24,7 @@ from sphinx.application import Sphinx
 from coursebook.config import book_config
 from coursebook.exhibit_checks import CHANGED_CLASS
 from coursebook.model.faults import BookError
-from coursebook.model.museum import ExhibitError, check_cells
+from coursebook.model.museum import ExhibitError, cell_origins, check_cells
 from coursebook.model.notebooks import is_claim
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import is_release, release, verified_versions, version_key
@@ -36,6 +36,7 @@ from coursebook.verify.expectations import (
     ExpectationsError,
     cell_keys,
     code_digest,
+    output_cells,
     read_expectations,
 )
 from coursebook.verify.other_torches import State, check_digests, left_out_of_downloads, standings
@@ -195,12 +196,13 @@ class TorchVersionChanges(Directive):
         checks = {code_digest(source) for source in check_cells(museum)}
         for chapter in chapters:
             versions = sorted(verified_versions(expected_dir, chapter), key=version_key)
-            sections = _sections_of(env, chapter, museum) if len(versions) > 1 else {}
+            sections, records = (_sections_of(env, chapter, museum) if len(versions) > 1
+                                 else ({}, set()))
             for old, new in zip(versions, versions[1:]):
                 before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt")
                                  for v in (old, new))
-                rows.setdefault((old, new), []).extend(
-                    self._cells(before, after, old, new, edition, sections, checks, readers))
+                rows.setdefault((old, new), []).extend(self._cells(
+                    before, after, old, new, edition, sections, checks | records, readers))
         for wing in museum.values():
             for exhibit in wing.exhibits:
                 env.note_dependency(str(exhibit.path))
@@ -258,9 +260,10 @@ _LABEL = re.compile(r"^\(([^()\s]+)\)=\s*$")
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$")
 
 
-def _sections_of(env, chapter: str, museum) -> dict[str, tuple[str, str]]:
+def _sections_of(env, chapter: str, museum) -> tuple[dict[str, tuple[str, str]], set[str]]:
     """Each code cell's key, with the label and title of the section (or exhibit) it is in:
-    the nearest heading above it, and the label just before that heading."""
+    the nearest heading above it, and the label just before that heading; and the keys of the
+    exhibits' failing code, whose change the exhibit's own records show (listed once)."""
     path = Path(env.doc2path(chapter))
     try:
         notebook = edition_chapter(path.read_text(encoding="utf8"), str(path),
@@ -269,7 +272,7 @@ def _sections_of(env, chapter: str, museum) -> dict[str, tuple[str, str]]:
                                    machine_kinds=book_config(env.config).machine_kinds,
                                    runtimes_file=book_config(env.config).runtimes_file)
     except (OSError, BookError):
-        return {}  # the chapter's own page reports it
+        return {}, set()  # the chapter's own page reports it
     current, pending, by_cell = ("", path.stem), "", []
     for cell in notebook.cells:
         if cell.cell_type == "code":
@@ -289,4 +292,7 @@ def _sections_of(env, chapter: str, museum) -> dict[str, tuple[str, str]]:
                 current, pending = (pending, heading.group(1).replace("`", "")), ""
             elif line.strip():
                 pending = ""
-    return dict(zip(cell_keys(notebook), by_cell))
+    origins = cell_origins(museum, book_config(env.config).torch)
+    failing = {key.split(".")[0] for key, cell in zip(cell_keys(notebook), output_cells(notebook))
+               if getattr(origins.get(cell.source), "field", "") == "failing_code"}
+    return dict(zip(cell_keys(notebook), by_cell)), failing
