@@ -41,24 +41,28 @@ class _AdoptedProcess:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
+        """None while it runs; once it ended, its status (waited for: a dead kernel's
+        status names the advice the build gives)."""
         if self.returncode is None and not process_alive(self.pid):
-            self.returncode = self._ended_status()
+            self.returncode = self._ended_status(STATUS_WAIT)
         return self.returncode
 
-    def _ended_status(self) -> int:
-        deadline = time.monotonic() + STATUS_WAIT
+    def _ended_status(self, patience: float) -> int:
+        deadline = time.monotonic() + patience
         while True:
             try:
                 return int(ended_path(self.pool, self.pid).read_text())
             except (OSError, ValueError):
-                if time.monotonic() > deadline:
+                if time.monotonic() >= deadline:
                     return EXIT_STATUS_UNKNOWN
                 time.sleep(0.05)
 
     def wait(self) -> int:
-        while (status := self.poll()) is None:
+        """Once it ended: a kernel stopped after its chapter is not kept waiting for the
+        server to collect its status (its status is then unknown here)."""
+        while process_alive(self.pid):
             time.sleep(0.05)
-        return status
+        return self.returncode if self.returncode is not None else self._ended_status(0)
 
     def send_signal(self, signum: int) -> None:
         os.kill(self.pid, signum)
