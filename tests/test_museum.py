@@ -314,7 +314,7 @@ def test_a_downloaded_fresh_python_runs_as_the_stand_in_does(exhibit):
             download = cell.metadata[DOWNLOAD_SOURCE_KEY]
             assert f"cpu = {stand_in.environment!r}\n" in download
             if side is not None and f"side_environment={side.name!r}" in cell.source:
-                assert f"'--target', side, *{list(side.packages)!r}]" in download
+                assert f"'--target', side, *{list(side.packages)!r}]," in download
                 assert "env={**os.environ, **cpu, 'PYTHONPATH': side}" in download
             else:
                 assert "env={**os.environ, **cpu}" in download

@@ -661,9 +661,12 @@ def _download_source(code: str, side: SideEnvironment | None,
         lines += [f"# The error needs older packages than this runtime's ({', '.join(side.packages)}):",
                   "# installed apart, without their dependencies, first on the new process's path.",
                   f"side = os.path.abspath({side.name!r})",
-                  "if not os.path.isdir(side):",
-                  "    subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-deps',",
-                  f"                    '--target', side, *{list(side.packages)!r}], check=True)"]
+                  "if not os.path.isdir(side):  # pip's own output is shown only if it fails",
+                  "    pip = subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-deps',",
+                  f"                          '--target', side, *{list(side.packages)!r}],",
+                  "                         capture_output=True, text=True)",
+                  "    if pip.returncode:",
+                  "        raise RuntimeError(pip.stderr.strip().splitlines()[-1])"]
         env = "{**os.environ, **cpu, 'PYTHONPATH': side}"
     lines += [f'done = subprocess.run([sys.executable, "-c", r\'\'\'\n{code}\n\'\'\'],',
               f"                      capture_output=True, text=True, env={env})",
