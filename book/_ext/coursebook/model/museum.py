@@ -592,7 +592,7 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
     ]
 
 
-_FRESH_RUNTIME = "**The fix, in a fresh runtime** (restart it first: a process keeps what ran in it)."
+_FRESH_RUNTIME = "**The fix, in a fresh runtime.**"
 
 
 def _fix_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
@@ -724,8 +724,7 @@ def _rerun_fix_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
     if rerun is None:
         return []
     if exhibit.fix_in_fresh_runtime:
-        text = ("**The fix, run again** in a new Python process that never ran the code above, "
-                "as a fresh runtime is.")
+        text = "**The fix, run again** in a new Python process, one that never ran the code above."
         only: tuple[str, ...] = ()
     else:
         text = ("**The fix, run again** where the museum's code left the process: its set-up, "
