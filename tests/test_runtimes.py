@@ -317,7 +317,7 @@ def test_the_museum_shows_colabs_text_where_it_differs_from_the_builds():
                 continue
             differ += 1
             assert colab.reader_label in check and json.dumps(theirs.message)[1:-1] in check
-            assert f"On {colab.reader_label} it raises this text" in note
+            assert f"On {colab.reader_label} it reads:" in note
             assert theirs.message in note and ours.message in note
     assert differ  # Colab's torch words some errors otherwise
 
