@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import BOOK, copy_of_built_cache, sphinx_build
+from conftest import BOOK, EXHIBITS, copy_of_built_cache, sphinx_build
 from coursebook.audit.answer_leaks import _cell_text, _runs, audit_build, chapter_fingerprints, fingerprint_words, page_text
 from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
 
@@ -50,7 +50,8 @@ def test_instructor_solutions_pass_their_checks(built):
 
 
 def test_the_student_build_holds_no_answer(built):
-    assert audit_build(built["student"].outdir, chapter_fingerprints(BOOK)) == []
+    """As `make audit` reads it: the exhibits' text is the student's to see."""
+    assert audit_build(built["student"].outdir, chapter_fingerprints(BOOK, EXHIBITS)) == []
 
 
 def test_the_instructor_page_shows_every_answer_the_audit_looks_for(built):
@@ -137,9 +138,10 @@ def test_a_warm_rebuild_and_a_prose_edit_execute_nothing_a_code_edit_only_its_ch
 
 
 def test_the_words_a_torch_upgrade_changed_are_bold_on_the_page(built):
-    """The versions page and the museum's "changed since" boxes mark the differing words
-    (Sphinx would syntax-highlight those blocks, flattening the marks, if they read as code)."""
-    html = built["student"].outdir / "html"
+    """The versions page and the museum's "changed since" boxes (the instructor edition's)
+    mark the differing words (Sphinx would syntax-highlight those blocks, flattening the
+    marks, if they read as code)."""
+    html = built["instructor"].outdir / "html"
     for page in ("torch-versions.html", "museum-pytorch.html"):
         text = (html / page).read_text()
         assert '<strong class="torch-diff-changed">' in text, page
