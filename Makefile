@@ -206,8 +206,9 @@ test-recording: venv
 test-suite: venv
 	$(BIN)/python -m pytest -m 'slow or not slow' tests book
 
-test-fast: venv ## The fast tests only: no build, no chapter executed
-	$(BIN)/python -m pytest tests
+# Two workers (pytest-xdist): the fast tests are independent, and the machines have two cores.
+test-fast: venv ## The fast tests only: no build, no chapter executed (two workers)
+	$(BIN)/python -m pytest -n 2 tests
 
 clean: ## Remove the built editions (keeps the execution cache)
 	rm -rf $(BUILD)/student $(BUILD)/instructor

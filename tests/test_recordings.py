@@ -300,14 +300,23 @@ def _record_tiny(book, kind: str, *extra: str) -> subprocess.CompletedProcess:
                           cwd=ROOT, capture_output=True, text=True)
 
 
-@pytest.fixture
-def second_kind_book(tmp_path):
-    """The fixture book, recorded on the "lab" kind and on the stand-in, by the real recorder."""
-    book = tmp_path / "book"
+@pytest.fixture(scope="module")
+def _second_kind_recorded(tmp_path_factory):
+    """The fixture book, recorded on the "lab" kind and on the stand-in, by the real recorder
+    (once per module: each recording starts kernels)."""
+    book = tmp_path_factory.mktemp("second-kind") / "book"
     shutil.copytree(SECOND_KIND / "book", book)
     for kind in ("lab", "cpu"):
         done = _record_tiny(book, kind)
         assert done.returncode == 0, done.stderr
+    return book
+
+
+@pytest.fixture
+def second_kind_book(_second_kind_recorded, tmp_path):
+    """A copy of the recorded book that a test may change."""
+    book = tmp_path / "book"
+    shutil.copytree(_second_kind_recorded, book)
     return book
 
 

@@ -49,12 +49,6 @@ def is_claim(cell) -> bool:
     return cell.get("cell_type") == "code" and CLAIM_TAG in cell_tags(cell)
 
 
-def without_claims(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of the notebook for a reader: its claims' checks are the build's, not theirs."""
-    return nbformat.NotebookNode({**notebook,
-                                  "cells": [cell for cell in notebook.cells if not is_claim(cell)]})
-
-
 def first_line(cell) -> str:
     """How messages name a cell: its first line of code or text."""
     return (cell.source.strip().splitlines() or [""])[0]

@@ -3,7 +3,7 @@
 Each claim cell of a chapter (or an exhibit's) becomes one cell per ``# claim:`` line,
 tagged ``raises-exception`` (a claim that no longer holds is reported, and the cells after
 it still run) and ``remove-cell`` (no page, PDF or search index shows it; downloads leave
-it out, :func:`coursebook.model.notebooks.without_claims`). Each is then located: the
+it out, :mod:`coursebook.render.downloads`). Each is then located: the
 sentence its fragment quotes, in the markdown above the cell since the previous code cell,
 or, for an exhibit's, the ``says`` field of its TOML file. :mod:`coursebook.verify.claims`
 checks what they did.
