@@ -62,12 +62,14 @@ coursebook_expected_dir = "expected"
 # Part of the cache key, so that a change of version re-executes the chapters.
 coursebook_execution_packages = ["torch", "jaxtyping", "numpy", "ipykernel", "matplotlib"]
 # `make preview` keeps a kernel waiting with these imported into its process (never into the
-# namespace a chapter runs in): torch; torch.distributed.tensor (with sympy), which torch
-# imports at the first torch.testing.assert_close; matplotlib for the figures. About 1.7 s
-# less per code edit.
-coursebook_preview_kernel_imports = ["torch", "torch.distributed.tensor", "matplotlib.pyplot"]
+# namespace a chapter runs in): torch; torch.distributed.tensor (with sympy) and
+# torch._dynamo, which torch imports at the first torch.testing.assert_close and the first
+# optimizer (about 0.45 s of PT01's run); matplotlib for the figures. About 2 s less per
+# code edit. tests/test_config.py fails when one of them no longer imports.
+coursebook_preview_kernel_imports = ["torch", "torch.distributed.tensor", "torch._dynamo",
+                                     "matplotlib.pyplot"]
 # A cold build starts each chapter's kernel as it starts, with what every chapter imports.
-coursebook_kernel_imports = ["torch"]
+coursebook_kernel_imports = ["torch", "torch._dynamo"]
 
 myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath", "deflist"]
 myst_heading_anchors = 3

@@ -64,3 +64,20 @@ def test_the_museum_is_parsed_once_while_its_files_are_unchanged(tmp_path):
     exhibit = next((tmp_path / "exhibits").glob("*/*.toml"))
     os.utime(exhibit, ns=(0, 0))  # an edit, as far as a build can tell
     assert config.museum() is not museum and config.museum() == museum
+
+
+def test_every_module_the_kernels_import_ahead_still_imports():
+    """The kernel server and the preview's waiting kernel ignore an import that fails (a
+    chapter importing it meets the error its own way), so a torch that renames a module
+    conf.py lists would only make builds slower: this test says so instead."""
+    missing = run_in_python(
+        "import importlib, json\nfrom pathlib import Path\n"
+        "from coursebook.config import BookConfig\n"
+        "from coursebook.execute.fill_cache import read_conf\n"
+        f"config = BookConfig.from_namespace(read_conf(Path({str(ROOT)!r})))\n"
+        "names = [*config.kernel_imports, *config.preview_kernel_imports]\n"
+        "def imports(name):\n"
+        "    try:\n        importlib.import_module(name)\n        return True\n"
+        "    except ImportError:\n        return False\n"
+        "print(json.dumps([n for n in names if not imports(n)] + (['none'] if not names else [])))")
+    assert missing == []
