@@ -183,7 +183,7 @@ STAGES = {
                "test_offline_mathjax"],
     "audit": ["test_audit", "test_prose_overlap", "test_book"],
     "process": ["test_faults", "test_quiet_log", "test_build_processes",
-                "test_stopped_builds"],
+                "test_stopped_builds", "test_private_names"],
     "publish": ["test_workflows", "test_system_tools"],
 }
 STAGE_OF = {module: stage for stage, modules in STAGES.items() for module in modules}

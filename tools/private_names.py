@@ -6,7 +6,8 @@ whose name starts with one underscore (``app._warncount``, ``myst_nb.core.execut
 module global of another library rebound (``module.name = ...``, ``setattr(module, ...)``),
 a module put in ``sys.modules`` in another's place, or a private method of another
 library's class overridden in a subclass. Each is what an upgrade of that library may
-break without notice. Names the extension defines itself do not count, nor the standard
+break without notice. A module imported ahead by name (a conf.py list ending in ``_imports``) counts as an import.
+Names the extension defines itself do not count, nor the standard
 library's documented underscore names (``os._exit``, ``sys._getframe``) and namedtuple's
 ``_replace``/``_asdict``/``_fields``.
 
@@ -138,6 +139,13 @@ def uses_in(path: Path, tree: ast.Module, own: set[str]) -> Iterator[Use]:
                 and isinstance(node.args[1].value, str) and _private(node.args[1].value) \
                 and node.args[1].value not in own:
             yield Use(path, node.lineno, "private attribute (by name)", node.args[1].value)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.List) and any(
+                isinstance(t, ast.Name) and t.id.endswith("_imports") for t in node.targets):
+            # conf.py's modules imported ahead, by name (coursebook_kernel_imports, ...)
+            for item in node.value.elts:
+                if isinstance(item, ast.Constant) and isinstance(item.value, str) \
+                        and any(_private(part) for part in item.value.split(".")):
+                    yield Use(path, item.lineno, "private module imported ahead", item.value)
         if isinstance(node, (ast.Assign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in [t for group in targets for t in (
