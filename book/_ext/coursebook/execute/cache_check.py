@@ -19,7 +19,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import book_config
-from coursebook.execute.shared_cache import create_cache
+from coursebook.execute.shared_cache import create_cache, open_cache
 from coursebook.model.faults import CLEAN_CACHE_COMMAND, shown_path
 from coursebook.reporting import stop_build
 
@@ -59,14 +59,13 @@ def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
     config = app.config
     if not docnames or config.nb_execution_mode != "cache":
         return
-    from jupyter_cache import get_cache
     from sqlalchemy.exc import SQLAlchemyError
 
     path = Path(book_config(config).cache_path)
     path.mkdir(parents=True, exist_ok=True)
     try:
         create_cache(path)  # its tables, once, however many builds start together
-        dropped = drop_unreadable_entries(get_cache(str(path)))
+        dropped = drop_unreadable_entries(open_cache(path))
     except SQLAlchemyError as error:
         reason = str(getattr(error, "orig", None) or error).splitlines()[0]
         stop_build("cache", (f"the execution cache is damaged ({reason}): its database "

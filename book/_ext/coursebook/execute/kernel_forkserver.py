@@ -1,34 +1,28 @@
 """A kernel forkserver: one process that imports what every chapter's kernel imports first
 (ipykernel, and ``imports`` such as torch) once, then forks a kernel from itself on request.
 
-Starting a kernel the usual way costs a Python start, ipykernel's import and torch's, about
-a second and a half of CPU each time; a cold build of both editions pays it once per
-notebook on two cores it keeps busy. A forked kernel shares the imported modules (copy on
-write) and is ready in a tenth of that. It is a process like any kernel jupyter_client
-starts: a session and process group of its own, the chapter's folder as its working
-directory, the environment its starter gives, ipykernel's launcher run from the top with
-the usual arguments. Nothing of the book ran in it; IPython makes the namespace the cells
-run in afresh; Python's ``random`` reseeds itself at a fork. What Python reads of the
-environment as it starts (``PYTHONHASHSEED``), and the modules imported ahead as they
-load, comes from the server's: its starter's environment, which is what jupyter_client
-gives a kernel but for ``JPY_PARENT_PID``. The server forks before it
-makes any ZeroMQ context, event loop or thread of its own (a fork keeps only the thread
-that forks), and holds no lock when it does.
+Starting a kernel the usual way costs a Python start and the imports, about a second and
+a half of CPU each time; a forked kernel shares the imported modules (copy on write) and is
+ready in a tenth of that. It is a process like any kernel jupyter_client starts: a session
+and process group of its own, the chapter's folder as its working directory, the
+environment its starter gives, ipykernel's launcher run from the top with the usual
+arguments. Nothing of the book ran in it; IPython makes the namespace the cells run in
+afresh; Python's ``random`` reseeds itself at a fork. What Python reads of the environment
+as it starts (``PYTHONHASHSEED``) comes from the server's, its starter's. The server forks
+before it makes any ZeroMQ context, event loop or thread (a fork keeps only the thread that
+forks), and holds no lock when it does.
 
 Run as ``python -m coursebook.execute.kernel_forkserver`` (:func:`server_command`); this
 module imports only the standard library, so a kernel holds nothing of Sphinx or of the
-extension. The server ends when it is stopped or the process that started it ends, and
-stops its kernels then (and were it killed, ipykernel's parent poller would stop them:
-``JPY_PARENT_PID``). Each request is a line of JSON on a Unix
-socket, answered with the kernel's pid: ``{"cwd", "connection_file", "env"}``. A kernel binds its
-own ports and writes its connection file once it has. The server is each kernel's parent,
-so it alone collects a kernel's exit status: it writes it to the pool's ``ended/<pid>``
-(an exit code, or minus the signal that killed it, as ``Popen.returncode``) for the build
-that took the kernel. With ``--keep``, the server keeps
-one kernel forked ahead, its record in the pool's ``ready/`` folder
+extension. The server ends when it is stopped or its starter ends, and stops its kernels
+then (were it killed, ipykernel's parent poller would: ``JPY_PARENT_PID``). A request is a
+line of JSON on a Unix socket, ``{"cwd", "connection_file", "env"}``, answered with the
+kernel's pid; the kernel writes its connection file once its ports are bound. The server,
+each kernel's parent, alone collects its exit status: it writes it to the pool's
+``ended/<pid>`` (as ``Popen.returncode``) for the build that took the kernel. With
+``--keep``, it keeps one kernel forked ahead, its record in the pool's ``ready/`` folder
 (:mod:`coursebook.execute.kernel_pool` takes it from there).
 """
-
 from __future__ import annotations
 
 import argparse
@@ -70,20 +64,16 @@ def request_kernel(address: Path, cwd: str, connection_file: str,
     return json.loads(reply)["pid"] if reply else None
 
 
-def _write_ready(pool: Path, pid: int, cwd: str, connection_file: str) -> None:
-    ready = pool / "ready" / f"{Path(connection_file).stem}.json"
-    ready.with_suffix(".tmp").write_text(
-        json.dumps({"pid": pid, "cwd": cwd, "connection_file": connection_file}))
-    ready.with_suffix(".tmp").rename(ready)  # whole, as takers read it
+def write_whole(path: Path, text: str) -> None:
+    """Write ``path`` through a rename: other processes read it whole or not at all."""
+    written = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    written.write_text(text)
+    written.replace(path)
 
 
 def ended_path(pool: Path, pid: int) -> Path:
     """Where the server writes the exit status of its kernel ``pid`` once it ended."""
     return pool / "ended" / str(pid)
-
-
-def _new_connection_file(pool: Path) -> str:
-    return str((pool / "connections" / f"{uuid.uuid4().hex}.json").resolve())
 
 
 def serve(args: argparse.Namespace) -> dict:
@@ -109,7 +99,8 @@ def serve(args: argparse.Namespace) -> dict:
     while os.getppid() == args.parent:
         kernels -= _reaped(pool)
         if args.keep and not pending and not any((pool / "ready").glob("*.json")):
-            pending.append({"cwd": args.keep, "connection_file": _new_connection_file(pool),
+            connection_file = pool.resolve() / "connections" / f"{uuid.uuid4().hex}.json"
+            pending.append({"cwd": args.keep, "connection_file": str(connection_file),
                             "ready": True})
         connection = None
         if not pending and select.select([listener], [], [], 0.2)[0]:
@@ -128,7 +119,9 @@ def serve(args: argparse.Namespace) -> dict:
         kernels.add(pid)
         ended_path(pool, pid).unlink(missing_ok=True)  # an earlier kernel's, of the same pid
         if request.get("ready"):
-            _write_ready(pool, pid, request["cwd"], request["connection_file"])
+            name = Path(request["connection_file"]).stem
+            write_whole(pool / "ready" / f"{name}.json", json.dumps(
+                {"pid": pid, "cwd": request["cwd"], "connection_file": request["connection_file"]}))
         if connection is not None:
             with connection:
                 connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
@@ -145,9 +138,7 @@ def _reaped(pool: Path) -> set[int]:
             if not pid:
                 break
             ended.add(pid)
-            path = ended_path(pool, pid)
-            path.with_suffix(".tmp").write_text(str(os.waitstatus_to_exitcode(status)))
-            path.with_suffix(".tmp").rename(path)  # whole, as takers read it
+            write_whole(ended_path(pool, pid), str(os.waitstatus_to_exitcode(status)))
     except ChildProcessError:
         pass
     return ended

@@ -1,21 +1,17 @@
 """Kernels started ahead of need: the preview's code edits (``make preview``) and a cold
 build's chapters (:mod:`coursebook.execute.kernel_pool_start`).
 
-A chapter executes in a fresh kernel; starting one and importing torch is most of what a
-one-cell edit costs. A *kernel forkserver* (:mod:`coursebook.execute.kernel_forkserver`)
-imports ipykernel and the modules chapters spend their first seconds importing (torch,
-say) once, and forks kernels from itself when a chapter asks (the preview keeps one
-forked ahead in a pool folder's ``ready/``). jupyter_client starts every kernel through
-a *kernel provisioner* named by the kernel's spec: the pool's spec for ``python3`` (same
-command, found first through ``JUPYTER_PATH``) names the one of
+Starting a kernel and importing torch is most of what a one-cell edit costs. A kernel
+forkserver (:mod:`coursebook.execute.kernel_forkserver`) does the imports once and forks
+kernels when chapters ask (the preview keeps one forked ahead in the pool's ``ready/``).
+jupyter_client starts every kernel through the *kernel provisioner* its spec names: the
+pool's spec for ``python3`` (same command, first on ``JUPYTER_PATH``) names
 :mod:`coursebook.execute.kernel_pool_provisioner`, which takes a waiting kernel, or has
-the pool's server fork one, instead of starting one. Each kernel is taken once, by one
-notebook, which it runs from the top, and is shut down after it, as nbclient does with
-any kernel: what a chapter prints does not depend on how its kernel started (its
-outputs are verified against the expected ones as in every build). Without a pool, or
-with its server gone, the provisioner starts one as jupyter_client always does.
+the server fork one. Each kernel runs one notebook from the top and is shut down after
+it, as nbclient does with any kernel, so what a chapter prints does not depend on how its
+kernel started. Without a pool, or with its server gone, the provisioner starts one as
+jupyter_client always does.
 """
-
 from __future__ import annotations
 
 import json
@@ -29,7 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
-from coursebook.execute.kernel_forkserver import request_kernel, server_command
+from coursebook.execute.kernel_forkserver import request_kernel, server_command, write_whole
 from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
 
 POOL_ENV = "COURSEBOOK_KERNEL_POOL"
@@ -44,22 +40,18 @@ def write_kernel_spec(pool: Path) -> Path:
     share = pool / "share" / "jupyter"
     spec = share / "kernels" / "python3"
     spec.mkdir(parents=True, exist_ok=True)
-    # Written whole, then renamed: two builds on one cache write it while readers read it.
-    written = spec / f"kernel.json.{os.getpid()}"
-    written.write_text(json.dumps({
+    # Whole: two builds on one cache write it while readers read it.
+    write_whole(spec / "kernel.json", json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (ipykernel)", "language": "python",
         "metadata": {"kernel_provisioner": {"provisioner_name": PROVISIONER}}}, indent=1))
-    written.replace(spec / "kernel.json")
     return share
 
 
 def _note_taken(pool: Path, name: str, kernel: dict) -> dict:
     """Who took it: the process that started the server waits for this one before it ends."""
     kernel["taker"] = os.getpid()
-    taken = pool / "taken" / f"{name}.json"
-    taken.with_suffix(".tmp").write_text(json.dumps(kernel))
-    taken.with_suffix(".tmp").rename(taken)
+    write_whole(pool / "taken" / f"{name}.json", json.dumps(kernel))
     return kernel
 
 
@@ -125,9 +117,7 @@ def start_kernel_forkserver(pool: Path, imports: list[str],
     server = subprocess.Popen(
         server_command(address, pool.resolve(), imports, KERNEL_ARGUMENTS, keep),
         cwd=pool, stdin=subprocess.DEVNULL, start_new_session=True)
-    record = pool / SERVER
-    record.with_suffix(".tmp").write_text(json.dumps({"pid": server.pid, "address": str(address)}))
-    record.with_suffix(".tmp").rename(record)
+    write_whole(pool / SERVER, json.dumps({"pid": server.pid, "address": str(address)}))
     return server
 
 

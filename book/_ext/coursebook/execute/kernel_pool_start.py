@@ -1,30 +1,24 @@
 """A cold build's kernels, forked from one server started as the build starts.
 
-A reader starts a chapter's kernel when it reaches the chapter, once Sphinx has loaded
-its extensions and read the environment, about a second into a build here, while the
-other core idles; starting Python, ipykernel and torch then lies on the path of the
-longest chapter, and is paid again for every notebook. When the execution cache has no
-database yet, every chapter a build reads will execute, so this extension's setup, the
-first of conf.py's, starts a kernel forkserver (the preview's pool, provisioner and
-server: :mod:`coursebook.execute.kernel_pool`) before myst-nb and the theme load. The
-server imports ``coursebook_kernel_imports`` once (into its process, never the namespace
-a chapter runs in) and forks each chapter's kernel when the chapter asks. A kernel runs
-one chapter from the top and is stopped after it, like any other; the outputs are
-verified as in every build. A warm cache decides per chapter, which is known only once
-the chapter is prepared: no server is started then.
+A reader starts a chapter's kernel when it reaches the chapter, about a second into a
+build, while the other core idles; starting Python, ipykernel and torch then lies on the
+path of the longest chapter, and is paid again for every notebook. When the execution
+cache has no database yet, every chapter a build reads executes, so this extension's
+setup, the first of conf.py's, starts a kernel forkserver (the preview's pool,
+:mod:`coursebook.execute.kernel_pool`) before myst-nb and the theme load, importing
+``coursebook_kernel_imports`` into the server (never into a chapter's namespace). A warm
+cache decides per chapter, known only once the chapter is prepared: no server then.
 
 At setup myst-nb has not registered its settings yet: the two this needs are read as
 Sphinx will resolve them (a ``-D`` override, else ``conf.py``, else myst-nb's default).
-Once the configuration is whole (``config-inited``), a server whose settings do not
-hold, or that no chapter would use, is stopped.
+At ``config-inited`` a server whose settings do not hold, or that no chapter would use,
+is stopped.
 
 Builds that start together on one cache (both editions) start one server: the first
 takes a lock for its life, and the chapters of both take its kernels. A kernel ends with
 the server, so the build that started it, at its end, waits while the other build's
-reader that took one runs its chapter; the other build's chapters asking after that
-start kernels of their own.
+reader that took one runs its chapter.
 """
-
 from __future__ import annotations
 
 import os
@@ -56,21 +50,17 @@ MYST_NB_DEFAULTS = {"nb_execution_mode": "auto", "nb_execution_cache_path": ""}
 
 # This build's kernel forkserver, the cache it serves and the lock that makes this build
 # the one starting it (main process).
-_server: list[tuple[subprocess.Popen, Path]] = []
-_lock: list[FileLock] = []
+_server: list[tuple[subprocess.Popen, Path, FileLock]] = []
 
 
-def chapter_folders(app: Sphinx, config: Config) -> list[Path]:
-    """The folder of each chapter this build executes when its notebook is not cached."""
+def chapters_to_execute(app: Sphinx, config: Config) -> int:
+    """How many chapters this build executes when their notebooks are not cached."""
     project = Project(app.srcdir, config.source_suffix)
-    folders = []
-    for docname in sorted(project.discover(config.exclude_patterns)):
-        path = Path(project.doc2path(docname, absolute=True))
-        excluded = any(PurePosixPath(path.as_posix()).match(pattern)
-                       for pattern in config.nb_execution_excludepatterns)
-        if not excluded and executes_when_read(path):
-            folders.append(path.parent)
-    return folders
+    paths = [Path(project.doc2path(docname, absolute=True))
+             for docname in project.discover(config.exclude_patterns)]
+    return sum(1 for path in paths if not any(
+        PurePosixPath(path.as_posix()).match(pattern)
+        for pattern in config.nb_execution_excludepatterns) and executes_when_read(path))
 
 
 def start_kernel_server(app: Sphinx) -> None:
@@ -93,11 +83,10 @@ def start_kernel_server(app: Sphinx) -> None:
         # (a notebook both share runs in whichever build reaches it first).
         offer_waiting_kernels(pool)
         return
-    _lock.append(lock)
     make_pool(pool)
     offer_waiting_kernels(pool)
     imports = BookConfig.from_namespace(conf).kernel_imports
-    _server.append((start_kernel_forkserver(pool, imports), cache))
+    _server.append((start_kernel_forkserver(pool, imports), cache, lock))
 
 
 def check_kernel_server(app: Sphinx, config: Config) -> None:
@@ -105,8 +94,8 @@ def check_kernel_server(app: Sphinx, config: Config) -> None:
     settings read at setup hold and some chapter will execute."""
     if not _server:
         return
-    server, cache = _server[0]
-    chapters = len(chapter_folders(app, config))
+    cache = _server[0][1]
+    chapters = chapters_to_execute(app, config)
     if (config.nb_execution_mode == "cache" and chapters
             and Path(book_config(config).cache_path) == cache):
         logger.info(f"cold cache: {chapters} chapter kernels forked from one server")
@@ -119,7 +108,6 @@ def stop_kernel_server(app: Sphinx, exception: Exception | None) -> None:
     """``build-finished``: the server stopped, once the kernels another build took are
     done; the lock released."""
     while _server:
-        server, cache = _server.pop()
+        server, cache, lock = _server.pop()
         stop_kernel_forkserver(cache / "kernels", server)
-    while _lock:
-        _lock.pop().release()
+        lock.release()

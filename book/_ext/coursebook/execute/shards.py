@@ -23,7 +23,7 @@ import nbformat
 
 from coursebook.execute.cache_key import VERSIONS_KEY
 from coursebook.execute.fill_cache import ConfValues, execute_into_cache, notebook_to_execute
-from coursebook.execute.shared_cache import cache_key, create_cache
+from coursebook.execute.shared_cache import cache_key, cached_record, create_cache, open_cache
 from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import is_chapter_source
 from coursebook.model.recordings import recording_name
@@ -94,12 +94,10 @@ def chapters_to_execute(book_dir: Path, conf: ConfValues) -> list[Chapter]:
 
 def recorded_seconds(cache_path: Path) -> dict[str, float]:
     """Each chapter's execution time as a cache recorded it (its notebooks' mean run)."""
-    from jupyter_cache import get_cache
-
     if not (cache_path / "global.db").is_file():
         return {}
     runs: dict[str, list[float]] = {}
-    for record in get_cache(str(cache_path)).list_cache_records():
+    for record in open_cache(cache_path).list_cache_records():
         seconds = (record.data or {}).get("execution_seconds")
         if seconds is not None:
             runs.setdefault(Path(record.uri).stem, []).append(float(seconds))
@@ -135,17 +133,13 @@ def _copy_notebook(source, record, target) -> None:
 
 def _reused(reuse: Path | None, notebook: nbformat.NotebookNode, cache: Path) -> bool:
     """Copy the notebook from the ``reuse`` cache into ``cache`` when it is there."""
-    from jupyter_cache import get_cache
-
     if reuse is None or not (reuse / "global.db").is_file():
         return False
-    source = get_cache(str(reuse))
-    try:
-        record = source.match_cache_notebook(notebook)
-    except KeyError:
+    record = cached_record(reuse, notebook)
+    if record is None:
         return False
     create_cache(cache)
-    _copy_notebook(source, record, get_cache(str(cache)))
+    _copy_notebook(open_cache(reuse), record, open_cache(cache))
     return True
 
 
@@ -193,8 +187,6 @@ def merge_shards(book_dir: Path, conf: ConfValues, count: int, root: Path,
                  target: Path) -> int:
     """Check the shards' caches against the book as built now, then merge them into
     ``target``. The number of notebooks merged."""
-    from jupyter_cache import get_cache
-
     shards = [Shard(index, count) for index in range(1, count + 1)]
     for shard in shards:
         _check_present(shard, root)
@@ -209,7 +201,7 @@ def merge_shards(book_dir: Path, conf: ConfValues, count: int, root: Path,
                                  "again.")
             owner[name] = shard
     torch = conf.versions["torch"]
-    caches = {shard: get_cache(str(shard.cache(root))) for shard in shards}
+    caches = {shard: open_cache(shard.cache(root)) for shard in shards}
     records = {shard: {r.hashkey: r for r in cache.list_cache_records()}
                for shard, cache in caches.items()}
     for shard, by_key in records.items():
@@ -229,18 +221,15 @@ def merge_shards(book_dir: Path, conf: ConfValues, count: int, root: Path,
             raise ShardError(f"no shard executed chapter {chapter.name} ({shown_path(chapter.path)}): "
                              f"the shards were dealt for other chapters. Run every "
                              f"`make execute SHARD=I/{count}` again.")
-        stale = [key for key in chapter.notebooks if key not in records[shard]]
-        if stale:
+        if any(key not in records[shard] for key in chapter.notebooks):
             raise ShardError(f"shard {shard} executed another version of chapter {chapter.name}: "
                              f"{shown_path(chapter.path)} as the build prepares it now is not in "
                              f"its cache (edited since, or another exhibit or extension). "
                              f"Run `{shard.command}` again.")
     create_cache(target)
-    merged = get_cache(str(target))
-    copied = 0
+    merged = open_cache(target)
     for chapter in chapters:
         shard = owner[chapter.name]
         for key in chapter.notebooks:
             _copy_notebook(caches[shard], records[shard][key], merged)
-            copied += 1
-    return copied
+    return sum(len(chapter.notebooks) for chapter in chapters)

@@ -14,8 +14,6 @@ operating system drops them when a build dies, so a crash never leaves one behin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -24,14 +22,18 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 
-__all__ = ["cache_lock", "cache_run", "cached_notebook", "cached_record", "create_cache",
-           "hold_notebook_lock", "notebook_lock", "release_notebook_lock", "remove_record"]
-
 # In a cache record's data: a failed run, cached only while its page is read
 # (coursebook.execute.cached_chapters).
 FAILED = "coursebook_failed"
 # The lock the page being read holds (Sphinx's per-page data: dropped after the page).
 _HELD = "coursebook_cache_lock"
+
+
+def open_cache(cache_path: str | Path):
+    """jupyter-cache's cache at ``cache_path`` (imported only by builds that use it)."""
+    from jupyter_cache import get_cache
+
+    return get_cache(str(cache_path))
 
 
 def cache_lock(cache_path: str | Path, name: str) -> FileLock:
@@ -43,25 +45,19 @@ def cache_lock(cache_path: str | Path, name: str) -> FileLock:
 
 def cache_key(cache_path: str | Path, notebook: nbformat.NotebookNode) -> str:
     """jupyter-cache's own key of a notebook (its code cells, their metadata, the kernel)."""
-    from jupyter_cache import get_cache
-
     # Hashing opens no database: the cache's tables are made on first use.
-    return get_cache(str(cache_path)).create_hashed_notebook(notebook)[1]
+    return open_cache(cache_path).create_hashed_notebook(notebook)[1]
 
 
 def create_cache(cache_path: str | Path) -> None:
     """Create the cache folder and its tables, once, however many builds start together."""
-    from jupyter_cache import get_cache
-
     with cache_lock(cache_path, "create"):
-        get_cache(str(cache_path)).db  # the tables are made on first use of the database
+        open_cache(cache_path).db  # the tables are made on first use of the database
 
 
-@contextmanager
-def notebook_lock(cache_path: str | Path, notebook: nbformat.NotebookNode) -> Iterator[None]:
-    """Hold the notebook's key while looking it up, executing and caching it."""
-    with cache_lock(cache_path, cache_key(cache_path, notebook)):
-        yield
+def notebook_lock(cache_path: str | Path, notebook: nbformat.NotebookNode) -> FileLock:
+    """The notebook's key's lock, held while looking it up, executing and caching it."""
+    return cache_lock(cache_path, cache_key(cache_path, notebook))
 
 
 def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
@@ -73,8 +69,7 @@ def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
     config = book_config(app.config)
     if app.config.nb_execution_mode != "cache" or not config.cache_locks:
         return
-    cache_path = config.cache_path
-    lock = cache_lock(cache_path, cache_key(cache_path, notebook))
+    lock = notebook_lock(config.cache_path, notebook)
     lock.acquire()
     app.env.temp_data[_HELD] = lock
 
@@ -94,9 +89,7 @@ def cached_notebook(cache_path: str, notebook: nbformat.NotebookNode
     A notebook whose execution failed is not cached once its page is read
     (:mod:`coursebook.execute.cached_chapters`); its failure is reported elsewhere.
     """
-    from jupyter_cache import get_cache
-
-    cache = get_cache(str(cache_path))
+    cache = open_cache(cache_path)
     try:
         pk, executed = cache.merge_match_into_notebook(notebook)
     except KeyError:
@@ -106,10 +99,8 @@ def cached_notebook(cache_path: str, notebook: nbformat.NotebookNode
 
 def cached_record(cache_path: str | Path, notebook: nbformat.NotebookNode):
     """jupyter-cache's record of the notebook (its ``pk`` and ``data``), or None."""
-    from jupyter_cache import get_cache
-
     try:
-        return get_cache(str(cache_path)).match_cache_notebook(notebook)
+        return open_cache(cache_path).match_cache_notebook(notebook)
     except KeyError:
         return None
 
@@ -118,16 +109,13 @@ def cache_run(cache_path: str | Path, notebook: nbformat.NotebookNode, source_pa
               data: dict) -> int:
     """Cache an executed notebook, with ``data`` in its record (the seconds it ran); the
     record's ``pk``."""
-    from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
-    return get_cache(str(cache_path)).cache_notebook_bundle(
+    return open_cache(cache_path).cache_notebook_bundle(
         CacheBundleIn(notebook, source_path, data=data), check_validity=False,
         overwrite=True).pk
 
 
 def remove_record(cache_path: str | Path, pk: int) -> None:
     """Remove a record and its executed notebook from the cache."""
-    from jupyter_cache import get_cache
-
-    get_cache(str(cache_path)).remove_cache(pk)
+    open_cache(cache_path).remove_cache(pk)
