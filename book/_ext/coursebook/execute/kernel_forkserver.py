@@ -91,22 +91,19 @@ def serve(args: argparse.Namespace) -> dict:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(args.address))
     listener.listen()
-    pending: list[dict] = []
     kernels: set[int] = set()
     # Stopped (SIGTERM) or orphaned, the server stops its kernels: its own children, whose
     # pids it alone collects, so none is another process by then.
     signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool))
     while os.getppid() == args.parent:
         kernels -= _reaped(pool)
-        if args.keep and not pending and not any((pool / "ready").glob("*.json")):
+        request = connection = None
+        if args.keep and not any((pool / "ready").glob("*.json")):
             connection_file = pool.resolve() / "connections" / f"{uuid.uuid4().hex}.json"
-            pending.append({"cwd": args.keep, "connection_file": str(connection_file),
-                            "ready": True})
-        connection = None
-        if not pending and select.select([listener], [], [], 0.2)[0]:
+            request = {"cwd": args.keep, "connection_file": str(connection_file), "ready": True}
+        elif select.select([listener], [], [], 0.2)[0]:
             connection, _ = listener.accept()
-            pending.append(json.loads(connection.makefile("rb").readline()))
-        request = pending.pop(0) if pending else None
+            request = json.loads(connection.makefile("rb").readline())
         if request is None:
             continue
         pid = os.fork()

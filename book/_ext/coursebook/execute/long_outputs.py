@@ -77,20 +77,16 @@ def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:
     for cell in notebook.cells:
         if cell.get("cell_type") != "code" or not cell.get("outputs"):
             continue
-        _cut_streams(cell)
+        streams = [o for o in cell.outputs if o.get("output_type") == "stream"]
+        for name in {o.get("name") for o in streams}:
+            pieces = [o for o in streams if o.name == name]
+            if sum(len(piece.text) for piece in pieces) > LIMIT:
+                pieces[0].text = cut("".join(piece.text for piece in pieces))
+                cell.outputs = [o for o in cell.outputs if not any(o is p for p in pieces[1:])]
         for output in cell.outputs:
             data = output.get("data", {})
             if isinstance(data.get("text/plain"), str):
                 data["text/plain"] = cut(data["text/plain"])
-
-
-def _cut_streams(cell: nbformat.NotebookNode) -> None:
-    for name in {o.get("name") for o in cell.outputs if o.get("output_type") == "stream"}:
-        pieces = [o for o in cell.outputs if o.get("output_type") == "stream" and o.name == name]
-        if sum(len(piece.text) for piece in pieces) <= LIMIT:
-            continue
-        pieces[0].text = cut("".join(piece.text for piece in pieces))
-        cell.outputs = [o for o in cell.outputs if not any(o is p for p in pieces[1:])]
 
 
 def without_digest(text: str) -> str:
