@@ -15,16 +15,27 @@ from __future__ import annotations
 
 import html
 import json
+import pickle
 import re
+import tomllib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sphinx.search.en import SearchEnglish
+from sphinx.util import logging
 
 from coursebook.audit.input_digests import digest, remember, unchanged
 from coursebook.audit.spoilers import spoilers
-from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
+from coursebook.model.faults import shown_path
+from coursebook.model.notebooks import (
+    first_line,
+    is_answer,
+    is_chapter_source,
+    line_of,
+    read_chapter,
+)
+from coursebook.render.pdf_checks import pdf_text
 
 FINGERPRINT_RUN = 8
 TEXT_SUFFIXES = frozenset({".html", ".js", ".md", ".txt", ".ipynb", ".json", ".tex", ".pdf"})
@@ -108,24 +119,19 @@ class Fingerprints:
         answer_terms: set[str] = set()
         visible_terms: set[str] = set()
         found = cls()
-        for text in texts:
-            for cell in read_chapter(text).cells:
-                tokens = fingerprint_words(_cell_text(cell))
-                if is_answer(cell):
-                    answer_terms.update(_terms(cell.source))
-                    answer_runs.update(_runs(tokens))
-                    found.answer_stems.update(_search_words(cell.source))
-                    heading = re.match(r"#+\s+(.+)", cell.source.strip())
-                    if heading and cell.cell_type == "markdown":
-                        found.headings.add(heading.group(1).strip())
-                else:
-                    visible_terms.update(_terms(cell.source))
-                    visible_runs.update(_runs(tokens))
-                    found.visible_stems.update(_search_words(cell.source))
-        for text in other_visible:
-            visible_terms.update(_terms(text))
-            visible_runs.update(_runs(fingerprint_words(text)))
-            found.visible_stems.update(_search_words(text))
+        # (source, shown text, is an answer, is markdown) of each cell, then of each other text
+        cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
+                 for text in texts for cell in read_chapter(text).cells]
+        cells += [(text, text, False, False) for text in other_visible]
+        for source, shown, answer, markdown in cells:
+            runs, terms, stems = ((answer_runs, answer_terms, found.answer_stems) if answer
+                                  else (visible_runs, visible_terms, found.visible_stems))
+            terms.update(_terms(source))
+            runs.update(_runs(fingerprint_words(shown)))
+            stems.update(_search_words(source))
+            heading = re.match(r"#+\s+(.+)", source.strip())
+            if answer and markdown and heading:
+                found.headings.add(heading.group(1).strip())
         found.runs = answer_runs - visible_runs
         found.short = {term for term in answer_terms - visible_terms if _is_telling_term(term)}
         return found
@@ -153,8 +159,6 @@ def _strings(value) -> Iterator[str]:
 def page_text(path: Path) -> str:
     """The text a file holds, as a reader would see it."""
     if path.suffix == ".pdf":
-        from coursebook.render.pdf_checks import pdf_text
-
         return pdf_text(path)
     raw = path.read_text(encoding="utf8", errors="replace")
     if path.suffix == ".ipynb":
@@ -280,8 +284,6 @@ class AnswerOverlap:
 
 def _places(path: Path, text: str) -> Iterator[tuple[Place, str, bool, bool]]:
     """(place, shown text, is an answer, is prose) for each cell of a chapter, or the page."""
-    from coursebook.model.notebooks import first_line, line_of
-
     if not is_chapter_source(text):
         yield Place(path, 1, text.strip().splitlines()[0] if text.strip() else ""), text, False, True
         return
@@ -306,8 +308,6 @@ def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
 def read_allowances(path: Path) -> list[str]:
     """The passages an answer may share with visible text: token strings, from the file's
     ``[[allow]]`` tables (``passage`` and ``why``, both required)."""
-    import tomllib
-
     if not path.is_file():
         return []
     allowed = []
@@ -363,8 +363,6 @@ class _RememberedCells:
     chapters would otherwise pay for every one of them on each edit)."""
 
     def __init__(self, doctreedir: str | Path, rules: bytes) -> None:
-        import pickle
-
         self.store = Path(doctreedir, "coursebook-answer-cells.pickle")
         self.rules = rules  # this module's code: other rules, other runs
         try:
@@ -380,8 +378,6 @@ class _RememberedCells:
 
     def save(self) -> None:
         """Keep the cells of the sources just searched, and only those."""
-        import pickle
-
         self.store.parent.mkdir(parents=True, exist_ok=True)
         self.store.write_bytes(pickle.dumps(self.used))
 
@@ -393,10 +389,6 @@ def check_answer_overlaps(app, env) -> None:
     from an answer into visible text would pass it; here both places are named. An
     intended overlap is allowed in :data:`ALLOWANCES_FILE`, with its reason.
     """
-    from sphinx.util import logging
-
-    from coursebook.model.faults import shown_path
-
     logger = logging.getLogger(__name__)
     allowances = Path(app.srcdir, ALLOWANCES_FILE)
     try:
@@ -405,9 +397,8 @@ def check_answer_overlaps(app, env) -> None:
         logger.error("%s", error, type="coursebook", subtype="audit")
         app.statuscode = 1
         return
-    sources = {Path(env.doc2path(docname)): Path(env.doc2path(docname)).read_text(encoding="utf8")
-               for docname in sorted(env.found_docs)
-               if Path(env.doc2path(docname)).suffix == ".md"}
+    paths = [Path(env.doc2path(docname)) for docname in sorted(env.found_docs)]
+    sources = {path: path.read_text(encoding="utf8") for path in paths if path.suffix == ".md"}
     # The same sources, allowances and rules as a build that found nothing: nothing to find
     # (the search took a sixth of a warm build).
     rules = Path(__file__).read_bytes()
