@@ -1,14 +1,10 @@
 """The execution cache (jupyter-cache) checked before a build reads from it.
 
-Checked only when a build is about to read pages (a build that reads none never looks
-a notebook up). A cache entry whose notebook file is gone would fail the lookup with a
-``KeyError``, one whose file is damaged (not a notebook's JSON) with nbformat's
-``NotJSONError``; either is dropped instead, and its chapter executes when its page is
-next read.
-A database that cannot be read cannot be repaired: the build stops with one message
-naming the file and ``make clean-cache``.
+Checked only when a build is about to read pages. A cache entry whose notebook file is
+gone (a ``KeyError`` on lookup) or damaged (nbformat's ``NotJSONError``) is dropped, and
+its chapter executes when its page is next read. A database that cannot be read stops the
+build with one message naming the file and ``make clean-cache``.
 """
-
 from __future__ import annotations
 
 import json

@@ -3,16 +3,14 @@ locks, executes and caches it; myst-nb only reads it from the cache.
 
 At ``source-read``, a recorded chapter's outputs are put in the cache under its key. A
 chapter that executes gets the execution versions in its key, and the key's lock is held
-until its page is read (``doctree-read``). When the cache lacks it, it runs here, with
-the settings myst-nb gives the page (:func:`coursebook.execute.notebook_runs.run_notebook`:
-a hung cell or a dead kernel named, a flood of output cut before it is cached), and is
-cached, so that myst-nb's cache mode finds it: the protections hold whatever myst-nb
-imports or calls. A run that failed is cached too, marked, so that myst-nb shows the
-cells that ran (the error included) instead of executing the chapter again; once the
-page is read (:func:`forget_failed_run`) the record is removed and myst-nb's record of
-the page says the run failed. A marked record that a stopped build left is run again.
+until its page is read (``doctree-read``). When the cache lacks it, it runs here with the
+settings myst-nb gives the page (:func:`coursebook.execute.notebook_runs.run_notebook`)
+and is cached, so myst-nb's cache mode finds it whatever myst-nb imports or calls. A
+failed run is cached too, marked, so that myst-nb shows the cells that ran (the error
+included) instead of running the chapter again; once the page is read
+(:func:`forget_failed_run`) the record is removed and myst-nb's record of the page says
+the run failed. A marked record that a stopped build left is run again.
 """
-
 from __future__ import annotations
 
 import os
@@ -109,13 +107,12 @@ def _run(app: Sphinx, notebook: nbformat.NotebookNode, source_path: str, setting
                                        timeout=settings.execution_timeout,
                                        allow_errors=settings.execution_allow_errors,
                                        meta_override=True)
-    cache_path = book_config(app.config).cache_path
+    failed = {} if result.err is None else {FAILED: True}
+    record = cache_run(book_config(app.config).cache_path, notebook, source_path,
+                       {"execution_seconds": result.time, **failed})
     if result.err is None:
-        cache_run(cache_path, notebook, source_path, {"execution_seconds": result.time})
         logger.info("Executed notebook in %.2f seconds", result.time, location=docname)
         return
-    record = cache_run(cache_path, notebook, source_path,
-                       {"execution_seconds": result.time, FAILED: True})
     app.env.temp_data[_FAILED_RUN] = FailedRun(type(result.err).__name__,
                                                result.exc_string or "", result.time, stopped,
                                                record)

@@ -2,11 +2,9 @@
 
 pytest's chapter items and the execution shards (``tools/shards.py``) prepare a chapter
 as a build does (this edition's notebook, the execution versions in its key, read back
-as myst-nb reads it), so the cache key is the one a build looks up; and they execute it
-as myst-nb's cache mode does (jupyter-cache's executor, in the chapter's folder, its
-run time kept in the record's data).
+as myst-nb reads it), so its cache key is the one a build looks up; and they execute it
+as myst-nb's cache mode does (in the chapter's folder, its run time in the record).
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,19 +1,14 @@
 """myst-nb's execution clients, imported by the builds that read pages.
 
-myst-nb imports the modules of its execution clients (``myst_nb.core.execute.cache``,
-``.direct`` and ``.inline``) as it loads, and with them jupyter-cache, SQLAlchemy and
-nbclient: a sixth of a rebuild that reads no page, which never uses them. This
-extension's setup, before myst-nb loads, puts a placeholder where each of those modules
-goes (:func:`defer`): the one name myst-nb takes from each as it loads, a client class,
-makes a client of the real class. The modules are imported (:func:`import_now`) at
-``env-before-read-docs`` when a build has pages to read, before ``-j`` forks the readers,
-which then share them; or by whatever makes a client first.
-
-Only speed rides on it: chapters execute in the execute stage, before myst-nb reads them
-(:mod:`coursebook.execute.cached_chapters`), whichever of its modules are imported. With
-``COURSEBOOK_DEFER_IMPORTS=0`` in the environment nothing is deferred.
+myst-nb imports its execution clients' modules (``myst_nb.core.execute.cache``,
+``.direct``, ``.inline``) as it loads, and with them jupyter-cache, SQLAlchemy and
+nbclient: a sixth of a rebuild that reads no page. This extension's setup, before myst-nb
+loads, puts a placeholder in each module's place (:func:`defer`) whose one name myst-nb
+takes, a client class, makes a client of the real class. The modules are imported
+(:func:`import_now`) at ``env-before-read-docs`` when there are pages to read, before
+``-j`` forks the readers; or by whatever makes a client first. Only speed rides on it.
+With ``COURSEBOOK_DEFER_IMPORTS=0`` in the environment nothing is deferred.
 """
-
 from __future__ import annotations
 
 import importlib.machinery

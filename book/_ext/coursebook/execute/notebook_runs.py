@@ -1,17 +1,15 @@
 """Running a chapter's notebook: a run that stops names its cell; floods are cut.
 
 Builds (:mod:`coursebook.execute.cached_chapters`) and runs outside Sphinx (``pytest
-book``, shards) run a chapter with jupyter-cache's ``single_nb_execution`` (nbclient
-underneath), as myst-nb's cache mode would. Two ways a run stops said nothing about
-where: a cell running past the time limit (nbclient's ``CellTimeoutError`` marks no cell,
-so the cells after it look as if they never raised), and a kernel that dies
-(``DeadKernelError``, which jupyter-cache lets through: Sphinx reported a crash, whether
-from ``os._exit``, a segfault or the out-of-memory killer). :func:`run_notebook` notes the
-running cell with nbclient's ``on_cell_execute`` hook and how the kernel process ended,
-and turns a dead kernel into a failed run like any other. Either way, outputs too long
-for a page are cut (:mod:`coursebook.execute.long_outputs`) before they are cached.
+book``, shards) run a chapter with jupyter-cache's ``single_nb_execution``, as myst-nb's
+cache mode would. Two ways a run stops say nothing of where: a cell past the time limit
+(nbclient's ``CellTimeoutError`` marks no cell) and a dead kernel (``DeadKernelError``,
+which jupyter-cache lets through: a crash for Sphinx, whether from ``os._exit``, a
+segfault or the out-of-memory killer). :func:`run_notebook` notes the running cell
+(nbclient's ``on_cell_execute``) and how the kernel ended, and makes a dead kernel a
+failed run like any other. Outputs too long for a page are cut
+(:mod:`coursebook.execute.long_outputs`) before they are cached.
 """
-
 from __future__ import annotations
 
 import signal

@@ -1,17 +1,13 @@
 """One jupyter-cache, shared safely by builds that run at once (the two editions, say).
 
 jupyter-cache looks a notebook up, executes it when it is missing, then inserts it: two
-builds that execute the same notebook at once both insert, and the second one fails
-("hashkey already exists"). A lock per cache key, held from the moment a build looks a
-notebook up until it is cached, makes the second build wait, then find the first one's
-outputs in the cache: a notebook shared by both editions executes once. Notebooks with
-different keys still execute at the same time. Creating the cache's tables is locked too
-(two builds starting on an empty cache would both create them).
-
-The locks are files under the cache folder (``locks/``), held with ``filelock``; the
-operating system drops them when a build dies, so a crash never leaves one behind.
+builds executing the same notebook at once both insert, and the second fails ("hashkey
+already exists"). A lock per cache key, held from the lookup until the notebook is cached,
+makes the second build wait, then find the first one's outputs: a notebook both editions
+share executes once. Creating the cache's tables is locked too. The locks are files under
+the cache folder (``locks/``), held with ``filelock``; the operating system drops them when
+a build dies, so a crash never leaves one behind.
 """
-
 from __future__ import annotations
 
 from pathlib import Path
