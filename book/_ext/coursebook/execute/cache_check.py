@@ -5,6 +5,7 @@ gone (a ``KeyError`` on lookup) or damaged (nbformat's ``NotJSONError``) is drop
 its chapter executes when its page is next read. A database that cannot be read stops the
 build with one message naming the file and ``make clean-cache``.
 """
+
 from __future__ import annotations
 
 import json

@@ -11,6 +11,7 @@ included) instead of running the chapter again; once the page is read
 (:func:`forget_failed_run`) the record is removed and myst-nb's record of the page says
 the run failed. A marked record that a stopped build left is run again.
 """
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ as a build does (this edition's notebook, the execution versions in its key, rea
 as myst-nb reads it), so its cache key is the one a build looks up; and they execute it
 as myst-nb's cache mode does (in the chapter's folder, its run time in the record).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -23,6 +23,7 @@ each kernel's parent, alone collects its exit status: it writes it to the pool's
 ``--keep``, it keeps one kernel forked ahead, its record in the pool's ``ready/`` folder
 (:mod:`coursebook.execute.kernel_pool` takes it from there).
 """
+
 from __future__ import annotations
 
 import argparse

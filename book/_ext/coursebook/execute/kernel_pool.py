@@ -12,6 +12,7 @@ it, as nbclient does with any kernel, so what a chapter prints does not depend o
 kernel started. Without a pool, or with its server gone, the provisioner starts one as
 jupyter_client always does.
 """
+
 from __future__ import annotations
 
 import json

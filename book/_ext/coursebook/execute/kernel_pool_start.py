@@ -19,6 +19,7 @@ takes a lock for its life, and the chapters of both take its kernels. A kernel e
 the server, so the build that started it, at its end, waits while the other build's
 reader that took one runs its chapter.
 """
+
 from __future__ import annotations
 
 import os

@@ -9,6 +9,7 @@ takes, a client class, makes a client of the real class. The modules are importe
 ``-j`` forks the readers; or by whatever makes a client first. Only speed rides on it.
 With ``COURSEBOOK_DEFER_IMPORTS=0`` in the environment nothing is deferred.
 """
+
 from __future__ import annotations
 
 import importlib.machinery

@@ -10,6 +10,7 @@ segfault or the out-of-memory killer). :func:`run_notebook` notes the running ce
 failed run like any other. Outputs too long for a page are cut
 (:mod:`coursebook.execute.long_outputs`) before they are cached.
 """
+
 from __future__ import annotations
 
 import signal

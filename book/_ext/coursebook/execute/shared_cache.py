@@ -8,6 +8,7 @@ share executes once. Creating the cache's tables is locked too. The locks are fi
 the cache folder (``locks/``), held with ``filelock``; the operating system drops them when
 a build dies, so a crash never leaves one behind.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
