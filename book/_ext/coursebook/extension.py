@@ -113,13 +113,10 @@ def setup(app: Sphinx) -> dict:
     #    page written again, step 7a); compiled templates kept between
     #    builds; what the build keeps to its end (extensions, environment) set aside from
     #    the garbage collector.
-    app.connect("builder-inited", check_runtimes_file)
-    app.connect("builder-inited", clear_execution_reports)
-    app.connect("builder-inited", stop_cleanly_on_interrupt)
-    app.connect("builder-inited", mark_unfinished)
-    app.connect("builder-inited", keep_compiled_templates)
-    # The LaTeX build's closing line names its folder, not a `make latexpdf` the book lacks.
-    app.connect("builder-inited", name_only_the_latex_folder)
+    #    The LaTeX build's closing line names its folder, not a `make latexpdf` the book lacks.
+    for hook in (check_runtimes_file, clear_execution_reports, stop_cleanly_on_interrupt,
+                 mark_unfinished, keep_compiled_templates, name_only_the_latex_folder):
+        app.connect("builder-inited", hook)
     app.connect("builder-inited", freeze_long_lived_objects, priority=900)  # after the others'
     # 3. env-get-outdated: Sphinx itself re-reads a chapter whose noted inputs changed
     #    (step 5), and every page when this extension's code changed (env_version below);
@@ -129,24 +126,22 @@ def setup(app: Sphinx) -> dict:
     #    speed only: coursebook/execute/myst_nb_clients.py); the
     #    shared cache is created (once, however many builds start) and repaired or
     #    refused; chapters that execute are dealt across the parallel readers.
-    app.connect("env-before-read-docs", check_source_encodings)
-    app.connect("env-before-read-docs", import_for_reading)
-    app.connect("env-before-read-docs", check_execution_cache)
-    app.connect("env-before-read-docs", spread_chapters_over_readers)
+    for hook in (check_source_encodings, import_for_reading, check_execution_cache,
+                 spread_chapters_over_readers):
+        app.connect("env-before-read-docs", hook)
     # 5. source-read, per page: the chapter is prepared once (its inputs noted as
     #    dependencies); the execute stage keys and locks it and, when the cache lacks it,
     #    runs it (a hung cell or a dead kernel named, a flood of output cut) and caches it;
     #    this edition's notebook replaces the page's text, which myst-nb reads, taking the
     #    outputs from the cache.
     app.connect("source-read", _read_edition_source)
-    # 6. doctree-read, per page: a failed run leaves the cache, the lock is released; outputs normalised, checked and
-    #    kept with the page; its claims checked.
+    # 6. doctree-read, per page: a failed run leaves the cache, the lock is released;
+    #    outputs normalised, checked and kept with the page; its claims checked.
     app.connect("doctree-read", _read_chapter_done)
     # 7. env-updated, once all pages are read: outputs against their expectations,
     #    answers against visible text; myst-nb's failure logs kept out of the HTML.
-    app.connect("env-updated", compare_expected_outputs)
-    app.connect("env-updated", check_answer_overlaps)
-    app.connect("env-updated", keep_execution_reports)
+    for hook in (compare_expected_outputs, check_answer_overlaps, keep_execution_reports):
+        app.connect("env-updated", hook)
     # 7a. env-get-updated: every page written again after a build that stopped early;
     #     last, just before Sphinx pickles the environment: the configuration as given
     #     stands in for the one the theme and extensions added to (restored at 7b).
@@ -168,10 +163,9 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", add_build_stamp)
     # 9. build-finished: student sources replace Sphinx's copies; MathJax copied where it
     #    changed; a failed chapter sets the exit status; the kernel forkserver stopped.
-    app.connect("build-finished", replace_copied_sources)
-    app.connect("build-finished", copy_mathjax)
-    app.connect("build-finished", fail_build_on_failed_chapters)
-    app.connect("build-finished", stop_kernel_server)
+    for hook in (replace_copied_sources, copy_mathjax, fail_build_on_failed_chapters,
+                 stop_kernel_server):
+        app.connect("build-finished", hook)
     #    Last: the output folder is finished (no exception).
     app.connect("build-finished", mark_finished, priority=1000)
     # Lab handouts (-t handout): answer boxes, one LaTeX document per chapter, covers; each
