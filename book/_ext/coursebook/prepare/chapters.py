@@ -34,8 +34,8 @@ from coursebook.model.recordings import (
     RecordingError,
     attach_recordings,
     load_recordings,
-    recorded_chapter,
     plainly_recorded,
+    recorded_chapter,
     recorded_with,
     recording_name,
     recording_name_in_source,
@@ -102,6 +102,15 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
                                line_of(error.cell, text)) from None
     one_cell_per_claim(notebook, text, source_path)
     return notebook
+
+
+def instructor_chapter(env, docname: str, md_config=None) -> nbformat.NotebookNode:
+    """A chapter's instructor notebook (every cell, answers included), read from its file."""
+    path = Path(env.doc2path(docname))
+    config = book_config(env.config)
+    return edition_chapter(path.read_text(encoding="utf8"), str(path), Edition.INSTRUCTOR,
+                           config.museum(), config.torch, md_config,
+                           machine_kinds=config.machine_kinds, runtimes_file=config.runtimes_file)
 
 
 def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter:

@@ -135,26 +135,23 @@ def place_runtime_setup(notebook: nbformat.NotebookNode,
     """Replace each ``{runtime-setup} RUNTIME`` fence with its generated code cell, made
     from the runtimes of ``runtimes_file`` (conf.py's ``coursebook_runtimes_file``; "":
     tools/runtimes.toml)."""
-    def setup_cell(marker) -> list[nbformat.NotebookNode]:
+    runtimes = Path(runtimes_file) if runtimes_file else RUNTIMES_FILE
+
+    def generated(marker: str, code, *names: str) -> str:
         if machine_kinds is None:
-            raise RuntimeSetupError("a {runtime-setup} cell is made from the machine kinds, "
+            raise RuntimeSetupError(f"a {{{marker}}} cell is made from the machine kinds, "
                                     "and none were given", source_path)
         try:
-            code = setup_code(marker.group(2).strip(), machine_kinds,
-                              Path(runtimes_file) if runtimes_file else RUNTIMES_FILE)
+            return code(*names, machine_kinds, runtimes)
         except RuntimeSetupError as error:
             raise RuntimeSetupError(error.message, source_path) from None
+
+    def setup_cell(marker) -> list[nbformat.NotebookNode]:
+        code = generated("runtime-setup", setup_code, marker.group(2).strip())
         return [nbformat.v4.new_code_cell(code, metadata={"tags": ["remove-cell"]})]
 
     def restart_cell(marker) -> list[nbformat.NotebookNode]:
-        if machine_kinds is None:
-            raise RuntimeSetupError("a {runtime-restart} cell is made from the machine kinds, "
-                                    "and none were given", source_path)
-        try:
-            code = restart_code(marker.group(2), marker.group(3), machine_kinds,
-                                Path(runtimes_file) if runtimes_file else RUNTIMES_FILE)
-        except RuntimeSetupError as error:
-            raise RuntimeSetupError(error.message, source_path) from None
+        code = generated("runtime-restart", restart_code, marker.group(2), marker.group(3))
         tags = [tag.strip().strip("'\"") for tag in (marker.group(4) or "").split(",")]
         return [nbformat.v4.new_code_cell(code, metadata={
             "tags": ["remove-cell", RESTART_TAG, *(tag for tag in tags if tag)]})]

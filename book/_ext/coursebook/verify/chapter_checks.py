@@ -38,8 +38,7 @@ from coursebook.page_state import (
     page_state_of,
     page_states,
 )
-from coursebook.prepare.chapters import PreparedChapter, edition_chapter, edition_of
-from coursebook.prepare.editions import Edition
+from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
 from coursebook.reporting import ask_for, report
 from coursebook.verify.executed import executed_notebook
 from coursebook.verify.expectations import (
@@ -246,13 +245,7 @@ def _executed_chapters(env) -> Iterator[tuple[str, list[CellOutput]]]:
 
 def _chapter_order(app: Sphinx, docname: str) -> list[str]:
     """The keys of every code cell of a chapter, answers included, in order."""
-    path = Path(app.env.doc2path(docname))
-    config = book_config(app.config)
-    notebook = edition_chapter(path.read_text(encoding="utf8"), str(path), Edition.INSTRUCTOR,
-                               config.museum(), config.torch,
-                               machine_kinds=config.machine_kinds,
-                               runtimes_file=config.runtimes_file)
-    return cell_keys(notebook)
+    return cell_keys(instructor_chapter(app.env, docname))
 
 
 def _accept_header(torch_version: str, docname: str) -> list[str]:

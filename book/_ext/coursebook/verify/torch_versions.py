@@ -24,22 +24,27 @@ from sphinx.application import Sphinx
 from coursebook.config import book_config
 from coursebook.exhibit_checks import CHANGED_CLASS
 from coursebook.model.faults import BookError
-from coursebook.model.museum import ExhibitError, cell_origins, check_cells
+from coursebook.model.museum import ExhibitError, cell_origins
 from coursebook.model.notebooks import is_claim
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import is_release, release, verified_versions, version_key
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
-from coursebook.prepare.chapters import PreparedChapter, edition_chapter, edition_of
+from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
 from coursebook.verify.expectations import (
     ExpectationsError,
     cell_keys,
-    code_digest,
     output_cells,
     read_expectations,
 )
-from coursebook.verify.other_torches import State, check_digests, left_out_of_downloads, standings
+from coursebook.verify.other_torches import (
+    State,
+    check_digests,
+    left_out_of_downloads,
+    other_torch,
+    standings,
+)
 from coursebook.worddiff import changed_words
 
 CHANGES_LABEL = "torch-versions"
@@ -95,13 +100,6 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
             block.replace_self(highlighted_block(runs))
 
 
-def version_label(version: str, readers: tuple[Runtime, ...]) -> str:
-    """How a page names the outputs of a torch release: "torch 2.13.0", or the runtime a
-    reader uses that gave them (one of ``readers``), "Colab (torch 2.11.0)"."""
-    runtime = next((r for r in readers if r.torch == version), None)
-    return runtime.reader_label if runtime is not None else f"torch {version}"
-
-
 def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
     """Under a chapter's title: the torch versions its outputs were verified on, and the
@@ -143,11 +141,11 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
             builds.append(f"{version} (this build)")
         elif version not in verified:
             continue
-        elif (label := version_label(version, config.reader_runtimes)) == f"torch {version}":
+        elif not (other := other_torch(version, config.reader_runtimes)).downloads:
             builds.append(version)
         elif read_expectations(expected_dir / f"torch-{version}" / f"{chapter}.txt"
                                ).by_edition[edition]:
-            readers.append(label)  # a runtime's run holds this edition
+            readers.append(other.label)  # a runtime's run holds this edition
     shown = f"torch {', '.join(builds)}" + (f", and on {' and '.join(readers)}" if readers else "")
     link = addnodes.pending_xref("", nodes.inline("", "what changed between torch versions"),
                                  refdomain="std", reftype="ref", reftarget=CHANGES_LABEL,
@@ -193,7 +191,7 @@ class TorchVersionChanges(Directive):
         chapters = sorted({p.stem for p in expected_dir.glob("torch-*/*.txt")})
         museum = book_config(config).museum()
         readers = book_config(config).reader_runtimes
-        checks = {code_digest(source) for source in check_cells(museum)}
+        checks = check_digests(museum)
         for chapter in chapters:
             versions = sorted(verified_versions(expected_dir, chapter), key=version_key)
             sections, records = (_sections_of(env, chapter, museum) if len(versions) > 1
@@ -218,14 +216,14 @@ class TorchVersionChanges(Directive):
                             reftype="ref", reftarget=exhibit.label, refexplicit=True)
                         rows.setdefault((before.torch, after.torch), []).extend([
                             nodes.paragraph("", "", nodes.Text("Exhibit: "), link),
-                            side_by_side(version_label(before.torch, readers), old_text,
-                                         version_label(after.torch, readers), new_text)])
+                            side_by_side(other_torch(before.torch, readers).label, old_text,
+                                         other_torch(after.torch, readers).label, new_text)])
         sections = []
         for (old, new), found in sorted(rows.items(), key=lambda item: (
                 version_key(item[0][1]), version_key(item[0][0]))):
             section = nodes.section(ids=[f"torch-{old}-to-{new}".replace(".", "-")])
-            section += nodes.title("", f"{version_label(old, readers)} → "
-                                       f"{version_label(new, readers)}")
+            section += nodes.title("", f"{other_torch(old, readers).label} → "
+                                       f"{other_torch(new, readers).label}")
             section += found or [nodes.paragraph(
                 "", "Every output recorded for both versions is the same.")]
             sections.append(section)
@@ -243,8 +241,8 @@ class TorchVersionChanges(Directive):
                 continue
             label, title = sections.get(key, ("", ""))
             found.append(nodes.paragraph("", "", nodes.Text("In "), _link(label, title), nodes.Text(":")))
-            found.append(side_by_side(version_label(old, readers), old_cells[key],
-                                      version_label(new, readers), text))
+            found.append(side_by_side(other_torch(old, readers).label, old_cells[key],
+                                      other_torch(new, readers).label, text))
         return found
 
 
@@ -264,16 +262,11 @@ def _sections_of(env, chapter: str, museum) -> tuple[dict[str, tuple[str, str]],
     """Each code cell's key, with the label and title of the section (or exhibit) it is in:
     the nearest heading above it, and the label just before that heading; and the keys of the
     exhibits' failing code, whose change the exhibit's own records show (listed once)."""
-    path = Path(env.doc2path(chapter))
     try:
-        notebook = edition_chapter(path.read_text(encoding="utf8"), str(path),
-                                   Edition.INSTRUCTOR, museum, book_config(env.config).torch,
-                                   getattr(env, "myst_config", None),
-                                   machine_kinds=book_config(env.config).machine_kinds,
-                                   runtimes_file=book_config(env.config).runtimes_file)
+        notebook = instructor_chapter(env, chapter, getattr(env, "myst_config", None))
     except (OSError, BookError):
         return {}, set()  # the chapter's own page reports it
-    current, pending, by_cell = ("", path.stem), "", []
+    current, pending, by_cell = ("", Path(chapter).name), "", []
     for cell in notebook.cells:
         if cell.cell_type == "code":
             if not is_claim(cell):  # as cell_keys counts them
