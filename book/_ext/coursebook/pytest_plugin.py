@@ -112,19 +112,16 @@ class ChapterFile(pytest.File):
         """This edition's cells with their outputs, from the cache or executed once."""
         cache = self.__dict__.setdefault("_executed", {})
         if edition not in cache:
-            cache[edition] = self._execute(edition)
+            cache_path = self.config.stash.get(CHAPTER_CACHE, self.book_config.cache_path)
+            try:
+                executed, _ = execute_into_cache(cache_path, self.notebook_for(edition),
+                                                 self.path, self.book_config.timeout)
+                cache[edition] = cell_outputs(executed)
+            except ExecutionFailed as failure:
+                cache[edition] = ChapterFailed(f"{self.path.name} ({edition.value}) {failure}")
         if isinstance(cache[edition], ChapterFailed):
             raise cache[edition]
         return cache[edition]
-
-    def _execute(self, edition: Edition) -> list[CellOutput] | ChapterFailed:
-        cache_path = self.config.stash.get(CHAPTER_CACHE, self.book_config.cache_path)
-        try:
-            executed, _ = execute_into_cache(cache_path, self.notebook_for(edition), self.path,
-                                             self.book_config.timeout)
-        except ExecutionFailed as failure:
-            return ChapterFailed(f"{self.path.name} ({edition.value}) {failure}")
-        return cell_outputs(executed)
 
 
 class CellItem(pytest.Item):
