@@ -137,8 +137,7 @@ class PlainMarkdown:
             link = options.get("link", "")
             if link:
                 kind = options.get("link-type", "url")
-                found = self.resolve("ref" if kind == "ref" else "doc", link) if kind in ("ref", "doc") \
-                    else Target(title, link)
+                found = self.resolve(kind, link) if kind in ("ref", "doc") else Target(title, link)
                 title = self.link(title or (found.title if found else link), found.url if found else "")
             else:
                 title = escape(title)
@@ -151,9 +150,7 @@ class PlainMarkdown:
         if name == "math":
             return f"$$\n{content.strip()}\n$$"
         if name in ("figure", "image"):
-            caption = self.convert(content)
-            alt = options.get("alt", "")
-            described = caption or escape(alt) or "A figure"
+            described = self.convert(content) or escape(options.get("alt", "")) or "A figure"
             return f"*{self.page_link('Figure')}:* {described}"
         return "*" + self.page_link("Shown on the book's page") + ".*"
 
@@ -197,10 +194,6 @@ def _math_block(node: RenderTreeNode, context: RenderContext) -> str:
     return f"$$\n{node.content.strip()}\n$$"
 
 
-def _amsmath(node: RenderTreeNode, context: RenderContext) -> str:
-    return f"$$\n{node.content.strip()}\n$$"
-
-
 def _children(separator: str) -> Callable[[RenderTreeNode, RenderContext], str]:
     def render(node: RenderTreeNode, context: RenderContext) -> str:
         return separator.join(child.render(context) for child in node.children)
@@ -241,7 +234,7 @@ class _MystToPlain:
         "math_inline_double": _math_inline_double,
         "math_block": _math_block,
         "math_block_label": _math_block,
-        "amsmath": _amsmath,
+        "amsmath": _math_block,
         "dl": _children("\n\n"),
         "dt": _term,
         "dd": _children("\n\n"),
