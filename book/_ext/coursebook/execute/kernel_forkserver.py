@@ -27,6 +27,7 @@ each kernel's parent, alone collects its exit status: it writes it to the pool's
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -130,15 +131,12 @@ def _reaped(pool: Path) -> set[int]:
     """The kernels that ended since last asked, their exit statuses written for their
     takers (the server is their parent, not the build that took them)."""
     ended = set()
-    try:
-        while True:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-            if not pid:
-                break
+    with contextlib.suppress(ChildProcessError):  # no child left
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        while pid:
             ended.add(pid)
             write_whole(ended_path(pool, pid), str(os.waitstatus_to_exitcode(status)))
-    except ChildProcessError:
-        pass
+            pid, status = os.waitpid(-1, os.WNOHANG)
     return ended
 
 

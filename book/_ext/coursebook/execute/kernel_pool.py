@@ -62,11 +62,8 @@ def take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
     for ready in sorted((pool / "ready").glob("*.json")):
         try:
             kernel = json.loads(ready.read_text())
-        except OSError:
-            continue  # another reader took it
-        if cwd is not None and Path(kernel["cwd"]) != Path(cwd).resolve():
-            continue
-        try:
+            if cwd is not None and Path(kernel["cwd"]) != Path(cwd).resolve():
+                continue
             ready.rename(pool / "taken" / ready.name)
         except OSError:
             continue  # another reader took it
