@@ -25,6 +25,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.texescape import escape
 
 from coursebook.model.answer_checks import notebook_checks
 from coursebook.model.notebooks import is_answer
@@ -126,12 +127,6 @@ class AnswerSpace(SphinxDirective):
                              classes=[ANSWER_SPACE_CLASS])]
 
 
-def _latex_escape(text: str) -> str:
-    from sphinx.util.texescape import escape
-
-    return escape(text)
-
-
 def visit_answer_space_latex(self, node: answer_space) -> None:
     # One unbreakable box: the label, then ruled lines exactly LINE_SPACING_MM apart (a
     # box of MAX_LINES fits a page). Grey rules print on any printer; the frame and the
@@ -141,7 +136,7 @@ def visit_answer_space_latex(self, node: answer_space) -> None:
             r"\hrule width \hsize height 0.4pt}")
     self.body.append(
         "\n\n\\par\\medskip\\noindent\\begin{minipage}{\\linewidth}"
-        f"{{\\sffamily\\bfseries {_latex_escape(node['label'])}}}\\par\\nobreak\\smallskip"
+        f"{{\\sffamily\\bfseries {escape(node['label'])}}}\\par\\nobreak\\smallskip"
         "\\noindent\\fbox{\\begin{minipage}{\\dimexpr\\linewidth-2\\fboxsep-2\\fboxrule\\relax}"
         "\\offinterlineskip" + rule * node["lines"] + "\\vspace{2mm}"
         "\\end{minipage}}\\end{minipage}\\par\\medskip\n\n")

@@ -229,14 +229,12 @@ def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
         return
     from sphinx.util.parallel import make_chunks
 
-    def executes(docname: str) -> bool:
-        return executes_when_read(Path(env.doc2path(docname)))
-
     chunks = make_chunks(list(range(len(docnames))), app.parallel)
     # Places counted from each run's end: every run's last place first, then the next.
     slots = [(chunk, len(chunks[chunk]) - 1 - back) for back in range(max(map(len, chunks)))
              for chunk in range(len(chunks)) if back < len(chunks[chunk])]
-    ordered = sorted(docnames, key=lambda docname: not executes(docname))  # stable
+    ordered = sorted(docnames,  # stable
+                     key=lambda docname: not executes_when_read(Path(env.doc2path(docname))))
     runs: list[list[str]] = [[""] * len(chunk) for chunk in chunks]
     for docname, (chunk, place) in zip(ordered, slots):
         runs[chunk][place] = docname

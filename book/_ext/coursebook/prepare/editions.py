@@ -32,14 +32,6 @@ class Edition(enum.Enum):
         return cls.INSTRUCTOR if tags.has("instructor") else cls.STUDENT
 
 
-def student_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook without its answer cells; checks in place of those that had some."""
-    student = copy.deepcopy(notebook)
-    student.cells = [cell for cell in student.cells if not is_answer(cell)]
-    place_checks(student, notebook, instructor=False)
-    return student
-
-
 def _boxed_answer(source: str) -> str:
     """Wrap a markdown answer in an admonition, leaving a leading heading outside.
 
@@ -56,24 +48,22 @@ def _boxed_answer(source: str) -> str:
     return f"{heading}\n\n{boxed}" if heading else boxed
 
 
-def instructor_notebook(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook with every cell, markdown answers boxed as instructor material.
+def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbformat.NotebookNode:
+    """The student notebook lacks the answer cells; the instructor's has every cell, its
+    markdown answers boxed. Both get their answers' checks (:func:`place_checks`).
 
     Code answers keep their source untouched (it is part of the execution cache key);
     :func:`box_code_answers` boxes their rendered cells instead.
     """
-    instructor = copy.deepcopy(notebook)
-    for cell in instructor.cells:
+    instructor = edition is Edition.INSTRUCTOR
+    edited = copy.deepcopy(notebook)
+    if not instructor:
+        edited.cells = [cell for cell in edited.cells if not is_answer(cell)]
+    for cell in edited.cells:
         if cell.cell_type == "markdown" and is_answer(cell):
             cell.source = _boxed_answer(cell.source)
-    place_checks(instructor, notebook, instructor=True)
-    return instructor
-
-
-def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbformat.NotebookNode:
-    if edition is Edition.INSTRUCTOR:
-        return instructor_notebook(notebook)
-    return student_notebook(notebook)
+    place_checks(edited, notebook, instructor)
+    return edited
 
 
 # Tags that keep outputs off the page, so a promised error could not be seen.
