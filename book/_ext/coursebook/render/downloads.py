@@ -66,19 +66,6 @@ def catching(source: str) -> str:
             "    print(f\"{type(error).__name__}: {error}\")")
 
 
-def _mark(cell, change: str) -> None:
-    cell.metadata[DOWNLOAD_KEY] = change
-
-
-def _reader_metadata(cell) -> dict:
-    """What a download's cell keeps of its metadata: an instructor's answer tag (the
-    build's and myst-nb's tags, its cache key, an ``unverified`` reason all go)."""
-    kept = {"tags": [ANSWER_TAG]} if ANSWER_TAG in cell_tags(cell) else {}
-    if DOWNLOAD_KEY in cell.metadata:
-        kept[DOWNLOAD_KEY] = cell.metadata[DOWNLOAD_KEY]
-    return kept
-
-
 def download_notebook(notebook: nbformat.NotebookNode,
                       markdown: PlainMarkdown) -> nbformat.NotebookNode:
     """What a reader runs elsewhere, top to bottom, with Jupyter's "Run all"."""
@@ -97,16 +84,22 @@ def download_notebook(notebook: nbformat.NotebookNode,
             plain = markdown.convert(cell.source)
             if plain != cell.source.strip():
                 cell.source = plain
-                _mark(cell, CONVERTED)
+                cell.metadata[DOWNLOAD_KEY] = CONVERTED
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             if DOWNLOAD_SOURCE_KEY in cell.metadata:
                 cell.source = cell.metadata.pop(DOWNLOAD_SOURCE_KEY)
-                _mark(cell, STANDALONE)
+                cell.metadata[DOWNLOAD_KEY] = STANDALONE
             if RAISES_TAG in tags:
                 cell.source = catching(cell.source)
-                _mark(cell, ", ".join(filter(None, [cell.metadata.get(DOWNLOAD_KEY), CAUGHT])))
-        cell.metadata = nbformat.from_dict(_reader_metadata(cell))
+                cell.metadata[DOWNLOAD_KEY] = ", ".join(
+                    filter(None, [cell.metadata.get(DOWNLOAD_KEY), CAUGHT]))
+        # An instructor's answer tag stays; the build's and myst-nb's tags, the cache key
+        # and an ``unverified`` reason go.
+        kept = {"tags": [ANSWER_TAG]} if ANSWER_TAG in tags else {}
+        if DOWNLOAD_KEY in cell.metadata:
+            kept[DOWNLOAD_KEY] = cell.metadata[DOWNLOAD_KEY]
+        cell.metadata = nbformat.from_dict(kept)
     return notebook
 
 
