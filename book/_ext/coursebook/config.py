@@ -135,8 +135,9 @@ class BookConfig:
             value = getattr(self, name)
             exists = Path(value).is_dir() if kind == "folder" else Path(value).is_file()
             if value and not exists:
+                doc = self.__dataclass_fields__[name].metadata["doc"]
                 return (f"{PREFIX}{name} is '{value}', and no such {kind} exists; it names "
-                        f"{_field(name).metadata['doc']}: give its path, or fix the path")
+                        f"{doc}: give its path, or fix the path")
         return None
 
     @property
@@ -164,10 +165,6 @@ class BookConfig:
             self._museums[state] = load_museum(Path(self.exhibits_dir), self.machine_kinds,
                                                self.reader_runtimes)
         return self._museums[state]
-
-
-def _field(name: str) -> dataclasses.Field:
-    return next(item for item in dataclasses.fields(BookConfig) if item.name == name)
 
 
 def check_runtimes_file(app: Sphinx) -> None:

@@ -12,8 +12,7 @@ With ``COURSEBOOK_DEFER_IMPORTS=0`` in the environment nothing is deferred.
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
+import importlib
 import os
 import sys
 from types import ModuleType
@@ -58,15 +57,12 @@ def import_now() -> dict[str, ModuleType]:
         full_name = f"{PACKAGE}.{module}"
         placeholder = sys.modules[full_name]
         if isinstance(placeholder, _DeferredModule):
-            spec = importlib.machinery.PathFinder.find_spec(full_name, package.__path__)
-            imported = importlib.util.module_from_spec(spec)
-            sys.modules[full_name] = imported
+            del sys.modules[full_name]
             try:
-                spec.loader.exec_module(imported)
+                imported = importlib.import_module(full_name)  # set on the package too
             except BaseException:
                 sys.modules[full_name] = placeholder  # as a failed import leaves nothing behind
                 raise
-            setattr(package, module, imported)
             setattr(package, name, getattr(imported, name))  # for create_client from now on
         modules[module] = sys.modules[full_name]
     return modules
