@@ -10,6 +10,7 @@ the running torch version (:mod:`coursebook.verify.expectations`).
 
 from __future__ import annotations
 
+import platform
 import shutil
 import time
 from collections.abc import Iterator
@@ -30,14 +31,7 @@ from coursebook.model.museum import CellOrigin
 from coursebook.model.notebooks import RAISES_TAG, line_of
 from coursebook.model.provenance import today
 from coursebook.model.versions import release
-from coursebook.page_state import (
-    PREPARED,
-    CellOutput,
-    PageState,
-    mark_failed,
-    page_state_of,
-    page_states,
-)
+from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_states
 from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
 from coursebook.reporting import ask_for, report
 from coursebook.verify.executed import executed_notebook
@@ -235,22 +229,7 @@ def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
         chapter.outputs = cell_outputs(executed)
 
 
-def _executed_chapters(env) -> Iterator[tuple[str, list[CellOutput]]]:
-    """Each chapter this build executed (or took from the cache), with its cells' outputs."""
-    chapters: dict[str, PageState] = page_states(env)
-    for docname in sorted(chapters):
-        if chapters[docname].outputs is not None and docname in env.found_docs:
-            yield docname, chapters[docname].outputs
-
-
-def _chapter_order(app: Sphinx, docname: str) -> list[str]:
-    """The keys of every code cell of a chapter, answers included, in order."""
-    return cell_keys(instructor_chapter(app.env, docname))
-
-
 def _accept_header(torch_version: str, docname: str) -> list[str]:
-    import platform
-
     return [f"# Expected outputs of {docname}.md for torch {release(torch_version)}.",
             f"# Accepted with `{ACCEPT_COMMAND}` on {today()} from a "
             f"run on {platform.system()} {platform.machine()} (torch {torch_version}).",
@@ -276,26 +255,15 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
         return
     started = time.perf_counter()
     summary: list[str] = []
-    chapters = _compare_expected_outputs(app, env, summary)
-    summary.append(f"{chapters} chapters compared in {time.perf_counter() - started:.3f} s")
-    env.temp_data[_SUMMARY] = summary
-
-
-def log_output_summary(app: Sphinx, *_) -> None:
-    """``write-started`` (before the preview may stop a failed build): the summary, after
-    the errors it counts."""
-    for line in app.env.temp_data.pop(_SUMMARY, []):
-        logger.info("expected outputs: %s", line)
-
-
-def _compare_expected_outputs(app: Sphinx, env, summary: list[str]) -> int:
-    config = book_config(app.config)
     torch_version = config.torch
     expected_dir = Path(app.srcdir, config.expected_dir)
     edition = edition_of(app).value
-    chapters = 0
-    for docname, outputs in _executed_chapters(env):
-        chapters += 1
+    states = page_states(env)
+    # The chapters this build executed (or took from the cache).
+    chapters = [docname for docname in sorted(states)
+                if states[docname].outputs is not None and docname in env.found_docs]
+    for docname in chapters:
+        outputs = states[docname].outputs
         path = expectations_path(expected_dir, torch_version, docname)
         chapter = env.doc2path(docname)
         try:
@@ -304,17 +272,17 @@ def _compare_expected_outputs(app: Sphinx, env, summary: list[str]) -> int:
             report(str(error), None, "expected-outputs")
             app.statuscode = 1
             continue
-        notebook = page_state_of(env, docname).notebook
+        notebook = states[docname].notebook
         run = run_digest(notebook) if notebook is not None else None
         if config.accept_outputs:
             summary += [f"{path}:{expectations.lines[(edition, o.key)]}: the output of `"
                         f"{o.first_line}` no longer matches its pattern: written as it is, "
                         "unmarked" for o in patterns_outgrown(expectations, edition, outputs)]
             if write_expectations(path, accept(expectations, edition, outputs, run),
-                                  lambda: _chapter_order(app, docname),
+                                  lambda: cell_keys(instructor_chapter(env, docname)),
                                   _accept_header(torch_version, docname)):
                 summary.append(f"wrote {path} ({edition} edition)")
-            summary += page_state_of(env, docname).not_verified
+            summary += states[docname].not_verified
             continue
         unverified = [o for o in outputs if o.unverified]
         if expectations is None:
@@ -337,8 +305,16 @@ def _compare_expected_outputs(app: Sphinx, env, summary: list[str]) -> int:
             f"{len(outputs) - len(unverified) - len(mismatches)} of {len(outputs)} code cells "
             f"verified against torch {release(torch_version)}{failed}"
             + "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in unverified))
-        summary += page_state_of(env, docname).not_verified
-    return chapters
+        summary += states[docname].not_verified
+    summary.append(f"{len(chapters)} chapters compared in {time.perf_counter() - started:.3f} s")
+    env.temp_data[_SUMMARY] = summary
+
+
+def log_output_summary(app: Sphinx, *_) -> None:
+    """``write-started`` (before the preview may stop a failed build): the summary, after
+    the errors it counts."""
+    for line in app.env.temp_data.pop(_SUMMARY, []):
+        logger.info("expected outputs: %s", line)
 
 
 def _fail(app: Sphinx, docname: str, line: int | None, message: str,
