@@ -7,6 +7,8 @@ send back). A repeated fault is one message: an exhibit every chapter loads, say
 
 from __future__ import annotations
 
+import sys
+
 from sphinx.util import logging
 
 from coursebook.model.faults import BookError
@@ -49,8 +51,6 @@ def asked_for(env) -> list[str]:
 def stop_build(subtype: str, *errors: tuple[str, str | None]) -> None:
     """End the build now with these (message, location) errors: a build that cannot go
     on raises no exception, as Sphinx gives any exception a crash report."""
-    import sys
-
     for message, location in errors:
         logger.error("%s", message, location=location, type="coursebook", subtype=subtype)
     sys.exit(2)

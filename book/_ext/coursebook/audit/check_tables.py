@@ -38,9 +38,8 @@ def answer_texts(answer) -> list[str]:
     (True and False are left out: a hint may well say "true or false?")"""
     if isinstance(answer, bool):
         return []
-    forms = {json.dumps(answer), str(answer)}
-    if isinstance(answer, str):
-        forms = {" ".join(answer.split())}
+    forms = ({" ".join(answer.split())} if isinstance(answer, str)
+             else {json.dumps(answer), str(answer)})
     return sorted(form.lower() for form in forms if len(form) >= 2 or form.isdigit())
 
 

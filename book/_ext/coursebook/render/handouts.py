@@ -86,14 +86,15 @@ def set_handout_documents(app: Sphinx, env) -> list[str]:
 
 def _provenance(app: Sphinx, docname: str) -> str:
     chapter = page_states(app.env).get(docname)
+    instructor = edition_of(app) is Edition.INSTRUCTOR
     if chapter is not None and chapter.recorded_with:
         # The instructor edition marks under each cell which recording its output comes
         # from; a student's sentence is whole.
-        if edition_of(app) is Edition.INSTRUCTOR:
+        if instructor:
             return f"{chapter.recorded_with}. A mark under each cell says where it ran."
         return chapter.recorded_with
     torch = release(book_config(app.config).torch)
-    if edition_of(app) is Edition.INSTRUCTOR:
+    if instructor:
         return f"Outputs executed and verified with torch {torch}"
     return f"The outputs of this chapter come from torch {torch}."  # as its page says
 
@@ -159,18 +160,14 @@ def write_covers(app: Sphinx, exception: Exception | None) -> None:
                                    encoding="utf8")
 
 
-def _printed_lines(cell: nodes.Element) -> int:
-    return sum(block.astext().count("\n") + 1 for block in cell.findall(nodes.literal_block))
-
-
 def keep_short_cells_together(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     """``doctree-resolved``: no page break between a short cell's code and its output."""
     if not book_config(app.config).handouts or app.builder.name != "latex":
         return
-    for cell in list(doctree.findall(nodes.container)):
-        if cell.get("nb_element") != "cell_code":
-            continue
-        lines = _printed_lines(cell)
+    cells = [cell for cell in doctree.findall(nodes.container)
+             if cell.get("nb_element") == "cell_code"]
+    for cell in cells:
+        lines = sum(block.astext().count("\n") + 1 for block in cell.findall(nodes.literal_block))
         if 0 < lines <= KEEP_TOGETHER_LINES:
             # A frame and the gap between input and output take about three lines more.
             needed = nodes.raw("", f"\\needspace{{{lines + 3}\\baselineskip}}\n", format="latex")

@@ -13,6 +13,7 @@ import pickle
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import nbformat
@@ -86,15 +87,10 @@ def place_of(character: str, docnames: Iterable[str], source_of: Callable[[str],
              doctrees: Path, tex: Path) -> Place | None:
     """The first place that prints ``character``: a source line, a cell's output, the .tex."""
     docnames = list(docnames)
-    for docname in docnames:
-        found = _in_source(character, source_of(docname))
-        if found:
-            return found
-    for docname in docnames:
-        found = _in_outputs(character, source_of(docname), doctrees / f"{docname}.doctree")
-        if found:
-            return found
-    return _in_tex(character, tex, source_of)
+    places = chain((_in_source(character, source_of(doc)) for doc in docnames),
+                   (_in_outputs(character, source_of(doc), doctrees / f"{doc}.doctree")
+                    for doc in docnames))
+    return next(filter(None, places), None) or _in_tex(character, tex, source_of)
 
 
 def advice(characters: list[str]) -> str:
