@@ -35,20 +35,6 @@ PROVISIONER = "coursebook-pooled-kernel"  # pyproject's jupyter_client.kernel_pr
 SERVER = "forkserver.json"  # in the pool: the server's pid and socket
 
 
-def write_kernel_spec(pool: Path) -> Path:
-    """The pool's ``python3`` spec (the usual command, this provisioner); the folder
-    to put first on ``JUPYTER_PATH``."""
-    share = pool / "share" / "jupyter"
-    spec = share / "kernels" / "python3"
-    spec.mkdir(parents=True, exist_ok=True)
-    # Whole: two builds on one cache write it while readers read it.
-    write_whole(spec / "kernel.json", json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (ipykernel)", "language": "python",
-        "metadata": {"kernel_provisioner": {"provisioner_name": PROVISIONER}}}, indent=1))
-    return share
-
-
 def _note_taken(pool: Path, name: str, kernel: dict) -> dict:
     """Who took it: the process that started the server waits for this one before it ends."""
     kernel["taker"] = os.getpid()
@@ -100,9 +86,18 @@ def make_pool(pool: Path) -> None:
 
 def offer_waiting_kernels(pool: Path) -> None:
     """Kernels started by this process and its children (``-j`` readers, forked builds)
-    come from ``pool`` when its server is there."""
+    come from ``pool`` when its server is there: the pool's ``python3`` spec (the usual
+    command, this provisioner) goes first on ``JUPYTER_PATH``."""
+    share = pool / "share" / "jupyter"
+    spec = share / "kernels" / "python3"
+    spec.mkdir(parents=True, exist_ok=True)
+    # Whole: two builds on one cache write it while readers read it.
+    write_whole(spec / "kernel.json", json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipykernel)", "language": "python",
+        "metadata": {"kernel_provisioner": {"provisioner_name": PROVISIONER}}}, indent=1))
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
-        filter(None, [str(write_kernel_spec(pool)), os.environ.get("JUPYTER_PATH")]))
+        filter(None, [str(share), os.environ.get("JUPYTER_PATH")]))
     os.environ[POOL_ENV] = str(pool)
 
 

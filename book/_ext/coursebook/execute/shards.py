@@ -166,31 +166,25 @@ def execute_shard(book_dir: Path, conf: ConfValues, shard: Shard, root: Path,
     return seconds
 
 
-def _check_present(shard: Shard, root: Path) -> None:
-    manifest, cache = shard.folder(root) / MANIFEST, shard.cache(root)
-    if not manifest.is_file() or not (cache / "global.db").is_file():
-        raise ShardError(f"shard {shard}'s cache is missing: {shown_path(cache)} (with "
-                         f"{MANIFEST} beside it) should hold what it executed. Run "
-                         f"`{shard.command}` (in CI: its execute job uploads it).")
-
-
-def _read_manifest(shard: Shard, root: Path) -> dict:
-    manifest = shard.folder(root) / MANIFEST
-    data = json.loads(manifest.read_text())
-    if data["shard"] != str(shard):
-        raise ShardError(f"{shown_path(manifest)} is shard {data['shard']}'s, not shard {shard}'s: "
-                         f"the shards were dealt for another count. Run `{shard.command}`.")
-    return data
-
-
 def merge_shards(book_dir: Path, conf: ConfValues, count: int, root: Path,
                  target: Path) -> int:
     """Check the shards' caches against the book as built now, then merge them into
     ``target``. The number of notebooks merged."""
     shards = [Shard(index, count) for index in range(1, count + 1)]
     for shard in shards:
-        _check_present(shard, root)
-    manifests = {shard: _read_manifest(shard, root) for shard in shards}
+        cache = shard.cache(root)
+        if not (shard.folder(root) / MANIFEST).is_file() or not (cache / "global.db").is_file():
+            raise ShardError(f"shard {shard}'s cache is missing: {shown_path(cache)} (with "
+                             f"{MANIFEST} beside it) should hold what it executed. Run "
+                             f"`{shard.command}` (in CI: its execute job uploads it).")
+    manifests = {}
+    for shard in shards:
+        manifest = shard.folder(root) / MANIFEST
+        manifests[shard] = json.loads(manifest.read_text())
+        if manifests[shard]["shard"] != str(shard):
+            raise ShardError(f"{shown_path(manifest)} is shard {manifests[shard]['shard']}'s, not "
+                             f"shard {shard}'s: the shards were dealt for another count. "
+                             f"Run `{shard.command}`.")
     owner: dict[str, Shard] = {}
     for shard, manifest in manifests.items():
         for name in manifest["chapters"]:
