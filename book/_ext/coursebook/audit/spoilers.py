@@ -28,11 +28,6 @@ _ERROR = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning))\s*:\s+(.+)")
 SIGNATURE_WORDS = 6
 
 
-def _article(soup: BeautifulSoup) -> Tag:
-    """The page's own text: the theme's navigation (which links every section) left out."""
-    return soup.find("article") or soup
-
-
 def error_signatures(text: str) -> set[str]:
     """The errors a text shows, each as its type and the first words of its message."""
     found = set()
@@ -74,7 +69,8 @@ def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:
     for resolved, soup in soups.items():
         path = named[resolved]
         links: list[Tag] = []
-        for element in _article(soup).select(f"a[href], {HIDDEN_CELL}"):
+        # The page's own text: the theme's navigation (which links every section) left out.
+        for element in (soup.find("article") or soup).select(f"a[href], {HIDDEN_CELL}"):
             if element.name == "a":
                 links.append(element)
                 continue

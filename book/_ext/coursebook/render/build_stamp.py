@@ -39,9 +39,7 @@ def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict
         return
     commit = source_commit(Path(app.srcdir))
     executed = executed_with(app, pagename) if doctree is not None else ""
-    if commit != NOT_IN_GIT:
-        built = f"built from commit {commit} on {date}"
-    else:
-        built = f"built from {NOT_IN_GIT} on {date}"
+    source = f"commit {commit}" if commit != NOT_IN_GIT else NOT_IN_GIT
+    built = f"built from {source} on {date}"
     context["coursebook_stamp"] = (f"{executed}; {built}." if executed else
                                    built[0].upper() + built[1:] + ".")
