@@ -77,9 +77,9 @@ def field_line(path: Path, name: str, record: int | None = None, table: str = ""
 
 def _fault(path: Path, message: str, name: str = "", record: int | None = None,
            table: str = "", array: str = "records") -> ExhibitError:
-    """An exhibit error located at a field of its TOML file."""
+    """An exhibit error located at a field of its TOML file, named after ``table``."""
     line = field_line(path, name, record, table, array) if name else 1
-    return ExhibitError(message, path, line)
+    return ExhibitError(f"{table}: {message}" if table else message, path, line)
 
 
 @dataclass(frozen=True)
@@ -223,8 +223,7 @@ def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
 
 def _require(path: Path, table: dict, name: str, kind: type, record: int | None = None,
              section: str = "") -> object:
-    where = (f"records[{record}]: " if record is not None else
-             f"{section}: " if section else "")
+    where = f"records[{record}]: " if record is not None else ""
     if name not in table:
         raise _fault(path, f"{where}field '{name}' is missing", name, record, section)
     value = table[name]
@@ -326,21 +325,24 @@ def _claims(path: Path, table: dict) -> tuple[Claim, ...]:
     return tuple(claims)
 
 
+def _text(path: Path, table: dict, name: str, section: str) -> str:
+    return str(_require(path, table, name, str, section=section)).strip("\n")
+
+
 def _museum_fix(path: Path, table) -> MuseumFix | None:
     if table is None:
         return None
     if not isinstance(table, dict):
         raise _fault(path, "field 'museum_fix' must be a table", "museum_fix")
-    return MuseumFix(**{name: str(_require(path, table, name, str, section="museum_fix")).strip("\n")
-                        for name in ("note", "code", "changed")})
+    return MuseumFix(*(_text(path, table, name, "museum_fix")
+                       for name in ("note", "code", "changed")))
 
 
 def _flag(path: Path, table: dict, name: str, section: str = "") -> bool:
     """An optional true/false field (false when absent)."""
     value = table.get(name, False)
     if not isinstance(value, bool):
-        where = f"{section}: " if section else ""
-        raise _fault(path, f"{where}field '{name}' must be true or false", name, table=section)
+        raise _fault(path, f"field '{name}' must be true or false", name, table=section)
     return value
 
 
@@ -349,8 +351,7 @@ def _runnable(path: Path, name: str, code: str, section: str = "") -> None:
     the program's ``r'''`` (:func:`in_one_process`): it may hold neither."""
     for quotes in ("'''", '"""'):
         if quotes in code:
-            where = f"{section}: " if section else ""
-            raise _fault(path, f"{where}field '{name}' may not contain {quotes}: it runs in a "
+            raise _fault(path, f"field '{name}' may not contain {quotes}: it runs in a "
                          "fresh Python", name, table=section)
 
 
@@ -360,11 +361,10 @@ def _museum_rerun(path: Path, table, values: dict) -> MuseumRerun | None:
     if not isinstance(table, dict):
         raise _fault(path, "field 'museum_rerun' must be a table", "museum_rerun")
     if "fix_setup" in table:  # the fix runs after the failing code, as the page shows it
-        raise _fault(path, "museum_rerun: field 'fix_setup' is gone: the fix is checked after "
+        raise _fault(path, "field 'fix_setup' is gone: the fix is checked after "
                      "the failing code, in its process (or alone, with fix_in_fresh_runtime = "
                      "true)", "fix_setup", table="museum_rerun")
-    fields = {name: str(_require(path, table, name, str, section="museum_rerun")).strip("\n")
-              for name in ("note", "setup")}
+    fields = {name: _text(path, table, name, "museum_rerun") for name in ("note", "setup")}
     _runnable(path, "setup", fields["setup"], "museum_rerun")
     for name in ("failing_code", "fix_code"):
         _runnable(path, name, values[name])
@@ -387,19 +387,17 @@ def _cpu_reproduction(path: Path, table) -> CpuReproduction | None:
         return None
     if not isinstance(table, dict):
         raise _fault(path, "field 'cpu' must be a table", "cpu")
-    fields: dict = {"note": str(_require(path, table, "note", str, section="cpu")).strip("\n")}
-    for name in ("reproduction", "fix_note", "fix"):
-        if name in table:
-            fields[name] = str(_require(path, table, name, str, section="cpu")).strip("\n")
+    fields: dict = {name: _text(path, table, name, "cpu") for name in
+                    ("note", "reproduction", "fix_note", "fix") if name == "note" or name in table}
     for name in ("reproduction", "fix"):
         _runnable(path, name, fields.get(name, ""), "cpu")
     if ("side_environment" in table) != ("side_packages" in table):
-        raise _fault(path, "cpu: fields 'side_environment' (its folder) and 'side_packages' "
+        raise _fault(path, "fields 'side_environment' (its folder) and 'side_packages' "
                      "(what it holds) come together", "side_environment", table="cpu")
     if "side_environment" in table:
         packages = _require(path, table, "side_packages", list, section="cpu")
         if not packages or not all(isinstance(p, str) and "==" in p for p in packages):
-            raise _fault(path, "cpu: field 'side_packages' must list pinned requirements "
+            raise _fault(path, "field 'side_packages' must list pinned requirements "
                          "(name==version)", "side_packages", table="cpu")
         fields["side"] = SideEnvironment(
             str(_require(path, table, "side_environment", str, section="cpu")), tuple(packages))
@@ -490,13 +488,10 @@ def _claim_cells(claims: tuple[Claim, ...], captured: bool = False) -> list[nbfo
     """A claim cell per checked claim: it runs where the exhibit's code runs, never shown.
     A captured exhibit's (its code ran on an accelerator) run on the stand-in only, each in
     a new Python: what a CPU can show, with no state shared between checks."""
-    if not captured:
-        return [_code(f"# claim: {claim.says}\n{claim.check}", CLAIM_TAG)
-                for claim in claims if claim.check]
-    return [_code(f"# claim: {claim.says}\nfrom coursebook.exhibit_checks import "
-                  f"run_in_fresh_python\nrun_in_fresh_python(r'''\n{claim.check}\n''')",
-                  CLAIM_TAG, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG)
-            for claim in claims if claim.check]
+    tags = (STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG) if captured else ()
+    return [_code(f"# claim: {claim.says}\n"
+                  + (_fresh_python_call(claim.check) if captured else claim.check),
+                  CLAIM_TAG, *tags) for claim in claims if claim.check]
 
 
 def claim_sources(museum: dict[str, Wing]) -> dict[str, Claim]:
@@ -549,7 +544,12 @@ def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbfo
     It speaks of torch releases only: where the book's own runs took place is the
     instructor edition's business."""
     record = expected or exhibit.museum_record
-    lines = [f"**Expected error.** {_who_raised(record)}:", "", "```text",
+    if record.source != "museum":
+        who = f"With torch {record.torch}, the cell above raises this error"
+    else:
+        torch = f", torch {record.torch}" if is_release(record.torch) else ""
+        who = f"The museum saw the cell above raise this error (on {record.where}{torch})"
+    lines = [f"**Expected error.** {who}:", "", "```text",
              f"{record.type}: {record.message}", "```"]
     shown = {(record.type, record.message)}
     for label, other in readers_records(exhibit, record):
@@ -564,14 +564,6 @@ def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbfo
               "should match."]
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
     return _markdown(quoted, "remove-cell", DOWNLOAD_ONLY_TAG)
-
-
-def _who_raised(record: ErrorRecord) -> str:
-    """The start of an expected error's sentence: the torch, or the museum's run, that raised it."""
-    if record.source != "museum":
-        return f"With torch {record.torch}, the cell above raises this error"
-    torch = f", torch {record.torch}" if is_release(record.torch) else ""
-    return f"The museum saw the cell above raise this error (on {record.where}{torch})"
 
 
 def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
@@ -639,12 +631,15 @@ def _in_fresh_python(code: str, side: SideEnvironment | None,
     lesson, not how the book runs it. Tagged ``fresh-python``: a recording runs it in a
     kernel that holds no device.
     """
-    named = f", side_environment={side.name!r}" if side else ""
-    cell = _code("from coursebook.exhibit_checks import run_in_fresh_python\n"
-                 f"run_in_fresh_python(r'''\n{code}\n'''{named})", "remove-input",
-                 FRESH_PYTHON_TAG, *tags)
+    cell = _code(_fresh_python_call(code, side), "remove-input", FRESH_PYTHON_TAG, *tags)
     cell.metadata[DOWNLOAD_SOURCE_KEY] = _download_source(code, side, download_environment)
     return cell
+
+
+def _fresh_python_call(code: str, side: SideEnvironment | None = None) -> str:
+    named = f", side_environment={side.name!r}" if side else ""
+    return ("from coursebook.exhibit_checks import run_in_fresh_python\n"
+            f"run_in_fresh_python(r'''\n{code}\n'''{named})")
 
 
 def _download_source(code: str, side: SideEnvironment | None,
@@ -684,11 +679,6 @@ def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
     return f"{where}:\n\n```python\n{code}\n```"
 
 
-def _rerun_code(setup: str, code: str) -> str:
-    """The museum's code as a fresh Python runs it: its set-up first."""
-    return f"{setup}\n\n{code}"
-
-
 def _stand_in_only(rerun: MuseumRerun) -> tuple[str, ...]:
     return () if rerun.on_accelerators else (STAND_IN_ONLY_TAG,)
 
@@ -703,35 +693,29 @@ def _failing_rerun_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
     return [_markdown(f"**The museum's code, run again.** {rerun.note}\n\nIn a fresh Python "
                       "process, this set-up, then the museum's code above:\n\n"
                       f"```python\n{rerun.setup}\n```"),
-            _in_fresh_python(_rerun_code(rerun.setup, exhibit.failing_code), None,
+            _in_fresh_python(f"{rerun.setup}\n\n{exhibit.failing_code}", None,
                              exhibit.download_environment, RAISES_TAG, *only),
             _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *only),
             _expected_error_note(exhibit, museum)]
 
 
-def _rerun_fix_check(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookNode:
+def _rerun_fix_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
     """The fix shown, checked: after the museum's set-up and failing code in one process,
     or alone in a new one when it starts a fresh runtime."""
-    if exhibit.fix_in_fresh_runtime:
-        return _in_fresh_python(exhibit.fix_code, None, exhibit.download_environment)
-    program = in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
-                              (exhibit.fix_code, False)])
-    return _in_fresh_python(program, None, exhibit.download_environment, *_stand_in_only(rerun))
-
-
-def _rerun_fix_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
-    rerun = exhibit.museum_rerun
+    rerun, env = exhibit.museum_rerun, exhibit.download_environment
     if rerun is None:
         return []
     if exhibit.fix_in_fresh_runtime:
-        text = "**The fix, run again** in a new Python process, one that never ran the code above."
-        only: tuple[str, ...] = ()
-    else:
-        text = ("**The fix, run again** where the museum's code left the process: its set-up, "
-                "the museum's code (its error expected), then the fix, in one process.")
-        only = _stand_in_only(rerun)
-    return [_markdown(text), _rerun_fix_check(exhibit, rerun),
-            _fix_ran_cell(FRESH_PYTHON_TAG, *only)]
+        return [_markdown("**The fix, run again** in a new Python process, one that never ran "
+                          "the code above."),
+                _in_fresh_python(exhibit.fix_code, None, env), _fix_ran_cell(FRESH_PYTHON_TAG)]
+    only = _stand_in_only(rerun)
+    program = in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
+                              (exhibit.fix_code, False)])
+    return [_markdown("**The fix, run again** where the museum's code left the process: its "
+                      "set-up, the museum's code (its error expected), then the fix, in one "
+                      "process."),
+            _in_fresh_python(program, None, env, *only), _fix_ran_cell(FRESH_PYTHON_TAG, *only)]
 
 
 def _cpu_fix_check(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.NotebookNode:
@@ -820,28 +804,24 @@ def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]
     if cpu is not None and cpu.reproduction and cpu.fix:
         origins[_cpu_fix_check(exhibit, cpu).source] = origin("cpu.fix", "fix", table="cpu")
     if rerun is not None:
-        origins[_in_fresh_python(_rerun_code(rerun.setup, exhibit.failing_code), None, env).source] = (
-            origin("museum_rerun.setup", "setup", table="museum_rerun"))
-        origins[_rerun_fix_check(exhibit, rerun).source] = origin("fix_code", "fix_code")
+        origins[_failing_rerun_cells(exhibit)[1].source] = origin(
+            "museum_rerun.setup", "setup", table="museum_rerun")
+        origins[_rerun_fix_cells(exhibit)[1].source] = origin("fix_code", "fix_code")
     if origins:
         origins[_check_cell(exhibit, exhibit.museum_record).source] = origin(
             "records", "message", exhibit.museum_record)
     return origins
 
 
-# The short label of the mark that stands for a check's verdict on a page.
-CHECK_LABELS = {"check": "same error as recorded", "fix": "fix ran"}
-
-
 def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
     """The book's own check cells, by source, whatever torch runs them: each exhibit's
     comparison with each of its records, and the proof that a fix ran. Their lines are
     the book's verdicts, not what torch printed; the value is the mark's label."""
-    checks = {_fix_ran_cell().source: CHECK_LABELS["fix"]}
+    checks = {_fix_ran_cell().source: "fix ran"}
     for wing in museum.values():
         for exhibit in wing.exhibits:
             for record in exhibit.records:
-                checks[_check_cell(exhibit, record).source] = CHECK_LABELS["check"]
+                checks[_check_cell(exhibit, record).source] = "same error as recorded"
     return checks
 
 
@@ -856,11 +836,10 @@ def room_cells(wing: Wing, room: str, torch_version: str) -> list[nbformat.Noteb
     if not exhibits:
         raise ExhibitError(f"wing '{wing.name}' has no exhibit in room '{room}'")
     cells = [_markdown(_index_cards(wing, exhibits))]
+    total = len(wing.exhibits)
     for exhibit in exhibits:
-        if exhibit.runs_in_every_build:
-            cells += exhibit_cells(exhibit, len(wing.exhibits), torch_version)
-        else:
-            cells += captured_exhibit_cells(exhibit, len(wing.exhibits))
+        cells += (exhibit_cells(exhibit, total, torch_version) if exhibit.runs_in_every_build
+                  else captured_exhibit_cells(exhibit, total))
     return cells
 
 
