@@ -33,7 +33,6 @@ from coursebook.model.versions import release, verified_versions, version_key
 from coursebook.prepare.editions import Edition
 from coursebook.verify.expectations import (
     EDITIONS,
-    Expectations,
     code_digest,
     expectations_path,
     read_expectations,
@@ -93,13 +92,11 @@ class Standing:
         if self.state is State.NOT_YET:
             return (f"{self.chapter}: not yet verified on {self.other.label} ({self.path} does "
                     f"not exist); `{self.other.command}` records it")
-        changes = [f"{len(self.missing)} cell(s) without an entry"
-                   f"{_firsts(self.missing)}"] if self.missing else []
-        changes += [f"{len(self.orphaned)} entry(ies) for code the chapter no longer has"
-                    f"{_firsts(self.orphaned)}"] if self.orphaned else []
+        changes = [f"{len(lines)} {what}{_firsts(lines)}" for what, lines in (
+            ("cell(s) without an entry", self.missing),
+            ("entry(ies) for code the chapter no longer has", self.orphaned)) if lines]
         return (f"{self.chapter}: stale on {self.other.label}: {self.path} has "
                 f"{' and '.join(changes)}; `{self.other.command}` records it again")
-
 
     def page_note(self) -> str:
         """The instructor edition's words (the student page names only where it was
@@ -130,9 +127,8 @@ def standing(chapter: str, other: OtherTorch, expected_dir: Path, build_torch: s
     """How ``chapter`` stands on ``other``; None when the build's torch has no expected
     outputs for it (a recorded chapter, or one never accepted: the build reports that).
 
-    ``checks``: the code digests of the museum's check cells; ``book_only``: of the
-    chapter's cells that downloads leave out (:func:`left_out_of_downloads`); both
-    (:func:`check_digests`).
+    ``checks`` (:func:`check_digests`) are never compared, nor, for a runtime's downloads,
+    ``book_only`` (:func:`left_out_of_downloads`).
     """
     build = read_expectations(expectations_path(expected_dir, build_torch, chapter))
     if build is None:
@@ -143,30 +139,22 @@ def standing(chapter: str, other: OtherTorch, expected_dir: Path, build_torch: s
         return Standing(chapter, other, path, State.NOT_YET)
     editions = [Edition.STUDENT.value] if other.downloads else list(EDITIONS)
     skipped = checks | (book_only if other.downloads else set())
-    missing, orphaned = [], []
+    missing, orphaned = {}, {}  # first lines, each once, in order
     for edition in editions:
-        ours = _compared(build, edition, skipped)
-        there = _compared(theirs, edition, skipped)
-        missing += [build.first_lines[k] for k in ours if k not in there]
-        orphaned += [theirs.first_lines[k] for k in there if k not in ours]
-    missing, orphaned = list(dict.fromkeys(missing)), list(dict.fromkeys(orphaned))
+        ours, there = ([key for key in found.by_edition[edition]
+                        if key.split(".")[0] not in skipped] for found in (build, theirs))
+        missing.update(dict.fromkeys(build.first_lines[k] for k in ours if k not in there))
+        orphaned.update(dict.fromkeys(theirs.first_lines[k] for k in there if k not in ours))
     state = State.STALE if missing or orphaned else State.VERIFIED
     return Standing(chapter, other, path, state, tuple(missing), tuple(orphaned))
-
-
-def _compared(expectations: Expectations, edition: str, skipped: set[str]) -> list[str]:
-    return [key for key in expectations.by_edition[edition]
-            if key.split(".")[0] not in skipped]
 
 
 def standings(chapter: str, expected_dir: Path, build_torch: str, runtimes: tuple[Runtime, ...],
               checks: set[str], book_only: set[str]) -> list[Standing]:
     """How ``chapter`` stands on each torch it has expected outputs for, besides the
     build's, and on each runtime readers use; oldest torch first."""
-    versions = [v for v in verified_versions(expected_dir, chapter) if v != release(build_torch)]
-    others = {v: other_torch(v, runtimes) for v in versions}
-    others.update({r.torch: OtherTorch.of_runtime(r) for r in runtimes
-                   if r.torch not in others and r.torch != release(build_torch)})
-    found = (standing(chapter, others[v], expected_dir, build_torch, checks, book_only)
-             for v in sorted(others, key=version_key))
+    torches = {*verified_versions(expected_dir, chapter), *(r.torch for r in runtimes)}
+    found = (standing(chapter, other_torch(v, runtimes), expected_dir, build_torch, checks,
+                      book_only)
+             for v in sorted(torches - {release(build_torch)}, key=version_key))
     return [s for s in found if s is not None]
