@@ -34,35 +34,27 @@ def _unreadable(notebook: Path) -> str | None:
     return None if isinstance(cells, list) else "damaged (a notebook without cells)"
 
 
-def drop_unreadable_entries(cache) -> list[tuple[str, str]]:
-    """Remove the records whose executed notebook file is missing or damaged; their URIs,
-    each with what was wrong."""
-    from jupyter_cache.cache.db import NbCacheRecord
-
-    dropped = []
-    for record in cache.list_cache_records():
-        notebook = cache._get_notebook_path_cache(record.hashkey)  # jupyter-cache's layout
-        why = _unreadable(notebook)
-        if why is not None:
-            shutil.rmtree(notebook.parent, ignore_errors=True)
-            NbCacheRecord.remove_records([record.pk], cache.db)
-            dropped.append((record.uri, why))
-    return dropped
-
-
 def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
     """``env-before-read-docs``: create the shared cache (before parallel readers race to
     it) and check it, when there is a page to read."""
     config = app.config
     if not docnames or config.nb_execution_mode != "cache":
         return
+    from jupyter_cache.cache.db import NbCacheRecord
     from sqlalchemy.exc import SQLAlchemyError
 
     path = Path(book_config(config).cache_path)
     path.mkdir(parents=True, exist_ok=True)
     try:
         create_cache(path)  # its tables, once, however many builds start together
-        dropped = drop_unreadable_entries(open_cache(path))
+        cache, dropped = open_cache(path), []
+        for record in cache.list_cache_records():
+            notebook = cache._get_notebook_path_cache(record.hashkey)  # jupyter-cache's layout
+            why = _unreadable(notebook)
+            if why is not None:
+                shutil.rmtree(notebook.parent, ignore_errors=True)
+                NbCacheRecord.remove_records([record.pk], cache.db)
+                dropped.append((record.uri, why))
     except SQLAlchemyError as error:
         reason = str(getattr(error, "orig", None) or error).splitlines()[0]
         stop_build("cache", (f"the execution cache is damaged ({reason}): its database "

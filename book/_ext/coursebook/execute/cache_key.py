@@ -1,13 +1,12 @@
 """Everything that decides whether a chapter executes again.
 
-jupyter-cache keys a notebook by its code cells (source and metadata). Added here: the
-*execution versions* (of Python and the packages that decide what the cells print) and a
-digest of the book's own modules the cells import, put into the first code cell's
-metadata so that an upgrade re-executes; and the extension's version for Sphinx, so
-that an edit of the extension reads every page again. A page that is not read again is
-not executed again: its doctree is reused. (What else makes Sphinx read a chapter again:
-its inputs, noted as dependencies by :mod:`coursebook.prepare.chapters`, and a failure,
-:mod:`coursebook.page_state`.)
+jupyter-cache keys a notebook by its code cells (source and metadata). Added here, in the
+first code cell's metadata: the *execution versions* (Python and the packages that decide
+what the cells print) and a digest of the book's own modules the cells import. The
+extension's version, Sphinx's ``env_version``, makes an edit of it read every page again;
+a page not read again is not executed again. (A chapter's inputs,
+:mod:`coursebook.prepare.chapters`, and a failure, :mod:`coursebook.page_state`, make
+Sphinx read it again too.)
 """
 
 from __future__ import annotations

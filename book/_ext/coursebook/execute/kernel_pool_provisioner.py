@@ -1,8 +1,6 @@
-"""The kernel provisioner of a pool's kernel spec (:mod:`coursebook.execute.kernel_pool`).
-
-jupyter_client loads it by its entry point (pyproject's
-``jupyter_client.kernel_provisioners``) when it starts a kernel of that spec; a build
-that starts no kernel never imports jupyter_client for it.
+"""The kernel provisioner of a pool's kernel spec (:mod:`coursebook.execute.kernel_pool`),
+loaded by its entry point (pyproject's ``jupyter_client.kernel_provisioners``) when
+jupyter_client starts a kernel of that spec.
 """
 
 from __future__ import annotations

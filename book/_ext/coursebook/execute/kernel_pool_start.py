@@ -1,23 +1,18 @@
 """A cold build's kernels, forked from one server started as the build starts.
 
-A reader starts a chapter's kernel when it reaches the chapter, about a second into a
-build, while the other core idles; starting Python, ipykernel and torch then lies on the
-path of the longest chapter, and is paid again for every notebook. When the execution
-cache has no database yet, every chapter a build reads executes, so this extension's
-setup, the first of conf.py's, starts a kernel forkserver (the preview's pool,
-:mod:`coursebook.execute.kernel_pool`) before myst-nb and the theme load, importing
-``coursebook_kernel_imports`` into the server (never into a chapter's namespace). A warm
-cache decides per chapter, known only once the chapter is prepared: no server then.
-
-At setup myst-nb has not registered its settings yet: the two this needs are read as
-Sphinx will resolve them (a ``-D`` override, else ``conf.py``, else myst-nb's default).
-At ``config-inited`` a server whose settings do not hold, or that no chapter would use,
-is stopped.
+A reader starts a chapter's kernel when it reaches the chapter; starting Python,
+ipykernel and torch then lies on the path of the longest chapter, once per notebook. When
+the execution cache has no database yet, every chapter a build reads executes, so this
+extension's setup, the first of conf.py's, starts a kernel forkserver
+(:mod:`coursebook.execute.kernel_pool`) importing ``coursebook_kernel_imports`` while
+myst-nb and the theme load. A warm cache decides per chapter, once it is prepared: no
+server then. At setup myst-nb's two settings this needs are read as Sphinx will resolve
+them (a ``-D`` override, else ``conf.py``, else myst-nb's default); at ``config-inited``
+a server whose settings do not hold, or that no chapter would use, is stopped.
 
 Builds that start together on one cache (both editions) start one server: the first
-takes a lock for its life, and the chapters of both take its kernels. A kernel ends with
-the server, so the build that started it, at its end, waits while the other build's
-reader that took one runs its chapter.
+takes a lock for its life, and the chapters of both take its kernels; at its end it waits
+while the other build's reader that took one runs its chapter.
 """
 
 from __future__ import annotations
