@@ -282,16 +282,6 @@ class AnswerOverlap:
     passage: str
 
 
-def _places(path: Path, text: str) -> Iterator[tuple[Place, str, bool, bool]]:
-    """(place, shown text, is an answer, is prose) for each cell of a chapter, or the page."""
-    if not is_chapter_source(text):
-        yield Place(path, 1, text.strip().splitlines()[0] if text.strip() else ""), text, False, True
-        return
-    for cell in read_chapter(text).cells:
-        yield (Place(path, line_of(cell.source, text), first_line(cell)), _cell_text(cell),
-               is_answer(cell), cell.cell_type == "markdown")
-
-
 def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
     """The place moved to the line of its cell that holds the run's names, if one does."""
     names = [token for token in run if re.fullmatch(r"\w+", token)]
@@ -323,8 +313,13 @@ SourceCells = list[tuple[Place, list[tuple[str, ...]], bool, bool]]
 
 
 def source_cells(path: Path, text: str) -> SourceCells:
-    return [(place, list(_runs(fingerprint_words(shown))), answer, is_prose)
-            for place, shown, answer, is_prose in _places(path, text)]
+    """The cells of a chapter, or a whole other page as one prose cell."""
+    if not is_chapter_source(text):
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        return [(Place(path, 1, first), list(_runs(fingerprint_words(text))), False, True)]
+    return [(Place(path, line_of(cell.source, text), first_line(cell)),
+             list(_runs(fingerprint_words(_cell_text(cell)))), is_answer(cell),
+             cell.cell_type == "markdown") for cell in read_chapter(text).cells]
 
 
 def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
