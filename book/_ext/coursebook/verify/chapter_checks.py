@@ -111,8 +111,7 @@ def _printed(cell: nodes.container, lines: int = 10) -> str:
 
 
 def _short(error: str, lines: int = 12) -> str:
-    kept = error.splitlines()[-lines:]
-    return "\n      ".join(kept)
+    return "\n      ".join(error.splitlines()[-lines:])
 
 
 def _where(source: str, chapter_text: str) -> dict:
@@ -134,14 +133,12 @@ def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str
     after that one never ran, so none of them is blamed; ``report``: the file that keeps
     the run's traceback, named in the message of a cell that raised.
     """
-    problems: list[CellProblem] = []
     if stopped is not None:
         if stopped.cell_index is None:
             return [CellProblem(0, "(the first one)", stopped.what)]
         ran = [cell for cell in code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
-        problems = _problems(ran, sources, chapter_text, origins, report)
-        return problems + [CellProblem(**_where(sources[stopped.cell_index], chapter_text),
-                                       what=stopped.what)]
+        return _problems(ran, sources, chapter_text, origins, report) + [
+            CellProblem(**_where(sources[stopped.cell_index], chapter_text), what=stopped.what)]
     problems = _problems(code_cells(doctree), sources, chapter_text, origins, report)
     if not succeeded and not problems:
         problems.append(CellProblem(0, "(the notebook)", what=(

@@ -316,15 +316,10 @@ def compare(expectations: Expectations, edition: str, outputs: list[CellOutput],
     expected, marked = expectations.by_edition[edition], expectations.varying[edition]
     other = next(e for e in EDITIONS if e != edition)
     same_run = run is not None and expectations.runs.get(edition) == run
-
-    def differs(output: CellOutput) -> bool:
-        text = expected.get(output.key)
-        if output.key in marked:
-            return not matches(text, output.text)
-        return text != output.text
-
     return [Mismatch(o, expected.get(o.key), o.key in marked, same_run,
                      expectations.lines.get((edition, o.key)),
                      edition if expectations.by_edition[other].get(o.key)
                      != expected.get(o.key) else None)
-            for o in outputs if not o.unverified and differs(o)]
+            for o in outputs if not o.unverified
+            and (not matches(expected.get(o.key), o.text) if o.key in marked
+                 else expected.get(o.key) != o.text)]
