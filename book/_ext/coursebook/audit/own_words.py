@@ -82,10 +82,8 @@ def markdown_passages(text: str, source: str, first_line: int | None = None) -> 
     in_heading = False
     for token in _MARKDOWN.parse(text):
         line = None if first_line is None else first_line + (token.map[0] if token.map else 0)
-        if token.type == "heading_open":
-            in_heading = True
-        elif token.type == "heading_close":
-            in_heading = False
+        if token.type in ("heading_open", "heading_close"):
+            in_heading = token.type == "heading_open"
         elif token.type == "colon_fence":  # an admonition: its body is prose, its title a heading
             body = [ln for ln in token.content.splitlines() if not _OPTION.match(ln)]
             yield from markdown_passages("\n".join(body), source, None if line is None else line + 1)

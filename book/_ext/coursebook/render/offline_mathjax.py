@@ -33,9 +33,7 @@ def copy_changed_files(source: Path, target: Path) -> list[Path]:
     """Copy each file under ``source`` to ``target`` unless a copy of the same size and
     modification time is there; the files copied."""
     copied = []
-    for path in sorted(source.rglob("*")):
-        if not path.is_file():
-            continue
+    for path in sorted(path for path in source.rglob("*") if path.is_file()):
         copy = target / path.relative_to(source)
         if _signature(copy) != _signature(path):
             copy.parent.mkdir(parents=True, exist_ok=True)

@@ -124,11 +124,10 @@ def locate_chapters(problems: list[Problem], pdf: Path, aux: Path, tex: Path,
     """The problems, each naming its chapter file (``source_of(docname)``) where known."""
     pages = _document_starts_on_pages(pdf, aux, tex) if aux.is_file() else []
     lines = document_starts_on_lines(tex) if tex.is_file() else []
-    located = []
-    for problem in problems:
-        docname = document_at(pages, problem.page) or document_at(lines, problem.tex_line)
-        located.append(replace(problem, chapter=source_of(docname)) if docname else problem)
-    return located
+    docnames = [document_at(pages, problem.page) or document_at(lines, problem.tex_line)
+                for problem in problems]
+    return [replace(problem, chapter=source_of(docname)) if docname else problem
+            for problem, docname in zip(problems, docnames)]
 
 
 def check_pdf(pdf: Path, log: Path) -> list[Problem]:
