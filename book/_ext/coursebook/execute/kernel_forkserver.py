@@ -1,27 +1,23 @@
 """A kernel forkserver: one process that imports what every chapter's kernel imports first
 (ipykernel, and ``imports`` such as torch) once, then forks a kernel from itself on request.
 
-Starting a kernel the usual way costs a Python start and the imports, about a second and
-a half of CPU each time; a forked kernel shares the imported modules (copy on write) and is
-ready in a tenth of that. It is a process like any kernel jupyter_client starts: a session
-and process group of its own, the chapter's folder as its working directory, the
+A forked kernel shares the imported modules (copy on write) and is ready in a tenth of the
+second and a half a usual start costs. It is a process like any kernel jupyter_client
+starts: a session of its own, the chapter's folder as its working directory, the
 environment its starter gives, ipykernel's launcher run from the top with the usual
-arguments. Nothing of the book ran in it; IPython makes the namespace the cells run in
-afresh; Python's ``random`` reseeds itself at a fork. What Python reads of the environment
-as it starts (``PYTHONHASHSEED``) comes from the server's, its starter's. The server forks
-before it makes any ZeroMQ context, event loop or thread (a fork keeps only the thread that
-forks), and holds no lock when it does.
+arguments. Nothing of the book ran in it; IPython makes the cells' namespace afresh;
+``random`` reseeds itself at a fork; ``PYTHONHASHSEED`` is the server's, its starter's.
+The server forks before it makes any ZeroMQ context, event loop or thread (a fork keeps
+only the forking thread), holding no lock.
 
-Run as ``python -m coursebook.execute.kernel_forkserver`` (:func:`server_command`); this
-module imports only the standard library, so a kernel holds nothing of Sphinx or of the
-extension. The server ends when it is stopped or its starter ends, and stops its kernels
-then (were it killed, ipykernel's parent poller would: ``JPY_PARENT_PID``). A request is a
-line of JSON on a Unix socket, ``{"cwd", "connection_file", "env"}``, answered with the
-kernel's pid; the kernel writes its connection file once its ports are bound. The server,
-each kernel's parent, alone collects its exit status: it writes it to the pool's
-``ended/<pid>`` (as ``Popen.returncode``) for the build that took the kernel. With
-``--keep``, it keeps one kernel forked ahead, its record in the pool's ``ready/`` folder
-(:mod:`coursebook.execute.kernel_pool` takes it from there).
+Run as ``python -m coursebook.execute.kernel_forkserver`` (:func:`server_command`); it
+imports only the standard library, so a kernel holds nothing of Sphinx or the extension.
+It ends, stopping its kernels, when stopped or when its starter ends (were it killed,
+ipykernel's parent poller stops them: ``JPY_PARENT_PID``). A request is a line of JSON on
+a Unix socket, ``{"cwd", "connection_file", "env"}``, answered with the kernel's pid. As
+each kernel's parent, the server writes its exit status to the pool's ``ended/<pid>`` (as
+``Popen.returncode``) for the build that took it. With ``--keep`` it keeps one kernel
+forked ahead, recorded in the pool's ``ready/`` (:mod:`coursebook.execute.kernel_pool`).
 """
 
 from __future__ import annotations

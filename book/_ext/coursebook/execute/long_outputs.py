@@ -1,13 +1,12 @@
 """Outputs too long for a page: the start and the end are kept, the cut is marked.
 
-A cell can print megabytes: one line without a newline, or a progress bar redrawn with
-``\\r`` thousands of times. myst-nb merges a cell's streams with a regular expression that
-takes time quadratic in a line's length (a 5 MB line: hours), and a page cannot show it
-anyway. So, right after a chapter runs and before it is cached, an output longer than
-:data:`LIMIT` characters keeps its first and last :data:`KEEP` characters (at line ends
-where it can), and one marker line says what was cut. The marker carries a digest of the
-whole output as the book shows it (normalised), so the expected outputs verify every
-character: the middle through the digest. The page shows the marker without the digest.
+A cell can print megabytes (one line without a newline, a progress bar redrawn with
+``\\r``); myst-nb merges a cell's streams in time quadratic in a line's length (a 5 MB
+line: hours), and a page cannot show it anyway. So, before a run is cached, an output
+longer than :data:`LIMIT` characters keeps its first and last :data:`KEEP` (at line ends
+where it can) and one marker line says what was cut, with a digest of the whole output as
+the book shows it (normalised): the expected outputs verify every character. The page
+shows the marker without the digest.
 """
 
 from __future__ import annotations
@@ -68,12 +67,9 @@ def cut(text: str) -> str:
 
 
 def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:
-    """Shorten, in place, each output of an executed notebook longer than :data:`LIMIT`.
-
-    A stream is cut as a whole: when one stream (stdout, stderr) of a cell is too long,
-    its pieces are merged into the first, carriage returns applied, then cut. Shorter
-    outputs are left exactly as they ran.
-    """
+    """Shorten, in place, each output of an executed notebook longer than :data:`LIMIT`;
+    a stream (stdout, stderr) too long is merged into its first piece, then cut. Shorter
+    outputs are left exactly as they ran."""
     for cell in notebook.cells:
         if cell.get("cell_type") != "code" or not cell.get("outputs"):
             continue

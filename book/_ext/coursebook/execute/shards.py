@@ -1,15 +1,12 @@
 """Chapter execution split over machines (shards), their caches merged into the build's.
 
 Shard ``i/N`` executes its share of the chapters (both editions' notebooks of each) into
-a cache of its own, ``<root>/shard-<i>/.jupyter_cache``, and says in its ``shard.json``
-which chapters it took and with which versions. Chapters are dealt by their recorded
-execution time (jupyter-cache keeps each run's ``execution_seconds``), longest first to
-the least loaded shard, so shards finish together; with no record, by count. Every shard
-deals the same way from the same record, so each chapter has one shard.
-
-The merge checks the shards against the book as the build prepares it now, then copies
-their notebooks into the build's cache with jupyter-cache's own bundles: the build then
-executes nothing and verifies everything.
+``<root>/shard-<i>/.jupyter_cache``, its ``shard.json`` naming the chapters and versions.
+Chapters are dealt by recorded execution time (each run's ``execution_seconds``), longest
+first to the least loaded shard, so shards finish together; with no record, by count.
+Every shard deals the same way from the same record, so each chapter has one shard. The
+merge checks the shards against the book as the build prepares it now, then copies their
+notebooks into the build's cache: the build executes nothing and verifies everything.
 """
 
 from __future__ import annotations

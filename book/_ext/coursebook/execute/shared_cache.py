@@ -58,11 +58,8 @@ def notebook_lock(cache_path: str | Path, notebook: nbformat.NotebookNode) -> Fi
 
 
 def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
-    """``source-read``: take the key of the notebook about to be looked up and run.
-
-    Held until :func:`release_notebook_lock` (``doctree-read``: it is cached).
-    A reader reads one page at a time, so it holds one lock at a time: no deadlock.
-    """
+    """``source-read``: take the key of the notebook about to be looked up and run, until
+    :func:`release_notebook_lock`. A reader holds one lock at a time: no deadlock."""
     config = book_config(app.config)
     if app.config.nb_execution_mode != "cache" or not config.cache_locks:
         return
@@ -81,11 +78,8 @@ def release_notebook_lock(app: Sphinx, *_args) -> None:
 
 def cached_notebook(cache_path: str, notebook: nbformat.NotebookNode
                     ) -> nbformat.NotebookNode | None:
-    """The notebook with its outputs from jupyter-cache, or None when it is not cached.
-
-    A notebook whose execution failed is not cached once its page is read
-    (:mod:`coursebook.execute.cached_chapters`); its failure is reported elsewhere.
-    """
+    """The notebook with its outputs from jupyter-cache, or None when it is not cached (a
+    failed run's record is only there while its page is read, and not taken)."""
     cache = open_cache(cache_path)
     try:
         pk, executed = cache.merge_match_into_notebook(notebook)
