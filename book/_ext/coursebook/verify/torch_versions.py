@@ -208,16 +208,11 @@ class TorchVersionChanges(Directive):
                 records = sorted((r for r in exhibit.records if is_release(r.torch)),
                                  key=lambda r: version_key(r.torch))
                 for before, after in zip(records, records[1:]):
-                    old_text = f"{before.type}: {before.message}"
-                    new_text = f"{after.type}: {after.message}"
-                    if comparable(old_text, before.torch) != comparable(new_text, after.torch):
-                        link = addnodes.pending_xref(
-                            "", nodes.inline("", exhibit.title), refdomain="std",
-                            reftype="ref", reftarget=exhibit.label, refexplicit=True)
-                        rows.setdefault((before.torch, after.torch), []).extend([
-                            nodes.paragraph("", "", nodes.Text("Exhibit: "), link),
-                            side_by_side(other_torch(before.torch, readers).label, old_text,
-                                         other_torch(after.torch, readers).label, new_text)])
+                    if found := _changed(
+                            [nodes.Text("Exhibit: "), _link(exhibit.label, exhibit.title)],
+                            before.torch, f"{before.type}: {before.message}",
+                            after.torch, f"{after.type}: {after.message}", readers):
+                        rows.setdefault((before.torch, after.torch), []).extend(found)
         sections = []
         for (old, new), found in sorted(rows.items(), key=lambda item: (
                 version_key(item[0][1]), version_key(item[0][0]))):
@@ -235,15 +230,21 @@ class TorchVersionChanges(Directive):
         found: list[nodes.Node] = []
         old_cells, new_cells = before.by_edition[edition], after.by_edition[edition]
         for key, text in new_cells.items():
-            if key not in old_cells or key.split(".")[0] in checks:
-                continue
-            if comparable(old_cells[key], old) == comparable(text, new):
-                continue
-            label, title = sections.get(key, ("", ""))
-            found.append(nodes.paragraph("", "", nodes.Text("In "), _link(label, title), nodes.Text(":")))
-            found.append(side_by_side(other_torch(old, readers).label, old_cells[key],
-                                      other_torch(new, readers).label, text))
+            if key in old_cells and key.split(".")[0] not in checks:
+                label, title = sections.get(key, ("", ""))
+                found += _changed([nodes.Text("In "), _link(label, title), nodes.Text(":")],
+                                  old, old_cells[key], new, text, readers)
         return found
+
+
+def _changed(what: list[nodes.Node], old: str, old_text: str, new: str, new_text: str,
+             readers: tuple[Runtime, ...]) -> list[nodes.Node]:
+    """Under a paragraph of ``what``, two outputs side by side; none when they say the same."""
+    if comparable(old_text, old) == comparable(new_text, new):
+        return []
+    return [nodes.paragraph("", "", *what),
+            side_by_side(other_torch(old, readers).label, old_text,
+                         other_torch(new, readers).label, new_text)]
 
 
 def _link(label: str, title: str) -> nodes.Node:
