@@ -73,11 +73,6 @@ class ChapterFile(pytest.File):
         return ConfValues.read(self.config.rootpath / self.config.getini("coursebook_conf"))
 
     @cached_property
-    def expected_dir(self) -> Path:
-        return (self.config.rootpath / self.config.getini("coursebook_book")
-                / self.book_config.book.expected_dir)
-
-    @cached_property
     def text(self) -> str:
         return self.path.read_text(encoding="utf8")
 
@@ -105,7 +100,8 @@ class ChapterFile(pytest.File):
 
     @cached_property
     def expectations_path(self) -> Path:
-        return expectations_path(self.expected_dir,
+        book = self.config.rootpath / self.config.getini("coursebook_book")
+        return expectations_path(book / self.book_config.book.expected_dir,
                                  self.book_config.versions["torch"], self.path.stem)
 
     def executed(self, edition: Edition) -> list[CellOutput]:

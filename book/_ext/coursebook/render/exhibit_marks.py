@@ -26,13 +26,6 @@ MARK_CLASS = "exhibit-mark"
 TICK = "✓"
 
 
-def _mark(paragraph: nodes.paragraph, label: str) -> list[nodes.Node]:
-    """The line inside a ``<details>`` whose summary is the tick and the label."""
-    opening = f'<details class="{MARK_CLASS}"><summary>{TICK} {escape(label)}</summary>'
-    return [nodes.raw("", opening, format="html"), paragraph.deepcopy(),
-            nodes.raw("", "</details>", format="html")]
-
-
 def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
     """``doctree-read``: in a chapter showing exhibits, each check's line becomes a mark;
     in the student edition each check cell goes (its output was compared already)."""
@@ -55,5 +48,8 @@ def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
             continue
         for paragraph in list(cell.findall(nodes.paragraph)):
             if paragraph.astext().startswith(TICK):
-                paragraph.replace_self(_mark(paragraph, label))
+                # The line inside a <details> whose summary is the tick and the label.
+                opening = f'<details class="{MARK_CLASS}"><summary>{TICK} {escape(label)}</summary>'
+                paragraph.replace_self([nodes.raw("", opening, format="html"), paragraph.deepcopy(),
+                                        nodes.raw("", "</details>", format="html")])
                 break
