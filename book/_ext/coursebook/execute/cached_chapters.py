@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from tempfile import TemporaryDirectory
@@ -84,12 +84,10 @@ def _execution_settings(app: Sphinx, notebook: nbformat.NotebookNode, source_pat
     """myst-nb's settings for this page (its top matter's ``mystnb`` over conf.py's), or
     None when myst-nb would not run it from the cache."""
     settings = app.env.mystnb_config
-    overrides = {key: value for key, value in notebook.metadata.get(settings.metadata_key, {}).items()
-                 if key != "output_folder"}
-    try:
+    overrides = {key: value for key, value in
+                 notebook.metadata.get(settings.metadata_key, {}).items() if key != "output_folder"}
+    with suppress(Exception):  # myst-nb warns of it as it reads the page
         settings = settings.copy(**overrides)
-    except Exception:  # noqa: BLE001 - myst-nb warns of it as it reads the page
-        pass
     path = PurePosixPath(Path(source_path).as_posix())
     if settings.execution_mode != "cache" or any(
             path.match(pattern) for pattern in settings.execution_excludepatterns):

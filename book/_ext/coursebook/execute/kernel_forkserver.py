@@ -81,10 +81,8 @@ def serve(args: argparse.Namespace) -> dict:
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     for name in [*args.imports, "ipykernel.kernelapp"]:
-        try:
+        with contextlib.suppress(Exception):  # a chapter importing it gets the error, its own way
             importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a chapter importing it gets the error, its own way
-            pass
     pool = args.pool
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(args.address))

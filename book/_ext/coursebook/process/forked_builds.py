@@ -14,6 +14,7 @@ too.)
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import importlib.util
@@ -46,12 +47,8 @@ def import_modules(names: Sequence[str]) -> None:
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     for name in names:
-        if name in sys.modules:
-            continue
-        try:
+        with contextlib.suppress(Exception):  # one a build imports in passing: it does again
             importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - one a build imports only in passing: it does again
-            continue
     root.handlers[:], root.level = handlers, level
     # What is imported lives as long as the process: out of the collector's sight, a
     # forked build's collections do not walk (and so copy) the pages it shares with this

@@ -19,6 +19,7 @@ and a build that did not reach its end has the next one write every page again
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -43,10 +44,8 @@ def end_descendants() -> None:
     import psutil
 
     for process in psutil.Process().children(recursive=True):
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             process.kill()
-        except psutil.NoSuchProcess:
-            pass
 
 
 def _prctl():
