@@ -63,12 +63,11 @@ def _entry(raw, cell) -> AnswerCheck:
     missing = [name for name in (*_FIELDS, "answer") if name not in raw]
     wrong = [name for name, kind in _FIELDS.items() if name in raw and not isinstance(raw[name], kind)]
     unknown = sorted(set(raw) - {*_FIELDS, "answer", "tolerance"})
-    if missing or wrong or unknown:
-        raise AnswerCheckError(f"{where}: {'missing ' + ', '.join(missing) + '; ' if missing else ''}"
-                               f"{'not text: ' + ', '.join(wrong) + '; ' if wrong else ''}"
-                               f"{'unknown: ' + ', '.join(unknown) + '; ' if unknown else ''}"
-                               "each check has name, ask, value, answer and hint (text) and "
-                               "may have a tolerance", cell.source)
+    problems = "".join(f"{label} {', '.join(names)}; " for label, names in
+                       (("missing", missing), ("not text:", wrong), ("unknown:", unknown)) if names)
+    if problems:
+        raise AnswerCheckError(f"{where}: {problems}each check has name, ask, value, answer and "
+                               "hint (text) and may have a tolerance", cell.source)
     tolerance = raw.get("tolerance", DEFAULT_TOLERANCE)
     if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or tolerance <= 0:
         raise AnswerCheckError(f"{where}: check '{raw['name']}': tolerance must be a positive "

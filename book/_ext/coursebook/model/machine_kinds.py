@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coursebook.model.faults import BookError
-from coursebook.model.runtimes import RUNTIMES_FILE, runtime_named
+from coursebook.model.runtimes import runtime_named
 from coursebook.model.versions import package_key
 
 
@@ -58,10 +58,6 @@ class MachineKind:
             self.device_kind.upper())
 
 
-def _runtime_named(name: str, where: str, runtimes_file: Path | None):
-    return runtime_named(name, where, runtimes_file or RUNTIMES_FILE)
-
-
 def manylinux_platforms(glibc: str, arch: str) -> tuple[str, ...]:
     """Every platform tag pip accepts on a Linux with this glibc (manylinux and linux).
 
@@ -78,6 +74,13 @@ def manylinux_platforms(glibc: str, arch: str) -> tuple[str, ...]:
     return (*tags, f"linux_{arch}")
 
 
+def _read(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise MachineKindError(f"{path}: {error}") from None
+
+
 def _need(path: Path, where: str, table: dict, key: str, kind: type):
     value = table.get(key)
     if not isinstance(value, kind):
@@ -92,17 +95,13 @@ def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[st
     A kind's Pythons are its runtime's and those it declares besides; its platforms are
     every tag of its ``glibc`` and ``arch``.
     """
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise MachineKindError(f"{path}: {error}") from None
     machines: dict[str, MachineKind] = {}
-    for index, table in enumerate(data.get("kind", [])):
+    for index, table in enumerate(_read(path).get("kind", [])):
         where = f"[[kind]] {index + 1}: "
         runtime = table.get("runtime", "")
         pythons = tuple(table.get("pythons", ()))
         if runtime:
-            python = _runtime_named(runtime, f"{path}: {where}field 'runtime'", runtimes_file).python
+            python = runtime_named(runtime, f"{path}: {where}field 'runtime'", runtimes_file).python
             pythons = tuple(sorted({python, *pythons}, key=lambda v: tuple(map(int, v.split(".")))))
         platforms = tuple(table.get("platforms", ()))
         if "glibc" in table:
@@ -163,12 +162,8 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
     An environment's requirements are its runtime's pins and additions (``runtime``), or
     its own list (``requirements``); one that ``shares`` another is a second kernel of it.
     """
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise MachineKindError(f"{path}: {error}") from None
     environments: dict[str, list[RecordingEnvironment]] = {}
-    for kind, tables in data.items():
+    for kind, tables in _read(path).items():
         if kind not in machines:
             raise MachineKindError(f"{path}: [[{kind}]] is not a machine kind in the machine kinds file "
                                f"(have {', '.join(machines)})")
@@ -183,7 +178,7 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
                                        f"environment listed above it")
                 requirements = shared.requirements
             elif runtime:
-                requirements = tuple(_runtime_named(runtime, f"{path}: {where}field 'runtime'",
+                requirements = tuple(runtime_named(runtime, f"{path}: {where}field 'runtime'",
                                               runtimes_file).requirements())
             else:
                 requirements = tuple(_need(path, where, table, "requirements", list))

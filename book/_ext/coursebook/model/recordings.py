@@ -32,6 +32,7 @@ from coursebook.model.notebooks import (
     BOOK_ONLY_TAG,
     STAND_IN_ONLY_TAG,
     cell_tags,
+    first_line,
 )
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import package_key, release
@@ -215,19 +216,15 @@ def check_label(machine: MachineKind, provenance: dict, path: Path) -> None:
             "such a machine.", path)
 
 
-def _read_notebook(path: Path, machine: MachineKind) -> nbformat.NotebookNode:
+def load_recording(path: Path, machine: MachineKind) -> Recording:
     try:
-        return nbformat.read(path, as_version=4)
+        notebook = nbformat.read(path, as_version=4)
     except Exception as error:  # nbformat raises several kinds for a damaged file
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise RecordingError(
             f"not a readable notebook ({type(error).__name__}: {detail[:200]}). Restore it "
             f"with `git checkout -- {path}`, or record it again with "
             f"`{RECORDING_COMMAND} KIND={machine.name}`.", path) from None
-
-
-def load_recording(path: Path, machine: MachineKind) -> Recording:
-    notebook = _read_notebook(path, machine)
     provenance = notebook.metadata.get(PROVENANCE_KEY)
     if not isinstance(provenance, dict) or any(k not in provenance for k in _REQUIRED):
         raise RecordingError(f"metadata '{PROVENANCE_KEY}' needs {', '.join(_REQUIRED)} (the "
@@ -365,7 +362,6 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                     f"<{recording.anchor(chapter.name)}>`.*"))
             continue
         outputs.append([])
-        first_line = (cell.source.strip().splitlines() or [""])[0]
         able = [b for b in chapter.machines if runs_on(cell, b)]
         if not any(runs_on(cell, r.machine) for r in recordings) and instructor:
             labelled.cells.append(_markdown(
@@ -380,7 +376,7 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                 "*Stale: this cell changed since it was recorded; its output is not shown.*"))
         else:
             commands = " and ".join(f"`{chapter.command(b)}`" for b in able)
-            raise RecordingError(f"cell `{first_line}` changed since its recording: run "
+            raise RecordingError(f"cell `{first_line(cell)}` changed since its recording: run "
                                  f"{commands} on such machines, then commit book/recordings/",
                                  cell=cell.source)
     if not panel_placed:

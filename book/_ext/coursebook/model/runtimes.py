@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coursebook.model.faults import BookError
-from coursebook.model.versions import package_key
+from coursebook.model.versions import package_key, release
 
 RUNTIMES_FILE = Path(__file__).resolve().parents[4] / "tools" / "runtimes.toml"
 VERIFIED_BY = ("build", "downloads", "recording")
@@ -29,11 +29,6 @@ _FIELDS = {"title": str, "python": str, "source": str, "listed": str, "packages"
 
 class RuntimeFileError(BookError):
     """The runtimes file cannot be used; names the file, the table and the field."""
-
-
-def release(version: str) -> str:
-    """A version without its local build tag (``2.11.0+cpu`` -> ``2.11.0``)."""
-    return version.split("+")[0]
 
 
 @dataclass(frozen=True)
@@ -127,8 +122,9 @@ def reader_runtimes(path: Path) -> tuple[Runtime, ...]:
                  if r.verified_by == "downloads" and r.torch)
 
 
-def runtime_named(name: str, where: str, path: Path = RUNTIMES_FILE) -> Runtime:
+def runtime_named(name: str, where: str, path: Path | None = None) -> Runtime:
     """The runtime a machine kind or an environment names, or one line saying what is wrong."""
+    path = path or RUNTIMES_FILE
     runtimes = load_runtimes(path)
     if name not in runtimes:
         raise RuntimeFileError(f"{where}: runtime '{name}' is not in {path.name} "

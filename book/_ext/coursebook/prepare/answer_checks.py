@@ -45,11 +45,6 @@ def setup_source(checks: list[AnswerCheck]) -> str:
             "# so nothing here gives an answer away. Run this cell once.\n" + body.rstrip())
 
 
-def _setup_cell(checks: list[AnswerCheck]) -> nbformat.NotebookNode:
-    return nbformat.v4.new_code_cell(setup_source(checks),
-                                     metadata={"tags": ["remove-cell", SETUP_TAG]})
-
-
 def _student_cell(checks: list[AnswerCheck]) -> nbformat.NotebookNode:
     calls = "\n".join(f'check("{check.name}", ...)  # {check.ask}' for check in checks)
     return nbformat.v4.new_code_cell(
@@ -72,7 +67,9 @@ def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
     own = cell_checks(cell)
     if not own:
         return []
-    table = [_setup_cell(checks)] if own[0].name == checks[0].name else []
+    table = ([nbformat.v4.new_code_cell(setup_source(checks),
+                                        metadata={"tags": ["remove-cell", SETUP_TAG]})]
+             if own[0].name == checks[0].name else [])
     return table + [_instructor_cell(own) if instructor else _student_cell(own)]
 
 

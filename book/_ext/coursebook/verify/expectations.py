@@ -106,11 +106,8 @@ def output_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]
 
 
 def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
-    """A key per cell of :func:`output_cells`: a hash of its code, numbered when the same
-    code recurs.
-
-    Prose edits never change a key; editing a cell's code gives it a new one.
-    """
+    """A key per cell of :func:`output_cells`: a hash of its code (so prose edits never
+    change it), numbered when the same code recurs."""
     return content_keys((cell.source.strip() for cell in output_cells(notebook)), ".")
 
 
