@@ -114,26 +114,24 @@ class Fingerprints:
 
     @classmethod
     def of_chapters(cls, texts: Iterable[str], other_visible: Iterable[str] = ()) -> Fingerprints:
-        answer_runs: set[tuple[str, ...]] = set()
-        visible_runs: set[tuple[str, ...]] = set()
-        answer_terms: set[str] = set()
-        visible_terms: set[str] = set()
         found = cls()
+        # Each keyed by whether the text is an answer's.
+        runs: dict[bool, set[tuple[str, ...]]] = {True: set(), False: set()}
+        terms: dict[bool, set[str]] = {True: set(), False: set()}
+        stems = {True: found.answer_stems, False: found.visible_stems}
         # (source, shown text, is an answer, is markdown) of each cell, then of each other text
         cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
                  for text in texts for cell in read_chapter(text).cells]
         cells += [(text, text, False, False) for text in other_visible]
         for source, shown, answer, markdown in cells:
-            runs, terms, stems = ((answer_runs, answer_terms, found.answer_stems) if answer
-                                  else (visible_runs, visible_terms, found.visible_stems))
-            terms.update(_terms(source))
-            runs.update(_runs(fingerprint_words(shown)))
-            stems.update(_search_words(source))
+            terms[answer].update(_terms(source))
+            runs[answer].update(_runs(fingerprint_words(shown)))
+            stems[answer].update(_search_words(source))
             heading = re.match(r"#+\s+(.+)", source.strip())
             if answer and markdown and heading:
                 found.headings.add(heading.group(1).strip())
-        found.runs = answer_runs - visible_runs
-        found.short = {term for term in answer_terms - visible_terms if _is_telling_term(term)}
+        found.runs = runs[True] - runs[False]
+        found.short = {term for term in terms[True] - terms[False] if _is_telling_term(term)}
         return found
 
 

@@ -162,10 +162,8 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
 def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
                            context: dict, doctree) -> None:
     """``html-page-context``, before the theme's buttons: write and link the notebook."""
-    if doctree is None or app.builder.format != "html":
-        return
-    notebook = chapter_notebook(app.env, pagename)
-    if notebook is None:
+    if doctree is None or app.builder.format != "html" \
+            or (notebook := chapter_notebook(app.env, pagename)) is None:
         return
     target = Path(app.outdir, "_sources", pagename + ".ipynb")
     target.parent.mkdir(parents=True, exist_ok=True)
