@@ -77,16 +77,12 @@ class PooledKernelProvisioner(LocalProvisioner):
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):
         pool = os.environ.get(POOL_ENV)
-        kernel = None
-        if pool:
-            kernel = (take_waiting_kernel(Path(pool), kwargs.get("cwd"))
-                      or fork_kernel(Path(pool), kwargs.get("cwd"), kwargs.get("env")))
-        connection = connection_of(kernel) if kernel is not None else None
+        kernel = pool and (take_waiting_kernel(Path(pool), kwargs.get("cwd"))
+                           or fork_kernel(Path(pool), kwargs.get("cwd"), kwargs.get("env")))
+        connection = connection_of(kernel) if kernel else None
         if connection is None:
             return await super().launch_kernel(cmd, **kwargs)
         self.process = _AdoptedProcess(kernel["pid"], Path(pool))
         self.pid = self.pgid = kernel["pid"]  # its own process group
-        info = dict(connection)
-        info["key"] = info["key"].encode()
-        self.connection_info = info
-        return info
+        self.connection_info = {**connection, "key": connection["key"].encode()}
+        return self.connection_info
