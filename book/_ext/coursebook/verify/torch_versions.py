@@ -25,7 +25,6 @@ from coursebook.config import book_config
 from coursebook.exhibit_checks import CHANGED_CLASS
 from coursebook.model.faults import BookError
 from coursebook.model.museum import ExhibitError, cell_origins
-from coursebook.model.notebooks import is_claim
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import is_release, release, verified_versions, version_key
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
@@ -90,10 +89,8 @@ def side_by_side(old_label: str, old: str, new_label: str, new: str) -> nodes.co
 def highlight_changed_boxes(doctree: nodes.document) -> None:
     """``doctree-read``: in each "changed since" box, bold the words that differ."""
     for box in doctree.findall(nodes.admonition):
-        if CHANGED_CLASS not in box["classes"]:
-            continue
         blocks = list(box.findall(nodes.literal_block))
-        if len(blocks) != 2:
+        if CHANGED_CLASS not in box["classes"] or len(blocks) != 2:
             continue
         old_runs, new_runs = changed_words(blocks[0].astext(), blocks[1].astext())
         for block, runs in zip(blocks, (old_runs, new_runs)):
@@ -267,11 +264,10 @@ def _sections_of(env, chapter: str, museum) -> tuple[dict[str, tuple[str, str]],
         notebook = instructor_chapter(env, chapter, getattr(env, "myst_config", None))
     except (OSError, BookError):
         return {}, set()  # the chapter's own page reports it
-    current, pending, by_cell = ("", Path(chapter).name), "", []
+    current, pending, in_section = ("", Path(chapter).name), "", {}
     for cell in notebook.cells:
         if cell.cell_type == "code":
-            if not is_claim(cell):  # as cell_keys counts them
-                by_cell.append(current)
+            in_section[id(cell)] = current
             continue
         fence = ""
         for line in cell.source.splitlines():
@@ -287,6 +283,7 @@ def _sections_of(env, chapter: str, museum) -> tuple[dict[str, tuple[str, str]],
             elif line.strip():
                 pending = ""
     origins = cell_origins(museum, book_config(env.config).torch)
-    failing = {key.split(".")[0] for key, cell in zip(cell_keys(notebook), output_cells(notebook))
+    keyed = list(zip(cell_keys(notebook), output_cells(notebook)))
+    failing = {key.split(".")[0] for key, cell in keyed
                if getattr(origins.get(cell.source), "field", "") == "failing_code"}
-    return dict(zip(cell_keys(notebook), by_cell)), failing
+    return {key: in_section[id(cell)] for key, cell in keyed}, failing
