@@ -54,9 +54,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     config = parent.config
     book = config.rootpath / config.getini("coursebook_book")
-    if file_path.suffix != ".md" or book not in file_path.parents:
-        return None
-    if not is_chapter_source(file_path.read_text(encoding="utf8")):
+    if file_path.suffix != ".md" or book not in file_path.parents \
+            or not is_chapter_source(file_path.read_text(encoding="utf8")):
         return None
     return ChapterFile.from_parent(parent, path=file_path)
 

@@ -176,7 +176,7 @@ _SCRIPTS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
 
 
 def reader_text(path: Path, shown: str) -> str | None:
-    """The text a reader sees in a file (``shown``: its :func:`shown_text`), or None
+    """The text a reader sees in a file (``shown``: its :func:`page_text`), or None
     for a file no reader opens (LaTeX sources, scripts, data)."""
     if path.suffix == ".html":
         return html.unescape(re.sub(r"<[^>]+>", "", _SCRIPTS.sub("", path.read_text(
