@@ -1,14 +1,12 @@
 """Running a chapter's notebook: a run that stops names its cell; floods are cut.
 
-Builds (:mod:`coursebook.execute.cached_chapters`) and runs outside Sphinx (``pytest
-book``, shards) run a chapter with jupyter-cache's ``single_nb_execution``, as myst-nb's
-cache mode would. Two ways a run stops say nothing of where: a cell past the time limit
-(nbclient's ``CellTimeoutError`` marks no cell) and a dead kernel (``DeadKernelError``,
-which jupyter-cache lets through: a crash for Sphinx, whether from ``os._exit``, a
-segfault or the out-of-memory killer). :func:`run_notebook` notes the running cell
-(nbclient's ``on_cell_execute``) and how the kernel ended, and makes a dead kernel a
-failed run like any other. Outputs too long for a page are cut
-(:mod:`coursebook.execute.long_outputs`) before they are cached.
+Builds (:mod:`coursebook.execute.cached_chapters`), ``pytest book`` and shards run a
+chapter with jupyter-cache's ``single_nb_execution``, as myst-nb's cache mode would. A
+cell past the time limit (nbclient's ``CellTimeoutError``) and a dead kernel
+(``DeadKernelError``, which jupyter-cache lets through: a crash for Sphinx) say nothing of
+where they stopped: :func:`run_notebook` notes the running cell (``on_cell_execute``)
+and how the kernel ended, and makes a dead kernel a failed run like any other. Outputs
+too long for a page are cut (:mod:`coursebook.execute.long_outputs`) before caching.
 """
 
 from __future__ import annotations

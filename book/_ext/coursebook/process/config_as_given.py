@@ -2,13 +2,11 @@
 
 Sphinx pickles its configuration with the environment, and the next build compares it with
 its own before any extension's ``builder-inited``. The theme and extensions add to some
-values there: their template and static folders (``templates_path``, ``html_static_path``),
-CSS priorities (``html_css_files``), theme option defaults (``html_theme_options``), the
-permalink icon, the source link suffix, MathJax's settings. Pickled with those additions
-and compared without them, every build said "The configuration has changed (7 options:
-...)", a build with nothing to do included, and a real change could not be told from it.
-So the environment is pickled with the configuration as it stood when ``config-inited``
-ended, the state the next build compares with; the build itself uses the full one.
+values there (``templates_path``, ``html_static_path``, ``html_css_files``,
+``html_theme_options``, the permalink icon, the source link suffix, MathJax's settings):
+every build said "The configuration has changed (7 options: ...)", a build with nothing to
+do included. So the environment is pickled with the configuration as it stood when
+``config-inited`` ended, the state the next build compares with; the build uses the full one.
 """
 
 from __future__ import annotations

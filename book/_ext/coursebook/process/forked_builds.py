@@ -5,11 +5,9 @@ second importing Sphinx, myst-nb, the theme and this extension before it reads a
 The preview runs each build in a process forked from itself (:func:`run_build`), and
 imports ahead what builds import (:func:`import_modules`): at its start, the modules
 ``conf.py`` names (:func:`build_modules`); after its first build, every module that build
-imported. Every build is still a process of its own that ran no other build (what one
-build leaves in memory never reaches the next), running sphinx-build's own main with the
-same arguments; only the imports are done ahead. (sphinx-autobuild calls its builder in a
-forked worker on each save: those workers, forked from the preview, inherit the imports
-too.)
+imported. Each build is still a process of its own that ran no other build, running
+sphinx-build's own main with the same arguments; only the imports are done ahead (and
+sphinx-autobuild's workers, forked from the preview, inherit them too).
 """
 
 from __future__ import annotations

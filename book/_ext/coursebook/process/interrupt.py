@@ -2,15 +2,13 @@
 
 While a notebook executes, nbclient takes SIGINT for its event loop; the interrupt then
 surfaces as "Event loop is closed" or a failed kernel clean-up, which Sphinx reports as a
-crash. Here Ctrl-C (SIGINT, sent to the build's whole process group) and SIGTERM (a CI
-runner cancelling a job) are blocked in the build's threads, and one thread waits for
-them: it says what happened, ends every process the build started (``-j`` readers and
-writers, kernels, the kernel forkserver; kernels and the server are in sessions of their
-own, so the signal never reached them) and ends the process. The processes the build
-forks (Sphinx's ``-j`` workers) leave the stop to it: they ignore both signals, which
-keeps them, and the kernels below them, in reach until then; and they die with it when
-it is killed outright (SIGKILL, the out-of-memory killer), Linux's parent-death signal.
-A kernel whose parent died ends by itself (ipykernel's parent poller, the forkserver's).
+crash. Here Ctrl-C (SIGINT, sent to the build's process group) and SIGTERM (a cancelled CI
+job) are blocked in the build's threads, and one thread waits for them: it says what
+happened, ends every process the build started (``-j`` workers, kernels and the kernel
+forkserver, in sessions of their own that the signal never reached) and ends the process.
+The ``-j`` workers ignore both signals, which keeps them and their kernels in reach until
+then, and die with the build when it is killed outright (Linux's parent-death signal). A
+kernel whose parent died ends by itself (ipykernel's parent poller, the forkserver's).
 
 Nothing is left half-done: jupyter-cache stores a notebook only after it ran to the end,
 and a build that did not reach its end has the next one write every page again

@@ -1,14 +1,11 @@
 """What a build keeps for its whole run, set aside from Python's garbage collector.
 
 A build imports every extension and loads its environment before its builder starts:
-hundreds of thousands of objects that live until it ends. Python's cyclic collector
-would walk them again and again while they are made (about a tenth of a warm rebuild)
-and on each full collection after. This follows the ``gc`` module's advice for a process
-that forks without exec (Sphinx's readers): the collector is held from this extension's
-setup (loaded first; held before the package imports its own modules, which import
-myst-nb, and the theme after them), everything made so
-far is frozen (``gc.freeze``) once the builder is ready, and the collector runs again for
-what the build makes from then on.
+hundreds of thousands of objects that live until it ends, which the cyclic collector
+would walk again and again (about a tenth of a warm rebuild). As the ``gc`` module
+advises for a process that forks without exec (Sphinx's readers), the collector is held
+from this extension's setup (loaded first, before myst-nb and the theme), everything made
+so far is frozen (``gc.freeze``) once the builder is ready, and collection resumes.
 """
 
 from __future__ import annotations
