@@ -58,7 +58,7 @@ def field_line(path: Path, name: str, record: int | None = None, table: str = ""
         lines = path.read_text(encoding="utf8").splitlines()
     except OSError:
         return 0
-    start, end = 0, len(lines)
+    start = 0
     header = f"[[{array}]]" if record is not None else (f"[{table}]" if table else "")
     if header:
         openings = [i for i, line in enumerate(lines) if line.strip() == header]
@@ -66,10 +66,8 @@ def field_line(path: Path, name: str, record: int | None = None, table: str = ""
         if index >= len(openings):
             return 1
         start = openings[index]
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")),
-                   len(lines))
-    else:
-        end = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), end)
+    end = next((i for i in range(start + 1 if header else 0, len(lines))
+                if lines[i].lstrip().startswith("[")), len(lines))
     setting = re.compile(rf"^\s*{re.escape(name)}\s*=")
     found = next((i for i in range(start, end) if setting.match(lines[i])), None)
     return (found if found is not None else start) + 1
@@ -164,9 +162,8 @@ class Exhibit:
     reader_records: tuple[tuple[str, ErrorRecord], ...] = ()
     museum_fix: MuseumFix | None = None  # None: fix_code is the museum's own fix
     museum_rerun: MuseumRerun | None = None
-    # The fix starts a fresh runtime (its field ``fix_in_fresh_runtime``): it is checked in a
-    # new process that never ran the failing code; otherwise after the failing code, in its
-    # process, in the order the page shows them.
+    # True: the fix is checked in a new process that never ran the failing code; otherwise
+    # after the failing code, in its process, in the order the page shows them.
     fix_in_fresh_runtime: bool = False
     # The stand-in kind's variables: a download runs a fresh Python with them, as the
     # notebook's own kernel may hold the accelerator already (a device serves one process).
@@ -817,12 +814,9 @@ def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
     """The book's own check cells, by source, whatever torch runs them: each exhibit's
     comparison with each of its records, and the proof that a fix ran. Their lines are
     the book's verdicts, not what torch printed; the value is the mark's label."""
-    checks = {_fix_ran_cell().source: "fix ran"}
-    for wing in museum.values():
-        for exhibit in wing.exhibits:
-            for record in exhibit.records:
-                checks[_check_cell(exhibit, record).source] = "same error as recorded"
-    return checks
+    return {_fix_ran_cell().source: "fix ran", **{
+        _check_cell(exhibit, record).source: "same error as recorded"
+        for wing in museum.values() for exhibit in wing.exhibits for record in exhibit.records}}
 
 
 def cell_origins(museum: dict[str, Wing], torch_version: str) -> dict[str, CellOrigin]:
