@@ -107,8 +107,8 @@ class PlainMarkdown:
         if name in _REFERENCE_ROLES:
             explicit = _EXPLICIT.match(content)
             text, target = (explicit["title"], explicit["target"]) if explicit else ("", content)
-            found = self.resolve(name, target.strip())
-            return self.link(text or (found.title if found else target), found.url if found else "")
+            found = self.resolve(name, target.strip()) or Target(target)  # unresolved: no link
+            return self.link(text or found.title, found.url)
         if name in _TEXT_ROLES:
             return escape(content)
         return code_span(content)
@@ -137,8 +137,9 @@ class PlainMarkdown:
             link = options.get("link", "")
             if link:
                 kind = options.get("link-type", "url")
-                found = self.resolve(kind, link) if kind in ("ref", "doc") else Target(title, link)
-                title = self.link(title or (found.title if found else link), found.url if found else "")
+                found = (self.resolve(kind, link) if kind in ("ref", "doc")
+                         else Target(title, link)) or Target(link)
+                title = self.link(title or found.title, found.url)
             else:
                 title = escape(title)
             inner = self.convert(content)
