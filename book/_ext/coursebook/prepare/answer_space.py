@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import math
 import re
-from collections.abc import Iterator
 
 import nbformat
 from docutils import nodes
@@ -47,21 +46,17 @@ def _opens_answer(cell) -> bool:
     return cell.cell_type == "markdown" and (text.startswith("#") or text.startswith("**"))
 
 
-def answers(notebook: nbformat.NotebookNode) -> Iterator[tuple[int, list]]:
+def answers(notebook: nbformat.NotebookNode) -> list[tuple[int, list]]:
     """Each answer of a chapter as (index of its first cell, its cells), in order."""
-    current: list = []
-    start = 0
+    found: list[tuple[int, list]] = []
     for index, cell in enumerate(notebook.cells):
-        if is_answer(cell) and current and not _opens_answer(cell):
-            current.append(cell)
+        if not is_answer(cell):
             continue
-        if current:
-            yield start, current
-            current = []
-        if is_answer(cell):
-            start, current = index, [cell]
-    if current:
-        yield start, current
+        if index and is_answer(notebook.cells[index - 1]) and not _opens_answer(cell):
+            found[-1][1].append(cell)
+        else:
+            found.append((index, [cell]))
+    return found
 
 
 def answer_lines(cells: list) -> int:

@@ -56,7 +56,7 @@ class ChapterFormatError(BookError):
 
 
 def edition_of(app: Sphinx) -> Edition:
-    return Edition.from_tags(app.tags)
+    return Edition.INSTRUCTOR if app.tags.has("instructor") else Edition.STUDENT
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,6 @@ class Edition(enum.Enum):
     STUDENT = "student"
     INSTRUCTOR = "instructor"
 
-    @classmethod
-    def from_tags(cls, tags) -> Edition:
-        return cls.INSTRUCTOR if tags.has("instructor") else cls.STUDENT
-
 
 def _boxed_answer(source: str) -> str:
     """Wrap a markdown answer in an admonition, leaving a leading heading outside.
