@@ -71,10 +71,6 @@ def claim_problems(claims: list[tuple[Claim, nbformat.NotebookNode]],
     return problems
 
 
-def _location(claim: Claim, docname: str):
-    return f"{shown_path(claim.toml)}:{claim.line}" if claim.toml else (docname, claim.line or None)
-
-
 def _report(message: str, location) -> None:
     logger.error("%s", message, location=location, type="coursebook", subtype="claim")
 
@@ -91,7 +87,7 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
                 "`% source: https://...`", (env.docname, line or None))
     executed = executed_notebook(app, prepared)
     if executed is None:  # not run: the execution checks report why
-        problems, ran = [], []
+        problems = []
     else:
         ran = [(c.claim, executed.cells[c.index]) for c in prepared.claims.checked
                if _ran(executed.cells[c.index]) or prepared.recorded is not None]
@@ -100,7 +96,9 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
         problems = claim_problems(ran, where)
         page_state_of(env, env.docname).claims = (len(ran) - len(problems), prepared.claims.cited)
     for problem in problems:
-        _report(problem.message, _location(problem.claim, env.docname))
+        claim = problem.claim  # an exhibit's: at its TOML file
+        _report(problem.message, f"{shown_path(claim.toml)}:{claim.line}" if claim.toml
+                else (env.docname, claim.line or None))
     if problems or prepared.claims.unsourced:
         mark_failed(env, env.docname)
 
