@@ -1,16 +1,14 @@
 """Kernels started ahead of need: the preview's code edits (``make preview``) and a cold
 build's chapters (:mod:`coursebook.execute.kernel_pool_start`).
 
-Starting a kernel and importing torch is most of what a one-cell edit costs. A kernel
-forkserver (:mod:`coursebook.execute.kernel_forkserver`) does the imports once and forks
-kernels when chapters ask (the preview keeps one forked ahead in the pool's ``ready/``).
-jupyter_client starts every kernel through the *kernel provisioner* its spec names: the
-pool's spec for ``python3`` (same command, first on ``JUPYTER_PATH``) names
-:mod:`coursebook.execute.kernel_pool_provisioner`, which takes a waiting kernel, or has
-the server fork one. Each kernel runs one notebook from the top and is shut down after
-it, as nbclient does with any kernel, so what a chapter prints does not depend on how its
-kernel started. Without a pool, or with its server gone, the provisioner starts one as
-jupyter_client always does.
+A kernel forkserver (:mod:`coursebook.execute.kernel_forkserver`) imports torch and the
+like once and forks kernels when chapters ask (the preview keeps one forked ahead in the
+pool's ``ready/``). jupyter_client starts each kernel through the provisioner its spec
+names: the pool's ``python3`` spec (same command, first on ``JUPYTER_PATH``) names
+:mod:`coursebook.execute.kernel_pool_provisioner`, which takes a waiting kernel or has the
+server fork one (without a pool or its server, it starts one as jupyter_client does). Each
+kernel runs one notebook from the top and is shut down after it, as nbclient does with
+any kernel: what a chapter prints does not depend on how its kernel started.
 """
 
 from __future__ import annotations

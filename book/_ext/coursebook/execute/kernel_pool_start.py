@@ -63,8 +63,7 @@ def start_kernel_server(app: Sphinx) -> None:
     """This extension's setup: on a cold cache, the kernel forkserver starts importing."""
     if os.environ.get(POOL_ENV):
         return  # the preview keeps kernels waiting
-    conf_file = Path(app.confdir) / "conf.py"
-    conf = read_conf(conf_file.parent, app.tags) if conf_file.is_file() else {}
+    conf = read_conf(Path(app.confdir), app.tags) if Path(app.confdir, "conf.py").is_file() else {}
     setting = {name: app.config.overrides.get(name, conf.get(name, default))
                for name, default in MYST_NB_DEFAULTS.items()}
     cache = Path(execution_cache_path(app.outdir, setting["nb_execution_cache_path"]))
