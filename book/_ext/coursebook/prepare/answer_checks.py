@@ -45,20 +45,16 @@ def setup_source(checks: list[AnswerCheck]) -> str:
             "# so nothing here gives an answer away. Run this cell once.\n" + body.rstrip())
 
 
-def _student_cell(checks: list[AnswerCheck]) -> nbformat.NotebookNode:
-    calls = "\n".join(f'check("{check.name}", ...)  # {check.ask}' for check in checks)
-    return nbformat.v4.new_code_cell(
-        "# Check your answers: put each value in place of ... and run the cell.\n" + calls,
-        metadata={"tags": [CHECK_TAG]})
-
-
-def _instructor_cell(checks: list[AnswerCheck]) -> nbformat.NotebookNode:
-    calls = "\n".join(f'check("{check.name}", {check.value})\n'
-                      f'assert passes("{check.name}", {check.value}), '
-                      f'"the answer of check {check.name} does not pass its own check"'
-                      for check in checks)
-    return nbformat.v4.new_code_cell("# The answers above, through the students' checks.\n"
-                                     + calls, metadata={"tags": [CHECK_TAG]})
+def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.NotebookNode:
+    if instructor:
+        lines = ["# The answers above, through the students' checks."] + [
+            f'check("{check.name}", {check.value})\n'
+            f'assert passes("{check.name}", {check.value}), '
+            f'"the answer of check {check.name} does not pass its own check"' for check in checks]
+    else:
+        lines = ["# Check your answers: put each value in place of ... and run the cell."] + [
+            f'check("{check.name}", ...)  # {check.ask}' for check in checks]
+    return nbformat.v4.new_code_cell("\n".join(lines), metadata={"tags": [CHECK_TAG]})
 
 
 def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
@@ -70,7 +66,7 @@ def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
     table = ([nbformat.v4.new_code_cell(setup_source(checks),
                                         metadata={"tags": ["remove-cell", SETUP_TAG]})]
              if own[0].name == checks[0].name else [])
-    return table + [_instructor_cell(own) if instructor else _student_cell(own)]
+    return table + [_check_cell(own, instructor)]
 
 
 def place_checks(edition: nbformat.NotebookNode, source: nbformat.NotebookNode,
