@@ -106,8 +106,7 @@ class PageStateCollector(EnvironmentCollector):
         page_states(env).update({d: theirs[d] for d in docnames if d in theirs})
 
     def process_doc(self, app: Sphinx, doctree: nodes.document) -> None:
-        """``doctree-read``: nothing to collect from the doctree; the hooks of
-        :mod:`coursebook.extension` fill the page's entry while it is read."""
+        """``doctree-read``: nothing to collect; :mod:`coursebook.extension`'s hooks fill it."""
 
     def get_outdated_docs(self, app: Sphinx, env: BuildEnvironment, added: set[str],
                           changed: set[str], removed: set[str]) -> list[str]:
