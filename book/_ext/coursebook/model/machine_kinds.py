@@ -179,7 +179,7 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
                 requirements = shared.requirements
             elif runtime:
                 requirements = tuple(runtime_named(runtime, f"{path}: {where}field 'runtime'",
-                                              runtimes_file).requirements())
+                                                   runtimes_file).requirements())
             else:
                 requirements = tuple(_need(path, where, table, "requirements", list))
             found.append(RecordingEnvironment(

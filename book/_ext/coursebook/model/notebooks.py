@@ -98,11 +98,6 @@ def read_chapter(text: str, md_config: MdParserConfig | None = None) -> nbformat
     return read_myst_markdown_notebook(text, config=md_config or MdParserConfig())
 
 
-def _fence_for(source: str, char: str = "`") -> str:
-    longest = max((len(run) for run in re.findall(f"{re.escape(char)}{{3,}}", source)), default=2)
-    return char * (longest + 1)
-
-
 def _plain(metadata) -> dict:
     """NotebookNode metadata as plain dicts and lists, which YAML can write."""
     return json.loads(json.dumps(metadata))
@@ -120,7 +115,8 @@ def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
             parts += [cell.source, ""]
             continue
         directive = "{code-cell} ipython3" if cell.cell_type == "code" else "{raw-cell}"
-        fence = _fence_for(cell.source)
+        # Longer than any backtick run in the code, so that none closes it.
+        fence = "`" * (max((len(run) for run in re.findall("`{3,}", cell.source)), default=2) + 1)
         parts.append(fence + directive)
         if metadata:
             parts += ["---", yaml.safe_dump(metadata, sort_keys=False).rstrip(), "---"]

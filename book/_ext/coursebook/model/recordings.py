@@ -86,16 +86,17 @@ def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, Machin
     if name is None:
         return None
     accepted = (notebook.metadata.get("coursebook") or {}).get("machine_kinds")
+    field = f"{source}: top matter 'coursebook: machine_kinds'"
     if not isinstance(accepted, list) or not accepted:
-        raise RecordingError(f"{source}: top matter 'coursebook: machine_kinds' must list the machine "
-                             f"kinds this chapter is recorded on (from {', '.join(machines)})")
+        raise RecordingError(f"{field} must list the machine kinds this chapter is recorded on "
+                             f"(from {', '.join(machines)})")
     unknown = [kind for kind in accepted if kind not in machines]
     if unknown:
-        raise RecordingError(f"{source}: top matter 'coursebook: machine_kinds' names {unknown}, not "
-                             f"machine kinds of tools/machine-kinds.toml (have {', '.join(machines)})")
+        raise RecordingError(f"{field} names {unknown}, not machine kinds of "
+                             f"tools/machine-kinds.toml (have {', '.join(machines)})")
     chosen = tuple(machine for machine in machines.values() if machine.name in accepted)
     if not any(machine.stand_in for machine in chosen):
-        raise RecordingError(f"{source}: top matter 'coursebook: machine_kinds' needs a stand-in kind "
+        raise RecordingError(f"{field} needs a stand-in kind "
                              f"({', '.join(b.name for b in machines.values() if b.stand_in)}): "
                              "an ordinary build shows its outputs")
     return RecordedChapter(name, chosen)
@@ -269,7 +270,9 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
     parts = []
     for recording in recordings:
         p = recording.provenance
-        kernels = _kernel_versions(recording)
+        kernels = "; ".join(f"Kernel `{name}`: " + ", ".join(f"{package} {version}" for
+                                                             package, version in versions.items())
+                            for name, versions in p["environments"].items())
         parts.append(f"({recording.anchor(chapter.name)})=\n**{recording.label()}**, recorded "
                      f"{p['date']} at commit `{p['commit']}`. {kernels}.")
         runtime = p.get("runtime")
@@ -291,23 +294,14 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
             ":class: recording-provenance\n" + "\n\n".join(parts) + "\n:::")
 
 
-def _kernel_versions(recording: Recording) -> str:
-    return "; ".join(f"Kernel `{name}`: " + ", ".join(f"{package} {version}"
-                                                      for package, version in versions.items())
-                     for name, versions in recording.provenance["environments"].items())
-
-
 def plainly_recorded(chapter: RecordedChapter, recordings: list[Recording]) -> str:
     """One plain sentence: which torch produced the outputs, on which device and when, and
     on which of the chapter's devices none was recorded. The versions, the drift and the
     stand-in are the instructor edition's."""
-    def device(recording: Recording) -> str:
-        machine = recording.machine
-        return (f"a {machine.platform.upper()}" if machine.stand_in else
-                f"a {recording.label()}")
     runs = " and ".join(
-        f"torch {', '.join(release(t) for t in recording.torches())} on {device(recording)} "
-        f"({recording.provenance['date']})" for recording in recordings)
+        f"torch {', '.join(release(t) for t in r.torches())} on a "
+        f"{r.machine.platform.upper() if r.machine.stand_in else r.label()} "
+        f"({r.provenance['date']})" for r in recordings)
     missing = [b.short_label for b in chapter.machines
                if not b.stand_in and all(r.machine != b for r in recordings)]
     return (f"The outputs of this chapter were produced with {runs}"
@@ -339,12 +333,12 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
     labelled = copy.deepcopy(notebook)
     labelled.cells, outputs = [], []
     by_kind = [(recording, recording.outputs_by_source()) for recording in recordings]
+    panel = _markdown(provenance_panel(chapter, recordings, drift, instructor))
     panel_placed = False
     for cell in notebook.cells:
         labelled.cells.append(cell)
         if not panel_placed and cell.cell_type == "markdown" and "\n# " in f"\n{cell.source}":
-            labelled.cells.append(_markdown(provenance_panel(chapter, recordings, drift,
-                                                             instructor)))
+            labelled.cells.append(panel)
             panel_placed = True
         if cell.cell_type != "code":
             continue
@@ -380,8 +374,7 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                                  f"{commands} on such machines, then commit book/recordings/",
                                  cell=cell.source)
     if not panel_placed:
-        labelled.cells.insert(0, _markdown(provenance_panel(chapter, recordings, drift,
-                                                            instructor)))
+        labelled.cells.insert(0, panel)
     executed = copy.deepcopy(notebook)
     code_cells = [cell for cell in executed.cells if cell.cell_type == "code"]
     for cell, cell_outputs in zip(code_cells, outputs):
