@@ -137,24 +137,22 @@ def place_runtime_setup(notebook: nbformat.NotebookNode,
     tools/runtimes.toml)."""
     runtimes = Path(runtimes_file) if runtimes_file else RUNTIMES_FILE
 
-    def generated(marker: str, code, *names: str) -> str:
+    def cell(marker: str, code, tags: list[str], *names: str) -> list[nbformat.NotebookNode]:
         if machine_kinds is None:
             raise RuntimeSetupError(f"a {{{marker}}} cell is made from the machine kinds, "
                                     "and none were given", source_path)
         try:
-            return code(*names, machine_kinds, runtimes)
+            source = code(*names, machine_kinds, runtimes)
         except RuntimeSetupError as error:
             raise RuntimeSetupError(error.message, source_path) from None
-
-    def setup_cell(marker) -> list[nbformat.NotebookNode]:
-        code = generated("runtime-setup", setup_code, marker.group(2).strip())
-        return [nbformat.v4.new_code_cell(code, metadata={"tags": ["remove-cell"]})]
+        return [nbformat.v4.new_code_cell(source, metadata={"tags": tags})]
 
     def restart_cell(marker) -> list[nbformat.NotebookNode]:
-        code = generated("runtime-restart", restart_code, marker.group(2), marker.group(3))
         tags = [tag.strip().strip("'\"") for tag in (marker.group(4) or "").split(",")]
-        return [nbformat.v4.new_code_cell(code, metadata={
-            "tags": ["remove-cell", RESTART_TAG, *(tag for tag in tags if tag)]})]
+        return cell("runtime-restart", restart_code,
+                    ["remove-cell", RESTART_TAG, *(tag for tag in tags if tag)],
+                    marker.group(2), marker.group(3))
 
-    replace_markers(notebook, _MARKER, setup_cell)
+    replace_markers(notebook, _MARKER, lambda marker: cell(
+        "runtime-setup", setup_code, ["remove-cell"], marker.group(2).strip()))
     replace_markers(notebook, _RESTART, restart_cell)
