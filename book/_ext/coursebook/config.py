@@ -2,12 +2,11 @@
 
 Each setting of :class:`BookConfig` is a Sphinx config value ``coursebook_<field>`` (set in
 ``conf.py`` or with ``-D``); its metadata says what Sphinx must redo when it changes
-(``"env"``: read every page again; ``"html"``: write every page again; ``""``: nothing,
-the value is read afresh on every build). A build makes its :class:`BookConfig` once, at
-``config-inited`` (:meth:`BookConfig.build`), checked: a value of the wrong type or a
-file that is not there stops the build with one line naming the setting. It also holds
-the execution cache's folder as myst-nb resolves it. :func:`book_config` gives it to
-every module, so none spells a config name or casts its value.
+(``"env"``: read every page again; ``"html"``: write every page again; ``""``: nothing).
+A build makes its :class:`BookConfig` once, at ``config-inited`` (:meth:`BookConfig.build`),
+checked: a wrong type or a missing file stops the build with one line naming the setting.
+It also holds the execution cache's folder as myst-nb resolves it. :func:`book_config`
+gives it to every module, so none spells a config name or casts its value.
 """
 
 from __future__ import annotations

@@ -2,16 +2,13 @@
 
 Sphinx saves its environment once the pages are read, then writes the pages, then the
 book-wide ones (index, search page, search index, ``.buildinfo``). A build stopped in
-between (Ctrl-C, SIGTERM, SIGKILL, a failed preview build) leaves an environment that
-holds every page as read while some pages, or the search index, are those of an earlier
-build; the next build would write only the pages whose sources are newer than their
-HTML, and add them to a search index that is missing (a warning: "search index couldn't
-be loaded") or stale. So a build marks its output folder unfinished as it starts and
-clears the mark once it ends without an exception (Sphinx itself drops the environment
-after one). A build that finds the mark, or an environment beside an HTML folder
-without its search index or ``.buildinfo``, writes every page (``env-get-updated``,
-Sphinx's public way to have pages written again): the search index is then made whole.
-Nothing is read or executed again for it.
+between (Ctrl-C, SIGTERM, SIGKILL, a failed preview build) leaves an environment holding
+every page as read while some pages, or the search index, are an earlier build's; the
+next build would write only the pages whose sources are newer than their HTML, into a
+search index that is missing or stale. So a build marks its output folder unfinished as
+it starts and clears the mark once it ends without an exception. A build that finds the
+mark, or an environment beside an HTML folder without its search index or
+``.buildinfo``, writes every page (``env-get-updated``): nothing is read or executed again.
 """
 
 from __future__ import annotations
