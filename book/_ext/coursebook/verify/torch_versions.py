@@ -179,25 +179,29 @@ class TorchVersionChanges(Directive):
         return []
 
     def _sections(self, env) -> list[nodes.Node]:
-        config = env.config
+        config = book_config(env.config)
         edition = edition_of(env.app).value
-        expected_dir = Path(env.srcdir, book_config(config).expected_dir)
+        expected_dir = Path(env.srcdir, config.expected_dir)
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
         for path in sorted(expected_dir.glob("torch-*/*.txt")):
             env.note_dependency(str(path))
         chapters = sorted({p.stem for p in expected_dir.glob("torch-*/*.txt")})
-        museum = book_config(config).museum()
-        readers = book_config(config).reader_runtimes
+        museum, readers = config.museum(), config.reader_runtimes
         checks = check_digests(museum)
         for chapter in chapters:
             versions = sorted(verified_versions(expected_dir, chapter), key=version_key)
             sections, records = (_sections_of(env, chapter, museum) if len(versions) > 1
                                  else ({}, set()))
             for old, new in zip(versions, versions[1:]):
-                before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt")
-                                 for v in (old, new))
-                rows.setdefault((old, new), []).extend(self._cells(
-                    before, after, old, new, edition, sections, checks | records, readers))
+                before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt"
+                                                   ).by_edition[edition] for v in (old, new))
+                found = rows.setdefault((old, new), [])
+                for key, text in after.items():
+                    if key in before and key.split(".")[0] not in checks | records:
+                        label, title = sections.get(key, ("", ""))
+                        found += _changed(
+                            [nodes.Text("In "), _link(label, title), nodes.Text(":")],
+                            old, before[key], new, text, readers)
         for wing in museum.values():
             for exhibit in wing.exhibits:
                 env.note_dependency(str(exhibit.path))
@@ -220,18 +224,6 @@ class TorchVersionChanges(Directive):
                 "", "Every output recorded for both versions is the same.")]
             sections.append(section)
         return sections
-
-    @staticmethod
-    def _cells(before, after, old, new, edition, sections: dict[str, tuple[str, str]],
-               checks: set[str], readers: tuple[Runtime, ...]) -> list[nodes.Node]:
-        found: list[nodes.Node] = []
-        old_cells, new_cells = before.by_edition[edition], after.by_edition[edition]
-        for key, text in new_cells.items():
-            if key in old_cells and key.split(".")[0] not in checks:
-                label, title = sections.get(key, ("", ""))
-                found += _changed([nodes.Text("In "), _link(label, title), nodes.Text(":")],
-                                  old, old_cells[key], new, text, readers)
-        return found
 
 
 def _changed(what: list[nodes.Node], old: str, old_text: str, new: str, new_text: str,
