@@ -73,11 +73,8 @@ def claim_blocks(source: str) -> list[ClaimBlock]:
     if not starts:
         return []
     cuts = [0, *starts[1:], len(source)]
-    blocks = []
-    for begin, end in zip(cuts, cuts[1:]):
-        code = source[begin:end].strip("\n")
-        blocks.append(ClaimBlock(" ".join(CLAIM_LINE.search(code)["says"].split()), code))
-    return blocks
+    codes = [source[begin:end].strip("\n") for begin, end in zip(cuts, cuts[1:])]
+    return [ClaimBlock(" ".join(CLAIM_LINE.search(code)["says"].split()), code) for code in codes]
 
 
 def _hidden_markup(text: str) -> set[int]:
@@ -134,9 +131,7 @@ def find_in_prose(fragment: str, texts: list[str]) -> Found | None:
 def line_in(file_text: str, passage: str, offset: int = 0) -> int:
     """The 1-based line of ``file_text`` holding ``passage[offset]`` (0: not found)."""
     position = file_text.find(passage)
-    if position < 0:
-        return 0
-    return file_text.count("\n", 0, position + offset) + 1
+    return file_text.count("\n", 0, position + offset) + 1 if position >= 0 else 0
 
 
 def cited_sources(markdown: str) -> list[tuple[str, str]]:

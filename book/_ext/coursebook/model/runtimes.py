@@ -80,10 +80,8 @@ class Runtime:
 def _line_of(path: Path, table: str, name: str) -> int:
     lines = path.read_text(encoding="utf8").splitlines()
     start = next((i for i, line in enumerate(lines) if line.strip() == f"[{table}]"), 0)
-    for index in range(start, len(lines)):
-        if re.match(rf"\s*{re.escape(name)}\s*=", lines[index]):
-            return index + 1
-    return start + 1
+    return next((index + 1 for index in range(start, len(lines))
+                 if re.match(rf"\s*{re.escape(name)}\s*=", lines[index])), start + 1)
 
 
 @functools.lru_cache(maxsize=None)
