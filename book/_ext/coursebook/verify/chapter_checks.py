@@ -86,16 +86,13 @@ def _exhibit_problem(origin: CellOrigin, error: str | None) -> CellProblem:
 
 
 def code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
-    for node in doctree.findall(nodes.container):
-        if node.get("nb_element") == "cell_code":
-            yield node
+    return (node for node in doctree.findall(nodes.container)
+            if node.get("nb_element") == "cell_code")
 
 
 def _cell_error(cell: nodes.container) -> str | None:
-    for block in cell.findall(nodes.literal_block):
-        if "traceback" in block.get("classes", []):
-            return block.astext().strip()
-    return None
+    return next((block.astext().strip() for block in cell.findall(nodes.literal_block)
+                 if "traceback" in block.get("classes", [])), None)
 
 
 def _printed(cell: nodes.container, lines: int = 10) -> str:
