@@ -546,19 +546,15 @@ def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbfo
     else:
         torch = f", torch {record.torch}" if is_release(record.torch) else ""
         who = f"The museum saw the cell above raise this error (on {record.where}{torch})"
-    lines = [f"**Expected error.** {who}:", "", "```text",
-             f"{record.type}: {record.message}", "```"]
-    shown = {(record.type, record.message)}
-    for label, other in readers_records(exhibit, record):
-        lines += ["", f"On {label} it reads:", "", "```text", f"{other.type}: {other.message}",
-                  "```"]
-        shown.add((other.type, other.message))
+    texts = [(f"**Expected error.** {who}:", record)] + [
+        (f"On {label} it reads:", other) for label, other in readers_records(exhibit, record)]
     museum = exhibit.museum_record
-    if (museum.type, museum.message) not in shown:
-        lines += ["", f"When the museum met it, on torch {museum.torch}, it read:", "",
-                  "```text", f"{museum.type}: {museum.message}", "```"]
-    lines += ["", "Another torch version may word it differently; the type and the cause "
-              "should match."]
+    if (museum.type, museum.message) not in {(r.type, r.message) for _, r in texts}:
+        texts.append((f"When the museum met it, on torch {museum.torch}, it read:", museum))
+    lines = [line for intro, r in texts
+             for line in (intro, "", "```text", f"{r.type}: {r.message}", "```", "")]
+    lines.append("Another torch version may word it differently; the type and the cause "
+                 "should match.")
     quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
     return _markdown(quoted, "remove-cell", DOWNLOAD_ONLY_TAG)
 

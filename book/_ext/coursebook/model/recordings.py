@@ -357,22 +357,21 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
             continue
         outputs.append([])
         able = [b for b in chapter.machines if runs_on(cell, b)]
-        if not any(runs_on(cell, r.machine) for r in recordings) and instructor:
-            labelled.cells.append(_markdown(
-                "Not yet recorded: this cell runs on " + " or ".join(
-                    f"{b.short_label} (`{chapter.command(b)}`)" for b in able) + "."))
-        elif not any(runs_on(cell, r.machine) for r in recordings):
-            labelled.cells.append(_markdown(
-                f"*This cell needs a {' or a '.join(b.short_label for b in able)}: its output "
-                "is not shown here.*"))
+        unrecorded = not any(runs_on(cell, r.machine) for r in recordings)
+        if unrecorded and instructor:
+            note = "Not yet recorded: this cell runs on " + " or ".join(
+                f"{b.short_label} (`{chapter.command(b)}`)" for b in able) + "."
+        elif unrecorded:
+            note = (f"*This cell needs a {' or a '.join(b.short_label for b in able)}: its output "
+                    "is not shown here.*")
         elif allow_stale:
-            labelled.cells.append(_markdown(
-                "*Stale: this cell changed since it was recorded; its output is not shown.*"))
+            note = "*Stale: this cell changed since it was recorded; its output is not shown.*"
         else:
             commands = " and ".join(f"`{chapter.command(b)}`" for b in able)
             raise RecordingError(f"cell `{first_line(cell)}` changed since its recording: run "
                                  f"{commands} on such machines, then commit book/recordings/",
                                  cell=cell.source)
+        labelled.cells.append(_markdown(note))
     if not panel_placed:
         labelled.cells.insert(0, panel)
     executed = copy.deepcopy(notebook)
