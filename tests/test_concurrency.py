@@ -70,9 +70,14 @@ def test_without_the_locks_the_shared_chapter_races(tiny_book, tmp_path):
     """The test above can fail: with the locks off, the same builds collide."""
     builds = both_editions_at_once(_with_shared_chapter(tiny_book, BARRIER), tmp_path,
                                    {**SETTINGS, "coursebook_cache_locks": "0"})
-    assert len(list((tiny_book / "arrived").iterdir())) == 2  # both kernels ran the cell
-    collided = any("hashkey already exists" in build.log for build in builds.values())
-    ran_twice = sum(build.executed for build in builds.values()) == 4
+    # Both kernels were in the shared cell at once (the barrier); a build whose cache write
+    # failed may run it a third time.
+    assert len(list((tiny_book / "arrived").iterdir())) >= 2
+    # Then a build fails on the other's cache record (jupyter-cache says so in one of
+    # several ways: "hashkey already exists", a StaleDataError, a record not found), or
+    # both builds executed it and cached it in turn.
+    collided = any(build.returncode != 0 for build in builds.values())
+    ran_twice = sum(build.executed for build in builds.values()) >= 4
     assert collided or ran_twice
 
 
