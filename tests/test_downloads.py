@@ -24,6 +24,7 @@ from myst_parser.config.main import MdParserConfig
 from nbclient.exceptions import CellExecutionError
 
 from conftest import BOOK, ROOT, book_machine_kinds, book_museum, sphinx_build
+from coursebook.model.machine_kinds import stand_in_kind
 from coursebook.model.notebooks import is_chapter_source, is_claim
 from coursebook.model.outputs import normalise
 from coursebook.model.recordings import recording_name
@@ -274,7 +275,7 @@ def test_a_recorded_download_is_cut_before_each_restart_cell(downloads):
 def _stand_in_recording(name: str):
     from coursebook.model.recordings import load_recording, recording_path
 
-    stand_in = next(kind for kind in book_machine_kinds().values() if kind.stand_in)
+    stand_in = stand_in_kind(book_machine_kinds())
     return load_recording(recording_path(BOOK / "recordings", name, stand_in.name), stand_in)
 
 

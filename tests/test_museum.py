@@ -5,7 +5,7 @@ import torch
 
 from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, book_museum
 from coursebook.exhibit_checks import ExhibitMismatch, check_raised
-from coursebook.model.machine_kinds import load_machine_kinds
+from coursebook.model.machine_kinds import load_machine_kinds, stand_in_kind
 from coursebook.model.museum import ExhibitError, exhibit_cells, load_exhibit, raised_by
 
 SEED = "museum-pytorch-wing.txt"  # in the course material
@@ -307,7 +307,7 @@ def test_a_downloaded_fresh_python_runs_as_the_stand_in_does(exhibit):
     from coursebook.model.museum import DOWNLOAD_SOURCE_KEY
     from coursebook.model.notebooks import is_claim
 
-    stand_in = next(k for k in load_machine_kinds(MACHINE_KINDS_FILE).values() if k.stand_in)
+    stand_in = stand_in_kind(load_machine_kinds(MACHINE_KINDS_FILE))
     side = exhibit.cpu.side if exhibit.cpu else None
     for cell in _captured(exhibit):
         if "run_in_fresh_python" in cell.source and not is_claim(cell):

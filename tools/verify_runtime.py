@@ -50,7 +50,12 @@ from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E40
 from record_chapter import install_kernel  # noqa: E402
 
 from coursebook.model.faults import BookError, shown_path  # noqa: E402
-from coursebook.model.machine_kinds import environments_path, load_environments, load_machine_kinds  # noqa: E402
+from coursebook.model.machine_kinds import (  # noqa: E402
+    environments_path,
+    load_environments,
+    load_machine_kinds,
+    stand_in_kind,
+)
 from coursebook.model.museum import (  # noqa: E402
     ErrorRecord,
     Exhibit,
@@ -319,7 +324,7 @@ def list_standings(runtime: Runtime, found: dict[str, nbformat.NotebookNode],
 
 def stand_in_python(name: str, kinds: dict) -> Path:
     """The Python of a recorded chapter's stand-in environment, where `make recording` puts it."""
-    stand_in = next(kind for kind in kinds.values() if kind.stand_in)
+    stand_in = stand_in_kind(kinds)
     main = load_environments(environments_path(BOOK / "recordings", name), kinds)[stand_in.name][0]
     python = ROOT / f".venv-{name}-{stand_in.name}-{main.name}" / "bin" / "python"
     if not python.exists():
@@ -392,7 +397,7 @@ def check_recorded_download(name: str, chapter: nbformat.NotebookNode,
 def verify_recorded(downloads: Path, museum: dict[str, Wing], kinds: dict) -> int:
     """Each recorded chapter's download against its stand-in recording; the differences."""
     problems = 0
-    stand_in = next(kind for kind in kinds.values() if kind.stand_in)
+    stand_in = stand_in_kind(kinds)
     for name, chapter in chapters(museum, recorded=True).items():
         path = downloads / f"{name}.ipynb"
         if not path.is_file():

@@ -125,6 +125,11 @@ def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[st
     return machines
 
 
+def stand_in_kind(kinds: dict[str, MachineKind]) -> MachineKind:
+    """The CPU stand-in (:func:`load_machine_kinds` makes sure there is one)."""
+    return next(kind for kind in kinds.values() if kind.stand_in)
+
+
 @dataclass(frozen=True)
 class RecordingEnvironment:
     """One kernel's environment for one kind: what pip installs, which cells it runs."""
