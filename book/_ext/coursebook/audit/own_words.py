@@ -15,12 +15,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from markdown_it import MarkdownIt
-from mdit_py_plugins.colon_fence import colon_fence_plugin
-from mdit_py_plugins.dollarmath import dollarmath_plugin
-from mdit_py_plugins.front_matter import front_matter_plugin
-from mdit_py_plugins.myst_blocks import myst_block_plugin
-from mdit_py_plugins.myst_role import myst_role_plugin
+from markdown_it.renderer import RendererHTML
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
 
 from coursebook.model.museum import Wing
 from coursebook.model.notebooks import is_chapter_source, line_of, read_chapter
@@ -35,9 +32,9 @@ _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0
 _EDGES = "\"'.,;:!?()[]{}<>*`"
 _OPTION = re.compile(r"^:[\w-]+:.*$")
 
-_MARKDOWN = (MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
-             .use(myst_block_plugin).use(myst_role_plugin).use(dollarmath_plugin)
-             .use(colon_fence_plugin))
+# myst-parser's own parser: the prose is read as the book reads it.
+_MARKDOWN = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "dollarmath"}),
+                             RendererHTML)
 
 
 def word(text: str) -> str:
