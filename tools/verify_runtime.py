@@ -65,7 +65,6 @@ from coursebook.model.museum import (  # noqa: E402
     write_records,
 )
 from coursebook.model.notebooks import (  # noqa: E402
-    BOOK_ONLY_TAG,
     RESTART_TAG,
     cell_tags,
     first_line,
@@ -84,17 +83,17 @@ from coursebook.verify.answer_trials import failed_trials, trial_cells  # noqa: 
 from coursebook.verify.expectations import (
     Expectations,
     accept,
-    cell_keys,
+    cell_outputs,
     compare,
     expectations_path,
-    output_cells,
+    keyed_cells,
     read_expectations,
     shown_text,
     write_expectations,  # noqa: E402
 )
-from coursebook.verify.other_torches import RUNTIME_COMMAND as ACCEPT_COMMAND  # noqa: E402
 from coursebook.verify.other_torches import (
     OtherTorch,
+    Standing,
     State,
     check_digests,
     left_out_of_downloads,
@@ -196,15 +195,28 @@ def chapters(museum: dict[str, Wing], recorded: bool = False) -> dict[str, nbfor
     return found
 
 
-def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
-                kernel: str, origins: dict) -> ChapterRun:
-    """Run the download in the replica's kernel; each cell paired with its chapter cell."""
+def read_download(downloads: Path, name: str) -> tuple[Path, nbformat.NotebookNode]:
     path = downloads / f"{name}.ipynb"
     if not path.is_file():
         raise Stop(f"{path} is missing: build the student edition first (`make html`)")
-    download = nbformat.read(path, as_version=4)
-    kept = [(key, cell) for key, cell in zip(cell_keys(chapter), output_cells(chapter))
-            if BOOK_ONLY_TAG not in cell_tags(cell)]
+    return path, nbformat.read(path, as_version=4)
+
+
+def _run_all(notebook: nbformat.NotebookNode, workdir: Path, kernel: str,
+             stopped: str) -> nbformat.NotebookNode:
+    """Run all, as a student does; a cell that fails stops it (``stopped``: the message)."""
+    try:
+        return run_all(notebook, workdir, kernel)
+    except (CellExecutionError, DeadKernelError) as error:
+        last = (str(error).strip().splitlines() or ["(no message)"])[-1]
+        raise Stop(f"{stopped}: {last}") from None
+
+
+def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
+                kernel: str, origins: dict) -> ChapterRun:
+    """Run the download in the replica's kernel; each cell paired with its chapter cell."""
+    path, download = read_download(downloads, name)
+    kept = _kept(chapter)
     code = [c for c in download.cells if c.cell_type == "code"]
     if len(code) != len(kept):
         raise Stop(f"{path} has {len(code)} code cells, book/{name}.md gives {len(kept)}: the "
@@ -213,21 +225,14 @@ def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
     extra, trials = trial_cells(read_chapter((BOOK / f"{name}.md").read_text(encoding="utf8")))
     download.cells += extra
     with tempfile.TemporaryDirectory() as workdir:
-        try:
-            ran = run_all(download, Path(workdir), kernel)
-        except (CellExecutionError, DeadKernelError) as error:
-            last = (str(error).strip().splitlines() or ["(no message)"])[-1]
-            raise Stop(f"{path}: Run all stopped: {last}") from None
+        ran = _run_all(download, Path(workdir), kernel, f"{path}: Run all stopped")
     run = ChapterRun(name, trials=len(trials))
     run.failed_trials = failed_trials(ran.cells[len(ran.cells) - len(extra):], trials)
-    ran_code = [c for c in ran.cells if c.cell_type == "code"]
-    for index, ((key, cell), done) in enumerate(zip(kept, ran_code), 1):
-        text = shown_text(done)
-        run.outputs.append(CellOutput(key, index, cell.source, text,
-                                      str(cell.metadata.get("unverified", ""))))
-        origin = origins.get(cell.source)
+    run.outputs = cell_outputs(chapter, [c for c in ran.cells if c.cell_type == "code"])
+    for output in run.outputs:
+        origin = origins.get(output.source)
         if origin is not None and origin.field == "failing_code":
-            run.caught[origin.exhibit.key] = (origin.exhibit, normalise(text))
+            run.caught[origin.exhibit.key] = (origin.exhibit, normalise(output.text))
     return run
 
 
@@ -296,7 +301,7 @@ def verify(args: argparse.Namespace) -> int:
     problems += verify_recorded(args.downloads, museum, kinds)
     if problems:
         print(f"verify-runtime: {problems} difference(s) on {runtime.title}. If the new texts "
-              f"are right, record them with `{ACCEPT_COMMAND.format(name=runtime.name)}` and "
+              f"are right, record them with `{OtherTorch.of_runtime(runtime).command}` and "
               "review `git diff book/expected exhibits`.", file=sys.stderr)
     return 1 if problems else 0
 
@@ -334,7 +339,7 @@ def stand_in_python(name: str, kinds: dict) -> Path:
 
 def _kept(chapter: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     """The chapter's code cells a download keeps, in its order (claims and book-only left out)."""
-    return [cell for cell in output_cells(chapter) if BOOK_ONLY_TAG not in cell_tags(cell)]
+    return [cell for _, cell in keyed_cells(chapter, downloaded=True)]
 
 
 def after_restarts(download: nbformat.NotebookNode,
@@ -382,13 +387,8 @@ def check_recorded_download(name: str, chapter: nbformat.NotebookNode,
     problems = []
     for how, parts in (("Run all", [download]),
                        ("after each restart", after_restarts(download, chapter))):
-        ran = []
-        for part in parts:
-            try:
-                ran += run_all(part, workdir, kernel).cells
-            except (CellExecutionError, DeadKernelError) as error:
-                last = (str(error).strip().splitlines() or ["(no message)"])[-1]
-                raise Stop(f"{name}.ipynb ({how}): a cell failed: {last}") from None
+        ran = [cell for part in parts for cell in _run_all(
+            part, workdir, kernel, f"{name}.ipynb ({how}): a cell failed").cells]
         problems += [f"{name}.ipynb ({how}): {line}"
                      for line in recording_differences(chapter, ran, recording)]
     return problems
@@ -399,16 +399,14 @@ def verify_recorded(downloads: Path, museum: dict[str, Wing], kinds: dict) -> in
     problems = 0
     stand_in = stand_in_kind(kinds)
     for name, chapter in chapters(museum, recorded=True).items():
-        path = downloads / f"{name}.ipynb"
-        if not path.is_file():
-            raise Stop(f"{path} is missing: build the student edition first (`make html`)")
+        download = read_download(downloads, name)[1]
         recording = load_recording(recording_path(BOOK / "recordings", name, stand_in.name),
                                    stand_in)
         kernel = f"stand-in-{name}"
         install_kernel(kernel, stand_in_python(name, kinds), {"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         with tempfile.TemporaryDirectory() as workdir:
-            found = check_recorded_download(name, chapter, nbformat.read(path, as_version=4),
-                                            recording, kernel, Path(workdir))
+            found = check_recorded_download(name, chapter, download, recording, kernel,
+                                            Path(workdir))
         for line in found:
             print(f"book/{name}.md: {line}")
         cells = len(_kept(chapter))
@@ -422,12 +420,12 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
                   accepting: bool) -> int:
     """One download's cells against the expected outputs for the runtime's torch (written
     first when accepting); the number of cells that differ or lack an expectation."""
-    name = run.chapter
+    name, other = run.chapter, OtherTorch.of_runtime(runtime)
     path = expectations_path(EXPECTED, runtime.torch, name)
     expectations = read_expectations(path)
     if accepting:
         header = [f"# Expected outputs of {name}.md for torch {runtime.torch}, on {runtime.title}.",
-                  f"# Accepted with `{ACCEPT_COMMAND.format(name=runtime.name)}` on "
+                  f"# Accepted with `{other.command}` on "
                   f"{datetime.date.today().isoformat()}: the student download run as Colab's "
                   f"Run all in {where}.",
                   "# One entry per code cell of the download: a hash of its code, then its "
@@ -444,8 +442,7 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
           f"expected outputs: {same} same, {different} different (against this build's "
           f"torch {build_torch}: {build_same} same, {build_different} different)")
     if expectations is None:  # allowed (a new chapter), and said
-        print(f"{name}: not yet verified on {runtime.reader_label} ({path} does not exist); "
-              f"`{ACCEPT_COMMAND.format(name=runtime.name)}` records it")
+        print(Standing(name, other, path, State.NOT_YET).message())
         return 0
     text = (BOOK / f"{name}.md").read_text(encoding="utf8")
     if run.trials:

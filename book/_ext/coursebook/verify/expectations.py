@@ -32,7 +32,13 @@ import nbformat
 
 from coursebook.execute.long_outputs import as_displayed
 from coursebook.model.faults import shown_path
-from coursebook.model.notebooks import content_keys, is_claim, short_digest
+from coursebook.model.notebooks import (
+    BOOK_ONLY_TAG,
+    cell_tags,
+    content_keys,
+    is_claim,
+    short_digest,
+)
 from coursebook.model.outputs import normalise
 from coursebook.model.versions import release
 from coursebook.page_state import CellOutput
@@ -111,13 +117,24 @@ def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
     return content_keys((cell.source.strip() for cell in output_cells(notebook)), ".")
 
 
-def cell_outputs(notebook: nbformat.NotebookNode) -> list[CellOutput]:
+def keyed_cells(notebook: nbformat.NotebookNode,
+                downloaded: bool = False) -> list[tuple[str, nbformat.NotebookNode]]:
+    """Each cell of :func:`output_cells` with its key; ``downloaded``: only those a student
+    download keeps (its ``book-only`` cells left out)."""
+    return [(key, cell) for key, cell in zip(cell_keys(notebook), output_cells(notebook))
+            if not downloaded or BOOK_ONLY_TAG not in cell_tags(cell)]
+
+
+def cell_outputs(notebook: nbformat.NotebookNode,
+                 ran: list[nbformat.NotebookNode] | None = None) -> list[CellOutput]:
     """Every cell of :func:`output_cells` of an executed notebook, with its key and shown
-    text."""
-    code = output_cells(notebook)
-    return [CellOutput(key, number, cell.source, shown_text(cell),
+    text; given ``ran``, the code cells of its download as run, each cell the download
+    keeps with what it showed there."""
+    keyed = keyed_cells(notebook, downloaded=ran is not None)
+    shown = [cell for _, cell in keyed] if ran is None else ran
+    return [CellOutput(key, number, cell.source, shown_text(done),
                        str(cell.metadata.get(UNVERIFIED_KEY, "")))
-            for number, (key, cell) in enumerate(zip(cell_keys(notebook), code), 1)]
+            for number, ((key, cell), done) in enumerate(zip(keyed, shown), 1)]
 
 
 # --- The file --------------------------------------------------------------------------

@@ -31,12 +31,7 @@ from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
-from coursebook.verify.expectations import (
-    ExpectationsError,
-    cell_keys,
-    output_cells,
-    read_expectations,
-)
+from coursebook.verify.expectations import ExpectationsError, keyed_cells, read_expectations
 from coursebook.verify.other_torches import (
     State,
     check_digests,
@@ -275,7 +270,7 @@ def _sections_of(env, chapter: str, museum) -> tuple[dict[str, tuple[str, str]],
             elif line.strip():
                 pending = ""
     origins = cell_origins(museum, book_config(env.config).torch)
-    keyed = list(zip(cell_keys(notebook), output_cells(notebook)))
+    keyed = keyed_cells(notebook)
     failing = {key.split(".")[0] for key, cell in keyed
                if getattr(origins.get(cell.source), "field", "") == "failing_code"}
     return {key: in_section[id(cell)] for key, cell in keyed}, failing
