@@ -108,8 +108,7 @@ class Fingerprints:
 
     runs: set[tuple[str, ...]] = field(default_factory=set)
     short: set[str] = field(default_factory=set)  # names and values only answers hold
-    answer_stems: set[str] = field(default_factory=set)
-    visible_stems: set[str] = field(default_factory=set)
+    answer_stems: set[str] = field(default_factory=set)  # search stems only answers hold
     headings: set[str] = field(default_factory=set)
 
     @classmethod
@@ -118,7 +117,7 @@ class Fingerprints:
         # Each keyed by whether the text is an answer's.
         runs: dict[bool, set[tuple[str, ...]]] = {True: set(), False: set()}
         terms: dict[bool, set[str]] = {True: set(), False: set()}
-        stems = {True: found.answer_stems, False: found.visible_stems}
+        stems: dict[bool, set[str]] = {True: set(), False: set()}
         # (source, shown text, is an answer, is markdown) of each cell, then of each other text
         cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
                  for text in texts for cell in read_chapter(text).cells]
@@ -131,6 +130,7 @@ class Fingerprints:
             if answer and markdown and heading:
                 found.headings.add(heading.group(1).strip())
         found.runs = runs[True] - runs[False]
+        found.answer_stems = {stem for stem in stems[True] - stems[False] if len(stem) > 2}
         found.short = {term for term in terms[True] - terms[False] if _is_telling_term(term)}
         return found
 
@@ -207,10 +207,8 @@ def _search_index_leaks(path: Path, found: Fingerprints, page_stems: set[str]) -
     titles = set(_strings(index.get("titles", []))) | set(index.get("alltitles", {}))
     for heading in sorted(found.headings & {html.unescape(t) for t in titles}):
         leaks.append(Leak(path, f"answer heading {heading!r} among the titles"))
-    only_in_answers = {stem for stem in found.answer_stems - found.visible_stems - page_stems
-                       if len(stem) > 2}
     terms = set(index.get("terms", {})) | set(index.get("titleterms", {}))
-    for stem in sorted(only_in_answers & terms):
+    for stem in sorted((found.answer_stems - page_stems) & terms):
         leaks.append(Leak(path, f"search term {stem!r}, found only in answers"))
     return leaks
 
