@@ -136,26 +136,22 @@ def page_url(published_url: str, docname: str, anchor: str = "") -> str:
     return f"{published_url.rstrip('/')}/{docname}.html" + (f"#{anchor}" if anchor else "")
 
 
-def published_page(app: Sphinx, docname: str, anchor: str = "") -> str:
-    return page_url(app.config.html_baseurl, docname, anchor)
-
-
 def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
     """The converter for one page: cross-references resolved by Sphinx's own tables."""
-    labels = app.env.domains.standard_domain.labels
+    labels, published = app.env.domains.standard_domain.labels, app.config.html_baseurl
 
     def resolve(role: str, target: str) -> Target | None:
         if role == "doc":
             docname = target.lstrip("/").removesuffix(".md")
             if docname not in app.env.titles:
                 return None
-            return Target(app.env.titles[docname].astext(), published_page(app, docname))
+            return Target(app.env.titles[docname].astext(), page_url(published, docname))
         if target.lower() not in labels:
             return None
         docname, anchor, title = labels[target.lower()]
-        return Target(title or target, published_page(app, docname, anchor))
+        return Target(title or target, page_url(published, docname, anchor))
 
-    return PlainMarkdown(resolve, published_page(app, pagename),
+    return PlainMarkdown(resolve, page_url(published, pagename),
                          getattr(app.env, "myst_config", None), app.tags.eval_condition)
 
 
