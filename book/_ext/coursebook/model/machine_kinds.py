@@ -59,11 +59,8 @@ class MachineKind:
 
 
 def manylinux_platforms(glibc: str, arch: str) -> tuple[str, ...]:
-    """Every platform tag pip accepts on a Linux with this glibc (manylinux and linux).
-
-    From ``manylinux_2_<glibc>`` down to 2_5 (x86_64's oldest), each with its legacy alias
-    (manylinux2014 for 2_17, manylinux2010 for 2_12, manylinux1 for 2_5), then linux_<arch>.
-    """
+    """Every platform tag pip accepts on a Linux with this glibc: ``manylinux_2_<glibc>``
+    down to 2_5 (x86_64's oldest), each with its legacy alias, then ``linux_<arch>``."""
     major, minor = (int(part) for part in glibc.split("."))
     legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
     tags = []
@@ -121,7 +118,8 @@ def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[st
             extra_index=table.get("extra_index", ""))
         machines[machine.name] = machine
     if not any(machine.stand_in for machine in machines.values()):
-        raise MachineKindError(f"{path}: no kind has 'stand_in = true'; an ordinary build needs one")
+        raise MachineKindError(
+            f"{path}: no kind has 'stand_in = true'; an ordinary build needs one")
     return machines
 
 
@@ -170,8 +168,8 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
     environments: dict[str, list[RecordingEnvironment]] = {}
     for kind, tables in _read(path).items():
         if kind not in machines:
-            raise MachineKindError(f"{path}: [[{kind}]] is not a machine kind in the machine kinds file "
-                               f"(have {', '.join(machines)})")
+            raise MachineKindError(f"{path}: [[{kind}]] is not a machine kind in the machine "
+                                   f"kinds file (have {', '.join(machines)})")
         found = []
         for index, table in enumerate(tables):
             where = f"[[{kind}]] {index + 1}: "
@@ -179,8 +177,8 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
             if shares:
                 shared = next((e for e in found if e.name == shares), None)
                 if shared is None:
-                    raise MachineKindError(f"{path}: {where}field 'shares' names '{shares}', not an "
-                                       f"environment listed above it")
+                    raise MachineKindError(f"{path}: {where}field 'shares' names '{shares}', "
+                                           "not an environment listed above it")
                 requirements = shared.requirements
             elif runtime:
                 requirements = tuple(runtime_named(runtime, f"{path}: {where}field 'runtime'",
@@ -197,7 +195,7 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
                 holds_device=_need(path, where, table, "holds_device", bool)
                 if "holds_device" in table else True))
         if not found or found[0].cells_tagged:
-            raise MachineKindError(f"{path}: the first [[{kind}]] environment is the main one and "
-                               "takes no 'cells_tagged'")
+            raise MachineKindError(f"{path}: the first [[{kind}]] environment is the main one "
+                                   "and takes no 'cells_tagged'")
         environments[kind] = found
     return environments

@@ -54,15 +54,12 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CellProblem:
-    """One cell that did not behave as its tags say.
-
-    ``location`` (``file:line``) is set for a cell an exhibit added: the exhibit's TOML
-    file is where the fix goes, so the message names it and the field instead.
-    """
+    """One cell that did not behave as its tags say."""
 
     line: int
     first_line: str
     what: str
+    # ``file:line`` of the exhibit that added the cell: where the fix goes, named instead.
     location: str | None = None
 
     @property
@@ -88,11 +85,6 @@ def _exhibit_problem(origin: CellOrigin, error: str | None) -> CellProblem:
 def code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
     return (node for node in doctree.findall(nodes.container)
             if node.get("nb_element") == "cell_code")
-
-
-def _cell_error(cell: nodes.container) -> str | None:
-    return next((block.astext().strip() for block in cell.findall(nodes.literal_block)
-                 if "traceback" in block.get("classes", [])), None)
 
 
 def _printed(cell: nodes.container, lines: int = 10) -> str:
@@ -149,7 +141,8 @@ def _problems(cells, sources: list[str], chapter_text: str,
     for cell in cells:
         source = sources[cell["cell_index"]]
         tags = cell.get("cell_metadata", {}).get("tags", [])
-        error = _cell_error(cell)
+        error = next((block.astext().strip() for block in cell.findall(nodes.literal_block)
+                      if "traceback" in block.get("classes", [])), None)
         origin = (origins or {}).get(source)
         if origin is not None and (error is not None) != (RAISES_TAG in tags):
             if not (problems and problems[-1].location and origin.field == "records"

@@ -1,20 +1,14 @@
 """Expected outputs: what each executed code cell must show, per torch version.
 
-For every chapter a build executes there is one text file per torch version,
+Every build compares each executed (or cached) chapter with its file for the running torch,
 ``book/expected/torch-<version>/<chapter>.txt``, written by ``make accept-outputs`` and
 reviewed as a diff. Each entry is one code cell: a header naming the cell (a hash of its
-code and its first line) and, indented, the text the cell shows after the book's
-normalisation. An entry marked ``(student)`` or ``(instructor)`` holds an output that
-differs between the editions; an unmarked entry holds for both. An entry marked
-``(varies)`` is a pattern: the parts of an output that vary from run to run are marked in
-it (:mod:`coursebook.verify.varying_outputs`). Every build compares the executed (or
-cached) outputs with the file for its torch version. The file's header notes, per
-edition, a hash of the run it was accepted from (:func:`run_digest`): an output that
-differs from an unmarked entry although the run is the same varies between runs, and
-accepting it again would not help.
-
-This is the chapters' counterpart of the exhibits' error records (``exhibits/``), which
-hold one error text per torch version; ``make accept-outputs`` writes both.
+code and its first line), then the text it shows after normalisation, indented. An entry
+marked ``(student)`` or ``(instructor)`` holds for that edition only; one marked
+``(varies)`` is a pattern (:mod:`coursebook.verify.varying_outputs`). The header notes each
+edition's accepted run (:func:`run_digest`): another output from the same run varies
+between runs, and accepting it again would not help. The exhibits' error records
+(``exhibits/``) are the chapters' counterpart; ``make accept-outputs`` writes both.
 """
 
 from __future__ import annotations
@@ -112,8 +106,7 @@ def output_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]
 
 
 def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
-    """A key per cell of :func:`output_cells`: a hash of its code (so prose edits never
-    change it), numbered when the same code recurs."""
+    """A key per cell of :func:`output_cells`: a hash of its code, numbered when it recurs."""
     return content_keys((cell.source.strip() for cell in output_cells(notebook)), ".")
 
 
@@ -204,10 +197,8 @@ def read_expectations(path: Path) -> Expectations | None:
 
 def write_expectations(path: Path, expectations: Expectations,
                        order: Callable[[], list[str]], header: list[str]) -> bool:
-    """Write the file; returns False (and writes nothing) when nothing changed.
-
-    ``order()`` gives the cells' keys in the chapter's order; asked only when writing.
-    """
+    """Write the file (``order()``: the chapter's keys, asked only then); False when
+    nothing changed."""
     old = read_expectations(path)
     if old is not None and ((old.by_edition, old.varying, old.runs)
                             == (expectations.by_edition, expectations.varying,
@@ -268,19 +259,14 @@ def patterns_outgrown(expectations: Expectations | None, edition: str,
 
 @dataclass(frozen=True)
 class Mismatch:
-    """A cell whose output differs from its expectation, or has none.
-
-    ``marked``: its entry is marked ``(varies)``. ``same_run``: this build ran what the
-    entry was accepted from (the same code, versions and platform). ``line``: the entry's
-    line in the file; ``edition``: the edition it names, if it holds for one only.
-    """
+    """A cell whose output differs from its expectation, or has none."""
 
     cell: CellOutput
     expected: str | None
-    marked: bool = False
-    same_run: bool = False
-    line: int | None = None
-    edition: str | None = None
+    marked: bool = False  # its entry is marked ``(varies)``
+    same_run: bool = False  # this build ran what the entry was accepted from
+    line: int | None = None  # the entry's line in the file
+    edition: str | None = None  # the edition the entry names, if it holds for one only
 
     @property
     def varies(self) -> bool:

@@ -69,18 +69,6 @@ def highlighted_block(runs: list[tuple[str, bool]]) -> nodes.literal_block:
     return nodes.literal_block(marked, "", *children, classes=["torch-diff"])
 
 
-def side_by_side(old_label: str, old: str, new_label: str, new: str) -> nodes.container:
-    """Two outputs next to each other on a page (one after the other in print)."""
-    old_runs, new_runs = changed_words(old, new)
-    pair = nodes.container(classes=["torch-diff-pair"])
-    for label, runs in ((old_label, old_runs), (new_label, new_runs)):
-        column = nodes.container(classes=["torch-diff-column"])
-        column += nodes.paragraph("", "", nodes.strong(label, label))
-        column += highlighted_block(runs)
-        pair += column
-    return pair
-
-
 def highlight_changed_boxes(doctree: nodes.document) -> None:
     """``doctree-read``: in each "changed since" box, bold the words that differ."""
     for box in doctree.findall(nodes.admonition):
@@ -95,13 +83,10 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
 def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
     """Under a chapter's title: the torch versions its outputs were verified on, and the
-    runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)"). The
-    student edition names the torch its outputs come from, and nothing of the checks.
-
-    A torch whose expected outputs are stale for the chapter is not named there; in the
-    instructor edition a line says which torches have not verified it yet, or are stale,
-    and the command for each (:mod:`coursebook.verify.other_torches`), as the build log does.
-    """
+    runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)"); a stale
+    torch is not named, and a line names it (or one not yet verified) with the command for
+    each (:mod:`coursebook.verify.other_torches`), as the build log does. The student edition
+    names only the torch its outputs come from."""
     config = book_config(app.config)
     expected_dir = Path(app.srcdir, config.expected_dir)
     versions = verified_versions(expected_dir, chapter)
@@ -223,12 +208,18 @@ class TorchVersionChanges(Directive):
 
 def _changed(what: list[nodes.Node], old: str, old_text: str, new: str, new_text: str,
              readers: tuple[Runtime, ...]) -> list[nodes.Node]:
-    """Under a paragraph of ``what``, two outputs side by side; none when they say the same."""
+    """Under a paragraph of ``what``, two outputs side by side on a page (one after the other
+    in print); none when they say the same."""
     if comparable(old_text, old) == comparable(new_text, new):
         return []
-    return [nodes.paragraph("", "", *what),
-            side_by_side(other_torch(old, readers).label, old_text,
-                         other_torch(new, readers).label, new_text)]
+    pair = nodes.container(classes=["torch-diff-pair"])
+    for version, runs in zip((old, new), changed_words(old_text, new_text)):
+        label = other_torch(version, readers).label
+        column = nodes.container(classes=["torch-diff-column"])
+        column += nodes.paragraph("", "", nodes.strong(label, label))
+        column += highlighted_block(runs)
+        pair += column
+    return [nodes.paragraph("", "", *what), pair]
 
 
 def _link(label: str, title: str) -> nodes.Node:
