@@ -20,6 +20,7 @@ import yaml
 from mdformat.renderer import DEFAULT_RENDERERS, MDRenderer, RenderContext, RenderTreeNode
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
+from sphinx.util.nodes import split_explicit_title
 from sphinx.util.tags import Tags
 
 
@@ -51,7 +52,6 @@ _CODE = {"code-block", "code", "sourcecode", "code-cell"}
 _REFERENCE_ROLES = {"ref", "numref", "doc", "any", "eq", "term", "download"}
 _TEXT_ROLES = {"sub", "sup", "abbr", "title-reference", "emphasis", "strong"}
 _OPTION = re.compile(r"^:([\w-]+):[ \t]*(.*)$")
-_EXPLICIT = re.compile(r"^(?P<title>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 
 
 @dataclass
@@ -105,10 +105,9 @@ class PlainMarkdown:
         if name == "math":
             return f"${content}$"
         if name in _REFERENCE_ROLES:
-            explicit = _EXPLICIT.match(content)
-            text, target = (explicit["title"], explicit["target"]) if explicit else ("", content)
+            explicit, text, target = split_explicit_title(content)  # "title <target>"
             found = self.resolve(name, target.strip()) or Target(target)  # unresolved: no link
-            return self.link(text or found.title, found.url)
+            return self.link(text if explicit else found.title, found.url)
         if name in _TEXT_ROLES:
             return escape(content)
         return code_span(content)
