@@ -348,31 +348,6 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
             for (answer, visible), run in found.items()]
 
 
-class _RememberedCells:
-    """:func:`source_cells`, kept beside the doctrees for the next search: after an edit of
-    one chapter, only that chapter is read and cut into runs again (a course of many
-    chapters would otherwise pay for every one of them on each edit)."""
-
-    def __init__(self, doctreedir: str | Path, rules: bytes) -> None:
-        self.store = Path(doctreedir, "coursebook-answer-cells.pickle")
-        self.rules = rules  # this module's code: other rules, other runs
-        try:
-            self.known: dict[str, SourceCells] = pickle.loads(self.store.read_bytes())
-        except Exception:  # none yet, or unreadable: every source is read again
-            self.known = {}
-        self.used: dict[str, SourceCells] = {}
-
-    def __call__(self, path: Path, text: str) -> SourceCells:
-        key = digest(str(path), text, self.rules)
-        self.used[key] = self.known.get(key) or source_cells(path, text)
-        return self.used[key]
-
-    def save(self) -> None:
-        """Keep the cells of the sources just searched, and only those."""
-        self.store.parent.mkdir(parents=True, exist_ok=True)
-        self.store.write_bytes(pickle.dumps(self.used))
-
-
 def check_answer_overlaps(app, env) -> None:
     """``env-updated``: an answer passage in student-visible text stops the build.
 
@@ -397,9 +372,23 @@ def check_answer_overlaps(app, env) -> None:
                     *allowed, rules)
     if unchanged(app, "answer-overlaps", inputs):
         return
-    cells = _RememberedCells(app.doctreedir, rules)
+    # Each source's cells are kept for the next search: after an edit of one chapter, only
+    # that chapter is read and cut into runs again (else a course pays for every chapter).
+    store = Path(app.doctreedir, "coursebook-answer-cells.pickle")
+    try:
+        known: dict[str, SourceCells] = pickle.loads(store.read_bytes())
+    except Exception:  # none yet, or unreadable: every source is read again
+        known = {}
+    used: dict[str, SourceCells] = {}  # the cells of the sources searched now, only those
+
+    def cells(path: Path, text: str) -> SourceCells:
+        key = digest(str(path), text, rules)
+        used[key] = known.get(key) or source_cells(path, text)
+        return used[key]
+
     overlaps = answer_overlaps(sources, allowed, cells)
-    cells.save()
+    store.parent.mkdir(parents=True, exist_ok=True)
+    store.write_bytes(pickle.dumps(used))
     if not overlaps:
         remember(app, "answer-overlaps", inputs)
     for overlap in overlaps:
