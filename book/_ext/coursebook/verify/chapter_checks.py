@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
 from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
@@ -26,6 +27,7 @@ from coursebook.config import book_config
 from coursebook.execute.cached_chapters import stopped_run
 from coursebook.execute.long_outputs import CUT_MARKER, LIMIT, without_digest
 from coursebook.execute.notebook_runs import StoppedRun
+from coursebook.execute.shared_cache import cached_notebook
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import CellOrigin
 from coursebook.model.notebooks import RAISES_TAG, line_of
@@ -34,7 +36,6 @@ from coursebook.model.versions import release
 from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_states
 from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
 from coursebook.reporting import ask_for, report
-from coursebook.verify.executed import executed_notebook
 from coursebook.verify.expectations import (
     ACCEPT_COMMAND,
     ExpectationsError,
@@ -201,6 +202,22 @@ def report_cut_outputs(doctree: nodes.document, sources: list[str], chapter_text
                         "the whole by its digest", where["first_line"], f"{LIMIT:,}",
                         without_digest(found[0]),
                         location=(doctree.settings.env.docname, where["line"] or None))
+
+
+# The chapter being read, as it ran: taken from the cache (about 0.1 s for PT01) once, for
+# the outputs kept here and the claims' verdicts. Sphinx empties temp_data after each page.
+_EXECUTED = "coursebook_executed"
+
+
+def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.NotebookNode | None:
+    """The prepared notebook with its outputs (a recorded chapter's from its recordings);
+    None when it is not cached (a failed run: reported where it failed)."""
+    if prepared.recorded is not None:
+        return prepared.recorded
+    temp = app.env.temp_data
+    if _EXECUTED not in temp:
+        temp[_EXECUTED] = cached_notebook(book_config(app.config).cache_path, prepared.notebook)
+    return temp[_EXECUTED]
 
 
 def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:

@@ -23,7 +23,7 @@ from coursebook.model.faults import shown_path
 from coursebook.model.versions import release
 from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_states
 from coursebook.prepare.chapters import PreparedChapter
-from coursebook.verify.executed import executed_notebook
+from coursebook.verify.chapter_checks import executed_notebook
 
 logger = logging.getLogger(__name__)
 
