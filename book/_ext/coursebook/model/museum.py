@@ -284,11 +284,11 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
     return Exhibit(path=path, wing=path.parent.name, records=tuple(records),
                    runs_in_every_build=kinds[values["runs_on"]].stand_in,
                    taught_in=tuple(taught_in),
-                   cpu=_cpu_reproduction(path, table.get("cpu")),
+                   cpu=_cpu_reproduction(path, _section(path, table, "cpu")),
                    reader_records=tuple((runtime.reader_label, record) for runtime in readers
                                         for record in records if record.torch == runtime.torch),
-                   museum_fix=_museum_fix(path, table.get("museum_fix")),
-                   museum_rerun=_museum_rerun(path, table.get("museum_rerun"), values),
+                   museum_fix=_museum_fix(path, _section(path, table, "museum_fix")),
+                   museum_rerun=_museum_rerun(path, _section(path, table, "museum_rerun"), values),
                    fix_in_fresh_runtime=_flag(path, table, "fix_in_fresh_runtime"),
                    download_environment=tuple(next(
                        (k.environment for k in kinds.values() if k.stand_in), {}).items()),
@@ -323,14 +323,20 @@ def _claims(path: Path, table: dict) -> tuple[Claim, ...]:
 
 
 def _text(path: Path, table: dict, name: str, section: str) -> str:
-    return str(_require(path, table, name, str, section=section)).strip("\n")
+    return _require(path, table, name, str, section=section).strip("\n")
 
 
-def _museum_fix(path: Path, table) -> MuseumFix | None:
+def _section(path: Path, table: dict, name: str) -> dict | None:
+    """An optional ``[name]`` table (None when absent)."""
+    section = table.get(name)
+    if section is not None and not isinstance(section, dict):
+        raise _fault(path, f"field '{name}' must be a table", name)
+    return section
+
+
+def _museum_fix(path: Path, table: dict | None) -> MuseumFix | None:
     if table is None:
         return None
-    if not isinstance(table, dict):
-        raise _fault(path, "field 'museum_fix' must be a table", "museum_fix")
     return MuseumFix(*(_text(path, table, name, "museum_fix")
                        for name in ("note", "code", "changed")))
 
@@ -352,11 +358,9 @@ def _runnable(path: Path, name: str, code: str, section: str = "") -> None:
                          "fresh Python", name, table=section)
 
 
-def _museum_rerun(path: Path, table, values: dict) -> MuseumRerun | None:
+def _museum_rerun(path: Path, table: dict | None, values: dict) -> MuseumRerun | None:
     if table is None:
         return None
-    if not isinstance(table, dict):
-        raise _fault(path, "field 'museum_rerun' must be a table", "museum_rerun")
     if "fix_setup" in table:  # the fix runs after the failing code, as the page shows it
         raise _fault(path, "field 'fix_setup' is gone: the fix is checked after "
                      "the failing code, in its process (or alone, with fix_in_fresh_runtime = "
@@ -379,11 +383,9 @@ def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
                       f"{old.note}\n\n```python\n{old.code}\n```\n\n{old.changed}")]
 
 
-def _cpu_reproduction(path: Path, table) -> CpuReproduction | None:
+def _cpu_reproduction(path: Path, table: dict | None) -> CpuReproduction | None:
     if table is None:
         return None
-    if not isinstance(table, dict):
-        raise _fault(path, "field 'cpu' must be a table", "cpu")
     fields: dict = {name: _text(path, table, name, "cpu") for name in
                     ("note", "reproduction", "fix_note", "fix") if name == "note" or name in table}
     for name in ("reproduction", "fix"):
@@ -520,11 +522,8 @@ def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
 
 def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
                 *tags: str) -> nbformat.NotebookNode:
-    """A hidden cell comparing the error above with ``expected`` (its text is in the key).
-
-    It needs the book's own package, so downloads leave it out and show
-    :func:`_expected_error_note` instead.
-    """
+    """A hidden cell comparing the error above with ``expected`` (its text is in the key);
+    it needs the book's package, so downloads show :func:`_expected_error_note` instead."""
     elsewhere = tuple({"label": label, **record.as_dict()}
                       for label, record in readers_records(exhibit, expected))
     return _code(f"from coursebook.exhibit_checks import check_raised\n"
@@ -580,16 +579,20 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
 _FRESH_RUNTIME = "**The fix, in a fresh runtime.**"
 
 
+def _fix_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
+    """The fix, after the failing code in the chapter's process, as the page shows them; one
+    that starts a fresh runtime in a new Python that never ran it."""
+    if exhibit.fix_in_fresh_runtime:
+        return _in_fresh_python(exhibit, exhibit.fix_code)
+    return _code(exhibit.fix_code)
+
+
 def _fix_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
-    """The fix and the proof that it ran: after the failing code, in the chapter's own
-    process, as the page shows them; or, for a fix that starts a fresh runtime, in a new
-    Python that never ran the failing code."""
+    """The fix and the proof that it ran."""
     if not exhibit.fix_in_fresh_runtime:
-        return [_markdown(f"**The fix.** {exhibit.fix_note}"), _code(exhibit.fix_code),
-                _fix_ran_cell()]
+        return [_markdown(f"**The fix.** {exhibit.fix_note}"), _fix_cell(exhibit), _fix_ran_cell()]
     return [_markdown(f"{_FRESH_RUNTIME} {exhibit.fix_note}\n\n{_shown_code(exhibit.fix_code)}"),
-            _in_fresh_python(exhibit.fix_code, None, exhibit.download_environment),
-            _fix_ran_cell(FRESH_PYTHON_TAG)]
+            _fix_cell(exhibit), _fix_ran_cell(FRESH_PYTHON_TAG)]
 
 
 # Cell metadata: the code a download runs instead of the cell's (which needs the book).
@@ -613,20 +616,17 @@ def in_one_process(cells: list[tuple[str, bool]]) -> str:
     return "\n".join(lines)
 
 
-def _in_fresh_python(code: str, side: SideEnvironment | None,
-                     download_environment: tuple[tuple[str, str], ...],
-                     *tags: str) -> nbformat.NotebookNode:
-    """A cell running ``code`` in a new Python, with ``side``'s packages first on its import
-    path; its download does so without the book, with ``download_environment`` set for the
-    new process, and installs the side's packages itself.
-
-    Its input is hidden: the page shows ``code`` itself (:func:`_shown_code`), the
-    lesson, not how the book runs it. Tagged ``fresh-python``: a recording runs it in a
-    kernel that holds no device.
-    """
+def _in_fresh_python(exhibit: Exhibit, code: str, *tags: str,
+                     side: SideEnvironment | None = None) -> nbformat.NotebookNode:
+    """A cell running ``code`` in a new Python, ``side``'s packages first on its path; its
+    download does so without the book. Its input is hidden: the page shows ``code`` itself
+    (:func:`_shown_code`). Tagged ``fresh-python``: a recording runs it in a kernel that
+    holds no device."""
     cell = _code(_fresh_python_call(code, side), "remove-input", FRESH_PYTHON_TAG, *tags)
-    cell.metadata[DOWNLOAD_SOURCE_KEY] = _download_source(code, side, download_environment)
+    cell.metadata[DOWNLOAD_SOURCE_KEY] = _download_source(code, side, exhibit.download_environment)
     return cell
+
+
 
 
 def _fresh_python_call(code: str, side: SideEnvironment | None = None) -> str:
@@ -672,75 +672,65 @@ def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
     return f"{where}:\n\n```python\n{code}\n```"
 
 
+
 def _stand_in_only(rerun: MuseumRerun) -> tuple[str, ...]:
     return () if rerun.on_accelerators else (STAND_IN_ONLY_TAG,)
 
 
-def _failing_rerun_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
-    """The museum's failing code run again in a fresh Python, and its error checked against
-    the museum's record."""
-    rerun, museum = exhibit.museum_rerun, exhibit.museum_record
-    if rerun is None:
-        return []
-    only = _stand_in_only(rerun)
-    return [_markdown(f"**The museum's code, run again.** {rerun.note}\n\nIn a fresh Python "
-                      "process, this set-up, then the museum's code above:\n\n"
-                      f"```python\n{rerun.setup}\n```"),
-            _in_fresh_python(f"{rerun.setup}\n\n{exhibit.failing_code}", None,
-                             exhibit.download_environment, RAISES_TAG, *only),
-            _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *only),
-            _expected_error_note(exhibit, museum)]
+def _rerun_cell(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookNode:
+    """The museum's failing code run again in a fresh Python, after its set-up."""
+    return _in_fresh_python(exhibit, f"{rerun.setup}\n\n{exhibit.failing_code}", RAISES_TAG,
+                            *_stand_in_only(rerun))
 
 
-def _rerun_fix_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
+def _rerun_fix_check(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookNode:
     """The fix shown, checked: after the museum's set-up and failing code in one process,
     or alone in a new one when it starts a fresh runtime."""
-    rerun, env = exhibit.museum_rerun, exhibit.download_environment
-    if rerun is None:
-        return []
     if exhibit.fix_in_fresh_runtime:
-        return [_markdown("**The fix, run again** in a new Python process, one that never ran "
-                          "the code above."),
-                _in_fresh_python(exhibit.fix_code, None, env), _fix_ran_cell(FRESH_PYTHON_TAG)]
-    only = _stand_in_only(rerun)
+        return _fix_cell(exhibit)
     program = in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
                               (exhibit.fix_code, False)])
-    return [_markdown("**The fix, run again** where the museum's code left the process: its "
-                      "set-up, the museum's code (its error expected), then the fix, in one "
-                      "process."),
-            _in_fresh_python(program, None, env, *only), _fix_ran_cell(FRESH_PYTHON_TAG, *only)]
+    return _in_fresh_python(exhibit, program, *_stand_in_only(rerun))
+
+
+def _reproduction_cell(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.NotebookNode:
+    return _in_fresh_python(exhibit, cpu.reproduction, RAISES_TAG, STAND_IN_ONLY_TAG,
+                            side=cpu.side)
 
 
 def _cpu_fix_check(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.NotebookNode:
     """The CPU fix, checked: after the reproduction in its process, or alone in a new one
     (without the reproduction's older packages) when it starts a fresh runtime."""
     if cpu.fix_in_fresh_runtime:
-        return _in_fresh_python(cpu.fix, None, exhibit.download_environment, STAND_IN_ONLY_TAG)
-    return _in_fresh_python(in_one_process([(cpu.reproduction, True), (cpu.fix, False)]),
-                            cpu.side, exhibit.download_environment, STAND_IN_ONLY_TAG)
+        return _in_fresh_python(exhibit, cpu.fix, STAND_IN_ONLY_TAG)
+    return _in_fresh_python(exhibit, in_one_process([(cpu.reproduction, True), (cpu.fix, False)]),
+                            STAND_IN_ONLY_TAG, side=cpu.side)
 
 
 def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
     """A TPU exhibit: the museum's capture, labelled; the museum's code run again where
     its TOML says how; and its CPU reproduction if any."""
-    museum = exhibit.museum_record
+    museum, rerun, cpu = exhibit.museum_record, exhibit.museum_rerun, exhibit.cpu
     label = f"captured on a {museum.where}, {museum.date}"
-    run = ("The museum's text, verbatim; the code runs again below" if exhibit.museum_rerun
-           else "The museum's text, verbatim")
+    run = "The museum's text, verbatim" + ("; the code runs again below" if rerun else "")
     cells = [_markdown(
         f"{_heading(exhibit, total)}\n\n**The failing code**, as the museum ran it:\n\n"
         f"```python\n{exhibit.failing_code}\n```\n\n"
         f":::{{admonition}} Captured record: {label}\n:class: captured-record\n"
         f"{run}:\n\n"
-        f"```text\n{museum.type}: {museum.message}\n```\n:::"),
-        *_failing_rerun_cells(exhibit)]
-    cpu = exhibit.cpu
+        f"```text\n{museum.type}: {museum.message}\n```\n:::")]
+    if rerun is not None:  # the museum's code run again, its error checked
+        cells += [_markdown(f"**The museum's code, run again.** {rerun.note}\n\nIn a fresh "
+                            "Python process, this set-up, then the museum's code above:\n\n"
+                            f"```python\n{rerun.setup}\n```"),
+                  _rerun_cell(exhibit, rerun),
+                  _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *_stand_in_only(rerun)),
+                  _expected_error_note(exhibit, museum)]
     # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
     if cpu is not None and cpu.reproduction:
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}\n\n"
                             f"{_shown_code(cpu.reproduction)}"),
-                  _in_fresh_python(cpu.reproduction, cpu.side, exhibit.download_environment,
-                                   RAISES_TAG, STAND_IN_ONLY_TAG),
+                  _reproduction_cell(exhibit, cpu),
                   _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
                   _expected_error_note(exhibit, museum)]
     provenance = (f"*The museum's fix, {label}: it ran green on the same hardware.*"
@@ -750,7 +740,13 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     fix = _FRESH_RUNTIME if exhibit.fix_in_fresh_runtime else "**The fix.**"
     cells.append(_markdown(f"{fix} {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
                            f"\n\n{provenance}"))
-    cells += _rerun_fix_cells(exhibit)
+    if rerun is not None:
+        fresh = exhibit.fix_in_fresh_runtime
+        after = ("in a new Python process, one that never ran the code above." if fresh else
+                 "where the museum's code left the process: its set-up, the museum's code (its "
+                 "error expected), then the fix, in one process.")
+        cells += [_markdown(f"**The fix, run again** {after}"), _rerun_fix_check(exhibit, rerun),
+                  _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else _stand_in_only(rerun)))]
     if cpu is not None and cpu.reproduction and cpu.fix:
         where = ("In a fresh Python process, without the older packages" if cpu.fix_in_fresh_runtime
                  else "In the reproduction's process, after it")
@@ -788,18 +784,18 @@ def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]
                 _check_cell(exhibit, record).source: (
                     origin("records", "message", record) if record else
                     origin("records", "records")),
-                _fix_cells(exhibit)[1].source: origin("fix_code", "fix_code")}
-    cpu, rerun, env = exhibit.cpu, exhibit.museum_rerun, exhibit.download_environment
+                _fix_cell(exhibit).source: origin("fix_code", "fix_code")}
+    cpu, rerun = exhibit.cpu, exhibit.museum_rerun
     origins = {}
     if cpu is not None and cpu.reproduction:
-        origins[_in_fresh_python(cpu.reproduction, cpu.side, env).source] = origin(
+        origins[_reproduction_cell(exhibit, cpu).source] = origin(
             "cpu.reproduction", "reproduction", table="cpu")
     if cpu is not None and cpu.reproduction and cpu.fix:
         origins[_cpu_fix_check(exhibit, cpu).source] = origin("cpu.fix", "fix", table="cpu")
     if rerun is not None:
-        origins[_failing_rerun_cells(exhibit)[1].source] = origin(
+        origins[_rerun_cell(exhibit, rerun).source] = origin(
             "museum_rerun.setup", "setup", table="museum_rerun")
-        origins[_rerun_fix_cells(exhibit)[1].source] = origin("fix_code", "fix_code")
+        origins[_rerun_fix_check(exhibit, rerun).source] = origin("fix_code", "fix_code")
     if origins:
         origins[_check_cell(exhibit, exhibit.museum_record).source] = origin(
             "records", "message", exhibit.museum_record)
