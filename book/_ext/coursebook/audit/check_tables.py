@@ -10,27 +10,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
+from coursebook.audit.answer_leaks import Leak
 from coursebook.model.answer_checks import AnswerCheck, notebook_checks
 from coursebook.model.notebooks import is_chapter_source, read_chapter
 
 ENTRY_FIELDS = {"digest", "tolerance", "hint", "ask"}
 _TABLE = re.compile(r"^CHECKS: dict\[str, dict\] = (\{.*?^\})$", re.S | re.M)
 _DIGEST = re.compile(r"[0-9a-f]{64}")
-
-
-@dataclass(frozen=True)
-class CheckLeak:
-    path: Path
-    check: str
-    what: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: check '{self.check}': {self.what}"
 
 
 def answer_texts(answer) -> list[str]:
@@ -60,25 +50,25 @@ def check_tables(notebook: nbformat.NotebookNode) -> Iterator[dict]:
             yield json.loads(match.group(1))
 
 
-def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list[CheckLeak]:
+def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list[Leak]:
     leaks = []
     for name, entry in table.items():
         extra = sorted(set(entry) - ENTRY_FIELDS)
         if extra:
-            leaks.append(CheckLeak(path, name, f"holds {', '.join(extra)}: only "
-                                   f"{', '.join(sorted(ENTRY_FIELDS))} belong in a check"))
+            leaks.append(Leak(path, f"check '{name}': holds {', '.join(extra)}: only "
+                                    f"{', '.join(sorted(ENTRY_FIELDS))} belong in a check"))
         if not _DIGEST.fullmatch(str(entry.get("digest", ""))):
-            leaks.append(CheckLeak(path, name, "its digest is not a sha256 digest"))
+            leaks.append(Leak(path, f"check '{name}': its digest is not a sha256 digest"))
         check = checks.get(name)
         shown = f"{entry.get('hint', '')} {entry.get('ask', '')}".lower()
         for text in answer_texts(check.answer) if check else []:
             if text in " ".join(shown.split()):
-                leaks.append(CheckLeak(path, name, f"its hint or question spells the answer "
-                                       f"({text!r}): reword it in the chapter"))
+                leaks.append(Leak(path, f"check '{name}': its hint or question spells the "
+                                        f"answer ({text!r}): reword it in the chapter"))
     return leaks
 
 
-def audit_check_tables(build_dir: Path, book_dir: Path) -> list[CheckLeak]:
+def audit_check_tables(build_dir: Path, book_dir: Path) -> list[Leak]:
     """Leaks in the check tables of every notebook of a built edition."""
     checks = book_checks(book_dir)
     leaks = []
