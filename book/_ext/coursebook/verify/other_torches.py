@@ -1,20 +1,12 @@
 """Where else a chapter is verified: its expected outputs for torches other than the build's.
 
-Every build verifies each chapter on its own torch. A chapter is verified on another torch
-when someone runs it there: on a runtime students use (Colab's CPU runtime, whose replica
-runs the student downloads: ``make accept-outputs-runtime RUNTIME=colab-cpu``) or on a
-second torch (``make accept-outputs-torch TORCH=2.14.1``). Compared with the build torch's
-file, a chapter on such a torch is
-
-- **verified**: its file there has an entry for each cell the build's file has (only the
-  student download's cells for a runtime) and no other;
-- **not yet verified**: it has no file there (a new chapter). Allowed: the build log and
-  the instructor edition say so, the student page names only the torches it was verified on;
-- **stale**: its file there misses cells or holds cells the chapter no longer has (code
-  changed since it was accepted). Reported the same way, and ``make test-fast`` fails,
-  naming the chapter, the torch and the command that records it again.
-
-The museum's check cells are the book's verdicts, their code written per torch: never
+Every build verifies each chapter on its own torch; someone verifies it on another: on a
+runtime students use, from the student downloads (``make accept-outputs-runtime
+RUNTIME=colab-cpu``), or on a second torch (``make accept-outputs-torch TORCH=2.14.1``).
+There a chapter is **verified** (its file has an entry for each cell the build torch's file
+has, and no other), **not yet verified** (no file: allowed, and said) or **stale** (cells
+missing or gone: said, and ``make test-fast`` fails); docs/authoring.md, "Not yet verified,
+or stale". The museum's check cells, the book's verdicts written per torch, are never
 compared.
 """
 

@@ -1,21 +1,11 @@
 """Outputs that vary from run to run: the varying part marked in the expected output.
 
-A cell printing a timing, an unseeded random number, a progress bar's rate or a memory
-size shows another output on every run, so no literal expectation holds. Its entry in the
-expectations file is marked ``(varies)`` (after the cell's key) and its text is then a
-pattern, as doctest's ELLIPSIS option makes an expected output one:
-
-- ``<number>``: a number (``3``, ``-0.25``, ``1e-05``, ``nan``, ``inf``);
-- ``<duration>``: a number and a unit of time (``12 ms``, ``0.5s``, ``2 min``), or a clock
-  time (``00:01``, ``0:00:01.25``);
-- ``<size>``: a number and a unit of memory (``512 B``, ``1.5 KiB``, ``3 MB``, ``7 bytes``);
-- ``...``: any text within its line; a line holding only ``...``: any number of lines.
-
-A named pattern also takes the spaces that pad its value to a width. Everything else is
-compared as written, so a changed value outside the marked parts still fails the build.
-Only a marked entry is a pattern: a literal ``...`` in an output (a long tensor's) is
-never one. Anchors: doctest's ``ELLIPSIS`` (the Python docs, "Option Flags"), nbval's
-output sanitizers (regular expressions applied to both sides before comparing).
+An entry marked ``(varies)`` (a timing, an unseeded random number, a memory size) is a
+pattern, as doctest's ELLIPSIS option makes an expected output one: ``<number>``,
+``<duration>`` (or a clock time), ``<size>``, each taking the spaces that pad its value;
+``...`` within a line; a line of only ``...`` for any number of lines. Everything else is
+compared as written, and a literal ``...`` in an unmarked entry is never a pattern
+(docs/authoring.md, "Outputs that vary"; nbval's output sanitizers are the same idea).
 """
 
 from __future__ import annotations
