@@ -13,6 +13,7 @@ placed before such a cell to where its answer shows (:mod:`coursebook.audit.spoi
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import pickle
@@ -25,7 +26,6 @@ from pathlib import Path
 from sphinx.search.en import SearchEnglish
 from sphinx.util import logging
 
-from coursebook.audit.input_digests import digest, remember, unchanged
 from coursebook.audit.spoilers import spoilers
 from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import (
@@ -348,6 +348,15 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
             for (answer, visible), run in found.items()]
 
 
+def _digest(*parts: str | bytes) -> str:
+    """One hash of the parts, each kept apart from the next."""
+    hashed = hashlib.sha256()
+    for part in parts:
+        hashed.update(part.encode("utf8") if isinstance(part, str) else part)
+        hashed.update(b"\0")
+    return hashed.hexdigest()
+
+
 def check_answer_overlaps(app, env) -> None:
     """``env-updated``: an answer passage in student-visible text stops the build.
 
@@ -366,11 +375,14 @@ def check_answer_overlaps(app, env) -> None:
     paths = [Path(env.doc2path(docname)) for docname in sorted(env.found_docs)]
     sources = {path: path.read_text(encoding="utf8") for path in paths if path.suffix == ".md"}
     # The same sources, allowances and rules as a build that found nothing: nothing to find
-    # (the search took a sixth of a warm build).
+    # (the search took a sixth of a warm build). Kept beside the doctrees, not in the
+    # environment: Sphinx saves that only when it read a page, and inputs that changed while
+    # no page did (an edit of this module, say) would be searched again on every build.
     rules = Path(__file__).read_bytes()
-    inputs = digest(*(part for item in sorted(sources.items()) for part in map(str, item)),
-                    *allowed, rules)
-    if unchanged(app, "answer-overlaps", inputs):
+    inputs = _digest(*(part for item in sorted(sources.items()) for part in map(str, item)),
+                     *allowed, rules)
+    passed = Path(app.doctreedir, "coursebook-answer-overlaps.sha256")
+    if passed.is_file() and passed.read_text(encoding="ascii") == inputs:
         return
     # Each source's cells are kept for the next search: after an edit of one chapter, only
     # that chapter is read and cut into runs again (else a course pays for every chapter).
@@ -382,7 +394,7 @@ def check_answer_overlaps(app, env) -> None:
     used: dict[str, SourceCells] = {}  # the cells of the sources searched now, only those
 
     def cells(path: Path, text: str) -> SourceCells:
-        key = digest(str(path), text, rules)
+        key = _digest(str(path), text, rules)
         used[key] = known.get(key) or source_cells(path, text)
         return used[key]
 
@@ -390,7 +402,7 @@ def check_answer_overlaps(app, env) -> None:
     store.parent.mkdir(parents=True, exist_ok=True)
     store.write_bytes(pickle.dumps(used))
     if not overlaps:
-        remember(app, "answer-overlaps", inputs)
+        passed.write_text(inputs, encoding="ascii")
     for overlap in overlaps:
         logger.error("an answer passage also shows in student-visible text, at %s: %r. Reword "
                      "one of them, or allow the overlap in %s (passage and why).",
