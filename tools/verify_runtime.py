@@ -122,14 +122,6 @@ class Stop(Exception):
 
 # --- The replica ------------------------------------------------------------------------
 
-def _runtime_python(version: str) -> tuple[Path, str]:
-    found = find_python(version, nearest=True)
-    if found is None:
-        raise Stop(f"no Python {version} (nor a near one) on this machine; install one "
-                   f"(e.g. `pyenv install {version}`) or pass --python")
-    return found
-
-
 def ensure_replica(runtime: Runtime, python: Path) -> Path:
     """Create or update the runtime's environment; its python."""
     path = ROOT / f".venv-runtime-{runtime.name}"
@@ -282,7 +274,11 @@ def verify(args: argparse.Namespace) -> int:
     # The check cells as the build writes them: with the readers' records.
     list_standings(runtime, found, load_museum(EXHIBITS_DIR, kinds, reader_runtimes(RUNTIMES_FILE)),
                    build_torch)
-    python, python_note = (args.python, "") if args.python else _runtime_python(runtime.python)
+    found = (args.python, "") if args.python else find_python(runtime.python, nearest=True)
+    if found is None:
+        raise Stop(f"no Python {runtime.python} (nor a near one) on this machine; install one "
+                   f"(e.g. `pyenv install {runtime.python}`) or pass --python")
+    python, python_note = found
     replica = ensure_replica(runtime, python)
     versions = replica_versions(replica, runtime)
     where = replica_label(runtime, versions, python_note)
