@@ -21,6 +21,7 @@ from myst_parser.parsers.mdit import create_md_parser
 
 from coursebook.model.museum import Wing
 from coursebook.model.notebooks import is_chapter_source, line_of, read_chapter
+from coursebook.render.plain_markdown import split_options
 
 SHARED_RUN = 12
 # Fields of the exhibit data that a page shows as sentences (titles are headings).
@@ -30,7 +31,6 @@ CPU_PROSE = ("note", "fix_note")
 
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
 _EDGES = "\"'.,;:!?()[]{}<>*`"
-_OPTION = re.compile(r"^:[\w-]+:.*$")
 
 # myst-parser's own parser: the prose is read as the book reads it.
 _MARKDOWN = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "dollarmath"}),
@@ -82,8 +82,8 @@ def markdown_passages(text: str, source: str, first_line: int | None = None) -> 
         if token.type in ("heading_open", "heading_close"):
             in_heading = token.type == "heading_open"
         elif token.type == "colon_fence":  # an admonition: its body is prose, its title a heading
-            body = [ln for ln in token.content.splitlines() if not _OPTION.match(ln)]
-            yield from markdown_passages("\n".join(body), source, None if line is None else line + 1)
+            body = split_options(token.content)[1]
+            yield from markdown_passages(body, source, None if line is None else line + 1)
         elif token.type == "inline" and not in_heading:
             where = source if line is None else f"{source}:{line}"
             for run in _inline_runs(token.children or []):
