@@ -107,9 +107,7 @@ STUDENT = Edition.STUDENT.value  # a download is the student edition's notebook
 VERSIONS = """
 import json, platform, sys
 from importlib import metadata
-versions = {"python": platform.python_version()}
-for name in sys.argv[1:]:
-    versions[name] = metadata.version(name)
+versions = {"python": platform.python_version(), **{n: metadata.version(n) for n in sys.argv[1:]}}
 import torch
 versions["torch"] = torch.__version__  # its build string: 2.11.0+cu130
 print(json.dumps(versions))

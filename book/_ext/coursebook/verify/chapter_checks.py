@@ -176,10 +176,12 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
         return
     sources = [cell.source for cell in prepared.notebook.cells]
     chapter_text = Path(env.doc2path(env.docname)).read_text(encoding="utf8")
+    # Where the traceback is kept once the build has read every page.
+    kept = shown_path(_reports(app)[1].joinpath(*f"{env.docname}.err.log".split("/")))
     problems = cell_problems(doctree, sources, chapter_text,
                              bool(exec_data.get("succeeded")), exec_data.get("traceback"),
                              prepared.origins, stopped_run(app),
-                             _report_of(app, env.docname) if exec_data.get("traceback") else None)
+                             kept if exec_data.get("traceback") else None)
     for problem in problems:
         logger.error("%s", problem.message,
                      location=problem.location or (env.docname, problem.line or None),
@@ -334,11 +336,6 @@ def _reports(app: Sphinx) -> tuple[Path, Path]:
     """Where myst-nb writes a failed notebook's traceback (inside the published output
     folder), and where it is kept instead: ``_build/<edition>/reports/``."""
     return Path(app.outdir, "reports"), Path(app.outdir).parent / "reports"
-
-
-def _report_of(app: Sphinx, docname: str) -> Path:
-    """Where a failed chapter's traceback is kept once the build has read every page."""
-    return shown_path(_reports(app)[1].joinpath(*f"{docname}.err.log".split("/")))
 
 
 def clear_execution_reports(app: Sphinx) -> None:

@@ -86,10 +86,9 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
             image = next((mime for mime in sorted(data) if mime.startswith("image/")), None)
             if image is not None:
                 parts.append(f"[{image}] {data.get('text/plain', '')}\n")
-            elif "text/markdown" in data:
-                parts.append(data["text/markdown"].rstrip("\n") + "\n")
             else:
-                parts.append(data.get("text/plain", "").rstrip("\n") + "\n")
+                text = data.get("text/markdown", data.get("text/plain", ""))
+                parts.append(text.rstrip("\n") + "\n")
     text = normalise(as_displayed("".join(parts)))
     return "\n".join(line.rstrip() for line in text.rstrip("\n").splitlines())
 
@@ -136,7 +135,6 @@ def cell_outputs(notebook: nbformat.NotebookNode,
 class Expectations:
     """Expected text per edition and cell key, in the chapter's cell order."""
 
-    header: list[str] = field(default_factory=list)
     by_edition: dict[str, dict[str, str]] = field(
         default_factory=lambda: {edition: {} for edition in EDITIONS})
     first_lines: dict[str, str] = field(default_factory=dict)
@@ -183,7 +181,7 @@ def read_expectations(path: Path) -> Expectations | None:
         elif line.startswith(_RUNS) and not current:
             found.runs = dict(run.split(" ", 1) for run in line[len(_RUNS):].split(", "))
         elif line.startswith("#") and not current:
-            found.header.append(line)
+            continue  # the header, written anew by each acceptance
         elif line.startswith(_INDENT) or not line:
             if current:
                 lines.append(line[len(_INDENT):])
