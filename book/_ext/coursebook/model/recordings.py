@@ -242,9 +242,8 @@ def recorded_with(recordings: list[Recording]) -> str:
 
 def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Recording]:
     """The chapter's recordings, preferred kind first; the stand-in's must exist."""
-    recordings = [load_recording(recording_path(recordings_dir, chapter.name, b.name), b)
-                  for b in chapter.machines
-                  if recording_path(recordings_dir, chapter.name, b.name).is_file()]
+    recordings = [load_recording(path, b) for b in chapter.machines
+                  if (path := recording_path(recordings_dir, chapter.name, b.name)).is_file()]
     stand_in = chapter.stand_in
     if not any(recording.machine == stand_in for recording in recordings):
         raise RecordingError(f"is missing: run `{chapter.command(stand_in)}` (the "
@@ -330,23 +329,24 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
     """
     drift = {r.machine.name: r.drift(pinned[r.machine.name])
              for r in recordings if pinned and r.machine.name in pinned}
-    labelled = copy.deepcopy(notebook)
-    labelled.cells, outputs = [], []
     by_kind = [(recording, recording.outputs_by_source()) for recording in recordings]
     panel = _markdown(provenance_panel(chapter, recordings, drift, instructor))
-    panel_placed = False
-    for cell in notebook.cells:
+    # The panel goes after the chapter's title, or first where it has none.
+    title = next((cell for cell in notebook.cells
+                  if cell.cell_type == "markdown" and "\n# " in f"\n{cell.source}"), None)
+    labelled, executed = copy.deepcopy(notebook), copy.deepcopy(notebook)
+    labelled.cells = [panel] if title is None else []
+    for cell, run in zip(notebook.cells, executed.cells):
         labelled.cells.append(cell)
-        if not panel_placed and cell.cell_type == "markdown" and "\n# " in f"\n{cell.source}":
+        if cell is title:
             labelled.cells.append(panel)
-            panel_placed = True
         if cell.cell_type != "code":
             continue
-        found = next(((recording, sources[cell.source]) for recording, sources in by_kind
-                      if cell.source in sources and runs_on(cell, recording.machine)), None)
-        if found is not None:
-            recording, cell_outputs = found
-            outputs.append(cell_outputs)
+        recording, outputs = next(((r, sources[cell.source]) for r, sources in by_kind
+                                   if cell.source in sources and runs_on(cell, r.machine)),
+                                  (None, []))
+        run.outputs = copy.deepcopy(outputs)
+        if recording is not None:
             # A hidden cell, or a verdict on the cell above (the book's own, hidden code),
             # needs no mark of its own.
             tags = set(cell_tags(cell))
@@ -355,7 +355,6 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                     f"*Recorded on {{ref}}`{recording.machine.short_label} "
                     f"<{recording.anchor(chapter.name)}>`.*"))
             continue
-        outputs.append([])
         able = [b for b in chapter.machines if runs_on(cell, b)]
         unrecorded = not any(runs_on(cell, r.machine) for r in recordings)
         if unrecorded and instructor:
@@ -372,12 +371,6 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                                  f"{commands} on such machines, then commit book/recordings/",
                                  cell=cell.source)
         labelled.cells.append(_markdown(note))
-    if not panel_placed:
-        labelled.cells.insert(0, panel)
-    executed = copy.deepcopy(notebook)
-    code_cells = [cell for cell in executed.cells if cell.cell_type == "code"]
-    for cell, cell_outputs in zip(code_cells, outputs):
-        cell.outputs = copy.deepcopy(cell_outputs)
     return AttachedRecordings(labelled, executed, drift)
 
 
