@@ -19,7 +19,7 @@ import json
 import pickle
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,28 +111,35 @@ class Fingerprints:
     answer_stems: set[str] = field(default_factory=set)  # search stems only answers hold
     headings: set[str] = field(default_factory=set)
 
-    @classmethod
-    def of_chapters(cls, texts: Iterable[str], other_visible: Iterable[str] = ()) -> Fingerprints:
-        found = cls()
-        # Each keyed by whether the text is an answer's.
-        runs: dict[bool, set[tuple[str, ...]]] = {True: set(), False: set()}
-        terms: dict[bool, set[str]] = {True: set(), False: set()}
-        stems: dict[bool, set[str]] = {True: set(), False: set()}
-        # (source, shown text, is an answer, is markdown) of each cell, then of each other text
-        cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
-                 for text in texts for cell in read_chapter(text).cells]
-        cells += [(text, text, False, False) for text in other_visible]
-        for source, shown, answer, markdown in cells:
-            terms[answer].update(_terms(source))
-            runs[answer].update(_runs(fingerprint_words(shown)))
-            stems[answer].update(_search_words(source))
-            heading = re.match(r"#+\s+(.+)", source.strip())
-            if answer and markdown and heading:
-                found.headings.add(heading.group(1).strip())
-        found.runs = runs[True] - runs[False]
-        found.answer_stems = {stem for stem in stems[True] - stems[False] if len(stem) > 2}
-        found.short = {term for term in terms[True] - terms[False] if _is_telling_term(term)}
-        return found
+
+def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
+    """Fingerprints of all chapters under ``book_dir``; other pages count as visible, and
+    so do the exhibits under ``exhibits_dir`` (the museum's chapters show them)."""
+    pages = [path.read_text(encoding="utf8") for path in sorted(book_dir.rglob("*.md"))
+             if "_build" not in path.parts]
+    visible = [text for text in pages if not is_chapter_source(text)]
+    if exhibits_dir is not None and exhibits_dir.is_dir():
+        visible += [p.read_text(encoding="utf8") for p in sorted(exhibits_dir.rglob("*.toml"))]
+    # (source, shown text, is an answer, is markdown) of each cell, then of each other text
+    cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
+             for text in pages if is_chapter_source(text) for cell in read_chapter(text).cells]
+    cells += [(text, text, False, False) for text in visible]
+    found = Fingerprints()
+    # Each keyed by whether the text is an answer's.
+    runs: dict[bool, set[tuple[str, ...]]] = {True: set(), False: set()}
+    terms: dict[bool, set[str]] = {True: set(), False: set()}
+    stems: dict[bool, set[str]] = {True: set(), False: set()}
+    for source, shown, answer, markdown in cells:
+        terms[answer].update(_terms(source))
+        runs[answer].update(_runs(fingerprint_words(shown)))
+        stems[answer].update(_search_words(source))
+        heading = re.match(r"#+\s+(.+)", source.strip())
+        if answer and markdown and heading:
+            found.headings.add(heading.group(1).strip())
+    found.runs = runs[True] - runs[False]
+    found.answer_stems = {stem for stem in stems[True] - stems[False] if len(stem) > 2}
+    found.short = {term for term in terms[True] - terms[False] if _is_telling_term(term)}
+    return found
 
 
 _SEARCH = SearchEnglish({})
@@ -236,20 +243,6 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
         leaks += _search_index_leaks(index, found, page_stems)
     leaks += [Leak(path, what) for path, what in spoilers(p for p in files if p.suffix == ".html")]
     return leaks
-
-
-def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
-    """Fingerprints of all chapters under ``book_dir``; other pages count as visible, and
-    so do the exhibits under ``exhibits_dir`` (the museum's chapters show them)."""
-    chapters, others = [], []
-    if exhibits_dir is not None and exhibits_dir.is_dir():
-        others += [path.read_text(encoding="utf8") for path in sorted(exhibits_dir.rglob("*.toml"))]
-    for path in sorted(book_dir.rglob("*.md")):
-        if "_build" in path.parts:
-            continue
-        text = path.read_text(encoding="utf8")
-        (chapters if is_chapter_source(text) else others).append(text)
-    return Fingerprints.of_chapters(chapters, others)
 
 
 # --- At build time: answer passages that student-visible text repeats -------------------
