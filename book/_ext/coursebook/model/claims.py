@@ -134,12 +134,6 @@ def line_in(file_text: str, passage: str, offset: int = 0) -> int:
     return file_text.count("\n", 0, position + offset) + 1 if position >= 0 else 0
 
 
-def cited_sources(markdown: str) -> list[tuple[str, str]]:
-    """The ``% source:`` comments of a markdown text (each a cited claim): each one's
-    address ("" or a word where it names none) and its line."""
-    return [(match["url"], match[0]) for match in SOURCE_COMMENT.finditer(markdown)]
-
-
 def toml_claim(path: Path, table: dict, prose: list[str], line: int) -> Claim | str:
     """An exhibit's (or a wing's) ``[[claim]]`` table, found in its ``prose`` fields; or
     what is wrong with it, one line naming the field."""

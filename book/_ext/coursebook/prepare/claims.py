@@ -17,8 +17,8 @@ import nbformat
 
 from coursebook.model.claims import (
     CITED_URL,
+    SOURCE_COMMENT,
     Claim,
-    cited_sources,
     claim_blocks,
     find_in_prose,
     line_in,
@@ -91,11 +91,11 @@ def chapter_claims(notebook: nbformat.NotebookNode, chapter_text: str,
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "markdown":
             prose.append(cell.source)
-            for url, comment in cited_sources(cell.source):
-                if CITED_URL.match(url):
+            for comment in SOURCE_COMMENT.finditer(cell.source):
+                if CITED_URL.match(comment["url"]):
                     cited += 1
                 else:
-                    unsourced.append(line_in(chapter_text, comment))
+                    unsourced.append(line_in(chapter_text, comment[0]))
         elif is_claim(cell):
             exhibits = from_exhibits.get(cell.source.strip())
             checked.append(ClaimCell(index, exhibits or _located(cell.source, prose, chapter_text)))
