@@ -272,11 +272,11 @@ def verify(args: argparse.Namespace) -> int:
     # The check cells as the build writes them: with the readers' records.
     list_standings(runtime, found, load_museum(EXHIBITS_DIR, kinds, reader_runtimes(RUNTIMES_FILE)),
                    build_torch)
-    found = (args.python, "") if args.python else find_python(runtime.python, nearest=True)
-    if found is None:
+    chosen = (args.python, "") if args.python else find_python(runtime.python, nearest=True)
+    if chosen is None:
         raise Stop(f"no Python {runtime.python} (nor a near one) on this machine; install one "
                    f"(e.g. `pyenv install {runtime.python}`) or pass --python")
-    python, python_note = found
+    python, python_note = chosen
     replica = ensure_replica(runtime, python)
     versions = replica_versions(replica, runtime)
     where = replica_label(runtime, versions, python_note)

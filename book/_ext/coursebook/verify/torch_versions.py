@@ -169,7 +169,7 @@ class TorchVersionChanges(Directive):
         museum, readers = config.museum(), config.reader_runtimes
         checks = check_digests(museum)
         for chapter in chapters:
-            versions = sorted(verified_versions(expected_dir, chapter), key=version_key)
+            versions = verified_versions(expected_dir, chapter)  # oldest first
             sections, records = (_sections_of(env, chapter, museum) if len(versions) > 1
                                  else ({}, set()))
             for old, new in zip(versions, versions[1:]):
