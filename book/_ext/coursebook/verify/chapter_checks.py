@@ -249,13 +249,10 @@ _SUMMARY = "coursebook_output_summary"
 
 
 def compare_expected_outputs(app: Sphinx, env) -> None:
-    """``env-updated``, every build: each chapter's outputs against its expected outputs.
-
-    With ``coursebook_accept_outputs``, the outputs of this build are written instead;
-    with ``coursebook_verify_outputs`` off, nothing is compared (``make bench`` times what
-    the comparison costs). Its duration is logged, for the same reason. The per-chapter
-    summary waits for :func:`log_output_summary`.
-    """
+    """``env-updated``, every build: each chapter's outputs against its expected outputs
+    (``coursebook_accept_outputs``: written instead; ``coursebook_verify_outputs`` off: not
+    compared). Its duration is logged for ``make bench``; the per-chapter summary waits for
+    :func:`log_output_summary`."""
     config = book_config(app.config)
     if not (config.verify_outputs or config.accept_outputs):
         return

@@ -75,8 +75,7 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
         blocks = list(box.findall(nodes.literal_block))
         if CHANGED_CLASS not in box["classes"] or len(blocks) != 2:
             continue
-        old_runs, new_runs = changed_words(blocks[0].astext(), blocks[1].astext())
-        for block, runs in zip(blocks, (old_runs, new_runs)):
+        for block, runs in zip(blocks, changed_words(blocks[0].astext(), blocks[1].astext())):
             block.replace_self(highlighted_block(runs))
 
 
