@@ -73,11 +73,11 @@ def field_line(path: Path, name: str, record: int | None = None, table: str = ""
     return (found if found is not None else start) + 1
 
 
-def _fault(path: Path, message: str, name: str = "", record: int | None = None,
-           table: str = "", array: str = "records") -> ExhibitError:
-    """An exhibit error located at a field of its TOML file, named after ``table``."""
-    line = field_line(path, name, record, table, array) if name else 1
-    return ExhibitError(f"{table}: {message}" if table else message, path, line)
+def _fault(path: Path, message: str, name: str, record: int | None = None,
+           table: str = "") -> ExhibitError:
+    """An exhibit error located at a field of its TOML file, named after its table or record."""
+    where = f"{table}: " if table else (f"records[{record}]: " if record is not None else "")
+    return ExhibitError(where + message, path, field_line(path, name, record, table))
 
 
 @dataclass(frozen=True)
@@ -220,22 +220,19 @@ def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
 
 def _require(path: Path, table: dict, name: str, kind: type, record: int | None = None,
              section: str = "") -> object:
-    where = f"records[{record}]: " if record is not None else ""
     if name not in table:
-        raise _fault(path, f"{where}field '{name}' is missing", name, record, section)
+        raise _fault(path, f"field '{name}' is missing", name, record, section)
     value = table[name]
     if not isinstance(value, kind) or (kind is str and not value.strip() and name != "date"):
-        raise _fault(path, f"{where}field '{name}' must be a non-empty {kind.__name__}",
-                     name, record, section)
+        raise _fault(path, f"field '{name}' must be a non-empty {kind.__name__}", name, record,
+                     section)
     return value
 
 
 def _choice(path: Path, name: str, value: str, allowed: tuple[str, ...],
             record: int | None = None) -> None:
     if value not in allowed:
-        where = f"records[{record}]: " if record is not None else ""
-        raise _fault(path, f"{where}field '{name}' is {value!r}, expected one of {allowed}",
-                     name, record)
+        raise _fault(path, f"field '{name}' is {value!r}, expected one of {allowed}", name, record)
 
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column \d+\)")
@@ -270,8 +267,8 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
         _choice(path, "source", fields["source"], RECORD_SOURCES, index)
         records.append(ErrorRecord(**fields))
     if sum(r.source == "museum" for r in records) != 1:
-        raise _fault(path, "field 'records' needs exactly one record with source 'museum'",
-                     "source", 0)
+        raise ExhibitError("field 'records' needs exactly one record with source 'museum'", path,
+                           field_line(path, "source", 0))
     taught_in = table.get("taught_in", [])
     if not isinstance(taught_in, list) or not all(isinstance(label, str) for label in taught_in):
         raise _fault(path, "field 'taught_in' must be a list of section labels", "taught_in")
@@ -720,9 +717,9 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         f"{run}:\n\n"
         f"```text\n{museum.type}: {museum.message}\n```\n:::")]
     if rerun is not None:  # the museum's code run again, its error checked
-        cells += [_markdown(f"**The museum's code, run again.** {rerun.note}\n\nIn a fresh "
-                            "Python process, this set-up, then the museum's code above:\n\n"
-                            f"```python\n{rerun.setup}\n```"),
+        where = "In a fresh Python process, this set-up, then the museum's code above"
+        cells += [_markdown(f"**The museum's code, run again.** {rerun.note}\n\n"
+                            + _shown_code(rerun.setup, where)),
                   _rerun_cell(exhibit, rerun),
                   _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *_stand_in_only(rerun)),
                   _expected_error_note(exhibit, museum)]
