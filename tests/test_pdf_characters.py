@@ -17,8 +17,7 @@ from test_handouts import build_handouts
 from test_pdf import build_pdf
 
 from conftest import TINY_BOOK
-from coursebook.render.missing_characters import locate_characters
-from coursebook.render.pdf_checks import Problem, pdf_text
+from coursebook.render.pdf_checks import Problem, locate_characters, pdf_text
 
 PRINTED = "✓ done — 你好 🙂 α∇∑"
 # Supplementary Private Use Area-B: no installed font has it (the test checks).

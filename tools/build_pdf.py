@@ -29,8 +29,7 @@ use_book_environment()
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.model.faults import shown_path
 from coursebook.render.handouts import MANIFEST
-from coursebook.render.missing_characters import locate_characters
-from coursebook.render.pdf_checks import POPPLER, check_pdf, locate_chapters
+from coursebook.render.pdf_checks import POPPLER, check_pdf, locate_chapters, locate_characters
 from coursebook.render.pdf_fonts import ENGINE, families, missing_fonts
 
 ROOT = Path(__file__).resolve().parent.parent
