@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -281,11 +282,11 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
     return Exhibit(path=path, wing=path.parent.name, records=tuple(records),
                    runs_in_every_build=kinds[values["runs_on"]].stand_in,
                    taught_in=tuple(taught_in),
-                   cpu=_cpu_reproduction(path, _section(path, table, "cpu")),
+                   cpu=_section(path, table, "cpu", _cpu_reproduction),
                    reader_records=tuple((runtime.reader_label, record) for runtime in readers
                                         for record in records if record.torch == runtime.torch),
-                   museum_fix=_museum_fix(path, _section(path, table, "museum_fix")),
-                   museum_rerun=_museum_rerun(path, _section(path, table, "museum_rerun"), values),
+                   museum_fix=_section(path, table, "museum_fix", _museum_fix),
+                   museum_rerun=_section(path, table, "museum_rerun", _museum_rerun, values),
                    fix_in_fresh_runtime=_flag(path, table, "fix_in_fresh_runtime"),
                    download_environment=tuple(next(
                        (k.environment for k in kinds.values() if k.stand_in), {}).items()),
@@ -323,17 +324,17 @@ def _text(path: Path, table: dict, name: str, section: str) -> str:
     return _require(path, table, name, str, section=section).strip("\n")
 
 
-def _section(path: Path, table: dict, name: str) -> dict | None:
-    """An optional ``[name]`` table (None when absent)."""
+def _section(path: Path, table: dict, name: str, read: Callable, *args: object) -> object:
+    """An optional ``[name]`` table, as ``read`` makes it (None when absent)."""
     section = table.get(name)
-    if section is not None and not isinstance(section, dict):
-        raise _fault(path, f"field '{name}' must be a table", name)
-    return section
-
-
-def _museum_fix(path: Path, table: dict | None) -> MuseumFix | None:
-    if table is None:
+    if section is None:
         return None
+    if not isinstance(section, dict):
+        raise _fault(path, f"field '{name}' must be a table", name)
+    return read(path, section, *args)
+
+
+def _museum_fix(path: Path, table: dict) -> MuseumFix:
     return MuseumFix(*(_text(path, table, name, "museum_fix")
                        for name in ("note", "code", "changed")))
 
@@ -355,9 +356,7 @@ def _runnable(path: Path, name: str, code: str, section: str = "") -> None:
                          "fresh Python", name, table=section)
 
 
-def _museum_rerun(path: Path, table: dict | None, values: dict) -> MuseumRerun | None:
-    if table is None:
-        return None
+def _museum_rerun(path: Path, table: dict, values: dict) -> MuseumRerun:
     if "fix_setup" in table:  # the fix runs after the failing code, as the page shows it
         raise _fault(path, "field 'fix_setup' is gone: the fix is checked after "
                      "the failing code, in its process (or alone, with fix_in_fresh_runtime = "
@@ -380,9 +379,7 @@ def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
                       f"{old.note}\n\n```python\n{old.code}\n```\n\n{old.changed}")]
 
 
-def _cpu_reproduction(path: Path, table: dict | None) -> CpuReproduction | None:
-    if table is None:
-        return None
+def _cpu_reproduction(path: Path, table: dict) -> CpuReproduction:
     fields: dict = {name: _text(path, table, name, "cpu") for name in
                     ("note", "reproduction", "fix_note", "fix") if name == "note" or name in table}
     for name in ("reproduction", "fix"):
