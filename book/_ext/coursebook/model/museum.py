@@ -621,8 +621,6 @@ def _in_fresh_python(exhibit: Exhibit, code: str, *tags: str,
     return cell
 
 
-
-
 def _fresh_python_call(code: str, side: SideEnvironment | None = None) -> str:
     named = f", side_environment={side.name!r}" if side else ""
     return ("from coursebook.exhibit_checks import run_in_fresh_python\n"
@@ -664,7 +662,6 @@ def _download_source(code: str, side: SideEnvironment | None,
 def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
     """The code a hidden cell runs, as the reader sees it."""
     return f"{where}:\n\n```python\n{code}\n```"
-
 
 
 def _stand_in_only(rerun: MuseumRerun) -> tuple[str, ...]:
