@@ -95,6 +95,7 @@ def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[st
     machines: dict[str, MachineKind] = {}
     for index, table in enumerate(_read(path).get("kind", [])):
         where = f"[[kind]] {index + 1}: "
+        need = functools.partial(_need, path, where, table)
         runtime = table.get("runtime", "")
         pythons = tuple(table.get("pythons", ()))
         if runtime:
@@ -102,13 +103,10 @@ def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[st
             pythons = tuple(sorted({python, *pythons}, key=lambda v: tuple(map(int, v.split(".")))))
         platforms = tuple(table.get("platforms", ()))
         if "glibc" in table:
-            platforms = manylinux_platforms(_need(path, where, table, "glibc", str),
-                                            _need(path, where, table, "arch", str))
+            platforms = manylinux_platforms(need("glibc", str), need("arch", str))
         machine = MachineKind(
-            name=_need(path, where, table, "name", str),
-            label=_need(path, where, table, "label", str),
-            platform=_need(path, where, table, "platform", str),
-            probe=_need(path, where, table, "probe", str),
+            name=need("name", str), label=need("label", str),
+            platform=need("platform", str), probe=need("probe", str),
             device_kind=table.get("device_kind", ""),
             stand_in=bool(table.get("stand_in", False)),
             environment=dict(table.get("environment", {})),
