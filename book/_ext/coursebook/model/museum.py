@@ -559,15 +559,16 @@ def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
 
 def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
     """The cells that show one exhibit and prove its error and its fix on this build."""
-    return [
-        _markdown(f"{_heading(exhibit, total)}\n\n**The failing code**"),
-        _code(exhibit.failing_code, RAISES_TAG),
-        _check_cell(exhibit, exhibit.record_for(torch_version)),
-        _expected_error_note(exhibit, exhibit.record_for(torch_version)),
-        *_fix_cells(exhibit),
-        *_museum_fix_history(exhibit),
-        *_claim_cells(exhibit.claims),
-    ]
+    record = exhibit.record_for(torch_version)
+    if exhibit.fix_in_fresh_runtime:
+        fix = f"{_FRESH_RUNTIME} {exhibit.fix_note}\n\n{_shown_code(exhibit.fix_code)}"
+        fix_ran = _fix_ran_cell(FRESH_PYTHON_TAG)
+    else:
+        fix, fix_ran = f"**The fix.** {exhibit.fix_note}", _fix_ran_cell()
+    return [_markdown(f"{_heading(exhibit, total)}\n\n**The failing code**"),
+            _code(exhibit.failing_code, RAISES_TAG), _check_cell(exhibit, record),
+            _expected_error_note(exhibit, record), _markdown(fix), _fix_cell(exhibit), fix_ran,
+            *_museum_fix_history(exhibit), *_claim_cells(exhibit.claims)]
 
 
 _FRESH_RUNTIME = "**The fix, in a fresh runtime.**"
@@ -579,14 +580,6 @@ def _fix_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
     if exhibit.fix_in_fresh_runtime:
         return _in_fresh_python(exhibit, exhibit.fix_code)
     return _code(exhibit.fix_code)
-
-
-def _fix_cells(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
-    """The fix and the proof that it ran."""
-    if not exhibit.fix_in_fresh_runtime:
-        return [_markdown(f"**The fix.** {exhibit.fix_note}"), _fix_cell(exhibit), _fix_ran_cell()]
-    return [_markdown(f"{_FRESH_RUNTIME} {exhibit.fix_note}\n\n{_shown_code(exhibit.fix_code)}"),
-            _fix_cell(exhibit), _fix_ran_cell(FRESH_PYTHON_TAG)]
 
 
 # Cell metadata: the code a download runs instead of the cell's (which needs the book).
