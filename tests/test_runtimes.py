@@ -18,10 +18,16 @@ from conftest import BOOK, ROOT, RUNTIMES_FILE, book_museum, load_tool
 from coursebook.model.museum import write_records
 from coursebook.model.notebooks import is_chapter_source, read_chapter
 from coursebook.model.recordings import PROVENANCE_KEY
-from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release
+from coursebook.model.runtimes import (
+    Runtime,
+    RuntimeFileError,
+    load_runtimes,
+    reader_runtimes,
+    release,
+)
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
-from coursebook.verify.expectations import expectations_path, read_expectations
+from coursebook.verify.expectations import Expectations, expectations_path, read_expectations
 from coursebook.verify.other_torches import (
     OtherTorch,
     Standing,
@@ -100,6 +106,19 @@ def test_a_pin_the_list_lacks_stops_with_one_line(tmp_path, capsys):
                          "--check"]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "pins jaxtyping, which" in error and "pip-freeze.txt" in error
+
+
+def test_a_missing_field_is_placed_in_its_own_table(tmp_path):
+    """Not at the same field of a later table: the error points where the field belongs."""
+    first, text = next(iter(load_runtimes(RUNTIMES_FILE))), RUNTIMES_FILE.read_text()
+    start = text.index(f"[{first}]")
+    title = text.index("\ntitle = ", start) + 1
+    planted = tmp_path / "runtimes.toml"
+    planted.write_text(text[:title] + text[text.index("\n", title) + 1:])
+    with pytest.raises(RuntimeFileError) as error:
+        load_runtimes(planted)
+    header = text[:start].count("\n") + 1
+    assert str(error.value) == f"{planted}:{header}: [{first}]: field 'title' must be a str"
 
 
 # --- Every declared runtime has its committed expectations ------------------------------
@@ -265,6 +284,18 @@ def test_a_download_cell_that_differs_from_its_expectation_is_named(capsys):
     out = capsys.readouterr().out
     assert "1 different" in out and f"`{run.outputs[planted].first_line}`" in out
     assert "+planted" in out
+
+
+def test_the_summary_counts_a_varying_output_by_its_pattern():
+    """A ``(varies)`` entry is a pattern in the summary's counts, as in the comparison."""
+    student = Edition.STUDENT.value
+    expectations = Expectations()
+    expectations.by_edition[student] = {"a": "took <duration>", "b": "2"}
+    expectations.varying[student] = {"a"}
+    outputs = [CellOutput("a", 1, "timed()", "took 1.5 ms"), CellOutput("b", 2, "1 + 1", "2")]
+    assert verify._same(expectations, outputs) == (2, 0)
+    outputs[0] = CellOutput("a", 1, "timed()", "took a while")
+    assert verify._same(expectations, outputs) == (1, 1)
 
 
 def test_an_exhibit_that_differs_from_its_record_is_named(capsys):
