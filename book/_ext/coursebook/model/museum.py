@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 
 from coursebook.model.claims import Claim, toml_claim
-from coursebook.model.faults import BookError, shown_path
+from coursebook.model.faults import BookError, field_line, shown_path
 from coursebook.model.machine_kinds import MachineKind
 from coursebook.model.notebooks import (
     BOOK_ONLY_TAG,
@@ -48,30 +48,6 @@ _WING_FIELDS = ("name", "title", "tagline", "introduction", "rooms")
 
 class ExhibitError(BookError):
     """An exhibit or museum marker that cannot be placed; the build logs it as an error."""
-
-
-def field_line(path: Path, name: str, record: int | None = None, table: str = "",
-               array: str = "records") -> int:
-    """The line of ``path`` where field ``name`` is set (in ``[[records]]``, or another
-    ``array`` of tables, number ``record``, or in ``[table]``); else the line opening that
-    table; 1 when neither is found."""
-    try:
-        lines = path.read_text(encoding="utf8").splitlines()
-    except OSError:
-        return 0
-    start = 0
-    header = f"[[{array}]]" if record is not None else (f"[{table}]" if table else "")
-    if header:
-        openings = [i for i, line in enumerate(lines) if line.strip() == header]
-        index = record if record is not None else 0
-        if index >= len(openings):
-            return 1
-        start = openings[index]
-    end = next((i for i in range(start + 1 if header else 0, len(lines))
-                if lines[i].lstrip().startswith("[")), len(lines))
-    setting = re.compile(rf"^\s*{re.escape(name)}\s*=")
-    found = next((i for i in range(start, end) if setting.match(lines[i])), None)
-    return (found if found is not None else start) + 1
 
 
 def _fault(path: Path, message: str, name: str, record: int | None = None,

@@ -13,12 +13,11 @@ and says how the book verifies it (``verified_by``):
 from __future__ import annotations
 
 import functools
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coursebook.model.faults import BookError
+from coursebook.model.faults import BookError, field_line
 from coursebook.model.versions import package_key, release
 
 RUNTIMES_FILE = Path(__file__).resolve().parents[4] / "tools" / "runtimes.toml"
@@ -77,13 +76,6 @@ class Runtime:
         return lines
 
 
-def _line_of(path: Path, table: str, name: str) -> int:
-    lines = path.read_text(encoding="utf8").splitlines()
-    start = next((i for i, line in enumerate(lines) if line.strip() == f"[{table}]"), 0)
-    return next((index + 1 for index in range(start, len(lines))
-                 if re.match(rf"\s*{re.escape(name)}\s*=", lines[index])), start + 1)
-
-
 @functools.lru_cache(maxsize=None)
 def load_runtimes(path: Path = RUNTIMES_FILE) -> dict[str, Runtime]:
     """Every declared runtime, in the file's order (read once per file)."""
@@ -96,15 +88,15 @@ def load_runtimes(path: Path = RUNTIMES_FILE) -> dict[str, Runtime]:
         for key, kind in _FIELDS.items():
             if not isinstance(table.get(key), kind):
                 raise RuntimeFileError(f"[{name}]: field '{key}' must be a {kind.__name__}",
-                                       path, _line_of(path, name, key))
+                                       path, field_line(path, key, table=name))
         if table["verified_by"] not in VERIFIED_BY:
             raise RuntimeFileError(f"[{name}]: field 'verified_by' is {table['verified_by']!r}, "
                                    f"expected one of {VERIFIED_BY}", path,
-                                   _line_of(path, name, "verified_by"))
+                                   field_line(path, "verified_by", table=name))
         device_only = table.get("device_only", [])
         if not isinstance(device_only, list) or not set(device_only) <= set(table["packages"]):
             raise RuntimeFileError(f"[{name}]: field 'device_only' must list names of its "
-                                   "packages", path, _line_of(path, name, "device_only"))
+                                   "packages", path, field_line(path, "device_only", table=name))
         runtimes[name] = Runtime(name=name, packages={k: str(v) for k, v in
                                                       table["packages"].items()},
                                  adds={k: str(v) for k, v in table.get("adds", {}).items()},
