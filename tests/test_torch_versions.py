@@ -7,7 +7,8 @@ import shutil
 import pytest
 from bs4 import BeautifulSoup
 
-from conftest import BOOK, EXHIBITS, book_museum, copy_of_built_cache, sphinx_build
+from conftest import BOOK, EXHIBITS, RUNTIMES_FILE, book_museum, copy_of_built_cache, sphinx_build
+from coursebook.model.runtimes import reader_runtimes
 from coursebook.verify.torch_versions import comparable
 
 WARNING = ("UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being "
@@ -122,3 +123,21 @@ def test_an_exhibit_is_listed_once_per_pair_of_versions(built, tmp_path):
     links = [title.select_one("a.reference")["href"].split("#")[-1]
              for title, _, _ in _pairs(str(section)) if title.select_one("a.reference")]
     assert links.count(exhibit.label) == 1, links
+
+
+@pytest.mark.slow
+def test_the_instructor_page_names_the_runtimes_its_download_was_verified_on(built):
+    """A runtime readers use ran the chapter's student download: the instructor page names
+    it as such (its answers are verified on the build's torches only); the student page
+    names the build's torch alone."""
+    named = 0
+    for runtime in reader_runtimes(RUNTIMES_FILE):
+        for expected in sorted((BOOK / "expected" / f"torch-{runtime.torch}").glob("*.txt")):
+            pages = {edition: BeautifulSoup((built[edition].outdir / "html" / f"{expected.stem}"
+                                             ".html").read_text(encoding="utf8"), "html.parser")
+                     for edition in ("instructor", "student")}
+            line = pages["instructor"].select_one("p.verified-on").get_text(" ", strip=True)
+            assert f"as the student download on {runtime.reader_label}" in line, line
+            assert runtime.torch not in pages["student"].select_one("p.verified-on").get_text()
+            named += 1
+    assert named
