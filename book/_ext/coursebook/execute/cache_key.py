@@ -41,8 +41,8 @@ def set_execution_versions(app: Sphinx, config) -> None:
 
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # the package root: kernels import its top-level modules
-_BOOK_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{_PACKAGE.name}\.(\w+)", re.M)
-_RELATIVE_IMPORT = re.compile(r"^\s*from\s+\.(\w+)\s+import", re.M)
+_BOOK_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{_PACKAGE.name}\.([\w.]+)", re.M)
+_RELATIVE_IMPORT = re.compile(r"^\s*from\s+(\.+)([\w.]+)\s+import", re.M)
 
 
 def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
@@ -55,12 +55,14 @@ def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
                for name in _BOOK_IMPORT.findall(cell.source)]
     seen: dict[str, str] = {}
     while pending:
-        name = pending.pop()
-        path = _PACKAGE / f"{name}.py"
+        name = pending.pop()  # dotted, from the package root: model.outputs
+        path = _PACKAGE.joinpath(*name.split(".")).with_suffix(".py")
         if name in seen or not path.is_file():
             continue
         seen[name] = path.read_text(encoding="utf8")
-        pending += _RELATIVE_IMPORT.findall(seen[name])
+        package = name.split(".")[:-1]
+        pending += [".".join([*package[:len(package) + 1 - len(dots)], module])
+                    for dots, module in _RELATIVE_IMPORT.findall(seen[name])]
     if not seen:
         return None
     return hashlib.sha256("".join(seen[name] for name in sorted(seen)).encode()).hexdigest()[:16]
