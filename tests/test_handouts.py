@@ -243,3 +243,14 @@ def test_the_log_names_the_latex_folder_and_says_what_the_audit_found(tiny_book,
     assert "The LaTeX files are in" in log and "latexpdf" not in log
     # The audit's one line, also when it finds nothing.
     assert "handouts: answer audit of 1 student handout(s): no answer found" in log
+
+
+@pytest.mark.slow
+def test_a_chapter_title_with_latex_specials_typesets_as_written(tiny_book, tmp_path):
+    title = r"Datasets & loaders: 100% of x_1, #1 {a} ~b^c \d"
+    chapter_file = tiny_book / "chapter.md"
+    chapter_file.write_text(chapter_file.read_text().replace("# A tiny chapter", f"# {title}"))
+    code, log = build_handouts("student", tiny_book, tmp_path / "build", tmp_path / "cache")
+    assert code == 0, log[-3000:]
+    pdf = tmp_path / "build" / "student" / "pdf" / "handouts" / "chapter.pdf"
+    assert title in " ".join(pdf_text(pdf).split())

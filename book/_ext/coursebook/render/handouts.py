@@ -75,11 +75,13 @@ def handouts(app: Sphinx, env) -> list[Handout]:
 def set_handout_documents(app: Sphinx, env) -> list[str]:
     """``env-updated`` (after reading, before the LaTeX builder takes its documents).
 
-    "howto": a chapter's sections run on, rather than each opening a new page.
+    "howto": a chapter's sections run on, rather than each opening a new page. The title
+    is LaTeX there (Sphinx's ``latex_documents``): ``&`` or ``_`` in it is escaped.
     """
     if book_config(app.config).handouts and app.builder.name == "latex":
         app.config.latex_documents = [
-            (handout.docname, handout.target, handout.title, app.config.author, "howto")
+            (handout.docname, handout.target, escape(handout.title, app.config.latex_engine),
+             app.config.author, "howto")
             for handout in handouts(app, env)]
     return []
 
