@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -23,6 +24,7 @@ from coursebook.execute.kernel_pool import (
     make_pool,
     start_kernel_forkserver,
     stop_kernel_forkserver,
+    take_waiting_kernel,
 )
 from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
 from coursebook.prepare.chapters import executes_when_read
@@ -212,3 +214,29 @@ def test_a_chapter_starts_its_own_kernel_when_the_server_is_gone(tmp_path):
         (pool / SERVER).read_text().replace(str(server.pid), str(2 ** 22 + 1)))
     server.kill()  # its socket unanswered, and its pid gone
     assert fork_kernel(pool, str(tmp_path), None) is None
+
+
+def test_no_kernel_is_forked_from_a_server_whose_imports_were_upgraded(tmp_path, monkeypatch):
+    """A package upgraded while the preview's server runs (its files replaced): the
+    server's kernels hold the old one, while the cache key names the new one. A chapter
+    starts a kernel of its own then, and the waiting kernel is not taken."""
+    (tmp_path / "site").mkdir()
+    module = tmp_path / "site" / "upgraded_here.py"
+    module.write_text("VERSION = 1\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "site"),
+                                                      os.environ.get("PYTHONPATH", "")]))
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    server = start_kernel_forkserver(pool, ["upgraded_here"], keep=tmp_path)
+    try:
+        kernel = fork_kernel(pool, str(tmp_path), None)
+        assert "True 1" in _run(kernel, "import sys\nprint('upgraded_here' in sys.modules, end=' ')\n"
+                                          "import upgraded_here\nprint(upgraded_here.VERSION)")
+        upgrade = tmp_path / "site" / "upgrade.tmp"
+        upgrade.write_text("VERSION = 2\n")
+        upgrade.replace(module)  # as an installer does
+        assert fork_kernel(pool, str(tmp_path), None) is None
+        time.sleep(0.5)  # the server looks at least every 0.2 s
+        assert take_waiting_kernel(pool, str(tmp_path)) is None
+    finally:
+        stop_kernel_forkserver(pool, server)

@@ -14,7 +14,9 @@ Run as ``python -m coursebook.execute.kernel_forkserver`` (:func:`server_command
 imports only the standard library, so a kernel holds nothing of Sphinx or the extension.
 It ends, stopping its kernels, when stopped or when its starter ends (were it killed,
 ipykernel's parent poller stops them: ``JPY_PARENT_PID``). A request is a line of JSON on
-a Unix socket, ``{"cwd", "connection_file", "env"}``, answered with the kernel's pid. As
+a Unix socket, ``{"cwd", "connection_file", "env"}``, answered with the kernel's pid (0
+once a file of ``imports`` changed on disk, a package upgraded: a kernel would hold the
+old one, and the waiting kernel is withdrawn; chapters start their own). As
 each kernel's parent, the server writes its exit status to the pool's ``ended/<pid>`` (as
 ``Popen.returncode``) for the build that took it. With ``--keep`` it keeps one kernel
 forked ahead, recorded in the pool's ``ready/`` (:mod:`coursebook.execute.kernel_pool`).
@@ -50,7 +52,8 @@ def server_command(address: Path, pool: Path, imports: list[str], kernel_argumen
 
 def request_kernel(address: Path, cwd: str, connection_file: str,
                    env: dict[str, str] | None = None) -> int | None:
-    """A kernel forked by the server at ``address``: its pid (None: no server listens)."""
+    """A kernel forked by the server at ``address``: its pid (None: no server listens; 0:
+    it forks no more, its imports changed on disk)."""
     request = {"cwd": cwd, "connection_file": connection_file, "env": env}
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
@@ -88,6 +91,7 @@ def serve(args: argparse.Namespace) -> dict:
     listener.bind(str(args.address))
     listener.listen()
     kernels: set[int] = set()
+    imported = _files_now(args.imports)
     # Stopped (SIGTERM) or orphaned, the server stops its kernels: its own children, whose
     # pids it alone collects, so none is another process by then.
     signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool))
@@ -100,6 +104,14 @@ def serve(args: argparse.Namespace) -> dict:
         elif select.select([listener], [], [], 0.2)[0]:
             connection, _ = listener.accept()
             request = json.loads(connection.makefile("rb").readline())
+        if _files_now(args.imports) != imported:  # its kernels would hold the old code
+            args.keep = None
+            for ready in (pool / "ready").glob("*.json"):
+                ready.unlink(missing_ok=True)
+            if connection is not None:
+                with connection:
+                    connection.sendall(json.dumps({"pid": 0}).encode() + b"\n")
+            continue
         if request is None:
             continue
         pid = os.fork()
@@ -119,6 +131,18 @@ def serve(args: argparse.Namespace) -> dict:
             with connection:
                 connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
     _stop(kernels, pool)
+
+
+def _files_now(names: list[str]) -> list[tuple[int, int] | None]:
+    """The files of the modules imported ahead, as on disk now (an upgrade replaces them)."""
+    stamps = []
+    for name in names:
+        try:
+            found = os.stat(sys.modules[name].__file__)
+            stamps.append((found.st_ino, found.st_mtime_ns))
+        except (KeyError, AttributeError, TypeError, OSError):  # not imported, or no file
+            stamps.append(None)
+    return stamps
 
 
 def _reaped(pool: Path) -> set[int]:
