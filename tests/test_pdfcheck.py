@@ -47,10 +47,13 @@ def test_a_problem_is_located_in_the_chapter_file_whose_part_of_the_tex_it_is(tm
     log = tmp_path / "book.log"
     log.write_text("Overfull \\hbox (9.0pt too wide) in paragraph at lines 5--6\n"
                    "Overfull \\hbox (9.0pt too wide) in paragraph at lines 9--9\n"
-                   "Overfull \\hbox (9.0pt too wide) in paragraph at lines 1--1\n")
+                   "Overfull \\hbox (9.0pt too wide) in paragraph at lines 1--1\n"
+                   # A box of its own, as a display equation too wide: one line.
+                   "Overfull \\hbox (9.0pt too wide) detected at line 6\n")
     located = locate_chapters(log_problems(log), tmp_path / "book.pdf", tmp_path / "book.aux",
                               tex, lambda doc: f"book/{doc}.md")
-    assert [problem.chapter for problem in located] == ["book/pt01.md", "book/museum.md", ""]
+    assert [problem.chapter for problem in located] == ["book/pt01.md", "book/museum.md", "",
+                                                        "book/pt01.md"]
     assert str(located[0]).startswith("book/pt01.md: book.log: Overfull")
 
 

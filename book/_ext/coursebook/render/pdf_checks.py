@@ -71,12 +71,13 @@ def overflowing_words(pdf: Path, side: float = SIDE_MARGIN_PT,
 
 def log_problems(log: Path, limit: float = OVERFULL_LIMIT_PT) -> list[Problem]:
     """Overfull boxes wider than ``limit`` and missing glyphs, from a LaTeX log; each
-    overfull box keeps its ``.tex`` line, for :func:`locate_chapters`. The log names a
+    overfull box keeps its ``.tex`` line ("at lines 5--6": a paragraph; "detected at line
+    6": a box, a display equation say), for :func:`locate_chapters`. The log names a
     missing character once per font and place: each becomes one problem."""
     text = log.read_text(encoding="utf8", errors="replace")
     problems = [Problem(f"{log.name}: {m.group(0)}", tex_line=int(m.group(2)) if m.group(2) else None)
                 for m in re.finditer(r"Overfull \\hbox \((\d+(?:\.\d+)?)pt too wide\)"
-                                     r"(?:[^\n]*?lines (\d+)--)?[^\n]*", text)
+                                     r"(?:[^\n]*?lines? (\d+))?[^\n]*", text)
                 if float(m.group(1)) > limit]
     missing = dict.fromkeys(chr(int(code, 16)) for code in
                             re.findall(r"Missing character: There is no .*?\(U\+([0-9A-F]+)\)", text))
