@@ -133,6 +133,14 @@ def test_a_source_comment_without_an_address_is_not_counted_but_located(tiny_boo
     assert claims.cited == 0 and claims.unsourced == (_line_of(chapter, "% source: the"),)
 
 
+def test_an_empty_source_comment_after_a_cited_one_is_located_at_its_own_line(tiny_book):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, source=f"{SOURCE}\n\nA sentence whose source is missing.\n% source:")
+    text = chapter.read_text()
+    claims = chapter_claims(_notebook(text), text, {})
+    assert claims.cited == 1 and claims.unsourced == (_line_of(chapter, "% source:"),)
+
+
 def test_no_download_holds_a_claim_cell(tiny_book):
     chapter = tiny_book / "chapter.md"
     _with_claim(chapter)

@@ -95,7 +95,9 @@ def chapter_claims(notebook: nbformat.NotebookNode, chapter_text: str,
                 if CITED_URL.match(comment["url"]):
                     cited += 1
                 else:
-                    unsourced.append(line_in(chapter_text, comment[0]))
+                    # At its own place: an earlier comment may begin with the same text.
+                    unsourced.append(line_in(chapter_text, cell.source, comment.start())
+                                     or line_in(chapter_text, comment[0]))
         elif is_claim(cell):
             exhibits = from_exhibits.get(cell.source.strip())
             checked.append(ClaimCell(index, exhibits or _located(cell.source, prose, chapter_text)))
