@@ -100,6 +100,20 @@ def test_a_changed_output_and_a_new_cell_are_mismatches_with_a_diff(tmp_path):
     assert "has no expected output" in mismatches[1].diff(tmp_path / "pt01.txt")
 
 
+def test_a_line_the_file_cannot_hold_is_named_with_the_header_it_should_have(tmp_path):
+    """`make accept-outputs` reads the file before writing it, so it cannot mend one: the
+    message says how the header is written instead of sending there."""
+    from coursebook.verify.expectations import ExpectationsError
+
+    path = tmp_path / "chapter.txt"
+    path.write_text("# header\n\n=== cell 0000000a (varies) (student) · print(1)\n    1\n")
+    with pytest.raises(ExpectationsError) as error:
+        read_expectations(path)
+    assert str(error.value).startswith(f"{path}:3: ")
+    assert "=== cell KEY (student) (varies) · " in str(error.value)
+    assert "rewrite it with" not in str(error.value)
+
+
 def test_an_unverified_cell_needs_a_reason_and_is_not_compared():
     outputs = cell_outputs(_notebook(_code("%pip install x", [_stream("varies\n")],
                                            **{UNVERIFIED_KEY: "pip's output varies"})))

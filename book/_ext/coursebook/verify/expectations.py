@@ -186,9 +186,11 @@ def read_expectations(path: Path) -> Expectations | None:
             if current:
                 lines.append(line[len(_INDENT):])
         else:
-            raise ExpectationsError(f"{path}:{number}: expected an indented output line or "
-                                    "an '=== cell' header; rewrite it with "
-                                    f"`{ACCEPT_COMMAND}`")
+            # Accepting reads the file first: it cannot mend it.
+            raise ExpectationsError(
+                f"{path}:{number}: neither an indented output line nor a header `=== cell KEY "
+                "(student) (varies) · FIRST LINE` (edition and mark optional, in that order): "
+                f"correct it, or delete the file and accept anew with `{ACCEPT_COMMAND}`")
     close()
     return found
 
