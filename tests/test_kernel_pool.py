@@ -240,3 +240,28 @@ def test_no_kernel_is_forked_from_a_server_whose_imports_were_upgraded(tmp_path,
         assert take_waiting_kernel(pool, str(tmp_path)) is None
     finally:
         stop_kernel_forkserver(pool, server)
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGINT"])
+def test_a_stopped_build_leaves_no_socket_folder_of_its_kernel_server(tmp_path, signal_name):
+    """A server's socket lies in a temporary folder of its own: stopped with its build
+    (kill -9, or Ctrl-C and the build's one line), it leaves none behind."""
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    starter = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\nfrom pathlib import Path\n"
+         "from coursebook.execute.kernel_pool import start_kernel_forkserver\n"
+         "from coursebook.process.interrupt import stop_cleanly_on_interrupt\n"
+         "stop_cleanly_on_interrupt(None)\n"
+         f"server = start_kernel_forkserver(Path({str(pool)!r}), [])\n"
+         "print('started', flush=True)\ntime.sleep(60)\n"],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert starter.stdout.readline().strip() == "started"
+    assert fork_kernel(pool, str(tmp_path), None) is not None  # it serves
+    starter.send_signal(getattr(signal, signal_name))
+    starter.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    while list(tmp_path.glob("kernels-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not list(tmp_path.glob("kernels-*"))

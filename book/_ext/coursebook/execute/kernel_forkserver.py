@@ -31,6 +31,7 @@ import json
 import os
 import runpy
 import select
+import shutil
 import signal
 import socket
 import sys
@@ -94,7 +95,7 @@ def serve(args: argparse.Namespace) -> dict:
     imported = _files_now(args.imports)
     # Stopped (SIGTERM) or orphaned, the server stops its kernels: its own children, whose
     # pids it alone collects, so none is another process by then.
-    signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool))
+    signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool, args.address))
     while os.getppid() == args.parent:
         kernels -= _reaped(pool)
         request = connection = None
@@ -130,7 +131,7 @@ def serve(args: argparse.Namespace) -> dict:
         if connection is not None:
             with connection:
                 connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-    _stop(kernels, pool)
+    _stop(kernels, pool, args.address)
 
 
 def _files_now(names: list[str]) -> list[tuple[int, int] | None]:
@@ -158,9 +159,10 @@ def _reaped(pool: Path) -> set[int]:
     return ended
 
 
-def _stop(kernels: set[int], pool: Path) -> None:
+def _stop(kernels: set[int], pool: Path, address: Path) -> None:
     for pid in kernels - _reaped(pool):
         os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(address.parent, ignore_errors=True)  # its own: its starter may be gone
     # Not sys.exit: a Python holding torch takes a quarter of a second to unload it, and
     # the build that stops the server waits for it at its end. It holds nothing to flush.
     os._exit(0)

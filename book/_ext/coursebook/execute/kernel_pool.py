@@ -26,6 +26,7 @@ from pathlib import Path
 
 from coursebook.execute.kernel_forkserver import request_kernel, server_command, write_whole
 from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
+from coursebook.process.interrupt import remove_when_stopped
 
 POOL_ENV = "COURSEBOOK_KERNEL_POOL"
 PROVISIONER = "coursebook-pooled-kernel"  # pyproject's jupyter_client.kernel_provisioners entry:
@@ -107,6 +108,7 @@ def start_kernel_forkserver(pool: Path, imports: list[str],
     in ``keep`` kept in ``ready/``. It serves while this process lives."""
     # A Unix socket's path is short (about 100 bytes): in a folder of its own, this user's.
     address = Path(tempfile.mkdtemp(prefix="kernels-")) / "socket"
+    remove_when_stopped(address.parent)  # the server, killed with a stopped build, cannot
     server = subprocess.Popen(
         server_command(address, pool.resolve(), imports, KERNEL_ARGUMENTS, keep),
         cwd=pool, stdin=subprocess.DEVNULL, start_new_session=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -28,12 +29,20 @@ MESSAGE = ("Interrupted: the build stopped. The execution cache keeps only finis
            "so building again carries on from there.")
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_REMOVED_WHEN_STOPPED: list[os.PathLike] = []  # folders the processes ended here would remove
+
+
+def remove_when_stopped(folder: os.PathLike) -> None:
+    """``folder`` goes once a stop signal has ended this process's descendants."""
+    _REMOVED_WHEN_STOPPED.append(folder)
 
 
 def _wait_for_stop() -> None:
     received = signal.sigwait(STOP_SIGNALS)
     print(f"\n{MESSAGE}", file=sys.stderr, flush=True)
     end_descendants()
+    for folder in _REMOVED_WHEN_STOPPED:
+        shutil.rmtree(folder, ignore_errors=True)
     os._exit(128 + received)  # unwinding nbclient's event loop is what crashes
 
 
