@@ -275,3 +275,13 @@ def test_a_planted_spoiler_is_caught(tmp_path, fingerprints, chapter, evidence):
     no reveal control at all."""
     [leak] = audit_build(_with_pages(tmp_path, chapter), fingerprints)
     assert leak.path.name == "chapter.html" and evidence in leak.evidence, leak.evidence
+
+
+def test_a_spoiler_is_caught_where_its_target_shows_another_error_first(tmp_path, fingerprints):
+    """The exhibit's section shows a warning before the case's error: both are read."""
+    build = _with_pages(tmp_path, f"{_SEE_ALSO}{_CASE}")
+    museum = build / "html" / "museum.html"
+    museum.write_text(museum.read_text().replace(
+        '<h2>02</h2>', '<h2>02</h2><pre>UserWarning: this exhibit first warns about a copy</pre>'))
+    [leak] = audit_build(build, fingerprints)
+    assert "the link to 'museum.html#exhibit-02' comes before" in leak.evidence, leak.evidence

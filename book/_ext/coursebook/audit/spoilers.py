@@ -22,19 +22,22 @@ from urllib.parse import urldefrag
 from bs4 import BeautifulSoup, Tag
 
 HIDDEN_CELL = "div.cell.tag_hide-output"
-# An error or warning line as Python prints it, anywhere on a line ("Backward raised
-# RuntimeError: ..." included); its first words identify it across pages.
-_ERROR = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning))\s*:\s+(.+)")
+# An error or warning as Python prints it, anywhere on a line ("Backward raised
+# RuntimeError: ..." included); the first words after it, on its line, identify it across
+# pages. (The message is not part of the match: a page's text, whitespace collapsed, is one
+# line, and a match to its end would hide the errors after the first.)
+_ERROR = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning))\s*:\s+")
 SIGNATURE_WORDS = 6
 
 
 def error_signatures(text: str) -> set[str]:
     """The errors a text shows, each as its type and the first words of its message."""
     found = set()
-    for kind, message in _ERROR.findall(text):
-        words = re.findall(r"\w+", message)  # a page's markup may space out punctuation
+    for match in _ERROR.finditer(text):
+        # Words, not characters: a page's markup may space out punctuation.
+        words = re.findall(r"\w+", text[match.end():].partition("\n")[0])
         if len(words) >= SIGNATURE_WORDS:
-            found.add(f"{kind}: {' '.join(words[:SIGNATURE_WORDS])}")
+            found.add(f"{match[1]}: {' '.join(words[:SIGNATURE_WORDS])}")
     return found
 
 
