@@ -202,6 +202,22 @@ def test_the_audit_finds_an_answer_in_a_check_table(tmp_path):
         assert leaks and all("leaked.ipynb" in leak for leak in leaks), leaks
 
 
+def test_the_audit_reads_a_table_against_its_own_chapters_answer(tmp_path):
+    """Check names are unique in a chapter only: another chapter's check of the same name,
+    with another answer, hides no leak."""
+    book = tmp_path / "book"
+    book.mkdir()
+    spelled = CHAPTER.replace("ask: the shape of x @ w", "ask: the shape of x @ w, [5, 3]")
+    (book / "a.md").write_text(spelled)
+    (book / "b.md").write_text(CHAPTER.replace("answer: [5, 3]", "answer: [6, 3]")
+                               .replace("torch.zeros(5, 4)", "torch.zeros(6, 4)"))
+    build = tmp_path / "build"
+    build.mkdir()
+    nbformat.write(_editions(spelled)[Edition.STUDENT], build / "a.ipynb")
+    leaks = [str(leak) for leak in audit_check_tables(build, book)]
+    assert any("'tiny-shape'" in leak and "'[5, 3]'" in leak for leak in leaks), leaks
+
+
 @pytest.mark.slow
 def test_a_build_checks_every_answer_and_stops_at_a_wrong_one(tmp_path):
     book = tmp_path / "book"

@@ -17,6 +17,7 @@ import nbformat
 from coursebook.audit.answer_leaks import Leak
 from coursebook.model.answer_checks import AnswerCheck, notebook_checks
 from coursebook.model.notebooks import is_chapter_source, read_chapter
+from coursebook.self_check import digest
 
 ENTRY_FIELDS = {"digest", "tolerance", "hint", "ask"}
 _TABLE = re.compile(r"^CHECKS: dict\[str, dict\] = (\{.*?^\})$", re.S | re.M)
@@ -34,12 +35,14 @@ def answer_texts(answer) -> list[str]:
 
 
 def book_checks(book_dir: Path) -> dict[str, AnswerCheck]:
-    """Every checkable answer of the chapters under ``book_dir``, by name."""
+    """Every checkable answer of the chapters under ``book_dir``, by the digest a student
+    table holds of it (a name is unique in its chapter only; name and answer are not)."""
     found: dict[str, AnswerCheck] = {}
     for path in sorted(book_dir.rglob("*.md")):
         text = path.read_text(encoding="utf8")
         if "_build" not in path.parts and is_chapter_source(text):
-            found.update({check.name: check for check in notebook_checks(read_chapter(text))})
+            found.update({digest(check.name, check.answer, check.tolerance): check
+                          for check in notebook_checks(read_chapter(text))})
     return found
 
 
@@ -59,7 +62,7 @@ def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list
                                     f"{', '.join(sorted(ENTRY_FIELDS))} belong in a check"))
         if not _DIGEST.fullmatch(str(entry.get("digest", ""))):
             leaks.append(Leak(path, f"check '{name}': its digest is not a sha256 digest"))
-        check = checks.get(name)
+        check = checks.get(str(entry.get("digest")))
         shown = f"{entry.get('hint', '')} {entry.get('ask', '')}".lower()
         for text in answer_texts(check.answer) if check else []:
             if text in " ".join(shown.split()):
