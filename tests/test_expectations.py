@@ -207,3 +207,24 @@ def test_versions_sort_as_releases_and_a_text_that_names_none_goes_first():
     assert sorted(versions, key=version_key) == ["unrecorded", "2.9.0+cu128", "2.13.0", "2.14.1"]
     assert release("2.13.0+cpu") == "2.13.0"
     assert is_release("2.9.0+cu128") and not is_release("unrecorded")
+
+
+def _torch_file(folder, torch, entries):
+    path = folder / f"torch-{torch}" / "chapter.txt"
+    path.parent.mkdir(parents=True)
+    path.write_text("# header\n\n" + "".join(f"=== cell {key} · {first}\n    out\n"
+                                           for key, first in entries.items()))
+
+
+def test_a_stale_other_torch_counts_two_missing_cells_with_one_first_line_as_two(tmp_path):
+    from coursebook.verify.other_torches import OtherTorch, State, standing
+
+    # The same code twice (keys numbered), then code changed since: none has an entry there.
+    _torch_file(tmp_path, "2.13.0", {"0000000a.1": "print(x)", "0000000a.2": "print(x)",
+                                     "0000000c": "y = 1"})
+    _torch_file(tmp_path, "2.14.1", {"0000000c": "y = 1", "0000000b": "print(x)"})
+    found = standing("chapter", OtherTorch.of_version("2.14.1"), tmp_path, "2.13.0", set(), set())
+    assert found.state is State.STALE
+    assert "2 cell(s) without an entry (`print(x)`)" in found.message(), found.message()
+    assert "1 entry(ies) for code the chapter no longer has" in found.message()
+    assert "stale (3 cell(s) changed since)" in found.page_note()

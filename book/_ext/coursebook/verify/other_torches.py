@@ -99,6 +99,7 @@ class Standing:
 
 
 def _firsts(lines: tuple[str, ...], shown: int = 2) -> str:
+    lines = tuple(dict.fromkeys(lines))  # two cells may start alike
     named = ", ".join(f"`{line}`" for line in lines[:shown])
     return f" ({named}{', …' if len(lines) > shown else ''})"
 
@@ -131,14 +132,15 @@ def standing(chapter: str, other: OtherTorch, expected_dir: Path, build_torch: s
         return Standing(chapter, other, path, State.NOT_YET)
     editions = [Edition.STUDENT.value] if other.downloads else list(EDITIONS)
     skipped = checks | (book_only if other.downloads else set())
-    missing, orphaned = {}, {}  # first lines, each once, in order
+    missing, orphaned = {}, {}  # key: first line, each cell once (of both editions), in order
     for edition in editions:
         ours, there = ([key for key in found.by_edition[edition]
                         if key.split(".")[0] not in skipped] for found in (build, theirs))
-        missing.update(dict.fromkeys(build.first_lines[k] for k in ours if k not in there))
-        orphaned.update(dict.fromkeys(theirs.first_lines[k] for k in there if k not in ours))
+        missing.update({k: build.first_lines[k] for k in ours if k not in there})
+        orphaned.update({k: theirs.first_lines[k] for k in there if k not in ours})
     state = State.STALE if missing or orphaned else State.VERIFIED
-    return Standing(chapter, other, path, state, tuple(missing), tuple(orphaned))
+    return Standing(chapter, other, path, state, tuple(missing.values()),
+                    tuple(orphaned.values()))
 
 
 def standings(chapter: str, expected_dir: Path, build_torch: str, runtimes: tuple[Runtime, ...],
