@@ -145,6 +145,15 @@ def test_a_check_cell_shows_its_verdict_and_no_value():
     assert namespace["passes"]("tiny-grad", [1, 1]) is False
 
 
+def test_a_question_written_on_several_lines_stays_a_comment():
+    text = CHAPTER.replace("  ask: the shape of x @ w\n",
+                           "  ask: |\n    the shape of x @ w,\n    as a list\n")
+    [cell] = [cell for cell in _editions(text)[Edition.STUDENT].cells
+              if cell.metadata.get("tags") == ["self-check"]]
+    compile(cell.source, "the student's check cell", "exec")
+    assert '# the shape of x @ w, as a list' in cell.source
+
+
 def test_the_check_cell_is_plain_python():
     """It runs in a Python that has neither torch nor the book: nothing to install."""
     student = _editions()[Edition.STUDENT]

@@ -53,7 +53,7 @@ def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.Noteboo
             f'"the answer of check {check.name} does not pass its own check"' for check in checks]
     else:
         lines = ["# Check your answers: put each value in place of ... and run the cell."] + [
-            f'check("{check.name}", ...)  # {check.ask}' for check in checks]
+            f'check("{check.name}", ...)  # {" ".join(check.ask.split())}' for check in checks]
     return nbformat.v4.new_code_cell("\n".join(lines), metadata={"tags": [CHECK_TAG]})
 
 
