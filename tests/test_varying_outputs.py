@@ -96,6 +96,15 @@ def test_a_marked_entry_reads_back_and_a_pattern_holds_only_in_it(tmp_path):
     assert (again.by_edition, again.varying) == (expectations.by_edition, expectations.varying)
 
 
+def test_spaces_an_editor_leaves_after_an_entry_line_are_not_compared(tmp_path):
+    """A shown line never ends in spaces: a hand-marked line that does still matches."""
+    path = tmp_path / "chapter.txt"
+    path.write_text("# header\n\n=== cell 0000000a (varies) · print('cell a')\n"
+                    "    took <duration> \n=== cell 0000000b · print('cell b')\n    done\t\n")
+    outputs = [_output("0000000a", "took 3 ms"), _output("0000000b", "done")]
+    assert compare(read_expectations(path), "student", outputs) == []
+
+
 def test_accepting_keeps_a_pattern_the_output_still_matches(tmp_path):
     path = tmp_path / "chapter.txt"
     path.write_text("# header\n\n=== cell 0000000a (varies) · print('cell a')\n"

@@ -183,8 +183,8 @@ def read_expectations(path: Path) -> Expectations | None:
         elif line.startswith("#") and not current:
             continue  # the header, written anew by each acceptance
         elif line.startswith(_INDENT) or not line:
-            if current:
-                lines.append(line[len(_INDENT):])
+            if current:  # as shown_text, without trailing spaces (an editor's)
+                lines.append(line[len(_INDENT):].rstrip())
         else:
             # Accepting reads the file first: it cannot mend it.
             raise ExpectationsError(
