@@ -230,8 +230,8 @@ def test_no_kernel_is_forked_from_a_server_whose_imports_were_upgraded(tmp_path,
     server = start_kernel_forkserver(pool, ["upgraded_here"], keep=tmp_path)
     try:
         kernel = fork_kernel(pool, str(tmp_path), None)
-        assert "True 1" in _run(kernel, "import sys\nprint('upgraded_here' in sys.modules, end=' ')\n"
-                                          "import upgraded_here\nprint(upgraded_here.VERSION)")
+        assert "True 1" in _run(kernel, "import sys\nprint('upgraded_here' in sys.modules, "
+                                "end=' ')\nimport upgraded_here\nprint(upgraded_here.VERSION)")
         upgrade = tmp_path / "site" / "upgrade.tmp"
         upgrade.write_text("VERSION = 2\n")
         upgrade.replace(module)  # as an installer does
@@ -265,3 +265,50 @@ def test_a_stopped_build_leaves_no_socket_folder_of_its_kernel_server(tmp_path, 
     while list(tmp_path.glob("kernels-*")) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not list(tmp_path.glob("kernels-*"))
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
+def test_a_chapter_whose_kernel_server_stopped_with_another_build_is_told_so(
+        tmp_path, monkeypatch, signal_name):
+    """Both editions on one cold cache: one stopped (its server and every kernel it forked
+    end with it) while a chapter of the other runs in a kernel of that server. The cell
+    did nothing wrong; the advice says what happened, not to look for it in the cell."""
+    import threading
+
+    import nbformat
+
+    from coursebook.execute.kernel_pool import offer_waiting_kernels
+    from coursebook.execute.notebook_runs import run_notebook
+
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    starter = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\nfrom pathlib import Path\n"
+         "from coursebook.execute.kernel_pool import start_kernel_forkserver\n"
+         "from coursebook.process.interrupt import stop_cleanly_on_interrupt\n"
+         "stop_cleanly_on_interrupt(None)\n"
+         f"server = start_kernel_forkserver(Path({str(pool)!r}), [])\n"
+         "print('started', flush=True)\ntime.sleep(60)\n"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert starter.stdout.readline().strip() == "started"
+    for name in ("JUPYTER_PATH", "COURSEBOOK_KERNEL_POOL"):  # restored after the test
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    offer_waiting_kernels(pool)  # as the other build, on the same cache, does
+
+    def stop_the_starter() -> None:
+        while not list((pool / "taken").glob("*.json")):
+            time.sleep(0.05)
+        time.sleep(2)  # the cell is running
+        starter.send_signal(getattr(signal, signal_name))
+
+    threading.Thread(target=stop_the_starter, daemon=True).start()
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import time\ntime.sleep(30)")], metadata={"kernelspec": {
+            "name": "python3", "display_name": "Python 3", "language": "python"}})
+    _, stopped = run_notebook(notebook, cwd=str(tmp_path), timeout=60, allow_errors=False,
+                              meta_override=True)
+    starter.wait(timeout=10)
+    assert stopped is not None and stopped.error == "DeadKernelError"
+    assert "the build that started it stopped" in stopped.what, stopped.what
+    assert "Jupyter" not in stopped.what, stopped.what

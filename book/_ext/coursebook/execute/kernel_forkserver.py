@@ -127,7 +127,8 @@ def serve(args: argparse.Namespace) -> dict:
         if request.get("ready"):
             name = Path(request["connection_file"]).stem
             write_whole(pool / "ready" / f"{name}.json", json.dumps(
-                {"pid": pid, "cwd": request["cwd"], "connection_file": request["connection_file"]}))
+                {"pid": pid, "server": os.getpid(), "cwd": request["cwd"],
+                 "connection_file": request["connection_file"]}))
         if connection is not None:
             with connection:
                 connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")

@@ -73,7 +73,7 @@ def fork_kernel(pool: Path, cwd: str | None, env: dict[str, str] | None) -> dict
         time.sleep(0.05)
     if not pid:  # its imports changed on disk since it imported them
         return None
-    return _note_taken(pool, name, {"pid": pid, **kernel})
+    return _note_taken(pool, name, {"pid": pid, "server": server["pid"], **kernel})
 
 
 def make_pool(pool: Path) -> None:

@@ -21,7 +21,7 @@ from coursebook.execute.kernel_pool import (
     process_alive,
     take_waiting_kernel,
 )
-from coursebook.execute.notebook_runs import EXIT_STATUS_UNKNOWN
+from coursebook.execute.notebook_runs import EXIT_STATUS_UNKNOWN, SERVER_ENDED
 
 # The server collects an ended kernel's status within its 0.2 s poll; a server that is
 # gone too never does.
@@ -34,8 +34,8 @@ class _AdoptedProcess:
 
     stdin = stdout = stderr = None
 
-    def __init__(self, pid: int, pool: Path) -> None:
-        self.pid, self.pool = pid, pool
+    def __init__(self, pid: int, server: int, pool: Path) -> None:
+        self.pid, self.server, self.pool = pid, server, pool
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
@@ -52,7 +52,7 @@ class _AdoptedProcess:
                 return int(ended_path(self.pool, self.pid).read_text())
             except (OSError, ValueError):
                 if time.monotonic() >= deadline:
-                    return EXIT_STATUS_UNKNOWN
+                    return EXIT_STATUS_UNKNOWN if process_alive(self.server) else SERVER_ENDED
                 time.sleep(0.05)
 
     def wait(self) -> int:
@@ -82,7 +82,7 @@ class PooledKernelProvisioner(LocalProvisioner):
         connection = connection_of(kernel) if kernel else None
         if connection is None:
             return await super().launch_kernel(cmd, **kwargs)
-        self.process = _AdoptedProcess(kernel["pid"], Path(pool))
+        self.process = _AdoptedProcess(kernel["pid"], kernel["server"], Path(pool))
         self.pid = self.pgid = kernel["pid"]  # its own process group
         self.connection_info = {**connection, "key": connection["key"].encode()}
         return self.connection_info

@@ -23,6 +23,8 @@ from coursebook.execute.long_outputs import cut_long_outputs
 TIMEOUT_KEY = "execution_timeout"  # myst-nb's per-chapter setting, under `mystnb:`
 # What a kernel provisioner answers for a kernel that ended with no status to be had.
 EXIT_STATUS_UNKNOWN = -(1 << 16)
+# ... for a kernel whose forkserver ended too (it ends its kernels): another build's, stopped.
+SERVER_ENDED = -(1 << 17)
 # What a chapter's kernel is started with: not its own start-up notices (running over TCP,
 # say) in the build log.
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
@@ -52,6 +54,8 @@ class StoppedRun:
     def _ending(self) -> str:
         if self.exit_status is None:
             return "its exit status is unknown"
+        if self.exit_status == SERVER_ENDED:
+            return "with the kernel server it came from, as when the build that started it stopped"
         if self.exit_status >= 0:
             return f"exit code {self.exit_status}"
         number = -self.exit_status
@@ -62,6 +66,8 @@ class StoppedRun:
 
     @property
     def _advice(self) -> str:
+        if self.exit_status == SERVER_ENDED:
+            return "Nothing in the cell ended it: build again."
         if self.exit_status == -signal.SIGKILL:
             return ("SIGKILL usually comes from the out-of-memory killer: make the cell use "
                     "less memory (smaller tensors, batches or models), then build again.")
