@@ -15,14 +15,15 @@ import nbformat
 
 from coursebook.model.answer_checks import AnswerCheck, cell_checks
 
-# A value that is not the answer, of the same kind where possible.
-_CHANGED = '''def _changed(value):
+# A value that is not the answer, of the same kind where possible: numbers moved past the
+# check's tolerance (the grid its numbers are rounded to).
+_CHANGED = '''def _changed(value, tolerance):
     if hasattr(value, "detach"):
-        return value + 1
+        return value + 1 + 2 * tolerance
     if isinstance(value, bool):
         return not value
     if isinstance(value, (int, float)):
-        return value + 1
+        return value + 1 + 2 * tolerance
     if isinstance(value, str):
         return value + " (changed)"
     if isinstance(value, (list, tuple)):
@@ -54,7 +55,7 @@ def trial_cells(source: nbformat.NotebookNode) -> tuple[list, list[Trial]]:
             trials.append(Trial(check, len(cells)))
             cells.append(nbformat.v4.new_code_cell(
                 f'check("{check.name}", {check.value})\n'
-                f'check("{check.name}", _changed({check.value}))'))
+                f'check("{check.name}", _changed({check.value}, {check.tolerance!r}))'))
     return (cells if trials else []), trials
 
 
