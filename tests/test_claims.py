@@ -125,6 +125,19 @@ def test_the_claim_is_located_at_its_sentence_and_a_stray_fragment_at_its_cell(t
     assert chapter_claims(_notebook(text), text, {}).cited == 1
 
 
+def test_a_claim_in_a_rewritten_cell_is_located_at_its_own_sentence(tiny_book):
+    """The instructor edition boxes a markdown answer (its text is then not the file's):
+    its claim is at the answer's sentence, not at an earlier sentence quoting the same words."""
+    chapter = tiny_book / "chapter.md"
+    answer = "The tiny chapter's answer says that tripling doubles nothing whatsoever here.\n"
+    text = chapter.read_text().replace("A worked example.", "A worked example: tripling "
+                                       "doubles nothing?").replace(
+        answer, answer + "\n" + _claim_cell("tripling doubles nothing", "assert True"))
+    chapter.write_text(text)
+    [claim] = chapter_claims(_notebook(text, Edition.INSTRUCTOR), text, {}).checked
+    assert claim.claim.line == _line_of(chapter, answer)
+
+
 def test_a_source_comment_without_an_address_is_not_counted_but_located(tiny_book):
     chapter = tiny_book / "chapter.md"
     _with_claim(chapter, source="% source: the autograd notes")

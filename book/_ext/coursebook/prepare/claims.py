@@ -76,9 +76,10 @@ def _located(code: str, prose: list[str], chapter_text: str) -> Claim:
     if found is None:
         return Claim(says, line_of(code, chapter_text), check=code)
     text = prose[found.text]
-    # A markdown cell the edition rewrote (a boxed answer) is not in the file: its passage is.
-    line = (line_in(chapter_text, text, found.start)
-            or line_in(chapter_text, text[found.start:found.end]))
+    # The prose nearest above the check: its cell's text, or, for a markdown cell the edition
+    # rewrote (a boxed answer), its passage (the same words may be quoted earlier).
+    before = chapter_text.partition(code)[0]
+    line = line_in(before, text, found.start) or line_in(before, text[found.start:found.end])
     return Claim(says, line or line_of(code, chapter_text), found.sentence, code)
 
 
