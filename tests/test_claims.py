@@ -77,6 +77,12 @@ def test_a_fragment_is_found_in_its_sentence_whatever_the_markup(fragment):
     assert found is not None and found.sentence == PROSE
 
 
+def test_a_fragment_after_a_dot_inside_a_name_is_in_its_whole_sentence():
+    sentence = "Calling `torch.add` here sums two tensors."
+    found = find_in_prose("add here sums", ["An opening sentence. " + sentence])
+    assert found is not None and found.sentence == sentence
+
+
 def test_underscores_inside_names_count_and_roles_read_as_their_text():
     prose = "It keeps {term}`grad mode <grad mode>` and the `requires_grad` flag."
     assert find_in_prose("keeps grad mode and the requires_grad flag", [prose]) is not None

@@ -107,7 +107,8 @@ def normalised(text: str) -> tuple[str, list[int]]:
 
 def sentence_at(text: str, start: int, end: int) -> str:
     """The sentence of ``text`` around ``text[start:end]``, whitespace collapsed."""
-    begin = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
+    # Over the whole text: cut at ``start``, a full stop inside a name (`x.y`) ends the text.
+    begin = max((m.end() for m in _SENTENCE_END.finditer(text) if m.end() <= start), default=0)
     stop = next((m.end() for m in _SENTENCE_END.finditer(text, end)), len(text))
     return " ".join(text[begin:stop].split())
 
