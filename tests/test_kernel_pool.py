@@ -22,6 +22,7 @@ from coursebook.execute.kernel_pool import (
     connection_of,
     fork_kernel,
     make_pool,
+    process_alive,
     start_kernel_forkserver,
     stop_kernel_forkserver,
     take_waiting_kernel,
@@ -312,3 +313,37 @@ def test_a_chapter_whose_kernel_server_stopped_with_another_build_is_told_so(
     assert stopped is not None and stopped.error == "DeadKernelError"
     assert "the build that started it stopped" in stopped.what, stopped.what
     assert "Jupyter" not in stopped.what, stopped.what
+
+
+def test_a_stopped_build_leaves_no_kernel_it_took_from_another_builds_server(tmp_path):
+    """The kernel a build took from the other build's server is no process of its own
+    (the server forked it): stopped, the build cannot end it; the server does."""
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    server = start_kernel_forkserver(pool, [])
+    try:
+        taker = subprocess.Popen(
+            [sys.executable, "-c",
+             "import nbformat\nfrom pathlib import Path\n"
+             "from coursebook.execute.kernel_pool import offer_waiting_kernels\n"
+             "from coursebook.execute.notebook_runs import run_notebook\n"
+             "from coursebook.process.interrupt import stop_cleanly_on_interrupt\n"
+             "stop_cleanly_on_interrupt(None)\n"
+             f"offer_waiting_kernels(Path({str(pool)!r}))\n"
+             "notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(\n"
+             "    'import time\\ntime.sleep(60)')], metadata={'kernelspec': {\n"
+             "    'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}})\n"
+             f"run_notebook(notebook, cwd={str(tmp_path)!r}, timeout=120, allow_errors=False,\n"
+             "             meta_override=True)\n"], stderr=subprocess.DEVNULL)
+        while not list((pool / "taken").glob("*.json")):
+            time.sleep(0.05)
+        time.sleep(2)  # its cell is running
+        kernel = json.loads(next((pool / "taken").glob("*.json")).read_text())
+        taker.send_signal(signal.SIGTERM)
+        assert taker.wait(timeout=10) == 143
+        deadline = time.monotonic() + 3
+        while process_alive(kernel["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not process_alive(kernel["pid"])
+    finally:
+        stop_kernel_forkserver(pool, server)

@@ -16,10 +16,11 @@ It ends, stopping its kernels, when stopped or when its starter ends (were it ki
 ipykernel's parent poller stops them: ``JPY_PARENT_PID``). A request is a line of JSON on
 a Unix socket, ``{"cwd", "connection_file", "env"}``, answered with the kernel's pid (0
 once a file of ``imports`` changed on disk, a package upgraded: a kernel would hold the
-old one, and the waiting kernel is withdrawn; chapters start their own). As
-each kernel's parent, the server writes its exit status to the pool's ``ended/<pid>`` (as
-``Popen.returncode``) for the build that took it. With ``--keep`` it keeps one kernel
-forked ahead, recorded in the pool's ``ready/`` (:mod:`coursebook.execute.kernel_pool`).
+old one, and the waiting kernel is withdrawn; chapters start their own). As each
+kernel's parent, the server writes its exit status to the pool's ``ended/<pid>`` (as
+``Popen.returncode``) for the build that took it, and stops it once that build ended.
+With ``--keep`` it keeps one kernel forked ahead, recorded in the pool's ``ready/``
+(:mod:`coursebook.execute.kernel_pool`).
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def serve(args: argparse.Namespace) -> dict:
     signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool, args.address))
     while os.getppid() == args.parent:
         kernels -= _reaped(pool)
+        for pid in _left_by_takers(pool, kernels):
+            os.kill(pid, signal.SIGKILL)
         request = connection = None
         if args.keep and not any((pool / "ready").glob("*.json")):
             connection_file = pool.resolve() / "connections" / f"{uuid.uuid4().hex}.json"
@@ -145,6 +148,28 @@ def _files_now(names: list[str]) -> list[tuple[int, int] | None]:
         except (KeyError, AttributeError, TypeError, OSError):  # not imported, or no file
             stamps.append(None)
     return stamps
+
+
+def _left_by_takers(pool: Path, kernels: set[int]) -> list[int]:
+    """The kernels whose taker ended (a build stopped, which cannot end a kernel it did
+    not start): they run nobody's chapter any more."""
+    left = []
+    for taken in (pool / "taken").glob("*.json"):
+        with contextlib.suppress(ValueError, KeyError, OSError):  # its taker not yet noted
+            kernel = json.loads(taken.read_text())
+            if kernel["pid"] in kernels and not _alive(kernel["taker"]):
+                left.append(kernel["pid"])
+    return left
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        pass
+    return True
 
 
 def _reaped(pool: Path) -> set[int]:
