@@ -44,16 +44,24 @@ def _line_pattern(line: str) -> str:
 
 
 @lru_cache(maxsize=1024)
-def compiled(expected: str) -> re.Pattern[str]:
-    """The regular expression of a marked expected output (matched against ``text + "\\n"``)."""
-    return re.compile("".join("(?:[^\n]*\n)*" if line.strip() == ELLIPSIS
-                              else _line_pattern(line) + "\n"
-                              for line in expected.split("\n")))
+def _line_regex(line: str) -> re.Pattern[str] | None:
+    """A line of a marked expected output as a regular expression; None: a line of ``...``."""
+    return None if line.strip() == ELLIPSIS else re.compile(_line_pattern(line))
 
 
 def matches(expected: str, shown: str) -> bool:
-    """Whether an output matches a marked expected output."""
-    return compiled(expected).fullmatch(shown + "\n") is not None
+    """Whether an output matches a marked expected output. Line by line: one regular
+    expression would try every way several lines of ``...`` share a long output's lines."""
+    lines = shown.split("\n")
+    taken = [True] + [False] * len(lines)  # taken[j]: the lines so far can take j lines
+    for pattern in map(_line_regex, expected.split("\n")):
+        if pattern is None:
+            for j in range(len(lines)):
+                taken[j + 1] = taken[j + 1] or taken[j]
+        else:
+            taken = [False] + [taken[j] and pattern.fullmatch(line) is not None
+                               for j, line in enumerate(lines)]
+    return taken[-1]
 
 
 def _tokens(line: str) -> list[tuple[str, str]]:
