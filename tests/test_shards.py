@@ -234,3 +234,20 @@ def test_three_shards_merged_build_what_one_machine_builds(tmp_path):
     shutil.rmtree(Shard(3, 3).cache(shards_dir))
     _one_message(_shards("merge", "3", "--into", str(tmp_path / "m5"), book=book,
                          shards_dir=shards_dir), "shard 3/3's cache is missing")
+
+
+def test_a_chapter_executed_without_a_build_keeps_its_own_time_limit(tmp_path):
+    """A chapter that raised its limit in its top matter (`mystnb: {execution_timeout: …}`,
+    as a timed-out build advises) runs under it in shards and `pytest book` too."""
+    import nbformat
+
+    from coursebook.execute.fill_cache import execute_into_cache
+
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(3)")],
+        metadata={"mystnb": {"execution_timeout": 30}, "kernelspec": {
+            "name": "python3", "display_name": "Python 3", "language": "python"}})
+    (tmp_path / "chapter.md").write_text("")
+    executed, seconds = execute_into_cache(tmp_path / "cache", notebook,
+                                           tmp_path / "chapter.md", timeout=1)
+    assert seconds is not None and seconds >= 3

@@ -16,7 +16,7 @@ import nbformat
 
 from coursebook.config import BookConfig
 from coursebook.execute.cache_key import environment_versions, key_execution_versions
-from coursebook.execute.notebook_runs import run_notebook
+from coursebook.execute.notebook_runs import TIMEOUT_KEY, run_notebook
 from coursebook.execute.shared_cache import cache_run, cached_notebook, create_cache, notebook_lock
 from coursebook.model.notebooks import notebook_to_myst, read_chapter
 from coursebook.prepare.editions import Edition
@@ -75,7 +75,9 @@ def execute_into_cache(cache_path: str | Path, notebook: nbformat.NotebookNode,
         executed = cached_notebook(str(cache_path), notebook)
         if executed is not None:
             return executed, None
-        # As a build runs it: the same cut of long outputs, a dead kernel no crash.
+        # As a build runs it: its top matter's time limit, the same cut of long outputs, a
+        # dead kernel no crash.
+        timeout = notebook.metadata.get("mystnb", {}).get(TIMEOUT_KEY, timeout)
         result, _ = run_notebook(notebook, cwd=str(source_path.parent), timeout=timeout,
                                  allow_errors=False, meta_override=True)
         if result.err is not None:
