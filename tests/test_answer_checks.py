@@ -192,6 +192,14 @@ def test_a_malformed_check_is_refused(change, message):
         notebook_checks(read_chapter(text))
 
 
+@pytest.mark.parametrize("tolerance", [".inf", ".nan", "0", "-1", "true"])
+def test_a_tolerance_that_is_no_positive_finite_number_is_refused(tolerance):
+    """An infinite tolerance would call every value correct; a nan one breaks the digest."""
+    text = CHAPTER.replace("answer: [5, 3]\n", f"answer: [5, 3]\n  tolerance: {tolerance}\n")
+    with pytest.raises(AnswerCheckError, match="tolerance must be a positive"):
+        notebook_checks(read_chapter(text))
+
+
 def test_the_audit_finds_an_answer_in_a_check_table(tmp_path):
     book = tmp_path / "book"
     book.mkdir()

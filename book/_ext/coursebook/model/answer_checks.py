@@ -24,6 +24,7 @@ how far apart two numbers may be and still count as equal.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import nbformat
@@ -69,9 +70,10 @@ def _entry(raw, cell) -> AnswerCheck:
         raise AnswerCheckError(f"{where}: {problems}each check has name, ask, value, answer and "
                                "hint (text) and may have a tolerance", cell.source)
     tolerance = raw.get("tolerance", DEFAULT_TOLERANCE)
-    if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or tolerance <= 0:
+    if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or not (
+            0 < tolerance < math.inf):  # not nan either
         raise AnswerCheckError(f"{where}: check '{raw['name']}': tolerance must be a positive "
-                               "number", cell.source)
+                               "finite number", cell.source)
     return AnswerCheck(raw["name"], raw["ask"], raw["value"], raw["answer"], raw["hint"],
                        float(tolerance), first_line(cell))
 
