@@ -302,10 +302,11 @@ class Mismatch:
             f"    {line}" for line in [f"=== cell {self.cell.key}{edition}{VARIES_MARK} · "
                                        f"{self.cell.first_line}",
                                        *(f"{_INDENT}{line}" for line in marked.split("\n"))])
+        # The entry is not the message's last line, where the log appends Sphinx's [type].
         return (f"Accepting it again would not help. Mark the part that varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
-                f"`<size>` or `...` where the output varies (docs/authoring.md, \"Outputs "
-                f"that vary\"){example}")
+                f"`<size>` or `...` where the output varies{example}\n    See "
+                f"docs/authoring.md, \"Outputs that vary\".")
 
 
 def compare(expectations: Expectations, edition: str, outputs: list[CellOutput],
