@@ -291,11 +291,10 @@ def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path, pla
         assert len(failures) == 1 and "check 'tiny-grad'" in failures[0], failures
 
 
-def test_a_trial_changes_a_value_by_more_than_its_tolerance():
-    """A check with a coarse tolerance still hears "not yet" for the changed value."""
+def _trial_failures(text: str) -> list[str]:
+    """The answer trials of a chapter, run here after its student notebook."""
     from coursebook.verify.answer_trials import failed_trials, trial_cells
 
-    text = CHAPTER.replace("answer: [5.0, 7.0]\n", "answer: [5.0, 7.0]\n  tolerance: 20\n")
     namespace: dict = {}
     for cell in _editions(text)[Edition.STUDENT].cells:
         if cell.cell_type == "code":
@@ -303,7 +302,19 @@ def test_a_trial_changes_a_value_by_more_than_its_tolerance():
     extra, trials = trial_cells(read_chapter(text))
     ran = [nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
         "stream", name="stdout", text=_run(cell.source, namespace)[1])]) for cell in extra]
-    assert failed_trials(ran, trials) == []
+    return failed_trials(ran, trials)
+
+
+def test_a_trial_changes_a_value_by_more_than_its_tolerance():
+    """A check with a coarse tolerance still hears "not yet" for the changed value."""
+    text = CHAPTER.replace("answer: [5.0, 7.0]\n", "answer: [5.0, 7.0]\n  tolerance: 20\n")
+    assert _trial_failures(text) == []
+
+
+def test_a_trial_passes_with_a_hint_written_as_a_folded_block():
+    text = CHAPTER.replace("  hint: does backward() replace .grad or add to it?\n",
+                           "  hint: >\n    does backward() replace .grad\n    or add to it?\n")
+    assert _trial_failures(text) == []
 
 
 def test_the_edition_notebooks_survive_the_round_trip_myst_nb_reads():

@@ -39,7 +39,8 @@ class Trial:
 
     @property
     def expected(self) -> str:
-        return f"{self.check.name}: correct\n{self.check.name}: not yet. Hint: {self.check.hint}"
+        # Stripped as the printout is: a hint written as a YAML block ends with a newline.
+        return f"{self.check.name}: correct\n{self.check.name}: not yet. Hint: {self.check.hint}".rstrip()
 
 
 def trial_cells(source: nbformat.NotebookNode) -> tuple[list, list[Trial]]:
