@@ -210,7 +210,8 @@ def test_the_audit_finds_an_answer_in_a_check_table(tmp_path):
     nbformat.write(student, build / "checks.ipynb")
     assert audit_check_tables(build, book) == []
     for planted, leak in (('"hint": "does', '"answer": [5.0, 7.0],\n  "hint": "does'),
-                          ('"the shape of x @ w"', '"the shape of x @ w, [5, 3]"')):
+                          ('"the shape of x @ w"', '"the shape of x @ w, [5, 3]"'),
+                          ('"the shape of x @ w"', '"the shape of x @ w: (5, 3)?"')):
         leaked = nbformat.read(build / "checks.ipynb", as_version=4)
         for cell in leaked.cells:
             cell.source = cell.source.replace(planted, leak)

@@ -25,12 +25,14 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def answer_texts(answer) -> list[str]:
-    """How an answer could be spelled out in a hint: its data as written, lower-cased.
-    (True and False are left out: a hint may well say "true or false?")"""
+    """How an answer could be spelled out in a hint: its data as written (a list also as
+    the tuple a shape prints as), lower-cased. (True and False are left out: a hint may
+    well say "true or false?")"""
     if isinstance(answer, bool):
         return []
     forms = ({" ".join(answer.split())} if isinstance(answer, str)
-             else {json.dumps(answer), str(answer)})
+             else {json.dumps(answer), str(answer), str(tuple(answer)) if isinstance(answer, list)
+                   else str(answer)})
     return sorted(form.lower() for form in forms if len(form) >= 2 or form.isdigit())
 
 
