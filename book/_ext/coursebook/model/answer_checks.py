@@ -19,7 +19,8 @@ check without seeing them::
 student edition holds only its salted digest. ``value`` is an expression the answer
 cell's code leaves behind: the instructor edition checks it against ``answer`` on every
 build, so the answer stays true for this build's torch. ``tolerance`` (default 1e-4) is
-how far apart two numbers may be and still count as equal.
+the grid numbers are rounded to before they are compared (a digest cannot say "close"):
+two numbers count as equal when they round to the same multiple of it.
 """
 
 from __future__ import annotations
