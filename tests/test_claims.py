@@ -131,6 +131,16 @@ def test_the_claim_is_located_at_its_sentence_and_a_stray_fragment_at_its_cell(t
     assert chapter_claims(_notebook(text), text, {}).cited == 1
 
 
+def test_a_stray_fragment_after_set_up_code_is_located_at_its_claim_line(tiny_book):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, says="a fragment the prose lacks", check="assert True")
+    text = chapter.read_text().replace("# claim: a fragment the prose lacks",
+                                       "_set_up = 1\n# claim: a fragment the prose lacks")
+    chapter.write_text(text)
+    [stray] = chapter_claims(_notebook(text), text, {}).checked
+    assert stray.claim.line == _line_of(chapter, "# claim: a fragment the prose lacks")
+
+
 def test_a_claim_in_a_rewritten_cell_is_located_at_its_own_sentence(tiny_book):
     """The instructor edition boxes a markdown answer (its text is then not the file's):
     its claim is at the answer's sentence, not at an earlier sentence quoting the same words."""

@@ -36,7 +36,7 @@ class Claim:
     """One claim: the fragment it quotes, its check (or its source), and where it is.
 
     ``line``: the line of its sentence (in the chapter, or of the ``says`` field in an
-    exhibit's ``toml`` file); for a fragment found in no sentence, the check's own line,
+    exhibit's ``toml`` file); for a fragment found in no sentence, its ``# claim:`` line,
     and ``sentence`` is empty.
     """
 

@@ -17,6 +17,7 @@ import nbformat
 
 from coursebook.model.claims import (
     CITED_URL,
+    CLAIM_LINE,
     SOURCE_COMMENT,
     Claim,
     claim_blocks,
@@ -70,17 +71,18 @@ class ChapterClaims:
 
 def _located(code: str, prose: list[str], chapter_text: str) -> Claim:
     """A chapter's claim at its sentence's line; a fragment the prose above does not hold
-    is left at the line of its check, without a sentence."""
+    is left at its `# claim:` line, without a sentence."""
     says = claim_blocks(code)[0].says
     found = find_in_prose(says, prose)
+    here = line_of(code[CLAIM_LINE.search(code).start():], chapter_text)  # after any set-up
     if found is None:
-        return Claim(says, line_of(code, chapter_text), check=code)
+        return Claim(says, here, check=code)
     text = prose[found.text]
     # The prose nearest above the check: its cell's text, or, for a markdown cell the edition
     # rewrote (a boxed answer), its passage (the same words may be quoted earlier).
     before = chapter_text.partition(code)[0]
     line = line_in(before, text, found.start) or line_in(before, text[found.start:found.end])
-    return Claim(says, line or line_of(code, chapter_text), found.sentence, code)
+    return Claim(says, line or here, found.sentence, code)
 
 
 def chapter_claims(notebook: nbformat.NotebookNode, chapter_text: str,
