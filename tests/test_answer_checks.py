@@ -220,6 +220,24 @@ def test_the_audit_finds_an_answer_in_a_check_table(tmp_path):
         assert leaks and all("leaked.ipynb" in leak for leak in leaks), leaks
 
 
+@pytest.mark.parametrize("hint, leaks", [
+    ("look at the 10th row", False), ("dim 2.1 is not a dim", False), ("x[21] is not it", False),
+    ("it is 1.", True), ("1 of them", True), ("(1)", True),
+])
+def test_a_number_answer_is_spelled_only_as_a_number_of_its_own(hint, leaks):
+    """Answer 1 is not spelled by the 1 of "10th"; "it is 1." spells it."""
+    from pathlib import Path
+
+    from coursebook.audit.check_tables import table_leaks
+    from coursebook.model.answer_checks import AnswerCheck
+
+    check = AnswerCheck("n", "how many?", "n", 1, hint, 1e-4, "")
+    table = {"n": {"digest": self_check.digest("n", 1, 1e-4), "tolerance": 1e-4, "hint": hint,
+                   "ask": "how many?"}}
+    found = table_leaks(Path("x.ipynb"), table, {table["n"]["digest"]: check})
+    assert bool(found) is leaks, found
+
+
 def test_the_audit_reads_a_table_against_its_own_chapters_answer(tmp_path):
     """Check names are unique in a chapter only: another chapter's check of the same name,
     with another answer, hides no leak."""

@@ -55,6 +55,14 @@ def check_tables(notebook: nbformat.NotebookNode) -> Iterator[dict]:
             yield json.loads(match.group(1))
 
 
+def _spells(shown: str, text: str) -> bool:
+    """Whether ``shown`` holds ``text`` on its own, not inside a longer word or number
+    (answer 1 is not in "10th", "x[21]" or "2.1")."""
+    before = r"(?<!\w)(?<!\d\.)" if re.match(r"\w", text) else ""
+    after = r"(?!\w)(?!\.\d)" if re.search(r"\w$", text) else ""
+    return re.search(before + re.escape(text) + after, shown) is not None
+
+
 def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list[Leak]:
     leaks = []
     for name, entry in table.items():
@@ -67,7 +75,7 @@ def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list
         check = checks.get(str(entry.get("digest")))
         shown = f"{entry.get('hint', '')} {entry.get('ask', '')}".lower()
         for text in answer_texts(check.answer) if check else []:
-            if text in " ".join(shown.split()):
+            if _spells(" ".join(shown.split()), text):
                 leaks.append(Leak(path, f"check '{name}': its hint or question spells the "
                                         f"answer ({text!r}): reword it in the chapter"))
     return leaks
