@@ -114,6 +114,17 @@ def test_a_line_the_file_cannot_hold_is_named_with_the_header_it_should_have(tmp
     assert "rewrite it with" not in str(error.value)
 
 
+def test_a_half_written_runs_line_reads_as_the_runs_it_names(tmp_path):
+    """The runs only tell an output that varies: a run a merge left half is none, not a
+    traceback."""
+    from coursebook.verify.expectations import _RUNS
+
+    path = tmp_path / "chapter.txt"
+    path.write_text(f"# header\n{_RUNS}student 1234abcd, instructor\n\n"
+                    "=== cell 0000000a · x\n    1\n")
+    assert read_expectations(path).runs == {"student": "1234abcd"}
+
+
 def test_an_unverified_cell_needs_a_reason_and_is_not_compared():
     outputs = cell_outputs(_notebook(_code("%pip install x", [_stream("varies\n")],
                                            **{UNVERIFIED_KEY: "pip's output varies"})))

@@ -179,7 +179,8 @@ def read_expectations(path: Path) -> Expectations | None:
                     found.varying[entry[0]].add(key)
             lines = []
         elif line.startswith(_RUNS) and not current:
-            found.runs = dict(run.split(" ", 1) for run in line[len(_RUNS):].split(", "))
+            found.runs = dict(run.split(" ", 1) for run in line[len(_RUNS):].split(", ")
+                              if " " in run)  # a run a merge left half: none
         elif line.startswith("#") and not current:
             continue  # the header, written anew by each acceptance
         elif line.startswith(_INDENT) or not line:
