@@ -521,3 +521,13 @@ def test_the_readme_table_check_bites():
     assert all(any(f in piece for piece in pieces)
                for f in _fragments("pt01.md:LINE: ERROR: code cell `…` is tagged "
                                    "`raises-exception` but did not raise"))
+
+
+@pytest.mark.slow
+def test_an_execution_package_not_installed_is_named_with_the_command(tiny_book, tmp_path):
+    """conf.py names a package whose version keys the cache, and this Python lacks it (a
+    venv older than conf.py): one line, not a crash report."""
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache", settings={
+        "coursebook_execution_packages": "torch,no-such-package-here"})
+    assert_one_clear_message(build, "coursebook_execution_packages names 'no-such-package-here', "
+                                    "which this Python does not have: run `make venv`")

@@ -21,6 +21,8 @@ import nbformat
 from sphinx.application import Sphinx
 
 from coursebook.config import book_config
+from coursebook.model.faults import shown_path
+from coursebook.reporting import stop_build
 
 # Cell metadata holding the execution versions (part of jupyter-cache's key).
 # The metadata key keeps its first name: it is part of every cached notebook's hash.
@@ -36,8 +38,14 @@ def environment_versions(packages: list[str]) -> dict[str, str]:
 
 def set_execution_versions(app: Sphinx, config) -> None:
     """``config-inited``: the versions become a config value, so a change re-reads every page."""
-    config.coursebook_execution_versions = environment_versions(
-        book_config(config).execution_packages)
+    try:
+        config.coursebook_execution_versions = environment_versions(
+            book_config(config).execution_packages)
+    except metadata.PackageNotFoundError as missing:
+        stop_build("config", (f"{shown_path(Path(app.confdir, 'conf.py'))} (or -D): "
+                              f"coursebook_execution_packages names {missing.name!r}, which this "
+                              "Python does not have: run `make venv` (pyproject.toml's "
+                              "dependencies)", None))
 
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # the package root: kernels import its top-level modules
