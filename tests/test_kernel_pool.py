@@ -347,3 +347,19 @@ def test_a_stopped_build_leaves_no_kernel_it_took_from_another_builds_server(tmp
         assert not process_alive(kernel["pid"])
     finally:
         stop_kernel_forkserver(pool, server)
+
+
+def test_a_kernel_pid_that_comes_again_is_not_taken_for_the_ended_kernels(tmp_path):
+    """The server stops a kernel whose taker ended; the record of a kernel that ended
+    names a pid a later kernel may get, whose taker lives: that one runs on."""
+    from coursebook.execute.kernel_forkserver import _left_by_takers
+
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (pool / "taken" / "first.json").write_text(json.dumps({"pid": 4242, "taker": int(gone)}))
+    takers: dict = {}
+    assert _left_by_takers(pool, {4242}, takers) == [4242]
+    assert _left_by_takers(pool, set(), takers) == []  # it ended
+    assert _left_by_takers(pool, {4242}, takers) == []  # its pid, another kernel's now

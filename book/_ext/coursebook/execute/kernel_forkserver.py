@@ -94,12 +94,13 @@ def serve(args: argparse.Namespace) -> dict:
     listener.listen()
     kernels: set[int] = set()
     imported = _files_now(args.imports)
+    takers: dict[str, tuple[int, int]] = {}
     # Stopped (SIGTERM) or orphaned, the server stops its kernels: its own children, whose
     # pids it alone collects, so none is another process by then.
     signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool, args.address))
     while os.getppid() == args.parent:
         kernels -= _reaped(pool)
-        for pid in _left_by_takers(pool, kernels):
+        for pid in _left_by_takers(pool, kernels, takers):
             os.kill(pid, signal.SIGKILL)
         request = connection = None
         if args.keep and not any((pool / "ready").glob("*.json")):
@@ -150,16 +151,18 @@ def _files_now(names: list[str]) -> list[tuple[int, int] | None]:
     return stamps
 
 
-def _left_by_takers(pool: Path, kernels: set[int]) -> list[int]:
+def _left_by_takers(pool: Path, kernels: set[int], takers: dict[str, tuple[int, int]]
+                    ) -> list[int]:
     """The kernels whose taker ended (a build stopped, which cannot end a kernel it did
-    not start): they run nobody's chapter any more."""
-    left = []
+    not start): they run nobody's chapter any more. ``takers``: each record read so far,
+    its kernel's pid and taker; (0, 0) once that kernel ended, as its pid may come again."""
     for taken in (pool / "taken").glob("*.json"):
         with contextlib.suppress(ValueError, KeyError, OSError):  # its taker not yet noted
-            kernel = json.loads(taken.read_text())
-            if kernel["pid"] in kernels and not _alive(kernel["taker"]):
-                left.append(kernel["pid"])
-    return left
+            if taken.name not in takers:
+                kernel = json.loads(taken.read_text())
+                takers[taken.name] = kernel["pid"], kernel["taker"]
+    takers.update({name: (0, 0) for name, (pid, _) in takers.items() if pid not in kernels})
+    return [pid for pid, taker in takers.values() if pid and not _alive(taker)]
 
 
 def _alive(pid: int) -> bool:
