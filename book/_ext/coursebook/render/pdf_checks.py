@@ -99,11 +99,13 @@ def pdf_text(pdf: Path) -> str:
                           capture_output=True, text=True).stdout
 
 
-def _document_starts_on_pages(pdf: Path, aux: Path, tex: Path) -> list[tuple[int, str]]:
+def _document_starts_on_pages(pdf: Path, aux: Path,
+                              lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """(page, docname) where each document starts, from the .aux and ``pdfinfo -dests``.
 
     Documents starting on the same page (the root document, then its first chapter) keep
-    their order in the .tex file: the page is the later one's.
+    their order in the .tex file (``lines``: :func:`document_starts_on_lines`): the page is
+    the later one's.
     """
     anchors = dict(re.findall(r"\\newlabel\{([^{}]+)::doc\}\{\{.*?\}\{.*?\}\{.*?\}\{(.+?)\}",
                               aux.read_text(encoding="utf8", errors="replace")))
@@ -111,7 +113,7 @@ def _document_starts_on_pages(pdf: Path, aux: Path, tex: Path) -> list[tuple[int
                              text=True).stdout
     pages = {name: int(page) for page, name in re.findall(r'^\s*(\d+) \[.*\] "(.*)"$',
                                                           listing, re.M)}
-    order = {doc: number for number, doc in document_starts_on_lines(tex)} if tex.is_file() else {}
+    order = {doc: number for number, doc in lines}
     starts = sorted((pages[anchor], order.get(doc, 0), doc) for doc, anchor in anchors.items()
                     if anchor in pages)
     return [(page, doc) for page, _, doc in starts]
@@ -134,8 +136,8 @@ def document_at(starts: list[tuple[int, str]], position: int | None) -> str | No
 def locate_chapters(problems: list[Problem], pdf: Path, aux: Path, tex: Path,
                     source_of: Callable[[str], str]) -> list[Problem]:
     """The problems, each naming its chapter file (``source_of(docname)``) where known."""
-    pages = _document_starts_on_pages(pdf, aux, tex) if aux.is_file() else []
     lines = document_starts_on_lines(tex) if tex.is_file() else []
+    pages = _document_starts_on_pages(pdf, aux, lines) if aux.is_file() else []
     docnames = [document_at(pages, problem.page) or document_at(lines, problem.tex_line)
                 for problem in problems]
     return [replace(problem, chapter=source_of(docname)) if docname else problem
