@@ -93,8 +93,9 @@ class Standing:
     def page_note(self) -> str:
         """The instructor edition's words (the student page names only where it was
         verified), to be followed by the command that records them."""
+        # A changed cell is both missing (its new code) and orphaned (its old): one cell.
         what = ("not yet verified" if self.state is State.NOT_YET else
-                f"stale ({len(self.missing) + len(self.orphaned)} cell(s) changed since)")
+                f"stale ({max(len(self.missing), len(self.orphaned))} cell(s) changed since)")
         return f"Outputs {what} on {self.other.label}; recorded by "
 
 
