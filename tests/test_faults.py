@@ -531,3 +531,13 @@ def test_an_execution_package_not_installed_is_named_with_the_command(tiny_book,
         "coursebook_execution_packages": "torch,no-such-package-here"})
     assert_one_clear_message(build, "coursebook_execution_packages names 'no-such-package-here', "
                                     "which this Python does not have: run `make venv`")
+
+
+@pytest.mark.slow
+def test_a_chapter_naming_a_kernel_not_installed_is_told_which(tiny_book, tmp_path):
+    """A chapter's top matter names a kernel this machine lacks (a notebook brought from
+    elsewhere): one line naming it and the book's kernel, not a crash report."""
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text().replace("  name: python3\n", "  name: python3.12\n", 1))
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert_one_clear_message(build, "no kernel named 'python3.12' is installed here")

@@ -34,14 +34,18 @@ KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 class StoppedRun:
     """A run that stopped in a cell (``cell_index``; None: before any cell ran)."""
 
-    error: str  # CellTimeoutError or DeadKernelError, as myst-nb records it
+    error: str  # CellTimeoutError, DeadKernelError or NoSuchKernel, as myst-nb records it
     cell_index: int | None
     timeout: int = 0  # the limit a cell ran past, in seconds
     exit_status: int | None = None  # the dead kernel's: an exit code, or minus a signal
+    kernel: str = ""  # the kernel the chapter names, when none of that name is installed
 
     @property
     def what(self) -> str:
         """What happened, for a message that names the cell before it ("code cell `…` ")."""
+        if self.error == "NoSuchKernel":
+            return (f"did not run: no kernel named {self.kernel!r} is installed here. Name "
+                    "`python3`, the book's kernel, in the chapter's top matter (kernelspec).")
         if self.error == "CellTimeoutError":
             return (f"was still running after {self.timeout} s, the limit for one cell "
                     "(nb_execution_timeout); the cells after it did not run. Make it faster, "
@@ -101,6 +105,7 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
     (``options`` are its own); returns its result and, when the run stopped in a cell
     rather than on an error, a :class:`StoppedRun`."""
     from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
+    from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     running: list[int] = []
@@ -115,12 +120,14 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
             # not waited for while its Python unloads torch (about 0.5 s a chapter).
             shutdown_kernel="immediate",
             extra_arguments=KERNEL_ARGUMENTS)
-    except DeadKernelError as error:
+    except (DeadKernelError, NoSuchKernel) as error:
         result = ExecutionResult(notebook, options.get("cwd"), time.perf_counter() - started,
                                  error, traceback.format_exc())
     finally:
         cut_long_outputs(notebook)
     cell = running[-1] if running else None
+    if isinstance(result.err, NoSuchKernel):
+        return result, StoppedRun("NoSuchKernel", None, kernel=result.err.name)
     if isinstance(result.err, DeadKernelError):
         return result, StoppedRun("DeadKernelError", cell, exit_status=ended[-1] if ended else None)
     if isinstance(result.err, CellTimeoutError):
