@@ -44,7 +44,6 @@ def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     path = Path(book_config(config).cache_path)
-    path.mkdir(parents=True, exist_ok=True)
     try:
         create_cache(path)  # its tables, once, however many builds start together
         cache, dropped = open_cache(path), []

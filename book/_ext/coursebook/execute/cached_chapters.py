@@ -59,13 +59,14 @@ class FailedRun:
 
 def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
     """``source-read``: the chapter in the cache; the page's text myst-nb then reads."""
-    cache_path = book_config(app.config).cache_path
+    config = book_config(app.config)
+    cache_path = config.cache_path
     source_path = str(app.env.doc2path(app.env.docname))
     if prepared.recorded is not None:
         with notebook_lock(cache_path, prepared.recorded):
             cache_recorded_outputs(cache_path, source_path, prepared.recorded)
         return notebook_to_myst(prepared.notebook)
-    key_execution_versions(prepared.notebook, book_config(app.config).execution_versions)
+    key_execution_versions(prepared.notebook, config.execution_versions)
     text = notebook_to_myst(prepared.notebook)
     hold_notebook_lock(app, prepared.notebook)  # until the page is read
     settings = _execution_settings(app, prepared.notebook, source_path)
