@@ -211,6 +211,13 @@ def test_pytest_collects_each_verified_cell_per_edition():
     assert not [item for item in items if "::L0 " in item], items
 
 
+def test_a_cells_line_is_where_its_code_starts_a_line_not_a_mention_in_prose():
+    chapter = "# T\n\nThe shape, `t.shape`, comes next.\n\n```{code-cell} ipython3\nt.shape\n```\n"
+    assert line_of("t.shape\n", chapter) == 6
+    assert line_of("comes next", chapter) == 3  # a passage inside a line is still found
+    assert line_of("absent", chapter) == 0 and line_of("  ", chapter) == 0
+
+
 def test_versions_sort_as_releases_and_a_text_that_names_none_goes_first():
     from coursebook.model.versions import is_release, release, version_key
 

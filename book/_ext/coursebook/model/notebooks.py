@@ -81,8 +81,13 @@ def with_stable_ids(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def line_of(source: str, chapter_text: str) -> int:
-    """The 1-based line of the chapter file where a cell's source starts (0: not found)."""
-    position = chapter_text.find(source.strip()) if source.strip() else -1
+    """The 1-based line of the chapter file where a cell's source starts (0: not found):
+    where it starts a line, as a cell's source does, before a mention inside prose."""
+    wanted = source.strip()
+    if not wanted:
+        return 0
+    starts_line = re.search(rf"^[ \t]*{re.escape(wanted)}", chapter_text, re.MULTILINE)
+    position = starts_line.start() if starts_line else chapter_text.find(wanted)
     return chapter_text.count("\n", 0, position) + 1 if position >= 0 else 0
 
 
