@@ -160,6 +160,7 @@ def test_a_build_stopped_at_any_phase_leaves_no_process_and_the_next_build_is_wh
     returncode, log, alive = _stopped_build(source, outdir, cache, f"{phase}:{signal_name}")
     assert returncode == STATUS[signal_name], log[-3000:]
     assert not alive, f"alive {GRACE} s after the build stopped: {alive}"
+    assert not list((outdir / "tmp").glob("kernels-*"))  # the kernel server's socket folder
     if signal_name != "SIGKILL":
         assert log.count("Interrupted: the build stopped.") == 1, log[-3000:]
         for sign in CRASH_SIGNS:
