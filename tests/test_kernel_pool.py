@@ -243,12 +243,8 @@ def test_no_kernel_is_forked_from_a_server_whose_imports_were_upgraded(tmp_path,
         stop_kernel_forkserver(pool, server)
 
 
-@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGINT"])
-def test_a_stopped_build_leaves_no_socket_folder_of_its_kernel_server(tmp_path, signal_name):
-    """A server's socket lies in a temporary folder of its own: stopped with its build
-    (kill -9, or Ctrl-C and the build's one line), it leaves none behind."""
-    pool = tmp_path / "pool"
-    make_pool(pool)
+def _build_with_a_kernel_server(pool: Path, env: dict | None = None) -> subprocess.Popen:
+    """A process standing for a build: it starts a kernel server and stops as a build does."""
     starter = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time\nfrom pathlib import Path\n"
@@ -257,8 +253,18 @@ def test_a_stopped_build_leaves_no_socket_folder_of_its_kernel_server(tmp_path, 
          "stop_cleanly_on_interrupt(None)\n"
          f"server = start_kernel_forkserver(Path({str(pool)!r}), [])\n"
          "print('started', flush=True)\ntime.sleep(60)\n"],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     assert starter.stdout.readline().strip() == "started"
+    return starter
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGINT"])
+def test_a_stopped_build_leaves_no_socket_folder_of_its_kernel_server(tmp_path, signal_name):
+    """A server's socket lies in a temporary folder of its own: stopped with its build
+    (kill -9, or Ctrl-C and the build's one line), it leaves none behind."""
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    starter = _build_with_a_kernel_server(pool, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert fork_kernel(pool, str(tmp_path), None) is not None  # it serves
     starter.send_signal(getattr(signal, signal_name))
     starter.wait(timeout=10)
@@ -283,16 +289,7 @@ def test_a_chapter_whose_kernel_server_stopped_with_another_build_is_told_so(
 
     pool = tmp_path / "pool"
     make_pool(pool)
-    starter = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\nfrom pathlib import Path\n"
-         "from coursebook.execute.kernel_pool import start_kernel_forkserver\n"
-         "from coursebook.process.interrupt import stop_cleanly_on_interrupt\n"
-         "stop_cleanly_on_interrupt(None)\n"
-         f"server = start_kernel_forkserver(Path({str(pool)!r}), [])\n"
-         "print('started', flush=True)\ntime.sleep(60)\n"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert starter.stdout.readline().strip() == "started"
+    starter = _build_with_a_kernel_server(pool)
     for name in ("JUPYTER_PATH", "COURSEBOOK_KERNEL_POOL"):  # restored after the test
         monkeypatch.setenv(name, os.environ.get(name, ""))
     offer_waiting_kernels(pool)  # as the other build, on the same cache, does
