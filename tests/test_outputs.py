@@ -79,6 +79,12 @@ def test_a_long_output_keeps_its_start_and_end_and_marks_the_cut(text, what):
     assert "sha256" not in without_digest(shown) and CUT_MARKER.search(without_digest(shown))
 
 
+def test_one_line_cut_is_one_line():
+    text = "a" * (KEEP - 1000) + "\n" + "b" * (LIMIT - 10_000) + "\n" + "c" * (KEEP - 1000)
+    [marker] = CUT_MARKER.finditer(cut(text))
+    assert marker["what"] == "1 line"
+
+
 def test_a_cells_streams_are_merged_before_they_are_cut():
     import nbformat
 

@@ -22,7 +22,7 @@ LIMIT = 100_000  # characters of one output (a stream, a text result) shown in f
 KEEP = 10_000  # characters kept at each end of a longer one
 _DIGEST = 16  # hex digits of sha256 in the marker
 
-CUT_MARKER = re.compile(r"^… (?P<what>[\d,]+ lines|part of one line) cut "
+CUT_MARKER = re.compile(r"^… (?P<what>[\d,]+ lines?|part of one line) cut "
                         r"\((?P<size>[\d,]+) characters(?P<digest>, sha256 [0-9a-f]+)?\) …$",
                         re.M)
 
@@ -58,7 +58,7 @@ def cut(text: str) -> str:
         tail = tail[start + 1:]
     middle = whole[len(head):len(whole) - len(tail)]
     lines = middle.count("\n")
-    what = f"{lines:,} lines" if lines else "part of one line"
+    what = f"{lines:,} line{'s' if lines > 1 else ''}" if lines else "part of one line"
     digest = hashlib.sha256(whole.encode("utf8")).hexdigest()[:_DIGEST]
     marker = f"… {what} cut ({len(middle):,} characters, sha256 {digest}) …"
     if not head.endswith("\n"):
