@@ -12,6 +12,7 @@ import importlib.util
 import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -211,6 +212,20 @@ def test_a_dead_kernel_names_its_cell_and_how_it_ended(tiny_book, tmp_path, cach
     assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `{code.splitlines()[0]}` "
                                     f"was running when the kernel died {ending}")
     assert "did not raise" not in build.log  # the cells after it never ran: none is blamed
+
+
+@pytest.mark.parametrize("status, advice", [
+    (-signal.SIGTERM, "SIGTERM is sent from outside the cell (`kill`, a closed terminal, "),
+    (-signal.SIGHUP, "SIGHUP is sent from outside the cell"),
+    (-signal.SIGSEGV, "A crash inside compiled code"),
+    (-signal.SIGKILL, "SIGKILL usually comes from the out-of-memory killer"),
+    (3, "ended the Python process"),
+])
+def test_a_dead_kernels_advice_follows_how_it_ended(status, advice):
+    """The slow tests above see the exit status reach the message; here, each kind of end."""
+    from coursebook.execute.notebook_runs import StoppedRun
+
+    assert advice in StoppedRun("DeadKernelError", 0, exit_status=status).what
 
 
 @pytest.mark.slow

@@ -30,6 +30,10 @@ SERVER_ENDED = -(1 << 17)
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
 
+# Signals that ask a process to stop, not a crash of its own.
+_STOPPED_FROM_OUTSIDE = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT}
+
+
 @dataclass(frozen=True)
 class StoppedRun:
     """A run that stopped in a cell (``cell_index``; None: before any cell ran)."""
@@ -75,6 +79,10 @@ class StoppedRun:
         if self.exit_status == -signal.SIGKILL:
             return ("SIGKILL usually comes from the out-of-memory killer: make the cell use "
                     "less memory (smaller tensors, batches or models), then build again.")
+        if self.exit_status is not None and -self.exit_status in _STOPPED_FROM_OUTSIDE:
+            return (f"{signal.Signals(-self.exit_status).name} is sent from outside the cell "
+                    "(`kill`, a closed terminal, a job scheduler, a machine shutting down), "
+                    "unless the cell signals its own process: build again.")
         if self.exit_status is not None and self.exit_status < 0:
             return ("A crash inside compiled code (torch, numpy, …): run the chapter in "
                     "Jupyter to find the call that crashes, then build again.")
