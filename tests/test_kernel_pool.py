@@ -215,6 +215,9 @@ def test_a_chapter_starts_its_own_kernel_when_the_server_is_gone(tmp_path):
         (pool / SERVER).read_text().replace(str(server.pid), str(2 ** 22 + 1)))
     server.kill()  # its socket unanswered, and its pid gone
     assert fork_kernel(pool, str(tmp_path), None) is None
+    socket_folder = Path(json.loads((pool / SERVER).read_text())["address"]).parent
+    stop_kernel_forkserver(pool, server)  # the build's end, after its server was killed
+    assert not socket_folder.exists()
 
 
 def test_no_kernel_is_forked_from_a_server_whose_imports_were_upgraded(tmp_path, monkeypatch):
