@@ -159,7 +159,8 @@ def test_a_source_comment_without_an_address_is_not_counted_but_located(tiny_boo
     _with_claim(chapter, source="% source: the autograd notes")
     text = chapter.read_text()
     claims = chapter_claims(_notebook(text), text, {})
-    assert claims.cited == 0 and claims.unsourced == (_line_of(chapter, "% source: the"),)
+    assert claims.cited == 0 and claims.unsourced == ((_line_of(chapter, "% source: the"),
+                                                     "% source: the autograd notes"),)
 
 
 def test_an_empty_source_comment_after_a_cited_one_is_located_at_its_own_line(tiny_book):
@@ -167,7 +168,35 @@ def test_an_empty_source_comment_after_a_cited_one_is_located_at_its_own_line(ti
     _with_claim(chapter, source=f"{SOURCE}\n\nA sentence whose source is missing.\n% source:")
     text = chapter.read_text()
     claims = chapter_claims(_notebook(text), text, {})
-    assert claims.cited == 1 and claims.unsourced == (_line_of(chapter, "% source:"),)
+    assert claims.cited == 1 and claims.unsourced == ((_line_of(chapter, "% source:"), "% source:"),)
+
+
+@pytest.mark.parametrize("comment", ["% Source: ", "%source:", "%  SOURCE :\t"])
+def test_a_source_comment_is_read_in_any_case_and_spacing(tiny_book, comment):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, source=SOURCE.replace("% source: ", comment))
+    text = chapter.read_text()
+    claims = chapter_claims(_notebook(text), text, {})
+    assert claims.cited == 1 and claims.unsourced == ()
+
+
+@pytest.mark.parametrize("comment", ["% sources: ", "% souce: ", "%Sorce:"])
+def test_a_misspelled_source_comment_is_located_not_skipped(tiny_book, comment):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, source=SOURCE.replace("% source: ", comment))
+    text = chapter.read_text()
+    claims = chapter_claims(_notebook(text), text, {})
+    misspelled = SOURCE.replace("% source: ", comment)
+    assert claims.cited == 0 and claims.unsourced == ((_line_of(chapter, misspelled), misspelled),)
+
+
+@pytest.mark.parametrize("comment", ["% TODO", "% TODO: ask https://pytorch.org", "% note: why"])
+def test_a_comment_that_is_no_source_is_left_alone(tiny_book, comment):
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, source=comment)
+    text = chapter.read_text()
+    claims = chapter_claims(_notebook(text), text, {})
+    assert claims.cited == 0 and claims.unsourced == ()
 
 
 def test_no_download_holds_a_claim_cell(tiny_book):
@@ -340,19 +369,20 @@ def test_a_planted_false_claim_stops_the_build_at_its_sentence(tiny_book, tmp_pa
 
 
 @pytest.mark.slow
-def test_a_stray_fragment_a_printing_check_and_an_empty_source_stop_the_build(tiny_book, tmp_path):
+def test_a_stray_fragment_a_printing_check_and_bad_sources_stop_the_build(tiny_book, tmp_path):
     chapter = tiny_book / "chapter.md"
     _with_claim(chapter, check=TRUE_CHECK + "\n# claim: words the prose never says\nassert True"
                                             "\n# claim: its grad_fn\nprint('chatty')",
-                source="% source: the autograd notes")
+                source=f"% source: the autograd notes\n{SOURCE.replace('source', 'souce')}")
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert build.returncode != 0
     assert (f"chapter.md:{_line_of(chapter, '# claim: words the prose never says')}: ERROR: "
             "the claim \"words the prose never says\" is not in the prose above") in build.log
     assert f"chapter.md:{_line_of(chapter, PROSE)}: ERROR: the check of the claim " in build.log
     assert "chatty" in build.log
-    assert (f"chapter.md:{_line_of(chapter, '% source: the')}: ERROR: a `% source:` comment names "
-            "no address") in build.log
+    for comment in ("% source: the autograd notes", SOURCE.replace("source", "souce")):
+        assert (f"chapter.md:{_line_of(chapter, comment)}: ERROR: `{comment}` is not a citation "
+                "the build reads: cite the claim above it as `% source: https://...`") in build.log
 
 
 @pytest.mark.slow

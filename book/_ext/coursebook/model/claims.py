@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from difflib import get_close_matches
 from pathlib import Path
 
 CLAIM_LINE = re.compile(r"^#\s*claim:[ \t]*(?P<says>.*?)[ \t]*$", re.M)
-# A cited claim in a chapter: a MyST comment line with the address of its source.
-SOURCE_COMMENT = re.compile(r"^%[ \t]*source:[ \t]*(?P<url>\S*)", re.M)
+# A cited claim in a chapter: a MyST comment line `% source: URL` (any case and spacing);
+# one whose first word is a letter off "source" (`% souce:`) is misspelled, not ignored.
+SOURCE_COMMENT = re.compile(r"^%[ \t]*(?P<word>\w+)[ \t]*:[ \t]*(?P<url>\S*).*", re.M)
 CITED_URL = re.compile(r"^https?://\S+$")
 
 # Markup a reader does not see, dropped before comparing (each pattern's groups, or the
@@ -64,6 +66,12 @@ class Found:
     start: int
     end: int
     sentence: str
+
+
+def source_comments(markdown: str) -> list[re.Match]:
+    """The source comments of a markdown text, misspelled ones included (their ``word``)."""
+    return [match for match in SOURCE_COMMENT.finditer(markdown)
+            if get_close_matches(match["word"].lower(), ["source"], cutoff=0.8)]
 
 
 def claim_blocks(source: str) -> list[ClaimBlock]:

@@ -18,11 +18,11 @@ import nbformat
 from coursebook.model.claims import (
     CITED_URL,
     CLAIM_LINE,
-    SOURCE_COMMENT,
     Claim,
     claim_blocks,
     find_in_prose,
     line_in,
+    source_comments,
 )
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line, is_claim, line_of
@@ -62,11 +62,11 @@ class ClaimCell:
 @dataclass(frozen=True)
 class ChapterClaims:
     """The claims a chapter checks (its own and its exhibits'), how many it cites, and the
-    lines of the ``% source:`` comments that name no address."""
+    source comments that cite nothing (misspelled, or naming no address): line and text."""
 
     checked: tuple[ClaimCell, ...] = ()
     cited: int = 0
-    unsourced: tuple[int, ...] = ()
+    unsourced: tuple[tuple[int, str], ...] = ()
 
 
 def _located(code: str, prose: list[str], chapter_text: str) -> Claim:
@@ -94,13 +94,13 @@ def chapter_claims(notebook: nbformat.NotebookNode, chapter_text: str,
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "markdown":
             prose.append(cell.source)
-            for comment in SOURCE_COMMENT.finditer(cell.source):
-                if CITED_URL.match(comment["url"]):
+            for comment in source_comments(cell.source):
+                if comment["word"].lower() == "source" and CITED_URL.match(comment["url"]):
                     cited += 1
                 else:
                     # At its own place: an earlier comment may begin with the same text.
-                    unsourced.append(line_in(chapter_text, cell.source, comment.start())
-                                     or line_in(chapter_text, comment[0]))
+                    unsourced.append((line_in(chapter_text, cell.source, comment.start())
+                                      or line_in(chapter_text, comment[0]), comment[0]))
         elif is_claim(cell):
             exhibits = from_exhibits.get(cell.source.strip())
             checked.append(ClaimCell(index, exhibits or _located(cell.source, prose, chapter_text)))

@@ -82,9 +82,9 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
     prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
     if prepared is None:
         return
-    for line in prepared.claims.unsourced:
-        _report("a `% source:` comment names no address: cite the claim above it as "
-                "`% source: https://...`", (env.docname, line or None))
+    for line, comment in prepared.claims.unsourced:
+        _report(f"`{comment}` is not a citation the build reads: cite the claim above it "
+                "as `% source: https://...`", (env.docname, line or None))
     executed = executed_notebook(app, prepared)
     if executed is None:  # not run: the execution checks report why
         problems = []
