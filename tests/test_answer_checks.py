@@ -290,24 +290,44 @@ def test_the_student_download_has_its_checks_working(tmp_path):
     assert json.dumps(namespace["CHECKS"])  # data only: nothing but the table
 
 
-@pytest.mark.parametrize("planted", [None, "answer: [5.0, 7.5]"])
-def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path, planted):
+@pytest.mark.parametrize("planted, fails", [
+    (("", ""), False),  # the chapter as it is
+    (("answer: [5.0, 7.0]", "answer: [5.0, 7.5]"), True),  # a wrong answer
+    (("value: a.grad\n", "value: __import__('warnings').warn('planted') or a.grad\n"),
+     False),  # a warning on stderr, and the right verdicts
+])
+def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path, planted, fails):
     """As `make verify-runtime` tries them in Colab's replica: each answer's value is
-    "correct", a changed one "not yet" and the hint; a wrong answer fails its trial."""
+    "correct", a changed one "not yet" and the hint; a wrong answer fails its trial, a
+    warning (on stderr) does not."""
     from coursebook.render.downloads import run_all
     from coursebook.verify.answer_trials import failed_trials, trial_cells
 
-    text = CHAPTER if planted is None else CHAPTER.replace("answer: [5.0, 7.0]", planted)
+    text = CHAPTER.replace(*planted)
+    assert text != CHAPTER or planted == ("", "")
     download = _editions(text)[Edition.STUDENT]
     extra, trials = trial_cells(read_chapter(text))
     assert [trial.check.name for trial in trials] == ["tiny-grad", "tiny-shape"]
     download.cells += extra
     ran = run_all(download, tmp_path, "python3")
     failures = failed_trials(ran.cells[len(ran.cells) - len(extra):], trials)
-    if planted is None:
-        assert failures == []
-    else:
+    if fails:
         assert len(failures) == 1 and "check 'tiny-grad'" in failures[0], failures
+    else:
+        assert failures == []
+
+
+def test_a_trial_whose_value_crashes_fails_and_names_the_error():
+    """A crash stops Run all in a kernel; the trial's cell, as it ran, fails too."""
+    from coursebook.verify.answer_trials import failed_trials, trial_cells
+
+    extra, trials = trial_cells(read_chapter(CHAPTER))
+    ran = [nbformat.v4.new_code_cell() for _ in extra]
+    ran[trials[0].cell].outputs = [
+        nbformat.v4.new_output("stream", name="stderr", text="UserWarning: planted\n"),
+        nbformat.v4.new_output("error", ename="AttributeError", evalue="planted", traceback=[])]
+    [failure] = failed_trials(ran, trials[:1])
+    assert "check 'tiny-grad'" in failure and "AttributeError: planted" in failure, failure
 
 
 def _trial_failures(text: str) -> list[str]:

@@ -60,13 +60,20 @@ def trial_cells(source: nbformat.NotebookNode) -> tuple[list, list[Trial]]:
     return (cells if trials else []), trials
 
 
+def _verdicts(output) -> str:
+    """What an output says of the verdicts: check()'s printout (stdout), or the error that
+    cut it short; a warning (stderr) says nothing of them."""
+    if output.get("output_type") == "error":
+        return f"{output.get('ename')}: {output.get('evalue')}"
+    return output.get("text", "") if output.get("name") == "stdout" else ""
+
+
 def failed_trials(ran_cells: list, trials: list[Trial]) -> list[str]:
     """What each trial printed that it should not have, given the trial cells as run."""
     failures = []
     for trial in trials:
         cell = ran_cells[trial.cell]
-        printed = "".join(output.get("text", "") for output in cell.get("outputs", [])
-                          if output.get("output_type") == "stream").strip()
+        printed = "".join(map(_verdicts, cell.get("outputs", []))).strip()
         if printed != trial.expected:
             failures.append(f"check '{trial.check.name}': expected {trial.expected!r}, "
                             f"printed {printed!r}")
