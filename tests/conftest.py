@@ -108,6 +108,17 @@ def tiny_book(tmp_path: Path) -> Path:
     return copy
 
 
+def book_conf_with(folder: Path, *lines: str) -> Path:
+    """A folder (made) whose conf.py is the book's, its cache in ``folder``, then ``lines``:
+    for what runs chapters outside Sphinx (shards, `pytest book`), which has no -D."""
+    folder.mkdir(parents=True)
+    (folder / "conf.py").write_text("\n".join([
+        f"__file__ = {str(ROOT / 'conf.py')!r}  # the book's paths",
+        "exec(compile(open(__file__).read(), __file__, 'exec'))",
+        f"nb_execution_cache_path = {str(folder / 'cache')!r}", *lines]) + "\n")
+    return folder
+
+
 def tiny_book_with_an_overflow(tmp_path: Path) -> Path:
     """A copy of the tiny book whose prose has a word too long for any line; its chapter.
     Digits: LuaTeX hyphenates a word of letters however long it is."""
