@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BOOK, ROOT, sphinx_build
+from conftest import BOOK, ROOT, book_conf_with, load_tool, sphinx_build
 from coursebook.execute.fill_cache import ConfValues
 from coursebook.execute.shards import (
     MANIFEST,
@@ -251,3 +251,15 @@ def test_a_chapter_executed_without_a_build_keeps_its_own_time_limit(tmp_path):
     executed, seconds = execute_into_cache(tmp_path / "cache", notebook,
                                            tmp_path / "chapter.md", timeout=1)
     assert seconds is not None and seconds >= 3
+
+
+def test_an_execution_package_not_installed_is_one_line(tiny_book, tmp_path, monkeypatch, capsys):
+    shards = load_tool("shards")
+    monkeypatch.setattr(shards, "ROOT", book_conf_with(
+        tmp_path / "conf", "coursebook_execution_packages.append('no-such-package-here')"))
+    assert shards.main(["--book", str(tiny_book), "--shards-dir", str(tmp_path / "shards"),
+                        "execute", "1/1"]) == 1
+    printed = capsys.readouterr().err
+    assert printed.count("\n") == 1 and printed.startswith("shards: "), printed
+    assert ("coursebook_execution_packages names 'no-such-package-here', which this Python "
+            "does not have: run `make venv`") in printed

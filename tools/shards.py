@@ -23,6 +23,7 @@ from book_environment import BUILD, ROOT, use_book_environment
 
 use_book_environment()
 
+from coursebook.execute.cache_key import MissingPackage  # noqa: E402
 from coursebook.execute.fill_cache import ConfValues, ExecutionFailed  # noqa: E402
 from coursebook.execute.shards import Shard, ShardError, execute_shard, merge_shards  # noqa: E402
 from coursebook.model.faults import shown_path  # noqa: E402
@@ -48,10 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     merge.add_argument("--into", type=Path, default=None,
                        help="the cache to merge into (default: the build's, _build/.jupyter_cache)")
     args = parser.parse_args(argv)
-    conf = ConfValues.read(ROOT)
-    cache = (args.history if args.command == "execute" else args.into) or Path(conf.cache_path)
     started = time.perf_counter()
     try:
+        conf = ConfValues.read(ROOT)
+        cache = (args.history if args.command == "execute" else args.into) or Path(conf.cache_path)
         if args.command == "execute":
             shard = Shard.parse(args.shard)
             seconds = execute_shard(args.book, conf, shard, args.shards_dir, cache, args.reuse)
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             merged = merge_shards(args.book, conf, args.count, args.shards_dir, cache)
             print(f"merged {merged} notebooks of {args.count} shards into {shown_path(cache)} "
                   f"in {time.perf_counter() - started:.1f} s")
-    except (ShardError, ExecutionFailed) as error:
+    except (ShardError, ExecutionFailed, MissingPackage) as error:
         print(f"shards: {error}", file=sys.stderr)
         return 1
     return 0

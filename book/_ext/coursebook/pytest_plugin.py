@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from coursebook.execute.cache_key import MissingPackage
 from coursebook.execute.fill_cache import (
     ConfValues,
     ExecutionFailed,
@@ -69,7 +70,10 @@ class ChapterFile(pytest.File):
 
     @cached_property
     def book_config(self) -> ConfValues:
-        return ConfValues.read(self.config.rootpath / self.config.getini("coursebook_conf"))
+        try:
+            return ConfValues.read(self.config.rootpath / self.config.getini("coursebook_conf"))
+        except MissingPackage as error:
+            raise self.CollectError(str(error)) from None  # one line, no traceback
 
     @cached_property
     def text(self) -> str:

@@ -29,10 +29,20 @@ from coursebook.reporting import stop_build
 VERSIONS_KEY = "execution_environment"
 
 
-def environment_versions(packages: list[str]) -> dict[str, str]:
-    """The versions that decide what the cells print: Python and each package."""
+class MissingPackage(Exception):
+    """``coursebook_execution_packages`` names a package this Python lacks; one line."""
+
+
+def environment_versions(packages: list[str], where: str) -> dict[str, str]:
+    """The versions that decide what the cells print: Python and each package (``where``
+    names them, for the message when one is missing)."""
     versions = {"python": platform.python_version()}
-    versions.update({name: metadata.version(name) for name in packages})
+    try:
+        versions.update({name: metadata.version(name) for name in packages})
+    except metadata.PackageNotFoundError as missing:
+        raise MissingPackage(f"{where}: coursebook_execution_packages names {missing.name!r}, "
+                             "which this Python does not have: run `make venv` "
+                             "(pyproject.toml's dependencies)") from None
     return versions
 
 
@@ -40,12 +50,10 @@ def set_execution_versions(app: Sphinx, config) -> None:
     """``config-inited``: the versions become a config value, so a change re-reads every page."""
     try:
         config.coursebook_execution_versions = environment_versions(
-            book_config(config).execution_packages)
-    except metadata.PackageNotFoundError as missing:
-        stop_build("config", (f"{shown_path(Path(app.confdir, 'conf.py'))} (or -D): "
-                              f"coursebook_execution_packages names {missing.name!r}, which this "
-                              "Python does not have: run `make venv` (pyproject.toml's "
-                              "dependencies)", None))
+            book_config(config).execution_packages,
+            f"{shown_path(Path(app.confdir, 'conf.py'))} (or -D)")
+    except MissingPackage as error:
+        stop_build("config", (str(error), None))
 
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # the package root: kernels import its top-level modules

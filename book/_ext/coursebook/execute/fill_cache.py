@@ -18,6 +18,7 @@ from coursebook.config import BookConfig
 from coursebook.execute.cache_key import environment_versions, key_execution_versions
 from coursebook.execute.notebook_runs import TIMEOUT_KEY, run_notebook
 from coursebook.execute.shared_cache import cache_run, cached_notebook, create_cache, notebook_lock
+from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import notebook_to_myst, read_chapter
 from coursebook.prepare.editions import Edition
 
@@ -50,7 +51,8 @@ class ConfValues:
     def read(cls, conf_dir: Path) -> ConfValues:
         namespace = read_conf(conf_dir)
         book = BookConfig.from_namespace(namespace)
-        return cls(book, environment_versions(book.execution_packages),
+        return cls(book, environment_versions(book.execution_packages,
+                                              shown_path(conf_dir / "conf.py")),
                    namespace["nb_execution_cache_path"], namespace.get("nb_execution_timeout", 300))
 
 
