@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from test_shards import ALLOWED, NOT_EXECUTED
+
 from conftest import book_conf_with
 
 CRASH_SIGNS = ("Traceback", "PackageNotFoundError", "importlib")
@@ -22,6 +25,37 @@ def _pytest_book(book: Path, *conf_lines: str, collect_only: bool = False):
                            "-c", str(root / "pytest.ini"), "--rootdir", str(root), str(book),
                            *(["--collect-only"] if collect_only else [])],
                           capture_output=True, text=True, cwd=root)
+
+
+def _top_matter(chapter: Path, lines: str) -> None:
+    chapter.write_text(chapter.read_text().replace("---\n", "---\n" + lines, 1))
+
+
+# One case of myst-nb's deciding, one of Sphinx's (test_shards tries each on the same code).
+@pytest.mark.parametrize("case", ["top matter execution_mode off", "exclude_patterns"])
+def test_pytest_book_has_no_items_where_the_build_executes_nothing(tiny_book, case):
+    top_matter, conf_lines = NOT_EXECUTED[case]
+    collected = _pytest_book(tiny_book, collect_only=True)
+    assert collected.returncode == 0 and "chapter.md::student::" in collected.stdout, (
+        collected.stdout + collected.stderr)
+    _top_matter(tiny_book / "chapter.md", top_matter)
+    (tiny_book.parent / "conf").rename(tiny_book.parent / "conf-before")
+    collected = _pytest_book(tiny_book, *conf_lines, collect_only=True)
+    assert collected.returncode == 5, collected.stdout + collected.stderr  # no tests collected
+    assert "::student::" not in collected.stdout and "::instructor::" not in collected.stdout
+
+
+@pytest.mark.slow  # executes a chapter
+@pytest.mark.parametrize("top_matter, conf_lines", ALLOWED.values(), ids=ALLOWED)
+def test_pytest_book_allows_the_errors_the_build_allows(tiny_book, top_matter, conf_lines):
+    """A cell that raises untagged, errors allowed: executed, its error compared with the
+    expected output as every other cell's output."""
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text().replace(":tags: [raises-exception]\n", ""))
+    _top_matter(chapter, top_matter)
+    done = _pytest_book(tiny_book, *conf_lines)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert "failed to execute" not in done.stdout
 
 
 def test_an_execution_package_not_installed_is_one_line(tiny_book):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BOOK, ROOT, book_conf_with, load_tool, sphinx_build
-from coursebook.execute.fill_cache import ConfValues
+from coursebook.execute.fill_cache import ConfValues, notebook_to_execute
 from coursebook.execute.shards import (
     MANIFEST,
     Chapter,
@@ -23,9 +23,12 @@ from coursebook.execute.shards import (
     ShardError,
     chapters_to_execute,
     deal,
+    execute_shard,
     merge_shards,
 )
+from coursebook.execute.shared_cache import cache_key
 from coursebook.model.outputs import normalise
+from coursebook.prepare.editions import Edition
 
 SHARDS = ROOT / "tools" / "shards.py"
 ACCEPT = {"coursebook_accept_outputs": "1"}
@@ -247,10 +250,70 @@ def test_a_chapter_executed_without_a_build_keeps_its_own_time_limit(tmp_path):
         cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(3)")],
         metadata={"mystnb": {"execution_timeout": 30}, "kernelspec": {
             "name": "python3", "display_name": "Python 3", "language": "python"}})
-    (tmp_path / "chapter.md").write_text("")
-    executed, seconds = execute_into_cache(tmp_path / "cache", notebook,
-                                           tmp_path / "chapter.md", timeout=1)
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "chapter.md").write_text("")
+    conf = ConfValues.read(book_conf_with(tmp_path / "conf", "nb_execution_timeout = 1"))
+    settings = conf.execution(Edition.STUDENT, notebook, book / "chapter.md", book)
+    executed, seconds = execute_into_cache(tmp_path / "cache", notebook, book / "chapter.md",
+                                           settings)
     assert seconds is not None and seconds >= 3
+
+
+def _top_matter(chapter: Path, lines: str) -> None:
+    """Add ``lines`` to the chapter's top matter (YAML)."""
+    chapter.write_text(chapter.read_text().replace("---\n", "---\n" + lines, 1))
+
+
+# What keeps a build from executing a chapter: its own top matter, or conf.py (myst-nb's
+# settings, Sphinx's pages).
+NOT_EXECUTED = {
+    "top matter execution_mode off": ("mystnb:\n  execution_mode: 'off'\n", []),
+    "nb_execution_mode off": ("", ["nb_execution_mode = 'off'"]),
+    "nb_execution_excludepatterns": ("", ["nb_execution_excludepatterns = ['chapter.md']"]),
+    "exclude_patterns": ("", ["exclude_patterns.append('chapter.md')"]),
+}
+
+
+@pytest.mark.parametrize("top_matter, conf_lines", NOT_EXECUTED.values(), ids=NOT_EXECUTED)
+def test_shards_execute_only_what_the_build_executes(tiny_book, tmp_path, top_matter, conf_lines):
+    conf = ConfValues.read(book_conf_with(tmp_path / "conf"))
+    assert [(c.name, len(c.notebooks)) for c in chapters_to_execute(tiny_book, conf)] == [
+        ("chapter", 2)]
+    _top_matter(tiny_book / "chapter.md", top_matter)
+    conf = ConfValues.read(book_conf_with(tmp_path / "changed", *conf_lines))
+    assert chapters_to_execute(tiny_book, conf) == []
+
+
+def test_a_page_one_edition_leaves_out_is_executed_for_the_other(tiny_book, tmp_path):
+    """conf.py is read with each edition's tags, as its build reads it."""
+    conf = ConfValues.read(book_conf_with(
+        tmp_path / "conf", "if tags.has('instructor'): exclude_patterns.append('chapter.md')"))
+    chapter = tiny_book / "chapter.md"
+    student = notebook_to_execute(chapter.read_text(), chapter, Edition.STUDENT, conf)
+    assert list(chapters_to_execute(tiny_book, conf)[0].notebooks) == [
+        cache_key(conf.cache_path, student)]
+
+
+ALLOWED = {"top matter": ("mystnb:\n  execution_allow_errors: true\n", []),
+           "conf.py": ("", ["nb_execution_allow_errors = True"])}
+
+
+@pytest.mark.slow  # executes a chapter
+@pytest.mark.parametrize("top_matter, conf_lines", ALLOWED.values(), ids=ALLOWED)
+def test_a_shard_allows_the_errors_the_build_allows(tiny_book, tmp_path, top_matter, conf_lines):
+    """A cell that raises untagged, errors allowed: executed and cached, as a build does."""
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text().replace(":tags: [raises-exception]\n", ""))
+    _top_matter(chapter, top_matter)
+    conf = ConfValues.read(book_conf_with(tmp_path / "conf", *conf_lines))
+    shards = tmp_path / "shards"
+    seconds = execute_shard(tiny_book, conf, Shard(1, 1), shards, tmp_path / "none")
+    assert list(seconds) == ["chapter"]
+    cached = _cached_outputs(Shard(1, 1).cache(shards))
+    assert len(cached) == 2 and all(
+        any(output.get("ename") == "RuntimeError" for cell in cells for output in cell)
+        for cells in cached.values())
 
 
 def test_an_execution_package_not_installed_is_one_line(tiny_book, tmp_path, monkeypatch, capsys):

@@ -4,7 +4,8 @@
 expected output, per edition, named by chapter, edition, line and first code line. The
 outputs come from the book's execution cache, prepared exactly as a build prepares the
 chapter; a chapter that is not cached yet is executed once and cached, as a build would.
-A recorded chapter (its cells run only on a special machine) is left to ``make recording-check``.
+A recorded chapter (its cells run only on a special machine) is left to ``make recording-check``;
+an edition whose build does not execute the chapter (excluded, or execution off) has no items.
 
 Registered through the ``pytest11`` entry point in ``pyproject.toml``.
 """
@@ -83,11 +84,18 @@ class ChapterFile(pytest.File):
         """The notebook a build of this edition hands to myst-nb, read back as myst-nb does."""
         return notebook_to_execute(self.text, self.path, edition, self.book_config)
 
+    def settings_for(self, edition: Edition, notebook: nbformat.NotebookNode):
+        """myst-nb's settings for it; None when that edition's build does not execute it."""
+        book = self.config.rootpath / self.config.getini("coursebook_book")
+        return self.book_config.execution(edition, notebook, self.path, book)
+
     def collect(self):
         for edition in Edition:
             notebook = self.notebook_for(edition)
             if recording_name(notebook) is not None:
                 return
+            if self.settings_for(edition, notebook) is None:
+                continue
             line = 0
             for cell in cell_outputs(notebook):
                 # A cell the edition adds (an answer's checks) is named at the cell before it.
@@ -112,9 +120,10 @@ class ChapterFile(pytest.File):
         cache = self.__dict__.setdefault("_executed", {})
         if edition not in cache:
             cache_path = self.config.stash.get(CHAPTER_CACHE, self.book_config.cache_path)
+            notebook = self.notebook_for(edition)
             try:
-                executed, _ = execute_into_cache(cache_path, self.notebook_for(edition),
-                                                 self.path, self.book_config.timeout)
+                executed, _ = execute_into_cache(cache_path, notebook, self.path,
+                                                 self.settings_for(edition, notebook))
                 cache[edition] = cell_outputs(executed)
             except ExecutionFailed as failure:
                 cache[edition] = ChapterFailed(f"{self.path.name} ({edition.value}) {failure}")

@@ -14,12 +14,9 @@ the run failed. A marked record that a stopped build left is run again.
 
 from __future__ import annotations
 
-import os
 import time
-from contextlib import nullcontext, suppress
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from tempfile import TemporaryDirectory
+from pathlib import Path
 
 import nbformat
 from myst_nb.sphinx_ import NbMetadataCollector
@@ -28,7 +25,7 @@ from sphinx.util import logging
 
 from coursebook.config import book_config
 from coursebook.execute.cache_key import key_execution_versions
-from coursebook.execute.notebook_runs import StoppedRun, run_notebook
+from coursebook.execute.notebook_runs import StoppedRun, chapter_settings, run_chapter
 from coursebook.execute.shared_cache import (
     FAILED,
     cache_run,
@@ -69,7 +66,7 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
     key_execution_versions(prepared.notebook, config.execution_versions)
     text = notebook_to_myst(prepared.notebook)
     hold_notebook_lock(app, prepared.notebook)  # until the page is read
-    settings = _execution_settings(app, prepared.notebook, source_path)
+    settings = chapter_settings(app.env.mystnb_config, prepared.notebook, source_path)
     if settings is None:
         return text
     notebook = read_chapter(text, getattr(app.env, "myst_config", None))  # as myst-nb reads it
@@ -81,32 +78,11 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
     return text
 
 
-def _execution_settings(app: Sphinx, notebook: nbformat.NotebookNode, source_path: str):
-    """myst-nb's settings for this page (its top matter's ``mystnb`` over conf.py's), or
-    None when myst-nb would not run it from the cache."""
-    settings = app.env.mystnb_config
-    overrides = {key: value for key, value in
-                 notebook.metadata.get(settings.metadata_key, {}).items() if key != "output_folder"}
-    with suppress(Exception):  # myst-nb warns of it as it reads the page
-        settings = settings.copy(**overrides)
-    path = PurePosixPath(Path(source_path).as_posix())
-    if settings.execution_mode != "cache" or any(
-            path.match(pattern) for pattern in settings.execution_excludepatterns):
-        return None
-    return settings
-
-
 def _run(app: Sphinx, notebook: nbformat.NotebookNode, source_path: str, settings) -> None:
     docname = app.env.docname
-    folder = TemporaryDirectory() if settings.execution_in_temp else nullcontext(
-        str(Path(source_path).parent))
     logger.info("Executing notebook using %s CWD",
                 "temporary" if settings.execution_in_temp else "local", location=docname)
-    with folder as cwd:
-        result, stopped = run_notebook(notebook, cwd=os.path.abspath(cwd),
-                                       timeout=settings.execution_timeout,
-                                       allow_errors=settings.execution_allow_errors,
-                                       meta_override=True)
+    result, stopped = run_chapter(notebook, source_path, settings)
     failed = {} if result.err is None else {FAILED: True}
     record = cache_run(book_config(app.config).cache_path, notebook, source_path,
                        {"execution_seconds": result.time, **failed})

@@ -2,8 +2,9 @@
 
 pytest's chapter items and the execution shards (``tools/shards.py``) prepare a chapter
 as a build does (this edition's notebook, the execution versions in its key, read back
-as myst-nb reads it), so its cache key is the one a build looks up; and they execute it
-as myst-nb's cache mode does (in the chapter's folder, its run time in the record).
+as myst-nb reads it), so its cache key is the one a build looks up; they execute what a
+build of that edition executes (the pages Sphinx reads, myst-nb's settings for each), as
+myst-nb's cache mode does (:func:`coursebook.execute.notebook_runs.run_chapter`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import nbformat
 
 from coursebook.config import BookConfig
 from coursebook.execute.cache_key import environment_versions, key_execution_versions
-from coursebook.execute.notebook_runs import TIMEOUT_KEY, run_notebook
+from coursebook.execute.notebook_runs import chapter_settings, run_chapter
 from coursebook.execute.shared_cache import cache_run, cached_notebook, create_cache, notebook_lock
 from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import notebook_to_myst, read_chapter
 from coursebook.prepare.editions import Edition
 
 if TYPE_CHECKING:
+    from myst_nb.core.config import NbParserConfig
     from sphinx.util.tags import Tags
 
 
@@ -38,22 +40,53 @@ def read_conf(conf_dir: Path, tags: Tags | None = None) -> dict:
     return eval_config_file(conf_dir / "conf.py", tags or Tags())
 
 
+def _mystnb_config(namespace: dict) -> NbParserConfig:
+    """myst-nb's settings as conf.py gives them (myst_nb.sphinx_ext.create_mystnb_config)."""
+    from myst_nb.core.config import NbParserConfig
+
+    names = {f"nb_{name}": name for name, _, item in NbParserConfig().as_triple()
+             if not item.metadata.get("sphinx_exclude")}
+    return NbParserConfig(**{names[key]: value for key, value in namespace.items() if key in names})
+
+
 @dataclass
 class ConfValues:
-    """What conf.py says about execution: the book's config, the cache and its timeout."""
+    """What conf.py says about execution: the book's config and cache; per edition (its
+    tags), myst-nb's settings and the patterns of the pages Sphinx reads."""
 
     book: BookConfig
     versions: dict[str, str]
     cache_path: str
-    timeout: int
+    mystnb: dict[Edition, NbParserConfig]
+    patterns: dict[Edition, tuple[list[str], list[str]]]  # exclude_patterns, include_patterns
 
     @classmethod
     def read(cls, conf_dir: Path) -> ConfValues:
-        namespace = read_conf(conf_dir)
+        from sphinx.util.tags import Tags
+
+        namespaces = {edition: read_conf(conf_dir, Tags(
+            ["instructor"] if edition is Edition.INSTRUCTOR else [])) for edition in Edition}
+        namespace = namespaces[Edition.STUDENT]
         book = BookConfig.from_namespace(namespace)
         return cls(book, environment_versions(book.execution_packages,
                                               shown_path(conf_dir / "conf.py")),
-                   namespace["nb_execution_cache_path"], namespace.get("nb_execution_timeout", 300))
+                   namespace["nb_execution_cache_path"],
+                   {edition: _mystnb_config(names) for edition, names in namespaces.items()},
+                   {edition: (names.get("exclude_patterns", []),
+                              names.get("include_patterns", ["**"]))
+                    for edition, names in namespaces.items()})
+
+    def execution(self, edition: Edition, notebook: nbformat.NotebookNode, path: Path,
+                  book_dir: Path) -> NbParserConfig | None:
+        """myst-nb's settings for this edition's notebook of the chapter at ``path``; None
+        when that edition's build does not execute it (Sphinx does not read the page, or
+        myst-nb would not run it from the cache)."""
+        from sphinx.project import Project
+
+        project = Project(book_dir.resolve(), [path.suffix])
+        if project.path2doc(path.resolve()) not in project.discover(*self.patterns[edition]):
+            return None
+        return chapter_settings(self.mystnb[edition], notebook, str(path.resolve()))
 
 
 def notebook_to_execute(text: str, source_path: Path, edition: Edition,
@@ -69,19 +102,16 @@ def notebook_to_execute(text: str, source_path: Path, edition: Edition,
 
 
 def execute_into_cache(cache_path: str | Path, notebook: nbformat.NotebookNode,
-                       source_path: Path, timeout: int) -> tuple[nbformat.NotebookNode, float | None]:
-    """The notebook with its outputs: from the cache, or executed once and cached. Also the
-    seconds it took to execute (None: taken from the cache)."""
+                       source_path: Path, settings: NbParserConfig
+                       ) -> tuple[nbformat.NotebookNode, float | None]:
+    """The notebook with its outputs: from the cache, or executed once with myst-nb's
+    ``settings`` and cached. Also the seconds it took to execute (None: from the cache)."""
     create_cache(cache_path)
     with notebook_lock(cache_path, notebook):  # a build may run it too
         executed = cached_notebook(str(cache_path), notebook)
         if executed is not None:
             return executed, None
-        # As a build runs it: its top matter's time limit, the same cut of long outputs, a
-        # dead kernel no crash.
-        timeout = notebook.metadata.get("mystnb", {}).get(TIMEOUT_KEY, timeout)
-        result, _ = run_notebook(notebook, cwd=str(source_path.parent), timeout=timeout,
-                                 allow_errors=False, meta_override=True)
+        result, _ = run_chapter(notebook, str(source_path), settings)
         if result.err is not None:
             raise ExecutionFailed(f"failed to execute: {type(result.err).__name__}; build it "
                                   "for the cell-by-cell report")

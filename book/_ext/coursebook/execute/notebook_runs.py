@@ -11,14 +11,22 @@ too long for a page are cut (:mod:`coursebook.execute.long_outputs`) before cach
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 import traceback
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from tempfile import TemporaryDirectory
+from typing import TYPE_CHECKING
 
 import nbformat
 
 from coursebook.execute.long_outputs import cut_long_outputs
+
+if TYPE_CHECKING:
+    from myst_nb.core.config import NbParserConfig
 
 TIMEOUT_KEY = "execution_timeout"  # myst-nb's per-chapter setting, under `mystnb:`
 # What a kernel provisioner answers for a kernel that ended with no status to be had.
@@ -142,3 +150,29 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
         timeout = notebook.metadata.get("execution", {}).get("timeout", options.get("timeout"))
         return result, StoppedRun("CellTimeoutError", cell, timeout=timeout)
     return result, None
+
+
+def chapter_settings(settings: NbParserConfig, notebook: nbformat.NotebookNode,
+                     source_path: str) -> NbParserConfig | None:
+    """myst-nb's settings for a chapter (its top matter's ``mystnb`` over the book's, as
+    myst_nb.sphinx_ reads a page), or None when myst-nb would not run it from the cache
+    (off, another mode, or excluded: myst_nb.core.execute.create_client)."""
+    overrides = {key: value for key, value in
+                 notebook.metadata.get(settings.metadata_key, {}).items() if key != "output_folder"}
+    with suppress(Exception):  # myst-nb warns of it as it reads the page
+        settings = settings.copy(**overrides)
+    path = PurePosixPath(Path(source_path).as_posix())
+    if settings.execution_mode != "cache" or any(
+            path.match(pattern) for pattern in settings.execution_excludepatterns):
+        return None
+    return settings
+
+
+def run_chapter(notebook: nbformat.NotebookNode, source_path: str, settings: NbParserConfig):
+    """:func:`run_notebook` as myst-nb's cache mode runs a chapter with ``settings``: in its
+    folder or a temporary one, under its time limit, its errors allowed or not."""
+    folder = TemporaryDirectory() if settings.execution_in_temp else nullcontext(
+        str(Path(source_path).parent))
+    with folder as cwd:
+        return run_notebook(notebook, cwd=os.path.abspath(cwd), timeout=settings.execution_timeout,
+                            allow_errors=settings.execution_allow_errors, meta_override=True)

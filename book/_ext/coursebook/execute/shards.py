@@ -15,6 +15,7 @@ import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 
@@ -25,6 +26,9 @@ from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import is_chapter_source
 from coursebook.model.recordings import recording_name
 from coursebook.prepare.editions import Edition
+
+if TYPE_CHECKING:
+    from myst_nb.core.config import NbParserConfig
 
 MANIFEST = "shard.json"
 CACHE = ".jupyter_cache"
@@ -69,11 +73,13 @@ class Chapter:
 
     name: str
     path: Path
-    notebooks: dict[str, nbformat.NotebookNode] = field(default_factory=dict)  # by cache key
+    # By cache key: each with myst-nb's settings for it.
+    notebooks: dict[str, tuple[nbformat.NotebookNode, NbParserConfig]] = field(default_factory=dict)
 
 
 def chapters_to_execute(book_dir: Path, conf: ConfValues) -> list[Chapter]:
-    """The book's chapters that a build executes (recorded ones are not), as it prepares them."""
+    """The book's chapters that a build executes (not recorded ones, nor those it does not
+    read or myst-nb does not run: :meth:`ConfValues.execution`), as it prepares them."""
     chapters = []
     for path in sorted(book_dir.glob("*.md")):
         text = path.read_text(encoding="utf8")
@@ -82,8 +88,10 @@ def chapters_to_execute(book_dir: Path, conf: ConfValues) -> list[Chapter]:
         chapter = Chapter(path.stem, path)
         for edition in Edition:
             notebook = notebook_to_execute(text, path, edition, conf)
-            if recording_name(notebook) is None:
-                chapter.notebooks.setdefault(cache_key(conf.cache_path, notebook), notebook)
+            settings = conf.execution(edition, notebook, path, book_dir)
+            if recording_name(notebook) is None and settings is not None:
+                chapter.notebooks.setdefault(cache_key(conf.cache_path, notebook),
+                                             (notebook, settings))
         if chapter.notebooks:
             chapters.append(chapter)
     return chapters
@@ -151,8 +159,8 @@ def execute_shard(book_dir: Path, conf: ConfValues, shard: Shard, root: Path,
     seconds: dict[str, float] = {}
     for chapter in mine:
         ran = [0.0 if _reused(reuse, notebook, cache) else
-               execute_into_cache(cache, notebook, chapter.path, conf.timeout)[1] or 0.0
-               for notebook in chapter.notebooks.values()]
+               execute_into_cache(cache, notebook, chapter.path, settings)[1] or 0.0
+               for notebook, settings in chapter.notebooks.values()]
         seconds[chapter.name] = sum(ran)
         progress(f"shard {shard}: {chapter.name}: {len(ran)} notebooks, "
                  f"{seconds[chapter.name]:.1f} s executing")
