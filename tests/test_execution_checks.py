@@ -83,7 +83,7 @@ def test_a_failing_assert_shows_what_the_cell_printed_and_where_its_report_is(ti
     # The tail of what it printed (13 lines: the last 10), then the report that keeps the run.
     printed = message[message.index("It printed:"):].splitlines()
     assert printed[1].strip() == "… (3 lines above)" and printed[11].strip() == "step 11"
-    report = tmp_path / "out" / "reports" / "chapter.err.log"
+    report = tmp_path / "out" / "reports" / "html" / "chapter.err.log"
     assert f"The whole run's traceback: {report}" in message and report.is_file()
 
 

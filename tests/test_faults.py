@@ -175,11 +175,18 @@ def test_a_failed_run_leaves_nothing_in_the_published_folder(tiny_book, tmp_path
     build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
     assert_one_clear_message(build, "code cell `import torch` raised an error")
     assert not list((tmp_path / "out" / "html").rglob("*.err.log"))
-    assert (tmp_path / "out" / "reports" / "chapter.err.log").is_file()
+    report = ROOT / (re.search(r"The whole run's traceback: (\S+)", build.log)[1])
+    assert report.is_file() and tmp_path / "out" / "html" not in report.parents
     chapter.write_text(good)
+    # The PDF build of the edition (its LaTeX) keeps its own reports: the one named stays.
+    latex = subprocess.run(sphinx_command(tiny_book, tmp_path / "out" / "latex",
+                                          tmp_path / "out" / "doctrees-latex", builder="latex",
+                                          settings={"nb_execution_cache_path": str(cache_copy)}),
+                           capture_output=True, text=True, cwd=ROOT)
+    assert latex.returncode == 0 and report.is_file(), latex.stdout + latex.stderr
     fixed = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
     assert fixed.returncode == 0, fixed.log
-    assert not (tmp_path / "out" / "reports").exists()
+    assert not report.exists()
 
 
 def _plant_cell(chapter: Path, code: str, top_matter: str = "") -> int:

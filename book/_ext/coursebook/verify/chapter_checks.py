@@ -331,8 +331,10 @@ def _fail(app: Sphinx, docname: str, line: int | None, message: str,
 
 def _reports(app: Sphinx) -> tuple[Path, Path]:
     """Where myst-nb writes a failed notebook's traceback (inside the published output
-    folder), and where it is kept instead: ``_build/<edition>/reports/``."""
-    return Path(app.outdir, "reports"), Path(app.outdir).parent / "reports"
+    folder), and where it is kept instead: ``_build/<edition>/reports/<output folder>/``,
+    so that the HTML and the PDF build of an edition never clear each other's."""
+    out = Path(app.outdir)
+    return out / "reports", out.parent / "reports" / out.name
 
 
 def clear_execution_reports(app: Sphinx) -> None:
@@ -346,6 +348,7 @@ def keep_execution_reports(app: Sphinx, env) -> None:
     written, kept = _reports(app)
     if written.is_dir():
         shutil.rmtree(kept, ignore_errors=True)
+        kept.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(written, kept)
 
 
