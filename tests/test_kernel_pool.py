@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -363,3 +364,20 @@ def test_a_kernel_pid_that_comes_again_is_not_taken_for_the_ended_kernels(tmp_pa
     assert _left_by_takers(pool, {4242}, takers) == [4242]
     assert _left_by_takers(pool, set(), takers) == []  # it ended
     assert _left_by_takers(pool, {4242}, takers) == []  # its pid, another kernel's now
+
+
+def test_a_build_whose_temporary_folder_is_deep_still_forks_kernels(tmp_path, monkeypatch):
+    """A Unix socket's path holds 107 bytes: under a deep TMPDIR (pytest-xdist's test
+    folders) the server could not listen, and every chapter started a kernel of its own."""
+    deep = tmp_path.joinpath(*["a-folder-deep-in-the-tree"] * 4)
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    server = start_kernel_forkserver(pool, [])
+    try:
+        kernel = fork_kernel(pool, str(tmp_path), None)
+        assert kernel is not None and "42" in _run(kernel, "print(6 * 7)")
+        os.kill(kernel["pid"], signal.SIGKILL)
+    finally:
+        stop_kernel_forkserver(pool, server)

@@ -106,8 +106,11 @@ def start_kernel_forkserver(pool: Path, imports: list[str],
                             keep: Path | None = None) -> subprocess.Popen:
     """The pool's server, importing ``imports``: kernels forked on request, and one started
     in ``keep`` kept in ``ready/``. It serves while this process lives."""
-    # A Unix socket's path is short (about 100 bytes): in a folder of its own, this user's.
-    address = Path(tempfile.mkdtemp(prefix="kernels-")) / "socket"
+    # A Unix socket's path holds at most 107 bytes: in a folder of its own, this user's,
+    # under /tmp where TMPDIR is deep (a test's), or the server could not listen.
+    base = tempfile.gettempdir()
+    address = Path(tempfile.mkdtemp(prefix="kernels-", dir=base if len(base) < 64 else "/tmp"))
+    address /= "socket"
     remove_when_stopped(address.parent)  # the server, killed with a stopped build, cannot
     server = subprocess.Popen(
         server_command(address, pool.resolve(), imports, KERNEL_ARGUMENTS, keep),
