@@ -256,3 +256,12 @@ def test_one_changed_cell_is_one_cell_changed_on_the_instructor_page(tmp_path):
     _torch_file(tmp_path, "2.14.1", {"0000000b": "x = 1", "0000000c": "y = 1"})
     found = standing("chapter", OtherTorch.of_version("2.14.1"), tmp_path, "2.13.0", set(), set())
     assert "stale (1 cell(s) changed since)" in found.page_note(), found.page_note()
+
+
+def test_every_chapter_cell_item_has_its_own_name():
+    # Two items of one name run once under `make test-suite`'s pytest-xdist, silently.
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", str(BOOK)],
+                          capture_output=True, text=True, cwd=ROOT)
+    items = [line for line in done.stdout.splitlines() if line.startswith("book/")]
+    repeated = sorted({item for item in items if items.count(item) > 1})
+    assert items and not repeated, repeated

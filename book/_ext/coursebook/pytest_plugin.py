@@ -96,14 +96,19 @@ class ChapterFile(pytest.File):
                 return
             if self.settings_for(edition, notebook) is None:
                 continue
-            line = 0
+            line, names = 0, set()
             for cell in cell_outputs(notebook):
                 # A cell the edition adds (an answer's checks) is named at the cell before it.
                 line = line_of(cell.source, self.text) or line
                 if cell.unverified:
                     continue
-                yield CellItem.from_parent(self, name=f"{edition.value}::L{line} {cell.first_line}",
-                                           edition=edition, key=cell.key, line=line)
+                name = f"{edition.value}::L{line} {cell.first_line}"
+                # A museum room's cells all stand at its marker's line: a repeated name (which
+                # pytest-xdist would run once) gets the cell's key in the expectations file.
+                name += f" (cell {cell.key})" if name in names else ""
+                names.add(name)
+                yield CellItem.from_parent(self, name=name, edition=edition, key=cell.key,
+                                           line=line)
 
     @cached_property
     def expectations(self) -> Expectations | None:
