@@ -34,19 +34,51 @@ _TOKENS = re.compile("|".join(f"(?P<{name}> *(?<![\\w.])(?:{value}))"
                               for name, value in _VALUES.items()) + r"|(?P<other>\w+|\s+|.)")
 
 
-def _line_pattern(line: str) -> str:
-    parts, last = [], 0
-    for mark in _MARK.finditer(line):
-        parts.append(re.escape(line[last:mark.start()]))
-        parts.append("[^\n]*" if mark[0] == ELLIPSIS else f"(?:{NAMED[mark[0][1:-1]]})")
-        last = mark.end()
-    return "".join(parts) + re.escape(line[last:])
+Piece = tuple[re.Pattern[str], re.Pattern[str], str]
 
 
 @lru_cache(maxsize=1024)
-def _line_regex(line: str) -> re.Pattern[str] | None:
-    """A line of a marked expected output as a regular expression; None: a line of ``...``."""
-    return None if line.strip() == ELLIPSIS else re.compile(_line_pattern(line))
+def _line_pieces(line: str) -> list[Piece] | None:
+    """A marked line's parts between ``...``s, each as its regex ended where a character
+    follows, the same ended at the line's end, and its literal end; None: a line of ``...``."""
+    if line.strip() == ELLIPSIS:
+        return None
+    parts = line.split(ELLIPSIS)  # a named pattern holds no dot: these are _MARK's ``...``
+    patterns = [_MARK.sub(lambda mark: f"(?:{NAMED[mark[0][1:-1]]})", re.escape(part))
+                for part in parts]
+    patterns[0] = r"\A" + patterns[0]
+    return [(re.compile(f"(?:{pattern})(?=(?s:.))"), re.compile(f"(?:{pattern})\n"),
+             _MARK.split(part)[-1]) for pattern, part in zip(patterns, parts)]
+
+
+def _earliest_end(piece: Piece, text: str, start: int) -> int | None:
+    """Where the piece's match that ends first after ``start`` ends: what the line after
+    it can hold only grows as it ends earlier. None: no match."""
+    found, _, tail = piece
+    if (hit := found.search(text, start)) is None:
+        return None
+    ends = [end for end in range(hit.start(), hit.end() + 1)
+            if text.endswith(tail, hit.start(), end)]
+    # Bisect on "a match ends by ends[i]" (ends[-1] does), first asking whether any ends
+    # before the one found: most often none does, and a failed search is the slow kind.
+    low, high = 0, len(ends) - 1
+    while low < high:
+        middle = high - 1 if high == len(ends) - 1 else (low + high) // 2
+        if found.search(text, hit.start(), ends[middle] + 1):
+            high = middle
+        else:
+            low = middle + 1
+    return ends[low]
+
+
+def _line_matches(pieces: list[Piece], line: str) -> bool:
+    """Each piece ends as early as it can after the one before, the last one at the line's
+    end: no ``...`` backtracks over another (one regex took seconds on a long line)."""
+    text, start = line + "\n", 0  # a "\n" reads to the values' lookaheads as the end
+    for piece in pieces[:-1]:
+        if (start := _earliest_end(piece, text, start)) is None:
+            return False
+    return pieces[-1][1].search(text, start) is not None
 
 
 def matches(expected: str, shown: str) -> bool:
@@ -54,12 +86,12 @@ def matches(expected: str, shown: str) -> bool:
     expression would try every way several lines of ``...`` share a long output's lines."""
     lines = shown.split("\n")
     taken = [True] + [False] * len(lines)  # taken[j]: the lines so far can take j lines
-    for pattern in map(_line_regex, expected.split("\n")):
-        if pattern is None:
+    for pieces in map(_line_pieces, expected.split("\n")):
+        if pieces is None:
             for j in range(len(lines)):
                 taken[j + 1] = taken[j + 1] or taken[j]
         else:
-            taken = [False] + [taken[j] and pattern.fullmatch(line) is not None
+            taken = [False] + [taken[j] and _line_matches(pieces, line)
                                for j, line in enumerate(lines)]
     return taken[-1]
 
