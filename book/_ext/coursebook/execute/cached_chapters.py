@@ -105,9 +105,14 @@ def forget_failed_run(app: Sphinx) -> None:
     NbMetadataCollector.set_exec_data(app.env, app.env.docname, {
         "mtime": time.time(), "runtime": run.seconds, "method": "cache", "succeeded": False,
         "error": run.error, "traceback": run.traceback})
-    report = Path(app.outdir, "reports", *f"{app.env.docname}.err.log".split("/"))
+    report = report_folder(app).joinpath(*f"{app.env.docname}.err.log".split("/"))
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(run.traceback, encoding="utf8")
+
+
+def report_folder(app: Sphinx) -> Path:
+    """Where myst-nb writes a failed page's traceback (its sphinx_.py): the output folder's."""
+    return Path(app.outdir, "reports")
 
 
 def stopped_run(app: Sphinx) -> StoppedRun | None:

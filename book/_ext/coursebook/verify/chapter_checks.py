@@ -24,7 +24,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import book_config
-from coursebook.execute.cached_chapters import stopped_run
+from coursebook.execute.cached_chapters import report_folder, stopped_run
 from coursebook.execute.long_outputs import CUT_MARKER, LIMIT, without_digest
 from coursebook.execute.notebook_runs import StoppedRun
 from coursebook.execute.shared_cache import cached_notebook
@@ -334,7 +334,7 @@ def _reports(app: Sphinx) -> tuple[Path, Path]:
     folder), and where it is kept instead: ``_build/<edition>/reports/<output folder>/``,
     so that the HTML and the PDF build of an edition never clear each other's."""
     out = Path(app.outdir)
-    return out / "reports", out.parent / "reports" / out.name
+    return report_folder(app), out.parent / "reports" / out.name
 
 
 def clear_execution_reports(app: Sphinx) -> None:
