@@ -204,8 +204,14 @@ STAGE_OF = {module: stage for stage, modules in STAGES.items() for module in mod
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(item.fspath)
-        if path.parent != Path(__file__).parent:
-            continue  # the chapters' own cells (`pytest book`)
+        chapter_cell = path.parent != Path(__file__).parent  # `pytest book`
+        # Two workers (`make test-suite`, --dist loadgroup): the tests of the `built` books and
+        # the chapters' cells, which read their cache, share one worker, which builds the books
+        # once; any other test runs beside the rest of its file, whose fixtures it shares.
+        built = chapter_cell or "built" in getattr(item, "fixturenames", ())
+        item.add_marker(pytest.mark.xdist_group("built" if built else path.stem))
+        if chapter_cell:
+            continue
         if path.stem not in STAGE_OF:
             raise pytest.UsageError(f"{path.name}: name its pipeline stage in conftest.STAGES")
         item.add_marker(STAGE_OF[path.stem])
