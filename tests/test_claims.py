@@ -58,6 +58,13 @@ def _with_claim(chapter: Path, prose: str = PROSE, says: str = TRUE_CLAIM,
                                             + anchor))
 
 
+def _claims_with(chapter: Path, source: str):
+    """The claims the chapter holds with ``source`` as its sentence's comment."""
+    _with_claim(chapter, source=source)
+    text = chapter.read_text()
+    return chapter_claims(_notebook(text), text, {})
+
+
 def _line_of(path: Path, text: str) -> int:
     """The line of the last ``text`` in the file (a planted claim comes after the others)."""
     content = path.read_text()
@@ -156,36 +163,28 @@ def test_a_claim_in_a_rewritten_cell_is_located_at_its_own_sentence(tiny_book):
 
 def test_a_source_comment_without_an_address_is_not_counted_but_located(tiny_book):
     chapter = tiny_book / "chapter.md"
-    _with_claim(chapter, source="% source: the autograd notes")
-    text = chapter.read_text()
-    claims = chapter_claims(_notebook(text), text, {})
+    claims = _claims_with(chapter, "% source: the autograd notes")
     assert claims.cited == 0 and claims.unsourced == ((_line_of(chapter, "% source: the"),
                                                      "% source: the autograd notes"),)
 
 
 def test_an_empty_source_comment_after_a_cited_one_is_located_at_its_own_line(tiny_book):
     chapter = tiny_book / "chapter.md"
-    _with_claim(chapter, source=f"{SOURCE}\n\nA sentence whose source is missing.\n% source:")
-    text = chapter.read_text()
-    claims = chapter_claims(_notebook(text), text, {})
+    claims = _claims_with(chapter, f"{SOURCE}\n\nA sentence whose source is missing.\n% source:")
     assert claims.cited == 1 and claims.unsourced == ((_line_of(chapter, "% source:"), "% source:"),)
 
 
 @pytest.mark.parametrize("comment", ["% Source: ", "%source:", "%  SOURCE :\t"])
 def test_a_source_comment_is_read_in_any_case_and_spacing(tiny_book, comment):
     chapter = tiny_book / "chapter.md"
-    _with_claim(chapter, source=SOURCE.replace("% source: ", comment))
-    text = chapter.read_text()
-    claims = chapter_claims(_notebook(text), text, {})
+    claims = _claims_with(chapter, SOURCE.replace("% source: ", comment))
     assert claims.cited == 1 and claims.unsourced == ()
 
 
 @pytest.mark.parametrize("comment", ["% sources: ", "% souce: ", "%Sorce:"])
 def test_a_misspelled_source_comment_is_located_not_skipped(tiny_book, comment):
     chapter = tiny_book / "chapter.md"
-    _with_claim(chapter, source=SOURCE.replace("% source: ", comment))
-    text = chapter.read_text()
-    claims = chapter_claims(_notebook(text), text, {})
+    claims = _claims_with(chapter, SOURCE.replace("% source: ", comment))
     misspelled = SOURCE.replace("% source: ", comment)
     assert claims.cited == 0 and claims.unsourced == ((_line_of(chapter, misspelled), misspelled),)
 
@@ -193,9 +192,7 @@ def test_a_misspelled_source_comment_is_located_not_skipped(tiny_book, comment):
 @pytest.mark.parametrize("comment", ["% TODO", "% TODO: ask https://pytorch.org", "% note: why"])
 def test_a_comment_that_is_no_source_is_left_alone(tiny_book, comment):
     chapter = tiny_book / "chapter.md"
-    _with_claim(chapter, source=comment)
-    text = chapter.read_text()
-    claims = chapter_claims(_notebook(text), text, {})
+    claims = _claims_with(chapter, comment)
     assert claims.cited == 0 and claims.unsourced == ()
 
 
