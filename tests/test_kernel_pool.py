@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -366,10 +367,14 @@ def test_a_kernel_pid_that_comes_again_is_not_taken_for_the_ended_kernels(tmp_pa
     assert _left_by_takers(pool, {4242}, takers) == []  # its pid, another kernel's now
 
 
-def test_a_build_whose_temporary_folder_is_deep_still_forks_kernels(tmp_path, monkeypatch):
+@pytest.mark.parametrize("folders", [["a-folder-deep-in-the-tree"] * 4, ["数" * 27]],
+                         ids=["deep", "few characters, many bytes"])
+def test_a_build_whose_temporary_folder_is_deep_still_forks_kernels(tmp_path, monkeypatch,
+                                                                   folders):
     """A Unix socket's path holds 107 bytes: under a deep TMPDIR (pytest-xdist's test
     folders) the server could not listen, and every chapter started a kernel of its own."""
-    deep = tmp_path.joinpath(*["a-folder-deep-in-the-tree"] * 4)
+    top = Path(tempfile.mkdtemp(dir="/tmp"))  # not tmp_path: it is deep itself
+    deep = top.joinpath(*folders)
     deep.mkdir(parents=True)
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
     pool = tmp_path / "pool"
@@ -381,3 +386,4 @@ def test_a_build_whose_temporary_folder_is_deep_still_forks_kernels(tmp_path, mo
         os.kill(kernel["pid"], signal.SIGKILL)
     finally:
         stop_kernel_forkserver(pool, server)
+        shutil.rmtree(top)

@@ -109,8 +109,8 @@ def start_kernel_forkserver(pool: Path, imports: list[str],
     # A Unix socket's path holds at most 107 bytes: in a folder of its own, this user's,
     # under /tmp where TMPDIR is deep (a test's), or the server could not listen.
     base = tempfile.gettempdir()
-    address = Path(tempfile.mkdtemp(prefix="kernels-", dir=base if len(base) < 64 else "/tmp"))
-    address /= "socket"
+    base = base if len(os.fsencode(base)) < 64 else "/tmp"  # bytes, not characters
+    address = Path(tempfile.mkdtemp(prefix="kernels-", dir=base)) / "socket"
     remove_when_stopped(address.parent)  # the server, killed with a stopped build, cannot
     server = subprocess.Popen(
         server_command(address, pool.resolve(), imports, KERNEL_ARGUMENTS, keep),
