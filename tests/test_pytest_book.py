@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_shards import ALLOWED, NOT_EXECUTED
+from test_shards import ALLOWED, NOT_EXECUTED, _draft_that_fails_to_prepare
 
 from conftest import book_conf_with
 
@@ -65,3 +65,10 @@ def test_an_execution_package_not_installed_is_one_line(tiny_book):
     assert done.stdout.count("coursebook_execution_packages names 'no-such-package-here', "
                              "which this Python does not have: run `make venv`") >= 1, done.stdout
     assert not any(sign in done.stdout + done.stderr for sign in CRASH_SIGNS), done.stdout
+
+
+def test_pytest_book_prepares_no_page_the_build_does_not_read(tiny_book):
+    _draft_that_fails_to_prepare(tiny_book)
+    collected = _pytest_book(tiny_book, "exclude_patterns.append('draft.md')", collect_only=True)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert "draft.md" not in collected.stdout and "chapter.md::student::" in collected.stdout

@@ -254,7 +254,7 @@ def test_a_chapter_executed_without_a_build_keeps_its_own_time_limit(tmp_path):
     book.mkdir()
     (book / "chapter.md").write_text("")
     conf = ConfValues.read(book_conf_with(tmp_path / "conf", "nb_execution_timeout = 1"))
-    settings = conf.execution(Edition.STUDENT, notebook, book / "chapter.md", book)
+    settings = conf.execution(Edition.STUDENT, notebook, book / "chapter.md")
     executed, seconds = execute_into_cache(tmp_path / "cache", notebook, book / "chapter.md",
                                            settings)
     assert seconds is not None and seconds >= 3
@@ -326,3 +326,17 @@ def test_an_execution_package_not_installed_is_one_line(tiny_book, tmp_path, mon
     assert printed.count("\n") == 1 and printed.startswith("shards: "), printed
     assert ("coursebook_execution_packages names 'no-such-package-here', which this Python "
             "does not have: run `make venv`") in printed
+
+
+def _draft_that_fails_to_prepare(book: Path) -> None:
+    """A draft beside the chapter, whose preparation stops (a raises cell hiding its error)."""
+    (book / "draft.md").write_text((book / "chapter.md").read_text().replace(
+        ":tags: [raises-exception]", ":tags: [raises-exception, remove-output]"))
+
+
+def test_a_page_the_build_does_not_read_is_not_prepared(tiny_book, tmp_path):
+    """A draft left out (exclude_patterns) is never read by the build, so never prepared:
+    its faults stop neither the build nor the shards."""
+    _draft_that_fails_to_prepare(tiny_book)
+    conf = ConfValues.read(book_conf_with(tmp_path / "conf", "exclude_patterns.append('draft.md')"))
+    assert [c.name for c in chapters_to_execute(tiny_book, conf)] == ["chapter"]

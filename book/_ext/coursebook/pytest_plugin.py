@@ -86,11 +86,13 @@ class ChapterFile(pytest.File):
 
     def settings_for(self, edition: Edition, notebook: nbformat.NotebookNode):
         """myst-nb's settings for it; None when that edition's build does not execute it."""
-        book = self.config.rootpath / self.config.getini("coursebook_book")
-        return self.book_config.execution(edition, notebook, self.path, book)
+        return self.book_config.execution(edition, notebook, self.path)
 
     def collect(self):
+        book = self.config.rootpath / self.config.getini("coursebook_book")
         for edition in Edition:
+            if not self.book_config.reads(edition, self.path, book):
+                continue  # nor prepares it
             notebook = self.notebook_for(edition)
             if recording_name(notebook) is not None:
                 return

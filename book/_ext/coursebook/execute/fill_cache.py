@@ -76,16 +76,17 @@ class ConfValues:
                               names.get("include_patterns", ["**"]))
                     for edition, names in namespaces.items()})
 
-    def execution(self, edition: Edition, notebook: nbformat.NotebookNode, path: Path,
-                  book_dir: Path) -> NbParserConfig | None:
-        """myst-nb's settings for this edition's notebook of the chapter at ``path``; None
-        when that edition's build does not execute it (Sphinx does not read the page, or
-        myst-nb would not run it from the cache)."""
+    def reads(self, edition: Edition, path: Path, book_dir: Path) -> bool:
+        """Whether that edition's build reads the page at ``path`` (else it never prepares it)."""
         from sphinx.project import Project
 
         project = Project(book_dir.resolve(), [path.suffix])
-        if project.path2doc(path.resolve()) not in project.discover(*self.patterns[edition]):
-            return None
+        return project.path2doc(path.resolve()) in project.discover(*self.patterns[edition])
+
+    def execution(self, edition: Edition, notebook: nbformat.NotebookNode,
+                  path: Path) -> NbParserConfig | None:
+        """myst-nb's settings for this edition's notebook of a page its build reads; None
+        when myst-nb would not run it from the cache."""
         return chapter_settings(self.mystnb[edition], notebook, str(path.resolve()))
 
 

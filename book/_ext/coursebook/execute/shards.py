@@ -79,7 +79,7 @@ class Chapter:
 
 def chapters_to_execute(book_dir: Path, conf: ConfValues) -> list[Chapter]:
     """The book's chapters that a build executes (not recorded ones, nor those it does not
-    read or myst-nb does not run: :meth:`ConfValues.execution`), as it prepares them."""
+    read or myst-nb does not run: :class:`ConfValues`), as it prepares them."""
     chapters = []
     for path in sorted(book_dir.glob("*.md")):
         text = path.read_text(encoding="utf8")
@@ -87,8 +87,10 @@ def chapters_to_execute(book_dir: Path, conf: ConfValues) -> list[Chapter]:
             continue
         chapter = Chapter(path.stem, path)
         for edition in Edition:
+            if not conf.reads(edition, path, book_dir):
+                continue
             notebook = notebook_to_execute(text, path, edition, conf)
-            settings = conf.execution(edition, notebook, path, book_dir)
+            settings = conf.execution(edition, notebook, path)
             if recording_name(notebook) is None and settings is not None:
                 chapter.notebooks.setdefault(cache_key(conf.cache_path, notebook),
                                              (notebook, settings))
