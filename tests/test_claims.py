@@ -181,7 +181,7 @@ def test_a_source_comment_is_read_in_any_case_and_spacing(tiny_book, comment):
     assert claims.cited == 1 and claims.unsourced == ()
 
 
-@pytest.mark.parametrize("comment", ["% sources: ", "% souce: ", "%Sorce:"])
+@pytest.mark.parametrize("comment", ["% sources: ", "% souce: ", "%Sorce:", "% sourced: "])
 def test_a_misspelled_source_comment_is_located_not_skipped(tiny_book, comment):
     chapter = tiny_book / "chapter.md"
     claims = _claims_with(chapter, SOURCE.replace("% source: ", comment))
@@ -189,7 +189,8 @@ def test_a_misspelled_source_comment_is_located_not_skipped(tiny_book, comment):
     assert claims.cited == 0 and claims.unsourced == ((_line_of(chapter, misspelled), misspelled),)
 
 
-@pytest.mark.parametrize("comment", ["% TODO", "% TODO: ask https://pytorch.org", "% note: why"])
+@pytest.mark.parametrize("comment", ["% TODO", "% TODO: ask https://pytorch.org", "% note: why",
+                                     "% Resources: https://pytorch.org", "% resource: why"])
 def test_a_comment_that_is_no_source_is_left_alone(tiny_book, comment):
     chapter = tiny_book / "chapter.md"
     claims = _claims_with(chapter, comment)

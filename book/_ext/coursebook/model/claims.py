@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from difflib import get_close_matches
 from pathlib import Path
 
 CLAIM_LINE = re.compile(r"^#\s*claim:[ \t]*(?P<says>.*?)[ \t]*$", re.M)
@@ -68,10 +67,19 @@ class Found:
     sentence: str
 
 
+def _a_letter_off(word: str, target: str = "source") -> bool:
+    """Whether ``word`` is ``target`` with at most one letter changed, added or dropped."""
+    if len(word) == len(target):
+        return sum(a != b for a, b in zip(word, target)) <= 1
+    short, long = sorted((word, target), key=len)
+    return len(long) == len(short) + 1 and any(long[:i] + long[i + 1:] == short
+                                                for i in range(len(long)))
+
+
 def source_comments(markdown: str) -> list[re.Match]:
     """The source comments of a markdown text, misspelled ones included (their ``word``)."""
     return [match for match in SOURCE_COMMENT.finditer(markdown)
-            if get_close_matches(match["word"].lower(), ["source"], cutoff=0.8)]
+            if _a_letter_off(match["word"].lower())]
 
 
 def claim_blocks(source: str) -> list[ClaimBlock]:
