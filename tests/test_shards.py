@@ -340,3 +340,14 @@ def test_a_page_the_build_does_not_read_is_not_prepared(tiny_book, tmp_path):
     _draft_that_fails_to_prepare(tiny_book)
     conf = ConfValues.read(book_conf_with(tmp_path / "conf", "exclude_patterns.append('draft.md')"))
     assert [c.name for c in chapters_to_execute(tiny_book, conf)] == ["chapter"]
+
+
+def test_a_page_that_does_not_prepare_is_one_line_naming_its_place(tiny_book, tmp_path, capsys):
+    """As the build reports it: the fault and its file and line, no traceback."""
+    _draft_that_fails_to_prepare(tiny_book)
+    shards = load_tool("shards")
+    assert shards.main(["--book", str(tiny_book), "--shards-dir", str(tmp_path / "shards"),
+                        "execute", "1/1"]) == 1
+    printed = capsys.readouterr().err
+    assert printed.count("\n") == 1 and printed.startswith("shards: "), printed
+    assert "draft.md:" in printed and "Traceback" not in printed

@@ -26,7 +26,7 @@ use_book_environment()
 from coursebook.execute.cache_key import MissingPackage  # noqa: E402
 from coursebook.execute.fill_cache import ConfValues, ExecutionFailed  # noqa: E402
 from coursebook.execute.shards import Shard, ShardError, execute_shard, merge_shards  # noqa: E402
-from coursebook.model.faults import shown_path  # noqa: E402
+from coursebook.model.faults import BookError, shown_path  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             merged = merge_shards(args.book, conf, args.count, args.shards_dir, cache)
             print(f"merged {merged} notebooks of {args.count} shards into {shown_path(cache)} "
                   f"in {time.perf_counter() - started:.1f} s")
-    except (ShardError, ExecutionFailed, MissingPackage) as error:
+    except (ShardError, ExecutionFailed, MissingPackage, BookError) as error:
         print(f"shards: {error}", file=sys.stderr)
         return 1
     return 0
