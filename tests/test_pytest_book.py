@@ -3,6 +3,7 @@ leaves out, the errors it allows, and one line for a package conf.py names but l
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,12 @@ def test_pytest_book_prepares_no_page_the_build_does_not_read(tiny_book):
     collected = _pytest_book(tiny_book, "exclude_patterns.append('draft.md')", collect_only=True)
     assert collected.returncode == 0, collected.stdout + collected.stderr
     assert "draft.md" not in collected.stdout and "chapter.md::student::" in collected.stdout
+
+
+def test_a_page_that_does_not_prepare_is_the_builds_one_line(tiny_book):
+    _draft_that_fails_to_prepare(tiny_book)
+    collected = _pytest_book(tiny_book, collect_only=True)
+    shown = collected.stdout + collected.stderr
+    assert collected.returncode != 0 and re.search(r"draft\.md:\d+: a `raises-exception` cell",
+                                                   shown), shown
+    assert " in collect" not in shown and "ChapterFormatError" not in shown, shown

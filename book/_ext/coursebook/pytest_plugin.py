@@ -25,6 +25,7 @@ from coursebook.execute.fill_cache import (
     execute_into_cache,
     notebook_to_execute,
 )
+from coursebook.model.faults import BookError
 from coursebook.model.notebooks import is_chapter_source, line_of
 from coursebook.model.recordings import recording_name
 from coursebook.page_state import CellOutput
@@ -82,7 +83,10 @@ class ChapterFile(pytest.File):
 
     def notebook_for(self, edition: Edition) -> nbformat.NotebookNode:
         """The notebook a build of this edition hands to myst-nb, read back as myst-nb does."""
-        return notebook_to_execute(self.text, self.path, edition, self.book_config)
+        try:
+            return notebook_to_execute(self.text, self.path, edition, self.book_config)
+        except BookError as error:  # the build's one line, with its file and line
+            raise self.CollectError(str(error)) from None
 
     def settings_for(self, edition: Edition, notebook: nbformat.NotebookNode):
         """myst-nb's settings for it; None when that edition's build does not execute it."""
