@@ -185,7 +185,7 @@ STAGES = {
     "prepare": ["test_editions", "test_runtime_setup", "test_answer_checks", "test_new_chapter"],
     "execute": ["test_concurrency", "test_shards", "test_kernel_pool", "test_myst_nb_clients",
                 "test_cache_key", "test_pytest_book"],
-    "verify": ["test_expectations", "test_varying_outputs", "test_expected_outputs_build", "test_execution_checks",
+    "verify": ["test_expectations", "test_accept_outputs", "test_varying_outputs", "test_expected_outputs_build", "test_execution_checks",
                "test_claims",
                "test_museum_build", "test_torch_versions", "test_outputs"],
     "render": ["test_downloads", "test_download_figures", "test_handouts", "test_pdf", "test_pdf_headings",

@@ -304,7 +304,9 @@ class Mismatch:
                                        f"{self.cell.first_line}",
                                        *(f"{_INDENT}{line}" for line in marked.split("\n"))])
         # The entry is not the message's last line, where the log appends Sphinx's [type].
-        return (f"Accepting it again would not help. Mark the part that varies in {where}: "
+        return (f"Accepting it again would not help. Seed what varies in the cell (e.g. "
+                f"`torch.manual_seed(0)` before a random draw), or mark the part that "
+                f"varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
                 f"`<size>` or `...` where the output varies{example}\n    See "
                 f"docs/authoring.md, \"Outputs that vary\".")

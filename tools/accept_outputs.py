@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Take this build's outputs as the expected ones, then run each chapter whose expected
+outputs changed a second time, so that an output that varies between runs (an unseeded
+random number, a timing) is found before it is committed, not on a later cold build.
+
+Both editions are built with ``coursebook_accept_outputs`` (``make accept-outputs`` runs
+this after the exhibits' records). A chapter whose file under ``expected/`` changed leaves
+the execution cache and both editions are built again, verifying: a cell that printed
+something else the second time stops with the build's "varies between runs" message, which
+offers a seed and a pattern. Exit status 0: accepted, and every changed chapter printed the
+same twice."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from book_environment import BUILD, ROOT, sphinx_command, use_book_environment
+
+use_book_environment()
+
+from jupyter_cache import get_cache  # noqa: E402
+
+from coursebook.model.versions import release  # noqa: E402
+
+ACCEPT = {"coursebook_accept_outputs": "1"}
+EDITIONS = ("student", "instructor")
+
+
+def expected_files(book: Path) -> dict[str, str]:
+    """This torch's expected outputs, each chapter's text by its page name (conf.py's
+    coursebook_expected_dir)."""
+    folder = book / "expected" / f"torch-{release(metadata.version('torch'))}"
+    return {path.relative_to(folder).with_suffix("").as_posix(): path.read_text(encoding="utf8")
+            for path in sorted(folder.rglob("*.txt"))}
+
+
+def build(book: Path, out: Path, cache: Path, edition: str, settings: dict[str, str]) -> bool:
+    """One edition, as the Makefile builds it; True when it passed."""
+    command = sphinx_command(book, out / edition / "html", out / edition / "doctrees",
+                             instructor=edition == "instructor",
+                             settings={"nb_execution_cache_path": str(cache), **settings})
+    return subprocess.run(command, cwd=ROOT).returncode == 0
+
+
+def forget_runs(cache: Path, book: Path, docnames: set[str]) -> None:
+    """Remove these chapters' records (each edition's) from the execution cache, whatever
+    their source's format."""
+    store = get_cache(str(cache))
+    book = book.resolve()
+    records = [r for r in store.list_cache_records()
+               if Path(r.uri).is_relative_to(book)
+               and Path(r.uri).relative_to(book).with_suffix("").as_posix() in docnames]
+    for record in records:
+        store.remove_cache(record.pk)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--book", type=Path, default=ROOT / "book", help="the book's sources")
+    parser.add_argument("--out", type=Path, default=BUILD,
+                        help="where the editions are built (default: _build)")
+    parser.add_argument("--cache", type=Path, default=BUILD / ".jupyter_cache",
+                        help="the execution cache (default: conf.py's, _build/.jupyter_cache)")
+    args = parser.parse_args(argv)
+    before = expected_files(args.book)
+    for edition in EDITIONS:  # one after the other: both write the same files
+        if not build(args.book, args.out, args.cache, edition, ACCEPT):
+            return 1
+    changed = [name for name, text in expected_files(args.book).items()
+               if before.get(name) != text]
+    if not changed:
+        print("accept-outputs: no expected outputs changed")
+        return 0
+    names = ", ".join(changed)
+    forget_runs(args.cache, args.book, set(changed))
+    print(f"accept-outputs: {names} changed; running {'it' if len(changed) == 1 else 'them'} "
+          "a second time to find outputs that vary between runs")
+    if all([build(args.book, args.out, args.cache, edition, {}) for edition in EDITIONS]):
+        print(f"accept-outputs: {names}: the second run printed the same; review the diff "
+              f"of {args.book / 'expected'} and commit it")
+        return 0
+    print(f"accept-outputs: {names}: a second run printed other outputs (the messages above "
+          "name each cell): seed what varies or mark its entry `(varies)` as they say, then "
+          "run `make accept-outputs` again", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
