@@ -29,7 +29,15 @@ extensions = [
     "myst_nb",
     "sphinx_copybutton",
     "sphinx_design",
+    # Exercises and solutions; a solution is an answer (coursebook/model/solutions.py).
+    "sphinx_exercise",
+    "sphinxcontrib.bibtex",
 ]
+# {cite} in a chapter, whose {bibliography} lists what it cites (docs/authoring.md): one
+# bibliography for the book (sphinxcontrib-bibtex reads it relative to this folder).
+bibtex_bibfiles = ["book/references.bib"]
+# Numbered figures, tables and exercises; {numref} names them by number.
+numfig = True
 # MathJax served with the book, so that math renders offline too: the files the
 # sphinx-mathjax-offline package ships, copied by coursebook/render/offline_mathjax.py.
 mathjax_path = "mathjax/tex-chtml.js"

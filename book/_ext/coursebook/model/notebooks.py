@@ -17,6 +17,8 @@ import yaml
 from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
 from myst_parser.config.main import MdParserConfig
 
+from coursebook.model.solutions import solutions_as_answers
+
 # --- The book's tags (myst-nb's own, such as remove-cell, keep their meaning) ----------
 ANSWER_TAG = "answer"  # instructor material, dropped from the student edition
 RAISES_TAG = "raises-exception"  # the cell's error is its lesson (nbclient's tag)
@@ -99,8 +101,10 @@ def is_chapter_source(text: str) -> bool:
 
 
 def read_chapter(text: str, md_config: MdParserConfig | None = None) -> nbformat.NotebookNode:
-    """The chapter as written, every cell included."""
-    return read_myst_markdown_notebook(text, config=md_config or MdParserConfig())
+    """The chapter as written, every cell included; each sphinx-exercise solution in cells
+    of its own, tagged as an answer (:mod:`coursebook.model.solutions`)."""
+    notebook = read_myst_markdown_notebook(text, config=md_config or MdParserConfig())
+    return solutions_as_answers(notebook, ANSWER_TAG)
 
 
 def _plain(metadata) -> dict:

@@ -29,7 +29,13 @@ from coursebook.model.museum import (
     link_back_to_exhibits,
     place_museum,
 )
-from coursebook.model.notebooks import RAISES_TAG, is_chapter_source, line_of, read_chapter
+from coursebook.model.notebooks import (
+    ANSWER_TAG,
+    RAISES_TAG,
+    is_chapter_source,
+    line_of,
+    read_chapter,
+)
 from coursebook.model.recordings import (
     RecordingError,
     attach_recordings,
@@ -41,6 +47,7 @@ from coursebook.model.recordings import (
     recording_name_in_source,
     recording_path,
 )
+from coursebook.model.solutions import SolutionError, check_solutions
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.answer_space import with_answer_spaces
 from coursebook.prepare.claims import ChapterClaims, chapter_claims, one_cell_per_claim
@@ -82,6 +89,11 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     (``{runtime-setup}``), which is made from them and the runtimes of ``runtimes_file``
     (the book's setting; "": tools/runtimes.toml).
     """
+    try:
+        check_solutions(text, ANSWER_TAG, md_config)
+    except SolutionError as error:
+        raise SolutionError(error.message, error.cell, source_path,
+                            line_of(error.cell, text)) from None
     notebook = read_chapter(text, md_config)
     place_museum(notebook, museum, torch_version)
     place_runtime_setup(notebook, machine_kinds, source_path, runtimes_file)

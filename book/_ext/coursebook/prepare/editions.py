@@ -15,6 +15,7 @@ import re
 import nbformat
 
 from coursebook.model.notebooks import ANSWER_TAG, RAISES_TAG, cell_tags, first_line, is_answer
+from coursebook.model.solutions import is_solution_marker
 from coursebook.prepare.answer_checks import place_checks
 
 ANSWER_TITLE = "Instructor answer"
@@ -47,6 +48,8 @@ def _boxed_answer(source: str) -> str:
 def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbformat.NotebookNode:
     """The student notebook lacks the answer cells; the instructor's has every cell, its
     markdown answers boxed. Both get their answers' checks (:func:`place_checks`).
+    A sphinx-exercise solution is an answer (:mod:`coursebook.model.solutions`); a gated
+    one's start and end stay unboxed, as sphinx-exercise joins them only as siblings.
 
     Code answers keep their source untouched (it is part of the execution cache key);
     :func:`box_code_answers` boxes their rendered cells instead.
@@ -56,7 +59,7 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbfor
     if not instructor:
         edited.cells = [cell for cell in edited.cells if not is_answer(cell)]
     for cell in edited.cells:
-        if cell.cell_type == "markdown" and is_answer(cell):
+        if cell.cell_type == "markdown" and is_answer(cell) and not is_solution_marker(cell):
             cell.source = _boxed_answer(cell.source)
     place_checks(edited, notebook, instructor)
     return edited

@@ -1,0 +1,149 @@
+"""sphinx-exercise's solutions are answers: each becomes markdown cells of its own, tagged
+as answers, when a chapter is read.
+
+A ``{solution}`` block, or a gated solution (``{solution-start}`` … ``{solution-end}``,
+whose code cells between are part of it), is cut out of the markdown around it, so that
+everything that handles answers (the student edition drops them, the instructor's boxes
+them, the audits look for them) handles solutions too, with no rule of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import nbformat
+from markdown_it.renderer import RendererHTML
+from myst_nb.core.read import read_myst_markdown_notebook
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
+
+from coursebook.model.faults import BookError
+
+SOLUTION = "solution"
+START, END = "solution-start", "solution-end"
+
+# Both fence styles, whatever the book's own settings: a solution in a colon fence the
+# parser missed would reach the student edition.
+_MARKDOWN = create_md_parser(MdParserConfig(enable_extensions={"colon_fence"}), RendererHTML)
+_DIRECTIVE = re.compile(r"\{([\w-]+)\}")
+# A gated marker stands alone in its cell (sphinx-exercise pairs the two as siblings, so
+# neither may go inside a box).
+_MARKER = re.compile(rf"^\s*(`{{3,}}|:{{3,}})\{{({START}|{END})\}}")
+_NESTED = re.compile(rf"^\s*(`{{3,}}|:{{3,}})\{{({SOLUTION}|{START}|{END})\}}", re.MULTILINE)
+
+
+class SolutionError(BookError):
+    """A solution the reader cannot cut out: inside another block, or a gate left open.
+    ``cell``: the first line of the block it is about, to find it in the chapter."""
+
+    def __init__(self, message: str, cell: str, path=None, line: int = 0) -> None:
+        super().__init__(message, path, line)
+        self.cell = cell
+
+
+def is_solution_marker(cell) -> bool:
+    """A cell holding only a gated solution's start or end (never boxed)."""
+    return cell.get("cell_type") == "markdown" and bool(_MARKER.match(cell.source))
+
+
+def _directive(token) -> str | None:
+    if token.type not in ("fence", "colon_fence") or token.level != 0:
+        return None
+    found = _DIRECTIVE.match(token.info.strip())
+    return found.group(1) if found else None
+
+
+def _pieces(source: str, gated: bool, answer: bool,
+            strict: bool) -> tuple[list[tuple[str, bool]], bool]:
+    """The markdown cut where solutions start and end: (text, is a solution) pieces, and
+    whether a gated solution is still open at the end. ``gated``: one is open at the start;
+    ``answer``: the text is an answer already, so a solution inside a block (an instructor's
+    box, say) is no leak. Such a block elsewhere is an error when ``strict``, else all of it
+    is taken as a solution (the safe side: the student edition loses it)."""
+    lines = source.splitlines(keepends=True)
+    pieces: list[tuple[str, bool]] = []
+    done = 0  # lines already in a piece
+
+    def cut(until: int, solution: bool) -> None:
+        nonlocal done
+        text = "".join(lines[done:until]).strip("\n")
+        if text.strip():
+            pieces.append((text, solution))
+        done = until
+
+    for token in _MARKDOWN.parse(source):
+        name = _directive(token)
+        if name not in (SOLUTION, START, END):
+            if (not answer and token.type in ("fence", "colon_fence")
+                    and _NESTED.search(token.content)):
+                if strict:
+                    raise SolutionError(
+                        f"a solution inside a `{token.info.strip()}` block cannot be left out "
+                        "of the student edition: move it out, after the block",
+                        source.splitlines()[token.map[0]])
+                cut(token.map[0], gated)
+                cut(token.map[1], True)
+            continue
+        start, end = token.map
+        if name == SOLUTION and not gated:
+            cut(start, False)
+            cut(end, True)
+        elif name == START and not gated:
+            cut(start, False)
+            cut(end, True)  # the marker on its own
+            gated = True
+        elif name == END and gated:
+            cut(start, True)
+            cut(end, True)
+            gated = False
+    cut(len(lines), gated)
+    return pieces, gated
+
+
+def solutions_as_answers(notebook: nbformat.NotebookNode, tag: str,
+                         strict: bool = False) -> nbformat.NotebookNode:
+    """The notebook, each solution in markdown cells of its own tagged ``tag``, and every
+    cell of a gated solution tagged too; other cells untouched. ``strict``: a solution that
+    cannot be cut out (inside another block, or a gate never closed) raises
+    :class:`SolutionError`; else it is taken as an answer with all it holds."""
+    def tagged(cell) -> None:
+        if tag not in cell.metadata.get("tags", []):
+            cell.metadata["tags"] = [*cell.metadata.get("tags", []), tag]
+
+    cells = []
+    gated, opened = False, ""
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown" or "{solution" not in cell.source:
+            if gated:
+                tagged(cell)
+            cells.append(cell)
+            continue
+        was_gated = gated
+        pieces, gated = _pieces(cell.source, gated, tag in cell.metadata.get("tags", []), strict)
+        if gated and not was_gated:
+            opened = next(text for text, _ in reversed(pieces) if _MARKER.match(text))
+        if len(pieces) == 1 and pieces[0][1] == was_gated == gated:
+            if gated:
+                tagged(cell)
+            cells.append(cell)
+            continue
+        for text, solution in pieces:
+            piece = nbformat.v4.new_markdown_cell(text, metadata=copy.deepcopy(cell.metadata))
+            if solution:
+                tagged(piece)
+            cells.append(piece)
+    if gated and strict:
+        raise SolutionError(f"a `{{{START}}}` has no `{{{END}}}` after it: close it, or the "
+                            "rest of the chapter would be left out of the student edition",
+                            opened.splitlines()[0])
+    notebook.cells = cells
+    return notebook
+
+
+def check_solutions(text: str, tag: str, md_config: MdParserConfig | None = None) -> None:
+    """Raise :class:`SolutionError` for a solution of the chapter ``text`` that cannot be
+    cut out (reading a chapter takes it as an answer instead, so the audits read on)."""
+    if "{solution" in text:
+        notebook = read_myst_markdown_notebook(text, config=md_config or MdParserConfig())
+        solutions_as_answers(notebook, tag, strict=True)

@@ -1,0 +1,177 @@
+"""The markup books use: sphinx-exercise's exercises and solutions (a solution is an answer:
+dropped from the student edition everywhere, boxed in the instructor's, audited like any
+answer), sphinxcontrib-bibtex's {cite}, numbered figures and {numref}, and myst-nb options
+a chapter sets in its own top matter."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from book_environment import sphinx_command
+
+from conftest import ROOT, TINY_BOOK, book_conf_with
+from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
+from coursebook.model.notebooks import ANSWER_TAG, is_answer, notebook_to_myst, read_chapter
+from coursebook.model.solutions import SolutionError, check_solutions
+from coursebook.prepare.editions import ANSWER_CLASS, Edition, edition_notebook
+
+TOP = """---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  name: python3
+  display_name: Python 3
+{extra}---
+"""
+
+# Each solution holds words no other text does, for the audit to look for.
+CHAPTER = TOP.format(extra="mystnb:\n  number_source_lines: true\n") + """
+# Exercises
+
+Gradients follow the chain rule {cite}`rumelhart1986`, as {numref}`fig-arrow` shows.
+
+```{figure} arrow.svg
+:name: fig-arrow
+
+An arrow from the loss back to the weights.
+```
+
+:::{exercise}
+:label: ex-double
+Double the tensor `torch.ones(2)`.
+:::
+
+:::{solution} ex-double
+:class: dropdown
+Multiply it by two: the quartzite heron answers the doubling exercise.
+:::
+
+Now {numref}`ex-code` asks for code.
+
+```{exercise}
+:label: ex-code
+Print the product of six and seven.
+```
+
+````{solution-start} ex-code
+````
+
+The saffron lighthouse explains why forty-two is printed.
+
+```{code-cell} ipython3
+print("gated answer", 6 * 7)
+```
+
+```{solution-end}
+```
+
+```{code-cell} ipython3
+print("visible", 1 + 1)
+```
+
+```{bibliography}
+```
+"""
+
+BIBLIOGRAPHY = """@article{rumelhart1986,
+  author = {Rumelhart, David E. and Hinton, Geoffrey E. and Williams, Ronald J.},
+  title = {Learning representations by back-propagating errors},
+  journal = {Nature},
+  volume = {323},
+  pages = {533--536},
+  year = {1986},
+}
+"""
+
+ANSWER_WORDS = ("quartzite heron", "saffron lighthouse", "gated answer")
+
+
+def _cells(text: str):
+    return [(cell.cell_type, is_answer(cell), cell.source) for cell in read_chapter(text).cells]
+
+
+def test_a_solution_is_read_as_answer_cells_and_the_text_around_it_is_not():
+    cells = _cells(CHAPTER)
+    answers = [source for _, answer, source in cells if answer]
+    assert answers[0].startswith(":::{solution} ex-double") and answers[0].endswith(":::")
+    # The gated solution: its start, its prose, its code cell and its end, all answers.
+    assert [kind for kind, answer, _ in cells if answer] == ["markdown"] * 3 + ["code", "markdown"]
+    assert answers[1].startswith("````{solution-start}")
+    assert answers[-1].startswith("```{solution-end}")
+    visible = " ".join(source for _, answer, source in cells if not answer)
+    assert "{exercise}" in visible and "print(\"visible\"" in visible
+    assert not any(words in visible for words in ANSWER_WORDS)
+
+
+def test_a_chapter_with_solutions_written_back_reads_the_same_cells():
+    chapter = read_chapter(CHAPTER)
+    again = read_chapter(notebook_to_myst(chapter))
+    assert [(c.cell_type, c.source, dict(c.metadata)) for c in again.cells] == [
+        (c.cell_type, c.source, dict(c.metadata)) for c in chapter.cells]
+
+
+def test_the_instructor_boxes_a_solution_but_not_a_gated_solutions_start_and_end():
+    instructor = edition_notebook(read_chapter(CHAPTER), Edition.INSTRUCTOR)
+    boxed = [cell.source for cell in instructor.cells if f":class: {ANSWER_CLASS}" in cell.source]
+    assert any("quartzite heron" in text for text in boxed)
+    assert any("saffron lighthouse" in text for text in boxed)
+    assert not any("solution-start" in text or "solution-end" in text for text in boxed)
+    student = edition_notebook(read_chapter(CHAPTER), Edition.STUDENT)
+    assert not any(words in cell.source for cell in student.cells for words in ANSWER_WORDS)
+
+
+@pytest.mark.parametrize("text, line", [
+    ("```{solution-start} ex\n```\n\nNever closed.", "```{solution-start} ex"),
+    ("::::{exercise}\n:label: ex\nAsk.\n\n:::{solution} ex\nInside.\n:::\n::::", "::::{exercise}"),
+])
+def test_a_solution_that_cannot_be_cut_out_is_named_and_read_as_an_answer(text, line):
+    chapter = TOP.format(extra="") + "\n# T\n\n" + text + "\n"
+    with pytest.raises(SolutionError) as raised:
+        check_solutions(chapter, ANSWER_TAG)
+    assert raised.value.cell == line
+    # Read anyway (as the audits read every page): all of it is taken as an answer.
+    cells = read_chapter(chapter).cells
+    assert not is_answer(cells[0]) and all(is_answer(cell) for cell in cells[1:])
+
+
+def _build(src: Path, conf: Path, out: Path, *tags: str) -> subprocess.CompletedProcess:
+    command = sphinx_command(src, out / "html", out / "doctrees", tags=tags, conf=conf,
+                             settings={"coursebook_accept_outputs": "1"})
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+
+
+@pytest.mark.slow
+def test_exercises_citations_and_numbered_figures_build_and_no_solution_reaches_students(
+        tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(TINY_BOOK, src)
+    (src / "exercises.md").write_text(CHAPTER, encoding="utf8")
+    (src / "arrow.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="40" '
+                                   'height="10"><path d="M0 5h35" stroke="black"/></svg>')
+    (src / "index.md").write_text((src / "index.md").read_text().replace(
+        "chapter\n", "chapter\nexercises\n"))
+    (tmp_path / "refs.bib").write_text(BIBLIOGRAPHY)
+    conf = book_conf_with(tmp_path / "conf", f"bibtex_bibfiles = [{str(tmp_path / 'refs.bib')!r}]")
+    # Accepting writes the expected outputs the new chapter lacks; the student edition first.
+    builds = {edition: _build(src, conf, tmp_path / edition, *tags)
+              for edition, tags in (("student", ()), ("instructor", ("instructor",)))}
+    for edition, build in builds.items():
+        assert build.returncode == 0, f"{edition}:\n{(build.stdout + build.stderr)[-3000:]}"
+    student = (tmp_path / "student" / "html" / "exercises.html").read_text()
+    instructor = (tmp_path / "instructor" / "html" / "exercises.html").read_text()
+    # {cite} and {numref} resolved: the citation's label and the figure's number.
+    for page in (student, instructor):
+        assert "Rumelhart" in page and "Fig. 1" in page and "Exercise 2" in page
+        assert "linenos" in page  # the chapter's own number_source_lines
+    # No solution anywhere in the student edition: pages, sources, notebooks, search index.
+    assert audit_build(tmp_path / "student" / "html", chapter_fingerprints(src)) == []
+    built = " ".join(path.read_text(errors="replace")
+                     for path in (tmp_path / "student" / "html").rglob("*") if path.is_file())
+    assert not any(words in built for words in ANSWER_WORDS)
+    # The instructor's: every solution, each boxed as an answer.
+    assert all(words in instructor for words in ANSWER_WORDS)
+    assert instructor.count(ANSWER_CLASS) >= 2
