@@ -165,3 +165,41 @@ def test_the_circle_check_sees_a_circle(tmp_path):
                                     "page_state.py": "from coursebook import reporting"})
     assert [circle for circle in circles(import_graph(copy))
             if {"coursebook.page_state", "coursebook.reporting"} <= set(circle)]
+
+
+def _imported_roots(folder: Path) -> dict[str, str]:
+    """Each top-level module the code in ``folder`` imports, with a file that imports it."""
+    roots: dict[str, str] = {}
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            for name in names:
+                roots.setdefault(name.split(".")[0], str(path.relative_to(ROOT)))
+    return roots
+
+
+def _undeclared(roots: dict[str, str], pyproject: dict) -> list[str]:
+    """The imported modules no distribution that pyproject.toml depends on provides."""
+    import re
+    from importlib.metadata import packages_distributions
+
+    project = pyproject["project"]
+    specs = [*project["dependencies"], *(spec for extra in project.get(
+        "optional-dependencies", {}).values() for spec in extra)]  # pytest: the plugin's
+    declared = {re.split(r"[=<>\[; ]", spec)[0].lower().replace("_", "-") for spec in specs}
+    providers = packages_distributions()
+    return [f"{root} ({where})" for root, where in sorted(roots.items())
+            if root not in sys.stdlib_module_names and root not in {"coursebook", "__future__"}
+            and not {d.lower().replace("_", "-") for d in providers.get(root, [])} & declared]
+
+
+def test_every_module_the_extension_imports_is_a_declared_dependency():
+    import tomllib
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert _undeclared(_imported_roots(ROOT / "book" / "_ext" / "coursebook"), pyproject) == []
+    # The check sees a dependency the extension imports but pyproject.toml leaves out.
+    dependencies = [d for d in pyproject["project"]["dependencies"] if "filelock" not in d]
+    assert _undeclared({"filelock": "x.py"}, {"project": {"dependencies": dependencies}}) == [
+        "filelock (x.py)"]
