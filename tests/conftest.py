@@ -183,7 +183,7 @@ STAGES = {
               "test_versions", "test_layout", "test_tpu_smoke", "test_cloud_tpu_record",
               "test_colab_notebooks"],
     "prepare": ["test_editions", "test_runtime_setup", "test_answer_checks", "test_new_chapter",
-                "test_book_markup"],
+                "test_book_markup", "test_notebook_chapters"],
     "execute": ["test_concurrency", "test_shards", "test_kernel_pool", "test_myst_nb_clients",
                 "test_cache_key", "test_pytest_book"],
     "verify": ["test_expectations", "test_accept_outputs", "test_varying_outputs", "test_expected_outputs_build", "test_execution_checks",

@@ -19,7 +19,7 @@ from sphinx.util import logging
 
 from coursebook.config import BookConfig, book_config
 from coursebook.model.answer_checks import AnswerCheckError
-from coursebook.model.faults import BookError
+from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.museum import (
     CellOrigin,
@@ -60,6 +60,11 @@ logger = logging.getLogger(__name__)
 
 class ChapterFormatError(BookError):
     """A chapter whose tags contradict each other; the build logs it as an error."""
+
+
+class UnverifiedNotebookError(BookError):
+    """A page myst-nb would execute that is no chapter the book prepares and verifies (an
+    ``.ipynb``): refused, so that nothing runs unverified."""
 
 
 def edition_of(app: Sphinx) -> Edition:
@@ -194,17 +199,28 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
     None for a page that is not a chapter, or whose chapter could not be prepared: its
     error is reported and the page's text says so.
     """
-    if not is_chapter_source(source[0]):
-        return None
     config = book_config(app.config)
+    path = Path(app.env.doc2path(docname))
     try:
-        prepared = prepare_chapter(app, source[0], str(app.env.doc2path(docname)))
+        if path.suffix != ".md" and app.config.source_suffix.get(path.suffix) == "myst-nb":
+            raise UnverifiedNotebookError(
+                "a notebook in this format would be executed and published unverified (no "
+                "expected outputs, no editions): bring it in as a chapter with `make chapter "
+                f"FROM={shown_path(path)}`, then remove it", path, 1)
+        if not is_chapter_source(source[0]):
+            return None
+        prepared = prepare_chapter(app, source[0], str(path))
     except BookError as error:
         # An exhibit every chapter loads is reported once, at its own file and line.
         report_book_error(error, "source", fallback_location=docname)
         _note_inputs(app, config, None)
         mark_failed(app.env, docname)
-        source[0] = f"# {docname}\n\nThis page could not be built: see the build log.\n"
+        unbuilt = f"# {docname}\n\nThis page could not be built: see the build log.\n"
+        # In the page's own format; myst-nb executes nothing.
+        source[0] = (nbformat.writes(nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_markdown_cell(unbuilt)],
+            metadata={"mystnb": {"execution_mode": "off"}})) if path.suffix == ".ipynb"
+            else unbuilt)
         return None
     app.env.temp_data[PREPARED] = prepared
     chapter = page_state_of(app.env, docname)
