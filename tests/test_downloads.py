@@ -25,6 +25,7 @@ from nbclient.exceptions import CellExecutionError
 
 from conftest import BOOK, ROOT, book_machine_kinds, book_museum, sphinx_build
 from coursebook.model.machine_kinds import stand_in_kind
+from coursebook.model.museum import ERROR_SUMMARY
 from coursebook.model.notebooks import is_chapter_source, is_claim
 from coursebook.model.outputs import normalise
 from coursebook.model.recordings import recording_name
@@ -177,7 +178,10 @@ def test_the_museum_download_states_each_expected_error(downloads):
     assert caught
     for index in caught:
         note = cells[index + 1]
-        assert note.cell_type == "markdown" and "**Expected error.**" in note.source
+        assert note.cell_type == "markdown" and "**Expected error.**" not in note.source
+        # Collapsed until the student opens it: the error is not read before the prediction.
+        assert note.source.startswith(f"<details>\n<summary>{ERROR_SUMMARY}</summary>")
+        assert note.source.rstrip().endswith("</details>") and "Error: " in note.source
         assert "tags" not in note.metadata  # remove-cell hides it in the book only
 
 
@@ -205,6 +209,10 @@ def test_directives_become_markdown_a_reader_sees():
     assert convert("```{only} not latex\nscreen\n```") == "screen"
     assert convert("::::{grid} 2\n:::{grid-item-card} 01/02\n:link: a\n:link-type: ref\n\nFirst\n:::\n::::") \
         == "**[01/02](https://book.example/a.html)** · First"
+    assert convert("````{dropdown} The error\n```text\nE: m\n```\n````") \
+        == "<details>\n<summary>The error</summary>\n\n```text\nE: m\n```\n\n</details>"
+    assert convert(":::{dropdown} A <b>\n:open:\nText.\n:::") \
+        == "<details open>\n<summary>A &lt;b&gt;</summary>\n\nText.\n\n</details>"
     assert convert("```{mermaid}\ngraph\n```") == "*[Shown on the book's page](https://book.example/p.html).*"
     assert convert("Math $x^2$ and {math}`y`.\n\n$$\na\n$$") == "Math $x^2$ and $y$.\n\n$$\na\n$$"
 

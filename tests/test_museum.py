@@ -1,12 +1,20 @@
 """The museum's exhibits: valid data, one source, errors and fixes as recorded."""
 
+import re
+
 import pytest
 import torch
 
 from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, book_museum
 from coursebook.exhibit_checks import ExhibitMismatch, check_raised
 from coursebook.model.machine_kinds import load_machine_kinds, stand_in_kind
-from coursebook.model.museum import ExhibitError, exhibit_cells, load_exhibit, raised_by
+from coursebook.model.museum import (
+    ERROR_SUMMARY,
+    ExhibitError,
+    exhibit_cells,
+    load_exhibit,
+    raised_by,
+)
 
 SEED = "museum-pytorch-wing.txt"  # in the course material
 MUSEUM = book_museum()
@@ -20,12 +28,26 @@ def test_each_wing_numbers_its_exhibits_and_uses_its_own_rooms(wing):
     assert {e.room for e in wing.exhibits} == set(wing.rooms)  # every room shows something
 
 
+def _as_run(code: str) -> re.Pattern:
+    """The code's lines, each with any comment of its own: the program the museum ran, whose
+    comments the book may reword (a comment naming the cause would answer before the reveal)."""
+    lines = [re.escape(re.sub(r"[ \t]*#.*$", "", line)) for line in code.strip().splitlines()]
+    return re.compile("\n".join(line + r"(?:[ \t]*#[^\n]*)?" for line in lines))
+
+
 @pytest.mark.parametrize("exhibit", ALL, ids=lambda e: e.key)
 def test_the_museum_record_is_the_seed_verbatim(exhibit, seeds):
     seed = (seeds / SEED).read_text(encoding="utf8")
     record = exhibit.museum_record
     assert f"{record.type}: {record.message}" in seed
-    assert exhibit.title in seed and exhibit.failing_code.strip() in seed
+    assert _as_run(exhibit.failing_code).search(seed), exhibit.failing_code
+
+
+def test_the_museum_code_is_the_seeds_with_comments_reworded_only():
+    museum = "x = torch.ones(3)\nx += 1  # in-place on the leaf\n"
+    assert _as_run("x = torch.ones(3)\nx += 1  # one update step\n").search(museum)
+    assert _as_run("x = torch.ones(3)\nx += 1\n").search(museum)
+    assert not _as_run("x = torch.ones(3)\nx += 2  # in-place on the leaf\n").search(museum)
 
 
 @pytest.mark.parametrize("exhibit", CPU, ids=lambda e: e.key)
@@ -50,8 +72,32 @@ def test_no_exhibit_is_copied_into_a_chapter():
 def test_exhibit_cells_run_the_failing_code_then_check_it():
     exhibit = CPU[1]
     failing, check = exhibit_cells(exhibit, len(ALL), "2.13.0+cpu")[1:3]
-    assert failing.source == exhibit.failing_code and failing.metadata.tags == ["raises-exception"]
+    assert failing.source == exhibit.failing_code
+    assert failing.metadata.tags == ["raises-exception", "hide-output"]  # the error: a click away
+    assert failing.metadata.mystnb["code_prompt_show"] == "Show the error"
     assert repr(exhibit.record_for("2.13.0").message) in check.source  # part of the cache key
+
+
+@pytest.mark.parametrize("exhibit", CPU, ids=lambda e: e.key)
+def test_an_exhibit_shows_its_code_before_its_error_cause_and_fix(exhibit):
+    cells = exhibit_cells(exhibit, len(ALL), "2.13.0+cpu")
+    sources = [cell.source for cell in cells]
+    failing = sources.index(exhibit.failing_code)
+    lesson = next(i for i, source in enumerate(sources) if exhibit.lesson in source)
+    fix = next(i for i, cell in enumerate(cells) if cell.cell_type == "code"
+               and cell.source == exhibit.fix_code)
+    assert failing < lesson < fix
+    before = "\n".join(sources[:failing])  # what a reader sees before the code
+    assert exhibit.lesson not in before and exhibit.fix_note not in before
+    note = next(cell for cell in cells if "download-only" in cell.metadata.get("tags", []))
+    assert note.source.startswith(f"````{{dropdown}} {ERROR_SUMMARY}\n")  # collapsed
+    assert exhibit.record_for("2.13.0").message in note.source
+
+
+def test_each_fix_of_the_eager_room_prints_what_it_computes(capsys):
+    for exhibit in CPU:
+        exec(compile(exhibit.fix_code, str(exhibit.path), "exec"), {"__name__": "exhibit"})
+        assert capsys.readouterr().out.strip(), exhibit.key  # the reader sees the fix work
 
 
 @pytest.mark.parametrize("edit, message", [

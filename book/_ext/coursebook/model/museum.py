@@ -3,10 +3,12 @@
 An exhibit is one TOML file, the single source of its code and text. A chapter shows
 a room of a wing with a markdown cell holding only ``{museum-room} WING ROOM`` in a
 fence (and the wing's introduction with ``{museum-introduction} WING``); the build
-replaces that cell with each exhibit's cells: its lesson, the failing
-code (tagged ``raises-exception``), a check of the error against the record for the
-running torch version, the fix, and the proof that the fix ran. PT01 sections named by
-an exhibit get a link back to it, so links go both ways from one list.
+replaces that cell with each exhibit's cells, in the order a reader predicts, then checks:
+its title (which names what the code does, not the cause), the failing code (tagged
+``raises-exception``, its error behind a click: ``hide-output``; in a download, a collapsed
+block), a check of the error against the record for the running torch version, the cause
+(its lesson), the fix, which prints what it computes, and the proof that the fix ran. PT01
+sections named by an exhibit get a link back to it, so links go both ways from one list.
 """
 
 from __future__ import annotations
@@ -472,14 +474,23 @@ def claim_sources(museum: dict[str, Wing]) -> dict[str, Claim]:
             for cell in _claim_cells((claim,), captured)}
 
 
-def _heading(exhibit: Exhibit, total: int) -> str:
-    """The exhibit's label, numbered title, lesson (its sources cited) and links to PT01."""
+def _title(exhibit: Exhibit, total: int) -> str:
+    """The exhibit's label and numbered title."""
+    return f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}"
+
+
+def _cause(exhibit: Exhibit) -> str:
+    """The exhibit's lesson (its sources cited) and links to PT01."""
     see_also = ""
     if exhibit.taught_in:
         links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.taught_in)
         see_also = f"\n\n*Taught in:* {links}."
-    return (f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}\n\n"
-            f"{exhibit.lesson}{_cited(exhibit.claims)}{see_also}")
+    return f"{exhibit.lesson}{_cited(exhibit.claims)}{see_also}"
+
+
+def _heading(exhibit: Exhibit, total: int) -> str:
+    """The exhibit's label, numbered title, lesson (its sources cited) and links to PT01."""
+    return f"{_title(exhibit, total)}\n\n{_cause(exhibit)}"
 
 
 def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
@@ -504,18 +515,23 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
                  "remove-input", BOOK_ONLY_TAG, *tags)
 
 
+# The summary of the download's collapsed block that holds an exhibit's error.
+ERROR_SUMMARY = "The error, to compare with your prediction"
+
+
 def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
-    """For downloads: the error the code above should raise, from its record, to compare;
-    and how a reader's runtime (Colab) and the museum's run worded it, where that differs.
-    It speaks of torch releases only: where the book's own runs took place is the
-    instructor edition's business."""
+    """For downloads: the error the code above should raise, from its record, to compare,
+    in a collapsed block (a ``dropdown``: ``<details>`` in the notebook), so that it is not
+    read before the prediction; and how a reader's runtime (Colab) and the museum's run
+    worded it, where that differs. It speaks of torch releases only: where the book's own
+    runs took place is the instructor edition's business."""
     record = expected or exhibit.museum_record
     if record.source != "museum":
         who = f"With torch {record.torch}, the cell above raises this error"
-    else:
+    else:  # the museum met it elsewhere: the cell above may not have been run there
         torch = f", torch {record.torch}" if is_release(record.torch) else ""
-        who = f"The museum saw the cell above raise this error (on {record.where}{torch})"
-    texts = [(f"**Expected error.** {who}:", record)] + [
+        who = f"When the museum met this error ({record.where}{torch}), it read"
+    texts = [(f"{who}:", record)] + [
         (f"On {label} it reads:", other) for label, other in readers_records(exhibit, record)]
     museum = exhibit.museum_record
     if (museum.type, museum.message) not in {(r.type, r.message) for _, r in texts}:
@@ -524,8 +540,9 @@ def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbfo
              for line in (intro, "", "```text", f"{r.type}: {r.message}", "```", "")]
     lines.append("Another torch version may word it differently; the type and the cause "
                  "should match.")
-    quoted = "\n".join(f"> {line}" if line else ">" for line in lines)
-    return _markdown(quoted, "remove-cell", DOWNLOAD_ONLY_TAG)
+    body = "\n".join(lines)
+    return _markdown(f"````{{dropdown}} {ERROR_SUMMARY}\n{body}\n````", "remove-cell",
+                     DOWNLOAD_ONLY_TAG)
 
 
 def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
@@ -533,18 +550,32 @@ def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
                  BOOK_ONLY_TAG, *tags)
 
 
+# The failing code's output, the error, is behind a click: myst-nb's ``hide-output`` tag,
+# its toggle worded for each cell (myst-nb's cell-level ``code_prompt_show``).
+REVEAL_TAG = "hide-output"
+_REVEAL_PROMPTS = {"code_prompt_show": "Show the error", "code_prompt_hide": "Hide the error"}
+
+
+def _failing_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
+    cell = _code(exhibit.failing_code, RAISES_TAG, REVEAL_TAG)
+    cell.metadata["mystnb"] = dict(_REVEAL_PROMPTS)
+    return cell
+
+
 def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
-    """The cells that show one exhibit and prove its error and its fix on this build."""
+    """The cells that show one exhibit and prove its error and its fix on this build: the
+    code first, its error behind a click, then the cause and the fix, which prints."""
     record = exhibit.record_for(torch_version)
     if exhibit.fix_in_fresh_runtime:
         fix = f"{_FRESH_RUNTIME} {exhibit.fix_note}\n\n{_shown_code(exhibit.fix_code)}"
         fix_ran = _fix_ran_cell(FRESH_PYTHON_TAG)
     else:
         fix, fix_ran = f"**The fix.** {exhibit.fix_note}", _fix_ran_cell()
-    return [_markdown(f"{_heading(exhibit, total)}\n\n**The failing code**"),
-            _code(exhibit.failing_code, RAISES_TAG), _check_cell(exhibit, record),
-            _expected_error_note(exhibit, record), _markdown(fix), _fix_cell(exhibit), fix_ran,
-            *_museum_fix_history(exhibit), *_claim_cells(exhibit.claims)]
+    return [_markdown(f"{_title(exhibit, total)}\n\n**The code.** What goes wrong, and why?"),
+            _failing_cell(exhibit), _check_cell(exhibit, record),
+            _expected_error_note(exhibit, record),
+            _markdown(f"**The cause.** {_cause(exhibit)}"), _markdown(fix), _fix_cell(exhibit),
+            fix_ran, *_museum_fix_history(exhibit), *_claim_cells(exhibit.claims)]
 
 
 _FRESH_RUNTIME = "**The fix, in a fresh runtime.**"

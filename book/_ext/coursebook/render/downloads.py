@@ -59,8 +59,9 @@ def catching(source: str) -> str:
         pass  # not plain Python (a magic, say): indent every line
     body = "\n".join(line if number in inside_strings or not line.strip() else "    " + line
                      for number, line in enumerate(source.strip("\n").splitlines(), 1))
-    return ("# The book shows this error on purpose. Here it is caught and printed,\n"
-            "# so that Run all goes on to the next cell.\n"
+    # Worded for a cell whose outcome the student predicts first: it says what the wrapper
+    # does, not that the cell fails.
+    return ("# So that Run all goes on to the next cell, an error here is printed, not raised.\n"
             f"try:\n{body}\n"
             "except Exception as error:\n"
             "    print(f\"{type(error).__name__}: {error}\")")

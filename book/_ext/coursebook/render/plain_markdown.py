@@ -5,12 +5,16 @@ a role, a target or a directive would show as raw text. A markdown cell is parse
 the book's own MyST parser (myst-parser's, so it reads exactly as the book does) and
 written back with mdformat's Markdown renderer, MyST constructs replaced: a cross-reference
 by a link to the published page (or, with no published address, the target's title), an
-admonition by a blockquote with a bold title, a card by a link, a directive with no plain
-equivalent by a link to the page.
+admonition by a blockquote with a bold title, a dropdown by an HTML ``<details>`` block (closed
+unless it is ``:open:``), a card by a link, a directive with no plain equivalent by a link to
+the page. Jupyter renders ``<details>`` and ``<summary>`` in a markdown cell: JupyterLab's
+sanitizer keeps both tags (``allowedTags`` in
+https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts).
 """
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,7 +50,7 @@ ADMONITION_TITLES = {
 }
 # Directives that only lay out their content: the content stays, the layout goes.
 _LAYOUT = {"grid", "grid-item", "div", "container", "tab-set", "tab-item", "card-carousel",
-           "topic", "sidebar", "epigraph", "highlights", "pull-quote", "rubric", "dropdown"}
+           "topic", "sidebar", "epigraph", "highlights", "pull-quote", "rubric"}
 _CARDS = {"card", "grid-item-card"}
 _CODE = {"code-block", "code", "sourcecode", "code-cell"}
 _REFERENCE_ROLES = {"ref", "numref", "doc", "any", "eq", "term", "download"}
@@ -129,6 +133,10 @@ class PlainMarkdown:
             return blockquote(f"**{escape(title)}**\n\n{self.convert(content)}".strip())
         if name == "only":
             return self.convert(content) if self.only(argument) else ""
+        if name == "dropdown":  # blank lines around the content: Markdown inside HTML
+            opening = "<details open>" if "open" in options else "<details>"
+            summary = f"<summary>{html.escape(argument)}</summary>\n\n" if argument else ""
+            return f"{opening}\n{summary}{self.convert(content)}\n\n</details>"
         if name in _LAYOUT:
             return self.convert(content)
         if name in _CARDS:
