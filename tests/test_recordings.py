@@ -744,3 +744,85 @@ def test_a_python_below_the_recorders_floor_stops_with_one_line():
     assert done.stderr.startswith("check_venv: Python 3.10 (") and "floor, 3.11" in done.stderr
     requirements = (ROOT / "tools" / "recorder-requirements.txt").read_text()
     assert "3.10" not in requirements and "python_version" not in requirements
+
+
+# --- A package the book adds wins over another's copy of its files --------------------------
+
+def _wheel(folder, name: str, version: str, module: str, module_version: str,
+           requires: tuple[str, ...] = ()) -> None:
+    """A pure-Python wheel of ``name`` whose module ``module`` says ``module_version``."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    files = {f"{module}/__init__.py": f'__version__ = "{module_version}"\n',
+             f"{info}/METADATA": "Metadata-Version: 2.1\nName: {}\nVersion: {}\n{}".format(
+                 name, version, "".join(f"Requires-Dist: {r}\n" for r in requires)),
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+
+    def digest(text: str) -> str:
+        raw = hashlib.sha256(text.encode()).digest()
+        return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    record = "".join(f"{path},{digest(text)},{len(text.encode())}\n" for path, text in files.items())
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as wheel:
+        for path, text in {**files, f"{info}/RECORD": record + f"{info}/RECORD,,\n"}.items():
+            wheel.writestr(path, text)
+
+
+def test_what_the_book_adds_is_the_code_imported_though_another_package_ships_its_files(
+        tmp_path, monkeypatch):
+    """torch_xla 2.9.0 ships a torchax of its own (pytorch/xla#9363), installed over the real
+    one; planted: `shadower` depends on `planted` (so pip installs it after) and ships an old
+    `planted` module. The environment's import of `planted` is the added package's code."""
+    from coursebook.model.machine_kinds import RecordingEnvironment
+    record = load_tool("record_chapter")
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    _wheel(wheels, "planted", "1.0", "planted", "1.0")
+    _wheel(wheels, "shadower", "1.0", "planted", "0.5", requires=("planted==1.0",))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    environment = RecordingEnvironment("main", ("shadower==1.0", "planted==1.0"),
+                                       adds=("planted==1.0",))
+    python = record.ensure_environment(tmp_path / "env", MACHINES["cpu"], environment)
+    imported = subprocess.run([str(python), "-c", "import planted; print(planted.__version__)"],
+                              capture_output=True, text=True)
+    assert imported.stdout.strip() == "1.0", imported.stderr
+
+
+def test_the_bridges_environments_lay_what_the_book_adds_last():
+    runtime = load_runtimes()[MACHINES["cpu"].runtime]
+    for kind, environments in load_environments(environments_path(RECORDINGS, "bridges"),
+                                                MACHINES).items():
+        main = environments[0]
+        assert main.adds == tuple(f"{n}=={v}" for n, v in runtime.adds.items()), kind
+        assert set(main.adds) <= set(main.requirements)
+
+
+def test_an_imported_module_that_is_not_its_installed_release_stops_the_recorder(tmp_path):
+    """The versions are the imported modules' where a module says one: `torchax` 0.0.6 code
+    under torchax 0.0.13's metadata (torch_xla's copy) stops the run with one line."""
+    record = load_tool("record_chapter")
+    site = tmp_path / "site"
+    (site / "planted").mkdir(parents=True)
+    (site / "planted" / "__init__.py").write_text('__version__ = "0.5"\n')
+    (site / "planted-1.0.dist-info").mkdir()
+    (site / "planted-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: planted\nVersion: 1.0\n")
+    (site / "planted-1.0.dist-info" / "RECORD").write_text("planted/__init__.py,,\n")
+    report = record.run_python(sys.executable, record.VERSIONS, {"PYTHONPATH": str(site)},
+                               "planted", "--imported", "planted")
+    assert report["imported"] == {"planted": "0.5"}
+    with pytest.raises(record.Refused) as refused:
+        record.check_imported("main", report)
+    assert str(refused.value).startswith(
+        "environment 'main': `import planted` runs release 0.5, while its installed metadata "
+        "says 1.0")
+    (site / "planted" / "__init__.py").write_text('__version__ = "1.0"\n')
+    report = record.run_python(sys.executable, record.VERSIONS, {"PYTHONPATH": str(site)},
+                               "planted", "--imported", "planted")
+    record.check_imported("main", report)
+    assert report["versions"]["planted"] == "1.0"

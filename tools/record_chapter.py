@@ -89,11 +89,12 @@ from coursebook.prepare.editions import Edition  # noqa: E402
 from coursebook.verify.expectations import shown_text  # noqa: E402
 
 VERSIONS = """
-import json, platform, sys
+import importlib, json, platform, re, sys
 from importlib import metadata
+names, _, imported_names = " ".join(sys.argv[1:]).partition("--imported")
 versions = {"python": platform.python_version()}
 torch_here = None
-for name in sys.argv[1:]:
+for name in names.split():
     if name == "torch":  # its build string (2.9.0+cu128), the one the fix lines print
         try:
             import torch
@@ -107,10 +108,21 @@ for name in sys.argv[1:]:
         versions[name] = metadata.version(name)
     except metadata.PackageNotFoundError:
         pass
+# The release the code itself says, for each package named after --imported: the module
+# Python imports, which another distribution's files may have replaced.
+def key(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+modules = metadata.packages_distributions()
+imported = {}
+for name in imported_names.split():
+    for module in sorted(m for m, owners in modules.items() if key(name) in map(key, owners)):
+        found = getattr(importlib.import_module(module), "__version__", None)
+        if isinstance(found, str):
+            imported[name] = found
 # Every distribution the kernel can import, as pip freeze would list it.
 installed = {dist.metadata["Name"]: dist.version for dist in metadata.distributions()}
-print(json.dumps({"versions": versions, "installed": dict(sorted(installed.items())),
-                  "torch_here": torch_here}))
+print(json.dumps({"versions": versions, "imported": imported,
+                  "installed": dict(sorted(installed.items())), "torch_here": torch_here}))
 """
 # What the install of an environment did that its provenance names, kept in the environment.
 INSTALLED_WITH = ".installed-with.json"
@@ -179,7 +191,8 @@ def ensure_environment(path: Path, machine: MachineKind, environment: RecordingE
     version = subprocess.run([base, "-c", "import platform; print(platform.python_version())"],
                              capture_output=True, text=True).stdout.strip()
     index = reachable(machine.extra_index)
-    wanted = json.dumps({"requirements": environment.requirements, "sides": sides,
+    wanted = json.dumps({"requirements": environment.requirements, "adds": environment.adds,
+                         "sides": sides,
                          "system_packages": machine.system_packages, "python": version,
                          "image": image or [], "extra_index": index},
                         sort_keys=True)
@@ -203,6 +216,11 @@ def ensure_environment(path: Path, machine: MachineKind, environment: RecordingE
                   f"{environment.name}'s requirements; resolving without them (the provenance "
                   "names each package that differs from the image)", flush=True)
     steps = [] if constrained else [install]
+    # What the book adds, laid down again without its dependencies (installed above): where
+    # another package ships files of the same name, the added package's are the ones imported.
+    if environment.adds:
+        steps.append([str(python), "-m", "pip", "install", "--quiet", "--no-deps",
+                      "--force-reinstall", *environment.adds])
     steps += [[str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--target",
                str(path / "sides" / side), *requirements]
               for side, requirements in sides.items()]
@@ -221,6 +239,19 @@ def installed_with(python: Path) -> dict:
     """How the recorder installed the environment of ``python`` ({} for one it was given)."""
     path = python.parent.parent / INSTALLED_WITH
     return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def check_imported(environment: str, report: dict) -> None:
+    """Each added package's imported module must be its installed release (VERSIONS' report),
+    or nothing is written: the provenance would name code that did not run."""
+    for name, found in report["imported"].items():
+        installed = report["versions"].get(name)
+        if installed is not None and found != installed:
+            raise Refused(f"environment {environment!r}: `import {name}` runs release {found}, "
+                          f"while its installed metadata says {installed}: another package's "
+                          "files are in its place (torch_xla 2.9.0 ships a torchax of its own, "
+                          "pytorch/xla#9363); delete the environment's folder and run again, "
+                          "so that the recorder installs what the book adds last")
 
 
 def torch_build(version: str, torch_here: bool, install: dict) -> str:
@@ -441,8 +472,11 @@ def record(args: argparse.Namespace) -> int:
                   "device_kind": provenance.get("device_kind", "")}
     target = recording_path(args.recordings, chapter.name, machine.name)
     check_label(machine, provenance, target)
-    found = {e.name: run_python(pythons[e.name], VERSIONS, env, *e.pins(),
+    found = {e.name: run_python(pythons[e.name], VERSIONS, env, *e.pins(), "--imported",
+                                *RecordingEnvironment("", e.adds).pins(),
                                 timeout=args.cell_timeout) for e in environments}
+    for name, report in found.items():
+        check_imported(name, report)
     provenance["environments"] = {name: report["versions"] for name, report in found.items()}
     provenance["installed"] = {name: report["installed"] for name, report in found.items()}
     install = installed_with(pythons[main.name])

@@ -140,6 +140,10 @@ class RecordingEnvironment:
     # False: the kernel runs its probe in a new Python of its environment, so it proves the
     # device and then holds none (its cells start fresh Pythons that take the device).
     holds_device: bool = True
+    # What the book adds to the runtime (part of ``requirements``), laid down again after
+    # everything else: another package may ship files of the same name (torch_xla 2.9.0
+    # ships a torchax of its own, pytorch/xla#9363), and the added package's must win.
+    adds: tuple[str, ...] = ()
 
     def pins(self) -> dict[str, str]:
         """``name==version`` requirements as {normalised name: version}."""
@@ -177,12 +181,14 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
                 if shared is None:
                     raise MachineKindError(f"{path}: {where}field 'shares' names '{shares}', "
                                            "not an environment listed above it")
-                requirements = shared.requirements
+                requirements, adds = shared.requirements, shared.adds
             elif runtime:
-                requirements = tuple(runtime_named(runtime, f"{path}: {where}field 'runtime'",
-                                                   runtimes_file).requirements())
+                named = runtime_named(runtime, f"{path}: {where}field 'runtime'", runtimes_file)
+                requirements = tuple(named.requirements())
+                adds = tuple(f"{name}=={version}" for name, version in named.adds.items())
             else:
                 requirements = tuple(_need(path, where, table, "requirements", list))
+                adds = ()
             found.append(RecordingEnvironment(
                 name=_need(path, where, table, "name", str),
                 requirements=requirements,
@@ -191,7 +197,8 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
                 runtime=runtime or (shared.runtime if shares else ""), shares=shares,
                 probe=table.get("probe", ""),
                 holds_device=_need(path, where, table, "holds_device", bool)
-                if "holds_device" in table else True))
+                if "holds_device" in table else True,
+                adds=adds))
         if not found or found[0].cells_tagged:
             raise MachineKindError(f"{path}: the first [[{kind}]] environment is the main one "
                                    "and takes no 'cells_tagged'")
