@@ -80,12 +80,16 @@ instructor: venv ## Instructor edition, HTML -> _build/instructor/html/index.htm
 editions: venv ## Both HTML editions, built at the same time
 	$(MAKE) -j 2 html instructor
 
-# A new chapter from the skeleton (tools/chapter-template.md), listed in book/index.md; the
-# tool refuses to overwrite a chapter and prints the commands that follow.
+# A new chapter from the skeleton (tools/chapter-template.md), or a lesson brought in (FROM=),
+# listed in book/index.md's contents and reading order (AFTER=, else after the last chapter
+# that is not recorded); the tool refuses to overwrite a chapter and prints what it changed,
+# what is left to do and the commands that follow.
 NAME  ?=
 TITLE ?=
-chapter: venv ## Start a chapter: book/NAME.md from the skeleton, in the contents (NAME=pt02 TITLE="PT02: ...")
-	$(BIN)/python tools/new_chapter.py "$(NAME)" "$(TITLE)"
+FROM  ?=
+AFTER ?=
+chapter: venv ## Start a chapter: book/NAME.md from the skeleton (NAME=pt02 TITLE="PT02: ..."), or bring a lesson in (FROM=path.ipynb|.py|.md); AFTER=pt01
+	$(BIN)/python tools/new_chapter.py "$(NAME)" "$(TITLE)" $(if $(FROM),--from "$(FROM)") $(if $(AFTER),--after "$(AFTER)")
 
 # sphinx-autobuild: each save rebuilds the edition (verified as `make html` does) and reloads
 # the open page; a failed build keeps the last good pages. See `tools/preview.py --help`.

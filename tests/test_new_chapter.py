@@ -37,7 +37,8 @@ def _toctree(index: Path) -> list[str]:
     return [line.strip() for line in body.splitlines() if line.strip() and not line.startswith(":")]
 
 
-def test_a_chapter_is_written_from_the_skeleton_and_listed_after_the_last_chapter(tmp_path, capsys):
+def test_a_chapter_is_written_from_the_skeleton_and_listed_after_the_last_core_chapter(tmp_path,
+                                                                                      capsys):
     book = _book(tmp_path)
     name = _new_name(book)
     before = _toctree(book / "index.md")
@@ -52,8 +53,9 @@ def test_a_chapter_is_written_from_the_skeleton_and_listed_after_the_last_chapte
     assert "remove-cell" in cell_tags(code[0]) and "%xmode Minimal" in code[0].source
     assert any("answer" not in cell_tags(c) for c in code[1:])  # a first cell, the check's
     assert [c.cell_type for c in cells if "answer" in cell_tags(c)] == ["markdown", "code"]
-    # After the last chapter, before the pages that are not chapters.
-    chapters = [n for n in before if (book / f"{n}.md").is_file()
+    # After the last chapter that is not recorded (one that needs a TPU stays last).
+    recorded = _recorded(book)
+    chapters = [n for n in before if (book / f"{n}.md").is_file() and n not in recorded
                 and is_chapter_source((book / f"{n}.md").read_text())]
     after = _toctree(book / "index.md")
     assert after.index(name) == before.index(chapters[-1]) + 1
@@ -108,7 +110,7 @@ def test_a_new_chapter_is_accepted_built_and_not_yet_verified_on_colab(tiny_book
     from coursebook.model.versions import release
     from coursebook.verify.expectations import EDITIONS, expectations_path, read_expectations
 
-    assert tool.new_chapter("pt02", "PT02: A first chapter", tiny_book).is_file()
+    assert tool.new_chapter("pt02", "PT02: A first chapter", tiny_book).chapter.is_file()
     cache = tmp_path / "cache"
     builds = {}
     for accept in (True, False):  # accept-outputs, then the builds a person runs next
@@ -135,3 +137,175 @@ def test_a_new_chapter_is_accepted_built_and_not_yet_verified_on_colab(tiny_book
         warnings.simplefilter("always")
         fail_on_stale(found)  # passes
     assert {type(w.message) for w in said} == {NotYetVerified}
+
+
+# --- Placement: after the last chapter that runs here, in the contents and the reading order ---
+
+def _recorded(book: Path) -> list[str]:
+    from coursebook.model.recordings import recording_name_in_source
+
+    return [n for n in _toctree(book / "index.md") if (book / f"{n}.md").is_file()
+            and is_chapter_source((book / f"{n}.md").read_text())
+            and recording_name_in_source((book / f"{n}.md").read_text()) is not None]
+
+
+def _reading_order(index: Path) -> list[str]:
+    return [line.split("*")[1] for line in index.read_text().splitlines()
+            if line[:1].isdigit() and ". *" in line]
+
+
+def test_a_new_chapter_goes_before_a_recorded_one_in_the_contents_and_the_reading_order(
+        tmp_path, capsys):
+    book = _book(tmp_path)
+    recorded = _recorded(book)
+    assert recorded, "the book has a recorded chapter (the TPU bridges) to stay last"
+    name = _new_name(book)
+    order = _reading_order(book / "index.md")
+    assert tool.main([name, "A new chapter", "--book", str(book)]) == 0
+    after = _toctree(book / "index.md")
+    assert after.index(name) < min(after.index(r) for r in recorded)
+    chapters = [n for n in after if (book / f"{n}.md").is_file()
+                and is_chapter_source((book / f"{n}.md").read_text())]
+    # The reading order names it at its place among the chapters, the items after it renumbered.
+    now = _reading_order(book / "index.md")
+    assert now == order[:chapters.index(name)] + ["A new chapter"] + order[chapters.index(name):]
+    numbers = [int(line.split(".")[0]) for line in (book / "index.md").read_text().splitlines()
+               if line[:1].isdigit() and ". *" in line]
+    assert numbers == list(range(1, len(now) + 1))
+    assert "reading order" in capsys.readouterr().out
+
+
+def test_after_names_the_entry_a_chapter_follows(tmp_path, capsys):
+    book = _book(tmp_path)
+    first = _toctree(book / "index.md")[0]
+    name = _new_name(book)
+    assert tool.main([name, "Early", "--after", first, "--book", str(book)]) == 0
+    assert _toctree(book / "index.md")[:2] == [first, name]
+    assert _reading_order(book / "index.md")[1] == "Early"
+    assert tool.main(["pt99", "Nowhere", "--after", "no-such-page", "--book", str(book)]) == 1
+    assert "AFTER=no-such-page" in capsys.readouterr().err and not (book / "pt99.md").exists()
+
+
+# --- make chapter FROM=: a lesson written elsewhere, in the book's form ------------------------
+
+def _notebook_lesson(path: Path) -> Path:
+    import nbformat
+
+    path.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("[![logo](https://example.org/l.png)](https://example.org)"),
+        nbformat.v4.new_markdown_cell("# Gradients by hand\n\nWe fit a line."),
+        nbformat.v4.new_code_cell("!pip install -q timed-decorator einops==0.8.0\nimport torch",
+                                  outputs=[nbformat.v4.new_output("stream", text="Collecting")]),
+        nbformat.v4.new_code_cell("%pip install rich"),
+        nbformat.v4.new_code_cell("print(torch.ones(2))", metadata={"id": "xyz", "colab": {}}),
+    ], metadata={"kernelspec": {"name": "some-env", "display_name": "Some env"}})))
+    return path
+
+
+def test_a_notebook_comes_in_as_a_chapter_and_the_tool_says_what_changed_and_what_is_left(
+        tmp_path, capsys):
+    book = _book(tmp_path)
+    lesson = _notebook_lesson(tmp_path / "02_Gradients.ipynb")
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    out = capsys.readouterr().out
+    chapter = book / "lesson-02-gradients.md"  # its name made of the file's
+    assert chapter.is_file(), out
+    text = chapter.read_text()
+    assert is_chapter_source(text)
+    top = yaml.safe_load(text.split("---")[1])
+    assert top["kernelspec"]["name"] == "python3"
+    cells = read_chapter(text).cells
+    code = [c for c in cells if c.cell_type == "code"]
+    assert "remove-cell" in cell_tags(code[0]) and "%xmode Minimal" in code[0].source
+    assert [c.source for c in code[1:]] == ["import torch", "print(torch.ones(2))"]
+    assert all(not c.metadata.get("id") and not c.get("outputs") for c in code)
+    assert f"({chapter.stem})=\n# Gradients by hand" in text
+    assert chapter.stem in _toctree(book / "index.md")
+    assert "Gradients by hand" in _reading_order(book / "index.md")
+    # What changed, and what is left: the packages the install lines named, by name.
+    assert "took out 2 install line(s)" in out and "dropped the saved outputs of 1" in out
+    assert "timed-decorator, einops==0.8.0, rich" in out and "raises-exception" in out
+
+
+SPHINX_GALLERY = '''"""
+Gradients
+=========
+
+Use :func:`torch.autograd.grad` on ``y``.
+"""
+import torch
+
+###############################################################################
+# A second part
+# -------------
+#
+# See `the docs <https://pytorch.org/docs>`_.
+
+print(torch.ones(1))
+'''
+
+PERCENT = '''# %% [markdown]
+# # Percent lesson
+# Some prose.
+
+# %%
+print(1 + 1)
+'''
+
+
+@pytest.mark.parametrize("suffix, source, expected", [
+    (".py", SPHINX_GALLERY, ["# Gradients", "{func}`torch.autograd.grad`",
+                             "[the docs](https://pytorch.org/docs)"]),
+    (".py", PERCENT, ["# Percent lesson", "Some prose."]),
+])
+def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expected):
+    book = _book(tmp_path)
+    lesson = tmp_path / f"lesson{suffix}"
+    lesson.write_text(source)
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    text = (book / "lesson.md").read_text()
+    assert is_chapter_source(text) and all(part in text for part in expected), text
+    code = [c.source for c in read_chapter(text).cells if c.cell_type == "code"]
+    assert code[-1].startswith("print(")
+
+
+def test_a_file_that_is_no_lesson_is_one_line_and_writes_nothing(tmp_path, capsys):
+    book = _book(tmp_path)
+    lesson = tmp_path / "plain.py"
+    lesson.write_text("x = 1\n")
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 1
+    assert capsys.readouterr().err.count("\n") == 1 and not (book / "plain.md").exists()
+
+
+# --- Expected outputs: an edited cell's diff; one chapter's accept leaves the others ---------
+
+def test_an_edited_cells_message_shows_the_diff_against_the_entry_it_replaced():
+    from coursebook.page_state import CellOutput
+    from coursebook.verify.expectations import Expectations, compare
+
+    expected = Expectations()
+    expected.by_edition["student"] = {"aaaa": "one", "bbbb": "loss 26.1\nend", "cccc": "three"}
+    outputs = [CellOutput("aaaa", 1, "a", "one"), CellOutput("eeee", 2, "b2", "loss 28.1\nend"),
+               CellOutput("cccc", 3, "c", "three")]
+    [mismatch] = compare(expected, "student", outputs)
+    message = mismatch.diff(Path("x.txt"))
+    assert "against the entry of the code it replaced" in message
+    assert "-loss 26.1" in message and "+loss 28.1" in message and " end" in message
+    # A cell added, not edited, has no entry to compare with: its output is shown.
+    outputs.insert(1, CellOutput("ffff", 2, "new", "new cell"))
+    assert [m.replaced for m in compare(expected, "student", outputs)] == [None, None]
+
+
+def test_accepting_the_same_outputs_from_another_run_rewrites_nothing(tmp_path):
+    from coursebook.page_state import CellOutput
+    from coursebook.verify.expectations import accept, read_expectations, write_expectations
+
+    path = tmp_path / "pt01.txt"
+    outputs = [CellOutput("aaaaaaaa", 1, "print(1)", "1")]
+    assert write_expectations(path, accept(None, "student", outputs, "run-here"),
+                              lambda: ["aaaaaaaa"], ["# header"])
+    before = path.read_text()
+    # Another machine (its platform is part of the run's digest) prints the same.
+    again = accept(read_expectations(path), "student", outputs, "run-elsewhere")
+    assert not write_expectations(path, again, lambda: ["aaaaaaaa"], ["# another header"])
+    assert path.read_text() == before

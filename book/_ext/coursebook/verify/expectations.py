@@ -201,9 +201,10 @@ def write_expectations(path: Path, expectations: Expectations,
     """Write the file (``order()``: the chapter's keys, asked only then); False when
     nothing changed."""
     old = read_expectations(path)
-    if old is not None and ((old.by_edition, old.varying, old.runs)
-                            == (expectations.by_edition, expectations.varying,
-                                expectations.runs)):
+    # The same outputs from another run (another machine's platform, say) leave the file as
+    # it is: accepting one chapter rewrites no other chapter's file.
+    if old is not None and ((old.by_edition, old.varying)
+                            == (expectations.by_edition, expectations.varying)):
         return False
     student, instructor = (expectations.by_edition[e] for e in EDITIONS)
     keys = [key for key in order() if key in student or key in instructor]
@@ -268,6 +269,7 @@ class Mismatch:
     same_run: bool = False  # this build ran what the entry was accepted from
     line: int | None = None  # the entry's line in the file
     edition: str | None = None  # the edition the entry names, if it holds for one only
+    replaced: str | None = None  # an edited cell's: the entry of the code it replaced
 
     @property
     def varies(self) -> bool:
@@ -276,6 +278,13 @@ class Mismatch:
         return self.same_run and not self.marked and self.expected is not None
 
     def diff(self, path: Path) -> str:
+        if self.expected is None and self.replaced is not None:
+            lines = difflib.unified_diff(self.replaced.splitlines(), self.cell.text.splitlines(),
+                                         f"expected before the edit ({path})", "this build",
+                                         lineterm="")
+            shown = "\n".join(f"    {line}" for line in lines) or "    (the same output)"
+            return (f"has no expected output in {path} (its code changed); against the "
+                    f"entry of the code it replaced:\n{shown}")
         if self.expected is None:
             shown = "\n".join(f"    {line}" for line in self.cell.text.splitlines())
             return (f"has no expected output in {path} (its code is new or changed); "
@@ -312,6 +321,27 @@ class Mismatch:
                 f"docs/authoring.md, \"Outputs that vary\".")
 
 
+def _replaced(expected: dict[str, str], outputs: list[CellOutput]) -> dict[str, str]:
+    """For each cell without an entry, the entry of the code it replaced: between the
+    entries of the nearest cells that kept theirs, the entries no cell has now, paired with
+    the cells without one in order when they are as many."""
+    entries = list(expected)  # the file's order, the chapter's
+    place = {key: n for n, key in enumerate(entries)}
+    now = {o.key for o in outputs}
+    found: dict[str, str] = {}
+    start, new = 0, []
+    for output in [*outputs, None]:
+        if output is not None and output.key not in place:
+            new.append(output)
+            continue
+        end = len(entries) if output is None else place[output.key]
+        gone = [key for key in entries[start:end] if key not in now]
+        if new and len(gone) == len(new):
+            found.update({o.key: expected[key] for o, key in zip(new, gone)})
+        start, new = max(start, end + 1), []
+    return found
+
+
 def compare(expectations: Expectations, edition: str, outputs: list[CellOutput],
             run: str | None = None) -> list[Mismatch]:
     """Every verified cell whose shown text is not its expected text (an entry marked
@@ -320,10 +350,11 @@ def compare(expectations: Expectations, edition: str, outputs: list[CellOutput],
     expected, marked = expectations.by_edition[edition], expectations.varying[edition]
     other = next(e for e in EDITIONS if e != edition)
     same_run = run is not None and expectations.runs.get(edition) == run
+    replaced = _replaced(expected, [o for o in outputs if not o.unverified])
     return [Mismatch(o, expected.get(o.key), o.key in marked, same_run,
                      expectations.lines.get((edition, o.key)),
                      edition if expectations.by_edition[other].get(o.key)
-                     != expected.get(o.key) else None)
+                     != expected.get(o.key) else None, replaced.get(o.key))
             for o in outputs if not o.unverified
             and (not matches(expected.get(o.key), o.text) if o.key in marked
                  else expected.get(o.key) != o.text)]

@@ -1,0 +1,161 @@
+"""A lesson written elsewhere, in the book's form: a notebook (.ipynb), a sphinx-gallery or
+jupytext percent script (.py), or a MyST or Markdown lecture (.md), read with jupytext.
+
+What changes, each said in the report `make chapter FROM=…` prints:
+
+- the top matter is the book's (MyST notebook, the book's ``python3`` kernel);
+- the hidden first cell that keeps errors short comes first (as in the skeleton);
+- outputs are dropped (the build makes them) and so is cell metadata other than tags;
+- an install line (``!pip``, ``%pip``, ``!apt``, ``!conda``) is taken out: a cell does not
+  install during a build; the packages it named are listed for the author to declare;
+- sphinx-gallery's reStructuredText becomes Markdown (sphinx-gallery's own ``rst2md``),
+  and its roles (``:func:`x` ``) MyST roles;
+- the title gets a label named after the chapter.
+
+Left to the author, and listed: the packages to declare, cells that must be tagged
+(``raises-exception`` where the error is the lesson), a ``google.colab`` import, then
+accepting the outputs.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jupytext
+import nbformat
+from jupytext.formats import guess_format
+
+from coursebook.model.notebooks import is_chapter_source, notebook_to_myst, read_chapter
+
+TOP_MATTER = {
+    "jupytext": {"text_representation": {"extension": ".md", "format_name": "myst"}},
+    "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+}
+# The skeleton's first cell (tools/chapter-template.md): errors as `Type: message`.
+FIRST_CELL = ("# An error shows as its type and message, without a traceback or colour codes.\n"
+              "%xmode Minimal\n%colors nocolor")
+# Lines that install something: `!pip install x`, `%pip install -q x`, `!apt-get install y`.
+_INSTALL = re.compile(
+    r"^\s*[!%](?:pip3?|python3? -m pip|conda|mamba|apt(?:-get)?)\s+install\b(.*)$")
+_ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*$", re.M)
+
+
+class NotALesson(Exception):
+    """The file is no lesson jupytext reads: one line says why."""
+
+
+@dataclass
+class Imported:
+    """The chapter's notebook, its title, and what was changed or is left to do."""
+
+    notebook: nbformat.NotebookNode
+    title: str
+    source_format: str
+    changed: list[str] = field(default_factory=list)
+    to_do: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)
+
+
+def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
+    """The lesson as a notebook, and the format it was read in."""
+    suffix = path.suffix
+    if suffix == ".ipynb":
+        return jupytext.read(path), "notebook (.ipynb)"
+    text = path.read_text(encoding="utf8")
+    if suffix == ".md":
+        if is_chapter_source(text):  # read as the build reads a chapter
+            return read_chapter(text), "MyST lecture (.md)"
+        return jupytext.reads(text, fmt="md"), "Markdown lecture (.md)"
+    if suffix == ".py":
+        fmt = guess_format(text, ".py")[0]
+        if fmt == "percent":
+            return jupytext.reads(text, fmt="py:percent"), "jupytext percent script (.py)"
+        if re.match(r'\s*(#[^\n]*\n\s*)*[rRuU]?"""', text):  # a module docstring first
+            return (jupytext.reads(text, fmt={"extension": ".py", "format_name": "sphinx",
+                                              "rst2md": True}),
+                    "sphinx-gallery script (.py)")
+        raise NotALesson(f"{path}: a Python file with neither `# %%` cells (jupytext percent) "
+                         "nor a docstring first (sphinx-gallery): nothing to bring in")
+    raise NotALesson(f"{path}: not a lesson make chapter reads (.ipynb, .py or .md)")
+
+
+def _packages(arguments: str) -> list[str]:
+    """The packages an install line names (its options left out)."""
+    words = shlex.split(arguments, comments=True)
+    return [word for word in words if not word.startswith("-") and word not in {"install"}]
+
+
+def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
+              title: str | None = None) -> Imported:
+    """The lesson as a chapter named ``name``: see the module's description."""
+    cells = []
+    imported = Imported(notebook, "", source_format)
+    dropped_outputs = removed_installs = 0
+    for cell in notebook.cells:
+        tags = list(cell.get("metadata", {}).get("tags", []))
+        source = cell.source
+        if cell.cell_type == "code":
+            dropped_outputs += bool(cell.get("outputs"))
+            kept = []
+            for line in source.splitlines():
+                found = _INSTALL.match(line)
+                if found:
+                    removed_installs += 1
+                    imported.packages += [p for p in _packages(found.group(1))
+                                          if p not in imported.packages]
+                else:
+                    kept.append(line)
+            source = "\n".join(kept).strip("\n")
+            if not source.strip() or source.strip() == "%matplotlib inline":
+                continue
+            if "google.colab" in source:
+                imported.to_do.append(f"a cell imports google.colab (`{source.splitlines()[0]}`),"
+                                      " which only Colab has: remove it, or the build fails")
+            new = nbformat.v4.new_code_cell(source, metadata={"tags": tags} if tags else {})
+        elif cell.cell_type == "markdown":
+            if source_format.startswith("sphinx-gallery"):
+                source = _ROLE.sub(r"{\1}`\2`", source)
+            new = nbformat.v4.new_markdown_cell(source, metadata={"tags": tags} if tags else {})
+        else:
+            continue
+        cells.append(new)
+    if dropped_outputs:
+        imported.changed.append(f"dropped the saved outputs of {dropped_outputs} code cells "
+                                "(the build makes them)")
+    if removed_installs:
+        imported.changed.append(f"took out {removed_installs} install line(s): a cell does not "
+                                "install during a build")
+        imported.to_do.append("declare the packages the install lines named, as docs/"
+                              f"authoring.md says: {', '.join(imported.packages)}")
+    # The title: the lesson's first heading, labelled with the name; the hidden first cell
+    # after it, before any code.
+    first, heading = next(((cell, found) for cell in cells if cell.cell_type == "markdown"
+                           for found in [_HEADING.search(cell.source)] if found), (None, None))
+    if title is None:
+        title = heading.group(2) if heading else name
+    if heading is not None and heading.group(2) == title:
+        first.source = (first.source[:heading.start()] + f"({name})=\n# {title}"
+                        + first.source[heading.end():])
+        at = cells.index(first) + 1
+    else:
+        cells.insert(0, nbformat.v4.new_markdown_cell(f"({name})=\n# {title}"))
+        at = 1
+    at = min([at] + [n for n, cell in enumerate(cells) if cell.cell_type == "code"])
+    cells.insert(at, nbformat.v4.new_code_cell(FIRST_CELL, metadata={"tags": ["remove-cell"]}))
+    imported.changed.append("added the book's top matter and its hidden first cell "
+                            "(%xmode Minimal: errors show as `Type: message`)")
+    if source_format.startswith("sphinx-gallery"):
+        imported.changed.append("wrote sphinx-gallery's reStructuredText as Markdown "
+                                "(sphinx_gallery's rst2md) and its roles as MyST roles")
+    imported.title = title
+    imported.notebook = nbformat.v4.new_notebook(cells=cells, metadata=dict(TOP_MATTER))
+    return imported
+
+
+def chapter_text(imported: Imported) -> str:
+    """The chapter file's text (the book's own MyST writer)."""
+    return notebook_to_myst(imported.notebook)
