@@ -18,24 +18,46 @@ from conftest import ROOT
 
 SCRIPT = ROOT / "tools" / "cloud_tpu_record.py"
 
-# A stand-in for gcloud: logs each call as one line of JSON; fails `create` in the zones of
-# $FAKE_NO_CAPACITY, `ssh` when $FAKE_SSH_FAILS, sleeps in `ssh` when $FAKE_SSH_SLEEPS;
-# `scp VM:PATH DEST` writes DEST, as a copy back would.
+# A stand-in for gcloud: logs each call as one line of JSON and keeps the VMs that exist in
+# $FAKE_STATE (one ZONE/NAME a line): `create` makes the VM as soon as it is asked (as Google
+# Cloud does while gcloud waits), `delete` removes it (NOT_FOUND when there is none),
+# `describe` fails when there is none. It fails `create` in the zones of $FAKE_NO_CAPACITY,
+# `ssh` when $FAKE_SSH_FAILS; it sleeps in the calls $FAKE_SLEEPS names (create, upload, ssh,
+# copy-back); `scp VM:PATH DEST` writes DEST, as a copy back would.
 FAKE_GCLOUD = '''#!/usr/bin/env python3
 import json, os, sys, time
 arguments = sys.argv[1:]
+verb = arguments[3]
+step = {"scp": "copy-back" if ":" in arguments[4] else "upload"}.get(verb, verb)
 with open(os.environ["FAKE_LOG"], "a") as log:
     log.write(json.dumps(arguments) + "\\n")
-verb = arguments[3]
 zone = next(a.split("=", 1)[1] for a in arguments if a.startswith("--zone="))
+vm = f"{zone}/{arguments[4]}" if verb in ("create", "delete", "describe") else ""
+state = os.environ["FAKE_STATE"]
+vms = set(open(state).read().split()) if os.path.exists(state) else set()
+def keep(vms):
+    with open(state, "w") as out:
+        out.write("".join(f"{v}\\n" for v in sorted(vms)))
 if verb == "create" and zone in os.environ.get("FAKE_NO_CAPACITY", "").split(","):
     sys.exit("ERROR: There is no more capacity in the zone")
-if verb == "ssh":
-    if os.environ.get("FAKE_SSH_SLEEPS"):
+if verb == "create":
+    keep(vms | {vm})
+if step in os.environ.get("FAKE_SLEEPS", "").split(","):
+    with open(os.environ["FAKE_LOG"] + ".waiting", "w") as waiting:
+        waiting.write(step)
+    try:
         time.sleep(60)
-    if os.environ.get("FAKE_SSH_FAILS"):
-        sys.exit("record: cell `import jax` failed")
-if verb == "scp" and ":" in arguments[4]:
+    except KeyboardInterrupt:  # Ctrl-C reaches gcloud too: it stops without a traceback
+        sys.exit(130)
+if verb == "delete":
+    if vm not in vms:
+        sys.exit("ERROR: NOT_FOUND")
+    keep(vms - {vm})
+if verb == "describe" and vm not in vms:
+    sys.exit("ERROR: NOT_FOUND")
+if verb == "ssh" and os.environ.get("FAKE_SSH_FAILS"):
+    sys.exit("record: cell `import jax` failed")
+if step == "copy-back":
     with open(arguments[5], "w") as copy:
         copy.write("copied back from " + arguments[4])
 '''
@@ -44,6 +66,8 @@ if verb == "scp" and ":" in arguments[4]:
 def _checkout(tmp_path: Path) -> Path:
     """A committed checkout with the folders the recording comes back to."""
     repository = tmp_path / "checkout"
+    if repository.exists():
+        return repository
     (repository / "book" / "recordings").mkdir(parents=True)
     (repository / "book" / "bridges.md").write_text("# a chapter\n")
     for command in (["init", "-q"], ["add", "."],
@@ -133,28 +157,44 @@ def test_a_candidate_list_replaces_the_default_and_no_smoke_leaves_it_out():
     assert [_verb(c) for c in commands][-3:] == ["ssh", "scp", "delete"]
 
 
-def _run_fake(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, list[list[str]], Path]:
-    import json
+def _fake(tmp_path: Path, **env: str) -> tuple[dict[str, str], Path, Path]:
+    """The environment that puts the stand-in gcloud first, its log, and a checkout."""
     bin_folder = tmp_path / "bin"
-    bin_folder.mkdir()
+    bin_folder.mkdir(exist_ok=True)
     (bin_folder / "gcloud").write_text(FAKE_GCLOUD)
     (bin_folder / "gcloud").chmod(0o755)
     log = tmp_path / "gcloud.log"
-    repository = _checkout(tmp_path)
+    log.unlink(missing_ok=True)
+    environment = {**os.environ, "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}",
+                   "FAKE_LOG": str(log), "FAKE_STATE": str(tmp_path / "vms"), **env}
+    return environment, log, _checkout(tmp_path)
+
+
+def _calls(log: Path) -> list[list[str]]:
+    import json
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _vms(tmp_path: Path) -> list[str]:
+    state = tmp_path / "vms"
+    return state.read_text().split() if state.exists() else []
+
+
+def _run_fake(tmp_path: Path, *arguments: str,
+              **env: str) -> tuple[subprocess.CompletedProcess, list[list[str]], Path]:
+    environment, log, repository = _fake(tmp_path, **env)
     done = subprocess.run([sys.executable, str(SCRIPT), "--name", "book-test",
-                           "--repository", str(repository)],
-                          capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}",
-                               "FAKE_LOG": str(log), **env})
-    calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return done, calls, repository
+                           "--repository", str(repository), *arguments],
+                          capture_output=True, text=True, env=environment)
+    return done, _calls(log), repository
 
 
 def test_no_capacity_in_a_zone_falls_back_and_the_recording_comes_back(tmp_path):
     done, calls, repository = _run_fake(tmp_path, FAKE_NO_CAPACITY="us-east5-b")
     assert done.returncode == 0, done.stderr
     steps = [(call[3], _zone(call)) for call in calls]
-    assert steps == [("create", "us-east5-b"), ("delete", "us-east5-b"),
+    # The failed create's delete finds no VM; describe confirms there is none.
+    assert steps == [("create", "us-east5-b"), ("delete", "us-east5-b"), ("describe", "us-east5-b"),
                      ("create", "us-east1-d"), ("scp", "us-east1-d"), ("ssh", "us-east1-d"),
                      ("scp", "us-east1-d"), ("scp", "us-east1-d"), ("delete", "us-east1-d")]
     recording = repository / "book" / "recordings" / "bridges-tpu.ipynb"
@@ -166,7 +206,9 @@ def test_a_failed_recording_still_deletes_the_vm_with_one_line(tmp_path):
     done, calls, repository = _run_fake(tmp_path, FAKE_SSH_FAILS="1")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        "cloud-tpu: the recording failed on book-test: its last lines above say why; no VM is left")
+        "cloud-tpu: the recording failed on book-test: its last lines above say why; the VM "
+        f"book-test is deleted ({_zone(calls[0])})")
+    assert _vms(tmp_path) == []
     assert calls[-1][3] == "delete" and _zone(calls[-1]) == _zone(calls[0])
     assert not (repository / "book" / "recordings" / "bridges-tpu.ipynb").exists()
 
@@ -177,29 +219,77 @@ def test_no_capacity_anywhere_creates_nothing_and_says_so(tmp_path):
     done, calls, _ = _run_fake(tmp_path, FAKE_NO_CAPACITY=zones)
     assert done.returncode == 1
     assert "no candidate could create a spot TPU VM" in done.stderr.strip().splitlines()[-1]
-    assert {call[3] for call in calls} == {"create", "delete"}  # never copied, never ran
+    assert {call[3] for call in calls} == {"create", "delete", "describe"}  # never copied, never ran
+    assert _vms(tmp_path) == []
 
 
-def test_a_stopped_run_deletes_the_vm(tmp_path):
-    """SIGTERM (a cancelled CI job) while the recording runs: the VM is deleted."""
-    import json
-    bin_folder = tmp_path / "bin"
-    bin_folder.mkdir()
-    (bin_folder / "gcloud").write_text(FAKE_GCLOUD)
-    (bin_folder / "gcloud").chmod(0o755)
-    log = tmp_path / "gcloud.log"
-    repository = _checkout(tmp_path)
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+@pytest.mark.parametrize("during", ["create", "upload", "ssh", "copy-back"])
+def test_a_run_stopped_during_any_gcloud_call_deletes_the_vm(tmp_path, during, stop):
+    """SIGTERM (a cancelled CI job) or Ctrl-C (to the whole process group, as a terminal
+    sends it) while gcloud runs, the create included: the VM is deleted, and the last line
+    says so only once it is gone."""
+    environment, log, repository = _fake(tmp_path, FAKE_SLEEPS=during)
     process = subprocess.Popen([sys.executable, str(SCRIPT), "--name", "book-test",
                                 "--repository", str(repository)], stderr=subprocess.PIPE,
-                               text=True, env={**os.environ, "FAKE_LOG": str(log),
-                                               "FAKE_SSH_SLEEPS": "1",
-                                               "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"})
+                               text=True, env=environment, start_new_session=True)
+    waiting = Path(f"{log}.waiting")
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and '"ssh"' not in (log.read_text() if log.exists() else ""):
-        time.sleep(0.2)
-    process.send_signal(signal.SIGTERM)
+    while time.monotonic() < deadline and not waiting.exists():
+        time.sleep(0.1)
+    assert waiting.read_text() == during
+    if stop == signal.SIGINT:
+        os.killpg(process.pid, stop)
+    else:
+        process.send_signal(stop)
     _, stderr = process.communicate(timeout=60)
-    calls = [json.loads(line) for line in log.read_text().splitlines()]
-    assert process.returncode == 130 and stderr.strip().splitlines()[-1] == (
-        "cloud-tpu: stopped; no VM is left")
-    assert calls[-1][3] == "delete"
+    calls = _calls(log)
+    zone = _zone(calls[0])
+    assert process.returncode == 130 and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"cloud-tpu: stopped; the VM book-test is deleted ({zone})")
+    assert [c[3] for c in calls][-1] in ("delete", "describe") and _vms(tmp_path) == []
+
+
+def test_the_vms_name_and_how_to_delete_it_come_first(tmp_path):
+    """Before any create: the name, and the command that deletes it if this run is killed
+    outright (kill -9, a runner that vanishes)."""
+    done, calls, _ = _run_fake(tmp_path, "--project", "lab-project")
+    assert done.returncode == 0, done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("cloud-tpu: the VM is book-test; if this run is killed, delete it with: ")
+    assert shlex.split(first.split("delete it with: ")[1])[2:] == [
+        "--name", "book-test", "--delete-only", "--project", "lab-project"]
+
+
+def test_delete_only_deletes_the_named_vm_wherever_a_candidate_zone_holds_it(tmp_path):
+    from conftest import load_tool
+    zones = [c.zone for c in load_tool("cloud_tpu_record").CANDIDATES]
+    (tmp_path / "vms").write_text(f"{zones[2]}/book-test\n{zones[2]}/another-vm\n")
+    done, calls, _ = _run_fake(tmp_path, "--delete-only")
+    assert done.returncode == 0, done.stderr
+    assert _vms(tmp_path) == [f"{zones[2]}/another-vm"]
+    assert [c[3] for c in calls if c[3] == "delete"] == ["delete"]
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"cloud-tpu: the VM book-test is deleted ({zones[2]})")
+    done, calls, _ = _run_fake(tmp_path, "--delete-only")  # nothing left: says so, succeeds
+    assert done.returncode == 0 and not [c for c in calls if c[3] == "delete"]
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"cloud-tpu: no VM named book-test in {len(zones)} zones")
+
+
+def test_a_delete_that_fails_names_the_command_and_fails(tmp_path):
+    """A VM that is still there after its delete: the last line is the command to run."""
+    bin_folder = tmp_path / "bin"
+    environment, log, repository = _fake(tmp_path, FAKE_SSH_FAILS="1")
+    gcloud = bin_folder / "gcloud"
+    gcloud.write_text(gcloud.read_text().replace('if verb == "delete":',
+                                                 'if verb == "delete":\n    sys.exit("ERROR: denied")'))
+    done = subprocess.run([sys.executable, str(SCRIPT), "--name", "book-test",
+                           "--repository", str(repository), "--delete-attempts", "1"],
+                          capture_output=True, text=True, env=environment)
+    assert done.returncode == 1 and _vms(tmp_path)
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("cloud-tpu: the VM book-test is still there and keeps billing: "
+                           "delete it with: ")
+    assert "--delete-only" in last

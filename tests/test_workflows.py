@@ -106,6 +106,32 @@ def test_the_tpu_recording_workflow_records_on_a_cloud_tpu_vm_from_a_github_host
     assert "make recording RECORDING={recording} KIND=tpu" in script
 
 
+def test_the_tpu_recording_workflow_deletes_its_vm_whatever_happens():
+    """The VM's name is the job's, known before the create; a step that runs always (a
+    failure, a cancel, the record step's timeout) deletes the VM of that name; the record
+    step times out before the job, so that the delete has time."""
+    import yaml
+
+    [job] = yaml.safe_load(RECORD_TPU.read_text())["jobs"].values()
+    assert "${{ github.run_id }}" in job["env"]["VM"]
+    record = next(s for s in job["steps"] if "tools/cloud_tpu_record.py" in s.get("run", "")
+                  and "--delete-only" not in s["run"])
+    delete = next(s for s in job["steps"] if "--delete-only" in s.get("run", ""))
+    assert '--name "$VM"' in record["run"] and '--name "$VM"' in delete["run"]
+    assert job["steps"].index(delete) > job["steps"].index(record)
+    assert delete["if"].startswith("always()")
+    assert record["timeout-minutes"] < job["timeout-minutes"]
+    # Each step's own env does not name another VM.
+    assert all("VM" not in step.get("env", {}) for step in job["steps"])
+
+
+def test_the_tpu_recording_workflow_names_the_permissions_a_first_run_needs():
+    header = RECORD_TPU.read_text().split("\nname:")[0]
+    docs = (ROOT / "docs" / "recording.md").read_text()
+    for role in ("roles/tpu.admin", "roles/iam.serviceAccountUser"):
+        assert role in header and role in docs, role
+
+
 PUBLISH = ROOT / ".github" / "workflows" / "publish.yml"
 
 

@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +66,7 @@ CANDIDATES = tuple(
      for zone in ("us-east5-b", "us-east1-d", "us-central1-b", "europe-west4-a")] +
     [Candidate("v5litepod-1", "v2-alpha-tpuv5-lite", zone)
      for zone in ("us-central1-a", "us-west4-a", "us-south1-a")])
+DELETE_RETRY_SECONDS = 30
 RUNTIME_PYTHON = "3.13"  # tools/runtimes.toml, colab-tpu: the recording's runtime
 
 
@@ -82,6 +84,8 @@ class Plan:
     repository: Path
     bundle: Path
     smoke: bool
+    candidates: tuple[Candidate, ...] = ()  # given with --candidate: where the VM may be
+
 
     def gcloud(self, verb: str, *arguments: str, zone: str) -> list[str]:
         project = [f"--project={self.project}"] if self.project else []
@@ -97,6 +101,16 @@ class Plan:
 
     def delete(self, zone: str) -> list[str]:
         return self.gcloud("delete", self.name, "--quiet", zone=zone)
+
+    def describe(self, zone: str) -> list[str]:
+        return self.gcloud("describe", self.name, "--format=value(state)", zone=zone)
+
+    def delete_only_command(self) -> list[str]:
+        """This script's command that deletes the VM wherever a candidate zone holds it."""
+        project = ["--project", self.project] if self.project else []
+        candidates = [f"--candidate={c.accelerator}:{c.version}:{c.zone}" for c in self.candidates]
+        return ["python3", "tools/cloud_tpu_record.py", "--name", self.name, "--delete-only",
+                *project, *candidates]
 
     def upload(self, zone: str) -> list[str]:
         return self.gcloud("scp", str(self.bundle), f"{self.name}:book.bundle", zone=zone)
@@ -148,24 +162,75 @@ def run(command: list[str], dry_run: bool, comment: str = "") -> int:
     return subprocess.run(command).returncode
 
 
-def record(plan: Plan, candidates: tuple[Candidate, ...], dry_run: bool) -> int:
-    if run(plan.bundle_command(), dry_run, "this checkout's commit, for the VM to clone") != 0:
-        raise Failed(f"`git bundle` failed in {plan.repository}")
-    zone = ""
+def absent(plan: Plan, zone: str) -> bool:
+    """Whether Google Cloud says there is no such VM in ``zone`` (describe: NOT_FOUND)."""
+    done = subprocess.run(plan.describe(zone), capture_output=True, text=True)
+    return done.returncode != 0 and ("NOT_FOUND" in done.stderr
+                                     or "not found" in done.stderr.lower())
+
+
+def remove(plan: Plan, zone: str, dry_run: bool, attempts: int, comment: str = "") -> str:
+    """Delete the VM in ``zone``: "deleted", "absent" (there was none), or "" (still there).
+
+    A delete can fail while a create is still under way: it is tried again, 30 s apart."""
+    for attempt in range(attempts):
+        if run(plan.delete(zone), dry_run, comment) == 0:
+            return "deleted"
+        if dry_run or absent(plan, zone):
+            return "absent"
+        if attempt + 1 < attempts:
+            time.sleep(DELETE_RETRY_SECONDS)
+    return ""
+
+
+def delete_everywhere(plan: Plan, zones: list[str], dry_run: bool, attempts: int,
+                      comment: str = "") -> tuple[list[str], list[str]]:
+    """Delete the VM in each zone it may be in, Ctrl-C and SIGTERM held off until done (a
+    second Ctrl-C would leave it billing): the zones it was deleted from, those it is still in."""
+    held = {number: signal.signal(number, signal.SIG_IGN)
+            for number in (signal.SIGINT, signal.SIGTERM)}
     try:
+        outcome = {zone: remove(plan, zone, dry_run, attempts, comment)
+                   for zone in dict.fromkeys(zones)}
+    finally:
+        for number, handler in held.items():
+            signal.signal(number, handler)
+    return ([z for z, done in outcome.items() if done == "deleted"],
+            [z for z, done in outcome.items() if not done])
+
+
+def left_behind(plan: Plan) -> str:
+    return (f"cloud-tpu: the VM {plan.name} is still there and keeps billing: delete it with: "
+            f"{shlex.join(plan.delete_only_command())}")
+
+
+def record(plan: Plan, candidates: tuple[Candidate, ...], dry_run: bool,
+           attempts: int = 3) -> int:
+    """Create, record, copy back; the VM deleted on every way out, a stop included. The
+    last line says what happened and whether the VM is gone."""
+    pending: list[str] = []  # zones where this run's VM may exist: added before each create
+    outcome, status = "", 0
+    try:
+        if run(plan.bundle_command(), dry_run, "this checkout's commit, for the VM to clone") != 0:
+            raise Failed(f"`git bundle` failed in {plan.repository}")
+        zone = ""
         for index, candidate in enumerate(candidates):
             why = ("a spot TPU VM: the first candidate with capacity" if index == 0 else
                    "or, when the create above failed, the next")
+            pending.append(candidate.zone)
             if run(plan.create(candidate), dry_run, why) == 0:
                 zone = candidate.zone
                 if not dry_run:
                     break
-            else:
-                run(plan.delete(candidate.zone), dry_run)
+            # What a failed create may leave behind is deleted before the next zone.
+            elif remove(plan, candidate.zone, dry_run, attempts) in ("deleted", "absent"):
+                pending.remove(candidate.zone)
             if dry_run:
-                run(plan.delete(candidate.zone), dry_run, "after a failed create in that zone")
+                remove(plan, candidate.zone, dry_run, attempts, "after a failed create in that zone")
+                pending.remove(candidate.zone)
         if dry_run:
             zone = candidates[0].zone
+            pending = [zone]
             print(f"# then, in the zone whose create worked ({zone} shown):")
         if not zone:
             raise Failed("no candidate could create a spot TPU VM (capacity or quota): see "
@@ -179,14 +244,38 @@ def record(plan: Plan, candidates: tuple[Candidate, ...], dry_run: bool) -> int:
         for command in plan.fetch(zone):
             if run(command, dry_run) != 0:
                 raise Failed(f"copying {command[-3]} back failed")
+        outcome = (f"book/recordings/{plan.recording}-tpu.ipynb came back; review it "
+                   "(docs/recording.md, *Review*)")
+    except Failed as error:
+        outcome, status = str(error), 1
+    except KeyboardInterrupt:
+        outcome, status = "stopped", 130
     finally:
-        if zone and run(plan.delete(zone), dry_run,
-                        "always, whatever happened above: the VM is deleted") != 0:
-            print(f"cloud-tpu: deleting {plan.name} failed: delete it by hand, or it keeps "
-                  f"billing: {shlex.join(plan.delete(zone))}", file=sys.stderr)
-    if not dry_run:
-        print(f"cloud-tpu: book/recordings/{plan.recording}-tpu.ipynb came back; review it: "
-              "docs/recording.md, *Review*", file=sys.stderr)
+        deleted, left = delete_everywhere(plan, pending, dry_run, attempts,
+                                          "always, whatever happened above: the VM is deleted")
+    if dry_run:
+        return status
+    if left:
+        print(left_behind(plan), file=sys.stderr)
+        return status or 1
+    gone = (f"the VM {plan.name} is deleted ({', '.join(deleted)})" if deleted else
+            "no VM is left")
+    print(f"cloud-tpu: {outcome}; {gone}", file=sys.stderr)
+    return status
+
+
+def delete_only(plan: Plan, candidates: tuple[Candidate, ...], attempts: int) -> int:
+    """Delete the named VM in every candidate zone that holds it (a run killed outright)."""
+    zones = list(dict.fromkeys(c.zone for c in candidates))
+    there = [zone for zone in zones if not absent(plan, zone)]
+    if not there:
+        print(f"cloud-tpu: no VM named {plan.name} in {len(zones)} zones", file=sys.stderr)
+        return 0
+    deleted, left = delete_everywhere(plan, there, False, attempts)
+    if left:
+        print(left_behind(plan), file=sys.stderr)
+        return 1
+    print(f"cloud-tpu: the VM {plan.name} is deleted ({', '.join(deleted)})", file=sys.stderr)
     return 0
 
 
@@ -213,29 +302,38 @@ def main(argv: list[str] | None = None) -> int:
                         help="the checkout whose commit is recorded (default: this one)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print every command, the fallbacks included; run none")
+    parser.add_argument("--delete-only", action="store_true",
+                        help="create nothing: delete the VM named --name in every candidate "
+                        "zone that holds it (after a run that was killed outright)")
+    parser.add_argument("--delete-attempts", type=int, default=3, metavar="N",
+                        help="how often a delete is tried while the VM is still there, "
+                        f"{DELETE_RETRY_SECONDS} s apart (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.delete_only and not args.name:
+        parser.error("--delete-only needs the VM's --name")
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
-    changed = subprocess.run(["git", "-C", str(args.repository), "status", "--porcelain",
-                              "--untracked-files=no"], capture_output=True, text=True).stdout
-    if changed and not args.dry_run:
-        print(f"cloud-tpu: {args.repository} has uncommitted changes; the VM records the "
-              "commit, so commit them first (nothing was created)", file=sys.stderr)
-        return 1
-    if changed:
-        print("# uncommitted changes here: the VM would record the commit, without them")
+    candidates = tuple(args.candidate) or CANDIDATES
     with tempfile.TemporaryDirectory() as folder:
         plan = Plan(name=args.name or f"book-{args.recording}-{stamp}", recording=args.recording,
                     project=args.project, repository=args.repository.resolve(),
-                    bundle=Path(folder) / "book.bundle", smoke=not args.no_smoke)
-        stop_on_sigterm()
-        try:
-            return record(plan, tuple(args.candidate) or CANDIDATES, args.dry_run)
-        except Failed as error:
-            print(f"cloud-tpu: {error}; no VM is left", file=sys.stderr)
+                    bundle=Path(folder) / "book.bundle", smoke=not args.no_smoke,
+                    candidates=tuple(args.candidate))
+        if args.delete_only:
+            return delete_only(plan, candidates, args.delete_attempts)
+        changed = subprocess.run(["git", "-C", str(args.repository), "status", "--porcelain",
+                                  "--untracked-files=no"], capture_output=True, text=True).stdout
+        if changed and not args.dry_run:
+            print(f"cloud-tpu: {args.repository} has uncommitted changes; the VM records the "
+                  "commit, so commit them first (nothing was created)", file=sys.stderr)
             return 1
-        except KeyboardInterrupt:
-            print("cloud-tpu: stopped; no VM is left", file=sys.stderr)
-            return 130
+        if changed:
+            print("# uncommitted changes here: the VM would record the commit, without them")
+        # The name before any create: a run killed outright (kill -9, a runner gone) leaves
+        # a VM that this command finds and deletes.
+        print(f"cloud-tpu: the VM is {plan.name}; if this run is killed, delete it with: "
+              f"{shlex.join(plan.delete_only_command())}", file=sys.stderr, flush=True)
+        stop_on_sigterm()
+        return record(plan, candidates, args.dry_run, args.delete_attempts)
 
 
 if __name__ == "__main__":
