@@ -231,7 +231,10 @@ SPHINX_GALLERY = '''"""
 Gradients
 =========
 
-Use :func:`torch.autograd.grad` on ``y``.
+Use :func:`torch.autograd.grad` on ``y``, a `Legendre polynomial`_.
+
+.. _Legendre polynomial:
+    https://example.org/legendre
 """
 import torch
 
@@ -255,7 +258,8 @@ print(1 + 1)
 
 @pytest.mark.parametrize("suffix, source, expected", [
     (".py", SPHINX_GALLERY, ["# Gradients", "{func}`torch.autograd.grad`",
-                             "[the docs](https://pytorch.org/docs)"]),
+                             "[the docs](https://pytorch.org/docs)",
+                             "a [Legendre polynomial](https://example.org/legendre)."]),
     (".py", PERCENT, ["# Percent lesson", "Some prose."]),
 ])
 def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expected):

@@ -75,12 +75,29 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
         if fmt == "percent":
             return jupytext.reads(text, fmt="py:percent"), "jupytext percent script (.py)"
         if re.match(r'\s*(#[^\n]*\n\s*)*[rRuU]?"""', text):  # a module docstring first
-            return (jupytext.reads(text, fmt={"extension": ".py", "format_name": "sphinx",
+            return (jupytext.reads(_inline_targets(text),
+                                   fmt={"extension": ".py", "format_name": "sphinx",
                                               "rst2md": True}),
                     "sphinx-gallery script (.py)")
         raise NotALesson(f"{path}: a Python file with neither `# %%` cells (jupytext percent) "
                          "nor a docstring first (sphinx-gallery): nothing to bring in")
     raise NotALesson(f"{path}: not a lesson make chapter reads (.ipynb, .py or .md)")
+
+
+# reStructuredText's named link and its target apart (`Name`_ ... .. _Name: URL), in a
+# docstring or a comment block, which rst2md leaves as they are.
+_TARGET = re.compile(r"^[ \t]*#?[ \t]*\.\. _(?P<name>[^:\n]+):[ \t]*\n?[ \t]*#?[ \t]*"
+                     r"(?P<url>https?://\S+)[ \t]*\n", re.M)
+
+
+def _inline_targets(text: str) -> str:
+    """Each named link with its target in place (`Name <URL>`_), which rst2md writes as a
+    Markdown link; the targets taken out."""
+    targets = {found["name"].strip(): found["url"] for found in _TARGET.finditer(text)}
+    text = _TARGET.sub("", text)
+    for name, url in targets.items():
+        text = re.sub(rf"`{re.escape(name)}`_(?!_)", f"`{name} <{url}>`_", text)
+    return text
 
 
 def _packages(arguments: str) -> list[str]:
