@@ -4,6 +4,7 @@ longer holds stops the build at its sentence, and no reader ever sees the checks
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -14,16 +15,29 @@ import torch
 from conftest import MACHINE_KINDS_FILE, ROOT, sphinx_build, sphinx_command
 from coursebook.model.claims import claim_blocks, find_in_prose
 from coursebook.model.machine_kinds import load_machine_kinds
-from coursebook.model.museum import ExhibitError, load_exhibit
-from coursebook.model.notebooks import CLAIM_TAG, RAISES_TAG, cell_tags, is_claim
+from coursebook.audit.unbacked_sentences import chapter_unbacked, museum_unbacked
+from coursebook.model.museum import ExhibitError, Wing, load_exhibit
+from coursebook.model.notebooks import (
+    CLAIM_TAG,
+    RAISES_TAG,
+    cell_tags,
+    is_chapter_source,
+    is_claim,
+)
 from coursebook.model.versions import release
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.claims import chapter_claims
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import download_notebook
 from coursebook.render.plain_markdown import PlainMarkdown
-from coursebook.verify.claims import claim_problems
-from coursebook.verify.expectations import cell_keys
+from coursebook.verify.claims import (
+    CLAIMS_FOLDER,
+    claim_problems,
+    read_accepted_claims,
+    unaccepted_claims,
+    write_accepted_claims,
+)
+from coursebook.verify.expectations import ACCEPT_COMMAND, cell_keys
 
 TORCH = release(torch.__version__)
 PROSE = ("Multiplying a tensor that requires grad records a `MulBackward0` node as its "
@@ -310,7 +324,148 @@ def test_a_malformed_exhibit_claim_names_its_line(tmp_path, claim, message):
     assert f"{path}:{_line_of(path, 'says = ')}" in str(error.value)
 
 
+# --- Accepted claims: a check holds its whole sentence ----------------------------------
+
+def _checked(chapter: Path) -> list:
+    text = chapter.read_text()
+    return [c.claim for c in chapter_claims(_notebook(text), text, {}).checked]
+
+
+def _accepted_then(tiny_book: Path, tmp_path: Path, **changed) -> list:
+    """The problems of the tiny chapter's claim once accepted, then written with ``changed``."""
+    chapter, path = tiny_book / "chapter.md", tmp_path / "claims" / "chapter.txt"
+    original = chapter.read_text()
+    _with_claim(chapter)
+    assert write_accepted_claims(path, "chapter.md", "student", _checked(chapter))
+    assert unaccepted_claims(read_accepted_claims(path), "student", _checked(chapter), path) == []
+    chapter.write_text(original)
+    _with_claim(chapter, **changed)
+    return unaccepted_claims(read_accepted_claims(path), "student", _checked(chapter), path)
+
+
+def test_a_false_fact_outside_the_fragment_is_not_as_accepted(tiny_book, tmp_path):
+    planted = PROSE.replace("*grad_fn*.", "*grad_fn*, and it copies the tensor.")
+    [problem] = _accepted_then(tiny_book, tmp_path, prose=planted)
+    assert problem.claim.sentence == planted  # at the sentence, which the fragment still quotes
+    assert "not as accepted" in problem.message and ACCEPT_COMMAND in problem.message
+    # The diff shows the sentence as accepted and as it is now, beside the unchanged check.
+    assert f"-sentence: {PROSE}" in problem.message and f"+sentence: {planted}" in problem.message
+    assert f"# claim: {TRUE_CLAIM}" in problem.message
+
+
+def test_a_sentence_changed_with_its_fragment_is_not_as_accepted(tiny_book, tmp_path):
+    """The check stays true (it still asserts MulBackward0) while the sentence now says
+    AddBackward0: before, the build shipped it."""
+    new, gone = _accepted_then(tiny_book, tmp_path, prose=FALSE_PROSE, says=FALSE_CLAIM)
+    assert new.claim.says == FALSE_CLAIM and "is new, not yet accepted" in new.message
+    assert f"+ sentence: {FALSE_PROSE}" in new.message
+    assert new.message.count(TRUE_CHECK.splitlines()[1]) == 1  # the check beside it
+    assert "no longer made" in gone.message and PROSE[:60] in gone.message
+
+
+def test_a_changed_check_and_a_dropped_claim_are_not_as_accepted(tiny_book, tmp_path):
+    [problem] = _accepted_then(tiny_book, tmp_path, check=TRUE_CHECK + "\nassert True")
+    assert "+    assert True" in problem.message
+    chapter, path = tiny_book / "chapter.md", tmp_path / "claims" / "chapter.txt"
+    [gone] = unaccepted_claims(read_accepted_claims(path), "student", [], path)
+    assert "1 accepted claim(s)" in gone.message and "no longer made" in gone.message
+
+
+def test_accepting_keeps_the_other_editions_claims_and_a_missing_file_is_named(tiny_book, tmp_path):
+    chapter, path = tiny_book / "chapter.md", tmp_path / "claims" / "chapter.txt"
+    _with_claim(chapter)
+    claims = _checked(chapter)
+    [missing] = unaccepted_claims(None, "student", claims, path)
+    assert str(path) in missing.message and ACCEPT_COMMAND in missing.message
+    write_accepted_claims(path, "chapter.md", "instructor", claims)
+    write_accepted_claims(path, "chapter.md", "student", [])
+    assert "(instructor)" in path.read_text()  # the student edition makes none of them
+    assert unaccepted_claims(read_accepted_claims(path), "instructor", claims, path) == []
+    assert unaccepted_claims(read_accepted_claims(path), "student", [], path) == []
+    assert not write_accepted_claims(path, "chapter.md", "student", [])  # unchanged
+
+
+def test_the_books_claims_are_accepted_for_every_chapter_that_makes_some():
+    """Each such chapter's committed file holds its checked sentences (the build compares
+    them with the chapter's)."""
+    book = ROOT / "book"
+    chapters = [path for path in book.glob("*.md") if is_chapter_source(path.read_text())
+                and re.search(r"tags: \[[^\]]*\bclaim\b|\{museum-room\}", path.read_text())]
+    assert chapters
+    for chapter in chapters:
+        accepted = read_accepted_claims(book / "expected" / CLAIMS_FOLDER / f"{chapter.stem}.txt")
+        assert accepted and all(a.entry.startswith("sentence: ") for a in accepted.values())
+
+
+# --- make audit: factual sentences neither checked nor cited --------------------------------
+
+UNBACKED_CHAPTER = """---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  name: python3
+  display_name: Python 3
+---
+
+# A chapter
+
+`torch.zeros(2)` makes a tensor of two zeros. Autograd frees saved values after `backward()`.
+
+`x.grad` holds the gradient.
+% source: https://pytorch.org/docs/stable/autograd.html
+
+Run the cell below and compare. Does `torch.ones` differ? The cell below prints a shape.
+See [the notes](https://pytorch.org/docs/stable/notes/autograd.html): `detach()` shares memory.
+A sentence about nothing in particular.
+
+```{code-cell} ipython3
+:tags: [claim]
+
+# claim: makes a tensor of two zeros
+assert torch.equal(torch.zeros(2), torch.tensor([0., 0.]))
+```
+"""
+
+
+def test_audit_lists_each_factual_sentence_that_no_check_or_source_holds(tmp_path):
+    path = tmp_path / "chapter.md"
+    path.write_text(UNBACKED_CHAPTER)
+    [listed] = chapter_unbacked(path, UNBACKED_CHAPTER)
+    # Checked (its claim quotes part of it), cited (a source comment, a link), instructions,
+    # questions, the chapter's own cells and sentences about no library are left out.
+    assert listed.sentence == "Autograd frees saved values after `backward()`."
+    assert listed.line == _line_of(path, "`torch.zeros(2)` makes")
+    backed = UNBACKED_CHAPTER.replace("# claim: makes a tensor of two zeros",
+                                      "# claim: frees saved values")
+    assert [u.sentence for u in chapter_unbacked(path, backed)] == [
+        "`torch.zeros(2)` makes a tensor of two zeros."]
+
+
+def test_audit_lists_an_exhibit_sentence_no_claim_holds(tmp_path):
+    lesson = "`1 / 0` raises an error in Python. `torch.tensor(1.) / 0` gives `inf`."
+    path = _exhibit_with(tmp_path, '[[claim]]\nsays = "raises an error in Python"\n'
+                                   "check = \'\'\'\nassert True\n\'\'\'\n")
+    path.write_text(path.read_text().replace(
+        'lesson = "Dividing by zero raises an error in Python, whatever library holds the '
+        'numbers."', f'lesson = "{lesson}"'))
+    (tmp_path / "wing.toml").write_text(WING)
+    wing = Wing(tmp_path / "wing.toml", "planted", "", "", "", ("eager",), (_load(path),))
+    [listed] = museum_unbacked({"planted": wing})
+    assert listed.sentence == "`torch.tensor(1.) / 0` gives `inf`." and listed.path == path
+    assert listed.line == _line_of(path, "lesson = ")
+
+
 # --- A tiny book, built (slow) ------------------------------------------------------------
+
+def _accept_claims(book: Path) -> None:
+    """The tiny book's claims as accepted in both editions, as `make accept-outputs` writes them."""
+    text = (book / "chapter.md").read_text()
+    path = book / "expected" / CLAIMS_FOLDER / "chapter.txt"
+    for edition in Edition:
+        claims = [c.claim for c in chapter_claims(_notebook(text, edition), text, {}).checked]
+        write_accepted_claims(path, "chapter.md", edition.value, claims)
+
 
 def _everything_published(outdir: Path) -> dict[str, str]:
     html = outdir / "html"
@@ -322,6 +477,7 @@ def _everything_published(outdir: Path) -> dict[str, str]:
 @pytest.mark.slow
 def test_a_true_claim_is_checked_counted_and_never_shown(tiny_book, tmp_path):
     _with_claim(tiny_book / "chapter.md")
+    _accept_claims(tiny_book)
     for edition, tags in (("student", ()), ("instructor", ("instructor",))):
         build = sphinx_build(tiny_book, tmp_path / edition, tmp_path / "cache", *tags)
         assert build.returncode == 0, build.log
@@ -339,6 +495,7 @@ def test_a_true_claim_is_checked_counted_and_never_shown(tiny_book, tmp_path):
 def test_no_latex_source_of_the_book_or_a_handout_holds_a_claim(tiny_book, tmp_path):
     """The PDF and the handouts are made from these LaTeX sources."""
     _with_claim(tiny_book / "chapter.md")
+    _accept_claims(tiny_book)
     for tags in ((), ("handout",)):
         out = tmp_path / "-".join(("latex", *tags))
         done = subprocess.run(sphinx_command(tiny_book, out, tmp_path / "doctrees", builder="latex",
@@ -364,6 +521,28 @@ def test_a_planted_false_claim_stops_the_build_at_its_sentence(tiny_book, tmp_pa
     # The failure is not forgotten: a rebuild reports it again, from the cache.
     again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert again.returncode != 0 and again.executed == 0 and "no longer holds" in again.log
+
+
+@pytest.mark.slow
+def test_a_sentence_changed_outside_its_fragment_stops_the_build_until_accepted(tiny_book,
+                                                                               tmp_path):
+    chapter = tiny_book / "chapter.md"
+    original = chapter.read_text()
+    _with_claim(chapter)
+    _accept_claims(tiny_book)
+    planted = PROSE.replace("*grad_fn*.", "*grad_fn*, and it copies the tensor.")
+    chapter.write_text(original)
+    _with_claim(chapter, prose=planted)  # a false fact the fragment does not quote
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert build.returncode != 0 and "Traceback" not in build.log
+    assert (f"chapter.md:{_line_of(chapter, planted)}: ERROR: the claim \"{TRUE_CLAIM}\" has a "
+            "sentence or a check that is not as accepted") in build.log
+    assert f"+sentence: {planted}" in build.log and f"-sentence: {PROSE}" in build.log
+    accepted = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
+                            settings={"coursebook_accept_outputs": "1"})
+    assert accepted.returncode == 0, accepted.log
+    again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert again.returncode == 0, again.log
 
 
 @pytest.mark.slow

@@ -2,7 +2,9 @@
 """Prove that a student build of the book holds no answer anywhere.
 
 The answers are the chapters' cells tagged `answer`; see coursebook.audit.answer_leaks for how
-they are recognised in pages, sources, notebooks and the search index.
+they are recognised in pages, sources, notebooks and the search index. It then lists each
+factual sentence of the chapters and exhibits that neither a claim's check nor a source holds
+(coursebook.audit.unbacked_sentences), for the author to back or to leave as it is.
 Exit status: 0 when the build is clean, 1 when an answer leaked, 2 on a usage error.
 """
 
@@ -10,12 +12,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from book_environment import use_book_environment
+from book_environment import MACHINE_KINDS_FILE, use_book_environment
 
 use_book_environment()
 
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.audit.check_tables import audit_check_tables
+from coursebook.audit.unbacked_sentences import book_unbacked
+from coursebook.model.machine_kinds import load_machine_kinds
+from coursebook.model.museum import load_museum
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"LEAK {leak}")
     print(f"audit: {len(leaks)} leak(s) in {args.build} "
           f"({len(fingerprints.runs)} answer passages looked for, and the answer checks)")
+    museum = load_museum(args.exhibits, load_machine_kinds(MACHINE_KINDS_FILE))
+    unbacked = book_unbacked(args.book, museum)
+    for sentence in unbacked:
+        print(f"NEITHER CHECKED NOR CITED {sentence}")
+    print(f"audit: {len(unbacked)} factual sentence(s) neither checked nor cited, listed above "
+          "(back each with a claim cell or a source, or leave it: docs/authoring.md, Claims)")
     return 1 if leaks else 0
 
 

@@ -29,7 +29,9 @@ _ROLE_NAME = re.compile(r"\{[\w:.-]+\}(?=`)")
 _ROLE_TARGET = re.compile(r"(?<=\})`[^`]*?(\s*<[^`<>]+>)`")
 _LINK = re.compile(r"(\[)[^\]]*(\]\([^)\s]*\))")
 _EMPHASIS = re.compile(r"[`*]+|(?<!\w)_+|_+(?!\w)")
-_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n\s*\n")
+# A sentence ends at a full stop (! or ?), a blank line, or a directive's fence line (a
+# dropdown's ``:::{dropdown} Title`` is no part of the sentence under it).
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n\s*\n|^[ \t]*(?::{3,}|`{3,})[^\n]*\n", re.M)
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,7 @@ class MuseumFix:
 
     note: str
     code: str
-    changed: str  # why the fix shown today differs
+    changed: str  # why the book's fix differs from it
 
 
 @dataclass(frozen=True)
@@ -348,7 +348,7 @@ def _museum_rerun(path: Path, table: dict, values: dict) -> MuseumRerun:
 
 
 def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
-    """The museum's fix, as history, after the fix the book shows today."""
+    """The museum's fix, as history, after the book's own."""
     old = exhibit.museum_fix
     if old is None:
         return []
@@ -726,8 +726,8 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                   _expected_error_note(exhibit, museum)]
     provenance = (f"*The museum's fix, {label}: it ran green on the same hardware.*"
                   if exhibit.museum_fix is None else
-                  "*The book's fix for today's runtimes; the museum's own follows. Not run on a "
-                  "TPU by this book.*")
+                  "*The book's fix, for the releases this chapter installs; the museum's own "
+                  "follows. Not run on a TPU by this book.*")
     fix = _FRESH_RUNTIME if exhibit.fix_in_fresh_runtime else "**The fix.**"
     cells.append(_markdown(f"{fix} {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
                            f"\n\n{provenance}"))

@@ -5,11 +5,22 @@ raised nothing and printed nothing. A failed assert is one error at the sentence
 and line (an exhibit's: its TOML file and the ``says`` line), never a traceback; so is a
 fragment that is in no sentence above its check, and a check that printed. Each chapter's
 count of claims checked and cited is logged with the other per-chapter summaries.
+
+A check holds its whole sentence, not only the fragment it quotes: each chapter's checked
+claims are accepted as outputs are, in ``book/expected/claims/<chapter>.txt`` (the sentence
+above the check that holds it, each entry keyed by a digest of both; one file for every
+torch). A sentence or a check that is not as accepted (a word changed outside the fragment
+included), a claim accepted but no longer made, or a chapter with claims and no file stops
+the build with the entry beside the accepted one, until ``make accept-outputs`` writes the
+file again and the diff is reviewed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+import hashlib
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -22,8 +33,10 @@ from coursebook.model.claims import Claim
 from coursebook.model.faults import shown_path
 from coursebook.model.versions import release
 from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_states
-from coursebook.prepare.chapters import PreparedChapter
+from coursebook.prepare.chapters import PreparedChapter, edition_of
+from coursebook.reporting import ask_for
 from coursebook.verify.chapter_checks import executed_notebook
+from coursebook.verify.expectations import ACCEPT_COMMAND, EDITIONS
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +88,122 @@ def _report(message: str, location) -> None:
     logger.error("%s", message, location=location, type="coursebook", subtype="claim")
 
 
+# --- Accepted claims: each sentence bound to its check --------------------------------
+
+CLAIMS_FOLDER = "claims"  # under the expected outputs' folder
+_ENTRY = "=== claim "
+_INDENT = "    "
+
+
+def accepted_claims_path(expected_dir: Path, chapter: str) -> Path:
+    return shown_path(expected_dir / CLAIMS_FOLDER / f"{chapter}.txt")
+
+
+def claim_entry(claim: Claim) -> str:
+    """How the file shows a claim: its sentence above its check (the fragment it quotes is
+    the check's first line, or its ``says``)."""
+    check = claim.check if claim.check.lstrip().startswith("#") else (
+        f"# claim: {claim.says}\n{claim.check}")
+    return "\n".join([f"sentence: {claim.sentence}", "check:",
+                      *(f"{_INDENT}{line}" if line.strip() else "" for line in check.splitlines())])
+
+
+def claim_digest(claim: Claim) -> str:
+    return hashlib.sha256(claim_entry(claim).encode("utf8")).hexdigest()[:12]
+
+
+@dataclass
+class AcceptedClaim:
+    entry: str
+    editions: set[str] = field(default_factory=set)
+
+
+def read_accepted_claims(path: Path) -> dict[str, AcceptedClaim] | None:
+    """The accepted claims of a chapter by digest, each with the editions that make it
+    (None: no file)."""
+    if not path.is_file():
+        return None
+    found: dict[str, AcceptedClaim] = {}
+    current: AcceptedClaim | None = None
+    for line in path.read_text(encoding="utf8").splitlines():
+        if line.startswith(_ENTRY):
+            digest, _, editions = line[len(_ENTRY):].partition(" ")
+            named = {e.strip() for e in editions.strip(" ()").split(",") if e.strip()}
+            current = found[digest] = AcceptedClaim("", named or set(EDITIONS))
+        elif current is not None:
+            current.entry += (line[len(_INDENT):] if line.startswith(_INDENT) else line) + "\n"
+    for claim in found.values():
+        claim.entry = claim.entry.rstrip("\n")
+    return found
+
+
+def write_accepted_claims(path: Path, chapter: str, edition: str, claims: list[Claim]) -> bool:
+    """This edition's claims taken as accepted (the other edition's kept); False when the
+    file stays as it was."""
+    old = read_accepted_claims(path) or {}
+    accepted = {digest: AcceptedClaim(a.entry, a.editions - {edition})
+                for digest, a in old.items()}
+    for claim in claims:
+        accepted.setdefault(claim_digest(claim), AcceptedClaim(claim_entry(claim))
+                            ).editions.add(edition)
+    accepted = {d: a for d, a in accepted.items() if a.editions}
+    if {d: a.editions for d, a in accepted.items()} == {d: a.editions for d, a in old.items()}:
+        return False
+    out = [f"# The checked claims of {chapter}: each sentence above the check that holds it.",
+           f"# Written by `{ACCEPT_COMMAND}`: a sentence or a check not as accepted here stops "
+           "the build. Review the diff before committing.", ""]
+    for digest, claim in accepted.items():
+        only = "" if claim.editions >= set(EDITIONS) else f" ({', '.join(sorted(claim.editions))})"
+        out += [f"{_ENTRY}{digest}{only}",
+                *(f"{_INDENT}{line}" if line else "" for line in claim.entry.splitlines())]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")  # whole or not at all
+    partial.write_text("\n".join(out) + "\n", encoding="utf8")
+    partial.replace(path)
+    return True
+
+
+def unaccepted_claims(accepted: dict[str, AcceptedClaim] | None, edition: str,
+                      claims: list[Claim], path: Path) -> list[ClaimProblem]:
+    """Each claim whose sentence and check are not as accepted, shown beside the accepted
+    entry that quotes the same fragment (if any); each accepted claim of this edition that
+    the chapter no longer makes (reported at its first claim, or with no claim at line 0)."""
+    if accepted is None:
+        return [ClaimProblem(claim, f"{len(claims)} checked claim(s) and no accepted claims in "
+                             f"{path}: accept them with `{ACCEPT_COMMAND}`, review each "
+                             "sentence beside its check, and commit the file")
+                for claim in claims[:1]]
+    ours = {d: a for d, a in accepted.items() if edition in a.editions}
+    seen = {claim_digest(claim) for claim in claims}  # and each changed claim's accepted entry
+    problems = []
+    for claim in claims:
+        if claim_digest(claim) in ours:
+            continue
+        entry = claim_entry(claim)
+        before = next((a.entry for d, a in ours.items() if d not in seen
+                       and a.entry.splitlines()[2:3] == entry.splitlines()[2:3]), None)
+        seen |= {d for d, a in ours.items() if a.entry == before}
+        if before is None:
+            shown = "\n".join(f"{_INDENT}+ {line}" for line in entry.splitlines())
+            what = "is new, not yet accepted"
+        else:
+            shown = "\n".join(f"{_INDENT}{line}" for line in difflib.unified_diff(
+                before.splitlines(), entry.splitlines(), f"accepted ({path})", "this build",
+                n=len(entry.splitlines()), lineterm=""))  # the whole check beside the sentence
+            what = "has a sentence or a check that is not as accepted"
+        problems.append(ClaimProblem(claim, (
+            f'the claim "{claim.says}" {what}: if the whole sentence still holds and the check '
+            f"shows it, accept it with `{ACCEPT_COMMAND}` and review the diff of {path}:\n"
+            + shown)))
+    gone = [a for d, a in ours.items() if d not in seen]
+    if gone:
+        said = "; ".join(a.entry.splitlines()[0].removeprefix("sentence: ")[:80] for a in gone)
+        problems.append(ClaimProblem(Claim("", 0), (
+            f"{len(gone)} accepted claim(s) of {path} no longer made ({said}): if that is "
+            f"right, accept with `{ACCEPT_COMMAND}` and review the diff")))
+    return problems
+
+
 def check_claims(app: Sphinx, doctree: nodes.document) -> None:
     """``doctree-read``: each claim of the chapter just read against the run of its check
     (this build's, from the cache, or its recording's); the counts kept for the summary."""
@@ -95,12 +224,31 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
                  else f"on torch {release(book_config(app.config).torch)}")
         problems = claim_problems(ran, where)
         page_state_of(env, env.docname).claims = (len(ran) - len(problems), prepared.claims.cited)
-    for problem in problems:
+    accepted = _accepted_claims(app, prepared)
+    if accepted:
+        ask_for(env, ACCEPT_COMMAND)
+    for problem in problems + accepted:
         claim = problem.claim  # an exhibit's: at its TOML file
         _report(problem.message, f"{shown_path(claim.toml)}:{claim.line}" if claim.toml
                 else (env.docname, claim.line or None))
-    if problems or prepared.claims.unsourced:
+    if problems or accepted or prepared.claims.unsourced:
         mark_failed(env, env.docname)
+
+
+def _accepted_claims(app: Sphinx, prepared: PreparedChapter) -> list[ClaimProblem]:
+    """This edition's claims against the accepted ones (``coursebook_accept_outputs``:
+    written instead; ``coursebook_verify_outputs`` off: not compared)."""
+    config = book_config(app.config)
+    if not (config.verify_outputs or config.accept_outputs):
+        return []
+    docname, edition = app.env.docname, edition_of(app).value
+    path = accepted_claims_path(Path(app.srcdir, config.expected_dir), docname)
+    claims = [c.claim for c in prepared.claims.checked if c.claim.sentence]
+    if config.accept_outputs:
+        if write_accepted_claims(path, Path(app.env.doc2path(docname)).name, edition, claims):
+            logger.info("wrote %s (%s edition)", path, edition)
+        return []
+    return unaccepted_claims(read_accepted_claims(path), edition, claims, path)
 
 
 def log_claim_counts(app: Sphinx, *_) -> None:
