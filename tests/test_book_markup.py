@@ -175,3 +175,26 @@ def test_exercises_citations_and_numbered_figures_build_and_no_solution_reaches_
     # The instructor's: every solution, each boxed as an answer.
     assert all(words in instructor for words in ANSWER_WORDS)
     assert instructor.count(ANSWER_CLASS) >= 2
+
+
+def test_a_gated_solution_written_with_a_space_before_its_brace_is_one_too():
+    """`::: {solution-start} label`, as some courses write it, is the same marker."""
+    chapter = TOP.format(extra="") + """
+# T
+
+::: {solution-start} ex-space
+:class: dropdown
+:::
+
+The umber kestrel answer.
+
+::: {solution-end}
+:::
+
+After.
+"""
+    cells = read_chapter(chapter).cells
+    assert [is_answer(cell) for cell in cells] == [False, True, True, True, False]
+    instructor = edition_notebook(read_chapter(chapter), Edition.INSTRUCTOR)
+    boxed = [cell.source for cell in instructor.cells if f":class: {ANSWER_CLASS}" in cell.source]
+    assert len(boxed) == 1 and "umber kestrel" in boxed[0]

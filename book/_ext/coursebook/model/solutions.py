@@ -29,8 +29,9 @@ _MARKDOWN = create_md_parser(MdParserConfig(enable_extensions={"colon_fence"}), 
 _DIRECTIVE = re.compile(r"\{([\w-]+)\}")
 # A gated marker stands alone in its cell (sphinx-exercise pairs the two as siblings, so
 # neither may go inside a box).
-_MARKER = re.compile(rf"^\s*(`{{3,}}|:{{3,}})\{{({START}|{END})\}}")
-_NESTED = re.compile(rf"^\s*(`{{3,}}|:{{3,}})\{{({SOLUTION}|{START}|{END})\}}", re.MULTILINE)
+_MARKER = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({START}|{END})\}}")
+_NESTED = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({SOLUTION}|{START}|{END})\}}",
+                     re.MULTILINE)
 
 
 class SolutionError(BookError):
