@@ -313,3 +313,54 @@ def test_accepting_the_same_outputs_from_another_run_rewrites_nothing(tmp_path):
     again = accept(read_expectations(path), "student", outputs, "run-elsewhere")
     assert not write_expectations(path, again, lambda: ["aaaaaaaa"], ["# another header"])
     assert path.read_text() == before
+
+
+MYST_LECTURE = '''---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  name: lecture-env
+  display_name: Lecture env
+---
+
+# Sums
+
+```{code-cell} ipython3
+:tags: [hide-output]
+!pip install --upgrade lecturetools
+```
+
+```{exercise-start}
+:label: sums-ex
+```
+
+Add one and two.
+
+```{exercise-end}
+```
+
+```{solution-start} sums-ex
+:class: dropdown
+```
+
+```{code-cell} ipython3
+print(1 + 2)
+```
+
+```{solution-end}
+```
+'''
+
+
+def test_a_myst_lecture_comes_in_with_its_solutions_as_answers(tmp_path, capsys):
+    book = _book(tmp_path)
+    lesson = tmp_path / "sums.md"
+    lesson.write_text(MYST_LECTURE)
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    assert "lecturetools" in capsys.readouterr().out
+    cells = read_chapter((book / "sums.md").read_text()).cells
+    code = [c for c in cells if c.cell_type == "code"]
+    assert [c.source for c in code[1:]] == ["print(1 + 2)"]  # the install cell is gone
+    assert "answer" in cell_tags(code[1])  # the gated solution's code: an answer
