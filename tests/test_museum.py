@@ -11,6 +11,7 @@ from coursebook.model.machine_kinds import load_machine_kinds, stand_in_kind
 from coursebook.model.museum import (
     ERROR_SUMMARY,
     ExhibitError,
+    captured_exhibit_cells,
     exhibit_cells,
     load_exhibit,
     raised_by,
@@ -92,6 +93,17 @@ def test_an_exhibit_shows_its_code_before_its_error_cause_and_fix(exhibit):
     note = next(cell for cell in cells if "download-only" in cell.metadata.get("tags", []))
     assert note.source.startswith(f"````{{dropdown}} {ERROR_SUMMARY}\n")  # collapsed
     assert exhibit.record_for("2.13.0").message in note.source
+
+
+@pytest.mark.parametrize("exhibit", [e for e in ALL if not e.runs_in_every_build],
+                         ids=lambda e: e.key)
+def test_a_captured_exhibit_shows_its_code_before_its_error_and_cause(exhibit):
+    cells = captured_exhibit_cells(exhibit, len(ALL))
+    first = cells[0].source
+    code, error = first.index(exhibit.failing_code), first.index("{dropdown} Show the error")
+    assert code < error < first.index(exhibit.museum_record.message) < first.index(exhibit.lesson)
+    raising = [c for c in cells if "raises-exception" in c.metadata.get("tags", [])]
+    assert all("hide-output" in c.metadata.tags for c in raising)  # each run's error a click away
 
 
 def test_each_fix_of_the_eager_room_prints_what_it_computes(capsys):

@@ -432,6 +432,21 @@ def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
 
 # --- From exhibits to notebook cells --------------------------------------------------
 
+# A failing cell's output, the error, is behind a click: myst-nb's ``hide-output`` tag, its
+# toggle worded for each cell (myst-nb's cell-level ``code_prompt_show``); a captured error
+# is in a dropdown of the same words.
+REVEAL_TAG = "hide-output"
+_REVEAL_PROMPTS = {"code_prompt_show": "Show the error", "code_prompt_hide": "Hide the error"}
+_PROMPT = "What goes wrong, and why?"
+
+
+def _revealed(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A cell that raises on purpose, its error shown on demand."""
+    cell.metadata["tags"] = [*cell.metadata.get("tags", []), REVEAL_TAG]
+    cell.metadata["mystnb"] = dict(_REVEAL_PROMPTS)
+    return cell
+
+
 def _markdown(source: str, *tags: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_markdown_cell(source, metadata={"tags": list(tags)} if tags else {})
 
@@ -488,9 +503,6 @@ def _cause(exhibit: Exhibit) -> str:
     return f"{exhibit.lesson}{_cited(exhibit.claims)}{see_also}"
 
 
-def _heading(exhibit: Exhibit, total: int) -> str:
-    """The exhibit's label, numbered title, lesson (its sources cited) and links to PT01."""
-    return f"{_title(exhibit, total)}\n\n{_cause(exhibit)}"
 
 
 def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
@@ -550,16 +562,8 @@ def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
                  BOOK_ONLY_TAG, *tags)
 
 
-# The failing code's output, the error, is behind a click: myst-nb's ``hide-output`` tag,
-# its toggle worded for each cell (myst-nb's cell-level ``code_prompt_show``).
-REVEAL_TAG = "hide-output"
-_REVEAL_PROMPTS = {"code_prompt_show": "Show the error", "code_prompt_hide": "Hide the error"}
-
-
 def _failing_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
-    cell = _code(exhibit.failing_code, RAISES_TAG, REVEAL_TAG)
-    cell.metadata["mystnb"] = dict(_REVEAL_PROMPTS)
-    return cell
+    return _revealed(_code(exhibit.failing_code, RAISES_TAG))
 
 
 def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
@@ -571,7 +575,7 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
         fix_ran = _fix_ran_cell(FRESH_PYTHON_TAG)
     else:
         fix, fix_ran = f"**The fix.** {exhibit.fix_note}", _fix_ran_cell()
-    return [_markdown(f"{_title(exhibit, total)}\n\n**The code.** What goes wrong, and why?"),
+    return [_markdown(f"{_title(exhibit, total)}\n\n**The code.** {_PROMPT}"),
             _failing_cell(exhibit), _check_cell(exhibit, record),
             _expected_error_note(exhibit, record),
             _markdown(f"**The cause.** {_cause(exhibit)}"), _markdown(fix), _fix_cell(exhibit),
@@ -670,8 +674,8 @@ def _stand_in_only(rerun: MuseumRerun) -> tuple[str, ...]:
 
 def _rerun_cell(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookNode:
     """The museum's failing code run again in a fresh Python, after its set-up."""
-    return _in_fresh_python(exhibit, f"{rerun.setup}\n\n{exhibit.failing_code}", RAISES_TAG,
-                            *_stand_in_only(rerun))
+    return _revealed(_in_fresh_python(exhibit, f"{rerun.setup}\n\n{exhibit.failing_code}",
+                                      RAISES_TAG, *_stand_in_only(rerun)))
 
 
 def _rerun_fix_check(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookNode:
@@ -685,8 +689,8 @@ def _rerun_fix_check(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookN
 
 
 def _reproduction_cell(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.NotebookNode:
-    return _in_fresh_python(exhibit, cpu.reproduction, RAISES_TAG, STAND_IN_ONLY_TAG,
-                            side=cpu.side)
+    return _revealed(_in_fresh_python(exhibit, cpu.reproduction, RAISES_TAG, STAND_IN_ONLY_TAG,
+                                      side=cpu.side))
 
 
 def _cpu_fix_check(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.NotebookNode:
@@ -699,17 +703,20 @@ def _cpu_fix_check(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.NotebookN
 
 
 def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
-    """A TPU exhibit: the museum's capture, labelled; the museum's code run again where
-    its TOML says how; and its CPU reproduction if any."""
+    """A TPU exhibit: its code, the museum's capture (labelled) behind a click, the cause;
+    the museum's code run again where its TOML says how; and its CPU reproduction if any,
+    each run's error behind a click too."""
     museum, rerun, cpu = exhibit.museum_record, exhibit.museum_rerun, exhibit.cpu
     label = f"captured on a {museum.where}, {museum.date}"
     run = "The museum's text, verbatim" + ("; the code runs again below" if rerun else "")
     cells = [_markdown(
-        f"{_heading(exhibit, total)}\n\n**The failing code**, as the museum ran it:\n\n"
+        f"{_title(exhibit, total)}\n\n**The code**, as the museum ran it. {_PROMPT}\n\n"
         f"```python\n{exhibit.failing_code}\n```\n\n"
+        f"::::{{dropdown}} {_REVEAL_PROMPTS['code_prompt_show']}\n"
         f":::{{admonition}} Captured record: {label}\n:class: captured-record\n"
         f"{run}:\n\n"
-        f"```text\n{museum.type}: {museum.message}\n```\n:::")]
+        f"```text\n{museum.type}: {museum.message}\n```\n:::\n::::\n\n"
+        f"**The cause.** {_cause(exhibit)}")]
     if rerun is not None:  # the museum's code run again, its error checked
         where = "In a fresh Python process, this set-up, then the museum's code above"
         cells += [_markdown(f"**The museum's code, run again.** {rerun.note}\n\n"
