@@ -198,6 +198,8 @@ def _notebook_lesson(path: Path) -> Path:
                                   outputs=[nbformat.v4.new_output("stream", text="Collecting")]),
         nbformat.v4.new_code_cell("%pip install rich"),
         nbformat.v4.new_code_cell("print(torch.ones(2))", metadata={"id": "xyz", "colab": {}}),
+        nbformat.v4.new_code_cell("torch.ones(2) @ torch.ones(3)", outputs=[nbformat.v4.new_output(
+            "error", ename="RuntimeError", evalue="size mismatch", traceback=[])]),
     ], metadata={"kernelspec": {"name": "some-env", "display_name": "Some env"}})))
     return path
 
@@ -217,13 +219,17 @@ def test_a_notebook_comes_in_as_a_chapter_and_the_tool_says_what_changed_and_wha
     cells = read_chapter(text).cells
     code = [c for c in cells if c.cell_type == "code"]
     assert "remove-cell" in cell_tags(code[0]) and "%xmode Minimal" in code[0].source
-    assert [c.source for c in code[1:]] == ["import torch", "print(torch.ones(2))"]
+    assert [c.source for c in code[1:]] == ["import torch", "print(torch.ones(2))",
+                                            "torch.ones(2) @ torch.ones(3)"]
     assert all(not c.metadata.get("id") and not c.get("outputs") for c in code)
+    # A saved error is taken as the lesson: tagged, and said so.
+    assert [cell_tags(c) for c in code[1:]] == [[], [], ["raises-exception"]]
     assert f"({chapter.stem})=\n# Gradients by hand" in text
     assert chapter.stem in _toctree(book / "index.md")
     assert "Gradients by hand" in _reading_order(book / "index.md")
     # What changed, and what is left: the packages the install lines named, by name.
-    assert "took out 2 install line(s)" in out and "dropped the saved outputs of 1" in out
+    assert "took out 2 install line(s)" in out and "dropped the saved outputs of 2" in out
+    assert "`torch.ones(2) @ torch.ones(3)` (RuntimeError)" in out
     assert "timed-decorator, einops==0.8.0, rich" in out and "raises-exception" in out
 
 

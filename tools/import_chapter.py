@@ -10,11 +10,12 @@ What changes, each said in the report `make chapter FROM=…` prints:
   install during a build; the packages it named are listed for the author to declare;
 - sphinx-gallery's reStructuredText becomes Markdown (sphinx-gallery's own ``rst2md``),
   and its roles (``:func:`x` ``) MyST roles;
-- the title gets a label named after the chapter.
+- the title gets a label named after the chapter;
+- a cell whose saved output is an error is tagged ``raises-exception`` (its error was the
+  lesson, or must be fixed: said in the report).
 
-Left to the author, and listed: the packages to declare, cells that must be tagged
-(``raises-exception`` where the error is the lesson), a ``google.colab`` import, then
-accepting the outputs.
+Left to the author, and listed: the packages to declare, the errors tagged to check, a
+``google.colab`` import, then accepting the outputs.
 """
 
 from __future__ import annotations
@@ -28,7 +29,12 @@ import jupytext
 import nbformat
 from jupytext.formats import guess_format
 
-from coursebook.model.notebooks import is_chapter_source, notebook_to_myst, read_chapter
+from coursebook.model.notebooks import (
+    RAISES_TAG,
+    is_chapter_source,
+    notebook_to_myst,
+    read_chapter,
+)
 
 TOP_MATTER = {
     "jupytext": {"text_representation": {"extension": ".md", "format_name": "myst"}},
@@ -112,6 +118,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     cells = []
     imported = Imported(notebook, "", source_format)
     dropped_outputs = removed_installs = 0
+    raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     for cell in notebook.cells:
         tags = list(cell.get("metadata", {}).get("tags", []))
         source = cell.source
@@ -129,6 +136,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             source = "\n".join(kept).strip("\n")
             if not source.strip() or source.strip() == "%matplotlib inline":
                 continue
+            errors = [o.get("ename", "") for o in cell.get("outputs", [])
+                      if o.get("output_type") == "error"]
+            if errors and RAISES_TAG not in tags:
+                tags.append(RAISES_TAG)
+                raised.append(f"`{source.splitlines()[0]}` ({errors[0]})")
             if "google.colab" in source:
                 imported.to_do.append(f"a cell imports google.colab (`{source.splitlines()[0]}`),"
                                       " which only Colab has: remove it, or the build fails")
@@ -143,6 +155,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     if dropped_outputs:
         imported.changed.append(f"dropped the saved outputs of {dropped_outputs} code cells "
                                 "(the build makes them)")
+    if raised:
+        imported.changed.append(f"tagged `{RAISES_TAG}` the {len(raised)} cell(s) whose saved "
+                                f"output is an error: {', '.join(raised)}")
+        imported.to_do.append(f"check that each error tagged `{RAISES_TAG}` is the lesson, "
+                              "not a missing package or device: fix the cell otherwise")
     if removed_installs:
         imported.changed.append(f"took out {removed_installs} install line(s): a cell does not "
                                 "install during a build")
