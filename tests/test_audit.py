@@ -241,6 +241,9 @@ _SEE_ALSO = ('<div class="admonition seealso"><p>See also <a class="reference in
              'href="museum.html#exhibit-02">exhibit 02</a>.</p></div>')
 _ANOTHER = '<p>See <a class="reference internal" href="museum.html#exhibit-05">exhibit 05</a>.</p>'
 
+_FIGURE = ('<div class="cell tag_remove-input tag_book-only"><div class="cell_output">'
+           '<img alt="h with grad_fn MulBackward0"/></div></div>')
+
 
 def _with_pages(tmp_path: Path, chapter: str) -> Path:
     """A clean build whose chapter page holds ``chapter``, beside a museum page whose
@@ -258,6 +261,9 @@ def _with_pages(tmp_path: Path, chapter: str) -> Path:
 @pytest.mark.parametrize("chapter", [
     f"<p>{STUDENT_SENTENCE}</p>{_CASE}{_SEE_ALSO}",  # the box after the case it relates to
     f"{_ANOTHER}{_CASE}",  # a link before it to a place that shows another error
+    _CASE + _FIGURE.replace('<div class="cell_output">', '<details class="hide"><summary>Show'
+                            '</summary><div class="cell_output">').replace("</div></div>",
+                                                                           "</div></details></div>"),
 ])
 def test_a_case_revealed_in_its_turn_is_no_spoiler(tmp_path, fingerprints, chapter):
     assert audit_build(_with_pages(tmp_path, chapter), fingerprints) == []
@@ -269,6 +275,8 @@ def test_a_case_revealed_in_its_turn_is_no_spoiler(tmp_path, fingerprints, chapt
      "the output of `mutable.add_(1.)` is in view"),
     (re.sub(r"</?details[^>]*>|<summary>.*?</summary>", "", _CASE),
      "the output of `mutable.add_(1.)` is in view"),
+    (f"{_CASE}<p>Drawn from the tensors above.</p>{_FIGURE}",  # a figure of what it reveals
+     "a figure without its code is in view right after `mutable.add_(1.)`"),
 ])
 def test_a_planted_spoiler_is_caught(tmp_path, fingerprints, chapter, evidence):
     """A "See also" box above the case it answers; the case's output shown open, or with
@@ -285,3 +293,18 @@ def test_a_spoiler_is_caught_where_its_target_shows_another_error_first(tmp_path
         '<h2>02</h2>', '<h2>02</h2><pre>UserWarning: this exhibit first warns about a copy</pre>'))
     [leak] = audit_build(build, fingerprints)
     assert "the link to 'museum.html#exhibit-02' comes before" in leak.evidence, leak.evidence
+
+
+def test_a_link_to_an_error_behind_a_click_is_no_spoiler(tmp_path, fingerprints):
+    """The exhibit's section keeps its error in a closed dropdown: a link to it reveals nothing."""
+    build = _with_pages(tmp_path, f"{_SEE_ALSO}{_CASE}")
+    museum = build / "html" / "museum.html"
+    text = museum.read_text()
+    start = text.index("<pre>")
+    museum.write_text(text[:start] + '<details class="sd-dropdown"><summary>Show the error'
+                      '</summary>' + text[start:text.index("</pre>") + 6] + "</details>"
+                      + text[text.index("</pre>") + 6:])
+    assert audit_build(build, fingerprints) == []
+    museum.write_text(museum.read_text().replace("<details ", "<details open "))
+    [leak] = audit_build(build, fingerprints)
+    assert "the link to 'museum.html#exhibit-02' comes before" in leak.evidence

@@ -2,12 +2,14 @@
 
 The predict-then-reveal cells (tagged ``hide-output``: predict-first cells, challenges,
 detective cases) keep their output until the student asks for it; myst-nb renders that
-output inside a closed ``<details>``. Two ways a page can still give the answer away:
+output inside a closed ``<details>``. Three ways a page can still give the answer away:
 
 - such a cell whose output is in view: not inside a closed ``<details>``;
 - a link, placed before such a cell, to a place that shows the error its hidden output
   reveals: a "See also" box naming the exhibit a detective case is about, say. Which place
-  shows which error is read from the built pages themselves, not from a list of names.
+  shows which error is read from the built pages themselves, not from a list of names;
+- a figure shown without its code right after such a cell (drawn from the tensors the
+  hidden output describes, say): it reveals what that cell's output would.
 
 Pages are read with BeautifulSoup (the theme's own dependency).
 """
@@ -22,6 +24,7 @@ from urllib.parse import urldefrag
 from bs4 import BeautifulSoup, Tag
 
 HIDDEN_CELL = "div.cell.tag_hide-output"
+_HIDDEN_CLASS, _NO_INPUT_CLASS = "tag_hide-output", "tag_remove-input"
 # An error or warning as Python prints it, anywhere on a line ("Backward raised
 # RuntimeError: ..." included); the first words after it, on its line, identify it across
 # pages. (The message is not part of the match: a page's text, whitespace collapsed, is one
@@ -49,9 +52,10 @@ def shown_outputs(cell: Tag) -> list[Tag]:
 
 
 def _visible_text(element: Tag) -> str:
-    """An element's text without the hidden outputs of predict-then-reveal cells."""
+    """An element's text without what waits behind a click: the hidden outputs of
+    predict-then-reveal cells, and any other closed ``<details>`` (a dropdown)."""
     element = BeautifulSoup(str(element), "html.parser")
-    for hidden in element.select(f"{HIDDEN_CELL} details"):
+    for hidden in element.select("details:not([open])"):
         hidden.decompose()
     return re.sub(r"\s+", " ", element.get_text(" "))
 
@@ -72,11 +76,22 @@ def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:
     for resolved, soup in soups.items():
         path = named[resolved]
         links: list[Tag] = []
+        hidden_before: Tag | None = None  # the predict-then-reveal cell just above, if any
         # The page's own text: the theme's navigation (which links every section) left out.
-        for element in (soup.find("article") or soup).select(f"a[href], {HIDDEN_CELL}"):
+        for element in (soup.find("article") or soup).select("a[href], div.cell"):
             if element.name == "a":
                 links.append(element)
                 continue
+            classes = element.get("class", [])
+            if _HIDDEN_CLASS not in classes:
+                if hidden_before is not None and _NO_INPUT_CLASS in classes and any(
+                        output.select("img, svg") for output in shown_outputs(element)):
+                    found.append((path, f"a figure without its code is in view right after "
+                                        f"`{_first_line(hidden_before)}`, whose output is "
+                                        "hidden: it shows what that cell reveals (hide-output)"))
+                hidden_before = None
+                continue
+            hidden_before = element
             if shown_outputs(element):
                 found.append((path, f"the output of `{_first_line(element)}` is in view before "
                                     "the student asks for it (hide-output, not collapsed)"))
