@@ -370,3 +370,19 @@ def test_a_myst_lecture_comes_in_with_its_solutions_as_answers(tmp_path, capsys)
     code = [c for c in cells if c.cell_type == "code"]
     assert [c.source for c in code[1:]] == ["print(1 + 2)"]  # the install cell is gone
     assert "answer" in cell_tags(code[1])  # the gated solution's code: an answer
+
+
+def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):
+    """The build's refusal of a `.ipynb` page names `make chapter FROM=` it: the chapter
+    takes the page's place, and the tool says to delete the notebook."""
+    book = _book(tmp_path)
+    lesson = _notebook_lesson(book / "gradients.ipynb")
+    index = (book / "index.md").read_text()
+    first = _toctree(book / "index.md")[0]
+    (book / "index.md").write_text(index.replace(f"\n{first}\n", f"\n{first}\ngradients\n"))
+    listed = (book / "index.md").read_text()
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    out = capsys.readouterr().out
+    assert (book / "gradients.md").is_file() and (book / "index.md").read_text() == listed
+    assert "table of contents already, left where it is" in out
+    assert f"delete {lesson}: {book / 'gradients.md'} replaces it" in out

@@ -145,6 +145,7 @@ class Written:
     follows: str | None
     in_reading_order: bool
     imported: Imported | None = None
+    listed_already: bool = False  # the contents named it before (a page it replaces)
 
 
 def new_chapter(name: str, title: str, book: Path, after: str | None = None,
@@ -170,13 +171,15 @@ def new_chapter(name: str, title: str, book: Path, after: str | None = None,
     if chapter.exists():
         raise Refused(f"{shown_path(chapter)} exists: nothing written (edit it, or choose another NAME)")
     index = book / "index.md"
-    listed, follows = with_chapter_listed(index.read_text(encoding="utf8"), name, book, after)
-    ordered = with_reading_order(listed, name, title.strip(), follows, book)
+    old = index.read_text(encoding="utf8")
+    listed, follows = with_chapter_listed(old, name, book, after)
+    already = listed == old  # listed before, as the page the chapter replaces: left there
+    ordered = None if already else with_reading_order(listed, name, title.strip(), follows, book)
     text = (imported_text(imported) if imported is not None
             else chapter_text(name, title.strip()))
     chapter.write_text(text, encoding="utf8")
     index.write_text(ordered or listed, encoding="utf8")
-    return Written(chapter, follows, ordered is not None, imported)
+    return Written(chapter, follows, ordered is not None, imported, already)
 
 
 def report(written: Written, book: Path, lesson: Path | None) -> str:
@@ -185,10 +188,19 @@ def report(written: Written, book: Path, lesson: Path | None) -> str:
     where = f"after {written.follows}" if written.follows else "first"
     lines = [f"chapter: wrote {shown_path(written.chapter)}"
              + (f" from {lesson} ({written.imported.source_format})" if written.imported else "")
-             + f"; listed {name} {where} in {index}'s table of contents"
-             + (" and reading order" if written.in_reading_order else "")]
+             + (f"; {name} was in {index}'s table of contents already, left where it is"
+                if written.listed_already else
+                f"; listed {name} {where} in {index}'s table of contents"
+                + (" and reading order" if written.in_reading_order else ""))]
     to_do = []
-    if written.in_reading_order:
+    others = sorted(path for path in book.glob(f"{name}.*") if path != written.chapter)
+    if others:  # the lesson itself, among the book's pages: two files for one page
+        to_do.append(f"delete {', '.join(str(shown_path(p)) for p in others)}: "
+                     f"{shown_path(written.chapter)} replaces it (Sphinx would find two files "
+                     f"for the page {name})")
+    if written.listed_already:
+        to_do.append(f"check {name}'s place in {index}'s reading order")
+    elif written.in_reading_order:
         to_do.append(f"say in {index}'s reading order what the chapter teaches (its item "
                      "names only the title)")
     else:
