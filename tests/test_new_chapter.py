@@ -196,7 +196,8 @@ def _notebook_lesson(path: Path) -> Path:
         nbformat.v4.new_markdown_cell("# Gradients by hand\n\nWe fit a line."),
         nbformat.v4.new_code_cell("!pip install -q timed-decorator einops==0.8.0\nimport torch",
                                   outputs=[nbformat.v4.new_output("stream", text="Collecting")]),
-        nbformat.v4.new_code_cell("%pip install rich"),
+        nbformat.v4.new_code_cell("%pip install rich -r needs.txt --index-url https://x.org\n"
+                                  "!apt-get install -y graphviz"),
         nbformat.v4.new_code_cell("print(torch.ones(2))", metadata={"id": "xyz", "colab": {}}),
         nbformat.v4.new_code_cell("torch.ones(2) @ torch.ones(3)", outputs=[nbformat.v4.new_output(
             "error", ename="RuntimeError", evalue="size mismatch", traceback=[])]),
@@ -228,9 +229,11 @@ def test_a_notebook_comes_in_as_a_chapter_and_the_tool_says_what_changed_and_wha
     assert chapter.stem in _toctree(book / "index.md")
     assert "Gradients by hand" in _reading_order(book / "index.md")
     # What changed, and what is left: the packages the install lines named, by name.
-    assert "took out 2 install line(s)" in out and "dropped the saved outputs of 2" in out
+    assert "took out 3 install line(s)" in out and "dropped the saved outputs of 2" in out
+    assert "einops==0.8.0, rich, -r needs.txt\n" in out and ": graphviz\n" in out
     assert "`torch.ones(2) @ torch.ones(3)` (RuntimeError)" in out
     assert "timed-decorator, einops==0.8.0, rich" in out and "raises-exception" in out
+    assert "https://x.org" not in out
 
 
 SPHINX_GALLERY = '''"""

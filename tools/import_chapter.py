@@ -44,8 +44,11 @@ TOP_MATTER = {
 FIRST_CELL = ("# An error shows as its type and message, without a traceback or colour codes.\n"
               "%xmode Minimal\n%colors nocolor")
 # Lines that install something: `!pip install x`, `%pip install -q x`, `!apt-get install y`.
-_INSTALL = re.compile(
-    r"^\s*[!%](?:pip3?|python3? -m pip|conda|mamba|apt(?:-get)?)\s+install\b(.*)$")
+_INSTALL = re.compile(r"^\s*[!%](?:(?P<pip>pip3?|python3? -m pip|conda|mamba)|apt(?:-get)?)"
+                      r"\s+install\b(?P<arguments>.*)$")
+# pip's options that take a value (`-r requirements.txt`): the value is no package.
+_VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index-url",
+                     "--extra-index-url", "-f", "--find-links", "-t", "--target"})
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*$", re.M)
 
@@ -63,7 +66,8 @@ class Imported:
     source_format: str
     changed: list[str] = field(default_factory=list)
     to_do: list[str] = field(default_factory=list)
-    packages: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)  # Python packages (pip, conda)
+    system_packages: list[str] = field(default_factory=list)  # apt's
 
 
 def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
@@ -107,9 +111,14 @@ def _inline_targets(text: str) -> str:
 
 
 def _packages(arguments: str) -> list[str]:
-    """The packages an install line names (its options left out)."""
-    words = shlex.split(arguments, comments=True)
-    return [word for word in words if not word.startswith("-") and word not in {"install"}]
+    """What an install line names: its packages, and a requirements file as `-r FILE`."""
+    words, named = shlex.split(arguments, comments=True), []
+    for before, word in zip([""] + words, words):
+        if before in ("-r", "--requirement"):
+            named.append(f"-r {word}")
+        elif not word.startswith("-") and before not in _VALUED:
+            named.append(word)
+    return named
 
 
 def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
@@ -129,8 +138,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 found = _INSTALL.match(line)
                 if found:
                     removed_installs += 1
-                    imported.packages += [p for p in _packages(found.group(1))
-                                          if p not in imported.packages]
+                    named = imported.packages if found["pip"] else imported.system_packages
+                    named += [p for p in _packages(found["arguments"]) if p not in named]
                 else:
                     kept.append(line)
             source = "\n".join(kept).strip("\n")
@@ -163,8 +172,13 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     if removed_installs:
         imported.changed.append(f"took out {removed_installs} install line(s): a cell does not "
                                 "install during a build")
-        imported.to_do.append("declare the packages the install lines named, as docs/"
-                              f"authoring.md says: {', '.join(imported.packages)}")
+        if imported.packages:
+            imported.to_do.append("declare the Python packages the install lines named, as "
+                                  f"docs/authoring.md says: {', '.join(imported.packages)}")
+        if imported.system_packages:
+            imported.to_do.append("the system packages the install lines named must be on the "
+                                  "machines that build the book (name them in the chapter's "
+                                  f"prose): {', '.join(imported.system_packages)}")
     # The title: the lesson's first heading, labelled with the name; the hidden first cell
     # after it, before any code.
     first, heading = next(((cell, found) for cell in cells if cell.cell_type == "markdown"
