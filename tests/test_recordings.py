@@ -826,3 +826,16 @@ def test_an_imported_module_that_is_not_its_installed_release_stops_the_recorder
                                "planted", "--imported", "planted")
     record.check_imported("main", report)
     assert report["versions"]["planted"] == "1.0"
+
+
+def test_a_finished_kernel_is_shut_down_not_killed(tmp_path):
+    """The recorder asks a kernel that finished to shut down (a device client gives its
+    device back on the way out) and kills one only when it has not exited in time: the
+    kernel's exit handlers run."""
+    exited = tmp_path / "exited"
+    book = _tiny_with(tmp_path, "import atexit\n"
+                                f"atexit.register(lambda: open({str(exited)!r}, 'w').write('exited'))")
+    done = _record_tiny(book, "lab")
+    assert done.returncode == 0, done.stderr
+    assert exited.read_text() == "exited"
+

@@ -17,7 +17,9 @@ from conftest import ROOT
 
 SCRIPT = ROOT / "tools" / "tpu_smoke.py"
 STEPS = ["environment", "versions", "jax", "free after jax", "torch_xla", "free after torch_xla",
-         "jax+torch_xla", "free after jax+torch_xla", "torch_xla+jax", "free after torch_xla+jax"]
+         "jax+torch_xla", "free after jax+torch_xla", "torch_xla+jax", "free after torch_xla+jax",
+         "kernel: jax", "free after kernel: jax", "kernel: torch_xla",
+         "free after kernel: torch_xla"]
 
 # Stand-ins that run on the CPU and report it. torch_xla's hangs when JAX is in the process
 # and FAKE_HANG_AFTER_JAX is set: the hang torch_xla's own code warns of on a TPU
@@ -28,7 +30,10 @@ FAKES = {
     "jax/numpy.py": "from numpy import *  # noqa: F403\n",
     "torch_xla/__init__.py": "import os, sys, time\nimport torch\n\n\ndef device():\n"
                              "    if os.environ.get('FAKE_HANG_AFTER_JAX') and 'jax' in sys.modules:\n"
-                             "        time.sleep(3600)\n    return torch.device('cpu')\n",
+                             "        time.sleep(3600)\n"
+                             "    if os.environ.get('FAKE_HANG_IN_KERNEL') and 'ipykernel' in sys.modules:\n"
+                             "        time.sleep(3600)\n"
+                             "    return torch.device('cpu')\n",
     "torch_xla/core/__init__.py": "",
     "torch_xla/core/xla_model.py": "def xla_device_hw(device):\n    return 'CPU'\n\n\n"
                                    "def xla_device_kind(device):\n    return 'cpu'\n",
@@ -85,6 +90,28 @@ def test_each_step_reports_and_a_hung_step_is_cut_at_its_timeout(tmp_path):
     assert "jax+torch_xla timeout after 6 s at 'importing torch_xla'" in report["summary"]
     assert "[jax+torch_xla] importing torch_xla" in done.stderr  # progress, as it came
     assert "pip: installing (a stand-in)" in done.stderr
+    # The recording's way: a JAX cell, then a torch_xla cell, each in a kernel of the
+    # environment, stopped as the recorder stops its kernels; the device free after each.
+    for bridge in ("jax", "torch_xla"):
+        kernel = next(step for step in report["steps"] if step["name"] == f"kernel: {bridge}")
+        assert kernel["reached"] == "kernel stopped", kernel
+        assert kernel["found"][f"{bridge}_device_kind"] == "cpu"
+        assert kernel["found"]["kernel_ended"] == "shut down"  # asked, not killed
+    assert "[kernel: torch_xla] torch_xla has its device" in done.stderr
+
+
+def test_a_kernel_step_whose_cell_hangs_is_cut_and_its_kernel_killed(tmp_path):
+    """A torch_xla cell that hangs in its kernel (planted: FAKE_HANG_IN_KERNEL): the cell's
+    timeout stops it, the kernel is killed at once, the step says where it was."""
+    done, _ = _smoke(tmp_path, "--kind", "cpu", "--timeout", "6", "--python", sys.executable,
+                     FAKE_HANG_IN_KERNEL="1")
+    report = json.loads(done.stdout)
+    kernel = next(step for step in report["steps"] if step["name"] == "kernel: torch_xla")
+    assert kernel["status"] == "failed" and kernel["reached"] == "importing torch_xla"
+    assert kernel["error"] == ("the cell ran past its 6 s timeout; its kernel was killed "
+                               "(the recorder stops a kernel so)")
+    after = next(step for step in report["steps"] if step["name"] == "free after kernel: torch_xla")
+    assert after["status"] == "ok"
 
 
 @pytest.mark.skipif(bool(glob.glob("/dev/accel*") + glob.glob("/dev/vfio/[0-9]*")),

@@ -29,6 +29,7 @@ and on a Cloud TPU VM with a Python brought along (docs/recording.md).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import copy
 import difflib
 import glob
@@ -36,6 +37,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -51,6 +53,7 @@ use_book_environment("nbclient")
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError  # noqa: E402
+from jupyter_core.utils import run_sync  # noqa: E402
 from refresh_runtimes import freeze_versions, image_path  # noqa: E402
 
 from coursebook.exhibit_checks import FRESH_PYTHON_TIMEOUT, SIDE_ENVIRONMENTS  # noqa: E402
@@ -337,6 +340,55 @@ def normalised(cell: nbformat.NotebookNode) -> None:
                 output.data[mime] = normalise(output.data[mime])
 
 
+# Seconds a finished kernel has to exit after its shutdown request (a device client giving
+# its device back on the way out) before it is killed.
+KERNEL_SHUTDOWN_WAIT = 60.0
+
+
+def run_kernel(notebook: nbformat.NotebookNode, kernel_name: str, cwd: Path,
+               cell_timeout: float, **hooks) -> str:
+    """Run a notebook's cells in a new kernel, then stop it as the recorder stops every
+    kernel (:func:`stop_kernel`); how it ended. The TPU smoke test runs its kernels so too."""
+    client = NotebookClient(notebook, timeout=cell_timeout, kernel_name=kernel_name,
+                            resources={"metadata": {"path": str(cwd)}}, allow_errors=False,
+                            **hooks)
+    timed_out = False
+    try:
+        client.execute(cleanup_kc=False)  # the kernel is left running, for stop_kernel
+    except CellTimeoutError:
+        timed_out = True
+        raise
+    finally:
+        ended = stop_kernel(client, immediately=timed_out)
+    return ended
+
+
+def stop_kernel(client: NotebookClient, immediately: bool = False) -> str:
+    """A kernel that finished (or whose cell failed) is asked to shut down, and has
+    KERNEL_SHUTDOWN_WAIT seconds to exit (a device client giving its device back on the way
+    out) before it is killed; one stopped in a cell that never ends (a timeout) is killed at
+    once. "shut down", "killed", or "dead" (it had exited already)."""
+    async def stop(km, kc) -> str:
+        try:
+            if not await km.is_alive():
+                return "dead"
+            ended = "killed"
+            if not immediately:
+                await km.request_shutdown()
+                deadline = time.monotonic() + KERNEL_SHUTDOWN_WAIT
+                while await km.is_alive() and time.monotonic() < deadline:
+                    await asyncio.sleep(0.1)
+                ended = "killed" if await km.is_alive() else "shut down"
+            await km.shutdown_kernel(now=True)  # reaps it; kills it if it is still there
+            return ended
+        finally:
+            await km.cleanup_resources()
+            if kc is not None:
+                kc.stop_channels()
+
+    return run_sync(stop)(client.km, client.kc) if client.km is not None else "dead"
+
+
 def check_probe(machine: MachineKind, environment: RecordingEnvironment, cell) -> None:
     """The first cell a kernel runs is its probe: its last printed line is the report."""
     printed = "".join(output.get("text", "") for output in cell.outputs
@@ -380,15 +432,9 @@ def execute(notebook: nbformat.NotebookNode, machine: MachineKind,
         def started(cell, cell_index):
             running["index"] = cell_index
 
-        client = NotebookClient(part, timeout=cell_timeout, kernel_name=kernels[environment.name],
-                                resources={"metadata": {"path": str(chapter_dir)}},
-                                on_cell_start=started, on_cell_executed=after,
-                                allow_errors=False,
-                                # a kernel stopped mid-cell (a timeout) is killed, not asked
-                                # to reply from a cell that never ends
-                                shutdown_kernel="immediate")
         try:
-            client.execute()
+            run_kernel(part, kernels[environment.name], chapter_dir, cell_timeout,
+                       on_cell_start=started, on_cell_executed=after)
         except CellTimeoutError:
             index = running.get("index", 0)
             where = (f"the device probe of environment {environment.name!r}" if index == 0 else

@@ -12,6 +12,10 @@ process that is stopped (with its children) when it runs past its timeout:
   torch_xla       torch_xla alone: its device, xla_device_kind, one small computation
   jax+torch_xla   both in one process, JAX first
   torch_xla+jax   both in one process, torch_xla first
+  kernel: jax     as the recording runs: a JAX cell in a Jupyter kernel of the environment,
+                  started and stopped by the recorder's own run_kernel (a shutdown request,
+                  a kill only when the kernel has not exited in time; the report says which)
+  kernel: torch_xla  then a torch_xla cell in a second kernel, after the first has ended
 
 After each device step, "free after STEP" takes the device with JAX in a new Python: a
 process that ended without giving the TPU back shows there. Each point a step passes is
@@ -54,10 +58,11 @@ MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"
 REPORT_FORMAT = 1
 MARK = "SMOKE "  # a step prints MARK + JSON at each point it passes
 
+# The process's own stdout: in a kernel's cell too, where sys.stdout is the cell's output.
 PRELUDE = f'''
-import json
+import json, sys
 def mark(at, **found):
-    print({MARK!r} + json.dumps({{"at": at, **found}}), flush=True)
+    print({MARK!r} + json.dumps({{"at": at, **found}}), file=sys.__stdout__, flush=True)
 '''
 VERSIONS = '''
 import platform
@@ -104,8 +109,14 @@ class Step:
 DEVICE_STEPS = (Step("jax", JAX, 180), Step("torch_xla", TORCH_XLA, 180),
                 Step("jax+torch_xla", JAX + TORCH_XLA, 240),
                 Step("torch_xla+jax", TORCH_XLA + JAX, 240))
+# The recording's own order: the JAX (torchax) kernel, then the torch_xla kernel, each a
+# kernel of the chapter's environment that the recorder's run_kernel starts and stops.
+KERNEL_STEPS = (Step("kernel: jax", JAX, 180), Step("kernel: torch_xla", TORCH_XLA, 180))
 FREE_TIMEOUT = 120
 ENVIRONMENT_TIMEOUT = 900
+# Seconds a kernel step may take beyond its cell's timeout: to start the kernel, and to stop
+# it (record_chapter.KERNEL_SHUTDOWN_WAIT, a minute at most, before a kill).
+KERNEL_MARGIN = 180
 
 
 def run_step(name: str, command: list[str], timeout: float, env: dict[str, str],
@@ -149,6 +160,40 @@ def run_step(name: str, command: list[str], timeout: float, env: dict[str, str],
                                f"exit status {process.returncode}, nothing on stderr")
     result["last_stdout"] = last["stdout"][-1] if last["stdout"] else ""
     return result
+
+
+def in_kernel(step_name: str, python: str, kind: str, timeout: float,
+              machine_kinds: Path) -> int:
+    """One kernel step, in this process: the step's code as a cell in a kernel of
+    ``python``'s environment, run and stopped by the recorder's own run_kernel."""
+    import nbformat
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    from record_chapter import install_kernel, kernel_environment, run_kernel
+
+    step = next(s for s in KERNEL_STEPS if s.name == step_name)
+    machine = load_machine_kinds(machine_kinds)[kind]
+    env = kernel_environment(machine, Path(python).parent.parent / "sides", timeout)
+    # What this step's own process imports from (PYTHONPATH), the kernel imports from too.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"),
+                                                      env["PYTHONPATH"]]))
+    name = f"smoke-{kind}"
+    install_kernel(name, Path(python), env)
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PRELUDE + step.code)])
+    ran = {}
+    exec(PRELUDE, globals())  # mark(), for this process's own points
+    try:
+        ended = run_kernel(notebook, name, ROOT, timeout,
+                           on_cell_executed=lambda **_: ran.setdefault("at", time.monotonic()))
+    except CellTimeoutError:
+        print(f"the cell ran past its {timeout:g} s timeout; its kernel was killed (the "
+              "recorder stops a kernel so)", file=sys.stderr)
+        return 1
+    except (CellExecutionError, DeadKernelError) as error:
+        print(str(error).strip().splitlines()[-1], file=sys.stderr)
+        return 1
+    mark("kernel stopped", kernel_ended=ended,  # noqa: F821 (defined by PRELUDE)
+         kernel_stop_seconds=round(time.monotonic() - ran.get("at", time.monotonic()), 1))
+    return 0
 
 
 def skipped(name: str, why: str) -> dict:
@@ -240,6 +285,23 @@ def smoke(args: argparse.Namespace) -> tuple[dict, int]:
                               args.timeout or step.timeout, env))
         steps.append(run_step(f"free after {step.name}", [python, "-c", PRELUDE + JAX],
                               args.timeout or FREE_TIMEOUT, env))
+    # The kernels run from the recorder's own environment (nbclient), made by the
+    # environment step; a Python given with --python runs them itself.
+    recorder = ROOT / ".venv-recorder" / "bin" / "python"
+    runner = str(recorder) if recorder.is_file() else sys.executable
+    for step in KERNEL_STEPS:
+        if not python or not has_device:
+            why = "no environment" if has_device else f"no {machine.name} device found"
+            steps += [skipped(step.name, why), skipped(f"free after {step.name}", why)]
+            continue
+        timeout = args.timeout or step.timeout
+        steps.append(run_step(step.name, [runner, str(Path(__file__).resolve()), "--in-kernel",
+                                          step.name, "--python", python, "--kind", machine.name,
+                                          "--timeout", f"{timeout:g}",
+                                          "--machine-kinds", str(args.machine_kinds)],
+                              timeout + KERNEL_MARGIN, env))
+        steps.append(run_step(f"free after {step.name}", [python, "-c", PRELUDE + JAX],
+                              args.timeout or FREE_TIMEOUT, env))
     for step in steps:
         step.pop("last_stdout", None)
     device = device_report(machine, steps)
@@ -268,9 +330,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="write the report to this file as well")
     parser.add_argument("--machine-kinds", type=Path, default=MACHINE_KINDS_FILE,
                         help="the table of machine kinds")
+    parser.add_argument("--in-kernel", choices=[s.name for s in KERNEL_STEPS],
+                        help="run only this kernel step here, in a kernel of --python's "
+                        "environment (the kernel steps start the script so)")
     args = parser.parse_args(argv)
     if args.kind not in load_machine_kinds(args.machine_kinds):
         parser.error(f"no machine kind {args.kind!r} in {args.machine_kinds}")
+    if args.in_kernel:
+        return in_kernel(args.in_kernel, args.python, args.kind,
+                         args.timeout or FREE_TIMEOUT, args.machine_kinds)
     report, status = smoke(args)
     text = json.dumps(report, indent=1)
     if args.output:
