@@ -839,3 +839,33 @@ def test_a_finished_kernel_is_shut_down_not_killed(tmp_path):
     assert done.returncode == 0, done.stderr
     assert exited.read_text() == "exited"
 
+
+# --- Before a recording: what moved between Colab's published lists, the image and the pins --
+
+def test_the_recorder_says_what_moved_before_it_records(tmp_path):
+    """A newer copy of Colab's lists (planted: torch_xla 2.10.0, Python 3.14) and an image
+    that moved (planted: jax 0.8.0 on the machine) are named, each line with its source;
+    the committed copy matches the pins."""
+    record = load_tool("record_chapter")
+    runtime = load_runtimes()[MACHINES["tpu"].runtime]
+    lists = tmp_path / "lists"
+    shutil.copytree(ROOT.parent / "shared" / "colab-runtimes", lists, dirs_exist_ok=True)
+    assert record.what_moved(runtime, lists, None) == [
+        f"[{runtime.name}]'s pins match Colab's published list "
+        f"({runtime.source.split(':')[0]}, {runtime.listed})"]
+    freeze = lists / runtime.source.split(":")[1]
+    freeze.chmod(0o644)
+    freeze.write_text(freeze.read_text().replace("torch_xla-2.9.0-", "torch_xla-2.10.0-"))
+    os_info = lists / "os-info-tpu.txt"
+    os_info.chmod(0o644)
+    os_info.write_text(os_info.read_text().replace("Python 3.13", "Python 3.14"))
+    image = {package_key(n): v for n, v in runtime.packages.items()} | {"jax": "0.8.0"}
+    moved = record.what_moved(runtime, lists, image)
+    assert moved == [
+        f"Colab's published list moved since [{runtime.name}]'s pins (listed {runtime.listed}):"
+        " torch_xla 2.9.0 -> 2.10.0; python 3.13 -> 3.14",
+        f"this machine's image moved since [{runtime.name}]'s pins: jax 0.7.2 -> 0.8.0"]
+    assert record.what_moved(runtime, tmp_path / "absent", None) == [
+        f"no copy of Colab's lists at {tmp_path / 'absent'}: [{runtime.name}]'s pins "
+        f"(listed {runtime.listed}) not compared; `make refresh-runtimes` with a newer copy "
+        "compares them"]

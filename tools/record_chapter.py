@@ -54,7 +54,13 @@ import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError  # noqa: E402
 from jupyter_core.utils import run_sync  # noqa: E402
-from refresh_runtimes import freeze_versions, image_path  # noqa: E402
+from refresh_runtimes import (  # noqa: E402
+    COLAB_LISTS,
+    RefreshError,
+    freeze_versions,
+    image_path,
+    refreshed,
+)
 
 from coursebook.exhibit_checks import FRESH_PYTHON_TIMEOUT, SIDE_ENVIRONMENTS  # noqa: E402
 from coursebook.model.machine_kinds import (  # noqa: E402
@@ -86,7 +92,13 @@ from coursebook.model.recordings import (  # noqa: E402
     runs_on,
     runtime_provenance,
 )
-from coursebook.model.runtimes import RUNTIMES_FILE, RuntimeFileError, load_runtimes  # noqa: E402
+from coursebook.model.runtimes import (  # noqa: E402
+    RUNTIMES_FILE,
+    Runtime,
+    RuntimeFileError,
+    load_runtimes,
+)
+from coursebook.model.versions import package_key  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
 from coursebook.verify.expectations import shown_text  # noqa: E402
@@ -134,6 +146,54 @@ DEFAULT_CELL_TIMEOUT = 600
 
 class Refused(Exception):
     """Nothing is written: one line says why and what to do."""
+
+
+def what_moved(runtime: Runtime, lists: Path, image: dict[str, str] | None) -> list[str]:
+    """Before a recording: where the runtime's pins differ from Colab's published lists (a
+    copy at ``lists``, as `make refresh-runtimes` reads them) and from this machine's image
+    (``image``: {normalised name: version} of the packages the machine's own Python has,
+    where the machine is the runtime's image), one line each."""
+    lines = []
+    if not (lists / "SOURCE.md").is_file():
+        lines.append(f"no copy of Colab's lists at {lists}: [{runtime.name}]'s pins (listed "
+                     f"{runtime.listed}) not compared; `make refresh-runtimes` with a newer "
+                     "copy compares them")
+    else:
+        try:
+            _, changes = refreshed(RUNTIMES_FILE, lists, ROOT / "pyproject.toml")
+        except RefreshError as error:
+            changes = [f"[{runtime.name}] (not compared: {error})"]
+        mine = [change.removeprefix(f"[{runtime.name}] ") for change in changes
+                if change.startswith(f"[{runtime.name}] ")
+                and not change.split()[1] in ("source", "listed")]
+        if mine:
+            lines.append(f"Colab's published list moved since [{runtime.name}]'s pins (listed "
+                         f"{runtime.listed}): {'; '.join(mine)}")
+        else:
+            lines.append(f"[{runtime.name}]'s pins match Colab's published list "
+                         f"({runtime.source.split(':')[0]}, {runtime.listed})")
+    if image is not None:
+        moved = [f"{name} {version} -> {image[package_key(name)]}"
+                 for name, version in runtime.packages.items()
+                 if package_key(name) in image and image[package_key(name)] != version]
+        moved += [f"{name} absent (pinned {version})" for name, version in runtime.packages.items()
+                  if package_key(name) not in image]
+        if moved:
+            lines.append(f"this machine's image moved since [{runtime.name}]'s pins: "
+                         f"{'; '.join(moved)}")
+    return lines
+
+
+def image_versions() -> dict[str, str]:
+    """The packages of this machine's own Python (the recorder's base interpreter, whose
+    packages a ``system_packages`` kind's environments see), {normalised name: version}."""
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    done = subprocess.run([str(base), "-c", "import json; from importlib import metadata; "
+                           "print(json.dumps({d.metadata['Name']: d.version "
+                           "for d in metadata.distributions()}))"],
+                          capture_output=True, text=True)
+    found = json.loads(done.stdout) if done.returncode == 0 else {}
+    return {package_key(name): version for name, version in found.items()}
 
 
 def base_python(machine: MachineKind, environment: RecordingEnvironment) -> str:
@@ -496,6 +556,11 @@ def record(args: argparse.Namespace) -> int:
                       f" absent): nothing written. Run on a {machine.name} machine"
                       + ("" if machine.stand_in else
                          f", or record the stand-in with KIND={chapter.stand_in.name}") + ".")
+    # First, what moved since the pins: Colab's lists, this machine's image.
+    if environments[0].runtime:
+        for line in what_moved(load_runtimes()[environments[0].runtime], args.colab_lists,
+                               image_versions() if machine.system_packages else None):
+            print(f"record: {line}", flush=True)
     overrides = parse_pythons(args.python)
     museum = load_museum(args.exhibits, machines)
     # The museum's CPU reproductions run on the stand-in, with their older packages apart.
@@ -595,6 +660,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cell-timeout", type=float, default=DEFAULT_CELL_TIMEOUT,
                         metavar="SECONDS", help="stop a cell that runs longer (default: "
                         "%(default)g; a fresh Python a cell starts: half of it)")
+    parser.add_argument("--colab-lists", type=Path, default=COLAB_LISTS,
+                        help="a copy of Colab's published lists, compared with the pins first "
+                        "(default: %(default)s)")
     parser.add_argument("--environments-only", action="store_true",
                         help="create the environments, print their Pythons as JSON, run nothing")
     args = parser.parse_args(argv)
