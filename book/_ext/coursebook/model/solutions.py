@@ -21,7 +21,8 @@ from myst_parser.parsers.mdit import create_md_parser
 from coursebook.model.faults import BookError
 
 SOLUTION = "solution"
-START, END = "solution-start", "solution-end"
+START = "solution-start"
+END = "solution-end"
 
 # Both fence styles, whatever the book's own settings: a solution in a colon fence the
 # parser missed would reach the student edition.
