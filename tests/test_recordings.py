@@ -869,3 +869,10 @@ def test_the_recorder_says_what_moved_before_it_records(tmp_path):
         f"no copy of Colab's lists at {tmp_path / 'absent'}: [{runtime.name}]'s pins "
         f"(listed {runtime.listed}) not compared; `make refresh-runtimes` with a newer copy "
         "compares them"]
+
+
+def test_a_device_kind_that_names_its_kind_is_not_repeated_in_the_label():
+    """JAX names a v6e chip "TPU v6 lite": the label is that, not "TPU (TPU v6 lite)"."""
+    assert MACHINES["tpu"].describe("TPU v6 lite") == "TPU v6 lite"
+    assert MACHINES["gpu"].describe("NVIDIA H100") == "GPU (NVIDIA H100)"
+    assert MACHINES["cpu"].describe("cpu") == MACHINES["cpu"].label

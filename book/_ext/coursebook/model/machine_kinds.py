@@ -45,6 +45,11 @@ class MachineKind:
     extra_index: str = ""  # a package index pip also reads, where the machine reaches it
 
     def describe(self, device_kind: str) -> str:
+        """The label with the device's kind, which is the whole label where it names the
+        machine's kind already ("TPU v6 lite", not "TPU (TPU v6 lite)")."""
+        if "{device_kind}" in self.label and device_kind.upper().startswith(
+                self.short_label.upper() + " "):
+            return device_kind
         return self.label.format(device_kind=device_kind)
 
     @property
