@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_in_kernel, run_in_python
-from coursebook.execute.fill_cache import read_conf
 from coursebook.execute.kernel_pool import KernelKeeper
-from coursebook.process.forked_builds import build_modules, import_modules, run_build
+from coursebook.process.forked_builds import build_modules, import_modules, read_conf, run_build
 
 
 def test_the_collector_waits_while_extensions_load_and_runs_again_for_the_build(tmp_path):

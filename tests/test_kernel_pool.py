@@ -80,8 +80,9 @@ def test_builds_sharing_a_cold_cache_start_the_kernels_once_and_leave_none(tiny_
 
 @pytest.mark.slow
 def test_no_server_when_no_chapter_would_use_it(tiny_book, tmp_path):
-    """Not executing through the cache (read at setup), or no chapter to execute (known at
-    config-inited, where a server started is stopped): no kernel, nothing left."""
+    """Not executing through the cache (read at setup), or no chapter to execute among the
+    pages to read (known at env-before-read-docs, where a server started is stopped): no
+    kernel, nothing left."""
     off = sphinx_build(tiny_book, tmp_path / "off", tmp_path / "off-cache",
                        settings={"nb_execution_mode": "off"})
     # (It fails: its chapter has no outputs to compare.)

@@ -79,6 +79,7 @@ def test_a_page_that_does_not_prepare_is_the_builds_one_line(tiny_book):
     _draft_that_fails_to_prepare(tiny_book)
     collected = _pytest_book(tiny_book, collect_only=True)
     shown = collected.stdout + collected.stderr
-    assert collected.returncode != 0 and re.search(r"draft\.md:\d+: a `raises-exception` cell",
-                                                   shown), shown
+    # As the build logs it: file and line, then the message.
+    assert collected.returncode != 0 and re.search(
+        r"draft\.md:\d+: ERROR: a `raises-exception` cell", shown), shown
     assert " in collect" not in shown and "ChapterFormatError" not in shown, shown

@@ -3,9 +3,9 @@ jupyter-cache, then built executing nothing; each bad input named in one message
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,13 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from book_environment import sphinx_command
 from conftest import BOOK, ROOT, book_conf_with, load_tool, sphinx_build
-from coursebook.execute.fill_cache import ConfValues, notebook_to_execute
+from coursebook.execute.fill_cache import execute_into_cache, read_book
 from coursebook.execute.shards import (
     MANIFEST,
     Chapter,
     Shard,
     ShardError,
+    book_reads,
     chapters_to_execute,
     deal,
     execute_shard,
@@ -184,10 +186,10 @@ def test_three_shards_merged_build_what_one_machine_builds(tmp_path):
                for i in (1, 2, 3)]
     assert all(claimed) and not (claimed[0] & claimed[1] or claimed[1] & claimed[2]
                                  or claimed[0] & claimed[2])
-    conf = ConfValues.read(ROOT)
-    chapters = {c.name for c in chapters_to_execute(book, conf)}
+    book_chapters = chapters_to_execute(book_reads(book, ROOT))
+    chapters = {c.name for c in book_chapters}
     assert set().union(*claimed) == chapters
-    assert len(chapters) == VARIANTS + len(chapters_to_execute(BOOK, conf))
+    assert len(chapters) == VARIANTS + len(chapters_to_execute(book_reads(BOOK, ROOT)))
 
     merged_cache = tmp_path / "merged" / ".jupyter_cache"
     done = _shards("merge", "3", "--into", str(merged_cache), book=book, shards_dir=shards_dir)
@@ -225,8 +227,7 @@ def test_three_shards_merged_build_what_one_machine_builds(tmp_path):
                          shards_dir=shards_dir), "two shards executed chapter", "shard 1/3")
     claims.write_text(saved)
     with pytest.raises(ShardError, match="with torch .* this build has torch 9.9.9"):
-        merge_shards(book, dataclasses.replace(conf, versions={**conf.versions, "torch": "9.9.9"}),
-                     3, shards_dir, tmp_path / "m-torch")
+        merge_shards(book_chapters, "9.9.9", 3, shards_dir, tmp_path / "m-torch")
     chapter = book / "small05.md"
     owner = next(i for i in (1, 2, 3) if "small05" in claimed[i - 1])
     chapter.write_text(chapter.read_text().replace("random.seed(5)", "random.seed(55)"))
@@ -239,24 +240,18 @@ def test_three_shards_merged_build_what_one_machine_builds(tmp_path):
                          shards_dir=shards_dir), "shard 3/3's cache is missing")
 
 
-def test_a_chapter_executed_without_a_build_keeps_its_own_time_limit(tmp_path):
+def test_a_chapter_executed_without_a_build_keeps_its_own_time_limit(tiny_book, tmp_path):
     """A chapter that raised its limit in its top matter (`mystnb: {execution_timeout: …}`,
     as a timed-out build advises) runs under it in shards and `pytest book` too."""
-    import nbformat
-
-    from coursebook.execute.fill_cache import execute_into_cache
-
-    notebook = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(3)")],
-        metadata={"mystnb": {"execution_timeout": 30}, "kernelspec": {
-            "name": "python3", "display_name": "Python 3", "language": "python"}})
-    book = tmp_path / "book"
-    book.mkdir()
-    (book / "chapter.md").write_text("")
-    conf = ConfValues.read(book_conf_with(tmp_path / "conf", "nb_execution_timeout = 1"))
-    settings = conf.execution(Edition.STUDENT, notebook, book / "chapter.md")
-    executed, seconds = execute_into_cache(tmp_path / "cache", notebook, book / "chapter.md",
-                                           settings)
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(SMALL_CHAPTER.format(name="chapter", number=1).replace(
+        "print(", "import time\ntime.sleep(3)\nprint(").replace(
+        "---\n", "---\nmystnb:\n  execution_timeout: 30\n", 1))
+    read = read_book(tiny_book, book_conf_with(tmp_path / "conf", "nb_execution_timeout = 1"),
+                     Edition.STUDENT)
+    run = read.executes(chapter)
+    assert run.settings.execution_timeout == 30
+    executed, seconds = execute_into_cache(tmp_path / "cache", run)
     assert seconds is not None and seconds >= 3
 
 
@@ -277,22 +272,22 @@ NOT_EXECUTED = {
 
 @pytest.mark.parametrize("top_matter, conf_lines", NOT_EXECUTED.values(), ids=NOT_EXECUTED)
 def test_shards_execute_only_what_the_build_executes(tiny_book, tmp_path, top_matter, conf_lines):
-    conf = ConfValues.read(book_conf_with(tmp_path / "conf"))
-    assert [(c.name, len(c.notebooks)) for c in chapters_to_execute(tiny_book, conf)] == [
-        ("chapter", 2)]
+    reads = book_reads(tiny_book, book_conf_with(tmp_path / "conf"))
+    assert [(c.name, len(c.notebooks)) for c in chapters_to_execute(reads)] == [("chapter", 2)]
     _top_matter(tiny_book / "chapter.md", top_matter)
-    conf = ConfValues.read(book_conf_with(tmp_path / "changed", *conf_lines))
-    assert chapters_to_execute(tiny_book, conf) == []
+    reads = book_reads(tiny_book, book_conf_with(tmp_path / "changed", *conf_lines))
+    assert chapters_to_execute(reads) == []
 
 
 def test_a_page_one_edition_leaves_out_is_executed_for_the_other(tiny_book, tmp_path):
     """conf.py is read with each edition's tags, as its build reads it."""
-    conf = ConfValues.read(book_conf_with(
+    reads = book_reads(tiny_book, book_conf_with(
         tmp_path / "conf", "if tags.has('instructor'): exclude_patterns.append('chapter.md')"))
     chapter = tiny_book / "chapter.md"
-    student = notebook_to_execute(chapter.read_text(), chapter, Edition.STUDENT, conf)
-    assert list(chapters_to_execute(tiny_book, conf)[0].notebooks) == [
-        cache_key(conf.cache_path, student)]
+    student = reads[Edition.STUDENT]
+    assert reads[Edition.INSTRUCTOR].executes(chapter) is None
+    assert list(chapters_to_execute(reads)[0].notebooks) == [
+        cache_key(student.book.cache_path, student.executes(chapter).notebook)]
 
 
 ALLOWED = {"top matter": ("mystnb:\n  execution_allow_errors: true\n", []),
@@ -306,9 +301,11 @@ def test_a_shard_allows_the_errors_the_build_allows(tiny_book, tmp_path, top_mat
     chapter = tiny_book / "chapter.md"
     chapter.write_text(chapter.read_text().replace(":tags: [raises-exception]\n", ""))
     _top_matter(chapter, top_matter)
-    conf = ConfValues.read(book_conf_with(tmp_path / "conf", *conf_lines))
+    reads = book_reads(tiny_book, book_conf_with(tmp_path / "conf", *conf_lines))
     shards = tmp_path / "shards"
-    seconds = execute_shard(tiny_book, conf, Shard(1, 1), shards, tmp_path / "none")
+    versions = reads[Edition.STUDENT].book.execution_versions
+    seconds = execute_shard(chapters_to_execute(reads), versions, Shard(1, 1), shards,
+                            tmp_path / "none")
     assert list(seconds) == ["chapter"]
     cached = _cached_outputs(Shard(1, 1).cache(shards))
     assert len(cached) == 2 and all(
@@ -338,8 +335,9 @@ def test_a_page_the_build_does_not_read_is_not_prepared(tiny_book, tmp_path):
     """A draft left out (exclude_patterns) is never read by the build, so never prepared:
     its faults stop neither the build nor the shards."""
     _draft_that_fails_to_prepare(tiny_book)
-    conf = ConfValues.read(book_conf_with(tmp_path / "conf", "exclude_patterns.append('draft.md')"))
-    assert [c.name for c in chapters_to_execute(tiny_book, conf)] == ["chapter"]
+    reads = book_reads(tiny_book, book_conf_with(tmp_path / "conf",
+                                                 "exclude_patterns.append('draft.md')"))
+    assert [c.name for c in chapters_to_execute(reads)] == ["chapter"]
 
 
 def test_a_page_that_does_not_prepare_is_one_line_naming_its_place(tiny_book, tmp_path, capsys):
@@ -351,3 +349,53 @@ def test_a_page_that_does_not_prepare_is_one_line_naming_its_place(tiny_book, tm
     printed = capsys.readouterr().err
     assert printed.count("\n") == 1 and printed.startswith("shards: "), printed
     assert "draft.md:" in printed and "Traceback" not in printed
+
+
+# Pages that a build of one edition executes or not, each for another reason: conf.py's
+# exclude_patterns for the instructor's tag, the page's top matter, myst-nb's patterns.
+EDITION_BOOK = {"runs": "", "student-only": "", "off": "mystnb:\n  execution_mode: 'off'\n",
+                "skipped": ""}
+EDITION_CONF = ["if tags.has('instructor'): exclude_patterns.append('student-only.md')",
+                "nb_execution_excludepatterns = ['*skipped.md']"]
+
+
+@pytest.mark.slow  # builds each edition, executing its chapters
+@pytest.mark.parametrize("edition", list(Edition), ids=lambda edition: edition.value)
+def test_shards_and_pytest_book_execute_what_a_build_executes(tmp_path, edition):
+    """By construction (they ask Sphinx's read of the book); held against a cold build's
+    own count of the notebooks it executed."""
+    from test_pytest_book import _pytest_book
+
+    book = tmp_path / "src"
+    book.mkdir()
+    (book / "index.md").write_text("# Edition book\n\n```{toctree}\n" + "".join(
+        f"{name}\n" for name in EDITION_BOOK) + "```\n")
+    for number, (name, top_matter) in enumerate(EDITION_BOOK.items(), 1):
+        (book / f"{name}.md").write_text(SMALL_CHAPTER.format(name=name, number=number).replace(
+            "---\n", "---\n" + top_matter, 1))
+    conf = book_conf_with(tmp_path / "build-conf", *EDITION_CONF)
+    command = sphinx_command(book, tmp_path / "out" / "html", tmp_path / "out" / "doctrees",
+                             instructor=edition is Edition.INSTRUCTOR, strict=False, conf=conf,
+                             settings=ACCEPT)
+    built = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert built.returncode == 0, built.stdout + built.stderr
+    executed = set(re.findall(r"(\w[\w-]*)\.md: Executing notebook", built.stdout + built.stderr))
+    assert executed == ({"runs", "student-only"} if edition is Edition.STUDENT else {"runs"})
+
+    reads = {edition: read_book(book, conf, edition)}
+    assert {chapter.name for chapter in chapters_to_execute(reads)} == executed
+    collected = _pytest_book(book, *EDITION_CONF, collect_only=True)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert set(re.findall(rf"(\w[\w-]*)\.md::{edition.value}::", collected.stdout)) == executed
+
+
+def test_a_read_of_the_book_leaves_its_process_as_it_was(tiny_book, tmp_path):
+    """pytest reads the book in its own process: a build's signal handling (which blocks
+    SIGTERM, also for every program started after it) and frozen collector stay out."""
+    import gc
+    import signal
+
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    read_book(tiny_book, book_conf_with(tmp_path / "conf"), Edition.STUDENT)
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == blocked
+    assert gc.isenabled()

@@ -41,9 +41,13 @@ from sphinx_autobuild.build import Builder  # noqa: E402
 from sphinx_autobuild.utils import show_message  # noqa: E402
 
 from coursebook.config import BookConfig  # noqa: E402
-from coursebook.execute.fill_cache import read_conf  # noqa: E402
 from coursebook.execute.kernel_pool import KernelKeeper, offer_waiting_kernels  # noqa: E402
-from coursebook.process.forked_builds import build_modules, import_modules, run_build  # noqa: E402
+from coursebook.process.forked_builds import (  # noqa: E402
+    build_modules,
+    import_modules,
+    read_conf,
+    run_build,
+)
 from coursebook.verify.expectations import PARTIAL_FILE  # noqa: E402
 
 # Editors' swap and backup files, Python's bytecode (the kernels import book/_ext),

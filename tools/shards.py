@@ -23,10 +23,17 @@ from book_environment import BUILD, ROOT, use_book_environment
 
 use_book_environment()
 
-from coursebook.execute.cache_key import MissingPackage  # noqa: E402
-from coursebook.execute.fill_cache import ConfValues, ExecutionFailed  # noqa: E402
-from coursebook.execute.shards import Shard, ShardError, execute_shard, merge_shards  # noqa: E402
-from coursebook.model.faults import BookError, shown_path  # noqa: E402
+from coursebook.execute.fill_cache import BookReadError, ExecutionFailed  # noqa: E402
+from coursebook.execute.shards import (  # noqa: E402
+    Shard,
+    ShardError,
+    book_reads,
+    chapters_to_execute,
+    execute_shard,
+    merge_shards,
+)
+from coursebook.model.faults import shown_path  # noqa: E402
+from coursebook.prepare.editions import Edition  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,19 +58,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     try:
-        conf = ConfValues.read(ROOT)
-        cache = (args.history if args.command == "execute" else args.into) or Path(conf.cache_path)
-        if args.command == "execute":
-            shard = Shard.parse(args.shard)
-            seconds = execute_shard(args.book, conf, shard, args.shards_dir, cache, args.reuse)
+        shard = Shard.parse(args.shard) if args.command == "execute" else None
+        reads = book_reads(args.book, ROOT)  # what a build of each edition executes
+        book = reads[Edition.STUDENT].book
+        chapters = chapters_to_execute(reads)
+        cache = (args.history if shard else args.into) or Path(book.cache_path)
+        if shard:
+            seconds = execute_shard(chapters, book.execution_versions, shard, args.shards_dir,
+                                    cache, args.reuse)
             print(f"shard {shard}: {len(seconds)} chapters executed into "
                   f"{shown_path(shard.cache(args.shards_dir))} in "
                   f"{time.perf_counter() - started:.1f} s")
         else:
-            merged = merge_shards(args.book, conf, args.count, args.shards_dir, cache)
+            merged = merge_shards(chapters, book.torch, args.count, args.shards_dir, cache)
             print(f"merged {merged} notebooks of {args.count} shards into {shown_path(cache)} "
                   f"in {time.perf_counter() - started:.1f} s")
-    except (ShardError, ExecutionFailed, MissingPackage, BookError) as error:
+    except (ShardError, ExecutionFailed, BookReadError) as error:
         print(f"shards: {error}", file=sys.stderr)
         return 1
     return 0

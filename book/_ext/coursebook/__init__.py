@@ -19,19 +19,30 @@ from __future__ import annotations
 def setup(app) -> dict:
     # First of conf.py's extensions, the collector waits from here while the extension's
     # imports (myst-nb) and the others load: process/long_lived.py.
-    from .process.long_lived import hold_collector
+    from .process.long_lived import hold_collector, resume_collector
 
     hold_collector()
+    # A read of the book that runs nothing (execute/fill_cache.py) may share its process
+    # with others (pytest): it leaves the collector and the signals as they were.
+    from .execute.fill_cache import ChapterRuns
+
+    build = not app.tags.has(ChapterRuns.tag)
+    if not build:
+        resume_collector()
     # myst-nb's execution clients (jupyter-cache, SQLAlchemy, nbclient) are imported once a
     # build has pages to read, not as myst-nb loads: execute/myst_nb_clients.py.
     from .execute.myst_nb_clients import defer
 
     defer()
+    # The book's settings (coursebook_*), registered before the kernel server reads one.
+    from .config import BookConfig
+
+    BookConfig.register(app)
     # On a cold cache, the server that forks the chapters' kernels starts importing torch
-    # on the other core while the extensions load: execute/kernel_pool_start.py.
+    # on the other core while the other extensions load: execute/kernel_pool_start.py.
     from .execute.kernel_pool_start import start_kernel_server
 
     start_kernel_server(app)
     from .extension import setup as setup_extension
 
-    return setup_extension(app)
+    return setup_extension(app, build)

@@ -11,6 +11,7 @@ from coursebook.config import BookConfig, book_config, check_runtimes_file
 from coursebook.execute.cache_check import check_execution_cache
 from coursebook.execute.cache_key import extension_version, set_execution_versions
 from coursebook.execute.cached_chapters import enter_cache, forget_failed_run
+from coursebook.execute.fill_cache import ChapterRuns, chapter_runs
 from coursebook.execute.kernel_pool_start import check_kernel_server, stop_kernel_server
 from coursebook.execute.myst_nb_clients import import_for_reading
 from coursebook.execute.shared_cache import release_notebook_lock
@@ -78,6 +79,8 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
     # other edition may take it.
     forget_failed_run(app)
     release_notebook_lock(app)
+    if chapter_runs(app) is not None:
+        return  # a read that runs nothing has nothing to check
     normalise_output_nodes(doctree)
     check_executed_chapter(app, doctree)
     keep_cell_outputs(app, doctree)
@@ -90,21 +93,23 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
         box_code_answers(doctree)
 
 
-def setup(app: Sphinx) -> dict:
-    # --- Configuration and the objects Sphinx keeps per page -----------------------------
-    BookConfig.register(app)
+def setup(app: Sphinx, build: bool = True) -> dict:
+    """``build``: False for a read that runs nothing (:class:`ChapterRuns`), in a process
+    that goes on after it: no signal handling, no frozen objects."""
+    # --- Configuration (coursebook_*, registered in __init__.py) and per-page objects -----
     app.add_directive("torch-version-changes", TorchVersionChanges)
     # What each chapter's read leaves for later phases; it also asks, at env-get-outdated,
     # for the pages that failed to be read again.
     app.add_env_collector(PageStateCollector)
+    # Shards and `pytest book` learn what a build executes from a read of the book by this
+    # builder, which notes each run instead of running it.
+    app.add_builder(ChapterRuns)
     quiet_config_dumps()
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
-    # 1. config-inited: the execution versions join the cache key; on a cold cache, the
-    #    kernel forkserver (started at setup, coursebook/__init__.py) kept if it is of use.
+    # 1. config-inited: the execution versions join the cache key.
     app.connect("config-inited", set_execution_versions)
     app.connect("config-inited", BookConfig.build)  # once, checked, the versions in it
-    app.connect("config-inited", check_kernel_server, priority=900)  # once the suffixes are merged
     # Last: the configuration as conf.py and config-inited gave it, kept for the pickle.
     app.connect("config-inited", keep_config_as_given, priority=1000)
     # 2. builder-inited: a broken runtimes file reported; last build's failure reports
@@ -114,10 +119,12 @@ def setup(app: Sphinx) -> dict:
     #    builds; what the build keeps to its end (extensions, environment) set aside from
     #    the garbage collector.
     #    The LaTeX build's closing line names its folder, not a `make latexpdf` the book lacks.
-    for hook in (check_runtimes_file, clear_execution_reports, stop_cleanly_on_interrupt,
-                 mark_unfinished, keep_compiled_templates, name_only_the_latex_folder):
+    for hook in (check_runtimes_file, clear_execution_reports,
+                 *([stop_cleanly_on_interrupt] if build else []), mark_unfinished,
+                 keep_compiled_templates, name_only_the_latex_folder):
         app.connect("builder-inited", hook)
-    app.connect("builder-inited", freeze_long_lived_objects, priority=900)  # after the others'
+    if build:
+        app.connect("builder-inited", freeze_long_lived_objects, priority=900)  # after the others'
     # 3. env-get-outdated: Sphinx itself re-reads a chapter whose noted inputs changed
     #    (step 5), and every page when this extension's code changed (env_version below);
     #    the collector adds the pages that failed.
@@ -125,9 +132,11 @@ def setup(app: Sphinx) -> dict:
     #    the build; myst-nb's execution clients are imported (before the readers fork;
     #    speed only: coursebook/execute/myst_nb_clients.py); the
     #    shared cache is created (once, however many builds start) and repaired or
-    #    refused; chapters that execute are dealt across the parallel readers.
+    #    refused; on a cold cache, the kernel forkserver (started at setup,
+    #    coursebook/__init__.py) kept if a page to read executes; chapters that execute
+    #    are dealt across the parallel readers.
     for hook in (check_source_encodings, import_for_reading, check_execution_cache,
-                 spread_chapters_over_readers):
+                 check_kernel_server, spread_chapters_over_readers):
         app.connect("env-before-read-docs", hook)
     # 5. source-read, per page: the chapter is prepared once (its inputs noted as
     #    dependencies); the execute stage keys and locks it and, when the cache lacks it,

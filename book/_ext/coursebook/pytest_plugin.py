@@ -2,10 +2,12 @@
 
 ``pytest book/pt01.md`` (or ``pytest book/``) yields an item for each code cell that has an
 expected output, per edition, named by chapter, edition, line and first code line. The
-outputs come from the book's execution cache, prepared exactly as a build prepares the
-chapter; a chapter that is not cached yet is executed once and cached, as a build would.
-A recorded chapter (its cells run only on a special machine) is left to ``make recording-check``;
-an edition whose build does not execute the chapter (excluded, or execution off) has no items.
+outputs come from the book's execution cache; a chapter that is not cached yet is executed
+once and cached, as a build would. Which chapters, their notebooks and myst-nb's settings are
+what a build of each edition executes, as Sphinx reads the book (once per session and
+edition: :func:`coursebook.execute.fill_cache.read_book`). A recorded chapter (its cells run
+only on a special machine) is left to ``make recording-check``; an edition whose build does
+not execute the chapter (excluded, or execution off) has no items.
 
 Registered through the ``pytest11`` entry point in ``pyproject.toml``.
 """
@@ -15,19 +17,17 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from coursebook.execute.cache_key import MissingPackage
 from coursebook.execute.fill_cache import (
-    ConfValues,
+    BookRead,
+    BookReadError,
     ExecutionFailed,
+    Run,
     execute_into_cache,
-    notebook_to_execute,
+    read_book,
 )
-from coursebook.model.faults import BookError
 from coursebook.model.notebooks import is_chapter_source, line_of
-from coursebook.model.recordings import recording_name
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
 from coursebook.verify.expectations import (
@@ -46,6 +46,25 @@ CHAPTER_CACHE = pytest.StashKey[str]()
 
 def use_chapter_cache(config: pytest.Config, cache_path: str | Path) -> None:
     config.stash[CHAPTER_CACHE] = str(cache_path)
+
+
+# Sphinx's read of the book for each edition (or why it could not read it), once a session.
+BOOK_READS = pytest.StashKey[dict[Edition, BookRead | BookReadError]]()
+
+
+def book_read(config: pytest.Config, edition: Edition) -> BookRead:
+    """What a build of ``edition`` reads and executes."""
+    reads = config.stash.setdefault(BOOK_READS, {})
+    if edition not in reads:
+        try:
+            reads[edition] = read_book(config.rootpath / config.getini("coursebook_book"),
+                                       config.rootpath / config.getini("coursebook_conf"),
+                                       edition)
+        except BookReadError as error:
+            reads[edition] = error
+    if isinstance(reads[edition], BookReadError):
+        raise reads[edition]
+    return reads[edition]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -71,37 +90,27 @@ class ChapterFile(pytest.File):
     """A chapter: its verified cells, per edition."""
 
     @cached_property
-    def book_config(self) -> ConfValues:
-        try:
-            return ConfValues.read(self.config.rootpath / self.config.getini("coursebook_conf"))
-        except MissingPackage as error:
-            raise self.CollectError(str(error)) from None  # one line, no traceback
-
-    @cached_property
     def text(self) -> str:
         return self.path.read_text(encoding="utf8")
 
-    def notebook_for(self, edition: Edition) -> nbformat.NotebookNode:
-        """The notebook a build of this edition hands to myst-nb, read back as myst-nb does."""
+    def run_for(self, edition: Edition) -> Run | None:
+        """The chapter as a build of this edition runs it; None where it does not (not
+        read, recorded, excluded, or execution off)."""
         try:
-            return notebook_to_execute(self.text, self.path, edition, self.book_config)
-        except BookError as error:  # the build's one line, with its file and line
+            read = book_read(self.config, edition)
+        except BookReadError as error:  # one line, no traceback
             raise self.CollectError(str(error)) from None
-
-    def settings_for(self, edition: Edition, notebook: nbformat.NotebookNode):
-        """myst-nb's settings for it; None when that edition's build does not execute it."""
-        return self.book_config.execution(edition, notebook, self.path)
+        path = self.path.resolve()
+        if path in read.failed:  # the build's one line, with its file and line
+            raise self.CollectError(read.failed[path])
+        return read.executes(path)
 
     def collect(self):
-        book = self.config.rootpath / self.config.getini("coursebook_book")
         for edition in Edition:
-            if not self.book_config.reads(edition, self.path, book):
-                continue  # nor prepares it
-            notebook = self.notebook_for(edition)
-            if recording_name(notebook) is not None:
-                return
-            if self.settings_for(edition, notebook) is None:
+            run = self.run_for(edition)
+            if run is None:
                 continue
+            notebook = run.notebook
             line, names = 0, set()
             for cell in cell_outputs(notebook):
                 # A cell the edition adds (an answer's checks) is named at the cell before it.
@@ -123,18 +132,17 @@ class ChapterFile(pytest.File):
     @cached_property
     def expectations_path(self) -> Path:
         book = self.config.rootpath / self.config.getini("coursebook_book")
-        return expectations_path(book / self.book_config.book.expected_dir,
-                                 self.book_config.versions["torch"], self.path.stem)
+        built = book_read(self.config, Edition.STUDENT).book
+        return expectations_path(book / built.expected_dir, built.torch, self.path.stem)
 
     def executed(self, edition: Edition) -> list[CellOutput]:
         """This edition's cells with their outputs, from the cache or executed once."""
         cache = self.__dict__.setdefault("_executed", {})
         if edition not in cache:
-            cache_path = self.config.stash.get(CHAPTER_CACHE, self.book_config.cache_path)
-            notebook = self.notebook_for(edition)
+            cache_path = self.config.stash.get(CHAPTER_CACHE,
+                                               book_read(self.config, edition).book.cache_path)
             try:
-                executed, _ = execute_into_cache(cache_path, notebook, self.path,
-                                                 self.settings_for(edition, notebook))
+                executed, _ = execute_into_cache(cache_path, self.run_for(edition))
                 cache[edition] = cell_outputs(executed)
             except ExecutionFailed as failure:
                 cache[edition] = ChapterFailed(f"{self.path.name} ({edition.value}) {failure}")

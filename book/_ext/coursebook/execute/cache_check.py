@@ -16,6 +16,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import book_config
+from coursebook.execute.fill_cache import chapter_runs
 from coursebook.execute.shared_cache import create_cache, open_cache
 from coursebook.model.faults import CLEAN_CACHE_COMMAND, shown_path
 from coursebook.reporting import stop_build
@@ -38,8 +39,8 @@ def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
     """``env-before-read-docs``: create the shared cache (before parallel readers race to
     it) and check it, when there is a page to read."""
     config = app.config
-    if not docnames or config.nb_execution_mode != "cache":
-        return
+    if not docnames or config.nb_execution_mode != "cache" or chapter_runs(app) is not None:
+        return  # (a read that runs nothing touches no cache)
     from jupyter_cache.cache.db import NbCacheRecord
     from sqlalchemy.exc import SQLAlchemyError
 

@@ -9,7 +9,8 @@ and is cached, so myst-nb's cache mode finds it whatever myst-nb imports or call
 failed run is cached too, marked, so that myst-nb shows the cells that ran (the error
 included) instead of running the chapter again; once the page is read
 (:func:`forget_failed_run`) the record is removed and myst-nb's record of the page says
-the run failed. A marked record that a stopped build left is run again.
+the run failed. A marked record that a stopped build left is run again. A read by
+:class:`coursebook.execute.fill_cache.ChapterRuns` notes each run instead, touching no cache.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sphinx.util import logging
 
 from coursebook.config import book_config
 from coursebook.execute.cache_key import key_execution_versions
+from coursebook.execute.fill_cache import Run, chapter_runs
 from coursebook.execute.notebook_runs import StoppedRun, chapter_settings, run_chapter
 from coursebook.execute.shared_cache import (
     FAILED,
@@ -59,23 +61,37 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
     config = book_config(app.config)
     cache_path = config.cache_path
     source_path = str(app.env.doc2path(app.env.docname))
+    runs = chapter_runs(app)
     if prepared.recorded is not None:
+        if runs is not None:  # a read that runs nothing caches no recording either
+            return _title_only(prepared.notebook)
         with notebook_lock(cache_path, prepared.recorded):
             cache_recorded_outputs(cache_path, source_path, prepared.recorded)
         return notebook_to_myst(prepared.notebook)
     key_execution_versions(prepared.notebook, config.execution_versions)
     text = notebook_to_myst(prepared.notebook)
-    hold_notebook_lock(app, prepared.notebook)  # until the page is read
     settings = chapter_settings(app.env.mystnb_config, prepared.notebook, source_path)
+    if runs is None:
+        hold_notebook_lock(app, prepared.notebook)  # until the page is read
     if settings is None:
-        return text
+        return text if runs is None else _title_only(prepared.notebook)
     notebook = read_chapter(text, getattr(app.env, "myst_config", None))  # as myst-nb reads it
+    if runs is not None:  # the run noted, not run: myst-nb (which would run it) gets the title
+        runs.runs[app.env.docname] = Run(Path(source_path).resolve(), notebook, settings)
+        return _title_only(prepared.notebook)
     record = cached_record(cache_path, notebook)
     if record is not None and record.data.get(FAILED):
         remove_record(cache_path, record.pk)  # a failed run a stopped build left
     if record is None or record.data.get(FAILED):
         _run(app, notebook, source_path, settings)
     return text
+
+
+def _title_only(notebook: nbformat.NotebookNode) -> str:
+    """A page of the chapter's title alone: what a read that runs nothing gives myst-nb."""
+    title = next((line for cell in notebook.cells if cell.cell_type == "markdown"
+                  for line in cell.source.splitlines() if line.startswith("# ")), "# Chapter")
+    return title + "\n"
 
 
 def _run(app: Sphinx, notebook: nbformat.NotebookNode, source_path: str, settings) -> None:

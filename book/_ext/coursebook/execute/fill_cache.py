@@ -1,120 +1,139 @@
-"""Chapters executed into the cache without a build, exactly as a build would execute them.
+"""What a build of each edition executes, as Sphinx reads the book; those chapters run
+into a cache without a build.
 
-pytest's chapter items and the execution shards (``tools/shards.py``) prepare a chapter
-as a build does (this edition's notebook, the execution versions in its key, read back
-as myst-nb reads it), so its cache key is the one a build looks up; they execute what a
-build of that edition executes (the pages Sphinx reads, myst-nb's settings for each), as
-myst-nb's cache mode does (:func:`coursebook.execute.notebook_runs.run_chapter`).
+Shards (``tools/shards.py``) and ``pytest book`` ask :func:`read_book`: Sphinx reads the
+book in this process with the edition's tags and :class:`ChapterRuns`, a builder that
+writes nothing (as ``sphinx.ext.doctest`` runs its tests as a builder). The read is a
+build's own: Sphinx picks the pages (conf.py, ``exclude_patterns``), this extension
+prepares each chapter at ``source-read``, and myst-nb's settings for the page decide
+whether it runs (:func:`coursebook.execute.cached_chapters.enter_cache`), where the
+builder takes note of the run instead of running it. Nothing else reads conf.py, tags or
+myst-nb's settings: what they execute is what a build executes, by construction. The
+chapters then run as myst-nb's cache mode runs them
+(:func:`coursebook.execute.notebook_runs.run_chapter`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import io
+from dataclasses import dataclass, field
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING
 
 import nbformat
+from sphinx.builders.dummy import DummyBuilder
 
-from coursebook.config import BookConfig
-from coursebook.execute.cache_key import environment_versions, key_execution_versions
-from coursebook.execute.notebook_runs import chapter_settings, run_chapter
+from coursebook.config import BookConfig, book_config
+from coursebook.execute.notebook_runs import run_chapter
 from coursebook.execute.shared_cache import cache_run, cached_notebook, create_cache, notebook_lock
-from coursebook.model.faults import shown_path
-from coursebook.model.notebooks import notebook_to_myst, read_chapter
+from coursebook.page_state import page_states
 from coursebook.prepare.editions import Edition
 
 if TYPE_CHECKING:
     from myst_nb.core.config import NbParserConfig
-    from sphinx.util.tags import Tags
+    from sphinx.application import Sphinx
 
 
 class ExecutionFailed(Exception):
     """The notebook did not execute to its end; it is not cached."""
 
 
-def read_conf(conf_dir: Path, tags: Tags | None = None) -> dict:
-    """conf.py's names, as Sphinx evaluates the file (no tags set unless given)."""
-    from sphinx.config import eval_config_file
-    from sphinx.util.tags import Tags
-
-    return eval_config_file(conf_dir / "conf.py", tags or Tags())
+class BookReadError(Exception):
+    """Sphinx could not read the book (a setting it cannot use): the build's one line."""
 
 
-def _mystnb_config(namespace: dict) -> NbParserConfig:
-    """myst-nb's settings as conf.py gives them (myst_nb.sphinx_ext.create_mystnb_config)."""
-    from myst_nb.core.config import NbParserConfig
+@dataclass(frozen=True)
+class Run:
+    """A chapter as a build runs it: the notebook myst-nb reads (its cache key) and
+    myst-nb's settings for the page."""
 
-    names = {f"nb_{name}": name for name, _, item in NbParserConfig().as_triple()
-             if not item.metadata.get("sphinx_exclude")}
-    return NbParserConfig(**{names[key]: value for key, value in namespace.items() if key in names})
+    path: Path
+    notebook: nbformat.NotebookNode
+    settings: NbParserConfig
+
+
+class ChapterRuns(DummyBuilder):
+    """Reads the book as a build does, writes nothing; each chapter the build would run is
+    noted in :attr:`runs` instead (and myst-nb is handed its title alone)."""
+
+    name = "chapter_runs"
+    epilog = "Read the book as a build does; noted the chapters it runs, ran none."
+    # The tag Sphinx gives a build of this builder, given ahead so that this extension's
+    # setup, before any builder exists, starts no kernel server for it.
+    tag = f"builder_{name}"
+
+    def init(self) -> None:
+        self.runs: dict[str, Run] = {}
+
+
+def chapter_runs(app: Sphinx) -> ChapterRuns | None:
+    """The builder noting runs, when this read is one; None in a build."""
+    return app.builder if isinstance(app.builder, ChapterRuns) else None
 
 
 @dataclass
-class ConfValues:
-    """What conf.py says about execution: the book's config and cache; per edition (its
-    tags), myst-nb's settings and the patterns of the pages Sphinx reads."""
+class BookRead:
+    """What a build of ``edition`` reads and executes."""
 
-    book: BookConfig
-    versions: dict[str, str]
-    cache_path: str
-    mystnb: dict[Edition, NbParserConfig]
-    patterns: dict[Edition, tuple[list[str], list[str]]]  # exclude_patterns, include_patterns
+    edition: Edition
+    book: BookConfig  # as the build resolves it: execution versions, cache folder
+    read: set[Path]  # every page it reads
+    runs: dict[Path, Run]  # the chapters it executes, by source file
+    failed: dict[Path, str] = field(default_factory=dict)  # pages that did not prepare: why
 
-    @classmethod
-    def read(cls, conf_dir: Path) -> ConfValues:
-        from sphinx.util.tags import Tags
-
-        namespaces = {edition: read_conf(conf_dir, Tags(
-            ["instructor"] if edition is Edition.INSTRUCTOR else [])) for edition in Edition}
-        namespace = namespaces[Edition.STUDENT]
-        book = BookConfig.from_namespace(namespace)
-        return cls(book, environment_versions(book.execution_packages,
-                                              shown_path(conf_dir / "conf.py")),
-                   namespace["nb_execution_cache_path"],
-                   {edition: _mystnb_config(names) for edition, names in namespaces.items()},
-                   {edition: (names.get("exclude_patterns", []),
-                              names.get("include_patterns", ["**"]))
-                    for edition, names in namespaces.items()})
-
-    def reads(self, edition: Edition, path: Path, book_dir: Path) -> bool:
-        """Whether that edition's build reads the page at ``path`` (else it never prepares it)."""
-        from sphinx.project import Project
-
-        project = Project(book_dir.resolve(), [path.suffix])
-        return project.path2doc(path.resolve()) in project.discover(*self.patterns[edition])
-
-    def execution(self, edition: Edition, notebook: nbformat.NotebookNode,
-                  path: Path) -> NbParserConfig | None:
-        """myst-nb's settings for this edition's notebook of a page its build reads; None
-        when myst-nb would not run it from the cache."""
-        return chapter_settings(self.mystnb[edition], notebook, str(path.resolve()))
+    def executes(self, path: Path) -> Run | None:
+        return self.runs.get(path.resolve())
 
 
-def notebook_to_execute(text: str, source_path: Path, edition: Edition,
-                        conf: ConfValues) -> nbformat.NotebookNode:
-    """The notebook a build of this edition hands to myst-nb, read back as myst-nb does."""
-    from coursebook.prepare.chapters import edition_chapter
+def _errors(log: str) -> list[str]:
+    from sphinx.util.console import strip_escape_sequences
 
-    notebook = edition_chapter(text, str(source_path), edition, conf.book.museum(),
-                               conf.versions["torch"], machine_kinds=conf.book.machine_kinds,
-                               runtimes_file=conf.book.runtimes_file)
-    key_execution_versions(notebook, conf.versions)
-    return read_chapter(notebook_to_myst(notebook))
+    return [line for line in strip_escape_sequences(log).splitlines() if "ERROR: " in line]
 
 
-def execute_into_cache(cache_path: str | Path, notebook: nbformat.NotebookNode,
-                       source_path: Path, settings: NbParserConfig
+def read_book(srcdir: Path, confdir: Path, edition: Edition,
+              settings: dict[str, str] | None = None) -> BookRead:
+    """Sphinx's read of the book for ``edition`` (``settings``: as sphinx-build's -D)."""
+    from sphinx.application import Sphinx
+    from sphinx.util.docutils import docutils_namespace, patch_docutils
+
+    log = io.StringIO()
+    tags = [ChapterRuns.tag, *([edition.value] if edition is Edition.INSTRUCTOR else [])]
+    with TemporaryDirectory() as out, patch_docutils(confdir), docutils_namespace():
+        try:
+            app = Sphinx(str(srcdir), str(confdir), f"{out}/out", f"{out}/doctrees",
+                         ChapterRuns.name, confoverrides=settings or {}, status=None,
+                         warning=log, freshenv=True, tags=tags)
+            app.build()
+        except SystemExit:  # a setting the build cannot use: its one line is logged
+            errors = _errors(log.getvalue())
+            raise BookReadError(errors[0] if errors else log.getvalue().strip()) from None
+    errors = _errors(log.getvalue())
+    read = {Path(app.env.doc2path(docname)).resolve() for docname in app.env.found_docs}
+    failed = {}
+    for docname, state in page_states(app.env).items():
+        if state.failed:
+            path = Path(app.env.doc2path(docname)).resolve()
+            failed[path] = next((line for line in errors if path.name in line),
+                                errors[0] if errors else f"{path}: did not prepare")
+    return BookRead(edition, book_config(app.config), read,
+                    {run.path: run for run in app.builder.runs.values()}, failed)
+
+
+def execute_into_cache(cache_path: str | Path, run: Run
                        ) -> tuple[nbformat.NotebookNode, float | None]:
-    """The notebook with its outputs: from the cache, or executed once with myst-nb's
-    ``settings`` and cached. Also the seconds it took to execute (None: from the cache)."""
+    """The run's notebook with its outputs: from the cache, or executed once with
+    myst-nb's settings and cached. Also the seconds it took to execute (None: cached)."""
     create_cache(cache_path)
+    notebook = nbformat.from_dict(run.notebook)  # the read's stays as it was
     with notebook_lock(cache_path, notebook):  # a build may run it too
         executed = cached_notebook(str(cache_path), notebook)
         if executed is not None:
             return executed, None
-        result, _ = run_chapter(notebook, str(source_path), settings)
+        result, _ = run_chapter(notebook, str(run.path), run.settings)
         if result.err is not None:
             raise ExecutionFailed(f"failed to execute: {type(result.err).__name__}; build it "
                                   "for the cell-by-cell report")
-        cache_run(cache_path, notebook, str(source_path), {"execution_seconds": result.time})
+        cache_run(cache_path, notebook, str(run.path), {"execution_seconds": result.time})
         return notebook, result.time

@@ -161,11 +161,16 @@ def chapter_settings(settings: NbParserConfig, notebook: nbformat.NotebookNode,
                  notebook.metadata.get(settings.metadata_key, {}).items() if key != "output_folder"}
     with suppress(Exception):  # myst-nb warns of it as it reads the page
         settings = settings.copy(**overrides)
-    path = PurePosixPath(Path(source_path).as_posix())
-    if settings.execution_mode != "cache" or any(
-            path.match(pattern) for pattern in settings.execution_excludepatterns):
+    if settings.execution_mode != "cache" or excluded_from_execution(settings, source_path):
         return None
     return settings
+
+
+def excluded_from_execution(settings: NbParserConfig, source_path: str) -> bool:
+    """Whether myst-nb's ``execution_excludepatterns`` leave the page out (as
+    myst_nb.core.execute.create_client matches them)."""
+    path = PurePosixPath(Path(source_path).as_posix())
+    return any(path.match(pattern) for pattern in settings.execution_excludepatterns)
 
 
 def run_chapter(notebook: nbformat.NotebookNode, source_path: str, settings: NbParserConfig):

@@ -5,8 +5,10 @@ Shard ``i/N`` executes its share of the chapters (both editions' notebooks of ea
 Chapters are dealt by recorded execution time (each run's ``execution_seconds``), longest
 first to the least loaded shard, so shards finish together; with no record, by count.
 Every shard deals the same way from the same record, so each chapter has one shard. The
-merge checks the shards against the book as the build prepares it now, then copies their
-notebooks into the build's cache: the build executes nothing and verifies everything.
+chapters, their notebooks and myst-nb's settings for each are what a build of each
+edition executes, as Sphinx reads the book (:func:`coursebook.execute.fill_cache.read_book`).
+The merge checks the shards against the book as the build prepares it now, then copies
+their notebooks into the build's cache: the build executes nothing and verifies everything.
 """
 
 from __future__ import annotations
@@ -15,20 +17,14 @@ import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import nbformat
 
 from coursebook.execute.cache_key import VERSIONS_KEY
-from coursebook.execute.fill_cache import ConfValues, execute_into_cache, notebook_to_execute
+from coursebook.execute.fill_cache import BookRead, Run, execute_into_cache, read_book
 from coursebook.execute.shared_cache import cache_key, cached_record, create_cache, open_cache
 from coursebook.model.faults import shown_path
-from coursebook.model.notebooks import is_chapter_source
-from coursebook.model.recordings import recording_name
 from coursebook.prepare.editions import Edition
-
-if TYPE_CHECKING:
-    from myst_nb.core.config import NbParserConfig
 
 MANIFEST = "shard.json"
 CACHE = ".jupyter_cache"
@@ -73,30 +69,27 @@ class Chapter:
 
     name: str
     path: Path
-    # By cache key: each with myst-nb's settings for it.
-    notebooks: dict[str, tuple[nbformat.NotebookNode, NbParserConfig]] = field(default_factory=dict)
+    notebooks: dict[str, Run] = field(default_factory=dict)  # by cache key
 
 
-def chapters_to_execute(book_dir: Path, conf: ConfValues) -> list[Chapter]:
-    """The book's chapters that a build executes (not recorded ones, nor those it does not
-    read or myst-nb does not run: :class:`ConfValues`), as it prepares them."""
-    chapters = []
-    for path in sorted(book_dir.glob("*.md")):
-        text = path.read_text(encoding="utf8")
-        if not is_chapter_source(text):
-            continue
-        chapter = Chapter(path.stem, path)
-        for edition in Edition:
-            if not conf.reads(edition, path, book_dir):
-                continue
-            notebook = notebook_to_execute(text, path, edition, conf)
-            settings = conf.execution(edition, notebook, path)
-            if recording_name(notebook) is None and settings is not None:
-                chapter.notebooks.setdefault(cache_key(conf.cache_path, notebook),
-                                             (notebook, settings))
-        if chapter.notebooks:
-            chapters.append(chapter)
-    return chapters
+def book_reads(book_dir: Path, conf_dir: Path) -> dict[Edition, BookRead]:
+    """Sphinx's read of the book for each edition; a chapter that does not prepare is the
+    build's one line."""
+    reads = {edition: read_book(book_dir, conf_dir, edition) for edition in Edition}
+    for read in reads.values():
+        for message in read.failed.values():
+            raise ShardError(message)
+    return reads
+
+
+def chapters_to_execute(reads: dict[Edition, BookRead]) -> list[Chapter]:
+    """The chapters the builds of both editions execute, by name."""
+    chapters: dict[Path, Chapter] = {}
+    for read in reads.values():
+        for path, run in read.runs.items():
+            chapter = chapters.setdefault(path, Chapter(path.stem, path))
+            chapter.notebooks.setdefault(cache_key(read.book.cache_path, run.notebook), run)
+    return sorted(chapters.values(), key=lambda chapter: chapter.name)
 
 
 def recorded_seconds(cache_path: Path) -> dict[str, float]:
@@ -150,33 +143,32 @@ def _reused(reuse: Path | None, notebook: nbformat.NotebookNode, cache: Path) ->
     return True
 
 
-def execute_shard(book_dir: Path, conf: ConfValues, shard: Shard, root: Path,
+def execute_shard(chapters: list[Chapter], versions: dict[str, str], shard: Shard, root: Path,
                   history: Path, reuse: Path | None = None, progress=print) -> dict[str, float]:
-    """Execute the shard's chapters into its cache (taking from ``reuse`` what it holds
-    already); write its manifest. The seconds spent executing, per chapter."""
-    chapters = chapters_to_execute(book_dir, conf)
+    """Execute the shard's chapters (executed with these execution ``versions``) into its
+    cache, taking from ``reuse`` what it holds already; write its manifest. The seconds
+    spent executing, per chapter."""
     shards = deal(chapters, shard.count, recorded_seconds(history))
     mine = [c for c in chapters if shards[c.name] == shard.index]
     cache = shard.cache(root)
     seconds: dict[str, float] = {}
     for chapter in mine:
-        ran = [0.0 if _reused(reuse, notebook, cache) else
-               execute_into_cache(cache, notebook, chapter.path, settings)[1] or 0.0
-               for notebook, settings in chapter.notebooks.values()]
+        ran = [0.0 if _reused(reuse, run.notebook, cache) else
+               execute_into_cache(cache, run)[1] or 0.0 for run in chapter.notebooks.values()]
         seconds[chapter.name] = sum(ran)
         progress(f"shard {shard}: {chapter.name}: {len(ran)} notebooks, "
                  f"{seconds[chapter.name]:.1f} s executing")
     create_cache(cache)  # a shard dealt no chapter still hands over an (empty) cache
-    manifest = {"shard": str(shard), "versions": conf.versions,
+    manifest = {"shard": str(shard), "versions": versions,
                 "chapters": {c.name: sorted(c.notebooks) for c in mine}, "seconds": seconds}
     (shard.folder(root) / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return seconds
 
 
-def merge_shards(book_dir: Path, conf: ConfValues, count: int, root: Path,
+def merge_shards(chapters: list[Chapter], torch: str, count: int, root: Path,
                  target: Path) -> int:
-    """Check the shards' caches against the book as built now, then merge them into
-    ``target``. The number of notebooks merged."""
+    """Check the shards' caches against the book's ``chapters`` as built now (with this
+    ``torch``), then merge them into ``target``. The number of notebooks merged."""
     shards = [Shard(index, count) for index in range(1, count + 1)]
     for shard in shards:
         cache = shard.cache(root)
@@ -201,7 +193,6 @@ def merge_shards(book_dir: Path, conf: ConfValues, count: int, root: Path,
                                  f"same record: run `{owner[name].command}` and `{shard.command}` "
                                  "again.")
             owner[name] = shard
-    torch = conf.versions["torch"]
     caches = {shard: open_cache(shard.cache(root)) for shard in shards}
     records = {shard: {r.hashkey: r for r in cache.list_cache_records()}
                for shard, cache in caches.items()}
@@ -215,7 +206,6 @@ def merge_shards(book_dir: Path, conf: ConfValues, count: int, root: Path,
                                  f"{ran_with}; this build has torch {torch}, so its outputs "
                                  f"cannot be verified here. Run `{shard.command}` with torch "
                                  f"{torch} (or build with the shards' torch).")
-    chapters = chapters_to_execute(book_dir, conf)
     for chapter in chapters:
         shard = owner.get(chapter.name)
         if shard is None:

@@ -20,12 +20,23 @@ import logging
 import multiprocessing
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from sphinx.application import builtin_extensions
 
 # sphinx-build's own and the extensions Sphinx always loads; the book's extensions and
 # theme come from conf.py.
 _ALWAYS = ("sphinx.cmd.build", "sphinx.builders.html", *builtin_extensions)
+
+
+def read_conf(conf_dir: Path) -> dict:
+    """conf.py's names, as Sphinx evaluates the file (no tags): what the preview imports
+    ahead and its waiting kernel's imports, before any build (builds read conf.py
+    themselves)."""
+    from sphinx.config import eval_config_file
+    from sphinx.util.tags import Tags
+
+    return eval_config_file(Path(conf_dir) / "conf.py", Tags())
 
 
 def build_modules(conf: dict) -> list[str]:

@@ -20,6 +20,12 @@ def hold_collector() -> None:
     gc.disable()
 
 
+def resume_collector() -> None:
+    """Collection as before :func:`hold_collector`, nothing frozen (a process that goes
+    on after the build)."""
+    gc.enable()
+
+
 def freeze_long_lived_objects(app: Sphinx) -> None:
     """``builder-inited``, after every other handler: the extensions and the environment
     are loaded; freeze them, and collect again from here on."""
