@@ -7,9 +7,13 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import BOOK, ROOT
+import torch
+
+from conftest import BOOK, ROOT, book_machine_kinds, book_museum
 from coursebook.audit.answer_leaks import _runs, chapter_fingerprints, fingerprint_words
-from coursebook.model.notebooks import cell_tags, is_answer, is_chapter_source, read_chapter
+from coursebook.model.notebooks import cell_tags, is_answer, is_chapter_source
+from coursebook.prepare.chapters import edition_chapter
+from coursebook.prepare.editions import Edition
 
 pytestmark = pytest.mark.slow
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -123,16 +127,19 @@ def test_a_long_error_wraps_on_the_page_and_keeps_its_line(site):
 # --- Predict, then reveal: an output tagged hide-output waits for the student's click ----
 
 def hidden_output_cells(edition: str) -> dict[str, int]:
-    """Per chapter page, how many of its code cells the chapter tags ``hide-output`` in this
-    edition (the student's has no answer cells)."""
+    """Per chapter page, how many of its code cells this edition's notebook tags
+    ``hide-output``: the chapter's own (the student's edition has no answer cells) and those
+    the museum places (each exhibit's error)."""
     counts = {}
     for path in sorted(BOOK.glob("*.md")):
         text = path.read_text(encoding="utf8")
         if not is_chapter_source(text):
             continue
+        notebook = edition_chapter(text, str(path), Edition(edition), book_museum(),
+                                   torch.__version__, machine_kinds=book_machine_kinds())
         counts[f"{path.stem}.html"] = sum(
             cell.cell_type == "code" and "hide-output" in cell_tags(cell)
-            and (edition == "instructor" or not is_answer(cell)) for cell in read_chapter(text).cells)
+            and "remove-cell" not in cell_tags(cell) for cell in notebook.cells)
     return {page: count for page, count in counts.items() if count}
 
 
