@@ -15,6 +15,11 @@ PLANTED = {
     "sys.modules entry replaced": "import sys\nsys.modules['myst_nb.core'] = None\n",
     "another library's global rebound": "import myst_nb\nmyst_nb.setup = None\n",
     "private module imported ahead": 'coursebook_kernel_imports = ["torch", "torch._dynamo"]\n',
+    "another library's attribute replaced": "def f(app):\n    app.env.config = app.config\n",
+    "another library's attribute given a stand-in": (
+        "from jupyter_client.provisioning import LocalProvisioner\n\n\n"
+        "class Provisioner(LocalProvisioner):\n    def start(self):\n"
+        "        self.process = _Process()\n"),
 }
 
 

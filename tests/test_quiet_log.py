@@ -36,3 +36,26 @@ def test_a_build_with_nothing_to_do_says_no_configuration_changed(tiny_book, tmp
     changed = build(html_title="Another title")
     said = [line for line in changed.log.splitlines() if "The configuration has changed" in line]
     assert len(said) == 1 and "'html_title'" in said[0], changed.log[:2000]
+
+
+def test_the_warning_count_counts_each_warning_once_as_sphinx_shows_it(tmp_path):
+    """The preview's stop asks it (a public count: Sphinx keeps its own in a private name).
+    A warning held back while pages are read is counted once; a suppressed one not at all."""
+    import io
+
+    from sphinx.application import Sphinx
+    from sphinx.util import logging
+
+    from coursebook.reporting import count_warnings, warnings_logged
+
+    (tmp_path / "src").mkdir()
+    app = Sphinx(tmp_path / "src", None, tmp_path / "out", tmp_path / "doctrees", "dummy",
+                 confoverrides={"suppress_warnings": ["planted.suppressed"]}, status=None,
+                 warning=io.StringIO())
+    count_warnings(app)
+    logger = logging.getLogger("planted")
+    with logging.pending_warnings():  # as while pages are read
+        logger.warning("held back")
+        logger.warning("suppressed", type="planted", subtype="suppressed")
+    logger.error("an error")
+    assert warnings_logged(app) == 2

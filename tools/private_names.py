@@ -4,8 +4,10 @@
 A private name is one its library does not promise to keep: an attribute, method or module
 whose name starts with one underscore (``app._warncount``, ``myst_nb.core.execute._x``), a
 module global of another library rebound (``module.name = ...``, ``setattr(module, ...)``),
-a module put in ``sys.modules`` in another's place, or a private method of another
-library's class overridden in a subclass. Each is what an upgrade of that library may
+a module put in ``sys.modules`` in another's place, a private method of another library's
+class overridden in a subclass, an attribute another library sets on its own objects
+replaced (:data:`REPLACED`), or one of a subclassed class's attributes given an object of
+the book's own class (a duck-typed stand-in). Each is what an upgrade of that library may
 break without notice. A module imported ahead by name (a conf.py list ending in ``_imports``) counts as an import.
 Names the extension defines itself do not count, nor the standard
 library's documented underscore names (``os._exit``, ``sys._getframe``) and namedtuple's
@@ -39,6 +41,10 @@ UNDOCUMENTED = {"listeners"}  # Sphinx's EventManager.listeners
 OTHERS_RECORDS = {"parallel_read_safe", "parallel_write_safe"}
 # Globals of the standard library that programs set by design (runpy's `python -m`).
 WRITABLE = {"sys.argv"}
+# Attributes another library sets on its own objects, replaced here though no setting
+# offers it: Sphinx's env.config, and the bytecode cache of the Jinja environment inside
+# Sphinx's template loader.
+REPLACED = {"config", "bytecode_cache"}
 
 
 @dataclass(frozen=True)
@@ -165,7 +171,11 @@ def _rebinding(path: Path, target: ast.expr, bound: dict[str, str],
         yield Use(path, target.lineno, "sys.modules entry replaced", ast.unparse(target.slice))
     elif isinstance(target, ast.Attribute):
         base = target.value
-        if isinstance(base, ast.Name) and base.id in bound and base.id not in {"self", "cls"} \
+        if target.attr in REPLACED and not (isinstance(base, ast.Name)
+                                            and base.id in {"self", "cls"}):
+            yield Use(path, target.lineno, "another library's attribute replaced",
+                      ast.unparse(target))
+        elif isinstance(base, ast.Name) and base.id in bound and base.id not in {"self", "cls"} \
                 and f"{bound[base.id]}.{target.attr}" not in WRITABLE:
             yield Use(path, target.lineno, "another library's global rebound",
                       f"{bound[base.id]}.{target.attr}")
@@ -181,6 +191,18 @@ def _rebinding(path: Path, target: ast.expr, bound: dict[str, str],
 def _private_overrides(path: Path, node: ast.ClassDef, bound: dict[str, str]) -> Iterator[Use]:
     bases = [_resolve(bound[b.id]) for b in node.bases
              if isinstance(b, ast.Name) and b.id in bound]
+    # An attribute the other library's class has, given an object of a class of ours
+    # (a duck-typed stand-in, such as a process inside jupyter_client's LocalProvisioner).
+    for item in ast.walk(node):
+        if isinstance(item, ast.Assign) and isinstance(item.value, ast.Call) \
+                and isinstance(item.value.func, ast.Name) and item.value.func.id not in bound:
+            for target in item.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == "self" \
+                        and item.value.func.id.lstrip("_")[:1].isupper() \
+                        and any(base is not None and hasattr(base, target.attr) for base in bases):
+                    yield Use(path, item.lineno, "another library's attribute given a stand-in",
+                              f"{node.name}.{target.attr} = {item.value.func.id}(...)")
     for item in node.body:
         names = []
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -46,6 +46,7 @@ from coursebook.render.handouts import setup_handouts
 from coursebook.render.latex_epilog import name_only_the_latex_folder
 from coursebook.render.offline_mathjax import copy_mathjax
 from coursebook.render.output_blocks import normalise_output_nodes
+from coursebook.reporting import count_warnings
 from coursebook.verify.chapter_checks import (
     check_executed_chapter,
     clear_execution_reports,
@@ -105,6 +106,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     # builder, which notes each run instead of running it.
     app.add_builder(ChapterRuns)
     quiet_config_dumps()
+    count_warnings(app)  # the preview stops a build that warned (process/preview.py)
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution versions join the cache key.

@@ -7,9 +7,14 @@ send back). A repeated fault is one message: an exhibit every chapter loads, say
 
 from __future__ import annotations
 
+import io
+import logging as std_logging
 import sys
+from weakref import WeakKeyDictionary
 
+from sphinx.application import Sphinx
 from sphinx.util import logging
+from sphinx.util.logging import NAMESPACE, WarningStreamHandler, is_suppressed_warning
 
 from coursebook.model.faults import BookError
 
@@ -54,3 +59,34 @@ def stop_build(subtype: str, *errors: tuple[str, str | None]) -> None:
     for message, location in errors:
         logger.error("%s", message, location=location, type="coursebook", subtype=subtype)
     sys.exit(2)
+
+
+class _WarningCount(WarningStreamHandler):
+    """Counts the warnings and errors a build logs that ``suppress_warnings`` lets through,
+    as Sphinx's own warning stream gets them (a stream handler: Sphinx holds it back while
+    pages are read and hands it each held warning once, as it does its own)."""
+
+    def __init__(self, app: Sphinx) -> None:
+        super().__init__(io.StringIO())
+        self.setLevel(std_logging.WARNING)
+        self.app, self.count = app, 0
+
+    def emit(self, record: std_logging.LogRecord) -> None:
+        suppressed = getattr(self.app.config, "suppress_warnings", ())
+        if not is_suppressed_warning(getattr(record, "type", ""), getattr(record, "subtype", ""),
+                                     suppressed):
+            self.count += 1
+
+
+_COUNTS: WeakKeyDictionary[Sphinx, _WarningCount] = WeakKeyDictionary()
+
+
+def count_warnings(app: Sphinx) -> None:
+    """At setup (Sphinx's logging is set up): count this build's warnings from here on."""
+    _COUNTS[app] = _WarningCount(app)
+    std_logging.getLogger(NAMESPACE).addHandler(_COUNTS[app])
+
+
+def warnings_logged(app: Sphinx) -> int:
+    """The warnings and errors this build logged so far (those Sphinx's -W makes fatal)."""
+    return _COUNTS[app].count if app in _COUNTS else 0

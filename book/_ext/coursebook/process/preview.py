@@ -16,7 +16,7 @@ import sys
 from sphinx.application import Sphinx
 
 from coursebook.config import book_config
-from coursebook.reporting import asked_for
+from coursebook.reporting import asked_for, warnings_logged
 
 FAILED = "preview: the build failed (the message above)"
 
@@ -31,9 +31,9 @@ def failure_message(commands: list[str]) -> str:
 
 def keep_last_good_pages(app: Sphinx, builder) -> None:
     """``write-started``: in the preview, end a failed build before it writes."""
-    # Sphinx counts the warnings and errors logged so far (-W makes each one fatal at the
-    # end of the build); this extension's own failures also set the exit status.
-    failed = app.statuscode != 0 or app._warncount > 0
+    # The warnings and errors logged so far (-W makes each one fatal at the end of the
+    # build); this extension's own failures also set the exit status.
+    failed = app.statuscode != 0 or warnings_logged(app) > 0
     if book_config(app.config).preview and failed:
         print(failure_message(asked_for(app.env)), file=sys.stderr, flush=True)
         # SystemExit, not an exception: Sphinx would print a crash report for one.
