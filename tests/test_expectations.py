@@ -9,7 +9,8 @@ import torch
 
 from conftest import BOOK, ROOT
 from coursebook.execute.cache_key import book_code_digest
-from coursebook.model.notebooks import is_chapter_source, line_of, read_chapter
+from coursebook.model.cell_notes import cell_key, source_line
+from coursebook.model.notebooks import is_chapter_source, note_output_keys, read_chapter
 from coursebook.model.recordings import recording_name
 from coursebook.model.versions import release
 from coursebook.verify.expectations import (
@@ -34,7 +35,10 @@ EXECUTED = [p for p in sorted(BOOK.glob("*.md")) if is_chapter_source(p.read_tex
 
 
 def _notebook(*cells):
-    return nbformat.v4.new_notebook(cells=list(cells))
+    """A notebook of these cells, keyed as a chapter's are when it is prepared."""
+    notebook = nbformat.v4.new_notebook(cells=list(cells))
+    note_output_keys(notebook)
+    return notebook
 
 
 def _code(source, outputs=(), **metadata):
@@ -206,16 +210,37 @@ def test_pytest_collects_each_verified_cell_per_edition():
     added = 2 * (checked + 1) if checked else 0
     assert len(items) == 2 * len(code) - len(answers) + added, done.stdout[-2000:]
     first = "X = torch.tensor([[1., 2.], [3., 1.], [2., 4.]])"
-    line = line_of(first, (BOOK / "pt01.md").read_text())
+    [line] = [source_line(c) for c in chapter.cells if c.source.startswith(first + "\n")]
     assert f"book/pt01.md::student::L{line} {first}" in items
     assert not [item for item in items if "::L0 " in item], items
 
 
-def test_a_cells_line_is_where_its_code_starts_a_line_not_a_mention_in_prose():
-    chapter = "# T\n\nThe shape, `t.shape`, comes next.\n\n```{code-cell} ipython3\nt.shape\n```\n"
-    assert line_of("t.shape\n", chapter) == 6
-    assert line_of("comes next", chapter) == 3  # a passage inside a line is still found
-    assert line_of("absent", chapter) == 0 and line_of("  ", chapter) == 0
+TOP = ("---\njupytext:\n  text_representation:\n    format_name: myst\n"
+       "kernelspec:\n  name: python3\n  display_name: Python 3\n---\n")
+
+
+def test_each_cell_is_noted_at_its_own_line_a_repeated_one_too():
+    # A short cell that recurs far below, after a mention of it in prose: each copy is
+    # named at its own line (text search named the first for both).
+    chapter = (TOP + "\n# T\n\nThe shape, `t.shape`, comes next.\n\n```{code-cell} ipython3\n"
+               "t.shape\n```\n" + "\nProse.\n" * 40 + "\n```{code-cell} ipython3\n:tags: [hide-input]"
+               "\n\nt.shape\n```\n\n+++ {\"k\": 1}\n\nLast words.\n")
+    lines = chapter.splitlines()
+    notebook = read_chapter(chapter)
+    note_output_keys(notebook)
+    for cell in notebook.cells:
+        assert lines[source_line(cell) - 1] == cell.source.strip().splitlines()[0]
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert [source_line(cell) for cell in code] == [15, 101]
+    assert [cell_key(cell) for cell in code] == [cell_key(code[0]), cell_key(code[0]) + ".2"]
+    # The expected-outputs comparison names the repeated cell at its line.
+    for cell, text in zip(code, ("torch.Size([2])", "torch.Size([3])")):
+        cell.outputs = [nbformat.from_dict(_stream(text + "\n"))]
+    outputs = cell_outputs(notebook)
+    expectations = accept(None, "student", outputs)
+    expectations.by_edition["student"][cell_key(code[1])] = "torch.Size([4])"
+    [mismatch] = compare(expectations, "student", outputs)
+    assert mismatch.cell.line == 101 and mismatch.cell.key == cell_key(code[1])
 
 
 def test_versions_sort_as_releases_and_a_text_that_names_none_goes_first():

@@ -1,4 +1,5 @@
-"""Expected outputs, broken on purpose in a copy of the real book (its cache copied too)."""
+"""Expected outputs, broken on purpose in a copy of the real book (its cache copied too),
+or in the tiny book: every message at the author's line, every cell compared."""
 
 from __future__ import annotations
 
@@ -80,6 +81,59 @@ def test_a_missing_expectation_stops_the_build_with_the_command(scratch, tmp_pat
     assert len(message) == 1, build.log[-3000:]
     assert "pt01.md" in message[0] and "make accept-outputs" in message[0]
     assert "Traceback" not in build.log
+
+
+# --- Exact lines, and a chapter compared whatever blank lines end its cells (tiny book) ---
+
+ACCEPT = {"coursebook_accept_outputs": "1"}
+# A cell with options whose code ends in two blank lines: Markdown -> notebook -> Markdown
+# dropped a newline, the cache lookup missed and the chapter went uncompared.
+BLANK_ENDED = ("\n```{code-cell} ipython3\n:tags: [hide-input]\n\n"
+               "print('blank-ended', 6 * 7)\n\n\n```\n")
+
+
+def _plant(chapter: Path, text: str) -> None:
+    chapter.write_text(chapter.read_text(encoding="utf8") + text, encoding="utf8")
+
+
+def _line(chapter: Path, text: str) -> int:
+    """The line of the chapter that ``text`` begins (the test's own oracle)."""
+    [line] = [n for n, found in enumerate(chapter.read_text().splitlines(), 1)
+              if found.startswith(text)]
+    return line
+
+
+def test_sphinx_and_myst_messages_name_the_authors_line(tiny_book, tmp_path):
+    chapter = tiny_book / "chapter.md"
+    # Deep in the chapter, after an answer the student edition drops, a claim cell and a
+    # cell with options (which the page Sphinx reads writes otherwise): an unknown role, a
+    # reference to nothing, each at the author's line (they were 11 to 60 lines below).
+    _plant(chapter, "\n+++ {\"tags\": [\"answer\"]}\n\nAn answer\n\nof three paragraphs\n\n"
+           "the student never sees.\n\n+++\n\nTripling gives a gradient function.\n\n"
+           "```{code-cell} ipython3\n---\ntags: [claim]\n---\n# claim: Tripling gives a "
+           "gradient function\nassert True\n```\n" + BLANK_ENDED +
+           "\nHere is {unknownrole}`deep`.\n\nAnd here {ref}`no-such-target` is.\n")
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache", settings=ACCEPT)
+    role, ref = _line(chapter, "Here is"), _line(chapter, "And here")
+    assert re.search(rf"chapter\.md:{role}: WARNING: Unknown interpreted text role", build.log), \
+        build.log[-3000:]
+    assert re.search(rf"chapter\.md:{ref}: WARNING: undefined label: 'no-such-target'",
+                     build.log), build.log[-3000:]
+
+
+def test_a_cell_ending_in_blank_lines_is_compared_and_a_changed_output_fails(tiny_book, tmp_path):
+    chapter = tiny_book / "chapter.md"
+    _plant(chapter, BLANK_ENDED)
+    accepted = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache", settings=ACCEPT)
+    assert accepted.returncode == 0, accepted.log[-3000:]
+    expected = tiny_book / "expected" / TORCH / "chapter.txt"
+    assert "    blank-ended 42" in expected.read_text(), accepted.log[-3000:]
+    expected.write_text(expected.read_text().replace("blank-ended 42", "blank-ended 43"))
+    build = sphinx_build(tiny_book, tmp_path / "out2", tmp_path / "cache")
+    assert build.returncode == 1 and build.executed == 0, build.log[-3000:]
+    line = _line(chapter, "print('blank-ended'")
+    assert re.search(rf"chapter\.md:{line}: ERROR: code cell \d+ `print\('blank-ended', 6 \* 7\)`"
+                     r" \(student edition", build.log), build.log[-3000:]
 
 
 def test_pytest_collects_each_verified_cell_of_a_chapter(built):

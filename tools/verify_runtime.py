@@ -69,7 +69,6 @@ from coursebook.model.notebooks import (  # noqa: E402
     cell_tags,
     first_line,
     is_chapter_source,
-    line_of,
     read_chapter,
 )
 from coursebook.model.outputs import normalise  # noqa: E402
@@ -439,7 +438,6 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
     if expectations is None:  # allowed (a new chapter), and said
         print(Standing(name, other, path, State.NOT_YET).message())
         return 0
-    text = (BOOK / f"{name}.md").read_text(encoding="utf8")
     if run.trials:
         print(f"{name}: {run.trials} answer checks tried: "
               f"{run.trials - len(run.failed_trials)} say 'correct' to the answer and "
@@ -448,7 +446,7 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
         print(f"book/{name}.md: {failure}")
     mismatches = compare(expectations, STUDENT, run.outputs)
     for mismatch in mismatches:
-        print(f"book/{name}.md:{line_of(mismatch.cell.source, text)}: code cell "
+        print(f"book/{name}.md:{mismatch.cell.line}: code cell "
               f"`{mismatch.cell.first_line}` ({runtime.title}, torch {runtime.torch}) "
               f"{mismatch.diff(path)}")
     return len(mismatches) + len(run.failed_trials)

@@ -27,7 +27,7 @@ from coursebook.execute.fill_cache import (
     execute_into_cache,
     read_book,
 )
-from coursebook.model.notebooks import is_chapter_source, line_of
+from coursebook.model.notebooks import is_chapter_source
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
 from coursebook.verify.expectations import (
@@ -111,10 +111,10 @@ class ChapterFile(pytest.File):
             if run is None:
                 continue
             notebook = run.notebook
-            line, names = 0, set()
+            names = set()
             for cell in cell_outputs(notebook):
-                # A cell the edition adds (an answer's checks) is named at the cell before it.
-                line = line_of(cell.source, self.text) or line
+                # A cell the edition adds stands at its marker, or at the cell before it.
+                line = cell.line
                 if cell.unverified:
                     continue
                 name = f"{edition.value}::L{line} {cell.first_line}"

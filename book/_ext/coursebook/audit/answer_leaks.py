@@ -27,12 +27,12 @@ from sphinx.search.en import SearchEnglish
 from sphinx.util import logging
 
 from coursebook.audit.spoilers import spoilers
+from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import (
     first_line,
     is_answer,
     is_chapter_source,
-    line_of,
     read_chapter,
 )
 from coursebook.render.pdf_checks import pdf_text
@@ -306,7 +306,7 @@ def source_cells(path: Path, text: str) -> SourceCells:
     if not is_chapter_source(text):
         first = text.strip().splitlines()[0] if text.strip() else ""
         return [(Place(path, 1, first), list(_runs(fingerprint_words(text))), False, True)]
-    return [(Place(path, line_of(cell.source, text), first_line(cell)),
+    return [(Place(path, source_line(cell), first_line(cell)),
              list(_runs(fingerprint_words(_cell_text(cell)))), is_answer(cell),
              cell.cell_type == "markdown") for cell in read_chapter(text).cells]
 

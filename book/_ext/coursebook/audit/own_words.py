@@ -20,7 +20,8 @@ from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 
 from coursebook.model.museum import Wing
-from coursebook.model.notebooks import is_chapter_source, line_of, read_chapter
+from coursebook.model.cell_notes import source_line
+from coursebook.model.notebooks import is_chapter_source, read_chapter
 from coursebook.render.plain_markdown import split_options
 
 SHARED_RUN = 12
@@ -100,7 +101,7 @@ def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
         return
     for cell in read_chapter(text).cells:
         if cell.cell_type == "markdown":
-            yield from markdown_passages(cell.source, name, line_of(cell.source, text))
+            yield from markdown_passages(cell.source, name, source_line(cell))
 
 
 def exhibit_passages(museum: dict[str, Wing], root: Path) -> Iterator[Passage]:

@@ -36,7 +36,7 @@ from coursebook.execute.shared_cache import (
     notebook_lock,
     remove_record,
 )
-from coursebook.model.notebooks import notebook_to_myst, read_chapter
+from coursebook.model.notebooks import as_myst_nb_reads, notebook_to_myst
 from coursebook.model.recordings import cache_recorded_outputs
 from coursebook.prepare.chapters import PreparedChapter
 
@@ -75,7 +75,7 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
         hold_notebook_lock(app, prepared.notebook)  # until the page is read
     if settings is None:
         return text if runs is None else _title_only(prepared.notebook)
-    notebook = read_chapter(text, getattr(app.env, "myst_config", None))  # as myst-nb reads it
+    notebook = as_myst_nb_reads(prepared.notebook, getattr(app.env, "myst_config", None))
     if runs is not None:  # the run noted, not run: myst-nb (which would run it) gets the title
         runs.runs[app.env.docname] = Run(Path(source_path).resolve(), notebook, settings)
         return _title_only(prepared.notebook)

@@ -18,6 +18,7 @@ from filelock import FileLock
 from sphinx.application import Sphinx
 
 from coursebook.config import book_config
+from coursebook.model.cell_notes import CELL_NOTE, without_notes
 
 # In a cache record's data: a failed run, cached only while its page is read
 # (coursebook.execute.cached_chapters).
@@ -41,9 +42,11 @@ def cache_lock(cache_path: str | Path, name: str) -> FileLock:
 
 
 def cache_key(cache_path: str | Path, notebook: nbformat.NotebookNode) -> str:
-    """jupyter-cache's own key of a notebook (its code cells, their metadata, the kernel)."""
+    """jupyter-cache's own key of a notebook (its code cells, their metadata, the kernel;
+    not the book's notes on its cells, which myst-nb never reads: every function here
+    leaves them out)."""
     # Hashing opens no database: the cache's tables are made on first use.
-    return open_cache(cache_path).create_hashed_notebook(notebook)[1]
+    return open_cache(cache_path).create_hashed_notebook(without_notes(notebook))[1]
 
 
 def create_cache(cache_path: str | Path) -> None:
@@ -82,16 +85,21 @@ def cached_notebook(cache_path: str, notebook: nbformat.NotebookNode
     failed run's record is only there while its page is read, and not taken)."""
     cache = open_cache(cache_path)
     try:
-        pk, executed = cache.merge_match_into_notebook(notebook)
+        pk, executed = cache.merge_match_into_notebook(without_notes(notebook))
     except KeyError:
         return None
-    return None if cache.get_cache_record(pk).data.get(FAILED) else executed
+    if cache.get_cache_record(pk).data.get(FAILED):
+        return None
+    for cell, noted in zip(executed.cells, notebook.cells):  # the same cells, in order
+        if CELL_NOTE in noted.metadata:
+            cell.metadata[CELL_NOTE] = noted.metadata[CELL_NOTE]
+    return executed
 
 
 def cached_record(cache_path: str | Path, notebook: nbformat.NotebookNode):
     """jupyter-cache's record of the notebook (its ``pk`` and ``data``), or None."""
     try:
-        return open_cache(cache_path).match_cache_notebook(notebook)
+        return open_cache(cache_path).match_cache_notebook(without_notes(notebook))
     except KeyError:
         return None
 
@@ -103,7 +111,7 @@ def cache_run(cache_path: str | Path, notebook: nbformat.NotebookNode, source_pa
     from jupyter_cache.base import CacheBundleIn
 
     return open_cache(cache_path).cache_notebook_bundle(
-        CacheBundleIn(notebook, source_path, data=data), check_validity=False,
+        CacheBundleIn(without_notes(notebook), source_path, data=data), check_validity=False,
         overwrite=True).pk
 
 

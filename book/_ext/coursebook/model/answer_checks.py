@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import nbformat
 
+from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import first_line, is_answer
 
@@ -39,11 +40,7 @@ DEFAULT_TOLERANCE = 1e-4
 
 
 class AnswerCheckError(BookError):
-    """A ``checks`` entry the book cannot use; ``cell`` is the cell's source, to locate it."""
-
-    def __init__(self, message: str, cell: str = "", path=None, line: int = 0) -> None:
-        super().__init__(message, path, line)
-        self.cell = cell
+    """A ``checks`` entry the book cannot use; ``line``: its cell's line."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +58,7 @@ def _entry(raw, cell) -> AnswerCheck:
     where = f"answer cell `{first_line(cell)}`: field '{CHECKS_KEY}'"
     if not isinstance(raw, dict):
         raise AnswerCheckError(f"{where}: each check is a table of name, ask, value, answer, hint",
-                               cell.source)
+                               line=source_line(cell))
     missing = [name for name in (*_FIELDS, "answer") if name not in raw]
     wrong = [name for name, kind in _FIELDS.items() if name in raw and not isinstance(raw[name], kind)]
     unknown = sorted(set(raw) - {*_FIELDS, "answer", "tolerance"})
@@ -69,12 +66,12 @@ def _entry(raw, cell) -> AnswerCheck:
                        (("missing", missing), ("not text:", wrong), ("unknown:", unknown)) if names)
     if problems:
         raise AnswerCheckError(f"{where}: {problems}each check has name, ask, value, answer and "
-                               "hint (text) and may have a tolerance", cell.source)
+                               "hint (text) and may have a tolerance", line=source_line(cell))
     tolerance = raw.get("tolerance", DEFAULT_TOLERANCE)
     if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or not (
             0 < tolerance < math.inf):  # not nan either
         raise AnswerCheckError(f"{where}: check '{raw['name']}': tolerance must be a positive "
-                               "finite number", cell.source)
+                               "finite number", line=source_line(cell))
     return AnswerCheck(raw["name"], raw["ask"], raw["value"], raw["answer"], raw["hint"],
                        float(tolerance), first_line(cell))
 
@@ -86,10 +83,10 @@ def cell_checks(cell) -> list[AnswerCheck]:
         return []
     if cell.cell_type != "code" or not is_answer(cell):
         raise AnswerCheckError(f"cell `{first_line(cell)}`: only an answer code cell "
-                               f"(tag `answer`) may list '{CHECKS_KEY}'", cell.source)
+                               f"(tag `answer`) may list '{CHECKS_KEY}'", line=source_line(cell))
     if not isinstance(raw, list):
         raise AnswerCheckError(f"answer cell `{first_line(cell)}`: field '{CHECKS_KEY}' "
-                               "must be a list of checks", cell.source)
+                               "must be a list of checks", line=source_line(cell))
     return [_entry(entry, cell) for entry in raw]
 
 
@@ -100,6 +97,6 @@ def notebook_checks(notebook: nbformat.NotebookNode) -> list[AnswerCheck]:
         for check in cell_checks(cell):
             if any(check.name == earlier.name for earlier in checks):
                 raise AnswerCheckError(f"answer cell `{check.cell}`: check name '{check.name}' "
-                                       "is used twice in this chapter", cell.source)
+                                       "is used twice in this chapter", line=source_line(cell))
             checks.append(check)
     return checks

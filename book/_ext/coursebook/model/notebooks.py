@@ -17,6 +17,7 @@ import yaml
 from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
 from myst_parser.config.main import MdParserConfig
 
+from coursebook.model.cell_notes import CELL_NOTE, line_within, note, place_at, source_line
 from coursebook.model.solutions import solutions_as_answers
 
 # --- The book's tags (myst-nb's own, such as remove-cell, keep their meaning) ----------
@@ -56,6 +57,26 @@ def first_line(cell) -> str:
     return (cell.source.strip().splitlines() or [""])[0]
 
 
+# --- Each cell's identity (coursebook.model.cell_notes) --------------------------------
+
+def expects_output(cell) -> bool:
+    """A code cell whose outputs are expected: all but the claims' checks (an assert is
+    their check, :mod:`coursebook.verify.claims`), so a claim never makes a file stale."""
+    return cell.get("cell_type") == "code" and not is_claim(cell)
+
+
+def note_output_keys(notebook: nbformat.NotebookNode) -> None:
+    """Key each code cell whose outputs are expected: a hash of its code, numbered (``.2``,
+    ``.3``, …) when the same code recurs in the notebook; every cell the book adds stands
+    at the line of the cell before it (the first, of the cell after it)."""
+    cells = [cell for cell in notebook.cells if expects_output(cell)]
+    for cell, key in zip(cells, content_keys((cell.source.strip() for cell in cells), ".")):
+        note(cell, key=key)
+    line = next((source_line(cell) for cell in notebook.cells if source_line(cell)), 0)
+    for cell in notebook.cells:
+        line = source_line(place_at(cell, line)) or line
+
+
 def short_digest(text: str) -> str:
     """Eight hex digits of the text's sha256: how the book keys a cell by its content."""
     return hashlib.sha256(text.encode("utf8")).hexdigest()[:8]
@@ -82,17 +103,6 @@ def with_stable_ids(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return notebook
 
 
-def line_of(source: str, chapter_text: str) -> int:
-    """The 1-based line of the chapter file where a cell's source starts (0: not found):
-    where it starts a line, as a cell's source does, before a mention inside prose."""
-    wanted = source.strip()
-    if not wanted:
-        return 0
-    starts_line = re.search(rf"^[ \t]*{re.escape(wanted)}", chapter_text, re.MULTILINE)
-    position = starts_line.start() if starts_line else chapter_text.find(wanted)
-    return chapter_text.count("\n", 0, position) + 1 if position >= 0 else 0
-
-
 # --- Reading and writing --------------------------------------------------------------
 
 def is_chapter_source(text: str) -> bool:
@@ -100,11 +110,31 @@ def is_chapter_source(text: str) -> bool:
     return is_myst_markdown_notebook(text)
 
 
-def read_chapter(text: str, md_config: MdParserConfig | None = None) -> nbformat.NotebookNode:
-    """The chapter as written, every cell included; each sphinx-exercise solution in cells
-    of its own, tagged as an answer (:mod:`coursebook.model.solutions`)."""
-    notebook = read_myst_markdown_notebook(text, config=md_config or MdParserConfig())
-    return solutions_as_answers(notebook, ANSWER_TAG)
+def read_chapter(text: str, md_config: MdParserConfig | None = None,
+                 strict: bool = False) -> nbformat.NotebookNode:
+    """The chapter as written, every cell included and noted at its line
+    (:mod:`coursebook.model.cell_notes`); each sphinx-exercise solution in cells of its own,
+    tagged as an answer (:mod:`coursebook.model.solutions`). ``strict`` (a build): a
+    solution that cannot be cut out raises :class:`~coursebook.model.solutions.SolutionError`
+    at its line; else (the audits, which read on) all of it is taken as an answer."""
+    notebook = read_myst_markdown_notebook(text, config=md_config or MdParserConfig(),
+                                           add_source_map=True)
+    _note_lines(notebook, text.splitlines())
+    return solutions_as_answers(notebook, ANSWER_TAG, strict)
+
+
+def _note_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
+    """Note each cell at the line where its text starts, from myst-nb's ``source_map``
+    (where the parser began each cell: a code cell's first line after its fence, a markdown
+    cell's first line after the cell before it). A cell's text is its lines from there, as
+    written, after its options (code) or the blank lines myst-nb strips (markdown)."""
+    starts = notebook.metadata.pop("source_map")
+    for cell, start, end in zip(notebook.cells, starts, [*starts[1:], len(lines)]):
+        body = cell.source.splitlines()
+        skip = next((k for k in range(end - start + 1)
+                     if lines[start + k:start + k + len(body)] == body), 0)
+        blank = next((k for k, line in enumerate(body) if line.strip()), 0)
+        note(cell, line=start + skip + blank + 1)
 
 
 def _plain(metadata) -> dict:
@@ -112,43 +142,110 @@ def _plain(metadata) -> dict:
     return json.loads(json.dumps(metadata))
 
 
+_OPTION_NAME = re.compile(r"[A-Za-z_][\w-]*")
+
+
+def _options(metadata: dict) -> list[str]:
+    """A cell's metadata as its directive's options, on one line (which YAML reads: one
+    ``:name: value`` for one entry, else all of them as a mapping), values in JSON."""
+    if not metadata:
+        return []
+    [(name, value), *more] = metadata.items()
+    if more or not _OPTION_NAME.fullmatch(name):
+        return [":" + json.dumps(metadata, ensure_ascii=False)]
+    return [f":{name}: {json.dumps(value, ensure_ascii=False)}"]
+
+
 def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
-    """Write a notebook back as MyST Markdown that myst-nb reads into the same cells."""
+    """Write a notebook back as MyST Markdown that myst-nb reads into the same cells, the
+    book's notes left out.
+
+    A cell noted at a line (:data:`CELL_NOTE`) starts at that line where the cells before
+    it leave room (blank lines fill the rest, before a ``+++`` break for markdown, where
+    myst-nb counts its lines from): the page Sphinx reads then has the author's text at the
+    author's lines, and every message of Sphinx or MyST about it names the author's line.
+    A cell the book adds is written where the one before it ends.
+    """
     metadata = {key: value for key, value in _plain(notebook.metadata).items()
                 if key != "source_map"}
-    parts = ["---", yaml.safe_dump(metadata, sort_keys=False).rstrip(), "---", ""]
+    # Lists of plain values on one line, as authors write them (and as many lines).
+    out = ["---", *yaml.safe_dump(metadata, sort_keys=False, default_flow_style=None,
+                                  width=1000).splitlines(), "---"]
+    after = "front matter"
     for cell in notebook.cells:
-        metadata = _plain(cell.metadata)
+        metadata = {key: value for key, value in _plain(cell.metadata).items()
+                    if key != CELL_NOTE}
+        line = source_line(cell)
+        # The cell's text starts on the line after what is written here.
+        blank = cell.source.count("\n", 0, len(cell.source) - len(cell.source.lstrip()))
         if cell.cell_type == "markdown":
-            parts.append("+++" + (f" {json.dumps(metadata)}" if metadata else ""))
-            parts += [cell.source, ""]
+            # myst-nb strips the blank lines before a markdown cell's text but counts its
+            # lines from the line after the cell before it: exactly one blank line between.
+            if after == "markdown" or metadata or line - blank > len(out) + 2:
+                out += [""] * max(0, line - blank - len(out) - 3)
+                out.append("+++" + (f" {json.dumps(metadata)}" if metadata else ""))
+            out += ["", *cell.source.split("\n")]
+            after = "markdown"
             continue
         directive = "{code-cell} ipython3" if cell.cell_type == "code" else "{raw-cell}"
         # Longer than any backtick run in the code, so that none closes it.
         fence = "`" * (max((len(run) for run in re.findall("`{3,}", cell.source)), default=2) + 1)
-        parts.append(fence + directive)
-        if metadata:
-            parts += ["---", yaml.safe_dump(metadata, sort_keys=False).rstrip(), "---"]
-        parts += [cell.source, fence, ""]
-    return "\n".join(parts)
+        options = _options(metadata)
+        # The reader drops a first blank line (the one after any options), and one at the
+        # end of the code after options: each is written twice, so that it reads back.
+        code = cell.source.split("\n")
+        if metadata and len(code) > 1 and not code[-1]:
+            code.append("")
+        if not code[0].strip() or (options and code[0].lstrip().startswith(":")):
+            options.append("")
+        # myst-nb names a code cell at the second line after its fence: its first line of
+        # code, where it has no options. Text right above a fence is ended by it, but for
+        # an HTML block, which only a blank line ends.
+        html = after == "markdown" and out[-1].lstrip().startswith("<")
+        out += [""] * max(int(html), line - len(out) - 3)
+        out += [fence + directive, *options, *code, fence]
+        after = cell.cell_type
+    return "\n".join(out) + "\n"
+
+
+def as_myst_nb_reads(notebook: nbformat.NotebookNode,
+                     md_config: MdParserConfig | None = None) -> nbformat.NotebookNode:
+    """The notebook as myst-nb reads it from :func:`notebook_to_myst`'s text (what a build
+    executes and caches), each cell keeping its note."""
+    read = read_myst_markdown_notebook(notebook_to_myst(notebook),
+                                       config=md_config or MdParserConfig())
+    if len(read.cells) != len(notebook.cells):  # the writer's promise, checked
+        raise ValueError(f"MyST written for {len(notebook.cells)} cells reads as "
+                         f"{len(read.cells)}")
+    for cell, noted in zip(read.cells, notebook.cells):
+        if CELL_NOTE in noted.metadata:
+            cell.metadata[CELL_NOTE] = nbformat.from_dict(dict(noted.metadata[CELL_NOTE]))
+    return read
 
 
 def replace_markers(notebook: nbformat.NotebookNode, marker: re.Pattern,
                     cells_for: Callable[[re.Match], list[nbformat.NotebookNode]]) -> None:
-    """Replace each ``marker`` in a markdown cell by the cells ``cells_for`` makes of it;
-    the text around a marker stays, as markdown cells of its own."""
+    """Replace each ``marker`` in a markdown cell by the cells ``cells_for`` makes of it,
+    noted at the marker's line; the text around a marker stays, as markdown cells of its
+    own, each at its own line."""
     cells = []
     for cell in notebook.cells:
         if cell.cell_type != "markdown" or not marker.search(cell.source):
             cells.append(cell)
             continue
+
+        def piece(start: int, end: int, cell=cell) -> None:
+            text = cell.source[start:end]
+            if text.strip():
+                at = start + len(text) - len(text.lstrip())  # its first character
+                cells.append(place_at(nbformat.v4.new_markdown_cell(text.strip()),
+                                      line_within(cell, at)))
+
         position = 0
         for found in marker.finditer(cell.source):
-            before = cell.source[position:found.start()].strip()
-            if before:
-                cells.append(nbformat.v4.new_markdown_cell(before))
-            cells += cells_for(found)
+            piece(position, found.start())
+            cells += [place_at(added, line_within(cell, found.start()))
+                      for added in cells_for(found)]
             position = found.end()
-        if cell.source[position:].strip():
-            cells.append(nbformat.v4.new_markdown_cell(cell.source[position:].strip()))
+        piece(position, len(cell.source))
     notebook.cells = cells

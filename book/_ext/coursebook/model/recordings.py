@@ -25,6 +25,7 @@ from pathlib import Path
 import nbformat
 from myst_parser.config.main import read_topmatter
 
+from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment
 from coursebook.model.notebooks import (
@@ -43,12 +44,8 @@ _REQUIRED = ("platform", "device_kind", "environments", "date", "commit", "code_
 
 
 class RecordingError(BookError):
-    """A recording that is malformed, mislabelled or out of date (``cell``: the changed one)."""
-
-    def __init__(self, message: str, path: Path | None = None, line: int = 0,
-                 cell: str = "") -> None:
-        super().__init__(message, path, line)
-        self.cell = cell
+    """A recording that is malformed, mislabelled or out of date (one without a ``path``:
+    a cell of the chapter changed, at ``line``)."""
 
 
 def recording_name(notebook: nbformat.NotebookNode) -> str | None:
@@ -369,7 +366,7 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
             commands = " and ".join(f"`{chapter.command(b)}`" for b in able)
             raise RecordingError(f"cell `{first_line(cell)}` changed since its recording: run "
                                  f"{commands} on such machines, then commit book/recordings/",
-                                 cell=cell.source)
+                                 line=source_line(cell))
         labelled.cells.append(_markdown(note))
     return AttachedRecordings(labelled, executed, drift)
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 
 import nbformat
 from markdown_it.renderer import RendererHTML
-from myst_nb.core.read import read_myst_markdown_notebook
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 
+from coursebook.model.cell_notes import CELL_NOTE, line_within, place_at
 from coursebook.model.faults import BookError
 
 SOLUTION = "solution"
@@ -36,12 +37,8 @@ _NESTED = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({SOLUTION}|{START}|{END})
 
 
 class SolutionError(BookError):
-    """A solution the reader cannot cut out: inside another block, or a gate left open.
-    ``cell``: the first line of the block it is about, to find it in the chapter."""
-
-    def __init__(self, message: str, cell: str, path=None, line: int = 0) -> None:
-        super().__init__(message, path, line)
-        self.cell = cell
+    """A solution the reader cannot cut out: inside another block, or a gate left open;
+    ``line``: where the block it is about starts."""
 
 
 def is_solution_marker(cell) -> bool:
@@ -56,22 +53,24 @@ def _directive(token) -> str | None:
     return found.group(1) if found else None
 
 
-def _pieces(source: str, gated: bool, answer: bool,
-            strict: bool) -> tuple[list[tuple[str, bool]], bool]:
-    """The markdown cut where solutions start and end: (text, is a solution) pieces, and
-    whether a gated solution is still open at the end. ``gated``: one is open at the start;
+def _pieces(source: str, gated: bool, answer: bool, strict: bool,
+            line_at: Callable[[int], int]) -> tuple[list[tuple[str, bool, int]], bool]:
+    """The markdown cut where solutions start and end: (text, is a solution, its line)
+    pieces, and whether a gated solution is still open at the end (``line_at``: the line of
+    the file holding a place in the source). ``gated``: one is open at the start;
     ``answer``: the text is an answer already, so a solution inside a block (an instructor's
     box, say) is no leak. Such a block elsewhere is an error when ``strict``, else all of it
     is taken as a solution (the safe side: the student edition loses it)."""
     lines = source.splitlines(keepends=True)
-    pieces: list[tuple[str, bool]] = []
+    pieces: list[tuple[str, bool, int]] = []
     done = 0  # lines already in a piece
 
     def cut(until: int, solution: bool) -> None:
         nonlocal done
-        text = "".join(lines[done:until]).strip("\n")
+        text = "".join(lines[done:until])
         if text.strip():
-            pieces.append((text, solution))
+            start = len("".join(lines[:done])) + len(text) - len(text.lstrip("\n"))
+            pieces.append((text.strip("\n"), solution, line_at(start)))
         done = until
 
     for token in _MARKDOWN.parse(source):
@@ -83,7 +82,7 @@ def _pieces(source: str, gated: bool, answer: bool,
                     raise SolutionError(
                         f"a solution inside a `{token.info.strip()}` block cannot be left out "
                         "of the student edition: move it out, after the block",
-                        source.splitlines()[token.map[0]])
+                        line=line_at(len("".join(lines[:token.map[0]]))))
                 cut(token.map[0], gated)
                 cut(token.map[1], True)
             continue
@@ -114,7 +113,7 @@ def solutions_as_answers(notebook: nbformat.NotebookNode, tag: str,
             cell.metadata["tags"] = [*cell.metadata.get("tags", []), tag]
 
     cells = []
-    gated, opened = False, ""
+    gated, opened = False, 0  # where the open gate starts
     for cell in notebook.cells:
         if cell.cell_type != "markdown" or "{solution" not in cell.source:
             if gated:
@@ -122,30 +121,25 @@ def solutions_as_answers(notebook: nbformat.NotebookNode, tag: str,
             cells.append(cell)
             continue
         was_gated = gated
-        pieces, gated = _pieces(cell.source, gated, tag in cell.metadata.get("tags", []), strict)
+        pieces, gated = _pieces(cell.source, gated, tag in cell.metadata.get("tags", []), strict,
+                                lambda offset, cell=cell: line_within(cell, offset))
         if gated and not was_gated:
-            opened = next(text for text, _ in reversed(pieces) if _MARKER.match(text))
+            opened = next(line for text, _, line in reversed(pieces) if _MARKER.match(text))
         if len(pieces) == 1 and pieces[0][1] == was_gated == gated:
             if gated:
                 tagged(cell)
             cells.append(cell)
             continue
-        for text, solution in pieces:
+        for text, solution, line in pieces:
             piece = nbformat.v4.new_markdown_cell(text, metadata=copy.deepcopy(cell.metadata))
+            piece.metadata.pop(CELL_NOTE, None)
+            place_at(piece, line)
             if solution:
                 tagged(piece)
             cells.append(piece)
     if gated and strict:
         raise SolutionError(f"a `{{{START}}}` has no `{{{END}}}` after it: close it, or the "
                             "rest of the chapter would be left out of the student edition",
-                            opened.splitlines()[0])
+                            line=opened)
     notebook.cells = cells
     return notebook
-
-
-def check_solutions(text: str, tag: str, md_config: MdParserConfig | None = None) -> None:
-    """Raise :class:`SolutionError` for a solution of the chapter ``text`` that cannot be
-    cut out (reading a chapter takes it as an answer instead, so the audits read on)."""
-    if "{solution" in text:
-        notebook = read_myst_markdown_notebook(text, config=md_config or MdParserConfig())
-        solutions_as_answers(notebook, tag, strict=True)

@@ -29,11 +29,12 @@ from coursebook.model.museum import (
     link_back_to_exhibits,
     place_museum,
 )
+from coursebook.model.cell_notes import source_line
 from coursebook.model.notebooks import (
-    ANSWER_TAG,
     RAISES_TAG,
+    first_line,
     is_chapter_source,
-    line_of,
+    note_output_keys,
     read_chapter,
 )
 from coursebook.model.recordings import (
@@ -47,7 +48,7 @@ from coursebook.model.recordings import (
     recording_name_in_source,
     recording_path,
 )
-from coursebook.model.solutions import SolutionError, check_solutions
+from coursebook.model.solutions import SolutionError
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.answer_space import with_answer_spaces
 from coursebook.prepare.claims import ChapterClaims, chapter_claims, one_cell_per_claim
@@ -92,14 +93,13 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     ``answer_spaces``: the student handout's boxes where answers were (markdown only, so
     the same cached outputs serve it). ``machine_kinds``: for a chapter's set-up cell
     (``{runtime-setup}``), which is made from them and the runtimes of ``runtimes_file``
-    (the book's setting; "": tools/runtimes.toml).
+    (the book's setting; "": tools/runtimes.toml). Each cell is noted with its line and, when
+    its outputs are expected, its key (:mod:`coursebook.model.cell_notes`).
     """
     try:
-        check_solutions(text, ANSWER_TAG, md_config)
+        notebook = read_chapter(text, md_config, strict=True)
     except SolutionError as error:
-        raise SolutionError(error.message, error.cell, source_path,
-                            line_of(error.cell, text)) from None
-    notebook = read_chapter(text, md_config)
+        raise SolutionError(error.message, source_path, error.line) from None
     place_museum(notebook, museum, torch_version)
     place_runtime_setup(notebook, machine_kinds, source_path, runtimes_file)
     link_back_to_exhibits(notebook, museum)
@@ -107,17 +107,17 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     if hidden:
         raise ChapterFormatError(
             f"a `{RAISES_TAG}` cell must show its error, but these cells also hide their "
-            f"output (remove-cell/remove-output): {hidden}. Drop one of the tags.",
-            source_path, line_of(hidden[0], text))
+            f"output (remove-cell/remove-output): {[first_line(cell) for cell in hidden]}. "
+            "Drop one of the tags.", source_path, source_line(hidden[0]))
     try:
         if answer_spaces and edition is Edition.STUDENT:
             notebook = with_answer_spaces(notebook)
         else:
             notebook = edition_notebook(notebook, edition)
     except AnswerCheckError as error:
-        raise AnswerCheckError(error.message, error.cell, source_path,
-                               line_of(error.cell, text)) from None
-    one_cell_per_claim(notebook, text, source_path)
+        raise AnswerCheckError(error.message, source_path, error.line) from None
+    one_cell_per_claim(notebook, source_path)
+    note_output_keys(notebook)
     return notebook
 
 
@@ -152,10 +152,10 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
                                      config.allow_stale_recordings, pinned,
                                      instructor=edition_of(app) is Edition.INSTRUCTOR)
     except RecordingError as error:
-        if not error.cell:
+        if error.path is not None or not error.line:
             raise
-        # A changed cell: located in the chapter.
-        raise RecordingError(error.message, source_path, line_of(error.cell, text)) from None
+        # A changed cell: at its line in the chapter.
+        raise RecordingError(error.message, source_path, error.line) from None
     for kind, lines in attached.drift.items():
         for line in lines:
             logger.info("%s: environment drift in the %s recording: %s", source_path, kind, line)

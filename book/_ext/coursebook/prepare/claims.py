@@ -25,16 +25,16 @@ from coursebook.model.claims import (
     source_comments,
 )
 from coursebook.model.faults import BookError
-from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line, is_claim, line_of
+from coursebook.model.cell_notes import CELL_NOTE, line_within, place_at, source_line
+from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line, is_claim
 
 # A claim's run may raise (its verdict), and nothing of it is shown.
 _RUN_TAGS = (RAISES_TAG, "remove-cell")
 
 
-def one_cell_per_claim(notebook: nbformat.NotebookNode, chapter_text: str,
-                       source_path: str) -> None:
-    """Split each claim cell into one cell per claim, tagged to run hidden; a claim cell
-    without a ``# claim:`` line stops the chapter, at its line."""
+def one_cell_per_claim(notebook: nbformat.NotebookNode, source_path: str) -> None:
+    """Split each claim cell into one cell per claim, tagged to run hidden, each at its
+    own line; a claim cell without a ``# claim:`` line stops the chapter, at its line."""
     cells = []
     for cell in notebook.cells:
         if not is_claim(cell):
@@ -44,10 +44,14 @@ def one_cell_per_claim(notebook: nbformat.NotebookNode, chapter_text: str,
         if not blocks:
             raise BookError(f"claim cell `{first_line(cell)}` names no claim: begin it with "
                             "`# claim: ` and a fragment of the sentence above it",
-                            source_path, line_of(cell.source, chapter_text))
+                            source_path, source_line(cell))
         tags = cell_tags(cell) + [tag for tag in _RUN_TAGS if tag not in cell_tags(cell)]
-        cells += [nbformat.v4.new_code_cell(block.code, metadata={**cell.metadata, "tags": tags})
-                  for block in blocks]
+        metadata = {key: value for key, value in cell.metadata.items() if key != CELL_NOTE}
+        position = 0
+        for block in blocks:
+            position = cell.source.index(block.code, position)  # the blocks, in order
+            cells.append(place_at(nbformat.v4.new_code_cell(
+                block.code, metadata={**metadata, "tags": tags}), line_within(cell, position)))
     notebook.cells = cells
 
 
@@ -69,12 +73,13 @@ class ChapterClaims:
     unsourced: tuple[tuple[int, str], ...] = ()
 
 
-def _located(code: str, prose: list[str], chapter_text: str) -> Claim:
+def _located(cell, prose: list[str], chapter_text: str) -> Claim:
     """A chapter's claim at its sentence's line; a fragment the prose above does not hold
     is left at its `# claim:` line, without a sentence."""
+    code = cell.source
     says = claim_blocks(code)[0].says
     found = find_in_prose(says, prose)
-    here = line_of(code[CLAIM_LINE.search(code).start():], chapter_text)  # after any set-up
+    here = line_within(cell, CLAIM_LINE.search(code).start())  # after any set-up
     if found is None:
         return Claim(says, here, check=code)
     text = prose[found.text]
@@ -103,7 +108,7 @@ def chapter_claims(notebook: nbformat.NotebookNode, chapter_text: str,
                                       or line_in(chapter_text, comment[0]), comment[0]))
         elif is_claim(cell):
             exhibits = from_exhibits.get(cell.source.strip())
-            checked.append(ClaimCell(index, exhibits or _located(cell.source, prose, chapter_text)))
+            checked.append(ClaimCell(index, exhibits or _located(cell, prose, chapter_text)))
         elif cell.cell_type == "code":
             prose = []
     return ChapterClaims(tuple(checked), cited, tuple(unsourced))

@@ -14,7 +14,7 @@ import re
 
 import nbformat
 
-from coursebook.model.notebooks import ANSWER_TAG, RAISES_TAG, cell_tags, first_line, is_answer
+from coursebook.model.notebooks import ANSWER_TAG, RAISES_TAG, cell_tags, is_answer
 from coursebook.model.solutions import is_solution_marker
 from coursebook.prepare.answer_checks import place_checks
 
@@ -69,9 +69,9 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbfor
 _HIDING_TAGS = frozenset({"remove-cell", "remove-output"})
 
 
-def hidden_raises_cells(notebook) -> list[str]:
-    """First lines of cells tagged raises-exception whose error would not be shown."""
-    return [first_line(cell) for cell in notebook.cells
+def hidden_raises_cells(notebook) -> list:
+    """The cells tagged raises-exception whose error would not be shown."""
+    return [cell for cell in notebook.cells
             if RAISES_TAG in cell_tags(cell) and set(cell_tags(cell)) & _HIDING_TAGS]
 
 

@@ -31,7 +31,7 @@ import nbformat
 from docutils import nodes
 
 from coursebook.model.faults import shown_path
-from coursebook.model.notebooks import first_line, line_of
+from coursebook.model.notebooks import first_line
 from coursebook.render.pdf_fonts import FALLBACK_FONTS
 
 OVERFULL_LIMIT_PT = 2.0
@@ -175,23 +175,24 @@ def _in_source(character: str, path: Path) -> Place | None:
                  "the chapter's text holds")
 
 
-def _cells(doctree: Path) -> list[dict[str, str]]:
-    """Each code cell of a document's doctree: the text of its parts (myst-nb's
-    ``cell_code_source`` and ``cell_code_output``; a hidden part is absent)."""
+def _cells(doctree: Path) -> list[dict]:
+    """Each code cell of a document's doctree: its line and the text of its parts
+    (myst-nb's ``cell_code_source`` and ``cell_code_output``; a hidden part is absent)."""
     if not doctree.is_file():
         return []
     document = pickle.loads(doctree.read_bytes())  # as Sphinx wrote it, in this build
-    return [{part.get("nb_element"): part.astext() for part in cell.children
-             if isinstance(part, nodes.container)}
+    return [{"line": cell.line or 0, **{part.get("nb_element"): part.astext()
+                                        for part in cell.children
+                                        if isinstance(part, nodes.container)}}
             for cell in document.findall(nodes.container) if cell.get("nb_element") == "cell_code"]
 
 
 def _in_outputs(character: str, path: Path, doctree: Path) -> Place | None:
-    text = path.read_text(encoding="utf8", errors="replace") if path.is_file() else ""
     for cell in _cells(doctree):
         if character in cell.get("cell_code_output", ""):
             code = nbformat.v4.new_code_cell(cell.get("cell_code_source", ""))
-            line = line_of(code.source, text)  # 0: code hidden, or a cell the book added
+            # myst-nb's line of the cell, the author's (coursebook.model.notebooks.notebook_to_myst)
+            line = cell["line"]
             shown = f"the cell `{first_line(code)}`" if code.source else "a cell whose code is hidden"
             return Place(f"{shown_path(path)}{f':{line}' if line else ''}",
                          f"the output of {shown} holds")

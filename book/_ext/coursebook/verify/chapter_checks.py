@@ -30,7 +30,8 @@ from coursebook.execute.notebook_runs import StoppedRun
 from coursebook.execute.shared_cache import cached_notebook
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import CellOrigin
-from coursebook.model.notebooks import RAISES_TAG, line_of
+from coursebook.model.cell_notes import source_line
+from coursebook.model.notebooks import RAISES_TAG, as_myst_nb_reads, first_line
 from coursebook.model.provenance import today
 from coursebook.model.versions import release
 from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_states
@@ -104,20 +105,19 @@ def _short(error: str, lines: int = 12) -> str:
     return "\n      ".join(error.splitlines()[-lines:])
 
 
-def _where(source: str, chapter_text: str) -> dict:
-    return dict(line=line_of(source, chapter_text),
-                first_line=(source.strip().splitlines() or [""])[0])
+def _where(cell) -> dict:
+    return dict(line=source_line(cell), first_line=first_line(cell))
 
 
-def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str,
+def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
                   succeeded: bool, traceback: str | None,
                   origins: dict[str, CellOrigin] | None = None,
                   stopped: StoppedRun | None = None,
                   report: Path | None = None) -> list[CellProblem]:
     """What went wrong in one executed chapter, in cell order.
 
-    ``sources`` are the executed notebook's cell sources (by myst-nb's cell index), so
-    that a cell whose input is hidden is still named; ``chapter_text`` is the file;
+    ``cells`` are the executed notebook's cells (by myst-nb's cell index), so that a
+    cell whose input is hidden is still named, at its line;
     ``origins`` names the cells that exhibits added (:func:`coursebook.model.museum.cell_origins`);
     ``stopped`` says where a run that timed out or lost its kernel stopped: the cells
     after that one never ran, so none of them is blamed; ``report``: the file that keeps
@@ -127,20 +127,20 @@ def cell_problems(doctree: nodes.document, sources: list[str], chapter_text: str
         if stopped.cell_index is None:
             return [CellProblem(0, "(the first one)", stopped.what)]
         ran = [cell for cell in code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
-        return _problems(ran, sources, chapter_text, origins, report) + [
-            CellProblem(**_where(sources[stopped.cell_index], chapter_text), what=stopped.what)]
-    problems = _problems(code_cells(doctree), sources, chapter_text, origins, report)
+        return _problems(ran, cells, origins, report) + [
+            CellProblem(**_where(cells[stopped.cell_index]), what=stopped.what)]
+    problems = _problems(code_cells(doctree), cells, origins, report)
     if not succeeded and not problems:
         problems.append(CellProblem(0, "(the notebook)", what=(
             f"failed to execute:\n      {_short(traceback or 'no traceback recorded')}")))
     return problems
 
 
-def _problems(cells, sources: list[str], chapter_text: str,
+def _problems(rendered, cells: list[nbformat.NotebookNode],
               origins: dict[str, CellOrigin] | None, report: Path | None) -> list[CellProblem]:
     problems: list[CellProblem] = []
-    for cell in cells:
-        source = sources[cell["cell_index"]]
+    for cell in rendered:
+        source = cells[cell["cell_index"]].source
         tags = cell.get("cell_metadata", {}).get("tags", [])
         error = next((block.astext().strip() for block in cell.findall(nodes.literal_block)
                       if "traceback" in block.get("classes", [])), None)
@@ -152,7 +152,7 @@ def _problems(cells, sources: list[str], chapter_text: str,
             if error is not None:
                 return problems  # nbclient stops at the first unexpected error
             continue
-        where = _where(source, chapter_text)
+        where = _where(cells[cell["cell_index"]])
         if error is not None and RAISES_TAG not in tags:
             problems.append(CellProblem(**where, what=(
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
@@ -174,11 +174,9 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
     prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
     if exec_data is None or prepared is None:
         return
-    sources = [cell.source for cell in prepared.notebook.cells]
-    chapter_text = Path(env.doc2path(env.docname)).read_text(encoding="utf8")
     # Where the traceback is kept once the build has read every page.
     kept = shown_path(_reports(app)[1].joinpath(*f"{env.docname}.err.log".split("/")))
-    problems = cell_problems(doctree, sources, chapter_text,
+    problems = cell_problems(doctree, prepared.notebook.cells,
                              bool(exec_data.get("succeeded")), exec_data.get("traceback"),
                              prepared.origins, stopped_run(app),
                              kept if exec_data.get("traceback") else None)
@@ -188,17 +186,17 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
                      type="coursebook", subtype="execution")
     if problems:
         mark_failed(env, env.docname)
-    report_cut_outputs(doctree, sources, chapter_text)
+    report_cut_outputs(doctree, prepared.notebook.cells)
 
 
-def report_cut_outputs(doctree: nodes.document, sources: list[str], chapter_text: str) -> None:
+def report_cut_outputs(doctree: nodes.document, cells: list[nbformat.NotebookNode]) -> None:
     """Say once, at its cell, that an output too long for the page was cut."""
     for cell in code_cells(doctree):
         for block in cell.findall(nodes.literal_block):
             found = CUT_MARKER.search(block.astext()) if "output" in block["classes"] else None
             if found is None:
                 continue
-            where = _where(sources[cell["cell_index"]], chapter_text)
+            where = _where(cells[cell["cell_index"]])
             logger.info("code cell `%s`: an output is longer than %s characters: the page "
                         "shows its start and its end around `%s`; the expected outputs verify "
                         "the whole by its digest", where["first_line"], f"{LIMIT:,}",
@@ -218,21 +216,33 @@ def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.Notebo
         return prepared.recorded
     temp = app.env.temp_data
     if _EXECUTED not in temp:
-        temp[_EXECUTED] = cached_notebook(book_config(app.config).cache_path, prepared.notebook)
+        # Looked up as the build cached it: the notebook myst-nb read.
+        temp[_EXECUTED] = cached_notebook(book_config(app.config).cache_path, as_myst_nb_reads(
+            prepared.notebook, getattr(app.env, "myst_config", None)))
     return temp[_EXECUTED]
 
 
 def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
     """``doctree-read``: the outputs of a chapter myst-nb has just executed or taken from
     the cache, kept with the page for :func:`compare_expected_outputs`: every build
-    compares them (a warm build too, which reads nothing) without opening the cache."""
-    prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
-    chapter = page_state_of(app.env, app.env.docname)
+    compares them (a warm build too, which reads nothing) without opening the cache.
+    A chapter myst-nb ran (or took from the cache) whose outputs are not found is an
+    error: it would go uncompared."""
+    env = app.env
+    prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
+    chapter = page_state_of(env, env.docname)
     if prepared is None or prepared.recorded is not None or chapter.failed:
         return
     executed = executed_notebook(app, prepared)
     if executed is not None:
         chapter.outputs = cell_outputs(executed)
+    elif (NbMetadataCollector.get_exec_data(env, env.docname) or {}).get("succeeded"):
+        logger.error("this chapter ran, but its outputs are not in the execution cache under "
+                     "its prepared notebook's key, so they cannot be compared with its expected "
+                     "outputs: a fault of the book's extension (the notebook myst-nb read is "
+                     "not the one prepared); report it with this chapter",
+                     location=(env.docname, None), type="coursebook", subtype="expected-outputs")
+        mark_failed(env, env.docname)
 
 
 def _accept_header(torch_version: str, docname: str) -> list[str]:
@@ -294,10 +304,9 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
                   f"missing). Accept them with `{ACCEPT_COMMAND}`, review and commit them.")
             mismatches = [o for o in outputs if not o.unverified]
         else:
-            text = Path(chapter).read_text(encoding="utf8")
             mismatches = compare(expectations, edition, outputs, run)
             for mismatch in mismatches:
-                _fail(app, docname, line_of(mismatch.cell.source, text),
+                _fail(app, docname, mismatch.cell.line,
                       f"code cell {mismatch.cell.index} `{mismatch.cell.first_line}` "
                       f"({edition} edition, torch {release(torch_version)}) "
                       f"{mismatch.diff(path)}\n    {mismatch.fix(path)}",

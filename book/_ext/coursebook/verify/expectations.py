@@ -26,13 +26,8 @@ import nbformat
 
 from coursebook.execute.long_outputs import as_displayed
 from coursebook.model.faults import shown_path
-from coursebook.model.notebooks import (
-    BOOK_ONLY_TAG,
-    cell_tags,
-    content_keys,
-    is_claim,
-    short_digest,
-)
+from coursebook.model.cell_notes import CELL_NOTE, cell_key, source_line
+from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags, expects_output, short_digest
 from coursebook.model.outputs import normalise
 from coursebook.model.versions import release
 from coursebook.page_state import CellOutput
@@ -99,21 +94,21 @@ def code_digest(source: str) -> str:
 
 
 def output_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
-    """The code cells whose outputs are expected: all but the claims' checks (an assert is
-    their check, :mod:`coursebook.verify.claims`), so a claim never makes a file stale."""
-    return [cell for cell in notebook.cells if cell.cell_type == "code" and not is_claim(cell)]
+    """The code cells whose outputs are expected (:func:`coursebook.model.notebooks.expects_output`)."""
+    return [cell for cell in notebook.cells if expects_output(cell)]
 
 
 def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
-    """A key per cell of :func:`output_cells`: a hash of its code, numbered when it recurs."""
-    return content_keys((cell.source.strip() for cell in output_cells(notebook)), ".")
+    """The key of each cell of :func:`output_cells`, as the chapter was prepared
+    (:func:`coursebook.model.notebooks.note_output_keys`)."""
+    return [cell_key(cell) for cell in output_cells(notebook)]
 
 
 def keyed_cells(notebook: nbformat.NotebookNode,
                 downloaded: bool = False) -> list[tuple[str, nbformat.NotebookNode]]:
     """Each cell of :func:`output_cells` with its key; ``downloaded``: only those a student
     download keeps (its ``book-only`` cells left out)."""
-    return [(key, cell) for key, cell in zip(cell_keys(notebook), output_cells(notebook))
+    return [(cell_key(cell), cell) for cell in output_cells(notebook)
             if not downloaded or BOOK_ONLY_TAG not in cell_tags(cell)]
 
 
@@ -125,7 +120,7 @@ def cell_outputs(notebook: nbformat.NotebookNode,
     keyed = keyed_cells(notebook, downloaded=ran is not None)
     shown = [cell for _, cell in keyed] if ran is None else ran
     return [CellOutput(key, number, cell.source, shown_text(done),
-                       str(cell.metadata.get(UNVERIFIED_KEY, "")))
+                       str(cell.metadata.get(UNVERIFIED_KEY, "")), source_line(cell))
             for number, ((key, cell), done) in enumerate(zip(keyed, shown), 1)]
 
 
@@ -148,7 +143,8 @@ class Expectations:
 def run_digest(notebook: nbformat.NotebookNode) -> str:
     """What decides a chapter's outputs: its code cells (source and metadata, the execution
     versions included: :mod:`coursebook.execute.cache_key`) and the platform."""
-    cells = [[cell.source, cell.metadata] for cell in notebook.cells if cell.cell_type == "code"]
+    cells = [[cell.source, {key: value for key, value in cell.metadata.items() if key != CELL_NOTE}]
+             for cell in notebook.cells if cell.cell_type == "code"]
     return short_digest(json.dumps([platform.system(), platform.machine(), cells],
                                    sort_keys=True, default=str))
 

@@ -1,0 +1,62 @@
+"""Each cell's identity: the book's note in its metadata, made when a chapter is read.
+
+The note sits under :data:`CELL_NOTE`. ``line``: the 1-based line of the author's file
+where the cell's text starts (its first line that is not blank), from the parser
+(:func:`coursebook.model.notebooks.read_chapter`); a cell the book adds (an exhibit, a
+set-up cell, an answer's checks) stands at the line of the marker that placed it, or of
+the cell before it. ``key``: for a code cell whose outputs are expected, the name its
+expected output, its pytest item and its comparisons go by
+(:func:`coursebook.model.notebooks.note_output_keys`). Every message names a cell by this
+line; nothing searches a file for a cell's text.
+
+The note is the reader's, never the chapter's: it is not written back as MyST, not hashed
+into the execution cache's key (:func:`without_notes`) and not in downloads. A notebook
+read from an ``.ipynb`` file has no lines of text; there a cell's line is its number (the
+first cell 1), which is how Jupyter names a cell.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import nbformat
+
+CELL_NOTE = "coursebook"
+
+
+def source_line(cell) -> int:
+    """The cell's line in the author's file (0: none known)."""
+    return int(cell.get("metadata", {}).get(CELL_NOTE, {}).get("line", 0))
+
+
+def cell_key(cell) -> str:
+    """The key of a code cell whose outputs are expected ("": none)."""
+    return str(cell.get("metadata", {}).get(CELL_NOTE, {}).get("key", ""))
+
+
+def note(cell, **values) -> None:
+    """Set entries of the cell's note (``line``, ``key``)."""
+    cell.metadata[CELL_NOTE] = {**cell.metadata.get(CELL_NOTE, {}), **values}
+
+
+def place_at(cell, line: int):
+    """The cell, noted at ``line`` unless it has a line already; returned for chaining."""
+    if not source_line(cell) and line:
+        note(cell, line=line)
+    return cell
+
+
+def line_within(cell, offset: int) -> int:
+    """The line of the author's file holding the character at ``offset`` in the cell's
+    source (0: the cell has no line)."""
+    source, line = cell.source, source_line(cell)
+    blank = source.count("\n", 0, len(source) - len(source.lstrip()))  # before its line
+    return line and line - blank + source.count("\n", 0, offset)
+
+
+def without_notes(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of the notebook without the book's notes, as myst-nb reads it back."""
+    bare = copy.deepcopy(notebook)
+    for cell in bare.cells:
+        cell.metadata.pop(CELL_NOTE, None)
+    return bare
