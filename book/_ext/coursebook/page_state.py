@@ -1,11 +1,14 @@
 """What reading each chapter page left for the phases after it, kept in the environment.
 
-A chapter is prepared once per read (``source-read``), executed or taken from the cache
-by myst-nb, and checked (``doctree-read``). What later phases need of it is kept here,
-per page, by an :class:`~sphinx.environment.collectors.EnvironmentCollector`: Sphinx
-drops a page's entry when the page is read again or removed, merges the entries of
-parallel readers, and pickles them with the environment, so a warm build that reads no
-page still has them. No later phase prepares a chapter again.
+A chapter is prepared once per read (``source-read``), executed into the cache by the
+execute stage when the cache lacks it, read from the cache by myst-nb, and checked
+(``doctree-read``). What later phases need of it is kept here, per page, by an
+:class:`~sphinx.environment.collectors.EnvironmentCollector`: Sphinx drops a page's entry
+when the page is read again or removed, merges the entries of parallel readers, and
+pickles them with the environment, so a warm build that reads no page still has them.
+Later phases take this edition's notebook from here; only verify/ prepares a chapter's
+instructor notebook again (accepted outputs keep both editions' cell keys; the versions
+page names each cell's section).
 """
 
 from __future__ import annotations
@@ -48,8 +51,9 @@ PREPARED = "coursebook_prepared"
 class PageState:
     """One page as reading left it.
 
-    ``notebook``: this edition's notebook as myst-nb executed it (no outputs); None for a
-    page that is not a chapter or could not be prepared. ``recorded_with``: for a recorded
+    ``notebook``: this edition's notebook as prepared, the execution versions in its first
+    code cell (no outputs; myst-nb reads it as MyST text); None for a page that is not a
+    chapter or could not be prepared. ``recorded_with``: for a recorded
     chapter, where its recordings ran. ``outputs``: each code cell's shown output, for the
     comparison with the expected outputs (None: nothing to compare). ``failed``: the page
     reported an error, so it is read (and reports it) again on the next build.
