@@ -243,6 +243,27 @@ def test_each_cell_is_noted_at_its_own_line_a_repeated_one_too():
     assert mismatch.cell.line == 101 and mismatch.cell.key == cell_key(code[1])
 
 
+def test_a_chapter_that_ran_but_whose_outputs_are_not_found_is_an_error(caplog):
+    # Such a chapter was skipped silently: nothing compared, and the build succeeded.
+    from types import SimpleNamespace
+
+    from myst_nb.sphinx_ import NbMetadataCollector
+
+    from coursebook.page_state import PREPARED, page_state_of
+    from coursebook.prepare.chapters import PreparedChapter
+    from coursebook.verify.chapter_checks import _EXECUTED, keep_cell_outputs
+
+    env = SimpleNamespace(docname="chapter", temp_data={})
+    # Its run succeeded, and the cache has no notebook for its key.
+    NbMetadataCollector.set_doc_data(env, "chapter", "exec_data", {"succeeded": True})
+    env.temp_data.update({PREPARED: PreparedChapter(_notebook(_code("x = 1"))),
+                          _EXECUTED: None})
+    keep_cell_outputs(SimpleNamespace(env=env), None)
+    state = page_state_of(env, "chapter")
+    assert state.failed and state.outputs is None
+    assert "this chapter ran, but its outputs are not in the execution cache" in caplog.text
+
+
 def test_versions_sort_as_releases_and_a_text_that_names_none_goes_first():
     from coursebook.model.versions import is_release, release, version_key
 

@@ -10,9 +10,9 @@ expected output, its pytest item and its comparisons go by
 line; nothing searches a file for a cell's text.
 
 The note is the reader's, never the chapter's: it is not written back as MyST, not hashed
-into the execution cache's key (:func:`without_notes`) and not in downloads. A notebook
-read from an ``.ipynb`` file has no lines of text; there a cell's line is its number (the
-first cell 1), which is how Jupyter names a cell.
+into the execution cache's key (:func:`without_notes`) and not in downloads. (A notebook
+read from an ``.ipynb`` file has no lines of text: its reader is to note each cell at its
+number, the first cell 1, which is how Jupyter names a cell.)
 """
 
 from __future__ import annotations
