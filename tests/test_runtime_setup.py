@@ -84,11 +84,14 @@ def test_the_set_up_cell_comes_from_the_books_runtimes_file(tmp_path):
 # --- What the cells do where they run: each generated cell run here, as on a machine with
 # a runtime's image list installed, with or without the device ----------------------------
 
-def _run(code: str, monkeypatch, installed: dict[str, str], device: bool) -> list[list[str]]:
-    """Run a generated cell as on a machine with ``installed`` ({name: version}) and with or
-    without the device; the commands it started (pip's install)."""
+def _run(code: str, monkeypatch, installed: dict[str, str], device: bool,
+         colab: bool = True) -> list[list[str]]:
+    """Run a generated cell as on a machine with ``installed`` ({name: version}), with or
+    without the device, on Colab or elsewhere; the commands it started (pip's install)."""
     import glob
     import subprocess
+    import sys
+    import types
     from importlib import metadata
 
     def version(name: str) -> str:
@@ -100,6 +103,10 @@ def _run(code: str, monkeypatch, installed: dict[str, str], device: bool) -> lis
     monkeypatch.setattr(metadata, "version", version)
     monkeypatch.setattr(glob, "glob", lambda pattern: ["/dev/device0"] if device else [])
     monkeypatch.setattr(subprocess, "run", lambda command, **options: started.append(command))
+    if colab:  # Colab's kernel imports its own module before any cell
+        monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    else:
+        monkeypatch.delitem(sys.modules, "google.colab", raising=False)
     for kind in KINDS.values():
         for name in kind.environment:
             monkeypatch.delenv(name, raising=False)
@@ -141,6 +148,35 @@ def test_without_the_device_the_set_up_cell_installs_no_device_only_pin(name, mo
     own = _image(name)
     assert _installs(_run(code, monkeypatch, own, device=True)) == {
         n for n in pins if package_key(n) not in own}
+
+
+@pytest.mark.parametrize("name", RUNTIMES)
+def test_what_the_book_adds_is_installed_last_in_a_pip_run_of_its_own(name, monkeypatch):
+    """Another package may ship files of the same name (torch_xla 2.9.0 ships a torchax):
+    the added packages are laid down again after every other install, without dependencies."""
+    runtime = load_runtimes()[name]
+    started = _run(setup_code(name, KINDS), monkeypatch, {}, device=False)
+    assert len(started) == 2
+    last = started[-1]
+    assert "--force-reinstall" in last and "--no-deps" in last
+    assert [a for a in last if "==" in a] == [f"{n}=={v}" for n, v in runtime.adds.items()]
+    assert _run(setup_code(name, KINDS), monkeypatch, _image(name) | {
+        package_key(n): v for n, v in runtime.adds.items()}, device=True) == []
+
+
+@pytest.mark.parametrize("name", RUNTIMES)
+def test_away_from_colab_the_set_up_cell_installs_nothing_and_says_what_it_would(
+        name, monkeypatch, capsys):
+    """A student's own Jupyter is not changed: the cell prints the pip commands instead."""
+    code = setup_code(name, KINDS)
+    assert _run(code, monkeypatch, {}, device=False, colab=False) == []
+    printed = capsys.readouterr().out
+    assert printed.startswith("Not on Colab")
+    runtime = load_runtimes()[name]
+    for pin, version in {**runtime.packages, **runtime.adds}.items():
+        if pin not in runtime.device_only:
+            assert f"{pin}=={version.split('+')[0]}" in printed
+    assert "-q" not in printed.split()
 
 
 def _restart(holder: str) -> str:

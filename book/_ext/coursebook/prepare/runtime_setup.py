@@ -12,8 +12,9 @@ recording's kernel) win.
 
 ```` ```{runtime-restart} RUNTIME MODULE``` ```` (with an optional ``:tags: [...]`` line, the
 cell's own tags) marks where the cells below need a process in which MODULE never took the
-device: on a machine with the device, its cell stops Run all with one line (restart the
-runtime, then run from this cell) when MODULE was imported above it; elsewhere it passes.
+device: on a machine with the device, its cell stops Run all with an error (a short traceback whose
+last line says: restart the runtime, then run from this cell) when MODULE was imported above
+it; elsewhere it passes.
 It sets the same variables as the set-up cell, which a restarted runtime has lost.
 Both cells are hidden on the page (``remove-cell``); a download shows them.
 """
@@ -83,10 +84,12 @@ def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
         "# every pin that differs" + (f" (but {device_only}, which only a "
                                       f"{accelerator.short_label} uses)" if device_only else "")
         + ", and the bridges are told to use the CPU.",
+        "# It installs only on Colab; elsewhere it prints the pip commands this notebook needs.",
         "import glob, os, subprocess, sys",
         "from importlib import metadata",
         "",
         f"pins = {pins!r}",
+        f"adds = {list(runtime.adds)!r}  # the packages the book adds to the runtime",
         f"device_only = {list(runtime.device_only)!r}",
         *_device_lines(accelerator, stand_in),
         "",
@@ -100,12 +103,23 @@ def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
         "missing = [f'{name}=={version}' for name, version in pins.items()",
         "           if release(name) != version.split('+')[0]",
         "           and (on_device or name not in device_only)]",
+        "commands = []",
         "if missing:",
-        "    print('Installing', ' '.join(missing))",
-        "    subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', *missing, *indexes],",
-        "                   check=True)",
-        "else:",
+        "    commands.append(['install', *missing, *indexes])",
+        "    # The added packages once more, last: another package may ship files of the same",
+        "    # name, and the added package's own files must be the ones Python imports.",
+        "    commands.append(['install', '--no-deps', '--force-reinstall',",
+        "                     *(f'{name}=={pins[name]}' for name in adds)])",
+        "if not commands:",
         "    print('Every pinned package is installed.')",
+        "elif 'google.colab' in sys.modules:",
+        "    print('Installing', ' '.join(missing))",
+        "    for command in commands:",
+        "        subprocess.run([sys.executable, '-m', 'pip', *command, '-q'], check=True)",
+        "else:",
+        "    print('Not on Colab, so nothing is installed here. This notebook needs:')",
+        "    for command in commands:",
+        "        print('  pip', ' '.join(command))",
     ])
 
 
