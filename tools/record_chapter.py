@@ -184,16 +184,18 @@ def what_moved(runtime: Runtime, lists: Path, image: dict[str, str] | None) -> l
     return lines
 
 
-def image_versions() -> dict[str, str]:
+def image_versions() -> dict[str, str] | None:
     """The packages of this machine's own Python (the recorder's base interpreter, whose
-    packages a ``system_packages`` kind's environments see), {normalised name: version}."""
+    packages a ``system_packages`` kind's environments see), {normalised name: version};
+    None where that Python cannot say."""
     base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     done = subprocess.run([str(base), "-c", "import json; from importlib import metadata; "
                            "print(json.dumps({d.metadata['Name']: d.version "
                            "for d in metadata.distributions()}))"],
                           capture_output=True, text=True)
-    found = json.loads(done.stdout) if done.returncode == 0 else {}
-    return {package_key(name): version for name, version in found.items()}
+    if done.returncode != 0:
+        return None
+    return {package_key(name): version for name, version in json.loads(done.stdout).items()}
 
 
 def base_python(machine: MachineKind, environment: RecordingEnvironment) -> str:
