@@ -74,9 +74,8 @@ def chapter_runs(app: Sphinx) -> ChapterRuns | None:
 
 @dataclass
 class BookRead:
-    """What a build of ``edition`` reads and executes."""
+    """What a build of one edition reads and executes."""
 
-    edition: Edition
     book: BookConfig  # as the build resolves it: execution versions, cache folder
     read: set[Path]  # every page it reads
     runs: dict[Path, Run]  # the chapters it executes, by source file
@@ -117,7 +116,7 @@ def read_book(srcdir: Path, confdir: Path, edition: Edition,
             path = Path(app.env.doc2path(docname)).resolve()
             failed[path] = next((line for line in errors if path.name in line),
                                 errors[0] if errors else f"{path}: did not prepare")
-    return BookRead(edition, book_config(app.config), read,
+    return BookRead(book_config(app.config), read,
                     {run.path: run for run in app.builder.runs.values()}, failed)
 
 
