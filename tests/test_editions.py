@@ -41,6 +41,15 @@ def test_writing_a_chapter_back_reads_the_same_cells(path):
     assert _cells(read_chapter(notebook_to_myst(chapter))) == _cells(chapter)
 
 
+def test_a_code_cell_after_an_html_block_is_not_read_into_it():
+    # The page's text puts a code cell's fence right under the text above it where it
+    # can; an HTML block runs on to the next blank line and would swallow the cell.
+    chapter = read_chapter("---\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
+                           "\n# T\n\n<div class=\"note\">\nSay it</div>\n\n```{code-cell} ipython3\n"
+                           "x = 1\n```\n")
+    assert _cells(read_chapter(notebook_to_myst(chapter))) == _cells(chapter)
+
+
 @pytest.mark.parametrize("blank", ["", "\n", "\n\n"])
 def test_a_cell_with_options_that_ends_in_blank_lines_reads_back_the_same(blank):
     # The reader dropped one blank line at the end of a cell with options on each read:

@@ -200,8 +200,8 @@ def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
             options.append("")
         # myst-nb names a code cell at the second line after its fence: its first line of
         # code, where it has no options. Text right above a fence is ended by it, but for
-        # an HTML block, which only a blank line ends.
-        html = after == "markdown" and out[-1].lstrip().startswith("<")
+        # an HTML block, which only a blank line ends (any markup in the last block counts).
+        html = after == "markdown" and "<" in "\n".join(out).rsplit("\n\n", 1)[-1]
         out += [""] * max(int(html), line - len(out) - 3)
         out += [fence + directive, *options, *code, fence]
         after = cell.cell_type
