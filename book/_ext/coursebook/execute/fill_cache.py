@@ -16,7 +16,7 @@ chapters then run as myst-nb's cache mode runs them
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING
@@ -77,9 +77,8 @@ class BookRead:
     """What a build of one edition reads and executes."""
 
     book: BookConfig  # as the build resolves it: execution versions, cache folder
-    read: set[Path]  # every page it reads
     runs: dict[Path, Run]  # the chapters it executes, by source file
-    failed: dict[Path, str] = field(default_factory=dict)  # pages that did not prepare: why
+    failed: dict[Path, str]  # the pages it read that did not prepare: the build's one line
 
     def executes(self, path: Path) -> Run | None:
         return self.runs.get(path.resolve())
@@ -91,9 +90,8 @@ def _errors(log: str) -> list[str]:
     return [line for line in strip_escape_sequences(log).splitlines() if "ERROR: " in line]
 
 
-def read_book(srcdir: Path, confdir: Path, edition: Edition,
-              settings: dict[str, str] | None = None) -> BookRead:
-    """Sphinx's read of the book for ``edition`` (``settings``: as sphinx-build's -D)."""
+def read_book(srcdir: Path, confdir: Path, edition: Edition) -> BookRead:
+    """Sphinx's read of the book in ``srcdir`` (conf.py in ``confdir``) for ``edition``."""
     from sphinx.application import Sphinx
     from sphinx.util.docutils import docutils_namespace, patch_docutils
 
@@ -102,21 +100,20 @@ def read_book(srcdir: Path, confdir: Path, edition: Edition,
     with TemporaryDirectory() as out, patch_docutils(confdir), docutils_namespace():
         try:
             app = Sphinx(str(srcdir), str(confdir), f"{out}/out", f"{out}/doctrees",
-                         ChapterRuns.name, confoverrides=settings or {}, status=None,
-                         warning=log, freshenv=True, tags=tags)
+                         ChapterRuns.name, status=None, warning=log, freshenv=True,
+                         tags=tags)
             app.build()
         except SystemExit:  # a setting the build cannot use: its one line is logged
             errors = _errors(log.getvalue())
             raise BookReadError(errors[0] if errors else log.getvalue().strip()) from None
     errors = _errors(log.getvalue())
-    read = {Path(app.env.doc2path(docname)).resolve() for docname in app.env.found_docs}
     failed = {}
     for docname, state in page_states(app.env).items():
         if state.failed:
             path = Path(app.env.doc2path(docname)).resolve()
             failed[path] = next((line for line in errors if path.name in line),
                                 errors[0] if errors else f"{path}: did not prepare")
-    return BookRead(book_config(app.config), read,
+    return BookRead(book_config(app.config),
                     {run.path: run for run in app.builder.runs.values()}, failed)
 
 
