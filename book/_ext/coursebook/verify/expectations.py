@@ -309,8 +309,9 @@ class Mismatch:
                                        f"{self.cell.first_line}",
                                        *(f"{_INDENT}{line}" for line in marked.split("\n"))])
         # The entry is not the message's last line, where the log appends Sphinx's [type].
-        return (f"Accepting it again would not help. Seed what varies in the cell (e.g. "
-                f"`torch.manual_seed(0)` before a random draw), or mark the part that "
+        return (f"Accepting it again would not help. Seed what varies before its draw "
+                f"(`torch.manual_seed(0)`, `np.random.seed(0)` or `random.seed(0)`, as "
+                f"the cell draws), or mark the part that "
                 f"varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
                 f"`<size>` or `...` where the output varies{example}\n    See "
