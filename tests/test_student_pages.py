@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
+from myst_nb.core.read import read_myst_markdown_notebook
 
 from conftest import BOOK, ROOT
 from coursebook.model import notebooks
@@ -136,8 +137,8 @@ def download_findings(path: Path) -> list[str]:
     text = path.read_text(encoding="utf8")
     if path.suffix == ".ipynb":
         return notebook_findings(nbformat.reads(text, as_version=4), (DOWNLOAD_KEY,))
-    if notebooks.is_chapter_source(text):
-        return notebook_findings(notebooks.read_chapter(text))
+    if notebooks.is_chapter_source(text):  # as myst-nb reads it: the book's reader adds notes
+        return notebook_findings(read_myst_markdown_notebook(text))
     return build_talk(text)
 
 
