@@ -226,3 +226,20 @@ def test_a_timing_is_told_to_vary_marked_kept_by_accept_and_bounded(tiny_book, t
     kept = build("accept-again", **accept_setting)
     assert kept.returncode == 0, kept.log[-3000:]
     assert marked in expected.read_text()
+
+
+def test_a_mark_survives_an_edit_of_its_cell_while_its_pattern_holds():
+    """An edited cell has a new key: it takes the pattern of the marked entry whose cell is
+    gone when its output still matches it (and only that one), else it is written as is."""
+    expectations = Expectations()
+    for edition in ("student", "instructor"):
+        expectations.by_edition[edition] = {"0000000a": "took <duration>", "0000000b": "done"}
+        expectations.varying[edition] = {"0000000a"}
+    edited = [_output("000000aa", "took 4 ms"), _output("0000000b", "done")]
+    accepted = accept(expectations, "student", edited)
+    assert accepted.by_edition["student"] == {"000000aa": "took <duration>", "0000000b": "done"}
+    assert accepted.varying["student"] == {"000000aa"}
+    outgrown = [_output("000000aa", "took four steps"), _output("0000000b", "done")]
+    accepted = accept(expectations, "instructor", outgrown)
+    assert accepted.by_edition["instructor"]["000000aa"] == "took four steps"
+    assert accepted.varying["instructor"] == set()

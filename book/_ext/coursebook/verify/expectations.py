@@ -229,10 +229,13 @@ def accept(expectations: Expectations | None, edition: str, outputs: list[CellOu
            run: str | None = None) -> Expectations:
     """The expectations with this edition's outputs taken as they are now, from ``run``
     (:func:`run_digest`); an entry marked ``(varies)`` that the output still matches is
-    kept as it is (:func:`patterns_outgrown` names the others)."""
+    kept as it is, an edited cell's too (:func:`patterns_outgrown` names the others)."""
     updated = expectations or Expectations()
     old, marked = updated.by_edition[edition], updated.varying[edition]
+    carried = _edited_marked_cells(old, marked, outputs)
     kept = {o.key for o in outputs if o.key in marked and matches(old[o.key], o.text)}
+    old = {**old, **carried}
+    kept |= set(carried)
     updated.by_edition[edition] = {o.key: old[o.key] if o.key in kept else o.text
                                    for o in outputs if not o.unverified}
     updated.varying[edition] = kept
@@ -240,6 +243,24 @@ def accept(expectations: Expectations | None, edition: str, outputs: list[CellOu
     if run is not None:
         updated.runs[edition] = run
     return updated
+
+
+def _edited_marked_cells(old: dict[str, str], marked: set[str],
+                         outputs: list[CellOutput]) -> dict[str, str]:
+    """An edited cell (a new key) takes the pattern of a marked entry whose cell is gone
+    when its output matches that pattern and no other's: a varying mark survives an edit
+    of its cell's code (a comment, a renamed variable) as long as its pattern holds."""
+    present = {o.key for o in outputs}
+    gone = [key for key in marked if key not in present and key in old]
+    carried = {}
+    for output in outputs:
+        if output.key in old or output.unverified:
+            continue
+        fits = [key for key in gone if matches(old[key], output.text)]
+        if len(fits) == 1:
+            carried[output.key] = old[fits[0]]
+            gone.remove(fits[0])
+    return carried
 
 
 def patterns_outgrown(expectations: Expectations | None, edition: str,
