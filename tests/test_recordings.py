@@ -332,6 +332,8 @@ def test_a_second_kind_needs_only_data(second_kind_book):
     chapter = recorded_chapter(notebook, machines)
     recordings = load_recordings(second_kind_book / "recordings", chapter)
     assert [r.machine.name for r in recordings] == ["lab", "cpu"]
+    # The book's notes on cells (their lines) are not written: moved prose changes no file.
+    assert not [c for r in recordings for c in r.notebook.cells if "coursebook" in c.metadata]
     lab, cpu = ({c.source: c.outputs for c in r.notebook.cells if c.cell_type == "code"}
                 for r in recordings)
     assert len(lab) == 3 and len(cpu) == 3  # each left out the other's only-cell

@@ -71,6 +71,7 @@ from coursebook.model.machine_kinds import (  # noqa: E402
     load_environments,
     load_machine_kinds,
 )
+from coursebook.model.cell_notes import without_notes  # noqa: E402
 from coursebook.model.museum import load_museum, side_environments  # noqa: E402
 from coursebook.model.notebooks import (  # noqa: E402
     cell_tags,
@@ -604,9 +605,10 @@ def record(args: argparse.Namespace) -> int:
                                                 found[main.name]["torch_here"], install)
     torch_version = provenance["environments"][main.name].get("torch", "")
     # Ids from the cells, not nbformat's random ones: a new recording diffs where it changed.
-    notebook = with_stable_ids(edition_chapter(text, str(args.chapter), Edition.STUDENT,
-                                               museum, torch_version,
-                                               machine_kinds=machines))
+    # The book's notes (each cell's line) stay out: moving prose would change the file.
+    notebook = with_stable_ids(without_notes(edition_chapter(
+        text, str(args.chapter), Edition.STUDENT, museum, torch_version,
+        machine_kinds=machines)))
     if any(is_answer(cell) for cell in notebook.cells):
         raise Refused(f"{args.chapter} has answers: a recorded chapter has none")
     provenance.update(date=today(), commit=source_commit(ROOT, "book", "exhibits"),
