@@ -369,6 +369,8 @@ def test_the_second_kind_book_builds_with_its_panel_and_marks(second_kind_book, 
                                    "coursebook_recordings_dir":
                                        str(second_kind_book / "recordings")})
     assert build.returncode == 0, build.log[-3000:]
+    # A recorded chapter never runs in a build: myst-nb finds its recordings in the cache.
+    assert build.executed == 0 and "Executing" not in build.log, build.log[-3000:]
     page = (tmp_path / "out" / "html" / "tiny.html").read_text()
     assert "recording-provenance" in page and "Outputs recorded with" in page  # panel, footer
     assert page.count('href="#recording-tiny-lab"') == 3

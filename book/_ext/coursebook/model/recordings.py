@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 from myst_parser.config.main import read_topmatter
 
-from coursebook.model.cell_notes import source_line
+from coursebook.model.cell_notes import source_line, without_notes
 from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment
 from coursebook.model.notebooks import (
@@ -373,10 +373,12 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
 
 def cache_recorded_outputs(cache_path: str, source_path: str,
                            executed: nbformat.NotebookNode) -> None:
-    """Put the recorded outputs into jupyter-cache under the notebook's own key."""
+    """Put the recorded outputs into jupyter-cache under the notebook's own key (as myst-nb
+    reads the page: without the book's notes on its cells)."""
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
+    executed = without_notes(executed)
     cache = get_cache(cache_path)
     try:
         cache.match_cache_notebook(executed)
