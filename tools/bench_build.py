@@ -51,7 +51,7 @@ from nbclient import NotebookClient
 
 from coursebook.model.recordings import recording_name
 from coursebook.model.versions import release
-from coursebook.verify.expectations import cell_keys
+from coursebook.verify.expectations import code_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 JUPYTER_BOOK_1 = "jupyter-book>=1,<2"
@@ -230,8 +230,8 @@ class PreviewServer:
         text = (self.book / chapter).read_text()
         start = text.rindex("```{code-cell}", 0, text.index(old))
         code = text[text.index("\n", start) + 1:text.index("```", start + 3)]
-        keys = [cell_keys(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c)]))[0]
-                for c in (code, code.replace(old, new, 1))]
+        # The key of a cell whose code appears once in its chapter: the digest of its code.
+        keys = [code_digest(c) for c in (code, code.replace(old, new, 1))]
         self.edit(expected, f"=== cell {keys[0]} ", f"=== cell {keys[1]} ")
         self.edit(chapter, old, new)
 
