@@ -45,8 +45,8 @@ def test_a_code_cell_after_an_html_block_is_not_read_into_it():
     # The page's text puts a code cell's fence right under the text above it where it
     # can; an HTML block runs on to the next blank line and would swallow the cell.
     chapter = read_chapter("---\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
-                           "\n# T\n\n<div class=\"note\">\nSay it</div>\n\n```{code-cell} ipython3\n"
-                           "x = 1\n```\n")
+                           "\n# T\n\n<div class=\"note\">\nSay it</div>\n\n"
+                           "```{code-cell} ipython3\nx = 1\n```\n")
     assert _cells(read_chapter(notebook_to_myst(chapter))) == _cells(chapter)
 
 

@@ -94,7 +94,8 @@ def code_digest(source: str) -> str:
 
 
 def output_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
-    """The code cells whose outputs are expected (:func:`coursebook.model.notebooks.expects_output`)."""
+    """The code cells whose outputs are expected
+    (:func:`coursebook.model.notebooks.expects_output`)."""
     return [cell for cell in notebook.cells if expects_output(cell)]
 
 
