@@ -112,12 +112,20 @@ def test_sphinx_and_myst_messages_name_the_authors_line(tiny_book, tmp_path):
            "the student never sees.\n\n+++\n\nTripling gives a gradient function.\n\n"
            "```{code-cell} ipython3\n---\ntags: [claim]\n---\n# claim: Tripling gives a "
            "gradient function\nassert True\n```\n" + BLANK_ENDED +
-           "\nHere is {unknownrole}`deep`.\n\nAnd here {ref}`no-such-target` is.\n")
+           "\nHere is {unknownrole}`deep`.\n\nAnd here {ref}`no-such-target` is.\n"
+           # A claim cell the book splits in two, so the page's text runs 2 lines longer
+           # than the author's from here: what Sphinx says after reading is mapped back.
+           "\nTripling again gives a gradient function.\n\n```{code-cell} ipython3\n"
+           ":tags: [claim]\n\n# claim: Tripling again\nassert True\n# claim: gives a "
+           "gradient function\nassert True\n```\n\nLast, {ref}`no-other-target`.\n")
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache", settings=ACCEPT)
     role, ref = _line(chapter, "Here is"), _line(chapter, "And here")
     assert re.search(rf"chapter\.md:{role}: WARNING: Unknown interpreted text role", build.log), \
         build.log[-3000:]
     assert re.search(rf"chapter\.md:{ref}: WARNING: undefined label: 'no-such-target'",
+                     build.log), build.log[-3000:]
+    last = _line(chapter, "Last, ")
+    assert re.search(rf"chapter\.md:{last}: WARNING: undefined label: 'no-other-target'",
                      build.log), build.log[-3000:]
 
 

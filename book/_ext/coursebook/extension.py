@@ -19,6 +19,7 @@ from coursebook.page_state import PageStateCollector
 from coursebook.prepare.answer_space import setup_answer_space
 from coursebook.prepare.chapters import (
     edition_of,
+    name_the_authors_lines,
     prepare_edition_source,
     spread_chapters_over_readers,
 )
@@ -83,6 +84,7 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
     if chapter_runs(app) is not None:
         return  # a read that runs nothing has nothing to check
     normalise_output_nodes(doctree)
+    name_the_authors_lines(app, doctree)
     check_executed_chapter(app, doctree)
     keep_cell_outputs(app, doctree)
     check_claims(app, doctree)  # after: a claim that fails leaves the outputs compared

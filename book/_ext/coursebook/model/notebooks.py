@@ -6,6 +6,7 @@ chapters, writes them back and asks about tags through this one.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -166,8 +167,31 @@ def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
     author's lines, and every message of Sphinx or MyST about it names the author's line.
     A cell the book adds is written where the one before it ends.
     """
+    return "\n".join(_layout(notebook)[0]) + "\n"
+
+
+def author_line(notebook: nbformat.NotebookNode) -> Callable[[int], int]:
+    """For a line of :func:`notebook_to_myst`'s text, the author's: the lines of each cell
+    counted from its noted line. Where the book wrote more lines than the author did above
+    a cell, the page's lines run below the author's; Sphinx's messages after reading (an
+    unknown reference, say) are mapped back with this."""
+    starts = [(named, source_line(cell))
+              for named, cell in zip(_layout(notebook)[1], notebook.cells) if source_line(cell)]
+    firsts = [named for named, _ in starts]
+
+    def line(page_line: int) -> int:
+        at = bisect.bisect_right(firsts, page_line) - 1
+        return page_line if at < 0 else starts[at][1] + page_line - starts[at][0]
+
+    return line
+
+
+def _layout(notebook: nbformat.NotebookNode) -> tuple[list[str], list[int]]:
+    """:func:`notebook_to_myst`'s lines, and for each cell the line myst-nb names it at
+    (a markdown cell's first line of text, a code cell's second line after its fence)."""
     metadata = {key: value for key, value in _plain(notebook.metadata).items()
                 if key != "source_map"}
+    named: list[int] = []
     # Lists of plain values on one line, as authors write them (and as many lines).
     out = ["---", *yaml.safe_dump(metadata, sort_keys=False, default_flow_style=None,
                                   width=1000).splitlines(), "---"]
@@ -184,6 +208,7 @@ def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
             if after == "markdown" or metadata or line - blank > len(out) + 2:
                 out += [""] * max(0, line - blank - len(out) - 3)
                 out.append("+++" + (f" {json.dumps(metadata)}" if metadata else ""))
+            named.append(len(out) + 2)
             out += ["", *cell.source.split("\n")]
             after = "markdown"
             continue
@@ -203,9 +228,10 @@ def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
         # an HTML block, which only a blank line ends (any markup in the last block counts).
         html = after == "markdown" and "<" in "\n".join(out).rsplit("\n\n", 1)[-1]
         out += [""] * max(int(html), line - len(out) - 3)
+        named.append(len(out) + 3)
         out += [fence + directive, *options, *code, fence]
         after = cell.cell_type
-    return "\n".join(out) + "\n"
+    return out, named
 
 
 def as_myst_nb_reads(notebook: nbformat.NotebookNode,

@@ -32,6 +32,7 @@ from coursebook.model.museum import (
 from coursebook.model.cell_notes import source_line
 from coursebook.model.notebooks import (
     RAISES_TAG,
+    author_line,
     first_line,
     is_chapter_source,
     note_output_keys,
@@ -227,6 +228,21 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
     chapter.notebook, chapter.recorded_with = prepared.notebook, prepared.recorded_with
     chapter.awaited = _note_inputs(app, config, prepared.notebook)
     return prepared
+
+
+def name_the_authors_lines(app: Sphinx, doctree) -> None:
+    """``doctree-read``: each node of a chapter's page at the author's line, not the line
+    of the page's text where the book wrote more lines above it (a claim cell split in
+    several, exhibits): what Sphinx says about the page after reading it (a reference to
+    nothing, an unknown term) names the author's line. (MyST's messages while it reads
+    the page name the page's line, the author's up to the first such place.)"""
+    prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
+    if prepared is None:
+        return
+    line = author_line(prepared.notebook)
+    for node in doctree.findall(lambda node: bool(getattr(node, "line", None))):
+        if node.source == doctree["source"]:
+            node.line = line(node.line)
 
 
 def executes_when_read(path: Path) -> bool:
