@@ -880,3 +880,13 @@ def test_a_device_kind_that_names_its_kind_is_not_repeated_in_the_label():
     assert MACHINES["tpu"].describe("TPU v6 lite") == "TPU v6 lite"
     assert MACHINES["gpu"].describe("NVIDIA H100") == "GPU (NVIDIA H100)"
     assert MACHINES["cpu"].describe("cpu") == MACHINES["cpu"].label
+
+
+def test_a_python_brought_along_is_not_an_image_that_moved(tmp_path):
+    """On a Cloud TPU VM the recorder's Python (uv's) has none of the pins: that is said
+    once, not as every pin gone from an image."""
+    record = load_tool("record_chapter")
+    runtime = load_runtimes()[MACHINES["tpu"].runtime]
+    lines = record.what_moved(runtime, tmp_path / "absent", {"pip": "25.0"})
+    assert lines[-1] == (f"this machine's Python has none of [{runtime.name}]'s pins: it is not "
+                         "the runtime's image, and the environments install them")

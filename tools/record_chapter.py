@@ -173,7 +173,12 @@ def what_moved(runtime: Runtime, lists: Path, image: dict[str, str] | None) -> l
         else:
             lines.append(f"[{runtime.name}]'s pins match Colab's published list "
                          f"({runtime.source.split(':')[0]}, {runtime.listed})")
-    if image is not None:
+    present = [name for name in runtime.packages if package_key(name) in (image or {})]
+    if image is not None and not present:
+        # A Python brought along (a Cloud TPU VM's): no image to compare; pip installs the pins.
+        lines.append(f"this machine's Python has none of [{runtime.name}]'s pins: it is not the "
+                     "runtime's image, and the environments install them")
+    elif image is not None:
         moved = [f"{name} {version} -> {image[package_key(name)]}"
                  for name, version in runtime.packages.items()
                  if package_key(name) in image and image[package_key(name)] != version]
