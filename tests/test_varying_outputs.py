@@ -34,6 +34,17 @@ from coursebook.verify.varying_outputs import matches, suggest
     ("took <duration>", "took 0.5s"),
     ("took <duration>", "took 3 minutes"),
     ("[<duration><<duration>, <number>it/s]", "[00:01<00:00,  9.81it/s]"),
+    # every unit Python and IPython print; µ (U+00B5) and μ (U+03BC) are two characters
+    *(("took <duration>", f"took {shown}") for shown in (
+        "1.5 s", "12 ms", "3.4 \u00b5s", "3.4 \u03bcs", "3.4 us", "870 ns", "2 min", "1 h",
+        "234 nsec", "5.1 usec", "12.3 msec", "1.02 sec", "2 hours")),
+    ("<duration> per loop", "1.23 \u00b5s \u00b1 4.5 ns per loop"),  # a mean \u00b1 its deviation
+    # %timeit's line: the loop count varies with the timing
+    ("<duration>", "1.23 \u00b5s \u00b1 4.5 ns per loop (mean \u00b1 std. dev. of 7 runs, "
+                   "100,000 loops each)"),
+    ("a: <duration>", "a: 512 ms \u00b1 0 ns per loop (mean \u00b1 std. dev. of 1 run, 1 loop each)"),
+    ("CPU times: user <duration>, sys: <duration>, total: <duration>\nWall time: <duration>",
+     "CPU times: user 1.2 ms, sys: 0 ns, total: 1.2 ms\nWall time: 2.3 \u03bcs"),
     ("elapsed <duration>", "elapsed 0:00:01.250000"),
     ("uses <size>", "uses 1.5 KiB"),
     ("uses <size>", "uses 1024 bytes"),
@@ -54,6 +65,8 @@ def test_a_pattern_matches_the_values_it_names(pattern, shown):
     ("loss <number>", "loss high"),
     ("took <duration>", "took 12"),  # a number is no duration
     ("took <duration>", "took 5 steps"),
+    ("took <duration>", "took 5 \u03bc"),  # a letter is no unit
+    ("<duration> per loop", "1.23 \u00b5s \u00b1 4.5 per loop"),
     ("uses <size>", "uses 12 kernels"),
     ("a ... z", "a b\nc z"),  # ... stays in its line
     ("first\n...\nlast", "first\n1\nlast!"),

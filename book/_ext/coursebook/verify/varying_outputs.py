@@ -15,13 +15,20 @@ import re
 from functools import lru_cache
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)(?!\w)"
-_TIME_UNIT = r"(?:ns|[uµ]s|ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?)"
+# The units Python and IPython print: timeit's nsec to sec, IPython's ns, us, the micro
+# sign µ (U+00B5) and the Greek mu μ (U+03BC), which look alike; and minutes, hours.
+_TIME_UNIT = (r"(?:[nuµμm]?s|[nuµμm]?sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)")
+_TIME = rf"(?:{_NUMBER}) ?{_TIME_UNIT}(?![\w/])"
+# %timeit's line, all of it varies: "1.23 µs ± 4.5 ns per loop (mean ± std. dev. of 7 runs,
+# 100,000 loops each)"; and a mean ± its deviation alone.
+_TIMEIT = (rf"{_TIME} ± {_TIME}(?: per loop \(mean ± std\. dev\. of [\d,]+ runs?, "
+           rf"[\d,]+ loops? each\))?")
 _SIZE_UNIT = r"(?:[KMGTP]i?B|[kKMGTP]B?|B|bytes?)"
 _CLOCK = r"\d+(?::\d{2}){1,2}(?:\.\d+)?"
 # What each named pattern matches (a unit ends its word: "5 steps" holds no duration),
 # after the spaces that pad it to a width.
 _VALUES = {
-    "duration": rf"(?:{_NUMBER}) ?{_TIME_UNIT}(?![\w/])|{_CLOCK}",
+    "duration": rf"{_TIMEIT}|{_TIME}|{_CLOCK}",
     "size": rf"(?:{_NUMBER}) ?{_SIZE_UNIT}(?![\w/])",
     "number": _NUMBER,
 }
