@@ -89,10 +89,6 @@ class ChapterFailed(Exception):
 class ChapterFile(pytest.File):
     """A chapter: its verified cells, per edition."""
 
-    @cached_property
-    def text(self) -> str:
-        return self.path.read_text(encoding="utf8")
-
     def run_for(self, edition: Edition) -> Run | None:
         """The chapter as a build of this edition runs it; None where it does not (not
         read, recorded, excluded, or execution off)."""
