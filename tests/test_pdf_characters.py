@@ -45,6 +45,9 @@ def _locate(tmp_path: Path, character: str, prose: str, code: str, output: str) 
     chapter = tiny_book_with(tmp_path, prose, code)
     document = new_document("chapter.md")
     cell = nodes.container(nb_element="cell_code")
+    # The author's line of the cell, as the build leaves it on the node (myst-nb's, put back
+    # at the author's by coursebook's doctree-read).
+    cell.line = chapter.read_text(encoding="utf8").splitlines().index(code) + 1
     cell += nodes.container("", nodes.literal_block(code, code), nb_element="cell_code_source")
     cell += nodes.container("", nodes.literal_block(output, output), nb_element="cell_code_output")
     document += cell
