@@ -27,23 +27,22 @@ MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"  # conf.py's coursebo
 RUNTIMES_FILE = ROOT / "tools" / "runtimes.toml"  # conf.py's coursebook_runtimes_file
 
 
-# The course material (../shared/seeds) sits beside every checkout the team works in and
-# tests in. Where it cannot (the public publishing runner), COURSEBOOK_NO_SEEDS says why,
-# and the tests that compare the book with it are skipped with that reason; anywhere else
-# they fail: a missing seed folder is a broken checkout, not a reason to test less.
+# The course material (../shared/seeds) sits beside the team's checkouts and CI's clone, not
+# beside a newcomer's: there the tests that compare the book with it skip, saying so. CI sets
+# COURSEBOOK_REQUIRE_SEEDS (.ci/run), under which a missing folder is a broken checkout.
 SEEDS = ROOT.parent / "shared" / "seeds"
-NO_SEEDS = "COURSEBOOK_NO_SEEDS"
+REQUIRE_SEEDS = "COURSEBOOK_REQUIRE_SEEDS"
 
 
 @pytest.fixture
 def seeds() -> Path:
-    """The course material's folder; fails (or skips where declared absent) without it."""
+    """The course material's folder; skips without it, fails without it where required."""
     if SEEDS.is_dir():
         return SEEDS
-    if os.environ.get(NO_SEEDS):
-        pytest.skip(f"no course material here: {os.environ[NO_SEEDS]}")
-    pytest.fail(f"the course material is missing: {SEEDS} should hold the seeds (set "
-                f"{NO_SEEDS}=<why> only where the checkout cannot have them)", pytrace=False)
+    if os.environ.get(REQUIRE_SEEDS):
+        pytest.fail(f"the course material is missing: {SEEDS} should hold the seeds "
+                    f"({REQUIRE_SEEDS} is set: this checkout must have them)", pytrace=False)
+    pytest.skip(f"no course material beside this checkout ({SEEDS})")
 
 
 def book_machine_kinds():
@@ -197,7 +196,7 @@ STAGES = {
     "audit": ["test_audit", "test_prose_overlap", "test_book"],
     "process": ["test_faults", "test_quiet_log", "test_build_processes",
                 "test_stopped_builds", "test_private_names"],
-    "publish": ["test_workflows", "test_system_tools"],
+    "publish": ["test_workflows", "test_system_tools", "test_fresh_clone"],
 }
 STAGE_OF = {module: stage for stage, modules in STAGES.items() for module in modules}
 

@@ -274,7 +274,7 @@ def test_a_stopped_build_leaves_no_socket_folder_of_its_kernel_server(tmp_path, 
     assert fork_kernel(pool, str(tmp_path), None) is not None  # it serves
     starter.send_signal(getattr(signal, signal_name))
     starter.wait(timeout=10)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a wait, not a speed: a busy machine is slow to clean up
     while list(tmp_path.glob("kernels-*")) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not list(tmp_path.glob("kernels-*"))
@@ -344,7 +344,7 @@ def test_a_stopped_build_leaves_no_kernel_it_took_from_another_builds_server(tmp
         kernel = json.loads(next((pool / "taken").glob("*.json")).read_text())
         taker.send_signal(signal.SIGTERM)
         assert taker.wait(timeout=10) == 143
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 60  # a wait, not a speed
         while process_alive(kernel["pid"]) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not process_alive(kernel["pid"])

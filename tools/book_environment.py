@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,17 +24,39 @@ RECORDINGS_DIR = ROOT / "book" / "recordings"  # conf.py's coursebook_recordings
 BUILD = ROOT / "_build"
 
 
-def use_book_environment(needs: str = "coursebook") -> None:
-    """Return when ``needs`` imports here (the recorder's own environment will do for its
-    tools); else re-run the tool with .venv's Python."""
-    import importlib.util
+BOOK_DISTRIBUTION = "coursebook"  # pyproject.toml's [project] name: installed, all its pins are
+RECORDER_REQUIREMENTS = ROOT / "tools" / "recorder-requirements.txt"
 
-    if importlib.util.find_spec(needs) is not None:
+
+def requirement_names(path: Path) -> list[str]:
+    """The names of the packages a requirements file lists."""
+    lines = (line.split("#")[0].strip() for line in path.read_text().splitlines())
+    return [re.match(r"[A-Za-z0-9._-]+", line)[0] for line in lines if line]
+
+
+def use_book_environment(*needs: str,
+                         start: str = "run `make venv`, then start the tool again") -> None:
+    """Return when every package of ``needs`` (by default the book's own, which brings all the
+    book's packages) is installed here; else re-run the tool with .venv's Python, or stop
+    with one line naming what is missing and ``start``, how to start the tool. Only
+    the standard library runs before: a Python lacking the packages gets no traceback."""
+    from importlib import metadata
+
+    def installed(name: str) -> bool:
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            return False
+        return True
+
+    missing = [name for name in needs or (BOOK_DISTRIBUTION,) if not installed(name)]
+    if not missing:
         return
     if VENV_PYTHON.is_file() and Path(sys.prefix).resolve() != VENV_PYTHON.parent.parent.resolve():
         os.execv(VENV_PYTHON, [str(VENV_PYTHON), sys.argv[0], *sys.argv[1:]])
-    sys.exit(f"{Path(sys.argv[0]).name}: the book's environment is missing; run `make venv` "
-             f"(it creates {VENV_PYTHON.parent.parent}).")
+    sys.exit(f"{Path(sys.argv[0]).name}: this Python ({sys.executable}) lacks "
+             f"{', '.join(missing)}, and the book's environment ({VENV_PYTHON.parent.parent}) "
+             f"is missing: {start}.")
 
 
 def sphinx_command(source: Path, out: Path, doctrees: Path, **options) -> list[str]:

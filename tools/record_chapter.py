@@ -46,9 +46,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE, find_python, use_book_environment  # noqa: E402
+from book_environment import (EXHIBITS_DIR, MACHINE_KINDS_FILE, RECORDER_REQUIREMENTS,  # noqa: E402
+                              find_python, requirement_names, use_book_environment)
 
-use_book_environment("nbclient")
+use_book_environment(*requirement_names(RECORDER_REQUIREMENTS),
+                     start="start it with `make recording`, which makes its own environment")
 
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402

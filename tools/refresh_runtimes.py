@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import RUNTIMES_FILE  # noqa: E402
+from book_environment import RUNTIMES_FILE, use_book_environment  # noqa: E402
+
+use_book_environment("packaging")  # the model's one need (the recorder's environment has it)
 
 from coursebook.model.runtimes import RuntimeFileError, load_runtimes  # noqa: E402
 from coursebook.model.versions import package_key  # noqa: E402
