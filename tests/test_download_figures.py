@@ -1,38 +1,65 @@
-"""A download mentions no figure it lacks: the book draws its figures with its own code
-(cells tagged book-only, left out of the downloads), so the text about a figure is
-book-only too."""
+"""Figures in the downloads: an image a chapter shows with a figure or image directive reaches
+its download as an image (a link to the published page's copy), and the text about a figure
+the book draws with its own code (cells tagged book-only, left out of the downloads) is
+book-only too, so a download never speaks of a figure it lacks."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 import torch
 
 from conftest import BOOK, book_machine_kinds, book_museum
-from coursebook.model.notebooks import is_chapter_source
+from coursebook.model.notebooks import cell_tags, is_chapter_source
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import download_notebook
 from coursebook.render.plain_markdown import PlainMarkdown, Target
 
-FIGURE_WORDS = re.compile(r"\b(?:picture|figure|diagram)\b", re.I)
+PUBLISHED = "https://book.example"
 
 
-def _figure_mentions(notebook) -> list[str]:
-    """Markdown of a download that speaks of a figure, where the download has no image."""
-    has_image = any("image/png" in output.get("data", {}) for cell in notebook.cells
-                    for output in cell.get("outputs", []))
-    return [] if has_image else [cell.source[:80] for cell in notebook.cells
-                                 if cell.cell_type == "markdown" and FIGURE_WORDS.search(cell.source)]
+def _converter(**options) -> PlainMarkdown:
+    return PlainMarkdown(lambda role, target: Target(target, f"{PUBLISHED}/{target}.html"),
+                         f"{PUBLISHED}/chapter.html", **options)
+
+
+def _published_image(path: str) -> str:
+    return f"{PUBLISHED}/_images/{path.rsplit('/', 1)[-1]}"
+
+
+def test_a_figure_reaches_the_download_as_an_image_with_its_caption():
+    text = "```{figure} images/loss.png\n:alt: The loss falls\n\nThe loss, epoch by epoch.\n```"
+    assert _converter(image_url=_published_image).convert(text) == (
+        f"![The loss falls]({PUBLISHED}/_images/loss.png)\n\n*The loss, epoch by epoch.*")
+
+
+def test_an_image_reaches_the_download_as_an_image():
+    text = "```{image} images/loss.png\n:alt: The loss falls\n```"
+    assert _converter(image_url=_published_image).convert(text) == (
+        f"![The loss falls]({PUBLISHED}/_images/loss.png)")
+    # an image on the web is linked as it is, wherever the book is published
+    assert _converter().convert("```{image} https://example.org/a.png\n```") == (
+        "![A figure](https://example.org/a.png)")
+
+
+def test_a_figure_with_no_published_copy_links_to_the_page():
+    text = "```{figure} images/loss.png\n\nThe loss, epoch by epoch.\n```"
+    assert _converter().convert(text) == (
+        f"*[Figure]({PUBLISHED}/chapter.html):* The loss, epoch by epoch.")
 
 
 def _download(text: str, path: str):
-    """The student download of a chapter, as a reader gets it."""
+    """A chapter's student edition, and its download as a reader gets it."""
     notebook = edition_chapter(text, path, Edition.STUDENT, book_museum(), torch.__version__,
                                machine_kinds=book_machine_kinds())
-    return download_notebook(notebook, PlainMarkdown(
-        lambda role, target: Target(target, f"https://book.example/{target}.html")))
+    return notebook, download_notebook(notebook, _converter())
+
+
+def _book_only_text_downloaded(notebook, download) -> list[str]:
+    """The book-only prose (about a figure the book draws) that reached the download."""
+    downloaded = "\n".join(cell.source for cell in download.cells)
+    return [cell.source[:80] for cell in notebook.cells if cell.cell_type == "markdown"
+            and "book-only" in cell_tags(cell) and cell.source.strip() in downloaded]
 
 
 CHAPTERS = [path for path in sorted(BOOK.glob("*.md"))
@@ -40,11 +67,45 @@ CHAPTERS = [path for path in sorted(BOOK.glob("*.md"))
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda path: path.stem)
-def test_a_download_speaks_of_no_figure_it_lacks(path):
-    assert _figure_mentions(_download(path.read_text(encoding="utf8"), str(path))) == []
+def test_a_download_holds_no_text_about_a_figure_the_book_draws(path):
+    assert _book_only_text_downloaded(*_download(path.read_text(encoding="utf8"), str(path))) == []
 
 
-def test_the_check_sees_a_caption_left_in_a_download():
+def test_the_check_sees_book_only_text_left_in_a_download():
     chapter = BOOK / "pt01.md"
-    text = chapter.read_text(encoding="utf8").replace('+++ {"tags": ["book-only"]}\n', "", 1)
-    assert _figure_mentions(_download(text, str(chapter)))
+    notebook, download = _download(chapter.read_text(encoding="utf8"), str(chapter))
+    book_only = next(cell for cell in notebook.cells
+                     if cell.cell_type == "markdown" and "book-only" in cell_tags(cell))
+    download.cells.append(book_only)  # planted: as if the download kept it
+    assert _book_only_text_downloaded(notebook, download)
+
+
+@pytest.mark.slow
+def test_a_built_download_links_each_figure_to_its_published_copy(tiny_book, tmp_path):
+    import struct
+    import zlib
+
+    import nbformat
+
+    from conftest import sphinx_build
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    (tiny_book / "images").mkdir()
+    (tiny_book / "images" / "dot.png").write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00\x00")) + chunk(b"IEND", b""))
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text().replace(
+        "A worked example.", "A worked example.\n\n```{figure} images/dot.png\n:alt: A dot\n\n"
+                             "One dot.\n```", 1))
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
+                         settings={"html_baseurl": PUBLISHED})
+    assert build.returncode == 0, build.log[-3000:]
+    html = build.outdir / "html"
+    assert (html / "_images" / "dot.png").is_file()
+    download = nbformat.read(html / "_sources" / "chapter.ipynb", as_version=4)
+    assert f"![A dot]({PUBLISHED}/_images/dot.png)\n\n*One dot.*" in \
+        "\n".join(cell.source for cell in download.cells)

@@ -149,15 +149,20 @@ def test_every_download_renders_without_myst(downloads):
             if cell.cell_type == "markdown":
                 assert myst_leftovers(cell.source) == [], (name, cell.source[:200])
                 converted += cell.metadata.get(DOWNLOAD_KEY) == CONVERTED
-    assert converted >= len(downloads)  # every chapter had MyST to convert
+    # each chapter whose prose has MyST had some of it converted (a chapter may have none)
+    with_myst = sum(any(myst_leftovers(cell.source) for cell in chapter.cells
+                        if cell.cell_type == "markdown") for chapter in _chapters().values())
+    assert converted >= with_myst
 
 
 def test_the_render_check_sees_planted_myst(downloads):
     planted = "(pt01-x)=\n## A\n\n:::{seealso}\nSee {ref}`pt01`.\n:::\n\n```{note}\n:class: x\nA note.\n```"
     assert len(myst_leftovers(planted)) >= 4
-    chapter = next(iter(_chapters().values()))
-    raw = [cell.source for cell in chapter.cells if cell.cell_type == "markdown"]
-    assert any(myst_leftovers(source) for source in raw)  # the book's own cells are MyST
+    raw = [cell.source for chapter in _chapters().values() for cell in chapter.cells
+           if cell.cell_type == "markdown" and re.search(r"(?<![\w\\])\{[a-z][\w:-]*\}", cell.source)]
+    if not raw:
+        pytest.skip("no chapter's prose has MyST markup for the check to see")
+    assert any(myst_leftovers(source) for source in raw)  # the book's own MyST is seen
 
 
 def test_cells_that_raise_on_purpose_are_caught_in_downloads_only():

@@ -152,8 +152,15 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
         docname, anchor, title = labels[target.lower()]
         return Target(title or target, page_url(published, docname, anchor))
 
+    def image_url(path: str) -> str:
+        """The published copy of an image the page shows (the HTML builder's _images/)."""
+        if "://" in path:
+            return path
+        found = app.env.images.get(app.env.relfn2path(path, pagename)[0])
+        return f"{published.rstrip('/')}/_images/{found[1]}" if found and published else ""
+
     return PlainMarkdown(resolve, page_url(published, pagename),
-                         getattr(app.env, "myst_config", None), app.tags.eval_condition)
+                         getattr(app.env, "myst_config", None), app.tags.eval_condition, image_url)
 
 
 def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,

@@ -67,6 +67,8 @@ class PlainMarkdown:
     md_config: MdParserConfig | None = None
     # Whether an `{only}` directive's condition holds: a download is read like the HTML.
     only: Callable[[str], bool] = field(default=Tags(["html", "format_html"]).eval_condition)
+    # Where an image a figure or image directive names is published ("" if nowhere).
+    image_url: Callable[[str], str] = lambda path: path if "://" in path else ""
 
     @cached_property
     def _parser(self):
@@ -158,8 +160,11 @@ class PlainMarkdown:
         if name == "math":
             return f"$$\n{content.strip()}\n$$"
         if name in ("figure", "image"):
-            described = self.convert(content) or escape(options.get("alt", "")) or "A figure"
-            return f"*{self.page_link('Figure')}:* {described}"
+            caption = self.convert(content) if name == "figure" else ""
+            alt = options.get("alt", "") or caption.split("\n")[0] or "A figure"
+            if url := self.image_url(argument.strip()):
+                return f"![{escape(alt)}]({url})" + (f"\n\n*{caption}*" if caption else "")
+            return f"*{self.page_link('Figure')}:* {caption or escape(alt)}"
         return "*" + self.page_link("Shown on the book's page") + ".*"
 
 
