@@ -35,6 +35,7 @@ FAKES = {
                              "        time.sleep(3600)\n"
                              "    return torch.device('cpu')\n",
     "torch_xla/core/__init__.py": "",
+    "torchax/__init__.py": "__version__ = '0.0.13'\n",
     "torch_xla/core/xla_model.py": "def xla_device_hw(device):\n    return 'CPU'\n\n\n"
                                    "def xla_device_kind(device):\n    return 'cpu'\n",
 }
@@ -80,6 +81,8 @@ def test_each_step_reports_and_a_hung_step_is_cut_at_its_timeout(tmp_path):
     hung = next(step for step in report["steps"] if step["name"] == "jax+torch_xla")
     assert hung["reached"] == "importing torch_xla" and 6 <= hung["seconds"] < 16
     assert seconds < 120  # the hung process did not hold the run up
+    # The release the imported code says (torch_xla 2.9.0 ships a torchax of its own).
+    assert report["versions"]["torchax imported"] == "0.0.13"
     jax = next(step for step in report["steps"] if step["name"] == "jax")
     assert jax["found"]["jax_device_kind"] == "cpu" and jax["found"]["jax_sum"] == 6.0
     torch_xla = next(step for step in report["steps"] if step["name"] == "torch_xla")

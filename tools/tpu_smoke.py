@@ -7,7 +7,8 @@ process that is stopped (with its children) when it runs past its timeout:
 
   environment     make the chapter's environments as `make recording` will
                   (`make recording-environments`); skipped with --python
-  versions        the versions of the bridges and libtpu in that environment
+  versions        the versions of the bridges and libtpu in that environment, and the
+                  release the imported torchax says (another package may ship its files)
   jax             JAX alone: its device, the device's kind, one small computation
   torch_xla       torch_xla alone: its device, xla_device_kind, one small computation
   jax+torch_xla   both in one process, JAX first
@@ -73,6 +74,11 @@ for name in ("jax", "jaxlib", "libtpu", "torch", "torch_xla", "torchax"):
         versions[name] = metadata.version(name)
     except metadata.PackageNotFoundError:
         pass
+try:  # the release the imported code says: torch_xla 2.9.0 ships a torchax of its own
+    import torchax
+    versions["torchax imported"] = torchax.__version__
+except ImportError:
+    pass
 mark("versions", versions=versions)
 '''
 JAX = '''
