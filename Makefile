@@ -10,7 +10,7 @@ JOBS       ?= auto
 SPHINXOPTS ?= -W --keep-going -j $(JOBS)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv chapter preview execute merge-caches recording recording-check recording-ready recording-environments tpu-smoke record-cloud-tpu html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch refresh-runtimes verify-runtime accept-outputs-runtime test test-recording test-suite test-fast clean clean-cache
+.PHONY: help venv chapter chapter-packages preview execute merge-caches recording recording-check recording-ready recording-environments tpu-smoke record-cloud-tpu html instructor editions pdf pdf-instructor handouts pdf-deps audit prose-check bench accept-outputs verify-torch accept-outputs-torch refresh-runtimes verify-runtime accept-outputs-runtime test test-recording test-suite test-fast clean clean-cache
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-23s %s\n", $$1, $$2}'
@@ -90,6 +90,12 @@ FROM  ?=
 AFTER ?=
 chapter: venv ## Start a chapter: book/NAME.md from the skeleton (NAME=pt02 TITLE="PT02: ..."), or bring a lesson in (FROM=path.ipynb|.py|.md); AFTER=pt01
 	$(BIN)/python tools/new_chapter.py "$(NAME)" "$(TITLE)" $(if $(FROM),--from "$(FROM)") $(if $(AFTER),--after "$(AFTER)")
+
+# What a chapter needs beyond the book's own packages, declared in its top matter
+# (`coursebook: {packages: [NAME, ...]}`): a build installs nothing, and refuses a chapter
+# that needs one this environment lacks (coursebook/prepare/chapter_packages.py).
+chapter-packages: venv ## Install the packages the chapters declare into the book's environment
+	$(BIN)/python -m coursebook.prepare.chapter_packages book | xargs -r $(BIN)/pip install --quiet
 
 # sphinx-autobuild: each save rebuilds the edition (verified as `make html` does) and reloads
 # the open page; a failed build keeps the last good pages. See `tools/preview.py --help`.

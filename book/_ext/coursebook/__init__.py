@@ -38,6 +38,11 @@ def setup(app) -> dict:
     from .config import BookConfig
 
     BookConfig.register(app)
+    # Install cells refused, declared packages checked, and this environment first on PATH
+    # before the kernel server starts: its kernels inherit PATH (prepare/chapter_packages.py).
+    from .prepare.chapter_packages import setup as setup_chapter_packages
+
+    setup_chapter_packages(app)
     # On a cold cache, the server that forks the chapters' kernels starts importing torch
     # on the other core while the other extensions load: execute/kernel_pool_start.py.
     from .execute.kernel_pool_start import start_kernel_server

@@ -34,6 +34,7 @@ from coursebook.model.notebooks import (
     notebook_to_myst,
 )
 from coursebook.page_state import chapter_notebook
+from coursebook.prepare.chapter_packages import install_cell
 from coursebook.render.plain_markdown import PlainMarkdown, Target
 
 # Cell metadata: what the download changed in this cell, for a reader of the .ipynb.
@@ -73,6 +74,8 @@ def download_notebook(notebook: nbformat.NotebookNode,
     notebook = copy.deepcopy(notebook)  # the prepared chapter is shared by the build's hooks
     notebook.cells = [cell for cell in notebook.cells
                       if BOOK_ONLY_TAG not in cell_tags(cell) and not is_claim(cell)]
+    if (installs := install_cell(notebook)) is not None:  # where it runs, it installs them
+        notebook.cells.insert(0, installs)
     for key in _BOOK_METADATA:
         notebook.metadata.pop(key, None)
     # A recorded chapter names the machine's kernel; a reader has Python 3.

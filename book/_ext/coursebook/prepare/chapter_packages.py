@@ -1,0 +1,150 @@
+"""The packages a chapter needs: declared, installed into the book's environment by
+``make chapter-packages``, never by a cell during a build.
+
+A chapter's code runs with the builder's rights: a cell ``!pip install d2l`` would install
+into whatever ``pip`` comes first on the builder's PATH. So a chapter declares what it needs
+in its top matter, ``coursebook: {packages: [d2l, "einops>=0.8"]}`` (pip requirements);
+``make chapter-packages`` installs them into ``.venv``. Before pages are read, each chapter
+to read is checked: an install cell (``!pip``, ``%pip``, ``!python -m pip``, ``%conda``,
+``!apt-get``, ``!uv pip``..., or such a line in a ``%%bash`` cell) stops the build at its
+line, as does a declared package the book's environment lacks. Kernels start with this
+environment's ``bin`` first on PATH, so ``!python`` in a cell is the book's Python. A
+download, which runs elsewhere (Colab), gets a first cell that installs the declared
+packages (pip leaves one already satisfied as it is).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import nbformat
+from myst_parser.config.main import read_topmatter
+from packaging.requirements import InvalidRequirement, Requirement
+from sphinx.application import Sphinx
+
+from coursebook.model.cell_notes import line_within
+from coursebook.model.faults import BookError, shown_path
+from coursebook.model.notebooks import is_chapter_source, read_chapter
+from coursebook.reporting import stop_build
+
+COMMAND = "make chapter-packages"
+_INSTALLER = (r"(?:sudo\s+)?(?:pip[\d.]*|conda|mamba|micromamba|apt|apt-get|uv\s+pip"
+              r"|(?:python[\d.]*|\{sys\.executable\}|\S*/python[\d.]*)\s+-m\s+pip)(?![\w.-])")
+# A line of a cell that runs an installer: a shell escape or magic, or any line of a shell
+# cell (%%bash, %%sh, %%script).
+_INSTALL_LINE = re.compile(rf"^[ \t]*[!%][ \t]*{_INSTALLER}.*$", re.M)
+_SHELL_CELL = re.compile(r"\A\s*%%(?:bash|sh|script)\b")
+_SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
+
+
+class ChapterPackageError(BookError):
+    """An install cell, or a declared package that is missing or malformed."""
+
+
+def declared_packages(top_matter: dict) -> list[str]:
+    """The requirements a chapter's top matter declares (``coursebook: packages``)."""
+    packages = (top_matter.get("coursebook") or {}).get("packages") or []
+    return [str(package) for package in packages]
+
+
+def install_lines(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
+    """Each line of a code cell that runs an installer: its line in the author's file, and
+    its text."""
+    found = []
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        pattern = _SHELL_INSTALL_LINE if _SHELL_CELL.match(cell.source) else _INSTALL_LINE
+        found += [(line_within(cell, match.start()), match[0].strip())
+                  for match in pattern.finditer(cell.source)]
+    return found
+
+
+def _missing(requirement: str) -> str | None:
+    """Why this environment does not satisfy ``requirement`` (None: it does)."""
+    try:
+        wanted = Requirement(requirement)
+    except InvalidRequirement:
+        return f"'{requirement}' is not a pip requirement (NAME, or NAME>=VERSION)"
+    try:
+        version = metadata.version(wanted.name)
+    except metadata.PackageNotFoundError:
+        return f"{requirement}, which the book's environment lacks"
+    if wanted.specifier and not wanted.specifier.contains(version, prereleases=True):
+        return f"{requirement}, and the book's environment has {wanted.name} {version}"
+    return None
+
+
+def chapter_package_errors(path: Path, text: str) -> list[ChapterPackageError]:
+    """What stops a build in this chapter: each install line, and each declared package
+    this environment does not satisfy."""
+    if not is_chapter_source(text):
+        return []
+    errors = [ChapterPackageError(
+        f"a cell installs packages (`{command}`): a build installs nothing, as a chapter's "
+        "code runs with the builder's rights. Remove the line, declare the package in the "
+        f"top matter (`coursebook: {{packages: [NAME]}}`) and run `{COMMAND}`.", path, line)
+        for line, command in install_lines(read_chapter(text))]
+    for requirement in declared_packages(read_topmatter(text) or {}):
+        if (why := _missing(requirement)) is not None:
+            errors.append(ChapterPackageError(
+                f"top matter 'coursebook: packages' declares {why}: run `{COMMAND}`.", path, 1))
+    return errors
+
+
+def check_chapter_packages(app: Sphinx, env, docnames: list[str]) -> None:
+    """``env-before-read-docs``: no chapter about to be read installs anything or needs a
+    package the book's environment lacks, or the build stops."""
+    errors = [error for docname in docnames
+              for path in [Path(env.doc2path(docname))] if path.suffix == ".md"
+              for error in chapter_package_errors(path, path.read_text(encoding="utf8"))]
+    if errors:
+        stop_build("packages", *((error.message, error.location) for error in errors))
+
+
+def put_environment_first_on_path() -> None:
+    """Kernels inherit the build's PATH: this environment's ``bin`` first, so that
+    ``!python`` or ``!pip`` in a cell is the book's, never the machine's."""
+    bin_dir = str(Path(sys.executable).parent)
+    rest = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry != bin_dir]
+    os.environ["PATH"] = os.pathsep.join([bin_dir, *rest])
+
+
+def install_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+    """A download's first cell: the declared packages, installed where it runs (None: it
+    declares none)."""
+    packages = declared_packages(notebook.metadata)
+    if not packages:
+        return None
+    quoted = " ".join(f"'{package}'" if re.search(r"[<>=!~;\[ ]", package) else package
+                      for package in packages)
+    return nbformat.v4.new_code_cell(f"# The packages this notebook needs.\n%pip install -q {quoted}")
+
+
+def setup(app: Sphinx) -> None:
+    put_environment_first_on_path()
+    app.connect("env-before-read-docs", check_chapter_packages)
+
+
+def main() -> None:
+    """``make chapter-packages``: the packages the chapters of a folder declare, one a line,
+    for pip."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("book", type=Path, help="the folder of the chapters")
+    book = parser.parse_args().book
+    packages = {package: None for path in sorted(book.rglob("*.md"))
+                if is_chapter_source(text := path.read_text(encoding="utf8"))
+                for package in declared_packages(read_topmatter(text) or {})}
+    for package in packages:
+        print(package)
+    print(f"{len(packages)} package(s) declared by the chapters of {shown_path(book)}",
+          file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

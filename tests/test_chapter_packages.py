@@ -1,0 +1,98 @@
+"""A chapter installs nothing during a build: an install cell stops the build at its line;
+the packages it needs are declared in its top matter, installed by `make chapter-packages`,
+and installed by a download's first cell where it runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import sphinx_build
+from coursebook.prepare.chapter_packages import (
+    chapter_package_errors,
+    install_cell,
+    put_environment_first_on_path,
+)
+from test_faults import assert_one_clear_message
+
+TOP = ("---\njupytext:\n  text_representation:\n    format_name: myst\n"
+       "kernelspec:\n  name: python3\n  display_name: Python 3\n{extra}---\n\n# A chapter\n\n")
+
+
+def _chapter(*cells: str, extra: str = "") -> str:
+    return TOP.format(extra=extra) + "".join(f"```{{code-cell}} ipython3\n{cell}\n```\n\n"
+                                             for cell in cells)
+
+
+INSTALLS = ["!pip install d2l", "%pip install -q d2l", "!python -m pip install d2l",
+            "!python3 -m pip install d2l", "!{sys.executable} -m pip install d2l",
+            "%conda install d2l", "!conda install -y d2l", "!apt install graphviz",
+            "!apt-get install -y graphviz", "!sudo apt-get install graphviz",
+            "!uv pip install d2l", "%mamba install d2l", "! pip3 install d2l",
+            "    %pip install d2l"]
+
+
+@pytest.mark.parametrize("install", INSTALLS)
+def test_an_install_line_is_refused_at_its_line(install):
+    text = _chapter("import torch", f"print(1)\n\n{install}\nprint(2)")
+    [error] = chapter_package_errors(Path("lesson.md"), text)
+    assert error.line == text.splitlines().index(install) + 1
+    assert f"(`{install.strip()}`)" in error.message and "`make chapter-packages`" in error.message
+    assert "\n" not in error.message and "coursebook: {packages: [NAME]}" in error.message
+
+
+def test_an_install_in_a_shell_cell_is_refused():
+    text = _chapter("%%bash\necho start\npip install d2l")
+    [error] = chapter_package_errors(Path("lesson.md"), text)
+    assert error.line == text.splitlines().index("pip install d2l") + 1
+
+
+@pytest.mark.parametrize("code", ['print("!pip install d2l")', "# !pip install d2l",
+                                  "!pipx list", "!ls", "%time pip_version = 1",
+                                  "import pip"])
+def test_code_that_installs_nothing_passes(code):
+    assert chapter_package_errors(Path("lesson.md"), _chapter(code)) == []
+
+
+def test_a_declared_package_must_be_in_the_books_environment():
+    installed = _chapter("import nbformat", extra="coursebook:\n  packages: [nbformat]\n")
+    assert chapter_package_errors(Path("lesson.md"), installed) == []
+    missing = _chapter("import d2l", extra="coursebook:\n  packages: [no-such-package-here, "
+                                           "'nbformat<1']\n")
+    errors = chapter_package_errors(Path("lesson.md"), missing)
+    assert [error.message for error in errors] == [
+        "top matter 'coursebook: packages' declares no-such-package-here, which the book's "
+        "environment lacks: run `make chapter-packages`.",
+        "top matter 'coursebook: packages' declares nbformat<1, and the book's environment "
+        f"has nbformat {nbformat.__version__}: run `make chapter-packages`."]
+
+
+def test_a_download_installs_the_declared_packages_first():
+    notebook = nbformat.v4.new_notebook(metadata={"coursebook": {"packages": [
+        "d2l", "einops>=0.8"]}})
+    assert install_cell(notebook).source.splitlines()[-1] == "%pip install -q d2l 'einops>=0.8'"
+    assert install_cell(nbformat.v4.new_notebook()) is None
+
+
+def test_kernels_find_the_books_python_first_on_path(monkeypatch):
+    monkeypatch.setenv("PATH", os.pathsep.join(["/usr/bin", str(Path(sys.executable).parent)]))
+    put_environment_first_on_path()
+    assert os.environ["PATH"].split(os.pathsep) == [str(Path(sys.executable).parent), "/usr/bin"]
+
+
+@pytest.mark.slow
+def test_a_build_stops_at_an_install_cell_with_one_line(tiny_book, tmp_path):
+    chapter = tiny_book / "chapter.md"
+    text = chapter.read_text()
+    anchor = "A worked example.\n"
+    chapter.write_text(text.replace(anchor, anchor + "\n```{code-cell} ipython3\nimport sys\n"
+                                    "!pip install d2l\n```\n", 1))
+    line = chapter.read_text().splitlines().index("!pip install d2l") + 1
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: a cell installs packages "
+                                    "(`!pip install d2l`): a build installs nothing")
+    assert build.executed == 0
