@@ -10,7 +10,9 @@ against a recorded exhibit, so both speak of the same text.
 
 from __future__ import annotations
 
+import html
 import re
+from html.parser import HTMLParser
 
 # (needle, pattern, placeholder): a rule runs only on text holding its needle, as an
 # output can be megabytes on one line.
@@ -37,3 +39,39 @@ def normalise(text: str) -> str:
         if needle in text:
             text = pattern.sub(placeholder, text)
     return text
+
+
+# An image's text that is only its object's repr (matplotlib's ``<Figure size 350x250 with 1
+# Axes>``, IPython's ``<IPython.core.display.Image object>``): nothing of what it draws.
+BARE_IMAGE = re.compile(r"^\[image/[\w.+-]+\] <[^<>\n]*>$", re.M)
+
+
+class _CanonicalHTML(HTMLParser):
+    """HTML written back the same way whatever its layout: tags with their attributes in
+    order, each run of white space in text as one space, white space alone between tags gone."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag, attrs, end=">"):
+        attributes = "".join(f' {name}="{html.escape(value or "")}"' for name, value in sorted(attrs))
+        self.parts.append(f"<{tag}{attributes}{end}")
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs, "/>")
+
+    def handle_endtag(self, tag):
+        self.parts.append(f"</{tag}>")
+
+    def handle_data(self, data):
+        if data.strip():  # white space alone lays tags out; beside text, it is one space
+            self.parts.append(html.escape(re.sub(r"\s+", " ", data), quote=False))
+
+
+def normalised_html(markup: str) -> str:
+    """An HTML display as compared: its markup in one canonical layout."""
+    parser = _CanonicalHTML()
+    parser.feed(markup)
+    parser.close()
+    return "".join(parser.parts)

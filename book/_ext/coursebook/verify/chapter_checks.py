@@ -32,9 +32,10 @@ from coursebook.model.faults import shown_path
 from coursebook.model.museum import CellOrigin
 from coursebook.model.cell_notes import source_line
 from coursebook.model.notebooks import RAISES_TAG, as_myst_nb_reads, first_line
+from coursebook.model.outputs import BARE_IMAGE
 from coursebook.model.provenance import today
 from coursebook.model.versions import release
-from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_states
+from coursebook.page_state import PREPARED, CellOutput, mark_failed, page_state_of, page_states
 from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
 from coursebook.reporting import ask_for, report
 from coursebook.verify.expectations import (
@@ -314,12 +315,36 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
         failed = f" ({len(mismatches)} failed, above)" if mismatches else ""
         summary.append(
             f"{Path(chapter).name} ({edition}): "
-            f"{len(outputs) - len(unverified) - len(mismatches)} of {len(outputs)} code cells "
+            f"{verified_count(outputs, mismatches)} of {len(outputs)} code cells "
             f"verified against torch {release(torch_version)}{failed}"
-            + "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in unverified))
+            + "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in unverified)
+            + "".join(f"; not compared: {not_compared}" for not_compared in
+                      outputs_not_compared(outputs)))
         summary += states[docname].not_verified
     summary.append(f"{len(chapters)} chapters compared in {time.perf_counter() - started:.3f} s")
     env.temp_data[_SUMMARY] = summary
+
+
+def _compared(output: CellOutput) -> bool:
+    """Whether any of a cell's output is compared: an image shown by its repr alone (a
+    matplotlib figure's ``<Figure size 350x250 with 1 Axes>``) is not; no output is (the
+    cell prints nothing)."""
+    return not output.text or bool(BARE_IMAGE.sub("", output.text).strip())
+
+
+def verified_count(outputs: list[CellOutput], mismatches: list) -> int:
+    """The cells whose output was compared and matched: the summary counts no other."""
+    failed = {getattr(mismatch, "cell", mismatch).key for mismatch in mismatches}
+    return sum(1 for output in outputs
+               if not output.unverified and output.key not in failed and _compared(output))
+
+
+def outputs_not_compared(outputs: list[CellOutput]) -> list[str]:
+    """Each image a summary names as not compared: its text is its repr alone."""
+    return [f"the image `{shown[shown.index(' ') + 1:]}` of `{output.first_line}`"
+            + (f" (line {output.line})" if output.line else "")
+            for output in outputs if not output.unverified
+            for shown in BARE_IMAGE.findall(output.text)]
 
 
 def log_output_summary(app: Sphinx, *_) -> None:

@@ -28,7 +28,7 @@ from coursebook.execute.long_outputs import as_displayed
 from coursebook.model.faults import shown_path
 from coursebook.model.cell_notes import CELL_NOTE, cell_key, source_line
 from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags, expects_output, short_digest
-from coursebook.model.outputs import normalise
+from coursebook.model.outputs import normalise, normalised_html
 from coursebook.model.versions import release
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
@@ -65,7 +65,9 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
     """A code cell's outputs as the page shows them, as text, normalised.
 
     An image counts by the text that comes with it: the book's figures put the data they
-    draw there, so a figure is verified by its data, never by its pixels. A progress bar
+    draw there, so a figure is verified by its data, never by its pixels (an image whose
+    text is only its repr is not compared: :data:`~coursebook.model.outputs.BARE_IMAGE`). An
+    HTML display counts by its HTML, normalised, never by its repr. A progress bar
     counts by what it shows last (carriage returns applied); an output too long for a
     page by its start, its end and the digest of the whole (:mod:`coursebook.execute.long_outputs`).
     """
@@ -81,6 +83,8 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
             image = next((mime for mime in sorted(data) if mime.startswith("image/")), None)
             if image is not None:
                 parts.append(f"[{image}] {data.get('text/plain', '')}\n")
+            elif "text/html" in data and "text/markdown" not in data:  # as the page shows it
+                parts.append(f"[text/html] {normalised_html(data['text/html'])}\n")
             else:
                 text = data.get("text/markdown", data.get("text/plain", ""))
                 parts.append(text.rstrip("\n") + "\n")

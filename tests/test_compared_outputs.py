@@ -1,0 +1,78 @@
+"""What is compared is what is counted: an HTML display is compared by its HTML, normalised,
+never by its repr; an image shown by its repr alone is not compared, and the summary names it
+instead of counting it as verified."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from coursebook.page_state import CellOutput
+from coursebook.verify.chapter_checks import outputs_not_compared, verified_count
+from coursebook.verify.expectations import shown_text
+
+HTML_REPR = "<IPython.core.display.HTML object>"
+
+
+def _cell(*outputs: dict) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell("show()", outputs=[
+        nbformat.v4.new_output("display_data", data=data) for data in outputs])
+
+
+def test_an_html_display_is_compared_by_its_html():
+    first = shown_text(_cell({"text/html": "<b>loss</b> 0.5", "text/plain": HTML_REPR}))
+    changed = shown_text(_cell({"text/html": "<b>loss</b> 0.7", "text/plain": HTML_REPR}))
+    assert first == "[text/html] <b>loss</b> 0.5" and changed != first
+
+
+def test_html_is_normalised_before_it_is_compared():
+    laid_out = "<table class='x'  id=t>\n  <tr>\n    <td>1</td>\n  </tr>\n</table>\n"
+    assert shown_text(_cell({"text/html": laid_out, "text/plain": HTML_REPR})) == \
+        shown_text(_cell({"text/html": '<table id="t" class="x"><tr><td>1</td></tr></table>',
+                          "text/plain": HTML_REPR})) == \
+        '[text/html] <table class="x" id="t"><tr><td>1</td></tr></table>'
+
+
+def _output(key: str, text: str, line: int = 7) -> CellOutput:
+    return CellOutput(key=key, index=1, source=f"plot_{key}()", text=text, line=line)
+
+
+def test_an_image_shown_by_its_repr_alone_is_named_not_counted():
+    figure = _output("a", "[image/png] <Figure size 350x250 with 1 Axes>")
+    drawn = _output("b", "[image/png] Figure drawing:\n-1\n4.5")  # its data, compared
+    printed = _output("c", "loss 0.5\n[image/png] <Figure size 350x250 with 1 Axes>", line=9)
+    silent = _output("d", "")
+    outputs = [figure, drawn, printed, silent]
+    assert verified_count(outputs, []) == 3
+    assert outputs_not_compared(outputs) == [
+        "the image `<Figure size 350x250 with 1 Axes>` of `plot_a()` (line 7)",
+        "the image `<Figure size 350x250 with 1 Axes>` of `plot_c()` (line 9)"]
+
+
+def test_a_failed_cell_is_not_counted():
+    outputs = [_output("a", "loss 0.5"), _output("b", "loss 0.6")]
+    assert verified_count(outputs, [outputs[1]]) == 1
+
+
+@pytest.mark.slow
+def test_a_builds_summary_names_a_figure_it_did_not_compare(tiny_book, tmp_path):
+    from conftest import sphinx_build
+
+    chapter = tiny_book / "chapter.md"
+    anchor = "A worked example.\n"
+    code = ("import matplotlib.pyplot as plt\nplt.figure(figsize=(3.5, 2.5))\n"
+            "plt.plot([1, 2])\nplt.show()")
+    chapter.write_text(chapter.read_text().replace(
+        anchor, f"{anchor}\n```{{code-cell}} ipython3\n{code}\n```\n", 1))
+    line = chapter.read_text().splitlines().index("import matplotlib.pyplot as plt") + 1
+    cache = tmp_path / "cache"
+    accepted = sphinx_build(tiny_book, tmp_path / "accepted", cache,
+                            settings={"coursebook_accept_outputs": "1"})
+    assert accepted.returncode == 0, accepted.log[-3000:]
+    build = sphinx_build(tiny_book, tmp_path / "out", cache)
+    assert build.returncode == 0, build.log[-3000:]
+    summary = next(text for text in build.log.splitlines()
+                   if "expected outputs: chapter.md (student)" in text)
+    assert summary.endswith(
+        "3 of 4 code cells verified against torch 2.13.0; not compared: the image "
+        f"`<Figure size 350x250 with 1 Axes>` of `import matplotlib.pyplot as plt` (line {line})")
