@@ -96,3 +96,20 @@ def test_a_build_stops_at_an_install_cell_with_one_line(tiny_book, tmp_path):
     assert_one_clear_message(build, f"{chapter}:{line}: ERROR: a cell installs packages "
                                     "(`!pip install d2l`): a build installs nothing")
     assert build.executed == 0
+
+
+@pytest.mark.slow
+def test_a_chapters_kernel_finds_the_books_python_first(tiny_book, tmp_path, monkeypatch):
+    """`!python` or `!pip` in a cell is the book's environment's, whatever PATH the build
+    started with."""
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+    chapter = tiny_book / "chapter.md"
+    anchor = "A worked example.\n"
+    chapter.write_text(chapter.read_text().replace(
+        anchor, f"{anchor}\n```{{code-cell}} ipython3\nimport shutil\n"
+                "print(shutil.which('python'))\n```\n", 1))
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
+                         settings={"coursebook_accept_outputs": "1"})
+    assert build.returncode == 0, build.log[-3000:]
+    expected = (tiny_book / "expected" / "torch-2.13.0" / "chapter.txt").read_text()
+    assert f"\n    {Path(sys.executable).parent / 'python'}\n" in expected
