@@ -120,7 +120,7 @@ def test_a_kernel_another_build_took_outlives_the_build_that_started_it(tmp_path
     starter.stdin.flush()  # the starter's build ends: it stops its kernels
     assert "42" in _run(kernel, "print(6 * 7)") and starter.poll() is None
     os.kill(kernel["pid"], signal.SIGKILL)  # as nbclient stops it once its chapter ends
-    assert starter.wait(timeout=10) == 0
+    assert starter.wait(timeout=60) == 0
 
 
 def test_a_waiting_kernel_that_never_starts_is_stopped_and_not_taken(tmp_path):
@@ -128,7 +128,7 @@ def test_a_waiting_kernel_that_never_starts_is_stopped_and_not_taken(tmp_path):
     stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     kernel = {"pid": stuck.pid, "connection_file": str(tmp_path / "never-written.json")}
     assert connection_of(kernel, timeout=0.5) is None
-    assert stuck.wait(timeout=10) == -signal.SIGKILL
+    assert stuck.wait(timeout=60) == -signal.SIGKILL
 
 
 def _run(kernel: dict, code: str) -> str:
@@ -273,7 +273,7 @@ def test_a_stopped_build_leaves_no_socket_folder_of_its_kernel_server(tmp_path, 
     starter = _build_with_a_kernel_server(pool, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert fork_kernel(pool, str(tmp_path), None) is not None  # it serves
     starter.send_signal(getattr(signal, signal_name))
-    starter.wait(timeout=10)
+    starter.wait(timeout=60)
     deadline = time.monotonic() + 60  # a wait, not a speed: a busy machine is slow to clean up
     while list(tmp_path.glob("kernels-*")) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -312,7 +312,7 @@ def test_a_chapter_whose_kernel_server_stopped_with_another_build_is_told_so(
             "name": "python3", "display_name": "Python 3", "language": "python"}})
     _, stopped = run_notebook(notebook, cwd=str(tmp_path), timeout=60, allow_errors=False,
                               meta_override=True)
-    starter.wait(timeout=10)
+    starter.wait(timeout=60)
     assert stopped is not None and stopped.error == "DeadKernelError"
     assert "the build that started it stopped" in stopped.what, stopped.what
     assert "Jupyter" not in stopped.what, stopped.what
@@ -343,7 +343,7 @@ def test_a_stopped_build_leaves_no_kernel_it_took_from_another_builds_server(tmp
         time.sleep(2)  # its cell is running
         kernel = json.loads(next((pool / "taken").glob("*.json")).read_text())
         taker.send_signal(signal.SIGTERM)
-        assert taker.wait(timeout=10) == 143
+        assert taker.wait(timeout=60) == 143
         deadline = time.monotonic() + 60  # a wait, not a speed
         while process_alive(kernel["pid"]) and time.monotonic() < deadline:
             time.sleep(0.1)
