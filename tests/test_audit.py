@@ -119,6 +119,35 @@ def test_an_answer_sentence_copied_into_visible_prose_is_named_at_both_places(tm
         _overlaps(tmp_path, planted, f'[[allow]]\npassage = "{ANSWER_SENTENCE}"\n')
 
 
+ANSWER_CODE = "tiny_answer_value = int(weights.sum().item()) * 21"
+
+
+def test_an_answer_pasted_into_the_exercise_cell_is_found(tmp_path):
+    """A whole answer copied into the visible cell above it: its code line is found (the
+    leak audit would count the copy as visible, common text)."""
+    chapter = (TINY_BOOK / "chapter.md").read_text()
+    planted = chapter.replace("print((weights * 3).grad_fn)\n",
+                              f"print((weights * 3).grad_fn)\n{ANSWER_CODE}\n")
+    [overlap] = _overlaps(tmp_path, planted)
+    lines = planted.splitlines()
+    assert lines[overlap.visible.line - 1] == ANSWER_CODE
+    assert lines[overlap.answer.line - 1] == ANSWER_CODE
+    allowed = f'[[allow]]\npassage = "{ANSWER_CODE}"\nwhy = "scaffolding"\n'
+    assert _overlaps(tmp_path, planted, allowed) == []
+
+
+def test_a_question_quoting_the_answers_value_is_found(tmp_path):
+    """The value an answer's check holds (what the answer prints), quoted in visible prose."""
+    chapter = (TINY_BOOK / "chapter.md").read_text().replace(
+        ":tags: [answer]\n", "---\ntags: [answer]\nchecks:\n- {name: tiny, ask: the value, "
+        "value: tiny_answer_value, answer: 42.125, hint: add}\n---\n", 1)
+    assert _overlaps(tmp_path, chapter) == []
+    planted = chapter.replace("A worked example.", "A worked example; it prints 42.125.")
+    [overlap] = _overlaps(tmp_path, planted)
+    assert overlap.passage == "42 . 125"
+    assert planted.splitlines()[overlap.visible.line - 1].startswith("A worked example;")
+
+
 def test_the_books_overlaps_are_all_allowed():
     from coursebook.audit.answer_leaks import ALLOWANCES_FILE, answer_overlaps, read_allowances
 

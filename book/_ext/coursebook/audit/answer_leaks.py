@@ -38,6 +38,7 @@ from coursebook.model.notebooks import (
 from coursebook.render.pdf_checks import pdf_text
 
 FINGERPRINT_RUN = 8
+CODE_LINE_WORDS = 4  # an answer line this long or longer, found in visible code, is a copy
 TEXT_SUFFIXES = frozenset({".html", ".js", ".md", ".txt", ".ipynb", ".json", ".tex", ".pdf"})
 # Folders of theme and MathJax assets, copied from packages: no chapter text is in them
 # (reading MathJax's bundles took most of the audit's minutes).
@@ -297,42 +298,76 @@ def read_allowances(path: Path) -> list[str]:
     return allowed
 
 
-# Each cell of a source: its place, its runs, whether it is an answer, whether prose.
-SourceCells = list[tuple[Place, list[tuple[str, ...]], bool, bool]]
+# Each cell of a source: its place, its runs, its lines of code (each a token string),
+# its values, whether it is an answer, whether prose.
+SourceCells = list[tuple[Place, list[tuple[str, ...]], list[str], set[str], bool, bool]]
+
+
+def _code_lines(cell) -> list[str]:
+    """A code cell's lines as token strings, comments and lines of under four words left
+    out (`x.flip(1)` is six)."""
+    if cell.cell_type != "code":
+        return []
+    tokens = (fingerprint_words(line) for line in cell.source.splitlines()
+              if not line.strip().startswith("#"))
+    return [" " + " ".join(words) + " " for words in tokens if len(words) >= CODE_LINE_WORDS]
+
+
+def _values(cell) -> set[str]:
+    """The telling values a cell states: in its text, and for an answer the numbers its
+    checks hold (what the answer prints)."""
+    checks = cell.get("metadata", {}).get("checks")
+    data = json.dumps([entry.get("answer") for entry in checks if isinstance(entry, dict)]
+                      ) if isinstance(checks, list) else ""
+    return {term for term in _terms(f"{cell.source} {data}")
+            if term[0].isdigit() and _is_telling_term(term)}
 
 
 def source_cells(path: Path, text: str) -> SourceCells:
     """The cells of a chapter, or a whole other page as one prose cell."""
     if not is_chapter_source(text):
         first = text.strip().splitlines()[0] if text.strip() else ""
-        return [(Place(path, 1, first), list(_runs(fingerprint_words(text))), False, True)]
+        values = {term for term in _terms(text) if term[0].isdigit() and _is_telling_term(term)}
+        return [(Place(path, 1, first), list(_runs(fingerprint_words(text))), [], values,
+                 False, True)]
     return [(Place(path, source_line(cell), first_line(cell)),
-             list(_runs(fingerprint_words(_cell_text(cell)))), is_answer(cell),
-             cell.cell_type == "markdown") for cell in read_chapter(text).cells]
+             list(_runs(fingerprint_words(_cell_text(cell)))), _code_lines(cell), _values(cell),
+             is_answer(cell), cell.cell_type == "markdown") for cell in read_chapter(text).cells]
 
 
 def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                     cells_of: Callable[[Path, str], SourceCells] = source_cells) -> list[AnswerOverlap]:
     """Each (answer cell, visible cell) pair sharing a passage no allowance covers.
 
-    Answer prose is looked for in all visible text; answer code in visible prose only, as
-    an exercise's own code (a signature, the setup lines) is the scaffolding an answer
-    builds on.
+    Answer prose is looked for in all visible text, answer code in visible prose, and each
+    line of answer code in visible code; an answer's values (three digits or more, those
+    its checks hold included) in all visible text. So an answer pasted whole into the
+    exercise cell above it is found, as is a question quoting the answer's value. An
+    exercise's own scaffolding that its answer repeats (a signature, a setup line) is
+    allowed in the allowances file, line by line.
     """
     prose: dict[tuple[str, ...], Place] = {}
     code: dict[tuple[str, ...], Place] = {}
-    answers: list[tuple[Place, list[tuple[str, ...]], bool]] = []
+    lines: dict[str, Place] = {}
+    values: dict[str, Place] = {}
+    answers = []
     for path, text in sources.items():
-        for place, runs, answer, is_prose in cells_of(path, text):
+        for place, runs, code_lines, cell_values, answer, is_prose in cells_of(path, text):
             if answer:
-                answers.append((place, runs, is_prose))
+                answers.append((place, runs, code_lines, cell_values, is_prose))
                 continue
             for run in runs:
                 (prose if is_prose else code).setdefault(run, place)
+            for line in code_lines:
+                lines.setdefault(line, place)
+            for value in cell_values:
+                values.setdefault(value, place)
     found: dict[tuple[Place, Place], tuple[str, ...]] = {}
-    for place, runs, is_prose in answers:
-        for run in runs:
-            visible = prose.get(run) or (code.get(run) if is_prose else None)
+    for place, runs, code_lines, cell_values, is_prose in answers:
+        shared = [(run, prose.get(run) or (code.get(run) if is_prose else None)) for run in runs]
+        shared += [(tuple(line.split()), lines.get(line)) for line in code_lines]
+        shared += [(tuple(fingerprint_words(value)), values.get(value)) for value in sorted(cell_values)]
+        for run, visible in shared:
             passage = " " + " ".join(run) + " "
             if visible is None or any(passage in allowance for allowance in allowed):
                 continue
