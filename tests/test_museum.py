@@ -168,6 +168,34 @@ def test_check_raised_stops_on_a_mismatch(raised, expected, message):
         assert "make accept-outputs" in str(error.value)
 
 
+def _edition_text(cells, *tags: str) -> str:
+    """The markdown of ``cells`` as an edition reads it (``tags``: its Sphinx tags)."""
+    from myst_parser.config.main import MdParserConfig
+    from sphinx.util.tags import Tags
+
+    from coursebook.render.plain_markdown import PlainMarkdown
+
+    reader = PlainMarkdown(lambda role, target: None,
+                           md_config=MdParserConfig(enable_extensions={"colon_fence"}),
+                           only=Tags(["html", "format_html", *tags]).eval_condition)
+    return "\n".join(reader.convert(c.source) for c in cells if c.cell_type == "markdown")
+
+
+@pytest.mark.parametrize("exhibit", [e for e in ALL if not e.runs_in_every_build],
+                         ids=lambda e: e.key)
+def test_a_captured_exhibits_provenance_is_the_instructors_only(exhibit):
+    """Where and when the museum captured it, and what the book ran, is the instructor's to
+    read; a student's page and download speak of the error and its fix."""
+    cells = captured_exhibit_cells(exhibit, len(ALL))
+    record = exhibit.museum_record
+    student, instructor = _edition_text(cells), _edition_text(cells, "instructor")
+    for provenance in (record.where, record.date, "ran without error", "by this book",
+                       "run again in a new Python", "run again where"):
+        assert provenance not in student, provenance
+    assert record.where in instructor and record.date in instructor
+    assert "**The fix, run again**" not in student  # a heading over a cell that may show nothing
+
+
 HISTORY = [e for e in ALL if e.museum_fix is not None]
 
 

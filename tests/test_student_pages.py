@@ -25,7 +25,6 @@ from myst_nb.core.read import read_myst_markdown_notebook
 from conftest import BOOK, ROOT
 from coursebook.model import notebooks
 from coursebook.model.recordings import PROVENANCE_KEY
-from coursebook.render.downloads import DOWNLOAD_KEY
 
 # myst-nb's tags that hide parts of a cell: as much the build's vocabulary as the book's own.
 MYST_NB_TAGS = ("remove-cell", "remove-input", "remove-output", "hide-input", "hide-output")
@@ -95,6 +94,8 @@ BUILD_TALK = {
     "an unverified reason": r"\bunverified\b",
     "a cell for the book's pages": r"\bfor the book's pages\b",
     "a side folder": r"\bside (?:folder|environment)\b|\bpackage folder\b",
+    "what the book ran": r"\bran green\b|\b[Nn]ot run on an? \w+ by this book\b",
+    "a capture's provenance": r"\b[Cc]aptured on an? \w+",
 }
 _IMPORTS_BOOK = re.compile(r"^\s*(?:from|import)\s+coursebook\b", re.M)
 
@@ -113,9 +114,9 @@ def page_findings(html: str, targets: list[str], tags: list[str], commits: list[
     return machinery(html, targets, tags, commits) + build_talk(re.sub(r"\s+", " ", soup.get_text(" ")))
 
 
-def notebook_findings(notebook: nbformat.NotebookNode, reader_keys: tuple[str, ...] = ()) -> list[str]:
-    """A student's notebook: its cells' text, and no metadata of the build (``reader_keys``
-    aside), no tag and no output."""
+def notebook_findings(notebook: nbformat.NotebookNode) -> list[str]:
+    """A student's notebook: its cells' text, and no metadata of the build, no tag and no
+    output."""
     found = []
     for cell in notebook.cells:
         first = notebooks.first_line(cell)[:60]
@@ -124,7 +125,7 @@ def notebook_findings(notebook: nbformat.NotebookNode, reader_keys: tuple[str, .
             found.append(f"`{first}`: imports coursebook")
         if notebooks.cell_tags(cell):
             found.append(f"`{first}`: tags {notebooks.cell_tags(cell)}")
-        extra = sorted(set(cell.metadata) - {"tags", *reader_keys})
+        extra = sorted(set(cell.metadata) - {"tags"})
         if extra:
             found.append(f"`{first}`: the build's metadata {extra}")
         if cell.get("outputs"):
@@ -136,7 +137,7 @@ def download_findings(path: Path) -> list[str]:
     """A download: an ``.ipynb``, a chapter's ``.md`` (a MyST notebook) or another page's text."""
     text = path.read_text(encoding="utf8")
     if path.suffix == ".ipynb":
-        return notebook_findings(nbformat.reads(text, as_version=4), (DOWNLOAD_KEY,))
+        return notebook_findings(nbformat.reads(text, as_version=4))
     if notebooks.is_chapter_source(text):  # as myst-nb reads it: the book's reader adds notes
         return notebook_findings(read_myst_markdown_notebook(text))
     return build_talk(text)
@@ -212,6 +213,10 @@ PLANTED_TEXT = [
      "the stand-in"),
     ("# The book runs this with the package folder 'old-torchax' in front of\n"
      "# the import path (see the exhibit's note above).", "a side folder"),
+    ("*The museum's fix, captured on a Colab TPU v6e-1 during LAB·P4, 2026-07-27: it ran green "
+     "on the same hardware.*", "what the book ran"),
+    ("the museum's own follows. Not run on a TPU by this book.", "what the book ran"),
+    ("Captured record: captured on a Colab TPU v6e-1 during LAB·P4", "a capture's provenance"),
 ]
 # What the build leaves in a cell's metadata, or its output: (change, the finding it gives).
 PLANTED_CELL = [

@@ -352,9 +352,20 @@ def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
     old = exhibit.museum_fix
     if old is None:
         return []
+    return [_markdown(f"**The museum's fix.** {old.note}\n\n```python\n{old.code}\n```\n\n"
+                      f"{old.changed}{_instructor_only(_captured(exhibit))}")]
+
+
+def _captured(exhibit: Exhibit) -> str:
+    """Where and when the museum captured an exhibit: provenance, the instructor's to read."""
     museum = exhibit.museum_record
-    return [_markdown(f"**The museum's fix** (captured on a {museum.where}, {museum.date}). "
-                      f"{old.note}\n\n```python\n{old.code}\n```\n\n{old.changed}")]
+    return f"Captured on a {museum.where}, {museum.date}."
+
+
+def _instructor_only(text: str) -> str:
+    """A paragraph of provenance that only the instructor edition (its pages and downloads)
+    shows: a student page speaks of the subject, not of where the book's evidence came from."""
+    return f"\n\n:::{{only}} instructor\n*{text}*\n:::"
 
 
 def _cpu_reproduction(path: Path, table: dict) -> CpuReproduction:
@@ -540,9 +551,9 @@ def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbfo
     record = expected or exhibit.museum_record
     if record.source != "museum":
         who = f"With torch {record.torch}, the cell above raises this error"
-    else:  # the museum met it elsewhere: the cell above may not have been run there
-        torch = f", torch {record.torch}" if is_release(record.torch) else ""
-        who = f"When the museum met this error ({record.where}{torch}), it read"
+    else:  # the museum met it elsewhere (where is provenance: the instructor's to read)
+        torch = f" on torch {record.torch}" if is_release(record.torch) else ""
+        who = f"When the museum met this error{torch}, it read"
     texts = [(f"{who}:", record)] + [
         (f"On {label} it reads:", other) for label, other in readers_records(exhibit, record)]
     museum = exhibit.museum_record
@@ -707,15 +718,15 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     the museum's code run again where its TOML says how; and its CPU reproduction if any,
     each run's error behind a click too."""
     museum, rerun, cpu = exhibit.museum_record, exhibit.museum_rerun, exhibit.cpu
-    label = f"captured on a {museum.where}, {museum.date}"
     run = "The museum's text, verbatim" + ("; the code runs again below" if rerun else "")
     cells = [_markdown(
         f"{_title(exhibit, total)}\n\n**The code**, as the museum ran it. {_PROMPT}\n\n"
         f"```python\n{exhibit.failing_code}\n```\n\n"
         f"::::{{dropdown}} {_REVEAL_PROMPTS['code_prompt_show']}\n"
-        f":::{{admonition}} Captured record: {label}\n:class: captured-record\n"
+        f":::{{admonition}} The museum's record\n:class: captured-record\n"
         f"{run}:\n\n"
-        f"```text\n{museum.type}: {museum.message}\n```\n:::\n::::\n\n"
+        f"```text\n{museum.type}: {museum.message}\n```\n:::\n::::"
+        f"{_instructor_only(_captured(exhibit))}\n\n"
         f"**The cause.** {_cause(exhibit)}")]
     if rerun is not None:  # the museum's code run again, its error checked
         where = "In a fresh Python process, this set-up, then the museum's code above"
@@ -731,19 +742,23 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                   _reproduction_cell(exhibit, cpu),
                   _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
                   _expected_error_note(exhibit, museum)]
-    provenance = (f"*The museum's fix, {label}: it ran green on the same hardware.*"
+    provenance = (f"The museum's fix. {_captured(exhibit)} It ran without error on the same "
+                  "hardware."
                   if exhibit.museum_fix is None else
-                  "*The book's fix, for the releases this chapter installs; the museum's own "
-                  "follows. Not run on a TPU by this book.*")
+                  "The book's fix, for the releases this chapter installs; the museum's own "
+                  "follows. Not run on a TPU by this book.")
     fix = _FRESH_RUNTIME if exhibit.fix_in_fresh_runtime else "**The fix.**"
     cells.append(_markdown(f"{fix} {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
-                           f"\n\n{provenance}"))
+                           f"{_instructor_only(provenance)}"))
     if rerun is not None:
         fresh = exhibit.fix_in_fresh_runtime
         after = ("in a new Python process, one that never ran the code above." if fresh else
                  "where the museum's code left the process: its set-up, the museum's code (its "
                  "error expected), then the fix, in one process.")
-        cells += [_markdown(f"**The fix, run again** {after}"), _rerun_fix_check(exhibit, rerun),
+        # The fix may print nothing: the student page then shows no heading over an empty
+        # cell; the instructor's says what was run again.
+        cells += [_markdown(_instructor_only(f"The fix, run again {after}").strip()),
+                  _rerun_fix_check(exhibit, rerun),
                   _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else _stand_in_only(rerun)))]
     if cpu is not None and cpu.reproduction and cpu.fix:
         where = ("In a fresh Python process, without the older packages" if cpu.fix_in_fresh_runtime

@@ -7,8 +7,7 @@ no cell that needs the book's own package, none of the claims' checks (the build
 never a reader's), plain Markdown instead of MyST, and each cell
 that raises on purpose wrapped so that "Run all" reaches the last cell. Its cells keep none
 of the build's metadata (tags, cache keys, reasons a cell is not verified): only the answer
-tag of an instructor's download, and, under ``coursebook_download``, how the download
-changed the cell. Each edition's ``_sources/`` holds the same notebook as MyST Markdown
+tag of an instructor's download. Each edition's ``_sources/`` holds the same notebook as MyST Markdown
 (the theme's ``.md`` download), and each other page's text as this edition reads it.
 """
 
@@ -37,13 +36,13 @@ from coursebook.page_state import chapter_notebook
 from coursebook.prepare.chapter_packages import install_cell
 from coursebook.render.plain_markdown import PlainMarkdown, Target
 
-# Cell metadata: what the download changed in this cell, for a reader of the .ipynb.
-DOWNLOAD_KEY = "coursebook_download"
-CONVERTED = "MyST markup rewritten as plain Markdown"
-CAUGHT = "wrapped in try/except: the error is printed and Run all goes on"
-STANDALONE = "runs without the book's own package"
 # Notebook metadata that only the book's build reads.
 _BOOK_METADATA = ("jupytext", "coursebook")
+
+
+# The first line of a caught cell, worded for a cell whose outcome the student predicts
+# first: it says what the wrapper does, not that the cell fails.
+_CATCHING_NOTE = "# So that Run all goes on to the next cell, an error here is printed, not raised."
 
 
 def catching(source: str) -> str:
@@ -60,9 +59,7 @@ def catching(source: str) -> str:
         pass  # not plain Python (a magic, say): indent every line
     body = "\n".join(line if number in inside_strings or not line.strip() else "    " + line
                      for number, line in enumerate(source.strip("\n").splitlines(), 1))
-    # Worded for a cell whose outcome the student predicts first: it says what the wrapper
-    # does, not that the cell fails.
-    return ("# So that Run all goes on to the next cell, an error here is printed, not raised.\n"
+    return (f"{_CATCHING_NOTE}\n"
             f"try:\n{body}\n"
             "except Exception as error:\n"
             "    print(f\"{type(error).__name__}: {error}\")")
@@ -85,36 +82,33 @@ def download_notebook(notebook: nbformat.NotebookNode,
     for cell in notebook.cells:
         tags = cell_tags(cell)
         if cell.cell_type == "markdown":
-            plain = markdown.convert(cell.source)
-            if plain != cell.source.strip():
-                cell.source = plain
-                cell.metadata[DOWNLOAD_KEY] = CONVERTED
+            cell.source = markdown.convert(cell.source)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             if DOWNLOAD_SOURCE_KEY in cell.metadata:
                 cell.source = cell.metadata.pop(DOWNLOAD_SOURCE_KEY)
-                cell.metadata[DOWNLOAD_KEY] = STANDALONE
             if RAISES_TAG in tags:
                 cell.source = catching(cell.source)
-                cell.metadata[DOWNLOAD_KEY] = ", ".join(
-                    filter(None, [cell.metadata.get(DOWNLOAD_KEY), CAUGHT]))
         # An instructor's answer tag stays; the build's and myst-nb's tags, the cache key
-        # and an ``unverified`` reason go.
-        kept = {"tags": [ANSWER_TAG]} if ANSWER_TAG in tags else {}
-        if DOWNLOAD_KEY in cell.metadata:
-            kept[DOWNLOAD_KEY] = cell.metadata[DOWNLOAD_KEY]
-        cell.metadata = nbformat.from_dict(kept)
+        # and an ``unverified`` reason go: a reader's notebook carries no build metadata.
+        cell.metadata = nbformat.from_dict({"tags": [ANSWER_TAG]} if ANSWER_TAG in tags else {})
+    # A cell whose whole text is another edition's (an ``{only}`` block) is left out.
+    notebook.cells = [cell for cell in notebook.cells
+                      if cell.cell_type != "markdown" or cell.source.strip()]
     return notebook
+
+
+def is_caught(cell: nbformat.NotebookNode) -> bool:
+    """Whether a download's cell is one :func:`catching` wrapped (told by its own text)."""
+    return cell.cell_type == "code" and cell.source.startswith(_CATCHING_NOTE)
 
 
 def download_myst(notebook: nbformat.NotebookNode) -> str:
     """A download notebook as the MyST Markdown notebook the ``.md`` download holds: the
-    same cells, without the notes on what the download changed."""
+    same cells."""
     notebook = copy.deepcopy(notebook)
     notebook.metadata = nbformat.from_dict(
         {"jupytext": {"text_representation": {"format_name": "myst"}}, **notebook.metadata})
-    for cell in notebook.cells:
-        cell.metadata.pop(DOWNLOAD_KEY, None)
     return notebook_to_myst(notebook)
 
 
