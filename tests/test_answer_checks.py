@@ -117,6 +117,22 @@ def test_the_student_notebook_checks_without_holding_the_answer():
     assert 'check("tiny-grad", ...)' in calls.source and 'check("tiny-shape", ...)' in calls.source
 
 
+def test_the_student_edition_says_where_the_checks_run_before_the_first():
+    """On the page the check cells show and their table does not: the note before them
+    says they run only in the notebook; the instructor edition has no such note."""
+    from coursebook.prepare.answer_checks import NOTE, NOTE_TAG
+
+    editions = _editions()
+    student = editions[Edition.STUDENT]
+    notes = [index for index, cell in enumerate(student.cells)
+             if NOTE_TAG in cell.metadata.get("tags", [])]
+    assert len(notes) == 1 and student.cells[notes[0]].cell_type == "markdown"
+    assert student.cells[notes[0]].source == NOTE and "NameError" in NOTE
+    assert SETUP_TAG in student.cells[notes[0] + 1].metadata.tags
+    assert not any(NOTE_TAG in cell.metadata.get("tags", [])
+                   for cell in editions[Edition.INSTRUCTOR].cells)
+
+
 def test_right_values_are_correct_and_wrong_ones_get_their_hint():
     student = _editions()[Edition.STUDENT]
     setup = next(cell for cell in student.cells if SETUP_TAG in cell.metadata.get("tags", []))

@@ -10,7 +10,7 @@ from conftest import BOOK
 from coursebook.execute.cache_key import key_execution_versions
 from coursebook.model.cell_notes import without_notes
 from coursebook.model.notebooks import is_answer, is_chapter_source, notebook_to_myst, read_chapter
-from coursebook.prepare.answer_checks import CHECK_TAG, SETUP_TAG
+from coursebook.prepare.answer_checks import CHECK_TAG, NOTE_TAG, SETUP_TAG
 from coursebook.prepare.editions import ANSWER_CLASS, Edition, edition_notebook
 
 PT01 = BOOK / "pt01.md"
@@ -67,7 +67,7 @@ def test_student_edition_drops_every_answer_cell_and_nothing_else(path):
     student = edition_notebook(chapter, Edition.STUDENT)
     assert not any(is_answer(cell) for cell in student.cells)
     # The answers' checks (coursebook.prepare.answer_checks) are the only cells it adds.
-    added = {CHECK_TAG, SETUP_TAG}
+    added = {CHECK_TAG, NOTE_TAG, SETUP_TAG}
     assert [c for c, cell in zip(_cells(student), student.cells)
             if not added & set(cell.metadata.get("tags", []))] == [
         c for c, cell in zip(_cells(chapter), chapter.cells) if not is_answer(cell)]

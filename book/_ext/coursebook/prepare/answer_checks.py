@@ -1,8 +1,9 @@
 """Checkable answers in each edition (:mod:`coursebook.model.answer_checks`).
 
 - Student edition: where an answer cell with checks was, a cell the student runs with
-  their own values, ``check("name", ...)`` per check; before the first of them, a cell
-  holding :mod:`coursebook.self_check` and its table (digests and hints, no answer).
+  their own values, ``check("name", ...)`` per check; before the first of them, a note
+  saying where the checks run (:data:`NOTE`) and a cell holding
+  :mod:`coursebook.self_check` and its table (digests and hints, no answer).
 - Instructor edition: the answer cell, then the same calls with the value the answer's
   code computed: each must say "correct", or the build stops there. So every answer
   passes its own check, on every build, for this build's torch.
@@ -24,6 +25,15 @@ from coursebook.model.notebooks import is_answer
 
 SETUP_TAG = "self-check-setup"  # the table cell: kept out of pages, in the downloads
 CHECK_TAG = "self-check"  # a cell of check() calls
+NOTE_TAG = "self-check-note"  # what the check cells are, and where they run
+# The student edition's words before its first check: on the page the check cells show
+# but their table does not, so copied elsewhere they raise NameError.
+NOTE = ("**Checking your answers.** Each `check(...)` cell compares the value you put in "
+        "place of `...` with the right answer, without showing it, and says whether yours is "
+        "correct. These cells run only in this chapter's notebook (the download and Colab "
+        "buttons at the top of the page open it), where the cell just before the first "
+        "check defines `check`: run the notebook from the top. Copied on their own into "
+        "another Python session, they stop with a `NameError`.")
 _SOURCE = Path(self_check.__file__).read_text(encoding="utf8")
 _TABLE_LINE = "CHECKS: dict[str, dict] = {}"
 
@@ -59,14 +69,18 @@ def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.Noteboo
 
 def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
     """The cells that follow a source cell in an edition: for an answer cell with checks,
-    the table (before the chapter's first check) and its check calls; else none."""
+    the table (before the chapter's first check, after a note for a student saying where
+    the checks run) and its check calls; else none."""
     own = cell_checks(cell)
     if not own:
         return []
+    first = own[0].name == checks[0].name
+    note = ([nbformat.v4.new_markdown_cell(NOTE, metadata={"tags": [NOTE_TAG]})]
+            if first and not instructor else [])
     table = ([nbformat.v4.new_code_cell(setup_source(checks),
                                         metadata={"tags": ["remove-cell", SETUP_TAG]})]
-             if own[0].name == checks[0].name else [])
-    return table + [_check_cell(own, instructor)]
+             if first else [])
+    return note + table + [_check_cell(own, instructor)]
 
 
 def place_checks(edition: nbformat.NotebookNode, source: nbformat.NotebookNode,
