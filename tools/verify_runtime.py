@@ -76,6 +76,7 @@ from coursebook.model.recordings import Recording, load_recording, recording_nam
 from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release  # noqa: E402
 from coursebook.page_state import CellOutput  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
+from coursebook.prepare.chapter_packages import install_cell  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
 from coursebook.render.downloads import run_all  # noqa: E402
 from coursebook.verify.answer_trials import failed_trials, trial_cells  # noqa: E402
@@ -206,7 +207,7 @@ def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
     """Run the download in the replica's kernel; each cell paired with its chapter cell."""
     path, download = read_download(downloads, name)
     kept = _kept(chapter)
-    code = [c for c in download.cells if c.cell_type == "code"]
+    code = [c for c in download.cells if c.cell_type == "code"][_installs(chapter):]
     if len(code) != len(kept):
         raise Stop(f"{path} has {len(code)} code cells, book/{name}.md gives {len(kept)}: the "
                    "download is out of date; run `make html`")
@@ -217,7 +218,8 @@ def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
         ran = _run_all(download, Path(workdir), kernel, f"{path}: Run all stopped")
     run = ChapterRun(name, trials=len(trials))
     run.failed_trials = failed_trials(ran.cells[len(ran.cells) - len(extra):], trials)
-    run.outputs = cell_outputs(chapter, [c for c in ran.cells if c.cell_type == "code"])
+    run.outputs = cell_outputs(chapter, [c for c in ran.cells
+                                         if c.cell_type == "code"][_installs(chapter):])
     for output in run.outputs:
         origin = origins.get(output.source)
         if origin is not None and origin.field == "failing_code":
@@ -331,6 +333,12 @@ def stand_in_python(name: str, kinds: dict) -> Path:
     return python
 
 
+def _installs(chapter: nbformat.NotebookNode) -> int:
+    """1 when the download opens with the cell that installs the chapter's declared packages
+    (no chapter cell pairs with it: its pip messages are not compared), else 0."""
+    return int(install_cell(chapter) is not None)
+
+
 def _kept(chapter: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     """The chapter's code cells a download keeps, in its order (claims and book-only left out)."""
     return [cell for _, cell in keyed_cells(chapter, downloaded=True)]
@@ -342,7 +350,7 @@ def after_restarts(download: nbformat.NotebookNode,
     each in a process of its own (the restart cell begins its part)."""
     restarts = {i for i, cell in enumerate(_kept(chapter)) if RESTART_TAG in cell_tags(cell)}
     parts = [nbformat.from_dict({**download, "cells": []})]
-    code = 0
+    code = -_installs(chapter)
     for cell in download.cells:
         if cell.cell_type == "code":
             if code in restarts:
@@ -356,7 +364,8 @@ def recording_differences(chapter: nbformat.NotebookNode, ran: list[nbformat.Not
                           recording: Recording) -> list[str]:
     """Each download code cell that ran (in order) against its chapter cell's recorded
     output, as the page shows it; one line per difference."""
-    kept, code = _kept(chapter), [cell for cell in ran if cell.cell_type == "code"]
+    kept = _kept(chapter)
+    code = [cell for cell in ran if cell.cell_type == "code"][_installs(chapter):]
     if len(kept) != len(code):
         return [f"the download has {len(code)} code cells, the chapter gives {len(kept)}: "
                 "rebuild it (`make html`)"]
