@@ -2,6 +2,7 @@
 
 import re
 
+import nbformat
 import pytest
 import torch
 
@@ -338,72 +339,52 @@ message = "only Tensors of floating point dtype can require gradients"
 
 
 def _planted_fix_check(tmp_path, fresh: bool):
-    from coursebook.model.museum import DOWNLOAD_SOURCE_KEY, captured_exhibit_cells
+    from coursebook.model.museum import captured_exhibit_cells
 
     path = tmp_path / "07-planted.toml"
     path.write_text(PLANTED.replace("{fresh}", "fix_in_fresh_runtime = true" if fresh else ""))
     exhibit = load_exhibit(path, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
     cells = [c for c in captured_exhibit_cells(exhibit, 9) if c.cell_type == "code"]
     check = cells[cells.index(next(c for c in cells if "fix_ran()" in c.source)) - 1]
-    return exhibit, check.source, check.metadata[DOWNLOAD_SOURCE_KEY]
+    return exhibit, check.source
 
 
 def test_a_fix_that_works_only_in_another_set_up_fails_its_check(tmp_path):
     """In a process of its own (the old fix_setup's way) the planted fix runs; checked after
-    the failing code, as the page shows it, it fails, in the book and in the download."""
+    the failing code, as the page shows it, it fails."""
     from coursebook.exhibit_checks import run_in_fresh_python
 
-    exhibit, book, download = _planted_fix_check(tmp_path, fresh=False)
+    exhibit, book = _planted_fix_check(tmp_path, fresh=False)
     run_in_fresh_python(f"{exhibit.museum_rerun.setup}\n{exhibit.fix_code}")  # another set-up
-    for source in (book, download):
-        with pytest.raises(Exception) as error:
-            exec(compile(source, "fix check", "exec"), {"__name__": "__main__"})
-        assert type(error.value).__name__ == "AssertionError"
-        assert str(error.value) == "made as torch.float64"
+    with pytest.raises(Exception) as error:
+        exec(compile(book, "fix check", "exec"), {"__name__": "__main__"})
+    assert type(error.value).__name__ == "AssertionError"
+    assert str(error.value) == "made as torch.float64"
 
 
 def test_a_fix_that_starts_a_fresh_runtime_is_checked_in_a_process_of_its_own(tmp_path):
-    exhibit, book, download = _planted_fix_check(tmp_path, fresh=True)
-    for source in (book, download):
-        assert exhibit.failing_code not in source
-        exec(compile(source, "fix check", "exec"), {"__name__": "__main__"})
+    exhibit, book = _planted_fix_check(tmp_path, fresh=True)
+    assert exhibit.failing_code not in book
+    exec(compile(book, "fix check", "exec"), {"__name__": "__main__"})
 
 
-def test_a_downloaded_error_is_printed_once_under_its_own_name(tmp_path, capsys):
-    """The download's fresh Python raises the new process's error as its own type: the caught
-    line reads `RuntimeError: ...`, never `RuntimeError: RuntimeError: ...`."""
-    from coursebook.model.museum import DOWNLOAD_SOURCE_KEY, captured_exhibit_cells
-    from coursebook.render.downloads import catching
-
-    path = tmp_path / "07-planted.toml"
-    path.write_text(PLANTED.replace("{fresh}", ""))
-    exhibit = load_exhibit(path, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
-    failing = next(c for c in captured_exhibit_cells(exhibit, 9)
-                   if "raises-exception" in c.metadata.get("tags", []))
-    exec(compile(catching(failing.metadata[DOWNLOAD_SOURCE_KEY]), "cell", "exec"), {})
-    assert capsys.readouterr().out == f"RuntimeError: {exhibit.museum_record.message}\n"
-
-
-@pytest.mark.parametrize("exhibit", [e for e in ALL if not e.runs_in_every_build],
+@pytest.mark.parametrize("exhibit", [e for e in ALL if e.museum_rerun or e.cpu and e.cpu.reproduction],
                          ids=lambda e: e.key)
-def test_a_downloaded_fresh_python_runs_as_the_stand_in_does(exhibit):
-    """A download's own kernel may hold the TPU (a device serves one process): the new
-    process gets the stand-in's variables, from the machine kinds; a reproduction that needs
-    older packages installs them apart itself and puts them first on the new process's path."""
-    from coursebook.model.museum import DOWNLOAD_SOURCE_KEY
-    from coursebook.model.notebooks import is_claim
+def test_a_download_shows_the_exhibits_code_not_the_books_harness(exhibit):
+    """A new Python process is the book's way to run a bridge's code: its cell is book-only,
+    and a download says instead, under the code the page shows, what it does on a CPU."""
+    from coursebook.render.downloads import download_notebook
+    from coursebook.render.plain_markdown import PlainMarkdown
 
-    stand_in = stand_in_kind(load_machine_kinds(MACHINE_KINDS_FILE))
-    side = exhibit.cpu.side if exhibit.cpu else None
-    for cell in _captured(exhibit):
-        if "run_in_fresh_python" in cell.source and not is_claim(cell):
-            download = cell.metadata[DOWNLOAD_SOURCE_KEY]
-            assert f"cpu = {stand_in.environment!r}\n" in download
-            if side is not None and f"side_environment={side.name!r}" in cell.source:
-                assert f"'--target', side, *{list(side.packages)!r}]," in download
-                assert "env={**os.environ, **cpu, 'PYTHONPATH': side}" in download
-            else:
-                assert "env={**os.environ, **cpu}" in download
+    cells = captured_exhibit_cells(exhibit, len(ALL))
+    fresh = [c for c in cells if "run_in_fresh_python" in c.source and "claim" not in c.metadata.tags]
+    assert fresh and all("book-only" in c.metadata.tags for c in fresh)
+    notebook = download_notebook(nbformat.v4.new_notebook(cells=cells),
+                                 PlainMarkdown(lambda role, target: None))
+    text = "\n".join(c.source for c in notebook.cells)
+    for harness in ("run_in_fresh_python", "subprocess", "side_environment", "PYTHONPATH"):
+        assert harness not in text, harness
+    assert text.count("Run in a new runtime on a CPU") == len(fresh)
 
 
 def test_a_museum_rerun_with_the_old_fix_setup_names_the_field(tmp_path):

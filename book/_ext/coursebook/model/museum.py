@@ -144,9 +144,6 @@ class Exhibit:
     # True: the fix is checked in a new process that never ran the failing code; otherwise
     # after the failing code, in its process, in the order the page shows them.
     fix_in_fresh_runtime: bool = False
-    # The stand-in kind's variables: a download runs a fresh Python with them, as the
-    # notebook's own kernel may hold the accelerator already (a device serves one process).
-    download_environment: tuple[tuple[str, str], ...] = ()
     claims: tuple[Claim, ...] = ()  # its [[claim]] tables: what its prose says, checked or cited
 
     @property
@@ -266,8 +263,6 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
                    museum_fix=_section(path, table, "museum_fix", _museum_fix),
                    museum_rerun=_section(path, table, "museum_rerun", _museum_rerun, values),
                    fix_in_fresh_runtime=_flag(path, table, "fix_in_fresh_runtime"),
-                   download_environment=tuple(next(
-                       (k.environment for k in kinds.values() if k.stand_in), {}).items()),
                    claims=claims,
                    **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
 
@@ -583,14 +578,14 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
     record = exhibit.record_for(torch_version)
     if exhibit.fix_in_fresh_runtime:
         fix = f"{_FRESH_RUNTIME} {exhibit.fix_note}\n\n{_shown_code(exhibit.fix_code)}"
-        fix_ran = _fix_ran_cell(FRESH_PYTHON_TAG)
+        fix_ran = [_fix_ran_cell(FRESH_PYTHON_TAG), _on_a_cpu(_FIX_RUNS)]
     else:
-        fix, fix_ran = f"**The fix.** {exhibit.fix_note}", _fix_ran_cell()
+        fix, fix_ran = f"**The fix.** {exhibit.fix_note}", [_fix_ran_cell()]
     return [_markdown(f"{_title(exhibit, total)}\n\n**The code.** {_PROMPT}"),
             _failing_cell(exhibit), _check_cell(exhibit, record),
             _expected_error_note(exhibit, record),
             _markdown(f"**The cause.** {_cause(exhibit)}"), _markdown(fix), _fix_cell(exhibit),
-            fix_ran, *_museum_fix_history(exhibit), *_claim_cells(exhibit.claims)]
+            *fix_ran, *_museum_fix_history(exhibit), *_claim_cells(exhibit.claims)]
 
 
 _FRESH_RUNTIME = "**The fix, in a fresh runtime.**"
@@ -602,10 +597,6 @@ def _fix_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
     if exhibit.fix_in_fresh_runtime:
         return _in_fresh_python(exhibit, exhibit.fix_code)
     return _code(exhibit.fix_code)
-
-
-# Cell metadata: the code a download runs instead of the cell's (which needs the book).
-DOWNLOAD_SOURCE_KEY = "coursebook_download_source"
 
 
 def in_one_process(cells: list[tuple[str, bool]]) -> str:
@@ -627,13 +618,13 @@ def in_one_process(cells: list[tuple[str, bool]]) -> str:
 
 def _in_fresh_python(exhibit: Exhibit, code: str, *tags: str,
                      side: SideEnvironment | None = None) -> nbformat.NotebookNode:
-    """A cell running ``code`` in a new Python, ``side``'s packages first on its path; its
-    download does so without the book. Its input is hidden: the page shows ``code`` itself
-    (:func:`_shown_code`). Tagged ``fresh-python``: a recording runs it in a kernel that
-    holds no device."""
-    cell = _code(_fresh_python_call(code, side), "remove-input", FRESH_PYTHON_TAG, *tags)
-    cell.metadata[DOWNLOAD_SOURCE_KEY] = _download_source(code, side, exhibit.download_environment)
-    return cell
+    """A cell running ``code`` in a new Python, ``side``'s packages first on its path. Its
+    input is hidden: the page shows ``code`` itself (:func:`_shown_code`). The new process is
+    the book's harness, so the cell is ``book-only``: a download shows the code as the page
+    does, with :func:`_on_a_cpu` saying what it does. Tagged ``fresh-python``: a recording
+    runs it in a kernel that holds no device."""
+    return _code(_fresh_python_call(code, side), "remove-input", BOOK_ONLY_TAG,
+                 FRESH_PYTHON_TAG, *tags)
 
 
 def _fresh_python_call(code: str, side: SideEnvironment | None = None) -> str:
@@ -642,36 +633,18 @@ def _fresh_python_call(code: str, side: SideEnvironment | None = None) -> str:
             f"run_in_fresh_python(r'''\n{code}\n'''{named})")
 
 
-def _download_source(code: str, side: SideEnvironment | None,
-                     download_environment: tuple[tuple[str, str], ...]) -> str:
-    """What a download runs for a fresh-Python cell: plain Python, its error raised under
-    the new process's own name (``RuntimeError: ...``, not wrapped in another)."""
-    lines = ["# A fresh Python process: a bridge claims the whole process it runs in.",
-             "# This notebook's own process may hold the accelerator already, and a device serves",
-             "# one process: the new one runs on the CPU.",
-             "import os, subprocess, sys",
-             f"cpu = {dict(download_environment)!r}"]
-    env = "{**os.environ, **cpu}"
-    if side is not None:
-        lines += [f"# The error needs older packages than this runtime's ({', '.join(side.packages)}):",
-                  "# installed apart, without their dependencies, first on the new process's path.",
-                  f"side = os.path.abspath({side.name!r})",
-                  "if not os.path.isdir(side):  # pip's own output is shown only if it fails",
-                  "    pip = subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-deps',",
-                  f"                          '--target', side, *{list(side.packages)!r}],",
-                  "                         capture_output=True, text=True)",
-                  "    if pip.returncode:",
-                  "        raise RuntimeError(pip.stderr.strip().splitlines()[-1])"]
-        env = "{**os.environ, **cpu, 'PYTHONPATH': side}"
-    lines += [f'done = subprocess.run([sys.executable, "-c", r\'\'\'\n{code}\n\'\'\'],',
-              f"                      capture_output=True, text=True, env={env})",
-              'print(done.stdout, end="")',
-              "if done.returncode:",
-              "    # The new process's error under its own name: its last line reads 'Type: message'.",
-              "    last = (done.stderr.strip().splitlines() or ['RuntimeError: it failed'])[-1]",
-              "    name, _, message = last.partition(': ')",
-              "    raise type(name, (Exception,), {})(message)"]
-    return "\n".join(lines)
+def _on_a_cpu(does: str, side: SideEnvironment | None = None) -> nbformat.NotebookNode:
+    """For downloads, in place of a fresh-Python cell: what its code, shown above, ``does``
+    when a reader runs it in a new runtime on a CPU, as this build's stand-in ran it."""
+    needs = (f" with {', '.join(f'`{p}`' for p in side.packages)} installed"
+             if side is not None else "")
+    return _markdown(f"*Run in a new runtime on a CPU{needs}, {does}.*", "remove-cell",
+                     DOWNLOAD_ONLY_TAG)
+
+
+_RAISES = "the code above raises the error below"
+_FIX_RUNS = "the fix runs without an error"
+_FIX_RUNS_AFTER = "the fix runs without an error after the code that failed, in the same runtime"
 
 
 def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
@@ -734,6 +707,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                             + _shown_code(rerun.setup, where)),
                   _rerun_cell(exhibit, rerun),
                   _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *_stand_in_only(rerun)),
+                  _on_a_cpu(_RAISES),
                   _expected_error_note(exhibit, museum)]
     # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
     if cpu is not None and cpu.reproduction:
@@ -741,6 +715,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                             f"{_shown_code(cpu.reproduction)}"),
                   _reproduction_cell(exhibit, cpu),
                   _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
+                  _on_a_cpu(_RAISES, cpu.side),
                   _expected_error_note(exhibit, museum)]
     provenance = (f"The museum's fix. {_captured(exhibit)} It ran without error on the same "
                   "hardware."
@@ -759,13 +734,15 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         # cell; the instructor's says what was run again.
         cells += [_markdown(_instructor_only(f"The fix, run again {after}").strip()),
                   _rerun_fix_check(exhibit, rerun),
-                  _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else _stand_in_only(rerun)))]
+                  _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else _stand_in_only(rerun))),
+                  _on_a_cpu(_FIX_RUNS if fresh else _FIX_RUNS_AFTER)]
     if cpu is not None and cpu.reproduction and cpu.fix:
         where = ("In a fresh Python process, without the older packages" if cpu.fix_in_fresh_runtime
                  else "In the reproduction's process, after it")
         cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}\n\n{_shown_code(cpu.fix, where)}"),
-                  _cpu_fix_check(exhibit, cpu),
-                  _fix_ran_cell(STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG)]
+                  _cpu_fix_check(exhibit, cpu), _fix_ran_cell(STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
+                  _on_a_cpu(_FIX_RUNS) if cpu.fix_in_fresh_runtime
+                  else _on_a_cpu(_FIX_RUNS_AFTER, cpu.side)]
     elif cpu is not None and not cpu.reproduction:
         cells.append(_markdown(f"*{cpu.note}*"))
     return cells + _museum_fix_history(exhibit) + _claim_cells(exhibit.claims, captured=True)

@@ -22,7 +22,6 @@ import nbformat
 from sphinx.application import Sphinx
 
 from coursebook.config import book_config
-from coursebook.model.museum import DOWNLOAD_SOURCE_KEY
 from coursebook.model.notebooks import (
     ANSWER_TAG,
     BOOK_ONLY_TAG,
@@ -85,8 +84,6 @@ def download_notebook(notebook: nbformat.NotebookNode,
             cell.source = markdown.convert(cell.source)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-            if DOWNLOAD_SOURCE_KEY in cell.metadata:
-                cell.source = cell.metadata.pop(DOWNLOAD_SOURCE_KEY)
             if RAISES_TAG in tags:
                 cell.source = catching(cell.source)
         # An instructor's answer tag stays; the build's and myst-nb's tags, the cache key
