@@ -133,6 +133,18 @@ def test_the_student_edition_says_where_the_checks_run_before_the_first():
                    for cell in editions[Edition.INSTRUCTOR].cells)
 
 
+def test_no_hint_is_readable_in_the_student_notebook_before_a_wrong_try():
+    student = _editions()[Edition.STUDENT]
+    text = "\n".join(cell.source for cell in student.cells).lower()
+    for hint in ("does backward() replace .grad", "the inner axes meet and vanish"):
+        assert hint not in text
+    setup = next(cell for cell in student.cells if SETUP_TAG in cell.metadata.get("tags", []))
+    namespace, out = _run(setup.source)
+    assert out == ""
+    _, out = _run('check("tiny-shape", (5, 4))', {**namespace})
+    assert out.strip() == "tiny-shape: not yet. Hint: the inner axes meet and vanish."
+
+
 def test_right_values_are_correct_and_wrong_ones_get_their_hint():
     student = _editions()[Edition.STUDENT]
     setup = next(cell for cell in student.cells if SETUP_TAG in cell.metadata.get("tags", []))
@@ -225,7 +237,10 @@ def test_the_audit_finds_an_answer_in_a_check_table(tmp_path):
     build.mkdir()
     nbformat.write(student, build / "checks.ipynb")
     assert audit_check_tables(build, book) == []
-    for planted, leak in (('"hint": "does', '"answer": [5.0, 7.0],\n  "hint": "does'),
+    readable = self_check.scramble("tiny-grad", "does backward() replace .grad or add to it?")
+    assert readable in (build / "checks.ipynb").read_text()  # the hint, scrambled
+    for planted, leak in (('"hint": "', '"answer": [5.0, 7.0],\n  "hint": "'),
+                          (readable, "does backward() replace .grad or add to it?"),
                           ('"the shape of x @ w"', '"the shape of x @ w, [5, 3]"'),
                           ('"the shape of x @ w"', '"the shape of x @ w: (5, 3)?"')):
         leaked = nbformat.read(build / "checks.ipynb", as_version=4)
@@ -248,8 +263,8 @@ def test_a_number_answer_is_spelled_only_as_a_number_of_its_own(hint, leaks):
     from coursebook.model.answer_checks import AnswerCheck
 
     check = AnswerCheck("n", "how many?", "n", 1, hint, 1e-4, "")
-    table = {"n": {"digest": self_check.digest("n", 1, 1e-4), "tolerance": 1e-4, "hint": hint,
-                   "ask": "how many?"}}
+    table = {"n": {"digest": self_check.digest("n", 1, 1e-4), "tolerance": 1e-4,
+                   "hint": self_check.scramble("n", hint), "ask": "how many?"}}
     found = table_leaks(Path("x.ipynb"), table, {table["n"]["digest"]: check})
     assert bool(found) is leaks, found
 

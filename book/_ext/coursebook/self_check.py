@@ -4,18 +4,21 @@ This module's source is copied, as it is, into a cell of the student's notebook:
 Python, nothing to install, no network. Each checkable answer is held there as a salted
 digest of its *canonical form* (the same normalisation for the author's answer and the
 student's value: tensors and arrays as nested lists, numbers rounded to the check's
-tolerance, text with its spaces collapsed), with the hint its author wrote; never the
-answer itself. ``check(name, value)`` says "correct" or "not yet" and the hint.
+tolerance, text with its spaces collapsed), with the hint its author wrote, scrambled so
+that reading the notebook does not show it (:func:`scramble`); never the answer itself.
+``check(name, value)`` says "correct", or "not yet" and the hint, unscrambled only then.
 
 The book uses the same code: the student edition's table is made from the answers when a
 chapter is prepared, and the instructor edition checks every answer against it.
 """
 
+import base64
 import hashlib
 import json
 import math
 
-# Each check by name: the digest of its answer, its tolerance, its hint and its question.
+# Each check by name: the digest of its answer, its tolerance, its scrambled hint and its
+# question.
 CHECKS: dict[str, dict] = {}
 
 
@@ -47,6 +50,25 @@ def digest(name: str, value, tolerance: float) -> str:
     return hashlib.sha256(f"{name}\0{data}".encode("utf8")).hexdigest()
 
 
+def _mask(name: str, size: int) -> bytes:
+    stream = b""
+    while len(stream) < size:
+        stream += hashlib.sha256(f"{name}\0hint\0{len(stream)}".encode("utf8")).digest()
+    return stream[:size]
+
+
+def scramble(name: str, hint: str) -> str:
+    """A hint as the notebook holds it: unreadable until a wrong try (not a secret: a
+    student who wants the hint can have it, but nobody reads it ahead by accident)."""
+    data = hint.encode("utf8")
+    return base64.b64encode(bytes(a ^ b for a, b in zip(data, _mask(name, len(data))))).decode()
+
+
+def unscramble(name: str, scrambled: str) -> str:
+    data = base64.b64decode(scrambled, validate=True)
+    return bytes(a ^ b for a, b in zip(data, _mask(name, len(data)))).decode("utf8")
+
+
 def passes(name: str, value) -> bool:
     """Whether ``value`` is the answer of check ``name`` (nothing printed)."""
     entry = CHECKS[name]
@@ -67,4 +89,4 @@ def check(name: str, value=...) -> None:
         except TypeError as error:
             print(f"{name}: not yet. {error}")
             return
-        print(f"{name}: correct" if same else f"{name}: not yet. Hint: {entry['hint']}")
+        print(f"{name}: correct" if same else f"{name}: not yet. Hint: {unscramble(name, entry['hint'])}")

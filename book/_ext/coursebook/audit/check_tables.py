@@ -1,7 +1,7 @@
 """The leak audit's look at the students' answer checks (:mod:`coursebook.prepare.answer_checks`).
 
-A student notebook holds, for each checkable answer, a digest, a tolerance, a hint and
-the question it asks. The audit reads every check table of a built student edition and
+A student notebook holds, for each checkable answer, a digest, a tolerance, a scrambled
+hint and the question it asks. The audit reads every check table of a built student edition and
 reports a table that holds anything else, or whose hint or question spells the answer.
 """
 
@@ -17,7 +17,7 @@ import nbformat
 from coursebook.audit.answer_leaks import Leak
 from coursebook.model.answer_checks import AnswerCheck, notebook_checks
 from coursebook.model.notebooks import is_chapter_source, read_chapter
-from coursebook.self_check import digest
+from coursebook.self_check import digest, unscramble
 
 ENTRY_FIELDS = {"digest", "tolerance", "hint", "ask"}
 _TABLE = re.compile(r"^CHECKS: dict\[str, dict\] = (\{.*?^\})$", re.S | re.M)
@@ -73,7 +73,12 @@ def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list
         if not _DIGEST.fullmatch(str(entry.get("digest", ""))):
             leaks.append(Leak(path, f"check '{name}': its digest is not a sha256 digest"))
         check = checks.get(str(entry.get("digest")))
-        shown = f"{entry.get('hint', '')} {entry.get('ask', '')}".lower()
+        try:  # a hint is shown after a wrong try: unscrambled, it must not spell the answer
+            hint = unscramble(name, str(entry.get("hint", "")))
+        except ValueError:  # not base64, or not text: a hint left readable in the notebook
+            leaks.append(Leak(path, f"check '{name}': its hint is not scrambled"))
+            hint = str(entry.get("hint", ""))
+        shown = f"{hint} {entry.get('ask', '')}".lower()
         for text in answer_texts(check.answer) if check else []:
             if _spells(" ".join(shown.split()), text):
                 leaks.append(Leak(path, f"check '{name}': its hint or question spells the "
