@@ -3,7 +3,7 @@
 - Student edition: where an answer cell with checks was, a cell the student runs with
   their own values, ``check("name", ...)`` per check; before the first of them, a note
   saying where the checks run (:data:`NOTE`) and a cell holding
-  :mod:`coursebook.self_check` and its table (digests and hints, no answer).
+  :mod:`coursebook.self_check` and its table (digests and scrambled hints, no answer).
 - Instructor edition: the answer cell, then the same calls with the value the answer's
   code computed: each must say "correct", or the build stops there. So every answer
   passes its own check, on every build, for this build's torch.
