@@ -6,6 +6,7 @@ every answer through its own check."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -86,17 +87,43 @@ def _editions(text: str = CHAPTER) -> dict[Edition, nbformat.NotebookNode]:
     return {edition: edition_notebook(source, edition) for edition in Edition}
 
 
-def test_equal_answers_have_one_digest_whatever_their_form():
+def _passes(answer, value, tolerance=1e-4, name="c") -> bool:
+    """Whether ``value`` passes the check whose answer is ``answer``, as a notebook checks."""
+    from coursebook.prepare.answer_checks import check_table
+    from coursebook.model.answer_checks import AnswerCheck
+
+    table = check_table([AnswerCheck(name, "?", "v", answer, "h", tolerance, "")])
+    namespace: dict = {}
+    exec(Path(self_check.__file__).read_text(encoding="utf8"), namespace)
+    namespace["CHECKS"].update(table)
+    return namespace["passes"](name, value)
+
+
+def test_equal_answers_pass_whatever_their_form():
     grad = torch.tensor([5., 7.])
-    assert self_check.digest("c", grad, 1e-4) == self_check.digest("c", [5, 7.00001], 1e-4)
-    assert self_check.digest("c", torch.Size([5, 3]), 1e-4) == self_check.digest("c", (5, 3), 1e-4)
-    assert self_check.digest("c", torch.tensor(1.3), 1e-4) == self_check.digest("c", 1.3, 1e-4)
-    assert self_check.digest("c", -0.00001, 1e-4) == self_check.digest("c", 0.0, 1e-4)
-    assert self_check.digest("c", " Cross  Entropy", 1) == self_check.digest("c", "cross entropy", 1)
+    assert _passes(grad, [5, 7.00001]) and _passes([5, 7], grad)
+    assert _passes(torch.Size([5, 3]), (5, 3)) and _passes((5, 3), torch.Size([5, 3]))
+    assert _passes(torch.tensor(1.3), 1.3) and _passes(0.0, -0.00001)
+    assert _passes(" Cross  Entropy", "cross entropy", 1)
+
+
+@pytest.mark.parametrize("answer, value, tolerance, passes", [
+    ([5., 7.], [5.00006, 7], 1e-4, True), ([5., 7.], [4.99994, 7], 1e-4, True),
+    (2 / 3, 0.6665, 1e-3, True), (0.6667, 0.6665, 1e-3, True), (2 / 3, 2 / 3 + 9e-4, 1e-3, True),
+    ([5., 7.], [5.00011, 7], 1e-4, False), ([5., 7.], [4.99989, 7], 1e-4, False),
+    (2 / 3, 0.6655, 1e-3, False), (2 / 3, 2 / 3 - 1.1e-3, 1e-3, False),
+    ([0.05, 0.15], [0.0549, 0.1451], 1e-2, True),  # the old grid's edges (0.05 and 0.15)
+])
+def test_within_the_tolerance_passes_and_beyond_it_does_not(answer, value, tolerance, passes):
+    """No rounding grid: 5.00006 and 4.99994 are both within 1e-4 of 5 (a grid of 1e-4 put
+    them on either side of an edge), 0.6665 within 1e-3 of 2/3."""
+    assert _passes(answer, value, tolerance) is passes
 
 
 def test_different_answers_or_names_have_different_digests():
     assert self_check.digest("c", [5., 7.], 1e-4) != self_check.digest("c", [5., 7.1], 1e-4)
+    assert not _passes([5., 7.], [5., 7.1]) and not _passes([5., 7.], [[5., 7.]])
+    assert not _passes(True, 1) and not _passes(1, True) and not _passes([5., 7.], [5., 7., 0.])
     assert self_check.digest("c", [5., 7.], 1e-4) != self_check.digest("c", [[5., 7.]], 1e-4)
     assert self_check.digest("c", True, 1e-4) != self_check.digest("c", 1, 1e-4)
     assert self_check.digest("c", [5., 7.], 1e-4) != self_check.digest("d", [5., 7.], 1e-4)
@@ -110,7 +137,8 @@ def test_the_student_notebook_checks_without_holding_the_answer():
         assert answer not in text
     (table,) = check_tables(student)
     assert set(table) == {"tiny-grad", "tiny-shape"}
-    assert all(set(entry) == {"digest", "tolerance", "hint", "ask"} for entry in table.values())
+    assert all(set(entry) == {"digest", "numbers", "tolerance", "hint", "ask"}
+               for entry in table.values())
     setup = [cell for cell in student.cells if SETUP_TAG in cell.metadata.get("tags", [])]
     assert len(setup) == 1 and "remove-cell" in setup[0].metadata.tags
     calls = student.cells[student.cells.index(setup[0]) + 1]

@@ -3,8 +3,9 @@
 This module's source is copied, as it is, into a cell of the student's notebook: plain
 Python, nothing to install, no network. Each checkable answer is held there as a salted
 digest of its *canonical form* (the same normalisation for the author's answer and the
-student's value: tensors and arrays as nested lists, numbers rounded to the check's
-tolerance, text with its spaces collapsed), with the hint its author wrote, scrambled so
+student's value: tensors and arrays as nested lists, text with its spaces collapsed), and
+a salted digest of each of its numbers, so that a number within the check's tolerance of
+the answer's passes and one beyond it does not (no rounding grid's edge between them), with the hint its author wrote, scrambled so
 that reading the notebook does not show it (:func:`scramble`); never the answer itself.
 ``check(name, value)`` says "correct", or "not yet" and the hint, unscrambled only then.
 
@@ -17,37 +18,73 @@ import hashlib
 import json
 import math
 
-# Each check by name: the digest of its answer, its tolerance, its scrambled hint and its
-# question.
+# Each check by name: the digests of its answer and of its numbers, its tolerance, its
+# scrambled hint and its question.
 CHECKS: dict[str, dict] = {}
 
 
-def canonical(value, tolerance: float):
-    """What the comparison sees of a value: plain JSON data, the same for equal answers."""
+FINE = 20  # steps per tolerance: the tolerance holds to a fortieth of itself
+
+
+def canonical(value, numbers: list):
+    """What the comparison sees of a value: plain JSON data, each finite number replaced by
+    "#" and appended to ``numbers`` (compared on their own, within the tolerance)."""
     if hasattr(value, "detach"):  # a torch tensor, on any device
         value = value.detach().cpu()
     if hasattr(value, "tolist") and hasattr(value, "shape"):  # a tensor or an array
-        return canonical(value.tolist(), tolerance)
+        return canonical(value.tolist(), numbers)
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, (int, float)):
         if isinstance(value, float) and not math.isfinite(value):
             return repr(value)
-        steps = round(value / tolerance)
-        return steps if steps != 0 else 0  # -0 and 0 alike
+        numbers.append(value)
+        return "#"
     if isinstance(value, str):
         return " ".join(value.split()).lower()
     if isinstance(value, (list, tuple)):  # torch.Size too
-        return [canonical(item, tolerance) for item in value]
+        return [canonical(item, numbers) for item in value]
     if isinstance(value, dict):
-        return {str(key): canonical(item, tolerance) for key, item in sorted(value.items())}
+        return {str(key): canonical(item, numbers) for key, item in sorted(value.items())}
     raise TypeError(f"a check compares numbers, text, lists and tensors, not {type(value).__name__}")
 
 
+def _hash(*parts) -> str:
+    return hashlib.sha256("\0".join(map(str, parts)).encode("utf8")).hexdigest()
+
+
+def _whole(name: str, shape, number_digests: list) -> str:
+    return _hash(name, json.dumps(shape, separators=(",", ":")), *number_digests)
+
+
+def number_digests(name: str, value, tolerance: float) -> list:
+    """The salted digest of each number of a value, on a grid of FINE steps per tolerance."""
+    numbers: list = []
+    canonical(value, numbers)
+    return [_hash(name, index, round(number * FINE / tolerance))
+            for index, number in enumerate(numbers)]
+
+
 def digest(name: str, value, tolerance: float) -> str:
-    """The salted digest of a value's canonical form (the check's name is the salt)."""
-    data = json.dumps(canonical(value, tolerance), separators=(",", ":"))
-    return hashlib.sha256(f"{name}\0{data}".encode("utf8")).hexdigest()
+    """The salted digest of a value: its shape, text and numbers (the check's name is the
+    salt)."""
+    return _whole(name, canonical(value, []), number_digests(name, value, tolerance))
+
+
+def passes(name: str, value) -> bool:
+    """Whether ``value`` is the answer of check ``name`` (nothing printed): the same shape
+    and text, and each number within the tolerance of the answer's (to a FINE-th of it)."""
+    entry = CHECKS[name]
+    numbers: list = []
+    shape = canonical(value, numbers)
+    if len(numbers) != len(entry["numbers"]):
+        return False
+    steps = FINE / entry["tolerance"]
+    for index, (number, stored) in enumerate(zip(numbers, entry["numbers"])):
+        if not any(_hash(name, index, step) == stored for step in range(
+                math.ceil(number * steps - FINE), math.floor(number * steps + FINE) + 1)):
+            return False
+    return _whole(name, shape, entry["numbers"]) == entry["digest"]
 
 
 def _mask(name: str, size: int) -> bytes:
@@ -67,12 +104,6 @@ def scramble(name: str, hint: str) -> str:
 def unscramble(name: str, scrambled: str) -> str:
     data = base64.b64decode(scrambled, validate=True)
     return bytes(a ^ b for a, b in zip(data, _mask(name, len(data)))).decode("utf8")
-
-
-def passes(name: str, value) -> bool:
-    """Whether ``value`` is the answer of check ``name`` (nothing printed)."""
-    entry = CHECKS[name]
-    return digest(name, value, entry["tolerance"]) == entry["digest"]
 
 
 def check(name: str, value=...) -> None:

@@ -19,8 +19,9 @@ check without seeing them::
 student edition holds only its salted digest. ``value`` is an expression the answer
 cell's code leaves behind: the instructor edition checks it against ``answer`` on every
 build, so the answer stays true for this build's torch. ``tolerance`` (default 1e-4) is
-the grid numbers are rounded to before they are compared (a digest cannot say "close"):
-two numbers count as equal when they round to the same multiple of it.
+how far a student's number may lie from the answer's and still pass (each number has a
+digest of its own, on a grid of :data:`coursebook.self_check.FINE` steps per tolerance, so
+the bound holds to a fortieth of the tolerance, with no rounding grid's edge inside it).
 """
 
 from __future__ import annotations

@@ -42,6 +42,8 @@ def check_table(checks: list[AnswerCheck]) -> dict[str, dict]:
     """What the student's notebook holds of each answer: its digest, never the answer, and
     its hint scrambled."""
     return {check.name: {"digest": self_check.digest(check.name, check.answer, check.tolerance),
+                         "numbers": self_check.number_digests(check.name, check.answer,
+                                                              check.tolerance),
                          "tolerance": check.tolerance,
                          "hint": self_check.scramble(check.name, check.hint), "ask": check.ask}
             for check in checks}

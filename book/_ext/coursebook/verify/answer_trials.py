@@ -16,7 +16,7 @@ import nbformat
 from coursebook.model.answer_checks import AnswerCheck, cell_checks
 
 # A value that is not the answer, of the same kind where possible: numbers moved past the
-# check's tolerance (the grid its numbers are rounded to).
+# check's tolerance.
 _CHANGED = '''def _changed(value, tolerance):
     if hasattr(value, "detach"):
         return value + 1 + 2 * tolerance
