@@ -45,6 +45,12 @@ def seeds() -> Path:
     pytest.skip(f"no course material beside this checkout ({SEEDS})")
 
 
+# The top matter that makes a Markdown file a chapter (a MyST notebook, as myst-nb reads it);
+# ``extra``: more top-matter lines.
+CHAPTER_TOP = ("---\njupytext:\n  text_representation:\n    format_name: myst\n"
+               "kernelspec:\n  name: python3\n  display_name: Python 3\n{extra}---\n")
+
+
 def book_machine_kinds():
     """The machine kinds as a build of the book loads them."""
     from coursebook.model.machine_kinds import load_machine_kinds

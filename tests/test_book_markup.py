@@ -12,22 +12,14 @@ from pathlib import Path
 import pytest
 from book_environment import sphinx_command
 
-from conftest import ROOT, TINY_BOOK, book_conf_with
+from conftest import CHAPTER_TOP, ROOT, TINY_BOOK, book_conf_with
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.model.cell_notes import without_notes
 from coursebook.model.notebooks import ANSWER_TAG, is_answer, notebook_to_myst, read_chapter
 from coursebook.model.solutions import SolutionError
 from coursebook.prepare.editions import ANSWER_CLASS, Edition, edition_notebook
 
-TOP = """---
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  name: python3
-  display_name: Python 3
-{extra}---
-"""
+TOP = CHAPTER_TOP
 
 # Each solution holds words no other text does, for the audit to look for.
 CHAPTER = TOP.format(extra="mystnb:\n  number_source_lines: true\n") + """

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 import torch
 
-from conftest import MACHINE_KINDS_FILE, ROOT, sphinx_build, sphinx_command
+from conftest import CHAPTER_TOP, MACHINE_KINDS_FILE, ROOT, sphinx_build, sphinx_command
 from coursebook.model.claims import claim_blocks, find_in_prose
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.audit.unbacked_sentences import chapter_unbacked, museum_unbacked
@@ -399,15 +399,7 @@ def test_the_books_claims_are_accepted_for_every_chapter_that_makes_some():
 
 # --- make audit: factual sentences neither checked nor cited --------------------------------
 
-UNBACKED_CHAPTER = """---
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  name: python3
-  display_name: Python 3
----
-
+UNBACKED_CHAPTER = CHAPTER_TOP.format(extra="") + """
 # A chapter
 
 `torch.zeros(2)` makes a tensor of two zeros. Autograd frees saved values after `backward()`.
