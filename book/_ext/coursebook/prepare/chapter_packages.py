@@ -128,7 +128,8 @@ def install_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode | Non
 
 def setup(app: Sphinx) -> None:
     put_environment_first_on_path()
-    app.connect("env-before-read-docs", check_chapter_packages)
+    # After the encoding check (prepare/source_files.py), which names a file that is not UTF-8.
+    app.connect("env-before-read-docs", check_chapter_packages, priority=600)
 
 
 def main() -> None:
