@@ -95,9 +95,10 @@ class Build:
 
 
 def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
-                 settings: dict[str, str] | None = None) -> Build:
-    """Build one edition with the repository's conf.py, as the Makefile does."""
-    command = sphinx_command(srcdir, outdir / "html", outdir / "doctrees", tags=tags,
+                 settings: dict[str, str] | None = None, jobs: str | None = "auto") -> Build:
+    """Build one edition with the repository's conf.py, as the Makefile does (``jobs``
+    reader processes)."""
+    command = sphinx_command(srcdir, outdir / "html", outdir / "doctrees", tags=tags, jobs=jobs,
                              settings={"nb_execution_cache_path": str(cache), **(settings or {})})
     (outdir / "tmp").mkdir(parents=True, exist_ok=True)
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
