@@ -434,6 +434,17 @@ def test_audit_lists_each_factual_sentence_that_no_check_or_source_holds(tmp_pat
         "`torch.zeros(2)` makes a tensor of two zeros."]
 
 
+def test_audit_names_a_repeated_unbacked_paragraph_at_each_of_its_lines(tmp_path):
+    """Each paragraph at its own cell's line, not where its text first appears in the file."""
+    paragraph = "Autograd frees saved values after `backward()`."
+    text = UNBACKED_CHAPTER + f"\n```{{code-cell}} ipython3\nx = 1\n```\n\n{paragraph}\n"
+    path = tmp_path / "chapter.md"
+    path.write_text(text)
+    lines = [u.line for u in chapter_unbacked(path, text) if u.sentence == paragraph]
+    numbers = [n for n, line in enumerate(text.splitlines(), 1) if paragraph in line]
+    assert len(numbers) == 2 and lines == [_line_of(path, "`torch.zeros(2)` makes"), numbers[1]]
+
+
 def test_audit_lists_an_exhibit_sentence_no_claim_holds(tmp_path):
     lesson = "`1 / 0` raises an error in Python. `torch.tensor(1.) / 0` gives `inf`."
     path = _exhibit_with(tmp_path, '[[claim]]\nsays = "raises an error in Python"\n'

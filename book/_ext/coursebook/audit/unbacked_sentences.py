@@ -22,10 +22,11 @@ it holds a link or a ``{cite}``, or an exhibit's ``[[claim]]`` cites it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from coursebook.model.cell_notes import line_within
 from coursebook.model.claims import claim_blocks, find_in_prose, normalised
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import Wing
@@ -95,14 +96,15 @@ def _held(sentence: str, held: set[str]) -> bool:
     return any(flat in other or other in flat for other in held)
 
 
-def _unbacked(markdown: str, held: set[str], path: Path, file_text: str) -> list[Unbacked]:
+def _unbacked(markdown: str, held: set[str], path: Path,
+              line_of: Callable[[str], int]) -> list[Unbacked]:
+    """``line_of``: the line of the file where a paragraph of ``markdown`` starts."""
     held = {normalised(sentence)[0] for sentence in held}
     found = []
     for paragraph, cited in _paragraphs(markdown):
         if cited:
             continue
-        where = file_text.find(paragraph)
-        line = file_text.count("\n", 0, where) + 1 if where >= 0 else 0
+        line = line_of(paragraph)
         for sentence in sentences_of(paragraph):
             if is_factual(sentence) and not _held(sentence, held) and not _CITES.search(sentence):
                 found.append(Unbacked(path, line, sentence))
@@ -124,8 +126,15 @@ def chapter_unbacked(path: Path, text: str) -> list[Unbacked]:
                     held.add(found.sentence)
         else:
             prose = []
+    # A paragraph's line: its cell's noted line, plus where it stands in the cell.
     return [u for cell in notebook.cells if cell.cell_type == "markdown"
-            for u in _unbacked(cell.source, held, path, text)]
+            for u in _unbacked(cell.source, held, path, lambda paragraph, cell=cell:
+                               line_within(cell, max(cell.source.find(paragraph), 0)))]
+
+
+def _line_in_file(file_text: str, passage: str) -> int:
+    where = file_text.find(passage)
+    return file_text.count("\n", 0, where) + 1 if where >= 0 else 0
 
 
 def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
@@ -140,8 +149,9 @@ def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
         for section in ("cpu", "museum_rerun", "museum_fix"):
             part = getattr(owner, section, None)
             texts += [getattr(part, name, "") for name in ("note", "fix_note", "changed")]
-        for text in filter(None, texts):
-            found += _unbacked(text, held, owner.path, file_text)
+        for text in filter(None, texts):  # a TOML field's value: found in its file
+            found += _unbacked(text, held, owner.path, lambda paragraph, file_text=file_text:
+                               _line_in_file(file_text, paragraph))
     return found
 
 
