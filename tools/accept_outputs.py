@@ -24,7 +24,7 @@ use_book_environment()
 
 from jupyter_cache import get_cache  # noqa: E402
 
-from coursebook.model.versions import release  # noqa: E402
+from coursebook.verify.expectations import expectations_path  # noqa: E402
 
 ACCEPT = {"coursebook_accept_outputs": "1"}
 EDITIONS = ("student", "instructor")
@@ -33,7 +33,7 @@ EDITIONS = ("student", "instructor")
 def expected_files(book: Path) -> dict[str, str]:
     """This torch's expected outputs, each chapter's text by its page name (conf.py's
     coursebook_expected_dir)."""
-    folder = book / "expected" / f"torch-{release(metadata.version('torch'))}"
+    folder = expectations_path(book / "expected", metadata.version("torch"), "").parent
     return {path.relative_to(folder).with_suffix("").as_posix(): path.read_text(encoding="utf8")
             for path in sorted(folder.rglob("*.txt"))}
 
