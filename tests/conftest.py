@@ -51,6 +51,17 @@ CHAPTER_TOP = ("---\njupytext:\n  text_representation:\n    format_name: myst\n"
                "kernelspec:\n  name: python3\n  display_name: Python 3\n{extra}---\n")
 
 
+def plant_distribution(site: Path, name: str, version: str, module: str = "") -> None:
+    """An installed distribution in the folder ``site``: its package ``name`` (``module``,
+    its ``__init__.py``) and the metadata that says ``version``, as importlib finds one."""
+    (site / name).mkdir(parents=True)
+    (site / name / "__init__.py").write_text(module)
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "RECORD").write_text(f"{name}/__init__.py,,\n")
+
+
 def book_machine_kinds():
     """The machine kinds as a build of the book loads them."""
     from coursebook.model.machine_kinds import load_machine_kinds

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from conftest import ROOT
+from conftest import ROOT, plant_distribution
 
 TOOLS = sorted(p.name for p in (ROOT / "tools").glob("*.py") if p.read_text().startswith("#!"))
 
@@ -47,11 +47,7 @@ def bare_clone(tmp_path_factory):
     shutil.copytree(ROOT / "tools", root / "tools", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "book").symlink_to(ROOT / "book")
     packages = root / "packages"
-    (packages / "nbclient").mkdir(parents=True)
-    (packages / "nbclient" / "__init__.py").write_text("")
-    (packages / "nbclient-0.11.0.dist-info").mkdir()
-    (packages / "nbclient-0.11.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: nbclient\nVersion: 0.11.0\n")
+    plant_distribution(packages, "nbclient", "0.11.0")
     bin_dir = root / "bin"
     bin_dir.mkdir()
     # -S: no site-packages (the venv's included); PYTHONPATH still holds the lone nbclient.

@@ -18,6 +18,7 @@ from conftest import (
     RUNTIMES_FILE,
     book_museum,
     load_tool,
+    plant_distribution,
     sphinx_build,
 )
 from coursebook.model.machine_kinds import (
@@ -825,12 +826,7 @@ def test_an_imported_module_that_is_not_its_installed_release_stops_the_recorder
     under torchax 0.0.13's metadata (torch_xla's copy) stops the run with one line."""
     record = load_tool("record_chapter")
     site = tmp_path / "site"
-    (site / "planted").mkdir(parents=True)
-    (site / "planted" / "__init__.py").write_text('__version__ = "0.5"\n')
-    (site / "planted-1.0.dist-info").mkdir()
-    (site / "planted-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: planted\nVersion: 1.0\n")
-    (site / "planted-1.0.dist-info" / "RECORD").write_text("planted/__init__.py,,\n")
+    plant_distribution(site, "planted", "1.0", '__version__ = "0.5"\n')
     report = record.run_python(sys.executable, record.VERSIONS, {"PYTHONPATH": str(site)},
                                "planted", "--imported", "planted")
     assert report["imported"] == {"planted": "0.5"}
