@@ -9,6 +9,7 @@ kernels are in it, so the two executions overlap on any machine, however loaded.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,22 @@ def test_creating_the_cache_makes_its_tables_before_readers_fork(tmp_path):
     with sqlite3.connect(tmp_path / "cache" / "global.db") as db:
         tables = {row[0] for row in db.execute("select name from sqlite_master")}
     assert {"nbcache", "nbproject", "settings"} <= tables
+
+
+def test_the_cache_check_leaves_an_entry_another_build_is_writing(tmp_path):
+    """jupyter-cache adds a record before its notebook file: a build starting then saw the
+    file missing and dropped the entry, and the writer's chapter ran twice (CI, twice)."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    from coursebook.execute.cache_check import drop_unreadable_entries
+    from coursebook.execute.shared_cache import create_cache, notebook_lock
+
+    create_cache(tmp_path)
+    notebook = _notebook("print(1)")
+    record = get_cache(str(tmp_path)).cache_notebook_bundle(
+        CacheBundleIn(notebook, str(tmp_path / "x.ipynb")), check_validity=False)
+    shutil.rmtree(get_cache(str(tmp_path))._get_notebook_path_cache(record.hashkey).parent)
+    with notebook_lock(tmp_path, notebook):  # the writer, between its record and its file
+        assert drop_unreadable_entries(tmp_path) == []
+    assert drop_unreadable_entries(tmp_path) == [(str(tmp_path / "x.ipynb"), "missing")]

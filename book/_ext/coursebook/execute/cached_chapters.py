@@ -71,11 +71,11 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
     key_execution_versions(prepared.notebook, config.execution_versions)
     text = notebook_to_myst(prepared.notebook)
     settings = chapter_settings(app.env.mystnb_config, prepared.notebook, source_path)
-    if runs is None:
-        hold_notebook_lock(app, prepared.notebook)  # until the page is read
+    notebook = as_myst_nb_reads(prepared.notebook, getattr(app.env, "myst_config", None))
+    if runs is None:  # the key it is cached under: the lock the cache's check respects
+        hold_notebook_lock(app, notebook)  # until the page is read
     if settings is None:
         return text if runs is None else _title_only(prepared.notebook)
-    notebook = as_myst_nb_reads(prepared.notebook, getattr(app.env, "myst_config", None))
     if runs is not None:  # the run noted, not run: myst-nb (which would run it) gets the title
         runs.runs[app.env.docname] = Run(Path(source_path).resolve(), notebook, settings)
         return _title_only(prepared.notebook)
