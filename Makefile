@@ -214,9 +214,10 @@ test-recording: venv
 	$(MAKE) recording-check KIND=cpu
 	COURSEBOOK_STAND_IN=1 $(BIN)/python -m pytest -q -m slow tests/test_downloads.py -k stand_in
 
-# Two workers too: the `built` books' tests share one (tests/conftest.py groups them).
+# Two workers too: the `built` books' tests share one (tests/conftest.py groups them). The
+# slowest tests are listed at the end, for whoever shortens the suite.
 test-suite: venv
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -m 'slow or not slow' tests book
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m 'slow or not slow' --durations=15 tests book
 
 # Two workers (pytest-xdist): the fast tests are independent, and the machines have two cores.
 test-fast: venv ## The fast tests only: no build, no chapter executed (two workers)
