@@ -57,6 +57,7 @@ from coursebook.verify.chapter_checks import (
     keep_execution_reports,
     log_output_summary,
 )
+from coursebook.verify.check_teaching import check_what_checks_ask
 from coursebook.verify.claims import check_claims, log_claim_counts
 from coursebook.verify.torch_versions import (
     TorchVersionChanges,
@@ -100,7 +101,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     """``build``: False for a read that runs nothing (:class:`ChapterRuns`), in a process
     that goes on after it: no signal handling, no frozen objects."""
     # --- Configuration (coursebook_*, registered in __init__.py) and per-page objects -----
-    app.add_directive("torch-version-changes", TorchVersionChanges)
+    app.add_directive("torch-version-changes", TorchVersionChanges.of_edition(edition_of(app)))
     # What each chapter's read leaves for later phases; it also asks, at env-get-outdated,
     # for the pages that failed to be read again.
     app.add_env_collector(PageStateCollector)
@@ -152,8 +153,10 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     #    outputs normalised, checked and kept with the page; its claims checked.
     app.connect("doctree-read", _read_chapter_done)
     # 7. env-updated, once all pages are read: outputs against their expectations,
-    #    answers against visible text; myst-nb's failure logs kept out of the HTML.
-    for hook in (compare_expected_outputs, check_answer_overlaps, keep_execution_reports):
+    #    answers against visible text, each answer check against the sections before it;
+    #    myst-nb's failure logs kept out of the HTML.
+    for hook in (compare_expected_outputs, check_answer_overlaps, check_what_checks_ask,
+                 keep_execution_reports):
         app.connect("env-updated", hook)
     # 7a. env-get-updated: every page written again after a build that stopped early;
     #     last, just before Sphinx pickles the environment: the configuration as given

@@ -145,6 +145,12 @@ class TorchVersionChanges(Directive):
     """``{torch-version-changes}``: every output that differs between torch versions."""
 
     has_content = False
+    edition = Edition.STUDENT  # the build's, bound by :meth:`of_edition` at set-up
+
+    @classmethod
+    def of_edition(cls, edition: Edition) -> type[TorchVersionChanges]:
+        """The directive for an edition's build (a directive sees no Sphinx application)."""
+        return type(cls.__name__, (cls,), {"edition": edition})
 
     def run(self) -> list[nodes.Node]:
         env = self.state.document.settings.env
@@ -159,7 +165,7 @@ class TorchVersionChanges(Directive):
 
     def _sections(self, env) -> list[nodes.Node]:
         config = book_config(env.config)
-        edition = edition_of(env.app).value
+        edition = self.edition.value
         expected_dir = Path(env.srcdir, config.expected_dir)
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
         for path in sorted(expected_dir.glob("torch-*/*.txt")):
