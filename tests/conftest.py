@@ -205,7 +205,7 @@ STAGES = {
     "execute": ["test_concurrency", "test_shards", "test_kernel_pool", "test_myst_nb_clients",
                 "test_cache_key", "test_pytest_book"],
     "verify": ["test_expectations", "test_accept_outputs", "test_varying_outputs", "test_expected_outputs_build", "test_execution_checks",
-               "test_claims",
+               "test_claims", "test_check_teaching",
                "test_museum_build", "test_torch_versions", "test_outputs",
                "test_compared_outputs"],
     "render": ["test_downloads", "test_download_figures", "test_handouts", "test_pdf", "test_pdf_headings",

@@ -31,6 +31,7 @@ kernelspec:
   display_name: Python 3
 ---
 
+(tiny-checks)=
 # Checks
 
 ```{code-cell} ipython3
@@ -54,11 +55,13 @@ checks:
   value: a.grad
   answer: [5.0, 7.0]
   hint: does backward() replace .grad or add to it?
+  taught_in: [tiny-checks]
 - name: tiny-shape
   ask: the shape of x @ w
   value: (torch.zeros(5, 4) @ torch.zeros(4, 3)).shape
   answer: [5, 3]
   hint: the inner axes meet and vanish.
+  taught_in: [tiny-checks]
 ---
 a.square().sum().backward()
 (3 * a).sum().backward()

@@ -23,6 +23,7 @@ from sphinx.environment import BuildEnvironment
 from sphinx.environment.collectors import EnvironmentCollector
 
 from coursebook.config import book_config
+from coursebook.model.answer_checks import ChapterTeaching
 from coursebook.model.notebooks import first_line
 from coursebook.model.versions import verified_versions
 
@@ -63,7 +64,8 @@ class PageState:
     changes, the page is read again. ``not_verified``: where else it is not verified yet,
     or stale (:mod:`coursebook.verify.other_torches`), one line each, for the build log.
     ``claims``: how many of its claims held when checked, and how many it cites (None:
-    its checks did not run).
+    its checks did not run). ``teaching``: its labelled sections and its answers' checks,
+    for the check that each asks only what was taught before it.
     """
 
     notebook: nbformat.NotebookNode | None = None
@@ -74,6 +76,7 @@ class PageState:
     verified_versions: list[str] | None = None
     not_verified: list[str] = field(default_factory=list)
     claims: tuple[int, int] | None = None
+    teaching: ChapterTeaching | None = None
 
 
 def page_states(env: BuildEnvironment) -> dict[str, PageState]:
@@ -93,6 +96,20 @@ def chapter_notebook(env: BuildEnvironment, docname: str) -> nbformat.NotebookNo
     could not be prepared (its error was reported when it was read)."""
     chapter = page_states(env).get(docname)
     return None if chapter is None else chapter.notebook
+
+
+def chapters_in_reading_order(env: BuildEnvironment) -> list[str]:
+    """The chapters reachable from the root document, in reading order (the toctrees')."""
+    order: list[str] = []
+
+    def visit(docname: str) -> None:
+        for child in env.toctree_includes.get(docname, []):
+            if child not in order:
+                order.append(child)
+                visit(child)
+
+    visit(env.config.root_doc)
+    return [docname for docname in order if chapter_notebook(env, docname) is not None]
 
 
 def mark_failed(env: BuildEnvironment, docname: str) -> None:

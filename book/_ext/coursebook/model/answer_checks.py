@@ -12,6 +12,7 @@ check without seeing them::
       value: first_grad
       answer: [5.0, 7.0]
       hint: Does backward() replace .grad, or add to it?
+      taught_in: [pt01-accumulation]
     ---
     ```
 
@@ -22,18 +23,24 @@ build, so the answer stays true for this build's torch. ``tolerance`` (default 1
 how far a student's number may lie from the answer's and still pass (each number has a
 digest of its own, on a grid of :data:`coursebook.self_check.FINE` steps per tolerance, so
 the bound holds to a fortieth of the tolerance, with no rounding grid's edge inside it).
+``taught_in`` names the sections that teach what the check asks, by their MyST labels (as
+the museum's exhibits name theirs): each must come before the check, in its chapter or in
+an earlier one of the reading order (:func:`untaught_checks`), so a check asks only what
+the book has taught.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import nbformat
 
 from coursebook.model.cell_notes import source_line
-from coursebook.model.faults import BookError
-from coursebook.model.notebooks import first_line, is_answer
+from coursebook.model.faults import BookError, shown_path
+from coursebook.model.notebooks import Section, first_line, is_answer, labelled_sections
 
 CHECKS_KEY = "checks"
 _FIELDS = {"name": str, "ask": str, "value": str, "hint": str}
@@ -53,6 +60,8 @@ class AnswerCheck:
     hint: str
     tolerance: float
     cell: str  # the answer cell's first line, to locate it
+    taught_in: tuple[str, ...] = ()  # the labels of the sections that teach what it asks
+    line: int = 0  # the answer cell's line in the author's file
 
 
 def _entry(raw, cell) -> AnswerCheck:
@@ -60,21 +69,29 @@ def _entry(raw, cell) -> AnswerCheck:
     if not isinstance(raw, dict):
         raise AnswerCheckError(f"{where}: each check is a table of name, ask, value, answer, hint",
                                line=source_line(cell))
-    missing = [name for name in (*_FIELDS, "answer") if name not in raw]
+    missing = [name for name in (*_FIELDS, "answer", "taught_in") if name not in raw]
     wrong = [name for name, kind in _FIELDS.items() if name in raw and not isinstance(raw[name], kind)]
-    unknown = sorted(set(raw) - {*_FIELDS, "answer", "tolerance"})
+    taught_in = raw.get("taught_in")
+    unlisted = ["taught_in"] if taught_in is not None and not (
+        isinstance(taught_in, list) and taught_in and all(isinstance(label, str) for label in taught_in)
+    ) else []
+    unknown = sorted(set(raw) - {*_FIELDS, "answer", "tolerance", "taught_in"})
     problems = "".join(f"{label} {', '.join(names)}; " for label, names in
-                       (("missing", missing), ("not text:", wrong), ("unknown:", unknown)) if names)
+                       (("missing", missing), ("not text:", wrong),
+                        ("not a list of labels:", unlisted), ("unknown:", unknown)) if names)
     if problems:
-        raise AnswerCheckError(f"{where}: {problems}each check has name, ask, value, answer and "
-                               "hint (text) and may have a tolerance", line=source_line(cell))
+        named = f" check '{raw['name']}':" if isinstance(raw.get("name"), str) else ""
+        raise AnswerCheckError(f"{where}:{named} {problems}each check has name, ask, value, "
+                               "answer, hint (text) and taught_in (the labels of the sections "
+                               "before it that teach what it asks) and may have a tolerance",
+                               line=source_line(cell))
     tolerance = raw.get("tolerance", DEFAULT_TOLERANCE)
     if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or not (
             0 < tolerance < math.inf):  # not nan either
         raise AnswerCheckError(f"{where}: check '{raw['name']}': tolerance must be a positive "
                                "finite number", line=source_line(cell))
     return AnswerCheck(raw["name"], raw["ask"], raw["value"], raw["answer"], raw["hint"],
-                       float(tolerance), first_line(cell))
+                       float(tolerance), first_line(cell), tuple(taught_in), source_line(cell))
 
 
 def cell_checks(cell) -> list[AnswerCheck]:
@@ -101,3 +118,54 @@ def notebook_checks(notebook: nbformat.NotebookNode) -> list[AnswerCheck]:
                                        "is used twice in this chapter", line=source_line(cell))
             checks.append(check)
     return checks
+
+
+# --- What a check asks was taught before it ------------------------------------------
+
+@dataclass(frozen=True)
+class ChapterTeaching:
+    """A chapter's labelled sections and its checks, each at its line (``path``: the
+    chapter's file, as messages name it)."""
+
+    path: str
+    sections: tuple[Section, ...]
+    checks: tuple[AnswerCheck, ...]
+
+
+def chapter_teaching(notebook: nbformat.NotebookNode, path: Path | str) -> ChapterTeaching:
+    """What a chapter's notebook (every cell, answers included) teaches and asks."""
+    try:
+        checks = notebook_checks(notebook)
+    except AnswerCheckError as error:
+        raise AnswerCheckError(error.message, path, error.line) from None
+    return ChapterTeaching(str(path), tuple(labelled_sections(notebook)), tuple(checks))
+
+
+def untaught_checks(chapters: Sequence[ChapterTeaching]) -> list[AnswerCheckError]:
+    """Each ``taught_in`` label of the chapters' checks (the chapters in reading order) that
+    names no section before its check: none with that label, one further down its chapter,
+    or one in a later chapter. One error each, at the check's answer cell."""
+    sections: dict[str, tuple[int, ChapterTeaching, Section]] = {}
+    for place, chapter in enumerate(chapters):
+        for section in chapter.sections:
+            sections.setdefault(section.label, (place, chapter, section))
+    errors = []
+    for place, chapter in enumerate(chapters):
+        for check in chapter.checks:
+            for label in check.taught_in:
+                at, owner, section = sections.get(label, (None, None, None))
+                if section is None:
+                    fault = "no section of this chapter or an earlier one has that label"
+                elif at > place:
+                    fault = (f"that is '{section.title}' in {shown_path(owner.path)}, a chapter after this "
+                             "one in the reading order")
+                elif at == place and section.line > check.line:
+                    fault = f"that is '{section.title}' at line {section.line}, after the check"
+                else:
+                    continue
+                errors.append(AnswerCheckError(
+                    f"check '{check.name}' (answer cell `{check.cell}`): taught_in names "
+                    f"'{label}', but {fault}: a check asks only what was taught before it, so "
+                    "name the label `(label)=` above the heading of an earlier section that "
+                    "teaches it, or teach it there first", chapter.path, check.line))
+    return errors

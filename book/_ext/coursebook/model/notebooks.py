@@ -12,6 +12,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import nbformat
 import yaml
@@ -275,3 +276,24 @@ def replace_markers(notebook: nbformat.NotebookNode, marker: re.Pattern,
             position = found.end()
         piece(position, len(cell.source))
     notebook.cells = cells
+
+
+# --- Sections a label names --------------------------------------------------------------
+
+# MyST's label on the line above a heading, ``(pt01-update)=``: how the book names a section
+# (the museum's ``taught_in``, the checks' ``taught_in``, ``{ref}`` links).
+SECTION_LABEL = re.compile(r"^\((?P<label>[^()\s]+)\)=\n#+ +(?P<title>.*)$", re.M)
+
+
+@dataclass(frozen=True)
+class Section:
+    label: str
+    title: str  # its heading's text, as written
+    line: int  # its heading's line in the author's file (0: none known)
+
+
+def labelled_sections(notebook: nbformat.NotebookNode) -> list[Section]:
+    """The notebook's labelled sections, in reading order."""
+    return [Section(found["label"], found["title"].strip(), line_within(cell, found.start("title")))
+            for cell in notebook.cells if cell.cell_type == "markdown"
+            for found in SECTION_LABEL.finditer(cell.source)]

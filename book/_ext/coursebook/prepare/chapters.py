@@ -18,7 +18,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import BookConfig, book_config
-from coursebook.model.answer_checks import AnswerCheckError
+from coursebook.model.answer_checks import AnswerCheckError, ChapterTeaching, chapter_teaching
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.museum import (
@@ -83,6 +83,7 @@ class PreparedChapter:
     recorded: nbformat.NotebookNode | None = None
     recorded_with: str | None = None
     claims: ChapterClaims = ChapterClaims()
+    teaching: ChapterTeaching | None = None
 
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
@@ -97,6 +98,16 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     (the book's setting; "": tools/runtimes.toml). Each cell is noted with its line and, when
     its outputs are expected, its key (:mod:`coursebook.model.cell_notes`).
     """
+    notebook = source_chapter(text, source_path, museum, torch_version, md_config,
+                              machine_kinds, runtimes_file)
+    return notebook_of_edition(notebook, source_path, edition, answer_spaces)
+
+
+def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_version: str,
+                   md_config=None, machine_kinds: dict[str, MachineKind] | None = None,
+                   runtimes_file: str = "") -> nbformat.NotebookNode:
+    """A chapter's notebook with every cell of both editions, exhibits and set-up cell
+    placed (:func:`edition_chapter`)."""
     try:
         notebook = read_chapter(text, md_config, strict=True)
     except SolutionError as error:
@@ -110,6 +121,12 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
             f"a `{RAISES_TAG}` cell must show its error, but these cells also hide their "
             f"output (remove-cell/remove-output): {[first_line(cell) for cell in hidden]}. "
             "Drop one of the tags.", source_path, source_line(hidden[0]))
+    return notebook
+
+
+def notebook_of_edition(notebook: nbformat.NotebookNode, source_path: str, edition: Edition,
+                        answer_spaces: bool = False) -> nbformat.NotebookNode:
+    """A source chapter's notebook for one edition (:func:`edition_chapter`)."""
     try:
         if answer_spaces and edition is Edition.STUDENT:
             notebook = with_answer_spaces(notebook)
@@ -136,14 +153,17 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     its recordings attached."""
     config = book_config(app.config)
     museum = config.museum()
-    notebook = edition_chapter(text, source_path, edition_of(app), museum, config.torch,
-                               getattr(app.env, "myst_config", None), config.answer_space,
-                               config.machine_kinds, config.runtimes_file)
+    source = source_chapter(text, source_path, museum, config.torch,
+                            getattr(app.env, "myst_config", None), config.machine_kinds,
+                            config.runtimes_file)
+    # Before the answers go: what its checks ask and where it was taught.
+    teaching = chapter_teaching(source, source_path)
+    notebook = notebook_of_edition(source, source_path, edition_of(app), config.answer_space)
     origins = cell_origins(museum, config.torch)
     claims = chapter_claims(notebook, text, claim_sources(museum))
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
-        return PreparedChapter(notebook, origins, claims=claims)
+        return PreparedChapter(notebook, origins, claims=claims, teaching=teaching)
     # A recorded chapter carries the environment it ran in as its recordings' provenance.
     recordings_dir = Path(config.recordings_dir)
     pinned = load_environments(environments_path(recordings_dir, chapter.name), config.machine_kinds)
@@ -167,7 +187,7 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     # The instructor's provenance names the kinds and versions; a student's says it plainly.
     where = (recorded_with(recordings) if edition_of(app) is Edition.INSTRUCTOR
              else plainly_recorded(chapter, recordings))
-    return PreparedChapter(attached.labelled, origins, attached.executed, where, claims)
+    return PreparedChapter(attached.labelled, origins, attached.executed, where, claims, teaching)
 
 
 def _note_inputs(app: Sphinx, config: BookConfig,
@@ -226,6 +246,7 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
     app.env.temp_data[PREPARED] = prepared
     chapter = page_state_of(app.env, docname)
     chapter.notebook, chapter.recorded_with = prepared.notebook, prepared.recorded_with
+    chapter.teaching = prepared.teaching
     chapter.awaited = _note_inputs(app, config, prepared.notebook)
     return prepared
 

@@ -26,7 +26,7 @@ from coursebook.config import book_config
 from coursebook.model.faults import shown_path
 from coursebook.model.provenance import source_commit
 from coursebook.model.versions import release
-from coursebook.page_state import chapter_notebook, page_states
+from coursebook.page_state import chapters_in_reading_order, page_states
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import colab_url, page_url
@@ -48,20 +48,6 @@ class Handout:
     colab_url: str
 
 
-def _chapters_in_order(app: Sphinx, env) -> list[str]:
-    """The chapter notebooks reachable from the root document, in reading order."""
-    order: list[str] = []
-
-    def visit(docname: str) -> None:
-        for child in env.toctree_includes.get(docname, []):
-            if child not in order:
-                order.append(child)
-                visit(child)
-
-    visit(app.config.root_doc)
-    return [docname for docname in order if chapter_notebook(app.env, docname) is not None]
-
-
 def handouts(app: Sphinx, env) -> list[Handout]:
     config = book_config(app.config)
     return [Handout(docname, f"{docname}.tex", env.titles[docname].astext(),
@@ -69,7 +55,7 @@ def handouts(app: Sphinx, env) -> list[Handout]:
                     page_url(app.config.html_baseurl, docname),
                     colab_url(config.repository_url, config.published_branch, docname)
                     if config.repository_url else "")
-            for docname in _chapters_in_order(app, env)]
+            for docname in chapters_in_reading_order(env)]
 
 
 def set_handout_documents(app: Sphinx, env) -> list[str]:

@@ -1,0 +1,25 @@
+"""Each answer check asks only what the book taught before it.
+
+A check names, in ``taught_in``, the sections that teach what it asks; once every page is
+read, each of them must be a section above the check in its chapter, or in an earlier
+chapter of the reading order (:func:`coursebook.model.answer_checks.untaught_checks`).
+Every chapter's sections and checks are kept with its page, so a warm build that reads one
+chapter again still sees the others'.
+"""
+
+from __future__ import annotations
+
+from sphinx.application import Sphinx
+
+from coursebook.model.answer_checks import untaught_checks
+from coursebook.page_state import chapters_in_reading_order, page_states
+from coursebook.reporting import report_book_error
+
+
+def check_what_checks_ask(app: Sphinx, env) -> None:
+    """``env-updated``: one error per section a check names that does not come before it."""
+    states = page_states(env)
+    chapters = [states[docname].teaching for docname in chapters_in_reading_order(env)]
+    for error in untaught_checks([chapter for chapter in chapters if chapter is not None]):
+        report_book_error(error, "answer-check")
+        app.statuscode = 1  # also without -W: a check asking the untaught is never a warning
