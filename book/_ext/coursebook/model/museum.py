@@ -31,6 +31,7 @@ from coursebook.model.notebooks import (
     DOWNLOAD_ONLY_TAG,
     FRESH_PYTHON_TAG,
     RAISES_TAG,
+    SECTION_LABEL,
     STAND_IN_ONLY_TAG,
     replace_markers,
 )
@@ -847,11 +848,14 @@ def link_back_to_exhibits(notebook: nbformat.NotebookNode, museum: dict[str, Win
         for exhibit in wing.exhibits:
             for label in exhibit.taught_in:
                 by_label.setdefault(label, []).append(exhibit)
+
+    def with_note(section: re.Match) -> str:
+        exhibits = by_label.get(section["label"])
+        if not exhibits:
+            return section[0]
+        links = "; ".join(f"{{ref}}`{e.label}`" for e in exhibits)
+        return f"{section[0]}\n\n:::{{seealso}}\nIn the error museum: {links}.\n:::"
+
     for cell in notebook.cells:
-        if cell.cell_type != "markdown":
-            continue
-        for label, exhibits in by_label.items():
-            pattern = re.compile(rf"^\({re.escape(label)}\)=\n(#+ .*)$", re.M)
-            links = "; ".join(f"{{ref}}`{e.label}`" for e in exhibits)
-            note = f":::{{seealso}}\nIn the error museum: {links}.\n:::"
-            cell.source = pattern.sub(lambda m: f"({label})=\n{m.group(1)}\n\n{note}", cell.source)
+        if cell.cell_type == "markdown":
+            cell.source = SECTION_LABEL.sub(with_note, cell.source)
