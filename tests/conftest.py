@@ -198,7 +198,7 @@ def browser():
 STAGES = {
     "model": ["test_config", "test_museum", "test_recordings", "test_readiness", "test_runtimes",
               "test_versions", "test_layout", "test_tpu_smoke", "test_cloud_tpu_record",
-              "test_colab_notebooks"],
+              "test_colab_notebooks", "test_toml_files"],
     "prepare": ["test_editions", "test_runtime_setup", "test_answer_checks", "test_new_chapter",
                 "test_book_markup", "test_notebook_chapters",
                 "test_chapter_packages"],

@@ -8,6 +8,7 @@ import pytest
 
 from conftest import BOOK, ROOT, TINY_BOOK
 from coursebook.audit.answer_leaks import Fingerprints, audit_build, chapter_fingerprints
+from coursebook.model.faults import BookError
 
 ANSWER_SENTENCE = "The tiny chapter's answer says that tripling doubles nothing whatsoever here."
 STUDENT_SENTENCE = "A worked example."
@@ -115,7 +116,7 @@ def test_an_answer_sentence_copied_into_visible_prose_is_named_at_both_places(tm
     assert lines[overlap.answer.line - 1] == ANSWER_SENTENCE
     allowed = f'[[allow]]\npassage = "{ANSWER_SENTENCE}"\nwhy = "a test"\n'
     assert _overlaps(tmp_path, planted, allowed) == []
-    with pytest.raises(ValueError, match="needs a 'passage' and a 'why'"):
+    with pytest.raises(BookError, match=r"allow.toml:1: field allow\[0\].why: is missing"):
         _overlaps(tmp_path, planted, f'[[allow]]\npassage = "{ANSWER_SENTENCE}"\n')
 
 

@@ -310,18 +310,20 @@ def test_an_exhibit_claim_is_read_with_its_sentence_and_line(tmp_path):
     assert claim.sentence
 
 
-@pytest.mark.parametrize("claim, message", [
+@pytest.mark.parametrize("claim, message, at", [
     ('[[claim]]\nsays = "words no exhibit says"\nsource = "https://pytorch.org"\n',
-     "field 'says' is not in the exhibit's prose"),
-    ('[[claim]]\nsays = "{fragment}"\n', "either 'check'"),
-    ('[[claim]]\nsays = "{fragment}"\nsource = "pytorch.org"\n', "field 'source' must be"),
+     "field claim[0].says: is not in the prose", "says = "),
+    ('[[claim]]\nsays = "{fragment}"\n', "field claim[0]: gives both 'check' and 'source', or "
+     "neither (give either 'check'", "[[claim]]"),
+    ('[[claim]]\nsays = "{fragment}"\nsource = "pytorch.org"\n',
+     "field claim[0].source: is 'pytorch.org' (make it an address", "source = "),
 ])
-def test_a_malformed_exhibit_claim_names_its_line(tmp_path, claim, message):
+def test_a_malformed_exhibit_claim_names_its_line(tmp_path, claim, message, at):
     path = _exhibit_with(tmp_path, claim.replace("{fragment}", FRAGMENT))
     with pytest.raises(ExhibitError) as error:
         _load(path)
     assert message in str(error.value)
-    assert f"{path}:{_line_of(path, 'says = ')}" in str(error.value)
+    assert f"{path}:{_line_of(path, at)}:" in str(error.value)
 
 
 # --- Accepted claims: a check holds its whole sentence ----------------------------------

@@ -118,7 +118,7 @@ def test_a_missing_field_is_placed_in_its_own_table(tmp_path):
     with pytest.raises(RuntimeFileError) as error:
         load_runtimes(planted)
     header = text[:start].count("\n") + 1
-    assert str(error.value) == f"{planted}:{header}: [{first}]: field 'title' must be a str"
+    assert str(error.value) == f"{planted}:{header}: field {first}.title: is missing (add it: a string)"
 
 
 # --- Every declared runtime has its committed expectations ------------------------------
@@ -426,4 +426,5 @@ def test_a_malformed_runtimes_file_stops_the_build_in_one_line(tiny_book, tmp_pa
                          settings={"coursebook_runtimes_file": str(bad)})
     line = next(n for n, text in enumerate(bad.read_text().splitlines(), 1) if "dowloads" in text)
     assert build.returncode != 0 and "Traceback" not in build.log
-    assert build.log.count(f"{bad}:{line}: ERROR: [") == 1 and "field 'verified_by' is 'dowloads'" in build.log
+    assert build.log.count(f"{bad}:{line}: ERROR: field ") == 1
+    assert ".verified_by: is 'dowloads' (make it one of 'build', 'downloads'" in build.log

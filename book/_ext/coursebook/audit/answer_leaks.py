@@ -18,7 +18,6 @@ import html
 import json
 import pickle
 import re
-import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,14 +27,16 @@ from sphinx.util import logging
 
 from coursebook.audit.spoilers import spoilers
 from coursebook.model.cell_notes import source_line
-from coursebook.model.faults import shown_path
+from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (
     first_line,
     is_answer,
     is_chapter_source,
     read_chapter,
 )
+from coursebook.model.toml_files import read_toml
 from coursebook.render.pdf_checks import pdf_text
+from coursebook.reporting import report_book_error
 
 FINGERPRINT_RUN = 8
 CODE_LINE_WORDS = 4  # an answer line this long or longer, found in visible code, is a copy
@@ -285,17 +286,25 @@ def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
     return place
 
 
+@dataclass(frozen=True)
+class Allowance:
+    """An ``[[allow]]`` table: a passage an answer may share with visible text, and why."""
+
+    passage: str
+    why: str
+
+
+@dataclass(frozen=True)
+class _AllowancesFile:
+    allow: tuple[Allowance, ...] = ()
+
+
 def read_allowances(path: Path) -> list[str]:
-    """The passages an answer may share with visible text: token strings, from the file's
-    ``[[allow]]`` tables (``passage`` and ``why``, both required)."""
+    """The passages an answer may share with visible text, as token strings."""
     if not path.is_file():
         return []
-    allowed = []
-    for index, entry in enumerate(tomllib.loads(path.read_text(encoding="utf8")).get("allow", [])):
-        if not (isinstance(entry, dict) and entry.get("passage") and entry.get("why")):
-            raise ValueError(f"{path}: allow[{index}] needs a 'passage' and a 'why'")
-        allowed.append(" " + " ".join(fingerprint_words(entry["passage"])) + " ")
-    return allowed
+    allowances, _ = read_toml(path, _AllowancesFile)
+    return [" " + " ".join(fingerprint_words(entry.passage)) + " " for entry in allowances.allow]
 
 
 # Each cell of a source: its place, its runs, its lines of code (each a token string),
@@ -396,8 +405,8 @@ def check_answer_overlaps(app, env) -> None:
     allowances = Path(app.srcdir, ALLOWANCES_FILE)
     try:
         allowed = read_allowances(allowances)
-    except (ValueError, OSError) as error:  # tomllib's errors are ValueErrors
-        logger.error("%s", error, type="coursebook", subtype="audit")
+    except BookError as error:
+        report_book_error(error, "audit")
         app.statuscode = 1
         return
     paths = [Path(env.doc2path(docname)) for docname in sorted(env.found_docs)]

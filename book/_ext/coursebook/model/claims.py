@@ -14,8 +14,9 @@ a link's address), so the check quotes the sentence as a reader reads it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+
+from coursebook.model.toml_files import NOT_READ, TomlFile
 
 CLAIM_LINE = re.compile(r"^#\s*claim:[ \t]*(?P<says>.*?)[ \t]*$", re.M)
 # A cited claim in a chapter: a MyST comment line `% source: URL` (any case and spacing);
@@ -44,11 +45,11 @@ class Claim:
     """
 
     says: str
-    line: int
-    sentence: str = ""
+    line: int = field(default=0, metadata=NOT_READ)
+    sentence: str = field(default="", metadata=NOT_READ)
     check: str = ""
     source: str = ""
-    toml: str = ""  # an exhibit's claim: its file
+    toml: str = field(default="", metadata=NOT_READ)  # an exhibit's claim: its file
 
 
 @dataclass(frozen=True)
@@ -154,20 +155,20 @@ def line_in(file_text: str, passage: str, offset: int = 0) -> int:
     return file_text.count("\n", 0, position + offset) + 1 if position >= 0 else 0
 
 
-def toml_claim(path: Path, table: dict, prose: list[str], line: int) -> Claim | str:
-    """An exhibit's (or a wing's) ``[[claim]]`` table, found in its ``prose`` fields; or
-    what is wrong with it, one line naming the field."""
-    says = table.get("says")
-    if not isinstance(says, str) or not says.strip() or "\n" in says.strip():
-        return "field 'says' must be a fragment of one sentence, on one line"
-    check, source = table.get("check", ""), table.get("source", "")
-    given = isinstance(check, str) and isinstance(source, str)
-    if not given or bool(check.strip()) == bool(source):
-        return ("give either 'check' (code that asserts the claim) or 'source' (the address "
-                "that shows it), not both")
-    if source and not CITED_URL.match(source):
-        return f"field 'source' must be an address (https://...), got {source!r}"
-    found = find_in_prose(says, prose)
+def toml_claim(claim: Claim, prose: list[str], file: TomlFile, where: str) -> Claim:
+    """An exhibit's (or a wing's) ``[[claim]]`` table as read, found in its ``prose`` fields:
+    with its sentence, file and line; or a fault naming the field."""
+    if "\n" in claim.says.strip():
+        raise file.fault(f"{where}.says", "spans lines", "quote a fragment of one sentence")
+    if bool(claim.check.strip()) == bool(claim.source):
+        raise file.fault(where, "gives both 'check' and 'source', or neither",
+                         "give either 'check' (code that asserts the claim) or 'source' (the "
+                         "address that shows it)")
+    if claim.source and not CITED_URL.match(claim.source):
+        raise file.fault(f"{where}.source", f"is {claim.source!r}", "make it an address, https://...")
+    found = find_in_prose(claim.says, prose)
     if found is None:
-        return f"field 'says' is not in the exhibit's prose (title, lesson, notes): {says!r}"
-    return Claim(" ".join(says.split()), line, found.sentence, check.strip("\n"), source, str(path))
+        raise file.fault(f"{where}.says", f"is not in the prose (title, lesson, notes): "
+                         f"{claim.says!r}", "quote the text as written")
+    return Claim(" ".join(claim.says.split()), file.line(f"{where}.says"), found.sentence,
+                 claim.check.strip("\n"), claim.source, str(file.path))

@@ -8,7 +8,6 @@ traceback. :class:`BookError` carries the place; a build logs it once
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 CLEAN_CACHE_COMMAND = "make clean-cache"
@@ -21,30 +20,6 @@ def shown_path(path: Path | str) -> Path:
         return path.relative_to(Path.cwd()) if path.is_absolute() else path
     except ValueError:
         return path
-
-
-def field_line(path: Path, name: str, record: int | None = None, table: str = "",
-               array: str = "records") -> int:
-    """The line of ``path`` where field ``name`` is set (in ``[[records]]``, or another
-    ``array`` of tables, number ``record``, or in ``[table]``); else the line opening that
-    table; 1 when neither is found."""
-    try:
-        lines = path.read_text(encoding="utf8").splitlines()
-    except OSError:
-        return 0
-    start = 0
-    header = f"[[{array}]]" if record is not None else (f"[{table}]" if table else "")
-    if header:
-        openings = [i for i, line in enumerate(lines) if line.strip() == header]
-        index = record if record is not None else 0
-        if index >= len(openings):
-            return 1
-        start = openings[index]
-    end = next((i for i in range(start + 1 if header else 0, len(lines))
-                if lines[i].lstrip().startswith("[")), len(lines))
-    setting = re.compile(rf"^\s*{re.escape(name)}\s*=")
-    found = next((i for i in range(start, end) if setting.match(lines[i])), None)
-    return (found if found is not None else start) + 1
 
 
 class BookError(Exception):

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from coursebook.model.faults import BookError
 from coursebook.model.runtimes import runtime_named
+from coursebook.model.toml_files import NOT_READ, read_toml
 from coursebook.model.versions import package_key
 
 
@@ -43,6 +43,8 @@ class MachineKind:
     runtime: str = ""  # the runtime (tools/runtimes.toml) its environments start from
     system_packages: bool = False  # environments see the machine's packages (an image's)
     extra_index: str = ""  # a package index pip also reads, where the machine reaches it
+    glibc: str = ""  # with arch: every platform tag pip accepts there (else ``platforms``)
+    arch: str = ""
 
     def describe(self, device_kind: str) -> str:
         """The label with the device's kind, which is the whole label where it names the
@@ -76,18 +78,9 @@ def manylinux_platforms(glibc: str, arch: str) -> tuple[str, ...]:
     return (*tags, f"linux_{arch}")
 
 
-def _read(path: Path) -> dict:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise MachineKindError(f"{path}: {error}") from None
-
-
-def _need(path: Path, where: str, table: dict, key: str, kind: type):
-    value = table.get(key)
-    if not isinstance(value, kind):
-        raise MachineKindError(f"{path}: {where}field '{key}' must be a {kind.__name__}")
-    return value
+@dataclass(frozen=True)
+class _KindsFile:
+    kind: tuple[MachineKind, ...] = ()
 
 
 @functools.lru_cache(maxsize=None)
@@ -97,32 +90,23 @@ def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[st
     A kind's Pythons are its runtime's and those it declares besides; its platforms are
     every tag of its ``glibc`` and ``arch``.
     """
+    data, file = read_toml(path, _KindsFile, MachineKindError)
     machines: dict[str, MachineKind] = {}
-    for index, table in enumerate(_read(path).get("kind", [])):
-        where = f"[[kind]] {index + 1}: "
-        need = functools.partial(_need, path, where, table)
-        runtime = table.get("runtime", "")
-        pythons = tuple(table.get("pythons", ()))
-        if runtime:
-            python = runtime_named(runtime, f"{path}: {where}field 'runtime'", runtimes_file).python
+    for index, machine in enumerate(data.kind):
+        pythons = machine.pythons
+        if machine.runtime:
+            python = runtime_named(machine.runtime, file, f"kind[{index}].runtime",
+                                   runtimes_file).python
             pythons = tuple(sorted({python, *pythons}, key=lambda v: tuple(map(int, v.split(".")))))
-        platforms = tuple(table.get("platforms", ()))
-        if "glibc" in table:
-            platforms = manylinux_platforms(need("glibc", str), need("arch", str))
-        machine = MachineKind(
-            name=need("name", str), label=need("label", str),
-            platform=need("platform", str), probe=need("probe", str),
-            device_kind=table.get("device_kind", ""),
-            stand_in=bool(table.get("stand_in", False)),
-            environment=dict(table.get("environment", {})),
-            device_files=tuple(table.get("device_files", ())),
-            pythons=pythons, platforms=platforms, runtime=runtime,
-            system_packages=bool(table.get("system_packages", False)),
-            extra_index=table.get("extra_index", ""))
-        machines[machine.name] = machine
+        if bool(machine.glibc) != bool(machine.arch):
+            raise file.fault(f"kind[{index}].arch", "and glibc come together",
+                             "give both, or list 'platforms'")
+        platforms = (manylinux_platforms(machine.glibc, machine.arch) if machine.glibc
+                     else machine.platforms)
+        machines[machine.name] = replace(machine, pythons=pythons, platforms=platforms)
     if not any(machine.stand_in for machine in machines.values()):
-        raise MachineKindError(
-            f"{path}: no kind has 'stand_in = true'; an ordinary build needs one")
+        raise file.fault("kind", "no kind has 'stand_in = true'",
+                         "an ordinary build needs one: mark the CPU's kind")
     return machines
 
 
@@ -136,7 +120,7 @@ class RecordingEnvironment:
     """One kernel's environment for one kind: what pip installs, which cells it runs."""
 
     name: str
-    requirements: tuple[str, ...]
+    requirements: tuple[str, ...] = ()  # its own list, where it names no runtime
     cells_tagged: str = ""  # "": the kind's main environment, which runs every other cell
     pythons: tuple[str, ...] = ()  # narrows the kind's list (a package's own floor)
     runtime: str = ""  # the runtime its requirements come from
@@ -148,7 +132,7 @@ class RecordingEnvironment:
     # What the book adds to the runtime (part of ``requirements``), laid down again after
     # everything else: another package may ship files of the same name (torch_xla 2.9.0
     # ships a torchax of its own, pytorch/xla#9363), and the added package's must win.
-    adds: tuple[str, ...] = ()
+    adds: tuple[str, ...] = field(default=(), metadata=NOT_READ)
 
     def pins(self) -> dict[str, str]:
         """``name==version`` requirements as {normalised name: version}."""
@@ -172,40 +156,33 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
     An environment's requirements are its runtime's pins and additions (``runtime``), or
     its own list (``requirements``); one that ``shares`` another is a second kernel of it.
     """
+    tables, file = read_toml(path, dict[str, tuple[RecordingEnvironment, ...]], MachineKindError)
     environments: dict[str, list[RecordingEnvironment]] = {}
-    for kind, tables in _read(path).items():
+    for kind, listed in tables.items():
         if kind not in machines:
-            raise MachineKindError(f"{path}: [[{kind}]] is not a machine kind in the machine "
-                                   f"kinds file (have {', '.join(machines)})")
-        found = []
-        for index, table in enumerate(tables):
-            where = f"[[{kind}]] {index + 1}: "
-            runtime, shares = table.get("runtime", ""), table.get("shares", "")
-            if shares:
-                shared = next((e for e in found if e.name == shares), None)
+            raise file.fault(kind, "is not a machine kind of the machine kinds file",
+                             f"use one of {', '.join(machines)}")
+        found: list[RecordingEnvironment] = []
+        for index, environment in enumerate(listed):
+            where = f"{kind}[{index}]"
+            if environment.shares:
+                shared = next((e for e in found if e.name == environment.shares), None)
                 if shared is None:
-                    raise MachineKindError(f"{path}: {where}field 'shares' names '{shares}', "
-                                           "not an environment listed above it")
-                requirements, adds = shared.requirements, shared.adds
-            elif runtime:
-                named = runtime_named(runtime, f"{path}: {where}field 'runtime'", runtimes_file)
-                requirements = tuple(named.requirements())
-                adds = tuple(f"{name}=={version}" for name, version in named.adds.items())
-            else:
-                requirements = tuple(_need(path, where, table, "requirements", list))
-                adds = ()
-            found.append(RecordingEnvironment(
-                name=_need(path, where, table, "name", str),
-                requirements=requirements,
-                cells_tagged=table.get("cells_tagged", ""),
-                pythons=tuple(table.get("pythons", ())),
-                runtime=runtime or (shared.runtime if shares else ""), shares=shares,
-                probe=table.get("probe", ""),
-                holds_device=_need(path, where, table, "holds_device", bool)
-                if "holds_device" in table else True,
-                adds=adds))
+                    raise file.fault(f"{where}.shares", f"names '{environment.shares}'",
+                                     "name an environment listed above it")
+                environment = replace(environment, requirements=shared.requirements,
+                                      adds=shared.adds,
+                                      runtime=environment.runtime or shared.runtime)
+            elif environment.runtime:
+                named = runtime_named(environment.runtime, file, f"{where}.runtime", runtimes_file)
+                environment = replace(environment, requirements=tuple(named.requirements()),
+                                      adds=tuple(f"{n}=={v}" for n, v in named.adds.items()))
+            elif not environment.requirements:
+                raise file.fault(f"{where}.requirements", "is missing",
+                                 "list its pins, or name a 'runtime' or an environment it 'shares'")
+            found.append(environment)
         if not found or found[0].cells_tagged:
-            raise MachineKindError(f"{path}: the first [[{kind}]] environment is the main one "
-                                   "and takes no 'cells_tagged'")
+            raise file.fault(f"{kind}[0].cells_tagged", "is set on the main environment",
+                             "the first one runs every other cell: remove it")
         environments[kind] = found
     return environments

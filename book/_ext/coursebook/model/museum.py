@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import ClassVar, Literal
 
 import nbformat
 
 from coursebook.model.claims import Claim, toml_claim
-from coursebook.model.faults import BookError, field_line, shown_path
+from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind
 from coursebook.model.notebooks import (
     BOOK_ONLY_TAG,
@@ -37,27 +36,14 @@ from coursebook.model.notebooks import (
 )
 from coursebook.model.outputs import normalise
 from coursebook.model.runtimes import Runtime
+from coursebook.model.toml_files import NOT_READ, TomlFile, line_of, read_toml
 from coursebook.model.versions import is_release, release
 
-RECORD_SOURCES = ("museum", "build")
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
-_EXHIBIT_FIELDS: dict[str, type] = {
-    "number": int, "title": str, "room": str, "runs_on": str, "lesson": str,
-    "fix_note": str, "failing_code": str, "fix_code": str, "records": list,
-}
-_RECORD_FIELDS = ("torch", "source", "where", "date", "type", "message")
-_WING_FIELDS = ("name", "title", "tagline", "introduction", "rooms")
 
 
 class ExhibitError(BookError):
     """An exhibit or museum marker that cannot be placed; the build logs it as an error."""
-
-
-def _fault(path: Path, message: str, name: str, record: int | None = None,
-           table: str = "") -> ExhibitError:
-    """An exhibit error located at a field of its TOML file, named after its table or record."""
-    where = f"{table}: " if table else (f"records[{record}]: " if record is not None else "")
-    return ExhibitError(where + message, path, field_line(path, name, record, table))
 
 
 @dataclass(frozen=True)
@@ -65,14 +51,14 @@ class ErrorRecord:
     """An exhibit's error record: one error text, with where and when it was recorded."""
 
     torch: str
-    source: str
+    source: Literal["museum", "build"]
     where: str
-    date: str
+    date: str = field(default="", kw_only=True)  # "": the museum did not say
     type: str
     message: str
 
     def as_dict(self) -> dict[str, str]:
-        return {name: getattr(self, name) for name in _RECORD_FIELDS}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -92,10 +78,16 @@ class CpuReproduction:
     reproduction: str = ""  # "": the failure does not arise on a CPU; the note says why
     fix_note: str = ""
     fix: str = ""
-    side: SideEnvironment | None = None
+    side_environment: str = ""  # with side_packages: where the older packages it needs go
+    side_packages: tuple[str, ...] = ()
     # The fix starts a fresh runtime: its check runs in a process that never ran the
     # reproduction; otherwise in the reproduction's own process, after it.
     fix_in_fresh_runtime: bool = False
+
+    @property
+    def side(self) -> SideEnvironment | None:
+        return SideEnvironment(self.side_environment, self.side_packages) \
+            if self.side_environment else None
 
 
 @dataclass(frozen=True)
@@ -107,9 +99,12 @@ class MuseumRerun:
 
     note: str  # what the page says about the run
     setup: str  # the imports and data the failing code uses
-    # False: the failing code runs again on the stand-in only (the note says why: on an
+    # True: the failing code runs again on the stand-in only (the note says why: on an
     # accelerator it may hang, say); its fix still runs on every kind.
-    on_accelerators: bool = True
+    stand_in_only: bool = False
+    GONE: ClassVar[dict[str, str]] = {"fix_setup": "the fix is checked after the failing code, "
+                                      "in its process, or alone with fix_in_fresh_runtime = "
+                                      "true: remove it"}
 
 
 @dataclass(frozen=True)
@@ -123,13 +118,16 @@ class MuseumFix:
 
 @dataclass(frozen=True)
 class Exhibit:
-    path: Path
-    wing: str
+    """One exhibit's file (``path``, in its ``wing``'s folder), as read."""
+
+    path: Path = field(metadata=NOT_READ)
+    wing: str = field(metadata=NOT_READ)
     number: int
     title: str
     room: str
     runs_on: str
-    runs_in_every_build: bool  # its kind is the stand-in's; others show the museum's capture
+    # Its kind is the stand-in's; others show the museum's capture.
+    runs_in_every_build: bool = field(metadata=NOT_READ)
     lesson: str
     fix_note: str
     failing_code: str
@@ -139,13 +137,14 @@ class Exhibit:
     cpu: CpuReproduction | None = None
     # The records of the runtimes readers use (Colab's), each with how a page names its
     # runtime: "Colab (torch 2.11.0)".
-    reader_records: tuple[tuple[str, ErrorRecord], ...] = ()
+    reader_records: tuple[tuple[str, ErrorRecord], ...] = field(default=(), metadata=NOT_READ)
     museum_fix: MuseumFix | None = None  # None: fix_code is the museum's own fix
     museum_rerun: MuseumRerun | None = None
     # True: the fix is checked in a new process that never ran the failing code; otherwise
     # after the failing code, in its process, in the order the page shows them.
     fix_in_fresh_runtime: bool = False
-    claims: tuple[Claim, ...] = ()  # its [[claim]] tables: what its prose says, checked or cited
+    # Its [[claim]] tables: what its prose says, checked or cited.
+    claims: tuple[Claim, ...] = field(default=(), metadata={"toml": "claim"})
 
     @property
     def key(self) -> str:
@@ -195,152 +194,74 @@ def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
     exhibit.path.write_text("\n".join([head, *others, *blocks]), encoding="utf8")
 
 
-def _require(path: Path, table: dict, name: str, kind: type, record: int | None = None,
-             section: str = "") -> object:
-    if name not in table:
-        raise _fault(path, f"field '{name}' is missing", name, record, section)
-    value = table[name]
-    if not isinstance(value, kind) or (kind is str and not value.strip() and name != "date"):
-        raise _fault(path, f"field '{name}' must be a non-empty {kind.__name__}", name, record,
-                     section)
-    return value
-
-
-def _choice(path: Path, name: str, value: str, allowed: tuple[str, ...],
-            record: int | None = None) -> None:
-    if value not in allowed:
-        raise _fault(path, f"field '{name}' is {value!r}, expected one of {allowed}", name, record)
-
-
-_TOML_POSITION = re.compile(r"\(at line (\d+), column \d+\)")
-
-
-def _read_toml(path: Path) -> dict:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf8"))
-    except tomllib.TOMLDecodeError as error:
-        position = _TOML_POSITION.search(str(error))
-        raise ExhibitError(f"not valid TOML: {error}", path,
-                           int(position.group(1)) if position else 1) from None
-
-
 def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKind],
                  readers: tuple[Runtime, ...] = ()) -> Exhibit:
     """Read and validate one exhibit of a wing with these rooms; a problem names the file,
     the line and the field. It runs on a machine kind of ``tools/machine-kinds.toml``: the
     stand-in's exhibits run in every build, the others show the museum's capture.
     ``readers``: the runtimes readers use (``tools/runtimes.toml``), whose records it shows."""
-    table = _read_toml(path)
-    values = {name: _require(path, table, name, kind) for name, kind in _EXHIBIT_FIELDS.items()}
-    _choice(path, "room", values["room"], rooms)
-    _choice(path, "runs_on", values["runs_on"], tuple(kinds))
+    exhibit, file = read_toml(path, Exhibit, ExhibitError, path=path, wing=path.parent.name,
+                              runs_in_every_build=False)
+    for name, allowed in (("room", rooms), ("runs_on", tuple(kinds))):
+        if getattr(exhibit, name) not in allowed:
+            raise file.fault(name, f"is {getattr(exhibit, name)!r}",
+                             f"make it one of {', '.join(map(repr, allowed))}")
     prefix = re.match(r"(\d+)-", path.name)
-    if not prefix or int(prefix.group(1)) != values["number"]:
-        raise _fault(path, f"field 'number' is {values['number']}, "
-                     "but the file name must start with the same number", "number")
-    records = []
-    for index, record in enumerate(values.pop("records")):
-        fields = {name: _require(path, record, name, str, index) for name in _RECORD_FIELDS}
-        _choice(path, "source", fields["source"], RECORD_SOURCES, index)
-        records.append(ErrorRecord(**fields))
-    if sum(r.source == "museum" for r in records) != 1:
-        raise ExhibitError("field 'records' needs exactly one record with source 'museum'", path,
-                           field_line(path, "source", 0))
-    taught_in = table.get("taught_in", [])
-    if not isinstance(taught_in, list) or not all(isinstance(label, str) for label in taught_in):
-        raise _fault(path, "field 'taught_in' must be a list of section labels", "taught_in")
-    claims = _claims(path, table)
-    if not kinds[values["runs_on"]].stand_in:  # its checks run in fresh Pythons
-        for index, claim in enumerate(claims):
-            if "'''" in claim.check:
-                raise ExhibitError(f"claim[{index}]: field 'check' may not contain ''': it "
-                                   "runs in a fresh Python", path, claim.line)
-    return Exhibit(path=path, wing=path.parent.name, records=tuple(records),
-                   runs_in_every_build=kinds[values["runs_on"]].stand_in,
-                   taught_in=tuple(taught_in),
-                   cpu=_section(path, table, "cpu", _cpu_reproduction),
+    if not prefix or int(prefix.group(1)) != exhibit.number:
+        raise file.fault("number", f"is {exhibit.number}",
+                         "the file name must start with the same number")
+    if sum(r.source == "museum" for r in exhibit.records) != 1:
+        raise file.fault("records", "needs exactly one record with source 'museum'",
+                         "mark the museum's own capture, and only it")
+    stand_in = kinds[exhibit.runs_on].stand_in
+    runnable = {f"cpu.{name}": getattr(exhibit.cpu, name) for name in ("reproduction", "fix")
+                if exhibit.cpu}
+    if exhibit.museum_rerun:
+        runnable |= {"museum_rerun.setup": exhibit.museum_rerun.setup,
+                     "failing_code": exhibit.failing_code, "fix_code": exhibit.fix_code}
+    if not stand_in:  # its checks run in fresh Pythons
+        runnable |= {f"claim[{i}].check": claim.check for i, claim in enumerate(exhibit.claims)}
+    _runnable(file, runnable)
+    cpu = exhibit.cpu
+    if cpu and bool(cpu.side_environment) != bool(cpu.side_packages):
+        raise file.fault("cpu.side_environment", "and side_packages come together",
+                         "give its folder and what it holds, or neither")
+    if cpu and not all("==" in p for p in cpu.side_packages):
+        raise file.fault("cpu.side_packages", "holds a requirement without a version",
+                         "pin each one: name==version")
+    return replace(exhibit, runs_in_every_build=stand_in, claims=_claims(file, exhibit),
                    reader_records=tuple((runtime.reader_label, record) for runtime in readers
-                                        for record in records if record.torch == runtime.torch),
-                   museum_fix=_section(path, table, "museum_fix", _museum_fix),
-                   museum_rerun=_section(path, table, "museum_rerun", _museum_rerun, values),
-                   fix_in_fresh_runtime=_flag(path, table, "fix_in_fresh_runtime"),
-                   claims=claims,
-                   **{k: (v.strip("\n") if isinstance(v, str) else v) for k, v in values.items()})
+                                        for record in exhibit.records
+                                        if record.torch == runtime.torch))
 
 
-# Where a reader reads an exhibit's (or a wing's) text, which its claims quote.
-_PROSE_FIELDS = {"": ("title", "lesson", "fix_note", "tagline", "introduction"),
-                 "cpu": ("note", "fix_note"), "museum_rerun": ("note",),
-                 "museum_fix": ("note", "changed")}
+def _claims(file: TomlFile, owner: Exhibit | Wing) -> tuple[Claim, ...]:
+    """The ``[[claim]]`` tables of an exhibit's or a wing's file, each found in its prose."""
+    prose = [text for _, text in prose_fields(owner)]
+    return tuple(toml_claim(claim, prose, file, f"claim[{index}]")
+                 for index, claim in enumerate(owner.claims))
 
 
-def _claims(path: Path, table: dict) -> tuple[Claim, ...]:
-    """The ``[[claim]]`` tables of an exhibit's or a wing's file, each quoting its prose."""
-    entries = table.get("claim", [])
-    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
-        raise _fault(path, "field 'claim' must be [[claim]] tables", "claim")
-    prose = []
-    for section, names in _PROSE_FIELDS.items():
-        fields = table.get(section) if section else table
-        if isinstance(fields, dict):
-            prose += [fields[name] for name in names if isinstance(fields.get(name), str)]
-    claims = []
-    for index, entry in enumerate(entries):
-        line = field_line(path, "says", index, array="claim")
-        claim = toml_claim(path, entry, prose, line)
-        if isinstance(claim, str):
-            raise ExhibitError(f"claim[{index}]: {claim}", path, line)
-        claims.append(claim)
-    return tuple(claims)
+def prose_fields(owner: Exhibit | Wing) -> list[tuple[str, str]]:
+    """Where a reader reads an exhibit's (or a wing's) text, which its claims quote: each
+    field's path and text."""
+    fields = [(name, getattr(owner, name, "")) for name in
+              ("title", "lesson", "fix_note", "tagline", "introduction")]
+    for section, names in (("cpu", ("note", "fix_note")), ("museum_rerun", ("note",)),
+                           ("museum_fix", ("note", "changed"))):
+        part = getattr(owner, section, None)
+        fields += [(f"{section}.{name}", getattr(part, name)) for name in names if part]
+    return [(name, text) for name, text in fields if text]
 
 
-def _text(path: Path, table: dict, name: str, section: str) -> str:
-    return _require(path, table, name, str, section=section).strip("\n")
-
-
-def _section(path: Path, table: dict, name: str, read: Callable, *args: object) -> object:
-    """An optional ``[name]`` table, as ``read`` makes it (None when absent)."""
-    section = table.get(name)
-    if section is None:
-        return None
-    if not isinstance(section, dict):
-        raise _fault(path, f"field '{name}' must be a table", name)
-    return read(path, section, *args)
-
-
-def _museum_fix(path: Path, table: dict) -> MuseumFix:
-    return MuseumFix(*(_text(path, table, name, "museum_fix")
-                       for name in ("note", "code", "changed")))
-
-
-def _flag(path: Path, table: dict, name: str, section: str = "") -> bool:
-    """An optional true/false field (false when absent)."""
-    value = table.get(name, False)
-    if not isinstance(value, bool):
-        raise _fault(path, f"field '{name}' must be true or false", name, table=section)
-    return value
-
-
-def _runnable(path: Path, name: str, code: str, section: str = "") -> None:
+def _runnable(file: TomlFile, fields: dict[str, str]) -> None:
     """Code a fresh Python runs is the text of a raw string, each cell's in ``r\"\"\"`` inside
     the program's ``r'''`` (:func:`in_one_process`): it may hold neither."""
-    for quotes in ("'''", '"""'):
-        if quotes in code:
-            raise _fault(path, f"field '{name}' may not contain {quotes}: it runs in a "
-                         "fresh Python", name, table=section)
-
-
-def _museum_rerun(path: Path, table: dict, values: dict) -> MuseumRerun:
-    if "fix_setup" in table:  # the fix runs after the failing code, as the page shows it
-        raise _fault(path, "field 'fix_setup' is gone: the fix is checked after "
-                     "the failing code, in its process (or alone, with fix_in_fresh_runtime = "
-                     "true)", "fix_setup", table="museum_rerun")
-    fields = {name: _text(path, table, name, "museum_rerun") for name in ("note", "setup")}
-    _runnable(path, "setup", fields["setup"], "museum_rerun")
-    for name in ("failing_code", "fix_code"):
-        _runnable(path, name, values[name])
-    return MuseumRerun(**fields, on_accelerators=not _flag(path, table, "stand_in_only",
-                                                             "museum_rerun"))
+    for name, code in fields.items():
+        for quotes in ("'''", '"""'):
+            if quotes in code:
+                raise file.fault(name, f"contains {quotes}",
+                                 "code run in a fresh Python may not: use the other quotes")
 
 
 def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
@@ -364,51 +285,32 @@ def _instructor_only(text: str) -> str:
     return f"\n\n:::{{only}} instructor\n*{text}*\n:::"
 
 
-def _cpu_reproduction(path: Path, table: dict) -> CpuReproduction:
-    fields: dict = {name: _text(path, table, name, "cpu") for name in
-                    ("note", "reproduction", "fix_note", "fix") if name == "note" or name in table}
-    for name in ("reproduction", "fix"):
-        _runnable(path, name, fields.get(name, ""), "cpu")
-    if ("side_environment" in table) != ("side_packages" in table):
-        raise _fault(path, "fields 'side_environment' (its folder) and 'side_packages' "
-                     "(what it holds) come together", "side_environment", table="cpu")
-    if "side_environment" in table:
-        packages = _require(path, table, "side_packages", list, section="cpu")
-        if not packages or not all(isinstance(p, str) and "==" in p for p in packages):
-            raise _fault(path, "field 'side_packages' must list pinned requirements "
-                         "(name==version)", "side_packages", table="cpu")
-        fields["side"] = SideEnvironment(
-            str(_require(path, table, "side_environment", str, section="cpu")), tuple(packages))
-    return CpuReproduction(**fields, fix_in_fresh_runtime=_flag(
-        path, table, "fix_in_fresh_runtime", "cpu"))
-
-
 @dataclass(frozen=True)
 class Wing:
-    path: Path  # its wing.toml
+    path: Path = field(metadata=NOT_READ)  # its wing.toml
     name: str
     title: str
     tagline: str
     introduction: str
     rooms: tuple[str, ...]
-    exhibits: tuple[Exhibit, ...]
-    claims: tuple[Claim, ...] = ()  # what its introduction says, checked or cited
+    exhibits: tuple[Exhibit, ...] = field(default=(), metadata=NOT_READ)
+    # What its introduction says, checked or cited.
+    claims: tuple[Claim, ...] = field(default=(), metadata={"toml": "claim"})
 
 
 def load_wing(directory: Path, kinds: dict[str, MachineKind],
               readers: tuple[Runtime, ...] = ()) -> Wing:
     path = directory / "wing.toml"
     if not path.is_file():
-        raise ExhibitError(f"a wing needs this file ({', '.join(_WING_FIELDS)})", path)
-    table = _read_toml(path)
-    fields = {name: str(_require(path, table, name, str)).strip() for name in _WING_FIELDS[:-1]}
-    rooms = tuple(_require(path, table, "rooms", list))
-    exhibits = tuple(load_exhibit(p, rooms, kinds, readers)
+        raise ExhibitError("a wing needs this file (name, title, tagline, introduction, rooms)",
+                           path)
+    wing, file = read_toml(path, Wing, ExhibitError, path=path)
+    exhibits = tuple(load_exhibit(p, wing.rooms, kinds, readers)
                      for p in sorted(directory.glob("[0-9]*.toml")))
     numbers = [exhibit.number for exhibit in exhibits]
     if numbers != list(range(1, len(numbers) + 1)):
         raise ExhibitError(f"exhibits must be numbered 1..{len(numbers)}, got {numbers}", directory)
-    return Wing(path=path, exhibits=exhibits, rooms=rooms, claims=_claims(path, table), **fields)
+    return replace(wing, exhibits=exhibits, claims=_claims(file, wing))
 
 
 def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind],
@@ -654,7 +556,7 @@ def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
 
 
 def _stand_in_only(rerun: MuseumRerun) -> tuple[str, ...]:
-    return () if rerun.on_accelerators else (STAND_IN_ONLY_TAG,)
+    return (STAND_IN_ONLY_TAG,) if rerun.stand_in_only else ()
 
 
 def _rerun_cell(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookNode:
@@ -764,32 +666,27 @@ class CellOrigin:
 
 def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]:
     """Each code cell an exhibit adds to a chapter (by source), with the field it runs."""
-    def origin(field: str, name: str, record: ErrorRecord | None = None,
-               table: str = "") -> CellOrigin:
-        index = exhibit.records.index(record) if record is not None else None
-        return CellOrigin(exhibit, field, field_line(exhibit.path, name, index, table))
+    def origin(field: str, record: ErrorRecord | None = None) -> CellOrigin:
+        at = f"records[{exhibit.records.index(record)}].message" if record else field
+        return CellOrigin(exhibit, field, line_of(exhibit.path, at))
 
     if exhibit.runs_on == "cpu":
         record = exhibit.record_for(torch_version)
-        return {exhibit.failing_code: origin("failing_code", "failing_code"),
-                _check_cell(exhibit, record).source: (
-                    origin("records", "message", record) if record else
-                    origin("records", "records")),
-                _fix_cell(exhibit).source: origin("fix_code", "fix_code")}
+        return {exhibit.failing_code: origin("failing_code"),
+                _check_cell(exhibit, record).source: origin("records", record),
+                _fix_cell(exhibit).source: origin("fix_code")}
     cpu, rerun = exhibit.cpu, exhibit.museum_rerun
     origins = {}
     if cpu is not None and cpu.reproduction:
-        origins[_reproduction_cell(exhibit, cpu).source] = origin(
-            "cpu.reproduction", "reproduction", table="cpu")
+        origins[_reproduction_cell(exhibit, cpu).source] = origin("cpu.reproduction")
     if cpu is not None and cpu.reproduction and cpu.fix:
-        origins[_cpu_fix_check(exhibit, cpu).source] = origin("cpu.fix", "fix", table="cpu")
+        origins[_cpu_fix_check(exhibit, cpu).source] = origin("cpu.fix")
     if rerun is not None:
-        origins[_rerun_cell(exhibit, rerun).source] = origin(
-            "museum_rerun.setup", "setup", table="museum_rerun")
-        origins[_rerun_fix_check(exhibit, rerun).source] = origin("fix_code", "fix_code")
+        origins[_rerun_cell(exhibit, rerun).source] = origin("museum_rerun.setup")
+        origins[_rerun_fix_check(exhibit, rerun).source] = origin("fix_code")
     if origins:
         origins[_check_cell(exhibit, exhibit.museum_record).source] = origin(
-            "records", "message", exhibit.museum_record)
+            "records", exhibit.museum_record)
     return origins
 
 

@@ -13,17 +13,15 @@ and says how the book verifies it (``verified_by``):
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
-from coursebook.model.faults import BookError, field_line
+from coursebook.model.faults import BookError
+from coursebook.model.toml_files import NOT_READ, TomlFile, read_toml
 from coursebook.model.versions import package_key, release
 
 RUNTIMES_FILE = Path(__file__).resolve().parents[4] / "tools" / "runtimes.toml"
-VERIFIED_BY = ("build", "downloads", "recording")
-_FIELDS = {"title": str, "python": str, "source": str, "listed": str, "packages": dict,
-           "verified_by": str}
 
 
 class RuntimeFileError(BookError):
@@ -34,13 +32,13 @@ class RuntimeFileError(BookError):
 class Runtime:
     """One table of ``tools/runtimes.toml``."""
 
-    name: str
+    name: str = field(metadata=NOT_READ)  # its table's name
     title: str
     python: str
     source: str
     listed: str
     packages: dict[str, str]
-    verified_by: str
+    verified_by: Literal["build", "downloads", "recording"]
     adds: dict[str, str] = field(default_factory=dict)  # what the book installs on top of it
     # Pins only a machine with the runtime's device uses (libtpu): a set-up cell on a
     # machine without it leaves them out.
@@ -79,29 +77,11 @@ class Runtime:
 @functools.lru_cache(maxsize=None)
 def load_runtimes(path: Path = RUNTIMES_FILE) -> dict[str, Runtime]:
     """Every declared runtime, in the file's order (read once per file)."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise RuntimeFileError(f"cannot be read: {error}", path, 1) from None
-    runtimes = {}
-    for name, table in data.items():
-        for key, kind in _FIELDS.items():
-            if not isinstance(table.get(key), kind):
-                raise RuntimeFileError(f"[{name}]: field '{key}' must be a {kind.__name__}",
-                                       path, field_line(path, key, table=name))
-        if table["verified_by"] not in VERIFIED_BY:
-            raise RuntimeFileError(f"[{name}]: field 'verified_by' is {table['verified_by']!r}, "
-                                   f"expected one of {VERIFIED_BY}", path,
-                                   field_line(path, "verified_by", table=name))
-        device_only = table.get("device_only", [])
-        if not isinstance(device_only, list) or not set(device_only) <= set(table["packages"]):
-            raise RuntimeFileError(f"[{name}]: field 'device_only' must list names of its "
-                                   "packages", path, field_line(path, "device_only", table=name))
-        runtimes[name] = Runtime(name=name, packages={k: str(v) for k, v in
-                                                      table["packages"].items()},
-                                 adds={k: str(v) for k, v in table.get("adds", {}).items()},
-                                 device_only=tuple(device_only),
-                                 **{f: table[f] for f in _FIELDS if f != "packages"})
+    runtimes, file = read_toml(path, dict[str, Runtime], RuntimeFileError)
+    for name, runtime in runtimes.items():
+        if not set(runtime.device_only) <= set(runtime.packages):
+            raise file.fault(f"{name}.device_only", f"names {', '.join(runtime.device_only)}",
+                             "list names of its packages")
     return runtimes
 
 
@@ -112,11 +92,11 @@ def reader_runtimes(path: Path) -> tuple[Runtime, ...]:
                  if r.verified_by == "downloads" and r.torch)
 
 
-def runtime_named(name: str, where: str, path: Path | None = None) -> Runtime:
-    """The runtime a machine kind or an environment names, or one line saying what is wrong."""
-    path = path or RUNTIMES_FILE
-    runtimes = load_runtimes(path)
+def runtime_named(name: str, file: TomlFile, field: str, path: Path | None = None) -> Runtime:
+    """The runtime that ``field`` of a machine kind's or an environment's ``file`` names, or
+    one line saying what is wrong."""
+    runtimes = load_runtimes(path or RUNTIMES_FILE)
     if name not in runtimes:
-        raise RuntimeFileError(f"{where}: runtime '{name}' is not in {path.name} "
-                               f"(have {', '.join(runtimes)})")
+        raise file.fault(field, f"names runtime '{name}', not in {(path or RUNTIMES_FILE).name}",
+                         f"use one of {', '.join(runtimes)}")
     return runtimes[name]
