@@ -9,9 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BOOK
-from coursebook.model.answer_checks import AnswerCheckError, chapter_teaching, untaught_checks
-from coursebook.model.notebooks import is_chapter_source, read_chapter
+from conftest import BOOK, sphinx_build
+from coursebook.model.answer_checks import (
+    AnswerCheck,
+    AnswerCheckError,
+    ChapterTeaching,
+    chapter_teaching,
+    untaught_checks,
+)
+from coursebook.model.notebooks import is_chapter_source, labelled_sections, read_chapter
 
 CHAPTER = """---
 jupytext:
@@ -52,16 +58,33 @@ Multiplying them.
 """
 
 
-def _teaching(text: str, path: str = "chapter.md"):
-    return chapter_teaching(read_chapter(text), path)
-
-
 def _line_of(text: str, whole: str) -> int:
     return text.splitlines().index(whole) + 1
 
 
+def _chapter(text: str = CHAPTER, path: str = "chapter.md", *taught_in: str) -> ChapterTeaching:
+    """The chapter's sections, and its check (at its answer cell's line) naming ``taught_in``
+    (made here, so that only what this file tests decides whether a check is well formed)."""
+    check = AnswerCheck("tiny-total", "the total", "total", 5, "add them.", 1e-4, "total",
+                        taught_in or ("tiny-sums",), _line_of(text, "total"))
+    return ChapterTeaching(path, tuple(labelled_sections(read_chapter(text))), (check,))
+
+
+def test_the_check_and_its_sections_are_read_at_their_lines():
+    """What the build keeps of a chapter: its labelled sections and its checks, each at its
+    line (the answer cell's, for a check)."""
+    text = CHAPTER
+    read = chapter_teaching(read_chapter(text), "chapter.md")
+    assert [(s.label, s.title, s.line) for s in read.sections] == [
+        ("tiny-sums", "Sums", _line_of(text, "# Sums")),
+        ("tiny-products", "Products", _line_of(text, "## Products"))]
+    [check] = read.checks
+    assert (check.name, check.taught_in, check.line) == ("tiny-total", ("tiny-sums",),
+                                                          _line_of(text, "total"))
+
+
 def test_a_check_naming_a_section_above_it_passes():
-    assert untaught_checks([_teaching(CHAPTER)]) == []
+    assert untaught_checks([_chapter()]) == []
 
 
 @pytest.mark.parametrize("label, fault", [
@@ -69,10 +92,9 @@ def test_a_check_naming_a_section_above_it_passes():
     ("tiny-products", f"that is 'Products' at line {_line_of(CHAPTER, '## Products')}, after the check"),
 ])
 def test_a_section_missing_or_after_the_check_is_one_error_at_the_check(label, fault):
-    text = CHAPTER.replace("taught_in: [tiny-sums]", f"taught_in: [tiny-sums, {label}]")
-    [error] = untaught_checks([_teaching(text, "book/chapter.md")])
+    [error] = untaught_checks([_chapter(CHAPTER, "book/chapter.md", "tiny-sums", label)])
     # At the answer cell's line (its code's first line), with the check's name.
-    assert str(error).startswith(f"book/chapter.md:{_line_of(text, 'total')}: check 'tiny-total'")
+    assert str(error).startswith(f"book/chapter.md:{_line_of(CHAPTER, 'total')}: check 'tiny-total'")
     assert f"taught_in names '{label}', but {fault}" in str(error)
     assert "name the label `(label)=` above the heading of an earlier section" in str(error)
     assert "\n" not in str(error)
@@ -86,19 +108,18 @@ def test_a_section_missing_or_after_the_check_is_one_error_at_the_check(label, f
 def test_a_check_without_taught_in_is_refused(entry, fault):
     text = CHAPTER.replace("  taught_in: [tiny-sums]\n", entry)
     with pytest.raises(AnswerCheckError) as refused:
-        _teaching(text, "book/chapter.md")
+        chapter_teaching(read_chapter(text), "book/chapter.md")
     message = str(refused.value)
     assert message.startswith(f"book/chapter.md:{_line_of(text, 'total')}: ")
-    assert f"check 'tiny-total': {fault};" in message
+    assert "check 'tiny-total': " in message and fault in message
     assert "taught_in (the labels of the sections before it that teach what it asks)" in message
 
 
 def test_an_earlier_chapter_teaches_and_a_later_one_does_not():
-    first = CHAPTER.replace("tiny-sums", "first-sums").replace("tiny-total", "first-total")
-    first = first.replace("tiny-products", "first-products")
-    later = CHAPTER.replace("taught_in: [tiny-sums]", "taught_in: [first-products]")
-    assert untaught_checks([_teaching(first, "first.md"), _teaching(later, "later.md")]) == []
-    [error] = untaught_checks([_teaching(later, "later.md"), _teaching(first, "first.md")])
+    first = _chapter(CHAPTER.replace("tiny-products", "first-products"), "first.md")
+    later = _chapter(CHAPTER, "later.md", "first-products")
+    assert untaught_checks([first, later]) == []
+    [error] = untaught_checks([later, first])
     assert error.path == Path("later.md")
     assert "'first-products', but that is 'Products' in first.md, a chapter after this one" in str(error)
 
@@ -112,7 +133,35 @@ def _reading_order() -> list[Path]:
 
 
 def test_every_check_of_the_book_asks_what_an_earlier_section_taught():
-    chapters = [_teaching(path.read_text(), str(path)) for path in _reading_order()]
+    chapters = [chapter_teaching(read_chapter(path.read_text()), str(path)) for path in _reading_order()]
     assert any(chapter.checks for chapter in chapters)
     assert all(check.taught_in for chapter in chapters for check in chapter.checks)
     assert untaught_checks(chapters) == []
+
+
+@pytest.mark.slow
+def test_a_build_stops_at_a_check_whose_section_is_missing_or_in_a_later_chapter(tiny_book, tmp_path):
+    """The build reads the reading order from the toctree and names each fault once, in one
+    line at the check's answer cell."""
+    chapter = tiny_book / "chapter.md"
+    text = chapter.read_text().replace("# A tiny chapter", "(tiny-start)=\n# A tiny chapter").replace(
+        ":tags: [answer]\n", "---\ntags: [answer]\nchecks:\n"
+        "- {name: tiny-later, ask: the value, value: tiny_answer_value, answer: 42, hint: add,"
+        " taught_in: [tiny-start, tiny-later-section]}\n"
+        "- {name: tiny-nowhere, ask: the value, value: tiny_answer_value, answer: 42, hint: add,"
+        " taught_in: [tiny-no-such-section]}\n---\n", 1)
+    chapter.write_text(text)
+    top_matter = text[:text.index("(tiny-start)=")]
+    (tiny_book / "later.md").write_text(f"{top_matter}(tiny-later-section)=\n# Later\n\nMore.\n")
+    (tiny_book / "index.md").write_text("# Fixture\n\n```{toctree}\nchapter\nlater\n```\n")
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert build.returncode != 0, build.log[-3000:]
+    at = f"chapter.md:{_line_of(text, 'tiny_answer_value = int(weights.sum().item()) * 21')}: ERROR: "
+    for message in ("check 'tiny-later' (answer cell `tiny_answer_value = int(weights.sum().item()) "
+                    "* 21`): taught_in names 'tiny-later-section', but that is 'Later' in ",
+                    "check 'tiny-nowhere' (answer cell `tiny_answer_value = int(weights.sum().item())"
+                    " * 21`): taught_in names 'tiny-no-such-section', but no section of this chapter "
+                    "or an earlier one has that label: "):
+        [line] = [line for line in build.log.splitlines() if message in line]
+        assert at + message in line
+    assert "tiny-start" not in build.log and "Traceback" not in build.log
