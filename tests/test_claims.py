@@ -436,6 +436,21 @@ def test_audit_lists_each_factual_sentence_that_no_check_or_source_holds(tmp_pat
         "`torch.zeros(2)` makes a tensor of two zeros."]
 
 
+def test_the_audit_cuts_sentences_where_a_claim_does(tmp_path):
+    """One splitter: a sentence after a full stop that starts in lower case (a name, `jax`)
+    is its own sentence for the audit as for a claim, so a check of the one before it does
+    not hold it."""
+    text = UNBACKED_CHAPTER.replace("Autograd frees saved values after `backward()`.",
+                                    "jax has `mutable_array` in 0.7.2.")
+    path = tmp_path / "chapter.md"
+    path.write_text(text)
+    listed = [u.sentence for u in chapter_unbacked(path, text)]
+    assert listed == ["jax has `mutable_array` in 0.7.2."]
+    paragraph = "`torch.zeros(2)` makes a tensor of two zeros. jax has `mutable_array` in 0.7.2."
+    assert paragraph in text
+    assert find_in_prose("makes a tensor", [paragraph]).sentence == paragraph.split(" jax")[0]
+
+
 def test_audit_names_a_repeated_unbacked_paragraph_at_each_of_its_lines(tmp_path):
     """Each paragraph at its own cell's line, not where its text first appears in the file."""
     paragraph = "Autograd frees saved values after `backward()`."

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coursebook.model.cell_notes import line_within
-from coursebook.model.claims import claim_blocks, find_in_prose, normalised
+from coursebook.model.claims import claim_blocks, find_in_prose, normalised, sentences_of
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import Wing
 from coursebook.model.notebooks import is_chapter_source, is_claim, read_chapter
@@ -44,9 +44,6 @@ _OWN_CELLS = re.compile(r"\b(?:the|this|that|each|every|next|previous) (?:cell|c
                         re.I)
 _CITES = re.compile(r"\]\([^)]+\)|<https?://|\{cite[:\w]*\}|https?://")
 _NOT_PROSE = re.compile(r"^\s*(?:#|\(|%|\||:|`{3,}|~{3,}|\+\+\+|-{3,}|<)")
-# The end of a sentence: a full stop, ! or ? before a space or the end (not a dot inside a
-# name such as `x.grad`, which has no space after it).
-_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*{(\[$\"'0-9])")
 
 
 @dataclass(frozen=True)
@@ -78,10 +75,6 @@ def _paragraphs(markdown: str) -> Iterable[tuple[str, bool]]:
             following = next((later for later in lines[index:] if later.strip()), "")
             yield "\n".join(block).strip(), bool(_SOURCE.match(following.strip()))
             block = []
-
-
-def sentences_of(text: str) -> list[str]:
-    return [" ".join(s.split()) for s in _END.split(text) if s.strip()]
 
 
 def is_factual(sentence: str) -> bool:

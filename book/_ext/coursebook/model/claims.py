@@ -30,8 +30,9 @@ _ROLE_NAME = re.compile(r"\{[\w:.-]+\}(?=`)")
 _ROLE_TARGET = re.compile(r"(?<=\})`[^`]*?(\s*<[^`<>]+>)`")
 _LINK = re.compile(r"(\[)[^\]]*(\]\([^)\s]*\))")
 _EMPHASIS = re.compile(r"[`*]+|(?<!\w)_+|_+(?!\w)")
-# A sentence ends at a full stop (! or ?), a blank line, or a directive's fence line (a
-# dropdown's ``:::{dropdown} Title`` is no part of the sentence under it).
+# A sentence ends at a full stop (! or ?) before a space or the end (not the dot of
+# `x.grad`), a blank line, or a directive's fence line (a dropdown's ``:::{dropdown} Title``
+# is no part of the sentence under it).
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n\s*\n|^[ \t]*(?::{3,}|`{3,})[^\n]*\n", re.M)
 
 
@@ -122,6 +123,12 @@ def normalised(text: str) -> tuple[str, list[int]]:
         chars.append(char.lower())
         where.append(index)
     return "".join(chars), where
+
+
+def sentences_of(text: str) -> list[str]:
+    """The sentences of ``text``, whitespace collapsed."""
+    cuts = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
+    return [" ".join(text[a:b].split()) for a, b in zip(cuts, cuts[1:]) if text[a:b].strip()]
 
 
 def sentence_at(text: str, start: int, end: int) -> str:
