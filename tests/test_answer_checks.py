@@ -14,12 +14,13 @@ import nbformat
 import pytest
 import torch
 
-from conftest import sphinx_build
+from conftest import ROOT, sphinx_build
 from coursebook import self_check
 from coursebook.audit.check_tables import audit_check_tables, check_tables
 from coursebook.model.answer_checks import AnswerCheckError, notebook_checks
-from coursebook.model.notebooks import read_chapter
+from coursebook.model.notebooks import is_chapter_source, read_chapter
 from coursebook.prepare.answer_checks import SETUP_TAG
+from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition, edition_notebook
 
 CHAPTER = """---
@@ -54,12 +55,16 @@ checks:
   ask: the contents of a.grad
   value: a.grad
   answer: [5.0, 7.0]
+  accept: ["(5, 7)", "[5.00009, 7.0]"]
+  refuse: ["[2.0, 4.0]", "[5.00011, 7.0]"]
   hint: does backward() replace .grad or add to it?
   taught_in: [tiny-checks]
 - name: tiny-shape
   ask: the shape of x @ w
   value: (torch.zeros(5, 4) @ torch.zeros(4, 3)).shape
   answer: [5, 3]
+  accept: ["(5, 3)"]
+  refuse: ["[5, 4, 3]", "(3, 5)"]
   hint: the inner axes meet and vanish.
   taught_in: [tiny-checks]
 ---
@@ -257,6 +262,64 @@ def test_a_tolerance_that_is_no_positive_finite_number_is_refused(tolerance):
     text = CHAPTER.replace("answer: [5, 3]\n", f"answer: [5, 3]\n  tolerance: {tolerance}\n")
     with pytest.raises(AnswerCheckError, match="tolerance must be a positive"):
         notebook_checks(read_chapter(text))
+
+
+@pytest.mark.parametrize("planted, entry, verdict", [
+    # A wrong answer in accept: 5.00011 lies beyond the tolerance (1e-4) of 5.
+    (('accept: ["(5, 7)", "[5.00009, 7.0]"]', 'accept: ["(5, 7)", "[5.00011, 7.0]"]'),
+     "accept entry [5.00011, 7.0]", "refused"),
+    # A right answer in refuse: a tuple is a right form of the shape [5, 3].
+    (('refuse: ["[5, 4, 3]", "(3, 5)"]', 'refuse: ["[5, 4, 3]", "(5, 3)"]'),
+     "refuse entry (5, 3)", "accepted"),
+])
+def test_a_check_that_accepts_a_wrong_answer_or_refuses_a_right_one_stops_the_build(
+        planted, entry, verdict):
+    """The build tries each check's lists with the students' own check code, and stops at
+    the answer cell, naming the check, the entry and what to fix."""
+    text = CHAPTER.replace(*planted)
+    assert text != CHAPTER
+    for edition in Edition:
+        with pytest.raises(AnswerCheckError) as stopped:
+            edition_chapter(text, "book/checks.md", edition, {}, "2.13.0")
+        error = stopped.value
+        assert str(error.path) == "book/checks.md"
+        assert error.line == text.splitlines().index("a.square().sum().backward()") + 1  # the cell
+        assert f"check '{'tiny-grad' if 'accept' in entry else 'tiny-shape'}'" in error.message
+        assert f"{entry} is {verdict} by the students' check" in error.message
+        assert "\n" not in error.message
+    assert edition_chapter(CHAPTER, "book/checks.md", Edition.STUDENT, {}, "2.13.0").cells
+
+
+@pytest.mark.parametrize("change, fault", [
+    ('  accept: ["(5, 3)"]\n', "missing accept"),
+    ('  refuse: ["[5, 4, 3]", "(3, 5)"]\n', "missing refuse"),
+    ('  refuse: ["[5, 4, 3]", "(3, 5)"]\n', "not a list of Python literals in quotes: refuse"),
+])
+def test_a_check_without_its_lists_is_refused(change, fault):
+    """Every check lists right answers to accept and wrong ones to refuse, each as a student
+    types it (a Python literal); an empty list, data or code are refused."""
+    replacement = '  refuse: [[5, 4, 3]]\n' if "literals" in fault else ""
+    text = CHAPTER.replace(change, replacement)
+    with pytest.raises(AnswerCheckError, match=fault):
+        notebook_checks(read_chapter(text))
+    for entry in ("[]", '["torch.Size([5, 4])"]', '["(5,"]'):
+        with pytest.raises(AnswerCheckError, match="not a list of Python literals"):
+            notebook_checks(read_chapter(CHAPTER.replace(change, change.split(":")[0] + f": {entry}\n")))
+
+
+def test_every_check_of_the_book_holds_its_lists():
+    """The book's chapters: each check accepts its answer and its accept list, in at least
+    one form besides the answer, and refuses each entry of its refuse list."""
+    from coursebook.prepare.answer_checks import mistried
+
+    chapters = [path for path in sorted((ROOT / "book").glob("*.md"))
+                if is_chapter_source(path.read_text(encoding="utf8"))]
+    checks = {path.name: notebook_checks(read_chapter(path.read_text(encoding="utf8")))
+              for path in chapters}
+    assert checks["pt01.md"]
+    for name, found in checks.items():
+        assert all(check.accept and check.refuse for check in found), name
+        assert [str(error) for error in mistried(found)] == [], name
 
 
 def test_the_audit_finds_an_answer_in_a_check_table(tmp_path):

@@ -45,6 +45,8 @@ checks:
   ask: the total
   value: total
   answer: 5
+  accept: ["5.0"]
+  refuse: ["6"]
   hint: add them.
   taught_in: [tiny-sums]
 ---
@@ -147,8 +149,10 @@ def test_a_build_stops_at_a_check_whose_section_is_missing_or_in_a_later_chapter
     text = chapter.read_text().replace("# A tiny chapter", "(tiny-start)=\n# A tiny chapter").replace(
         ":tags: [answer]\n", "---\ntags: [answer]\nchecks:\n"
         "- {name: tiny-later, ask: the value, value: tiny_answer_value, answer: 42, hint: add,"
+        " accept: ['42.0'], refuse: ['41'],"
         " taught_in: [tiny-start, tiny-later-section]}\n"
         "- {name: tiny-nowhere, ask: the value, value: tiny_answer_value, answer: 42, hint: add,"
+        " accept: ['42.0'], refuse: ['41'],"
         " taught_in: [tiny-no-such-section]}\n---\n", 1)
     chapter.write_text(text)
     top_matter = text[:text.index("(tiny-start)=")]

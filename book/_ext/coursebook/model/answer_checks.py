@@ -27,10 +27,18 @@ the bound holds to a fortieth of the tolerance, with no rounding grid's edge ins
 the museum's exhibits name theirs): each must come before the check, in its chapter or in
 an earlier one of the reading order (:func:`untaught_checks`), so a check asks only what
 the book has taught.
+
+``accept`` and ``refuse`` list answers as a student would type them in place of ``...``
+(each a Python literal, written as text: ``"(5, 7)"``, ``"5.00009"``): ``accept`` other
+right forms of the answer (a tuple for a list, an int for a float, a value within the
+tolerance), ``refuse`` wrong ones (a value just beyond the tolerance, a wrong shape, a
+near miss). Every check lists both; the build tries them, and the answer itself, with the
+very code a student's notebook runs (:func:`coursebook.prepare.answer_checks.mistried`).
 """
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,6 +53,7 @@ from coursebook.model.notebooks import Section, first_line, is_answer, labelled_
 CHECKS_KEY = "checks"
 _FIELDS = {"name": str, "ask": str, "value": str, "hint": str}
 DEFAULT_TOLERANCE = 1e-4
+LISTS = ("accept", "refuse")  # the answers a check must accept, and those it must refuse
 
 
 class AnswerCheckError(BookError):
@@ -62,6 +71,24 @@ class AnswerCheck:
     cell: str  # the answer cell's first line, to locate it
     taught_in: tuple[str, ...] = ()  # the labels of the sections that teach what it asks
     line: int = 0  # the answer cell's line in the author's file
+    accept: tuple[str, ...] = ()  # right answers in other forms, as a student types them
+    refuse: tuple[str, ...] = ()  # wrong answers, as a student types them
+
+
+def literal(entry: str):
+    """The value an ``accept`` or ``refuse`` entry stands for (ValueError: not a literal)."""
+    try:
+        return ast.literal_eval(entry)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise ValueError(entry) from None
+
+
+def _is_literal(entry) -> bool:
+    try:
+        literal(entry)
+    except ValueError:
+        return False
+    return True
 
 
 def _entry(raw, cell) -> AnswerCheck:
@@ -69,21 +96,29 @@ def _entry(raw, cell) -> AnswerCheck:
     if not isinstance(raw, dict):
         raise AnswerCheckError(f"{where}: each check is a table of name, ask, value, answer, hint",
                                line=source_line(cell))
-    missing = [name for name in (*_FIELDS, "answer", "taught_in") if name not in raw]
+    missing = [name for name in (*_FIELDS, "answer", "taught_in", *LISTS) if name not in raw]
     wrong = [name for name, kind in _FIELDS.items() if name in raw and not isinstance(raw[name], kind)]
     taught_in = raw.get("taught_in")
     unlisted = ["taught_in"] if taught_in is not None and not (
         isinstance(taught_in, list) and taught_in and all(isinstance(label, str) for label in taught_in)
     ) else []
-    unknown = sorted(set(raw) - {*_FIELDS, "answer", "tolerance", "taught_in"})
+    not_literals = [name for name in LISTS if name in raw and not (
+        isinstance(raw[name], list) and raw[name]
+        and all(isinstance(entry, str) and _is_literal(entry) for entry in raw[name]))]
+    unknown = sorted(set(raw) - {*_FIELDS, "answer", "tolerance", "taught_in", *LISTS})
     problems = "".join(f"{label} {', '.join(names)}; " for label, names in
                        (("missing", missing), ("not text:", wrong),
-                        ("not a list of labels:", unlisted), ("unknown:", unknown)) if names)
+                        ("not a list of labels:", unlisted),
+                        ("not a list of Python literals in quotes:", not_literals),
+                        ("unknown:", unknown)) if names)
     if problems:
         named = f" check '{raw['name']}':" if isinstance(raw.get("name"), str) else ""
         raise AnswerCheckError(f"{where}:{named} {problems}each check has name, ask, value, "
-                               "answer, hint (text) and taught_in (the labels of the sections "
-                               "before it that teach what it asks) and may have a tolerance",
+                               "answer, hint (text), accept and refuse (right and wrong "
+                               "answers as a student types them, each a Python literal in "
+                               "quotes, such as \"(5, 7)\") and taught_in (the labels of the "
+                               "sections before it that teach what it asks) and may have a "
+                               "tolerance",
                                line=source_line(cell))
     tolerance = raw.get("tolerance", DEFAULT_TOLERANCE)
     if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or not (
@@ -91,7 +126,8 @@ def _entry(raw, cell) -> AnswerCheck:
         raise AnswerCheckError(f"{where}: check '{raw['name']}': tolerance must be a positive "
                                "finite number", line=source_line(cell))
     return AnswerCheck(raw["name"], raw["ask"], raw["value"], raw["answer"], raw["hint"],
-                       float(tolerance), first_line(cell), tuple(taught_in), source_line(cell))
+                       float(tolerance), first_line(cell), tuple(taught_in), source_line(cell),
+                       tuple(raw["accept"]), tuple(raw["refuse"]))
 
 
 def cell_checks(cell) -> list[AnswerCheck]:

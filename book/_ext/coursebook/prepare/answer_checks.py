@@ -8,6 +8,9 @@
   code computed: each must say "correct", or the build stops there. So every answer
   passes its own check, on every build, for this build's torch.
 
+Every build also tries each check's ``accept`` and ``refuse`` lists (:func:`mistried`)
+with the table cell's own code, here in the build's process: no kernel, nothing imported.
+
 The table cell runs in the book but is not shown on its pages (``remove-cell``); the
 downloads keep it, so the checks work in Colab with nothing installed.
 """
@@ -20,7 +23,8 @@ from pathlib import Path
 import nbformat
 
 from coursebook import self_check
-from coursebook.model.answer_checks import AnswerCheck, cell_checks, notebook_checks
+from coursebook.model.answer_checks import (AnswerCheck, AnswerCheckError, cell_checks, literal,
+                                             notebook_checks)
 from coursebook.model.notebooks import is_answer
 
 SETUP_TAG = "self-check-setup"  # the table cell: kept out of pages, in the downloads
@@ -57,6 +61,35 @@ def setup_source(checks: list[AnswerCheck]) -> str:
     body = code.replace(_TABLE_LINE, f"CHECKS: dict[str, dict] = {table}", 1)
     return ("# Checks for your answers: each compares your value with the answer's digest,\n"
             "# so nothing here gives an answer away. Run this cell once.\n" + body.rstrip())
+
+
+def mistried(checks: list[AnswerCheck]) -> list[AnswerCheckError]:
+    """Each answer a check gets wrong: its answer or an ``accept`` entry that the students'
+    check refuses, a ``refuse`` entry that it accepts. The entries go through the table
+    cell a student's notebook runs (:func:`setup_source`), run here as it is."""
+    namespace: dict = {}
+    exec(setup_source(checks), namespace)  # defines passes() and the filled-in table
+    errors = []
+    for check in checks:
+        tries = [("its answer", check.answer, True),
+                 *((f"accept entry {entry}", literal(entry), True) for entry in check.accept),
+                 *((f"refuse entry {entry}", literal(entry), False) for entry in check.refuse)]
+        for what, value, right in tries:
+            try:
+                accepted = namespace["passes"](check.name, value)
+            except TypeError:  # check() says "not yet" to a value it cannot compare
+                accepted = False
+            if accepted == right:
+                continue
+            verdict = ("is refused by the students' check: if it is right, widen the check "
+                       "(its tolerance) or drop the entry; if it is wrong, move it to refuse"
+                       if right else
+                       "is accepted by the students' check: if it is wrong, tighten the check "
+                       "(a smaller tolerance); if it is right, move it to accept")
+            errors.append(AnswerCheckError(
+                f"check '{check.name}' (answer cell `{check.cell}`): {what} {verdict}",
+                line=check.line))
+    return errors
 
 
 def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.NotebookNode:

@@ -18,7 +18,8 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import BookConfig, book_config
-from coursebook.model.answer_checks import AnswerCheckError, ChapterTeaching, chapter_teaching
+from coursebook.model.answer_checks import (AnswerCheckError, ChapterTeaching, chapter_teaching,
+                                             notebook_checks)
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.museum import (
@@ -51,6 +52,7 @@ from coursebook.model.recordings import (
 )
 from coursebook.model.solutions import SolutionError
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
+from coursebook.prepare.answer_checks import mistried
 from coursebook.prepare.answer_space import with_answer_spaces
 from coursebook.prepare.claims import ChapterClaims, chapter_claims, one_cell_per_claim
 from coursebook.prepare.editions import Edition, edition_notebook, hidden_raises_cells
@@ -128,6 +130,9 @@ def notebook_of_edition(notebook: nbformat.NotebookNode, source_path: str, editi
                         answer_spaces: bool = False) -> nbformat.NotebookNode:
     """A source chapter's notebook for one edition (:func:`edition_chapter`)."""
     try:
+        wrong = mistried(notebook_checks(notebook))  # before any edition is made of them
+        if wrong:
+            raise wrong[0]
         if answer_spaces and edition is Edition.STUDENT:
             notebook = with_answer_spaces(notebook)
         else:
