@@ -30,6 +30,7 @@ from coursebook.page_state import chapters_in_reading_order, page_states
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import colab_url, page_url
+from coursebook.verify.torch_versions import outputs_of_torch
 
 MANIFEST = "handouts.json"
 # A code cell with its output up to this many lines is kept on one page; a longer one
@@ -84,7 +85,7 @@ def _provenance(app: Sphinx, docname: str) -> str:
     torch = release(book_config(app.config).torch)
     if instructor:
         return f"Outputs executed and verified with torch {torch}"
-    return f"The outputs of this chapter come from torch {torch}."  # as its page says
+    return outputs_of_torch(torch, "of this chapter")  # as its page says
 
 
 def _qr_code(url: str, path: Path) -> None:

@@ -79,6 +79,13 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
             block.replace_self(highlighted_block(runs))
 
 
+def outputs_of_torch(torch: str, where: str) -> str:
+    """What a student reads of the torch behind the outputs ``where`` ("on this page"): about
+    torch itself, whose releases word some outputs differently, not about the build."""
+    return (f"The outputs {where} are those of torch {release(torch)}; another "
+            "release may print some of them differently.")
+
+
 def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
     """Under a chapter's title: the torch versions its outputs were verified on, and the
@@ -107,9 +114,8 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
     verified = {s.other.torch for s in others if s.state is State.VERIFIED}
     edition = edition_of(app).value
     if edition == Edition.STUDENT.value:
-        _under_title(doctree, [nodes.paragraph(
-            "", f"The outputs on this page come from torch {release(running)}.",
-            classes=["verified-on"])])
+        _under_title(doctree, [nodes.paragraph("", outputs_of_torch(running, "on this page"),
+                                               classes=["verified-on"])])
         return
     builds, readers = [], []
     for version in versions:
