@@ -196,7 +196,18 @@ def test_the_museum_download_states_each_expected_error(downloads):
         # Collapsed until the student opens it: the error is not read before the prediction.
         assert note.source.startswith(f"<details>\n<summary>{ERROR_SUMMARY}</summary>")
         assert note.source.rstrip().endswith("</details>") and "Error: " in note.source
+        # The note says what the cell above does in a download: it prints, it never raises.
+        assert "the cell prints it:" in note.source and "cell above raises" not in note.source
         assert "tags" not in note.metadata  # remove-cell hides it in the book only
+
+
+def test_the_museum_download_tells_how_its_own_layout_shows_the_error(downloads):
+    """The page's toggle (*Show the error*) is not in the notebook: its instructions name
+    what the notebook has, the cell that prints and the collapsed block's summary."""
+    cells = downloads["museum-pytorch"].cells
+    before = " ".join(c.source for c in cells[:next(i for i, c in enumerate(cells) if is_caught(c))])
+    before = re.sub(r"\s+", " ", before)
+    assert "Show the error" not in before and ERROR_SUMMARY in before
 
 
 def test_a_caught_cell_prints_the_error_and_keeps_multiline_strings(capsys):
