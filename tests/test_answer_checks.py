@@ -6,6 +6,7 @@ every answer through its own check."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 import subprocess
 import sys
@@ -293,7 +294,7 @@ def test_a_check_that_accepts_a_wrong_answer_or_refuses_a_right_one_stops_the_bu
 @pytest.mark.parametrize("change, fault", [
     ('  accept: ["(5, 3)"]\n', "missing accept"),
     ('  refuse: ["[5, 4, 3]", "(3, 5)"]\n', "missing refuse"),
-    ('  refuse: ["[5, 4, 3]", "(3, 5)"]\n', "not a list of Python literals in quotes: refuse"),
+    ('  refuse: ["[5, 4, 3]", "(3, 5)"]\n', r"not a list of Python literals .*: refuse"),
 ])
 def test_a_check_without_its_lists_is_refused(change, fault):
     """Every check lists right answers to accept and wrong ones to refuse, each as a student
@@ -320,6 +321,81 @@ def test_every_check_of_the_book_holds_its_lists():
     for name, found in checks.items():
         assert all(check.accept and check.refuse for check in found), name
         assert [str(error) for error in mistried(found)] == [], name
+
+
+FUNCTION_CHECK = """```{code-cell} ipython3
+def centred(rows):
+    return rows  # repair this: each row minus its own mean
+```
+
+```{code-cell} ipython3
+---
+tags: [answer]
+checks:
+- name: tiny-centred
+  ask: your function centred itself
+  value: centred
+  inputs: |
+    import torch
+    inputs = [(torch.arange(6.).reshape(3, 2),), (torch.tensor([[1., 3.], [5., 7.]]),)]
+  answer: [[[-0.5, 0.5], [-0.5, 0.5], [-0.5, 0.5]], [[-1.0, 1.0], [-1.0, 1.0]]]
+  accept: ["lambda rows: rows - rows.mean(dim=-1, keepdim=True)", "lambda rows: (rows.T - rows.mean(dim=1)).T"]
+  refuse: ["lambda rows: rows - rows.mean()", "lambda rows: rows - rows.mean(dim=0, keepdim=True)"]
+  hint: each row loses its own mean.
+  taught_in: [tiny-checks]
+---
+def centred(rows):
+    return rows - rows.mean(dim=1, keepdim=True)
+```
+
+The end.
+"""
+FUNCTION_CHAPTER = CHAPTER.replace("The end.\n", FUNCTION_CHECK)
+
+
+def _ran(edition: Edition, text: str = FUNCTION_CHAPTER) -> dict:
+    namespace: dict = {}
+    for cell in _editions(text)[edition].cells:
+        if cell.cell_type == "code":
+            _run(cell.source, namespace)
+    return namespace
+
+
+def test_a_function_check_runs_the_students_function_on_its_own_inputs():
+    """The student passes a function; the check calls it on its own inputs (two tensors,
+    one square, so a mean along the wrong axis cannot pass by luck) and compares what it
+    returns; a value, or a function that raises, is "not yet" with what went wrong."""
+    namespace = _ran(Edition.STUDENT)
+    student_text = "\n".join(cell.source for cell in _editions(FUNCTION_CHAPTER)[Edition.STUDENT].cells)
+    assert "keepdim" not in student_text and "-0.5" not in student_text
+    verdicts = {
+        "lambda rows: rows - rows.mean(dim=1, keepdim=True)": "tiny-centred: correct",
+        "lambda rows: rows - rows.mean(dim=1)": (
+            "tiny-centred: not yet. Your function raised RuntimeError: "),
+        "centred": "tiny-centred: not yet. Hint: each row loses its own mean.",  # as given
+        "torch.tensor([[-0.5, 0.5], [-0.5, 0.5], [-0.5, 0.5]])": (
+            "tiny-centred: not yet. this check wants your function itself"),
+    }
+    for value, verdict in verdicts.items():
+        _, out = _run(f'check("tiny-centred", {value})', namespace)
+        assert out.startswith(verdict), (value, out)
+
+
+@pytest.mark.parametrize("planted, message", [
+    (("lambda rows: rows - rows.mean(dim=-1, keepdim=True)", "lambda rows: rows - rows.mean()"),
+     "check tiny-centred: accept entry lambda rows: rows - rows.mean() is refused"),
+    (("lambda rows: rows - rows.mean(dim=0, keepdim=True)", "lambda rows: rows - rows.mean(1, True)"),
+     "check tiny-centred: refuse entry lambda rows: rows - rows.mean(1, True) is accepted"),
+])
+def test_a_function_checks_lists_are_tried_in_the_chapters_kernel(planted, message):
+    """A function's accept and refuse entries need what the chapter defines: the instructor
+    edition's check cell tries them after the answer, and a mismatch stops it there."""
+    assert _ran(Edition.INSTRUCTOR)["passes"]("tiny-centred", _ran(Edition.INSTRUCTOR)["centred"])
+    text = FUNCTION_CHAPTER.replace(*planted)
+    assert text != FUNCTION_CHAPTER
+    edition_chapter(text, "book/checks.md", Edition.STUDENT, {}, "2.13.0")  # not tried here
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        _ran(Edition.INSTRUCTOR, text)
 
 
 def test_the_audit_finds_an_answer_in_a_check_table(tmp_path):
@@ -469,10 +545,13 @@ def _trial_failures(text: str) -> list[str]:
     return failed_trials(ran, trials)
 
 
-def test_a_trial_changes_a_value_by_more_than_its_tolerance():
-    """A check with a coarse tolerance still hears "not yet" for the changed value."""
+def test_a_trial_tries_the_accept_and_refuse_lists_in_the_kernel():
+    """Each accept entry must say "correct" there too, each refuse entry "not yet": with a
+    tolerance of 20, the refuse entries of tiny-grad pass, and its trial fails."""
+    assert _trial_failures(CHAPTER) == []
     text = CHAPTER.replace("answer: [5.0, 7.0]\n", "answer: [5.0, 7.0]\n  tolerance: 20\n")
-    assert _trial_failures(text) == []
+    [failure] = _trial_failures(text)
+    assert "check 'tiny-grad'" in failure and "tiny-grad: not yet. Hint" in failure
 
 
 def test_a_trial_passes_with_a_hint_written_as_a_folded_block():

@@ -76,7 +76,7 @@ def _claims_with(chapter: Path, source: str):
     """The claims the chapter holds with ``source`` as its sentence's comment."""
     _with_claim(chapter, source=source)
     text = chapter.read_text()
-    return chapter_claims(_notebook(text), text, {})
+    return chapter_claims(_notebook(text), {})
 
 
 def _line_of(path: Path, text: str) -> int:
@@ -145,11 +145,11 @@ def test_the_claim_is_located_at_its_sentence_and_a_stray_fragment_at_its_cell(t
     chapter = tiny_book / "chapter.md"
     _with_claim(chapter, check=TRUE_CHECK + "\n# claim: a fragment the prose lacks\nassert True")
     text = chapter.read_text()
-    found, stray = chapter_claims(_notebook(text), text, {}).checked
+    found, stray = chapter_claims(_notebook(text), {}).checked
     assert found.claim.line == _line_of(chapter, PROSE) and found.claim.sentence == PROSE
     assert not stray.claim.sentence and stray.claim.line == _line_of(
         chapter, "# claim: a fragment the prose lacks")
-    assert chapter_claims(_notebook(text), text, {}).cited == 1
+    assert chapter_claims(_notebook(text), {}).cited == 1
 
 
 def test_a_stray_fragment_after_set_up_code_is_located_at_its_claim_line(tiny_book):
@@ -158,7 +158,7 @@ def test_a_stray_fragment_after_set_up_code_is_located_at_its_claim_line(tiny_bo
     text = chapter.read_text().replace("# claim: a fragment the prose lacks",
                                        "_set_up = 1\n# claim: a fragment the prose lacks")
     chapter.write_text(text)
-    [stray] = chapter_claims(_notebook(text), text, {}).checked
+    [stray] = chapter_claims(_notebook(text), {}).checked
     assert stray.claim.line == _line_of(chapter, "# claim: a fragment the prose lacks")
 
 
@@ -171,8 +171,39 @@ def test_a_claim_in_a_rewritten_cell_is_located_at_its_own_sentence(tiny_book):
                                        "doubles nothing?").replace(
         answer, answer + "\n" + _claim_cell("tripling doubles nothing", "assert True"))
     chapter.write_text(text)
-    [claim] = chapter_claims(_notebook(text, Edition.INSTRUCTOR), text, {}).checked
+    [claim] = chapter_claims(_notebook(text, Edition.INSTRUCTOR), {}).checked
     assert claim.claim.line == _line_of(chapter, answer)
+
+
+def test_a_repeated_claim_is_located_at_its_own_sentence(tiny_book):
+    """The same paragraph and claim cell twice: each claim at its own cell's sentence (a
+    search of the file for the cell's text named the first twice)."""
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter)
+    text = chapter.read_text()
+    block = f"{PROSE}\n{SOURCE}\n\n{_claim_cell(TRUE_CLAIM, TRUE_CHECK)}\n"
+    text = text.replace(block, block + "```{code-cell} ipython3\nx = 1\n```\n\n" + block)
+    chapter.write_text(text)
+    lines = [n for n, line in enumerate(text.splitlines(), 1) if line == PROSE.splitlines()[0]]
+    claims = chapter_claims(_notebook(text), {}).checked
+    assert len(lines) == 2 and [c.claim.line for c in claims] == lines
+
+
+def test_a_claim_below_an_exhibits_see_also_note_is_at_its_sentence(tiny_book):
+    """The museum puts a note under a section an exhibit names (4 lines the author did not
+    write): a claim further down that cell is still at its sentence's line."""
+    from conftest import book_museum
+
+    museum = book_museum()
+    label = museum["pytorch"].exhibits[0].taught_in[0]
+    chapter = tiny_book / "chapter.md"
+    _with_claim(chapter, prose=f"({label})=\n## A section\n\nSome words.\n{PROSE}")
+    text = chapter.read_text()
+    notebook = edition_chapter(text, "chapter.md", Edition.STUDENT, museum, torch.__version__,
+                               machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
+    assert any("In the error museum" in cell.source for cell in notebook.cells)
+    [claim] = chapter_claims(notebook, {}).checked
+    assert claim.claim.line == _line_of(chapter, PROSE)
 
 
 def test_a_source_comment_without_an_address_is_not_counted_but_located(tiny_book):
@@ -231,7 +262,7 @@ def _located(tiny_book: Path, **edit):
     chapter = tiny_book / "chapter.md"
     _with_claim(chapter, **edit)
     text = chapter.read_text()
-    return chapter_claims(_notebook(text), text, {}).checked[0]
+    return chapter_claims(_notebook(text), {}).checked[0]
 
 
 def test_a_failed_check_is_one_line_at_the_sentence(tiny_book):
@@ -330,7 +361,7 @@ def test_a_malformed_exhibit_claim_names_its_line(tmp_path, claim, message, at):
 
 def _checked(chapter: Path) -> list:
     text = chapter.read_text()
-    return [c.claim for c in chapter_claims(_notebook(text), text, {}).checked]
+    return [c.claim for c in chapter_claims(_notebook(text), {}).checked]
 
 
 def _accepted_then(tiny_book: Path, tmp_path: Path, **changed) -> list:
@@ -483,7 +514,7 @@ def _accept_claims(book: Path) -> None:
     text = (book / "chapter.md").read_text()
     path = book / "expected" / CLAIMS_FOLDER / "chapter.txt"
     for edition in Edition:
-        claims = [c.claim for c in chapter_claims(_notebook(text, edition), text, {}).checked]
+        claims = [c.claim for c in chapter_claims(_notebook(text, edition), {}).checked]
         write_accepted_claims(path, "chapter.md", edition.value, claims)
 
 

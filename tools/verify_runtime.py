@@ -449,8 +449,8 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
         return 0
     if run.trials:
         print(f"{name}: {run.trials} answer checks tried: "
-              f"{run.trials - len(run.failed_trials)} say 'correct' to the answer and "
-              "'not yet' with their hint to a changed value")
+              f"{run.trials - len(run.failed_trials)} say 'correct' to the answer and their "
+              "accept list and 'not yet' with their hint to their refuse list")
     for failure in run.failed_trials:
         print(f"book/{name}.md: {failure}")
     mismatches = compare(expectations, STUDENT, run.outputs)

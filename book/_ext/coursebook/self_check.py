@@ -8,6 +8,9 @@ a salted digest of each of its numbers, so that a number within the check's tole
 the answer's passes and one beyond it does not (no rounding grid's edge between them), with the hint its author wrote, scrambled so
 that reading the notebook does not show it (:func:`scramble`); never the answer itself.
 ``check(name, value)`` says "correct", or "not yet" and the hint, unscrambled only then.
+Where the answer is a way of computing, the check holds its own inputs (``inputs``: code
+that sets ``inputs`` to a list of argument tuples): the student passes a function, and what
+it returns for each tuple is compared, so no answer is readable from the inputs alone.
 
 The book uses the same code: the student edition's table is made from the answers when a
 chapter is prepared, and the instructor edition checks every answer against it.
@@ -19,7 +22,7 @@ import json
 import math
 
 # Each check by name: the digests of its answer and of its numbers, its tolerance, its
-# scrambled hint and its question.
+# scrambled hint and its question; for a function, the code of its own inputs.
 CHECKS: dict[str, dict] = {}
 
 
@@ -71,10 +74,22 @@ def digest(name: str, value, tolerance: float) -> str:
     return _whole(name, canonical(value, []), number_digests(name, value, tolerance))
 
 
+def results(entry: dict, function) -> list:
+    """What a function returns on a check's own inputs, one result per argument tuple."""
+    if not callable(function):
+        raise TypeError("this check wants your function itself (its name, not a call)")
+    scope: dict = {}
+    exec(entry["inputs"], scope)
+    return [function(*arguments) for arguments in scope["inputs"]]
+
+
 def passes(name: str, value) -> bool:
     """Whether ``value`` is the answer of check ``name`` (nothing printed): the same shape
-    and text, and each number within the tolerance of the answer's (to a FINE-th of it)."""
+    and text, and each number within the tolerance of the answer's (to a FINE-th of it).
+    For a check with inputs, ``value`` is a function, and what it returns is compared."""
     entry = CHECKS[name]
+    if "inputs" in entry:
+        value = results(entry, value)
     numbers: list = []
     shape = canonical(value, numbers)
     if len(numbers) != len(entry["numbers"]):
@@ -119,5 +134,8 @@ def check(name: str, value=...) -> None:
             same = passes(name, value)
         except TypeError as error:
             print(f"{name}: not yet. {error}")
+            return
+        except Exception as error:  # raised by the student's function, on the check's inputs
+            print(f"{name}: not yet. Your function raised {type(error).__name__}: {error}")
             return
         print(f"{name}: correct" if same else f"{name}: not yet. Hint: {unscramble(name, entry['hint'])}")

@@ -19,7 +19,7 @@ from coursebook.model.answer_checks import AnswerCheck, notebook_checks
 from coursebook.model.notebooks import is_chapter_source, read_chapter
 from coursebook.self_check import digest, unscramble
 
-ENTRY_FIELDS = {"digest", "numbers", "tolerance", "hint", "ask"}
+ENTRY_FIELDS = {"digest", "numbers", "tolerance", "hint", "ask", "inputs"}
 _TABLE = re.compile(r"^CHECKS: dict\[str, dict\] = (\{.*?^\})$", re.S | re.M)
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 

@@ -34,6 +34,13 @@ right forms of the answer (a tuple for a list, an int for a float, a value withi
 tolerance), ``refuse`` wrong ones (a value just beyond the tolerance, a wrong shape, a
 near miss). Every check lists both; the build tries them, and the answer itself, with the
 very code a student's notebook runs (:func:`coursebook.prepare.answer_checks.mistried`).
+
+Where the answer is a way of computing (a function the student writes), ``inputs`` is code
+that sets ``inputs`` to a list of argument tuples, the check's own: the student passes the
+function, and ``answer`` lists what the right one returns for each tuple. ``value`` then
+names the answer's function, and ``accept`` and ``refuse`` hold functions (Python
+expressions, ``"lambda w, x, t, lr: ..."``), tried in the chapter's kernel with the
+instructor edition's check calls, since they need what the chapter defines.
 """
 
 from __future__ import annotations
@@ -73,6 +80,7 @@ class AnswerCheck:
     line: int = 0  # the answer cell's line in the author's file
     accept: tuple[str, ...] = ()  # right answers in other forms, as a student types them
     refuse: tuple[str, ...] = ()  # wrong answers, as a student types them
+    inputs: str = ""  # for a function: code setting ``inputs``, the argument tuples it runs on
 
 
 def literal(entry: str):
@@ -83,10 +91,12 @@ def literal(entry: str):
         raise ValueError(entry) from None
 
 
-def _is_literal(entry) -> bool:
+def _is_entry(entry, function: bool) -> bool:
+    """Whether an ``accept``/``refuse`` entry is a literal (a value) or, for a function
+    check, an expression (a function)."""
     try:
-        literal(entry)
-    except ValueError:
+        compile(entry, "<entry>", "eval") if function else literal(entry)
+    except (ValueError, SyntaxError):
         return False
     return True
 
@@ -102,14 +112,18 @@ def _entry(raw, cell) -> AnswerCheck:
     unlisted = ["taught_in"] if taught_in is not None and not (
         isinstance(taught_in, list) and taught_in and all(isinstance(label, str) for label in taught_in)
     ) else []
+    function = "inputs" in raw
     not_literals = [name for name in LISTS if name in raw and not (
         isinstance(raw[name], list) and raw[name]
-        and all(isinstance(entry, str) and _is_literal(entry) for entry in raw[name]))]
-    unknown = sorted(set(raw) - {*_FIELDS, "answer", "tolerance", "taught_in", *LISTS})
+        and all(isinstance(entry, str) and _is_entry(entry, function) for entry in raw[name]))]
+    if function and not isinstance(raw["inputs"], str):
+        wrong.append("inputs")
+    unknown = sorted(set(raw) - {*_FIELDS, "answer", "tolerance", "taught_in", "inputs", *LISTS})
     problems = "".join(f"{label} {', '.join(names)}; " for label, names in
                        (("missing", missing), ("not text:", wrong),
                         ("not a list of labels:", unlisted),
-                        ("not a list of Python literals in quotes:", not_literals),
+                        ("not a list of Python literals (for a function with inputs, "
+                         "expressions) in quotes:", not_literals),
                         ("unknown:", unknown)) if names)
     if problems:
         named = f" check '{raw['name']}':" if isinstance(raw.get("name"), str) else ""
@@ -118,7 +132,7 @@ def _entry(raw, cell) -> AnswerCheck:
                                "answers as a student types them, each a Python literal in "
                                "quotes, such as \"(5, 7)\") and taught_in (the labels of the "
                                "sections before it that teach what it asks) and may have a "
-                               "tolerance",
+                               "tolerance and inputs (code setting inputs, for a function)",
                                line=source_line(cell))
     tolerance = raw.get("tolerance", DEFAULT_TOLERANCE)
     if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or not (
@@ -127,7 +141,7 @@ def _entry(raw, cell) -> AnswerCheck:
                                "finite number", line=source_line(cell))
     return AnswerCheck(raw["name"], raw["ask"], raw["value"], raw["answer"], raw["hint"],
                        float(tolerance), first_line(cell), tuple(taught_in), source_line(cell),
-                       tuple(raw["accept"]), tuple(raw["refuse"]))
+                       tuple(raw["accept"]), tuple(raw["refuse"]), raw.get("inputs", ""))
 
 
 def cell_checks(cell) -> list[AnswerCheck]:

@@ -46,12 +46,22 @@ def place_at(cell, line: int):
     return cell
 
 
+def note_added_lines(cell, at: int, count: int) -> None:
+    """Note that the book wrote ``count`` lines of its own into the cell's source (a box,
+    a see-also note), from its line ``at`` (0-based, in the source as it is now)."""
+    note(cell, added=[*cell.metadata.get(CELL_NOTE, {}).get("added", []), [at, count]])
+
+
 def line_within(cell, offset: int) -> int:
     """The line of the author's file holding the character at ``offset`` in the cell's
-    source (0: the cell has no line)."""
+    source, past the lines the book added (0: the cell has no line)."""
     source, line = cell.source, source_line(cell)
     blank = source.count("\n", 0, len(source) - len(source.lstrip()))  # before its line
-    return line and line - blank + source.count("\n", 0, offset)
+    index = source.count("\n", 0, offset)
+    for at, count in reversed(cell.get("metadata", {}).get(CELL_NOTE, {}).get("added", [])):
+        if index >= at:
+            index = max(at, index - count)
+    return line and line - blank + index
 
 
 def without_notes(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:

@@ -155,13 +155,6 @@ def find_in_prose(fragment: str, texts: list[str]) -> Found | None:
     return None
 
 
-def line_in(file_text: str, passage: str, offset: int = 0) -> int:
-    """The 1-based line of ``file_text`` holding ``passage[offset]``, for the passage's last
-    place in it (0: not found)."""
-    position = file_text.rfind(passage)
-    return file_text.count("\n", 0, position + offset) + 1 if position >= 0 else 0
-
-
 def toml_claim(claim: Claim, prose: list[str], file: TomlFile, where: str) -> Claim:
     """An exhibit's (or a wing's) ``[[claim]]`` table as read, found in its ``prose`` fields:
     with its sentence, file and line; or a fault naming the field."""

@@ -21,6 +21,7 @@ from typing import ClassVar, Literal
 
 import nbformat
 
+from coursebook.model.cell_notes import note_added_lines
 from coursebook.model.claims import Claim, toml_claim
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind
@@ -747,13 +748,17 @@ def link_back_to_exhibits(notebook: nbformat.NotebookNode, museum: dict[str, Win
             for label in exhibit.taught_in:
                 by_label.setdefault(label, []).append(exhibit)
 
-    def with_note(section: re.Match) -> str:
-        exhibits = by_label.get(section["label"])
-        if not exhibits:
-            return section[0]
-        links = "; ".join(f"{{ref}}`{e.label}`" for e in exhibits)
-        return f"{section[0]}\n\n:::{{seealso}}\nIn the error museum: {links}.\n:::"
-
     for cell in notebook.cells:
-        if cell.cell_type == "markdown":
-            cell.source = SECTION_LABEL.sub(with_note, cell.source)
+        if cell.cell_type != "markdown":
+            continue
+        parts, end = [], 0
+        for section in SECTION_LABEL.finditer(cell.source):
+            exhibits = by_label.get(section["label"])
+            if exhibits:
+                links = "; ".join(f"{{ref}}`{e.label}`" for e in exhibits)
+                parts += [cell.source[end:section.end()], "\n\n:::{seealso}\n"
+                          f"In the error museum: {links}.\n:::"]
+                end = section.end()
+                # Its 4 lines are the book's; the lines below it are the author's.
+                note_added_lines(cell, "".join(parts).count("\n") - 3, 4)
+        cell.source = "".join(parts) + cell.source[end:]

@@ -10,6 +10,8 @@
 
 Every build also tries each check's ``accept`` and ``refuse`` lists (:func:`mistried`)
 with the table cell's own code, here in the build's process: no kernel, nothing imported.
+A function's lists need what its chapter defines: the instructor edition's check cell
+tries them in the chapter's kernel.
 
 The table cell runs in the book but is not shown on its pages (``remove-cell``); the
 downloads keep it, so the checks work in Colab with nothing installed.
@@ -49,7 +51,8 @@ def check_table(checks: list[AnswerCheck]) -> dict[str, dict]:
                          "numbers": self_check.number_digests(check.name, check.answer,
                                                               check.tolerance),
                          "tolerance": check.tolerance,
-                         "hint": self_check.scramble(check.name, check.hint), "ask": check.ask}
+                         "hint": self_check.scramble(check.name, check.hint), "ask": check.ask,
+                         **({"inputs": check.inputs} if check.inputs else {})}
             for check in checks}
 
 
@@ -71,6 +74,8 @@ def mistried(checks: list[AnswerCheck]) -> list[AnswerCheckError]:
     exec(setup_source(checks), namespace)  # defines passes() and the filled-in table
     errors = []
     for check in checks:
+        if check.inputs:  # a function's: tried in the kernel (_check_cell)
+            continue
         tries = [("its answer", check.answer, True),
                  *((f"accept entry {entry}", literal(entry), True) for entry in check.accept),
                  *((f"refuse entry {entry}", literal(entry), False) for entry in check.refuse)]
@@ -92,12 +97,27 @@ def mistried(checks: list[AnswerCheck]) -> list[AnswerCheckError]:
     return errors
 
 
+def _function_tries(check: AnswerCheck) -> list[str]:
+    """A function check's lists, tried in the chapter's kernel: a mismatch stops the
+    instructor build at this cell, naming the check and the entry."""
+    if not check.inputs:
+        return []
+    return [f'\nassert {"" if right else "not "}passes("{check.name}", {entry}), ' + repr(
+                f"check {check.name}: {field} entry {entry} is "
+                f"{'refused' if right else 'accepted'} by the students' check: if the entry "
+                f"is {'wrong, move it to refuse' if right else 'right, move it to accept'}; "
+                "else correct the check's answer or inputs")
+            for field, right in (("accept", True), ("refuse", False))
+            for entry in getattr(check, field)]
+
+
 def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.NotebookNode:
     if instructor:
         lines = ["# The answers above, through the students' checks."] + [
             f'check("{check.name}", {check.value})\n'
             f'assert passes("{check.name}", {check.value}), '
-            f'"the answer of check {check.name} does not pass its own check"' for check in checks]
+            f'"the answer of check {check.name} does not pass its own check"'
+            + "".join(_function_tries(check)) for check in checks]
     else:
         lines = ["# Check your answers: put each value in place of ... and run the cell."] + [
             f'check("{check.name}", ...)  # {" ".join(check.ask.split())}' for check in checks]

@@ -165,7 +165,7 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     teaching = chapter_teaching(source, source_path)
     notebook = notebook_of_edition(source, source_path, edition_of(app), config.answer_space)
     origins = cell_origins(museum, config.torch)
-    claims = chapter_claims(notebook, text, claim_sources(museum))
+    claims = chapter_claims(notebook, claim_sources(museum))
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
         return PreparedChapter(notebook, origins, claims=claims, teaching=teaching)

@@ -21,11 +21,10 @@ from coursebook.model.claims import (
     Claim,
     claim_blocks,
     find_in_prose,
-    line_in,
     source_comments,
 )
-from coursebook.model.faults import BookError
 from coursebook.model.cell_notes import CELL_NOTE, line_within, place_at, source_line
+from coursebook.model.faults import BookError
 from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line, is_claim
 
 # A claim's run may raise (its verdict), and nothing of it is shown.
@@ -73,24 +72,20 @@ class ChapterClaims:
     unsourced: tuple[tuple[int, str], ...] = ()
 
 
-def _located(cell, prose: list[str], chapter_text: str) -> Claim:
-    """A chapter's claim at its sentence's line; a fragment the prose above does not hold
-    is left at its `# claim:` line, without a sentence."""
+def _located(cell, prose: list) -> Claim:
+    """A chapter's claim at its sentence's line (``prose``: the markdown cells above it); a
+    fragment the prose above does not hold is left at its `# claim:` line, without a
+    sentence."""
     code = cell.source
     says = claim_blocks(code)[0].says
-    found = find_in_prose(says, prose)
+    found = find_in_prose(says, [text.source for text in prose])
     here = line_within(cell, CLAIM_LINE.search(code).start())  # after any set-up
     if found is None:
         return Claim(says, here, check=code)
-    text = prose[found.text]
-    # The prose nearest above the check: its cell's text, or, for a markdown cell the edition
-    # rewrote (a boxed answer), its passage (the same words may be quoted earlier).
-    before = chapter_text.partition(code)[0]
-    line = line_in(before, text, found.start) or line_in(before, text[found.start:found.end])
-    return Claim(says, line or here, found.sentence, code)
+    return Claim(says, line_within(prose[found.text], found.start) or here, found.sentence, code)
 
 
-def chapter_claims(notebook: nbformat.NotebookNode, chapter_text: str,
+def chapter_claims(notebook: nbformat.NotebookNode,
                    from_exhibits: dict[str, Claim]) -> ChapterClaims:
     """Every claim cell of an edition's notebook (split by :func:`one_cell_per_claim`),
     located, and the number of cited claims (``% source:`` comments in its markdown,
@@ -98,17 +93,15 @@ def chapter_claims(notebook: nbformat.NotebookNode, chapter_text: str,
     checked, prose, cited, unsourced = [], [], 0, []
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "markdown":
-            prose.append(cell.source)
+            prose.append(cell)
             for comment in source_comments(cell.source):
                 if comment["word"].lower() == "source" and CITED_URL.match(comment["url"]):
                     cited += 1
                 else:
-                    # At its own place: an earlier comment may begin with the same text.
-                    unsourced.append((line_in(chapter_text, cell.source, comment.start())
-                                      or line_in(chapter_text, comment[0]), comment[0]))
+                    unsourced.append((line_within(cell, comment.start()), comment[0]))
         elif is_claim(cell):
             exhibits = from_exhibits.get(cell.source.strip())
-            checked.append(ClaimCell(index, exhibits or _located(cell, prose, chapter_text)))
+            checked.append(ClaimCell(index, exhibits or _located(cell, prose)))
         elif cell.cell_type == "code":
             prose = []
     return ChapterClaims(tuple(checked), cited, tuple(unsourced))

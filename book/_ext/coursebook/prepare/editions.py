@@ -14,6 +14,7 @@ import re
 
 import nbformat
 
+from coursebook.model.cell_notes import note_added_lines
 from coursebook.model.notebooks import ANSWER_TAG, RAISES_TAG, cell_tags, is_answer
 from coursebook.model.solutions import is_solution_marker
 from coursebook.prepare.answer_checks import place_checks
@@ -29,20 +30,24 @@ class Edition(enum.Enum):
     INSTRUCTOR = "instructor"
 
 
-def _boxed_answer(source: str) -> str:
+def _box_answer(cell) -> None:
     """Wrap a markdown answer in an admonition, leaving a leading heading outside.
 
-    Docutils allows no section inside an admonition, so the heading stays a heading.
+    Docutils allows no section inside an admonition, so the heading stays a heading. The
+    box's three opening lines are noted as the book's (the lines below are the author's).
     """
-    lines = source.strip().splitlines()
+    lines = cell.source.strip().splitlines()
     heading = lines[0] if lines and lines[0].startswith("#") else ""
-    body = "\n".join(lines[1:] if heading else lines).strip()
+    body = "\n".join(lines[1:] if heading else lines)
+    gap = "\n" * (len(body) - len(body.lstrip("\n")))  # the author's, after the heading
+    body = body.strip()
     if not body:
-        return source
+        return
     longest = max((len(run) for run in re.findall(r"^:{3,}", body, re.M)), default=2)
     fence = ":" * (longest + 1)
     boxed = f"{fence}{{admonition}} {ANSWER_TITLE}\n:class: {ANSWER_CLASS}\n\n{body}\n{fence}"
-    return f"{heading}\n\n{boxed}" if heading else boxed
+    cell.source = f"{heading}\n{gap}{boxed}" if heading else boxed
+    note_added_lines(cell, 1 + len(gap) if heading else 0, 3)
 
 
 def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbformat.NotebookNode:
@@ -60,7 +65,7 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbfor
         edited.cells = [cell for cell in edited.cells if not is_answer(cell)]
     for cell in edited.cells:
         if cell.cell_type == "markdown" and is_answer(cell) and not is_solution_marker(cell):
-            cell.source = _boxed_answer(cell.source)
+            _box_answer(cell)
     place_checks(edited, notebook, instructor)
     return edited
 

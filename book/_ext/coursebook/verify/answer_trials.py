@@ -1,10 +1,11 @@
 """Trying the students' answer checks where students run them.
 
 After a student download has run (in a replica of Colab's runtime, say), each chapter
-answer that lists checks is run too, then each check is called twice: with the value the
-answer computes, which must be "correct", and with that value changed, which must be
-"not yet" and the check's hint. The trial cells are appended to the download's copy, so
-they run in the same kernel, after the notebook, as a student's own cells would.
+answer that lists checks is run too, then each check is called with the value the answer
+computes and each entry of its ``accept`` list, which must say "correct", and with each
+entry of its ``refuse`` list, which must say "not yet" and the check's hint. The trial
+cells are appended to the download's copy, so they run in the same kernel, after the
+notebook, as a student's own cells would.
 """
 
 from __future__ import annotations
@@ -15,23 +16,6 @@ import nbformat
 
 from coursebook.model.answer_checks import AnswerCheck, cell_checks
 
-# A value that is not the answer, of the same kind where possible: numbers moved past the
-# check's tolerance.
-_CHANGED = '''def _changed(value, tolerance):
-    if hasattr(value, "detach"):
-        return value + 1 + 2 * tolerance
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, (int, float)):
-        return value + 1 + 2 * tolerance
-    if isinstance(value, str):
-        return value + " (changed)"
-    if isinstance(value, (list, tuple)):
-        return [*value, 0]
-    return None
-'''
-
-
 @dataclass(frozen=True)
 class Trial:
     check: AnswerCheck
@@ -39,13 +23,14 @@ class Trial:
 
     @property
     def expected(self) -> str:
-        # Stripped as the printout is: a hint written as a YAML block ends with a newline.
-        return f"{self.check.name}: correct\n{self.check.name}: not yet. Hint: {self.check.hint}".rstrip()
+        name, hint = self.check.name, self.check.hint.strip()
+        right = [f"{name}: correct"] * (1 + len(self.check.accept))
+        return "\n".join(right + [f"{name}: not yet. Hint: {hint}"] * len(self.check.refuse))
 
 
 def trial_cells(source: nbformat.NotebookNode) -> tuple[list, list[Trial]]:
     """Cells to append to a chapter's student download, and what each trial must print."""
-    cells = [nbformat.v4.new_code_cell(_CHANGED)]
+    cells: list = []
     trials = []
     for cell in source.cells:
         checks = cell_checks(cell)
@@ -54,9 +39,9 @@ def trial_cells(source: nbformat.NotebookNode) -> tuple[list, list[Trial]]:
         cells.append(nbformat.v4.new_code_cell(cell.source))  # the answer's own code
         for check in checks:
             trials.append(Trial(check, len(cells)))
-            cells.append(nbformat.v4.new_code_cell(
-                f'check("{check.name}", {check.value})\n'
-                f'check("{check.name}", _changed({check.value}, {check.tolerance!r}))'))
+            cells.append(nbformat.v4.new_code_cell("\n".join(
+                f'check("{check.name}", {value})'
+                for value in (check.value, *check.accept, *check.refuse))))
     return (cells if trials else []), trials
 
 
@@ -73,7 +58,9 @@ def failed_trials(ran_cells: list, trials: list[Trial]) -> list[str]:
     failures = []
     for trial in trials:
         cell = ran_cells[trial.cell]
-        printed = "".join(map(_verdicts, cell.get("outputs", []))).strip()
+        # A hint written as a YAML block ends with a newline: a blank line in the printout.
+        printed = "\n".join(line for line in "".join(
+            map(_verdicts, cell.get("outputs", []))).strip().splitlines() if line.strip())
         if printed != trial.expected:
             failures.append(f"check '{trial.check.name}': expected {trial.expected!r}, "
                             f"printed {printed!r}")
