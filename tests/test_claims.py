@@ -505,6 +505,12 @@ def test_audit_lists_an_exhibit_sentence_no_claim_holds(tmp_path):
     [listed] = museum_unbacked({"planted": wing})
     assert listed.sentence == "`torch.tensor(1.) / 0` gives `inf`." and listed.path == path
     assert listed.line == _line_of(path, "lesson = ")
+    # The same paragraph in a multi-line field: there, not where its text first shows.
+    path.write_text(path.read_text().replace(
+        'fix_note = "Divide by a number that is not zero."', f"fix_note = '''\n{lesson}\n'''"))
+    wing = Wing(tmp_path / "wing.toml", "planted", "", "", "", ("eager",), (_load(path),))
+    assert [u.line for u in museum_unbacked({"planted": wing})] == [
+        _line_of(path, "lesson = "), _line_of(path, "fix_note = ") + 1]
 
 
 # --- A tiny book, built (slow) ------------------------------------------------------------

@@ -29,8 +29,9 @@ from pathlib import Path
 from coursebook.model.cell_notes import line_within
 from coursebook.model.claims import claim_blocks, find_in_prose, normalised, sentences_of
 from coursebook.model.faults import shown_path
-from coursebook.model.museum import Wing
+from coursebook.model.museum import Wing, prose_fields
 from coursebook.model.notebooks import is_chapter_source, is_claim, read_chapter
+from coursebook.model.toml_files import line_of
 
 _LIBRARY = re.compile(r"`|\{term\}|\b(?:PyTorch|torch|autograd|JAX|jax|XLA|torchax|torch_xla|"
                       r"TPU|GPU|CUDA)\b")
@@ -125,26 +126,24 @@ def chapter_unbacked(path: Path, text: str) -> list[Unbacked]:
                                line_within(cell, max(cell.source.find(paragraph), 0)))]
 
 
-def _line_in_file(file_text: str, passage: str) -> int:
-    where = file_text.find(passage)
-    return file_text.count("\n", 0, where) + 1 if where >= 0 else 0
+def _field_line(path: Path, field: str, text: str, paragraph: str) -> int:
+    """The line of a paragraph of a TOML field's ``text``: from the field's line, or the
+    next one where its text opens a multi-line string."""
+    line = line_of(path, field)
+    opens = path.read_text(encoding="utf8").splitlines()[line - 1].rstrip().endswith(
+        ('"""', "'''"))
+    return line + opens + text.count("\n", 0, max(text.find(paragraph), 0))
 
 
 def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
-    """The exhibits' and wings' factual sentences that no ``[[claim]]`` holds."""
+    """The exhibits' and wings' factual sentences (not their titles) no ``[[claim]]`` holds."""
     found = []
-    owners = [*museum.values(), *(e for wing in museum.values() for e in wing.exhibits)]
-    for owner in owners:
+    for owner in [*museum.values(), *(e for wing in museum.values() for e in wing.exhibits)]:
         held = {claim.sentence for claim in owner.claims}
-        file_text = owner.path.read_text(encoding="utf8")
-        texts = [getattr(owner, name, "") for name in ("tagline", "introduction", "lesson",
-                                                        "fix_note")]
-        for section in ("cpu", "museum_rerun", "museum_fix"):
-            part = getattr(owner, section, None)
-            texts += [getattr(part, name, "") for name in ("note", "fix_note", "changed")]
-        for text in filter(None, texts):  # a TOML field's value: found in its file
-            found += _unbacked(text, held, owner.path, lambda paragraph, file_text=file_text:
-                               _line_in_file(file_text, paragraph))
+        for field, text in prose_fields(owner):
+            if field != "title":
+                found += _unbacked(text, held, owner.path, lambda paragraph, field=field, text=text:
+                                   _field_line(owner.path, field, text, paragraph))
     return found
 
 
