@@ -179,7 +179,8 @@ def test_no_hint_is_readable_in_the_student_notebook_before_a_wrong_try():
     namespace, out = _run(setup.source)
     assert out == ""
     _, out = _run('check("tiny-shape", (5, 4))', {**namespace})
-    assert out.strip() == "tiny-shape: not yet. Hint: the inner axes meet and vanish."
+    assert out.strip() == ("tiny-shape: not yet. Hint: the inner axes meet and vanish. "
+                           "Revisit: “Checks”.")
 
 
 def test_right_values_are_correct_and_wrong_ones_get_their_hint():
@@ -193,8 +194,9 @@ def test_right_values_are_correct_and_wrong_ones_get_their_hint():
                   'check("tiny-shape", ...)\n', {**namespace, "torch": torch})
     assert out.splitlines() == [
         "tiny-grad: correct", "tiny-shape: correct",
-        "tiny-grad: not yet. Hint: does backward() replace .grad or add to it?",
-        "tiny-shape: not yet. Hint: the inner axes meet and vanish.",
+        "tiny-grad: not yet. Hint: does backward() replace .grad or add to it? "
+        "Revisit: “Checks”.",
+        "tiny-shape: not yet. Hint: the inner axes meet and vanish. Revisit: “Checks”.",
         "tiny-shape: put your answer in place of ... and run the cell again (the shape of x @ w)"]
 
 
@@ -407,7 +409,8 @@ def test_the_audit_finds_an_answer_in_a_check_table(tmp_path):
     build.mkdir()
     nbformat.write(student, build / "checks.ipynb")
     assert audit_check_tables(build, book) == []
-    readable = self_check.scramble("tiny-grad", "does backward() replace .grad or add to it?")
+    readable = self_check.scramble("tiny-grad", "does backward() replace .grad or add to it? "
+                                                "Revisit: “Checks”.")
     assert readable in (build / "checks.ipynb").read_text()  # the hint, scrambled
     for planted, leak in (('"hint": "', '"answer": [5.0, 7.0],\n  "hint": "'),
                           (readable, "does backward() replace .grad or add to it?"),
@@ -476,6 +479,30 @@ def test_a_build_checks_every_answer_and_stops_at_a_wrong_one(tmp_path):
     assert failed.returncode != 0
     assert "checks.md" in failed.log and "the answer of check tiny-shape does not pass" in failed.log
     assert "Traceback" not in failed.log
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lists, entry", [
+    ("accept: ['42.0', '41'], refuse: ['43']", "accept entry 41 is refused by the students' check"),
+    ("accept: ['42.0'], refuse: ['42']", "refuse entry 42 is accepted by the students' check"),
+])
+def test_a_build_stops_in_one_line_at_a_check_that_gets_its_lists_wrong(tiny_book, tmp_path,
+                                                                        lists, entry):
+    """The tiny book's answer, 42, checked: a wrong answer in accept, or the right one in
+    refuse, stops the build with one line at the answer cell, naming the check, the entry
+    and the fix; no traceback."""
+    chapter = tiny_book / "chapter.md"
+    text = chapter.read_text().replace("# A tiny chapter", "(tiny)=\n# A tiny chapter").replace(
+        ":tags: [answer]\n", "---\ntags: [answer]\nchecks:\n"
+        "- {name: tiny-value, ask: the value, value: tiny_answer_value, answer: 42, hint: add,"
+        f" {lists}, taught_in: [tiny]}}\n---\n", 1)
+    chapter.write_text(text)
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert build.returncode != 0, build.log[-3000:]
+    line = text.splitlines().index("tiny_answer_value = int(weights.sum().item()) * 21") + 1
+    [stop] = [found for found in build.log.splitlines() if entry in found]
+    assert f"chapter.md:{line}: ERROR: check 'tiny-value' (answer cell `tiny_answer_value" in stop, stop
+    assert "Traceback" not in build.log
 
 
 def test_the_student_download_has_its_checks_working(tmp_path):
