@@ -37,7 +37,7 @@ from coursebook.model.notebooks import (
 )
 from coursebook.model.outputs import normalise
 from coursebook.model.runtimes import Runtime
-from coursebook.model.toml_files import NOT_READ, TomlFile, line_of, read_toml
+from coursebook.model.toml_files import NOT_READ, TomlFile, line_of, read_toml, table_lines
 from coursebook.model.versions import is_release, release
 
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
@@ -164,29 +164,14 @@ class Exhibit:
         return next(r for r in self.records if r.source == "museum")
 
 
-_TABLE_HEADER = re.compile(r"^\[\[?[\w.-]+\]\]?[ \t]*$")
-
-
-def _tables(text: str) -> list[str]:
-    """``text``, which starts at a table's header, cut into its tables; a line inside a
-    multi-line string (a claim's check) is never a header."""
-    tables: list[str] = []
-    opened = ""  # the quotes of the multi-line string the line is in
-    for line in text.splitlines(keepends=True):
-        if not opened and _TABLE_HEADER.match(line) or not tables:
-            tables.append("")
-        tables[-1] += line
-        for quotes in re.findall(r"'''|\"\"\"", line):
-            opened = "" if quotes == opened else opened or quotes
-    return tables
-
-
 def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
     """Rewrite an exhibit's file with these records (everything else kept, the records last)."""
     text = exhibit.path.read_text(encoding="utf8")
-    start = text.index("[[records]]")
-    head = text[:start].rstrip() + "\n"
-    others = [table.rstrip() + "\n" for table in _tables(text[start:])
+    lines, starts = text.splitlines(keepends=True), table_lines(text)
+    first = line_of(exhibit.path, "records") - 1
+    head = "".join(lines[:first]).rstrip() + "\n"
+    tables = ["".join(lines[a - 1:b - 1]) for a, b in zip(starts, [*starts[1:], len(lines) + 1])]
+    others = [table.rstrip() + "\n" for table in tables[starts.index(first + 1):]
               if not table.startswith("[[records]]")]
     # A JSON string is a valid TOML basic string.
     blocks = ["[[records]]\n" + "".join(f"{name} = {json.dumps(value, ensure_ascii=False)}\n"

@@ -55,6 +55,12 @@ def field_lines(text: str) -> dict[str, int]:
     return found
 
 
+def table_lines(text: str) -> list[int]:
+    """The lines that open a table (``[cpu]``, ``[[records]]``), in order."""
+    lines = text.splitlines()
+    return sorted(n for n in set(field_lines(text).values()) if _HEADER.match(lines[n - 1]))
+
+
 @dataclasses.dataclass(frozen=True)
 class TomlFile:
     """A data file as read: where each field is, and how its faults are raised."""
