@@ -18,6 +18,8 @@ from coursebook.model.answer_checks import (
     untaught_checks,
 )
 from coursebook.model.notebooks import is_chapter_source, labelled_sections, read_chapter
+from coursebook.prepare.answer_checks import SETUP_TAG
+from coursebook.prepare.editions import Edition, edition_notebook
 
 CHAPTER = """---
 jupytext:
@@ -124,6 +126,36 @@ def test_an_earlier_chapter_teaches_and_a_later_one_does_not():
     [error] = untaught_checks([later, first])
     assert error.path == Path("later.md")
     assert "'first-products', but that is 'Products' in first.md, a chapter after this one" in str(error)
+
+
+def _wrong_try(text: str) -> tuple[str, str]:
+    """The student notebook's table cell, and what a wrong value gets from its check."""
+    import contextlib
+    import io
+
+    notebook = edition_notebook(read_chapter(text), Edition.STUDENT)
+    [table] = [cell.source for cell in notebook.cells if SETUP_TAG in cell.metadata.get("tags", [])]
+    namespace: dict = {}
+    exec(table, namespace)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        namespace["check"]("tiny-total", 6)
+    return table, printed.getvalue().strip()
+
+
+def test_a_wrong_try_names_the_sections_to_revisit_after_its_hint():
+    table, verdict = _wrong_try(CHAPTER.replace("taught_in: [tiny-sums]",
+                                                "taught_in: [tiny-sums, tiny-intro]").replace(
+        "Adding two numbers.", "(tiny-intro)=\n## Numbers in Python\n\nAdding two numbers."))
+    assert verdict == ("tiny-total: not yet. Hint: add them. "
+                       "Revisit: “Sums”, “Numbers in Python”.")
+    assert "Revisit" not in table and "Numbers in Python" not in table  # not readable before
+
+
+def test_a_section_of_an_earlier_chapter_is_not_named_to_the_student():
+    """Its title is not known where the chapter is prepared; the build still checks it."""
+    _, verdict = _wrong_try(CHAPTER.replace("taught_in: [tiny-sums]", "taught_in: [elsewhere]"))
+    assert verdict == "tiny-total: not yet. Hint: add them."
 
 
 def _reading_order() -> list[Path]:

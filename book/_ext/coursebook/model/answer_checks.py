@@ -48,7 +48,7 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
@@ -81,6 +81,9 @@ class AnswerCheck:
     accept: tuple[str, ...] = ()  # right answers in other forms, as a student types them
     refuse: tuple[str, ...] = ()  # wrong answers, as a student types them
     inputs: str = ""  # for a function: code setting ``inputs``, the argument tuples it runs on
+    # The titles of its taught_in sections in its own chapter, for the student after a wrong
+    # try (a section of an earlier chapter is checked, not named: its title is not known here).
+    revisit: tuple[str, ...] = ()
 
 
 def literal(entry: str):
@@ -159,14 +162,17 @@ def cell_checks(cell) -> list[AnswerCheck]:
 
 
 def notebook_checks(notebook: nbformat.NotebookNode) -> list[AnswerCheck]:
-    """Every check of a chapter, in reading order; names are unique."""
+    """Every check of a chapter, in reading order, with the titles of the sections it names
+    in this chapter; names are unique."""
+    titles = {section.label: section.title for section in labelled_sections(notebook)}
     checks: list[AnswerCheck] = []
     for cell in notebook.cells:
         for check in cell_checks(cell):
             if any(check.name == earlier.name for earlier in checks):
                 raise AnswerCheckError(f"answer cell `{check.cell}`: check name '{check.name}' "
                                        "is used twice in this chapter", line=source_line(cell))
-            checks.append(check)
+            checks.append(replace(check, revisit=tuple(
+                titles[label] for label in check.taught_in if label in titles)))
     return checks
 
 

@@ -44,6 +44,13 @@ _SOURCE = Path(self_check.__file__).read_text(encoding="utf8")
 _TABLE_LINE = "CHECKS: dict[str, dict] = {}"
 
 
+def shown_hint(check: AnswerCheck) -> str:
+    """What a wrong try shows: the hint, then the sections of the chapter that teach it."""
+    revisit = (" Revisit: " + ", ".join(f"“{title}”" for title in check.revisit) + "."
+               if check.revisit else "")
+    return check.hint.strip() + revisit
+
+
 def check_table(checks: list[AnswerCheck]) -> dict[str, dict]:
     """What the student's notebook holds of each answer: its digest, never the answer, and
     its hint scrambled."""
@@ -51,7 +58,8 @@ def check_table(checks: list[AnswerCheck]) -> dict[str, dict]:
                          "numbers": self_check.number_digests(check.name, check.answer,
                                                               check.tolerance),
                          "tolerance": check.tolerance,
-                         "hint": self_check.scramble(check.name, check.hint), "ask": check.ask,
+                         "hint": self_check.scramble(check.name, shown_hint(check)),
+                         "ask": check.ask,
                          **({"inputs": check.inputs} if check.inputs else {})}
             for check in checks}
 

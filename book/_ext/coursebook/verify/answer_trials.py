@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import nbformat
 
-from coursebook.model.answer_checks import AnswerCheck, cell_checks
+from coursebook.model.answer_checks import AnswerCheck, cell_checks, notebook_checks
+from coursebook.prepare.answer_checks import shown_hint
 
 @dataclass(frozen=True)
 class Trial:
@@ -23,7 +24,7 @@ class Trial:
 
     @property
     def expected(self) -> str:
-        name, hint = self.check.name, self.check.hint.strip()
+        name, hint = self.check.name, shown_hint(self.check)
         right = [f"{name}: correct"] * (1 + len(self.check.accept))
         return "\n".join(right + [f"{name}: not yet. Hint: {hint}"] * len(self.check.refuse))
 
@@ -32,8 +33,9 @@ def trial_cells(source: nbformat.NotebookNode) -> tuple[list, list[Trial]]:
     """Cells to append to a chapter's student download, and what each trial must print."""
     cells: list = []
     trials = []
+    named = {check.name: check for check in notebook_checks(source)}  # with what they revisit
     for cell in source.cells:
-        checks = cell_checks(cell)
+        checks = [named[check.name] for check in cell_checks(cell)]
         if not checks:
             continue
         cells.append(nbformat.v4.new_code_cell(cell.source))  # the answer's own code
