@@ -5,8 +5,9 @@ answers), and the theme offers an ``.ipynb`` only when launch buttons are on. He
 chapter page offers its edition's notebook, ready to run in Jupyter or Colab: no outputs,
 no cell that needs the book's own package, none of the claims' checks (the build's,
 never a reader's), plain Markdown instead of MyST, and each cell
-that raises on purpose wrapped so that "Run all" reaches the last cell. Its cells keep none
-of the build's metadata (tags, cache keys, reasons a cell is not verified): only the answer
+that raises on purpose wrapped so that "Run all" reaches the last cell (and every cell whose
+outcome the student predicts first, so that the wrapper never tells which of them fail). Its
+cells keep none of the build's metadata (tags, cache keys, reasons a cell is not verified): only the answer
 tag of an instructor's download. Each edition's ``_sources/`` holds the same notebook as MyST Markdown
 (the theme's ``.md`` download), and each other page's text as this edition reads it.
 """
@@ -22,6 +23,7 @@ import nbformat
 from sphinx.application import Sphinx
 
 from coursebook.config import book_config
+from coursebook.model.museum import REVEAL_TAG
 from coursebook.model.notebooks import (
     ANSWER_TAG,
     BOOK_ONLY_TAG,
@@ -84,7 +86,9 @@ def download_notebook(notebook: nbformat.NotebookNode,
             cell.source = markdown.convert(cell.source)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-            if RAISES_TAG in tags:
+            # A predict-first cell is wrapped too, whether it raises or not: a wrapper on
+            # the failing ones alone would answer "does it raise?" before the reader runs it.
+            if RAISES_TAG in tags or REVEAL_TAG in tags:
                 cell.source = catching(cell.source)
         # An instructor's answer tag stays; the build's and myst-nb's tags, the cache key
         # and an ``unverified`` reason go: a reader's notebook carries no build metadata.
