@@ -106,6 +106,9 @@ def test_a_pin_the_list_lacks_stops_with_one_line(tmp_path, capsys):
                          "--check"]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "pins jaxtyping, which" in error and "pip-freeze.txt" in error
+    line = next(n for n, text in enumerate(runtimes.read_text().splitlines(), 1)
+                if 'ipython = "7.34.0", jaxtyping' in text)
+    assert f"runtimes.toml:{line}: field colab-cpu.packages: pins jaxtyping, which" in error
 
 
 def test_a_missing_field_is_placed_in_its_own_table(tmp_path):

@@ -31,6 +31,7 @@ from book_environment import RUNTIMES_FILE, use_book_environment  # noqa: E402
 use_book_environment("packaging")  # the model's one need (the recorder's environment has it)
 
 from coursebook.model.runtimes import RuntimeFileError, load_runtimes  # noqa: E402
+from coursebook.model.toml_files import TomlFile, field_lines  # noqa: E402
 from coursebook.model.versions import package_key  # noqa: E402
 
 COLAB_LISTS = ROOT.parent / "shared" / "colab-runtimes"
@@ -124,7 +125,7 @@ def _toml(value: str) -> str:
 def refreshed(path: Path, lists: Path, pyproject: Path) -> tuple[str, list[str]]:
     """The runtimes file's text with every pin from its source, and what changed."""
     text = path.read_text(encoding="utf8")
-    changes = []
+    changes, file = [], TomlFile(path, field_lines(text), RuntimeFileError)
     for runtime in load_runtimes(path).values():
         colab = _COLAB_SOURCE.match(runtime.source)
         if colab:
@@ -134,13 +135,13 @@ def refreshed(path: Path, lists: Path, pyproject: Path) -> tuple[str, list[str]]
             (versions, python), source, listed = pyproject_fields(pyproject), runtime.source, runtime.listed
             where = pyproject
         else:
-            raise RefreshError(f"{path}: [{runtime.name}] field 'source' is {runtime.source!r}: "
-                               f"neither {pyproject.name} nor googlecolab/backend-info@COMMIT:FILE")
+            raise file.fault(f"{runtime.name}.source", f"is {runtime.source!r}",
+                             f"name {pyproject.name} or googlecolab/backend-info@COMMIT:FILE")
         packages = {}
         for name, old in runtime.packages.items():
             if package_key(name) not in versions:
-                raise RefreshError(f"{path}: [{runtime.name}] pins {name}, which {where} does "
-                                   "not list: remove it from 'packages', or bring a list that has it")
+                raise file.fault(f"{runtime.name}.packages", f"pins {name}, which {where} does "
+                                 "not list", "remove it, or bring a list that has it")
             packages[name] = versions[package_key(name)]
             if packages[name] != old:
                 changes.append(f"[{runtime.name}] {name} {old} -> {packages[name]}")
