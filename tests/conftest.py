@@ -27,22 +27,35 @@ MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"  # conf.py's coursebo
 RUNTIMES_FILE = ROOT / "tools" / "runtimes.toml"  # conf.py's coursebook_runtimes_file
 
 
-# The course material (../shared/seeds) sits beside the team's checkouts and CI's clone, not
-# beside a newcomer's: there the tests that compare the book with it skip, saying so. CI sets
+# The course material (../shared/seeds) and the copy of Colab's published lists
+# (../shared/colab-runtimes) sit beside the team's checkouts and CI's clone, not beside a
+# newcomer's: there the tests that compare the book with them skip, saying so. CI sets
 # COURSEBOOK_REQUIRE_SEEDS (.ci/run), under which a missing folder is a broken checkout.
 SEEDS = ROOT.parent / "shared" / "seeds"
+COLAB_LISTS = ROOT.parent / "shared" / "colab-runtimes"
 REQUIRE_SEEDS = "COURSEBOOK_REQUIRE_SEEDS"
+
+
+def _beside_the_checkout(folder: Path, what: str) -> Path:
+    """``folder``; skips without it, fails without it where required."""
+    if folder.is_dir():
+        return folder
+    if os.environ.get(REQUIRE_SEEDS):
+        pytest.fail(f"the {what} is missing: {folder} should hold it "
+                    f"({REQUIRE_SEEDS} is set: this checkout must have it)", pytrace=False)
+    pytest.skip(f"no {what} beside this checkout ({folder})")
 
 
 @pytest.fixture
 def seeds() -> Path:
-    """The course material's folder; skips without it, fails without it where required."""
-    if SEEDS.is_dir():
-        return SEEDS
-    if os.environ.get(REQUIRE_SEEDS):
-        pytest.fail(f"the course material is missing: {SEEDS} should hold the seeds "
-                    f"({REQUIRE_SEEDS} is set: this checkout must have them)", pytrace=False)
-    pytest.skip(f"no course material beside this checkout ({SEEDS})")
+    """The course material's folder."""
+    return _beside_the_checkout(SEEDS, "course material")
+
+
+@pytest.fixture
+def colab_lists() -> Path:
+    """The copy of Colab's published package lists."""
+    return _beside_the_checkout(COLAB_LISTS, "copy of Colab's published lists")
 
 
 # The top matter that makes a Markdown file a chapter (a MyST notebook, as myst-nb reads it);

@@ -18,21 +18,28 @@ from conftest import ROOT, plant_distribution
 TOOLS = sorted(p.name for p in (ROOT / "tools").glob("*.py") if p.read_text().startswith("#!"))
 
 
+# Each folder beside the checkout: its fixture, the name conftest gives its path, its words.
+BESIDE = [("seeds", "SEEDS", "course material"),
+          ("colab_lists", "COLAB_LISTS", "copy of Colab's published lists")]
+
+
+@pytest.mark.parametrize("fixture,name,what", BESIDE)
 def test_without_the_course_material_its_tests_skip_with_one_line(monkeypatch, tmp_path,
-                                                                  request):
-    monkeypatch.setattr(conftest, "SEEDS", tmp_path / "nowhere")
+                                                                  request, fixture, name, what):
+    monkeypatch.setattr(conftest, name, tmp_path / "nowhere")
     monkeypatch.delenv(conftest.REQUIRE_SEEDS, raising=False)
     with pytest.raises(pytest.skip.Exception) as skipped:
-        request.getfixturevalue("seeds")
-    assert str(skipped.value) == f"no course material beside this checkout ({tmp_path / 'nowhere'})"
+        request.getfixturevalue(fixture)
+    assert str(skipped.value) == f"no {what} beside this checkout ({tmp_path / 'nowhere'})"
 
 
+@pytest.mark.parametrize("fixture,name,what", BESIDE)
 def test_where_the_course_material_is_required_its_absence_fails(monkeypatch, tmp_path,
-                                                                request):
-    monkeypatch.setattr(conftest, "SEEDS", tmp_path / "nowhere")
+                                                                request, fixture, name, what):
+    monkeypatch.setattr(conftest, name, tmp_path / "nowhere")
     monkeypatch.setenv(conftest.REQUIRE_SEEDS, "1")
-    with pytest.raises(pytest.fail.Exception, match="the course material is missing"):
-        request.getfixturevalue("seeds")
+    with pytest.raises(pytest.fail.Exception, match=f"the {what} is missing"):
+        request.getfixturevalue(fixture)
 
 
 def test_ci_requires_the_course_material():

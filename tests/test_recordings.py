@@ -856,14 +856,14 @@ def test_a_finished_kernel_is_shut_down_not_killed(tmp_path):
 
 # --- Before a recording: what moved between Colab's published lists, the image and the pins --
 
-def test_the_recorder_says_what_moved_before_it_records(tmp_path):
+def test_the_recorder_says_what_moved_before_it_records(tmp_path, colab_lists):
     """A newer copy of Colab's lists (planted: torch_xla 2.10.0, Python 3.14) and an image
     that moved (planted: jax 0.8.0 on the machine) are named, each line with its source;
     the committed copy matches the pins."""
     record = load_tool("record_chapter")
     runtime = load_runtimes()[MACHINES["tpu"].runtime]
     lists = tmp_path / "lists"
-    shutil.copytree(ROOT.parent / "shared" / "colab-runtimes", lists, dirs_exist_ok=True)
+    shutil.copytree(colab_lists, lists, dirs_exist_ok=True)
     assert record.what_moved(runtime, lists, None) == [
         f"[{runtime.name}]'s pins match Colab's published list "
         f"({runtime.source.split(':')[0]}, {runtime.listed})"]
