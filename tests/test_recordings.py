@@ -146,6 +146,28 @@ def test_every_cell_of_the_chapter_has_its_recorded_output():
     assert marks and all("CPU stand-in <recording-bridges-cpu>" in mark for mark in marks)
 
 
+def test_the_instructor_edition_notes_an_answer_the_recording_never_ran():
+    """The recorder runs the student's notebook, so the bridges exercise's answer and its
+    instructor check have no recorded output: the instructor edition says so under each,
+    rather than calling them changed since their recording."""
+    import torch
+
+    from coursebook.model.recordings import ANSWER_NOT_RECORDED
+    from coursebook.prepare.chapters import edition_chapter
+    from coursebook.prepare.editions import Edition
+
+    instructor = edition_chapter((BOOK / "bridges.md").read_text(), "bridges.md",
+                                 Edition.INSTRUCTOR, book_museum(), torch.__version__,
+                                 machine_kinds=MACHINES)
+    # Stale cells allowed: the test is about the answer's cells, recorded or not.
+    cells = _attach(instructor, allow_stale=True).labelled.cells
+    answers = [index for index, cell in enumerate(cells)
+               if cell.cell_type == "code" and "return weights - lr * gradient" in cell.source]
+    checks = [index for index, cell in enumerate(cells) if 'check("bridges-sgd-step", sgd_step)' in cell.source]
+    assert answers and checks
+    assert all(cells[index + 1].source == ANSWER_NOT_RECORDED for index in answers + checks)
+
+
 def test_one_provenance_panel_names_device_versions_date_and_commit():
     attached = _attach()
     [panel] = [c.source for c in attached.labelled.cells if "recording-provenance" in c.source]

@@ -61,6 +61,7 @@ CHECKS_KEY = "checks"
 _FIELDS = {"name": str, "ask": str, "value": str, "hint": str}
 DEFAULT_TOLERANCE = 1e-4
 LISTS = ("accept", "refuse")  # the answers a check must accept, and those it must refuse
+CHECK_TAG = "self-check"  # a cell of check() calls, which each edition writes its own way
 
 
 class AnswerCheckError(BookError):

@@ -25,6 +25,7 @@ from pathlib import Path
 import nbformat
 from myst_parser.config.main import read_topmatter
 
+from coursebook.model.answer_checks import CHECK_TAG
 from coursebook.model.cell_notes import source_line, without_notes
 from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment
@@ -34,6 +35,7 @@ from coursebook.model.notebooks import (
     STAND_IN_ONLY_TAG,
     cell_tags,
     first_line,
+    is_answer,
 )
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import package_key, release
@@ -315,6 +317,10 @@ class AttachedRecordings:
     drift: dict[str, list[str]]
 
 
+ANSWER_NOT_RECORDED = ("*An answer, or its check: the recordings run the students' notebook, "
+                       "so this cell has no recorded output.*")
+
+
 def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                       recordings: list[Recording], allow_stale: bool,
                       pinned: dict[str, list[RecordingEnvironment]] | None = None,
@@ -351,6 +357,10 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                 labelled.cells.append(_markdown(
                     f"*Recorded on {{ref}}`{recording.machine.short_label} "
                     f"<{recording.anchor(chapter.name)}>`.*"))
+            continue
+        if instructor and (is_answer(cell) or CHECK_TAG in cell_tags(cell)):
+            # The recorder runs the student's notebook: an answer and its checks never run.
+            labelled.cells.append(_markdown(ANSWER_NOT_RECORDED))
             continue
         able = [b for b in chapter.machines if runs_on(cell, b)]
         unrecorded = not any(runs_on(cell, r.machine) for r in recordings)

@@ -25,12 +25,11 @@ from pathlib import Path
 import nbformat
 
 from coursebook import self_check
-from coursebook.model.answer_checks import (AnswerCheck, AnswerCheckError, cell_checks, literal,
-                                             notebook_checks)
+from coursebook.model.answer_checks import (CHECK_TAG, AnswerCheck, AnswerCheckError, cell_checks,
+                                             literal, notebook_checks)
 from coursebook.model.notebooks import is_answer
 
 SETUP_TAG = "self-check-setup"  # the table cell: kept out of pages, in the downloads
-CHECK_TAG = "self-check"  # a cell of check() calls
 NOTE_TAG = "self-check-note"  # what the check cells are, and where they run
 # The student edition's words before its first check: on the page the check cells show
 # but their table does not, so copied elsewhere they raise NameError.
