@@ -388,3 +388,26 @@ def test_a_build_whose_temporary_folder_is_deep_still_forks_kernels(tmp_path, mo
     finally:
         stop_kernel_forkserver(pool, server)
         shutil.rmtree(top)
+
+
+def test_a_server_whose_starter_dies_while_it_imports_ends_then(tmp_path):
+    """A build killed while its server still imports torch (seconds, more under load) left
+    the server running until the import was done (a stopped-build test saw it alive)."""
+    (tmp_path / "slow_import.py").write_text("import time\ntime.sleep(60)\n")
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    starter = subprocess.run([sys.executable, "-c", (
+        "import subprocess, sys\n"
+        "from coursebook.execute.kernel_pool import start_kernel_forkserver\n"
+        "from pathlib import Path\n"
+        f"print(start_kernel_forkserver(Path({str(pool)!r}), ['slow_import']).pid)\n")],
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+    server = int(starter.stdout.split()[-1])
+    deadline = time.monotonic() + 20  # a third of the import's sleep
+    while process_alive(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = process_alive(server)
+    if alive:
+        os.kill(server, signal.SIGKILL)
+    assert not alive

@@ -36,6 +36,7 @@ import shutil
 import signal
 import socket
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -79,15 +80,28 @@ def ended_path(pool: Path, pid: int) -> Path:
     return pool / "ended" / str(pid)
 
 
+def _end_if_orphaned(parent: int, imported: threading.Event) -> None:
+    while not imported.wait(0.2):
+        if os.getppid() != parent:
+            os._exit(0)  # no kernel forked yet: nothing else to stop
+
+
 def serve(args: argparse.Namespace) -> dict:
     """Fork kernels until the starter ends; returns only in a forked kernel, its request."""
     # ipykernel picks the inline backend through MPLBACKEND when it starts; matplotlib
     # reads it when imported, so it is set (as ipykernel sets it) before the imports.
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    # Importing torch takes seconds, more on a loaded machine, and the loop below, which
+    # notices an ended starter, is not reached until then: a watcher ends an orphan sooner.
+    imported = threading.Event()
+    watcher = threading.Thread(target=_end_if_orphaned, args=(args.parent, imported))
+    watcher.start()
     for name in [*args.imports, "ipykernel.kernelapp"]:
         with contextlib.suppress(Exception):  # a chapter importing it gets the error, its own way
             importlib.import_module(name)
+    imported.set()
+    watcher.join()  # no thread but this one when a kernel is forked
     pool = args.pool
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(args.address))
