@@ -15,7 +15,7 @@ import nbformat
 import pytest
 import torch
 
-from conftest import ROOT, sphinx_build
+from conftest import CHAPTER_TOP, ROOT, sphinx_build
 from coursebook import self_check
 from coursebook.audit.check_tables import audit_check_tables, check_tables
 from coursebook.model.answer_checks import AnswerCheckError, notebook_checks
@@ -24,15 +24,7 @@ from coursebook.prepare.answer_checks import SETUP_TAG
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition, edition_notebook
 
-CHAPTER = """---
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  name: python3
-  display_name: Python 3
----
-
+CHAPTER = CHAPTER_TOP.format(extra="") + """
 (tiny-checks)=
 # Checks
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BOOK, sphinx_build
+from conftest import BOOK, CHAPTER_TOP, sphinx_build
 from coursebook.model.answer_checks import (
     AnswerCheck,
     AnswerCheckError,
@@ -21,15 +21,7 @@ from coursebook.model.notebooks import is_chapter_source, labelled_sections, rea
 from coursebook.prepare.answer_checks import SETUP_TAG
 from coursebook.prepare.editions import Edition, edition_notebook
 
-CHAPTER = """---
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  name: python3
-  display_name: Python 3
----
-
+CHAPTER = CHAPTER_TOP.format(extra="") + """
 (tiny-sums)=
 # Sums
 

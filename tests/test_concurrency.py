@@ -14,18 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import both_editions_at_once
+from conftest import CHAPTER_TOP, both_editions_at_once
 
-SHARED_CHAPTER = """\
----
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  name: python3
-  display_name: Python 3
----
-
+SHARED_CHAPTER = CHAPTER_TOP.format(extra="") + """
 # A chapter both editions share
 
 ```{code-cell} ipython3
