@@ -386,7 +386,8 @@ def check_recorded_download(name: str, chapter: nbformat.NotebookNode,
                             download: nbformat.NotebookNode, recording: Recording,
                             kernel: str, workdir: Path) -> list[str]:
     """Run a recorded chapter's download as Run all, then part by part as after each restart;
-    every cell's differences from the recording, one line each, saying which run."""
+    every cell's differences from the recording, one line each, saying which run; then its
+    answer checks tried (:func:`recorded_trials`)."""
     problems = []
     for how, parts in (("Run all", [download]),
                        ("after each restart", after_restarts(download, chapter))):
@@ -394,7 +395,26 @@ def check_recorded_download(name: str, chapter: nbformat.NotebookNode,
             part, workdir, kernel, f"{name}.ipynb ({how}): a cell failed").cells]
         problems += [f"{name}.ipynb ({how}): {line}"
                      for line in recording_differences(chapter, ran, recording)]
-    return problems
+    return problems + [f"{name}.ipynb (answer checks): {line}"
+                       for line in recorded_trials(name, chapter, download, kernel, workdir)]
+
+
+def recorded_trials(name: str, chapter: nbformat.NotebookNode, download: nbformat.NotebookNode,
+                    kernel: str, workdir: Path) -> list[str]:
+    """A recorded chapter's answer checks tried on their answers, accept and refuse lists, in
+    its device's stand-in: no build runs them (a recorded chapter's instructor edition never
+    runs). They run where the student checks: the download's part (as after a restart, its
+    bridge's own process) up to its check cell, then each answer through its check."""
+    extra, trials = trial_cells(read_chapter((BOOK / f"{name}.md").read_text(encoding="utf8")))
+    calls = tuple(f'check("{trial.check.name}"' for trial in trials)
+    for part in after_restarts(download, chapter) if trials else []:
+        checked = [i for i, cell in enumerate(part.cells)
+                   if cell.cell_type == "code" and any(call in cell.source for call in calls)]
+        if checked:
+            tried = nbformat.from_dict({**part, "cells": part.cells[:checked[-1] + 1] + extra})
+            ran = _run_all(tried, workdir, kernel, f"{name}.ipynb (answer checks): a cell failed")
+            return failed_trials(ran.cells[len(ran.cells) - len(extra):], trials)
+    return [f"no cell checks {trial.check.name}" for trial in trials]
 
 
 def verify_recorded(downloads: Path, museum: dict[str, Wing], kinds: dict) -> int:
