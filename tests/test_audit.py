@@ -338,3 +338,17 @@ def test_a_link_to_an_error_behind_a_click_is_no_spoiler(tmp_path, fingerprints)
     museum.write_text(museum.read_text().replace("<details ", "<details open "))
     [leak] = audit_build(build, fingerprints)
     assert "the link to 'museum.html#exhibit-02' comes before" in leak.evidence
+
+
+def test_what_a_check_shows_students_is_never_an_answers_alone(book_fingerprints):
+    """A check's question and tolerance stand in the download's check cell: a value an answer
+    shares with them is no leak (the bridges check's tolerance, 0.005, is also in a PT01
+    answer, and the student build was refused for it)."""
+    from coursebook.model.answer_checks import cell_checks
+    from coursebook.model.notebooks import is_chapter_source, read_chapter
+
+    tolerances = {repr(check.tolerance) for path in sorted(BOOK.glob("*.md"))
+                  if is_chapter_source(text := path.read_text(encoding="utf8"))
+                  for cell in read_chapter(text).cells for check in cell_checks(cell)}
+    assert "0.005" in tolerances
+    assert not tolerances & book_fingerprints.short

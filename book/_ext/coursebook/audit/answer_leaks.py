@@ -26,6 +26,7 @@ from sphinx.search.en import SearchEnglish
 from sphinx.util import logging
 
 from coursebook.audit.spoilers import spoilers
+from coursebook.model.answer_checks import cell_checks
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (
@@ -123,9 +124,16 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
     if exhibits_dir is not None and exhibits_dir.is_dir():
         visible += [p.read_text(encoding="utf8") for p in sorted(exhibits_dir.rglob("*.toml"))]
     # (source, shown text, is an answer, is markdown) of each cell, then of each other text
+    chapter_cells = [cell for text in pages if is_chapter_source(text)
+                     for cell in read_chapter(text).cells]
     cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
-             for text in pages if is_chapter_source(text) for cell in read_chapter(text).cells]
+             for cell in chapter_cells]
     cells += [(text, text, False, False) for text in visible]
+    # A check's question and tolerance, stated on its answer's cell, are shown to students
+    # in the download's check cell: visible, never an answer's alone.
+    shown = [f"{check.ask} {check.tolerance!r}" for cell in chapter_cells
+             for check in cell_checks(cell)]
+    cells += [(text, text, False, False) for text in shown]
     found = Fingerprints()
     # Each keyed by whether the text is an answer's.
     runs: dict[bool, set[tuple[str, ...]]] = {True: set(), False: set()}
