@@ -36,7 +36,7 @@ NOTE_TAG = "self-check-note"  # what the check cells are, and where they run
 NOTE = ("**Checking your answers.** Each `check(...)` cell compares the value you put in "
         "place of `...` with the right answer, without showing it, and says whether yours is "
         "correct. These cells run only in this chapter's notebook (on the book's page, the "
-        "download and Colab buttons at the top open it), where the cell just before the "
+        "download button at the top gives it), where the cell just before the "
         "first check defines `check`: run the notebook from the top. Copied on their own "
         "into another Python session, they stop with a `NameError`.")
 _SOURCE = Path(self_check.__file__).read_text(encoding="utf8")
