@@ -140,3 +140,39 @@ def test_the_cache_check_leaves_an_entry_another_build_is_writing(tmp_path):
     with notebook_lock(tmp_path, notebook):  # the writer, between its record and its file
         assert drop_unreadable_entries(tmp_path) == []
     assert drop_unreadable_entries(tmp_path) == [(str(tmp_path / "x.ipynb"), "missing")]
+
+
+def test_every_insert_trims_the_cache_under_the_write_lock(tmp_path, monkeypatch):
+    """jupyter-cache trims the cache after each insert in two queries (the newest records,
+    then all others): a record another build inserted between them was deleted at once, so
+    its chapter ran twice, or its reader met a record without its notebook file (CI, the
+    test above). Every write here holds the cache's write lock while jupyter-cache trims."""
+    from filelock import Timeout
+    from jupyter_cache.cache.main import JupyterCacheBase
+
+    from coursebook.execute.shards import _copy_notebook
+    from coursebook.execute.shared_cache import (
+        cache_lock,
+        cache_recording,
+        cache_run,
+        create_cache,
+        open_cache,
+    )
+
+    trims = []
+
+    def trim(cache):
+        try:
+            cache_lock(cache.path, "write").acquire(timeout=0).release()
+            trims.append("unlocked")
+        except Timeout:
+            trims.append("locked")
+
+    monkeypatch.setattr(JupyterCacheBase, "truncate_caches", trim)
+    source, target = tmp_path / "source", tmp_path / "target"
+    for cache in (source, target):
+        create_cache(cache)
+    cache_run(source, _notebook("print(1)"), "a.md", {})
+    cache_recording(source, "b.md", _notebook("print(2)"))
+    _copy_notebook(open_cache(source), open_cache(source).list_cache_records()[0], target)
+    assert trims == ["locked"] * 3

@@ -30,6 +30,7 @@ from coursebook.execute.fill_cache import Run, chapter_runs
 from coursebook.execute.notebook_runs import StoppedRun, chapter_settings, run_chapter
 from coursebook.execute.shared_cache import (
     FAILED,
+    cache_recording,
     cache_run,
     cached_record,
     hold_notebook_lock,
@@ -37,7 +38,6 @@ from coursebook.execute.shared_cache import (
     remove_record,
 )
 from coursebook.model.notebooks import as_myst_nb_reads, notebook_to_myst
-from coursebook.model.recordings import cache_recorded_outputs
 from coursebook.prepare.chapters import PreparedChapter
 
 logger = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
         if runs is not None:  # a read that runs nothing caches no recording either
             return _title_only(prepared.notebook)
         with notebook_lock(cache_path, prepared.recorded):
-            cache_recorded_outputs(cache_path, source_path, prepared.recorded)
+            cache_recording(cache_path, source_path, prepared.recorded)
         return notebook_to_myst(prepared.notebook)
     key_execution_versions(prepared.notebook, config.execution_versions)
     text = notebook_to_myst(prepared.notebook)

@@ -22,7 +22,13 @@ import nbformat
 
 from coursebook.execute.cache_key import VERSIONS_KEY
 from coursebook.execute.fill_cache import BookRead, Run, execute_into_cache, read_book
-from coursebook.execute.shared_cache import cache_key, cached_record, create_cache, open_cache
+from coursebook.execute.shared_cache import (
+    cache_key,
+    cached_record,
+    create_cache,
+    insert,
+    open_cache,
+)
 from coursebook.model.faults import shown_path
 from coursebook.prepare.editions import Edition
 
@@ -120,15 +126,13 @@ def deal(chapters: list[Chapter], count: int, seconds: dict[str, float]) -> dict
     return shards
 
 
-def _copy_notebook(source, record, target) -> None:
+def _copy_notebook(source, record, target: Path) -> None:
     """One cached notebook, its outputs, artifacts and data, from one cache to another."""
     from jupyter_cache.base import CacheBundleIn
 
     bundle = source.get_cache_bundle(record.pk)
-    target.cache_notebook_bundle(
-        CacheBundleIn(bundle.nb, bundle.record.uri, artifacts=bundle.artifacts,
-                      data=dict(bundle.record.data or {})),
-        check_validity=False, overwrite=True)
+    insert(target, CacheBundleIn(bundle.nb, bundle.record.uri, artifacts=bundle.artifacts,
+                                 data=dict(bundle.record.data or {})))
 
 
 def _reused(reuse: Path | None, notebook: nbformat.NotebookNode, cache: Path) -> bool:
@@ -139,7 +143,7 @@ def _reused(reuse: Path | None, notebook: nbformat.NotebookNode, cache: Path) ->
     if record is None:
         return False
     create_cache(cache)
-    _copy_notebook(open_cache(reuse), record, open_cache(cache))
+    _copy_notebook(open_cache(reuse), record, cache)
     return True
 
 
@@ -218,9 +222,8 @@ def merge_shards(chapters: list[Chapter], torch: str, count: int, root: Path,
                              f"its cache (edited since, or another exhibit or extension). "
                              f"Run `{shard.command}` again.")
     create_cache(target)
-    merged = open_cache(target)
     for chapter in chapters:
         shard = owner[chapter.name]
         for key in chapter.notebooks:
-            _copy_notebook(caches[shard], records[shard][key], merged)
+            _copy_notebook(caches[shard], records[shard][key], target)
     return sum(len(chapter.notebooks) for chapter in chapters)

@@ -104,15 +104,36 @@ def cached_record(cache_path: str | Path, notebook: nbformat.NotebookNode):
         return None
 
 
+def insert(cache_path: str | Path, bundle) -> int:
+    """Put a bundle (jupyter-cache's ``CacheBundleIn``) into the cache, replacing one of
+    its key: every write to the cache goes through here, under the cache's ``write`` lock;
+    the record's ``pk``. After each insert jupyter-cache trims the cache in two queries
+    (``NbCacheRecord.records_to_delete``: the newest thousand, then all the others), so a
+    record another build inserted between the two was deleted at once: its chapter ran a
+    second time, or its reader found a record without its notebook file."""
+    with cache_lock(cache_path, "write"):
+        return open_cache(cache_path).cache_notebook_bundle(
+            bundle, check_validity=False, overwrite=True).pk
+
+
 def cache_run(cache_path: str | Path, notebook: nbformat.NotebookNode, source_path: str,
               data: dict) -> int:
     """Cache an executed notebook, with ``data`` in its record (the seconds it ran); the
     record's ``pk``."""
     from jupyter_cache.base import CacheBundleIn
 
-    return open_cache(cache_path).cache_notebook_bundle(
-        CacheBundleIn(without_notes(notebook), source_path, data=data), check_validity=False,
-        overwrite=True).pk
+    return insert(cache_path, CacheBundleIn(without_notes(notebook), source_path, data=data))
+
+
+def cache_recording(cache_path: str | Path, source_path: str,
+                    executed: nbformat.NotebookNode) -> None:
+    """Put a chapter's recorded outputs into the cache under the notebook's own key, unless
+    this build or an earlier one did."""
+    from jupyter_cache.base import CacheBundleIn
+
+    if cached_record(cache_path, executed) is None:
+        insert(cache_path, CacheBundleIn(without_notes(executed), source_path,
+                                         data={"recorded": True}))
 
 
 def remove_record(cache_path: str | Path, pk: int) -> None:

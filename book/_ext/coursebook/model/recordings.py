@@ -26,7 +26,7 @@ import nbformat
 from myst_parser.config.main import read_topmatter
 
 from coursebook.model.answer_checks import CHECK_TAG
-from coursebook.model.cell_notes import source_line, without_notes
+from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment
 from coursebook.model.notebooks import (
@@ -379,21 +379,3 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                                  line=source_line(cell))
         labelled.cells.append(_markdown(note))
     return AttachedRecordings(labelled, executed, drift)
-
-
-def cache_recorded_outputs(cache_path: str, source_path: str,
-                           executed: nbformat.NotebookNode) -> None:
-    """Put the recorded outputs into jupyter-cache under the notebook's own key (as myst-nb
-    reads the page: without the book's notes on its cells)."""
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
-
-    executed = without_notes(executed)
-    cache = get_cache(cache_path)
-    try:
-        cache.match_cache_notebook(executed)
-        return  # already there: this build or an earlier one put it
-    except KeyError:
-        pass
-    cache.cache_notebook_bundle(CacheBundleIn(executed, source_path, data={"recorded": True}),
-                                check_validity=False, overwrite=True)
