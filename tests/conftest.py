@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from coursebook.pytest_plugin import use_chapter_cache
 
@@ -172,22 +173,67 @@ def both_editions_at_once(srcdir: Path, root: Path,
         return {"student": student.result(), "instructor": instructor.result()}
 
 
+def _shared_folder(config: pytest.Config) -> Path | None:
+    """Under pytest-xdist, the folder this session's workers share (their own folders'
+    parent); None in a session of one process."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return None
+    return Path(config.option.basetemp).parent
+
+
+def _built_once(folder: Path) -> dict[str, Build]:
+    """Both editions built into ``folder`` by the first worker that asks (the others wait
+    for it, then read its record of the builds)."""
+    with FileLock(folder / "built.lock"):
+        record = folder / "built.json"
+        if not record.exists():
+            builds = both_editions_at_once(BOOK, folder / "book")
+            record.write_text(json.dumps({edition: [build.returncode, build.log, str(build.outdir)]
+                                          for edition, build in builds.items()}))
+        return {edition: Build(code, log, Path(outdir))
+                for edition, (code, log, outdir) in json.loads(record.read_text()).items()}
+
+
+def _built_cache(builds: dict[str, Build]) -> Path:
+    return builds["student"].outdir.parent / "cache"
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory, pytestconfig) -> dict[str, Build]:
-    """Student and instructor editions of the real book, cold, built at once, one new cache."""
-    builds = both_editions_at_once(BOOK, tmp_path_factory.mktemp("book"))
+    """Student and instructor editions of the real book, cold, built at once, one new cache,
+    once a session (also with two workers)."""
+    folder = _shared_folder(pytestconfig)
+    builds = (both_editions_at_once(BOOK, tmp_path_factory.mktemp("book")) if folder is None
+              else _built_once(folder))
     for edition, build in builds.items():
         assert build.returncode == 0, f"{edition} build failed:\n{build.log[-4000:]}"
     # The chapters' own items (`pytest book`, later in the session) read this cache: the
     # cells just executed, not the repository's _build/ (which the tests never write).
-    use_chapter_cache(pytestconfig, builds["student"].outdir.parent / "cache")
+    use_chapter_cache(pytestconfig, _built_cache(builds))
     return builds
+
+
+def _is_chapter_cell(item: pytest.Item) -> bool:
+    """An item of `pytest book`: a chapter's cell, not a test of this folder."""
+    return Path(item.fspath).parent != Path(__file__).parent
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    # With two workers (`make test-suite`, --dist loadfile) a chapter's cells may reach a
+    # worker before any of its tests asked for `built`: they wait for the books too (time that
+    # --durations then counts in no test), and read the cache the builds filled (a build that
+    # failed fails `built`'s tests).
+    folder = _shared_folder(item.config)
+    if folder is not None and _is_chapter_cell(item):
+        use_chapter_cache(item.config, _built_cache(_built_once(folder)))
+    return (yield)
 
 
 def copy_of_built_cache(built: dict[str, Build], to: Path) -> Path:
     """A private copy of the `built` books' execution cache: a slow test that builds the
     book again executes only what it changed, not every chapter."""
-    shutil.copytree(built["student"].outdir.parent / "cache", to)
+    shutil.copytree(_built_cache(built), to)
     return to
 
 
@@ -236,15 +282,9 @@ STAGE_OF = {module: stage for stage, modules in STAGES.items() for module in mod
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        path = Path(item.fspath)
-        chapter_cell = path.parent != Path(__file__).parent  # `pytest book`
-        # Two workers (`make test-suite`, --dist loadgroup): the tests of the `built` books and
-        # the chapters' cells, which read their cache, share one worker, which builds the books
-        # once; any other test runs beside the rest of its file, whose fixtures it shares.
-        built = chapter_cell or "built" in getattr(item, "fixturenames", ())
-        item.add_marker(pytest.mark.xdist_group("built" if built else path.stem))
-        if chapter_cell:
+        if _is_chapter_cell(item):
             continue
+        path = Path(item.fspath)
         if path.stem not in STAGE_OF:
             raise pytest.UsageError(f"{path.name}: name its pipeline stage in conftest.STAGES")
         item.add_marker(STAGE_OF[path.stem])
