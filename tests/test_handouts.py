@@ -237,16 +237,10 @@ def test_a_short_cell_is_kept_on_one_page_with_its_output_and_a_long_one_may_bre
 
 
 @pytest.mark.slow
-def test_the_log_names_the_latex_folder_and_says_what_the_audit_found(tiny_book, tmp_path):
-    code, log = build_handouts("student", tiny_book, tmp_path / "build", tmp_path / "cache")
-    assert code == 0, log[-3000:]
-    assert "The LaTeX files are in" in log and "latexpdf" not in log
-    # The audit's one line, also when it finds nothing.
-    assert "handouts: answer audit of 1 student handout(s): no answer found" in log
-
-
-@pytest.mark.slow
-def test_a_chapter_title_with_latex_specials_typesets_as_written(tiny_book, tmp_path):
+def test_a_title_with_latex_specials_typesets_and_the_log_names_the_folder_and_audit(tiny_book,
+                                                                                     tmp_path):
+    """One tiny handout: its chapter title, every LaTeX special in it, typesets as written;
+    the log names the LaTeX folder and says what the answer audit found."""
     title = r"Datasets & loaders: 100% of x_1, #1 {a} ~b^c \d"
     chapter_file = tiny_book / "chapter.md"
     chapter_file.write_text(chapter_file.read_text().replace("# A tiny chapter", f"# {title}"))
@@ -254,3 +248,6 @@ def test_a_chapter_title_with_latex_specials_typesets_as_written(tiny_book, tmp_
     assert code == 0, log[-3000:]
     pdf = tmp_path / "build" / "student" / "pdf" / "handouts" / "chapter.pdf"
     assert title in " ".join(pdf_text(pdf).split())
+    assert "The LaTeX files are in" in log and "latexpdf" not in log
+    # The audit's one line, also when it finds nothing.
+    assert "handouts: answer audit of 1 student handout(s): no answer found" in log
