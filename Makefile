@@ -214,12 +214,14 @@ test-recording: venv
 	$(MAKE) recording-check KIND=cpu
 	COURSEBOOK_STAND_IN=1 $(BIN)/python -m pytest -q -m slow tests/test_downloads.py -k stand_in
 
-# Two workers too, each file's tests on one (they share its fixtures); the `built` books are
-# built once, by the first worker that asks (tests/conftest.py). Not --dist loadgroup: with
-# pytest 9.2 it groups nothing (pytest-dev/pytest-xdist#1386). The slowest tests are listed
-# at the end, for whoever shortens the suite.
+# Two workers too, each file's tests on one (they share its fixtures), the files in the order
+# tests/conftest.py gives them (the most slow tests first); the `built` books are built once,
+# by the first worker that asks. Not --dist loadgroup: with pytest 9.2 it groups nothing
+# (pytest-dev/pytest-xdist#1386). The slowest tests are listed at the end, for whoever
+# shortens the suite.
 test-suite: venv
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m 'slow or not slow' --durations=15 tests book
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m 'slow or not slow' \
+		--durations=15 tests book
 
 # Two workers (pytest-xdist): the fast tests are independent, and the machines have two cores.
 test-fast: venv ## The fast tests only: no build, no chapter executed (two workers)

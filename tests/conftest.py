@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,6 +282,11 @@ STAGE_OF = {module: stage for stage, modules in STAGES.items() for module in mod
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Two workers take whole files in this order (`make test-suite`: --dist loadfile
+    # --no-loadscope-reorder): the files with the most slow tests first, the chapters' cells
+    # last, so that the run ends on short files rather than one worker's long one.
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: (_is_chapter_cell(item), -slow[item.path]))
     for item in items:
         if _is_chapter_cell(item):
             continue
