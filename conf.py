@@ -87,7 +87,8 @@ myst_heading_anchors = 3
 html_theme = "sphinx_book_theme"
 html_title = f"Deep Learning Labs · {EDITION}"
 html_static_path = [str(ROOT / "book" / "_static")]
-# build-stamp.html: the footer line saying which torch, commit and date built the page.
+# build-stamp.html: the instructor's footer line saying which torch, commit and date built the
+# page; a student's footer says nothing of the build.
 templates_path = [str(ROOT / "book" / "_templates")]
 html_css_files = ["coursebook.css"]
 html_favicon = str(ROOT / "book" / "_static" / "favicon.svg")
@@ -97,9 +98,10 @@ html_theme_options = {
     "use_download_button": True,
     "show_toc_level": 2,
     "announcement": "Instructor edition: answers are shown in marked boxes." if INSTRUCTOR else "",
-    "footer_content_items": ["author", "copyright", "last-updated", "build-stamp"],
+    "footer_content_items": ["author", "copyright"]
+                            + (["last-updated", "build-stamp"] if INSTRUCTOR else []),
 }
-html_last_updated_fmt = "%Y-%m-%d"
+html_last_updated_fmt = "%Y-%m-%d" if INSTRUCTOR else None
 # The chapters have no index entries: Sphinx would write an empty Index page (and link
 # it) on every build, a fifth of a warm rebuild.
 html_use_index = False

@@ -20,11 +20,12 @@ from pathlib import Path
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
-from myst_nb.core.read import read_myst_markdown_notebook
 
 from conftest import BOOK, ROOT
 from coursebook.model import notebooks
 from coursebook.model.recordings import PROVENANCE_KEY
+from coursebook.render.downloads import download_document
+from coursebook.render.plain_markdown import PlainMarkdown
 
 # myst-nb's tags that hide parts of a cell: as much the build's vocabulary as the book's own.
 MYST_NB_TAGS = ("remove-cell", "remove-input", "remove-output", "hide-input", "hide-output")
@@ -79,8 +80,8 @@ def machinery(html: str, targets: list[str], tags: list[str], commits: list[str]
 
 
 # What a student never reads (issue 31): how the book verifies, records and builds its
-# outputs. The allowed exceptions: one line under a chapter's title naming the torch its
-# outputs come from, and one plain sentence on where a TPU chapter's outputs were produced.
+# outputs. The one allowed exception: a plain sentence saying on which device a TPU chapter's
+# outputs were printed (never a TPU's, where no TPU ran them).
 BUILD_TALK = {
     "a verification mark": r"✓|\bRaised exactly the error\b|\bsame error as recorded\b|\bfix ran\b",
     "this build's torch": r"\bthis build\b",
@@ -96,6 +97,12 @@ BUILD_TALK = {
     "a side folder": r"\bside (?:folder|environment)\b|\bpackage folder\b",
     "what the book ran": r"\bran green\b|\b[Nn]ot run on an? \w+ by this book\b",
     "a capture's provenance": r"\b[Cc]aptured on an? \w+",
+    # Issue 44 (R3's read): the theme's footer dates, the recorded chapter's torch and date,
+    # the side folder's mechanics, and a .md download written as a MyST notebook.
+    "a build date": r"\bBuilt on \d|\bLast updated\b",
+    "which torch produced the outputs": r"\bproduced with torch\b",
+    "how a package is set apart": r"\binstalled apart\b|\bfirst on the import path\b",
+    "notebook markup": r"(?m)\{code-cell\}|^jupytext:|^\+\+\+",
 }
 _IMPORTS_BOOK = re.compile(r"^\s*(?:from|import)\s+coursebook\b", re.M)
 
@@ -134,13 +141,13 @@ def notebook_findings(notebook: nbformat.NotebookNode) -> list[str]:
 
 
 def download_findings(path: Path) -> list[str]:
-    """A download: an ``.ipynb``, a chapter's ``.md`` (a MyST notebook) or another page's text."""
+    """A download: an ``.ipynb``, or a page's ``.md`` (a chapter's: one plain Markdown
+    document; a MyST notebook's top matter and directives are build markup)."""
     text = path.read_text(encoding="utf8")
     if path.suffix == ".ipynb":
         return notebook_findings(nbformat.reads(text, as_version=4))
-    if notebooks.is_chapter_source(text):  # as myst-nb reads it: the book's reader adds notes
-        return notebook_findings(read_myst_markdown_notebook(text))
-    return build_talk(text)
+    imports = [f"code imports coursebook: {m.group(0).strip()}" for m in [_IMPORTS_BOOK.search(text)] if m]
+    return build_talk(text) + imports
 
 
 def student_findings(html_dir: Path) -> dict[str, list[str]]:
@@ -217,6 +224,12 @@ PLANTED_TEXT = [
      "on the same hardware.*", "what the book ran"),
     ("the museum's own follows. Not run on a TPU by this book.", "what the book ran"),
     ("Captured record: captured on a Colab TPU v6e-1 during LAB·P4", "a capture's provenance"),
+    ("Built on 2026-12-05.", "a build date"),
+    ("Last updated on 2026-12-05.", "a build date"),
+    ("*The outputs of this chapter were produced with torch 2.9.0 on a CPU (2026-12-05), not on a "
+     "TPU.*", "which torch produced the outputs"),
+    ("Here both are installed apart and put first on the import path of a fresh Python process.",
+     "how a package is set apart"),
 ]
 # What the build leaves in a cell's metadata, or its output: (change, the finding it gives).
 PLANTED_CELL = [
@@ -245,9 +258,9 @@ def _form(tmp_path: Path, form: str, notebook: nbformat.NotebookNode, html_body:
     path = tmp_path / f"chapter.{form}"
     if form == "ipynb":
         nbformat.write(notebook, path)
-    else:  # as the .md download writes it: a MyST notebook
-        notebook.metadata["jupytext"] = {"text_representation": {"format_name": "myst"}}
-        path.write_text(notebooks.notebook_to_myst(notebook), encoding="utf8")
+    else:  # as the .md download writes it: one plain Markdown document
+        path.write_text(download_document(notebook, PlainMarkdown(lambda role, target: None)),
+                        encoding="utf8")
     return path
 
 
@@ -275,15 +288,23 @@ def test_each_planted_text_is_found_in_each_form(tmp_path, form, planted, findin
     assert any(finding in line for line in found), found
 
 
-@pytest.mark.parametrize("form, change, finding", [
-    (form, change, finding) for change, finding in PLANTED_CELL
-    for form in ("md", "ipynb") if form == "ipynb" or "outputs" not in change])  # .md: no outputs
-def test_the_builds_metadata_or_an_output_in_a_download_is_found(tmp_path, form, change, finding):
+@pytest.mark.parametrize("change, finding", PLANTED_CELL)
+def test_the_builds_metadata_or_an_output_in_a_download_is_found(tmp_path, change, finding):
     notebook = _clean_notebook()
     for key, value in change.items():
         notebook.cells[1][key] = nbformat.from_dict(value)
-    found = _findings(_form(tmp_path, form, notebook))
+    found = _findings(_form(tmp_path, "ipynb", notebook))
     assert any(finding in line for line in found), found
+
+
+def test_a_md_download_written_as_a_myst_notebook_is_found(tmp_path):
+    """The .md download is a document: the MyST notebook it used to be (jupytext top matter,
+    `{code-cell}` directives, `+++` breaks, the cells' tags) is the build's markup."""
+    notebook = _clean_notebook()
+    notebook.metadata["jupytext"] = {"text_representation": {"format_name": "myst"}}
+    path = tmp_path / "chapter.md"
+    path.write_text(notebooks.notebook_to_myst(notebook), encoding="utf8")
+    assert any(line.startswith("notebook markup") for line in _findings(path)), _findings(path)
 
 
 @pytest.mark.slow

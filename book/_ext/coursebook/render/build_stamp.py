@@ -1,8 +1,9 @@
 """The build stamp in each page's footer: the torch that executed the page, the commit, the date.
 
 An instructor with a student's question can tell which build a page comes from. The
-student edition's footer gives the date only: the line under a chapter's title already
-names the torch its outputs come from, and the rest is the course team's. The commit is the source tree's
+student edition's footer has no stamp: how and when the book was built is the course team's
+business, not the subject's (conf.py leaves the stamp and the theme's "Last updated" out of a
+student's footer). The commit is the source tree's
 (``GITHUB_SHA`` on GitHub Actions, else ``git``), marked when the tree had uncommitted
 changes; a copy outside git says so.
 """
@@ -31,12 +32,9 @@ def executed_with(app: Sphinx, pagename: str) -> str:
 def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict,
                     doctree) -> None:
     """``html-page-context``: the stamp the footer template ``build-stamp.html`` shows."""
-    if app.builder.format != "html":
+    if app.builder.format != "html" or edition_of(app) is not Edition.INSTRUCTOR:
         return
     date = book_config(app.config).build_date
-    if edition_of(app) is not Edition.INSTRUCTOR:
-        context["coursebook_stamp"] = f"Built on {date}."
-        return
     commit = source_commit(Path(app.srcdir))
     executed = executed_with(app, pagename) if doctree is not None else ""
     source = f"commit {commit}" if commit != NOT_IN_GIT else NOT_IN_GIT

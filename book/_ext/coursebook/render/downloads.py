@@ -8,14 +8,17 @@ never a reader's), plain Markdown instead of MyST, and each cell
 that raises on purpose wrapped so that "Run all" reaches the last cell (and every cell whose
 outcome the student predicts first, so that the wrapper never tells which of them fail). Its
 cells keep none of the build's metadata (tags, cache keys, reasons a cell is not verified): only the answer
-tag of an instructor's download. Each edition's ``_sources/`` holds the same notebook as MyST Markdown
-(the theme's ``.md`` download), and each other page's text as this edition reads it.
+tag of an instructor's download. Each edition's ``_sources/`` holds, as the theme's ``.md``
+download, the same cells as one plain Markdown document (no notebook top matter, no
+directives; each collapsed block set aside to the end, so that nothing to predict is read
+ahead), and each other page's text as this edition reads it.
 """
 
 from __future__ import annotations
 
 import copy
 import io
+from dataclasses import replace
 import tokenize
 from pathlib import Path
 
@@ -31,11 +34,10 @@ from coursebook.model.notebooks import (
     cell_tags,
     is_chapter_source,
     is_claim,
-    notebook_to_myst,
 )
 from coursebook.page_state import chapter_notebook
 from coursebook.prepare.chapter_packages import install_cell
-from coursebook.render.plain_markdown import PlainMarkdown, Target
+from coursebook.render.plain_markdown import PlainMarkdown, Target, fenced
 
 # Notebook metadata that only the book's build reads.
 _BOOK_METADATA = ("jupytext", "coursebook")
@@ -104,13 +106,23 @@ def is_caught(cell: nbformat.NotebookNode) -> bool:
     return cell.cell_type == "code" and cell.source.startswith(_CATCHING_NOTE)
 
 
-def download_myst(notebook: nbformat.NotebookNode) -> str:
-    """A download notebook as the MyST Markdown notebook the ``.md`` download holds: the
-    same cells."""
-    notebook = copy.deepcopy(notebook)
-    notebook.metadata = nbformat.from_dict(
-        {"jupytext": {"text_representation": {"format_name": "myst"}}, **notebook.metadata})
-    return notebook_to_myst(notebook)
+# Where the .md download prints the collapsed blocks it set aside.
+SET_ASIDE_HEADING = "Kept for after your predictions"
+
+
+def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown) -> str:
+    """The ``.md`` download: the download notebook's cells as one plain Markdown document,
+    read as text. A text editor shows a ``<details>`` block open, so each one (an error to
+    predict, a reveal) is set aside, numbered, after the last cell, and its place names it."""
+    set_aside: list[tuple[str, str]] = []
+    cells = download_notebook(notebook, replace(markdown, set_aside=set_aside)).cells
+    parts = [cell.source.strip("\n") if cell.cell_type == "markdown"
+             else fenced(cell.source, "python") for cell in cells if cell.source.strip()]
+    if set_aside:
+        parts.append(f"## {SET_ASIDE_HEADING}")
+        parts += [f"### Note {number}: {summary}\n\n{content}"
+                  for number, (summary, content) in enumerate(set_aside, 1)]
+    return "\n\n".join(parts) + "\n"
 
 
 def run_all(notebook: nbformat.NotebookNode, workdir: Path,
@@ -204,7 +216,7 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
 
     Sphinx copies a page's file when it writes the page; a copy that differs from the file
     holds the edition's text already (the page was not written this build). A chapter's copy
-    becomes its download notebook as MyST (the ``.ipynb`` beside it, written this build);
+    becomes its download as one Markdown document (the ``.ipynb`` beside it written this build);
     another page's, its text with each ``{only}`` block resolved for this edition.
     """
     if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
@@ -219,7 +231,8 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
         notebook = Path(app.outdir, "_sources", docname + ".ipynb")
         if not is_chapter_source(text):
             copied.write_text(markdown_for(app, docname).edition_source(text), encoding="utf8")
-        elif chapter_notebook(app.env, docname) is not None and notebook.is_file():
-            copied.write_text(download_myst(nbformat.read(notebook, as_version=4)), encoding="utf8")
+        elif (prepared := chapter_notebook(app.env, docname)) is not None and notebook.is_file():
+            copied.write_text(download_document(prepared, markdown_for(app, docname)),
+                              encoding="utf8")
         else:
             copied.unlink()  # a chapter that failed to build: its file holds the answers

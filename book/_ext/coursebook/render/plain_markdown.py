@@ -9,7 +9,8 @@ admonition by a blockquote with a bold title, a dropdown by an HTML ``<details>`
 unless it is ``:open:``), a card by a link, a directive with no plain equivalent by a link to
 the page. Jupyter renders ``<details>`` and ``<summary>`` in a markdown cell: JupyterLab's
 sanitizer keeps both tags (``allowedTags`` in
-https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts).
+https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts). A text
+read as it is written (the ``.md`` download) sets each dropdown aside instead (``set_aside``).
 """
 
 from __future__ import annotations
@@ -69,6 +70,10 @@ class PlainMarkdown:
     only: Callable[[str], bool] = field(default=Tags(["html", "format_html"]).eval_condition)
     # Where an image a figure or image directive names is published ("" if nowhere).
     image_url: Callable[[str], str] = lambda path: path if "://" in path else ""
+    # A document read as plain text (the .md download) has no collapsed block: given a list,
+    # each dropdown's (summary, content) goes there, to be printed after the text, and its
+    # place says where to find it, so that an error to predict is not read ahead.
+    set_aside: list[tuple[str, str]] | None = None
 
     @cached_property
     def _parser(self):
@@ -135,6 +140,9 @@ class PlainMarkdown:
             return blockquote(f"**{escape(title)}**\n\n{self.convert(content)}".strip())
         if name == "only":
             return self.convert(content) if self.only(argument) else ""
+        if name == "dropdown" and self.set_aside is not None:
+            self.set_aside.append((argument or "Note", self.convert(content)))
+            return f"*{escape(argument or 'Note')}: note {len(self.set_aside)}, at the end of this file.*"
         if name == "dropdown":  # blank lines around the content: Markdown inside HTML
             opening = "<details open>" if "open" in options else "<details>"
             summary = f"<summary>{html.escape(argument)}</summary>\n\n" if argument else ""
@@ -155,8 +163,7 @@ class PlainMarkdown:
             return f"**{title}**" + (f" · {inner}" if inner and "\n" not in inner else
                                       f"\n\n{inner}" if inner else "")
         if name in _CODE:
-            fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`{3,}", content))])
-            return f"{fence}{argument.split()[0] if argument else ''}\n{content.rstrip()}\n{fence}"
+            return fenced(content, argument.split()[0] if argument else "")
         if name == "math":
             return f"$$\n{content.strip()}\n$$"
         if name in ("figure", "image"):
@@ -264,6 +271,12 @@ class _MystToPlain:
 def escape(text: str) -> str:
     """Text that Markdown shows as written."""
     return re.sub(r"([\\`*_\[\]<>$|])", r"\\\1", text)
+
+
+def fenced(code: str, language: str = "") -> str:
+    """A code block whose fence no run of backticks in ``code`` closes."""
+    fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`{3,}", code))])
+    return f"{fence}{language}\n{code.rstrip()}\n{fence}"
 
 
 def code_span(text: str) -> str:
