@@ -388,6 +388,23 @@ def test_a_download_shows_the_exhibits_code_not_the_books_harness(exhibit):
     assert text.count("Run in a new runtime on a CPU") == len(fresh)
 
 
+@pytest.mark.parametrize("exhibit", [e for e in ALL if e.museum_rerun or e.cpu and e.cpu.reproduction],
+                         ids=lambda e: e.key)
+def test_a_reproductions_collapsed_error_is_the_error_alone(exhibit):
+    """Under a captured exhibit's code run again on a CPU, the note above already says what it
+    raises, with which packages: the collapsed block holds the error alone, not where the
+    museum met it (provenance) nor which torch may word it otherwise (exhibit 08's error is
+    an import error about jax; issue 44, R3's read)."""
+    from coursebook.model.museum import ERROR_SUMMARY
+
+    cells = captured_exhibit_cells(exhibit, len(ALL))
+    notes = [c.source for c in cells if ERROR_SUMMARY in c.source]
+    museum = exhibit.museum_record
+    assert notes and all(f"{museum.type}: {museum.message}" in note for note in notes)
+    for note in notes:
+        assert "museum met" not in note and "torch version" not in note, note
+
+
 def test_a_museum_rerun_with_the_old_fix_setup_names_the_field(tmp_path):
     source = RERUN[0].path
     broken = tmp_path / source.name

@@ -426,16 +426,31 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
 ERROR_SUMMARY = "The error, to compare with your prediction"
 
 
-def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbformat.NotebookNode:
+def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None,
+                         reproduced: bool = False) -> nbformat.NotebookNode:
     """For downloads: the error the code above should raise, from its record, to compare,
     in a collapsed block (a ``dropdown``: ``<details>`` in the notebook), so that it is not
     read before the prediction; and how a reader's runtime (Colab) and the museum's run
     worded it, where that differs. It speaks of torch releases only: where the book's own
-    runs took place is the instructor edition's business."""
+    runs took place is the instructor edition's business. ``reproduced``: a captured
+    exhibit's code run again on a CPU, whose note above (:func:`_on_a_cpu`) already says what
+    it raises with which packages: the block holds the error alone (its words are those of
+    the packages that note names, not necessarily torch's)."""
     record = expected or exhibit.museum_record
+    if reproduced:
+        body = f"```text\n{record.type}: {record.message}\n```"
+    else:
+        body = _error_texts(exhibit, record)
+    return _markdown(f"````{{dropdown}} {ERROR_SUMMARY}\n{body}\n````", "remove-cell",
+                     DOWNLOAD_ONLY_TAG)
+
+
+def _error_texts(exhibit: Exhibit, record: ErrorRecord) -> str:
+    """An error to compare, with who printed it, and its other wordings a reader may meet."""
     if record.source != "museum":
         # A download's failing cell catches its error and prints it (so "Run all" goes on).
-        who = f"With torch {record.torch}, the code above raises this error, and the cell prints it"
+        # Not "the code above": the .md download keeps this note at its end.
+        who = f"With torch {record.torch}, the exhibit's code raises this error, and its cell prints it"
     else:  # the museum met it elsewhere (where is provenance: the instructor's to read)
         torch = f" on torch {record.torch}" if is_release(record.torch) else ""
         who = f"When the museum met this error{torch}, it read"
@@ -448,9 +463,7 @@ def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None) -> nbfo
              for line in (intro, "", "```text", f"{r.type}: {r.message}", "```", "")]
     lines.append("Another torch version may word it differently; the type and the cause "
                  "should match.")
-    body = "\n".join(lines)
-    return _markdown(f"````{{dropdown}} {ERROR_SUMMARY}\n{body}\n````", "remove-cell",
-                     DOWNLOAD_ONLY_TAG)
+    return "\n".join(lines)
 
 
 def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
@@ -581,7 +594,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     the museum's code run again where its TOML says how; and its CPU reproduction if any,
     each run's error behind a click too."""
     museum, rerun, cpu = exhibit.museum_record, exhibit.museum_rerun, exhibit.cpu
-    run = "The museum's text, verbatim" + ("; the code runs again below" if rerun else "")
+    run = "The museum's text, verbatim" + ("; the code is run again after the cause" if rerun else "")
     cells = [_markdown(
         f"{_title(exhibit, total)}\n\n**The code**, as the museum ran it. {_PROMPT}\n\n"
         f"```python\n{exhibit.failing_code}\n```\n\n"
@@ -598,7 +611,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                   _rerun_cell(exhibit, rerun),
                   _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *_stand_in_only(rerun)),
                   _on_a_cpu(_RAISES),
-                  _expected_error_note(exhibit, museum)]
+                  _expected_error_note(exhibit, museum, reproduced=True)]
     # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
     if cpu is not None and cpu.reproduction:
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}\n\n"
@@ -606,7 +619,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                   _reproduction_cell(exhibit, cpu),
                   _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
                   _on_a_cpu(_RAISES, cpu.side),
-                  _expected_error_note(exhibit, museum)]
+                  _expected_error_note(exhibit, museum, reproduced=True)]
     provenance = (f"The museum's fix. {_captured(exhibit)} It ran without error on the same "
                   "hardware."
                   if exhibit.museum_fix is None else

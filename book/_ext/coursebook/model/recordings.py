@@ -293,16 +293,14 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
 
 
 def plainly_recorded(chapter: RecordedChapter, recordings: list[Recording]) -> str:
-    """One plain sentence: which torch produced the outputs, on which device and when, and
-    on which of the chapter's devices none was recorded. The versions, the drift and the
-    stand-in are the instructor edition's."""
-    runs = " and ".join(
-        f"torch {', '.join(release(t) for t in r.torches())} on a "
-        f"{r.machine.platform.upper() if r.machine.stand_in else r.label()} "
-        f"({r.provenance['date']})" for r in recordings)
+    """One plain sentence about the subject: on which device the outputs were printed, and
+    on which of the chapter's devices they were not (a CPU's output is never a TPU's). The
+    torch, the dates, the versions, the drift and the stand-in are the instructor edition's."""
+    devices = " and ".join(dict.fromkeys(
+        r.machine.platform.upper() if r.machine.stand_in else r.label() for r in recordings))
     missing = [b.short_label for b in chapter.machines
                if not b.stand_in and all(r.machine != b for r in recordings)]
-    return (f"The outputs of this chapter were produced with {runs}"
+    return (f"The outputs on this page were printed on a {devices}"
             + (f", not on a {' or a '.join(missing)}" if missing else "") + ".")
 
 
