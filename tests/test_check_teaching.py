@@ -17,7 +17,14 @@ from coursebook.model.answer_checks import (
     chapter_teaching,
     untaught_checks,
 )
-from coursebook.model.notebooks import is_chapter_source, labelled_sections, read_chapter
+from coursebook.model.cell_notes import source_line
+from coursebook.model.notebooks import (
+    is_answer,
+    is_chapter_source,
+    is_claim,
+    labelled_sections,
+    read_chapter,
+)
 from coursebook.prepare.answer_checks import SETUP_TAG
 from coursebook.prepare.editions import Edition, edition_notebook
 
@@ -193,3 +200,40 @@ def test_a_build_stops_at_a_check_whose_section_is_missing_or_in_a_later_chapter
         [line] = [line for line in build.log.splitlines() if message in line]
         assert at + message in line
     assert "tiny-start" not in build.log and "Traceback" not in build.log
+
+
+# How a check reads a value out of the kernel (``a.detach()``), not what it asks a student.
+_READING = {"detach", "item", "tolist", "clone", "cpu"}
+
+
+def _methods_called(expression: str) -> set[str]:
+    """The methods an expression calls: ``probabilities.argmax(dim=-1)`` calls ``argmax``."""
+    import ast
+
+    return {node.func.attr for node in ast.walk(ast.parse(expression, mode="eval"))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)} - _READING
+
+
+def _section_texts(notebook) -> dict[str, str]:
+    """Each labelled section's shown text (its markdown and its visible code, no claim or
+    answer cell), up to the next labelled section."""
+    sections = labelled_sections(notebook)
+    ends = [section.line for section in sections[1:]] + [10**9]
+    return {section.label: "\n".join(
+        cell.source for cell in notebook.cells
+        if section.line <= source_line(cell) < end and not is_claim(cell) and not is_answer(cell))
+        for section, end in zip(sections, ends)}
+
+
+def test_every_method_a_check_asks_for_is_shown_in_a_section_it_names():
+    """A check whose value calls a method (the predicted class: ``.argmax``) names a section
+    that shows it: issue 44 found pt01-challenge-3-classes asking for an argmax nothing taught."""
+    missing = []
+    for path in _reading_order():
+        notebook = read_chapter(path.read_text())
+        texts = _section_texts(notebook)
+        for check in chapter_teaching(notebook, str(path)).checks:
+            shown = "\n".join(texts.get(label, "") for label in check.taught_in)
+            missing += [f"{check.name}: .{method}" for method in sorted(_methods_called(check.value))
+                        if f".{method}(" not in shown]
+    assert missing == []
