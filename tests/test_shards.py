@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from book_environment import sphinx_command
-from conftest import BOOK, ROOT, book_conf_with, load_tool, sphinx_build
+from conftest import BOOK, ROOT, book_conf_with, copy_of_built_cache, load_tool, sphinx_build
 from coursebook.execute.fill_cache import execute_into_cache, read_book
 from coursebook.execute.shards import (
     MANIFEST,
@@ -162,16 +162,19 @@ def _one_message(done: subprocess.CompletedProcess, *phrases: str) -> None:
 
 
 @pytest.mark.slow
-def test_three_shards_merged_build_what_one_machine_builds(tmp_path):
+def test_three_shards_merged_build_what_one_machine_builds(built, tmp_path):
     book = _twelve_chapter_book(tmp_path / "course")
-    # One machine: executes every chapter (and takes the variants' outputs as expected,
-    # one edition after the other: both write the same files).
+    # One machine: the `built` books executed the book's own chapters (their cache, copied),
+    # it executes the variants (and takes their outputs as expected, one edition after the
+    # other: both write the same files).
+    copy_of_built_cache(built, tmp_path / "single-cache")
     single = {edition: sphinx_build(book, tmp_path / "single" / edition, tmp_path / "single-cache",
                                     *(["instructor"] if edition == "instructor" else []),
                                     settings=ACCEPT)
               for edition in ("student", "instructor")}
     for build in single.values():
         assert build.returncode == 0, build.log[-4000:]
+    assert sum(build.executed for build in single.values()) == VARIANTS
 
     # Three shards, each its own process and cache, dealt by the times the single build
     # recorded, run at once as CI's jobs would.
