@@ -174,25 +174,31 @@ def both_editions_at_once(srcdir: Path, root: Path,
         return {"student": student.result(), "instructor": instructor.result()}
 
 
-def _shared_folder(config: pytest.Config) -> Path | None:
-    """Under pytest-xdist, the folder this session's workers share (their own folders'
-    parent); None in a session of one process."""
-    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+BUILT = pytest.StashKey[dict[str, Build]]()
+
+
+def _built_by_one_worker(config: pytest.Config) -> dict[str, Build] | None:
+    """Under pytest-xdist, both editions built once a session, by the first worker that asks
+    (the others wait for it), in the folder the session's workers share (their own folders'
+    parent); each worker then reads its own copy: a cache is written even when read
+    (jupyter-cache notes when a notebook was last used), so two workers never share one.
+    None in a session of one process."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
         return None
-    return Path(config.option.basetemp).parent
-
-
-def _built_once(folder: Path) -> dict[str, Build]:
-    """Both editions built into ``folder`` by the first worker that asks (the others wait
-    for it, then read its record of the builds)."""
-    with FileLock(folder / "built.lock"):
-        record = folder / "built.json"
-        if not record.exists():
-            builds = both_editions_at_once(BOOK, folder / "book")
-            record.write_text(json.dumps({edition: [build.returncode, build.log, str(build.outdir)]
-                                          for edition, build in builds.items()}))
-        return {edition: Build(code, log, Path(outdir))
-                for edition, (code, log, outdir) in json.loads(record.read_text()).items()}
+    if BUILT not in config.stash:
+        shared = Path(config.option.basetemp).parent
+        own = shared / f"book-{worker}"
+        with FileLock(shared / "built.lock"):
+            record = shared / "built.json"
+            if not record.exists():
+                builds = both_editions_at_once(BOOK, shared / "book")
+                record.write_text(json.dumps({edition: [build.returncode, build.log]
+                                              for edition, build in builds.items()}))
+            shutil.copytree(shared / "book", own)
+            config.stash[BUILT] = {edition: Build(code, log, own / edition) for edition, (code, log)
+                                   in json.loads(record.read_text()).items()}
+    return config.stash[BUILT]
 
 
 def _built_cache(builds: dict[str, Build]) -> Path:
@@ -203,9 +209,8 @@ def _built_cache(builds: dict[str, Build]) -> Path:
 def built(tmp_path_factory, pytestconfig) -> dict[str, Build]:
     """Student and instructor editions of the real book, cold, built at once, one new cache,
     once a session (also with two workers)."""
-    folder = _shared_folder(pytestconfig)
-    builds = (both_editions_at_once(BOOK, tmp_path_factory.mktemp("book")) if folder is None
-              else _built_once(folder))
+    builds = (_built_by_one_worker(pytestconfig)
+              or both_editions_at_once(BOOK, tmp_path_factory.mktemp("book")))
     for edition, build in builds.items():
         assert build.returncode == 0, f"{edition} build failed:\n{build.log[-4000:]}"
     # The chapters' own items (`pytest book`, later in the session) read this cache: the
@@ -225,9 +230,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     # worker before any of its tests asked for `built`: they wait for the books too (time that
     # --durations then counts in no test), and read the cache the builds filled (a build that
     # failed fails `built`'s tests).
-    folder = _shared_folder(item.config)
-    if folder is not None and _is_chapter_cell(item):
-        use_chapter_cache(item.config, _built_cache(_built_once(folder)))
+    if _is_chapter_cell(item) and (builds := _built_by_one_worker(item.config)) is not None:
+        use_chapter_cache(item.config, _built_cache(builds))
     return (yield)
 
 
