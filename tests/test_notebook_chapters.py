@@ -1,13 +1,17 @@
-"""Notebooks as chapters: an `.ipynb` in the book is refused in one line (it would run and be
-published unverified); `make chapter FROM=…` brings a notebook, a sphinx-gallery or jupytext
-script, or a MyST lecture in as a chapter the build verifies."""
+"""Notebooks as chapters: an `.ipynb` in the book is a chapter like a MyST one (editions,
+answers, expected outputs, downloads, messages at its cells); `make chapter FROM=…` brings a
+notebook, a sphinx-gallery or jupytext script, or a MyST lecture in as a MyST chapter."""
 
 from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from conftest import sphinx_build
+from conftest import load_tool, sphinx_build
 
 
 def _notebook(*cells) -> str:
@@ -15,31 +19,72 @@ def _notebook(*cells) -> str:
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}))
 
 
-@pytest.mark.slow
-def test_a_notebook_in_the_book_stops_the_build_in_one_line_and_runs_nothing(tiny_book, tmp_path):
-    (tiny_book / "lesson.ipynb").write_text(_notebook(
-        nbformat.v4.new_markdown_cell("# A lesson"),
-        nbformat.v4.new_code_cell("import not_a_module_anywhere"),
-        nbformat.v4.new_code_cell("print('ran unverified')")))
-    (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
-        "chapter\n", "chapter\nlesson\n"))
-    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
-    assert build.returncode != 0
-    [line] = [line for line in build.log.splitlines() if "ERROR" in line]
-    assert "lesson.ipynb:1: ERROR: a notebook in this format would be executed and published " \
-           "unverified" in line and "make chapter FROM=" in line and "lesson.ipynb`" in line
-    assert "Traceback" not in build.log and build.executed == 1  # the tiny chapter only
-    page = (tmp_path / "out" / "html" / "lesson.html").read_text()
-    assert "ran unverified" not in page and "ModuleNotFoundError" not in page
+def html_text(page: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+ANSWER = "print('the tiny lesson says seventeen', 17)"
+
+
+def _lesson(*cells) -> str:
+    """A lesson as Jupyter saves it: an answer cell, and outputs saved from the author's run."""
+    code = nbformat.v4.new_code_cell("print(6 * 7)", execution_count=3, outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="saved by the author\n")])
+    answer = nbformat.v4.new_code_cell(ANSWER, metadata={"tags": ["answer"]})
+    return _notebook(nbformat.v4.new_markdown_cell("# A lesson\n\nSome text."), code,
+                     nbformat.v4.new_markdown_cell("Print the number."), answer, *cells)
+
+
+def _with_faulty_markup(text: str) -> str:
+    """The lesson with lines in its third cell that MyST (an unknown directive, the cell's
+    line 3) and Sphinx after reading (a reference to no label) warn about."""
+    notebook = nbformat.reads(text, as_version=4)
+    notebook.cells[2].source += "\n\n```{no-such-directive}\n```\n\nSee {ref}`no-such-label`."
+    return nbformat.writes(notebook)
+
+
+def test_a_notebook_is_read_as_a_chapter_each_cell_at_its_number():
+    """An `.ipynb` is a chapter: its cells noted at their numbers (how messages name them,
+    anywhere in a cell), its saved outputs left out, its answer an answer; the page myst-nb
+    reads is the notebook again, without the book's notes, each cell mapped to its number."""
+    from coursebook.model.cell_notes import line_within, source_line
+    from coursebook.model.notebooks import (as_myst_nb_reads, author_line, is_answer,
+                                            is_chapter_source, page_text, read_chapter)
+    from coursebook.prepare.chapter_packages import chapter_package_errors
+    from coursebook.prepare.editions import Edition, edition_notebook
+
+    text = _lesson(nbformat.v4.new_code_cell("x = 1\n!pip install -q einops"),
+                   nbformat.v4.new_markdown_cell(
+                       "Double it.\n\n:::{solution} ex-double\nIt is 84, of course.\n:::"))
+    assert is_chapter_source(text) and not is_chapter_source('{"a": 1}')
+    chapter = read_chapter(text, strict=True)
+    # A sphinx-exercise solution is cut out as an answer cell of its own, at its cell.
+    assert [source_line(cell) for cell in chapter.cells] == [1, 2, 3, 4, 5, 6, 6]
+    assert chapter.cells[1].outputs == [] and chapter.cells[1].execution_count is None
+    assert [is_answer(cell) for cell in chapter.cells] == [False] * 3 + [True] + [False] * 2 + [
+        True]
+    assert line_within(chapter.cells[4], chapter.cells[4].source.index("!pip")) == 5
+    assert line_within(chapter.cells[6], chapter.cells[6].source.index("84")) == 6
+    [error] = chapter_package_errors(Path("book/lesson.ipynb"), text)
+    assert str(error).startswith("book/lesson.ipynb:5: a cell installs packages")
+    student = edition_notebook(chapter, Edition.STUDENT)
+    page = page_text(student, "book/lesson.ipynb")
+    assert ANSWER not in page and "coursebook" not in page
+    read = nbformat.reads(page, as_version=4)
+    assert [cell.source for cell in read.cells] == [cell.source for cell in student.cells]
+    # myst-nb names cell k's line j (counted from 0) at source_map[k] + 1 + j.
+    assert [line + 1 for line in read.metadata["source_map"]] == [10000, 20000, 30000, 50000,
+                                                                  60000]
+    assert author_line(student, "book/lesson.ipynb")(50000 + 1) == 5
+    assert [source_line(cell) for cell in as_myst_nb_reads(
+        student, None, "book/lesson.ipynb").cells] == [1, 2, 3, 5, 6]
 
 
 @pytest.mark.slow
-def test_after_the_fix_the_message_names_the_notebook_is_a_verified_chapter(tiny_book, tmp_path,
-                                                                           capsys):
-    """As the refusal says: `make chapter FROM=` the notebook, delete it; then the chapter is
+def test_a_notebook_brought_in_with_make_chapter_is_a_verified_chapter(tiny_book, tmp_path,
+                                                                     capsys):
+    """`make chapter FROM=` the notebook, delete it, as the tool says; then the MyST chapter is
     accepted, verified, and a changed output stops the build at its line."""
-    from conftest import load_tool
-
     lesson = tiny_book / "lesson.ipynb"
     lesson.write_text(_notebook(
         nbformat.v4.new_markdown_cell("# A lesson"),
@@ -63,3 +108,102 @@ def test_after_the_fix_the_message_names_the_notebook_is_a_verified_chapter(tiny
     line = chapter.read_text().splitlines().index("print(6 * 8)") + 1
     assert changed.returncode != 0 and f"lesson.md:{line}: ERROR: code cell 2" in changed.log
     assert "-42" in changed.log and "+48" in changed.log
+
+
+@pytest.mark.slow
+def test_a_notebook_chapter_is_verified_in_both_editions_and_its_answer_only_the_instructors(
+        tiny_book, tmp_path):
+    """An `.ipynb` in the contents goes the way of a MyST chapter: its outputs accepted and
+    compared (a changed one stops the build at its cell), its answer out of the student's page
+    and downloads and boxed in the instructor's."""
+    lesson = tiny_book / "lesson.ipynb"
+    lesson.write_text(_lesson())
+    (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
+        "chapter\n", "chapter\nlesson\n"))
+    cache = tmp_path / "cache"
+    # As `make accept-outputs` does: both editions accepted, then run again to compare.
+    assert load_tool("accept_outputs").main(["--book", str(tiny_book), "--out",
+                                             str(tmp_path / "accept"), "--cache", str(cache)]) == 0
+    # `pytest book` has an item for each of its cells, at its number, and they pass.
+    from test_pytest_book import _pytest_book
+    collected = _pytest_book(tiny_book, collect_only=True)
+    assert "lesson.ipynb::student::L2 print(6 * 7)" in collected.stdout \
+        and "lesson.ipynb::instructor::L4 print('the tiny" in collected.stdout, collected.stdout
+    (tmp_path / "conf").rename(tmp_path / "conf-collected")  # each run makes its own
+    done = _pytest_book(tiny_book)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    [expected] = (tiny_book / "expected").rglob("lesson.txt")
+    assert "of lesson.ipynb for" in expected.read_text() and "    42\n" in expected.read_text()
+    builds = {edition: sphinx_build(tiny_book, tmp_path / edition, cache,
+                                    *(["instructor"] if edition == "instructor" else []))
+              for edition in ("student", "instructor")}
+    for edition, build in builds.items():
+        assert build.returncode == 0, build.log[-3000:]
+        assert f"lesson.ipynb ({edition}): " in build.log and "Traceback" not in build.log
+        html = build.outdir / "html"
+        # The download; the theme copies the source under the same name, replaced by it.
+        shown = [html_text((html / "lesson.html").read_text()),
+                 (html / "_sources" / "lesson.ipynb").read_text()]
+        assert nbformat.reads(shown[1], as_version=4).cells  # a notebook, as the theme offers
+        assert all("print(6 * 7)" in text for text in shown)
+        assert all("saved by the author" not in text for text in shown)
+        assert all(("the tiny lesson says" in text) == (edition == "instructor")
+                   for text in shown), edition
+    assert "lesson.ipynb (student): 1 of 1 code cells verified" in builds["student"].log
+    assert "lesson.ipynb (instructor): 2 of 2 code cells verified" in builds["instructor"].log
+    assert "seventeen 17" in html_text((builds["instructor"].outdir / "html" / "lesson.html"
+                                        ).read_text())
+    # A changed expected output, then a changed cell: each stops the build at the cell.
+    accepted = expected.read_text()
+    expected.write_text(accepted.replace("    42\n", "    43\n"))
+    build = sphinx_build(tiny_book, tmp_path / "student", cache)
+    assert build.returncode != 0 and "lesson.ipynb:2: ERROR: code cell 1 `print(6 * 7)`" \
+        in build.log and "-43" in build.log and "+42" in build.log, build.log[-3000:]
+    expected.write_text(accepted)
+    changed = nbformat.reads(lesson.read_text(), as_version=4)
+    changed.cells[1].source = "print(6 * 8)"
+    nbformat.write(changed, lesson)
+    build = sphinx_build(tiny_book, tmp_path / "student", cache)
+    assert build.returncode != 0 and "lesson.ipynb:2: ERROR: code cell 1 `print(6 * 8)`" \
+        in build.log and "-42" in build.log and "+48" in build.log, build.log[-3000:]
+
+
+def test_the_student_audit_knows_a_notebook_chapters_answers(tmp_path):
+    """The audit of a student build looks for the answers of every chapter, a notebook's
+    too (not a recording's, whose chapter has them)."""
+    from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
+    from coursebook.model.recordings import PROVENANCE_KEY
+
+    said = "the gradient of a constant function is zero everywhere on its domain"
+    book = tmp_path / "book"
+    (book / "recordings").mkdir(parents=True)
+    (book / "lesson.ipynb").write_text(_lesson(nbformat.v4.new_markdown_cell(
+        f"Because {said}.", metadata={"tags": ["answer"]})))
+    recording = nbformat.reads(_lesson(), as_version=4)
+    recording.metadata[PROVENANCE_KEY] = {}
+    recording.cells[0].source, recording.cells[0].metadata = f"Since {said}, too.", {
+        "tags": ["answer"]}
+    nbformat.write(recording, book / "recordings" / "lesson-cpu.ipynb")
+    (tmp_path / "html").mkdir()
+    (tmp_path / "html" / "lesson.html").write_text(f"<p>Note that {said}.</p>")
+    found = chapter_fingerprints(book)
+    assert [leak for leak in audit_build(tmp_path / "html", found)]
+    (book / "lesson.ipynb").unlink()
+    assert audit_build(tmp_path / "html", chapter_fingerprints(book)) == []
+
+
+@pytest.mark.slow
+def test_sphinx_and_myst_name_a_notebook_chapters_cell(tiny_book, tmp_path):
+    """What Sphinx says after reading a notebook chapter names the author's cell; what MyST
+    says while reading it, myst-nb's line for a notebook: the cell's number times 10000 plus
+    the line in the cell (the student edition, which dropped a cell before it, too)."""
+    notebook = nbformat.reads(_with_faulty_markup(_lesson()), as_version=4)
+    notebook.cells.insert(1, nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["answer"]}))
+    nbformat.write(notebook, tiny_book / "lesson.ipynb")
+    (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
+        "chapter\n", "chapter\nlesson\n"))
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
+                         settings={"coursebook_accept_outputs": "1"}, jobs=None)
+    assert "lesson.ipynb:40003: WARNING: Unknown directive type: 'no-such-directive'" \
+        in build.log, build.log[-3000:]
+    assert "lesson.ipynb:4: WARNING: undefined label: 'no-such-label'" in build.log

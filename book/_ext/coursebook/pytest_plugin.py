@@ -27,7 +27,7 @@ from coursebook.execute.fill_cache import (
     execute_into_cache,
     read_book,
 )
-from coursebook.model.notebooks import is_chapter_source
+from coursebook.model.notebooks import CHAPTER_SUFFIXES, is_chapter_source
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
 from coursebook.verify.expectations import (
@@ -76,7 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     config = parent.config
     book = config.rootpath / config.getini("coursebook_book")
-    if file_path.suffix != ".md" or book not in file_path.parents \
+    if file_path.suffix not in CHAPTER_SUFFIXES or book not in file_path.parents \
             or not is_chapter_source(file_path.read_text(encoding="utf8")):
         return None
     return ChapterFile.from_parent(parent, path=file_path)

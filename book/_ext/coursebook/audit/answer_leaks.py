@@ -30,11 +30,14 @@ from coursebook.model.answer_checks import cell_checks
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (
+    CHAPTER_SUFFIXES,
+    NOTEBOOK_SUFFIX,
     first_line,
     is_answer,
     is_chapter_source,
     read_chapter,
 )
+from coursebook.model.recordings import PROVENANCE_KEY
 from coursebook.model.toml_files import read_toml
 from coursebook.render.pdf_checks import pdf_text
 from coursebook.reporting import report_book_error
@@ -118,8 +121,13 @@ class Fingerprints:
 def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
     """Fingerprints of all chapters under ``book_dir``; other pages count as visible, and
     so do the exhibits under ``exhibits_dir`` (the museum's chapters show them)."""
-    pages = [path.read_text(encoding="utf8") for path in sorted(book_dir.rglob("*.md"))
-             if "_build" not in path.parts]
+    pages = [text for path in sorted(book_dir.rglob("*.md")) if "_build" not in path.parts
+             for text in [path.read_text(encoding="utf8")]]
+    # Notebook chapters too; not a chapter's recordings (its .md has their cells).
+    pages += [text for path in sorted(book_dir.rglob(f"*{NOTEBOOK_SUFFIX}"))
+              if not {"_build", ".ipynb_checkpoints"} & set(path.parts)
+              for text in [path.read_text(encoding="utf8")] if is_chapter_source(text)
+              and PROVENANCE_KEY not in json.loads(text).get("metadata", {})]
     visible = [text for text in pages if not is_chapter_source(text)]
     if exhibits_dir is not None and exhibits_dir.is_dir():
         visible += [p.read_text(encoding="utf8") for p in sorted(exhibits_dir.rglob("*.toml"))]
@@ -418,7 +426,8 @@ def check_answer_overlaps(app, env) -> None:
         app.statuscode = 1
         return
     paths = [Path(env.doc2path(docname)) for docname in sorted(env.found_docs)]
-    sources = {path: path.read_text(encoding="utf8") for path in paths if path.suffix == ".md"}
+    sources = {path: path.read_text(encoding="utf8") for path in paths
+               if path.suffix in CHAPTER_SUFFIXES}
     # The same sources, allowances and rules as a build that found nothing: nothing to find
     # (the search took a sixth of a warm build). Kept beside the doctrees, not in the
     # environment: Sphinx saves that only when it read a page, and inputs that changed while

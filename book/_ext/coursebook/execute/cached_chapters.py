@@ -37,7 +37,7 @@ from coursebook.execute.shared_cache import (
     notebook_lock,
     remove_record,
 )
-from coursebook.model.notebooks import as_myst_nb_reads, notebook_to_myst
+from coursebook.model.notebooks import NOTEBOOK_SUFFIX, as_myst_nb_reads, page_text
 from coursebook.prepare.chapters import PreparedChapter
 
 logger = logging.getLogger(__name__)
@@ -64,21 +64,22 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
     runs = chapter_runs(app)
     if prepared.recorded is not None:
         if runs is not None:  # a read that runs nothing caches no recording either
-            return _title_only(prepared.notebook)
+            return _title_only(prepared.notebook, source_path)
         with notebook_lock(cache_path, prepared.recorded):
             cache_recording(cache_path, source_path, prepared.recorded)
-        return notebook_to_myst(prepared.notebook)
+        return page_text(prepared.notebook, source_path)
     key_execution_versions(prepared.notebook, config.execution_versions)
-    text = notebook_to_myst(prepared.notebook)
+    text = page_text(prepared.notebook, source_path)
     settings = chapter_settings(app.env.mystnb_config, prepared.notebook, source_path)
-    notebook = as_myst_nb_reads(prepared.notebook, getattr(app.env, "myst_config", None))
+    notebook = as_myst_nb_reads(prepared.notebook, getattr(app.env, "myst_config", None),
+                                source_path)
     if runs is None:  # the key it is cached under: the lock the cache's check respects
         hold_notebook_lock(app, notebook)  # until the page is read
     if settings is None:
-        return text if runs is None else _title_only(prepared.notebook)
+        return text if runs is None else _title_only(prepared.notebook, source_path)
     if runs is not None:  # the run noted, not run: myst-nb (which would run it) gets the title
         runs.runs[app.env.docname] = Run(Path(source_path).resolve(), notebook, settings)
-        return _title_only(prepared.notebook)
+        return _title_only(prepared.notebook, source_path)
     record = cached_record(cache_path, notebook)
     if record is not None and record.data.get(FAILED):
         remove_record(cache_path, record.pk)  # a failed run a stopped build left
@@ -87,10 +88,14 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
     return text
 
 
-def _title_only(notebook: nbformat.NotebookNode) -> str:
+def _title_only(notebook: nbformat.NotebookNode, source_path: str) -> str:
     """A page of the chapter's title alone: what a read that runs nothing gives myst-nb."""
     title = next((line for cell in notebook.cells if cell.cell_type == "markdown"
                   for line in cell.source.splitlines() if line.startswith("# ")), "# Chapter")
+    if source_path.endswith(NOTEBOOK_SUFFIX):  # in the page's format; nothing to execute
+        return page_text(nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_markdown_cell(title)], metadata=notebook.metadata),
+            source_path)
     return title + "\n"
 
 

@@ -11,8 +11,9 @@ line; nothing searches a file for a cell's text.
 
 The note is the reader's, never the chapter's: it is not written back as MyST, not hashed
 into the execution cache's key (:func:`without_notes`) and not in downloads. (A notebook
-read from an ``.ipynb`` file has no lines of text: its reader is to note each cell at its
-number, the first cell 1, which is how Jupyter names a cell.)
+read from an ``.ipynb`` file has no lines of text: its reader notes each cell at its
+number, the first cell 1, and ``numbered``, so that every place inside the cell names that
+number; messages then read ``lesson.ipynb:7`` for its seventh cell.)
 """
 
 from __future__ import annotations
@@ -39,10 +40,18 @@ def note(cell, **values) -> None:
     cell.metadata[CELL_NOTE] = {**cell.metadata.get(CELL_NOTE, {}), **values}
 
 
-def place_at(cell, line: int):
-    """The cell, noted at ``line`` unless it has a line already; returned for chaining."""
+def is_numbered(cell) -> bool:
+    """Whether the cell's line is a cell's number (an ``.ipynb``'s), not a line of text."""
+    return bool(cell.get("metadata", {}).get(CELL_NOTE, {}).get("numbered"))
+
+
+def place_at(cell, line: int, of=None):
+    """The cell, noted at ``line`` unless it has a line already; returned for chaining.
+    ``of``: the author's cell it was cut from or stands beside; a numbered one's number is
+    the place of everything in this cell too."""
     if not source_line(cell) and line:
-        note(cell, line=line)
+        note(cell, line=line, **({"numbered": True} if of is not None and is_numbered(of)
+                                 else {}))
     return cell
 
 
@@ -56,6 +65,8 @@ def line_within(cell, offset: int) -> int:
     """The line of the author's file holding the character at ``offset`` in the cell's
     source, past the lines the book added (0: the cell has no line)."""
     source, line = cell.source, source_line(cell)
+    if is_numbered(cell):
+        return line  # a cell of an .ipynb: its number, wherever in it
     blank = source.count("\n", 0, len(source) - len(source.lstrip()))  # before its line
     index = source.count("\n", 0, offset)
     for at, count in reversed(cell.get("metadata", {}).get(CELL_NOTE, {}).get("added", [])):

@@ -1,7 +1,10 @@
 """Chapter notebooks: reading and writing MyST Markdown, and the book's cell tags.
 
-A chapter is a MyST Markdown notebook (myst-nb's format). Every other module reads
-chapters, writes them back and asks about tags through this one.
+A chapter is a MyST Markdown notebook (myst-nb's format) or a Jupyter notebook
+(``.ipynb``). Both are read here into the same notebook (:func:`read_chapter`), which every
+stage works on; only the page's text handed back to myst-nb is written in the file's own
+format (:func:`page_text`). Every other module reads chapters, writes them back and asks
+about tags through this one.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import yaml
 from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
 from myst_parser.config.main import MdParserConfig
 
-from coursebook.model.cell_notes import CELL_NOTE, line_within, note, place_at, source_line
+from coursebook.model.cell_notes import (CELL_NOTE, line_within, note, place_at, source_line,
+                                         without_notes)
 from coursebook.model.solutions import solutions_as_answers
 
 # --- The book's tags (myst-nb's own, such as remove-cell, keep their meaning) ----------
@@ -74,9 +78,10 @@ def note_output_keys(notebook: nbformat.NotebookNode) -> None:
     cells = [cell for cell in notebook.cells if expects_output(cell)]
     for cell, key in zip(cells, content_keys((cell.source.strip() for cell in cells), ".")):
         note(cell, key=key)
-    line = next((source_line(cell) for cell in notebook.cells if source_line(cell)), 0)
+    placed = next((cell for cell in notebook.cells if source_line(cell)), None)
     for cell in notebook.cells:
-        line = source_line(place_at(cell, line)) or line
+        place_at(cell, source_line(placed) if placed is not None else 0, placed)
+        placed = cell if source_line(cell) else placed
 
 
 def short_digest(text: str) -> str:
@@ -107,9 +112,25 @@ def with_stable_ids(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 # --- Reading and writing --------------------------------------------------------------
 
+NOTEBOOK_SUFFIX = ".ipynb"  # a Jupyter notebook's file; any other chapter is MyST
+CHAPTER_SUFFIXES = (".md", NOTEBOOK_SUFFIX)  # the files a chapter may be
+
+
+def is_notebook_json(text: str) -> bool:
+    """Whether the text is a Jupyter notebook (an ``.ipynb`` file's JSON)."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and "nbformat" in data and isinstance(data.get("cells"), list)
+
+
 def is_chapter_source(text: str) -> bool:
-    """A page is a chapter notebook when its top matter says so (myst-nb's own rule)."""
-    return is_myst_markdown_notebook(text)
+    """A page is a chapter notebook when its top matter says so (myst-nb's own rule), or
+    when it is a Jupyter notebook, which myst-nb always executes."""
+    return is_myst_markdown_notebook(text) or is_notebook_json(text)
 
 
 def read_chapter(text: str, md_config: MdParserConfig | None = None,
@@ -118,10 +139,21 @@ def read_chapter(text: str, md_config: MdParserConfig | None = None,
     (:mod:`coursebook.model.cell_notes`); each sphinx-exercise solution in cells of its own,
     tagged as an answer (:mod:`coursebook.model.solutions`). ``strict`` (a build): a
     solution that cannot be cut out raises :class:`~coursebook.model.solutions.SolutionError`
-    at its line; else (the audits, which read on) all of it is taken as an answer."""
-    notebook = read_myst_markdown_notebook(text, config=md_config or MdParserConfig(),
-                                           add_source_map=True)
-    _note_lines(notebook, text.splitlines())
+    at its line; else (the audits, which read on) all of it is taken as an answer.
+
+    A Jupyter notebook's text (:func:`is_notebook_json`) has no lines to name: each cell is
+    noted at its number, the first 1, and the outputs saved in the file are left out (a
+    chapter's outputs are the build's)."""
+    if is_notebook_json(text):
+        notebook = nbformat.reads(text, as_version=4)
+        for number, cell in enumerate(notebook.cells, 1):
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+            note(cell, line=number, numbered=True)
+    else:
+        notebook = read_myst_markdown_notebook(text, config=md_config or MdParserConfig(),
+                                               add_source_map=True)
+        _note_lines(notebook, text.splitlines())
     return solutions_as_answers(notebook, ANSWER_TAG, strict)
 
 
@@ -171,11 +203,33 @@ def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
     return "\n".join(_layout(notebook)[0]) + "\n"
 
 
-def author_line(notebook: nbformat.NotebookNode) -> Callable[[int], int]:
-    """For a line of :func:`notebook_to_myst`'s text, the author's: the lines of each cell
-    counted from its noted line. Where the book wrote more lines than the author did above
-    a cell, the page's lines run below the author's; Sphinx's messages after reading (an
-    unknown reference, say) are mapped back with this."""
+# myst-nb's lines in a Jupyter notebook's page: a cell's line k is (its number) * this + k,
+# counted from the page's ``source_map`` where it has one (myst_nb/core/nb_to_tokens.py).
+_CELL_LINES = 10000
+
+
+def page_text(notebook: nbformat.NotebookNode, source_path: str) -> str:
+    """The page's text myst-nb reads for a chapter from ``source_path``: in that file's
+    format, the book's notes left out. A Jupyter notebook's page maps each cell to the
+    author's cell number (myst-nb's ``source_map``): MyST's messages while reading it name
+    that number times 10000 plus the line in the cell, :func:`author_line` the number."""
+    if not source_path.endswith(NOTEBOOK_SUFFIX):
+        return notebook_to_myst(notebook)
+    page = without_notes(notebook)
+    page.metadata["source_map"] = [source_line(cell) * _CELL_LINES - 1
+                                   for cell in notebook.cells]
+    return nbformat.writes(page)
+
+
+def author_line(notebook: nbformat.NotebookNode,
+                source_path: str = "") -> Callable[[int], int]:
+    """For a line of :func:`page_text`'s text, the author's: the lines of each cell
+    counted from its noted line (in a Jupyter notebook's page, the cell's number). Where
+    the book wrote more lines than the author did above a cell, the page's lines run below
+    the author's; Sphinx's messages after reading (an unknown reference, say) are mapped
+    back with this."""
+    if source_path.endswith(NOTEBOOK_SUFFIX):
+        return lambda page_line: page_line // _CELL_LINES or page_line
     starts = [(named, source_line(cell))
               for named, cell in zip(_layout(notebook)[1], notebook.cells) if source_line(cell)]
     firsts = [named for named, _ in starts]
@@ -235,12 +289,15 @@ def _layout(notebook: nbformat.NotebookNode) -> tuple[list[str], list[int]]:
     return out, named
 
 
-def as_myst_nb_reads(notebook: nbformat.NotebookNode,
-                     md_config: MdParserConfig | None = None) -> nbformat.NotebookNode:
-    """The notebook as myst-nb reads it from :func:`notebook_to_myst`'s text (what a build
-    executes and caches), each cell keeping its note."""
-    read = read_myst_markdown_notebook(notebook_to_myst(notebook),
-                                       config=md_config or MdParserConfig())
+def as_myst_nb_reads(notebook: nbformat.NotebookNode, md_config: MdParserConfig | None = None,
+                     source_path: str = "") -> nbformat.NotebookNode:
+    """The notebook as myst-nb reads it from :func:`page_text`'s text for ``source_path``
+    (what a build executes and caches), each cell keeping its note."""
+    if source_path.endswith(NOTEBOOK_SUFFIX):
+        read = nbformat.reads(page_text(notebook, source_path), as_version=4)
+    else:
+        read = read_myst_markdown_notebook(notebook_to_myst(notebook),
+                                           config=md_config or MdParserConfig())
     if len(read.cells) != len(notebook.cells):  # the writer's promise, checked
         raise ValueError(f"MyST written for {len(notebook.cells)} cells reads as "
                          f"{len(read.cells)}")
@@ -266,12 +323,12 @@ def replace_markers(notebook: nbformat.NotebookNode, marker: re.Pattern,
             if text.strip():
                 at = start + len(text) - len(text.lstrip())  # its first character
                 cells.append(place_at(nbformat.v4.new_markdown_cell(text.strip()),
-                                      line_within(cell, at)))
+                                      line_within(cell, at), cell))
 
         position = 0
         for found in marker.finditer(cell.source):
             piece(position, found.start())
-            cells += [place_at(added, line_within(cell, found.start()))
+            cells += [place_at(added, line_within(cell, found.start()), cell)
                       for added in cells_for(found)]
             position = found.end()
         piece(position, len(cell.source))

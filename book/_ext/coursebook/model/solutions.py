@@ -133,7 +133,7 @@ def solutions_as_answers(notebook: nbformat.NotebookNode, tag: str,
         for text, solution, line in pieces:
             piece = nbformat.v4.new_markdown_cell(text, metadata=copy.deepcopy(cell.metadata))
             piece.metadata.pop(CELL_NOTE, None)
-            place_at(piece, line)
+            place_at(piece, line, cell)
             if solution:
                 tagged(piece)
             cells.append(piece)

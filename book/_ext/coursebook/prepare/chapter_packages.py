@@ -29,7 +29,8 @@ from sphinx.application import Sphinx
 
 from coursebook.model.cell_notes import line_within
 from coursebook.model.faults import BookError, shown_path
-from coursebook.model.notebooks import is_chapter_source, read_chapter
+from coursebook.model.notebooks import (CHAPTER_SUFFIXES, is_chapter_source, is_notebook_json,
+                                        read_chapter)
 from coursebook.reporting import stop_build
 
 COMMAND = "make chapter-packages"
@@ -85,12 +86,15 @@ def chapter_package_errors(path: Path, text: str) -> list[ChapterPackageError]:
     this environment does not satisfy."""
     if not is_chapter_source(text):
         return []
+    notebook = read_chapter(text)
     errors = [ChapterPackageError(
         f"a cell installs packages (`{command}`): a build installs nothing, as a chapter's "
         "code runs with the builder's rights. Remove the line, declare the package in the "
         f"top matter (`coursebook: {{packages: [NAME]}}`) and run `{COMMAND}`.", path, line)
-        for line, command in install_lines(read_chapter(text))]
-    for requirement in declared_packages(read_topmatter(text) or {}):
+        for line, command in install_lines(notebook)]
+    # A Jupyter notebook's top matter is its metadata.
+    top_matter = notebook.metadata if is_notebook_json(text) else read_topmatter(text) or {}
+    for requirement in declared_packages(top_matter):
         if (why := _missing(requirement)) is not None:
             errors.append(ChapterPackageError(
                 f"top matter 'coursebook: packages' declares {why}: run `{COMMAND}`.", path, 1))
@@ -101,7 +105,7 @@ def check_chapter_packages(app: Sphinx, env, docnames: list[str]) -> None:
     """``env-before-read-docs``: no chapter about to be read installs anything or needs a
     package the book's environment lacks, or the build stops."""
     errors = [error for docname in docnames
-              for path in [Path(env.doc2path(docname))] if path.suffix == ".md"
+              for path in [Path(env.doc2path(docname))] if path.suffix in CHAPTER_SUFFIXES
               for error in chapter_package_errors(path, path.read_text(encoding="utf8"))]
     if errors:
         stop_build("packages", *((error.message, error.location) for error in errors))

@@ -32,6 +32,8 @@ from coursebook.model.museum import (
 )
 from coursebook.model.cell_notes import source_line
 from coursebook.model.notebooks import (
+    CHAPTER_SUFFIXES,
+    NOTEBOOK_SUFFIX,
     RAISES_TAG,
     author_line,
     first_line,
@@ -67,8 +69,9 @@ class ChapterFormatError(BookError):
 
 
 class UnverifiedNotebookError(BookError):
-    """A page myst-nb would execute that is no chapter the book prepares and verifies (an
-    ``.ipynb``): refused, so that nothing runs unverified."""
+    """A page myst-nb would execute in a format the book does not read as a chapter (a
+    custom format of ``nb_custom_formats``; MyST and ``.ipynb`` are chapters): refused, so
+    that nothing runs unverified."""
 
 
 def edition_of(app: Sphinx) -> Edition:
@@ -228,7 +231,8 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
     config = book_config(app.config)
     path = Path(app.env.doc2path(docname))
     try:
-        if path.suffix != ".md" and app.config.source_suffix.get(path.suffix) == "myst-nb":
+        if path.suffix not in CHAPTER_SUFFIXES \
+                and app.config.source_suffix.get(path.suffix) == "myst-nb":
             raise UnverifiedNotebookError(
                 "a notebook in this format would be executed and published unverified (no "
                 "expected outputs, no editions): bring it in as a chapter with `make chapter "
@@ -245,7 +249,7 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
         # In the page's own format; myst-nb executes nothing.
         source[0] = (nbformat.writes(nbformat.v4.new_notebook(
             cells=[nbformat.v4.new_markdown_cell(unbuilt)],
-            metadata={"mystnb": {"execution_mode": "off"}})) if path.suffix == ".ipynb"
+            metadata={"mystnb": {"execution_mode": "off"}})) if path.suffix == NOTEBOOK_SUFFIX
             else unbuilt)
         return None
     app.env.temp_data[PREPARED] = prepared
@@ -265,7 +269,7 @@ def name_the_authors_lines(app: Sphinx, doctree) -> None:
     prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
     if prepared is None:
         return
-    line = author_line(prepared.notebook)
+    line = author_line(prepared.notebook, doctree["source"])
     for node in doctree.findall(lambda node: bool(getattr(node, "line", None))):
         if node.source == doctree["source"]:
             node.line = line(node.line)
@@ -274,7 +278,7 @@ def name_the_authors_lines(app: Sphinx, doctree) -> None:
 def executes_when_read(path: Path) -> bool:
     """Whether a build executes the page at ``path`` when it reads it and the cache lacks
     its notebook: a chapter that is not recorded. Read from its file, nothing prepared."""
-    if path.suffix != ".md":
+    if path.suffix not in CHAPTER_SUFFIXES:
         return False
     text = path.read_text(encoding="utf8", errors="replace")
     if not is_chapter_source(text):

@@ -50,7 +50,8 @@ def one_cell_per_claim(notebook: nbformat.NotebookNode, source_path: str) -> Non
         for block in blocks:
             position = cell.source.index(block.code, position)  # the blocks, in order
             cells.append(place_at(nbformat.v4.new_code_cell(
-                block.code, metadata={**metadata, "tags": tags}), line_within(cell, position)))
+                block.code, metadata={**metadata, "tags": tags}), line_within(cell, position),
+                cell))
     notebook.cells = cells
 
 

@@ -30,6 +30,7 @@ from coursebook.model.museum import REVEAL_TAG
 from coursebook.model.notebooks import (
     ANSWER_TAG,
     BOOK_ONLY_TAG,
+    NOTEBOOK_SUFFIX,
     RAISES_TAG,
     cell_tags,
     is_chapter_source,
@@ -216,7 +217,8 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
 
     Sphinx copies a page's file when it writes the page; a copy that differs from the file
     holds the edition's text already (the page was not written this build). A chapter's copy
-    becomes its download as one Markdown document (the ``.ipynb`` beside it written this build);
+    becomes its download as one Markdown document (the ``.ipynb`` beside it written this build),
+    or, for a chapter that is a notebook, that download notebook itself;
     another page's, its text with each ``{only}`` block resolved for this edition.
     """
     if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
@@ -232,7 +234,10 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
         if not is_chapter_source(text):
             copied.write_text(markdown_for(app, docname).edition_source(text), encoding="utf8")
         elif (prepared := chapter_notebook(app.env, docname)) is not None and notebook.is_file():
-            copied.write_text(download_document(prepared, markdown_for(app, docname)),
-                              encoding="utf8")
+            if source.suffix == NOTEBOOK_SUFFIX:  # the same name as the download: it again
+                nbformat.write(download_notebook(prepared, markdown_for(app, docname)), copied)
+            else:
+                copied.write_text(download_document(prepared, markdown_for(app, docname)),
+                                  encoding="utf8")
         else:
             copied.unlink()  # a chapter that failed to build: its file holds the answers

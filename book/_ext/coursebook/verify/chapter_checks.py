@@ -219,7 +219,8 @@ def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.Notebo
     if _EXECUTED not in temp:
         # Looked up as the build cached it: the notebook myst-nb read.
         temp[_EXECUTED] = cached_notebook(book_config(app.config).cache_path, as_myst_nb_reads(
-            prepared.notebook, getattr(app.env, "myst_config", None)))
+            prepared.notebook, getattr(app.env, "myst_config", None),
+            str(app.env.doc2path(app.env.docname))))
     return temp[_EXECUTED]
 
 
@@ -246,8 +247,8 @@ def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
         mark_failed(env, env.docname)
 
 
-def _accept_header(torch_version: str, docname: str) -> list[str]:
-    return [f"# Expected outputs of {docname}.md for torch {release(torch_version)}.",
+def _accept_header(torch_version: str, chapter_file: str) -> list[str]:
+    return [f"# Expected outputs of {chapter_file} for torch {release(torch_version)}.",
             f"# Accepted with `{ACCEPT_COMMAND}` on {today()} from a "
             f"run on {platform.system()} {platform.machine()} (torch {torch_version}).",
             "# One entry per code cell: a hash of its code, then its output, indented. "
@@ -294,7 +295,8 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
                         "unmarked" for o in patterns_outgrown(expectations, edition, outputs)]
             if write_expectations(path, accept(expectations, edition, outputs, run),
                                   lambda: cell_keys(instructor_chapter(env, docname)),
-                                  _accept_header(torch_version, docname)):
+                                  _accept_header(torch_version,
+                                                 Path(env.doc2path(docname, False)).as_posix())):
                 summary.append(f"wrote {path} ({edition} edition)")
             summary += states[docname].not_verified
             continue
