@@ -207,3 +207,20 @@ def test_sphinx_and_myst_name_a_notebook_chapters_cell(tiny_book, tmp_path):
     assert "lesson.ipynb:40003: WARNING: Unknown directive type: 'no-such-directive'" \
         in build.log, build.log[-3000:]
     assert "lesson.ipynb:4: WARNING: undefined label: 'no-such-label'" in build.log
+
+
+def test_a_notebook_chapter_declares_its_packages_in_its_metadata(tmp_path, monkeypatch, capsys):
+    """What `make chapter-packages` installs, and what a build checks is there, a notebook
+    chapter declares in its metadata (a MyST chapter, in its top matter)."""
+    from coursebook.prepare import chapter_packages
+
+    notebook = nbformat.reads(_lesson(), as_version=4)
+    notebook.metadata["coursebook"] = {"packages": ["no-such-package-anywhere"]}
+    (tmp_path / "lesson.ipynb").write_text(nbformat.writes(notebook))
+    [error] = chapter_packages.chapter_package_errors(tmp_path / "lesson.ipynb",
+                                                      nbformat.writes(notebook))
+    assert "lesson.ipynb:1: top matter 'coursebook: packages' declares no-such-package-anywhere" \
+        in str(error)
+    monkeypatch.setattr("sys.argv", ["chapter_packages", str(tmp_path)])
+    chapter_packages.main()
+    assert capsys.readouterr().out == "no-such-package-anywhere\n"

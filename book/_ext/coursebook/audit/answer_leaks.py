@@ -31,13 +31,12 @@ from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (
     CHAPTER_SUFFIXES,
-    NOTEBOOK_SUFFIX,
     first_line,
     is_answer,
     is_chapter_source,
     read_chapter,
 )
-from coursebook.model.recordings import PROVENANCE_KEY
+from coursebook.model.recordings import chapter_files
 from coursebook.model.toml_files import read_toml
 from coursebook.render.pdf_checks import pdf_text
 from coursebook.reporting import report_book_error
@@ -121,19 +120,13 @@ class Fingerprints:
 def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
     """Fingerprints of all chapters under ``book_dir``; other pages count as visible, and
     so do the exhibits under ``exhibits_dir`` (the museum's chapters show them)."""
-    pages = [text for path in sorted(book_dir.rglob("*.md")) if "_build" not in path.parts
-             for text in [path.read_text(encoding="utf8")]]
-    # Notebook chapters too; not a chapter's recordings (its .md has their cells).
-    pages += [text for path in sorted(book_dir.rglob(f"*{NOTEBOOK_SUFFIX}"))
-              if not {"_build", ".ipynb_checkpoints"} & set(path.parts)
-              for text in [path.read_text(encoding="utf8")] if is_chapter_source(text)
-              and PROVENANCE_KEY not in json.loads(text).get("metadata", {})]
-    visible = [text for text in pages if not is_chapter_source(text)]
+    chapters = [text for _, text in chapter_files(book_dir)]
+    visible = [text for path in sorted(book_dir.rglob("*.md")) if "_build" not in path.parts
+               for text in [path.read_text(encoding="utf8")] if not is_chapter_source(text)]
     if exhibits_dir is not None and exhibits_dir.is_dir():
         visible += [p.read_text(encoding="utf8") for p in sorted(exhibits_dir.rglob("*.toml"))]
     # (source, shown text, is an answer, is markdown) of each cell, then of each other text
-    chapter_cells = [cell for text in pages if is_chapter_source(text)
-                     for cell in read_chapter(text).cells]
+    chapter_cells = [cell for text in chapters for cell in read_chapter(text).cells]
     cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
              for cell in chapter_cells]
     cells += [(text, text, False, False) for text in visible]

@@ -16,7 +16,8 @@ import nbformat
 
 from coursebook.audit.answer_leaks import Leak
 from coursebook.model.answer_checks import AnswerCheck, notebook_checks
-from coursebook.model.notebooks import is_chapter_source, read_chapter
+from coursebook.model.notebooks import read_chapter
+from coursebook.model.recordings import chapter_files
 from coursebook.self_check import digest, unscramble
 
 ENTRY_FIELDS = {"digest", "numbers", "tolerance", "hint", "ask", "inputs"}
@@ -40,11 +41,9 @@ def book_checks(book_dir: Path) -> dict[str, AnswerCheck]:
     """Every checkable answer of the chapters under ``book_dir``, by the digest a student
     table holds of it (a name is unique in its chapter only; name and answer are not)."""
     found: dict[str, AnswerCheck] = {}
-    for path in sorted(book_dir.rglob("*.md")):
-        text = path.read_text(encoding="utf8")
-        if "_build" not in path.parts and is_chapter_source(text):
-            found.update({digest(check.name, check.answer, check.tolerance): check
-                          for check in notebook_checks(read_chapter(text))})
+    for _, text in chapter_files(book_dir):
+        found.update({digest(check.name, check.answer, check.tolerance): check
+                      for check in notebook_checks(read_chapter(text))})
     return found
 
 

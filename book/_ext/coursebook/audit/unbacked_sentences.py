@@ -30,7 +30,8 @@ from coursebook.model.cell_notes import line_within
 from coursebook.model.claims import claim_blocks, find_in_prose, normalised, sentences_of
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import Wing, prose_fields
-from coursebook.model.notebooks import is_chapter_source, is_claim, read_chapter
+from coursebook.model.notebooks import is_claim, read_chapter
+from coursebook.model.recordings import chapter_files
 from coursebook.model.toml_files import line_of
 
 _LIBRARY = re.compile(r"`|\{term\}|\b(?:PyTorch|torch|autograd|JAX|jax|XLA|torchax|torch_xla|"
@@ -150,11 +151,7 @@ def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
 def book_unbacked(book_dir: Path, museum: dict[str, Wing]) -> list[Unbacked]:
     """Every chapter's and exhibit's factual sentences that neither a check nor a source holds."""
     found = []
-    for path in sorted(book_dir.rglob("*.md")):
-        if "_build" in path.parts:
-            continue
-        text = path.read_text(encoding="utf8")
-        if is_chapter_source(text):
-            found += chapter_unbacked(path, text)
+    for path, text in chapter_files(book_dir):
+        found += chapter_unbacked(path, text)
     return found + museum_unbacked(museum)
 

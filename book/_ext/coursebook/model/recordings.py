@@ -32,10 +32,12 @@ from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment
 from coursebook.model.notebooks import (
     ACCELERATOR_ONLY_TAG,
     BOOK_ONLY_TAG,
+    NOTEBOOK_SUFFIX,
     STAND_IN_ONLY_TAG,
     cell_tags,
     first_line,
     is_answer,
+    is_chapter_source,
 )
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import package_key, release
@@ -377,3 +379,17 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                                  line=source_line(cell))
         labelled.cells.append(_markdown(note))
     return AttachedRecordings(labelled, executed, drift)
+
+
+def chapter_files(folder: Path) -> list[tuple[Path, str]]:
+    """The chapters under ``folder`` (not under ``_build``), with their text: MyST ones and
+    notebooks, not a chapter's recordings (notebooks too, whose cells their chapter has)."""
+    found = []
+    for path in sorted([*folder.rglob("*.md"), *folder.rglob(f"*{NOTEBOOK_SUFFIX}")]):
+        if {"_build", ".ipynb_checkpoints"} & set(path.parts):
+            continue
+        text = path.read_text(encoding="utf8")
+        if is_chapter_source(text) and not (path.suffix == NOTEBOOK_SUFFIX and PROVENANCE_KEY
+                                            in json.loads(text).get("metadata", {})):
+            found.append((path, text))
+    return found

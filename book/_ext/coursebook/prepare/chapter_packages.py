@@ -16,6 +16,7 @@ packages (pip leaves one already satisfied as it is).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -31,6 +32,7 @@ from coursebook.model.cell_notes import line_within
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, is_chapter_source, is_notebook_json,
                                         read_chapter)
+from coursebook.model.recordings import chapter_files
 from coursebook.reporting import stop_build
 
 COMMAND = "make chapter-packages"
@@ -45,6 +47,12 @@ _SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
 
 class ChapterPackageError(BookError):
     """An install cell, or a declared package that is missing or malformed."""
+
+
+def _top_matter(text: str) -> dict:
+    """A chapter's top matter: a Jupyter notebook's is its metadata."""
+    return (json.loads(text).get("metadata", {}) if is_notebook_json(text)
+            else read_topmatter(text) or {})
 
 
 def declared_packages(top_matter: dict) -> list[str]:
@@ -86,15 +94,12 @@ def chapter_package_errors(path: Path, text: str) -> list[ChapterPackageError]:
     this environment does not satisfy."""
     if not is_chapter_source(text):
         return []
-    notebook = read_chapter(text)
     errors = [ChapterPackageError(
         f"a cell installs packages (`{command}`): a build installs nothing, as a chapter's "
         "code runs with the builder's rights. Remove the line, declare the package in the "
         f"top matter (`coursebook: {{packages: [NAME]}}`) and run `{COMMAND}`.", path, line)
-        for line, command in install_lines(notebook)]
-    # A Jupyter notebook's top matter is its metadata.
-    top_matter = notebook.metadata if is_notebook_json(text) else read_topmatter(text) or {}
-    for requirement in declared_packages(top_matter):
+        for line, command in install_lines(read_chapter(text))]
+    for requirement in declared_packages(_top_matter(text)):
         if (why := _missing(requirement)) is not None:
             errors.append(ChapterPackageError(
                 f"top matter 'coursebook: packages' declares {why}: run `{COMMAND}`.", path, 1))
@@ -142,9 +147,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("book", type=Path, help="the folder of the chapters")
     book = parser.parse_args().book
-    packages = {package: None for path in sorted(book.rglob("*.md"))
-                if is_chapter_source(text := path.read_text(encoding="utf8"))
-                for package in declared_packages(read_topmatter(text) or {})}
+    packages = {package: None for _, text in chapter_files(book)
+                for package in declared_packages(_top_matter(text))}
     for package in packages:
         print(package)
     print(f"{len(packages)} package(s) declared by the chapters of {shown_path(book)}",
