@@ -66,7 +66,8 @@ def test_a_notebook_is_read_as_a_chapter_each_cell_at_its_number():
     assert line_within(chapter.cells[4], chapter.cells[4].source.index("!pip")) == 5
     assert line_within(chapter.cells[6], chapter.cells[6].source.index("84")) == 6
     [error] = chapter_package_errors(Path("book/lesson.ipynb"), text)
-    assert str(error).startswith("book/lesson.ipynb:5: a cell installs packages")
+    assert str(error).startswith("book/lesson.ipynb:5: a cell installs packages") \
+        and 'in the metadata (`"coursebook": {"packages": ["NAME"]}`)' in str(error)
     student = edition_notebook(chapter, Edition.STUDENT)
     page = page_text(student, "book/lesson.ipynb")
     assert ANSWER not in page and "coursebook" not in page
@@ -219,7 +220,7 @@ def test_a_notebook_chapter_declares_its_packages_in_its_metadata(tmp_path, monk
     (tmp_path / "lesson.ipynb").write_text(nbformat.writes(notebook))
     [error] = chapter_packages.chapter_package_errors(tmp_path / "lesson.ipynb",
                                                       nbformat.writes(notebook))
-    assert "lesson.ipynb:1: top matter 'coursebook: packages' declares no-such-package-anywhere" \
+    assert "lesson.ipynb:1: metadata 'coursebook: packages' declares no-such-package-anywhere" \
         in str(error)
     monkeypatch.setattr("sys.argv", ["chapter_packages", str(tmp_path)])
     chapter_packages.main()

@@ -94,15 +94,18 @@ def chapter_package_errors(path: Path, text: str) -> list[ChapterPackageError]:
     this environment does not satisfy."""
     if not is_chapter_source(text):
         return []
+    top_matter, declare = (("metadata", '`"coursebook": {"packages": ["NAME"]}`')
+                           if is_notebook_json(text) else
+                           ("top matter", "`coursebook: {packages: [NAME]}`"))
     errors = [ChapterPackageError(
         f"a cell installs packages (`{command}`): a build installs nothing, as a chapter's "
         "code runs with the builder's rights. Remove the line, declare the package in the "
-        f"top matter (`coursebook: {{packages: [NAME]}}`) and run `{COMMAND}`.", path, line)
+        f"{top_matter} ({declare}) and run `{COMMAND}`.", path, line)
         for line, command in install_lines(read_chapter(text))]
     for requirement in declared_packages(_top_matter(text)):
         if (why := _missing(requirement)) is not None:
             errors.append(ChapterPackageError(
-                f"top matter 'coursebook: packages' declares {why}: run `{COMMAND}`.", path, 1))
+                f"{top_matter} 'coursebook: packages' declares {why}: run `{COMMAND}`.", path, 1))
     return errors
 
 
