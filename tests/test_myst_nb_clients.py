@@ -78,3 +78,15 @@ def test_a_build_imports_them_only_when_it_reads_pages(tmp_path):
         f"print(json.dumps([app.statuscode, [n for n in {HEAVY!r} if n in sys.modules]]))")
     assert run_in_python(build) == [0, HEAVY]  # the page was read
     assert run_in_python(build) == [0, []]  # nothing to read
+
+
+def test_the_extension_loads_without_filelock_or_packagings_requirement_parser():
+    # A build that reads nothing takes no cache lock and checks no chapter's packages:
+    # both import where they are used (shared_cache, cache_check, kernel_pool_start,
+    # chapter_packages), not as the extension loads. Speed only.
+    loaded = run_in_python(
+        "import json, sys\n"
+        "import coursebook.extension\n"
+        "print(json.dumps([name for name in ['filelock', 'packaging.requirements']"
+        " if name in sys.modules]))")
+    assert loaded == []

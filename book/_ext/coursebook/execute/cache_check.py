@@ -14,7 +14,6 @@ import json
 import shutil
 from pathlib import Path
 
-from filelock import Timeout
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
@@ -41,6 +40,7 @@ def _unreadable(notebook: Path) -> str | None:
 def drop_unreadable_entries(path: Path) -> list[tuple[str, str]]:
     """Drop the cache's entries whose notebook file is missing or damaged, except those
     another build is writing; each dropped entry's source and why."""
+    from filelock import Timeout
     from jupyter_cache.cache.db import NbCacheRecord
 
     cache, dropped = open_cache(path), []

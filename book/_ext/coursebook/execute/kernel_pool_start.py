@@ -21,8 +21,8 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from filelock import FileLock, Timeout
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
@@ -38,6 +38,9 @@ from coursebook.execute.kernel_pool import (
 from coursebook.execute.notebook_runs import excluded_from_execution
 from coursebook.execute.shared_cache import cache_lock
 from coursebook.prepare.chapters import executes_when_read
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +58,8 @@ def start_kernel_server(app: Sphinx) -> None:
     cache = Path(execution_cache_path(app.outdir, config.nb_execution_cache_path))
     if config.nb_execution_mode != "cache" or (cache / "global.db").exists():
         return
+    from filelock import Timeout  # a cold cache only: a warm build imports no filelock
+
     lock = cache_lock(cache, "kernels")
     pool = cache / "kernels"
     try:

@@ -12,13 +12,16 @@ a build dies, so a crash never leaves one behind.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
-from filelock import FileLock
 from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 from coursebook.model.cell_notes import CELL_NOTE, without_notes
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 # In a cache record's data: a failed run, cached only while its page is read
 # (coursebook.execute.cached_chapters).
@@ -36,6 +39,8 @@ def open_cache(cache_path: str | Path):
 
 def cache_lock(cache_path: str | Path, name: str) -> FileLock:
     """The cache's lock named ``name`` (under ``locks/``), not yet taken."""
+    from filelock import FileLock  # imported by builds that lock: a warm build takes none
+
     folder = Path(cache_path) / "locks"
     folder.mkdir(parents=True, exist_ok=True)
     return FileLock(folder / f"{name}.lock")

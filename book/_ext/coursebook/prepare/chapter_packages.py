@@ -25,7 +25,6 @@ from pathlib import Path
 
 import nbformat
 from myst_parser.config.main import read_topmatter
-from packaging.requirements import InvalidRequirement, Requirement
 from sphinx.application import Sphinx
 
 from coursebook.model.cell_notes import line_within
@@ -76,6 +75,9 @@ def install_lines(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
 
 def _missing(requirement: str) -> str | None:
     """Why this environment does not satisfy ``requirement`` (None: it does)."""
+    # Here, not at the top: a build that reads no chapter parses no requirement.
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         wanted = Requirement(requirement)
     except InvalidRequirement:
