@@ -80,13 +80,16 @@ def test_a_build_imports_them_only_when_it_reads_pages(tmp_path):
     assert run_in_python(build) == [0, []]  # nothing to read
 
 
-def test_the_extension_loads_without_filelock_or_packagings_requirement_parser():
-    # A build that reads nothing takes no cache lock and checks no chapter's packages:
-    # both import where they are used (shared_cache, cache_check, kernel_pool_start,
-    # chapter_packages), not as the extension loads. Speed only.
+# Imported where they are used, not as the extension loads (speed only): the cache's locks
+# (execute/shared_cache.py, cache_check.py, kernel_pool_start.py), a chapter's declared
+# packages checked (prepare/chapter_packages.py), a PDF read by the answer audit
+# (audit/answer_leaks.py). A build that reads nothing uses none of them.
+USED_WHEN_NEEDED = ["filelock", "packaging.requirements", "coursebook.render.pdf_checks"]
+
+
+def test_the_extension_loads_without_what_only_a_read_or_an_audit_uses():
     loaded = run_in_python(
         "import json, sys\n"
         "import coursebook.extension\n"
-        "print(json.dumps([name for name in ['filelock', 'packaging.requirements']"
-        " if name in sys.modules]))")
+        f"print(json.dumps([name for name in {USED_WHEN_NEEDED!r} if name in sys.modules]))")
     assert loaded == []

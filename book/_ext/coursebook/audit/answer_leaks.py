@@ -38,7 +38,6 @@ from coursebook.model.notebooks import (
 )
 from coursebook.model.recordings import chapter_files
 from coursebook.model.toml_files import read_toml
-from coursebook.render.pdf_checks import pdf_text
 from coursebook.reporting import report_book_error
 
 FINGERPRINT_RUN = 8
@@ -175,6 +174,9 @@ def _strings(value) -> Iterator[str]:
 def page_text(path: Path) -> str:
     """The text a file holds, as a reader would see it."""
     if path.suffix == ".pdf":
+        # Here, not at the top: only an audit that reads a PDF needs it, never a build.
+        from coursebook.render.pdf_checks import pdf_text
+
         return pdf_text(path)
     raw = path.read_text(encoding="utf8", errors="replace")
     if path.suffix == ".ipynb":
