@@ -44,6 +44,11 @@ from pathlib import Path
 from book_environment import sphinx_command, use_book_environment
 
 use_book_environment()
+# Every case keeps its compiled modules, as builds on a user's machine do. Installed packages
+# (Sphinx, Jupyter Book) come compiled by pip; the book's own extension is not installed, so
+# where this is set (it is on the build machines) it alone was compiled on each build: 0.08 s
+# of a warm student build (docs/performance.md).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 import nbformat
 import torch
