@@ -20,7 +20,9 @@ TORCH_VERSION = metadata.version("torch")
 project = "Deep Learning Labs"
 author = "The course team"
 copyright = f"{provenance.today()[:4]}, {author}"
-release = f"torch {TORCH_VERSION}"
+# The LaTeX builder prints the release in each page's running header ("executed with torch
+# ..."): how the book was built, which only the instructor's PDF says.
+release = f"torch {TORCH_VERSION}" if INSTRUCTOR else ""
 
 extensions = [
     # First: it holds Python's garbage collector while the others load (about a tenth of a
@@ -136,7 +138,7 @@ latex_documents = [(root_doc, "deep-learning-labs.tex", f"Deep Learning Labs: {E
 latex_show_urls = "no"
 latex_elements = {
     "papersize": "a4paper",
-    "releasename": "executed with",
+    "releasename": "executed with" if INSTRUCTOR else "",  # with `release`: the header's
     "pointsize": "10pt",
     "extraclassoptions": "openany,oneside",
     # The chapters number their own sections ("5. Classification uses the same steps"), as
@@ -153,6 +155,8 @@ latex_elements = {
 % glyph the PDF's text does not hold (pdftotext reads "X"): the character itself instead.
 \renewcommand{\checkmark}{\text{\char"2713}}
 """,
+    # The torch and the date that built the book are the instructor's: a student's title page
+    # names the book and its edition only.
     "maketitle": rf"""
 \begin{{titlepage}}
   \centering\sffamily
@@ -160,11 +164,11 @@ latex_elements = {
   {{\Huge Deep Learning Labs\par}}
   \vspace{{1.2cm}}
   {{\LARGE {EDITION}\par}}
-  \vspace{{2cm}}
+""" + (rf"""  \vspace{{2cm}}
   {{\large Executed with torch {TORCH_VERSION}\par}}
   \vspace{{0.4cm}}
   {{\large Built on {BUILD_DATE}\par}}
-\end{{titlepage}}
+""" if INSTRUCTOR else "") + r"""\end{titlepage}
 """,
 }
 

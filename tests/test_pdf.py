@@ -8,6 +8,8 @@ import pytest
 
 from conftest import BOOK, ROOT, TINY_BOOK, copy_of_built_cache, tiny_book_with_an_overflow
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
+from test_handouts import build_handouts
+from test_student_pages import build_talk, known_commits
 
 pytestmark = pytest.mark.slow
 TOOL = ROOT / "tools" / "build_pdf.py"
@@ -46,6 +48,17 @@ def test_the_student_pdf_holds_no_answer_and_the_instructor_pdf_does(pdfs):
     assert audit_build(root / "instructor" / "pdf", found)
 
 
+def test_the_build_is_named_on_the_instructor_pdfs_title_page_only(pdfs):
+    """The torch and date that built the book moved to the instructor's PDF, not away."""
+    root, _ = pdfs
+    student = root / "student" / "pdf" / "deep-learning-labs-student.pdf"
+    assert build_talk_on_first_page(student) == [], pdf_pages(student)[0]
+    assert not [page for page in pdf_pages(student) if "executed with torch" in page.lower()]
+    instructor = pdf_pages(root / "instructor" / "pdf" / "deep-learning-labs-instructor.pdf")
+    assert "Executed with torch" in instructor[0] and "Built on" in instructor[0], instructor[0]
+    assert any("executed with torch" in page for page in instructor[1:])  # the running header
+
+
 def test_a_planted_overflowing_line_fails_the_pdf(tmp_path):
     chapter = tiny_book_with_an_overflow(tmp_path)
     code, log = build_pdf("student", chapter.parent, tmp_path / "build", tmp_path / "cache")
@@ -70,3 +83,34 @@ def test_a_planted_answer_in_the_pdf_is_caught(tmp_path):
     assert code == 0, log[-2000:]
     leaks = audit_build(tmp_path / "build" / "student" / "pdf", chapter_fingerprints(TINY_BOOK))
     assert leaks and leaks[0].path.suffix == ".pdf"
+
+
+def pdf_pages(pdf) -> list[str]:
+    """Each page's text, its whitespace runs made one space."""
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True,
+                          text=True, check=True).stdout
+    return [" ".join(page.split()) for page in text.split("\f")]
+
+
+def build_talk_on_first_page(pdf) -> list[str]:
+    """What the first page of a PDF says of the build: test_student_pages' kinds, a commit."""
+    page = pdf_pages(pdf)[0]
+    return build_talk(page) + [f"commit id {commit}" for commit in known_commits()
+                               if commit in page]
+
+
+def test_a_student_pdfs_first_page_speaks_of_the_subject_only(tmp_path):
+    """The student book's title page and a student handout's cover carry no build date, no
+    torch the book was executed with and no commit (issue 44): those are the instructor's,
+    and so is the book's running header naming the torch."""
+    cache = tmp_path / "cache"
+    code, log = build_pdf("student", TINY_BOOK, tmp_path, cache)
+    assert code == 0, log[-3000:]
+    code, log = build_handouts("student", TINY_BOOK, tmp_path, cache)
+    assert code == 0, log[-3000:]
+    book = tmp_path / "student" / "pdf" / "deep-learning-labs-student.pdf"
+    handout = tmp_path / "student" / "pdf" / "handouts" / "chapter.pdf"
+    for pdf in (book, handout):
+        assert "Student edition" in pdf_pages(pdf)[0], pdf_pages(pdf)[0]
+        assert build_talk_on_first_page(pdf) == [], pdf_pages(pdf)[0]
+    assert not [page for page in pdf_pages(book) if "executed with torch" in page.lower()]

@@ -100,6 +100,8 @@ BUILD_TALK = {
     # Issue 44 (R3's read): the theme's footer dates, the recorded chapter's torch and date,
     # the side folder's mechanics, and a .md download written as a MyST notebook.
     "a build date": r"\bBuilt on \d|\bLast updated\b",
+    # A PDF's title page or handout cover (issue 44): the torch the book was executed with.
+    "the torch the book was executed with": r"\b[Ee]xecuted with torch\b",
     "which torch produced the outputs": r"\bproduced with torch\b",
     "how a package is set apart": r"\binstalled apart\b|\bfirst on the import path\b",
     "notebook markup": r"(?m)\{code-cell\}|^jupytext:|^\+\+\+",
@@ -225,6 +227,7 @@ PLANTED_TEXT = [
     ("the museum's own follows. Not run on a TPU by this book.", "what the book ran"),
     ("Captured record: captured on a Colab TPU v6e-1 during LAB·P4", "a capture's provenance"),
     ("Built on 2026-12-05.", "a build date"),
+    ("Executed with torch 2.13.0", "the torch the book was executed with"),
     ("Last updated on 2026-12-05.", "a build date"),
     ("*The outputs of this chapter were produced with torch 2.9.0 on a CPU (2026-12-05), not on a "
      "TPU.*", "which torch produced the outputs"),

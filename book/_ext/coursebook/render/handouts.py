@@ -4,7 +4,7 @@ With ``coursebook_handouts`` on, the LaTeX builder writes ``<chapter>.tex`` for 
 chapter notebook of the book, in table-of-contents order, instead of the whole book
 (``latex_documents`` is set once the chapters are read). Each handout opens with a cover,
 ``<chapter>-cover.tex``: the course, the chapter, the edition, the torch version its
-outputs were executed and verified with, the build date (and, for the instructor, the
+outputs come from (for the instructor: executed and verified with, the build date and the
 commit), and, when the book's address is configured, QR codes (segno) and short links to
 the chapter's page and its Colab notebook. ``handouts.json`` lists what was written, for ``tools/build_pdf.py``.
 Short code cells are kept on one page with their output (``\\needspace``).
@@ -116,10 +116,11 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
             image = f"{handout.docname}-{kind}-qr.png"
             _qr_code(url, outdir / image)
             links.append(_link_box(url, image, caption))
-    date = book_config(app.config).build_date
-    # The commit is for the course team: a student's handout gives the date only.
-    commit = (f" from commit {escape(source_commit(Path(app.srcdir)))}"
-              if edition_of(app) is Edition.INSTRUCTOR else "")
+    # The build's date and commit are for the course team: a student's cover speaks of the
+    # chapter and its outputs only, as its page does.
+    built = (rf"{{\large Built on {escape(book_config(app.config).build_date)} from commit "
+             rf"{escape(source_commit(Path(app.srcdir)))}\par}}"
+             if edition_of(app) is Edition.INSTRUCTOR else "")
     lines = [
         r"\begin{titlepage}\centering\sffamily",
         r"\vspace*{2.5cm}",
@@ -127,7 +128,7 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
         rf"{{\Huge\bfseries {escape(handout.title)}\par}}\vspace{{1cm}}",
         rf"{{\LARGE {escape(edition)}\par}}\vspace{{1.5cm}}",
         rf"{{\large {escape(_provenance(app, handout.docname))}\par}}\vspace{{3mm}}",
-        rf"{{\large Built on {escape(date)}{commit}\par}}",
+        built,
         r"\vfill",
         r"\hfill".join(links) if links else "",
         r"\vspace*{1cm}",
