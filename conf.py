@@ -138,7 +138,8 @@ latex_documents = [(root_doc, "deep-learning-labs.tex", f"Deep Learning Labs: {E
 latex_show_urls = "no"
 latex_elements = {
     "papersize": "a4paper",
-    "releasename": "executed with" if INSTRUCTOR else "",  # with `release`: the header's
+    # With `release`, each page's header: "Deep Learning Labs: ..., executed with torch X".
+    "releasename": "executed with" if INSTRUCTOR else "",
     "pointsize": "10pt",
     "extraclassoptions": "openany,oneside",
     # The chapters number their own sections ("5. Classification uses the same steps"), as
