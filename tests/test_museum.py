@@ -113,6 +113,28 @@ def test_each_fix_of_the_eager_room_prints_what_it_computes(capsys):
         assert capsys.readouterr().out.strip(), exhibit.key  # the reader sees the fix work
 
 
+def _fix_checks(exhibit) -> list[nbformat.NotebookNode]:
+    """The cells that run a captured exhibit's fix again: each is followed by the mark that
+    says the fix ran."""
+    cells = captured_exhibit_cells(exhibit, len(ALL))
+    return [before for before, cell in zip(cells, cells[1:])
+            if cell.source == "from coursebook.exhibit_checks import fix_ran\nfix_ran()"]
+
+
+@pytest.mark.parametrize("exhibit", [e for e in ALL if not e.runs_in_every_build and _fix_checks(e)],
+                         ids=lambda e: e.key)
+def test_each_fix_a_tpu_exhibit_runs_again_prints_on_its_recordings(exhibit):
+    """Predict, then reveal (issue 44): where the book runs a TPU exhibit's fix again, the
+    recorded output the page shows under it is not empty, so the reader sees the fix work."""
+    recorded = [{cell.source: cell for cell in nbformat.read(path, as_version=4).cells}
+                for path in sorted((BOOK / "recordings").glob("*.ipynb"))]
+    for fix in _fix_checks(exhibit):
+        runs = [cells[fix.source] for cells in recorded if fix.source in cells]
+        assert runs, f"{exhibit.key}: no recording runs its fix as the book has it (re-record)"
+        assert all("".join(output.get("text", "") for output in run.outputs).strip()
+                   for run in runs), f"{exhibit.key}: its fix prints nothing"
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda t: t.replace('title = "', 'titel = "', 1), "field titel: is no field of this table"),
     (lambda t: re.sub(r'\ntitle = "[^\n]*', "", t, count=1), "field title: is missing"),
