@@ -317,6 +317,150 @@ def test_every_check_of_the_book_holds_its_lists():
         assert [str(error) for error in mistried(found)] == [], name
 
 
+def _numbers(value) -> list:
+    numbers: list = []
+    self_check.canonical(value, numbers)
+    return numbers
+
+
+def _moves(check, entries) -> list[float]:
+    """How far each entry of the answer's form moves every number of the answer, in
+    tolerances, when it moves them all one way (positive: up)."""
+    from coursebook.model.answer_checks import literal
+
+    answer = _numbers(check.answer)
+    moves = []
+    for entry in entries:
+        value = literal(entry)
+        if self_check.canonical(value, []) != self_check.canonical(check.answer, []):
+            continue
+        shifts = [(got - want) / check.tolerance for got, want in zip(_numbers(value), answer)]
+        if shifts and (all(shift > 0 for shift in shifts) or all(shift < 0 for shift in shifts)):
+            moves.append(min(shifts, key=abs))
+    return moves
+
+
+def test_every_real_valued_check_of_the_book_tries_both_edges_of_its_tolerance():
+    """A check whose answer holds a real number accepts the answer with every number moved
+    by just under the tolerance, up and down, and refuses it moved by just over: the build's
+    trial of the lists (in the students' check code) then proves the bound lies where it is
+    said to be on both sides, with no grid edge and no rounded centre shifting it."""
+    chapters = [path for path in sorted((ROOT / "book").glob("*.md"))
+                if is_chapter_source(path.read_text(encoding="utf8"))]
+    tried = 0
+    for path in chapters:
+        for check in notebook_checks(read_chapter(path.read_text(encoding="utf8"))):
+            if check.inputs or not any(isinstance(n, float) for n in _numbers(check.answer)):
+                continue  # a function's lists are functions; integers (shapes) have no edge
+            inside, outside = _moves(check, check.accept), _moves(check, check.refuse)
+            for side in (1, -1):
+                assert any(0.95 <= side * move < 1 for move in inside), (check.name, side)
+                assert any(1 < side * move <= 1.05 for move in outside), (check.name, side)
+            tried += 1
+    assert tried >= 10
+
+
+@pytest.mark.parametrize("answer, rounded", [
+    ("answer: 0.6666666666666666\n", "answer: 0.6667\n"),
+    ("[0.21194155761708547, 0.21194155761708547, 0.5761168847658291]",
+     "[0.2119, 0.2119, 0.5761]"),
+])
+def test_a_rounded_centre_in_the_book_fails_the_trial_of_its_own_lists(answer, rounded):
+    """PT01's MSE once held 0.6667 for 2/3 (at 1e-3, 0.6677 passed and 0.66567 did not),
+    its softmax 4-place roundings: planted back, an entry just inside the tolerance is
+    refused (and one just outside it may be accepted), with the same code the build runs."""
+    from coursebook.prepare.answer_checks import mistried
+
+    text = (ROOT / "book" / "pt01.md").read_text(encoding="utf8")
+    assert text.count(answer) == 1
+    errors = [str(error) for error in
+              mistried(notebook_checks(read_chapter(text.replace(answer, rounded))))]
+    assert any(re.search(r"accept entry .* is refused by the students' check", error)
+               for error in errors), errors
+
+
+def test_the_instructor_edition_stops_at_an_answer_rounded_within_its_tolerance():
+    """7.00003 lies within the tolerance (1e-4) of the 7.0 the cell computes, so the check
+    passes it, but it moves the tolerance's centre: the instructor edition stops there."""
+    rounded = CHAPTER.replace("answer: [5.0, 7.0]", "answer: [5.0, 7.00003]")
+    assert rounded != CHAPTER
+    namespace: dict = {}
+    with pytest.raises(AssertionError, match=re.escape(
+            "check tiny-grad: its answer is not the value its cell computes, tensor([5., 7.])")):
+        for cell in _editions(rounded)[Edition.INSTRUCTOR].cells:
+            if cell.cell_type == "code":
+                _run(cell.source, namespace)
+    assert namespace["passes"]("tiny-grad", namespace["a"].grad)  # within the tolerance
+    _ran(Edition.INSTRUCTOR)  # the exact answers (a function's too) go through
+
+
+_ENTRY = re.compile(r"^=== cell \S+(?: \((student|instructor)\))?(?: \(varies\))? · ")
+
+
+def _printed_values(text: str) -> list:
+    """The values an output shows as data: each outermost bracketed list (a tensor's
+    entries, a printed list) and each scalar tensor's number."""
+    import ast
+
+    values = [float(number) for number in
+              re.findall(r"tensor\((-?\d+\.?\d*(?:e[-+]?\d+)?)[,)]", text)]
+    depth = start = 0
+    for at, character in enumerate(text):
+        if character == "[":
+            depth, start = depth + 1, (at if depth == 0 else start)
+        elif character == "]" and depth:
+            depth -= 1
+            if depth == 0:
+                try:
+                    values.append(ast.literal_eval(text[start:at + 1]))
+                except (ValueError, SyntaxError):
+                    pass  # a bracketed name ([torch.FloatTensor [2]]): no value
+    return values
+
+
+def _printed_before_checks(expected: str) -> dict[str, list]:
+    """Each check a chapter's instructor edition passes, with the values the student
+    edition printed above it (the outputs its accepted expected file holds, in order)."""
+    before: dict[str, list] = {}
+    printed: list = []
+    entries = re.split(r"(?m)^(?==== cell )", expected)
+    for entry in entries:
+        header = _ENTRY.match(entry)
+        if not header:
+            continue
+        if header[1] != "instructor":
+            printed += _printed_values(entry.split("\n", 1)[1] if "\n" in entry else "")
+        for name in re.findall(r"(?m)^    (\S+): correct$", entry):
+            before[name] = list(printed)
+    return before
+
+
+def test_no_check_accepts_a_value_the_student_edition_printed_before_it():
+    """A check asks for what a repair or a computation gives, not for what a cell as given
+    already prints (PT01's detectives 1 and 2 each accepted the gradient the other's cell,
+    and the closer look at autograd, printed): every value printed above a check in the
+    student edition is refused by it."""
+    from coursebook.prepare.answer_checks import setup_source
+    from coursebook.verify.expectations import expectations_path
+
+    tried = 0
+    for path in sorted((ROOT / "book").glob("*.md")):
+        text = path.read_text(encoding="utf8")
+        expected = expectations_path(ROOT / "book" / "expected", torch.__version__, path.stem)
+        if not is_chapter_source(text) or not Path(ROOT / expected).is_file():
+            continue
+        checks = [check for check in notebook_checks(read_chapter(text)) if not check.inputs]
+        namespace: dict = {}
+        exec(setup_source(checks), namespace)
+        before = _printed_before_checks((ROOT / expected).read_text(encoding="utf8"))
+        for check in checks:
+            given_away = [value for value in before[check.name]
+                          if namespace["passes"](check.name, value)]
+            assert given_away == [], (check.name, given_away)
+            tried += len(before[check.name])
+    assert tried > 100
+
+
 FUNCTION_CHECK = """```{code-cell} ipython3
 def centred(rows):
     return rows  # repair this: each row minus its own mean

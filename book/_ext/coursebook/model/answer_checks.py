@@ -19,7 +19,9 @@ check without seeing them::
 ``answer`` is the right value, written as data (numbers, text, lists, true/false): the
 student edition holds only its salted digest. ``value`` is an expression the answer
 cell's code leaves behind: the instructor edition checks it against ``answer`` on every
-build, so the answer stays true for this build's torch. ``tolerance`` (default 1e-4) is
+build, so the answer stays true for this build's torch, and exact: the answer must be
+that value to the step of the check's grid, not a rounding of it (the tolerance is centred
+on the answer). ``tolerance`` (default 1e-4) is
 how far a student's number may lie from the answer's and still pass (each number has a
 digest of its own, on a grid of :data:`coursebook.self_check.FINE` steps per tolerance, so
 the bound holds to a fortieth of the tolerance, with no rounding grid's edge inside it).

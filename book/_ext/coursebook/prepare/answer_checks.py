@@ -118,13 +118,26 @@ def _function_tries(check: AnswerCheck) -> list[str]:
             for entry in getattr(check, field)]
 
 
+def _exact(check: AnswerCheck) -> str:
+    """The assertion that a check's stated answer is what its cell computes, to the step of
+    the check's grid (a fortieth of the tolerance), not a rounding of it: the tolerance is
+    centred on the stated answer, so a rounded one (0.6667 for 2/3) would accept values on
+    one side further than on the other."""
+    computed = (f'results(CHECKS["{check.name}"], {check.value})' if check.inputs
+                else check.value)
+    return (f'\nassert digest("{check.name}", {computed}, {check.tolerance!r}) == '
+            f'CHECKS["{check.name}"]["digest"], ("check {check.name}: its answer is not the '
+            f'value its cell computes, " + repr({computed}) + ", but a rounding of it: write '
+            'that value in full, so that the tolerance is centred on it")')
+
+
 def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.NotebookNode:
     if instructor:
         lines = ["# The answers above, through the students' checks."] + [
             f'check("{check.name}", {check.value})\n'
             f'assert passes("{check.name}", {check.value}), '
             f'"the answer of check {check.name} does not pass its own check"'
-            + "".join(_function_tries(check)) for check in checks]
+            + _exact(check) + "".join(_function_tries(check)) for check in checks]
     else:
         lines = ["# Check your answers: put each value in place of ... and run the cell."] + [
             f'check("{check.name}", ...)  # {" ".join(check.ask.split())}' for check in checks]
