@@ -243,6 +243,28 @@ def test_a_caught_cell_prints_the_error_and_keeps_multiline_strings(capsys):
     assert capsys.readouterr().out == "ValueError:   second\n"
 
 
+def test_a_students_failing_assert_in_a_caught_cell_reaches_them(capsys):
+    """PT01's section 3 asks the student to fix the cell and assert that each example's
+    probabilities sum to one; the download wraps that predict-first cell. A failing assert
+    the student adds there is raised, with its message (the wrapper once printed it as one
+    more line, and Run all went on); the cell as given still prints and goes on."""
+    cells = download_notebook(_chapters()["pt01"], PlainMarkdown(_resolve, md_config=MD_CONFIG)).cells
+    cell = next(c for c in cells if is_caught(c) and "scores.softmax(dim=0)" in c.source)
+    exec(compile(cell.source, "<cell>", "exec"), {"torch": torch})
+    assert "Predicted classes:" in capsys.readouterr().out
+    mine = ("    assert torch.allclose(suspect_probabilities.sum(dim=1), torch.ones(3)), "
+            "'each example sums to one'\n")
+    planted = cell.source.replace("\nexcept ", "\n" + mine + "except ", 1)  # last in the try
+    assert planted != cell.source
+    with pytest.raises(AssertionError, match="each example sums to one"):
+        exec(compile(planted, "<cell>", "exec"), {"torch": torch})
+    capsys.readouterr()
+    # An error the cell as given raises on purpose is printed, as before.
+    raising = catching("import torch\ntorch.ones(2) @ torch.ones(3)")
+    exec(compile(raising, "<cell>", "exec"), {})
+    assert capsys.readouterr().out.startswith("RuntimeError: ")
+
+
 def test_cross_references_become_links_or_titles():
     def resolve(role, target):
         return Target("Updating the parameters", "") if target == "pt01-update" else None

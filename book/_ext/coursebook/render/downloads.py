@@ -46,13 +46,16 @@ _BOOK_METADATA = ("jupytext", "coursebook")
 
 # The first line of a caught cell, worded for a cell whose outcome the student predicts
 # first: it says what the wrapper does, not that the cell fails.
-_CATCHING_NOTE = "# So that Run all goes on to the next cell, an error here is printed, not raised."
+_CATCHING_NOTE = ("# So that Run all goes on to the next cell, an error here is printed, not "
+                  "raised; a failing assert is raised.")
 
 
 def catching(source: str) -> str:
     """A cell's code inside ``try``/``except``: the error is printed, the run goes on.
 
-    Lines inside a multi-line string keep their indentation (it is the string's text).
+    A failing ``assert`` is raised: the book's cells never fail one on purpose, and the
+    student's own (those a cell asks them to add) must not pass for a printed line. Lines
+    inside a multi-line string keep their indentation (it is the string's text).
     """
     inside_strings: set[int] = set()
     try:
@@ -65,6 +68,8 @@ def catching(source: str) -> str:
                      for number, line in enumerate(source.strip("\n").splitlines(), 1))
     return (f"{_CATCHING_NOTE}\n"
             f"try:\n{body}\n"
+            "except AssertionError:\n"
+            "    raise\n"
             "except Exception as error:\n"
             "    print(f\"{type(error).__name__}: {error}\")")
 
