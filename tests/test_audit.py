@@ -80,6 +80,18 @@ def test_the_real_chapters_have_answers_to_look_for():
     assert len(chapter_fingerprints(BOOK).runs) > 100
 
 
+def test_a_checkpoint_copy_is_not_visible_text(tmp_path):
+    """Jupyter's ``.ipynb_checkpoints`` copy of a page, answers and all, is no page of the
+    book: counted as visible, it would make every answer common text."""
+    import shutil
+    book = tmp_path / "book"
+    shutil.copytree(TINY_BOOK, book)
+    copy = book / ".ipynb_checkpoints" / "notes-checkpoint.md"
+    copy.parent.mkdir()
+    copy.write_text(f"# Notes\n\n{ANSWER_SENTENCE}\n")
+    assert chapter_fingerprints(book).runs == chapter_fingerprints(TINY_BOOK).runs
+
+
 
 def test_a_short_answer_is_caught_by_its_names(tmp_path, fingerprints):
     """An expression too short for a passage still leaks by a name only answers use."""

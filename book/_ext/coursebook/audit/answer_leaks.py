@@ -1,14 +1,9 @@
 """The leak audit: a student build must hold no answer anywhere.
 
-What counts as an answer is derived from the chapters themselves: the text of every
-cell tagged ``answer``. Each answer cell is cut into runs of :data:`FINGERPRINT_RUN` words (punctuation included); a run
-that also occurs in some student-visible cell is common text, every other run is a
-fingerprint. The audit reads every text file of a build (pages, ``_sources/``,
-notebooks, ``jupyter_execute/``, the search index, the PDF's text; not the vendored assets
-under ``_static/``) and reports each file holding a fingerprint. The search index holds stemmed words, not sentences, so for it the audit
-looks for words found only in answers, and for the answers' headings among its titles.
-The pages are also searched for spoilers: a predict-then-reveal output in view, or a link
-placed before such a cell to where its answer shows (:mod:`coursebook.audit.spoilers`).
+An answer's fingerprints are its runs of :data:`FINGERPRINT_RUN` words (punctuation
+included) that no student-visible text holds. Every text file of a build is searched for
+them (``_static/``'s vendored assets aside); the search index, which holds stemmed words,
+for words and headings only answers hold. Spoilers: :mod:`coursebook.audit.spoilers`.
 """
 
 from __future__ import annotations
@@ -51,7 +46,7 @@ _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": 
 
 
 def fingerprint_words(text: str) -> list[str]:
-    """Lower-cased words of a text, with markup that differs between source and page removed."""
+    """Lower-cased words, without the markup that differs between source and page."""
     text = html.unescape(text).translate(_QUOTES)
     text = re.sub(r"[`*]", "", text)
     # Punctuation counts as words of its own, so one short line of code is many words.
@@ -88,8 +83,8 @@ def _is_telling_term(term: str) -> bool:
 
 
 def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
-    """Each run of FINGERPRINT_RUN words with three names or more in it: a run with fewer (``( [ 2 . ,
-    4 . ]``) is as likely an output as an answer."""
+    """Each run with three names or more: one with fewer (``( [ 2 . , 4 . ]``) is as
+    likely an output as an answer."""
     segment: list[str] = []
     for token in tokens + ["\x00"]:
         if "\x00" not in token:
@@ -119,13 +114,14 @@ class Fingerprints:
 def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
     """Fingerprints of all chapters under ``book_dir``; other pages count as visible, and
     so do the exhibits under ``exhibits_dir`` (the museum's chapters show them)."""
-    chapters = [text for _, text in chapter_files(book_dir)]
-    visible = [text for path in sorted(book_dir.rglob("*.md")) if "_build" not in path.parts
-               for text in [path.read_text(encoding="utf8")] if not is_chapter_source(text)]
+    chapters = chapter_files(book_dir)
+    read = {path for path, _ in chapters}
+    visible = [path.read_text(encoding="utf8") for path in sorted(book_dir.rglob("*.md"))
+               if path not in read and not {"_build", ".ipynb_checkpoints"} & set(path.parts)]
     if exhibits_dir is not None and exhibits_dir.is_dir():
         visible += [p.read_text(encoding="utf8") for p in sorted(exhibits_dir.rglob("*.toml"))]
     # (source, shown text, is an answer, is markdown) of each cell, then of each other text
-    chapter_cells = [cell for text in chapters for cell in read_chapter(text).cells]
+    chapter_cells = [cell for _, text in chapters for cell in read_chapter(text).cells]
     cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
              for cell in chapter_cells]
     cells += [(text, text, False, False) for text in visible]
@@ -135,7 +131,7 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
              for check in cell_checks(cell)]
     cells += [(text, text, False, False) for text in shown]
     found = Fingerprints()
-    # Each keyed by whether the text is an answer's.
+    # Keyed by whether the text is an answer's.
     runs: dict[bool, set[tuple[str, ...]]] = {True: set(), False: set()}
     terms: dict[bool, set[str]] = {True: set(), False: set()}
     stems: dict[bool, set[str]] = {True: set(), False: set()}
@@ -196,8 +192,8 @@ _SCRIPTS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
 
 
 def reader_text(path: Path, shown: str) -> str | None:
-    """The text a reader sees in a file (``shown``: its :func:`page_text`), or None
-    for a file no reader opens (LaTeX sources, scripts, data)."""
+    """The text a reader sees in a file (``shown``: its :func:`page_text`); None for one
+    no reader opens."""
     if path.suffix == ".html":
         return html.unescape(re.sub(r"<[^>]+>", "", _SCRIPTS.sub("", path.read_text(
             encoding="utf8", errors="replace"))))
@@ -234,8 +230,7 @@ def _search_index_leaks(path: Path, found: Fingerprints, page_stems: set[str]) -
 
 
 def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
-    """Every place under ``build_dir`` where an answer shows, and every spoiler on its
-    pages (:mod:`coursebook.audit.spoilers`)."""
+    """Every place under ``build_dir`` where an answer shows, and every spoiler."""
     files = sorted(p for p in build_dir.rglob("*")
                    if p.is_file() and p.suffix in TEXT_SUFFIXES and p.name != "searchindex.js"
                    and not VENDORED.intersection(p.relative_to(build_dir).parts))
@@ -277,8 +272,6 @@ class Place:
 
 @dataclass(frozen=True)
 class AnswerOverlap:
-    """An answer passage that also shows in student-visible text."""
-
     answer: Place
     visible: Place
     passage: str
@@ -324,8 +317,7 @@ SourceCells = list[tuple[Place, list[tuple[str, ...]], list[str], set[str], bool
 
 
 def _code_lines(cell) -> list[str]:
-    """A code cell's lines as token strings, comments and lines of under four words left
-    out (`x.flip(1)` is six)."""
+    """A code cell's lines of CODE_LINE_WORDS or more, as token strings; no comments."""
     if cell.cell_type != "code":
         return []
     tokens = (fingerprint_words(line) for line in cell.source.splitlines()
@@ -334,8 +326,7 @@ def _code_lines(cell) -> list[str]:
 
 
 def _values(cell) -> set[str]:
-    """The telling values a cell states: in its text, and for an answer the numbers its
-    checks hold (what the answer prints)."""
+    """The telling values in a cell's text and its checks' answers."""
     checks = cell.get("metadata", {}).get("checks")
     data = json.dumps([entry.get("answer") for entry in checks if isinstance(entry, dict)]
                       ) if isinstance(checks, list) else ""
@@ -357,15 +348,10 @@ def source_cells(path: Path, text: str) -> SourceCells:
 
 def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                     cells_of: Callable[[Path, str], SourceCells] = source_cells) -> list[AnswerOverlap]:
-    """Each (answer cell, visible cell) pair sharing a passage no allowance covers.
-
-    Answer prose is looked for in all visible text, answer code in visible prose, and each
-    line of answer code in visible code; an answer's values (three digits or more, those
-    its checks hold included) in all visible text. So an answer pasted whole into the
-    exercise cell above it is found, as is a question quoting the answer's value. An
-    exercise's own scaffolding that its answer repeats (a signature, a setup line) is
-    allowed in the allowances file, line by line.
-    """
+    """Each (answer cell, visible cell) pair sharing a passage no allowance covers: answer
+    prose in any visible text, answer code in visible prose, each line of answer code in
+    visible code, an answer's values (its checks' included) anywhere. An exercise's own
+    scaffolding that its answer repeats (a signature) is allowed line by line."""
     prose: dict[tuple[str, ...], Place] = {}
     code: dict[tuple[str, ...], Place] = {}
     lines: dict[str, Place] = {}
@@ -397,7 +383,6 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
 
 
 def _digest(*parts: str | bytes) -> str:
-    """One hash of the parts, each kept apart from the next."""
     hashed = hashlib.sha256()
     for part in parts:
         hashed.update(part.encode("utf8") if isinstance(part, str) else part)
@@ -406,12 +391,9 @@ def _digest(*parts: str | bytes) -> str:
 
 
 def check_answer_overlaps(app, env) -> None:
-    """``env-updated``: an answer passage in student-visible text stops the build.
-
-    Anything visible counts as "not an answer" for the leak audit, so a sentence copied
-    from an answer into visible text would pass it; here both places are named. An
-    intended overlap is allowed in :data:`ALLOWANCES_FILE`, with its reason.
-    """
+    """``env-updated``: an answer passage in student-visible text stops the build (the
+    leak audit counts anything visible as no answer, so it would pass); intended overlaps
+    are allowed in :data:`ALLOWANCES_FILE`, with their reason."""
     logger = logging.getLogger(__name__)
     allowances = Path(app.srcdir, ALLOWANCES_FILE)
     try:
@@ -423,18 +405,16 @@ def check_answer_overlaps(app, env) -> None:
     paths = [Path(env.doc2path(docname)) for docname in sorted(env.found_docs)]
     sources = {path: path.read_text(encoding="utf8") for path in paths
                if path.suffix in CHAPTER_SUFFIXES}
-    # The same sources, allowances and rules as a build that found nothing: nothing to find
-    # (the search took a sixth of a warm build). Kept beside the doctrees, not in the
-    # environment: Sphinx saves that only when it read a page, and inputs that changed while
-    # no page did (an edit of this module, say) would be searched again on every build.
+    # The same inputs as a build that found nothing: nothing to find (the search took a
+    # sixth of a warm build). Beside the doctrees, not in the environment, which Sphinx
+    # saves only when it read a page.
     rules = Path(__file__).read_bytes()
     inputs = _digest(*(part for item in sorted(sources.items()) for part in map(str, item)),
                      *allowed, rules)
     passed = Path(app.doctreedir, "coursebook-answer-overlaps.sha256")
     if passed.is_file() and passed.read_text(encoding="ascii") == inputs:
         return
-    # Each source's cells are kept for the next search: after an edit of one chapter, only
-    # that chapter is read and cut into runs again (else a course pays for every chapter).
+    # Each source's cells are kept: after an edit, only that chapter is cut up again.
     store = Path(app.doctreedir, "coursebook-answer-cells.pickle")
     try:
         known: dict[str, SourceCells] = pickle.loads(store.read_bytes())

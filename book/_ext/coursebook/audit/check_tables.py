@@ -1,9 +1,5 @@
-"""The leak audit's look at the students' answer checks (:mod:`coursebook.prepare.answer_checks`).
-
-A student notebook holds, for each checkable answer, a digest, a tolerance, a scrambled
-hint and the question it asks. The audit reads every check table of a built student edition and
-reports a table that holds anything else, or whose hint or question spells the answer.
-"""
+"""The leak audit of a student notebook's answer-check tables: only a digest, a
+tolerance, a scrambled hint and the question, and no hint or question spelling the answer."""
 
 from __future__ import annotations
 
@@ -26,9 +22,8 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def answer_texts(answer) -> list[str]:
-    """How an answer could be spelled out in a hint: its data as written (a list also as
-    the tuple a shape prints as), lower-cased. (True and False are left out: a hint may
-    well say "true or false?")"""
+    """How a hint could spell an answer, lower-cased (a list also as a tuple; not a bool:
+    a hint may say "true or false?")."""
     if isinstance(answer, bool):
         return []
     forms = ({" ".join(answer.split())} if isinstance(answer, str)
@@ -38,8 +33,7 @@ def answer_texts(answer) -> list[str]:
 
 
 def book_checks(book_dir: Path) -> dict[str, AnswerCheck]:
-    """Every checkable answer of the chapters under ``book_dir``, by the digest a student
-    table holds of it (a name is unique in its chapter only; name and answer are not)."""
+    """Every checkable answer under ``book_dir``, by the digest a student table holds."""
     found: dict[str, AnswerCheck] = {}
     for _, text in chapter_files(book_dir):
         found.update({digest(check.name, check.answer, check.tolerance): check
@@ -55,8 +49,7 @@ def check_tables(notebook: nbformat.NotebookNode) -> Iterator[dict]:
 
 
 def _spells(shown: str, text: str) -> bool:
-    """Whether ``shown`` holds ``text`` on its own, not inside a longer word or number
-    (answer 1 is not in "10th", "x[21]" or "2.1")."""
+    """Whether ``shown`` holds ``text`` as a whole word or number (1 is not in "x[21]", "2.1")."""
     before = r"(?<!\w)(?<!\d\.)" if re.match(r"\w", text) else ""
     after = r"(?!\w)(?!\.\d)" if re.search(r"\w$", text) else ""
     return re.search(before + re.escape(text) + after, shown) is not None
@@ -86,7 +79,6 @@ def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list
 
 
 def audit_check_tables(build_dir: Path, book_dir: Path) -> list[Leak]:
-    """Leaks in the check tables of every notebook of a built edition."""
     checks = book_checks(book_dir)
     leaks = []
     for path in sorted(build_dir.rglob("*.ipynb")):

@@ -1,11 +1,6 @@
-"""Own words: runs of words the book's prose shares with the course material.
-
-The course material (``../shared/seeds/``) supplies facts, APIs, values and verbatim errors;
-the book's sentences must be its own. This module cuts the prose of every chapter and of
-every exhibit and wing into words and reports each run of :data:`SHARED_RUN` or more consecutive
-words that also occurs in a seed. Code, headings, math and MyST roles are not prose; an
-inline code span (an API name, a quoted error) counts as one word, so quoting a long error
-message is no run, while a sentence copied around ``torch.no_grad()`` still is one.
+"""Own words: each run of :data:`SHARED_RUN` or more words the book's prose (chapters,
+exhibits, wings) shares with the course material (``../shared/seeds/``). Code, headings,
+math and roles are no prose; an inline code span is one word, so a quoted error is no run.
 """
 
 from __future__ import annotations
@@ -19,16 +14,12 @@ from markdown_it.renderer import RendererHTML
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 
-from coursebook.model.museum import Wing
+from coursebook.model.museum import Wing, prose_fields
 from coursebook.model.cell_notes import source_line
 from coursebook.model.notebooks import is_chapter_source, read_chapter
 from coursebook.render.plain_markdown import split_options
 
 SHARED_RUN = 12
-# Fields of the exhibit data that a page shows as sentences (titles are headings).
-WING_PROSE = ("tagline", "introduction")
-EXHIBIT_PROSE = ("lesson", "fix_note")
-CPU_PROSE = ("note", "fix_note")
 
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
 _EDGES = "\"'.,;:!?()[]{}<>*`"
@@ -58,7 +49,7 @@ class Passage:
 
 
 def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:
-    """The unbroken stretches of (compared, written) words in one inline token."""
+    """The unbroken stretches of (compared, written) words of an inline token."""
     run: list[tuple[str, str]] = []
     for child in children:
         if child.type == "text":
@@ -72,11 +63,8 @@ def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:
 
 
 def markdown_passages(text: str, source: str, first_line: int | None = None) -> Iterator[Passage]:
-    """The prose of a MyST markdown text; code, headings, math and targets left out.
-
-    Passages are named ``source:LINE`` when ``first_line`` (the text's line in its file)
-    is given, else ``source`` alone (a TOML field).
-    """
+    """The prose of a MyST text, named ``source:LINE`` given ``first_line`` (its line in
+    its file), else ``source`` (a TOML field)."""
     in_heading = False
     for token in _MARKDOWN.parse(text):
         line = None if first_line is None else first_line + (token.map[0] if token.map else 0)
@@ -93,7 +81,7 @@ def markdown_passages(text: str, source: str, first_line: int | None = None) -> 
 
 
 def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
-    """The prose of one page of the book: a chapter's markdown cells, or a plain page."""
+    """The prose of a page: a chapter's markdown cells, or all of a plain page."""
     text = path.read_text(encoding="utf8")
     name = str(path.relative_to(root))
     if not is_chapter_source(text):
@@ -105,18 +93,12 @@ def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
 
 
 def exhibit_passages(museum: dict[str, Wing], root: Path) -> Iterator[Passage]:
-    """The prose fields of every wing and exhibit, each named by its TOML file and field."""
-    for wing in museum.values():
-        wing_file = wing.path.relative_to(root)
-        for field in WING_PROSE:
-            yield from markdown_passages(getattr(wing, field), f"{wing_file}: {field}")
-        for exhibit in wing.exhibits:
-            path = exhibit.path.relative_to(root)
-            for field in EXHIBIT_PROSE:
-                yield from markdown_passages(getattr(exhibit, field), f"{path}: {field}")
-            if exhibit.cpu is not None:
-                for field in CPU_PROSE:
-                    yield from markdown_passages(getattr(exhibit.cpu, field), f"{path}: cpu.{field}")
+    """The prose fields of every wing and exhibit (titles are headings), named by TOML
+    file and field."""
+    for owner in [*museum.values(), *(e for wing in museum.values() for e in wing.exhibits)]:
+        for field, text in prose_fields(owner):
+            if field != "title":
+                yield from markdown_passages(text, f"{owner.path.relative_to(root)}: {field}")
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,9 @@
 """Spoilers in a built edition: an answer shown before the student has tried.
 
-The predict-then-reveal cells (tagged ``hide-output``: predict-first cells, challenges,
-detective cases) keep their output until the student asks for it; myst-nb renders that
-output inside a closed ``<details>``. Three ways a page can still give the answer away:
-
-- such a cell whose output is in view: not inside a closed ``<details>``;
-- a link, placed before such a cell, to a place that shows the error its hidden output
-  reveals: a "See also" box naming the exhibit a detective case is about, say. Which place
-  shows which error is read from the built pages themselves, not from a list of names;
-- a figure shown without its code right after such a cell (drawn from the tensors the
-  hidden output describes, say): it reveals what that cell's output would.
-
-Pages are read with BeautifulSoup (the theme's own dependency).
+A predict-then-reveal cell (tagged ``hide-output``) keeps its output in a closed
+``<details>``. A page still gives it away with such an output in view; with a link,
+placed before the cell, to a place that shows the error it reveals (read from the built
+pages, not a list of names); or with a figure without its code right after it.
 """
 
 from __future__ import annotations
@@ -25,10 +17,8 @@ from bs4 import BeautifulSoup, Tag
 
 HIDDEN_CELL = "div.cell.tag_hide-output"
 _HIDDEN_CLASS, _NO_INPUT_CLASS = "tag_hide-output", "tag_remove-input"
-# An error or warning as Python prints it, anywhere on a line ("Backward raised
-# RuntimeError: ..." included); the first words after it, on its line, identify it across
-# pages. (The message is not part of the match: a page's text, whitespace collapsed, is one
-# line, and a match to its end would hide the errors after the first.)
+# An error or warning as Python prints it, anywhere on a line; the first words after it
+# identify it (not the whole message: a page's text, whitespace collapsed, is one line).
 _ERROR = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning))\s*:\s+")
 SIGNATURE_WORDS = 6
 
@@ -52,8 +42,7 @@ def shown_outputs(cell: Tag) -> list[Tag]:
 
 
 def _visible_text(element: Tag) -> str:
-    """An element's text without what waits behind a click: the hidden outputs of
-    predict-then-reveal cells, and any other closed ``<details>`` (a dropdown)."""
+    """An element's text without any closed ``<details>``."""
     element = BeautifulSoup(str(element), "html.parser")
     for hidden in element.select("details:not([open])"):
         hidden.decompose()
@@ -66,8 +55,7 @@ def _first_line(cell: Tag) -> str:
 
 
 def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:
-    """(page, what) for each hidden output in view, and each link placed before a
-    predict-then-reveal cell to a place that shows the error that cell reveals."""
+    """(page, what) of each spoiler."""
     named = {path.resolve(): path for path in pages}
     soups = {resolved: BeautifulSoup(path.read_text(encoding="utf8", errors="replace"),
                                      "html.parser") for resolved, path in named.items()}
@@ -109,7 +97,7 @@ def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:
 
 
 def _target_text(page: Path, href: str, soups: dict[Path, BeautifulSoup]) -> str:
-    """What a student sees where an in-book link with an anchor leads ("" otherwise)."""
+    """What a student sees where an in-book link with an anchor leads, or ""."""
     address, anchor = urldefrag(href)
     if not anchor or "://" in address:
         return ""

@@ -1,22 +1,11 @@
-"""Factual sentences that are neither checked nor cited, for ``make audit`` to list.
+"""Factual sentences that no claim checks and no source cites, for ``make audit`` to list.
 
-A sentence about what a library does is held to a claim's check or to a source
-(:mod:`coursebook.model.claims`). This module finds the sentences a check or a source holds,
-and lists the *factual* ones that neither holds, so that an author can back each one or
-decide it needs nothing. What counts as factual is a heuristic, kept simple and stated here:
-
-- a sentence of a chapter's prose (markdown cells, answers included) or of an exhibit's or
-  a wing's prose; headings, code, tables, targets, comments and directive lines are no prose;
-- it speaks of a library: it quotes code (an inline code span) or names a glossary term
-  (``{term}``), PyTorch, torch, autograd, JAX, XLA, a bridge (torchax, torch_xla), a TPU or
-  a GPU;
-- it states something: it ends with a full stop, and it is not an instruction (it does not
-  open with a verb of the list below, nor with "you"), nor about the chapter's own cells
-  ("the cell", "this cell", "the code below": their outputs are verified as outputs).
-
-Checked: a claim's fragment is in it (its whole sentence is then bound to the check,
-:mod:`coursebook.verify.claims`). Cited: its paragraph is followed by a ``% source:`` comment,
-it holds a link or a ``{cite}``, or an exhibit's ``[[claim]]`` cites it.
+Factual, a heuristic: a sentence of a chapter's or an exhibit's prose (headings, code,
+tables, targets, comments and directives are none) that speaks of a library (an inline
+code span, a ``{term}`` or a name of :data:`_LIBRARY`) and states something: it ends with a
+full stop, opens with no instruction (:data:`_INSTRUCTION`) and is not about the page's
+own cells, whose outputs are verified. Checked: a claim's fragment is in it. Cited: a
+``% source:`` comment follows its paragraph, it links, or an exhibit's ``[[claim]]`` cites it.
 """
 
 from __future__ import annotations
@@ -50,8 +39,6 @@ _NOT_PROSE = re.compile(r"^\s*(?:#|\(|%|\||:|`{3,}|~{3,}|\+\+\+|-{3,}|<)")
 
 @dataclass(frozen=True)
 class Unbacked:
-    """A factual sentence that no check and no source holds, and where it is."""
-
     path: Path
     line: int
     sentence: str
@@ -85,8 +72,7 @@ def is_factual(sentence: str) -> bool:
 
 
 def _held(sentence: str, held: set[str]) -> bool:
-    """Whether a claim's sentence is this one (each as a reader reads it; a claim's sentence
-    may run past the end this module finds, or stop short of it)."""
+    """Whether a claim's sentence is this one (it may run past this one's end, or stop short)."""
     flat = normalised(sentence)[0]
     return any(flat in other or other in flat for other in held)
 
@@ -107,7 +93,7 @@ def _unbacked(markdown: str, held: set[str], path: Path,
 
 
 def chapter_unbacked(path: Path, text: str) -> list[Unbacked]:
-    """A chapter's factual sentences that no claim cell checks and no source cites."""
+    """A chapter's unbacked factual sentences."""
     notebook = read_chapter(text)
     held: set[str] = set()
     prose: list[str] = []
@@ -128,8 +114,7 @@ def chapter_unbacked(path: Path, text: str) -> list[Unbacked]:
 
 
 def _field_line(path: Path, field: str, text: str, paragraph: str) -> int:
-    """The line of a paragraph of a TOML field's ``text``: from the field's line, or the
-    next one where its text opens a multi-line string."""
+    """The line of a paragraph of a TOML field's ``text`` (one below a multi-line string's opening)."""
     line = line_of(path, field)
     opens = path.read_text(encoding="utf8").splitlines()[line - 1].rstrip().endswith(
         ('"""', "'''"))
@@ -137,7 +122,7 @@ def _field_line(path: Path, field: str, text: str, paragraph: str) -> int:
 
 
 def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
-    """The exhibits' and wings' factual sentences (not their titles) no ``[[claim]]`` holds."""
+    """The exhibits' and wings' unbacked factual sentences (not their titles)."""
     found = []
     for owner in [*museum.values(), *(e for wing in museum.values() for e in wing.exhibits)]:
         held = {claim.sentence for claim in owner.claims}
@@ -149,7 +134,6 @@ def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
 
 
 def book_unbacked(book_dir: Path, museum: dict[str, Wing]) -> list[Unbacked]:
-    """Every chapter's and exhibit's factual sentences that neither a check nor a source holds."""
     found = []
     for path, text in chapter_files(book_dir):
         found += chapter_unbacked(path, text)
