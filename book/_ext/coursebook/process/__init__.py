@@ -1,2 +1,1 @@
-"""The build process itself: errors reported once, Ctrl-C, the garbage collector, the
-preview's last good pages, a quiet log."""
+"""The build process itself: Ctrl-C, the garbage collector, the preview, a quiet log."""

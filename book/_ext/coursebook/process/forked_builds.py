@@ -1,13 +1,8 @@
 """The preview's builds, forked from a process that has already imported them.
 
-sphinx-autobuild starts a new ``sphinx-build`` process on every save, which spends about a
-second importing Sphinx, myst-nb, the theme and this extension before it reads a page.
-The preview runs each build in a process forked from itself (:func:`run_build`), and
-imports ahead what builds import (:func:`import_modules`): at its start, the modules
-``conf.py`` names (:func:`build_modules`); after its first build, every module that build
-imported. Each build is still a process of its own that ran no other build, running
-sphinx-build's own main with the same arguments; only the imports are done ahead (and
-sphinx-autobuild's workers, forked from the preview, inherit them too).
+A new ``sphinx-build`` spends about a second on imports before it reads a page. The
+preview imports ahead what builds import (conf.py's modules, then every module its first
+build imported) and forks each build, still sphinx-build's own main in a fresh process.
 """
 
 from __future__ import annotations
@@ -30,9 +25,7 @@ _ALWAYS = ("sphinx.cmd.build", "sphinx.builders.html", *builtin_extensions)
 
 
 def read_conf(conf_dir: Path) -> dict:
-    """conf.py's names, as Sphinx evaluates the file (no tags): what the preview imports
-    ahead and its waiting kernel's imports, before any build (builds read conf.py
-    themselves)."""
+    """conf.py's names, as Sphinx evaluates the file (no tags), before any build."""
     from sphinx.config import eval_config_file
     from sphinx.util.tags import Tags
 
@@ -40,8 +33,7 @@ def read_conf(conf_dir: Path) -> dict:
 
 
 def build_modules(conf: dict) -> list[str]:
-    """The modules a build imports: sphinx-build's, the extensions and the HTML theme's
-    package that ``conf`` (conf.py's names) names."""
+    """The modules a build imports: sphinx-build's, conf.py's extensions and theme."""
     names = [*_ALWAYS, *conf.get("extensions", [])]
     theme = conf.get("html_theme", "").replace("-", "_")
     if theme and importlib.util.find_spec(theme) is not None:
@@ -50,7 +42,6 @@ def build_modules(conf: dict) -> list[str]:
 
 
 def import_modules(names: Sequence[str]) -> None:
-    """Import ``names`` into this process once, for every build forked from it later."""
     # Some modules configure logging when imported (a11y_pygments calls basicConfig):
     # this process's logging, which the builds inherit, stays as it was.
     root = logging.getLogger()
@@ -59,9 +50,8 @@ def import_modules(names: Sequence[str]) -> None:
         with contextlib.suppress(Exception):  # one a build imports in passing: it does again
             importlib.import_module(name)
     root.handlers[:], root.level = handlers, level
-    # What is imported lives as long as the process: out of the collector's sight, a
-    # forked build's collections do not walk (and so copy) the pages it shares with this
-    # process (the gc module's advice for forking servers).
+    # Out of the collector's sight, a forked build does not walk (and so copy) the pages
+    # it shares with this process (the gc module's advice for forking servers).
     gc.freeze()
 
 
@@ -76,8 +66,7 @@ def _build(arguments: Sequence[str], imported) -> None:
 
 
 def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:
-    """sphinx-build with ``arguments``, in a process forked from this one: its exit status
-    and the modules it imported."""
+    """sphinx-build in a forked process: its exit status and the modules it imported."""
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     # Not daemonic: a build reads its pages in processes of its own (-j).

@@ -1,18 +1,11 @@
 """A build stopped by a signal: one line, not a crash report, and no process left behind.
 
-While a notebook executes, nbclient takes SIGINT for its event loop; the interrupt then
-surfaces as "Event loop is closed" or a failed kernel clean-up, which Sphinx reports as a
-crash. Here Ctrl-C (SIGINT, sent to the build's process group) and SIGTERM (a cancelled CI
-job) are blocked in the build's threads, and one thread waits for them: it says what
-happened, ends every process the build started (``-j`` workers, kernels and the kernel
-forkserver, in sessions of their own that the signal never reached) and ends the process.
-The ``-j`` workers ignore both signals, which keeps them and their kernels in reach until
-then, and die with the build when it is killed outright (Linux's parent-death signal). A
-kernel whose parent died ends by itself (ipykernel's parent poller, the forkserver's).
-
-Nothing is left half-done: jupyter-cache stores a notebook only after it ran to the end,
-and a build that did not reach its end has the next one write every page again
-(:mod:`coursebook.process.unfinished_builds`).
+nbclient takes SIGINT for its event loop, and Sphinx reported the interrupt as a crash.
+So Ctrl-C and SIGTERM are blocked in the build's threads and one thread waits for them:
+it says what happened, ends every process the build started (workers, kernels and the
+forkserver, in sessions of their own the signal never reached) and exits. ``-j`` workers
+ignore both signals and die with the build (Linux's parent-death signal). jupyter-cache
+keeps only finished runs; :mod:`coursebook.process.unfinished_builds` rewrites the pages.
 """
 
 from __future__ import annotations
@@ -47,7 +40,6 @@ def _wait_for_stop() -> None:
 
 
 def end_descendants() -> None:
-    """Kill every process this one started, and theirs, wherever their session."""
     import psutil
 
     for process in psutil.Process().children(recursive=True):
@@ -74,9 +66,8 @@ def _ignore(signum, frame) -> None:  # a handler, not SIG_IGN: a program it runs
 
 
 def _hook_forks(prctl) -> None:
-    """In each process forked from this one, and from those, from now on: the stop
-    signals are the build's main process to handle (never blocked, so never left
-    pending), and it dies with its parent."""
+    """In each process forked from now on: the stop signals are the main process's to
+    handle (never blocked, so never left pending), and it dies with its parent."""
 
     def after_fork_in_child() -> None:
         for stop in STOP_SIGNALS:
@@ -94,8 +85,7 @@ def _hook_forks(prctl) -> None:
 
 
 def stop_cleanly_on_interrupt(app) -> None:
-    """``builder-inited``, before any kernel starts or worker forks: Ctrl-C and SIGTERM
-    end the build with one line and nothing left running."""
+    """``builder-inited``, before any kernel starts or worker forks."""
     if (threading.current_thread() is not threading.main_thread()
             or not hasattr(signal, "pthread_sigmask")):
         return

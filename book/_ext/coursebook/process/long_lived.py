@@ -1,11 +1,8 @@
 """What a build keeps for its whole run, set aside from Python's garbage collector.
 
-A build imports every extension and loads its environment before its builder starts:
-hundreds of thousands of objects that live until it ends, which the cyclic collector
-would walk again and again (about a tenth of a warm rebuild). As the ``gc`` module
-advises for a process that forks without exec (Sphinx's readers), the collector is held
-from this extension's setup (loaded first, before myst-nb and the theme), everything made
-so far is frozen (``gc.freeze``) once the builder is ready, and collection resumes.
+The extensions and the environment, loaded before the builder starts, live until the
+build ends; the collector walked them again and again (a tenth of a warm rebuild). As
+the ``gc`` module advises for a process that forks without exec, they are frozen.
 """
 
 from __future__ import annotations
@@ -21,13 +18,11 @@ def hold_collector() -> None:
 
 
 def resume_collector() -> None:
-    """Collection as before :func:`hold_collector`, nothing frozen (a process that goes
-    on after the build)."""
+    """Collection as before, nothing frozen (a process that goes on after the build)."""
     gc.enable()
 
 
 def freeze_long_lived_objects(app: Sphinx) -> None:
-    """``builder-inited``, after every other handler: the extensions and the environment
-    are loaded; freeze them, and collect again from here on."""
+    """``builder-inited``, last: the extensions and the environment are loaded."""
     gc.freeze()
     gc.enable()

@@ -1,10 +1,5 @@
-"""A quiet build log: what an author must act on stands out.
-
-myst-parser and myst-nb print their whole configuration (two lines of some thousand
-characters) at the start of every build; nothing in them asks for action. A filter on
-their loggers drops exactly those records: an info message carrying a configuration
-object. Their warnings and everything else pass.
-"""
+"""A quiet build log: myst-parser's and myst-nb's configuration dumps (two lines of some
+thousand characters on every build) dropped; their other records pass."""
 
 from __future__ import annotations
 
@@ -16,12 +11,11 @@ _CONFIG_CLASSES = frozenset({"MdParserConfig", "NbParserConfig"})
 
 
 def _drop_config_dumps(record: logging.LogRecord) -> bool:
-    """False (drop) for an info message that carries a configuration object."""
     return not (record.levelno == logging.INFO and any(
         type(arg).__name__ in _CONFIG_CLASSES for arg in record.args or ()))
 
 
 def quiet_config_dumps() -> None:
-    """Drop the configuration dumps (a filter added twice is kept once)."""
+    """(A filter added twice is kept once.)"""
     for name in _CONFIG_LOGGERS:
         logging.getLogger(name).addFilter(_drop_config_dumps)

@@ -1,14 +1,9 @@
 """A build stopped before its end: the next one writes every page again.
 
-Sphinx saves its environment once the pages are read, then writes the pages, then the
-book-wide ones (index, search page, search index, ``.buildinfo``). A build stopped in
-between (Ctrl-C, SIGTERM, SIGKILL, a failed preview build) leaves an environment holding
-every page as read while some pages, or the search index, are an earlier build's; the
-next build would write only the pages whose sources are newer than their HTML, into a
-search index that is missing or stale. So a build marks its output folder unfinished as
-it starts and clears the mark once it ends without an exception. A build that finds the
-mark, or an environment beside an HTML folder without its search index or
-``.buildinfo``, writes every page (``env-get-updated``): nothing is read or executed again.
+Sphinx saves its environment before it writes the pages and the search index, so a
+stopped build left pages and index an earlier build's, and the next one wrote only the
+pages whose sources are newer. A build marks its output folder unfinished until it ends;
+one that finds the mark, or no search index or ``.buildinfo``, writes every page.
 """
 
 from __future__ import annotations
@@ -32,7 +27,7 @@ def _marker(app: Sphinx) -> Path:
 
 
 def _book_wide_files_missing(app: Sphinx) -> list[str]:
-    """The book-wide files an HTML build leaves that are missing beside a saved environment."""
+    """The book-wide files of an HTML build missing beside a saved environment."""
     builder = app.builder
     if not isinstance(builder, StandaloneHTMLBuilder) or not app.env.all_docs:
         return []
@@ -41,8 +36,7 @@ def _book_wide_files_missing(app: Sphinx) -> list[str]:
 
 
 def mark_unfinished(app: Sphinx) -> None:
-    """``builder-inited``: the output folder is unfinished until this build ends; what an
-    earlier build left unfinished is written again."""
+    """``builder-inited``."""
     marker = _marker(app)
     missing = _book_wide_files_missing(app)
     if marker.is_file() or missing:
@@ -54,11 +48,11 @@ def mark_unfinished(app: Sphinx) -> None:
 
 
 def pages_to_write(app: Sphinx, env) -> list[str]:
-    """``env-get-updated``: every page, when an earlier build left this folder unfinished."""
+    """``env-get-updated``."""
     return sorted(env.found_docs) if app in _write_every_page else []
 
 
 def mark_finished(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``, last: the pages and book-wide files are this build's."""
+    """``build-finished``, last."""
     if exception is None:
         _marker(app).unlink(missing_ok=True)
