@@ -28,7 +28,7 @@ from coursebook.model.runtimes import (
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
 from coursebook.verify.expectations import Expectations, expectations_path, read_expectations
-from coursebook.verify.other_torches import (
+from coursebook.verify.torch_versions import (
     OtherTorch,
     Standing,
     State,

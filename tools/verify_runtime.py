@@ -91,7 +91,7 @@ from coursebook.verify.expectations import (
     shown_text,
     write_expectations,  # noqa: E402
 )
-from coursebook.verify.other_torches import (
+from coursebook.verify.torch_versions import (
     OtherTorch,
     Standing,
     State,
@@ -305,7 +305,7 @@ def verify(args: argparse.Namespace) -> int:
 def list_standings(runtime: Runtime, found: dict[str, nbformat.NotebookNode],
                    museum: dict[str, Wing], build_torch: str) -> None:
     """Before the replica runs: which chapters are not yet verified on the runtime, or
-    stale there (coursebook.verify.other_torches), one line each, and a count. ``museum``:
+    stale there (coursebook.verify.torch_versions), one line each, and a count. ``museum``:
     loaded as the build loads it (its check cells are never compared)."""
     other, checks = OtherTorch.of_runtime(runtime), check_digests(museum)
     states: dict[State, int] = dict.fromkeys(State, 0)

@@ -1,2 +1,1 @@
-"""Stage 3, ``doctree-read`` and ``env-updated``: every cell did what its tags promise
-and printed its expected output; the torch-version changes shown on the page."""
+"""Stage 3: every cell did what its tags promise and printed its expected output."""

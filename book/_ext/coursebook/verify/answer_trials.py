@@ -1,11 +1,9 @@
 """Trying the students' answer checks where students run them.
 
-After a student download has run (in a replica of Colab's runtime, say), each chapter
-answer that lists checks is run too, then each check is called with the value the answer
-computes and each entry of its ``accept`` list, which must say "correct", and with each
-entry of its ``refuse`` list, which must say "not yet" and the check's hint. The trial
-cells are appended to the download's copy, so they run in the same kernel, after the
-notebook, as a student's own cells would.
+Cells appended to a student download (run in a replica of Colab, say) run each answer
+that lists checks, then call each check with the answer's value and its ``accept``
+entries, which must say "correct", and its ``refuse`` entries, which must say "not yet"
+and the hint.
 """
 
 from __future__ import annotations
@@ -48,15 +46,14 @@ def trial_cells(source: nbformat.NotebookNode) -> tuple[list, list[Trial]]:
 
 
 def _verdicts(output) -> str:
-    """What an output says of the verdicts: check()'s printout (stdout), or the error that
-    cut it short; a warning (stderr) says nothing of them."""
+    """check()'s printout (stdout), or the error that cut it short; not a warning (stderr)."""
     if output.get("output_type") == "error":
         return f"{output.get('ename')}: {output.get('evalue')}"
     return output.get("text", "") if output.get("name") == "stdout" else ""
 
 
 def failed_trials(ran_cells: list, trials: list[Trial]) -> list[str]:
-    """What each trial printed that it should not have, given the trial cells as run."""
+    """What each trial printed that it should not have."""
     failures = []
     for trial in trials:
         cell = ran_cells[trial.cell]

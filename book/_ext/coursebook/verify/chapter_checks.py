@@ -1,11 +1,9 @@
 """Every executed cell did what its tags promise and showed what is expected, or the build stops.
 
-myst-nb and nbclient accept a ``raises-exception`` cell that does not raise, and in
-cache mode a failing notebook is only a warning. This check reads the rendered cells
-of each chapter: an error where none is expected, or none where one is promised,
-is a build error naming the chapter, the cell and the error. Then, on every build,
-each chapter's outputs (executed or cached) are compared with its expected outputs for
-the running torch version (:mod:`coursebook.verify.expectations`).
+myst-nb and nbclient accept a ``raises-exception`` cell that does not raise, and in cache
+mode a failing notebook is only a warning: here either is a build error at the cell. Then
+every build compares each chapter's outputs with its expected ones
+(:mod:`coursebook.verify.expectations`).
 """
 
 from __future__ import annotations
@@ -57,8 +55,6 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CellProblem:
-    """One cell that did not behave as its tags say."""
-
     line: int
     first_line: str
     what: str
@@ -117,12 +113,10 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
                   report: Path | None = None) -> list[CellProblem]:
     """What went wrong in one executed chapter, in cell order.
 
-    ``cells`` are the executed notebook's cells (by myst-nb's cell index), so that a
-    cell whose input is hidden is still named, at its line;
-    ``origins`` names the cells that exhibits added (:func:`coursebook.model.museum.cell_origins`);
-    ``stopped`` says where a run that timed out or lost its kernel stopped: the cells
-    after that one never ran, so none of them is blamed; ``report``: the file that keeps
-    the run's traceback, named in the message of a cell that raised.
+    ``cells``: the notebook's, by myst-nb's cell index (a cell whose input is hidden is
+    still named); ``origins``: the cells exhibits added; ``stopped``: where a run that
+    timed out or lost its kernel stopped (no later cell is blamed); ``report``: the file
+    that keeps the run's traceback.
     """
     if stopped is not None:
         if stopped.cell_index is None:
@@ -169,7 +163,7 @@ def _problems(rendered, cells: list[nbformat.NotebookNode],
 
 
 def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
-    """``doctree-read``: report each cell that broke its promise, as a build error."""
+    """``doctree-read``."""
     env = app.env
     exec_data = NbMetadataCollector.get_exec_data(env, env.docname)
     prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
@@ -205,14 +199,12 @@ def report_cut_outputs(doctree: nodes.document, cells: list[nbformat.NotebookNod
                         location=(doctree.settings.env.docname, where["line"] or None))
 
 
-# The chapter being read, as it ran: taken from the cache (about 0.1 s for PT01) once, for
-# the outputs kept here and the claims' verdicts. Sphinx empties temp_data after each page.
+# The chapter being read, as it ran: taken from the cache once per page (0.1 s for PT01).
 _EXECUTED = "coursebook_executed"
 
 
 def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.NotebookNode | None:
-    """The prepared notebook with its outputs (a recorded chapter's from its recordings);
-    None when it is not cached (a failed run: reported where it failed)."""
+    """The prepared notebook with its outputs; None when it is not cached (a failed run)."""
     if prepared.recorded is not None:
         return prepared.recorded
     temp = app.env.temp_data
@@ -225,11 +217,8 @@ def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.Notebo
 
 
 def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
-    """``doctree-read``: the outputs of a chapter myst-nb has just executed or taken from
-    the cache, kept with the page for :func:`compare_expected_outputs`: every build
-    compares them (a warm build too, which reads nothing) without opening the cache.
-    A chapter myst-nb ran (or took from the cache) whose outputs are not found is an
-    error: it would go uncompared."""
+    """``doctree-read``: the outputs of a chapter, kept with the page so that every build
+    (a warm one too, which reads nothing) compares them without opening the cache."""
     env = app.env
     prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
     chapter = page_state_of(env, env.docname)
@@ -255,16 +244,13 @@ def _accept_header(torch_version: str, chapter_file: str) -> list[str]:
             "Review the diff before committing."]
 
 
-# This build's summary lines, logged once the errors are out (Sphinx holds back the errors
-# of the reading phase, env-updated included, until it ends).
+# The summary lines, logged once the errors are out (Sphinx holds back the reading phase's).
 _SUMMARY = "coursebook_output_summary"
 
 
 def compare_expected_outputs(app: Sphinx, env) -> None:
     """``env-updated``, every build: each chapter's outputs against its expected outputs
-    (``coursebook_accept_outputs``: written instead; ``coursebook_verify_outputs`` off: not
-    compared). Its duration is logged for ``make bench``; the per-chapter summary waits for
-    :func:`log_output_summary`."""
+    (or written, when accepting); the duration is logged for ``make bench``."""
     config = book_config(app.config)
     if not (config.verify_outputs or config.accept_outputs):
         return
@@ -274,7 +260,6 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
     expected_dir = Path(app.srcdir, config.expected_dir)
     edition = edition_of(app).value
     states = page_states(env)
-    # The chapters this build executed (or took from the cache).
     chapters = [docname for docname in sorted(states)
                 if states[docname].outputs is not None and docname in env.found_docs]
     for docname in chapters:
@@ -328,21 +313,19 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
 
 
 def _compared(output: CellOutput) -> bool:
-    """Whether any of a cell's output is compared: an image shown by its repr alone (a
-    matplotlib figure's ``<Figure size 350x250 with 1 Axes>``) is not; no output is (the
-    cell prints nothing)."""
+    """Whether a cell's output is compared: no output is; an image's repr alone is not."""
     return not output.text or bool(BARE_IMAGE.sub("", output.text).strip())
 
 
 def verified_count(outputs: list[CellOutput], mismatches: list) -> int:
-    """The cells whose output was compared and matched: the summary counts no other."""
+    """The cells whose output was compared and matched."""
     failed = {getattr(mismatch, "cell", mismatch).key for mismatch in mismatches}
     return sum(1 for output in outputs
                if not output.unverified and output.key not in failed and _compared(output))
 
 
 def outputs_not_compared(outputs: list[CellOutput]) -> list[str]:
-    """Each image a summary names as not compared: its text is its repr alone."""
+    """Each image whose text is its repr alone."""
     return [f"the image `{shown[shown.index(' ') + 1:]}` of `{output.first_line}`"
             + (f" (line {output.line})" if output.line else "")
             for output in outputs if not output.unverified
@@ -350,8 +333,7 @@ def outputs_not_compared(outputs: list[CellOutput]) -> list[str]:
 
 
 def log_output_summary(app: Sphinx, *_) -> None:
-    """``write-started`` (before the preview may stop a failed build): the summary, after
-    the errors it counts."""
+    """``write-started`` (before the preview may stop a failed build)."""
     for line in app.env.temp_data.pop(_SUMMARY, []):
         logger.info("expected outputs: %s", line)
 
@@ -366,9 +348,8 @@ def _fail(app: Sphinx, docname: str, line: int | None, message: str,
 
 
 def _reports(app: Sphinx) -> tuple[Path, Path]:
-    """Where myst-nb writes a failed notebook's traceback (inside the published output
-    folder), and where it is kept instead: ``_build/<edition>/reports/<output folder>/``,
-    so that the HTML and the PDF build of an edition never clear each other's."""
+    """Where myst-nb writes a failed notebook's traceback (in the published folder), and
+    where it is kept instead (one per output folder: HTML and PDF clear none of the other's)."""
     out = Path(app.outdir)
     return report_folder(app), out.parent / "reports" / out.name
 
@@ -389,7 +370,6 @@ def keep_execution_reports(app: Sphinx, env) -> None:
 
 
 def fail_build_on_failed_chapters(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: a failed chapter fails the build, also without -W (its page
-    was read, perhaps by another process, and its entry kept the failure)."""
+    """``build-finished``: a failed chapter fails the build, also without -W."""
     if exception is None and any(c.failed for c in page_states(app.env).values()):
         app.statuscode = 1

@@ -1,11 +1,6 @@
-"""Each answer check asks only what the book taught before it.
-
-A check names, in ``taught_in``, the sections that teach what it asks; once every page is
-read, each of them must be a section above the check in its chapter, or in an earlier
-chapter of the reading order (:func:`coursebook.model.answer_checks.untaught_checks`).
-Every chapter's sections and checks are kept with its page, so a warm build that reads one
-chapter again still sees the others'.
-"""
+"""Each answer check asks only what the book taught before it: every section its
+``taught_in`` names comes before it, in its chapter or an earlier one
+(:func:`coursebook.model.answer_checks.untaught_checks`)."""
 
 from __future__ import annotations
 

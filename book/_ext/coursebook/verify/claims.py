@@ -1,25 +1,20 @@
 """Each claim still holds on this build's torch, or the build stops at its sentence.
 
 A claim's cell ran with the chapter (:mod:`coursebook.prepare.claims`): it held when it
-raised nothing and printed nothing. A failed assert is one error at the sentence's file
-and line (an exhibit's: its TOML file and the ``says`` line), never a traceback; so is a
-fragment that is in no sentence above its check, and a check that printed. Each chapter's
-count of claims checked and cited is logged with the other per-chapter summaries.
+raised and printed nothing. A failed assert is one error at the sentence's line (an
+exhibit's: its TOML file's), never a traceback.
 
-A check holds its whole sentence, not only the fragment it quotes: each chapter's checked
-claims are accepted as outputs are, in ``book/expected/claims/<chapter>.txt`` (the sentence
-above the check that holds it, each entry keyed by a digest of both; one file for every
-torch). A sentence or a check that is not as accepted (a word changed outside the fragment
-included), a claim accepted but no longer made, or a chapter with claims and no file stops
-the build with the entry beside the accepted one, until ``make accept-outputs`` writes the
-file again and the diff is reviewed.
+A check holds its whole sentence, not only the fragment it quotes: checked claims are
+accepted as outputs are, in ``book/expected/claims/<chapter>.txt`` (each sentence above its
+check, keyed by a digest of both; for every torch). A claim not as accepted (a word changed
+outside the fragment included) or no longer made stops the build until ``make
+accept-outputs`` writes the file again and the diff is reviewed.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +31,7 @@ from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_sta
 from coursebook.prepare.chapters import PreparedChapter, edition_of
 from coursebook.reporting import ask_for
 from coursebook.verify.chapter_checks import executed_notebook
-from coursebook.verify.expectations import ACCEPT_COMMAND, EDITIONS
+from coursebook.verify.expectations import ACCEPT_COMMAND, EDITIONS, INDENT, write_whole
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +52,8 @@ def _first_line(text: str) -> str:
 
 def claim_problems(claims: list[tuple[Claim, nbformat.NotebookNode]],
                    where: str) -> list[ClaimProblem]:
-    """What is wrong with each claim, given the cell that checked it (as executed): a
-    fragment in no sentence, an error (the claim no longer holds ``where``: "on torch
-    2.13.0"), or something printed."""
+    """What is wrong with each claim, given its check's cell as executed (``where``: "on
+    torch 2.13.0")."""
     problems = []
     for claim, cell in claims:
         said = f'the claim "{claim.says}"'
@@ -92,7 +86,6 @@ def _report(message: str, location) -> None:
 
 CLAIMS_FOLDER = "claims"  # under the expected outputs' folder
 _ENTRY = "=== claim "
-_INDENT = "    "
 
 
 def accepted_claims_path(expected_dir: Path, chapter: str) -> Path:
@@ -100,12 +93,11 @@ def accepted_claims_path(expected_dir: Path, chapter: str) -> Path:
 
 
 def claim_entry(claim: Claim) -> str:
-    """How the file shows a claim: its sentence above its check (the fragment it quotes is
-    the check's first line, or its ``says``)."""
+    """How the file shows a claim: its sentence above its check."""
     check = claim.check if claim.check.lstrip().startswith("#") else (
         f"# claim: {claim.says}\n{claim.check}")
     return "\n".join([f"sentence: {claim.sentence}", "check:",
-                      *(f"{_INDENT}{line}" if line.strip() else "" for line in check.splitlines())])
+                      *(f"{INDENT}{line}" if line.strip() else "" for line in check.splitlines())])
 
 
 def claim_digest(claim: Claim) -> str:
@@ -119,8 +111,7 @@ class AcceptedClaim:
 
 
 def read_accepted_claims(path: Path) -> dict[str, AcceptedClaim] | None:
-    """The accepted claims of a chapter by digest, each with the editions that make it
-    (None: no file)."""
+    """The accepted claims of a chapter by digest, with the editions that make each."""
     if not path.is_file():
         return None
     found: dict[str, AcceptedClaim] = {}
@@ -131,15 +122,14 @@ def read_accepted_claims(path: Path) -> dict[str, AcceptedClaim] | None:
             named = {e.strip() for e in editions.strip(" ()").split(",") if e.strip()}
             current = found[digest] = AcceptedClaim("", named or set(EDITIONS))
         elif current is not None:
-            current.entry += (line[len(_INDENT):] if line.startswith(_INDENT) else line) + "\n"
+            current.entry += (line[len(INDENT):] if line.startswith(INDENT) else line) + "\n"
     for claim in found.values():
         claim.entry = claim.entry.rstrip("\n")
     return found
 
 
 def write_accepted_claims(path: Path, chapter: str, edition: str, claims: list[Claim]) -> bool:
-    """This edition's claims taken as accepted (the other edition's kept); False when the
-    file stays as it was."""
+    """This edition's claims taken as accepted; False when the file stays as it was."""
     old = read_accepted_claims(path) or {}
     accepted = {digest: AcceptedClaim(a.entry, a.editions - {edition})
                 for digest, a in old.items()}
@@ -155,19 +145,15 @@ def write_accepted_claims(path: Path, chapter: str, edition: str, claims: list[C
     for digest, claim in accepted.items():
         only = "" if claim.editions >= set(EDITIONS) else f" ({', '.join(sorted(claim.editions))})"
         out += [f"{_ENTRY}{digest}{only}",
-                *(f"{_INDENT}{line}" if line else "" for line in claim.entry.splitlines())]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}")  # whole or not at all
-    partial.write_text("\n".join(out) + "\n", encoding="utf8")
-    partial.replace(path)
+                *(f"{INDENT}{line}" if line else "" for line in claim.entry.splitlines())]
+    write_whole(path, out)
     return True
 
 
 def unaccepted_claims(accepted: dict[str, AcceptedClaim] | None, edition: str,
                       claims: list[Claim], path: Path) -> list[ClaimProblem]:
-    """Each claim whose sentence and check are not as accepted, shown beside the accepted
-    entry that quotes the same fragment (if any); each accepted claim of this edition that
-    the chapter no longer makes (reported at its first claim, or with no claim at line 0)."""
+    """Each claim not as accepted, beside the accepted entry that quotes the same fragment;
+    each accepted claim of this edition no longer made."""
     if accepted is None:
         return [ClaimProblem(claim, f"{len(claims)} checked claim(s) and no accepted claims in "
                              f"{path}: accept them with `{ACCEPT_COMMAND}`, review each "
@@ -184,10 +170,10 @@ def unaccepted_claims(accepted: dict[str, AcceptedClaim] | None, edition: str,
                        and a.entry.splitlines()[2:3] == entry.splitlines()[2:3]), None)
         seen |= {d for d, a in ours.items() if a.entry == before}
         if before is None:
-            shown = "\n".join(f"{_INDENT}+ {line}" for line in entry.splitlines())
+            shown = "\n".join(f"{INDENT}+ {line}" for line in entry.splitlines())
             what = "is new, not yet accepted"
         else:
-            shown = "\n".join(f"{_INDENT}{line}" for line in difflib.unified_diff(
+            shown = "\n".join(f"{INDENT}{line}" for line in difflib.unified_diff(
                 before.splitlines(), entry.splitlines(), f"accepted ({path})", "this build",
                 n=len(entry.splitlines()), lineterm=""))  # the whole check beside the sentence
             what = "has a sentence or a check that is not as accepted"
@@ -205,8 +191,7 @@ def unaccepted_claims(accepted: dict[str, AcceptedClaim] | None, edition: str,
 
 
 def check_claims(app: Sphinx, doctree: nodes.document) -> None:
-    """``doctree-read``: each claim of the chapter just read against the run of its check
-    (this build's, from the cache, or its recording's); the counts kept for the summary."""
+    """``doctree-read``: each claim of the chapter against the run of its check."""
     env = app.env
     prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
     if prepared is None:
@@ -236,8 +221,7 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
 
 
 def _accepted_claims(app: Sphinx, prepared: PreparedChapter) -> list[ClaimProblem]:
-    """This edition's claims against the accepted ones (``coursebook_accept_outputs``:
-    written instead; ``coursebook_verify_outputs`` off: not compared)."""
+    """This edition's claims against the accepted ones (or written, when accepting)."""
     config = book_config(app.config)
     if not (config.verify_outputs or config.accept_outputs):
         return []
@@ -252,8 +236,7 @@ def _accepted_claims(app: Sphinx, prepared: PreparedChapter) -> list[ClaimProble
 
 
 def log_claim_counts(app: Sphinx, *_) -> None:
-    """``write-started``, every build, after the expected outputs' summary: per chapter,
-    how many claims held and how many are cited."""
+    """``write-started``, after the expected outputs' summary."""
     env = app.env
     chapters = page_states(env)
     for docname in sorted(chapters):

@@ -1,14 +1,11 @@
-"""Expected outputs: what each executed code cell must show, per torch version.
+"""Expected outputs: what each code cell must show, per torch version.
 
-Every build compares each executed (or cached) chapter with its file for the running torch,
 ``book/expected/torch-<version>/<chapter>.txt``, written by ``make accept-outputs`` and
-reviewed as a diff. Each entry is one code cell: a header naming the cell (a hash of its
-code and its first line), then the text it shows after normalisation, indented. An entry
-marked ``(student)`` or ``(instructor)`` holds for that edition only; one marked
-``(varies)`` is a pattern (:mod:`coursebook.verify.varying_outputs`). The header notes each
-edition's accepted run (:func:`run_digest`): another output from the same run varies
-between runs, and accepting it again would not help. The exhibits' error records
-(``exhibits/``) are the chapters' counterpart; ``make accept-outputs`` writes both.
+reviewed as a diff: per code cell, a header (its key and first line), then its shown text,
+indented. An entry marked ``(student)`` or ``(instructor)`` holds for that edition only;
+one marked ``(varies)`` is a pattern (:mod:`coursebook.verify.varying_outputs`). The file
+notes each edition's accepted run (:func:`run_digest`): another output from the same run
+varies between runs, and accepting it again would not help.
 """
 
 from __future__ import annotations
@@ -36,17 +33,15 @@ from coursebook.verify.varying_outputs import matches, suggest
 
 ACCEPT_COMMAND = "make accept-outputs"
 EDITIONS = tuple(edition.value for edition in Edition)  # as an expectations file names them
-# Cell metadata that exempts a cell from verification; its value is the reason, shown in
-# the build log.
+# Cell metadata that exempts a cell from verification; its value is the reason.
 UNVERIFIED_KEY = "unverified"
 _HEADER = re.compile(r"^=== cell (?P<key>[0-9a-f]{8}(?:\.\d+)?)"
                      r"(?: \((?P<edition>student|instructor)\))?(?P<varies> \(varies\))?"
                      r" · (?P<first>.*)$")
 VARIES_MARK = " (varies)"
 _RUNS = "# Accepted runs (a hash of the code, versions and platform each edition ran): "
-_INDENT = "    "
-# The name a file is written under before it is renamed into place (``.pt01.txt.24294``):
-# no edit of the book (the preview ignores it).
+INDENT = "    "
+# A file being written (``.pt01.txt.24294``): no edit of the book (the preview ignores it).
 PARTIAL_FILE = r"(^|/)\.[^/]+\.txt\.\d+$"
 
 
@@ -54,8 +49,15 @@ class ExpectationsError(Exception):
     """An expectations file that cannot be read."""
 
 
+def write_whole(path: Path, lines: list[str]) -> None:
+    """Whole or not at all: the other edition, built at the same time, may be reading it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")  # as PARTIAL_FILE matches it
+    partial.write_text("\n".join(lines) + "\n", encoding="utf8")
+    partial.replace(path)
+
+
 def expectations_path(expected_dir: Path, torch_version: str, chapter: str) -> Path:
-    """The file, relative to the working folder when it lies under it (as messages show it)."""
     return shown_path(expected_dir / f"torch-{release(torch_version)}" / f"{chapter}.txt")
 
 
@@ -64,12 +66,10 @@ def expectations_path(expected_dir: Path, torch_version: str, chapter: str) -> P
 def shown_text(cell: nbformat.NotebookNode) -> str:
     """A code cell's outputs as the page shows them, as text, normalised.
 
-    An image counts by the text that comes with it: the book's figures put the data they
-    draw there, so a figure is verified by its data, never by its pixels (an image whose
-    text is only its repr is not compared: :data:`~coursebook.model.outputs.BARE_IMAGE`). An
-    HTML display counts by its HTML, normalised, never by its repr. A progress bar
-    counts by what it shows last (carriage returns applied); an output too long for a
-    page by its start, its end and the digest of the whole (:mod:`coursebook.execute.long_outputs`).
+    An image counts by its text, where the book's figures put the data they draw (one
+    with only its repr is not compared: :data:`~coursebook.model.outputs.BARE_IMAGE`); an
+    HTML display by its HTML; a progress bar by what it shows last; an output too long for
+    a page by its start, its end and the digest of the whole.
     """
     parts = []
     for output in cell.get("outputs", []):
@@ -93,35 +93,29 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
 
 
 def code_digest(source: str) -> str:
-    """A cell's key before numbering: a hash of its code."""
+    """A cell's key before numbering."""
     return short_digest(source.strip())
 
 
 def output_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
-    """The code cells whose outputs are expected
-    (:func:`coursebook.model.notebooks.expects_output`)."""
     return [cell for cell in notebook.cells if expects_output(cell)]
 
 
 def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
-    """The key of each cell of :func:`output_cells`, as the chapter was prepared
-    (:func:`coursebook.model.notebooks.note_output_keys`)."""
     return [cell_key(cell) for cell in output_cells(notebook)]
 
 
 def keyed_cells(notebook: nbformat.NotebookNode,
                 downloaded: bool = False) -> list[tuple[str, nbformat.NotebookNode]]:
-    """Each cell of :func:`output_cells` with its key; ``downloaded``: only those a student
-    download keeps (its ``book-only`` cells left out)."""
+    """Each cell of :func:`output_cells` with its key; ``downloaded``: not ``book-only`` ones."""
     return [(cell_key(cell), cell) for cell in output_cells(notebook)
             if not downloaded or BOOK_ONLY_TAG not in cell_tags(cell)]
 
 
 def cell_outputs(notebook: nbformat.NotebookNode,
                  ran: list[nbformat.NotebookNode] | None = None) -> list[CellOutput]:
-    """Every cell of :func:`output_cells` of an executed notebook, with its key and shown
-    text; given ``ran``, the code cells of its download as run, each cell the download
-    keeps with what it showed there."""
+    """Each cell of :func:`output_cells` of an executed notebook with its key and shown
+    text; given ``ran`` (its download's code cells, as run), with what it showed there."""
     keyed = keyed_cells(notebook, downloaded=ran is not None)
     shown = [cell for _, cell in keyed] if ran is None else ran
     return [CellOutput(key, number, cell.source, shown_text(done),
@@ -146,8 +140,8 @@ class Expectations:
 
 
 def run_digest(notebook: nbformat.NotebookNode) -> str:
-    """What decides a chapter's outputs: its code cells (source and metadata, the execution
-    versions included: :mod:`coursebook.execute.cache_key`) and the platform."""
+    """What decides a chapter's outputs: its code cells (the execution versions in their
+    metadata) and the platform."""
     cells = [[cell.source, {key: value for key, value in cell.metadata.items() if key != CELL_NOTE}]
              for cell in notebook.cells if cell.cell_type == "code"]
     return short_digest(json.dumps([platform.system(), platform.machine(), cells],
@@ -184,9 +178,9 @@ def read_expectations(path: Path) -> Expectations | None:
                               if " " in run)  # a run a merge left half: none
         elif line.startswith("#") and not current:
             continue  # the header, written anew by each acceptance
-        elif line.startswith(_INDENT) or not line:
+        elif line.startswith(INDENT) or not line:
             if current:  # as shown_text, without trailing spaces (an editor's)
-                lines.append(line[len(_INDENT):].rstrip())
+                lines.append(line[len(INDENT):].rstrip())
         else:
             # Accepting reads the file first: it cannot mend it.
             raise ExpectationsError(
@@ -200,10 +194,9 @@ def read_expectations(path: Path) -> Expectations | None:
 def write_expectations(path: Path, expectations: Expectations,
                        order: Callable[[], list[str]], header: list[str]) -> bool:
     """Write the file (``order()``: the chapter's keys, asked only then); False when
-    nothing changed."""
+    nothing changed (the same outputs from another run: accepting one chapter rewrites no
+    other chapter's file)."""
     old = read_expectations(path)
-    # The same outputs from another run (another machine's platform, say) leave the file as
-    # it is: accepting one chapter rewrites no other chapter's file.
     if old is not None and ((old.by_edition, old.varying)
                             == (expectations.by_edition, expectations.varying)):
         return False
@@ -221,20 +214,15 @@ def write_expectations(path: Path, expectations: Expectations,
         for edition, (text, varies) in texts.items():
             marker = (f" ({edition})" if edition else "") + (VARIES_MARK if varies else "")
             out.append(f"=== cell {key}{marker} · {first}")
-            out += [f"{_INDENT}{line}" if line else "" for line in text.splitlines()]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Whole or not at all: the other edition, built at the same time, may be reading it.
-    partial = path.with_name(f".{path.name}.{os.getpid()}")  # as PARTIAL_FILE matches it
-    partial.write_text("\n".join(out) + "\n", encoding="utf8")
-    partial.replace(path)
+            out += [f"{INDENT}{line}" if line else "" for line in text.splitlines()]
+    write_whole(path, out)
     return True
 
 
 def accept(expectations: Expectations | None, edition: str, outputs: list[CellOutput],
            run: str | None = None) -> Expectations:
-    """The expectations with this edition's outputs taken as they are now, from ``run``
-    (:func:`run_digest`); an entry marked ``(varies)`` that the output still matches is
-    kept as it is, an edited cell's too (:func:`patterns_outgrown` names the others)."""
+    """The expectations with this edition's outputs taken from ``run``; an entry marked
+    ``(varies)`` that the output still matches is kept, an edited cell's too."""
     updated = expectations or Expectations()
     old, marked = updated.by_edition[edition], updated.varying[edition]
     carried = _edited_marked_cells(old, marked, outputs)
@@ -253,8 +241,7 @@ def accept(expectations: Expectations | None, edition: str, outputs: list[CellOu
 def _edited_marked_cells(old: dict[str, str], marked: set[str],
                          outputs: list[CellOutput]) -> dict[str, str]:
     """An edited cell (a new key) takes the pattern of a marked entry whose cell is gone
-    when its output matches that pattern and no other's: a varying mark survives an edit
-    of its cell's code (a comment, a renamed variable) as long as its pattern holds."""
+    when its output matches that pattern and no other's: a mark survives an edit."""
     present = {o.key for o in outputs}
     gone = [key for key in marked if key not in present and key in old]
     carried = {}
@@ -270,8 +257,7 @@ def _edited_marked_cells(old: dict[str, str], marked: set[str],
 
 def patterns_outgrown(expectations: Expectations | None, edition: str,
                       outputs: list[CellOutput]) -> list[CellOutput]:
-    """The cells whose entry is marked ``(varies)`` but whose output no longer matches it:
-    accepting writes them as they are, unmarked."""
+    """The cells whose output no longer matches their ``(varies)`` entry."""
     if expectations is None:
         return []
     old, marked = expectations.by_edition[edition], expectations.varying[edition]
@@ -283,8 +269,6 @@ def patterns_outgrown(expectations: Expectations | None, edition: str,
 
 @dataclass(frozen=True)
 class Mismatch:
-    """A cell whose output differs from its expectation, or has none."""
-
     cell: CellOutput
     expected: str | None
     marked: bool = False  # its entry is marked ``(varies)``
@@ -295,8 +279,7 @@ class Mismatch:
 
     @property
     def varies(self) -> bool:
-        """The same run printed another output when it was accepted: it varies between
-        runs, and accepting it again would not help."""
+        """The same run printed another output when it was accepted."""
         return self.same_run and not self.marked and self.expected is not None
 
     def diff(self, path: Path) -> str:
@@ -323,7 +306,6 @@ class Mismatch:
         return "shows a different output:\n" + shown
 
     def fix(self, path: Path) -> str:
-        """What to do about it, one paragraph."""
         if not self.varies:
             return (f"If the new output is right, accept it with `{ACCEPT_COMMAND}` and "
                     f"review the diff of {path.parent}.")
@@ -333,7 +315,7 @@ class Mismatch:
         example = "" if marked is None else ":\n" + "\n".join(
             f"    {line}" for line in [f"=== cell {self.cell.key}{edition}{VARIES_MARK} · "
                                        f"{self.cell.first_line}",
-                                       *(f"{_INDENT}{line}" for line in marked.split("\n"))])
+                                       *(f"{INDENT}{line}" for line in marked.split("\n"))])
         # The entry is not the message's last line, where the log appends Sphinx's [type].
         return (f"Accepting it again would not help. Seed what varies before its draw "
                 f"(`torch.manual_seed(0)`, `np.random.seed(0)` or `random.seed(0)`, as "
@@ -346,8 +328,7 @@ class Mismatch:
 
 def _replaced(expected: dict[str, str], outputs: list[CellOutput]) -> dict[str, str]:
     """For each cell without an entry, the entry of the code it replaced: between the
-    entries of the nearest cells that kept theirs, the entries no cell has now, paired with
-    the cells without one in order when they are as many."""
+    nearest cells that kept theirs, as many entries gone as cells new, paired in order."""
     entries = list(expected)  # the file's order, the chapter's
     place = {key: n for n, key in enumerate(entries)}
     now = {o.key for o in outputs}
@@ -367,9 +348,7 @@ def _replaced(expected: dict[str, str], outputs: list[CellOutput]) -> dict[str, 
 
 def compare(expectations: Expectations, edition: str, outputs: list[CellOutput],
             run: str | None = None) -> list[Mismatch]:
-    """Every verified cell whose shown text is not its expected text (an entry marked
-    ``(varies)``: does not match it); ``run`` (:func:`run_digest`) tells an output that
-    varies between runs."""
+    """Every verified cell whose shown text is not (or does not match) its expected text."""
     expected, marked = expectations.by_edition[edition], expectations.varying[edition]
     other = next(e for e in EDITIONS if e != edition)
     same_run = run is not None and expectations.runs.get(edition) == run

@@ -1,21 +1,27 @@
-"""What the book shows about torch versions: where each chapter was verified, what changed.
+"""Torch versions: where each chapter is verified, and what changed between versions.
 
-- Each executed chapter says which torch versions its outputs were verified on (the
-  versions that have expected outputs for it), linking to the changes page.
-- A page holding ``{torch-version-changes}`` lists, for each pair of consecutive torch
-  versions, the cells and exhibits whose output differs, side by side, changed words
-  highlighted (bold, so that print in black and white shows them too), each titled by the
-  section or exhibit it belongs to. Only what torch says counts: build tags (``+cpu``),
-  the torch version itself and where torch was compiled (C++ paths and line numbers) are
-  set aside before comparing, and the book's own check lines are not compared.
-- The museum's "changed since" boxes get the same highlighting.
+Every build verifies each chapter on its own torch; someone verifies it on another: on a
+runtime students use, from the student downloads (``make accept-outputs-runtime
+RUNTIME=colab-cpu``), or on a second torch (``make accept-outputs-torch TORCH=2.14.1``).
+There a chapter is **verified** (an entry for each cell the build torch's file has, and no
+other), **not yet verified** (no file: allowed, and said) or **stale** (said, and ``make
+test-fast`` fails); docs/authoring.md, "Not yet verified, or stale". The museum's check
+cells, the book's verdicts written per torch, are never compared.
+
+Each chapter's page names the versions it was verified on; ``{torch-version-changes}``
+lists each output that differs between consecutive versions, changed words in bold (print
+in black and white shows them), build tags, the torch release and C++ source lines set
+aside. The museum's "changed since" boxes get the same highlighting.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
+import nbformat
 from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx import addnodes
@@ -24,43 +30,161 @@ from sphinx.application import Sphinx
 from coursebook.config import book_config
 from coursebook.exhibit_checks import CHANGED_CLASS
 from coursebook.model.faults import BookError
-from coursebook.model.museum import ExhibitError, cell_origins
+from coursebook.model.museum import ExhibitError, Wing, cell_origins, check_cells
+from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import is_release, release, verified_versions, version_key
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
-from coursebook.verify.expectations import ExpectationsError, keyed_cells, read_expectations
-from coursebook.verify.other_torches import (
-    State,
-    check_digests,
-    left_out_of_downloads,
-    other_torch,
-    standings,
+from coursebook.verify.expectations import (
+    EDITIONS,
+    ExpectationsError,
+    code_digest,
+    expectations_path,
+    keyed_cells,
+    read_expectations,
 )
 from coursebook.worddiff import changed_words
+
+RUNTIME_COMMAND = "make accept-outputs-runtime RUNTIME={name}"
+TORCH_COMMAND = "make accept-outputs-torch TORCH={version}"
+
+
+@dataclass(frozen=True)
+class OtherTorch:
+    """A torch the chapters are verified on besides the build's, and how."""
+
+    torch: str
+    label: str  # how pages name it: "Colab (torch 2.11.0)", "torch 2.14.1"
+    command: str  # what records its expected outputs
+    downloads: bool  # its outputs come from the student downloads (no answers, no book-only cells)
+
+    @classmethod
+    def of_runtime(cls, runtime: Runtime) -> OtherTorch:
+        return cls(runtime.torch, runtime.reader_label,
+                   RUNTIME_COMMAND.format(name=runtime.name), True)
+
+    @classmethod
+    def of_version(cls, version: str) -> OtherTorch:
+        return cls(release(version), f"torch {release(version)}",
+                   TORCH_COMMAND.format(version=release(version)), False)
+
+
+def other_torch(version: str, runtimes: tuple[Runtime, ...]) -> OtherTorch:
+    """The runtime that uses this torch release, or the release on its own."""
+    runtime = next((r for r in runtimes if r.torch == release(version)), None)
+    return OtherTorch.of_version(version) if runtime is None else OtherTorch.of_runtime(runtime)
+
+
+class State(Enum):
+    VERIFIED = "verified"
+    NOT_YET = "not yet verified"
+    STALE = "stale"
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One chapter on one other torch."""
+
+    chapter: str
+    other: OtherTorch
+    path: Path  # its expected outputs there (present or not)
+    state: State
+    missing: tuple[str, ...] = ()  # first lines of the cells with no entry there
+    orphaned: tuple[str, ...] = ()  # of the entries whose cell the chapter no longer has
+
+    def message(self) -> str:
+        if self.state is State.VERIFIED:
+            return f"{self.chapter}: verified on {self.other.label}"
+        if self.state is State.NOT_YET:
+            return (f"{self.chapter}: not yet verified on {self.other.label} ({self.path} does "
+                    f"not exist); `{self.other.command}` records it")
+        changes = [f"{len(lines)} {what}{_firsts(lines)}" for what, lines in (
+            ("cell(s) without an entry", self.missing),
+            ("entry(ies) for code the chapter no longer has", self.orphaned)) if lines]
+        return (f"{self.chapter}: stale on {self.other.label}: {self.path} has "
+                f"{' and '.join(changes)}; `{self.other.command}` records it again")
+
+    def page_note(self) -> str:
+        """The instructor page's words, followed there by the command."""
+        # A changed cell is both missing (its new code) and orphaned (its old): one cell.
+        what = ("not yet verified" if self.state is State.NOT_YET else
+                f"stale ({max(len(self.missing), len(self.orphaned))} cell(s) changed since)")
+        return f"Outputs {what} on {self.other.label}; recorded by "
+
+
+def _firsts(lines: tuple[str, ...], shown: int = 2) -> str:
+    lines = tuple(dict.fromkeys(lines))  # two cells may start alike
+    named = ", ".join(f"`{line}`" for line in lines[:shown])
+    return f" ({named}{', …' if len(lines) > shown else ''})"
+
+
+def left_out_of_downloads(notebook: nbformat.NotebookNode) -> set[str]:
+    """The code digests of a chapter's ``book-only`` cells."""
+    return {code_digest(cell.source) for cell in notebook.cells
+            if cell.cell_type == "code" and BOOK_ONLY_TAG in cell_tags(cell)}
+
+
+def check_digests(museum: dict[str, Wing]) -> set[str]:
+    """The code digests of the museum's check cells."""
+    return {code_digest(source) for source in check_cells(museum)}
+
+
+def standing(chapter: str, other: OtherTorch, expected_dir: Path, build_torch: str,
+             checks: set[str], book_only: set[str]) -> Standing | None:
+    """How ``chapter`` stands on ``other``; None when the build's torch has no expected
+    outputs for it (the build reports that). ``checks`` are never compared, nor, for a
+    runtime's downloads, ``book_only``."""
+    build = read_expectations(expectations_path(expected_dir, build_torch, chapter))
+    if build is None:
+        return None
+    path = expectations_path(expected_dir, other.torch, chapter)
+    theirs = read_expectations(path)
+    if theirs is None:
+        return Standing(chapter, other, path, State.NOT_YET)
+    editions = [Edition.STUDENT.value] if other.downloads else list(EDITIONS)
+    skipped = checks | (book_only if other.downloads else set())
+    missing, orphaned = {}, {}  # key: first line, each cell once (of both editions), in order
+    for edition in editions:
+        ours, there = ([key for key in found.by_edition[edition]
+                        if key.split(".")[0] not in skipped] for found in (build, theirs))
+        missing.update({k: build.first_lines[k] for k in ours if k not in there})
+        orphaned.update({k: theirs.first_lines[k] for k in there if k not in ours})
+    state = State.STALE if missing or orphaned else State.VERIFIED
+    return Standing(chapter, other, path, state, tuple(missing.values()),
+                    tuple(orphaned.values()))
+
+
+def standings(chapter: str, expected_dir: Path, build_torch: str, runtimes: tuple[Runtime, ...],
+              checks: set[str], book_only: set[str]) -> list[Standing]:
+    """How ``chapter`` stands on each other torch and runtime, oldest first."""
+    torches = {*verified_versions(expected_dir, chapter), *(r.torch for r in runtimes)}
+    found = (standing(chapter, other_torch(v, runtimes), expected_dir, build_torch, checks,
+                      book_only)
+             for v in sorted(torches - {release(build_torch)}, key=version_key))
+    return [s for s in found if s is not None]
+
 
 CHANGES_LABEL = "torch-versions"
 HIGHLIGHT_CLASS = "torch-diff-changed"
 
 
-# Where and how torch was built, not what it says: a local build tag ("2.13.0+cpu"), and
-# the C++ file and line a warning was raised from ("at /__w/.../TensorBody.h:493").
+# Where torch was built, not what it says: "2.13.0+cpu", "at /__w/.../TensorBody.h:493".
 _BUILD_TAG = re.compile(r"(\d+\.\d+(?:\.\d+)?)\+[\w.]+")
 _SOURCE_LINE = re.compile(r"(?:/[^\s:()]+/)?([\w.-]+\.(?:h|hpp|c|cc|cpp|cu|cuh)):\d+")
 
 
 def comparable(text: str, version: str) -> str:
-    """An output as compared across versions: build tags, the running torch release and
-    C++ source locations set aside."""
+    """An output as compared across versions."""
     text = _BUILD_TAG.sub(r"\1", text)
     text = re.sub(rf"(?<![\w.]){re.escape(release(version))}(?![\w])", "<torch>", text)
     return _SOURCE_LINE.sub(r"\1", text)
 
 
 def highlighted_block(runs: list[tuple[str, bool]]) -> nodes.literal_block:
-    """A literal block whose changed runs are bold (a parsed literal: not syntax-highlighted)."""
+    """A literal block whose changed runs are bold."""
     children = [nodes.strong(text, text, classes=[HIGHLIGHT_CLASS]) if changed else nodes.Text(text)
                 for text, changed in runs]
     # Sphinx highlights (and flattens to text) a block whose rawsource is its text, and
@@ -80,19 +204,16 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
 
 
 def outputs_of_torch(torch: str, where: str) -> str:
-    """What a student reads of the torch behind the outputs ``where`` ("on this page"): about
-    torch itself, whose releases word some outputs differently, not about the build."""
+    """What a student reads of the torch behind the outputs ``where`` ("on this page")."""
     return (f"The outputs {where} are those of torch {release(torch)}; another "
             "release may print some of them differently.")
 
 
 def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
-    """Under a chapter's title: the torch versions its outputs were verified on, and the
-    runtimes readers use where its downloads were verified ("Colab (torch 2.11.0)"); a stale
-    torch is not named, and a line names it (or one not yet verified) with the command for
-    each (:mod:`coursebook.verify.other_torches`), as the build log does. The student edition
-    names only the torch its outputs come from."""
+    """Under a chapter's title: the torches and reader runtimes its outputs were verified
+    on, and a line with the command for each stale or not yet verified; in the student
+    edition, only the torch its outputs come from."""
     config = book_config(app.config)
     expected_dir = Path(app.srcdir, config.expected_dir)
     versions = verified_versions(expected_dir, chapter)
@@ -219,8 +340,7 @@ class TorchVersionChanges(Directive):
 
 def _changed(what: list[nodes.Node], old: str, old_text: str, new: str, new_text: str,
              readers: tuple[Runtime, ...]) -> list[nodes.Node]:
-    """Under a paragraph of ``what``, two outputs side by side on a page (one after the other
-    in print); none when they say the same."""
+    """Under a paragraph of ``what``, two outputs side by side; none when they say the same."""
     if comparable(old_text, old) == comparable(new_text, new):
         return []
     pair = nodes.container(classes=["torch-diff-pair"])
@@ -234,7 +354,6 @@ def _changed(what: list[nodes.Node], old: str, old_text: str, new: str, new_text
 
 
 def _link(label: str, title: str) -> nodes.Node:
-    """A reference to a section by its label, or its title alone when it has none."""
     if not label:
         return nodes.inline("", title or "a cell without a section")
     return addnodes.pending_xref("", nodes.inline("", title), refdomain="std", reftype="ref",
@@ -246,9 +365,8 @@ _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$")
 
 
 def _sections_of(env, chapter: str, museum) -> tuple[dict[str, tuple[str, str]], set[str]]:
-    """Each code cell's key, with the label and title of the section (or exhibit) it is in:
-    the nearest heading above it, and the label just before that heading; and the keys of the
-    exhibits' failing code, whose change the exhibit's own records show (listed once)."""
+    """Each code cell's key, with the label and title of the heading above it; and the keys
+    of the exhibits' failing code, whose own records show its change."""
     try:
         notebook = instructor_chapter(env, chapter, getattr(env, "myst_config", None))
     except (OSError, BookError):
