@@ -1,2 +1,1 @@
-"""Stage 4, writing: the page footer, downloads, Colab button, LaTeX handouts and the
-PDF checks."""
+"""Stage 4, writing: footer, downloads, Colab button, handouts, PDF checks."""

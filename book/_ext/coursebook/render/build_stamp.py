@@ -1,11 +1,6 @@
-"""The build stamp in each page's footer: the torch that executed the page, the commit, the date.
-
-An instructor with a student's question can tell which build a page comes from. The
-student edition's footer has no stamp: how and when the book was built is the course team's
-business, not the subject's (conf.py leaves the stamp and the theme's "Last updated" out of a
-student's footer). The commit is the source tree's
-(``GITHUB_SHA`` on GitHub Actions, else ``git``), marked when the tree had uncommitted
-changes; a copy outside git says so.
+"""The instructor edition's footer stamp: the torch that executed the page, the commit,
+the date, so that an instructor with a student's question can tell which build a page
+comes from. A student's footer has none: the build is not the subject.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ from coursebook.prepare.editions import Edition
 
 
 def executed_with(app: Sphinx, pagename: str) -> str:
-    """Which torch produced the outputs of a page ("" for a page without code)."""
+    """Which torch produced the outputs of a page ("" for none)."""
     chapter = page_states(app.env).get(pagename)
     if chapter is None or chapter.notebook is None:
         return ""  # not a chapter, or a failed one (reported when it was read)
@@ -31,7 +26,7 @@ def executed_with(app: Sphinx, pagename: str) -> str:
 
 def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict,
                     doctree) -> None:
-    """``html-page-context``: the stamp the footer template ``build-stamp.html`` shows."""
+    """``html-page-context``: for the footer template ``build-stamp.html``."""
     if app.builder.format != "html" or edition_of(app) is not Edition.INSTRUCTOR:
         return
     date = book_config(app.config).build_date

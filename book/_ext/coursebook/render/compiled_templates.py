@@ -1,12 +1,8 @@
 """The HTML theme's templates, compiled once and kept between builds.
 
-Every HTML build renders at least its search page, and compiling the theme's many
-templates for it took a warm rebuild about a tenth of its time, and the first page a
-cold build writes about 80 ms. Jinja keeps compiled templates in a bytecode cache and
-checks each against its template's source, so an edited or upgraded template is
-compiled again. The cache lives in the Python environment the build runs in (as its
-modules' compiled bytecode does): the templates are the installed theme's and
-Sphinx's, compiled by its Jinja, and a build from a clean output folder finds them.
+Compiling them took a tenth of a warm rebuild. Jinja's bytecode cache checks each
+against its source; it lives in the Python environment, as the compiled modules do (the
+templates are its theme's and Sphinx's), where a clean output folder still finds it.
 """
 
 from __future__ import annotations
@@ -21,8 +17,7 @@ FOLDER = "compiled-templates"  # in the environment's folder (sys.prefix)
 
 
 def keep_compiled_templates(app: Sphinx) -> None:
-    """``builder-inited``: the builder's template environment keeps its compiled templates
-    in the Python environment's folder (both editions share them)."""
+    """``builder-inited``."""
     environment = getattr(getattr(app.builder, "templates", None), "environment", None)
     if environment is None:
         return

@@ -1,11 +1,6 @@
-"""The museum's verdicts, kept quiet: each check's line becomes a small mark on the page.
-
-Each exhibit's hidden check cells (:func:`coursebook.model.museum.check_cells`) print one line,
-"✓ Raised exactly the error recorded for torch 2.13.0 (where, when)." In the instructor
-edition that line becomes a mark, a tick and a few words, which opens on demand to show it
-(in print the line stays as it is), and what torch changed since the museum's record (the
-"changed since" boxes) stays in view. The student edition shows none of it: a student
-reads the error and the fix; the downloads say how other torch releases word the error.
+"""The museum's verdicts, kept quiet: each check's line ("✓ Raised exactly the error
+recorded for torch 2.13.0 (where, when).") becomes, in the instructor edition, a tick that
+opens on demand (in print the line stays); the student edition shows none of it.
 """
 
 from __future__ import annotations
@@ -27,8 +22,7 @@ TICK = "✓"
 
 
 def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
-    """``doctree-read``: in a chapter showing exhibits, each check's line becomes a mark;
-    in the student edition each check cell goes (its output was compared already)."""
+    """``doctree-read`` (a student's check cells go: their outputs were compared already)."""
     notebook = chapter_notebook(app.env, app.env.docname)
     if notebook is None:
         return

@@ -1,13 +1,10 @@
-"""Lab handouts: one printable LaTeX document per chapter (``-t handout``).
+"""Lab handouts: one printable LaTeX document per chapter (``coursebook_handouts``).
 
-With ``coursebook_handouts`` on, the LaTeX builder writes ``<chapter>.tex`` for every
-chapter notebook of the book, in table-of-contents order, instead of the whole book
-(``latex_documents`` is set once the chapters are read). Each handout opens with a cover,
-``<chapter>-cover.tex``: the course, the chapter, the edition, the torch version its
-outputs come from (for the instructor: executed and verified with, the build date and the
-commit), and, when the book's address is configured, QR codes (segno) and short links to
-the chapter's page and its Colab notebook. ``handouts.json`` lists what was written, for ``tools/build_pdf.py``.
-Short code cells are kept on one page with their output (``\\needspace``).
+The LaTeX builder writes ``<chapter>.tex`` per chapter instead of the whole book, each
+with a cover, ``<chapter>-cover.tex`` (course, chapter, edition, the torch its outputs
+come from; for the instructor also the build date and commit; QR codes to the page and
+its Colab notebook), and ``handouts.json`` for ``tools/build_pdf.py``. A short code cell
+stays on one page with its output.
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ from coursebook.page_state import chapters_in_reading_order, page_states
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import colab_url, page_url
+from coursebook.verify.chapter_checks import code_cells
 from coursebook.verify.torch_versions import outputs_of_torch
 
 MANIFEST = "handouts.json"
@@ -60,11 +58,8 @@ def handouts(app: Sphinx, env) -> list[Handout]:
 
 
 def set_handout_documents(app: Sphinx, env) -> list[str]:
-    """``env-updated`` (after reading, before the LaTeX builder takes its documents).
-
-    "howto": a chapter's sections run on, rather than each opening a new page. The title
-    is LaTeX there (Sphinx's ``latex_documents``): ``&`` or ``_`` in it is escaped.
-    """
+    """``env-updated`` (before the LaTeX builder takes its documents). "howto": a
+    chapter's sections run on; the title is LaTeX there, escaped."""
     if book_config(app.config).handouts and app.builder.name == "latex":
         app.config.latex_documents = [
             (handout.docname, handout.target, escape(handout.title, app.config.latex_engine),
@@ -77,9 +72,7 @@ def _provenance(app: Sphinx, docname: str) -> str:
     chapter = page_states(app.env).get(docname)
     instructor = edition_of(app) is Edition.INSTRUCTOR
     if chapter is not None and chapter.recorded_with:
-        # The instructor edition marks under each cell which recording its output comes
-        # from; a student's sentence is whole.
-        if instructor:
+        if instructor:  # its marks under each cell say which recording
             return f"{chapter.recorded_with}. A mark under each cell says where it ran."
         return chapter.recorded_with
     torch = release(book_config(app.config).torch)
@@ -107,7 +100,7 @@ def _link_box(url: str, image: str, caption: str) -> str:
 
 
 def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
-    """The LaTeX of a handout's first page; writes its QR codes into ``outdir``."""
+    """The LaTeX of a handout's cover; writes its QR codes into ``outdir``."""
     edition = edition_of(app).value.capitalize() + " edition"
     links = []
     for kind, url, caption in (("page", handout.page_url, "This chapter online"),
@@ -138,7 +131,7 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
 
 
 def write_covers(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: each handout's cover and QR codes, and the manifest."""
+    """``build-finished``."""
     if exception is not None or not book_config(app.config).handouts or app.builder.name != "latex":
         return
     outdir = Path(app.outdir)
@@ -154,9 +147,7 @@ def keep_short_cells_together(app: Sphinx, doctree: nodes.document, docname: str
     """``doctree-resolved``: no page break between a short cell's code and its output."""
     if not book_config(app.config).handouts or app.builder.name != "latex":
         return
-    cells = [cell for cell in doctree.findall(nodes.container)
-             if cell.get("nb_element") == "cell_code"]
-    for cell in cells:
+    for cell in list(code_cells(doctree)):
         lines = sum(block.astext().count("\n") + 1 for block in cell.findall(nodes.literal_block))
         if 0 < lines <= KEEP_TOGETHER_LINES:
             # A frame and the gap between input and output take about three lines more.
@@ -165,10 +156,8 @@ def keep_short_cells_together(app: Sphinx, doctree: nodes.document, docname: str
 
 
 class OtherChapterReferences(SphinxPostTransform):
-    """A reference into another chapter reads "section (in chapter)" on a handout.
-
-    A handout holds one chapter: Sphinx would print such a reference as its bare label.
-    """
+    """A reference into another chapter reads "section (in chapter)" on a handout (Sphinx
+    would print its bare label)."""
 
     default_priority = 5  # before Sphinx resolves references (10)
     builders = ("latex",)

@@ -1,9 +1,5 @@
-"""The LaTeX build's last words: where its files are, not a `make latexpdf` the book lacks.
-
-Sphinx's LaTeX builder ends by advising `make latexpdf`, a target of Sphinx's own
-Makefile. The book typesets and checks its LaTeX with `make pdf` and `make handouts`
-(tools/build_pdf.py), which run this build first: its log says only where the files are.
-"""
+"""The LaTeX build's last words: where its files are, not Sphinx's advice to run a `make
+latexpdf` the book lacks (`make pdf` and `make handouts` run this build, then typeset)."""
 
 from __future__ import annotations
 
@@ -13,6 +9,6 @@ EPILOG = "The LaTeX files are in %(outdir)s."
 
 
 def name_only_the_latex_folder(app: Sphinx) -> None:
-    """``builder-inited``: the LaTeX builder's closing message, for this build."""
+    """``builder-inited``."""
     if app.builder.name == "latex":
         app.builder.epilog = EPILOG

@@ -1,8 +1,4 @@
-"""Cell outputs on a page, shown as the book compares them: machine details replaced.
-
-The doctree's output blocks get :func:`~coursebook.model.outputs.normalise`'s placeholders,
-and a cut output's marker loses its digest (kept in the cache, for the comparison).
-"""
+"""Cell outputs on a page, shown as the book compares them: machine details replaced."""
 
 from __future__ import annotations
 
@@ -13,8 +9,7 @@ from coursebook.model.outputs import normalise
 
 
 def normalise_output_nodes(doctree) -> None:
-    """Apply :func:`normalise` to every cell output block of a page; a cut output's
-    marker is shown without its digest."""
+    """A cut output's marker loses its digest (the comparison's, kept in the cache)."""
     for block in doctree.findall(nodes.literal_block):
         if "output" not in block.get("classes", []):
             continue

@@ -1,17 +1,10 @@
-"""Checks of a built PDF and its LaTeX log: what a printed handout must not do.
+"""Checks of a built PDF and its LaTeX log: no word in the margins (sideways conf.py's
+2 cm ``hmargin``, up and down the 5 mm no printer reaches), no overfull box wider than
+:data:`OVERFULL_LIMIT_PT`, no missing character, every font embedded.
 
-- no word outside the page minus its margins (``pdftotext -bbox``): sideways the text
-  block's 2 cm margins (conf.py's ``hmargin``), up and down the 5 mm no printer reaches
-  (running headers and footers live in the vertical margins);
-- no ``Overfull \\hbox`` wider than :data:`OVERFULL_LIMIT_PT`, no ``Missing character``
-  (one problem per character, however often the log names it);
-- every font embedded (``pdffonts``).
-
-:func:`locate_chapters` then names the chapter file each problem lies in: a page by the
-PDF's destination of each document's ``DOC::doc`` label (Sphinx writes one where every
-document starts), a LaTeX log line by where that label sits in the ``.tex`` file.
-:func:`locate_characters` names where a missing character was printed (the doctrees give
-the outputs as the book shows them), in one message per place that says what to install.
+Each problem names its chapter file: a page by the PDF destination of the ``DOC::doc``
+label Sphinx writes where each document starts, a log line by that label's line in the
+``.tex``; a missing character by where it was printed, with what to install.
 """
 
 from __future__ import annotations
@@ -54,7 +47,6 @@ class Problem:
 
 def overflowing_words(pdf: Path, side: float = SIDE_MARGIN_PT,
                       top_bottom: float = TOP_BOTTOM_MARGIN_PT) -> list[Problem]:
-    """Words whose box crosses into the page's margins."""
     xhtml = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], check=True,
                            capture_output=True, text=True).stdout
     tree = ElementTree.fromstring(re.sub(r"<!DOCTYPE[^>]*>", "", xhtml))
@@ -70,10 +62,8 @@ def overflowing_words(pdf: Path, side: float = SIDE_MARGIN_PT,
 
 
 def log_problems(log: Path, limit: float = OVERFULL_LIMIT_PT) -> list[Problem]:
-    """Overfull boxes wider than ``limit`` and missing glyphs, from a LaTeX log; each
-    overfull box keeps its ``.tex`` line ("at lines 5--6": a paragraph; "detected at line
-    6": a box, a display equation say), for :func:`locate_chapters`. The log names a
-    missing character once per font and place: each becomes one problem."""
+    """Overfull boxes wider than ``limit``, each with its ``.tex`` line ("at lines 5--6",
+    "detected at line 6"), and missing characters, each once, from a LaTeX log."""
     text = log.read_text(encoding="utf8", errors="replace")
     problems = [Problem(f"{log.name}: {m.group(0)}", tex_line=int(m.group(2)) if m.group(2) else None)
                 for m in re.finditer(r"Overfull \\hbox \((\d+(?:\.\d+)?)pt too wide\)"
@@ -101,12 +91,8 @@ def pdf_text(pdf: Path) -> str:
 
 def _document_starts_on_pages(pdf: Path, aux: Path,
                               lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """(page, docname) where each document starts, from the .aux and ``pdfinfo -dests``.
-
-    Documents starting on the same page (the root document, then its first chapter) keep
-    their order in the .tex file (``lines``: :func:`document_starts_on_lines`): the page is
-    the later one's.
-    """
+    """(page, docname) where each document starts, from the .aux and ``pdfinfo -dests``;
+    documents on the same page in their ``.tex`` order (``lines``), the page the later one's."""
     anchors = dict(re.findall(r"\\newlabel\{([^{}]+)::doc\}\{\{.*?\}\{.*?\}\{.*?\}\{(.+?)\}",
                               aux.read_text(encoding="utf8", errors="replace")))
     listing = subprocess.run(["pdfinfo", "-dests", str(pdf)], capture_output=True,
@@ -120,7 +106,6 @@ def _document_starts_on_pages(pdf: Path, aux: Path,
 
 
 def document_starts_on_lines(tex: Path) -> list[tuple[int, str]]:
-    """(line, docname) where each document starts in the .tex file."""
     lines = tex.read_text(encoding="utf8", errors="replace").splitlines()
     return [(number, match.group(1)) for number, line in enumerate(lines, start=1)
             for match in [re.search(r"\\label\{\\detokenize\{([^{}]+)::doc\}\}", line)] if match]
@@ -135,7 +120,7 @@ def document_at(starts: list[tuple[int, str]], position: int | None) -> str | No
 
 def locate_chapters(problems: list[Problem], pdf: Path, aux: Path, tex: Path,
                     source_of: Callable[[str], str]) -> list[Problem]:
-    """The problems, each naming its chapter file (``source_of(docname)``) where known."""
+    """The problems, each naming its chapter file where known."""
     lines = document_starts_on_lines(tex) if tex.is_file() else []
     pages = _document_starts_on_pages(pdf, aux, lines) if aux.is_file() else []
     docnames = [document_at(pages, problem.page) or document_at(lines, problem.tex_line)
@@ -148,13 +133,11 @@ def check_pdf(pdf: Path, log: Path) -> list[Problem]:
     return overflowing_words(pdf) + log_problems(log) + unembedded_fonts(pdf)
 
 
-# --- Where a character no font has was printed: the chapter file, its line, the cell ---
-
 FONTS_MODULE = "book/_ext/coursebook/render/pdf_fonts.py"
 
 
 @dataclass(frozen=True)
-class Place:
+class Place:  # where a character no font has was printed
     where: str  # ``file:line``, or the file alone
     what: str  # "the chapter's text holds", "the output of the cell `…` holds"
 
@@ -176,8 +159,7 @@ def _in_source(character: str, path: Path) -> Place | None:
 
 
 def _cells(doctree: Path) -> list[dict]:
-    """Each code cell of a document's doctree: its line and the text of its parts
-    (myst-nb's ``cell_code_source`` and ``cell_code_output``; a hidden part is absent)."""
+    """Each code cell of a doctree: its line and its parts' text, by myst-nb's names."""
     if not doctree.is_file():
         return []
     document = pickle.loads(doctree.read_bytes())  # as Sphinx wrote it, in this build
@@ -191,8 +173,7 @@ def _in_outputs(character: str, path: Path, doctree: Path) -> Place | None:
     for cell in _cells(doctree):
         if character in cell.get("cell_code_output", ""):
             code = nbformat.v4.new_code_cell(cell.get("cell_code_source", ""))
-            # myst-nb's line of the cell, the author's (coursebook.model.notebooks.notebook_to_myst)
-            line = cell["line"]
+            line = cell["line"]  # the author's line (coursebook.model.cell_notes)
             shown = f"the cell `{first_line(code)}`" if code.source else "a cell whose code is hidden"
             return Place(f"{shown_path(path)}{f':{line}' if line else ''}",
                          f"the output of {shown} holds")
@@ -230,8 +211,7 @@ def advice(characters: list[str]) -> str:
 
 def locate_characters(problems: list[Problem], docnames: Iterable[str] | None,
                       source_of: Callable[[str], Path], doctrees: Path, tex: Path) -> list[Problem]:
-    """The problems, each missing character replaced by one message per place that prints
-    characters no font has: ``file:line: the output of the cell `…` holds '…' (U+…)``.
+    """The problems, the missing characters as one message per place that prints them.
     ``docnames``: the documents to search, in order (None: every document of ``tex``)."""
     if docnames is None:
         docnames = [doc for _, doc in document_starts_on_lines(tex)] if tex.is_file() else []

@@ -1,16 +1,12 @@
 """MyST Markdown to plain Markdown, for notebooks read outside the book (Jupyter, Colab).
 
-Jupyter and Colab render CommonMark (with tables and ``$`` math) and nothing of MyST:
-a role, a target or a directive would show as raw text. A markdown cell is parsed with
-the book's own MyST parser (myst-parser's, so it reads exactly as the book does) and
-written back with mdformat's Markdown renderer, MyST constructs replaced: a cross-reference
-by a link to the published page (or, with no published address, the target's title), an
-admonition by a blockquote with a bold title, a dropdown by an HTML ``<details>`` block (closed
-unless it is ``:open:``), a card by a link, a directive with no plain equivalent by a link to
-the page. Jupyter renders ``<details>`` and ``<summary>`` in a markdown cell: JupyterLab's
-sanitizer keeps both tags (``allowedTags`` in
-https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts). A text
-read as it is written (the ``.md`` download) sets each dropdown aside instead (``set_aside``).
+Jupyter and Colab render CommonMark (with tables and ``$`` math), no MyST. A markdown
+cell is parsed with myst-parser's parser, as the book reads it, and written back with
+mdformat's renderer, MyST replaced: a reference by a link to the published page, an
+admonition by a blockquote, a dropdown by ``<details>`` (JupyterLab's sanitizer keeps it:
+``allowedTags`` in
+https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts), any
+other directive by a link to the page. The ``.md`` download sets dropdowns aside instead.
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ from sphinx.util.tags import Tags
 
 @dataclass(frozen=True)
 class Target:
-    """Where a cross-reference points: its title and its published address ("" if none)."""
+    """Where a cross-reference points ("" url: not published)."""
 
     title: str
     url: str = ""
@@ -61,8 +57,6 @@ _OPTION = re.compile(r"^:([\w-]+):[ \t]*(.*)$")
 
 @dataclass
 class PlainMarkdown:
-    """Converts a chapter's markdown cells for one page of the book."""
-
     resolve: Resolve
     page_url: str = ""  # the chapter's published page ("" if the book has no address)
     md_config: MdParserConfig | None = None
@@ -70,9 +64,9 @@ class PlainMarkdown:
     only: Callable[[str], bool] = field(default=Tags(["html", "format_html"]).eval_condition)
     # Where an image a figure or image directive names is published ("" if nowhere).
     image_url: Callable[[str], str] = lambda path: path if "://" in path else ""
-    # A document read as plain text (the .md download) has no collapsed block: given a list,
-    # each dropdown's (summary, content) goes there, to be printed after the text, and its
-    # place says where to find it, so that an error to predict is not read ahead.
+    # Plain text (the .md download) has no collapsed block: given a list, each dropdown's
+    # (summary, content) goes there, printed after the text, so that an error to predict
+    # is not read ahead.
     set_aside: list[tuple[str, str]] | None = None
 
     @cached_property
@@ -85,12 +79,11 @@ class PlainMarkdown:
         return parser
 
     def convert(self, source: str) -> str:
-        """Plain Markdown that Jupyter renders as the book renders ``source``."""
         return self._parser.render(source, {_ENV_KEY: self}).rstrip("\n")
 
     def edition_source(self, source: str) -> str:
         """``source``, still MyST, with each ``{only}`` block kept or dropped as this
-        edition reads it (inside other directives too): a page's text as a reader gets it."""
+        edition reads it (inside other directives too)."""
         lines = source.splitlines(keepends=True)
         kept, position = [], 0
         for token in self._parser.parse(source):
@@ -108,8 +101,6 @@ class PlainMarkdown:
                 continue
             position = end
         return "".join([*kept, *lines[position:]])
-
-    # --- Pieces the renderers call ----------------------------------------------------
 
     def role(self, name: str, content: str) -> str:
         name = name.split(":")[-1]  # py:func and the like: the role's own name
@@ -202,14 +193,6 @@ def _fence(node: RenderTreeNode, context: RenderContext) -> str:
     return DEFAULT_RENDERERS["fence"](node, context)
 
 
-def _math_inline(node: RenderTreeNode, context: RenderContext) -> str:
-    return f"${node.content}$"
-
-
-def _math_inline_double(node: RenderTreeNode, context: RenderContext) -> str:
-    return f"$${node.content}$$"
-
-
 def _math_block(node: RenderTreeNode, context: RenderContext) -> str:
     return f"$$\n{node.content.strip()}\n$$"
 
@@ -218,10 +201,6 @@ def _children(separator: str) -> Callable[[RenderTreeNode, RenderContext], str]:
     def render(node: RenderTreeNode, context: RenderContext) -> str:
         return separator.join(child.render(context) for child in node.children)
     return render
-
-
-def _term(node: RenderTreeNode, context: RenderContext) -> str:
-    return f"**{_children('')(node, context)}**"
 
 
 def _table(node: RenderTreeNode, context: RenderContext) -> str:
@@ -250,26 +229,23 @@ class _MystToPlain:
         "front_matter": _nothing,
         "fence": _fence,
         "colon_fence": _fence,
-        "math_inline": _math_inline,
-        "math_inline_double": _math_inline_double,
+        "math_inline": lambda node, context: f"${node.content}$",
+        "math_inline_double": lambda node, context: f"$${node.content}$$",
         "math_block": _math_block,
         "math_block_label": _math_block,
         "amsmath": _math_block,
         "dl": _children("\n\n"),
-        "dt": _term,
+        "dt": lambda node, context: f"**{_children('')(node, context)}**",
         "dd": _children("\n\n"),
         "table": _table,
     }
 
     @staticmethod
     def update_mdit(mdit) -> None:
-        """Nothing to add: the book's MyST parser already reads every construct."""
+        """Nothing to add: the MyST parser reads every construct."""
 
-
-# --- Small Markdown helpers -----------------------------------------------------------
 
 def escape(text: str) -> str:
-    """Text that Markdown shows as written."""
     return re.sub(r"([\\`*_\[\]<>$|])", r"\\\1", text)
 
 
