@@ -127,8 +127,9 @@ def _exact(check: AnswerCheck) -> str:
                 else check.value)
     return (f'\nassert digest("{check.name}", {computed}, {check.tolerance!r}) == '
             f'CHECKS["{check.name}"]["digest"], ("check {check.name}: its answer is not the '
-            f'value its cell computes, " + repr({computed}) + ", but a rounding of it: write '
-            'that value in full, so that the tolerance is centred on it")')
+            f'value its cell computes, whose numbers are " + repr((canonical({computed}, '
+            '(_numbers := [])), _numbers)[1]) + ", but a rounding of it: write those in full, so '
+            'that the tolerance is centred on them")')
 
 
 def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.NotebookNode:
