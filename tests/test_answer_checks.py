@@ -683,7 +683,7 @@ def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path, pla
     "correct", a changed one "not yet" and the hint; a wrong answer fails its trial, a
     warning (on stderr) does not."""
     from coursebook.render.downloads import run_all
-    from coursebook.verify.answer_trials import failed_trials, trial_cells
+    from coursebook.verify.answer_checks import failed_trials, trial_cells
 
     text = CHAPTER.replace(*planted)
     assert text != CHAPTER or planted == ("", "")
@@ -701,7 +701,7 @@ def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path, pla
 
 def test_a_trial_whose_value_crashes_fails_and_names_the_error():
     """A crash stops Run all in a kernel; the trial's cell, as it ran, fails too."""
-    from coursebook.verify.answer_trials import failed_trials, trial_cells
+    from coursebook.verify.answer_checks import failed_trials, trial_cells
 
     extra, trials = trial_cells(read_chapter(CHAPTER))
     ran = [nbformat.v4.new_code_cell() for _ in extra]
@@ -714,7 +714,7 @@ def test_a_trial_whose_value_crashes_fails_and_names_the_error():
 
 def _trial_failures(text: str) -> list[str]:
     """The answer trials of a chapter, run here after its student notebook."""
-    from coursebook.verify.answer_trials import failed_trials, trial_cells
+    from coursebook.verify.answer_checks import failed_trials, trial_cells
 
     namespace: dict = {}
     for cell in _editions(text)[Edition.STUDENT].cells:

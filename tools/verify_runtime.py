@@ -79,7 +79,7 @@ from coursebook.prepare.chapters import edition_chapter  # noqa: E402
 from coursebook.prepare.chapter_packages import install_cell  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
 from coursebook.render.downloads import run_all  # noqa: E402
-from coursebook.verify.answer_trials import failed_trials, trial_cells  # noqa: E402
+from coursebook.verify.answer_checks import failed_trials, trial_cells  # noqa: E402
 from coursebook.verify.expectations import (
     Expectations,
     accept,

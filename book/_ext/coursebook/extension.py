@@ -57,7 +57,7 @@ from coursebook.verify.chapter_checks import (
     keep_execution_reports,
     log_output_summary,
 )
-from coursebook.verify.check_teaching import check_what_checks_ask
+from coursebook.verify.answer_checks import check_what_checks_ask
 from coursebook.verify.claims import check_claims, log_claim_counts
 from coursebook.verify.torch_versions import (
     TorchVersionChanges,

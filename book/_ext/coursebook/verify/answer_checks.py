@@ -1,9 +1,10 @@
-"""Trying the students' answer checks where students run them.
+"""The students' answer checks, verified.
 
-Cells appended to a student download (run in a replica of Colab, say) run each answer
-that lists checks, then call each check with the answer's value and its ``accept``
-entries, which must say "correct", and its ``refuse`` entries, which must say "not yet"
-and the hint.
+Each check asks only what the book taught before it: every section its ``taught_in``
+names comes before it, in its chapter or an earlier one. Trials: cells appended to a
+student download (run in a replica of Colab, say) run each answer that lists checks,
+then call each check with the answer's value and its ``accept`` entries, which must say
+"correct", and its ``refuse`` entries, which must say "not yet" and the hint.
 """
 
 from __future__ import annotations
@@ -11,9 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import nbformat
+from sphinx.application import Sphinx
 
-from coursebook.model.answer_checks import AnswerCheck, cell_checks, notebook_checks
+from coursebook.model.answer_checks import AnswerCheck, cell_checks, notebook_checks, untaught_checks
+from coursebook.page_state import chapters_in_reading_order, page_states
 from coursebook.prepare.answer_checks import shown_hint
+from coursebook.reporting import report_book_error
+
+
+def check_what_checks_ask(app: Sphinx, env) -> None:
+    """``env-updated``: one error per section a check names that does not come before it."""
+    states = page_states(env)
+    chapters = [states[docname].teaching for docname in chapters_in_reading_order(env)]
+    for error in untaught_checks([chapter for chapter in chapters if chapter is not None]):
+        report_book_error(error, "answer-check")
+        app.statuscode = 1  # also without -W: a check asking the untaught is never a warning
+
 
 @dataclass(frozen=True)
 class Trial:
