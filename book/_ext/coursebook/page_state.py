@@ -1,14 +1,8 @@
 """What reading each chapter page left for the phases after it, kept in the environment.
 
-A chapter is prepared once per read (``source-read``), executed into the cache by the
-execute stage when the cache lacks it, read from the cache by myst-nb, and checked
-(``doctree-read``). What later phases need of it is kept here, per page, by an
-:class:`~sphinx.environment.collectors.EnvironmentCollector`: Sphinx drops a page's entry
-when the page is read again or removed, merges the entries of parallel readers, and
-pickles them with the environment, so a warm build that reads no page still has them.
-Later phases take this edition's notebook from here; only verify/ prepares a chapter's
-instructor notebook again (accepted outputs keep both editions' cell keys; the versions
-page names each cell's section).
+An :class:`~sphinx.environment.collectors.EnvironmentCollector` keeps it per page: Sphinx
+drops a page's entry when it is read again or removed, merges parallel readers' entries
+and pickles them, so a warm build that reads no page still has them.
 """
 
 from __future__ import annotations
@@ -50,32 +44,16 @@ PREPARED = "coursebook_prepared"
 
 @dataclass
 class PageState:
-    """One page as reading left it.
+    """One page as reading left it."""
 
-    ``notebook``: this edition's notebook as prepared, the execution versions in its first
-    code cell (no outputs; myst-nb reads it as MyST text); None for a page that is not a
-    chapter or could not be prepared. ``recorded_with``: for a recorded
-    chapter, where its recordings ran. ``outputs``: each code cell's shown output, for the
-    comparison with the expected outputs (None: nothing to compare). ``failed``: the page
-    reported an error, so it is read (and reports it) again on the next build.
-    ``awaited``: inputs that did not exist when it was read (a recording not made yet);
-    when one appears, the page is read again. ``verified_versions``: the torch releases
-    with expected outputs for it when it was read (its "verified on" line); when that set
-    changes, the page is read again. ``not_verified``: where else it is not verified yet,
-    or stale (:mod:`coursebook.verify.other_torches`), one line each, for the build log.
-    ``claims``: how many of its claims held when checked, and how many it cites (None:
-    its checks did not run). ``teaching``: its labelled sections and its answers' checks,
-    for the check that each asks only what was taught before it.
-    """
-
-    notebook: nbformat.NotebookNode | None = None
-    recorded_with: str | None = None
-    outputs: list[CellOutput] | None = None
-    failed: bool = False
-    awaited: list[str] = field(default_factory=list)
-    verified_versions: list[str] | None = None
-    not_verified: list[str] = field(default_factory=list)
-    claims: tuple[int, int] | None = None
+    notebook: nbformat.NotebookNode | None = None  # None: no chapter, or not prepared
+    recorded_with: str | None = None  # a recorded chapter's: where its recordings ran
+    outputs: list[CellOutput] | None = None  # None: nothing to compare
+    failed: bool = False  # read (and reported) again on the next build
+    awaited: list[str] = field(default_factory=list)  # inputs not made yet: read again when made
+    verified_versions: list[str] | None = None  # torch releases with expected outputs
+    not_verified: list[str] = field(default_factory=list)  # for the build log
+    claims: tuple[int, int] | None = None  # held, cited (None: checks did not run)
     teaching: ChapterTeaching | None = None
 
 
@@ -93,7 +71,7 @@ def page_state_of(env: BuildEnvironment, docname: str) -> PageState:
 
 def chapter_notebook(env: BuildEnvironment, docname: str) -> nbformat.NotebookNode | None:
     """The page's edition notebook as read; None for a page that is not a chapter, or
-    could not be prepared (its error was reported when it was read)."""
+    could not be prepared."""
     chapter = page_states(env).get(docname)
     return None if chapter is None else chapter.notebook
 
@@ -132,10 +110,9 @@ class PageStateCollector(EnvironmentCollector):
 
     def get_outdated_docs(self, app: Sphinx, env: BuildEnvironment, added: set[str],
                           changed: set[str], removed: set[str]) -> list[str]:
-        """A page that failed is read again, and reports its problem again; so is a page
-        one of whose awaited inputs now exists, or whose verified versions changed. (Sphinx
-        would take a missing file or a folder noted as a dependency for a changed one, and
-        read the page on every build.)"""
+        """A page that failed is read again, and so is one whose awaited input now exists or
+        whose verified versions changed (Sphinx would take a missing dependency for a
+        changed one, on every build)."""
         expected_dir = Path(app.srcdir, book_config(app.config).expected_dir)
 
         def outdated(docname: str, chapter: PageState) -> bool:

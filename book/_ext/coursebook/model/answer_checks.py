@@ -1,48 +1,10 @@
 """Checkable answers: an answer cell's ``checks``, as a chapter states them.
 
-An answer code cell (tag ``answer``) may list, in its metadata, answers a student can
-check without seeing them::
-
-    ```{code-cell} ipython3
-    ---
-    tags: [answer]
-    checks:
-    - name: pt01-check-2
-      ask: the contents of a.grad after both calls
-      value: first_grad
-      answer: [5.0, 7.0]
-      hint: Does backward() replace .grad, or add to it?
-      taught_in: [pt01-accumulation]
-    ---
-    ```
-
-``answer`` is the right value, written as data (numbers, text, lists, true/false): the
-student edition holds only its salted digest. ``value`` is an expression the answer
-cell's code leaves behind: the instructor edition checks it against ``answer`` on every
-build, so the answer stays true for this build's torch, and exact: the answer must be
-that value to the step of the check's grid, not a rounding of it (the tolerance is centred
-on the answer). ``tolerance`` (default 1e-4) is
-how far a student's number may lie from the answer's and still pass (each number has a
-digest of its own, on a grid of :data:`coursebook.self_check.FINE` steps per tolerance, so
-the bound holds to a fortieth of the tolerance, with no rounding grid's edge inside it).
-``taught_in`` names the sections that teach what the check asks, by their MyST labels (as
-the museum's exhibits name theirs): each must come before the check, in its chapter or in
-an earlier one of the reading order (:func:`untaught_checks`), so a check asks only what
-the book has taught.
-
-``accept`` and ``refuse`` list answers as a student would type them in place of ``...``
-(each a Python literal, written as text: ``"(5, 7)"``, ``"5.00009"``): ``accept`` other
-right forms of the answer (a tuple for a list, an int for a float, a value within the
-tolerance), ``refuse`` wrong ones (a value just beyond the tolerance, a wrong shape, a
-near miss). Every check lists both; the build tries them, and the answer itself, with the
-very code a student's notebook runs (:func:`coursebook.prepare.answer_checks.mistried`).
-
-Where the answer is a way of computing (a function the student writes), ``inputs`` is code
-that sets ``inputs`` to a list of argument tuples, the check's own: the student passes the
-function, and ``answer`` lists what the right one returns for each tuple. ``value`` then
-names the answer's function, and ``accept`` and ``refuse`` hold functions (Python
-expressions, ``"lambda w, x, t, lr: ..."``), tried in the chapter's kernel with the
-instructor edition's check calls, since they need what the chapter defines.
+An answer code cell (tag ``answer``) lists in its metadata the checks a student can run
+without seeing the answer: ``name``, ``ask``, ``value`` (an expression the cell leaves,
+checked against ``answer`` on every instructor build), ``answer``, ``hint``, ``taught_in``
+(labels of earlier sections), ``accept`` and ``refuse`` (answers as a student types them),
+and optionally ``tolerance`` and ``inputs`` (for a function). docs/authoring.md says more.
 """
 
 from __future__ import annotations
@@ -84,8 +46,7 @@ class AnswerCheck:
     accept: tuple[str, ...] = ()  # right answers in other forms, as a student types them
     refuse: tuple[str, ...] = ()  # wrong answers, as a student types them
     inputs: str = ""  # for a function: code setting ``inputs``, the argument tuples it runs on
-    # The titles of its taught_in sections in its own chapter, for the student after a wrong
-    # try (a section of an earlier chapter is checked, not named: its title is not known here).
+    # Its taught_in sections' titles in its own chapter, named after a wrong try.
     revisit: tuple[str, ...] = ()
 
 
@@ -98,8 +59,7 @@ def literal(entry: str):
 
 
 def _is_entry(entry, function: bool) -> bool:
-    """Whether an ``accept``/``refuse`` entry is a literal (a value) or, for a function
-    check, an expression (a function)."""
+    """Whether an entry is a literal, or for a function check an expression."""
     try:
         compile(entry, "<entry>", "eval") if function else literal(entry)
     except (ValueError, SyntaxError):
@@ -165,8 +125,7 @@ def cell_checks(cell) -> list[AnswerCheck]:
 
 
 def notebook_checks(notebook: nbformat.NotebookNode) -> list[AnswerCheck]:
-    """Every check of a chapter, in reading order, with the titles of the sections it names
-    in this chapter; names are unique."""
+    """Every check of a chapter, in reading order; names are unique."""
     titles = {section.label: section.title for section in labelled_sections(notebook)}
     checks: list[AnswerCheck] = []
     for cell in notebook.cells:
@@ -183,8 +142,7 @@ def notebook_checks(notebook: nbformat.NotebookNode) -> list[AnswerCheck]:
 
 @dataclass(frozen=True)
 class ChapterTeaching:
-    """A chapter's labelled sections and its checks, each at its line (``path``: the
-    chapter's file, as messages name it)."""
+    """A chapter's labelled sections and its checks, each at its line."""
 
     path: str
     sections: tuple[Section, ...]
@@ -192,7 +150,6 @@ class ChapterTeaching:
 
 
 def chapter_teaching(notebook: nbformat.NotebookNode, path: Path | str) -> ChapterTeaching:
-    """What a chapter's notebook (every cell, answers included) teaches and asks."""
     try:
         checks = notebook_checks(notebook)
     except AnswerCheckError as error:
@@ -201,9 +158,7 @@ def chapter_teaching(notebook: nbformat.NotebookNode, path: Path | str) -> Chapt
 
 
 def untaught_checks(chapters: Sequence[ChapterTeaching]) -> list[AnswerCheckError]:
-    """Each ``taught_in`` label of the chapters' checks (the chapters in reading order) that
-    names no section before its check: none with that label, one further down its chapter,
-    or one in a later chapter. One error each, at the check's answer cell."""
+    """Each ``taught_in`` label (chapters in reading order) naming no section before its check."""
     sections: dict[str, tuple[int, ChapterTeaching, Section]] = {}
     for place, chapter in enumerate(chapters):
         for section in chapter.sections:

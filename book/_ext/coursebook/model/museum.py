@@ -1,14 +1,10 @@
 """The error museum: exhibits as data under ``exhibits/<wing>/``, placed into chapters.
 
-An exhibit is one TOML file, the single source of its code and text. A chapter shows
-a room of a wing with a markdown cell holding only ``{museum-room} WING ROOM`` in a
-fence (and the wing's introduction with ``{museum-introduction} WING``); the build
-replaces that cell with each exhibit's cells, in the order a reader predicts, then checks:
-its title (which names what the code does, not the cause), the failing code (tagged
-``raises-exception``, its error behind a click: ``hide-output``; in a download, a collapsed
-block), a check of the error against the record for the running torch version, the cause
-(its lesson), the fix, which prints what it computes, and the proof that the fix ran. PT01
-sections named by an exhibit get a link back to it, so links go both ways from one list.
+An exhibit is one TOML file, the single source of its code and text. A fenced
+``{museum-room} WING ROOM`` (or ``{museum-introduction} WING``) cell is replaced by each
+exhibit's cells in the order a reader predicts: title, failing code (its error behind a
+click), a check of the error against the record for this torch, the cause, the fix and the
+proof that it ran. Sections an exhibit names in ``taught_in`` link back to it.
 """
 
 from __future__ import annotations
@@ -44,12 +40,12 @@ _MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+
 
 
 class ExhibitError(BookError):
-    """An exhibit or museum marker that cannot be placed; the build logs it as an error."""
+    """An exhibit or museum marker that cannot be placed."""
 
 
 @dataclass(frozen=True)
 class ErrorRecord:
-    """An exhibit's error record: one error text, with where and when it was recorded."""
+    """One error text, with where and when it was recorded."""
 
     torch: str
     source: Literal["museum", "build"]
@@ -64,8 +60,7 @@ class ErrorRecord:
 
 @dataclass(frozen=True)
 class SideEnvironment:
-    """Older packages a CPU reproduction needs, installed apart (``pip install --target``)
-    and put in front of the import path of the new Python that runs it."""
+    """Older packages a CPU reproduction needs, installed apart (``pip install --target``)."""
 
     name: str  # its folder
     packages: tuple[str, ...]  # pinned requirements, installed without their dependencies
@@ -93,10 +88,7 @@ class CpuReproduction:
 
 @dataclass(frozen=True)
 class MuseumRerun:
-    """What the museum's own failing code needs to run on its own, in a new Python
-    process: the code shown stays the museum's; only this set-up comes before it. Its fix
-    is checked after it, in the same process (or, when the fix starts a fresh runtime, in a
-    process of its own)."""
+    """The set-up the museum's failing code needs to run again in a new Python process."""
 
     note: str  # what the page says about the run
     setup: str  # the imports and data the failing code uses
@@ -119,8 +111,6 @@ class MuseumFix:
 
 @dataclass(frozen=True)
 class Exhibit:
-    """One exhibit's file (``path``, in its ``wing``'s folder), as read."""
-
     path: Path = field(metadata=NOT_READ)
     wing: str = field(metadata=NOT_READ)
     number: int
@@ -165,7 +155,7 @@ class Exhibit:
 
 
 def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
-    """Rewrite an exhibit's file with these records (everything else kept, the records last)."""
+    """Rewrite an exhibit's file with these records last, everything else kept."""
     text = exhibit.path.read_text(encoding="utf8")
     lines, starts = text.splitlines(keepends=True), table_lines(text)
     first = line_of(exhibit.path, "records") - 1
@@ -182,10 +172,8 @@ def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
 
 def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKind],
                  readers: tuple[Runtime, ...] = ()) -> Exhibit:
-    """Read and validate one exhibit of a wing with these rooms; a problem names the file,
-    the line and the field. It runs on a machine kind of ``tools/machine-kinds.toml``: the
-    stand-in's exhibits run in every build, the others show the museum's capture.
-    ``readers``: the runtimes readers use (``tools/runtimes.toml``), whose records it shows."""
+    """One exhibit of a wing with these rooms, validated; ``readers``: the runtimes readers
+    use, whose records it shows."""
     exhibit, file = read_toml(path, Exhibit, ExhibitError, path=path, wing=path.parent.name,
                               runs_in_every_build=False)
     for name, allowed in (("room", rooms), ("runs_on", tuple(kinds))):
@@ -222,15 +210,13 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
 
 
 def _claims(file: TomlFile, owner: Exhibit | Wing) -> tuple[Claim, ...]:
-    """The ``[[claim]]`` tables of an exhibit's or a wing's file, each found in its prose."""
     prose = [text for _, text in prose_fields(owner)]
     return tuple(toml_claim(claim, prose, file, f"claim[{index}]")
                  for index, claim in enumerate(owner.claims))
 
 
 def prose_fields(owner: Exhibit | Wing) -> list[tuple[str, str]]:
-    """Where a reader reads an exhibit's (or a wing's) text, which its claims quote: each
-    field's path and text."""
+    """The prose fields of an exhibit or wing (which its claims quote): path and text."""
     fields = [(name, getattr(owner, name, "")) for name in
               ("title", "lesson", "fix_note", "tagline", "introduction")]
     for section, names in (("cpu", ("note", "fix_note")), ("museum_rerun", ("note",)),
@@ -251,7 +237,6 @@ def _runnable(file: TomlFile, fields: dict[str, str]) -> None:
 
 
 def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
-    """The museum's fix, as history, after the book's own."""
     old = exhibit.museum_fix
     if old is None:
         return []
@@ -260,14 +245,12 @@ def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
 
 
 def _captured(exhibit: Exhibit) -> str:
-    """Where and when the museum captured an exhibit: provenance, the instructor's to read."""
     museum = exhibit.museum_record
     return f"Captured on a {museum.where}, {museum.date}."
 
 
 def _instructor_only(text: str) -> str:
-    """A paragraph of provenance that only the instructor edition (its pages and downloads)
-    shows: a student page speaks of the subject, not of where the book's evidence came from."""
+    """Provenance: student pages speak only of the subject."""
     return f"\n\n:::{{only}} instructor\n*{text}*\n:::"
 
 
@@ -301,8 +284,7 @@ def load_wing(directory: Path, kinds: dict[str, MachineKind],
 
 def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind],
                 readers: tuple[Runtime, ...] = ()) -> dict[str, Wing]:
-    """Every wing: each folder of ``exhibits/`` holding a ``wing.toml``; ``readers``: the
-    runtimes readers use, whose texts the pages show beside the build's."""
+    """Every folder of ``exhibits/`` holding a ``wing.toml``."""
     if not exhibits_dir.is_dir():
         raise ExhibitError("the exhibits folder does not exist (coursebook_exhibits_dir, "
                            "or --exhibits)", exhibits_dir)
@@ -311,7 +293,6 @@ def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind],
 
 
 def side_environments(museum: dict[str, Wing]) -> dict[str, tuple[str, ...]]:
-    """Every CPU reproduction's side environment: its folder, and the packages it holds."""
     return {e.cpu.side.name: e.cpu.side.packages for wing in museum.values()
             for e in wing.exhibits if e.cpu is not None and e.cpu.side is not None}
 
@@ -327,16 +308,13 @@ def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
 
 # --- From exhibits to notebook cells --------------------------------------------------
 
-# A failing cell's output, the error, is behind a click: myst-nb's ``hide-output`` tag, its
-# toggle worded for each cell (myst-nb's cell-level ``code_prompt_show``); a captured error
-# is in a dropdown of the same words.
+# A failing cell's error is behind a click (myst-nb's hide-output, worded per cell).
 REVEAL_TAG = "hide-output"
 _REVEAL_PROMPTS = {"code_prompt_show": "Show the error", "code_prompt_hide": "Hide the error"}
 _PROMPT = "What goes wrong, and why?"
 
 
 def _revealed(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A cell that raises on purpose, its error shown on demand."""
     cell.metadata["tags"] = [*cell.metadata.get("tags", []), REVEAL_TAG]
     cell.metadata["mystnb"] = dict(_REVEAL_PROMPTS)
     return cell
@@ -351,7 +329,7 @@ def _code(source: str, *tags: str) -> nbformat.NotebookNode:
 
 
 def _index_cards(wing: Wing, exhibits: list[Exhibit]) -> str:
-    """The room's index: cards on a page, a plain list in print."""
+    """Cards on a page, a plain list in print."""
     total = len(wing.exhibits)
     cards = [f":::{{grid-item-card}} {e.number:02d}/{total:02d}\n:link: {e.label}\n:link-type: ref\n\n"
              f"{e.title}\n:::" for e in exhibits]
@@ -361,14 +339,13 @@ def _index_cards(wing: Wing, exhibits: list[Exhibit]) -> str:
 
 
 def _cited(claims: tuple[Claim, ...]) -> str:
-    """The sources of the cited claims, as the comments a chapter cites with (unseen)."""
+    """The cited claims' sources, as unseen comments."""
     return "".join(f"\n% source: {claim.source}" for claim in claims if claim.source)
 
 
 def _claim_cells(claims: tuple[Claim, ...], captured: bool = False) -> list[nbformat.NotebookNode]:
-    """A claim cell per checked claim: it runs where the exhibit's code runs, never shown.
-    A captured exhibit's (its code ran on an accelerator) run on the stand-in only, each in
-    a new Python: what a CPU can show, with no state shared between checks."""
+    """A hidden cell per checked claim; a captured exhibit's run on the stand-in only, each
+    in a new Python."""
     tags = (STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG) if captured else ()
     return [_code(f"# claim: {claim.says}\n"
                   + (_fresh_python_call(claim.check) if captured else claim.check),
@@ -376,7 +353,7 @@ def _claim_cells(claims: tuple[Claim, ...], captured: bool = False) -> list[nbfo
 
 
 def claim_sources(museum: dict[str, Wing]) -> dict[str, Claim]:
-    """Every checked claim of the museum, by the source of its cell."""
+    """Every checked claim, by its cell's source."""
     owners = [(wing, False) for wing in museum.values()] + [
         (exhibit, not exhibit.runs_in_every_build) for wing in museum.values()
         for exhibit in wing.exhibits]
@@ -385,12 +362,10 @@ def claim_sources(museum: dict[str, Wing]) -> dict[str, Claim]:
 
 
 def _title(exhibit: Exhibit, total: int) -> str:
-    """The exhibit's label and numbered title."""
     return f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}"
 
 
 def _cause(exhibit: Exhibit) -> str:
-    """The exhibit's lesson (its sources cited) and links to PT01."""
     see_also = ""
     if exhibit.taught_in:
         links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.taught_in)
@@ -398,20 +373,17 @@ def _cause(exhibit: Exhibit) -> str:
     return f"{exhibit.lesson}{_cited(exhibit.claims)}{see_also}"
 
 
-
-
 def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
                     ) -> list[tuple[str, ErrorRecord]]:
-    """The records of the runtimes readers use (Colab's, say) whose text differs from
-    ``expected``, each with how a page names its runtime: "Colab (torch 2.11.0)"."""
+    """Readers' runtimes' records whose text differs from ``expected``, with their labels."""
     return [(label, record) for label, record in exhibit.reader_records
             if expected is None or (record.type, record.message) != (expected.type, expected.message)]
 
 
 def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
                 *tags: str) -> nbformat.NotebookNode:
-    """A hidden cell comparing the error above with ``expected`` (its text is in the key);
-    it needs the book's package, so downloads show :func:`_expected_error_note` instead."""
+    """A hidden cell comparing the error above with ``expected``; book-only (downloads show
+    :func:`_expected_error_note`)."""
     elsewhere = tuple({"label": label, **record.as_dict()}
                       for label, record in readers_records(exhibit, expected))
     return _code(f"from coursebook.exhibit_checks import check_raised\n"
@@ -428,14 +400,9 @@ ERROR_SUMMARY = "The error, to compare with your prediction"
 
 def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None,
                          reproduced: bool = False) -> nbformat.NotebookNode:
-    """For downloads: the error the code above should raise, from its record, to compare,
-    in a collapsed block (a ``dropdown``: ``<details>`` in the notebook), so that it is not
-    read before the prediction; and how a reader's runtime (Colab) and the museum's run
-    worded it, where that differs. It speaks of torch releases only: where the book's own
-    runs took place is the instructor edition's business. ``reproduced``: a captured
-    exhibit's code run again on a CPU, whose note above (:func:`_on_a_cpu`) already says what
-    it raises with which packages: the block holds the error alone (its words are those of
-    the packages that note names, not necessarily torch's)."""
+    """For downloads: the expected error in a collapsed block, read after the prediction,
+    with other runtimes' wordings; ``reproduced`` (a CPU rerun, whose note names its
+    packages): the error alone."""
     record = expected or exhibit.museum_record
     if reproduced:
         body = f"```text\n{record.type}: {record.message}\n```"
@@ -448,7 +415,6 @@ def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None,
 def _error_texts(exhibit: Exhibit, record: ErrorRecord) -> str:
     """An error to compare, with who printed it, and its other wordings a reader may meet."""
     if record.source != "museum":
-        # A download's failing cell catches its error and prints it (so "Run all" goes on).
         # Not "the code above": the .md download keeps this note at its end.
         who = f"With torch {record.torch}, the exhibit's code raises this error, and its cell prints it"
     else:  # the museum met it elsewhere (where is provenance: the instructor's to read)
@@ -476,8 +442,7 @@ def _failing_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
 
 
 def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
-    """The cells that show one exhibit and prove its error and its fix on this build: the
-    code first, its error behind a click, then the cause and the fix, which prints."""
+    """An exhibit that runs in this build: its code, error, cause and fix, each checked."""
     record = exhibit.record_for(torch_version)
     if exhibit.fix_in_fresh_runtime:
         fix = f"{_FRESH_RUNTIME} {exhibit.fix_note}\n\n{_shown_code(exhibit.fix_code)}"
@@ -495,17 +460,15 @@ _FRESH_RUNTIME = "**The fix, in a fresh runtime.**"
 
 
 def _fix_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
-    """The fix, after the failing code in the chapter's process, as the page shows them; one
-    that starts a fresh runtime in a new Python that never ran it."""
+    """The fix in the chapter's process, or in a new Python when it starts a fresh runtime."""
     if exhibit.fix_in_fresh_runtime:
         return _in_fresh_python(exhibit, exhibit.fix_code)
     return _code(exhibit.fix_code)
 
 
 def in_one_process(cells: list[tuple[str, bool]]) -> str:
-    """A program that runs ``cells`` (code, raises on purpose) one after the other in one
-    namespace, as a notebook runs its cells: the error of a cell that raises on purpose is
-    expected and caught, and the cells after it run on in the state it left."""
+    """A program running ``cells`` (code, raises on purpose) in one namespace, as a notebook
+    does: an expected error is caught and the cells after it run on."""
     lines = ["# The cells in the page's order, in one process, as a notebook runs them.",
              "cells = {'__name__': '__main__'}  # the variables they share"]
     for code, raises in cells:
@@ -521,11 +484,8 @@ def in_one_process(cells: list[tuple[str, bool]]) -> str:
 
 def _in_fresh_python(exhibit: Exhibit, code: str, *tags: str,
                      side: SideEnvironment | None = None) -> nbformat.NotebookNode:
-    """A cell running ``code`` in a new Python, ``side``'s packages first on its path. Its
-    input is hidden: the page shows ``code`` itself (:func:`_shown_code`). The new process is
-    the book's harness, so the cell is ``book-only``: a download shows the code as the page
-    does, with :func:`_on_a_cpu` saying what it does. Tagged ``fresh-python``: a recording
-    runs it in a kernel that holds no device."""
+    """A hidden, book-only cell running ``code`` in a new Python, ``side``'s packages first
+    on its path (the page shows the code with :func:`_shown_code`)."""
     return _code(_fresh_python_call(code, side), "remove-input", BOOK_ONLY_TAG,
                  FRESH_PYTHON_TAG, *tags)
 
@@ -537,8 +497,7 @@ def _fresh_python_call(code: str, side: SideEnvironment | None = None) -> str:
 
 
 def _on_a_cpu(does: str, side: SideEnvironment | None = None) -> nbformat.NotebookNode:
-    """For downloads, in place of a fresh-Python cell: what its code, shown above, ``does``
-    when a reader runs it in a new runtime on a CPU, as this build's stand-in ran it."""
+    """For downloads, in place of a fresh-Python cell: what its code ``does`` on a CPU."""
     needs = (f" with {', '.join(f'`{p}`' for p in side.packages)} installed"
              if side is not None else "")
     return _markdown(f"*Run in a new runtime on a CPU{needs}, {does}.*", "remove-cell",
@@ -551,7 +510,6 @@ _FIX_RUNS_AFTER = "the fix runs without an error after the code that failed, in 
 
 
 def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
-    """The code a hidden cell runs, as the reader sees it."""
     return f"{where}:\n\n```python\n{code}\n```"
 
 
@@ -560,14 +518,12 @@ def _stand_in_only(rerun: MuseumRerun) -> tuple[str, ...]:
 
 
 def _rerun_cell(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookNode:
-    """The museum's failing code run again in a fresh Python, after its set-up."""
     return _revealed(_in_fresh_python(exhibit, f"{rerun.setup}\n\n{exhibit.failing_code}",
                                       RAISES_TAG, *_stand_in_only(rerun)))
 
 
 def _rerun_fix_check(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookNode:
-    """The fix shown, checked: after the museum's set-up and failing code in one process,
-    or alone in a new one when it starts a fresh runtime."""
+    """The fix, after the set-up and failing code, or alone if it starts a fresh runtime."""
     if exhibit.fix_in_fresh_runtime:
         return _fix_cell(exhibit)
     program = in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
@@ -581,8 +537,7 @@ def _reproduction_cell(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.Noteb
 
 
 def _cpu_fix_check(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.NotebookNode:
-    """The CPU fix, checked: after the reproduction in its process, or alone in a new one
-    (without the reproduction's older packages) when it starts a fresh runtime."""
+    """The CPU fix, after the reproduction, or alone if it starts a fresh runtime."""
     if cpu.fix_in_fresh_runtime:
         return _in_fresh_python(exhibit, cpu.fix, STAND_IN_ONLY_TAG)
     return _in_fresh_python(exhibit, in_one_process([(cpu.reproduction, True), (cpu.fix, False)]),
@@ -590,9 +545,8 @@ def _cpu_fix_check(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.NotebookN
 
 
 def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
-    """A TPU exhibit: its code, the museum's capture (labelled) behind a click, the cause;
-    the museum's code run again where its TOML says how; and its CPU reproduction if any,
-    each run's error behind a click too."""
+    """A TPU exhibit: its code, the museum's capture, the cause; reruns and CPU
+    reproductions where its file has them."""
     museum, rerun, cpu = exhibit.museum_record, exhibit.museum_rerun, exhibit.cpu
     run = "The museum's text, verbatim" + ("; the code is run again after the cause" if rerun else "")
     cells = [_markdown(
@@ -633,8 +587,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         after = ("in a new Python process, one that never ran the code above." if fresh else
                  "where the museum's code left the process: its set-up, the museum's code (its "
                  "error expected), then the fix, in one process.")
-        # The fix may print nothing: the student page then shows no heading over an empty
-        # cell; the instructor's says what was run again.
+        # The fix may print nothing: only the instructor's page heads its cell.
         cells += [_markdown(_instructor_only(f"The fix, run again {after}").strip()),
                   _rerun_fix_check(exhibit, rerun),
                   _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else _stand_in_only(rerun))),
@@ -653,7 +606,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
 
 @dataclass(frozen=True)
 class CellOrigin:
-    """The exhibit field a generated code cell runs, and its line in the exhibit's file."""
+    """The exhibit field a generated code cell runs, and its line."""
 
     exhibit: Exhibit
     field: str
@@ -665,7 +618,6 @@ class CellOrigin:
 
 
 def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]:
-    """Each code cell an exhibit adds to a chapter (by source), with the field it runs."""
     def origin(field: str, record: ErrorRecord | None = None) -> CellOrigin:
         at = f"records[{exhibit.records.index(record)}].message" if record else field
         return CellOrigin(exhibit, field, line_of(exhibit.path, at))
@@ -691,16 +643,14 @@ def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]
 
 
 def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
-    """The book's own check cells, by source, whatever torch runs them: each exhibit's
-    comparison with each of its records, and the proof that a fix ran. Their lines are
-    the book's verdicts, not what torch printed; the value is the mark's label."""
+    """The book's own check cells (verdicts, not torch's output), by source: their labels."""
     return {_fix_ran_cell().source: "fix ran", **{
         _check_cell(exhibit, record).source: "same error as recorded"
         for wing in museum.values() for exhibit in wing.exhibits for record in exhibit.records}}
 
 
 def cell_origins(museum: dict[str, Wing], torch_version: str) -> dict[str, CellOrigin]:
-    """Every exhibit's code cells, by source: so a failing cell is named by its exhibit."""
+    """Every exhibit's code cells, by source."""
     return {source: origin for wing in museum.values() for exhibit in wing.exhibits
             for source, origin in _code_origins(exhibit, torch_version).items()}
 
@@ -733,13 +683,12 @@ def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
 
 
 def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing], torch_version: str) -> None:
-    """Replace each ``{museum-introduction} WING`` and ``{museum-room} WING ROOM`` fence."""
     replace_markers(notebook, _MARKER, lambda marker: _marker_cells(
         marker.group(2), marker.group(3).split(), museum, torch_version))
 
 
 def link_back_to_exhibits(notebook: nbformat.NotebookNode, museum: dict[str, Wing]) -> None:
-    """After each heading an exhibit's ``taught_in`` names, a note linking to that exhibit."""
+    """After each section an exhibit's ``taught_in`` names, a link to the exhibit."""
     by_label: dict[str, list[Exhibit]] = {}
     for wing in museum.values():
         for exhibit in wing.exhibits:

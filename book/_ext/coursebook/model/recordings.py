@@ -1,17 +1,11 @@
 """Recordings: chapters whose cells run only on a special machine, outputs committed.
 
-A *recording* is a chapter's notebook executed on a machine, with its provenance. A
-chapter whose top matter says ``coursebook: {recording: NAME, machine_kinds: [KIND, ...]}``
-never executes in an ordinary build. ``tools/record_chapter.py`` (``make recording``) runs
-it on a machine of one of those kinds (``tools/machine-kinds.toml``: a TPU, a GPU, or the CPU
-stand-in) in the environments of ``book/recordings/NAME-environments.toml``, and writes
-``book/recordings/NAME-KIND.ipynb``: the cells it ran, with their outputs, and the
-provenance (device from the runtime, versions per environment, date, commit, a hash of
-the code) in its metadata. An ordinary build puts those outputs into jupyter-cache under
-the chapter's own cache key, so myst-nb merges them as it merges any cached notebook.
-The page gets one provenance panel, and each recorded cell a short mark pointing to it.
-A cell whose code has no recording stops the build (or, with
-``coursebook_allow_stale_recordings``, is shown marked stale).
+A chapter whose top matter says ``coursebook: {recording: NAME, machine_kinds: [KIND, ...]}``
+never executes in an ordinary build: ``make recording`` writes
+``book/recordings/NAME-KIND.ipynb`` (outputs and provenance), which a build puts into
+jupyter-cache under the chapter's own key. A cell whose code has no recording stops the
+build (or, with ``coursebook_allow_stale_recordings``, is shown marked stale).
+docs/recorded-chapters.md says more.
 """
 
 from __future__ import annotations
@@ -48,8 +42,7 @@ _REQUIRED = ("platform", "device_kind", "environments", "date", "commit", "code_
 
 
 class RecordingError(BookError):
-    """A recording that is malformed, mislabelled or out of date (one without a ``path``:
-    a cell of the chapter changed, at ``line``)."""
+    """A recording that is malformed, mislabelled or out of date."""
 
 
 def recording_name(notebook: nbformat.NotebookNode) -> str | None:
@@ -82,7 +75,6 @@ class RecordedChapter:
 
 def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, MachineKind],
                      source: str = "the chapter") -> RecordedChapter | None:
-    """What the top matter declares, checked against the table of machine kinds."""
     name = recording_name(notebook)
     if name is None:
         return None
@@ -167,8 +159,7 @@ class Recording:
 
 
 def image_differences(here: dict[str, str], image: dict[str, str]) -> list[str]:
-    """Where an environment is not its runtime's image, one line per package, by name: a
-    version that differs, or a package the image lacks. ``image``: {normalised name: version}."""
+    """Where an environment is not its runtime's image (``image``: {normalised name: version})."""
     lines = []
     for name, version in sorted(here.items(), key=lambda item: package_key(item[0])):
         there = image.get(package_key(name))
@@ -181,14 +172,10 @@ def image_differences(here: dict[str, str], image: dict[str, str]) -> list[str]:
 
 def runtime_provenance(runtime: Runtime, installed: dict[str, str], versions: dict[str, str],
                        image: dict[str, str] | None = None, constrained: bool | None = None) -> dict:
-    """Which runtime a recording's main environment stands for, and every way it is not it.
-
-    ``installed``: each distribution of the environment; ``versions``: what its kernel
-    reports for the pins (torch's names its build, 2.9.0+cu128). With ``image`` (the
-    runtime's whole package list), each package is compared with it, and the image's
-    packages the environment lacks are named; without, only the runtime's pins.
-    ``constrained``: whether pip resolved with the image's versions as constraints.
-    """
+    """Which runtime a recording's main environment stands for, and every way it is not it:
+    compared with the whole ``image`` if given, else with the runtime's pins. ``versions``:
+    what its kernel reports (torch's names its build); ``constrained``: whether pip
+    resolved with the image's versions as constraints."""
     here = {package_key(name): (name, version) for name, version in installed.items()}
     for name, version in versions.items():
         if name != "python":  # the kernel's view wins: torch's build label
@@ -237,7 +224,6 @@ def load_recording(path: Path, machine: MachineKind) -> Recording:
 
 
 def recorded_with(recordings: list[Recording]) -> str:
-    """Where a recorded chapter's outputs come from, as a footer or a handout's cover says it."""
     return "Outputs recorded with " + "; ".join(recording.summary() for recording in recordings)
 
 
@@ -260,11 +246,7 @@ def _markdown(text: str) -> nbformat.NotebookNode:
 
 def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
                      drift: dict[str, list[str]], instructor: bool = True) -> str:
-    """Where each recording ran, and where its versions drifted.
-
-    The instructor edition gets one box with the commits and the commands that record;
-    a student reads one sentence.
-    """
+    """Where each recording ran and drifted (a student reads one sentence)."""
     if not instructor:
         return f"*{plainly_recorded(chapter, recordings)}*"
     parts = []
@@ -295,9 +277,7 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
 
 
 def plainly_recorded(chapter: RecordedChapter, recordings: list[Recording]) -> str:
-    """One plain sentence about the subject: on which device the outputs were printed, and
-    on which of the chapter's devices they were not (a CPU's output is never a TPU's). The
-    torch, the dates, the versions, the drift and the stand-in are the instructor edition's."""
+    """On which devices the outputs were printed, and on which not (a CPU's is never a TPU's)."""
     devices = " and ".join(dict.fromkeys(
         r.machine.platform.upper() if r.machine.stand_in else r.label() for r in recordings))
     missing = [b.short_label for b in chapter.machines
@@ -308,9 +288,8 @@ def plainly_recorded(chapter: RecordedChapter, recordings: list[Recording]) -> s
 
 @dataclass(frozen=True)
 class AttachedRecordings:
-    """``labelled``: the page's notebook, with the panel and marks (markdown, which
-    jupyter-cache does not hash); ``executed``: the same code cells with recorded outputs;
-    ``drift``: per kind, where its recording's versions differ from the pins."""
+    """The page's notebook with panel and marks (markdown: not hashed), and its code cells
+    with recorded outputs."""
 
     labelled: nbformat.NotebookNode
     executed: nbformat.NotebookNode
@@ -325,11 +304,7 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                       recordings: list[Recording], allow_stale: bool,
                       pinned: dict[str, list[RecordingEnvironment]] | None = None,
                       instructor: bool = True) -> AttachedRecordings:
-    """Each code cell's output from the most preferred recording that ran it.
-
-    ``instructor``: the panel and notes name commits and the commands that record; the
-    student edition's say where and when only.
-    """
+    """Each code cell's output from the most preferred recording that ran it."""
     drift = {r.machine.name: r.drift(pinned[r.machine.name])
              for r in recordings if pinned and r.machine.name in pinned}
     by_kind = [(recording, recording.outputs_by_source()) for recording in recordings]
@@ -350,8 +325,7 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                                   (None, []))
         run.outputs = copy.deepcopy(outputs)
         if recording is not None:
-            # A hidden cell, or a verdict on the cell above (the book's own, hidden code),
-            # needs no mark of its own.
+            # A hidden cell, or the book's verdict on the cell above, needs no mark.
             tags = set(cell_tags(cell))
             if instructor and "remove-cell" not in tags and not {"remove-input", BOOK_ONLY_TAG} <= tags:
                 labelled.cells.append(_markdown(

@@ -1,11 +1,6 @@
-"""From a chapter file on disk to the notebook an edition executes.
-
-A chapter is prepared once per read, at ``source-read``: this edition's cells, the
-museum's exhibits placed, the execution versions in its cache key, or, for a recorded
-chapter, its recordings attached. What it depends on besides its own file (the exhibits,
-the machine kinds, its recordings) is noted with Sphinx, which reads the page again when
-one of them changes. The prepared chapter is handed to the hooks that run while the page
-is read, and kept for the phases after reading (:mod:`coursebook.page_state`).
+"""From a chapter file on disk to the notebook an edition executes, once per read at
+``source-read``; its other inputs (exhibits, machine kinds, recordings) are noted with
+Sphinx, which reads the page again when one changes.
 """
 
 from __future__ import annotations
@@ -65,13 +60,11 @@ logger = logging.getLogger(__name__)
 
 
 class ChapterFormatError(BookError):
-    """A chapter whose tags contradict each other; the build logs it as an error."""
+    """A chapter whose tags contradict each other."""
 
 
 class UnverifiedNotebookError(BookError):
-    """A page myst-nb would execute in a format the book does not read as a chapter (a
-    custom format of ``nb_custom_formats``; MyST and ``.ipynb`` are chapters): refused, so
-    that nothing runs unverified."""
+    """A page myst-nb would execute in a format that is no chapter (``nb_custom_formats``)."""
 
 
 def edition_of(app: Sphinx) -> Edition:
@@ -80,8 +73,7 @@ def edition_of(app: Sphinx) -> Edition:
 
 @dataclass(frozen=True)
 class PreparedChapter:
-    """This edition's notebook, where its exhibit cells come from, its claims, and, for a
-    recorded chapter, its recorded outputs and where they ran."""
+    """This edition's notebook and what the later hooks need of it."""
 
     notebook: nbformat.NotebookNode
     origins: dict[str, CellOrigin] = field(default_factory=dict)
@@ -96,13 +88,7 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
                     machine_kinds: dict[str, MachineKind] | None = None,
                     runtimes_file: str = "") -> nbformat.NotebookNode:
     """A chapter's notebook for one edition, exhibits placed: what a machine executes.
-
-    ``answer_spaces``: the student handout's boxes where answers were (markdown only, so
-    the same cached outputs serve it). ``machine_kinds``: for a chapter's set-up cell
-    (``{runtime-setup}``), which is made from them and the runtimes of ``runtimes_file``
-    (the book's setting; "": tools/runtimes.toml). Each cell is noted with its line and, when
-    its outputs are expected, its key (:mod:`coursebook.model.cell_notes`).
-    """
+    ``answer_spaces``: the student handout's boxes (markdown only: same cached outputs)."""
     notebook = source_chapter(text, source_path, museum, torch_version, md_config,
                               machine_kinds, runtimes_file)
     return notebook_of_edition(notebook, source_path, edition, answer_spaces)
@@ -111,8 +97,7 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
 def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_version: str,
                    md_config=None, machine_kinds: dict[str, MachineKind] | None = None,
                    runtimes_file: str = "") -> nbformat.NotebookNode:
-    """A chapter's notebook with every cell of both editions, exhibits and set-up cell
-    placed (:func:`edition_chapter`)."""
+    """A chapter's notebook with every cell of both editions, exhibits and set-up placed."""
     try:
         notebook = read_chapter(text, md_config, strict=True)
     except SolutionError as error:
@@ -131,7 +116,6 @@ def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_v
 
 def notebook_of_edition(notebook: nbformat.NotebookNode, source_path: str, edition: Edition,
                         answer_spaces: bool = False) -> nbformat.NotebookNode:
-    """A source chapter's notebook for one edition (:func:`edition_chapter`)."""
     try:
         wrong = mistried(notebook_checks(notebook))  # before any edition is made of them
         if wrong:
@@ -148,7 +132,6 @@ def notebook_of_edition(notebook: nbformat.NotebookNode, source_path: str, editi
 
 
 def instructor_chapter(env, docname: str, md_config=None) -> nbformat.NotebookNode:
-    """A chapter's instructor notebook (every cell, answers included), read from its file."""
     path = Path(env.doc2path(docname))
     config = book_config(env.config)
     return edition_chapter(path.read_text(encoding="utf8"), str(path), Edition.INSTRUCTOR,
@@ -157,8 +140,7 @@ def instructor_chapter(env, docname: str, md_config=None) -> nbformat.NotebookNo
 
 
 def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
-    """The notebook this build's edition runs, answers dealt with; for a recorded chapter,
-    its recordings attached."""
+    """The notebook this build's edition runs; for a recorded chapter, recordings attached."""
     config = book_config(app.config)
     museum = config.museum()
     source = source_chapter(text, source_path, museum, config.torch,
@@ -172,7 +154,6 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
         return PreparedChapter(notebook, origins, claims=claims, teaching=teaching)
-    # A recorded chapter carries the environment it ran in as its recordings' provenance.
     recordings_dir = Path(config.recordings_dir)
     pinned = load_environments(environments_path(recordings_dir, chapter.name), config.machine_kinds)
     recordings = load_recordings(recordings_dir, chapter)
@@ -192,7 +173,6 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     recorded = {source for recording in recordings for source in recording.outputs_by_source()}
     claims = replace(claims, checked=tuple(claim for claim in claims.checked
                                            if notebook.cells[claim.index].source in recorded))
-    # The instructor's provenance names the kinds and versions; a student's says it plainly.
     where = (recorded_with(recordings) if edition_of(app) is Edition.INSTRUCTOR
              else plainly_recorded(chapter, recordings))
     return PreparedChapter(attached.labelled, origins, attached.executed, where, claims, teaching)
@@ -200,9 +180,7 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
 
 def _note_inputs(app: Sphinx, config: BookConfig,
                  notebook: nbformat.NotebookNode | None) -> list[str]:
-    """What, besides its own file, makes the chapter's text: Sphinx reads the page again
-    when one of these changes (an exhibit edited, a recording re-recorded). Returns the
-    inputs that do not exist yet (a recording not made)."""
+    """Note what else makes the chapter's text; returns those that do not exist yet."""
     env = app.env
     env.note_dependency(config.machine_kinds_file)
     for path in sorted(Path(config.exhibits_dir).glob("*/*.toml")):
@@ -223,11 +201,8 @@ def _note_inputs(app: Sphinx, config: BookConfig,
 
 def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
                            ) -> PreparedChapter | None:
-    """``source-read``: this edition's chapter, prepared and kept in the page's state.
-
-    None for a page that is not a chapter, or whose chapter could not be prepared: its
-    error is reported and the page's text says so.
-    """
+    """``source-read``: this edition's chapter, prepared and kept in the page's state (None:
+    no chapter, or its error reported)."""
     config = book_config(app.config)
     path = Path(app.env.doc2path(docname))
     try:
@@ -261,11 +236,8 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
 
 
 def name_the_authors_lines(app: Sphinx, doctree) -> None:
-    """``doctree-read``: each node of a chapter's page at the author's line, not the line
-    of the page's text where the book wrote more lines above it (a claim cell split in
-    several, exhibits): what Sphinx says about the page after reading it (a reference to
-    nothing, an unknown term) names the author's line. (MyST's messages while it reads
-    the page name the page's line, the author's up to the first such place.)"""
+    """``doctree-read``: each node at the author's line, so that Sphinx's later messages
+    name it."""
     prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
     if prepared is None:
         return
@@ -276,8 +248,7 @@ def name_the_authors_lines(app: Sphinx, doctree) -> None:
 
 
 def executes_when_read(path: Path) -> bool:
-    """Whether a build executes the page at ``path`` when it reads it and the cache lacks
-    its notebook: a chapter that is not recorded. Read from its file, nothing prepared."""
+    """Whether a build executes this page on a cache miss (a chapter not recorded)."""
     if path.suffix not in CHAPTER_SUFFIXES:
         return False
     text = path.read_text(encoding="utf8", errors="replace")
@@ -290,15 +261,9 @@ def executes_when_read(path: Path) -> bool:
 
 
 def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``: with ``-j``, chapters that execute go to different readers.
-
-    Sphinx hands each reading process a run of consecutive pages (in name order), so two
-    chapters side by side would execute one after the other in one process. Each run
-    gets one executing chapter before any gets a second, at the run's end: the other
-    pages are read while its kernel starts (ahead, in a cold build), and nothing is left
-    to read once it has run. Whether a page executes is read from its file (a chapter
-    that is not recorded); nothing is prepared here.
-    """
+    """``env-before-read-docs``: with ``-j``, chapters that execute go to different readers
+    (Sphinx hands each a run of consecutive pages), each at its run's end, so the other
+    pages are read while its kernel starts."""
     if app.parallel < 2 or len(docnames) < 2:
         return
     from sphinx.util.parallel import make_chunks
