@@ -1,16 +1,10 @@
 """The course book's Sphinx extension.
 
-Three runtimes use this package:
-
-- Sphinx, through :mod:`coursebook.extension` (its hooks, in event order) and the stage
-  subpackages ``prepare``, ``execute``, ``verify``, ``render`` and ``audit``;
-- a chapter's kernel, which imports the top-level modules ``exhibit_checks``, ``figures``,
-  ``outputs`` and ``worddiff`` (their import paths are part of cache keys and expected
-  outputs; they import nothing of Sphinx);
-- the recorder on a TPU VM or Colab (``tools/record_chapter.py``), which imports ``model``.
-
-Importing the package imports nothing else, so that a kernel (which may run in another
-environment, such as the TPU bridges') starts quickly.
+Three runtimes use this package: Sphinx, through :mod:`coursebook.extension` and the stage
+subpackages; a chapter's kernel, which imports the top-level modules ``exhibit_checks``,
+``figures``, ``outputs`` and ``worddiff`` (no Sphinx); and the recorder
+(``tools/record_chapter.py``), which imports ``model``. Importing the package imports
+nothing else, so that a kernel starts quickly.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The book's configuration: one typed object, registered once, read everywhere.
 
-Each setting of :class:`BookConfig` is a Sphinx config value ``coursebook_<field>`` (set in
-``conf.py`` or with ``-D``); its metadata says what Sphinx must redo when it changes
-(``"env"``: read every page again; ``"html"``: write every page again; ``""``: nothing).
-A build makes its :class:`BookConfig` once, at ``config-inited`` (:meth:`BookConfig.build`),
-checked: a wrong type or a missing file stops the build with one line naming the setting.
-It also holds the execution cache's folder as myst-nb resolves it. :func:`book_config`
-gives it to every module, so none spells a config name or casts its value.
+Each setting of :class:`BookConfig` is a Sphinx config value ``coursebook_<field>``; its
+metadata says what Sphinx must redo when it changes. A build makes its :class:`BookConfig`
+once, checked, at ``config-inited``; :func:`book_config` gives it to every module.
 """
 
 from __future__ import annotations
@@ -34,9 +30,8 @@ _PATHS = {"exhibits_dir": "folder", "machine_kinds_file": "file", "runtimes_file
 
 
 def execution_cache_path(outdir: str | Path, setting: str) -> str:
-    """The execution cache's folder as myst-nb resolves ``nb_execution_cache_path`` at
-    builder-inited (myst_nb.sphinx_ext.create_mystnb_config): the setting, or
-    ``.jupyter_cache`` beside the output folder. tests/test_config.py holds the two equal."""
+    """The execution cache's folder as myst-nb resolves ``nb_execution_cache_path``
+    (myst_nb.sphinx_ext.create_mystnb_config; tests/test_config.py holds the two equal)."""
     return setting or str(Path(outdir).parent.joinpath(".jupyter_cache").resolve())
 
 

@@ -1,15 +1,10 @@
 """pytest collects the book's chapters as doctests: one test per verified cell and edition.
 
-``pytest book/pt01.md`` (or ``pytest book/``) yields an item for each code cell that has an
-expected output, per edition, named by chapter, edition, line and first code line. The
-outputs come from the book's execution cache; a chapter that is not cached yet is executed
-once and cached, as a build would. Which chapters, their notebooks and myst-nb's settings are
-what a build of each edition executes, as Sphinx reads the book (once per session and
-edition: :func:`coursebook.execute.fill_cache.read_book`). A recorded chapter (its cells run
-only on a special machine) is left to ``make recording-check``; an edition whose build does
-not execute the chapter (excluded, or execution off) has no items.
-
-Registered through the ``pytest11`` entry point in ``pyproject.toml``.
+``pytest book/pt01.md`` (or ``pytest book/``) yields an item for each code cell with an
+expected output, per edition, named by chapter, edition, line and first code line. What
+runs is what a build of each edition executes (:func:`coursebook.execute.fill_cache.read_book`);
+outputs come from the book's execution cache, a missing chapter executed and cached once.
+Recorded chapters are left to ``make recording-check``. Registered as a ``pytest11`` entry point.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Build errors, each logged once however many chapters, phases or readers meet it.
-
-Sphinx's logger drops a repeated message logged with ``once=True`` (its filter sits on
-the main process's handler, so it also drops a message that several parallel readers
-send back). A repeated fault is one message: an exhibit every chapter loads, say.
+"""Build errors, each logged once however many chapters, phases or readers meet it
+(Sphinx's ``once=True`` filter sits on the main process's handler).
 """
 
 from __future__ import annotations

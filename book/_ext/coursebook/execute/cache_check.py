@@ -1,11 +1,8 @@
 """The execution cache (jupyter-cache) checked before a build reads from it.
 
-Checked only when a build is about to read pages. A cache entry whose notebook file is
-gone (a ``KeyError`` on lookup) or damaged (nbformat's ``NotJSONError``) is dropped, and
-its chapter executes when its page is next read. An entry whose key's lock another build
-holds is left alone: that build is writing it (jupyter-cache adds the record before its
-file), and dropping it there made the chapter run twice. A database that cannot be read
-stops the build with one message naming the file and ``make clean-cache``.
+An entry whose notebook file is gone or damaged is dropped, so its chapter executes again;
+one whose key's lock another build holds is left alone (that build is writing it). A
+database that cannot be read stops the build, naming ``make clean-cache``.
 """
 
 from __future__ import annotations

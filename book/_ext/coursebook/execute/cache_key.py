@@ -2,11 +2,7 @@
 
 jupyter-cache keys a notebook by its code cells (source and metadata). Added here, in the
 first code cell's metadata: the *execution versions* (Python and the packages that decide
-what the cells print) and a digest of the book's own modules the cells import. The
-extension's version, Sphinx's ``env_version``, makes an edit of it read every page again;
-a page not read again is not executed again. (A chapter's inputs,
-:mod:`coursebook.prepare.chapters`, and a failure, :mod:`coursebook.page_state`, make
-Sphinx read it again too.)
+what the cells print) and a digest of the book's own modules the cells import.
 """
 
 from __future__ import annotations
@@ -62,11 +58,8 @@ _RELATIVE_IMPORT = re.compile(r"^\s*from\s+(\.+)([\w.]+)\s+import", re.M)
 
 
 def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
-    """A hash of the book's own modules that the cells import, with what they import.
-
-    Their code decides what those cells print (an exhibit check, a figure's data), so an
-    edit to them re-executes the chapters that use them, and only those.
-    """
+    """A hash of the book's own modules that the cells import, with what they import: an
+    edit to them re-executes the chapters that use them, and only those."""
     pending = [name for cell in notebook.cells if cell.cell_type == "code"
                for name in _BOOK_IMPORT.findall(cell.source)]
     seen: dict[str, str] = {}
@@ -97,12 +90,8 @@ def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, 
 
 
 def extension_version() -> int:
-    """A number that changes with this extension's code: Sphinx's ``env_version``.
-
-    The code decides what a chapter becomes (its cells, its exhibits' cells), so an edit
-    of it makes Sphinx read every page again; a notebook whose code cells are unchanged is
-    then taken from the cache, not executed.
-    """
+    """Sphinx's ``env_version``: an edit of this extension makes Sphinx read every page
+    again (a notebook whose code cells are unchanged is then taken from the cache)."""
     code = sorted(p for p in _PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in code)).hexdigest()
     return int(digest[:12], 16)

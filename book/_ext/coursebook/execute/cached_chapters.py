@@ -1,16 +1,10 @@
 """A prepared chapter meets the execution cache while its page is read: this stage keys,
 locks, executes and caches it; myst-nb only reads it from the cache.
 
-At ``source-read``, a recorded chapter's outputs are put in the cache under its key. A
-chapter that executes gets the execution versions in its key, and the key's lock is held
-until its page is read (``doctree-read``). When the cache lacks it, it runs here with the
-settings myst-nb gives the page (:func:`coursebook.execute.notebook_runs.run_notebook`)
-and is cached, so myst-nb's cache mode finds it whatever myst-nb imports or calls. A
-failed run is cached too, marked, so that myst-nb shows the cells that ran (the error
-included) instead of running the chapter again; once the page is read
-(:func:`forget_failed_run`) the record is removed and myst-nb's record of the page says
-the run failed. A marked record that a stopped build left is run again. A read by
-:class:`coursebook.execute.fill_cache.ChapterRuns` notes each run instead, touching no cache.
+The key's lock is held until the page is read (``doctree-read``). A failed run is cached
+too, marked, so that myst-nb shows the cells that ran instead of running the chapter again;
+once the page is read (:func:`forget_failed_run`) the record is removed. A read by
+:class:`coursebook.execute.fill_cache.ChapterRuns` notes each run instead.
 """
 
 from __future__ import annotations
@@ -116,9 +110,7 @@ def _run(app: Sphinx, notebook: nbformat.NotebookNode, source_path: str, setting
 
 
 def forget_failed_run(app: Sphinx) -> None:
-    """``doctree-read``, before the lock is released: a failed run's record leaves the
-    cache; myst-nb's record of the page says it failed, its traceback in the report
-    folder myst-nb writes to."""
+    """``doctree-read``, before the lock is released: a failed run's record leaves the cache."""
     run: FailedRun | None = app.env.temp_data.get(_FAILED_RUN)
     if run is None:
         return

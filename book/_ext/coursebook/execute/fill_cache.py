@@ -1,16 +1,10 @@
 """What a build of each edition executes, as Sphinx reads the book; those chapters run
 into a cache without a build.
 
-Shards (``tools/shards.py``) and ``pytest book`` ask :func:`read_book`: Sphinx reads the
-book in this process with the edition's tags and :class:`ChapterRuns`, a builder that
-writes nothing (as ``sphinx.ext.doctest`` runs its tests as a builder). The read is a
-build's own: Sphinx picks the pages (conf.py, ``exclude_patterns``), this extension
-prepares each chapter at ``source-read``, and myst-nb's settings for the page decide
-whether it runs (:func:`coursebook.execute.cached_chapters.enter_cache`), where the
-builder takes note of the run instead of running it. Nothing else reads conf.py, tags or
-myst-nb's settings: what they execute is what a build executes, by construction. The
-chapters then run as myst-nb's cache mode runs them
-(:func:`coursebook.execute.notebook_runs.run_chapter`).
+Shards and ``pytest book`` ask :func:`read_book`: Sphinx reads the book in this process
+with the edition's tags and :class:`ChapterRuns`, a builder that writes nothing and notes
+each run instead of running it (as ``sphinx.ext.doctest`` runs as a builder). Nothing else
+reads conf.py, tags or myst-nb's settings, so what they execute is what a build executes.
 """
 
 from __future__ import annotations

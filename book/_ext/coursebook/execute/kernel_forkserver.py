@@ -1,26 +1,15 @@
 """A kernel forkserver: one process that imports what every chapter's kernel imports first
 (ipykernel, and ``imports`` such as torch) once, then forks a kernel from itself on request.
 
-A forked kernel shares the imported modules (copy on write) and is ready in a tenth of the
-second and a half a usual start costs. It is a process like any kernel jupyter_client
-starts: a session of its own, the chapter's folder as its working directory, the
-environment its starter gives, ipykernel's launcher run from the top with the usual
-arguments. Nothing of the book ran in it; IPython makes the cells' namespace afresh;
-``random`` reseeds itself at a fork; ``PYTHONHASHSEED`` is the server's, its starter's.
-The server forks before it makes any ZeroMQ context, event loop or thread (a fork keeps
-only the forking thread), holding no lock.
+A forked kernel shares the imported modules (copy on write) and is otherwise a process
+like any kernel jupyter_client starts: its own session, working folder and environment,
+ipykernel's launcher run from the top. The server forks before it makes any ZeroMQ
+context, event loop or thread, and imports only the standard library itself.
 
-Run as ``python -m coursebook.execute.kernel_forkserver`` (:func:`server_command`); it
-imports only the standard library, so a kernel holds nothing of Sphinx or the extension.
-It ends, stopping its kernels, when stopped or when its starter ends (were it killed,
-ipykernel's parent poller stops them: ``JPY_PARENT_PID``). A request is a line of JSON on
-a Unix socket, ``{"cwd", "connection_file", "env"}``, answered with the kernel's pid (0
-once a file of ``imports`` changed on disk, a package upgraded: a kernel would hold the
-old one, and the waiting kernel is withdrawn; chapters start their own). As each
-kernel's parent, the server writes its exit status to the pool's ``ended/<pid>`` (as
-``Popen.returncode``) for the build that took it, and stops it once that build ended.
-With ``--keep`` it keeps one kernel forked ahead, recorded in the pool's ``ready/``
-(:mod:`coursebook.execute.kernel_pool`).
+A request is a line of JSON on a Unix socket, ``{"cwd", "connection_file", "env"}``,
+answered with the kernel's pid (0 once a file of ``imports`` changed on disk: a kernel
+would hold the old code). As each kernel's parent, the server writes its exit status to
+the pool's ``ended/<pid>``. With ``--keep`` it keeps one kernel forked ahead in ``ready/``.
 """
 
 from __future__ import annotations

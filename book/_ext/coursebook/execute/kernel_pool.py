@@ -1,14 +1,10 @@
 """Kernels started ahead of need: the preview's code edits (``make preview``) and a cold
 build's chapters (:mod:`coursebook.execute.kernel_pool_start`).
 
-A kernel forkserver (:mod:`coursebook.execute.kernel_forkserver`) imports torch and the
-like once and forks kernels when chapters ask (the preview keeps one forked ahead in the
-pool's ``ready/``). jupyter_client starts each kernel through the provisioner its spec
-names: the pool's ``python3`` spec (same command, first on ``JUPYTER_PATH``) names
-:mod:`coursebook.execute.kernel_pool_provisioner`, which takes a waiting kernel or has the
-server fork one (without a pool or its server, it starts one as jupyter_client does). Each
-kernel runs one notebook from the top and is shut down after it, as nbclient does with
-any kernel: what a chapter prints does not depend on how its kernel started.
+A kernel forkserver imports torch and the like once and forks kernels when chapters ask.
+The pool's ``python3`` kernel spec names :mod:`coursebook.execute.kernel_pool_provisioner`,
+which takes a waiting kernel or has the server fork one. Each kernel runs one notebook from
+the top, as nbclient does with any kernel.
 """
 
 from __future__ import annotations
@@ -86,9 +82,8 @@ def make_pool(pool: Path) -> None:
 
 
 def offer_waiting_kernels(pool: Path) -> None:
-    """Kernels started by this process and its children (``-j`` readers, forked builds)
-    come from ``pool`` when its server is there: the pool's ``python3`` spec (the usual
-    command, this provisioner) goes first on ``JUPYTER_PATH``."""
+    """Kernels started by this process and its children come from ``pool`` when its server
+    is there: the pool's spec goes first on ``JUPYTER_PATH``."""
     share = pool / "share" / "jupyter"
     spec = share / "kernels" / "python3"
     spec.mkdir(parents=True, exist_ok=True)
@@ -145,9 +140,8 @@ def process_alive(pid: int) -> bool:
 
 
 def stop_kernel_forkserver(pool: Path, server: subprocess.Popen) -> None:
-    """Stop the pool's server, which stops its kernels. A kernel another build took (the
-    pool is shared) would end with it: wait while its taker lives (nbclient stops the
-    kernel after its chapter). Kernels nobody took are stopped at once."""
+    """Stop the pool's server, which stops its kernels, once no other build's taker of one
+    lives (the pool is shared)."""
     address = Path(json.loads((pool / SERVER).read_text())["address"])
     (pool / SERVER).unlink()  # chapters asking from now on start kernels of their own
     for ready in (pool / "ready").glob("*.json"):

@@ -1,7 +1,5 @@
-"""The kernel provisioner of a pool's kernel spec (:mod:`coursebook.execute.kernel_pool`),
-loaded by its entry point (pyproject's ``jupyter_client.kernel_provisioners``) when
-jupyter_client starts a kernel of that spec.
-"""
+"""The kernel provisioner of a pool's kernel spec, loaded by its entry point
+(pyproject's ``jupyter_client.kernel_provisioners``)."""
 
 from __future__ import annotations
 

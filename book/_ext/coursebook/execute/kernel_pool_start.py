@@ -1,19 +1,10 @@
 """A cold build's kernels, forked from one server started as the build starts.
 
-A reader starts a chapter's kernel when it reaches the chapter; starting Python,
-ipykernel and torch then lies on the path of the longest chapter, once per notebook. When
-the execution cache has no database yet, every chapter a build reads executes, so this
-extension's setup, the first of conf.py's, starts a kernel forkserver
-(:mod:`coursebook.execute.kernel_pool`) importing ``coursebook_kernel_imports`` while the
-theme and the other extensions load. myst-nb is set up first, so that Sphinx resolves
-the two of its settings this needs (a ``-D`` override, else ``conf.py``, else myst-nb's
-default). A warm cache decides per chapter, once it is prepared: no server then. At
-``env-before-read-docs``, a server that no page Sphinx is about to read would use is
-stopped.
-
-Builds that start together on one cache (both editions) start one server: the first
-takes a lock for its life, and the chapters of both take its kernels; at its end it waits
-while the other build's reader that took one runs its chapter.
+When the execution cache has no database yet, every chapter a build reads executes, so
+this extension's setup starts a kernel forkserver importing ``coursebook_kernel_imports``
+while the theme and the other extensions load, and ``env-before-read-docs`` stops it if no
+page to read would use it. Builds that start together on one cache share one server: the
+first takes a lock for its life.
 """
 
 from __future__ import annotations

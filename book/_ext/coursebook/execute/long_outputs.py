@@ -1,12 +1,9 @@
 """Outputs too long for a page: the start and the end are kept, the cut is marked.
 
-A cell can print megabytes (one line without a newline, a progress bar redrawn with
-``\\r``); myst-nb merges a cell's streams in time quadratic in a line's length (a 5 MB
-line: hours), and a page cannot show it anyway. So, before a run is cached, an output
-longer than :data:`LIMIT` characters keeps its first and last :data:`KEEP` (at line ends
-where it can) and one marker line says what was cut, with a digest of the whole output as
-the book shows it (normalised): the expected outputs verify every character. The page
-shows the marker without the digest.
+myst-nb merges a cell's streams in time quadratic in a line's length (a 5 MB line: hours),
+so before a run is cached an output longer than :data:`LIMIT` keeps its first and last
+:data:`KEEP` characters, and a marker line with a digest of the whole (normalised) output,
+which the expected outputs verify. The page shows the marker without the digest.
 """
 
 from __future__ import annotations
@@ -67,9 +64,7 @@ def cut(text: str) -> str:
 
 
 def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:
-    """Shorten, in place, each output of an executed notebook longer than :data:`LIMIT`;
-    a stream (stdout, stderr) too long is merged into its first piece, then cut. Shorter
-    outputs are left exactly as they ran."""
+    """Shorten, in place, each output longer than :data:`LIMIT` (a stream merged first)."""
     for cell in notebook.cells:
         if cell.get("cell_type") != "code" or not cell.get("outputs"):
             continue

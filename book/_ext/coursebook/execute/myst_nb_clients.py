@@ -1,13 +1,10 @@
 """myst-nb's execution clients, imported by the builds that read pages.
 
-myst-nb imports its execution clients' modules (``myst_nb.core.execute.cache``,
-``.direct``, ``.inline``) as it loads, and with them jupyter-cache, SQLAlchemy and
-nbclient: a sixth of a rebuild that reads no page. This extension's setup, before myst-nb
-loads, puts a placeholder in each module's place (:func:`defer`) whose one name myst-nb
-takes, a client class, makes a client of the real class. The modules are imported
-(:func:`import_now`) at ``env-before-read-docs`` when there are pages to read, before
-``-j`` forks the readers; or by whatever makes a client first. Only speed rides on it.
-With ``COURSEBOOK_DEFER_IMPORTS=0`` in the environment nothing is deferred.
+myst-nb imports its execution clients' modules, and with them jupyter-cache, SQLAlchemy
+and nbclient, as it loads: a sixth of a rebuild that reads no page. Setup puts a
+placeholder in each module's place (:func:`defer`); the modules are imported at
+``env-before-read-docs`` when there are pages to read, before ``-j`` forks the readers.
+Only speed rides on it; ``COURSEBOOK_DEFER_IMPORTS=0`` defers nothing.
 """
 
 from __future__ import annotations

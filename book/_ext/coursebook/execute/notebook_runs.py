@@ -1,12 +1,9 @@
-"""Running a chapter's notebook: a run that stops names its cell; floods are cut.
+"""Running a chapter's notebook, as myst-nb's cache mode would: a run that stops names its
+cell, floods are cut.
 
-Builds (:mod:`coursebook.execute.cached_chapters`), ``pytest book`` and shards run a
-chapter with jupyter-cache's ``single_nb_execution``, as myst-nb's cache mode would. A
-cell past the time limit (nbclient's ``CellTimeoutError``) and a dead kernel
-(``DeadKernelError``, which jupyter-cache lets through: a crash for Sphinx) say nothing of
-where they stopped: :func:`run_notebook` notes the running cell (``on_cell_execute``)
-and how the kernel ended, and makes a dead kernel a failed run like any other. Outputs
-too long for a page are cut (:mod:`coursebook.execute.long_outputs`) before caching.
+nbclient's ``CellTimeoutError`` and ``DeadKernelError`` say nothing of where they stopped:
+:func:`run_notebook` notes the running cell and how the kernel ended, and makes a dead
+kernel a failed run like any other.
 """
 
 from __future__ import annotations
@@ -117,9 +114,8 @@ def _kernel_manager_noting_its_end(ended: list[int]):
 
 
 def run_notebook(notebook: nbformat.NotebookNode, **options):
-    """Execute ``notebook`` in place with jupyter-cache's ``single_nb_execution``
-    (``options`` are its own); returns its result and, when the run stopped in a cell
-    rather than on an error, a :class:`StoppedRun`."""
+    """Execute ``notebook`` in place with jupyter-cache's ``single_nb_execution``; returns
+    its result and, when the run stopped in a cell, a :class:`StoppedRun`."""
     from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -154,9 +150,8 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
 
 def chapter_settings(settings: NbParserConfig, notebook: nbformat.NotebookNode,
                      source_path: str) -> NbParserConfig | None:
-    """myst-nb's settings for a chapter (its top matter's ``mystnb`` over the book's, as
-    myst_nb.sphinx_ reads a page), or None when myst-nb would not run it from the cache
-    (off, another mode, or excluded: myst_nb.core.execute.create_client)."""
+    """myst-nb's settings for a chapter (its top matter's ``mystnb`` over the book's), or None
+    when myst-nb would not run it from the cache (myst_nb.core.execute.create_client)."""
     overrides = {key: value for key, value in
                  notebook.metadata.get(settings.metadata_key, {}).items() if key != "output_folder"}
     with suppress(Exception):  # myst-nb warns of it as it reads the page

@@ -1,14 +1,10 @@
 """Chapter execution split over machines (shards), their caches merged into the build's.
 
-Shard ``i/N`` executes its share of the chapters (both editions' notebooks of each) into
-``<root>/shard-<i>/.jupyter_cache``, its ``shard.json`` naming the chapters and versions.
-Chapters are dealt by recorded execution time (each run's ``execution_seconds``), longest
-first to the least loaded shard, so shards finish together; with no record, by count.
-Every shard deals the same way from the same record, so each chapter has one shard. The
-chapters, their notebooks and myst-nb's settings for each are what a build of each
-edition executes, as Sphinx reads the book (:func:`coursebook.execute.fill_cache.read_book`).
-The merge checks the shards against the book as the build prepares it now, then copies
-their notebooks into the build's cache: the build executes nothing and verifies everything.
+Shard ``i/N`` executes its share of the chapters (both editions' notebooks) into
+``<root>/shard-<i>/.jupyter_cache``. Chapters are dealt by recorded execution time, longest
+first to the least loaded shard (with no record, by count); every shard deals alike. The
+merge checks the shards against the book as the build prepares it now, then copies their
+notebooks into the build's cache: the build executes nothing and verifies everything.
 """
 
 from __future__ import annotations
@@ -149,9 +145,8 @@ def _reused(reuse: Path | None, notebook: nbformat.NotebookNode, cache: Path) ->
 
 def execute_shard(chapters: list[Chapter], versions: dict[str, str], shard: Shard, root: Path,
                   history: Path, reuse: Path | None = None, progress=print) -> dict[str, float]:
-    """Execute the shard's chapters (executed with these execution ``versions``) into its
-    cache, taking from ``reuse`` what it holds already; write its manifest. The seconds
-    spent executing, per chapter."""
+    """Execute the shard's chapters into its cache, taking from ``reuse`` what it holds
+    already; write its manifest. The seconds spent executing, per chapter."""
     shards = deal(chapters, shard.count, recorded_seconds(history))
     mine = [c for c in chapters if shards[c.name] == shard.index]
     cache = shard.cache(root)

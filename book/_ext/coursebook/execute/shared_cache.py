@@ -1,12 +1,9 @@
 """One jupyter-cache, shared safely by builds that run at once (the two editions, say).
 
-jupyter-cache looks a notebook up, executes it when it is missing, then inserts it: two
-builds executing the same notebook at once both insert, and the second fails ("hashkey
-already exists"). A lock per cache key, held from the lookup until the notebook is cached,
-makes the second build wait, then find the first one's outputs: a notebook both editions
-share executes once. Creating the cache's tables is locked too. The locks are files under
-the cache folder (``locks/``), held with ``filelock``; the operating system drops them when
-a build dies, so a crash never leaves one behind.
+Two builds executing the same notebook at once would both insert it, and the second fails
+("hashkey already exists"). A lock per cache key (files under ``locks/``, held with
+``filelock``, dropped by the OS when a build dies), held from lookup until cached, makes
+the second wait and find the first one's outputs.
 """
 
 from __future__ import annotations
@@ -47,9 +44,7 @@ def cache_lock(cache_path: str | Path, name: str) -> FileLock:
 
 
 def cache_key(cache_path: str | Path, notebook: nbformat.NotebookNode) -> str:
-    """jupyter-cache's own key of a notebook (its code cells, their metadata, the kernel;
-    not the book's notes on its cells, which myst-nb never reads: every function here
-    leaves them out)."""
+    """jupyter-cache's own key of a notebook, without the book's notes on its cells."""
     # Hashing opens no database: the cache's tables are made on first use.
     return open_cache(cache_path).create_hashed_notebook(without_notes(notebook))[1]
 
@@ -110,12 +105,9 @@ def cached_record(cache_path: str | Path, notebook: nbformat.NotebookNode):
 
 
 def insert(cache_path: str | Path, bundle) -> int:
-    """Put a bundle (jupyter-cache's ``CacheBundleIn``) into the cache, replacing one of
-    its key: every write to the cache goes through here, under the cache's ``write`` lock;
-    the record's ``pk``. After each insert jupyter-cache trims the cache in two queries
-    (``NbCacheRecord.records_to_delete``: the newest thousand, then all the others), so a
-    record another build inserted between the two was deleted at once: its chapter ran a
-    second time, or its reader found a record without its notebook file."""
+    """Put a ``CacheBundleIn`` into the cache under its ``write`` lock, replacing one of its
+    key; the record's ``pk``. (jupyter-cache trims the cache in two queries after each insert,
+    which deleted a record another build inserted between them.)"""
     with cache_lock(cache_path, "write"):
         return open_cache(cache_path).cache_notebook_bundle(
             bundle, check_validity=False, overwrite=True).pk

@@ -1,19 +1,11 @@
 """Each cell's identity: the book's note in its metadata, made when a chapter is read.
 
-The note sits under :data:`CELL_NOTE`. ``line``: the 1-based line of the author's file
-where the cell's text starts (its first line that is not blank), from the parser
-(:func:`coursebook.model.notebooks.read_chapter`); a cell the book adds (an exhibit, a
-set-up cell, an answer's checks) stands at the line of the marker that placed it, or of
-the cell before it. ``key``: for a code cell whose outputs are expected, the name its
-expected output, its pytest item and its comparisons go by
-(:func:`coursebook.model.notebooks.note_output_keys`). Every message names a cell by this
-line; nothing searches a file for a cell's text.
-
-The note is the reader's, never the chapter's: it is not written back as MyST, not hashed
-into the execution cache's key (:func:`without_notes`) and not in downloads. (A notebook
-read from an ``.ipynb`` file has no lines of text: its reader notes each cell at its
-number, the first cell 1, and ``numbered``, so that every place inside the cell names that
-number; messages then read ``lesson.ipynb:7`` for its seventh cell.)
+The note sits under :data:`CELL_NOTE`. ``line``: the line of the author's file where the
+cell's text starts (a cell the book adds stands at its marker's line, or the cell
+before's); a Jupyter notebook's cells are ``numbered`` instead, the first 1. ``key``: for
+a code cell whose outputs are expected, the name its expected output, pytest item and
+comparisons go by. Messages name a cell by this line; nothing searches a file for its
+text. The note is never written back, hashed into the cache key, or downloaded.
 """
 
 from __future__ import annotations
@@ -46,9 +38,8 @@ def is_numbered(cell) -> bool:
 
 
 def place_at(cell, line: int, of=None):
-    """The cell, noted at ``line`` unless it has a line already; returned for chaining.
-    ``of``: the author's cell it was cut from or stands beside; a numbered one's number is
-    the place of everything in this cell too."""
+    """The cell, noted at ``line`` unless it has a line already (``of``: the author's cell it
+    stands beside or was cut from); returned for chaining."""
     if not source_line(cell) and line:
         note(cell, line=line, **({"numbered": True} if of is not None and is_numbered(of)
                                  else {}))

@@ -1,14 +1,9 @@
 """Claims: what the prose says PyTorch does, each held to a check or to a source.
 
-A chapter backs a sentence with a *claim cell* (tagged ``claim``) after it: each
-``# claim: FRAGMENT`` line quotes a fragment of a sentence in the markdown above the cell
-(since the previous code cell), and the asserts below that line check it. An exhibit's
-TOML does the same with ``[[claim]]`` tables (``says``, and ``check`` or ``source``). A claim
-no code can show cites its source: a ``% source: URL`` comment after its paragraph.
-
-A fragment is compared case-insensitively, whitespace runs collapsed, markup ignored
-(backticks, asterisks, underscores that open or close emphasis, a role's name and target,
-a link's address), so the check quotes the sentence as a reader reads it.
+A *claim cell* (tagged ``claim``) after a sentence quotes a fragment of it in each
+``# claim: FRAGMENT`` line, with asserts below that check it; an exhibit's TOML does the
+same with ``[[claim]]`` tables. A claim no code can show cites a ``% source: URL``.
+Fragments match as a reader reads them: case, whitespace runs and markup ignored.
 """
 
 from __future__ import annotations
@@ -38,12 +33,8 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n\s*\n|^[ \t]*(?::{3,}|`{3,})[^\n]*\
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim: the fragment it quotes, its check (or its source), and where it is.
-
-    ``line``: the line of its sentence (in the chapter, or of the ``says`` field in an
-    exhibit's ``toml`` file); for a fragment found in no sentence, its ``# claim:`` line,
-    and ``sentence`` is empty.
-    """
+    """One claim: the fragment it quotes, its check (or its source), and the line of its
+    sentence (for a fragment found in no sentence, of its ``# claim:`` line)."""
 
     says: str
     line: int = field(default=0, metadata=NOT_READ)

@@ -1,9 +1,5 @@
-"""Problems a person fixes: each knows where it is.
-
-The book's promise is one clear message per fault: what happened, where (a source
-file and line, or a TOML file and field) and the command that fixes it, never a
-traceback. :class:`BookError` carries the place; a build logs it once
-(:mod:`coursebook.reporting`), a tool prints it as one line.
+"""Problems a person fixes: each knows where it is (a source file and line, or a TOML file
+and field), so that a build logs it once (:mod:`coursebook.reporting`) as one line.
 """
 
 from __future__ import annotations

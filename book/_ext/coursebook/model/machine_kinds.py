@@ -3,10 +3,8 @@
 A *machine kind* (``tools/machine-kinds.toml``) is a kind of machine a recorded chapter runs
 on: a TPU, a GPU, or the CPU stand-in. A *recording environment*
 (``book/recordings/NAME-environments.toml``) is one Python environment, run as a Jupyter
-kernel, that a chapter's cells execute in on one kind; a kind may have several (one per
-bridge), each running the cells tagged for it. Both name a *runtime*
-(``tools/runtimes.toml``, ``coursebook.model.runtimes``) rather than repeating its pins. Adding a
-kind or a recorded chapter is a matter of data, not of code.
+kernel, that a chapter's cells execute in on one kind. Both name a runtime
+(``tools/runtimes.toml``) rather than repeating its pins.
 """
 
 from __future__ import annotations
@@ -85,11 +83,7 @@ class _KindsFile:
 
 @functools.lru_cache(maxsize=None)
 def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[str, MachineKind]:
-    """Every machine kind, in order of preference (read once per file).
-
-    A kind's Pythons are its runtime's and those it declares besides; its platforms are
-    every tag of its ``glibc`` and ``arch``.
-    """
+    """Every machine kind, in order of preference (read once per file)."""
     data, file = read_toml(path, _KindsFile, MachineKindError)
     machines: dict[str, MachineKind] = {}
     for index, machine in enumerate(data.kind):
@@ -151,11 +145,7 @@ def environments_path(recordings_dir: Path, name: str) -> Path:
 
 def load_environments(path: Path, machines: dict[str, MachineKind],
                       runtimes_file: Path | None = None) -> dict[str, list[RecordingEnvironment]]:
-    """A recorded chapter's environments, per kind; each kind's first one is its main one.
-
-    An environment's requirements are its runtime's pins and additions (``runtime``), or
-    its own list (``requirements``); one that ``shares`` another is a second kernel of it.
-    """
+    """A recorded chapter's environments, per kind; each kind's first one is its main one."""
     tables, file = read_toml(path, dict[str, tuple[RecordingEnvironment, ...]], MachineKindError)
     environments: dict[str, list[RecordingEnvironment]] = {}
     for kind, listed in tables.items():

@@ -1,9 +1,4 @@
-"""Where and when something was built: the source commit and the date, said one way.
-
-A page footer, a handout's cover, an accepted expectation, an exhibit's record and a
-recording all name them. Dates are UTC, so two machines building the same commit on the
-same day agree.
-"""
+"""Where and when something was built: the source commit and the date (UTC), said one way."""
 
 from __future__ import annotations
 

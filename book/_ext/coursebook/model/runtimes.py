@@ -1,13 +1,8 @@
 """Runtimes: the Python environments the book targets, as data (``tools/runtimes.toml``).
 
-A *runtime* is where a reader (or the build) runs the chapters: the book's own build
-environment, Colab's CPU runtime, Colab's TPU runtime. Each names its Python and the pins
-that decide what the chapters print, with the source and date of the list they come from,
-and says how the book verifies it (``verified_by``):
-
-- ``build``: every build runs the chapters in it;
-- ``downloads``: ``make verify-runtime`` runs the student downloads in a replica of it;
-- ``recording``: a recorded chapter's committed recordings ran with its pins.
+Each names its Python and the pins that decide what the chapters print, and how the book
+verifies it (``verified_by``): ``build``, ``downloads`` (``make verify-runtime``) or
+``recording``.
 """
 
 from __future__ import annotations

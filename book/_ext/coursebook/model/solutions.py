@@ -1,10 +1,6 @@
 """sphinx-exercise's solutions are answers: each becomes markdown cells of its own, tagged
-as answers, when a chapter is read.
-
-A ``{solution}`` block, or a gated solution (``{solution-start}`` … ``{solution-end}``,
-whose code cells between are part of it), is cut out of the markdown around it, so that
-everything that handles answers (the student edition drops them, the instructor's boxes
-them, the audits look for them) handles solutions too, with no rule of its own.
+as answers, when a chapter is read, so everything that handles answers handles solutions
+too, with no rule of its own.
 """
 
 from __future__ import annotations
@@ -55,12 +51,10 @@ def _directive(token) -> str | None:
 
 def _pieces(source: str, gated: bool, answer: bool, strict: bool,
             line_at: Callable[[int], int]) -> tuple[list[tuple[str, bool, int]], bool]:
-    """The markdown cut where solutions start and end: (text, is a solution, its line)
-    pieces, and whether a gated solution is still open at the end (``line_at``: the line of
-    the file holding a place in the source). ``gated``: one is open at the start;
-    ``answer``: the text is an answer already, so a solution inside a block (an instructor's
-    box, say) is no leak. Such a block elsewhere is an error when ``strict``, else all of it
-    is taken as a solution (the safe side: the student edition loses it)."""
+    """The markdown cut where solutions start and end: (text, is a solution, its line) pieces,
+    and whether a gated solution is still open at the end. ``answer``: the text is an answer
+    already (no leak). A solution inside another block is an error when ``strict``, else all of
+    it is taken as a solution (the safe side)."""
     lines = source.splitlines(keepends=True)
     pieces: list[tuple[str, bool, int]] = []
     done = 0  # lines already in a piece
@@ -104,10 +98,9 @@ def _pieces(source: str, gated: bool, answer: bool, strict: bool,
 
 def solutions_as_answers(notebook: nbformat.NotebookNode, tag: str,
                          strict: bool = False) -> nbformat.NotebookNode:
-    """The notebook, each solution in markdown cells of its own tagged ``tag``, and every
-    cell of a gated solution tagged too; other cells untouched. ``strict``: a solution that
-    cannot be cut out (inside another block, or a gate never closed) raises
-    :class:`SolutionError`; else it is taken as an answer with all it holds."""
+    """The notebook, each solution in markdown cells of its own tagged ``tag`` (a gated one's
+    cells too). ``strict``: a solution that cannot be cut out raises :class:`SolutionError`;
+    else it is taken as an answer with all it holds."""
     def tagged(cell) -> None:
         if tag not in cell.metadata.get("tags", []):
             cell.metadata["tags"] = [*cell.metadata.get("tags", []), tag]

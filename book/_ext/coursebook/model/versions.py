@@ -1,7 +1,5 @@
-"""Package versions as the book compares them: by release, local build tags ignored.
-
-``2.13.0+cpu`` and ``2.13.0+cu130`` are one torch release: expected outputs, exhibit
-records and pins are per release. Versions sort as releases do (``2.9`` before ``2.13``).
+"""Package versions as the book compares them: by release, local build tags (``+cpu``)
+ignored; ``2.9`` sorts before ``2.13``.
 """
 
 from __future__ import annotations

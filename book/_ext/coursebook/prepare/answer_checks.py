@@ -1,20 +1,11 @@
 """Checkable answers in each edition (:mod:`coursebook.model.answer_checks`).
 
-- Student edition: where an answer cell with checks was, a cell the student runs with
-  their own values, ``check("name", ...)`` per check; before the first of them, a note
-  saying where the checks run (:data:`NOTE`) and a cell holding
-  :mod:`coursebook.self_check` and its table (digests and scrambled hints, no answer).
-- Instructor edition: the answer cell, then the same calls with the value the answer's
-  code computed: each must say "correct", or the build stops there. So every answer
-  passes its own check, on every build, for this build's torch.
-
-Every build also tries each check's ``accept`` and ``refuse`` lists (:func:`mistried`)
-with the table cell's own code, here in the build's process: no kernel, nothing imported.
-A function's lists need what its chapter defines: the instructor edition's check cell
-tries them in the chapter's kernel.
-
-The table cell runs in the book but is not shown on its pages (``remove-cell``); the
-downloads keep it, so the checks work in Colab with nothing installed.
+Student edition: where an answer cell with checks was, a cell of ``check("name", ...)``
+calls the student fills in, after a note and a table cell holding
+:mod:`coursebook.self_check` (digests and scrambled hints, no answer; hidden on the page,
+kept in downloads). Instructor edition: the answer cell, then the same calls with the value
+its code computed, each of which must say "correct", on every build. Every build also tries
+each check's ``accept`` and ``refuse`` lists (:func:`mistried`).
 """
 
 from __future__ import annotations
@@ -74,9 +65,8 @@ def setup_source(checks: list[AnswerCheck]) -> str:
 
 
 def mistried(checks: list[AnswerCheck]) -> list[AnswerCheckError]:
-    """Each answer a check gets wrong: its answer or an ``accept`` entry that the students'
-    check refuses, a ``refuse`` entry that it accepts. The entries go through the table
-    cell a student's notebook runs (:func:`setup_source`), run here as it is."""
+    """Each answer a check gets wrong (its answer or an ``accept`` entry refused, a ``refuse``
+    entry accepted), tried here with the table cell's own code."""
     namespace: dict = {}
     exec(setup_source(checks), namespace)  # defines passes() and the filled-in table
     errors = []
@@ -120,9 +110,7 @@ def _function_tries(check: AnswerCheck) -> list[str]:
 
 def _exact(check: AnswerCheck) -> str:
     """The assertion that a check's stated answer is what its cell computes, to the step of
-    the check's grid (a fortieth of the tolerance), not a rounding of it: the tolerance is
-    centred on the stated answer, so a rounded one (0.6667 for 2/3) would accept values on
-    one side further than on the other."""
+    its grid: the tolerance is centred on the answer, so a rounded one would be lopsided."""
     computed = (f'results(CHECKS["{check.name}"], {check.value})' if check.inputs
                 else check.value)
     return (f'\nassert digest("{check.name}", {computed}, {check.tolerance!r}) == '
@@ -146,9 +134,8 @@ def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.Noteboo
 
 
 def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
-    """The cells that follow a source cell in an edition: for an answer cell with checks,
-    the table (before the chapter's first check, after a note for a student saying where
-    the checks run) and its check calls; else none."""
+    """The cells that follow a source cell in an edition: for an answer cell with checks, the
+    table (before the chapter's first check) and its check calls; else none."""
     own = cell_checks(cell)
     if not own:
         return []

@@ -1,16 +1,10 @@
 """Room to write: ruled answer boxes where the student handout has no answer.
 
-The student edition drops every cell tagged ``answer``. On paper a student then has
-nowhere to write, so the student *handout* (``coursebook_answer_space``, set by
-``-t handout``) puts one ruled box where each answer was. A run of consecutive answer
-cells is one answer, unless a markdown cell in it opens a new one with a bold lead-in
-(``**2.** ...``) or a heading: that is how a chapter writes the answers to several
-questions in a row. Each box is sized from the answer it replaces, within
-:data:`MIN_LINES` and :data:`MAX_LINES`, and holds none of its words; its label carries
-at most the question number of that lead-in.
-
-The box is a markdown cell with an ``answer-space`` directive, so jupyter-cache, which
-hashes code cells only, finds the student notebook's cached outputs unchanged.
+The student handout (``coursebook_answer_space``, set by ``-t handout``) puts one ruled box
+where each answer was. A run of consecutive answer cells is one answer, unless a markdown
+cell in it opens a new one with a bold lead-in (``**2.** ...``) or a heading. Each box is
+sized from its answer, within :data:`MIN_LINES` and :data:`MAX_LINES`, and holds none of
+its words. It is a markdown cell, so the cached outputs stay the student notebook's.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """The packages a chapter needs: declared, installed into the book's environment by
 ``make chapter-packages``, never by a cell during a build.
 
-A chapter's code runs with the builder's rights: a cell ``!pip install d2l`` would install
-into whatever ``pip`` comes first on the builder's PATH. So a chapter declares what it needs
-in its top matter, ``coursebook: {packages: [d2l, "einops>=0.8"]}`` (pip requirements);
-``make chapter-packages`` installs them into ``.venv``. Before pages are read, each chapter
-to read is checked: an install cell (``!pip``, ``%pip``, ``!python -m pip``, ``%conda``,
-``!apt-get``, ``!uv pip``..., or such a line in a ``%%bash`` cell) stops the build at its
-line, as does a declared package the book's environment lacks. Kernels start with this
-environment's ``bin`` first on PATH, so ``!python`` in a cell is the book's Python. A
-download, which runs elsewhere (Colab), gets a first cell that installs the declared
-packages (pip leaves one already satisfied as it is).
+A chapter's code runs with the builder's rights, so a chapter declares what it needs in its
+top matter, ``coursebook: {packages: [d2l, "einops>=0.8"]}``. Before pages are read, an
+install cell (``!pip``, ``%conda``, such a line in a ``%%bash`` cell...) stops the build at
+its line, as does a declared package the environment lacks. A download gets a first cell
+that installs the declared packages.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Claim cells in the notebook an edition executes: one cell per claim, run, never shown.
 
-Each claim cell of a chapter (or an exhibit's) becomes one cell per ``# claim:`` line,
-tagged ``raises-exception`` (a claim that no longer holds is reported, and the cells after
-it still run) and ``remove-cell`` (no page, PDF or search index shows it; downloads leave
-it out, :mod:`coursebook.render.downloads`). Each is then located: the
-sentence its fragment quotes, in the markdown above the cell since the previous code cell,
-or, for an exhibit's, the ``says`` field of its TOML file. :mod:`coursebook.verify.claims`
-checks what they did.
+Each claim cell becomes one cell per ``# claim:`` line, tagged ``raises-exception`` (a
+claim that fails is reported, and later cells still run) and ``remove-cell``; each is
+located at the sentence it quotes. :mod:`coursebook.verify.claims` checks what they did.
 """
 
 from __future__ import annotations
@@ -74,9 +70,8 @@ class ChapterClaims:
 
 
 def _located(cell, prose: list) -> Claim:
-    """A chapter's claim at its sentence's line (``prose``: the markdown cells above it); a
-    fragment the prose above does not hold is left at its `# claim:` line, without a
-    sentence."""
+    """A chapter's claim at its sentence's line, or at its `# claim:` line without a sentence
+    when the prose above does not hold its fragment."""
     code = cell.source
     says = claim_blocks(code)[0].says
     found = find_in_prose(says, [text.source for text in prose])
@@ -88,9 +83,7 @@ def _located(cell, prose: list) -> Claim:
 
 def chapter_claims(notebook: nbformat.NotebookNode,
                    from_exhibits: dict[str, Claim]) -> ChapterClaims:
-    """Every claim cell of an edition's notebook (split by :func:`one_cell_per_claim`),
-    located, and the number of cited claims (``% source:`` comments in its markdown,
-    an exhibit's cited claims among them)."""
+    """Every claim cell of an edition's notebook, located, and the number of cited claims."""
     checked, prose, cited, unsourced = [], [], 0, []
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "markdown":

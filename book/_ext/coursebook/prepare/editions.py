@@ -1,9 +1,6 @@
-"""The two editions of a chapter, chosen before anything is executed.
-
-A chapter is one MyST Markdown notebook. Cells tagged ``answer`` (code or markdown) are
-instructor material: the student edition drops them before execution, so the student
-notebook is the one that runs, is cached and is rendered; the instructor edition keeps
-them and boxes the markdown ones as instructor answers.
+"""The two editions of a chapter, chosen before anything is executed: the student edition
+drops the cells tagged ``answer``, so the student notebook is the one that runs, is cached
+and is rendered; the instructor edition keeps and boxes them.
 """
 
 from __future__ import annotations
@@ -31,11 +28,8 @@ class Edition(enum.Enum):
 
 
 def _box_answer(cell) -> None:
-    """Wrap a markdown answer in an admonition, leaving a leading heading outside.
-
-    Docutils allows no section inside an admonition, so the heading stays a heading. The
-    box's three opening lines are noted as the book's (the lines below are the author's).
-    """
+    """Wrap a markdown answer in an admonition, a leading heading left outside (docutils
+    allows no section in an admonition); its three opening lines are noted as the book's."""
     lines = cell.source.strip().splitlines()
     heading = lines[0] if lines and lines[0].startswith("#") else ""
     body = "\n".join(lines[1:] if heading else lines)
@@ -52,13 +46,9 @@ def _box_answer(cell) -> None:
 
 def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbformat.NotebookNode:
     """The student notebook lacks the answer cells; the instructor's has every cell, its
-    markdown answers boxed. Both get their answers' checks (:func:`place_checks`).
-    A sphinx-exercise solution is an answer (:mod:`coursebook.model.solutions`); a gated
-    one's start and end stay unboxed, as sphinx-exercise joins them only as siblings.
-
-    Code answers keep their source untouched (it is part of the execution cache key);
-    :func:`box_code_answers` boxes their rendered cells instead.
-    """
+    markdown answers boxed (a gated solution's start and end unboxed: sphinx-exercise joins
+    them as siblings only). Both get their answers' checks. Code answers keep their source (it
+    is in the cache key): :func:`box_code_answers` boxes their rendered cells."""
     instructor = edition is Edition.INSTRUCTOR
     edited = copy.deepcopy(notebook)
     if not instructor:
@@ -81,10 +71,8 @@ def hidden_raises_cells(notebook) -> list:
 
 
 def box_code_answers(doctree) -> None:
-    """Wrap each rendered code answer cell in an *Instructor answer* admonition.
-
-    Done on the doctree, after execution, so that HTML and LaTeX both show the box.
-    """
+    """Wrap each rendered code answer cell in an *Instructor answer* admonition, on the doctree
+    so that HTML and LaTeX both show the box."""
     from docutils import nodes
 
     for cell in list(doctree.findall(nodes.container)):

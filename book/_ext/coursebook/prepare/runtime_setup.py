@@ -1,22 +1,13 @@
 """A chapter's set-up cells, made from a runtime: what a notebook installs where it runs,
 and where a new runtime must start.
 
-A chapter places its set-up cell with a fenced marker, ```` ```{runtime-setup} RUNTIME``` ````.
-The cell is generated from the book's runtimes file (``coursebook_runtimes_file``, by
-default ``tools/runtimes.toml``) and the machine kinds, never typed: on a machine with the
-device of an accelerator kind of that runtime (Colab's TPU runtime, say), it installs only
-the pinned packages whose release is missing (what the image lacks); elsewhere it installs
-every pin that differs, except those only the device uses (``device_only``), and sets the
-stand-in's variables, so the notebook runs as the stand-in does. Variables already set (by a
-recording's kernel) win.
-
-```` ```{runtime-restart} RUNTIME MODULE``` ```` (with an optional ``:tags: [...]`` line, the
-cell's own tags) marks where the cells below need a process in which MODULE never took the
-device: on a machine with the device, its cell stops Run all with an error (a short traceback whose
-last line says: restart the runtime, then run from this cell) when MODULE was imported above
-it; elsewhere it passes.
-It sets the same variables as the set-up cell, which a restarted runtime has lost.
-Both cells are hidden on the page (``remove-cell``); a download shows them.
+```` ```{runtime-setup} RUNTIME``` ```` becomes a cell generated from the runtimes file and
+the machine kinds: on a machine with an accelerator kind's device it installs only the
+pinned packages whose release is missing; elsewhere every pin that differs, except
+``device_only`` ones, and sets the stand-in's variables (variables already set win).
+```` ```{runtime-restart} RUNTIME MODULE``` ```` marks where the cells below need a process
+in which MODULE never took the device: there its cell stops Run all, saying to restart the
+runtime, when MODULE was imported above it. Both cells are hidden on the page.
 """
 
 from __future__ import annotations
@@ -146,9 +137,7 @@ def restart_code(runtime_name: str, holder: str, machine_kinds: dict[str, Machin
 def place_runtime_setup(notebook: nbformat.NotebookNode,
                         machine_kinds: dict[str, MachineKind] | None, source_path: str,
                         runtimes_file: str = "") -> None:
-    """Replace each ``{runtime-setup} RUNTIME`` fence with its generated code cell, made
-    from the runtimes of ``runtimes_file`` (conf.py's ``coursebook_runtimes_file``; "":
-    tools/runtimes.toml)."""
+    """Replace each ``{runtime-setup} RUNTIME`` fence with its generated code cell."""
     runtimes = Path(runtimes_file) if runtimes_file else RUNTIMES_FILE
 
     def cell(marker: str, code, tags: list[str], *names: str) -> list[nbformat.NotebookNode]:

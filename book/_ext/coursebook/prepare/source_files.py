@@ -1,9 +1,5 @@
-"""The book's source files are UTF-8; one that is not is named at its first bad byte.
-
-Sphinx reads each page as UTF-8 and answers a file that is not with a crash report
-(a ``UnicodeDecodeError``); so did every hook of this extension that reads a chapter.
-Before any page is read, each page to be read is decoded here; a file that fails stops
-the build with one message per file, at the line and column of the byte.
+"""The book's source files are UTF-8; one that is not is named at its first bad byte,
+before any page is read (Sphinx would answer it with a crash report).
 """
 
 from __future__ import annotations
