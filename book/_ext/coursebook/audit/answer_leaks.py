@@ -26,12 +26,12 @@ from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (
     CHAPTER_SUFFIXES,
+    chapter_files,
     first_line,
     is_answer,
     is_chapter_source,
     read_chapter,
 )
-from coursebook.model.recordings import chapter_files
 from coursebook.model.toml_files import read_toml
 from coursebook.reporting import report_book_error
 

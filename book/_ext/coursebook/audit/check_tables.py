@@ -12,8 +12,7 @@ import nbformat
 
 from coursebook.audit.answer_leaks import Leak
 from coursebook.model.answer_checks import AnswerCheck, notebook_checks
-from coursebook.model.notebooks import read_chapter
-from coursebook.model.recordings import chapter_files
+from coursebook.model.notebooks import chapter_files, read_chapter
 from coursebook.self_check import digest, unscramble
 
 ENTRY_FIELDS = {"digest", "numbers", "tolerance", "hint", "ask", "inputs"}

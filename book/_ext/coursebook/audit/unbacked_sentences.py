@@ -19,8 +19,7 @@ from coursebook.model.cell_notes import line_within
 from coursebook.model.claims import claim_blocks, find_in_prose, normalised, sentences_of
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import Wing, prose_fields
-from coursebook.model.notebooks import is_claim, read_chapter
-from coursebook.model.recordings import chapter_files
+from coursebook.model.notebooks import chapter_files, is_claim, read_chapter
 from coursebook.model.toml_files import line_of
 
 _LIBRARY = re.compile(r"`|\{term\}|\b(?:PyTorch|torch|autograd|JAX|jax|XLA|torchax|torch_xla|"

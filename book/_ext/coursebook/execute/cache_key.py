@@ -7,7 +7,6 @@ what the cells print) and a digest of the book's own modules the cells import.
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import re
 from importlib import metadata
@@ -18,6 +17,7 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 from coursebook.model.faults import shown_path
+from coursebook.model.notebooks import short_digest
 from coursebook.reporting import stop_build
 
 # Cell metadata holding the execution versions (part of jupyter-cache's key).
@@ -74,7 +74,7 @@ def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
                     for dots, module in _RELATIVE_IMPORT.findall(seen[name])]
     if not seen:
         return None
-    return hashlib.sha256("".join(seen[name] for name in sorted(seen)).encode()).hexdigest()[:16]
+    return short_digest("".join(seen[name] for name in sorted(seen)), 16)
 
 
 def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, str]) -> None:
@@ -93,5 +93,4 @@ def extension_version() -> int:
     """Sphinx's ``env_version``: an edit of this extension makes Sphinx read every page
     again (a notebook whose code cells are unchanged is then taken from the cache)."""
     code = sorted(p for p in _PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in code)).hexdigest()
-    return int(digest[:12], 16)
+    return int(short_digest(b"".join(p.read_bytes() for p in code), 12), 16)

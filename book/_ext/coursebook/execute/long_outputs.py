@@ -8,11 +8,11 @@ which the expected outputs verify. The page shows the marker without the digest.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 import nbformat
 
+from coursebook.model.notebooks import short_digest
 from coursebook.model.outputs import normalise
 
 LIMIT = 100_000  # characters of one output (a stream, a text result) shown in full
@@ -56,7 +56,7 @@ def cut(text: str) -> str:
     middle = whole[len(head):len(whole) - len(tail)]
     lines = middle.count("\n")
     what = f"{lines:,} line{'s' if lines > 1 else ''}" if lines else "part of one line"
-    digest = hashlib.sha256(whole.encode("utf8")).hexdigest()[:_DIGEST]
+    digest = short_digest(whole, _DIGEST)
     marker = f"… {what} cut ({len(middle):,} characters, sha256 {digest}) …"
     if not head.endswith("\n"):
         head += "\n"

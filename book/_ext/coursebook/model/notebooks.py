@@ -16,11 +16,12 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import nbformat
 import yaml
 from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
-from myst_parser.config.main import MdParserConfig
+from myst_parser.config.main import MdParserConfig, read_topmatter
 
 from coursebook.model.cell_notes import (CELL_NOTE, line_within, note, place_at, source_line,
                                          without_notes)
@@ -84,9 +85,10 @@ def note_output_keys(notebook: nbformat.NotebookNode) -> None:
         placed = cell if source_line(cell) else placed
 
 
-def short_digest(text: str) -> str:
-    """Eight hex digits of the text's sha256: how the book keys a cell by its content."""
-    return hashlib.sha256(text.encode("utf8")).hexdigest()[:8]
+def short_digest(data: str | bytes, length: int = 8) -> str:
+    """The book's one content digest: ``length`` hex digits of sha256 (8 key a cell)."""
+    raw = data.encode("utf8") if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()[:length]
 
 
 def content_keys(texts: Iterable[str], separator: str) -> list[str]:
@@ -116,21 +118,47 @@ NOTEBOOK_SUFFIX = ".ipynb"  # a Jupyter notebook's file; any other chapter is My
 CHAPTER_SUFFIXES = (".md", NOTEBOOK_SUFFIX)  # the files a chapter may be
 
 
-def is_notebook_json(text: str) -> bool:
-    """Whether the text is a Jupyter notebook (an ``.ipynb`` file's JSON)."""
+PROVENANCE_KEY = "coursebook_recording"  # a recording's metadata (coursebook.model.recordings)
+
+
+def notebook_json(text: str) -> dict | None:
+    """A Jupyter notebook's JSON (an ``.ipynb`` file's), parsed; None for any other text."""
     if not text.lstrip().startswith("{"):
-        return False
+        return None
     try:
         data = json.loads(text)
     except ValueError:
-        return False
-    return isinstance(data, dict) and "nbformat" in data and isinstance(data.get("cells"), list)
+        return None
+    is_notebook = isinstance(data, dict) and "nbformat" in data and isinstance(data.get("cells"), list)
+    return data if is_notebook else None
+
+
+def top_matter(text: str) -> dict:
+    """A chapter's top matter, read alone: a Jupyter notebook's is its metadata."""
+    data = notebook_json(text)
+    return data.get("metadata", {}) if data is not None else read_topmatter(text) or {}
 
 
 def is_chapter_source(text: str) -> bool:
     """A page is a chapter notebook when its top matter says so (myst-nb's own rule), or
     when it is a Jupyter notebook, which myst-nb always executes."""
-    return is_myst_markdown_notebook(text) or is_notebook_json(text)
+    return is_myst_markdown_notebook(text) or notebook_json(text) is not None
+
+
+def chapter_files(folder: Path) -> list[tuple[Path, str]]:
+    """The chapters under ``folder`` (not under ``_build``), with their text: MyST ones and
+    notebooks, not recordings (whose cells their chapter has)."""
+    found = []
+    for path in sorted([*folder.rglob("*.md"), *folder.rglob(f"*{NOTEBOOK_SUFFIX}")]):
+        if {"_build", ".ipynb_checkpoints"} & set(path.parts):
+            continue
+        text = path.read_text(encoding="utf8")
+        data = notebook_json(text)
+        if data is not None and PROVENANCE_KEY in data.get("metadata", {}):
+            continue  # a recording: its chapter has its cells
+        if data is not None or is_myst_markdown_notebook(text):
+            found.append((path, text))
+    return found
 
 
 def read_chapter(text: str, md_config: MdParserConfig | None = None,
@@ -141,10 +169,10 @@ def read_chapter(text: str, md_config: MdParserConfig | None = None,
     solution that cannot be cut out raises :class:`~coursebook.model.solutions.SolutionError`
     at its line; else (the audits, which read on) all of it is taken as an answer.
 
-    A Jupyter notebook's text (:func:`is_notebook_json`) has no lines to name: each cell is
+    A Jupyter notebook's text (:func:`notebook_json`) has no lines to name: each cell is
     noted at its number, the first 1, and the outputs saved in the file are left out (a
     chapter's outputs are the build's)."""
-    if is_notebook_json(text):
+    if notebook_json(text) is not None:
         notebook = nbformat.reads(text, as_version=4)
         for number, cell in enumerate(notebook.cells, 1):
             if cell.cell_type == "code":

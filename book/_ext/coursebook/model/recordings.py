@@ -11,7 +11,6 @@ docs/recorded-chapters.md says more.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,17 +25,16 @@ from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment
 from coursebook.model.notebooks import (
     ACCELERATOR_ONLY_TAG,
     BOOK_ONLY_TAG,
-    NOTEBOOK_SUFFIX,
+    PROVENANCE_KEY,
     STAND_IN_ONLY_TAG,
     cell_tags,
     first_line,
     is_answer,
-    is_chapter_source,
+    short_digest,
 )
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import package_key, release
 
-PROVENANCE_KEY = "coursebook_recording"
 RECORDING_COMMAND = "make recording"
 _REQUIRED = ("platform", "device_kind", "environments", "date", "commit", "code_hash")
 
@@ -97,7 +95,7 @@ def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, Machin
 
 def code_hash(notebook: nbformat.NotebookNode) -> str:
     code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
-    return hashlib.sha256(json.dumps(code).encode()).hexdigest()
+    return short_digest(json.dumps(code), 64)
 
 
 def recording_path(recordings_dir: Path, name: str, kind: str) -> Path:
@@ -354,16 +352,3 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
         labelled.cells.append(_markdown(note))
     return AttachedRecordings(labelled, executed, drift)
 
-
-def chapter_files(folder: Path) -> list[tuple[Path, str]]:
-    """The chapters under ``folder`` (not under ``_build``), with their text: MyST ones and
-    notebooks, not a chapter's recordings (notebooks too, whose cells their chapter has)."""
-    found = []
-    for path in sorted([*folder.rglob("*.md"), *folder.rglob(f"*{NOTEBOOK_SUFFIX}")]):
-        if {"_build", ".ipynb_checkpoints"} & set(path.parts):
-            continue
-        text = path.read_text(encoding="utf8")
-        if is_chapter_source(text) and not (path.suffix == NOTEBOOK_SUFFIX and PROVENANCE_KEY
-                                            in json.loads(text).get("metadata", {})):
-            found.append((path, text))
-    return found

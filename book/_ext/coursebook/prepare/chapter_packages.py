@@ -11,7 +11,6 @@ that installs the declared packages.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -19,14 +18,12 @@ from importlib import metadata
 from pathlib import Path
 
 import nbformat
-from myst_parser.config.main import read_topmatter
 from sphinx.application import Sphinx
 
 from coursebook.model.cell_notes import line_within
 from coursebook.model.faults import BookError, shown_path
-from coursebook.model.notebooks import (CHAPTER_SUFFIXES, is_chapter_source, is_notebook_json,
-                                        read_chapter)
-from coursebook.model.recordings import chapter_files
+from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, chapter_files,
+                                        is_chapter_source, read_chapter, top_matter)
 from coursebook.reporting import stop_build
 
 COMMAND = "make chapter-packages"
@@ -43,15 +40,9 @@ class ChapterPackageError(BookError):
     """An install cell, or a declared package that is missing or malformed."""
 
 
-def _top_matter(text: str) -> dict:
-    """A chapter's top matter: a Jupyter notebook's is its metadata."""
-    return (json.loads(text).get("metadata", {}) if is_notebook_json(text)
-            else read_topmatter(text) or {})
-
-
-def declared_packages(top_matter: dict) -> list[str]:
+def declared_packages(metadata: dict) -> list[str]:
     """The requirements a chapter's top matter declares (``coursebook: packages``)."""
-    packages = (top_matter.get("coursebook") or {}).get("packages") or []
+    packages = (metadata.get("coursebook") or {}).get("packages") or []
     return [str(package) for package in packages]
 
 
@@ -91,18 +82,19 @@ def chapter_package_errors(path: Path, text: str) -> list[ChapterPackageError]:
     this environment does not satisfy."""
     if not is_chapter_source(text):
         return []
-    top_matter, declare = (("metadata", '`"coursebook": {"packages": ["NAME"]}`')
-                           if is_notebook_json(text) else
-                           ("top matter", "`coursebook: {packages: [NAME]}`"))
+    notebook = read_chapter(text)  # its metadata is the top matter
+    where, declare = (("metadata", '`"coursebook": {"packages": ["NAME"]}`')
+                      if path.suffix == NOTEBOOK_SUFFIX else
+                      ("top matter", "`coursebook: {packages: [NAME]}`"))
     errors = [ChapterPackageError(
         f"a cell installs packages (`{command}`): a build installs nothing, as a chapter's "
         "code runs with the builder's rights. Remove the line, declare the package in the "
-        f"{top_matter} ({declare}) and run `{COMMAND}`.", path, line)
-        for line, command in install_lines(read_chapter(text))]
-    for requirement in declared_packages(_top_matter(text)):
+        f"{where} ({declare}) and run `{COMMAND}`.", path, line)
+        for line, command in install_lines(notebook)]
+    for requirement in declared_packages(notebook.metadata):
         if (why := _missing(requirement)) is not None:
             errors.append(ChapterPackageError(
-                f"{top_matter} 'coursebook: packages' declares {why}: run `{COMMAND}`.", path, 1))
+                f"{where} 'coursebook: packages' declares {why}: run `{COMMAND}`.", path, 1))
     return errors
 
 
@@ -148,7 +140,7 @@ def main() -> None:
     parser.add_argument("book", type=Path, help="the folder of the chapters")
     book = parser.parse_args().book
     packages = {package: None for _, text in chapter_files(book)
-                for package in declared_packages(_top_matter(text))}
+                for package in declared_packages(top_matter(text))}
     for package in packages:
         print(package)
     print(f"{len(packages)} package(s) declared by the chapters of {shown_path(book)}",
