@@ -16,14 +16,6 @@ from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 
 
-def executed_with(app: Sphinx, pagename: str) -> str:
-    """Which torch produced the outputs of a page ("" for none)."""
-    chapter = page_states(app.env).get(pagename)
-    if chapter is None or chapter.notebook is None:
-        return ""  # not a chapter, or a failed one (reported when it was read)
-    return chapter.recorded_with or f"Executed with torch {book_config(app.config).torch}"
-
-
 def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict,
                     doctree) -> None:
     """``html-page-context``: for the footer template ``build-stamp.html``."""
@@ -31,7 +23,10 @@ def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict
         return
     date = book_config(app.config).build_date
     commit = source_commit(Path(app.srcdir))
-    executed = executed_with(app, pagename) if doctree is not None else ""
+    chapter = page_states(app.env).get(pagename) if doctree is not None else None
+    # None: not a chapter; no notebook: a failed one (reported when it was read)
+    executed = "" if chapter is None or chapter.notebook is None else (
+        chapter.recorded_with or f"Executed with torch {book_config(app.config).torch}")
     source = f"commit {commit}" if commit != NOT_IN_GIT else NOT_IN_GIT
     built = f"built from {source} on {date}"
     context["coursebook_stamp"] = (f"{executed}; {built}." if executed else

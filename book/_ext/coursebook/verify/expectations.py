@@ -283,20 +283,17 @@ class Mismatch:
         return self.same_run and not self.marked and self.expected is not None
 
     def diff(self, path: Path) -> str:
-        if self.expected is None and self.replaced is not None:
-            lines = difflib.unified_diff(self.replaced.splitlines(), self.cell.text.splitlines(),
-                                         f"expected before the edit ({path})", "this build",
-                                         lineterm="")
-            shown = "\n".join(f"    {line}" for line in lines) or "    (the same output)"
-            return (f"has no expected output in {path} (its code changed); against the "
-                    f"entry of the code it replaced:\n{shown}")
-        if self.expected is None:
-            shown = "\n".join(f"    {line}" for line in self.cell.text.splitlines())
+        if self.expected is None and self.replaced is None:
+            shown = "\n".join(f"{INDENT}{line}" for line in self.cell.text.splitlines())
             return (f"has no expected output in {path} (its code is new or changed); "
                     f"it shows:\n{shown or '    (nothing)'}")
-        lines = difflib.unified_diff(self.expected.splitlines(), self.cell.text.splitlines(),
-                                     f"expected ({path})", "this build", lineterm="")
-        shown = "\n".join(f"    {line}" for line in lines)
+        before, label = ((self.expected, f"expected ({path})") if self.expected is not None
+                         else (self.replaced, f"expected before the edit ({path})"))
+        shown = "\n".join(f"{INDENT}{line}" for line in difflib.unified_diff(
+            before.splitlines(), self.cell.text.splitlines(), label, "this build", lineterm=""))
+        if self.expected is None:
+            return (f"has no expected output in {path} (its code changed); against the "
+                    f"entry of the code it replaced:\n{shown or '    (the same output)'}")
         if self.varies:
             return ("shows an output that varies between runs: the same code, versions and "
                     "platform printed the expected one when it was accepted:\n" + shown)
