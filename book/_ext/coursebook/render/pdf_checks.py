@@ -1,6 +1,6 @@
 """Checks of a built PDF and its LaTeX log: no word in the margins (sideways conf.py's
-2 cm ``hmargin``, up and down the 5 mm no printer reaches), no overfull box wider than
-:data:`OVERFULL_LIMIT_PT`, no missing character, every font embedded.
+2 cm ``hmargin``, up and down the 5 mm no printer reaches), no ``Overfull \\hbox`` wider
+than :data:`OVERFULL_LIMIT_PT`, no missing character, every font embedded.
 
 Each problem names its chapter file: a page by the PDF destination of the ``DOC::doc``
 label Sphinx writes where each document starts, a log line by that label's line in the
@@ -211,7 +211,8 @@ def advice(characters: list[str]) -> str:
 
 def locate_characters(problems: list[Problem], docnames: Iterable[str] | None,
                       source_of: Callable[[str], Path], doctrees: Path, tex: Path) -> list[Problem]:
-    """The problems, the missing characters as one message per place that prints them.
+    """The problems, the missing characters as one message per place that prints them:
+    ``file:line: the output of the cell `…` holds '…' (U+…)``.
     ``docnames``: the documents to search, in order (None: every document of ``tex``)."""
     if docnames is None:
         docnames = [doc for _, doc in document_starts_on_lines(tex)] if tex.is_file() else []
