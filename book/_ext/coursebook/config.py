@@ -136,7 +136,6 @@ class BookConfig:
 
     @property
     def torch(self) -> str:
-        """The torch version this build executes with."""
         return self.execution_versions["torch"]
 
     @cached_property

@@ -65,7 +65,6 @@ def page_states(env: BuildEnvironment) -> dict[str, PageState]:
 
 
 def page_state_of(env: BuildEnvironment, docname: str) -> PageState:
-    """The page's entry, made on first use while it is read."""
     return page_states(env).setdefault(docname, PageState())
 
 

@@ -48,7 +48,6 @@ BOOK_READS = pytest.StashKey[dict[Edition, BookRead | BookReadError]]()
 
 
 def book_read(config: pytest.Config, edition: Edition) -> BookRead:
-    """What a build of ``edition`` reads and executes."""
     reads = config.stash.setdefault(BOOK_READS, {})
     if edition not in reads:
         try:

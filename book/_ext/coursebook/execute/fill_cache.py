@@ -68,8 +68,6 @@ def chapter_runs(app: Sphinx) -> ChapterRuns | None:
 
 @dataclass
 class BookRead:
-    """What a build of one edition reads and executes."""
-
     book: BookConfig  # as the build resolves it: execution versions, cache folder
     runs: dict[Path, Run]  # the chapters it executes, by source file
     failed: dict[Path, str]  # the pages it read that did not prepare: the build's one line

@@ -47,7 +47,6 @@ def defer() -> None:
 
 
 def import_now() -> dict[str, ModuleType]:
-    """myst-nb's client modules, imported now where they were deferred."""
     package = importlib.import_module(PACKAGE)
     modules = {}
     for module, name in CLIENTS.items():

@@ -85,7 +85,6 @@ def book_reads(book_dir: Path, conf_dir: Path) -> dict[Edition, BookRead]:
 
 
 def chapters_to_execute(reads: dict[Edition, BookRead]) -> list[Chapter]:
-    """The chapters the builds of both editions execute, by name."""
     chapters: dict[Path, Chapter] = {}
     for read in reads.values():
         for path, run in read.runs.items():

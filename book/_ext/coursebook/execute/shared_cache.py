@@ -134,5 +134,4 @@ def cache_recording(cache_path: str | Path, source_path: str,
 
 
 def remove_record(cache_path: str | Path, pk: int) -> None:
-    """Remove a record and its executed notebook from the cache."""
     open_cache(cache_path).remove_cache(pk)

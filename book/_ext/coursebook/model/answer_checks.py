@@ -142,8 +142,6 @@ def notebook_checks(notebook: nbformat.NotebookNode) -> list[AnswerCheck]:
 
 @dataclass(frozen=True)
 class ChapterTeaching:
-    """A chapter's labelled sections and its checks, each at its line."""
-
     path: str
     sections: tuple[Section, ...]
     checks: tuple[AnswerCheck, ...]

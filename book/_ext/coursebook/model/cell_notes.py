@@ -28,7 +28,6 @@ def cell_key(cell) -> str:
 
 
 def note(cell, **values) -> None:
-    """Set entries of the cell's note (``line``, ``key``)."""
     cell.metadata[CELL_NOTE] = {**cell.metadata.get(CELL_NOTE, {}), **values}
 
 

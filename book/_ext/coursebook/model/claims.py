@@ -117,7 +117,6 @@ def normalised(text: str) -> tuple[str, list[int]]:
 
 
 def sentences_of(text: str) -> list[str]:
-    """The sentences of ``text``, whitespace collapsed."""
     cuts = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
     return [" ".join(text[a:b].split()) for a, b in zip(cuts, cuts[1:]) if text[a:b].strip()]
 

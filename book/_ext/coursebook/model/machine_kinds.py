@@ -26,8 +26,6 @@ class MachineKindError(BookError):
 
 @dataclass(frozen=True)
 class MachineKind:
-    """One machine kind, as ``tools/machine-kinds.toml`` describes it."""
-
     name: str
     label: str
     platform: str

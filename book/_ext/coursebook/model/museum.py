@@ -45,8 +45,6 @@ class ExhibitError(BookError):
 
 @dataclass(frozen=True)
 class ErrorRecord:
-    """One error text, with where and when it was recorded."""
-
     torch: str
     source: Literal["museum", "build"]
     where: str
@@ -353,7 +351,6 @@ def _claim_cells(claims: tuple[Claim, ...], captured: bool = False) -> list[nbfo
 
 
 def claim_sources(museum: dict[str, Wing]) -> dict[str, Claim]:
-    """Every checked claim, by its cell's source."""
     owners = [(wing, False) for wing in museum.values()] + [
         (exhibit, not exhibit.runs_in_every_build) for wing in museum.values()
         for exhibit in wing.exhibits]
@@ -650,7 +647,6 @@ def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
 
 
 def cell_origins(museum: dict[str, Wing], torch_version: str) -> dict[str, CellOrigin]:
-    """Every exhibit's code cells, by source."""
     return {source: origin for wing in museum.values() for exhibit in wing.exhibits
             for source, origin in _code_origins(exhibit, torch_version).items()}
 

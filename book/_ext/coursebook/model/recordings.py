@@ -58,8 +58,6 @@ def _recording_in(metadata: dict) -> str | None:
 
 @dataclass(frozen=True)
 class RecordedChapter:
-    """A chapter's recording name and the machine kinds it accepts, preferred first."""
-
     name: str
     machines: tuple[MachineKind, ...]
 
@@ -123,7 +121,6 @@ class Recording:
         return self.machine.describe(self.provenance["device_kind"])
 
     def torches(self) -> list[str]:
-        """The torch of each of its environments, once each."""
         return sorted({versions["torch"] for versions in self.provenance["environments"].values()
                        if "torch" in versions})
 

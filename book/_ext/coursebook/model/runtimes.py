@@ -25,8 +25,6 @@ class RuntimeFileError(BookError):
 
 @dataclass(frozen=True)
 class Runtime:
-    """One table of ``tools/runtimes.toml``."""
-
     name: str = field(metadata=NOT_READ)  # its table's name
     title: str
     python: str

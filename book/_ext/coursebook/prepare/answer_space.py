@@ -84,7 +84,6 @@ def answer_space_cell(cells: list) -> nbformat.NotebookNode:
 
 
 def with_answer_spaces(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The student notebook, an answer box in place of each answer."""
     spaced = copy.deepcopy(notebook)
     boxes = {start: answer_space_cell(cells) for start, cells in answers(notebook)}
     checks = notebook_checks(notebook)

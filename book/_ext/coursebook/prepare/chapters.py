@@ -73,8 +73,6 @@ def edition_of(app: Sphinx) -> Edition:
 
 @dataclass(frozen=True)
 class PreparedChapter:
-    """This edition's notebook and what the later hooks need of it."""
-
     notebook: nbformat.NotebookNode
     origins: dict[str, CellOrigin] = field(default_factory=dict)
     recorded: nbformat.NotebookNode | None = None

@@ -65,7 +65,6 @@ _HIDING_TAGS = frozenset({"remove-cell", "remove-output"})
 
 
 def hidden_raises_cells(notebook) -> list:
-    """The cells tagged raises-exception whose error would not be shown."""
     return [cell for cell in notebook.cells
             if RAISES_TAG in cell_tags(cell) and set(cell_tags(cell)) & _HIDING_TAGS]
 

@@ -61,7 +61,6 @@ def _device_lines(accelerator: MachineKind, stand_in: MachineKind) -> list[str]:
 
 def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
                runtimes_file: Path = RUNTIMES_FILE) -> str:
-    """The set-up cell's code for one runtime of ``runtimes_file``."""
     runtime, accelerator, stand_in = _runtime_kinds("runtime-setup", runtime_name,
                                                     machine_kinds, runtimes_file)
     pins = {**runtime.packages, **runtime.adds}
@@ -137,7 +136,6 @@ def restart_code(runtime_name: str, holder: str, machine_kinds: dict[str, Machin
 def place_runtime_setup(notebook: nbformat.NotebookNode,
                         machine_kinds: dict[str, MachineKind] | None, source_path: str,
                         runtimes_file: str = "") -> None:
-    """Replace each ``{runtime-setup} RUNTIME`` fence with its generated code cell."""
     runtimes = Path(runtimes_file) if runtimes_file else RUNTIMES_FILE
 
     def cell(marker: str, code, tags: list[str], *names: str) -> list[nbformat.NotebookNode]:
