@@ -8,7 +8,6 @@ for words and headings only answers hold. Spoilers: :mod:`coursebook.audit.spoil
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import pickle
@@ -31,6 +30,7 @@ from coursebook.model.notebooks import (
     is_answer,
     is_chapter_source,
     read_chapter,
+    short_digest,
 )
 from coursebook.model.toml_files import read_toml
 from coursebook.reporting import report_book_error
@@ -383,11 +383,9 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
 
 
 def _digest(*parts: str | bytes) -> str:
-    hashed = hashlib.sha256()
-    for part in parts:
-        hashed.update(part.encode("utf8") if isinstance(part, str) else part)
-        hashed.update(b"\0")
-    return hashed.hexdigest()
+    """The parts, each ended by a NUL, hashed whole."""
+    return short_digest(b"".join((part.encode("utf8") if isinstance(part, str) else part)
+                                 + b"\0" for part in parts), 64)
 
 
 def check_answer_overlaps(app, env) -> None:

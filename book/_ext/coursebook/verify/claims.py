@@ -14,7 +14,6 @@ accept-outputs`` writes the file again and the diff is reviewed.
 from __future__ import annotations
 
 import difflib
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from sphinx.util import logging
 from coursebook.config import book_config
 from coursebook.model.claims import Claim
 from coursebook.model.faults import shown_path
+from coursebook.model.notebooks import short_digest
 from coursebook.model.versions import release
 from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_states
 from coursebook.prepare.chapters import PreparedChapter, edition_of
@@ -101,7 +101,7 @@ def claim_entry(claim: Claim) -> str:
 
 
 def claim_digest(claim: Claim) -> str:
-    return hashlib.sha256(claim_entry(claim).encode("utf8")).hexdigest()[:12]
+    return short_digest(claim_entry(claim), 12)
 
 
 @dataclass
