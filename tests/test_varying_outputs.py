@@ -48,6 +48,10 @@ from coursebook.verify.varying_outputs import matches, suggest
     ("elapsed <duration>", "elapsed 0:00:01.250000"),
     ("uses <size>", "uses 1.5 KiB"),
     ("uses <size>", "uses 1024 bytes"),
+    *(("made <date>", f"made {shown}") for shown in (
+        "Dec  5 14:23", "Dec 15  2025", "Sat Dec  5 16:46:04 2026", "Sat Dec  5 16:46:04 UTC 2026",
+        "2026-12-05", "2026-12-05 16:46", "2026-12-05 16:46:04.123456", "2026-12-05T16:46:04Z",
+        "2026-12-05T16:46:04.5+00:00")),
     ("epoch|<number>|", "epoch|  9.10|"),  # a value padded to a width
     ("tensor(...)", "tensor([0.4963, 0.7682])"),
     ("first\n...\nlast", "first\nlast"),
@@ -108,6 +112,24 @@ def test_a_suggestion_marks_only_what_differs_and_both_outputs_match_it():
     assert not matches(marked, shown.replace("4999950000", "4999950001"))
     assert suggest("a\nb\nc", "a\nx\ny\nc") == "a\n...\nc"  # lines that come and go
     assert suggest("ready: yes", "ready: no") == "ready: ..."
+
+
+def test_a_suggestion_marks_a_date_even_where_both_runs_agree_on_it():
+    """Two runs of one day agree on its date: kept, the entry would fail the next day."""
+    listing = "-rw-r--r-- 1 root root 4753 Dec  5 {} data.csv\ntotal 8"
+    assert suggest(listing.format("14:23"), listing.format("14:24")) == (
+        "-rw-r--r-- 1 root root 4753 <date> data.csv\ntotal 8")
+    for accepted, shown in [
+            ("made Sat Dec  5 16:46:04 2026", "made Sat Dec  5 16:46:09 2026"),  # time.ctime()
+            ("made 2026-12-05 16:46:04.123456", "made 2026-12-05 16:46:09.654321"),  # datetime
+            ("made 2026-12-05T16:46:04+00:00", "made 2026-12-05T16:46:09+00:00"),  # isoformat
+            ("made Dec  5  2025 (size 3)", "made Dec  5  2025 (size 4)"),  # ls, an older year
+    ]:
+        marked = suggest(accepted, shown)
+        assert marked.startswith("made <date>"), marked
+        assert matches(marked, shown.replace("Dec  5", "Jan 17").replace("12-05", "01-17"))
+    assert not matches("made <date>", "made 2026-12-05 or later")
+    assert not matches("made <date>", "made 5 steps")
 
 
 # --- The file, accept and compare --------------------------------------------------------------

@@ -319,7 +319,7 @@ class Mismatch:
                 f"the cell draws), or mark the part that "
                 f"varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
-                f"`<size>` or `...` where the output varies{example}\n    See "
+                f"`<size>`, `<date>` or `...` where the output varies{example}\n    See "
                 f"docs/authoring.md, \"Outputs that vary\".")
 
 

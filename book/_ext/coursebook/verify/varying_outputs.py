@@ -2,7 +2,7 @@
 
 An entry marked ``(varies)`` (a timing, an unseeded random number, a memory size) is a
 pattern, as doctest's ELLIPSIS option makes an expected output one: ``<number>``,
-``<duration>`` (or a clock time), ``<size>``, each taking the spaces that pad its value;
+``<duration>`` (or a clock time), ``<size>``, ``<date>``, each taking the spaces that pad its value;
 ``...`` within a line; a line of only ``...`` for any number of lines. Everything else is
 compared as written, and a literal ``...`` in an unmarked entry is never a pattern
 (docs/authoring.md, "Outputs that vary"; nbval's output sanitizers are the same idea).
@@ -25,9 +25,17 @@ _TIMEIT = (rf"{_TIME} ± {_TIME}(?: per loop \(mean ± std\. dev\. of [\d,]+ run
            rf"[\d,]+ loops? each\))?")
 _SIZE_UNIT = r"(?:[KMGTP]i?B|[kKMGTP]B?|B|bytes?)"
 _CLOCK = r"\d+(?::\d{2}){1,2}(?:\.\d+)?"
+# A date, with its time of day if printed: as `ls -l` ("Dec  5 14:23", an older year's
+# "Dec  5  2025"), time.ctime() and `date` ("Sat Dec  5 16:46:04 [UTC ]2026") and ISO 8601,
+# as datetime prints it ("2026-12-05 16:46:04.123456", "2026-12-05T16:46:04+00:00").
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_DATE = (rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH}  ?\d{{1,2}} \d{{2}}:\d{{2}}:\d{{2}}"
+         rf"(?: [A-Z]{{3,4}})? \d{{4}}|{_MONTH}  ?\d{{1,2}}  ?(?:\d{{2}}:\d{{2}}|\d{{4}})"
+         r"|\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?")
 # What each named pattern matches (a unit ends its word: "5 steps" holds no duration),
 # after the spaces that pad it to a width.
 _VALUES = {
+    "date": rf"(?:{_DATE})(?![\w:])",
     "duration": rf"{_TIMEIT}|{_TIME}|{_CLOCK}",
     "size": rf"(?:{_NUMBER}) ?{_SIZE_UNIT}(?![\w/])",
     "number": _NUMBER,
@@ -126,7 +134,8 @@ def _marked_line(one: str, two: str) -> str:
                 out.append(ELLIPSIS)
             continue
         for (kind, text), (_, other) in zip(a[i1:i2], b[j1:j2]):
-            if kind == "other" or text == other:
+            # Two runs of one day print the same date: only the next day tells it varies.
+            if kind == "other" or (text == other and kind != "date"):
                 out.append(text)
             else:
                 pad = min(len(text) - len(text.lstrip(" ")), len(other) - len(other.lstrip(" ")))
