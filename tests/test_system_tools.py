@@ -36,3 +36,23 @@ def test_a_missing_package_is_named_with_the_command_for_a_user(monkeypatch, tmp
         "--no-install-recommends no-such-package-here'`" in error
     listed.write_text("make\n")
     assert system_tools.main([]) == 0
+
+
+def test_a_disk_too_full_for_the_suite_stops_it_with_one_line(monkeypatch, tmp_path, capsys):
+    usage = system_tools.shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(system_tools.shutil, "disk_usage",
+                        lambda path: usage._replace(free=int(10e9)))
+    assert system_tools.disk_problem(tmp_path) == (
+        f"make test writes about 13 GB (environments, built books) but {tmp_path} has 10.0 GB "
+        "free: free some space (`make clean`, old worktrees), then make test again")
+    (tmp_path / ".venv-lesson-cpu-both").mkdir()  # the stand-in is installed: builds only
+    assert system_tools.disk_problem(tmp_path) is None
+    monkeypatch.setattr(system_tools, "TOOLS", tmp_path / "tools")
+    monkeypatch.setattr(system_tools.shutil, "disk_usage",
+                        lambda path: usage._replace(free=int(1e9)))
+    assert system_tools.main([]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_ci_installs_without_a_wheel_cache():
+    assert "export PIP_NO_CACHE_DIR=1" in (ROOT / ".ci" / "run").read_text()

@@ -6,7 +6,8 @@ Chromium and decodes the handouts' QR codes with zbar (tools/test-packages.txt, 
 and venv). The two lists are what .ci/run installs on a fresh CI machine. A package that is
 missing is installed with apt-get when this runs as root; otherwise this stops with one
 line naming the command that installs them. Debian and Ubuntu name these packages; where
-dpkg is missing, the programs the tests run are looked for instead.
+dpkg is missing, the programs the tests run are looked for instead. It also stops, with one
+line, where the disk is too full for what the suite writes.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from pathlib import Path
 TOOLS = Path(__file__).resolve().parent
 LISTS = [TOOLS / "pdf-packages.txt", TOOLS / "test-packages.txt"]
 # Without dpkg: the programs the tests run, by what provides them.
+# What the suite writes, in GB: the CPU stand-in's environments where none is installed yet
+# (Makefile: test-recording; pip's cache is off in CI) and the books and test folders it builds.
+STAND_IN_GB, BUILDS_GB = 9, 4
 PROGRAMS = {"chromium": "Chromium", "latexmk": "TeX (latexmk)", "lualatex": "TeX (LuaTeX)",
             "pdftotext": "poppler", "zbarimg": "zbar"}
 
@@ -41,9 +45,23 @@ def install_command(names: list[str]) -> str:
     return f"apt-get update && apt-get install -y --no-install-recommends {' '.join(names)}"
 
 
+def disk_problem(root: Path) -> str | None:
+    """One line when the disk holding ``root`` has less room than the suite writes."""
+    need = BUILDS_GB + (0 if any(root.glob(".venv-*-cpu-*")) else STAND_IN_GB)
+    free = shutil.disk_usage(root).free / 1e9
+    if free >= need:
+        return None
+    return (f"make test writes about {need} GB (environments, built books) but {root} has "
+            f"{free:.1f} GB free: free some space (`make clean`, old worktrees), then make test again")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.parse_args(argv)
+    problem = disk_problem(TOOLS.parent)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
     if shutil.which("dpkg-query") is None:
         absent = [what for program, what in PROGRAMS.items() if shutil.which(program) is None]
         if absent:
