@@ -493,6 +493,24 @@ def test_audit_names_a_repeated_unbacked_paragraph_at_each_of_its_lines(tmp_path
     assert len(numbers) == 2 and lines == [_line_of(path, "`torch.zeros(2)` makes"), numbers[1]]
 
 
+def test_audit_names_each_paragraph_of_a_cell_at_its_own_line(tmp_path):
+    """Lines come from the Markdown parser, not from searching the cell for the text: a
+    paragraph repeated in one cell is named twice, each at its line; a fenced block, a
+    table and a heading hold no prose, an admonition's body does."""
+    paragraph = "`torch.eye(2)` makes an identity matrix."
+    last = "A sentence about nothing in particular."
+    text = UNBACKED_CHAPTER.replace(last, f"{last}\n\n{paragraph}\n\n~~~\n`torch.ones` is "
+                                    f"fenced.\n~~~\n\n| `torch` table. |\n| --- |\n\n"
+                                    f"## `torch` heading.\n\n{paragraph}\n\n:::{{note}}\n"
+                                    ":class: tip\n`torch.eye` is a note.\n:::")
+    path = tmp_path / "chapter.md"
+    path.write_text(text)
+    listed = [(u.sentence, u.line) for u in chapter_unbacked(path, text)][1:]
+    numbers = [n for n, line in enumerate(text.splitlines(), 1) if line == paragraph]
+    assert listed == [(paragraph, numbers[0]), (paragraph, numbers[1]),
+                      ("`torch.eye` is a note.", _line_of(path, "`torch.eye` is"))]
+
+
 def test_audit_lists_an_exhibit_sentence_no_claim_holds(tmp_path):
     lesson = "`1 / 0` raises an error in Python. `torch.tensor(1.) / 0` gives `inf`."
     path = _exhibit_with(tmp_path, '[[claim]]\nsays = "raises an error in Python"\n'

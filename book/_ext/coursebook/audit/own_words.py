@@ -25,7 +25,7 @@ _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0
 _EDGES = "\"'.,;:!?()[]{}<>*`"
 
 # myst-parser's own parser: the prose is read as the book reads it.
-_MARKDOWN = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "dollarmath"}),
+PROSE_PARSER = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "dollarmath"}),
                              RendererHTML)
 
 
@@ -66,7 +66,7 @@ def markdown_passages(text: str, source: str, first_line: int | None = None) -> 
     """The prose of a MyST text, named ``source:LINE`` given ``first_line`` (its line in
     its file), else ``source`` (a TOML field)."""
     in_heading = False
-    for token in _MARKDOWN.parse(text):
+    for token in PROSE_PARSER.parse(text):
         line = None if first_line is None else first_line + (token.map[0] if token.map else 0)
         if token.type in ("heading_open", "heading_close"):
             in_heading = token.type == "heading_open"

@@ -11,16 +11,18 @@ own cells, whose outputs are verified. Checked: a claim's fragment is in it. Cit
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from coursebook.audit.own_words import PROSE_PARSER
 from coursebook.model.cell_notes import line_within
 from coursebook.model.claims import claim_blocks, find_in_prose, normalised, sentences_of
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import Wing, prose_fields
 from coursebook.model.notebooks import chapter_files, is_claim, read_chapter
 from coursebook.model.toml_files import line_of
+from coursebook.render.plain_markdown import split_options
 
 _LIBRARY = re.compile(r"`|\{term\}|\b(?:PyTorch|torch|autograd|JAX|jax|XLA|torchax|torch_xla|"
                       r"TPU|GPU|CUDA)\b")
@@ -33,7 +35,6 @@ _INSTRUCTION = re.compile(
 _OWN_CELLS = re.compile(r"\b(?:the|this|that|each|every|next|previous) (?:cell|code below)\b",
                         re.I)
 _CITES = re.compile(r"\]\([^)]+\)|<https?://|\{cite[:\w]*\}|https?://")
-_NOT_PROSE = re.compile(r"^\s*(?:#|\(|%|\||:|`{3,}|~{3,}|\+\+\+|-{3,}|<)")
 
 
 @dataclass(frozen=True)
@@ -46,23 +47,22 @@ class Unbacked:
         return f"{shown_path(self.path)}:{self.line}: {self.sentence}"
 
 
-_SOURCE = re.compile(r"%\s*source\s*:\s*https?://", re.I)
+_SOURCE = re.compile(r"\s*source\s*:\s*https?://", re.I)
 
 
-def _paragraphs(markdown: str) -> Iterable[tuple[str, bool]]:
-    """(text, cited by a ``% source:`` comment right after it) of each prose paragraph."""
-    fenced = False
-    lines = markdown.splitlines()
-    block: list[str] = []
-    for index, line in enumerate([*lines, ""]):
-        if re.match(r"^\s*(`{3,}|~{3,})", line):
-            fenced = not fenced
-        if not fenced and line.strip() and not _NOT_PROSE.match(line):
-            block.append(line)
-        elif block:
-            following = next((later for later in lines[index:] if later.strip()), "")
-            yield "\n".join(block).strip(), bool(_SOURCE.match(following.strip()))
-            block = []
+def _paragraphs(markdown: str) -> Iterator[tuple[int, str, bool]]:
+    """(its line in ``markdown``, from 0; its text; cited by a ``% source:`` comment right
+    after it) of each prose paragraph, as myst-parser reads it (an admonition's too)."""
+    tokens = PROSE_PARSER.parse(markdown)
+    for index, token in enumerate(tokens):
+        if token.type == "colon_fence":
+            body = split_options(token.content)[1]
+            start = token.map[0] + 1 + len(token.content.splitlines()) - len(body.splitlines())
+            yield from ((start + line, text, cited) for line, text, cited in _paragraphs(body))
+        elif token.type == "inline" and tokens[index - 1].type == "paragraph_open":
+            after = next((later for later in tokens[index + 1:] if later.map), None)
+            yield token.map[0], token.content, bool(
+                after and after.type == "myst_line_comment" and _SOURCE.match(after.content))
 
 
 def is_factual(sentence: str) -> bool:
@@ -77,14 +77,14 @@ def _held(sentence: str, held: set[str]) -> bool:
 
 
 def _unbacked(markdown: str, held: set[str], path: Path,
-              line_of: Callable[[str], int]) -> list[Unbacked]:
-    """``line_of``: the line of the file where a paragraph of ``markdown`` starts."""
+              line_of: Callable[[int], int]) -> list[Unbacked]:
+    """``line_of``: the line of the file of a line of ``markdown`` (from 0)."""
     held = {normalised(sentence)[0] for sentence in held}
     found = []
-    for paragraph, cited in _paragraphs(markdown):
+    for start, paragraph, cited in _paragraphs(markdown):
         if cited:
             continue
-        line = line_of(paragraph)
+        line = line_of(start)
         for sentence in sentences_of(paragraph):
             if is_factual(sentence) and not _held(sentence, held) and not _CITES.search(sentence):
                 found.append(Unbacked(path, line, sentence))
@@ -108,16 +108,16 @@ def chapter_unbacked(path: Path, text: str) -> list[Unbacked]:
             prose = []
     # A paragraph's line: its cell's noted line, plus where it stands in the cell.
     return [u for cell in notebook.cells if cell.cell_type == "markdown"
-            for u in _unbacked(cell.source, held, path, lambda paragraph, cell=cell:
-                               line_within(cell, max(cell.source.find(paragraph), 0)))]
+            for u in _unbacked(cell.source, held, path, lambda line, cell=cell: line_within(
+                cell, len("".join(cell.source.splitlines(keepends=True)[:line]))))]
 
 
-def _field_line(path: Path, field: str, text: str, paragraph: str) -> int:
-    """The line of a paragraph of a TOML field's ``text`` (one below a multi-line string's opening)."""
+def _field_line(path: Path, field: str, within: int) -> int:
+    """The line of line ``within`` of a TOML field (one below a multi-line string's opening)."""
     line = line_of(path, field)
     opens = path.read_text(encoding="utf8").splitlines()[line - 1].rstrip().endswith(
         ('"""', "'''"))
-    return line + opens + text.count("\n", 0, max(text.find(paragraph), 0))
+    return line + opens + within
 
 
 def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
@@ -127,8 +127,8 @@ def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
         held = {claim.sentence for claim in owner.claims}
         for field, text in prose_fields(owner):
             if field != "title":
-                found += _unbacked(text, held, owner.path, lambda paragraph, field=field, text=text:
-                                   _field_line(owner.path, field, text, paragraph))
+                found += _unbacked(text, held, owner.path, lambda within, field=field:
+                                   _field_line(owner.path, field, within))
     return found
 
 
