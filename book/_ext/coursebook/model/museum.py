@@ -17,7 +17,7 @@ from typing import ClassVar, Literal
 
 import nbformat
 
-from coursebook.model.cell_notes import note_added_lines
+from coursebook.model.cell_notes import CELL_NOTE, note, note_added_lines
 from coursebook.model.claims import Claim, toml_claim
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind
@@ -383,12 +383,13 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
     :func:`_expected_error_note`)."""
     elsewhere = tuple({"label": label, **record.as_dict()}
                       for label, record in readers_records(exhibit, expected))
-    return _code(f"from coursebook.exhibit_checks import check_raised\n"
+    at = f"records[{exhibit.records.index(expected)}].message" if expected else "records"
+    return _runs("records", _code(f"from coursebook.exhibit_checks import check_raised\n"
                  f"check_raised({exhibit.key!r},\n"
                  f"             expected={expected.as_dict() if expected else None!r},\n"
                  f"             museum={exhibit.museum_record.as_dict()!r}"
                  + (f",\n             elsewhere={elsewhere!r})" if elsewhere else ")"),
-                 "remove-input", BOOK_ONLY_TAG, *tags)
+                 "remove-input", BOOK_ONLY_TAG, *tags), at)
 
 
 # The summary of the download's collapsed block that holds an exhibit's error.
@@ -434,10 +435,6 @@ def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
                  BOOK_ONLY_TAG, *tags)
 
 
-def _failing_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
-    return _revealed(_code(exhibit.failing_code, RAISES_TAG))
-
-
 def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
     """An exhibit that runs in this build: its code, error, cause and fix, each checked."""
     record = exhibit.record_for(torch_version)
@@ -447,7 +444,8 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
     else:
         fix, fix_ran = f"**The fix.** {exhibit.fix_note}", [_fix_ran_cell()]
     return [_markdown(f"{_title(exhibit, total)}\n\n**The code.** {_PROMPT}"),
-            _failing_cell(exhibit), _check_cell(exhibit, record),
+            _runs("failing_code", _revealed(_code(exhibit.failing_code, RAISES_TAG))),
+            _check_cell(exhibit, record),
             _expected_error_note(exhibit, record),
             _markdown(f"**The cause.** {_cause(exhibit)}"), _markdown(fix), _fix_cell(exhibit),
             *fix_ran, *_museum_fix_history(exhibit), *_claim_cells(exhibit.claims)]
@@ -458,9 +456,8 @@ _FRESH_RUNTIME = "**The fix, in a fresh runtime.**"
 
 def _fix_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
     """The fix in the chapter's process, or in a new Python when it starts a fresh runtime."""
-    if exhibit.fix_in_fresh_runtime:
-        return _in_fresh_python(exhibit, exhibit.fix_code)
-    return _code(exhibit.fix_code)
+    return _runs("fix_code", _in_fresh_python(exhibit, exhibit.fix_code)
+                 if exhibit.fix_in_fresh_runtime else _code(exhibit.fix_code))
 
 
 def in_one_process(cells: list[tuple[str, bool]]) -> str:
@@ -514,33 +511,6 @@ def _stand_in_only(rerun: MuseumRerun) -> tuple[str, ...]:
     return (STAND_IN_ONLY_TAG,) if rerun.stand_in_only else ()
 
 
-def _rerun_cell(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookNode:
-    return _revealed(_in_fresh_python(exhibit, f"{rerun.setup}\n\n{exhibit.failing_code}",
-                                      RAISES_TAG, *_stand_in_only(rerun)))
-
-
-def _rerun_fix_check(exhibit: Exhibit, rerun: MuseumRerun) -> nbformat.NotebookNode:
-    """The fix, after the set-up and failing code, or alone if it starts a fresh runtime."""
-    if exhibit.fix_in_fresh_runtime:
-        return _fix_cell(exhibit)
-    program = in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
-                              (exhibit.fix_code, False)])
-    return _in_fresh_python(exhibit, program, *_stand_in_only(rerun))
-
-
-def _reproduction_cell(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.NotebookNode:
-    return _revealed(_in_fresh_python(exhibit, cpu.reproduction, RAISES_TAG, STAND_IN_ONLY_TAG,
-                                      side=cpu.side))
-
-
-def _cpu_fix_check(exhibit: Exhibit, cpu: CpuReproduction) -> nbformat.NotebookNode:
-    """The CPU fix, after the reproduction, or alone if it starts a fresh runtime."""
-    if cpu.fix_in_fresh_runtime:
-        return _in_fresh_python(exhibit, cpu.fix, STAND_IN_ONLY_TAG)
-    return _in_fresh_python(exhibit, in_one_process([(cpu.reproduction, True), (cpu.fix, False)]),
-                            STAND_IN_ONLY_TAG, side=cpu.side)
-
-
 def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
     """A TPU exhibit: its code, the museum's capture, the cause; reruns and CPU
     reproductions where its file has them."""
@@ -559,7 +529,9 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         where = "In a fresh Python process, this set-up, then the museum's code above"
         cells += [_markdown(f"**The museum's code, run again.** {rerun.note}\n\n"
                             + _shown_code(rerun.setup, where)),
-                  _rerun_cell(exhibit, rerun),
+                  _runs("museum_rerun.setup", _revealed(_in_fresh_python(
+                      exhibit, f"{rerun.setup}\n\n{exhibit.failing_code}", RAISES_TAG,
+                      *_stand_in_only(rerun)))),
                   _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *_stand_in_only(rerun)),
                   _on_a_cpu(_RAISES),
                   _expected_error_note(exhibit, museum, reproduced=True)]
@@ -567,7 +539,8 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     if cpu is not None and cpu.reproduction:
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}\n\n"
                             f"{_shown_code(cpu.reproduction)}"),
-                  _reproduction_cell(exhibit, cpu),
+                  _runs("cpu.reproduction", _revealed(_in_fresh_python(
+                      exhibit, cpu.reproduction, RAISES_TAG, STAND_IN_ONLY_TAG, side=cpu.side))),
                   _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
                   _on_a_cpu(_RAISES, cpu.side),
                   _expected_error_note(exhibit, museum, reproduced=True)]
@@ -586,14 +559,23 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                  "error expected), then the fix, in one process.")
         # The fix may print nothing: only the instructor's page heads its cell.
         cells += [_markdown(_instructor_only(f"The fix, run again {after}").strip()),
-                  _rerun_fix_check(exhibit, rerun),
+                  # The fix after the set-up and failing code, or alone in a fresh runtime.
+                  _fix_cell(exhibit) if fresh else _runs("fix_code", _in_fresh_python(
+                      exhibit, in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
+                                               (exhibit.fix_code, False)]),
+                      *_stand_in_only(rerun))),
                   _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else _stand_in_only(rerun))),
                   _on_a_cpu(_FIX_RUNS if fresh else _FIX_RUNS_AFTER)]
     if cpu is not None and cpu.reproduction and cpu.fix:
         where = ("In a fresh Python process, without the older packages" if cpu.fix_in_fresh_runtime
                  else "In the reproduction's process, after it")
         cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}\n\n{_shown_code(cpu.fix, where)}"),
-                  _cpu_fix_check(exhibit, cpu), _fix_ran_cell(STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
+                  # The CPU fix after the reproduction, or alone in a fresh runtime.
+                  _runs("cpu.fix", _in_fresh_python(exhibit, cpu.fix, STAND_IN_ONLY_TAG)
+                        if cpu.fix_in_fresh_runtime else _in_fresh_python(
+                      exhibit, in_one_process([(cpu.reproduction, True), (cpu.fix, False)]),
+                      STAND_IN_ONLY_TAG, side=cpu.side)),
+                  _fix_ran_cell(STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
                   _on_a_cpu(_FIX_RUNS) if cpu.fix_in_fresh_runtime
                   else _on_a_cpu(_FIX_RUNS_AFTER, cpu.side)]
     elif cpu is not None and not cpu.reproduction:
@@ -614,29 +596,18 @@ class CellOrigin:
         return f"{shown_path(self.exhibit.path)}:{self.line}"
 
 
-def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]:
-    def origin(field: str, record: ErrorRecord | None = None) -> CellOrigin:
-        at = f"records[{exhibit.records.index(record)}].message" if record else field
-        return CellOrigin(exhibit, field, line_of(exhibit.path, at))
+def _runs(field: str, cell: nbformat.NotebookNode, at: str = "") -> nbformat.NotebookNode:
+    """A code cell that runs the exhibit's ``field`` (``at``: where in the file), noted."""
+    note(cell, exhibit_field=[field, at or field])
+    return cell
 
-    if exhibit.runs_on == "cpu":
-        record = exhibit.record_for(torch_version)
-        return {exhibit.failing_code: origin("failing_code"),
-                _check_cell(exhibit, record).source: origin("records", record),
-                _fix_cell(exhibit).source: origin("fix_code")}
-    cpu, rerun = exhibit.cpu, exhibit.museum_rerun
-    origins = {}
-    if cpu is not None and cpu.reproduction:
-        origins[_reproduction_cell(exhibit, cpu).source] = origin("cpu.reproduction")
-    if cpu is not None and cpu.reproduction and cpu.fix:
-        origins[_cpu_fix_check(exhibit, cpu).source] = origin("cpu.fix")
-    if rerun is not None:
-        origins[_rerun_cell(exhibit, rerun).source] = origin("museum_rerun.setup")
-        origins[_rerun_fix_check(exhibit, rerun).source] = origin("fix_code")
-    if origins:
-        origins[_check_cell(exhibit, exhibit.museum_record).source] = origin(
-            "records", exhibit.museum_record)
-    return origins
+
+def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]:
+    cells = (exhibit_cells(exhibit, 0, torch_version) if exhibit.runs_in_every_build
+             else captured_exhibit_cells(exhibit, 0))
+    return {cell.source: CellOrigin(exhibit, field, line_of(exhibit.path, at))
+            for cell in cells for field, at in [cell.metadata.get(CELL_NOTE, {}).get(
+                "exhibit_field", (None, None))] if field}
 
 
 def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
