@@ -9,7 +9,9 @@ from bs4 import BeautifulSoup
 
 from conftest import BOOK, EXHIBITS, RUNTIMES_FILE, book_museum, copy_of_built_cache, sphinx_build
 from coursebook.model.runtimes import reader_runtimes
-from coursebook.verify.torch_versions import comparable
+import nbformat
+
+from coursebook.verify.torch_versions import comparable, headings_above
 
 WARNING = ("UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being "
            "accessed. (Triggered internally at {path}/aten/src/ATen/core/TensorBody.h:{line}.)")
@@ -42,6 +44,17 @@ def _pairs(page: str) -> list[tuple[str, list[str], list[str]]]:
         outputs = [pre.get_text() for pre in pair.select("pre")]
         found.append((title, labels, outputs))
     return found
+
+
+def test_a_changed_output_is_titled_by_the_heading_myst_parser_reads_above_it():
+    """A ``#`` line in a fenced block is no heading; a target names the heading right after
+    it, not one after a paragraph."""
+    new = nbformat.v4
+    cells = [new.new_markdown_cell("(first)=\n# `torch` basics\n\n~~~~\n# not a heading\n~~~~"),
+             new.new_code_cell("a"),
+             new.new_markdown_cell("(dropped)=\n\nA paragraph.\n\n## Second"), new.new_code_cell("b")]
+    above = headings_above(new.new_notebook(cells=cells), None, ("", "top"))
+    assert [above[id(cell)] for cell in cells[1::2]] == [("first", "torch basics"), ("", "Second")]
 
 
 @pytest.mark.slow

@@ -24,6 +24,9 @@ from pathlib import Path
 import nbformat
 from docutils import nodes
 from docutils.parsers.rst import Directive
+from markdown_it.renderer import RendererHTML
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
 from sphinx import addnodes
 from sphinx.application import Sphinx
 
@@ -360,10 +363,6 @@ def _link(label: str, title: str) -> nodes.Node:
                                  reftarget=label, refexplicit=True)
 
 
-_LABEL = re.compile(r"^\(([^()\s]+)\)=\s*$")
-_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$")
-
-
 def _sections_of(env, chapter: str, museum) -> tuple[dict[str, tuple[str, str]], set[str]]:
     """Each code cell's key, with the label and title of the heading above it; and the keys
     of the exhibits' failing code, whose own records show its change."""
@@ -371,26 +370,31 @@ def _sections_of(env, chapter: str, museum) -> tuple[dict[str, tuple[str, str]],
         notebook = instructor_chapter(env, chapter, getattr(env, "myst_config", None))
     except (OSError, BookError):
         return {}, set()  # the chapter's own page reports it
-    current, pending, in_section = ("", Path(chapter).name), "", {}
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            in_section[id(cell)] = current
-            continue
-        fence = ""
-        for line in cell.source.splitlines():
-            marker = re.match(r"^\s*(`{3,}|~{3,})", line)
-            if marker and (not fence or marker.group(1).startswith(fence)):
-                fence = "" if fence else marker.group(1)
-            elif fence:
-                continue
-            elif label := _LABEL.match(line):
-                pending = label.group(1)
-            elif heading := _HEADING.match(line):
-                current, pending = (pending, heading.group(1).replace("`", "")), ""
-            elif line.strip():
-                pending = ""
+    in_section = headings_above(notebook, getattr(env, "myst_config", None),
+                                ("", Path(chapter).name))
     origins = cell_origins(museum, book_config(env.config).torch)
     keyed = keyed_cells(notebook)
     failing = {key.split(".")[0] for key, cell in keyed
                if getattr(origins.get(cell.source), "field", "") == "failing_code"}
     return {key: in_section[id(cell)] for key, cell in keyed}, failing
+
+
+def headings_above(notebook: nbformat.NotebookNode, myst_config,
+                   top: tuple[str, str]) -> dict[int, tuple[str, str]]:
+    """The (label, title) of the heading above each code cell, by its ``id``, as
+    myst-parser reads the markdown cells (``top``: above the first heading)."""
+    parser = create_md_parser(myst_config or MdParserConfig(), RendererHTML)
+    current, label, found = top, "", {}
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            found[id(cell)] = current
+            continue
+        tokens = parser.parse(cell.source)
+        for index, token in enumerate(tokens):
+            if token.type == "myst_target":
+                label = token.content
+            elif token.type == "heading_open":
+                current, label = (label, tokens[index + 1].content.replace("`", "")), ""
+            elif token.map and token.level == 0:
+                label = ""  # a target names the block right after it
+    return found
