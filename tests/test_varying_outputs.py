@@ -132,6 +132,18 @@ def test_a_suggestion_marks_a_date_even_where_both_runs_agree_on_it():
     assert not matches("made <date>", "made 5 steps")
 
 
+def test_a_suggestion_marks_a_time_of_day_even_where_both_runs_agree_on_it():
+    """Two runs of one minute print the same time of day (`time.strftime("%H:%M")`), a
+    progress bar's clock the same elapsed time: the next run differs, as a date does."""
+    assert suggest("started 16:46, loss 0.71", "started 16:46, loss 0.68") == (
+        "started <duration>, loss <number>")
+    assert suggest("at 16:46:04 (step 1)\nok", "at 16:46:04 (step 2)\nok") == (
+        "at <duration> (step <number>)\nok")
+    assert suggest("[00:00<00:00,  9.81it/s]", "[00:00<00:00, 12.30it/s]") == (
+        "[<duration><<duration>, <number>it/s]")
+    assert suggest("epoch 3 of 10, 5 ms", "epoch 3 of 10, 7 ms") == "epoch 3 of 10, <duration>"
+
+
 # --- The file, accept and compare --------------------------------------------------------------
 
 def _output(key: str, text: str, number: int = 1) -> CellOutput:

@@ -41,6 +41,7 @@ _VALUES = {
     "number": _NUMBER,
 }
 NAMED = {name: f" *(?:{value})" for name, value in _VALUES.items()}
+_CLOCK_ALONE = re.compile(f" *{_CLOCK}")
 ELLIPSIS = "..."
 _MARK = re.compile(r"<(?:" + "|".join(NAMED) + r")>|\.\.\.")
 # Tokens of an output, to tell which parts of two outputs differ: a value starts where no
@@ -134,8 +135,10 @@ def _marked_line(one: str, two: str) -> str:
                 out.append(ELLIPSIS)
             continue
         for (kind, text), (_, other) in zip(a[i1:i2], b[j1:j2]):
-            # Two runs of one day print the same date: only the next day tells it varies.
-            if kind == "other" or (text == other and kind != "date"):
+            # Two runs of one day print the same date, of one minute the same clock time
+            # (a time of day, a progress bar's elapsed time): only a later run tells.
+            if kind == "other" or (text == other and kind != "date"
+                                   and not (kind == "duration" and _CLOCK_ALONE.fullmatch(text))):
                 out.append(text)
             else:
                 pad = min(len(text) - len(text.lstrip(" ")), len(other) - len(other.lstrip(" ")))
