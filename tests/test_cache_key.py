@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nbformat
 
-from coursebook.execute import cache_key
+from coursebook.execute import shared_cache as cache_key
 
 
 def test_an_edit_of_a_module_the_imported_one_imports_from_a_subpackage_reexecutes(

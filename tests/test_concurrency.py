@@ -129,7 +129,7 @@ def test_the_cache_check_leaves_an_entry_another_build_is_writing(tmp_path):
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
-    from coursebook.execute.cache_check import drop_unreadable_entries
+    from coursebook.execute.cached_chapters import drop_unreadable_entries
     from coursebook.execute.shared_cache import create_cache, notebook_lock
 
     create_cache(tmp_path)

@@ -7,7 +7,7 @@ import pytest
 from jupyter_cache.cache.main import JupyterCacheBase
 
 from conftest import BOOK
-from coursebook.execute.cache_key import key_execution_versions
+from coursebook.execute.shared_cache import key_execution_versions
 from coursebook.model.cell_notes import without_notes
 from coursebook.model.notebooks import is_answer, is_chapter_source, notebook_to_myst, read_chapter
 from coursebook.prepare.answer_checks import CHECK_TAG, NOTE_TAG, SETUP_TAG

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from conftest import BOOK, ROOT
-from coursebook.execute.cache_key import book_code_digest
+from coursebook.execute.shared_cache import book_code_digest
 from coursebook.model.cell_notes import cell_key, source_line
 from coursebook.model.notebooks import is_chapter_source, note_output_keys, read_chapter
 from coursebook.model.recordings import recording_name

@@ -1,5 +1,5 @@
 """A cold build forks its chapters' kernels from one server started as the build starts
-(coursebook.execute.kernel_pool_start): each kernel a process that ran nothing else, one
+(coursebook.execute.kernel_pool): each kernel a process that ran nothing else, one
 server for builds that share a cache, none on a warm cache or when no chapter executes,
 no kernel left running."""
 

@@ -38,8 +38,8 @@ def setup(app) -> dict:
 
     setup_chapter_packages(app)
     # On a cold cache, the server that forks the chapters' kernels starts importing torch
-    # on the other core while the other extensions load: execute/kernel_pool_start.py.
-    from .execute.kernel_pool_start import start_kernel_server
+    # on the other core while the other extensions load: execute/kernel_pool.py.
+    from .execute.kernel_pool import start_kernel_server
 
     start_kernel_server(app)
     from .extension import setup as setup_extension

@@ -70,7 +70,7 @@ class BookConfig:
     # keeps the last good ones.
     preview: bool = _value(False, "", "a failed build stops before writing any page")
     preview_kernel_imports: list = _value(["torch"], "", "modules the preview's waiting kernels import ahead")
-    # A cold build forks its chapters' kernels from one server (coursebook.execute.kernel_pool_start).
+    # A cold build forks its chapters' kernels from one server (coursebook.execute.kernel_pool).
     kernel_imports: list = _value(["torch"], "", "modules a cold build's kernel server imports: every chapter's")
     # --- Outputs: pages, downloads, handouts -----------------------------------------------
     repository_url: str = _value("", "html", "the GitHub repository whose branch serves the HTML")

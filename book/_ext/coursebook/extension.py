@@ -8,13 +8,12 @@ from sphinx.application import Sphinx
 
 from coursebook.audit.answer_leaks import check_answer_overlaps
 from coursebook.config import BookConfig, book_config, check_runtimes_file
-from coursebook.execute.cache_check import check_execution_cache
-from coursebook.execute.cache_key import extension_version, set_execution_versions
-from coursebook.execute.cached_chapters import enter_cache, forget_failed_run
+from coursebook.execute.cached_chapters import check_execution_cache, enter_cache, forget_failed_run
 from coursebook.execute.fill_cache import ChapterRuns, chapter_runs
-from coursebook.execute.kernel_pool_start import check_kernel_server, stop_kernel_server
+from coursebook.execute.kernel_pool import check_kernel_server, stop_kernel_server
 from coursebook.execute.myst_nb_clients import import_for_reading
-from coursebook.execute.shared_cache import release_notebook_lock
+from coursebook.execute.shared_cache import (extension_version, release_notebook_lock,
+                                             set_execution_versions)
 from coursebook.page_state import PageStateCollector
 from coursebook.prepare.answer_space import setup_answer_space
 from coursebook.prepare.chapters import (

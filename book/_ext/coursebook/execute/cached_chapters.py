@@ -5,10 +5,17 @@ The key's lock is held until the page is read (``doctree-read``). A failed run i
 too, marked, so that myst-nb shows the cells that ran instead of running the chapter again;
 once the page is read (:func:`forget_failed_run`) the record is removed. A read by
 :class:`coursebook.execute.fill_cache.ChapterRuns` notes each run instead.
+
+Before a build reads from the cache, an entry whose notebook file is gone or damaged is
+dropped, so its chapter executes again; one whose key's lock another build holds is left
+alone (that build is writing it). A database that cannot be read stops the build, naming
+``make clean-cache``.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,20 +26,16 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import book_config
-from coursebook.execute.cache_key import key_execution_versions
 from coursebook.execute.fill_cache import Run, chapter_runs
 from coursebook.execute.notebook_runs import StoppedRun, chapter_settings, run_chapter
-from coursebook.execute.shared_cache import (
-    FAILED,
-    cache_recording,
-    cache_run,
-    cached_record,
-    hold_notebook_lock,
-    notebook_lock,
-    remove_record,
-)
-from coursebook.model.notebooks import NOTEBOOK_SUFFIX, as_myst_nb_reads, page_text
+from coursebook.execute.shared_cache import (FAILED, cache_lock, cache_recording, cache_run,
+                                             cached_record, create_cache, hold_notebook_lock,
+                                             key_execution_versions, notebook_lock, open_cache,
+                                             remove_record)
+from coursebook.model.faults import CLEAN_CACHE_COMMAND, shown_path
+from coursebook.model.notebooks import as_myst_nb_reads, page_text, reads_as_json
 from coursebook.prepare.chapters import PreparedChapter
+from coursebook.reporting import stop_build
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +89,7 @@ def _title_only(notebook: nbformat.NotebookNode, source_path: str) -> str:
     """A page of the chapter's title alone: what a read that runs nothing gives myst-nb."""
     title = next((line for cell in notebook.cells if cell.cell_type == "markdown"
                   for line in cell.source.splitlines() if line.startswith("# ")), "# Chapter")
-    if source_path.endswith(NOTEBOOK_SUFFIX):  # in the page's format; nothing to execute
+    if reads_as_json(source_path):  # in the page's format; nothing to execute
         return page_text(nbformat.v4.new_notebook(
             cells=[nbformat.v4.new_markdown_cell(title)], metadata=notebook.metadata),
             source_path)
@@ -133,3 +136,59 @@ def stopped_run(app: Sphinx) -> StoppedRun | None:
     kernel died) rather than on an error."""
     run: FailedRun | None = app.env.temp_data.get(_FAILED_RUN)
     return run.stopped if run is not None else None
+
+
+def _unreadable(notebook: Path) -> str | None:
+    """Why a cached notebook file cannot be read, or None."""
+    if not notebook.is_file():
+        return "missing"
+    try:
+        cells = json.loads(notebook.read_bytes()).get("cells")
+    except (ValueError, AttributeError):  # not JSON (or not UTF-8), or not an object
+        return "damaged (not a notebook's JSON)"
+    return None if isinstance(cells, list) else "damaged (a notebook without cells)"
+
+
+def drop_unreadable_entries(path: Path) -> list[tuple[str, str]]:
+    """Drop the cache's entries whose notebook file is missing or damaged, except those
+    another build is writing; each dropped entry's source and why."""
+    from filelock import Timeout
+    from jupyter_cache.cache.db import NbCacheRecord
+
+    cache, dropped = open_cache(path), []
+    for record in cache.list_cache_records():
+        try:  # the key's lock: the one its writer holds (a notebook's key is its hashkey)
+            lock = cache_lock(path, record.hashkey).acquire(timeout=0)
+        except Timeout:
+            continue  # another build is writing it
+        with lock:
+            notebook = cache._get_notebook_path_cache(record.hashkey)  # jupyter-cache's layout
+            why = _unreadable(notebook)
+            if why is not None:
+                shutil.rmtree(notebook.parent, ignore_errors=True)
+                NbCacheRecord.remove_records([record.pk], cache.db)
+                dropped.append((record.uri, why))
+    return dropped
+
+
+def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
+    """``env-before-read-docs``: create the shared cache (before parallel readers race to
+    it) and check it, when there is a page to read."""
+    config = app.config
+    if not docnames or config.nb_execution_mode != "cache" or chapter_runs(app) is not None:
+        return  # (a read that runs nothing touches no cache)
+    from sqlalchemy.exc import SQLAlchemyError
+
+    path = Path(book_config(config).cache_path)
+    try:
+        create_cache(path)  # its tables, once, however many builds start together
+        dropped = drop_unreadable_entries(path)
+    except SQLAlchemyError as error:
+        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+        stop_build("cache", (f"the execution cache is damaged ({reason}): its database "
+                             f"{shown_path(path / 'global.db')} cannot be read. Run "
+                             f"`{CLEAN_CACHE_COMMAND}` (every chapter then executes again).", None))
+    for uri, why in dropped:
+        logger.info("execution cache: the executed notebook of %s was %s; its entry is "
+                    "dropped and the chapter executes when its page is next read",
+                    shown_path(uri), why)

@@ -16,15 +16,9 @@ from pathlib import Path
 
 import nbformat
 
-from coursebook.execute.cache_key import VERSIONS_KEY
 from coursebook.execute.fill_cache import BookRead, Run, execute_into_cache, read_book
-from coursebook.execute.shared_cache import (
-    cache_key,
-    cached_record,
-    create_cache,
-    insert,
-    open_cache,
-)
+from coursebook.execute.shared_cache import (VERSIONS_KEY, cache_key, cached_record, create_cache,
+                                             insert, open_cache)
 from coursebook.model.faults import shown_path
 from coursebook.prepare.editions import Edition
 
