@@ -40,6 +40,7 @@ from coursebook.render.downloads import (
     run_all,
 )
 from coursebook.render.plain_markdown import PlainMarkdown, Target
+from coursebook.verify.chapter_checks import raised_on_purpose
 from coursebook.verify.expectations import (
     cell_keys,
     expectations_path,
@@ -116,9 +117,27 @@ def _chapters() -> dict[str, nbformat.NotebookNode]:
     return chapters
 
 
+def _raised(name: str, chapter: nbformat.NotebookNode) -> tuple[str, ...]:
+    """The error types a chapter's cells raise on purpose, as a build keeps them
+    (:func:`raised_on_purpose`): from its stand-in's recording, or from the error lines of
+    its expected outputs for this torch."""
+    if recording_name(chapter):
+        return raised_on_purpose(_stand_in_recording(recording_name(chapter)).notebook)
+    expected = read_expectations(expectations_path(BOOK / "expected", torch.__version__, name))
+    return tuple(sorted({re.search(r"(?m)^(\w+Error): ", expected.by_edition["student"][key]).group(1)
+                         for key, cell in zip(cell_keys(chapter), output_cells(chapter))
+                         if "raises-exception" in cell.metadata.get("tags", [])}))
+
+
+def _download(name: str, chapter: nbformat.NotebookNode,
+              markdown: PlainMarkdown | None = None) -> nbformat.NotebookNode:
+    return download_notebook(chapter, markdown or PlainMarkdown(_resolve, md_config=MD_CONFIG),
+                             _raised(name, chapter))
+
+
 @pytest.fixture(scope="module")
 def downloads() -> dict[str, nbformat.NotebookNode]:
-    return {name: download_notebook(notebook, PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG))
+    return {name: _download(name, notebook, PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG))
             for name, notebook in _chapters().items()}
 
 
@@ -183,10 +202,12 @@ def test_cells_that_raise_on_purpose_are_caught_in_downloads_only():
         kept = [c for c in notebook.cells  # a claim's check may raise: it is never downloaded
                 if not is_claim(c) and "book-only" not in c.metadata.get("tags", [])]
         wrapped = [c for c in kept if {"raises-exception", "hide-output"} & set(c.metadata.get("tags", []))]
-        caught = [c for c in download_notebook(notebook, PlainMarkdown(_resolve, md_config=MD_CONFIG)).cells
-                  if is_caught(c)]
+        caught = [c for c in _download(name, notebook).cells if is_caught(c)]
         assert len(caught) == len(wrapped), name
         assert all("raises-exception" not in c.metadata.get("tags", []) for c in caught)
+        # Every caught cell of a chapter begins and catches alike, failing or not.
+        assert len({(c.source.splitlines()[0], re.findall(r"(?m)^except .*", c.source)[-1])
+                    for c in caught}) <= 1, name
     pt01 = chapters["pt01"].cells
     predict_first = [c for c in pt01 if "hide-output" in c.metadata.get("tags", [])]
     # Both kinds are there to tell apart: cells that raise and cells that do not.
@@ -239,7 +260,7 @@ def test_a_md_download_is_a_document_that_keeps_each_collapsed_block_for_the_end
 
 def test_a_caught_cell_prints_the_error_and_keeps_multiline_strings(capsys):
     source = 'text = """\nfirst\n  second"""\nraise ValueError(text.splitlines()[2])\n'
-    exec(compile(catching(source), "<cell>", "exec"), {})
+    exec(compile(catching(source, ("ValueError",)), "<cell>", "exec"), {})
     assert capsys.readouterr().out == "ValueError:   second\n"
 
 
@@ -248,7 +269,7 @@ def test_a_students_failing_assert_in_a_caught_cell_reaches_them(capsys):
     probabilities sum to one; the download wraps that predict-first cell. A failing assert
     the student adds there is raised, with its message (the wrapper once printed it as one
     more line, and Run all went on); the cell as given still prints and goes on."""
-    cells = download_notebook(_chapters()["pt01"], PlainMarkdown(_resolve, md_config=MD_CONFIG)).cells
+    cells = _download("pt01", _chapters()["pt01"]).cells
     cell = next(c for c in cells if is_caught(c) and "scores.softmax(dim=0)" in c.source)
     exec(compile(cell.source, "<cell>", "exec"), {"torch": torch})
     assert "Predicted classes:" in capsys.readouterr().out
@@ -260,9 +281,42 @@ def test_a_students_failing_assert_in_a_caught_cell_reaches_them(capsys):
         exec(compile(planted, "<cell>", "exec"), {"torch": torch})
     capsys.readouterr()
     # An error the cell as given raises on purpose is printed, as before.
-    raising = catching("import torch\ntorch.ones(2) @ torch.ones(3)")
+    raising = catching("import torch\ntorch.ones(2) @ torch.ones(3)", ("RuntimeError",))
     exec(compile(raising, "<cell>", "exec"), {})
     assert capsys.readouterr().out.startswith("RuntimeError: ")
+
+
+@pytest.mark.parametrize("name, cell_text", [("pt01", "scores.softmax(dim=0)"),
+                                              ("museum-pytorch", "x += 1")])
+@pytest.mark.parametrize("mine, error", [
+    ("print(suspect_probabilitys)", NameError),  # a typo
+    ("print(torch.ones(2).sum(dim='one'))", TypeError),
+])
+def test_an_error_of_the_students_own_in_a_caught_cell_reaches_them_whole(
+        name, cell_text, mine, error):
+    """A caught cell prints only the error types its chapter's cells raise on purpose (the
+    wrapper once printed any error as one line, and Run all went on): an error of another
+    type the student causes there, a typo's NameError or a TypeError of theirs, is raised
+    whole, with its traceback, and Run all stops at it, as anywhere else."""
+    cell = next(c for c in _download(name, _chapters()[name]).cells
+                if is_caught(c) and cell_text in c.source)
+    planted = cell.source.replace("\ntry:\n", f"\ntry:\n    {mine}\n", 1)  # before the book's error
+    assert planted != cell.source
+    with pytest.raises(error):
+        exec(compile(planted, "<cell>", "exec"), {"torch": torch})
+
+
+def test_a_build_keeps_the_error_types_a_chapters_cells_raise_on_purpose():
+    """What the downloads catch: the errors of ``raises-exception`` cells, each type once."""
+    def cell(ename: str, *tags: str):
+        return nbformat.v4.new_code_cell("x", metadata={"tags": list(tags)}, outputs=[
+            nbformat.v4.new_output("error", ename=ename, evalue="m", traceback=[])])
+
+    notebook = nbformat.v4.new_notebook(cells=[
+        cell("TypeError", "raises-exception"), cell("RuntimeError", "hide-output", "raises-exception"),
+        cell("TypeError", "raises-exception"), cell("ValueError", "hide-output")])
+    assert raised_on_purpose(notebook) == ("RuntimeError", "TypeError")
+    assert raised_on_purpose(nbformat.v4.new_notebook()) == ()
 
 
 def test_cross_references_become_links_or_titles():
@@ -297,7 +351,7 @@ def test_run_all_stops_at_a_planted_error_and_passes_once_caught(tmp_path):
         nbformat.v4.new_code_cell("print('last cell')")])
     with pytest.raises(CellExecutionError):
         run_all(notebook, tmp_path)  # the tag does not help: Run all ignores it
-    notebook.cells[0].source = catching(notebook.cells[0].source)
+    notebook.cells[0].source = catching(notebook.cells[0].source, ("TypeError",))
     ran = run_all(notebook, tmp_path)
     assert printed(ran.cells[0]).startswith("TypeError: unsupported operand")
     assert printed(ran.cells[1]) == "last cell\n"
@@ -444,7 +498,7 @@ def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
         shown = [expected.by_edition["student"][key] for key, _ in raising]
         ran = run_all(notebook, tmp_path)
         # A predict-first cell that does not raise is caught too: its output is no error.
-        caught_sources = {catching(cell.source) for _, cell in raising}
+        caught_sources = {catching(cell.source, _raised(name, chapter)) for _, cell in raising}
         caught = [c for c in ran.cells if is_caught(c) and c.source in caught_sources]
         assert shown and [normalise(printed(c)).strip() for c in caught] == shown, name
 

@@ -36,7 +36,7 @@ from coursebook.model.notebooks import (
     is_chapter_source,
     is_claim,
 )
-from coursebook.page_state import chapter_notebook
+from coursebook.page_state import chapter_notebook, page_state_of
 from coursebook.prepare.chapter_packages import install_cell
 from coursebook.render.plain_markdown import PlainMarkdown, Target, fenced
 
@@ -44,18 +44,19 @@ from coursebook.render.plain_markdown import PlainMarkdown, Target, fenced
 _BOOK_METADATA = ("jupytext", "coursebook")
 
 
-# The first line of a caught cell, worded for a cell whose outcome the student predicts
-# first: it says what the wrapper does, not that the cell fails.
-_CATCHING_NOTE = ("# So that Run all goes on to the next cell, an error here is printed, not "
-                  "raised; a failing assert is raised.")
+# How a caught cell begins, worded for a cell whose outcome the student predicts first: it
+# says what the wrapper does, not that the cell fails.
+_CATCHING_NOTE = "# So that Run all goes on to the next cell, "
 
 
-def catching(source: str) -> str:
-    """A cell's code inside ``try``/``except``: the error is printed, the run goes on.
+def catching(source: str, raised: tuple[str, ...]) -> str:
+    """A cell's code inside ``try``/``except``: an error of one of the types ``raised`` is
+    printed, and the run goes on; any other (a student's ``NameError``, a failing ``assert``)
+    is raised whole, as anywhere else.
 
-    A failing ``assert`` is raised: the book's cells never fail one on purpose, and the
-    student's own (those a cell asks them to add) must not pass for a printed line. Lines
-    inside a multi-line string keep their indentation (it is the string's text).
+    ``raised``: the types the chapter's cells raise on purpose, the same for every caught
+    cell of a chapter, so that the wrapper never tells which of them raise. Lines inside a
+    multi-line string keep their indentation (it is the string's text).
     """
     inside_strings: set[int] = set()
     try:
@@ -66,17 +67,18 @@ def catching(source: str) -> str:
         pass  # not plain Python (a magic, say): indent every line
     body = "\n".join(line if number in inside_strings or not line.strip() else "    " + line
                      for number, line in enumerate(source.strip("\n").splitlines(), 1))
-    return (f"{_CATCHING_NOTE}\n"
+    names = " or ".join(f"{'an' if name[0] in 'AEIOU' else 'a'} {name}" for name in raised)
+    caught = raised[0] if len(raised) == 1 else f"({', '.join(raised)})"
+    return (f"{_CATCHING_NOTE}{names} here is printed, not raised.\n"
             f"try:\n{body}\n"
-            "except AssertionError:\n"
-            "    raise\n"
-            "except Exception as error:\n"
+            f"except {caught} as error:\n"
             "    print(f\"{type(error).__name__}: {error}\")")
 
 
-def download_notebook(notebook: nbformat.NotebookNode,
-                      markdown: PlainMarkdown) -> nbformat.NotebookNode:
-    """What a reader runs elsewhere, top to bottom, with Jupyter's "Run all"."""
+def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
+                      raised: tuple[str, ...] = ()) -> nbformat.NotebookNode:
+    """What a reader runs elsewhere, top to bottom, with Jupyter's "Run all"; ``raised``:
+    the error types its cells raise on purpose (none: no cell is caught)."""
     notebook = copy.deepcopy(notebook)  # the prepared chapter is shared by the build's hooks
     notebook.cells = [cell for cell in notebook.cells
                       if BOOK_ONLY_TAG not in cell_tags(cell) and not is_claim(cell)]
@@ -96,8 +98,8 @@ def download_notebook(notebook: nbformat.NotebookNode,
             cell.outputs, cell.execution_count = [], None
             # A predict-first cell is wrapped too, whether it raises or not: a wrapper on
             # the failing ones alone would answer "does it raise?" before the reader runs it.
-            if RAISES_TAG in tags or REVEAL_TAG in tags:
-                cell.source = catching(cell.source)
+            if raised and (RAISES_TAG in tags or REVEAL_TAG in tags):
+                cell.source = catching(cell.source, raised)
         # An instructor's answer tag stays; the build's and myst-nb's tags, the cache key
         # and an ``unverified`` reason go: a reader's notebook carries no build metadata.
         cell.metadata = nbformat.from_dict({"tags": [ANSWER_TAG]} if ANSWER_TAG in tags else {})
@@ -116,12 +118,13 @@ def is_caught(cell: nbformat.NotebookNode) -> bool:
 SET_ASIDE_HEADING = "Kept for after your predictions"
 
 
-def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown) -> str:
+def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
+                      raised: tuple[str, ...] = ()) -> str:
     """The ``.md`` download: the download notebook's cells as one plain Markdown document,
     read as text. A text editor shows a ``<details>`` block open, so each one (an error to
     predict, a reveal) is set aside, numbered, after the last cell, and its place names it."""
     set_aside: list[tuple[str, str]] = []
-    cells = download_notebook(notebook, replace(markdown, set_aside=set_aside)).cells
+    cells = download_notebook(notebook, replace(markdown, set_aside=set_aside), raised).cells
     parts = [cell.source.strip("\n") if cell.cell_type == "markdown"
              else fenced(cell.source, "python") for cell in cells if cell.source.strip()]
     if set_aside:
@@ -187,7 +190,8 @@ def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
         return
     target = Path(app.outdir, "_sources", pagename + ".ipynb")
     target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(download_notebook(notebook, markdown_for(app, pagename)), target)
+    nbformat.write(download_notebook(notebook, markdown_for(app, pagename),
+                                     page_state_of(app.env, pagename).raised), target)
     context["ipynb_source"] = pagename + ".ipynb"
 
 
@@ -240,9 +244,11 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
             copied.write_text(markdown_for(app, docname).edition_source(text), encoding="utf8")
         elif (prepared := chapter_notebook(app.env, docname)) is not None and notebook.is_file():
             if source.suffix == NOTEBOOK_SUFFIX:  # the same name as the download: it again
-                nbformat.write(download_notebook(prepared, markdown_for(app, docname)), copied)
+                nbformat.write(download_notebook(prepared, markdown_for(app, docname),
+                                                 page_state_of(app.env, docname).raised), copied)
             else:
-                copied.write_text(download_document(prepared, markdown_for(app, docname)),
+                copied.write_text(download_document(prepared, markdown_for(app, docname),
+                                                    page_state_of(app.env, docname).raised),
                                   encoding="utf8")
         else:
             copied.unlink()  # a chapter that failed to build: its file holds the answers

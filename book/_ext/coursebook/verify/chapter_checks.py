@@ -29,7 +29,7 @@ from coursebook.execute.shared_cache import cached_notebook
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import CellOrigin
 from coursebook.model.cell_notes import source_line
-from coursebook.model.notebooks import RAISES_TAG, as_myst_nb_reads, first_line
+from coursebook.model.notebooks import RAISES_TAG, as_myst_nb_reads, cell_tags, first_line
 from coursebook.model.outputs import BARE_IMAGE
 from coursebook.model.provenance import today
 from coursebook.model.versions import release
@@ -216,17 +216,27 @@ def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.Notebo
     return temp[_EXECUTED]
 
 
+def raised_on_purpose(executed: nbformat.NotebookNode) -> tuple[str, ...]:
+    """The types of the errors an executed chapter's ``raises-exception`` cells raised."""
+    return tuple(sorted({output.ename for cell in executed.cells if RAISES_TAG in cell_tags(cell)
+                         for output in cell.get("outputs", [])
+                         if output.get("output_type") == "error"}))
+
+
 def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
     """``doctree-read``: the outputs of a chapter, kept with the page so that every build
-    (a warm one too, which reads nothing) compares them without opening the cache."""
+    (a warm one too, which reads nothing) compares them without opening the cache; and,
+    recorded or not, the error types it raises on purpose, which its downloads catch."""
     env = app.env
     prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
     chapter = page_state_of(env, env.docname)
-    if prepared is None or prepared.recorded is not None or chapter.failed:
+    if prepared is None or chapter.failed:
         return
     executed = executed_notebook(app, prepared)
     if executed is not None:
-        chapter.outputs = cell_outputs(executed)
+        chapter.raised = raised_on_purpose(executed)
+        if prepared.recorded is None:  # a recording is compared when it is attached
+            chapter.outputs = cell_outputs(executed)
     elif (NbMetadataCollector.get_exec_data(env, env.docname) or {}).get("succeeded"):
         logger.error("this chapter ran, but its outputs are not in the execution cache under "
                      "its prepared notebook's key, so they cannot be compared with its expected "
