@@ -81,6 +81,58 @@ def test_a_notebook_is_read_as_a_chapter_each_cell_at_its_number():
         student, None, "book/lesson.ipynb").cells] == [1, 2, 3, 5, 6]
 
 
+# A jupytext percent script, as an author writes one: a header, a markdown cell, a code cell
+# whose first line is a comment, an answer; below, what SCRIPT_LINES says each cell's line is.
+SCRIPT = """\
+# ---
+# jupyter:
+#   kernelspec:
+#     name: python3
+#     display_name: Python 3
+#     language: python
+# ---
+
+# %% [markdown]
+# # A script lesson
+#
+# Some text, and a {no-such-role}`here`.
+
+# %%
+# the answer, computed
+print(6 * 7)
+
+# %% [markdown]
+# Print the number.
+
+# %% tags=["answer"]
+print('the script says seventeen', 17)
+"""
+SCRIPT_LINES = [10, 15, 19, 22]
+
+
+def test_a_percent_script_is_read_as_a_chapter_each_cell_at_its_line():
+    """A jupytext percent `.py` is a chapter: read by jupytext, each cell noted at the line
+    of the script where its text starts, its tags kept; its page is a notebook's JSON whose
+    lines (myst-nb's source_map) are the script's. A Markdown page that shows `# %%` lines
+    is no script, nor is a helper module."""
+    from coursebook.model.cell_notes import source_line
+    from coursebook.model.notebooks import (author_line, is_answer, is_chapter_source,
+                                            page_text, read_chapter)
+
+    assert is_chapter_source(SCRIPT)
+    assert not is_chapter_source("# A page\n\n```python\n# %%\nx = 1\n```\n")
+    assert not is_chapter_source('"""A helper."""\n\ndef f():\n    return 1\n')
+    chapter = read_chapter(SCRIPT)
+    assert [source_line(cell) for cell in chapter.cells] == SCRIPT_LINES
+    assert [is_answer(cell) for cell in chapter.cells] == [False] * 3 + [True]
+    assert chapter.cells[1].source == "# the answer, computed\nprint(6 * 7)"
+    page = nbformat.reads(page_text(chapter, "book/lesson.py"), as_version=4)
+    assert [cell.source for cell in page.cells] == [cell.source for cell in chapter.cells]
+    # myst-nb names cell k's line j (from 1) at source_map[k] + 1 + j: the script's line.
+    assert [start + 2 for start in page.metadata["source_map"]] == SCRIPT_LINES
+    assert author_line(chapter, "book/lesson.py")(16) == 16
+
+
 @pytest.mark.slow
 def test_a_notebook_brought_in_with_make_chapter_is_a_verified_chapter(tiny_book, tmp_path,
                                                                      capsys):

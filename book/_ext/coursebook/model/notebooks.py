@@ -1,14 +1,15 @@
 """Chapter notebooks: reading and writing MyST Markdown, and the book's cell tags.
 
-A chapter is a MyST Markdown notebook (myst-nb's format) or a Jupyter notebook
-(``.ipynb``). Both are read here into the same notebook (:func:`read_chapter`), which every
-stage works on; only the page's text handed back to myst-nb is written in the file's own
-format (:func:`page_text`). Every other module reads chapters, writes them back and asks
+A chapter is a MyST Markdown notebook (myst-nb's format), a Jupyter notebook (``.ipynb``)
+or a jupytext percent script (``.py`` in ``# %%`` cells). Each is read here into the same
+notebook (:func:`read_chapter`), which every stage works on; only the page's text handed back
+to myst-nb differs: MyST for MyST, a notebook's JSON for the others (:func:`page_text`). Every other module reads chapters, writes them back and asks
 about tags through this one.
 """
 
 from __future__ import annotations
 
+import ast
 import bisect
 import hashlib
 import json
@@ -18,8 +19,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import jupytext
 import nbformat
 import yaml
+from jupytext.formats import guess_format
 from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
 from myst_parser.config.main import MdParserConfig, read_topmatter
 
@@ -114,8 +117,9 @@ def with_stable_ids(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 # --- Reading and writing --------------------------------------------------------------
 
-NOTEBOOK_SUFFIX = ".ipynb"  # a Jupyter notebook's file; any other chapter is MyST
-CHAPTER_SUFFIXES = (".md", NOTEBOOK_SUFFIX)  # the files a chapter may be
+NOTEBOOK_SUFFIX = ".ipynb"  # a Jupyter notebook's file
+SCRIPT_SUFFIX = ".py"  # a jupytext percent script's (conf.py's nb_custom_formats)
+CHAPTER_SUFFIXES = (".md", NOTEBOOK_SUFFIX, SCRIPT_SUFFIX)  # the files a chapter may be
 
 
 PROVENANCE_KEY = "coursebook_recording"  # a recording's metadata (coursebook.model.recordings)
@@ -139,24 +143,37 @@ def top_matter(text: str) -> dict:
     return data.get("metadata", {}) if data is not None else read_topmatter(text) or {}
 
 
+def is_cell_script(text: str) -> bool:
+    """A Python script in jupytext's percent cells (``# %%``), magics commented as jupytext
+    writes them: Python that compiles, so that no Markdown page holding such lines is one."""
+    if guess_format(text, SCRIPT_SUFFIX)[0] != "percent":
+        return False
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
 def is_chapter_source(text: str) -> bool:
-    """A page is a chapter notebook when its top matter says so (myst-nb's own rule), or
-    when it is a Jupyter notebook, which myst-nb always executes."""
-    return is_myst_markdown_notebook(text) or notebook_json(text) is not None
+    """A page is a chapter notebook when its top matter says so (myst-nb's own rule), when
+    it is a Jupyter notebook, which myst-nb always executes, or a percent script."""
+    return is_myst_markdown_notebook(text) or notebook_json(text) is not None \
+        or is_cell_script(text)
 
 
 def chapter_files(folder: Path) -> list[tuple[Path, str]]:
     """The chapters under ``folder`` (not under ``_build``), with their text: MyST ones and
     notebooks, not recordings (whose cells their chapter has)."""
     found = []
-    for path in sorted([*folder.rglob("*.md"), *folder.rglob(f"*{NOTEBOOK_SUFFIX}")]):
-        if {"_build", ".ipynb_checkpoints"} & set(path.parts):
+    for path in sorted(path for suffix in CHAPTER_SUFFIXES for path in folder.rglob(f"*{suffix}")):
+        if {"_build", "_ext", ".ipynb_checkpoints"} & set(path.parts):
             continue
         text = path.read_text(encoding="utf8")
         data = notebook_json(text)
         if data is not None and PROVENANCE_KEY in data.get("metadata", {}):
             continue  # a recording: its chapter has its cells
-        if data is not None or is_myst_markdown_notebook(text):
+        if is_chapter_source(text):
             found.append((path, text))
     return found
 
@@ -171,13 +188,17 @@ def read_chapter(text: str, md_config: MdParserConfig | None = None,
 
     A Jupyter notebook's text (:func:`notebook_json`) has no lines to name: each cell is
     noted at its number, the first 1, and the outputs saved in the file are left out (a
-    chapter's outputs are the build's)."""
+    chapter's outputs are the build's). A percent script (:func:`is_cell_script`) is read
+    by jupytext, each cell noted at its line."""
     if notebook_json(text) is not None:
         notebook = nbformat.reads(text, as_version=4)
         for number, cell in enumerate(notebook.cells, 1):
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
             note(cell, line=number, numbered=True)
+    elif not is_myst_markdown_notebook(text) and is_cell_script(text):
+        notebook = jupytext.reads(text, fmt="py:percent")
+        _note_script_lines(notebook, text.splitlines())
     else:
         notebook = read_myst_markdown_notebook(text, config=md_config or MdParserConfig(),
                                                add_source_map=True)
@@ -197,6 +218,23 @@ def _note_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
                      if lines[start + k:start + k + len(body)] == body), 0)
         blank = next((k for k, line in enumerate(body) if line.strip()), 0)
         note(cell, line=start + skip + blank + 1)
+
+
+# jupytext's percent cell marker: ``# %%``, then the cell's type and metadata, if any.
+_CELL_MARKER = re.compile(r"^#\s?%%(\s|$)")
+
+
+def _note_script_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
+    """Note each cell of a percent script at the line where its text starts: the first
+    line after its marker (the first cell's, the file's start, when text comes before any
+    marker) that is the cell's first line, a markdown cell's behind its ``#``."""
+    markers = [number for number, line in enumerate(lines) if _CELL_MARKER.match(line)]
+    starts = markers if len(markers) == len(notebook.cells) else [0, *markers]
+    for cell, start, end in zip(notebook.cells, starts, [*starts[1:], len(lines)]):
+        first = next((line for line in cell.source.splitlines() if line.strip()), None)
+        written = [first] if cell.cell_type == "code" else [f"# {first}", f"#{first}"]
+        at = next((k for k in range(start, end) if lines[k] in written), start)
+        note(cell, line=at + 1)
 
 
 def _plain(metadata) -> dict:
@@ -236,17 +274,33 @@ def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
 _CELL_LINES = 10000
 
 
+def reads_as_json(source_path: str) -> bool:
+    """Whether myst-nb reads the page of the chapter at ``source_path`` as a notebook's JSON
+    (an ``.ipynb``'s; a script's, which conf.py's ``nb_custom_formats`` reads so), not MyST."""
+    return source_path.endswith((NOTEBOOK_SUFFIX, SCRIPT_SUFFIX))
+
+
 def page_text(notebook: nbformat.NotebookNode, source_path: str) -> str:
-    """The page's text myst-nb reads for a chapter from ``source_path``: in that file's
-    format, the book's notes left out. A Jupyter notebook's page maps each cell to the
-    author's cell number (myst-nb's ``source_map``): MyST's messages while reading it name
-    that number times 10000 plus the line in the cell, :func:`author_line` the number."""
-    if not source_path.endswith(NOTEBOOK_SUFFIX):
+    """The page's text myst-nb reads for a chapter from ``source_path``, the book's notes
+    left out: MyST for MyST, else a notebook's JSON whose ``source_map`` maps each cell to
+    the author's place. A script's lines are the file's. A Jupyter notebook's cell is
+    named by its number: MyST's messages while reading it name that number times 10000 plus
+    the line in the cell (:func:`notebook_place`), :func:`author_line` the number."""
+    if not reads_as_json(source_path):
         return notebook_to_myst(notebook)
     page = without_notes(notebook)
-    page.metadata["source_map"] = [source_line(cell) * _CELL_LINES - 1
-                                   for cell in notebook.cells]
+    # myst-nb names a cell's line j (from 1) at its source_map entry plus 1 plus j.
+    page.metadata["source_map"] = [
+        source_line(cell) * _CELL_LINES - 1 if source_path.endswith(NOTEBOOK_SUFFIX)
+        else source_line(cell) - 2 for cell in notebook.cells]
     return nbformat.writes(page)
+
+
+def notebook_place(page_line: int) -> tuple[int, int] | None:
+    """For a line myst-nb names in a Jupyter notebook's page, the author's cell number and
+    the line in that cell (None: no such line, a cell's number, say)."""
+    cell, line = divmod(page_line, _CELL_LINES)
+    return (cell, line) if cell else None
 
 
 def author_line(notebook: nbformat.NotebookNode,
@@ -258,6 +312,8 @@ def author_line(notebook: nbformat.NotebookNode,
     back with this."""
     if source_path.endswith(NOTEBOOK_SUFFIX):
         return lambda page_line: page_line // _CELL_LINES or page_line
+    if source_path.endswith(SCRIPT_SUFFIX):
+        return lambda page_line: page_line  # the page's lines are the script's
     starts = [(named, source_line(cell))
               for named, cell in zip(_layout(notebook)[1], notebook.cells) if source_line(cell)]
     firsts = [named for named, _ in starts]
@@ -321,7 +377,7 @@ def as_myst_nb_reads(notebook: nbformat.NotebookNode, md_config: MdParserConfig 
                      source_path: str = "") -> nbformat.NotebookNode:
     """The notebook as myst-nb reads it from :func:`page_text`'s text for ``source_path``
     (what a build executes and caches), each cell keeping its note."""
-    if source_path.endswith(NOTEBOOK_SUFFIX):
+    if reads_as_json(source_path):
         read = nbformat.reads(page_text(notebook, source_path), as_version=4)
     else:
         read = read_myst_markdown_notebook(notebook_to_myst(notebook),
