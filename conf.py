@@ -26,7 +26,7 @@ release = f"torch {TORCH_VERSION}" if INSTRUCTOR else ""
 
 extensions = [
     # First: it holds Python's garbage collector while the others load (about a tenth of a
-    # warm rebuild; coursebook/process/long_lived.py).
+    # warm rebuild; coursebook/process/__init__.py).
     "coursebook",
     "myst_nb",
     "sphinx_copybutton",

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT, run_in_kernel, run_in_python
 from coursebook.execute.kernel_pool import KernelKeeper
-from coursebook.process.forked_builds import build_modules, import_modules, read_conf, run_build
+from coursebook.process.preview import build_modules, import_modules, read_conf, run_build
 
 
 def test_the_collector_waits_while_extensions_load_and_runs_again_for_the_build(tmp_path):

@@ -4,7 +4,7 @@ import logging
 
 from myst_nb.core.config import NbParserConfig
 
-from coursebook.process.quiet_log import quiet_config_dumps
+from coursebook.reporting import quiet_config_dumps
 
 
 def _record(level: int, *args) -> logging.LogRecord:

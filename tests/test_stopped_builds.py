@@ -25,7 +25,7 @@ import psutil
 import pytest
 
 from conftest import ROOT, TINY_BOOK, Build, sphinx_build, sphinx_command
-from coursebook.process.forked_builds import read_conf
+from coursebook.process.preview import read_conf
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))

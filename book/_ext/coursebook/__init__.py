@@ -12,8 +12,8 @@ from __future__ import annotations
 
 def setup(app) -> dict:
     # First of conf.py's extensions, the collector waits from here while the extension's
-    # imports (myst-nb) and the others load: process/long_lived.py.
-    from .process.long_lived import hold_collector, resume_collector
+    # imports (myst-nb) and the others load: process/__init__.py.
+    from .process import hold_collector, resume_collector
 
     hold_collector()
     # A read of the book that runs nothing (execute/fill_cache.py) may share its process

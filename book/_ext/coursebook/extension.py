@@ -24,16 +24,11 @@ from coursebook.prepare.chapters import (
 )
 from coursebook.prepare.editions import Edition, box_code_answers
 from coursebook.prepare.source_files import check_source_encodings
-from coursebook.process.config_as_given import (
-    keep_config_as_given,
-    pickle_config_as_given,
-    restore_config,
-)
+from coursebook.process import freeze_long_lived_objects
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
-from coursebook.process.long_lived import freeze_long_lived_objects
+from coursebook.process.next_build import (keep_config_as_given, mark_finished, mark_unfinished,
+                                           pages_to_write, pickle_config_as_given, restore_config)
 from coursebook.process.preview import keep_last_good_pages
-from coursebook.process.quiet_log import quiet_config_dumps
-from coursebook.process.unfinished_builds import mark_finished, mark_unfinished, pages_to_write
 from coursebook.render.build_stamp import add_build_stamp
 from coursebook.render.compiled_templates import keep_compiled_templates
 from coursebook.render.downloads import (
@@ -46,7 +41,7 @@ from coursebook.render.handouts import setup_handouts
 from coursebook.render.latex_epilog import name_only_the_latex_folder
 from coursebook.render.offline_mathjax import copy_mathjax
 from coursebook.render.output_blocks import normalise_output_nodes
-from coursebook.reporting import count_warnings
+from coursebook.reporting import count_warnings, quiet_config_dumps
 from coursebook.verify.chapter_checks import (
     check_executed_chapter,
     clear_execution_reports,

@@ -1,5 +1,6 @@
-"""Build errors, each logged once however many chapters, phases or readers meet it
-(Sphinx's ``once=True`` filter sits on the main process's handler).
+"""The build log: errors, each logged once however many chapters, phases or readers meet
+it (Sphinx's ``once=True`` filter sits on the main process's handler); warnings counted; no
+configuration dumps.
 """
 
 from __future__ import annotations
@@ -87,3 +88,21 @@ def count_warnings(app: Sphinx) -> None:
 def warnings_logged(app: Sphinx) -> int:
     """The warnings and errors this build logged so far (those Sphinx's -W makes fatal)."""
     return _COUNTS[app].count if app in _COUNTS else 0
+
+
+# myst-parser's and myst-nb's configuration dumps, two lines of some thousand characters on
+# every build, are dropped; their other records pass. Sphinx's loggers are Python loggers
+# under "sphinx.", named after their modules.
+_CONFIG_LOGGERS = ("sphinx.myst_parser.sphinx_ext.main", "sphinx.myst_nb.sphinx_ext")
+_CONFIG_CLASSES = frozenset({"MdParserConfig", "NbParserConfig"})
+
+
+def _drop_config_dumps(record: std_logging.LogRecord) -> bool:
+    return not (record.levelno == std_logging.INFO and any(
+        type(arg).__name__ in _CONFIG_CLASSES for arg in record.args or ()))
+
+
+def quiet_config_dumps() -> None:
+    """(A filter added twice is kept once.)"""
+    for name in _CONFIG_LOGGERS:
+        std_logging.getLogger(name).addFilter(_drop_config_dumps)

@@ -5,7 +5,7 @@ So Ctrl-C and SIGTERM are blocked in the build's threads and one thread waits fo
 it says what happened, ends every process the build started (workers, kernels and the
 forkserver, in sessions of their own the signal never reached) and exits. ``-j`` workers
 ignore both signals and die with the build (Linux's parent-death signal). jupyter-cache
-keeps only finished runs; :mod:`coursebook.process.unfinished_builds` rewrites the pages.
+keeps only finished runs; :mod:`coursebook.process.next_build` rewrites the pages.
 """
 
 from __future__ import annotations

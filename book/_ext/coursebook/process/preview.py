@@ -1,4 +1,9 @@
-"""The live preview (``make preview``) serves the pages of the last build that passed.
+"""The live preview (``make preview``): builds forked from a process that has already
+imported them, and the pages of the last build that passed.
+
+A new ``sphinx-build`` spends about a second on imports before it reads a page. The
+preview imports ahead what builds import (conf.py's modules, then every module its first
+build imported) and forks each build, still sphinx-build's own main in a fresh process.
 
 A failed build would write its pages into the folder sphinx-autobuild serves; in the
 preview it stops before writing any, naming the command its failure needs. The next
@@ -7,12 +12,82 @@ good build writes them (their sources are newer than their HTML).
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import importlib
+import importlib.util
+import logging
+import multiprocessing
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
-from sphinx.application import Sphinx
+from sphinx.application import Sphinx, builtin_extensions
 
 from coursebook.config import book_config
 from coursebook.reporting import asked_for, warnings_logged
+
+# sphinx-build's own and the extensions Sphinx always loads; the book's extensions and
+# theme come from conf.py.
+_ALWAYS = ("sphinx.cmd.build", "sphinx.builders.html", *builtin_extensions)
+
+
+def read_conf(conf_dir: Path) -> dict:
+    """conf.py's names, as Sphinx evaluates the file (no tags), before any build."""
+    from sphinx.config import eval_config_file
+    from sphinx.util.tags import Tags
+
+    return eval_config_file(Path(conf_dir) / "conf.py", Tags())
+
+
+def build_modules(conf: dict) -> list[str]:
+    """The modules a build imports: sphinx-build's, conf.py's extensions and theme."""
+    names = [*_ALWAYS, *conf.get("extensions", [])]
+    theme = conf.get("html_theme", "").replace("-", "_")
+    if theme and importlib.util.find_spec(theme) is not None:
+        names.append(theme)
+    return names
+
+
+def import_modules(names: Sequence[str]) -> None:
+    # Some modules configure logging when imported (a11y_pygments calls basicConfig):
+    # this process's logging, which the builds inherit, stays as it was.
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    for name in names:
+        with contextlib.suppress(Exception):  # one a build imports in passing: it does again
+            importlib.import_module(name)
+    root.handlers[:], root.level = handlers, level
+    # Out of the collector's sight, a forked build does not walk (and so copy) the pages
+    # it shares with this process (the gc module's advice for forking servers).
+    gc.freeze()
+
+
+def _build(arguments: Sequence[str], imported) -> None:
+    from sphinx.cmd.build import build_main
+
+    try:
+        status = build_main(list(arguments))
+    finally:
+        imported.send([name for name in sys.modules if not name.startswith("__")])
+    sys.exit(status)
+
+
+def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:
+    """sphinx-build in a forked process: its exit status and the modules it imported."""
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    # Not daemonic: a build reads its pages in processes of its own (-j).
+    process = context.Process(target=_build, args=(list(arguments), sender), name="sphinx-build")
+    process.start()
+    sender.close()
+    try:
+        imported = receiver.recv()  # before joining: a long list fills the pipe
+    except EOFError:  # it ended without a word (killed)
+        imported = []
+    process.join()
+    return process.exitcode or 0, imported
+
 
 FAILED = "preview: the build failed (the message above)"
 

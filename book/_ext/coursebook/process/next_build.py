@@ -1,4 +1,10 @@
-"""A build stopped before its end: the next one writes every page again.
+"""What the next build finds: the configuration as conf.py gave it, and every page written
+again after a build that stopped before its end.
+
+The next build compares the pickled configuration with its own before any extension's
+``builder-inited``, where the theme and extensions add to seven values: every build said
+"The configuration has changed", one with nothing to do included. So the environment keeps
+the configuration as conf.py gave it, not as the extensions left it.
 
 Sphinx saves its environment before it writes the pages and the search index, so a
 stopped build left pages and index an earlier build's, and the next one wrote only the
@@ -8,22 +14,40 @@ one that finds the mark, or no search index or ``.buildinfo``, writes every page
 
 from __future__ import annotations
 
+import pickle
 import weakref
 from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.builders.html import StandaloneHTMLBuilder
+from sphinx.config import Config
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
+_GIVEN: weakref.WeakKeyDictionary[Config, Config] = weakref.WeakKeyDictionary()
 MARKER = ".coursebook-unfinished"  # in the output folder while a build runs
 # The builds (Sphinx applications) that write every page.
 _write_every_page: weakref.WeakSet[Sphinx] = weakref.WeakSet()
 
 
-def _marker(app: Sphinx) -> Path:
-    return Path(app.outdir, MARKER)
+def keep_config_as_given(app: Sphinx, config: Config) -> None:
+    """``config-inited``, last: a copy as Sphinx would pickle it."""
+    _GIVEN[config] = pickle.loads(pickle.dumps(config, pickle.HIGHEST_PROTOCOL))
+
+
+def pickle_config_as_given(app: Sphinx, env) -> list[str]:
+    """``env-get-updated``, last, before Sphinx pickles the environment."""
+    given = _GIVEN.get(app.config)
+    if given is not None:
+        env.config = given
+    return []
+
+
+def restore_config(app: Sphinx, *_) -> None:
+    """``env-check-consistency`` (after the pickling) or ``write-started`` (a build that read
+    nothing pickles nothing)."""
+    app.env.config = app.config
 
 
 def _book_wide_files_missing(app: Sphinx) -> list[str]:
@@ -37,7 +61,7 @@ def _book_wide_files_missing(app: Sphinx) -> list[str]:
 
 def mark_unfinished(app: Sphinx) -> None:
     """``builder-inited``."""
-    marker = _marker(app)
+    marker = Path(app.outdir, MARKER)
     missing = _book_wide_files_missing(app)
     if marker.is_file() or missing:
         _write_every_page.add(app)
@@ -55,4 +79,4 @@ def pages_to_write(app: Sphinx, env) -> list[str]:
 def mark_finished(app: Sphinx, exception: Exception | None) -> None:
     """``build-finished``, last."""
     if exception is None:
-        _marker(app).unlink(missing_ok=True)
+        Path(app.outdir, MARKER).unlink(missing_ok=True)
