@@ -311,7 +311,7 @@ def test_a_flood_of_output_is_cut_on_the_page_and_verified_whole(tiny_book, tmp_
     stream merging took hours over such a line), the page shows the start, the end and the
     cut, the build says so once per cell, and the expected output holds a digest of the
     whole, so a change in the cut part still fails the build."""
-    from coursebook.execute.long_outputs import KEEP
+    from coursebook.execute.notebook_runs import KEEP
 
     chapter = tiny_book / "chapter.md"
     _plant_cell(chapter, FLOOD)

@@ -3,7 +3,7 @@ a page are cut to their start and end, verified whole by a digest."""
 
 import pytest
 
-from coursebook.execute.long_outputs import (
+from coursebook.execute.notebook_runs import (
     CUT_MARKER,
     KEEP,
     LIMIT,

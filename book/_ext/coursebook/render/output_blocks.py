@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from docutils import nodes
 
-from coursebook.execute.long_outputs import without_digest
+from coursebook.execute.notebook_runs import without_digest
 from coursebook.model.outputs import normalise
 
 

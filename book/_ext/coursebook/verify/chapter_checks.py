@@ -23,8 +23,7 @@ from sphinx.util import logging
 
 from coursebook.config import book_config
 from coursebook.execute.cached_chapters import report_folder, stopped_run
-from coursebook.execute.long_outputs import CUT_MARKER, LIMIT, without_digest
-from coursebook.execute.notebook_runs import StoppedRun
+from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, without_digest
 from coursebook.execute.shared_cache import cached_notebook
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import CellOrigin

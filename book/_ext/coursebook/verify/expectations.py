@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from coursebook.execute.long_outputs import as_displayed
+from coursebook.execute.notebook_runs import as_displayed
 from coursebook.model.faults import shown_path
 from coursebook.model.cell_notes import CELL_NOTE, cell_key, source_line
 from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags, expects_output, short_digest
