@@ -168,7 +168,7 @@ def test_a_notebook_chapter_is_verified_in_both_editions_and_its_answer_only_the
         tiny_book, tmp_path):
     """An `.ipynb` in the contents goes the way of a MyST chapter: its outputs accepted and
     compared (a changed one stops the build at its cell), its answer out of the student's page
-    and downloads and boxed in the instructor's."""
+    and downloads (the notebook and the .md document) and boxed in the instructor's."""
     lesson = tiny_book / "lesson.ipynb"
     lesson.write_text(_lesson())
     (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
@@ -194,10 +194,14 @@ def test_a_notebook_chapter_is_verified_in_both_editions_and_its_answer_only_the
         assert build.returncode == 0, build.log[-3000:]
         assert f"lesson.ipynb ({edition}): " in build.log and "Traceback" not in build.log
         html = build.outdir / "html"
-        # The download; the theme copies the source under the same name, replaced by it.
-        shown = [html_text((html / "lesson.html").read_text()),
-                 (html / "_sources" / "lesson.ipynb").read_text()]
+        # The downloads: the notebook, and as a MyST chapter's, the .md document (not the
+        # file on disk, which the theme would offer).
+        page = (html / "lesson.html").read_text()
+        assert "_sources/lesson.ipynb" in page and "_sources/lesson.md" in page
+        shown = [html_text(page), (html / "_sources" / "lesson.ipynb").read_text(),
+                 (html / "_sources" / "lesson.md").read_text()]
         assert nbformat.reads(shown[1], as_version=4).cells  # a notebook, as the theme offers
+        assert "# A lesson\n\nSome text." in shown[2] and "```python\nprint(6 * 7)" in shown[2]
         assert all("print(6 * 7)" in text for text in shown)
         assert all("saved by the author" not in text for text in shown)
         assert all(("the tiny lesson says" in text) == (edition == "instructor")

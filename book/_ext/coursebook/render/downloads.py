@@ -30,7 +30,6 @@ from coursebook.model.museum import REVEAL_TAG
 from coursebook.model.notebooks import (
     ANSWER_TAG,
     BOOK_ONLY_TAG,
-    NOTEBOOK_SUFFIX,
     RAISES_TAG,
     cell_tags,
     is_chapter_source,
@@ -193,6 +192,23 @@ def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
     nbformat.write(download_notebook(notebook, markdown_for(app, pagename),
                                      page_state_of(app.env, pagename).raised), target)
     context["ipynb_source"] = pagename + ".ipynb"
+    # The theme's other download is the page's source: a chapter in another format than
+    # MyST offers its .md document there too (Sphinx copies the file to this name, and
+    # replace_copied_sources writes the document over it).
+    context["sourcename"] = _copied_source(app, pagename)
+    context["page_source_suffix"] = DOCUMENT_SUFFIX
+
+
+# The theme's source download of a chapter: its edition as one Markdown document.
+DOCUMENT_SUFFIX = ".md"
+
+
+def _copied_source(app: Sphinx, docname: str) -> str:
+    """The name under ``_sources/`` Sphinx copies a page's file to: a chapter's, its
+    document's (a notebook chapter's file is not offered as it is, its download is)."""
+    suffix = (DOCUMENT_SUFFIX if chapter_notebook(app.env, docname) is not None
+              else Path(app.env.doc2path(docname)).suffix)
+    return docname + suffix + app.config.html_sourcelink_suffix
 
 
 COLAB = "https://colab.research.google.com/github"
@@ -226,16 +242,14 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
 
     Sphinx copies a page's file when it writes the page; a copy that differs from the file
     holds the edition's text already (the page was not written this build). A chapter's copy
-    becomes its download as one Markdown document (the ``.ipynb`` beside it written this build),
-    or, for a chapter that is a notebook, that download notebook itself;
+    becomes its download as one Markdown document (the ``.ipynb`` beside it written this build);
     another page's, its text with each ``{only}`` block resolved for this edition.
     """
     if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
         return
-    suffix = app.config.html_sourcelink_suffix
     for docname in app.env.found_docs:
         source = Path(app.env.doc2path(docname))
-        copied = Path(app.outdir, "_sources", Path(docname).parent, source.name + suffix)
+        copied = Path(app.outdir, "_sources", _copied_source(app, docname))
         if not copied.is_file() or copied.read_bytes() != source.read_bytes():
             continue
         text = source.read_text(encoding="utf8")
@@ -243,12 +257,8 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
         if not is_chapter_source(text):
             copied.write_text(markdown_for(app, docname).edition_source(text), encoding="utf8")
         elif (prepared := chapter_notebook(app.env, docname)) is not None and notebook.is_file():
-            if source.suffix == NOTEBOOK_SUFFIX:  # the same name as the download: it again
-                nbformat.write(download_notebook(prepared, markdown_for(app, docname),
-                                                 page_state_of(app.env, docname).raised), copied)
-            else:
-                copied.write_text(download_document(prepared, markdown_for(app, docname),
-                                                    page_state_of(app.env, docname).raised),
-                                  encoding="utf8")
+            copied.write_text(download_document(prepared, markdown_for(app, docname),
+                                                page_state_of(app.env, docname).raised),
+                              encoding="utf8")
         else:
             copied.unlink()  # a chapter that failed to build: its file holds the answers
