@@ -38,9 +38,9 @@ from coursebook.render.downloads import (
 )
 from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.render.handouts import setup_handouts
-from coursebook.render.latex_epilog import name_only_the_latex_folder
 from coursebook.render.offline_mathjax import copy_mathjax
 from coursebook.render.output_blocks import normalise_output_nodes
+from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, quiet_config_dumps
 from coursebook.verify.chapter_checks import (
     check_executed_chapter,

@@ -1,6 +1,8 @@
 """The PDF's fonts, and the fallback fonts luaotfload looks up, in order, for a character
 they lack (its manual, "Fallback": https://ctan.org/pkg/luaotfload); text and code share
-one list. Each font is a Debian package of tools/pdf-packages.txt (`make pdf-deps`).
+one list. Each font is a Debian package of tools/pdf-packages.txt (`make pdf-deps`). The
+LaTeX build's last words say where its files are, not Sphinx's advice to run a `make
+latexpdf` the book lacks (`make pdf` and `make handouts` run this build, then typeset).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 
 ENGINE = "lualatex"  # conf.py's latex_engine
 FALLBACK = "coursebook"  # the fallback list's name in luaotfload
+EPILOG = "The LaTeX files are in %(outdir)s."
 
 
 @dataclass(frozen=True)
@@ -49,3 +52,9 @@ def families(fc_list_output: str) -> set[str]:
 
 def missing_fonts(installed: set[str]) -> list[Font]:
     return [font for font in FONTS if font.family not in installed]
+
+
+def name_only_the_latex_folder(app) -> None:
+    """``builder-inited``."""
+    if app.builder.name == "latex":
+        app.builder.epilog = EPILOG
