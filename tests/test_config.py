@@ -74,7 +74,7 @@ def test_every_module_the_kernels_import_ahead_still_imports():
         "import importlib, json\nfrom pathlib import Path\n"
         "from coursebook.config import BookConfig\n"
         "from coursebook.process.preview import read_conf\n"
-        f"config = BookConfig.from_namespace(read_conf(Path({str(ROOT)!r})))\n"
+        f"config = BookConfig.of(read_conf(Path({str(ROOT)!r})))\n"
         "names = [*config.kernel_imports, *config.preview_kernel_imports]\n"
         "def imports(name):\n"
         "    try:\n        importlib.import_module(name)\n        return True\n"

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     import_modules(build_modules(conf))
     pool = args.out.resolve() / args.edition / "kernels"
     keeper = KernelKeeper(pool, args.source.resolve(),
-                          BookConfig.from_namespace(conf).preview_kernel_imports)
+                          BookConfig.of(conf).preview_kernel_imports)
     if not args.no_warm_kernels:
         offer_waiting_kernels(pool)
         keeper.start()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from weakref import WeakKeyDictionary
 
@@ -94,16 +94,12 @@ class BookConfig:
                                  type(default), description=item.metadata["doc"])
 
     @classmethod
-    def of(cls, config: Config, cache_path: str = "") -> BookConfig:
-        return cls(**{item.name: getattr(config, PREFIX + item.name) for item in cls.settings()},
-                   cache_path=cache_path or getattr(config, "nb_execution_cache_path", ""))
-
-    @classmethod
-    def from_namespace(cls, namespace: dict) -> BookConfig:
-        """From ``conf.py``'s names, outside a build (pytest, tools): defaults where unset."""
-        return cls(**{item.name: namespace[PREFIX + item.name]
-                      for item in cls.settings() if PREFIX + item.name in namespace},
-                   cache_path=namespace.get("nb_execution_cache_path", ""))
+    def of(cls, config: Config | dict, cache_path: str = "") -> BookConfig:
+        """From a build's Config, or from conf.py's names outside a build (pytest, tools):
+        defaults where unset."""
+        get = config.get if isinstance(config, dict) else partial(getattr, config)
+        return cls(**{item.name: get(PREFIX + item.name, _default(item)) for item in cls.settings()},
+                   cache_path=cache_path or get("nb_execution_cache_path", ""))
 
     @classmethod
     def build(cls, app: Sphinx, config: Config) -> None:
