@@ -41,7 +41,7 @@ bibtex_bibfiles = ["book/references.bib"]
 # Numbered figures, tables and exercises; {numref} names them by number.
 numfig = True
 # MathJax served with the book, so that math renders offline too: the files the
-# sphinx-mathjax-offline package ships, copied by coursebook/render/offline_mathjax.py.
+# sphinx-mathjax-offline package ships, copied by coursebook/render/html_pages.py.
 mathjax_path = "mathjax/tex-chtml.js"
 
 root_doc = "index"

@@ -1,5 +1,5 @@
 """The theme's templates are compiled once per Python environment
-(coursebook.render.compiled_templates): a build into a clean output folder compiles none
+(coursebook.render.html_pages): a build into a clean output folder compiles none
 that a build before it compiled."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """MathJax is served with the book, copied where it changed only
-(coursebook.render.offline_mathjax), with no other extension loaded for it."""
+(coursebook.render.html_pages), with no other extension loaded for it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from conftest import ROOT, run_in_python
-from coursebook.render.offline_mathjax import copy_changed_files, mathjax_files
+from coursebook.render.html_pages import copy_changed_files, mathjax_files
 
 
 def test_only_missing_or_changed_files_are_copied(tmp_path):

@@ -29,8 +29,6 @@ from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.next_build import (keep_config_as_given, mark_finished, mark_unfinished,
                                            pages_to_write, pickle_config_as_given, restore_config)
 from coursebook.process.preview import keep_last_good_pages
-from coursebook.render.build_stamp import add_build_stamp
-from coursebook.render.compiled_templates import keep_compiled_templates
 from coursebook.render.downloads import (
     add_colab_button,
     offer_edition_notebook,
@@ -38,7 +36,7 @@ from coursebook.render.downloads import (
 )
 from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.render.handouts import setup_handouts
-from coursebook.render.offline_mathjax import copy_mathjax
+from coursebook.render.html_pages import add_build_stamp, copy_mathjax, keep_compiled_templates
 from coursebook.render.output_blocks import normalise_output_nodes
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, quiet_config_dumps
