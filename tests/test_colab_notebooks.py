@@ -139,10 +139,17 @@ print("ALL RAN")
 """
 
 
-def _world(tmp_path: Path) -> dict:
-    """A remote to clone and push to, stand-ins on the paths, the environment to run in."""
+# A check_venv.py that passes at once: the real one creates an environment with pip (seconds
+# of CPU; tests/test_recordings.py runs it), and the notebooks run it in every attempt.
+VENV_WORKS = "print('venv check passed')\n"
+
+
+def _world(tmp_path: Path, check_venv: str | None = None) -> dict:
+    """A remote to clone and push to, stand-ins on the paths, the environment to run in;
+    ``check_venv``: the text of its tools/check_venv.py (the real one by default)."""
     source = tmp_path / "source"
-    for name, text in {**REPOSITORY, "tools/check_venv.py": (ROOT / "tools" / "check_venv.py").read_text()}.items():
+    check_venv = check_venv or (ROOT / "tools" / "check_venv.py").read_text()
+    for name, text in {**REPOSITORY, "tools/check_venv.py": check_venv}.items():
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         (source / name).write_text(text)
     remote = tmp_path / "remote.git"
@@ -177,9 +184,10 @@ def _run_cells(tmp_path: Path, notebook: Path, cells: list[str], env: dict) -> s
     (SMOKE, ["settings", "helpers", "clone", "venv", "smoke", "report"])],
     ids=["recorder", "smoke"])
 def test_every_cell_runs_twice_and_the_token_shows_nowhere(tmp_path, path, cells):
-    env = _world(tmp_path)
+    env = _world(tmp_path, check_venv=VENV_WORKS)
     output = _run_cells(tmp_path, path, cells, env)
     assert output.rstrip().endswith("ALL RAN"), output[-3000:]
+    assert output.count("venv check passed") == 2, output[-3000:]
     commands = (tmp_path / "git.log").read_text()
     assert "clone --depth 1 --branch main" in commands
     assert TOKEN not in output and TOKEN not in commands  # not printed, not on a command line
