@@ -104,6 +104,9 @@ BUILD_TALK = {
     "the torch the book was executed with": r"\b[Ee]xecuted with torch\b",
     "which torch produced the outputs": r"\bproduced with torch\b",
     "how a package is set apart": r"\binstalled apart\b|\bfirst on the import path\b",
+    # Issue 44 (HL's read): the sources the book was written from are the authors' business.
+    "what the book is written from": (r"\b(?:material|notes|sources?)\s+(?:it|the\s+book|this\s+(?:book|chapter))\s+"
+                                      r"(?:is|was)\s+written\s+from\b"),
     "notebook markup": r"(?m)\{code-cell\}|^jupytext:|^\+\+\+",
 }
 _IMPORTS_BOOK = re.compile(r"^\s*(?:from|import)\s+coursebook\b", re.M)
@@ -233,6 +236,8 @@ PLANTED_TEXT = [
      "TPU.*", "which torch produced the outputs"),
     ("Here both are installed apart and put first on the import path of a fresh Python process.",
      "how a package is set apart"),
+    ("This chapter cannot tell you: the course material it is written from names neither bridge",
+     "what the book is written from"),
 ]
 # What the build leaves in a cell's metadata, or its output: (change, the finding it gives).
 PLANTED_CELL = [
