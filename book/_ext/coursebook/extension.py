@@ -34,10 +34,9 @@ from coursebook.render.downloads import (
     offer_edition_notebook,
     replace_copied_sources,
 )
-from coursebook.render.exhibit_marks import quiet_exhibit_checks
 from coursebook.render.handouts import setup_handouts
 from coursebook.render.html_pages import add_build_stamp, copy_mathjax, keep_compiled_templates
-from coursebook.render.output_blocks import normalise_output_nodes
+from coursebook.render.output_blocks import normalise_output_nodes, quiet_exhibit_checks
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, quiet_config_dumps
 from coursebook.verify.chapter_checks import (

@@ -1,11 +1,27 @@
-"""Cell outputs on a page, shown as the book compares them: machine details replaced."""
+"""Cell outputs on a page: shown as the book compares them (a cut output's marker without
+its digest), and the museum's verdicts kept quiet. Each check's line ("✓ Raised exactly the
+error recorded for torch 2.13.0 (where, when).") becomes, in the instructor edition, a tick
+that opens on demand (in print the line stays); the student edition shows none of it.
+"""
 
 from __future__ import annotations
 
-from docutils import nodes
+from html import escape
 
+from docutils import nodes
+from sphinx.application import Sphinx
+
+from coursebook.config import book_config
 from coursebook.execute.notebook_runs import without_digest
+from coursebook.model.museum import ExhibitError, check_cells
 from coursebook.model.outputs import normalise
+from coursebook.page_state import chapter_notebook
+from coursebook.prepare.chapters import edition_of
+from coursebook.prepare.editions import Edition
+from coursebook.verify.chapter_checks import code_cells
+
+MARK_CLASS = "exhibit-mark"
+TICK = "✓"
 
 
 def normalise_output_nodes(doctree) -> None:
@@ -18,3 +34,31 @@ def normalise_output_nodes(doctree) -> None:
         if cleaned != text:
             block.children = [nodes.Text(cleaned)]
             block.rawsource = cleaned
+
+
+def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
+    """``doctree-read`` (a student's check cells go: their outputs were compared already)."""
+    notebook = chapter_notebook(app.env, app.env.docname)
+    if notebook is None:
+        return
+    try:
+        checks = check_cells(book_config(app.config).museum())
+    except ExhibitError:
+        return  # the chapters that place the exhibits report it
+    for cell in list(code_cells(doctree)):
+        index = cell.get("cell_index")
+        if index is None or index >= len(notebook.cells):
+            continue
+        label = checks.get(notebook.cells[index].source)
+        if label is None:
+            continue
+        if edition_of(app) is Edition.STUDENT:
+            cell.parent.remove(cell)
+            continue
+        for paragraph in list(cell.findall(nodes.paragraph)):
+            if paragraph.astext().startswith(TICK):
+                # The line inside a <details> whose summary is the tick and the label.
+                opening = f'<details class="{MARK_CLASS}"><summary>{TICK} {escape(label)}</summary>'
+                paragraph.replace_self([nodes.raw("", opening, format="html"), paragraph.deepcopy(),
+                                        nodes.raw("", "</details>", format="html")])
+                break
