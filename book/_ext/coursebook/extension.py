@@ -23,7 +23,6 @@ from coursebook.prepare.chapters import (
     spread_chapters_over_readers,
 )
 from coursebook.prepare.editions import Edition, box_code_answers
-from coursebook.prepare.source_files import check_source_encodings
 from coursebook.process import freeze_long_lived_objects
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.next_build import (keep_config_as_given, mark_finished, mark_unfinished,
@@ -109,7 +108,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     # 3. env-get-outdated: Sphinx re-reads a chapter whose noted inputs changed, and every
     #    page when this extension changed (env_version below).
     # 4. env-before-read-docs, when there are pages to read.
-    for hook in (check_source_encodings, import_for_reading, check_execution_cache,
+    for hook in (import_for_reading, check_execution_cache,
                  check_kernel_server, spread_chapters_over_readers):
         app.connect("env-before-read-docs", hook)
     # 5. source-read, per page: prepared, keyed, locked, run if the cache lacks it.

@@ -1,5 +1,9 @@
-"""The packages a chapter needs: declared, installed into the book's environment by
-``make chapter-packages``, never by a cell during a build.
+"""The pages to read, checked before any is: each decodes, and each chapter's packages are
+declared, installed into the book's environment by ``make chapter-packages``, never by a
+cell during a build.
+
+A source file that is not UTF-8 is named at its first bad byte (Sphinx would answer it
+with a crash report).
 
 A chapter's code runs with the builder's rights, so a chapter declares what it needs in its
 top matter, ``coursebook: {packages: [d2l, "einops>=0.8"]}``. Before pages are read, an
@@ -44,6 +48,29 @@ def declared_packages(metadata: dict) -> list[str]:
     """The requirements a chapter's top matter declares (``coursebook: packages``)."""
     packages = (metadata.get("coursebook") or {}).get("packages") or []
     return [str(package) for package in packages]
+
+
+def encoding_error(path: Path) -> BookError | None:
+    """Why a source file is not UTF-8 (located at its first bad byte), or None."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        return BookError(f"the file is not valid UTF-8: byte 0x{data[error.start]:02x} in "
+                         f"column {column} (byte offset {error.start}) cannot be decoded. "
+                         "Save the file as UTF-8 (in most editors: save with encoding, "
+                         "UTF-8) and check the text at that place.", path, line)
+    return None
+
+
+def check_source_encodings(app, env, docnames: list[str]) -> None:
+    """``env-before-read-docs``: every page about to be read decodes, or the build stops."""
+    errors = [error for error in (encoding_error(Path(env.doc2path(docname)))
+                                  for docname in docnames) if error is not None]
+    if errors:
+        stop_build("source", *((error.message, error.location) for error in errors))
 
 
 def install_lines(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
@@ -129,7 +156,8 @@ def install_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode | Non
 
 def setup(app: Sphinx) -> None:
     put_environment_first_on_path()
-    # After the encoding check (prepare/source_files.py), which names a file that is not UTF-8.
+    app.connect("env-before-read-docs", check_source_encodings)
+    # After the encoding check, which names a file that is not UTF-8.
     app.connect("env-before-read-docs", check_chapter_packages, priority=600)
 
 
