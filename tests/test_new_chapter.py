@@ -236,6 +236,40 @@ def test_a_notebook_comes_in_as_a_chapter_and_the_tool_says_what_changed_and_wha
     assert "https://x.org" not in out
 
 
+def test_a_lesson_brings_its_images_and_pasted_attachments_beside_the_chapter(tmp_path, capsys):
+    """A lesson's own images (`![X-OR](res/x-or.png)` beside it, an image pasted into a cell
+    as an attachment) were left behind: each its own 'image file not readable' to fix."""
+    import base64
+
+    import nbformat
+
+    book, folder = _book(tmp_path), tmp_path / "course"
+    (folder / "res").mkdir(parents=True)
+    (folder / "res" / "x-or.png").write_bytes(b"\x89PNG x-or")
+    pasted = nbformat.v4.new_markdown_cell("Pasted: ![image.png](attachment:image.png)")
+    pasted["attachments"] = {"image.png": {"image/png": base64.b64encode(b"\x89PNG p").decode()}}
+    again = nbformat.v4.new_markdown_cell("Again: ![image.png](attachment:image.png)")
+    again["attachments"] = {"image.png": {"image/png": base64.b64encode(b"\x89PNG q").decode()}}
+    lesson = folder / "logic.ipynb"
+    lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Logic\n\n![X-OR](res/x-or.png) and "
+                                      "![web](https://example.org/w.png)"),
+        pasted, again,
+        nbformat.v4.new_markdown_cell("![gone](res/gone.png)"),
+        nbformat.v4.new_code_cell("print(1)"),
+    ])))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    out, text = capsys.readouterr().out, (book / "logic.md").read_text()
+    assert "![X-OR](logic/res/x-or.png)" in text and "(https://example.org/w.png)" in text
+    assert (book / "logic" / "res" / "x-or.png").read_bytes() == b"\x89PNG x-or"
+    shown = [line.split("(")[1].rstrip(")") for line in text.splitlines()
+             if line.startswith(("Pasted:", "Again:"))]
+    assert [(book / path).read_bytes() for path in shown] == [b"\x89PNG p", b"\x89PNG q"]
+    assert "attachment:" not in text
+    assert "copied the 3 images the lesson shows into logic/" in out
+    assert "res/gone.png" in out.split("Still to do:")[1]
+
+
 SPHINX_GALLERY = '''"""
 Gradients
 =========

@@ -11,15 +11,21 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - sphinx-gallery's reStructuredText becomes Markdown (sphinx-gallery's own ``rst2md``),
   and its roles (``:func:`x` ``) MyST roles;
 - the title gets a label named after the chapter;
+- the images the lesson shows from its own files (``![X-OR](res/x-or.png)`` beside it, an
+  image pasted into a cell as an attachment) are copied into a folder named after the
+  chapter, beside it, and shown from there;
 - a cell whose saved output is an error is tagged ``raises-exception`` (its error was the
   lesson, or must be fixed: said in the report).
 
 Left to the author, and listed: the packages to declare, the errors tagged to check, a
-``google.colab`` import, then accepting the outputs.
+``google.colab`` import, the images the lesson shows that are not beside it, then accepting
+the outputs.
 """
 
 from __future__ import annotations
 
+import base64
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -28,6 +34,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 from jupytext.formats import guess_format
+from markdown_it import MarkdownIt
 
 from coursebook.model.notebooks import (
     RAISES_TAG,
@@ -68,6 +75,7 @@ class Imported:
     to_do: list[str] = field(default_factory=list)
     packages: list[str] = field(default_factory=list)  # Python packages (pip, conda)
     system_packages: list[str] = field(default_factory=list)  # apt's
+    files: dict[str, bytes] = field(default_factory=dict)  # images, by path in the book
 
 
 def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
@@ -121,14 +129,51 @@ def _packages(arguments: str) -> list[str]:
     return named
 
 
+_ATTACHMENT = "attachment:"
+
+
+def _image_sources(markdown: str) -> list[str]:
+    """The address of each Markdown image in a cell's text, once each."""
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    return list(dict.fromkeys(child.attrGet("src") for token in tokens if token.type == "inline"
+                              for child in token.children or [] if child.type == "image"))
+
+
+def _with_images(source: str, attachments: dict, number: int, name: str, folder: Path | None,
+                 imported: Imported, missing: list[str]) -> str:
+    """The cell's text showing each image the lesson holds (a file beside the lesson, an
+    attachment of the cell: pasted ones are all `image.png`) from its copy in ``name/``,
+    kept in ``imported.files``; an image found nowhere is added to ``missing``."""
+    for src in _image_sources(source):
+        if src.startswith(_ATTACHMENT):
+            data = next(iter(attachments.get(src[len(_ATTACHMENT):], {}).values()), None)
+            copy = f"{name}/cell-{number}-{src[len(_ATTACHMENT):]}"
+            content = base64.b64decode("".join(data)) if data else None
+        elif "://" in src or src.startswith(("/", "#", "data:")):
+            continue  # on the web, or the book's own (an absolute path is the book's)
+        else:
+            relative = Path(os.path.normpath(src)).as_posix()
+            copy = f"{name}/{relative if not relative.startswith('../') else Path(src).name}"
+            found = folder / src if folder is not None else None
+            content = found.read_bytes() if found is not None and found.is_file() else None
+        if content is None:
+            missing.append(src)
+            continue
+        imported.files[copy] = content
+        source = source.replace(f"]({src}", f"]({copy}")
+    return source
+
+
 def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
-              title: str | None = None) -> Imported:
-    """The lesson as a chapter named ``name``: see the module's description."""
+              title: str | None = None, folder: Path | None = None) -> Imported:
+    """The lesson as a chapter named ``name``: see the module's description. ``folder`` is
+    the lesson's, where the images it shows are found."""
     cells = []
     imported = Imported(notebook, "", source_format)
     dropped_outputs = removed_installs = 0
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
-    for cell in notebook.cells:
+    missing: list[str] = []  # images the lesson shows that are neither beside it nor in it
+    for number, cell in enumerate(notebook.cells, 1):
         tags = list(cell.get("metadata", {}).get("tags", []))
         source = cell.source
         if cell.cell_type == "code":
@@ -157,6 +202,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         elif cell.cell_type == "markdown":
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
+            source = _with_images(source, cell.get("attachments") or {}, number, name, folder,
+                                  imported, missing)
             new = nbformat.v4.new_markdown_cell(source, metadata={"tags": tags} if tags else {})
         else:
             continue
@@ -164,6 +211,14 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     if dropped_outputs:
         imported.changed.append(f"dropped the saved outputs of {dropped_outputs} code cells "
                                 "(the build makes them)")
+    if imported.files:
+        imported.changed.append(f"copied the {len(imported.files)} images the lesson shows into "
+                                f"{name}/, beside the chapter (files beside the lesson, images "
+                                "pasted into its cells), and showed them from there")
+    if missing:
+        imported.to_do.append("put the images the lesson shows but does not hold in "
+                              f"{name}/, beside the chapter, and change their links: "
+                              f"{', '.join(missing)}")
     if raised:
         imported.changed.append(f"tagged `{RAISES_TAG}` the {len(raised)} cell(s) whose saved "
                                 f"output is an error: {', '.join(raised)}")

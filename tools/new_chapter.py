@@ -48,7 +48,7 @@ Next, from the repository's folder:
   make preview                  # http://127.0.0.1:8000/{name}.html, rebuilt on each save of book/{name}.md
   make instructor               # the instructor edition: the answers, boxed
   make test-fast                # the fast tests
-  git add book/{name}.md book/index.md book/expected/ && git commit
+  git add book/{name}.md {images}book/index.md book/expected/ && git commit
 Colab: the chapter stays "not yet verified on Colab" until someone with the replica runs
 `make accept-outputs-runtime RUNTIME=colab-cpu` (docs/authoring.md, "Runtimes")."""
 
@@ -161,7 +161,8 @@ def new_chapter(name: str, title: str, book: Path, after: str | None = None,
     if lesson is not None:
         try:
             notebook, source_format = read_lesson(lesson)
-            imported = book_form(notebook, name, source_format, title.strip() or None)
+            imported = book_form(notebook, name, source_format, title.strip() or None,
+                                 lesson.parent)
         except NotALesson as error:
             raise Refused(str(error)) from None
         title = imported.title
@@ -178,6 +179,9 @@ def new_chapter(name: str, title: str, book: Path, after: str | None = None,
     text = (imported_text(imported) if imported is not None
             else chapter_text(name, title.strip()))
     chapter.write_text(text, encoding="utf8")
+    for path, content in (imported.files.items() if imported is not None else ()):
+        (book / path).parent.mkdir(parents=True, exist_ok=True)
+        (book / path).write_bytes(content)
     index.write_text(ordered or listed, encoding="utf8")
     return Written(chapter, follows, ordered is not None, imported, already)
 
@@ -211,7 +215,8 @@ def report(written: Written, book: Path, lesson: Path | None) -> str:
         to_do += written.imported.to_do
         to_do.append("tag `raises-exception` each cell whose error is the lesson: the build "
                      "names every cell that raised")
-    lines += ["Still to do:", *(f"  - {item}" for item in to_do), NEXT.format(name=name)]
+    lines += ["Still to do:", *(f"  - {item}" for item in to_do), NEXT.format(
+        name=name, images=f"book/{name}/ " if written.imported and written.imported.files else "")]
     return "\n".join(lines)
 
 
