@@ -198,17 +198,24 @@ def test_the_book_code_a_chapter_imports_is_part_of_its_cache_key():
     assert book_code_digest(checks) != book_code_digest(figures)
 
 
-def test_pytest_collects_each_verified_cell_per_edition():
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                           str(BOOK / "pt01.md")], capture_output=True, text=True, cwd=ROOT)
-    items = [line for line in done.stdout.splitlines() if line.startswith("book/pt01.md::")]
+@pytest.fixture(scope="module")
+def book_items() -> list[str]:
+    """The items `pytest book` collects (one collection: it starts a Python that reads every
+    chapter)."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", str(BOOK)],
+                          capture_output=True, text=True, cwd=ROOT)
+    return [line for line in done.stdout.splitlines() if line.startswith("book/")]
+
+
+def test_pytest_collects_each_verified_cell_per_edition(book_items):
+    items = [item for item in book_items if item.startswith("book/pt01.md::")]
     chapter = read_chapter((BOOK / "pt01.md").read_text())
     code = [c for c in output_cells(chapter) if UNVERIFIED_KEY not in c.metadata]
     answers = [c for c in code if "answer" in c.metadata.get("tags", [])]
     # Each edition adds a cell of checks per answer cell that lists some, and their table.
     checked = sum(1 for c in answers if c.metadata.get("checks"))
     added = 2 * (checked + 1) if checked else 0
-    assert len(items) == 2 * len(code) - len(answers) + added, done.stdout[-2000:]
+    assert len(items) == 2 * len(code) - len(answers) + added, items
     first = "X = torch.tensor([[1., 2.], [3., 1.], [2., 4.]])"
     [line] = [source_line(c) for c in chapter.cells if c.source.startswith(first + "\n")]
     assert f"book/pt01.md::student::L{line} {first}" in items
@@ -306,10 +313,7 @@ def test_one_changed_cell_is_one_cell_changed_on_the_instructor_page(tmp_path):
     assert "stale (1 cell(s) changed since)" in found.page_note(), found.page_note()
 
 
-def test_every_chapter_cell_item_has_its_own_name():
+def test_every_chapter_cell_item_has_its_own_name(book_items):
     # Two items of one name run once under `make test-suite`'s pytest-xdist, silently.
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", str(BOOK)],
-                          capture_output=True, text=True, cwd=ROOT)
-    items = [line for line in done.stdout.splitlines() if line.startswith("book/")]
-    repeated = sorted({item for item in items if items.count(item) > 1})
-    assert items and not repeated, repeated
+    repeated = sorted({item for item in book_items if book_items.count(item) > 1})
+    assert book_items and not repeated, repeated
