@@ -1,6 +1,7 @@
 """Machine-dependent output details are normalised, and only those; outputs too long for
 a page are cut to their start and end, verified whole by a digest."""
 
+import nbformat
 import pytest
 
 from coursebook.execute.notebook_runs import (
@@ -86,8 +87,6 @@ def test_one_line_cut_is_one_line():
 
 
 def test_a_cells_streams_are_merged_before_they_are_cut():
-    import nbformat
-
     pieces = [nbformat.v4.new_output("stream", name="stderr", text=f"\r{n} steps" * 50)
               for n in range(1000)]
     result = nbformat.v4.new_output("execute_result", data={"text/plain": "7" * (2 * LIMIT)})
@@ -99,3 +98,17 @@ def test_a_cells_streams_are_merged_before_they_are_cut():
     stderr, shown, stdout = cell.outputs
     assert stderr.text == "999 steps" and stdout.text == "ok\n"
     assert CUT_MARKER.search(shown.data["text/plain"])
+
+
+def test_a_line_printed_in_two_pieces_shows_as_one_line():
+    """A stream's pieces in a row are joined before a run is cached: myst-nb's merge of a
+    cell's streams (nb_merge_streams) ends each piece with a newline, and showed
+    'Before backward:' and ' None None' on two lines (PT01's retain_grad cell)."""
+    from myst_nb.core.utils import coalesce_streams
+
+    stream = lambda text, name="stdout": nbformat.v4.new_output("stream", name=name, text=text)
+    cell = nbformat.v4.new_code_cell("", outputs=[stream("Before backward:"), stream(" None None\n"),
+                                                  stream("a warning\n", "stderr"), stream("end\n")])
+    cut_long_outputs(nbformat.v4.new_notebook(cells=[cell]))
+    assert [o.text for o in coalesce_streams(cell.outputs)] == [
+        "Before backward: None None\nend\n", "a warning\n"]

@@ -235,10 +235,20 @@ def cut(text: str) -> str:
 
 
 def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:
-    """Shorten, in place, each output longer than :data:`LIMIT` (a stream merged first)."""
+    """Shorten, in place, each output longer than :data:`LIMIT` (a stream merged first).
+    A stream's pieces in a row become one, as Jupyter shows them: myst-nb's
+    ``nb_merge_streams`` ends each piece with a newline, a line printed in two pieces too."""
     for cell in notebook.cells:
         if cell.get("cell_type") != "code" or not cell.get("outputs"):
             continue
+        joined = cell.outputs[:1]
+        for output in cell.outputs[1:]:
+            if (output.get("output_type") == joined[-1].get("output_type") == "stream"
+                    and output.get("name") == joined[-1].get("name")):
+                joined[-1].text += output.text
+            else:
+                joined.append(output)
+        cell.outputs = joined
         streams = [o for o in cell.outputs if o.get("output_type") == "stream"]
         for name in {o.get("name") for o in streams}:
             pieces = [o for o in streams if o.name == name]
