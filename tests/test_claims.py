@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from conftest import CHAPTER_TOP, MACHINE_KINDS_FILE, ROOT, sphinx_build, sphinx_command
-from coursebook.model.claims import claim_blocks, find_in_prose
+from coursebook.model.claims import chapter_claims, claim_blocks, find_in_prose
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.audit.unbacked_sentences import chapter_unbacked, museum_unbacked
 from coursebook.model.museum import ExhibitError, Wing, load_exhibit
@@ -26,7 +26,6 @@ from coursebook.model.notebooks import (
 )
 from coursebook.model.versions import release
 from coursebook.prepare.chapters import edition_chapter
-from coursebook.prepare.claims import chapter_claims
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import download_notebook
 from coursebook.render.plain_markdown import PlainMarkdown

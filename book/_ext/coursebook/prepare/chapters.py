@@ -15,6 +15,7 @@ from sphinx.util import logging
 from coursebook.config import BookConfig, book_config
 from coursebook.model.answer_checks import (AnswerCheckError, ChapterTeaching, chapter_teaching,
                                              notebook_checks)
+from coursebook.model.claims import ChapterClaims, chapter_claims, one_cell_per_claim
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.museum import (
@@ -51,7 +52,6 @@ from coursebook.model.solutions import SolutionError
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.answer_checks import mistried
 from coursebook.prepare.answer_space import with_answer_spaces
-from coursebook.prepare.claims import ChapterClaims, chapter_claims, one_cell_per_claim
 from coursebook.prepare.editions import Edition, edition_notebook, hidden_raises_cells
 from coursebook.prepare.runtime_setup import place_runtime_setup
 from coursebook.reporting import report_book_error

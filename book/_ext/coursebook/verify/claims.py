@@ -1,6 +1,6 @@
 """Each claim still holds on this build's torch, or the build stops at its sentence.
 
-A claim's cell ran with the chapter (:mod:`coursebook.prepare.claims`): it held when it
+A claim's cell ran with the chapter (:mod:`coursebook.model.claims`): it held when it
 raised and printed nothing. A failed assert is one error at the sentence's line (an
 exhibit's: its TOML file's), never a traceback.
 
