@@ -48,6 +48,17 @@ def test_a_figure_with_no_published_copy_links_to_the_page():
         f"*[Figure]({PUBLISHED}/chapter.html):* The loss, epoch by epoch.")
 
 
+def test_a_markdown_image_reaches_the_download_as_a_figure_directives_does():
+    """A lesson's `![X-OR](res/x-or.png)` kept its path, which no Colab notebook has."""
+    text = "The circuit: ![X-OR gate](res/x-or.png) and ![web](https://example.org/a.png)."
+    assert _converter(image_url=_published_image).convert(text.split(" and ")[0]) == (
+        f"The circuit: ![X-OR gate]({PUBLISHED}/_images/x-or.png)")
+    # No published copy: the page named instead; an image on the web linked as it is
+    assert _converter().convert(text) == (
+        f"The circuit: *[Figure]({PUBLISHED}/chapter.html):* X-OR gate and "
+        "![web](https://example.org/a.png).")
+
+
 def _download(text: str, path: str):
     """A chapter's student edition, and its download as a reader gets it."""
     notebook = edition_chapter(text, path, Edition.STUDENT, book_museum(), torch.__version__,

@@ -117,6 +117,12 @@ class PlainMarkdown:
     def link(self, text: str, url: str) -> str:
         return f"[{escape(text)}]({url})" if url else escape(text)
 
+    def image(self, path: str, alt: str, caption: str = "") -> str:
+        """An image, shown from its published copy, else named by a link to the page."""
+        if url := self.image_url(path):
+            return f"![{escape(alt)}]({url})" + (f"\n\n*{caption}*" if caption else "")
+        return f"*{self.page_link('Figure')}:* {caption or escape(alt)}"
+
     def page_link(self, text: str) -> str:
         return f"[{text}]({self.page_url})" if self.page_url else text
 
@@ -160,9 +166,7 @@ class PlainMarkdown:
         if name in ("figure", "image"):
             caption = self.convert(content) if name == "figure" else ""
             alt = options.get("alt", "") or caption.split("\n")[0] or "A figure"
-            if url := self.image_url(argument.strip()):
-                return f"![{escape(alt)}]({url})" + (f"\n\n*{caption}*" if caption else "")
-            return f"*{self.page_link('Figure')}:* {caption or escape(alt)}"
+            return self.image(argument.strip(), alt, caption)
         return "*" + self.page_link("Shown on the book's page") + ".*"
 
 
@@ -191,6 +195,12 @@ def _fence(node: RenderTreeNode, context: RenderContext) -> str:
     if node.type == "colon_fence":
         return _converter(context).convert(node.content)
     return DEFAULT_RENDERERS["fence"](node, context)
+
+
+def _image(node: RenderTreeNode, context: RenderContext) -> str:
+    """A Markdown image, as a figure directive's: a lesson's `![X-OR](res/x-or.png)`."""
+    alt = "".join(child.content for child in node.children) or "A figure"
+    return _converter(context).image(node.attrs["src"], alt)
 
 
 def _math_block(node: RenderTreeNode, context: RenderContext) -> str:
@@ -228,6 +238,7 @@ class _MystToPlain:
         "myst_block_break": _nothing,
         "front_matter": _nothing,
         "fence": _fence,
+        "image": _image,
         "colon_fence": _fence,
         "math_inline": lambda node, context: f"${node.content}$",
         "math_inline_double": lambda node, context: f"$${node.content}$$",
