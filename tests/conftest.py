@@ -277,7 +277,7 @@ STAGES = {
                "test_pdfcheck", "test_browser", "test_student_pages", "test_glossary",
                "test_preview", "test_compiled_templates",
                "test_offline_mathjax"],
-    "audit": ["test_audit", "test_prose_overlap", "test_book"],
+    "audit": ["test_audit", "test_prose_overlap", "test_book", "test_dated_prose"],
     "process": ["test_faults", "test_quiet_log", "test_build_processes",
                 "test_stopped_builds", "test_private_names"],
     "publish": ["test_workflows", "test_system_tools", "test_fresh_clone"],
