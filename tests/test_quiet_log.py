@@ -2,6 +2,7 @@
 
 import logging
 
+import pytest
 from myst_nb.core.config import NbParserConfig
 
 from coursebook.reporting import quiet_config_dumps
@@ -20,12 +21,15 @@ def test_the_configuration_dump_is_dropped_and_nothing_else():
     assert logger.filter(_record(logging.WARNING, NbParserConfig()))
 
 
+@pytest.mark.slow  # three builds (of one page: no kernel)
 def test_a_build_with_nothing_to_do_says_no_configuration_changed(tiny_book, tmp_path):
     """The theme and extensions add to some values when the builder starts: the pickled
     configuration is the one they were given, so a second build finds it unchanged, and a
-    real change is still said."""
+    real change is still said. (The book's conf.py on a page without code: no kernel.)"""
     from conftest import sphinx_build
 
+    (tiny_book / "chapter.md").unlink()
+    (tiny_book / "index.md").write_text("# Fixture\n\nNo chapter.\n")
     build = lambda **settings: sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
                                             settings=settings)
     first = build()
