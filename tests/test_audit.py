@@ -161,6 +161,26 @@ def test_a_question_quoting_the_answers_value_is_found(tmp_path):
     assert planted.splitlines()[overlap.visible.line - 1].startswith("A worked example;")
 
 
+def test_an_overlap_in_a_notebook_chapter_names_its_cells_and_their_lines(tmp_path):
+    """Each place is found in its own cell's text, not by searching the file (an ``.ipynb``'s
+    JSON, where a line number names nothing): there a place is its cell's number."""
+    import nbformat
+
+    from coursebook.audit.answer_leaks import answer_overlaps
+
+    new = nbformat.v4
+    lesson = nbformat.writes(new.new_notebook(cells=[
+        new.new_markdown_cell(f"# A lesson\n\nA worked example.\n\n{ANSWER_SENTENCE}"),
+        new.new_code_cell(ANSWER_CODE, metadata={"tags": ["answer"]}),
+        new.new_markdown_cell(ANSWER_SENTENCE, metadata={"tags": ["answer"]})],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}))
+    path = tmp_path / "lesson.ipynb"
+    path.write_text(lesson)
+    [overlap] = answer_overlaps({path: lesson})
+    assert (overlap.visible.line, overlap.answer.line) == (1, 3)
+    assert overlap.visible.first_line == overlap.answer.first_line == ANSWER_SENTENCE
+
+
 def test_the_books_overlaps_are_all_allowed():
     from coursebook.audit.answer_leaks import ALLOWANCES_FILE, answer_overlaps, read_allowances
 

@@ -16,12 +16,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
 from sphinx.search.en import SearchEnglish
 from sphinx.util import logging
 
 from coursebook.audit.spoilers import spoilers
 from coursebook.model.answer_checks import cell_checks
-from coursebook.model.cell_notes import source_line
+from coursebook.model.cell_notes import line_within, place_at, source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (
     CHAPTER_SUFFIXES,
@@ -265,6 +266,7 @@ class Place:
     path: Path
     line: int
     first_line: str
+    cell: dict | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.path.name}:{self.line} (`{self.first_line[:60]}`)"
@@ -280,13 +282,11 @@ class AnswerOverlap:
 def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
     """The place moved to the line of its cell that holds the run's names, if one does."""
     names = [token for token in run if re.fullmatch(r"\w+", token)]
-    lines = place.path.read_text(encoding="utf8").splitlines()
-    for number in range(max(place.line, 1), len(lines) + 1):
-        text = lines[number - 1].lower()
-        if all(name in text for name in names):
-            return Place(place.path, number, lines[number - 1].strip())
-        if number > place.line and lines[number - 1].startswith(("```", "+++")):
-            break  # the end of the cell
+    offset = 0
+    for line in place.cell.source.splitlines(keepends=True):
+        if all(name in line.lower() for name in names):
+            return Place(place.path, line_within(place.cell, offset), line.strip())
+        offset += len(line)
     return place
 
 
@@ -339,9 +339,10 @@ def source_cells(path: Path, text: str) -> SourceCells:
     if not is_chapter_source(text):
         first = text.strip().splitlines()[0] if text.strip() else ""
         values = {term for term in _terms(text) if term[0].isdigit() and _is_telling_term(term)}
-        return [(Place(path, 1, first), list(_runs(fingerprint_words(text))), [], values,
+        page = place_at(nbformat.v4.new_markdown_cell(text), 1)
+        return [(Place(path, 1, first, page), list(_runs(fingerprint_words(text))), [], values,
                  False, True)]
-    return [(Place(path, source_line(cell), first_line(cell)),
+    return [(Place(path, source_line(cell), first_line(cell), cell),
              list(_runs(fingerprint_words(_cell_text(cell)))), _code_lines(cell), _values(cell),
              is_answer(cell), cell.cell_type == "markdown") for cell in read_chapter(text).cells]
 
