@@ -82,6 +82,11 @@ coursebook_preview_kernel_imports = ["torch", "torch.distributed.tensor", "torch
 # A cold build starts each chapter's kernel as it starts, with what every chapter imports.
 coursebook_kernel_imports = ["torch", "torch._dynamo"]
 
+# A jupytext percent script (`# %%` cells) is a chapter: the book reads it with jupytext and
+# hands myst-nb the prepared chapter as a notebook's JSON, each cell mapped to its line in
+# the script (coursebook/model/notebooks.py); any other .py under book/ is no page.
+nb_custom_formats = {".py": ["nbformat.reads", {"as_version": 4}]}
+
 myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath", "deflist"]
 myst_heading_anchors = 3
 

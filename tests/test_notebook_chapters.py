@@ -37,9 +37,11 @@ def _lesson(*cells) -> str:
 
 def _with_faulty_markup(text: str) -> str:
     """The lesson with lines in its third cell that MyST (an unknown directive, the cell's
-    line 3) and Sphinx after reading (a reference to no label) warn about."""
+    line 3; an unknown role, its line 8) and Sphinx after reading (a reference to no label)
+    warn about."""
     notebook = nbformat.reads(text, as_version=4)
-    notebook.cells[2].source += "\n\n```{no-such-directive}\n```\n\nSee {ref}`no-such-label`."
+    notebook.cells[2].source += ("\n\n```{no-such-directive}\n```\n\nSee {ref}`no-such-label`."
+                                 "\n\nAnd {no-such-role}`here`.")
     return nbformat.writes(notebook)
 
 
@@ -95,7 +97,7 @@ SCRIPT = """\
 # %% [markdown]
 # # A script lesson
 #
-# Some text, and a {no-such-role}`here`.
+# Some text, and here a word.
 
 # %%
 # the answer, computed
@@ -225,6 +227,47 @@ def test_a_notebook_chapter_is_verified_in_both_editions_and_its_answer_only_the
         in build.log and "-42" in build.log and "+48" in build.log, build.log[-3000:]
 
 
+@pytest.mark.slow
+def test_a_percent_script_is_a_verified_chapter_its_messages_at_its_lines(tiny_book, tmp_path):
+    """A percent `.py` in the contents goes the way of any chapter: accepted and verified in
+    both editions, its answer out of the student's page and downloads (the notebook and the
+    .md document); a changed output and MyST's message name the script's lines. A helper
+    module beside it is no page."""
+    (tiny_book / "lesson.py").write_text(SCRIPT)
+    (tiny_book / "helper.py").write_text('"""Not a page: no cells."""\n\nVALUE = 1\n')
+    (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
+        "chapter\n", "chapter\nlesson\n"))
+    cache = tmp_path / "cache"
+    assert load_tool("accept_outputs").main(["--book", str(tiny_book), "--out",
+                                             str(tmp_path / "accept"), "--cache", str(cache)]) == 0
+    [expected] = (tiny_book / "expected").rglob("lesson.txt")
+    assert "    42\n" in expected.read_text()
+    builds = {edition: sphinx_build(tiny_book, tmp_path / edition, cache,
+                                    *(["instructor"] if edition == "instructor" else []))
+              for edition in ("student", "instructor")}
+    for edition, build in builds.items():
+        assert build.returncode == 0, build.log[-3000:]
+        html = build.outdir / "html"
+        assert not (html / "helper.html").exists()
+        page = (html / "lesson.html").read_text()
+        assert "_sources/lesson.ipynb" in page and "_sources/lesson.md" in page
+        shown = [html_text(page), (html / "_sources" / "lesson.ipynb").read_text(),
+                 (html / "_sources" / "lesson.md").read_text()]
+        assert all("print(6 * 7)" in text for text in shown)
+        assert all(("the script says seventeen" in text) == (edition == "instructor")
+                   for text in shown), edition
+    assert "lesson.py (student): 1 of 1 code cells verified" in builds["student"].log
+    assert "lesson.py (instructor): 2 of 2 code cells verified" in builds["instructor"].log
+    script = SCRIPT.replace("print(6 * 7)", "print(6 * 8)").replace(
+        "here a word", "{no-such-role}`here`")
+    (tiny_book / "lesson.py").write_text(script)
+    build = sphinx_build(tiny_book, tmp_path / "student", cache)
+    assert build.returncode != 0, build.log[-3000:]
+    assert f"lesson.py:{SCRIPT_LINES[1]}: ERROR: code cell 1 `# the answer, computed`" \
+        in build.log and "-42" in build.log and "+48" in build.log, build.log[-3000:]
+    assert 'lesson.py:12: WARNING: Unknown interpreted text role "no-such-role"' in build.log
+
+
 def test_the_student_audit_knows_a_notebook_chapters_answers(tmp_path):
     """The audit of a student build looks for the answers of every chapter, a notebook's
     too (not a recording's, whose chapter has them)."""
@@ -249,11 +292,35 @@ def test_the_student_audit_knows_a_notebook_chapters_answers(tmp_path):
     assert audit_build(tmp_path / "html", chapter_fingerprints(book)) == []
 
 
+def test_a_message_at_myst_nbs_line_in_a_notebook_names_the_cell_and_line():
+    """Sphinx's handlers, once the book is set up, write a place myst-nb numbered in a
+    notebook's page (cell times 10000 plus line) as the cell, and the line in it."""
+    import logging
+
+    from coursebook.process.notebook_places import name_notebook_cells
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("sphinx").addHandler(handler)
+    try:
+        name_notebook_cells()
+        log = logging.getLogger("sphinx.test")
+        for place in ("/b/lesson.ipynb:40003", "/b/lesson.ipynb:4", "/b/pt01.md:40003"):
+            log.warning("Unknown role", extra={"location": place})
+    finally:
+        logging.getLogger("sphinx").removeHandler(handler)
+    assert [(record.location, record.getMessage()) for record in records] == [
+        ("/b/lesson.ipynb:4", "cell 4, line 3: Unknown role"),
+        ("/b/lesson.ipynb:4", "Unknown role"), ("/b/pt01.md:40003", "Unknown role")]
+
+
 @pytest.mark.slow
 def test_sphinx_and_myst_name_a_notebook_chapters_cell(tiny_book, tmp_path):
     """What Sphinx says after reading a notebook chapter names the author's cell; what MyST
-    says while reading it, myst-nb's line for a notebook: the cell's number times 10000 plus
-    the line in the cell (the student edition, which dropped a cell before it, too)."""
+    says while reading it, the cell and the line in it (myst-nb's line for a notebook, the
+    cell's number times 10000 plus the line, put back; the student edition, which dropped a
+    cell before it, too)."""
     notebook = nbformat.reads(_with_faulty_markup(_lesson()), as_version=4)
     notebook.cells.insert(1, nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["answer"]}))
     nbformat.write(notebook, tiny_book / "lesson.ipynb")
@@ -261,8 +328,11 @@ def test_sphinx_and_myst_name_a_notebook_chapters_cell(tiny_book, tmp_path):
         "chapter\n", "chapter\nlesson\n"))
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
                          settings={"coursebook_accept_outputs": "1"}, jobs=None)
-    assert "lesson.ipynb:40003: WARNING: Unknown directive type: 'no-such-directive'" \
-        in build.log, build.log[-3000:]
+    assert "lesson.ipynb:4: WARNING: cell 4, line 3: Unknown directive type: " \
+        "'no-such-directive'" in build.log, build.log[-3000:]
+    assert 'lesson.ipynb:4: WARNING: cell 4, line 8: Unknown interpreted text role ' \
+        '"no-such-role"' in build.log, build.log[-3000:]
+    assert "lesson.ipynb:400" not in build.log
     assert "lesson.ipynb:4: WARNING: undefined label: 'no-such-label'" in build.log
 
 

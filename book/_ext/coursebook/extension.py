@@ -18,6 +18,7 @@ from coursebook.page_state import PageStateCollector
 from coursebook.prepare.answer_space import setup_answer_space
 from coursebook.prepare.chapters import (
     edition_of,
+    leave_out_plain_scripts,
     name_the_authors_lines,
     prepare_edition_source,
     spread_chapters_over_readers,
@@ -27,6 +28,7 @@ from coursebook.process import freeze_long_lived_objects
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.next_build import (keep_config_as_given, mark_finished, mark_unfinished,
                                            pages_to_write, pickle_config_as_given, restore_config)
+from coursebook.process.notebook_places import name_notebook_cells
 from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.downloads import (
     add_colab_button,
@@ -91,12 +93,14 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     app.add_env_collector(PageStateCollector)  # also re-reads the pages that failed
     app.add_builder(ChapterRuns)  # what a build executes, for shards and `pytest book`
     quiet_config_dumps()
+    name_notebook_cells()  # MyST's messages in an .ipynb: its cell and line
     count_warnings(app)  # the preview stops a build that warned (process/preview.py)
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution versions join the cache key, then the config is checked.
     app.connect("config-inited", set_execution_versions)
     app.connect("config-inited", BookConfig.build)
+    app.connect("config-inited", leave_out_plain_scripts)  # a .py page is a percent script
     app.connect("config-inited", keep_config_as_given, priority=1000)  # last, for the pickle
     # 2. builder-inited
     for hook in (check_runtimes_file, clear_execution_reports,

@@ -11,6 +11,7 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
+from sphinx.util.matching import Matcher
 
 from coursebook.config import BookConfig, book_config
 from coursebook.model.answer_checks import (AnswerCheckError, ChapterTeaching, chapter_teaching,
@@ -29,13 +30,15 @@ from coursebook.model.museum import (
 from coursebook.model.cell_notes import source_line
 from coursebook.model.notebooks import (
     CHAPTER_SUFFIXES,
-    NOTEBOOK_SUFFIX,
     RAISES_TAG,
+    SCRIPT_SUFFIX,
     author_line,
     first_line,
+    is_cell_script,
     is_chapter_source,
     note_output_keys,
     read_chapter,
+    reads_as_json,
 )
 from coursebook.model.recordings import (
     RecordingError,
@@ -222,7 +225,7 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
         # In the page's own format; myst-nb executes nothing.
         source[0] = (nbformat.writes(nbformat.v4.new_notebook(
             cells=[nbformat.v4.new_markdown_cell(unbuilt)],
-            metadata={"mystnb": {"execution_mode": "off"}})) if path.suffix == NOTEBOOK_SUFFIX
+            metadata={"mystnb": {"execution_mode": "off"}})) if reads_as_json(str(path))
             else unbuilt)
         return None
     app.env.temp_data[PREPARED] = prepared
@@ -231,6 +234,18 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
     chapter.teaching = prepared.teaching
     chapter.awaited = _note_inputs(app, config, prepared.notebook)
     return prepared
+
+
+def leave_out_plain_scripts(app: Sphinx, config) -> None:
+    """``config-inited``: a ``.py`` under the book's folder that is no percent script (a
+    helper module, say) is no page: left out, as ``exclude_patterns`` leaves a file out."""
+    excluded = Matcher(config.exclude_patterns)
+    for path in sorted(Path(app.srcdir).rglob(f"*{SCRIPT_SUFFIX}")):
+        parts = path.relative_to(app.srcdir).parts
+        if any(excluded("/".join(parts[:end])) for end in range(1, len(parts) + 1)):
+            continue  # in a folder left out (_ext), or left out itself
+        if not is_cell_script(path.read_text(encoding="utf8", errors="replace")):
+            config.exclude_patterns.append("/".join(parts))
 
 
 def name_the_authors_lines(app: Sphinx, doctree) -> None:
