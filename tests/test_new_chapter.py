@@ -270,6 +270,31 @@ def test_a_lesson_brings_its_images_and_pasted_attachments_beside_the_chapter(tm
     assert "res/gone.png" in out.split("Still to do:")[1]
 
 
+def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_build(tmp_path,
+                                                                                  capsys):
+    """NYU-DLSP20's autograd lesson imports torchviz, its tensor lesson `res.plot_lib` (a
+    module beside it): each was first told by a failed build, one cell at a time."""
+    import nbformat
+
+    book, folder = _book(tmp_path), tmp_path / "course"
+    (folder / "res").mkdir(parents=True)
+    (folder / "res" / "plot_lib.py").write_text("def set_default(): pass\n")
+    lesson = folder / "graphs.ipynb"
+    lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Graphs"),
+        nbformat.v4.new_code_cell("%matplotlib inline\nimport torch, numpy as np\n"
+                                  "from no_such_module_here import make_dot\ntorch.ones?"),
+        nbformat.v4.new_code_cell("from res.plot_lib import set_default\nfrom . import near"),
+        nbformat.v4.new_code_cell("def f():\n    import also_not_a_module"),
+    ])))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    to_do = capsys.readouterr().out.split("Still to do:")[1]
+    assert "the book's environment lacks: no_such_module_here, also_not_a_module" in to_do
+    assert "make chapter-packages" in to_do
+    assert "res (beside the lesson)" in to_do
+    assert not any(name in to_do for name in ("torch,", "numpy", "near"))
+
+
 SPHINX_GALLERY = '''"""
 Gradients
 =========

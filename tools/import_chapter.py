@@ -17,14 +17,17 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - a cell whose saved output is an error is tagged ``raises-exception`` (its error was the
   lesson, or must be fixed: said in the report).
 
-Left to the author, and listed: the packages to declare, the errors tagged to check, a
-``google.colab`` import, the images the lesson shows that are not beside it, then accepting
+Left to the author, and listed: the packages to declare (those the install lines named,
+and the modules the cells import that the book's environment lacks), the lesson's own
+modules the cells import, the errors tagged to check, a ``google.colab`` import, the images the lesson shows that are not beside it, then accepting
 the outputs.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
+import importlib.util
 import os
 import re
 import shlex
@@ -33,6 +36,7 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+from IPython.core.inputtransformer2 import TransformerManager
 from jupytext.formats import guess_format
 from markdown_it import MarkdownIt
 
@@ -164,6 +168,31 @@ def _with_images(source: str, attachments: dict, number: int, name: str, folder:
     return source
 
 
+def _imported_modules(source: str) -> list[str]:
+    """The top-level modules a code cell imports (its IPython syntax read as Python)."""
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError:
+        return []
+    return [name.split(".")[0] for node in ast.walk(tree)
+            for name in ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                         else [node.module] if isinstance(node, ast.ImportFrom)
+                         and node.level == 0 and node.module else [])]
+
+
+def _unimportable(cells: list, packages: list[str], folder: Path | None) -> tuple[list, list]:
+    """The modules the cells import that this (the book's) environment lacks, apart from the
+    packages the install lines named and google.colab (said otherwise): those to install,
+    and the lesson's own, found beside it."""
+    modules = dict.fromkeys(name for cell in cells if cell.cell_type == "code"
+                            for name in _imported_modules(cell.source))
+    lacking = [name for name in modules if name != "google" and name not in packages
+               and importlib.util.find_spec(name) is None]
+    own = [name for name in lacking if folder is not None
+           and ((folder / name).is_dir() or (folder / f"{name}.py").is_file())]
+    return [name for name in lacking if name not in own], own
+
+
 def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
               title: str | None = None, folder: Path | None = None) -> Imported:
     """The lesson as a chapter named ``name``: see the module's description. ``folder`` is
@@ -219,6 +248,16 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.to_do.append("put the images the lesson shows but does not hold in "
                               f"{name}/, beside the chapter, and change their links: "
                               f"{', '.join(missing)}")
+    lacking, own = _unimportable(cells, imported.packages, folder)
+    if lacking:
+        imported.to_do.append("declare the packages of the modules the cells import that the "
+                              f"book's environment lacks: {', '.join(lacking)} (docs/authoring.md, "
+                              "\"Packages a chapter needs\", then `make chapter-packages`), "
+                              "or take those cells out")
+    if own:
+        imported.to_do.append("the cells import the lesson's own modules, which the chapter "
+                              f"cannot: {', '.join(f'{name} (beside the lesson)' for name in own)}"
+                              ": put what the cells use into the chapter, or take it out")
     if raised:
         imported.changed.append(f"tagged `{RAISES_TAG}` the {len(raised)} cell(s) whose saved "
                                 f"output is an error: {', '.join(raised)}")
