@@ -16,8 +16,7 @@ import pytest
 
 from book_environment import sphinx_command
 from conftest import BOOK, ROOT, book_conf_with, copy_of_built_cache, load_tool, sphinx_build
-from coursebook.execute.fill_cache import execute_into_cache, read_book
-from coursebook.execute.shards import (
+from coursebook.execute.fill_cache import (
     MANIFEST,
     Chapter,
     Shard,
@@ -25,8 +24,10 @@ from coursebook.execute.shards import (
     book_reads,
     chapters_to_execute,
     deal,
+    execute_into_cache,
     execute_shard,
     merge_shards,
+    read_book,
 )
 from coursebook.execute.shared_cache import cache_key
 from coursebook.model.outputs import normalise

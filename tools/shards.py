@@ -23,8 +23,9 @@ from book_environment import BUILD, ROOT, use_book_environment
 
 use_book_environment()
 
-from coursebook.execute.fill_cache import BookReadError, ExecutionFailed  # noqa: E402
-from coursebook.execute.shards import (  # noqa: E402
+from coursebook.execute.fill_cache import (  # noqa: E402
+    BookReadError,
+    ExecutionFailed,
     Shard,
     ShardError,
     book_reads,

@@ -5,12 +5,21 @@ Shards and ``pytest book`` ask :func:`read_book`: Sphinx reads the book in this 
 with the edition's tags and :class:`ChapterRuns`, a builder that writes nothing and notes
 each run instead of running it (as ``sphinx.ext.doctest`` runs as a builder). Nothing else
 reads conf.py, tags or myst-nb's settings, so what they execute is what a build executes.
+
+Chapter execution split over machines (shards), their caches merged into the build's: shard
+``i/N`` executes its share of the chapters (both editions' notebooks) into
+``<root>/shard-<i>/.jupyter_cache``. Chapters are dealt by recorded execution time, longest
+first to the least loaded shard (with no record, by count); every shard deals alike. The
+merge checks the shards against the book as the build prepares it now, then copies their
+notebooks into the build's cache: the build executes nothing and verifies everything.
 """
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+import json
+import statistics
+from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING
@@ -20,7 +29,10 @@ from sphinx.builders.dummy import DummyBuilder
 
 from coursebook.config import BookConfig, book_config
 from coursebook.execute.notebook_runs import run_chapter
-from coursebook.execute.shared_cache import cache_run, cached_notebook, create_cache, notebook_lock
+from coursebook.execute.shared_cache import (VERSIONS_KEY, cache_key, cache_run, cached_notebook,
+                                             cached_record, create_cache, insert, notebook_lock,
+                                             open_cache)
+from coursebook.model.faults import shown_path
 from coursebook.page_state import page_states
 from coursebook.prepare.editions import Edition
 
@@ -125,3 +137,198 @@ def execute_into_cache(cache_path: str | Path, run: Run
                                   "for the cell-by-cell report")
         cache_run(cache_path, notebook, str(run.path), {"execution_seconds": result.time})
         return notebook, result.time
+
+
+MANIFEST = "shard.json"
+CACHE = ".jupyter_cache"
+
+
+class ShardError(Exception):
+    """A shard that cannot be executed or merged; the message says why and what to run."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # from 1
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        try:
+            index, count = (int(part) for part in text.split("/"))
+        except ValueError:
+            index = count = 0
+        if not 1 <= index <= count:
+            raise ShardError(f"a shard is I/N with 1 <= I <= N (say SHARD=2/3), not {text!r}")
+        return cls(index, count)
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def folder(self, root: Path) -> Path:
+        return root / f"shard-{self.index}"
+
+    def cache(self, root: Path) -> Path:
+        return self.folder(root) / CACHE
+
+    @property
+    def command(self) -> str:
+        return f"make execute SHARD={self}"
+
+
+@dataclass
+class Chapter:
+    """A chapter that executes: its distinct notebooks (editions sharing code run once)."""
+
+    name: str
+    path: Path
+    notebooks: dict[str, Run] = field(default_factory=dict)  # by cache key
+
+
+def book_reads(book_dir: Path, conf_dir: Path) -> dict[Edition, BookRead]:
+    """Sphinx's read of the book for each edition; a chapter that does not prepare is the
+    build's one line."""
+    reads = {edition: read_book(book_dir, conf_dir, edition) for edition in Edition}
+    for read in reads.values():
+        for message in read.failed.values():
+            raise ShardError(message)
+    return reads
+
+
+def chapters_to_execute(reads: dict[Edition, BookRead]) -> list[Chapter]:
+    chapters: dict[Path, Chapter] = {}
+    for read in reads.values():
+        for path, run in read.runs.items():
+            chapter = chapters.setdefault(path, Chapter(path.stem, path))
+            chapter.notebooks.setdefault(cache_key(read.book.cache_path, run.notebook), run)
+    return sorted(chapters.values(), key=lambda chapter: chapter.name)
+
+
+def recorded_seconds(cache_path: Path) -> dict[str, float]:
+    """Each chapter's execution time as a cache recorded it (its notebooks' mean run)."""
+    if not (cache_path / "global.db").is_file():
+        return {}
+    runs: dict[str, list[float]] = {}
+    for record in open_cache(cache_path).list_cache_records():
+        seconds = (record.data or {}).get("execution_seconds")
+        if seconds is not None:
+            runs.setdefault(Path(record.uri).stem, []).append(float(seconds))
+    return {name: statistics.mean(times) for name, times in runs.items()}
+
+
+def deal(chapters: list[Chapter], count: int, seconds: dict[str, float]) -> dict[str, int]:
+    """Each chapter's shard (from 1): longest first to the least loaded; by count when
+    nothing was recorded (a chapter not recorded weighs the recorded mean)."""
+    known = [seconds[c.name] for c in chapters if c.name in seconds]
+    mean = statistics.mean(known) if known else 1.0
+    weight = {c.name: seconds.get(c.name, mean) * len(c.notebooks) if known else 1.0
+              for c in chapters}
+    load = [0.0] * count
+    shards = {}
+    for chapter in sorted(chapters, key=lambda c: (-weight[c.name], c.name)):
+        index = min(range(count), key=lambda i: (load[i], i))
+        load[index] += weight[chapter.name]
+        shards[chapter.name] = index + 1
+    return shards
+
+
+def _copy_notebook(source, record, target: Path) -> None:
+    """One cached notebook, its outputs, artifacts and data, from one cache to another."""
+    from jupyter_cache.base import CacheBundleIn
+
+    bundle = source.get_cache_bundle(record.pk)
+    insert(target, CacheBundleIn(bundle.nb, bundle.record.uri, artifacts=bundle.artifacts,
+                                 data=dict(bundle.record.data or {})))
+
+
+def _reused(reuse: Path | None, notebook: nbformat.NotebookNode, cache: Path) -> bool:
+    """Copy the notebook from the ``reuse`` cache into ``cache`` when it is there."""
+    if reuse is None or not (reuse / "global.db").is_file():
+        return False
+    record = cached_record(reuse, notebook)
+    if record is None:
+        return False
+    create_cache(cache)
+    _copy_notebook(open_cache(reuse), record, cache)
+    return True
+
+
+def execute_shard(chapters: list[Chapter], versions: dict[str, str], shard: Shard, root: Path,
+                  history: Path, reuse: Path | None = None, progress=print) -> dict[str, float]:
+    """Execute the shard's chapters into its cache, taking from ``reuse`` what it holds
+    already; write its manifest. The seconds spent executing, per chapter."""
+    shards = deal(chapters, shard.count, recorded_seconds(history))
+    mine = [c for c in chapters if shards[c.name] == shard.index]
+    cache = shard.cache(root)
+    seconds: dict[str, float] = {}
+    for chapter in mine:
+        ran = [0.0 if _reused(reuse, run.notebook, cache) else
+               execute_into_cache(cache, run)[1] or 0.0 for run in chapter.notebooks.values()]
+        seconds[chapter.name] = sum(ran)
+        progress(f"shard {shard}: {chapter.name}: {len(ran)} notebooks, "
+                 f"{seconds[chapter.name]:.1f} s executing")
+    create_cache(cache)  # a shard dealt no chapter still hands over an (empty) cache
+    manifest = {"shard": str(shard), "versions": versions,
+                "chapters": {c.name: sorted(c.notebooks) for c in mine}, "seconds": seconds}
+    (shard.folder(root) / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return seconds
+
+
+def merge_shards(chapters: list[Chapter], torch: str, count: int, root: Path,
+                 target: Path) -> int:
+    """Check the shards' caches against the book's ``chapters`` as built now (with this
+    ``torch``), then merge them into ``target``. The number of notebooks merged."""
+    shards = [Shard(index, count) for index in range(1, count + 1)]
+    for shard in shards:
+        cache = shard.cache(root)
+        if not (shard.folder(root) / MANIFEST).is_file() or not (cache / "global.db").is_file():
+            raise ShardError(f"shard {shard}'s cache is missing: {shown_path(cache)} (with "
+                             f"{MANIFEST} beside it) should hold what it executed. Run "
+                             f"`{shard.command}` (in CI: its execute job uploads it).")
+    manifests = {}
+    for shard in shards:
+        manifest = shard.folder(root) / MANIFEST
+        manifests[shard] = json.loads(manifest.read_text())
+        if manifests[shard]["shard"] != str(shard):
+            raise ShardError(f"{shown_path(manifest)} is shard {manifests[shard]['shard']}'s, not "
+                             f"shard {shard}'s: the shards were dealt for another count. "
+                             f"Run `{shard.command}`.")
+    owner: dict[str, Shard] = {}
+    for shard, manifest in manifests.items():
+        for name in manifest["chapters"]:
+            if name in owner:
+                raise ShardError(f"two shards executed chapter {name}: shard {owner[name]} and "
+                                 f"shard {shard}. Each must be run for the same count from the "
+                                 f"same record: run `{owner[name].command}` and `{shard.command}` "
+                                 "again.")
+            owner[name] = shard
+    caches = {shard: open_cache(shard.cache(root)) for shard in shards}
+    records = {shard: {r.hashkey: r for r in cache.list_cache_records()}
+               for shard, cache in caches.items()}
+    for shard, by_key in records.items():
+        for record in by_key.values():
+            cells = [c for c in caches[shard].get_cache_bundle(record.pk).nb.cells
+                     if c.cell_type == "code"]
+            ran_with = cells[0].metadata.get(VERSIONS_KEY, {}).get("torch") if cells else None
+            if ran_with != torch:
+                raise ShardError(f"shard {shard} executed {Path(record.uri).name} with torch "
+                                 f"{ran_with}; this build has torch {torch}, so its outputs "
+                                 f"cannot be verified here. Run `{shard.command}` with torch "
+                                 f"{torch} (or build with the shards' torch).")
+    for chapter in chapters:
+        shard = owner.get(chapter.name)
+        if shard is None:
+            raise ShardError(f"no shard executed chapter {chapter.name} ({shown_path(chapter.path)}): "
+                             f"the shards were dealt for other chapters. Run every "
+                             f"`make execute SHARD=I/{count}` again.")
+        if any(key not in records[shard] for key in chapter.notebooks):
+            raise ShardError(f"shard {shard} executed another version of chapter {chapter.name}: "
+                             f"{shown_path(chapter.path)} as the build prepares it now is not in "
+                             f"its cache (edited since, or another exhibit or extension). "
+                             f"Run `{shard.command}` again.")
+    create_cache(target)
+    for chapter in chapters:
+        shard = owner[chapter.name]
+        for key in chapter.notebooks:
+            _copy_notebook(caches[shard], records[shard][key], target)
+    return sum(len(chapter.notebooks) for chapter in chapters)
