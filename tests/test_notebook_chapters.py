@@ -120,6 +120,7 @@ def test_a_percent_script_is_read_as_a_chapter_each_cell_at_its_line():
     from coursebook.model.cell_notes import source_line
     from coursebook.model.notebooks import (author_line, is_answer, is_chapter_source,
                                             page_text, read_chapter)
+    from coursebook.prepare.chapter_packages import chapter_package_errors
 
     assert is_chapter_source(SCRIPT)
     assert not is_chapter_source("# A page\n\n```python\n# %%\nx = 1\n```\n")
@@ -133,6 +134,11 @@ def test_a_percent_script_is_read_as_a_chapter_each_cell_at_its_line():
     # myst-nb names cell k's line j (from 1) at source_map[k] + 1 + j: the script's line.
     assert [start + 2 for start in page.metadata["source_map"]] == SCRIPT_LINES
     assert author_line(chapter, "book/lesson.py")(16) == 16
+    # A magic, commented as jupytext writes it, is the cell's first line all the same.
+    installing = SCRIPT.replace("# the answer, computed", "# !pip install -q einops")
+    [error] = chapter_package_errors(Path("book/lesson.py"), installing)
+    assert str(error).startswith(f"book/lesson.py:{SCRIPT_LINES[1]}: a cell installs packages "
+                                 "(`!pip install -q einops`)") and "jupytext header" in str(error)
 
 
 @pytest.mark.slow

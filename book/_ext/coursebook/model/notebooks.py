@@ -227,12 +227,13 @@ _CELL_MARKER = re.compile(r"^#\s?%%(\s|$)")
 def _note_script_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
     """Note each cell of a percent script at the line where its text starts: the first
     line after its marker (the first cell's, the file's start, when text comes before any
-    marker) that is the cell's first line, a markdown cell's behind its ``#``."""
+    marker) that is the cell's first line, as written or behind a ``#``."""
     markers = [number for number, line in enumerate(lines) if _CELL_MARKER.match(line)]
     starts = markers if len(markers) == len(notebook.cells) else [0, *markers]
     for cell, start, end in zip(notebook.cells, starts, [*starts[1:], len(lines)]):
         first = next((line for line in cell.source.splitlines() if line.strip()), None)
-        written = [first] if cell.cell_type == "code" else [f"# {first}", f"#{first}"]
+        # A markdown line, and a code cell's magic (``!pip``), are written behind a ``#``.
+        written = [f"# {first}", f"#{first}", *([first] if cell.cell_type == "code" else [])]
         at = next((k for k in range(start, end) if lines[k] in written), start)
         note(cell, line=at + 1)
 

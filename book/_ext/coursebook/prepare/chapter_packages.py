@@ -26,8 +26,9 @@ from sphinx.application import Sphinx
 
 from coursebook.model.cell_notes import line_within
 from coursebook.model.faults import BookError, shown_path
-from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, chapter_files,
-                                        is_chapter_source, read_chapter, top_matter)
+from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, SCRIPT_SUFFIX,
+                                        chapter_files, is_chapter_source, read_chapter,
+                                        top_matter)
 from coursebook.reporting import stop_build
 
 COMMAND = "make chapter-packages"
@@ -110,9 +111,10 @@ def chapter_package_errors(path: Path, text: str) -> list[ChapterPackageError]:
     if not is_chapter_source(text):
         return []
     notebook = read_chapter(text)  # its metadata is the top matter
-    where, declare = (("metadata", '`"coursebook": {"packages": ["NAME"]}`')
-                      if path.suffix == NOTEBOOK_SUFFIX else
-                      ("top matter", "`coursebook: {packages: [NAME]}`"))
+    where, declare = {
+        NOTEBOOK_SUFFIX: ("metadata", '`"coursebook": {"packages": ["NAME"]}`'),
+        SCRIPT_SUFFIX: ("jupytext header", "`jupyter: {coursebook: {packages: [NAME]}}`"),
+    }.get(path.suffix, ("top matter", "`coursebook: {packages: [NAME]}`"))
     errors = [ChapterPackageError(
         f"a cell installs packages (`{command}`): a build installs nothing, as a chapter's "
         "code runs with the builder's rights. Remove the line, declare the package in the "
