@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from conftest import BOOK, ROOT, tiny_book_with_an_overflow
+from test_student_pages import build_talk, known_commits
 from coursebook.prepare.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines, answers,
                                      visit_answer_space_latex, with_answer_spaces)
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
@@ -159,6 +160,7 @@ def test_each_chapter_handout_builds_and_passes_its_checks(handouts, edition):
     code, log = results[edition]
     assert code == 0, log[-3000:]
     assert "Executing notebook" not in log  # the same cache: nothing ran again
+    commits = known_commits()
     for path in CHAPTERS:
         pdf = root / edition / "pdf" / "handouts" / f"{path.stem}.pdf"
         assert pdf.is_file(), pdf
@@ -171,6 +173,8 @@ def test_each_chapter_handout_builds_and_passes_its_checks(handouts, edition):
         if edition == "student":
             assert not [word for word in ("verified", "stand-in", "recorded with", "Kernel")
                         if word in " ".join(cover.split())], cover
+            assert build_talk(" ".join(cover.split())) == [], cover
+            assert not [commit for commit in commits if commit in cover], cover
 
 
 @pytest.mark.slow
