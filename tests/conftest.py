@@ -140,6 +140,23 @@ def tiny_book(tmp_path: Path) -> Path:
     return copy
 
 
+@pytest.fixture(scope="session")
+def tiny_cache(tmp_path_factory) -> Path:
+    """An execution cache holding the tiny book's run (its build passing), once a session
+    (a worker): a test that breaks no code cell copies it rather than start a kernel."""
+    root = tmp_path_factory.mktemp("tiny")
+    build = sphinx_build(TINY_BOOK, root / "out", root / "cache")
+    assert build.returncode == 0, build.log[-3000:]
+    return root / "cache"
+
+
+@pytest.fixture
+def cache_copy(tiny_cache, tmp_path) -> Path:
+    """A private copy of :func:`tiny_cache` (a build writes to a cache it reads)."""
+    shutil.copytree(tiny_cache, tmp_path / "cache")
+    return tmp_path / "cache"
+
+
 def book_conf_with(folder: Path, *lines: str) -> Path:
     """A folder (made) whose conf.py is the book's, its cache in ``folder``, then ``lines``:
     for what runs chapters outside Sphinx (shards, `pytest book`), which has no -D."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, TINY_BOOK, Build, book_museum,
+from conftest import (BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, Build, book_museum,
                       sphinx_build, sphinx_command)
 from coursebook.model.faults import CLEAN_CACHE_COMMAND
 from coursebook.model.museum import ExhibitError, cell_origins, load_exhibit
@@ -117,21 +117,6 @@ def test_a_pdf_that_fails_its_checks_is_not_left_under_its_name(tmp_path, capsys
 
 
 # --- Slow: the tiny book, broken ----------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def tiny_cache(tmp_path_factory) -> Path:
-    """An execution cache holding the tiny book's run; each probe breaks its own copy."""
-    root = tmp_path_factory.mktemp("tiny")
-    build = sphinx_build(TINY_BOOK, root / "out", root / "cache")
-    assert build.returncode == 0, build.log
-    return root / "cache"
-
-
-@pytest.fixture
-def cache_copy(tiny_cache, tmp_path) -> Path:
-    shutil.copytree(tiny_cache, tmp_path / "cache")
-    return tmp_path / "cache"
-
 
 @pytest.mark.slow
 def test_a_malformed_exhibit_is_reported_once_with_its_file_and_line(tiny_book, tmp_path,

@@ -135,15 +135,6 @@ def _stopped_build(source: Path, outdir: Path, cache: Path, at: str) -> tuple[in
     return returncode, log.read_text(), alive
 
 
-@pytest.fixture(scope="module")
-def tiny_cache(tmp_path_factory) -> Path:
-    """An execution cache holding the tiny book's chapter; each case copies it."""
-    root = tmp_path_factory.mktemp("tiny")
-    build = sphinx_build(TINY_BOOK, root / "out", root / "cache")
-    assert build.returncode == 0, build.log[-3000:]
-    return root / "cache"
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("phase", ["reading", "executing", "writing", "book-wide"])
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM", "SIGKILL"])

@@ -70,8 +70,10 @@ def catching(source: str, raised: tuple[str, ...]) -> str:
     caught = raised[0] if len(raised) == 1 else f"({', '.join(raised)})"
     return (f"{_CATCHING_NOTE}{names} here is printed, not raised.\n"
             f"try:\n{body}\n"
-            f"except {caught} as error:\n"
-            "    print(f\"{type(error).__name__}: {error}\")")
+            # Not "as error": "except RuntimeError as error: print(" is an answer's idiom
+            # (PT01's), and the answer audit would find it in every caught cell.
+            f"except {caught} as caught:\n"
+            "    print(f\"{type(caught).__name__}: {caught}\")")
 
 
 def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
