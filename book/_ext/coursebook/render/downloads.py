@@ -67,12 +67,12 @@ def catching(source: str, raised: tuple[str, ...]) -> str:
     body = "\n".join(line if number in inside_strings or not line.strip() else "    " + line
                      for number, line in enumerate(source.strip("\n").splitlines(), 1))
     names = " or ".join(f"{'an' if name[0] in 'AEIOU' else 'a'} {name}" for name in raised)
-    caught = raised[0] if len(raised) == 1 else f"({', '.join(raised)})"
+    types = raised[0] if len(raised) == 1 else f"({', '.join(raised)})"
     return (f"{_CATCHING_NOTE}{names} here is printed, not raised.\n"
             f"try:\n{body}\n"
             # Not "as error": "except RuntimeError as error: print(" is an answer's idiom
             # (PT01's), and the answer audit would find it in every caught cell.
-            f"except {caught} as caught:\n"
+            f"except {types} as caught:\n"
             "    print(f\"{type(caught).__name__}: {caught}\")")
 
 
