@@ -419,6 +419,7 @@ def test_the_replica_run_passes_and_fails_on_a_planted_expectation(built, tmp_pa
     assert f"exhibit {exhibit.key} on {colab.title}" in out and "RuntimeError: planted" in out
 
 
+@pytest.mark.slow  # a build (it stops while loading the data: no kernel)
 def test_a_malformed_runtimes_file_stops_the_build_in_one_line(tiny_book, tmp_path):
     from conftest import sphinx_build
 
