@@ -258,6 +258,18 @@ def test_a_md_download_is_a_document_that_keeps_each_collapsed_block_for_the_end
             assert error not in text, error
 
 
+def test_the_answer_audit_finds_no_answer_in_the_downloads(downloads, tmp_path):
+    """The downloads as `make audit` reads them: no answer passage, the wrappers' words
+    included (they once read 'except RuntimeError as error: print(', the idiom of a PT01
+    answer, and the audit found a leak in PT01's and the museum's downloads)."""
+    from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
+
+    for name, notebook in downloads.items():
+        nbformat.write(notebook, tmp_path / f"{name}.ipynb")
+    assert any(is_caught(c) for notebook in downloads.values() for c in notebook.cells)
+    assert audit_build(tmp_path, chapter_fingerprints(BOOK, ROOT / "exhibits")) == []
+
+
 def test_a_caught_cell_prints_the_error_and_keeps_multiline_strings(capsys):
     source = 'text = """\nfirst\n  second"""\nraise ValueError(text.splitlines()[2])\n'
     exec(compile(catching(source, ("ValueError",)), "<cell>", "exec"), {})
