@@ -341,6 +341,20 @@ def test_cross_references_become_links_or_titles():
     assert linked == "See [the update](https://book.example/pt01-update.html)."
 
 
+def test_the_books_other_pages_download_as_plain_markdown():
+    """A page that is no chapter (the glossary, the contents) downloads as plain Markdown,
+    as the chapters do: no role, directive or label of MyST; a glossary keeps each term and
+    its definition."""
+    convert = PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG).convert
+    glossary = convert((BOOK / "glossary.md").read_text())
+    assert "**broadcasting**\n\nHow PyTorch combines two tensors" in glossary
+    assert "[Title of pt01-batched](https://book.example/pt01-batched.html)" in glossary
+    for page in (glossary, convert((BOOK / "index.md").read_text())):
+        assert not re.search(r"\{[a-z-]+\}|^\(\S+\)=|^(```|:::)", page, re.M), page[:300]
+    assert convert("```{glossary}\nterm one\n  Its {term}`other`.\n\nterm two\n  Two.\n```") \
+        == "**term one**\n\nIts [Title of other](https://book.example/other.html).\n\n**term two**\n\nTwo."
+
+
 def test_directives_become_markdown_a_reader_sees():
     convert = PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG).convert
     assert convert(":::{seealso}\nIn the museum.\n:::") == "> **See also**\n>\n> In the museum."

@@ -11,7 +11,7 @@ cells keep none of the build's metadata (tags, cache keys, reasons a cell is not
 tag of an instructor's download. Each edition's ``_sources/`` holds, as the theme's ``.md``
 download, the same cells as one plain Markdown document (no notebook top matter, no
 directives; each collapsed block set aside to the end, so that nothing to predict is read
-ahead), and each other page's text as this edition reads it.
+ahead), and each other page's text as plain Markdown, as this edition reads it.
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
     Sphinx copies a page's file when it writes the page; a copy that differs from the file
     holds the edition's text already (the page was not written this build). A chapter's copy
     becomes its download as one Markdown document (the ``.ipynb`` beside it written this build);
-    another page's, its text with each ``{only}`` block resolved for this edition.
+    another page's, its text as plain Markdown, as this edition reads it.
     """
     if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
         return
@@ -257,7 +257,7 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
         text = source.read_text(encoding="utf8")
         notebook = Path(app.outdir, "_sources", docname + ".ipynb")
         if not is_chapter_source(text):
-            copied.write_text(markdown_for(app, docname).edition_source(text), encoding="utf8")
+            copied.write_text(markdown_for(app, docname).convert(text) + "\n", encoding="utf8")
         elif (prepared := chapter_notebook(app.env, docname)) is not None and notebook.is_file():
             copied.write_text(download_document(prepared, markdown_for(app, docname),
                                                 page_state_of(app.env, docname).raised),

@@ -5,14 +5,16 @@ cell is parsed with myst-parser's parser, as the book reads it, and written back
 mdformat's renderer, MyST replaced: a reference by a link to the published page, an
 admonition by a blockquote, a dropdown by ``<details>`` (JupyterLab's sanitizer keeps it:
 ``allowedTags`` in
-https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts), any
-other directive by a link to the page. The ``.md`` download sets dropdowns aside instead.
+https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts), a
+glossary by its terms in bold, any other directive by a link to the page. The ``.md``
+download sets dropdowns aside instead.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -81,27 +83,6 @@ class PlainMarkdown:
     def convert(self, source: str) -> str:
         return self._parser.render(source, {_ENV_KEY: self}).rstrip("\n")
 
-    def edition_source(self, source: str) -> str:
-        """``source``, still MyST, with each ``{only}`` block kept or dropped as this
-        edition reads it (inside other directives too)."""
-        lines = source.splitlines(keepends=True)
-        kept, position = [], 0
-        for token in self._parser.parse(source):
-            if token.level or token.type not in ("fence", "colon_fence") or not token.map:
-                continue
-            name, _, argument = token.info.strip().partition("}")
-            start, end = token.map
-            if name == "{only":
-                inner = self.edition_source(token.content) if self.only(argument.strip()) else ""
-                kept += [*lines[position:start], inner]
-            elif name.startswith("{") and "{only}" in token.content and end - start >= 2:
-                inner = self.edition_source(token.content)
-                kept += [*lines[position:start + 1], inner, *lines[end - 1:end]]
-            else:
-                continue
-            position = end
-        return "".join([*kept, *lines[position:]])
-
     def role(self, name: str, content: str) -> str:
         name = name.split(":")[-1]  # py:func and the like: the role's own name
         if name == "math":
@@ -146,6 +127,11 @@ class PlainMarkdown:
             return f"{opening}\n{summary}{self.convert(content)}\n\n</details>"
         if name in _LAYOUT:
             return self.convert(content)
+        if name == "glossary":  # each term flush left, its definition indented below it
+            terms = re.split(r"^(?=\S)", content.strip("\n"), flags=re.M)
+            return "\n\n".join(f"**{escape(term.splitlines()[0])}**\n\n"
+                                 f"{self.convert(textwrap.dedent(term.partition(chr(10))[2]))}"
+                                 for term in terms if term.strip())
         if name in _CARDS:
             title = argument or options.get("header", "")
             link = options.get("link", "")
