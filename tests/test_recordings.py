@@ -80,6 +80,34 @@ def test_every_machine_kind_is_complete_and_one_stands_in():
         assert machine.label and machine.platform and "print(" in machine.probe
 
 
+def test_a_download_shows_what_a_code_run_in_a_new_python_printed_and_where():
+    """A code run in a new Python (exhibit 07's fix, 08's fix on CPU) is a code block of the
+    page's prose; its cell is book-only, and the page shows its output under that block. The
+    downloads leave the cell out, and showed the fix as a block and "runs without an error"
+    only: now they show what it printed, from the recording, and on which device it printed
+    it; the page, which shows the cell's own output, hides that note."""
+    from coursebook.render.downloads import download_notebook
+    from coursebook.render.plain_markdown import PlainMarkdown
+
+    attached = _attach(instructor=False)
+    printed = {cell.source: "".join(o.get("text", "") for o in cell.outputs
+                                    if o.get("output_type") == "stream").strip("\n")
+               for cell in attached.executed.cells
+               if {BOOK_ONLY_TAG, "fresh-python", "remove-input"} <= set(cell_tags(cell))
+               and "raises-exception" not in cell_tags(cell)}
+    printed = {source: text for source, text in printed.items() if text}
+    fixes = [exhibit.fix_code.strip() for wing in book_museum().values()
+             for exhibit in wing.exhibits if exhibit.fix_in_fresh_runtime]
+    assert fixes and all(any(fix in source for source in printed) for fix in fixes)
+    download = "\n".join(cell.source for cell in download_notebook(
+        attached.labelled, PlainMarkdown(lambda role, target: None)).cells)
+    for text in printed.values():
+        assert f"*Printed on a CPU:*\n\n```text\n{text}\n```" in download, text
+    notes = [c for c in attached.labelled.cells if c.source.startswith("*Printed on a")]
+    assert len(notes) == len(printed)
+    assert all("remove-cell" in cell_tags(c) for c in notes)
+
+
 def test_the_cpu_stand_in_recording_is_labelled_cpu():
     [recording] = load_recordings(RECORDINGS, _bridges())
     assert recording.machine.stand_in and recording.provenance["platform"] == "cpu"

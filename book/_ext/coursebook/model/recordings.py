@@ -25,7 +25,10 @@ from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment
 from coursebook.model.notebooks import (
     ACCELERATOR_ONLY_TAG,
     BOOK_ONLY_TAG,
+    DOWNLOAD_ONLY_TAG,
+    FRESH_PYTHON_TAG,
     PROVENANCE_KEY,
+    RAISES_TAG,
     STAND_IN_ONLY_TAG,
     cell_tags,
     first_line,
@@ -119,6 +122,10 @@ class Recording:
 
     def label(self) -> str:
         return self.machine.describe(self.provenance["device_kind"])
+
+    def device(self) -> str:
+        """The device, as a student reads it (a stand-in's by its platform: "CPU")."""
+        return self.machine.platform.upper() if self.machine.stand_in else self.label()
 
     def torches(self) -> list[str]:
         return sorted({versions["torch"] for versions in self.provenance["environments"].values()
@@ -239,6 +246,25 @@ def _markdown(text: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_markdown_cell(text, metadata={"tags": [BOOK_ONLY_TAG]})
 
 
+def printed_for_downloads(cell: nbformat.NotebookNode, outputs: list,
+                         recording: Recording) -> nbformat.NotebookNode | None:
+    """What a code run in a new Python printed, and on which device, for downloads: they
+    leave its book-only cell out (its code is a block of the page's prose), and with it the
+    output the page shows under that block (``remove-input``). None for any other cell, or
+    one that printed nothing (an error of such a cell is the collapsed note the exhibit
+    already gives)."""
+    tags = set(cell_tags(cell))
+    if not {BOOK_ONLY_TAG, FRESH_PYTHON_TAG, "remove-input"} <= tags or RAISES_TAG in tags:
+        return None
+    text = "".join(output.get("text", "") for output in outputs
+                   if output.get("output_type") == "stream" and output.get("name") == "stdout")
+    if not text.strip():
+        return None
+    return nbformat.v4.new_markdown_cell(
+        f"*Printed on a {recording.device()}:*\n\n```text\n{text.strip(chr(10))}\n```",
+        metadata={"tags": ["remove-cell", DOWNLOAD_ONLY_TAG]})
+
+
 def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
                      drift: dict[str, list[str]], instructor: bool = True) -> str:
     """Where each recording ran and drifted (a student reads one sentence)."""
@@ -273,8 +299,7 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
 
 def plainly_recorded(chapter: RecordedChapter, recordings: list[Recording]) -> str:
     """On which devices the outputs were printed, and on which not (a CPU's is never a TPU's)."""
-    devices = " and ".join(dict.fromkeys(
-        r.machine.platform.upper() if r.machine.stand_in else r.label() for r in recordings))
+    devices = " and ".join(dict.fromkeys(r.device() for r in recordings))
     missing = [b.short_label for b in chapter.machines
                if not b.stand_in and all(r.machine != b for r in recordings)]
     return (f"The outputs on this page were printed on a {devices}"
@@ -320,6 +345,8 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                                   (None, []))
         run.outputs = copy.deepcopy(outputs)
         if recording is not None:
+            if (printed := printed_for_downloads(cell, outputs, recording)) is not None:
+                labelled.cells.append(printed)
             # A hidden cell, or the book's verdict on the cell above, needs no mark.
             tags = set(cell_tags(cell))
             if instructor and "remove-cell" not in tags and not {"remove-input", BOOK_ONLY_TAG} <= tags:
