@@ -728,6 +728,7 @@ def test_the_image_constraints_are_its_exact_pins():
     assert record.image_list(MACHINES["cpu"].runtime)
 
 
+@pytest.mark.slow  # creates an environment with pip and installs from the registry
 @pytest.mark.parametrize("image, constrained, packaging", [
     (["packaging==23.2"], True, "23.2"),          # the image's version, where it resolves
     (["packaging==0.0.0rc0"], False, None)],      # else resolved without it, and said
@@ -842,6 +843,7 @@ def _wheel(folder, name: str, version: str, module: str, module_version: str,
             wheel.writestr(path, text)
 
 
+@pytest.mark.slow  # creates an environment with pip
 def test_what_the_book_adds_is_the_code_imported_though_another_package_ships_its_files(
         tmp_path, monkeypatch):
     """torch_xla 2.9.0 ships a torchax of its own (pytorch/xla#9363), installed over the real
