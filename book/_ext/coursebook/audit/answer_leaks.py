@@ -160,52 +160,42 @@ def _search_words(text: str) -> set[str]:
 def _strings(value) -> Iterator[str]:
     if isinstance(value, str):
         yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
+    elif isinstance(value, (dict, list)):
+        for item in value.values() if isinstance(value, dict) else value:
             yield from _strings(item)
 
 
-def page_text(path: Path) -> str:
-    """The text a file holds, as a reader would see it."""
+# The part of a file a reader sees: only there are the short fingerprints looked for (a value
+# as short as ``0.84`` also stands in LaTeX's preamble, a script or a notebook's metadata).
+# Answer passages are looked for in all of its text.
+_SCRIPTS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
+
+
+def file_texts(path: Path) -> tuple[str, str | None]:
+    """The text a file holds, as a reader would see it, and the part a reader sees (None:
+    a file no reader opens)."""
     if path.suffix == ".pdf":
         # Here, not at the top: only an audit that reads a PDF needs it, never a build.
         from coursebook.render.pdf_checks import pdf_text
 
-        return pdf_text(path)
+        text = pdf_text(path)
+        return text, text
     raw = path.read_text(encoding="utf8", errors="replace")
+    if path.suffix == ".html":
+        text, seen = (html.unescape(re.sub(r"<[^>]+>", "", page))
+                      for page in (raw, _SCRIPTS.sub("", raw)))
+        return text, seen
     if path.suffix == ".ipynb":
         try:
-            return "\n".join(_strings(json.loads(raw)))
+            notebook = json.loads(raw)
         except json.JSONDecodeError:
-            return raw
-    if path.suffix == ".html":
-        return html.unescape(re.sub(r"<[^>]+>", "", raw))
-    return raw
-
-
-# Files a reader opens, and the part of each a reader sees: only there are the short
-# fingerprints looked for (a value as short as ``0.84`` also stands in LaTeX's preamble,
-# a script or a notebook's metadata). Answer passages are looked for everywhere.
-_SCRIPTS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
-
-
-def reader_text(path: Path, shown: str) -> str | None:
-    """The text a reader sees in a file (``shown``: its :func:`page_text`); None for one
-    no reader opens."""
-    if path.suffix == ".html":
-        return html.unescape(re.sub(r"<[^>]+>", "", _SCRIPTS.sub("", path.read_text(
-            encoding="utf8", errors="replace"))))
-    if path.suffix == ".ipynb":
-        try:
-            cells = json.loads(path.read_text(encoding="utf8", errors="replace"))["cells"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            return shown
-        return "\n".join(text for cell in cells for key in ("source", "outputs")
-                         for text in _strings(cell.get(key, [])))
-    return shown if path.suffix in {".md", ".txt", ".pdf"} else None
+            return raw, raw
+        text = "\n".join(_strings(notebook))
+        cells = notebook.get("cells") if isinstance(notebook, dict) else None
+        return text, text if not isinstance(cells, list) else "\n".join(
+            part for cell in cells for key in ("source", "outputs")
+            for part in _strings(cell.get(key, [])))
+    return raw, raw if path.suffix in {".md", ".txt"} else None
 
 
 @dataclass(frozen=True)
@@ -238,14 +228,14 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
     leaks: list[Leak] = []
     page_stems: set[str] = set()
     for path in files:
-        text = page_text(path)
+        text, seen = file_texts(path)
         page_stems.update(_search_words(text))
         tokens = fingerprint_words(text)
         hits = {run for run in _runs(tokens) if run in found.runs}
         if hits:
             sample = " ".join(sorted(hits)[0])
             leaks.append(Leak(path, f"{len(hits)} answer passage(s), e.g. {sample!r}"))
-        elif terms := sorted(_terms(reader_text(path, text) or "") & found.short):
+        elif terms := sorted(_terms(seen or "") & found.short):
             leaks.append(Leak(path, f"name(s) or value(s) found only in answers: "
                                     f"{', '.join(terms[:5])}"))
     for index in sorted(build_dir.rglob("searchindex.js")):
