@@ -241,7 +241,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.changed.append(f"dropped the saved outputs of {dropped_outputs} code cells "
                                 "(the build makes them)")
     if imported.files:
-        imported.changed.append(f"copied the {len(imported.files)} images the lesson shows into "
+        imported.changed.append(f"copied the images the lesson shows ({len(imported.files)}) into "
                                 f"{name}/, beside the chapter (files beside the lesson, images "
                                 "pasted into its cells), and showed them from there")
     if missing:
