@@ -13,8 +13,11 @@ from coursebook.model.museum import (
     ERROR_SUMMARY,
     ExhibitError,
     captured_exhibit_cells,
+    cell_origins,
+    check_label,
     exhibit_cells,
     load_exhibit,
+    origin_of,
     raised_by,
 )
 
@@ -435,3 +438,25 @@ def test_a_museum_rerun_with_the_old_fix_setup_names_the_field(tmp_path):
         load_exhibit(broken, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
     assert str(broken) in str(error.value)
     assert "field museum_rerun.fix_setup: is gone (the fix is checked after" in str(error.value)
+
+
+def test_a_prepared_chapters_exhibit_cells_carry_their_field_and_check_in_their_note():
+    """The museum page as an edition runs it: each code cell an exhibit adds is named by its
+    note (exhibit, field, line), the same as by its source, and each check cell by its
+    verdict; no other cell has either note."""
+    from coursebook.prepare.chapters import edition_chapter
+    from coursebook.prepare.editions import Edition
+
+    path = BOOK / "museum-pytorch.md"
+    notebook = edition_chapter(path.read_text(), str(path), Edition.STUDENT, MUSEUM,
+                               torch.__version__,
+                               machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
+    by_source = cell_origins(MUSEUM, torch.__version__)
+    noted = [(cell, origin_of(cell, MUSEUM)) for cell in notebook.cells]
+    assert sum(origin is not None for _, origin in noted) > 10
+    for cell, origin in noted:
+        expected = by_source.get(cell.source)
+        assert (origin and (origin.exhibit.key, origin.field, origin.line)) == (
+            expected and (expected.exhibit.key, expected.field, expected.line)), cell.source
+    labels = {check_label(cell) for cell in notebook.cells}
+    assert labels == {"", "fix ran", "same error as recorded"}

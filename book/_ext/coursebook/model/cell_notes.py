@@ -4,8 +4,8 @@ The note sits under :data:`CELL_NOTE`. ``line``: the line of the author's file w
 cell's text starts (a cell the book adds stands at its marker's line, or the cell
 before's); a Jupyter notebook's cells are ``numbered`` instead, the first 1. ``key``: for
 a code cell whose outputs are expected, the name its expected output, pytest item and
-comparisons go by. ``exhibit_field``: for a code cell an exhibit adds, the field of the
-exhibit file it runs, which messages about the cell name. Messages name a cell by this line; nothing searches a file for its
+comparisons go by. ``exhibit``: for a code cell an exhibit adds, the exhibit and the field
+of its file it runs, which messages about the cell name; ``check``: a check cell's verdict. Messages name a cell by this line; nothing searches a file for its
 text. The note is never written back, hashed into the cache key, or downloaded.
 """
 

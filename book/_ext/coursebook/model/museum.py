@@ -384,12 +384,12 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
     elsewhere = tuple({"label": label, **record.as_dict()}
                       for label, record in readers_records(exhibit, expected))
     at = f"records[{exhibit.records.index(expected)}].message" if expected else "records"
-    return _runs("records", _code(f"from coursebook.exhibit_checks import check_raised\n"
+    return _runs(exhibit, "records", _code(f"from coursebook.exhibit_checks import check_raised\n"
                  f"check_raised({exhibit.key!r},\n"
                  f"             expected={expected.as_dict() if expected else None!r},\n"
                  f"             museum={exhibit.museum_record.as_dict()!r}"
                  + (f",\n             elsewhere={elsewhere!r})" if elsewhere else ")"),
-                 "remove-input", BOOK_ONLY_TAG, *tags), at)
+                 "remove-input", BOOK_ONLY_TAG, *tags), at, check="same error as recorded")
 
 
 # The summary of the download's collapsed block that holds an exhibit's error.
@@ -431,8 +431,10 @@ def _error_texts(exhibit: Exhibit, record: ErrorRecord) -> str:
 
 
 def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
-    return _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input",
+    cell = _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input",
                  BOOK_ONLY_TAG, *tags)
+    note(cell, check="fix ran")
+    return cell
 
 
 def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
@@ -444,7 +446,7 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
     else:
         fix, fix_ran = f"**The fix.** {exhibit.fix_note}", [_fix_ran_cell()]
     return [_markdown(f"{_title(exhibit, total)}\n\n**The code.** {_PROMPT}"),
-            _runs("failing_code", _revealed(_code(exhibit.failing_code, RAISES_TAG))),
+            _runs(exhibit, "failing_code", _revealed(_code(exhibit.failing_code, RAISES_TAG))),
             _check_cell(exhibit, record),
             _expected_error_note(exhibit, record),
             _markdown(f"**The cause.** {_cause(exhibit)}"), _markdown(fix), _fix_cell(exhibit),
@@ -456,7 +458,7 @@ _FRESH_RUNTIME = "**The fix, in a fresh runtime.**"
 
 def _fix_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
     """The fix in the chapter's process, or in a new Python when it starts a fresh runtime."""
-    return _runs("fix_code", _in_fresh_python(exhibit, exhibit.fix_code)
+    return _runs(exhibit, "fix_code", _in_fresh_python(exhibit, exhibit.fix_code)
                  if exhibit.fix_in_fresh_runtime else _code(exhibit.fix_code))
 
 
@@ -529,7 +531,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         where = "In a fresh Python process, this set-up, then the museum's code above"
         cells += [_markdown(f"**The museum's code, run again.** {rerun.note}\n\n"
                             + _shown_code(rerun.setup, where)),
-                  _runs("museum_rerun.setup", _revealed(_in_fresh_python(
+                  _runs(exhibit, "museum_rerun.setup", _revealed(_in_fresh_python(
                       exhibit, f"{rerun.setup}\n\n{exhibit.failing_code}", RAISES_TAG,
                       *_stand_in_only(rerun)))),
                   _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *_stand_in_only(rerun)),
@@ -539,7 +541,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     if cpu is not None and cpu.reproduction:
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}\n\n"
                             f"{_shown_code(cpu.reproduction)}"),
-                  _runs("cpu.reproduction", _revealed(_in_fresh_python(
+                  _runs(exhibit, "cpu.reproduction", _revealed(_in_fresh_python(
                       exhibit, cpu.reproduction, RAISES_TAG, STAND_IN_ONLY_TAG, side=cpu.side))),
                   _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
                   _on_a_cpu(_RAISES, cpu.side),
@@ -560,7 +562,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         # The fix may print nothing: only the instructor's page heads its cell.
         cells += [_markdown(_instructor_only(f"The fix, run again {after}").strip()),
                   # The fix after the set-up and failing code, or alone in a fresh runtime.
-                  _fix_cell(exhibit) if fresh else _runs("fix_code", _in_fresh_python(
+                  _fix_cell(exhibit) if fresh else _runs(exhibit, "fix_code", _in_fresh_python(
                       exhibit, in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
                                                (exhibit.fix_code, False)]),
                       *_stand_in_only(rerun))),
@@ -571,7 +573,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                  else "In the reproduction's process, after it")
         cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}\n\n{_shown_code(cpu.fix, where)}"),
                   # The CPU fix after the reproduction, or alone in a fresh runtime.
-                  _runs("cpu.fix", _in_fresh_python(exhibit, cpu.fix, STAND_IN_ONLY_TAG)
+                  _runs(exhibit, "cpu.fix", _in_fresh_python(exhibit, cpu.fix, STAND_IN_ONLY_TAG)
                         if cpu.fix_in_fresh_runtime else _in_fresh_python(
                       exhibit, in_one_process([(cpu.reproduction, True), (cpu.fix, False)]),
                       STAND_IN_ONLY_TAG, side=cpu.side)),
@@ -596,30 +598,47 @@ class CellOrigin:
         return f"{shown_path(self.exhibit.path)}:{self.line}"
 
 
-def _runs(field: str, cell: nbformat.NotebookNode, at: str = "") -> nbformat.NotebookNode:
-    """A code cell that runs the exhibit's ``field`` (``at``: where in the file), noted."""
-    note(cell, exhibit_field=[field, at or field])
+def _runs(exhibit: Exhibit, field: str, cell: nbformat.NotebookNode, at: str = "",
+          **check: str) -> nbformat.NotebookNode:
+    """A code cell that runs the exhibit's ``field`` (``at``: where in its file), noted with
+    it (and a check cell with its verdict's label)."""
+    note(cell, exhibit=[exhibit.key, field, at or field], **check)
     return cell
 
 
-def _code_origins(exhibit: Exhibit, torch_version: str) -> dict[str, CellOrigin]:
-    cells = (exhibit_cells(exhibit, 0, torch_version) if exhibit.runs_in_every_build
-             else captured_exhibit_cells(exhibit, 0))
-    return {cell.source: CellOrigin(exhibit, field, line_of(exhibit.path, at))
-            for cell in cells for field, at in [cell.metadata.get(CELL_NOTE, {}).get(
-                "exhibit_field", (None, None))] if field}
+def _noted(cell, name: str):
+    return cell.get("metadata", {}).get(CELL_NOTE, {}).get(name)
+
+
+def origin_of(cell, museum: dict[str, Wing]) -> CellOrigin | None:
+    """The exhibit field a code cell the museum added runs, from its note (None: not one)."""
+    if not _noted(cell, "exhibit"):
+        return None
+    key, field, at = _noted(cell, "exhibit")
+    wing, number = key.split("/")
+    exhibit = museum[wing].exhibits[int(number) - 1]  # numbered 1..n (load_wing)
+    return CellOrigin(exhibit, field, line_of(exhibit.path, at))
+
+
+def check_label(cell) -> str:
+    """What a museum's check cell verifies ("fix ran", "same error as recorded"), or ""."""
+    return _noted(cell, "check") or ""
 
 
 def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
     """The book's own check cells (verdicts, not torch's output), by source: their labels."""
-    return {_fix_ran_cell().source: "fix ran", **{
-        _check_cell(exhibit, record).source: "same error as recorded"
-        for wing in museum.values() for exhibit in wing.exhibits for record in exhibit.records}}
+    cells = [_fix_ran_cell(), *(_check_cell(exhibit, record) for wing in museum.values()
+                                for exhibit in wing.exhibits for record in exhibit.records)]
+    return {cell.source: check_label(cell) for cell in cells}
 
 
 def cell_origins(museum: dict[str, Wing], torch_version: str) -> dict[str, CellOrigin]:
-    return {source: origin for wing in museum.values() for exhibit in wing.exhibits
-            for source, origin in _code_origins(exhibit, torch_version).items()}
+    """What each code cell the museum adds runs, by its source: for a run whose cells carry
+    no notes (a download's)."""
+    cells = [cell for wing in museum.values() for exhibit in wing.exhibits
+             for cell in (exhibit_cells(exhibit, 0, torch_version) if exhibit.runs_in_every_build
+                          else captured_exhibit_cells(exhibit, 0))]
+    return {cell.source: origin for cell in cells if (origin := origin_of(cell, museum))}
 
 
 def room_cells(wing: Wing, room: str, torch_version: str) -> list[nbformat.NotebookNode]:
