@@ -316,7 +316,8 @@ class Mismatch:
         # The entry is not the message's last line, where the log appends Sphinx's [type].
         return (f"Accepting it again would not help. Seed what varies before its draw "
                 f"(`torch.manual_seed(0)`, `np.random.seed(0)` or `random.seed(0)`, as "
-                f"the cell draws), or mark the part that "
+                f"the cell draws; a tensor made by `torch.empty` or `torch.Tensor(2, 3)` "
+                f"holds what its memory held: fill it), or mark the part that "
                 f"varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
                 f"`<size>`, `<date>` or `...` where the output varies{example}\n    See "
