@@ -164,7 +164,12 @@ def test_each_reader_reads_its_executing_chapter_last(tmp_path, chapters, pages)
 
     from sphinx.util.parallel import make_chunks
 
-    from coursebook.prepare.chapters import executes_when_read, spread_chapters_over_readers
+    from myst_nb.core.config import NbParserConfig
+
+    from coursebook.execute.kernel_pool import spread_chapters_over_readers
+    from coursebook.execute.notebook_runs import executes_when_read
+
+    settings = NbParserConfig(execution_mode="cache")
 
     chapter_text = (BOOK / "pt01.md").read_text()
     for index in range(chapters):
@@ -172,11 +177,11 @@ def test_each_reader_reads_its_executing_chapter_last(tmp_path, chapters, pages)
     for index in range(pages):
         (tmp_path / f"page{index}.md").write_text(f"# Page {index}\n")
     docnames = sorted(path.stem for path in tmp_path.glob("*.md"))
-    env = SimpleNamespace(doc2path=lambda docname: tmp_path / f"{docname}.md")
+    env = SimpleNamespace(doc2path=lambda docname: tmp_path / f"{docname}.md", mystnb_config=settings)
     spread_chapters_over_readers(SimpleNamespace(parallel=2), env, docnames)
 
     runs = [[docnames[i] for i in chunk] for chunk in make_chunks(list(range(len(docnames))), 2)]
-    executing = [[executes_when_read(tmp_path / f"{d}.md") for d in run] for run in runs]
+    executing = [[executes_when_read(tmp_path / f"{d}.md", settings) for d in run] for run in runs]
     assert sum(map(sum, executing)) == chapters
     for run in executing:
         count = sum(run)

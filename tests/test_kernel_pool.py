@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from myst_nb.core.config import NbParserConfig
 
 from conftest import both_editions_at_once, run_in_kernel, sphinx_build
 from coursebook.execute.kernel_pool import (
@@ -29,15 +30,34 @@ from coursebook.execute.kernel_pool import (
     stop_kernel_forkserver,
     take_waiting_kernel,
 )
-from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
-from coursebook.prepare.chapters import executes_when_read
+from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS, executes_when_read
 
 STARTED = "chapter kernels forked from one server"
 
 
-def _executing_chapters(source: Path) -> int:
-    return sum(executes_when_read(path) for path in source.glob("*.md"))
+CACHE_MODE = NbParserConfig(execution_mode="cache")
 
+
+def _executing_chapters(source: Path) -> int:
+    return sum(executes_when_read(path, CACHE_MODE) for path in source.glob("*.md"))
+
+
+
+def test_a_chapter_myst_nb_would_not_run_is_none_to_execute(tmp_path):
+    """Before a page is read, "a build executes it" is myst-nb's settings for the page (its
+    top matter's ``mystnb`` over the book's), as when it is read: a chapter whose top matter
+    turns execution off, or that the book's exclude patterns name, starts no kernel."""
+    from conftest import BOOK
+
+    text = (BOOK / "pt01.md").read_text()
+    assert text.startswith("---\n")
+    (tmp_path / "runs.md").write_text(text)
+    (tmp_path / "off.md").write_text(text.replace("---\n", "---\nmystnb:\n  execution_mode: 'off'\n", 1))
+    (tmp_path / "left.md").write_text(text)
+    settings = NbParserConfig(execution_mode="cache", execution_excludepatterns=["*left.md"])
+    assert [executes_when_read(tmp_path / f"{name}.md", settings) for name in ("runs", "off", "left")] \
+        == [True, False, False]
+    assert not executes_when_read(tmp_path / "runs.md", NbParserConfig(execution_mode="off"))
 
 def _pool(cache: Path, folder: str) -> list[Path]:
     return sorted((cache / "kernels" / folder).glob("*.json"))
@@ -88,7 +108,7 @@ def test_no_server_when_no_chapter_would_use_it(tiny_book, tmp_path):
     # (It fails: its chapter has no outputs to compare.)
     assert STARTED not in off.log and not (tmp_path / "off-cache" / "kernels").exists()
     for chapter in tiny_book.glob("*.md"):
-        if executes_when_read(chapter):
+        if executes_when_read(chapter, CACHE_MODE):
             chapter.write_text("# A page of prose\n\nNothing to execute.\n")
     none = sphinx_build(tiny_book, tmp_path / "none", tmp_path / "none-cache")
     assert none.returncode == 0, none.log[-3000:]

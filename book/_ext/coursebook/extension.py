@@ -10,7 +10,8 @@ from coursebook.audit.answer_leaks import check_answer_overlaps
 from coursebook.config import BookConfig, book_config, check_runtimes_file
 from coursebook.execute.cached_chapters import check_execution_cache, enter_cache, forget_failed_run
 from coursebook.execute.fill_cache import ChapterRuns, chapter_runs
-from coursebook.execute.kernel_pool import check_kernel_server, stop_kernel_server
+from coursebook.execute.kernel_pool import (check_kernel_server, spread_chapters_over_readers,
+                                            stop_kernel_server)
 from coursebook.execute.myst_nb_clients import import_for_reading
 from coursebook.execute.shared_cache import (extension_version, release_notebook_lock,
                                              set_execution_versions)
@@ -21,7 +22,6 @@ from coursebook.prepare.chapters import (
     leave_out_plain_scripts,
     name_the_authors_lines,
     prepare_edition_source,
-    spread_chapters_over_readers,
 )
 from coursebook.prepare.editions import Edition, box_code_answers
 from coursebook.process import freeze_long_lived_objects

@@ -67,7 +67,7 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
         return page_text(prepared.notebook, source_path)
     key_execution_versions(prepared.notebook, config.execution_versions)
     text = page_text(prepared.notebook, source_path)
-    settings = chapter_settings(app.env.mystnb_config, prepared.notebook, source_path)
+    settings = chapter_settings(app.env.mystnb_config, prepared.notebook.metadata, source_path)
     notebook = as_myst_nb_reads(prepared.notebook, getattr(app.env, "myst_config", None),
                                 source_path)
     if runs is None:  # the key it is cached under: the lock the cache's check respects

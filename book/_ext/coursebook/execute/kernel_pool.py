@@ -33,9 +33,8 @@ from sphinx.util import logging
 from coursebook.config import book_config, execution_cache_path
 from coursebook.execute.fill_cache import ChapterRuns
 from coursebook.execute.kernel_forkserver import request_kernel, server_command, write_whole
-from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS, excluded_from_execution
+from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS, executes_when_read
 from coursebook.execute.shared_cache import cache_lock
-from coursebook.prepare.chapters import executes_when_read
 from coursebook.process.interrupt import remove_when_stopped
 
 if TYPE_CHECKING:
@@ -229,11 +228,9 @@ def check_kernel_server(app: Sphinx, env, docnames: list[str]) -> None:
     a chapter that executes (by its file and myst-nb's settings: nothing is prepared yet)."""
     if not _server:
         return
-    settings = env.mystnb_config
-    chapters = sum(1 for docname in docnames if executes_when_read(Path(env.doc2path(docname)))
-                   and not excluded_from_execution(settings, env.doc2path(docname)))
-    if (settings.execution_mode == "cache" and chapters
-            and Path(book_config(app.config).cache_path) == _server[0][1]):
+    chapters = sum(executes_when_read(Path(env.doc2path(docname)), env.mystnb_config)
+                   for docname in docnames)
+    if chapters and Path(book_config(app.config).cache_path) == _server[0][1]:
         logger.info(f"cold cache: {chapters} chapter kernels forked from one server")
     else:
         logger.info("cold cache: no chapter to execute here; kernel server stopped")
@@ -247,3 +244,24 @@ def stop_kernel_server(app: Sphinx, exception: Exception | None) -> None:
         server, cache, lock = _server.pop()
         stop_kernel_forkserver(cache / "kernels", server)
         lock.release()
+
+
+def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
+    """``env-before-read-docs``: with ``-j``, chapters that execute go to different readers
+    (Sphinx hands each a run of consecutive pages), each at its run's end, so the other
+    pages are read while its kernel starts."""
+    if app.parallel < 2 or len(docnames) < 2:
+        return
+    from sphinx.util.parallel import make_chunks
+
+    chunks = make_chunks(list(range(len(docnames))), app.parallel)
+    # Places counted from each run's end: every run's last place first, then the next.
+    slots = [(chunk, len(chunks[chunk]) - 1 - back) for back in range(max(map(len, chunks)))
+             for chunk in range(len(chunks)) if back < len(chunks[chunk])]
+    ordered = sorted(docnames,  # stable
+                     key=lambda docname: not executes_when_read(Path(env.doc2path(docname)),
+                                                            env.mystnb_config))
+    runs: list[list[str]] = [[""] * len(chunk) for chunk in chunks]
+    for docname, (chunk, place) in zip(ordered, slots):
+        runs[chunk][place] = docname
+    docnames[:] = [docname for run in runs for docname in run]

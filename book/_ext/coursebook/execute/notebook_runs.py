@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 
 import nbformat
 
-from coursebook.model.notebooks import short_digest
+from coursebook.model.notebooks import CHAPTER_SUFFIXES, is_chapter_source, short_digest, top_matter
+from coursebook.model.recordings import recording_name_in_source
 from coursebook.model.outputs import normalise
 
 if TYPE_CHECKING:
@@ -156,17 +157,30 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
     return result, None
 
 
-def chapter_settings(settings: NbParserConfig, notebook: nbformat.NotebookNode,
+def chapter_settings(settings: NbParserConfig, metadata: dict,
                      source_path: str) -> NbParserConfig | None:
     """myst-nb's settings for a chapter (its top matter's ``mystnb`` over the book's), or None
     when myst-nb would not run it from the cache (myst_nb.core.execute.create_client)."""
     overrides = {key: value for key, value in
-                 notebook.metadata.get(settings.metadata_key, {}).items() if key != "output_folder"}
+                 metadata.get(settings.metadata_key, {}).items() if key != "output_folder"}
     with suppress(Exception):  # myst-nb warns of it as it reads the page
         settings = settings.copy(**overrides)
     if settings.execution_mode != "cache" or excluded_from_execution(settings, source_path):
         return None
     return settings
+
+
+def executes_when_read(path: Path, settings: NbParserConfig) -> bool:
+    """Whether a build runs this page on a cache miss, before it is read: a chapter, not
+    recorded, that myst-nb's settings for it (by its top matter alone) run."""
+    if path.suffix not in CHAPTER_SUFFIXES:
+        return False
+    text = path.read_text(encoding="utf8", errors="replace")
+    try:
+        return (is_chapter_source(text) and recording_name_in_source(text) is None
+                and chapter_settings(settings, top_matter(text), str(path)) is not None)
+    except Exception:  # noqa: BLE001 - reading the page reports what is wrong with it
+        return False
 
 
 def excluded_from_execution(settings: NbParserConfig, source_path: str) -> bool:

@@ -48,7 +48,6 @@ from coursebook.model.recordings import (
     recorded_chapter,
     recorded_with,
     recording_name,
-    recording_name_in_source,
     recording_path,
 )
 from coursebook.model.solutions import SolutionError
@@ -258,36 +257,3 @@ def name_the_authors_lines(app: Sphinx, doctree) -> None:
     for node in doctree.findall(lambda node: bool(getattr(node, "line", None))):
         if node.source == doctree["source"]:
             node.line = line(node.line)
-
-
-def executes_when_read(path: Path) -> bool:
-    """Whether a build executes this page on a cache miss (a chapter not recorded)."""
-    if path.suffix not in CHAPTER_SUFFIXES:
-        return False
-    text = path.read_text(encoding="utf8", errors="replace")
-    if not is_chapter_source(text):
-        return False
-    try:
-        return recording_name_in_source(text) is None
-    except Exception:  # noqa: BLE001 - reading the page reports what is wrong with it
-        return False
-
-
-def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``: with ``-j``, chapters that execute go to different readers
-    (Sphinx hands each a run of consecutive pages), each at its run's end, so the other
-    pages are read while its kernel starts."""
-    if app.parallel < 2 or len(docnames) < 2:
-        return
-    from sphinx.util.parallel import make_chunks
-
-    chunks = make_chunks(list(range(len(docnames))), app.parallel)
-    # Places counted from each run's end: every run's last place first, then the next.
-    slots = [(chunk, len(chunks[chunk]) - 1 - back) for back in range(max(map(len, chunks)))
-             for chunk in range(len(chunks)) if back < len(chunks[chunk])]
-    ordered = sorted(docnames,  # stable
-                     key=lambda docname: not executes_when_read(Path(env.doc2path(docname))))
-    runs: list[list[str]] = [[""] * len(chunk) for chunk in chunks]
-    for docname, (chunk, place) in zip(ordered, slots):
-        runs[chunk][place] = docname
-    docnames[:] = [docname for run in runs for docname in run]
