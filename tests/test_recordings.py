@@ -953,3 +953,47 @@ def test_a_python_brought_along_is_not_an_image_that_moved(tmp_path):
     lines = record.what_moved(runtime, tmp_path / "absent", {"pip": "25.0"})
     assert lines[-1] == (f"this machine's Python has none of [{runtime.name}]'s pins: it is not "
                          "the runtime's image, and the environments install them")
+
+
+def test_the_recorder_imports_nothing_its_requirements_do_not_install():
+    """The recorder's environment is tools/recorder-requirements.txt alone (a TPU VM installs
+    only that): importing tools/record_chapter.py needs no module outside those packages and
+    what they require (af664d2 imported jupytext, which CI's recording check then lacked)."""
+    script = r"""
+import importlib.abc, importlib.metadata as md, os, runpy, sys, sysconfig
+from importlib.machinery import PathFinder
+from packaging.requirements import Requirement
+wanted = [Requirement(line.split('#')[0].strip()).name
+          for line in open('tools/recorder-requirements.txt') if line.split('#')[0].strip()]
+seen = set()
+while wanted:
+    name = wanted.pop().lower().replace('_', '-')
+    if name in seen:
+        continue
+    seen.add(name)
+    for text in md.requires(name) or []:
+        need = Requirement(text)
+        if need.marker is None or need.marker.evaluate({'extra': ''}):
+            wanted.append(need.name)
+allowed = {top for top, dists in md.packages_distributions().items()
+           if any(d.lower().replace('_', '-') in seen for d in dists)}
+own, stdlib = (f'{os.getcwd()}/tools/', f'{os.getcwd()}/book/'), sysconfig.get_paths()['stdlib']
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        top = name.partition('.')[0]
+        if top in sys.stdlib_module_names or top in allowed:
+            return None
+        spec = PathFinder.find_spec(top)
+        if spec is None or (spec.origin or '').startswith((*own, stdlib)):  # the book's own code
+            return None
+        raise ImportError(f'not in the recorder environment: {top}')
+sys.meta_path.insert(0, Refuse())
+sys.argv = ['record_chapter.py', '--help']
+try:
+    runpy.run_path('tools/record_chapter.py', run_name='__main__')
+except SystemExit:
+    pass
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr[-600:]
