@@ -394,6 +394,24 @@ def test_the_instructor_edition_stops_at_an_answer_rounded_within_its_tolerance(
     _ran(Edition.INSTRUCTOR)  # the exact answers (a function's too) go through
 
 
+def test_the_instructor_check_cell_asks_self_check_for_exactness_in_one_call_per_check():
+    """The exactness assertion lives in coursebook/self_check.py (``exact``), which the
+    instructor's check cell calls once per answer: no digest arithmetic, no walrus, no value
+    computed twice in the generated cell. A function's rounded answer stops there too."""
+    cells = _editions(FUNCTION_CHAPTER)[Edition.INSTRUCTOR].cells
+    calls = [cell.source for cell in cells if "passes(" in cell.source and "def " not in cell.source]
+    assert calls and all(":=" not in source and "digest(" not in source for source in calls)
+    assert any('\nexact("tiny-grad", a.grad)' in source for source in calls)
+    assert any('\nexact("tiny-centred", centred)' in source for source in calls)
+    rounded = FUNCTION_CHAPTER.replace("[[-0.5, 0.5], [-0.5, 0.5], [-0.5, 0.5]]",
+                                       "[[-0.50004, 0.5], [-0.5, 0.5], [-0.5, 0.5]]", 1)
+    assert rounded != FUNCTION_CHAPTER
+    with pytest.raises(AssertionError, match=re.escape(
+            "check tiny-centred: its answer is not the value its cell computes, whose numbers "
+            "are [-0.5, 0.5")):
+        _ran(Edition.INSTRUCTOR, rounded)
+
+
 _ENTRY = re.compile(r"^=== cell \S+(?: \((student|instructor)\))?(?: \(varies\))? · ")
 
 

@@ -102,6 +102,21 @@ def passes(name: str, value) -> bool:
     return _whole(name, shape, entry["numbers"]) == entry["digest"]
 
 
+def exact(name: str, value) -> None:
+    """The instructor edition's check that ``value``, what the answer's cell computes, is the
+    stated answer to a step of the grid, not a rounding of it: the tolerance is centred on
+    the stated answer. For a check with inputs, ``value`` is the function."""
+    entry = CHECKS[name]
+    if "inputs" in entry:
+        value = results(entry, value)
+    if digest(name, value, entry["tolerance"]) != entry["digest"]:
+        numbers: list = []
+        canonical(value, numbers)
+        raise AssertionError(f"check {name}: its answer is not the value its cell computes, "
+                             f"whose numbers are {numbers}, but a rounding of it: write those "
+                             "in full, so that the tolerance is centred on them")
+
+
 def _mask(name: str, size: int) -> bytes:
     stream = b""
     while len(stream) < size:

@@ -108,25 +108,14 @@ def _function_tries(check: AnswerCheck) -> list[str]:
             for entry in getattr(check, field)]
 
 
-def _exact(check: AnswerCheck) -> str:
-    """The assertion that a check's stated answer is what its cell computes, to the step of
-    its grid: the tolerance is centred on the answer, so a rounded one would be lopsided."""
-    computed = (f'results(CHECKS["{check.name}"], {check.value})' if check.inputs
-                else check.value)
-    return (f'\nassert digest("{check.name}", {computed}, {check.tolerance!r}) == '
-            f'CHECKS["{check.name}"]["digest"], ("check {check.name}: its answer is not the '
-            f'value its cell computes, whose numbers are " + repr((canonical({computed}, '
-            '(_numbers := [])), _numbers)[1]) + ", but a rounding of it: write those in full, so '
-            'that the tolerance is centred on them")')
-
-
 def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.NotebookNode:
     if instructor:
         lines = ["# The answers above, through the students' checks."] + [
             f'check("{check.name}", {check.value})\n'
             f'assert passes("{check.name}", {check.value}), '
             f'"the answer of check {check.name} does not pass its own check"'
-            + _exact(check) + "".join(_function_tries(check)) for check in checks]
+            + f'\nexact("{check.name}", {check.value})' + "".join(_function_tries(check))
+            for check in checks]
     else:
         lines = ["# Check your answers: put each value in place of ... and run the cell."] + [
             f'check("{check.name}", ...)  # {" ".join(check.ask.split())}' for check in checks]
