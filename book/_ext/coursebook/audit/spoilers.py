@@ -15,7 +15,6 @@ from urllib.parse import urldefrag
 
 from bs4 import BeautifulSoup, Tag
 
-HIDDEN_CELL = "div.cell.tag_hide-output"
 _HIDDEN_CLASS, _NO_INPUT_CLASS = "tag_hide-output", "tag_remove-input"
 # An error or warning as Python prints it, anywhere on a line; the first words after it
 # identify it (not the whole message: a page's text, whitespace collapsed, is one line).
