@@ -460,3 +460,24 @@ def test_a_prepared_chapters_exhibit_cells_carry_their_field_and_check_in_their_
             expected and (expected.exhibit.key, expected.field, expected.line)), cell.source
     labels = {check_label(cell) for cell in notebook.cells}
     assert labels == {"", "fix ran", "same error as recorded"}
+
+
+def test_an_authors_cell_with_an_exhibits_code_is_named_at_its_own_line():
+    """A chapter may show an exhibit's failing code in a cell of its own: an error there
+    is the chapter's, named at its line, not the exhibit's (cells are paired with exhibits
+    by their note, not by their source)."""
+    from docutils import nodes
+
+    from coursebook.model.cell_notes import place_at
+    from coursebook.verify.chapter_checks import cell_problems
+
+    exhibit = next(e for wing in MUSEUM.values() for e in wing.exhibits if e.runs_in_every_build)
+    cells = [place_at(nbformat.v4.new_code_cell(exhibit.failing_code), 12)]
+    doctree = nodes.container()
+    shown = nodes.container(nb_element="cell_code", cell_index=0, cell_metadata={"tags": []})
+    shown += nodes.literal_block("TypeError: boom", "TypeError: boom", classes=["traceback"])
+    doctree += shown
+    [problem] = cell_problems(doctree, cells, False, None, MUSEUM)
+    assert problem.location is None and problem.line == 12
+    assert "raised an error it was not tagged for" in problem.message
+

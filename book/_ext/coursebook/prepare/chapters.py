@@ -5,7 +5,7 @@ Sphinx, which reads the page again when one changes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
@@ -20,9 +20,7 @@ from coursebook.model.claims import ChapterClaims, chapter_claims, one_cell_per_
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.museum import (
-    CellOrigin,
     Wing,
-    cell_origins,
     claim_sources,
     link_back_to_exhibits,
     place_museum,
@@ -76,7 +74,6 @@ def edition_of(app: Sphinx) -> Edition:
 @dataclass(frozen=True)
 class PreparedChapter:
     notebook: nbformat.NotebookNode
-    origins: dict[str, CellOrigin] = field(default_factory=dict)
     recorded: nbformat.NotebookNode | None = None
     recorded_with: str | None = None
     claims: ChapterClaims = ChapterClaims()
@@ -149,11 +146,10 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     # Before the answers go: what its checks ask and where it was taught.
     teaching = chapter_teaching(source, source_path)
     notebook = notebook_of_edition(source, source_path, edition_of(app), config.answer_space)
-    origins = cell_origins(museum, config.torch)
     claims = chapter_claims(notebook, claim_sources(museum))
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
-        return PreparedChapter(notebook, origins, claims=claims, teaching=teaching)
+        return PreparedChapter(notebook, claims=claims, teaching=teaching)
     recordings_dir = Path(config.recordings_dir)
     pinned = load_environments(environments_path(recordings_dir, chapter.name), config.machine_kinds)
     recordings = load_recordings(recordings_dir, chapter)
@@ -175,7 +171,7 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
                                            if notebook.cells[claim.index].source in recorded))
     where = (recorded_with(recordings) if edition_of(app) is Edition.INSTRUCTOR
              else plainly_recorded(chapter, recordings))
-    return PreparedChapter(attached.labelled, origins, attached.executed, where, claims, teaching)
+    return PreparedChapter(attached.labelled, attached.executed, where, claims, teaching)
 
 
 def _note_inputs(app: Sphinx, config: BookConfig,

@@ -11,9 +11,8 @@ from html import escape
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from coursebook.config import book_config
 from coursebook.execute.notebook_runs import without_digest
-from coursebook.model.museum import ExhibitError, check_cells
+from coursebook.model.museum import check_label
 from coursebook.model.outputs import normalise
 from coursebook.page_state import chapter_notebook
 from coursebook.prepare.chapters import edition_of
@@ -41,16 +40,10 @@ def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
     notebook = chapter_notebook(app.env, app.env.docname)
     if notebook is None:
         return
-    try:
-        checks = check_cells(book_config(app.config).museum())
-    except ExhibitError:
-        return  # the chapters that place the exhibits report it
     for cell in list(code_cells(doctree)):
         index = cell.get("cell_index")
-        if index is None or index >= len(notebook.cells):
-            continue
-        label = checks.get(notebook.cells[index].source)
-        if label is None:
+        label = check_label(notebook.cells[index]) if index < len(notebook.cells) else ""
+        if not label:
             continue
         if edition_of(app) is Edition.STUDENT:
             cell.parent.remove(cell)

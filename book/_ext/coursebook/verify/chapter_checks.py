@@ -26,7 +26,7 @@ from coursebook.execute.cached_chapters import report_folder, stopped_run
 from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, without_digest
 from coursebook.execute.shared_cache import cached_notebook
 from coursebook.model.faults import shown_path
-from coursebook.model.museum import CellOrigin
+from coursebook.model.museum import CellOrigin, Wing, origin_of
 from coursebook.model.cell_notes import source_line
 from coursebook.model.notebooks import RAISES_TAG, as_myst_nb_reads, cell_tags, first_line
 from coursebook.model.outputs import BARE_IMAGE
@@ -107,13 +107,13 @@ def _where(cell) -> dict:
 
 def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
                   succeeded: bool, traceback: str | None,
-                  origins: dict[str, CellOrigin] | None = None,
+                  museum: dict[str, Wing] | None = None,
                   stopped: StoppedRun | None = None,
                   report: Path | None = None) -> list[CellProblem]:
     """What went wrong in one executed chapter, in cell order.
 
     ``cells``: the notebook's, by myst-nb's cell index (a cell whose input is hidden is
-    still named); ``origins``: the cells exhibits added; ``stopped``: where a run that
+    still named); ``museum``: the exhibits, whose cells carry a note of their own; ``stopped``: where a run that
     timed out or lost its kernel stopped (no later cell is blamed); ``report``: the file
     that keeps the run's traceback.
     """
@@ -121,9 +121,9 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
         if stopped.cell_index is None:
             return [CellProblem(0, "(the first one)", stopped.what)]
         ran = [cell for cell in code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
-        return _problems(ran, cells, origins, report) + [
+        return _problems(ran, cells, museum, report) + [
             CellProblem(**_where(cells[stopped.cell_index]), what=stopped.what)]
-    problems = _problems(code_cells(doctree), cells, origins, report)
+    problems = _problems(code_cells(doctree), cells, museum, report)
     if not succeeded and not problems:
         problems.append(CellProblem(0, "(the notebook)", what=(
             f"failed to execute:\n      {_short(traceback or 'no traceback recorded')}")))
@@ -131,14 +131,13 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
 
 
 def _problems(rendered, cells: list[nbformat.NotebookNode],
-              origins: dict[str, CellOrigin] | None, report: Path | None) -> list[CellProblem]:
+              museum: dict[str, Wing] | None, report: Path | None) -> list[CellProblem]:
     problems: list[CellProblem] = []
     for cell in rendered:
-        source = cells[cell["cell_index"]].source
         tags = cell.get("cell_metadata", {}).get("tags", [])
         error = next((block.astext().strip() for block in cell.findall(nodes.literal_block)
                       if "traceback" in block.get("classes", [])), None)
-        origin = (origins or {}).get(source)
+        origin = origin_of(cells[cell["cell_index"]], museum) if museum else None
         if origin is not None and (error is not None) != (RAISES_TAG in tags):
             if not (problems and problems[-1].location and origin.field == "records"
                     and problems[-1].what.startswith(f"exhibit {origin.exhibit.key}:")):
@@ -172,7 +171,7 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
     kept = shown_path(_reports(app)[1].joinpath(*f"{env.docname}.err.log".split("/")))
     problems = cell_problems(doctree, prepared.notebook.cells,
                              bool(exec_data.get("succeeded")), exec_data.get("traceback"),
-                             prepared.origins, stopped_run(app),
+                             book_config(app.config).museum(), stopped_run(app),
                              kept if exec_data.get("traceback") else None)
     for problem in problems:
         logger.error("%s", problem.message,

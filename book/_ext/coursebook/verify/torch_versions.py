@@ -33,7 +33,7 @@ from sphinx.application import Sphinx
 from coursebook.config import book_config
 from coursebook.exhibit_checks import CHANGED_CLASS
 from coursebook.model.faults import BookError
-from coursebook.model.museum import ExhibitError, Wing, cell_origins, check_cells
+from coursebook.model.museum import ExhibitError, Wing, check_cells, origin_of
 from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import is_release, release, verified_versions, version_key
@@ -372,10 +372,9 @@ def _sections_of(env, chapter: str, museum) -> tuple[dict[str, tuple[str, str]],
         return {}, set()  # the chapter's own page reports it
     in_section = headings_above(notebook, getattr(env, "myst_config", None),
                                 ("", Path(chapter).name))
-    origins = cell_origins(museum, book_config(env.config).torch)
     keyed = keyed_cells(notebook)
     failing = {key.split(".")[0] for key, cell in keyed
-               if getattr(origins.get(cell.source), "field", "") == "failing_code"}
+               if getattr(origin_of(cell, museum), "field", "") == "failing_code"}
     return {key: in_section[id(cell)] for key, cell in keyed}, failing
 
 
