@@ -213,11 +213,8 @@ def cache_recording(cache_path: str | Path, source_path: str,
                     executed: nbformat.NotebookNode) -> None:
     """Put a chapter's recorded outputs into the cache under the notebook's own key, unless
     this build or an earlier one did."""
-    from jupyter_cache.base import CacheBundleIn
-
     if cached_record(cache_path, executed) is None:
-        insert(cache_path, CacheBundleIn(without_notes(executed), source_path,
-                                         data={"recorded": True}))
+        cache_run(cache_path, executed, source_path, {"recorded": True})
 
 
 def remove_record(cache_path: str | Path, pk: int) -> None:
