@@ -208,10 +208,9 @@ def test_the_qr_codes_decode_to_the_configured_addresses(handouts, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_planted_overflow_in_a_handout_fails_naming_the_chapter_file(tmp_path):
-    chapter_file = tiny_book_with_an_overflow(tmp_path)
-    code, log = build_handouts("student", chapter_file.parent, tmp_path / "build",
-                               tmp_path / "cache")
+def test_a_planted_overflow_in_a_handout_fails_naming_the_chapter_file(tmp_path, cache_copy):
+    chapter_file = tiny_book_with_an_overflow(tmp_path)  # prose: the cached run holds
+    code, log = build_handouts("student", chapter_file.parent, tmp_path / "build", cache_copy)
     assert code == 1
     problems = [line for line in log.splitlines() if line.startswith("pdf: ")]
     assert any("runs into the margin" in line for line in problems)
@@ -243,14 +242,16 @@ def test_a_short_cell_is_kept_on_one_page_with_its_output_and_a_long_one_may_bre
 
 @pytest.mark.slow
 def test_a_title_with_latex_specials_typesets_and_the_log_names_the_folder_and_audit(tiny_book,
-                                                                                     tmp_path):
+                                                                                     tmp_path,
+                                                                                     cache_copy):
     """One tiny handout: its chapter title, every LaTeX special in it, typesets as written;
     the log names the LaTeX folder and says what the answer audit found."""
     title = r"Datasets & loaders: 100% of x_1, #1 {a} ~b^c \d"
     chapter_file = tiny_book / "chapter.md"
     chapter_file.write_text(chapter_file.read_text().replace("# A tiny chapter", f"# {title}"))
-    code, log = build_handouts("student", tiny_book, tmp_path / "build", tmp_path / "cache")
+    code, log = build_handouts("student", tiny_book, tmp_path / "build", cache_copy)
     assert code == 0, log[-3000:]
+    assert "Executing notebook" not in log  # a prose change: the cached run holds
     pdf = tmp_path / "build" / "student" / "pdf" / "handouts" / "chapter.pdf"
     assert title in " ".join(pdf_text(pdf).split())
     assert "The LaTeX files are in" in log and "latexpdf" not in log

@@ -61,9 +61,9 @@ def test_the_build_is_named_on_the_instructor_pdfs_title_page_only(pdfs):
     assert any("executed with torch" in page for page in instructor[1:])  # the running header
 
 
-def test_a_planted_overflowing_line_fails_the_pdf(tmp_path):
-    chapter = tiny_book_with_an_overflow(tmp_path)
-    code, log = build_pdf("student", chapter.parent, tmp_path / "build", tmp_path / "cache")
+def test_a_planted_overflowing_line_fails_the_pdf(tmp_path, cache_copy):
+    chapter = tiny_book_with_an_overflow(tmp_path)  # prose: the cached run holds
+    code, log = build_pdf("student", chapter.parent, tmp_path / "build", cache_copy)
     assert code == 1
     assert "runs into the margin" in log and "Overfull \\hbox" in log
     # Each problem names the chapter file it lies in, not only the page.
