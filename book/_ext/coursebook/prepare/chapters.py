@@ -81,14 +81,13 @@ class PreparedChapter:
 
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
-                    torch_version: str, md_config=None, answer_spaces: bool = False,
+                    torch_version: str, md_config=None,
                     machine_kinds: dict[str, MachineKind] | None = None,
                     runtimes_file: str = "") -> nbformat.NotebookNode:
-    """A chapter's notebook for one edition, exhibits placed: what a machine executes.
-    ``answer_spaces``: the student handout's boxes (markdown only: same cached outputs)."""
+    """A chapter's notebook for one edition, exhibits placed: what a machine executes."""
     notebook = source_chapter(text, source_path, museum, torch_version, md_config,
                               machine_kinds, runtimes_file)
-    return notebook_of_edition(notebook, source_path, edition, answer_spaces)
+    return notebook_of_edition(notebook, source_path, edition)
 
 
 def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_version: str,
