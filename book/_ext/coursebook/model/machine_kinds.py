@@ -141,8 +141,8 @@ def environments_path(recordings_dir: Path, name: str) -> Path:
     return recordings_dir / f"{name}-environments.toml"
 
 
-def load_environments(path: Path, machines: dict[str, MachineKind],
-                      runtimes_file: Path | None = None) -> dict[str, list[RecordingEnvironment]]:
+def load_environments(path: Path,
+                      machines: dict[str, MachineKind]) -> dict[str, list[RecordingEnvironment]]:
     """A recorded chapter's environments, per kind; each kind's first one is its main one."""
     tables, file = read_toml(path, dict[str, tuple[RecordingEnvironment, ...]], MachineKindError)
     environments: dict[str, list[RecordingEnvironment]] = {}
@@ -162,7 +162,7 @@ def load_environments(path: Path, machines: dict[str, MachineKind],
                                       adds=shared.adds,
                                       runtime=environment.runtime or shared.runtime)
             elif environment.runtime:
-                named = runtime_named(environment.runtime, file, f"{where}.runtime", runtimes_file)
+                named = runtime_named(environment.runtime, file, f"{where}.runtime")
                 environment = replace(environment, requirements=tuple(named.requirements()),
                                       adds=tuple(f"{n}=={v}" for n, v in named.adds.items()))
             elif not environment.requirements:
