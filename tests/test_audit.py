@@ -224,13 +224,13 @@ def test_the_overlap_check_skips_only_inputs_that_passed(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_build_stops_on_an_answer_in_visible_text(tiny_book, tmp_path):
+def test_the_build_stops_on_an_answer_in_visible_text(tiny_book, tmp_path, cache_copy):
     from conftest import sphinx_build
 
     chapter = tiny_book / "chapter.md"
     chapter.write_text(chapter.read_text().replace("A worked example.",
                                                    f"A worked example. {ANSWER_SENTENCE}"))
-    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)  # prose: the cached run holds
     assert build.returncode != 0
     assert build.log.count("an answer passage also shows in student-visible text") == 1
     assert "chapter.md:" in build.log and "Traceback" not in build.log

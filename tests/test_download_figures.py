@@ -92,7 +92,8 @@ def test_the_check_sees_book_only_text_left_in_a_download():
 
 
 @pytest.mark.slow
-def test_a_built_download_links_each_figure_to_its_published_copy(tiny_book, tmp_path):
+def test_a_built_download_links_each_figure_to_its_published_copy(tiny_book, tmp_path,
+                                                                   cache_copy):
     import struct
     import zlib
 
@@ -112,7 +113,7 @@ def test_a_built_download_links_each_figure_to_its_published_copy(tiny_book, tmp
     chapter.write_text(chapter.read_text().replace(
         "A worked example.", "A worked example.\n\n```{figure} images/dot.png\n:alt: A dot\n\n"
                              "One dot.\n```", 1))
-    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy,  # prose: the cached run holds
                          settings={"html_baseurl": PUBLISHED})
     assert build.returncode == 0, build.log[-3000:]
     html = build.outdir / "html"
