@@ -88,10 +88,6 @@ CLAIMS_FOLDER = "claims"  # under the expected outputs' folder
 _ENTRY = "=== claim "
 
 
-def accepted_claims_path(expected_dir: Path, chapter: str) -> Path:
-    return shown_path(expected_dir / CLAIMS_FOLDER / f"{chapter}.txt")
-
-
 def claim_entry(claim: Claim) -> str:
     """How the file shows a claim: its sentence above its check."""
     check = claim.check if claim.check.lstrip().startswith("#") else (
@@ -226,7 +222,7 @@ def _accepted_claims(app: Sphinx, prepared: PreparedChapter) -> list[ClaimProble
     if not (config.verify_outputs or config.accept_outputs):
         return []
     docname, edition = app.env.docname, edition_of(app).value
-    path = accepted_claims_path(Path(app.srcdir, config.expected_dir), docname)
+    path = shown_path(Path(app.srcdir, config.expected_dir, CLAIMS_FOLDER, f"{docname}.txt"))
     claims = [c.claim for c in prepared.claims.checked if c.claim.sentence]
     if config.accept_outputs:
         if write_accepted_claims(path, Path(app.env.doc2path(docname)).name, edition, claims):
