@@ -254,7 +254,7 @@ def _reused(reuse: Path | None, notebook: nbformat.NotebookNode, cache: Path) ->
 
 
 def execute_shard(chapters: list[Chapter], versions: dict[str, str], shard: Shard, root: Path,
-                  history: Path, reuse: Path | None = None, progress=print) -> dict[str, float]:
+                  history: Path, reuse: Path | None = None) -> dict[str, float]:
     """Execute the shard's chapters into its cache, taking from ``reuse`` what it holds
     already; write its manifest. The seconds spent executing, per chapter."""
     shards = deal(chapters, shard.count, recorded_seconds(history))
@@ -265,8 +265,8 @@ def execute_shard(chapters: list[Chapter], versions: dict[str, str], shard: Shar
         ran = [0.0 if _reused(reuse, run.notebook, cache) else
                execute_into_cache(cache, run)[1] or 0.0 for run in chapter.notebooks.values()]
         seconds[chapter.name] = sum(ran)
-        progress(f"shard {shard}: {chapter.name}: {len(ran)} notebooks, "
-                 f"{seconds[chapter.name]:.1f} s executing")
+        print(f"shard {shard}: {chapter.name}: {len(ran)} notebooks, "
+              f"{seconds[chapter.name]:.1f} s executing")
     create_cache(cache)  # a shard dealt no chapter still hands over an (empty) cache
     manifest = {"shard": str(shard), "versions": versions,
                 "chapters": {c.name: sorted(c.notebooks) for c in mine}, "seconds": seconds}
