@@ -120,3 +120,22 @@ def test_the_preview_swaps_sphinx_autobuilds_builder_and_its_rebuilds_fork():
         "preview.fork_rebuilds()\n"
         "print(json.dumps(multiprocessing.get_start_method()))")
     assert method == "fork"
+
+
+def test_a_build_adds_its_source_suffixes_to_its_own_config_not_to_sphinxs_default():
+    """Sphinx adds the suffixes extensions register to ``config.source_suffix`` (priority
+    800), which, where conf.py sets none, was its shared default: a later build in the same
+    process (an xdist worker's forked build) read myst-nb's ``.py``, ``conf.py`` as a page."""
+    from sphinx.config import Config
+    from sphinx.registry import merge_source_suffix
+
+    from coursebook.process.next_build import own_source_suffix
+
+    default = Config.config_values["source_suffix"].default
+    before = dict(default)
+    config = Config({}, {})
+    app = type("App", (), {"config": config, "registry": type("R", (), {
+        "source_suffix": {".py": "myst-nb"}})()})()
+    own_source_suffix(app, config)
+    merge_source_suffix(app, config)
+    assert config.source_suffix == {**before, ".py": "myst-nb"} and default == before

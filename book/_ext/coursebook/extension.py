@@ -27,7 +27,8 @@ from coursebook.prepare.editions import Edition, box_code_answers
 from coursebook.process import freeze_long_lived_objects
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.next_build import (keep_config_as_given, mark_finished, mark_unfinished,
-                                           pages_to_write, pickle_config_as_given, restore_config)
+                                           own_source_suffix, pages_to_write,
+                                           pickle_config_as_given, restore_config)
 from coursebook.process.notebook_places import name_notebook_cells
 from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.downloads import (
@@ -98,6 +99,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     # 1. config-inited: the execution versions join the cache key, then the config is checked.
+    app.connect("config-inited", own_source_suffix, priority=100)
     app.connect("config-inited", set_execution_versions)
     app.connect("config-inited", BookConfig.build)
     app.connect("config-inited", leave_out_plain_scripts)  # a .py page is a percent script

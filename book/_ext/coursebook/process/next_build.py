@@ -31,6 +31,14 @@ MARKER = ".coursebook-unfinished"  # in the output folder while a build runs
 _write_every_page: weakref.WeakSet[Sphinx] = weakref.WeakSet()
 
 
+def own_source_suffix(app: Sphinx, config: Config) -> None:
+    """``config-inited``, before Sphinx adds the registered suffixes to it (priority 800): a
+    dict of its own. Where conf.py sets none, Sphinx adds them to its shared default, and the
+    next build in the same process (a test worker's) read myst-nb's, ``conf.py`` among them."""
+    if isinstance(config.source_suffix, dict):
+        config.source_suffix = dict(config.source_suffix)
+
+
 def keep_config_as_given(app: Sphinx, config: Config) -> None:
     """``config-inited``, last: a copy as Sphinx would pickle it."""
     _GIVEN[config] = pickle.loads(pickle.dumps(config, pickle.HIGHEST_PROTOCOL))
