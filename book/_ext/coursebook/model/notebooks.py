@@ -173,7 +173,7 @@ def chapter_files(folder: Path) -> list[tuple[Path, str]]:
         data = notebook_json(text)
         if data is not None and PROVENANCE_KEY in data.get("metadata", {}):
             continue  # a recording: its chapter has its cells
-        if is_chapter_source(text):
+        if data is not None or is_chapter_source(text):  # a notebook: parsed once
             found.append((path, text))
     return found
 

@@ -42,7 +42,8 @@ def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
         return
     for cell in list(code_cells(doctree)):
         index = cell.get("cell_index")
-        label = check_label(notebook.cells[index]) if index < len(notebook.cells) else ""
+        label = (check_label(notebook.cells[index])
+                 if index is not None and index < len(notebook.cells) else "")
         if not label:
             continue
         if edition_of(app) is Edition.STUDENT:
