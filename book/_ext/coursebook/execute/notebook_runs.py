@@ -21,6 +21,7 @@ import time
 import traceback
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path, PurePosixPath
 from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING
@@ -248,6 +249,13 @@ def cut(text: str) -> str:
     return f"{head}{marker}\n{tail}"
 
 
+def _stream_of(output: nbformat.NotebookNode) -> object:
+    """Adjacent outputs with the same key are one stream's pieces; any other output is alone."""
+    if output.get("output_type") == "stream":
+        return ("stream", output.get("name"))
+    return id(output)
+
+
 def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:
     """Shorten, in place, each output longer than :data:`LIMIT` (a stream merged first).
     A stream's pieces in a row become one, as Jupyter shows them: myst-nb's
@@ -255,13 +263,13 @@ def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:
     for cell in notebook.cells:
         if cell.get("cell_type") != "code" or not cell.get("outputs"):
             continue
-        joined = cell.outputs[:1]
-        for output in cell.outputs[1:]:
-            if (output.get("output_type") == joined[-1].get("output_type") == "stream"
-                    and output.get("name") == joined[-1].get("name")):
-                joined[-1].text += output.text
-            else:
-                joined.append(output)
+        joined = []
+        # Joined once per run: adding piece by piece copies the growing text each time.
+        for _, run in groupby(cell.outputs, key=_stream_of):
+            first, *rest = run
+            if rest:
+                first.text = "".join(piece.text for piece in (first, *rest))
+            joined.append(first)
         cell.outputs = joined
         streams = [o for o in cell.outputs if o.get("output_type") == "stream"]
         for name in {o.get("name") for o in streams}:
