@@ -166,19 +166,21 @@ def test_each_reader_reads_its_executing_chapter_last(tmp_path, chapters, pages)
 
     from myst_nb.core.config import NbParserConfig
 
-    from coursebook.execute.kernel_pool import spread_chapters_over_readers
+    from coursebook.execute.kernel_pool import plan_reading
     from coursebook.execute.notebook_runs import executes_when_read
 
     settings = NbParserConfig(execution_mode="cache")
 
     chapter_text = (BOOK / "pt01.md").read_text()
     for index in range(chapters):
-        (tmp_path / f"chapter{index}.md").write_text(chapter_text)
+        # Named to sort after the pages: a spread that ignores which pages execute then
+        # puts pages, not chapters, at the runs' ends.
+        (tmp_path / f"zchapter{index}.md").write_text(chapter_text)
     for index in range(pages):
         (tmp_path / f"page{index}.md").write_text(f"# Page {index}\n")
     docnames = sorted(path.stem for path in tmp_path.glob("*.md"))
     env = SimpleNamespace(doc2path=lambda docname: tmp_path / f"{docname}.md", mystnb_config=settings)
-    spread_chapters_over_readers(SimpleNamespace(parallel=2), env, docnames)
+    plan_reading(SimpleNamespace(parallel=2), env, docnames)
 
     runs = [[docnames[i] for i in chunk] for chunk in make_chunks(list(range(len(docnames))), 2)]
     executing = [[executes_when_read(tmp_path / f"{d}.md", settings) for d in run] for run in runs]

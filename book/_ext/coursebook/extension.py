@@ -10,8 +10,7 @@ from coursebook.audit.answer_leaks import check_answer_overlaps
 from coursebook.config import BookConfig, book_config, check_runtimes_file
 from coursebook.execute.cached_chapters import check_execution_cache, enter_cache, forget_failed_run
 from coursebook.execute.fill_cache import ChapterRuns, chapter_runs
-from coursebook.execute.kernel_pool import (check_kernel_server, spread_chapters_over_readers,
-                                            stop_kernel_server)
+from coursebook.execute.kernel_pool import plan_reading, stop_kernel_server
 from coursebook.execute.myst_nb_clients import import_for_reading
 from coursebook.execute.shared_cache import (extension_version, release_notebook_lock,
                                              set_execution_versions)
@@ -114,8 +113,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     # 3. env-get-outdated: Sphinx re-reads a chapter whose noted inputs changed, and every
     #    page when this extension changed (env_version below).
     # 4. env-before-read-docs, when there are pages to read.
-    for hook in (import_for_reading, check_execution_cache,
-                 check_kernel_server, spread_chapters_over_readers):
+    for hook in (import_for_reading, check_execution_cache, plan_reading):
         app.connect("env-before-read-docs", hook)
     # 5. source-read, per page: prepared, keyed, locked, run if the cache lacks it.
     app.connect("source-read", _read_edition_source)

@@ -223,13 +223,23 @@ def start_kernel_server(app: Sphinx) -> None:
                     cache, lock))
 
 
-def check_kernel_server(app: Sphinx, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``: the server stays if some page Sphinx is about to read is
-    a chapter that executes (by its file and myst-nb's settings: nothing is prepared yet)."""
-    if not _server:
+def plan_reading(app: Sphinx, env, docnames: list[str]) -> None:
+    """``env-before-read-docs``: which pages Sphinx is about to read are chapters that
+    execute (by their file and myst-nb's settings: nothing is prepared yet), worked out once
+    for the kernel server and for the readers."""
+    spread = app.parallel >= 2 and len(docnames) >= 2
+    if not (_server or spread):
         return
-    chapters = sum(executes_when_read(Path(env.doc2path(docname)), env.mystnb_config)
-                   for docname in docnames)
+    executing = {docname for docname in docnames
+                 if executes_when_read(Path(env.doc2path(docname)), env.mystnb_config)}
+    if _server:
+        _check_kernel_server(app, len(executing))
+    if spread:
+        _spread_chapters_over_readers(app.parallel, docnames, executing)
+
+
+def _check_kernel_server(app: Sphinx, chapters: int) -> None:
+    """The server stays if some page to read is a chapter that executes."""
     if chapters and Path(book_config(app.config).cache_path) == _server[0][1]:
         logger.info(f"cold cache: {chapters} chapter kernels forked from one server")
     else:
@@ -246,21 +256,18 @@ def stop_kernel_server(app: Sphinx, exception: Exception | None) -> None:
         lock.release()
 
 
-def spread_chapters_over_readers(app: Sphinx, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``: with ``-j``, chapters that execute go to different readers
-    (Sphinx hands each a run of consecutive pages), each at its run's end, so the other
-    pages are read while its kernel starts."""
-    if app.parallel < 2 or len(docnames) < 2:
-        return
+def _spread_chapters_over_readers(parallel: int, docnames: list[str],
+                                  executing: set[str]) -> None:
+    """With ``-j``, chapters that execute go to different readers (Sphinx hands each a run
+    of consecutive pages), each at its run's end, so the other pages are read while its
+    kernel starts."""
     from sphinx.util.parallel import make_chunks
 
-    chunks = make_chunks(list(range(len(docnames))), app.parallel)
+    chunks = make_chunks(list(range(len(docnames))), parallel)
     # Places counted from each run's end: every run's last place first, then the next.
     slots = [(chunk, len(chunks[chunk]) - 1 - back) for back in range(max(map(len, chunks)))
              for chunk in range(len(chunks)) if back < len(chunks[chunk])]
-    ordered = sorted(docnames,  # stable
-                     key=lambda docname: not executes_when_read(Path(env.doc2path(docname)),
-                                                            env.mystnb_config))
+    ordered = sorted(docnames, key=lambda docname: docname not in executing)  # stable
     runs: list[list[str]] = [[""] * len(chunk) for chunk in chunks]
     for docname, (chunk, place) in zip(ordered, slots):
         runs[chunk][place] = docname
