@@ -5,9 +5,18 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 
 from conftest import BOOK, EXHIBITS, ROOT, book_museum
-from coursebook.audit.own_words import SHARED_RUN, book_overlaps, prose_words
+from coursebook.audit.own_words import (
+    SHARED_RUN,
+    book_overlaps,
+    chapter_passages,
+    overlaps,
+    prose_words,
+    seed_runs,
+)
 
 COMMAND = "python tools/prose_overlap.py"
 
@@ -84,3 +93,19 @@ def test_shorter_runs_code_and_headings_are_exempt(tmp_path):
         f"\n{short}\n\n## {SENTENCE}\n\nAn error: `{SENTENCE}`\n\n```text\n{SENTENCE}\n```\n"),
         encoding="utf8")
     assert _overlaps(root, seeds) == []
+
+
+@pytest.mark.parametrize("top", ["", "---\njupytext:\n  text_representation:\n    format_name: myst\n"
+                                 "---\n\n```{code-cell} ipython3\nx = 1\n```\n\n"])
+def test_prose_in_an_admonition_with_options_is_named_at_its_own_line(tmp_path, top):
+    """The option lines (``:class:``, a YAML block) count: the body's prose is not named at
+    the admonition's first option (a plain page, and a chapter's markdown cell)."""
+    (tmp_path / "book").mkdir()
+    page = tmp_path / "book" / "page.md"
+    page.write_text(f"{top}# A page\n\n:::{{note}}\n:class: tip\n:name: a-note\n\n{SENTENCE}\n"
+                    f":::\n\n:::{{tip}}\n---\nclass: dropdown\n---\n{SENTENCE}\n:::\n",
+                    encoding="utf8")
+    seeds = _seed_folder(tmp_path, SENTENCE)
+    found = overlaps(chapter_passages(page, tmp_path), seed_runs(seeds.glob("*.txt")))
+    lines = [n for n, line in enumerate(page.read_text().splitlines(), 1) if line == SENTENCE]
+    assert [o.where for o in found] == [f"book/page.md:{line}" for line in lines]

@@ -6,16 +6,18 @@ math and roles are no prose; an inline code span is one word, so a quoted error 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 
 from coursebook.model.museum import Wing, prose_fields
-from coursebook.model.cell_notes import source_line
+from coursebook.model.cell_notes import line_within
 from coursebook.model.notebooks import is_chapter_source, read_chapter
 from coursebook.render.plain_markdown import split_options
 
@@ -62,22 +64,48 @@ def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:
     yield run
 
 
-def markdown_passages(text: str, source: str, first_line: int | None = None) -> Iterator[Passage]:
-    """The prose of a MyST text, named ``source:LINE`` given ``first_line`` (its line in
-    its file), else ``source`` (a TOML field)."""
-    in_heading = False
-    for token in PROSE_PARSER.parse(text):
-        line = None if first_line is None else first_line + (token.map[0] if token.map else 0)
-        if token.type in ("heading_open", "heading_close"):
-            in_heading = token.type == "heading_open"
-        elif token.type == "colon_fence":  # an admonition: its body is prose, its title a heading
+class Prose(NamedTuple):
+    """An inline token of prose (a heading's is none) and its line in the text (from 0)."""
+
+    line: int
+    inline: Token
+    paragraph: bool  # a paragraph's, not a table cell's
+    cited: bool  # a ``% source:`` comment follows it
+
+
+_SOURCE = re.compile(r"\s*source\s*:\s*https?://", re.I)
+
+
+def prose_of(markdown: str) -> Iterator[Prose]:
+    """The prose of a MyST text as myst-parser reads it, an admonition's body included."""
+    tokens = PROSE_PARSER.parse(markdown)
+    for index, token in enumerate(tokens):
+        if token.type == "colon_fence":  # its title is a heading; its options lines of none
             body = split_options(token.content)[1]
-            yield from markdown_passages(body, source, None if line is None else line + 1)
-        elif token.type == "inline" and not in_heading:
-            where = source if line is None else f"{source}:{line}"
-            for run in _inline_runs(token.children or []):
-                if run:
-                    yield Passage(where, tuple(w for w, _ in run), tuple(s for _, s in run))
+            start = token.map[0] + 1 + len(token.content.splitlines()) - len(body.splitlines())
+            yield from (prose._replace(line=start + prose.line) for prose in prose_of(body))
+        elif token.type == "inline" and tokens[index - 1].type != "heading_open":
+            after = next((later for later in tokens[index + 1:] if later.map), None)
+            yield Prose(token.map[0] if token.map else 0, token,
+                        tokens[index - 1].type == "paragraph_open", bool(
+                            after and after.type == "myst_line_comment"
+                            and _SOURCE.match(after.content)))
+
+
+def cell_lines(cell) -> Callable[[int], int]:
+    """The line of the author's file of a line (from 0) of a markdown cell's source."""
+    return lambda line: line_within(cell, len("".join(cell.source.splitlines(True)[:line])))
+
+
+def markdown_passages(text: str, source: str,
+                      line_of: Callable[[int], int] | None = None) -> Iterator[Passage]:
+    """The prose of a MyST text, named ``source:LINE`` given ``line_of`` (the line in its
+    file of a line of ``text``), else ``source`` (a TOML field)."""
+    for prose in prose_of(text):
+        where = source if line_of is None else f"{source}:{line_of(prose.line)}"
+        for run in _inline_runs(prose.inline.children or []):
+            if run:
+                yield Passage(where, tuple(w for w, _ in run), tuple(s for _, s in run))
 
 
 def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
@@ -85,11 +113,11 @@ def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
     text = path.read_text(encoding="utf8")
     name = str(path.relative_to(root))
     if not is_chapter_source(text):
-        yield from markdown_passages(text, name, 1)
+        yield from markdown_passages(text, name, lambda line: line + 1)
         return
     for cell in read_chapter(text).cells:
         if cell.cell_type == "markdown":
-            yield from markdown_passages(cell.source, name, source_line(cell))
+            yield from markdown_passages(cell.source, name, cell_lines(cell))
 
 
 def exhibit_passages(museum: dict[str, Wing], root: Path) -> Iterator[Passage]:

@@ -11,18 +11,16 @@ own cells, whose outputs are verified. Checked: a claim's fragment is in it. Cit
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from coursebook.audit.own_words import PROSE_PARSER
-from coursebook.model.cell_notes import line_within
+from coursebook.audit.own_words import cell_lines, prose_of
 from coursebook.model.claims import claim_blocks, find_in_prose, normalised, sentences_of
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import Wing, prose_fields
 from coursebook.model.notebooks import chapter_files, is_claim, read_chapter
 from coursebook.model.toml_files import line_of
-from coursebook.render.plain_markdown import split_options
 
 _LIBRARY = re.compile(r"`|\{term\}|\b(?:PyTorch|torch|autograd|JAX|jax|XLA|torchax|torch_xla|"
                       r"TPU|GPU|CUDA)\b")
@@ -47,24 +45,6 @@ class Unbacked:
         return f"{shown_path(self.path)}:{self.line}: {self.sentence}"
 
 
-_SOURCE = re.compile(r"\s*source\s*:\s*https?://", re.I)
-
-
-def _paragraphs(markdown: str) -> Iterator[tuple[int, str, bool]]:
-    """(its line in ``markdown``, from 0; its text; cited by a ``% source:`` comment right
-    after it) of each prose paragraph, as myst-parser reads it (an admonition's too)."""
-    tokens = PROSE_PARSER.parse(markdown)
-    for index, token in enumerate(tokens):
-        if token.type == "colon_fence":
-            body = split_options(token.content)[1]
-            start = token.map[0] + 1 + len(token.content.splitlines()) - len(body.splitlines())
-            yield from ((start + line, text, cited) for line, text, cited in _paragraphs(body))
-        elif token.type == "inline" and tokens[index - 1].type == "paragraph_open":
-            after = next((later for later in tokens[index + 1:] if later.map), None)
-            yield token.map[0], token.content, bool(
-                after and after.type == "myst_line_comment" and _SOURCE.match(after.content))
-
-
 def is_factual(sentence: str) -> bool:
     return (sentence.endswith(".") and bool(_LIBRARY.search(sentence))
             and not _INSTRUCTION.match(sentence.lstrip("*_ ")) and not _OWN_CELLS.search(sentence))
@@ -81,11 +61,11 @@ def _unbacked(markdown: str, held: set[str], path: Path,
     """``line_of``: the line of the file of a line of ``markdown`` (from 0)."""
     held = {normalised(sentence)[0] for sentence in held}
     found = []
-    for start, paragraph, cited in _paragraphs(markdown):
-        if cited:
+    for prose in prose_of(markdown):
+        if not prose.paragraph or prose.cited:
             continue
-        line = line_of(start)
-        for sentence in sentences_of(paragraph):
+        line = line_of(prose.line)
+        for sentence in sentences_of(prose.inline.content):
             if is_factual(sentence) and not _held(sentence, held) and not _CITES.search(sentence):
                 found.append(Unbacked(path, line, sentence))
     return found
@@ -108,8 +88,7 @@ def chapter_unbacked(path: Path, text: str) -> list[Unbacked]:
             prose = []
     # A paragraph's line: its cell's noted line, plus where it stands in the cell.
     return [u for cell in notebook.cells if cell.cell_type == "markdown"
-            for u in _unbacked(cell.source, held, path, lambda line, cell=cell: line_within(
-                cell, len("".join(cell.source.splitlines(keepends=True)[:line]))))]
+            for u in _unbacked(cell.source, held, path, cell_lines(cell))]
 
 
 def _field_line(path: Path, field: str, within: int) -> int:
