@@ -365,6 +365,17 @@ def test_a_page_that_does_not_prepare_is_one_line_naming_its_place(tiny_book, tm
     assert "draft.md:" in printed and "Traceback" not in printed
 
 
+def test_each_page_that_does_not_prepare_is_named_at_its_own_place(tiny_book, tmp_path):
+    """Two drafts failing alike: each is named by the error logged while it was read (the
+    build's log shows an error once, however many pages meet it)."""
+    _draft_that_fails_to_prepare(tiny_book)
+    shutil.copy(tiny_book / "draft.md", tiny_book / "second.md")
+    failed = read_book(tiny_book, book_conf_with(tmp_path / "conf"), Edition.STUDENT).failed
+    assert sorted(path.name for path in failed) == ["draft.md", "second.md"]
+    for path, message in failed.items():
+        assert f"{path.name}:" in message and "ERROR: " in message, message
+
+
 # Pages that a build of one edition executes or not, each for another reason: conf.py's
 # exclude_patterns for the instructor's tag, the page's top matter, myst-nb's patterns.
 EDITION_BOOK = {"runs": "", "student-only": "", "off": "mystnb:\n  execution_mode: 'off'\n",

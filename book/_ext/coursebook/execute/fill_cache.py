@@ -1,23 +1,21 @@
-"""What a build of each edition executes, as Sphinx reads the book; those chapters run
-into a cache without a build.
+"""What a build of each edition executes, as Sphinx reads the book; those chapters run into
+a cache without a build (shards, ``pytest book``).
 
-Shards and ``pytest book`` ask :func:`read_book`: Sphinx reads the book in this process
-with the edition's tags and :class:`ChapterRuns`, a builder that writes nothing and notes
-each run instead of running it (as ``sphinx.ext.doctest`` runs as a builder). Nothing else
-reads conf.py, tags or myst-nb's settings, so what they execute is what a build executes.
-
-Chapter execution split over machines (shards), their caches merged into the build's: shard
-``i/N`` executes its share of the chapters (both editions' notebooks) into
-``<root>/shard-<i>/.jupyter_cache``. Chapters are dealt by recorded execution time, longest
-first to the least loaded shard (with no record, by count); every shard deals alike. The
-merge checks the shards against the book as the build prepares it now, then copies their
-notebooks into the build's cache: the build executes nothing and verifies everything.
+:func:`read_book` has Sphinx read the book in this process with the edition's tags and
+:class:`ChapterRuns`, a builder that writes nothing and notes each run instead of running it
+(as ``sphinx.ext.doctest`` runs as a builder): nothing else reads conf.py, tags or myst-nb's
+settings. Shard ``i/N`` executes its share of the chapters (both editions' notebooks, dealt
+by recorded time, longest first to the least loaded shard) into
+``<root>/shard-<i>/.jupyter_cache``; the merge checks the shards against the book as the
+build prepares it now and copies their notebooks into the build's cache.
 """
 
 from __future__ import annotations
 
+import copy
 import io
 import json
+import logging
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,8 +49,7 @@ class BookReadError(Exception):
 
 @dataclass(frozen=True)
 class Run:
-    """A chapter as a build runs it: the notebook myst-nb reads (its cache key) and
-    myst-nb's settings for the page."""
+    """A chapter as a build runs it: the notebook myst-nb reads, myst-nb's settings for it."""
 
     path: Path
     notebook: nbformat.NotebookNode
@@ -65,8 +62,7 @@ class ChapterRuns(DummyBuilder):
 
     name = "chapter_runs"
     epilog = "Read the book as a build does; noted the chapters it runs, ran none."
-    # The tag Sphinx gives a build of this builder, given ahead so that this extension's
-    # setup, before any builder exists, starts no kernel server for it.
+    # Sphinx's tag for this builder, known before it exists: setup starts no kernel server.
     tag = f"builder_{name}"
 
     def init(self) -> None:
@@ -88,43 +84,59 @@ class BookRead:
         return self.runs.get(path.resolve())
 
 
-def _errors(log: str) -> list[str]:
-    from sphinx.util.console import strip_escape_sequences
+class _PageErrors(logging.Handler):
+    """The errors logged while each page is read, worded as Sphinx's warning stream words
+    them; every one (the stream shows an error once, however many pages meet it)."""
 
-    return [line for line in strip_escape_sequences(log).splitlines() if "ERROR: " in line]
+    def __init__(self, app: Sphinx) -> None:
+        from sphinx.util.logging import WarningLogRecordTranslator
+
+        super().__init__(logging.ERROR)
+        self.app, self.translator, self.pages = app, WarningLogRecordTranslator(app), {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        record = copy.copy(record)  # the stream translates the one it is handed
+        self.translator.filter(record)
+        page = self.app.env.temp_data.get("docname")
+        self.pages.setdefault(page, []).append(record.getMessage())
 
 
 def read_book(srcdir: Path, confdir: Path, edition: Edition) -> BookRead:
     """Sphinx's read of the book in ``srcdir`` (conf.py in ``confdir``) for ``edition``."""
     from sphinx.application import Sphinx
+    from sphinx.util.console import strip_escape_sequences
     from sphinx.util.docutils import docutils_namespace, patch_docutils
+    from sphinx.util.logging import NAMESPACE
 
     log = io.StringIO()
     tags = [ChapterRuns.tag, *([edition.value] if edition is Edition.INSTRUCTOR else [])]
     with TemporaryDirectory() as out, patch_docutils(confdir), docutils_namespace():
         try:
             app = Sphinx(str(srcdir), str(confdir), f"{out}/out", f"{out}/doctrees",
-                         ChapterRuns.name, status=None, warning=log, freshenv=True,
-                         tags=tags)
-            app.build()
+                         ChapterRuns.name, status=None, warning=log, freshenv=True, tags=tags)
         except SystemExit:  # a setting the build cannot use: its one line is logged
-            errors = _errors(log.getvalue())
-            raise BookReadError(errors[0] if errors else log.getvalue().strip()) from None
-    errors = _errors(log.getvalue())
+            text = strip_escape_sequences(log.getvalue())
+            raise BookReadError(next((line for line in text.splitlines() if "ERROR: " in line),
+                                     text.strip())) from None
+        errors = _PageErrors(app)
+        logging.getLogger(NAMESPACE).addHandler(errors)
+        try:
+            app.build()
+        finally:
+            logging.getLogger(NAMESPACE).removeHandler(errors)
     failed = {}
     for docname, state in page_states(app.env).items():
         if state.failed:
             path = Path(app.env.doc2path(docname)).resolve()
-            failed[path] = next((line for line in errors if path.name in line),
-                                errors[0] if errors else f"{path}: did not prepare")
+            failed[path] = errors.pages.get(docname, [f"{path}: did not prepare"])[0]
     return BookRead(book_config(app.config),
                     {run.path: run for run in app.builder.runs.values()}, failed)
 
 
 def execute_into_cache(cache_path: str | Path, run: Run
                        ) -> tuple[nbformat.NotebookNode, float | None]:
-    """The run's notebook with its outputs: from the cache, or executed once with
-    myst-nb's settings and cached. Also the seconds it took to execute (None: cached)."""
+    """The run's notebook with its outputs: from the cache, or executed once with myst-nb's
+    settings and cached; and the seconds it took to execute (None: cached)."""
     create_cache(cache_path)
     notebook = nbformat.from_dict(run.notebook)  # the read's stays as it was
     with notebook_lock(cache_path, notebook):  # a build may run it too
@@ -140,7 +152,6 @@ def execute_into_cache(cache_path: str | Path, run: Run
 
 
 MANIFEST = "shard.json"
-CACHE = ".jupyter_cache"
 
 
 class ShardError(Exception):
@@ -169,7 +180,7 @@ class Shard:
         return root / f"shard-{self.index}"
 
     def cache(self, root: Path) -> Path:
-        return self.folder(root) / CACHE
+        return self.folder(root) / ".jupyter_cache"
 
     @property
     def command(self) -> str:
@@ -186,8 +197,7 @@ class Chapter:
 
 
 def book_reads(book_dir: Path, conf_dir: Path) -> dict[Edition, BookRead]:
-    """Sphinx's read of the book for each edition; a chapter that does not prepare is the
-    build's one line."""
+    """Sphinx's read of the book for each edition; a page that does not prepare stops it."""
     reads = {edition: read_book(book_dir, conf_dir, edition) for edition in Edition}
     for read in reads.values():
         for message in read.failed.values():
@@ -202,18 +212,6 @@ def chapters_to_execute(reads: dict[Edition, BookRead]) -> list[Chapter]:
             chapter = chapters.setdefault(path, Chapter(path.stem, path))
             chapter.notebooks.setdefault(cache_key(read.book.cache_path, run.notebook), run)
     return sorted(chapters.values(), key=lambda chapter: chapter.name)
-
-
-def recorded_seconds(cache_path: Path) -> dict[str, float]:
-    """Each chapter's execution time as a cache recorded it (its notebooks' mean run)."""
-    if not (cache_path / "global.db").is_file():
-        return {}
-    runs: dict[str, list[float]] = {}
-    for record in open_cache(cache_path).list_cache_records():
-        seconds = (record.data or {}).get("execution_seconds")
-        if seconds is not None:
-            runs.setdefault(Path(record.uri).stem, []).append(float(seconds))
-    return {name: statistics.mean(times) for name, times in runs.items()}
 
 
 def deal(chapters: list[Chapter], count: int, seconds: dict[str, float]) -> dict[str, int]:
@@ -241,31 +239,31 @@ def _copy_notebook(source, record, target: Path) -> None:
                                  data=dict(bundle.record.data or {})))
 
 
-def _reused(reuse: Path | None, notebook: nbformat.NotebookNode, cache: Path) -> bool:
-    """Copy the notebook from the ``reuse`` cache into ``cache`` when it is there."""
-    if reuse is None or not (reuse / "global.db").is_file():
-        return False
-    record = cached_record(reuse, notebook)
-    if record is None:
-        return False
-    create_cache(cache)
-    _copy_notebook(open_cache(reuse), record, cache)
-    return True
-
-
 def execute_shard(chapters: list[Chapter], versions: dict[str, str], shard: Shard, root: Path,
                   history: Path, reuse: Path | None = None) -> dict[str, float]:
-    """Execute the shard's chapters into its cache, taking from ``reuse`` what it holds
-    already; write its manifest. The seconds spent executing, per chapter."""
-    shards = deal(chapters, shard.count, recorded_seconds(history))
+    """Execute the shard's chapters into its cache (dealt by the times ``history``, a cache,
+    recorded), taking what ``reuse`` holds; write its manifest. The seconds per chapter."""
+    runs: dict[str, list[float]] = {}  # each chapter's recorded runs
+    if (history / "global.db").is_file():
+        for record in open_cache(history).list_cache_records():
+            if (record.data or {}).get("execution_seconds") is not None:
+                runs.setdefault(Path(record.uri).stem, []).append(
+                    float(record.data["execution_seconds"]))
+    shards = deal(chapters, shard.count, {name: statistics.mean(t) for name, t in runs.items()})
     mine = [c for c in chapters if shards[c.name] == shard.index]
     cache = shard.cache(root)
+    reusable = reuse is not None and (reuse / "global.db").is_file()
     seconds: dict[str, float] = {}
     for chapter in mine:
-        ran = [0.0 if _reused(reuse, run.notebook, cache) else
-               execute_into_cache(cache, run)[1] or 0.0 for run in chapter.notebooks.values()]
-        seconds[chapter.name] = sum(ran)
-        print(f"shard {shard}: {chapter.name}: {len(ran)} notebooks, "
+        seconds[chapter.name] = 0.0
+        for run in chapter.notebooks.values():
+            record = cached_record(reuse, run.notebook) if reusable else None
+            if record is None:
+                seconds[chapter.name] += execute_into_cache(cache, run)[1] or 0.0
+            else:
+                create_cache(cache)
+                _copy_notebook(open_cache(reuse), record, cache)
+        print(f"shard {shard}: {chapter.name}: {len(chapter.notebooks)} notebooks, "
               f"{seconds[chapter.name]:.1f} s executing")
     create_cache(cache)  # a shard dealt no chapter still hands over an (empty) cache
     manifest = {"shard": str(shard), "versions": versions,
@@ -285,14 +283,12 @@ def merge_shards(chapters: list[Chapter], torch: str, count: int, root: Path,
             raise ShardError(f"shard {shard}'s cache is missing: {shown_path(cache)} (with "
                              f"{MANIFEST} beside it) should hold what it executed. Run "
                              f"`{shard.command}` (in CI: its execute job uploads it).")
-    manifests = {}
-    for shard in shards:
-        manifest = shard.folder(root) / MANIFEST
-        manifests[shard] = json.loads(manifest.read_text())
-        if manifests[shard]["shard"] != str(shard):
-            raise ShardError(f"{shown_path(manifest)} is shard {manifests[shard]['shard']}'s, not "
-                             f"shard {shard}'s: the shards were dealt for another count. "
-                             f"Run `{shard.command}`.")
+    manifests = {shard: json.loads((shard.folder(root) / MANIFEST).read_text()) for shard in shards}
+    for shard, manifest in manifests.items():
+        if manifest["shard"] != str(shard):
+            raise ShardError(f"{shown_path(shard.folder(root) / MANIFEST)} is shard "
+                             f"{manifest['shard']}'s, not shard {shard}'s: the shards were dealt "
+                             f"for another count. Run `{shard.command}`.")
     owner: dict[str, Shard] = {}
     for shard, manifest in manifests.items():
         for name in manifest["chapters"]:
@@ -318,8 +314,8 @@ def merge_shards(chapters: list[Chapter], torch: str, count: int, root: Path,
     for chapter in chapters:
         shard = owner.get(chapter.name)
         if shard is None:
-            raise ShardError(f"no shard executed chapter {chapter.name} ({shown_path(chapter.path)}): "
-                             f"the shards were dealt for other chapters. Run every "
+            raise ShardError(f"no shard executed chapter {chapter.name} "
+                             f"({shown_path(chapter.path)}): the shards were dealt for other chapters. Run every "
                              f"`make execute SHARD=I/{count}` again.")
         if any(key not in records[shard] for key in chapter.notebooks):
             raise ShardError(f"shard {shard} executed another version of chapter {chapter.name}: "
@@ -328,7 +324,6 @@ def merge_shards(chapters: list[Chapter], torch: str, count: int, root: Path,
                              f"Run `{shard.command}` again.")
     create_cache(target)
     for chapter in chapters:
-        shard = owner[chapter.name]
         for key in chapter.notebooks:
-            _copy_notebook(caches[shard], records[shard][key], target)
+            _copy_notebook(caches[owner[chapter.name]], records[owner[chapter.name]][key], target)
     return sum(len(chapter.notebooks) for chapter in chapters)
