@@ -141,6 +141,24 @@ def downloads() -> dict[str, nbformat.NotebookNode]:
             for name, notebook in _chapters().items()}
 
 
+def test_only_the_instructor_download_holds_the_exactness_check(downloads):
+    """``self_check.exact`` asserts the instructor's answers are exact: a student download's
+    table cell lacks it and still checks; an instructor download's check cells call it."""
+    tables = [cell.source for download in downloads.values() for cell in download.cells
+              if "def passes(" in cell.source]
+    assert tables and not [table for table in tables if "def exact(" in table]
+    namespace: dict = {}
+    exec(tables[0], namespace)
+    assert namespace["CHECKS"] and "passes" in namespace
+    text = (BOOK / "pt01.md").read_text(encoding="utf8")
+    chapter = edition_chapter(text, "pt01.md", Edition.INSTRUCTOR, book_museum(),
+                              torch.__version__, MD_CONFIG, machine_kinds=book_machine_kinds())
+    sources = [cell.source for cell in download_notebook(chapter, PlainMarkdown(_resolve),
+                                                         instructor=True).cells]
+    assert any("def exact(" in source for source in sources)
+    assert any("\nexact(" in source for source in sources)
+
+
 def needs_the_book(notebook: nbformat.NotebookNode) -> list[str]:
     """First lines of the cells that import the book's own package."""
     return [cell.source.splitlines()[0] for cell in notebook.cells

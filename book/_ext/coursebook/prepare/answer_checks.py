@@ -1,15 +1,15 @@
 """Checkable answers in each edition (:mod:`coursebook.model.answer_checks`).
 
-Student edition: where an answer cell with checks was, a cell of ``check("name", ...)``
-calls the student fills in, after a note and a table cell holding
-:mod:`coursebook.self_check` (digests and scrambled hints, no answer; hidden on the page,
-kept in downloads). Instructor edition: the answer cell, then the same calls with the value
-its code computed, each of which must say "correct", on every build. Every build also tries
-each check's ``accept`` and ``refuse`` lists (:func:`mistried`).
+Student: where an answer cell with checks was, ``check("name", ...)`` calls to fill in, after
+a note and a table cell holding :mod:`coursebook.self_check` (digests and scrambled hints;
+hidden on the page, kept in downloads). Instructor: the answer cell, then the same calls with
+the value its code computed, each of which must say "correct". Every build also tries each
+check's ``accept`` and ``refuse`` lists (:func:`mistried`).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -36,9 +36,8 @@ _TABLE_LINE = "CHECKS: dict[str, dict] = {}"
 
 def shown_hint(check: AnswerCheck) -> str:
     """What a wrong try shows: the hint, then the sections of the chapter that teach it."""
-    revisit = (" Revisit: " + ", ".join(f"“{title}”" for title in check.revisit) + "."
-               if check.revisit else "")
-    return check.hint.strip() + revisit
+    return check.hint.strip() + (" Revisit: " + ", ".join(
+        f"“{title}”" for title in check.revisit) + "." if check.revisit else "")
 
 
 def check_table(checks: list[AnswerCheck]) -> dict[str, dict]:
@@ -64,9 +63,18 @@ def setup_source(checks: list[AnswerCheck]) -> str:
             "# so nothing here gives an answer away. Run this cell once.\n" + body.rstrip())
 
 
+def without_exact(setup: str) -> str:
+    """A table cell as a student's download holds it: ``self_check.exact`` is for the
+    instructor's check cells only (the executed notebook keeps it: its key, the recordings)."""
+    exact = next(node for node in ast.parse(setup).body
+                 if isinstance(node, ast.FunctionDef) and node.name == "exact")
+    lines = setup.splitlines(keepends=True)
+    return "".join(lines[:exact.lineno - 1] + lines[exact.end_lineno + 2:])
+
+
 def mistried(checks: list[AnswerCheck]) -> list[AnswerCheckError]:
     """Each answer a check gets wrong (its answer or an ``accept`` entry refused, a ``refuse``
-    entry accepted), tried here with the table cell's own code."""
+    entry accepted), tried with the table cell's own code."""
     namespace: dict = {}
     exec(setup_source(checks), namespace)  # defines passes() and the filled-in table
     errors = []
@@ -95,8 +103,8 @@ def mistried(checks: list[AnswerCheck]) -> list[AnswerCheckError]:
 
 
 def _function_tries(check: AnswerCheck) -> list[str]:
-    """A function check's lists, tried in the chapter's kernel: a mismatch stops the
-    instructor build at this cell, naming the check and the entry."""
+    """A function check's lists, tried in the instructor's kernel: a mismatch stops the build
+    at this cell."""
     if not check.inputs:
         return []
     return [f'\nassert {"" if right else "not "}passes("{check.name}", {entry}), ' + repr(
@@ -123,8 +131,8 @@ def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.Noteboo
 
 
 def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
-    """The cells that follow a source cell in an edition: for an answer cell with checks, the
-    table (before the chapter's first check) and its check calls; else none."""
+    """The cells after a source cell in an edition: for an answer cell with checks, the table
+    (before the chapter's first check) and its check calls."""
     own = cell_checks(cell)
     if not own:
         return []
@@ -139,8 +147,8 @@ def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
 
 def place_checks(edition: nbformat.NotebookNode, source: nbformat.NotebookNode,
                  instructor: bool) -> None:
-    """Put the checks of ``source``'s answer cells into ``edition``, made from it (in
-    place): its cells are ``source``'s in order, less the answer cells for a student."""
+    """The checks of ``source``'s answer cells into ``edition`` (its cells, less a student's
+    answer cells), in place."""
     checks = notebook_checks(source)
     if not checks:
         return

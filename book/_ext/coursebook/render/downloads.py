@@ -1,25 +1,21 @@
 """What a reader can download: this edition's notebook and source, never the file on disk.
 
-Sphinx copies each page's file from disk into ``_sources/`` (that file holds the
-answers), and the theme offers an ``.ipynb`` only when launch buttons are on. Here each
-chapter page offers its edition's notebook, ready to run in Jupyter or Colab: no outputs,
-no cell that needs the book's own package, none of the claims' checks (the build's,
-never a reader's), plain Markdown instead of MyST, and each cell
-that raises on purpose wrapped so that "Run all" reaches the last cell (and every cell whose
-outcome the student predicts first, so that the wrapper never tells which of them fail). Its
-cells keep none of the build's metadata (tags, cache keys, reasons a cell is not verified): only the answer
-tag of an instructor's download. Each edition's ``_sources/`` holds, as the theme's ``.md``
-download, the same cells as one plain Markdown document (no notebook top matter, no
-directives; each collapsed block set aside to the end, so that nothing to predict is read
-ahead), and each other page's text as plain Markdown, as this edition reads it.
+Sphinx copies each page's file (with the answers) into ``_sources/``, and the theme offers
+an ``.ipynb`` only with launch buttons on. Here each chapter offers its edition's notebook,
+ready for Jupyter or Colab: no outputs, no cell that needs the book's package, no claim
+checks, plain Markdown for MyST, each cell that raises on purpose (and each whose outcome
+is predicted first, so the wrapper tells nothing) wrapped so that "Run all" reaches the end,
+no build metadata (but an instructor's answer tags). ``_sources/`` holds, as the theme's
+``.md`` download, the same cells as one plain Markdown document (collapsed blocks set aside
+to the end), and each other page as plain Markdown, as this edition reads it.
 """
 
 from __future__ import annotations
 
 import copy
 import io
-from dataclasses import replace
 import tokenize
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -27,21 +23,14 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 from coursebook.model.museum import REVEAL_TAG
-from coursebook.model.notebooks import (
-    ANSWER_TAG,
-    BOOK_ONLY_TAG,
-    RAISES_TAG,
-    cell_tags,
-    is_chapter_source,
-    is_claim,
-)
+from coursebook.model.notebooks import (ANSWER_TAG, BOOK_ONLY_TAG, RAISES_TAG, cell_tags,
+                                        is_chapter_source, is_claim)
 from coursebook.page_state import chapter_notebook, page_state_of
+from coursebook.prepare.answer_checks import SETUP_TAG, without_exact
 from coursebook.prepare.chapter_packages import install_cell
+from coursebook.prepare.chapters import edition_of
+from coursebook.prepare.editions import Edition
 from coursebook.render.plain_markdown import PlainMarkdown, Target, fenced
-
-# Notebook metadata that only the book's build reads.
-_BOOK_METADATA = ("jupytext", "coursebook")
-
 
 # How a caught cell begins, worded for a cell whose outcome the student predicts first: it
 # says what the wrapper does, not that the cell fails.
@@ -49,14 +38,9 @@ _CATCHING_NOTE = "# So that Run all goes on to the next cell, "
 
 
 def catching(source: str, raised: tuple[str, ...]) -> str:
-    """A cell's code inside ``try``/``except``: an error of one of the types ``raised`` is
-    printed, and the run goes on; any other (a student's ``NameError``, a failing ``assert``)
-    is raised whole, as anywhere else.
-
-    ``raised``: the types the chapter's cells raise on purpose, the same for every caught
-    cell of a chapter, so that the wrapper never tells which of them raise. Lines inside a
-    multi-line string keep their indentation (it is the string's text).
-    """
+    """A cell's code in ``try``/``except``: an error of a type in ``raised`` (the chapter's,
+    the same for each of its caught cells) is printed and the run goes on; any other is
+    raised. Lines inside a multi-line string keep their indentation (the string's text)."""
     inside_strings: set[int] = set()
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -77,15 +61,16 @@ def catching(source: str, raised: tuple[str, ...]) -> str:
 
 
 def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
-                      raised: tuple[str, ...] = ()) -> nbformat.NotebookNode:
-    """What a reader runs elsewhere, top to bottom, with Jupyter's "Run all"; ``raised``:
-    the error types its cells raise on purpose (none: no cell is caught)."""
+                      raised: tuple[str, ...] = (), instructor: bool = False
+                      ) -> nbformat.NotebookNode:
+    """What a reader runs elsewhere with "Run all"; ``raised``: the error types its cells
+    raise on purpose (none: no cell is caught)."""
     notebook = copy.deepcopy(notebook)  # the prepared chapter is shared by the build's hooks
     notebook.cells = [cell for cell in notebook.cells
                       if BOOK_ONLY_TAG not in cell_tags(cell) and not is_claim(cell)]
     if (installs := install_cell(notebook)) is not None:  # where it runs, it installs them
         notebook.cells.insert(0, installs)
-    for key in _BOOK_METADATA:
+    for key in ("jupytext", "coursebook"):  # read by the build only
         notebook.metadata.pop(key, None)
     # A recorded chapter names the machine's kernel; a reader has Python 3.
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
@@ -101,6 +86,8 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
             # the failing ones alone would answer "does it raise?" before the reader runs it.
             if raised and (RAISES_TAG in tags or REVEAL_TAG in tags):
                 cell.source = catching(cell.source, raised)
+            if SETUP_TAG in tags and not instructor:
+                cell.source = without_exact(cell.source)
         # An instructor's answer tag stays; the build's and myst-nb's tags, the cache key
         # and an ``unverified`` reason go: a reader's notebook carries no build metadata.
         cell.metadata = nbformat.from_dict({"tags": [ANSWER_TAG]} if ANSWER_TAG in tags else {})
@@ -111,7 +98,7 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
 
 
 def is_caught(cell: nbformat.NotebookNode) -> bool:
-    """Whether a download's cell is one :func:`catching` wrapped (told by its own text)."""
+    """Whether a download's cell is one :func:`catching` wrapped."""
     return cell.cell_type == "code" and cell.source.startswith(_CATCHING_NOTE)
 
 
@@ -120,12 +107,13 @@ SET_ASIDE_HEADING = "Kept for after your predictions"
 
 
 def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
-                      raised: tuple[str, ...] = ()) -> str:
-    """The ``.md`` download: the download notebook's cells as one plain Markdown document,
-    read as text. A text editor shows a ``<details>`` block open, so each one (an error to
-    predict, a reveal) is set aside, numbered, after the last cell, and its place names it."""
+                      raised: tuple[str, ...] = (), instructor: bool = False) -> str:
+    """The ``.md`` download: the download notebook as one plain Markdown document. A text
+    editor shows a ``<details>`` block open, so each (an error to predict, a reveal) is set
+    aside, numbered, after the last cell, and its place names it."""
     set_aside: list[tuple[str, str]] = []
-    cells = download_notebook(notebook, replace(markdown, set_aside=set_aside), raised).cells
+    cells = download_notebook(notebook, replace(markdown, set_aside=set_aside), raised,
+                              instructor).cells
     parts = [cell.source.strip("\n") if cell.cell_type == "markdown"
              else fenced(cell.source, "python") for cell in cells if cell.source.strip()]
     if set_aside:
@@ -150,15 +138,14 @@ def run_all(notebook: nbformat.NotebookNode, workdir: Path,
 
 
 def page_url(published_url: str, docname: str, anchor: str = "") -> str:
-    """A page's address on the published student book ("" when the book has none): a
-    download's links and a handout's QR code both point there."""
+    """A page's address on the published student book ("" when the book has none)."""
     if not published_url:
         return ""
     return f"{published_url.rstrip('/')}/{docname}.html" + (f"#{anchor}" if anchor else "")
 
 
 def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
-    """The converter for one page: cross-references resolved by Sphinx's own tables."""
+    """The converter for one page: references resolved by Sphinx's own tables."""
     labels, published = app.env.domains.standard_domain.labels, app.config.html_baseurl
 
     def resolve(role: str, target: str) -> Target | None:
@@ -172,8 +159,7 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
         docname, anchor, title = labels[target.lower()]
         return Target(title or target, page_url(published, docname, anchor))
 
-    def image_url(path: str) -> str:
-        """The published copy of an image the page shows (the HTML builder's _images/)."""
+    def image_url(path: str) -> str:  # the HTML builder's copy, in _images/
         if "://" in path:
             return path
         found = app.env.images.get(app.env.relfn2path(path, pagename)[0])
@@ -192,11 +178,11 @@ def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
     target = Path(app.outdir, "_sources", pagename + ".ipynb")
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(download_notebook(notebook, markdown_for(app, pagename),
-                                     page_state_of(app.env, pagename).raised), target)
+                                     page_state_of(app.env, pagename).raised,
+                                     edition_of(app) is Edition.INSTRUCTOR), target)
     context["ipynb_source"] = pagename + ".ipynb"
-    # The theme's other download is the page's source: a chapter in another format than
-    # MyST offers its .md document there too (Sphinx copies the file to this name, and
-    # replace_copied_sources writes the document over it).
+    # The theme's source download: a chapter in any format offers its .md document there
+    # (Sphinx copies the file to this name; replace_copied_sources writes over it).
     context["sourcename"] = _copied_source(app, pagename)
     context["page_source_suffix"] = DOCUMENT_SUFFIX
 
@@ -206,8 +192,7 @@ DOCUMENT_SUFFIX = ".md"
 
 
 def _copied_source(app: Sphinx, docname: str) -> str:
-    """The name under ``_sources/`` Sphinx copies a page's file to: a chapter's, its
-    document's (a notebook chapter's file is not offered as it is, its download is)."""
+    """The name under ``_sources/`` Sphinx copies a page's file to (a chapter's: its .md)."""
     suffix = (DOCUMENT_SUFFIX if chapter_notebook(app.env, docname) is not None
               else Path(app.env.doc2path(docname)).suffix)
     return docname + suffix + app.config.html_sourcelink_suffix
@@ -224,11 +209,8 @@ def colab_url(repository_url: str, branch: str, pagename: str) -> str:
 
 def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dict,
                      doctree) -> None:
-    """``html-page-context``, after the theme's buttons: "Open in Colab", when configured.
-
-    Colab opens the student notebook where the student HTML is published (the branch
-    ``coursebook_published_branch`` of ``coursebook_repository_url``), never a source.
-    """
+    """``html-page-context``, after the theme's buttons: "Open in Colab", which opens the
+    student notebook where the student HTML is published, when configured."""
     config = book_config(app.config)
     if not config.repository_url or "header_buttons" not in context or "ipynb_source" not in context:
         return
@@ -240,13 +222,9 @@ def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dic
 
 
 def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: overwrite the copied page files with the edition's text.
-
-    Sphinx copies a page's file when it writes the page; a copy that differs from the file
-    holds the edition's text already (the page was not written this build). A chapter's copy
-    becomes its download as one Markdown document (the ``.ipynb`` beside it written this build);
-    another page's, its text as plain Markdown, as this edition reads it.
-    """
+    """``build-finished``: each page file Sphinx copied this build (a copy that differs holds
+    the edition's text already) becomes the edition's: a chapter's, its .md download; another
+    page's, its text as plain Markdown."""
     if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
         return
     for docname in app.env.found_docs:
@@ -260,7 +238,8 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
             copied.write_text(markdown_for(app, docname).convert(text) + "\n", encoding="utf8")
         elif (prepared := chapter_notebook(app.env, docname)) is not None and notebook.is_file():
             copied.write_text(download_document(prepared, markdown_for(app, docname),
-                                                page_state_of(app.env, docname).raised),
+                                                page_state_of(app.env, docname).raised,
+                                                edition_of(app) is Edition.INSTRUCTOR),
                               encoding="utf8")
         else:
             copied.unlink()  # a chapter that failed to build: its file holds the answers
