@@ -1,6 +1,6 @@
-"""From a chapter file on disk to the notebook an edition executes, once per read at
-``source-read``; its other inputs (exhibits, machine kinds, recordings) are noted with
-Sphinx, which reads the page again when one changes.
+"""From a chapter file to the notebook an edition executes, once per read at ``source-read``;
+its other inputs (exhibits, machine kinds, recordings) are noted with Sphinx, which reads
+the page again when one changes.
 """
 
 from __future__ import annotations
@@ -11,43 +11,22 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
-from sphinx.util.matching import Matcher
+from sphinx.util.matching import get_matching_files
 
 from coursebook.config import BookConfig, book_config
 from coursebook.model.answer_checks import (AnswerCheckError, ChapterTeaching, chapter_teaching,
                                              notebook_checks)
+from coursebook.model.cell_notes import source_line
 from coursebook.model.claims import ChapterClaims, chapter_claims, one_cell_per_claim
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
-from coursebook.model.museum import (
-    Wing,
-    claim_sources,
-    link_back_to_exhibits,
-    place_museum,
-)
-from coursebook.model.cell_notes import source_line
-from coursebook.model.notebooks import (
-    CHAPTER_SUFFIXES,
-    RAISES_TAG,
-    SCRIPT_SUFFIX,
-    author_line,
-    first_line,
-    is_cell_script,
-    is_chapter_source,
-    note_output_keys,
-    read_chapter,
-    reads_as_json,
-)
-from coursebook.model.recordings import (
-    RecordingError,
-    attach_recordings,
-    load_recordings,
-    plainly_recorded,
-    recorded_chapter,
-    recorded_with,
-    recording_name,
-    recording_path,
-)
+from coursebook.model.museum import Wing, claim_sources, link_back_to_exhibits, place_museum
+from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUFFIX, author_line,
+                                        first_line, is_cell_script, is_chapter_source,
+                                        note_output_keys, read_chapter, reads_as_json)
+from coursebook.model.recordings import (RecordingError, attach_recordings, load_recordings,
+                                         plainly_recorded, recorded_chapter, recorded_with,
+                                         recording_name, recording_path)
 from coursebook.model.solutions import SolutionError
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.answer_checks import mistried
@@ -57,14 +36,6 @@ from coursebook.prepare.runtime_setup import place_runtime_setup
 from coursebook.reporting import report_book_error
 
 logger = logging.getLogger(__name__)
-
-
-class ChapterFormatError(BookError):
-    """A chapter whose tags contradict each other."""
-
-
-class UnverifiedNotebookError(BookError):
-    """A page myst-nb would execute in a format that is no chapter (``nb_custom_formats``)."""
 
 
 def edition_of(app: Sphinx) -> Edition:
@@ -103,7 +74,7 @@ def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_v
     link_back_to_exhibits(notebook, museum)
     hidden = hidden_raises_cells(notebook)
     if hidden:
-        raise ChapterFormatError(
+        raise BookError(
             f"a `{RAISES_TAG}` cell must show its error, but these cells also hide their "
             f"output (remove-cell/remove-output): {[first_line(cell) for cell in hidden]}. "
             "Drop one of the tags.", source_path, source_line(hidden[0]))
@@ -196,14 +167,14 @@ def _note_inputs(app: Sphinx, config: BookConfig,
 
 def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
                            ) -> PreparedChapter | None:
-    """``source-read``: this edition's chapter, prepared and kept in the page's state (None:
-    no chapter, or its error reported)."""
+    """``source-read``: this edition's chapter, prepared and kept in the page's state."""
     config = book_config(app.config)
     path = Path(app.env.doc2path(docname))
     try:
         if path.suffix not in CHAPTER_SUFFIXES \
                 and app.config.source_suffix.get(path.suffix) == "myst-nb":
-            raise UnverifiedNotebookError(
+            # A format myst-nb executes (nb_custom_formats) that is no chapter.
+            raise BookError(
                 "a notebook in this format would be executed and published unverified (no "
                 "expected outputs, no editions): bring it in as a chapter with `make chapter "
                 f"FROM={shown_path(path)}`, then remove it", path, 1)
@@ -231,20 +202,17 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
 
 
 def leave_out_plain_scripts(app: Sphinx, config) -> None:
-    """``config-inited``: a ``.py`` under the book's folder that is no percent script (a
-    helper module, say) is no page: left out, as ``exclude_patterns`` leaves a file out."""
-    excluded = Matcher(config.exclude_patterns)
-    for path in sorted(Path(app.srcdir).rglob(f"*{SCRIPT_SUFFIX}")):
-        parts = path.relative_to(app.srcdir).parts
-        if any(excluded("/".join(parts[:end])) for end in range(1, len(parts) + 1)):
-            continue  # in a folder left out (_ext), or left out itself
-        if not is_cell_script(path.read_text(encoding="utf8", errors="replace")):
-            config.exclude_patterns.append("/".join(parts))
+    """``config-inited``: a ``.py`` file Sphinx would read that is no percent script (a helper
+    module) is left out. The files are found as Sphinx's ``Project.discover`` finds them."""
+    found = get_matching_files(app.srcdir, config.include_patterns,
+                               [*config.exclude_patterns, *config.templates_path])
+    config.exclude_patterns.extend([
+        name for name in found if name.endswith(SCRIPT_SUFFIX) and not is_cell_script(
+            Path(app.srcdir, name).read_text(encoding="utf8", errors="replace"))])
 
 
 def name_the_authors_lines(app: Sphinx, doctree) -> None:
-    """``doctree-read``: each node at the author's line, so that Sphinx's later messages
-    name it."""
+    """``doctree-read``: each node at the author's line, for Sphinx's later messages."""
     prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
     if prepared is None:
         return

@@ -1,6 +1,6 @@
-"""The two editions of a chapter, chosen before anything is executed: the student edition
-drops the cells tagged ``answer``, so the student notebook is the one that runs, is cached
-and is rendered; the instructor edition keeps and boxes them.
+"""The two editions of a chapter, made before anything runs: the student's drops the cells
+tagged ``answer`` (its notebook is what runs, is cached and is rendered); the instructor's
+keeps and boxes them.
 """
 
 from __future__ import annotations
@@ -20,16 +20,14 @@ ANSWER_TITLE = "Instructor answer"
 ANSWER_CLASS = "instructor-answer"
 
 
-class Edition(enum.Enum):
-    """Who a build is for; the Sphinx tag ``instructor`` selects the instructor edition."""
-
+class Edition(enum.Enum):  # the Sphinx tag ``instructor`` selects the instructor's
     STUDENT = "student"
     INSTRUCTOR = "instructor"
 
 
 def _box_answer(cell) -> None:
-    """Wrap a markdown answer in an admonition, a leading heading left outside (docutils
-    allows no section in an admonition); its three opening lines are noted as the book's."""
+    """A markdown answer in an admonition, a leading heading outside (docutils allows no
+    section in one); its three opening lines are noted as the book's."""
     lines = cell.source.strip().splitlines()
     heading = lines[0] if lines and lines[0].startswith("#") else ""
     body = "\n".join(lines[1:] if heading else lines)
@@ -45,10 +43,9 @@ def _box_answer(cell) -> None:
 
 
 def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbformat.NotebookNode:
-    """The student notebook lacks the answer cells; the instructor's has every cell, its
-    markdown answers boxed (a gated solution's start and end unboxed: sphinx-exercise joins
-    them as siblings only). Both get their answers' checks. Code answers keep their source (it
-    is in the cache key): :func:`box_code_answers` boxes their rendered cells."""
+    """The student's lacks the answer cells; the instructor's has them, markdown ones boxed
+    (a gated solution's start and end not: sphinx-exercise joins them as siblings only), code
+    ones as they are (the cache key): :func:`box_code_answers` boxes them. Both get checks."""
     instructor = edition is Edition.INSTRUCTOR
     edited = copy.deepcopy(notebook)
     if not instructor:
@@ -60,18 +57,14 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbfor
     return edited
 
 
-# Tags that keep outputs off the page, so a promised error could not be seen.
-_HIDING_TAGS = frozenset({"remove-cell", "remove-output"})
-
-
 def hidden_raises_cells(notebook) -> list:
-    return [cell for cell in notebook.cells
-            if RAISES_TAG in cell_tags(cell) and set(cell_tags(cell)) & _HIDING_TAGS]
+    """The cells promising an error whose tags keep their outputs off the page."""
+    return [cell for cell in notebook.cells if RAISES_TAG in cell_tags(cell)
+            and {"remove-cell", "remove-output"} & set(cell_tags(cell))]
 
 
 def box_code_answers(doctree) -> None:
-    """Wrap each rendered code answer cell in an *Instructor answer* admonition, on the doctree
-    so that HTML and LaTeX both show the box."""
+    """Each rendered code answer in an admonition, on the doctree (for HTML and LaTeX)."""
     from docutils import nodes
 
     for cell in list(doctree.findall(nodes.container)):
