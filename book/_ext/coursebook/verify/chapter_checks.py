@@ -1,9 +1,6 @@
-"""Every executed cell did what its tags promise and showed what is expected, or the build stops.
-
-myst-nb and nbclient accept a ``raises-exception`` cell that does not raise, and in cache
-mode a failing notebook is only a warning: here either is a build error at the cell. Then
-every build compares each chapter's outputs with its expected ones
-(:mod:`coursebook.verify.expectations`).
+"""Every executed cell did what its tags promise and showed what is expected, or the build
+stops: myst-nb accepts a ``raises-exception`` cell that does not raise, and in cache mode a
+failing notebook is only a warning; here either is an error at the cell.
 """
 
 from __future__ import annotations
@@ -57,8 +54,7 @@ class CellProblem:
     line: int
     first_line: str
     what: str
-    # ``file:line`` of the exhibit that added the cell: where the fix goes, named instead.
-    location: str | None = None
+    location: str | None = None  # ``file:line`` of the exhibit that added the cell
 
     @property
     def message(self) -> str:
@@ -110,13 +106,9 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
                   museum: dict[str, Wing] | None = None,
                   stopped: StoppedRun | None = None,
                   report: Path | None = None) -> list[CellProblem]:
-    """What went wrong in one executed chapter, in cell order.
-
-    ``cells``: the notebook's, by myst-nb's cell index (a cell whose input is hidden is
-    still named); ``museum``: the exhibits, whose cells carry a note of their own; ``stopped``: where a run that
-    timed out or lost its kernel stopped (no later cell is blamed); ``report``: the file
-    that keeps the run's traceback.
-    """
+    """What went wrong in one executed chapter, in cell order. ``cells``: the notebook's,
+    by myst-nb's cell index; ``stopped``: where a run that timed out or lost its kernel
+    stopped (no later cell is blamed); ``report``: the file keeping the run's traceback."""
     if stopped is not None:
         if stopped.cell_index is None:
             return [CellProblem(0, "(the first one)", stopped.what)]
@@ -222,9 +214,9 @@ def raised_on_purpose(executed: nbformat.NotebookNode) -> tuple[str, ...]:
 
 
 def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
-    """``doctree-read``: the outputs of a chapter, kept with the page so that every build
-    (a warm one too, which reads nothing) compares them without opening the cache; and,
-    recorded or not, the error types it raises on purpose, which its downloads catch."""
+    """``doctree-read``: a chapter's outputs, kept with the page so that every build (a
+    warm one too) compares them without the cache; and the error types it raises on
+    purpose, which its downloads catch."""
     env = app.env
     prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
     chapter = page_state_of(env, env.docname)
@@ -257,8 +249,8 @@ _SUMMARY = "coursebook_output_summary"
 
 
 def compare_expected_outputs(app: Sphinx, env) -> None:
-    """``env-updated``, every build: each chapter's outputs against its expected outputs
-    (or written, when accepting); the duration is logged for ``make bench``."""
+    """``env-updated``: each chapter's outputs against its expected ones (written, when
+    accepting); the duration is logged for ``make bench``."""
     config = book_config(app.config)
     if not (config.verify_outputs or config.accept_outputs):
         return
@@ -356,8 +348,8 @@ def _fail(app: Sphinx, docname: str, line: int | None, message: str,
 
 
 def _reports(app: Sphinx) -> tuple[Path, Path]:
-    """Where myst-nb writes a failed notebook's traceback (in the published folder), and
-    where it is kept instead (one per output folder: HTML and PDF clear none of the other's)."""
+    """Where myst-nb writes a failed notebook's traceback (the published folder), and where
+    it is kept (one per output folder: HTML and PDF clear none of the other's)."""
     out = Path(app.outdir)
     return report_folder(app), out.parent / "reports" / out.name
 

@@ -1,11 +1,10 @@
 """Expected outputs: what each code cell must show, per torch version.
 
-``book/expected/torch-<version>/<chapter>.txt``, written by ``make accept-outputs`` and
-reviewed as a diff: per code cell, a header (its key and first line), then its shown text,
-indented. An entry marked ``(student)`` or ``(instructor)`` holds for that edition only;
-one marked ``(varies)`` is a pattern (:mod:`coursebook.verify.varying_outputs`). The file
-notes each edition's accepted run (:func:`run_digest`): another output from the same run
-varies between runs, and accepting it again would not help.
+``book/expected/torch-<version>/<chapter>.txt`` (``make accept-outputs``, reviewed as a
+diff): per code cell a header (key, first line), then its shown text, indented; an entry
+marked ``(student)`` or ``(instructor)`` holds for that edition only, ``(varies)`` is a
+pattern (:mod:`~coursebook.verify.varying_outputs`). Each edition's accepted run is noted
+(:func:`run_digest`): another output from the same run varies, accepting it would not help.
 """
 
 from __future__ import annotations
@@ -64,13 +63,10 @@ def expectations_path(expected_dir: Path, torch_version: str, chapter: str) -> P
 # --- What a cell shows -----------------------------------------------------------------
 
 def shown_text(cell: nbformat.NotebookNode) -> str:
-    """A code cell's outputs as the page shows them, as text, normalised.
-
-    An image counts by its text, where the book's figures put the data they draw (one
-    with only its repr is not compared: :data:`~coursebook.model.outputs.BARE_IMAGE`); an
-    HTML display by its HTML; a progress bar by what it shows last; an output too long for
-    a page by its start, its end and the digest of the whole.
-    """
+    """A code cell's outputs as the page shows them, as text, normalised: an image by its
+    text, where the book's figures put their data (a bare repr is not compared:
+    :data:`~coursebook.model.outputs.BARE_IMAGE`); HTML by its HTML; a progress bar by what
+    it shows last; an output too long for a page by its start, end and whole digest."""
     parts = []
     for output in cell.get("outputs", []):
         kind = output.get("output_type")
@@ -107,15 +103,15 @@ def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
 
 def keyed_cells(notebook: nbformat.NotebookNode,
                 downloaded: bool = False) -> list[tuple[str, nbformat.NotebookNode]]:
-    """Each cell of :func:`output_cells` with its key; ``downloaded``: not ``book-only`` ones."""
+    """Each of :func:`output_cells` with its key; ``downloaded``: not ``book-only`` ones."""
     return [(cell_key(cell), cell) for cell in output_cells(notebook)
             if not downloaded or BOOK_ONLY_TAG not in cell_tags(cell)]
 
 
 def cell_outputs(notebook: nbformat.NotebookNode,
                  ran: list[nbformat.NotebookNode] | None = None) -> list[CellOutput]:
-    """Each cell of :func:`output_cells` of an executed notebook with its key and shown
-    text; given ``ran`` (its download's code cells, as run), with what it showed there."""
+    """Each of :func:`output_cells` of an executed notebook with its key and shown text
+    (given ``ran``, its download's code cells as run: what it showed there)."""
     keyed = keyed_cells(notebook, downloaded=ran is not None)
     shown = [cell for _, cell in keyed] if ran is None else ran
     return [CellOutput(key, number, cell.source, shown_text(done),
@@ -128,20 +124,18 @@ def cell_outputs(notebook: nbformat.NotebookNode,
 @dataclass
 class Expectations:
     """Expected text per edition and cell key, in the chapter's cell order."""
-
     by_edition: dict[str, dict[str, str]] = field(
         default_factory=lambda: {edition: {} for edition in EDITIONS})
     first_lines: dict[str, str] = field(default_factory=dict)
-    # The keys, per edition, whose entry is marked ``(varies)``: a pattern.
     varying: dict[str, set[str]] = field(
-        default_factory=lambda: {edition: set() for edition in EDITIONS})
+        default_factory=lambda: {edition: set() for edition in EDITIONS})  # ``(varies)``
     runs: dict[str, str] = field(default_factory=dict)  # edition: its accepted run's digest
     lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (edition, key): line
 
 
 def run_digest(notebook: nbformat.NotebookNode) -> str:
-    """What decides a chapter's outputs: its code cells (the execution versions in their
-    metadata) and the platform."""
+    """What decides a chapter's outputs: its code cells (with the execution versions in
+    their metadata) and the platform."""
     cells = [[cell.source, {key: value for key, value in cell.metadata.items() if key != CELL_NOTE}]
              for cell in notebook.cells if cell.cell_type == "code"]
     return short_digest(json.dumps([platform.system(), platform.machine(), cells],
@@ -194,8 +188,7 @@ def read_expectations(path: Path) -> Expectations | None:
 def write_expectations(path: Path, expectations: Expectations,
                        order: Callable[[], list[str]], header: list[str]) -> bool:
     """Write the file (``order()``: the chapter's keys, asked only then); False when
-    nothing changed (the same outputs from another run: accepting one chapter rewrites no
-    other chapter's file)."""
+    nothing changed (accepting one chapter rewrites no other's file)."""
     old = read_expectations(path)
     if old is not None and ((old.by_edition, old.varying)
                             == (expectations.by_edition, expectations.varying)):
@@ -221,8 +214,8 @@ def write_expectations(path: Path, expectations: Expectations,
 
 def accept(expectations: Expectations | None, edition: str, outputs: list[CellOutput],
            run: str | None = None) -> Expectations:
-    """The expectations with this edition's outputs taken from ``run``; an entry marked
-    ``(varies)`` that the output still matches is kept, an edited cell's too."""
+    """This edition's outputs (from ``run``) accepted; a ``(varies)`` entry the output
+    still matches is kept, an edited cell's too."""
     updated = expectations or Expectations()
     old, marked = updated.by_edition[edition], updated.varying[edition]
     carried = _edited_marked_cells(old, marked, outputs)
@@ -240,10 +233,9 @@ def accept(expectations: Expectations | None, edition: str, outputs: list[CellOu
 
 def _edited_marked_cells(old: dict[str, str], marked: set[str],
                          outputs: list[CellOutput]) -> dict[str, str]:
-    """An edited cell (a new key) takes the pattern of a marked entry whose cell is gone
-    when its output matches that pattern and no other's: a mark survives an edit."""
-    present = {o.key for o in outputs}
-    gone = [key for key in marked if key not in present and key in old]
+    """An edited cell (a new key) takes the pattern of a marked entry whose cell is gone,
+    when its output matches that pattern and no other: a mark survives an edit."""
+    gone = [key for key in marked if key not in {o.key for o in outputs} and key in old]
     carried = {}
     for output in outputs:
         if output.key in old or output.unverified:
@@ -260,8 +252,8 @@ def patterns_outgrown(expectations: Expectations | None, edition: str,
     """The cells whose output no longer matches their ``(varies)`` entry."""
     if expectations is None:
         return []
-    old, marked = expectations.by_edition[edition], expectations.varying[edition]
-    return [o for o in outputs if o.key in marked and not o.unverified
+    old = expectations.by_edition[edition]
+    return [o for o in outputs if o.key in expectations.varying[edition] and not o.unverified
             and not matches(old[o.key], o.text)]
 
 
@@ -326,7 +318,7 @@ class Mismatch:
 
 def _replaced(expected: dict[str, str], outputs: list[CellOutput]) -> dict[str, str]:
     """For each cell without an entry, the entry of the code it replaced: between the
-    nearest cells that kept theirs, as many entries gone as cells new, paired in order."""
+    nearest cells that kept theirs, as many entries gone as new cells, paired in order."""
     entries = list(expected)  # the file's order, the chapter's
     place = {key: n for n, key in enumerate(entries)}
     now = {o.key for o in outputs}

@@ -1,17 +1,13 @@
 """Torch versions: where each chapter is verified, and what changed between versions.
 
-Every build verifies each chapter on its own torch; someone verifies it on another: on a
-runtime students use, from the student downloads (``make accept-outputs-runtime
-RUNTIME=colab-cpu``), or on a second torch (``make accept-outputs-torch TORCH=2.14.1``).
-There a chapter is **verified** (an entry for each cell the build torch's file has, and no
-other), **not yet verified** (no file: allowed, and said) or **stale** (said, and ``make
-test-fast`` fails); docs/authoring.md, "Not yet verified, or stale". The museum's check
-cells, the book's verdicts written per torch, are never compared.
-
-Each chapter's page names the versions it was verified on; ``{torch-version-changes}``
-lists each output that differs between consecutive versions, changed words in bold (print
-in black and white shows them), build tags, the torch release and C++ source lines set
-aside. The museum's "changed since" boxes get the same highlighting.
+Each build verifies a chapter on its torch; others are verified on a runtime students use,
+from the student downloads (``make accept-outputs-runtime RUNTIME=colab-cpu``), or on a
+second torch (``make accept-outputs-torch TORCH=2.14.1``): **verified** (an entry for each
+cell the build torch's file has, no other), **not yet verified** (no file: said) or
+**stale** (said; ``make test-fast`` fails): docs/authoring.md. The museum's check cells
+(verdicts written per torch) are never compared. ``{torch-version-changes}`` lists each
+output that differs between consecutive versions, changed words in bold (print in black and
+white shows them); build tags, the release and C++ source lines set aside.
 """
 
 from __future__ import annotations
@@ -58,7 +54,6 @@ TORCH_COMMAND = "make accept-outputs-torch TORCH={version}"
 @dataclass(frozen=True)
 class OtherTorch:
     """A torch the chapters are verified on besides the build's, and how."""
-
     torch: str
     label: str  # how pages name it: "Colab (torch 2.11.0)", "torch 2.14.1"
     command: str  # what records its expected outputs
@@ -90,7 +85,6 @@ class State(Enum):
 @dataclass(frozen=True)
 class Standing:
     """One chapter on one other torch."""
-
     chapter: str
     other: OtherTorch
     path: Path  # its expected outputs there (present or not)
@@ -137,9 +131,8 @@ def check_digests(museum: dict[str, Wing]) -> set[str]:
 
 def standing(chapter: str, other: OtherTorch, expected_dir: Path, build_torch: str,
              checks: set[str], book_only: set[str]) -> Standing | None:
-    """How ``chapter`` stands on ``other``; None when the build's torch has no expected
-    outputs for it (the build reports that). ``checks`` are never compared, nor, for a
-    runtime's downloads, ``book_only``."""
+    """How ``chapter`` stands on ``other`` (None: the build's torch has no file for it).
+    ``checks`` are never compared, nor, for a runtime's downloads, ``book_only``."""
     build = read_expectations(expectations_path(expected_dir, build_torch, chapter))
     if build is None:
         return None
@@ -160,20 +153,7 @@ def standing(chapter: str, other: OtherTorch, expected_dir: Path, build_torch: s
                     tuple(orphaned.values()))
 
 
-def standings(chapter: str, expected_dir: Path, build_torch: str, runtimes: tuple[Runtime, ...],
-              checks: set[str], book_only: set[str]) -> list[Standing]:
-    """How ``chapter`` stands on each other torch and runtime, oldest first."""
-    torches = {*verified_versions(expected_dir, chapter), *(r.torch for r in runtimes)}
-    found = (standing(chapter, other_torch(v, runtimes), expected_dir, build_torch, checks,
-                      book_only)
-             for v in sorted(torches - {release(build_torch)}, key=version_key))
-    return [s for s in found if s is not None]
-
-
 CHANGES_LABEL = "torch-versions"
-HIGHLIGHT_CLASS = "torch-diff-changed"
-
-
 # Where torch was built, not what it says: "2.13.0+cpu", "at /__w/.../TensorBody.h:493".
 _BUILD_TAG = re.compile(r"(\d+\.\d+(?:\.\d+)?)\+[\w.]+")
 _SOURCE_LINE = re.compile(r"(?:/[^\s:()]+/)?([\w.-]+\.(?:h|hpp|c|cc|cpp|cu|cuh)):\d+")
@@ -188,8 +168,8 @@ def comparable(text: str, version: str) -> str:
 
 def highlighted_block(runs: list[tuple[str, bool]]) -> nodes.literal_block:
     """A literal block whose changed runs are bold."""
-    children = [nodes.strong(text, text, classes=[HIGHLIGHT_CLASS]) if changed else nodes.Text(text)
-                for text, changed in runs]
+    children = [nodes.strong(text, text, classes=["torch-diff-changed"]) if changed
+                else nodes.Text(text) for text, changed in runs]
     # Sphinx highlights (and flattens to text) a block whose rawsource is its text, and
     # fills in an empty rawsource with the text: a marked-up one keeps the bold runs.
     marked = "".join(f"**{text}**" if changed else text for text, changed in runs)
@@ -214,9 +194,8 @@ def outputs_of_torch(torch: str, where: str) -> str:
 
 def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
                           running: str) -> None:
-    """Under a chapter's title: the torches and reader runtimes its outputs were verified
-    on, and a line with the command for each stale or not yet verified; in the student
-    edition, only the torch its outputs come from."""
+    """Under a chapter's title: the torches and reader runtimes it was verified on, and
+    the command for each stale or not yet verified (student edition: its torch only)."""
     config = book_config(app.config)
     expected_dir = Path(app.srcdir, config.expected_dir)
     versions = verified_versions(expected_dir, chapter)
@@ -228,16 +207,19 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
     for version in versions:
         app.env.note_dependency(str(expected_dir / f"torch-{version}" / f"{chapter}.txt"))
     prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
+    runtimes = config.reader_runtimes
     try:
-        others = standings(chapter, expected_dir, running, config.reader_runtimes,
-                           check_digests(config.museum()),
-                           left_out_of_downloads(prepared.notebook) if prepared else set())
+        checks = check_digests(config.museum())
+        book_only = left_out_of_downloads(prepared.notebook) if prepared else set()
+        torches = {*versions, *(r.torch for r in runtimes)} - {release(running)}
+        found = (standing(chapter, other_torch(v, runtimes), expected_dir, running, checks,
+                          book_only) for v in sorted(torches, key=version_key))
+        others = [s for s in found if s is not None]
     except (ExpectationsError, BookError):
         return  # the versions page and the chapter's own checks report it
     state.not_verified = [s.message() for s in others if s.state is not State.VERIFIED]
     verified = {s.other.torch for s in others if s.state is State.VERIFIED}
-    edition = edition_of(app).value
-    if edition == Edition.STUDENT.value:
+    if edition_of(app) is Edition.STUDENT:
         _under_title(doctree, [nodes.paragraph("", outputs_of_torch(running, "on this page"),
                                                classes=["verified-on"])])
         return
@@ -247,17 +229,15 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
             builds.append(f"{version} (this build)")
         elif version not in verified:
             continue
-        elif not (other := other_torch(version, config.reader_runtimes)).downloads:
+        elif not (other := other_torch(version, runtimes)).downloads:
             builds.append(version)
         else:  # a runtime's file holds the student download's cells, not the answers
             readers.append(other.label)
     shown = f"torch {', '.join(builds)}" + (
         f", and as the student download on {' and '.join(readers)}" if readers else "")
-    link = addnodes.pending_xref("", nodes.inline("", "what changed between torch versions"),
-                                 refdomain="std", reftype="ref", reftarget=CHANGES_LABEL,
-                                 refexplicit=True, refwarn=False)
     notes = [nodes.paragraph("", "", nodes.Text(f"Outputs verified against {shown}. See "),
-                             link, nodes.Text("."), classes=["verified-on"])]
+                             _link(CHANGES_LABEL, "what changed between torch versions"),
+                             nodes.Text("."), classes=["verified-on"])]
     notes += [nodes.paragraph("", "", nodes.Text(s.page_note()),
                               nodes.literal(s.other.command, s.other.command),
                               nodes.Text("."), classes=["verified-on", "not-verified"])
@@ -298,17 +278,17 @@ class TorchVersionChanges(Directive):
         edition = self.edition.value
         expected_dir = Path(env.srcdir, config.expected_dir)
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
-        for path in sorted(expected_dir.glob("torch-*/*.txt")):
+        files = sorted(expected_dir.glob("torch-*/*.txt"))
+        for path in files:
             env.note_dependency(str(path))
-        chapters = sorted({p.stem for p in expected_dir.glob("torch-*/*.txt")})
         museum, readers = config.museum(), config.reader_runtimes
         checks = check_digests(museum)
-        for chapter in chapters:
+        for chapter in sorted({p.stem for p in files}):
             versions = verified_versions(expected_dir, chapter)  # oldest first
             sections, records = (_sections_of(env, chapter, museum) if len(versions) > 1
                                  else ({}, set()))
             for old, new in zip(versions, versions[1:]):
-                before, after = (read_expectations(expected_dir / f"torch-{v}" / f"{chapter}.txt"
+                before, after = (read_expectations(expectations_path(expected_dir, v, chapter)
                                                    ).by_edition[edition] for v in (old, new))
                 found = rows.setdefault((old, new), [])
                 for key, text in after.items():
@@ -364,8 +344,8 @@ def _link(label: str, title: str) -> nodes.Node:
 
 
 def _sections_of(env, chapter: str, museum) -> tuple[dict[str, tuple[str, str]], set[str]]:
-    """Each code cell's key, with the label and title of the heading above it; and the keys
-    of the exhibits' failing code, whose own records show its change."""
+    """Each code cell's key with the (label, title) of the heading above it; the keys of
+    the exhibits' failing code, whose own records show its change."""
     try:
         notebook = instructor_chapter(env, chapter, getattr(env, "myst_config", None))
     except (OSError, BookError):
