@@ -118,6 +118,7 @@ def test_no_server_when_no_chapter_would_use_it(tiny_book, tmp_path):
     assert _no_kernel_left(tmp_path / "none-cache")
 
 
+@pytest.mark.slow  # starts a kernel server
 def test_a_kernel_another_build_took_outlives_the_build_that_started_it(tmp_path):
     """The pool is shared by builds on one cache; a kernel ends with the process that
     started it, so that process waits, at its end, while the kernel's taker lives."""
@@ -169,6 +170,7 @@ def _probe(kernel_run) -> dict:
     return json.loads(kernel_run(PROBE))
 
 
+@pytest.mark.slow  # starts a kernel server
 def test_a_forked_kernel_is_as_a_fresh_one_but_for_the_modules_imported_ahead(
         tmp_path, monkeypatch):
     """A kernel the server forks, against one jupyter_client starts: the same folder,
@@ -209,6 +211,7 @@ def test_a_forked_kernel_is_as_a_fresh_one_but_for_the_modules_imported_ahead(
     assert forked == fresh
 
 
+@pytest.mark.slow  # starts a kernel server
 def test_kernels_forked_from_one_server_share_no_state(tmp_path):
     """Each chapter runs in a kernel that ran nothing else: what one kernel imported,
     defined or drew at random is not in the next (Python's random reseeds at a fork)."""
@@ -229,6 +232,7 @@ def test_kernels_forked_from_one_server_share_no_state(tmp_path):
     assert not list(pool.glob("ready/*.json")) and _no_kernel_left(pool.parent)
 
 
+@pytest.mark.slow  # starts a kernel server
 def test_a_chapter_starts_its_own_kernel_when_the_server_is_gone(tmp_path):
     pool = tmp_path / "pool"
     make_pool(pool)
@@ -243,6 +247,7 @@ def test_a_chapter_starts_its_own_kernel_when_the_server_is_gone(tmp_path):
     assert not socket_folder.exists()
 
 
+@pytest.mark.slow  # starts a kernel server
 def test_no_kernel_is_forked_from_a_server_whose_imports_were_upgraded(tmp_path, monkeypatch):
     """A package upgraded while the preview's server runs (its files replaced): the
     server's kernels hold the old one, while the cache key names the new one. A chapter
@@ -284,6 +289,7 @@ def _build_with_a_kernel_server(pool: Path, env: dict | None = None) -> subproce
     return starter
 
 
+@pytest.mark.slow  # starts a kernel server
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGINT"])
 def test_a_stopped_build_leaves_no_socket_folder_of_its_kernel_server(tmp_path, signal_name):
     """A server's socket lies in a temporary folder of its own: stopped with its build
@@ -300,6 +306,7 @@ def test_a_stopped_build_leaves_no_socket_folder_of_its_kernel_server(tmp_path, 
     assert not list(tmp_path.glob("kernels-*"))
 
 
+@pytest.mark.slow  # starts a kernel server
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
 def test_a_chapter_whose_kernel_server_stopped_with_another_build_is_told_so(
         tmp_path, monkeypatch, signal_name):
@@ -338,6 +345,7 @@ def test_a_chapter_whose_kernel_server_stopped_with_another_build_is_told_so(
     assert "Jupyter" not in stopped.what, stopped.what
 
 
+@pytest.mark.slow  # starts a kernel server
 def test_a_stopped_build_leaves_no_kernel_it_took_from_another_builds_server(tmp_path):
     """The kernel a build took from the other build's server is no process of its own
     (the server forked it): stopped, the build cannot end it; the server does."""
@@ -390,6 +398,7 @@ def test_a_kernel_pid_that_comes_again_is_not_taken_for_the_ended_kernels(tmp_pa
 
 @pytest.mark.parametrize("folders", [["a-folder-deep-in-the-tree"] * 4, ["数" * 27]],
                          ids=["deep", "few characters, many bytes"])
+@pytest.mark.slow  # starts a kernel server
 def test_a_build_whose_temporary_folder_is_deep_still_forks_kernels(tmp_path, monkeypatch,
                                                                    folders):
     """A Unix socket's path holds 107 bytes: under a deep TMPDIR (pytest-xdist's test
@@ -410,6 +419,7 @@ def test_a_build_whose_temporary_folder_is_deep_still_forks_kernels(tmp_path, mo
         shutil.rmtree(top)
 
 
+@pytest.mark.slow  # starts a kernel server
 def test_a_server_whose_starter_dies_while_it_imports_ends_then(tmp_path):
     """A build killed while its server still imports torch (seconds, more under load) left
     the server running until the import was done (a stopped-build test saw it alive)."""
