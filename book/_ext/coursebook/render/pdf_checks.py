@@ -45,17 +45,20 @@ class Problem:
         return f"{self.chapter}: {self.what}" if self.chapter else self.what
 
 
-def overflowing_words(pdf: Path, side: float = SIDE_MARGIN_PT,
-                      top_bottom: float = TOP_BOTTOM_MARGIN_PT) -> list[Problem]:
-    xhtml = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], check=True,
-                           capture_output=True, text=True).stdout
+def _poppler(*command: str, check: bool = True) -> str:
+    return subprocess.run(command, check=check, capture_output=True, text=True).stdout
+
+
+def overflowing_words(pdf: Path) -> list[Problem]:
+    xhtml = _poppler("pdftotext", "-bbox", str(pdf), "-")
     tree = ElementTree.fromstring(re.sub(r"<!DOCTYPE[^>]*>", "", xhtml))
     problems = []
     for number, page in enumerate(tree.iter("{http://www.w3.org/1999/xhtml}page"), start=1):
         width, height = float(page.get("width")), float(page.get("height"))
         for word in page.iter("{http://www.w3.org/1999/xhtml}word"):
             x0, y0, x1, y1 = (float(word.get(k)) for k in ("xMin", "yMin", "xMax", "yMax"))
-            if x0 < side or x1 > width - side or y0 < top_bottom or y1 > height - top_bottom:
+            if (x0 < SIDE_MARGIN_PT or x1 > width - SIDE_MARGIN_PT
+                    or y0 < TOP_BOTTOM_MARGIN_PT or y1 > height - TOP_BOTTOM_MARGIN_PT):
                 problems.append(Problem(f"page {number}: {word.text!r} runs into the margin "
                                         f"(x {x0:.0f}-{x1:.0f} of {width:.0f} pt)", page=number))
     return problems
@@ -71,44 +74,43 @@ def log_problems(log: Path, limit: float = OVERFULL_LIMIT_PT) -> list[Problem]:
                 if float(m.group(1)) > limit]
     missing = dict.fromkeys(chr(int(code, 16)) for code in
                             re.findall(r"Missing character: There is no .*?\(U\+([0-9A-F]+)\)", text))
-    problems += [Problem(f"{log.name}: no font has {character!r} (U+{ord(character):04X})",
-                         character=character) for character in missing]
-    return problems
+    return problems + [Problem(f"{log.name}: no font has {character!r} (U+{ord(character):04X})",
+                               character=character) for character in missing]
 
 
 def unembedded_fonts(pdf: Path) -> list[Problem]:
-    table = subprocess.run(["pdffonts", str(pdf)], check=True, capture_output=True,
-                           text=True).stdout.splitlines()[2:]
     # Columns: name type [type...] encoding emb sub uni object ID; emb is 5th from the end.
-    return [Problem(f"font not embedded: {row.split()[0]}") for row in table
+    return [Problem(f"font not embedded: {row.split()[0]}")
+            for row in _poppler("pdffonts", str(pdf)).splitlines()[2:]
             if row.split() and row.split()[-5] != "yes"]
 
 
 def pdf_text(pdf: Path) -> str:
-    return subprocess.run(["pdftotext", "-layout", str(pdf), "-"], check=True,
-                          capture_output=True, text=True).stdout
+    return _poppler("pdftotext", "-layout", str(pdf), "-")
 
 
-def _document_starts_on_pages(pdf: Path, aux: Path,
-                              lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """(page, docname) where each document starts, from the .aux and ``pdfinfo -dests``;
-    documents on the same page in their ``.tex`` order (``lines``), the page the later one's."""
-    anchors = dict(re.findall(r"\\newlabel\{([^{}]+)::doc\}\{\{.*?\}\{.*?\}\{.*?\}\{(.+?)\}",
-                              aux.read_text(encoding="utf8", errors="replace")))
-    listing = subprocess.run(["pdfinfo", "-dests", str(pdf)], capture_output=True,
-                             text=True).stdout
-    pages = {name: int(page) for page, name in re.findall(r'^\s*(\d+) \[.*\] "(.*)"$',
-                                                          listing, re.M)}
-    order = {doc: number for number, doc in lines}
-    starts = sorted((pages[anchor], order.get(doc, 0), doc) for doc, anchor in anchors.items()
-                    if anchor in pages)
-    return [(page, doc) for page, _, doc in starts]
+def check_pdf(pdf: Path, log: Path) -> list[Problem]:
+    return overflowing_words(pdf) + log_problems(log) + unembedded_fonts(pdf)
 
 
 def document_starts_on_lines(tex: Path) -> list[tuple[int, str]]:
     lines = tex.read_text(encoding="utf8", errors="replace").splitlines()
     return [(number, match.group(1)) for number, line in enumerate(lines, start=1)
             for match in [re.search(r"\\label\{\\detokenize\{([^{}]+)::doc\}\}", line)] if match]
+
+
+def _document_starts_on_pages(pdf: Path, aux: Path,
+                              lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """(page, docname) where each document starts, from the .aux and ``pdfinfo -dests``;
+    documents on the same page in their ``.tex`` order (``lines``)."""
+    anchors = dict(re.findall(r"\\newlabel\{([^{}]+)::doc\}\{\{.*?\}\{.*?\}\{.*?\}\{(.+?)\}",
+                              aux.read_text(encoding="utf8", errors="replace")))
+    pages = {name: int(page) for page, name in re.findall(
+        r'^\s*(\d+) \[.*\] "(.*)"$', _poppler("pdfinfo", "-dests", str(pdf), check=False), re.M)}
+    order = {doc: number for number, doc in lines}
+    return [(page, doc) for page, _, doc in sorted(
+        (pages[anchor], order.get(doc, 0), doc) for doc, anchor in anchors.items()
+        if anchor in pages)]
 
 
 def document_at(starts: list[tuple[int, str]], position: int | None) -> str | None:
@@ -129,104 +131,78 @@ def locate_chapters(problems: list[Problem], pdf: Path, aux: Path, tex: Path,
             for problem, docname in zip(problems, docnames)]
 
 
-def check_pdf(pdf: Path, log: Path) -> list[Problem]:
-    return overflowing_words(pdf) + log_problems(log) + unembedded_fonts(pdf)
-
-
-FONTS_MODULE = "book/_ext/coursebook/render/pdf_fonts.py"
-
-
-@dataclass(frozen=True)
-class Place:  # where a character no font has was printed
-    where: str  # ``file:line``, or the file alone
-    what: str  # "the chapter's text holds", "the output of the cell `…` holds"
-
+# --- Where a character no font has was printed: (``file:line`` or the file, what holds it)
 
 def describe(character: str) -> str:
     """``'你' (U+4F60 CJK UNIFIED IDEOGRAPH-4F60)``: a terminal may not show the character."""
-    name = unicodedata.name(character, "")
-    if not name:
-        name = "private use" if unicodedata.category(character) == "Co" else "unassigned"
+    name = unicodedata.name(character, "") or (
+        "private use" if unicodedata.category(character) == "Co" else "unassigned")
     return f"'{character}' (U+{ord(character):04X} {name})"
 
 
-def _in_source(character: str, path: Path) -> Place | None:
+def _in_source(character: str, path: Path) -> tuple[str, str] | None:
     text = path.read_text(encoding="utf8", errors="replace") if path.is_file() else ""
     if character not in text:
         return None
-    return Place(f"{shown_path(path)}:{text.count(chr(10), 0, text.index(character)) + 1}",
-                 "the chapter's text holds")
+    return (f"{shown_path(path)}:{text.count(chr(10), 0, text.index(character)) + 1}",
+            "the chapter's text holds")
 
 
-def _cells(doctree: Path) -> list[dict]:
-    """Each code cell of a doctree: its line and its parts' text, by myst-nb's names."""
+def _in_outputs(character: str, path: Path, doctree: Path) -> tuple[str, str] | None:
     if not doctree.is_file():
-        return []
+        return None
     document = pickle.loads(doctree.read_bytes())  # as Sphinx wrote it, in this build
-    return [{"line": cell.line or 0, **{part.get("nb_element"): part.astext()
-                                        for part in cell.children
-                                        if isinstance(part, nodes.container)}}
-            for cell in document.findall(nodes.container) if cell.get("nb_element") == "cell_code"]
-
-
-def _in_outputs(character: str, path: Path, doctree: Path) -> Place | None:
-    for cell in _cells(doctree):
-        if character in cell.get("cell_code_output", ""):
-            code = nbformat.v4.new_code_cell(cell.get("cell_code_source", ""))
-            line = cell["line"]  # the author's line (coursebook.model.cell_notes)
+    for cell in document.findall(nodes.container):
+        parts = {part.get("nb_element"): part.astext() for part in cell.children
+                 if isinstance(part, nodes.container)}
+        if cell.get("nb_element") == "cell_code" \
+                and character in parts.get("cell_code_output", ""):
+            code = nbformat.v4.new_code_cell(parts.get("cell_code_source", ""))
             shown = f"the cell `{first_line(code)}`" if code.source else "a cell whose code is hidden"
-            return Place(f"{shown_path(path)}{f':{line}' if line else ''}",
-                         f"the output of {shown} holds")
+            # cell.line: the author's line (coursebook.model.cell_notes)
+            return (f"{shown_path(path)}{f':{cell.line}' if cell.line else ''}",
+                    f"the output of {shown} holds")
     return None
 
 
-def _in_tex(character: str, tex: Path, source_of: Callable[[str], Path]) -> Place | None:
+def _in_tex(character: str, tex: Path, source_of: Callable[[str], Path]) -> tuple[str, str] | None:
     lines = tex.read_text(encoding="utf8", errors="replace").splitlines() if tex.is_file() else []
     number = next((n for n, line in enumerate(lines, start=1) if character in line), None)
     if number is None:
         return None
     docname = document_at(document_starts_on_lines(tex), number)
     if docname is None:  # before the first document: the title page
-        return Place(f"{shown_path(tex)}:{number}", "the title pages hold")
-    return Place(str(shown_path(source_of(docname))), "a part the build adds holds")
-
-
-def place_of(character: str, docnames: Iterable[str], source_of: Callable[[str], Path],
-             doctrees: Path, tex: Path) -> Place | None:
-    """The first place that prints ``character``: a source line, a cell's output, the .tex."""
-    docnames = list(docnames)
-    places = chain((_in_source(character, source_of(doc)) for doc in docnames),
-                   (_in_outputs(character, source_of(doc), doctrees / f"{doc}.doctree")
-                    for doc in docnames))
-    return next(filter(None, places), None) or _in_tex(character, tex, source_of)
-
-
-def advice(characters: list[str]) -> str:
-    codes = " ".join(f"{ord(character):x}" for character in characters)
-    return (f"install a font that has {'them' if len(characters) > 1 else 'it'} "
-            f"(`fc-list ':charset={codes}' family` lists the installed ones), add its family to "
-            f"FALLBACK_FONTS in {FONTS_MODULE} and its Debian package to tools/pdf-packages.txt, "
-            f"or print something else")
+        return f"{shown_path(tex)}:{number}", "the title pages hold"
+    return str(shown_path(source_of(docname))), "a part the build adds holds"
 
 
 def locate_characters(problems: list[Problem], docnames: Iterable[str] | None,
                       source_of: Callable[[str], Path], doctrees: Path, tex: Path) -> list[Problem]:
     """The problems, the missing characters as one message per place that prints them:
-    ``file:line: the output of the cell `…` holds '…' (U+…)``.
-    ``docnames``: the documents to search, in order (None: every document of ``tex``)."""
+    ``file:line: the output of the cell `…` holds '…' (U+…)``, the first place of a source
+    line, a cell's output, the .tex. ``docnames``: the documents to search, in order (None:
+    every document of ``tex``)."""
     if docnames is None:
         docnames = [doc for _, doc in document_starts_on_lines(tex)] if tex.is_file() else []
     docnames = list(docnames)
-    at: dict[Place | None, list[str]] = {}
+    at: dict[tuple[str, str] | None, list[str]] = {}
     for problem in problems:
         if problem.character:
-            place = place_of(problem.character, docnames, source_of, doctrees, tex)
+            places = chain((_in_source(problem.character, source_of(doc)) for doc in docnames),
+                           (_in_outputs(problem.character, source_of(doc),
+                                        doctrees / f"{doc}.doctree") for doc in docnames))
+            place = next(filter(None, places), None) or _in_tex(problem.character, tex, source_of)
             at.setdefault(place, []).append(problem.character)
     fallbacks = ", ".join(font.family for font in FALLBACK_FONTS)
     located = [problem for problem in problems if not problem.character]
     for place, characters in at.items():
-        printed = ", ".join(describe(character) for character in characters)
-        what = (f"{place.what if place else 'the PDF holds'} {printed}, which no font of the "
-                f"PDF has, fallbacks included ({fallbacks}): {advice(characters)}")
-        located.append(Problem(what, chapter=place.where if place else ""))
+        codes = " ".join(f"{ord(character):x}" for character in characters)
+        where, what = place or ("", "the PDF holds")
+        located.append(Problem(
+            f"{what} {', '.join(map(describe, characters))}, which no font of the PDF has, "
+            f"fallbacks included ({fallbacks}): install a font that has "
+            f"{'them' if len(characters) > 1 else 'it'} (`fc-list ':charset={codes}' family` "
+            "lists the installed ones), add its family to FALLBACK_FONTS in "
+            "book/_ext/coursebook/render/pdf_fonts.py and its Debian package to "
+            "tools/pdf-packages.txt, or print something else", chapter=where))
     return located
