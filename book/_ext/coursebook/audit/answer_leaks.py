@@ -121,21 +121,17 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
                if path not in read and not {"_build", ".ipynb_checkpoints"} & set(path.parts)]
     if exhibits_dir is not None and exhibits_dir.is_dir():
         visible += [p.read_text(encoding="utf8") for p in sorted(exhibits_dir.rglob("*.toml"))]
-    # (source, shown text, is an answer, is markdown) of each cell, then of each other text
     chapter_cells = [cell for _, text in chapters for cell in read_chapter(text).cells]
-    cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
-             for cell in chapter_cells]
-    cells += [(text, text, False, False) for text in visible]
     # A check's question and tolerance, stated on its answer's cell, are shown to students
     # in the download's check cell: visible, never an answer's alone.
-    shown = [f"{check.ask} {check.tolerance!r}" for cell in chapter_cells
-             for check in cell_checks(cell)]
-    cells += [(text, text, False, False) for text in shown]
+    visible += [f"{check.ask} {check.tolerance!r}" for cell in chapter_cells
+                for check in cell_checks(cell)]
+    # (source, shown text, is an answer, is markdown) of each cell, then of each other text
+    cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
+             for cell in chapter_cells] + [(text, text, False, False) for text in visible]
     found = Fingerprints()
-    # Keyed by whether the text is an answer's.
-    runs: dict[bool, set[tuple[str, ...]]] = {True: set(), False: set()}
-    terms: dict[bool, set[str]] = {True: set(), False: set()}
-    stems: dict[bool, set[str]] = {True: set(), False: set()}
+    # Each keyed by whether the text is an answer's.
+    runs, terms, stems = ({True: set(), False: set()} for _ in range(3))
     for source, shown, answer, markdown in cells:
         terms[answer].update(_terms(source))
         runs[answer].update(_runs(fingerprint_words(shown)))
@@ -327,18 +323,17 @@ def _values(cell) -> set[str]:
 def source_cells(path: Path, text: str) -> SourceCells:
     """The cells of a chapter, or a whole other page as one prose cell."""
     if not is_chapter_source(text):
-        first = text.strip().splitlines()[0] if text.strip() else ""
-        values = {term for term in _terms(text) if term[0].isdigit() and _is_telling_term(term)}
         page = place_at(nbformat.v4.new_markdown_cell(text), 1)
-        return [(Place(path, 1, first, page), list(_runs(fingerprint_words(text))), [], values,
-                 False, True)]
+        return [(Place(path, 1, first_line(page), page), list(_runs(fingerprint_words(text))),
+                 [], _values(page), False, True)]
     return [(Place(path, source_line(cell), first_line(cell), cell),
              list(_runs(fingerprint_words(_cell_text(cell)))), _code_lines(cell), _values(cell),
              is_answer(cell), cell.cell_type == "markdown") for cell in read_chapter(text).cells]
 
 
 def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
-                    cells_of: Callable[[Path, str], SourceCells] = source_cells) -> list[AnswerOverlap]:
+                    cells_of: Callable[[Path, str], SourceCells] = source_cells
+                    ) -> list[AnswerOverlap]:
     """Each (answer cell, visible cell) pair sharing a passage no allowance covers: answer
     prose in any visible text, answer code in visible prose, each line of answer code in
     visible code, an answer's values (its checks' included) anywhere. An exercise's own
@@ -363,7 +358,8 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
     for place, runs, code_lines, cell_values, is_prose in answers:
         shared = [(run, prose.get(run) or (code.get(run) if is_prose else None)) for run in runs]
         shared += [(tuple(line.split()), lines.get(line)) for line in code_lines]
-        shared += [(tuple(fingerprint_words(value)), values.get(value)) for value in sorted(cell_values)]
+        shared += [(tuple(fingerprint_words(value)), values.get(value))
+                   for value in sorted(cell_values)]
         for run, visible in shared:
             passage = " " + " ".join(run) + " "
             if visible is None or any(passage in allowance for allowance in allowed):
@@ -373,10 +369,8 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
             for (answer, visible), run in found.items()]
 
 
-def _digest(*parts: str | bytes) -> str:
-    """The parts, each ended by a NUL, hashed whole."""
-    return short_digest(b"".join((part.encode("utf8") if isinstance(part, str) else part)
-                                 + b"\0" for part in parts), 64)
+def _digest(*parts: str) -> str:
+    return short_digest("".join(f"{part}\0" for part in parts), 64)
 
 
 def check_answer_overlaps(app, env) -> None:
@@ -397,7 +391,7 @@ def check_answer_overlaps(app, env) -> None:
     # The same inputs as a build that found nothing: nothing to find (the search took a
     # sixth of a warm build). Beside the doctrees, not in the environment, which Sphinx
     # saves only when it read a page.
-    rules = Path(__file__).read_bytes()
+    rules = Path(__file__).read_text(encoding="utf8")
     inputs = _digest(*(part for item in sorted(sources.items()) for part in map(str, item)),
                      *allowed, rules)
     passed = Path(app.doctreedir, "coursebook-answer-overlaps.sha256")

@@ -1,5 +1,5 @@
-"""The leak audit of a student notebook's answer-check tables: only a digest, a
-tolerance, a scrambled hint and the question, and no hint or question spelling the answer."""
+"""A student notebook's answer-check tables hold only a digest, a tolerance, a scrambled
+hint and the question, and no hint or question spells the answer."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from markdown_it.token import Token
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 
-from coursebook.model.museum import Wing, prose_fields
+from coursebook.model.museum import Exhibit, Wing, prose_fields
 from coursebook.model.cell_notes import line_within
 from coursebook.model.notebooks import is_chapter_source, read_chapter
 from coursebook.render.plain_markdown import split_options
@@ -120,13 +120,17 @@ def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
             yield from markdown_passages(cell.source, name, cell_lines(cell))
 
 
-def exhibit_passages(museum: dict[str, Wing], root: Path) -> Iterator[Passage]:
-    """The prose fields of every wing and exhibit (titles are headings), named by TOML
-    file and field."""
+def museum_prose(museum: dict[str, Wing]) -> Iterator[tuple[Wing | Exhibit, str, str]]:
+    """(wing or exhibit, field, text) of each prose field of the museum (titles are headings)."""
     for owner in [*museum.values(), *(e for wing in museum.values() for e in wing.exhibits)]:
-        for field, text in prose_fields(owner):
-            if field != "title":
-                yield from markdown_passages(text, f"{owner.path.relative_to(root)}: {field}")
+        yield from ((owner, field, text) for field, text in prose_fields(owner)
+                    if field != "title")
+
+
+def exhibit_passages(museum: dict[str, Wing], root: Path) -> Iterator[Passage]:
+    """The museum's prose, named by TOML file and field."""
+    for owner, field, text in museum_prose(museum):
+        yield from markdown_passages(text, f"{owner.path.relative_to(root)}: {field}")
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,8 @@ class SeedOverlap:
     shown: str  # the shared run, as the book words it
 
     def __str__(self) -> str:
-        return f"{self.where}: {len(self.shown.split())} words in common with {self.seed}: “{self.shown}”"
+        return (f"{self.where}: {len(self.shown.split())} words in common with {self.seed}: "
+                f"“{self.shown}”")
 
 
 def seed_runs(seeds: Iterable[Path], run: int = SHARED_RUN) -> dict[tuple[str, ...], str]:

@@ -1,9 +1,7 @@
-"""Spoilers in a built edition: an answer shown before the student has tried.
-
-A predict-then-reveal cell (tagged ``hide-output``) keeps its output in a closed
-``<details>``. A page still gives it away with such an output in view; with a link,
-placed before the cell, to a place that shows the error it reveals (read from the built
-pages, not a list of names); or with a figure without its code right after it.
+"""Spoilers in a built edition: a predict-then-reveal cell (``hide-output``, its output in
+a closed ``<details>``) given away by its output in view, by a link before it to a place
+showing the error it reveals (read from the built pages), or by a figure without its code
+right after it.
 """
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from coursebook.audit.own_words import cell_lines, prose_of
+from coursebook.audit.own_words import cell_lines, museum_prose, prose_of
 from coursebook.model.claims import claim_blocks, find_in_prose, normalised, sentences_of
 from coursebook.model.faults import shown_path
-from coursebook.model.museum import Wing, prose_fields
+from coursebook.model.museum import Wing
 from coursebook.model.notebooks import chapter_files, is_claim, read_chapter
 from coursebook.model.toml_files import line_of
 
@@ -101,14 +101,10 @@ def _field_line(path: Path, field: str, within: int) -> int:
 
 def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
     """The exhibits' and wings' unbacked factual sentences (not their titles)."""
-    found = []
-    for owner in [*museum.values(), *(e for wing in museum.values() for e in wing.exhibits)]:
-        held = {claim.sentence for claim in owner.claims}
-        for field, text in prose_fields(owner):
-            if field != "title":
-                found += _unbacked(text, held, owner.path, lambda within, field=field:
-                                   _field_line(owner.path, field, within))
-    return found
+    return [u for owner, field, text in museum_prose(museum)
+            for u in _unbacked(text, {claim.sentence for claim in owner.claims}, owner.path,
+                               lambda within, owner=owner, field=field:
+                               _field_line(owner.path, field, within))]
 
 
 def book_unbacked(book_dir: Path, museum: dict[str, Wing]) -> list[Unbacked]:
