@@ -1,10 +1,8 @@
-"""The students' answer checks, verified.
-
-Each check asks only what the book taught before it: every section its ``taught_in``
-names comes before it, in its chapter or an earlier one. Trials: cells appended to a
-student download (run in a replica of Colab, say) run each answer that lists checks,
-then call each check with the answer's value and its ``accept`` entries, which must say
-"correct", and its ``refuse`` entries, which must say "not yet" and the hint.
+"""The students' answer checks, verified: each asks only what the book taught before it
+(every section its ``taught_in`` names comes earlier). Trials, appended to a student
+download (run in a replica of Colab, say), run each answer that lists checks, then call
+each check with its value and ``accept`` entries ("correct") and ``refuse`` entries ("not
+yet" and the hint).
 """
 
 from __future__ import annotations
@@ -14,7 +12,12 @@ from dataclasses import dataclass
 import nbformat
 from sphinx.application import Sphinx
 
-from coursebook.model.answer_checks import AnswerCheck, cell_checks, notebook_checks, untaught_checks
+from coursebook.model.answer_checks import (
+    AnswerCheck,
+    cell_checks,
+    notebook_checks,
+    untaught_checks,
+)
 from coursebook.page_state import chapters_in_reading_order, page_states
 from coursebook.prepare.answer_checks import shown_hint
 from coursebook.reporting import report_book_error

@@ -1,14 +1,11 @@
 """Each claim still holds on this build's torch, or the build stops at its sentence.
 
-A claim's cell ran with the chapter (:mod:`coursebook.model.claims`): it held when it
-raised and printed nothing. A failed assert is one error at the sentence's line (an
-exhibit's: its TOML file's), never a traceback.
-
-A check holds its whole sentence, not only the fragment it quotes: checked claims are
+A claim's cell (:mod:`coursebook.model.claims`) held when it ran without raising or
+printing; a failed assert is one error at the sentence's line (an exhibit's: its TOML
+file's). A check holds its whole sentence, not only the fragment it quotes: claims are
 accepted as outputs are, in ``book/expected/claims/<chapter>.txt`` (each sentence above its
-check, keyed by a digest of both; for every torch). A claim not as accepted (a word changed
-outside the fragment included) or no longer made stops the build until ``make
-accept-outputs`` writes the file again and the diff is reviewed.
+check, keyed by a digest of both), and one not as accepted, or no longer made, stops the
+build until ``make accept-outputs`` writes the file again.
 """
 
 from __future__ import annotations
@@ -52,8 +49,8 @@ def _first_line(text: str) -> str:
 
 def claim_problems(claims: list[tuple[Claim, nbformat.NotebookNode]],
                    where: str) -> list[ClaimProblem]:
-    """What is wrong with each claim, given its check's cell as executed (``where``: "on
-    torch 2.13.0")."""
+    """What is wrong with each claim, given its check's cell as run (``where``: "on torch
+    2.13.0")."""
     problems = []
     for claim, cell in claims:
         said = f'the claim "{claim.says}"'
@@ -107,7 +104,7 @@ class AcceptedClaim:
 
 
 def read_accepted_claims(path: Path) -> dict[str, AcceptedClaim] | None:
-    """The accepted claims of a chapter by digest, with the editions that make each."""
+    """A chapter's accepted claims by digest, with the editions that make each."""
     if not path.is_file():
         return None
     found: dict[str, AcceptedClaim] = {}
@@ -148,7 +145,7 @@ def write_accepted_claims(path: Path, chapter: str, edition: str, claims: list[C
 
 def unaccepted_claims(accepted: dict[str, AcceptedClaim] | None, edition: str,
                       claims: list[Claim], path: Path) -> list[ClaimProblem]:
-    """Each claim not as accepted, beside the accepted entry that quotes the same fragment;
+    """Each claim not as accepted (beside the accepted entry quoting the same fragment),
     each accepted claim of this edition no longer made."""
     if accepted is None:
         return [ClaimProblem(claim, f"{len(claims)} checked claim(s) and no accepted claims in "
