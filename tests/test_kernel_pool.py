@@ -59,6 +59,20 @@ def test_a_chapter_myst_nb_would_not_run_is_none_to_execute(tmp_path):
         == [True, False, False]
     assert not executes_when_read(tmp_path / "runs.md", NbParserConfig(execution_mode="off"))
 
+
+def test_a_recorded_notebook_chapter_is_none_to_execute(tmp_path):
+    """A recorded chapter never runs in a build, an ``.ipynb`` one too: its recording is
+    named in the notebook's metadata, not in a YAML top matter (before 2026-12-05 it was
+    taken for a chapter to execute)."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+    nbformat.write(notebook, tmp_path / "runs.ipynb")
+    notebook.metadata["coursebook"] = {"recording": "bridges", "machine_kinds": ["cpu"]}
+    nbformat.write(notebook, tmp_path / "recorded.ipynb")
+    assert [executes_when_read(tmp_path / f"{name}.ipynb", CACHE_MODE)
+            for name in ("runs", "recorded")] == [True, False]
+
 def _pool(cache: Path, folder: str) -> list[Path]:
     return sorted((cache / "kernels" / folder).glob("*.json"))
 

@@ -142,11 +142,12 @@ def test_a_new_chapter_is_accepted_built_and_not_yet_verified_on_colab(tiny_book
 # --- Placement: after the last chapter that runs here, in the contents and the reading order ---
 
 def _recorded(book: Path) -> list[str]:
-    from coursebook.model.recordings import recording_name_in_source
+    from coursebook.model.notebooks import top_matter
+    from coursebook.model.recordings import recording_name
 
     return [n for n in _toctree(book / "index.md") if (book / f"{n}.md").is_file()
             and is_chapter_source((book / f"{n}.md").read_text())
-            and recording_name_in_source((book / f"{n}.md").read_text()) is not None]
+            and recording_name(top_matter((book / f"{n}.md").read_text())) is not None]
 
 
 def _reading_order(index: Path) -> list[str]:

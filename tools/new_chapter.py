@@ -31,8 +31,8 @@ use_book_environment()
 from markdown_it import MarkdownIt  # noqa: E402
 
 from coursebook.model.faults import shown_path  # noqa: E402
-from coursebook.model.notebooks import is_chapter_source  # noqa: E402
-from coursebook.model.recordings import recording_name_in_source  # noqa: E402
+from coursebook.model.notebooks import is_chapter_source, top_matter  # noqa: E402
+from coursebook.model.recordings import recording_name  # noqa: E402
 from import_chapter import Imported, NotALesson, book_form, read_lesson  # noqa: E402
 from import_chapter import chapter_text as imported_text  # noqa: E402
 
@@ -95,7 +95,7 @@ def with_chapter_listed(index: str, name: str, book: Path,
     else:
         chapters = [i for i in entries if _chapter(book, lines[i].strip()) is not None]
         core = [i for i in chapters
-                if recording_name_in_source(_chapter(book, lines[i].strip())) is None]
+                if recording_name(top_matter(_chapter(book, lines[i].strip()))) is None]
         places = core or chapters or entries
     at = places[-1] + 1 if places else len(lines)
     lines.insert(at, f"{name}\n")

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 import nbformat
 
-from coursebook.model.notebooks import CHAPTER_SUFFIXES, is_chapter_source, short_digest, top_matter
-from coursebook.model.recordings import recording_name_in_source
+from coursebook.model.notebooks import CHAPTER_SUFFIXES, short_digest, top_matter
+from coursebook.model.recordings import recording_name
 from coursebook.model.outputs import normalise
 
 if TYPE_CHECKING:
@@ -178,8 +178,9 @@ def executes_when_read(path: Path, settings: NbParserConfig) -> bool:
         return False
     text = path.read_text(encoding="utf8", errors="replace")
     try:
-        return (is_chapter_source(text) and recording_name_in_source(text) is None
-                and chapter_settings(settings, top_matter(text), str(path)) is not None)
+        matter = top_matter(text)
+        return (matter is not None and recording_name(matter) is None
+                and chapter_settings(settings, matter, str(path)) is not None)
     except Exception:  # noqa: BLE001 - reading the page reports what is wrong with it
         return False
 

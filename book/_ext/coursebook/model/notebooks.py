@@ -137,10 +137,17 @@ def notebook_json(text: str) -> dict | None:
     return data if is_notebook else None
 
 
-def top_matter(text: str) -> dict:
-    """A chapter's top matter, read alone: a Jupyter notebook's is its metadata."""
+def top_matter(text: str) -> dict | None:
+    """A chapter's top matter, its text read once (a notebook's metadata; a percent
+    script's: {}); None when the text is no chapter: a page is one when its top matter says
+    so (myst-nb's own rule), when it is a Jupyter notebook, which myst-nb always executes,
+    or a percent script."""
     data = notebook_json(text)
-    return data.get("metadata", {}) if data is not None else read_topmatter(text) or {}
+    if data is not None:
+        return data.get("metadata", {})
+    if is_myst_markdown_notebook(text):
+        return read_topmatter(text)
+    return {} if is_cell_script(text) else None
 
 
 def is_cell_script(text: str) -> bool:
@@ -156,10 +163,7 @@ def is_cell_script(text: str) -> bool:
 
 
 def is_chapter_source(text: str) -> bool:
-    """A page is a chapter notebook when its top matter says so (myst-nb's own rule), when
-    it is a Jupyter notebook, which myst-nb always executes, or a percent script."""
-    return is_myst_markdown_notebook(text) or notebook_json(text) is not None \
-        or is_cell_script(text)
+    return top_matter(text) is not None
 
 
 def chapter_files(folder: Path) -> list[tuple[Path, str]]:
@@ -170,10 +174,8 @@ def chapter_files(folder: Path) -> list[tuple[Path, str]]:
         if {"_build", "_ext", ".ipynb_checkpoints"} & set(path.parts):
             continue
         text = path.read_text(encoding="utf8")
-        data = notebook_json(text)
-        if data is not None and PROVENANCE_KEY in data.get("metadata", {}):
-            continue  # a recording: its chapter has its cells
-        if data is not None or is_chapter_source(text):  # a notebook: parsed once
+        matter = top_matter(text)
+        if matter is not None and PROVENANCE_KEY not in matter:  # not a recording
             found.append((path, text))
     return found
 

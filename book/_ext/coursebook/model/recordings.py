@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from myst_parser.config.main import read_topmatter
 
 from coursebook.model.answer_checks import CHECK_TAG
 from coursebook.model.cell_notes import source_line
@@ -46,16 +45,9 @@ class RecordingError(BookError):
     """A recording that is malformed, mislabelled or out of date."""
 
 
-def recording_name(notebook: nbformat.NotebookNode) -> str | None:
-    return _recording_in(notebook.metadata)
-
-
-def recording_name_in_source(text: str) -> str | None:
-    """The same, from a chapter's top matter alone (its cells are not read)."""
-    return _recording_in(read_topmatter(text) or {})
-
-
-def _recording_in(metadata: dict) -> str | None:
+def recording_name(chapter: nbformat.NotebookNode | dict) -> str | None:
+    """The recording a chapter's notebook, or its top matter alone, names (None: not one)."""
+    metadata = chapter.metadata if isinstance(chapter, nbformat.NotebookNode) else chapter
     return (metadata.get("coursebook") or {}).get("recording")
 
 
