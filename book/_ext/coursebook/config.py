@@ -1,8 +1,8 @@
 """The book's configuration: one typed object, registered once, read everywhere.
 
-Each setting of :class:`BookConfig` is a Sphinx config value ``coursebook_<field>``; its
-metadata says what Sphinx must redo when it changes. A build makes its :class:`BookConfig`
-once, checked, at ``config-inited``; :func:`book_config` gives it to every module.
+Each setting of :class:`BookConfig` is a Sphinx config value ``coursebook_<field>``, its
+metadata what Sphinx must redo when it changes. A build makes it once, checked, at
+``config-inited``; :func:`book_config` gives it to every module.
 """
 
 from __future__ import annotations
@@ -30,16 +30,16 @@ _PATHS = {"exhibits_dir": "folder", "machine_kinds_file": "file", "runtimes_file
 
 
 def execution_cache_path(outdir: str | Path, setting: str) -> str:
-    """The execution cache's folder as myst-nb resolves ``nb_execution_cache_path``
-    (myst_nb.sphinx_ext.create_mystnb_config; tests/test_config.py holds the two equal)."""
+    """The cache's folder as myst_nb.sphinx_ext.create_mystnb_config resolves it (before it
+    runs; tests/test_config.py holds the two equal)."""
     return setting or str(Path(outdir).parent.joinpath(".jupyter_cache").resolve())
 
 
 def _value(default, rebuild: str, doc: str):
-    metadata = {"rebuild": rebuild, "doc": doc}
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata=metadata)
-    return field(default=default, metadata=metadata)
+        return field(default_factory=lambda: type(default)(default),
+                     metadata={"rebuild": rebuild, "doc": doc})
+    return field(default=default, metadata={"rebuild": rebuild, "doc": doc})
 
 
 def _default(item: dataclasses.Field):
@@ -48,8 +48,6 @@ def _default(item: dataclasses.Field):
 
 @dataclass(frozen=True)
 class BookConfig:
-    """Everything the extension reads from ``conf.py``."""
-
     # --- Sources: exhibits, recordings, expected outputs ---------------------------------
     exhibits_dir: str = _value("exhibits", "env", "the error museum's exhibits, one folder per wing")
     recordings_dir: str = _value("book/recordings", "env", "committed recordings of recorded chapters")
@@ -95,16 +93,14 @@ class BookConfig:
 
     @classmethod
     def of(cls, config: Config | dict, cache_path: str = "") -> BookConfig:
-        """From a build's Config, or from conf.py's names outside a build (pytest, tools):
-        defaults where unset."""
+        """From a build's Config, or conf.py's names (tools), defaults where unset."""
         get = config.get if isinstance(config, dict) else partial(getattr, config)
         return cls(**{item.name: get(PREFIX + item.name, _default(item)) for item in cls.settings()},
                    cache_path=cache_path or get("nb_execution_cache_path", ""))
 
     @classmethod
     def build(cls, app: Sphinx, config: Config) -> None:
-        """``config-inited``, once the execution versions are set: this build's
-        BookConfig, checked, kept for :func:`book_config`."""
+        """``config-inited``, after the execution versions: this build's, checked."""
         book = cls.of(config, execution_cache_path(app.outdir, config.nb_execution_cache_path))
         problem = book.problem()
         if problem is not None:
@@ -140,13 +136,12 @@ class BookConfig:
                                   Path(self.runtimes_file) if self.runtimes_file else None)
 
     @cached_property
-    def reader_runtimes(self) -> tuple[Runtime, ...]:
-        """The runtimes readers use whose texts the pages show beside the build's."""
+    def reader_runtimes(self) -> tuple[Runtime, ...]:  # whose texts pages show beside ours
         return reader_runtimes(Path(self.runtimes_file)) if self.runtimes_file else ()
 
     def museum(self) -> dict[str, Wing]:
-        """The error museum, parsed once while its files stay as they are (every chapter
-        of a build places it; its files are each chapter's noted dependencies)."""
+        """The error museum, parsed again only when its files change (every chapter places
+        it)."""
         files = sorted(Path(self.exhibits_dir).glob("*/*.toml"))
         state = tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files)
         if state not in self._museums:
@@ -157,8 +152,8 @@ class BookConfig:
 
 
 def check_runtimes_file(app: Sphinx) -> None:
-    """``builder-inited``: a runtimes file that cannot be used is one error naming its
-    file, line and field; the build goes on without the runtimes and fails (``-W``)."""
+    """``builder-inited``: a runtimes file that cannot be used is one error at its line and
+    field; the build goes on without the runtimes, and fails (``-W``)."""
     path = book_config(app.config).runtimes_file
     if not path:
         return

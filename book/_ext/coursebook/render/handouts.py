@@ -1,10 +1,8 @@
-"""Lab handouts: one printable LaTeX document per chapter (``coursebook_handouts``).
-
-The LaTeX builder writes ``<chapter>.tex`` per chapter instead of the whole book, each
-with a cover, ``<chapter>-cover.tex`` (course, chapter, edition, the torch its outputs
-come from; for the instructor also the build date and commit; QR codes to the page and
-its Colab notebook), and ``handouts.json`` for ``tools/build_pdf.py``. A short code cell
-stays on one page with its output.
+"""Lab handouts (``coursebook_handouts``): the LaTeX builder writes a ``<chapter>.tex`` per
+chapter, each with a cover, ``<chapter>-cover.tex`` (course, chapter, edition, the torch of
+its outputs; the instructor's also the build date and commit; QR codes to the page and its
+Colab notebook), and ``handouts.json`` for ``tools/build_pdf.py``. A short code cell stays
+on one page with its output.
 """
 
 from __future__ import annotations
@@ -30,11 +28,10 @@ from coursebook.render.downloads import colab_url, page_url
 from coursebook.verify.chapter_checks import code_cells
 from coursebook.verify.torch_versions import outputs_of_torch
 
-MANIFEST = "handouts.json"
+MANIFEST = "handouts.json"  # for tools/build_pdf.py
 # A code cell with its output up to this many lines is kept on one page; a longer one
 # may break (it would leave a gap of most of a page).
 KEEP_TOGETHER_LINES = 28
-QR_WIDTH = "3.6cm"
 
 
 @dataclass(frozen=True)
@@ -58,8 +55,8 @@ def handouts(app: Sphinx, env) -> list[Handout]:
 
 
 def set_handout_documents(app: Sphinx, env) -> list[str]:
-    """``env-updated`` (before the LaTeX builder takes its documents). "howto": a
-    chapter's sections run on; the title is LaTeX there, escaped."""
+    """``env-updated``, before the LaTeX builder takes its documents ("howto": a chapter's
+    sections run on; the title is LaTeX there)."""
     if book_config(app.config).handouts and app.builder.name == "latex":
         app.config.latex_documents = [
             (handout.docname, handout.target, escape(handout.title, app.config.latex_engine),
@@ -81,34 +78,26 @@ def _provenance(app: Sphinx, docname: str) -> str:
     return outputs_of_torch(torch, "of this chapter")  # as its page says
 
 
-def _qr_code(url: str, path: Path) -> None:
-    import segno
-
-    # Error correction M survives a smudge; the quiet zone (border) is the standard's 4.
-    # PNG, whole pixels per module: xdvipdfmx cannot include segno's PDF.
-    segno.make(url, error="m", micro=False).save(str(path), kind="png", scale=12, border=4)
-
-
-def _link_box(url: str, image: str, caption: str) -> str:
-    short = url.split("://", 1)[-1]
-    return (rf"\begin{{minipage}}[t]{{0.46\linewidth}}\centering"
-            rf"\includegraphics[width={QR_WIDTH}]{{{image}}}\par\smallskip"
-            rf"{{\small\bfseries {escape(caption)}}}\par"
-            rf"{{\footnotesize\hypersetup{{urlcolor=black}}"
-            rf"\href{{{url}}}{{\nolinkurl{{{short}}}}}\par}}"
-            r"\end{minipage}")
-
-
 def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
     """The LaTeX of a handout's cover; writes its QR codes into ``outdir``."""
+    import segno
+
     edition = edition_of(app).value.capitalize() + " edition"
     links = []
     for kind, url, caption in (("page", handout.page_url, "This chapter online"),
                                ("colab", handout.colab_url, "Run it in Colab")):
         if url:
             image = f"{handout.docname}-{kind}-qr.png"
-            _qr_code(url, outdir / image)
-            links.append(_link_box(url, image, caption))
+            # Error correction M survives a smudge; the quiet zone (border) is the
+            # standard's 4. PNG, whole pixels per module: xdvipdfmx cannot include a PDF.
+            segno.make(url, error="m", micro=False).save(str(outdir / image), kind="png",
+                                                          scale=12, border=4)
+            links.append(rf"\begin{{minipage}}[t]{{0.46\linewidth}}\centering"
+                         rf"\includegraphics[width=3.6cm]{{{image}}}\par\smallskip"
+                         rf"{{\small\bfseries {escape(caption)}}}\par"
+                         rf"{{\footnotesize\hypersetup{{urlcolor=black}}"
+                         rf"\href{{{url}}}{{\nolinkurl{{{url.split('://', 1)[-1]}}}}}\par}}"
+                         r"\end{minipage}")
     # The build's date and commit are for the course team: a student's cover speaks of the
     # chapter and its outputs only, as its page does.
     built = (rf"{{\large Built on {escape(book_config(app.config).build_date)} from commit "
@@ -156,8 +145,8 @@ def keep_short_cells_together(app: Sphinx, doctree: nodes.document, docname: str
 
 
 class OtherChapterReferences(SphinxPostTransform):
-    """A reference into another chapter reads "section (in chapter)" on a handout (Sphinx
-    would print its bare label)."""
+    """A reference into another chapter reads "section (in chapter)" on a handout, not its
+    bare label."""
 
     default_priority = 5  # before Sphinx resolves references (10)
     builders = ("latex",)

@@ -1,13 +1,11 @@
 """MyST Markdown to plain Markdown, for notebooks read outside the book (Jupyter, Colab).
 
-Jupyter and Colab render CommonMark (with tables and ``$`` math), no MyST. A markdown
-cell is parsed with myst-parser's parser, as the book reads it, and written back with
-mdformat's renderer, MyST replaced: a reference by a link to the published page, an
-admonition by a blockquote, a dropdown by ``<details>`` (JupyterLab's sanitizer keeps it:
-``allowedTags`` in
+Jupyter and Colab render CommonMark (tables and ``$`` math), no MyST. A markdown cell is
+parsed with myst-parser's parser, as the book reads it, and written back with mdformat's
+renderer, MyST replaced: a reference by a link to the published page, an admonition by a
+blockquote, a dropdown by ``<details>`` (JupyterLab's sanitizer keeps it: ``allowedTags`` in
 https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts), a
-glossary by its terms in bold, any other directive by a link to the page. The ``.md``
-download sets dropdowns aside instead.
+glossary by its terms in bold, any other directive by a link to the page.
 """
 
 from __future__ import annotations
@@ -28,9 +26,7 @@ from sphinx.util.tags import Tags
 
 
 @dataclass(frozen=True)
-class Target:
-    """Where a cross-reference points ("" url: not published)."""
-
+class Target:  # where a cross-reference points ("" url: not published)
     title: str
     url: str = ""
 
@@ -74,10 +70,8 @@ class PlainMarkdown:
     @cached_property
     def _parser(self):
         parser = create_md_parser(self.md_config or MdParserConfig(), MDRenderer)
-        parser.options["mdformat"] = {"number": True, "wrap": "keep"}
-        parser.options["parser_extension"] = [_MystToPlain]
-        parser.options["codeformatters"] = {}
-        parser.options["store_labels"] = True
+        parser.options.update(mdformat={"number": True, "wrap": "keep"}, codeformatters={},
+                              parser_extension=[_MystToPlain], store_labels=True)
         return parser
 
     def convert(self, source: str) -> str:
@@ -99,7 +93,6 @@ class PlainMarkdown:
         return f"[{escape(text)}]({url})" if url else escape(text)
 
     def image(self, path: str, alt: str, caption: str = "") -> str:
-        """An image, shown from its published copy, else named by a link to the page."""
         if url := self.image_url(path):
             return f"![{escape(alt)}]({url})" + (f"\n\n*{caption}*" if caption else "")
         return f"*{self.page_link('Figure')}:* {caption or escape(alt)}"
@@ -171,7 +164,7 @@ def _nothing(node: RenderTreeNode, context: RenderContext) -> str:
 
 
 def _root(node: RenderTreeNode, context: RenderContext) -> str:
-    """The blocks, without the empty ones left by targets and comments."""
+    # Without the empty blocks targets and comments leave.
     return "\n\n".join(part for part in (child.render(context) for child in node.children) if part)
 
 
@@ -183,8 +176,7 @@ def _fence(node: RenderTreeNode, context: RenderContext) -> str:
     return DEFAULT_RENDERERS["fence"](node, context)
 
 
-def _image(node: RenderTreeNode, context: RenderContext) -> str:
-    """A Markdown image, as a figure directive's: a lesson's `![X-OR](res/x-or.png)`."""
+def _image(node: RenderTreeNode, context: RenderContext) -> str:  # as a figure directive's
     alt = "".join(child.content for child in node.children) or "A figure"
     return _converter(context).image(node.attrs["src"], alt)
 
@@ -199,8 +191,7 @@ def _children(separator: str) -> Callable[[RenderTreeNode, RenderContext], str]:
     return render
 
 
-def _table(node: RenderTreeNode, context: RenderContext) -> str:
-    """A GitHub table (Jupyter renders them), one row a line."""
+def _table(node: RenderTreeNode, context: RenderContext) -> str:  # GitHub's, as Jupyter's
     rows = []
     for section in node.children:
         for row in section.children:
@@ -211,9 +202,7 @@ def _table(node: RenderTreeNode, context: RenderContext) -> str:
     return "\n".join(rows)
 
 
-class _MystToPlain:
-    """mdformat parser extension: MyST nodes rendered as plain Markdown."""
-
+class _MystToPlain:  # an mdformat parser extension: MyST nodes as plain Markdown
     CHANGES_AST = True
     POSTPROCESSORS: dict = {}
     RENDERERS = {
@@ -238,16 +227,15 @@ class _MystToPlain:
     }
 
     @staticmethod
-    def update_mdit(mdit) -> None:
-        """Nothing to add: the MyST parser reads every construct."""
+    def update_mdit(mdit) -> None:  # the MyST parser reads every construct
+        pass
 
 
 def escape(text: str) -> str:
     return re.sub(r"([\\`*_\[\]<>$|])", r"\\\1", text)
 
 
-def fenced(code: str, language: str = "") -> str:
-    """A code block whose fence no run of backticks in ``code`` closes."""
+def fenced(code: str, language: str = "") -> str:  # no backticks in ``code`` close it
     fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`{3,}", code))])
     return f"{fence}{language}\n{code.rstrip()}\n{fence}"
 
