@@ -47,10 +47,6 @@ from coursebook.verify.expectations import (
 )
 from coursebook.worddiff import changed_words
 
-RUNTIME_COMMAND = "make accept-outputs-runtime RUNTIME={name}"
-TORCH_COMMAND = "make accept-outputs-torch TORCH={version}"
-
-
 @dataclass(frozen=True)
 class OtherTorch:
     """A torch the chapters are verified on besides the build's, and how."""
@@ -62,12 +58,12 @@ class OtherTorch:
     @classmethod
     def of_runtime(cls, runtime: Runtime) -> OtherTorch:
         return cls(runtime.torch, runtime.reader_label,
-                   RUNTIME_COMMAND.format(name=runtime.name), True)
+                   f"make accept-outputs-runtime RUNTIME={runtime.name}", True)
 
     @classmethod
     def of_version(cls, version: str) -> OtherTorch:
         return cls(release(version), f"torch {release(version)}",
-                   TORCH_COMMAND.format(version=release(version)), False)
+                   f"make accept-outputs-torch TORCH={release(version)}", False)
 
 
 def other_torch(version: str, runtimes: tuple[Runtime, ...]) -> OtherTorch:
