@@ -1,15 +1,9 @@
-"""The pages to read, checked before any is: each decodes, and each chapter's packages are
-declared, installed into the book's environment by ``make chapter-packages``, never by a
-cell during a build.
-
-A source file that is not UTF-8 is named at its first bad byte (Sphinx would answer it
-with a crash report).
-
-A chapter's code runs with the builder's rights, so a chapter declares what it needs in its
-top matter, ``coursebook: {packages: [d2l, "einops>=0.8"]}``. Before pages are read, an
-install cell (``!pip``, ``%conda``, such a line in a ``%%bash`` cell...) stops the build at
-its line, as does a declared package the environment lacks. A download gets a first cell
-that installs the declared packages.
+"""The pages to read, checked before any is: each decodes (else named at its first bad byte,
+not a crash report), and no chapter installs packages. A chapter's code runs with the
+builder's rights, so it declares what it needs in its top matter, ``coursebook: {packages:
+[d2l, "einops>=0.8"]}``, installed by ``make chapter-packages``; an install line (``!pip``,
+``%conda``, a line of a ``%%bash`` cell) stops the build at its line, as does a declared
+package the environment lacks. A download's first cell installs the declared packages.
 """
 
 from __future__ import annotations
@@ -27,8 +21,7 @@ from sphinx.application import Sphinx
 from coursebook.model.cell_notes import line_within
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, SCRIPT_SUFFIX,
-                                        chapter_files, is_chapter_source, read_chapter,
-                                        top_matter)
+                                        chapter_files, is_chapter_source, read_chapter, top_matter)
 from coursebook.reporting import stop_build
 
 COMMAND = "make chapter-packages"
@@ -46,13 +39,11 @@ class ChapterPackageError(BookError):
 
 
 def declared_packages(metadata: dict) -> list[str]:
-    """The requirements a chapter's top matter declares (``coursebook: packages``)."""
     packages = (metadata.get("coursebook") or {}).get("packages") or []
     return [str(package) for package in packages]
 
 
 def encoding_error(path: Path) -> BookError | None:
-    """Why a source file is not UTF-8 (located at its first bad byte), or None."""
     data = path.read_bytes()
     try:
         data.decode("utf-8")
@@ -66,17 +57,8 @@ def encoding_error(path: Path) -> BookError | None:
     return None
 
 
-def check_source_encodings(app, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``: every page about to be read decodes, or the build stops."""
-    errors = [error for error in (encoding_error(Path(env.doc2path(docname)))
-                                  for docname in docnames) if error is not None]
-    if errors:
-        stop_build("source", *((error.message, error.location) for error in errors))
-
-
 def install_lines(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
-    """Each line of a code cell that runs an installer: its line in the author's file, and
-    its text."""
+    """Each code line that runs an installer: (its line in the author's file, its text)."""
     found = []
     for cell in notebook.cells:
         if cell.cell_type != "code":
@@ -106,8 +88,7 @@ def _missing(requirement: str) -> str | None:
 
 
 def chapter_package_errors(path: Path, text: str) -> list[ChapterPackageError]:
-    """What stops a build in this chapter: each install line, and each declared package
-    this environment does not satisfy."""
+    """Each install line, and each declared package the environment does not satisfy."""
     if not is_chapter_source(text):
         return []
     notebook = read_chapter(text)  # its metadata is the top matter
@@ -127,27 +108,27 @@ def chapter_package_errors(path: Path, text: str) -> list[ChapterPackageError]:
     return errors
 
 
-def check_chapter_packages(app: Sphinx, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``: no chapter about to be read installs anything or needs a
-    package the book's environment lacks, or the build stops."""
-    errors = [error for docname in docnames
-              for path in [Path(env.doc2path(docname))] if path.suffix in CHAPTER_SUFFIXES
-              for error in chapter_package_errors(path, path.read_text(encoding="utf8"))]
-    if errors:
+def check_pages_to_read(app: Sphinx, env, docnames: list[str]) -> None:
+    """``env-before-read-docs``, first: every page decodes, then no chapter installs a
+    package or lacks one, or the build stops."""
+    paths = [Path(env.doc2path(docname)) for docname in docnames]
+    if errors := [error for error in map(encoding_error, paths) if error]:
+        stop_build("source", *((error.message, error.location) for error in errors))
+    if errors := [error for path in paths if path.suffix in CHAPTER_SUFFIXES
+                  for error in chapter_package_errors(path, path.read_text(encoding="utf8"))]:
         stop_build("packages", *((error.message, error.location) for error in errors))
 
 
 def put_environment_first_on_path() -> None:
-    """Kernels inherit the build's PATH: this environment's ``bin`` first, so that
-    ``!python`` or ``!pip`` in a cell is the book's, never the machine's."""
+    """This environment's ``bin`` first on PATH, which kernels inherit: ``!python`` in a cell
+    is the book's, never the machine's."""
     bin_dir = str(Path(sys.executable).parent)
     rest = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry != bin_dir]
     os.environ["PATH"] = os.pathsep.join([bin_dir, *rest])
 
 
 def install_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
-    """A download's first cell: the declared packages, installed where it runs (None: it
-    declares none)."""
+    """A download's first cell: the declared packages, installed (None: it declares none)."""
     packages = declared_packages(notebook.metadata)
     if not packages:
         return None
@@ -158,14 +139,11 @@ def install_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode | Non
 
 def setup(app: Sphinx) -> None:
     put_environment_first_on_path()
-    app.connect("env-before-read-docs", check_source_encodings)
-    # After the encoding check, which names a file that is not UTF-8.
-    app.connect("env-before-read-docs", check_chapter_packages, priority=600)
+    app.connect("env-before-read-docs", check_pages_to_read)
 
 
 def main() -> None:
-    """``make chapter-packages``: the packages the chapters of a folder declare, one a line,
-    for pip."""
+    """``make chapter-packages``: the packages a folder's chapters declare, one a line."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("book", type=Path, help="the folder of the chapters")
     book = parser.parse_args().book
