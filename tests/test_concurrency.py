@@ -153,7 +153,6 @@ def test_every_insert_trims_the_cache_under_the_write_lock(tmp_path, monkeypatch
     from coursebook.execute.fill_cache import _copy_notebook
     from coursebook.execute.shared_cache import (
         cache_lock,
-        cache_recording,
         cache_run,
         create_cache,
         open_cache,
@@ -173,6 +172,6 @@ def test_every_insert_trims_the_cache_under_the_write_lock(tmp_path, monkeypatch
     for cache in (source, target):
         create_cache(cache)
     cache_run(source, _notebook("print(1)"), "a.md", {})
-    cache_recording(source, "b.md", _notebook("print(2)"))
+    cache_run(source, _notebook("print(2)"), "b.md", {"recorded": True})  # a recording
     _copy_notebook(open_cache(source), open_cache(source).list_cache_records()[0], target)
     assert trims == ["locked"] * 3

@@ -1,15 +1,10 @@
-"""A prepared chapter meets the execution cache while its page is read: this stage keys,
-locks, executes and caches it; myst-nb only reads it from the cache.
+"""A prepared chapter meets the execution cache while its page is read: keyed, locked
+(until ``doctree-read``), executed and cached here; myst-nb only reads it from the cache.
 
-The key's lock is held until the page is read (``doctree-read``). A failed run is cached
-too, marked, so that myst-nb shows the cells that ran instead of running the chapter again;
-once the page is read (:func:`forget_failed_run`) the record is removed. A read by
-:class:`coursebook.execute.fill_cache.ChapterRuns` notes each run instead.
-
-Before a build reads from the cache, an entry whose notebook file is gone or damaged is
-dropped, so its chapter executes again; one whose key's lock another build holds is left
-alone (that build is writing it). A database that cannot be read stops the build, naming
-``make clean-cache``.
+A failed run is cached too, marked, so that myst-nb shows the cells that ran instead of
+running the chapter again; once the page is read the record is removed. Before a build
+reads, an entry whose notebook file is gone or damaged is dropped (its chapter executes
+again) unless another build holds its key's lock; an unreadable database stops the build.
 """
 
 from __future__ import annotations
@@ -28,10 +23,9 @@ from sphinx.util import logging
 from coursebook.config import book_config
 from coursebook.execute.fill_cache import Run, chapter_runs
 from coursebook.execute.notebook_runs import StoppedRun, chapter_settings, run_chapter
-from coursebook.execute.shared_cache import (FAILED, cache_lock, cache_recording, cache_run,
-                                             cached_record, create_cache, hold_notebook_lock,
-                                             key_execution_versions, notebook_lock, open_cache,
-                                             remove_record)
+from coursebook.execute.shared_cache import (FAILED, cache_lock, cache_run, cached_record,
+                                             create_cache, hold_notebook_lock,
+                                             key_execution_versions, notebook_lock, open_cache)
 from coursebook.model.faults import CLEAN_CACHE_COMMAND, shown_path
 from coursebook.model.notebooks import as_myst_nb_reads, page_text, reads_as_json
 from coursebook.prepare.chapters import PreparedChapter
@@ -54,70 +48,66 @@ class FailedRun:
 
 
 def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
-    """``source-read``: the chapter in the cache; the page's text myst-nb then reads."""
-    config = book_config(app.config)
-    cache_path = config.cache_path
+    """``source-read``: the chapter in the cache; the page's text myst-nb then reads. A read
+    that runs nothing (:class:`ChapterRuns`) notes the run, and gives myst-nb the title."""
+    cache_path = book_config(app.config).cache_path
     source_path = str(app.env.doc2path(app.env.docname))
     runs = chapter_runs(app)
     if prepared.recorded is not None:
         if runs is not None:  # a read that runs nothing caches no recording either
             return _title_only(prepared.notebook, source_path)
         with notebook_lock(cache_path, prepared.recorded):
-            cache_recording(cache_path, source_path, prepared.recorded)
+            if cached_record(cache_path, prepared.recorded) is None:
+                cache_run(cache_path, prepared.recorded, source_path, {"recorded": True})
         return page_text(prepared.notebook, source_path)
-    key_execution_versions(prepared.notebook, config.execution_versions)
+    key_execution_versions(prepared.notebook, book_config(app.config).execution_versions)
     text = page_text(prepared.notebook, source_path)
     settings = chapter_settings(app.env.mystnb_config, prepared.notebook.metadata, source_path)
     notebook = as_myst_nb_reads(prepared.notebook, getattr(app.env, "myst_config", None),
                                 source_path)
-    if runs is None:  # the key it is cached under: the lock the cache's check respects
-        hold_notebook_lock(app, notebook)  # until the page is read
-    if settings is None:
-        return text if runs is None else _title_only(prepared.notebook, source_path)
     if runs is not None:  # the run noted, not run: myst-nb (which would run it) gets the title
-        runs.runs[app.env.docname] = Run(Path(source_path).resolve(), notebook, settings)
+        if settings is not None:
+            runs.runs[app.env.docname] = Run(Path(source_path).resolve(), notebook, settings)
         return _title_only(prepared.notebook, source_path)
+    hold_notebook_lock(app, notebook)  # the key the cache's check respects, until read
+    if settings is None:
+        return text
     record = cached_record(cache_path, notebook)
     if record is not None and record.data.get(FAILED):
-        remove_record(cache_path, record.pk)  # a failed run a stopped build left
+        open_cache(cache_path).remove_cache(record.pk)  # a failed run a stopped build left
     if record is None or record.data.get(FAILED):
-        _run(app, notebook, source_path, settings)
+        docname = app.env.docname
+        logger.info("Executing notebook using %s CWD",
+                    "temporary" if settings.execution_in_temp else "local", location=docname)
+        result, stopped = run_chapter(notebook, source_path, settings)
+        pk = cache_run(cache_path, notebook, source_path, {
+            "execution_seconds": result.time, **({} if result.err is None else {FAILED: True})})
+        if result.err is None:
+            logger.info("Executed notebook in %.2f seconds", result.time, location=docname)
+        else:
+            app.env.temp_data[_FAILED_RUN] = FailedRun(
+                type(result.err).__name__, result.exc_string or "", result.time, stopped, pk)
     return text
 
 
 def _title_only(notebook: nbformat.NotebookNode, source_path: str) -> str:
-    """A page of the chapter's title alone: what a read that runs nothing gives myst-nb."""
+    """A page of the chapter's title alone, in the page's format: nothing to execute."""
     title = next((line for cell in notebook.cells if cell.cell_type == "markdown"
                   for line in cell.source.splitlines() if line.startswith("# ")), "# Chapter")
-    if reads_as_json(source_path):  # in the page's format; nothing to execute
+    if reads_as_json(source_path):
         return page_text(nbformat.v4.new_notebook(
             cells=[nbformat.v4.new_markdown_cell(title)], metadata=notebook.metadata),
             source_path)
     return title + "\n"
 
 
-def _run(app: Sphinx, notebook: nbformat.NotebookNode, source_path: str, settings) -> None:
-    docname = app.env.docname
-    logger.info("Executing notebook using %s CWD",
-                "temporary" if settings.execution_in_temp else "local", location=docname)
-    result, stopped = run_chapter(notebook, source_path, settings)
-    failed = {} if result.err is None else {FAILED: True}
-    record = cache_run(book_config(app.config).cache_path, notebook, source_path,
-                       {"execution_seconds": result.time, **failed})
-    if result.err is None:
-        logger.info("Executed notebook in %.2f seconds", result.time, location=docname)
-        return
-    app.env.temp_data[_FAILED_RUN] = FailedRun(type(result.err).__name__,
-                                               result.exc_string or "", result.time, stopped,
-                                               record)
-
-
 def forget_failed_run(app: Sphinx) -> None:
-    """``doctree-read``, before the lock is released: a failed run's record leaves the cache."""
+    """``doctree-read``, before the lock is released: a failed run's record leaves the cache;
+    myst-nb's execution data and report say it failed."""
     run: FailedRun | None = app.env.temp_data.get(_FAILED_RUN)
     if run is None:
         return
-    remove_record(book_config(app.config).cache_path, run.record)
+    open_cache(book_config(app.config).cache_path).remove_cache(run.record)
     NbMetadataCollector.set_exec_data(app.env, app.env.docname, {
         "mtime": time.time(), "runtime": run.seconds, "method": "cache", "succeeded": False,
         "error": run.error, "traceback": run.traceback})
@@ -139,7 +129,6 @@ def stopped_run(app: Sphinx) -> StoppedRun | None:
 
 
 def _unreadable(notebook: Path) -> str | None:
-    """Why a cached notebook file cannot be read, or None."""
     if not notebook.is_file():
         return "missing"
     try:
@@ -173,13 +162,12 @@ def drop_unreadable_entries(path: Path) -> list[tuple[str, str]]:
 
 def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
     """``env-before-read-docs``: create the shared cache (before parallel readers race to
-    it) and check it, when there is a page to read."""
-    config = app.config
-    if not docnames or config.nb_execution_mode != "cache" or chapter_runs(app) is not None:
-        return  # (a read that runs nothing touches no cache)
+    it) and check it, when there is a page to read (a read that runs nothing touches none)."""
+    if not docnames or app.config.nb_execution_mode != "cache" or chapter_runs(app) is not None:
+        return
     from sqlalchemy.exc import SQLAlchemyError
 
-    path = Path(book_config(config).cache_path)
+    path = Path(book_config(app.config).cache_path)
     try:
         create_cache(path)  # its tables, once, however many builds start together
         dropped = drop_unreadable_entries(path)

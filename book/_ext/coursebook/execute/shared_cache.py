@@ -1,14 +1,12 @@
-"""One jupyter-cache, shared safely by builds that run at once (the two editions, say),
-and everything that decides whether a chapter executes again.
+"""One jupyter-cache, shared safely by builds that run at once (the two editions, say), and
+what decides whether a chapter executes again.
 
-jupyter-cache keys a notebook by its code cells (source and metadata). Added here, in the
-first code cell's metadata: the *execution versions* (Python and the packages that decide
-what the cells print) and a digest of the book's own modules the cells import.
-
-Two builds executing the same notebook at once would both insert it, and the second fails
-("hashkey already exists"). A lock per cache key (files under ``locks/``, held with
-``filelock``, dropped by the OS when a build dies), held from lookup until cached, makes
-the second wait and find the first one's outputs.
+jupyter-cache keys a notebook by its code cells (source and metadata); the first code cell's
+metadata adds the *execution versions* (Python and the packages that decide what the cells
+print) and a digest of the book's own modules the cells import. Two builds executing the
+same notebook at once would both insert it ("hashkey already exists"): a lock per cache key
+(``locks/``, ``filelock``, dropped by the OS when a build dies), held from lookup until
+cached, makes the second wait and find the first one's outputs.
 """
 
 from __future__ import annotations
@@ -31,41 +29,28 @@ from coursebook.reporting import stop_build
 if TYPE_CHECKING:
     from filelock import FileLock
 
-# Cell metadata holding the execution versions (part of jupyter-cache's key).
-# The metadata key keeps its first name: it is part of every cached notebook's hash.
+# The first code cell's metadata key for the execution versions; it keeps its first name,
+# being part of every cached notebook's hash.
 VERSIONS_KEY = "execution_environment"
-
-
-class MissingPackage(Exception):
-    """``coursebook_execution_packages`` names a package this Python lacks; one line."""
-
-
-def environment_versions(packages: list[str], where: str) -> dict[str, str]:
-    """The versions that decide what the cells print: Python and each package (``where``
-    names them, for the message when one is missing)."""
-    versions = {"python": platform.python_version()}
-    try:
-        versions.update({name: metadata.version(name) for name in packages})
-    except metadata.PackageNotFoundError as missing:
-        raise MissingPackage(f"{where}: coursebook_execution_packages names {missing.name!r}, "
-                             "which this Python does not have: run `make venv` "
-                             "(pyproject.toml's dependencies)") from None
-    return versions
+# In a cache record's data: a failed run, cached only while its page is read.
+FAILED = "coursebook_failed"
+_HELD = "coursebook_cache_lock"  # the page's held lock (Sphinx's per-page data)
+_PACKAGE = Path(__file__).resolve().parents[1]  # kernels import its top-level modules
+_BOOK_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{_PACKAGE.name}\.([\w.]+)", re.M)
+_RELATIVE_IMPORT = re.compile(r"^\s*from\s+(\.+)([\w.]+)\s+import", re.M)
 
 
 def set_execution_versions(app: Sphinx, config) -> None:
     """``config-inited``: the versions become a config value, so a change re-reads every page."""
+    packages = book_config(config).execution_packages
     try:
-        config.coursebook_execution_versions = environment_versions(
-            book_config(config).execution_packages,
-            f"{shown_path(Path(app.confdir, 'conf.py'))} (or -D)")
-    except MissingPackage as error:
-        stop_build("config", (str(error), None))
-
-
-_PACKAGE = Path(__file__).resolve().parents[1]  # the package root: kernels import its top-level modules
-_BOOK_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{_PACKAGE.name}\.([\w.]+)", re.M)
-_RELATIVE_IMPORT = re.compile(r"^\s*from\s+(\.+)([\w.]+)\s+import", re.M)
+        config.coursebook_execution_versions = {"python": platform.python_version(), **{
+            name: metadata.version(name) for name in packages}}
+    except metadata.PackageNotFoundError as missing:
+        stop_build("config", (f"{shown_path(Path(app.confdir, 'conf.py'))} (or -D): "
+                              f"coursebook_execution_packages names {missing.name!r}, which this "
+                              "Python does not have: run `make venv` (pyproject.toml's "
+                              "dependencies)", None))
 
 
 def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
@@ -83,20 +68,15 @@ def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
         package = name.split(".")[:-1]
         pending += [".".join([*package[:len(package) + 1 - len(dots)], module])
                     for dots, module in _RELATIVE_IMPORT.findall(seen[name])]
-    if not seen:
-        return None
-    return short_digest("".join(seen[name] for name in sorted(seen)), 16)
+    return short_digest("".join(seen[name] for name in sorted(seen)), 16) if seen else None
 
 
 def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, str]) -> None:
     """Put the execution versions into the first code cell's metadata (the cache key)."""
-    key = dict(versions)
     digest = book_code_digest(notebook)
-    if digest is not None:
-        key["book_code"] = digest
     for cell in notebook.cells:
         if cell.cell_type == "code":
-            cell.metadata[VERSIONS_KEY] = key
+            cell.metadata[VERSIONS_KEY] = {**versions, **({"book_code": digest} if digest else {})}
             return
 
 
@@ -105,13 +85,6 @@ def extension_version() -> int:
     again (a notebook whose code cells are unchanged is then taken from the cache)."""
     code = sorted(p for p in _PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
     return int(short_digest(b"".join(p.read_bytes() for p in code), 12), 16)
-
-
-# In a cache record's data: a failed run, cached only while its page is read
-# (coursebook.execute.cached_chapters).
-FAILED = "coursebook_failed"
-# The lock the page being read holds (Sphinx's per-page data: dropped after the page).
-_HELD = "coursebook_cache_lock"
 
 
 def open_cache(cache_path: str | Path):
@@ -131,8 +104,8 @@ def cache_lock(cache_path: str | Path, name: str) -> FileLock:
 
 
 def cache_key(cache_path: str | Path, notebook: nbformat.NotebookNode) -> str:
-    """jupyter-cache's own key of a notebook, without the book's notes on its cells."""
-    # Hashing opens no database: the cache's tables are made on first use.
+    """jupyter-cache's own key of a notebook, without the book's notes on its cells (hashing
+    opens no database)."""
     return open_cache(cache_path).create_hashed_notebook(without_notes(notebook))[1]
 
 
@@ -151,11 +124,10 @@ def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
     """``source-read``: take the key of the notebook about to be looked up and run, until
     :func:`release_notebook_lock`. A reader holds one lock at a time: no deadlock."""
     config = book_config(app.config)
-    if app.config.nb_execution_mode != "cache" or not config.cache_locks:
-        return
-    lock = notebook_lock(config.cache_path, notebook)
-    lock.acquire()
-    app.env.temp_data[_HELD] = lock
+    if app.config.nb_execution_mode == "cache" and config.cache_locks:
+        lock = notebook_lock(config.cache_path, notebook)
+        lock.acquire()
+        app.env.temp_data[_HELD] = lock
 
 
 def release_notebook_lock(app: Sphinx, *_args) -> None:
@@ -202,20 +174,7 @@ def insert(cache_path: str | Path, bundle) -> int:
 
 def cache_run(cache_path: str | Path, notebook: nbformat.NotebookNode, source_path: str,
               data: dict) -> int:
-    """Cache an executed notebook, with ``data`` in its record (the seconds it ran); the
-    record's ``pk``."""
+    """Cache an executed notebook, with ``data`` in its record; the record's ``pk``."""
     from jupyter_cache.base import CacheBundleIn
 
     return insert(cache_path, CacheBundleIn(without_notes(notebook), source_path, data=data))
-
-
-def cache_recording(cache_path: str | Path, source_path: str,
-                    executed: nbformat.NotebookNode) -> None:
-    """Put a chapter's recorded outputs into the cache under the notebook's own key, unless
-    this build or an earlier one did."""
-    if cached_record(cache_path, executed) is None:
-        cache_run(cache_path, executed, source_path, {"recorded": True})
-
-
-def remove_record(cache_path: str | Path, pk: int) -> None:
-    open_cache(cache_path).remove_cache(pk)
