@@ -1,10 +1,8 @@
-"""Room to write: ruled answer boxes where the student handout has no answer.
-
-The student handout (``coursebook_answer_space``, set by ``-t handout``) puts one ruled box
-where each answer was. A run of consecutive answer cells is one answer, unless a markdown
-cell in it opens a new one with a bold lead-in (``**2.** ...``) or a heading. Each box is
-sized from its answer, within :data:`MIN_LINES` and :data:`MAX_LINES`, and holds none of
-its words. It is a markdown cell, so the cached outputs stay the student notebook's.
+"""Room to write: the student handout (``coursebook_answer_space``, ``-t handout``) has a ruled
+box where each answer was. Consecutive answer cells are one answer, unless a markdown cell
+opens a new one with a bold lead-in (``**2.** ...``) or a heading. A box is sized from its
+answer, within :data:`MIN_LINES` and :data:`MAX_LINES`, and holds none of its words; it is a
+markdown cell, so the cached outputs stay the student notebook's.
 """
 
 from __future__ import annotations
@@ -34,19 +32,14 @@ ANSWER_SPACE_CLASS = "answer-space"
 _LEAD_IN = re.compile(r"^\*\*(?P<number>\d+)\.")
 
 
-def _opens_answer(cell) -> bool:
-    """A markdown cell that starts a new answer: a heading or a bold lead-in."""
-    text = cell.source.lstrip()
-    return cell.cell_type == "markdown" and (text.startswith("#") or text.startswith("**"))
-
-
 def answers(notebook: nbformat.NotebookNode) -> list[tuple[int, list]]:
     """Each answer of a chapter as (index of its first cell, its cells), in order."""
     found: list[tuple[int, list]] = []
     for index, cell in enumerate(notebook.cells):
         if not is_answer(cell):
             continue
-        if index and is_answer(notebook.cells[index - 1]) and not _opens_answer(cell):
+        opens = cell.cell_type == "markdown" and cell.source.lstrip().startswith(("#", "**"))
+        if index and is_answer(notebook.cells[index - 1]) and not opens:
             found[-1][1].append(cell)
         else:
             found.append((index, [cell]))
@@ -67,18 +60,11 @@ def answer_lines(cells: list) -> int:
     return max(MIN_LINES, min(MAX_LINES, lines))
 
 
-def question_number(cells: list) -> str | None:
-    """The number of the question an answer opens with (``**2.**``), if it says one."""
-    for line in cells[0].source.strip().splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            match = _LEAD_IN.match(line.strip())
-            return match.group("number") if match else None
-    return None
-
-
 def answer_space_cell(cells: list) -> nbformat.NotebookNode:
-    number = question_number(cells)
-    label = f"{LABEL} ({number})" if number else LABEL
+    """The box, labelled with the number of the question its answer opens with (``**2.**``)."""
+    first = next((line.strip() for line in cells[0].source.strip().splitlines()
+                  if line.strip() and not line.lstrip().startswith("#")), "")
+    label = f"{LABEL} ({match['number']})" if (match := _LEAD_IN.match(first)) else LABEL
     return nbformat.v4.new_markdown_cell(
         f":::{{answer-space}} {answer_lines(cells)}\n:label: {label}\n:::")
 
@@ -104,8 +90,6 @@ class answer_space(nodes.General, nodes.Element):
 
 
 class AnswerSpace(SphinxDirective):
-    """``answer-space LINES`` with ``:label:``: written by :func:`with_answer_spaces`."""
-
     required_arguments = 1
     option_spec = {"label": directives.unchanged}
 

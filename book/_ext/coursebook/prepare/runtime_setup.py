@@ -1,13 +1,10 @@
-"""A chapter's set-up cells, made from a runtime: what a notebook installs where it runs,
-and where a new runtime must start.
+"""A chapter's set-up cells, made from a runtime and the machine kinds (hidden on the page).
 
-```` ```{runtime-setup} RUNTIME``` ```` becomes a cell generated from the runtimes file and
-the machine kinds: on a machine with an accelerator kind's device it installs only the
-pinned packages whose release is missing; elsewhere every pin that differs, except
-``device_only`` ones, and sets the stand-in's variables (variables already set win).
-```` ```{runtime-restart} RUNTIME MODULE``` ```` marks where the cells below need a process
-in which MODULE never took the device: there its cell stops Run all, saying to restart the
-runtime, when MODULE was imported above it. Both cells are hidden on the page.
+```` ```{runtime-setup} RUNTIME``` ````: with an accelerator kind's device, install the pinned
+packages whose release is missing; elsewhere every pin that differs but ``device_only`` ones,
+and set the stand-in's variables (those already set win). ```` ```{runtime-restart} RUNTIME
+MODULE``` ````: the cells below need a process in which MODULE never took the device; Run all
+stops there, saying to restart the runtime, when MODULE was imported above it.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ _LOCAL_INDEXES = {"cpu": "https://download.pytorch.org/whl/cpu"}
 
 
 class RuntimeSetupError(BookError):
-    """A ``{runtime-setup}`` marker that names no usable runtime."""
+    """A marker that names no usable runtime."""
 
 
 def _runtime_kinds(marker: str, runtime_name: str, machine_kinds: dict[str, MachineKind],
@@ -51,7 +48,6 @@ def _runtime_kinds(marker: str, runtime_name: str, machine_kinds: dict[str, Mach
 
 
 def _device_lines(accelerator: MachineKind, stand_in: MachineKind) -> list[str]:
-    """Whether the machine has the device, and the variables each case sets."""
     devices = " + ".join(f"glob.glob({pattern!r})" for pattern in accelerator.device_files)
     return [f"on_device = bool({devices})",
             f"settings = {accelerator.environment!r} if on_device else {stand_in.environment!r}",
@@ -115,8 +111,8 @@ def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
 
 def restart_code(runtime_name: str, holder: str, machine_kinds: dict[str, MachineKind],
                  runtimes_file: Path = RUNTIMES_FILE) -> str:
-    """The restart cell's code: on the runtime's device, it stops when ``holder`` (a module
-    that takes the device when imported) is in the process; it sets the variables again."""
+    """On the runtime's device, stop when ``holder`` (a module that takes the device when
+    imported) is in the process; set the variables again."""
     _, accelerator, stand_in = _runtime_kinds("runtime-restart", runtime_name, machine_kinds,
                                               runtimes_file)
     device = accelerator.short_label
