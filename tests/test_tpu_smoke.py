@@ -73,6 +73,7 @@ def test_the_smoke_test_explains_itself():
     assert done.returncode == 0 and done.stdout.startswith("usage:")
 
 
+@pytest.mark.slow  # its steps run in kernels, some until a 6 s timeout
 def test_each_step_reports_and_a_hung_step_is_cut_at_its_timeout(tmp_path):
     done, seconds = _smoke(tmp_path, "--kind", "cpu", "--timeout", "6",
                            "--output", str(tmp_path / "report.json"), FAKE_HANG_AFTER_JAX="1")
@@ -109,6 +110,7 @@ def test_each_step_reports_and_a_hung_step_is_cut_at_its_timeout(tmp_path):
     assert "[kernel: torch_xla] torch_xla has its device" in done.stderr
 
 
+@pytest.mark.slow  # its steps run in kernels, some until a 6 s timeout
 def test_a_kernel_step_whose_cell_hangs_is_cut_and_its_kernel_killed(tmp_path):
     """A torch_xla cell that hangs in its kernel (planted: FAKE_HANG_IN_KERNEL): the cell's
     timeout stops it, the kernel is killed at once, the step says where it was."""
