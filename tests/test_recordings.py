@@ -388,6 +388,7 @@ def second_kind_book(_second_kind_recorded, tmp_path):
     return book
 
 
+@pytest.mark.slow  # the recorder runs the chapter in kernels
 def test_a_second_kind_needs_only_data(second_kind_book):
     """A kind no code names: a chapter, an environments file, a machines table, recordings."""
     machines = load_machine_kinds(SECOND_KIND / "machine-kinds.toml")
@@ -414,6 +415,7 @@ def test_a_second_kind_needs_only_data(second_kind_book):
                                       lab_mark]
 
 
+@pytest.mark.slow  # the recorder runs the chapter in kernels
 def test_a_second_kind_recording_checks_against_a_fresh_run(second_kind_book):
     assert _record_tiny(second_kind_book, "lab", "--check").returncode == 0
     chapter = second_kind_book / "tiny.md"
@@ -479,8 +481,6 @@ def test_a_python_without_its_venv_package_stops_the_recorder_with_one_line(tmp_
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert done.stderr.startswith(f"check_venv: Python {version} (")
     assert f"`apt-get install python{version}-venv`" in done.stderr
-    assert subprocess.run([sys.executable, "tools/check_venv.py"], cwd=ROOT,
-                          capture_output=True).returncode == 0  # this Python has it
     # make recording stops there, before it creates the recorder's environment
     recorder = tmp_path / "recorder"
     # As a person runs it: not a sub-make of `make -j 2 test` (whose jobserver flags would
@@ -491,6 +491,12 @@ def test_a_python_without_its_venv_package_stops_the_recorder_with_one_line(tmp_
                           capture_output=True, text=True)
     assert made.returncode != 0 and made.stderr.splitlines()[0] == done.stderr.strip()
     assert "Traceback" not in made.stderr and not recorder.exists()
+
+
+@pytest.mark.slow  # creates an environment with pip
+def test_this_python_can_make_the_recorders_environment():
+    assert subprocess.run([sys.executable, "tools/check_venv.py"], cwd=ROOT,
+                          capture_output=True).returncode == 0
 
 
 @pytest.mark.parametrize("tool", ["record_chapter.py", "check_environments.py", "check_venv.py"])
@@ -537,6 +543,7 @@ kernel = b"ipykernel" in open(f"/proc/{os.getppid()}/cmdline", "rb").read()
 ''')
 
 
+@pytest.mark.slow  # the recorder runs the chapter in kernels
 @pytest.mark.parametrize("kinds, refused", [(_KERNEL_SAYS_CPU, "main"),
                                             (_FRESH_PYTHON_SAYS_CPU, "fresh")],
                          ids=["kernel", "fresh-python"])
@@ -583,6 +590,7 @@ def test_a_kernel_that_holds_no_device_probes_in_a_new_python(holds_device, caps
     assert (report["device_kind"] == str(os.getpid())) == holds_device
 
 
+@pytest.mark.slow  # the recorder runs the chapter in kernels
 def test_a_failing_cell_stops_the_recorder_with_one_line(second_kind_book):
     chapter = second_kind_book / "tiny.md"
     chapter.write_text(chapter.read_text().replace('os.environ["COURSEBOOK_MACHINE_KIND"])\n```',
@@ -609,6 +617,7 @@ def test_no_accelerator_probe_passes_on_this_cpu_machine(machine):
         assert not machine.ran_here(report["platform"], report["device_kind"])
 
 
+@pytest.mark.slow  # the recorder runs the chapter in kernels
 def test_a_recording_made_again_keeps_its_cell_ids(second_kind_book, tmp_path):
     """Ids come from the chapter's cells, not nbformat's random draw: recording the same
     chapter again changes no id, so the diff shows only what the run changed."""
@@ -650,6 +659,7 @@ def test_a_hung_fresh_python_is_stopped_at_its_timeout_with_its_children(capsys)
     assert capsys.readouterr().out == "started\n"  # what it printed before, shown
 
 
+@pytest.mark.slow  # the recorder runs the chapter in kernels
 def test_a_cell_past_its_timeout_stops_the_recorder_with_one_line(tmp_path):
     import time
 
@@ -664,6 +674,7 @@ def test_a_cell_past_its_timeout_stops_the_recorder_with_one_line(tmp_path):
     assert not (book / "recordings" / "tiny-lab.ipynb").exists()
 
 
+@pytest.mark.slow  # the recorder runs the chapter in kernels
 def test_a_fresh_python_in_a_cell_is_stopped_at_half_the_cell_timeout(tmp_path):
     book = _tiny_with(tmp_path, "from coursebook.exhibit_checks import run_in_fresh_python\n"
                                 "run_in_fresh_python('import time; time.sleep(600)')")
@@ -775,6 +786,7 @@ def test_the_torch_build_names_where_torch_came_from():
     assert MACHINES["tpu"].extra_index == index and not MACHINES["cpu"].extra_index
 
 
+@pytest.mark.slow  # the recorder runs the chapter in kernels
 def test_a_recording_lists_every_difference_from_its_runtimes_image(tmp_path):
     """The recorder, run with this Python as an environment of Colab's TPU runtime, names
     each of its packages that the image has in another version or lacks."""
@@ -895,6 +907,7 @@ def test_an_imported_module_that_is_not_its_installed_release_stops_the_recorder
     assert report["versions"]["planted"] == "1.0"
 
 
+@pytest.mark.slow  # the recorder runs the chapter in kernels
 def test_a_finished_kernel_is_shut_down_not_killed(tmp_path):
     """The recorder asks a kernel that finished to shut down (a device client gives its
     device back on the way out) and kills one only when it has not exited in time: the
