@@ -237,8 +237,8 @@ def test_a_notebook_chapter_is_verified_in_both_editions_and_its_answer_only_the
 def test_a_percent_script_is_a_verified_chapter_its_messages_at_its_lines(tiny_book, tmp_path):
     """A percent `.py` in the contents goes the way of any chapter: accepted and verified in
     both editions, its answer out of the student's page and downloads (the notebook and the
-    .md document); a changed output and MyST's message name the script's lines. A helper
-    module beside it is no page."""
+    .md document); a changed output (in the build and in `pytest book`) and MyST's message
+    name the script's lines. A helper module beside it is no page."""
     (tiny_book / "lesson.py").write_text(SCRIPT)
     (tiny_book / "helper.py").write_text('"""Not a page: no cells."""\n\nVALUE = 1\n')
     (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
@@ -264,9 +264,16 @@ def test_a_percent_script_is_a_verified_chapter_its_messages_at_its_lines(tiny_b
                    for text in shown), edition
     assert "lesson.py (student): 1 of 1 code cells verified" in builds["student"].log
     assert "lesson.py (instructor): 2 of 2 code cells verified" in builds["instructor"].log
-    script = SCRIPT.replace("print(6 * 7)", "print(6 * 8)").replace(
-        "here a word", "{no-such-role}`here`")
-    (tiny_book / "lesson.py").write_text(script)
+    changed = SCRIPT.replace("print(6 * 7)", "print(6 * 8)")
+    (tiny_book / "lesson.py").write_text(changed)
+    # `pytest book`: the changed output fails its item, named and reported at the script's line.
+    from test_pytest_book import _pytest_book
+    done = _pytest_book(tiny_book, f"nb_execution_cache_path = {str(cache)!r}")
+    assert done.returncode == 1 and "2 failed" in done.stdout \
+        and f"FAILED src/lesson.py::student::L{SCRIPT_LINES[1]} # the answer" in done.stdout \
+        and f"lesson.py:{SCRIPT_LINES[1]}: code cell has no expected output" in done.stdout \
+        and "-42" in done.stdout and "+48" in done.stdout, done.stdout[-3000:] + done.stderr
+    (tiny_book / "lesson.py").write_text(changed.replace("here a word", "{no-such-role}`here`"))
     build = sphinx_build(tiny_book, tmp_path / "student", cache)
     assert build.returncode != 0, build.log[-3000:]
     assert f"lesson.py:{SCRIPT_LINES[1]}: ERROR: code cell 1 `# the answer, computed`" \

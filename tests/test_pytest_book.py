@@ -16,14 +16,16 @@ from conftest import book_conf_with
 CRASH_SIGNS = ("Traceback", "PackageNotFoundError", "importlib")
 
 
-def _pytest_book(book: Path, *conf_lines: str, collect_only: bool = False):
-    """pytest run on a copy of a book, with the book's conf.py and these lines."""
+def _pytest_book(book: Path, *conf_lines: str, collect_only: bool = False,
+                 target: Path | None = None):
+    """pytest run on a copy of a book (or ``target`` in it), with the book's conf.py and
+    these lines."""
     root = book.parent
     conf = book_conf_with(root / "conf", *conf_lines)
     (root / "pytest.ini").write_text(f"[pytest]\ncoursebook_book = {book.name}\n"
                                      f"coursebook_conf = {conf}\n")
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-                           "-c", str(root / "pytest.ini"), "--rootdir", str(root), str(book),
+                           "-c", str(root / "pytest.ini"), "--rootdir", str(root), str(target or book),
                            *(["--collect-only"] if collect_only else [])],
                           capture_output=True, text=True, cwd=root)
 
@@ -48,6 +50,25 @@ def test_pytest_book_has_items_only_where_the_build_executes(tiny_book):
     assert "chapter.md::instructor::" in collected.stdout, collected.stdout
     for page in ("off.md", "left_out.md", "draft.md"):
         assert page not in collected.stdout, collected.stdout
+
+
+def test_a_percent_scripts_items_are_its_cells_at_its_lines_and_it_is_no_module(tiny_book):
+    """`pytest book/lesson.py`: an item per verified cell and edition, named by the script's
+    line; pytest's own collector does not import the script (which ran every cell in
+    pytest's process: here an error a cell raises on purpose stopped the collection)."""
+    from test_notebook_chapters import SCRIPT, SCRIPT_LINES
+
+    script = tiny_book / "lesson.py"
+    script.write_text(SCRIPT + '\n# %% tags=["raises-exception"]\n'
+                      'raise ValueError("the lesson\'s error")\n')
+    (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
+        "chapter\n", "chapter\nlesson\n"))
+    collected = _pytest_book(tiny_book, collect_only=True, target=script)
+    shown = collected.stdout + collected.stderr
+    assert collected.returncode == 0 and "ERROR collecting" not in shown, shown
+    named = f"lesson.py::instructor::L{SCRIPT_LINES[3]} print('the script says seventeen', 17)"
+    assert f"lesson.py::student::L{SCRIPT_LINES[1]} # the answer, computed" in shown \
+        and named in shown and "::L25 raise ValueError(" in shown, shown
 
 
 @pytest.mark.slow  # executes a chapter

@@ -67,13 +67,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("coursebook_conf", "the folder of the book's conf.py", default=".")
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    collected = yield
     config = parent.config
     book = config.rootpath / config.getini("coursebook_book")
     if file_path.suffix not in CHAPTER_SUFFIXES or book not in file_path.parents \
             or not is_chapter_source(file_path.read_text(encoding="utf8")):
-        return None
-    return ChapterFile.from_parent(parent, path=file_path)
+        return collected
+    # A script chapter named on the command line (or test_*.py) is no module for pytest to
+    # import: that would run its cells, answers and errors included, in pytest's process.
+    return [node for node in collected if not isinstance(node, pytest.Module)] \
+        + [ChapterFile.from_parent(parent, path=file_path)]
 
 
 class ChapterFailed(Exception):
