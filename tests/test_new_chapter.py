@@ -271,6 +271,39 @@ def test_a_lesson_brings_its_images_and_pasted_attachments_beside_the_chapter(tm
     assert "res/gone.png" in out.split("Still to do:")[1]
 
 
+def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_and_line(
+        tmp_path, capsys):
+    """An image a lesson shows in HTML (`<img src=…>`, as Colab lessons do) stayed raw HTML,
+    said nowhere: a file beside the lesson reached neither the page (Sphinx copies no file
+    raw HTML names) nor the download. It is a Markdown image now (its file copied beside the
+    chapter; an address on the web kept); one among other HTML is named at its cell and line."""
+    import nbformat
+
+    book, folder = _book(tmp_path), tmp_path / "course"
+    (folder / "res").mkdir(parents=True)
+    (folder / "res" / "flow.png").write_bytes(b"\x89PNG flow")
+    lesson = folder / "flow.ipynb"
+    lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Flow\n\nThe steps:\n\n<p align=\"center\">\n"
+                                      "<img src=\"res/flow.png\" width=900 alt=\"The steps\"/>\n"
+                                      "</p>\n\nAs in the picture."),
+        nbformat.v4.new_markdown_cell("A logo <img src='https://example.org/l.png' alt=logo> "
+                                      "and\n<img src=\"res/gone.png\">, then a table:\n\n"
+                                      "<table><tr><td><img src=\"res/flow.png\"></td></tr></table>"),
+        nbformat.v4.new_code_cell("print(1)"),
+    ])))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    out, text = capsys.readouterr().out, (book / "flow.md").read_text()
+    assert "The steps:\n\n![The steps](flow/res/flow.png)\n\nAs in the picture." in text, text
+    assert (book / "flow" / "res" / "flow.png").read_bytes() == b"\x89PNG flow"
+    assert "A logo ![logo](https://example.org/l.png) and\n![](res/gone.png)," in text, text
+    assert "wrote the 3 image(s) the lesson showed in HTML" in out, out
+    to_do = out.split("Still to do:")[1]
+    assert "  - cell 2, line 2: res/gone.png: an image the lesson shows but does not hold" \
+        in to_do, to_do
+    assert "  - cell 2, line 4: an image inside other HTML (`<table><tr><td><img" in to_do, to_do
+
+
 def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_build(tmp_path,
                                                                                   capsys):
     """NYU-DLSP20's autograd lesson imports torchviz, its tensor lesson `res.plot_lib` (a

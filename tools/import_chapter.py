@@ -11,6 +11,9 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - sphinx-gallery's reStructuredText becomes Markdown (sphinx-gallery's own ``rst2md``),
   and its roles (``:func:`x` ``) MyST roles;
 - the title gets a label named after the chapter;
+- an image shown in HTML (``<img src=…>``, alone or only placed by ``<p>``, ``<div>``) is
+  a Markdown image, which the book's pages, PDFs and downloads show (raw HTML reaches none
+  of them from the book's files);
 - the images the lesson shows from its own files (``![X-OR](res/x-or.png)`` beside it, an
   image pasted into a cell as an attachment) are copied into a folder named after the
   chapter, beside it, and shown from there;
@@ -19,8 +22,9 @@ What changes, each said in the report `make chapter FROM=…` prints:
 
 Left to the author, and listed: the packages to declare (those the install lines named,
 and the modules the cells import that the book's environment lacks), the lesson's own
-modules the cells import, the errors tagged to check, a ``google.colab`` import, the images the lesson shows that are not beside it, then accepting
-the outputs.
+modules the cells import, the errors tagged to check, a ``google.colab`` import, each image
+the lesson shows that is not beside it or sits inside other HTML (at its cell and line), then
+accepting the outputs.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import importlib.util
 import os
 import re
 import shlex
+from html.parser import HTMLParser
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,19 +141,92 @@ def _packages(arguments: str) -> list[str]:
 _ATTACHMENT = "attachment:"
 
 
-def _image_sources(markdown: str) -> list[str]:
-    """The address of each Markdown image in a cell's text, once each."""
-    tokens = MarkdownIt("commonmark").parse(markdown)
-    return list(dict.fromkeys(child.attrGet("src") for token in tokens if token.type == "inline"
-                              for child in token.children or [] if child.type == "image"))
+def _inline_lines(token) -> list[tuple[object, int]]:
+    """An inline token's children, each with the line (from 0) of the cell it is on."""
+    line, placed = token.map[0], []
+    for child in token.children or []:
+        line += child.type in ("softbreak", "hardbreak")
+        placed.append((child, line))
+    return placed
+
+
+def _image_sources(markdown: str) -> dict[str, int]:
+    """The address of each Markdown image in a cell's text, and the line (from 1) it is
+    first on."""
+    found: dict[str, int] = {}
+    for token in MarkdownIt("commonmark").parse(markdown):
+        for child, line in _inline_lines(token) if token.type == "inline" else []:
+            if child.type == "image":
+                found.setdefault(child.attrGet("src"), line + 1)
+    return found
+
+
+class _HtmlImages(HTMLParser):
+    """The ``<img>`` tags of a piece of HTML, and whether it holds anything but them and
+    the tags that only place them (``<p align="center">``, ``<div>``, ``<br>``)."""
+
+    PLACING = frozenset({"p", "div", "center", "br"})
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.images: list[dict[str, str]] = []
+        self.only_images = True
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.images.append({key: value or "" for key, value in attrs})
+        elif tag not in self.PLACING:
+            self.only_images = False
+
+    def handle_endtag(self, tag):
+        self.only_images &= tag == "img" or tag in self.PLACING  # `<img/>` ends too
+
+    def handle_data(self, data):
+        self.only_images &= not data.strip()
+
+
+def _markdown_image(attributes: dict[str, str]) -> str:
+    alt = re.sub(r"([\\\[\]])", r"\\\1", attributes.get("alt", ""))
+    return f"![{alt}]({attributes['src']})"
+
+
+def _html_images(source: str, number: int, imported: Imported) -> tuple[str, int]:
+    """The cell's text with each piece of HTML that only shows images (``<img src=…>``) as
+    Markdown images, which the book's pages, PDFs and downloads show (raw HTML reaches none
+    of them from the book's files); an ``<img>`` among other HTML is left and said (cell and
+    line) in ``imported.to_do``. Also the number of images so written."""
+    written = 0
+    for token in MarkdownIt("commonmark").parse(source):
+        pieces = [(token.content, token.map[0])] if token.type == "html_block" else [
+            (child.content, line) for child, line in
+            (_inline_lines(token) if token.type == "inline" else []) if child.type == "html_inline"]
+        for html, line in pieces:
+            found = _HtmlImages(html)
+            if not found.images:
+                continue
+            if found.only_images and all(image.get("src") for image in found.images):
+                # side by side, as the HTML showed them
+                images = " ".join(map(_markdown_image, found.images))
+                source = source.replace(html.rstrip("\n"), images)
+                written += len(found.images)
+            else:
+                imported.to_do.append(
+                    f"cell {number}, line {line + 1}: an image inside other HTML "
+                    f"(`{html.strip()[:80]}`), left as it is: no PDF shows it, a page or "
+                    "download only from an address on the web; write it as a Markdown image, "
+                    "`![what it shows](file or address)`, or take it out")
+    return source, written
 
 
 def _with_images(source: str, attachments: dict, number: int, name: str, folder: Path | None,
                  imported: Imported, missing: list[str]) -> str:
     """The cell's text showing each image the lesson holds (a file beside the lesson, an
     attachment of the cell: pasted ones are all `image.png`) from its copy in ``name/``,
-    kept in ``imported.files``; an image found nowhere is added to ``missing``."""
-    for src in _image_sources(source):
+    kept in ``imported.files``; an image found nowhere is added to ``missing`` (cell and
+    line)."""
+    for src, line in _image_sources(source).items():
         if src.startswith(_ATTACHMENT):
             data = next(iter(attachments.get(src[len(_ATTACHMENT):], {}).values()), None)
             copy = f"{name}/cell-{number}-{src[len(_ATTACHMENT):]}"
@@ -161,7 +239,7 @@ def _with_images(source: str, attachments: dict, number: int, name: str, folder:
             found = folder / src if folder is not None else None
             content = found.read_bytes() if found is not None and found.is_file() else None
         if content is None:
-            missing.append(src)
+            missing.append(f"cell {number}, line {line}: {src}")
             continue
         imported.files[copy] = content
         source = source.replace(f"]({src}", f"]({copy}")
@@ -199,7 +277,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     the lesson's, where the images it shows are found."""
     cells = []
     imported = Imported(notebook, "", source_format)
-    dropped_outputs = removed_installs = 0
+    dropped_outputs = removed_installs = html_images = 0
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     missing: list[str] = []  # images the lesson shows that are neither beside it nor in it
     for number, cell in enumerate(notebook.cells, 1):
@@ -231,6 +309,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         elif cell.cell_type == "markdown":
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
+            source, written = _html_images(source, number, imported)
+            html_images += written
             source = _with_images(source, cell.get("attachments") or {}, number, name, folder,
                                   imported, missing)
             new = nbformat.v4.new_markdown_cell(source, metadata={"tags": tags} if tags else {})
@@ -240,14 +320,16 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     if dropped_outputs:
         imported.changed.append(f"dropped the saved outputs of {dropped_outputs} code cells "
                                 "(the build makes them)")
+    if html_images:
+        imported.changed.append(f"wrote the {html_images} image(s) the lesson showed in HTML "
+                                "(`<img src=…>`) as Markdown images, which the pages, PDFs and "
+                                "downloads show (their width and placing dropped)")
     if imported.files:
         imported.changed.append(f"copied the images the lesson shows ({len(imported.files)}) into "
                                 f"{name}/, beside the chapter (files beside the lesson, images "
                                 "pasted into its cells), and showed them from there")
-    if missing:
-        imported.to_do.append("put the images the lesson shows but does not hold in "
-                              f"{name}/, beside the chapter, and change their links: "
-                              f"{', '.join(missing)}")
+    imported.to_do += [f"{place}: an image the lesson shows but does not hold: put it in "
+                       f"{name}/, beside the chapter, and change its link" for place in missing]
     lacking, own = _unimportable(cells, imported.packages, folder)
     if lacking:
         imported.to_do.append("declare the packages of the modules the cells import that the "
