@@ -1,16 +1,16 @@
 """The course book's Sphinx extension.
 
-Three runtimes use this package: Sphinx, through :mod:`coursebook.extension` and the stage
-subpackages; a chapter's kernel, which imports the top-level modules ``exhibit_checks``,
-``figures``, ``outputs`` and ``worddiff`` (no Sphinx); and the recorder
-(``tools/record_chapter.py``), which imports ``model``. Importing the package imports
-nothing else, so that a kernel starts quickly.
+Three runtimes use this package: Sphinx (:mod:`coursebook.extension` and the stages); a
+chapter's kernel, which imports ``exhibit_checks``, ``figures``, ``worddiff`` and
+``model.outputs`` (no Sphinx); the recorder (``tools/record_chapter.py``), which imports
+``model``. Importing the package imports nothing else, so that a kernel starts quickly.
 """
 
 from __future__ import annotations
 
 
 def setup(app) -> dict:
+    # Each import where it is needed, in this order (the slow ones last).
     # First of conf.py's extensions, the collector waits from here while the extension's
     # imports (myst-nb) and the others load: process/__init__.py.
     from .process import hold_collector, resume_collector
@@ -23,24 +23,19 @@ def setup(app) -> dict:
     build = not app.tags.has(ChapterRuns.tag)
     if not build:
         resume_collector()
-    # myst-nb's execution clients (jupyter-cache, SQLAlchemy, nbclient) are imported once a
-    # build has pages to read, not as myst-nb loads: execute/myst_nb_clients.py.
+    # myst-nb's execution clients are imported once a build has pages to read, not as
+    # myst-nb loads: execute/myst_nb_clients.py.
     from .execute.myst_nb_clients import defer
 
     defer()
-    # The book's settings (coursebook_*), registered before the kernel server reads one.
     from .config import BookConfig
-
-    BookConfig.register(app)
-    # Install cells refused, declared packages checked, and this environment first on PATH
-    # before the kernel server starts: its kernels inherit PATH (prepare/chapter_packages.py).
+    from .execute.kernel_pool import start_kernel_server
     from .prepare.chapter_packages import setup as setup_chapter_packages
 
-    setup_chapter_packages(app)
-    # On a cold cache, the server that forks the chapters' kernels starts importing torch
-    # on the other core while the other extensions load: execute/kernel_pool.py.
-    from .execute.kernel_pool import start_kernel_server
-
+    BookConfig.register(app)  # before the kernel server reads a setting
+    setup_chapter_packages(app)  # before the kernel server starts: kernels inherit PATH
+    # On a cold cache, the server that forks the kernels imports torch on the other core
+    # while the other extensions load: execute/kernel_pool.py.
     start_kernel_server(app)
     from .extension import setup as setup_extension
 

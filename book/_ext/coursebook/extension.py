@@ -16,12 +16,8 @@ from coursebook.execute.shared_cache import (extension_version, release_notebook
                                              set_execution_versions)
 from coursebook.page_state import PageStateCollector
 from coursebook.prepare.answer_space import setup_answer_space
-from coursebook.prepare.chapters import (
-    edition_of,
-    leave_out_plain_scripts,
-    name_the_authors_lines,
-    prepare_edition_source,
-)
+from coursebook.prepare.chapters import (edition_of, leave_out_plain_scripts,
+                                         name_the_authors_lines, prepare_edition_source)
 from coursebook.prepare.editions import Edition, box_code_answers
 from coursebook.process import freeze_long_lived_objects
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
@@ -30,34 +26,21 @@ from coursebook.process.next_build import (keep_config_as_given, mark_finished, 
                                            pickle_config_as_given, restore_config)
 from coursebook.process.notebook_places import name_notebook_cells
 from coursebook.process.preview import keep_last_good_pages
-from coursebook.render.downloads import (
-    add_colab_button,
-    offer_edition_notebook,
-    replace_copied_sources,
-)
+from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
+                                         replace_copied_sources)
 from coursebook.render.handouts import setup_handouts
 from coursebook.render.html_pages import add_build_stamp, copy_mathjax, keep_compiled_templates
 from coursebook.render.output_blocks import normalise_output_nodes, quiet_exhibit_checks
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, quiet_config_dumps
-from coursebook.verify.chapter_checks import (
-    check_executed_chapter,
-    clear_execution_reports,
-    compare_expected_outputs,
-    fail_build_on_failed_chapters,
-    keep_cell_outputs,
-    keep_execution_reports,
-    log_output_summary,
-)
 from coursebook.verify.answer_checks import check_what_checks_ask
+from coursebook.verify.chapter_checks import (check_executed_chapter, clear_execution_reports,
+                                              compare_expected_outputs,
+                                              fail_build_on_failed_chapters, keep_cell_outputs,
+                                              keep_execution_reports, log_output_summary)
 from coursebook.verify.claims import check_claims, log_claim_counts
-from coursebook.verify.torch_versions import (
-    TorchVersionChanges,
-    add_verified_versions,
-    highlight_changed_boxes,
-)
-
-__all__ = ["setup"]
+from coursebook.verify.torch_versions import (TorchVersionChanges, add_verified_versions,
+                                              highlight_changed_boxes)
 
 
 def _read_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:

@@ -1,8 +1,6 @@
-"""What reading each chapter page left for the phases after it, kept in the environment.
-
-An :class:`~sphinx.environment.collectors.EnvironmentCollector` keeps it per page: Sphinx
-drops a page's entry when it is read again or removed, merges parallel readers' entries
-and pickles them, so a warm build that reads no page still has them.
+"""What reading each chapter page left for the later phases, kept in the environment by an
+``EnvironmentCollector``: Sphinx drops a page's entry when the page is read again or removed,
+merges parallel readers' entries and pickles them (a warm build that reads no page has them).
 """
 
 from __future__ import annotations
@@ -23,11 +21,9 @@ from coursebook.model.versions import verified_versions
 
 
 @dataclass(frozen=True)
-class CellOutput:
-    """One code cell of an executed chapter, as verification sees it."""
-
+class CellOutput:  # one code cell of an executed chapter, as verification sees it
     key: str
-    index: int  # its number among the notebook's code cells, from 1 (markdown not counted)
+    index: int  # its number among the cells with expected outputs (not claims' checks), from 1
     source: str
     text: str
     unverified: str = ""
@@ -44,8 +40,6 @@ PREPARED = "coursebook_prepared"
 
 @dataclass
 class PageState:
-    """One page as reading left it."""
-
     notebook: nbformat.NotebookNode | None = None  # None: no chapter, or not prepared
     recorded_with: str | None = None  # a recorded chapter's: where its recordings ran
     outputs: list[CellOutput] | None = None  # None: nothing to compare
@@ -61,7 +55,7 @@ class PageState:
 
 
 def page_states(env: BuildEnvironment) -> dict[str, PageState]:
-    """Every page's :class:`PageState`, by docname (pages that left nothing are absent)."""
+    """Every page's :class:`PageState` by docname (pages that left nothing are absent)."""
     if not hasattr(env, "coursebook_page_states"):
         env.coursebook_page_states = {}
     return env.coursebook_page_states
@@ -72,10 +66,8 @@ def page_state_of(env: BuildEnvironment, docname: str) -> PageState:
 
 
 def chapter_notebook(env: BuildEnvironment, docname: str) -> nbformat.NotebookNode | None:
-    """The page's edition notebook as read; None for a page that is not a chapter, or
-    could not be prepared."""
-    chapter = page_states(env).get(docname)
-    return None if chapter is None else chapter.notebook
+    """The page's edition notebook as read (None: no chapter, or not prepared)."""
+    return getattr(page_states(env).get(docname), "notebook", None)
 
 
 def chapters_in_reading_order(env: BuildEnvironment) -> list[str]:
@@ -97,8 +89,6 @@ def mark_failed(env: BuildEnvironment, docname: str) -> None:
 
 
 class PageStateCollector(EnvironmentCollector):
-    """Keeps :class:`PageState` entries through incremental and parallel reads."""
-
     def clear_doc(self, app: Sphinx, env: BuildEnvironment, docname: str) -> None:
         page_states(env).pop(docname, None)
 
@@ -108,7 +98,7 @@ class PageStateCollector(EnvironmentCollector):
         page_states(env).update({d: theirs[d] for d in docnames if d in theirs})
 
     def process_doc(self, app: Sphinx, doctree: nodes.document) -> None:
-        """``doctree-read``: nothing to collect; :mod:`coursebook.extension`'s hooks fill it."""
+        """Nothing: the hooks fill the state while the page is read (source-read, doctree-read)."""
 
     def get_outdated_docs(self, app: Sphinx, env: BuildEnvironment, added: set[str],
                           changed: set[str], removed: set[str]) -> list[str]:

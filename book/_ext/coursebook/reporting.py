@@ -20,14 +20,12 @@ logger = logging.getLogger(__name__)
 
 
 def report(message: str, location, subtype: str) -> None:
-    """Log ``message`` as a build error at ``location``, once per build."""
-    # The message is the record's whole text (no arguments, so no %-formatting): the
-    # filter keys on it.
+    """A build error, once per build: the message is the record's whole text (no arguments,
+    no %-formatting), which the ``once`` filter keys on."""
     logger.error(message, location=location, type="coursebook", subtype=subtype, once=True)
 
 
 def report_book_error(error: BookError, subtype: str, fallback_location=None) -> None:
-    """Log a fault at its own place, or else at ``fallback_location``."""
     if error.location:
         report(error.message, error.location, subtype)
     else:
@@ -39,30 +37,27 @@ def report_book_error(error: BookError, subtype: str, fallback_location=None) ->
 _FIX_COMMANDS = "coursebook_fix_commands"
 
 
-def ask_for(env, command: str) -> None:
-    """Note that an error just logged is fixed by running ``command``."""
+def ask_for(env, command: str) -> None:  # an error just logged is fixed by ``command``
     asked = env.temp_data.setdefault(_FIX_COMMANDS, [])
     if command not in asked:
         asked.append(command)
 
 
 def asked_for(env) -> list[str]:
-    """The commands this build's errors asked for, in the order first asked."""
     return list(env.temp_data.get(_FIX_COMMANDS, []))
 
 
 def stop_build(subtype: str, *errors: tuple[str, str | None]) -> None:
-    """End the build now with these (message, location) errors: a build that cannot go
-    on raises no exception, as Sphinx gives any exception a crash report."""
+    """End the build with these (message, location) errors, raising nothing: Sphinx gives
+    any exception a crash report."""
     for message, location in errors:
         logger.error("%s", message, location=location, type="coursebook", subtype=subtype)
     sys.exit(2)
 
 
 class _WarningCount(WarningStreamHandler):
-    """Counts the warnings and errors a build logs that ``suppress_warnings`` lets through,
-    as Sphinx's own warning stream gets them (a stream handler: Sphinx holds it back while
-    pages are read and hands it each held warning once, as it does its own)."""
+    """Counts the warnings and errors ``suppress_warnings`` lets through, as Sphinx's own
+    warning stream gets them (as a stream handler, each held warning once)."""
 
     def __init__(self, app: Sphinx) -> None:
         super().__init__(io.StringIO())
@@ -80,13 +75,12 @@ _COUNTS: WeakKeyDictionary[Sphinx, _WarningCount] = WeakKeyDictionary()
 
 
 def count_warnings(app: Sphinx) -> None:
-    """At setup (Sphinx's logging is set up): count this build's warnings from here on."""
+    """At setup, once Sphinx's logging is: this build's warnings counted from here on."""
     _COUNTS[app] = _WarningCount(app)
     std_logging.getLogger(NAMESPACE).addHandler(_COUNTS[app])
 
 
-def warnings_logged(app: Sphinx) -> int:
-    """The warnings and errors this build logged so far (those Sphinx's -W makes fatal)."""
+def warnings_logged(app: Sphinx) -> int:  # so far; those Sphinx's -W makes fatal
     return _COUNTS[app].count if app in _COUNTS else 0
 
 
@@ -102,7 +96,6 @@ def _drop_config_dumps(record: std_logging.LogRecord) -> bool:
         type(arg).__name__ in _CONFIG_CLASSES for arg in record.args or ()))
 
 
-def quiet_config_dumps() -> None:
-    """(A filter added twice is kept once.)"""
+def quiet_config_dumps() -> None:  # a filter added twice is kept once
     for name in _CONFIG_LOGGERS:
         std_logging.getLogger(name).addFilter(_drop_config_dumps)
