@@ -1,18 +1,13 @@
 """What every HTML page gets besides its text.
 
-The instructor edition's footer stamp: the torch that executed the page, the commit, the
-date, so that an instructor with a student's question can tell which build a page comes
-from. A student's footer has none: the build is not the subject.
-
-MathJax served with the book, so that math renders offline; copied only where it changed.
-The files are sphinx-mathjax-offline's, not loaded as an extension: it compares every file
-whole on every build (15 ms of a no-op rebuild) and is not declared parallel-safe. Here a
-file is copied when its size or modification time differ, as make and rsync decide.
-
-The HTML theme's templates, compiled once and kept between builds: compiling them took a
-tenth of a warm rebuild. Jinja's bytecode cache checks each against its source; it lives in
-the Python environment, as the compiled modules do (the templates are its theme's and
-Sphinx's), where a clean output folder still finds it.
+The instructor edition's footer stamp (the torch that executed the page, the commit, the
+date), so that an instructor with a student's question can tell which build a page comes
+from; a student's footer has none. MathJax served with the book, for math offline: the files
+of sphinx-mathjax-offline, not loaded as an extension (it compares every file whole on every
+build, 15 ms of a no-op rebuild, and is not parallel-safe); a file is copied when its size or
+modification time differ, as make and rsync decide. The theme's templates, compiled once
+(compiling took a tenth of a warm rebuild) into Jinja's bytecode cache, in the Python
+environment with the compiled modules (the templates are the theme's and Sphinx's).
 """
 
 from __future__ import annotations
@@ -38,8 +33,7 @@ FOLDER = "compiled-templates"  # in the environment's folder (sys.prefix)
 
 
 def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict,
-                    doctree) -> None:
-    """``html-page-context``: for the footer template ``build-stamp.html``."""
+                    doctree) -> None:  # for the footer template build-stamp.html
     if app.builder.format != "html" or edition_of(app) is not Edition.INSTRUCTOR:
         return
     date = book_config(app.config).build_date
@@ -61,22 +55,17 @@ def mathjax_files() -> Path:
 
 def copy_changed_files(source: Path, target: Path) -> list[Path]:
     """The files under ``source`` whose copy under ``target`` was missing or differed, copied."""
+    def signature(path: Path) -> tuple[int, int] | None:
+        return (path.stat().st_size, path.stat().st_mtime_ns) if path.exists() else None
+
     copied = []
     for path in sorted(path for path in source.rglob("*") if path.is_file()):
         copy = target / path.relative_to(source)
-        if _signature(copy) != _signature(path):
+        if signature(copy) != signature(path):
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, copy)
             copied.append(copy)
     return copied
-
-
-def _signature(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return None
-    return stat.st_size, stat.st_mtime_ns
 
 
 def copy_mathjax(app: Sphinx, exception: Exception | None) -> None:
@@ -87,7 +76,6 @@ def copy_mathjax(app: Sphinx, exception: Exception | None) -> None:
 
 
 def keep_compiled_templates(app: Sphinx) -> None:
-    """``builder-inited``."""
     environment = getattr(getattr(app.builder, "templates", None), "environment", None)
     if environment is None:
         return

@@ -1,8 +1,6 @@
-"""The PDF's fonts, and the fallback fonts luaotfload looks up, in order, for a character
-they lack (its manual, "Fallback": https://ctan.org/pkg/luaotfload); text and code share
-one list. Each font is a Debian package of tools/pdf-packages.txt (`make pdf-deps`). The
-LaTeX build's last words say where its files are, not Sphinx's advice to run a `make
-latexpdf` the book lacks (`make pdf` and `make handouts` run this build, then typeset).
+"""The PDF's fonts, and the fallbacks luaotfload looks up in order for a character they lack
+(its manual, "Fallback": https://ctan.org/pkg/luaotfload), for text and code; each a Debian
+package of tools/pdf-packages.txt (`make pdf-deps`).
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ EPILOG = "The LaTeX files are in %(outdir)s."
 @dataclass(frozen=True)
 class Font:
     family: str
-    package: str  # the Debian package that installs it
+    package: str  # Debian's
 
 
 SERIF = Font("FreeSerif", "fonts-freefont-otf")
@@ -46,7 +44,7 @@ def fontpkg() -> str:
 
 
 def families(fc_list_output: str) -> set[str]:
-    """The families ``fc-list : family`` printed (a font may have several names)."""
+    """The families ``fc-list : family`` printed (a font may have several names, a line)."""
     return {name.strip() for line in fc_list_output.splitlines() for name in line.split(",")}
 
 
@@ -55,6 +53,7 @@ def missing_fonts(installed: set[str]) -> list[Font]:
 
 
 def name_only_the_latex_folder(app) -> None:
-    """``builder-inited``."""
+    """``builder-inited``: the build's last words say where its files are, not Sphinx's
+    advice to run a `make latexpdf` the book lacks (`make pdf` runs this build, then typesets)."""
     if app.builder.name == "latex":
         app.builder.epilog = EPILOG
