@@ -53,6 +53,7 @@ def test_the_modules_imported_ahead_are_those_conf_py_names():
     assert conf["html_theme"] in names and "sphinx.cmd.build" in names
 
 
+@pytest.mark.slow  # builds (two tiny Sphinx builds)
 def test_a_forked_build_reports_its_status_and_what_it_imported(tmp_path):
     source = tmp_path / "src"
     source.mkdir()
@@ -89,6 +90,7 @@ def waiting_kernel(tmp_path):
     keeper.stop()
 
 
+@pytest.mark.slow  # starts a kernel
 def test_a_waiting_kernel_imported_ahead_into_its_process_not_into_the_cells_namespace(
         waiting_kernel):
     code = ("import os, sys\n"
