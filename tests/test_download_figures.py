@@ -5,6 +5,8 @@ book-only too, so a download never speaks of a figure it lacks."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import torch
 
@@ -109,15 +111,20 @@ def test_a_built_download_links_each_figure_to_its_published_copy(tiny_book, tmp
     (tiny_book / "images" / "dot.png").write_bytes(
         b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
         + chunk(b"IDAT", zlib.compress(b"\x00\x00")) + chunk(b"IEND", b""))
+    # and a Markdown image, as `make chapter FROM=` writes a lesson's (its <img> too)
+    (tiny_book / "chapter" / "res").mkdir(parents=True)
+    shutil.copy(tiny_book / "images" / "dot.png", tiny_book / "chapter" / "res" / "dot2.png")
     chapter = tiny_book / "chapter.md"
     chapter.write_text(chapter.read_text().replace(
         "A worked example.", "A worked example.\n\n```{figure} images/dot.png\n:alt: A dot\n\n"
-                             "One dot.\n```", 1))
+                             "One dot.\n```\n\nAgain: ![Another dot](chapter/res/dot2.png)", 1))
     build = sphinx_build(tiny_book, tmp_path / "out", cache_copy,  # prose: the cached run holds
                          settings={"html_baseurl": PUBLISHED})
     assert build.returncode == 0, build.log[-3000:]
     html = build.outdir / "html"
     assert (html / "_images" / "dot.png").is_file()
     download = nbformat.read(html / "_sources" / "chapter.ipynb", as_version=4)
-    assert f"![A dot]({PUBLISHED}/_images/dot.png)\n\n*One dot.*" in \
-        "\n".join(cell.source for cell in download.cells)
+    for text in ["\n".join(cell.source for cell in download.cells),
+                 (html / "_sources" / "chapter.md").read_text()]:  # the notebook, the document
+        assert f"![A dot]({PUBLISHED}/_images/dot.png)\n\n*One dot.*" in text, text
+        assert f"Again: ![Another dot]({PUBLISHED}/_images/dot2.png)" in text, text
