@@ -1,10 +1,8 @@
-"""pytest collects the book's chapters as doctests: one test per verified cell and edition.
-
-``pytest book/pt01.md`` (or ``pytest book/``) yields an item for each code cell with an
-expected output, per edition, named by chapter, edition, line and first code line. What
-runs is what a build of each edition executes (:func:`coursebook.execute.fill_cache.read_book`);
-outputs come from the book's execution cache, a missing chapter executed and cached once.
-Recorded chapters are left to ``make recording-check``. Registered as a ``pytest11`` entry point.
+"""pytest collects the book's chapters as doctests (a ``pytest11`` entry point): ``pytest
+book/pt01.md`` has an item per code cell with an expected output and edition, named by
+chapter, edition, line and first code line. What runs is what a build of each edition runs
+(:func:`coursebook.execute.fill_cache.read_book`), from the book's cache, a missing chapter
+executed and cached once. Recorded chapters are left to ``make recording-check``.
 """
 
 from __future__ import annotations
@@ -14,25 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from coursebook.execute.fill_cache import (
-    BookRead,
-    BookReadError,
-    ExecutionFailed,
-    Run,
-    execute_into_cache,
-    read_book,
-)
+from coursebook.execute.fill_cache import (BookRead, BookReadError, ExecutionFailed, Run,
+                                           execute_into_cache, read_book)
 from coursebook.model.notebooks import CHAPTER_SUFFIXES, is_chapter_source
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
-from coursebook.verify.expectations import (
-    ACCEPT_COMMAND,
-    Expectations,
-    cell_outputs,
-    compare,
-    expectations_path,
-    read_expectations,
-)
+from coursebook.verify.expectations import (ACCEPT_COMMAND, Expectations, cell_outputs, compare,
+                                             expectations_path, read_expectations)
 
 # A test session that has just built the book hands its fresh cache to the chapters'
 # items (:func:`use_chapter_cache`), which then run nothing again; else conf.py's cache.
@@ -85,9 +71,11 @@ class ChapterFailed(Exception):
     """The chapter did not execute; its cells cannot be compared."""
 
 
-class ChapterFile(pytest.File):
-    """A chapter: its verified cells, per edition."""
+class CellOutputMismatch(AssertionError):
+    """A cell's output is not its expected output."""
 
+
+class ChapterFile(pytest.File):
     def run_for(self, edition: Edition) -> Run | None:
         """The chapter as a build of this edition runs it; None where it does not (not
         read, recorded, excluded, or execution off)."""
@@ -105,20 +93,18 @@ class ChapterFile(pytest.File):
             run = self.run_for(edition)
             if run is None:
                 continue
-            notebook = run.notebook
             names = set()
-            for cell in cell_outputs(notebook):
-                # A cell the edition adds stands at its marker, or at the cell before it.
-                line = cell.line
+            for cell in cell_outputs(run.notebook):
                 if cell.unverified:
                     continue
-                name = f"{edition.value}::L{line} {cell.first_line}"
+                # A cell the edition adds stands at its marker, or at the cell before it.
+                name = f"{edition.value}::L{cell.line} {cell.first_line}"
                 # A museum room's cells all stand at its marker's line: a repeated name (which
                 # pytest-xdist would run once) gets the cell's key in the expectations file.
                 name += f" (cell {cell.key})" if name in names else ""
                 names.add(name)
                 yield CellItem.from_parent(self, name=name, edition=edition, key=cell.key,
-                                           line=line)
+                                           line=cell.line)
 
     @cached_property
     def expectations(self) -> Expectations | None:
@@ -130,8 +116,7 @@ class ChapterFile(pytest.File):
         built = book_read(self.config, Edition.STUDENT).book
         return expectations_path(book / built.expected_dir, built.torch, self.path.stem)
 
-    def executed(self, edition: Edition) -> list[CellOutput]:
-        """This edition's cells with their outputs, from the cache or executed once."""
+    def executed(self, edition: Edition) -> list[CellOutput]:  # from the cache, or run once
         cache = self.__dict__.setdefault("_executed", {})
         if edition not in cache:
             cache_path = self.config.stash.get(CHAPTER_CACHE,
@@ -147,8 +132,6 @@ class ChapterFile(pytest.File):
 
 
 class CellItem(pytest.Item):
-    """One code cell of one edition: its output must equal its expected output."""
-
     def __init__(self, *, edition: Edition, key: str, line: int, **kwargs) -> None:
         super().__init__(**kwargs)
         self.edition, self.key, self.line = edition, key, line
@@ -172,7 +155,3 @@ class CellItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, self.line - 1 if self.line else None, self.name
-
-
-class CellOutputMismatch(AssertionError):
-    """A cell's output is not its expected output."""
