@@ -1,19 +1,12 @@
 """Students check their own answers without seeing them.
 
-This module's source is copied, as it is, into a cell of the student's notebook: plain
-Python, nothing to install, no network. Each checkable answer is held there as a salted
-digest of its *canonical form* (the same normalisation for the author's answer and the
-student's value: tensors and arrays as nested lists, text with its spaces collapsed), and
-a salted digest of each of its numbers, so that a number within the check's tolerance of
-the answer's passes and one beyond it does not (no rounding grid's edge between them), with the hint its author wrote, scrambled so
-that reading the notebook does not show it (:func:`scramble`); never the answer itself.
-``check(name, value)`` says "correct", or "not yet" and the hint, unscrambled only then.
-Where the answer is a way of computing, the check holds its own inputs (``inputs``: code
-that sets ``inputs`` to a list of argument tuples): the student passes a function, and what
-it returns for each tuple is compared, so no answer is readable from the inputs alone.
-
-The book uses the same code: the student edition's table is made from the answers when a
-chapter is prepared, and the instructor edition checks every answer against it.
+This module's code is copied into a cell of the student's notebook (its docstring left out):
+plain Python, nothing to install, no network. Each answer is held as a salted digest of its
+canonical form (tensors as nested lists, text with spaces collapsed) and of each of its
+numbers, so a number within the tolerance passes and one beyond it does not (no rounding
+grid's edge between them); its hint is scrambled (:func:`scramble`); never the answer. For a
+way of computing, the check holds its own ``inputs`` and the student passes a function. The
+book makes the student's table from the answers, and checks every answer against it.
 """
 
 import base64
