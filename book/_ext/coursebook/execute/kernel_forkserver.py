@@ -4,17 +4,15 @@
 A forked kernel shares the imported modules (copy on write) and is otherwise a process
 like any kernel jupyter_client starts: its own session, working folder and environment,
 ipykernel's launcher run from the top. The server forks before it makes any ZeroMQ
-context, event loop or thread, and imports only the standard library itself.
-
-A request is a line of JSON on a Unix socket, ``{"cwd", "connection_file", "env"}``,
-answered with the kernel's pid (0 once a file of ``imports`` changed on disk: a kernel
-would hold the old code). As each kernel's parent, the server writes its exit status to
-the pool's ``ended/<pid>``. With ``--keep`` it keeps one kernel forked ahead in ``ready/``.
+context, event loop or thread, and imports only the standard library itself. A request is
+a line of JSON on a Unix socket, ``{"cwd", "connection_file", "env"}``, answered with the
+kernel's pid (0 once a file of ``imports`` changed on disk: a kernel would hold the old
+code). As each kernel's parent, the server writes its exit status to the pool's
+``ended/<pid>``. With ``keep`` it keeps one kernel forked ahead in ``ready/``.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import json
@@ -32,14 +30,12 @@ from pathlib import Path
 
 def server_command(address: Path, pool: Path, imports: list[str], kernel_arguments: list[str],
                    keep: Path | None = None) -> list[str]:
-    """The command line of a server listening on ``address``, for the pool ``pool``."""
-    command = [sys.executable, "-m", __name__, "--address", str(address), "--pool", str(pool),
-               "--parent", str(os.getpid())]
-    for name in imports:
-        command += ["--import", name]
-    if keep is not None:
-        command += ["--keep", str(keep.resolve())]
-    return [*command, "--", *kernel_arguments]
+    """The command line of a server listening on ``address``, for the pool ``pool``, while
+    this process lives."""
+    return [sys.executable, "-m", __name__, json.dumps({
+        "address": str(address), "pool": str(pool), "parent": os.getpid(), "imports": imports,
+        "keep": keep and str(keep.resolve()), "kernel_arguments": kernel_arguments},
+        ensure_ascii=False)]
 
 
 def request_kernel(address: Path, cwd: str, connection_file: str,
@@ -75,7 +71,7 @@ def _end_if_orphaned(parent: int, imported: threading.Event) -> None:
             os._exit(0)  # no kernel forked yet: nothing else to stop
 
 
-def serve(args: argparse.Namespace) -> dict:
+def serve(args: dict) -> dict:
     """Fork kernels until the starter ends; returns only in a forked kernel, its request."""
     # ipykernel picks the inline backend through MPLBACKEND when it starts; matplotlib
     # reads it when imported, so it is set (as ipykernel sets it) before the imports.
@@ -84,36 +80,36 @@ def serve(args: argparse.Namespace) -> dict:
     # Importing torch takes seconds, more on a loaded machine, and the loop below, which
     # notices an ended starter, is not reached until then: a watcher ends an orphan sooner.
     imported = threading.Event()
-    watcher = threading.Thread(target=_end_if_orphaned, args=(args.parent, imported))
+    watcher = threading.Thread(target=_end_if_orphaned, args=(args["parent"], imported))
     watcher.start()
-    for name in [*args.imports, "ipykernel.kernelapp"]:
+    for name in [*args["imports"], "ipykernel.kernelapp"]:
         with contextlib.suppress(Exception):  # a chapter importing it gets the error, its own way
             importlib.import_module(name)
     imported.set()
     watcher.join()  # no thread but this one when a kernel is forked
-    pool = args.pool
+    pool, address, keep = Path(args["pool"]), Path(args["address"]), args["keep"]
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(args.address))
+    listener.bind(str(address))
     listener.listen()
     kernels: set[int] = set()
-    imported = _files_now(args.imports)
+    files = _files_now(args["imports"])
     takers: dict[str, tuple[int, int]] = {}
     # Stopped (SIGTERM) or orphaned, the server stops its kernels: its own children, whose
     # pids it alone collects, so none is another process by then.
-    signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool, args.address))
-    while os.getppid() == args.parent:
+    signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool, address))
+    while os.getppid() == args["parent"]:
         kernels -= _reaped(pool)
         for pid in _left_by_takers(pool, kernels, takers):
             os.kill(pid, signal.SIGKILL)
         request = connection = None
-        if args.keep and not any((pool / "ready").glob("*.json")):
+        if keep and not any((pool / "ready").glob("*.json")):
             connection_file = pool.resolve() / "connections" / f"{uuid.uuid4().hex}.json"
-            request = {"cwd": args.keep, "connection_file": str(connection_file), "ready": True}
+            request = {"cwd": keep, "connection_file": str(connection_file), "ready": True}
         elif select.select([listener], [], [], 0.2)[0]:
             connection, _ = listener.accept()
             request = json.loads(connection.makefile("rb").readline())
-        if _files_now(args.imports) != imported:  # its kernels would hold the old code
-            args.keep = None
+        if _files_now(args["imports"]) != files:  # its kernels would hold the old code
+            keep = None
             for ready in (pool / "ready").glob("*.json"):
                 ready.unlink(missing_ok=True)
             if connection is not None:
@@ -132,14 +128,13 @@ def serve(args: argparse.Namespace) -> dict:
         kernels.add(pid)
         ended_path(pool, pid).unlink(missing_ok=True)  # an earlier kernel's, of the same pid
         if request.get("ready"):
-            name = Path(request["connection_file"]).stem
-            write_whole(pool / "ready" / f"{name}.json", json.dumps(
-                {"pid": pid, "server": os.getpid(), "cwd": request["cwd"],
-                 "connection_file": request["connection_file"]}))
+            write_whole(pool / "ready" / f"{Path(request['connection_file']).stem}.json",
+                        json.dumps({"pid": pid, "server": os.getpid(), "cwd": request["cwd"],
+                                    "connection_file": request["connection_file"]}))
         if connection is not None:
             with connection:
                 connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
-    _stop(kernels, pool, args.address)
+    _stop(kernels, pool, address)
 
 
 def _files_now(names: list[str]) -> list[tuple[int, int] | None]:
@@ -183,11 +178,9 @@ def _reaped(pool: Path) -> set[int]:
     takers (the server is their parent, not the build that took them)."""
     ended = set()
     with contextlib.suppress(ChildProcessError):  # no child left
-        pid, status = os.waitpid(-1, os.WNOHANG)
-        while pid:
-            ended.add(pid)
-            write_whole(ended_path(pool, pid), str(os.waitstatus_to_exitcode(status)))
-            pid, status = os.waitpid(-1, os.WNOHANG)
+        while (found := os.waitpid(-1, os.WNOHANG))[0]:
+            ended.add(found[0])
+            write_whole(ended_path(pool, found[0]), str(os.waitstatus_to_exitcode(found[1])))
     return ended
 
 
@@ -200,9 +193,11 @@ def _stop(kernels: set[int], pool: Path, address: Path) -> None:
     os._exit(0)
 
 
-def become_kernel(request: dict, kernel_arguments: list[str]) -> None:
-    """In the forked process: run ipykernel's launcher as ``python -m ipykernel_launcher
-    -f CONNECTION_FILE`` started in ``cwd`` would."""
+if __name__ == "__main__":
+    settings = json.loads(sys.argv[1])
+    request = serve(settings)
+    # Now the forked kernel: ipykernel's launcher, as `python -m ipykernel_launcher -f
+    # CONNECTION_FILE` started in its folder would run.
     os.setsid()
     os.chdir(request["cwd"])
     if request.get("env") is not None:
@@ -213,24 +208,5 @@ def become_kernel(request: dict, kernel_arguments: list[str]) -> None:
     os.environ["JPY_PARENT_PID"] = str(os.getppid())
     sys.path[0] = ""  # the launcher takes the working folder off while ipykernel loads
     sys.argv = ["ipykernel_launcher", "-f", request["connection_file"],
-                f"--IPKernelApp.parent_handle={os.getppid()}", *kernel_arguments]
+                f"--IPKernelApp.parent_handle={os.getppid()}", *settings["kernel_arguments"]]
     runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--address", type=Path, required=True, help="the Unix socket to listen on")
-    parser.add_argument("--pool", type=Path, required=True,
-                        help="the pool folder: ready/ records and connections/ files")
-    parser.add_argument("--parent", type=int, required=True, help="serve while this pid lives")
-    parser.add_argument("--import", dest="imports", action="append", default=[],
-                        help="a module every kernel imports first (repeatable)")
-    parser.add_argument("--keep", help="keep one kernel started in this folder in the pool")
-    parser.add_argument("kernel_arguments", nargs="*", help="ipykernel's arguments, after --")
-    args = parser.parse_args(argv)
-    request = serve(args)
-    become_kernel(request, args.kernel_arguments)
-
-
-if __name__ == "__main__":
-    main()

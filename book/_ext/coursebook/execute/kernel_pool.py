@@ -1,16 +1,11 @@
-"""Kernels started ahead of need: the preview's code edits (``make preview``) and a cold
-build's chapters.
+"""Kernels started ahead of need, for the preview's code edits and a cold build's chapters:
+a kernel forkserver imports torch and the like once and forks kernels when chapters ask (the
+pool's ``python3`` kernel spec names :mod:`coursebook.execute.kernel_pool_provisioner`).
 
-A kernel forkserver imports torch and the like once and forks kernels when chapters ask.
-The pool's ``python3`` kernel spec names :mod:`coursebook.execute.kernel_pool_provisioner`,
-which takes a waiting kernel or has the server fork one. Each kernel runs one notebook from
-the top, as nbclient does with any kernel.
-
-When the execution cache has no database yet, every chapter a build reads executes, so
-this extension's setup starts a kernel forkserver importing ``coursebook_kernel_imports``
-while the theme and the other extensions load, and ``env-before-read-docs`` stops it if no
-page to read would use it. Builds that start together on one cache share one server: the
-first takes a lock for its life.
+On a cache with no database yet every chapter read executes, so setup starts a server
+importing ``coursebook_kernel_imports`` while the other extensions load, and
+``env-before-read-docs`` stops it if no page to read would use it. Builds that start
+together on one cache share one server: the first takes a lock for its life.
 """
 
 from __future__ import annotations
@@ -43,8 +38,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 POOL_ENV = "COURSEBOOK_KERNEL_POOL"
-PROVISIONER = "coursebook-pooled-kernel"  # pyproject's jupyter_client.kernel_provisioners entry:
-# coursebook.execute.kernel_pool_provisioner, loaded by jupyter_client as a kernel starts
+# pyproject's jupyter_client.kernel_provisioners entry, loaded as a kernel starts
+PROVISIONER = "coursebook-pooled-kernel"
 SERVER = "forkserver.json"  # in the pool: the server's pid and socket
 
 
@@ -56,8 +51,7 @@ def _note_taken(pool: Path, name: str, kernel: dict) -> dict:
 
 
 def take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
-    """A waiting kernel started in ``cwd``, now this caller's alone (a rename is atomic);
-    kernels started for another folder are left to the chapters there."""
+    """A waiting kernel started in ``cwd``, now this caller's alone (a rename is atomic)."""
     for ready in sorted((pool / "ready").glob("*.json")):
         try:
             kernel = json.loads(ready.read_text())
@@ -117,10 +111,9 @@ def offer_waiting_kernels(pool: Path) -> None:
 
 def start_kernel_forkserver(pool: Path, imports: list[str],
                             keep: Path | None = None) -> subprocess.Popen:
-    """The pool's server, importing ``imports``: kernels forked on request, and one started
-    in ``keep`` kept in ``ready/``. It serves while this process lives."""
-    # A Unix socket's path holds at most 107 bytes: in a folder of its own, this user's,
-    # under /tmp where TMPDIR is deep (a test's), or the server could not listen.
+    """The pool's server, importing ``imports``, keeping a kernel started in ``keep``
+    waiting. A Unix socket's path holds at most 107 bytes: it goes in a folder of its own
+    under /tmp where TMPDIR is deep (a test's), or the server could not listen."""
     base = tempfile.gettempdir()
     base = base if len(os.fsencode(base)) < 64 else "/tmp"  # bytes, not characters
     address = Path(tempfile.mkdtemp(prefix="kernels-", dir=base)) / "socket"
@@ -134,7 +127,7 @@ def start_kernel_forkserver(pool: Path, imports: list[str],
 
 def connection_of(kernel: dict, timeout: float = 60) -> dict | None:
     """The connection the kernel wrote once its ports were bound (None: it died first, or
-    has not started within ``timeout`` seconds, nbclient's own limit: it is stopped)."""
+    did not start within ``timeout`` seconds, nbclient's own limit: it is stopped)."""
     path = Path(kernel["connection_file"])
     deadline = time.monotonic() + timeout
     while process_alive(kernel["pid"]):
@@ -176,8 +169,7 @@ def stop_kernel_forkserver(pool: Path, server: subprocess.Popen) -> None:
 
 
 class KernelKeeper:
-    """Keeps one kernel waiting in the pool, started in ``cwd`` with ``imports`` done,
-    until stopped."""
+    """Keeps one kernel waiting in the pool, started in ``cwd`` with ``imports`` done."""
 
     def __init__(self, pool: Path, cwd: Path, imports: list[str]) -> None:
         self.pool, self.cwd, self.imports = pool, cwd.resolve(), imports
@@ -192,8 +184,7 @@ class KernelKeeper:
             stop_kernel_forkserver(self.pool, self.server)
 
 
-# This build's kernel forkserver, the cache it serves and the lock that makes this build
-# the one starting it (main process).
+# This build's kernel forkserver, its cache and the lock that makes this build its starter.
 _server: list[tuple[subprocess.Popen, Path, FileLock]] = []
 
 
@@ -213,9 +204,7 @@ def start_kernel_server(app: Sphinx) -> None:
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        # Another build on this cache starts it; this one's chapters take its kernels too
-        # (a notebook both share runs in whichever build reaches it first).
-        offer_waiting_kernels(pool)
+        offer_waiting_kernels(pool)  # another build's server: its kernels serve this one too
         return
     make_pool(pool)
     offer_waiting_kernels(pool)
@@ -224,32 +213,25 @@ def start_kernel_server(app: Sphinx) -> None:
 
 
 def plan_reading(app: Sphinx, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``: which pages Sphinx is about to read are chapters that
-    execute (by their file and myst-nb's settings: nothing is prepared yet), worked out once
-    for the kernel server and for the readers."""
+    """``env-before-read-docs``: the pages to read that are chapters that execute (by their
+    file and myst-nb's settings: nothing is prepared yet) keep the kernel server, if any,
+    and with ``-j`` go to different readers."""
     spread = app.parallel >= 2 and len(docnames) >= 2
     if not (_server or spread):
         return
     executing = {docname for docname in docnames
                  if executes_when_read(Path(env.doc2path(docname)), env.mystnb_config)}
-    if _server:
-        _check_kernel_server(app, len(executing))
+    if _server and executing and Path(book_config(app.config).cache_path) == _server[0][1]:
+        logger.info(f"cold cache: {len(executing)} chapter kernels forked from one server")
+    elif _server:
+        logger.info("cold cache: no chapter to execute here; kernel server stopped")
+        stop_kernel_server(app, None)
     if spread:
         _spread_chapters_over_readers(app.parallel, docnames, executing)
 
 
-def _check_kernel_server(app: Sphinx, chapters: int) -> None:
-    """The server stays if some page to read is a chapter that executes."""
-    if chapters and Path(book_config(app.config).cache_path) == _server[0][1]:
-        logger.info(f"cold cache: {chapters} chapter kernels forked from one server")
-    else:
-        logger.info("cold cache: no chapter to execute here; kernel server stopped")
-        stop_kernel_server(app, None)
-
-
 def stop_kernel_server(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: the server stopped, once the kernels another build took are
-    done; the lock released."""
+    """``build-finished``: the server stopped once the kernels another build took are done."""
     while _server:
         server, cache, lock = _server.pop()
         stop_kernel_forkserver(cache / "kernels", server)
@@ -258,9 +240,8 @@ def stop_kernel_server(app: Sphinx, exception: Exception | None) -> None:
 
 def _spread_chapters_over_readers(parallel: int, docnames: list[str],
                                   executing: set[str]) -> None:
-    """With ``-j``, chapters that execute go to different readers (Sphinx hands each a run
-    of consecutive pages), each at its run's end, so the other pages are read while its
-    kernel starts."""
+    """Chapters that execute go to different readers (Sphinx hands each a run of pages),
+    each at its run's end, so the other pages are read while its kernel starts."""
     from sphinx.util.parallel import make_chunks
 
     chunks = make_chunks(list(range(len(docnames))), parallel)

@@ -12,18 +12,11 @@ from typing import Any
 from jupyter_client.provisioning import LocalProvisioner
 
 from coursebook.execute.kernel_forkserver import ended_path
-from coursebook.execute.kernel_pool import (
-    POOL_ENV,
-    connection_of,
-    fork_kernel,
-    process_alive,
-    take_waiting_kernel,
-)
+from coursebook.execute.kernel_pool import (POOL_ENV, connection_of, fork_kernel, process_alive,
+                                            take_waiting_kernel)
 from coursebook.execute.notebook_runs import EXIT_STATUS_UNKNOWN, SERVER_ENDED
 
-# The server collects an ended kernel's status within its 0.2 s poll; a server that is
-# gone too never does.
-STATUS_WAIT = 2.0
+STATUS_WAIT = 2.0  # the server collects an ended kernel's status within its 0.2 s poll
 
 
 class _AdoptedProcess:
@@ -37,8 +30,7 @@ class _AdoptedProcess:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        """None while it runs; once it ended, its status (waited for: a dead kernel's
-        status names the advice the build gives)."""
+        """None while it runs; once it ended, its status (waited for: it names the advice)."""
         if self.returncode is None and not process_alive(self.pid):
             self.returncode = self._ended_status(STATUS_WAIT)
         return self.returncode
@@ -54,8 +46,7 @@ class _AdoptedProcess:
                 time.sleep(0.05)
 
     def wait(self) -> int:
-        """Once it ended: a kernel stopped after its chapter is not kept waiting for the
-        server to collect its status (its status is then unknown here)."""
+        """Once it ended, not waiting for the server to collect its status (unknown then)."""
         while process_alive(self.pid):
             time.sleep(0.05)
         return self.returncode if self.returncode is not None else self._ended_status(0)

@@ -1,10 +1,8 @@
-"""myst-nb's execution clients, imported by the builds that read pages.
-
-myst-nb imports its execution clients' modules, and with them jupyter-cache, SQLAlchemy
-and nbclient, as it loads: a sixth of a rebuild that reads no page. Setup puts a
-placeholder in each module's place (:func:`defer`); the modules are imported at
-``env-before-read-docs`` when there are pages to read, before ``-j`` forks the readers.
-Only speed rides on it; ``COURSEBOOK_DEFER_IMPORTS=0`` defers nothing.
+"""myst-nb's execution clients, imported only by the builds that read pages: myst-nb
+imports them, and with them jupyter-cache, SQLAlchemy and nbclient, as it loads (a sixth of
+a rebuild that reads no page). Setup puts a placeholder in each module's place; they are
+imported at ``env-before-read-docs``, before ``-j`` forks the readers. Only speed rides on
+it; ``COURSEBOOK_DEFER_IMPORTS=0`` defers nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ CLIENTS = {"cache": "NotebookClientCache", "direct": "NotebookClientDirect",
 
 
 class _DeferredModule(ModuleType):
-    """What ``sys.modules`` holds for a client module until it is imported."""
+    pass  # what sys.modules holds for a client module until it is imported
 
 
 def _placeholder_class(module: str, name: str) -> type:
@@ -35,8 +33,8 @@ def _placeholder_class(module: str, name: str) -> type:
 
 
 def defer() -> None:
-    """A placeholder in each client module's place, unless it is imported already (a
-    preview's build, forked from a process that imported it)."""
+    """A placeholder in each client module's place, unless imported already (a preview's
+    build, forked from a process that imported it)."""
     if os.environ.get("COURSEBOOK_DEFER_IMPORTS") == "0":
         return
     for module, name in CLIENTS.items():
@@ -65,7 +63,6 @@ def import_now() -> dict[str, ModuleType]:
 
 
 def import_for_reading(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
-    """``env-before-read-docs``: a build with pages to read imports them before the
-    readers fork."""
+    """``env-before-read-docs``: a build with pages to read imports them."""
     if docnames:
         import_now()

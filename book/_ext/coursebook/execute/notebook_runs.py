@@ -1,15 +1,10 @@
-"""Running a chapter's notebook, as myst-nb's cache mode would: a run that stops names its
-cell, floods are cut.
+"""Running a chapter's notebook as myst-nb's cache mode would, naming the cell a run stopped
+in (nbclient's ``CellTimeoutError`` and ``DeadKernelError`` do not) and cutting floods.
 
-nbclient's ``CellTimeoutError`` and ``DeadKernelError`` say nothing of where they stopped:
-:func:`run_notebook` notes the running cell and how the kernel ended, and makes a dead
-kernel a failed run like any other.
-
-Outputs too long for a page: myst-nb merges a cell's streams in time quadratic in a line's
-length (a 5 MB line: hours), so before a run is cached an output longer than :data:`LIMIT`
-keeps its first and last :data:`KEEP` characters, and a marker line with a digest of the
-whole (normalised) output, which the expected outputs verify. The page shows the marker
-without the digest.
+myst-nb merges a cell's streams in time quadratic in a line's length (a 5 MB line: hours),
+so before a run is cached an output longer than :data:`LIMIT` keeps its first and last
+:data:`KEEP` characters and a marker line with a digest of the whole (normalised) output,
+which the expected outputs verify; the page shows the marker without the digest.
 """
 
 from __future__ import annotations
@@ -29,24 +24,17 @@ from typing import TYPE_CHECKING
 import nbformat
 
 from coursebook.model.notebooks import CHAPTER_SUFFIXES, short_digest, top_matter
-from coursebook.model.recordings import recording_name
 from coursebook.model.outputs import normalise
+from coursebook.model.recordings import recording_name
 
 if TYPE_CHECKING:
     from myst_nb.core.config import NbParserConfig
 
-TIMEOUT_KEY = "execution_timeout"  # myst-nb's per-chapter setting, under `mystnb:`
-# What a kernel provisioner answers for a kernel that ended with no status to be had.
-EXIT_STATUS_UNKNOWN = -(1 << 16)
-# ... for a kernel whose forkserver ended too (it ends its kernels): another build's, stopped.
-SERVER_ENDED = -(1 << 17)
-# What a chapter's kernel is started with: not its own start-up notices (running over TCP,
-# say) in the build log.
+# What a kernel provisioner answers for a kernel that ended with no status to be had, and
+# for one whose forkserver ended too (it ends its kernels): another build's, stopped.
+EXIT_STATUS_UNKNOWN, SERVER_ENDED = -(1 << 16), -(1 << 17)
+# A chapter's kernel keeps its start-up notices (running over TCP, say) out of the build log.
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
-
-
-# Signals that ask a process to stop, not a crash of its own.
-_STOPPED_FROM_OUTSIDE = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT}
 
 
 @dataclass(frozen=True)
@@ -69,36 +57,38 @@ class StoppedRun:
             return (f"was still running after {self.timeout} s, the limit for one cell "
                     "(nb_execution_timeout); the cells after it did not run. Make it faster, "
                     "or raise the limit for this chapter in its top matter: "
-                    f"`mystnb: {{{TIMEOUT_KEY}: {2 * self.timeout}}}`.")
+                    f"`mystnb: {{execution_timeout: {2 * self.timeout}}}`.")
         return (f"was running when the kernel died ({self._ending}); the cells after it did "
                 f"not run. {self._advice}")
 
     @property
     def _ending(self) -> str:
-        if self.exit_status is None:
+        status = self.exit_status
+        if status is None:
             return "its exit status is unknown"
-        if self.exit_status == SERVER_ENDED:
+        if status == SERVER_ENDED:
             return "with the kernel server it came from, as when the build that started it stopped"
-        if self.exit_status >= 0:
-            return f"exit code {self.exit_status}"
-        number = -self.exit_status
+        if status >= 0:
+            return f"exit code {status}"
         try:
-            return f"killed by signal {signal.Signals(number).name} ({number})"
+            return f"killed by signal {signal.Signals(-status).name} ({-status})"
         except ValueError:
-            return f"killed by signal {number}"
+            return f"killed by signal {-status}"
 
     @property
     def _advice(self) -> str:
-        if self.exit_status == SERVER_ENDED:
+        status = self.exit_status
+        if status == SERVER_ENDED:
             return "Nothing in the cell ended it: build again."
-        if self.exit_status == -signal.SIGKILL:
+        if status == -signal.SIGKILL:
             return ("SIGKILL usually comes from the out-of-memory killer: make the cell use "
                     "less memory (smaller tensors, batches or models), then build again.")
-        if self.exit_status is not None and -self.exit_status in _STOPPED_FROM_OUTSIDE:
-            return (f"{signal.Signals(-self.exit_status).name} is sent from outside the cell "
+        if status is not None and -status in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT,
+                                              signal.SIGQUIT):  # a stop asked from outside
+            return (f"{signal.Signals(-status).name} is sent from outside the cell "
                     "(`kill`, a closed terminal, a job scheduler, a machine shutting down), "
                     "unless the cell signals its own process: build again.")
-        if self.exit_status is not None and self.exit_status < 0:
+        if status is not None and status < 0:
             return ("A crash inside compiled code (torch, numpy, …): run the chapter in "
                     "Jupyter to find the call that crashes, then build again.")
         return ("The cell, or a library it calls, ended the Python process (`os._exit`, "
@@ -107,8 +97,8 @@ class StoppedRun:
 
 
 def _kernel_manager_noting_its_end(ended: list[int]):
-    """nbclient's kernel manager, noting the kernel process's exit status when it died:
-    nbclient asks ``is_alive()`` before it shuts a kernel down, also after a dead one."""
+    """nbclient's kernel manager, noting a dead kernel's exit status: nbclient asks
+    ``is_alive()`` before it shuts a kernel down, also after a dead one."""
     from jupyter_client.manager import AsyncKernelManager
 
     class KernelManagerNotingItsEnd(AsyncKernelManager):
@@ -124,8 +114,8 @@ def _kernel_manager_noting_its_end(ended: list[int]):
 
 
 def run_notebook(notebook: nbformat.NotebookNode, **options):
-    """Execute ``notebook`` in place with jupyter-cache's ``single_nb_execution``; returns
-    its result and, when the run stopped in a cell, a :class:`StoppedRun`."""
+    """Execute ``notebook`` in place with jupyter-cache's ``single_nb_execution``: its result
+    and, when the run stopped in a cell, a :class:`StoppedRun`."""
     from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -140,8 +130,7 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
             kernel_manager_class=_kernel_manager_noting_its_end(ended),
             # Its outputs are all in once the last cell ends: the kernel is stopped then,
             # not waited for while its Python unloads torch (about 0.5 s a chapter).
-            shutdown_kernel="immediate",
-            extra_arguments=KERNEL_ARGUMENTS)
+            shutdown_kernel="immediate", extra_arguments=KERNEL_ARGUMENTS)
     except (DeadKernelError, NoSuchKernel) as error:
         result = ExecutionResult(notebook, options.get("cwd"), time.perf_counter() - started,
                                  error, traceback.format_exc())
@@ -161,12 +150,15 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
 def chapter_settings(settings: NbParserConfig, metadata: dict,
                      source_path: str) -> NbParserConfig | None:
     """myst-nb's settings for a chapter (its top matter's ``mystnb`` over the book's), or None
-    when myst-nb would not run it from the cache (myst_nb.core.execute.create_client)."""
+    when myst-nb would not run it from the cache (as myst_nb.sphinx_.Parser.parse and
+    myst_nb.core.execute.create_client decide)."""
     overrides = {key: value for key, value in
                  metadata.get(settings.metadata_key, {}).items() if key != "output_folder"}
     with suppress(Exception):  # myst-nb warns of it as it reads the page
         settings = settings.copy(**overrides)
-    if settings.execution_mode != "cache" or excluded_from_execution(settings, source_path):
+    path = PurePosixPath(Path(source_path).as_posix())
+    if settings.execution_mode != "cache" or any(
+            path.match(pattern) for pattern in settings.execution_excludepatterns):
         return None
     return settings
 
@@ -185,16 +177,8 @@ def executes_when_read(path: Path, settings: NbParserConfig) -> bool:
         return False
 
 
-def excluded_from_execution(settings: NbParserConfig, source_path: str) -> bool:
-    """Whether myst-nb's ``execution_excludepatterns`` leave the page out (as
-    myst_nb.core.execute.create_client matches them)."""
-    path = PurePosixPath(Path(source_path).as_posix())
-    return any(path.match(pattern) for pattern in settings.execution_excludepatterns)
-
-
 def run_chapter(notebook: nbformat.NotebookNode, source_path: str, settings: NbParserConfig):
-    """:func:`run_notebook` as myst-nb's cache mode runs a chapter with ``settings``: in its
-    folder or a temporary one, under its time limit, its errors allowed or not."""
+    """:func:`run_notebook` as myst-nb's cache mode runs a chapter with ``settings``."""
     folder = TemporaryDirectory() if settings.execution_in_temp else nullcontext(
         str(Path(source_path).parent))
     with folder as cwd:
@@ -204,8 +188,6 @@ def run_chapter(notebook: nbformat.NotebookNode, source_path: str, settings: NbP
 
 LIMIT = 100_000  # characters of one output (a stream, a text result) shown in full
 KEEP = 10_000  # characters kept at each end of a longer one
-_DIGEST = 16  # hex digits of sha256 in the marker
-
 CUT_MARKER = re.compile(r"^… (?P<what>[\d,]+ lines?|part of one line) cut "
                         r"\((?P<size>[\d,]+) characters(?P<digest>, sha256 [0-9a-f]+)?\) …$",
                         re.M)
@@ -216,12 +198,8 @@ def as_displayed(text: str) -> str:
     text wipes what came before it (myst-nb's rule, in linear time)."""
     if "\r" not in text:
         return text
-    lines = text.split("\n")
-    for number, line in enumerate(lines):
-        wiped = line.rfind("\r", 0, len(line) - 1)
-        if wiped >= 0:
-            lines[number] = line[wiped + 1:]
-    return "\n".join(lines)
+    return "\n".join(line[line.rfind("\r", 0, len(line) - 1) + 1:]
+                     for line in text.split("\n"))
 
 
 def cut(text: str) -> str:
@@ -232,29 +210,19 @@ def cut(text: str) -> str:
     whole = normalise(as_displayed(text))
     if len(whole) <= LIMIT:
         return whole
-    head = whole[:KEEP]
-    end = head.rfind("\n")
+    head, tail = whole[:KEEP], whole[-KEEP:]
+    end, start = head.rfind("\n"), tail.find("\n")
     if end >= KEEP // 2:
         head = head[:end + 1]
-    tail = whole[-KEEP:]
-    start = tail.find("\n")
     if 0 <= start < KEEP // 2:
         tail = tail[start + 1:]
     middle = whole[len(head):len(whole) - len(tail)]
     lines = middle.count("\n")
     what = f"{lines:,} line{'s' if lines > 1 else ''}" if lines else "part of one line"
-    digest = short_digest(whole, _DIGEST)
-    marker = f"… {what} cut ({len(middle):,} characters, sha256 {digest}) …"
+    marker = f"… {what} cut ({len(middle):,} characters, sha256 {short_digest(whole, 16)}) …"
     if not head.endswith("\n"):
         head += "\n"
     return f"{head}{marker}\n{tail}"
-
-
-def _stream_of(output: nbformat.NotebookNode) -> object:
-    """Adjacent outputs with the same key are one stream's pieces; any other output is alone."""
-    if output.get("output_type") == "stream":
-        return ("stream", output.get("name"))
-    return id(output)
 
 
 def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:
@@ -265,8 +233,10 @@ def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:
         if cell.get("cell_type") != "code" or not cell.get("outputs"):
             continue
         joined = []
-        # Joined once per run: adding piece by piece copies the growing text each time.
-        for _, run in groupby(cell.outputs, key=_stream_of):
+        # Joined once per run of pieces: adding piece by piece copies the growing text.
+        for _, run in groupby(cell.outputs, key=lambda output: (
+                ("stream", output.get("name")) if output.get("output_type") == "stream"
+                else id(output))):
             first, *rest = run
             if rest:
                 first.text = "".join(piece.text for piece in (first, *rest))

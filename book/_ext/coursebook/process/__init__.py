@@ -1,10 +1,7 @@
 """The build process itself: Ctrl-C, the preview, what the next build finds, and the
-garbage collector.
-
-What a build keeps for its whole run is set aside from the collector: the extensions and
-the environment, loaded before the builder starts, live until the build ends, and the
-collector walked them again and again (a tenth of a warm rebuild). As the ``gc`` module
-advises for a process that forks without exec, they are frozen.
+garbage collector. What a build keeps for its whole run (the extensions and the environment,
+loaded before the builder starts) is frozen, as the ``gc`` module advises for a process that
+forks without exec: the collector walked it again and again (a tenth of a warm rebuild).
 """
 
 from __future__ import annotations
@@ -13,13 +10,11 @@ import gc
 
 
 def hold_collector() -> None:
-    """At setup: no collection while the extensions load."""
-    gc.disable()
+    gc.disable()  # at setup: no collection while the extensions load
 
 
 def resume_collector() -> None:
-    """Collection as before, nothing frozen (a process that goes on after the build)."""
-    gc.enable()
+    gc.enable()  # as before, nothing frozen: a process that goes on after the build
 
 
 def freeze_long_lived_objects(app) -> None:

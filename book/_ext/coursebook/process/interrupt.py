@@ -1,11 +1,10 @@
-"""A build stopped by a signal: one line, not a crash report, and no process left behind.
+"""A build stopped by a signal: one line, not a crash report (nbclient takes SIGINT for
+its event loop, and Sphinx reported it as a crash), and no process left behind.
 
-nbclient takes SIGINT for its event loop, and Sphinx reported the interrupt as a crash.
-So Ctrl-C and SIGTERM are blocked in the build's threads and one thread waits for them:
-it says what happened, ends every process the build started (workers, kernels and the
-forkserver, in sessions of their own the signal never reached) and exits. ``-j`` workers
-ignore both signals and die with the build (Linux's parent-death signal). jupyter-cache
-keeps only finished runs; :mod:`coursebook.process.next_build` rewrites the pages.
+Ctrl-C and SIGTERM are blocked in the build's threads and one thread waits for them: it
+says what happened, ends every process the build started (workers, kernels and the
+forkserver, in sessions of their own) and exits. ``-j`` workers ignore both signals and die
+with the build (Linux's parent-death signal).
 """
 
 from __future__ import annotations
@@ -47,8 +46,7 @@ def end_descendants() -> None:
             process.kill()
 
 
-def _prctl():
-    """Linux's prctl, looked up before any fork (a forked child only calls it)."""
+def _prctl():  # Linux's, looked up before any fork (a forked child only calls it)
     if not sys.platform.startswith("linux"):
         return None
     try:

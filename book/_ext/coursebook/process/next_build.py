@@ -3,13 +3,11 @@ again after a build that stopped before its end.
 
 The next build compares the pickled configuration with its own before any extension's
 ``builder-inited``, where the theme and extensions add to seven values: every build said
-"The configuration has changed", one with nothing to do included. So the environment keeps
-the configuration as conf.py gave it, not as the extensions left it.
-
-Sphinx saves its environment before it writes the pages and the search index, so a
-stopped build left pages and index an earlier build's, and the next one wrote only the
-pages whose sources are newer. A build marks its output folder unfinished until it ends;
-one that finds the mark, or no search index or ``.buildinfo``, writes every page.
+"The configuration has changed". So the environment keeps it as conf.py gave it. Sphinx
+saves its environment before it writes the pages and the search index, so after a stopped
+build the next one wrote only the pages whose sources are newer: a build marks its output
+folder unfinished until it ends, and one that finds the mark (or no search index or
+``.buildinfo``) writes every page.
 """
 
 from __future__ import annotations
@@ -27,14 +25,13 @@ logger = logging.getLogger(__name__)
 
 _GIVEN: weakref.WeakKeyDictionary[Config, Config] = weakref.WeakKeyDictionary()
 MARKER = ".coursebook-unfinished"  # in the output folder while a build runs
-# The builds (Sphinx applications) that write every page.
 _write_every_page: weakref.WeakSet[Sphinx] = weakref.WeakSet()
 
 
 def own_source_suffix(app: Sphinx, config: Config) -> None:
-    """``config-inited``, before Sphinx adds the registered suffixes to it (priority 800): a
-    dict of its own. Where conf.py sets none, Sphinx adds them to its shared default, and the
-    next build in the same process (a test worker's) read myst-nb's, ``conf.py`` among them."""
+    """``config-inited``, before Sphinx adds the registered suffixes (priority 800): a dict
+    of its own, not Sphinx's shared default, which the next build in the same process (a
+    test worker's) would read, myst-nb's ``.py`` and so ``conf.py`` among them."""
     if isinstance(config.source_suffix, dict):
         config.source_suffix = dict(config.source_suffix)
 
@@ -58,19 +55,12 @@ def restore_config(app: Sphinx, *_) -> None:
     app.env.config = app.config
 
 
-def _book_wide_files_missing(app: Sphinx) -> list[str]:
-    """The book-wide files of an HTML build missing beside a saved environment."""
-    builder = app.builder
-    if not isinstance(builder, StandaloneHTMLBuilder) or not app.env.all_docs:
-        return []
-    names = [".buildinfo", *([builder.searchindex_filename] if builder.search else [])]
-    return [name for name in names if not Path(app.outdir, name).is_file()]
-
-
 def mark_unfinished(app: Sphinx) -> None:
-    """``builder-inited``."""
-    marker = Path(app.outdir, MARKER)
-    missing = _book_wide_files_missing(app)
+    """``builder-inited``: the mark set, after noting a build to write every page."""
+    marker, builder, missing = Path(app.outdir, MARKER), app.builder, []
+    if isinstance(builder, StandaloneHTMLBuilder) and app.env.all_docs:  # a saved environment
+        names = [".buildinfo", *([builder.searchindex_filename] if builder.search else [])]
+        missing = [name for name in names if not Path(app.outdir, name).is_file()]
     if marker.is_file() or missing:
         _write_every_page.add(app)
         why = (f"{' and '.join(missing)} missing" if missing

@@ -1,10 +1,7 @@
 """What Sphinx and MyST say while they read a notebook chapter's page names the author's
-cell, as the book's own messages do (``lesson.ipynb:4``), and the line in it.
-
-myst-nb numbers the lines of a Jupyter notebook's page as the cell's number times 10000
-plus the line in the cell (:func:`coursebook.model.notebooks.page_text`). A filter on
-Sphinx's handlers, after Sphinx's own have written a message's place as ``path:line``,
-writes it again in the author's terms.
+cell (``lesson.ipynb:4``) and the line in it, as the book's own messages do: myst-nb numbers
+a notebook page's lines as the cell's number times 10000 plus the line in the cell, and a
+filter on Sphinx's handlers, after theirs wrote the place as ``path:line``, rewrites it.
 """
 
 from __future__ import annotations

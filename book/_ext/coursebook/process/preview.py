@@ -1,13 +1,7 @@
 """The live preview (``make preview``): builds forked from a process that has already
-imported them, and the pages of the last build that passed.
-
-A new ``sphinx-build`` spends about a second on imports before it reads a page. The
-preview imports ahead what builds import (conf.py's modules, then every module its first
-build imported) and forks each build, still sphinx-build's own main in a fresh process.
-
-A failed build would write its pages into the folder sphinx-autobuild serves; in the
-preview it stops before writing any, naming the command its failure needs. The next
-good build writes them (their sources are newer than their HTML).
+imported them (a new ``sphinx-build`` spends about a second on imports: conf.py's modules,
+then every module its first build imported), and the pages of the last build that passed
+(a failed build stops before writing any, naming the command its failure needs).
 """
 
 from __future__ import annotations
@@ -27,8 +21,7 @@ from sphinx.application import Sphinx, builtin_extensions
 from coursebook.config import book_config
 from coursebook.reporting import asked_for, warnings_logged
 
-# sphinx-build's own and the extensions Sphinx always loads; the book's extensions and
-# theme come from conf.py.
+# sphinx-build's own and the extensions Sphinx always loads (the book's: conf.py's).
 _ALWAYS = ("sphinx.cmd.build", "sphinx.builders.html", *builtin_extensions)
 
 
