@@ -389,6 +389,7 @@ def test_directives_become_markdown_a_reader_sees():
     assert convert("Math $x^2$ and {math}`y`.\n\n$$\na\n$$") == "Math $x^2$ and $y$.\n\n$$\na\n$$"
 
 
+@pytest.mark.slow  # Run all in two kernels
 def test_run_all_stops_at_a_planted_error_and_passes_once_caught(tmp_path):
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("x = 1\nx += 'a'", metadata={"tags": ["raises-exception"]}),
