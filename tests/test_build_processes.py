@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_in_kernel, run_in_python
-from coursebook.execute.kernel_pool import KernelKeeper
+from coursebook.execute.kernel_pool import (make_pool, start_kernel_forkserver,
+                                            stop_kernel_forkserver)
 from coursebook.process.preview import build_modules, import_modules, read_conf, run_build
 
 
@@ -80,14 +81,14 @@ def test_importing_ahead_leaves_this_processs_logging_as_it_was(tmp_path, monkey
 
 @pytest.fixture
 def waiting_kernel(tmp_path):
-    keeper = KernelKeeper(tmp_path / "pool", tmp_path, ["colorsys"])
-    keeper.start()
+    make_pool(tmp_path / "pool")
+    server = start_kernel_forkserver(tmp_path / "pool", ["colorsys"], keep=tmp_path)
     deadline = time.monotonic() + 60
     while not list((tmp_path / "pool" / "ready").glob("*.json")):
         assert time.monotonic() < deadline, "no kernel was started"
         time.sleep(0.1)
     yield json.loads(next((tmp_path / "pool" / "ready").glob("*.json")).read_text())
-    keeper.stop()
+    stop_kernel_forkserver(tmp_path / "pool", server)
 
 
 @pytest.mark.slow  # starts a kernel

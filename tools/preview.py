@@ -41,7 +41,12 @@ from sphinx_autobuild.build import Builder  # noqa: E402
 from sphinx_autobuild.utils import show_message  # noqa: E402
 
 from coursebook.config import BookConfig  # noqa: E402
-from coursebook.execute.kernel_pool import KernelKeeper, offer_waiting_kernels  # noqa: E402
+from coursebook.execute.kernel_pool import (  # noqa: E402
+    make_pool,
+    offer_waiting_kernels,
+    start_kernel_forkserver,
+    stop_kernel_forkserver,
+)
 from coursebook.process.preview import (  # noqa: E402
     build_modules,
     import_modules,
@@ -120,11 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     conf = read_conf(ROOT)
     import_modules(build_modules(conf))
     pool = args.out.resolve() / args.edition / "kernels"
-    keeper = KernelKeeper(pool, args.source.resolve(),
-                          BookConfig.of(conf).preview_kernel_imports)
+    make_pool(pool)
+    server = None  # a kernel kept waiting, started in the book's folder, imports done
     if not args.no_warm_kernels:
         offer_waiting_kernels(pool)
-        keeper.start()
+        server = start_kernel_forkserver(pool, BookConfig.of(conf).preview_kernel_imports,
+                                         keep=args.source.resolve())
     print(f"preview: the {args.edition} edition at http://{args.host}:{args.port}/ "
           "(Ctrl-C stops it)", flush=True)
     # sphinx-autobuild's own server, watcher and command line, with this builder (its
@@ -135,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         autobuild.main(arguments)
         return 0
     finally:
-        if not args.no_warm_kernels:
-            keeper.stop()
+        if server is not None:
+            stop_kernel_forkserver(pool, server)
 
 
 if __name__ == "__main__":

@@ -168,22 +168,6 @@ def stop_kernel_forkserver(pool: Path, server: subprocess.Popen) -> None:
     shutil.rmtree(address.parent, ignore_errors=True)
 
 
-class KernelKeeper:
-    """Keeps one kernel waiting in the pool, started in ``cwd`` with ``imports`` done."""
-
-    def __init__(self, pool: Path, cwd: Path, imports: list[str]) -> None:
-        self.pool, self.cwd, self.imports = pool, cwd.resolve(), imports
-        self.server: subprocess.Popen | None = None
-        make_pool(pool)
-
-    def start(self) -> None:
-        self.server = start_kernel_forkserver(self.pool, self.imports, keep=self.cwd)
-
-    def stop(self) -> None:
-        if self.server is not None:
-            stop_kernel_forkserver(self.pool, self.server)
-
-
 # This build's kernel forkserver, its cache and the lock that makes this build its starter.
 _server: list[tuple[subprocess.Popen, Path, FileLock]] = []
 
