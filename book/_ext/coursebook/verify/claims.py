@@ -108,16 +108,12 @@ def read_accepted_claims(path: Path) -> dict[str, AcceptedClaim] | None:
     if not path.is_file():
         return None
     found: dict[str, AcceptedClaim] = {}
-    current: AcceptedClaim | None = None
-    for line in path.read_text(encoding="utf8").splitlines():
-        if line.startswith(_ENTRY):
-            digest, _, editions = line[len(_ENTRY):].partition(" ")
-            named = {e.strip() for e in editions.strip(" ()").split(",") if e.strip()}
-            current = found[digest] = AcceptedClaim("", named or set(EDITIONS))
-        elif current is not None:
-            current.entry += (line[len(INDENT):] if line.startswith(INDENT) else line) + "\n"
-    for claim in found.values():
-        claim.entry = claim.entry.rstrip("\n")
+    for block in ("\n" + path.read_text(encoding="utf8")).split(f"\n{_ENTRY}")[1:]:
+        head, *lines = block.splitlines()
+        digest, _, editions = head.partition(" ")
+        named = {e.strip() for e in editions.strip(" ()").split(",") if e.strip()}
+        found[digest] = AcceptedClaim("\n".join(line.removeprefix(INDENT) for line in lines
+                                                ).rstrip("\n"), named or set(EDITIONS))
     return found
 
 

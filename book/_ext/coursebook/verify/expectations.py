@@ -235,7 +235,8 @@ def _edited_marked_cells(old: dict[str, str], marked: set[str],
                          outputs: list[CellOutput]) -> dict[str, str]:
     """An edited cell (a new key) takes the pattern of a marked entry whose cell is gone,
     when its output matches that pattern and no other: a mark survives an edit."""
-    gone = [key for key in marked if key not in {o.key for o in outputs} and key in old]
+    present = {o.key for o in outputs}
+    gone = [key for key in marked if key not in present and key in old]
     carried = {}
     for output in outputs:
         if output.key in old or output.unverified:

@@ -293,18 +293,17 @@ class TorchVersionChanges(Directive):
                         found += _changed(
                             [nodes.Text("In "), _link(label, title), nodes.Text(":")],
                             old, before[key], new, text, readers)
-        for wing in museum.values():
-            for exhibit in wing.exhibits:
-                env.note_dependency(str(exhibit.path))
-                # A capture's torch may be unknown ("unrecorded"): not a release to compare.
-                records = sorted((r for r in exhibit.records if is_release(r.torch)),
-                                 key=lambda r: version_key(r.torch))
-                for before, after in zip(records, records[1:]):
-                    if found := _changed(
-                            [nodes.Text("Exhibit: "), _link(exhibit.label, exhibit.title)],
-                            before.torch, f"{before.type}: {before.message}",
-                            after.torch, f"{after.type}: {after.message}", readers):
-                        rows.setdefault((before.torch, after.torch), []).extend(found)
+        for exhibit in (exhibit for wing in museum.values() for exhibit in wing.exhibits):
+            env.note_dependency(str(exhibit.path))
+            # A capture's torch may be unknown ("unrecorded"): not a release to compare.
+            records = sorted((r for r in exhibit.records if is_release(r.torch)),
+                             key=lambda r: version_key(r.torch))
+            for before, after in zip(records, records[1:]):
+                if found := _changed(
+                        [nodes.Text("Exhibit: "), _link(exhibit.label, exhibit.title)],
+                        before.torch, f"{before.type}: {before.message}",
+                        after.torch, f"{after.type}: {after.message}", readers):
+                    rows.setdefault((before.torch, after.torch), []).extend(found)
         sections = []
         for (old, new), found in sorted(rows.items(), key=lambda item: (
                 version_key(item[0][1]), version_key(item[0][0]))):
