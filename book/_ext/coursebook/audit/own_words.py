@@ -80,7 +80,7 @@ def prose_of(markdown: str) -> Iterator[Prose]:
     """The prose of a MyST text as myst-parser reads it, an admonition's body included."""
     tokens = PROSE_PARSER.parse(markdown)
     for index, token in enumerate(tokens):
-        if token.type == "colon_fence":  # its title is a heading; its options lines of none
+        if token.type == "colon_fence":  # an admonition: its title a heading, options no prose
             body = split_options(token.content)[1]
             start = token.map[0] + 1 + len(token.content.splitlines()) - len(body.splitlines())
             yield from (prose._replace(line=start + prose.line) for prose in prose_of(body))
