@@ -1,7 +1,5 @@
-"""Run inside a chapter's kernel: each exhibit's error compared with its record.
-
-Kept free of Sphinx imports, so that the kernel imports it quickly.
-"""
+"""Run inside a chapter's kernel (no Sphinx imports): each exhibit's error compared with its
+record."""
 
 from __future__ import annotations
 
@@ -41,19 +39,20 @@ def _code_span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _fenced(text: str) -> str:
-    return f"```text\n{text}\n```"
+def _changed_box(title: str, first: str, before: str, then: str, after: str) -> list[str]:
+    """A "changed" admonition: ``before`` after the words ``first``, ``after`` after ``then``."""
+    changed = "; ".join(f"{_code_span(old)} → {_code_span(new)}"
+                        for old, new in changes(before, after))
+    return ["", f":::{{admonition}} {title}", f":class: note {CHANGED_CLASS}", first, "",
+            f"```text\n{before}\n```", "", then, "", f"```text\n{after}\n```", "",
+            f"Changed: {changed}.", ":::"]
 
 
 def check_raised(exhibit: str, expected: dict | None, museum: dict,
                  elsewhere: tuple[dict, ...] = ()) -> None:
-    """Compare the error the previous cell raised with this torch version's record.
-
-    ``expected`` is the record for the running torch version (None if there is none);
-    ``museum`` is the record the museum captured, shown when today's text differs;
-    ``elsewhere`` are records of runtimes readers use (each with its ``label``, such as
-    "Colab (torch 2.11.0)"), each shown beside this build's text where it differs.
-    """
+    """Compare the error the previous cell raised with ``expected``, the running torch's
+    record (None: none). Where the text differs, show ``museum``'s (the museum's record) and
+    each of ``elsewhere`` (records of runtimes readers use, each with its ``label``)."""
     raised = getattr(sys, "last_value", None)
     if raised is None:
         raise ExhibitMismatch(f"exhibit {exhibit}: the failing code did not raise.")
@@ -78,25 +77,17 @@ def check_raised(exhibit: str, expected: dict | None, museum: dict,
                  f"({_label(expected)})."]
     museum_text = f"{museum['type']}: {normalise(museum['message'])}"
     if museum_text != shown:
-        changed = "; ".join(f"{_code_span(before)} → {_code_span(after)}"
-                            for before, after in changes(museum_text, shown))
-        lines += ["", f":::{{admonition}} Changed since torch {museum['torch']}",
-                  f":class: note {CHANGED_CLASS}",
-                  f"The museum recorded this text on torch {museum['torch']} ({_label(museum)}):",
-                  "", _fenced(museum_text), "", "and this build's torch raised:", "",
-                  _fenced(shown), "", f"Changed: {changed}.", ":::"]
+        lines += _changed_box(
+            f"Changed since torch {museum['torch']}",
+            f"The museum recorded this text on torch {museum['torch']} ({_label(museum)}):",
+            museum_text, "and this build's torch raised:", shown)
     for record in elsewhere:
         text = f"{record['type']}: {normalise(record['message'])}"
-        if text == shown:
-            continue
-        changed = "; ".join(f"{_code_span(before)} → {_code_span(after)}"
-                            for before, after in changes(shown, text))
-        lines += ["", f":::{{admonition}} On {record['label']}",
-                  f":class: note {CHANGED_CLASS}",
-                  "This build's torch raised:", "", _fenced(shown), "",
-                  f"and a student running this notebook on {record['label']} sees "
-                  f"(recorded on {_label(record)}):", "", _fenced(text), "",
-                  f"Changed: {changed}.", ":::"]
+        if text != shown:
+            lines += _changed_box(
+                f"On {record['label']}", "This build's torch raised:", shown,
+                f"and a student running this notebook on {record['label']} sees "
+                f"(recorded on {_label(record)}):", text)
     display(Markdown("\n".join(lines)))
 
 
@@ -108,15 +99,10 @@ DEFAULT_FRESH_PYTHON_TIMEOUT = 300.0
 
 def run_in_fresh_python(code: str, side_environment: str = "",
                         timeout: float | None = None) -> None:
-    """Run ``code`` in a new Python process; its error, if any, is raised here.
-
-    ``side_environment`` names a folder under ``$COURSEBOOK_SIDE_ENVIRONMENTS`` put in
-    front of the import path (an older package, say). The child's error comes back as
-    an exception of the same class name and message, so it can be checked like any other.
-    A child still running after ``timeout`` seconds (default ``$COURSEBOOK_FRESH_PYTHON_TIMEOUT``,
-    else 300) is stopped with its own children, a device client that hangs among them,
-    and TimeoutError is raised.
-    """
+    """Run ``code`` in a new Python, its error raised here (its class name and message), with
+    ``side_environment``, a folder under ``$COURSEBOOK_SIDE_ENVIRONMENTS`` (an older package),
+    first on the import path. After ``timeout`` seconds (``$COURSEBOOK_FRESH_PYTHON_TIMEOUT``,
+    else 300) it is stopped with its children (a device client that hangs) by a TimeoutError."""
     env = dict(os.environ)
     if side_environment:
         root = os.environ.get(SIDE_ENVIRONMENTS)
@@ -144,8 +130,7 @@ def run_in_fresh_python(code: str, side_environment: str = "",
     raise type(name, (Exception,), {"__module__": "builtins"})(message) from None
 
 
-def fix_ran() -> None:
-    """Say that the fix above ran; this cell is only reached when it did not raise."""
+def fix_ran() -> None:  # reached only when the fix above did not raise
     import torch
 
     display(Markdown(f"✓ The fix ran without an error (torch {torch.__version__})."))

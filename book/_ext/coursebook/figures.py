@@ -1,10 +1,6 @@
-"""Figures drawn at build time from the chapter's own tensors (matplotlib).
-
-Each function takes the objects a chapter just computed, so a picture shows what the
-code really did: the autograd graph is walked from ``grad_fn``, the broadcast uses the
-bias and products printed above it, the strides are read from the tensor. Each figure
-is shown with every text it draws as its plain-text form: the book verifies a figure by
-that data, never by its pixels.
+"""Figures drawn from the tensors a chapter just computed (matplotlib), so a picture shows
+what the code did; each shown with the texts it draws as its plain-text form, by which the
+book verifies it (never by its pixels).
 """
 
 from __future__ import annotations
@@ -19,7 +15,6 @@ _FORWARD, _BACKWARD, _MEMORY = "#dbe9f6", "#fde2c4", "#e4f2de"
 
 
 def _show(fig) -> None:
-    """Display the figure as a PNG, with the texts it draws as its plain-text form."""
     from IPython.core.pylabtools import print_figure
     from IPython.display import display
 
@@ -52,10 +47,8 @@ def _backward_chain(output: torch.Tensor) -> list:
 
 
 def computation_graph(tensors: dict[str, torch.Tensor]) -> None:
-    """The forward tensors in a row and, under them, the ``grad_fn`` nodes backward walks.
-
-    ``tensors`` maps names to tensors in forward order; the last one is the output.
-    """
+    """The forward tensors (by name, in order: the last is the output) in a row and, under
+    them, the ``grad_fn`` nodes backward walks."""
     names = list(tensors)
     chain = _backward_chain(tensors[names[-1]])
     owner = {id(t.grad_fn): name for name, t in tensors.items() if t.grad_fn is not None}

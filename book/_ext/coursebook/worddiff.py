@@ -1,7 +1,4 @@
-"""Which words changed between two texts: for highlighting an output across torch versions.
-
-Kept free of Sphinx imports: a chapter's kernel uses it too.
-"""
+"""Which words changed between two texts, across torch versions (no Sphinx: kernels use it)."""
 
 from __future__ import annotations
 
