@@ -1,7 +1,6 @@
-"""Cell outputs on a page: shown as the book compares them (a cut output's marker without
-its digest), and the museum's verdicts kept quiet. Each check's line ("✓ Raised exactly the
-error recorded for torch 2.13.0 (where, when).") becomes, in the instructor edition, a tick
-that opens on demand (in print the line stays); the student edition shows none of it.
+"""Cell outputs on a page: as the book compares them (a cut output's marker without its
+digest); each museum check's line ("✓ Raised exactly the error recorded for ...") a tick
+that opens on demand in the instructor edition (in print the line stays), none for students.
 """
 
 from __future__ import annotations
@@ -19,12 +18,10 @@ from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.verify.chapter_checks import code_cells
 
-MARK_CLASS = "exhibit-mark"
 TICK = "✓"
 
 
 def normalise_output_nodes(doctree) -> None:
-    """A cut output's marker loses its digest (the comparison's, kept in the cache)."""
     for block in doctree.findall(nodes.literal_block):
         if "output" not in block.get("classes", []):
             continue
@@ -52,7 +49,7 @@ def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
         for paragraph in list(cell.findall(nodes.paragraph)):
             if paragraph.astext().startswith(TICK):
                 # The line inside a <details> whose summary is the tick and the label.
-                opening = f'<details class="{MARK_CLASS}"><summary>{TICK} {escape(label)}</summary>'
+                opening = f'<details class="exhibit-mark"><summary>{TICK} {escape(label)}</summary>'
                 paragraph.replace_self([nodes.raw("", opening, format="html"), paragraph.deepcopy(),
                                         nodes.raw("", "</details>", format="html")])
                 break
