@@ -19,10 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import jupytext
 import nbformat
 import yaml
-from jupytext.formats import guess_format
 from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
 from myst_parser.config.main import MdParserConfig, read_topmatter
 
@@ -153,6 +151,9 @@ def top_matter(text: str) -> dict | None:
 def is_cell_script(text: str) -> bool:
     """A Python script in jupytext's percent cells (``# %%``), magics commented as jupytext
     writes them: Python that compiles, so that no Markdown page holding such lines is one."""
+    # jupytext (with tornado) is imported only where a page is read: a warm build reads none.
+    from jupytext.formats import guess_format
+
     if guess_format(text, SCRIPT_SUFFIX)[0] != "percent":
         return False
     try:
@@ -199,6 +200,8 @@ def read_chapter(text: str, md_config: MdParserConfig | None = None,
                 cell.outputs, cell.execution_count = [], None
             note(cell, line=number, numbered=True)
     elif not is_myst_markdown_notebook(text) and is_cell_script(text):
+        import jupytext
+
         notebook = jupytext.reads(text, fmt="py:percent")
         _note_script_lines(notebook, text.splitlines())
     else:
