@@ -462,6 +462,17 @@ def test_a_prepared_chapters_exhibit_cells_carry_their_field_and_check_in_their_
     assert labels == {"", "fix ran", "same error as recorded"}
 
 
+def test_a_cells_exhibit_field_is_named_without_reading_the_exhibit_again(monkeypatch):
+    """origin_of names the line of the exhibit's file as the museum read it, once a build:
+    it read the file again for every cell it named (seen: fails on the code before)."""
+    from pathlib import Path
+
+    cells = exhibit_cells(CPU[0], 1, torch.__version__)
+    monkeypatch.setattr(Path, "read_text", lambda *_, **__: pytest.fail("the file read again"))
+    origins = [origin for cell in cells if (origin := origin_of(cell, MUSEUM))]
+    assert origins and all(origin.line > 1 for origin in origins)
+
+
 def test_an_authors_cell_with_an_exhibits_code_is_named_at_its_own_line():
     """A chapter may show an exhibit's failing code in a cell of its own: an error there
     is the chapter's, named at its line, not the exhibit's (cells are paired with exhibits

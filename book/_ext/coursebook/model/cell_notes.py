@@ -1,13 +1,6 @@
-"""Each cell's identity: the book's note in its metadata, made when a chapter is read.
-
-The note sits under :data:`CELL_NOTE`. ``line``: the line of the author's file where the
-cell's text starts (a cell the book adds stands at its marker's line, or the cell
-before's); a Jupyter notebook's cells are ``numbered`` instead, the first 1. ``key``: for
-a code cell whose outputs are expected, the name its expected output, pytest item and
-comparisons go by. ``exhibit``: for a code cell an exhibit adds, the exhibit and the field
-of its file it runs, which messages about the cell name; ``check``: a check cell's verdict. Messages name a cell by this line; nothing searches a file for its
-text. The note is never written back, hashed into the cache key, or downloaded.
-"""
+"""Each cell's identity: the book's note in its metadata (:data:`CELL_NOTE`), made when a
+chapter is read and never written back, hashed into the cache key or downloaded.
+docs/architecture.md ("One identity per cell") says what each field holds."""
 
 from __future__ import annotations
 
@@ -18,14 +11,18 @@ import nbformat
 CELL_NOTE = "coursebook"
 
 
+def noted(cell, name: str, default=None):
+    return cell.get("metadata", {}).get(CELL_NOTE, {}).get(name, default)
+
+
 def source_line(cell) -> int:
     """The cell's line in the author's file (0: none known)."""
-    return int(cell.get("metadata", {}).get(CELL_NOTE, {}).get("line", 0))
+    return int(noted(cell, "line", 0))
 
 
 def cell_key(cell) -> str:
     """The key of a code cell whose outputs are expected ("": none)."""
-    return str(cell.get("metadata", {}).get(CELL_NOTE, {}).get("key", ""))
+    return str(noted(cell, "key", ""))
 
 
 def note(cell, **values) -> None:
@@ -34,7 +31,7 @@ def note(cell, **values) -> None:
 
 def is_numbered(cell) -> bool:
     """Whether the cell's line is a cell's number (an ``.ipynb``'s), not a line of text."""
-    return bool(cell.get("metadata", {}).get(CELL_NOTE, {}).get("numbered"))
+    return bool(noted(cell, "numbered"))
 
 
 def place_at(cell, line: int, of=None):
@@ -47,9 +44,9 @@ def place_at(cell, line: int, of=None):
 
 
 def note_added_lines(cell, at: int, count: int) -> None:
-    """Note that the book wrote ``count`` lines of its own into the cell's source (a box,
-    a see-also note), from its line ``at`` (0-based, in the source as it is now)."""
-    note(cell, added=[*cell.metadata.get(CELL_NOTE, {}).get("added", []), [at, count]])
+    """Note ``count`` lines the book wrote into the cell's source (a box, a see-also note)
+    from its line ``at`` (0-based, in the source as it is now)."""
+    note(cell, added=[*noted(cell, "added", []), [at, count]])
 
 
 def line_within(cell, offset: int) -> int:
@@ -60,7 +57,7 @@ def line_within(cell, offset: int) -> int:
         return line  # a cell of an .ipynb: its number, wherever in it
     blank = source.count("\n", 0, len(source) - len(source.lstrip()))  # before its line
     index = source.count("\n", 0, offset)
-    for at, count in reversed(cell.get("metadata", {}).get(CELL_NOTE, {}).get("added", [])):
+    for at, count in reversed(noted(cell, "added", [])):
         if index >= at:
             index = max(at, index - count)
     return line and line - blank + index

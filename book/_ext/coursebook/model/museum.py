@@ -1,11 +1,7 @@
-"""The error museum: exhibits as data under ``exhibits/<wing>/``, placed into chapters.
-
-An exhibit is one TOML file, the single source of its code and text. A fenced
-``{museum-room} WING ROOM`` (or ``{museum-introduction} WING``) cell is replaced by each
-exhibit's cells in the order a reader predicts: title, failing code (its error behind a
-click), a check of the error against the record for this torch, the cause, the fix and the
-proof that it ran. Sections an exhibit names in ``taught_in`` link back to it.
-"""
+"""The error museum: exhibits as data (``exhibits/<wing>/NN-*.toml``, the one source of
+their code and text), placed where a chapter's ``{museum-room} WING ROOM`` or
+``{museum-introduction} WING`` marker stands, in the order a reader predicts: title, failing
+code (its error behind a click), a check of the error, the cause, the fix, proof it ran."""
 
 from __future__ import annotations
 
@@ -13,11 +9,11 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Literal
 
 import nbformat
 
-from coursebook.model.cell_notes import CELL_NOTE, note, note_added_lines
+from coursebook.model.cell_notes import note, note_added_lines, noted
 from coursebook.model.claims import Claim, toml_claim
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind
@@ -57,14 +53,6 @@ class ErrorRecord:
 
 
 @dataclass(frozen=True)
-class SideEnvironment:
-    """Older packages a CPU reproduction needs, installed apart (``pip install --target``)."""
-
-    name: str  # its folder
-    packages: tuple[str, ...]  # pinned requirements, installed without their dependencies
-
-
-@dataclass(frozen=True)
 class CpuReproduction:
     """How a TPU exhibit's failure (and fix) is reproduced on a CPU, in a fresh process."""
 
@@ -72,16 +60,12 @@ class CpuReproduction:
     reproduction: str = ""  # "": the failure does not arise on a CPU; the note says why
     fix_note: str = ""
     fix: str = ""
-    side_environment: str = ""  # with side_packages: where the older packages it needs go
+    # Older packages it needs, pinned, installed apart (``pip install --target``, without
+    # their dependencies) in the folder side_environment names.
+    side_environment: str = ""
     side_packages: tuple[str, ...] = ()
-    # The fix starts a fresh runtime: its check runs in a process that never ran the
-    # reproduction; otherwise in the reproduction's own process, after it.
+    # True: the fix is checked in a process that never ran the reproduction, else after it.
     fix_in_fresh_runtime: bool = False
-
-    @property
-    def side(self) -> SideEnvironment | None:
-        return SideEnvironment(self.side_environment, self.side_packages) \
-            if self.side_environment else None
 
 
 @dataclass(frozen=True)
@@ -90,12 +74,8 @@ class MuseumRerun:
 
     note: str  # what the page says about the run
     setup: str  # the imports and data the failing code uses
-    # True: the failing code runs again on the stand-in only (the note says why: on an
-    # accelerator it may hang, say); its fix still runs on every kind.
+    # The failing code runs again on the stand-in only (the note says why); its fix on all.
     stand_in_only: bool = False
-    GONE: ClassVar[dict[str, str]] = {"fix_setup": "the fix is checked after the failing code, "
-                                      "in its process, or alone with fix_in_fresh_runtime = "
-                                      "true: remove it"}
 
 
 @dataclass(frozen=True)
@@ -124,16 +104,17 @@ class Exhibit:
     records: tuple[ErrorRecord, ...]
     taught_in: tuple[str, ...] = ()  # labels of the sections that teach what it breaks
     cpu: CpuReproduction | None = None
-    # The records of the runtimes readers use (Colab's), each with how a page names its
-    # runtime: "Colab (torch 2.11.0)".
+    # The records of the runtimes readers use, each with how a page names the runtime:
+    # "Colab (torch 2.11.0)".
     reader_records: tuple[tuple[str, ErrorRecord], ...] = field(default=(), metadata=NOT_READ)
     museum_fix: MuseumFix | None = None  # None: fix_code is the museum's own fix
     museum_rerun: MuseumRerun | None = None
-    # True: the fix is checked in a new process that never ran the failing code; otherwise
-    # after the failing code, in its process, in the order the page shows them.
+    # True: the fix is checked in a new process, else after the failing code, in its process.
     fix_in_fresh_runtime: bool = False
     # Its [[claim]] tables: what its prose says, checked or cited.
     claims: tuple[Claim, ...] = field(default=(), metadata={"toml": "claim"})
+    # Where each field is, read with the file: messages name a cell's exhibit field.
+    file: TomlFile | None = field(default=None, metadata=NOT_READ, compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -170,8 +151,7 @@ def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
 
 def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKind],
                  readers: tuple[Runtime, ...] = ()) -> Exhibit:
-    """One exhibit of a wing with these rooms, validated; ``readers``: the runtimes readers
-    use, whose records it shows."""
+    """One exhibit of a wing with these rooms; ``readers``: the runtimes whose records it shows."""
     exhibit, file = read_toml(path, Exhibit, ExhibitError, path=path, wing=path.parent.name,
                               runs_in_every_build=False)
     for name, allowed in (("room", rooms), ("runs_on", tuple(kinds))):
@@ -185,16 +165,18 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
     if sum(r.source == "museum" for r in exhibit.records) != 1:
         raise file.fault("records", "needs exactly one record with source 'museum'",
                          "mark the museum's own capture, and only it")
-    stand_in = kinds[exhibit.runs_on].stand_in
-    runnable = {f"cpu.{name}": getattr(exhibit.cpu, name) for name in ("reproduction", "fix")
-                if exhibit.cpu}
+    stand_in, cpu = kinds[exhibit.runs_on].stand_in, exhibit.cpu
+    runnable = {f"cpu.{name}": getattr(cpu, name) for name in ("reproduction", "fix") if cpu}
     if exhibit.museum_rerun:
         runnable |= {"museum_rerun.setup": exhibit.museum_rerun.setup,
                      "failing_code": exhibit.failing_code, "fix_code": exhibit.fix_code}
     if not stand_in:  # its checks run in fresh Pythons
         runnable |= {f"claim[{i}].check": claim.check for i, claim in enumerate(exhibit.claims)}
-    _runnable(file, runnable)
-    cpu = exhibit.cpu
+    # Code run in a fresh Python is a raw string: each cell's r""" inside the program's r'''.
+    for name, quotes in ((name, quotes) for name in runnable for quotes in ("'''", '"""')):
+        if quotes in runnable[name]:
+            raise file.fault(name, f"contains {quotes}",
+                             "code run in a fresh Python may not: use the other quotes")
     if cpu and bool(cpu.side_environment) != bool(cpu.side_packages):
         raise file.fault("cpu.side_environment", "and side_packages come together",
                          "give its folder and what it holds, or neither")
@@ -202,9 +184,10 @@ def load_exhibit(path: Path, rooms: tuple[str, ...], kinds: dict[str, MachineKin
         raise file.fault("cpu.side_packages", "holds a requirement without a version",
                          "pin each one: name==version")
     return replace(exhibit, runs_in_every_build=stand_in, claims=_claims(file, exhibit),
-                   reader_records=tuple((runtime.reader_label, record) for runtime in readers
-                                        for record in exhibit.records
-                                        if record.torch == runtime.torch))
+                   file=file, reader_records=tuple((runtime.reader_label, record)
+                                                   for runtime in readers
+                                                   for record in exhibit.records
+                                                   if record.torch == runtime.torch))
 
 
 def _claims(file: TomlFile, owner: Exhibit | Wing) -> tuple[Claim, ...]:
@@ -224,34 +207,6 @@ def prose_fields(owner: Exhibit | Wing) -> list[tuple[str, str]]:
     return [(name, text) for name, text in fields if text]
 
 
-def _runnable(file: TomlFile, fields: dict[str, str]) -> None:
-    """Code a fresh Python runs is the text of a raw string, each cell's in ``r\"\"\"`` inside
-    the program's ``r'''`` (:func:`in_one_process`): it may hold neither."""
-    for name, code in fields.items():
-        for quotes in ("'''", '"""'):
-            if quotes in code:
-                raise file.fault(name, f"contains {quotes}",
-                                 "code run in a fresh Python may not: use the other quotes")
-
-
-def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
-    old = exhibit.museum_fix
-    if old is None:
-        return []
-    return [_markdown(f"**The museum's fix.** {old.note}\n\n```python\n{old.code}\n```\n\n"
-                      f"{old.changed}{_instructor_only(_captured(exhibit))}")]
-
-
-def _captured(exhibit: Exhibit) -> str:
-    museum = exhibit.museum_record
-    return f"Captured on a {museum.where}, {museum.date}."
-
-
-def _instructor_only(text: str) -> str:
-    """Provenance: student pages speak only of the subject."""
-    return f"\n\n:::{{only}} instructor\n*{text}*\n:::"
-
-
 @dataclass(frozen=True)
 class Wing:
     path: Path = field(metadata=NOT_READ)  # its wing.toml
@@ -265,34 +220,30 @@ class Wing:
     claims: tuple[Claim, ...] = field(default=(), metadata={"toml": "claim"})
 
 
-def load_wing(directory: Path, kinds: dict[str, MachineKind],
-              readers: tuple[Runtime, ...] = ()) -> Wing:
-    path = directory / "wing.toml"
-    if not path.is_file():
-        raise ExhibitError("a wing needs this file (name, title, tagline, introduction, rooms)",
-                           path)
-    wing, file = read_toml(path, Wing, ExhibitError, path=path)
-    exhibits = tuple(load_exhibit(p, wing.rooms, kinds, readers)
-                     for p in sorted(directory.glob("[0-9]*.toml")))
-    numbers = [exhibit.number for exhibit in exhibits]
-    if numbers != list(range(1, len(numbers) + 1)):
-        raise ExhibitError(f"exhibits must be numbered 1..{len(numbers)}, got {numbers}", directory)
-    return replace(wing, exhibits=exhibits, claims=_claims(file, wing))
-
-
 def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind],
                 readers: tuple[Runtime, ...] = ()) -> dict[str, Wing]:
-    """Every folder of ``exhibits/`` holding a ``wing.toml``."""
+    """Every folder of ``exhibits/`` holding a ``wing.toml``, its exhibits numbered 1..n."""
     if not exhibits_dir.is_dir():
         raise ExhibitError("the exhibits folder does not exist (coursebook_exhibits_dir, "
                            "or --exhibits)", exhibits_dir)
-    return {d.name: load_wing(d, kinds, readers) for d in sorted(exhibits_dir.iterdir())
-            if (d / "wing.toml").is_file()}
+    museum = {}
+    for path in sorted(d / "wing.toml" for d in exhibits_dir.iterdir()):
+        if not path.is_file():
+            continue
+        wing, file = read_toml(path, Wing, ExhibitError, path=path)
+        exhibits = tuple(load_exhibit(p, wing.rooms, kinds, readers)
+                         for p in sorted(path.parent.glob("[0-9]*.toml")))
+        numbers = [exhibit.number for exhibit in exhibits]
+        if numbers != list(range(1, len(numbers) + 1)):
+            raise ExhibitError(f"exhibits must be numbered 1..{len(numbers)}, got {numbers}",
+                               path.parent)
+        museum[path.parent.name] = replace(wing, exhibits=exhibits, claims=_claims(file, wing))
+    return museum
 
 
 def side_environments(museum: dict[str, Wing]) -> dict[str, tuple[str, ...]]:
-    return {e.cpu.side.name: e.cpu.side.packages for wing in museum.values()
-            for e in wing.exhibits if e.cpu is not None and e.cpu.side is not None}
+    return {e.cpu.side_environment: e.cpu.side_packages for wing in museum.values()
+            for e in wing.exhibits if e.cpu is not None and e.cpu.side_environment}
 
 
 def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
@@ -310,6 +261,12 @@ def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
 REVEAL_TAG = "hide-output"
 _REVEAL_PROMPTS = {"code_prompt_show": "Show the error", "code_prompt_hide": "Hide the error"}
 _PROMPT = "What goes wrong, and why?"
+_FRESH_RUNTIME = "**The fix, in a fresh runtime.**"
+_RAISES = "the code above raises the error below"
+_FIX_RUNS = "the fix runs without an error"
+_FIX_RUNS_AFTER = "the fix runs without an error after the code that failed, in the same runtime"
+# The summary of the download's collapsed block that holds an exhibit's error.
+ERROR_SUMMARY = "The error, to compare with your prediction"
 
 
 def _revealed(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -326,14 +283,21 @@ def _code(source: str, *tags: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {})
 
 
-def _index_cards(wing: Wing, exhibits: list[Exhibit]) -> str:
-    """Cards on a page, a plain list in print."""
-    total = len(wing.exhibits)
-    cards = [f":::{{grid-item-card}} {e.number:02d}/{total:02d}\n:link: {e.label}\n:link-type: ref\n\n"
-             f"{e.title}\n:::" for e in exhibits]
-    listing = "\n".join(f"- {{ref}}`{e.label}`" for e in exhibits)
-    return ("`````{only} html\n::::{grid} 1 2 2 3\n:gutter: 2\n\n" + "\n\n".join(cards)
-            + "\n::::\n`````\n\n`````{only} latex\n" + listing + "\n`````")
+def _instructor_only(text: str) -> str:
+    """Provenance: student pages speak only of the subject."""
+    return f"\n\n:::{{only}} instructor\n*{text}*\n:::"
+
+
+def _captured(exhibit: Exhibit) -> str:
+    museum = exhibit.museum_record
+    return f"Captured on a {museum.where}, {museum.date}."
+
+
+def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
+    old = exhibit.museum_fix
+    return [] if old is None else [_markdown(
+        f"**The museum's fix.** {old.note}\n\n```python\n{old.code}\n```\n\n"
+        f"{old.changed}{_instructor_only(_captured(exhibit))}")]
 
 
 def _cited(claims: tuple[Claim, ...]) -> str:
@@ -342,8 +306,8 @@ def _cited(claims: tuple[Claim, ...]) -> str:
 
 
 def _claim_cells(claims: tuple[Claim, ...], captured: bool = False) -> list[nbformat.NotebookNode]:
-    """A hidden cell per checked claim; a captured exhibit's run on the stand-in only, each
-    in a new Python."""
+    """A hidden cell per checked claim; a captured exhibit's on the stand-in only, each in a
+    new Python."""
     tags = (STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG) if captured else ()
     return [_code(f"# claim: {claim.says}\n"
                   + (_fresh_python_call(claim.check) if captured else claim.check),
@@ -363,10 +327,8 @@ def _title(exhibit: Exhibit, total: int) -> str:
 
 
 def _cause(exhibit: Exhibit) -> str:
-    see_also = ""
-    if exhibit.taught_in:
-        links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.taught_in)
-        see_also = f"\n\n*Taught in:* {links}."
+    links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.taught_in)
+    see_also = f"\n\n*Taught in:* {links}." if links else ""
     return f"{exhibit.lesson}{_cited(exhibit.claims)}{see_also}"
 
 
@@ -392,42 +354,29 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
                  "remove-input", BOOK_ONLY_TAG, *tags), at, check="same error as recorded")
 
 
-# The summary of the download's collapsed block that holds an exhibit's error.
-ERROR_SUMMARY = "The error, to compare with your prediction"
-
-
 def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None,
                          reproduced: bool = False) -> nbformat.NotebookNode:
     """For downloads: the expected error in a collapsed block, read after the prediction,
-    with other runtimes' wordings; ``reproduced`` (a CPU rerun, whose note names its
-    packages): the error alone."""
-    record = expected or exhibit.museum_record
-    if reproduced:
-        body = f"```text\n{record.type}: {record.message}\n```"
-    else:
-        body = _error_texts(exhibit, record)
+    with who printed it and other runtimes' wordings (``reproduced``, a CPU rerun whose note
+    names its packages: the error alone)."""
+    record, museum = expected or exhibit.museum_record, exhibit.museum_record
+    body = f"```text\n{record.type}: {record.message}\n```"
+    if not reproduced:
+        if record.source != "museum":  # not "the code above": a .md download has it last
+            who = (f"With torch {record.torch}, the exhibit's code raises this error, and its "
+                   "cell prints it:")
+        else:  # where the museum met it is provenance, the instructor's to read
+            who = (f"When the museum met this error"
+                   f"{f' on torch {record.torch}' if is_release(record.torch) else ''}, it read:")
+        texts = [(who, record)] + [(f"On {label} it reads:", other)
+                                   for label, other in readers_records(exhibit, record)]
+        if (museum.type, museum.message) not in {(r.type, r.message) for _, r in texts}:
+            texts.append((f"When the museum met it, on torch {museum.torch}, it read:", museum))
+        body = "\n".join([line for intro, r in texts for line in (
+            intro, "", "```text", f"{r.type}: {r.message}", "```", "")] + [
+            "Another torch version may word it differently; the type and the cause should match."])
     return _markdown(f"````{{dropdown}} {ERROR_SUMMARY}\n{body}\n````", "remove-cell",
                      DOWNLOAD_ONLY_TAG)
-
-
-def _error_texts(exhibit: Exhibit, record: ErrorRecord) -> str:
-    """An error to compare, with who printed it, and its other wordings a reader may meet."""
-    if record.source != "museum":
-        # Not "the code above": the .md download keeps this note at its end.
-        who = f"With torch {record.torch}, the exhibit's code raises this error, and its cell prints it"
-    else:  # the museum met it elsewhere (where is provenance: the instructor's to read)
-        torch = f" on torch {record.torch}" if is_release(record.torch) else ""
-        who = f"When the museum met this error{torch}, it read"
-    texts = [(f"{who}:", record)] + [
-        (f"On {label} it reads:", other) for label, other in readers_records(exhibit, record)]
-    museum = exhibit.museum_record
-    if (museum.type, museum.message) not in {(r.type, r.message) for _, r in texts}:
-        texts.append((f"When the museum met it, on torch {museum.torch}, it read:", museum))
-    lines = [line for intro, r in texts
-             for line in (intro, "", "```text", f"{r.type}: {r.message}", "```", "")]
-    lines.append("Another torch version may word it differently; the type and the cause "
-                 "should match.")
-    return "\n".join(lines)
 
 
 def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
@@ -453,12 +402,9 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
             *fix_ran, *_museum_fix_history(exhibit), *_claim_cells(exhibit.claims)]
 
 
-_FRESH_RUNTIME = "**The fix, in a fresh runtime.**"
-
-
 def _fix_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
     """The fix in the chapter's process, or in a new Python when it starts a fresh runtime."""
-    return _runs(exhibit, "fix_code", _in_fresh_python(exhibit, exhibit.fix_code)
+    return _runs(exhibit, "fix_code", _in_fresh_python(exhibit.fix_code)
                  if exhibit.fix_in_fresh_runtime else _code(exhibit.fix_code))
 
 
@@ -469,54 +415,45 @@ def in_one_process(cells: list[tuple[str, bool]]) -> str:
              "cells = {'__name__': '__main__'}  # the variables they share"]
     for code, raises in cells:
         run = f'exec(r"""\n{code}\n""", cells)'
-        if raises:
-            lines += ["try:  # the failing code: its error is the lesson", "    " + run,
-                      "except Exception:", "    pass", "else:",
-                      "    raise RuntimeError('the failing code ran without an error')"]
-        else:
-            lines.append(run)
+        lines += ["try:  # the failing code: its error is the lesson", "    " + run,
+                  "except Exception:", "    pass", "else:",
+                  "    raise RuntimeError('the failing code ran without an error')"
+                  ] if raises else [run]
     return "\n".join(lines)
 
 
-def _in_fresh_python(exhibit: Exhibit, code: str, *tags: str,
-                     side: SideEnvironment | None = None) -> nbformat.NotebookNode:
-    """A hidden, book-only cell running ``code`` in a new Python, ``side``'s packages first
-    on its path (the page shows the code with :func:`_shown_code`)."""
+def _in_fresh_python(code: str, *tags: str,
+                     side: CpuReproduction | None = None) -> nbformat.NotebookNode:
+    """A hidden, book-only cell running ``code`` in a new Python, ``side``'s older packages
+    first on its path (the page shows the code with :func:`_shown_code`)."""
     return _code(_fresh_python_call(code, side), "remove-input", BOOK_ONLY_TAG,
                  FRESH_PYTHON_TAG, *tags)
 
 
-def _fresh_python_call(code: str, side: SideEnvironment | None = None) -> str:
-    named = f", side_environment={side.name!r}" if side else ""
+def _fresh_python_call(code: str, side: CpuReproduction | None = None) -> str:
+    named = f", side_environment={side.side_environment!r}" if side and side.side_environment \
+        else ""
     return ("from coursebook.exhibit_checks import run_in_fresh_python\n"
             f"run_in_fresh_python(r'''\n{code}\n'''{named})")
 
 
-def _on_a_cpu(does: str, side: SideEnvironment | None = None) -> nbformat.NotebookNode:
+def _on_a_cpu(does: str, side: CpuReproduction | None = None) -> nbformat.NotebookNode:
     """For downloads, in place of a fresh-Python cell: what its code ``does`` on a CPU."""
-    needs = (f" with {', '.join(f'`{p}`' for p in side.packages)} installed"
-             if side is not None else "")
+    needs = (f" with {', '.join(f'`{p}`' for p in side.side_packages)} installed"
+             if side is not None and side.side_environment else "")
     return _markdown(f"*Run in a new runtime on a CPU{needs}, {does}.*", "remove-cell",
                      DOWNLOAD_ONLY_TAG)
-
-
-_RAISES = "the code above raises the error below"
-_FIX_RUNS = "the fix runs without an error"
-_FIX_RUNS_AFTER = "the fix runs without an error after the code that failed, in the same runtime"
 
 
 def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
     return f"{where}:\n\n```python\n{code}\n```"
 
 
-def _stand_in_only(rerun: MuseumRerun) -> tuple[str, ...]:
-    return (STAND_IN_ONLY_TAG,) if rerun.stand_in_only else ()
-
-
 def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
     """A TPU exhibit: its code, the museum's capture, the cause; reruns and CPU
     reproductions where its file has them."""
     museum, rerun, cpu = exhibit.museum_record, exhibit.museum_rerun, exhibit.cpu
+    only = (STAND_IN_ONLY_TAG,) if rerun is not None and rerun.stand_in_only else ()
     run = "The museum's text, verbatim" + ("; the code is run again after the cause" if rerun else "")
     cells = [_markdown(
         f"{_title(exhibit, total)}\n\n**The code**, as the museum ran it. {_PROMPT}\n\n"
@@ -532,9 +469,8 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         cells += [_markdown(f"**The museum's code, run again.** {rerun.note}\n\n"
                             + _shown_code(rerun.setup, where)),
                   _runs(exhibit, "museum_rerun.setup", _revealed(_in_fresh_python(
-                      exhibit, f"{rerun.setup}\n\n{exhibit.failing_code}", RAISES_TAG,
-                      *_stand_in_only(rerun)))),
-                  _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *_stand_in_only(rerun)),
+                      f"{rerun.setup}\n\n{exhibit.failing_code}", RAISES_TAG, *only))),
+                  _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *only),
                   _on_a_cpu(_RAISES),
                   _expected_error_note(exhibit, museum, reproduced=True)]
     # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
@@ -542,9 +478,9 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}\n\n"
                             f"{_shown_code(cpu.reproduction)}"),
                   _runs(exhibit, "cpu.reproduction", _revealed(_in_fresh_python(
-                      exhibit, cpu.reproduction, RAISES_TAG, STAND_IN_ONLY_TAG, side=cpu.side))),
+                      cpu.reproduction, RAISES_TAG, STAND_IN_ONLY_TAG, side=cpu))),
                   _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
-                  _on_a_cpu(_RAISES, cpu.side),
+                  _on_a_cpu(_RAISES, cpu),
                   _expected_error_note(exhibit, museum, reproduced=True)]
     provenance = (f"The museum's fix. {_captured(exhibit)} It ran without error on the same "
                   "hardware."
@@ -563,23 +499,22 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         cells += [_markdown(_instructor_only(f"The fix, run again {after}").strip()),
                   # The fix after the set-up and failing code, or alone in a fresh runtime.
                   _fix_cell(exhibit) if fresh else _runs(exhibit, "fix_code", _in_fresh_python(
-                      exhibit, in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
-                                               (exhibit.fix_code, False)]),
-                      *_stand_in_only(rerun))),
-                  _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else _stand_in_only(rerun))),
+                      in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
+                                      (exhibit.fix_code, False)]), *only)),
+                  _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else only)),
                   _on_a_cpu(_FIX_RUNS if fresh else _FIX_RUNS_AFTER)]
     if cpu is not None and cpu.reproduction and cpu.fix:
         where = ("In a fresh Python process, without the older packages" if cpu.fix_in_fresh_runtime
                  else "In the reproduction's process, after it")
         cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}\n\n{_shown_code(cpu.fix, where)}"),
                   # The CPU fix after the reproduction, or alone in a fresh runtime.
-                  _runs(exhibit, "cpu.fix", _in_fresh_python(exhibit, cpu.fix, STAND_IN_ONLY_TAG)
+                  _runs(exhibit, "cpu.fix", _in_fresh_python(cpu.fix, STAND_IN_ONLY_TAG)
                         if cpu.fix_in_fresh_runtime else _in_fresh_python(
-                      exhibit, in_one_process([(cpu.reproduction, True), (cpu.fix, False)]),
-                      STAND_IN_ONLY_TAG, side=cpu.side)),
+                      in_one_process([(cpu.reproduction, True), (cpu.fix, False)]),
+                      STAND_IN_ONLY_TAG, side=cpu)),
                   _fix_ran_cell(STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
                   _on_a_cpu(_FIX_RUNS) if cpu.fix_in_fresh_runtime
-                  else _on_a_cpu(_FIX_RUNS_AFTER, cpu.side)]
+                  else _on_a_cpu(_FIX_RUNS_AFTER, cpu)]
     elif cpu is not None and not cpu.reproduction:
         cells.append(_markdown(f"*{cpu.note}*"))
     return cells + _museum_fix_history(exhibit) + _claim_cells(exhibit.claims, captured=True)
@@ -606,23 +541,19 @@ def _runs(exhibit: Exhibit, field: str, cell: nbformat.NotebookNode, at: str = "
     return cell
 
 
-def _noted(cell, name: str):
-    return cell.get("metadata", {}).get(CELL_NOTE, {}).get(name)
-
-
 def origin_of(cell, museum: dict[str, Wing]) -> CellOrigin | None:
     """The exhibit field a code cell the museum added runs, from its note (None: not one)."""
-    if not _noted(cell, "exhibit"):
+    if not noted(cell, "exhibit"):
         return None
-    key, field, at = _noted(cell, "exhibit")
+    key, field, at = noted(cell, "exhibit")
     wing, number = key.split("/")
-    exhibit = museum[wing].exhibits[int(number) - 1]  # numbered 1..n (load_wing)
-    return CellOrigin(exhibit, field, line_of(exhibit.path, at))
+    exhibit = museum[wing].exhibits[int(number) - 1]  # numbered 1..n (load_museum)
+    return CellOrigin(exhibit, field, exhibit.file.line(at))
 
 
 def check_label(cell) -> str:
     """What a museum's check cell verifies ("fix ran", "same error as recorded"), or ""."""
-    return _noted(cell, "check") or ""
+    return noted(cell, "check", "")
 
 
 def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
@@ -632,31 +563,24 @@ def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
     return {cell.source: check_label(cell) for cell in cells}
 
 
+def _exhibits_cells(exhibits, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
+    return [cell for exhibit in exhibits
+            for cell in (exhibit_cells(exhibit, total, torch_version)
+                         if exhibit.runs_in_every_build
+                         else captured_exhibit_cells(exhibit, total))]
+
+
 def cell_origins(museum: dict[str, Wing], torch_version: str) -> dict[str, CellOrigin]:
     """What each code cell the museum adds runs, by its source: for a run whose cells carry
     no notes (a download's)."""
-    cells = [cell for wing in museum.values() for exhibit in wing.exhibits
-             for cell in (exhibit_cells(exhibit, 0, torch_version) if exhibit.runs_in_every_build
-                          else captured_exhibit_cells(exhibit, 0))]
+    cells = _exhibits_cells((e for wing in museum.values() for e in wing.exhibits), 0,
+                            torch_version)
     return {cell.source: origin for cell in cells if (origin := origin_of(cell, museum))}
-
-
-def room_cells(wing: Wing, room: str, torch_version: str) -> list[nbformat.NotebookNode]:
-    exhibits = [exhibit for exhibit in wing.exhibits if exhibit.room == room]
-    if not exhibits:
-        raise ExhibitError(f"wing '{wing.name}' has no exhibit in room '{room}'")
-    cells = [_markdown(_index_cards(wing, exhibits))]
-    total = len(wing.exhibits)
-    for exhibit in exhibits:
-        cells += (exhibit_cells(exhibit, total, torch_version) if exhibit.runs_in_every_build
-                  else captured_exhibit_cells(exhibit, total))
-    return cells
 
 
 def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
                   torch_version: str) -> list[nbformat.NotebookNode]:
-    expected = 2 if kind == "room" else 1
-    if len(arguments) != expected:
+    if len(arguments) != (2 if kind == "room" else 1):
         usage = "{museum-room} WING ROOM" if kind == "room" else "{museum-introduction} WING"
         raise ExhibitError(f"a museum marker reads `{usage}`, got {arguments}")
     if arguments[0] not in museum:
@@ -665,7 +589,17 @@ def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
     if kind == "introduction":
         return [_markdown(f"*{wing.tagline}*\n\n{wing.introduction}{_cited(wing.claims)}"),
                 *_claim_cells(wing.claims)]
-    return room_cells(wing, arguments[1], torch_version)
+    exhibits = [exhibit for exhibit in wing.exhibits if exhibit.room == arguments[1]]
+    if not exhibits:
+        raise ExhibitError(f"wing '{wing.name}' has no exhibit in room '{arguments[1]}'")
+    # The room's index: cards on a page, a plain list in print.
+    total = len(wing.exhibits)
+    cards = [f":::{{grid-item-card}} {e.number:02d}/{total:02d}\n:link: {e.label}\n"
+             f":link-type: ref\n\n{e.title}\n:::" for e in exhibits]
+    listing = "\n".join(f"- {{ref}}`{e.label}`" for e in exhibits)
+    return [_markdown("`````{only} html\n::::{grid} 1 2 2 3\n:gutter: 2\n\n" + "\n\n".join(cards)
+                      + "\n::::\n`````\n\n`````{only} latex\n" + listing + "\n`````"),
+            *_exhibits_cells(exhibits, total, torch_version)]
 
 
 def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing], torch_version: str) -> None:
@@ -676,18 +610,13 @@ def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing], torch
 def link_back_to_exhibits(notebook: nbformat.NotebookNode, museum: dict[str, Wing]) -> None:
     """After each section an exhibit's ``taught_in`` names, a link to the exhibit."""
     by_label: dict[str, list[Exhibit]] = {}
-    for wing in museum.values():
-        for exhibit in wing.exhibits:
-            for label in exhibit.taught_in:
-                by_label.setdefault(label, []).append(exhibit)
-
-    for cell in notebook.cells:
-        if cell.cell_type != "markdown":
-            continue
+    for exhibit in (exhibit for wing in museum.values() for exhibit in wing.exhibits):
+        for label in exhibit.taught_in:
+            by_label.setdefault(label, []).append(exhibit)
+    for cell in (cell for cell in notebook.cells if cell.cell_type == "markdown"):
         parts, end = [], 0
         for section in SECTION_LABEL.finditer(cell.source):
-            exhibits = by_label.get(section["label"])
-            if exhibits:
+            if exhibits := by_label.get(section["label"]):
                 links = "; ".join(f"{{ref}}`{e.label}`" for e in exhibits)
                 parts += [cell.source[end:section.end()], "\n\n:::{seealso}\n"
                           f"In the error museum: {links}.\n:::"]
