@@ -1,11 +1,6 @@
-"""Checkable answers: an answer cell's ``checks``, as a chapter states them.
-
-An answer code cell (tag ``answer``) lists in its metadata the checks a student can run
-without seeing the answer: ``name``, ``ask``, ``value`` (an expression the cell leaves,
-checked against ``answer`` on every instructor build), ``answer``, ``hint``, ``taught_in``
-(labels of earlier sections), ``accept`` and ``refuse`` (answers as a student types them),
-and optionally ``tolerance`` and ``inputs`` (for a function). docs/authoring.md says more.
-"""
+"""Checkable answers: the ``checks`` an answer code cell lists in its metadata, which a
+student runs without seeing the answer (each ``value``, an expression the cell leaves, is
+checked against its ``answer`` on every instructor build); docs/authoring.md says more."""
 
 from __future__ import annotations
 
@@ -22,7 +17,7 @@ from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import Section, first_line, is_answer, labelled_sections
 
 CHECKS_KEY = "checks"
-_FIELDS = {"name": str, "ask": str, "value": str, "hint": str}
+_TEXTS = ("name", "ask", "value", "hint")
 DEFAULT_TOLERANCE = 1e-4
 LISTS = ("accept", "refuse")  # the answers a check must accept, and those it must refuse
 CHECK_TAG = "self-check"  # a cell of check() calls, which each edition writes its own way
@@ -40,7 +35,7 @@ class AnswerCheck:
     answer: object
     hint: str
     tolerance: float
-    cell: str  # the answer cell's first line, to locate it
+    cell: str  # the answer cell's first line, to name it
     taught_in: tuple[str, ...] = ()  # the labels of the sections that teach what it asks
     line: int = 0  # the answer cell's line in the author's file
     accept: tuple[str, ...] = ()  # right answers in other forms, as a student types them
@@ -72,8 +67,8 @@ def _entry(raw, cell) -> AnswerCheck:
     if not isinstance(raw, dict):
         raise AnswerCheckError(f"{where}: each check is a table of name, ask, value, answer, hint",
                                line=source_line(cell))
-    missing = [name for name in (*_FIELDS, "answer", "taught_in", *LISTS) if name not in raw]
-    wrong = [name for name, kind in _FIELDS.items() if name in raw and not isinstance(raw[name], kind)]
+    missing = [name for name in (*_TEXTS, "answer", "taught_in", *LISTS) if name not in raw]
+    wrong = [name for name in _TEXTS if name in raw and not isinstance(raw[name], str)]
     taught_in = raw.get("taught_in")
     unlisted = ["taught_in"] if taught_in is not None and not (
         isinstance(taught_in, list) and taught_in and all(isinstance(label, str) for label in taught_in)
@@ -84,7 +79,7 @@ def _entry(raw, cell) -> AnswerCheck:
         and all(isinstance(entry, str) and _is_entry(entry, function) for entry in raw[name]))]
     if function and not isinstance(raw["inputs"], str):
         wrong.append("inputs")
-    unknown = sorted(set(raw) - {*_FIELDS, "answer", "tolerance", "taught_in", "inputs", *LISTS})
+    unknown = sorted(set(raw) - {*_TEXTS, "answer", "tolerance", "taught_in", "inputs", *LISTS})
     problems = "".join(f"{label} {', '.join(names)}; " for label, names in
                        (("missing", missing), ("not text:", wrong),
                         ("not a list of labels:", unlisted),
@@ -111,7 +106,7 @@ def _entry(raw, cell) -> AnswerCheck:
 
 
 def cell_checks(cell) -> list[AnswerCheck]:
-    """The checks a cell states; only an answer code cell may state any."""
+    """The checks a cell states (only an answer code cell may)."""
     raw = cell.get("metadata", {}).get(CHECKS_KEY)
     if raw is None:
         return []

@@ -1,15 +1,10 @@
 """Claims: what the prose says PyTorch does, each held to a check or to a source.
 
 A *claim cell* (tagged ``claim``) after a sentence quotes a fragment of it in each
-``# claim: FRAGMENT`` line, with asserts below that check it; an exhibit's TOML does the
-same with ``[[claim]]`` tables. A claim no code can show cites a ``% source: URL``.
-Fragments match as a reader reads them: case, whitespace runs and markup ignored.
-
-In the notebook an edition executes, each claim cell becomes one cell per ``# claim:``
-line, tagged ``raises-exception`` (a claim that fails is reported, and later cells still
-run) and ``remove-cell``, each located at the sentence it quotes;
-:mod:`coursebook.verify.claims` checks what they did.
-"""
+``# claim: FRAGMENT`` line, asserts below checking it (an exhibit's TOML: ``[[claim]]``
+tables); a claim no code can show cites a ``% source: URL``. Fragments match as a reader
+reads them: case, whitespace runs and markup ignored. An edition runs one hidden cell per
+claim, located at the sentence it quotes; :mod:`coursebook.verify.claims` checks them."""
 
 from __future__ import annotations
 
@@ -43,8 +38,8 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n\s*\n|^[ \t]*(?::{3,}|`{3,})[^\n]*\
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim: the fragment it quotes, its check (or its source), and the line of its
-    sentence (for a fragment found in no sentence, of its ``# claim:`` line)."""
+    """The fragment it quotes, its check (or source), and its sentence's line (or, found in no
+    sentence, its ``# claim:`` line's)."""
 
     says: str
     line: int = field(default=0, metadata=NOT_READ)
@@ -81,15 +76,9 @@ def _a_letter_off(word: str, target: str = "source") -> bool:
                                                 for i in range(len(long)))
 
 
-def source_comments(markdown: str) -> list[re.Match]:
-    """The source comments of a markdown text, misspelled ones included (their ``word``)."""
-    return [match for match in SOURCE_COMMENT.finditer(markdown)
-            if _a_letter_off(match["word"].lower())]
-
-
 def claim_blocks(source: str) -> list[ClaimBlock]:
-    """The claims of a claim cell, in order; code before the first ``# claim:`` line (a
-    set-up) goes with the first. No claim line: no block."""
+    """A claim cell's claims, in order; code before the first ``# claim:`` line (a set-up)
+    goes with the first."""
     starts = [match.start() for match in CLAIM_LINE.finditer(source)]
     if not starts:
         return []
@@ -109,8 +98,7 @@ def _hidden_markup(text: str) -> set[int]:
 
 
 def normalised(text: str) -> tuple[str, list[int]]:
-    """The text as compared (see the module), and for each of its characters the index of
-    the character of ``text`` it comes from."""
+    """The text as compared, and for each of its characters its index in ``text``."""
     hidden = _hidden_markup(text)
     chars: list[str] = []
     where: list[int] = []
@@ -140,8 +128,7 @@ def sentence_at(text: str, start: int, end: int) -> str:
 
 
 def find_in_prose(fragment: str, texts: list[str]) -> Found | None:
-    """Where the fragment is in these texts, the last one first (the nearest prose to a
-    check below it); None when none holds it."""
+    """Where the fragment is in these texts, the last (nearest a check below it) first."""
     wanted = normalised(fragment)[0].strip()
     if not wanted:
         return None
@@ -156,8 +143,7 @@ def find_in_prose(fragment: str, texts: list[str]) -> Found | None:
 
 
 def toml_claim(claim: Claim, prose: list[str], file: TomlFile, where: str) -> Claim:
-    """An exhibit's (or a wing's) ``[[claim]]`` table as read, found in its ``prose`` fields:
-    with its sentence, file and line; or a fault naming the field."""
+    """An exhibit's (or a wing's) ``[[claim]]`` table, found in its ``prose`` fields."""
     if "\n" in claim.says.strip():
         raise file.fault(f"{where}.says", "spans lines", "quote a fragment of one sentence")
     if bool(claim.check.strip()) == bool(claim.source):
@@ -179,8 +165,8 @@ _RUN_TAGS = (RAISES_TAG, "remove-cell")
 
 
 def one_cell_per_claim(notebook: nbformat.NotebookNode, source_path: str) -> None:
-    """Split each claim cell into one cell per claim, tagged to run hidden, each at its
-    own line; a claim cell without a ``# claim:`` line stops the chapter, at its line."""
+    """Split each claim cell into one hidden cell per claim, each at its own line; one with
+    no ``# claim:`` line stops the chapter."""
     cells = []
     for cell in notebook.cells:
         if not is_claim(cell):
@@ -212,8 +198,8 @@ class ClaimCell:
 
 @dataclass(frozen=True)
 class ChapterClaims:
-    """The claims a chapter checks (its own and its exhibits'), how many it cites, and the
-    source comments that cite nothing (misspelled, or naming no address): line and text."""
+    """The claims a chapter checks (its own, its exhibits'), how many it cites, and the
+    source comments that cite nothing (misspelled, or no address): line and text."""
 
     checked: tuple[ClaimCell, ...] = ()
     cited: int = 0
@@ -221,8 +207,8 @@ class ChapterClaims:
 
 
 def _located(cell, prose: list) -> Claim:
-    """A chapter's claim at its sentence's line, or at its `# claim:` line without a sentence
-    when the prose above does not hold its fragment."""
+    """A chapter's claim at its sentence's line, or at its `# claim:` line when the prose
+    above lacks its fragment."""
     code = cell.source
     says = claim_blocks(code)[0].says
     found = find_in_prose(says, [text.source for text in prose])
@@ -234,12 +220,14 @@ def _located(cell, prose: list) -> Claim:
 
 def chapter_claims(notebook: nbformat.NotebookNode,
                    from_exhibits: dict[str, Claim]) -> ChapterClaims:
-    """Every claim cell of an edition's notebook, located, and the number of cited claims."""
+    """Every claim cell of an edition's notebook, located, and its source comments."""
     checked, prose, cited, unsourced = [], [], 0, []
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "markdown":
             prose.append(cell)
-            for comment in source_comments(cell.source):
+            for comment in SOURCE_COMMENT.finditer(cell.source):
+                if not _a_letter_off(comment["word"].lower()):
+                    continue
                 if comment["word"].lower() == "source" and CITED_URL.match(comment["url"]):
                     cited += 1
                 else:

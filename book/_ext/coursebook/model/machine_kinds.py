@@ -1,11 +1,6 @@
-"""Machine kinds and recording environments, both data.
-
-A *machine kind* (``tools/machine-kinds.toml``) is a kind of machine a recorded chapter runs
-on: a TPU, a GPU, or the CPU stand-in. A *recording environment*
-(``book/recordings/NAME-environments.toml``) is one Python environment, run as a Jupyter
-kernel, that a chapter's cells execute in on one kind. Both name a runtime
-(``tools/runtimes.toml``) rather than repeating its pins.
-"""
+"""Machine kinds (``tools/machine-kinds.toml``: a TPU, a GPU, the CPU stand-in) a recorded
+chapter runs on, and its recording environments (``book/recordings/NAME-environments.toml``:
+each a kernel's Python environment on one kind), both naming a runtime for their pins."""
 
 from __future__ import annotations
 
@@ -43,8 +38,7 @@ class MachineKind:
     arch: str = ""
 
     def describe(self, device_kind: str) -> str:
-        """The label with the device's kind, which is the whole label where it names the
-        machine's kind already ("TPU v6 lite", not "TPU (TPU v6 lite)")."""
+        """The label with the device's kind ("TPU v6 lite", not "TPU (TPU v6 lite)")."""
         if "{device_kind}" in self.label and device_kind.upper().startswith(
                 self.short_label.upper() + " "):
             return device_kind
@@ -62,7 +56,7 @@ class MachineKind:
 
 
 def manylinux_platforms(glibc: str, arch: str) -> tuple[str, ...]:
-    """Every platform tag pip accepts on a Linux with this glibc: ``manylinux_2_<glibc>``
+    """Every platform tag pip accepts on a Linux with this glibc: ``manylinux_2_<minor>``
     down to 2_5 (x86_64's oldest), each with its legacy alias, then ``linux_<arch>``."""
     major, minor = (int(part) for part in glibc.split("."))
     legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
@@ -118,12 +112,11 @@ class RecordingEnvironment:
     runtime: str = ""  # the runtime its requirements come from
     shares: str = ""  # a kernel of its own, in the environment of that name (no install)
     probe: str = ""  # proves the device from inside its kernel ("": the kind's probe)
-    # False: the kernel runs its probe in a new Python of its environment, so it proves the
-    # device and then holds none (its cells start fresh Pythons that take the device).
+    # False: the probe runs in a new Python, so the kernel holds no device (its cells start
+    # fresh Pythons that take it).
     holds_device: bool = True
-    # What the book adds to the runtime (part of ``requirements``), laid down again after
-    # everything else: another package may ship files of the same name (torch_xla 2.9.0
-    # ships a torchax of its own, pytorch/xla#9363), and the added package's must win.
+    # What the book adds to the runtime (in ``requirements``), installed again last: another
+    # package may ship files of its name (torch_xla 2.9.0 ships a torchax, pytorch/xla#9363).
     adds: tuple[str, ...] = field(default=(), metadata=NOT_READ)
 
     def pins(self) -> dict[str, str]:

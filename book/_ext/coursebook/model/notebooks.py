@@ -1,11 +1,7 @@
-"""Chapter notebooks: reading and writing MyST Markdown, and the book's cell tags.
-
-A chapter is a MyST Markdown notebook (myst-nb's format), a Jupyter notebook (``.ipynb``)
-or a jupytext percent script (``.py`` in ``# %%`` cells). Each is read here into the same
-notebook (:func:`read_chapter`), which every stage works on; only the page's text handed back
-to myst-nb differs: MyST for MyST, a notebook's JSON for the others (:func:`page_text`). Every other module reads chapters, writes them back and asks
-about tags through this one.
-"""
+"""Chapter notebooks and the book's cell tags: every module reads chapters, writes them
+back and asks about tags through this one. A MyST notebook, a Jupyter notebook (``.ipynb``)
+or a jupytext percent script (``.py``) is read into the same notebook (:func:`read_chapter`);
+only the page's text myst-nb reads differs (:func:`page_text`)."""
 
 from __future__ import annotations
 
@@ -32,19 +28,17 @@ from coursebook.model.solutions import solutions_as_answers
 ANSWER_TAG = "answer"  # instructor material, dropped from the student edition
 RAISES_TAG = "raises-exception"  # the cell's error is its lesson (nbclient's tag)
 BOOK_ONLY_TAG = "book-only"  # runs in the book (a figure, say), left out of downloads
-# Shown only in downloads (with remove-cell, which hides it in the book): an exhibit's
-# expected error, say, which the book shows by running the check instead.
+# Shown only in downloads (with remove-cell): an exhibit's expected error, say.
 DOWNLOAD_ONLY_TAG = "download-only"
 # A recorded chapter's cells (coursebook.model.recordings): which machine kinds run them.
 ACCELERATOR_ONLY_TAG = "accelerator-only"  # needs a real accelerator: not the stand-in
 STAND_IN_ONLY_TAG = "stand-in-only"  # a CPU reproduction: only the stand-in runs it
-# A cell that runs its code in a new Python process (and the cells that check it): a
-# recording runs these in a kernel that holds no device, so that the new process can take it.
+# Runs its code in a new Python (or checks such a cell): a recording runs it in a kernel
+# that holds no device, so that the new process can take it.
 FRESH_PYTHON_TAG = "fresh-python"
 # A check of a sentence above it (coursebook.model.claims): runs on every build, never shown.
 CLAIM_TAG = "claim"
-# Where a new runtime starts on a machine with the device (coursebook.prepare.runtime_setup):
-# a cell that prints nothing where nothing holds the device.
+# Where a new runtime starts on a machine with the device (prepare/runtime_setup.py).
 RESTART_TAG = "runtime-restart"
 
 
@@ -74,9 +68,8 @@ def expects_output(cell) -> bool:
 
 
 def note_output_keys(notebook: nbformat.NotebookNode) -> None:
-    """Key each code cell whose outputs are expected: a hash of its code, numbered (``.2``,
-    ``.3``, …) when the same code recurs in the notebook; every cell the book adds stands
-    at the line of the cell before it (the first, of the cell after it)."""
+    """Key each code cell whose outputs are expected (:func:`content_keys` of its code); a
+    cell the book added stands at the line of the cell before it (the first: after it)."""
     cells = [cell for cell in notebook.cells if expects_output(cell)]
     for cell, key in zip(cells, content_keys((cell.source.strip() for cell in cells), ".")):
         note(cell, key=key)
@@ -105,8 +98,8 @@ def content_keys(texts: Iterable[str], separator: str) -> list[str]:
 
 
 def with_stable_ids(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook, each cell's id derived from its type and source (nbformat draws them
-    at random): a notebook written again from the same chapter diffs only where it changed."""
+    """Each cell's id from its type and source (nbformat draws them at random): a notebook
+    written again from the same chapter diffs only where it changed."""
     texts = (f"{cell.cell_type}\n{cell.source}" for cell in notebook.cells)
     for cell, key in zip(notebook.cells, content_keys(texts, "-")):
         cell.id = key
@@ -125,21 +118,18 @@ PROVENANCE_KEY = "coursebook_recording"  # a recording's metadata (coursebook.mo
 
 def notebook_json(text: str) -> dict | None:
     """A Jupyter notebook's JSON (an ``.ipynb`` file's), parsed; None for any other text."""
-    if not text.lstrip().startswith("{"):
-        return None
     try:
-        data = json.loads(text)
+        data = json.loads(text) if text.lstrip().startswith("{") else None
     except ValueError:
         return None
-    is_notebook = isinstance(data, dict) and "nbformat" in data and isinstance(data.get("cells"), list)
-    return data if is_notebook else None
+    return data if isinstance(data, dict) and "nbformat" in data \
+        and isinstance(data.get("cells"), list) else None
 
 
 def top_matter(text: str) -> dict | None:
-    """A chapter's top matter, its text read once (a notebook's metadata; a percent
-    script's: {}); None when the text is no chapter: a page is one when its top matter says
-    so (myst-nb's own rule), when it is a Jupyter notebook, which myst-nb always executes,
-    or a percent script."""
+    """A chapter's top matter (a notebook's metadata; a percent script's: {}), or None when
+    the text is no chapter: a MyST notebook by myst-nb's rule, a Jupyter notebook (myst-nb
+    always executes one) or a percent script."""
     data = notebook_json(text)
     if data is not None:
         return data.get("metadata", {})
@@ -168,8 +158,7 @@ def is_chapter_source(text: str) -> bool:
 
 
 def chapter_files(folder: Path) -> list[tuple[Path, str]]:
-    """The chapters under ``folder`` (not under ``_build``), with their text: MyST ones and
-    notebooks, not recordings (whose cells their chapter has)."""
+    """The chapters under ``folder`` (not under ``_build``), with their text."""
     found = []
     for path in sorted(path for suffix in CHAPTER_SUFFIXES for path in folder.rglob(f"*{suffix}")):
         if {"_build", "_ext", ".ipynb_checkpoints"} & set(path.parts):
@@ -183,16 +172,10 @@ def chapter_files(folder: Path) -> list[tuple[Path, str]]:
 
 def read_chapter(text: str, md_config: MdParserConfig | None = None,
                  strict: bool = False) -> nbformat.NotebookNode:
-    """The chapter as written, every cell included and noted at its line
-    (:mod:`coursebook.model.cell_notes`); each sphinx-exercise solution in cells of its own,
-    tagged as an answer (:mod:`coursebook.model.solutions`). ``strict`` (a build): a
-    solution that cannot be cut out raises :class:`~coursebook.model.solutions.SolutionError`
-    at its line; else (the audits, which read on) all of it is taken as an answer.
-
-    A Jupyter notebook's text (:func:`notebook_json`) has no lines to name: each cell is
-    noted at its number, the first 1, and the outputs saved in the file are left out (a
-    chapter's outputs are the build's). A percent script (:func:`is_cell_script`) is read
-    by jupytext, each cell noted at its line."""
+    """The chapter as written, each cell noted at its line (a Jupyter notebook's at its
+    number, from 1, its saved outputs left out: they are the build's), each sphinx-exercise
+    solution in answer cells of its own. ``strict`` (a build): a solution that cannot be cut
+    out raises ``SolutionError`` at its line; else (the audits) all of it is an answer."""
     if notebook_json(text) is not None:
         notebook = nbformat.reads(text, as_version=4)
         for number, cell in enumerate(notebook.cells, 1):
@@ -212,10 +195,8 @@ def read_chapter(text: str, md_config: MdParserConfig | None = None,
 
 
 def _note_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
-    """Note each cell at the line where its text starts, from myst-nb's ``source_map``
-    (where the parser began each cell: a code cell's first line after its fence, a markdown
-    cell's first line after the cell before it). A cell's text is its lines from there, as
-    written, after its options (code) or the blank lines myst-nb strips (markdown)."""
+    """Note each cell at the line its text starts: from where myst-nb's ``source_map`` began
+    it, past a code cell's options or the blank lines myst-nb strips from a markdown cell."""
     starts = notebook.metadata.pop("source_map")
     for cell, start, end in zip(notebook.cells, starts, [*starts[1:], len(lines)]):
         body = cell.source.splitlines()
@@ -230,9 +211,8 @@ _CELL_MARKER = re.compile(r"^#\s?%%(\s|$)")
 
 
 def _note_script_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
-    """Note each cell of a percent script at the line where its text starts: the first
-    line after its marker (the first cell's, the file's start, when text comes before any
-    marker) that is the cell's first line, as written or behind a ``#``."""
+    """Note each cell of a percent script at the first line after its marker (or the file's
+    start) that is its first line, as written or behind a ``#``."""
     markers = [number for number, line in enumerate(lines) if _CELL_MARKER.match(line)]
     starts = markers if len(markers) == len(notebook.cells) else [0, *markers]
     for cell, start, end in zip(notebook.cells, starts, [*starts[1:], len(lines)]):
@@ -263,15 +243,9 @@ def _options(metadata: dict) -> list[str]:
 
 
 def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
-    """Write a notebook back as MyST Markdown that myst-nb reads into the same cells, the
-    book's notes left out.
-
-    A cell noted at a line (:data:`CELL_NOTE`) starts at that line where the cells before
-    it leave room (blank lines fill the rest, before a ``+++`` break for markdown, where
-    myst-nb counts its lines from): the page Sphinx reads then has the author's text at the
-    author's lines, and every message of Sphinx or MyST about it names the author's line.
-    A cell the book adds is written where the one before it ends.
-    """
+    """The notebook as MyST that myst-nb reads into the same cells, without the book's
+    notes; a noted cell at its line where the cells before it leave room (blank lines fill
+    the rest), so that Sphinx's and MyST's messages name the author's line."""
     return "\n".join(_layout(notebook)[0]) + "\n"
 
 
@@ -281,17 +255,15 @@ _CELL_LINES = 10000
 
 
 def reads_as_json(source_path: str) -> bool:
-    """Whether myst-nb reads the page of the chapter at ``source_path`` as a notebook's JSON
-    (an ``.ipynb``'s; a script's, which conf.py's ``nb_custom_formats`` reads so), not MyST."""
+    """Whether myst-nb reads the chapter's page as a notebook's JSON (an ``.ipynb``'s, or a
+    script's, by conf.py's ``nb_custom_formats``), not as MyST."""
     return source_path.endswith((NOTEBOOK_SUFFIX, SCRIPT_SUFFIX))
 
 
 def page_text(notebook: nbformat.NotebookNode, source_path: str) -> str:
-    """The page's text myst-nb reads for a chapter from ``source_path``, the book's notes
-    left out: MyST for MyST, else a notebook's JSON whose ``source_map`` maps each cell to
-    the author's place. A script's lines are the file's. A Jupyter notebook's cell is
-    named by its number: MyST's messages while reading it name that number times 10000 plus
-    the line in the cell (:func:`notebook_place`), :func:`author_line` the number."""
+    """The page's text myst-nb reads for a chapter, without the book's notes: MyST, or a
+    notebook's JSON whose ``source_map`` names each cell's place (a script's lines; a Jupyter
+    notebook's cell number times 10000 plus the line in the cell: :func:`notebook_place`)."""
     if not reads_as_json(source_path):
         return notebook_to_myst(notebook)
     page = without_notes(notebook)
@@ -311,11 +283,8 @@ def notebook_place(page_line: int) -> tuple[int, int] | None:
 
 def author_line(notebook: nbformat.NotebookNode,
                 source_path: str = "") -> Callable[[int], int]:
-    """For a line of :func:`page_text`'s text, the author's: the lines of each cell
-    counted from its noted line (in a Jupyter notebook's page, the cell's number). Where
-    the book wrote more lines than the author did above a cell, the page's lines run below
-    the author's; Sphinx's messages after reading (an unknown reference, say) are mapped
-    back with this."""
+    """For a line of :func:`page_text`'s text, the author's (a Jupyter notebook's: the cell
+    number): each cell's lines counted from its noted line. Maps Sphinx's messages back."""
     if source_path.endswith(NOTEBOOK_SUFFIX):
         return lambda page_line: page_line // _CELL_LINES or page_line
     if source_path.endswith(SCRIPT_SUFFIX):
@@ -399,9 +368,8 @@ def as_myst_nb_reads(notebook: nbformat.NotebookNode, md_config: MdParserConfig 
 
 def replace_markers(notebook: nbformat.NotebookNode, marker: re.Pattern,
                     cells_for: Callable[[re.Match], list[nbformat.NotebookNode]]) -> None:
-    """Replace each ``marker`` in a markdown cell by the cells ``cells_for`` makes of it,
-    noted at the marker's line; the text around a marker stays, as markdown cells of its
-    own, each at its own line."""
+    """Replace each ``marker`` in a markdown cell by the cells ``cells_for`` makes of it, at
+    the marker's line; the text around it stays, in markdown cells at their own lines."""
     cells = []
     for cell in notebook.cells:
         if cell.cell_type != "markdown" or not marker.search(cell.source):

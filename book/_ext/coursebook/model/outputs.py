@@ -1,12 +1,6 @@
-"""Machine-dependent details in outputs, replaced by stable placeholders.
-
-The rules are explicit and few: memory addresses, ipykernel's temporary cell paths, the
-site-packages path an ImportError names, and any other path into an environment's
-site-packages (a warning's file, say). Recordings are written through them, so no
-committed output holds a machine's paths (``MACHINE_PATH`` finds one that slipped through).
-The same normalisation applies to outputs on the page and to error messages compared
-against a recorded exhibit, so both speak of the same text.
-"""
+"""Machine-dependent details in outputs (memory addresses, ipykernel's cell paths, paths
+into site-packages), replaced by stable placeholders: in outputs on the page, in recordings
+(no committed output holds a machine's paths) and in an exhibit's compared error."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """Recordings: chapters whose cells run only on a special machine, outputs committed.
 
 A chapter whose top matter says ``coursebook: {recording: NAME, machine_kinds: [KIND, ...]}``
-never executes in an ordinary build: ``make recording`` writes
-``book/recordings/NAME-KIND.ipynb`` (outputs and provenance), which a build puts into
-jupyter-cache under the chapter's own key. A cell whose code has no recording stops the
-build (or, with ``coursebook_allow_stale_recordings``, is shown marked stale).
-docs/recorded-chapters.md says more.
-"""
+never executes in a build: ``make recording`` writes ``book/recordings/NAME-KIND.ipynb``
+(outputs, provenance), which a build caches under the chapter's key. A cell no recording
+ran stops the build, or is marked stale (docs/recorded-chapters.md)."""
 
 from __future__ import annotations
 
@@ -66,16 +63,14 @@ class RecordedChapter:
 
 def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, MachineKind],
                      source: str = "the chapter") -> RecordedChapter | None:
-    name = recording_name(notebook)
-    if name is None:
+    if (name := recording_name(notebook)) is None:
         return None
     accepted = (notebook.metadata.get("coursebook") or {}).get("machine_kinds")
     field = f"{source}: top matter 'coursebook: machine_kinds'"
     if not isinstance(accepted, list) or not accepted:
         raise RecordingError(f"{field} must list the machine kinds this chapter is recorded on "
                              f"(from {', '.join(machines)})")
-    unknown = [kind for kind in accepted if kind not in machines]
-    if unknown:
+    if unknown := [kind for kind in accepted if kind not in machines]:
         raise RecordingError(f"{field} names {unknown}, not machine kinds of "
                              f"tools/machine-kinds.toml (have {', '.join(machines)})")
     chosen = tuple(machine for machine in machines.values() if machine.name in accepted)
@@ -119,13 +114,11 @@ class Recording:
         """The device, as a student reads it (a stand-in's by its platform: "CPU")."""
         return self.machine.platform.upper() if self.machine.stand_in else self.label()
 
-    def torches(self) -> list[str]:
-        return sorted({versions["torch"] for versions in self.provenance["environments"].values()
-                       if "torch" in versions})
-
     def summary(self) -> str:
         """Its torch, machine and date, as a page footer or a handout's cover names them."""
-        return (f"torch {', '.join(self.torches()) or 'unknown'} ({self.machine.short_label}, "
+        torches = sorted({versions["torch"] for versions in
+                          self.provenance["environments"].values() if "torch" in versions})
+        return (f"torch {', '.join(torches) or 'unknown'} ({self.machine.short_label}, "
                 f"{self.provenance['date']})")
 
     def anchor(self, name: str) -> str:
@@ -152,22 +145,10 @@ class Recording:
         return lines
 
 
-def image_differences(here: dict[str, str], image: dict[str, str]) -> list[str]:
-    """Where an environment is not its runtime's image (``image``: {normalised name: version})."""
-    lines = []
-    for name, version in sorted(here.items(), key=lambda item: package_key(item[0])):
-        there = image.get(package_key(name))
-        if there is None:
-            lines.append(f"{name} {version} (not in the image)")
-        elif there != version:
-            lines.append(f"{name} {version} (the image has {there})")
-    return lines
-
-
 def runtime_provenance(runtime: Runtime, installed: dict[str, str], versions: dict[str, str],
                        image: dict[str, str] | None = None, constrained: bool | None = None) -> dict:
     """Which runtime a recording's main environment stands for, and every way it is not it:
-    compared with the whole ``image`` if given, else with the runtime's pins. ``versions``:
+    its whole ``image`` ({normalised name: version}) if given, else its pins. ``versions``:
     what its kernel reports (torch's names its build); ``constrained``: whether pip
     resolved with the image's versions as constraints."""
     here = {package_key(name): (name, version) for name, version in installed.items()}
@@ -180,7 +161,11 @@ def runtime_provenance(runtime: Runtime, installed: dict[str, str], versions: di
         entry["differences"] = runtime.differences({**installed, **versions})
         return entry
     entry["image"] = runtime.source
-    entry["differences"] = python + image_differences(dict(here.values()), image)
+    entry["differences"] = python + [
+        f"{name} {version} " + ("(not in the image)" if (there := image.get(package_key(name)))
+                                is None else f"(the image has {there})")
+        for name, version in sorted(dict(here.values()).items(), key=lambda i: package_key(i[0]))
+        if image.get(package_key(name)) != version]
     entry["not_installed"] = sorted(set(image) - set(here))
     if constrained is not None:
         entry["constraints"] = ("the image's versions" if constrained else
@@ -234,17 +219,15 @@ def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Reco
 
 
 def _markdown(text: str) -> nbformat.NotebookNode:
-    """A note on the page's outputs: downloads, which have none, leave it out."""
+    """A note on the page's outputs, which downloads lack."""
     return nbformat.v4.new_markdown_cell(text, metadata={"tags": [BOOK_ONLY_TAG]})
 
 
 def printed_for_downloads(cell: nbformat.NotebookNode, outputs: list,
                          recording: Recording) -> nbformat.NotebookNode | None:
-    """What a code run in a new Python printed, and on which device, for downloads: they
-    leave its book-only cell out (its code is a block of the page's prose), and with it the
-    output the page shows under that block (``remove-input``). None for any other cell, or
-    one that printed nothing (an error of such a cell is the collapsed note the exhibit
-    already gives)."""
+    """For downloads, which leave a book-only fresh-Python cell out (its code is shown in the
+    prose), what it printed and on which device; None for another cell, or none printed
+    (an error's note is the exhibit's)."""
     tags = set(cell_tags(cell))
     if not {BOOK_ONLY_TAG, FRESH_PYTHON_TAG, "remove-input"} <= tags or RAISES_TAG in tags:
         return None

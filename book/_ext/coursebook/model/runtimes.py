@@ -1,9 +1,5 @@
-"""Runtimes: the Python environments the book targets, as data (``tools/runtimes.toml``).
-
-Each names its Python and the pins that decide what the chapters print, and how the book
-verifies it (``verified_by``): ``build``, ``downloads`` (``make verify-runtime``) or
-``recording``.
-"""
+"""Runtimes: the Python environments the book targets (``tools/runtimes.toml``), each with
+its Python, the pins that decide what the chapters print, and how the book verifies it."""
 
 from __future__ import annotations
 
@@ -48,8 +44,8 @@ class Runtime:
         return f"{self.title.split(' (')[0]} (torch {self.torch})"
 
     def requirements(self) -> list[str]:
-        """pip requirements for a replica, with what the book adds: each pin's release (a
-        registry has no ``+cpu``; the image's 2.9.0+cpu meets ``torch==2.9.0``)."""
+        """pip requirements for a replica, with what the book adds, at each pin's release (a
+        registry has no ``+cpu``)."""
         return [f"{name}=={release(version)}"
                 for name, version in {**self.packages, **self.adds}.items()]
 
@@ -79,15 +75,13 @@ def load_runtimes(path: Path = RUNTIMES_FILE) -> dict[str, Runtime]:
 
 
 def reader_runtimes(path: Path) -> tuple[Runtime, ...]:
-    """The runtimes readers use whose texts the book has from running its downloads there
-    (``verified_by = "downloads"``): shown beside the build's texts where they differ."""
+    """The runtimes readers use, whose texts the book has from running its downloads there."""
     return tuple(r for r in load_runtimes(path).values()
                  if r.verified_by == "downloads" and r.torch)
 
 
 def runtime_named(name: str, file: TomlFile, field: str, path: Path | None = None) -> Runtime:
-    """The runtime that ``field`` of a machine kind's or an environment's ``file`` names, or
-    one line saying what is wrong."""
+    """The runtime that ``field`` of a machine kinds or environments ``file`` names."""
     runtimes = load_runtimes(path or RUNTIMES_FILE)
     if name not in runtimes:
         raise file.fault(field, f"names runtime '{name}', not in {(path or RUNTIMES_FILE).name}",

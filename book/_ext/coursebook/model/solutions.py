@@ -1,7 +1,5 @@
-"""sphinx-exercise's solutions are answers: each becomes markdown cells of its own, tagged
-as answers, when a chapter is read, so everything that handles answers handles solutions
-too, with no rule of its own.
-"""
+"""sphinx-exercise's solutions are answers: each becomes answer cells of its own when a
+chapter is read, so whatever handles answers handles solutions, with no rule of its own."""
 
 from __future__ import annotations
 
@@ -80,27 +78,18 @@ def _pieces(source: str, gated: bool, answer: bool, strict: bool,
                 cut(token.map[0], gated)
                 cut(token.map[1], True)
             continue
-        start, end = token.map
-        if name == SOLUTION and not gated:
-            cut(start, False)
-            cut(end, True)
-        elif name == START and not gated:
-            cut(start, False)
-            cut(end, True)  # the marker on its own
-            gated = True
-        elif name == END and gated:
-            cut(start, True)
-            cut(end, True)
-            gated = False
+        if (name == END) == gated:  # a solution or a gate's start outside a gate, its end in one
+            cut(token.map[0], gated)
+            cut(token.map[1], True)  # a gate's marker: a piece of its own
+            gated = {SOLUTION: gated, START: True, END: False}[name]
     cut(len(lines), gated)
     return pieces, gated
 
 
 def solutions_as_answers(notebook: nbformat.NotebookNode, tag: str,
                          strict: bool = False) -> nbformat.NotebookNode:
-    """The notebook, each solution in markdown cells of its own tagged ``tag`` (a gated one's
-    cells too). ``strict``: a solution that cannot be cut out raises :class:`SolutionError`;
-    else it is taken as an answer with all it holds."""
+    """The notebook, each solution (a gated one's cells too) in markdown cells of its own
+    tagged ``tag``; one that cannot be cut out raises when ``strict``, else is all answer."""
     def tagged(cell) -> None:
         if tag not in cell.metadata.get("tags", []):
             cell.metadata["tags"] = [*cell.metadata.get("tags", []), tag]
