@@ -269,6 +269,15 @@ def test_a_chapter_executed_without_a_build_keeps_its_own_time_limit(tiny_book, 
     assert seconds == 0.01 and [options["timeout"] for options in asked] == [30]
 
 
+def test_the_cache_filled_is_the_one_myst_nb_reads_even_by_a_deprecated_name(tiny_book,
+                                                                           tmp_path):
+    """myst-nb takes the deprecated ``jupyter_cache`` for ``nb_execution_cache_path``: a
+    chapter run without a build goes into the cache the build's myst-nb reads."""
+    conf = book_conf_with(tmp_path / "conf", "nb_execution_cache_path = ''",
+                          f"jupyter_cache = {str(tmp_path / 'named')!r}")
+    assert read_book(tiny_book, conf, Edition.STUDENT).book.cache_path == str(tmp_path / "named")
+
+
 def _top_matter(chapter: Path, lines: str) -> None:
     """Add ``lines`` to the chapter's top matter (YAML)."""
     chapter.write_text(chapter.read_text().replace("---\n", "---\n" + lines, 1))

@@ -50,7 +50,7 @@ class FailedRun:
 def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
     """``source-read``: the chapter in the cache; the page's text myst-nb then reads. A read
     that runs nothing (:class:`ChapterRuns`) notes the run, and gives myst-nb the title."""
-    cache_path = book_config(app.config).cache_path
+    cache_path = app.env.mystnb_config.execution_cache_path  # as myst-nb resolved it
     source_path = str(app.env.doc2path(app.env.docname))
     runs = chapter_runs(app)
     if prepared.recorded is not None:
@@ -107,7 +107,7 @@ def forget_failed_run(app: Sphinx) -> None:
     run: FailedRun | None = app.env.temp_data.get(_FAILED_RUN)
     if run is None:
         return
-    open_cache(book_config(app.config).cache_path).remove_cache(run.record)
+    open_cache(app.env.mystnb_config.execution_cache_path).remove_cache(run.record)
     NbMetadataCollector.set_exec_data(app.env, app.env.docname, {
         "mtime": time.time(), "runtime": run.seconds, "method": "cache", "succeeded": False,
         "error": run.error, "traceback": run.traceback})
@@ -163,11 +163,12 @@ def drop_unreadable_entries(path: Path) -> list[tuple[str, str]]:
 def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
     """``env-before-read-docs``: create the shared cache (before parallel readers race to
     it) and check it, when there is a page to read (a read that runs nothing touches none)."""
-    if not docnames or app.config.nb_execution_mode != "cache" or chapter_runs(app) is not None:
+    settings = env.mystnb_config  # as myst-nb resolved them (deprecated names included)
+    if not docnames or settings.execution_mode != "cache" or chapter_runs(app) is not None:
         return
     from sqlalchemy.exc import SQLAlchemyError
 
-    path = Path(book_config(app.config).cache_path)
+    path = Path(settings.execution_cache_path)
     try:
         create_cache(path)  # its tables, once, however many builds start together
         dropped = drop_unreadable_entries(path)

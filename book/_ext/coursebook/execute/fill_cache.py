@@ -17,7 +17,7 @@ import io
 import json
 import logging
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING
@@ -129,7 +129,8 @@ def read_book(srcdir: Path, confdir: Path, edition: Edition) -> BookRead:
         if state.failed:
             path = Path(app.env.doc2path(docname)).resolve()
             failed[path] = errors.pages.get(docname, [f"{path}: did not prepare"])[0]
-    return BookRead(book_config(app.config),
+    return BookRead(replace(book_config(app.config),  # the cache myst-nb resolved
+                            cache_path=app.env.mystnb_config.execution_cache_path),
                     {run.path: run for run in app.builder.runs.values()}, failed)
 
 

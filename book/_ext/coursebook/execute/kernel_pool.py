@@ -205,7 +205,7 @@ def plan_reading(app: Sphinx, env, docnames: list[str]) -> None:
         return
     executing = {docname for docname in docnames
                  if executes_when_read(Path(env.doc2path(docname)), env.mystnb_config)}
-    if _server and executing and Path(book_config(app.config).cache_path) == _server[0][1]:
+    if _server and executing and Path(env.mystnb_config.execution_cache_path) == _server[0][1]:
         logger.info(f"cold cache: {len(executing)} chapter kernels forked from one server")
     elif _server:
         logger.info("cold cache: no chapter to execute here; kernel server stopped")

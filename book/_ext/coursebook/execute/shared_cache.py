@@ -123,9 +123,9 @@ def notebook_lock(cache_path: str | Path, notebook: nbformat.NotebookNode) -> Fi
 def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
     """``source-read``: take the key of the notebook about to be looked up and run, until
     :func:`release_notebook_lock`. A reader holds one lock at a time: no deadlock."""
-    config = book_config(app.config)
-    if app.config.nb_execution_mode == "cache" and config.cache_locks:
-        lock = notebook_lock(config.cache_path, notebook)
+    settings = app.env.mystnb_config
+    if settings.execution_mode == "cache" and book_config(app.config).cache_locks:
+        lock = notebook_lock(settings.execution_cache_path, notebook)
         lock.acquire()
         app.env.temp_data[_HELD] = lock
 
