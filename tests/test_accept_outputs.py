@@ -39,3 +39,23 @@ def test_an_unseeded_random_output_is_refused_when_accepted(tiny_book, tmp_path,
         assert done.returncode == 1, log[-3000:]
         assert "varies between runs" in log and "torch.manual_seed(0)" in log
         assert "`(varies)`" in log
+
+
+def test_an_output_that_holds_the_time_it_ran_is_refused_though_both_runs_agree(tiny_book,
+                                                                                tmp_path):
+    """Two runs in one minute print the same time of day, and the second run passed: the
+    cell prints the first run's time in both, as such two runs do. The clock during the
+    accept tells it; the message offers a fixed time and the entry marked."""
+    first = tmp_path / "first-run"
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text() + (
+        "\n```{code-cell} ipython3\nimport pathlib, time\n"
+        f"_first = pathlib.Path({str(first)!r})\n"
+        "_first.exists() or _first.write_text(time.strftime('%H:%M'))\n"
+        "print('started at', _first.read_text())\n```\n"))
+    done = accept(tiny_book, tmp_path)
+    log = done.stdout + done.stderr
+    assert "the second run printed the same" not in log and done.returncode == 1, log[-3000:]
+    assert f"holds the time it ran ({first.read_text()}), which a later run changes: print a " \
+        "fixed time instead" in log, log[-3000:]
+    assert " (varies) · import pathlib, time\n        started at <duration>\n" in log, log[-3000:]

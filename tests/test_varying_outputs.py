@@ -144,6 +144,48 @@ def test_a_suggestion_marks_a_time_of_day_even_where_both_runs_agree_on_it():
     assert suggest("epoch 3 of 10, 5 ms", "epoch 3 of 10, 7 ms") == "epoch 3 of 10, <duration>"
 
 
+def test_a_date_or_time_of_day_the_clock_read_during_the_run_is_found():
+    """Two runs of one minute print the same time, so only the clock tells it: a time of
+    day the clock read between a run's start and end, to the resolution printed, in local
+    time or UTC, is found; another one, an elapsed time, a date alone (the day a recording
+    was made, which its provenance prints) are not."""
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2026, 12, 5, 16, 46, 2, tzinfo=UTC)
+    found = lambda text: varying_outputs.clock_readings(text, start, start + timedelta(seconds=30))
+    assert found("started 16:46, loss 0.71") == ["16:46"]
+    assert found("at 16:46:20 (step 1)\ndone 16:47") == ["16:46:20"]  # 16:47: after the run
+    for printed in ["Sat Dec  5 16:46:04 2026", "Sat Dec  5 16:46:04 UTC 2026",  # ctime, date
+                    "2026-12-05 16:46:04.123456", "2026-12-05T17:46:04+01:00",  # datetime
+                    "Dec  5 16:46"]:  # ls -l
+        assert found(f"made {printed} (size 3)") == [printed], printed
+    assert found("16:45:59, 2026-12-05, Dec  5  2026, 2020-01-01 16:46, [00:00<00:00] 25:00, "
+                 "2026-12-05T16:46:04+01:00") == []
+
+
+def test_accepting_refuses_an_entry_that_holds_the_time_it_ran(tmp_path):
+    """The accept's two runs agree on the time they print when they fall in one minute: the
+    entry is named at its line with a fixed time and the pattern to mark it with."""
+    from datetime import UTC, datetime, timedelta
+
+    from conftest import load_tool
+
+    start = datetime(2026, 12, 5, 16, 46, 2, tzinfo=UTC)
+    path = tmp_path / "chapter.txt"
+    path.write_text("# header\n\n=== cell 0000000a · print(6 * 7)\n    42\n"
+                    "=== cell 0000000b (student) · print(time.ctime())\n"
+                    "    Sat Dec  5 16:46:04 2026, 42\n")
+    tool = load_tool("accept_outputs")
+    [said] = tool.printed_times([path], start, start + timedelta(seconds=30))
+    assert said.startswith(f"{path}:5: the output of `print(time.ctime())` holds the time it ran "
+                           "(Sat Dec  5 16:46:04 2026), which a later run changes: print a fixed "
+                           "time instead (`datetime(2026, 1, 1, 9, 30)`"), said
+    assert said.endswith(":\n    === cell 0000000b (student) (varies) · print(time.ctime())\n"
+                         "        <date>, 42"), said
+    assert tool.printed_times([path], start + timedelta(days=1),
+                              start + timedelta(days=1, seconds=30)) == []
+
+
 # --- The file, accept and compare --------------------------------------------------------------
 
 def _output(key: str, text: str, number: int = 1) -> CellOutput:

@@ -6,12 +6,15 @@ pattern, as doctest's ELLIPSIS option makes an expected output one: ``<number>``
 ``...`` within a line; a line of only ``...`` for any number of lines. Everything else is
 compared as written, and a literal ``...`` in an unmarked entry is never a pattern
 (docs/authoring.md, "Outputs that vary"; nbval's output sanitizers are the same idea).
+A time of day the run read from the clock (:func:`clock_readings`), which two runs of one
+minute print alike, is found by comparing it with the clock while the runs ran.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)(?!\w)"
@@ -160,3 +163,59 @@ def suggest(accepted: str, shown: str) -> str | None:
             out.append(ELLIPSIS)
     marked = "\n".join(out)
     return marked if matches(marked, accepted) and matches(marked, shown) else None
+
+
+_SECOND, _MINUTE = timedelta(seconds=1), timedelta(minutes=1)
+# A date with its time of day as ctime() and `date` print it, as `ls -l` does (this year's).
+_DATE_FORMATS = [("%a %b %d %H:%M:%S %Y", _SECOND), ("%b %d %H:%M", _MINUTE)]
+
+
+def _readings(token: str, kind: str, days: list) -> list[tuple[datetime, timedelta]]:
+    """What a printed time of day (alone or a date's) may stand for (naive, unless it names
+    its zone), each with its resolution: one without a year or a date takes those of
+    ``days``; none for a date alone."""
+    if kind == "duration":  # a time of day alone: H:MM or H:MM:SS(.ffffff)
+        seconds = token.count(":") == 2
+        try:
+            time = datetime.strptime(token.partition(".")[0],
+                                     "%H:%M:%S" if seconds else "%H:%M").time()
+        except ValueError:  # 25:00, an elapsed time
+            return []
+        return [(datetime.combine(day, time), _SECOND if seconds else _MINUTE) for day in days]
+    try:  # ISO 8601, as datetime prints it
+        value = datetime.fromisoformat(token)
+    except ValueError:
+        pass
+    else:
+        return [] if len(token) == 10 else [
+            (value, _MINUTE if re.match(r".{10}.\d\d:\d\d(?!:)", token) else _SECOND)]
+    token = re.sub(r" [A-Z]{3,4} (?=\d{4}$)", " ", token)  # ctime with its zone's name
+    for form, resolution in _DATE_FORMATS:
+        try:
+            value = datetime.strptime(token, form)
+        except ValueError:
+            continue
+        return ([(value, resolution)] if "%Y" in form
+                else [(value.replace(year=day.year), resolution) for day in days])
+    return []  # a date alone: a recording's day, printed on the day it was made
+
+
+def clock_readings(text: str, start: datetime, end: datetime) -> list[str]:
+    """The times of day (a date's, or alone) an output printed that read the clock between
+    ``start`` and ``end`` (aware), to the resolution each is printed in, in local time or
+    UTC: the run's own time, which two runs of one minute print alike and a later run does
+    not."""
+    windows = [(start.astimezone(zone).replace(tzinfo=None),
+                end.astimezone(zone).replace(tzinfo=None))
+               for zone in (start.astimezone().tzinfo, UTC)]
+    days = sorted({moment.date() for window in windows for moment in window})
+    found = []
+    for kind, token in _tokens(text):
+        token = token.strip()
+        if kind != "date" and not (kind == "duration" and _CLOCK_ALONE.fullmatch(token)):
+            continue
+        if any(value <= end and value + resolution > start if value.tzinfo else
+               any(value <= last and value + resolution > first for first, last in windows)
+               for value, resolution in _readings(token, kind, days)):
+            found.append(token)
+    return found
