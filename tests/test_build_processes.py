@@ -6,6 +6,7 @@ the cells' namespace."""
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -24,14 +25,15 @@ from coursebook.process.preview import build_modules, import_modules, read_conf,
 
 def test_the_collector_waits_while_extensions_load_and_runs_again_for_the_build(tmp_path):
     conf = read_conf(ROOT)
+    assert gc.isenabled()  # conf.py holds it for a build; read alone, it runs again
     assert conf["extensions"][0] == "coursebook"  # held before the others load
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "index.md").write_text("# Title\n")
     # A Sphinx application of the book's configuration, in a Python of its own: whether its
-    # collector ran while the extension's heaviest imports loaded, and once the builder is
-    # ready. (jupyter-cache and SQLAlchemy load only when pages are read:
-    # test_myst_nb_clients.py.)
-    heavy = ["myst_nb", conf["html_theme"]]
+    # collector ran while Sphinx's own extensions (linkcheck, after conf.py) and the book's
+    # heaviest imports loaded, and once the builder is ready. (jupyter-cache and SQLAlchemy
+    # load only when pages are read: test_myst_nb_clients.py.)
+    heavy = ["sphinx.builders.linkcheck", "myst_nb", conf["html_theme"]]
     code = ("import gc, sys\nfrom sphinx.application import Sphinx\n"
             "collecting = {}\n"
             "class Watch:\n"

@@ -26,11 +26,16 @@ _ALWAYS = ("sphinx.cmd.build", "sphinx.builders.html", *builtin_extensions)
 
 
 def read_conf(conf_dir: Path) -> dict:
-    """conf.py's names, as Sphinx evaluates the file (no tags), before any build."""
+    """conf.py's names, as Sphinx evaluates the file (no tags), before any build; the
+    collector, which conf.py holds for a build, left as it was."""
     from sphinx.config import eval_config_file
     from sphinx.util.tags import Tags
 
-    return eval_config_file(Path(conf_dir) / "conf.py", Tags())
+    collecting = gc.isenabled()
+    conf = eval_config_file(Path(conf_dir) / "conf.py", Tags())
+    if collecting:
+        gc.enable()
+    return conf
 
 
 def build_modules(conf: dict) -> list[str]:
