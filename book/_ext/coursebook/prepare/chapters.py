@@ -202,8 +202,8 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
 
 
 def leave_out_plain_scripts(app: Sphinx, config) -> None:
-    """``config-inited``: a ``.py`` file Sphinx would read that is no percent script (a helper
-    module) is left out. The files are found as Sphinx's ``Project.discover`` finds them."""
+    """``config-inited``: a ``.py`` file that is no percent script (a helper module) is left
+    out; the files found as Sphinx finds pages, by its patterns (include, exclude, templates)."""
     found = get_matching_files(app.srcdir, config.include_patterns,
                                [*config.exclude_patterns, *config.templates_path])
     config.exclude_patterns.extend([
