@@ -68,7 +68,7 @@ def _entry(raw, cell) -> AnswerCheck:
         raise AnswerCheckError(f"{where}: each check is a table of name, ask, value, answer, hint",
                                line=source_line(cell))
     missing = [name for name in (*_TEXTS, "answer", "taught_in", *LISTS) if name not in raw]
-    wrong = [name for name in _TEXTS if name in raw and not isinstance(raw[name], str)]
+    wrong = [name for name in (*_TEXTS, "inputs") if name in raw and not isinstance(raw[name], str)]
     taught_in = raw.get("taught_in")
     unlisted = ["taught_in"] if taught_in is not None and not (
         isinstance(taught_in, list) and taught_in and all(isinstance(label, str) for label in taught_in)
@@ -77,8 +77,6 @@ def _entry(raw, cell) -> AnswerCheck:
     not_literals = [name for name in LISTS if name in raw and not (
         isinstance(raw[name], list) and raw[name]
         and all(isinstance(entry, str) and _is_entry(entry, function) for entry in raw[name]))]
-    if function and not isinstance(raw["inputs"], str):
-        wrong.append("inputs")
     unknown = sorted(set(raw) - {*_TEXTS, "answer", "tolerance", "taught_in", "inputs", *LISTS})
     problems = "".join(f"{label} {', '.join(names)}; " for label, names in
                        (("missing", missing), ("not text:", wrong),

@@ -87,19 +87,13 @@ def claim_blocks(source: str) -> list[ClaimBlock]:
     return [ClaimBlock(" ".join(CLAIM_LINE.search(code)["says"].split()), code) for code in codes]
 
 
-def _hidden_markup(text: str) -> set[int]:
-    hidden: set[int] = set()
-    for pattern in (_ROLE_NAME, _ROLE_TARGET, _LINK, _EMPHASIS):
-        for match in pattern.finditer(text):
-            spans = [match.span(g) for g in range(1, (pattern.groups or 0) + 1)] or [match.span()]
-            for start, end in spans:
-                hidden.update(range(start, end))
-    return hidden
-
-
 def normalised(text: str) -> tuple[str, list[int]]:
     """The text as compared, and for each of its characters its index in ``text``."""
-    hidden = _hidden_markup(text)
+    hidden = {index for pattern in (_ROLE_NAME, _ROLE_TARGET, _LINK, _EMPHASIS)
+              for match in pattern.finditer(text)
+              for start, end in ([match.span(g) for g in range(1, pattern.groups + 1)]
+                                 or [match.span()])
+              for index in range(start, end)}
     chars: list[str] = []
     where: list[int] = []
     for index, char in enumerate(text):
@@ -119,14 +113,6 @@ def sentences_of(text: str) -> list[str]:
     return [" ".join(text[a:b].split()) for a, b in zip(cuts, cuts[1:]) if text[a:b].strip()]
 
 
-def sentence_at(text: str, start: int, end: int) -> str:
-    """The sentence of ``text`` around ``text[start:end]``, whitespace collapsed."""
-    # Over the whole text: cut at ``start``, a full stop inside a name (`x.y`) ends the text.
-    begin = max((m.end() for m in _SENTENCE_END.finditer(text) if m.end() <= start), default=0)
-    stop = next((m.end() for m in _SENTENCE_END.finditer(text, end)), len(text))
-    return " ".join(text[begin:stop].split())
-
-
 def find_in_prose(fragment: str, texts: list[str]) -> Found | None:
     """Where the fragment is in these texts, the last (nearest a check below it) first."""
     wanted = normalised(fragment)[0].strip()
@@ -138,7 +124,12 @@ def find_in_prose(fragment: str, texts: list[str]) -> Found | None:
         position = flat.rfind(wanted)
         if position >= 0:
             start, end = where[position], where[position + len(wanted) - 1] + 1
-            return Found(number, start, end, sentence_at(text, start, end))
+            # Its sentence, over the whole text: cut at ``start``, a full stop inside a name
+            # (`x.y`) would end the text.
+            begin = max((m.end() for m in _SENTENCE_END.finditer(text) if m.end() <= start),
+                        default=0)
+            stop = next((m.end() for m in _SENTENCE_END.finditer(text, end)), len(text))
+            return Found(number, start, end, " ".join(text[begin:stop].split()))
     return None
 
 

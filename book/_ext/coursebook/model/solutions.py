@@ -97,16 +97,12 @@ def solutions_as_answers(notebook: nbformat.NotebookNode, tag: str,
     cells = []
     gated, opened = False, 0  # where the open gate starts
     for cell in notebook.cells:
-        if cell.cell_type != "markdown" or "{solution" not in cell.source:
-            if gated:
-                tagged(cell)
-            cells.append(cell)
-            continue
-        was_gated = gated
-        pieces, gated = _pieces(cell.source, gated, tag in cell.metadata.get("tags", []), strict,
-                                lambda offset, cell=cell: line_within(cell, offset))
-        if gated and not was_gated:
-            opened = next(line for text, _, line in reversed(pieces) if _MARKER.match(text))
+        was_gated, pieces = gated, [("", gated, 0)]  # a cell without a solution: whole
+        if cell.cell_type == "markdown" and "{solution" in cell.source:
+            pieces, gated = _pieces(cell.source, gated, tag in cell.metadata.get("tags", []),
+                                    strict, lambda offset, cell=cell: line_within(cell, offset))
+            if gated and not was_gated:
+                opened = next(line for text, _, line in reversed(pieces) if _MARKER.match(text))
         if len(pieces) == 1 and pieces[0][1] == was_gated == gated:
             if gated:
                 tagged(cell)

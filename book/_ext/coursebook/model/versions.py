@@ -1,12 +1,11 @@
 """Package versions as the book compares them: by release, local build tags (``+cpu``)
-ignored; ``2.9`` sorts before ``2.13``.
-"""
+ignored; ``2.9`` sorts before ``2.13``."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 
@@ -29,9 +28,8 @@ def version_key(version: str) -> tuple[int, Version]:
         return 0, Version("0")
 
 
-def package_key(name: str) -> str:
-    """A distribution name as pip compares them (torch_xla and torch-xla are one)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+# A distribution name as pip compares them (torch_xla and torch-xla are one): PEP 503's.
+package_key = canonicalize_name
 
 
 def verified_versions(expected_dir: Path, chapter: str) -> list[str]:
