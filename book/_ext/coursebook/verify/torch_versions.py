@@ -47,6 +47,7 @@ from coursebook.verify.expectations import (
 )
 from coursebook.worddiff import changed_words
 
+
 @dataclass(frozen=True)
 class OtherTorch:
     """A torch the chapters are verified on besides the build's, and how."""
