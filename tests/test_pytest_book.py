@@ -100,4 +100,4 @@ def test_a_page_that_does_not_prepare_is_the_builds_one_line(tiny_book):
     # As the build logs it: file and line, then the message.
     assert collected.returncode != 0 and re.search(
         r"draft\.md:\d+: ERROR: a `raises-exception` cell", shown), shown
-    assert " in collect" not in shown and "ChapterFormatError" not in shown, shown
+    assert " in collect" not in shown and "BookError" not in shown, shown
