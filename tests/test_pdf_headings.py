@@ -39,25 +39,18 @@ def effective_secnumdepth(tex: str) -> int:
     return int(settings[-1]) if settings else CLASS_DEFAULT
 
 
-def test_latex_numbers_no_heading_of_its_own(tmp_path):
-    tex = (_latex(tmp_path) / "deep-learning-labs.tex").read_text(encoding="utf8")
-    assert effective_secnumdepth(tex) == -1
-    assert SECTION in tex
-
-
-def test_without_the_setting_latex_would_number_sections_twice(tmp_path):
-    tex = (_latex(tmp_path, "-D", "latex_elements.secnumdepth=") / "deep-learning-labs.tex"
-           ).read_text(encoding="utf8")
-    assert effective_secnumdepth(tex) == CLASS_DEFAULT
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("latexmk") is None or shutil.which("pdftotext") is None,
-                    reason="TeX or poppler is not installed (make pdf-deps)")
+@pytest.mark.slow  # a LaTeX build, then TeX
 @pytest.mark.parametrize("options, doubled", [((), False),
                                               (("-D", "latex_elements.secnumdepth="), True)])
 def test_the_typeset_heading_carries_one_number(tmp_path, options, doubled):
+    """LaTeX numbers no heading of its own (the book's setting); without the setting it
+    would number sections twice."""
     latex = _latex(tmp_path, *options)
+    tex = (latex / "deep-learning-labs.tex").read_text(encoding="utf8")
+    assert effective_secnumdepth(tex) == (CLASS_DEFAULT if doubled else -1)
+    assert SECTION in tex
+    if shutil.which("latexmk") is None or shutil.which("pdftotext") is None:
+        pytest.skip("TeX or poppler is not installed (make pdf-deps)")
     # -pdf: the engine of the latexmkrc Sphinx wrote (conf.py's latex_engine).
     subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error",
                     "deep-learning-labs.tex"], cwd=latex, capture_output=True, check=True)
