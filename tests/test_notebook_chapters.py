@@ -143,7 +143,7 @@ def test_a_percent_script_is_read_as_a_chapter_each_cell_at_its_line():
 
 @pytest.mark.slow
 def test_a_notebook_brought_in_with_make_chapter_is_a_verified_chapter(tiny_book, tmp_path,
-                                                                     capsys):
+                                                                     capsys, cache_copy):
     """`make chapter FROM=` the notebook, delete it, as the tool says; then the MyST chapter is
     accepted, verified, and a changed output stops the build at its line."""
     lesson = tiny_book / "lesson.ipynb"
@@ -155,7 +155,7 @@ def test_a_notebook_brought_in_with_make_chapter_is_a_verified_chapter(tiny_book
     assert load_tool("new_chapter").main(["--from", str(lesson), "--book", str(tiny_book)]) == 0
     assert f"delete {lesson}" in capsys.readouterr().out
     lesson.unlink()
-    cache = tmp_path / "cache"
+    cache = cache_copy  # the tiny chapter's run: only the lesson executes
     # One reader: a cold cache read by two once failed here under load, jupyter-cache's
     # record of the other chapter without its notebook file yet (a race, not this test's).
     accepted = sphinx_build(tiny_book, tmp_path / "accept", cache,
@@ -173,7 +173,7 @@ def test_a_notebook_brought_in_with_make_chapter_is_a_verified_chapter(tiny_book
 
 @pytest.mark.slow
 def test_a_notebook_chapter_is_verified_in_both_editions_and_its_answer_only_the_instructors(
-        tiny_book, tmp_path):
+        tiny_book, tmp_path, cache_copy):
     """An `.ipynb` in the contents goes the way of a MyST chapter: its outputs accepted and
     compared (a changed one stops the build at its cell), its answer out of the student's page
     and downloads (the notebook and the .md document) and boxed in the instructor's."""
@@ -181,7 +181,7 @@ def test_a_notebook_chapter_is_verified_in_both_editions_and_its_answer_only_the
     lesson.write_text(_lesson())
     (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
         "chapter\n", "chapter\nlesson\n"))
-    cache = tmp_path / "cache"
+    cache = cache_copy  # the tiny chapter's student run: the lesson executes
     # As `make accept-outputs` does: both editions accepted, then run again to compare.
     assert load_tool("accept_outputs").main(["--book", str(tiny_book), "--out",
                                              str(tmp_path / "accept"), "--cache", str(cache)]) == 0
@@ -234,7 +234,8 @@ def test_a_notebook_chapter_is_verified_in_both_editions_and_its_answer_only_the
 
 
 @pytest.mark.slow
-def test_a_percent_script_is_a_verified_chapter_its_messages_at_its_lines(tiny_book, tmp_path):
+def test_a_percent_script_is_a_verified_chapter_its_messages_at_its_lines(tiny_book, tmp_path,
+                                                                         cache_copy):
     """A percent `.py` in the contents goes the way of any chapter: accepted and verified in
     both editions, its answer out of the student's page and downloads (the notebook and the
     .md document); a changed output (in the build and in `pytest book`) and MyST's message
@@ -243,7 +244,7 @@ def test_a_percent_script_is_a_verified_chapter_its_messages_at_its_lines(tiny_b
     (tiny_book / "helper.py").write_text('"""Not a page: no cells."""\n\nVALUE = 1\n')
     (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
         "chapter\n", "chapter\nlesson\n"))
-    cache = tmp_path / "cache"
+    cache = cache_copy  # the tiny chapter's student run: the lesson executes
     assert load_tool("accept_outputs").main(["--book", str(tiny_book), "--out",
                                              str(tmp_path / "accept"), "--cache", str(cache)]) == 0
     [expected] = (tiny_book / "expected").rglob("lesson.txt")
@@ -331,7 +332,7 @@ def test_a_message_at_myst_nbs_line_in_a_notebook_names_the_cell_and_line():
 
 
 @pytest.mark.slow
-def test_sphinx_and_myst_name_a_notebook_chapters_cell(tiny_book, tmp_path):
+def test_sphinx_and_myst_name_a_notebook_chapters_cell(tiny_book, tmp_path, cache_copy):
     """What Sphinx says after reading a notebook chapter names the author's cell; what MyST
     says while reading it, the cell and the line in it (myst-nb's line for a notebook, the
     cell's number times 10000 plus the line, put back; the student edition, which dropped a
@@ -341,7 +342,7 @@ def test_sphinx_and_myst_name_a_notebook_chapters_cell(tiny_book, tmp_path):
     nbformat.write(notebook, tiny_book / "lesson.ipynb")
     (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
         "chapter\n", "chapter\nlesson\n"))
-    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy,
                          settings={"coursebook_accept_outputs": "1"}, jobs=None)
     assert "lesson.ipynb:4: WARNING: cell 4, line 3: Unknown directive type: " \
         "'no-such-directive'" in build.log, build.log[-3000:]
