@@ -252,6 +252,43 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     return (yield)
 
 
+# Fast tests start no build and no kernel (`make test-fast`): one that starts a kernel, a
+# kernel server or a build that writes pages, in this process or as a program it runs (not
+# in a fork, nor in a program that program runs), fails at its end, saying what it started.
+# (A Sphinx read, whose builder writes nothing, is no build.)
+_STARTED: list[str] = []
+_STARTING = {"ipykernel_launcher": "a kernel", "coursebook.execute.kernel_forkserver":
+             "a kernel server", "-m sphinx ": "a Sphinx build", "sphinx_autobuild": "a preview"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from sphinx.application import Sphinx
+    from sphinx.builders.dummy import DummyBuilder
+
+    popen, build = subprocess.Popen.__init__, Sphinx.build
+
+    def noted_popen(self, args, *more, **options):
+        command = " ".join(map(str, args)) if isinstance(args, (list, tuple)) else str(args)
+        _STARTED.extend(what for marker, what in _STARTING.items() if marker in f"{command} ")
+        popen(self, args, *more, **options)
+
+    def noted_build(self, *more, **options):
+        if not isinstance(self.builder, DummyBuilder):
+            _STARTED.append(f"a Sphinx {self.builder.name} build")
+        return build(self, *more, **options)
+
+    subprocess.Popen.__init__, Sphinx.build = noted_popen, noted_build
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_build_and_no_kernel(request: pytest.FixtureRequest):
+    _STARTED.clear()
+    yield
+    if _STARTED and not request.node.get_closest_marker("slow"):
+        pytest.fail(f"this fast test started {', '.join(sorted(set(_STARTED)))}: mark it "
+                    "slow, or test the logic on data", pytrace=False)
+
+
 def copy_of_built_cache(built: dict[str, Build], to: Path) -> Path:
     """A private copy of the `built` books' execution cache: a slow test that builds the
     book again executes only what it changed, not every chapter."""
