@@ -6,8 +6,9 @@ from; a student's footer has none. MathJax served with the book, for math offlin
 of sphinx-mathjax-offline, not loaded as an extension (it compares every file whole on every
 build, 15 ms of a no-op rebuild, and is not parallel-safe); a file is copied when its size or
 modification time differ, as make and rsync decide. The theme's templates, compiled once
-(compiling took a tenth of a warm rebuild) into Jinja's bytecode cache, in the Python
-environment with the compiled modules (the templates are the theme's and Sphinx's).
+(compiling took a tenth of a warm rebuild) into Jinja's bytecode cache, which checks each
+against its source; it lives in the Python environment with the compiled modules (the
+templates are the theme's and Sphinx's), where a clean output folder still finds it.
 """
 
 from __future__ import annotations
