@@ -417,6 +417,23 @@ def test_accepting_keeps_the_other_editions_claims_and_a_missing_file_is_named(t
     assert not write_accepted_claims(path, "chapter.md", "student", [])  # unchanged
 
 
+def test_a_line_the_accepted_claims_cannot_hold_is_named_at_its_line(tiny_book, tmp_path):
+    """Read as the expected outputs are: a line a merge or an editor left unindented is an
+    error at the file's line, not a silent part of the claim above it."""
+    from coursebook.verify.expectations import ExpectationsError
+
+    chapter, path = tiny_book / "chapter.md", tmp_path / "claims" / "chapter.txt"
+    _with_claim(chapter)
+    write_accepted_claims(path, "chapter.md", "student", _checked(chapter))
+    lines = path.read_text().splitlines()
+    lines.insert(len(lines) - 1, "assert True")
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ExpectationsError) as error:
+        read_accepted_claims(path)
+    assert str(error.value).startswith(f"{path}:{len(lines) - 1}: neither an indented line ")
+    assert "`=== claim KEY (student)`" in str(error.value) and ACCEPT_COMMAND in str(error.value)
+
+
 def test_the_books_claims_are_accepted_for_every_chapter_that_makes_some():
     """Each such chapter's committed file holds its checked sentences (the build compares
     them with the chapter's)."""

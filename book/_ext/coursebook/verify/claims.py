@@ -28,7 +28,15 @@ from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_sta
 from coursebook.prepare.chapters import PreparedChapter, edition_of
 from coursebook.reporting import ask_for
 from coursebook.verify.chapter_checks import executed_notebook
-from coursebook.verify.expectations import ACCEPT_COMMAND, EDITIONS, INDENT, write_whole
+from coursebook.verify.expectations import (
+    ACCEPT_COMMAND,
+    EDITIONS,
+    INDENT,
+    ExpectationsError,
+    entry_lines,
+    read_entries,
+    write_whole,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +90,6 @@ def _report(message: str, location) -> None:
 # --- Accepted claims: each sentence bound to its check --------------------------------
 
 CLAIMS_FOLDER = "claims"  # under the expected outputs' folder
-_ENTRY = "=== claim "
 
 
 def claim_entry(claim: Claim) -> str:
@@ -105,16 +112,10 @@ class AcceptedClaim:
 
 def read_accepted_claims(path: Path) -> dict[str, AcceptedClaim] | None:
     """A chapter's accepted claims by digest, with the editions that make each."""
-    if not path.is_file():
-        return None
-    found: dict[str, AcceptedClaim] = {}
-    for block in ("\n" + path.read_text(encoding="utf8")).split(f"\n{_ENTRY}")[1:]:
-        head, *lines = block.splitlines()
-        digest, _, editions = head.partition(" ")
-        named = {e.strip() for e in editions.strip(" ()").split(",") if e.strip()}
-        found[digest] = AcceptedClaim("\n".join(line.removeprefix(INDENT) for line in lines
-                                                ).rstrip("\n"), named or set(EDITIONS))
-    return found
+    read = read_entries(path, "claim")
+    return None if read is None else {
+        header["key"]: AcceptedClaim(text, {header["edition"]} - {None} or set(EDITIONS))
+        for header, _, text in read[1]}
 
 
 def write_accepted_claims(path: Path, chapter: str, edition: str, claims: list[Claim]) -> bool:
@@ -132,9 +133,8 @@ def write_accepted_claims(path: Path, chapter: str, edition: str, claims: list[C
            f"# Written by `{ACCEPT_COMMAND}`: a sentence or a check not as accepted here stops "
            "the build. Review the diff before committing.", ""]
     for digest, claim in accepted.items():
-        only = "" if claim.editions >= set(EDITIONS) else f" ({', '.join(sorted(claim.editions))})"
-        out += [f"{_ENTRY}{digest}{only}",
-                *(f"{INDENT}{line}" if line else "" for line in claim.entry.splitlines())]
+        only = None if claim.editions >= set(EDITIONS) else min(claim.editions)
+        out += entry_lines("claim", digest, claim.entry, only)
     write_whole(path, out)
     return True
 
@@ -217,11 +217,14 @@ def _accepted_claims(app: Sphinx, prepared: PreparedChapter) -> list[ClaimProble
     docname, edition = app.env.docname, edition_of(app).value
     path = shown_path(Path(app.srcdir, config.expected_dir, CLAIMS_FOLDER, f"{docname}.txt"))
     claims = [c.claim for c in prepared.claims.checked if c.claim.sentence]
-    if config.accept_outputs:
-        if write_accepted_claims(path, Path(app.env.doc2path(docname)).name, edition, claims):
-            logger.info("wrote %s (%s edition)", path, edition)
-        return []
-    return unaccepted_claims(read_accepted_claims(path), edition, claims, path)
+    try:
+        if config.accept_outputs:
+            if write_accepted_claims(path, Path(app.env.doc2path(docname)).name, edition, claims):
+                logger.info("wrote %s (%s edition)", path, edition)
+            return []
+        return unaccepted_claims(read_accepted_claims(path), edition, claims, path)
+    except ExpectationsError as error:  # at the file's line; accepting cannot mend it
+        return [ClaimProblem(Claim("", error.line, toml=str(path)), error.message)]
 
 
 def log_claim_counts(app: Sphinx, *_) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 
 from coursebook.execute.notebook_runs import as_displayed
-from coursebook.model.faults import shown_path
+from coursebook.model.faults import BookError, shown_path
 from coursebook.model.cell_notes import CELL_NOTE, cell_key, source_line
 from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags, expects_output, short_digest
 from coursebook.model.outputs import normalise, normalised_html
@@ -34,9 +34,13 @@ ACCEPT_COMMAND = "make accept-outputs"
 EDITIONS = tuple(edition.value for edition in Edition)  # as an expectations file names them
 # Cell metadata that exempts a cell from verification; its value is the reason.
 UNVERIFIED_KEY = "unverified"
-_HEADER = re.compile(r"^=== cell (?P<key>[0-9a-f]{8}(?:\.\d+)?)"
-                     r"(?: \((?P<edition>student|instructor)\))?(?P<varies> \(varies\))?"
-                     r" · (?P<first>.*)$")
+_EDITION = r"(?: \((?P<edition>student|instructor)\))?"
+_HEADERS = {  # an entry's header, by the kind of file
+    "cell": re.compile(rf"^=== cell (?P<key>[0-9a-f]{{8}}(?:\.\d+)?){_EDITION}"
+                       r"(?P<varies> \(varies\))? · (?P<first>.*)$"),
+    "claim": re.compile(rf"^=== claim (?P<key>[0-9a-f]{{12}}){_EDITION}$")}
+_SHAPES = {"cell": "=== cell KEY (student) (varies) · FIRST LINE` (edition and mark optional, "
+                   "in that order)", "claim": "=== claim KEY (student)` (edition optional)"}
 VARIES_MARK = " (varies)"
 _RUNS = "# Accepted runs (a hash of the code, versions and platform each edition ran): "
 INDENT = "    "
@@ -44,8 +48,39 @@ INDENT = "    "
 PARTIAL_FILE = r"(^|/)\.[^/]+\.txt\.\d+$"
 
 
-class ExpectationsError(Exception):
-    """An expectations file that cannot be read."""
+class ExpectationsError(BookError):
+    """An expected outputs or accepted claims file that cannot be read."""
+
+
+def read_entries(path: Path, kind: str) -> tuple[list[str], list[tuple[dict, int, str]]] | None:
+    """The comment lines above a file's first entry, and its entries (``kind``: cell or
+    claim), each a header (its fields), its line and its text, indented below it."""
+    if not path.is_file():
+        return None
+    comments: list[str] = []
+    entries: list[tuple[re.Match, int, list[str]]] = []
+    for number, line in enumerate(path.read_text(encoding="utf8").splitlines(), 1):
+        if header := _HEADERS[kind].match(line):
+            entries.append((header, number, []))
+        elif line.startswith(INDENT) or not line:
+            if entries:  # as shown_text, without trailing spaces (an editor's)
+                entries[-1][2].append(line[len(INDENT):].rstrip())
+        elif line.startswith("#") and not entries:
+            comments.append(line)  # the header, written anew by each acceptance
+        else:
+            # Accepting reads the file first: it cannot mend it.
+            raise ExpectationsError(
+                f"neither an indented line nor a header `{_SHAPES[kind]}`: correct it, or "
+                f"delete the file and accept anew with `{ACCEPT_COMMAND}`", path, number)
+    return comments, [(h.groupdict(), n, "\n".join(text).rstrip("\n")) for h, n, text in entries]
+
+
+def entry_lines(kind: str, key: str, text: str, edition: str | None = None,
+                varies: bool = False, first: str | None = None) -> list[str]:
+    """An entry as :func:`read_entries` reads it."""
+    marks = (f" ({edition})" if edition else "") + (VARIES_MARK if varies else "")
+    return [f"=== {kind} {key}{marks}" + ("" if first is None else f" · {first}"),
+            *(f"{INDENT}{line}" if line else "" for line in text.splitlines())]
 
 
 def write_whole(path: Path, lines: list[str]) -> None:
@@ -144,44 +179,22 @@ def run_digest(notebook: nbformat.NotebookNode) -> str:
 
 def read_expectations(path: Path) -> Expectations | None:
     """The file's expectations, or None when there is none for this torch version."""
-    if not path.is_file():
+    read = read_entries(path, "cell")
+    if read is None:
         return None
     found = Expectations()
-    current: list[tuple[str, str]] = []
-    lines: list[str] = []
-
-    def close() -> None:
-        text = "\n".join(lines).rstrip("\n")
-        for edition, key in current:
-            found.by_edition[edition][key] = text
-
-    for number, line in enumerate(path.read_text(encoding="utf8").splitlines(), 1):
-        header = _HEADER.match(line)
-        if header:
-            close()
-            key, edition = header["key"], header["edition"]
-            current = [(e, key) for e in ([edition] if edition else EDITIONS)]
-            found.first_lines[key] = header["first"]
-            for entry in current:
-                found.lines[entry] = number
-                if header["varies"]:
-                    found.varying[entry[0]].add(key)
-            lines = []
-        elif line.startswith(_RUNS) and not current:
+    for line in read[0]:
+        if line.startswith(_RUNS):
             found.runs = dict(run.split(" ", 1) for run in line[len(_RUNS):].split(", ")
                               if " " in run)  # a run a merge left half: none
-        elif line.startswith("#") and not current:
-            continue  # the header, written anew by each acceptance
-        elif line.startswith(INDENT) or not line:
-            if current:  # as shown_text, without trailing spaces (an editor's)
-                lines.append(line[len(INDENT):].rstrip())
-        else:
-            # Accepting reads the file first: it cannot mend it.
-            raise ExpectationsError(
-                f"{path}:{number}: neither an indented output line nor a header `=== cell KEY "
-                "(student) (varies) · FIRST LINE` (edition and mark optional, in that order): "
-                f"correct it, or delete the file and accept anew with `{ACCEPT_COMMAND}`")
-    close()
+    for header, number, text in read[1]:
+        key = header["key"]
+        found.first_lines[key] = header["first"]
+        for edition in [header["edition"]] if header["edition"] else EDITIONS:
+            found.by_edition[edition][key] = text
+            found.lines[(edition, key)] = number
+            if header["varies"]:
+                found.varying[edition].add(key)
     return found
 
 
@@ -205,9 +218,7 @@ def write_expectations(path: Path, expectations: Expectations,
         if len(texts) == 2 and len(set(texts.values())) == 1:
             texts = {"": texts[Edition.STUDENT.value]}
         for edition, (text, varies) in texts.items():
-            marker = (f" ({edition})" if edition else "") + (VARIES_MARK if varies else "")
-            out.append(f"=== cell {key}{marker} · {first}")
-            out += [f"{INDENT}{line}" if line else "" for line in text.splitlines()]
+            out += entry_lines("cell", key, text, edition, varies, first)
     write_whole(path, out)
     return True
 
@@ -300,12 +311,10 @@ class Mismatch:
             return (f"If the new output is right, accept it with `{ACCEPT_COMMAND}` and "
                     f"review the diff of {path.parent}.")
         where = f"{path}:{self.line}" if self.line else str(path)
-        edition = f" ({self.edition})" if self.edition else ""
         marked = suggest(self.expected, self.cell.text)
         example = "" if marked is None else ":\n" + "\n".join(
-            f"    {line}" for line in [f"=== cell {self.cell.key}{edition}{VARIES_MARK} · "
-                                       f"{self.cell.first_line}",
-                                       *(f"{INDENT}{line}" for line in marked.split("\n"))])
+            f"{INDENT}{line}" for line in entry_lines("cell", self.cell.key, marked,
+                                                      self.edition, True, self.cell.first_line))
         # The entry is not the message's last line, where the log appends Sphinx's [type].
         return (f"Accepting it again would not help. Seed what varies before its draw "
                 f"(`torch.manual_seed(0)`, `np.random.seed(0)` or `random.seed(0)`, as "
