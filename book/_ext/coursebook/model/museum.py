@@ -9,7 +9,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import nbformat
 
@@ -76,6 +76,9 @@ class MuseumRerun:
     setup: str  # the imports and data the failing code uses
     # The failing code runs again on the stand-in only (the note says why); its fix on all.
     stand_in_only: bool = False
+    GONE: ClassVar[dict[str, str]] = {"fix_setup": "the fix is checked after the failing code, "
+                                      "in its process, or alone with fix_in_fresh_runtime = "
+                                      "true: remove it"}
 
 
 @dataclass(frozen=True)

@@ -148,10 +148,11 @@ def _table(file: TomlFile, where: str, table: dict, schema: type, given: dict) -
                 raise file.fault(at + key, "is empty", f"make it {_describe(hints[field.name])}")
         elif required:
             missing.append(key)
+    gone = getattr(schema, "GONE", {})  # fields a later version dropped: why
     # A misspelt field is named before the field it then misses.
     for key in (key for key in table if key not in keys):
-        raise file.fault(at + key, "is no field of this table",
-                         f"use one of {', '.join(keys)}, or remove it")
+        raise file.fault(at + key, "is gone" if key in gone else "is no field of this table",
+                         gone.get(key, f"use one of {', '.join(keys)}, or remove it"))
     if missing:
         raise file.fault(at + missing[0], "is missing",
                          f"add it: {_describe(hints[keys[missing[0]].name])}")
