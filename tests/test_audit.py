@@ -55,6 +55,20 @@ def test_a_planted_answer_is_caught(tmp_path, fingerprints, name, content):
     assert [leak.path for leak in leaks] == [planted]
 
 
+def test_an_answer_is_read_as_its_page_shows_it(tmp_path):
+    """Markdown as myst-parser reads it, not as a pattern guesses: an answer whose every
+    passage holds a word in `_emphasis_` (a table's pipes, a fence's `#`) is found on the page."""
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "chapter.md").write_text((TINY_BOOK / "chapter.md").read_text().replace(
+        ANSWER_SENTENCE, "Its _gradient_ flows back through each layer first."))
+    build = _clean_build(tmp_path / "out")
+    (build / "html" / "chapter.html").write_text(
+        "<p>Its <em>gradient</em> flows back through each layer first.</p>")
+    [leak] = audit_build(build, chapter_fingerprints(book))
+    assert leak.path.name == "chapter.html" and "gradient flows back" in leak.evidence
+
+
 def test_a_search_index_holding_answer_words_or_headings_is_caught(tmp_path, fingerprints):
     build = _clean_build(tmp_path)
     (build / "html" / "searchindex.js").write_text(

@@ -34,6 +34,7 @@ from coursebook.model.notebooks import (
     short_digest,
 )
 from coursebook.model.toml_files import read_toml
+from coursebook.render.plain_markdown import split_options
 from coursebook.reporting import report_book_error
 
 FINGERPRINT_RUN = 8
@@ -55,12 +56,27 @@ def fingerprint_words(text: str) -> list[str]:
 
 
 def _markdown_as_shown(source: str) -> str:
-    """Markdown source reduced to the words a page shows; math breaks runs (MathJax)."""
-    source = re.sub(r"\$\$.*?\$\$|\$[^$\n]*\$", "\n\x00\n", source, flags=re.S)
-    source = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", source)
-    source = re.sub(r"\{[a-z-]+\}", " ", source)  # roles such as {ref}
-    source = re.sub(r"^\s*(#+|\d+\.|[-+>]|:{3,}.*)\s*", "", source, flags=re.M)
-    return source
+    """The text a page shows of Markdown, as myst-parser reads it (an admonition's body
+    too, a role's text); math breaks runs (MathJax)."""
+    # Here: a warm build (its overlap check passed before) imports no parser (20 ms).
+    from coursebook.audit.own_words import PROSE_PARSER
+
+    parts = []
+    for token in PROSE_PARSER.parse(source):
+        if token.type == "colon_fence":
+            parts.append(_markdown_as_shown(split_options(token.content)[1]))
+        elif token.type in ("fence", "code_block", "html_block"):
+            parts.append(token.content)
+        elif token.type.startswith("math") or token.type == "amsmath":
+            parts.append("\x00")
+        elif token.type == "inline":
+            parts.append("".join(
+                "\n" if child.type in ("softbreak", "hardbreak") else
+                "\n\x00\n" if child.type == "math_inline" else
+                re.sub(r"\s*<[^<>]*>$", "", child.content) if child.type == "myst_role" else
+                child.content if child.type in ("text", "code_inline", "image") else ""
+                for child in token.children or []))
+    return "\n".join(parts)
 
 
 _NAME = re.compile(r"[a-z_]\w+")
