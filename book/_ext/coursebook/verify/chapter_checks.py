@@ -199,8 +199,9 @@ def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.Notebo
         return prepared.recorded
     temp = app.env.temp_data
     if _EXECUTED not in temp:
-        # Looked up as the build cached it: the notebook myst-nb read.
-        temp[_EXECUTED] = cached_notebook(book_config(app.config).cache_path, as_myst_nb_reads(
+        # Looked up as the build cached it: the notebook myst-nb read, in myst-nb's cache.
+        cache = app.env.mystnb_config.execution_cache_path
+        temp[_EXECUTED] = cached_notebook(cache, as_myst_nb_reads(
             prepared.notebook, getattr(app.env, "myst_config", None),
             str(app.env.doc2path(app.env.docname))))
     return temp[_EXECUTED]
