@@ -316,8 +316,8 @@ def merge_shards(chapters: list[Chapter], torch: str, count: int, root: Path,
         shard = owner.get(chapter.name)
         if shard is None:
             raise ShardError(f"no shard executed chapter {chapter.name} "
-                             f"({shown_path(chapter.path)}): the shards were dealt for other chapters. Run every "
-                             f"`make execute SHARD=I/{count}` again.")
+                             f"({shown_path(chapter.path)}): the shards were dealt for other "
+                             f"chapters. Run every `make execute SHARD=I/{count}` again.")
         if any(key not in records[shard] for key in chapter.notebooks):
             raise ShardError(f"shard {shard} executed another version of chapter {chapter.name}: "
                              f"{shown_path(chapter.path)} as the build prepares it now is not in "
