@@ -629,6 +629,14 @@ def test_a_sentence_changed_outside_its_fragment_stops_the_build_until_accepted(
     assert accepted.returncode == 0, accepted.log
     again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert again.returncode == 0, again.log
+    # A line the accepted file cannot hold stops the build, accepting too, at its line.
+    path = tiny_book / "expected" / CLAIMS_FOLDER / "chapter.txt"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines[:-1], "assert True", lines[-1]]) + "\n")
+    for settings in ({}, {"coursebook_accept_outputs": "1"}):
+        broken = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache", settings=settings)
+        assert broken.returncode != 0 and "Traceback" not in broken.log
+        assert f"chapter.txt:{len(lines)}: ERROR: neither an indented line" in broken.log
 
 
 @pytest.mark.slow

@@ -215,7 +215,10 @@ def _accepted_claims(app: Sphinx, prepared: PreparedChapter) -> list[ClaimProble
     if not (config.verify_outputs or config.accept_outputs):
         return []
     docname, edition = app.env.docname, edition_of(app).value
-    path = shown_path(Path(app.srcdir, config.expected_dir, CLAIMS_FOLDER, f"{docname}.txt"))
+    path = Path(app.srcdir, config.expected_dir, CLAIMS_FOLDER, f"{docname}.txt")
+    if path.is_file():  # an edit of it (a merge's) reads the chapter again
+        app.env.note_dependency(str(path))
+    path = shown_path(path)
     claims = [c.claim for c in prepared.claims.checked if c.claim.sentence]
     try:
         if config.accept_outputs:
