@@ -237,6 +237,33 @@ def test_the_overlap_check_skips_only_inputs_that_passed(tmp_path, monkeypatch):
     assert len(searched) == 3 and app.statuscode == 1
 
 
+def test_the_overlap_check_reads_every_source_again_when_its_parser_changes(tmp_path,
+                                                                           monkeypatch):
+    """The cells kept from a passed check were cut by own_words' Markdown parser too."""
+    from types import SimpleNamespace
+
+    from coursebook.audit import answer_leaks as audit
+    from coursebook.audit import own_words
+
+    assert Path(own_words.__file__) in audit.RULES
+    parser = tmp_path / "parser.py"
+    parser.write_text("one way")
+    monkeypatch.setattr(audit, "RULES", (parser,))
+    source = tmp_path / "book"
+    source.mkdir()
+    (source / "index.md").write_text("# A tiny book\n\nIts one page of prose.\n")
+    env = SimpleNamespace(found_docs={"index"}, doc2path=lambda doc: source / f"{doc}.md")
+    app = SimpleNamespace(srcdir=source, doctreedir=tmp_path / "doctrees", env=env, statuscode=0)
+    read = []
+    real_read = audit.source_cells
+    monkeypatch.setattr(audit, "source_cells",
+                        lambda path, text: read.append(path.name) or real_read(path, text))
+    audit.check_answer_overlaps(app, env)
+    parser.write_text("another way")
+    audit.check_answer_overlaps(app, env)
+    assert read == ["index.md", "index.md"]
+
+
 @pytest.mark.slow
 def test_the_build_stops_on_an_answer_in_visible_text(tiny_book, tmp_path, cache_copy):
     from conftest import sphinx_build
