@@ -16,7 +16,9 @@ from coursebook.execute.kernel_pool import (POOL_ENV, connection_of, fork_kernel
                                             take_waiting_kernel)
 from coursebook.execute.notebook_runs import EXIT_STATUS_UNKNOWN, SERVER_ENDED
 
-STATUS_WAIT = 2.0  # the server collects an ended kernel's status within its 0.2 s poll
+# The server collects an ended kernel's status within its 0.2 s poll; a server that is gone
+# too never does.
+STATUS_WAIT = 2.0
 
 
 class _AdoptedProcess:

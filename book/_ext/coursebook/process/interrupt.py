@@ -3,8 +3,9 @@ its event loop, and Sphinx reported it as a crash), and no process left behind.
 
 Ctrl-C and SIGTERM are blocked in the build's threads and one thread waits for them: it
 says what happened, ends every process the build started (workers, kernels and the
-forkserver, in sessions of their own) and exits. ``-j`` workers ignore both signals and die
-with the build (Linux's parent-death signal).
+forkserver, in sessions of their own, which the signal never reached) and exits. ``-j``
+workers ignore both signals and die with the build (Linux's parent-death signal).
+jupyter-cache keeps only finished runs; :mod:`coursebook.process.next_build` rewrites the pages.
 """
 
 from __future__ import annotations
