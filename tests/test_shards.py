@@ -178,16 +178,28 @@ def test_three_shards_merged_build_what_one_machine_builds(built, tmp_path):
     assert sum(build.executed for build in single.values()) == VARIANTS
 
     # Three shards, each its own process and cache, dealt by the times the single build
-    # recorded, run at once as CI's jobs would.
+    # recorded, run at once as CI's jobs would. Each reuses what a cache at hand holds, as
+    # `make execute` reuses _build's: the `built` books' cache without PT01's runs, so
+    # PT01 and the variants execute in the shards and the other chapters are taken.
+    from jupyter_cache import get_cache
+
+    reuse = get_cache(str(copy_of_built_cache(built, tmp_path / "reuse-cache")))
+    for record in reuse.list_cache_records():
+        if Path(record.uri).stem == "pt01":
+            reuse.remove_cache(record.pk)
     shards_dir = tmp_path / "shards"
-    history = ("--history", str(tmp_path / "single-cache"))
+    options = ("--history", str(tmp_path / "single-cache"), "--reuse", str(reuse.path))
     with ThreadPoolExecutor(3) as pool:
-        runs = list(pool.map(lambda i: _shards("execute", f"{i}/3", *history, book=book,
+        runs = list(pool.map(lambda i: _shards("execute", f"{i}/3", *options, book=book,
                                                shards_dir=shards_dir), (1, 2, 3)))
     for run in runs:
         assert run.returncode == 0, run.stdout + run.stderr
-    claimed = [set(json.loads((Shard(i, 3).folder(shards_dir) / MANIFEST).read_text())["chapters"])
-               for i in (1, 2, 3)]
+    manifests = [json.loads((Shard(i, 3).folder(shards_dir) / MANIFEST).read_text())
+                 for i in (1, 2, 3)]
+    claimed = [set(manifest["chapters"]) for manifest in manifests]
+    executed = {name for manifest in manifests for name, seconds in manifest["seconds"].items()
+                if seconds > 0}
+    assert executed == {"pt01", *(f"small{n:02d}" for n in range(1, VARIANTS + 1))}, manifests
     assert all(claimed) and not (claimed[0] & claimed[1] or claimed[1] & claimed[2]
                                  or claimed[0] & claimed[2])
     book_chapters = chapters_to_execute(book_reads(book, ROOT))
