@@ -320,10 +320,13 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
                                   "from no_such_module_here import make_dot\ntorch.ones?"),
         nbformat.v4.new_code_cell("from res.plot_lib import set_default\nfrom . import near"),
         nbformat.v4.new_code_cell("def f():\n    import also_not_a_module"),
+        nbformat.v4.new_code_cell("from google.colab import drive\nimport google.cloud.storage"),
     ])))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     to_do = capsys.readouterr().out.split("Still to do:")[1]
-    assert "the book's environment lacks: no_such_module_here, also_not_a_module" in to_do
+    assert ("the book's environment lacks: no_such_module_here, also_not_a_module, google.cloud "
+            in to_do), to_do  # google.colab is told apart, as only Colab has it
+    assert "a cell imports google.colab" in to_do
     assert "make chapter-packages" in to_do
     assert "res (beside the lesson)" in to_do
     assert not any(name in to_do for name in ("torch,", "numpy", "near"))

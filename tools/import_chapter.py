@@ -246,13 +246,21 @@ def _with_images(source: str, attachments: dict, number: int, name: str, folder:
     return source
 
 
+def _distribution_level(name: str) -> str:
+    """The part of a dotted module name that one package installs: its top level, or its first
+    two for google, a namespace that separate packages share (google.colab, google.cloud)."""
+    parts = name.split(".")
+    return ".".join(parts[:2] if parts[0] == "google" else parts[:1])
+
+
 def _imported_modules(source: str) -> list[str]:
-    """The top-level modules a code cell imports (its IPython syntax read as Python)."""
+    """The modules a code cell imports, each as one package installs it (its IPython syntax
+    read as Python)."""
     try:
         tree = ast.parse(TransformerManager().transform_cell(source))
     except SyntaxError:
         return []
-    return [name.split(".")[0] for node in ast.walk(tree)
+    return [_distribution_level(name) for node in ast.walk(tree)
             for name in ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                          else [node.module] if isinstance(node, ast.ImportFrom)
                          and node.level == 0 and node.module else [])]
@@ -264,8 +272,9 @@ def _unimportable(cells: list, packages: list[str], folder: Path | None) -> tupl
     and the lesson's own, found beside it."""
     modules = dict.fromkeys(name for cell in cells if cell.cell_type == "code"
                             for name in _imported_modules(cell.source))
-    lacking = [name for name in modules if name != "google" and name not in packages
-               and importlib.util.find_spec(name) is None]
+    lacking = [name for name in modules if name != "google.colab" and name not in packages
+               and any(importlib.util.find_spec(level) is None  # the parent first, as finding
+                       for level in (name.split(".")[0], name))]  # google.cloud imports google
     own = [name for name in lacking if folder is not None
            and ((folder / name).is_dir() or (folder / f"{name}.py").is_file())]
     return [name for name in lacking if name not in own], own
