@@ -154,7 +154,10 @@ def is_cell_script(text: str) -> bool:
 
 
 def is_chapter_source(text: str) -> bool:
-    return top_matter(text) is not None
+    """What :func:`top_matter` tells apart, without parsing a MyST page's top matter a second
+    time (myst-nb's rule reads it): this runs as each page is read."""
+    return is_myst_markdown_notebook(text) or notebook_json(text) is not None \
+        or is_cell_script(text)
 
 
 def chapter_files(folder: Path) -> list[tuple[Path, str]]:

@@ -162,10 +162,9 @@ def runtime_provenance(runtime: Runtime, installed: dict[str, str], versions: di
         return entry
     entry["image"] = runtime.source
     entry["differences"] = python + [
-        f"{name} {version} " + ("(not in the image)" if (there := image.get(package_key(name)))
-                                is None else f"(the image has {there})")
-        for name, version in sorted(dict(here.values()).items(), key=lambda i: package_key(i[0]))
-        if image.get(package_key(name)) != version]
+        f"{name} {version} " + ("(not in the image)" if there is None
+                                else f"(the image has {there})")
+        for key, (name, version) in sorted(here.items()) if (there := image.get(key)) != version]
     entry["not_installed"] = sorted(set(image) - set(here))
     if constrained is not None:
         entry["constraints"] = ("the image's versions" if constrained else

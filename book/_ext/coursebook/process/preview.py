@@ -19,6 +19,7 @@ from pathlib import Path
 from sphinx.application import Sphinx, builtin_extensions
 
 from coursebook.config import book_config
+from coursebook.process import resume_collector
 from coursebook.reporting import asked_for, warnings_logged
 
 # sphinx-build's own and the extensions Sphinx always loads (the book's: conf.py's).
@@ -34,7 +35,7 @@ def read_conf(conf_dir: Path) -> dict:
     collecting = gc.isenabled()
     conf = eval_config_file(Path(conf_dir) / "conf.py", Tags())
     if collecting:
-        gc.enable()
+        resume_collector()
     return conf
 
 
