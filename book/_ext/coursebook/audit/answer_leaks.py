@@ -34,7 +34,6 @@ from coursebook.model.notebooks import (
     short_digest,
 )
 from coursebook.model.toml_files import read_toml
-from coursebook.render.plain_markdown import split_options
 from coursebook.reporting import report_book_error
 
 FINGERPRINT_RUN = 8
@@ -59,13 +58,11 @@ def _markdown_as_shown(source: str) -> str:
     """The text a page shows of Markdown, as myst-parser reads it (an admonition's body
     too, a role's text); math breaks runs (MathJax)."""
     # Here: a warm build (its overlap check passed before) imports no parser (20 ms).
-    from coursebook.audit.own_words import PROSE_PARSER
+    from coursebook.audit.own_words import markdown_tokens
 
     parts = []
-    for token in PROSE_PARSER.parse(source):
-        if token.type == "colon_fence":
-            parts.append(_markdown_as_shown(split_options(token.content)[1]))
-        elif token.type in ("fence", "code_block", "html_block"):
+    for token in (block.token for block in markdown_tokens(source)):
+        if token.type in ("fence", "code_block", "html_block"):
             parts.append(token.content)
         elif token.type.startswith("math") or token.type == "amsmath":
             parts.append("\x00")

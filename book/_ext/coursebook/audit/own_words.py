@@ -64,32 +64,32 @@ def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:
     yield run
 
 
-class Prose(NamedTuple):
-    """An inline token of prose (a heading's is none) and its line in the text (from 0)."""
+class Block(NamedTuple):
+    """A token of a MyST text as myst-parser reads it, and where it stands."""
 
-    line: int
-    inline: Token
-    paragraph: bool  # a paragraph's, not a table cell's
+    line: int  # in the text, from 0
+    token: Token
+    before: str  # the type of the token before it ("paragraph_open": a paragraph's inline)
     cited: bool  # a ``% source:`` comment follows it
 
 
 _SOURCE = re.compile(r"\s*source\s*:\s*https?://", re.I)
 
 
-def prose_of(markdown: str) -> Iterator[Prose]:
-    """The prose of a MyST text as myst-parser reads it, an admonition's body included."""
+def markdown_tokens(markdown: str) -> Iterator[Block]:
+    """The tokens of a MyST text, an admonition's body's in its place (its options none)."""
     tokens = PROSE_PARSER.parse(markdown)
     for index, token in enumerate(tokens):
-        if token.type == "colon_fence":  # an admonition: its title a heading, options no prose
+        if token.type == "colon_fence":
             body = split_options(token.content)[1]
             start = token.map[0] + 1 + len(token.content.splitlines()) - len(body.splitlines())
-            yield from (prose._replace(line=start + prose.line) for prose in prose_of(body))
-        elif token.type == "inline" and tokens[index - 1].type != "heading_open":
-            after = next((later for later in tokens[index + 1:] if later.map), None)
-            yield Prose(token.map[0] if token.map else 0, token,
-                        tokens[index - 1].type == "paragraph_open", bool(
-                            after and after.type == "myst_line_comment"
-                            and _SOURCE.match(after.content)))
+            yield from (block._replace(line=start + block.line) for block in markdown_tokens(body))
+            continue
+        after = next((later for later in tokens[index + 1:] if later.map), None)
+        yield Block(token.map[0] if token.map else 0, token,
+                    tokens[index - 1].type if index else "", bool(
+                        after and after.type == "myst_line_comment"
+                        and _SOURCE.match(after.content)))
 
 
 def cell_lines(cell) -> Callable[[int], int]:
@@ -101,9 +101,11 @@ def markdown_passages(text: str, source: str,
                       line_of: Callable[[int], int] | None = None) -> Iterator[Passage]:
     """The prose of a MyST text, named ``source:LINE`` given ``line_of`` (the line in its
     file of a line of ``text``), else ``source`` (a TOML field)."""
-    for prose in prose_of(text):
-        where = source if line_of is None else f"{source}:{line_of(prose.line)}"
-        for run in _inline_runs(prose.inline.children or []):
+    for block in markdown_tokens(text):
+        if block.token.type != "inline" or block.before == "heading_open":
+            continue
+        where = source if line_of is None else f"{source}:{line_of(block.line)}"
+        for run in _inline_runs(block.token.children or []):
             if run:
                 yield Passage(where, tuple(w for w, _ in run), tuple(s for _, s in run))
 

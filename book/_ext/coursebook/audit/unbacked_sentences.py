@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from coursebook.audit.own_words import cell_lines, museum_prose, prose_of
+from coursebook.audit.own_words import cell_lines, markdown_tokens, museum_prose
 from coursebook.model.claims import claim_blocks, find_in_prose, normalised, sentences_of
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import Wing
@@ -61,11 +61,11 @@ def _unbacked(markdown: str, held: set[str], path: Path,
     """``line_of``: the line of the file of a line of ``markdown`` (from 0)."""
     held = {normalised(sentence)[0] for sentence in held}
     found = []
-    for prose in prose_of(markdown):
-        if not prose.paragraph or prose.cited:
+    for block in markdown_tokens(markdown):
+        if block.token.type != "inline" or block.before != "paragraph_open" or block.cited:
             continue
-        line = line_of(prose.line)
-        for sentence in sentences_of(prose.inline.content):
+        line = line_of(block.line)
+        for sentence in sentences_of(block.token.content):
             if is_factual(sentence) and not _held(sentence, held) and not _CITES.search(sentence):
                 found.append(Unbacked(path, line, sentence))
     return found
