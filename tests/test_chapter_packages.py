@@ -14,6 +14,7 @@ import pytest
 from conftest import sphinx_build
 from coursebook.prepare.chapter_packages import (
     chapter_package_errors,
+    decoded,
     install_cell,
     put_environment_first_on_path,
 )
@@ -56,6 +57,16 @@ def test_an_install_in_a_shell_cell_is_refused():
                                   "import pip"])
 def test_code_that_installs_nothing_passes(code):
     assert chapter_package_errors(Path("lesson.md"), _chapter(code)) == []
+
+
+def test_a_page_is_read_once_with_the_newlines_the_build_reads(tmp_path):
+    """Read as bytes (a bad byte's place) and as text with universal newlines (the lines of a
+    CRLF or CR page as read_text and Sphinx count them)."""
+    page = tmp_path / "lesson.md"
+    page.write_bytes(b"one\r\ntwo\rthree\n")
+    assert decoded(page) == page.read_text(encoding="utf8") == "one\ntwo\nthree\n"
+    page.write_bytes(b"one\r\nt\xffo\n")
+    assert decoded(page).line == 2
 
 
 def test_a_declared_package_must_be_in_the_books_environment():

@@ -43,10 +43,12 @@ def declared_packages(metadata: dict) -> list[str]:
     return [str(package) for package in packages]
 
 
-def encoding_error(path: Path) -> BookError | None:
+def decoded(path: Path) -> str | BookError:
+    """A page's text, read once: its bytes name a bad byte's place; its text has universal
+    newlines, as ``read_text`` and Sphinx give it (a CRLF page's lines as the build counts)."""
     data = path.read_bytes()
     try:
-        data.decode("utf-8")
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
@@ -54,7 +56,6 @@ def encoding_error(path: Path) -> BookError | None:
                          f"column {column} (byte offset {error.start}) cannot be decoded. "
                          "Save the file as UTF-8 (in most editors: save with encoding, "
                          "UTF-8) and check the text at that place.", path, line)
-    return None
 
 
 def install_lines(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
@@ -111,11 +112,11 @@ def chapter_package_errors(path: Path, text: str) -> list[ChapterPackageError]:
 def check_pages_to_read(app: Sphinx, env, docnames: list[str]) -> None:
     """``env-before-read-docs``, first: every page decodes, then no chapter installs a
     package or lacks one, or the build stops."""
-    paths = [Path(env.doc2path(docname)) for docname in docnames]
-    if errors := [error for error in map(encoding_error, paths) if error]:
+    pages = {path: decoded(path) for path in (Path(env.doc2path(name)) for name in docnames)}
+    if errors := [text for text in pages.values() if isinstance(text, BookError)]:
         stop_build("source", *((error.message, error.location) for error in errors))
-    if errors := [error for path in paths if path.suffix in CHAPTER_SUFFIXES
-                  for error in chapter_package_errors(path, path.read_text(encoding="utf8"))]:
+    if errors := [error for path, text in pages.items() if path.suffix in CHAPTER_SUFFIXES
+                  for error in chapter_package_errors(path, text)]:
         stop_build("packages", *((error.message, error.location) for error in errors))
 
 
