@@ -276,7 +276,9 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
     """An image a lesson shows in HTML (`<img src=…>`, as Colab lessons do) stayed raw HTML,
     said nowhere: a file beside the lesson reached neither the page (Sphinx copies no file
     raw HTML names) nor the download. It is a Markdown image now (its file copied beside the
-    chapter; an address on the web kept); one among other HTML is named at its cell and line."""
+    chapter; an address on the web kept); one among other HTML is named at its cell and line,
+    and an image after a multi-line `<img>` at the lesson's line (the line was counted after the
+    `<img>` was written on one line, naming a line above it)."""
     import nbformat
 
     book, folder = _book(tmp_path), tmp_path / "course"
@@ -291,23 +293,31 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
                                       "and\n<img src=\"res/gone.png\">, then a table:\n\n"
                                       "<table><tr><td><img src=\"res/flow.png\"></td></tr></table>"),
         nbformat.v4.new_code_cell("print(1)"),
+        nbformat.v4.new_markdown_cell("<p align=\"center\">\n<img src=\"res/flow.png\"\n"
+                                      "     width=600/>\n</p>\n\nSee <img\nsrc=\"res/a.png\"> "
+                                      "and\n![b](res/b.png)."),
     ])))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     out, text = capsys.readouterr().out, (book / "flow.md").read_text()
+    assert "![](flow/res/flow.png)\n\nSee ![](res/a.png) and\n![b](res/b.png)." in text, text
     assert "The steps:\n\n![The steps](flow/res/flow.png)\n\nAs in the picture." in text, text
     assert (book / "flow" / "res" / "flow.png").read_bytes() == b"\x89PNG flow"
     assert "A logo ![logo](https://example.org/l.png) and\n![](res/gone.png)," in text, text
-    assert "wrote the 3 image(s) the lesson showed in HTML" in out, out
+    assert "wrote the 5 image(s) the lesson showed in HTML" in out, out
     to_do = out.split("Still to do:")[1]
     assert "  - cell 2, line 2: res/gone.png: an image the lesson shows but does not hold" \
         in to_do, to_do
     assert "  - cell 2, line 4: an image inside other HTML (`<table><tr><td><img" in to_do, to_do
+    assert "  - cell 4, line 6: res/a.png: an image" in to_do, to_do
+    assert "  - cell 4, line 8: res/b.png: an image" in to_do, to_do
 
 
 def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_build(tmp_path,
                                                                                   capsys):
     """NYU-DLSP20's autograd lesson imports torchviz, its tensor lesson `res.plot_lib` (a
-    module beside it): each was first told by a failed build, one cell at a time."""
+    module beside it): each was first told by a failed build, one cell at a time. A module
+    under a namespace installed here (sphinxcontrib, which several packages share) was never
+    named: its top level was found."""
     import nbformat
 
     book, folder = _book(tmp_path), tmp_path / "course"
@@ -320,12 +330,13 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
                                   "from no_such_module_here import make_dot\ntorch.ones?"),
         nbformat.v4.new_code_cell("from res.plot_lib import set_default\nfrom . import near"),
         nbformat.v4.new_code_cell("def f():\n    import also_not_a_module"),
-        nbformat.v4.new_code_cell("from google.colab import drive\nimport google.cloud.storage"),
+        nbformat.v4.new_code_cell("from google.colab import drive\nimport google.cloud.storage\n"
+                                  "import sphinxcontrib.no_such_builder"),
     ])))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     to_do = capsys.readouterr().out.split("Still to do:")[1]
-    assert ("the book's environment lacks: no_such_module_here, also_not_a_module, google.cloud "
-            in to_do), to_do  # google.colab is told apart, as only Colab has it
+    assert ("the book's environment lacks: no_such_module_here, also_not_a_module, google.cloud, "
+            "sphinxcontrib.no_such_builder " in to_do), to_do  # google.colab is told apart
     assert "a cell imports google.colab" in to_do
     assert "make chapter-packages" in to_do
     assert "res (beside the lesson)" in to_do

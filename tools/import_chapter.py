@@ -35,8 +35,9 @@ import importlib.util
 import os
 import re
 import shlex
-from html.parser import HTMLParser
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import jupytext
@@ -65,6 +66,7 @@ _INSTALL = re.compile(r"^\s*[!%](?:(?P<pip>pip3?|python3? -m pip|conda|mamba)|ap
 # pip's options that take a value (`-r requirements.txt`): the value is no package.
 _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index-url",
                      "--extra-index-url", "-f", "--find-links", "-t", "--target"})
+COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*$", re.M)
 
@@ -142,41 +144,33 @@ _ATTACHMENT = "attachment:"
 
 
 def _inline_lines(token) -> list[tuple[object, int]]:
-    """An inline token's children, each with the line (from 0) of the cell it is on."""
+    """An inline token's children, each with the line (from 0) of the cell it is on (raw
+    HTML may span lines: ``<img`` and its attributes on the next)."""
     line, placed = token.map[0], []
     for child in token.children or []:
         line += child.type in ("softbreak", "hardbreak")
         placed.append((child, line))
+        line += child.content.count("\n") if child.type == "html_inline" else 0
     return placed
 
 
-def _image_sources(markdown: str) -> dict[str, int]:
-    """The address of each Markdown image in a cell's text, and the line (from 1) it is
-    first on."""
-    found: dict[str, int] = {}
-    for token in MarkdownIt("commonmark").parse(markdown):
-        for child, line in _inline_lines(token) if token.type == "inline" else []:
-            if child.type == "image":
-                found.setdefault(child.attrGet("src"), line + 1)
-    return found
-
-
 class _HtmlImages(HTMLParser):
-    """The ``<img>`` tags of a piece of HTML, and whether it holds anything but them and
-    the tags that only place them (``<p align="center">``, ``<div>``, ``<br>``)."""
+    """The ``<img>`` tags of a piece of HTML, each with its line in it (from 0), and whether
+    it holds anything but them and the tags that only place them (``<p align="center">``,
+    ``<div>``, ``<br>``)."""
 
     PLACING = frozenset({"p", "div", "center", "br"})
 
     def __init__(self, text: str) -> None:
         super().__init__()
-        self.images: list[dict[str, str]] = []
+        self.images: list[tuple[dict[str, str], int]] = []
         self.only_images = True
         self.feed(text)
         self.close()
 
     def handle_starttag(self, tag, attrs):
         if tag == "img":
-            self.images.append({key: value or "" for key, value in attrs})
+            self.images.append(({key: value or "" for key, value in attrs}, self.getpos()[0] - 1))
         elif tag not in self.PLACING:
             self.only_images = False
 
@@ -192,41 +186,49 @@ def _markdown_image(attributes: dict[str, str]) -> str:
     return f"![{alt}]({attributes['src']})"
 
 
-def _html_images(source: str, number: int, imported: Imported) -> tuple[str, int]:
+def _shown_images(source: str, number: int,
+                  imported: Imported) -> tuple[str, dict[str, int], int]:
     """The cell's text with each piece of HTML that only shows images (``<img src=…>``) as
     Markdown images, which the book's pages, PDFs and downloads show (raw HTML reaches none
     of them from the book's files); an ``<img>`` among other HTML is left and said (cell and
-    line) in ``imported.to_do``. Also the number of images so written."""
+    line) in ``imported.to_do``. Also the address of each image the cell shows and the line
+    (from 1) it is first on in the lesson's cell, read before any HTML is rewritten (a
+    multi-line ``<img>`` written on one line moves the lines after it), and the number of
+    images written."""
+    shown: dict[str, int] = {}
     written = 0
     for token in MarkdownIt("commonmark").parse(source):
-        pieces = [(token.content, token.map[0])] if token.type == "html_block" else [
-            (child.content, line) for child, line in
-            (_inline_lines(token) if token.type == "inline" else []) if child.type == "html_inline"]
-        for html, line in pieces:
-            found = _HtmlImages(html)
-            if not found.images:
+        pieces = [(token, token.map[0])] if token.type == "html_block" else (
+            _inline_lines(token) if token.type == "inline" else [])
+        for piece, line in pieces:
+            if piece.type == "image":
+                shown.setdefault(piece.attrGet("src"), line + 1)
+            found = _HtmlImages(piece.content) if piece.type.startswith("html") else None
+            if found is None or not found.images:
                 continue
-            if found.only_images and all(image.get("src") for image in found.images):
+            if found.only_images and all(image.get("src") for image, _ in found.images):
                 # side by side, as the HTML showed them
-                images = " ".join(map(_markdown_image, found.images))
-                source = source.replace(html.rstrip("\n"), images)
+                images = " ".join(_markdown_image(image) for image, _ in found.images)
+                source = source.replace(piece.content.rstrip("\n"), images)
                 written += len(found.images)
+                for image, within in found.images:
+                    shown.setdefault(image["src"], line + within + 1)
             else:
                 imported.to_do.append(
                     f"cell {number}, line {line + 1}: an image inside other HTML "
-                    f"(`{html.strip()[:80]}`), left as it is: no PDF shows it, a page or "
-                    "download only from an address on the web; write it as a Markdown image, "
-                    "`![what it shows](file or address)`, or take it out")
-    return source, written
+                    f"(`{piece.content.strip()[:80]}`), left as it is: no PDF shows it, a page "
+                    "or download only from an address on the web; write it as a Markdown "
+                    "image, `![what it shows](file or address)`, or take it out")
+    return source, shown, written
 
 
-def _with_images(source: str, attachments: dict, number: int, name: str, folder: Path | None,
-                 imported: Imported, missing: list[str]) -> str:
-    """The cell's text showing each image the lesson holds (a file beside the lesson, an
-    attachment of the cell: pasted ones are all `image.png`) from its copy in ``name/``,
-    kept in ``imported.files``; an image found nowhere is added to ``missing`` (cell and
-    line)."""
-    for src, line in _image_sources(source).items():
+def _with_images(source: str, shown: dict[str, int], attachments: dict, number: int, name: str,
+                 folder: Path | None, imported: Imported, missing: list[str]) -> str:
+    """The cell's text showing each image the lesson holds (``shown``: a file beside the
+    lesson, an attachment of the cell: pasted ones are all `image.png`) from its copy in
+    ``name/``, kept in ``imported.files``; an image found nowhere is added to ``missing``
+    (cell and line)."""
+    for src, line in shown.items():
         if src.startswith(_ATTACHMENT):
             data = next(iter(attachments.get(src[len(_ATTACHMENT):], {}).values()), None)
             copy = f"{name}/cell-{number}-{src[len(_ATTACHMENT):]}"
@@ -246,38 +248,37 @@ def _with_images(source: str, attachments: dict, number: int, name: str, folder:
     return source
 
 
-def _distribution_level(name: str) -> str:
-    """The part of a dotted module name that one package installs: its top level, or its first
-    two for google, a namespace that separate packages share (google.colab, google.cloud)."""
-    parts = name.split(".")
-    return ".".join(parts[:2] if parts[0] == "google" else parts[:1])
-
-
 def _imported_modules(source: str) -> list[str]:
-    """The modules a code cell imports, each as one package installs it (its IPython syntax
-    read as Python)."""
+    """The modules a code cell imports (its IPython syntax read as Python)."""
     try:
         tree = ast.parse(TransformerManager().transform_cell(source))
     except SyntaxError:
         return []
-    return [_distribution_level(name) for node in ast.walk(tree)
+    return [name for node in ast.walk(tree)
             for name in ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                          else [node.module] if isinstance(node, ast.ImportFrom)
                          and node.level == 0 and node.module else [])]
 
 
-def _unimportable(cells: list, packages: list[str], folder: Path | None) -> tuple[list, list]:
-    """The modules the cells import that this (the book's) environment lacks, apart from the
-    packages the install lines named and google.colab (said otherwise): those to install,
-    and the lesson's own, found beside it."""
-    modules = dict.fromkeys(name for cell in cells if cell.cell_type == "code"
-                            for name in _imported_modules(cell.source))
-    lacking = [name for name in modules if name != "google.colab" and name not in packages
-               and any(importlib.util.find_spec(level) is None  # the parent first, as finding
-                       for level in (name.split(".")[0], name))]  # google.cloud imports google
-    own = [name for name in lacking if folder is not None
-           and ((folder / name).is_dir() or (folder / f"{name}.py").is_file())]
-    return [name for name in lacking if name not in own], own
+def _unimportable(modules: dict, packages: list[str], folder: Path | None) -> tuple[list, list]:
+    """Of the modules the cells import, those this (the book's) environment lacks, apart from
+    the packages the install lines named: those to install, each named as one package installs
+    it, and the lesson's own (their top level beside it). A package installs a top level, or a
+    second level under a namespace several packages share: one installed here (sphinxcontrib:
+    importlib.metadata tells) or a top level this environment lacks altogether, which a name
+    cannot tell from a namespace (google.cloud)."""
+    shared = {top for top, names in packages_distributions().items() if len(set(names)) > 1}
+    lacking, own = {}, {}
+    for name in modules:
+        top, second = name.split(".")[0], ".".join(name.split(".")[:2])
+        if importlib.util.find_spec(top) is None:
+            if folder is not None and ((folder / top).is_dir() or (folder / f"{top}.py").is_file()):
+                own[top] = None
+            elif second not in packages:
+                lacking[second] = None
+        elif top in shared and importlib.util.find_spec(second) is None:
+            lacking[second] = None
+    return list(lacking), list(own)
 
 
 def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
@@ -289,6 +290,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     dropped_outputs = removed_installs = html_images = 0
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     missing: list[str] = []  # images the lesson shows that are neither beside it nor in it
+    modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     for number, cell in enumerate(notebook.cells, 1):
         tags = list(cell.get("metadata", {}).get("tags", []))
         source = cell.source
@@ -311,17 +313,20 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             if errors and RAISES_TAG not in tags:
                 tags.append(RAISES_TAG)
                 raised.append(f"`{source.splitlines()[0]}` ({errors[0]})")
-            if "google.colab" in source:
-                imported.to_do.append(f"a cell imports google.colab (`{source.splitlines()[0]}`),"
-                                      " which only Colab has: remove it, or the build fails")
+            imports = _imported_modules(source)
+            colab = [module for module in imports if f"{module}.".startswith(f"{COLAB}.")]
+            if colab:
+                imported.to_do.append(f"a cell imports {COLAB} (`{source.splitlines()[0]}`), "
+                                      "which only Colab has: remove it, or the build fails")
+            modules.update(dict.fromkeys(module for module in imports if module not in colab))
             new = nbformat.v4.new_code_cell(source, metadata={"tags": tags} if tags else {})
         elif cell.cell_type == "markdown":
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
-            source, written = _html_images(source, number, imported)
+            source, shown, written = _shown_images(source, number, imported)
             html_images += written
-            source = _with_images(source, cell.get("attachments") or {}, number, name, folder,
-                                  imported, missing)
+            source = _with_images(source, shown, cell.get("attachments") or {}, number, name,
+                                  folder, imported, missing)
             new = nbformat.v4.new_markdown_cell(source, metadata={"tags": tags} if tags else {})
         else:
             continue
@@ -339,7 +344,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 "pasted into its cells), and showed them from there")
     imported.to_do += [f"{place}: an image the lesson shows but does not hold: put it in "
                        f"{name}/, beside the chapter, and change its link" for place in missing]
-    lacking, own = _unimportable(cells, imported.packages, folder)
+    lacking, own = _unimportable(modules, imported.packages, folder)
     if lacking:
         imported.to_do.append("declare the packages of the modules the cells import that the "
                               f"book's environment lacks: {', '.join(lacking)} (docs/authoring.md, "
