@@ -19,7 +19,7 @@ import pytest
 from conftest import BOOK, ROOT, tiny_book_with_an_overflow
 from test_student_pages import build_talk, known_commits
 from coursebook.prepare.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines, answers,
-                                     visit_answer_space_latex, with_answer_spaces)
+                                     visit_answer_space_latex)
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.prepare.editions import Edition, edition_notebook
 from coursebook.render.downloads import page_url
@@ -67,7 +67,7 @@ def test_a_run_of_answers_splits_at_each_bold_lead_in_or_heading():
 def test_the_student_handout_has_one_box_per_answer_and_no_answer_cell():
     for path in CHAPTERS:
         notebook = chapter(path)
-        spaced = with_answer_spaces(notebook)
+        spaced = edition_notebook(notebook, Edition.STUDENT, answer_spaces=True)
         boxes = [cell for cell in spaced.cells if "{answer-space}" in cell.source]
         assert len(boxes) == len(list(answers(notebook))), path.name
         assert not any(is_answer(cell) for cell in spaced.cells)
@@ -79,14 +79,14 @@ def test_the_boxes_leave_the_cached_notebook_unchanged():
     for path in CHAPTERS:
         notebook = chapter(path)
         student = edition_notebook(notebook, Edition.STUDENT)
-        spaced = with_answer_spaces(notebook)
+        spaced = edition_notebook(notebook, Edition.STUDENT, answer_spaces=True)
         assert ([(c.source, c.metadata) for c in spaced.cells if c.cell_type == "code"]
                 == [(c.source, c.metadata) for c in student.cells if c.cell_type == "code"])
 
 
 def test_a_box_holds_none_of_the_answer_it_replaces():
     for path in CHAPTERS:
-        spaced = with_answer_spaces(chapter(path))
+        spaced = edition_notebook(chapter(path), Edition.STUDENT, answer_spaces=True)
         boxes = "\n".join(c.source for c in spaced.cells if "{answer-space}" in c.source)
         assert not re.search(r"[a-z]{3,}", boxes.replace(LABEL, "").replace("answer-space", "")
                              .replace("label", ""))

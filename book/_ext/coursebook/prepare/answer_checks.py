@@ -17,8 +17,7 @@ import nbformat
 
 from coursebook import self_check
 from coursebook.model.answer_checks import (CHECK_TAG, AnswerCheck, AnswerCheckError, cell_checks,
-                                             literal, notebook_checks)
-from coursebook.model.notebooks import is_answer
+                                             literal)
 
 SETUP_TAG = "self-check-setup"  # the table cell: kept out of pages, in the downloads
 NOTE_TAG = "self-check-note"  # what the check cells are, and where they run
@@ -143,19 +142,3 @@ def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
                                         metadata={"tags": ["remove-cell", SETUP_TAG]})]
              if first else [])
     return note + table + [_check_cell(own, instructor)]
-
-
-def place_checks(edition: nbformat.NotebookNode, source: nbformat.NotebookNode,
-                 instructor: bool) -> None:
-    """The checks of ``source``'s answer cells into ``edition`` (its cells, less a student's
-    answer cells), in place."""
-    checks = notebook_checks(source)
-    if not checks:
-        return
-    kept = iter(edition.cells)
-    cells: list = []
-    for cell in source.cells:
-        if instructor or not is_answer(cell):
-            cells.append(next(kept))
-        cells.extend(cells_after(cell, checks, instructor))
-    edition.cells = cells

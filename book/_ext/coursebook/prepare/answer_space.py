@@ -7,7 +7,6 @@ markdown cell, so the cached outputs stay the student notebook's.
 
 from __future__ import annotations
 
-import copy
 import math
 import re
 
@@ -18,9 +17,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.texescape import escape
 
-from coursebook.model.answer_checks import notebook_checks
 from coursebook.model.notebooks import is_answer
-from coursebook.prepare.answer_checks import cells_after
 
 MIN_LINES, MAX_LINES = 4, 26
 # Handwriting is larger than print: about 65 characters fill a ruled line of the A4 text
@@ -67,20 +64,6 @@ def answer_space_cell(cells: list) -> nbformat.NotebookNode:
     label = f"{LABEL} ({match['number']})" if (match := _LEAD_IN.match(first)) else LABEL
     return nbformat.v4.new_markdown_cell(
         f":::{{answer-space}} {answer_lines(cells)}\n:label: {label}\n:::")
-
-
-def with_answer_spaces(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    spaced = copy.deepcopy(notebook)
-    boxes = {start: answer_space_cell(cells) for start, cells in answers(notebook)}
-    checks = notebook_checks(notebook)
-    spaced.cells = []
-    for index, cell in enumerate(notebook.cells):
-        if index in boxes:
-            spaced.cells.append(boxes[index])
-        if not is_answer(cell):
-            spaced.cells.append(copy.deepcopy(cell))
-        spaced.cells.extend(cells_after(cell, checks, instructor=False))  # the student's checks
-    return spaced
 
 
 # --- The box on the page ----------------------------------------------------------------

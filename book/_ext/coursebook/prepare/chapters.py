@@ -30,7 +30,6 @@ from coursebook.model.recordings import (RecordingError, attach_recordings, load
 from coursebook.model.solutions import SolutionError
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.answer_checks import mistried
-from coursebook.prepare.answer_space import with_answer_spaces
 from coursebook.prepare.editions import Edition, edition_notebook, hidden_raises_cells
 from coursebook.prepare.runtime_setup import place_runtime_setup
 from coursebook.reporting import report_book_error
@@ -87,10 +86,7 @@ def notebook_of_edition(notebook: nbformat.NotebookNode, source_path: str, editi
         wrong = mistried(notebook_checks(notebook))  # before any edition is made of them
         if wrong:
             raise wrong[0]
-        if answer_spaces and edition is Edition.STUDENT:
-            notebook = with_answer_spaces(notebook)
-        else:
-            notebook = edition_notebook(notebook, edition)
+        notebook = edition_notebook(notebook, edition, answer_spaces)
     except AnswerCheckError as error:
         raise AnswerCheckError(error.message, source_path, error.line) from None
     one_cell_per_claim(notebook, source_path)

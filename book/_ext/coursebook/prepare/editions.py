@@ -11,10 +11,12 @@ import re
 
 import nbformat
 
+from coursebook.model.answer_checks import notebook_checks
 from coursebook.model.cell_notes import note_added_lines
 from coursebook.model.notebooks import ANSWER_TAG, RAISES_TAG, cell_tags, is_answer
 from coursebook.model.solutions import is_solution_marker
-from coursebook.prepare.answer_checks import place_checks
+from coursebook.prepare.answer_checks import cells_after
+from coursebook.prepare.answer_space import answer_space_cell, answers
 
 ANSWER_TITLE = "Instructor answer"
 ANSWER_CLASS = "instructor-answer"
@@ -42,18 +44,26 @@ def _box_answer(cell) -> None:
     note_added_lines(cell, 1 + len(gap) if heading else 0, 3)
 
 
-def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition) -> nbformat.NotebookNode:
-    """The student's lacks the answer cells; the instructor's has them, markdown ones boxed
-    (a gated solution's start and end not: sphinx-exercise joins them as siblings only), code
-    ones as they are (the cache key): :func:`box_code_answers` boxes them. Both get checks."""
+def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition,
+                     answer_spaces: bool = False) -> nbformat.NotebookNode:
+    """The student's lacks the answer cells (with ``answer_spaces``, the handout's, a box
+    stands where each answer was); the instructor's has them, markdown ones boxed (a gated
+    solution's start and end not: sphinx-exercise joins them as siblings only), code ones as
+    they are (the cache key): :func:`box_code_answers` boxes them. Both get checks."""
     instructor = edition is Edition.INSTRUCTOR
+    checks = notebook_checks(notebook)
+    spaces = ({start: answer_space_cell(cells) for start, cells in answers(notebook)}
+              if answer_spaces and not instructor else {})
     edited = copy.deepcopy(notebook)
-    if not instructor:
-        edited.cells = [cell for cell in edited.cells if not is_answer(cell)]
-    for cell in edited.cells:
-        if cell.cell_type == "markdown" and is_answer(cell) and not is_solution_marker(cell):
-            _box_answer(cell)
-    place_checks(edited, notebook, instructor)
+    cells, edited.cells = edited.cells, []
+    for index, cell in enumerate(cells):
+        if index in spaces:
+            edited.cells.append(spaces[index])
+        if instructor or not is_answer(cell):
+            if cell.cell_type == "markdown" and is_answer(cell) and not is_solution_marker(cell):
+                _box_answer(cell)
+            edited.cells.append(cell)
+        edited.cells.extend(cells_after(cell, checks, instructor))
     return edited
 
 
