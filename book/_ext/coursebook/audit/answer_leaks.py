@@ -115,14 +115,14 @@ def _cell_text(cell) -> str:
     return _markdown_as_shown(cell.source) if cell.cell_type == "markdown" else cell.source
 
 
-@dataclass
+@dataclass(frozen=True)
 class Fingerprints:
     """What identifies the answers of a set of chapters."""
 
-    runs: set[tuple[str, ...]] = field(default_factory=set)
-    short: set[str] = field(default_factory=set)  # names and values only answers hold
-    answer_stems: set[str] = field(default_factory=set)  # search stems only answers hold
-    headings: set[str] = field(default_factory=set)
+    runs: set[tuple[str, ...]]
+    short: set[str]  # names and values only answers hold
+    answer_stems: set[str]  # search stems only answers hold
+    headings: set[str]
 
 
 def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
@@ -142,20 +142,18 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
     # (source, shown text, is an answer, is markdown) of each cell, then of each other text
     cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
              for cell in chapter_cells] + [(text, text, False, False) for text in visible]
-    found = Fingerprints()
+    headings = set()
     # Each keyed by whether the text is an answer's.
     runs, terms, stems = ({True: set(), False: set()} for _ in range(3))
     for source, shown, answer, markdown in cells:
         terms[answer].update(_terms(source))
         runs[answer].update(_runs(fingerprint_words(shown)))
         stems[answer].update(_search_words(source))
-        heading = re.match(r"#+\s+(.+)", source.strip())
-        if answer and markdown and heading:
-            found.headings.add(heading.group(1).strip())
-    found.runs = runs[True] - runs[False]
-    found.answer_stems = {stem for stem in stems[True] - stems[False] if len(stem) > 2}
-    found.short = {term for term in terms[True] - terms[False] if _is_telling_term(term)}
-    return found
+        if answer and markdown and (heading := re.match(r"#+\s+(.+)", source.strip())):
+            headings.add(heading.group(1).strip())
+    return Fingerprints(runs[True] - runs[False],
+                        {term for term in terms[True] - terms[False] if _is_telling_term(term)},
+                        {stem for stem in stems[True] - stems[False] if len(stem) > 2}, headings)
 
 
 _SEARCH = SearchEnglish({})
@@ -191,9 +189,8 @@ def file_texts(path: Path) -> tuple[str, str | None]:
         return text, text
     raw = path.read_text(encoding="utf8", errors="replace")
     if path.suffix == ".html":
-        text, seen = (html.unescape(re.sub(r"<[^>]+>", "", page))
-                      for page in (raw, _SCRIPTS.sub("", raw)))
-        return text, seen
+        return tuple(html.unescape(re.sub(r"<[^>]+>", "", page))
+                     for page in (raw, _SCRIPTS.sub("", raw)))
     if path.suffix == ".ipynb":
         try:
             notebook = json.loads(raw)
@@ -219,14 +216,12 @@ class Leak:
 def _search_index_leaks(path: Path, found: Fingerprints, page_stems: set[str]) -> list[Leak]:
     raw = path.read_text(encoding="utf8")
     index = json.loads(raw[raw.index("(") + 1:raw.rindex(")")])
-    leaks = []
     titles = set(_strings(index.get("titles", []))) | set(index.get("alltitles", {}))
-    for heading in sorted(found.headings & {html.unescape(t) for t in titles}):
-        leaks.append(Leak(path, f"answer heading {heading!r} among the titles"))
     terms = set(index.get("terms", {})) | set(index.get("titleterms", {}))
-    for stem in sorted((found.answer_stems - page_stems) & terms):
-        leaks.append(Leak(path, f"search term {stem!r}, found only in answers"))
-    return leaks
+    return [*(Leak(path, f"answer heading {heading!r} among the titles")
+              for heading in sorted(found.headings & {html.unescape(t) for t in titles})),
+            *(Leak(path, f"search term {stem!r}, found only in answers")
+              for stem in sorted((found.answer_stems - page_stems) & terms))]
 
 
 def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
@@ -239,11 +234,9 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
     for path in files:
         text, seen = file_texts(path)
         page_stems.update(_search_words(text))
-        tokens = fingerprint_words(text)
-        hits = {run for run in _runs(tokens) if run in found.runs}
-        if hits:
-            sample = " ".join(sorted(hits)[0])
-            leaks.append(Leak(path, f"{len(hits)} answer passage(s), e.g. {sample!r}"))
+        if hits := set(_runs(fingerprint_words(text))) & found.runs:
+            leaks.append(Leak(path, f"{len(hits)} answer passage(s), e.g. "
+                                    f"{' '.join(sorted(hits)[0])!r}"))
         elif terms := sorted(_terms(seen or "") & found.short):
             leaks.append(Leak(path, f"name(s) or value(s) found only in answers: "
                                     f"{', '.join(terms[:5])}"))

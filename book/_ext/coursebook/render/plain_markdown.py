@@ -21,6 +21,7 @@ import yaml
 from mdformat.renderer import DEFAULT_RENDERERS, MDRenderer, RenderContext, RenderTreeNode
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
+from sphinx.locale import admonitionlabels
 from sphinx.util.nodes import split_explicit_title
 from sphinx.util.tags import Tags
 
@@ -36,12 +37,11 @@ Resolve = Callable[[str, str], "Target | None"]
 
 _ENV_KEY = "coursebook_plain"
 
-# Admonitions and the title each shows when the directive gives none.
+# Admonitions and the title each shows when the directive gives none: Sphinx's, and ours
+# for a version note (Sphinx's needs the version).
 ADMONITION_TITLES = {
-    "admonition": "Note", "note": "Note", "seealso": "See also", "tip": "Tip", "hint": "Hint",
-    "important": "Important", "warning": "Warning", "caution": "Caution",
-    "attention": "Attention", "danger": "Danger", "error": "Error", "versionadded": "New",
-    "versionchanged": "Changed", "deprecated": "Deprecated",
+    "admonition": "Note", **{name: str(title) for name, title in admonitionlabels.items()},
+    "versionadded": "New", "versionchanged": "Changed", "deprecated": "Deprecated",
 }
 # Directives that only lay out their content: the content stays, the layout goes.
 _LAYOUT = {"grid", "grid-item", "div", "container", "tab-set", "tab-item", "card-carousel",
@@ -202,9 +202,7 @@ def _table(node: RenderTreeNode, context: RenderContext) -> str:  # GitHub's, as
     return "\n".join(rows)
 
 
-class _MystToPlain:  # an mdformat parser extension: MyST nodes as plain Markdown
-    CHANGES_AST = True
-    POSTPROCESSORS: dict = {}
+class _MystToPlain:  # mdformat's renderer reads a parser extension's RENDERERS only
     RENDERERS = {
         "root": _root,
         "myst_role": _role,
@@ -225,10 +223,6 @@ class _MystToPlain:  # an mdformat parser extension: MyST nodes as plain Markdow
         "dd": _children("\n\n"),
         "table": _table,
     }
-
-    @staticmethod
-    def update_mdit(mdit) -> None:  # the MyST parser reads every construct
-        pass
 
 
 def escape(text: str) -> str:
