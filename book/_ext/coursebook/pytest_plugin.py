@@ -15,10 +15,9 @@ import pytest
 from coursebook.execute.fill_cache import (BookRead, BookReadError, ExecutionFailed, Run,
                                            execute_into_cache, read_book)
 from coursebook.model.notebooks import CHAPTER_SUFFIXES, is_chapter_source
-from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
-from coursebook.verify.expectations import (ACCEPT_COMMAND, Expectations, cell_outputs, compare,
-                                             expectations_path, read_expectations)
+from coursebook.verify.expectations import (ACCEPT_COMMAND, Expectations, Mismatch, cell_outputs,
+                                             compare, expectations_path, read_expectations)
 
 # A test session that has just built the book hands its fresh cache to the chapters'
 # items (:func:`use_chapter_cache`), which then run nothing again; else conf.py's cache.
@@ -116,19 +115,23 @@ class ChapterFile(pytest.File):
         built = book_read(self.config, Edition.STUDENT).book
         return expectations_path(book / built.expected_dir, built.torch, self.path.stem)
 
-    def executed(self, edition: Edition) -> list[CellOutput]:  # from the cache, or run once
-        cache = self.__dict__.setdefault("_executed", {})
-        if edition not in cache:
+    def mismatches(self, edition: Edition) -> dict[str, Mismatch]:
+        """The edition's mismatches by cell key, its chapter from the cache or run once, and
+        compared once among all its cells, as the build compares them: an edited cell's diff
+        is against the entry its place among the others says it replaced."""
+        compared = self.__dict__.setdefault("_mismatches", {})
+        if edition not in compared:
             cache_path = self.config.stash.get(CHAPTER_CACHE,
                                                book_read(self.config, edition).book.cache_path)
             try:
                 executed, _ = execute_into_cache(cache_path, self.run_for(edition))
-                cache[edition] = cell_outputs(executed)
+                compared[edition] = {mismatch.cell.key: mismatch for mismatch in compare(
+                    self.expectations, edition.value, cell_outputs(executed))}
             except ExecutionFailed as failure:
-                cache[edition] = ChapterFailed(f"{self.path.name} ({edition.value}) {failure}")
-        if isinstance(cache[edition], ChapterFailed):
-            raise cache[edition]
-        return cache[edition]
+                compared[edition] = ChapterFailed(f"{self.path.name} ({edition.value}) {failure}")
+        if isinstance(compared[edition], ChapterFailed):
+            raise compared[edition]
+        return compared[edition]
 
 
 class CellItem(pytest.Item):
@@ -138,16 +141,12 @@ class CellItem(pytest.Item):
 
     def runtest(self) -> None:
         chapter: ChapterFile = self.parent
-        expectations = chapter.expectations
-        if expectations is None:
+        if chapter.expectations is None:
             raise CellOutputMismatch(
                 f"no expected outputs for this torch version ({chapter.expectations_path} is "
                 f"missing): accept them with `{ACCEPT_COMMAND}`")
-        # Among all the edition's cells, as the build compares them: an edited cell's diff is
-        # against the entry its place among the others says it replaced.
-        for mismatch in compare(expectations, self.edition.value, chapter.executed(self.edition)):
-            if mismatch.cell.key != self.key:
-                continue
+        mismatch = chapter.mismatches(self.edition).get(self.key)
+        if mismatch is not None:
             raise CellOutputMismatch(f"{mismatch.diff(chapter.expectations_path)}\n"
                                      f"If the new output is right: `{ACCEPT_COMMAND}`.")
 
