@@ -60,19 +60,13 @@ def _unbacked(markdown: str, held: set[str], path: Path,
               line_of: Callable[[int], int]) -> list[Unbacked]:
     """``line_of``: the line of the file of a line of ``markdown`` (from 0)."""
     held = {normalised(sentence)[0] for sentence in held}
-    found = []
-    for block in markdown_tokens(markdown):
-        if block.token.type != "inline" or block.before != "paragraph_open" or block.cited:
-            continue
-        line = line_of(block.line)
-        for sentence in sentences_of(block.token.content):
-            if is_factual(sentence) and not _held(sentence, held) and not _CITES.search(sentence):
-                found.append(Unbacked(path, line, sentence))
-    return found
+    return [Unbacked(path, line_of(block.line), sentence) for block in markdown_tokens(markdown)
+            if block.before == "paragraph_open" and not block.cited  # a paragraph's inline
+            for sentence in sentences_of(block.token.content)
+            if is_factual(sentence) and not _held(sentence, held) and not _CITES.search(sentence)]
 
 
 def chapter_unbacked(path: Path, text: str) -> list[Unbacked]:
-    """A chapter's unbacked factual sentences."""
     notebook = read_chapter(text)
     held: set[str] = set()
     prose: list[str] = []
@@ -108,8 +102,6 @@ def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
 
 
 def book_unbacked(book_dir: Path, museum: dict[str, Wing]) -> list[Unbacked]:
-    found = []
-    for path, text in chapter_files(book_dir):
-        found += chapter_unbacked(path, text)
-    return found + museum_unbacked(museum)
+    return [unbacked for path, text in chapter_files(book_dir)
+            for unbacked in chapter_unbacked(path, text)] + museum_unbacked(museum)
 
