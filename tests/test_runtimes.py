@@ -334,7 +334,7 @@ def test_accepting_records_the_replica_as_where_it_ran(tmp_path):
 # --- What a reader of the museum sees ----------------------------------------------------
 
 def test_the_museum_shows_colabs_text_where_it_differs_from_the_builds():
-    from coursebook.model.museum import exhibit_cells, readers_records
+    from coursebook.prepare.museum import exhibit_cells, readers_records
 
     colab = reader_runtimes(RUNTIMES_FILE)[0]
     build = BUILD_TORCH

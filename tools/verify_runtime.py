@@ -60,7 +60,6 @@ from coursebook.model.museum import (  # noqa: E402
     ErrorRecord,
     Exhibit,
     Wing,
-    cell_origins,
     load_museum,
     write_records,
 )
@@ -78,6 +77,7 @@ from coursebook.page_state import CellOutput  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
 from coursebook.prepare.chapter_packages import install_cell  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
+from coursebook.prepare.museum import cell_origins  # noqa: E402
 from coursebook.render.downloads import run_all  # noqa: E402
 from coursebook.verify.answer_checks import failed_trials, trial_cells  # noqa: E402
 from coursebook.verify.expectations import (

@@ -20,9 +20,9 @@ from coursebook.model.cell_notes import source_line
 from coursebook.model.claims import ChapterClaims, chapter_claims, one_cell_per_claim
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
-from coursebook.model.museum import Wing, claim_sources, link_back_to_exhibits, place_museum
+from coursebook.model.museum import Wing
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUFFIX, author_line,
-                                        first_line, is_cell_script, is_chapter_source,
+                                        cell_tags, first_line, is_cell_script, is_chapter_source,
                                         note_output_keys, read_chapter, reads_as_json)
 from coursebook.model.recordings import (RecordingError, attach_recordings, load_recordings,
                                          plainly_recorded, recorded_chapter, recorded_with,
@@ -30,7 +30,8 @@ from coursebook.model.recordings import (RecordingError, attach_recordings, load
 from coursebook.model.solutions import SolutionError
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.answer_checks import mistried
-from coursebook.prepare.editions import Edition, edition_notebook, hidden_raises_cells
+from coursebook.prepare.editions import Edition, edition_notebook
+from coursebook.prepare.museum import claim_sources, link_back_to_exhibits, place_museum
 from coursebook.prepare.runtime_setup import place_runtime_setup
 from coursebook.reporting import report_book_error
 
@@ -71,8 +72,8 @@ def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_v
     place_museum(notebook, museum, torch_version)
     place_runtime_setup(notebook, machine_kinds, source_path, runtimes_file)
     link_back_to_exhibits(notebook, museum)
-    hidden = hidden_raises_cells(notebook)
-    if hidden:
+    if hidden := [cell for cell in notebook.cells if RAISES_TAG in cell_tags(cell)
+                  and {"remove-cell", "remove-output"} & set(cell_tags(cell))]:
         raise BookError(
             f"a `{RAISES_TAG}` cell must show its error, but these cells also hide their "
             f"output (remove-cell/remove-output): {[first_line(cell) for cell in hidden]}. "

@@ -13,7 +13,7 @@ import nbformat
 
 from coursebook.model.answer_checks import notebook_checks
 from coursebook.model.cell_notes import note_added_lines
-from coursebook.model.notebooks import ANSWER_TAG, RAISES_TAG, cell_tags, is_answer
+from coursebook.model.notebooks import ANSWER_TAG, is_answer
 from coursebook.model.solutions import is_solution_marker
 from coursebook.prepare.answer_checks import cells_after
 from coursebook.prepare.answer_space import answer_space_cell, answers
@@ -65,12 +65,6 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition,
             edited.cells.append(cell)
         edited.cells.extend(cells_after(cell, checks, instructor))
     return edited
-
-
-def hidden_raises_cells(notebook) -> list:
-    """The cells promising an error whose tags keep their outputs off the page."""
-    return [cell for cell in notebook.cells if RAISES_TAG in cell_tags(cell)
-            and {"remove-cell", "remove-output"} & set(cell_tags(cell))]
 
 
 def box_code_answers(doctree) -> None:

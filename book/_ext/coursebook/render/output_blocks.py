@@ -11,11 +11,11 @@ from docutils import nodes
 from sphinx.application import Sphinx
 
 from coursebook.execute.notebook_runs import without_digest
-from coursebook.model.museum import check_label
 from coursebook.model.outputs import normalise
 from coursebook.page_state import chapter_notebook
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
+from coursebook.prepare.museum import check_label
 from coursebook.verify.chapter_checks import code_cells
 
 TICK = "✓"

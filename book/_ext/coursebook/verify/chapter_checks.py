@@ -23,7 +23,7 @@ from coursebook.execute.cached_chapters import report_folder, stopped_run
 from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, without_digest
 from coursebook.execute.shared_cache import cached_notebook
 from coursebook.model.faults import shown_path
-from coursebook.model.museum import CellOrigin, Wing, origin_of
+from coursebook.model.museum import Wing
 from coursebook.model.cell_notes import source_line
 from coursebook.model.notebooks import RAISES_TAG, as_myst_nb_reads, cell_tags, first_line
 from coursebook.model.outputs import BARE_IMAGE
@@ -31,6 +31,7 @@ from coursebook.model.provenance import today
 from coursebook.model.versions import release
 from coursebook.page_state import PREPARED, CellOutput, mark_failed, page_state_of, page_states
 from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
+from coursebook.prepare.museum import CellOrigin, origin_of
 from coursebook.reporting import ask_for, report
 from coursebook.verify.expectations import (
     ACCEPT_COMMAND,

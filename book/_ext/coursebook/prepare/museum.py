@@ -1,0 +1,398 @@
+"""The museum in a chapter: each ``{museum-room} WING ROOM`` or ``{museum-introduction} WING``
+marker replaced by its exhibits' cells (:mod:`coursebook.model.museum` holds them as data), in
+the order a reader predicts: title, failing code (its error behind a click), a check of the
+error, the cause, the fix, proof it ran."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import nbformat
+
+from coursebook.model.cell_notes import note, note_added_lines, noted
+from coursebook.model.claims import Claim
+from coursebook.model.faults import shown_path
+from coursebook.model.museum import CpuReproduction, ErrorRecord, Exhibit, ExhibitError, Wing
+from coursebook.model.notebooks import (
+    BOOK_ONLY_TAG,
+    CLAIM_TAG,
+    DOWNLOAD_ONLY_TAG,
+    FRESH_PYTHON_TAG,
+    RAISES_TAG,
+    SECTION_LABEL,
+    STAND_IN_ONLY_TAG,
+    replace_markers,
+)
+from coursebook.model.versions import is_release
+
+_MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
+
+
+# A failing cell's error is behind a click (myst-nb's hide-output, worded per cell).
+REVEAL_TAG = "hide-output"
+_REVEAL_PROMPTS = {"code_prompt_show": "Show the error", "code_prompt_hide": "Hide the error"}
+_PROMPT = "What goes wrong, and why?"
+_FRESH_RUNTIME = "**The fix, in a fresh runtime.**"
+_RAISES = "the code above raises the error below"
+_FIX_RUNS = "the fix runs without an error"
+_FIX_RUNS_AFTER = "the fix runs without an error after the code that failed, in the same runtime"
+# The summary of the download's collapsed block that holds an exhibit's error.
+ERROR_SUMMARY = "The error, to compare with your prediction"
+
+
+def _revealed(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    cell.metadata["tags"] = [*cell.metadata.get("tags", []), REVEAL_TAG]
+    cell.metadata["mystnb"] = dict(_REVEAL_PROMPTS)
+    return cell
+
+
+def _markdown(source: str, *tags: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(source, metadata={"tags": list(tags)} if tags else {})
+
+
+def _code(source: str, *tags: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {})
+
+
+def _instructor_only(text: str) -> str:
+    """Provenance: student pages speak only of the subject."""
+    return f"\n\n:::{{only}} instructor\n*{text}*\n:::"
+
+
+def _captured(exhibit: Exhibit) -> str:
+    museum = exhibit.museum_record
+    return f"Captured on a {museum.where}, {museum.date}."
+
+
+def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
+    old = exhibit.museum_fix
+    return [] if old is None else [_markdown(
+        f"**The museum's fix.** {old.note}\n\n```python\n{old.code}\n```\n\n"
+        f"{old.changed}{_instructor_only(_captured(exhibit))}")]
+
+
+def _cited(claims: tuple[Claim, ...]) -> str:
+    """The cited claims' sources, as unseen comments."""
+    return "".join(f"\n% source: {claim.source}" for claim in claims if claim.source)
+
+
+def _claim_cells(claims: tuple[Claim, ...], captured: bool = False) -> list[nbformat.NotebookNode]:
+    """A hidden cell per checked claim; a captured exhibit's on the stand-in only, each in a
+    new Python."""
+    tags = (STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG) if captured else ()
+    return [_code(f"# claim: {claim.says}\n"
+                  + (_fresh_python_call(claim.check) if captured else claim.check),
+                  CLAIM_TAG, *tags) for claim in claims if claim.check]
+
+
+def claim_sources(museum: dict[str, Wing]) -> dict[str, Claim]:
+    owners = [(wing, False) for wing in museum.values()] + [
+        (exhibit, not exhibit.runs_in_every_build) for wing in museum.values()
+        for exhibit in wing.exhibits]
+    return {cell.source.strip(): claim for owner, captured in owners for claim in owner.claims
+            for cell in _claim_cells((claim,), captured)}
+
+
+def _title(exhibit: Exhibit, total: int) -> str:
+    return f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}"
+
+
+def _cause(exhibit: Exhibit) -> str:
+    links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.taught_in)
+    see_also = f"\n\n*Taught in:* {links}." if links else ""
+    return f"{exhibit.lesson}{_cited(exhibit.claims)}{see_also}"
+
+
+def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
+                    ) -> list[tuple[str, ErrorRecord]]:
+    """Readers' runtimes' records whose text differs from ``expected``, with their labels."""
+    return [(label, record) for label, record in exhibit.reader_records
+            if expected is None or (record.type, record.message) != (expected.type, expected.message)]
+
+
+def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
+                *tags: str) -> nbformat.NotebookNode:
+    """A hidden cell comparing the error above with ``expected``; book-only (downloads show
+    :func:`_expected_error_note`)."""
+    elsewhere = tuple({"label": label, **record.as_dict()}
+                      for label, record in readers_records(exhibit, expected))
+    at = f"records[{exhibit.records.index(expected)}].message" if expected else "records"
+    return _runs(exhibit, "records", _code(f"from coursebook.exhibit_checks import check_raised\n"
+                 f"check_raised({exhibit.key!r},\n"
+                 f"             expected={expected.as_dict() if expected else None!r},\n"
+                 f"             museum={exhibit.museum_record.as_dict()!r}"
+                 + (f",\n             elsewhere={elsewhere!r})" if elsewhere else ")"),
+                 "remove-input", BOOK_ONLY_TAG, *tags), at, check="same error as recorded")
+
+
+def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None,
+                         reproduced: bool = False) -> nbformat.NotebookNode:
+    """For downloads: the expected error in a collapsed block, read after the prediction,
+    with who printed it and other runtimes' wordings (``reproduced``, a CPU rerun whose note
+    names its packages: the error alone)."""
+    record, museum = expected or exhibit.museum_record, exhibit.museum_record
+    body = f"```text\n{record.type}: {record.message}\n```"
+    if not reproduced:
+        if record.source != "museum":  # not "the code above": a .md download has it last
+            who = (f"With torch {record.torch}, the exhibit's code raises this error, and its "
+                   "cell prints it:")
+        else:  # where the museum met it is provenance, the instructor's to read
+            who = (f"When the museum met this error"
+                   f"{f' on torch {record.torch}' if is_release(record.torch) else ''}, it read:")
+        texts = [(who, record)] + [(f"On {label} it reads:", other)
+                                   for label, other in readers_records(exhibit, record)]
+        if (museum.type, museum.message) not in {(r.type, r.message) for _, r in texts}:
+            texts.append((f"When the museum met it, on torch {museum.torch}, it read:", museum))
+        body = "\n".join([line for intro, r in texts for line in (
+            intro, "", "```text", f"{r.type}: {r.message}", "```", "")] + [
+            "Another torch version may word it differently; the type and the cause should match."])
+    return _markdown(f"````{{dropdown}} {ERROR_SUMMARY}\n{body}\n````", "remove-cell",
+                     DOWNLOAD_ONLY_TAG)
+
+
+def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
+    cell = _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input",
+                 BOOK_ONLY_TAG, *tags)
+    note(cell, check="fix ran")
+    return cell
+
+
+def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
+    """An exhibit that runs in this build: its code, error, cause and fix, each checked."""
+    record = exhibit.record_for(torch_version)
+    if exhibit.fix_in_fresh_runtime:
+        fix = f"{_FRESH_RUNTIME} {exhibit.fix_note}\n\n{_shown_code(exhibit.fix_code)}"
+        fix_ran = [_fix_ran_cell(FRESH_PYTHON_TAG), _on_a_cpu(_FIX_RUNS)]
+    else:
+        fix, fix_ran = f"**The fix.** {exhibit.fix_note}", [_fix_ran_cell()]
+    return [_markdown(f"{_title(exhibit, total)}\n\n**The code.** {_PROMPT}"),
+            _runs(exhibit, "failing_code", _revealed(_code(exhibit.failing_code, RAISES_TAG))),
+            _check_cell(exhibit, record),
+            _expected_error_note(exhibit, record),
+            _markdown(f"**The cause.** {_cause(exhibit)}"), _markdown(fix), _fix_cell(exhibit),
+            *fix_ran, *_museum_fix_history(exhibit), *_claim_cells(exhibit.claims)]
+
+
+def _fix_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
+    """The fix in the chapter's process, or in a new Python when it starts a fresh runtime."""
+    return _runs(exhibit, "fix_code", _in_fresh_python(exhibit.fix_code)
+                 if exhibit.fix_in_fresh_runtime else _code(exhibit.fix_code))
+
+
+def in_one_process(cells: list[tuple[str, bool]]) -> str:
+    """A program running ``cells`` (code, raises on purpose) in one namespace, as a notebook
+    does: an expected error is caught and the cells after it run on."""
+    lines = ["# The cells in the page's order, in one process, as a notebook runs them.",
+             "cells = {'__name__': '__main__'}  # the variables they share"]
+    for code, raises in cells:
+        run = f'exec(r"""\n{code}\n""", cells)'
+        lines += ["try:  # the failing code: its error is the lesson", "    " + run,
+                  "except Exception:", "    pass", "else:",
+                  "    raise RuntimeError('the failing code ran without an error')"
+                  ] if raises else [run]
+    return "\n".join(lines)
+
+
+def _in_fresh_python(code: str, *tags: str,
+                     side: CpuReproduction | None = None) -> nbformat.NotebookNode:
+    """A hidden, book-only cell running ``code`` in a new Python, ``side``'s older packages
+    first on its path (the page shows the code with :func:`_shown_code`)."""
+    return _code(_fresh_python_call(code, side), "remove-input", BOOK_ONLY_TAG,
+                 FRESH_PYTHON_TAG, *tags)
+
+
+def _fresh_python_call(code: str, side: CpuReproduction | None = None) -> str:
+    named = f", side_environment={side.side_environment!r}" if side and side.side_environment \
+        else ""
+    return ("from coursebook.exhibit_checks import run_in_fresh_python\n"
+            f"run_in_fresh_python(r'''\n{code}\n'''{named})")
+
+
+def _on_a_cpu(does: str, side: CpuReproduction | None = None) -> nbformat.NotebookNode:
+    """For downloads, in place of a fresh-Python cell: what its code ``does`` on a CPU."""
+    needs = (f" with {', '.join(f'`{p}`' for p in side.side_packages)} installed"
+             if side is not None and side.side_environment else "")
+    return _markdown(f"*Run in a new runtime on a CPU{needs}, {does}.*", "remove-cell",
+                     DOWNLOAD_ONLY_TAG)
+
+
+def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
+    return f"{where}:\n\n```python\n{code}\n```"
+
+
+def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
+    """A TPU exhibit: its code, the museum's capture, the cause; reruns and CPU
+    reproductions where its file has them."""
+    museum, rerun, cpu = exhibit.museum_record, exhibit.museum_rerun, exhibit.cpu
+    only = (STAND_IN_ONLY_TAG,) if rerun is not None and rerun.stand_in_only else ()
+    run = "The museum's text, verbatim" + ("; the code is run again after the cause" if rerun else "")
+    cells = [_markdown(
+        f"{_title(exhibit, total)}\n\n**The code**, as the museum ran it. {_PROMPT}\n\n"
+        f"```python\n{exhibit.failing_code}\n```\n\n"
+        f"::::{{dropdown}} {_REVEAL_PROMPTS['code_prompt_show']}\n"
+        f":::{{admonition}} The museum's record\n:class: captured-record\n"
+        f"{run}:\n\n"
+        f"```text\n{museum.type}: {museum.message}\n```\n:::\n::::"
+        f"{_instructor_only(_captured(exhibit))}\n\n"
+        f"**The cause.** {_cause(exhibit)}")]
+    if rerun is not None:  # the museum's code run again, its error checked
+        where = "In a fresh Python process, this set-up, then the museum's code above"
+        cells += [_markdown(f"**The museum's code, run again.** {rerun.note}\n\n"
+                            + _shown_code(rerun.setup, where)),
+                  _runs(exhibit, "museum_rerun.setup", _revealed(_in_fresh_python(
+                      f"{rerun.setup}\n\n{exhibit.failing_code}", RAISES_TAG, *only))),
+                  _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *only),
+                  _on_a_cpu(_RAISES),
+                  _expected_error_note(exhibit, museum, reproduced=True)]
+    # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
+    if cpu is not None and cpu.reproduction:
+        cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}\n\n"
+                            f"{_shown_code(cpu.reproduction)}"),
+                  _runs(exhibit, "cpu.reproduction", _revealed(_in_fresh_python(
+                      cpu.reproduction, RAISES_TAG, STAND_IN_ONLY_TAG, side=cpu))),
+                  _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
+                  _on_a_cpu(_RAISES, cpu),
+                  _expected_error_note(exhibit, museum, reproduced=True)]
+    provenance = (f"The museum's fix. {_captured(exhibit)} It ran without error on the same "
+                  "hardware."
+                  if exhibit.museum_fix is None else
+                  "The book's fix, for the releases this chapter installs; the museum's own "
+                  "follows. Not run on a TPU by this book.")
+    fix = _FRESH_RUNTIME if exhibit.fix_in_fresh_runtime else "**The fix.**"
+    cells.append(_markdown(f"{fix} {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
+                           f"{_instructor_only(provenance)}"))
+    if rerun is not None:
+        fresh = exhibit.fix_in_fresh_runtime
+        after = ("in a new Python process, one that never ran the code above." if fresh else
+                 "where the museum's code left the process: its set-up, the museum's code (its "
+                 "error expected), then the fix, in one process.")
+        # The fix may print nothing: only the instructor's page heads its cell.
+        cells += [_markdown(_instructor_only(f"The fix, run again {after}").strip()),
+                  # The fix after the set-up and failing code, or alone in a fresh runtime.
+                  _fix_cell(exhibit) if fresh else _runs(exhibit, "fix_code", _in_fresh_python(
+                      in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
+                                      (exhibit.fix_code, False)]), *only)),
+                  _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else only)),
+                  _on_a_cpu(_FIX_RUNS if fresh else _FIX_RUNS_AFTER)]
+    if cpu is not None and cpu.reproduction and cpu.fix:
+        where = ("In a fresh Python process, without the older packages" if cpu.fix_in_fresh_runtime
+                 else "In the reproduction's process, after it")
+        cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}\n\n{_shown_code(cpu.fix, where)}"),
+                  # The CPU fix after the reproduction, or alone in a fresh runtime.
+                  _runs(exhibit, "cpu.fix", _in_fresh_python(cpu.fix, STAND_IN_ONLY_TAG)
+                        if cpu.fix_in_fresh_runtime else _in_fresh_python(
+                      in_one_process([(cpu.reproduction, True), (cpu.fix, False)]),
+                      STAND_IN_ONLY_TAG, side=cpu)),
+                  _fix_ran_cell(STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
+                  _on_a_cpu(_FIX_RUNS) if cpu.fix_in_fresh_runtime
+                  else _on_a_cpu(_FIX_RUNS_AFTER, cpu)]
+    elif cpu is not None and not cpu.reproduction:
+        cells.append(_markdown(f"*{cpu.note}*"))
+    return cells + _museum_fix_history(exhibit) + _claim_cells(exhibit.claims, captured=True)
+
+
+@dataclass(frozen=True)
+class CellOrigin:
+    """The exhibit field a generated code cell runs, and its line."""
+
+    exhibit: Exhibit
+    field: str
+    line: int
+
+    @property
+    def location(self) -> str:
+        return f"{shown_path(self.exhibit.path)}:{self.line}"
+
+
+def _runs(exhibit: Exhibit, field: str, cell: nbformat.NotebookNode, at: str = "",
+          **check: str) -> nbformat.NotebookNode:
+    """A code cell that runs the exhibit's ``field`` (``at``: where in its file), noted with
+    it (and a check cell with its verdict's label)."""
+    note(cell, exhibit=[exhibit.key, field, at or field], **check)
+    return cell
+
+
+def origin_of(cell, museum: dict[str, Wing]) -> CellOrigin | None:
+    """The exhibit field a code cell the museum added runs, from its note (None: not one)."""
+    if not noted(cell, "exhibit"):
+        return None
+    key, field, at = noted(cell, "exhibit")
+    wing, number = key.split("/")
+    exhibit = museum[wing].exhibits[int(number) - 1]  # numbered 1..n (load_museum)
+    return CellOrigin(exhibit, field, exhibit.file.line(at))
+
+
+def check_label(cell) -> str:
+    """What a museum's check cell verifies ("fix ran", "same error as recorded"), or ""."""
+    return noted(cell, "check", "")
+
+
+def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
+    """The book's own check cells (verdicts, not torch's output), by source: their labels."""
+    cells = [_fix_ran_cell(), *(_check_cell(exhibit, record) for wing in museum.values()
+                                for exhibit in wing.exhibits for record in exhibit.records)]
+    return {cell.source: check_label(cell) for cell in cells}
+
+
+def _exhibits_cells(exhibits, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
+    return [cell for exhibit in exhibits
+            for cell in (exhibit_cells(exhibit, total, torch_version)
+                         if exhibit.runs_in_every_build
+                         else captured_exhibit_cells(exhibit, total))]
+
+
+def cell_origins(museum: dict[str, Wing], torch_version: str) -> dict[str, CellOrigin]:
+    """What each code cell the museum adds runs, by its source: for a run whose cells carry
+    no notes (a download's)."""
+    cells = _exhibits_cells((e for wing in museum.values() for e in wing.exhibits), 0,
+                            torch_version)
+    return {cell.source: origin for cell in cells if (origin := origin_of(cell, museum))}
+
+
+def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
+                  torch_version: str) -> list[nbformat.NotebookNode]:
+    if len(arguments) != (2 if kind == "room" else 1):
+        usage = "{museum-room} WING ROOM" if kind == "room" else "{museum-introduction} WING"
+        raise ExhibitError(f"a museum marker reads `{usage}`, got {arguments}")
+    if arguments[0] not in museum:
+        raise ExhibitError(f"no wing '{arguments[0]}' under exhibits/ (have {sorted(museum)})")
+    wing = museum[arguments[0]]
+    if kind == "introduction":
+        return [_markdown(f"*{wing.tagline}*\n\n{wing.introduction}{_cited(wing.claims)}"),
+                *_claim_cells(wing.claims)]
+    exhibits = [exhibit for exhibit in wing.exhibits if exhibit.room == arguments[1]]
+    if not exhibits:
+        raise ExhibitError(f"wing '{wing.name}' has no exhibit in room '{arguments[1]}'")
+    # The room's index: cards on a page, a plain list in print.
+    total = len(wing.exhibits)
+    cards = [f":::{{grid-item-card}} {e.number:02d}/{total:02d}\n:link: {e.label}\n"
+             f":link-type: ref\n\n{e.title}\n:::" for e in exhibits]
+    listing = "\n".join(f"- {{ref}}`{e.label}`" for e in exhibits)
+    return [_markdown("`````{only} html\n::::{grid} 1 2 2 3\n:gutter: 2\n\n" + "\n\n".join(cards)
+                      + "\n::::\n`````\n\n`````{only} latex\n" + listing + "\n`````"),
+            *_exhibits_cells(exhibits, total, torch_version)]
+
+
+def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing], torch_version: str) -> None:
+    replace_markers(notebook, _MARKER, lambda marker: _marker_cells(
+        marker.group(2), marker.group(3).split(), museum, torch_version))
+
+
+def link_back_to_exhibits(notebook: nbformat.NotebookNode, museum: dict[str, Wing]) -> None:
+    """After each section an exhibit's ``taught_in`` names, a link to the exhibit."""
+    by_label: dict[str, list[Exhibit]] = {}
+    for exhibit in (exhibit for wing in museum.values() for exhibit in wing.exhibits):
+        for label in exhibit.taught_in:
+            by_label.setdefault(label, []).append(exhibit)
+    for cell in (cell for cell in notebook.cells if cell.cell_type == "markdown"):
+        parts, end = [], 0
+        for section in SECTION_LABEL.finditer(cell.source):
+            if exhibits := by_label.get(section["label"]):
+                links = "; ".join(f"{{ref}}`{e.label}`" for e in exhibits)
+                parts += [cell.source[end:section.end()], "\n\n:::{seealso}\n"
+                          f"In the error museum: {links}.\n:::"]
+                end = section.end()
+                # Its 4 lines are the book's; the lines below it are the author's.
+                note_added_lines(cell, "".join(parts).count("\n") - 3, 4)
+        cell.source = "".join(parts) + cell.source[end:]
