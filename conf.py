@@ -30,8 +30,8 @@ copyright = f"{provenance.today()[:4]}, {author}"
 release = f"torch {TORCH_VERSION}" if INSTRUCTOR else ""
 
 extensions = [
-    # First: it holds Python's garbage collector while the others load (about a tenth of a
-    # warm rebuild; coursebook/process/__init__.py).
+    # First: on a cold cache its kernel server imports torch while the others load
+    # (coursebook/execute/kernel_pool.py).
     "coursebook",
     "myst_nb",
     "sphinx_copybutton",

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 def setup(app) -> dict:
     # Each import where it is needed, in this order (the slow ones last).
-    # First of conf.py's extensions, the collector waits from here while the extension's
-    # imports (myst-nb) and the others load: process/__init__.py.
-    from .process import hold_collector, resume_collector
-
-    hold_collector()
-    # A read of the book that runs nothing (execute/fill_cache.py) may share its process
-    # with others (pytest): it leaves the collector and the signals as they were.
     from .execute.fill_cache import ChapterRuns
 
     build = not app.tags.has(ChapterRuns.tag)
     if not build:
+        # A read of the book that runs nothing (execute/fill_cache.py) may share its process
+        # with others (pytest): it leaves the collector (conf.py held it) and the signals as
+        # they were.
+        from .process import resume_collector
+
         resume_collector()
     # myst-nb's execution clients are imported once a build has pages to read, not as
     # myst-nb loads: execute/myst_nb_clients.py.

@@ -10,7 +10,7 @@ import gc
 
 
 def hold_collector() -> None:
-    gc.disable()  # from conf.py (else at setup): none while Sphinx's and conf.py's extensions load
+    gc.disable()  # from conf.py: none while Sphinx's and conf.py's extensions load
 
 
 def resume_collector() -> None:
