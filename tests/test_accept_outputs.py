@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, sphinx_build
 
 pytestmark = pytest.mark.slow
 
+ACCEPT = {"coursebook_accept_outputs": "1"}
 RANDOM_CELL = "\n```{code-cell} ipython3\nprint(torch.rand(2))\n```\n"
 
 
@@ -41,21 +42,23 @@ def test_an_unseeded_random_output_is_refused_when_accepted(tiny_book, tmp_path,
         assert "`(varies)`" in log
 
 
-def test_an_output_that_holds_the_time_it_ran_is_refused_though_both_runs_agree(tiny_book,
-                                                                                tmp_path):
-    """Two runs in one minute print the same time of day, and the second run passed: the
-    cell prints the first run's time in both, as such two runs do. The clock during the
-    accept tells it; the message offers a fixed time and the entry marked."""
-    first = tmp_path / "first-run"
+def test_an_accepting_build_refuses_an_output_that_holds_the_time_it_ran(tiny_book, tmp_path,
+                                                                         cache_copy):
+    """Two runs in one minute print the same time of day, so a second run cannot tell it:
+    the accepting build (`make accept-outputs` runs it, `make accept-outputs-torch` runs it
+    alone) refuses an output holding a time its runs read from the clock, at the cell's line,
+    with a fixed time and the entry marked as a pattern; the entry is not written."""
     chapter = tiny_book / "chapter.md"
     chapter.write_text(chapter.read_text() + (
-        "\n```{code-cell} ipython3\nimport pathlib, time\n"
-        f"_first = pathlib.Path({str(first)!r})\n"
-        "_first.exists() or _first.write_text(time.strftime('%H:%M'))\n"
-        "print('started at', _first.read_text())\n```\n"))
-    done = accept(tiny_book, tmp_path)
-    log = done.stdout + done.stderr
-    assert "the second run printed the same" not in log and done.returncode == 1, log[-3000:]
-    assert f"holds the time it ran ({first.read_text()}), which a later run changes: print a " \
-        "fixed time instead" in log, log[-3000:]
-    assert " (varies) · import pathlib, time\n        started at <duration>\n" in log, log[-3000:]
+        "\n```{code-cell} ipython3\nimport time\nprint('started at', time.strftime('%H:%M'))"
+        "\n```\n"))
+    line = chapter.read_text().splitlines().index("import time") + 1
+    done = sphinx_build(tiny_book, tmp_path / "out", cache_copy, settings=ACCEPT)
+    assert done.returncode != 0, done.log[-3000:]
+    assert f"chapter.md:{line}: ERROR: code cell `import time` is not accepted: its output " \
+        "holds the time it ran (" in done.log, done.log[-3000:]
+    assert "which a later run changes: print a fixed time instead" in done.log
+    assert " (varies) · import time\n        started at <duration>\n" in done.log
+    assert "Traceback" not in done.log
+    written = "".join(p.read_text() for p in (tiny_book / "expected").rglob("chapter.txt"))
+    assert "import time" not in written and "started at" not in written

@@ -289,6 +289,27 @@ def test_a_download_cell_that_differs_from_its_expectation_is_named(capsys):
     assert "+planted" in out
 
 
+def test_accepting_on_a_runtime_refuses_an_output_that_holds_the_time_it_ran(tmp_path,
+                                                                             monkeypatch, capsys):
+    """`make accept-outputs-runtime` refuses, as `make accept-outputs` does, an output that
+    holds the time its run ran at: the run's start is the clock's window."""
+    from datetime import UTC, datetime, timedelta
+
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
+    monkeypatch.setattr(verify, "EXPECTED", tmp_path)
+    now = datetime.now(UTC)
+    run = verify.ChapterRun("chapter", [CellOutput("0000000a", 1, "print(6 * 7)", "42"),
+                                        CellOutput("0000000b", 2, "print(time.ctime())",
+                                                   now.ctime(), line=7)])
+    run.started = now - timedelta(seconds=5)
+    assert verify.check_chapter(run, colab, "here", BUILD_TORCH, True) == 1
+    out = capsys.readouterr().out
+    assert "book/chapter.md:7: code cell `print(time.ctime())` is not accepted: its output " \
+        f"holds the time it ran ({now.ctime()})" in out, out
+    written = read_expectations(expectations_path(tmp_path, colab.torch, "chapter"))
+    assert written.by_edition[Edition.STUDENT.value] == {"0000000a": "42"}
+
+
 def test_the_summary_counts_a_varying_output_by_its_pattern():
     """A ``(varies)`` entry is a pattern in the summary's counts, as in the comparison."""
     student = Edition.STUDENT.value

@@ -163,27 +163,35 @@ def test_a_date_or_time_of_day_the_clock_read_during_the_run_is_found():
                  "2026-12-05T16:46:04+01:00") == []
 
 
-def test_accepting_refuses_an_entry_that_holds_the_time_it_ran(tmp_path):
-    """The accept's two runs agree on the time they print when they fall in one minute: the
-    entry is named at its line with a fixed time and the pattern to mark it with."""
+def test_accepting_refuses_an_output_that_holds_the_time_it_ran(tmp_path):
+    """The accept's two runs agree on the time they print when they fall in one minute: an
+    output holding a time of day the clock read since the runs started is refused (its old
+    entry kept), named with a fixed time and the entry marked as a pattern."""
     from datetime import UTC, datetime, timedelta
 
-    from conftest import load_tool
-
-    start = datetime(2026, 12, 5, 16, 46, 2, tzinfo=UTC)
-    path = tmp_path / "chapter.txt"
-    path.write_text("# header\n\n=== cell 0000000a · print(6 * 7)\n    42\n"
-                    "=== cell 0000000b (student) · print(time.ctime())\n"
-                    "    Sat Dec  5 16:46:04 2026, 42\n")
-    tool = load_tool("accept_outputs")
-    [said] = tool.printed_times([path], start, start + timedelta(seconds=30))
-    assert said.startswith(f"{path}:5: the output of `print(time.ctime())` holds the time it ran "
-                           "(Sat Dec  5 16:46:04 2026), which a later run changes: print a fixed "
-                           "time instead (`datetime(2026, 1, 1, 9, 30)`"), said
-    assert said.endswith(":\n    === cell 0000000b (student) (varies) · print(time.ctime())\n"
-                         "        <date>, 42"), said
-    assert tool.printed_times([path], start + timedelta(days=1),
-                              start + timedelta(days=1, seconds=30)) == []
+    now = datetime.now(UTC)
+    printed = now.ctime()
+    expectations = Expectations()
+    expectations.by_edition["student"] = {"0000000b": "yesterday, 42"}
+    expectations.by_edition["instructor"] = {"0000000b": "yesterday, 43"}
+    outputs = [CellOutput("0000000a", 1, "print(6 * 7)", "42"),
+               CellOutput("0000000b", 2, "print(time.ctime())", f"{printed}, 42", line=9),
+               CellOutput("0000000c", 3, "print(datetime.now())", f"at {now:%H:%M}")]
+    since = now - timedelta(seconds=5)
+    accepted, [old, new] = accept(expectations, "student", outputs, since=since)
+    assert accepted.by_edition["student"] == {"0000000a": "42", "0000000b": "yesterday, 42"}
+    assert (old.cell, old.read, new.read) == (outputs[1], (printed,), (f"{now:%H:%M}",))
+    said = old.message(Path("chapter.txt"))
+    assert said.startswith(f"code cell `print(time.ctime())` is not accepted: its output holds "
+                           f"the time it ran ({printed}), which a later run changes: print a "
+                           "fixed time instead (`datetime(2026, 1, 1, 9, 30)`"), said
+    # Its instructor entry differs: the entry proposed names the edition; a new cell's not.
+    assert "in chapter.txt marked `(varies)`, its time a pattern:\n    === cell 0000000b " \
+        "(student) (varies) · print(time.ctime())\n        <date>, 42\n    See docs/" in said
+    assert "=== cell 0000000c (varies) · print(datetime.now())\n        at <duration>\n" \
+        in new.message(Path("chapter.txt"))
+    later = now + timedelta(minutes=2)  # a run after these: their times are not its own
+    assert accept(Expectations(), "student", outputs, since=later)[1] == []
 
 
 # --- The file, accept and compare --------------------------------------------------------------
@@ -228,7 +236,7 @@ def test_accepting_keeps_a_pattern_the_output_still_matches(tmp_path):
                     "    loss <number>\n")
     outputs = [_output("0000000a", "took 3 ms"), _output("0000000b", "loss went down", 2)]
     assert patterns_outgrown(read_expectations(path), "student", outputs) == [outputs[1]]
-    accepted = accept(read_expectations(path), "student", outputs, run="1234abcd")
+    accepted, _ = accept(read_expectations(path), "student", outputs, run="1234abcd")
     assert accepted.by_edition["student"] == {"0000000a": "took <duration>",
                                               "0000000b": "loss went down"}
     assert accepted.varying["student"] == {"0000000a"}
@@ -328,10 +336,10 @@ def test_a_mark_survives_an_edit_of_its_cell_while_its_pattern_holds():
         expectations.by_edition[edition] = {"0000000a": "took <duration>", "0000000b": "done"}
         expectations.varying[edition] = {"0000000a"}
     edited = [_output("000000aa", "took 4 ms"), _output("0000000b", "done")]
-    accepted = accept(expectations, "student", edited)
+    accepted, _ = accept(expectations, "student", edited)
     assert accepted.by_edition["student"] == {"000000aa": "took <duration>", "0000000b": "done"}
     assert accepted.varying["student"] == {"000000aa"}
     outgrown = [_output("000000aa", "took four steps"), _output("0000000b", "done")]
-    accepted = accept(expectations, "instructor", outgrown)
+    accepted, _ = accept(expectations, "instructor", outgrown)
     assert accepted.by_edition["instructor"]["000000aa"] == "took four steps"
     assert accepted.varying["instructor"] == set()

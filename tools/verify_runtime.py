@@ -167,6 +167,7 @@ class ChapterRun:
     caught: dict[str, tuple[Exhibit, str]] = field(default_factory=dict)  # by exhibit key
     trials: int = 0  # answer checks tried
     failed_trials: list[str] = field(default_factory=list)
+    started: datetime.datetime | None = None  # when its run started
 
 
 def chapters(museum: dict[str, Wing], recorded: bool = False) -> dict[str, nbformat.NotebookNode]:
@@ -214,9 +215,10 @@ def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
     # After the notebook, as a student would: each answer through its check, right and changed.
     extra, trials = trial_cells(read_chapter((BOOK / f"{name}.md").read_text(encoding="utf8")))
     download.cells += extra
+    started = datetime.datetime.now(datetime.UTC)
     with tempfile.TemporaryDirectory() as workdir:
         ran = _run_all(download, Path(workdir), kernel, f"{path}: Run all stopped")
-    run = ChapterRun(name, trials=len(trials))
+    run = ChapterRun(name, trials=len(trials), started=started)
     run.failed_trials = failed_trials(ran.cells[len(ran.cells) - len(extra):], trials)
     run.outputs = cell_outputs(chapter, [c for c in ran.cells
                                          if c.cell_type == "code"][_installs(chapter):])
@@ -442,10 +444,12 @@ def verify_recorded(downloads: Path, museum: dict[str, Wing], kinds: dict) -> in
 def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: str,
                   accepting: bool) -> int:
     """One download's cells against the expected outputs for the runtime's torch (written
-    first when accepting); the number of cells that differ or lack an expectation."""
+    first when accepting); the number of cells that differ, lack an expectation or were
+    refused (an output holding the time it ran)."""
     name, other = run.chapter, OtherTorch.of_runtime(runtime)
     path = expectations_path(EXPECTED, runtime.torch, name)
     expectations = read_expectations(path)
+    refused = []
     if accepting:
         header = [f"# Expected outputs of {name}.md for torch {runtime.torch}, on {runtime.title}.",
                   f"# Accepted with `{other.command}` on "
@@ -454,9 +458,11 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
                   "# One entry per code cell of the download: a hash of its code, then its "
                   "output, indented. Review the diff before committing."]
         order = [o.key for o in run.outputs]
-        if write_expectations(path, accept(expectations, STUDENT, run.outputs),
-                              lambda: order, header):
+        accepted, refused = accept(expectations, STUDENT, run.outputs, since=run.started)
+        if write_expectations(path, accepted, lambda: order, header):
             print(f"{name}: wrote {path}")
+        for refusal in refused:
+            print(f"book/{name}.md:{refusal.cell.line}: {refusal.message(path)}")
         expectations = read_expectations(path)
     same, different = _same(expectations, run.outputs)
     build_same, build_different = _same(
@@ -466,7 +472,7 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
           f"torch {build_torch}: {build_same} same, {build_different} different)")
     if expectations is None:  # allowed (a new chapter), and said
         print(Standing(name, other, path, State.NOT_YET).message())
-        return 0
+        return len(refused)
     if run.trials:
         print(f"{name}: {run.trials} answer checks tried: "
               f"{run.trials - len(run.failed_trials)} say 'correct' to the answer and their "
@@ -478,7 +484,7 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
         print(f"book/{name}.md:{mismatch.cell.line}: code cell "
               f"`{mismatch.cell.first_line}` ({runtime.title}, torch {runtime.torch}) "
               f"{mismatch.diff(path)}")
-    return len(mismatches) + len(run.failed_trials)
+    return len({o.cell.key for o in [*refused, *mismatches]}) + len(run.failed_trials)
 
 
 def check_exhibits(caught: dict[str, tuple[Exhibit, str]], runtime: Runtime, where: str,

@@ -10,6 +10,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -250,9 +251,10 @@ def _accept_header(torch_version: str, chapter_file: str) -> list[str]:
 _SUMMARY = "coursebook_output_summary"
 
 
-def compare_expected_outputs(app: Sphinx, env) -> None:
+def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) -> None:
     """``env-updated``: each chapter's outputs against its expected ones (written, when
-    accepting); the duration is logged for ``make bench``."""
+    accepting: ``since``, the build's start, is its runs'); the duration is logged for
+    ``make bench``."""
     config = book_config(app.config)
     if not (config.verify_outputs or config.accept_outputs):
         return
@@ -280,11 +282,14 @@ def compare_expected_outputs(app: Sphinx, env) -> None:
             summary += [f"{path}:{expectations.lines[(edition, o.key)]}: the output of `"
                         f"{o.first_line}` no longer matches its pattern: written as it is, "
                         "unmarked" for o in patterns_outgrown(expectations, edition, outputs)]
-            if write_expectations(path, accept(expectations, edition, outputs, run),
+            accepted, refused = accept(expectations, edition, outputs, run, since)
+            if write_expectations(path, accepted,
                                   lambda: cell_keys(instructor_chapter(env, docname)),
                                   _accept_header(torch_version,
                                                  Path(env.doc2path(docname, False)).as_posix())):
                 summary.append(f"wrote {path} ({edition} edition)")
+            for refusal in refused:
+                _fail(app, docname, refusal.cell.line, refusal.message(path), fixed_by=None)
             summary += states[docname].not_verified
             continue
         unverified = [o for o in outputs if o.unverified]

@@ -16,6 +16,7 @@ import platform
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import nbformat
@@ -28,7 +29,7 @@ from coursebook.model.outputs import normalise, normalised_html
 from coursebook.model.versions import release
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
-from coursebook.verify.varying_outputs import matches, suggest
+from coursebook.verify.varying_outputs import clock_readings, matches, suggest
 
 ACCEPT_COMMAND = "make accept-outputs"
 EDITIONS = tuple(edition.value for edition in Edition)  # as an expectations file names them
@@ -223,23 +224,60 @@ def write_expectations(path: Path, expectations: Expectations,
     return True
 
 
+@dataclass(frozen=True)
+class TimeOfRun:
+    """An output that holds the time its run ran at: two runs of one minute print it alike,
+    a later run does not."""
+    cell: CellOutput
+    read: tuple[str, ...]  # the times of day it printed
+    edition: str | None  # the edition its proposed entry names, if one only
+
+    def message(self, path: Path) -> str:
+        return (f"code cell `{self.cell.first_line}` is not accepted: its output holds the "
+                f"time it ran ({', '.join(self.read)}), which a later run changes: print a "
+                "fixed time instead (`datetime(2026, 1, 1, 9, 30)`, not `datetime.now()`), "
+                f"or give it an entry in {path} marked `{VARIES_MARK.strip()}`, its time a "
+                f"pattern{_proposal(self.cell, self.cell.text, self.edition)}\n    See "
+                "docs/authoring.md, \"Outputs that vary\".")
+
+
+def _proposal(cell: CellOutput, shown: str, edition: str | None) -> str:
+    """A ``(varies)`` entry that ``shown`` and the cell's output both match, as a message ends
+    it (not on its last line, where the log appends Sphinx's [type])."""
+    marked = suggest(shown, cell.text)
+    return "" if marked is None else ":\n" + "\n".join(
+        f"{INDENT}{line}" for line in entry_lines("cell", cell.key, marked, edition, True,
+                                                  cell.first_line))
+
+
 def accept(expectations: Expectations | None, edition: str, outputs: list[CellOutput],
-           run: str | None = None) -> Expectations:
+           run: str | None = None, since: datetime | None = None
+           ) -> tuple[Expectations, list[TimeOfRun]]:
     """This edition's outputs (from ``run``) accepted; a ``(varies)`` entry the output
-    still matches is kept, an edited cell's too."""
+    still matches is kept, an edited cell's too. Refused (its old entry kept): an output
+    holding a time of day the clock read since ``since``, the runs' start."""
     updated = expectations or Expectations()
     old, marked = updated.by_edition[edition], updated.varying[edition]
     carried = _edited_marked_cells(old, marked, outputs)
     kept = {o.key for o in outputs if o.key in marked and matches(old[o.key], o.text)}
     old = {**old, **carried}
     kept |= set(carried)
-    updated.by_edition[edition] = {o.key: old[o.key] if o.key in kept else o.text
-                                   for o in outputs if not o.unverified}
+    other = updated.by_edition[next(e for e in EDITIONS if e != edition)]
+    now = datetime.now(UTC)
+    refused = [] if since is None else [
+        TimeOfRun(o, read, None if other.get(o.key, o.text) == o.text else edition)
+        for o in outputs if not o.unverified and o.key not in kept
+        and (read := tuple(clock_readings(o.text, since, now)))]
+    refused_keys = {r.cell.key for r in refused}
+    held = kept | (refused_keys & old.keys())  # their old entries
+    updated.by_edition[edition] = {o.key: old[o.key] if o.key in held else o.text
+                                   for o in outputs if not o.unverified
+                                   and (o.key in held or o.key not in refused_keys)}
     updated.varying[edition] = kept
     updated.first_lines.update({o.key: o.first_line for o in outputs})
     if run is not None:
         updated.runs[edition] = run
-    return updated
+    return updated, refused
 
 
 def _edited_marked_cells(old: dict[str, str], marked: set[str],
@@ -311,18 +349,14 @@ class Mismatch:
             return (f"If the new output is right, accept it with `{ACCEPT_COMMAND}` and "
                     f"review the diff of {path.parent}.")
         where = f"{path}:{self.line}" if self.line else str(path)
-        marked = suggest(self.expected, self.cell.text)
-        example = "" if marked is None else ":\n" + "\n".join(
-            f"{INDENT}{line}" for line in entry_lines("cell", self.cell.key, marked,
-                                                      self.edition, True, self.cell.first_line))
-        # The entry is not the message's last line, where the log appends Sphinx's [type].
         return (f"Accepting it again would not help. Seed what varies before its draw "
                 f"(`torch.manual_seed(0)`, `np.random.seed(0)` or `random.seed(0)`, as "
                 f"the cell draws; a tensor made by `torch.empty` or `torch.Tensor(2, 3)` "
                 f"holds what its memory held: fill it), or mark the part that "
                 f"varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
-                f"`<size>`, `<date>` or `...` where the output varies{example}\n    See "
+                f"`<size>`, `<date>` or `...` where the output varies"
+                f"{_proposal(self.cell, self.expected, self.edition)}\n    See "
                 f"docs/authoring.md, \"Outputs that vary\".")
 
 
