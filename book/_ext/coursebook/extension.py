@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from functools import partial
-
 from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 
 from coursebook.audit.answer_leaks import check_answer_overlaps
-from coursebook.config import BookConfig, book_config, check_runtimes_file
+from coursebook.config import BookConfig, book_config
 from coursebook.execute.cached_chapters import check_execution_cache, enter_cache, forget_failed_run
 from coursebook.execute.fill_cache import ChapterRuns, chapter_runs
 from coursebook.execute.kernel_pool import plan_reading, stop_kernel_server
@@ -90,9 +87,8 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     app.connect("config-inited", leave_out_plain_scripts)  # a .py page is a percent script
     app.connect("config-inited", keep_config_as_given, priority=1000)  # last, for the pickle
     # 2. builder-inited
-    for hook in (check_runtimes_file, clear_execution_reports,
-                 *([stop_cleanly_on_interrupt] if build else []), mark_unfinished,
-                 keep_compiled_templates, name_only_the_latex_folder):
+    for hook in (clear_execution_reports, *([stop_cleanly_on_interrupt] if build else []),
+                 mark_unfinished, keep_compiled_templates, name_only_the_latex_folder):
         app.connect("builder-inited", hook)
     if build:
         app.connect("builder-inited", freeze_long_lived_objects, priority=900)  # after the others'
@@ -106,9 +102,8 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     # 6. doctree-read, per page: outputs normalised, checked and kept; claims checked.
     app.connect("doctree-read", _read_chapter_done)
     # 7. env-updated, once all pages are read.
-    # An accepted output may not hold the time of a run this build started.
-    for hook in (partial(compare_expected_outputs, since=datetime.now(UTC)),
-                 check_answer_overlaps, check_what_checks_ask, keep_execution_reports):
+    for hook in (compare_expected_outputs, check_answer_overlaps, check_what_checks_ask,
+                 keep_execution_reports):
         app.connect("env-updated", hook)
     # 7a. env-get-updated; last, the configuration as given is pickled (restored at 7b).
     app.connect("env-get-updated", pages_to_write)

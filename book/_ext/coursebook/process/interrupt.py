@@ -33,27 +33,14 @@ def remove_when_stopped(folder: os.PathLike) -> None:
 def _wait_for_stop() -> None:
     received = signal.sigwait(STOP_SIGNALS)
     print(f"\n{MESSAGE}", file=sys.stderr, flush=True)
-    end_descendants()
-    for folder in _REMOVED_WHEN_STOPPED:
-        shutil.rmtree(folder, ignore_errors=True)
-    os._exit(128 + received)  # unwinding nbclient's event loop is what crashes
-
-
-def end_descendants() -> None:
     import psutil
 
     for process in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess):
             process.kill()
-
-
-def _prctl():  # Linux's, looked up before any fork (a forked child only calls it)
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
+    for folder in _REMOVED_WHEN_STOPPED:
+        shutil.rmtree(folder, ignore_errors=True)
+    os._exit(128 + received)  # unwinding nbclient's event loop is what crashes
 
 
 _forking: list[int] = [0]  # the pid of the process forking, as its child sees it
@@ -64,9 +51,13 @@ def _ignore(signum, frame) -> None:  # a handler, not SIG_IGN: a program it runs
     pass
 
 
-def _hook_forks(prctl) -> None:
+def _hook_forks() -> None:
     """In each process forked from now on: the stop signals are the main process's to
     handle (never blocked, so never left pending), and it dies with its parent."""
+    prctl = None  # Linux's, looked up before any fork (a forked child only calls it)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
 
     def after_fork_in_child() -> None:
         for stop in STOP_SIGNALS:
@@ -89,5 +80,5 @@ def stop_cleanly_on_interrupt(app) -> None:
             or not hasattr(signal, "pthread_sigmask")):
         return
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    _hook_forks(_prctl())
+    _hook_forks()
     threading.Thread(target=_wait_for_stop, name="coursebook-interrupt", daemon=True).start()
