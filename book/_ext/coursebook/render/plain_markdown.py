@@ -202,7 +202,7 @@ def _table(node: RenderTreeNode, context: RenderContext) -> str:  # GitHub's, as
     return "\n".join(rows)
 
 
-class _MystToPlain:  # mdformat's renderer reads a parser extension's RENDERERS only
+class _MystToPlain:  # a parser extension as mdformat's renderer reads it (no POSTPROCESSORS)
     RENDERERS = {
         "root": _root,
         "myst_role": _role,
