@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from functools import partial
+
 from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
@@ -102,8 +105,9 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     # 6. doctree-read, per page: outputs normalised, checked and kept; claims checked.
     app.connect("doctree-read", _read_chapter_done)
     # 7. env-updated, once all pages are read.
-    for hook in (compare_expected_outputs, check_answer_overlaps, check_what_checks_ask,
-                 keep_execution_reports):
+    # An accepted output may not hold the time of a run this build started.
+    for hook in (partial(compare_expected_outputs, since=datetime.now(UTC)),
+                 check_answer_overlaps, check_what_checks_ask, keep_execution_reports):
         app.connect("env-updated", hook)
     # 7a. env-get-updated; last, the configuration as given is pickled (restored at 7b).
     app.connect("env-get-updated", pages_to_write)
