@@ -15,17 +15,19 @@ from coursebook.config import BookConfig
 
 @pytest.mark.parametrize("setting", ["", "given"])
 def test_the_cache_folder_is_the_one_myst_nb_resolves(tmp_path, setting):
-    """A myst-nb that resolves nb_execution_cache_path another way fails here."""
+    """The kernel server's guess at setup (execute/kernel_pool.py): a myst-nb that resolves
+    nb_execution_cache_path another way fails here."""
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "index.md").write_text("# Title\n")
     value = str(tmp_path / "cache") if setting else ""
     resolved = run_in_python(
-        "import json\nfrom sphinx.application import Sphinx\n"
-        "from coursebook.config import book_config\n"
+        "import json, os\nfrom sphinx.application import Sphinx\n"
+        "from coursebook.execute.kernel_pool import POOL_ENV, cache_at_setup\n"
+        "os.environ[POOL_ENV] = 'none'  # no server started: the app is never built\n"
         f"app = Sphinx({str(tmp_path / 'src')!r}, {str(ROOT)!r}, {str(tmp_path / 'out')!r},\n"
         f"    {str(tmp_path / 'doctrees')!r}, 'html', status=None,\n"
         f"    confoverrides={{'nb_execution_cache_path': {value!r}}})\n"
-        "print(json.dumps([book_config(app.config).cache_path,\n"
+        "print(json.dumps([str(cache_at_setup(app)),\n"
         "    app.env.mystnb_config.execution_cache_path]))")
     assert resolved[0] == resolved[1]
     assert resolved[0] == (value or str(tmp_path / ".jupyter_cache"))

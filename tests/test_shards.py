@@ -287,7 +287,7 @@ def test_the_cache_filled_is_the_one_myst_nb_reads_even_by_a_deprecated_name(tin
     chapter run without a build goes into the cache the build's myst-nb reads."""
     conf = book_conf_with(tmp_path / "conf", "nb_execution_cache_path = ''",
                           f"jupyter_cache = {str(tmp_path / 'named')!r}")
-    assert read_book(tiny_book, conf, Edition.STUDENT).book.cache_path == str(tmp_path / "named")
+    assert read_book(tiny_book, conf, Edition.STUDENT).cache_path == str(tmp_path / "named")
 
 
 def _top_matter(chapter: Path, lines: str) -> None:
@@ -322,7 +322,7 @@ def test_a_page_one_edition_leaves_out_is_executed_for_the_other(tiny_book, tmp_
     student = reads[Edition.STUDENT]
     assert reads[Edition.INSTRUCTOR].executes(chapter) is None
     assert list(chapters_to_execute(reads)[0].notebooks) == [
-        cache_key(student.book.cache_path, student.executes(chapter).notebook)]
+        cache_key(student.cache_path, student.executes(chapter).notebook)]
 
 
 ALLOWED = {"top matter": ("mystnb:\n  execution_allow_errors: true\n", []),

@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         reads = book_reads(args.book, ROOT)  # what a build of each edition executes
         book = reads[Edition.STUDENT].book
         chapters = chapters_to_execute(reads)
-        cache = (args.history if shard else args.into) or Path(book.cache_path)
+        cache = (args.history if shard else args.into) or Path(reads[Edition.STUDENT].cache_path)
         if shard:
             seconds = execute_shard(chapters, book.execution_versions, shard, args.shards_dir,
                                     cache, args.reuse)

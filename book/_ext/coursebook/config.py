@@ -29,12 +29,6 @@ _BUILT: WeakKeyDictionary[Config, BookConfig] = WeakKeyDictionary()
 _PATHS = {"exhibits_dir": "folder", "machine_kinds_file": "file", "runtimes_file": "file"}
 
 
-def execution_cache_path(outdir: str | Path, setting: str) -> str:
-    """The cache's folder as myst_nb.sphinx_ext.create_mystnb_config resolves it (before it
-    runs; tests/test_config.py holds the two equal)."""
-    return setting or str(Path(outdir).parent.joinpath(".jupyter_cache").resolve())
-
-
 def _value(default, rebuild: str, doc: str):
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default),
@@ -76,8 +70,7 @@ class BookConfig:
     build_date: str = _value("", "", "the date a build names (conf.py: today, UTC)")
     handouts: bool = _value(False, "env", "one LaTeX document per chapter (-t handout)")
     answer_space: bool = _value(False, "env", "ruled answer boxes in the student handout")
-    # --- Not a setting: what the build resolved ---------------------------------------------
-    cache_path: str = field(default="", compare=False)  # myst-nb's execution cache folder
+    # --- Not a setting ------------------------------------------------------------------------
     _museums: dict = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
@@ -92,18 +85,18 @@ class BookConfig:
                                  type(default), description=item.metadata["doc"])
 
     @classmethod
-    def of(cls, config: Config | dict, cache_path: str = "") -> BookConfig:
+    def of(cls, config: Config | dict) -> BookConfig:
         """From a build's Config, or conf.py's names (tools), defaults where unset."""
         get = config.get if isinstance(config, dict) else partial(getattr, config)
-        return cls(**{item.name: get(PREFIX + item.name, _default(item)) for item in cls.settings()},
-                   cache_path=cache_path or get("nb_execution_cache_path", ""))
+        return cls(**{item.name: get(PREFIX + item.name, _default(item))
+                      for item in cls.settings()})
 
     @classmethod
     def build(cls, app: Sphinx, config: Config) -> None:
         """``config-inited``, after the execution versions: this build's, checked. A runtimes
         file that cannot be used is one error at its line and field: the build goes on
         without the runtimes, and fails (``-W``)."""
-        book = cls.of(config, execution_cache_path(app.outdir, config.nb_execution_cache_path))
+        book = cls.of(config)
         problem = book.problem()
         if problem is not None:
             stop_build("config", (f"{shown_path(Path(app.confdir, 'conf.py'))} (or -D): "

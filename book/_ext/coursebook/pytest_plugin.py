@@ -122,7 +122,7 @@ class ChapterFile(pytest.File):
         compared = self.__dict__.setdefault("_mismatches", {})
         if edition not in compared:
             cache_path = self.config.stash.get(CHAPTER_CACHE,
-                                               book_read(self.config, edition).book.cache_path)
+                                               book_read(self.config, edition).cache_path)
             try:
                 executed, _ = execute_into_cache(cache_path, self.run_for(edition))
                 compared[edition] = {mismatch.cell.key: mismatch for mismatch in compare(

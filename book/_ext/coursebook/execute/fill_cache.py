@@ -17,7 +17,7 @@ import io
 import json
 import logging
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING
@@ -76,7 +76,8 @@ def chapter_runs(app: Sphinx) -> ChapterRuns | None:
 
 @dataclass
 class BookRead:
-    book: BookConfig  # as the build resolves it: execution versions, cache folder
+    book: BookConfig  # as the build resolves it: execution versions
+    cache_path: str  # the execution cache's folder, as myst-nb resolved it
     runs: dict[Path, Run]  # the chapters it executes, by source file
     failed: dict[Path, str]  # the pages it read that did not prepare: the build's one line
 
@@ -129,8 +130,7 @@ def read_book(srcdir: Path, confdir: Path, edition: Edition) -> BookRead:
         if state.failed:
             path = Path(app.env.doc2path(docname)).resolve()
             failed[path] = errors.pages.get(docname, [f"{path}: did not prepare"])[0]
-    return BookRead(replace(book_config(app.config),  # the cache myst-nb resolved
-                            cache_path=app.env.mystnb_config.execution_cache_path),
+    return BookRead(book_config(app.config), app.env.mystnb_config.execution_cache_path,
                     {run.path: run for run in app.builder.runs.values()}, failed)
 
 
@@ -211,7 +211,7 @@ def chapters_to_execute(reads: dict[Edition, BookRead]) -> list[Chapter]:
     for read in reads.values():
         for path, run in read.runs.items():
             chapter = chapters.setdefault(path, Chapter(path.stem, path))
-            chapter.notebooks.setdefault(cache_key(read.book.cache_path, run.notebook), run)
+            chapter.notebooks.setdefault(cache_key(read.cache_path, run.notebook), run)
     return sorted(chapters.values(), key=lambda chapter: chapter.name)
 
 

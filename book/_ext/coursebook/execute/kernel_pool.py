@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from coursebook.config import book_config, execution_cache_path
+from coursebook.config import book_config
 from coursebook.execute.fill_cache import ChapterRuns
 from coursebook.execute.kernel_forkserver import request_kernel, server_command, write_whole
 from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS, executes_when_read
@@ -172,13 +172,22 @@ def stop_kernel_forkserver(pool: Path, server: subprocess.Popen) -> None:
 _server: list[tuple[subprocess.Popen, Path, FileLock]] = []
 
 
+def cache_at_setup(app: Sphinx) -> Path:
+    """The cache folder by myst-nb's rule, before myst-nb resolves it at builder-inited, after
+    the other extensions and the theme load (1.3 to 1.8 s of a build here, that the server's
+    imports would lose): a guess, kept only where ``plan_reading`` finds myst-nb resolved the
+    same (tests/test_config.py holds the two equal)."""
+    return Path(app.config.nb_execution_cache_path
+                or Path(app.outdir).parent.joinpath(".jupyter_cache").resolve())
+
+
 def start_kernel_server(app: Sphinx) -> None:
     """This extension's setup: on a cold cache, the kernel forkserver starts importing."""
     if os.environ.get(POOL_ENV) or app.tags.has(ChapterRuns.tag):
         return  # the preview keeps kernels waiting; a read that runs nothing needs none
     app.setup_extension("myst_nb")  # its settings, as Sphinx resolves them
     config = app.config
-    cache = Path(execution_cache_path(app.outdir, config.nb_execution_cache_path))
+    cache = cache_at_setup(app)
     if config.nb_execution_mode != "cache" or (cache / "global.db").exists():
         return
     from filelock import Timeout  # a cold cache only: a warm build imports no filelock
