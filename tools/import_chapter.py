@@ -264,20 +264,22 @@ def _unimportable(modules: dict, packages: list[str], folder: Path | None) -> tu
     """Of the modules the cells import, those this (the book's) environment lacks, apart from
     the packages the install lines named: those to install, each named as one package installs
     it, and the lesson's own (their top level beside it). A package installs a top level, or a
-    second level under a namespace several packages share: one installed here (sphinxcontrib:
-    importlib.metadata tells) or a top level this environment lacks altogether, which a name
-    cannot tell from a namespace (google.cloud)."""
+    second level under a namespace several packages share: one that several installed
+    distributions provide (importlib.metadata tells: sphinxcontrib), or Colab's own package's
+    (google.colab's google, where google.cloud goes too). An absent top level is no sign of a
+    namespace: ``torchviz.dot`` is torchviz's."""
     shared = {top for top, names in packages_distributions().items() if len(set(names)) > 1}
+    shared.add(COLAB.split(".")[0])
     lacking, own = {}, {}
     for name in modules:
-        top, second = name.split(".")[0], ".".join(name.split(".")[:2])
-        if importlib.util.find_spec(top) is None:
-            if folder is not None and ((folder / top).is_dir() or (folder / f"{top}.py").is_file()):
-                own[top] = None
-            elif second not in packages:
-                lacking[second] = None
-        elif top in shared and importlib.util.find_spec(second) is None:
-            lacking[second] = None
+        top = name.split(".")[0]
+        level = ".".join(name.split(".")[:2]) if top in shared else top
+        if importlib.util.find_spec(top) is None and folder is not None and (
+                (folder / top).is_dir() or (folder / f"{top}.py").is_file()):
+            own[top] = None
+        elif level not in packages and any(importlib.util.find_spec(part) is None  # the parent
+                                           for part in dict.fromkeys((top, level))):  # first
+            lacking[level] = None
     return list(lacking), list(own)
 
 
