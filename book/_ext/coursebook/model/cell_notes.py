@@ -29,16 +29,11 @@ def note(cell, **values) -> None:
     cell.metadata[CELL_NOTE] = {**cell.metadata.get(CELL_NOTE, {}), **values}
 
 
-def is_numbered(cell) -> bool:
-    """Whether the cell's line is a cell's number (an ``.ipynb``'s), not a line of text."""
-    return bool(noted(cell, "numbered"))
-
-
 def place_at(cell, line: int, of=None):
     """The cell, noted at ``line`` unless it has a line already (``of``: the author's cell it
     stands beside or was cut from); returned for chaining."""
     if not source_line(cell) and line:
-        note(cell, line=line, **({"numbered": True} if of is not None and is_numbered(of)
+        note(cell, line=line, **({"numbered": True} if of is not None and noted(of, "numbered")
                                  else {}))
     return cell
 
@@ -53,8 +48,8 @@ def line_within(cell, offset: int) -> int:
     """The line of the author's file holding the character at ``offset`` in the cell's
     source, past the lines the book added (0: the cell has no line)."""
     source, line = cell.source, source_line(cell)
-    if is_numbered(cell):
-        return line  # a cell of an .ipynb: its number, wherever in it
+    if noted(cell, "numbered"):
+        return line  # a cell of an .ipynb (its line is its number), wherever in it
     blank = source.count("\n", 0, len(source) - len(source.lstrip()))  # before its line
     index = source.count("\n", 0, offset)
     for at, count in reversed(noted(cell, "added", [])):

@@ -28,10 +28,6 @@ _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]\s]+)\s*\]\]?\s*(?:#.*)?$")
 _KEY = re.compile(r"^\s*([\w.\"'-]+?)\s*=")
 
 
-class DataFileError(BookError):
-    """A TOML data file the book cannot use."""
-
-
 def field_lines(text: str) -> dict[str, int]:
     """Each table's and key's path (``records[1].message``, ``cpu.note``) and its line; a
     line inside a multi-line string is never a key."""
@@ -67,7 +63,7 @@ class TomlFile:
 
     path: Path
     lines: dict[str, int]
-    error: type[BookError] = DataFileError
+    error: type[BookError] = BookError
 
     def line(self, field: str) -> int:
         """The line of ``field``, or of the nearest table holding it (1: the file's top)."""
@@ -84,7 +80,7 @@ def line_of(path: Path, field: str) -> int:
     return TomlFile(path, field_lines(path.read_text(encoding="utf8"))).line(field)
 
 
-def read_toml(path: Path, schema: type[T], error: type[BookError] = DataFileError, /,
+def read_toml(path: Path, schema: type[T], error: type[BookError] = BookError, /,
               **given: Any) -> tuple[T, TomlFile]:
     """The file as ``schema`` (``given``: its fields the file does not hold), and the file."""
     try:
