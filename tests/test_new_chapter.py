@@ -278,12 +278,15 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
     raw HTML names) nor the download. It is a Markdown image now (its file copied beside the
     chapter; an address on the web kept); one among other HTML is named at its cell and line,
     and an image after a multi-line `<img>` at the lesson's line (the line was counted after the
-    `<img>` was written on one line, naming a line above it)."""
+    `<img>` was written on one line, naming a line above it). A file name with a space was
+    written as `![](my pic.png)`, no image, its file neither copied nor named; it is copied
+    under a name Sphinx finds (it looks an image up by its percent-encoded address)."""
     import nbformat
 
     book, folder = _book(tmp_path), tmp_path / "course"
     (folder / "res").mkdir(parents=True)
     (folder / "res" / "flow.png").write_bytes(b"\x89PNG flow")
+    (folder / "res" / "my pic.png").write_bytes(b"\x89PNG mine")
     lesson = folder / "flow.ipynb"
     lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# Flow\n\nThe steps:\n\n<p align=\"center\">\n"
@@ -296,6 +299,8 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
         nbformat.v4.new_markdown_cell("<p align=\"center\">\n<img src=\"res/flow.png\"\n"
                                       "     width=600/>\n</p>\n\nSee <img\nsrc=\"res/a.png\"> "
                                       "and\n![b](res/b.png)."),
+        nbformat.v4.new_markdown_cell("<img src=\"res/my pic.png\" alt=\"Mine\"> and "
+                                      "![again](<res/my pic.png>)"),
     ])))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     out, text = capsys.readouterr().out, (book / "flow.md").read_text()
@@ -303,7 +308,9 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
     assert "The steps:\n\n![The steps](flow/res/flow.png)\n\nAs in the picture." in text, text
     assert (book / "flow" / "res" / "flow.png").read_bytes() == b"\x89PNG flow"
     assert "A logo ![logo](https://example.org/l.png) and\n![](res/gone.png)," in text, text
-    assert "wrote the 5 image(s) the lesson showed in HTML" in out, out
+    assert "wrote the 6 image(s) the lesson showed in HTML" in out, out
+    assert "![Mine](flow/res/my-pic.png) and ![again](flow/res/my-pic.png)" in text, text
+    assert (book / "flow" / "res" / "my-pic.png").read_bytes() == b"\x89PNG mine"
     to_do = out.split("Still to do:")[1]
     assert "  - cell 2, line 2: res/gone.png: an image the lesson shows but does not hold" \
         in to_do, to_do

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from importlib.metadata import packages_distributions
 from pathlib import Path
+from urllib.parse import unquote
 
 import jupytext
 import nbformat
@@ -181,9 +182,15 @@ class _HtmlImages(HTMLParser):
         self.only_images &= not data.strip()
 
 
+def _destination(address: str) -> str:
+    """An address as a Markdown link holds it: in ``<…>`` where it has a space or a bracket
+    (``![](my pic.png)`` is no image)."""
+    return f"<{address}>" if re.search(r"[\s()<>]", address) else address
+
+
 def _markdown_image(attributes: dict[str, str]) -> str:
     alt = re.sub(r"([\\\[\]])", r"\\\1", attributes.get("alt", ""))
-    return f"![{alt}]({attributes['src']})"
+    return f"![{alt}]({_destination(attributes['src'])})"
 
 
 def _shown_images(source: str, number: int,
@@ -229,22 +236,26 @@ def _with_images(source: str, shown: dict[str, int], attachments: dict, number: 
     ``name/``, kept in ``imported.files``; an image found nowhere is added to ``missing``
     (cell and line)."""
     for src, line in shown.items():
-        if src.startswith(_ATTACHMENT):
-            data = next(iter(attachments.get(src[len(_ATTACHMENT):], {}).values()), None)
-            copy = f"{name}/cell-{number}-{src[len(_ATTACHMENT):]}"
+        path = unquote(src)  # as markdown-it gives a Markdown image's: percent-encoded
+        if path.startswith(_ATTACHMENT):
+            data = next(iter(attachments.get(path[len(_ATTACHMENT):], {}).values()), None)
+            copy = f"{name}/cell-{number}-{path[len(_ATTACHMENT):]}"
             content = base64.b64decode("".join(data)) if data else None
-        elif "://" in src or src.startswith(("/", "#", "data:")):
+        elif "://" in path or path.startswith(("/", "#", "data:")):
             continue  # on the web, or the book's own (an absolute path is the book's)
         else:
-            relative = Path(os.path.normpath(src)).as_posix()
-            copy = f"{name}/{relative if not relative.startswith('../') else Path(src).name}"
-            found = folder / src if folder is not None else None
+            relative = Path(os.path.normpath(path)).as_posix()
+            relative = relative if not relative.startswith("../") else Path(path).name
+            # Sphinx looks an image up by its address as markdown-it gives it, percent-encoded
+            copy = f"{name}/" + re.sub(r"[^\w./-]+", "-", relative)
+            found = folder / path if folder is not None else None
             content = found.read_bytes() if found is not None and found.is_file() else None
         if content is None:
-            missing.append(f"cell {number}, line {line}: {src}")
+            missing.append(f"cell {number}, line {line}: {path}")
             continue
         imported.files[copy] = content
-        source = source.replace(f"]({src}", f"]({copy}")
+        for written in dict.fromkeys((f"<{path}>", src, path)):  # as the lesson may write it
+            source = source.replace(f"]({written}", f"]({copy}")
     return source
 
 
