@@ -151,34 +151,6 @@ def toml_claim(claim: Claim, prose: list[str], file: TomlFile, where: str) -> Cl
                  claim.check.strip("\n"), claim.source, str(file.path))
 
 
-# A claim's run may raise (its verdict), and nothing of it is shown.
-_RUN_TAGS = (RAISES_TAG, "remove-cell")
-
-
-def one_cell_per_claim(notebook: nbformat.NotebookNode, source_path: str) -> None:
-    """Split each claim cell into one hidden cell per claim, each at its own line; one with
-    no ``# claim:`` line stops the chapter."""
-    cells = []
-    for cell in notebook.cells:
-        if not is_claim(cell):
-            cells.append(cell)
-            continue
-        blocks = claim_blocks(cell.source)
-        if not blocks:
-            raise BookError(f"claim cell `{first_line(cell)}` names no claim: begin it with "
-                            "`# claim: ` and a fragment of the sentence above it",
-                            source_path, source_line(cell))
-        tags = cell_tags(cell) + [tag for tag in _RUN_TAGS if tag not in cell_tags(cell)]
-        metadata = {key: value for key, value in cell.metadata.items() if key != CELL_NOTE}
-        position = 0
-        for block in blocks:
-            position = cell.source.index(block.code, position)  # the blocks, in order
-            cells.append(place_at(nbformat.v4.new_code_cell(
-                block.code, metadata={**metadata, "tags": tags}), line_within(cell, position),
-                cell))
-    notebook.cells = cells
-
-
 @dataclass(frozen=True)
 class ClaimCell:
     """A claim and the index of its cell in the notebook the edition executes."""
@@ -197,11 +169,10 @@ class ChapterClaims:
     unsourced: tuple[tuple[int, str], ...] = ()
 
 
-def _located(cell, prose: list) -> Claim:
+def _located(cell, says: str, prose: list) -> Claim:
     """A chapter's claim at its sentence's line, or at its `# claim:` line when the prose
     above lacks its fragment."""
     code = cell.source
-    says = claim_blocks(code)[0].says
     found = find_in_prose(says, [text.source for text in prose])
     here = line_within(cell, CLAIM_LINE.search(code).start())  # after any set-up
     if found is None:
@@ -209,11 +180,17 @@ def _located(cell, prose: list) -> Claim:
     return Claim(says, line_within(prose[found.text], found.start) or here, found.sentence, code)
 
 
-def chapter_claims(notebook: nbformat.NotebookNode,
-                   from_exhibits: dict[str, Claim]) -> ChapterClaims:
-    """Every claim cell of an edition's notebook, located, and its source comments."""
-    checked, prose, cited, unsourced = [], [], 0, []
-    for index, cell in enumerate(notebook.cells):
+# A claim's run may raise (its verdict), and nothing of it is shown.
+_RUN_TAGS = (RAISES_TAG, "remove-cell")
+
+
+def chapter_claims(notebook: nbformat.NotebookNode, from_exhibits: dict[str, Claim],
+                   source_path: str = "") -> ChapterClaims:
+    """Every claim of an edition's notebook, located, and its source comments. Each claim
+    cell is split into one hidden cell per claim, each at its own line; one with no
+    ``# claim:`` line stops the chapter."""
+    cells, checked, prose, cited, unsourced = [], [], [], 0, []
+    for cell in notebook.cells:
         if cell.cell_type == "markdown":
             prose.append(cell)
             for comment in SOURCE_COMMENT.finditer(cell.source):
@@ -224,8 +201,25 @@ def chapter_claims(notebook: nbformat.NotebookNode,
                 else:
                     unsourced.append((line_within(cell, comment.start()), comment[0]))
         elif is_claim(cell):
-            exhibits = from_exhibits.get(cell.source.strip())
-            checked.append(ClaimCell(index, exhibits or _located(cell, prose)))
+            blocks = claim_blocks(cell.source)
+            if not blocks:
+                raise BookError(f"claim cell `{first_line(cell)}` names no claim: begin it with "
+                                "`# claim: ` and a fragment of the sentence above it",
+                                source_path or None, source_line(cell))
+            tags = cell_tags(cell) + [tag for tag in _RUN_TAGS if tag not in cell_tags(cell)]
+            metadata = {key: value for key, value in cell.metadata.items() if key != CELL_NOTE}
+            position = 0
+            for block in blocks:
+                position = cell.source.index(block.code, position)  # the blocks, in order
+                split = place_at(nbformat.v4.new_code_cell(
+                    block.code, metadata={**metadata, "tags": tags}), line_within(cell, position),
+                    cell)
+                exhibits = from_exhibits.get(split.source.strip())
+                checked.append(ClaimCell(len(cells), exhibits or _located(split, block.says, prose)))
+                cells.append(split)
+            continue
         elif cell.cell_type == "code":
             prose = []
+        cells.append(cell)
+    notebook.cells = cells
     return ChapterClaims(tuple(checked), cited, tuple(unsourced))

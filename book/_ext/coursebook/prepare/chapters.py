@@ -17,7 +17,7 @@ from coursebook.config import BookConfig, book_config
 from coursebook.model.answer_checks import (AnswerCheckError, ChapterTeaching, chapter_teaching,
                                              notebook_checks)
 from coursebook.model.cell_notes import source_line
-from coursebook.model.claims import ChapterClaims, chapter_claims, one_cell_per_claim
+from coursebook.model.claims import ChapterClaims, chapter_claims
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.museum import Wing
@@ -58,7 +58,7 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     """A chapter's notebook for one edition, exhibits placed: what a machine executes."""
     notebook = source_chapter(text, source_path, museum, torch_version, md_config,
                               machine_kinds, runtimes_file)
-    return notebook_of_edition(notebook, source_path, edition)
+    return notebook_of_edition(notebook, source_path, edition, museum)[0]
 
 
 def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_version: str,
@@ -82,7 +82,8 @@ def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_v
 
 
 def notebook_of_edition(notebook: nbformat.NotebookNode, source_path: str, edition: Edition,
-                        answer_spaces: bool = False) -> nbformat.NotebookNode:
+                        museum: dict[str, Wing], answer_spaces: bool = False
+                        ) -> tuple[nbformat.NotebookNode, ChapterClaims]:
     try:
         wrong = mistried(notebook_checks(notebook))  # before any edition is made of them
         if wrong:
@@ -90,9 +91,9 @@ def notebook_of_edition(notebook: nbformat.NotebookNode, source_path: str, editi
         notebook = edition_notebook(notebook, edition, answer_spaces)
     except AnswerCheckError as error:
         raise AnswerCheckError(error.message, source_path, error.line) from None
-    one_cell_per_claim(notebook, source_path)
+    claims = chapter_claims(notebook, claim_sources(museum), source_path)
     note_output_keys(notebook)
-    return notebook
+    return notebook, claims
 
 
 def instructor_chapter(env, docname: str, md_config=None) -> nbformat.NotebookNode:
@@ -112,8 +113,8 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
                             config.runtimes_file)
     # Before the answers go: what its checks ask and where it was taught.
     teaching = chapter_teaching(source, source_path)
-    notebook = notebook_of_edition(source, source_path, edition_of(app), config.answer_space)
-    claims = chapter_claims(notebook, claim_sources(museum))
+    notebook, claims = notebook_of_edition(source, source_path, edition_of(app), museum,
+                                           config.answer_space)
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
         return PreparedChapter(notebook, claims=claims, teaching=teaching)
