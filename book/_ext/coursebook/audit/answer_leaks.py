@@ -249,8 +249,6 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
 # --- At build time: answer passages that student-visible text repeats -------------------
 
 ALLOWANCES_FILE = "answer-overlaps.toml"  # in the book's sources, reviewed like them
-# The code that cuts a source into cells and fingerprints: a change reads every source again.
-RULES = (Path(__file__), Path(__file__).with_name("own_words.py"))  # its Markdown parser
 
 
 @dataclass(frozen=True)
@@ -398,10 +396,11 @@ def check_answer_overlaps(app, env) -> None:
                if path.suffix in CHAPTER_SUFFIXES}
     # The same inputs as a build that found nothing: nothing to find (the search took a
     # sixth of a warm build). Beside the doctrees, not in the environment, which Sphinx
-    # saves only when it read a page.
-    rules = "".join(path.read_text(encoding="utf8") for path in RULES)
+    # saves only when it read a page. The code that cuts and fingerprints the sources is
+    # any of this extension's (a digest of it is its env version) and the parsers'.
+    code = repr(sorted(env.version.items()))
     inputs = _digest(*(part for item in sorted(sources.items()) for part in map(str, item)),
-                     *allowed, rules)
+                     *allowed, code)
     passed = Path(app.doctreedir, "coursebook-answer-overlaps.sha256")
     if passed.is_file() and passed.read_text(encoding="ascii") == inputs:
         return
@@ -414,7 +413,7 @@ def check_answer_overlaps(app, env) -> None:
     used: dict[str, SourceCells] = {}  # the cells of the sources searched now, only those
 
     def cells(path: Path, text: str) -> SourceCells:
-        key = _digest(str(path), text, rules)
+        key = _digest(str(path), text, code)
         used[key] = known.get(key) or source_cells(path, text)
         return used[key]
 
