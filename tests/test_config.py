@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from conftest import EXHIBITS, ROOT, TINY_BOOK, run_in_python, sphinx_build
+from conftest import BOOK, EXHIBITS, ROOT, TINY_BOOK, run_in_python, sphinx_build
 from coursebook.config import BookConfig
 
 
@@ -74,9 +74,11 @@ def test_every_module_the_kernels_import_ahead_still_imports():
     conf.py lists would only make builds slower: this test says so instead."""
     missing = run_in_python(
         "import importlib, json\nfrom pathlib import Path\n"
-        "from coursebook.config import BookConfig\n"
-        "from coursebook.process.preview import read_conf\n"
-        f"config = BookConfig.of(read_conf(Path({str(ROOT)!r})))\n"
+        "from coursebook.config import book_config\n"
+        "from coursebook.execute.fill_cache import read_only_app\n"
+        "from coursebook.prepare.editions import Edition\n"
+        f"with read_only_app(Path({str(BOOK)!r}), Path({str(ROOT)!r}), Edition.STUDENT) as app:\n"
+        "    config = book_config(app.config)\n"
         "names = [*config.kernel_imports, *config.preview_kernel_imports]\n"
         "def imports(name):\n"
         "    try:\n        importlib.import_module(name)\n        return True\n"

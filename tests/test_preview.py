@@ -78,6 +78,19 @@ def test_the_failure_names_the_command_it_needs_or_asks_for_the_fix():
     assert "make" not in failure_message([])
 
 
+def test_the_preview_learns_its_editions_configuration_from_sphinx_with_its_settings():
+    """-D reaches the kernels the preview keeps waiting, as it reaches its builds (conf.py
+    evaluated alone, as the preview once read it, knew nothing of -D); a setting Sphinx
+    cannot use is its one line."""
+    preview = load_tool("preview")
+    conf = preview.edition_configuration("instructor", BOOK, {
+        "coursebook_preview_kernel_imports": "json,numpy"})
+    assert conf["kernel_imports"] == ["json", "numpy"], conf
+    assert "coursebook" in conf["extensions"] and conf["html_theme"], conf
+    assert "coursebook_machine_kinds_file is '/no/such.toml'" in preview.edition_configuration(
+        "student", BOOK, {"coursebook_machine_kinds_file": "/no/such.toml"})
+
+
 def test_files_written_before_their_rename_are_no_edits(tmp_path):
     from sphinx_autobuild.filter import IgnoreFilter
 

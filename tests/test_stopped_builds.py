@@ -12,6 +12,7 @@ and in the search index.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -24,8 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import ROOT, TINY_BOOK, Build, sphinx_build, sphinx_command
-from coursebook.process.preview import read_conf
+from conftest import BOOK, ROOT, TINY_BOOK, Build, load_tool, sphinx_build, sphinx_command
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
@@ -103,10 +103,15 @@ def stop_build_importable(monkeypatch) -> None:
         filter(None, [str(FIXTURES), os.environ.get("PYTHONPATH")])))
 
 
+@functools.cache
+def _extensions() -> str:
+    return ",".join([*load_tool("preview").edition_configuration("student", BOOK, {})[
+        "extensions"], "stop_build"])
+
+
 def _settings(at: str = "") -> dict[str, str]:
     # stop_build_at is no setting a page depends on: the next build reads nothing for it.
-    return {"extensions": ",".join([*read_conf(ROOT)["extensions"], "stop_build"]),
-            "stop_build_at": at}
+    return {"extensions": _extensions(), "stop_build_at": at}
 
 
 def _build(source: Path, outdir: Path, cache: Path) -> Build:

@@ -40,17 +40,19 @@ from sphinx_autobuild import __main__ as autobuild  # noqa: E402
 from sphinx_autobuild.build import Builder  # noqa: E402
 from sphinx_autobuild.utils import show_message  # noqa: E402
 
-from coursebook.config import BookConfig  # noqa: E402
+from coursebook.config import book_config  # noqa: E402
+from coursebook.execute.fill_cache import BookReadError, read_only_app  # noqa: E402
 from coursebook.execute.kernel_pool import (  # noqa: E402
     make_pool,
     offer_waiting_kernels,
     start_kernel_forkserver,
     stop_kernel_forkserver,
 )
+from coursebook.prepare.editions import Edition  # noqa: E402
 from coursebook.process.preview import (  # noqa: E402
     build_modules,
     import_modules,
-    read_conf,
+    in_fork,
     run_build,
 )
 from coursebook.verify.expectations import PARTIAL_FILE  # noqa: E402
@@ -90,13 +92,31 @@ def fork_rebuilds() -> None:
     multiprocessing.set_start_method("fork", force=True)
 
 
+def _send_configuration(sender, edition: str, source: Path, settings: dict[str, str]) -> None:
+    try:
+        with read_only_app(source, ROOT, Edition(edition), settings) as app:
+            sender.send({"extensions": list(app.config.extensions),
+                         "html_theme": app.config.html_theme,
+                         "kernel_imports": book_config(app.config).preview_kernel_imports})
+    except BookReadError as error:
+        sender.send(str(error))
+
+
+def edition_configuration(edition: str, source: Path, settings: dict[str, str]) -> dict | str:
+    """What the preview needs of the edition's configuration, as Sphinx makes it for its
+    builds (conf.py with their tags and -D ``settings``); or the one line saying why Sphinx
+    could not. Sphinx sets the book up in a forked process: this one stays as it was."""
+    return (in_fork(_send_configuration, edition, source, settings)[1]
+            or "preview: Sphinx could not set up the book (the message above)")
+
+
 def autobuild_arguments(edition: str, source: Path, out: Path, host: str, port: int,
                         settings: dict[str, str]) -> list[str]:
     """sphinx-autobuild's arguments: the edition's sphinx-build arguments, in preview
     mode, and what to watch."""
     arguments = sphinx_arguments(source, out / edition / "html", out / edition / "doctrees",
                                  instructor=edition == "instructor", jobs=None,
-                                 settings={"coursebook_preview": "1", **settings})
+                                 settings=settings)
     watched = [EXHIBITS_DIR, RECORDINGS_DIR, MACHINE_KINDS_FILE]
     return [*arguments, "--host", host,
             "--port", str(port), *(f"--watch={path}" for path in watched),
@@ -119,18 +139,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-D", dest="settings", action="append", default=[], metavar="NAME=VALUE",
                         help="a Sphinx setting, as sphinx-build's -D (e.g. nb_execution_cache_path=...)")
     args = parser.parse_args(argv)
-    settings = dict(setting.split("=", 1) for setting in args.settings)
+    settings = {"coursebook_preview": "1",
+                **dict(setting.split("=", 1) for setting in args.settings)}
     arguments = autobuild_arguments(args.edition, args.source.resolve(), args.out.resolve(),
-                                  args.host, args.port, settings)
-    conf = read_conf(ROOT)
+                                     args.host, args.port, settings)
+    conf = edition_configuration(args.edition, args.source.resolve(), settings)
+    if isinstance(conf, str):
+        print(conf, file=sys.stderr)
+        return 1
     import_modules(build_modules(conf))
     pool = args.out.resolve() / args.edition / "kernels"
     make_pool(pool)
     server = None  # a kernel kept waiting, started in the book's folder, imports done
     if not args.no_warm_kernels:
         offer_waiting_kernels(pool)
-        server = start_kernel_forkserver(pool, BookConfig.of(conf).preview_kernel_imports,
-                                         keep=args.source.resolve())
+        server = start_kernel_forkserver(pool, conf["kernel_imports"], keep=args.source.resolve())
     print(f"preview: the {args.edition} edition at http://{args.host}:{args.port}/ "
           "(Ctrl-C stops it)", flush=True)
     # sphinx-autobuild's own server, watcher and command line, with this builder (its

@@ -17,6 +17,8 @@ import io
 import json
 import logging
 import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -102,23 +104,34 @@ class _PageErrors(logging.Handler):
         self.pages.setdefault(page, []).append(record.getMessage())
 
 
-def read_book(srcdir: Path, confdir: Path, edition: Edition) -> BookRead:
-    """Sphinx's read of the book in ``srcdir`` (conf.py in ``confdir``) for ``edition``."""
+@contextmanager
+def read_only_app(srcdir: Path, confdir: Path, edition: Edition,
+                  settings: dict[str, str] | None = None) -> Iterator[Sphinx]:
+    """Sphinx's application of the book in ``srcdir`` (conf.py in ``confdir``) for
+    ``edition``, ``settings`` as -D: set up as its build is, with :class:`ChapterRuns`."""
     from sphinx.application import Sphinx
     from sphinx.util.console import strip_escape_sequences
     from sphinx.util.docutils import docutils_namespace, patch_docutils
-    from sphinx.util.logging import NAMESPACE
 
     log = io.StringIO()
     tags = [ChapterRuns.tag, *([edition.value] if edition is Edition.INSTRUCTOR else [])]
     with TemporaryDirectory() as out, patch_docutils(confdir), docutils_namespace():
         try:
             app = Sphinx(str(srcdir), str(confdir), f"{out}/out", f"{out}/doctrees",
-                         ChapterRuns.name, status=None, warning=log, freshenv=True, tags=tags)
+                         ChapterRuns.name, confoverrides=settings, status=None, warning=log,
+                         freshenv=True, tags=tags)
         except SystemExit:  # a setting the build cannot use: its one line is logged
             text = strip_escape_sequences(log.getvalue())
             raise BookReadError(next((line for line in text.splitlines() if "ERROR: " in line),
                                      text.strip())) from None
+        yield app
+
+
+def read_book(srcdir: Path, confdir: Path, edition: Edition) -> BookRead:
+    """Sphinx's read of the book for ``edition``: the chapters it runs, the pages it failed."""
+    from sphinx.util.logging import NAMESPACE
+
+    with read_only_app(srcdir, confdir, edition) as app:
         errors = _PageErrors(app)
         logging.getLogger(NAMESPACE).addHandler(errors)
         try:

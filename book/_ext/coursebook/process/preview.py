@@ -14,33 +14,19 @@ import logging
 import multiprocessing
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from sphinx.application import Sphinx, builtin_extensions
 
 from coursebook.config import book_config
-from coursebook.process import resume_collector
 from coursebook.reporting import asked_for, warnings_logged
 
 # sphinx-build's own and the extensions Sphinx always loads (the book's: conf.py's).
 _ALWAYS = ("sphinx.cmd.build", "sphinx.builders.html", *builtin_extensions)
 
 
-def read_conf(conf_dir: Path) -> dict:
-    """conf.py's names, as Sphinx evaluates the file (no tags), before any build; the
-    collector, which conf.py holds for a build, left as it was."""
-    from sphinx.config import eval_config_file
-    from sphinx.util.tags import Tags
-
-    collecting = gc.isenabled()
-    conf = eval_config_file(Path(conf_dir) / "conf.py", Tags())
-    if collecting:
-        resume_collector()
-    return conf
-
-
 def build_modules(conf: dict) -> list[str]:
-    """The modules a build imports: sphinx-build's, conf.py's extensions and theme."""
+    """The modules a build imports: sphinx-build's, its extensions and theme (``conf``: its
+    configuration's ``extensions`` and ``html_theme``)."""
     names = [*_ALWAYS, *conf.get("extensions", [])]
     theme = conf.get("html_theme", "").replace("-", "_")
     if theme and importlib.util.find_spec(theme) is not None:
@@ -62,7 +48,24 @@ def import_modules(names: Sequence[str]) -> None:
     gc.freeze()
 
 
-def _build(arguments: Sequence[str], imported) -> None:
+def in_fork(target, *arguments) -> tuple[int, object]:
+    """``target(sender, *arguments)`` in a forked process: its exit status and what it sent
+    through ``sender`` (None: nothing, it was killed)."""
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    # Not daemonic: a build reads its pages in processes of its own (-j).
+    process = context.Process(target=target, args=(sender, *arguments), name=target.__name__)
+    process.start()
+    sender.close()
+    try:
+        received = receiver.recv()  # before joining: a long list fills the pipe
+    except EOFError:
+        received = None
+    process.join()
+    return process.exitcode or 0, received
+
+
+def _build(imported, arguments: Sequence[str]) -> None:
     from sphinx.cmd.build import build_main
 
     try:
@@ -74,18 +77,8 @@ def _build(arguments: Sequence[str], imported) -> None:
 
 def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:
     """sphinx-build in a forked process: its exit status and the modules it imported."""
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    # Not daemonic: a build reads its pages in processes of its own (-j).
-    process = context.Process(target=_build, args=(list(arguments), sender), name="sphinx-build")
-    process.start()
-    sender.close()
-    try:
-        imported = receiver.recv()  # before joining: a long list fills the pipe
-    except EOFError:  # it ended without a word (killed)
-        imported = []
-    process.join()
-    return process.exitcode or 0, imported
+    status, imported = in_fork(_build, list(arguments))
+    return status, imported or []
 
 
 FAILED = "preview: the build failed (the message above)"
