@@ -14,8 +14,7 @@ from sphinx.util import logging
 from sphinx.util.matching import get_matching_files
 
 from coursebook.config import BookConfig, book_config
-from coursebook.model.answer_checks import (AnswerCheckError, ChapterTeaching, chapter_teaching,
-                                             notebook_checks)
+from coursebook.model.answer_checks import AnswerCheckError, ChapterTeaching, chapter_teaching
 from coursebook.model.cell_notes import source_line
 from coursebook.model.claims import ChapterClaims, chapter_claims
 from coursebook.model.faults import BookError, shown_path
@@ -58,7 +57,7 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     """A chapter's notebook for one edition, exhibits placed: what a machine executes."""
     notebook = source_chapter(text, source_path, museum, torch_version, md_config,
                               machine_kinds, runtimes_file)
-    return notebook_of_edition(notebook, source_path, edition, museum)[0]
+    return notebook_of_edition(notebook, source_path, edition, museum).notebook
 
 
 def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_version: str,
@@ -82,18 +81,19 @@ def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_v
 
 
 def notebook_of_edition(notebook: nbformat.NotebookNode, source_path: str, edition: Edition,
-                        museum: dict[str, Wing], answer_spaces: bool = False
-                        ) -> tuple[nbformat.NotebookNode, ChapterClaims]:
+                        museum: dict[str, Wing], answer_spaces: bool = False) -> PreparedChapter:
+    """The chapter's edition, its claims, and (taken before the answers go) what its checks
+    ask and where it was taught."""
+    teaching = chapter_teaching(notebook, source_path)
     try:
-        wrong = mistried(notebook_checks(notebook))  # before any edition is made of them
-        if wrong:
+        if wrong := mistried(list(teaching.checks)):  # before any edition is made of them
             raise wrong[0]
         notebook = edition_notebook(notebook, edition, answer_spaces)
     except AnswerCheckError as error:
         raise AnswerCheckError(error.message, source_path, error.line) from None
     claims = chapter_claims(notebook, claim_sources(museum), source_path)
     note_output_keys(notebook)
-    return notebook, claims
+    return PreparedChapter(notebook, claims=claims, teaching=teaching)
 
 
 def instructor_chapter(env, docname: str, md_config=None) -> nbformat.NotebookNode:
@@ -111,13 +111,12 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     source = source_chapter(text, source_path, museum, config.torch,
                             getattr(app.env, "myst_config", None), config.machine_kinds,
                             config.runtimes_file)
-    # Before the answers go: what its checks ask and where it was taught.
-    teaching = chapter_teaching(source, source_path)
-    notebook, claims = notebook_of_edition(source, source_path, edition_of(app), museum,
-                                           config.answer_space)
+    prepared = notebook_of_edition(source, source_path, edition_of(app), museum,
+                                   config.answer_space)
+    notebook, claims = prepared.notebook, prepared.claims
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
-        return PreparedChapter(notebook, claims=claims, teaching=teaching)
+        return prepared
     recordings_dir = Path(config.recordings_dir)
     pinned = load_environments(environments_path(recordings_dir, chapter.name), config.machine_kinds)
     recordings = load_recordings(recordings_dir, chapter)
@@ -139,7 +138,7 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
                                            if notebook.cells[claim.index].source in recorded))
     where = (recorded_with(recordings) if edition_of(app) is Edition.INSTRUCTOR
              else plainly_recorded(chapter, recordings))
-    return PreparedChapter(attached.labelled, attached.executed, where, claims, teaching)
+    return PreparedChapter(attached.labelled, attached.executed, where, claims, prepared.teaching)
 
 
 def _note_inputs(app: Sphinx, config: BookConfig,
