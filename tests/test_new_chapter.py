@@ -239,7 +239,9 @@ def test_a_notebook_comes_in_as_a_chapter_and_the_tool_says_what_changed_and_wha
 
 def test_a_lesson_brings_its_images_and_pasted_attachments_beside_the_chapter(tmp_path, capsys):
     """A lesson's own images (`![X-OR](res/x-or.png)` beside it, an image pasted into a cell
-    as an attachment) were left behind: each its own 'image file not readable' to fix."""
+    as an attachment) were left behind: each its own 'image file not readable' to fix. An
+    attachment whose name has a space (a screenshot's) was copied under that name, which a
+    Markdown image cannot show."""
     import base64
 
     import nbformat
@@ -251,11 +253,13 @@ def test_a_lesson_brings_its_images_and_pasted_attachments_beside_the_chapter(tm
     pasted["attachments"] = {"image.png": {"image/png": base64.b64encode(b"\x89PNG p").decode()}}
     again = nbformat.v4.new_markdown_cell("Again: ![image.png](attachment:image.png)")
     again["attachments"] = {"image.png": {"image/png": base64.b64encode(b"\x89PNG q").decode()}}
+    shot = nbformat.v4.new_markdown_cell("Shot: ![Screen Shot 1.png](attachment:Screen%201.png)")
+    shot["attachments"] = {"Screen 1.png": {"image/png": base64.b64encode(b"\x89PNG s").decode()}}
     lesson = folder / "logic.ipynb"
     lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# Logic\n\n![X-OR](res/x-or.png) and "
                                       "![web](https://example.org/w.png)"),
-        pasted, again,
+        pasted, again, shot,
         nbformat.v4.new_markdown_cell("![gone](res/gone.png)"),
         nbformat.v4.new_code_cell("print(1)"),
     ])))
@@ -264,10 +268,12 @@ def test_a_lesson_brings_its_images_and_pasted_attachments_beside_the_chapter(tm
     assert "![X-OR](logic/res/x-or.png)" in text and "(https://example.org/w.png)" in text
     assert (book / "logic" / "res" / "x-or.png").read_bytes() == b"\x89PNG x-or"
     shown = [line.split("(")[1].rstrip(")") for line in text.splitlines()
-             if line.startswith(("Pasted:", "Again:"))]
-    assert [(book / path).read_bytes() for path in shown] == [b"\x89PNG p", b"\x89PNG q"]
+             if line.startswith(("Pasted:", "Again:", "Shot:"))]
+    assert [(book / path).read_bytes() for path in shown] == [b"\x89PNG p", b"\x89PNG q",
+                                                              b"\x89PNG s"]
+    assert "Shot: ![Screen Shot 1.png](logic/cell-4-Screen-1.png)" in text, text
     assert "attachment:" not in text
-    assert "copied the images the lesson shows (3) into logic/" in out
+    assert "copied the images the lesson shows (4) into logic/" in out
     assert "res/gone.png" in out.split("Still to do:")[1]
 
 

@@ -239,20 +239,20 @@ def _with_images(source: str, shown: dict[str, int], attachments: dict, number: 
         path = unquote(src)  # as markdown-it gives a Markdown image's: percent-encoded
         if path.startswith(_ATTACHMENT):
             data = next(iter(attachments.get(path[len(_ATTACHMENT):], {}).values()), None)
-            copy = f"{name}/cell-{number}-{path[len(_ATTACHMENT):]}"
+            relative = f"cell-{number}-{path[len(_ATTACHMENT):]}"
             content = base64.b64decode("".join(data)) if data else None
         elif "://" in path or path.startswith(("/", "#", "data:")):
             continue  # on the web, or the book's own (an absolute path is the book's)
         else:
             relative = Path(os.path.normpath(path)).as_posix()
             relative = relative if not relative.startswith("../") else Path(path).name
-            # Sphinx looks an image up by its address as markdown-it gives it, percent-encoded
-            copy = f"{name}/" + re.sub(r"[^\w./-]+", "-", relative)
             found = folder / path if folder is not None else None
             content = found.read_bytes() if found is not None and found.is_file() else None
         if content is None:
             missing.append(f"cell {number}, line {line}: {path}")
             continue
+        # Sphinx looks an image up by its address as markdown-it gives it, percent-encoded
+        copy = f"{name}/" + re.sub(r"[^\w./-]+", "-", relative)
         imported.files[copy] = content
         for written in dict.fromkeys((f"<{path}>", src, path)):  # as the lesson may write it
             source = source.replace(f"]({written}", f"]({copy}")
