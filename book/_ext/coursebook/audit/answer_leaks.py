@@ -375,10 +375,6 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
             for (answer, visible), run in found.items()]
 
 
-def _digest(*parts: str) -> str:
-    return short_digest("".join(f"{part}\0" for part in parts), 64)
-
-
 def check_answer_overlaps(app, env) -> None:
     """``env-updated``: an answer passage in student-visible text stops the build (the
     leak audit counts anything visible as no answer, so it would pass); intended overlaps
@@ -399,8 +395,8 @@ def check_answer_overlaps(app, env) -> None:
     # saves only when it read a page. The code that cuts and fingerprints the sources is
     # any of this extension's (a digest of it is its env version) and the parsers'.
     code = repr(sorted(env.version.items()))
-    inputs = _digest(*(part for item in sorted(sources.items()) for part in map(str, item)),
-                     *allowed, code)
+    inputs = short_digest("\0".join([*(part for item in sorted(sources.items())
+                                       for part in map(str, item)), *allowed, code]), 64)
     passed = Path(app.doctreedir, "coursebook-answer-overlaps.sha256")
     if passed.is_file() and passed.read_text(encoding="ascii") == inputs:
         return
@@ -413,7 +409,7 @@ def check_answer_overlaps(app, env) -> None:
     used: dict[str, SourceCells] = {}  # the cells of the sources searched now, only those
 
     def cells(path: Path, text: str) -> SourceCells:
-        key = _digest(str(path), text, code)
+        key = short_digest(f"{path}\0{text}\0{code}", 64)
         used[key] = known.get(key) or source_cells(path, text)
         return used[key]
 
