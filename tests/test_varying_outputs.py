@@ -194,6 +194,23 @@ def test_accepting_refuses_an_output_that_holds_the_time_it_ran(tmp_path):
     assert accept(Expectations(), "student", outputs, since=later)[1] == []
 
 
+def test_a_refused_output_keeps_its_old_entrys_mark():
+    """An output outside its ``(varies)`` entry's pattern that holds the time it ran is
+    refused: its entry stays as it was, marked (before, its pattern was written unmarked)."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    expectations = Expectations()
+    for edition in ("student", "instructor"):
+        expectations.by_edition[edition] = {"0000000a": "ran in <duration>"}
+        expectations.varying[edition] = {"0000000a"}
+    ran = [CellOutput("0000000a", 1, "timed()", f"ran at {now:%H:%M:%S}")]
+    accepted, [refused] = accept(expectations, "student", ran, since=now - timedelta(seconds=5))
+    assert refused.cell == ran[0]
+    assert accepted.by_edition["student"] == {"0000000a": "ran in <duration>"}
+    assert accepted.varying == {"student": {"0000000a"}, "instructor": {"0000000a"}}
+
+
 # --- The file, accept and compare --------------------------------------------------------------
 
 def _output(key: str, text: str, number: int = 1) -> CellOutput:

@@ -279,10 +279,11 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
         notebook = states[docname].notebook
         run = run_digest(notebook) if notebook is not None else None
         if config.accept_outputs:
+            outgrown = patterns_outgrown(expectations, edition, outputs)
+            accepted, refused = accept(expectations, edition, outputs, run, since)
             summary += [f"{path}:{expectations.lines[(edition, o.key)]}: the output of `"
                         f"{o.first_line}` no longer matches its pattern: written as it is, "
-                        "unmarked" for o in patterns_outgrown(expectations, edition, outputs)]
-            accepted, refused = accept(expectations, edition, outputs, run, since)
+                        "unmarked" for o in outgrown if o.key not in accepted.varying[edition]]
             if write_expectations(path, accepted,
                                   lambda: cell_keys(instructor_chapter(env, docname)),
                                   _accept_header(torch_version,

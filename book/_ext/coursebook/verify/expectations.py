@@ -273,7 +273,7 @@ def accept(expectations: Expectations | None, edition: str, outputs: list[CellOu
     updated.by_edition[edition] = {o.key: old[o.key] if o.key in held else o.text
                                    for o in outputs if not o.unverified
                                    and (o.key in held or o.key not in refused_keys)}
-    updated.varying[edition] = kept
+    updated.varying[edition] = kept | (refused_keys & marked)
     updated.first_lines.update({o.key: o.first_line for o in outputs})
     if run is not None:
         updated.runs[edition] = run
