@@ -32,11 +32,10 @@ from coursebook.render.plain_markdown import PlainMarkdown
 from coursebook.verify.claims import (
     CLAIMS_FOLDER,
     claim_problems,
-    read_accepted_claims,
     unaccepted_claims,
     write_accepted_claims,
 )
-from coursebook.verify.expectations import ACCEPT_COMMAND, cell_keys
+from coursebook.verify.expectations import ACCEPT_COMMAND, cell_keys, read_expectations
 
 TORCH = release(torch.__version__)
 PROSE = ("Multiplying a tensor that requires grad records a `MulBackward0` node as its "
@@ -369,10 +368,11 @@ def _accepted_then(tiny_book: Path, tmp_path: Path, **changed) -> list:
     original = chapter.read_text()
     _with_claim(chapter)
     assert write_accepted_claims(path, "chapter.md", "student", _checked(chapter))
-    assert unaccepted_claims(read_accepted_claims(path), "student", _checked(chapter), path) == []
+    accepted = read_expectations(path, "claim")
+    assert unaccepted_claims(accepted, "student", _checked(chapter), path) == []
     chapter.write_text(original)
     _with_claim(chapter, **changed)
-    return unaccepted_claims(read_accepted_claims(path), "student", _checked(chapter), path)
+    return unaccepted_claims(read_expectations(path, "claim"), "student", _checked(chapter), path)
 
 
 def test_a_false_fact_outside_the_fragment_is_not_as_accepted(tiny_book, tmp_path):
@@ -399,7 +399,7 @@ def test_a_changed_check_and_a_dropped_claim_are_not_as_accepted(tiny_book, tmp_
     [problem] = _accepted_then(tiny_book, tmp_path, check=TRUE_CHECK + "\nassert True")
     assert "+    assert True" in problem.message
     chapter, path = tiny_book / "chapter.md", tmp_path / "claims" / "chapter.txt"
-    [gone] = unaccepted_claims(read_accepted_claims(path), "student", [], path)
+    [gone] = unaccepted_claims(read_expectations(path, "claim"), "student", [], path)
     assert "1 accepted claim(s)" in gone.message and "no longer made" in gone.message
 
 
@@ -412,9 +412,22 @@ def test_accepting_keeps_the_other_editions_claims_and_a_missing_file_is_named(t
     write_accepted_claims(path, "chapter.md", "instructor", claims)
     write_accepted_claims(path, "chapter.md", "student", [])
     assert "(instructor)" in path.read_text()  # the student edition makes none of them
-    assert unaccepted_claims(read_accepted_claims(path), "instructor", claims, path) == []
-    assert unaccepted_claims(read_accepted_claims(path), "student", [], path) == []
+    assert unaccepted_claims(read_expectations(path, "claim"), "instructor", claims, path) == []
+    assert unaccepted_claims(read_expectations(path, "claim"), "student", [], path) == []
     assert not write_accepted_claims(path, "chapter.md", "student", [])  # unchanged
+
+
+def test_accepting_writes_a_hand_edited_accepted_claim_as_it_is(tiny_book, tmp_path):
+    """The file is reviewed as a diff: an accepted sentence edited by hand under its key
+    (which the check still matches) is written back as the chapter has it. Before, an accept
+    compared only the keys and left the edited text standing."""
+    chapter, path = tiny_book / "chapter.md", tmp_path / "claims" / "chapter.txt"
+    _with_claim(chapter)
+    write_accepted_claims(path, "chapter.md", "student", _checked(chapter))
+    written = path.read_text()
+    path.write_text(written.replace("records a `MulBackward0`", "records an `AddBackward0`"))
+    assert write_accepted_claims(path, "chapter.md", "student", _checked(chapter))
+    assert path.read_text() == written
 
 
 def test_a_line_the_accepted_claims_cannot_hold_is_named_at_its_line(tiny_book, tmp_path):
@@ -429,7 +442,7 @@ def test_a_line_the_accepted_claims_cannot_hold_is_named_at_its_line(tiny_book, 
     lines.insert(len(lines) - 1, "assert True")
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ExpectationsError) as error:
-        read_accepted_claims(path)
+        read_expectations(path, "claim")
     assert str(error.value).startswith(f"{path}:{len(lines) - 1}: neither an indented line ")
     assert "`=== claim KEY (student)`" in str(error.value) and ACCEPT_COMMAND in str(error.value)
 
@@ -442,8 +455,10 @@ def test_the_books_claims_are_accepted_for_every_chapter_that_makes_some():
                 and re.search(r"tags: \[[^\]]*\bclaim\b|\{museum-room\}", path.read_text())]
     assert chapters
     for chapter in chapters:
-        accepted = read_accepted_claims(book / "expected" / CLAIMS_FOLDER / f"{chapter.stem}.txt")
-        assert accepted and all(a.entry.startswith("sentence: ") for a in accepted.values())
+        accepted = read_expectations(book / "expected" / CLAIMS_FOLDER / f"{chapter.stem}.txt",
+                                     "claim")
+        assert accepted and all(entry.startswith("sentence: ") for entries in
+                                accepted.by_edition.values() for entry in entries.values())
 
 
 # --- make audit: factual sentences neither checked nor cited --------------------------------

@@ -11,7 +11,7 @@ build until ``make accept-outputs`` writes the file again.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -30,12 +30,11 @@ from coursebook.reporting import ask_for
 from coursebook.verify.chapter_checks import executed_notebook
 from coursebook.verify.expectations import (
     ACCEPT_COMMAND,
-    EDITIONS,
     INDENT,
+    Expectations,
     ExpectationsError,
-    entry_lines,
-    read_entries,
-    write_whole,
+    read_expectations,
+    write_expectations,
 )
 
 logger = logging.getLogger(__name__)
@@ -104,42 +103,18 @@ def claim_digest(claim: Claim) -> str:
     return short_digest(claim_entry(claim), 12)
 
 
-@dataclass
-class AcceptedClaim:
-    entry: str
-    editions: set[str] = field(default_factory=set)
-
-
-def read_accepted_claims(path: Path) -> dict[str, AcceptedClaim] | None:
-    """A chapter's accepted claims by digest, with the editions that make each."""
-    read = read_entries(path, "claim")
-    return None if read is None else {
-        header["key"]: AcceptedClaim(text, {header["edition"]} - {None} or set(EDITIONS))
-        for header, _, text in read[1]}
-
-
 def write_accepted_claims(path: Path, chapter: str, edition: str, claims: list[Claim]) -> bool:
     """This edition's claims taken as accepted; False when the file stays as it was."""
-    old = read_accepted_claims(path) or {}
-    accepted = {digest: AcceptedClaim(a.entry, a.editions - {edition})
-                for digest, a in old.items()}
-    for claim in claims:
-        accepted.setdefault(claim_digest(claim), AcceptedClaim(claim_entry(claim))
-                            ).editions.add(edition)
-    accepted = {d: a for d, a in accepted.items() if a.editions}
-    if {d: a.editions for d, a in accepted.items()} == {d: a.editions for d, a in old.items()}:
-        return False
-    out = [f"# The checked claims of {chapter}: each sentence above the check that holds it.",
-           f"# Written by `{ACCEPT_COMMAND}`: a sentence or a check not as accepted here stops "
-           "the build. Review the diff before committing.", ""]
-    for digest, claim in accepted.items():
-        only = None if claim.editions >= set(EDITIONS) else min(claim.editions)
-        out += entry_lines("claim", digest, claim.entry, only)
-    write_whole(path, out)
-    return True
+    accepted = read_expectations(path, "claim") or Expectations()
+    accepted.by_edition[edition] = {claim_digest(claim): claim_entry(claim) for claim in claims}
+    return write_expectations(
+        path, accepted, lambda: [*accepted.first_lines, *accepted.by_edition[edition]],
+        [f"# The checked claims of {chapter}: each sentence above the check that holds it.",
+         f"# Written by `{ACCEPT_COMMAND}`: a sentence or a check not as accepted here stops "
+         "the build. Review the diff before committing."], "claim")
 
 
-def unaccepted_claims(accepted: dict[str, AcceptedClaim] | None, edition: str,
+def unaccepted_claims(accepted: Expectations | None, edition: str,
                       claims: list[Claim], path: Path) -> list[ClaimProblem]:
     """Each claim not as accepted (beside the accepted entry quoting the same fragment),
     each accepted claim of this edition no longer made."""
@@ -148,16 +123,16 @@ def unaccepted_claims(accepted: dict[str, AcceptedClaim] | None, edition: str,
                              f"{path}: accept them with `{ACCEPT_COMMAND}`, review each "
                              "sentence beside its check, and commit the file")
                 for claim in claims[:1]]
-    ours = {d: a for d, a in accepted.items() if edition in a.editions}
+    ours = accepted.by_edition[edition]  # each accepted entry by its claim's digest
     seen = {claim_digest(claim) for claim in claims}  # and each changed claim's accepted entry
     problems = []
     for claim in claims:
         if claim_digest(claim) in ours:
             continue
         entry = claim_entry(claim)
-        before = next((a.entry for d, a in ours.items() if d not in seen
-                       and a.entry.splitlines()[2:3] == entry.splitlines()[2:3]), None)
-        seen |= {d for d, a in ours.items() if a.entry == before}
+        before = next((e for d, e in ours.items() if d not in seen
+                       and e.splitlines()[2:3] == entry.splitlines()[2:3]), None)
+        seen |= {d for d, e in ours.items() if e == before}
         if before is None:
             shown = "\n".join(f"{INDENT}+ {line}" for line in entry.splitlines())
             what = "is new, not yet accepted"
@@ -170,9 +145,9 @@ def unaccepted_claims(accepted: dict[str, AcceptedClaim] | None, edition: str,
             f'the claim "{claim.says}" {what}: if the whole sentence still holds and the check '
             f"shows it, accept it with `{ACCEPT_COMMAND}` and review the diff of {path}:\n"
             + shown)))
-    gone = [a for d, a in ours.items() if d not in seen]
+    gone = [e for d, e in ours.items() if d not in seen]
     if gone:
-        said = "; ".join(a.entry.splitlines()[0].removeprefix("sentence: ")[:80] for a in gone)
+        said = "; ".join(e.splitlines()[0].removeprefix("sentence: ")[:80] for e in gone)
         problems.append(ClaimProblem(Claim("", 0), (
             f"{len(gone)} accepted claim(s) of {path} no longer made ({said}): if that is "
             f"right, accept with `{ACCEPT_COMMAND}` and review the diff")))
@@ -225,7 +200,7 @@ def _accepted_claims(app: Sphinx, prepared: PreparedChapter) -> list[ClaimProble
             if write_accepted_claims(path, Path(app.env.doc2path(docname)).name, edition, claims):
                 logger.info("wrote %s (%s edition)", path, edition)
             return []
-        return unaccepted_claims(read_accepted_claims(path), edition, claims, path)
+        return unaccepted_claims(read_expectations(path, "claim"), edition, claims, path)
     except ExpectationsError as error:  # at the file's line; accepting cannot mend it
         return [ClaimProblem(Claim("", error.line, toml=str(path)), error.message)]
 

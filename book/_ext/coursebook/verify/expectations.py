@@ -77,10 +77,10 @@ def read_entries(path: Path, kind: str) -> tuple[list[str], list[tuple[dict, int
 
 
 def entry_lines(kind: str, key: str, text: str, edition: str | None = None,
-                varies: bool = False, first: str | None = None) -> list[str]:
-    """An entry as :func:`read_entries` reads it."""
+                varies: bool = False, first: str = "") -> list[str]:
+    """An entry as :func:`read_entries` reads it (``first``: a cell's first line)."""
     marks = (f" ({edition})" if edition else "") + (VARIES_MARK if varies else "")
-    return [f"=== {kind} {key}{marks}" + ("" if first is None else f" · {first}"),
+    return [f"=== {kind} {key}{marks}" + (f" · {first}" if kind == "cell" else ""),
             *(f"{INDENT}{line}" if line else "" for line in text.splitlines())]
 
 
@@ -178,9 +178,10 @@ def run_digest(notebook: nbformat.NotebookNode) -> str:
                                    sort_keys=True, default=str))
 
 
-def read_expectations(path: Path) -> Expectations | None:
-    """The file's expectations, or None when there is none for this torch version."""
-    read = read_entries(path, "cell")
+def read_expectations(path: Path, kind: str = "cell") -> Expectations | None:
+    """The file's expectations, or None when there is none for this torch version (``kind``
+    claim: the accepted claims, each entry's text by its claim's digest)."""
+    read = read_entries(path, kind)
     if read is None:
         return None
     found = Expectations()
@@ -190,25 +191,25 @@ def read_expectations(path: Path) -> Expectations | None:
                               if " " in run)  # a run a merge left half: none
     for header, number, text in read[1]:
         key = header["key"]
-        found.first_lines[key] = header["first"]
+        found.first_lines[key] = header.get("first", "")  # in the file's order
         for edition in [header["edition"]] if header["edition"] else EDITIONS:
             found.by_edition[edition][key] = text
             found.lines[(edition, key)] = number
-            if header["varies"]:
+            if header.get("varies"):
                 found.varying[edition].add(key)
     return found
 
 
-def write_expectations(path: Path, expectations: Expectations,
-                       order: Callable[[], list[str]], header: list[str]) -> bool:
+def write_expectations(path: Path, expectations: Expectations, order: Callable[[], list[str]],
+                       header: list[str], kind: str = "cell") -> bool:
     """Write the file (``order()``: the chapter's keys, asked only then); False when
     nothing changed (accepting one chapter rewrites no other's file)."""
-    old = read_expectations(path)
+    old = read_expectations(path, kind)
     if old is not None and ((old.by_edition, old.varying)
                             == (expectations.by_edition, expectations.varying)):
         return False
     student, instructor = (expectations.by_edition[e] for e in EDITIONS)
-    keys = [key for key in order() if key in student or key in instructor]
+    keys = [key for key in dict.fromkeys(order()) if key in student or key in instructor]
     keys += [key for key in {**instructor, **student} if key not in keys]
     runs = [f"{e} {expectations.runs[e]}" for e in EDITIONS if e in expectations.runs]
     out = header + ([_RUNS + ", ".join(runs)] if runs else []) + [""]
@@ -219,7 +220,7 @@ def write_expectations(path: Path, expectations: Expectations,
         if len(texts) == 2 and len(set(texts.values())) == 1:
             texts = {"": texts[Edition.STUDENT.value]}
         for edition, (text, varies) in texts.items():
-            out += entry_lines("cell", key, text, edition, varies, first)
+            out += entry_lines(kind, key, text, edition, varies, first)
     write_whole(path, out)
     return True
 
