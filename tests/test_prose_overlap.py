@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import nbformat
 import pytest
 
 
@@ -109,3 +110,18 @@ def test_prose_in_an_admonition_with_options_is_named_at_its_own_line(tmp_path, 
     found = overlaps(chapter_passages(page, tmp_path), seed_runs(seeds.glob("*.txt")))
     lines = [n for n, line in enumerate(page.read_text().splitlines(), 1) if line == SENTENCE]
     assert [o.where for o in found] == [f"book/page.md:{line}" for line in lines]
+
+
+def test_a_copy_in_a_jupyter_notebook_or_a_percent_script_chapter_is_found(tmp_path):
+    """Every chapter format is prose to check (the check once read only `.md` pages)."""
+    (tmp_path / "book").mkdir()
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+        f"# A notebook lesson\n\n{SENTENCE}")], metadata={"kernelspec": {
+            "name": "python3", "display_name": "Python 3", "language": "python"}})
+    nbformat.write(notebook, tmp_path / "book" / "lesson.ipynb")
+    (tmp_path / "book" / "script.py").write_text(
+        "# ---\n# jupyter:\n#   kernelspec:\n#     name: python3\n#     display_name: Python 3\n"
+        f"# ---\n\n# %% [markdown]\n# {SENTENCE}\n\n# %%\nx = 1\n", encoding="utf8")
+    (tmp_path / "exhibits").mkdir()
+    found = _overlaps(tmp_path, _seed_folder(tmp_path, SENTENCE))
+    assert [o.where for o in found] == ["book/lesson.ipynb:1", "book/script.py:9"]

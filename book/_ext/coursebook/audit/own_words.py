@@ -18,7 +18,7 @@ from myst_parser.parsers.mdit import create_md_parser
 
 from coursebook.model.museum import Exhibit, Wing, prose_fields
 from coursebook.model.cell_notes import line_within
-from coursebook.model.notebooks import is_chapter_source, read_chapter
+from coursebook.model.notebooks import chapter_files, is_chapter_source, read_chapter
 from coursebook.render.plain_markdown import split_options
 
 SHARED_RUN = 12
@@ -174,9 +174,11 @@ def overlaps(passages: Iterable[Passage], seeds: dict[tuple[str, ...], str],
 
 def book_overlaps(root: Path, book: Path, museum: dict[str, Wing], seeds_dir: Path,
                   run: int = SHARED_RUN) -> list[SeedOverlap]:
-    """Every run of ``run`` or more words that the book's prose shares with a seed."""
-    pages = sorted(p for p in book.rglob("*.md") if not any(part.startswith("_") for part in
-                                                            p.relative_to(book).parts))
-    passages = [p for page in pages for p in chapter_passages(page, root)]
+    """Every run of ``run`` or more words that the book's prose shares with a seed: its
+    pages and its chapters in any format."""
+    pages = {*book.rglob("*.md"), *(path for path, _ in chapter_files(book))}
+    passages = [p for page in sorted(pages)
+                if not any(part.startswith("_") for part in page.relative_to(book).parts)
+                for p in chapter_passages(page, root)]
     passages += exhibit_passages(museum, root)
     return overlaps(passages, seed_runs(sorted(seeds_dir.glob("*.txt")), run), run)
