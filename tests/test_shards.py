@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,6 @@ from coursebook.prepare.editions import Edition
 
 SHARDS = ROOT / "tools" / "shards.py"
 ACCEPT = {"coursebook_accept_outputs": "1"}
-VARIANTS = 10  # small chapters: with the book's own, a 12-chapter book
 SMALL_CHAPTER = """---
 jupytext:
   text_representation:
@@ -57,20 +57,6 @@ random.seed({number})
 print("{name}:", random.random())
 ```
 """
-
-
-def _twelve_chapter_book(root: Path) -> Path:
-    """The book and VARIANTS small chapters, each printing its own value. What sharding
-    needs of a chapter is that it executes and prints; PT01-sized variants (the bench's)
-    made this test the suite's slowest by far."""
-    book = root / "book"
-    shutil.copytree(BOOK, book, ignore=shutil.ignore_patterns("_ext", "__pycache__"))
-    names = [f"small{number:02d}" for number in range(1, VARIANTS + 1)]
-    for number, name in enumerate(names, 1):
-        (book / f"{name}.md").write_text(SMALL_CHAPTER.format(name=name, number=number))
-    index = book / "index.md"
-    index.write_text(index.read_text().replace("pt01\n", "pt01\n" + "".join(f"{n}\n" for n in names), 1))
-    return book
 
 
 def _chapters(*names: str, notebooks: int = 2) -> list[Chapter]:
@@ -163,97 +149,90 @@ def _one_message(done: subprocess.CompletedProcess, *phrases: str) -> None:
 
 
 @pytest.mark.slow
-def test_three_shards_merged_build_what_one_machine_builds(built, tmp_path):
-    book = _twelve_chapter_book(tmp_path / "course")
-    # One machine: the `built` books executed the book's own chapters (their cache, copied),
-    # it executes the variants (and takes their outputs as expected, one edition after the
-    # other: both write the same files).
-    copy_of_built_cache(built, tmp_path / "single-cache")
-    single = {edition: sphinx_build(book, tmp_path / "single" / edition, tmp_path / "single-cache",
-                                    *(["instructor"] if edition == "instructor" else []),
-                                    settings=ACCEPT)
-              for edition in ("student", "instructor")}
-    for build in single.values():
-        assert build.returncode == 0, build.log[-4000:]
-    assert sum(build.executed for build in single.values()) == VARIANTS
-
-    # Three shards, each its own process and cache, dealt by the times the single build
-    # recorded, run at once as CI's jobs would. Each reuses what a cache at hand holds, as
-    # `make execute` reuses _build's: the `built` books' cache without PT01's runs, so
-    # PT01 and the variants execute in the shards and the other chapters are taken.
+def test_shards_merged_build_what_one_machine_builds(built, tmp_path):
+    """The book's chapters dealt over as many shards, each its own process and cache, run at
+    once as CI's jobs would; merged, both editions build executing nothing and show what the
+    `built` books (one machine) show."""
+    reads = book_reads(BOOK, ROOT)
+    chapters, torch = chapters_to_execute(reads), reads[Edition.STUDENT].book.torch
+    count = len(chapters)
+    # Each shard reuses what a cache at hand holds, as `make execute` reuses _build's: the
+    # `built` books' cache without the runs of the chapter of fewest notebooks, which its
+    # shard executes; the others are taken.
+    executes = min(chapters, key=lambda chapter: len(chapter.notebooks)).name
     from jupyter_cache import get_cache
 
     reuse = get_cache(str(copy_of_built_cache(built, tmp_path / "reuse-cache")))
     for record in reuse.list_cache_records():
-        if Path(record.uri).stem == "pt01":
+        if Path(record.uri).stem == executes:
             reuse.remove_cache(record.pk)
     shards_dir = tmp_path / "shards"
-    options = ("--history", str(tmp_path / "single-cache"), "--reuse", str(reuse.path))
-    with ThreadPoolExecutor(3) as pool:
-        runs = list(pool.map(lambda i: _shards("execute", f"{i}/3", *options, book=book,
-                                               shards_dir=shards_dir), (1, 2, 3)))
+    options = ("--history", str(copy_of_built_cache(built, tmp_path / "history")),
+               "--reuse", str(reuse.path))
+    with ThreadPoolExecutor(count) as pool:
+        runs = list(pool.map(lambda i: _shards("execute", f"{i}/{count}", *options, book=BOOK,
+                                               shards_dir=shards_dir), range(1, count + 1)))
     for run in runs:
         assert run.returncode == 0, run.stdout + run.stderr
-    manifests = [json.loads((Shard(i, 3).folder(shards_dir) / MANIFEST).read_text())
-                 for i in (1, 2, 3)]
+    shards = [Shard(i, count) for i in range(1, count + 1)]
+    manifests = [json.loads((shard.folder(shards_dir) / MANIFEST).read_text()) for shard in shards]
     claimed = [set(manifest["chapters"]) for manifest in manifests]
     executed = {name for manifest in manifests for name, seconds in manifest["seconds"].items()
                 if seconds > 0}
-    assert executed == {"pt01", *(f"small{n:02d}" for n in range(1, VARIANTS + 1))}, manifests
-    assert all(claimed) and not (claimed[0] & claimed[1] or claimed[1] & claimed[2]
-                                 or claimed[0] & claimed[2])
-    book_chapters = chapters_to_execute(book_reads(book, ROOT))
-    chapters = {c.name for c in book_chapters}
-    assert set().union(*claimed) == chapters
-    assert len(chapters) == VARIANTS + len(chapters_to_execute(book_reads(BOOK, ROOT)))
+    assert executed == {executes}, manifests
+    assert all(claimed) and sum(map(len, claimed)) == count
+    assert set().union(*claimed) == {chapter.name for chapter in chapters}
 
     merged_cache = tmp_path / "merged" / ".jupyter_cache"
-    done = _shards("merge", "3", "--into", str(merged_cache), book=book, shards_dir=shards_dir)
+    done = _shards("merge", str(count), "--into", str(merged_cache), book=BOOK,
+                   shards_dir=shards_dir)
     assert done.returncode == 0, done.stdout + done.stderr
     # jupyter-cache's own command line reads the merged cache.
     listed = subprocess.run([str(Path(sys.executable).parent / "jcache"), "cache", "list"],
                             capture_output=True, text=True,
                             env={**os.environ, "JUPYTERCACHE": str(merged_cache)})
     assert listed.returncode == 0, listed.stderr
-    assert all(f"{name}.md" in listed.stdout for name in set().union(*claimed)), listed.stdout
+    assert all(f"{chapter.name}.md" in listed.stdout for chapter in chapters), listed.stdout
 
-    for edition, one_machine in single.items():
-        build = sphinx_build(book, tmp_path / "merged" / edition, merged_cache,
+    for edition, one_machine in built.items():
+        build = sphinx_build(BOOK, tmp_path / "merged" / edition, merged_cache,
                              *(["instructor"] if edition == "instructor" else []))
         assert build.returncode == 0, build.log[-4000:]
         assert build.executed == 0, build.log[-4000:]
-        assert f"expected outputs: {len(chapters)} chapters compared" in build.log
+        assert f"expected outputs: {count} chapters compared" in build.log
         assert _shown_outputs(build) == _shown_outputs(one_machine)
-    merged_outputs, single_outputs = (_cached_outputs(c) for c in (merged_cache,
-                                                                    tmp_path / "single-cache"))
-    assert merged_outputs and all(single_outputs[key] == outputs
+    merged_outputs, one_machine_outputs = (_cached_outputs(c) for c in (
+        merged_cache, copy_of_built_cache(built, tmp_path / "one-machine")))
+    assert merged_outputs and all(one_machine_outputs[key] == outputs
                                   for key, outputs in merged_outputs.items())
 
-    # Bad inputs, one message each.
-    _one_message(_shards("merge", "4", "--into", str(tmp_path / "m4"), book=book,
+    # Bad inputs, each one message: the command's line once, then the checks themselves.
+    _one_message(_shards("merge", str(count + 1), "--into", str(tmp_path / "m"), book=BOOK,
                          shards_dir=shards_dir),
-                 "shard 4/4's cache is missing", "make execute SHARD=4/4")
-    claims = Shard(2, 3).folder(shards_dir) / MANIFEST
-    manifest = json.loads(claims.read_text())
-    first = json.loads((Shard(1, 3).folder(shards_dir) / MANIFEST).read_text())["chapters"]
-    manifest["chapters"].update(first)
+                 f"shard {count + 1}/{count + 1}'s cache is missing",
+                 f"make execute SHARD={count + 1}/{count + 1}")
+    first, second = shards[:2]
+
+    def refused(*phrases: str, torch: str = torch, chapters: list[Chapter] = chapters) -> None:
+        with pytest.raises(ShardError) as error:
+            merge_shards(chapters, torch, count, shards_dir, tmp_path / "refused")
+        assert all(phrase in str(error.value) for phrase in phrases), error.value
+
+    claims = second.folder(shards_dir) / MANIFEST
     saved = claims.read_text()
-    claims.write_text(json.dumps(manifest))
-    _one_message(_shards("merge", "3", "--into", str(tmp_path / "m2"), book=book,
-                         shards_dir=shards_dir), "two shards executed chapter", "shard 1/3")
+    claims.write_text(json.dumps({**manifests[1], "chapters": {**manifests[1]["chapters"],
+                                                               **manifests[0]["chapters"]}}))
+    refused("two shards executed chapter", f"shard {first}")
     claims.write_text(saved)
-    with pytest.raises(ShardError, match="with torch .* this build has torch 9.9.9"):
-        merge_shards(book_chapters, "9.9.9", 3, shards_dir, tmp_path / "m-torch")
-    chapter = book / "small05.md"
-    owner = next(i for i in (1, 2, 3) if "small05" in claimed[i - 1])
-    chapter.write_text(chapter.read_text().replace("random.seed(5)", "random.seed(55)"))
-    _one_message(_shards("merge", "3", "--into", str(tmp_path / "m3"), book=book,
-                         shards_dir=shards_dir),
-                 f"shard {owner}/3 executed another version of chapter small05",
-                 f"make execute SHARD={owner}/3")
-    shutil.rmtree(Shard(3, 3).cache(shards_dir))
-    _one_message(_shards("merge", "3", "--into", str(tmp_path / "m5"), book=book,
-                         shards_dir=shards_dir), "shard 3/3's cache is missing")
+    refused("with torch", "this build has torch 9.9.9", torch="9.9.9")
+    # A chapter edited since its shard ran: the build prepares notebooks of other keys.
+    edited = next(chapter for chapter in chapters if chapter.name in claimed[0])
+    refused(f"shard {first} executed another version of chapter {edited.name}",
+            f"make execute SHARD={first}",
+            chapters=[replace(chapter, notebooks={"0" * 32: None}) if chapter is edited
+                      else chapter for chapter in chapters])
+    shutil.rmtree(shards[-1].cache(shards_dir))
+    refused(f"shard {shards[-1]}'s cache is missing")
 
 
 def test_a_chapter_executed_without_a_build_keeps_its_own_time_limit(tiny_book, tmp_path,
