@@ -142,7 +142,8 @@ def toml_claim(claim: Claim, prose: list[str], file: TomlFile, where: str) -> Cl
                          "give either 'check' (code that asserts the claim) or 'source' (the "
                          "address that shows it)")
     if claim.source and not CITED_URL.match(claim.source):
-        raise file.fault(f"{where}.source", f"is {claim.source!r}", "make it an address, https://...")
+        raise file.fault(f"{where}.source", f"is {claim.source!r}",
+                         "make it an address, https://...")
     found = find_in_prose(claim.says, prose)
     if found is None:
         raise file.fault(f"{where}.says", f"is not in the prose (title, lesson, notes): "
@@ -214,8 +215,9 @@ def chapter_claims(notebook: nbformat.NotebookNode, from_exhibits: dict[str, Cla
                 split = place_at(nbformat.v4.new_code_cell(
                     block.code, metadata={**metadata, "tags": tags}), line_within(cell, position),
                     cell)
-                exhibits = from_exhibits.get(split.source.strip())
-                checked.append(ClaimCell(len(cells), exhibits or _located(split, block.says, prose)))
+                claim = (from_exhibits.get(split.source.strip())
+                         or _located(split, block.says, prose))
+                checked.append(ClaimCell(len(cells), claim))
                 cells.append(split)
             continue
         elif cell.cell_type == "code":
