@@ -2,7 +2,9 @@
 
 Fast tests check the answer boxes on the chapters themselves; the slow ones build the
 handouts of both editions once (sharing the execution cache of the `built` editions, so
-they must execute nothing) and read the PDFs.
+they must execute nothing) and read the PDFs: the handouts of the chapters that show each
+kind of cover and the most answer boxes (every chapter's pages typeset in tests/test_pdf.py's
+book PDFs, each chapter's LaTeX is written here).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.prepare.editions import Edition, edition_notebook
 from coursebook.render.downloads import page_url
 from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
+from coursebook.model.recordings import recording_name
 
 TOOL = ROOT / "tools" / "build_pdf.py"
 CHAPTERS = sorted(p for p in BOOK.glob("*.md") if is_chapter_source(p.read_text()))
@@ -33,6 +36,18 @@ REPOSITORY_URL = "https://github.com/example/labs"
 
 def chapter(path: Path) -> nbformat.NotebookNode:
     return read_chapter(path.read_text(encoding="utf8"))
+
+
+def _typeset() -> list[Path]:
+    """A recorded chapter and one that is not (their covers say different things), each the
+    one of its kind with the most answers: a lualatex run costs seconds whatever the chapter."""
+    kinds: dict[bool, Path] = {}
+    for path in sorted(CHAPTERS, key=lambda path: len(list(answers(chapter(path))))):
+        kinds[recording_name(chapter(path)) is not None] = path
+    return sorted(kinds.values())
+
+
+TYPESET = _typeset()
 
 
 def markdown(text: str, answer: bool = True) -> nbformat.NotebookNode:
@@ -127,9 +142,11 @@ def test_the_tool_explains_handouts():
 
 # --- Slow: the handouts of the real book, both editions -----------------------------------
 
-def build_handouts(edition: str, source: Path, build: Path, cache: Path, *options: str):
+def build_handouts(edition: str, source: Path, build: Path, cache: Path, *options: str,
+                   chapters: list[str] = ()):
     done = subprocess.run([sys.executable, str(TOOL), edition, "--handouts",
                            "--source", str(source), "--build", str(build),
+                           *(f"--chapter={name}" for name in chapters),
                            f"--sphinx-option=-Dnb_execution_cache_path={cache}",
                            *(f"--sphinx-option={option}" for option in options)],
                           capture_output=True, text=True, cwd=ROOT)
@@ -138,12 +155,14 @@ def build_handouts(edition: str, source: Path, build: Path, cache: Path, *option
 
 @pytest.fixture(scope="module")
 def handouts(built, tmp_path_factory):
-    """Both editions' handouts, from the execution cache the `built` editions filled."""
+    """Both editions' handouts of the TYPESET chapters, from the execution cache the `built`
+    editions filled."""
     cache = built["student"].outdir.parent / "cache"
     root = tmp_path_factory.mktemp("handouts")
     urls = (f"-Dhtml_baseurl={PUBLISHED_URL}",
             f"-Dcoursebook_repository_url={REPOSITORY_URL}")
-    results = {edition: build_handouts(edition, BOOK, root, cache, *urls)
+    results = {edition: build_handouts(edition, BOOK, root, cache, *urls,
+                                       chapters=[path.stem for path in TYPESET])
                for edition in ("student", "instructor")}
     return root, results
 
@@ -155,15 +174,19 @@ def pdf_text(pdf: Path) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("edition", ["student", "instructor"])
-def test_each_chapter_handout_builds_and_passes_its_checks(handouts, edition):
+def test_the_handouts_build_and_pass_their_checks(handouts, edition):
     root, results = handouts
     code, log = results[edition]
     assert code == 0, log[-3000:]
     assert "Executing notebook" not in log  # the same cache: nothing ran again
+    assert sorted((root / edition / "pdf" / "handouts").glob("*.pdf")) == [
+        root / edition / "pdf" / "handouts" / f"{path.stem}.pdf" for path in TYPESET]
+    # Every chapter's LaTeX is written (one Sphinx run); the chapters asked for are typeset.
+    latex = root / edition / "latex-handouts"
+    assert all((latex / f"{path.stem}.tex").is_file() for path in CHAPTERS)
     commits = known_commits()
-    for path in CHAPTERS:
+    for path in TYPESET:
         pdf = root / edition / "pdf" / "handouts" / f"{path.stem}.pdf"
-        assert pdf.is_file(), pdf
         cover = pdf_text(pdf).split("\f")[0]
         assert f"{edition.capitalize()} edition" in cover
         # The build's date and commit are the team's: a student's cover has neither.
@@ -180,7 +203,7 @@ def test_each_chapter_handout_builds_and_passes_its_checks(handouts, edition):
 @pytest.mark.slow
 def test_the_student_handouts_have_a_box_per_answer_and_hold_no_answer(handouts):
     root, _ = handouts
-    for path in CHAPTERS:
+    for path in TYPESET:
         text = pdf_text(root / "student" / "pdf" / "handouts" / f"{path.stem}.pdf")
         assert text.count(LABEL) == len(list(answers(chapter(path)))), path.name
         instructor = pdf_text(root / "instructor" / "pdf" / "handouts" / f"{path.stem}.pdf")
@@ -196,7 +219,7 @@ def test_the_qr_codes_decode_to_the_configured_addresses(handouts, tmp_path):
 
     root, _ = handouts
     assert shutil.which("zbarimg"), "zbarimg not found: apt-get install zbar-tools"
-    for path in CHAPTERS:
+    for path in TYPESET:
         pdf = root / "student" / "pdf" / "handouts" / f"{path.stem}.pdf"
         subprocess.run(["pdftoppm", "-r", "200", "-f", "1", "-l", "1", "-png", str(pdf),
                         str(tmp_path / path.stem)], check=True)
@@ -245,10 +268,16 @@ def test_a_title_with_latex_specials_typesets_and_the_log_names_the_folder_and_a
                                                                                      tmp_path,
                                                                                      cache_copy):
     """One tiny handout: its chapter title, every LaTeX special in it, typesets as written;
-    the log names the LaTeX folder and says what the answer audit found."""
+    the log names the LaTeX folder and says what the answer audit found. A chapter asked
+    for that the book lacks is one line naming the book's."""
     title = r"Datasets & loaders: 100% of x_1, #1 {a} ~b^c \d"
     chapter_file = tiny_book / "chapter.md"
     chapter_file.write_text(chapter_file.read_text().replace("# A tiny chapter", f"# {title}"))
+    code, log = build_handouts("student", tiny_book, tmp_path / "none", cache_copy,
+                               chapters=["chapter", "pt99"])
+    problems = [line for line in log.splitlines() if line.startswith("pdf: ")]
+    assert code == 2 and problems == ["pdf: no chapter pt99 in the book: --chapter takes a "
+                                      "chapter's name, one of chapter."], log[-3000:]
     code, log = build_handouts("student", tiny_book, tmp_path / "build", cache_copy)
     assert code == 0, log[-3000:]
     assert "Executing notebook" not in log  # a prose change: the cached run holds

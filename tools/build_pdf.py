@@ -141,7 +141,16 @@ def build_handouts(args) -> int:
     folder = out / "pdf" / "handouts"
     shutil.rmtree(folder, ignore_errors=True)
     failed = False
-    for handout in json.loads((latex / MANIFEST).read_text(encoding="utf8")):
+    written = json.loads((latex / MANIFEST).read_text(encoding="utf8"))
+    unknown = sorted(set(args.chapter) - {handout["docname"] for handout in written})
+    if unknown:
+        print(f"pdf: no chapter {', '.join(unknown)} in the book: --chapter takes a chapter's "
+              f"name, one of {', '.join(handout['docname'] for handout in written)}.",
+              file=sys.stderr)
+        return 2
+    for handout in written:
+        if args.chapter and handout["docname"] not in args.chapter:
+            continue
         began = time.monotonic()
         stem = Path(handout["target"]).stem
         pdf = folder / f"{stem}.pdf"
@@ -178,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("edition", choices=("student", "instructor"))
     parser.add_argument("--handouts", action="store_true",
                         help="one PDF per chapter, in _build/<edition>/pdf/handouts/")
+    parser.add_argument("--chapter", action="append", default=[], metavar="NAME",
+                        help="with --handouts: typeset this chapter's handout only (repeatable; "
+                             "default: every chapter), e.g. pt01")
     parser.add_argument("--source", type=Path, default=ROOT / "book", help="default: book/")
     parser.add_argument("--build", type=Path, default=ROOT / "_build", help="default: _build/")
     parser.add_argument("--sphinx-option", action="append", default=[], metavar="OPT",
