@@ -87,7 +87,7 @@ from coursebook.model.provenance import source_commit, today  # noqa: E402
 from coursebook.model.recordings import (  # noqa: E402
     PROVENANCE_KEY,
     RecordingError,
-    check_label,
+    check_machine_kind,
     code_hash,
     load_recording,
     recorded_chapter,
@@ -592,7 +592,7 @@ def record(args: argparse.Namespace) -> int:
     provenance = {"platform": provenance.get("platform", ""),
                   "device_kind": provenance.get("device_kind", "")}
     target = recording_path(args.recordings, chapter.name, machine.name)
-    check_label(machine, provenance, target)
+    check_machine_kind(machine, provenance, target)
     found = {e.name: run_python(pythons[e.name], VERSIONS, env, *e.pins(), "--imported",
                                 *RecordingEnvironment("", e.adds).pins(),
                                 timeout=args.cell_timeout) for e in environments}

@@ -172,7 +172,7 @@ def runtime_provenance(runtime: Runtime, installed: dict[str, str], versions: di
     return entry
 
 
-def check_label(machine: MachineKind, provenance: dict, path: Path) -> None:
+def check_machine_kind(machine: MachineKind, provenance: dict, path: Path) -> None:
     """A recording's kind must agree with the device its runtime reported."""
     platform, device_kind = provenance.get("platform", ""), provenance.get("device_kind", "")
     if not machine.ran_here(platform, device_kind):
@@ -197,7 +197,7 @@ def load_recording(path: Path, machine: MachineKind) -> Recording:
         raise RecordingError(f"metadata '{PROVENANCE_KEY}' needs {', '.join(_REQUIRED)} (the "
                              f"provenance a run writes): record it again with "
                              f"`{RECORDING_COMMAND} KIND={machine.name}`.", path)
-    check_label(machine, provenance, path)
+    check_machine_kind(machine, provenance, path)
     return Recording(machine, path, notebook)
 
 
