@@ -167,7 +167,7 @@ def test_each_reader_reads_its_executing_chapter_last(tmp_path, chapters, pages)
     from myst_nb.core.config import NbParserConfig
 
     from coursebook.execute.kernel_pool import plan_reading
-    from coursebook.execute.notebook_runs import executes_when_read
+    from coursebook.execute.kernel_pool import executes_when_read
 
     settings = NbParserConfig(execution_mode="cache")
 

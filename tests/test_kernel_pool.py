@@ -23,6 +23,7 @@ from conftest import both_editions_at_once, run_in_kernel, sphinx_build
 from coursebook.execute.kernel_pool import (
     SERVER,
     connection_of,
+    executes_when_read,
     fork_kernel,
     make_pool,
     process_alive,
@@ -30,7 +31,7 @@ from coursebook.execute.kernel_pool import (
     stop_kernel_forkserver,
     take_waiting_kernel,
 )
-from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS, executes_when_read
+from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
 
 STARTED = "chapter kernels forked from one server"
 

@@ -1,7 +1,8 @@
 """myst-nb's execution clients are imported when a build has pages to read, not as myst-nb
 loads (coursebook.execute.myst_nb_clients): a build that reads nothing never imports
-jupyter-cache, SQLAlchemy or nbclient; one that reads gets myst-nb's own client. Only
-speed rides on it: COURSEBOOK_DEFER_IMPORTS=0 turns it off (test_faults.py builds so)."""
+jupyter-cache, SQLAlchemy or nbclient; one that reads gets myst-nb's own clients, the book's
+chapter client in cache mode. Only speed rides on the deferral: COURSEBOOK_DEFER_IMPORTS=0
+turns it off (test_faults.py builds so)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,25 @@ def test_a_client_made_before_the_import_is_myst_nbs_own():
         "    type(client) is execute.NotebookClientCache is cache.NotebookClientCache,\n"
         "    'sqlalchemy' in sys.modules]))")
     assert made == ["myst_nb.core.execute.cache", "NotebookClientCache", True, True]
+
+
+def test_myst_nbs_cache_mode_takes_the_books_chapter_client():
+    """myst-nb decides what runs and with which settings; what it creates to run a page from
+    the cache, once a build reads pages, is the book's client (execute/cached_chapters.py)."""
+    made = run_in_python(
+        "import json, logging\n"
+        "from types import SimpleNamespace\n"
+        "import nbformat\n"
+        "from coursebook.execute.myst_nb_clients import defer, import_for_reading\n"
+        "defer()\n"
+        "import myst_nb.core.execute as execute\n"
+        "from myst_nb.core.config import NbParserConfig\n"
+        "import_for_reading(SimpleNamespace(), None, ['chapter'])\n"
+        "client = execute.create_client(nbformat.v4.new_notebook(), '<string>',\n"
+        "    NbParserConfig(execution_mode='cache'), logging.getLogger('test'))\n"
+        "print(json.dumps([type(client).__module__, type(client).__name__,\n"
+        "    type(client).__mro__[1].__name__]))")
+    assert made == ["coursebook.execute.cached_chapters", "ChapterClient", "NotebookClientCache"]
 
 
 def test_the_placeholders_are_the_names_myst_nb_takes_from_its_client_modules():

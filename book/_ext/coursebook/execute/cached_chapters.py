@@ -1,5 +1,6 @@
-"""A prepared chapter meets the execution cache while its page is read: keyed, locked
-(until ``doctree-read``), executed and cached here; myst-nb only reads it from the cache.
+"""A prepared chapter meets the execution cache as myst-nb reads its page: myst-nb decides
+whether it runs and hands the notebook it read, with its settings for the page, to
+:func:`chapter_client`'s client, which locks (until ``doctree-read``), runs and caches it.
 
 A failed run is cached too, marked, so that myst-nb shows the cells that ran instead of
 running the chapter again; once the page is read the record is removed. Before a build
@@ -9,6 +10,7 @@ again) unless another build holds its key's lock; an unreadable database stops t
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import time
@@ -22,18 +24,22 @@ from sphinx.util import logging
 
 from coursebook.config import book_config
 from coursebook.execute.fill_cache import Run, chapter_runs
-from coursebook.execute.notebook_runs import StoppedRun, chapter_settings, run_chapter
+from coursebook.execute.notebook_runs import StoppedRun, run_chapter
 from coursebook.execute.shared_cache import (FAILED, cache_lock, cache_run, cached_record,
                                              create_cache, hold_notebook_lock,
                                              key_execution_versions, notebook_lock, open_cache)
+from coursebook.model.cell_notes import CELL_NOTE
 from coursebook.model.faults import CLEAN_CACHE_COMMAND, shown_path
-from coursebook.model.notebooks import as_myst_nb_reads, page_text, reads_as_json
+from coursebook.model.notebooks import page_text
+from coursebook.page_state import PREPARED
 from coursebook.prepare.chapters import PreparedChapter
 from coursebook.reporting import stop_build
 
 logger = logging.getLogger(__name__)
 
 _FAILED_RUN = "coursebook_failed_run"  # the page's failed run (Sphinx's per-page data)
+# The page's chapter as it ran, each cell noted (None: its run failed); Sphinx's per-page data.
+EXECUTED = "coursebook_executed"
 
 
 @dataclass(frozen=True)
@@ -44,70 +50,88 @@ class FailedRun:
     traceback: str
     seconds: float
     stopped: StoppedRun | None
-    record: int  # the marked cache record
 
 
 def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
-    """``source-read``: the chapter in the cache; the page's text myst-nb then reads. A read
-    that runs nothing (:class:`ChapterRuns`) notes the run, and gives myst-nb the title."""
-    cache_path = app.env.mystnb_config.execution_cache_path  # as myst-nb resolved it
+    """``source-read``: the page's text myst-nb then reads, keyed by the execution versions;
+    a recording is cached for myst-nb to take (a read that runs nothing caches none)."""
     source_path = str(app.env.doc2path(app.env.docname))
-    runs = chapter_runs(app)
-    if prepared.recorded is not None:
-        if runs is not None:  # a read that runs nothing caches no recording either
-            return _title_only(prepared.notebook, source_path)
+    if prepared.recorded is None:
+        key_execution_versions(prepared.notebook, book_config(app.config).execution_versions)
+    elif chapter_runs(app) is None:
+        cache_path = app.env.mystnb_config.execution_cache_path  # as myst-nb resolved it
         with notebook_lock(cache_path, prepared.recorded):
             if cached_record(cache_path, prepared.recorded) is None:
                 cache_run(cache_path, prepared.recorded, source_path, {"recorded": True})
-        return page_text(prepared.notebook, source_path)
-    key_execution_versions(prepared.notebook, book_config(app.config).execution_versions)
-    text = page_text(prepared.notebook, source_path)
-    settings = chapter_settings(app.env.mystnb_config, prepared.notebook.metadata, source_path)
-    notebook = as_myst_nb_reads(prepared.notebook, getattr(app.env, "myst_config", None),
-                                source_path)
-    if runs is not None:  # the run noted, not run: myst-nb (which would run it) gets the title
-        if settings is not None:
-            runs.runs[app.env.docname] = Run(Path(source_path).resolve(), notebook, settings)
-        return _title_only(prepared.notebook, source_path)
+    return page_text(prepared.notebook, source_path)
+
+
+def chapter_client(app: Sphinx) -> type:
+    """myst-nb's cache client for this build: a prepared chapter is run into the cache before
+    myst-nb's own client takes it from there, or, in a read that runs nothing, noted."""
+    from myst_nb.core.execute.cache import NotebookClientCache
+
+    class ChapterClient(NotebookClientCache):
+        def start_client(self) -> None:
+            prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
+            runs = chapter_runs(app)
+            if prepared is not None and runs is not None:  # noted, not run; a recording neither
+                if prepared.recorded is None:
+                    runs.runs[app.env.docname] = Run(self.path.resolve(), _noted(
+                        copy.deepcopy(self.notebook), prepared), self.nb_config)
+                return
+            if prepared is None or prepared.recorded is not None:
+                return super().start_client()
+            failed = _run_if_missing(app, self)
+            super().start_client()  # the run taken from the cache; a failed one then forgotten
+            if failed is not None:
+                open_cache(app.env.mystnb_config.execution_cache_path).remove_cache(failed)
+            app.env.temp_data[EXECUTED] = None if failed else _noted(self.notebook, prepared)
+
+    return ChapterClient
+
+
+def _noted(notebook: nbformat.NotebookNode, prepared: PreparedChapter) -> nbformat.NotebookNode:
+    """The notebook myst-nb read, each cell given its prepared cell's note."""
+    if len(notebook.cells) != len(prepared.notebook.cells):  # the writer's promise, checked
+        raise ValueError(f"MyST written for {len(prepared.notebook.cells)} cells reads as "
+                         f"{len(notebook.cells)}")
+    for cell, noted in zip(notebook.cells, prepared.notebook.cells):
+        if CELL_NOTE in noted.metadata:
+            cell.metadata[CELL_NOTE] = nbformat.from_dict(dict(noted.metadata[CELL_NOTE]))
+    return notebook
+
+
+def _run_if_missing(app: Sphinx, client) -> int | None:
+    """The chapter's key locked until the page is read; executed and cached unless cached
+    (a failed run a stopped build left is run again). A failed run's marked record."""
+    cache_path = app.env.mystnb_config.execution_cache_path  # as myst-nb resolved it
+    settings, notebook = client.nb_config, copy.deepcopy(client.notebook)
     hold_notebook_lock(app, notebook)  # the key the cache's check respects, until read
-    if settings is None:
-        return text
     record = cached_record(cache_path, notebook)
-    if record is not None and record.data.get(FAILED):
-        open_cache(cache_path).remove_cache(record.pk)  # a failed run a stopped build left
-    if record is None or record.data.get(FAILED):
-        docname = app.env.docname
-        logger.info("Executing notebook using %s CWD",
-                    "temporary" if settings.execution_in_temp else "local", location=docname)
-        result, stopped = run_chapter(notebook, source_path, settings)
-        pk = cache_run(cache_path, notebook, source_path, {
-            "execution_seconds": result.time, **({} if result.err is None else {FAILED: True})})
-        if result.err is None:
-            logger.info("Executed notebook in %.2f seconds", result.time, location=docname)
-        else:
-            app.env.temp_data[_FAILED_RUN] = FailedRun(
-                type(result.err).__name__, result.exc_string or "", result.time, stopped, pk)
-    return text
-
-
-def _title_only(notebook: nbformat.NotebookNode, source_path: str) -> str:
-    """A page of the chapter's title alone, in the page's format: nothing to execute."""
-    title = next((line for cell in notebook.cells if cell.cell_type == "markdown"
-                  for line in cell.source.splitlines() if line.startswith("# ")), "# Chapter")
-    if reads_as_json(source_path):
-        return page_text(nbformat.v4.new_notebook(
-            cells=[nbformat.v4.new_markdown_cell(title)], metadata=notebook.metadata),
-            source_path)
-    return title + "\n"
+    if record is not None and not record.data.get(FAILED):
+        return None
+    if record is not None:
+        open_cache(cache_path).remove_cache(record.pk)
+    docname, source_path = app.env.docname, str(client.path)
+    logger.info("Executing notebook using %s CWD",
+                "temporary" if settings.execution_in_temp else "local", location=docname)
+    result, stopped = run_chapter(notebook, source_path, settings)
+    pk = cache_run(cache_path, notebook, source_path, {
+        "execution_seconds": result.time, **({} if result.err is None else {FAILED: True})})
+    if result.err is None:
+        logger.info("Executed notebook in %.2f seconds", result.time, location=docname)
+        return None
+    app.env.temp_data[_FAILED_RUN] = FailedRun(
+        type(result.err).__name__, result.exc_string or "", result.time, stopped)
+    return pk
 
 
 def forget_failed_run(app: Sphinx) -> None:
-    """``doctree-read``, before the lock is released: a failed run's record leaves the cache;
-    myst-nb's execution data and report say it failed."""
+    """``doctree-read``: myst-nb's execution data and report say a failed run failed."""
     run: FailedRun | None = app.env.temp_data.get(_FAILED_RUN)
     if run is None:
         return
-    open_cache(app.env.mystnb_config.execution_cache_path).remove_cache(run.record)
     NbMetadataCollector.set_exec_data(app.env, app.env.docname, {
         "mtime": time.time(), "runtime": run.seconds, "method": "cache", "succeeded": False,
         "error": run.error, "traceback": run.traceback})

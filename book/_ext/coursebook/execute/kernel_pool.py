@@ -19,21 +19,27 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import suppress
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import book_config
 from coursebook.execute.fill_cache import ChapterRuns
 from coursebook.execute.kernel_forkserver import request_kernel, server_command, write_whole
-from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS, executes_when_read
+from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
 from coursebook.execute.shared_cache import cache_lock
+from coursebook.model.notebooks import CHAPTER_SUFFIXES, top_matter
+from coursebook.model.recordings import recording_name
 from coursebook.process.interrupt import remove_when_stopped
 
 if TYPE_CHECKING:
     from filelock import FileLock
+    from myst_nb.core.config import NbParserConfig
 
 logger = logging.getLogger(__name__)
 
@@ -221,6 +227,30 @@ def plan_reading(app: Sphinx, env, docnames: list[str]) -> None:
         stop_kernel_server(app, None)
     if spread:
         _spread_chapters_over_readers(app.parallel, docnames, executing)
+
+
+def executes_when_read(path: Path, settings: NbParserConfig) -> bool:
+    """Whether a build runs this page on a cache miss, before it is read: a chapter, not
+    recorded, that myst-nb's ``create_client`` runs from the cache with the page's top matter
+    ``mystnb`` over the book's (merged as myst-nb's Parser.parse does it, inline there)."""
+    from myst_nb.core.execute import create_client
+    from myst_nb.core.execute.cache import NotebookClientCache
+
+    if path.suffix not in CHAPTER_SUFFIXES:
+        return False
+    try:
+        matter = top_matter(path.read_text(encoding="utf8", errors="replace"))
+        if matter is None or recording_name(matter) is not None:
+            return False
+        overrides = {key: value for key, value in matter.get(settings.metadata_key, {}).items()
+                     if key != "output_folder"}
+        with suppress(Exception):  # myst-nb warns of it as it reads the page
+            settings = settings.copy(**overrides)
+        quiet = SimpleNamespace(info=lambda *_args, **_kwargs: None)
+        return isinstance(create_client(nbformat.v4.new_notebook(), str(path), settings, quiet),
+                          NotebookClientCache)
+    except Exception:  # noqa: BLE001 - reading the page reports what is wrong with it
+        return False
 
 
 def stop_kernel_server(app: Sphinx, exception: Exception | None) -> None:

@@ -1,8 +1,9 @@
 """myst-nb's execution clients, imported only by the builds that read pages: myst-nb
 imports them, and with them jupyter-cache, SQLAlchemy and nbclient, as it loads (a sixth of
 a rebuild that reads no page). Setup puts a placeholder in each module's place; they are
-imported at ``env-before-read-docs``, before ``-j`` forks the readers. Only speed rides on
-it; ``COURSEBOOK_DEFER_IMPORTS=0`` defers nothing.
+imported at ``env-before-read-docs``, before ``-j`` forks the readers, and myst-nb's cache
+client is then the book's chapter client. Only speed rides on the deferral;
+``COURSEBOOK_DEFER_IMPORTS=0`` defers nothing.
 """
 
 from __future__ import annotations
@@ -44,25 +45,33 @@ def defer() -> None:
             sys.modules[f"{PACKAGE}.{module}"] = placeholder
 
 
-def import_now() -> dict[str, ModuleType]:
+def import_now(app: Sphinx | None = None) -> dict[str, ModuleType]:
+    """Import the client modules; ``create_client`` takes them from now on, and this build's
+    chapter client in place of myst-nb's cache client (execute/cached_chapters.py)."""
     package = importlib.import_module(PACKAGE)
     modules = {}
-    for module, name in CLIENTS.items():
+    for module in CLIENTS:
         full_name = f"{PACKAGE}.{module}"
         placeholder = sys.modules[full_name]
         if isinstance(placeholder, _DeferredModule):
             del sys.modules[full_name]
             try:
-                imported = importlib.import_module(full_name)  # set on the package too
+                importlib.import_module(full_name)  # set on the package too
             except BaseException:
                 sys.modules[full_name] = placeholder  # as a failed import leaves nothing behind
                 raise
-            setattr(package, name, getattr(imported, name))  # for create_client from now on
         modules[module] = sys.modules[full_name]
+    clients = {name: getattr(modules[module], name) for module, name in CLIENTS.items()}
+    if app is not None:
+        from coursebook.execute.cached_chapters import chapter_client
+
+        clients[CLIENTS["cache"]] = chapter_client(app)
+    for name, client in clients.items():
+        setattr(package, name, client)
     return modules
 
 
 def import_for_reading(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
     """``env-before-read-docs``: a build with pages to read imports them."""
     if docnames:
-        import_now()
+        import_now(app)

@@ -14,18 +14,17 @@ import re
 import signal
 import time
 import traceback
-from contextlib import nullcontext, suppress
+from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import groupby
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING
 
 import nbformat
 
-from coursebook.model.notebooks import CHAPTER_SUFFIXES, short_digest, top_matter
+from coursebook.model.notebooks import short_digest
 from coursebook.model.outputs import normalise
-from coursebook.model.recordings import recording_name
 
 if TYPE_CHECKING:
     from myst_nb.core.config import NbParserConfig
@@ -147,38 +146,9 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
     return result, None
 
 
-def chapter_settings(settings: NbParserConfig, metadata: dict,
-                     source_path: str) -> NbParserConfig | None:
-    """myst-nb's settings for a chapter (its top matter's ``mystnb`` over the book's), or None
-    when myst-nb would not run it from the cache (as myst_nb.sphinx_.Parser.parse and
-    myst_nb.core.execute.create_client decide)."""
-    overrides = {key: value for key, value in
-                 metadata.get(settings.metadata_key, {}).items() if key != "output_folder"}
-    with suppress(Exception):  # myst-nb warns of it as it reads the page
-        settings = settings.copy(**overrides)
-    path = PurePosixPath(Path(source_path).as_posix())
-    if settings.execution_mode != "cache" or any(
-            path.match(pattern) for pattern in settings.execution_excludepatterns):
-        return None
-    return settings
-
-
-def executes_when_read(path: Path, settings: NbParserConfig) -> bool:
-    """Whether a build runs this page on a cache miss, before it is read: a chapter, not
-    recorded, that myst-nb's settings for it (by its top matter alone) run."""
-    if path.suffix not in CHAPTER_SUFFIXES:
-        return False
-    text = path.read_text(encoding="utf8", errors="replace")
-    try:
-        matter = top_matter(text)
-        return (matter is not None and recording_name(matter) is None
-                and chapter_settings(settings, matter, str(path)) is not None)
-    except Exception:  # noqa: BLE001 - reading the page reports what is wrong with it
-        return False
-
-
 def run_chapter(notebook: nbformat.NotebookNode, source_path: str, settings: NbParserConfig):
-    """:func:`run_notebook` as myst-nb's cache mode runs a chapter with ``settings``."""
+    """:func:`run_notebook` with myst-nb's settings for the page (the client's ``nb_config``):
+    its working folder, time limit and allowed errors, as a myst-nb client runs one."""
     folder = TemporaryDirectory() if settings.execution_in_temp else nullcontext(
         str(Path(source_path).parent))
     with folder as cwd:
