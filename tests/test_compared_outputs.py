@@ -76,23 +76,3 @@ def test_a_builds_summary_names_a_figure_it_did_not_compare(tiny_book, tmp_path)
     assert summary.endswith(
         "3 of 4 code cells verified against torch 2.13.0; not compared: the image "
         f"`<Figure size 350x250 with 1 Axes>` of `import matplotlib.pyplot as plt` (line {line})")
-
-
-def test_a_chapters_run_is_looked_up_in_the_cache_myst_nb_ran_it_into(monkeypatch):
-    """As the build caches it: myst-nb's resolved cache folder (it honours the deprecated
-    ``jupyter_cache``), never conf.py's ``nb_execution_cache_path`` read again."""
-    from types import SimpleNamespace
-
-    from coursebook.prepare.chapters import PreparedChapter
-    from coursebook.verify import chapter_checks
-
-    looked_in = []
-    monkeypatch.setattr(chapter_checks, "cached_notebook",
-                        lambda cache, notebook: looked_in.append(cache))
-    env = SimpleNamespace(temp_data={}, docname="chapter", myst_config=None,
-                          doc2path=lambda docname: f"{docname}.md",
-                          mystnb_config=SimpleNamespace(execution_cache_path="/myst-nb's"))
-    app = SimpleNamespace(env=env, config={"nb_execution_cache_path": ""})
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
-    chapter_checks.executed_notebook(app, PreparedChapter(notebook))
-    assert looked_in == ["/myst-nb's"]

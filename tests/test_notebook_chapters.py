@@ -50,8 +50,8 @@ def test_a_notebook_is_read_as_a_chapter_each_cell_at_its_number():
     anywhere in a cell), its saved outputs left out, its answer an answer; the page myst-nb
     reads is the notebook again, without the book's notes, each cell mapped to its number."""
     from coursebook.model.cell_notes import line_within, source_line
-    from coursebook.model.notebooks import (as_myst_nb_reads, author_line, is_answer,
-                                            is_chapter_source, page_text, read_chapter)
+    from coursebook.model.notebooks import (author_line, is_answer, is_chapter_source,
+                                            page_text, read_chapter)
     from coursebook.prepare.chapter_packages import chapter_package_errors
     from coursebook.prepare.editions import Edition, edition_notebook
 
@@ -79,8 +79,6 @@ def test_a_notebook_is_read_as_a_chapter_each_cell_at_its_number():
     assert [line + 1 for line in read.metadata["source_map"]] == [10000, 20000, 30000, 50000,
                                                                   60000]
     assert author_line(student, "book/lesson.ipynb")(50000 + 1) == 5
-    assert [source_line(cell) for cell in as_myst_nb_reads(
-        student, None, "book/lesson.ipynb").cells] == [1, 2, 3, 5, 6]
 
 
 # A jupytext percent script, as an author writes one: a header, a markdown cell, a code cell

@@ -351,24 +351,6 @@ def _layout(notebook: nbformat.NotebookNode) -> tuple[list[str], list[int]]:
     return out, named
 
 
-def as_myst_nb_reads(notebook: nbformat.NotebookNode, md_config: MdParserConfig | None = None,
-                     source_path: str = "") -> nbformat.NotebookNode:
-    """The notebook as myst-nb reads it from :func:`page_text`'s text for ``source_path``
-    (what a build executes and caches), each cell keeping its note."""
-    if reads_as_json(source_path):
-        read = nbformat.reads(page_text(notebook, source_path), as_version=4)
-    else:
-        read = read_myst_markdown_notebook(notebook_to_myst(notebook),
-                                           config=md_config or MdParserConfig())
-    if len(read.cells) != len(notebook.cells):  # the writer's promise, checked
-        raise ValueError(f"MyST written for {len(notebook.cells)} cells reads as "
-                         f"{len(read.cells)}")
-    for cell, noted in zip(read.cells, notebook.cells):
-        if CELL_NOTE in noted.metadata:
-            cell.metadata[CELL_NOTE] = nbformat.from_dict(dict(noted.metadata[CELL_NOTE]))
-    return read
-
-
 def replace_markers(notebook: nbformat.NotebookNode, marker: re.Pattern,
                     cells_for: Callable[[re.Match], list[nbformat.NotebookNode]]) -> None:
     """Replace each ``marker`` in a markdown cell by the cells ``cells_for`` makes of it, at

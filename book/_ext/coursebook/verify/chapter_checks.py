@@ -20,13 +20,12 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import book_config
-from coursebook.execute.cached_chapters import report_folder, stopped_run
+from coursebook.execute.cached_chapters import EXECUTED, report_folder, stopped_run
 from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, without_digest
-from coursebook.execute.shared_cache import cached_notebook
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import Wing
 from coursebook.model.cell_notes import source_line
-from coursebook.model.notebooks import RAISES_TAG, as_myst_nb_reads, cell_tags, first_line
+from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line
 from coursebook.model.outputs import BARE_IMAGE
 from coursebook.model.provenance import today
 from coursebook.model.versions import release
@@ -191,22 +190,12 @@ def report_cut_outputs(doctree: nodes.document, cells: list[nbformat.NotebookNod
                         location=(doctree.settings.env.docname, where["line"] or None))
 
 
-# The chapter being read, as it ran: taken from the cache once per page (0.1 s for PT01).
-_EXECUTED = "coursebook_executed"
-
-
 def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.NotebookNode | None:
-    """The prepared notebook with its outputs; None when it is not cached (a failed run)."""
+    """The prepared notebook with its outputs, as the chapter client took it from the cache;
+    None when it did not (a failed run, or not run)."""
     if prepared.recorded is not None:
         return prepared.recorded
-    temp = app.env.temp_data
-    if _EXECUTED not in temp:
-        # Looked up as the build cached it: the notebook myst-nb read, in myst-nb's cache.
-        cache = app.env.mystnb_config.execution_cache_path
-        temp[_EXECUTED] = cached_notebook(cache, as_myst_nb_reads(
-            prepared.notebook, getattr(app.env, "myst_config", None),
-            str(app.env.doc2path(app.env.docname))))
-    return temp[_EXECUTED]
+    return app.env.temp_data.get(EXECUTED)
 
 
 def raised_on_purpose(executed: nbformat.NotebookNode) -> tuple[str, ...]:
