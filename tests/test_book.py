@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import BOOK, EXHIBITS, copy_of_built_cache, sphinx_build
+from conftest import BOOK, EXHIBITS
 from coursebook.audit.answer_leaks import _cell_text, _runs, audit_build, chapter_fingerprints, file_texts, fingerprint_words
 from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
 
@@ -105,38 +105,6 @@ def test_sources_hold_the_student_text(built):
                if is_answer(cell) and cell.cell_type == "code"]
     assert answers and not is_chapter_source(copied)  # a document, not the MyST notebook
     assert not [answer for answer in answers if answer.strip() in copied]
-
-
-def test_a_warm_rebuild_and_a_prose_edit_execute_nothing_a_code_edit_only_its_chapter(built, tmp_path):
-    import shutil
-    source = tmp_path / "book"
-    shutil.copytree(BOOK, source)
-    cache = tmp_path / "cache"
-    # The cold build is `built`'s: its cache, copied, holds every chapter of this copy.
-    copy_of_built_cache(built, cache)
-    first = sphinx_build(source, tmp_path / "a", cache)
-    assert first.returncode == 0 and first.executed == 0
-    warm = sphinx_build(source, tmp_path / "a", cache)
-    assert warm.returncode == 0 and warm.executed == 0
-    chapter = source / "pt01.md"
-    copied = tmp_path / "a" / "html" / "_sources" / "pt01.md"
-    assert copied.read_text() != chapter.read_text()  # the student text, kept when not rewritten
-    text = chapter.read_text()
-    assert "## 1. Tensors\n" in text
-    chapter.write_text(text.replace("## 1. Tensors\n", "## 1. Tensors\n\nA new sentence.\n", 1))
-    edited = sphinx_build(source, tmp_path / "a", cache)
-    assert edited.returncode == 0 and edited.executed == 0
-    assert "A new sentence." in (tmp_path / "a" / "html" / "pt01.html").read_text()
-    # Sphinx copied the edited file when it wrote the page; the student text replaced it.
-    assert "A new sentence." in copied.read_text() and copied.read_text() != chapter.read_text()
-    text = chapter.read_text()
-    assert 'print("Dtype:", X.dtype)' in text
-    chapter.write_text(text.replace('print("Dtype:", X.dtype)', 'print("Dtype:", X.dtype)  # edited'))
-    # The edited cell has a new key: accept its output, as `make accept-outputs` would.
-    code_edit = sphinx_build(source, tmp_path / "a", cache,
-                             settings={"coursebook_accept_outputs": "1"})
-    assert code_edit.returncode == 0
-    assert code_edit.executed == 1 and "pt01.md: Executing notebook" in code_edit.log
 
 
 def test_the_words_a_torch_upgrade_changed_are_bold_on_the_page(built):

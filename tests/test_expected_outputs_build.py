@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BOOK, sphinx_build
+from conftest import BOOK, copy_of_built_cache, sphinx_build
 from coursebook.model.versions import release
 
 pytestmark = pytest.mark.slow
@@ -17,16 +17,6 @@ pytestmark = pytest.mark.slow
 TORCH = "torch-" + release(__import__("torch").__version__)
 # PT01's first tensor: its last row changes, its cell's code does not.
 DATA_ROW, CHANGED_ROW = "[2., 4.]])", "[2., 5.]])"
-
-
-@pytest.fixture
-def scratch(built, tmp_path: Path) -> tuple[Path, Path]:
-    """A copy of the book and of the built books' warm execution cache."""
-    source = tmp_path / "book"
-    shutil.copytree(BOOK, source)
-    cache = tmp_path / "cache"
-    shutil.copytree(built["student"].outdir.parent / "cache", cache)
-    return source, cache
 
 
 def _change_the_data(source: Path) -> str:
@@ -39,11 +29,33 @@ def _change_the_data(source: Path) -> str:
     return first
 
 
-def test_a_data_change_upstream_stops_the_build_with_a_diff_until_accepted(scratch, tmp_path):
-    source, cache = scratch
+def test_an_edit_executes_only_its_chapter_and_a_data_change_stops_it_until_accepted(built,
+                                                                                    tmp_path):
+    """A copy of the real book and of the built books' warm cache: a build and a warm rebuild
+    execute nothing, nor does a prose edit; a change of PT01's data executes PT01 alone and
+    stops the build with a diff at each cell downstream until its outputs are accepted."""
+    source = tmp_path / "book"
+    shutil.copytree(BOOK, source)
+    cache = copy_of_built_cache(built, tmp_path / "cache")
+    first = sphinx_build(source, tmp_path / "a", cache)
+    assert first.returncode == 0 and first.executed == 0, first.log[-3000:]
+    warm = sphinx_build(source, tmp_path / "a", cache)
+    assert warm.returncode == 0 and warm.executed == 0, warm.log[-3000:]
+    chapter = source / "pt01.md"
+    copied = tmp_path / "a" / "html" / "_sources" / "pt01.md"
+    assert copied.read_text() != chapter.read_text()  # the student text, kept when not rewritten
+    text = chapter.read_text()
+    assert "## 1. Tensors\n" in text
+    chapter.write_text(text.replace("## 1. Tensors\n", "## 1. Tensors\n\nA new sentence.\n", 1))
+    edited = sphinx_build(source, tmp_path / "a", cache)
+    assert edited.returncode == 0 and edited.executed == 0, edited.log[-3000:]
+    assert "A new sentence." in (tmp_path / "a" / "html" / "pt01.html").read_text()
+    # Sphinx copied the edited file when it wrote the page; the student text replaced it.
+    assert "A new sentence." in copied.read_text() and copied.read_text() != chapter.read_text()
+
     _change_the_data(source)
-    build = sphinx_build(source, tmp_path / "out", cache)
-    assert build.returncode == 1
+    build = sphinx_build(source, tmp_path / "a", cache)
+    assert build.returncode == 1, build.log[-3000:]
     assert build.executed == 1 and "pt01.md: Executing notebook" in build.log
     # Each cell downstream of the data reports its line, cell and edition.
     errors = re.findall(r"pt01\.md:\d+: ERROR: code cell \d+ `[^`]+` \(student edition, torch ",
@@ -57,25 +69,24 @@ def test_a_data_change_upstream_stops_the_build_with_a_diff_until_accepted(scrat
     # Accepting the new outputs (the run just cached) makes it green again.
     expected = source / "expected" / TORCH / "pt01.txt"
     before = expected.read_text()
-    accepted = sphinx_build(source, tmp_path / "accepted", cache,
+    accepted = sphinx_build(source, tmp_path / "a", cache,
                             settings={"coursebook_accept_outputs": "1"})
     assert accepted.returncode == 0, accepted.log[-3000:]
     assert expected.read_text() != before
-    again = sphinx_build(source, tmp_path / "accepted", cache)
+    again = sphinx_build(source, tmp_path / "a", cache)
     assert again.returncode == 0 and again.executed == 0, again.log[-3000:]
     # The other edition still has the old outputs on record: it stops until accepted too.
     instructor = sphinx_build(source, tmp_path / "inst", cache, "instructor")
     assert instructor.returncode == 1 and "(instructor edition, torch " in instructor.log
 
 
-def test_a_missing_expectation_stops_the_build_with_the_command(scratch, tmp_path):
-    source, cache = scratch
-    (source / "expected" / TORCH / "pt01.txt").unlink()
-    build = sphinx_build(source, tmp_path / "out", cache)
-    assert build.returncode == 1 and build.executed == 0
+def test_a_missing_expectation_stops_the_build_with_the_command(tiny_book, tmp_path, cache_copy):
+    (tiny_book / "expected" / TORCH / "chapter.txt").unlink()
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert build.returncode == 1 and build.executed == 0, build.log[-3000:]
     message = [line for line in build.log.splitlines() if "no expected outputs" in line]
     assert len(message) == 1, build.log[-3000:]
-    assert "pt01.md" in message[0] and "make accept-outputs" in message[0]
+    assert "chapter.md" in message[0] and "make accept-outputs" in message[0]
     assert "Traceback" not in build.log
 
 
