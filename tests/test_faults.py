@@ -243,30 +243,6 @@ def test_a_dead_forked_kernel_on_a_cold_cache_gets_the_same_advice(tiny_book, tm
                                     f"was running when the kernel died {ending}")
 
 
-@pytest.mark.slow
-def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny_book, tmp_path,
-                                                                           cache_copy):
-    """The cell that hung, not a later `raises-exception` cell that never ran; the remedy
-    the message names (the chapter's own limit) works."""
-    chapter = tiny_book / "chapter.md"
-    good = chapter.read_text()
-    # A limit that importing torch (the cell before) meets on a busy machine, and a cell
-    # that sleeps far past it.
-    line = _plant_cell(chapter, "import time\ntime.sleep(600)")
-    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy,
-                         settings={"nb_execution_timeout": "15"})
-    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `import time` was "
-                                    "still running after 15 s, the limit for one cell "
-                                    "(nb_execution_timeout)")
-    assert "`mystnb: {execution_timeout: 30}`" in build.log and "did not raise" not in build.log
-    chapter.write_text(good)
-    # The chapter's own limit holds for its every cell: torch's import meets it too.
-    _plant_cell(chapter, "import time\ntime.sleep(5)", top_matter="mystnb: {execution_timeout: 60}")
-    raised = sphinx_build(tiny_book, tmp_path / "raised", cache_copy,
-                          settings={"nb_execution_timeout": "2"})
-    assert "still running after" not in raised.log and raised.executed == 1, raised.log[-3000:]
-
-
 FLOOD = 'print("x" * 5_000_000, end="")'
 PROGRESS = ('import sys\nfor step in range(30_000):\n'
             '    sys.stderr.write(f"\\r{step:6d} steps " + "#" * (step % 40))\n'
@@ -274,21 +250,35 @@ PROGRESS = ('import sys\nfor step in range(30_000):\n'
 
 
 @pytest.mark.slow
-def test_the_protections_hold_without_the_import_deferral(tiny_book, tmp_path, cache_copy,
-                                                          monkeypatch):
-    """The deferral of myst-nb's imports (execute/myst_nb_clients.py) carries only speed:
-    with it off, a flood of output is still cut and a hung cell still named."""
-    monkeypatch.setenv("COURSEBOOK_DEFER_IMPORTS", "0")
+def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny_book, tmp_path,
+                                                                           cache_copy,
+                                                                           monkeypatch):
+    """The cell that hung, not a later `raises-exception` cell that never ran; the remedy
+    the message names (the chapter's own limit) works. The first build runs without the
+    deferral of myst-nb's imports (execute/myst_nb_clients.py), which carries only speed:
+    a flood of output is still cut and the hung cell still named."""
     chapter = tiny_book / "chapter.md"
-    _plant_cell(chapter, "import time\ntime.sleep(120)")
+    good = chapter.read_text()
+    monkeypatch.setenv("COURSEBOOK_DEFER_IMPORTS", "0")
+    # A limit that importing torch (the cell before) meets on a busy machine, and a cell
+    # that sleeps far past it.
+    _plant_cell(chapter, "import time\ntime.sleep(600)")
     _plant_cell(chapter, FLOOD)  # before the hung cell
     line = _line_of(chapter, "import time")
-    # A limit that importing torch meets on a busy machine.
     build = sphinx_build(tiny_book, tmp_path / "out", cache_copy,
                          settings={"nb_execution_timeout": "15"})
     assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `import time` was "
-                                    "still running after 15 s, the limit for one cell")
+                                    "still running after 15 s, the limit for one cell "
+                                    "(nb_execution_timeout)")
+    assert "`mystnb: {execution_timeout: 30}`" in build.log and "did not raise" not in build.log
     assert build.log.count(f"code cell `{FLOOD}`: an output is longer") == 1, build.log[-3000:]
+    chapter.write_text(good)
+    monkeypatch.delenv("COURSEBOOK_DEFER_IMPORTS")
+    # The chapter's own limit holds for its every cell: torch's import meets it too.
+    _plant_cell(chapter, "import time\ntime.sleep(5)", top_matter="mystnb: {execution_timeout: 60}")
+    raised = sphinx_build(tiny_book, tmp_path / "raised", cache_copy,
+                          settings={"nb_execution_timeout": "2"})
+    assert "still running after" not in raised.log and raised.executed == 1, raised.log[-3000:]
 
 
 @pytest.mark.slow
