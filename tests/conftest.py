@@ -330,7 +330,7 @@ STAGES = {
                "test_pdf_characters",
                "test_pdfcheck", "test_browser", "test_student_pages", "test_glossary",
                "test_preview", "test_compiled_templates",
-               "test_offline_mathjax"],
+               "test_offline_mathjax", "test_search_index"],
     "audit": ["test_audit", "test_prose_overlap", "test_book", "test_dated_prose"],
     "process": ["test_faults", "test_quiet_log", "test_build_processes",
                 "test_stopped_builds", "test_private_names"],

@@ -32,7 +32,8 @@ from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
                                          replace_copied_sources)
 from coursebook.render.handouts import setup_handouts
-from coursebook.render.html_pages import add_build_stamp, copy_mathjax, keep_compiled_templates
+from coursebook.render.html_pages import (add_build_stamp, copy_mathjax, index_entries_again,
+                                          keep_compiled_templates)
 from coursebook.render.output_blocks import normalise_output_nodes, quiet_exhibit_checks
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, quiet_config_dumps
@@ -122,6 +123,8 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     app.connect("html-page-context", offer_edition_notebook, priority=400)
     app.connect("html-page-context", add_colab_button, priority=600)
     app.connect("html-page-context", add_build_stamp)
+    # 8a. html-collect-pages, before the search index is written.
+    app.connect("html-collect-pages", index_entries_again)
     # 9. build-finished; last, the output folder is marked finished.
     for hook in (replace_copied_sources, copy_mathjax, fail_build_on_failed_chapters,
                  stop_kernel_server):

@@ -1,0 +1,57 @@
+"""The search index finds a glossary's terms after every build, not only after one that
+wrote the glossary (coursebook/render/html_pages.py: index_entries_again, the work-around
+for sphinx-doc/sphinx#12599)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import sphinx_build
+
+TERMS = "tensor\n  An array of numbers.\n\ngradient\n  A slope.\n"
+
+
+def _index_entries(html: Path) -> dict:
+    text = (html / "searchindex.js").read_text()
+    return json.loads(text[text.index("(") + 1:text.rindex(")")])["indexentries"]
+
+
+@pytest.mark.slow
+def test_a_rebuild_that_writes_no_page_keeps_the_glossarys_terms(tiny_book, tmp_path):
+    index = tiny_book / "index.md"
+    index.write_text(index.read_text().replace("chapter\n", "chapter\nglossary\n"))
+    (tiny_book / "glossary.md").write_text(f"# Glossary\n\n```{{glossary}}\n{TERMS}```\n")
+    first = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert first.returncode == 0, first.log[-3000:]
+    written = (tmp_path / "out" / "html" / "searchindex.js").read_bytes()
+    assert set(_index_entries(tmp_path / "out" / "html")) == {"tensor", "gradient"}
+
+    again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert again.returncode == 0, again.log[-3000:]
+    assert "no targets are out of date" in again.log  # a build that writes no page
+    assert set(_index_entries(tmp_path / "out" / "html")) == {"tensor", "gradient"}
+    # The index a build of every page writes.
+    assert (tmp_path / "out" / "html" / "searchindex.js").read_bytes() == written
+
+
+@pytest.mark.slow
+def test_sphinx_itself_still_drops_the_terms_of_a_page_it_does_not_write(tmp_path):
+    """Fails once Sphinx keeps them itself: then index_entries_again can go."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "conf.py").write_text("")
+    (source / "index.rst").write_text(f"Glossary\n========\n\n.. glossary::\n\n"
+                                      + "".join(f"   {line}\n" for line in TERMS.splitlines()))
+    found = []
+    for _ in range(2):
+        subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(source),
+                        str(tmp_path / "html")], check=True)
+        found.append(set(_index_entries(tmp_path / "html")))
+    assert found == [{"tensor", "gradient"}, set()], (
+        "sphinx-doc/sphinx#12599 is fixed in this Sphinx: remove "
+        "coursebook.render.html_pages.index_entries_again and this test")
