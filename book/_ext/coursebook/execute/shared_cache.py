@@ -121,11 +121,10 @@ def notebook_lock(cache_path: str | Path, notebook: nbformat.NotebookNode) -> Fi
 
 
 def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
-    """``source-read``: take the key of the notebook about to be looked up and run, until
+    """Take the key of the notebook about to be looked up and run, until
     :func:`release_notebook_lock`. A reader holds one lock at a time: no deadlock."""
-    settings = app.env.mystnb_config
-    if settings.execution_mode == "cache" and book_config(app.config).cache_locks:
-        lock = notebook_lock(settings.execution_cache_path, notebook)
+    if book_config(app.config).cache_locks:
+        lock = notebook_lock(app.env.mystnb_config.execution_cache_path, notebook)
         lock.acquire()
         app.env.temp_data[_HELD] = lock
 
