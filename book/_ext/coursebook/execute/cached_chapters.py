@@ -14,7 +14,6 @@ import copy
 import json
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -37,19 +36,10 @@ from coursebook.reporting import stop_build
 
 logger = logging.getLogger(__name__)
 
-_FAILED_RUN = "coursebook_failed_run"  # the page's failed run (Sphinx's per-page data)
+# The page's failed run (Sphinx's per-page data): where it stopped, myst-nb's execution data.
+_FAILED_RUN = "coursebook_failed_run"
 # The page's chapter as it ran, each cell noted (None: its run failed); Sphinx's per-page data.
 EXECUTED = "coursebook_executed"
-
-
-@dataclass(frozen=True)
-class FailedRun:
-    """A chapter's run that failed, as myst-nb records one, and where it stopped."""
-
-    error: str  # the exception's class name
-    traceback: str
-    seconds: float
-    stopped: StoppedRun | None
 
 
 def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
@@ -122,22 +112,21 @@ def _run_if_missing(app: Sphinx, client) -> int | None:
     if result.err is None:
         logger.info("Executed notebook in %.2f seconds", result.time, location=docname)
         return None
-    app.env.temp_data[_FAILED_RUN] = FailedRun(
-        type(result.err).__name__, result.exc_string or "", result.time, stopped)
+    app.env.temp_data[_FAILED_RUN] = (stopped, {
+        "mtime": time.time(), "runtime": result.time, "method": "cache", "succeeded": False,
+        "error": type(result.err).__name__, "traceback": result.exc_string or ""})
     return pk
 
 
 def forget_failed_run(app: Sphinx) -> None:
     """``doctree-read``: myst-nb's execution data and report say a failed run failed."""
-    run: FailedRun | None = app.env.temp_data.get(_FAILED_RUN)
-    if run is None:
+    if _FAILED_RUN not in app.env.temp_data:
         return
-    NbMetadataCollector.set_exec_data(app.env, app.env.docname, {
-        "mtime": time.time(), "runtime": run.seconds, "method": "cache", "succeeded": False,
-        "error": run.error, "traceback": run.traceback})
+    exec_data = app.env.temp_data[_FAILED_RUN][1]
+    NbMetadataCollector.set_exec_data(app.env, app.env.docname, exec_data)
     report = report_folder(app).joinpath(*f"{app.env.docname}.err.log".split("/"))
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(run.traceback, encoding="utf8")
+    report.write_text(exec_data["traceback"], encoding="utf8")
 
 
 def report_folder(app: Sphinx) -> Path:
@@ -148,8 +137,7 @@ def report_folder(app: Sphinx) -> Path:
 def stopped_run(app: Sphinx) -> StoppedRun | None:
     """Where the page's failed run stopped, when it stopped in a cell (timed out, or its
     kernel died) rather than on an error."""
-    run: FailedRun | None = app.env.temp_data.get(_FAILED_RUN)
-    return run.stopped if run is not None else None
+    return app.env.temp_data.get(_FAILED_RUN, (None,))[0]
 
 
 def _unreadable(notebook: Path) -> str | None:
