@@ -44,6 +44,7 @@ from coursebook.verify.chapter_checks import raised_on_purpose
 from coursebook.verify.expectations import (
     cell_keys,
     expectations_path,
+    keyed_cells,
     output_cells,
     read_expectations,
 )
@@ -200,6 +201,23 @@ def test_a_download_cell_carries_no_metadata_of_the_build(downloads):
     for name, notebook in downloads.items():
         assert [dict(c.metadata) for c in notebook.cells if c.metadata] == [], name
     assert any(is_caught(c) for notebook in downloads.values() for c in notebook.cells)
+
+
+def test_a_chapters_download_is_the_same_file_from_every_read_of_it(downloads):
+    """nbformat draws a cell's id at random when a chapter is read: a download's ids are the
+    book's own, valid for Jupyter and Colab (nbformat's schema, unique), and a code cell's
+    is the key of its expected output."""
+    for name, chapter in _chapters().items():  # read again
+        again = _download(name, chapter, PlainMarkdown(_resolve, "https://book.example/p.html",
+                                                       MD_CONFIG))
+        assert nbformat.writes(again) == nbformat.writes(downloads[name]), name
+        nbformat.validate(again)
+        ids = [cell.id for cell in again.cells]
+        assert len(set(ids)) == len(ids), name
+        assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", id_) for id_ in ids), name
+        code = [cell.id for cell in again.cells if cell.cell_type == "code"]
+        assert code[len(code) - len(keyed_cells(chapter, downloaded=True)):] == [
+            key.replace(".", "-") for key, _ in keyed_cells(chapter, downloaded=True)], name
 
 
 def test_the_render_check_sees_planted_myst(downloads):

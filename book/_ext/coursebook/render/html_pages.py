@@ -97,7 +97,7 @@ def index_entries_again(app: Sphinx) -> list:
     Sphinx keeps in its search index only the index entries of the pages it writes: it
     reads its old searchindex.js without them (sphinx-doc/sphinx#12599, open in Sphinx
     9.0.4), so a rebuild that writes no glossary dropped every term from the search. Writing
-    those pages again (``env-get-updated``) cost a warm no-op build about 0.3 s; indexing
+    those pages again (``env-get-updated``) cost a warm no-op build about 0.4 s; indexing
     them again costs about 0.05 s. tests/test_search_index.py says when Sphinx is fixed."""
     builder, env = app.builder, app.env
     if isinstance(builder, StandaloneHTMLBuilder) and builder.indexer is not None:
