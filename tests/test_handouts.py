@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import BOOK, ROOT, tiny_book_with_an_overflow
+from conftest import BOOK, ROOT
 from test_student_pages import build_talk, known_commits
 from coursebook.prepare.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines, answers,
                                      visit_answer_space_latex)
@@ -228,17 +228,6 @@ def test_the_qr_codes_decode_to_the_configured_addresses(handouts, tmp_path):
                                  capture_output=True, text=True).stdout.split()
         assert sorted(decoded) == sorted([page_url(PUBLISHED_URL, path.stem),
                                           colab_url(REPOSITORY_URL, "gh-pages", path.stem)])
-
-
-@pytest.mark.slow
-def test_a_planted_overflow_in_a_handout_fails_naming_the_chapter_file(tmp_path, cache_copy):
-    chapter_file = tiny_book_with_an_overflow(tmp_path)  # prose: the cached run holds
-    code, log = build_handouts("student", chapter_file.parent, tmp_path / "build", cache_copy)
-    assert code == 1
-    problems = [line for line in log.splitlines() if line.startswith("pdf: ")]
-    assert any("runs into the margin" in line for line in problems)
-    assert any("Overfull \\hbox" in line for line in problems)
-    assert all(str(chapter_file) in line or "chapter.md" in line for line in problems)
 
 
 def test_a_short_cell_is_kept_on_one_page_with_its_output_and_a_long_one_may_break():

@@ -1,4 +1,5 @@
-"""Both PDF handouts: built from the same sources and cache, checked, audited."""
+"""Both PDF handouts: built from the same sources and cache, checked, audited (a planted
+overflow and characters: tests/test_pdf_characters.py)."""
 
 import shutil
 import subprocess
@@ -6,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import BOOK, ROOT, TINY_BOOK, copy_of_built_cache, tiny_book_with_an_overflow
+from conftest import BOOK, ROOT, TINY_BOOK, copy_of_built_cache
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from test_student_pages import build_talk, known_commits
 
@@ -59,17 +60,6 @@ def test_the_build_is_named_on_the_instructor_pdfs_title_page_only(pdfs):
     instructor = pdf_pages(root / "instructor" / "pdf" / "deep-learning-labs-instructor.pdf")
     assert "Executed with torch" in instructor[0] and "Built on" in instructor[0], instructor[0]
     assert any("executed with torch" in page for page in instructor[1:])  # the running header
-
-
-def test_a_planted_overflowing_line_fails_the_pdf(tmp_path, cache_copy):
-    chapter = tiny_book_with_an_overflow(tmp_path)  # prose: the cached run holds
-    code, log = build_pdf("student", chapter.parent, tmp_path / "build", cache_copy)
-    assert code == 1
-    assert "runs into the margin" in log and "Overfull \\hbox" in log
-    # Each problem names the chapter file it lies in, not only the page.
-    problems = [line for line in log.splitlines() if line.startswith("pdf: ")]
-    assert any("chapter.md: page" in line and "runs into the margin" in line for line in problems)
-    assert any("chapter.md: " in line and "Overfull \\hbox" in line for line in problems)
 
 
 def test_a_planted_answer_in_the_pdf_is_caught(tmp_path):

@@ -1,7 +1,9 @@
 """Any character a chapter prints reaches the PDF: CJK, emoji and mathematical symbols
 print through the fallback fonts, in the book and in its handouts; a character no font
 of the PDF has stops it with one message naming the chapter file, the line, the cell and
-the character. Fast tests locate a character on made-up files; slow ones build PDFs."""
+the character. Fast tests locate a character on made-up files; slow ones build PDFs, of one
+tiny book that also has a word too long for any line: each problem is named at its place,
+and the characters a font has print in the PDF that failed."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from docutils.utils import new_document
 from test_handouts import build_handouts
 from test_pdf import build_pdf
 
-from conftest import TINY_BOOK
+from conftest import TINY_BOOK, tiny_book_with_an_overflow
 from coursebook.render.pdf_checks import Problem, locate_characters, pdf_text
 
 PRINTED = "✓ done — 你好 🙂 α∇∑"
@@ -25,16 +27,20 @@ NO_FONT_HAS = 0x10FFFD
 ACCEPT = "-Dcoursebook_accept_outputs=1"  # the planted cell's output is new
 
 
+def with_cell(chapter: Path, prose: str, code: str) -> Path:
+    """The chapter with a paragraph and a cell added before its worked example."""
+    chapter.write_text(chapter.read_text(encoding="utf8").replace(
+        "A worked example",
+        f"{prose}\n\n```{{code-cell}} ipython3\n{code}\n```\n\nA worked example"),
+        encoding="utf8")
+    return chapter
+
+
 def tiny_book_with(tmp_path: Path, prose: str, code: str) -> Path:
     """A copy of the tiny book with a paragraph and a cell added; its chapter file."""
     source = tmp_path / "src"
     shutil.copytree(TINY_BOOK, source)
-    chapter = source / "chapter.md"
-    chapter.write_text(chapter.read_text(encoding="utf8").replace(
-        "A worked example.",
-        f"{prose}\n\n```{{code-cell}} ipython3\n{code}\n```\n\nA worked example."),
-        encoding="utf8")
-    return chapter
+    return with_cell(source / "chapter.md", prose, code)
 
 
 # --- Fast: a character is found where it is printed ---------------------------------------
@@ -90,48 +96,63 @@ def test_a_character_found_only_in_the_latex_names_its_chapter(tmp_path):
 
 # --- Slow: PDFs built ----------------------------------------------------------------------
 
+NO_FONT_CELL = f"print('mark:', chr({NO_FONT_HAS:#x}))"  # only the output holds the character
+
+
 @pytest.fixture(scope="module")
-def printed_book(tmp_path_factory):
-    root = tmp_path_factory.mktemp("characters")
-    chapter = tiny_book_with(root, f"Prose prints them too: {PRINTED}.", f'print("{PRINTED}")')
-    return root, chapter
-
-
-@pytest.mark.slow
-def test_cjk_emoji_and_math_symbols_print_in_the_pdf(printed_book):
-    root, chapter = printed_book
-    code, log = build_pdf("student", chapter.parent, root / "book", root / "cache", ACCEPT)
-    assert code == 0, log[-3000:]
-    text = pdf_text(root / "book" / "student" / "pdf" / "deep-learning-labs-student.pdf")
-    # The prose, the cell's code and its output.
-    assert text.count(PRINTED) >= 3, text
-
-
-@pytest.mark.slow
-def test_cjk_emoji_and_math_symbols_print_in_the_handout(printed_book):
-    root, chapter = printed_book
-    code, log = build_handouts("student", chapter.parent, root / "handouts", root / "cache",
-                               ACCEPT)
-    assert code == 0, log[-3000:]
-    text = pdf_text(root / "handouts" / "student" / "pdf" / "handouts" / "chapter.pdf")
-    assert text.count(PRINTED) >= 3, text
-
-
-@pytest.mark.slow
-def test_a_character_no_font_has_stops_the_pdf_with_one_message(tmp_path):
+def planted_book(tmp_path_factory):
+    """The tiny book with three plants in its chapter: a word too long for any line, prose
+    and a cell printing CJK, emoji and mathematical symbols, and a cell printing a character
+    no font has. Its PDFs share one cache (the chapter runs once)."""
     covering = subprocess.run(["fc-list", f":charset={NO_FONT_HAS:x}", "family"],
                               check=True, capture_output=True, text=True).stdout
     assert not covering.strip(), f"an installed font has U+{NO_FONT_HAS:X}: pick another"
-    cell = f"print('mark:', chr({NO_FONT_HAS:#x}))"  # only the output holds the character
-    chapter = tiny_book_with(tmp_path, "Nothing unusual here.", cell)
-    code, log = build_pdf("student", chapter.parent, tmp_path / "build", tmp_path / "cache",
-                          ACCEPT)
-    assert code == 1, log[-3000:]
-    assert "Traceback" not in log, log[-3000:]
-    assert "Missing character" not in log, log[-3000:]
-    named = [line for line in log.splitlines() if f"U+{NO_FONT_HAS:X}" in line]
-    assert len(named) == 1, log[-3000:]
-    line = chapter.read_text(encoding="utf8").splitlines().index(cell) + 1
+    root = tmp_path_factory.mktemp("characters")
+    chapter = tiny_book_with_an_overflow(root)
+    with_cell(chapter, f"Prose prints them too: {PRINTED}.", f'print("{PRINTED}")')
+    with_cell(chapter, "Nothing unusual here.", NO_FONT_CELL)
+    return root, chapter
+
+
+def assert_each_problem_named(log: str, chapter: Path, where: str, page: str) -> list[str]:
+    """The overflow (its place named ``where`` and, in the margin, ``page``) and the
+    character no font has, each named in the chapter; the characters the fonts have are
+    not named. The problems' lines."""
+    assert "Traceback" not in log and "Missing character" not in log, log[-3000:]
+    problems = [line for line in log.splitlines() if line.startswith("pdf: ")]
+    assert any(page in line and "runs into the margin" in line for line in problems), log[-3000:]
+    assert any(where in line and "Overfull \\hbox" in line for line in problems), log[-3000:]
+    named = [line for line in problems if "U+" in line]
+    assert len(named) == 1 and f"U+{NO_FONT_HAS:X}" in named[0], log[-3000:]
+    line = chapter.read_text(encoding="utf8").splitlines().index(NO_FONT_CELL) + 1
     assert f"chapter.md:{line}:" in named[0], named[0]
     assert chr(NO_FONT_HAS) in named[0] and "install" in named[0], named[0]
-    assert not (tmp_path / "build" / "student" / "pdf" / "deep-learning-labs-student.pdf").exists()
+    return problems
+
+
+@pytest.mark.slow
+def test_the_pdf_names_each_problem_at_its_chapter_and_prints_cjk_emoji_and_math(planted_book):
+    root, chapter = planted_book
+    build = root / "book" / "student"
+    code, log = build_pdf("student", chapter.parent, root / "book", root / "cache", ACCEPT)
+    assert code == 1, log[-3000:]
+    # Each problem names the chapter file it lies in, not only the page.
+    assert_each_problem_named(log, chapter, "chapter.md: ", "chapter.md: page")
+    assert not (build / "pdf" / "deep-learning-labs-student.pdf").exists()
+    # The prose, the cell's code and its output, in the PDF that failed (the log names it).
+    failed = build / "latex" / "deep-learning-labs.pdf"
+    assert str(failed) in log and pdf_text(failed).count(PRINTED) >= 3, pdf_text(failed)
+
+
+@pytest.mark.slow
+def test_a_handout_names_each_problem_at_its_chapter_and_prints_cjk_emoji_and_math(planted_book):
+    root, chapter = planted_book
+    build = root / "handouts" / "student"
+    code, log = build_handouts("student", chapter.parent, root / "handouts", root / "cache",
+                               ACCEPT)
+    assert code == 1, log[-3000:]
+    problems = assert_each_problem_named(log, chapter, "chapter.md", "chapter.md")
+    assert all(str(chapter) in line or "chapter.md" in line for line in problems), problems
+    assert not (build / "pdf" / "handouts" / "chapter.pdf").exists()
+    failed = build / "latex-handouts" / "chapter.pdf"
+    assert str(failed) in log and pdf_text(failed).count(PRINTED) >= 3, pdf_text(failed)
