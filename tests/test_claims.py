@@ -430,6 +430,14 @@ def test_accepting_writes_a_hand_edited_accepted_claim_as_it_is(tiny_book, tmp_p
     assert path.read_text() == written
 
 
+def test_accepting_a_chapter_that_makes_no_claim_writes_no_file(tmp_path):
+    """A chapter without claims has no accepted-claims file, and an accept writes none (c4718fe
+    wrote one holding the header alone: a stray file beside every such chapter's outputs)."""
+    path = tmp_path / "claims" / "lesson.txt"
+    assert not write_accepted_claims(path, "lesson.md", "student", [])
+    assert not path.exists()
+
+
 def test_a_line_the_accepted_claims_cannot_hold_is_named_at_its_line(tiny_book, tmp_path):
     """Read as the expected outputs are: a line a merge or an editor left unindented is an
     error at the file's line, not a silent part of the claim above it."""
