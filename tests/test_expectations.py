@@ -260,13 +260,14 @@ def test_a_chapter_that_ran_but_whose_outputs_are_not_found_is_an_error(caplog):
 
     from coursebook.page_state import PREPARED, page_state_of
     from coursebook.prepare.chapters import PreparedChapter
-    from coursebook.verify.chapter_checks import _EXECUTED, keep_cell_outputs
+    from coursebook.execute.cached_chapters import EXECUTED
+    from coursebook.verify.chapter_checks import keep_cell_outputs
 
     env = SimpleNamespace(docname="chapter", temp_data={})
-    # Its run succeeded, and the cache has no notebook for its key.
+    # Its run succeeded, and the chapter client took no notebook from the cache.
     NbMetadataCollector.set_doc_data(env, "chapter", "exec_data", {"succeeded": True})
     env.temp_data.update({PREPARED: PreparedChapter(_notebook(_code("x = 1"))),
-                          _EXECUTED: None})
+                          EXECUTED: None})
     keep_cell_outputs(SimpleNamespace(env=env), None)
     state = page_state_of(env, "chapter")
     assert state.failed and state.outputs is None
