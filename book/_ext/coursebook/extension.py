@@ -11,7 +11,7 @@ from sphinx.application import Sphinx
 
 from coursebook.audit.answer_leaks import check_answer_overlaps
 from coursebook.config import BookConfig, book_config
-from coursebook.execute.cached_chapters import check_execution_cache, enter_cache, forget_failed_run
+from coursebook.execute.cached_chapters import check_execution_cache, enter_cache, report_failed_run
 from coursebook.execute.fill_cache import ChapterRuns, chapter_runs
 from coursebook.execute.kernel_pool import plan_reading, stop_kernel_server
 from coursebook.execute.myst_nb_clients import import_for_reading
@@ -56,7 +56,7 @@ def _read_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
 
 def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
     # First, so the other edition may take the cached chapter.
-    forget_failed_run(app)
+    report_failed_run(app)
     release_notebook_lock(app)
     if chapter_runs(app) is not None:
         return  # a read that runs nothing has nothing to check

@@ -118,7 +118,7 @@ def _run_if_missing(app: Sphinx, client) -> int | None:
     return pk
 
 
-def forget_failed_run(app: Sphinx) -> None:
+def report_failed_run(app: Sphinx) -> None:
     """``doctree-read``: myst-nb's execution data and report say a failed run failed."""
     if _FAILED_RUN not in app.env.temp_data:
         return
