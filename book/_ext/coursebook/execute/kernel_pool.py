@@ -19,7 +19,6 @@ import sys
 import tempfile
 import time
 import uuid
-from contextlib import suppress
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
@@ -230,9 +229,10 @@ def plan_reading(app: Sphinx, env, docnames: list[str]) -> None:
 
 
 def executes_when_read(path: Path, settings: NbParserConfig) -> bool:
-    """Whether a build runs this page on a cache miss, before it is read: a chapter, not
-    recorded, that myst-nb's ``create_client`` runs from the cache with the page's top matter
-    ``mystnb`` over the book's (merged as myst-nb's Parser.parse does it, inline there)."""
+    """Whether a build runs this page on a cache miss, guessed before it is read: a chapter,
+    not recorded, that myst-nb's ``create_client`` runs from the cache with the book's
+    settings. A page's own ``mystnb`` top matter is left to myst-nb, which merges it inline
+    as it parses: a page that turns execution off is guessed to run, costing speed only."""
     from myst_nb.core.execute import create_client
     from myst_nb.core.execute.cache import NotebookClientCache
 
@@ -242,10 +242,6 @@ def executes_when_read(path: Path, settings: NbParserConfig) -> bool:
         matter = top_matter(path.read_text(encoding="utf8", errors="replace"))
         if matter is None or recording_name(matter) is not None:
             return False
-        overrides = {key: value for key, value in matter.get(settings.metadata_key, {}).items()
-                     if key != "output_folder"}
-        with suppress(Exception):  # myst-nb warns of it as it reads the page
-            settings = settings.copy(**overrides)
         quiet = SimpleNamespace(info=lambda *_args, **_kwargs: None)
         return isinstance(create_client(nbformat.v4.new_notebook(), str(path), settings, quiet),
                           NotebookClientCache)
