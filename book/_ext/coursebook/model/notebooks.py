@@ -20,8 +20,8 @@ import yaml
 from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
 from myst_parser.config.main import MdParserConfig, read_topmatter
 
-from coursebook.model.cell_notes import (CELL_NOTE, line_within, note, place_at, source_line,
-                                         without_notes)
+from coursebook.model.cell_notes import (CELL_NOTE, cell_key, line_within, note, place_at,
+                                         source_line, without_notes)
 from coursebook.model.solutions import solutions_as_answers
 
 # --- The book's tags (myst-nb's own, such as remove-cell, keep their meaning) ----------
@@ -98,11 +98,13 @@ def content_keys(texts: Iterable[str], separator: str) -> list[str]:
 
 
 def with_stable_ids(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Each cell's id from its type and source (nbformat draws them at random): a notebook
-    written again from the same chapter diffs only where it changed."""
-    texts = (f"{cell.cell_type}\n{cell.source}" for cell in notebook.cells)
-    for cell, key in zip(notebook.cells, content_keys(texts, "-")):
-        cell.id = key
+    """Each cell's id, the same from every read of the same chapter (nbformat draws them at
+    random), so that a notebook written again diffs only where it changed: a keyed cell's is
+    its key (``.`` is no id character); another's a key of its type and text."""
+    unkeyed = [cell for cell in notebook.cells if not cell_key(cell)]
+    texts = iter(content_keys((f"{cell.cell_type}\n{cell.source}" for cell in unkeyed), "-"))
+    for cell in notebook.cells:
+        cell.id = cell_key(cell).replace(".", "-") or next(texts)
     return notebook
 
 

@@ -22,9 +22,8 @@ import nbformat
 from sphinx.application import Sphinx
 
 from coursebook.config import book_config
-from coursebook.model.cell_notes import cell_key
 from coursebook.model.notebooks import (ANSWER_TAG, BOOK_ONLY_TAG, RAISES_TAG, cell_tags,
-                                        content_keys, is_chapter_source, is_claim)
+                                        is_chapter_source, is_claim, with_stable_ids)
 from coursebook.page_state import chapter_notebook, page_state_of
 from coursebook.prepare.answer_checks import SETUP_TAG, without_exact
 from coursebook.prepare.chapter_packages import install_cell
@@ -77,7 +76,6 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}
     notebook.metadata.setdefault("language_info", {"name": "python"})
-    keys = [cell_key(cell) for cell in notebook.cells]  # before the notes go
     for cell in notebook.cells:
         tags = cell_tags(cell)
         if cell.cell_type == "markdown":
@@ -90,26 +88,16 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
                 cell.source = catching(cell.source, raised)
             if SETUP_TAG in tags and not instructor:
                 cell.source = without_exact(cell.source)
-        # An instructor's answer tag stays; the build's and myst-nb's tags, the cache key
-        # and an ``unverified`` reason go: a reader's notebook carries no build metadata.
-        cell.metadata = nbformat.from_dict({"tags": [ANSWER_TAG]} if ANSWER_TAG in tags else {})
     # A cell whose whole text is another edition's (an ``{only}`` block) is left out.
-    kept = [(cell, key) for cell, key in zip(notebook.cells, keys)
-            if cell.cell_type != "markdown" or cell.source.strip()]
-    notebook.cells = [cell for cell, _ in kept]
-    name_cells(kept)
+    notebook.cells = [cell for cell in notebook.cells
+                      if cell.cell_type != "markdown" or cell.source.strip()]
+    # A code cell's id is its expected output's key; then the notes go. An instructor's
+    # answer tag stays; the build's and myst-nb's tags, the cache key and an ``unverified``
+    # reason go: a reader's notebook carries no build metadata.
+    for cell in with_stable_ids(notebook).cells:
+        cell.metadata = nbformat.from_dict(
+            {"tags": [ANSWER_TAG]} if ANSWER_TAG in cell_tags(cell) else {})
     return notebook
-
-
-def name_cells(cells: list[tuple[nbformat.NotebookNode, str]]) -> None:
-    """Each cell's id, the same from every build of the same chapter, so that two builds of
-    one source write the same file (nbformat draws ids at random): a code cell's is its key,
-    that of its expected output (``.`` is no id character); another cell's comes from its
-    type and text, numbered when they recur. A key is hex digits: no other id can take it."""
-    unkeyed = [cell for cell, key in cells if not key]
-    texts = iter(content_keys((f"{cell.cell_type}\n{cell.source}" for cell in unkeyed), "-"))
-    for cell, key in cells:
-        cell.id = key.replace(".", "-") if key else f"{cell.cell_type}-{next(texts)}"
 
 
 def is_caught(cell: nbformat.NotebookNode) -> bool:
