@@ -66,12 +66,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
         + [ChapterFile.from_parent(parent, path=file_path)]
 
 
-class ChapterFailed(Exception):
-    """The chapter did not execute; its cells cannot be compared."""
-
-
-class CellOutputMismatch(AssertionError):
-    """A cell's output is not its expected output."""
+class CellFailed(AssertionError):
+    """A cell's output is not its expected output, or its chapter did not execute."""
 
 
 class ChapterFile(pytest.File):
@@ -128,8 +124,8 @@ class ChapterFile(pytest.File):
                 compared[edition] = {mismatch.cell.key: mismatch for mismatch in compare(
                     self.expectations, edition.value, cell_outputs(executed))}
             except ExecutionFailed as failure:
-                compared[edition] = ChapterFailed(f"{self.path.name} ({edition.value}) {failure}")
-        if isinstance(compared[edition], ChapterFailed):
+                compared[edition] = CellFailed(f"{self.path.name} ({edition.value}) {failure}")
+        if isinstance(compared[edition], CellFailed):
             raise compared[edition]
         return compared[edition]
 
@@ -142,16 +138,16 @@ class CellItem(pytest.Item):
     def runtest(self) -> None:
         chapter: ChapterFile = self.parent
         if chapter.expectations is None:
-            raise CellOutputMismatch(
+            raise CellFailed(
                 f"no expected outputs for this torch version ({chapter.expectations_path} is "
                 f"missing): accept them with `{ACCEPT_COMMAND}`")
         mismatch = chapter.mismatches(self.edition).get(self.key)
         if mismatch is not None:
-            raise CellOutputMismatch(f"{mismatch.diff(chapter.expectations_path)}\n"
+            raise CellFailed(f"{mismatch.diff(chapter.expectations_path)}\n"
                                      f"If the new output is right: `{ACCEPT_COMMAND}`.")
 
     def repr_failure(self, excinfo, style=None) -> str:
-        if isinstance(excinfo.value, (CellOutputMismatch, ChapterFailed)):
+        if isinstance(excinfo.value, CellFailed):
             return f"{self.path.name}:{self.line}: code cell {excinfo.value}"
         return super().repr_failure(excinfo, style)
 

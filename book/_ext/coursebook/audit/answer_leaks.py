@@ -1,10 +1,6 @@
-"""The leak audit: a student build must hold no answer anywhere.
-
-An answer's fingerprints are its runs of :data:`FINGERPRINT_RUN` words (punctuation
-included) that no student-visible text holds. Every text file of a build is searched for
-them (``_static/``'s vendored assets aside); the search index, which holds stemmed words,
-for words and headings only answers hold. Spoilers: :mod:`coursebook.audit.spoilers`.
-"""
+"""The leak audit: a student build holds no answer. An answer's fingerprints are its runs of
+:data:`FINGERPRINT_RUN` words (punctuation included) that no student-visible text holds; the
+search index, stemmed, is searched for words and headings only answers hold."""
 
 from __future__ import annotations
 
@@ -97,8 +93,7 @@ def _is_telling_term(term: str) -> bool:
 
 
 def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
-    """Each run with three names or more: one with fewer (``( [ 2 . , 4 . ]``) is as
-    likely an output as an answer."""
+    """Each run with three names or more: ``( [ 2 . , 4 . ]`` is as likely an output."""
     segment: list[str] = []
     for token in tokens + ["\x00"]:
         if "\x00" not in token:
@@ -116,9 +111,7 @@ def _cell_text(cell) -> str:
 
 
 @dataclass(frozen=True)
-class Fingerprints:
-    """What identifies the answers of a set of chapters."""
-
+class Fingerprints:  # what identifies the answers of a set of chapters
     runs: set[tuple[str, ...]]
     short: set[str]  # names and values only answers hold
     answer_stems: set[str]  # search stems only answers hold
@@ -159,8 +152,7 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
 _SEARCH = SearchEnglish({})
 
 
-def _search_words(text: str) -> set[str]:
-    """The stems Sphinx's English search index would hold for a text."""
+def _search_words(text: str) -> set[str]:  # as Sphinx's English search index holds them
     return {_SEARCH.stem(word.lower()) for word in _SEARCH.split(text)}
 
 
@@ -179,8 +171,7 @@ _SCRIPTS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
 
 
 def file_texts(path: Path) -> tuple[str, str | None]:
-    """The text a file holds, as a reader would see it, and the part a reader sees (None:
-    a file no reader opens)."""
+    """A file's text, and the part a reader sees (None: a file no reader opens)."""
     if path.suffix == ".pdf":
         # Here, not at the top: only an audit that reads a PDF needs it, never a build.
         from coursebook.render.pdf_checks import pdf_text
@@ -252,9 +243,7 @@ ALLOWANCES_FILE = "answer-overlaps.toml"  # in the book's sources, reviewed like
 
 
 @dataclass(frozen=True)
-class Place:
-    """A cell (or a whole page, line 1) of a source file."""
-
+class Place:  # a cell (or a whole page, line 1) of a source file
     path: Path
     line: int
     first_line: str
@@ -283,9 +272,7 @@ def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
 
 
 @dataclass(frozen=True)
-class Allowance:
-    """An ``[[allow]]`` table: a passage an answer may share with visible text, and why."""
-
+class Allowance:  # an ``[[allow]]`` table: a passage an answer may share, and why
     passage: str
     why: str
 
@@ -295,8 +282,7 @@ class _AllowancesFile:
     allow: tuple[Allowance, ...] = ()
 
 
-def read_allowances(path: Path) -> list[str]:
-    """The passages an answer may share with visible text, as token strings."""
+def read_allowances(path: Path) -> list[str]:  # as token strings
     if not path.is_file():
         return []
     allowances, _ = read_toml(path, _AllowancesFile)
@@ -308,8 +294,7 @@ def read_allowances(path: Path) -> list[str]:
 SourceCells = list[tuple[Place, list[tuple[str, ...]], list[str], set[str], bool, bool]]
 
 
-def _code_lines(cell) -> list[str]:
-    """A code cell's lines of CODE_LINE_WORDS or more, as token strings; no comments."""
+def _code_lines(cell) -> list[str]:  # as token strings; no comments
     if cell.cell_type != "code":
         return []
     tokens = (fingerprint_words(line) for line in cell.source.splitlines()
@@ -317,8 +302,7 @@ def _code_lines(cell) -> list[str]:
     return [" " + " ".join(words) + " " for words in tokens if len(words) >= CODE_LINE_WORDS]
 
 
-def _values(cell) -> set[str]:
-    """The telling values in a cell's text and its checks' answers."""
+def _values(cell) -> set[str]:  # in a cell's text and its checks' answers
     checks = cell.get("metadata", {}).get("checks")
     data = json.dumps([entry.get("answer") for entry in checks if isinstance(entry, dict)]
                       ) if isinstance(checks, list) else ""
@@ -326,8 +310,7 @@ def _values(cell) -> set[str]:
             if term[0].isdigit() and _is_telling_term(term)}
 
 
-def source_cells(path: Path, text: str) -> SourceCells:
-    """The cells of a chapter, or a whole other page as one prose cell."""
+def source_cells(path: Path, text: str) -> SourceCells:  # another page: one prose cell
     if not is_chapter_source(text):
         page = place_at(nbformat.v4.new_markdown_cell(text), 1)
         return [(Place(path, 1, first_line(page), page), list(_runs(fingerprint_words(text))),

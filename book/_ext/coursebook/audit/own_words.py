@@ -42,16 +42,13 @@ def prose_words(text: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Passage:
-    """A stretch of prose with no break in it: one paragraph, list item or table cell."""
-
+class Passage:  # prose with no break in it: one paragraph, list item or table cell
     where: str  # "book/pt01.md:42" or "exhibits/pytorch/09-….toml: lesson"
     words: tuple[str, ...]  # as compared
     shown: tuple[str, ...]  # as written, for the report
 
 
-def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:
-    """The unbroken stretches of (compared, written) words of an inline token."""
+def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:  # (compared, written) words
     run: list[tuple[str, str]] = []
     for child in children:
         if child.type == "text":
@@ -64,9 +61,7 @@ def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:
     yield run
 
 
-class Block(NamedTuple):
-    """A token of a MyST text as myst-parser reads it, and where it stands."""
-
+class Block(NamedTuple):  # a token of a MyST text as myst-parser reads it, and where
     line: int  # in the text, from 0
     token: Token
     before: str  # the type of the token before it ("paragraph_open": a paragraph's inline)
@@ -111,7 +106,6 @@ def markdown_passages(text: str, source: str,
 
 
 def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
-    """The prose of a page: a chapter's markdown cells, or all of a plain page."""
     text = path.read_text(encoding="utf8")
     name = str(path.relative_to(root))
     if not is_chapter_source(text):
@@ -130,7 +124,6 @@ def museum_prose(museum: dict[str, Wing]) -> Iterator[tuple[Wing | Exhibit, str,
 
 
 def exhibit_passages(museum: dict[str, Wing], root: Path) -> Iterator[Passage]:
-    """The museum's prose, named by TOML file and field."""
     for owner, field, text in museum_prose(museum):
         yield from markdown_passages(text, f"{owner.path.relative_to(root)}: {field}")
 
@@ -147,7 +140,7 @@ class SeedOverlap:
 
 
 def seed_runs(seeds: Iterable[Path], run: int = SHARED_RUN) -> dict[tuple[str, ...], str]:
-    """Every run of ``run`` consecutive words in the seeds, mapped to its seed's file name."""
+    """Each run of ``run`` words in the seeds: its seed's file name."""
     runs: dict[tuple[str, ...], str] = {}
     for seed in seeds:
         tokens = prose_words(seed.read_text(encoding="utf8"))
@@ -174,8 +167,8 @@ def overlaps(passages: Iterable[Passage], seeds: dict[tuple[str, ...], str],
 
 def book_overlaps(root: Path, book: Path, museum: dict[str, Wing], seeds_dir: Path,
                   run: int = SHARED_RUN) -> list[SeedOverlap]:
-    """Every run of ``run`` or more words that the book's prose shares with a seed: its
-    pages and its chapters in any format."""
+    """Every run of ``run`` or more words the book's prose (chapters in any format, pages,
+    museum) shares with a seed."""
     pages = {*book.rglob("*.md"), *(path for path, _ in chapter_files(book))}
     passages = [p for page in sorted(pages)
                 if not any(part.startswith("_") for part in page.relative_to(book).parts)

@@ -50,8 +50,7 @@ def is_factual(sentence: str) -> bool:
             and not _INSTRUCTION.match(sentence.lstrip("*_ ")) and not _OWN_CELLS.search(sentence))
 
 
-def _held(sentence: str, held: set[str]) -> bool:
-    """Whether a claim's sentence is this one (it may run past this one's end, or stop short)."""
+def _held(sentence: str, held: set[str]) -> bool:  # a claim's may run past it, or stop short
     flat = normalised(sentence)[0]
     return any(flat in other or other in flat for other in held)
 
@@ -94,7 +93,6 @@ def _field_line(path: Path, field: str, within: int) -> int:
 
 
 def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
-    """The exhibits' and wings' unbacked factual sentences (not their titles)."""
     return [u for owner, field, text in museum_prose(museum)
             for u in _unbacked(text, {claim.sentence for claim in owner.claims}, owner.path,
                                lambda within, owner=owner, field=field:
