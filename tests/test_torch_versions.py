@@ -3,6 +3,7 @@
 import json
 import re
 import shutil
+from dataclasses import asdict
 
 import pytest
 from bs4 import BeautifulSoup
@@ -93,7 +94,7 @@ def test_the_versions_page_shows_only_changes_in_what_torch_says_and_an_exhibit_
     toml = exhibits / exhibit.path.relative_to(EXHIBITS)
     toml.write_text(toml.read_text() + "\n[[records]]\n" + "".join(
         f"{name} = {json.dumps(value)}\n" for name, value in {
-            **record.as_dict(), "torch": "99.0.0", "where": "planted", "message":
+            **asdict(record), "torch": "99.0.0", "where": "planted", "message":
             record.message + " (planted)"}.items()))
     # The versions page is the instructor edition's appendix.
     build = sphinx_build(source, tmp_path / "out", copy_of_built_cache(built, tmp_path / "cache"),

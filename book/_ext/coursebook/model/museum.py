@@ -31,9 +31,6 @@ class ErrorRecord:
     type: str
     message: str
 
-    def as_dict(self) -> dict[str, str]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class CpuReproduction:
@@ -130,7 +127,7 @@ def write_records(exhibit: Exhibit, records: list[ErrorRecord]) -> None:
               if not table.startswith("[[records]]")]
     # A JSON string is a valid TOML basic string.
     blocks = ["[[records]]\n" + "".join(f"{name} = {json.dumps(value, ensure_ascii=False)}\n"
-                                       for name, value in record.as_dict().items())
+                                       for name, value in asdict(record).items())
               for record in records]
     exhibit.path.write_text("\n".join([head, *others, *blocks]), encoding="utf8")
 

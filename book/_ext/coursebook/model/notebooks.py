@@ -1,7 +1,6 @@
-"""Chapter notebooks and the book's cell tags: every module reads chapters, writes them
-back and asks about tags through this one. A MyST notebook, a Jupyter notebook (``.ipynb``)
-or a jupytext percent script (``.py``) is read into the same notebook (:func:`read_chapter`);
-only the page's text myst-nb reads differs (:func:`page_text`)."""
+"""Chapter notebooks and the book's cell tags: every module reads, writes and asks about
+them through this one. A MyST notebook, an ``.ipynb`` or a jupytext percent script reads into
+the same notebook (:func:`read_chapter`); only the page text myst-nb reads differs."""
 
 from __future__ import annotations
 
@@ -129,9 +128,8 @@ def notebook_json(text: str) -> dict | None:
 
 
 def top_matter(text: str) -> dict | None:
-    """A chapter's top matter (a notebook's metadata; a percent script's: {}), or None when
-    the text is no chapter: a MyST notebook by myst-nb's rule, a Jupyter notebook (myst-nb
-    always executes one) or a percent script."""
+    """A chapter's top matter (a notebook's metadata; a percent script's: {}); None for any
+    text but a MyST notebook (myst-nb's rule), a Jupyter notebook or a percent script."""
     data = notebook_json(text)
     if data is not None:
         return data.get("metadata", {})
@@ -177,10 +175,10 @@ def chapter_files(folder: Path) -> list[tuple[Path, str]]:
 
 def read_chapter(text: str, md_config: MdParserConfig | None = None,
                  strict: bool = False) -> nbformat.NotebookNode:
-    """The chapter as written, each cell noted at its line (a Jupyter notebook's at its
-    number, from 1, its saved outputs left out: they are the build's), each sphinx-exercise
-    solution in answer cells of its own. ``strict`` (a build): a solution that cannot be cut
-    out raises ``SolutionError`` at its line; else (the audits) all of it is an answer."""
+    """The chapter as written, each cell noted at its line (an ``.ipynb``'s at its number,
+    its saved outputs left out: they are the build's), each sphinx-exercise solution in answer
+    cells of its own: ``strict`` (a build) raises ``SolutionError`` for one that cannot be cut
+    out; else (the audits) all of it is an answer."""
     if notebook_json(text) is not None:
         notebook = nbformat.reads(text, as_version=4)
         for number, cell in enumerate(notebook.cells, 1):

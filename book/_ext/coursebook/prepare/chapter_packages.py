@@ -34,10 +34,6 @@ _SHELL_CELL = re.compile(r"\A\s*%%(?:bash|sh|script)\b")
 _SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
 
 
-class ChapterPackageError(BookError):
-    """An install cell, or a declared package that is missing or malformed."""
-
-
 def declared_packages(metadata: dict) -> list[str]:
     packages = (metadata.get("coursebook") or {}).get("packages") or []
     return [str(package) for package in packages]
@@ -88,7 +84,7 @@ def _missing(requirement: str) -> str | None:
     return None
 
 
-def chapter_package_errors(path: Path, text: str) -> list[ChapterPackageError]:
+def chapter_package_errors(path: Path, text: str) -> list[BookError]:
     """Each install line, and each declared package the environment does not satisfy."""
     if not is_chapter_source(text):
         return []
@@ -97,14 +93,14 @@ def chapter_package_errors(path: Path, text: str) -> list[ChapterPackageError]:
         NOTEBOOK_SUFFIX: ("metadata", '`"coursebook": {"packages": ["NAME"]}`'),
         SCRIPT_SUFFIX: ("jupytext header", "`jupyter: {coursebook: {packages: [NAME]}}`"),
     }.get(path.suffix, ("top matter", "`coursebook: {packages: [NAME]}`"))
-    errors = [ChapterPackageError(
+    errors = [BookError(
         f"a cell installs packages (`{command}`): a build installs nothing, as a chapter's "
         "code runs with the builder's rights. Remove the line, declare the package in the "
         f"{where} ({declare}) and run `{COMMAND}`.", path, line)
         for line, command in install_lines(notebook)]
     for requirement in declared_packages(notebook.metadata):
         if (why := _missing(requirement)) is not None:
-            errors.append(ChapterPackageError(
+            errors.append(BookError(
                 f"{where} 'coursebook: packages' declares {why}: run `{COMMAND}`.", path, 1))
     return errors
 

@@ -84,13 +84,10 @@ def notebook_of_edition(notebook: nbformat.NotebookNode, source_path: str, editi
                         museum: dict[str, Wing], answer_spaces: bool = False) -> PreparedChapter:
     """The chapter's edition, its claims, and (taken before the answers go) what its checks
     ask and where it was taught."""
-    teaching = chapter_teaching(notebook, source_path)
-    try:
-        if wrong := mistried(list(teaching.checks)):  # before any edition is made of them
-            raise wrong[0]
-        notebook = edition_notebook(notebook, edition, answer_spaces)
-    except AnswerCheckError as error:
-        raise AnswerCheckError(error.message, source_path, error.line) from None
+    teaching = chapter_teaching(notebook, source_path)  # its checks' faults, at their file
+    if wrong := mistried(list(teaching.checks)):  # before any edition is made of them
+        raise AnswerCheckError(wrong[0].message, source_path, wrong[0].line)
+    notebook = edition_notebook(notebook, edition, answer_spaces)
     claims = chapter_claims(notebook, claim_sources(museum), source_path)
     note_output_keys(notebook)
     return PreparedChapter(notebook, claims=claims, teaching=teaching)

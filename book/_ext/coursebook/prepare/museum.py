@@ -6,7 +6,7 @@ error, the cause, the fix, proof it ran."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import nbformat
 
@@ -115,13 +115,13 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
                 *tags: str) -> nbformat.NotebookNode:
     """A hidden cell comparing the error above with ``expected``; book-only (downloads show
     :func:`_expected_error_note`)."""
-    elsewhere = tuple({"label": label, **record.as_dict()}
+    elsewhere = tuple({"label": label, **asdict(record)}
                       for label, record in readers_records(exhibit, expected))
     at = f"records[{exhibit.records.index(expected)}].message" if expected else "records"
     return _runs(exhibit, "records", _code(f"from coursebook.exhibit_checks import check_raised\n"
                  f"check_raised({exhibit.key!r},\n"
-                 f"             expected={expected.as_dict() if expected else None!r},\n"
-                 f"             museum={exhibit.museum_record.as_dict()!r}"
+                 f"             expected={asdict(expected) if expected else None!r},\n"
+                 f"             museum={asdict(exhibit.museum_record)!r}"
                  + (f",\n             elsewhere={elsewhere!r})" if elsewhere else ")"),
                  "remove-input", BOOK_ONLY_TAG, *tags), at, check="same error as recorded")
 
