@@ -1,9 +1,6 @@
-"""The book's configuration: one typed object, registered once, read everywhere.
-
-Each setting of :class:`BookConfig` is a Sphinx config value ``coursebook_<field>``, its
-metadata what Sphinx must redo when it changes. A build makes it once, checked, at
-``config-inited``; :func:`book_config` gives it to every module.
-"""
+"""The book's configuration: each setting of :class:`BookConfig` a Sphinx config value
+``coursebook_<field>`` (its metadata: what Sphinx must redo when it changes), made once,
+checked, at ``config-inited``; :func:`book_config` gives it to every module."""
 
 from __future__ import annotations
 
@@ -85,8 +82,7 @@ class BookConfig:
                                  type(default), description=item.metadata["doc"])
 
     @classmethod
-    def of(cls, config: Config | dict) -> BookConfig:
-        """From a build's Config, or conf.py's names (tools), defaults where unset."""
+    def of(cls, config: Config | dict) -> BookConfig:  # or conf.py's names (tools)
         get = config.get if isinstance(config, dict) else partial(getattr, config)
         return cls(**{item.name: get(PREFIX + item.name, _default(item))
                       for item in cls.settings()})
@@ -112,8 +108,7 @@ class BookConfig:
             book = dataclasses.replace(book, runtimes_file="")
         _BUILT[config] = book
 
-    def problem(self) -> str | None:
-        """What is wrong with a setting, in one line with its fix, or None."""
+    def problem(self) -> str | None:  # one line with its fix
         for item in self.settings():
             value, default = getattr(self, item.name), _default(item)
             expected = (list, tuple) if isinstance(default, list) else type(default)
@@ -144,8 +139,7 @@ class BookConfig:
         return reader_runtimes(Path(self.runtimes_file)) if self.runtimes_file else ()
 
     def museum(self) -> dict[str, Wing]:
-        """The error museum, parsed again only when its files change (every chapter places
-        it)."""
+        """The error museum, parsed again only when its files change (every chapter uses it)."""
         files = sorted(Path(self.exhibits_dir).glob("*/*.toml"))
         state = tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files)
         if state not in self._museums:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import sys
 from IPython.display import Markdown, display
 
 from .model.outputs import normalise
-from .worddiff import changes
+from .worddiff import changes, code_span
 
 # The class of a "changed since" box; the book highlights the changed words in it.
 CHANGED_CLASS = "torch-changed"
@@ -30,19 +29,10 @@ def _label(record: dict) -> str:
     return f"{record['where']}{when}"
 
 
-def _code_span(text: str) -> str:
-    """Markdown inline code for any text, backticks included; "(nothing)" for none."""
-    if not text:
-        return "(nothing)"
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 def _changed_box(title: str, first: str, before: str, then: str, after: str) -> list[str]:
     """A "changed" admonition: ``before`` after the words ``first``, ``after`` after ``then``."""
-    changed = "; ".join(f"{_code_span(old)} → {_code_span(new)}"
-                        for old, new in changes(before, after))
+    changed = "; ".join(" → ".join(code_span(text) if text else "(nothing)" for text in pair)
+                        for pair in changes(before, after))
     return ["", f":::{{admonition}} {title}", f":class: note {CHANGED_CLASS}", first, "",
             f"```text\n{before}\n```", "", then, "", f"```text\n{after}\n```", "",
             f"Changed: {changed}.", ":::"]

@@ -98,7 +98,7 @@ class PageStateCollector(EnvironmentCollector):
         page_states(env).update({d: theirs[d] for d in docnames if d in theirs})
 
     def process_doc(self, app: Sphinx, doctree: nodes.document) -> None:
-        """Nothing: the hooks fill the state while the page is read (source-read, doctree-read)."""
+        """Nothing: the source-read and doctree-read hooks fill the state."""
 
     def get_outdated_docs(self, app: Sphinx, env: BuildEnvironment, added: set[str],
                           changed: set[str], removed: set[str]) -> list[str]:

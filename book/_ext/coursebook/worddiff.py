@@ -1,4 +1,5 @@
-"""Which words changed between two texts, across torch versions (no Sphinx: kernels use it)."""
+"""Which words changed between two texts, across torch versions, and Markdown's code span
+for them (no Sphinx: kernels use it)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,9 @@ def changes(old: str, new: str) -> list[tuple[str, str]]:
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return [("".join(a[i1:i2]).strip(), "".join(b[j1:j2]).strip())
             for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def code_span(text: str) -> str:  # Markdown inline code for any text, backticks included
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

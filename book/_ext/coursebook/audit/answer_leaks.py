@@ -14,7 +14,6 @@ from pathlib import Path
 
 import nbformat
 from sphinx.search.en import SearchEnglish
-from sphinx.util import logging
 
 from coursebook.audit.spoilers import spoilers
 from coursebook.model.answer_checks import cell_checks
@@ -30,7 +29,7 @@ from coursebook.model.notebooks import (
     short_digest,
 )
 from coursebook.model.toml_files import read_toml
-from coursebook.reporting import report_book_error
+from coursebook.reporting import report, report_book_error
 
 FINGERPRINT_RUN = 8
 CODE_LINE_WORDS = 4  # an answer line this long or longer, found in visible code, is a copy
@@ -362,7 +361,6 @@ def check_answer_overlaps(app, env) -> None:
     """``env-updated``: an answer passage in student-visible text stops the build (the
     leak audit counts anything visible as no answer, so it would pass); intended overlaps
     are allowed in :data:`ALLOWANCES_FILE`, with their reason."""
-    logger = logging.getLogger(__name__)
     allowances = Path(app.srcdir, ALLOWANCES_FILE)
     try:
         allowed = read_allowances(allowances)
@@ -402,9 +400,8 @@ def check_answer_overlaps(app, env) -> None:
     if not overlaps:
         passed.write_text(inputs, encoding="ascii")
     for overlap in overlaps:
-        logger.error("an answer passage also shows in student-visible text, at %s: %r. Reword "
-                     "one of them, or allow the overlap in %s (passage and why).",
-                     overlap.visible, overlap.passage, shown_path(allowances),
-                     location=f"{shown_path(overlap.answer.path)}:{overlap.answer.line}",
-                     type="coursebook", subtype="audit")
+        report(f"an answer passage also shows in student-visible text, at {overlap.visible}: "
+               f"{overlap.passage!r}. Reword one of them, or allow the overlap in "
+               f"{shown_path(allowances)} (passage and why).",
+               f"{shown_path(overlap.answer.path)}:{overlap.answer.line}", "audit")
         app.statuscode = 1  # also without -W

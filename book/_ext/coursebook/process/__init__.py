@@ -1,8 +1,7 @@
-"""The build process itself: Ctrl-C, the preview, what the next build finds, and the
-garbage collector. What a build keeps for its whole run (the extensions and the environment,
-loaded before the builder starts) is frozen, as the ``gc`` module advises for a process that
-forks without exec: the collector walked it again and again (a tenth of a warm rebuild).
-"""
+"""The build process: Ctrl-C, the preview, what the next build finds, the garbage collector.
+What a build keeps for its whole run (extensions, environment) is frozen, as the ``gc``
+module advises for a process that forks without exec: the collector walked it again and
+again (a tenth of a warm rebuild)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""What the next build finds: the configuration as conf.py gave it, and every page written
-again after a build that stopped before its end.
-
-The next build compares the pickled configuration with its own before any extension's
-``builder-inited``, where the theme and extensions add to seven values: every build said
-"The configuration has changed". So the environment keeps it as conf.py gave it. Sphinx
-saves its environment before it writes the pages and the search index, so after a stopped
-build the next one wrote only the pages whose sources are newer: a build marks its output
-folder unfinished until it ends, and one that finds the mark (or no search index or
+"""What the next build finds. The configuration as conf.py gave it: the next build compares
+the pickled one with its own before ``builder-inited``, where the theme and extensions add
+to seven values, so every build said "The configuration has changed". Every page written
+again after a stopped build: Sphinx saves its environment before it writes the pages, so
+the next build wrote only those with newer sources; a build marks its output folder
+unfinished until it ends, and one that finds the mark (or no search index or
 ``.buildinfo``) writes every page.
 """
 
@@ -30,8 +27,8 @@ _write_every_page: weakref.WeakSet[Sphinx] = weakref.WeakSet()
 
 def own_source_suffix(app: Sphinx, config: Config) -> None:
     """``config-inited``, before Sphinx adds the registered suffixes (priority 800): a dict
-    of its own, not Sphinx's shared default, which the next build in the same process (a
-    test worker's) would read, myst-nb's ``.py`` and so ``conf.py`` among them."""
+    of its own, not Sphinx's shared default, which the next build in this process (a test
+    worker's) would read, myst-nb's ``.py`` (so ``conf.py``) among them."""
     if isinstance(config.source_suffix, dict):
         config.source_suffix = dict(config.source_suffix)
 
@@ -69,12 +66,10 @@ def mark_unfinished(app: Sphinx) -> None:
     marker.write_text("A build writes here, or one stopped before its end.\n")
 
 
-def pages_to_write(app: Sphinx, env) -> list[str]:
-    """``env-get-updated``."""
+def pages_to_write(app: Sphinx, env) -> list[str]:  # env-get-updated
     return sorted(env.found_docs) if app in _write_every_page else []
 
 
-def mark_finished(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``, last."""
+def mark_finished(app: Sphinx, exception: Exception | None) -> None:  # build-finished, last
     if exception is None:
         Path(app.outdir, MARKER).unlink(missing_ok=True)

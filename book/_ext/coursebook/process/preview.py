@@ -75,8 +75,7 @@ def _build(imported, arguments: Sequence[str]) -> None:
     sys.exit(status)
 
 
-def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:
-    """sphinx-build in a forked process: its exit status and the modules it imported."""
+def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:  # and the modules imported
     status, imported = in_fork(_build, list(arguments))
     return status, imported or []
 
@@ -92,8 +91,8 @@ def failure_message(commands: list[str]) -> str:
 
 
 def keep_last_good_pages(app: Sphinx, builder) -> None:
-    """``write-started``: in the preview, end a failed build before it writes."""
-    # -W makes each warning fatal, but only at the end of the build.
+    """``write-started``: in the preview, end a failed build before it writes (-W makes
+    each warning fatal, but only at the end of the build)."""
     failed = app.statuscode != 0 or warnings_logged(app) > 0
     if book_config(app.config).preview and failed:
         print(failure_message(asked_for(app.env)), file=sys.stderr, flush=True)

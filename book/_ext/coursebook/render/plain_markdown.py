@@ -25,6 +25,8 @@ from sphinx.locale import admonitionlabels
 from sphinx.util.nodes import split_explicit_title
 from sphinx.util.tags import Tags
 
+from coursebook.worddiff import code_span
+
 
 @dataclass(frozen=True)
 class Target:  # where a cross-reference points ("" url: not published)
@@ -232,12 +234,6 @@ def escape(text: str) -> str:
 def fenced(code: str, language: str = "") -> str:  # no backticks in ``code`` close it
     fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`{3,}", code))])
     return f"{fence}{language}\n{code.rstrip()}\n{fence}"
-
-
-def code_span(text: str) -> str:
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def blockquote(text: str) -> str:
