@@ -22,9 +22,9 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from coursebook.config import book_config
-from coursebook.execute.fill_cache import Run, chapter_runs
-from coursebook.execute.notebook_runs import StoppedRun, run_chapter
-from coursebook.execute.shared_cache import (FAILED, cache_lock, cache_run, cached_record,
+from coursebook.execute.fill_cache import Run, chapter_runs, run_into_cache
+from coursebook.execute.notebook_runs import StoppedRun
+from coursebook.execute.shared_cache import (cache_lock, cache_run, cached_record,
                                              create_cache, hold_notebook_lock,
                                              key_execution_versions, notebook_lock, open_cache)
 from coursebook.model.cell_notes import CELL_NOTE
@@ -93,25 +93,15 @@ def _noted(notebook: nbformat.NotebookNode, prepared: PreparedChapter) -> nbform
 
 
 def _run_if_missing(app: Sphinx, client) -> int | None:
-    """The chapter's key locked until the page is read; executed and cached unless cached
-    (a failed run a stopped build left is run again). A failed run's marked record."""
-    cache_path = app.env.mystnb_config.execution_cache_path  # as myst-nb resolved it
-    settings, notebook = client.nb_config, copy.deepcopy(client.notebook)
+    """The chapter's key locked until the page is read; executed and cached unless cached.
+    A failed run's marked record."""
+    notebook = copy.deepcopy(client.notebook)
     hold_notebook_lock(app, notebook)  # the key the cache's check respects, until read
-    record = cached_record(cache_path, notebook)
-    if record is not None and not record.data.get(FAILED):
+    ran = run_into_cache(app.env.mystnb_config.execution_cache_path,
+                         Run(client.path, notebook, client.nb_config), app.env.docname)
+    if ran is None or ran[0].err is None:
         return None
-    if record is not None:
-        open_cache(cache_path).remove_cache(record.pk)
-    docname, source_path = app.env.docname, str(client.path)
-    logger.info("Executing notebook using %s CWD",
-                "temporary" if settings.execution_in_temp else "local", location=docname)
-    result, stopped = run_chapter(notebook, source_path, settings)
-    pk = cache_run(cache_path, notebook, source_path, {
-        "execution_seconds": result.time, **({} if result.err is None else {FAILED: True})})
-    if result.err is None:
-        logger.info("Executed notebook in %.2f seconds", result.time, location=docname)
-        return None
+    result, stopped, pk = ran
     app.env.temp_data[_FAILED_RUN] = (stopped, {
         "mtime": time.time(), "runtime": result.time, "method": "cache", "succeeded": False,
         "error": type(result.err).__name__, "traceback": result.exc_string or ""})

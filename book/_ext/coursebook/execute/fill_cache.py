@@ -16,29 +16,34 @@ import copy
 import io
 import json
 import logging
+import os
 import statistics
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING
 
 import nbformat
 from sphinx.builders.dummy import DummyBuilder
+from sphinx.util import logging as sphinx_logging
 
 from coursebook.config import BookConfig, book_config
-from coursebook.execute.notebook_runs import run_chapter
-from coursebook.execute.shared_cache import (VERSIONS_KEY, cache_key, cache_run, cached_notebook,
-                                             cached_record, create_cache, insert, notebook_lock,
-                                             open_cache)
+from coursebook.execute.notebook_runs import StoppedRun, run_notebook
+from coursebook.execute.shared_cache import (FAILED, VERSIONS_KEY, cache_key, cache_run,
+                                             cached_notebook, cached_record, create_cache,
+                                             insert, notebook_lock, open_cache)
 from coursebook.model.faults import shown_path
 from coursebook.page_state import page_states
 from coursebook.prepare.editions import Edition
 
 if TYPE_CHECKING:
+    from jupyter_cache.executors.utils import ExecutionResult
     from myst_nb.core.config import NbParserConfig
     from sphinx.application import Sphinx
+
+logger = sphinx_logging.getLogger(__name__)
 
 
 class ExecutionFailed(Exception):
@@ -147,22 +152,47 @@ def read_book(srcdir: Path, confdir: Path, edition: Edition) -> BookRead:
                     {run.path: run for run in app.builder.runs.values()}, failed)
 
 
+def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
+                   ) -> tuple[ExecutionResult, StoppedRun | None, int] | None:
+    """Builds' and shards' one way to run a chapter, its key's lock held: executed in place
+    in myst-nb's working folder, time limit and allowed errors for it, and cached, unless
+    cached (a failed run a stopped build left runs again). None: cached; else the run's
+    result, where it stopped, and its record's pk (a failed run's is marked: myst-nb shows
+    the cells that ran, then the record goes)."""
+    record = cached_record(cache_path, run.notebook)
+    if record is not None and not record.data.get(FAILED):
+        return None
+    if record is not None:
+        open_cache(cache_path).remove_cache(record.pk)
+    settings = run.settings
+    logger.info("Executing notebook using %s CWD",
+                "temporary" if settings.execution_in_temp else "local", location=location)
+    with (TemporaryDirectory() if settings.execution_in_temp
+          else nullcontext(str(run.path.parent))) as cwd:
+        result, stopped = run_notebook(
+            run.notebook, cwd=os.path.abspath(cwd), timeout=settings.execution_timeout,
+            allow_errors=settings.execution_allow_errors, meta_override=True)
+    pk = cache_run(cache_path, run.notebook, str(run.path), {
+        "execution_seconds": result.time, **({} if result.err is None else {FAILED: True})})
+    if result.err is None:
+        logger.info("Executed notebook in %.2f seconds", result.time, location=location)
+    return result, stopped, pk
+
+
 def execute_into_cache(cache_path: str | Path, run: Run
                        ) -> tuple[nbformat.NotebookNode, float | None]:
-    """The run's notebook with its outputs: from the cache, or executed once with myst-nb's
-    settings and cached; and the seconds it took to execute (None: cached)."""
+    """The run's notebook with its outputs, from the cache or executed into it; and the
+    seconds it took to execute (None: cached)."""
     create_cache(cache_path)
-    notebook = nbformat.from_dict(run.notebook)  # the read's stays as it was
-    with notebook_lock(cache_path, notebook):  # a build may run it too
-        executed = cached_notebook(str(cache_path), notebook)
-        if executed is not None:
-            return executed, None
-        result, _ = run_chapter(notebook, str(run.path), run.settings)
-        if result.err is not None:
-            raise ExecutionFailed(f"failed to execute: {type(result.err).__name__}; build it "
+    run = replace(run, notebook=nbformat.from_dict(run.notebook))  # the read's stays as it was
+    with notebook_lock(cache_path, run.notebook):  # a build may run it too
+        ran = run_into_cache(cache_path, run)
+        if ran is not None and ran[0].err is not None:
+            open_cache(cache_path).remove_cache(ran[2])
+            raise ExecutionFailed(f"failed to execute: {type(ran[0].err).__name__}; build it "
                                   "for the cell-by-cell report")
-        cache_run(cache_path, notebook, str(run.path), {"execution_seconds": result.time})
-        return notebook, result.time
+        return ((cached_notebook(str(cache_path), run.notebook), None) if ran is None
+                else (run.notebook, ran[0].time))
 
 
 MANIFEST = "shard.json"

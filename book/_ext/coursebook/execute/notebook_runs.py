@@ -9,25 +9,17 @@ which the expected outputs verify; the page shows the marker without the digest.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import time
 import traceback
-from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import groupby
-from pathlib import Path
-from tempfile import TemporaryDirectory
-from typing import TYPE_CHECKING
 
 import nbformat
 
 from coursebook.model.notebooks import short_digest
 from coursebook.model.outputs import normalise
-
-if TYPE_CHECKING:
-    from myst_nb.core.config import NbParserConfig
 
 # What a kernel provisioner answers for a kernel that ended with no status to be had, and
 # for one whose forkserver ended too (it ends its kernels): another build's, stopped.
@@ -144,16 +136,6 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
         timeout = notebook.metadata.get("execution", {}).get("timeout", options.get("timeout"))
         return result, StoppedRun("CellTimeoutError", cell, timeout=timeout)
     return result, None
-
-
-def run_chapter(notebook: nbformat.NotebookNode, source_path: str, settings: NbParserConfig):
-    """:func:`run_notebook` with myst-nb's settings for the page (the client's ``nb_config``):
-    its working folder, time limit and allowed errors, as a myst-nb client runs one."""
-    folder = TemporaryDirectory() if settings.execution_in_temp else nullcontext(
-        str(Path(source_path).parent))
-    with folder as cwd:
-        return run_notebook(notebook, cwd=os.path.abspath(cwd), timeout=settings.execution_timeout,
-                            allow_errors=settings.execution_allow_errors, meta_override=True)
 
 
 LIMIT = 100_000  # characters of one output (a stream, a text result) shown in full

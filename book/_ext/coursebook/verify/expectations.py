@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import platform
 import re
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 
+from coursebook.execute.kernel_forkserver import write_whole
 from coursebook.execute.notebook_runs import as_displayed
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.cell_notes import CELL_NOTE, cell_key, source_line
@@ -53,43 +53,12 @@ class ExpectationsError(BookError):
     """An expected outputs or accepted claims file that cannot be read."""
 
 
-def read_entries(path: Path, kind: str) -> tuple[list[str], list[tuple[dict, int, str]]] | None:
-    """The comment lines above a file's first entry, and its entries (``kind``: cell or
-    claim), each a header (its fields), its line and its text, indented below it."""
-    if not path.is_file():
-        return None
-    comments: list[str] = []
-    entries: list[tuple[re.Match, int, list[str]]] = []
-    for number, line in enumerate(path.read_text(encoding="utf8").splitlines(), 1):
-        if header := _HEADERS[kind].match(line):
-            entries.append((header, number, []))
-        elif line.startswith(INDENT) or not line:
-            if entries:  # as shown_text, without trailing spaces (an editor's)
-                entries[-1][2].append(line[len(INDENT):].rstrip())
-        elif line.startswith("#") and not entries:
-            comments.append(line)  # the header, written anew by each acceptance
-        else:
-            # Accepting reads the file first: it cannot mend it.
-            raise ExpectationsError(
-                f"neither an indented line nor a header `{_SHAPES[kind]}`: correct it, or "
-                f"delete the file and accept anew with `{ACCEPT_COMMAND}`", path, number)
-    return comments, [(h.groupdict(), n, "\n".join(text).rstrip("\n")) for h, n, text in entries]
-
-
 def entry_lines(kind: str, key: str, text: str, edition: str | None = None,
                 varies: bool = False, first: str = "") -> list[str]:
-    """An entry as :func:`read_entries` reads it (``first``: a cell's first line)."""
+    """An entry as :func:`read_expectations` reads it (``first``: a cell's first line)."""
     marks = (f" ({edition})" if edition else "") + (VARIES_MARK if varies else "")
     return [f"=== {kind} {key}{marks}" + (f" · {first}" if kind == "cell" else ""),
             *(f"{INDENT}{line}" if line else "" for line in text.splitlines())]
-
-
-def write_whole(path: Path, lines: list[str]) -> None:
-    """Whole or not at all: the other edition, built at the same time, may be reading it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}")  # as PARTIAL_FILE matches it
-    partial.write_text("\n".join(lines) + "\n", encoding="utf8")
-    partial.replace(path)
 
 
 def expectations_path(expected_dir: Path, torch_version: str, chapter: str) -> Path:
@@ -181,19 +150,29 @@ def run_digest(notebook: nbformat.NotebookNode) -> str:
 def read_expectations(path: Path, kind: str = "cell") -> Expectations | None:
     """The file's expectations, or None when there is none for this torch version (``kind``
     claim: the accepted claims, each entry's text by its claim's digest)."""
-    read = read_entries(path, kind)
-    if read is None:
+    if not path.is_file():
         return None
-    found = Expectations()
-    for line in read[0]:
-        if line.startswith(_RUNS):
-            found.runs = dict(run.split(" ", 1) for run in line[len(_RUNS):].split(", ")
-                              if " " in run)  # a run a merge left half: none
-    for header, number, text in read[1]:
+    found, entries = Expectations(), []  # each one's header fields, line and indented lines
+    for number, line in enumerate(path.read_text(encoding="utf8").splitlines(), 1):
+        if header := _HEADERS[kind].match(line):
+            entries.append((header.groupdict(), number, []))
+        elif line.startswith(INDENT) or not line:
+            if entries:  # as shown_text, without trailing spaces (an editor's)
+                entries[-1][2].append(line[len(INDENT):].rstrip())
+        elif line.startswith("#") and not entries:  # the header, written by each acceptance
+            if line.startswith(_RUNS):
+                found.runs = dict(run.split(" ", 1) for run in line[len(_RUNS):].split(", ")
+                                  if " " in run)  # a run a merge left half: none
+        else:
+            # Accepting reads the file first: it cannot mend it.
+            raise ExpectationsError(
+                f"neither an indented line nor a header `{_SHAPES[kind]}`: correct it, or "
+                f"delete the file and accept anew with `{ACCEPT_COMMAND}`", path, number)
+    for header, number, lines in entries:
         key = header["key"]
         found.first_lines[key] = header.get("first", "")  # in the file's order
         for edition in [header["edition"]] if header["edition"] else EDITIONS:
-            found.by_edition[edition][key] = text
+            found.by_edition[edition][key] = "\n".join(lines).rstrip("\n")
             found.lines[(edition, key)] = number
             if header.get("varies"):
                 found.varying[edition].add(key)
@@ -221,7 +200,7 @@ def write_expectations(path: Path, expectations: Expectations, order: Callable[[
             texts = {"": texts[Edition.STUDENT.value]}
         for edition, (text, varies) in texts.items():
             out += entry_lines(kind, key, text, edition, varies, first)
-    write_whole(path, out)
+    write_whole(path, "\n".join(out) + "\n")
     return True
 
 
