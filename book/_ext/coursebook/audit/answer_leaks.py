@@ -328,8 +328,7 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
     scaffolding that its answer repeats (a signature) is allowed line by line."""
     prose: dict[tuple[str, ...], Place] = {}
     code: dict[tuple[str, ...], Place] = {}
-    lines: dict[str, Place] = {}
-    values: dict[str, Place] = {}
+    exact: dict[str, Place] = {}  # lines of code (" "-padded tokens) and values: never alike
     answers = []
     for path, text in sources.items():
         for place, runs, code_lines, cell_values, answer, is_prose in cells_of(path, text):
@@ -338,15 +337,13 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                 continue
             for run in runs:
                 (prose if is_prose else code).setdefault(run, place)
-            for line in code_lines:
-                lines.setdefault(line, place)
-            for value in cell_values:
-                values.setdefault(value, place)
+            for token in [*code_lines, *cell_values]:
+                exact.setdefault(token, place)
     found: dict[tuple[Place, Place], tuple[str, ...]] = {}
     for place, runs, code_lines, cell_values, is_prose in answers:
         shared = [(run, prose.get(run) or (code.get(run) if is_prose else None)) for run in runs]
-        shared += [(tuple(line.split()), lines.get(line)) for line in code_lines]
-        shared += [(tuple(fingerprint_words(value)), values.get(value))
+        shared += [(tuple(line.split()), exact.get(line)) for line in code_lines]
+        shared += [(tuple(fingerprint_words(value)), exact.get(value))
                    for value in sorted(cell_values)]
         for run, visible in shared:
             passage = " " + " ".join(run) + " "
