@@ -60,11 +60,9 @@ def check_raised(exhibit: str, expected: dict | None, museum: dict,
             f"{expected['torch']} ({_label(expected)}):\n"
             f"{diff}\n(- recorded, + raised now.) If the new text is right, re-record it "
             f"with '{ERROR_RECORD_COMMAND}'.")
-    if expected["source"] == "museum":
-        lines = [f"✓ Raised exactly the error the museum recorded ({_label(expected)})."]
-    else:
-        lines = [f"✓ Raised exactly the error recorded for torch {expected['torch']} "
-                 f"({_label(expected)})."]
+    whose = ("the museum recorded" if expected["source"] == "museum"
+             else f"recorded for torch {expected['torch']}")
+    lines = [f"✓ Raised exactly the error {whose} ({_label(expected)})."]
     museum_text = f"{museum['type']}: {normalise(museum['message'])}"
     if museum_text != shown:
         lines += _changed_box(

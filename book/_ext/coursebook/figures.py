@@ -14,26 +14,32 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 _FORWARD, _BACKWARD, _MEMORY = "#dbe9f6", "#fde2c4", "#e4f2de"
 
 
-def _show(fig) -> None:
+def _show(fig, ax, xlim: tuple[float, float], ylim: tuple[float, float],
+          equal: bool = True) -> None:
     from IPython.core.pylabtools import print_figure
     from IPython.display import display
 
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    if equal:
+        ax.set_aspect("equal")
+    ax.axis("off")
     fig.tight_layout()
-    drawn = "\n".join(text.get_text().replace("\n", " ") for ax in fig.axes for text in ax.texts)
+    drawn = "\n".join(text.get_text().replace("\n", " ")
+                      for axes in fig.axes for text in axes.texts)
     png = base64.b64encode(print_figure(fig, "png")).decode("ascii")
     display({"image/png": png, "text/plain": f"Figure drawing:\n{drawn}"}, raw=True)
     plt.close(fig)
 
 
-def _box(ax, x: float, y: float, text: str, colour: str, width: float = 2.2) -> None:
+def _box(ax, x: float, y: float, text: str, colour: str, width: float = 2.6) -> None:
     ax.add_patch(FancyBboxPatch((x - width / 2, y - 0.3), width, 0.6,
                                 boxstyle="round,pad=0.05", facecolor=colour, edgecolor="#444"))
     ax.text(x, y, text, ha="center", va="center", fontsize=10, family="DejaVu Sans Mono")
 
 
-def _arrow(ax, start: tuple[float, float], end: tuple[float, float], dashed: bool = False) -> None:
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, color="#444",
-                                 linestyle="--" if dashed else "-"))
+def _arrow(ax, start: tuple[float, float], end: tuple[float, float]) -> None:
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, color="#444"))
 
 
 def _backward_chain(output: torch.Tensor) -> list:
@@ -57,7 +63,7 @@ def computation_graph(tensors: dict[str, torch.Tensor]) -> None:
     for i, name in enumerate(names):
         tensor = tensors[name]
         kind = "leaf" if tensor.is_leaf else f"grad_fn={type(tensor.grad_fn).__name__}"
-        _box(ax, 3 * i, 2, f"{name}\n{kind}", _FORWARD, width=2.6)
+        _box(ax, 3 * i, 2, f"{name}\n{kind}", _FORWARD)
         if i:
             _arrow(ax, (3 * (i - 1) + 1.35, 2), (3 * i - 1.35, 2))
     for depth, node in enumerate(chain):
@@ -67,15 +73,12 @@ def computation_graph(tensors: dict[str, torch.Tensor]) -> None:
             label += f"\n(writes {names[0]}.grad)"
         elif id(node) in owner:
             label += f"\n({owner[id(node)]}.grad_fn)"
-        _box(ax, x, 0, label, _BACKWARD, width=2.6)
+        _box(ax, x, 0, label, _BACKWARD)
         if depth:
             _arrow(ax, (x + 3 - 1.35, 0), (x + 1.35, 0))
     ax.text(-1.4, 2.55, "forward: operations recorded", fontsize=9, color="#245")
     ax.text(-1.4, -0.55 - 0.2, "backward: from the output to the leaf", fontsize=9, color="#852")
-    ax.set_xlim(-1.6, 3 * (columns - 1) + 1.6)
-    ax.set_ylim(-1.0, 2.8)
-    ax.axis("off")
-    _show(fig)
+    _show(fig, ax, (-1.6, 3 * (columns - 1) + 1.6), (-1.0, 2.8), equal=False)
 
 
 def _grid(ax, values: torch.Tensor, left: float, top: float, colour: str, title: str,
@@ -105,11 +108,7 @@ def broadcast_bias(products: torch.Tensor, bias: torch.Tensor) -> None:
     _grid(ax, products + bias, 2 * width + 2, batch, _MEMORY, f"Z {tuple((products + bias).shape)}")
     ax.text(width + 1 + width / 2, -0.45, "faded rows: the same bias, not copied in memory",
             ha="center", fontsize=8, color="#852")
-    ax.set_xlim(-0.3, 3 * width + 2.3)
-    ax.set_ylim(-0.8, batch + 0.8)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    _show(fig)
+    _show(fig, ax, (-0.3, 3 * width + 2.3), (-0.8, batch + 0.8))
 
 
 def strides(tensor: torch.Tensor) -> None:
@@ -125,8 +124,5 @@ def strides(tensor: torch.Tensor) -> None:
           f"A {tuple(tensor.shape)}, stride {tensor.stride()}")
     _grid(ax, transposed, tensor.shape[1] + 2, 2.4, _BACKWARD,
           f"A.T {tuple(transposed.shape)}, stride {transposed.stride()}")
-    ax.set_xlim(-0.3, max(len(storage), tensor.shape[1] + 2 + transposed.shape[1]) + 0.3)
-    ax.set_ylim(-1.2, 4.7)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    _show(fig)
+    _show(fig, ax, (-0.3, max(len(storage), tensor.shape[1] + 2 + transposed.shape[1]) + 0.3),
+          (-1.2, 4.7))
