@@ -22,15 +22,14 @@ from coursebook.reporting import report_book_error, stop_build
 PREFIX = "coursebook_"
 # Each build's BookConfig, by the Config it was made from (forked readers inherit it).
 _BUILT: WeakKeyDictionary[Config, BookConfig] = WeakKeyDictionary()
-# The settings that name a file or folder the build reads; "" leaves an optional one unset.
-_PATHS = {"exhibits_dir": "folder", "machine_kinds_file": "file", "runtimes_file": "file"}
 
 
-def _value(default, rebuild: str, doc: str):
+def _value(default, rebuild: str, doc: str, path: str = ""):
+    """``path``: "file" or "folder" where the setting names one the build reads ("": unset)."""
+    metadata = {"rebuild": rebuild, "doc": doc, "path": path}
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default),
-                     metadata={"rebuild": rebuild, "doc": doc})
-    return field(default=default, metadata={"rebuild": rebuild, "doc": doc})
+        return field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 def _default(item: dataclasses.Field):
@@ -40,10 +39,12 @@ def _default(item: dataclasses.Field):
 @dataclass(frozen=True)
 class BookConfig:
     # --- Sources: exhibits, recordings, expected outputs ---------------------------------
-    exhibits_dir: str = _value("exhibits", "env", "the error museum's exhibits, one folder per wing")
+    exhibits_dir: str = _value("exhibits", "env", "the error museum's exhibits, one folder per wing",
+                               "folder")
     recordings_dir: str = _value("book/recordings", "env", "committed recordings of recorded chapters")
-    machine_kinds_file: str = _value("", "env", "the machine kinds recorded chapters run on")
-    runtimes_file: str = _value("", "env", "the runtimes the book targets (Colab's among them)")
+    machine_kinds_file: str = _value("", "env", "the machine kinds recorded chapters run on", "file")
+    runtimes_file: str = _value("", "env", "the runtimes the book targets (Colab's among them)",
+                                "file")
     expected_dir: str = _value("expected", "", "expected outputs, one folder per torch version")
     allow_stale_recordings: bool = _value(False, "env", "render a cell changed since its recording, marked")
     # --- Execution: what joins the cache key ---------------------------------------------
@@ -110,19 +111,15 @@ class BookConfig:
 
     def problem(self) -> str | None:  # one line with its fix
         for item in self.settings():
-            value, default = getattr(self, item.name), _default(item)
+            value, default, kind = getattr(self, item.name), _default(item), item.metadata["path"]
             expected = (list, tuple) if isinstance(default, list) else type(default)
             if not isinstance(value, expected):
                 return (f"{PREFIX}{item.name} is {value!r}, a {type(value).__name__}; it must be "
                         f"a {type(default).__name__} ({item.metadata['doc']}), such as "
                         f"{PREFIX}{item.name} = {default!r}")
-        for name, kind in _PATHS.items():
-            value = getattr(self, name)
-            exists = Path(value).is_dir() if kind == "folder" else Path(value).is_file()
-            if value and not exists:
-                doc = self.__dataclass_fields__[name].metadata["doc"]
-                return (f"{PREFIX}{name} is '{value}', and no such {kind} exists; it names "
-                        f"{doc}: give its path, or fix the path")
+            if value and kind and not (Path(value).is_dir() if kind == "folder" else Path(value).is_file()):
+                return (f"{PREFIX}{item.name} is '{value}', and no such {kind} exists; it names "
+                        f"{item.metadata['doc']}: give its path, or fix the path")
         return None
 
     @property

@@ -97,10 +97,7 @@ class PlainMarkdown:
     def image(self, path: str, alt: str, caption: str = "") -> str:
         if url := self.image_url(path):
             return f"![{escape(alt)}]({url})" + (f"\n\n*{caption}*" if caption else "")
-        return f"*{self.page_link('Figure')}:* {caption or escape(alt)}"
-
-    def page_link(self, text: str) -> str:
-        return f"[{text}]({self.page_url})" if self.page_url else text
+        return f"*{self.link('Figure', self.page_url)}:* {caption or escape(alt)}"
 
     def directive(self, info: str, body: str) -> str:
         name, _, argument = info.strip()[1:].partition("}")
@@ -148,7 +145,7 @@ class PlainMarkdown:
             caption = self.convert(content) if name == "figure" else ""
             alt = options.get("alt", "") or caption.split("\n")[0] or "A figure"
             return self.image(argument.strip(), alt, caption)
-        return "*" + self.page_link("Shown on the book's page") + ".*"
+        return "*" + self.link("Shown on the book's page", self.page_url) + ".*"
 
 
 # --- mdformat renderers (one per MyST syntax node) ----------------------------------
