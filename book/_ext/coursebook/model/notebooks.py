@@ -53,6 +53,14 @@ def is_claim(cell) -> bool:
     return cell.get("cell_type") == "code" and CLAIM_TAG in cell_tags(cell)
 
 
+def code_cell(source: str, *tags: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {})
+
+
+def markdown_cell(source: str, *tags: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(source, metadata={"tags": list(tags)} if tags else {})
+
+
 def first_line(cell) -> str:
     """How messages name a cell: its first line of code or text."""
     return (cell.source.strip().splitlines() or [""])[0]

@@ -29,6 +29,7 @@ from coursebook.model.notebooks import (
     cell_tags,
     first_line,
     is_answer,
+    markdown_cell,
     short_digest,
 )
 from coursebook.model.runtimes import Runtime
@@ -217,11 +218,6 @@ def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Reco
     return recordings
 
 
-def _markdown(text: str) -> nbformat.NotebookNode:
-    """A note on the page's outputs, which downloads lack."""
-    return nbformat.v4.new_markdown_cell(text, metadata={"tags": [BOOK_ONLY_TAG]})
-
-
 def printed_for_downloads(cell: nbformat.NotebookNode, outputs: list,
                          recording: Recording) -> nbformat.NotebookNode | None:
     """For downloads, which leave a book-only fresh-Python cell out (its code is shown in the
@@ -234,9 +230,8 @@ def printed_for_downloads(cell: nbformat.NotebookNode, outputs: list,
                    if output.get("output_type") == "stream" and output.get("name") == "stdout")
     if not text.strip():
         return None
-    return nbformat.v4.new_markdown_cell(
-        f"*Printed on a {recording.device()}:*\n\n```text\n{text.strip(chr(10))}\n```",
-        metadata={"tags": ["remove-cell", DOWNLOAD_ONLY_TAG]})
+    return markdown_cell(f"*Printed on a {recording.device()}:*\n\n```text\n"
+                         f"{text.strip(chr(10))}\n```", "remove-cell", DOWNLOAD_ONLY_TAG)
 
 
 def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
@@ -298,11 +293,12 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                       recordings: list[Recording], allow_stale: bool,
                       pinned: dict[str, list[RecordingEnvironment]] | None = None,
                       instructor: bool = True) -> AttachedRecordings:
-    """Each code cell's output from the most preferred recording that ran it."""
+    """Each code cell's output from the most preferred recording that ran it; the notes on
+    them are book-only (downloads lack the outputs)."""
     drift = {r.machine.name: r.drift(pinned[r.machine.name])
              for r in recordings if pinned and r.machine.name in pinned}
     by_kind = [(recording, recording.outputs_by_source()) for recording in recordings]
-    panel = _markdown(provenance_panel(chapter, recordings, drift, instructor))
+    panel = markdown_cell(provenance_panel(chapter, recordings, drift, instructor), BOOK_ONLY_TAG)
     # The panel goes after the chapter's title, or first where it has none.
     title = next((cell for cell in notebook.cells
                   if cell.cell_type == "markdown" and "\n# " in f"\n{cell.source}"), None)
@@ -324,13 +320,13 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
             # A hidden cell, or the book's verdict on the cell above, needs no mark.
             tags = set(cell_tags(cell))
             if instructor and "remove-cell" not in tags and not {"remove-input", BOOK_ONLY_TAG} <= tags:
-                labelled.cells.append(_markdown(
+                labelled.cells.append(markdown_cell(
                     f"*Recorded on {{ref}}`{recording.machine.short_label} "
-                    f"<{recording.anchor(chapter.name)}>`.*"))
+                    f"<{recording.anchor(chapter.name)}>`.*", BOOK_ONLY_TAG))
             continue
         if instructor and (is_answer(cell) or CHECK_TAG in cell_tags(cell)):
             # The recorder runs the student's notebook: an answer and its checks never run.
-            labelled.cells.append(_markdown(ANSWER_NOT_RECORDED))
+            labelled.cells.append(markdown_cell(ANSWER_NOT_RECORDED, BOOK_ONLY_TAG))
             continue
         able = [b for b in chapter.machines if runs_on(cell, b)]
         unrecorded = not any(runs_on(cell, r.machine) for r in recordings)
@@ -347,6 +343,6 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
             raise RecordingError(f"cell `{first_line(cell)}` changed since its recording: run "
                                  f"{commands} on such machines, then commit book/recordings/",
                                  line=source_line(cell))
-        labelled.cells.append(_markdown(note))
+        labelled.cells.append(markdown_cell(note, BOOK_ONLY_TAG))
     return AttachedRecordings(labelled, executed, drift)
 

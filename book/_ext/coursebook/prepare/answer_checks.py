@@ -18,6 +18,7 @@ import nbformat
 from coursebook import self_check
 from coursebook.model.answer_checks import (CHECK_TAG, AnswerCheck, AnswerCheckError, cell_checks,
                                              literal)
+from coursebook.model.notebooks import code_cell, markdown_cell
 
 SETUP_TAG = "self-check-setup"  # the table cell: kept out of pages, in the downloads
 NOTE_TAG = "self-check-note"  # what the check cells are, and where they run
@@ -126,7 +127,7 @@ def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.Noteboo
     else:
         lines = ["# Check your answers: put each value in place of ... and run the cell."] + [
             f'check("{check.name}", ...)  # {" ".join(check.ask.split())}' for check in checks]
-    return nbformat.v4.new_code_cell("\n".join(lines), metadata={"tags": [CHECK_TAG]})
+    return code_cell("\n".join(lines), CHECK_TAG)
 
 
 def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
@@ -136,9 +137,6 @@ def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
     if not own:
         return []
     first = own[0].name == checks[0].name
-    note = ([nbformat.v4.new_markdown_cell(NOTE, metadata={"tags": [NOTE_TAG]})]
-            if first and not instructor else [])
-    table = ([nbformat.v4.new_code_cell(setup_source(checks),
-                                        metadata={"tags": ["remove-cell", SETUP_TAG]})]
-             if first else [])
+    note = [markdown_cell(NOTE, NOTE_TAG)] if first and not instructor else []
+    table = [code_cell(setup_source(checks), "remove-cell", SETUP_TAG)] if first else []
     return note + table + [_check_cell(own, instructor)]

@@ -22,6 +22,8 @@ from coursebook.model.notebooks import (
     RAISES_TAG,
     SECTION_LABEL,
     STAND_IN_ONLY_TAG,
+    code_cell,
+    markdown_cell,
     replace_markers,
 )
 from coursebook.model.versions import is_release
@@ -47,14 +49,6 @@ def _revealed(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return cell
 
 
-def _markdown(source: str, *tags: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_markdown_cell(source, metadata={"tags": list(tags)} if tags else {})
-
-
-def _code(source: str, *tags: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {})
-
-
 def _instructor_only(text: str) -> str:
     """Provenance: student pages speak only of the subject."""
     return f"\n\n:::{{only}} instructor\n*{text}*\n:::"
@@ -67,7 +61,7 @@ def _captured(exhibit: Exhibit) -> str:
 
 def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
     old = exhibit.museum_fix
-    return [] if old is None else [_markdown(
+    return [] if old is None else [markdown_cell(
         f"**The museum's fix.** {old.note}\n\n```python\n{old.code}\n```\n\n"
         f"{old.changed}{_instructor_only(_captured(exhibit))}")]
 
@@ -81,9 +75,9 @@ def _claim_cells(claims: tuple[Claim, ...], captured: bool = False) -> list[nbfo
     """A hidden cell per checked claim; a captured exhibit's on the stand-in only, each in a
     new Python."""
     tags = (STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG) if captured else ()
-    return [_code(f"# claim: {claim.says}\n"
-                  + (_fresh_python_call(claim.check) if captured else claim.check),
-                  CLAIM_TAG, *tags) for claim in claims if claim.check]
+    return [code_cell(f"# claim: {claim.says}\n"
+                      + (_fresh_python_call(claim.check) if captured else claim.check),
+                      CLAIM_TAG, *tags) for claim in claims if claim.check]
 
 
 def claim_sources(museum: dict[str, Wing]) -> dict[str, Claim]:
@@ -118,12 +112,13 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
     elsewhere = tuple({"label": label, **asdict(record)}
                       for label, record in readers_records(exhibit, expected))
     at = f"records[{exhibit.records.index(expected)}].message" if expected else "records"
-    return _runs(exhibit, "records", _code(f"from coursebook.exhibit_checks import check_raised\n"
-                 f"check_raised({exhibit.key!r},\n"
-                 f"             expected={asdict(expected) if expected else None!r},\n"
-                 f"             museum={asdict(exhibit.museum_record)!r}"
-                 + (f",\n             elsewhere={elsewhere!r})" if elsewhere else ")"),
-                 "remove-input", BOOK_ONLY_TAG, *tags), at, check="same error as recorded")
+    return _runs(exhibit, "records", code_cell(
+        f"from coursebook.exhibit_checks import check_raised\n"
+        f"check_raised({exhibit.key!r},\n"
+        f"             expected={asdict(expected) if expected else None!r},\n"
+        f"             museum={asdict(exhibit.museum_record)!r}"
+        + (f",\n             elsewhere={elsewhere!r})" if elsewhere else ")"),
+        "remove-input", BOOK_ONLY_TAG, *tags), at, check="same error as recorded")
 
 
 def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None,
@@ -147,13 +142,13 @@ def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None,
         body = "\n".join([line for intro, r in texts for line in (
             intro, "", "```text", f"{r.type}: {r.message}", "```", "")] + [
             "Another torch version may word it differently; the type and the cause should match."])
-    return _markdown(f"````{{dropdown}} {ERROR_SUMMARY}\n{body}\n````", "remove-cell",
-                     DOWNLOAD_ONLY_TAG)
+    return markdown_cell(f"````{{dropdown}} {ERROR_SUMMARY}\n{body}\n````", "remove-cell",
+                         DOWNLOAD_ONLY_TAG)
 
 
 def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
-    cell = _code("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input",
-                 BOOK_ONLY_TAG, *tags)
+    cell = code_cell("from coursebook.exhibit_checks import fix_ran\nfix_ran()", "remove-input",
+                     BOOK_ONLY_TAG, *tags)
     note(cell, check="fix ran")
     return cell
 
@@ -166,18 +161,19 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
         fix_ran = [_fix_ran_cell(FRESH_PYTHON_TAG), _on_a_cpu(_FIX_RUNS)]
     else:
         fix, fix_ran = f"**The fix.** {exhibit.fix_note}", [_fix_ran_cell()]
-    return [_markdown(f"{_title(exhibit, total)}\n\n**The code.** {_PROMPT}"),
-            _runs(exhibit, "failing_code", _revealed(_code(exhibit.failing_code, RAISES_TAG))),
+    return [markdown_cell(f"{_title(exhibit, total)}\n\n**The code.** {_PROMPT}"),
+            _runs(exhibit, "failing_code", _revealed(code_cell(exhibit.failing_code, RAISES_TAG))),
             _check_cell(exhibit, record),
             _expected_error_note(exhibit, record),
-            _markdown(f"**The cause.** {_cause(exhibit)}"), _markdown(fix), _fix_cell(exhibit),
+            markdown_cell(f"**The cause.** {_cause(exhibit)}"), markdown_cell(fix),
+            _fix_cell(exhibit),
             *fix_ran, *_museum_fix_history(exhibit), *_claim_cells(exhibit.claims)]
 
 
 def _fix_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
     """The fix in the chapter's process, or in a new Python when it starts a fresh runtime."""
     return _runs(exhibit, "fix_code", _in_fresh_python(exhibit.fix_code)
-                 if exhibit.fix_in_fresh_runtime else _code(exhibit.fix_code))
+                 if exhibit.fix_in_fresh_runtime else code_cell(exhibit.fix_code))
 
 
 def in_one_process(cells: list[tuple[str, bool]]) -> str:
@@ -198,8 +194,8 @@ def _in_fresh_python(code: str, *tags: str,
                      side: CpuReproduction | None = None) -> nbformat.NotebookNode:
     """A hidden, book-only cell running ``code`` in a new Python, ``side``'s older packages
     first on its path (the page shows the code with :func:`_shown_code`)."""
-    return _code(_fresh_python_call(code, side), "remove-input", BOOK_ONLY_TAG,
-                 FRESH_PYTHON_TAG, *tags)
+    return code_cell(_fresh_python_call(code, side), "remove-input", BOOK_ONLY_TAG,
+                     FRESH_PYTHON_TAG, *tags)
 
 
 def _fresh_python_call(code: str, side: CpuReproduction | None = None) -> str:
@@ -213,8 +209,8 @@ def _on_a_cpu(does: str, side: CpuReproduction | None = None) -> nbformat.Notebo
     """For downloads, in place of a fresh-Python cell: what its code ``does`` on a CPU."""
     needs = (f" with {', '.join(f'`{p}`' for p in side.side_packages)} installed"
              if side is not None and side.side_environment else "")
-    return _markdown(f"*Run in a new runtime on a CPU{needs}, {does}.*", "remove-cell",
-                     DOWNLOAD_ONLY_TAG)
+    return markdown_cell(f"*Run in a new runtime on a CPU{needs}, {does}.*", "remove-cell",
+                         DOWNLOAD_ONLY_TAG)
 
 
 def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
@@ -227,7 +223,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     museum, rerun, cpu = exhibit.museum_record, exhibit.museum_rerun, exhibit.cpu
     only = (STAND_IN_ONLY_TAG,) if rerun is not None and rerun.stand_in_only else ()
     run = "The museum's text, verbatim" + ("; the code is run again after the cause" if rerun else "")
-    cells = [_markdown(
+    cells = [markdown_cell(
         f"{_title(exhibit, total)}\n\n**The code**, as the museum ran it. {_PROMPT}\n\n"
         f"```python\n{exhibit.failing_code}\n```\n\n"
         f"::::{{dropdown}} {_REVEAL_PROMPTS['code_prompt_show']}\n"
@@ -238,8 +234,8 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         f"**The cause.** {_cause(exhibit)}")]
     if rerun is not None:  # the museum's code run again, its error checked
         where = "In a fresh Python process, this set-up, then the museum's code above"
-        cells += [_markdown(f"**The museum's code, run again.** {rerun.note}\n\n"
-                            + _shown_code(rerun.setup, where)),
+        cells += [markdown_cell(f"**The museum's code, run again.** {rerun.note}\n\n"
+                                + _shown_code(rerun.setup, where)),
                   _runs(exhibit, "museum_rerun.setup", _revealed(_in_fresh_python(
                       f"{rerun.setup}\n\n{exhibit.failing_code}", RAISES_TAG, *only))),
                   _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *only),
@@ -247,8 +243,8 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                   _expected_error_note(exhibit, museum, reproduced=True)]
     # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
     if cpu is not None and cpu.reproduction:
-        cells += [_markdown(f"**Reproduced on CPU.** {cpu.note}\n\n"
-                            f"{_shown_code(cpu.reproduction)}"),
+        cells += [markdown_cell(f"**Reproduced on CPU.** {cpu.note}\n\n"
+                                f"{_shown_code(cpu.reproduction)}"),
                   _runs(exhibit, "cpu.reproduction", _revealed(_in_fresh_python(
                       cpu.reproduction, RAISES_TAG, STAND_IN_ONLY_TAG, side=cpu))),
                   _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
@@ -260,15 +256,15 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                   "The book's fix, for the releases this chapter installs; the museum's own "
                   "follows. Not run on a TPU by this book.")
     fix = _FRESH_RUNTIME if exhibit.fix_in_fresh_runtime else "**The fix.**"
-    cells.append(_markdown(f"{fix} {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
-                           f"{_instructor_only(provenance)}"))
+    cells.append(markdown_cell(f"{fix} {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
+                               f"{_instructor_only(provenance)}"))
     if rerun is not None:
         fresh = exhibit.fix_in_fresh_runtime
         after = ("in a new Python process, one that never ran the code above." if fresh else
                  "where the museum's code left the process: its set-up, the museum's code (its "
                  "error expected), then the fix, in one process.")
         # The fix may print nothing: only the instructor's page heads its cell.
-        cells += [_markdown(_instructor_only(f"The fix, run again {after}").strip()),
+        cells += [markdown_cell(_instructor_only(f"The fix, run again {after}").strip()),
                   # The fix after the set-up and failing code, or alone in a fresh runtime.
                   _fix_cell(exhibit) if fresh else _runs(exhibit, "fix_code", _in_fresh_python(
                       in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
@@ -278,7 +274,8 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     if cpu is not None and cpu.reproduction and cpu.fix:
         where = ("In a fresh Python process, without the older packages" if cpu.fix_in_fresh_runtime
                  else "In the reproduction's process, after it")
-        cells += [_markdown(f"**The fix on CPU.** {cpu.fix_note}\n\n{_shown_code(cpu.fix, where)}"),
+        cells += [markdown_cell(f"**The fix on CPU.** {cpu.fix_note}\n\n"
+                                f"{_shown_code(cpu.fix, where)}"),
                   # The CPU fix after the reproduction, or alone in a fresh runtime.
                   _runs(exhibit, "cpu.fix", _in_fresh_python(cpu.fix, STAND_IN_ONLY_TAG)
                         if cpu.fix_in_fresh_runtime else _in_fresh_python(
@@ -288,7 +285,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                   _on_a_cpu(_FIX_RUNS) if cpu.fix_in_fresh_runtime
                   else _on_a_cpu(_FIX_RUNS_AFTER, cpu)]
     elif cpu is not None and not cpu.reproduction:
-        cells.append(_markdown(f"*{cpu.note}*"))
+        cells.append(markdown_cell(f"*{cpu.note}*"))
     return cells + _museum_fix_history(exhibit) + _claim_cells(exhibit.claims, captured=True)
 
 
@@ -359,7 +356,7 @@ def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
         raise ExhibitError(f"no wing '{arguments[0]}' under exhibits/ (have {sorted(museum)})")
     wing = museum[arguments[0]]
     if kind == "introduction":
-        return [_markdown(f"*{wing.tagline}*\n\n{wing.introduction}{_cited(wing.claims)}"),
+        return [markdown_cell(f"*{wing.tagline}*\n\n{wing.introduction}{_cited(wing.claims)}"),
                 *_claim_cells(wing.claims)]
     exhibits = [exhibit for exhibit in wing.exhibits if exhibit.room == arguments[1]]
     if not exhibits:
@@ -369,8 +366,9 @@ def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
     cards = [f":::{{grid-item-card}} {e.number:02d}/{total:02d}\n:link: {e.label}\n"
              f":link-type: ref\n\n{e.title}\n:::" for e in exhibits]
     listing = "\n".join(f"- {{ref}}`{e.label}`" for e in exhibits)
-    return [_markdown("`````{only} html\n::::{grid} 1 2 2 3\n:gutter: 2\n\n" + "\n\n".join(cards)
-                      + "\n::::\n`````\n\n`````{only} latex\n" + listing + "\n`````"),
+    return [markdown_cell("`````{only} html\n::::{grid} 1 2 2 3\n:gutter: 2\n\n"
+                          + "\n\n".join(cards) + "\n::::\n`````\n\n`````{only} latex\n"
+                          + listing + "\n`````"),
             *_exhibits_cells(exhibits, total, torch_version)]
 
 

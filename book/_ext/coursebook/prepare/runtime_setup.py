@@ -16,7 +16,7 @@ import nbformat
 
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind
-from coursebook.model.notebooks import RESTART_TAG, replace_markers
+from coursebook.model.notebooks import RESTART_TAG, code_cell, replace_markers
 from coursebook.model.runtimes import RUNTIMES_FILE, Runtime, load_runtimes
 
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{runtime-setup\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
@@ -142,7 +142,7 @@ def place_runtime_setup(notebook: nbformat.NotebookNode,
             source = code(*names, machine_kinds, runtimes)
         except RuntimeSetupError as error:
             raise RuntimeSetupError(error.message, source_path) from None
-        return [nbformat.v4.new_code_cell(source, metadata={"tags": tags})]
+        return [code_cell(source, *tags)]
 
     def restart_cell(marker) -> list[nbformat.NotebookNode]:
         tags = [tag.strip().strip("'\"") for tag in (marker.group(4) or "").split(",")]
