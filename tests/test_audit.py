@@ -264,6 +264,41 @@ def test_the_overlap_check_reads_every_source_again_when_the_extension_changes(t
     assert read == ["index.md", "index.md"]
 
 
+
+def test_two_answers_sharing_one_visible_passage_are_each_named(tmp_path):
+    """Their messages differ only in where the answer is, which Sphinx's once filter does not
+    read: each is logged."""
+    import logging
+    from types import SimpleNamespace
+
+    import nbformat
+    from sphinx.util.logging import OnceFilter
+
+    from coursebook.audit.answer_leaks import check_answer_overlaps
+
+    new = nbformat.v4
+    answer = {"tags": ["answer"]}
+    (tmp_path / "lesson.ipynb").write_text(nbformat.writes(new.new_notebook(cells=[
+        new.new_markdown_cell(f"# A lesson\n\nA worked example. {ANSWER_SENTENCE}"),
+        new.new_markdown_cell(ANSWER_SENTENCE, metadata=answer),
+        new.new_markdown_cell(f"Again: {ANSWER_SENTENCE}", metadata=answer)],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})))
+    env = SimpleNamespace(found_docs={"lesson"}, doc2path=lambda doc: tmp_path / f"{doc}.ipynb",
+                          version={"coursebook": 1})
+    app = SimpleNamespace(srcdir=tmp_path, doctreedir=tmp_path / "doctrees", env=env,
+                          statuscode=0)
+    records = []
+    handler = logging.Handler()
+    handler.addFilter(OnceFilter())
+    handler.emit = records.append
+    logging.getLogger("sphinx").addHandler(handler)
+    try:
+        check_answer_overlaps(app, env)
+    finally:
+        logging.getLogger("sphinx").removeHandler(handler)
+    assert sorted(record.location.rsplit(":", 1)[1] for record in records) == ["2", "3"]
+    assert app.statuscode == 1
+
 @pytest.mark.slow
 def test_the_build_stops_on_an_answer_in_visible_text(tiny_book, tmp_path, cache_copy):
     from conftest import sphinx_build

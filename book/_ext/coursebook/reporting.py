@@ -19,10 +19,10 @@ from coursebook.model.faults import BookError
 logger = logging.getLogger(__name__)
 
 
-def report(message: str, location, subtype: str) -> None:
+def report(message: str, location, subtype: str, once: bool = True) -> None:
     """A build error, once per build: the message is the record's whole text (no arguments,
-    no %-formatting), which the ``once`` filter keys on."""
-    logger.error(message, location=location, type="coursebook", subtype=subtype, once=True)
+    no %-formatting), which the ``once`` filter keys on (the location it does not read)."""
+    logger.error(message, location=location, type="coursebook", subtype=subtype, once=once)
 
 
 def report_book_error(error: BookError, subtype: str, fallback_location=None) -> None:

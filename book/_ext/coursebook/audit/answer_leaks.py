@@ -400,5 +400,6 @@ def check_answer_overlaps(app, env) -> None:
         report(f"an answer passage also shows in student-visible text, at {overlap.visible}: "
                f"{overlap.passage!r}. Reword one of them, or allow the overlap in "
                f"{shown_path(allowances)} (passage and why).",
-               f"{shown_path(overlap.answer.path)}:{overlap.answer.line}", "audit")
+               f"{shown_path(overlap.answer.path)}:{overlap.answer.line}", "audit",
+               once=False)  # two answers may share one visible passage: one message each
         app.statuscode = 1  # also without -W
