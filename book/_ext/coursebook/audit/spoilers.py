@@ -39,7 +39,6 @@ def shown_outputs(cell: Tag) -> list[Tag]:
 
 
 def _visible_text(element: Tag) -> str:
-    """An element's text without any closed ``<details>``."""
     element = BeautifulSoup(str(element), "html.parser")
     for hidden in element.select("details:not([open])"):
         hidden.decompose()
@@ -51,8 +50,7 @@ def _first_line(cell: Tag) -> str:
     return (code.get_text().strip().splitlines() or [""])[0][:60] if code else ""
 
 
-def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:
-    """(page, what) of each spoiler."""
+def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:  # (page, what)
     named = {path.resolve(): path for path in pages}
     soups = {resolved: BeautifulSoup(path.read_text(encoding="utf8", errors="replace"),
                                      "html.parser") for resolved, path in named.items()}
