@@ -32,8 +32,8 @@ def _show(fig, ax, xlim: tuple[float, float], ylim: tuple[float, float],
     plt.close(fig)
 
 
-def _box(ax, x: float, y: float, text: str, colour: str, width: float = 2.6) -> None:
-    ax.add_patch(FancyBboxPatch((x - width / 2, y - 0.3), width, 0.6,
+def _box(ax, x: float, y: float, text: str, colour: str) -> None:
+    ax.add_patch(FancyBboxPatch((x - 1.3, y - 0.3), 2.6, 0.6,
                                 boxstyle="round,pad=0.05", facecolor=colour, edgecolor="#444"))
     ax.text(x, y, text, ha="center", va="center", fontsize=10, family="DejaVu Sans Mono")
 
