@@ -1,6 +1,7 @@
 """The search index finds a glossary's terms after every build, not only after one that
 wrote the glossary (coursebook/render/html_pages.py: index_entries_again, the work-around
-for sphinx-doc/sphinx#12599)."""
+for sphinx-doc/sphinx#12599). A build that writes and removes no page keeps the search page
+and the search index (html_pages.BookHTMLBuilder); one that removes a page drops it."""
 
 from __future__ import annotations
 
@@ -16,9 +17,13 @@ from conftest import sphinx_build
 TERMS = "tensor\n  An array of numbers.\n\ngradient\n  A slope.\n"
 
 
-def _index_entries(html: Path) -> dict:
+def _search_index(html: Path) -> dict:
     text = (html / "searchindex.js").read_text()
-    return json.loads(text[text.index("(") + 1:text.rindex(")")])["indexentries"]
+    return json.loads(text[text.index("(") + 1:text.rindex(")")])
+
+
+def _index_entries(html: Path) -> dict:
+    return _search_index(html)["indexentries"]
 
 
 @pytest.mark.slow
@@ -28,15 +33,33 @@ def test_a_rebuild_that_writes_no_page_keeps_the_glossarys_terms(tiny_book, tmp_
     (tiny_book / "glossary.md").write_text(f"# Glossary\n\n```{{glossary}}\n{TERMS}```\n")
     first = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert first.returncode == 0, first.log[-3000:]
-    written = (tmp_path / "out" / "html" / "searchindex.js").read_bytes()
-    assert set(_index_entries(tmp_path / "out" / "html")) == {"tensor", "gradient"}
+    html = tmp_path / "out" / "html"
+    written = (html / "searchindex.js").read_bytes()
+    assert set(_index_entries(html)) == {"tensor", "gradient"}
+    kept = {name: (html / name).stat().st_mtime_ns for name in ("search.html", "searchindex.js")}
 
     again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert again.returncode == 0, again.log[-3000:]
     assert "no targets are out of date" in again.log  # a build that writes no page
-    assert set(_index_entries(tmp_path / "out" / "html")) == {"tensor", "gradient"}
-    # The index a build of every page writes.
-    assert (tmp_path / "out" / "html" / "searchindex.js").read_bytes() == written
+    assert set(_index_entries(html)) == {"tensor", "gradient"}
+    # The index a build of every page writes, and the search page, as that build left them.
+    assert (html / "searchindex.js").read_bytes() == written
+    assert {name: (html / name).stat().st_mtime_ns for name in kept} == kept
+
+
+@pytest.mark.slow
+def test_a_build_that_removes_a_page_drops_it_from_the_search_index(tiny_book, cache_copy,
+                                                                   tmp_path):
+    (tiny_book / "aside.md").write_text("---\norphan: true\n---\n# An aside\n\nZebras.\n")
+    first = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert first.returncode == 0, first.log[-3000:]
+    assert "aside" in _search_index(tmp_path / "out" / "html")["docnames"]
+
+    (tiny_book / "aside.md").unlink()
+    again = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert again.returncode == 0, again.log[-3000:]
+    assert "1 removed" in again.log and "no targets are out of date" in again.log
+    assert "aside" not in _search_index(tmp_path / "out" / "html")["docnames"]
 
 
 @pytest.mark.slow

@@ -32,8 +32,9 @@ from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
                                          replace_copied_sources)
 from coursebook.render.handouts import setup_handouts
-from coursebook.render.html_pages import (add_build_stamp, copy_mathjax, index_entries_again,
-                                          keep_compiled_templates)
+from coursebook.render.html_pages import (BookHTMLBuilder, add_build_stamp, copy_mathjax,
+                                          index_entries_again, keep_compiled_templates,
+                                          note_removed_pages)
 from coursebook.render.output_blocks import normalise_output_nodes, quiet_exhibit_checks
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, quiet_config_dumps
@@ -79,6 +80,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     app.add_directive("torch-version-changes", TorchVersionChanges.of_edition(edition_of(app)))
     app.add_env_collector(PageStateCollector)  # also re-reads the pages that failed
     app.add_builder(ChapterRuns)  # what a build executes, for shards and `pytest book`
+    app.add_builder(BookHTMLBuilder, override=True)  # a no-op keeps the search page and index
     quiet_config_dumps()
     name_notebook_cells()  # MyST's messages in an .ipynb: its cell and line
     count_warnings(app)  # the preview stops a build that warned (process/preview.py)
@@ -98,6 +100,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
         app.connect("builder-inited", freeze_long_lived_objects, priority=900)  # after the others'
     # 3. env-get-outdated: Sphinx re-reads a chapter whose noted inputs changed, and every
     #    page when this extension changed (env_version below).
+    app.connect("env-get-outdated", note_removed_pages)
     # 4. env-before-read-docs, when there are pages to read.
     for hook in (import_for_reading, check_execution_cache, plan_reading):
         app.connect("env-before-read-docs", hook)
