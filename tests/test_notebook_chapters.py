@@ -313,7 +313,7 @@ def test_a_message_at_myst_nbs_line_in_a_notebook_names_the_cell_and_line():
     notebook's page (cell times 10000 plus line) as the cell, and the line in it."""
     import logging
 
-    from coursebook.process.notebook_places import name_notebook_cells
+    from coursebook.reporting import name_notebook_cells
 
     # The records go through the handler's filters alone: the logger's level and other
     # handlers are what earlier in-process builds of the same worker left.

@@ -27,7 +27,6 @@ from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.next_build import (keep_config_as_given, mark_finished, mark_unfinished,
                                            own_source_suffix, pages_to_write,
                                            pickle_config_as_given, restore_config)
-from coursebook.process.notebook_places import name_notebook_cells
 from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
                                          replace_copied_sources)
@@ -37,7 +36,7 @@ from coursebook.render.html_pages import (BookHTMLBuilder, add_build_stamp, copy
                                           note_removed_pages)
 from coursebook.render.output_blocks import normalise_output_nodes, quiet_exhibit_checks
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
-from coursebook.reporting import count_warnings, quiet_config_dumps
+from coursebook.reporting import count_warnings, name_notebook_cells, quiet_config_dumps
 from coursebook.verify.answer_checks import check_what_checks_ask
 from coursebook.verify.chapter_checks import (check_executed_chapter, clear_execution_reports,
                                               compare_expected_outputs,

@@ -1,12 +1,13 @@
 """The build log: errors, each logged once however many chapters, phases or readers meet
 it (Sphinx's ``once=True`` filter sits on the main process's handler); warnings counted; no
-configuration dumps.
+configuration dumps; a notebook's cell and line named in what Sphinx and MyST say.
 """
 
 from __future__ import annotations
 
 import io
 import logging as std_logging
+import re
 import sys
 from weakref import WeakKeyDictionary
 
@@ -15,6 +16,7 @@ from sphinx.util import logging
 from sphinx.util.logging import NAMESPACE, WarningStreamHandler, is_suppressed_warning
 
 from coursebook.model.faults import BookError
+from coursebook.model.notebooks import NOTEBOOK_SUFFIX, notebook_place
 
 logger = logging.getLogger(__name__)
 
@@ -99,3 +101,25 @@ def _drop_config_dumps(record: std_logging.LogRecord) -> bool:
 def quiet_config_dumps() -> None:  # a filter added twice is kept once
     for name in _CONFIG_LOGGERS:
         std_logging.getLogger(name).addFilter(_drop_config_dumps)
+
+
+# myst-nb numbers a notebook page's lines as the cell's number times 10000 plus the line in
+# the cell; a filter on Sphinx's handlers, after theirs wrote the place as ``path:line``,
+# names the author's cell (``lesson.ipynb:4``) and the line in it, as the book's messages do.
+_NOTEBOOK_PLACE = re.compile(rf"(?P<path>.*{re.escape(NOTEBOOK_SUFFIX)}):(?P<line>\d+)")
+
+
+def _name_the_cell(record: std_logging.LogRecord) -> bool:
+    found = _NOTEBOOK_PLACE.fullmatch(str(getattr(record, "location", None) or ""))
+    place = notebook_place(int(found["line"])) if found else None
+    if place is not None:
+        cell, line = place
+        record.location = f"{found['path']}:{cell}"
+        record.msg = f"cell {cell}, line {line}: {record.msg}"
+    return True
+
+
+def name_notebook_cells() -> None:
+    """At setup, when Sphinx's handlers are this build's: after their filters."""
+    for handler in std_logging.getLogger(NAMESPACE).handlers:
+        handler.addFilter(_name_the_cell)
