@@ -486,11 +486,13 @@ def test_the_recording_comparison_names_each_cell_that_differs():
     for chapter in (c for c in _chapters().values() if recording_name(c)):
         recording = _stand_in_recording(recording_name(chapter))
         outputs = recording.outputs_by_source()
-        kept = [c for c in output_cells(chapter) if "book-only" not in c.metadata.get("tags", [])]
-        ran = [nbformat.v4.new_code_cell(outputs=outputs[c.source]) for c in kept]
+        kept = keyed_cells(chapter, downloaded=True)  # a download cell's id is its cell's key
+        ran = [nbformat.v4.new_code_cell(outputs=outputs[c.source], id=key.replace(".", "-"))
+               for key, c in kept]
         assert recording_differences(chapter, ran, recording) == []
+        assert recording_differences(chapter, ran[::-1], recording) == []  # by id, not place
         changed = copy.deepcopy(recording.notebook)
-        printing = next(k.source for k in kept if outputs[k.source])
+        printing = next(c.source for _, c in kept if outputs[c.source])
         cell = next(c for c in changed.cells if c.cell_type == "code" and c.source == printing)
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="planted\n")]
         found = recording_differences(chapter, ran, type(recording)(recording.machine,

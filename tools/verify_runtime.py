@@ -75,7 +75,6 @@ from coursebook.model.recordings import Recording, load_recording, recording_nam
 from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release  # noqa: E402
 from coursebook.page_state import CellOutput  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
-from coursebook.prepare.chapter_packages import install_cell  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
 from coursebook.prepare.museum import cell_origins  # noqa: E402
 from coursebook.render.downloads import run_all  # noqa: E402
@@ -207,11 +206,10 @@ def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
                 kernel: str, origins: dict) -> ChapterRun:
     """Run the download in the replica's kernel; each cell paired with its chapter cell."""
     path, download = read_download(downloads, name)
-    kept = _kept(chapter)
-    code = [c for c in download.cells if c.cell_type == "code"][_installs(chapter):]
-    if len(code) != len(kept):
-        raise Stop(f"{path} has {len(code)} code cells, book/{name}.md gives {len(kept)}: the "
-                   "download is out of date; run `make html`")
+    missing = [key for key, _, done in _paired(chapter, download.cells) if done is None]
+    if missing:
+        raise Stop(f"{path} lacks {len(missing)} of the code cells book/{name}.md gives (cell "
+                   f"{missing[0]}): the download is out of date; run `make html`")
     # After the notebook, as a student would: each answer through its check, right and changed.
     extra, trials = trial_cells(read_chapter((BOOK / f"{name}.md").read_text(encoding="utf8")))
     download.cells += extra
@@ -220,8 +218,7 @@ def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
         ran = _run_all(download, Path(workdir), kernel, f"{path}: Run all stopped")
     run = ChapterRun(name, trials=len(trials), started=started)
     run.failed_trials = failed_trials(ran.cells[len(ran.cells) - len(extra):], trials)
-    run.outputs = cell_outputs(chapter, [c for c in ran.cells
-                                         if c.cell_type == "code"][_installs(chapter):])
+    run.outputs = cell_outputs(chapter, {key: done for key, _, done in _paired(chapter, ran.cells)})
     for output in run.outputs:
         origin = origins.get(output.source)
         if origin is not None and origin.field == "failing_code":
@@ -335,29 +332,26 @@ def stand_in_python(name: str, kinds: dict) -> Path:
     return python
 
 
-def _installs(chapter: nbformat.NotebookNode) -> int:
-    """1 when the download opens with the cell that installs the chapter's declared packages
-    (no chapter cell pairs with it: its pip messages are not compared), else 0."""
-    return int(install_cell(chapter) is not None)
-
-
-def _kept(chapter: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
-    """The chapter's code cells a download keeps, in its order (claims and book-only left out)."""
-    return [cell for _, cell in keyed_cells(chapter, downloaded=True)]
+def _paired(chapter: nbformat.NotebookNode, cells: list[nbformat.NotebookNode]
+            ) -> list[tuple[str, nbformat.NotebookNode, nbformat.NotebookNode | None]]:
+    """Each chapter code cell a download keeps (claims and book-only left out): its key, the
+    cell, and the download's cell whose id is that key (render/downloads.name_cells), None
+    where the download has none (it is out of date)."""
+    by_id = {cell.get("id"): cell for cell in cells if cell.cell_type == "code"}
+    return [(key, cell, by_id.get(key.replace(".", "-")))
+            for key, cell in keyed_cells(chapter, downloaded=True)]
 
 
 def after_restarts(download: nbformat.NotebookNode,
                    chapter: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     """The download cut before each restart cell: the parts a runtime with the device runs,
     each in a process of its own (the restart cell begins its part)."""
-    restarts = {i for i, cell in enumerate(_kept(chapter)) if RESTART_TAG in cell_tags(cell)}
+    restarts = [done for _, cell, done in _paired(chapter, download.cells)
+                if RESTART_TAG in cell_tags(cell)]
     parts = [nbformat.from_dict({**download, "cells": []})]
-    code = -_installs(chapter)
     for cell in download.cells:
-        if cell.cell_type == "code":
-            if code in restarts:
-                parts.append(nbformat.from_dict({**download, "cells": []}))
-            code += 1
+        if any(cell is restart for restart in restarts):
+            parts.append(nbformat.from_dict({**download, "cells": []}))
         parts[-1].cells.append(cell)
     return parts
 
@@ -366,16 +360,13 @@ def recording_differences(chapter: nbformat.NotebookNode, ran: list[nbformat.Not
                           recording: Recording) -> list[str]:
     """Each download code cell that ran (in order) against its chapter cell's recorded
     output, as the page shows it; one line per difference."""
-    kept = _kept(chapter)
-    code = [cell for cell in ran if cell.cell_type == "code"][_installs(chapter):]
-    if len(kept) != len(code):
-        return [f"the download has {len(code)} code cells, the chapter gives {len(kept)}: "
-                "rebuild it (`make html`)"]
     recorded = recording.outputs_by_source()
     problems = []
-    for cell, done in zip(kept, code):
-        if cell.source not in recorded:
-            problems.append(f"`{first_line(cell)}`: not in {recording.path.name} (re-record it)")
+    for key, cell, done in _paired(chapter, ran):
+        if done is None or cell.source not in recorded:
+            problems.append(f"`{first_line(cell)}`: " + (
+                f"(cell {key}) not in the download: rebuild it (`make html`)" if done is None
+                else f"not in {recording.path.name} (re-record it)"))
             continue
         expected = shown_text(nbformat.v4.new_code_cell(outputs=recorded[cell.source]))
         if shown_text(done) != expected:
@@ -434,7 +425,7 @@ def verify_recorded(downloads: Path, museum: dict[str, Wing], kinds: dict) -> in
                                             Path(workdir))
         for line in found:
             print(f"book/{name}.md: {line}")
-        cells = len(_kept(chapter))
+        cells = len(keyed_cells(chapter, downloaded=True))
         print(f"{name}: {cells} cells compared with {recording.path.name}, twice (Run all, and "
               f"after each restart): {len(found)} different")
         problems += len(found)

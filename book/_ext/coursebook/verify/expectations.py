@@ -22,8 +22,8 @@ import nbformat
 
 from coursebook.execute.kernel_forkserver import write_whole
 from coursebook.execute.notebook_runs import as_displayed
-from coursebook.model.faults import BookError, shown_path
 from coursebook.model.cell_notes import CELL_NOTE, cell_key, source_line
+from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags, expects_output, short_digest
 from coursebook.model.outputs import normalise, normalised_html
 from coursebook.model.versions import release
@@ -114,14 +114,12 @@ def keyed_cells(notebook: nbformat.NotebookNode,
 
 
 def cell_outputs(notebook: nbformat.NotebookNode,
-                 ran: list[nbformat.NotebookNode] | None = None) -> list[CellOutput]:
+                 ran: dict[str, nbformat.NotebookNode] | None = None) -> list[CellOutput]:
     """Each of :func:`output_cells` of an executed notebook with its key and shown text
-    (given ``ran``, its download's code cells as run: what it showed there)."""
-    keyed = keyed_cells(notebook, downloaded=ran is not None)
-    shown = [cell for _, cell in keyed] if ran is None else ran
-    return [CellOutput(key, number, cell.source, shown_text(done),
+    (given ``ran``, its download's cells as run, by key: what each showed there)."""
+    return [CellOutput(key, number, cell.source, shown_text(cell if ran is None else ran[key]),
                        str(cell.metadata.get(UNVERIFIED_KEY, "")), source_line(cell))
-            for number, ((key, cell), done) in enumerate(zip(keyed, shown), 1)]
+            for number, (key, cell) in enumerate(keyed_cells(notebook, ran is not None), 1)]
 
 
 # --- The file --------------------------------------------------------------------------
