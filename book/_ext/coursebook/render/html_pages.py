@@ -100,15 +100,16 @@ class BookHTMLBuilder(StandaloneHTMLBuilder):
     build's 1.53 s. A build stopped before its end marks its output folder, and the next
     one writes every page (process/next_build.py)."""
 
-    changed_pages = False  # this build wrote or removed a page
+    written: frozenset[str] = frozenset()  # the pages this build wrote (and indexed)
+    removed_pages = False
 
     def write_documents(self, docnames) -> None:
-        self.changed_pages = True
+        self.written = frozenset(docnames)
         super().write_documents(docnames)
 
     def keeps(self, filename: Path) -> bool:
         """Whether the file this build would write again is kept as it is."""
-        return not self.changed_pages and filename.is_file()
+        return not (self.written or self.removed_pages) and filename.is_file()
 
     def handle_page(self, pagename: str, addctx: dict, templatename: str = "page.html",
                     **options) -> None:
@@ -124,13 +125,14 @@ class BookHTMLBuilder(StandaloneHTMLBuilder):
 def note_removed_pages(app: Sphinx, env, added: set, changed: set, removed: set) -> list:
     """``env-get-outdated``: a removed page leaves the search index (Sphinx drops it)."""
     if removed and isinstance(app.builder, BookHTMLBuilder):
-        app.builder.changed_pages = True
+        app.builder.removed_pages = True
     return []
 
 
 def index_entries_again(app: Sphinx) -> list:
     """``html-collect-pages`` (before Sphinx writes searchindex.js): the pages that hold
-    index entries (a glossary's terms) indexed again, as Sphinx indexes a page it writes.
+    index entries (a glossary's terms) and that this build did not write indexed again, as
+    Sphinx indexes a page it writes.
 
     Sphinx keeps in its search index only the index entries of the pages it writes: it
     reads its old searchindex.js without them (sphinx-doc/sphinx#12599, open in Sphinx
@@ -139,12 +141,13 @@ def index_entries_again(app: Sphinx) -> list:
     them again costs about 0.05 s, and a build that writes no page keeps the last index
     (:class:`BookHTMLBuilder`). tests/test_search_index.py says when Sphinx is fixed."""
     builder, env = app.builder, app.env
+    written = builder.written if isinstance(builder, BookHTMLBuilder) else frozenset()
     if isinstance(builder, BookHTMLBuilder) and builder.keeps(
             Path(builder.outdir, builder.searchindex_filename)):
         return []  # the last build's index, its entries included, stays
     if isinstance(builder, StandaloneHTMLBuilder) and builder.indexer is not None:
         for docname, entries in sorted(env.get_domain("index").entries.items()):
-            if entries:
+            if entries and docname not in written:
                 title = env.longtitles.get(docname)
                 builder.index_page(docname, env.get_and_resolve_doctree(docname, builder),
                                    title.astext() if title else "")
