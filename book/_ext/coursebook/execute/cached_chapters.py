@@ -16,7 +16,6 @@ import shutil
 import time
 from pathlib import Path
 
-import nbformat
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -26,8 +25,8 @@ from coursebook.execute.fill_cache import Run, chapter_runs, run_into_cache
 from coursebook.execute.notebook_runs import StoppedRun
 from coursebook.execute.shared_cache import (cache_lock, cache_run, cached_record,
                                              create_cache, hold_notebook_lock,
-                                             key_execution_versions, notebook_lock, open_cache)
-from coursebook.model.cell_notes import CELL_NOTE
+                                             key_execution_versions, notebook_lock, open_cache,
+                                             with_notes)
 from coursebook.model.faults import CLEAN_CACHE_COMMAND, shown_path
 from coursebook.model.notebooks import page_text
 from coursebook.page_state import PREPARED
@@ -67,8 +66,8 @@ def chapter_client(app: Sphinx) -> type:
             runs = chapter_runs(app)
             if prepared is not None and runs is not None:  # noted, not run; a recording neither
                 if prepared.recorded is None:
-                    runs.runs[app.env.docname] = Run(self.path.resolve(), _noted(
-                        copy.deepcopy(self.notebook), prepared), self.nb_config)
+                    runs.runs[app.env.docname] = Run(self.path.resolve(), with_notes(
+                        copy.deepcopy(self.notebook), prepared.notebook), self.nb_config)
                 return
             if prepared is None or prepared.recorded is not None:
                 return super().start_client()
@@ -76,20 +75,10 @@ def chapter_client(app: Sphinx) -> type:
             super().start_client()  # the run taken from the cache; a failed one then forgotten
             if failed is not None:
                 open_cache(app.env.mystnb_config.execution_cache_path).remove_cache(failed)
-            app.env.temp_data[EXECUTED] = None if failed else _noted(self.notebook, prepared)
+            app.env.temp_data[EXECUTED] = (None if failed else
+                                            with_notes(self.notebook, prepared.notebook))
 
     return ChapterClient
-
-
-def _noted(notebook: nbformat.NotebookNode, prepared: PreparedChapter) -> nbformat.NotebookNode:
-    """The notebook myst-nb read, each cell given its prepared cell's note."""
-    if len(notebook.cells) != len(prepared.notebook.cells):  # the writer's promise, checked
-        raise ValueError(f"MyST written for {len(prepared.notebook.cells)} cells reads as "
-                         f"{len(notebook.cells)}")
-    for cell, noted in zip(notebook.cells, prepared.notebook.cells):
-        if CELL_NOTE in noted.metadata:
-            cell.metadata[CELL_NOTE] = nbformat.from_dict(dict(noted.metadata[CELL_NOTE]))
-    return notebook
 
 
 def _run_if_missing(app: Sphinx, client) -> int | None:

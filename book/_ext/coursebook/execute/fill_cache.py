@@ -1,13 +1,8 @@
-"""What a build of each edition executes, as Sphinx reads the book; those chapters run into
-a cache without a build (shards, ``pytest book``).
-
-:func:`read_book` has Sphinx read the book in this process with the edition's tags and
-:class:`ChapterRuns`, a builder that writes nothing and notes each run instead of running it
-(as ``sphinx.ext.doctest`` runs as a builder): nothing else reads conf.py, tags or myst-nb's
-settings. Shard ``i/N`` executes its share of the chapters (both editions' notebooks, dealt
-by recorded time, longest first to the least loaded shard) into
-``<root>/shard-<i>/.jupyter_cache``; the merge checks the shards against the book as the
-build prepares it now and copies their notebooks into the build's cache.
+"""What a build of each edition executes, as Sphinx reads the book (:func:`read_book`,
+with :class:`ChapterRuns`, a builder that notes each run instead of running it, as
+``sphinx.ext.doctest`` runs as a builder): nothing else reads conf.py, tags or myst-nb's
+settings. Those chapters run into a cache without a build (shards, ``pytest book``); the
+merge checks the shards against the book as the build prepares it now.
 """
 
 from __future__ import annotations
@@ -31,9 +26,9 @@ from sphinx.util import logging as sphinx_logging
 
 from coursebook.config import BookConfig, book_config
 from coursebook.execute.notebook_runs import StoppedRun, run_notebook
-from coursebook.execute.shared_cache import (FAILED, VERSIONS_KEY, cache_key, cache_run,
-                                             cached_notebook, cached_record, create_cache,
-                                             insert, notebook_lock, open_cache)
+from coursebook.execute.shared_cache import (FAILED, cache_key, cache_run, cached_notebook,
+                                             cached_record, create_cache, notebook_lock,
+                                             open_cache)
 from coursebook.model.faults import shown_path
 from coursebook.page_state import page_states
 from coursebook.prepare.editions import Edition
@@ -275,12 +270,9 @@ def deal(chapters: list[Chapter], count: int, seconds: dict[str, float]) -> dict
 
 
 def _copy_notebook(source, record, target: Path) -> None:
-    """One cached notebook, its outputs, artifacts and data, from one cache to another."""
-    from jupyter_cache.base import CacheBundleIn
-
-    bundle = source.get_cache_bundle(record.pk)
-    insert(target, CacheBundleIn(bundle.nb, bundle.record.uri, artifacts=bundle.artifacts,
-                                 data=dict(bundle.record.data or {})))
+    """One cached notebook, its outputs and data, from one cache to another (the book
+    caches no artifacts)."""
+    cache_run(target, source.get_cache_bundle(record.pk).nb, record.uri, dict(record.data or {}))
 
 
 def execute_shard(chapters: list[Chapter], versions: dict[str, str], shard: Shard, root: Path,
@@ -333,6 +325,11 @@ def merge_shards(chapters: list[Chapter], torch: str, count: int, root: Path,
             raise ShardError(f"{shown_path(shard.folder(root) / MANIFEST)} is shard "
                              f"{manifest['shard']}'s, not shard {shard}'s: the shards were dealt "
                              f"for another count. Run `{shard.command}`.")
+        if manifest["versions"].get("torch") != torch:
+            raise ShardError(f"shard {shard} executed its chapters with torch "
+                             f"{manifest['versions'].get('torch')}; this build has torch {torch}, "
+                             f"so their outputs cannot be verified here. Run `{shard.command}` "
+                             f"with torch {torch} (or build with the shards' torch).")
     owner: dict[str, Shard] = {}
     for shard, manifest in manifests.items():
         for name in manifest["chapters"]:
@@ -345,16 +342,6 @@ def merge_shards(chapters: list[Chapter], torch: str, count: int, root: Path,
     caches = {shard: open_cache(shard.cache(root)) for shard in shards}
     records = {shard: {r.hashkey: r for r in cache.list_cache_records()}
                for shard, cache in caches.items()}
-    for shard, by_key in records.items():
-        for record in by_key.values():
-            cells = [c for c in caches[shard].get_cache_bundle(record.pk).nb.cells
-                     if c.cell_type == "code"]
-            ran_with = cells[0].metadata.get(VERSIONS_KEY, {}).get("torch") if cells else None
-            if ran_with != torch:
-                raise ShardError(f"shard {shard} executed {Path(record.uri).name} with torch "
-                                 f"{ran_with}; this build has torch {torch}, so its outputs "
-                                 f"cannot be verified here. Run `{shard.command}` with torch "
-                                 f"{torch} (or build with the shards' torch).")
     for chapter in chapters:
         shard = owner.get(chapter.name)
         if shard is None:

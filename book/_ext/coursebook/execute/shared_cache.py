@@ -137,21 +137,24 @@ def release_notebook_lock(app: Sphinx, *_args) -> None:
         lock.release()
 
 
-def cached_notebook(cache_path: str, notebook: nbformat.NotebookNode
-                    ) -> nbformat.NotebookNode | None:
-    """The notebook with its outputs from jupyter-cache, or None when it is not cached (a
-    failed run's record is only there while its page is read, and not taken)."""
+def with_notes(notebook: nbformat.NotebookNode, noted: nbformat.NotebookNode
+               ) -> nbformat.NotebookNode:
+    """``notebook`` (``noted``'s cells, written and read again, or cached), each cell given
+    its ``noted`` cell's note."""
+    if len(notebook.cells) != len(noted.cells):  # the writer's promise, checked
+        raise ValueError(f"MyST written for {len(noted.cells)} cells reads as "
+                         f"{len(notebook.cells)}")
+    for cell, source in zip(notebook.cells, noted.cells):
+        if CELL_NOTE in source.metadata:
+            cell.metadata[CELL_NOTE] = nbformat.from_dict(dict(source.metadata[CELL_NOTE]))
+    return notebook
+
+
+def cached_notebook(cache_path: str, notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook with its outputs from jupyter-cache (cached, not failed:
+    :func:`cached_record` said so)."""
     cache = open_cache(cache_path)
-    try:
-        pk, executed = cache.merge_match_into_notebook(without_notes(notebook))
-    except KeyError:
-        return None
-    if cache.get_cache_record(pk).data.get(FAILED):
-        return None
-    for cell, noted in zip(executed.cells, notebook.cells):  # the same cells, in order
-        if CELL_NOTE in noted.metadata:
-            cell.metadata[CELL_NOTE] = noted.metadata[CELL_NOTE]
-    return executed
+    return with_notes(cache.merge_match_into_notebook(without_notes(notebook))[1], notebook)
 
 
 def cached_record(cache_path: str | Path, notebook: nbformat.NotebookNode):
@@ -162,18 +165,14 @@ def cached_record(cache_path: str | Path, notebook: nbformat.NotebookNode):
         return None
 
 
-def insert(cache_path: str | Path, bundle) -> int:
-    """Put a ``CacheBundleIn`` into the cache under its ``write`` lock, replacing one of its
-    key; the record's ``pk``. (jupyter-cache trims the cache in two queries after each insert,
-    which deleted a record another build inserted between them.)"""
-    with cache_lock(cache_path, "write"):
-        return open_cache(cache_path).cache_notebook_bundle(
-            bundle, check_validity=False, overwrite=True).pk
-
-
 def cache_run(cache_path: str | Path, notebook: nbformat.NotebookNode, source_path: str,
               data: dict) -> int:
-    """Cache an executed notebook, with ``data`` in its record; the record's ``pk``."""
+    """Cache an executed notebook, with ``data`` in its record, under the cache's ``write``
+    lock, replacing one of its key; the record's ``pk``. (jupyter-cache trims the cache in
+    two queries after each insert, which deleted a record another build inserted between.)"""
     from jupyter_cache.base import CacheBundleIn
 
-    return insert(cache_path, CacheBundleIn(without_notes(notebook), source_path, data=data))
+    with cache_lock(cache_path, "write"):
+        return open_cache(cache_path).cache_notebook_bundle(
+            CacheBundleIn(without_notes(notebook), source_path, data=data),
+            check_validity=False, overwrite=True).pk
