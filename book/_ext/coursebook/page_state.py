@@ -71,17 +71,11 @@ def chapter_notebook(env: BuildEnvironment, docname: str) -> nbformat.NotebookNo
 
 
 def chapters_in_reading_order(env: BuildEnvironment) -> list[str]:
-    """The chapters reachable from the root document, in reading order (the toctrees')."""
-    order: list[str] = []
-
-    def visit(docname: str) -> None:
-        for child in env.toctree_includes.get(docname, []):
-            if child not in order:
-                order.append(child)
-                visit(child)
-
-    visit(env.config.root_doc)
-    return [docname for docname in order if chapter_notebook(env, docname) is not None]
+    """The chapters reachable from the root document, in reading order (Sphinx's "next")."""
+    relations, order = env.collect_relations(), [env.config.root_doc]
+    while (following := relations[order[-1]][2]) is not None:
+        order.append(following)
+    return [docname for docname in order[1:] if chapter_notebook(env, docname) is not None]
 
 
 def mark_failed(env: BuildEnvironment, docname: str) -> None:
