@@ -120,12 +120,24 @@ class Build:
         return sorted((self.outdir / "tmp").glob("sphinx-err-*"))
 
 
+def imported_ahead(srcdir: Path) -> dict[str, str]:
+    """The kernel server's imports for a book other than the real one: torch where a chapter
+    imports it, else only the kernel (what the server always imports). The book's conf.py
+    adds torch._dynamo: 2 s of CPU that no tiny book's cold build uses (8.4 s -> 5.9 s)."""
+    if srcdir.resolve() == BOOK:
+        return {}
+    uses_torch = any("import torch" in path.read_text(errors="replace")
+                     for path in srcdir.rglob("*") if path.suffix in (".md", ".ipynb", ".py"))
+    return {"coursebook_kernel_imports": "torch" if uses_torch else "ipykernel.kernelapp"}
+
+
 def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
                  settings: dict[str, str] | None = None, jobs: str | None = "auto") -> Build:
     """Build one edition with the repository's conf.py, as the Makefile does (``jobs``
-    reader processes)."""
+    reader processes); a book other than the real one imports ahead what it needs."""
     command = sphinx_command(srcdir, outdir / "html", outdir / "doctrees", tags=tags, jobs=jobs,
-                             settings={"nb_execution_cache_path": str(cache), **(settings or {})})
+                             settings={"nb_execution_cache_path": str(cache),
+                                       **imported_ahead(srcdir), **(settings or {})})
     (outdir / "tmp").mkdir(parents=True, exist_ok=True)
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "TMPDIR": str(outdir / "tmp")})
@@ -287,6 +299,39 @@ def _fast_tests_start_no_build_and_no_kernel(request: pytest.FixtureRequest):
     if _STARTED and not request.node.get_closest_marker("slow"):
         pytest.fail(f"this fast test started {', '.join(sorted(set(_STARTED)))}: mark it "
                     "slow, or test the logic on data", pytrace=False)
+
+
+# A slow test's builds and chapter runs fork their kernels from one kernel server of the
+# session (a worker's), as the preview's do (coursebook.execute.kernel_pool): torch is
+# imported once, not in each build's server or kernel (about 3 s of CPU each). The tests of
+# kernels, processes, the preview, and builds stopped or faulty start theirs as a build does.
+OWN_KERNELS = {"test_kernel_pool", "test_faults", "test_stopped_builds", "test_concurrency",
+               "test_build_processes", "test_preview"}
+
+
+@pytest.fixture(scope="session")
+def _kernel_server(tmp_path_factory) -> dict[str, str]:
+    """The session's kernel server; the environment that has kernels forked from it."""
+    from coursebook.execute.kernel_pool import (POOL_ENV, make_pool, offer_waiting_kernels,
+                                                start_kernel_forkserver, stop_kernel_forkserver)
+
+    pool = tmp_path_factory.mktemp("kernels")
+    make_pool(pool)
+    before = os.environ.copy()
+    offer_waiting_kernels(pool)  # writes the pool's kernel spec, and names it in os.environ
+    offered = {name: os.environ[name] for name in ("JUPYTER_PATH", POOL_ENV)}
+    os.environ.clear()
+    os.environ.update(before)  # set by each test that shares the server (below)
+    server = start_kernel_forkserver(pool, ["torch"])
+    yield offered
+    stop_kernel_forkserver(pool, server)
+
+
+@pytest.fixture(autouse=True)
+def _slow_tests_share_a_kernel_server(request: pytest.FixtureRequest, monkeypatch):
+    if request.node.get_closest_marker("slow") and request.path.stem not in OWN_KERNELS:
+        for name, value in request.getfixturevalue("_kernel_server").items():
+            monkeypatch.setenv(name, value)
 
 
 def copy_of_built_cache(built: dict[str, Build], to: Path) -> Path:
