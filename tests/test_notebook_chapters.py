@@ -170,20 +170,25 @@ def test_a_notebook_brought_in_with_make_chapter_is_a_verified_chapter(tiny_book
 
 
 @pytest.mark.slow
-def test_a_notebook_chapter_is_verified_in_both_editions_and_its_answer_only_the_instructors(
+def test_a_notebook_and_a_percent_script_are_verified_chapters_their_messages_at_their_cells(
         tiny_book, tmp_path, cache_copy):
-    """An `.ipynb` in the contents goes the way of a MyST chapter: its outputs accepted and
-    compared (a changed one stops the build at its cell), its answer out of the student's page
-    and downloads (the notebook and the .md document) and boxed in the instructor's."""
-    lesson = tiny_book / "lesson.ipynb"
+    """An `.ipynb` and a percent `.py` in the contents (one book holds both) go the way of a
+    MyST chapter: their outputs accepted and compared in both editions, their answers out of
+    the student's page and downloads (the notebook and the .md document) and in the
+    instructor's; `pytest book` has an item for each cell, at its number or line; a changed
+    expected output, a changed output (in the build and in `pytest book`) and MyST's message
+    name the cell, the script's line. A helper module beside the script is no page."""
+    lesson, script = tiny_book / "lesson.ipynb", tiny_book / "script.py"
     lesson.write_text(_lesson())
+    script.write_text(SCRIPT)
+    (tiny_book / "helper.py").write_text('"""Not a page: no cells."""\n\nVALUE = 1\n')
     (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
-        "chapter\n", "chapter\nlesson\n"))
-    cache = cache_copy  # the tiny chapter's student run: the lesson executes
+        "chapter\n", "chapter\nlesson\nscript\n"))
+    cache = cache_copy  # the tiny chapter's student run: the lesson and the script execute
     # As `make accept-outputs` does: both editions accepted, then run again to compare.
     assert load_tool("accept_outputs").main(["--book", str(tiny_book), "--out",
                                              str(tmp_path / "accept"), "--cache", str(cache)]) == 0
-    # `pytest book` has an item for each of its cells, at its number, and they pass.
+    # `pytest book` has an item for each of the notebook's cells, at its number, and they pass.
     from test_pytest_book import _pytest_book
     collected = _pytest_book(tiny_book, collect_only=True)
     assert "lesson.ipynb::student::L2 print(6 * 7)" in collected.stdout \
@@ -191,97 +196,71 @@ def test_a_notebook_chapter_is_verified_in_both_editions_and_its_answer_only_the
     (tmp_path / "conf").rename(tmp_path / "conf-collected")  # each run makes its own
     done = _pytest_book(tiny_book)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
-    [expected] = (tiny_book / "expected").rglob("lesson.txt")
-    assert "of lesson.ipynb for" in expected.read_text() and "    42\n" in expected.read_text()
+    (tmp_path / "conf").rename(tmp_path / "conf-passed")
+    expected = {path.stem: path for path in (tiny_book / "expected").rglob("*.txt")}
+    assert "of lesson.ipynb for" in expected["lesson"].read_text()
+    assert all("    42\n" in expected[name].read_text() for name in ("lesson", "script"))
     builds = {edition: sphinx_build(tiny_book, tmp_path / edition, cache,
                                     *(["instructor"] if edition == "instructor" else []))
               for edition in ("student", "instructor")}
+    answers = {"lesson": "the tiny lesson says", "script": "the script says seventeen"}
     for edition, build in builds.items():
         assert build.returncode == 0, build.log[-3000:]
         assert f"lesson.ipynb ({edition}): " in build.log and "Traceback" not in build.log
         html = build.outdir / "html"
-        # The downloads: the notebook, and as a MyST chapter's, the .md document (not the
-        # file on disk, which the theme would offer).
-        page = (html / "lesson.html").read_text()
-        assert "_sources/lesson.ipynb" in page and "_sources/lesson.md" in page
-        shown = [html_text(page), (html / "_sources" / "lesson.ipynb").read_text(),
-                 (html / "_sources" / "lesson.md").read_text()]
-        assert nbformat.reads(shown[1], as_version=4).cells  # a notebook, as the theme offers
-        assert "# A lesson\n\nSome text." in shown[2] and "```python\nprint(6 * 7)" in shown[2]
-        assert all("print(6 * 7)" in text for text in shown)
-        assert all("saved by the author" not in text for text in shown)
-        assert all(("the tiny lesson says" in text) == (edition == "instructor")
-                   for text in shown), edition
-    assert "lesson.ipynb (student): 1 of 1 code cells verified" in builds["student"].log
-    assert "lesson.ipynb (instructor): 2 of 2 code cells verified" in builds["instructor"].log
+        assert not (html / "helper.html").exists()
+        for name, answer in answers.items():
+            # The downloads: the notebook, and as a MyST chapter's, the .md document (not
+            # the file on disk, which the theme would offer).
+            page = (html / f"{name}.html").read_text()
+            assert f"_sources/{name}.ipynb" in page and f"_sources/{name}.md" in page
+            shown = [html_text(page), (html / "_sources" / f"{name}.ipynb").read_text(),
+                     (html / "_sources" / f"{name}.md").read_text()]
+            assert nbformat.reads(shown[1], as_version=4).cells  # a notebook, as the theme offers
+            assert all("print(6 * 7)" in text for text in shown)
+            assert all((answer in text) == (edition == "instructor") for text in shown), \
+                (edition, name)
+            if name == "lesson":
+                assert "# A lesson\n\nSome text." in shown[2] \
+                    and "```python\nprint(6 * 7)" in shown[2]
+                assert all("saved by the author" not in text for text in shown)
+    for name in ("lesson.ipynb", "script.py"):
+        assert f"{name} (student): 1 of 1 code cells verified" in builds["student"].log
+        assert f"{name} (instructor): 2 of 2 code cells verified" in builds["instructor"].log
     assert "seventeen 17" in html_text((builds["instructor"].outdir / "html" / "lesson.html"
                                         ).read_text())
-    # A changed expected output, then a changed cell: each stops the build at the cell.
-    accepted = expected.read_text()
-    expected.write_text(accepted.replace("    42\n", "    43\n"))
-    build = sphinx_build(tiny_book, tmp_path / "student", cache)
-    assert build.returncode != 0 and "lesson.ipynb:2: ERROR: code cell 1 `print(6 * 7)`" \
-        in build.log and "-43" in build.log and "+42" in build.log, build.log[-3000:]
-    expected.write_text(accepted)
-    changed = nbformat.reads(lesson.read_text(), as_version=4)
-    changed.cells[1].source = "print(6 * 8)"
-    nbformat.write(changed, lesson)
-    build = sphinx_build(tiny_book, tmp_path / "student", cache)
-    assert build.returncode != 0 and "lesson.ipynb:2: ERROR: code cell 1 `print(6 * 8)`" \
-        in build.log and "-42" in build.log and "+48" in build.log, build.log[-3000:]
-
-
-@pytest.mark.slow
-def test_a_percent_script_is_a_verified_chapter_its_messages_at_its_lines(tiny_book, tmp_path,
-                                                                         cache_copy):
-    """A percent `.py` in the contents goes the way of any chapter: accepted and verified in
-    both editions, its answer out of the student's page and downloads (the notebook and the
-    .md document); a changed output (in the build and in `pytest book`) and MyST's message
-    name the script's lines. A helper module beside it is no page."""
-    (tiny_book / "lesson.py").write_text(SCRIPT)
-    (tiny_book / "helper.py").write_text('"""Not a page: no cells."""\n\nVALUE = 1\n')
-    (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
-        "chapter\n", "chapter\nlesson\n"))
-    cache = cache_copy  # the tiny chapter's student run: the lesson executes
-    assert load_tool("accept_outputs").main(["--book", str(tiny_book), "--out",
-                                             str(tmp_path / "accept"), "--cache", str(cache)]) == 0
-    [expected] = (tiny_book / "expected").rglob("lesson.txt")
-    assert "    42\n" in expected.read_text()
-    builds = {edition: sphinx_build(tiny_book, tmp_path / edition, cache,
-                                    *(["instructor"] if edition == "instructor" else []))
-              for edition in ("student", "instructor")}
-    for edition, build in builds.items():
-        assert build.returncode == 0, build.log[-3000:]
-        html = build.outdir / "html"
-        assert not (html / "helper.html").exists()
-        page = (html / "lesson.html").read_text()
-        assert "_sources/lesson.ipynb" in page and "_sources/lesson.md" in page
-        shown = [html_text(page), (html / "_sources" / "lesson.ipynb").read_text(),
-                 (html / "_sources" / "lesson.md").read_text()]
-        assert all("print(6 * 7)" in text for text in shown)
-        assert all(("the script says seventeen" in text) == (edition == "instructor")
-                   for text in shown), edition
-    assert "lesson.py (student): 1 of 1 code cells verified" in builds["student"].log
-    assert "lesson.py (instructor): 2 of 2 code cells verified" in builds["instructor"].log
     changed = SCRIPT.replace("print(6 * 7)", "print(6 * 8)")
-    (tiny_book / "lesson.py").write_text(changed)
+    script.write_text(changed)
     # `pytest book`: the changed output fails its item, named and reported at the script's line.
-    from test_pytest_book import _pytest_book
     done = _pytest_book(tiny_book, f"nb_execution_cache_path = {str(cache)!r}")
     # each edition's item shows the diff against the entry the edited cell replaced (counted
     # above pytest's summary, which under CI=true repeats each message in full)
     failures = done.stdout.split("short test summary info")[0]
     assert failures.count("(its code changed); against the entry of the code it replaced") == 2 \
         and done.returncode == 1 and "2 failed" in done.stdout \
-        and f"FAILED src/lesson.py::student::L{SCRIPT_LINES[1]} # the answer" in done.stdout \
-        and f"lesson.py:{SCRIPT_LINES[1]}: code cell has no expected output" in done.stdout \
+        and f"FAILED src/script.py::student::L{SCRIPT_LINES[1]} # the answer" in done.stdout \
+        and f"script.py:{SCRIPT_LINES[1]}: code cell has no expected output" in done.stdout \
         and "-42" in done.stdout and "+48" in done.stdout, done.stdout[-3000:] + done.stderr
-    (tiny_book / "lesson.py").write_text(changed.replace("here a word", "{no-such-role}`here`"))
+    # One build: the script's changed output and MyST's message at its lines, and the
+    # notebook's changed expected output at its cell (each diff's lines its own).
+    script.write_text(changed.replace("here a word", "{no-such-role}`here`"))
+    accepted = expected["lesson"].read_text()
+    expected["lesson"].write_text(accepted.replace("    42\n", "    43\n"))
     build = sphinx_build(tiny_book, tmp_path / "student", cache)
-    assert build.returncode != 0, build.log[-3000:]
-    assert f"lesson.py:{SCRIPT_LINES[1]}: ERROR: code cell 1 `# the answer, computed`" \
+    assert build.returncode != 0 and "lesson.ipynb:2: ERROR: code cell 1 `print(6 * 7)`" \
+        in build.log and "-43" in build.log and "+42" in build.log, build.log[-3000:]
+    assert f"script.py:{SCRIPT_LINES[1]}: ERROR: code cell 1 `# the answer, computed`" \
         in build.log and "-42" in build.log and "+48" in build.log, build.log[-3000:]
-    assert 'lesson.py:12: WARNING: Unknown interpreted text role "no-such-role"' in build.log
+    assert 'script.py:12: WARNING: Unknown interpreted text role "no-such-role"' in build.log
+    # The notebook's cell changed (the script as accepted): the build stops at the cell.
+    script.write_text(SCRIPT)
+    expected["lesson"].write_text(accepted)
+    notebook = nbformat.reads(lesson.read_text(), as_version=4)
+    notebook.cells[1].source = "print(6 * 9)"
+    nbformat.write(notebook, lesson)
+    build = sphinx_build(tiny_book, tmp_path / "student", cache)
+    assert build.returncode != 0 and "lesson.ipynb:2: ERROR: code cell 1 `print(6 * 9)`" \
+        in build.log and "-42" in build.log and "+54" in build.log, build.log[-3000:]
 
 
 def test_the_student_audit_knows_a_notebook_chapters_answers(tmp_path):
