@@ -28,14 +28,7 @@ from coursebook.model.runtimes import (
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
 from coursebook.verify.expectations import Expectations, expectations_path, read_expectations
-from coursebook.verify.torch_versions import (
-    OtherTorch,
-    Standing,
-    State,
-    check_digests,
-    left_out_of_downloads,
-    standing,
-)
+from coursebook.verify.torch_versions import OtherTorch, Standing, State, check_digests, standing
 
 BUILD_TORCH = release(torch.__version__)
 refresh = load_tool("refresh_runtimes")
@@ -177,10 +170,9 @@ def declared_standings(book: Path = BOOK, others: list[OtherTorch] | None = None
         text = path.read_text()
         if not is_chapter_source(text) or _recorded(text):
             continue
-        book_only = left_out_of_downloads(read_chapter(text))
         for other in others or declared_others():
             found += [s for s in [standing(path.stem, other, book / "expected", BUILD_TORCH,
-                                           checks, book_only)] if s is not None]
+                                           checks, read_chapter(text))] if s is not None]
     return found
 
 

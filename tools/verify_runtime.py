@@ -90,14 +90,7 @@ from coursebook.verify.expectations import (
     shown_text,
     write_expectations,  # noqa: E402
 )
-from coursebook.verify.torch_versions import (
-    OtherTorch,
-    Standing,
-    State,
-    check_digests,
-    left_out_of_downloads,
-    standing,
-)
+from coursebook.verify.torch_versions import OtherTorch, Standing, State, check_digests, standing
 
 BOOK = ROOT / "book"
 EXPECTED = BOOK / "expected"
@@ -309,8 +302,7 @@ def list_standings(runtime: Runtime, found: dict[str, nbformat.NotebookNode],
     other, checks = OtherTorch.of_runtime(runtime), check_digests(museum)
     states: dict[State, int] = dict.fromkeys(State, 0)
     for name, notebook in found.items():
-        standing_there = standing(name, other, EXPECTED, build_torch, checks,
-                                  left_out_of_downloads(notebook))
+        standing_there = standing(name, other, EXPECTED, build_torch, checks, notebook)
         if standing_there is None:
             continue  # no expected outputs on this build's torch: the build says so
         states[standing_there.state] += 1

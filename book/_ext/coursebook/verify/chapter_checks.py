@@ -22,9 +22,9 @@ from sphinx.util import logging
 from coursebook.config import book_config
 from coursebook.execute.cached_chapters import EXECUTED, report_folder, stopped_run
 from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, without_digest
+from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import shown_path
 from coursebook.model.museum import Wing
-from coursebook.model.cell_notes import source_line
 from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line
 from coursebook.model.outputs import BARE_IMAGE
 from coursebook.model.provenance import today
@@ -258,7 +258,6 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
     for docname in chapters:
         outputs = states[docname].outputs
         path = expectations_path(expected_dir, torch_version, docname)
-        chapter = env.doc2path(docname)
         try:
             expectations = read_expectations(path)
         except ExpectationsError as error:  # the file names itself; the versions page reads it too
@@ -282,7 +281,6 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                 _fail(app, docname, refusal.cell.line, refusal.message(path), fixed_by=None)
             summary += states[docname].not_verified
             continue
-        unverified = [o for o in outputs if o.unverified]
         if expectations is None:
             _fail(app, docname, None,
                   f"no expected outputs for torch {release(torch_version)} ({path} is "
@@ -298,10 +296,11 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                       fixed_by=None if mismatch.varies else ACCEPT_COMMAND)
         failed = f" ({len(mismatches)} failed, above)" if mismatches else ""
         summary.append(
-            f"{Path(chapter).name} ({edition}): "
+            f"{Path(env.doc2path(docname)).name} ({edition}): "
             f"{verified_count(outputs, mismatches)} of {len(outputs)} code cells "
             f"verified against torch {release(torch_version)}{failed}"
-            + "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in unverified)
+            + "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in outputs
+                      if o.unverified)
             + "".join(f"; not compared: {not_compared}" for not_compared in
                       outputs_not_compared(outputs)))
         summary += states[docname].not_verified

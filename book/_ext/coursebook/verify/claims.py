@@ -1,11 +1,7 @@
-"""Each claim still holds on this build's torch, or the build stops at its sentence.
-
-A claim's cell (:mod:`coursebook.model.claims`) held when it ran without raising or
-printing; a failed assert is one error at the sentence's line (an exhibit's: its TOML
-file's). A check holds its whole sentence, not only the fragment it quotes: claims are
-accepted as outputs are, in ``book/expected/claims/<chapter>.txt`` (each sentence above its
-check, keyed by a digest of both), and one not as accepted, or no longer made, stops the
-build until ``make accept-outputs`` writes the file again.
+"""Each claim still holds on this build's torch, or the build stops at its sentence (an
+exhibit's: its TOML file's line). A check holds its whole sentence, not only the fragment
+it quotes: claims are accepted as outputs are, each sentence above its check, in
+``book/expected/claims/<chapter>.txt``; one not as accepted, or no longer made, stops the build.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Torch versions: where each chapter is verified, and what changed between versions.
-
-Each build verifies a chapter on its torch; others are verified on a runtime students use,
-from the student downloads (``make accept-outputs-runtime RUNTIME=colab-cpu``), or on a
-second torch (``make accept-outputs-torch TORCH=2.14.1``): **verified** (an entry for each
-cell the build torch's file has, no other), **not yet verified** (no file: said) or
-**stale** (said; ``make test-fast`` fails): docs/authoring.md. The museum's check cells
-(verdicts written per torch) are never compared. ``{torch-version-changes}`` lists each
-output that differs between consecutive versions, changed words in bold (print in black and
-white shows them); build tags, the release and C++ source lines set aside.
+"""Torch versions: where each chapter is verified (verified, not yet verified or stale on
+each other torch and reader runtime: docs/authoring.md), and what changed between versions
+(``{torch-version-changes}``: changed words in bold, which print in black and white shows).
+The museum's check cells (verdicts written per torch) are never compared.
 """
 
 from __future__ import annotations
@@ -116,21 +110,16 @@ def _firsts(lines: tuple[str, ...], shown: int = 2) -> str:
     return f" ({named}{', …' if len(lines) > shown else ''})"
 
 
-def left_out_of_downloads(notebook: nbformat.NotebookNode) -> set[str]:
-    """The code digests of a chapter's ``book-only`` cells."""
-    return {code_digest(cell.source) for cell in notebook.cells
-            if cell.cell_type == "code" and BOOK_ONLY_TAG in cell_tags(cell)}
-
-
 def check_digests(museum: dict[str, Wing]) -> set[str]:
     """The code digests of the museum's check cells."""
     return {code_digest(source) for source in check_cells(museum)}
 
 
 def standing(chapter: str, other: OtherTorch, expected_dir: Path, build_torch: str,
-             checks: set[str], book_only: set[str]) -> Standing | None:
-    """How ``chapter`` stands on ``other`` (None: the build's torch has no file for it).
-    ``checks`` are never compared, nor, for a runtime's downloads, ``book_only``."""
+             checks: set[str], notebook: nbformat.NotebookNode) -> Standing | None:
+    """How ``chapter`` (``notebook``) stands on ``other`` (None: the build's torch has no
+    file for it). ``checks`` are never compared, nor, for a runtime's downloads, its
+    ``book-only`` cells."""
     build = read_expectations(expectations_path(expected_dir, build_torch, chapter))
     if build is None:
         return None
@@ -139,7 +128,8 @@ def standing(chapter: str, other: OtherTorch, expected_dir: Path, build_torch: s
     if theirs is None:
         return Standing(chapter, other, path, State.NOT_YET)
     editions = [Edition.STUDENT.value] if other.downloads else list(EDITIONS)
-    skipped = checks | (book_only if other.downloads else set())
+    skipped = checks | {code_digest(cell.source) for cell in notebook.cells if other.downloads
+                        and cell.cell_type == "code" and BOOK_ONLY_TAG in cell_tags(cell)}
     missing, orphaned = {}, {}  # key: first line, each cell once (of both editions), in order
     for edition in editions:
         ours, there = ([key for key in found.by_edition[edition]
@@ -208,10 +198,10 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
     runtimes = config.reader_runtimes
     try:
         checks = check_digests(config.museum())
-        book_only = left_out_of_downloads(prepared.notebook) if prepared else set()
         torches = {*versions, *(r.torch for r in runtimes)} - {release(running)}
+        notebook = prepared.notebook if prepared else nbformat.v4.new_notebook()
         found = (standing(chapter, other_torch(v, runtimes), expected_dir, running, checks,
-                          book_only) for v in sorted(torches, key=version_key))
+                          notebook) for v in sorted(torches, key=version_key))
         others = [s for s in found if s is not None]
     except BookError:  # an ExpectationsError too
         return  # the versions page and the chapter's own checks report it
