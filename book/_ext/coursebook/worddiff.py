@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from itertools import groupby
 
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
 
@@ -12,14 +13,9 @@ Run = tuple[str, bool]  # a piece of text, and whether it changed
 
 
 def _runs(tokens: list[str], changed: list[bool]) -> list[Run]:
-    runs: list[Run] = []
-    for token, flag in zip(tokens, changed):
-        flag = flag and not token.isspace()
-        if runs and runs[-1][1] == flag:
-            runs[-1] = (runs[-1][0] + token, flag)
-        else:
-            runs.append((token, flag))
-    return runs
+    marked = [(token, flag and not token.isspace()) for token, flag in zip(tokens, changed)]
+    return [("".join(token for token, _ in group), flag)
+            for flag, group in groupby(marked, key=lambda pair: pair[1])]
 
 
 def changed_words(old: str, new: str) -> tuple[list[Run], list[Run]]:
