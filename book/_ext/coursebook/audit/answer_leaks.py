@@ -10,6 +10,7 @@ import pickle
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 
 import nbformat
@@ -93,16 +94,12 @@ def _is_telling_term(term: str) -> bool:
 
 def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
     """Each run with three names or more: ``( [ 2 . , 4 . ]`` is as likely an output."""
-    segment: list[str] = []
-    for token in tokens + ["\x00"]:
-        if "\x00" not in token:
-            segment.append(token)
-            continue
+    for broken, group in groupby(tokens, key=lambda token: "\x00" in token):  # math breaks
+        segment = [] if broken else list(group)
         names = [1 if _NAME.fullmatch(word) else 0 for word in segment]
         for start in range(len(segment) - FINGERPRINT_RUN + 1):
             if sum(names[start:start + FINGERPRINT_RUN]) >= 3:
                 yield tuple(segment[start:start + FINGERPRINT_RUN])
-        segment = []
 
 
 def _cell_text(cell) -> str:
