@@ -149,11 +149,9 @@ def read_book(srcdir: Path, confdir: Path, edition: Edition) -> BookRead:
 
 def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
                    ) -> tuple[ExecutionResult, StoppedRun | None, int] | None:
-    """Builds' and shards' one way to run a chapter, its key's lock held: executed in place
-    in myst-nb's working folder, time limit and allowed errors for it, and cached, unless
-    cached (a failed run a stopped build left runs again). None: cached; else the run's
-    result, where it stopped, and its record's pk (a failed run's is marked: myst-nb shows
-    the cells that ran, then the record goes)."""
+    """Builds' and shards' one way to run a chapter (its key's lock held), with myst-nb's
+    settings for it, into the cache, unless cached (a failed run a stopped build left runs
+    again). None: cached; else the run's result, where it stopped, its (marked) record."""
     record = cached_record(cache_path, run.notebook)
     if record is not None and not record.data.get(FAILED):
         return None

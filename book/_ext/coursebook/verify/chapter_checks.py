@@ -241,9 +241,8 @@ _SUMMARY = "coursebook_output_summary"
 
 
 def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) -> None:
-    """``env-updated``: each chapter's outputs against its expected ones (written, when
-    accepting: ``since``, the build's start, is its runs'); the duration is logged for
-    ``make bench``."""
+    """``env-updated``: each chapter's outputs against its expected ones, or written when
+    accepting (``since``: the build's start); the duration is logged for ``make bench``."""
     config = book_config(app.config)
     if not (config.verify_outputs or config.accept_outputs):
         return

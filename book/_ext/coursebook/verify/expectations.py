@@ -215,17 +215,17 @@ class TimeOfRun:
                 f"time it ran ({', '.join(self.read)}), which a later run changes: print a "
                 "fixed time instead (`datetime(2026, 1, 1, 9, 30)`, not `datetime.now()`), "
                 f"or give it an entry in {path} marked `{VARIES_MARK.strip()}`, its time a "
-                f"pattern{_proposal(self.cell, self.cell.text, self.edition)}\n    See "
-                "docs/authoring.md, \"Outputs that vary\".")
+                f"pattern{_proposal(self.cell, self.cell.text, self.edition)}")
 
 
 def _proposal(cell: CellOutput, shown: str, edition: str | None) -> str:
     """A ``(varies)`` entry that ``shown`` and the cell's output both match, as a message ends
-    it (not on its last line, where the log appends Sphinx's [type])."""
+    it, then where marking is taught (the last line, where the log appends Sphinx's [type])."""
     marked = suggest(shown, cell.text)
-    return "" if marked is None else ":\n" + "\n".join(
-        f"{INDENT}{line}" for line in entry_lines("cell", cell.key, marked, edition, True,
-                                                  cell.first_line))
+    entry = "" if marked is None else ":" + "".join(
+        f"\n{INDENT}{line}" for line in entry_lines("cell", cell.key, marked, edition, True,
+                                                    cell.first_line))
+    return entry + '\n    See docs/authoring.md, "Outputs that vary".'
 
 
 def accept(expectations: Expectations | None, edition: str, outputs: list[CellOutput],
@@ -334,8 +334,7 @@ class Mismatch:
                 f"varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
                 f"`<size>`, `<date>` or `...` where the output varies"
-                f"{_proposal(self.cell, self.expected, self.edition)}\n    See "
-                f"docs/authoring.md, \"Outputs that vary\".")
+                f"{_proposal(self.cell, self.expected, self.edition)}")
 
 
 def _replaced(expected: dict[str, str], outputs: list[CellOutput]) -> dict[str, str]:
