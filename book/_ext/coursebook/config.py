@@ -83,7 +83,7 @@ class BookConfig:
                                  type(default), description=item.metadata["doc"])
 
     @classmethod
-    def of(cls, config: Config | dict) -> BookConfig:  # or conf.py's names (tools)
+    def of(cls, config: Config | dict) -> BookConfig:
         get = config.get if isinstance(config, dict) else partial(getattr, config)
         return cls(**{item.name: get(PREFIX + item.name, _default(item))
                       for item in cls.settings()})
@@ -109,7 +109,7 @@ class BookConfig:
             book = dataclasses.replace(book, runtimes_file="")
         _BUILT[config] = book
 
-    def problem(self) -> str | None:  # one line with its fix
+    def problem(self) -> str | None:
         for item in self.settings():
             value, default, kind = getattr(self, item.name), _default(item), item.metadata["path"]
             expected = (list, tuple) if isinstance(default, list) else type(default)

@@ -37,7 +37,7 @@ def changes(old: str, new: str) -> list[tuple[str, str]]:
             for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
-def code_span(text: str) -> str:  # Markdown inline code for any text, backticks included
+def code_span(text: str) -> str:
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"

@@ -107,7 +107,7 @@ def _cell_text(cell) -> str:
 
 
 @dataclass(frozen=True)
-class Fingerprints:  # what identifies the answers of a set of chapters
+class Fingerprints:
     runs: set[tuple[str, ...]]
     short: set[str]  # names and values only answers hold
     answer_stems: set[str]  # search stems only answers hold
@@ -148,7 +148,7 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
 _SEARCH = SearchEnglish({})
 
 
-def _search_words(text: str) -> set[str]:  # as Sphinx's English search index holds them
+def _search_words(text: str) -> set[str]:
     return {_SEARCH.stem(word.lower()) for word in _SEARCH.split(text)}
 
 
@@ -239,7 +239,9 @@ ALLOWANCES_FILE = "answer-overlaps.toml"  # in the book's sources, reviewed like
 
 
 @dataclass(frozen=True)
-class Place:  # a cell (or a whole page, line 1) of a source file
+class Place:
+    """A cell, or a whole page at line 1, of a source file."""
+
     path: Path
     line: int
     first_line: str
@@ -268,7 +270,9 @@ def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
 
 
 @dataclass(frozen=True)
-class Allowance:  # an ``[[allow]]`` table: a passage an answer may share, and why
+class Allowance:
+    """An ``[[allow]]`` table: a passage an answer may share with visible text, and why."""
+
     passage: str
     why: str
 
@@ -278,7 +282,7 @@ class _AllowancesFile:
     allow: tuple[Allowance, ...] = ()
 
 
-def read_allowances(path: Path) -> list[str]:  # as token strings
+def read_allowances(path: Path) -> list[str]:
     if not path.is_file():
         return []
     allowances, _ = read_toml(path, _AllowancesFile)
@@ -290,7 +294,7 @@ def read_allowances(path: Path) -> list[str]:  # as token strings
 SourceCells = list[tuple[Place, list[tuple[str, ...]], list[str], set[str], bool, bool]]
 
 
-def _code_lines(cell) -> list[str]:  # as token strings; no comments
+def _code_lines(cell) -> list[str]:
     if cell.cell_type != "code":
         return []
     tokens = (fingerprint_words(line) for line in cell.source.splitlines()
@@ -298,7 +302,7 @@ def _code_lines(cell) -> list[str]:  # as token strings; no comments
     return [" " + " ".join(words) + " " for words in tokens if len(words) >= CODE_LINE_WORDS]
 
 
-def _values(cell) -> set[str]:  # in a cell's text and its checks' answers
+def _values(cell) -> set[str]:
     checks = cell.get("metadata", {}).get("checks")
     data = json.dumps([entry.get("answer") for entry in checks if isinstance(entry, dict)]
                       ) if isinstance(checks, list) else ""
@@ -306,7 +310,7 @@ def _values(cell) -> set[str]:  # in a cell's text and its checks' answers
             if term[0].isdigit() and _is_telling_term(term)}
 
 
-def source_cells(path: Path, text: str) -> SourceCells:  # another page: one prose cell
+def source_cells(path: Path, text: str) -> SourceCells:
     if not is_chapter_source(text):
         page = place_at(nbformat.v4.new_markdown_cell(text), 1)
         return [(Place(path, 1, first_line(page), page), list(_runs(fingerprint_words(text))),

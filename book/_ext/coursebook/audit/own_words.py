@@ -42,13 +42,16 @@ def prose_words(text: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Passage:  # prose with no break in it: one paragraph, list item or table cell
+class Passage:
+    """A stretch of prose with no break in it: one paragraph, list item or table cell."""
+
     where: str  # "book/pt01.md:42" or "exhibits/pytorch/09-….toml: lesson"
     words: tuple[str, ...]  # as compared
     shown: tuple[str, ...]  # as written, for the report
 
 
-def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:  # (compared, written) words
+def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:
+    """The unbroken stretches of (compared, written) words of an inline token."""
     run: list[tuple[str, str]] = []
     for child in children:
         if child.type == "text":
@@ -61,7 +64,7 @@ def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:  # (compared, wri
     yield run
 
 
-class Block(NamedTuple):  # a token of a MyST text as myst-parser reads it, and where
+class Block(NamedTuple):
     line: int  # in the text, from 0
     token: Token
     before: str  # the type of the token before it ("paragraph_open": a paragraph's inline)

@@ -50,7 +50,7 @@ def _first_line(cell: Tag) -> str:
     return (code.get_text().strip().splitlines() or [""])[0][:60] if code else ""
 
 
-def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:  # (page, what)
+def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:
     named = {path.resolve(): path for path in pages}
     soups = {resolved: BeautifulSoup(path.read_text(encoding="utf8", errors="replace"),
                                      "html.parser") for resolved, path in named.items()}

@@ -25,7 +25,7 @@ _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _REMOVED_WHEN_STOPPED: list[os.PathLike] = []  # folders the processes ended here would remove
 
 
-def remove_when_stopped(folder: os.PathLike) -> None:  # once a stop signal ended them
+def remove_when_stopped(folder: os.PathLike) -> None:
     _REMOVED_WHEN_STOPPED.append(folder)
 
 

@@ -66,10 +66,10 @@ def mark_unfinished(app: Sphinx) -> None:
     marker.write_text("A build writes here, or one stopped before its end.\n")
 
 
-def pages_to_write(app: Sphinx, env) -> list[str]:  # env-get-updated
+def pages_to_write(app: Sphinx, env) -> list[str]:
     return sorted(env.found_docs) if app in _write_every_page else []
 
 
-def mark_finished(app: Sphinx, exception: Exception | None) -> None:  # build-finished, last
+def mark_finished(app: Sphinx, exception: Exception | None) -> None:
     if exception is None:
         Path(app.outdir, MARKER).unlink(missing_ok=True)

@@ -75,7 +75,7 @@ def _build(imported, arguments: Sequence[str]) -> None:
     sys.exit(status)
 
 
-def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:  # and the modules imported
+def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:
     status, imported = in_fork(_build, list(arguments))
     return status, imported or []
 
