@@ -42,10 +42,8 @@ from coursebook.render.downloads import (
 from coursebook.render.plain_markdown import PlainMarkdown, Target
 from coursebook.verify.chapter_checks import raised_on_purpose
 from coursebook.verify.expectations import (
-    cell_keys,
     expectations_path,
     keyed_cells,
-    output_cells,
     read_expectations,
 )
 
@@ -126,7 +124,7 @@ def _raised(name: str, chapter: nbformat.NotebookNode) -> tuple[str, ...]:
         return raised_on_purpose(_stand_in_recording(recording_name(chapter)).notebook)
     expected = read_expectations(expectations_path(BOOK / "expected", torch.__version__, name))
     return tuple(sorted({re.search(r"(?m)^(\w+Error): ", expected.by_edition["student"][key]).group(1)
-                         for key, cell in zip(cell_keys(chapter), output_cells(chapter))
+                         for key, cell in keyed_cells(chapter)
                          if "raises-exception" in cell.metadata.get("tags", [])}))
 
 
@@ -463,7 +461,7 @@ def test_a_recorded_download_is_cut_before_each_restart_cell(downloads):
 
     for chapter in (c for c in _chapters().values() if recording_name(c)):
         download = _recorded_downloads(downloads)[recording_name(chapter)]
-        restarts = [c for c in output_cells(chapter) if RESTART_TAG in c.metadata.get("tags", [])]
+        restarts = [c for _, c in keyed_cells(chapter) if RESTART_TAG in c.metadata.get("tags", [])]
         parts = after_restarts(download, chapter)
         assert restarts and len(parts) == len(restarts) + 1
         assert [next(c for c in part.cells if c.cell_type == "code").source
@@ -553,12 +551,11 @@ def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
             # Recorded: `make test-recording` runs it, in the stand-in's environment; here it
             # must hold the chapter's code.
             code = [c for c in notebook.cells if c.cell_type == "code"]
-            assert len(code) == sum("book-only" not in c.metadata.get("tags", [])
-                                    for c in output_cells(chapter)) > 0, name
+            assert len(code) == len(keyed_cells(chapter, downloaded=True)) > 0, name
             continue
         # What the book shows for each cell that raises on purpose: its verified output.
         expected = read_expectations(expectations_path(BOOK / "expected", torch.__version__, name))
-        raising = [(key, cell) for key, cell in zip(cell_keys(chapter), output_cells(chapter))
+        raising = [(key, cell) for key, cell in keyed_cells(chapter)
                    if "raises-exception" in cell.metadata.get("tags", [])]
         shown = [expected.by_edition["student"][key] for key, _ in raising]
         ran = run_all(notebook, tmp_path)

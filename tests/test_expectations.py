@@ -18,11 +18,10 @@ from coursebook.verify.expectations import (
     UNVERIFIED_KEY,
     Expectations,
     accept,
-    cell_keys,
     cell_outputs,
     compare,
     expectations_path,
-    output_cells,
+    keyed_cells,
     read_expectations,
     shown_text,
     write_expectations,
@@ -69,9 +68,10 @@ def test_shown_text_covers_streams_results_errors_markdown_and_figures():
 def test_keys_ignore_prose_and_change_with_code():
     one = _notebook(nbformat.v4.new_markdown_cell("prose"), _code("a = 1"), _code("a = 1"))
     two = _notebook(nbformat.v4.new_markdown_cell("other prose"), _code("a = 1"), _code("a = 1"))
-    assert cell_keys(one) == cell_keys(two)
-    assert cell_keys(one)[1] == cell_keys(one)[0] + ".2"  # the same code twice: numbered
-    assert cell_keys(_notebook(_code("a = 2")))[0] != cell_keys(one)[0]
+    keys = [key for key, _ in keyed_cells(one)]
+    assert keys == [key for key, _ in keyed_cells(two)]
+    assert keys[1] == keys[0] + ".2"  # the same code twice: numbered
+    assert keyed_cells(_notebook(_code("a = 2")))[0][0] != keys[0]
 
 
 def test_the_file_round_trips_and_marks_only_what_differs_between_editions(tmp_path):
@@ -210,7 +210,7 @@ def book_items() -> list[str]:
 def test_pytest_collects_each_verified_cell_per_edition(book_items):
     items = [item for item in book_items if item.startswith("book/pt01.md::")]
     chapter = read_chapter((BOOK / "pt01.md").read_text())
-    code = [c for c in output_cells(chapter) if UNVERIFIED_KEY not in c.metadata]
+    code = [c for _, c in keyed_cells(chapter) if UNVERIFIED_KEY not in c.metadata]
     answers = [c for c in code if "answer" in c.metadata.get("tags", [])]
     # Each edition adds a cell of checks per answer cell that lists some, and their table.
     checked = sum(1 for c in answers if c.metadata.get("checks"))

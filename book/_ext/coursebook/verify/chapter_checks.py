@@ -37,10 +37,10 @@ from coursebook.verify.expectations import (
     ACCEPT_COMMAND,
     ExpectationsError,
     accept,
-    cell_keys,
     cell_outputs,
     compare,
     expectations_path,
+    keyed_cells,
     patterns_outgrown,
     read_expectations,
     run_digest,
@@ -272,7 +272,7 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                         f"{o.first_line}` no longer matches its pattern: written as it is, "
                         "unmarked" for o in outgrown if o.key not in accepted.varying[edition]]
             if write_expectations(path, accepted,
-                                  lambda: cell_keys(instructor_chapter(env, docname)),
+                                  lambda: [k for k, _ in keyed_cells(instructor_chapter(env, docname))],
                                   _accept_header(torch_version,
                                                  Path(env.doc2path(docname, False)).as_posix())):
                 summary.append(f"wrote {path} ({edition} edition)")

@@ -98,24 +98,17 @@ def code_digest(source: str) -> str:
     return short_digest(source.strip())
 
 
-def output_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
-    return [cell for cell in notebook.cells if expects_output(cell)]
-
-
-def cell_keys(notebook: nbformat.NotebookNode) -> list[str]:
-    return [cell_key(cell) for cell in output_cells(notebook)]
-
-
 def keyed_cells(notebook: nbformat.NotebookNode,
                 downloaded: bool = False) -> list[tuple[str, nbformat.NotebookNode]]:
-    """Each of :func:`output_cells` with its key; ``downloaded``: not ``book-only`` ones."""
-    return [(cell_key(cell), cell) for cell in output_cells(notebook)
-            if not downloaded or BOOK_ONLY_TAG not in cell_tags(cell)]
+    """Each code cell whose output is expected, with its key; ``downloaded``: not
+    ``book-only`` ones."""
+    return [(cell_key(cell), cell) for cell in notebook.cells if expects_output(cell)
+            and not (downloaded and BOOK_ONLY_TAG in cell_tags(cell))]
 
 
 def cell_outputs(notebook: nbformat.NotebookNode,
                  ran: dict[str, nbformat.NotebookNode] | None = None) -> list[CellOutput]:
-    """Each of :func:`output_cells` of an executed notebook with its key and shown text
+    """Each of :func:`keyed_cells` of an executed notebook with its key and shown text
     (given ``ran``, its download's cells as run, by key: what each showed there)."""
     return [CellOutput(key, number, cell.source, shown_text(cell if ran is None else ran[key]),
                        str(cell.metadata.get(UNVERIFIED_KEY, "")), source_line(cell))
