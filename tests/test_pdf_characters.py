@@ -1,9 +1,10 @@
 """Any character a chapter prints reaches the PDF: CJK, emoji and mathematical symbols
 print through the fallback fonts, in the book and in its handouts; a character no font
 of the PDF has stops it with one message naming the chapter file, the line, the cell and
-the character. Fast tests locate a character on made-up files; slow ones build PDFs, of one
-tiny book that also has a word too long for any line: each problem is named at its place,
-and the characters a font has print in the PDF that failed."""
+the character. Fast tests locate a character on made-up files; slow ones build PDFs (each
+typeset once: --single-pass), of one tiny book that also has a word too long for any line and
+its answers untagged: each problem is named at its place, the characters a font has print in
+the PDF that failed, and the answer audit finds the answers in it."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from test_handouts import build_handouts
 from test_pdf import build_pdf
 
 from conftest import TINY_BOOK, tiny_book_with_an_overflow
+from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.render.pdf_checks import Problem, locate_characters, pdf_text
 
 PRINTED = "✓ done — 你好 🙂 α∇∑"
@@ -101,9 +103,10 @@ NO_FONT_CELL = f"print('mark:', chr({NO_FONT_HAS:#x}))"  # only the output holds
 
 @pytest.fixture(scope="module")
 def planted_book(tmp_path_factory):
-    """The tiny book with three plants in its chapter: a word too long for any line, prose
-    and a cell printing CJK, emoji and mathematical symbols, and a cell printing a character
-    no font has. Its PDFs share one cache (the chapter runs once)."""
+    """The tiny book with four plants in its chapter: a word too long for any line, prose
+    and a cell printing CJK, emoji and mathematical symbols, a cell printing a character
+    no font has, and its answers untagged (as if the tag were lost: the student edition
+    prints them). Its PDFs share one cache (the chapter runs once)."""
     covering = subprocess.run(["fc-list", f":charset={NO_FONT_HAS:x}", "family"],
                               check=True, capture_output=True, text=True).stdout
     assert not covering.strip(), f"an installed font has U+{NO_FONT_HAS:X}: pick another"
@@ -111,6 +114,8 @@ def planted_book(tmp_path_factory):
     chapter = tiny_book_with_an_overflow(root)
     with_cell(chapter, f"Prose prints them too: {PRINTED}.", f'print("{PRINTED}")')
     with_cell(chapter, "Nothing unusual here.", NO_FONT_CELL)
+    chapter.write_text(chapter.read_text(encoding="utf8").replace('"answer"', '"was-answer"')
+                       .replace("[answer]", "[was-answer]"), encoding="utf8")
     return root, chapter
 
 
@@ -134,7 +139,8 @@ def assert_each_problem_named(log: str, chapter: Path, where: str, page: str) ->
 def test_the_pdf_names_each_problem_at_its_chapter_and_prints_cjk_emoji_and_math(planted_book):
     root, chapter = planted_book
     build = root / "book" / "student"
-    code, log = build_pdf("student", chapter.parent, root / "book", root / "cache", ACCEPT)
+    code, log = build_pdf("student", chapter.parent, root / "book", root / "cache", ACCEPT,
+                          single_pass=True)
     assert code == 1, log[-3000:]
     # Each problem names the chapter file it lies in, not only the page.
     assert_each_problem_named(log, chapter, "chapter.md: ", "chapter.md: page")
@@ -142,6 +148,9 @@ def test_the_pdf_names_each_problem_at_its_chapter_and_prints_cjk_emoji_and_math
     # The prose, the cell's code and its output, in the PDF that failed (the log names it).
     failed = build / "latex" / "deep-learning-labs.pdf"
     assert str(failed) in log and pdf_text(failed).count(PRINTED) >= 3, pdf_text(failed)
+    # The student PDF printed the untagged answers: the audit finds them in the PDF itself.
+    leaks = audit_build(build / "latex", chapter_fingerprints(TINY_BOOK))
+    assert [leak for leak in leaks if leak.path == failed], leaks
 
 
 @pytest.mark.slow

@@ -60,11 +60,13 @@ def sphinx_latex(args, latex: Path, doctrees: Path, tags: tuple[str, ...]) -> bo
     return True
 
 
-def typeset(latex: Path, stem: str) -> Path | None:
+def typeset(latex: Path, stem: str, single_pass: bool = False) -> Path | None:
     """The engine (through latexmk, with the latexmkrc Sphinx wrote for conf.py's
-    latex_engine) on ``stem.tex``; the typeset PDF, in the LaTeX folder."""
-    done = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error",
-                           f"{stem}.tex"], cwd=latex, capture_output=True, text=True)
+    latex_engine) on ``stem.tex``; the typeset PDF, in the LaTeX folder. ``single_pass``:
+    the engine once, without latexmk's further passes."""
+    options = ["-interaction=nonstopmode", "-halt-on-error", f"{stem}.tex"]
+    done = subprocess.run([ENGINE, *options] if single_pass else ["latexmk", "-pdf", *options],
+                          cwd=latex, capture_output=True, text=True)
     if done.returncode != 0:
         print(done.stdout[-3000:], file=sys.stderr)
         print(f"pdf: {ENGINE} failed; the log is {latex / (stem + '.log')}", file=sys.stderr)
@@ -116,7 +118,7 @@ def build_book(args) -> int:
     if not sphinx_latex(args, latex, doctrees, ()):
         return 1
     pdf = out / "pdf" / f"{STEM}-{args.edition}.pdf"
-    typeset_pdf = typeset(latex, STEM)
+    typeset_pdf = typeset(latex, STEM, args.single_pass)
     if typeset_pdf is None:
         return 1
     tex = latex / f"{STEM}.tex"
@@ -154,7 +156,7 @@ def build_handouts(args) -> int:
         began = time.monotonic()
         stem = Path(handout["target"]).stem
         pdf = folder / f"{stem}.pdf"
-        typeset_pdf = typeset(latex, stem)
+        typeset_pdf = typeset(latex, stem, args.single_pass)
         if typeset_pdf is None:
             print(f"pdf: {handout['source']}: its handout did not typeset", file=sys.stderr)
             failed = True
@@ -190,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chapter", action="append", default=[], metavar="NAME",
                         help="with --handouts: typeset this chapter's handout only (repeatable; "
                              "default: every chapter), e.g. pt01")
+    parser.add_argument("--single-pass", action="store_true",
+                        help="typeset each PDF once, to check its pages (a chapter's lines as "
+                             "the full run sets them): no contents, index, bookmarks or links yet")
     parser.add_argument("--source", type=Path, default=ROOT / "book", help="default: book/")
     parser.add_argument("--build", type=Path, default=ROOT / "_build", help="default: _build/")
     parser.add_argument("--sphinx-option", action="append", default=[], metavar="OPT",
