@@ -274,6 +274,8 @@ _STARTING = {"ipykernel_launcher": "a kernel", "coursebook.execute.kernel_forkse
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "own_kernels: its builds start kernels as a build does, "
+                            "not from the session's kernel server (tests/conftest.py)")
     from sphinx.application import Sphinx
     from sphinx.builders.dummy import DummyBuilder
 
@@ -303,9 +305,10 @@ def _fast_tests_start_no_build_and_no_kernel(request: pytest.FixtureRequest):
 
 # A slow test's builds and chapter runs fork their kernels from one kernel server of the
 # session (a worker's), as the preview's do (coursebook.execute.kernel_pool): torch is
-# imported once, not in each build's server or kernel (about 3 s of CPU each). The tests of
-# kernels, processes, the preview, and builds stopped or faulty start theirs as a build does.
-OWN_KERNELS = {"test_kernel_pool", "test_faults", "test_stopped_builds", "test_concurrency",
+# imported once, not in each build's server or kernel (about 3 s of CPU each). A test marked
+# own_kernels (the files below: kernels, processes, the preview, stopped builds; in others,
+# a kernel's faults) starts them as a build does.
+OWN_KERNELS = {"test_kernel_pool", "test_stopped_builds", "test_concurrency",
                "test_build_processes", "test_preview"}
 
 
@@ -329,7 +332,8 @@ def _kernel_server(tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(autouse=True)
 def _slow_tests_share_a_kernel_server(request: pytest.FixtureRequest, monkeypatch):
-    if request.node.get_closest_marker("slow") and request.path.stem not in OWN_KERNELS:
+    if request.node.get_closest_marker("slow") and not request.node.get_closest_marker(
+            "own_kernels"):
         for name, value in request.getfixturevalue("_kernel_server").items():
             monkeypatch.setenv(name, value)
 
@@ -397,6 +401,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if path.stem not in STAGE_OF:
             raise pytest.UsageError(f"{path.name}: name its pipeline stage in conftest.STAGES")
         item.add_marker(STAGE_OF[path.stem])
+        if path.stem in OWN_KERNELS:
+            item.add_marker("own_kernels")
 
 
 def run_in_kernel(kernel: dict, code: str) -> tuple[str, str]:

@@ -189,6 +189,7 @@ def _plant_cell(chapter: Path, code: str, top_matter: str = "") -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.own_kernels
 @pytest.mark.parametrize("code, ending", [
     ("import os\nos._exit(3)", "(exit code 3)"),
     ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)",
@@ -223,6 +224,7 @@ def test_a_dead_kernels_advice_follows_how_it_ended(status, advice):
 
 
 @pytest.mark.slow
+@pytest.mark.own_kernels
 @pytest.mark.parametrize("code, ending", [
     ("import os\nos._exit(3)", "(exit code 3)"),
     ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer",
@@ -250,6 +252,7 @@ PROGRESS = ('import sys\nfor step in range(30_000):\n'
 
 
 @pytest.mark.slow
+@pytest.mark.own_kernels
 def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny_book, tmp_path,
                                                                            cache_copy,
                                                                            monkeypatch):
@@ -409,6 +412,7 @@ def test_a_tool_started_by_its_shebang_runs_in_the_book_environment(tool):
 
 
 @pytest.mark.slow
+@pytest.mark.own_kernels
 def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path):
     """Ctrl-C reaches the whole process group, as from a terminal; the next build recovers."""
     import os
@@ -526,6 +530,7 @@ def test_the_readme_table_check_bites():
 
 
 @pytest.mark.slow
+@pytest.mark.own_kernels
 def test_an_execution_package_not_installed_is_named_with_the_command(tiny_book, tmp_path):
     """conf.py names a package whose version keys the cache, and this Python lacks it (a
     venv older than conf.py): one line, not a crash report."""
@@ -536,6 +541,7 @@ def test_an_execution_package_not_installed_is_named_with_the_command(tiny_book,
 
 
 @pytest.mark.slow
+@pytest.mark.own_kernels
 def test_a_chapter_naming_a_kernel_not_installed_is_told_which(tiny_book, tmp_path):
     """A chapter's top matter names a kernel this machine lacks (a notebook brought from
     elsewhere): one line naming it and the book's kernel, not a crash report."""

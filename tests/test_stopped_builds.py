@@ -25,7 +25,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import BOOK, ROOT, TINY_BOOK, Build, load_tool, sphinx_build, sphinx_command
+from conftest import (BOOK, ROOT, TINY_BOOK, Build, imported_ahead, load_tool, sphinx_build,
+                      sphinx_command)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
@@ -122,7 +123,7 @@ def _stopped_build(source: Path, outdir: Path, cache: Path, at: str) -> tuple[in
     """A build stopped at ``at`` (PHASE:SIGNAL): its exit status, its log, and the
     processes of it still alive ``GRACE`` seconds after its main process ended."""
     command = sphinx_command(source, outdir / "html", outdir / "doctrees", settings={
-        "nb_execution_cache_path": str(cache), **_settings(at)})
+        "nb_execution_cache_path": str(cache), **imported_ahead(source), **_settings(at)})
     token = uuid.uuid4().hex
     (outdir / "tmp").mkdir(parents=True, exist_ok=True)
     environment = {**os.environ, TOKEN_ENV: token, "TMPDIR": str(outdir / "tmp")}
