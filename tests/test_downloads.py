@@ -497,6 +497,9 @@ def test_the_recording_comparison_names_each_cell_that_differs():
                                                                     recording.path, changed))
         assert len(found) == 1 and found[0].startswith(f"`{cell.source.splitlines()[0]}` printed")
         assert "rebuild it" in recording_differences(chapter, ran[:-1], recording)[0]
+        removed = nbformat.v4.new_code_cell("print('a cell the chapter no longer has')", id="0ld")
+        [stale] = recording_differences(chapter, [*ran, removed], recording)
+        assert "no longer has: `print('a cell" in stale and "rebuild it" in stale, stale
 
 
 @pytest.mark.slow

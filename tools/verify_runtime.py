@@ -49,6 +49,7 @@ import torch  # noqa: E402
 from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
 from record_chapter import install_kernel  # noqa: E402
 
+from coursebook.model.cell_notes import source_line  # noqa: E402
 from coursebook.model.faults import BookError, shown_path  # noqa: E402
 from coursebook.model.machine_kinds import (  # noqa: E402
     environments_path,
@@ -74,6 +75,7 @@ from coursebook.model.outputs import normalise  # noqa: E402
 from coursebook.model.recordings import Recording, load_recording, recording_name, recording_path  # noqa: E402
 from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release  # noqa: E402
 from coursebook.page_state import CellOutput  # noqa: E402
+from coursebook.prepare.chapter_packages import install_cell  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
 from coursebook.prepare.museum import cell_origins  # noqa: E402
@@ -199,10 +201,10 @@ def run_chapter(name: str, chapter: nbformat.NotebookNode, downloads: Path,
                 kernel: str, origins: dict) -> ChapterRun:
     """Run the download in the replica's kernel; each cell paired with its chapter cell."""
     path, download = read_download(downloads, name)
-    missing = [key for key, _, done in _paired(chapter, download.cells) if done is None]
-    if missing:
-        raise Stop(f"{path} lacks {len(missing)} of the code cells book/{name}.md gives (cell "
-                   f"{missing[0]}): the download is out of date; run `make html`")
+    if (stale := _out_of_date(chapter, download.cells)) is not None:
+        line = f":{stale[0]}" if stale[0] else ""  # a cell the chapter no longer has: no line
+        raise Stop(f"book/{name}.md{line}: {path} {stale[1]}: the download is out of date; "
+                   "run `make html`")
     # After the notebook, as a student would: each answer through its check, right and changed.
     extra, trials = trial_cells(read_chapter((BOOK / f"{name}.md").read_text(encoding="utf8")))
     download.cells += extra
@@ -324,13 +326,30 @@ def stand_in_python(name: str, kinds: dict) -> Path:
     return python
 
 
+def _out_of_date(chapter: nbformat.NotebookNode, cells: list[nbformat.NotebookNode]
+                 ) -> tuple[int, str] | None:
+    """Where a download's code cells are not the chapter's (a cell added, edited or removed
+    since it was built): the chapter's line and what; None when each has the other's."""
+    kept = {key.replace(".", "-"): cell for key, cell in keyed_cells(chapter, downloaded=True)}
+    code = [cell for cell in cells if cell.cell_type == "code"]
+    installs = install_cell(chapter)  # the download's own first cell
+    ids = {cell.get("id") for cell in code}
+    for id_, cell in kept.items():
+        if id_ not in ids:
+            return source_line(cell), f"lacks the code cell `{first_line(cell)}`"
+    for cell in code:
+        if cell.get("id") not in kept and not (installs and cell.source == installs.source):
+            return 0, f"has a code cell the chapter no longer has: `{first_line(cell)}`"
+    return None
+
+
 def _paired(chapter: nbformat.NotebookNode, cells: list[nbformat.NotebookNode]
-            ) -> list[tuple[str, nbformat.NotebookNode, nbformat.NotebookNode | None]]:
+            ) -> list[tuple[str, nbformat.NotebookNode, nbformat.NotebookNode]]:
     """Each chapter code cell a download keeps (claims and book-only left out): its key, the
-    cell, and the download's cell whose id is that key (render/downloads.name_cells), None
-    where the download has none (it is out of date)."""
+    cell, and the download's cell whose id is that key (model/notebooks.with_stable_ids);
+    the download is not :func:`_out_of_date`."""
     by_id = {cell.get("id"): cell for cell in cells if cell.cell_type == "code"}
-    return [(key, cell, by_id.get(key.replace(".", "-")))
+    return [(key, cell, by_id[key.replace(".", "-")])
             for key, cell in keyed_cells(chapter, downloaded=True)]
 
 
@@ -352,13 +371,14 @@ def recording_differences(chapter: nbformat.NotebookNode, ran: list[nbformat.Not
                           recording: Recording) -> list[str]:
     """Each download code cell that ran (in order) against its chapter cell's recorded
     output, as the page shows it; one line per difference."""
+    if (stale := _out_of_date(chapter, ran)) is not None:
+        line = f" (the chapter's line {stale[0]})" if stale[0] else ""
+        return [f"the download {stale[1]}{line}: rebuild it (`make html`)"]
     recorded = recording.outputs_by_source()
     problems = []
-    for key, cell, done in _paired(chapter, ran):
-        if done is None or cell.source not in recorded:
-            problems.append(f"`{first_line(cell)}`: " + (
-                f"(cell {key}) not in the download: rebuild it (`make html`)" if done is None
-                else f"not in {recording.path.name} (re-record it)"))
+    for _, cell, done in _paired(chapter, ran):
+        if cell.source not in recorded:
+            problems.append(f"`{first_line(cell)}`: not in {recording.path.name} (re-record it)")
             continue
         expected = shown_text(nbformat.v4.new_code_cell(outputs=recorded[cell.source]))
         if shown_text(done) != expected:
