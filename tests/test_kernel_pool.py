@@ -231,21 +231,26 @@ def test_a_forked_kernel_is_as_a_fresh_one_but_for_the_modules_imported_ahead(
 @pytest.mark.slow  # starts a kernel server
 def test_kernels_forked_from_one_server_share_no_state(tmp_path):
     """Each chapter runs in a kernel that ran nothing else: what one kernel imported,
-    defined or drew at random is not in the next (Python's random reseeds at a fork)."""
+    defined or drew at random is not in the next (Python's random reseeds at a fork; torch
+    and numpy, imported ahead, are reseeded by the server)."""
     pool = tmp_path / "pool"
     make_pool(pool)
-    server = start_kernel_forkserver(pool, [])
+    server = start_kernel_forkserver(pool, ["torch", "numpy"])
+    draws = "import numpy, torch\nprint(torch.rand(1).item(), numpy.random.random())"
     try:
         first = fork_kernel(pool, str(tmp_path), None)
         before = _probe(lambda code: _run(first, code))
+        drawn = _run(first, draws)
         _run(first, "import wave\nleft = 1\n")
         second = fork_kernel(pool, str(tmp_path), None)
         after = _probe(lambda code: _run(second, code))
+        drawn_after = _run(second, draws)
     finally:
         stop_kernel_forkserver(pool, server)
     assert first["pid"] != second["pid"]
     assert "left" not in after["names"] and "wave" not in after["modules"]
     assert after["random"] != before["random"]
+    assert drawn.split()[0] != drawn_after.split()[0] and drawn.split()[1] != drawn_after.split()[1]
     assert not list(pool.glob("ready/*.json")) and _no_kernel_left(pool.parent)
 
 

@@ -199,7 +199,12 @@ if __name__ == "__main__":
     settings = json.loads(sys.argv[1])
     request = serve(settings)
     # Now the forked kernel: ipykernel's launcher, as `python -m ipykernel_launcher -f
-    # CONNECTION_FILE` started in its folder would run.
+    # CONNECTION_FILE` started in its folder would run. A fork copies the server's random
+    # state (Python's random alone reseeds itself): each kernel draws its own, as a fresh one
+    # does, or every chapter's unseeded draw would print alike and pass as seeded.
+    for module in ("torch", "numpy.random"):
+        if module in sys.modules:
+            sys.modules[module].seed()
     os.setsid()
     os.chdir(request["cwd"])
     if request.get("env") is not None:
