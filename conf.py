@@ -127,7 +127,7 @@ html_baseurl = os.environ.get("BOOK_URL", "")
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_selector = "div.cell_input pre, div.highlight-python pre, div.highlight-default pre"
 
-# --- The error museum: exhibits are data, placed into chapters by coursebook.model.museum --
+# --- The error museum: exhibits are data, placed into chapters by coursebook.museum.model --
 coursebook_exhibits_dir = str(ROOT / "exhibits")
 # Recorded chapters (run on a machine kind of tools/machine-kinds.toml): their committed recordings.
 coursebook_recordings_dir = str(ROOT / "book" / "recordings")

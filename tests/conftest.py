@@ -87,7 +87,7 @@ def book_machine_kinds():
 def book_museum(exhibits: Path = EXHIBITS):
     """The museum as a build of the book loads it."""
     from coursebook.model.machine_kinds import load_machine_kinds
-    from coursebook.model.museum import load_museum
+    from coursebook.museum.model import load_museum
     from coursebook.model.runtimes import reader_runtimes
 
     return load_museum(exhibits, load_machine_kinds(MACHINE_KINDS_FILE),

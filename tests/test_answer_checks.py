@@ -17,10 +17,10 @@ import torch
 
 from conftest import CHAPTER_TOP, ROOT, sphinx_build
 from coursebook import self_check
-from coursebook.audit.check_tables import audit_check_tables, check_tables
-from coursebook.model.answer_checks import AnswerCheckError, notebook_checks
+from coursebook.answer_checks.audit import audit_check_tables, check_tables
+from coursebook.answer_checks.model import AnswerCheckError, notebook_checks
+from coursebook.answer_checks.prepare import SETUP_TAG
 from coursebook.model.notebooks import is_chapter_source, read_chapter
-from coursebook.prepare.answer_checks import SETUP_TAG
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition, edition_notebook
 
@@ -90,8 +90,8 @@ def _editions(text: str = CHAPTER) -> dict[Edition, nbformat.NotebookNode]:
 
 def _passes(answer, value, tolerance=1e-4, name="c") -> bool:
     """Whether ``value`` passes the check whose answer is ``answer``, as a notebook checks."""
-    from coursebook.prepare.answer_checks import check_table
-    from coursebook.model.answer_checks import AnswerCheck
+    from coursebook.answer_checks.prepare import check_table
+    from coursebook.answer_checks.model import AnswerCheck
 
     table = check_table([AnswerCheck(name, "?", "v", answer, "h", tolerance, "")])
     namespace: dict = {}
@@ -149,7 +149,7 @@ def test_the_student_notebook_checks_without_holding_the_answer():
 def test_the_student_edition_says_where_the_checks_run_before_the_first():
     """On the page the check cells show and their table does not: the note before them
     says they run only in the notebook; the instructor edition has no such note."""
-    from coursebook.prepare.answer_checks import NOTE, NOTE_TAG
+    from coursebook.answer_checks.prepare import NOTE, NOTE_TAG
 
     editions = _editions()
     student = editions[Edition.STUDENT]
@@ -305,7 +305,7 @@ def test_a_check_without_its_lists_is_refused(change, fault):
 def test_every_check_of_the_book_holds_its_lists():
     """The book's chapters: each check accepts its answer and its accept list, in at least
     one form besides the answer, and refuses each entry of its refuse list."""
-    from coursebook.prepare.answer_checks import mistried
+    from coursebook.answer_checks.prepare import mistried
 
     chapters = [path for path in sorted((ROOT / "book").glob("*.md"))
                 if is_chapter_source(path.read_text(encoding="utf8"))]
@@ -326,7 +326,7 @@ def _numbers(value) -> list:
 def _moves(check, entries) -> list[float]:
     """How far each entry of the answer's form moves every number of the answer, in
     tolerances, when it moves them all one way (positive: up)."""
-    from coursebook.model.answer_checks import literal
+    from coursebook.answer_checks.model import literal
 
     answer = _numbers(check.answer)
     moves = []
@@ -369,7 +369,7 @@ def test_a_rounded_centre_in_the_book_fails_the_trial_of_its_own_lists(answer, r
     """PT01's MSE once held 0.6667 for 2/3 (at 1e-3, 0.6677 passed and 0.66567 did not),
     its softmax 4-place roundings: planted back, an entry just inside the tolerance is
     refused (and one just outside it may be accepted), with the same code the build runs."""
-    from coursebook.prepare.answer_checks import mistried
+    from coursebook.answer_checks.prepare import mistried
 
     text = (ROOT / "book" / "pt01.md").read_text(encoding="utf8")
     assert text.count(answer) == 1
@@ -455,7 +455,7 @@ def _printed_before_checks(expected: str) -> dict[str, list]:
 
 def _quoted_before_checks(notebook) -> dict[str, list]:
     """Each check of a chapter, with the values its student prose quotes above it."""
-    from coursebook.model.answer_checks import cell_checks
+    from coursebook.answer_checks.model import cell_checks
     from coursebook.model.notebooks import is_answer
 
     before: dict[str, list] = {}
@@ -473,7 +473,7 @@ def test_no_check_accepts_a_value_the_student_edition_printed_before_it():
     already prints (PT01's detectives 1 and 2 each accepted the gradient the other's cell,
     and the closer look at autograd, printed): every value printed, or quoted by the prose,
     above a check in the student edition is refused by it."""
-    from coursebook.prepare.answer_checks import setup_source
+    from coursebook.answer_checks.prepare import setup_source
     from coursebook.verify.expectations import expectations_path
 
     tried = 0
@@ -602,8 +602,8 @@ def test_a_number_answer_is_spelled_only_as_a_number_of_its_own(hint, leaks):
     """Answer 1 is not spelled by the 1 of "10th"; "it is 1." spells it."""
     from pathlib import Path
 
-    from coursebook.audit.check_tables import table_leaks
-    from coursebook.model.answer_checks import AnswerCheck
+    from coursebook.answer_checks.audit import table_leaks
+    from coursebook.answer_checks.model import AnswerCheck
 
     check = AnswerCheck("n", "how many?", "n", 1, hint, 1e-4, "")
     table = {"n": {"digest": self_check.digest("n", 1, 1e-4), "tolerance": 1e-4,
@@ -696,7 +696,7 @@ def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path):
     is "correct", a changed one "not yet" and the hint; a wrong answer (tiny-grad's) fails its
     trial, a warning on stderr (tiny-shape's value) does not."""
     from coursebook.render.downloads import run_all
-    from coursebook.verify.answer_checks import failed_trials, trial_cells
+    from coursebook.answer_checks.verify import failed_trials, trial_cells
 
     text = CHAPTER.replace("answer: [5.0, 7.0]", "answer: [5.0, 7.5]").replace(
         "value: (torch.zeros", "value: __import__('warnings').warn('planted') or (torch.zeros")
@@ -715,7 +715,7 @@ def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path):
 
 def test_a_trial_whose_value_crashes_fails_and_names_the_error():
     """A crash stops Run all in a kernel; the trial's cell, as it ran, fails too."""
-    from coursebook.verify.answer_checks import failed_trials, trial_cells
+    from coursebook.answer_checks.verify import failed_trials, trial_cells
 
     extra, trials = trial_cells(read_chapter(CHAPTER))
     ran = [nbformat.v4.new_code_cell() for _ in extra]
@@ -732,7 +732,7 @@ def test_a_trial_whose_value_crashes_fails_and_names_the_error():
 
 def _trial_failures(text: str) -> list[str]:
     """The answer trials of a chapter, run here after its student notebook."""
-    from coursebook.verify.answer_checks import failed_trials, trial_cells
+    from coursebook.answer_checks.verify import failed_trials, trial_cells
 
     namespace: dict = {}
     for cell in _editions(text)[Edition.STUDENT].cells:

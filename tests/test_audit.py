@@ -452,7 +452,7 @@ def test_what_a_check_shows_students_is_never_an_answers_alone(book_fingerprints
     """A check's question and tolerance stand in the download's check cell: a value an answer
     shares with them is no leak (the bridges check's tolerance, 0.005, is also in a PT01
     answer, and the student build was refused for it)."""
-    from coursebook.model.answer_checks import cell_checks
+    from coursebook.answer_checks.model import cell_checks
     from coursebook.model.notebooks import is_chapter_source, read_chapter
 
     tolerances = {repr(check.tolerance) for path in sorted(BOOK.glob("*.md"))

@@ -1,6 +1,6 @@
 """A check asks only what the book taught before it: each names, in ``taught_in``, the
 labelled sections that teach it, and each must come before the check, in its chapter or in
-an earlier one of the reading order (coursebook.model.answer_checks.untaught_checks)."""
+an earlier one of the reading order (coursebook.answer_checks.model.untaught_checks)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from conftest import BOOK, CHAPTER_TOP, sphinx_build
-from coursebook.model.answer_checks import (
+from coursebook.answer_checks.model import (
     AnswerCheck,
     AnswerCheckError,
     ChapterTeaching,
     chapter_teaching,
     untaught_checks,
 )
+from coursebook.answer_checks.prepare import SETUP_TAG
 from coursebook.model.cell_notes import source_line
 from coursebook.model.notebooks import (
     is_answer,
@@ -25,7 +26,6 @@ from coursebook.model.notebooks import (
     labelled_sections,
     read_chapter,
 )
-from coursebook.prepare.answer_checks import SETUP_TAG
 from coursebook.prepare.editions import Edition, edition_notebook
 
 CHAPTER = CHAPTER_TOP.format(extra="") + """

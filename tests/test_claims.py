@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from conftest import CHAPTER_TOP, MACHINE_KINDS_FILE, ROOT, sphinx_build, sphinx_command
-from coursebook.model.claims import chapter_claims, claim_blocks, find_in_prose
+from coursebook.claims.model import chapter_claims, claim_blocks, find_in_prose
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.audit.unbacked_sentences import chapter_unbacked, museum_unbacked
-from coursebook.model.museum import ExhibitError, Wing, load_exhibit
+from coursebook.museum.model import ExhibitError, Wing, load_exhibit
 from coursebook.model.notebooks import (
     CLAIM_TAG,
     RAISES_TAG,
@@ -29,7 +29,7 @@ from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import download_notebook
 from coursebook.render.plain_markdown import PlainMarkdown
-from coursebook.verify.claims import (
+from coursebook.claims.verify import (
     CLAIMS_FOLDER,
     claim_problems,
     unaccepted_claims,

@@ -28,9 +28,9 @@ from coursebook.model.machine_kinds import stand_in_kind
 from coursebook.model.notebooks import is_chapter_source, is_claim
 from coursebook.model.outputs import normalise
 from coursebook.model.recordings import recording_name
+from coursebook.museum.prepare import ERROR_SUMMARY
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
-from coursebook.prepare.museum import ERROR_SUMMARY
 from coursebook.render.downloads import (
     SET_ASIDE_HEADING,
     catching,

@@ -7,10 +7,10 @@ import pytest
 from jupyter_cache.cache.main import JupyterCacheBase
 
 from conftest import BOOK
+from coursebook.answer_checks.prepare import CHECK_TAG, NOTE_TAG, SETUP_TAG
 from coursebook.execute.shared_cache import key_execution_versions
 from coursebook.model.cell_notes import without_notes
 from coursebook.model.notebooks import is_answer, is_chapter_source, notebook_to_myst, read_chapter
-from coursebook.prepare.answer_checks import CHECK_TAG, NOTE_TAG, SETUP_TAG
 from coursebook.prepare.editions import ANSWER_CLASS, Edition, edition_notebook
 
 PT01 = BOOK / "pt01.md"
@@ -66,7 +66,7 @@ def test_student_edition_drops_every_answer_cell_and_nothing_else(path):
     chapter = read_chapter(path.read_text(encoding="utf8"))
     student = edition_notebook(chapter, Edition.STUDENT)
     assert not any(is_answer(cell) for cell in student.cells)
-    # The answers' checks (coursebook.prepare.answer_checks) are the only cells it adds.
+    # The answers' checks (coursebook.answer_checks.prepare) are the only cells it adds.
     added = {CHECK_TAG, NOTE_TAG, SETUP_TAG}
     assert [c for c, cell in zip(_cells(student), student.cells)
             if not added & set(cell.metadata.get("tags", []))] == [

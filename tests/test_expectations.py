@@ -291,7 +291,7 @@ def _torch_file(folder, torch, entries):
 
 
 def test_a_stale_other_torch_counts_two_missing_cells_with_one_first_line_as_two(tmp_path):
-    from coursebook.verify.torch_versions import OtherTorch, State, standing
+    from coursebook.torch_versions.verify import OtherTorch, State, standing
 
     # The same code twice (keys numbered), then code changed since: none has an entry there.
     _torch_file(tmp_path, "2.13.0", {"0000000a.1": "print(x)", "0000000a.2": "print(x)",
@@ -307,7 +307,7 @@ def test_a_stale_other_torch_counts_two_missing_cells_with_one_first_line_as_two
 
 def test_one_changed_cell_is_one_cell_changed_on_the_instructor_page(tmp_path):
     """A changed cell has a new key here and its old one there: one change, not two."""
-    from coursebook.verify.torch_versions import OtherTorch, standing
+    from coursebook.torch_versions.verify import OtherTorch, standing
 
     _torch_file(tmp_path, "2.13.0", {"0000000a": "x = 2", "0000000c": "y = 1"})
     _torch_file(tmp_path, "2.14.1", {"0000000b": "x = 1", "0000000c": "y = 1"})

@@ -22,10 +22,10 @@ import pytest
 from conftest import (BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, Build, book_museum,
                       sphinx_build, sphinx_command)
 from coursebook.model.faults import CLEAN_CACHE_COMMAND
-from coursebook.model.museum import ExhibitError, load_exhibit
+from coursebook.museum.model import ExhibitError, load_exhibit
 from coursebook.model.recordings import RECORDING_COMMAND, RecordingError, load_recording
 from coursebook.model.machine_kinds import load_machine_kinds
-from coursebook.prepare.museum import cell_origins
+from coursebook.museum.prepare import cell_origins
 
 CRASH_SIGNS = ("Traceback", "Extension error", "Exception occurred", "please report",
                "The full traceback has been saved")

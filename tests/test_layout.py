@@ -36,7 +36,8 @@ def _import_without_sphinx(*modules: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("module", [f"coursebook.{name}" for name in KERNEL_MODULES]
-                         + ["coursebook.model"])
+                         + ["coursebook.model"] + [f"coursebook.{feature}.model" for feature in
+                                                   ("answer_checks", "claims", "museum")])
 def test_what_a_kernel_or_the_recorder_imports_needs_no_sphinx(module):
     done = _import_without_sphinx(module)
     assert done.returncode == 0, done.stderr
@@ -56,6 +57,9 @@ PACKAGE = ROOT / "book" / "_ext" / "coursebook"
 # The entry points (the extension, the pytest plugin) import from anywhere.
 STAGES = ["model", "shared", "prepare", "execute", "verify", "render", "audit", "entry"]
 ENTRY_POINTS = {"__init__", "extension", "pytest_plugin"}
+# A feature's package (answer_checks/, say) names each module by the stage it belongs to,
+# which ranks it; the package's __init__ (its setup) is an entry point.
+FEATURES = {path.parent.name for path in PACKAGE.glob("*/__init__.py")} - {*STAGES, "process"}
 
 
 def _module_name(path: Path, package: Path) -> str:
@@ -69,6 +73,12 @@ def _stage(module: str) -> str:
         return "entry"
     if len(parts) > 1 and parts[0] in STAGES:
         return parts[0]
+    if parts[0] in FEATURES:
+        if len(parts) == 1:
+            return "entry"
+        if parts[1] not in STAGES:
+            raise ValueError(f"{module}: a feature's module is named by its stage ({STAGES})")
+        return parts[1]
     return "shared"  # a top-level module, or process/
 
 
@@ -158,6 +168,12 @@ def test_the_layering_check_sees_an_upward_import(tmp_path):
     copy = _planted_copy(tmp_path, {"model/faults.py": "from coursebook.render import downloads"})
     assert upward_imports(import_graph(copy)) == [
         "coursebook.model.faults (model) imports coursebook.render.downloads (render)"]
+
+
+def test_the_layering_check_ranks_a_feature_module_by_its_stage(tmp_path):
+    copy = _planted_copy(tmp_path, {"claims/model.py": "from coursebook.claims import verify"})
+    assert upward_imports(import_graph(copy)) == [
+        "coursebook.claims.model (model) imports coursebook.claims.verify (verify)"]
 
 
 def test_the_circle_check_sees_a_circle(tmp_path):

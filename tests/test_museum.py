@@ -9,8 +9,8 @@ import torch
 from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, book_museum
 from coursebook.exhibit_checks import ExhibitMismatch, check_raised
 from coursebook.model.machine_kinds import load_machine_kinds, stand_in_kind
-from coursebook.model.museum import ExhibitError, load_exhibit, raised_by
-from coursebook.prepare.museum import (
+from coursebook.museum.model import ExhibitError, load_exhibit, raised_by
+from coursebook.museum.prepare import (
     ERROR_SUMMARY,
     captured_exhibit_cells,
     cell_origins,
@@ -227,7 +227,7 @@ HISTORY = [e for e in ALL if e.museum_fix is not None]
 @pytest.mark.parametrize("exhibit", HISTORY, ids=lambda e: e.key)
 def test_a_fix_changed_since_the_museum_keeps_the_museums_below_it(exhibit, seeds):
     """Today's fix is the one a student copies; the museum's stays, verbatim, as history."""
-    from coursebook.prepare.museum import captured_exhibit_cells
+    from coursebook.museum.prepare import captured_exhibit_cells
 
     assert exhibit.museum_fix.code.strip() in (seeds / SEED).read_text(encoding="utf8")
     shown = "\n".join(c.source for c in captured_exhibit_cells(exhibit, len(ALL)))
@@ -257,7 +257,7 @@ RERUN = [e for e in ALL if e.museum_rerun is not None]
 
 
 def _captured(exhibit):
-    from coursebook.prepare.museum import captured_exhibit_cells
+    from coursebook.museum.prepare import captured_exhibit_cells
     return [c for c in captured_exhibit_cells(exhibit, len(ALL)) if c.cell_type == "code"]
 
 
@@ -303,7 +303,7 @@ def test_each_fix_is_checked_after_the_failing_code_in_its_process_unless_it_res
     """The fix check runs the program the page shows: the failing code (with what it needs
     first), then the fix, in one process; a fix that starts a fresh runtime runs alone, in a
     new process that never ran the failing code."""
-    from coursebook.prepare.museum import captured_exhibit_cells, in_one_process
+    from coursebook.museum.prepare import captured_exhibit_cells, in_one_process
     from coursebook.model.notebooks import FRESH_PYTHON_TAG, cell_tags
 
     if exhibit.runs_in_every_build:
@@ -363,7 +363,7 @@ message = "only Tensors of floating point dtype can require gradients"
 
 
 def _planted_fix_check(tmp_path, fresh: bool):
-    from coursebook.prepare.museum import captured_exhibit_cells
+    from coursebook.museum.prepare import captured_exhibit_cells
 
     path = tmp_path / "07-planted.toml"
     path.write_text(PLANTED.replace("{fresh}", "fix_in_fresh_runtime = true" if fresh else ""))
@@ -418,7 +418,7 @@ def test_a_reproductions_collapsed_error_is_the_error_alone(exhibit):
     raises, with which packages: the collapsed block holds the error alone, not where the
     museum met it (provenance) nor which torch may word it otherwise (exhibit 08's error is
     an import error about jax; issue 44, R3's read)."""
-    from coursebook.prepare.museum import ERROR_SUMMARY
+    from coursebook.museum.prepare import ERROR_SUMMARY
 
     cells = captured_exhibit_cells(exhibit, len(ALL))
     notes = [c.source for c in cells if ERROR_SUMMARY in c.source]

@@ -15,7 +15,6 @@ import pytest
 import torch
 
 from conftest import BOOK, ROOT, RUNTIMES_FILE, book_museum, load_tool
-from coursebook.model.museum import write_records
 from coursebook.model.notebooks import is_chapter_source, read_chapter
 from coursebook.model.recordings import PROVENANCE_KEY
 from coursebook.model.runtimes import (
@@ -25,10 +24,11 @@ from coursebook.model.runtimes import (
     reader_runtimes,
     release,
 )
+from coursebook.museum.model import write_records
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
+from coursebook.torch_versions.verify import OtherTorch, Standing, State, check_digests, standing
 from coursebook.verify.expectations import Expectations, expectations_path, read_expectations
-from coursebook.verify.torch_versions import OtherTorch, Standing, State, check_digests, standing
 
 BUILD_TORCH = release(torch.__version__)
 refresh = load_tool("refresh_runtimes")
@@ -347,7 +347,7 @@ def test_accepting_records_the_replica_as_where_it_ran(tmp_path):
 # --- What a reader of the museum sees ----------------------------------------------------
 
 def test_the_museum_shows_colabs_text_where_it_differs_from_the_builds():
-    from coursebook.prepare.museum import exhibit_cells, readers_records
+    from coursebook.museum.prepare import exhibit_cells, readers_records
 
     colab = reader_runtimes(RUNTIMES_FILE)[0]
     build = BUILD_TORCH

@@ -12,7 +12,7 @@ from conftest import BOOK, EXHIBITS, RUNTIMES_FILE, book_museum, copy_of_built_c
 from coursebook.model.runtimes import reader_runtimes
 import nbformat
 
-from coursebook.verify.torch_versions import comparable, headings_above
+from coursebook.torch_versions.verify import comparable, headings_above
 
 WARNING = ("UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being "
            "accessed. (Triggered internally at {path}/aten/src/ATen/core/TensorBody.h:{line}.)")

@@ -23,7 +23,7 @@ import torch
 
 from coursebook.model import provenance, versions
 from coursebook.model.machine_kinds import load_machine_kinds
-from coursebook.model.museum import ErrorRecord, ExhibitError, load_museum, raised_by, write_records
+from coursebook.museum.model import ErrorRecord, ExhibitError, load_museum, raised_by, write_records
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,11 +16,11 @@ from book_environment import MACHINE_KINDS_FILE, use_book_environment
 
 use_book_environment()
 
+from coursebook.answer_checks.audit import audit_check_tables
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
-from coursebook.audit.check_tables import audit_check_tables
 from coursebook.audit.unbacked_sentences import book_unbacked
 from coursebook.model.machine_kinds import load_machine_kinds
-from coursebook.model.museum import load_museum
+from coursebook.museum.model import load_museum
 
 ROOT = Path(__file__).resolve().parent.parent
 

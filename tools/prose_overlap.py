@@ -19,7 +19,7 @@ from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE  # noqa: E402
 
 from coursebook.audit.own_words import SHARED_RUN, book_overlaps  # noqa: E402
 from coursebook.model.machine_kinds import load_machine_kinds  # noqa: E402
-from coursebook.model.museum import load_museum  # noqa: E402
+from coursebook.museum.model import load_museum  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -74,7 +74,7 @@ from coursebook.model.machine_kinds import (  # noqa: E402
     load_machine_kinds,
 )
 from coursebook.model.cell_notes import without_notes  # noqa: E402
-from coursebook.model.museum import load_museum, side_environments  # noqa: E402
+from coursebook.museum.model import load_museum, side_environments  # noqa: E402
 from coursebook.model.notebooks import (  # noqa: E402
     cell_tags,
     first_line,

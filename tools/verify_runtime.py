@@ -49,6 +49,7 @@ import torch  # noqa: E402
 from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
 from record_chapter import install_kernel  # noqa: E402
 
+from coursebook.answer_checks.verify import failed_trials, trial_cells  # noqa: E402
 from coursebook.model.cell_notes import source_line  # noqa: E402
 from coursebook.model.faults import BookError, shown_path  # noqa: E402
 from coursebook.model.machine_kinds import (  # noqa: E402
@@ -56,13 +57,6 @@ from coursebook.model.machine_kinds import (  # noqa: E402
     load_environments,
     load_machine_kinds,
     stand_in_kind,
-)
-from coursebook.model.museum import (  # noqa: E402
-    ErrorRecord,
-    Exhibit,
-    Wing,
-    load_museum,
-    write_records,
 )
 from coursebook.model.notebooks import (  # noqa: E402
     RESTART_TAG,
@@ -74,13 +68,20 @@ from coursebook.model.notebooks import (  # noqa: E402
 from coursebook.model.outputs import normalise  # noqa: E402
 from coursebook.model.recordings import Recording, load_recording, recording_name, recording_path  # noqa: E402
 from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release  # noqa: E402
+from coursebook.museum.model import (  # noqa: E402
+    ErrorRecord,
+    Exhibit,
+    Wing,
+    load_museum,
+    write_records,
+)
+from coursebook.museum.prepare import cell_origins  # noqa: E402
 from coursebook.page_state import CellOutput  # noqa: E402
 from coursebook.prepare.chapter_packages import install_cell  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
-from coursebook.prepare.museum import cell_origins  # noqa: E402
 from coursebook.render.downloads import run_all  # noqa: E402
-from coursebook.verify.answer_checks import failed_trials, trial_cells  # noqa: E402
+from coursebook.torch_versions.verify import OtherTorch, Standing, State, check_digests, standing
 from coursebook.verify.expectations import (
     Expectations,
     accept,
@@ -92,7 +93,6 @@ from coursebook.verify.expectations import (
     shown_text,
     write_expectations,  # noqa: E402
 )
-from coursebook.verify.torch_versions import OtherTorch, Standing, State, check_digests, standing
 
 BOOK = ROOT / "book"
 EXPECTED = BOOK / "expected"
@@ -299,7 +299,7 @@ def verify(args: argparse.Namespace) -> int:
 def list_standings(runtime: Runtime, found: dict[str, nbformat.NotebookNode],
                    museum: dict[str, Wing], build_torch: str) -> None:
     """Before the replica runs: which chapters are not yet verified on the runtime, or
-    stale there (coursebook.verify.torch_versions), one line each, and a count. ``museum``:
+    stale there (coursebook.torch_versions.verify), one line each, and a count. ``museum``:
     loaded as the build loads it (its check cells are never compared)."""
     other, checks = OtherTorch.of_runtime(runtime), check_digests(museum)
     states: dict[State, int] = dict.fromkeys(State, 0)

@@ -1,9 +1,9 @@
 """The course book's Sphinx extension.
 
-Three runtimes use this package: Sphinx (:mod:`coursebook.extension` and the stages); a
-chapter's kernel, which imports ``exhibit_checks``, ``figures``, ``worddiff`` and
-``model.outputs`` (no Sphinx); the recorder (``tools/record_chapter.py``), which imports
-``model``. Importing the package imports nothing else, so that a kernel starts quickly.
+Three runtimes use this package: Sphinx (:mod:`coursebook.extension`, the stages and the
+features); a chapter's kernel, which imports ``exhibit_checks``, ``figures``, ``worddiff``
+and ``model.outputs`` (no Sphinx); the recorder (``tools/record_chapter.py``), which imports
+``model`` and the features' ``model`` modules. Importing the package imports nothing else, so that a kernel starts quickly.
 """
 
 from __future__ import annotations

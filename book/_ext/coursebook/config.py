@@ -15,8 +15,8 @@ from sphinx.config import Config
 
 from coursebook.model.faults import shown_path
 from coursebook.model.machine_kinds import MachineKind, load_machine_kinds
-from coursebook.model.museum import Wing, load_museum
 from coursebook.model.runtimes import Runtime, RuntimeFileError, load_runtimes, reader_runtimes
+from coursebook.museum.model import Wing, load_museum
 from coursebook.reporting import report_book_error, stop_build
 
 PREFIX = "coursebook_"

@@ -9,7 +9,10 @@ from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 
+from coursebook.answer_checks import setup as setup_answer_checks
 from coursebook.audit.answer_leaks import check_answer_overlaps
+from coursebook.claims import setup as setup_claims
+from coursebook.claims.verify import check_claims
 from coursebook.config import BookConfig, book_config
 from coursebook.execute.cached_chapters import check_execution_cache, enter_cache, report_failed_run
 from coursebook.execute.fill_cache import ChapterRuns, chapter_runs
@@ -37,14 +40,12 @@ from coursebook.render.html_pages import (BookHTMLBuilder, add_build_stamp, copy
 from coursebook.render.output_blocks import normalise_output_nodes, quiet_exhibit_checks
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, name_notebook_cells, quiet_config_dumps
-from coursebook.verify.answer_checks import check_what_checks_ask
+from coursebook.torch_versions import setup as setup_torch_versions
+from coursebook.torch_versions.verify import add_verified_versions, highlight_changed_boxes
 from coursebook.verify.chapter_checks import (check_executed_chapter, clear_execution_reports,
                                               compare_expected_outputs,
                                               fail_build_on_failed_chapters, keep_cell_outputs,
                                               keep_execution_reports, log_output_summary)
-from coursebook.verify.claims import check_claims, log_claim_counts
-from coursebook.verify.torch_versions import (TorchVersionChanges, add_verified_versions,
-                                              highlight_changed_boxes)
 
 
 def _read_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:
@@ -76,7 +77,7 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
 def setup(app: Sphinx, build: bool = True) -> dict:
     """``build``: False for a read that runs nothing (:class:`ChapterRuns`), in a process
     that goes on after it: no signal handling, no frozen objects."""
-    app.add_directive("torch-version-changes", TorchVersionChanges.of_edition(edition_of(app)))
+    setup_torch_versions(app)  # its directive
     app.add_env_collector(PageStateCollector)  # also re-reads the pages that failed
     app.add_builder(ChapterRuns)  # what a build executes, for shards and `pytest book`
     app.add_builder(BookHTMLBuilder, override=True)  # a no-op keeps the search page and index
@@ -110,8 +111,10 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     # 7. env-updated, once all pages are read.
     # An accepted output may not hold the time of a run this build started.
     for hook in (partial(compare_expected_outputs, since=datetime.now(UTC)),
-                 check_answer_overlaps, check_what_checks_ask, keep_execution_reports):
+                 check_answer_overlaps):
         app.connect("env-updated", hook)
+    setup_answer_checks(app)  # here: its env-updated hook runs before the reports are kept
+    app.connect("env-updated", keep_execution_reports)
     # 7a. env-get-updated; last, the configuration as given is pickled (restored at 7b).
     app.connect("env-get-updated", pages_to_write)
     app.connect("env-get-updated", pickle_config_as_given, priority=1000)
@@ -119,7 +122,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     # 7b. write-started, before any page is written.
     app.connect("write-started", restore_config, priority=0)
     app.connect("write-started", log_output_summary, priority=400)
-    app.connect("write-started", log_claim_counts, priority=450)
+    setup_claims(app)  # its claim counts, after the outputs' summary
     app.connect("write-started", keep_last_good_pages)
     # 8. html-page-context: the Colab button after the theme's download menu.
     app.connect("html-page-context", offer_edition_notebook, priority=400)

@@ -14,8 +14,8 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.environment.collectors import EnvironmentCollector
 
+from coursebook.answer_checks.model import ChapterTeaching
 from coursebook.config import book_config
-from coursebook.model.answer_checks import ChapterTeaching
 from coursebook.model.notebooks import first_line
 from coursebook.model.versions import verified_versions
 

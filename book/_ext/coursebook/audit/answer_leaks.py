@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 from sphinx.search.en import SearchEnglish
 
+from coursebook.answer_checks.model import cell_checks
 from coursebook.audit.spoilers import spoilers
-from coursebook.model.answer_checks import cell_checks
 from coursebook.model.cell_notes import line_within, place_at, source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (

@@ -16,7 +16,7 @@ from markdown_it.token import Token
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 
-from coursebook.model.museum import Exhibit, Wing, prose_fields
+from coursebook.museum.model import Exhibit, Wing, prose_fields
 from coursebook.model.cell_notes import line_within
 from coursebook.model.notebooks import chapter_files, is_chapter_source, read_chapter
 from coursebook.render.plain_markdown import split_options

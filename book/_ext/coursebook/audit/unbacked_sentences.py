@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from coursebook.audit.own_words import cell_lines, markdown_tokens, museum_prose
-from coursebook.model.claims import claim_blocks, find_in_prose, normalised, sentences_of
+from coursebook.claims.model import claim_blocks, find_in_prose, normalised, sentences_of
 from coursebook.model.faults import shown_path
-from coursebook.model.museum import Wing
 from coursebook.model.notebooks import chapter_files, is_claim, read_chapter
 from coursebook.model.toml_files import line_of
+from coursebook.museum.model import Wing
 
 _LIBRARY = re.compile(r"`|\{term\}|\b(?:PyTorch|torch|autograd|JAX|jax|XLA|torchax|torch_xla|"
                       r"TPU|GPU|CUDA)\b")

@@ -35,7 +35,7 @@ STAND_IN_ONLY_TAG = "stand-in-only"  # a CPU reproduction: only the stand-in run
 # Runs its code in a new Python (or checks such a cell): a recording runs it in a kernel
 # that holds no device, so that the new process can take it.
 FRESH_PYTHON_TAG = "fresh-python"
-# A check of a sentence above it (coursebook.model.claims): runs on every build, never shown.
+# A check of a sentence above it (coursebook.claims.model): runs on every build, never shown.
 CLAIM_TAG = "claim"
 # Where a new runtime starts on a machine with the device (prepare/runtime_setup.py).
 RESTART_TAG = "runtime-restart"
@@ -70,7 +70,7 @@ def first_line(cell) -> str:
 
 def expects_output(cell) -> bool:
     """A code cell whose outputs are expected: all but the claims' checks (an assert is
-    their check, :mod:`coursebook.verify.claims`), so a claim never makes a file stale."""
+    their check, :mod:`coursebook.claims.verify`), so a claim never makes a file stale."""
     return cell.get("cell_type") == "code" and not is_claim(cell)
 
 

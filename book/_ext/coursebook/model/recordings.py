@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from coursebook.model.answer_checks import CHECK_TAG
+from coursebook.answer_checks.model import CHECK_TAG
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment

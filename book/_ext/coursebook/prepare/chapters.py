@@ -13,13 +13,13 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.matching import get_matching_files
 
+from coursebook.answer_checks.model import AnswerCheckError, ChapterTeaching, chapter_teaching
+from coursebook.answer_checks.prepare import mistried
+from coursebook.claims.model import ChapterClaims, chapter_claims
 from coursebook.config import BookConfig, book_config
-from coursebook.model.answer_checks import AnswerCheckError, ChapterTeaching, chapter_teaching
 from coursebook.model.cell_notes import source_line
-from coursebook.model.claims import ChapterClaims, chapter_claims
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
-from coursebook.model.museum import Wing
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUFFIX, author_line,
                                         cell_tags, first_line, is_cell_script, is_chapter_source,
                                         note_output_keys, read_chapter, reads_as_json)
@@ -27,10 +27,10 @@ from coursebook.model.recordings import (RecordingError, attach_recordings, load
                                          plainly_recorded, recorded_chapter, recorded_with,
                                          recording_name, recording_path)
 from coursebook.model.solutions import SolutionError
+from coursebook.museum.model import Wing
+from coursebook.museum.prepare import claim_sources, link_back_to_exhibits, place_museum
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
-from coursebook.prepare.answer_checks import mistried
 from coursebook.prepare.editions import Edition, edition_notebook
-from coursebook.prepare.museum import claim_sources, link_back_to_exhibits, place_museum
 from coursebook.prepare.runtime_setup import place_runtime_setup
 from coursebook.reporting import report_book_error
 

@@ -11,11 +11,11 @@ import re
 
 import nbformat
 
-from coursebook.model.answer_checks import notebook_checks
+from coursebook.answer_checks.model import notebook_checks
+from coursebook.answer_checks.prepare import cells_after
 from coursebook.model.cell_notes import note_added_lines
 from coursebook.model.notebooks import ANSWER_TAG, is_answer
 from coursebook.model.solutions import is_solution_marker
-from coursebook.prepare.answer_checks import cells_after
 from coursebook.prepare.answer_space import answer_space_cell, answers
 
 ANSWER_TITLE = "Instructor answer"

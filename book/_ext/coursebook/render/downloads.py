@@ -21,15 +21,15 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 
+from coursebook.answer_checks.prepare import SETUP_TAG, without_exact
 from coursebook.config import book_config
 from coursebook.model.notebooks import (ANSWER_TAG, BOOK_ONLY_TAG, RAISES_TAG, cell_tags,
                                         is_chapter_source, is_claim, with_stable_ids)
+from coursebook.museum.prepare import REVEAL_TAG
 from coursebook.page_state import chapter_notebook, page_state_of
-from coursebook.prepare.answer_checks import SETUP_TAG, without_exact
 from coursebook.prepare.chapter_packages import install_cell
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
-from coursebook.prepare.museum import REVEAL_TAG
 from coursebook.render.plain_markdown import PlainMarkdown, Target, fenced
 
 # How a caught cell begins, worded for a cell whose outcome the student predicts first: it

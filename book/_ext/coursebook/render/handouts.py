@@ -25,8 +25,8 @@ from coursebook.page_state import chapters_in_reading_order, page_states
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import colab_url, page_url
+from coursebook.torch_versions.verify import outputs_of_torch
 from coursebook.verify.chapter_checks import code_cells
-from coursebook.verify.torch_versions import outputs_of_torch
 
 MANIFEST = "handouts.json"  # for tools/build_pdf.py
 # A code cell with its output up to this many lines is kept on one page; a longer one

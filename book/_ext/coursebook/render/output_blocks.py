@@ -12,10 +12,10 @@ from sphinx.application import Sphinx
 
 from coursebook.execute.notebook_runs import without_digest
 from coursebook.model.outputs import normalise
+from coursebook.museum.prepare import check_label
 from coursebook.page_state import chapter_notebook
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
-from coursebook.prepare.museum import check_label
 from coursebook.verify.chapter_checks import code_cells
 
 TICK = "✓"

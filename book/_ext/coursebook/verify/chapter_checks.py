@@ -24,14 +24,14 @@ from coursebook.execute.cached_chapters import EXECUTED, report_folder, stopped_
 from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, without_digest
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import shown_path
-from coursebook.model.museum import Wing
 from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line
 from coursebook.model.outputs import BARE_IMAGE
 from coursebook.model.provenance import today
 from coursebook.model.versions import release
+from coursebook.museum.model import Wing
+from coursebook.museum.prepare import CellOrigin, origin_of
 from coursebook.page_state import PREPARED, CellOutput, mark_failed, page_state_of, page_states
 from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
-from coursebook.prepare.museum import CellOrigin, origin_of
 from coursebook.reporting import ask_for, report
 from coursebook.verify.expectations import (
     ACCEPT_COMMAND,

@@ -1,5 +1,5 @@
 """The museum in a chapter: each ``{museum-room} WING ROOM`` or ``{museum-introduction} WING``
-marker replaced by its exhibits' cells (:mod:`coursebook.model.museum` holds them as data), in
+marker replaced by its exhibits' cells (:mod:`coursebook.museum.model` holds them as data), in
 the order a reader predicts: title, failing code (its error behind a click), a check of the
 error, the cause, the fix, proof it ran."""
 
@@ -10,10 +10,9 @@ from dataclasses import asdict, dataclass
 
 import nbformat
 
+from coursebook.claims.model import Claim
 from coursebook.model.cell_notes import note, note_added_lines, noted
-from coursebook.model.claims import Claim
 from coursebook.model.faults import shown_path
-from coursebook.model.museum import CpuReproduction, ErrorRecord, Exhibit, ExhibitError, Wing
 from coursebook.model.notebooks import (
     BOOK_ONLY_TAG,
     CLAIM_TAG,
@@ -27,6 +26,7 @@ from coursebook.model.notebooks import (
     replace_markers,
 )
 from coursebook.model.versions import is_release
+from coursebook.museum.model import CpuReproduction, ErrorRecord, Exhibit, ExhibitError, Wing
 
 _MARKER = re.compile(r"^(`{3,}|:{3,})\{museum-(room|introduction)\}[ \t]+([^\n]+)\n\1[ \t]*$", re.M)
 

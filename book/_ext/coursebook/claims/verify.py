@@ -15,8 +15,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from coursebook.claims.model import Claim
 from coursebook.config import book_config
-from coursebook.model.claims import Claim
 from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import short_digest
 from coursebook.model.versions import release

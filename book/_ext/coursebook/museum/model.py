@@ -1,5 +1,5 @@
 """The error museum as data: ``exhibits/<wing>/NN-*.toml``, the one source of the exhibits'
-code and text (:mod:`coursebook.prepare.museum` places them in a chapter)."""
+code and text (:mod:`coursebook.museum.prepare` places them in a chapter)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from coursebook.model.claims import Claim, toml_claim
+from coursebook.claims.model import Claim, toml_claim
 from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import MachineKind
 from coursebook.model.outputs import normalise

@@ -1,4 +1,4 @@
-"""Checkable answers in each edition (:mod:`coursebook.model.answer_checks`).
+"""Checkable answers in each edition (:mod:`coursebook.answer_checks.model`).
 
 Student: where an answer cell with checks was, ``check("name", ...)`` calls to fill in, after
 a note and a table cell holding :mod:`coursebook.self_check` (digests and scrambled hints;
@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 from coursebook import self_check
-from coursebook.model.answer_checks import (CHECK_TAG, AnswerCheck, AnswerCheckError, cell_checks,
+from coursebook.answer_checks.model import (CHECK_TAG, AnswerCheck, AnswerCheckError, cell_checks,
                                              literal)
 from coursebook.model.notebooks import code_cell, markdown_cell
 

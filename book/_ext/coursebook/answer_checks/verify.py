@@ -12,14 +12,14 @@ from dataclasses import dataclass
 import nbformat
 from sphinx.application import Sphinx
 
-from coursebook.model.answer_checks import (
+from coursebook.answer_checks.model import (
     AnswerCheck,
     cell_checks,
     notebook_checks,
     untaught_checks,
 )
+from coursebook.answer_checks.prepare import shown_hint
 from coursebook.page_state import chapters_in_reading_order, page_states
-from coursebook.prepare.answer_checks import shown_hint
 from coursebook.reporting import report_book_error
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import nbformat
 
+from coursebook.answer_checks.model import AnswerCheck, notebook_checks
 from coursebook.audit.answer_leaks import Leak
-from coursebook.model.answer_checks import AnswerCheck, notebook_checks
 from coursebook.model.notebooks import chapter_files, read_chapter
 from coursebook.self_check import digest, unscramble
 

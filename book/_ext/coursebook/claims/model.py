@@ -4,7 +4,7 @@ A *claim cell* (tagged ``claim``) after a sentence quotes a fragment of it in ea
 ``# claim: FRAGMENT`` line, asserts below checking it (an exhibit's TOML: ``[[claim]]``
 tables); a claim no code can show cites a ``% source: URL``. Fragments match as a reader
 reads them: case, whitespace runs and markup ignored. An edition runs one hidden cell per
-claim, located at the sentence it quotes; :mod:`coursebook.verify.claims` checks them."""
+claim, located at the sentence it quotes; :mod:`coursebook.claims.verify` checks them."""
 
 from __future__ import annotations
 

@@ -1,0 +1,13 @@
+"""Torch versions: where each chapter is verified, and what changed between versions. Its
+module is named by the stage it belongs to (docs/architecture.md): ``verify``; the version
+comparisons every stage shares stay in ``coursebook.model.versions``."""
+
+from __future__ import annotations
+
+
+def setup(app) -> None:
+    # Imported here, as in the other features: importing the package imports none of its stages.
+    from coursebook.prepare.chapters import edition_of
+    from coursebook.torch_versions.verify import TorchVersionChanges
+
+    app.add_directive("torch-version-changes", TorchVersionChanges.of_edition(edition_of(app)))
