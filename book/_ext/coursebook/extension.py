@@ -20,6 +20,7 @@ from coursebook.execute.kernel_pool import plan_reading, stop_kernel_server
 from coursebook.execute.myst_nb_clients import import_for_reading
 from coursebook.execute.shared_cache import (extension_version, release_notebook_lock,
                                              set_execution_versions)
+from coursebook.museum.render import quiet_exhibit_checks
 from coursebook.page_state import PageStateCollector
 from coursebook.prepare.answer_space import setup_answer_space
 from coursebook.prepare.chapters import (edition_of, leave_out_plain_scripts,
@@ -37,7 +38,7 @@ from coursebook.render.handouts import setup_handouts
 from coursebook.render.html_pages import (BookHTMLBuilder, add_build_stamp, copy_mathjax,
                                           index_entries_again, keep_compiled_templates,
                                           note_removed_pages)
-from coursebook.render.output_blocks import normalise_output_nodes, quiet_exhibit_checks
+from coursebook.render.output_blocks import normalise_output_nodes
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, name_notebook_cells, quiet_config_dumps
 from coursebook.torch_versions import setup as setup_torch_versions
