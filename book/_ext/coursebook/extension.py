@@ -13,7 +13,7 @@ from coursebook.answer_checks import setup as setup_answer_checks
 from coursebook.audit.answer_leaks import check_answer_overlaps
 from coursebook.claims import setup as setup_claims
 from coursebook.claims.verify import check_claims
-from coursebook.config import BookConfig, book_config
+from coursebook.config import BookConfig
 from coursebook.execute.cached_chapters import check_execution_cache, enter_cache, report_failed_run
 from coursebook.execute.fill_cache import ChapterRuns, chapter_runs
 from coursebook.execute.kernel_pool import plan_reading, stop_kernel_server
@@ -70,7 +70,7 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
     highlight_changed_boxes(doctree)
     quiet_exhibit_checks(app, doctree)
     if NbMetadataCollector.get_exec_data(app.env, app.env.docname) is not None:
-        add_verified_versions(app, doctree, app.env.docname, book_config(app.config).torch)
+        add_verified_versions(app, doctree)
     if edition_of(app) is Edition.INSTRUCTOR:
         box_code_answers(doctree)
 

@@ -180,11 +180,11 @@ def outputs_of_torch(torch: str, where: str) -> str:
             "release may print some of them differently.")
 
 
-def add_verified_versions(app: Sphinx, doctree: nodes.document, chapter: str,
-                          running: str) -> None:
+def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
     """Under a chapter's title: the torches and reader runtimes it was verified on, and
     the command for each stale or not yet verified (student edition: its torch only)."""
     config = book_config(app.config)
+    chapter, running = app.env.docname, config.torch
     expected_dir = Path(app.srcdir, config.expected_dir)
     versions = verified_versions(expected_dir, chapter)
     state = page_state_of(app.env, chapter)
