@@ -1,6 +1,7 @@
 """Both PDF books: built from the same sources and cache, checked, audited (a planted
 overflow, characters and answer: tests/test_pdf_characters.py)."""
 
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -29,11 +30,14 @@ def build_pdf(edition: str, source, build, cache, *options: str, single_pass: bo
 def pdfs(tmp_path_factory, built):
     root = tmp_path_factory.mktemp("pdf")
     copy_of_built_cache(built, root / "cache")  # no chapter runs again for the PDFs
-    # Typeset in full (every chapter, the contents and index as printed), both at once: most
-    # of the time is lualatex, one process each.
+    # Both at once: most of the time is lualatex, one process each. The instructor's book is
+    # typeset in full (its contents and index as printed); the student's once, its chapters'
+    # pages as printed: the contents and index lines the later passes would add are the
+    # instructor's (test_the_student_books_contents_and_index_lines_are_the_instructors).
     with ThreadPoolExecutor(2) as pool:
         results = dict(zip(EDITIONS, pool.map(
-            lambda edition: build_pdf(edition, BOOK, root, root / "cache"), EDITIONS)))
+            lambda edition: build_pdf(edition, BOOK, root, root / "cache",
+                                      single_pass=edition == "student"), EDITIONS)))
     return root, results
 
 
@@ -43,6 +47,26 @@ def test_the_pdf_builds_and_passes_its_checks(pdfs, edition):
     code, log = results[edition]
     assert code == 0, log[-3000:]
     assert (root / edition / "pdf" / f"deep-learning-labs-{edition}.pdf").is_file()
+
+
+def contents_and_index_lines(latex) -> set[str]:
+    """What the book's contents and index list (their entries, without page numbers), from the
+    files the first pass writes."""
+    toc = (latex / "deep-learning-labs.toc").read_text(encoding="utf8")
+    idx = (latex / "deep-learning-labs.idx").read_text(encoding="utf8")
+    return ({f"contents: {level} {title}" for level, title in
+             re.findall(r"\\contentsline \{(\w+)\}\{(.*)\}\{\d+\}\{.*\}%$", toc, re.M)}
+            | {f"index: {entry}"
+               for entry in re.findall(r"^\\indexentry\{(.*)\}\{\d+\}$", idx, re.M)})
+
+
+def test_the_student_books_contents_and_index_lines_are_the_instructors(pdfs):
+    """The student's book is typeset once (pdfs): each line of its contents and index is
+    typeset, and checked, in the instructor's."""
+    root, _ = pdfs
+    student = contents_and_index_lines(root / "student" / "latex")
+    assert student and {line.split(":")[0] for line in student} == {"contents", "index"}
+    assert student <= contents_and_index_lines(root / "instructor" / "latex")
 
 
 def test_the_student_pdf_holds_no_answer_and_the_instructor_pdf_does(pdfs):
