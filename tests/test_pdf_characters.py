@@ -2,9 +2,10 @@
 print through the fallback fonts, in the book and in its handouts; a character no font
 of the PDF has stops it with one message naming the chapter file, the line, the cell and
 the character. Fast tests locate a character on made-up files; slow ones build PDFs (each
-typeset once: --single-pass), of one tiny book that also has a word too long for any line and
-its answers untagged: each problem is named at its place, the characters a font has print in
-the PDF that failed, and the answer audit finds the answers in it."""
+typeset once: --single-pass), of one tiny book that also has a word too long for any line, its
+answers untagged and every LaTeX special in its title: each problem is named at its place, the
+characters a font has and the title print in the PDF that failed, and the answer audit finds
+the answers in it."""
 
 from __future__ import annotations
 
@@ -99,14 +100,16 @@ def test_a_character_found_only_in_the_latex_names_its_chapter(tmp_path):
 # --- Slow: PDFs built ----------------------------------------------------------------------
 
 NO_FONT_CELL = f"print('mark:', chr({NO_FONT_HAS:#x}))"  # only the output holds the character
+TITLE = r"Datasets & loaders: 100% of x_1, #1 {a} ~b^c \d"  # LaTeX's specials, typeset as written
 
 
 @pytest.fixture(scope="module")
 def planted_book(tmp_path_factory):
-    """The tiny book with four plants in its chapter: a word too long for any line, prose
+    """The tiny book with five plants in its chapter: a word too long for any line, prose
     and a cell printing CJK, emoji and mathematical symbols, a cell printing a character
-    no font has, and its answers untagged (as if the tag were lost: the student edition
-    prints them). Its PDFs share one cache (the chapter runs once)."""
+    no font has, its answers untagged (as if the tag were lost: the student edition
+    prints them) and a title of LaTeX specials. Its PDFs share one cache (the chapter runs
+    once)."""
     covering = subprocess.run(["fc-list", f":charset={NO_FONT_HAS:x}", "family"],
                               check=True, capture_output=True, text=True).stdout
     assert not covering.strip(), f"an installed font has U+{NO_FONT_HAS:X}: pick another"
@@ -115,7 +118,8 @@ def planted_book(tmp_path_factory):
     with_cell(chapter, f"Prose prints them too: {PRINTED}.", f'print("{PRINTED}")')
     with_cell(chapter, "Nothing unusual here.", NO_FONT_CELL)
     chapter.write_text(chapter.read_text(encoding="utf8").replace('"answer"', '"was-answer"')
-                       .replace("[answer]", "[was-answer]"), encoding="utf8")
+                       .replace("[answer]", "[was-answer]")
+                       .replace("# A tiny chapter", f"# {TITLE}"), encoding="utf8")
     return root, chapter
 
 
@@ -148,6 +152,7 @@ def test_the_pdf_names_each_problem_at_its_chapter_and_prints_cjk_emoji_and_math
     # The prose, the cell's code and its output, in the PDF that failed (the log names it).
     failed = build / "latex" / "deep-learning-labs.pdf"
     assert str(failed) in log and pdf_text(failed).count(PRINTED) >= 3, pdf_text(failed)
+    assert TITLE.upper() in " ".join(pdf_text(failed).split())  # the book's chapter headings
     # The student PDF printed the untagged answers: the audit finds them in the PDF itself.
     leaks = audit_build(build / "latex", chapter_fingerprints(TINY_BOOK))
     assert [leak for leak in leaks if leak.path == failed], leaks
@@ -165,3 +170,4 @@ def test_a_handout_names_each_problem_at_its_chapter_and_prints_cjk_emoji_and_ma
     assert not (build / "pdf" / "handouts" / "chapter.pdf").exists()
     failed = build / "latex-handouts" / "chapter.pdf"
     assert str(failed) in log and pdf_text(failed).count(PRINTED) >= 3, pdf_text(failed)
+    assert TITLE in " ".join(pdf_text(failed).split())
