@@ -302,6 +302,21 @@ def test_accepting_on_a_runtime_refuses_an_output_that_holds_the_time_it_ran(tmp
     assert written.by_edition[Edition.STUDENT.value] == {"0000000a": "42"}
 
 
+def test_accepting_on_a_runtime_says_when_an_output_outgrew_its_pattern(tmp_path, monkeypatch,
+                                                                       capsys):
+    """As `make accept-outputs` does: the entry is written as it is, unmarked, and said."""
+    colab = reader_runtimes(RUNTIMES_FILE)[0]
+    monkeypatch.setattr(verify, "EXPECTED", tmp_path)
+    path = expectations_path(tmp_path, colab.torch, "chapter")
+    path.parent.mkdir(parents=True)
+    path.write_text("# header\n\n=== cell 0000000a (varies) · timed()\n    took <duration>\n")
+    run = verify.ChapterRun("chapter", [CellOutput("0000000a", 1, "timed()", "took a while")])
+    verify.check_chapter(run, colab, "here", BUILD_TORCH, True)
+    assert f"{path}:3: the output of `timed()` no longer matches its pattern: written as it " \
+        "is, unmarked" in capsys.readouterr().out
+    assert read_expectations(path).varying[Edition.STUDENT.value] == set()
+
+
 def test_the_summary_counts_a_varying_output_by_its_pattern():
     """A ``(varies)`` entry is a pattern in the summary's counts, as in the comparison."""
     student = Edition.STUDENT.value

@@ -84,14 +84,13 @@ from coursebook.render.downloads import run_all  # noqa: E402
 from coursebook.torch_versions.verify import OtherTorch, Standing, State, check_digests, standing
 from coursebook.verify.expectations import (
     Expectations,
-    accept,
+    accept_into,
     cell_outputs,
     compare,
     expectations_path,
     keyed_cells,
     read_expectations,
     shown_text,
-    write_expectations,  # noqa: E402
 )
 
 BOOK = ROOT / "book"
@@ -460,12 +459,11 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
                   f"Run all in {where}.",
                   "# One entry per code cell of the download: a hash of its code, then its "
                   "output, indented. Review the diff before committing."]
-        order = [o.key for o in run.outputs]
-        accepted, refused = accept(expectations, STUDENT, run.outputs, since=run.started)
-        if write_expectations(path, accepted, lambda: order, header):
-            print(f"{name}: wrote {path}")
-        for refusal in refused:
-            print(f"book/{name}.md:{refusal.cell.line}: {refusal.message(path)}")
+        shown, refused = accept_into(path, expectations, STUDENT, run.outputs,
+                                     lambda: [o.key for o in run.outputs], header,
+                                     since=run.started)
+        for line in shown + [f"book/{name}.md:{r.cell.line}: {r.message(path)}" for r in refused]:
+            print(line)
         expectations = read_expectations(path)
     same, different = _same(expectations, run.outputs)
     build_same, build_different = _same(

@@ -36,15 +36,13 @@ from coursebook.reporting import ask_for, report
 from coursebook.verify.expectations import (
     ACCEPT_COMMAND,
     ExpectationsError,
-    accept,
+    accept_into,
     cell_outputs,
     compare,
     expectations_path,
     keyed_cells,
-    patterns_outgrown,
     read_expectations,
     run_digest,
-    write_expectations,
 )
 
 logger = logging.getLogger(__name__)
@@ -266,16 +264,12 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
         notebook = states[docname].notebook
         run = run_digest(notebook) if notebook is not None else None
         if config.accept_outputs:
-            outgrown = patterns_outgrown(expectations, edition, outputs)
-            accepted, refused = accept(expectations, edition, outputs, run, since)
-            summary += [f"{path}:{expectations.lines[(edition, o.key)]}: the output of `"
-                        f"{o.first_line}` no longer matches its pattern: written as it is, "
-                        "unmarked" for o in outgrown if o.key not in accepted.varying[edition]]
-            if write_expectations(path, accepted,
-                                  lambda: [k for k, _ in keyed_cells(instructor_chapter(env, docname))],
-                                  _accept_header(torch_version,
-                                                 Path(env.doc2path(docname, False)).as_posix())):
-                summary.append(f"wrote {path} ({edition} edition)")
+            shown, refused = accept_into(
+                path, expectations, edition, outputs,
+                lambda: [k for k, _ in keyed_cells(instructor_chapter(env, docname))],
+                _accept_header(torch_version, Path(env.doc2path(docname, False)).as_posix()),
+                run, since)
+            summary += shown
             for refusal in refused:
                 _fail(app, docname, refusal.cell.line, refusal.message(path), fixed_by=None)
             summary += states[docname].not_verified

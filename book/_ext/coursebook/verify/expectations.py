@@ -268,14 +268,24 @@ def _edited_marked_cells(old: dict[str, str], marked: set[str],
     return carried
 
 
-def patterns_outgrown(expectations: Expectations | None, edition: str,
-                      outputs: list[CellOutput]) -> list[CellOutput]:
-    """The cells whose output no longer matches their ``(varies)`` entry."""
-    if expectations is None:
-        return []
-    old = expectations.by_edition[edition]
-    return [o for o in outputs if o.key in expectations.varying[edition] and not o.unverified
-            and not matches(old[o.key], o.text)]
+def accept_into(path: Path, expectations: Expectations | None, edition: str,
+                outputs: list[CellOutput], order: Callable[[], list[str]], header: list[str],
+                run: str | None = None, since: datetime | None = None
+                ) -> tuple[list[str], list[TimeOfRun]]:
+    """:func:`accept`, then :func:`write_expectations`, for both ways of accepting (the book's
+    and a runtime's): the lines to show (each ``(varies)`` entry its output outgrew, written
+    unmarked; the file written) and the refused outputs."""
+    before = expectations or Expectations()
+    old = before.by_edition[edition]  # before accepting, which updates it
+    outgrown = [o for o in outputs if o.key in before.varying[edition] and not o.unverified
+                and not matches(old[o.key], o.text)]
+    accepted, refused = accept(expectations, edition, outputs, run, since)
+    shown = [f"{path}:{before.lines[(edition, o.key)]}: the output of `{o.first_line}` no longer "
+             "matches its pattern: written as it is, unmarked"
+             for o in outgrown if o.key not in accepted.varying[edition]]
+    if write_expectations(path, accepted, order, header):
+        shown.append(f"wrote {path} ({edition} edition)")
+    return shown, refused
 
 
 # --- Comparing -------------------------------------------------------------------------
