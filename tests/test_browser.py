@@ -59,7 +59,7 @@ def test_pages_load_without_console_errors(site, name):
 
 def test_searching_retain_graph_lists_pt01(site):
     _, url, page = site
-    page.goto(f"{url}/search.html?q=retain_graph", wait_until="networkidle")
+    page.goto(f"{url}/search.html?q=retain_graph")
     page.wait_for_selector("#search-results ul.search li", timeout=15000)
     results = page.locator("#search-results ul.search li a").evaluate_all("as => as.map(a => a.href)")
     assert any("pt01.html" in href for href in results), results
@@ -67,7 +67,7 @@ def test_searching_retain_graph_lists_pt01(site):
 
 def test_an_exhibit_card_opens_its_exhibit(site):
     _, url, page = site
-    page.goto(f"{url}/museum-pytorch.html", wait_until="networkidle")
+    page.goto(f"{url}/museum-pytorch.html")
     page.locator(".sd-card", has_text="03/09").first.click()
     page.wait_for_url("**#museum-pytorch-03")
     heading = page.locator("#museum-pytorch-03 h2")
@@ -78,7 +78,7 @@ def test_an_exhibit_card_opens_its_exhibit(site):
 
 def test_the_download_button_delivers_this_editions_notebook(site):
     edition, url, page = site
-    page.goto(f"{url}/pt01.html", wait_until="networkidle")
+    page.goto(f"{url}/pt01.html")
     page.locator(".dropdown-download-buttons button").first.click()
     with page.expect_download() as download:
         page.locator("a.btn", has_text=".ipynb").first.click()
@@ -94,7 +94,7 @@ def test_the_download_button_delivers_this_editions_notebook(site):
 
 def test_a_copy_button_copies_the_code_without_its_output(site):
     _, url, page = site
-    page.goto(f"{url}/pt01.html", wait_until="networkidle")
+    page.goto(f"{url}/pt01.html")
     cell = page.locator("div.cell", has_text="Dtype:").first
     cell.locator("div.cell_input").hover()
     cell.locator("div.cell_input button.copybtn").click()
@@ -106,7 +106,7 @@ def test_a_copy_button_copies_the_code_without_its_output(site):
 
 def test_instructor_answers_are_visible_only_in_the_instructor_edition(site):
     edition, url, page = site
-    page.goto(f"{url}/pt01.html", wait_until="networkidle")
+    page.goto(f"{url}/pt01.html")
     answers = page.locator("div.admonition.instructor-answer")
     if edition == "instructor":
         assert answers.count() > 10 and answers.first.is_visible()
@@ -118,7 +118,8 @@ def test_instructor_answers_are_visible_only_in_the_instructor_edition(site):
 
 def test_a_long_error_wraps_on_the_page_and_keeps_its_line(site):
     _, url, page = site
-    page.goto(f"{url}/museum-pytorch.html", wait_until="networkidle")
+    page.goto(f"{url}/museum-pytorch.html")
+    page.evaluate("document.fonts.ready.then(() => null)")  # widths in the page's own fonts
     error = page.locator("div.cell_output div.output.traceback pre", has_text="is at version 1").first
     fits = "e => e.scrollWidth <= e.clientWidth"
     assert error.evaluate(fits)  # the whole message is in view, nothing off to the right
@@ -129,6 +130,7 @@ def test_a_long_error_wraps_on_the_page_and_keeps_its_line(site):
 
 # --- Predict, then reveal: an output tagged hide-output waits for the student's click ----
 
+@functools.cache
 def hidden_output_cells(edition: str) -> dict[str, int]:
     """Per chapter page, how many of its code cells this edition's notebook tags
     ``hide-output``: the chapter's own (the student's edition has no answer cells) and those
@@ -160,7 +162,7 @@ def test_a_hidden_output_shows_only_once_the_student_asks(site):
     pages = hidden_output_cells(edition)
     assert pages, "no chapter asks the student to predict a cell's output (tag hide-output)"
     for name, count in pages.items():
-        page.goto(f"{url}/{name}", wait_until="load")
+        page.goto(f"{url}/{name}")
         cells = page.locator("div.cell.tag_hide-output")
         assert cells.count() == count, name
         for index in range(count):
@@ -171,7 +173,7 @@ def test_the_reveal_check_sees_an_output_shown_open(site):
     """The check bites: a hidden output rendered open (planted) is seen at once."""
     _, url, page = site
     name = next(iter(hidden_output_cells("student")))
-    page.goto(f"{url}/{name}", wait_until="load")
+    page.goto(f"{url}/{name}")
     page.evaluate("document.querySelector('div.cell.tag_hide-output details').open = true")
     assert not _output_shows_only_once_revealed(page.locator("div.cell.tag_hide-output").first)
 
@@ -199,7 +201,9 @@ def axe_failures(page) -> list[str]:
     """Each serious or critical axe-core violation on the loaded page, one line each."""
     from axe_playwright_python.sync_playwright import Axe
 
-    results = Axe().run(page).response
+    if page.evaluate("typeof axe === 'undefined'"):  # once per load, not once per mode
+        page.evaluate(Axe().axe_script)
+    results = page.evaluate("axe.run({resultTypes: ['violations']})")
     return [f"{rule['id']} ({rule['impact']}): {node['target']} {node.get('failureSummary', '')[:160]}"
             for rule in results["violations"] if rule["impact"] in FAILING_IMPACTS
             for node in rule["nodes"]]
@@ -213,7 +217,7 @@ def test_every_page_passes_axe_core_in_light_and_dark_mode(site, built):
     for name in names:
         # Every script has run at "load"; MathJax then typesets, ending its startup promise
         # (waiting instead for half a second without requests cost 12 s over the four runs).
-        page.goto(f"{url}/{name}", wait_until="load")
+        page.goto(f"{url}/{name}")
         page.evaluate("() => window.MathJax?.startup?.promise ?? null")
         # Both modes on one load: a reader's switch changes the colours in place.
         for mode in ("light", "dark"):
@@ -228,7 +232,7 @@ def test_every_page_passes_axe_core_in_light_and_dark_mode(site, built):
 def test_the_audit_fails_on_poor_contrast(site):
     """The audit bites: the dark-mode "verified on" grey of issue 20, planted, is caught."""
     _, url, page = site
-    page.goto(f"{url}/index.html", wait_until="networkidle")
+    page.goto(f"{url}/index.html")
     _in_mode(page, "dark")
     assert axe_failures(page) == []
     page.evaluate("""() => {
