@@ -25,7 +25,7 @@ from nbclient.exceptions import CellExecutionError
 
 from conftest import BOOK, ROOT, book_machine_kinds, book_museum, sphinx_build
 from coursebook.model.machine_kinds import stand_in_kind
-from coursebook.model.notebooks import is_chapter_source, is_claim
+from coursebook.model.notebooks import first_line, is_chapter_source, is_claim
 from coursebook.model.outputs import normalise
 from coursebook.model.recordings import recording_name
 from coursebook.museum.prepare import ERROR_SUMMARY
@@ -500,6 +500,24 @@ def test_the_recording_comparison_names_each_cell_that_differs():
         removed = nbformat.v4.new_code_cell("print('a cell the chapter no longer has')", id="0ld")
         [stale] = recording_differences(chapter, [*ran, removed], recording)
         assert "no longer has: `print('a cell" in stale and "rebuild it" in stale, stale
+
+
+def test_a_stale_recorded_download_is_one_line_before_anything_runs(tmp_path):
+    """A recorded chapter's download that lacks one of its cells, checked against its
+    recording (`make verify-runtime`, `make test-recording`): one line saying to rebuild it,
+    before any kernel runs (its cells cannot be paired to cut it at the restarts)."""
+    from verify_runtime import check_recorded_download
+
+    name, chapter = next((n, c) for n, c in _chapters().items() if recording_name(c))
+    cells = [nbformat.v4.new_code_cell(c.source, id=key.replace(".", "-"))
+             for key, c in keyed_cells(chapter, downloaded=True)]
+    stale = nbformat.v4.new_notebook(cells=cells[:-1])
+    found = check_recorded_download(name, chapter, stale,
+                                    _stand_in_recording(recording_name(chapter)),
+                                    "no-kernel-runs", tmp_path)
+    assert len(found) == 1 and found[0].startswith(f"{name}.ipynb: the download lacks the code "
+                                                   f"cell `{first_line(cells[-1])}`"), found
+    assert "rebuild it (`make html`)" in found[0], found
 
 
 @pytest.mark.slow

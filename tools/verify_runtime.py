@@ -342,6 +342,14 @@ def _out_of_date(chapter: nbformat.NotebookNode, cells: list[nbformat.NotebookNo
     return None
 
 
+def _stale(chapter: nbformat.NotebookNode, cells: list[nbformat.NotebookNode]) -> list[str]:
+    """The one line saying the download is :func:`_out_of_date`; none when it is not."""
+    if (stale := _out_of_date(chapter, cells)) is None:
+        return []
+    line = f" (the chapter's line {stale[0]})" if stale[0] else ""
+    return [f"the download {stale[1]}{line}: rebuild it (`make html`)"]
+
+
 def _paired(chapter: nbformat.NotebookNode, cells: list[nbformat.NotebookNode]
             ) -> list[tuple[str, nbformat.NotebookNode, nbformat.NotebookNode]]:
     """Each chapter code cell a download keeps (claims and book-only left out): its key, the
@@ -370,9 +378,8 @@ def recording_differences(chapter: nbformat.NotebookNode, ran: list[nbformat.Not
                           recording: Recording) -> list[str]:
     """Each download code cell that ran (in order) against its chapter cell's recorded
     output, as the page shows it; one line per difference."""
-    if (stale := _out_of_date(chapter, ran)) is not None:
-        line = f" (the chapter's line {stale[0]})" if stale[0] else ""
-        return [f"the download {stale[1]}{line}: rebuild it (`make html`)"]
+    if stale := _stale(chapter, ran):
+        return stale
     recorded = recording.outputs_by_source()
     problems = []
     for _, cell, done in _paired(chapter, ran):
@@ -392,6 +399,8 @@ def check_recorded_download(name: str, chapter: nbformat.NotebookNode,
     """Run a recorded chapter's download as Run all, then part by part as after each restart;
     every cell's differences from the recording, one line each, saying which run; then its
     answer checks tried (:func:`recorded_trials`)."""
+    if stale := _stale(chapter, download.cells):  # its cells cannot be cut at the restarts
+        return [f"{name}.ipynb: {line}" for line in stale]
     problems = []
     for how, parts in (("Run all", [download]),
                        ("after each restart", after_restarts(download, chapter))):
