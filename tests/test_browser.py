@@ -66,9 +66,42 @@ def test_an_exhibit_card_opens_its_exhibit(site):
     assert heading.is_visible() and title in heading.inner_text()
 
 
-def test_the_download_button_delivers_this_editions_notebook(site):
+@pytest.fixture(scope="module")
+def pt01(site):
+    """The edition's pt01 in a tab of its own, loaded once for the three tests below: each
+    reads it or uses one of its buttons, and none changes what another looks at (the
+    download menu, left open, comes last)."""
     edition, url, page = site
-    page.goto(f"{url}/pt01.html")
+    tab = page.context.new_page()
+    tab.goto(f"{url}/pt01.html")
+    yield edition, tab
+    tab.close()
+
+
+def test_instructor_answers_are_visible_only_in_the_instructor_edition(pt01):
+    edition, page = pt01
+    answers = page.locator("div.admonition.instructor-answer")
+    if edition == "instructor":
+        assert answers.count() > 10 and answers.first.is_visible()
+        assert "Instructor edition" in page.locator(".bd-header-announcement").inner_text()
+    else:
+        assert answers.count() == 0
+        assert "instructor" not in page.locator("body").inner_text().lower()
+
+
+def test_a_copy_button_copies_the_code_without_its_output(pt01):
+    _, page = pt01
+    cell = page.locator("div.cell", has_text="Dtype:").first
+    cell.locator("div.cell_input").hover()
+    cell.locator("div.cell_input button.copybtn").click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith("X = torch.tensor([[1., 2.], [3., 1.], [2., 4.]])")
+    assert 'print("Device:", X.device)' in copied
+    assert "torch.float32" not in copied  # the output stays behind
+
+
+def test_the_download_button_delivers_this_editions_notebook(pt01):
+    edition, page = pt01
     page.locator(".dropdown-download-buttons button").first.click()
     with page.expect_download() as download:
         page.locator("a.btn", has_text=".ipynb").first.click()
@@ -80,30 +113,6 @@ def test_the_download_button_delivers_this_editions_notebook(site):
         found = chapter_fingerprints(BOOK)
         text = "\n".join("".join(cell["source"]) for cell in cells)
         assert not set(_runs(fingerprint_words(text))) & found.runs
-
-
-def test_a_copy_button_copies_the_code_without_its_output(site):
-    _, url, page = site
-    page.goto(f"{url}/pt01.html")
-    cell = page.locator("div.cell", has_text="Dtype:").first
-    cell.locator("div.cell_input").hover()
-    cell.locator("div.cell_input button.copybtn").click()
-    copied = page.evaluate("navigator.clipboard.readText()")
-    assert copied.startswith("X = torch.tensor([[1., 2.], [3., 1.], [2., 4.]])")
-    assert 'print("Device:", X.device)' in copied
-    assert "torch.float32" not in copied  # the output stays behind
-
-
-def test_instructor_answers_are_visible_only_in_the_instructor_edition(site):
-    edition, url, page = site
-    page.goto(f"{url}/pt01.html")
-    answers = page.locator("div.admonition.instructor-answer")
-    if edition == "instructor":
-        assert answers.count() > 10 and answers.first.is_visible()
-        assert "Instructor edition" in page.locator(".bd-header-announcement").inner_text()
-    else:
-        assert answers.count() == 0
-        assert "instructor" not in page.locator("body").inner_text().lower()
 
 
 def test_a_long_error_wraps_on_the_page_and_keeps_its_line(site):
