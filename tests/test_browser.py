@@ -156,6 +156,8 @@ def _output_shows_only_once_revealed(cell) -> bool:
     return output.is_visible()
 
 
+# The two "check bites" tests prove a check's code, the same for both editions: one edition.
+@pytest.mark.parametrize("site", ["student"], indirect=True)
 def test_the_reveal_check_sees_an_output_shown_open(site):
     """The check bites: a hidden output rendered open (planted) is seen at once."""
     _, url, page = site
@@ -235,6 +237,7 @@ def test_every_page_loads_without_errors_passes_axe_core_and_hides_predicted_out
     assert not failures, "\n".join(f"{where}: {found}" for where, found in failures.items())
 
 
+@pytest.mark.parametrize("site", ["student"], indirect=True)
 def test_the_audit_fails_on_poor_contrast(site):
     """The audit bites: the dark-mode "verified on" grey of issue 20, planted, is caught."""
     _, url, page = site
