@@ -444,7 +444,8 @@ def test_a_build_whose_temporary_folder_is_deep_still_forks_kernels(tmp_path, mo
 @pytest.mark.slow  # starts a kernel server
 def test_a_server_whose_starter_dies_while_it_imports_ends_then(tmp_path):
     """A build killed while its server still imports torch (seconds, more under load) left
-    the server running until the import was done (a stopped-build test saw it alive)."""
+    the server running until the import was done (a stopped-build test saw it alive), then
+    its socket folder behind."""
     (tmp_path / "slow_import.py").write_text("import time\ntime.sleep(60)\n")
     pool = tmp_path / "pool"
     make_pool(pool)
@@ -463,3 +464,5 @@ def test_a_server_whose_starter_dies_while_it_imports_ends_then(tmp_path):
     if alive:
         os.kill(server, signal.SIGKILL)
     assert not alive
+    socket_folder = Path(json.loads((pool / SERVER).read_text())["address"]).parent
+    assert not socket_folder.exists()

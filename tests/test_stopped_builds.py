@@ -2,12 +2,12 @@
 executing, writing the pages, writing the book-wide pages), leaves no process behind and
 a state from which the next build writes every page and a complete search index.
 
-Each case builds a copy of the tiny book (its chapter and a few prose pages, each with a
-word of its own), changes every page's word, builds again on a cold cache and stops that
-build at the phase (tests/fixtures/stop_build.py: at a Sphinx event, or from a cell, not
-after a delay); then no process of that build may be alive 5 seconds after its main
-process ended, and the next build must pass and show the new words only, on the pages
-and in the search index.
+Each case takes a copy of the tiny book as one build left it (its chapter and a few prose
+pages, each with a word of its own), changes every page's word, builds again on a cold
+cache and stops that build at the phase (tests/fixtures/stop_build.py: at a Sphinx event,
+or from a cell, not after a delay); then no process of that build may be alive 5 seconds
+after its main process ended, and the next build must pass and show the new words only, on
+the pages and in the search index.
 """
 
 from __future__ import annotations
@@ -96,12 +96,14 @@ def _processes_of(token: str) -> list[psutil.Process]:
     return found
 
 
-@pytest.fixture(autouse=True)
-def stop_build_importable(monkeypatch) -> None:
+@pytest.fixture(scope="module", autouse=True)
+def stop_build_importable() -> None:
     """Every build of these tests loads the stopping extension (stopping only where told):
     a build with other extensions than the last would read and write every page anyway."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        filter(None, [str(FIXTURES), os.environ.get("PYTHONPATH")])))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", os.pathsep.join(
+            filter(None, [str(FIXTURES), os.environ.get("PYTHONPATH")])))
+        yield
 
 
 @functools.cache
@@ -141,16 +143,28 @@ def _stopped_build(source: Path, outdir: Path, cache: Path, at: str) -> tuple[in
     return returncode, log.read_text(), alive
 
 
+@pytest.fixture(scope="module")
+def built_v1(tmp_path_factory, tiny_cache, stop_build_importable) -> tuple[Path, Path]:
+    """The folder each case works in, and a copy of it as the book at "v1" built there
+    once (on a copy of the tiny cache) left it: a build's environment names its folders."""
+    work = tmp_path_factory.mktemp("stopped") / "case"
+    shutil.copytree(tiny_cache, work / "cache")
+    _write_book(work / "src", "v1")
+    first = _build(work / "src", work / "out", work / "cache")
+    assert first.returncode == 0, first.log[-3000:]
+    shutil.copytree(work, work.parent / "v1")
+    return work, work.parent / "v1"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("phase", ["reading", "executing", "writing", "book-wide"])
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM", "SIGKILL"])
 def test_a_build_stopped_at_any_phase_leaves_no_process_and_the_next_build_is_whole(
-        tmp_path, tiny_cache, phase, signal_name):
-    source, outdir, cache = tmp_path / "src", tmp_path / "out", tmp_path / "cache"
-    shutil.copytree(tiny_cache, cache)
-    _write_book(source, "v1")
-    first = _build(source, outdir, cache)
-    assert first.returncode == 0, first.log[-3000:]
+        built_v1, phase, signal_name):
+    work, v1 = built_v1
+    shutil.rmtree(work)
+    shutil.copytree(v1, work)  # the pages' times too: only what changes below is read again
+    source, outdir, cache = work / "src", work / "out", work / "cache"
     pages = _write_book(source, "v2")
     shutil.rmtree(cache)  # cold: the kernel server runs, the chapter executes
 

@@ -67,10 +67,12 @@ def ended_path(pool: Path, pid: int) -> Path:
     return pool / "ended" / str(pid)
 
 
-def _end_if_orphaned(parent: int, imported: threading.Event) -> None:
+def _end_if_orphaned(parent: int, address: Path, imported: threading.Event) -> None:
     while not imported.wait(0.2):
         if os.getppid() != parent:
-            os._exit(0)  # no kernel forked yet: nothing else to stop
+            # No kernel forked yet; its socket folder is its own (its starter may be gone).
+            shutil.rmtree(address.parent, ignore_errors=True)
+            os._exit(0)
 
 
 def serve(args: dict) -> dict:
@@ -82,7 +84,8 @@ def serve(args: dict) -> dict:
     # Importing torch takes seconds, more on a loaded machine, and the loop below, which
     # notices an ended starter, is not reached until then: a watcher ends an orphan sooner.
     imported = threading.Event()
-    watcher = threading.Thread(target=_end_if_orphaned, args=(args["parent"], imported))
+    watcher = threading.Thread(target=_end_if_orphaned,
+                               args=(args["parent"], Path(args["address"]), imported))
     watcher.start()
     for name in [*args["imports"], "ipykernel.kernelapp"]:
         with contextlib.suppress(Exception):  # a chapter importing it gets the error, its own way
