@@ -146,8 +146,10 @@ def _stopped_build(source: Path, outdir: Path, cache: Path, at: str) -> tuple[in
 @pytest.fixture(scope="module")
 def built_v1(tmp_path_factory, tiny_cache, stop_build_importable) -> tuple[Path, Path]:
     """The folder each case works in, and a copy of it as the book at "v1" built there
-    once (on a copy of the tiny cache) left it: a build's environment names its folders."""
-    work = tmp_path_factory.mktemp("stopped") / "case"
+    once (on a copy of the tiny cache) left it: a build's environment names its folders.
+    Short: a build's TMPDIR (out/tmp) under 64 bytes holds the kernel server's socket folder
+    (else it goes to /tmp), where each case looks for it."""
+    work = tmp_path_factory.mktemp("stop") / "c"
     shutil.copytree(tiny_cache, work / "cache")
     _write_book(work / "src", "v1")
     first = _build(work / "src", work / "out", work / "cache")
