@@ -216,7 +216,9 @@ def test_every_page_loads_without_errors_passes_axe_core_and_hides_predicted_out
         page.goto(f"{url}/{name}")
         page.evaluate("() => window.MathJax?.startup?.promise ?? null")
         page.evaluate("document.fonts.ready.then(() => null)")  # fonts the typeset math asked for
-        # Before the audit: axe-core's own stylesheet reads (its CSSOM preload) log 404s.
+        # A late request's error is one this looks for (HR's review of bb373be). Before the
+        # audit: axe-core's own stylesheet reads (its CSSOM preload) log 404s.
+        page.wait_for_load_state("networkidle")
         if page.errors:
             failures[f"{name} (console)"] = list(page.errors)
         # Both modes on one load: a reader's switch changes the colours in place.
