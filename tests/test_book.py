@@ -8,6 +8,7 @@ from nbclient import NotebookClient
 
 from conftest import BOOK, EXHIBITS
 from coursebook.audit.answer_leaks import _cell_text, _runs, audit_build, chapter_fingerprints, file_texts, fingerprint_words
+from coursebook.execute.notebook_runs import kernel_manager_class
 from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
 
 pytestmark = pytest.mark.slow
@@ -93,6 +94,7 @@ def test_the_student_download_is_the_student_notebook_and_runs(built, tmp_path):
     assert not any(is_answer(cell) for cell in notebook.cells)
     assert any("%pip install" in cell.source for cell in notebook.cells)  # Colab needs it
     NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   kernel_manager_class=kernel_manager_class(),
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     printed = "".join(out.get("text", "") for cell in notebook.cells
                       if cell.cell_type == "code" for out in cell.outputs)

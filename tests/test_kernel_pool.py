@@ -9,15 +9,19 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import nbformat
 import psutil
 import pytest
+from jupyter_client.connect import LocalPortCache
 from myst_nb.core.config import NbParserConfig
+from nbclient import NotebookClient
 
 from conftest import both_editions_at_once, run_in_kernel, sphinx_build
 from coursebook.execute.kernel_pool import (
@@ -31,7 +35,7 @@ from coursebook.execute.kernel_pool import (
     stop_kernel_forkserver,
     take_waiting_kernel,
 )
-from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
+from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS, kernel_manager_class
 
 STARTED = "chapter kernels forked from one server"
 
@@ -466,3 +470,22 @@ def test_a_server_whose_starter_dies_while_it_imports_ends_then(tmp_path):
     assert not alive
     socket_folder = Path(json.loads((pool / SERVER).read_text())["address"]).parent
     assert not socket_folder.exists()
+
+
+@pytest.mark.slow  # starts a kernel
+def test_a_kernel_started_here_needs_no_free_tcp_port(tmp_path, monkeypatch):
+    """Another process can bind a TCP port the manager picked before the kernel does (two test
+    workers did): a kernel started here (a run with no server, the recorder's, a download's)
+    talks over Unix sockets, whose folder is gone once it stopped."""
+    cell = nbformat.v4.new_code_cell("from ipykernel.kernelapp import IPKernelApp\n"
+                                     "print(IPKernelApp.instance().ip)")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        monkeypatch.setattr(LocalPortCache, "find_available_port",
+                            lambda self, ip: taken.getsockname()[1])
+        NotebookClient(nbformat.v4.new_notebook(cells=[cell]), kernel_name="python3",
+                       kernel_manager_class=kernel_manager_class(), startup_timeout=30,
+                       resources={"metadata": {"path": str(tmp_path)}}).execute()
+    sockets = Path(cell.outputs[0]["text"].strip())
+    assert sockets.is_absolute() and not sockets.parent.exists()

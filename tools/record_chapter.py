@@ -65,6 +65,7 @@ from refresh_runtimes import (  # noqa: E402
 )
 
 from coursebook.exhibit_checks import FRESH_PYTHON_TIMEOUT, SIDE_ENVIRONMENTS  # noqa: E402
+from coursebook.execute.notebook_runs import kernel_manager_class  # noqa: E402
 from coursebook.model.machine_kinds import (  # noqa: E402
     MachineKind,
     MachineKindError,
@@ -420,6 +421,7 @@ def run_kernel(notebook: nbformat.NotebookNode, kernel_name: str, cwd: Path,
     """Run a notebook's cells in a new kernel, then stop it as the recorder stops every
     kernel (:func:`stop_kernel`); how it ended. The TPU smoke test runs its kernels so too."""
     client = NotebookClient(notebook, timeout=cell_timeout, kernel_name=kernel_name,
+                            kernel_manager_class=kernel_manager_class(),
                             resources={"metadata": {"path": str(cwd)}}, allow_errors=False,
                             **hooks)
     timed_out = False

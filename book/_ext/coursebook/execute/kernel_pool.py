@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -30,11 +29,10 @@ from sphinx.util import logging
 from coursebook.config import book_config
 from coursebook.execute.fill_cache import ChapterRuns
 from coursebook.execute.kernel_forkserver import request_kernel, server_command, write_whole
-from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS
+from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS, short_temporary_folder
 from coursebook.execute.shared_cache import cache_lock
 from coursebook.model.notebooks import CHAPTER_SUFFIXES, top_matter
 from coursebook.model.recordings import recording_name
-from coursebook.process.interrupt import remove_when_stopped
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -117,12 +115,9 @@ def offer_waiting_kernels(pool: Path) -> None:
 def start_kernel_forkserver(pool: Path, imports: list[str],
                             keep: Path | None = None) -> subprocess.Popen:
     """The pool's server, importing ``imports``, keeping a kernel started in ``keep``
-    waiting. A Unix socket's path holds at most 107 bytes: it goes in a folder of its own
-    under /tmp where TMPDIR is deep (a test's), or the server could not listen."""
-    base = tempfile.gettempdir()
-    base = base if len(os.fsencode(base)) < 64 else "/tmp"  # bytes, not characters
-    address = Path(tempfile.mkdtemp(prefix="kernels-", dir=base)) / "socket"
-    remove_when_stopped(address.parent)  # the server, killed with a stopped build, cannot
+    waiting. Its socket goes in a folder of its own (the server, killed with a stopped
+    build, cannot remove it)."""
+    address = short_temporary_folder("kernels-") / "socket"
     server = subprocess.Popen(
         server_command(address, pool.resolve(), imports, KERNEL_ARGUMENTS, keep),
         cwd=pool, stdin=subprocess.DEVNULL, start_new_session=True)

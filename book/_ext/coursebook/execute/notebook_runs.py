@@ -9,17 +9,22 @@ which the expected outputs verify; the page shows the marker without the digest.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import signal
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass
 from itertools import groupby
+from pathlib import Path
 
 import nbformat
 
 from coursebook.model.notebooks import short_digest
 from coursebook.model.outputs import normalise
+from coursebook.process.interrupt import remove_when_stopped
 
 # What a kernel provisioner answers for a kernel that ended with no status to be had, and
 # for one whose forkserver ended too (it ends its kernels): another build's, stopped.
@@ -87,21 +92,55 @@ class StoppedRun:
                 "build again.")
 
 
-def _kernel_manager_noting_its_end(ended: list[int]):
-    """nbclient's kernel manager, noting a dead kernel's exit status: nbclient asks
-    ``is_alive()`` before it shuts a kernel down, also after a dead one."""
+def kernel_manager_class(ended: list[int] | None = None):
+    """nbclient's kernel manager for a kernel started here (not one the pool forked). It talks
+    over Unix sockets in a folder of its own: a TCP port the manager picks is free only when
+    picked, and another process (a second test worker, a second build) can bind it before the
+    kernel does (seen in CI: "Address already in use"). With ``ended``, it notes a dead
+    kernel's exit status: nbclient asks ``is_alive()`` before it shuts a kernel down, also
+    after a dead one."""
     from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
 
-    class KernelManagerNotingItsEnd(AsyncKernelManager):
+    class KernelManagerOverUnixSockets(AsyncKernelManager):
+        @default("transport")
+        def _unix_sockets(self) -> str:
+            return "ipc"
+
+        @default("ip")
+        def _socket_prefix(self) -> str:
+            if self.transport != "ipc":
+                return super()._ip_default()
+            self.socket_folder = short_temporary_folder("kernel-")
+            return str(self.socket_folder / "socket")
+
         async def is_alive(self) -> bool:
             alive = await super().is_alive()
-            if not alive and self.has_kernel and self.provisioner is not None:
+            if (ended is not None and not alive and self.has_kernel
+                    and self.provisioner is not None):
                 status = await self.provisioner.poll()
                 if status is not None and status != EXIT_STATUS_UNKNOWN:
                     ended.append(status)
             return alive
 
-    return KernelManagerNotingItsEnd
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart)
+            if not restart and getattr(self, "socket_folder", None):
+                shutil.rmtree(self.socket_folder, ignore_errors=True)
+
+        cleanup_resources = _async_cleanup_resources
+
+    return KernelManagerOverUnixSockets
+
+
+def short_temporary_folder(prefix: str) -> Path:
+    """A new folder for Unix sockets, whose paths hold at most 107 bytes: under /tmp where
+    TMPDIR is deep (a test's). A build stopped by a signal removes it."""
+    base = tempfile.gettempdir()
+    base = base if len(os.fsencode(base)) < 64 else "/tmp"  # bytes, not characters
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    remove_when_stopped(folder)
+    return folder
 
 
 def run_notebook(notebook: nbformat.NotebookNode, **options):
@@ -118,7 +157,7 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
         result = single_nb_execution(
             notebook, **options,
             on_cell_execute=lambda cell, cell_index: running.append(cell_index),
-            kernel_manager_class=_kernel_manager_noting_its_end(ended),
+            kernel_manager_class=kernel_manager_class(ended),
             # Its outputs are all in once the last cell ends: the kernel is stopped then,
             # not waited for while its Python unloads torch (about 0.5 s a chapter).
             shutdown_kernel="immediate", extra_arguments=KERNEL_ARGUMENTS)

@@ -132,10 +132,13 @@ def run_all(notebook: nbformat.NotebookNode, workdir: Path,
     (nbclient's ``CellExecutionError``)."""
     from nbclient import NotebookClient
 
+    from coursebook.execute.notebook_runs import kernel_manager_class
+
     notebook = copy.deepcopy(notebook)
     for cell in notebook.cells:
         cell.metadata.pop("tags", None)
     NotebookClient(notebook, timeout=300, kernel_name=kernel_name, allow_errors=False,
+                   kernel_manager_class=kernel_manager_class(),
                    resources={"metadata": {"path": str(workdir)}}).execute()
     return notebook
 
