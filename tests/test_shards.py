@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from book_environment import sphinx_command
@@ -20,6 +21,8 @@ from conftest import BOOK, ROOT, book_conf_with, copy_of_built_cache, load_tool,
 from coursebook.execute.fill_cache import (
     MANIFEST,
     Chapter,
+    ExecutionFailed,
+    Run,
     Shard,
     ShardError,
     book_reads,
@@ -30,7 +33,8 @@ from coursebook.execute.fill_cache import (
     merge_shards,
     read_book,
 )
-from coursebook.execute.shared_cache import cache_key
+from coursebook.execute.shared_cache import cache_key, cache_run, create_cache, open_cache
+from coursebook.model.notebooks import code_cell
 from coursebook.model.outputs import normalise
 from coursebook.prepare.editions import Edition
 
@@ -258,6 +262,25 @@ def test_a_chapter_executed_without_a_build_keeps_its_own_time_limit(tiny_book, 
     assert run.settings.execution_timeout == 30
     executed, seconds = execute_into_cache(tmp_path / "cache", run)
     assert seconds == 0.01 and [options["timeout"] for options in asked] == [30]
+
+
+def test_a_run_that_fails_without_a_build_is_not_cached(tmp_path, monkeypatch):
+    """A failed run in a shard or `pytest book` raises without ever being cached: caching it
+    (then removing it) lets jupyter-cache trim a good record from a cache at its limit."""
+    import jupyter_cache.executors.utils as executor
+    from myst_nb.core.config import NbParserConfig
+
+    monkeypatch.setattr(executor, "single_nb_execution", lambda notebook, **options: (
+        executor.ExecutionResult(notebook, options["cwd"], 0.01, RuntimeError("stopped"))))
+    good, failing = (nbformat.v4.new_notebook(cells=[code_cell(source)])
+                     for source in ("print(1)", "print(2)"))
+    cache = tmp_path / "cache"
+    create_cache(cache)
+    cache_run(cache, good, "good.md", {})
+    open_cache(cache).change_cache_limit(1)
+    with pytest.raises(ExecutionFailed, match="failed to execute: RuntimeError"):
+        execute_into_cache(cache, Run(tmp_path / "failing.md", failing, NbParserConfig()))
+    assert [record.uri for record in open_cache(cache).list_cache_records()] == ["good.md"]
 
 
 def test_the_cache_filled_is_the_one_myst_nb_reads_even_by_a_deprecated_name(tiny_book,

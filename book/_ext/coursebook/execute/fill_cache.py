@@ -147,11 +147,13 @@ def read_book(srcdir: Path, confdir: Path, edition: Edition) -> BookRead:
                     {run.path: run for run in app.builder.runs.values()}, failed)
 
 
-def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
-                   ) -> tuple[ExecutionResult, StoppedRun | None, int] | None:
+def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None,
+                   keep_failed: bool = True
+                   ) -> tuple[ExecutionResult, StoppedRun | None, int | None] | None:
     """Builds' and shards' one way to run a chapter (its key's lock held), with myst-nb's
     settings for it, into the cache, unless cached (a failed run a stopped build left runs
-    again). None: cached; else the run's result, where it stopped, its (marked) record."""
+    again). None: cached; else the run's result, where it stopped, its record: a failed
+    run's is marked, and made only if ``keep_failed`` (a build's myst-nb reads it back)."""
     record = cached_record(cache_path, run.notebook)
     if record is not None and not record.data.get(FAILED):
         return None
@@ -165,6 +167,8 @@ def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
         result, stopped = run_notebook(
             run.notebook, cwd=os.path.abspath(cwd), timeout=settings.execution_timeout,
             allow_errors=settings.execution_allow_errors, meta_override=True)
+    if result.err is not None and not keep_failed:
+        return result, stopped, None
     pk = cache_run(cache_path, run.notebook, str(run.path), {
         "execution_seconds": result.time, **({} if result.err is None else {FAILED: True})})
     if result.err is None:
@@ -179,9 +183,8 @@ def execute_into_cache(cache_path: str | Path, run: Run
     create_cache(cache_path)
     run = replace(run, notebook=nbformat.from_dict(run.notebook))  # the read's stays as it was
     with notebook_lock(cache_path, run.notebook):  # a build may run it too
-        ran = run_into_cache(cache_path, run)
+        ran = run_into_cache(cache_path, run, keep_failed=False)
         if ran is not None and ran[0].err is not None:
-            open_cache(cache_path).remove_cache(ran[2])
             raise ExecutionFailed(f"failed to execute: {type(ran[0].err).__name__}; build it "
                                   "for the cell-by-cell report")
         return ((cached_notebook(str(cache_path), run.notebook), None) if ran is None
