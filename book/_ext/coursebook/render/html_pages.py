@@ -141,10 +141,11 @@ def index_entries_again(app: Sphinx) -> list:
     them again costs about 0.05 s, and a build that writes no page keeps the last index
     (:class:`BookHTMLBuilder`). tests/test_search_index.py says when Sphinx is fixed."""
     builder, env = app.builder, app.env
-    written = builder.written if isinstance(builder, BookHTMLBuilder) else frozenset()
-    if isinstance(builder, BookHTMLBuilder) and builder.keeps(
-            Path(builder.outdir, builder.searchindex_filename)):
-        return []  # the last build's index, its entries included, stays
+    written = frozenset()
+    if isinstance(builder, BookHTMLBuilder):
+        if builder.keeps(Path(builder.outdir, builder.searchindex_filename)):
+            return []  # the last build's index, its entries included, stays
+        written = builder.written
     if isinstance(builder, StandaloneHTMLBuilder) and builder.indexer is not None:
         for docname, entries in sorted(env.get_domain("index").entries.items()):
             if entries and docname not in written:
