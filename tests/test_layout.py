@@ -37,7 +37,8 @@ def _import_without_sphinx(*modules: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("module", [f"coursebook.{name}" for name in KERNEL_MODULES]
                          + ["coursebook.model"] + [f"coursebook.{feature}.model" for feature in
-                                                   ("answer_checks", "claims", "museum")])
+                                                   ("answer_checks", "claims", "museum",
+                                                    "torch_versions")])
 def test_what_a_kernel_or_the_recorder_imports_needs_no_sphinx(module):
     done = _import_without_sphinx(module)
     assert done.returncode == 0, done.stderr

@@ -17,7 +17,7 @@ from sphinx.environment.collectors import EnvironmentCollector
 from coursebook.answer_checks.model import ChapterTeaching
 from coursebook.config import book_config
 from coursebook.model.notebooks import first_line
-from coursebook.model.versions import verified_versions
+from coursebook.torch_versions.model import verified_versions
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,6 @@ ignored; ``2.9`` sorts before ``2.13``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -31,9 +29,3 @@ def version_key(version: str) -> tuple[int, Version]:
 # A distribution name as pip compares them (torch_xla and torch-xla are one): PEP 503's.
 package_key = canonicalize_name
 
-
-def verified_versions(expected_dir: Path, chapter: str) -> list[str]:
-    """The torch releases that have expected outputs for a chapter, oldest first."""
-    found = [p.parent.name.removeprefix("torch-")
-             for p in expected_dir.glob(f"torch-*/{chapter}.txt")]
-    return sorted(found, key=version_key)

@@ -1,6 +1,6 @@
 """Torch versions: where each chapter is verified, and what changed between versions. Its
-module is named by the stage it belongs to (docs/architecture.md): ``verify``; the version
-comparisons every stage shares stay in ``coursebook.model.versions``."""
+modules are named by the stage they belong to (docs/architecture.md): ``model``, ``verify``;
+the version comparisons every stage shares stay in ``coursebook.model.versions``."""
 
 from __future__ import annotations
 

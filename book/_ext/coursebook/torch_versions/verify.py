@@ -25,13 +25,14 @@ from coursebook.exhibit_checks import CHANGED_CLASS
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags
 from coursebook.model.runtimes import Runtime
-from coursebook.model.versions import is_release, release, verified_versions, version_key
+from coursebook.model.versions import is_release, release, version_key
 from coursebook.museum.model import ExhibitError, Wing
 from coursebook.museum.prepare import check_cells, origin_of
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
+from coursebook.torch_versions.model import verified_versions
 from coursebook.verify.expectations import (
     EDITIONS,
     ExpectationsError,
