@@ -49,7 +49,10 @@ from markdown_it import MarkdownIt
 
 from coursebook.model.notebooks import (
     RAISES_TAG,
+    cell_tags,
+    code_cell,
     is_chapter_source,
+    markdown_cell,
     notebook_to_myst,
     read_chapter,
 )
@@ -305,7 +308,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     missing: list[str] = []  # images the lesson shows that are neither beside it nor in it
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     for number, cell in enumerate(notebook.cells, 1):
-        tags = list(cell.get("metadata", {}).get("tags", []))
+        tags = cell_tags(cell)
         source = cell.source
         if cell.cell_type == "code":
             dropped_outputs += bool(cell.get("outputs"))
@@ -332,7 +335,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 imported.to_do.append(f"a cell imports {COLAB} (`{source.splitlines()[0]}`), "
                                       "which only Colab has: remove it, or the build fails")
             modules.update(dict.fromkeys(module for module in imports if module not in colab))
-            new = nbformat.v4.new_code_cell(source, metadata={"tags": tags} if tags else {})
+            new = code_cell(source, *tags)
         elif cell.cell_type == "markdown":
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
@@ -340,7 +343,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             html_images += written
             source = _with_images(source, shown, cell.get("attachments") or {}, number, name,
                                   folder, imported, missing)
-            new = nbformat.v4.new_markdown_cell(source, metadata={"tags": tags} if tags else {})
+            new = markdown_cell(source, *tags)
         else:
             continue
         cells.append(new)
@@ -393,10 +396,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                         + first.source[heading.end():])
         at = cells.index(first) + 1
     else:
-        cells.insert(0, nbformat.v4.new_markdown_cell(f"({name})=\n# {title}"))
+        cells.insert(0, markdown_cell(f"({name})=\n# {title}"))
         at = 1
     at = min([at] + [n for n, cell in enumerate(cells) if cell.cell_type == "code"])
-    cells.insert(at, nbformat.v4.new_code_cell(FIRST_CELL, metadata={"tags": ["remove-cell"]}))
+    cells.insert(at, code_cell(FIRST_CELL, "remove-cell"))
     imported.changed.append("added the book's top matter and its hidden first cell "
                             "(%xmode Minimal: errors show as `Type: message`)")
     if source_format.startswith("sphinx-gallery"):
