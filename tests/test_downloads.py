@@ -41,11 +41,7 @@ from coursebook.render.downloads import (
 )
 from coursebook.render.plain_markdown import PlainMarkdown, Target
 from coursebook.verify.chapter_checks import raised_on_purpose
-from coursebook.verify.expectations import (
-    expectations_path,
-    keyed_cells,
-    read_expectations,
-)
+from coursebook.verify.expectations import expectations_path, keyed_cells, read_expectations
 
 # --- The two checks ---------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 Three runtimes use this package: Sphinx (:mod:`coursebook.extension`, the stages and the
 features); a chapter's kernel, which imports ``exhibit_checks``, ``figures``, ``worddiff``
 and ``model.outputs`` (no Sphinx); the recorder (``tools/record_chapter.py``), which imports
-``model`` and the features' ``model`` modules. Importing the package imports nothing else, so that a kernel starts quickly.
+``model`` and the features' ``model`` modules. Importing the package imports nothing else:
+a kernel starts quickly.
 """
 
 from __future__ import annotations

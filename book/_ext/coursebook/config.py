@@ -39,16 +39,20 @@ def _default(item: dataclasses.Field):
 @dataclass(frozen=True)
 class BookConfig:
     # --- Sources: exhibits, recordings, expected outputs ---------------------------------
-    exhibits_dir: str = _value("exhibits", "env", "the error museum's exhibits, one folder per wing",
-                               "folder")
-    recordings_dir: str = _value("book/recordings", "env", "committed recordings of recorded chapters")
-    machine_kinds_file: str = _value("", "env", "the machine kinds recorded chapters run on", "file")
+    exhibits_dir: str = _value("exhibits", "env",
+                               "the error museum's exhibits, one folder per wing", "folder")
+    recordings_dir: str = _value("book/recordings", "env",
+                                 "committed recordings of recorded chapters")
+    machine_kinds_file: str = _value("", "env", "the machine kinds recorded chapters run on",
+                                     "file")
     runtimes_file: str = _value("", "env", "the runtimes the book targets (Colab's among them)",
                                 "file")
     expected_dir: str = _value("expected", "", "expected outputs, one folder per torch version")
-    allow_stale_recordings: bool = _value(False, "env", "render a cell changed since its recording, marked")
+    allow_stale_recordings: bool = _value(False, "env",
+                                          "render a cell changed since its recording, marked")
     # --- Execution: what joins the cache key ---------------------------------------------
-    execution_packages: list = _value(["torch"], "env", "packages whose versions join the cache key")
+    execution_packages: list = _value(["torch"], "env",
+                                      "packages whose versions join the cache key")
     execution_versions: dict = _value({}, "env", "set at config-inited from execution_packages")
     # --- Verification ----------------------------------------------------------------------
     accept_outputs: bool = _value(False, "", "take this build's outputs as the expected ones")
@@ -59,9 +63,11 @@ class BookConfig:
     # The live preview (`make preview`): a failed build writes no page, so the server
     # keeps the last good ones.
     preview: bool = _value(False, "", "a failed build stops before writing any page")
-    preview_kernel_imports: list = _value(["torch"], "", "modules the preview's waiting kernels import ahead")
+    preview_kernel_imports: list = _value(["torch"], "",
+                                          "modules the preview's waiting kernels import ahead")
     # A cold build forks its chapters' kernels from one server (coursebook.execute.kernel_pool).
-    kernel_imports: list = _value(["torch"], "", "modules a cold build's kernel server imports: every chapter's")
+    kernel_imports: list = _value(["torch"], "",
+                                  "modules a cold build's kernel server imports: every chapter's")
     # --- Outputs: pages, downloads, handouts -----------------------------------------------
     repository_url: str = _value("", "html", "the GitHub repository whose branch serves the HTML")
     published_branch: str = _value("gh-pages", "html", "that branch (Colab opens notebooks there)")
@@ -117,7 +123,8 @@ class BookConfig:
                 return (f"{PREFIX}{item.name} is {value!r}, a {type(value).__name__}; it must be "
                         f"a {type(default).__name__} ({item.metadata['doc']}), such as "
                         f"{PREFIX}{item.name} = {default!r}")
-            if value and kind and not (Path(value).is_dir() if kind == "folder" else Path(value).is_file()):
+            if value and kind and not (Path(value).is_dir() if kind == "folder"
+                                       else Path(value).is_file()):
                 return (f"{PREFIX}{item.name} is '{value}', and no such {kind} exists; it names "
                         f"{item.metadata['doc']}: give its path, or fix the path")
         return None
