@@ -18,7 +18,7 @@ from sphinx.util import logging
 from coursebook.claims.model import Claim
 from coursebook.config import book_config
 from coursebook.model.faults import shown_path
-from coursebook.model.notebooks import short_digest
+from coursebook.model.notebooks import first_line, short_digest
 from coursebook.model.versions import release
 from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_states
 from coursebook.prepare.chapters import PreparedChapter, edition_of
@@ -46,10 +46,6 @@ def _ran(cell) -> bool:
     return cell.get("execution_count") is not None or bool(cell.get("outputs"))
 
 
-def _first_line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0]
-
-
 def claim_problems(claims: list[tuple[Claim, nbformat.NotebookNode]],
                    where: str) -> list[ClaimProblem]:
     """What is wrong with each claim, given its check's cell as run (``where``: "on torch
@@ -67,13 +63,13 @@ def claim_problems(claims: list[tuple[Claim, nbformat.NotebookNode]],
         if error is not None:
             problems.append(ClaimProblem(claim, (
                 f"{said} no longer holds {where}: {error.get('ename')}: "
-                f"{_first_line(str(error.get('evalue', '')))}\n    Correct the sentence "
+                f"{first_line(str(error.get('evalue', '')))}\n    Correct the sentence "
                 "and its check, or the check if the sentence still holds.")))
         elif outputs:
             shown = next((o.get("text") or str(o.get("data", {}).get("text/plain", ""))
                           for o in outputs), "")
             problems.append(ClaimProblem(claim, (
-                f"the check of {said} printed `{_first_line(shown)}`: a claim's check prints "
+                f"the check of {said} printed `{first_line(shown)}`: a claim's check prints "
                 "nothing (its asserts are the check)")))
     return problems
 

@@ -61,9 +61,9 @@ def markdown_cell(source: str, *tags: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_markdown_cell(source, metadata={"tags": list(tags)} if tags else {})
 
 
-def first_line(cell) -> str:
-    """How messages name a cell: its first line of code or text."""
-    return (cell.source.strip().splitlines() or [""])[0]
+def first_line(cell: nbformat.NotebookNode | str) -> str:
+    """How messages name a cell (or an output): its first line of code or text."""
+    return ((cell if isinstance(cell, str) else cell.source).strip().splitlines() or [""])[0]
 
 
 # --- Each cell's identity (coursebook.model.cell_notes) --------------------------------

@@ -20,7 +20,6 @@ from itertools import chain
 from pathlib import Path
 from xml.etree import ElementTree
 
-import nbformat
 from docutils import nodes
 
 from coursebook.model.faults import shown_path
@@ -64,16 +63,17 @@ def overflowing_words(pdf: Path) -> list[Problem]:
     return problems
 
 
-def log_problems(log: Path, limit: float = OVERFULL_LIMIT_PT) -> list[Problem]:
-    """Overfull boxes wider than ``limit``, each with its ``.tex`` line ("at lines 5--6",
-    "detected at line 6"), and missing characters, each once, from a LaTeX log."""
+def log_problems(log: Path) -> list[Problem]:
+    """Overfull boxes too wide, each with its ``.tex`` line ("at lines 5--6", "detected at
+    line 6"), and missing characters, each once, from a LaTeX log."""
     text = log.read_text(encoding="utf8", errors="replace")
-    problems = [Problem(f"{log.name}: {m.group(0)}", tex_line=int(m.group(2)) if m.group(2) else None)
+    problems = [Problem(f"{log.name}: {m.group(0)}",
+                        tex_line=int(m.group(2)) if m.group(2) else None)
                 for m in re.finditer(r"Overfull \\hbox \((\d+(?:\.\d+)?)pt too wide\)"
                                      r"(?:[^\n]*?lines? (\d+))?[^\n]*", text)
-                if float(m.group(1)) > limit]
-    missing = dict.fromkeys(chr(int(code, 16)) for code in
-                            re.findall(r"Missing character: There is no .*?\(U\+([0-9A-F]+)\)", text))
+                if float(m.group(1)) > OVERFULL_LIMIT_PT]
+    missing = dict.fromkeys(chr(int(code, 16)) for code in re.findall(
+        r"Missing character: There is no .*?\(U\+([0-9A-F]+)\)", text))
     return problems + [Problem(f"{log.name}: no font has {character!r} (U+{ord(character):04X})",
                                character=character) for character in missing]
 
@@ -157,8 +157,8 @@ def _in_outputs(character: str, path: Path, doctree: Path) -> tuple[str, str] | 
                  if isinstance(part, nodes.container)}
         if cell.get("nb_element") == "cell_code" \
                 and character in parts.get("cell_code_output", ""):
-            code = nbformat.v4.new_code_cell(parts.get("cell_code_source", ""))
-            shown = f"the cell `{first_line(code)}`" if code.source else "a cell whose code is hidden"
+            code = parts.get("cell_code_source", "")
+            shown = f"the cell `{first_line(code)}`" if code else "a cell whose code is hidden"
             # cell.line: the author's line (coursebook.model.cell_notes)
             return (f"{shown_path(path)}{f':{cell.line}' if cell.line else ''}",
                     f"the output of {shown} holds")
