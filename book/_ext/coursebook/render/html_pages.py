@@ -1,16 +1,12 @@
 """What every HTML page gets besides its text.
 
-The instructor edition's footer stamp (the torch that executed the page, the commit, the
-date), so that an instructor with a student's question can tell which build a page comes
-from; a student's footer has none. MathJax served with the book, for math offline: the files
-of sphinx-mathjax-offline, not loaded as an extension (it compares every file whole on every
-build, 15 ms of a no-op rebuild, and is not parallel-safe); a file is copied when its size or
-modification time differ, as make and rsync decide. The theme's templates, compiled once
-(compiling took a tenth of a warm rebuild) into Jinja's bytecode cache, which checks each
-against its source; it lives in the Python environment with the compiled modules (the
-templates are the theme's and Sphinx's), where a clean output folder still finds it. The
-index entries (the glossary's terms) kept in the search index on every build. The search
-page and the search index left as they are by a build that changes no page.
+The instructor's footer stamp (the torch that executed the page, the commit, the date): an
+instructor with a student's question can tell which build a page comes from. MathJax served
+with the book, for math offline: sphinx-mathjax-offline's files, not loaded as an extension
+(it compares every file whole on every build, 15 ms of a no-op rebuild, and is not
+parallel-safe). The theme's templates compiled once (a tenth of a warm rebuild) into Jinja's
+bytecode cache, which checks each against its source; it lives in the Python environment
+(the templates are the theme's and Sphinx's), where a clean output folder still finds it.
 """
 
 from __future__ import annotations
@@ -58,7 +54,8 @@ def mathjax_files() -> Path:
 
 
 def copy_changed_files(source: Path, target: Path) -> list[Path]:
-    """The files under ``source`` whose copy under ``target`` was missing or differed, copied."""
+    """The files under ``source`` whose copy under ``target`` was missing or differed in size
+    or modification time (as make and rsync decide), copied."""
     def signature(path: Path) -> tuple[int, int] | None:
         return (path.stat().st_size, path.stat().st_mtime_ns) if path.exists() else None
 
@@ -130,16 +127,12 @@ def note_removed_pages(app: Sphinx, env, added: set, changed: set, removed: set)
 
 
 def index_entries_again(app: Sphinx) -> list:
-    """``html-collect-pages`` (before Sphinx writes searchindex.js): the pages that hold
-    index entries (a glossary's terms) and that this build did not write indexed again, as
-    Sphinx indexes a page it writes.
-
-    Sphinx keeps in its search index only the index entries of the pages it writes: it
-    reads its old searchindex.js without them (sphinx-doc/sphinx#12599, open in Sphinx
-    9.0.4), so a rebuild that writes no glossary dropped every term from the search. Writing
-    those pages again (``env-get-updated``) cost a warm no-op build about 0.4 s; indexing
-    them again costs about 0.05 s, and a build that writes no page keeps the last index
-    (:class:`BookHTMLBuilder`). tests/test_search_index.py says when Sphinx is fixed."""
+    """``html-collect-pages`` (before Sphinx writes searchindex.js): the pages with index
+    entries (a glossary's terms) this build did not write, indexed again. Sphinx reads its
+    old searchindex.js without them (sphinx-doc/sphinx#12599, open in Sphinx 9.0.4), so a
+    rebuild that wrote no glossary dropped every term from the search. Writing those pages
+    again (``env-get-updated``) cost a warm no-op build about 0.4 s; indexing them, 0.05 s.
+    tests/test_search_index.py says when Sphinx is fixed."""
     builder, env = app.builder, app.env
     written = frozenset()
     if isinstance(builder, BookHTMLBuilder):
