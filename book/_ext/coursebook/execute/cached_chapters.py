@@ -1,6 +1,5 @@
-"""A prepared chapter meets the execution cache as myst-nb reads its page: myst-nb decides
-whether it runs and hands the notebook it read, with its settings for the page, to
-:func:`chapter_client`'s client, which locks (until ``doctree-read``), runs and caches it.
+"""A prepared chapter meets the execution cache through :func:`chapter_client`'s client
+(docs/architecture.md, step 4): locked until ``doctree-read``, run and cached.
 
 A failed run is cached too, marked, so that myst-nb shows the cells that ran instead of
 running the chapter again; once the page is read the record is removed. Before a build

@@ -59,8 +59,7 @@ class Run:
 
 
 class ChapterRuns(DummyBuilder):
-    """Reads the book as a build does, writes nothing; each chapter the build would run is
-    noted in :attr:`runs` by the chapter client instead (execute/cached_chapters.py)."""
+    """Its :attr:`runs` noted by the chapter client (execute/cached_chapters.py)."""
 
     name = "chapter_runs"
     epilog = "Read the book as a build does; noted the chapters it runs, ran none."

@@ -2,9 +2,9 @@
 
 An entry marked ``(varies)`` (a timing, an unseeded random number, a memory size) is a
 pattern, as doctest's ELLIPSIS option makes an expected output one: ``<number>``,
-``<duration>`` (or a clock time), ``<size>``, ``<date>``, each taking the spaces that pad its value;
-``...`` within a line; a line of only ``...`` for any number of lines. Everything else is
-compared as written, and a literal ``...`` in an unmarked entry is never a pattern
+``<duration>`` (or a clock time), ``<size>``, ``<date>``, each taking the spaces that pad
+its value; ``...`` within a line; a line of only ``...`` for any number of lines. Everything
+else is compared as written, and a literal ``...`` in an unmarked entry is never a pattern
 (docs/authoring.md, "Outputs that vary"; nbval's output sanitizers are the same idea).
 A time of day the run read from the clock (:func:`clock_readings`), which two runs of one
 minute print alike, is found by comparing it with the clock while the runs ran.
@@ -201,10 +201,8 @@ def _readings(token: str, kind: str, days: list) -> list[tuple[datetime, timedel
 
 
 def clock_readings(text: str, start: datetime, end: datetime) -> list[str]:
-    """The times of day (a date's, or alone) an output printed that read the clock between
-    ``start`` and ``end`` (aware), to the resolution each is printed in, in local time or
-    UTC: the run's own time, which two runs of one minute print alike and a later run does
-    not."""
+    """The times of day (a date's, or alone) in ``text`` within ``start`` and ``end``
+    (aware), to the resolution each is printed in, in local time or UTC."""
     windows = [(start.astimezone(zone).replace(tzinfo=None),
                 end.astimezone(zone).replace(tzinfo=None))
                for zone in (start.astimezone().tzinfo, UTC)]
