@@ -187,6 +187,17 @@ PROBE = ("import json, os, random, signal, sys\n"
          "    'names': sorted(dir()), 'modules': sorted(sys.modules), 'random': random.random()}))\n")
 
 
+def run_cells(sources: list[str], cwd: Path) -> list[str]:
+    """What each cell printed, run in a kernel started as a run starts one."""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)
+                                               for source in sources])
+    NotebookClient(notebook, kernel_name="python3", kernel_manager_class=kernel_manager_class(),
+                   startup_timeout=30, extra_arguments=KERNEL_ARGUMENTS,
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    return ["".join(output.get("text", "") for output in cell.outputs)
+            for cell in notebook.cells]
+
+
 def _probe(kernel_run) -> dict:
     return json.loads(kernel_run(PROBE))
 
@@ -197,20 +208,20 @@ def test_a_forked_kernel_is_as_a_fresh_one_but_for_the_modules_imported_ahead(
     """A kernel the server forks, against one jupyter_client starts: the same folder,
     import path, main module, session, signals and environment (the one asked for), an
     empty namespace; more modules only those imported ahead and the server's own."""
-    from jupyter_client.manager import start_new_kernel
-
     (tmp_path / "chapter").mkdir()
     monkeypatch.setenv("ASKED", "1")
-    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path / "chapter"),
-                                       extra_arguments=KERNEL_ARGUMENTS)
+    # Started as the server starts one, ipykernel binding its own ports (TCP, as a forked
+    # kernel's; ports jupyter_client picked could be taken by another test worker first).
+    connection = tmp_path / "fresh.json"
+    started = subprocess.Popen(
+        [sys.executable, "-m", "ipykernel_launcher", "-f", str(connection), *KERNEL_ARGUMENTS],
+        cwd=tmp_path / "chapter", env={**os.environ, "JPY_PARENT_PID": str(os.getpid())},
+        start_new_session=True)
     try:
-        printed: list[str] = []
-        client.execute_interactive(PROBE, timeout=30, output_hook=lambda message:
-                                   printed.append(message["content"].get("text", "")))
-        fresh = json.loads("".join(printed))
+        fresh = json.loads(_run({"connection_file": str(connection), "pid": started.pid}, PROBE))
     finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+        started.kill()
+        started.wait()
     pool = tmp_path / "pool"
     make_pool(pool)
     # A module that cannot be imported is left to the chapter that imports it.
@@ -477,15 +488,12 @@ def test_a_kernel_started_here_needs_no_free_tcp_port(tmp_path, monkeypatch):
     """Another process can bind a TCP port the manager picked before the kernel does (two test
     workers did): a kernel started here (a run with no server, the recorder's, a download's)
     talks over Unix sockets, whose folder is gone once it stopped."""
-    cell = nbformat.v4.new_code_cell("from ipykernel.kernelapp import IPKernelApp\n"
-                                     "print(IPKernelApp.instance().ip)")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         monkeypatch.setattr(LocalPortCache, "find_available_port",
                             lambda self, ip: taken.getsockname()[1])
-        NotebookClient(nbformat.v4.new_notebook(cells=[cell]), kernel_name="python3",
-                       kernel_manager_class=kernel_manager_class(), startup_timeout=30,
-                       resources={"metadata": {"path": str(tmp_path)}}).execute()
-    sockets = Path(cell.outputs[0]["text"].strip())
+        printed = run_cells(["from ipykernel.kernelapp import IPKernelApp\n"
+                             "print(IPKernelApp.instance().ip)"], tmp_path)
+    sockets = Path(printed[0].strip())
     assert sockets.is_absolute() and not sockets.parent.exists()

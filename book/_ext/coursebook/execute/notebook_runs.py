@@ -93,12 +93,12 @@ class StoppedRun:
 
 
 def kernel_manager_class(ended: list[int] | None = None):
-    """nbclient's kernel manager for a kernel started here (not one the pool forked). It talks
-    over Unix sockets in a folder of its own: a TCP port the manager picks is free only when
-    picked, and another process (a second test worker, a second build) can bind it before the
-    kernel does (seen in CI: "Address already in use"). With ``ended``, it notes a dead
-    kernel's exit status: nbclient asks ``is_alive()`` before it shuts a kernel down, also
-    after a dead one."""
+    """nbclient's kernel manager for a run's kernel. It talks over Unix sockets in a folder of
+    its own: a TCP port the manager picks is free only when picked, and another process (a
+    second test worker, a second build) can bind it before the kernel does (seen in CI:
+    "Address already in use"); a kernel the pool forked brings its own connection. With
+    ``ended``, it notes a dead kernel's exit status: nbclient asks ``is_alive()`` before it
+    shuts a kernel down, also after a dead one."""
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
@@ -109,8 +109,6 @@ def kernel_manager_class(ended: list[int] | None = None):
 
         @default("ip")
         def _socket_prefix(self) -> str:
-            if self.transport != "ipc":
-                return super()._ip_default()
             self.socket_folder = short_temporary_folder("kernel-")
             return str(self.socket_folder / "socket")
 
@@ -123,12 +121,10 @@ def kernel_manager_class(ended: list[int] | None = None):
                     ended.append(status)
             return alive
 
-        async def _async_cleanup_resources(self, restart: bool = False) -> None:
-            await super()._async_cleanup_resources(restart)
+        async def cleanup_resources(self, restart: bool = False) -> None:
+            await super().cleanup_resources(restart)
             if not restart and getattr(self, "socket_folder", None):
                 shutil.rmtree(self.socket_folder, ignore_errors=True)
-
-        cleanup_resources = _async_cleanup_resources
 
     return KernelManagerOverUnixSockets
 
