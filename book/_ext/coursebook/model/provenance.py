@@ -13,7 +13,6 @@ LOCAL_CHANGES = " + local changes"
 
 
 def today() -> str:
-    """Today's date in UTC, ``YYYY-MM-DD``."""
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
 
 

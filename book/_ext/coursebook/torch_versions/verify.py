@@ -112,7 +112,6 @@ def _firsts(lines: tuple[str, ...], shown: int = 2) -> str:
 
 
 def check_digests(museum: dict[str, Wing]) -> set[str]:
-    """The code digests of the museum's check cells."""
     return {code_digest(source) for source in check_cells(museum)}
 
 
@@ -156,7 +155,6 @@ def comparable(text: str, version: str) -> str:
 
 
 def highlighted_block(runs: list[tuple[str, bool]]) -> nodes.literal_block:
-    """A literal block whose changed runs are bold."""
     children = [nodes.strong(text, text, classes=["torch-diff-changed"]) if changed
                 else nodes.Text(text) for text, changed in runs]
     # Sphinx highlights (and flattens to text) a block whose rawsource is its text, and
