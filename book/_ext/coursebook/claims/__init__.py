@@ -1,7 +1,5 @@
-"""Claims: a sentence about a library, held to a hidden check or to a source. Each module is
-named by the stage it belongs to (docs/architecture.md): ``model`` (a chapter's and an
-exhibit's claims; no Sphinx), ``verify`` (each claim held on this build's torch, as
-accepted)."""
+"""Claims: a sentence about a library, held to a hidden check or to a source, each module
+named by its stage (docs/architecture.md says what each holds)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Torch versions: where each chapter is verified, and what changed between versions. Its
-modules are named by the stage they belong to (docs/architecture.md): ``model``, ``verify``;
-the version comparisons every stage shares stay in ``coursebook.model.versions``."""
+"""Torch versions: where each chapter is verified, and what changed between versions, each
+module named by its stage (docs/architecture.md says what each holds)."""
 
 from __future__ import annotations
 
