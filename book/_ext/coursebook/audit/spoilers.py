@@ -13,6 +13,8 @@ from urllib.parse import urldefrag
 
 from bs4 import BeautifulSoup, Tag
 
+from coursebook.model.notebooks import first_line
+
 _HIDDEN_CLASS, _NO_INPUT_CLASS = "tag_hide-output", "tag_remove-input"
 # An error or warning as Python prints it, anywhere on a line; the first words after it
 # identify it (not the whole message: a page's text, whitespace collapsed, is one line).
@@ -47,7 +49,7 @@ def _visible_text(element: Tag) -> str:
 
 def _first_line(cell: Tag) -> str:
     code = cell.select_one("div.cell_input")
-    return (code.get_text().strip().splitlines() or [""])[0][:60] if code else ""
+    return first_line(code.get_text())[:60] if code else ""
 
 
 def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:
