@@ -55,7 +55,12 @@ def test_a_failed_cell_is_not_counted():
 
 
 @pytest.mark.slow
-def test_a_builds_summary_names_a_figure_it_did_not_compare(tiny_book, tmp_path):
+def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_book(
+        tiny_book, tmp_path, monkeypatch):
+    """The build's summary names it instead of counting it; `pytest book` skips its item,
+    saying why, where it said it passed."""
+    from test_pytest_book import _pytest_book
+
     from conftest import sphinx_build
 
     chapter = tiny_book / "chapter.md"
@@ -76,3 +81,10 @@ def test_a_builds_summary_names_a_figure_it_did_not_compare(tiny_book, tmp_path)
     assert summary.endswith(
         "3 of 4 code cells verified against torch 2.13.0; not compared: the image "
         f"`<Figure size 350x250 with 1 Axes>` of `import matplotlib.pyplot as plt` (line {line})")
+    # the student edition's items (the edition the build accepted), with the skips' reasons
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-rs -k student")
+    tested = _pytest_book(tiny_book, f"nb_execution_cache_path = {str(cache)!r}")
+    assert tested.returncode == 0 and " 1 skipped" in tested.stdout, tested.stdout[-3000:]
+    assert ("chapter.md (student): not compared: the image `<Figure size 350x250 with 1 Axes>` "
+            f"of `import matplotlib.pyplot as plt` (line {line})") in tested.stdout, \
+        tested.stdout[-3000:]

@@ -15,7 +15,9 @@ import pytest
 from coursebook.execute.fill_cache import (BookRead, BookReadError, ExecutionFailed, Run,
                                            execute_into_cache, read_book)
 from coursebook.model.notebooks import CHAPTER_SUFFIXES, is_chapter_source
+from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
+from coursebook.verify.chapter_checks import outputs_not_compared
 from coursebook.verify.expectations import (ACCEPT_COMMAND, Expectations, Mismatch, cell_outputs,
                                              compare, expectations_path, read_expectations)
 
@@ -111,18 +113,21 @@ class ChapterFile(pytest.File):
         built = book_read(self.config, Edition.STUDENT).book
         return expectations_path(book / built.expected_dir, built.torch, self.path.stem)
 
-    def mismatches(self, edition: Edition) -> dict[str, Mismatch]:
-        """The edition's mismatches by cell key, its chapter from the cache or run once, and
-        compared once among all its cells, as the build compares them: an edited cell's diff
-        is against the entry its place among the others says it replaced."""
-        compared = self.__dict__.setdefault("_mismatches", {})
+    def compared(self, edition: Edition) -> tuple[dict[str, Mismatch], dict[str, CellOutput]]:
+        """The edition's mismatches and outputs by cell key, its chapter from the cache or run
+        once, and compared once among all its cells, as the build compares them: an edited
+        cell's diff is against the entry its place among the others says it replaced."""
+        compared = self.__dict__.setdefault("_compared", {})
         if edition not in compared:
             cache_path = self.config.stash.get(CHAPTER_CACHE,
                                                book_read(self.config, edition).cache_path)
             try:
                 executed, _ = execute_into_cache(cache_path, self.run_for(edition))
-                compared[edition] = {mismatch.cell.key: mismatch for mismatch in compare(
-                    self.expectations, edition.value, cell_outputs(executed))}
+                outputs = cell_outputs(executed)
+                compared[edition] = (
+                    {mismatch.cell.key: mismatch for mismatch in compare(
+                        self.expectations, edition.value, outputs)},
+                    {output.key: output for output in outputs})
             except ExecutionFailed as failure:
                 compared[edition] = CellFailed(f"{self.path.name} ({edition.value}) {failure}")
         if isinstance(compared[edition], CellFailed):
@@ -141,10 +146,14 @@ class CellItem(pytest.Item):
             raise CellFailed(
                 f"no expected outputs for this torch version ({chapter.expectations_path} is "
                 f"missing): accept them with `{ACCEPT_COMMAND}`")
-        mismatch = chapter.mismatches(self.edition).get(self.key)
+        mismatches, outputs = chapter.compared(self.edition)
+        mismatch = mismatches.get(self.key)
         if mismatch is not None:
             raise CellFailed(f"{mismatch.diff(chapter.expectations_path)}\n"
                                      f"If the new output is right: `{ACCEPT_COMMAND}`.")
+        if not outputs[self.key].compared:  # as the build's summary: never a pass
+            pytest.skip(f"{self.path.name} ({self.edition.value}): not compared: "
+                        + "; ".join(outputs_not_compared([outputs[self.key]])))
 
     def repr_failure(self, excinfo, style=None) -> str:
         if isinstance(excinfo.value, CellFailed):

@@ -301,16 +301,11 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
     env.temp_data[_SUMMARY] = summary
 
 
-def _compared(output: CellOutput) -> bool:
-    """Whether a cell's output is compared: no output is; an image's repr alone is not."""
-    return not output.text or bool(BARE_IMAGE.sub("", output.text).strip())
-
-
 def verified_count(outputs: list[CellOutput], mismatches: list) -> int:
     """The cells whose output was compared and matched."""
     failed = {getattr(mismatch, "cell", mismatch).key for mismatch in mismatches}
     return sum(1 for output in outputs
-               if not output.unverified and output.key not in failed and _compared(output))
+               if not output.unverified and output.key not in failed and output.compared)
 
 
 def outputs_not_compared(outputs: list[CellOutput]) -> list[str]:
