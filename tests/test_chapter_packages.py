@@ -55,7 +55,36 @@ def test_an_install_in_a_shell_cell_is_refused():
 @pytest.mark.parametrize("code", ['print("!pip install d2l")', "# !pip install d2l",
                                   "!pipx list", "!ls", "%time pip_version = 1",
                                   "import pip"])
-def test_code_that_installs_nothing_passes(code):
+def test_code_that_installs_nothing_passes(code, tmp_path, monkeypatch):
+    (tmp_path / "pipx").write_text("#!/bin/sh\n")  # on PATH, as a command a lesson runs
+    (tmp_path / "pipx").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert chapter_package_errors(Path("lesson.md"), _chapter(code)) == []
+
+
+MISSING = "coursebook-no-such-command"
+
+
+@pytest.mark.parametrize("cell, command_line", [
+    (f"print(1)\n!{MISSING} -L", f"!{MISSING} -L"),
+    (f"found = !{MISSING} --list", f"found = !{MISSING} --list"),
+    (f"%%bash\necho start\n{MISSING} --list", f"{MISSING} --list")])
+def test_a_command_this_machine_lacks_is_refused_at_its_line(cell, command_line):
+    """`!nvidia-smi` on a machine without it printed the shell's 'command not found', which
+    the build accepted as the cell's expected output."""
+    text = _chapter("import torch", cell)
+    [error] = chapter_package_errors(Path("lesson.md"), text)
+    assert error.line == text.splitlines().index(command_line) + 1
+    assert error.message.startswith(f"a cell runs `{MISSING}`, which the machine that builds "
+                                    "the book lacks (not on PATH)"), error.message
+    assert "\n" not in error.message and "Take the line out" in error.message
+
+
+@pytest.mark.parametrize("code", ["!ls -l | head -3", "!cd /tmp && ls", "files = !ls",
+                                  "!{sys.executable} -V", "!./run.sh", "!X=1 ls",
+                                  "ok = (1\n      != 2)", "%%bash\nX=1\necho $X\nls -l",
+                                  f"# !{MISSING}", "%%bash"])
+def test_commands_on_path_builtins_and_expansions_pass(code):
     assert chapter_package_errors(Path("lesson.md"), _chapter(code)) == []
 
 

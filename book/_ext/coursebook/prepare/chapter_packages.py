@@ -3,7 +3,9 @@ not a crash report), and no chapter installs packages. A chapter's code runs wit
 builder's rights, so it declares what it needs in its top matter, ``coursebook: {packages:
 [d2l, "einops>=0.8"]}``, installed by ``make chapter-packages``; an install line (``!pip``,
 ``%conda``, a line of a ``%%bash`` cell) stops the build at its line, as does a declared
-package the environment lacks. A download's first cell installs the declared packages.
+package the environment lacks, or a shell command (``!nvidia-smi``) this machine lacks: its
+cell would show the shell's "command not found", which the build would take for the lesson's
+output. A download's first cell installs the declared packages.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -32,6 +35,20 @@ _INSTALLER = (r"(?:sudo\s+)?(?:pip[\d.]*|conda|mamba|micromamba|apt|apt-get|uv\s
 _INSTALL_LINE = re.compile(rf"^[ \t]*[!%][ \t]*{_INSTALLER}.*$", re.M)
 _SHELL_CELL = re.compile(r"\A\s*%%(?:bash|sh|script)\b")
 _SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
+# The command a line runs: a shell escape's (`!ls -l`, `files = !ls`; not `!=`), or any line
+# of a shell cell's; a word with `{`, `$`, `/` or `=` in it (`!{sys.executable}`, `!./run.sh`,
+# `!X=1 make`) is not looked up, nor is an install line's (refused as such).
+_ESCAPED_COMMAND = re.compile(r"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!!?(?!=)[ \t]*(?P<command>\S+)",
+                              re.M)
+_SHELL_COMMAND = re.compile(r"^[ \t]*(?P<command>[^\s#]\S*)", re.M)
+# bash's builtins and keywords (`compgen -bk`): no file on PATH runs them.
+_SHELL_BUILTINS = frozenset(
+    ". : [ alias bg bind break builtin caller cd command compgen complete compopt continue "
+    "declare dirs disown echo enable eval exec exit export false fc fg getopts hash help "
+    "history jobs kill let local logout mapfile popd printf pushd pwd read readarray readonly "
+    "return set shift shopt source suspend test times trap true type typeset ulimit umask "
+    "unalias unset wait if then else elif fi case esac for select while until do done in "
+    "function time { } ! [[ ]] coproc".split())
 
 
 def declared_packages(metadata: dict) -> list[str]:
@@ -63,6 +80,26 @@ def install_lines(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
         pattern = _SHELL_INSTALL_LINE if _SHELL_CELL.match(cell.source) else _INSTALL_LINE
         found += [(line_within(cell, match.start()), match[0].strip())
                   for match in pattern.finditer(cell.source)]
+    return found
+
+
+def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
+    """Each code line that runs a command this machine lacks (not on PATH, which the
+    kernels inherit): (its line in the author's file, the command)."""
+    found = []
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        shell = _SHELL_CELL.match(cell.source)
+        start = (cell.source.find("\n") + 1 or len(cell.source)) if shell else 0  # past %%bash
+        pattern, installs = ((_SHELL_COMMAND, _SHELL_INSTALL_LINE) if shell
+                             else (_ESCAPED_COMMAND, _INSTALL_LINE))
+        for match in pattern.finditer(cell.source, start):
+            command = match["command"].rstrip(";|&")
+            if command and command not in _SHELL_BUILTINS and not re.search(r"[{$/=]", command) \
+                    and not installs.match(cell.source, match.start()) \
+                    and shutil.which(command) is None:
+                found.append((line_within(cell, match.start("command")), command))
     return found
 
 
@@ -98,6 +135,11 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
         "code runs with the builder's rights. Remove the line, declare the package in the "
         f"{where} ({declare}) and run `{COMMAND}`.", path, line)
         for line, command in install_lines(notebook)]
+    errors += [BookError(
+        f"a cell runs `{command}`, which the machine that builds the book lacks (not on "
+        "PATH): the cell would show the shell's error, and the build would take it for the "
+        f"lesson's output. Take the line out, or install `{command}` where the book is built.",
+        path, line) for line, command in missing_commands(notebook)]
     for requirement in declared_packages(notebook.metadata):
         if (why := _missing(requirement)) is not None:
             errors.append(BookError(
