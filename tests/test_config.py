@@ -68,6 +68,7 @@ def test_the_museum_is_parsed_once_while_its_files_are_unchanged(tmp_path):
     assert config.museum() is not museum and config.museum() == museum
 
 
+@pytest.mark.slow  # imports what a kernel imports (torch._dynamo, matplotlib): ~6 s of CPU
 def test_every_module_the_kernels_import_ahead_still_imports():
     """The kernel server and the preview's waiting kernel ignore an import that fails (a
     chapter importing it meets the error its own way), so a torch that renames a module

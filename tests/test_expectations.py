@@ -1,11 +1,9 @@
 """Expected outputs: the file format, the comparison, and what the book commits."""
 
-import subprocess
-import sys
-
 import nbformat
 import pytest
 import torch
+from test_pytest_book import pytest_session
 
 from conftest import BOOK, ROOT
 from coursebook.execute.shared_cache import book_code_digest
@@ -200,13 +198,13 @@ def test_the_book_code_a_chapter_imports_is_part_of_its_cache_key():
 
 @pytest.fixture(scope="module")
 def book_items() -> list[str]:
-    """The items `pytest book` collects (one collection: it starts a Python that reads every
-    chapter)."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", str(BOOK)],
-                          capture_output=True, text=True, cwd=ROOT)
-    return [line for line in done.stdout.splitlines() if line.startswith("book/")]
+    """The items `pytest book` collects: Sphinx reads the whole book for each edition,
+    about 4 s of CPU (the tests that use it are slow)."""
+    collected = pytest_session("--rootdir", str(ROOT), "--collect-only", str(BOOK))
+    return [line for line in collected.stdout.splitlines() if line.startswith("book/")]
 
 
+@pytest.mark.slow  # reads the book with Sphinx (book_items)
 def test_pytest_collects_each_verified_cell_per_edition(book_items):
     items = [item for item in book_items if item.startswith("book/pt01.md::")]
     chapter = read_chapter((BOOK / "pt01.md").read_text())
@@ -316,6 +314,7 @@ def test_one_changed_cell_is_one_cell_changed_on_the_instructor_page(tmp_path):
     assert "stale (1 cell(s) changed since)" in found.page_note(), found.page_note()
 
 
+@pytest.mark.slow  # reads the book with Sphinx (book_items)
 def test_every_chapter_cell_item_has_its_own_name(book_items):
     # Two items of one name run once under `make test-suite`'s pytest-xdist, silently.
     repeated = sorted({item for item in book_items if book_items.count(item) > 1})

@@ -23,21 +23,25 @@ class Session:
     stdout: str  # what it printed, its errors included
 
 
+def pytest_session(*args: str) -> Session:
+    """pytest run with ``args`` in this process, as a session of its own (a Python of its
+    own imported pytest, Sphinx and myst-nb again: about 3 s of CPU each)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        code = pytest.main(["-p", "no:cacheprovider", "-q", *args])
+    return Session(int(code), printed.getvalue())
+
+
 def _pytest_book(book: Path, *conf_lines: str, collect_only: bool = False,
                  target: Path | None = None) -> Session:
     """pytest run on a copy of a book (or ``target`` in it), with the book's conf.py and
-    these lines; in this process, as a session of its own (a Python of its own imported
-    pytest, Sphinx and myst-nb again: 3 s of CPU each)."""
+    these lines."""
     root = book.parent
     conf = book_conf_with(root / "conf", *conf_lines)
     (root / "pytest.ini").write_text(f"[pytest]\ncoursebook_book = {book.name}\n"
                                      f"coursebook_conf = {conf}\n")
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-        code = pytest.main(["-p", "no:cacheprovider", "-q", "-c", str(root / "pytest.ini"),
-                            "--rootdir", str(root), str(target or book),
-                            *(["--collect-only"] if collect_only else [])])
-    return Session(int(code), printed.getvalue())
+    return pytest_session("-c", str(root / "pytest.ini"), "--rootdir", str(root),
+                          str(target or book), *(["--collect-only"] if collect_only else []))
 
 
 def _top_matter(chapter: Path, lines: str) -> None:
