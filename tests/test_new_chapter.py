@@ -363,7 +363,7 @@ SPHINX_GALLERY = '''"""
 Gradients
 =========
 
-Use :func:`torch.autograd.grad` on ``y``, a `Legendre polynomial`_.
+Use :func:`torch.autograd.grad` on ``y``, a `Legendre polynomial`_ (see :ref:`second-part`).
 
 .. _Legendre polynomial:
     https://example.org/legendre
@@ -371,12 +371,25 @@ Use :func:`torch.autograd.grad` on ``y``, a `Legendre polynomial`_.
 import torch
 
 ###############################################################################
+# .. _second-part:
+#
 # A second part
 # -------------
 #
-# See `the docs <https://pytorch.org/docs>`_.
+# See `the docs <https://pytorch.org/docs>`_ and `the forum <https://discuss.pytorch.org>`__.
+#
+# .. note::
+#    Gradients add up.
 
 print(torch.ones(1))
+
+###############################################################################
+# A third part
+# ------------
+#
+# As :ref:`elsewhere <other-lesson>`.
+
+print(2)
 '''
 
 PERCENT = '''# %% [markdown]
@@ -389,9 +402,15 @@ print(1 + 1)
 
 
 @pytest.mark.parametrize("suffix, source, expected", [
-    (".py", SPHINX_GALLERY, ["# Gradients", "{func}`torch.autograd.grad`",
-                             "[the docs](https://pytorch.org/docs)",
-                             "a [Legendre polynomial](https://example.org/legendre)."]),
+    # The sections' levels are the script's, counted over all its blocks (jupytext counts
+    # them per block: each section was a second chapter title); a note is an admonition,
+    # an anonymous link leaves no `_`, a reference to a section of the script is MyST's.
+    (".py", SPHINX_GALLERY, ["(lesson)=\n# Gradients", "{func}`torch.autograd.grad`",
+                             "[the docs](https://pytorch.org/docs) and [the forum](https://"
+                             "discuss.pytorch.org).", ":::{note}\nGradients add up.\n:::",
+                             "a [Legendre polynomial](https://example.org/legendre) (see "
+                             "{ref}`second-part`).", "(second-part)=\n## A second part",
+                             "## A third part"]),
     (".py", PERCENT, ["# Percent lesson", "Some prose."]),
 ])
 def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expected):
@@ -403,6 +422,20 @@ def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expect
     assert is_chapter_source(text) and all(part in text for part in expected), text
     code = [c.source for c in read_chapter(text).cells if c.cell_type == "code"]
     assert code[-1].startswith("print(")
+
+
+def test_a_lesson_without_a_title_keeps_its_sections_levels(tmp_path, capsys):
+    """Its first heading, a section's (`## The basics`), was made the title: the `###` under
+    it then followed a `#`, which the build refuses (MyST: non-consecutive header level)."""
+    book = _book(tmp_path)
+    lesson = tmp_path / "untitled.py"
+    lesson.write_text("# %% [markdown]\n# Welcome.\n#\n# ## The basics\n#\n# ### Tensors\n"
+                      "\n# %%\nprint(1)\n")
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    text = (book / "untitled.md").read_text()
+    assert "(untitled)=\n# untitled\n" in text and "\n## The basics\n\n### Tensors" in text, text
+    assert "the lesson has no title (its first heading is not `# …`): the chapter's is its " \
+           "name; write one in its `# untitled` line" in capsys.readouterr().out
 
 
 def test_a_file_that_is_no_lesson_is_one_line_and_writes_nothing(tmp_path, capsys):

@@ -8,9 +8,11 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - outputs are dropped (the build makes them) and so is cell metadata other than tags;
 - an install line (``!pip``, ``%pip``, ``!apt``, ``!conda``) is taken out: a cell does not
   install during a build; the packages it named are listed for the author to declare;
-- sphinx-gallery's reStructuredText becomes Markdown (sphinx-gallery's own ``rst2md``),
-  and its roles (``:func:`x` ``) MyST roles;
-- the title gets a label named after the chapter;
+- sphinx-gallery's reStructuredText becomes Markdown (sphinx-gallery's own ``rst2md``, its
+  heading levels counted over the whole script), its roles (``:func:`x` ``) MyST roles, its
+  section labels and references to them MyST's, its notes and warnings admonitions;
+- the title (the first heading, where it is a ``# …`` one: else the chapter's name) gets a
+  label named after the chapter;
 - an image shown in HTML (``<img src=…>``, alone or only placed by ``<p>``, ``<div>``) is
   a Markdown image, which the book's pages, PDFs and downloads show (raw HTML reaches none
   of them from the book's files);
@@ -31,7 +33,9 @@ from __future__ import annotations
 
 import ast
 import base64
+import collections
 import importlib.util
+import itertools
 import os
 import re
 import shlex
@@ -108,10 +112,9 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
         if fmt == "percent":
             return jupytext.reads(text, fmt="py:percent"), "jupytext percent script (.py)"
         if re.match(r'\s*(#[^\n]*\n\s*)*[rRuU]?"""', text):  # a module docstring first
-            return (jupytext.reads(_inline_targets(text),
-                                   fmt={"extension": ".py", "format_name": "sphinx",
-                                              "rst2md": True}),
-                    "sphinx-gallery script (.py)")
+            notebook = jupytext.reads(_inline_targets(text),
+                                      fmt={"extension": ".py", "format_name": "sphinx"})
+            return _gallery_markdown(notebook), "sphinx-gallery script (.py)"
         raise NotALesson(f"{path}: a Python file with neither `# %%` cells (jupytext percent) "
                          "nor a docstring first (sphinx-gallery): nothing to bring in")
     raise NotALesson(f"{path}: not a lesson make chapter reads (.ipynb, .py or .md)")
@@ -131,6 +134,40 @@ def _inline_targets(text: str) -> str:
     for name, url in targets.items():
         text = re.sub(rf"`{re.escape(name)}`_(?!_)", f"`{name} <{url}>`_", text)
     return text
+
+
+# A section's label (`.. _bridge-to-np:` alone on its line), a reference to one, an
+# anonymous link's second underscore (`text <URL>`__), which rst2md leaves after the link.
+_LABEL = re.compile(r"^\.\. _(?P<name>[\w-]+):[ \t]*$", re.M)
+_REF = re.compile(r":ref:`(?P<text>[^`<]*?)\s*<?(?P<name>[\w-]+)>?`")
+_ANONYMOUS = re.compile(r"(<[^`<>]+>`_)_")
+# rst2md's note and warning (HTML, which no PDF or download shows), as MyST admonitions.
+_ALERT = re.compile(r'<div class="alert alert-(?:info|danger)"><h4>(?P<kind>Note|Warning)</h4>'
+                    r"\n\n(?P<body>.*?)\n\n</div>", re.S)
+
+
+def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Its markdown cells' reStructuredText as Markdown by sphinx-gallery's ``rst2md``, the
+    heading levels counted over the whole script, as sphinx-gallery counts them (jupytext's
+    rst2md counts per cell: every cell's first heading became a chapter title); the script's
+    section labels and the references to them as MyST's, notes and warnings as admonitions."""
+    from sphinx_gallery.notebook import rst2md
+
+    counter = itertools.count(1)
+    levels = collections.defaultdict(lambda: next(counter))
+    markdown = [cell for cell in notebook.cells if cell.cell_type == "markdown"]
+    labels = {found["name"] for cell in markdown for found in _LABEL.finditer(cell.source)}
+    for cell in markdown:
+        source = _ANONYMOUS.sub(r"\1", cell.source)
+        source = _REF.sub(lambda ref: ref[0] if ref["name"] not in labels else (
+            f"{{ref}}`{ref['text']} <{ref['name']}>`" if ref["text"] else f"{{ref}}`{ref['name']}`"),
+            source)
+        source = _LABEL.sub(r"(\g<name>)=", source)
+        source = rst2md(source, {"notebook_images": False}, "", levels)
+        source = re.sub(r"^(\([\w-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
+        cell.source = _ALERT.sub(lambda alert: f":::{{{alert['kind'].lower()}}}\n"
+                                 f"{alert['body']}\n:::", source)
+    return notebook
 
 
 def _packages(arguments: str) -> list[str]:
@@ -389,8 +426,13 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     # after it, before any code.
     first, heading = next(((cell, found) for cell in cells if cell.cell_type == "markdown"
                            for found in [_HEADING.search(cell.source)] if found), (None, None))
+    if heading is not None and len(heading.group(1)) > 1:
+        heading = None  # a section's (`## The basics`): made a title, it broke the levels below
     if title is None:
         title = heading.group(2) if heading else name
+        if heading is None:
+            imported.to_do.append(f"the lesson has no title (its first heading is not `# …`): "
+                                  f"the chapter's is its name; write one in its `# {name}` line")
     if heading is not None and heading.group(2) == title:
         first.source = (first.source[:heading.start()] + f"({name})=\n# {title}"
                         + first.source[heading.end():])
