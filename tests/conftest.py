@@ -21,6 +21,7 @@ from coursebook.pytest_plugin import use_chapter_cache
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 from book_environment import sphinx_command  # noqa: E402
+from forked_builds import BuildServer  # noqa: E402
 
 BOOK = ROOT / "book"
 TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
@@ -131,6 +132,26 @@ def imported_ahead(srcdir: Path) -> dict[str, str]:
     return {"coursebook_kernel_imports": "torch" if uses_torch else "ipykernel.kernelapp"}
 
 
+# A test's builds are forked from its worker's build server (tests/forked_builds.py), but
+# in the files of OWN_KERNELS (below: kernels, processes, the preview, stopped builds),
+# whose subject is the processes: there a build starts afresh, as a person starts one.
+_BUILD_SERVER: list[BuildServer] = []  # the worker's, but during those files' tests
+
+
+def run_sphinx(command: list[str], *, cwd: Path = ROOT, env: dict[str, str] | None = None,
+               merged: bool = False) -> subprocess.CompletedProcess:
+    """``command`` (:func:`sphinx_command`'s) run as ``subprocess.run`` runs it, its output
+    captured as text (``merged``: its errors with it): forked from the build server where
+    it stands in for a new process."""
+    env = dict(os.environ if env is None else env)
+    if _BUILD_SERVER and _BUILD_SERVER[0].stands_in(command, env):
+        _STARTED.append("a Sphinx build")
+        return _BUILD_SERVER[0].run(command, cwd=cwd, env=env, merged=merged)
+    return subprocess.run(command, capture_output=not merged, text=True, cwd=cwd, env=env,
+                          **({"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
+                             if merged else {}))
+
+
 def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
                  settings: dict[str, str] | None = None, jobs: str | None = "auto") -> Build:
     """Build one edition with the repository's conf.py, as the Makefile does (``jobs``
@@ -139,8 +160,7 @@ def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
                              settings={"nb_execution_cache_path": str(cache),
                                        **imported_ahead(srcdir), **(settings or {})})
     (outdir / "tmp").mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, "TMPDIR": str(outdir / "tmp")})
+    done = run_sphinx(command, env={**os.environ, "TMPDIR": str(outdir / "tmp")})
     return Build(done.returncode, done.stdout + done.stderr, outdir)
 
 
@@ -336,6 +356,22 @@ def _slow_tests_share_a_kernel_server(request: pytest.FixtureRequest, monkeypatc
             "own_kernels"):
         for name, value in request.getfixturevalue("_kernel_server").items():
             monkeypatch.setenv(name, value)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _build_server():
+    _BUILD_SERVER.append(BuildServer())  # its process starts at the first build
+    yield
+    _BUILD_SERVER.pop().close()
+
+
+@pytest.fixture(autouse=True)
+def _process_tests_start_their_builds(request: pytest.FixtureRequest):
+    forking = _BUILD_SERVER[:]
+    if request.node.path.stem in OWN_KERNELS:
+        _BUILD_SERVER.clear()
+    yield
+    _BUILD_SERVER[:] = forking
 
 
 def copy_of_built_cache(built: dict[str, Build], to: Path) -> Path:

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from book_environment import sphinx_command
 
-from conftest import CHAPTER_TOP, ROOT, TINY_BOOK, book_conf_with
+from conftest import CHAPTER_TOP, TINY_BOOK, book_conf_with, run_sphinx
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.model.cell_notes import without_notes
-from coursebook.model.notebooks import ANSWER_TAG, is_answer, notebook_to_myst, read_chapter
+from coursebook.model.notebooks import is_answer, notebook_to_myst, read_chapter
 from coursebook.model.solutions import SolutionError
 from coursebook.prepare.editions import ANSWER_CLASS, Edition, edition_notebook
 
@@ -134,7 +134,7 @@ def test_a_solution_that_cannot_be_cut_out_is_named_and_read_as_an_answer(text, 
 def _build(src: Path, conf: Path, out: Path, *tags: str) -> subprocess.CompletedProcess:
     command = sphinx_command(src, out / "html", out / "doctrees", tags=tags, conf=conf,
                              settings={"coursebook_accept_outputs": "1"})
-    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    return run_sphinx(command)
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ import pytest
 from conftest import BOOK, ROOT, load_tool, run_in_kernel, run_in_python
 from coursebook.execute.kernel_pool import (make_pool, start_kernel_forkserver,
                                             stop_kernel_forkserver)
-from coursebook.process.preview import build_modules, import_modules, run_build
+from coursebook.process.forked_builds import build_modules, import_modules, run_build
 
 
 def test_the_collector_waits_while_extensions_load_and_runs_again_for_the_build(tmp_path):
@@ -143,3 +143,58 @@ def test_a_build_adds_its_source_suffixes_to_its_own_config_not_to_sphinxs_defau
     own_source_suffix(app, config)
     merge_source_suffix(app, config)
     assert config.source_suffix == {**before, ".py": "myst-nb"} and default == before
+
+
+# A conf.py that prints what its process finds, then a page whose warning fails the build.
+REPORTING_CONF = """\
+import gc, json, locale, logging, os, signal, sys, tempfile, threading
+streams = {name: [stream.encoding, stream.line_buffering, stream.isatty()]
+           for name, stream in (("out", sys.stdout), ("err", sys.stderr))}
+print(json.dumps({
+    "cwd": os.getcwd(), "argv": sys.argv, "path": sys.path, "environ": dict(os.environ),
+    "temporary": tempfile.gettempdir(), "locale": locale.setlocale(locale.LC_ALL),
+    "signals": {s.name: str(signal.getsignal(s)) for s in (signal.SIGINT, signal.SIGTERM,
+                                                           signal.SIGPIPE, signal.SIGCHLD)},
+    "blocked": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])),
+    "logging": [len(logging.getLogger().handlers), logging.getLogger().level],
+    "collector": gc.isenabled(), "threads": threading.active_count(), "streams": streams}))
+print("a line on stderr", file=sys.stderr)
+"""
+
+
+@pytest.mark.slow  # builds (a tiny book, started and forked)
+def test_a_forked_test_build_is_the_build_python_m_sphinx_would_be(tmp_path):
+    """A slow test's build forked from its worker's build server (tests/forked_builds.py),
+    which has run a build in other surroundings, finds what ``python -m sphinx`` started in
+    its place finds (folder, arguments, environment, temporary folder, import path,
+    signals, logging, streams) and ends as it does: exit status, output, errors."""
+    from forked_builds import BuildServer
+
+    def book(name: str) -> tuple[Path, dict[str, str]]:
+        folder = tmp_path / name
+        (folder / "src").mkdir(parents=True)
+        (folder / "tmp").mkdir()
+        (folder / "src" / "conf.py").write_text(REPORTING_CONF)
+        (folder / "src" / "index.rst").write_text("Title\n=====\n\n.. no-such-directive::\n")
+        return folder, {**os.environ, "TMPDIR": str(folder / "tmp"), "ONLY_HERE": str(folder)}
+
+    def same(done: subprocess.CompletedProcess, folder: Path):
+        return [done.returncode, *(text and text.replace(str(folder), "FOLDER")
+                                   for text in (done.stdout, done.stderr))]
+
+    command = [sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", "src", "out"]
+    server = BuildServer()
+    try:
+        for merged in (False, True):
+            first, env = book(f"first-{merged}")  # the server's start, and its imports after
+            server.run(command, cwd=first, env={**env, "ONLY_THERE": "1"}, merged=merged)
+            started, env = book(f"started-{merged}")
+            done = subprocess.run(command, cwd=started, env=env, text=True,
+                                  **({"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
+                                     if merged else {"capture_output": True}))
+            forked, env = book(f"forked-{merged}")
+            assert same(server.run(command, cwd=forked, env=env, merged=merged),
+                        forked) == same(done, started)
+            assert done.returncode != 0 and "a line on stderr" in (done.stderr or done.stdout)
+    finally:
+        server.close()

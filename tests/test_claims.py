@@ -5,14 +5,14 @@ longer holds stops the build at its sentence, and no reader ever sees the checks
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
 import torch
 
-from conftest import CHAPTER_TOP, MACHINE_KINDS_FILE, ROOT, sphinx_build, sphinx_command
+from conftest import (CHAPTER_TOP, MACHINE_KINDS_FILE, ROOT, run_sphinx, sphinx_build,
+                      sphinx_command)
 from coursebook.claims.model import chapter_claims, claim_blocks, find_in_prose
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.audit.unbacked_sentences import chapter_unbacked, museum_unbacked
@@ -608,10 +608,9 @@ def test_a_true_claim_is_checked_counted_and_never_shown(tiny_book, tmp_path):
         assert "records a" in published["chapter.html"]
     for tags in ((), ("handout",)):  # from the cache the HTML builds filled
         out = tmp_path / "-".join(("latex", *tags))
-        done = subprocess.run(sphinx_command(tiny_book, out, tmp_path / "doctrees", builder="latex",
-                                             tags=tags, settings={"nb_execution_cache_path":
-                                                                  str(tmp_path / "cache")}),
-                              capture_output=True, text=True, cwd=ROOT)
+        done = run_sphinx(sphinx_command(tiny_book, out, tmp_path / "doctrees", builder="latex",
+                                         tags=tags, settings={"nb_execution_cache_path":
+                                                              str(tmp_path / "cache")}))
         assert done.returncode == 0, done.stderr[-3000:]
         sources = {p.name: p.read_text() for p in out.glob("*.tex")}
         assert any("records a" in text for text in sources.values()), sorted(sources)

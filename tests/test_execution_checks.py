@@ -1,12 +1,11 @@
 """A chapter cell that misbehaves stops the build, naming the chapter, the cell and the error."""
 
 import os
-import subprocess
 
 import pytest
 from book_environment import sphinx_command
 
-from conftest import ROOT, sphinx_build
+from conftest import run_sphinx, sphinx_build
 
 pytestmark = pytest.mark.slow
 
@@ -63,8 +62,7 @@ def _build_log_in_order(srcdir, out, cache) -> tuple[int, str]:
     order they were printed."""
     command = sphinx_command(srcdir, out / "html", out / "doctrees",
                              settings={"nb_execution_cache_path": str(cache)})
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          cwd=ROOT, env={**os.environ, "TMPDIR": str(out)})
+    done = run_sphinx(command, env={**os.environ, "TMPDIR": str(out)}, merged=True)
     return done.returncode, done.stdout
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, Build, book_museum,
-                      sphinx_build, sphinx_command)
+                      run_sphinx, sphinx_build, sphinx_command)
 from coursebook.model.faults import CLEAN_CACHE_COMMAND
 from coursebook.museum.model import ExhibitError, load_exhibit
 from coursebook.model.recordings import RECORDING_COMMAND, RecordingError, load_recording
@@ -166,10 +166,9 @@ def test_a_failed_run_leaves_nothing_in_the_published_folder(tiny_book, tmp_path
     assert report.is_file() and tmp_path / "out" / "html" not in report.parents
     chapter.write_text(good)
     # The PDF build of the edition (its LaTeX) keeps its own reports: the one named stays.
-    latex = subprocess.run(sphinx_command(tiny_book, tmp_path / "out" / "latex",
-                                          tmp_path / "out" / "doctrees-latex", builder="latex",
-                                          settings={"nb_execution_cache_path": str(cache_copy)}),
-                           capture_output=True, text=True, cwd=ROOT)
+    latex = run_sphinx(sphinx_command(tiny_book, tmp_path / "out" / "latex",
+                                      tmp_path / "out" / "doctrees-latex", builder="latex",
+                                      settings={"nb_execution_cache_path": str(cache_copy)}))
     assert latex.returncode == 0 and report.is_file(), latex.stdout + latex.stderr
     fixed = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
     assert fixed.returncode == 0, fixed.log

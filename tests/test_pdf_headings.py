@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, sphinx_command
+from conftest import run_sphinx, sphinx_command
 from coursebook.render.pdf_fonts import ENGINE
 
 SECTION = "5. Classification uses the same steps"
@@ -26,9 +26,8 @@ def _latex(tmp_path: Path, *options: str) -> Path:
     (source / "chapter.md").write_text(f"# PT00: A chapter\n\nText.\n\n## {SECTION}\n\nMore text.\n",
                                        encoding="utf8")
     out = tmp_path / "latex"
-    done = subprocess.run([*sphinx_command(source, out, tmp_path / "doctrees", builder="latex",
-                                           strict=False, jobs=None), "-q", *options],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = run_sphinx([*sphinx_command(source, out, tmp_path / "doctrees", builder="latex",
+                                       strict=False, jobs=None), "-q", *options])
     assert done.returncode == 0, done.stdout + done.stderr
     return out
 

@@ -7,7 +7,6 @@ that writes and removes no page keeps the search page and the search index
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from docutils import nodes
 
-from conftest import sphinx_build
+from conftest import run_sphinx, sphinx_build
 from coursebook.render.html_pages import BookHTMLBuilder, index_entries_again
 
 TERMS = "tensor\n  An array of numbers.\n\ngradient\n  A slope.\n"
@@ -76,8 +75,9 @@ def test_sphinx_itself_still_drops_the_terms_of_a_page_it_does_not_write(tmp_pat
                                       + "".join(f"   {line}\n" for line in TERMS.splitlines()))
     found = []
     for _ in range(2):
-        subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(source),
-                        str(tmp_path / "html")], check=True)
+        done = run_sphinx([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(source),
+                           str(tmp_path / "html")])
+        assert done.returncode == 0, done.stderr
         found.append(set(_index_entries(tmp_path / "html")))
     assert found == [{"tensor", "gradient"}, set()], (
         "sphinx-doc/sphinx#12599 is fixed in this Sphinx: remove "

@@ -17,7 +17,8 @@ import nbformat
 import pytest
 
 from book_environment import sphinx_command
-from conftest import BOOK, ROOT, book_conf_with, copy_of_built_cache, load_tool, sphinx_build
+from conftest import (BOOK, ROOT, book_conf_with, copy_of_built_cache, load_tool, run_sphinx,
+                      sphinx_build)
 from coursebook.execute.fill_cache import (
     MANIFEST,
     Chapter,
@@ -425,7 +426,7 @@ def test_shards_and_pytest_book_execute_what_a_build_executes(tmp_path, edition)
     command = sphinx_command(book, tmp_path / "out" / "html", tmp_path / "out" / "doctrees",
                              instructor=edition is Edition.INSTRUCTOR, strict=False, conf=conf,
                              settings=ACCEPT)
-    built = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    built = run_sphinx(command)
     assert built.returncode == 0, built.stdout + built.stderr
     executed = set(re.findall(r"(\w[\w-]*)\.md: Executing notebook", built.stdout + built.stderr))
     assert executed == ({"runs", "student-only"} if edition is Edition.STUDENT else {"runs"})

@@ -9,7 +9,7 @@ kinds. A build that fails prints its message here and writes no page: the browse
 the last good ones (coursebook.process.preview). Chapters execute into the book's cache
 (_build/.jupyter_cache), so a preview after `make html` starts without executing anything.
 Each build is a process of its own, forked from this one, which imported Sphinx and the
-extensions once (coursebook.process.preview). A code edit runs its chapter in a
+extensions once (coursebook.process.forked_builds). A code edit runs its chapter in a
 kernel started ahead of need, conf.py's coursebook_preview_kernel_imports (torch, ...)
 already imported into its process (coursebook.execute.kernel_pool); each kernel runs one
 chapter, from the top, as in any build.
@@ -49,7 +49,7 @@ from coursebook.execute.kernel_pool import (  # noqa: E402
     stop_kernel_forkserver,
 )
 from coursebook.prepare.editions import Edition  # noqa: E402
-from coursebook.process.preview import (  # noqa: E402
+from coursebook.process.forked_builds import (  # noqa: E402
     build_modules,
     import_modules,
     in_fork,

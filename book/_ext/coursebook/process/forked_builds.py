@@ -1,0 +1,133 @@
+"""Builds forked, not started: each build a process of its own, forked from one that has
+already imported what a build imports (a new ``sphinx-build`` spends about 2 s of CPU on
+imports: Sphinx, myst-nb, the theme, the extension). The preview forks each rebuild from
+itself (tools/preview.py); the tests fork theirs from one such process per worker
+(tests/forked_builds.py), each in the folder, environment and output files that
+``python -m sphinx`` started there would have (:class:`Surroundings`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib
+import importlib.util
+import logging
+import multiprocessing
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sphinx.application import builtin_extensions
+
+# sphinx-build's own and the extensions Sphinx always loads (the book's: conf.py's).
+_ALWAYS = ("sphinx.cmd.build", "sphinx.builders.html", *builtin_extensions)
+
+
+def build_modules(conf: dict) -> list[str]:
+    """The modules a build imports: sphinx-build's, its extensions and theme (``conf``: its
+    configuration's ``extensions`` and ``html_theme``)."""
+    names = [*_ALWAYS, *conf.get("extensions", [])]
+    theme = conf.get("html_theme", "").replace("-", "_")
+    if theme and importlib.util.find_spec(theme) is not None:
+        names.append(theme)
+    return names
+
+
+def import_modules(names: Sequence[str]) -> None:
+    # Some modules configure logging when imported (a11y_pygments calls basicConfig):
+    # this process's logging, which the builds inherit, stays as it was.
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    for name in names:
+        with contextlib.suppress(Exception):  # one a build imports in passing: it does again
+            importlib.import_module(name)
+    root.handlers[:], root.level = handlers, level
+    # Out of the collector's sight, a forked build does not walk (and so copy) the pages
+    # it shares with this process (the gc module's advice for forking servers).
+    gc.freeze()
+
+
+class Forked:
+    """``target(sender, *arguments)`` started in a forked process; :meth:`result` waits for
+    it. Its ``receiver`` can be waited on (``multiprocessing.connection.wait``): it is ready
+    once the process sent or ended."""
+
+    def __init__(self, target, *arguments) -> None:
+        context = multiprocessing.get_context("fork")
+        self.receiver, sender = context.Pipe(duplex=False)
+        # Not daemonic: a build reads its pages in processes of its own (-j).
+        self.process = context.Process(target=target, args=(sender, *arguments),
+                                       name=target.__name__)
+        self.process.start()
+        sender.close()
+
+    def result(self) -> tuple[int, object]:
+        """Its exit status and what it sent (None: nothing, it was killed)."""
+        try:
+            received = self.receiver.recv()  # before joining: a long list fills the pipe
+        except EOFError:
+            received = None
+        self.receiver.close()
+        self.process.join()
+        return self.process.exitcode or 0, received
+
+
+def in_fork(target, *arguments) -> tuple[int, object]:
+    """``target(sender, *arguments)`` in a forked process: :meth:`Forked.result`."""
+    return Forked(target, *arguments).result()
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """Where a forked build runs as ``python -m sphinx`` run there would: in the folder
+    ``cwd`` (first on ``sys.path``), with the environment ``env`` alone, no input, its
+    output to the file ``output`` and its errors to the file ``errors`` (None: to
+    ``output``)."""
+
+    cwd: str
+    env: dict[str, str]
+    output: str
+    errors: str | None = None
+
+    def enter(self) -> None:
+        os.chdir(self.cwd)
+        sys.path[0] = self.cwd  # -m's first entry (the forking process's: its script's folder)
+        os.environ.clear()
+        os.environ.update(self.env)
+        written = os.O_WRONLY | os.O_TRUNC
+        streams = [(os.devnull, os.O_RDONLY), (self.output, written), (self.errors, written)]
+        for target, (path, flags) in enumerate(streams):
+            if path is None:  # errors with the output
+                os.dup2(1, target)
+                continue
+            descriptor = os.open(path, flags)
+            os.dup2(descriptor, target)
+            os.close(descriptor)
+
+
+def _build(imported, arguments: Sequence[str], surroundings: Surroundings | None) -> None:
+    if surroundings is not None:
+        surroundings.enter()
+    import sphinx
+    from sphinx.cmd.build import main
+
+    sys.argv = [os.path.join(os.path.dirname(sphinx.__file__), "__main__.py"), *arguments]
+    try:
+        status = main(list(arguments))
+    finally:
+        imported.send([name for name in sys.modules if not name.startswith("__")])
+    sys.exit(status)
+
+
+def start_build(arguments: Sequence[str], surroundings: Surroundings | None = None) -> Forked:
+    """``python -m sphinx ARGUMENTS``, forked: sends what it imported."""
+    return Forked(_build, list(arguments), surroundings)
+
+
+def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:
+    """``python -m sphinx ARGUMENTS``, forked, in this process's surroundings: its exit
+    status and what it imported."""
+    status, imported = start_build(arguments).result()
+    return status, imported or []
