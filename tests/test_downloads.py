@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import json
 import os
 import re
@@ -101,7 +102,8 @@ def _resolve(role: str, target: str) -> Target:
     return Target(f"Title of {target}", f"https://book.example/{target}.html")
 
 
-def _chapters() -> dict[str, nbformat.NotebookNode]:
+def _read_chapters() -> dict[str, nbformat.NotebookNode]:
+    """Each chapter read and prepared for the student edition (a new read each call)."""
     chapters = {}
     for path in sorted(BOOK.glob("*.md")):
         text = path.read_text(encoding="utf8")
@@ -110,6 +112,14 @@ def _chapters() -> dict[str, nbformat.NotebookNode]:
                                                   book_museum(), torch.__version__, MD_CONFIG,
                                                   machine_kinds=book_machine_kinds())
     return chapters
+
+
+_one_read = functools.cache(_read_chapters)
+
+
+def _chapters() -> dict[str, nbformat.NotebookNode]:
+    """A copy of one read of the chapters, for a test to change (a read: ~0.5 s of CPU)."""
+    return copy.deepcopy(_one_read())
 
 
 def _raised(name: str, chapter: nbformat.NotebookNode) -> tuple[str, ...]:
@@ -201,7 +211,7 @@ def test_a_chapters_download_is_the_same_file_from_every_read_of_it(downloads):
     """nbformat draws a cell's id at random when a chapter is read: a download's ids are the
     book's own, valid for Jupyter and Colab (nbformat's schema, unique), and a code cell's
     is the key of its expected output."""
-    for name, chapter in _chapters().items():  # read again
+    for name, chapter in _read_chapters().items():  # read again
         again = _download(name, chapter, PlainMarkdown(_resolve, "https://book.example/p.html",
                                                        MD_CONFIG))
         assert nbformat.writes(again) == nbformat.writes(downloads[name]), name
