@@ -86,6 +86,7 @@ def test_nothing_is_deferred_when_turned_off():
     assert loaded == HEAVY
 
 
+@pytest.mark.slow  # builds a page (HTML) twice, in a Python of its own
 def test_a_build_imports_them_only_when_it_reads_pages(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "index.md").write_text("# Title\n\nText.\n")

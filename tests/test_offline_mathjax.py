@@ -7,6 +7,8 @@ import filecmp
 import os
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, run_in_python
 from coursebook.render.html_pages import copy_changed_files, mathjax_files
 
@@ -27,6 +29,7 @@ def test_only_missing_or_changed_files_are_copied(tmp_path):
                for path in source.rglob("*") if path.is_file())
 
 
+@pytest.mark.slow  # builds a page (HTML), in a Python of its own
 def test_an_html_build_serves_mathjax_and_reads_in_parallel(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "index.md").write_text("# Title\n\n$x^2$\n")
