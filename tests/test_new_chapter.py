@@ -307,6 +307,8 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
                                       "and\n![b](res/b.png)."),
         nbformat.v4.new_markdown_cell("<img src=\"res/my pic.png\" alt=\"Mine\"> and "
                                       "![again](<res/my pic.png>)"),
+        nbformat.v4.new_markdown_cell("The talk:\n\n<div class=\"video\">\n<iframe "
+                                      "src=\"https://example.org/v\"></iframe></div>"),
     ])))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     out, text = capsys.readouterr().out, (book / "flow.md").read_text()
@@ -323,6 +325,11 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
     assert "  - cell 2, line 4: an image inside other HTML (`<table><tr><td><img" in to_do, to_do
     assert "  - cell 4, line 6: res/a.png: an image" in to_do, to_do
     assert "  - cell 4, line 8: res/b.png: an image" in to_do, to_do
+    # what a handout typeset without network, or a download, cannot show, named too
+    assert "  - cell 2, line 1: https://example.org/l.png: an image on the web, which a PDF " \
+        "(a lab's handout) fetches when it is typeset, and cannot without network" in to_do, to_do
+    assert "  - cell 6, line 4: an embedded page or video (`<iframe>`), which no PDF or " \
+        "download shows" in to_do, to_do
 
 
 def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_build(tmp_path,

@@ -25,8 +25,9 @@ What changes, each said in the report `make chapter FROM=…` prints:
 Left to the author, and listed: the packages to declare (those the install lines named,
 and the modules the cells import that the book's environment lacks), the lesson's own
 modules the cells import, the errors tagged to check, a ``google.colab`` import, each image
-the lesson shows that is not beside it or sits inside other HTML (at its cell and line), then
-accepting the outputs.
+the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
+typeset without network), each video or page it embeds (``<iframe>``), at its cell and line,
+then accepting the outputs.
 """
 
 from __future__ import annotations
@@ -198,18 +199,22 @@ def _inline_lines(token) -> list[tuple[object, int]]:
 class _HtmlImages(HTMLParser):
     """The ``<img>`` tags of a piece of HTML, each with its line in it (from 0), and whether
     it holds anything but them and the tags that only place them (``<p align="center">``,
-    ``<div>``, ``<br>``)."""
+    ``<div>``, ``<br>``); also the lines of what it embeds (a video's ``<iframe>``)."""
 
     PLACING = frozenset({"p", "div", "center", "br"})
+    EMBEDDING = frozenset({"iframe", "video", "audio", "embed", "object"})
 
     def __init__(self, text: str) -> None:
         super().__init__()
         self.images: list[tuple[dict[str, str], int]] = []
+        self.embedded: list[tuple[str, int]] = []  # the tag, its line
         self.only_images = True
         self.feed(text)
         self.close()
 
     def handle_starttag(self, tag, attrs):
+        if tag in self.EMBEDDING:
+            self.embedded.append((tag, self.getpos()[0] - 1))
         if tag == "img":
             self.images.append(({key: value or "" for key, value in attrs}, self.getpos()[0] - 1))
         elif tag not in self.PLACING:
@@ -251,6 +256,10 @@ def _shown_images(source: str, number: int,
             if piece.type == "image":
                 shown.setdefault(piece.attrGet("src"), line + 1)
             found = _HtmlImages(piece.content) if piece.type.startswith("html") else None
+            imported.to_do += [
+                f"cell {number}, line {line + within + 1}: an embedded page or video "
+                f"(`<{tag}>`), which no PDF or download shows: link to it instead, "
+                "`[what it shows](address)`" for tag, within in (found.embedded if found else [])]
             if found is None or not found.images:
                 continue
             if found.only_images and all(image.get("src") for image, _ in found.images):
@@ -270,19 +279,23 @@ def _shown_images(source: str, number: int,
 
 
 def _with_images(source: str, shown: dict[str, int], attachments: dict, number: int, name: str,
-                 folder: Path | None, imported: Imported, missing: list[str]) -> str:
+                 folder: Path | None, imported: Imported, missing: list[str],
+                 remote: list[str]) -> str:
     """The cell's text showing each image the lesson holds (``shown``: a file beside the
     lesson, an attachment of the cell: pasted ones are all `image.png`) from its copy in
-    ``name/``, kept in ``imported.files``; an image found nowhere is added to ``missing``
-    (cell and line)."""
+    ``name/``, kept in ``imported.files``; an image found nowhere is added to ``missing``,
+    one on the web to ``remote`` (cell and line)."""
     for src, line in shown.items():
         path = unquote(src)  # as markdown-it gives a Markdown image's: percent-encoded
         if path.startswith(_ATTACHMENT):
             data = next(iter(attachments.get(path[len(_ATTACHMENT):], {}).values()), None)
             relative = f"cell-{number}-{path[len(_ATTACHMENT):]}"
             content = base64.b64decode("".join(data)) if data else None
-        elif "://" in path or path.startswith(("/", "#", "data:")):
-            continue  # on the web, or the book's own (an absolute path is the book's)
+        elif "://" in path:
+            remote.append(f"cell {number}, line {line}: {path}")
+            continue
+        elif path.startswith(("/", "#", "data:")):
+            continue  # the book's own (an absolute path is the book's)
         else:
             relative = Path(os.path.normpath(path)).as_posix()
             relative = relative if not relative.startswith("../") else Path(path).name
@@ -343,6 +356,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     dropped_outputs = removed_installs = html_images = 0
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     missing: list[str] = []  # images the lesson shows that are neither beside it nor in it
+    remote: list[str] = []  # images the lesson shows from the web
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     for number, cell in enumerate(notebook.cells, 1):
         tags = cell_tags(cell)
@@ -379,7 +393,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             source, shown, written = _shown_images(source, number, imported)
             html_images += written
             source = _with_images(source, shown, cell.get("attachments") or {}, number, name,
-                                  folder, imported, missing)
+                                  folder, imported, missing, remote)
             new = markdown_cell(source, *tags)
         else:
             continue
@@ -397,6 +411,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 "pasted into its cells), and showed them from there")
     imported.to_do += [f"{place}: an image the lesson shows but does not hold: put it in "
                        f"{name}/, beside the chapter, and change its link" for place in missing]
+    imported.to_do += [f"{place}: an image on the web, which a PDF (a lab's handout) fetches "
+                       "when it is typeset, and cannot without network: save it in "
+                       f"{name}/, beside the chapter, and change its link" for place in remote]
     lacking, own = _unimportable(modules, imported.packages, folder)
     if lacking:
         imported.to_do.append("declare the packages of the modules the cells import that the "
