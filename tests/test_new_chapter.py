@@ -309,6 +309,7 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
                                       "![again](<res/my pic.png>)"),
         nbformat.v4.new_markdown_cell("The talk:\n\n<div class=\"video\">\n<iframe "
                                       "src=\"https://example.org/v\"></iframe></div>"),
+        nbformat.v4.new_raw_cell(".. math::\n\n   y = 2x"),
     ])))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     out, text = capsys.readouterr().out, (book / "flow.md").read_text()
@@ -330,6 +331,9 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
         "(a lab's handout) fetches when it is typeset, and cannot without network" in to_do, to_do
     assert "  - cell 6, line 4: an embedded page or video (`<iframe>`), which no PDF or " \
         "download shows" in to_do, to_do
+    # a raw cell was left out, said nowhere
+    assert "  - cell 7: a raw cell (`.. math::`), left out: no page, PDF or download of the " \
+        "book shows one" in to_do, to_do
 
 
 def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_build(tmp_path,

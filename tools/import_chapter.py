@@ -27,7 +27,7 @@ and the modules the cells import that the book's environment lacks), the lesson'
 modules the cells import, the errors tagged to check, a ``google.colab`` import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
 typeset without network), each video or page it embeds (``<iframe>``), at its cell and line,
-then accepting the outputs.
+each raw cell (left out), then accepting the outputs.
 """
 
 from __future__ import annotations
@@ -395,7 +395,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             source = _with_images(source, shown, cell.get("attachments") or {}, number, name,
                                   folder, imported, missing, remote)
             new = markdown_cell(source, *tags)
-        else:
+        else:  # raw: text for a converter (nbconvert's LaTeX, reST), which no page shows
+            if source.strip():
+                imported.to_do.append(
+                    f"cell {number}: a raw cell (`{source.strip().splitlines()[0][:60]}`), left "
+                    "out: no page, PDF or download of the book shows one; write what students "
+                    "need of it in a markdown cell")
             continue
         cells.append(new)
     if dropped_outputs:
