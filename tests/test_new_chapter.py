@@ -387,7 +387,8 @@ import torch
 # A second part
 # -------------
 #
-# See `the docs <https://pytorch.org/docs>`_ and `the forum <https://discuss.pytorch.org>`__.
+# See `the docs <https://pytorch.org/docs>`_ and `the forum <https://discuss.pytorch.org>`__,
+# or `the next tutorial <next_tutorial.html>`_.
 #
 # .. note::
 #    Gradients add up.
@@ -418,7 +419,7 @@ print(1 + 1)
     # an anonymous link leaves no `_`, a reference to a section of the script is MyST's.
     (".py", SPHINX_GALLERY, ["(lesson)=\n# Gradients", "{func}`torch.autograd.grad`",
                              "[the docs](https://pytorch.org/docs) and [the forum](https://"
-                             "discuss.pytorch.org).", ":::{note}\nGradients add up.\n:::",
+                             "discuss.pytorch.org),", ":::{note}\nGradients add up.\n:::",
                              "a [Legendre polynomial](https://example.org/legendre) (see "
                              "{ref}`second-part`).", "(second-part)=\n## A second part",
                              "## A third part"]),
@@ -433,6 +434,11 @@ def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expect
     assert is_chapter_source(text) and all(part in text for part in expected), text
     code = [c.source for c in read_chapter(text).cells if c.cell_type == "code"]
     assert code[-1].startswith("print(")
+    # a link to a page of the lesson's own site is named (the build stops at it, no fix said)
+    said = capsys.readouterr().out
+    assert ("the links to pages of the lesson's own site, which the book does not have (the "
+            "build stops at each): cell 4, line 5 (`next_tutorial.html`)\n") in said \
+        or source is PERCENT, said
 
 
 def test_a_lesson_without_a_title_keeps_its_sections_levels(tmp_path, capsys):

@@ -27,7 +27,8 @@ and the modules the cells import that the book's environment lacks), the lesson'
 modules the cells import, the errors tagged to check, a ``google.colab`` import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
 typeset without network), each video or page it embeds (``<iframe>``), at its cell and line,
-each raw cell (left out), then accepting the outputs.
+each raw cell (left out), each link to a page of the lesson's own site (``intro.html``), then
+accepting the outputs.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class Imported:
     packages: list[str] = field(default_factory=list)  # Python packages (pip, conda)
     system_packages: list[str] = field(default_factory=list)  # apt's
     files: dict[str, bytes] = field(default_factory=dict)  # images, by path in the book
+    relative_links: list[str] = field(default_factory=list)  # to the lesson's own site's pages
 
 
 def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
@@ -255,6 +257,9 @@ def _shown_images(source: str, number: int,
         for piece, line in pieces:
             if piece.type == "image":
                 shown.setdefault(piece.attrGet("src"), line + 1)
+            href = piece.attrGet("href") if piece.type == "link_open" else None
+            if href and not re.match(r"[a-z][\w+.-]*:|#", href):  # not `https:`, `mailto:`, `#`
+                imported.relative_links.append(f"cell {number}, line {line + 1} (`{href}`)")
             found = _HtmlImages(piece.content) if piece.type.startswith("html") else None
             imported.to_do += [
                 f"cell {number}, line {line + within + 1}: an embedded page or video "
@@ -416,6 +421,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 "pasted into its cells), and showed them from there")
     imported.to_do += [f"{place}: an image the lesson shows but does not hold: put it in "
                        f"{name}/, beside the chapter, and change its link" for place in missing]
+    if imported.relative_links:
+        imported.to_do.append("link to the web, or take out, the links to pages of the lesson's "
+                              "own site, which the book does not have (the build stops at each): "
+                              + ", ".join(imported.relative_links))
     imported.to_do += [f"{place}: an image on the web, which a PDF (a lab's handout) fetches "
                        "when it is typeset, and cannot without network: save it in "
                        f"{name}/, beside the chapter, and change its link" for place in remote]
