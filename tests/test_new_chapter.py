@@ -455,6 +455,19 @@ def test_a_lesson_without_a_title_keeps_its_sections_levels(tmp_path, capsys):
            "name; write one in its `# untitled` line" in capsys.readouterr().out
 
 
+def test_python_in_fenced_blocks_of_a_lessons_prose_is_named(tmp_path, capsys):
+    """A d2l lecture's code (```{.python .input}) is no cell to jupytext: it came in as prose,
+    never run, and its chapter built green with nothing of it verified, said nowhere."""
+    book = _book(tmp_path)
+    lesson = tmp_path / "autograd.md"
+    lesson.write_text("# Autograd\n\nText.\n\n```{.python .input  n=1}\nimport torch\n```\n\n"
+                      "```bash\nls\n```\n\n```python\nx = 1\n```\n")
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    assert "the Python in fenced blocks of prose is shown, never run or verified: make each " \
+           "block the lesson runs a code cell (```{code-cell} ipython3), leave those it only " \
+           "shows: cell 1, line 5\n" in capsys.readouterr().out  # ```python is a cell
+
+
 def test_a_file_that_is_no_lesson_is_one_line_and_writes_nothing(tmp_path, capsys):
     book = _book(tmp_path)
     lesson = tmp_path / "plain.py"

@@ -27,7 +27,8 @@ and the modules the cells import that the book's environment lacks), the lesson'
 modules the cells import, the errors tagged to check, a ``google.colab`` import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
 typeset without network), each video or page it embeds (``<iframe>``), at its cell and line,
-each raw cell (left out), each link to a page of the lesson's own site (``intro.html``), then
+each raw cell (left out), each link to a page of the lesson's own site (``intro.html``), each
+fenced block of Python in its prose (d2l's ```{.python .input}: shown, never run), then
 accepting the outputs.
 """
 
@@ -317,6 +318,15 @@ def _with_images(source: str, shown: dict[str, int], attachments: dict, number: 
     return source
 
 
+def _python_blocks(source: str) -> list[int]:
+    """The line (from 1) of each fenced block of Python in a markdown cell (```python,
+    d2l's ```{.python .input}): shown, never run."""
+    return [token.map[0] + 1 for token in MarkdownIt("commonmark").parse(source)
+            if token.type == "fence"
+            and re.sub(r"^[{.\s]+", "", token.info).split(" ")[0].split("}")[0].lower()
+            in ("python", "py", "python3", "ipython", "ipython3")]
+
+
 def _imported_modules(source: str) -> list[str]:
     """The modules a code cell imports (its IPython syntax read as Python)."""
     try:
@@ -362,6 +372,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     missing: list[str] = []  # images the lesson shows that are neither beside it nor in it
     remote: list[str] = []  # images the lesson shows from the web
+    python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     for number, cell in enumerate(notebook.cells, 1):
         tags = cell_tags(cell)
@@ -399,6 +410,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             html_images += written
             source = _with_images(source, shown, cell.get("attachments") or {}, number, name,
                                   folder, imported, missing, remote)
+            python_blocks += [f"cell {number}, line {line}" for line in _python_blocks(source)]
             new = markdown_cell(source, *tags)
         else:  # raw: text for a converter (nbconvert's LaTeX, reST), which no page shows
             if source.strip():
@@ -421,6 +433,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 "pasted into its cells), and showed them from there")
     imported.to_do += [f"{place}: an image the lesson shows but does not hold: put it in "
                        f"{name}/, beside the chapter, and change its link" for place in missing]
+    if python_blocks:
+        imported.to_do.append("the Python in fenced blocks of prose is shown, never run or "
+                              "verified: make each block the lesson runs a code cell "
+                              "(```{code-cell} ipython3), leave those it only shows: "
+                              + "; ".join(python_blocks))
     if imported.relative_links:
         imported.to_do.append("link to the web, or take out, the links to pages of the lesson's "
                               "own site, which the book does not have (the build stops at each): "
