@@ -163,9 +163,8 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     labels = {found["name"] for cell in markdown for found in _LABEL.finditer(cell.source)}
     for cell in markdown:
         source = _ANONYMOUS.sub(r"\1", cell.source)
-        source = _REF.sub(lambda ref: ref[0] if ref["name"] not in labels else (
-            f"{{ref}}`{ref['text']} <{ref['name']}>`" if ref["text"] else f"{{ref}}`{ref['name']}`"),
-            source)
+        source = _REF.sub(lambda ref: ref[0] if ref["name"] not in labels else "{ref}`" + (
+            f"{ref['text']} <{ref['name']}>`" if ref["text"] else f"{ref['name']}`"), source)
         source = _LABEL.sub(r"(\g<name>)=", source)
         source = rst2md(source, {"notebook_images": False}, "", levels)
         source = re.sub(r"^(\([\w-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
