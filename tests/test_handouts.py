@@ -272,3 +272,26 @@ def test_a_chapter_the_book_lacks_is_one_line_naming_the_books(tiny_book, tmp_pa
     problems = [line for line in log.splitlines() if line.startswith("pdf: ")]
     assert code == 2 and problems == ["pdf: no chapter pt99 in the book: --chapter takes a "
                                       "chapter's name, one of chapter."], log[-3000:]
+
+
+@pytest.mark.slow  # a LaTeX build (no kernel: the cells are the cached run's)
+def test_an_image_no_pdf_shows_stops_the_latex_build_at_its_line(tiny_book, tmp_path, cache_copy):
+    """An SVG beside a chapter (as `make chapter FROM=` copies a lesson's) reached the LaTeX
+    files, and lualatex stopped on it with no place: 'Unknown graphics extension: .svg'."""
+    from conftest import run_sphinx, sphinx_command
+
+    chapter = tiny_book / "chapter.md"
+    (tiny_book / "chapter").mkdir()
+    (tiny_book / "chapter" / "graph.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>\n')
+    chapter.write_text(chapter.read_text().replace(
+        "A worked example.\n", "A worked example.\n\n![The graph](chapter/graph.svg)\n", 1))
+    line = chapter.read_text().splitlines().index("![The graph](chapter/graph.svg)") + 1
+    latex = run_sphinx(sphinx_command(tiny_book, tmp_path / "latex", tmp_path / "doctrees",
+                                      builder="latex",
+                                      settings={"nb_execution_cache_path": str(cache_copy)}))
+    shown = latex.stdout + latex.stderr
+    assert latex.returncode != 0 and "Traceback" not in shown, shown[-3000:]
+    assert f"chapter.md:{line}: WARNING: the image chapter/graph.svg (image/svg+xml) is of a " \
+           "kind no PDF shows: save it as a PNG or PDF beside it and show that file" in shown, \
+        shown[-3000:]

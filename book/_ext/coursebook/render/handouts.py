@@ -8,6 +8,7 @@ on one page with its output.
 from __future__ import annotations
 
 import json
+import mimetypes
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import logging
 from sphinx.util.texescape import escape
 
 from coursebook.config import book_config
@@ -166,8 +168,33 @@ class OtherChapterReferences(SphinxPostTransform):
             node.replace_self(nodes.emphasis(text, text))
 
 
+class ImagesNoPdfShows(SphinxPostTransform):
+    """An image of a format LaTeX cannot include (an SVG, a GIF beside a chapter) stops a PDF's
+    LaTeX build, the book's or a handout's, at the image, with what to do: lualatex stopped
+    on it later with no place ("Unknown graphics extension: .svg")."""
+
+    default_priority = 5  # before Sphinx's image converters
+    builders = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        shown = self.app.builder.supported_image_types
+        for node in self.document.findall(nodes.image):
+            uri = node["uri"]
+            kind = mimetypes.guess_type(uri)[0]
+            if "://" in uri or "*" in uri or kind is None or kind in shown:
+                continue  # on the web (Sphinx fetches it), or chosen among candidates
+            placed = node  # MyST gives a Markdown image line 0, its paragraph its line
+            while not placed.line and placed.parent is not None:
+                placed = placed.parent
+            logging.getLogger(__name__).warning(
+                "the image %s (%s) is of a kind no PDF shows: save it as a PNG or PDF beside "
+                "it and show that file", uri, kind, location=placed, type="coursebook",
+                subtype="pdf")
+
+
 def setup_handouts(app: Sphinx) -> None:
     app.connect("env-updated", set_handout_documents)
     app.connect("doctree-resolved", keep_short_cells_together)
     app.connect("build-finished", write_covers)
     app.add_post_transform(OtherChapterReferences)
+    app.add_post_transform(ImagesNoPdfShows)  # the book's PDF's images too
