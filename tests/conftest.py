@@ -134,7 +134,10 @@ def imported_ahead(srcdir: Path) -> dict[str, str]:
 
 # A test's builds are forked from its worker's build server (tests/forked_builds.py), but
 # in the files of OWN_KERNELS (below: kernels, processes, the preview, stopped builds),
-# whose subject is the processes: there a build starts afresh, as a person starts one.
+# whose subject is the processes: there a build starts afresh, as a person starts one
+# (test_stopped_builds finds a build's processes by their environment, which the system
+# shows for a forked build as the server's: os.environ changes what a program started
+# sees, not that record).
 _BUILD_SERVER: list[BuildServer] = []  # the worker's, but during those files' tests
 
 
