@@ -275,17 +275,22 @@ def test_a_chapter_the_book_lacks_is_one_line_naming_the_books(tiny_book, tmp_pa
 
 
 @pytest.mark.slow  # a LaTeX build (no kernel: the cells are the cached run's)
-def test_an_image_no_pdf_shows_stops_the_latex_build_at_its_line(tiny_book, tmp_path, cache_copy):
+def test_an_image_no_pdf_shows_stops_the_latex_build_at_its_line(tiny_book, tmp_path,
+                                                                  cache_copy):
     """An SVG beside a chapter (as `make chapter FROM=` copies a lesson's) reached the LaTeX
-    files, and lualatex stopped on it with no place: 'Unknown graphics extension: .svg'."""
+    files, and lualatex stopped on it with no place: 'Unknown graphics extension: .svg'; an
+    image on the web was fetched while typesetting (offline: 'Could not fetch remote image',
+    no chapter named)."""
     from conftest import run_sphinx, sphinx_command
 
     chapter = tiny_book / "chapter.md"
     (tiny_book / "chapter").mkdir()
     (tiny_book / "chapter" / "graph.svg").write_text(
         '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>\n')
+    web = "https://example.org/plot.png"
     chapter.write_text(chapter.read_text().replace(
-        "A worked example.\n", "A worked example.\n\n![The graph](chapter/graph.svg)\n", 1))
+        "A worked example.\n", f"A worked example.\n\n![The graph](chapter/graph.svg)\n\n"
+        f"![A plot]({web})\n", 1))
     line = chapter.read_text().splitlines().index("![The graph](chapter/graph.svg)") + 1
     latex = run_sphinx(sphinx_command(tiny_book, tmp_path / "latex", tmp_path / "doctrees",
                                       builder="latex",
@@ -293,5 +298,10 @@ def test_an_image_no_pdf_shows_stops_the_latex_build_at_its_line(tiny_book, tmp_
     shown = latex.stdout + latex.stderr
     assert latex.returncode != 0 and "Traceback" not in shown, shown[-3000:]
     assert f"chapter.md:{line}: WARNING: the image chapter/graph.svg (image/svg+xml) is of a " \
-           "kind no PDF shows: save it as a PNG or PDF beside it and show that file" in shown, \
+           "kind no PDF shows: save it as a PNG or PDF beside the chapter and show that file" \
+        in shown, shown[-3000:]
+    # one on the web: fetched while typesetting, it failed offline in lines with no place
+    assert f"chapter.md:{line + 2}: WARNING: the image {web} is on the web: a PDF is typeset " \
+           "without the network; save it beside the chapter and show that file" in shown, \
         shown[-3000:]
+    assert "Could not fetch remote image" not in shown, shown[-3000:]

@@ -327,8 +327,8 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
     assert "  - cell 4, line 6: res/a.png: an image" in to_do, to_do
     assert "  - cell 4, line 8: res/b.png: an image" in to_do, to_do
     # what a handout typeset without network, or a download, cannot show, named too
-    assert "  - cell 2, line 1: https://example.org/l.png: an image on the web, which a PDF " \
-        "(a lab's handout) fetches when it is typeset, and cannot without network" in to_do, to_do
+    assert "  - cell 2, line 1: https://example.org/l.png: an image on the web, which no PDF " \
+        "(a lab's handout) shows: it is typeset without the network" in to_do, to_do
     assert "  - cell 6, line 4: an embedded page or video (`<iframe>`), which no PDF or " \
         "download shows" in to_do, to_do
     # a raw cell was left out, said nowhere

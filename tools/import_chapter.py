@@ -26,7 +26,7 @@ Left to the author, and listed: the packages to declare (those the install lines
 and the modules the cells import that the book's environment lacks), the lesson's own
 modules the cells import, the errors tagged to check, a ``google.colab`` import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
-typeset without network), each video or page it embeds (``<iframe>``), at its cell and line,
+typeset without the network), each video or page it embeds (``<iframe>``), at its cell and line,
 each raw cell (left out), each link to a page of the lesson's own site (``intro.html``), each
 fenced block of Python in its prose (d2l's ```{.python .input}: shown, never run), then
 accepting the outputs.
@@ -441,8 +441,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.to_do.append("link to the web, or take out, the links to pages of the lesson's "
                               "own site, which the book does not have (the build stops at each): "
                               + ", ".join(imported.relative_links))
-    imported.to_do += [f"{place}: an image on the web, which a PDF (a lab's handout) fetches "
-                       "when it is typeset, and cannot without network: save it in "
+    imported.to_do += [f"{place}: an image on the web, which no PDF (a lab's handout) shows: "
+                       "it is typeset without the network (the build stops at it): save it in "
                        f"{name}/, beside the chapter, and change its link" for place in remote]
     lacking, own = _unimportable(modules, imported.packages, folder)
     if lacking:

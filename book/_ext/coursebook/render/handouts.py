@@ -169,27 +169,33 @@ class OtherChapterReferences(SphinxPostTransform):
 
 
 class ImagesNoPdfShows(SphinxPostTransform):
-    """An image of a format LaTeX cannot include (an SVG, a GIF beside a chapter) stops a PDF's
-    LaTeX build, the book's or a handout's, at the image, with what to do: lualatex stopped
-    on it later with no place ("Unknown graphics extension: .svg")."""
+    """An image no PDF shows stops a PDF's LaTeX build, the book's or a handout's, at the
+    image, with what to do: one of a format LaTeX cannot include (an SVG, a GIF beside a
+    chapter), where lualatex stopped later with no place ("Unknown graphics extension:
+    .svg"); one on the web, which Sphinx fetched while typesetting, so that the PDF needed
+    the network, and failed without it in lines that named no chapter."""
 
-    default_priority = 5  # before Sphinx's image converters
+    default_priority = 5  # before Sphinx's image converters and its fetch
     builders = ("latex",)
 
     def run(self, **kwargs) -> None:
         shown = self.app.builder.supported_image_types
-        for node in self.document.findall(nodes.image):
+        for node in list(self.document.findall(nodes.image)):
             uri = node["uri"]
             kind = mimetypes.guess_type(uri)[0]
-            if "://" in uri or "*" in uri or kind is None or kind in shown:
-                continue  # on the web (Sphinx fetches it), or chosen among candidates
+            if "://" in uri:
+                why = "is on the web: a PDF is typeset without the network; save it"
+            elif "*" in uri or kind is None or kind in shown:
+                continue  # chosen among candidates, or one LaTeX includes
+            else:
+                why = f"({kind}) is of a kind no PDF shows: save it as a PNG or PDF"
             placed = node  # MyST gives a Markdown image line 0, its paragraph its line
             while not placed.line and placed.parent is not None:
                 placed = placed.parent
             logging.getLogger(__name__).warning(
-                "the image %s (%s) is of a kind no PDF shows: save it as a PNG or PDF beside "
-                "it and show that file", uri, kind, location=placed, type="coursebook",
-                subtype="pdf")
+                "the image %s %s beside the chapter and show that file", uri, why,
+                location=placed, type="coursebook", subtype="pdf")
+            node.parent.remove(node)  # neither fetched nor converted: said once, here
 
 
 def setup_handouts(app: Sphinx) -> None:
