@@ -392,6 +392,8 @@ import torch
 #
 # .. note::
 #    Gradients add up.
+#
+# .. image:: /_static/img/graph.png
 
 print(torch.ones(1))
 
@@ -439,6 +441,9 @@ def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expect
     assert ("the links to pages of the lesson's own site, which the book does not have (the "
             "build stops at each): cell 4, line 5 (`next_tutorial.html`)\n") in said \
         or source is PERCENT, said
+    # an `.. image::` (rst2md's `file://` address) is the lesson's file, not one on the web
+    assert "cell 4, line 11: _static/img/graph.png: an image the lesson shows but does not " \
+        "hold" in said or source is PERCENT, said
 
 
 def test_a_lesson_without_a_title_keeps_its_sections_levels(tmp_path, capsys):

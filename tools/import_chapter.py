@@ -166,7 +166,8 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         source = _REF.sub(lambda ref: ref[0] if ref["name"] not in labels else "{ref}`" + (
             f"{ref['text']} <{ref['name']}>`" if ref["text"] else f"{ref['name']}`"), source)
         source = _LABEL.sub(r"(\g<name>)=", source)
-        source = rst2md(source, {"notebook_images": False}, "", levels)
+        # its directives end at a newline, which the last line of a block lacks
+        source = rst2md(source + "\n", {"notebook_images": False}, "", levels).rstrip("\n")
         source = re.sub(r"^(\([\w-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
         cell.source = _ALERT.sub(lambda alert: f":::{{{alert['kind'].lower()}}}\n"
                                  f"{alert['body']}\n:::", source)
@@ -292,6 +293,8 @@ def _with_images(source: str, shown: dict[str, int], attachments: dict, number: 
     one on the web to ``remote`` (cell and line)."""
     for src, line in shown.items():
         path = unquote(src)  # as markdown-it gives a Markdown image's: percent-encoded
+        # rst2md writes a sphinx-gallery `.. image::` as `file://` and its path, less a first /
+        path = path.removeprefix("file://")
         if path.startswith(_ATTACHMENT):
             data = next(iter(attachments.get(path[len(_ATTACHMENT):], {}).values()), None)
             relative = f"cell-{number}-{path[len(_ATTACHMENT):]}"
