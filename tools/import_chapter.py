@@ -63,6 +63,7 @@ from coursebook.model.notebooks import (
     notebook_to_myst,
     read_chapter,
 )
+from coursebook.prepare.chapter_packages import missing_commands
 
 TOP_MATTER = {
     "jupytext": {"text_representation": {"extension": ".md", "format_name": "myst"}},
@@ -113,8 +114,8 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
         return jupytext.reads(text, fmt="md"), "Markdown lecture (.md)"
     if suffix == ".py":
         fmt = guess_format(text, ".py")[0]
-        if fmt == "percent":
-            return jupytext.reads(text, fmt="py:percent"), "jupytext percent script (.py)"
+        if fmt in ("percent", "hydrogen"):  # hydrogen's: `# %%` cells, magics not commented
+            return jupytext.reads(text, fmt=f"py:{fmt}"), "jupytext percent script (.py)"
         if re.match(r'\s*(#[^\n]*\n\s*)*[rRuU]?"""', text):  # a module docstring first
             notebook = jupytext.reads(_inline_targets(text),
                                       fmt={"extension": ".py", "format_name": "sphinx"})
@@ -405,6 +406,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                       "which only Colab has: remove it, or the build fails")
             modules.update(dict.fromkeys(module for module in imports if module not in colab))
             new = code_cell(source, *tags)
+            imported.to_do += [
+                f"cell {number}: it runs `{command}`, which this machine lacks (the build stops "
+                "at it): take the line out" for _, command in missing_commands(
+                    nbformat.v4.new_notebook(cells=[new]))]
         elif cell.cell_type == "markdown":
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
