@@ -446,6 +446,10 @@ def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expect
     assert ("the links to pages of the lesson's own site, which the book does not have (the "
             "build stops at each): cell 4, line 5 (`next_tutorial.html`)\n") in said \
         or source is not SPHINX_GALLERY, said
+    # a reference to a section of the lesson's site: a MyST one (the build stops at it), said
+    assert "{ref}`elsewhere <other-lesson>`" in text or source is not SPHINX_GALLERY, text
+    assert ("references to sections of the lesson's site, which the book does not have (the "
+            "build stops at each): `other-lesson`\n") in said or source is not SPHINX_GALLERY, said
     # an `.. image::` (rst2md's `file://` address) is the lesson's file, not one on the web
     assert "cell 4, line 11: _static/img/graph.png: an image the lesson shows but does not " \
         "hold" in said or source is not SPHINX_GALLERY, said

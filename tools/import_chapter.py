@@ -146,6 +146,9 @@ def _inline_targets(text: str) -> str:
 _LABEL = re.compile(r"^\.\. _(?P<name>[\w-]+):[ \t]*$", re.M)
 _REF = re.compile(r":ref:`(?P<text>[^`<]*?)\s*<?(?P<name>[\w-]+)>?`")
 _ANONYMOUS = re.compile(r"(<[^`<>]+>`_)_")
+# A MyST label, and a reference to one.
+_MYST_LABEL = re.compile(r"^\((?P<name>[\w-]+)\)=$", re.M)
+_MYST_REF = re.compile(r"\{ref\}`(?:[^`<]*<)?(?P<name>[\w-]+)>?`")
 # rst2md's note and warning (HTML, which no PDF or download shows), as MyST admonitions.
 _ALERT = re.compile(r'<div class="alert alert-(?:info|danger)"><h4>(?P<kind>Note|Warning)</h4>'
                     r"\n\n(?P<body>.*?)\n\n</div>", re.S)
@@ -160,12 +163,12 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
     counter = itertools.count(1)
     levels = collections.defaultdict(lambda: next(counter))
-    markdown = [cell for cell in notebook.cells if cell.cell_type == "markdown"]
-    labels = {found["name"] for cell in markdown for found in _LABEL.finditer(cell.source)}
-    for cell in markdown:
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown":
+            continue
         source = _ANONYMOUS.sub(r"\1", cell.source)
-        source = _REF.sub(lambda ref: ref[0] if ref["name"] not in labels else "{ref}`" + (
-            f"{ref['text']} <{ref['name']}>`" if ref["text"] else f"{ref['name']}`"), source)
+        source = _REF.sub(lambda ref: "{ref}`" + (f"{ref['text']} <{ref['name']}>`"
+                                                 if ref["text"] else f"{ref['name']}`"), source)
         source = _LABEL.sub(r"(\g<name>)=", source)
         # its directives end at a newline, which the last line of a block lacks
         source = rst2md(source + "\n", {"notebook_images": False}, "", levels).rstrip("\n")
@@ -440,6 +443,16 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 "pasted into its cells), and showed them from there")
     imported.to_do += [f"{place}: an image the lesson shows but does not hold: put it in "
                        f"{name}/, beside the chapter, and change its link" for place in missing]
+    if source_format.startswith("sphinx-gallery"):
+        text = "\n".join(cell.source for cell in cells if cell.cell_type == "markdown")
+        held = {found["name"] for found in _MYST_LABEL.finditer(text)}
+        elsewhere = dict.fromkeys(found["name"] for found in _MYST_REF.finditer(text)
+                                  if found["name"] not in held)
+        if elsewhere:
+            imported.to_do.append("point at a section of the book, or write as text, the "
+                                  "references to sections of the lesson's site, which the book "
+                                  "does not have (the build stops at each): "
+                                  + ", ".join(f"`{name}`" for name in elsewhere))
     if python_blocks:
         imported.to_do.append("the Python in fenced blocks of prose is shown, never run or "
                               "verified: make each block the lesson runs a code cell "
