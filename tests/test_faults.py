@@ -548,3 +548,25 @@ def test_a_chapter_naming_a_kernel_not_installed_is_told_which(tiny_book, tmp_pa
     chapter.write_text(chapter.read_text().replace("  name: python3\n", "  name: python3.12\n", 1))
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert_one_clear_message(build, "no kernel named 'python3.12' is installed here")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("named", ["RuntimeError", "ValueError"])
+def test_a_cell_raising_another_error_than_its_raises_names_stops_the_build(tiny_book, tmp_path,
+                                                                            cache_copy, named):
+    """`raises: NAME` (make chapter FROM= writes the error the lesson saved) holds a
+    `raises-exception` cell to that error: any other (a module, a name an earlier cell was to
+    define) was accepted as the lesson's."""
+    chapter = tiny_book / "chapter.md"
+    tagged = ":tags: [raises-exception]\n(weights * 2).backward()"
+    assert tagged in chapter.read_text()
+    chapter.write_text(chapter.read_text().replace(tagged, (
+        f"---\ntags: [raises-exception]\nraises: {named}\n---\n(weights * 2).backward()")))
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    if named == "RuntimeError":  # the error it raises
+        assert build.returncode == 0, build.log[-3000:]
+        return
+    line = _line_of(chapter, "(weights * 2).backward()")
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `(weights * 2).backward()` "
+                                    "raised another error than the ValueError its `raises` names:")
+    assert "\n      RuntimeError: " in build.log, build.log[-3000:]  # the error it raised

@@ -226,6 +226,7 @@ def test_a_notebook_comes_in_as_a_chapter_and_the_tool_says_what_changed_and_wha
     assert all(not c.metadata.get("id") and not c.get("outputs") for c in code)
     # A saved error is taken as the lesson: tagged, and said so.
     assert [cell_tags(c) for c in code[1:]] == [[], [], ["raises-exception"]]
+    assert code[3].metadata["raises"] == "RuntimeError"  # the build holds it to that error
     assert f"({chapter.stem})=\n# Gradients by hand" in text
     assert chapter.stem in _toctree(book / "index.md")
     assert "Gradients by hand" in _reading_order(book / "index.md")

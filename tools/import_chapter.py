@@ -20,7 +20,7 @@ What changes, each said in the report `make chapter FROM=…` prints:
   image pasted into a cell as an attachment) are copied into a folder named after the
   chapter, beside it, and shown from there;
 - a cell whose saved output is an error is tagged ``raises-exception`` (its error was the
-  lesson, or must be fixed: said in the report).
+  lesson, or must be fixed: said in the report), and ``raises: NAME`` holds it to that error.
 
 Left to the author, and listed: the packages to declare (those the install lines named,
 and the modules the cells import that the book's environment lacks), the lesson's own
@@ -409,6 +409,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                       "which only Colab has: remove it, or the build fails")
             modules.update(dict.fromkeys(module for module in imports if module not in colab))
             new = code_cell(source, *tags)
+            if errors:  # the error the lesson saved: the build holds the cell to it
+                new.metadata["raises"] = errors[0]
             imported.to_do += [
                 f"cell {number}: it runs `{command}`, which this machine lacks (the build stops "
                 "at it): take the line out" for _, command in missing_commands(

@@ -6,6 +6,7 @@ failing notebook is only a warning; here either is an error at the cell.
 from __future__ import annotations
 
 import platform
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -148,6 +149,15 @@ def _problems(rendered, cells: list[nbformat.NotebookNode],
             problems.append(CellProblem(**where, what=(
                 f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, "
                 "or drop the tag if it is meant to succeed.")))
+        # `raises: RuntimeError` (make chapter FROM= writes the error a lesson saved): another
+        # error (a module or a name a cell lacks) is not the lesson, whatever accepting says.
+        wanted = cell.get("cell_metadata", {}).get("raises")
+        raised = re.match(r"\s*([\w.]+)", error or "")
+        if error is not None and wanted and (raised is None or raised[1] != wanted):
+            problems.append(CellProblem(**where, what=(
+                f"raised another error than the {wanted} its `raises` names:\n      "
+                f"{_short(error)}\n    Fix the cell (a package or an earlier cell it needs), "
+                "or name in `raises` the error it teaches.")))
     return problems
 
 
