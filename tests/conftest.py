@@ -21,7 +21,7 @@ from coursebook.pytest_plugin import use_chapter_cache
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 from book_environment import sphinx_command  # noqa: E402
-from forked_builds import BuildServer  # noqa: E402
+from forked_builds import SPHINX, BuildServer  # noqa: E402
 
 BOOK = ROOT / "book"
 TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
@@ -134,36 +134,51 @@ def imported_ahead(srcdir: Path) -> dict[str, str]:
 
 # A test's builds are forked from its worker's build server (tests/forked_builds.py), but
 # in the files of OWN_KERNELS (below: kernels, processes, the preview, stopped builds),
-# whose subject is the processes: there a build starts afresh, as a person starts one
-# (test_stopped_builds finds a build's processes by their environment, which the system
-# shows for a forked build as the server's: os.environ changes what a program started
-# sees, not that record).
-_BUILD_SERVER: list[BuildServer] = []  # the worker's, but during those files' tests
+# whose subject is the processes: there a build starts afresh, as a person starts one,
+# unless the test asks for it forked (run_sphinx's ``forked``). test_stopped_builds forks
+# only the builds it neither stops nor searches for: it finds a build's processes by their
+# environment, which the system shows for a forked build as the server's (os.environ
+# changes what a program started sees, not that record).
+_BUILD_SERVERS: list[BuildServer] = []  # the worker's: the session's, then any a test asked for
+_STARTING_AFRESH = False  # during a test of OWN_KERNELS' files
 
 
 def run_sphinx(command: list[str], *, cwd: Path = ROOT, env: dict[str, str] | None = None,
-               merged: bool = False) -> subprocess.CompletedProcess:
+               merged: bool = False, forked: bool | None = None) -> subprocess.CompletedProcess:
     """``command`` (:func:`sphinx_command`'s) run as ``subprocess.run`` runs it, its output
-    captured as text (``merged``: its errors with it): forked from the build server where
-    it stands in for a new process."""
+    captured as text (``merged``: its errors with it): forked from a build server where
+    it stands in for a new process. ``forked`` None: from the session's, but not in the
+    files of OWN_KERNELS; True: also there, and under Python settings (PYTHONPATH, ...)
+    other than the session's, from a server of those settings (started for the first such
+    build, kept for the next); False: never."""
     env = dict(os.environ if env is None else env)
-    if _BUILD_SERVER and _BUILD_SERVER[0].stands_in(command, env):
-        _STARTED.append("a Sphinx build")
-        return _BUILD_SERVER[0].run(command, cwd=cwd, env=env, merged=merged)
+    if forked is None:
+        servers = [] if _STARTING_AFRESH else _BUILD_SERVERS[:1]
+    else:
+        servers = _BUILD_SERVERS if forked else []
+    if forked and list(command[:3]) == SPHINX and not any(
+            server.stands_in(command, env) for server in servers):
+        servers.append(BuildServer(env))
+    for server in servers:
+        if server.stands_in(command, env):
+            _STARTED.append("a Sphinx build")
+            return server.run(command, cwd=cwd, env=env, merged=merged)
     return subprocess.run(command, capture_output=not merged, text=True, cwd=cwd, env=env,
                           **({"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
                              if merged else {}))
 
 
 def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
-                 settings: dict[str, str] | None = None, jobs: str | None = "auto") -> Build:
+                 settings: dict[str, str] | None = None, jobs: str | None = "auto",
+                 forked: bool | None = None) -> Build:
     """Build one edition with the repository's conf.py, as the Makefile does (``jobs``
-    reader processes); a book other than the real one imports ahead what it needs."""
+    reader processes); a book other than the real one imports ahead what it needs.
+    ``forked``: :func:`run_sphinx`'s."""
     command = sphinx_command(srcdir, outdir / "html", outdir / "doctrees", tags=tags, jobs=jobs,
                              settings={"nb_execution_cache_path": str(cache),
                                        **imported_ahead(srcdir), **(settings or {})})
     (outdir / "tmp").mkdir(parents=True, exist_ok=True)
-    done = run_sphinx(command, env={**os.environ, "TMPDIR": str(outdir / "tmp")})
+    done = run_sphinx(command, env={**os.environ, "TMPDIR": str(outdir / "tmp")}, forked=forked)
     return Build(done.returncode, done.stdout + done.stderr, outdir)
 
 
@@ -363,18 +378,18 @@ def _slow_tests_share_a_kernel_server(request: pytest.FixtureRequest, monkeypatc
 
 @pytest.fixture(scope="session", autouse=True)
 def _build_server():
-    _BUILD_SERVER.append(BuildServer())  # its process starts at the first build
+    _BUILD_SERVERS.append(BuildServer())  # its process starts at the first build
     yield
-    _BUILD_SERVER.pop().close()
+    while _BUILD_SERVERS:
+        _BUILD_SERVERS.pop().close()
 
 
 @pytest.fixture(autouse=True)
 def _process_tests_start_their_builds(request: pytest.FixtureRequest):
-    forking = _BUILD_SERVER[:]
-    if request.node.path.stem in OWN_KERNELS:
-        _BUILD_SERVER.clear()
+    global _STARTING_AFRESH
+    _STARTING_AFRESH = request.node.path.stem in OWN_KERNELS
     yield
-    _BUILD_SERVER[:] = forking
+    _STARTING_AFRESH = False
 
 
 def copy_of_built_cache(built: dict[str, Build], to: Path) -> Path:

@@ -51,13 +51,14 @@ def serve(listener: socket.socket) -> None:
 
 
 class BuildServer:
-    """A worker's build server, started at its first build; :meth:`run` is thread-safe."""
+    """A worker's build server, started at its first build in the environment ``env``
+    (None: this process's now); :meth:`run` is thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._folder: Path | None = None
-        self._env = dict(os.environ)  # the server's, at its start
+        self._env = dict(os.environ if env is None else env)  # the server's, at its start
 
     def _start(self) -> None:
         from coursebook.execute.notebook_runs import short_temporary_folder

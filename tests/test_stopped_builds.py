@@ -118,7 +118,9 @@ def _settings(at: str = "") -> dict[str, str]:
 
 
 def _build(source: Path, outdir: Path, cache: Path) -> Build:
-    return sphinx_build(source, outdir, cache, settings=_settings())
+    """A build not stopped, whose processes no test looks for: forked (conftest), unlike
+    :func:`_stopped_build`'s."""
+    return sphinx_build(source, outdir, cache, settings=_settings(), forked=True)
 
 
 def _stopped_build(source: Path, outdir: Path, cache: Path, at: str) -> tuple[int, str, list]:
