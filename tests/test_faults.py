@@ -567,6 +567,7 @@ def test_a_cell_raising_another_error_than_its_raises_names_stops_the_build(tiny
         assert build.returncode == 0, build.log[-3000:]
         return
     line = _line_of(chapter, "(weights * 2).backward()")
-    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `(weights * 2).backward()` "
-                                    "raised another error than the ValueError its `raises` names:")
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `(weights * 2)."
+                                    "backward()` raised another error than the ValueError its "
+                                    "`raises` names:")
     assert "\n      RuntimeError: " in build.log, build.log[-3000:]  # the error it raised

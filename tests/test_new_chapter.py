@@ -456,42 +456,43 @@ def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expect
         "hold" in said or source is not SPHINX_GALLERY, said
 
 
+def _brought_in(tmp_path: Path, capsys, lesson_name: str, text: str) -> tuple[Path, str]:
+    """A lesson of this text brought into a copy of the book: the book, what the tool said."""
+    book, lesson = _book(tmp_path), tmp_path / lesson_name
+    lesson.write_text(text)
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    return book, capsys.readouterr().out
+
+
 def test_a_lesson_without_a_title_keeps_its_sections_levels(tmp_path, capsys):
     """Its first heading, a section's (`## The basics`), was made the title: the `###` under
     it then followed a `#`, which the build refuses (MyST: non-consecutive header level)."""
-    book = _book(tmp_path)
-    lesson = tmp_path / "untitled.py"
-    lesson.write_text("# %% [markdown]\n# Welcome.\n#\n# ## The basics\n#\n# ### Tensors\n"
-                      "\n# %%\nprint(1)\n")
-    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    book, said = _brought_in(tmp_path, capsys, "untitled.py",
+                             "# %% [markdown]\n# Welcome.\n#\n# ## The basics\n#\n"
+                             "# ### Tensors\n\n# %%\nprint(1)\n")
     text = (book / "untitled.md").read_text()
     assert "(untitled)=\n# untitled\n" in text and "\n## The basics\n\n### Tensors" in text, text
     assert "the lesson has no title (its first heading is not `# …`): the chapter's is its " \
-           "name; write one in its `# untitled` line" in capsys.readouterr().out
+           "name; write one in its `# untitled` line" in said
 
 
 def test_python_in_fenced_blocks_of_a_lessons_prose_is_named(tmp_path, capsys):
     """A d2l lecture's code (```{.python .input}) is no cell to jupytext: it came in as prose,
     never run, and its chapter built green with nothing of it verified, said nowhere."""
-    book = _book(tmp_path)
-    lesson = tmp_path / "autograd.md"
-    lesson.write_text("# Autograd\n\nText.\n\n```{.python .input  n=1}\nimport torch\n```\n\n"
-                      "```bash\nls\n```\n\n```python\nx = 1\n```\n")
-    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    _, said = _brought_in(tmp_path, capsys, "autograd.md",
+                          "# Autograd\n\nText.\n\n```{.python .input  n=1}\nimport torch\n```\n\n"
+                          "```bash\nls\n```\n\n```python\nx = 1\n```\n")
     assert "the Python in fenced blocks of prose is shown, never run or verified: make each " \
            "block the lesson runs a code cell (```{code-cell} ipython3), leave those it only " \
-           "shows: cell 1, line 5\n" in capsys.readouterr().out  # ```python is a cell
+           "shows: cell 1, line 5\n" in said  # ```python is a cell
 
 
 def test_a_command_this_machine_lacks_is_told_before_the_build(tmp_path, capsys):
     """`!nvidia-smi` (mrdbourke's fundamentals) came in unsaid; the build then stops at it."""
-    book = _book(tmp_path)
-    lesson = tmp_path / "gpu.py"
-    lesson.write_text("# %% [markdown]\n# # GPU\n\n# %%\nprint(1)\n\n# %%\n"
-                      "!coursebook-no-such-command -L\n")
-    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    _, said = _brought_in(tmp_path, capsys, "gpu.py", "# %% [markdown]\n# # GPU\n\n# %%\n"
+                          "print(1)\n\n# %%\n!coursebook-no-such-command -L\n")
     assert "cell 3: it runs `coursebook-no-such-command`, which this machine lacks (the build " \
-           "stops at it): take the line out" in capsys.readouterr().out
+           "stops at it): take the line out" in said
 
 
 def test_a_file_that_is_no_lesson_is_one_line_and_writes_nothing(tmp_path, capsys):
