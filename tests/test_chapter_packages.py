@@ -68,7 +68,7 @@ MISSING = "coursebook-no-such-command"
 @pytest.mark.parametrize("cell, command_line", [
     (f"print(1)\n!{MISSING} -L", f"!{MISSING} -L"),
     (f"found = !{MISSING} --list", f"found = !{MISSING} --list"),
-    (f"%%bash\necho start\n{MISSING} --list", f"{MISSING} --list")])
+    (f"if True:\n    !!{MISSING} --list", f"    !!{MISSING} --list")])
 def test_a_command_this_machine_lacks_is_refused_at_its_line(cell, command_line):
     """`!nvidia-smi` on a machine without it printed the shell's 'command not found', which
     the build accepted as the cell's expected output."""
@@ -83,9 +83,20 @@ def test_a_command_this_machine_lacks_is_refused_at_its_line(cell, command_line)
 @pytest.mark.parametrize("code", ["!ls -l | head -3", "!cd /tmp && ls", "files = !ls",
                                   "!{sys.executable} -V", "!./run.sh", "!X=1 ls",
                                   "ok = (1\n      != 2)", "%%bash\nX=1\necho $X\nls -l",
-                                  f"# !{MISSING}", "%%bash"])
+                                  f"# !{MISSING}", "%%bash",
+                                  # A shell cell's lines are its shell's; a `!` in a string is
+                                  # no escape (each was refused once, for a wrong command).
+                                  f"%%bash\n{MISSING} --list", "%%script python3\nprint('hi')",
+                                  "%%bash\ncat <<EOF\nhello world\nEOF", "%%bash\nls \\\n  -l",
+                                  f'note = """\n!{MISSING} here\n"""'])
 def test_commands_on_path_builtins_and_expansions_pass(code):
     assert chapter_package_errors(Path("lesson.md"), _chapter(code)) == []
+
+
+def test_a_recorded_chapters_commands_are_its_machines():
+    """Its cells run where it is recorded (`!nvidia-smi` belongs in a GPU chapter)."""
+    text = _chapter(f"!{MISSING} -L", extra="coursebook:\n  recording: gpu-lesson\n")
+    assert chapter_package_errors(Path("lesson.md"), text) == []
 
 
 def test_a_page_is_read_once_with_the_newlines_the_build_reads(tmp_path):

@@ -11,6 +11,7 @@ output. A download's first cell installs the declared packages.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ from coursebook.model.cell_notes import line_within
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, SCRIPT_SUFFIX,
                                         chapter_files, is_chapter_source, read_chapter, top_matter)
+from coursebook.model.recordings import recording_name
 from coursebook.reporting import stop_build
 
 COMMAND = "make chapter-packages"
@@ -35,12 +37,8 @@ _INSTALLER = (r"(?:sudo\s+)?(?:pip[\d.]*|conda|mamba|micromamba|apt|apt-get|uv\s
 _INSTALL_LINE = re.compile(rf"^[ \t]*[!%][ \t]*{_INSTALLER}.*$", re.M)
 _SHELL_CELL = re.compile(r"\A\s*%%(?:bash|sh|script)\b")
 _SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
-# The command a line runs: a shell escape's (`!ls -l`, `files = !ls`; not `!=`), or any line
-# of a shell cell's; a word with `{`, `$`, `/` or `=` in it (`!{sys.executable}`, `!./run.sh`,
-# `!X=1 make`) is not looked up, nor is an install line's (refused as such).
-_ESCAPED_COMMAND = re.compile(r"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!!?(?!=)[ \t]*(?P<command>\S+)",
-                              re.M)
-_SHELL_COMMAND = re.compile(r"^[ \t]*(?P<command>[^\s#]\S*)", re.M)
+# A line that may hold a shell escape (`!ls`, `files = !ls`): IPython reads only these cells.
+_MAY_ESCAPE = re.compile(r"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!", re.M)
 # bash's builtins and keywords (`compgen -bk`): no file on PATH runs them.
 _SHELL_BUILTINS = frozenset(
     ". : [ alias bg bind break builtin caller cd command compgen complete compopt continue "
@@ -84,22 +82,35 @@ def install_lines(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
 
 
 def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
-    """Each code line that runs a command this machine lacks (not on PATH, which the
-    kernels inherit): (its line in the author's file, the command)."""
+    """Each shell escape (``!ls -l``, ``files = !ls``) whose command this machine lacks (not
+    on PATH, which the kernels inherit): (its line in the author's file, the command). IPython
+    finds the escapes, as the kernel does (a ``!`` in a string is none); a shell cell's lines
+    (heredocs, continuations, ``%%script python``) are left to its shell. A word with ``{``,
+    ``$``, ``/`` or ``=`` (``!{sys.executable}``, ``!./run.sh``) is not looked up, nor is an
+    installer (refused as such)."""
     found = []
     for cell in notebook.cells:
-        if cell.cell_type != "code":
+        if cell.cell_type != "code" or not _MAY_ESCAPE.search(cell.source):
             continue
-        shell = _SHELL_CELL.match(cell.source)
-        start = (cell.source.find("\n") + 1 or len(cell.source)) if shell else 0  # past %%bash
-        pattern, installs = ((_SHELL_COMMAND, _SHELL_INSTALL_LINE) if shell
-                             else (_ESCAPED_COMMAND, _INSTALL_LINE))
-        for match in pattern.finditer(cell.source, start):
-            command = match["command"].rstrip(";|&")
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        try:  # an escape stays on its line
+            tree = ast.parse(TransformerManager().transform_cell(cell.source))
+        except SyntaxError:
+            continue  # the kernel says where
+        starts = [0, *(index + 1 for index, character in enumerate(cell.source)
+                       if character == "\n")]
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("system", "getoutput") and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)):
+                continue
+            line = node.args[0].value
+            command = (line.split() or [""])[0].rstrip(";|&")
             if command and command not in _SHELL_BUILTINS and not re.search(r"[{$/=]", command) \
-                    and not installs.match(cell.source, match.start()) \
-                    and shutil.which(command) is None:
-                found.append((line_within(cell, match.start("command")), command))
+                    and not re.match(rf"\s*{_INSTALLER}", line) and shutil.which(command) is None:
+                found.append((line_within(cell, starts[node.lineno - 1]), command))
     return found
 
 
@@ -135,11 +146,12 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
         "code runs with the builder's rights. Remove the line, declare the package in the "
         f"{where} ({declare}) and run `{COMMAND}`.", path, line)
         for line, command in install_lines(notebook)]
-    errors += [BookError(
-        f"a cell runs `{command}`, which the machine that builds the book lacks (not on "
-        "PATH): the cell would show the shell's error, and the build would take it for the "
-        f"lesson's output. Take the line out, or install `{command}` where the book is built.",
-        path, line) for line, command in missing_commands(notebook)]
+    if recording_name(notebook) is None:  # a recorded chapter's cells run on its machines
+        errors += [BookError(
+            f"a cell runs `{command}`, which the machine that builds the book lacks (not on "
+            "PATH): the cell would show the shell's error, and the build would take it for "
+            f"the lesson's output. Take the line out, or install `{command}` where the book "
+            "is built.", path, line) for line, command in missing_commands(notebook)]
     for requirement in declared_packages(notebook.metadata):
         if (why := _missing(requirement)) is not None:
             errors.append(BookError(
