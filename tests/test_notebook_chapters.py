@@ -195,7 +195,7 @@ def test_a_notebook_and_a_percent_script_are_verified_chapters_their_messages_at
         and "lesson.ipynb::instructor::L4 print('the tiny" in collected.stdout, collected.stdout
     (tmp_path / "conf").rename(tmp_path / "conf-collected")  # each run makes its own
     done = _pytest_book(tiny_book)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert done.returncode == 0, done.stdout[-3000:]
     (tmp_path / "conf").rename(tmp_path / "conf-passed")
     expected = {path.stem: path for path in (tiny_book / "expected").rglob("*.txt")}
     assert "of lesson.ipynb for" in expected["lesson"].read_text()
@@ -240,7 +240,7 @@ def test_a_notebook_and_a_percent_script_are_verified_chapters_their_messages_at
         and done.returncode == 1 and "2 failed" in done.stdout \
         and f"FAILED src/script.py::student::L{SCRIPT_LINES[1]} # the answer" in done.stdout \
         and f"script.py:{SCRIPT_LINES[1]}: code cell has no expected output" in done.stdout \
-        and "-42" in done.stdout and "+48" in done.stdout, done.stdout[-3000:] + done.stderr
+        and "-42" in done.stdout and "+48" in done.stdout, done.stdout[-3000:]
     # One build: the script's changed output and MyST's message at its lines, and the
     # notebook's changed expected output at its cell (each diff's lines its own).
     script.write_text(changed.replace("here a word", "{no-such-role}`here`"))

@@ -23,11 +23,13 @@ class Session:
     stdout: str  # what it printed, its errors included
 
 
-def pytest_session(*args: str) -> Session:
-    """pytest run with ``args`` in this process, as a session of its own (a Python of its
-    own imported pytest, Sphinx and myst-nb again: about 3 s of CPU each)."""
+def pytest_session(*args: str, cwd: Path | None = None) -> Session:
+    """pytest run with ``args`` in this process (in ``cwd``: items are named from there), as
+    a session of its own (a Python of its own imported pytest, Sphinx and myst-nb again:
+    about 3 s of CPU each)."""
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+    with contextlib.chdir(cwd or Path.cwd()), contextlib.redirect_stdout(printed), \
+            contextlib.redirect_stderr(printed):
         code = pytest.main(["-p", "no:cacheprovider", "-q", *args])
     return Session(int(code), printed.getvalue())
 
@@ -41,7 +43,8 @@ def _pytest_book(book: Path, *conf_lines: str, collect_only: bool = False,
     (root / "pytest.ini").write_text(f"[pytest]\ncoursebook_book = {book.name}\n"
                                      f"coursebook_conf = {conf}\n")
     return pytest_session("-c", str(root / "pytest.ini"), "--rootdir", str(root),
-                          str(target or book), *(["--collect-only"] if collect_only else []))
+                          str(target or book), *(["--collect-only"] if collect_only else []),
+                          cwd=root)
 
 
 def _top_matter(chapter: Path, lines: str) -> None:
