@@ -22,13 +22,19 @@ from collections.abc import Sequence
 from multiprocessing.connection import wait
 from pathlib import Path
 
+from coursebook.execute.myst_nb_clients import defer
 from coursebook.process.forked_builds import (Surroundings, build_modules, import_modules,
                                               start_build)
 
 SPHINX = [sys.executable, "-m", "sphinx"]
+# A build that defers no import is started afresh: the server deferred them (see serve).
+DEFERRAL_OFF = ("COURSEBOOK_DEFER_IMPORTS", "0")
 
 
 def serve(listener: socket.socket) -> None:
+    # myst-nb's clients stay deferred in the builds, as in `python -m sphinx` (their
+    # placeholders in place before a build's imports bring myst-nb in here).
+    defer()
     import_modules(build_modules({}))
     running = {}  # a build's receiver: the build, the connection waiting for its status
     while True:
@@ -76,7 +82,8 @@ class BuildServer:
     def stands_in(self, command: Sequence[str], env: dict[str, str]) -> bool:
         """Whether a forked build is the build ``command`` would start: this Python's
         ``-m sphinx``, with the interpreter's settings of the server's start."""
-        return list(command[:3]) == SPHINX and _python_settings(env) == _python_settings(self._env)
+        return (list(command[:3]) == SPHINX and env.get(DEFERRAL_OFF[0]) != DEFERRAL_OFF[1]
+                and _python_settings(env) == _python_settings(self._env))
 
     def run(self, command: Sequence[str], *, cwd: Path, env: dict[str, str],
             merged: bool) -> subprocess.CompletedProcess:

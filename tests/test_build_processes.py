@@ -198,3 +198,40 @@ def test_a_forked_test_build_is_the_build_python_m_sphinx_would_be(tmp_path):
             assert done.returncode != 0 and "a line on stderr" in (done.stderr or done.stdout)
     finally:
         server.close()
+
+
+@pytest.mark.slow  # builds a one-page book three times: started, then forked twice
+def test_a_forked_test_build_defers_myst_nbs_clients_as_a_started_one(tmp_path):
+    """The build server imports what each build imported, myst-nb's execution clients among
+    them; a later forked build still finds them deferred when its extensions are set up, as
+    ``python -m sphinx`` does (coursebook.execute.myst_nb_clients)."""
+    from forked_builds import BuildServer
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "index.md").write_text("# A page\n\nSome text.\n")
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "conf.py").write_text(
+        f"__file__ = {str(ROOT / 'conf.py')!r}\n"
+        "exec(compile(open(__file__).read(), __file__, 'exec'))\n"
+        f"nb_execution_cache_path = {str(tmp_path / 'cache')!r}\n"
+        "def setup(app):\n"
+        "    app.connect('builder-inited', lambda app: print('clients:', type(sys.modules.get(\n"
+        "        'myst_nb.core.execute.cache')).__name__, file=sys.stderr))\n")
+
+    def build(number: int, run) -> str:
+        command = [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-c",
+                   str(tmp_path / "conf"), str(tmp_path / "src"), str(tmp_path / f"out{number}")]
+        done = run(command)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return [line for line in done.stderr.splitlines() if line.startswith("clients:")]
+
+    started = build(0, lambda command: subprocess.run(command, cwd=ROOT, capture_output=True,
+                                                      text=True))
+    assert started == ["clients: _DeferredModule"]
+    server = BuildServer()
+    try:
+        for number in (1, 2):  # the second after the server imported the first's modules
+            assert build(number, lambda command: server.run(
+                command, cwd=ROOT, env=dict(os.environ), merged=False)) == started
+    finally:
+        server.close()
