@@ -19,8 +19,6 @@ from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE, use_book_environm
 
 use_book_environment()
 
-import torch
-
 from coursebook.model import provenance, versions
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.museum.model import ErrorRecord, ExhibitError, load_museum, raised_by, write_records
@@ -35,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replace", action="store_true",
                         help="replace a record for this torch that no longer matches")
     args = parser.parse_args(argv)
+    import torch  # after the arguments: `--help` needs no torch (~3 s)
+
     release = versions.release(torch.__version__)
     where = f"{platform.system()} {platform.machine()}, CPU (torch {torch.__version__})"
     today = provenance.today()

@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 
 from book_environment import sphinx_command, use_book_environment
@@ -51,7 +52,6 @@ use_book_environment()
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 import nbformat
-import torch
 from nbclient import NotebookClient
 
 from coursebook.model.recordings import recording_name
@@ -61,7 +61,9 @@ from coursebook.verify.expectations import code_digest
 ROOT = Path(__file__).resolve().parent.parent
 JUPYTER_BOOK_1 = "jupyter-book>=1,<2"
 JUPYTER_BOOK_2 = "jupyter-book>=2,<3"
-TORCH = f"torch=={release(torch.__version__)}"
+# The book environment's torch, read from its metadata: importing it costs `--help` ~3 s.
+TORCH_VERSION = metadata.version("torch")
+TORCH = f"torch=={release(TORCH_VERSION)}"
 KERNEL_PACKAGES = [TORCH, "jaxtyping", "matplotlib", "ipykernel"]
 EXECUTED = "Executing notebook using"  # myst-nb's log line for each notebook it runs
 COMPARED = re.compile(r"expected outputs: \d+ chapters compared in ([0-9.]+) s")
@@ -428,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     accept = ("-D", "coursebook_accept_outputs=1")
     student_edit: Case = ("9 code edit in PT01, student", lambda: scratch.student(*accept),
                           code_edit(scratch))
-    expected = f"expected/torch-{release(torch.__version__)}/pt01.txt"
+    expected = f"expected/torch-{release(TORCH_VERSION)}/pt01.txt"
 
     def preview_cases() -> None:
         """`make preview` of a copy of the book: a save to the page served with it."""
@@ -603,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
 def report(results: dict[str, list[tuple[float, int]]], compared: list[float],
            args: argparse.Namespace, chapters: int, course_chapters: int,
            shard_seconds: dict[int, list[list[float]]]) -> None:
-    print(f"\nPython {platform.python_version()}, torch {torch.__version__}, "
+    print(f"\nPython {platform.python_version()}, torch {TORCH_VERSION}, "
           f"{platform.machine()}, {os.cpu_count()} cores, {args.runs} runs per case "
           f"({args.course_runs} for the course-sized book); median seconds\n")
     print(f"| {'case':<45} | {'median s':>8} | {'min s':>6} | {'notebooks executed':>18} |")

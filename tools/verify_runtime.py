@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +46,6 @@ from book_environment import (  # noqa: E402
 use_book_environment()
 
 import nbformat  # noqa: E402
-import torch  # noqa: E402
 from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
 from record_chapter import install_kernel  # noqa: E402
 
@@ -96,6 +96,8 @@ from coursebook.verify.expectations import (
 BOOK = ROOT / "book"
 EXPECTED = BOOK / "expected"
 DOWNLOADS = ROOT / "_build" / "student" / "html" / "_sources"
+# The book environment's torch, read from its metadata: importing it costs `--help` ~3 s.
+TORCH_VERSION = metadata.version("torch")
 STUDENT = Edition.STUDENT.value  # a download is the student edition's notebook
 VERSIONS = """
 import json, platform, sys
@@ -172,7 +174,7 @@ def chapters(museum: dict[str, Wing], recorded: bool = False) -> dict[str, nbfor
         if not is_chapter_source(text):
             continue
         notebook = edition_chapter(text, str(path), Edition.STUDENT, museum,
-                                   torch.__version__,
+                                   TORCH_VERSION,
                                    machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
         if (recording_name(notebook) is not None) == recorded:
             found[path.stem] = notebook
@@ -262,7 +264,7 @@ def verify(args: argparse.Namespace) -> int:
                    f"tools/runtimes.toml (have {', '.join(able)})")
     kinds = load_machine_kinds(MACHINE_KINDS_FILE)
     museum = load_museum(EXHIBITS_DIR, kinds)
-    build_torch = release(torch.__version__)
+    build_torch = release(TORCH_VERSION)
     found = chapters(museum)
     # The check cells as the build writes them: with the readers' records.
     list_standings(runtime, found, load_museum(EXHIBITS_DIR, kinds, reader_runtimes(RUNTIMES_FILE)),
@@ -279,7 +281,7 @@ def verify(args: argparse.Namespace) -> int:
     kernel = f"runtime-{runtime.name}"
     # ipykernel 6's debugger warns about frozen modules on every start: not the chapter's.
     install_kernel(kernel, replica, {"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
-    origins = cell_origins(museum, torch.__version__)
+    origins = cell_origins(museum, TORCH_VERSION)
     problems = 0
     exhibits: dict[str, tuple[Exhibit, str]] = {}
     for name, chapter in found.items():
