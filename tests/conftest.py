@@ -309,7 +309,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 _STARTED: list[str] = []
 _STARTING = {"ipykernel_launcher": "a kernel", "coursebook.execute.kernel_forkserver":
              "a kernel server", "-m sphinx ": "a Sphinx build", "sphinx_autobuild": "a preview",
-             ".build()": "a Sphinx build"}  # the last: a Python started with Sphinx(...).build()
+             ".build(": "a Sphinx build"}  # the last: a Python started with Sphinx(...).build()
 
 
 def pytest_configure(config: pytest.Config) -> None:
