@@ -571,3 +571,16 @@ def test_a_cell_raising_another_error_than_its_raises_names_stops_the_build(tiny
                                     "backward()` raised another error than the ValueError its "
                                     "`raises` names:")
     assert "\n      RuntimeError: " in build.log, build.log[-3000:]  # the error it raised
+
+
+@pytest.mark.slow
+def test_a_syntax_error_its_raises_names_passes(tiny_book, tmp_path, cache_copy):
+    """A SyntaxError's traceback starts at the cell's line, its name on a later line."""
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text() + "\n```{code-cell} ipython3\n---\ntags: "
+                       "[raises-exception]\nraises: SyntaxError\n---\nprint((1)\n```\n")
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    # It ran, raised its SyntaxError (shown as new output), and that is the lesson's.
+    assert "`print((1)` (student edition" in build.log and "SyntaxError" in build.log, \
+        build.log[-3000:]
+    assert "raised another error" not in build.log, build.log[-3000:]

@@ -151,9 +151,11 @@ def _problems(rendered, cells: list[nbformat.NotebookNode],
                 "or drop the tag if it is meant to succeed.")))
         # `raises: RuntimeError` (make chapter FROM= writes the error a lesson saved): another
         # error (a module or a name a cell lacks) is not the lesson, whatever accepting says.
+        # The error's name starts a line of its traceback: the first, or after the cell's
+        # line and a caret (a SyntaxError); a module may qualify it (torch.OutOfMemoryError).
         wanted = cell.get("cell_metadata", {}).get("raises")
-        raised = re.match(r"\s*([\w.]+)", error or "")
-        if error is not None and wanted and (raised is None or raised[1] != wanted):
+        if error is not None and wanted and not re.search(
+                rf"^(?:[\w.]+\.)?{re.escape(str(wanted))}(?::|\s|$)", error, re.M):
             problems.append(CellProblem(**where, what=(
                 f"raised another error than the {wanted} its `raises` names:\n      "
                 f"{_short(error)}\n    Fix the cell (a package or an earlier cell it needs), "
