@@ -402,7 +402,7 @@ print(torch.ones(1))
 # A third part
 # ------------
 #
-# As :ref:`elsewhere <other-lesson>`.
+# As :ref:`elsewhere <other-lesson>`, and :ref:`sphx_glr_beginner_basics_intro.py`.
 
 print(2)
 '''
@@ -448,9 +448,12 @@ def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expect
             "build stops at each): cell 4, line 5 (`next_tutorial.html`)\n") in said \
         or source is not SPHINX_GALLERY, said
     # a reference to a section of the lesson's site: a MyST one (the build stops at it), said
-    assert "{ref}`elsewhere <other-lesson>`" in text or source is not SPHINX_GALLERY, text
+    # (a label may hold dots: sphinx-gallery's own)
+    assert "{ref}`elsewhere <other-lesson>`, and {ref}`sphx_glr_beginner_basics_intro.py`" \
+        in text or source is not SPHINX_GALLERY, text
     assert ("references to sections of the lesson's site, which the book does not have (the "
-            "build stops at each): `other-lesson`\n") in said or source is not SPHINX_GALLERY, said
+            "build stops at each): `other-lesson`, `sphx_glr_beginner_basics_intro.py`\n") \
+        in said or source is not SPHINX_GALLERY, said
     # an `.. image::` (rst2md's `file://` address) is the lesson's file, not one on the web
     assert "cell 4, line 11: _static/img/graph.png: an image the lesson shows but does not " \
         "hold" in said or source is not SPHINX_GALLERY, said

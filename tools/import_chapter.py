@@ -143,12 +143,13 @@ def _inline_targets(text: str) -> str:
 
 # A section's label (`.. _bridge-to-np:` alone on its line), a reference to one, an
 # anonymous link's second underscore (`text <URL>`__), which rst2md leaves after the link.
-_LABEL = re.compile(r"^\.\. _(?P<name>[\w-]+):[ \t]*$", re.M)
-_REF = re.compile(r":ref:`(?P<text>[^`<]*?)\s*<?(?P<name>[\w-]+)>?`")
+_LABEL = re.compile(r"^\.\. _(?P<name>[\w.-]+):[ \t]*$", re.M)
+# A label may hold dots (sphinx-gallery's: sphx_glr_beginner_basics_intro.py).
+_REF = re.compile(r":ref:`(?:(?P<text>[^`<]*?)\s*<(?P<name>[^<>`]+)>|(?P<bare>[^<>`\s]+))`")
 _ANONYMOUS = re.compile(r"(<[^`<>]+>`_)_")
 # A MyST label, and a reference to one.
-_MYST_LABEL = re.compile(r"^\((?P<name>[\w-]+)\)=$", re.M)
-_MYST_REF = re.compile(r"\{ref\}`(?:[^`<]*<)?(?P<name>[\w-]+)>?`")
+_MYST_LABEL = re.compile(r"^\((?P<name>[\w.-]+)\)=$", re.M)
+_MYST_REF = re.compile(r"\{ref\}`(?:[^`<]*<)?(?P<name>[\w.-]+)>?`")
 # rst2md's note and warning (HTML, which no PDF or download shows), as MyST admonitions.
 _ALERT = re.compile(r'<div class="alert alert-(?:info|danger)"><h4>(?P<kind>Note|Warning)</h4>'
                     r"\n\n(?P<body>.*?)\n\n</div>", re.S)
@@ -167,12 +168,13 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         if cell.cell_type != "markdown":
             continue
         source = _ANONYMOUS.sub(r"\1", cell.source)
-        source = _REF.sub(lambda ref: "{ref}`" + (f"{ref['text']} <{ref['name']}>`"
-                                                 if ref["text"] else f"{ref['name']}`"), source)
+        source = _REF.sub(lambda ref: "{ref}`" + (
+            f"{ref['text']} <{ref['name']}>`" if ref["text"] else f"{ref['name'] or ref['bare']}`"),
+            source)
         source = _LABEL.sub(r"(\g<name>)=", source)
         # its directives end at a newline, which the last line of a block lacks
         source = rst2md(source + "\n", {"notebook_images": False}, "", levels).rstrip("\n")
-        source = re.sub(r"^(\([\w-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
+        source = re.sub(r"^(\([\w.-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
         cell.source = _ALERT.sub(lambda alert: f":::{{{alert['kind'].lower()}}}\n"
                                  f"{alert['body']}\n:::", source)
     return notebook
