@@ -58,6 +58,7 @@ from coursebook.model.notebooks import (
     RAISES_TAG,
     cell_tags,
     code_cell,
+    first_line,
     is_chapter_source,
     markdown_cell,
     notebook_to_myst,
@@ -429,7 +430,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         else:  # raw: text for a converter (nbconvert's LaTeX, reST), which no page shows
             if source.strip():
                 imported.to_do.append(
-                    f"cell {number}: a raw cell (`{source.strip().splitlines()[0][:60]}`), left "
+                    f"cell {number}: a raw cell (`{first_line(source)[:60]}`), left "
                     "out: no page, PDF or download of the book shows one; write what students "
                     "need of it in a markdown cell")
             continue

@@ -32,7 +32,7 @@ class CellOutput:  # one code cell of an executed chapter, as verification sees 
 
     @property
     def first_line(self) -> str:
-        return first_line(nbformat.NotebookNode(source=self.source))
+        return first_line(self.source)
 
     @property
     def compared(self) -> bool:
