@@ -21,7 +21,7 @@ from coursebook.pytest_plugin import use_chapter_cache
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 from book_environment import sphinx_command  # noqa: E402
-from forked_builds import SPHINX, BuildServer  # noqa: E402
+from forked_builds import BuildServer  # noqa: E402
 
 BOOK = ROOT / "book"
 TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
@@ -156,13 +156,12 @@ def run_sphinx(command: list[str], *, cwd: Path = ROOT, env: dict[str, str] | No
         servers = [] if _STARTING_AFRESH else _BUILD_SERVERS[:1]
     else:
         servers = _BUILD_SERVERS if forked else []
-    if forked and list(command[:3]) == SPHINX and not any(
-            server.stands_in(command, env) for server in servers):
-        servers.append(BuildServer(env))
-    for server in servers:
-        if server.stands_in(command, env):
-            _STARTED.append("a Sphinx build")
-            return server.run(command, cwd=cwd, env=env, merged=merged)
+    server = next((server for server in servers if server.stands_in(command, env)), None)
+    if server is None and forked and (new := BuildServer(env)).stands_in(command, env):
+        _BUILD_SERVERS.append(server := new)  # kept only if it stands in for the command
+    if server is not None:
+        _STARTED.append("a Sphinx build")
+        return server.run(command, cwd=cwd, env=env, merged=merged)
     return subprocess.run(command, capture_output=not merged, text=True, cwd=cwd, env=env,
                           **({"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
                              if merged else {}))
