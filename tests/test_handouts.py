@@ -305,3 +305,39 @@ def test_an_image_no_pdf_shows_stops_the_latex_build_at_its_line(tiny_book, tmp_
            "without the network; save it beside the chapter and show that file" in shown, \
         shown[-3000:]
     assert "Could not fetch remote image" not in shown, shown[-3000:]
+
+
+def test_an_image_of_a_type_the_machine_does_not_know_stops_the_latex_build(monkeypatch):
+    """A .webp was let through to LaTeX where the machine's mimetypes lacks it (Python 3.11
+    without /etc/mime.types), as was any type no table knows: lualatex then stopped with no
+    place. Each is now named, as an SVG is; one LaTeX includes and one chosen among
+    candidates go on."""
+    import mimetypes
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    from coursebook.render import handouts
+
+    # A machine whose mimetypes knows only Python's own table (3.11's has no .webp).
+    monkeypatch.setattr(mimetypes, "guess_type", mimetypes.MimeTypes(filenames=()).guess_type)
+    warned = []
+    monkeypatch.setattr(handouts, "logging", SimpleNamespace(getLogger=lambda name: SimpleNamespace(
+        warning=lambda message, *args, **kwargs: warned.append(message % args))))
+    document = new_document("chapter.md")
+    uris = ["chapter/graph.webp", "chapter/plot.qoi", "chapter/photo.jpeg", "chapter/plot.png",
+            "chapter/plot.*"]
+    for uri in uris:
+        document += nodes.paragraph("", "", nodes.image(uri=uri))
+
+    class Probe(handouts.ImagesNoPdfShows):
+        app = SimpleNamespace(builder=SimpleNamespace(
+            supported_image_types=["application/pdf", "image/png", "image/jpeg"]))
+
+    Probe(document).run()
+    assert [node["uri"] for node in document.findall(nodes.image)] == uris[2:]
+    assert [message.split(" (")[0] for message in warned] == [
+        "the image chapter/graph.webp", "the image chapter/plot.qoi"], warned
+    assert all(message.endswith("is of a kind no PDF shows: save it as a PNG or PDF beside "
+                                "the chapter and show that file") for message in warned), warned

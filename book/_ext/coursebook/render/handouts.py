@@ -180,12 +180,13 @@ class ImagesNoPdfShows(SphinxPostTransform):
 
     def run(self, **kwargs) -> None:
         shown = self.app.builder.supported_image_types
+        known = mimetypes.MimeTypes(filenames=())  # Python's table: the machine's may lack .webp
         for node in list(self.document.findall(nodes.image)):
             uri = node["uri"]
-            kind = mimetypes.guess_type(uri)[0]
+            kind = known.guess_type(uri)[0] or "unknown type"
             if "://" in uri:
                 why = "is on the web: a PDF is typeset without the network; save it"
-            elif "*" in uri or kind is None or kind in shown:
+            elif "*" in uri or kind in shown:
                 continue  # chosen among candidates, or one LaTeX includes
             else:
                 why = f"({kind}) is of a kind no PDF shows: save it as a PNG or PDF"
