@@ -289,13 +289,13 @@ def _torch_file(folder, torch, entries):
 
 
 def test_a_stale_other_torch_counts_two_missing_cells_with_one_first_line_as_two(tmp_path):
-    from coursebook.torch_versions.verify import OtherTorch, State, standing
+    from coursebook.torch_versions.verify import State, other_torch, standing
 
     # The same code twice (keys numbered), then code changed since: none has an entry there.
     _torch_file(tmp_path, "2.13.0", {"0000000a.1": "print(x)", "0000000a.2": "print(x)",
                                      "0000000c": "y = 1"})
     _torch_file(tmp_path, "2.14.1", {"0000000c": "y = 1", "0000000b": "print(x)"})
-    found = standing("chapter", OtherTorch.of_version("2.14.1"), tmp_path, "2.13.0", set(),
+    found = standing("chapter", other_torch("2.14.1", ()), tmp_path, "2.13.0", set(),
                      nbformat.v4.new_notebook())
     assert found.state is State.STALE
     assert "2 cell(s) without an entry (`print(x)`)" in found.message(), found.message()
@@ -305,11 +305,11 @@ def test_a_stale_other_torch_counts_two_missing_cells_with_one_first_line_as_two
 
 def test_one_changed_cell_is_one_cell_changed_on_the_instructor_page(tmp_path):
     """A changed cell has a new key here and its old one there: one change, not two."""
-    from coursebook.torch_versions.verify import OtherTorch, standing
+    from coursebook.torch_versions.verify import other_torch, standing
 
     _torch_file(tmp_path, "2.13.0", {"0000000a": "x = 2", "0000000c": "y = 1"})
     _torch_file(tmp_path, "2.14.1", {"0000000b": "x = 1", "0000000c": "y = 1"})
-    found = standing("chapter", OtherTorch.of_version("2.14.1"), tmp_path, "2.13.0", set(),
+    found = standing("chapter", other_torch("2.14.1", ()), tmp_path, "2.13.0", set(),
                      nbformat.v4.new_notebook())
     assert "stale (1 cell(s) changed since)" in found.page_note(), found.page_note()
 

@@ -27,7 +27,14 @@ from coursebook.model.runtimes import (
 from coursebook.museum.model import write_records
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
-from coursebook.torch_versions.verify import OtherTorch, Standing, State, check_digests, standing
+from coursebook.torch_versions.verify import (
+    OtherTorch,
+    Standing,
+    State,
+    check_digests,
+    other_torch,
+    standing,
+)
 from coursebook.verify.expectations import Expectations, expectations_path, read_expectations
 
 BUILD_TORCH = release(torch.__version__)
@@ -159,7 +166,7 @@ def declared_others() -> list[OtherTorch]:
     runtime verified by its downloads, and the Makefile's second torch (`make verify-torch`)."""
     second = re.search(r"^TORCH\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M)[1]
     return ([OtherTorch.of_runtime(r) for r in reader_runtimes(RUNTIMES_FILE)]
-            + [OtherTorch.of_version(second)])
+            + [other_torch(second, ())])
 
 
 def declared_standings(book: Path = BOOK, others: list[OtherTorch] | None = None) -> list[Standing]:

@@ -22,7 +22,7 @@ from coursebook.model.notebooks import first_line, short_digest
 from coursebook.model.versions import release
 from coursebook.page_state import PREPARED, mark_failed, page_state_of, page_states
 from coursebook.prepare.chapters import PreparedChapter, edition_of
-from coursebook.reporting import ask_for
+from coursebook.reporting import ask_for, report
 from coursebook.verify.chapter_checks import executed_notebook
 from coursebook.verify.expectations import (
     ACCEPT_COMMAND,
@@ -72,10 +72,6 @@ def claim_problems(claims: list[tuple[Claim, nbformat.NotebookNode]],
                 f"the check of {said} printed `{first_line(shown)}`: a claim's check prints "
                 "nothing (its asserts are the check)")))
     return problems
-
-
-def _report(message: str, location) -> None:
-    logger.error("%s", message, location=location, type="coursebook", subtype="claim")
 
 
 # --- Accepted claims: each sentence bound to its check --------------------------------
@@ -157,8 +153,8 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
     if prepared is None:
         return
     for line, comment in prepared.claims.unsourced:
-        _report(f"`{comment}` is not a citation the build reads: cite the claim above it "
-                "as `% source: https://...`", (env.docname, line or None))
+        report(f"`{comment}` is not a citation the build reads: cite the claim above it as "
+               "`% source: https://...`", (env.docname, line or None), "claim", once=False)
     executed = executed_notebook(app, prepared)
     if executed is None:  # not run: the execution checks report why
         problems = []
@@ -174,8 +170,8 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
         ask_for(env, ACCEPT_COMMAND)
     for problem in problems + accepted:
         claim = problem.claim  # an exhibit's: at its TOML file
-        _report(problem.message, f"{shown_path(claim.toml)}:{claim.line}" if claim.toml
-                else (env.docname, claim.line or None))
+        report(problem.message, f"{shown_path(claim.toml)}:{claim.line}" if claim.toml
+               else (env.docname, claim.line or None), "claim", once=False)
     if problems or accepted or prepared.claims.unsourced:
         mark_failed(env, env.docname)
 

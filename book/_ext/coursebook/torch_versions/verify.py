@@ -57,16 +57,13 @@ class OtherTorch:
         return cls(runtime.torch, runtime.reader_label,
                    f"make accept-outputs-runtime RUNTIME={runtime.name}", True)
 
-    @classmethod
-    def of_version(cls, version: str) -> OtherTorch:
-        return cls(release(version), f"torch {release(version)}",
-                   f"make accept-outputs-torch TORCH={release(version)}", False)
-
 
 def other_torch(version: str, runtimes: tuple[Runtime, ...]) -> OtherTorch:
     """The runtime that uses this torch release, or the release on its own."""
-    runtime = next((r for r in runtimes if r.torch == release(version)), None)
-    return OtherTorch.of_version(version) if runtime is None else OtherTorch.of_runtime(runtime)
+    version = release(version)
+    runtime = next((r for r in runtimes if r.torch == version), None)
+    return OtherTorch.of_runtime(runtime) if runtime else OtherTorch(
+        version, f"torch {version}", f"make accept-outputs-torch TORCH={version}", False)
 
 
 class State(Enum):

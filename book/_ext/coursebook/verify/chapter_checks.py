@@ -177,9 +177,8 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
                              book_config(app.config).museum(), stopped_run(app),
                              kept if exec_data.get("traceback") else None)
     for problem in problems:
-        logger.error("%s", problem.message,
-                     location=problem.location or (env.docname, problem.line or None),
-                     type="coursebook", subtype="execution")
+        report(problem.message, problem.location or (env.docname, problem.line or None),
+               "execution", once=False)
     if problems:
         mark_failed(env, env.docname)
     report_cut_outputs(doctree, prepared.notebook.cells)
@@ -230,11 +229,11 @@ def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
         if prepared.recorded is None:  # a recording is compared when it is attached
             chapter.outputs = cell_outputs(executed)
     elif (NbMetadataCollector.get_exec_data(env, env.docname) or {}).get("succeeded"):
-        logger.error("this chapter ran, but its outputs are not in the execution cache under "
-                     "its prepared notebook's key, so they cannot be compared with its expected "
-                     "outputs: a fault of the book's extension (the notebook myst-nb read is "
-                     "not the one prepared); report it with this chapter",
-                     location=(env.docname, None), type="coursebook", subtype="expected-outputs")
+        report("this chapter ran, but its outputs are not in the execution cache under its "
+               "prepared notebook's key, so they cannot be compared with its expected outputs: "
+               "a fault of the book's extension (the notebook myst-nb read is not the one "
+               "prepared); report it with this chapter", (env.docname, None), "expected-outputs",
+               once=False)
         mark_failed(env, env.docname)
 
 
@@ -336,8 +335,7 @@ def log_output_summary(app: Sphinx, *_) -> None:
 
 def _fail(app: Sphinx, docname: str, line: int | None, message: str,
           fixed_by: str | None = ACCEPT_COMMAND) -> None:
-    logger.error("%s", message, location=(docname, line or None),
-                 type="coursebook", subtype="expected-outputs")
+    report(message, (docname, line or None), "expected-outputs", once=False)
     if fixed_by is not None:
         ask_for(app.env, fixed_by)
     app.statuscode = 1  # also without -W: an unexpected output is never a warning
