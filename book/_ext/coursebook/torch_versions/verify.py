@@ -202,21 +202,16 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
     except BookError:  # an ExpectationsError too
         return  # the versions page and the chapter's own checks report it
     state.not_verified = [s.message() for s in others if s.state is not State.VERIFIED]
-    verified = {s.other.torch for s in others if s.state is State.VERIFIED}
     if edition_of(app) is Edition.STUDENT:
         _under_title(doctree, [nodes.paragraph("", outputs_of_torch(running, "on this page"),
                                                classes=["verified-on"])])
         return
-    builds, readers = [], []
-    for version in versions:
-        if version == release(running):
-            builds.append(f"{version} (this build)")
-        elif version not in verified:
-            continue
-        elif not (other := other_torch(version, runtimes)).downloads:
-            builds.append(version)
-        else:  # a runtime's file holds the student download's cells, not the answers
-            readers.append(other.label)
+    verified = [s.other for s in others if s.state is State.VERIFIED]
+    this = release(running)
+    builds = [f"{v} (this build)" if v == this else v for v in versions
+              if v == this or v in {o.torch for o in verified if not o.downloads}]
+    # A runtime's file holds the student download's cells, not the answers.
+    readers = [o.label for o in verified if o.downloads]
     shown = f"torch {', '.join(builds)}" + (
         f", and as the student download on {' and '.join(readers)}" if readers else "")
     notes = [nodes.paragraph("", "", nodes.Text(f"Outputs verified against {shown}. See "),
