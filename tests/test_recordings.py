@@ -717,7 +717,7 @@ torch @ https://download.pytorch.org/whl/cpu/torch-2.9.0%2Bcpu-cp313-cp313-manyl
 
 
 def test_the_provenance_names_every_package_that_differs_from_the_image():
-    from coursebook.model.recordings import runtime_provenance
+    runtime_provenance = load_tool("record_chapter").runtime_provenance
     refresh = load_tool("refresh_runtimes")
     runtime = load_runtimes()[MACHINES["cpu"].runtime]
     installed = {"ipython": "9.18.1", "jupyter_client": "7.4.9", "numpy": "2.1.3",
@@ -766,7 +766,7 @@ def test_an_environment_resolves_with_the_image_where_it_can(tmp_path, image, co
     install = record.installed_with(python)
     assert install == {"constrained": constrained, "extra_index": machine.extra_index,
                        "extra_index_reached": False}
-    from coursebook.model.recordings import runtime_provenance
+    runtime_provenance = load_tool("record_chapter").runtime_provenance
     entry = runtime_provenance(load_runtimes()[machine.runtime], {}, {}, {}, install["constrained"])
     assert entry["constraints"] == ("the image's versions" if constrained else
                                     "none: the image's versions did not resolve on this machine")

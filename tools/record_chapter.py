@@ -81,6 +81,7 @@ from coursebook.model.notebooks import (  # noqa: E402
     first_line,
     is_answer,
     read_chapter,
+    short_digest,
     with_stable_ids,
 )
 from coursebook.model.outputs import normalise  # noqa: E402
@@ -89,12 +90,10 @@ from coursebook.model.recordings import (  # noqa: E402
     PROVENANCE_KEY,
     RecordingError,
     check_machine_kind,
-    code_hash,
     load_recording,
     recorded_chapter,
     recording_path,
     runs_on,
-    runtime_provenance,
 )
 from coursebook.model.runtimes import (  # noqa: E402
     RUNTIMES_FILE,
@@ -341,6 +340,52 @@ def torch_build(version: str, torch_here: bool, install: dict) -> str:
         return (f"{version}: installed by pip from its default index ({index} was not "
                 "reachable from this machine)")
     return f"{version}: installed by pip from its default index (this kind names no other)"
+
+
+def differences(runtime: Runtime, installed: dict[str, str]) -> list[str]:
+    """Where an environment made for this runtime is not the runtime, one line each."""
+    installed = {package_key(name): version for name, version in installed.items()}
+    lines = []
+    python = installed.get("python", "")
+    if python and ".".join(python.split(".")[:2]) != runtime.python:
+        lines.append(f"python {python} (the runtime has {runtime.python})")
+    for name, version in {**runtime.packages, **runtime.adds}.items():
+        found = installed.get(package_key(name))
+        if found is not None and found != version:
+            lines.append(f"{name} {found} (the runtime has {version})")
+    return lines
+
+
+def runtime_provenance(runtime: Runtime, installed: dict[str, str], versions: dict[str, str],
+                       image: dict[str, str] | None = None, constrained: bool | None = None) -> dict:
+    """Which runtime a recording's main environment stands for, and every way it is not it:
+    its whole ``image`` ({normalised name: version}) if given, else its pins. ``versions``:
+    what its kernel reports (torch's names its build); ``constrained``: whether pip
+    resolved with the image's versions as constraints."""
+    here = {package_key(name): (name, version) for name, version in installed.items()}
+    for name, version in versions.items():
+        if name != "python":  # the kernel's view wins: torch's build label
+            here[package_key(name)] = (here.get(package_key(name), (name, ""))[0], version)
+    entry: dict = {"name": runtime.name, "title": runtime.title}
+    python = differences(runtime, {"python": versions.get("python", "")})
+    if image is None:
+        entry["differences"] = differences(runtime, {**installed, **versions})
+        return entry
+    entry["image"] = runtime.source
+    entry["differences"] = python + [
+        f"{name} {version} " + ("(not in the image)" if there is None
+                                else f"(the image has {there})")
+        for key, (name, version) in sorted(here.items()) if (there := image.get(key)) != version]
+    entry["not_installed"] = sorted(set(image) - set(here))
+    if constrained is not None:
+        entry["constraints"] = ("the image's versions" if constrained else
+                                "none: the image's versions did not resolve on this machine")
+    return entry
+
+
+def code_hash(notebook: nbformat.NotebookNode) -> str:
+    code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+    return short_digest(json.dumps(code), 64)
 
 
 def kernel_environment(machine: MachineKind, sides: Path,

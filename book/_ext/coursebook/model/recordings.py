@@ -8,7 +8,6 @@ ran stops the build, or is marked stale (docs/recorded-chapters.md)."""
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,9 +29,7 @@ from coursebook.model.notebooks import (
     first_line,
     is_answer,
     markdown_cell,
-    short_digest,
 )
-from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import package_key, release
 
 RECORDING_COMMAND = "make recording"
@@ -80,11 +77,6 @@ def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, Machin
                              f"({', '.join(b.name for b in machines.values() if b.stand_in)}): "
                              "an ordinary build shows its outputs")
     return RecordedChapter(name, chosen)
-
-
-def code_hash(notebook: nbformat.NotebookNode) -> str:
-    code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
-    return short_digest(json.dumps(code), 64)
 
 
 def recording_path(recordings_dir: Path, name: str, kind: str) -> Path:
@@ -144,33 +136,6 @@ class Recording:
                     lines.append(f"{package} {recorded[package]} recorded, {pin} pinned "
                                  f"({environment})")
         return lines
-
-
-def runtime_provenance(runtime: Runtime, installed: dict[str, str], versions: dict[str, str],
-                       image: dict[str, str] | None = None, constrained: bool | None = None) -> dict:
-    """Which runtime a recording's main environment stands for, and every way it is not it:
-    its whole ``image`` ({normalised name: version}) if given, else its pins. ``versions``:
-    what its kernel reports (torch's names its build); ``constrained``: whether pip
-    resolved with the image's versions as constraints."""
-    here = {package_key(name): (name, version) for name, version in installed.items()}
-    for name, version in versions.items():
-        if name != "python":  # the kernel's view wins: torch's build label
-            here[package_key(name)] = (here.get(package_key(name), (name, ""))[0], version)
-    entry: dict = {"name": runtime.name, "title": runtime.title}
-    python = runtime.differences({"python": versions.get("python", "")})
-    if image is None:
-        entry["differences"] = runtime.differences({**installed, **versions})
-        return entry
-    entry["image"] = runtime.source
-    entry["differences"] = python + [
-        f"{name} {version} " + ("(not in the image)" if there is None
-                                else f"(the image has {there})")
-        for key, (name, version) in sorted(here.items()) if (there := image.get(key)) != version]
-    entry["not_installed"] = sorted(set(image) - set(here))
-    if constrained is not None:
-        entry["constraints"] = ("the image's versions" if constrained else
-                                "none: the image's versions did not resolve on this machine")
-    return entry
 
 
 def check_machine_kind(machine: MachineKind, provenance: dict, path: Path) -> None:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from coursebook.model.faults import BookError
 from coursebook.model.toml_files import NOT_READ, TomlFile, read_toml
-from coursebook.model.versions import package_key, release
+from coursebook.model.versions import release
 
 RUNTIMES_FILE = Path(__file__).resolve().parents[4] / "tools" / "runtimes.toml"
 
@@ -48,19 +48,6 @@ class Runtime:
         registry has no ``+cpu``)."""
         return [f"{name}=={release(version)}"
                 for name, version in {**self.packages, **self.adds}.items()]
-
-    def differences(self, installed: dict[str, str]) -> list[str]:
-        """Where an environment made for this runtime is not the runtime, one line each."""
-        installed = {package_key(name): version for name, version in installed.items()}
-        lines = []
-        python = installed.get("python", "")
-        if python and ".".join(python.split(".")[:2]) != self.python:
-            lines.append(f"python {python} (the runtime has {self.python})")
-        for name, version in {**self.packages, **self.adds}.items():
-            found = installed.get(package_key(name))
-            if found is not None and found != version:
-                lines.append(f"{name} {found} (the runtime has {version})")
-        return lines
 
 
 @functools.lru_cache(maxsize=None)
