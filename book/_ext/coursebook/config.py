@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from functools import cached_property, partial
+from functools import cached_property, lru_cache
 from pathlib import Path
 from weakref import WeakKeyDictionary
 
@@ -74,25 +74,18 @@ class BookConfig:
     build_date: str = _value("", "", "the date a build names (conf.py: today, UTC)")
     handouts: bool = _value(False, "env", "one LaTeX document per chapter (-t handout)")
     answer_space: bool = _value(False, "env", "ruled answer boxes in the student handout")
-    # --- Not a setting ------------------------------------------------------------------------
-    _museums: dict = field(default_factory=dict, compare=False, repr=False)
-
-    @staticmethod
-    def settings() -> list[dataclasses.Field]:
-        return [item for item in dataclasses.fields(BookConfig) if "rebuild" in item.metadata]
 
     @classmethod
     def register(cls, app: Sphinx) -> None:
-        for item in cls.settings():
+        for item in dataclasses.fields(cls):
             default = _default(item)
             app.add_config_value(PREFIX + item.name, default, item.metadata["rebuild"],
                                  type(default), description=item.metadata["doc"])
 
     @classmethod
-    def of(cls, config: Config | dict) -> BookConfig:
-        get = config.get if isinstance(config, dict) else partial(getattr, config)
-        return cls(**{item.name: get(PREFIX + item.name, _default(item))
-                      for item in cls.settings()})
+    def of(cls, config: Config) -> BookConfig:
+        return cls(**{item.name: getattr(config, PREFIX + item.name, _default(item))
+                      for item in dataclasses.fields(cls)})
 
     @classmethod
     def build(cls, app: Sphinx, config: Config) -> None:
@@ -116,7 +109,7 @@ class BookConfig:
         _BUILT[config] = book
 
     def problem(self) -> str | None:
-        for item in self.settings():
+        for item in dataclasses.fields(self):
             value, default, kind = getattr(self, item.name), _default(item), item.metadata["path"]
             expected = (list, tuple) if isinstance(default, list) else type(default)
             if not isinstance(value, expected):
@@ -146,11 +139,14 @@ class BookConfig:
         """The error museum, parsed again only when its files change (every chapter uses it)."""
         files = sorted(Path(self.exhibits_dir).glob("*/*.toml"))
         state = tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files)
-        if state not in self._museums:
-            self._museums.clear()
-            self._museums[state] = load_museum(Path(self.exhibits_dir), self.machine_kinds,
-                                               self.reader_runtimes)
-        return self._museums[state]
+        return _museum(self.exhibits_dir, self.machine_kinds_file, self.runtimes_file, state)
+
+
+@lru_cache(maxsize=1)
+def _museum(exhibits_dir: str, machine_kinds_file: str, runtimes_file: str, _state) -> dict:
+    book = BookConfig(exhibits_dir=exhibits_dir, machine_kinds_file=machine_kinds_file,
+                      runtimes_file=runtimes_file)
+    return load_museum(Path(exhibits_dir), book.machine_kinds, book.reader_runtimes)
 
 
 def book_config(config: Config) -> BookConfig:
