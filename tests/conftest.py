@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from coursebook.pytest_plugin import use_chapter_cache
+from coursebook.pytest_plugin import CHAPTER_CACHE
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -281,7 +281,7 @@ def built(tmp_path_factory, pytestconfig) -> dict[str, Build]:
         assert build.returncode == 0, f"{edition} build failed:\n{build.log[-4000:]}"
     # The chapters' own items (`pytest book`, later in the session) read this cache: the
     # cells just executed, not the repository's _build/ (which the tests never write).
-    use_chapter_cache(pytestconfig, _built_cache(builds))
+    pytestconfig.stash[CHAPTER_CACHE] = str(_built_cache(builds))
     return builds
 
 
@@ -297,7 +297,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     # --durations then counts in no test), and read the cache the builds filled (a build that
     # failed fails `built`'s tests).
     if _is_chapter_cell(item) and (builds := _built_by_one_worker(item.config)) is not None:
-        use_chapter_cache(item.config, _built_cache(builds))
+        item.config.stash[CHAPTER_CACHE] = str(_built_cache(builds))
     return (yield)
 
 

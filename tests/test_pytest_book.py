@@ -118,3 +118,19 @@ def test_a_page_that_does_not_prepare_is_the_builds_one_line(tiny_book):
     assert collected.returncode != 0 and re.search(
         r"draft\.md:\d+: ERROR: a `raises-exception` cell", shown), shown
     assert " in collect" not in shown and "BookError" not in shown, shown
+
+
+def test_a_cell_its_cached_run_lacks_fails_naming_the_fix():
+    """An item whose cell is not in its chapter's cached run fails in one line (it was a
+    KeyError's traceback)."""
+    from types import SimpleNamespace
+
+    from coursebook.prepare.editions import Edition
+    from coursebook.pytest_plugin import CellFailed, CellItem
+
+    item = CellItem.__new__(CellItem)  # its chapter's run is all it reads
+    item.parent = SimpleNamespace(expectations={}, compared=lambda edition: ({}, {}))
+    item.edition, item.key = Edition.STUDENT, "0123abcd"
+    with pytest.raises(CellFailed, match=r"cached run \(student\): clear the cache with "
+                                         r"`make clean-cache`"):
+        item.runtest()

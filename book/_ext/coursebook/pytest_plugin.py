@@ -14,6 +14,7 @@ import pytest
 
 from coursebook.execute.fill_cache import (BookRead, BookReadError, ExecutionFailed, Run,
                                            execute_into_cache, read_book)
+from coursebook.model.faults import CLEAN_CACHE_COMMAND
 from coursebook.model.notebooks import CHAPTER_SUFFIXES, is_chapter_source
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
@@ -21,13 +22,9 @@ from coursebook.verify.chapter_checks import outputs_not_compared
 from coursebook.verify.expectations import (ACCEPT_COMMAND, Expectations, Mismatch, cell_outputs,
                                              compare, expectations_path, read_expectations)
 
-# A test session that has just built the book hands its fresh cache to the chapters'
-# items (:func:`use_chapter_cache`), which then run nothing again; else conf.py's cache.
+# A test session that has just built the book puts its fresh cache's path here for the
+# chapters' items, which then run nothing again; else conf.py's cache.
 CHAPTER_CACHE = pytest.StashKey[str]()
-
-
-def use_chapter_cache(config: pytest.Config, cache_path: str | Path) -> None:
-    config.stash[CHAPTER_CACHE] = str(cache_path)
 
 
 # Sphinx's read of the book for each edition (or why it could not read it), once a session.
@@ -147,10 +144,12 @@ class CellItem(pytest.Item):
                 f"no expected outputs for this torch version ({chapter.expectations_path} is "
                 f"missing): accept them with `{ACCEPT_COMMAND}`")
         mismatches, outputs = chapter.compared(self.edition)
-        mismatch = mismatches.get(self.key)
-        if mismatch is not None:
-            raise CellFailed(f"{mismatch.diff(chapter.expectations_path)}\n"
-                                     f"If the new output is right: `{ACCEPT_COMMAND}`.")
+        if self.key in mismatches:
+            raise CellFailed(f"{mismatches[self.key].diff(chapter.expectations_path)}\n"
+                             f"If the new output is right: `{ACCEPT_COMMAND}`.")
+        if self.key not in outputs:  # the cached run is not this chapter's: never a pass
+            raise CellFailed(f"is not in its chapter's cached run ({self.edition.value}): "
+                             f"clear the cache with `{CLEAN_CACHE_COMMAND}`")
         if not outputs[self.key].compared:  # as the build's summary: never a pass
             pytest.skip(f"{self.path.name} ({self.edition.value}): not compared: "
                         + "; ".join(outputs_not_compared([outputs[self.key]])))
