@@ -33,16 +33,22 @@ from coursebook.museum.prepare import ERROR_SUMMARY
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import (
+    CATCHING_NOTE,
     SET_ASIDE_HEADING,
     catching,
     download_document,
     download_notebook,
-    is_caught,
     run_all,
 )
 from coursebook.render.plain_markdown import PlainMarkdown, Target
 from coursebook.verify.chapter_checks import raised_on_purpose
 from coursebook.verify.expectations import expectations_path, keyed_cells, read_expectations
+
+
+def is_caught(cell: nbformat.NotebookNode) -> bool:
+    """Whether a download's cell is one :func:`catching` wrapped."""
+    return cell.cell_type == "code" and cell.source.startswith(CATCHING_NOTE)
+
 
 # --- The two checks ---------------------------------------------------------------------
 

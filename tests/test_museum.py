@@ -8,13 +8,13 @@ import torch
 
 from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, book_museum
 from coursebook.exhibit_checks import ExhibitMismatch, check_raised
+from coursebook.model.cell_notes import noted
 from coursebook.model.machine_kinds import load_machine_kinds, stand_in_kind
 from coursebook.museum.model import ExhibitError, load_exhibit, raised_by
 from coursebook.museum.prepare import (
     ERROR_SUMMARY,
     captured_exhibit_cells,
     cell_origins,
-    check_label,
     exhibit_cells,
     origin_of,
 )
@@ -450,13 +450,13 @@ def test_a_prepared_chapters_exhibit_cells_carry_their_field_and_check_in_their_
                                torch.__version__,
                                machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
     by_source = cell_origins(MUSEUM, torch.__version__)
-    noted = [(cell, origin_of(cell, MUSEUM)) for cell in notebook.cells]
-    assert sum(origin is not None for _, origin in noted) > 10
-    for cell, origin in noted:
+    by_note = [(cell, origin_of(cell, MUSEUM)) for cell in notebook.cells]
+    assert sum(origin is not None for _, origin in by_note) > 10
+    for cell, origin in by_note:
         expected = by_source.get(cell.source)
         assert (origin and (origin.exhibit.key, origin.field, origin.line)) == (
             expected and (expected.exhibit.key, expected.field, expected.line)), cell.source
-    labels = {check_label(cell) for cell in notebook.cells}
+    labels = {noted(cell, "check", "") for cell in notebook.cells}
     assert labels == {"", "fix ran", "same error as recorded"}
 
 

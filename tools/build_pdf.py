@@ -30,7 +30,7 @@ from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.model.faults import shown_path
 from coursebook.render.handouts import MANIFEST
 from coursebook.render.pdf_checks import POPPLER, check_pdf, locate_chapters, locate_characters
-from coursebook.render.pdf_fonts import ENGINE, families, missing_fonts
+from coursebook.render.pdf_fonts import ENGINE, missing_fonts
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = (ROOT / "tools" / "pdf-packages.txt").read_text().split()
@@ -45,7 +45,7 @@ def fonts_not_installed() -> list[str]:
     """The book's fonts that fontconfig (whose folders luaotfload reads) does not list."""
     listed = subprocess.run(["fc-list", ":", "family"], check=True, capture_output=True,
                             text=True).stdout
-    return [f"{font.family} ({font.package})" for font in missing_fonts(families(listed))]
+    return [f"{font.family} ({font.package})" for font in missing_fonts(listed)]
 
 
 def sphinx_latex(args, latex: Path, doctrees: Path, tags: tuple[str, ...]) -> bool:

@@ -320,16 +320,11 @@ def origin_of(cell, museum: dict[str, Wing]) -> CellOrigin | None:
     return CellOrigin(exhibit, field, exhibit.file.line(at))
 
 
-def check_label(cell) -> str:
-    """What a museum's check cell verifies ("fix ran", "same error as recorded"), or ""."""
-    return noted(cell, "check", "")
-
-
 def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
     """The book's own check cells (verdicts, not torch's output), by source: their labels."""
     cells = [_fix_ran_cell(), *(_check_cell(exhibit, record) for wing in museum.values()
                                 for exhibit in wing.exhibits for record in exhibit.records)]
-    return {cell.source: check_label(cell) for cell in cells}
+    return {cell.source: noted(cell, "check") for cell in cells}
 
 
 def _exhibits_cells(exhibits, total: int, torch_version: str) -> list[nbformat.NotebookNode]:

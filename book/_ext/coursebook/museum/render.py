@@ -9,7 +9,7 @@ from html import escape
 from docutils import nodes
 from sphinx.application import Sphinx
 
-from coursebook.museum.prepare import check_label
+from coursebook.model.cell_notes import noted
 from coursebook.page_state import chapter_notebook
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
@@ -25,7 +25,8 @@ def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
         return
     for cell in list(code_cells(doctree)):
         index = cell.get("cell_index")
-        label = (check_label(notebook.cells[index])
+        # What a check cell verifies ("fix ran", "same error as recorded"); "" for others.
+        label = (noted(notebook.cells[index], "check", "")
                  if index is not None and index < len(notebook.cells) else "")
         if not label:
             continue

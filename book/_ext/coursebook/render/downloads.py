@@ -2,12 +2,9 @@
 
 Sphinx copies each page's file (with the answers) into ``_sources/``, and the theme offers
 an ``.ipynb`` only with launch buttons on. Here each chapter offers its edition's notebook,
-ready for Jupyter or Colab: no outputs, no cell that needs the book's package, no claim
-checks, plain Markdown for MyST, each cell that raises on purpose (and each whose outcome
-is predicted first, so the wrapper tells nothing) wrapped so that "Run all" reaches the end,
-no build metadata (but an instructor's answer tags). ``_sources/`` holds, as the theme's
-``.md`` download, the same cells as one plain Markdown document (collapsed blocks set aside
-to the end), and each other page as plain Markdown, as this edition reads it.
+ready for Jupyter or Colab (:func:`download_notebook`); ``_sources/`` holds, as the theme's
+``.md`` download, the same cells as one plain Markdown document, and each other page as
+plain Markdown, as this edition reads it.
 """
 
 from __future__ import annotations
@@ -34,7 +31,7 @@ from coursebook.render.plain_markdown import PlainMarkdown, Target, fenced
 
 # How a caught cell begins, worded for a cell whose outcome the student predicts first: it
 # says what the wrapper does, not that the cell fails.
-_CATCHING_NOTE = "# So that Run all goes on to the next cell, "
+CATCHING_NOTE = "# So that Run all goes on to the next cell, "
 
 
 def catching(source: str, raised: tuple[str, ...]) -> str:
@@ -52,7 +49,7 @@ def catching(source: str, raised: tuple[str, ...]) -> str:
                      for number, line in enumerate(source.strip("\n").splitlines(), 1))
     names = " or ".join(f"{'an' if name[0] in 'AEIOU' else 'a'} {name}" for name in raised)
     types = raised[0] if len(raised) == 1 else f"({', '.join(raised)})"
-    return (f"{_CATCHING_NOTE}{names} here is printed, not raised.\n"
+    return (f"{CATCHING_NOTE}{names} here is printed, not raised.\n"
             f"try:\n{body}\n"
             # Not "as error": "except RuntimeError as error: print(" is an answer's idiom
             # (PT01's), and the answer audit would find it in every caught cell.
@@ -98,11 +95,6 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
         cell.metadata = nbformat.from_dict(
             {"tags": [ANSWER_TAG]} if ANSWER_TAG in cell_tags(cell) else {})
     return notebook
-
-
-def is_caught(cell: nbformat.NotebookNode) -> bool:
-    """Whether a download's cell is one :func:`catching` wrapped."""
-    return cell.cell_type == "code" and cell.source.startswith(_CATCHING_NOTE)
 
 
 # Where the .md download prints the collapsed blocks it set aside.

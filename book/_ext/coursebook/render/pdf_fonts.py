@@ -43,12 +43,9 @@ def fontpkg() -> str:
 """
 
 
-def families(fc_list_output: str) -> set[str]:
-    """The families ``fc-list : family`` printed (a font may have several names, a line)."""
-    return {name.strip() for line in fc_list_output.splitlines() for name in line.split(",")}
-
-
-def missing_fonts(installed: set[str]) -> list[Font]:
+def missing_fonts(fc_list_output: str) -> list[Font]:
+    """The fonts ``fc-list : family`` did not list (a font may have several names, a line)."""
+    installed = {name.strip() for line in fc_list_output.splitlines() for name in line.split(",")}
     return [font for font in FONTS if font.family not in installed]
 
 

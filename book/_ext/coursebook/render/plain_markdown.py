@@ -34,9 +34,6 @@ class Target:  # where a cross-reference points ("" url: not published)
     url: str = ""
 
 
-# (role name, target) -> Target, or None when the book has no such target.
-Resolve = Callable[[str, str], "Target | None"]
-
 _ENV_KEY = "coursebook_plain"
 
 # Admonitions and the title each shows when the directive gives none: Sphinx's, and ours
@@ -57,7 +54,7 @@ _OPTION = re.compile(r"^:([\w-]+):[ \t]*(.*)$")
 
 @dataclass
 class PlainMarkdown:
-    resolve: Resolve
+    resolve: Callable[[str, str], Target | None]  # (role, target); None: the book has none
     page_url: str = ""  # the chapter's published page ("" if the book has no address)
     md_config: MdParserConfig | None = None
     # Whether an `{only}` directive's condition holds: a download is read like the HTML.
@@ -126,14 +123,10 @@ class PlainMarkdown:
                                  for term in terms if term.strip())
         if name in _CARDS:
             title = argument or options.get("header", "")
-            link = options.get("link", "")
-            if link:
-                kind = options.get("link-type", "url")
-                found = (self.resolve(kind, link) if kind in ("ref", "doc")
-                         else Target(title, link)) or Target(link)
-                title = self.link(title or found.title, found.url)
-            else:
-                title = escape(title)
+            link, kind = options.get("link", ""), options.get("link-type", "url")
+            found = (self.resolve(kind, link) if link and kind in ("ref", "doc")
+                     else Target(title, link)) or Target(link)
+            title = self.link(title or found.title, found.url)  # no link: the title
             inner = self.convert(content)
             return f"**{title}**" + (f" · {inner}" if inner and "\n" not in inner else
                                       f"\n\n{inner}" if inner else "")
