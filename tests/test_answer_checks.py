@@ -282,7 +282,7 @@ def test_a_check_that_accepts_a_wrong_answer_or_refuses_a_right_one_stops_the_bu
         assert f"check '{'tiny-grad' if 'accept' in entry else 'tiny-shape'}'" in error.message
         assert f"{entry} is {verdict} by the students' check" in error.message
         assert "\n" not in error.message
-    assert edition_chapter(CHAPTER, "book/checks.md", Edition.STUDENT, {}, "2.13.0").cells
+    assert edition_chapter(CHAPTER, "book/checks.md", Edition.STUDENT, {}, "2.13.0").notebook.cells
 
 
 @pytest.mark.parametrize("change, fault", [

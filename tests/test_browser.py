@@ -140,7 +140,7 @@ def hidden_output_cells(edition: str) -> dict[str, int]:
         if not is_chapter_source(text):
             continue
         notebook = edition_chapter(text, str(path), Edition(edition), book_museum(),
-                                   torch.__version__, machine_kinds=book_machine_kinds())
+                                   torch.__version__, machine_kinds=book_machine_kinds()).notebook
         counts[f"{path.stem}.html"] = sum(
             cell.cell_type == "code" and "hide-output" in cell_tags(cell)
             and "remove-cell" not in cell_tags(cell) for cell in notebook.cells)

@@ -120,7 +120,7 @@ def test_a_claim_cell_holds_one_block_per_claim_line():
 
 def _notebook(text: str, edition: Edition = Edition.STUDENT) -> nbformat.NotebookNode:
     return edition_chapter(text, "chapter.md", edition, {}, torch.__version__,
-                           machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
+                           machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE)).notebook
 
 
 def test_claim_cells_run_hidden_one_per_claim_and_may_raise(tiny_book):
@@ -199,7 +199,7 @@ def test_a_claim_below_an_exhibits_see_also_note_is_at_its_sentence(tiny_book):
     _with_claim(chapter, prose=f"({label})=\n## A section\n\nSome words.\n{PROSE}")
     text = chapter.read_text()
     notebook = edition_chapter(text, "chapter.md", Edition.STUDENT, museum, torch.__version__,
-                               machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
+                               machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE)).notebook
     assert any("In the error museum" in cell.source for cell in notebook.cells)
     [claim] = chapter_claims(notebook, {}).checked
     assert claim.claim.line == _line_of(chapter, PROSE)

@@ -64,7 +64,7 @@ def test_a_markdown_image_reaches_the_download_as_a_figure_directives_does():
 def _download(text: str, path: str):
     """A chapter's student edition, and its download as a reader gets it."""
     notebook = edition_chapter(text, path, Edition.STUDENT, book_museum(), torch.__version__,
-                               machine_kinds=book_machine_kinds())
+                               machine_kinds=book_machine_kinds()).notebook
     return notebook, download_notebook(notebook, _converter())
 
 

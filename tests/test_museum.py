@@ -448,7 +448,7 @@ def test_a_prepared_chapters_exhibit_cells_carry_their_field_and_check_in_their_
     path = BOOK / "museum-pytorch.md"
     notebook = edition_chapter(path.read_text(), str(path), Edition.STUDENT, MUSEUM,
                                torch.__version__,
-                               machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
+                               machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE)).notebook
     by_source = cell_origins(MUSEUM, torch.__version__)
     by_note = [(cell, origin_of(cell, MUSEUM)) for cell in notebook.cells]
     assert sum(origin is not None for _, origin in by_note) > 10

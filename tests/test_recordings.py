@@ -60,7 +60,7 @@ def _bridges_notebook():
     from coursebook.prepare.chapters import edition_chapter
     from coursebook.prepare.editions import Edition
     return edition_chapter((BOOK / "bridges.md").read_text(), "bridges.md", Edition.STUDENT,
-                           book_museum(), torch.__version__, machine_kinds=MACHINES)
+                           book_museum(), torch.__version__, machine_kinds=MACHINES).notebook
 
 
 def _bridges(notebook=None):
@@ -187,7 +187,7 @@ def test_the_instructor_edition_notes_an_answer_the_recording_never_ran():
 
     instructor = edition_chapter((BOOK / "bridges.md").read_text(), "bridges.md",
                                  Edition.INSTRUCTOR, book_museum(), torch.__version__,
-                                 machine_kinds=MACHINES)
+                                 machine_kinds=MACHINES).notebook
     # Stale cells allowed: the test is about the answer's cells, recorded or not.
     cells = _attach(instructor, allow_stale=True).labelled.cells
     answers = [index for index, cell in enumerate(cells)

@@ -662,7 +662,7 @@ def record(args: argparse.Namespace) -> int:
     # The book's notes (each cell's line) stay out: moving prose would change the file.
     notebook = with_stable_ids(without_notes(edition_chapter(
         text, str(args.chapter), Edition.STUDENT, museum, torch_version,
-        machine_kinds=machines)))
+        machine_kinds=machines).notebook))
     if any(is_answer(cell) for cell in notebook.cells):
         raise Refused(f"{args.chapter} has answers: a recorded chapter has none")
     provenance.update(date=today(), commit=source_commit(ROOT, "book", "exhibits"),

@@ -175,7 +175,7 @@ def chapters(museum: dict[str, Wing], recorded: bool = False) -> dict[str, nbfor
             continue
         notebook = edition_chapter(text, str(path), Edition.STUDENT, museum,
                                    TORCH_VERSION,
-                                   machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
+                                   machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE)).notebook
         if (recording_name(notebook) is not None) == recorded:
             found[path.stem] = notebook
     return found

@@ -52,18 +52,11 @@ class PreparedChapter:
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
                     torch_version: str, md_config=None,
-                    machine_kinds: dict[str, MachineKind] | None = None,
-                    runtimes_file: str = "") -> nbformat.NotebookNode:
-    """A chapter's notebook for one edition, exhibits placed: what a machine executes."""
-    notebook = source_chapter(text, source_path, museum, torch_version, md_config,
-                              machine_kinds, runtimes_file)
-    return notebook_of_edition(notebook, source_path, edition, museum).notebook
-
-
-def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_version: str,
-                   md_config=None, machine_kinds: dict[str, MachineKind] | None = None,
-                   runtimes_file: str = "") -> nbformat.NotebookNode:
-    """A chapter's notebook with every cell of both editions, exhibits and set-up placed."""
+                    machine_kinds: dict[str, MachineKind] | None = None, runtimes_file: str = "",
+                    answer_spaces: bool = False) -> PreparedChapter:
+    """A chapter's notebook for one edition, exhibits and set-up placed (what a machine
+    executes), its claims, and (taken before the answers go) what its checks ask and where
+    it was taught."""
     try:
         notebook = read_chapter(text, md_config, strict=True)
     except SolutionError as error:
@@ -77,13 +70,6 @@ def source_chapter(text: str, source_path: str, museum: dict[str, Wing], torch_v
             f"a `{RAISES_TAG}` cell must show its error, but these cells also hide their "
             f"output (remove-cell/remove-output): {[first_line(cell) for cell in hidden]}. "
             "Drop one of the tags.", source_path, source_line(hidden[0]))
-    return notebook
-
-
-def notebook_of_edition(notebook: nbformat.NotebookNode, source_path: str, edition: Edition,
-                        museum: dict[str, Wing], answer_spaces: bool = False) -> PreparedChapter:
-    """The chapter's edition, its claims, and (taken before the answers go) what its checks
-    ask and where it was taught."""
     teaching = chapter_teaching(notebook, source_path)  # its checks' faults, at their file
     if wrong := mistried(list(teaching.checks)):  # before any edition is made of them
         raise AnswerCheckError(wrong[0].message, source_path, wrong[0].line)
@@ -97,19 +83,17 @@ def instructor_chapter(env, docname: str, md_config=None) -> nbformat.NotebookNo
     path = Path(env.doc2path(docname))
     config = book_config(env.config)
     return edition_chapter(path.read_text(encoding="utf8"), str(path), Edition.INSTRUCTOR,
-                           config.museum(), config.torch, md_config,
-                           machine_kinds=config.machine_kinds, runtimes_file=config.runtimes_file)
+                           config.museum(), config.torch, md_config, config.machine_kinds,
+                           config.runtimes_file).notebook
 
 
 def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
     """The notebook this build's edition runs; for a recorded chapter, recordings attached."""
     config = book_config(app.config)
     museum = config.museum()
-    source = source_chapter(text, source_path, museum, config.torch,
-                            getattr(app.env, "myst_config", None), config.machine_kinds,
-                            config.runtimes_file)
-    prepared = notebook_of_edition(source, source_path, edition_of(app), museum,
-                                   config.answer_space)
+    prepared = edition_chapter(text, source_path, edition_of(app), museum, config.torch,
+                               getattr(app.env, "myst_config", None), config.machine_kinds,
+                               config.runtimes_file, config.answer_space)
     notebook, claims = prepared.notebook, prepared.claims
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
