@@ -87,11 +87,11 @@ def instructor_chapter(env, docname: str, md_config=None) -> nbformat.NotebookNo
                            config.runtimes_file).notebook
 
 
-def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter:
+def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
+                    ) -> PreparedChapter:
     """The notebook this build's edition runs; for a recorded chapter, recordings attached."""
-    config = book_config(app.config)
-    museum = config.museum()
-    prepared = edition_chapter(text, source_path, edition_of(app), museum, config.torch,
+    instructor = edition_of(app) is Edition.INSTRUCTOR
+    prepared = edition_chapter(text, source_path, edition_of(app), config.museum(), config.torch,
                                getattr(app.env, "myst_config", None), config.machine_kinds,
                                config.runtimes_file, config.answer_space)
     notebook, claims = prepared.notebook, prepared.claims
@@ -103,8 +103,7 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     recordings = load_recordings(recordings_dir, chapter)
     try:
         attached = attach_recordings(notebook, chapter, recordings,
-                                     config.allow_stale_recordings, pinned,
-                                     instructor=edition_of(app) is Edition.INSTRUCTOR)
+                                     config.allow_stale_recordings, pinned, instructor=instructor)
     except RecordingError as error:
         if error.path is not None or not error.line:
             raise
@@ -117,8 +116,7 @@ def prepare_chapter(app: Sphinx, text: str, source_path: str) -> PreparedChapter
     recorded = {source for recording in recordings for source in recording.outputs_by_source()}
     claims = replace(claims, checked=tuple(claim for claim in claims.checked
                                            if notebook.cells[claim.index].source in recorded))
-    where = (recorded_with(recordings) if edition_of(app) is Edition.INSTRUCTOR
-             else plainly_recorded(chapter, recordings))
+    where = recorded_with(recordings) if instructor else plainly_recorded(chapter, recordings)
     return PreparedChapter(attached.labelled, attached.executed, where, claims, prepared.teaching)
 
 
@@ -158,7 +156,7 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
                 f"FROM={shown_path(path)}`, then remove it", path, 1)
         if not is_chapter_source(source[0]):
             return None
-        prepared = prepare_chapter(app, source[0], str(path))
+        prepared = prepare_chapter(app, config, source[0], str(path))
     except BookError as error:
         # An exhibit every chapter loads is reported once, at its own file and line.
         report_book_error(error, "source", fallback_location=docname)
