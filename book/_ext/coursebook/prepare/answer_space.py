@@ -106,12 +106,7 @@ def visit_answer_space_html(self, node: answer_space) -> None:
     raise nodes.SkipNode
 
 
-def visit_answer_space_text(self, node: answer_space) -> None:
-    self.add_text(f"[{node['label']}: {node['lines']} lines]")
-    raise nodes.SkipNode
-
-
 def setup_answer_space(app: Sphinx) -> None:
     app.add_node(answer_space, latex=(visit_answer_space_latex, None),
-                 html=(visit_answer_space_html, None), text=(visit_answer_space_text, None))
+                 html=(visit_answer_space_html, None))
     app.add_directive("answer-space", AnswerSpace)
