@@ -12,7 +12,9 @@ from pathlib import Path
 from coursebook.model.faults import BookError
 from coursebook.model.runtimes import runtime_named
 from coursebook.model.toml_files import NOT_READ, read_toml
-from coursebook.model.versions import package_key
+from coursebook.model.versions import package_key, version_key
+
+_PIN = re.compile(r"\s*([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*==\s*([^\s;]+)\s*")  # name==version
 
 
 class MachineKindError(BookError):
@@ -83,7 +85,7 @@ def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[st
         if machine.runtime:
             python = runtime_named(machine.runtime, file, f"kind[{index}].runtime",
                                    runtimes_file).python
-            pythons = tuple(sorted({python, *pythons}, key=lambda v: tuple(map(int, v.split(".")))))
+            pythons = tuple(sorted({python, *pythons}, key=version_key))
         if bool(machine.glibc) != bool(machine.arch):
             raise file.fault(f"kind[{index}].arch", "and glibc come together",
                              "give both, or list 'platforms'")
@@ -121,13 +123,8 @@ class RecordingEnvironment:
 
     def pins(self) -> dict[str, str]:
         """``name==version`` requirements as {normalised name: version}."""
-        pins = {}
-        for requirement in self.requirements:
-            match = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*==\s*([^\s;]+)\s*",
-                                 requirement)
-            if match:
-                pins[package_key(match.group(1))] = match.group(2)
-        return pins
+        found = (_PIN.fullmatch(requirement) for requirement in self.requirements)
+        return {package_key(match[1]): match[2] for match in found if match}
 
 
 def environments_path(recordings_dir: Path, name: str) -> Path:

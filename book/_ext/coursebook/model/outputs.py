@@ -22,11 +22,6 @@ _RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("/site-packages/", re.compile(r"(?:/[^\s/'\"():,]+)+/site-packages/"), "<site-packages>/"),
 )
 
-# An absolute path on a developer's or a builder's machine, in committed data.
-MACHINE_PATH = re.compile(r"(?:/(?:home|root|Users|work|tmp|opt|usr)/|[A-Za-z]:\\\\|"
-                          r"site-packages/|/\.venv)")
-
-
 def normalise(text: str) -> str:
     """Replace what differs from machine to machine, and nothing else."""
     for needle, pattern, placeholder in _RULES:
