@@ -154,7 +154,7 @@ def build_handouts(args) -> int:
         if args.chapter and handout["docname"] not in args.chapter:
             continue
         began = time.monotonic()
-        stem = Path(handout["target"]).stem
+        stem = handout["docname"]
         pdf = folder / f"{stem}.pdf"
         typeset_pdf = typeset(latex, stem, args.single_pass)
         if typeset_pdf is None:

@@ -38,8 +38,7 @@ KEEP_TOGETHER_LINES = 28
 
 @dataclass(frozen=True)
 class Handout:
-    docname: str
-    target: str  # the .tex file
+    docname: str  # its .tex file's stem
     title: str
     source: str  # the chapter file, as build messages name it
     page_url: str
@@ -48,7 +47,7 @@ class Handout:
 
 def handouts(app: Sphinx, env) -> list[Handout]:
     config = book_config(app.config)
-    return [Handout(docname, f"{docname}.tex", env.titles[docname].astext(),
+    return [Handout(docname, env.titles[docname].astext(),
                     str(shown_path(app.env.doc2path(docname))),
                     page_url(app.config.html_baseurl, docname),
                     colab_url(config.repository_url, config.published_branch, docname)
@@ -61,8 +60,8 @@ def set_handout_documents(app: Sphinx, env) -> list[str]:
     sections run on; the title is LaTeX there)."""
     if book_config(app.config).handouts and app.builder.name == "latex":
         app.config.latex_documents = [
-            (handout.docname, handout.target, escape(handout.title, app.config.latex_engine),
-             app.config.author, "howto")
+            (handout.docname, f"{handout.docname}.tex",
+             escape(handout.title, app.config.latex_engine), app.config.author, "howto")
             for handout in handouts(app, env)]
     return []
 
