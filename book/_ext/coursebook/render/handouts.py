@@ -179,7 +179,7 @@ class ImagesNoPdfShows(SphinxPostTransform):
 
     def run(self, **kwargs) -> None:
         shown = self.app.builder.supported_image_types
-        known = mimetypes.MimeTypes(filenames=())  # Python's table: the machine's may lack .webp
+        known = mimetypes.MimeTypes(filenames=())  # Python's table alone: the same on every machine
         for node in list(self.document.findall(nodes.image)):
             uri = node["uri"]
             kind = known.guess_type(uri)[0] or "unknown type"
