@@ -1,11 +1,6 @@
-"""Checkable answers in each edition (:mod:`coursebook.answer_checks.model`).
-
-Student: where an answer cell with checks was, ``check("name", ...)`` calls to fill in, after
-a note and a table cell holding :mod:`coursebook.self_check` (digests and scrambled hints;
-hidden on the page, kept in downloads). Instructor: the answer cell, then the same calls with
-the value its code computed, each of which must say "correct". Every build also tries each
-check's ``accept`` and ``refuse`` lists (:func:`mistried`).
-"""
+"""Checkable answers in each edition: the student's ``check("name", ...)`` calls after a
+table cell of :mod:`coursebook.self_check`, the instructor's with each answer's value
+(docs/authoring.md, "Student edition", "Instructor edition")."""
 
 from __future__ import annotations
 

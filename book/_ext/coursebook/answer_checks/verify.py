@@ -1,9 +1,5 @@
-"""The students' answer checks, verified: each asks only what the book taught before it
-(every section its ``taught_in`` names comes earlier). Trials, appended to a student
-download (run in a replica of Colab, say), run each answer that lists checks, then call
-each check with its value and ``accept`` entries ("correct") and ``refuse`` entries ("not
-yet" and the hint).
-"""
+"""The students' answer checks, verified: each asks only what was taught before it, and
+trials run after a student download (``make verify-runtime``: docs/authoring.md)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Factual sentences that no claim checks and no source cites, for ``make audit`` to list.
-
-Factual, a heuristic: a sentence of a chapter's or an exhibit's prose (headings, code,
-tables, targets, comments and directives are none) that speaks of a library (an inline
-code span, a ``{term}`` or a name of :data:`_LIBRARY`) and states something: it ends with a
-full stop, opens with no instruction (:data:`_INSTRUCTION`) and is not about the page's
-own cells, whose outputs are verified. Checked: a claim's fragment is in it. Cited: a
-``% source:`` comment follows its paragraph, it links, or an exhibit's ``[[claim]]`` cites it.
-"""
+"""Factual sentences that no claim checks and no source cites, for ``make audit`` to list
+(the heuristic: docs/authoring.md, "Sentences neither checked nor cited"; headings, code,
+tables, targets, comments and directives are no prose; an exhibit's ``[[claim]]`` cites)."""
 
 from __future__ import annotations
 

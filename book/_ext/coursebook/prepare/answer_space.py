@@ -1,9 +1,6 @@
-"""Room to write: the student handout (``coursebook_answer_space``, ``-t handout``) has a ruled
-box where each answer was. Consecutive answer cells are one answer, unless a markdown cell
-opens a new one with a bold lead-in (``**2.** ...``) or a heading. A box is sized from its
-answer, within :data:`MIN_LINES` and :data:`MAX_LINES`, and holds none of its words; it is a
-markdown cell, so the cached outputs stay the student notebook's.
-"""
+"""Room to write: a ruled box where each answer was, in the student handout
+(``coursebook_answer_space``; docs/publishing.md, "Room to write"). A box is a markdown cell,
+so the cached outputs stay the student notebook's."""
 
 from __future__ import annotations
 

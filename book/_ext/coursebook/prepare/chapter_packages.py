@@ -1,12 +1,6 @@
 """The pages to read, checked before any is: each decodes (else named at its first bad byte,
-not a crash report), and no chapter installs packages. A chapter's code runs with the
-builder's rights, so it declares what it needs in its top matter, ``coursebook: {packages:
-[d2l, "einops>=0.8"]}``, installed by ``make chapter-packages``; an install line (``!pip``,
-``%conda``, a line of a ``%%bash`` cell) stops the build at its line, as does a declared
-package the environment lacks, or a shell command (``!nvidia-smi``) this machine lacks: its
-cell would show the shell's "command not found", which the build would take for the lesson's
-output. A download's first cell installs the declared packages.
-"""
+not a crash report), and no chapter installs packages, as its code runs with the builder's
+rights (docs/authoring.md, "Packages a chapter needs")."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""A chapter's set-up cells, made from a runtime and the machine kinds (hidden on the page).
-
-```` ```{runtime-setup} RUNTIME``` ````: with an accelerator kind's device, install the pinned
-packages whose release is missing; elsewhere every pin that differs but ``device_only`` ones,
-and set the stand-in's variables (those already set win). ```` ```{runtime-restart} RUNTIME
-MODULE``` ````: the cells below need a process in which MODULE never took the device; Run all
-stops there, saying to restart the runtime, when MODULE was imported above it.
-"""
+"""A chapter's set-up cells (``{runtime-setup} RUNTIME``, ``{runtime-restart} RUNTIME
+MODULE``), made from a runtime and the machine kinds and hidden on the page; what each does
+where it runs: docs/recorded-chapters.md."""
 
 from __future__ import annotations
 
