@@ -38,7 +38,6 @@ from coursebook.render.handouts import setup_handouts
 from coursebook.render.html_pages import (BookHTMLBuilder, add_build_stamp, copy_mathjax,
                                           index_entries_again, keep_compiled_templates,
                                           note_removed_pages)
-from coursebook.render.output_blocks import normalise_output_nodes
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, name_notebook_cells, quiet_config_dumps
 from coursebook.torch_versions import setup as setup_torch_versions
@@ -46,7 +45,8 @@ from coursebook.torch_versions.verify import add_verified_versions, highlight_ch
 from coursebook.verify.chapter_checks import (check_executed_chapter, clear_execution_reports,
                                               compare_expected_outputs,
                                               fail_build_on_failed_chapters, keep_cell_outputs,
-                                              keep_execution_reports, log_output_summary)
+                                              keep_execution_reports, log_output_summary,
+                                              normalise_output_nodes)
 
 
 def _read_edition_source(app: Sphinx, docname: str, source: list[str]) -> None:

@@ -26,7 +26,7 @@ from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, with
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line
-from coursebook.model.outputs import BARE_IMAGE
+from coursebook.model.outputs import BARE_IMAGE, normalise
 from coursebook.model.provenance import today
 from coursebook.model.versions import release
 from coursebook.museum.model import Wing
@@ -79,6 +79,19 @@ def _exhibit_problem(origin: CellOrigin, error: str | None) -> CellProblem:
 def code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
     return (node for node in doctree.findall(nodes.container)
             if node.get("nb_element") == "cell_code")
+
+
+def normalise_output_nodes(doctree) -> None:
+    """Cell outputs on a page as the book compares them (a cut output's marker without its
+    digest)."""
+    for block in doctree.findall(nodes.literal_block):
+        if "output" not in block.get("classes", []):
+            continue
+        text = block.astext()
+        cleaned = without_digest(normalise(text))
+        if cleaned != text:
+            block.children = [nodes.Text(cleaned)]
+            block.rawsource = cleaned
 
 
 def _printed(cell: nodes.container, lines: int = 10) -> str:
