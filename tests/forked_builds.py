@@ -19,16 +19,49 @@ import sys
 import tempfile
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
 
 from coursebook.execute.myst_nb_clients import defer
-from coursebook.process.forked_builds import (Surroundings, build_modules, import_modules,
-                                              start_build)
+from coursebook.process.forked_builds import Forked, build_modules, import_modules, sphinx_build
 
 SPHINX = [sys.executable, "-m", "sphinx"]
 # A build that defers no import is started afresh: the server deferred them (see serve).
 DEFERRAL_OFF = ("COURSEBOOK_DEFER_IMPORTS", "0")
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """Where a forked build runs as ``python -m sphinx`` run there would: in the folder
+    ``cwd`` (first on ``sys.path``), with the environment ``env`` alone, no input, its
+    output to the file ``output`` and its errors to the file ``errors`` (None: to
+    ``output``)."""
+
+    cwd: str
+    env: dict[str, str]
+    output: str
+    errors: str | None = None
+
+    def enter(self) -> None:
+        os.chdir(self.cwd)
+        sys.path[0] = self.cwd  # -m's first entry (the forking process's: its script's folder)
+        os.environ.clear()
+        os.environ.update(self.env)
+        written = os.O_WRONLY | os.O_TRUNC
+        streams = [(os.devnull, os.O_RDONLY), (self.output, written), (self.errors, written)]
+        for target, (path, flags) in enumerate(streams):
+            if path is None:  # errors with the output
+                os.dup2(1, target)
+                continue
+            descriptor = os.open(path, flags)
+            os.dup2(descriptor, target)
+            os.close(descriptor)
+
+
+def _build_in(imported, arguments: Sequence[str], surroundings: Surroundings) -> None:
+    surroundings.enter()
+    sphinx_build(imported, arguments)
 
 
 def serve(listener: socket.socket) -> None:
@@ -46,7 +79,7 @@ def serve(listener: socket.socket) -> None:
                 connection, _ = listener.accept()
                 with connection.makefile("r") as lines:
                     request = json.loads(lines.readline())
-                build = start_build(request.pop("arguments"), Surroundings(**request))
+                build = Forked(_build_in, request.pop("arguments"), Surroundings(**request))
                 running[build.receiver] = build, connection
             else:
                 build, connection = running.pop(ready)
@@ -67,7 +100,7 @@ class BuildServer:
         self._env = dict(os.environ if env is None else env)  # the server's, at its start
 
     def _start(self) -> None:
-        from coursebook.execute.notebook_runs import short_temporary_folder
+        from coursebook.process.interrupt import short_temporary_folder
 
         self._folder = short_temporary_folder("builds-")
         # Listening before the server starts: a request waits in the socket's queue.

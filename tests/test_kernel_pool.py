@@ -24,18 +24,18 @@ from myst_nb.core.config import NbParserConfig
 from nbclient import NotebookClient
 
 from conftest import both_editions_at_once, run_in_kernel, sphinx_build
+from coursebook.execute.kernel_forkserver import KERNEL_ARGUMENTS, process_alive
 from coursebook.execute.kernel_pool import (
     SERVER,
     connection_of,
     executes_when_read,
     fork_kernel,
     make_pool,
-    process_alive,
     start_kernel_forkserver,
     stop_kernel_forkserver,
     take_waiting_kernel,
 )
-from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS, kernel_manager_class
+from coursebook.execute.notebook_runs import kernel_manager_class
 
 STARTED = "chapter kernels forked from one server"
 

@@ -50,9 +50,9 @@ from coursebook.execute.kernel_pool import (  # noqa: E402
 )
 from coursebook.prepare.editions import Edition  # noqa: E402
 from coursebook.process.forked_builds import (  # noqa: E402
+    Forked,
     build_modules,
     import_modules,
-    in_fork,
     run_build,
 )
 from coursebook.verify.expectations import PARTIAL_FILE  # noqa: E402
@@ -106,7 +106,7 @@ def edition_configuration(edition: str, source: Path, settings: dict[str, str]) 
     """What the preview needs of the edition's configuration, as Sphinx makes it for its
     builds (conf.py with their tags and -D ``settings``); or the one line saying why Sphinx
     could not. Sphinx sets the book up in a forked process: this one stays as it was."""
-    return (in_fork(_send_configuration, edition, source, settings)[1]
+    return (Forked(_send_configuration, edition, source, settings).result()[1]
             or "preview: Sphinx could not set up the book (the message above)")
 
 

@@ -4,7 +4,7 @@
 A forked kernel shares the imported modules (copy on write) and is otherwise a process
 like any kernel jupyter_client starts: its own session, working folder and environment,
 ipykernel's launcher run from the top. The server forks before it makes any ZeroMQ
-context, event loop or thread, and imports only the standard library itself. A request is
+context, event loop or thread, and imports only the standard library (and psutil). A request is
 a line of JSON on a Unix socket, ``{"cwd", "connection_file", "env"}``, answered with the
 kernel's pid (0 once a file of ``imports`` changed on disk: a kernel would hold the old
 code). As each kernel's parent, the server writes its exit status to the pool's
@@ -27,15 +27,17 @@ import threading
 import uuid
 from pathlib import Path
 
+# A chapter's kernel keeps its start-up notices (running over TCP, say) out of the build log.
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
-def server_command(address: Path, pool: Path, imports: list[str], kernel_arguments: list[str],
-                   keep: Path | None = None) -> list[str]:
+
+def server_command(address: Path, pool: Path, imports: list[str], keep: Path | None = None
+                   ) -> list[str]:
     """The command line of a server listening on ``address``, for the pool ``pool``, while
     this process lives."""
     return [sys.executable, "-m", __name__, json.dumps({
         "address": str(address), "pool": str(pool), "parent": os.getpid(), "imports": imports,
-        "keep": keep and str(keep.resolve()), "kernel_arguments": kernel_arguments},
-        ensure_ascii=False)]
+        "keep": keep and str(keep.resolve())}, ensure_ascii=False)]
 
 
 def request_kernel(address: Path, cwd: str, connection_file: str,
@@ -165,17 +167,16 @@ def _left_by_takers(pool: Path, kernels: set[int], takers: dict[str, tuple[int, 
                 kernel = json.loads(taken.read_text())
                 takers[taken.name] = kernel["pid"], kernel["taker"]
     takers.update({name: (0, 0) for name, (pid, _) in takers.items() if pid not in kernels})
-    return [pid for pid, taker in takers.values() if pid and not _alive(taker)]
+    return [pid for pid, taker in takers.values() if pid and not process_alive(taker)]
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    import psutil  # a zombie, which os.kill(pid, 0) finds, has ended
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:  # another user's
-        pass
-    return True
 
 
 def _reaped(pool: Path) -> set[int]:
@@ -218,5 +219,5 @@ if __name__ == "__main__":
     os.environ["JPY_PARENT_PID"] = str(os.getppid())
     sys.path[0] = ""  # the launcher takes the working folder off while ipykernel loads
     sys.argv = ["ipykernel_launcher", "-f", request["connection_file"],
-                f"--IPKernelApp.parent_handle={os.getppid()}", *settings["kernel_arguments"]]
+                f"--IPKernelApp.parent_handle={os.getppid()}", *KERNEL_ARGUMENTS]
     runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,11 +27,16 @@ from sphinx.util import logging
 
 from coursebook.config import book_config
 from coursebook.execute.fill_cache import ChapterRuns
-from coursebook.execute.kernel_forkserver import request_kernel, server_command, write_whole
-from coursebook.execute.notebook_runs import KERNEL_ARGUMENTS, short_temporary_folder
+from coursebook.execute.kernel_forkserver import (
+    process_alive,
+    request_kernel,
+    server_command,
+    write_whole,
+)
 from coursebook.execute.shared_cache import cache_lock
 from coursebook.model.notebooks import CHAPTER_SUFFIXES, top_matter
 from coursebook.model.recordings import recording_name
+from coursebook.process.interrupt import remove_folder, short_temporary_folder
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -119,7 +123,7 @@ def start_kernel_forkserver(pool: Path, imports: list[str],
     build, cannot remove it)."""
     address = short_temporary_folder("kernels-") / "socket"
     server = subprocess.Popen(
-        server_command(address, pool.resolve(), imports, KERNEL_ARGUMENTS, keep),
+        server_command(address, pool.resolve(), imports, keep),
         cwd=pool, stdin=subprocess.DEVNULL, start_new_session=True)
     write_whole(pool / SERVER, json.dumps({"pid": server.pid, "address": str(address)}))
     return server
@@ -141,15 +145,6 @@ def connection_of(kernel: dict, timeout: float = 60) -> dict | None:
     return None
 
 
-def process_alive(pid: int) -> bool:
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def stop_kernel_forkserver(pool: Path, server: subprocess.Popen) -> None:
     """Stop the pool's server, which stops its kernels, once no other build's taker of one
     lives (the pool is shared)."""
@@ -165,7 +160,7 @@ def stop_kernel_forkserver(pool: Path, server: subprocess.Popen) -> None:
             time.sleep(0.1)
     server.terminate()
     server.wait()
-    shutil.rmtree(address.parent, ignore_errors=True)
+    remove_folder(address.parent)
 
 
 # This build's kernel forkserver, its cache and the lock that makes this build its starter.

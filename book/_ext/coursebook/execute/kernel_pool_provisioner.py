@@ -11,9 +11,8 @@ from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
 
-from coursebook.execute.kernel_forkserver import ended_path
-from coursebook.execute.kernel_pool import (POOL_ENV, connection_of, fork_kernel, process_alive,
-                                            take_waiting_kernel)
+from coursebook.execute.kernel_forkserver import ended_path, process_alive
+from coursebook.execute.kernel_pool import POOL_ENV, connection_of, fork_kernel, take_waiting_kernel
 from coursebook.execute.notebook_runs import EXIT_STATUS_UNKNOWN, SERVER_ENDED
 
 # The server collects an ended kernel's status within its 0.2 s poll; a server that is gone

@@ -9,28 +9,23 @@ which the expected outputs verify; the page shows the marker without the digest.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import signal
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass
 from itertools import groupby
-from pathlib import Path
 
 import nbformat
 
+from coursebook.execute.kernel_forkserver import KERNEL_ARGUMENTS
 from coursebook.model.notebooks import short_digest
 from coursebook.model.outputs import normalise
-from coursebook.process.interrupt import remove_when_stopped
+from coursebook.process.interrupt import remove_folder, short_temporary_folder
 
 # What a kernel provisioner answers for a kernel that ended with no status to be had, and
 # for one whose forkserver ended too (it ends its kernels): another build's, stopped.
 EXIT_STATUS_UNKNOWN, SERVER_ENDED = -(1 << 16), -(1 << 17)
-# A chapter's kernel keeps its start-up notices (running over TCP, say) out of the build log.
-KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
 
 @dataclass(frozen=True)
@@ -124,19 +119,9 @@ def kernel_manager_class(ended: list[int] | None = None):
         async def cleanup_resources(self, restart: bool = False) -> None:
             await super().cleanup_resources(restart)
             if not restart and getattr(self, "socket_folder", None):
-                shutil.rmtree(self.socket_folder, ignore_errors=True)
+                remove_folder(self.socket_folder)
 
     return KernelManagerOverUnixSockets
-
-
-def short_temporary_folder(prefix: str) -> Path:
-    """A new folder for Unix sockets, whose paths hold at most 107 bytes: under /tmp where
-    TMPDIR is deep (a test's). A build stopped by a signal removes it."""
-    base = tempfile.gettempdir()
-    base = base if len(os.fsencode(base)) < 64 else "/tmp"  # bytes, not characters
-    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
-    remove_when_stopped(folder)
-    return folder
 
 
 def run_notebook(notebook: nbformat.NotebookNode, **options):

@@ -2,8 +2,7 @@
 already imported what a build imports (a new ``sphinx-build`` spends about 2 s of CPU on
 imports: Sphinx, myst-nb, the theme, the extension). The preview forks each rebuild from
 itself (tools/preview.py); the tests fork theirs from one such process per worker
-(tests/forked_builds.py), each in the folder, environment and output files that
-``python -m sphinx`` started there would have (:class:`Surroundings`).
+(tests/forked_builds.py).
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from sphinx.application import builtin_extensions
 
@@ -74,42 +72,8 @@ class Forked:
         return self.process.exitcode or 0, received
 
 
-def in_fork(target, *arguments) -> tuple[int, object]:
-    """``target(sender, *arguments)`` in a forked process: :meth:`Forked.result`."""
-    return Forked(target, *arguments).result()
-
-
-@dataclass(frozen=True)
-class Surroundings:
-    """Where a forked build runs as ``python -m sphinx`` run there would: in the folder
-    ``cwd`` (first on ``sys.path``), with the environment ``env`` alone, no input, its
-    output to the file ``output`` and its errors to the file ``errors`` (None: to
-    ``output``)."""
-
-    cwd: str
-    env: dict[str, str]
-    output: str
-    errors: str | None = None
-
-    def enter(self) -> None:
-        os.chdir(self.cwd)
-        sys.path[0] = self.cwd  # -m's first entry (the forking process's: its script's folder)
-        os.environ.clear()
-        os.environ.update(self.env)
-        written = os.O_WRONLY | os.O_TRUNC
-        streams = [(os.devnull, os.O_RDONLY), (self.output, written), (self.errors, written)]
-        for target, (path, flags) in enumerate(streams):
-            if path is None:  # errors with the output
-                os.dup2(1, target)
-                continue
-            descriptor = os.open(path, flags)
-            os.dup2(descriptor, target)
-            os.close(descriptor)
-
-
-def _build(imported, arguments: Sequence[str], surroundings: Surroundings | None) -> None:
-    if surroundings is not None:
-        surroundings.enter()
+def sphinx_build(imported, arguments: Sequence[str]) -> None:
+    """``python -m sphinx ARGUMENTS`` as a :class:`Forked` target: sends what it imported."""
     import sphinx
     from sphinx.cmd.build import main
 
@@ -121,13 +85,8 @@ def _build(imported, arguments: Sequence[str], surroundings: Surroundings | None
     sys.exit(status)
 
 
-def start_build(arguments: Sequence[str], surroundings: Surroundings | None = None) -> Forked:
-    """``python -m sphinx ARGUMENTS``, forked: sends what it imported."""
-    return Forked(_build, list(arguments), surroundings)
-
-
 def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:
     """``python -m sphinx ARGUMENTS``, forked, in this process's surroundings: its exit
     status and what it imported."""
-    status, imported = start_build(arguments).result()
+    status, imported = Forked(sphinx_build, list(arguments)).result()
     return status, imported or []

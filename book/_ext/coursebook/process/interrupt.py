@@ -16,17 +16,30 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 MESSAGE = ("Interrupted: the build stopped. The execution cache keeps only finished runs, "
            "so building again carries on from there.")
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
-_REMOVED_WHEN_STOPPED: list[os.PathLike] = []  # folders the processes ended here would remove
+_REMOVED_WHEN_STOPPED: set[Path] = set()  # folders the processes ended here would remove
 
 
-def remove_when_stopped(folder: os.PathLike) -> None:
-    _REMOVED_WHEN_STOPPED.append(folder)
+def short_temporary_folder(prefix: str) -> Path:
+    """A new folder for Unix sockets, whose paths hold at most 107 bytes: under /tmp where
+    TMPDIR is deep (a test's). A build stopped by a signal removes it."""
+    base = tempfile.gettempdir()
+    base = base if len(os.fsencode(base)) < 64 else "/tmp"  # bytes, not characters
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    _REMOVED_WHEN_STOPPED.add(folder)
+    return folder
+
+
+def remove_folder(folder: Path) -> None:
+    _REMOVED_WHEN_STOPPED.discard(folder)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _wait_for_stop() -> None:
@@ -37,7 +50,7 @@ def _wait_for_stop() -> None:
     for process in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess):
             process.kill()
-    for folder in _REMOVED_WHEN_STOPPED:
+    for folder in list(_REMOVED_WHEN_STOPPED):  # a copy: a kernel may end meanwhile
         shutil.rmtree(folder, ignore_errors=True)
     os._exit(128 + received)  # unwinding nbclient's event loop is what crashes
 
