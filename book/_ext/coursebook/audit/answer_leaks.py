@@ -311,13 +311,11 @@ def _values(cell) -> set[str]:
 
 
 def source_cells(path: Path, text: str) -> SourceCells:
-    if not is_chapter_source(text):
-        page = place_at(nbformat.v4.new_markdown_cell(text), 1)
-        return [(Place(path, 1, first_line(page), page), list(_runs(fingerprint_words(text))),
-                 [], _values(page), False, True)]
+    cells = (read_chapter(text).cells if is_chapter_source(text)
+             else [place_at(nbformat.v4.new_markdown_cell(text), 1)])  # a page: one cell
     return [(Place(path, source_line(cell), first_line(cell), cell),
              list(_runs(fingerprint_words(_cell_text(cell)))), _code_lines(cell), _values(cell),
-             is_answer(cell), cell.cell_type == "markdown") for cell in read_chapter(text).cells]
+             is_answer(cell), cell.cell_type == "markdown") for cell in cells]
 
 
 def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
