@@ -32,12 +32,7 @@ def check_what_checks_ask(app: Sphinx, env) -> None:
 class Trial:
     check: AnswerCheck
     cell: int  # index, among the trial cells, of the cell whose output is the verdicts
-
-    @property
-    def expected(self) -> str:
-        name, hint = self.check.name, shown_hint(self.check)
-        right = [f"{name}: correct"] * (1 + len(self.check.accept))
-        return "\n".join(right + [f"{name}: not yet. Hint: {hint}"] * len(self.check.refuse))
+    expected: str  # the verdicts on its value, its accept entries, then its refuse entries
 
 
 def trial_cells(source: nbformat.NotebookNode) -> tuple[list, list[Trial]]:
@@ -51,11 +46,13 @@ def trial_cells(source: nbformat.NotebookNode) -> tuple[list, list[Trial]]:
             continue
         cells.append(nbformat.v4.new_code_cell(cell.source))  # the answer's own code
         for check in checks:
-            trials.append(Trial(check, len(cells)))
+            verdicts = [f"{check.name}: correct"] * (1 + len(check.accept)) + [
+                f"{check.name}: not yet. Hint: {shown_hint(check)}"] * len(check.refuse)
+            trials.append(Trial(check, len(cells), "\n".join(verdicts)))
             cells.append(nbformat.v4.new_code_cell("\n".join(
                 f'check("{check.name}", {value})'
                 for value in (check.value, *check.accept, *check.refuse))))
-    return (cells if trials else []), trials
+    return cells, trials
 
 
 def _verdicts(output) -> str:
