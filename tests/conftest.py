@@ -95,6 +95,18 @@ def book_museum(exhibits: Path = EXHIBITS):
                        reader_runtimes(RUNTIMES_FILE))
 
 
+def sphinx_config(book):
+    """A Sphinx Config holding a BookConfig's settings, as a build's holds them."""
+    from sphinx.config import Config
+
+    from coursebook.config import PREFIX
+
+    config = Config({}, {})
+    for name, value in vars(book).items():
+        setattr(config, PREFIX + name, value)
+    return config
+
+
 def load_tool(name: str):
     """A program of tools/ as a module, to test its functions."""
     spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")

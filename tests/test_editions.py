@@ -140,13 +140,13 @@ def test_a_chapter_is_read_again_when_its_verified_versions_change(tmp_path):
     later (a new folder) reads the page again; nothing else does."""
     from types import SimpleNamespace
 
-    from coursebook.config import PREFIX, BookConfig
+    from conftest import sphinx_config
+    from coursebook.config import BookConfig
     from coursebook.page_state import PageState, PageStateCollector, page_states
 
     (tmp_path / "expected" / "torch-2.13.0").mkdir(parents=True)
     (tmp_path / "expected" / "torch-2.13.0" / "pt01.txt").write_text("")
-    config = {PREFIX + name: value for name, value in vars(BookConfig()).items()}
-    app = SimpleNamespace(srcdir=tmp_path, config=SimpleNamespace(**config))
+    app = SimpleNamespace(srcdir=tmp_path, config=sphinx_config(BookConfig()))
     env = SimpleNamespace()
     page_states(env)["pt01"] = PageState(verified_versions=["2.13.0"])
     collector = PageStateCollector()

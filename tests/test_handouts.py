@@ -253,10 +253,10 @@ def test_a_short_cell_is_kept_on_one_page_with_its_output_and_a_long_one_may_bre
         return nodes.container("", block, nb_element="cell_code")
 
     document = nodes.section("", cell(3), cell(KEEP_TOGETHER_LINES + 1))
-    from coursebook.config import PREFIX, BookConfig
+    from conftest import sphinx_config
+    from coursebook.config import BookConfig
 
-    config = {PREFIX + name: value for name, value in vars(BookConfig(handouts=True)).items()}
-    app = SimpleNamespace(config=SimpleNamespace(**config),
+    app = SimpleNamespace(config=sphinx_config(BookConfig(handouts=True)),
                           builder=SimpleNamespace(name="latex"))
     keep_short_cells_together(app, document, "chapter")
     kept = [node.astext() for node in document.children if isinstance(node, nodes.raw)]

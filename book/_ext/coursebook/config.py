@@ -151,8 +151,5 @@ def _museum(exhibits_dir: str, machine_kinds_file: str, runtimes_file: str, _sta
 
 def book_config(config: Config) -> BookConfig:
     """The build's BookConfig (made at config-inited); outside a build, made now."""
-    try:
-        built = _BUILT.get(config)
-    except TypeError:  # not a Sphinx Config (a stand-in in a test)
-        built = None
+    built = _BUILT.get(config)
     return built if built is not None else BookConfig.of(config)
