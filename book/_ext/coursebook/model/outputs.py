@@ -22,6 +22,7 @@ _RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("/site-packages/", re.compile(r"(?:/[^\s/'\"():,]+)+/site-packages/"), "<site-packages>/"),
 )
 
+
 def normalise(text: str) -> str:
     """Replace what differs from machine to machine, and nothing else."""
     for needle, pattern, placeholder in _RULES:
