@@ -107,6 +107,7 @@ def test_a_section_missing_or_after_the_check_is_one_error_at_the_check(label, f
     ("", "missing taught_in"),
     ("  taught_in: tiny-sums\n", "not a list of labels: taught_in"),
     ("  taught_in: []\n", "not a list of labels: taught_in"),
+    ("  taught_in:\n", "not a list of labels: taught_in"),  # null: was a TypeError
 ])
 def test_a_check_without_taught_in_is_refused(entry, fault):
     text = CHAPTER.replace("  taught_in: [tiny-sums]\n", entry)

@@ -70,7 +70,7 @@ def _entry(raw, cell) -> AnswerCheck:
     missing = [name for name in (*_TEXTS, "answer", "taught_in", *LISTS) if name not in raw]
     wrong = [name for name in (*_TEXTS, "inputs") if name in raw and not isinstance(raw[name], str)]
     taught_in = raw.get("taught_in")
-    unlisted = ["taught_in"] if taught_in is not None and not (
+    unlisted = ["taught_in"] if "taught_in" in raw and not (
         isinstance(taught_in, list) and taught_in and all(isinstance(label, str) for label in taught_in)
     ) else []
     function = "inputs" in raw
