@@ -163,7 +163,8 @@ def test_only_the_instructor_download_holds_the_exactness_check(downloads):
     assert namespace["CHECKS"] and "passes" in namespace
     text = (BOOK / "pt01.md").read_text(encoding="utf8")
     chapter = edition_chapter(text, "pt01.md", Edition.INSTRUCTOR, book_museum(),
-                              torch.__version__, MD_CONFIG, machine_kinds=book_machine_kinds()).notebook
+                              torch.__version__, MD_CONFIG,
+                              machine_kinds=book_machine_kinds()).notebook
     sources = [cell.source for cell in download_notebook(chapter, PlainMarkdown(_resolve),
                                                          instructor=True).cells]
     assert any("def exact(" in source for source in sources)

@@ -90,8 +90,9 @@ def instructor_chapter(env, docname: str, md_config=None) -> nbformat.NotebookNo
 def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
                     ) -> PreparedChapter:
     """The notebook this build's edition runs; for a recorded chapter, recordings attached."""
-    instructor = edition_of(app) is Edition.INSTRUCTOR
-    prepared = edition_chapter(text, source_path, edition_of(app), config.museum(), config.torch,
+    edition = edition_of(app)
+    instructor = edition is Edition.INSTRUCTOR
+    prepared = edition_chapter(text, source_path, edition, config.museum(), config.torch,
                                getattr(app.env, "myst_config", None), config.machine_kinds,
                                config.runtimes_file, config.answer_space)
     notebook, claims = prepared.notebook, prepared.claims

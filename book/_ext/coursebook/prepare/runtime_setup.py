@@ -1,6 +1,6 @@
 """A chapter's set-up cells (``{runtime-setup} RUNTIME``, ``{runtime-restart} RUNTIME
 MODULE``), made from a runtime and the machine kinds and hidden on the page; what each does
-where it runs: docs/recorded-chapters.md."""
+where it runs: docs/recorded-chapters.md (a variable already set wins over the kind's)."""
 
 from __future__ import annotations
 
