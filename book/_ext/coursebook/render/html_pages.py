@@ -11,7 +11,7 @@ bytecode cache, which checks each against its source; it lives in the Python env
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.resources
 import shutil
 import sys
 from pathlib import Path
@@ -49,8 +49,7 @@ def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict
 
 
 def mathjax_files() -> Path:
-    spec = importlib.util.find_spec(PACKAGE)
-    return Path(next(iter(spec.submodule_search_locations))) / "static" / "mathjax"
+    return Path(importlib.resources.files(PACKAGE), "static", "mathjax")
 
 
 def copy_changed_files(source: Path, target: Path) -> list[Path]:

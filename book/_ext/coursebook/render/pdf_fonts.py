@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 ENGINE = "lualatex"  # conf.py's latex_engine
 FALLBACK = "coursebook"  # the fallback list's name in luaotfload
-EPILOG = "The LaTeX files are in %(outdir)s."
 
 
 @dataclass(frozen=True)
@@ -53,4 +52,4 @@ def name_only_the_latex_folder(app) -> None:
     """``builder-inited``: the build's last words say where its files are, not Sphinx's
     advice to run a `make latexpdf` the book lacks (`make pdf` runs this build, then typesets)."""
     if app.builder.name == "latex":
-        app.builder.epilog = EPILOG
+        app.builder.epilog = "The LaTeX files are in %(outdir)s."
