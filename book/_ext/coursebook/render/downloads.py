@@ -1,10 +1,6 @@
-"""What a reader can download: this edition's notebook and source, never the file on disk.
-
-Sphinx copies each page's file (with the answers) into ``_sources/``, and the theme offers
-an ``.ipynb`` only with launch buttons on. Here each chapter offers its edition's notebook,
-ready for Jupyter or Colab (:func:`download_notebook`); ``_sources/`` holds, as the theme's
-``.md`` download, the same cells as one plain Markdown document, and each other page as
-plain Markdown, as this edition reads it.
+"""What a reader can download (docs/authoring.md, "Downloads"): this edition's notebook and
+source, never the file on disk, which Sphinx copies with the answers into ``_sources/`` (and
+the theme offers an ``.ipynb`` only with launch buttons on).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Lab handouts (``coursebook_handouts``): the LaTeX builder writes a ``<chapter>.tex`` per
-chapter, each with a cover, ``<chapter>-cover.tex`` (course, chapter, edition, the torch of
-its outputs; the instructor's also the build date and commit; QR codes to the page and its
-Colab notebook), and ``handouts.json`` for ``tools/build_pdf.py``. A short code cell stays
-on one page with its output.
+"""Lab handouts (``coursebook_handouts``; docs/publishing.md, "Lab handouts"): the LaTeX
+builder writes a ``<chapter>.tex`` per chapter, its cover ``<chapter>-cover.tex``, and
+``handouts.json`` for ``tools/build_pdf.py``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""MyST Markdown to plain Markdown, for notebooks read outside the book (Jupyter, Colab).
-
-Jupyter and Colab render CommonMark (tables and ``$`` math), no MyST. A markdown cell is
-parsed with myst-parser's parser, as the book reads it, and written back with mdformat's
-renderer, MyST replaced: a reference by a link to the published page, an admonition by a
-blockquote, a dropdown by ``<details>`` (JupyterLab's sanitizer keeps it: ``allowedTags`` in
-https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts), a
-glossary by its terms in bold, any other directive by a link to the page.
+"""MyST Markdown to plain Markdown, for notebooks read outside the book (Jupyter, Colab,
+which render CommonMark with tables and ``$`` math): what becomes what is docs/authoring.md's
+"Downloads". A dropdown becomes ``<details>``: JupyterLab's sanitizer keeps it (``allowedTags``
+in https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts).
 """
 
 from __future__ import annotations
