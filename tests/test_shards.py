@@ -259,7 +259,7 @@ def test_a_chapter_executed_without_a_build_keeps_its_own_time_limit(tiny_book, 
         "---\n", "---\nmystnb:\n  execution_timeout: 30\n", 1))
     read = read_book(tiny_book, book_conf_with(tmp_path / "conf", "nb_execution_timeout = 1"),
                      Edition.STUDENT)
-    run = read.executes(chapter)
+    run = read.runs[chapter.resolve()]
     assert run.settings.execution_timeout == 30
     executed, seconds = execute_into_cache(tmp_path / "cache", run)
     assert seconds == 0.01 and [options["timeout"] for options in asked] == [30]
@@ -323,9 +323,9 @@ def test_a_page_one_edition_leaves_out_is_executed_for_the_other(tiny_book, tmp_
         tmp_path / "conf", "if tags.has('instructor'): exclude_patterns.append('chapter.md')"))
     chapter = tiny_book / "chapter.md"
     student = reads[Edition.STUDENT]
-    assert reads[Edition.INSTRUCTOR].executes(chapter) is None
+    assert chapter.resolve() not in reads[Edition.INSTRUCTOR].runs
     assert list(chapters_to_execute(reads)[0].notebooks) == [
-        cache_key(student.cache_path, student.executes(chapter).notebook)]
+        cache_key(student.cache_path, student.runs[chapter.resolve()].notebook)]
 
 
 ALLOWED = {"top matter": ("mystnb:\n  execution_allow_errors: true\n", []),

@@ -80,7 +80,7 @@ class ChapterFile(pytest.File):
         path = self.path.resolve()
         if path in read.failed:  # the build's one line, with its file and line
             raise self.CollectError(read.failed[path])
-        return read.executes(path)
+        return read.runs.get(path)
 
     def collect(self):
         for edition in Edition:

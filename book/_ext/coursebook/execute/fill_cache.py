@@ -79,11 +79,8 @@ def chapter_runs(app: Sphinx) -> ChapterRuns | None:
 class BookRead:
     book: BookConfig  # as the build resolves it: execution versions
     cache_path: str  # the execution cache's folder, as myst-nb resolved it
-    runs: dict[Path, Run]  # the chapters it executes, by source file
+    runs: dict[Path, Run]  # the chapters it executes, by resolved source file
     failed: dict[Path, str]  # the pages it read that did not prepare: the build's one line
-
-    def executes(self, path: Path) -> Run | None:
-        return self.runs.get(path.resolve())
 
 
 class _PageErrors(logging.Handler):

@@ -1,14 +1,11 @@
 """A kernel forkserver: one process that imports what every chapter's kernel imports first
-(ipykernel, and ``imports`` such as torch) once, then forks a kernel from itself on request.
-
-A forked kernel shares the imported modules (copy on write) and is otherwise a process
-like any kernel jupyter_client starts: its own session, working folder and environment,
-ipykernel's launcher run from the top. The server forks before it makes any ZeroMQ
-context, event loop or thread, and imports only the standard library (and psutil). A request is
-a line of JSON on a Unix socket, ``{"cwd", "connection_file", "env"}``, answered with the
-kernel's pid (0 once a file of ``imports`` changed on disk: a kernel would hold the old
-code). As each kernel's parent, the server writes its exit status to the pool's
-``ended/<pid>``. With ``keep`` it keeps one kernel forked ahead in ``ready/``.
+(ipykernel, and ``imports`` such as torch) once, then forks kernels, each a process like any
+jupyter_client starts (its own session, folder and environment; ipykernel's launcher run
+from the top). It forks before it makes any ZeroMQ context, event loop or thread. A request,
+a line of JSON on a Unix socket (``{"cwd", "connection_file", "env"}``), is answered with
+the kernel's pid (0 once a file of ``imports`` changed on disk: a kernel would hold the old
+code). As each kernel's parent, it writes its exit status to the pool's ``ended/<pid>``;
+with ``keep`` it keeps one kernel forked ahead in ``ready/``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Kernels started ahead of need, for the preview's code edits and a cold build's chapters:
-a kernel forkserver imports torch and the like once and forks kernels when chapters ask (the
-pool's ``python3`` kernel spec names :mod:`coursebook.execute.kernel_pool_provisioner`).
-
-On a cache with no database yet every chapter read executes, so setup starts a server
-importing ``coursebook_kernel_imports`` while the other extensions load, and
-``env-before-read-docs`` stops it if no page to read would use it. Builds that start
-together on one cache share one server: the first takes a lock for its life.
+"""Kernels started ahead of need, for the preview's code edits and a cold build's chapters
+(docs/performance.md, "kernel forkserver"; docs/architecture.md, steps 1 and 2): a kernel
+forkserver imports torch and the like once and forks kernels when chapters ask (the pool's
+``python3`` kernel spec names :mod:`coursebook.execute.kernel_pool_provisioner`).
 """
 
 from __future__ import annotations
@@ -219,10 +215,9 @@ def plan_reading(app: Sphinx, env, docnames: list[str]) -> None:
 
 
 def executes_when_read(path: Path, settings: NbParserConfig) -> bool:
-    """Whether a build runs this page on a cache miss, guessed before it is read: a chapter,
-    not recorded, that myst-nb's ``create_client`` runs from the cache with the book's
-    settings. A page's own ``mystnb`` top matter is left to myst-nb, which merges it inline
-    as it parses: a page that turns execution off is guessed to run, costing speed only."""
+    """Whether a build runs this page on a cache miss, guessed before it is read (a page's
+    own ``mystnb`` top matter aside: docs/architecture.md, step 2): a chapter, not recorded,
+    that myst-nb's ``create_client`` runs from the cache with the book's settings."""
     from myst_nb.core.execute import create_client
     from myst_nb.core.execute.cache import NotebookClientCache
 

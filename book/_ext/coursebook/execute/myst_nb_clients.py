@@ -1,9 +1,8 @@
-"""myst-nb's execution clients, imported only by the builds that read pages: myst-nb
-imports them, and with them jupyter-cache, SQLAlchemy and nbclient, as it loads (a sixth of
-a rebuild that reads no page). Setup puts a placeholder in each module's place; they are
-imported at ``env-before-read-docs``, before ``-j`` forks the readers, and myst-nb's cache
-client is then the book's chapter client. Only speed rides on the deferral;
-``COURSEBOOK_DEFER_IMPORTS=0`` defers nothing.
+"""myst-nb's execution clients, with jupyter-cache, SQLAlchemy and nbclient (a sixth of a
+rebuild that reads no page), imported only by builds that read pages (docs/performance.md):
+a placeholder in each module's place until ``env-before-read-docs``, before ``-j`` forks the
+readers; myst-nb's cache client is then the book's chapter client. Only speed rides on the
+deferral; ``COURSEBOOK_DEFER_IMPORTS=0`` defers nothing.
 """
 
 from __future__ import annotations

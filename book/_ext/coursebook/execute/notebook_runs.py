@@ -1,10 +1,7 @@
 """Running a chapter's notebook as myst-nb's cache mode would, naming the cell a run stopped
-in (nbclient's ``CellTimeoutError`` and ``DeadKernelError`` do not) and cutting floods.
-
-myst-nb merges a cell's streams in time quadratic in a line's length (a 5 MB line: hours),
-so before a run is cached an output longer than :data:`LIMIT` keeps its first and last
-:data:`KEEP` characters and a marker line with a digest of the whole (normalised) output,
-which the expected outputs verify; the page shows the marker without the digest.
+in (nbclient's ``CellTimeoutError`` and ``DeadKernelError`` do not) and cutting floods
+before it is cached (docs/authoring.md, "Long output"): myst-nb merges a cell's streams in
+time quadratic in a line's length (a 5 MB line: hours).
 """
 
 from __future__ import annotations

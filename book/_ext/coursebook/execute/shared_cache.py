@@ -1,12 +1,8 @@
 """One jupyter-cache, shared safely by builds that run at once (the two editions, say), and
-what decides whether a chapter executes again.
-
-jupyter-cache keys a notebook by its code cells (source and metadata); the first code cell's
-metadata adds the *execution versions* (Python and the packages that decide what the cells
-print) and a digest of the book's own modules the cells import. Two builds executing the
-same notebook at once would both insert it ("hashkey already exists"): a lock per cache key
-(``locks/``, ``filelock``, dropped by the OS when a build dies), held from lookup until
-cached, makes the second wait and find the first one's outputs.
+what decides whether a chapter executes again (docs/authoring.md, "What re-executes").
+Two builds executing the same notebook at once would both insert it ("hashkey already
+exists"): a lock per cache key (``locks/``, ``filelock``, dropped by the OS when a build
+dies), held from lookup until cached, makes the second wait and find the first one's outputs.
 """
 
 from __future__ import annotations

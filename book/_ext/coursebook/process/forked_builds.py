@@ -1,7 +1,6 @@
-"""Builds forked, not started: each build a process of its own, forked from one that has
-already imported what a build imports (a new ``sphinx-build`` spends about 2 s of CPU on
-imports: Sphinx, myst-nb, the theme, the extension). The preview forks each rebuild from
-itself (tools/preview.py); the tests fork theirs from one such process per worker
+"""Builds forked, not started (docs/authoring.md): a new ``sphinx-build`` spends about 2 s
+of CPU on imports (Sphinx, myst-nb, the theme, the extension). The preview forks each
+rebuild from itself (tools/preview.py), the tests theirs from one process per worker
 (tests/forked_builds.py).
 """
 
