@@ -19,9 +19,9 @@ def setup(app) -> dict:
         # A read of the book that runs nothing (execute/fill_cache.py) may share its process
         # with others (pytest): it leaves the collector (conf.py held it) and the signals as
         # they were.
-        from .process import resume_collector
+        import gc
 
-        resume_collector()
+        gc.enable()  # as before, nothing frozen
     # myst-nb's execution clients are imported once a build has pages to read, not as
     # myst-nb loads: execute/myst_nb_clients.py.
     from .execute.myst_nb_clients import defer

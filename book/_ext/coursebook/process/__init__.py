@@ -8,14 +8,6 @@ from __future__ import annotations
 import gc
 
 
-def hold_collector() -> None:
-    gc.disable()  # from conf.py: none while Sphinx's and conf.py's extensions load
-
-
-def resume_collector() -> None:
-    gc.enable()  # as before, nothing frozen: a process that goes on after the build
-
-
 def freeze_long_lived_objects(app) -> None:
     """``builder-inited``, last: the extensions and the environment are loaded."""
     gc.freeze()
