@@ -44,8 +44,7 @@ class CpuReproduction:
     # their dependencies) in the folder side_environment names.
     side_environment: str = ""
     side_packages: tuple[str, ...] = ()
-    # True: the fix is checked in a process that never ran the reproduction, else after it.
-    fix_in_fresh_runtime: bool = False
+    fix_in_fresh_runtime: bool = False  # as Exhibit's, for the CPU fix and its reproduction
 
 
 @dataclass(frozen=True)
@@ -78,8 +77,7 @@ class Exhibit:
     title: str
     room: str
     runs_on: str
-    # Its kind is the stand-in's; others show the museum's capture.
-    runs_in_every_build: bool = field(metadata=NOT_READ)
+    runs_in_every_build: bool = field(metadata=NOT_READ)  # runs_on is the stand-in
     lesson: str
     fix_note: str
     failing_code: str

@@ -1,7 +1,6 @@
 """The museum in a chapter: each ``{museum-room} WING ROOM`` or ``{museum-introduction} WING``
-marker replaced by its exhibits' cells (:mod:`coursebook.museum.model` holds them as data), in
-the order a reader predicts: title, failing code (its error behind a click), a check of the
-error, the cause, the fix, proof it ran."""
+marker replaced by its exhibits' cells, in the order a reader predicts (docs/authoring.md, "The
+error museum": "Predict, then reveal")."""
 
 from __future__ import annotations
 
