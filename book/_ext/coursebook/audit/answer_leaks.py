@@ -18,7 +18,7 @@ from sphinx.search.en import SearchEnglish
 
 from coursebook.answer_checks.model import cell_checks
 from coursebook.audit.spoilers import spoilers
-from coursebook.model.cell_notes import line_within, place_at, source_line
+from coursebook.model.cell_notes import cell_line, place_at, source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (
     CHAPTER_SUFFIXES,
@@ -261,12 +261,10 @@ class AnswerOverlap:
 def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
     """The place moved to the line of its cell that holds the run's names, if one does."""
     names = [token for token in run if re.fullmatch(r"\w+", token)]
-    offset = 0
-    for line in place.cell.source.splitlines(keepends=True):
-        if all(name in line.lower() for name in names):
-            return Place(place.path, line_within(place.cell, offset), line.strip())
-        offset += len(line)
-    return place
+    lines = place.cell.source.split("\n")
+    at = next((i for i, line in enumerate(lines) if all(name in line.lower() for name in names)),
+              None)
+    return place if at is None else Place(place.path, cell_line(place.cell, at), lines[at].strip())
 
 
 @dataclass(frozen=True)

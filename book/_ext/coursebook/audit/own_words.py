@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -17,7 +18,7 @@ from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 
 from coursebook.museum.model import Exhibit, Wing, prose_fields
-from coursebook.model.cell_notes import line_within
+from coursebook.model.cell_notes import cell_line
 from coursebook.model.notebooks import chapter_files, is_chapter_source, read_chapter
 from coursebook.render.plain_markdown import split_options
 
@@ -90,11 +91,6 @@ def markdown_tokens(markdown: str) -> Iterator[Block]:
                         and _SOURCE.match(after.content)))
 
 
-def cell_lines(cell) -> Callable[[int], int]:
-    """The line of the author's file of a line (from 0) of a markdown cell's source."""
-    return lambda line: line_within(cell, len("".join(cell.source.splitlines(True)[:line])))
-
-
 def markdown_passages(text: str, source: str,
                       line_of: Callable[[int], int] | None = None) -> Iterator[Passage]:
     """The prose of a MyST text, named ``source:LINE`` given ``line_of`` (the line in its
@@ -116,7 +112,7 @@ def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
         return
     for cell in read_chapter(text).cells:
         if cell.cell_type == "markdown":
-            yield from markdown_passages(cell.source, name, cell_lines(cell))
+            yield from markdown_passages(cell.source, name, partial(cell_line, cell))
 
 
 def museum_prose(museum: dict[str, Wing]) -> Iterator[tuple[Wing | Exhibit, str, str]]:

@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from coursebook.audit.own_words import cell_lines, markdown_tokens, museum_prose
+from coursebook.audit.own_words import markdown_tokens, museum_prose
 from coursebook.claims.model import claim_blocks, find_in_prose, normalised, sentences_of
+from coursebook.model.cell_notes import cell_line
 from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import chapter_files, is_claim, read_chapter
 from coursebook.model.toml_files import line_of
@@ -75,7 +77,7 @@ def chapter_unbacked(path: Path, text: str) -> list[Unbacked]:
             prose = []
     # A paragraph's line: its cell's noted line, plus where it stands in the cell.
     return [u for cell in notebook.cells if cell.cell_type == "markdown"
-            for u in _unbacked(cell.source, held, path, cell_lines(cell))]
+            for u in _unbacked(cell.source, held, path, partial(cell_line, cell))]
 
 
 def _field_line(path: Path, field: str, within: int) -> int:

@@ -47,11 +47,15 @@ def note_added_lines(cell, at: int, count: int) -> None:
 def line_within(cell, offset: int) -> int:
     """The line of the author's file holding the character at ``offset`` in the cell's
     source, past the lines the book added (0: the cell has no line)."""
+    return cell_line(cell, cell.source.count("\n", 0, offset))
+
+
+def cell_line(cell, index: int) -> int:
+    """The line of the author's file of line ``index`` (from 0) of the cell's source."""
     source, line = cell.source, source_line(cell)
     if noted(cell, "numbered"):
         return line  # a cell of an .ipynb (its line is its number), wherever in it
     blank = source.count("\n", 0, len(source) - len(source.lstrip()))  # before its line
-    index = source.count("\n", 0, offset)
     for at, count in reversed(noted(cell, "added", [])):
         if index >= at:
             index = max(at, index - count)

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 
-from coursebook.model.cell_notes import line_within
+from coursebook.model.cell_notes import cell_line, line_within
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, SCRIPT_SUFFIX,
                                         chapter_files, is_chapter_source, read_chapter, top_matter)
@@ -92,8 +92,6 @@ def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
             tree = ast.parse(TransformerManager().transform_cell(cell.source))
         except SyntaxError:
             continue  # the kernel says where
-        starts = [0, *(index + 1 for index, character in enumerate(cell.source)
-                       if character == "\n")]
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("system", "getoutput") and node.args
@@ -104,7 +102,7 @@ def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
             command = (line.split() or [""])[0].rstrip(";|&")
             if command and command not in _SHELL_BUILTINS and not re.search(r"[{$/=]", command) \
                     and not re.match(rf"\s*{_INSTALLER}", line) and shutil.which(command) is None:
-                found.append((line_within(cell, starts[node.lineno - 1]), command))
+                found.append((cell_line(cell, node.lineno - 1), command))
     return found
 
 
