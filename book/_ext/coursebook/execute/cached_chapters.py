@@ -113,8 +113,7 @@ def report_folder(app: Sphinx) -> Path:
 
 
 def stopped_run(app: Sphinx) -> StoppedRun | None:
-    """Where the page's failed run stopped, when it stopped in a cell (timed out, or its
-    kernel died) rather than on an error."""
+    """Where the page's failed run stopped, if in a cell (timed out, or its kernel died)."""
     return app.env.temp_data.get(_FAILED_RUN, (None,))[0]
 
 

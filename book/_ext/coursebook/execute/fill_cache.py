@@ -267,8 +267,7 @@ def deal(chapters: list[Chapter], count: int, seconds: dict[str, float]) -> dict
 
 
 def _copy_notebook(source, record, target: Path) -> None:
-    """One cached notebook, its outputs and data, from one cache to another (the book
-    caches no artifacts)."""
+    """A cached notebook and its data, from one cache to another (the book caches no artifacts)."""
     cache_run(target, source.get_cache_bundle(record.pk).nb, record.uri, dict(record.data or {}))
 
 

@@ -30,8 +30,7 @@ KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
 
 def server_command(address: Path, pool: Path, imports: list[str], keep: Path | None = None
                    ) -> list[str]:
-    """The command line of a server listening on ``address``, for the pool ``pool``, while
-    this process lives."""
+    """The command line of a server on ``address`` for ``pool``, while this process lives."""
     return [sys.executable, "-m", __name__, json.dumps({
         "address": str(address), "pool": str(pool), "parent": os.getpid(), "imports": imports,
         "keep": keep and str(keep.resolve())}, ensure_ascii=False)]

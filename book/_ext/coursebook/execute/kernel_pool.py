@@ -142,8 +142,7 @@ def connection_of(kernel: dict, timeout: float = 60) -> dict | None:
 
 
 def stop_kernel_forkserver(pool: Path, server: subprocess.Popen) -> None:
-    """Stop the pool's server, which stops its kernels, once no other build's taker of one
-    lives (the pool is shared)."""
+    """Stop the pool's server (so its kernels) once no other build's taker of one lives."""
     address = Path(json.loads((pool / SERVER).read_text())["address"])
     (pool / SERVER).unlink()  # chapters asking from now on start kernels of their own
     for ready in (pool / "ready").glob("*.json"):

@@ -100,8 +100,7 @@ def cache_lock(cache_path: str | Path, name: str) -> FileLock:
 
 
 def cache_key(cache_path: str | Path, notebook: nbformat.NotebookNode) -> str:
-    """jupyter-cache's own key of a notebook, without the book's notes on its cells (hashing
-    opens no database)."""
+    """jupyter-cache's key of a notebook, without the book's notes (hashing opens no database)."""
     return open_cache(cache_path).create_hashed_notebook(without_notes(notebook))[1]
 
 
@@ -147,8 +146,7 @@ def with_notes(notebook: nbformat.NotebookNode, noted: nbformat.NotebookNode
 
 
 def cached_notebook(cache_path: str, notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook with its outputs from jupyter-cache (cached, not failed:
-    :func:`cached_record` said so)."""
+    """The notebook with its outputs from jupyter-cache (:func:`cached_record`: not failed)."""
     cache = open_cache(cache_path)
     return with_notes(cache.merge_match_into_notebook(without_notes(notebook))[1], notebook)
 

@@ -85,7 +85,6 @@ def sphinx_build(imported, arguments: Sequence[str]) -> None:
 
 
 def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:
-    """``python -m sphinx ARGUMENTS``, forked, in this process's surroundings: its exit
-    status and what it imported."""
+    """``python -m sphinx ARGUMENTS``, forked: its exit status and what it imported."""
     status, imported = Forked(sphinx_build, list(arguments)).result()
     return status, imported or []
