@@ -20,7 +20,7 @@ import pytest
 from conftest import BOOK, ROOT, load_tool, run_in_kernel, run_in_python
 from coursebook.execute.kernel_pool import (make_pool, start_kernel_forkserver,
                                             stop_kernel_forkserver)
-from coursebook.process.forked_builds import build_modules, import_modules, run_build
+from coursebook.process.forked_builds import Forked, build_modules, import_modules, sphinx_build
 
 
 def test_the_collector_waits_while_extensions_load_and_runs_again_for_the_build(tmp_path):
@@ -61,11 +61,12 @@ def test_a_forked_build_reports_its_status_and_what_it_imported(tmp_path):
     source.mkdir()
     (source / "conf.py").write_text("")
     (source / "index.rst").write_text("Title\n=====\n\nText.\n")
-    status, imported = run_build(["-q", "-b", "html", str(source), str(tmp_path / "out")])
+    html = ["-q", "-b", "html", str(source), str(tmp_path / "out")]
+    status, imported = Forked(sphinx_build, html).result()
     assert status == 0 and (tmp_path / "out" / "index.html").is_file()
     assert "sphinx.builders.html" in imported
     (source / "index.rst").write_text("Title\n=====\n\n.. unknown-directive::\n")
-    status, _ = run_build(["-q", "-W", "-b", "html", str(source), str(tmp_path / "out")])
+    status, _ = Forked(sphinx_build, ["-W", *html]).result()
     assert status != 0  # a failed build's status reaches the preview
 
 

@@ -53,7 +53,7 @@ from coursebook.process.forked_builds import (  # noqa: E402
     Forked,
     build_modules,
     import_modules,
-    run_build,
+    sphinx_build,
 )
 from coursebook.verify.expectations import PARTIAL_FILE  # noqa: E402
 
@@ -77,9 +77,9 @@ class ForkedBuilder(Builder):
         if changed_paths:
             show_message(f"Detected changes ({', '.join(p.name for p in changed_paths[:5])})")
             show_message("Rebuilding...")
-        status, imported = run_build(self.sphinx_args)
+        status, imported = Forked(sphinx_build, self.sphinx_args).result()
         if os.getpid() == self.preview_pid:
-            import_modules(imported)
+            import_modules(imported or [])
         if status:
             print(f"Sphinx exited with exit code: {status}", flush=True)
         show_message(f"Serving on {self.uri}")

@@ -82,9 +82,3 @@ def sphinx_build(imported, arguments: Sequence[str]) -> None:
     finally:
         imported.send([name for name in sys.modules if not name.startswith("__")])
     sys.exit(status)
-
-
-def run_build(arguments: Sequence[str]) -> tuple[int, list[str]]:
-    """``python -m sphinx ARGUMENTS``, forked: its exit status and what it imported."""
-    status, imported = Forked(sphinx_build, list(arguments)).result()
-    return status, imported or []
