@@ -4,6 +4,7 @@ passes the checks `make test-fast` runs on the book's runtimes."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import warnings
@@ -233,7 +234,7 @@ def test_a_notebook_comes_in_as_a_chapter_and_the_tool_says_what_changed_and_wha
     # What changed, and what is left: the packages the install lines named, by name.
     assert "took out 3 install line(s)" in out and "dropped the saved outputs of 2" in out
     assert "einops==0.8.0, rich, -r needs.txt\n" in out and ": graphviz\n" in out
-    assert "`torch.ones(2) @ torch.ones(3)` (RuntimeError)" in out
+    assert "cell 6 (`torch.ones(2) @ torch.ones(3)`: RuntimeError)" in out  # Jupyter's 6th
     assert "timed-decorator, einops==0.8.0, rich" in out and "raises-exception" in out
     assert "https://x.org" not in out
 
@@ -365,10 +366,16 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
     to_do = capsys.readouterr().out.split("Still to do:")[1]
     assert ("the book's environment lacks: no_such_module_here, also_not_a_module, "
             "not_installed_here, google.cloud, sphinxcontrib.no_such_builder (" in to_do), to_do
-    assert "a cell imports google.colab" in to_do
+    assert "cell 6: the cell imports google.colab" in to_do
     assert "make chapter-packages" in to_do
     assert "res (beside the lesson)" in to_do
     assert not any(name in to_do for name in ("torch,", "numpy", "near"))
+
+
+def _line_of(lesson: str, fragment: str) -> int:
+    """The line (from 1) of the lesson's one line holding ``fragment``."""
+    [line] = [n for n, held in enumerate(lesson.splitlines(), 1) if fragment in held]
+    return line
 
 
 SPHINX_GALLERY = '''"""
@@ -445,7 +452,8 @@ def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expect
     # a link to a page of the lesson's own site is named (the build stops at it, no fix said)
     said = capsys.readouterr().out
     assert ("the links to pages of the lesson's own site, which the book does not have (the "
-            "build stops at each): cell 4, line 5 (`next_tutorial.html`)\n") in said \
+            f"build stops at each): line {_line_of(SPHINX_GALLERY, 'next_tutorial.html')} "
+            "(`next_tutorial.html`)\n") in said \
         or source is not SPHINX_GALLERY, said
     # a reference to a section of the lesson's site: a MyST one (the build stops at it), said
     # (a label may hold dots: sphinx-gallery's own)
@@ -455,8 +463,8 @@ def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expect
             "build stops at each): `other-lesson`, `sphx_glr_beginner_basics_intro.py`\n") \
         in said or source is not SPHINX_GALLERY, said
     # an `.. image::` (rst2md's `file://` address) is the lesson's file, not one on the web
-    assert "cell 4, line 11: _static/img/graph.png: an image the lesson shows but does not " \
-        "hold" in said or source is not SPHINX_GALLERY, said
+    assert f"line {_line_of(SPHINX_GALLERY, 'graph.png')}: _static/img/graph.png: an image " \
+        "the lesson shows but does not hold" in said or source is not SPHINX_GALLERY, said
 
 
 def _brought_in(tmp_path: Path, capsys, lesson_name: str, text: str) -> tuple[Path, str]:
@@ -487,15 +495,157 @@ def test_python_in_fenced_blocks_of_a_lessons_prose_is_named(tmp_path, capsys):
                           "```bash\nls\n```\n\n```python\nx = 1\n```\n")
     assert "the Python in fenced blocks of prose is shown, never run or verified: make each " \
            "block the lesson runs a code cell (```{code-cell} ipython3), leave those it only " \
-           "shows: cell 1, line 5\n" in said  # ```python is a cell
+           "shows: line 5\n" in said  # ```python is a cell
 
 
 def test_a_command_this_machine_lacks_is_told_before_the_build(tmp_path, capsys):
     """`!nvidia-smi` (mrdbourke's fundamentals) came in unsaid; the build then stops at it."""
     _, said = _brought_in(tmp_path, capsys, "gpu.py", "# %% [markdown]\n# # GPU\n\n# %%\n"
                           "print(1)\n\n# %%\n!coursebook-no-such-command -L\n")
-    assert "cell 3: it runs `coursebook-no-such-command`, which this machine lacks (the build " \
+    assert "line 8: it runs `coursebook-no-such-command`, which this machine lacks (the build " \
            "stops at it): take the line out" in said
+
+
+# A sphinx-gallery script: a comment above its docstring, a heading and a link target that
+# Markdown writes in fewer lines, a note's body indented, directives rst2md rewrites.
+GALLERY_PLACES = '''# -*- coding: utf-8 -*-
+"""Places
+======
+
+The `previous lesson <intro.html>`_ and a `Target`_.
+
+.. _Target: https://example.org/target
+
+See `the next lesson <next.html>`_.
+"""
+
+import torch
+
+######################################################################
+# A section
+# ---------
+#
+# .. note::
+#    See `the third lesson <third.html>`_.
+#
+# .. image:: /_static/img/gone.png
+#
+# .. image:: https://example.org/web.png
+#
+# .. raw:: html
+#
+#    <iframe src="https://example.org/video"></iframe>
+#
+# .. code-block:: python
+#
+#    x = 1
+
+print(torch.ones(1))
+'''
+
+# A percent script: its cells numbered nowhere in it, one starting after a blank line.
+PERCENT_PLACES = '''# %% [markdown]
+# # Places
+#
+# The [previous lesson](intro.html).
+
+# %%
+import os
+
+# %% [markdown]
+#
+# ![gone](res/gone.png) and ![web](https://example.org/web.png)
+#
+# <iframe src="https://example.org/video"></iframe>
+#
+# ```python
+# x = 1
+# ```
+
+# %% [raw]
+# .. math::
+
+# %%
+print(os.sep)
+# !coursebook-no-such-command -L
+'''
+
+# A Markdown lecture: jupytext splits its prose at two blank lines, cells it does not show.
+MARKDOWN_PLACES = """# Places
+
+The [previous lesson](intro.html).
+
+
+Then ![gone](res/gone.png) and ![web](https://example.org/web.png).
+
+```{.python .input}
+x = 1
+```
+
+<iframe src="https://example.org/video"></iframe>
+"""
+
+# A MyST lecture: its cells cut where the build cuts them (top matter, `+++`, code cells).
+MYST_PLACES = """---
+jupytext:
+  text_representation: {extension: .md, format_name: myst}
+kernelspec: {name: python3, display_name: Python 3}
+---
+
+# Places
+
+The [previous lesson](intro.html).
+
+```{code-cell} ipython3
+print(1)
+```
+
++++
+
+Then ![gone](res/gone.png).
+
+```{code-cell} ipython3
+!coursebook-no-such-command -L
+```
+"""
+
+
+@pytest.mark.parametrize("name, lesson, places", [
+    ("places.py", GALLERY_PLACES, {"intro.html": "{} (`intro.html`)", "next.html":
+                                   "{} (`next.html`)", "third.html": "{} (`third.html`)",
+                                   "gone.png": "{}: _static/img/gone.png: an image the lesson",
+                                   "web.png": "{}: https://example.org/web.png: an image on the",
+                                   "<iframe": "{}: an embedded page or video (`<iframe>`)",
+                                   "code-block:: python": "leave those it only shows: {}\n"}),
+    ("places.py", PERCENT_PLACES, {"intro.html": "{} (`intro.html`)",
+                                   "gone.png": "{}: res/gone.png: an image the lesson",
+                                   "web.png": "{}: https://example.org/web.png: an image on the",
+                                   "<iframe": "{}: an embedded page or video (`<iframe>`)",
+                                   "```python": "leave those it only shows: {}\n",
+                                   ".. math::": "{}: a raw cell (`.. math::`)",
+                                   "no-such-command": "{}: it runs `coursebook-no-such-command`"}),
+    ("places.md", MARKDOWN_PLACES, {"intro.html": "{} (`intro.html`)",
+                                    "gone.png": "{}: res/gone.png: an image the lesson",
+                                    "web.png": "{}: https://example.org/web.png: an image on the",
+                                    "<iframe": "{}: an embedded page or video (`<iframe>`)",
+                                    "{.python": "leave those it only shows: {}\n"}),
+    ("places.md", MYST_PLACES, {"intro.html": "{} (`intro.html`)",
+                                "gone.png": "{}: res/gone.png: an image the lesson",
+                                "no-such-command": "{}: it runs `coursebook-no-such-command`"}),
+])
+def test_each_place_a_script_or_lecture_is_told_at_is_its_own_line(tmp_path, capsys, name,
+                                                                     lesson, places):
+    """The report named a script's places by jupytext's cells ("cell 4, line 5"), which the
+    script numbers nowhere (a sphinx-gallery script's first was jupytext's own `%matplotlib
+    inline`), and lines within the Markdown rst2md wrote (a heading's underline, a link
+    target taken out: every line below was off); a lecture's by the cells jupytext splits its
+    prose into, or the build's reader. Each is the lesson's own line now, holding what is
+    named."""
+    _, said = _brought_in(tmp_path, capsys, name, lesson)
+    to_do = said.split("Still to do:")[1]
+    for fragment, place in places.items():
+        assert place.format(f"line {_line_of(lesson, fragment)}") in to_do, (fragment, to_do)
+    assert not re.search(r"cell \d", to_do), to_do
 
 
 def test_a_file_that_is_no_lesson_is_one_line_and_writes_nothing(tmp_path, capsys):

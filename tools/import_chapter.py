@@ -26,10 +26,11 @@ Left to the author, and listed: the packages to declare (those the install lines
 and the modules the cells import that the book's environment lacks), the lesson's own
 modules the cells import, the errors tagged to check, a ``google.colab`` import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
-typeset without the network), each video or page it embeds (``<iframe>``), at its cell and line,
-each raw cell (left out), each link to a page of the lesson's own site (``intro.html``), each
-fenced block of Python in its prose (d2l's ```{.python .input}: shown, never run), then
-accepting the outputs.
+typeset without the network), each video or page it embeds (``<iframe>``), each raw cell
+(left out), each link to a page of the lesson's own site (``intro.html``), each fenced block
+of Python in its prose (d2l's ```{.python .input}: shown, never run), then accepting the
+outputs. Each is named where the lesson holds it: an ``.ipynb``'s cell (first 1) and line in
+it, a script's or lecture's own line (``_place``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from html.parser import HTMLParser
 from importlib.metadata import packages_distributions
 from pathlib import Path
@@ -54,6 +56,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 from jupytext.formats import guess_format
 from markdown_it import MarkdownIt
 
+from coursebook.model.cell_notes import cell_line, note, noted, source_line
 from coursebook.model.notebooks import (
     RAISES_TAG,
     cell_tags,
@@ -61,6 +64,7 @@ from coursebook.model.notebooks import (
     first_line,
     is_chapter_source,
     markdown_cell,
+    note_script_lines,
     notebook_to_myst,
     read_chapter,
 )
@@ -104,22 +108,32 @@ class Imported:
 
 
 def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
-    """The lesson as a notebook, and the format it was read in."""
+    """The lesson as a notebook, each cell noted where the lesson holds it (as the book's
+    reader notes a chapter's: an .ipynb's cell at its number), and the format it was read in."""
     suffix = path.suffix
     if suffix == ".ipynb":
-        return jupytext.read(path), "notebook (.ipynb)"
+        notebook = jupytext.read(path)
+        for number, cell in enumerate(notebook.cells, 1):
+            note(cell, line=number, numbered=True)
+        return notebook, "notebook (.ipynb)"
     text = path.read_text(encoding="utf8")
     if suffix == ".md":
         if is_chapter_source(text):  # read as the build reads a chapter
             return read_chapter(text), "MyST lecture (.md)"
-        return jupytext.reads(text, fmt="md"), "Markdown lecture (.md)"
+        notebook = jupytext.reads(text, fmt="md")
+        _note_written_lines(notebook, text.splitlines())
+        return notebook, "Markdown lecture (.md)"
     if suffix == ".py":
         fmt = guess_format(text, ".py")[0]
         if fmt in ("percent", "hydrogen"):  # hydrogen's: `# %%` cells, magics not commented
-            return jupytext.reads(text, fmt=f"py:{fmt}"), "jupytext percent script (.py)"
+            notebook = jupytext.reads(text, fmt=f"py:{fmt}")
+            note_script_lines(notebook, text.splitlines())
+            return notebook, "jupytext percent script (.py)"
         if re.match(r'\s*(#[^\n]*\n\s*)*[rRuU]?"""', text):  # a module docstring first
-            notebook = jupytext.reads(_inline_targets(text),
-                                      fmt={"extension": ".py", "format_name": "sphinx"})
+            text = _inline_targets(text)
+            notebook = jupytext.reads(text, fmt={"extension": ".py", "format_name": "sphinx"})
+            del notebook.cells[0]  # jupytext's own `%matplotlib inline`, not the script's
+            _note_written_lines(notebook, text.splitlines(), _GALLERY_PROSE)
             return _gallery_markdown(notebook), "sphinx-gallery script (.py)"
         raise NotALesson(f"{path}: a Python file with neither `# %%` cells (jupytext percent) "
                          "nor a docstring first (sphinx-gallery): nothing to bring in")
@@ -134,12 +148,35 @@ _TARGET = re.compile(r"^[ \t]*#?[ \t]*\.\. _(?P<name>[^:\n]+):[ \t]*\n?[ \t]*#?[
 
 def _inline_targets(text: str) -> str:
     """Each named link with its target in place (`Name <URL>`_), which rst2md writes as a
-    Markdown link; the targets taken out."""
+    Markdown link; the targets' lines left blank (each line below keeps its number)."""
     targets = {found["name"].strip(): found["url"] for found in _TARGET.finditer(text)}
-    text = _TARGET.sub("", text)
+    text = _TARGET.sub(lambda found: re.sub(r"(?m)^([ \t]*#?).*", r"\1", found[0]), text)
     for name, url in targets.items():
         text = re.sub(rf"`{re.escape(name)}`_(?!_)", f"`{name} <{url}>`_", text)
     return text
+
+
+_GALLERY_PROSE = re.compile(r"^#( |)#{19,}\s*$|^(\"\"\"|\'\'\')")  # jupytext's: 20 #, a docstring
+
+
+def _note_written_lines(notebook, lines: list[str], prose: re.Pattern | None = None) -> None:
+    """Note each cell jupytext read at the first line after the previous cell's (prose: after
+    a line ``prose`` matches) that is its first line, bare or behind ``#``; else at that line
+    (a docstring's first, after its quotes)."""
+    at = 0
+    for cell in notebook.cells:
+        first = next((line for line in cell.source.splitlines() if line.strip()), "")
+        if prose and cell.cell_type == "markdown":
+            at = next((k for k in range(at, len(lines)) if prose.match(lines[k])), at)
+        found = next((k for k in range(at, len(lines))
+                      if lines[k].rstrip() in (first, f"# {first}", f"#{first}")), None)
+        note(cell, line=(at if found is None else found) + 1)
+        at = at if found is None else found + 1
+
+
+def _words(line: str) -> str:
+    """What rst2md keeps of a line (``[text](URL)`` of ```text <URL>`_``): its words."""
+    return re.sub(r"[\W_]+", "", line)
 
 
 # A section's label (`.. _bridge-to-np:` alone on its line), a reference to one, an
@@ -160,7 +197,10 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Its markdown cells' reStructuredText as Markdown by sphinx-gallery's ``rst2md``, the
     heading levels counted over the whole script, as sphinx-gallery counts them (jupytext's
     rst2md counts per cell: every cell's first heading became a chapter title); the script's
-    section labels and the references to them as MyST's, notes and warnings as admonitions."""
+    section labels and the references to them as MyST's, notes and warnings as admonitions.
+    Each Markdown line is noted with the lines of the script (and their words) it may be
+    written from: the one with its words, else those with words between two such lines (a
+    heading, a directive: ``_place`` picks by what it names)."""
     from sphinx_gallery.notebook import rst2md
 
     counter = itertools.count(1)
@@ -168,6 +208,7 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     for cell in notebook.cells:
         if cell.cell_type != "markdown":
             continue
+        rst = cell.source
         source = _ANONYMOUS.sub(r"\1", cell.source)
         source = _REF.sub(lambda ref: "{ref}`" + (
             f"{ref['text']} <{ref['name']}>`" if ref["text"] else f"{ref['name'] or ref['bare']}`"),
@@ -178,6 +219,14 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         source = re.sub(r"^(\([\w.-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
         cell.source = _ALERT.sub(lambda alert: f":::{{{alert['kind'].lower()}}}\n"
                                  f"{alert['body']}\n:::", source)
+        base = source_line(cell) - rst.count("\n", 0, len(rst) - len(rst.lstrip()))
+        lines, spans = [[base + at, _words(line)] for at, line in enumerate(rst.splitlines())], []
+        for tag, i1, i2, j1, j2 in SequenceMatcher(  # a blank line only extends what matched
+                lambda words: not words, [*map(_words, cell.source.splitlines())],
+                [words for _, words in lines], autojunk=False).get_opcodes():
+            worded = [at for at in lines[j1:j2] if at[1]] or lines[max(j1 - 1, 0):j1 + 1]
+            spans += [[lines[j1 + k]] if tag == "equal" else worded for k in range(i2 - i1)]
+        note(cell, lines=spans)
     return notebook
 
 
@@ -248,12 +297,27 @@ def _markdown_image(attributes: dict[str, str]) -> str:
     return f"![{alt}]({_destination(attributes['src'])})"
 
 
-def _shown_images(source: str, number: int,
-                  imported: Imported) -> tuple[str, dict[str, int], int]:
+def _place(cell, line: int | None = None, named: str = "") -> str:
+    """Where the lesson holds the cell, or ``named`` on its text's ``line`` (from 1): an .ipynb's
+    cell (and line), a file's line (of a gallery block's Markdown line: the line it was written
+    from that holds the words named, else the lines it was written from)."""
+    if noted(cell, "numbered"):
+        return f"cell {source_line(cell)}" + (f", line {line}" if line else "")
+    if line is None:
+        return f"line {source_line(cell)}"
+    if noted(cell, "lines"):
+        written = noted(cell, "lines")[line - 1]
+        held = [at for at, words in written if named and _words(named) in words]
+        lines = held if len(held) == 1 else [at for at, _ in written]
+        return f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}"
+    return f"line {cell_line(cell, line - 1)}"
+
+
+def _shown_images(source: str, cell, imported: Imported) -> tuple[str, dict[str, int], int]:
     """The cell's text with each piece of HTML that only shows images (``<img src=…>``) as
     Markdown images, which the book's pages, PDFs and downloads show (raw HTML reaches none
-    of them from the book's files); an ``<img>`` among other HTML is left and said (cell and
-    line) in ``imported.to_do``. Also the address of each image the cell shows and the line
+    of them from the book's files); an ``<img>`` among other HTML is left and said (at its
+    place) in ``imported.to_do``. Also the address of each image the cell shows and the line
     (from 1) it is first on in the lesson's cell, read before any HTML is rewritten (a
     multi-line ``<img>`` written on one line moves the lines after it), and the number of
     images written."""
@@ -267,10 +331,10 @@ def _shown_images(source: str, number: int,
                 shown.setdefault(piece.attrGet("src"), line + 1)
             href = piece.attrGet("href") if piece.type == "link_open" else None
             if href and not re.match(r"[a-z][\w+.-]*:|#", href):  # not `https:`, `mailto:`, `#`
-                imported.relative_links.append(f"cell {number}, line {line + 1} (`{href}`)")
+                imported.relative_links.append(f"{_place(cell, line + 1, href)} (`{href}`)")
             found = _HtmlImages(piece.content) if piece.type.startswith("html") else None
             imported.to_do += [
-                f"cell {number}, line {line + within + 1}: an embedded page or video "
+                f"{_place(cell, line + within + 1, tag)}: an embedded page or video "
                 f"(`<{tag}>`), which no PDF or download shows: link to it instead, "
                 "`[what it shows](address)`" for tag, within in (found.embedded if found else [])]
             if found is None or not found.images:
@@ -284,30 +348,33 @@ def _shown_images(source: str, number: int,
                     shown.setdefault(image["src"], line + within + 1)
             else:
                 imported.to_do.append(
-                    f"cell {number}, line {line + 1}: an image inside other HTML "
+                    f"{_place(cell, line + 1, piece.content)}: an image inside other HTML "
                     f"(`{piece.content.strip()[:80]}`), left as it is: no PDF shows it, a page "
                     "or download only from an address on the web; write it as a Markdown "
                     "image, `![what it shows](file or address)`, or take it out")
     return source, shown, written
 
 
-def _with_images(source: str, shown: dict[str, int], attachments: dict, number: int, name: str,
-                 folder: Path | None, imported: Imported, missing: list[str],
-                 remote: list[str]) -> str:
+def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Path | None,
+                 imported: Imported) -> str:
     """The cell's text showing each image the lesson holds (``shown``: a file beside the
     lesson, an attachment of the cell: pasted ones are all `image.png`) from its copy in
-    ``name/``, kept in ``imported.files``; an image found nowhere is added to ``missing``,
-    one on the web to ``remote`` (cell and line)."""
+    ``name/``, kept in ``imported.files``; an image found nowhere, or on the web (a handout is
+    typeset without the network), is named in ``imported.to_do``."""
     for src, line in shown.items():
         path = unquote(src)  # as markdown-it gives a Markdown image's: percent-encoded
         # rst2md writes a sphinx-gallery `.. image::` as `file://` and its path, less a first /
         path = path.removeprefix("file://")
         if path.startswith(_ATTACHMENT):
-            data = next(iter(attachments.get(path[len(_ATTACHMENT):], {}).values()), None)
-            relative = f"cell-{number}-{path[len(_ATTACHMENT):]}"
+            data = next(iter((cell.get("attachments") or {}).get(path[len(_ATTACHMENT):], {})
+                              .values()), None)
+            relative = f"cell-{source_line(cell)}-{path[len(_ATTACHMENT):]}"  # an .ipynb's
             content = base64.b64decode("".join(data)) if data else None
         elif "://" in path:
-            remote.append(f"cell {number}, line {line}: {path}")
+            imported.to_do.append(
+                f"{_place(cell, line, path)}: {path}: an image on the web, which no PDF (a lab's "
+                "handout) shows: it is typeset without the network (the build stops at it): "
+                f"save it in {name}/, beside the chapter, and change its link")
             continue
         elif path.startswith(("/", "#", "data:")):
             continue  # the book's own (an absolute path is the book's)
@@ -317,7 +384,9 @@ def _with_images(source: str, shown: dict[str, int], attachments: dict, number: 
             found = folder / path if folder is not None else None
             content = found.read_bytes() if found is not None and found.is_file() else None
         if content is None:
-            missing.append(f"cell {number}, line {line}: {path}")
+            imported.to_do.append(f"{_place(cell, line, path)}: {path}: an image the lesson shows "
+                                  f"but does not hold: put it in {name}/, beside the chapter, "
+                                  "and change its link")
             continue
         # Sphinx looks an image up by its address as markdown-it gives it, percent-encoded
         copy = f"{name}/" + re.sub(r"[^\w./-]+", "-", relative)
@@ -327,10 +396,10 @@ def _with_images(source: str, shown: dict[str, int], attachments: dict, number: 
     return source
 
 
-def _python_blocks(source: str) -> list[int]:
-    """The line (from 1) of each fenced block of Python in a markdown cell (```python,
-    d2l's ```{.python .input}): shown, never run."""
-    return [token.map[0] + 1 for token in MarkdownIt("commonmark").parse(source)
+def _python_blocks(source: str) -> list[tuple[int, str]]:
+    """The line (from 1) and language of each fenced block of Python in a markdown cell
+    (```python, d2l's ```{.python .input}): shown, never run."""
+    return [(token.map[0] + 1, token.info) for token in MarkdownIt("commonmark").parse(source)
             if token.type == "fence"
             and re.sub(r"^[{.\s]+", "", token.info).split(" ")[0].split("}")[0].lower()
             in ("python", "py", "python3", "ipython", "ipython3")]
@@ -379,11 +448,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     imported = Imported(notebook, "", source_format)
     dropped_outputs = removed_installs = html_images = 0
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
-    missing: list[str] = []  # images the lesson shows that are neither beside it nor in it
-    remote: list[str] = []  # images the lesson shows from the web
     python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
-    for number, cell in enumerate(notebook.cells, 1):
+    for cell in notebook.cells:
         tags = cell_tags(cell)
         source = cell.source
         if cell.cell_type == "code":
@@ -404,33 +471,33 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                       if o.get("output_type") == "error"]
             if errors and RAISES_TAG not in tags:
                 tags.append(RAISES_TAG)
-                raised.append(f"`{source.splitlines()[0]}` ({errors[0]})")
+                raised.append(f"{_place(cell)} (`{source.splitlines()[0]}`: {errors[0]})")
             imports = _imported_modules(source)
             colab = [module for module in imports if f"{module}.".startswith(f"{COLAB}.")]
             if colab:
-                imported.to_do.append(f"a cell imports {COLAB} (`{source.splitlines()[0]}`), "
-                                      "which only Colab has: remove it, or the build fails")
+                imported.to_do.append(f"{_place(cell)}: the cell imports {COLAB} "
+                                      f"(`{first_line(source)}`), which only Colab has: remove "
+                                      "it, or the build fails")
             modules.update(dict.fromkeys(module for module in imports if module not in colab))
             new = code_cell(source, *tags)
             if errors:  # the error the lesson saved: the build holds the cell to it
                 new.metadata["raises"] = errors[0]
-            imported.to_do += [
-                f"cell {number}: it runs `{command}`, which this machine lacks (the build stops "
-                "at it): take the line out" for _, command in missing_commands(
-                    nbformat.v4.new_notebook(cells=[new]))]
+            imported.to_do += [  # the lesson's cell: its line as the lesson has it
+                f"{'cell' if noted(cell, 'numbered') else 'line'} {line}: it runs `{command}`, "
+                "which this machine lacks (the build stops at it): take the line out"
+                for line, command in missing_commands(nbformat.v4.new_notebook(cells=[cell]))]
         elif cell.cell_type == "markdown":
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
-            source, shown, written = _shown_images(source, number, imported)
+            python_blocks += [_place(cell, line, info) for line, info in _python_blocks(source)]
+            source, shown, written = _shown_images(source, cell, imported)
             html_images += written
-            source = _with_images(source, shown, cell.get("attachments") or {}, number, name,
-                                  folder, imported, missing, remote)
-            python_blocks += [f"cell {number}, line {line}" for line in _python_blocks(source)]
+            source = _with_images(source, shown, cell, name, folder, imported)
             new = markdown_cell(source, *tags)
         else:  # raw: text for a converter (nbconvert's LaTeX, reST), which no page shows
             if source.strip():
                 imported.to_do.append(
-                    f"cell {number}: a raw cell (`{first_line(source)[:60]}`), left "
+                    f"{_place(cell)}: a raw cell (`{first_line(source)[:60]}`), left "
                     "out: no page, PDF or download of the book shows one; write what students "
                     "need of it in a markdown cell")
             continue
@@ -446,8 +513,6 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.changed.append(f"copied the images the lesson shows ({len(imported.files)}) into "
                                 f"{name}/, beside the chapter (files beside the lesson, images "
                                 "pasted into its cells), and showed them from there")
-    imported.to_do += [f"{place}: an image the lesson shows but does not hold: put it in "
-                       f"{name}/, beside the chapter, and change its link" for place in missing]
     if source_format.startswith("sphinx-gallery"):
         text = "\n".join(cell.source for cell in cells if cell.cell_type == "markdown")
         held = {found["name"] for found in _MYST_LABEL.finditer(text)}
@@ -467,9 +532,6 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.to_do.append("link to the web, or take out, the links to pages of the lesson's "
                               "own site, which the book does not have (the build stops at each): "
                               + ", ".join(imported.relative_links))
-    imported.to_do += [f"{place}: an image on the web, which no PDF (a lab's handout) shows: "
-                       "it is typeset without the network (the build stops at it): save it in "
-                       f"{name}/, beside the chapter, and change its link" for place in remote]
     lacking, own = _unimportable(modules, imported.packages, folder)
     if lacking:
         imported.to_do.append("declare the packages of the modules the cells import that the "

@@ -197,7 +197,7 @@ def read_chapter(text: str, md_config: MdParserConfig | None = None,
         import jupytext
 
         notebook = jupytext.reads(text, fmt="py:percent")
-        _note_script_lines(notebook, text.splitlines())
+        note_script_lines(notebook, text.splitlines())
     else:
         notebook = read_myst_markdown_notebook(text, config=md_config or MdParserConfig(),
                                                add_source_map=True)
@@ -221,7 +221,7 @@ def _note_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
 _CELL_MARKER = re.compile(r"^#\s?%%(\s|$)")
 
 
-def _note_script_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
+def note_script_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
     """Note each cell of a percent script at the first line after its marker (or the file's
     start) that is its first line, as written or behind a ``#``."""
     markers = [number for number, line in enumerate(lines) if _CELL_MARKER.match(line)]
