@@ -437,6 +437,11 @@ HYDROGEN = PERCENT.replace("print(1 + 1)", "%time total = 1 + 1\nprint(total)")
                              "a [Legendre polynomial](https://example.org/legendre) (see "
                              "{ref}`second-part`).", "(second-part)=\n## A second part",
                              "## A third part"]),
+    # a raw docstring (sphinx-gallery's own examples, for their math) came in as one code cell;
+    # blocks split at `# %%` (as sphinx-gallery allows) were read as a percent script's code
+    (".py", f"r{SPHINX_GALLERY}", ["(lesson)=\n# Gradients", "## A third part"]),
+    (".py", SPHINX_GALLERY.replace("#" * 79, "# %%"), ["(lesson)=\n# Gradients",
+                                                      "(second-part)=\n## A second part"]),
     (".py", PERCENT, ["# Percent lesson", "Some prose."]),
     (".py", HYDROGEN, ["# Percent lesson", "%time total = 1 + 1\nprint(total)"]),
 ])
@@ -610,13 +615,17 @@ Then ![gone](res/gone.png).
 """
 
 
+GALLERY_WHERE = {"intro.html": "{} (`intro.html`)", "next.html": "{} (`next.html`)",
+                 "third.html": "{} (`third.html`)",
+                 "gone.png": "{}: _static/img/gone.png: an image the lesson",
+                 "web.png": "{}: https://example.org/web.png: an image on the",
+                 "<iframe": "{}: an embedded page or video (`<iframe>`)",
+                 "code-block:: python": "leave those it only shows: {}\n"}
+
+
 @pytest.mark.parametrize("name, lesson, places", [
-    ("places.py", GALLERY_PLACES, {"intro.html": "{} (`intro.html`)", "next.html":
-                                   "{} (`next.html`)", "third.html": "{} (`third.html`)",
-                                   "gone.png": "{}: _static/img/gone.png: an image the lesson",
-                                   "web.png": "{}: https://example.org/web.png: an image on the",
-                                   "<iframe": "{}: an embedded page or video (`<iframe>`)",
-                                   "code-block:: python": "leave those it only shows: {}\n"}),
+    ("places.py", GALLERY_PLACES, GALLERY_WHERE),
+    ("places.py", GALLERY_PLACES.replace("#" * 70, "# %%"), GALLERY_WHERE),
     ("places.py", PERCENT_PLACES, {"intro.html": "{} (`intro.html`)",
                                    "gone.png": "{}: res/gone.png: an image the lesson",
                                    "web.png": "{}: https://example.org/web.png: an image on the",

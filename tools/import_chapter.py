@@ -124,17 +124,20 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
         _note_written_lines(notebook, text.splitlines())
         return notebook, "Markdown lecture (.md)"
     if suffix == ".py":
+        docstring = re.match(r'\s*(#(?! ?%%)[^\n]*\n\s*)*([rRuU]?)"""', text)  # a module's first
+        if docstring:  # sphinx-gallery's blocks split at 20 `#` or `# %%`; jupytext's at the
+            # first only, and its prose starts at a bare `"""` (not `r"""`)
+            text = text[:docstring.start(2)] + text[docstring.end(2):]
+            text = _inline_targets(re.sub(r"(?m)^# ?%%.*", "#" * 79, text))
+            notebook = jupytext.reads(text, fmt={"extension": ".py", "format_name": "sphinx"})
+            del notebook.cells[0]  # jupytext's own `%matplotlib inline`, not the script's
+            _note_written_lines(notebook, text.splitlines(), _GALLERY_PROSE)
+            return _gallery_markdown(notebook), "sphinx-gallery script (.py)"
         fmt = guess_format(text, ".py")[0]
         if fmt in ("percent", "hydrogen"):  # hydrogen's: `# %%` cells, magics not commented
             notebook = jupytext.reads(text, fmt=f"py:{fmt}")
             note_script_lines(notebook, text.splitlines())
             return notebook, "jupytext percent script (.py)"
-        if re.match(r'\s*(#[^\n]*\n\s*)*[rRuU]?"""', text):  # a module docstring first
-            text = _inline_targets(text)
-            notebook = jupytext.reads(text, fmt={"extension": ".py", "format_name": "sphinx"})
-            del notebook.cells[0]  # jupytext's own `%matplotlib inline`, not the script's
-            _note_written_lines(notebook, text.splitlines(), _GALLERY_PROSE)
-            return _gallery_markdown(notebook), "sphinx-gallery script (.py)"
         raise NotALesson(f"{path}: a Python file with neither `# %%` cells (jupytext percent) "
                          "nor a docstring first (sphinx-gallery): nothing to bring in")
     raise NotALesson(f"{path}: not a lesson make chapter reads (.ipynb, .py or .md)")
