@@ -22,7 +22,8 @@ from coursebook.prepare.editions import ANSWER_CLASS, Edition, edition_notebook
 TOP = CHAPTER_TOP
 
 # Each solution holds words no other text does, for the audit to look for.
-CHAPTER = TOP.format(extra="mystnb:\n  number_source_lines: true\n") + """
+CHAPTER = TOP.format(
+    extra="mystnb:\n  number_source_lines: true\n  execution_in_temp: true\n") + """
 # Exercises
 
 Gradients follow the chain rule {cite}`rumelhart1986`, as {numref}`fig-arrow` shows.
@@ -64,6 +65,10 @@ print("gated answer", 6 * 7)
 
 ```{code-cell} ipython3
 print("visible", 1 + 1)
+```
+
+```{code-cell} ipython3
+_ = open("written-by-a-cell.txt", "w").write("a saved model")
 ```
 
 ```{bibliography}
@@ -160,6 +165,8 @@ def test_exercises_citations_and_numbered_figures_build_and_no_solution_reaches_
     for page in (student, instructor):
         assert "Rumelhart" in page and "Fig. 1" in page and "Exercise 2" in page
         assert "linenos" in page  # the chapter's own number_source_lines
+    # Its own execution_in_temp: the file a cell wrote is not left in the book's sources.
+    assert not list(src.rglob("written-by-a-cell.txt"))
     # No solution anywhere in the student edition: pages, sources, notebooks, search index.
     assert audit_build(tmp_path / "student" / "html", chapter_fingerprints(src)) == []
     built = " ".join(path.read_text(errors="replace")

@@ -219,6 +219,9 @@ def test_a_notebook_comes_in_as_a_chapter_and_the_tool_says_what_changed_and_wha
     assert is_chapter_source(text)
     top = yaml.safe_load(text.split("---")[1])
     assert top["kernelspec"]["name"] == "python3"
+    # Its cells run in a temporary folder: a file a lesson writes is not left in book/
+    # (test_book_markup builds a chapter that writes one).
+    assert top["mystnb"] == {"execution_in_temp": True} and "execution_in_temp: true" in out
     cells = read_chapter(text).cells
     code = [c for c in cells if c.cell_type == "code"]
     assert "remove-cell" in cell_tags(code[0]) and "%xmode Minimal" in code[0].source

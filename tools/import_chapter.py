@@ -3,7 +3,9 @@ jupytext percent script (.py), or a MyST or Markdown lecture (.md), read with ju
 
 What changes, each said in the report `make chapter FROM=…` prints:
 
-- the top matter is the book's (MyST notebook, the book's ``python3`` kernel);
+- the top matter is the book's (MyST notebook, the book's ``python3`` kernel), and its cells
+  run in a temporary folder (myst-nb's ``execution_in_temp``): a file a lesson writes (a saved
+  model, a downloaded dataset) is not left in the book's sources;
 - the hidden first cell that keeps errors short comes first (as in the skeleton);
 - outputs are dropped (the build makes them) and so is cell metadata other than tags;
 - an install line (``!pip``, ``%pip``, ``!apt``, ``!conda``) is taken out: a cell does not
@@ -73,6 +75,7 @@ from coursebook.prepare.chapter_packages import missing_commands
 TOP_MATTER = {
     "jupytext": {"text_representation": {"extension": ".md", "format_name": "myst"}},
     "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+    "mystnb": {"execution_in_temp": True},
 }
 # The skeleton's first cell (tools/chapter-template.md): errors as `Type: message`.
 FIRST_CELL = ("# An error shows as its type and message, without a traceback or colour codes.\n"
@@ -581,7 +584,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     at = min([at] + [n for n, cell in enumerate(cells) if cell.cell_type == "code"])
     cells.insert(at, code_cell(FIRST_CELL, "remove-cell"))
     imported.changed.append("added the book's top matter and its hidden first cell "
-                            "(%xmode Minimal: errors show as `Type: message`)")
+                            "(%xmode Minimal: errors show as `Type: message`); its cells run in "
+                            "a temporary folder (`execution_in_temp: true`), so the files they "
+                            "write are not left beside the chapter: a lesson that reads files "
+                            "beside it sets it false")
     if source_format.startswith("sphinx-gallery"):
         imported.changed.append("wrote sphinx-gallery's reStructuredText as Markdown "
                                 "(sphinx_gallery's rst2md) and its roles as MyST roles")
