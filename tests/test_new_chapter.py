@@ -475,6 +475,20 @@ def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expect
         "the lesson shows but does not hold" in said or source is not SPHINX_GALLERY, said
 
 
+def test_a_gallery_script_with_a_metadata_header_keeps_it_and_is_told_of_it(tmp_path, capsys):
+    """jupytext reads a `# ---` header into a raw cell before its own `%matplotlib inline`:
+    the header, no page shows, is named at its line; the script's first block is the title."""
+    book = _book(tmp_path)
+    lesson = tmp_path / "lesson.py"
+    lesson.write_text("# ---\n# title: My tutorial\n# ---\n" + SPHINX_GALLERY)
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    assert "line 1: a raw cell (`---`), left out" in said, said
+    cells = read_chapter((book / "lesson.md").read_text()).cells
+    assert "(lesson)=\n# Gradients" in cells[0].source
+    assert "%matplotlib inline" not in [cell.source for cell in cells]
+
+
 def _brought_in(tmp_path: Path, capsys, lesson_name: str, text: str) -> tuple[Path, str]:
     """A lesson of this text brought into a copy of the book: the book, what the tool said."""
     book, lesson = _book(tmp_path), tmp_path / lesson_name

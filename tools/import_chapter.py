@@ -133,7 +133,10 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
             text = text[:docstring.start(2)] + text[docstring.end(2):]
             text = _inline_targets(re.sub(r"(?m)^# ?%%.*", "#" * 79, text))
             notebook = jupytext.reads(text, fmt={"extension": ".py", "format_name": "sphinx"})
-            del notebook.cells[0]  # jupytext's own `%matplotlib inline`, not the script's
+            # jupytext's own `%matplotlib inline` (after the header cell of a script opening
+            # with `# ---` metadata), not the script's
+            notebook.cells.remove(next(cell for cell in notebook.cells
+                                       if cell.source == "%matplotlib inline"))
             _note_written_lines(notebook, text.splitlines(), _GALLERY_PROSE)
             return _gallery_markdown(notebook), "sphinx-gallery script (.py)"
         fmt = guess_format(text, ".py")[0]

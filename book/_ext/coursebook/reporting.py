@@ -22,8 +22,9 @@ logger = logging.getLogger(__name__)
 
 
 def report(message: str, location, subtype: str, once: bool = True) -> None:
-    """A build error, once per build: the message is the record's whole text (no arguments,
-    no %-formatting), which the ``once`` filter keys on (the location it does not read)."""
+    """A build error, once per build unless ``once`` is False (the same text at another cell
+    is another fault): the message is the record's whole text (no arguments, no
+    %-formatting), which the ``once`` filter keys on (the location it does not read)."""
     logger.error(message, location=location, type="coursebook", subtype=subtype, once=once)
 
 
