@@ -1,10 +1,12 @@
 """Both editions build at once from an empty cache, sharing it (`make editions`).
 
 The tiny book gets a second chapter with no answers: both editions execute the very same
-notebook. With the cache locks it executes once and both builds pass, every time; without
-them, both execute it and jupyter-cache refuses the second copy ("hashkey already exists")
-or runs it twice. There the chapter's cell is a barrier: it waits until both builds'
-kernels are in it, so the two executions overlap on any machine, however loaded.
+notebook. With the cache locks it executes once and both builds pass; its cell holds the
+build that runs it until the other build is seen trying that notebook's lock, so the test
+proves a collision avoided, not builds that happened not to meet. Without the locks, both
+execute it and jupyter-cache refuses the second copy ("hashkey already exists") or runs it
+twice. There the chapter's cell is a barrier: it waits until both builds' kernels are in
+it. Either way the two builds overlap on any machine, however loaded.
 """
 
 from __future__ import annotations
@@ -24,8 +26,38 @@ WAIT
 print("shared")
 ```
 """
-# With the locks, the other build waits for the lock: this one sleeps for it to get there.
-SLEEP = "import time\ntime.sleep(6)"
+# With the locks, the build running the cell holds the notebook's lock, among the notebook
+# locks a process of its kernel cannot take (a cold build runs its chapters at once, each
+# under its lock): the cell waits until one of those is opened to be tried (inotify's IN_OPEN;
+# filelock opens the file at each try), and notes it. The builds' only notebook in common
+# is this one: a try is the other build's, at this chapter.
+CONTENDED = """\
+import ctypes, fcntl, os, re, select, struct, time
+locks = os.path.join(LOCKS, "locks")
+def held(name):
+    descriptor = os.open(os.path.join(locks, name), os.O_RDWR)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)
+taken = {name for name in os.listdir(locks) if re.fullmatch(r"[0-9a-f]{32}[.]lock", name)
+         and held(name)}
+assert taken, os.listdir(locks)
+libc = ctypes.CDLL(None, use_errno=True)
+watch = libc.inotify_init1(os.O_NONBLOCK)
+assert libc.inotify_add_watch(watch, locks.encode(), 0x20) >= 0  # IN_OPEN
+tried, deadline = False, time.monotonic() + 240  # under the cell limit (300 s): a miss is told below
+while not tried and time.monotonic() < deadline:
+    events = os.read(watch, 65536) if select.select([watch], [], [], 1)[0] else b""
+    while events:
+        size = struct.unpack_from("iIII", events)[3]
+        tried |= events[16:16 + size].rstrip(b"\\0").decode() in taken
+        events = events[16 + size:]
+if tried:
+    open("contended", "w").close()"""
 # Without them, both kernels are in the cell at once: each waits for the other to arrive.
 BARRIER = """\
 import os, time
@@ -38,7 +70,7 @@ while len(os.listdir("arrived")) < 2 and time.monotonic() < deadline:
 SETTINGS = {"coursebook_verify_outputs": "0"}
 
 
-def _with_shared_chapter(book: Path, wait: str = SLEEP) -> Path:
+def _with_shared_chapter(book: Path, wait: str) -> Path:
     # Read first (pages are read in name order): both builds reach it right after starting.
     (book / "a_shared.md").write_text(SHARED_CHAPTER.replace("WAIT", wait))
     index = book / "index.md"
@@ -47,11 +79,13 @@ def _with_shared_chapter(book: Path, wait: str = SLEEP) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attempt", range(3))
-def test_both_editions_at_once_share_one_cache(tiny_book, tmp_path, attempt):
-    builds = both_editions_at_once(_with_shared_chapter(tiny_book), tmp_path, SETTINGS)
+def test_both_editions_at_once_share_one_cache(tiny_book, tmp_path):
+    wait = CONTENDED.replace("LOCKS", repr(str(tmp_path / "cache")))
+    builds = both_editions_at_once(_with_shared_chapter(tiny_book, wait), tmp_path, SETTINGS)
     for edition, build in builds.items():
         assert build.returncode == 0, f"{edition} build failed:\n{build.log[-3000:]}"
+    # The other build tried the shared chapter's lock while the cell held it.
+    assert (tiny_book / "contended").is_file(), _what_ran(builds)
     # Each edition's own tiny chapter, and the shared chapter once.
     assert sum(build.executed for build in builds.values()) == 3, _what_ran(builds)
 
