@@ -277,7 +277,8 @@ def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny
     chapter.write_text(good)
     monkeypatch.delenv("COURSEBOOK_DEFER_IMPORTS")
     # The chapter's own limit holds for its every cell: torch's import meets it too.
-    _plant_cell(chapter, "import time\ntime.sleep(5)", top_matter="mystnb: {execution_timeout: 60}")
+    # A sleep past the setting's 2 s, and no longer: it proves the chapter's limit won.
+    _plant_cell(chapter, "import time\ntime.sleep(3)", top_matter="mystnb: {execution_timeout: 60}")
     raised = sphinx_build(tiny_book, tmp_path / "raised", cache_copy,
                           settings={"nb_execution_timeout": "2"})
     assert "still running after" not in raised.log and raised.executed == 1, raised.log[-3000:]

@@ -625,18 +625,27 @@ def test_no_accelerator_probe_passes_on_this_cpu_machine(machine):
 
 
 @pytest.mark.slow  # the recorder runs the chapter in kernels
-def test_a_recording_made_again_keeps_its_cell_ids(second_kind_book, tmp_path):
-    """Ids come from the chapter's cells, not nbformat's random draw: recording the same
-    chapter again changes no id, so the diff shows only what the run changed."""
+def test_a_recording_made_again_keeps_its_cell_ids_and_shuts_its_kernels_down(second_kind_book,
+                                                                            tmp_path):
+    """Ids come from the chapter's cells, not nbformat's random draw: recording the chapter
+    again (a cell added at its end) changes no id of the cells it had, so the diff shows only
+    what changed. That run's kernel, finished, is asked to shut down (a device client gives
+    its device back on the way out), not killed: the exit handler its new cell set runs."""
     again = tmp_path / "again"
     shutil.copytree(second_kind_book, again)
-    assert _record_tiny(again, "lab").returncode == 0
+    exited = tmp_path / "exited"
+    added = again / "tiny.md"
+    added.write_text(added.read_text() + "\n```{code-cell} ipython3\nimport atexit\n"
+                     f"atexit.register(lambda: open({str(exited)!r}, 'w').write('exited'))\n```\n")
+    done = _record_tiny(again, "lab")
+    assert done.returncode == 0, done.stderr
+    assert exited.read_text() == "exited"
     ids = [[cell.id for cell in nbformat.read(book / "recordings" / "tiny-lab.ipynb", 4).cells]
            for book in (second_kind_book, again)]
-    assert ids[0] == ids[1] and len(set(ids[0])) == len(ids[0])
-    chapter = read_chapter((second_kind_book / "tiny.md").read_text())
-    assert [cell.id for cell in chapter.cells] != [cell.id for cell in
-                                                   read_chapter((again / "tiny.md").read_text()).cells]
+    assert ids[1][:-1] == ids[0] and len(set(ids[1])) == len(ids[1])
+    read = [[cell.id for cell in read_chapter((book / "tiny.md").read_text()).cells]
+            for book in (second_kind_book, again)]
+    assert read[0] != read[1][:-1]
 
 
 # --- Timeouts: a hung cell or fresh Python stops the run with one line ------------------
@@ -915,19 +924,6 @@ def test_an_imported_module_that_is_not_its_installed_release_stops_the_recorder
                                "planted", "--imported", "planted")
     record.check_imported("main", report)
     assert report["imported"] == {"planted": "1.0"} and report["versions"]["planted"] == "1.0"
-
-
-@pytest.mark.slow  # the recorder runs the chapter in kernels
-def test_a_finished_kernel_is_shut_down_not_killed(tmp_path):
-    """The recorder asks a kernel that finished to shut down (a device client gives its
-    device back on the way out) and kills one only when it has not exited in time: the
-    kernel's exit handlers run."""
-    exited = tmp_path / "exited"
-    book = _tiny_with(tmp_path, "import atexit\n"
-                                f"atexit.register(lambda: open({str(exited)!r}, 'w').write('exited'))")
-    done = _record_tiny(book, "lab")
-    assert done.returncode == 0, done.stderr
-    assert exited.read_text() == "exited"
 
 
 # --- Before a recording: what moved between Colab's published lists, the image and the pins --
