@@ -156,7 +156,7 @@ _REVEAL = """cells => cells.flatMap((cell, index) => {
     const control = cell.querySelector('details > summary');
     if (!output || !control) return [`${index}: no output or no control`];
     if (seen(output)) return [`${index}: shown before a click`];
-    control.scrollIntoView({block: 'center'});
+    control.scrollIntoView({block: 'center', behavior: 'instant'});  // a smooth scroll moves it
     const box = control.getBoundingClientRect();
     if (!control.contains(document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2)))
         return [`${index}: its control is covered`];

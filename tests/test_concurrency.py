@@ -49,7 +49,8 @@ assert taken, os.listdir(locks)
 libc = ctypes.CDLL(None, use_errno=True)
 watch = libc.inotify_init1(os.O_NONBLOCK)
 assert libc.inotify_add_watch(watch, locks.encode(), 0x20) >= 0  # IN_OPEN
-tried, deadline = False, time.monotonic() + 240  # under the cell limit (300 s): a miss is told below
+# Under the cell limit (300 s): a miss is told below.
+tried, deadline = False, time.monotonic() + 240
 while not tried and time.monotonic() < deadline:
     events = os.read(watch, 65536) if select.select([watch], [], [], 1)[0] else b""
     while events:

@@ -135,8 +135,8 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
             notebook = jupytext.reads(text, fmt={"extension": ".py", "format_name": "sphinx"})
             # jupytext's own `%matplotlib inline` (after the header cell of a script opening
             # with `# ---` metadata), not the script's
-            notebook.cells.remove(next(cell for cell in notebook.cells
-                                       if cell.source == "%matplotlib inline"))
+            notebook.cells = [cell for cell in notebook.cells
+                              if cell.source != "%matplotlib inline"]
             _note_written_lines(notebook, text.splitlines(), _GALLERY_PROSE)
             return _gallery_markdown(notebook), "sphinx-gallery script (.py)"
         fmt = guess_format(text, ".py")[0]
