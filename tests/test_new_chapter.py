@@ -489,6 +489,59 @@ def test_a_gallery_script_with_a_metadata_header_keeps_it_and_is_told_of_it(tmp_
     assert "%matplotlib inline" not in [cell.source for cell in cells]
 
 
+# A percent script opening with its module docstring, before its first `# %%` (as written by
+# hand or in VS Code): sphinx-gallery splits blocks at `# %%` too, but defines no typed cells
+# and needs a reST title in the docstring; jupytext reads the docstring as the first code cell.
+PERCENT_DOCSTRING = '''"""
+Training a classifier
+=====================
+
+Run it as a script, or open it as a notebook.
+"""
+
+# %% [markdown]
+# # Training a classifier
+#
+# The loss falls as the model learns.
+
+# %%
+# the data first
+total = 1 + 1
+print(total)
+'''
+JUPYTEXT_HEADER = """# ---
+# jupyter:
+#   jupytext:
+#     text_representation: {extension: .py, format_name: percent}
+# ---
+"""
+
+
+COMMENTS = "# # Training a classifier\n#\n# The loss falls as the model learns."
+CODE = "# the data first\ntotal = 1 + 1\nprint(total)"
+
+
+@pytest.mark.parametrize("lesson, code", [
+    (PERCENT_DOCSTRING, [CODE]),  # typed cells: jupytext's
+    # no reST title in the docstring: no sphinx-gallery script
+    (PERCENT_DOCSTRING.replace("=" * 21 + "\n", "").replace(" [markdown]", ""), [COMMENTS, CODE]),
+    # a jupytext header names the format
+    (JUPYTEXT_HEADER + PERCENT_DOCSTRING.replace(" [markdown]", ""), [COMMENTS, CODE]),
+])
+def test_a_percent_script_opening_with_a_docstring_is_read_as_jupytext_reads_it(
+        tmp_path, capsys, lesson, code):
+    """Since 0185871 a docstring first meant a sphinx-gallery script: the docstring came in as
+    prose, a `# %%` cell's comments as prose and a markdown cell's text through rst2md."""
+    book, said = _brought_in(tmp_path, capsys, "lesson.py", lesson)
+    cells = read_chapter((book / "lesson.md").read_text()).cells
+    docstring = lesson[lesson.index('"""'):lesson.rindex('"""') + 3]
+    assert [cell.source for cell in cells if cell.cell_type == "code"
+            and "remove-cell" not in cell_tags(cell)] == [docstring, *code], cells
+    # the docstring cell shows its string as its output: the author is told, at its line
+    assert (f"line {lesson[:lesson.index(docstring)].count(chr(10)) + 1}: a cell holding only "
+            "a string (a script's docstring)") in said, said
+
+
 def _brought_in(tmp_path: Path, capsys, lesson_name: str, text: str) -> tuple[Path, str]:
     """A lesson of this text brought into a copy of the book: the book, what the tool said."""
     book, lesson = _book(tmp_path), tmp_path / lesson_name

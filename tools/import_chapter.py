@@ -55,7 +55,7 @@ from urllib.parse import unquote
 import jupytext
 import nbformat
 from IPython.core.inputtransformer2 import TransformerManager
-from jupytext.formats import guess_format
+from jupytext.formats import guess_format, read_format_from_metadata
 from markdown_it import MarkdownIt
 
 from coursebook.model.cell_notes import cell_line, note, noted, source_line
@@ -127,10 +127,11 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
         _note_written_lines(notebook, text.splitlines())
         return notebook, "Markdown lecture (.md)"
     if suffix == ".py":
-        docstring = re.match(r'\s*(#(?! ?%%)[^\n]*\n\s*)*([rRuU]?)"""', text)  # a module's first
-        if docstring:  # sphinx-gallery's blocks split at 20 `#` or `# %%`; jupytext's at the
-            # first only, and its prose starts at a bare `"""` (not `r"""`)
-            text = text[:docstring.start(2)] + text[docstring.end(2):]
+        fmt, docstring = _script_format(text)
+        if fmt == "sphinx":  # sphinx-gallery's blocks split at 20 `#` or `# %%`; jupytext's at
+            # the first only, and its prose starts at a bare `"""` (not `r"""`)
+            if docstring:
+                text = text[:docstring.start(2)] + text[docstring.end(2):]
             text = _inline_targets(re.sub(r"(?m)^# ?%%.*", "#" * 79, text))
             notebook = jupytext.reads(text, fmt={"extension": ".py", "format_name": "sphinx"})
             # jupytext's own `%matplotlib inline` (after the header cell of a script opening
@@ -139,7 +140,6 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
                               if cell.source != "%matplotlib inline"]
             _note_written_lines(notebook, text.splitlines(), _GALLERY_PROSE)
             return _gallery_markdown(notebook), "sphinx-gallery script (.py)"
-        fmt = guess_format(text, ".py")[0]
         if fmt in ("percent", "hydrogen"):  # hydrogen's: `# %%` cells, magics not commented
             notebook = jupytext.reads(text, fmt=f"py:{fmt}")
             note_script_lines(notebook, text.splitlines())
@@ -147,6 +147,33 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
         raise NotALesson(f"{path}: a Python file with neither `# %%` cells (jupytext percent) "
                          "nor a docstring first (sphinx-gallery): nothing to bring in")
     raise NotALesson(f"{path}: not a lesson make chapter reads (.ipynb, .py or .md)")
+
+
+# A module's docstring, after comments that are no `# %%` (a coding line, a `# ---` header).
+_DOCSTRING = re.compile(r'\s*(#(?! ?%%)[^\n]*\n\s*)*([rRuU]?)"""')
+# jupytext's typed cells (`# %% [markdown]`): sphinx-gallery's blocks have no type (its prose
+# is the comment lines after any `# %%`).
+_TYPED_CELL = re.compile(r"^# ?%%.*\[(?:markdown|md|raw)\]", re.M)
+# A reST section title, which a sphinx-gallery docstring must define: a line, then one
+# punctuation mark repeated under it.
+_REST_TITLE = re.compile(r"^\S.*\n([!-/:-@[-`{-~])\1{2,}[ \t]*$", re.M)
+
+
+def _script_format(text: str) -> tuple[str | None, re.Match | None]:
+    """jupytext's name of a script's format (``sphinx``: sphinx-gallery's) and its docstring's
+    opening: a jupytext header names it; else `# %%` cells are jupytext's (percent, hydrogen)
+    where one is typed or no docstring with a reST title comes first, as sphinx-gallery's must
+    (both split blocks at `# %%`); else a docstring first is sphinx-gallery's."""
+    docstring = _DOCSTRING.match(text)
+    named = read_format_from_metadata(text, ".py")
+    if named:
+        return named, docstring
+    guessed = guess_format(text, ".py")[0]
+    body = text[docstring.end():text.find('"""', docstring.end())] if docstring else ""
+    if guessed in ("percent", "hydrogen") and (
+            _TYPED_CELL.search(text) or not _REST_TITLE.search(body)):
+        return guessed, docstring
+    return ("sphinx" if docstring else None), docstring
 
 
 # reStructuredText's named link and its target apart (`Name`_ ... .. _Name: URL), in a
@@ -414,16 +441,27 @@ def _python_blocks(source: str) -> list[tuple[int, str]]:
             in ("python", "py", "python3", "ipython", "ipython3")]
 
 
-def _imported_modules(source: str) -> list[str]:
-    """The modules a code cell imports (its IPython syntax read as Python)."""
+def _python(source: str) -> ast.Module:
+    """A code cell's IPython syntax read as Python (no statement: it is none)."""
     try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
+        return ast.parse(TransformerManager().transform_cell(source))
     except SyntaxError:
-        return []
-    return [name for node in ast.walk(tree)
+        return ast.Module([], [])
+
+
+def _imported_modules(source: str) -> list[str]:
+    """The modules a code cell imports."""
+    return [name for node in ast.walk(_python(source))
             for name in ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                          else [node.module] if isinstance(node, ast.ImportFrom)
                          and node.level == 0 and node.module else [])]
+
+
+def _only_a_string(source: str) -> bool:
+    """Whether a code cell is one string and nothing else (a percent script's docstring)."""
+    body = _python(source).body
+    return (len(body) == 1 and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str))
 
 
 def _unimportable(modules: dict, packages: list[str], folder: Path | None) -> tuple[list, list]:
@@ -488,6 +526,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                       f"(`{first_line(source)}`), which only Colab has: remove "
                                       "it, or the build fails")
             modules.update(dict.fromkeys(module for module in imports if module not in colab))
+            if _only_a_string(source):
+                imported.to_do.append(f"{_place(cell)}: a cell holding only a string (a script's "
+                                      "docstring), which the page shows as its value, quotes "
+                                      "and `\\n` included: make it a markdown cell, or take it out")
             new = code_cell(source, *tags)
             if errors:  # the error the lesson saved: the build holds the cell to it
                 new.metadata["raises"] = errors[0]
