@@ -66,7 +66,7 @@ def test_an_answer_is_read_as_its_page_shows_it(tmp_path):
     (build / "html" / "chapter.html").write_text(
         "<p>Its <em>gradient</em> flows back through each layer first.</p>")
     [leak] = audit_build(build, chapter_fingerprints(book))
-    assert leak.path.name == "chapter.html" and "gradient flows back" in leak.evidence
+    assert leak.path.name == "chapter.html" and "gradient flows back" in leak.message
 
 
 def test_a_search_index_holding_answer_words_or_headings_is_caught(tmp_path, fingerprints):
@@ -74,7 +74,7 @@ def test_a_search_index_holding_answer_words_or_headings_is_caught(tmp_path, fin
     (build / "html" / "searchindex.js").write_text(
         'Search.setIndex({"terms": {"whatsoev": [0]}, "titles": ["Tiny answers"], '
         '"titleterms": {}, "alltitles": {}})')
-    evidence = " ".join(leak.evidence for leak in audit_build(build, fingerprints))
+    evidence = " ".join(leak.message for leak in audit_build(build, fingerprints))
     assert "whatsoev" in evidence and "Tiny answers" in evidence
 
 
@@ -113,7 +113,7 @@ def test_a_short_answer_is_caught_by_its_names(tmp_path, fingerprints):
     build = _clean_build(tmp_path)
     (build / "html" / "short.html").write_text("<p>Use <code>weights.sum()</code>.</p>")
     [leak] = audit_build(build, fingerprints)
-    assert leak.path.name == "short.html" and "weights.sum" in leak.evidence
+    assert leak.path.name == "short.html" and "weights.sum" in leak.message
 
 
 def test_the_audit_skips_vendored_assets(tmp_path, fingerprints):
@@ -357,7 +357,7 @@ def test_a_short_value_a_reader_sees_is_still_a_leak(tmp_path, book_fingerprints
     planted.parent.mkdir(parents=True, exist_ok=True)
     planted.write_text(content.format(value=value))
     [leak] = audit_build(build, book_fingerprints)
-    assert leak.path == planted and value in leak.evidence
+    assert leak.path == planted and value in leak.message
 
 
 def test_an_answer_passage_in_latex_is_still_a_leak(tmp_path, fingerprints):
@@ -365,7 +365,7 @@ def test_an_answer_passage_in_latex_is_still_a_leak(tmp_path, fingerprints):
     (build / "latex").mkdir()
     (build / "latex" / "book.tex").write_text(f"\\begin{{document}}\n{ANSWER_SENTENCE}\n")
     [leak] = audit_build(build, fingerprints)
-    assert leak.path.name == "book.tex" and "answer passage" in leak.evidence
+    assert leak.path.name == "book.tex" and "answer passage" in leak.message
 
 
 # --- Spoilers: a predict-then-reveal answer shown before the student tries ----------------
@@ -420,7 +420,7 @@ def test_a_planted_spoiler_is_caught(tmp_path, fingerprints, chapter, evidence):
     """A "See also" box above the case it answers; the case's output shown open, or with
     no reveal control at all."""
     [leak] = audit_build(_with_pages(tmp_path, chapter), fingerprints)
-    assert leak.path.name == "chapter.html" and evidence in leak.evidence, leak.evidence
+    assert leak.path.name == "chapter.html" and evidence in leak.message, leak.message
 
 
 def test_a_spoiler_is_caught_where_its_target_shows_another_error_first(tmp_path, fingerprints):
@@ -430,7 +430,7 @@ def test_a_spoiler_is_caught_where_its_target_shows_another_error_first(tmp_path
     museum.write_text(museum.read_text().replace(
         '<h2>02</h2>', '<h2>02</h2><pre>UserWarning: this exhibit first warns about a copy</pre>'))
     [leak] = audit_build(build, fingerprints)
-    assert "the link to 'museum.html#exhibit-02' comes before" in leak.evidence, leak.evidence
+    assert "the link to 'museum.html#exhibit-02' comes before" in leak.message, leak.message
 
 
 def test_a_link_to_an_error_behind_a_click_is_no_spoiler(tmp_path, fingerprints):
@@ -445,7 +445,7 @@ def test_a_link_to_an_error_behind_a_click_is_no_spoiler(tmp_path, fingerprints)
     assert audit_build(build, fingerprints) == []
     museum.write_text(museum.read_text().replace("<details ", "<details open "))
     [leak] = audit_build(build, fingerprints)
-    assert "the link to 'museum.html#exhibit-02' comes before" in leak.evidence
+    assert "the link to 'museum.html#exhibit-02' comes before" in leak.message
 
 
 def test_what_a_check_shows_students_is_never_an_answers_alone(book_fingerprints):

@@ -499,11 +499,11 @@ def test_audit_lists_each_factual_sentence_that_no_check_or_source_holds(tmp_pat
     [listed] = chapter_unbacked(path, UNBACKED_CHAPTER)
     # Checked (its claim quotes part of it), cited (a source comment, a link), instructions,
     # questions, the chapter's own cells and sentences about no library are left out.
-    assert listed.sentence == "Autograd frees saved values after `backward()`."
+    assert listed.message == "Autograd frees saved values after `backward()`."
     assert listed.line == _line_of(path, "`torch.zeros(2)` makes")
     backed = UNBACKED_CHAPTER.replace("# claim: makes a tensor of two zeros",
                                       "# claim: frees saved values")
-    assert [u.sentence for u in chapter_unbacked(path, backed)] == [
+    assert [u.message for u in chapter_unbacked(path, backed)] == [
         "`torch.zeros(2)` makes a tensor of two zeros."]
 
 
@@ -515,7 +515,7 @@ def test_the_audit_cuts_sentences_where_a_claim_does(tmp_path):
                                     "jax has `mutable_array` in 0.7.2.")
     path = tmp_path / "chapter.md"
     path.write_text(text)
-    listed = [u.sentence for u in chapter_unbacked(path, text)]
+    listed = [u.message for u in chapter_unbacked(path, text)]
     assert listed == ["jax has `mutable_array` in 0.7.2."]
     paragraph = "`torch.zeros(2)` makes a tensor of two zeros. jax has `mutable_array` in 0.7.2."
     assert paragraph in text
@@ -528,7 +528,7 @@ def test_audit_names_a_repeated_unbacked_paragraph_at_each_of_its_lines(tmp_path
     text = UNBACKED_CHAPTER + f"\n```{{code-cell}} ipython3\nx = 1\n```\n\n{paragraph}\n"
     path = tmp_path / "chapter.md"
     path.write_text(text)
-    lines = [u.line for u in chapter_unbacked(path, text) if u.sentence == paragraph]
+    lines = [u.line for u in chapter_unbacked(path, text) if u.message == paragraph]
     numbers = [n for n, line in enumerate(text.splitlines(), 1) if paragraph in line]
     assert len(numbers) == 2 and lines == [_line_of(path, "`torch.zeros(2)` makes"), numbers[1]]
 
@@ -545,7 +545,7 @@ def test_audit_names_each_paragraph_of_a_cell_at_its_own_line(tmp_path):
                                     ":class: tip\n`torch.eye` is a note.\n:::")
     path = tmp_path / "chapter.md"
     path.write_text(text)
-    listed = [(u.sentence, u.line) for u in chapter_unbacked(path, text)][1:]
+    listed = [(u.message, u.line) for u in chapter_unbacked(path, text)][1:]
     numbers = [n for n, line in enumerate(text.splitlines(), 1) if line == paragraph]
     assert listed == [(paragraph, numbers[0]), (paragraph, numbers[1]),
                       ("`torch.eye` is a note.", _line_of(path, "`torch.eye` is"))]
@@ -561,7 +561,7 @@ def test_audit_lists_an_exhibit_sentence_no_claim_holds(tmp_path):
     (tmp_path / "wing.toml").write_text(WING)
     wing = Wing(tmp_path / "wing.toml", "planted", "", "", "", ("eager",), (_load(path),))
     [listed] = museum_unbacked({"planted": wing})
-    assert listed.sentence == "`torch.tensor(1.) / 0` gives `inf`." and listed.path == path
+    assert listed.message == "`torch.tensor(1.) / 0` gives `inf`." and listed.path == path
     assert listed.line == _line_of(path, "lesson = ")
     # The same paragraph in a multi-line field: there, not where its text first shows.
     path.write_text(path.read_text().replace(

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 
 from coursebook.answer_checks.model import AnswerCheck, notebook_checks
-from coursebook.audit.answer_leaks import Leak
+from coursebook.model.faults import BookError
 from coursebook.model.notebooks import chapter_files, read_chapter
 from coursebook.self_check import digest, unscramble
 
@@ -54,30 +54,30 @@ def _spells(shown: str, text: str) -> bool:
     return re.search(before + re.escape(text) + after, shown) is not None
 
 
-def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list[Leak]:
+def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list[BookError]:
     leaks = []
     for name, entry in table.items():
         extra = sorted(set(entry) - ENTRY_FIELDS)
         if extra:
-            leaks.append(Leak(path, f"check '{name}': holds {', '.join(extra)}: only "
-                                    f"{', '.join(sorted(ENTRY_FIELDS))} belong in a check"))
+            leaks.append(BookError(f"check '{name}': holds {', '.join(extra)}: only "
+                                   f"{', '.join(sorted(ENTRY_FIELDS))} belong in a check", path))
         if not _DIGEST.fullmatch(str(entry.get("digest", ""))):
-            leaks.append(Leak(path, f"check '{name}': its digest is not a sha256 digest"))
+            leaks.append(BookError(f"check '{name}': its digest is not a sha256 digest", path))
         check = checks.get(str(entry.get("digest")))
         try:  # a hint is shown after a wrong try: unscrambled, it must not spell the answer
             hint = unscramble(name, str(entry.get("hint", "")))
         except ValueError:  # not base64, or not text: a hint left readable in the notebook
-            leaks.append(Leak(path, f"check '{name}': its hint is not scrambled"))
+            leaks.append(BookError(f"check '{name}': its hint is not scrambled", path))
             hint = str(entry.get("hint", ""))
         shown = f"{hint} {entry.get('ask', '')}".lower()
         for text in answer_texts(check.answer) if check else []:
             if _spells(" ".join(shown.split()), text):
-                leaks.append(Leak(path, f"check '{name}': its hint or question spells the "
-                                        f"answer ({text!r}): reword it in the chapter"))
+                leaks.append(BookError(f"check '{name}': its hint or question spells the "
+                                       f"answer ({text!r}): reword it in the chapter", path))
     return leaks
 
 
-def audit_check_tables(build_dir: Path, book_dir: Path) -> list[Leak]:
+def audit_check_tables(build_dir: Path, book_dir: Path) -> list[BookError]:
     checks = book_checks(book_dir)
     leaks = []
     for path in sorted(build_dir.rglob("*.ipynb")):

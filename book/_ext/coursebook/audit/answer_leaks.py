@@ -191,45 +191,37 @@ def file_texts(path: Path) -> tuple[str, str | None]:
     return raw, raw if path.suffix in {".md", ".txt"} else None
 
 
-@dataclass(frozen=True)
-class Leak:
-    path: Path
-    evidence: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.evidence}"
-
-
-def _search_index_leaks(path: Path, found: Fingerprints, page_stems: set[str]) -> list[Leak]:
+def _search_index_leaks(path: Path, found: Fingerprints, page_stems: set[str]) -> list[BookError]:
     raw = path.read_text(encoding="utf8")
     index = json.loads(raw[raw.index("(") + 1:raw.rindex(")")])
     titles = set(_strings(index.get("titles", []))) | set(index.get("alltitles", {}))
     terms = set(index.get("terms", {})) | set(index.get("titleterms", {}))
-    return [*(Leak(path, f"answer heading {heading!r} among the titles")
+    return [*(BookError(f"answer heading {heading!r} among the titles", path)
               for heading in sorted(found.headings & {html.unescape(t) for t in titles})),
-            *(Leak(path, f"search term {stem!r}, found only in answers")
+            *(BookError(f"search term {stem!r}, found only in answers", path)
               for stem in sorted((found.answer_stems - page_stems) & terms))]
 
 
-def audit_build(build_dir: Path, found: Fingerprints) -> list[Leak]:
+def audit_build(build_dir: Path, found: Fingerprints) -> list[BookError]:
     """Every place under ``build_dir`` where an answer shows, and every spoiler."""
     files = sorted(p for p in build_dir.rglob("*")
                    if p.is_file() and p.suffix in TEXT_SUFFIXES and p.name != "searchindex.js"
                    and not VENDORED.intersection(p.relative_to(build_dir).parts))
-    leaks: list[Leak] = []
+    leaks: list[BookError] = []
     page_stems: set[str] = set()
     for path in files:
         text, seen = file_texts(path)
         page_stems.update(_search_words(text))
         if hits := set(_runs(fingerprint_words(text))) & found.runs:
-            leaks.append(Leak(path, f"{len(hits)} answer passage(s), e.g. "
-                                    f"{' '.join(sorted(hits)[0])!r}"))
+            leaks.append(BookError(f"{len(hits)} answer passage(s), e.g. "
+                                   f"{' '.join(sorted(hits)[0])!r}", path))
         elif terms := sorted(_terms(seen or "") & found.short):
-            leaks.append(Leak(path, f"name(s) or value(s) found only in answers: "
-                                    f"{', '.join(terms[:5])}"))
+            leaks.append(BookError(f"name(s) or value(s) found only in answers: "
+                                   f"{', '.join(terms[:5])}", path))
     for index in sorted(build_dir.rglob("searchindex.js")):
         leaks += _search_index_leaks(index, found, page_stems)
-    leaks += [Leak(path, what) for path, what in spoilers(p for p in files if p.suffix == ".html")]
+    leaks += [BookError(what, path) for path, what in spoilers(p for p in files
+                                                                if p.suffix == ".html")]
     return leaks
 
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from coursebook.audit.own_words import markdown_tokens, museum_prose
 from coursebook.claims.model import claim_blocks, find_in_prose, normalised, sentences_of
 from coursebook.model.cell_notes import cell_line
-from coursebook.model.faults import shown_path
+from coursebook.model.faults import BookError
 from coursebook.model.notebooks import chapter_files, is_claim, read_chapter
 from coursebook.model.toml_files import line_of
 from coursebook.museum.model import Wing
@@ -31,16 +30,6 @@ _OWN_CELLS = re.compile(r"\b(?:the|this|that|each|every|next|previous) (?:cell|c
 _CITES = re.compile(r"\]\([^)]+\)|<https?://|\{cite[:\w]*\}|https?://")
 
 
-@dataclass(frozen=True)
-class Unbacked:
-    path: Path
-    line: int
-    sentence: str
-
-    def __str__(self) -> str:
-        return f"{shown_path(self.path)}:{self.line}: {self.sentence}"
-
-
 def is_factual(sentence: str) -> bool:
     return (sentence.endswith(".") and bool(_LIBRARY.search(sentence))
             and not _INSTRUCTION.match(sentence.lstrip("*_ ")) and not _OWN_CELLS.search(sentence))
@@ -52,16 +41,16 @@ def _held(sentence: str, held: set[str]) -> bool:  # a claim's may run past it, 
 
 
 def _unbacked(markdown: str, held: set[str], path: Path,
-              line_of: Callable[[int], int]) -> list[Unbacked]:
+              line_of: Callable[[int], int]) -> list[BookError]:
     """``line_of``: the line of the file of a line of ``markdown`` (from 0)."""
     held = {normalised(sentence)[0] for sentence in held}
-    return [Unbacked(path, line_of(block.line), sentence) for block in markdown_tokens(markdown)
+    return [BookError(sentence, path, line_of(block.line)) for block in markdown_tokens(markdown)
             if block.before == "paragraph_open" and not block.cited  # a paragraph's inline
             for sentence in sentences_of(block.token.content)
             if is_factual(sentence) and not _held(sentence, held) and not _CITES.search(sentence)]
 
 
-def chapter_unbacked(path: Path, text: str) -> list[Unbacked]:
+def chapter_unbacked(path: Path, text: str) -> list[BookError]:
     notebook = read_chapter(text)
     held: set[str] = set()
     prose: list[str] = []
@@ -88,14 +77,14 @@ def _field_line(path: Path, field: str, within: int) -> int:
     return line + opens + within
 
 
-def museum_unbacked(museum: dict[str, Wing]) -> list[Unbacked]:
+def museum_unbacked(museum: dict[str, Wing]) -> list[BookError]:
     return [u for owner, field, text in museum_prose(museum)
             for u in _unbacked(text, {claim.sentence for claim in owner.claims}, owner.path,
                                lambda within, owner=owner, field=field:
                                _field_line(owner.path, field, within))]
 
 
-def book_unbacked(book_dir: Path, museum: dict[str, Wing]) -> list[Unbacked]:
+def book_unbacked(book_dir: Path, museum: dict[str, Wing]) -> list[BookError]:
     return [unbacked for path, text in chapter_files(book_dir)
             for unbacked in chapter_unbacked(path, text)] + museum_unbacked(museum)
 
