@@ -10,7 +10,6 @@ import re
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from coursebook.config import book_config
 from coursebook.execute.cached_chapters import EXECUTED, report_folder, stopped_run
 from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, without_digest
 from coursebook.model.cell_notes import source_line
-from coursebook.model.faults import shown_path
+from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line
 from coursebook.model.outputs import BARE_IMAGE, normalise
 from coursebook.model.provenance import today
@@ -49,19 +48,7 @@ from coursebook.verify.expectations import (
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CellProblem:
-    line: int
-    first_line: str
-    what: str
-    location: str | None = None  # ``file:line`` of the exhibit that added the cell
-
-    @property
-    def message(self) -> str:
-        return self.what if self.location else f"code cell `{self.first_line}` {self.what}"
-
-
-def _exhibit_problem(origin: CellOrigin, error: str | None) -> CellProblem:
+def _exhibit_problem(origin: CellOrigin, error: str | None) -> BookError:
     """A generated exhibit cell that misbehaved, named by its exhibit's file and field."""
     exhibit, field = origin.exhibit.key, origin.field
     if error is None:
@@ -73,7 +60,7 @@ def _exhibit_problem(origin: CellOrigin, error: str | None) -> CellProblem:
     else:
         what = (f"exhibit {exhibit}: the fix (field '{field}') raised an error:\n      "
                 f"{_short(error)}\n    A fix must run: correct field '{field}'.")
-    return CellProblem(origin.line, "", what, origin.location)
+    return BookError(what, origin.exhibit.path, origin.line)
 
 
 def code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
@@ -110,56 +97,58 @@ def _short(error: str, lines: int = 12) -> str:
     return "\n      ".join(error.splitlines()[-lines:])
 
 
-def _where(cell) -> dict:
-    return dict(line=source_line(cell), first_line=first_line(cell))
+def _at(cell, what: str) -> BookError:
+    """A code cell's fault at its line, the cell named by its first line (or as given)."""
+    named, line = (cell, 0) if isinstance(cell, str) else (first_line(cell), source_line(cell))
+    return BookError(f"code cell `{named}` {what}", line=line)
 
 
 def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
                   succeeded: bool, traceback: str | None,
                   museum: dict[str, Wing] | None = None,
                   stopped: StoppedRun | None = None,
-                  report: Path | None = None) -> list[CellProblem]:
+                  report: Path | None = None) -> list[BookError]:
     """What went wrong in one executed chapter, in cell order. ``cells``: the notebook's,
     by myst-nb's cell index; ``stopped``: where a run that timed out or lost its kernel
     stopped (no later cell is blamed); ``report``: the file keeping the run's traceback."""
     if stopped is not None:
         if stopped.cell_index is None:
-            return [CellProblem(0, "(the first one)", stopped.what)]
+            return [_at("(the first one)", stopped.what)]
         ran = [cell for cell in code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
         return _problems(ran, cells, museum, report) + [
-            CellProblem(**_where(cells[stopped.cell_index]), what=stopped.what)]
+            _at(cells[stopped.cell_index], stopped.what)]
     problems = _problems(code_cells(doctree), cells, museum, report)
     if not succeeded and not problems:
-        problems.append(CellProblem(0, "(the notebook)", what=(
-            f"failed to execute:\n      {_short(traceback or 'no traceback recorded')}")))
+        problems.append(_at("(the notebook)", f"failed to execute:\n      "
+                            f"{_short(traceback or 'no traceback recorded')}"))
     return problems
 
 
 def _problems(rendered, cells: list[nbformat.NotebookNode],
-              museum: dict[str, Wing] | None, report: Path | None) -> list[CellProblem]:
-    problems: list[CellProblem] = []
+              museum: dict[str, Wing] | None, report: Path | None) -> list[BookError]:
+    problems: list[BookError] = []
     for cell in rendered:
         tags = cell.get("cell_metadata", {}).get("tags", [])
         error = next((block.astext().strip() for block in cell.findall(nodes.literal_block)
                       if "traceback" in block.get("classes", [])), None)
         origin = origin_of(cells[cell["cell_index"]], museum) if museum else None
         if origin is not None and (error is not None) != (RAISES_TAG in tags):
-            if not (problems and problems[-1].location and origin.field == "records"
-                    and problems[-1].what.startswith(f"exhibit {origin.exhibit.key}:")):
+            if not (problems and problems[-1].path and origin.field == "records"
+                    and problems[-1].message.startswith(f"exhibit {origin.exhibit.key}:")):
                 problems.append(_exhibit_problem(origin, error))  # not "did not raise" twice
             if error is not None:
                 return problems  # nbclient stops at the first unexpected error
             continue
-        where = _where(cells[cell["cell_index"]])
+        where = cells[cell["cell_index"]]
         if error is not None and RAISES_TAG not in tags:
-            problems.append(CellProblem(**where, what=(
+            problems.append(_at(where, (
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
                 + f"    Fix the cell, or tag it `{RAISES_TAG}` if the error is what it teaches.")))
             # nbclient stops at the first unexpected error: later cells never ran.
             return problems
         if error is None and RAISES_TAG in tags:
-            problems.append(CellProblem(**where, what=(
+            problems.append(_at(where, (
                 f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, "
                 "or drop the tag if it is meant to succeed.")))
         # `raises: RuntimeError` (make chapter FROM= writes the error a lesson saved): another
@@ -169,7 +158,7 @@ def _problems(rendered, cells: list[nbformat.NotebookNode],
         wanted = cell.get("cell_metadata", {}).get("raises")
         if error is not None and wanted and not re.search(
                 rf"^(?:[\w.]+\.)?{re.escape(str(wanted))}(?::|\s|$)", error, re.M):
-            problems.append(CellProblem(**where, what=(
+            problems.append(_at(where, (
                 f"raised another error than the {wanted} its `raises` names:\n      "
                 f"{_short(error)}\n    Fix the cell (a package or an earlier cell it needs), "
                 "or name in `raises` the error it teaches.")))
@@ -204,12 +193,12 @@ def report_cut_outputs(doctree: nodes.document, cells: list[nbformat.NotebookNod
             found = CUT_MARKER.search(block.astext()) if "output" in block["classes"] else None
             if found is None:
                 continue
-            where = _where(cells[cell["cell_index"]])
+            where = cells[cell["cell_index"]]
             logger.info("code cell `%s`: an output is longer than %s characters: the page "
                         "shows its start and its end around `%s`; the expected outputs verify "
-                        "the whole by its digest", where["first_line"], f"{LIMIT:,}",
+                        "the whole by its digest", first_line(where), f"{LIMIT:,}",
                         without_digest(found[0]),
-                        location=(doctree.settings.env.docname, where["line"] or None))
+                        location=(doctree.settings.env.docname, source_line(where) or None))
 
 
 def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.NotebookNode | None:
