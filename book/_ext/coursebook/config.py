@@ -5,8 +5,10 @@ checked, at ``config-inited``; :func:`book_config` gives it to every module."""
 from __future__ import annotations
 
 import dataclasses
+import platform
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from importlib import metadata
 from pathlib import Path
 from weakref import WeakKeyDictionary
 
@@ -89,14 +91,22 @@ class BookConfig:
 
     @classmethod
     def build(cls, app: Sphinx, config: Config) -> None:
-        """``config-inited``, after the execution versions: this build's, checked. A runtimes
-        file that cannot be used is one error at its line and field: the build goes on
-        without the runtimes, and fails (``-W``)."""
+        """``config-inited``: this build's, checked, its execution versions a config value (a
+        change re-reads every page). A runtimes file that cannot be used is one error at its
+        line and field: the build goes on without the runtimes, and fails (``-W``)."""
         book = cls.of(config)
         problem = book.problem()
+        try:  # the versions, once the settings' types are right
+            versions = {} if problem else {"python": platform.python_version(), **{
+                name: metadata.version(name) for name in book.execution_packages}}
+        except metadata.PackageNotFoundError as missing:
+            problem = (f"{PREFIX}execution_packages names {missing.name!r}, which this Python "
+                       "does not have: run `make venv` (pyproject.toml's dependencies)")
         if problem is not None:
             stop_build("config", (f"{shown_path(Path(app.confdir, 'conf.py'))} (or -D): "
                                   f"{problem}", None))
+        config[PREFIX + "execution_versions"] = versions
+        book = dataclasses.replace(book, execution_versions=versions)
         try:
             if book.runtimes_file:
                 load_runtimes(Path(book.runtimes_file))

@@ -18,8 +18,7 @@ from coursebook.execute.cached_chapters import check_execution_cache, enter_cach
 from coursebook.execute.fill_cache import ChapterRuns, chapter_runs
 from coursebook.execute.kernel_pool import plan_reading, stop_kernel_server
 from coursebook.execute.myst_nb_clients import import_for_reading
-from coursebook.execute.shared_cache import (extension_version, release_notebook_lock,
-                                             set_execution_versions)
+from coursebook.execute.shared_cache import extension_version, release_notebook_lock
 from coursebook.museum.render import quiet_exhibit_checks
 from coursebook.page_state import PageStateCollector
 from coursebook.prepare.answer_space import setup_answer_space
@@ -87,9 +86,8 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     count_warnings(app)  # the preview stops a build that warned (process/preview.py)
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
-    # 1. config-inited: the execution versions join the cache key, then the config is checked.
+    # 1. config-inited: the config is checked, the execution versions (the cache key) noted.
     app.connect("config-inited", own_source_suffix, priority=100)
-    app.connect("config-inited", set_execution_versions)
     app.connect("config-inited", BookConfig.build)
     app.connect("config-inited", leave_out_plain_scripts)  # a .py page is a percent script
     app.connect("config-inited", keep_config_as_given, priority=1000)  # last, for the pickle

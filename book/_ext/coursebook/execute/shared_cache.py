@@ -7,9 +7,7 @@ dies), held from lookup until cached, makes the second wait and find the first o
 
 from __future__ import annotations
 
-import platform
 import re
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,9 +16,7 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 from coursebook.model.cell_notes import CELL_NOTE, without_notes
-from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import short_digest
-from coursebook.reporting import stop_build
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -34,19 +30,6 @@ _HELD = "coursebook_cache_lock"  # the page's held lock (Sphinx's per-page data)
 _PACKAGE = Path(__file__).resolve().parents[1]  # kernels import its top-level modules
 _BOOK_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{_PACKAGE.name}\.([\w.]+)", re.M)
 _RELATIVE_IMPORT = re.compile(r"^\s*from\s+(\.+)([\w.]+)\s+import", re.M)
-
-
-def set_execution_versions(app: Sphinx, config) -> None:
-    """``config-inited``: the versions become a config value, so a change re-reads every page."""
-    packages = book_config(config).execution_packages
-    try:
-        config.coursebook_execution_versions = {"python": platform.python_version(), **{
-            name: metadata.version(name) for name in packages}}
-    except metadata.PackageNotFoundError as missing:
-        stop_build("config", (f"{shown_path(Path(app.confdir, 'conf.py'))} (or -D): "
-                              f"coursebook_execution_packages names {missing.name!r}, which this "
-                              "Python does not have: run `make venv` (pyproject.toml's "
-                              "dependencies)", None))
 
 
 def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
