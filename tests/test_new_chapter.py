@@ -573,6 +573,44 @@ def test_python_in_fenced_blocks_of_a_lessons_prose_is_named(tmp_path, capsys):
            "shows: line 5\n" in said  # ```python is a cell
 
 
+def test_a_d2l_lessons_marks_come_in_as_myst(tmp_path, capsys):
+    """d2l's notebooks keep d2l-book's marks, which came in as text the page showed
+    (`:label:`, `:numref:`, `[**...**]`): labels, references and citations are MyST's now, the
+    slides' marks as d2l's pages have them, each line at its number."""
+    import nbformat
+
+    book = _book(tmp_path)
+    lesson = tmp_path / "ndarray.ipynb"
+    prose = ["# Data\n:label:`sec_data`\n\n[**A tensor**] holds (**numbers**)(~~ on slides~~).",
+             "$$x = 1$$\n:eqlabel:`eq_one`\n\n![A cube](cube.png)\n:width:`40px`\n"
+             ":label:`fig_cube`\n\nSee :numref:`sec_data`, :numref:`fig_cube`, :eqref:`eq_one`"
+             ", :numref:`sec_other`, [**a link**](https://example.org) and :cite:`Smith.2020`."]
+    lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell(prose[0]), nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_markdown_cell(prose[1])])))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    cells = [cell.source for cell in read_chapter((book / "ndarray.md").read_text()).cells
+             if cell.cell_type == "markdown"]
+    assert cells == ["(sec_data)=\n(ndarray)=\n# Data\n\nA tensor holds numbers.",
+                     "$$x = 1$$ (eq_one)\n\n\n![A cube](cube.png)\n\n\n\nSee {ref}`sec_data`, "
+                     "{ref}`fig_cube`, {eq}`eq_one`, {ref}`sec_other`, [**a link**]"
+                     "(https://example.org) and {cite:p}`Smith.2020`."], cells
+    # a place is still the lesson's line: the image is on line 4 of its cell
+    assert "cell 3, line 4: cube.png: an image the lesson shows but does not hold" in said
+    assert "references to sections of the lesson's site, which the book does not have (the " \
+           "build stops at each): `sec_other`\n" in said, said
+    assert "make each a `{figure}` with that `:name:`" in said and ": `fig_cube`\n" in said
+    assert "to book/references.bib" in said and "or write them as text: Smith.2020\n" in said
+    # a d2l notebook with slide marks only: d2l-book's metadata tells
+    lesson = tmp_path / "lookup.ipynb"
+    lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(
+        metadata={"required_libs": []},
+        cells=[nbformat.v4.new_markdown_cell("# Docs\n\nRun (**a test**).")])))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    assert "\nRun a test.\n" in (book / "lookup.md").read_text()
+
+
 def test_a_command_this_machine_lacks_is_told_before_the_build(tmp_path, capsys):
     """`!nvidia-smi` (mrdbourke's fundamentals) came in unsaid; the build then stops at it."""
     _, said = _brought_in(tmp_path, capsys, "gpu.py", "# %% [markdown]\n# # GPU\n\n# %%\n"

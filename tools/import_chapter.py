@@ -13,6 +13,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - sphinx-gallery's reStructuredText becomes Markdown (sphinx-gallery's own ``rst2md``, its
   heading levels counted over the whole script), its roles (``:func:`x` ``) MyST roles, its
   section labels and references to them MyST's, its notes and warnings admonitions;
+- d2l-book's marks (d2l's notebooks) become MyST's: labels (``:label:`x` ``), references,
+  citations; its slides' marks (``[**…**]``) are taken out as d2l's pages take them out;
 - the title (the first heading, where it is a ``# …`` one: else the chapter's name) gets a
   label named after the chapter;
 - an image shown in HTML (``<img src=…>``, alone or only placed by ``<p>``, ``<div>``) is
@@ -30,8 +32,9 @@ modules the cells import, the errors tagged to check, a ``google.colab`` import,
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
 typeset without the network), each video or page it embeds (``<iframe>``), each raw cell
 (left out), each link to a page of the lesson's own site (``intro.html``), each fenced block
-of Python in its prose (d2l's ```{.python .input}: shown, never run), then accepting the
-outputs. Each is named where the lesson holds it: an ``.ipynb``'s cell (first 1) and line in
+of Python in its prose (d2l's ```{.python .input}: shown, never run), a cell holding only a
+string (a script's docstring: its output is the string), the works a d2l lesson cites and the
+figures it labels, then accepting the outputs. Each is named where the lesson holds it: an ``.ipynb``'s cell (first 1) and line in
 it, a script's or lecture's own line (``_place``).
 """
 
@@ -221,12 +224,43 @@ _LABEL = re.compile(r"^\.\. _(?P<name>[\w.-]+):[ \t]*$", re.M)
 # A label may hold dots (sphinx-gallery's: sphx_glr_beginner_basics_intro.py).
 _REF = re.compile(r":ref:`(?:(?P<text>[^`<]*?)\s*<(?P<name>[^<>`]+)>|(?P<bare>[^<>`\s]+))`")
 _ANONYMOUS = re.compile(r"(<[^`<>]+>`_)_")
-# A MyST label, and a reference to one.
-_MYST_LABEL = re.compile(r"^\((?P<name>[\w.-]+)\)=$", re.M)
-_MYST_REF = re.compile(r"\{ref\}`(?:[^`<]*<)?(?P<name>[\w.-]+)>?`")
+# A MyST label (a section's, an equation's: `$$ ... $$ (name)`), and a reference to one.
+_MYST_LABEL = re.compile(r"^\((?P<name>[\w.-]+)\)=$|\$\$ \((?P<equation>[\w.-]+)\)$", re.M)
+_MYST_REF = re.compile(r"\{(?:ref|eq)\}`(?:[^`<]*<)?(?P<name>[\w.-]+)>?`")
 # rst2md's note and warning (HTML, which no PDF or download shows), as MyST admonitions.
 _ALERT = re.compile(r'<div class="alert alert-(?:info|danger)"><h4>(?P<kind>Note|Warning)</h4>'
                     r"\n\n(?P<body>.*?)\n\n</div>", re.S)
+
+
+# d2l-book's marks (d2lbook/common.py's md_mark_pattern): a label under a section's heading,
+# an equation (`:eqlabel:`) or a figure, references to them, citations, an image's size.
+_D2L_MARK = re.compile(r":(?P<key>label|eqlabel|numref|ref|eqref|cite|citet|width|height):"
+                       r"`(?P<value>[^`]+)`")
+# d2l-book's slide marks: `[**text**]`, `(**text**)` keep their text, `[~~text~~]`,
+# `(~~text~~)` are the slides' own (d2lbook/slides.py, remove_slide_marks); `[**x**](url)`
+# is a link.
+_SLIDE = re.compile(r"\[(\*\*|~~)(.*?)\1\](?!\()|\((\*\*|~~)(.*?)\3\)", re.S)
+
+
+def _d2l_markdown(source: str, cited: dict[str, None], unlabelled: dict[str, None]) -> str:
+    """A markdown cell's d2l-book marks as MyST (each line at its number): a section's label
+    a MyST one, an equation's `$$ (name)`; a figure's or table's label (added to
+    ``unlabelled``: a Markdown image holds none) and an image's size left out; references
+    ``{ref}``, ``{eq}``; citations ``{cite:p}``, ``{cite:t}`` (their keys added to ``cited``);
+    slide marks as d2l-book's notebooks have them."""
+    source = _SLIDE.sub(lambda mark: "" if "~~" in (mark[1] or mark[3]) else mark[2] or mark[4],
+                        source)
+    source = re.sub(r"^(#{1,6}[ \t].*)\n:label:`([^`]+)`[ \t]*$", r"(\2)=\n\1", source, flags=re.M)
+    source = re.sub(r"\$\$[ \t]*\n:eqlabel:`([^`]+)`[ \t]*$", r"$$ (\1)\n", source, flags=re.M)
+    unlabelled.update(dict.fromkeys(re.findall(r"^[ \t]*:label:`([^`]*)`[ \t]*$", source, re.M)))
+    source = re.sub(r"^[ \t]*:(?:label|width|height):`[^`]*`[ \t]*$", "", source, flags=re.M)
+
+    def role(mark: re.Match) -> str:
+        if mark["key"].startswith("cite"):
+            cited.update(dict.fromkeys(key.strip() for key in mark["value"].split(",")))
+        role = {"numref": "ref", "eqref": "eq", "cite": "cite:p", "citet": "cite:t"}
+        return f"{{{role.get(mark['key'], mark['key'])}}}`{mark['value']}`"
+    return _D2L_MARK.sub(role, source)
 
 
 def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -497,6 +531,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
+    cited: dict[str, None] = {}  # the keys of the works a d2l lesson cites
+    unlabelled: dict[str, None] = {}  # its figures' and tables' labels
+    d2l = "required_libs" in notebook.metadata or any(  # d2l-book's notebooks' metadata
+        _D2L_MARK.search(cell.source) for cell in notebook.cells if cell.cell_type == "markdown")
     for cell in notebook.cells:
         tags = cell_tags(cell)
         source = cell.source
@@ -540,6 +578,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         elif cell.cell_type == "markdown":
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
+            elif d2l:
+                source = _d2l_markdown(source, cited, unlabelled)
             python_blocks += [_place(cell, line, info) for line, info in _python_blocks(source)]
             source, shown, written = _shown_images(source, cell, imported)
             html_images += written
@@ -564,9 +604,24 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.changed.append(f"copied the images the lesson shows ({len(imported.files)}) into "
                                 f"{name}/, beside the chapter (files beside the lesson, images "
                                 "pasted into its cells), and showed them from there")
-    if source_format.startswith("sphinx-gallery"):
+    if d2l:
+        imported.changed.append("wrote d2l-book's marks as MyST: labels, references, "
+                                "citations; the slides' marks taken out, as d2l's pages have "
+                                "them")
+    if cited:
+        imported.to_do.append("add the works the lesson cites to book/references.bib and a "
+                              "`{bibliography}` to the chapter (docs/authoring.md, "
+                              "\"Citations\"), or write them as text: " + ", ".join(cited))
+    if unlabelled:
+        imported.to_do.append("the figures and tables the lesson labels (d2l's `:label:` under "
+                              "them), which a Markdown image cannot hold: make each a `{figure}` "
+                              "with that `:name:` (docs/authoring.md, \"Numbered figures\") for "
+                              "the references to it, or write those as text: "
+                              + ", ".join(f"`{name}`" for name in unlabelled))
+    if source_format.startswith("sphinx-gallery") or d2l:
         text = "\n".join(cell.source for cell in cells if cell.cell_type == "markdown")
-        held = {found["name"] for found in _MYST_LABEL.finditer(text)}
+        held = {found["name"] or found["equation"] for found in _MYST_LABEL.finditer(text)}
+        held |= unlabelled.keys()
         elsewhere = dict.fromkeys(found["name"] for found in _MYST_REF.finditer(text)
                                   if found["name"] not in held)
         if elsewhere:
