@@ -211,6 +211,7 @@ def test_a_download_cell_carries_no_metadata_of_the_build(downloads):
     made the cell (a caught cell tells itself by its first line: :func:`is_caught`)."""
     for name, notebook in downloads.items():
         assert [dict(c.metadata) for c in notebook.cells if c.metadata] == [], name
+        assert set(notebook.metadata) == {"kernelspec", "language_info"}, name
     assert any(is_caught(c) for notebook in downloads.values() for c in notebook.cells)
 
 

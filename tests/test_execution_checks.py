@@ -39,6 +39,21 @@ def test_a_raises_exception_cell_that_does_not_raise_fails_the_build(tiny_book, 
     assert again.executed == 0 and "did not raise" in again.log and again.returncode != 0
 
 
+def test_a_run_that_goes_on_past_errors_names_each_misbehaving_cell(tiny_book, tmp_path):
+    """myst-nb's execution_allow_errors: the cells after an unexpected error ran, and are
+    checked too."""
+    _edit(tiny_book / "chapter.md", "kernelspec:",
+          "mystnb:\n  execution_allow_errors: true\nkernelspec:")
+    _edit(tiny_book / "chapter.md", "print((weights * 3).grad_fn)",
+          "print((weights * 3).grad_fn)\nweights.no_such_method()")
+    _edit(tiny_book / "chapter.md", "(weights * 2).backward()", "(weights * 2).sum().backward()")
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert build.returncode != 0
+    assert "chapter.md:23: ERROR: code cell `import torch` raised an error" in build.log
+    assert ("ERROR: code cell `(weights * 2).sum().backward()` is tagged `raises-exception` "
+            "but did not raise") in build.log
+
+
 def test_a_raises_exception_cell_may_not_hide_its_error(tiny_book, tmp_path):
     _edit(tiny_book / "chapter.md", ":tags: [raises-exception]",
           ":tags: [raises-exception, remove-output]")

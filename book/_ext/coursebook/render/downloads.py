@@ -63,7 +63,7 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
                       if BOOK_ONLY_TAG not in cell_tags(cell) and not is_claim(cell)]
     if (installs := install_cell(notebook)) is not None:  # where it runs, it installs them
         notebook.cells.insert(0, installs)
-    for key in ("jupytext", "coursebook"):  # read by the build only
+    for key in ("jupytext", "coursebook", "mystnb"):  # read by the build only
         notebook.metadata.pop(key, None)
     # A recorded chapter names the machine's kernel; a reader has Python 3.
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",

@@ -115,17 +115,18 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
         if stopped.cell_index is None:
             return [_at("(the first one)", stopped.what)]
         ran = [cell for cell in code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
-        return _problems(ran, cells, museum, report) + [
+        return _problems(ran, cells, museum, report, False) + [
             _at(cells[stopped.cell_index], stopped.what)]
-    problems = _problems(code_cells(doctree), cells, museum, report)
+    problems = _problems(code_cells(doctree), cells, museum, report, succeeded)
     if not succeeded and not problems:
         problems.append(_at("(the notebook)", f"failed to execute:\n      "
                             f"{_short(traceback or 'no traceback recorded')}"))
     return problems
 
 
-def _problems(rendered, cells: list[nbformat.NotebookNode],
-              museum: dict[str, Wing] | None, report: Path | None) -> list[BookError]:
+def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wing] | None,
+              report: Path | None, succeeded: bool) -> list[BookError]:
+    """``succeeded``: the run went on past errors, else it stopped at the first unexpected one."""
     problems: list[BookError] = []
     for cell in rendered:
         tags = cell.get("cell_metadata", {}).get("tags", [])
@@ -136,8 +137,8 @@ def _problems(rendered, cells: list[nbformat.NotebookNode],
             if not (problems and problems[-1].path and origin.field == "records"
                     and problems[-1].message.startswith(f"exhibit {origin.exhibit.key}:")):
                 problems.append(_exhibit_problem(origin, error))  # not "did not raise" twice
-            if error is not None:
-                return problems  # nbclient stops at the first unexpected error
+            if error is not None and not succeeded:
+                return problems  # the run stopped at its first unexpected error
             continue
         where = cells[cell["cell_index"]]
         if error is not None and RAISES_TAG not in tags:
@@ -145,8 +146,8 @@ def _problems(rendered, cells: list[nbformat.NotebookNode],
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
                 + f"    Fix the cell, or tag it `{RAISES_TAG}` if the error is what it teaches.")))
-            # nbclient stops at the first unexpected error: later cells never ran.
-            return problems
+            if not succeeded:  # the run stopped here: later cells never ran
+                return problems
         if error is None and RAISES_TAG in tags:
             problems.append(_at(where, (
                 f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, "
