@@ -582,9 +582,9 @@ def test_a_d2l_lessons_marks_come_in_as_myst(tmp_path, capsys):
     book = _book(tmp_path)
     lesson = tmp_path / "ndarray.ipynb"
     prose = ["# Data\n:label:`sec_data`\n\n[**A tensor**] holds (**numbers**)(~~ on slides~~).",
-             "$$x = 1$$\n:eqlabel:`eq_one`\n\n![A cube](cube.png)\n:width:`40px`\n"
-             ":label:`fig_cube`\n\nSee :numref:`sec_data`, :numref:`fig_cube`, :eqref:`eq_one`"
-             ", :numref:`sec_other`, [**a link**](https://example.org) and :cite:`Smith.2020`."]
+             ("$$x = 1$$\n:eqlabel:`eq_one`\n\n![A cube](cube.png)\n:width:`40px`\n"
+              ":label:`fig_cube`\n\nSee :numref:`sec_data`, :numref:`fig_cube`, :eqref:`eq_one`"
+              ", :numref:`sec_other`, [**a link**](https://example.org) and :cite:`Smith.2020`.")]
     lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell(prose[0]), nbformat.v4.new_code_cell("x = 1"),
         nbformat.v4.new_markdown_cell(prose[1])])))
@@ -593,9 +593,9 @@ def test_a_d2l_lessons_marks_come_in_as_myst(tmp_path, capsys):
     cells = [cell.source for cell in read_chapter((book / "ndarray.md").read_text()).cells
              if cell.cell_type == "markdown"]
     assert cells == ["(sec_data)=\n(ndarray)=\n# Data\n\nA tensor holds numbers.",
-                     "$$x = 1$$ (eq_one)\n\n\n![A cube](cube.png)\n\n\n\nSee {ref}`sec_data`, "
-                     "{ref}`fig_cube`, {eq}`eq_one`, {ref}`sec_other`, [**a link**]"
-                     "(https://example.org) and {cite:p}`Smith.2020`."], cells
+                     ("$$x = 1$$ (eq_one)\n\n\n![A cube](cube.png)\n\n\n\nSee {ref}`sec_data`, "
+                      "{ref}`fig_cube`, {eq}`eq_one`, {ref}`sec_other`, [**a link**]"
+                      "(https://example.org) and {cite:p}`Smith.2020`.")], cells
     # a place is still the lesson's line: the image is on line 4 of its cell
     assert "cell 3, line 4: cube.png: an image the lesson shows but does not hold" in said
     assert "references to sections of the lesson's site, which the book does not have (the " \
@@ -609,6 +609,27 @@ def test_a_d2l_lessons_marks_come_in_as_myst(tmp_path, capsys):
         cells=[nbformat.v4.new_markdown_cell("# Docs\n\nRun (**a test**).")])))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     assert "\nRun a test.\n" in (book / "lookup.md").read_text()
+
+
+def test_a_cell_that_waits_for_someone_at_the_keyboard_is_told_and_not_held_to_its_error(
+        tmp_path, capsys):
+    """PDSH's 01.06 (errors and debugging) runs `%debug` and `%pdb on`: a build has no one to
+    answer, so the first stopped the build and the second, tagged for the ZeroDivisionError it
+    saved, was accepted with the kernel's StdinNotImplementedError in its output."""
+    import nbformat
+
+    error = nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="", traceback=[])
+    book, said = _brought_in(tmp_path, capsys, "debugging.ipynb", nbformat.writes(
+        nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_code_cell("%debug"),
+            nbformat.v4.new_code_cell("%xmode Plain\n%pdb on\n1 / 0", outputs=[error]),
+            nbformat.v4.new_code_cell("%pdb off\nmodel.input(1)\nname = input('name? ')"),
+            nbformat.v4.new_code_cell("1 / 0", outputs=[error])])))
+    waits = re.findall(r"cell (\d+), line (\d+): `(.+?)` waits for someone at the keyboard", said)
+    assert waits == [("1", "1", "%debug"), ("2", "2", "%pdb"), ("3", "3", "input(")], said
+    code = [cell for cell in read_chapter((book / "debugging.md").read_text()).cells
+            if cell.cell_type == "code"]
+    assert [cell_tags(cell) for cell in code[2:]] == [[], [], ["raises-exception"]]
 
 
 def test_a_command_this_machine_lacks_is_told_before_the_build(tmp_path, capsys):

@@ -33,8 +33,9 @@ the lesson shows that is not beside it, sits inside other HTML or is on the web 
 typeset without the network), each video or page it embeds (``<iframe>``), each raw cell
 (left out), each link to a page of the lesson's own site (``intro.html``), each fenced block
 of Python in its prose (d2l's ```{.python .input}: shown, never run), a cell holding only a
-string (a script's docstring: its output is the string), the works a d2l lesson cites and the
-figures it labels, then accepting the outputs. Each is named where the lesson holds it: an ``.ipynb``'s cell (first 1) and line in
+string (a script's docstring: its output is the string), each cell that waits for someone at
+the keyboard (``%debug``, ``input()``: never held to the error it saved), the works a d2l
+lesson cites and the figures it labels, then accepting the outputs. Each is named where the lesson holds it: an ``.ipynb``'s cell (first 1) and line in
 it, a script's or lecture's own line (``_place``).
 """
 
@@ -90,6 +91,9 @@ _INSTALL = re.compile(r"^\s*[!%](?:(?P<pip>pip3?|python3? -m pip|conda|mamba)|ap
 _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index-url",
                      "--extra-index-url", "-f", "--find-links", "-t", "--target"})
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
+# What waits for someone at the keyboard: IPython's debugger (`%debug`, `%pdb on`), input().
+_ASKS = re.compile(r"^[ \t]*%(?:debug\b|pdb\b(?![ \t]+(?:off|0)\b))|(?<![\w.])(?:input|"
+                   r"breakpoint|getpass)\(|\bset_trace\(", re.M)
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*$", re.M)
 
@@ -552,8 +556,15 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             source = "\n".join(kept).strip("\n")
             if not source.strip() or source.strip() == "%matplotlib inline":
                 continue
+            asks = _ASKS.search(cell.source)
+            if asks:  # not held to the error it saved: the build shows the kernel's refusal
+                imported.to_do.append(
+                    f"{_place(cell, cell.source.count(chr(10), 0, asks.start()) + 1)}: "
+                    f"`{asks[0].strip()}` waits for someone at the keyboard (a debugger, an "
+                    "input), whom no build has: the build stops at the cell (its kernel cannot "
+                    "be asked); take it out, or show it in the prose")
             errors = [o.get("ename", "") for o in cell.get("outputs", [])
-                      if o.get("output_type") == "error"]
+                      if o.get("output_type") == "error" and not asks]
             if errors and RAISES_TAG not in tags:
                 tags.append(RAISES_TAG)
                 raised.append(f"{_place(cell)} (`{source.splitlines()[0]}`: {errors[0]})")
