@@ -52,6 +52,10 @@ def test_a_run_that_goes_on_past_errors_names_each_misbehaving_cell(tiny_book, t
     assert "chapter.md:23: ERROR: code cell `import torch` raised an error" in build.log
     assert ("ERROR: code cell `(weights * 2).sum().backward()` is tagged `raises-exception` "
             "but did not raise") in build.log
+    # Without allowed errors that run would have stopped: not kept, as a failed run is not
+    # (an error the machine caused is not told again from the cache).
+    again = sphinx_build(tiny_book, tmp_path / "out2", tmp_path / "cache")
+    assert again.executed == 1 and "chapter.md:23: ERROR: code cell `import torch`" in again.log
 
 
 def test_a_raises_exception_cell_may_not_hide_its_error(tiny_book, tmp_path):

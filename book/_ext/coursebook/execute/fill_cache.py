@@ -30,6 +30,7 @@ from coursebook.execute.shared_cache import (FAILED, cache_key, cache_run, cache
                                              cached_record, create_cache, notebook_lock,
                                              open_cache)
 from coursebook.model.faults import shown_path
+from coursebook.model.notebooks import RAISES_TAG
 from coursebook.page_state import page_states
 from coursebook.prepare.editions import Edition
 
@@ -165,8 +166,13 @@ def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
             allow_errors=settings.execution_allow_errors, meta_override=True)
     if result.err is not None and not keep_failed:
         return result, stopped, None
+    # A run that went on past an error no cell is tagged for (errors allowed) would have
+    # stopped there: kept for this read, run again when next looked up, as a failed run is.
+    faulty = result.err is not None or any(
+        output.output_type == "error" for cell in run.notebook.cells
+        if RAISES_TAG not in cell.metadata.get("tags", ()) for output in cell.get("outputs", ()))
     pk = cache_run(cache_path, run.notebook, str(run.path), {
-        "execution_seconds": result.time, **({} if result.err is None else {FAILED: True})})
+        "execution_seconds": result.time, **({FAILED: True} if faulty else {})})
     if result.err is None:
         logger.info("Executed notebook in %.2f seconds", result.time, location=location)
     return result, stopped, pk
