@@ -4,6 +4,7 @@ passes the checks `make test-fast` runs on the book's runtimes."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -786,12 +787,28 @@ def test_each_place_a_script_or_lecture_is_told_at_is_its_own_line(tmp_path, cap
     assert not re.search(r"cell \d", to_do), to_do
 
 
-def test_a_file_that_is_no_lesson_is_one_line_and_writes_nothing(tmp_path, capsys):
+R_KERNEL = {"display_name": "R", "language": "R", "name": "ir"}
+
+
+@pytest.mark.parametrize("name, text", [
+    ("plain.py", "x = 1\n"),
+    # an R lesson came in as a Python chapter: `x <- 5` runs there as `x < -5`
+    ("plain.ipynb", json.dumps({"cells": [{"cell_type": "code", "execution_count": None,
+                                           "id": "r1", "metadata": {}, "outputs": [],
+                                           "source": "x <- 5"}],
+                                "metadata": {"kernelspec": R_KERNEL}, "nbformat": 4,
+                                "nbformat_minor": 5})),
+    ("plain.md", ("---\njupytext:\n  text_representation: {extension: .md, format_name: myst}\n"
+                  f"kernelspec: {R_KERNEL}\n---\n\n# R\n\n```{{code-cell}} r\nx <- 5\n```\n")),
+])
+def test_a_file_that_is_no_lesson_is_one_line_and_writes_nothing(tmp_path, capsys, name, text):
     book = _book(tmp_path)
-    lesson = tmp_path / "plain.py"
-    lesson.write_text("x = 1\n")
+    lesson = tmp_path / name
+    lesson.write_text(text)
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 1
-    assert capsys.readouterr().err.count("\n") == 1 and not (book / "plain.md").exists()
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and not (book / "plain.md").exists(), said
+    assert name.endswith(".py") or "a lesson in R (its kernel: ir)" in said, said
 
 
 # --- Expected outputs: an edited cell's diff; one chapter's accept leaves the others ---------

@@ -26,6 +26,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - a cell whose saved output is an error is tagged ``raises-exception`` (its error was the
   lesson, or must be fixed: said in the report), and ``raises: NAME`` holds it to that error.
 
+A lesson whose kernel runs another language than Python (an R notebook) is refused.
+
 Left to the author, and listed: the packages to declare (those the install lines named,
 and the modules the cells import that the book's environment lacks), the lesson's own
 modules the cells import, the errors tagged to check, a ``google.colab`` import, each image
@@ -122,14 +124,14 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
     reader notes a chapter's: an .ipynb's cell at its number), and the format it was read in."""
     suffix = path.suffix
     if suffix == ".ipynb":
-        notebook = jupytext.read(path)
+        notebook = _in_python(jupytext.read(path), path)
         for number, cell in enumerate(notebook.cells, 1):
             note(cell, line=number, numbered=True)
         return notebook, "notebook (.ipynb)"
     text = path.read_text(encoding="utf8")
     if suffix == ".md":
         if is_chapter_source(text):  # read as the build reads a chapter
-            return read_chapter(text), "MyST lecture (.md)"
+            return _in_python(read_chapter(text), path), "MyST lecture (.md)"
         notebook = jupytext.reads(text, fmt="md")
         _note_written_lines(notebook, text.splitlines())
         return notebook, "Markdown lecture (.md)"
@@ -154,6 +156,17 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
         raise NotALesson(f"{path}: a Python file with neither `# %%` cells (jupytext percent) "
                          "nor a docstring first (sphinx-gallery): nothing to bring in")
     raise NotALesson(f"{path}: not a lesson make chapter reads (.ipynb, .py or .md)")
+
+
+def _in_python(notebook: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
+    """The notebook, if its kernel runs Python (the book's chapters run in ``python3``: an R
+    lesson's `x <- 5` would run there as `x < -5`)."""
+    kernel = notebook.metadata.get("kernelspec") or {}
+    language = kernel.get("language") or (notebook.metadata.get("language_info") or {}).get("name")
+    if language and not language.lower().startswith(("python", "ipython")):
+        raise NotALesson(f"{path}: a lesson in {language} (its kernel: {kernel.get('name', '?')}); "
+                         "the book's chapters run Python: nothing to bring in")
+    return notebook
 
 
 # A module's docstring, after comments that are no `# %%` (a coding line, a `# ---` header).
