@@ -187,6 +187,10 @@ def test_the_reveal_check_sees_an_output_shown_open(site):
 # What fails the audit: axe-core's two highest impacts. ("moderate": the theme's own
 # `region` landmark rule, one per page, which the book cannot change.)
 FAILING_IMPACTS = ("serious", "critical")
+# Rules whose findings are all of a lower impact, so never a failure: not run (region:
+# 3 to 6 s of Chromium's CPU over both editions). test_the_audit_fails_on_poor_contrast
+# checks that each still finds only lower impacts.
+SKIPPED_RULES = ("region",)
 
 
 def _in_mode(page, mode: str) -> None:
@@ -211,7 +215,9 @@ def axe_failures(page) -> list[str]:
 
     if page.evaluate("typeof axe === 'undefined'"):  # once per load, not once per mode
         page.evaluate(Axe().axe_script)
-    results = page.evaluate("axe.run({resultTypes: ['violations']})")
+    results = page.evaluate("skipped => axe.run({resultTypes: ['violations'], rules: "
+                            "Object.fromEntries(skipped.map(id => [id, {enabled: false}]))})",
+                            list(SKIPPED_RULES))
     return [f"{rule['id']} ({rule['impact']}): {node['target']} {node.get('failureSummary', '')[:160]}"
             for rule in results["violations"] if rule["impact"] in FAILING_IMPACTS
             for node in rule["nodes"]]
@@ -269,3 +275,12 @@ def test_the_audit_fails_on_poor_contrast(site):
         document.querySelector('article').prepend(p);
     }""")
     assert any(line.startswith("color-contrast (serious)") for line in axe_failures(page))
+    # The skipped rules find text outside every landmark, and at an impact that fails nothing.
+    page.evaluate("document.body.append(Object.assign(document.createElement('p'), "
+                  "{textContent: 'Text outside every landmark.'}))")
+    found = page.evaluate("skipped => axe.run({runOnly: {type: 'rule', values: skipped}, "
+                          "resultTypes: ['violations']})", list(SKIPPED_RULES))["violations"]
+    impacts = {rule["id"]: rule["impact"] for rule in found}
+    assert set(impacts) == set(SKIPPED_RULES) and not set(impacts.values()) & set(
+        FAILING_IMPACTS), f"{impacts}: axe-core can fail the audit on these now: run them " \
+        "(take them out of SKIPPED_RULES)"
