@@ -3,13 +3,11 @@ output that varies between runs is found when it is accepted, not on a later col
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, sphinx_build
+from conftest import ForkedRuns, load_tool, sphinx_build
 
 pytestmark = pytest.mark.slow
 
@@ -17,27 +15,31 @@ ACCEPT = {"coursebook_accept_outputs": "1"}
 RANDOM_CELL = "\n```{code-cell} ipython3\nprint(torch.rand(2))\n```\n"
 
 
-def accept(book: Path, root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "accept_outputs.py"),
-                           "--book", str(book), "--out", str(root / "out"),
-                           "--cache", str(root / "cache")],
-                          capture_output=True, text=True, cwd=ROOT)
+def accept(book: Path, root: Path, monkeypatch, capsys) -> tuple[int, str]:
+    """`make accept-outputs`' tool on ``book`` (its builds forked): its exit status, and what
+    it and its builds printed (the tool run as a program: test_faults' shebang test)."""
+    tool = load_tool("accept_outputs")
+    monkeypatch.setattr(tool, "subprocess", ForkedRuns)
+    returncode = tool.main(["--book", str(book), "--out", str(root / "out"),
+                            "--cache", str(root / "cache")])
+    printed = capsys.readouterr()
+    return returncode, printed.out + printed.err
 
 
 @pytest.mark.parametrize("seed", ["", "torch.manual_seed(0)\n"])
-def test_an_unseeded_random_output_is_refused_when_accepted(tiny_book, tmp_path, seed):
+def test_an_unseeded_random_output_is_refused_when_accepted(tiny_book, tmp_path, seed,
+                                                             monkeypatch, capsys):
     chapter = tiny_book / "chapter.md"
     chapter.write_text(chapter.read_text() + RANDOM_CELL.replace("print", seed + "print"))
-    done = accept(tiny_book, tmp_path)
-    log = done.stdout + done.stderr
+    returncode, log = accept(tiny_book, tmp_path, monkeypatch, capsys)
     expected = (tiny_book / "expected").rglob("chapter.txt")
     assert "    tensor([0." in "".join(p.read_text() for p in expected), log[-3000:]
     assert "chapter changed; running it a second time" in log, log[-3000:]
     if seed:
-        assert done.returncode == 0, log[-3000:]
+        assert returncode == 0, log[-3000:]
         assert "the second run printed the same" in log
     else:  # the accept builds alone pass; the second run finds the cell, and offers both fixes
-        assert done.returncode == 1, log[-3000:]
+        assert returncode == 1, log[-3000:]
         assert "varies between runs" in log and "torch.manual_seed(0)" in log
         assert "`(varies)`" in log
 
