@@ -36,6 +36,7 @@ from coursebook.execute.kernel_pool import (
     take_waiting_kernel,
 )
 from coursebook.execute.notebook_runs import kernel_manager_class
+from coursebook.execute.shared_cache import cache_lock, create_cache
 
 STARTED = "chapter kernels forked from one server"
 
@@ -117,6 +118,31 @@ def test_builds_sharing_a_cold_cache_start_the_kernels_once_and_leave_none(tiny_
     # server forks or, once the server has stopped, one of its own.
     assert 1 <= len(_pool(cache, "taken")) <= executed
     assert not _pool(cache, "ready") and _no_kernel_left(cache)
+
+
+@pytest.mark.slow  # starts a kernel server
+def test_a_build_set_up_after_another_made_the_cache_takes_that_builds_kernels(tiny_book,
+                                                                              tmp_path):
+    """Of two builds started on one cold cache, the second may be set up after the first
+    made the cache's database (seen on a loaded machine): the first one's server forks the
+    second one's kernels too, rather than each starting Python and importing torch."""
+    cache, pool = tmp_path / "cache", tmp_path / "cache" / "kernels"
+    create_cache(cache)  # the first build, reading: it holds its server's lock
+    lock = cache_lock(cache, "kernels")
+    lock.acquire()
+    make_pool(pool)
+    server = start_kernel_forkserver(pool, [])
+    try:
+        second = sphinx_build(tiny_book, tmp_path / "second", cache)
+    finally:
+        stop_kernel_forkserver(pool, server)
+        lock.release()
+    assert second.returncode == 0, second.log[-3000:]
+    assert len(_pool(cache, "taken")) == second.executed >= 1
+    # The server file of a build that was stopped, on a cache since made: no server.
+    (pool / SERVER).write_text(json.dumps({"pid": 2 ** 22 + 1, "address": str(tmp_path)}))
+    warm = sphinx_build(tiny_book, tmp_path / "warm", cache)
+    assert warm.returncode == 0 and STARTED not in warm.log and not (pool / SERVER).exists()
 
 
 @pytest.mark.slow

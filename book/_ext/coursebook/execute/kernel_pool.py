@@ -178,16 +178,23 @@ def start_kernel_server(app: Sphinx) -> None:
     app.setup_extension("myst_nb")  # its settings, as Sphinx resolves them
     config = app.config
     cache = cache_at_setup(app)
-    if config.nb_execution_mode != "cache" or (cache / "global.db").exists():
+    pool = cache / "kernels"
+    # A build that started first may have made the database already: while its server runs
+    # (its file in the pool), the cache is as cold for this build.
+    if config.nb_execution_mode != "cache" or ((cache / "global.db").exists()
+                                               and not (pool / SERVER).exists()):
         return
     from filelock import Timeout  # a cold cache only: a warm build imports no filelock
 
     lock = cache_lock(cache, "kernels")
-    pool = cache / "kernels"
     try:
         lock.acquire(timeout=0)
     except Timeout:
         offer_waiting_kernels(pool)  # another build's server: its kernels serve this one too
+        return
+    if (cache / "global.db").exists():  # the server file of a build that was stopped
+        (pool / SERVER).unlink(missing_ok=True)  # (or of one that has just stopped)
+        lock.release()
         return
     make_pool(pool)
     offer_waiting_kernels(pool)
