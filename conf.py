@@ -84,8 +84,10 @@ coursebook_execution_packages = ["torch", "jaxtyping", "numpy", "ipykernel", "ma
 # tests/test_config.py fails when one of them no longer imports.
 coursebook_preview_kernel_imports = ["torch", "torch.distributed.tensor", "torch._dynamo",
                                      "matplotlib.pyplot"]
-# A cold build starts each chapter's kernel as it starts, with what every chapter imports.
-coursebook_kernel_imports = ["torch", "torch._dynamo"]
+# A cold build starts each chapter's kernel as it starts, with what every chapter imports:
+# matplotlib too, which PT01's figures import (about 1 s of CPU in each of its two editions'
+# kernels, once in the server instead: docs/performance.md).
+coursebook_kernel_imports = ["torch", "torch._dynamo", "matplotlib.pyplot"]
 
 # A jupytext percent script (`# %%` cells) is a chapter: the book reads it with jupytext and
 # hands myst-nb the prepared chapter as a notebook's JSON, each cell mapped to its line in

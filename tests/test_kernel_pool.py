@@ -204,6 +204,21 @@ def _run(kernel: dict, code: str) -> str:
     return run_in_kernel(kernel, code)[1]
 
 
+@pytest.mark.slow  # starts a kernel server
+def test_a_kernel_forked_after_pyplot_was_imported_still_shows_a_figure_inline(tmp_path):
+    """A cold build's server imports matplotlib before the kernel's IPython exists (conf.py):
+    a figure a cell draws is still shown and closed at the cell's end, as in a fresh kernel."""
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    server = start_kernel_forkserver(pool, ["matplotlib.pyplot"])
+    try:
+        kernel = fork_kernel(pool, str(tmp_path), None)
+        _run(kernel, "import matplotlib.pyplot as plt\nplt.plot([1, 2])")
+        assert _run(kernel, "print(plt.get_fignums())").strip() == "[]"
+    finally:
+        stop_kernel_forkserver(pool, server)
+
+
 PROBE = ("import json, os, random, signal, sys\n"
          "print(json.dumps({'cwd': os.getcwd(), 'path': sys.path, 'name': __name__,\n"
          "    'main': repr(sys.modules['__main__']), 'own session': os.getsid(0) == os.getpid(),\n"
