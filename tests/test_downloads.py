@@ -419,6 +419,61 @@ def test_directives_become_markdown_a_reader_sees():
     assert convert("Math $x^2$ and {math}`y`.\n\n$$\na\n$$") == "Math $x^2$ and $y$.\n\n$$\na\n$$"
 
 
+# Each syntax extension myst-parser offers (a chapter's top matter may turn any on), but
+# linkify, which needs a package the book does not install.
+EVERY_EXTENSION = {"alert", "amsmath", "attrs_block", "attrs_inline", "colon_fence", "deflist",
+                   "dollarmath", "fieldlist", "gfm_autolink", "html_admonition", "html_image",
+                   "replacements", "section_ref", "smartquotes", "strikethrough", "substitution",
+                   "tasklist"}
+_SECOND_PARAGRAPH_FOOTNOTE = "Said.[^a] Again.[^a]\n\n[^a]: A *note*.\n\n    Its second paragraph."
+
+
+@pytest.mark.parametrize("source, plain", [
+    (_SECOND_PARAGRAPH_FOOTNOTE, _SECOND_PARAGRAPH_FOOTNOTE),  # once a KeyError: 'footnote_ref'
+    ("Term\n: Its definition.", "**Term**\n\nIts definition."),
+    ("| l | r | c | n |\n|:--|--:|:-:|---|\n| 1 | 2 | 3 | 4 |",
+     "| l | r | c | n |\n| :-- | --: | :-: | --- |\n| 1 | 2 | 3 | 4 |"),
+    ("- [ ] to do\n- [x] done", "- [ ] to do\n- [x] done"),
+    ("Both {math}`x^2` and $y$.", "Both $x^2$ and $y$."),
+    ("<div>\n\nIn *HTML*.\n\n</div>", "<div>\n\nIn *HTML*.\n\n</div>"),
+    ("[](#pt01-update), [it](#pt01-update), [](glossary.md), [a heading](#a-heading)",
+     ("[Title of pt01-update](https://book.example/pt01-update.html), "
+      "[it](https://book.example/pt01-update.html), "
+      "[Title of glossary.md](https://book.example/glossary.md.html), [a heading](#a-heading)")),
+])
+def test_ordinary_markup_downloads_as_the_page_shows_it(source, plain):
+    def resolve(role, target):  # a heading's own anchor is no label: Jupyter follows it
+        return None if target == "a-heading" else _resolve(role, target)
+
+    for config in (MD_CONFIG, MdParserConfig(enable_extensions=EVERY_EXTENSION)):
+        assert PlainMarkdown(resolve, md_config=config).convert(source) == plain
+
+
+def test_the_syntax_of_myst_extensions_downloads_as_the_page_shows_it():
+    convert = PlainMarkdown(_resolve, md_config=MdParserConfig(
+        enable_extensions=EVERY_EXTENSION, substitutions={"name": "Ada", "list": "- one"})).convert
+    assert convert("Hi {{ name }}, {{ name | upper }}, {{ gone }}.\n\n{{ list }}") \
+        == "Hi Ada, ADA, {{gone}}.\n\n- one"  # myst-parser warns at an unknown name
+    assert convert("~~wrong~~ [right]{.cls}") == "~~wrong~~ right"
+    assert convert(":name: value") == "**name**\n\nvalue"
+    assert convert("> [!WARNING]\n> Careful.") == "> **Warning**\n>\n> Careful."
+
+
+@pytest.mark.slow
+def test_a_chapters_footnote_and_top_matter_syntax_reach_its_download(tiny_book, tmp_path):
+    """A footnote once stopped the build with a traceback (the download's converter had no
+    renderer); syntax the chapter's top matter turns on is read by the download too."""
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text().replace("kernelspec:", "myst:\n  enable_extensions: "
+                                                   "[substitution]\n  substitutions: {name: Ada}\n"
+                                                   "kernelspec:", 1)
+                       .replace("A worked example.", "An example by {{ name }}.[^a]\n\n[^a]: A note."))
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert build.returncode == 0 and "Traceback" not in build.log, build.log[-3000:]
+    download = nbformat.read(tmp_path / "out" / "html" / "_sources" / "chapter.ipynb", as_version=4)
+    assert "An example by Ada.[^a]\n\n[^a]: A note." in [cell.source for cell in download.cells]
+
+
 @pytest.mark.slow  # Run all in two kernels
 def test_run_all_stops_at_a_planted_error_and_passes_once_caught(tmp_path):
     notebook = nbformat.v4.new_notebook(cells=[

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import nbformat
+from myst_parser.config.main import merge_file_level
 from sphinx.application import Sphinx
 
 from coursebook.answer_checks.prepare import SETUP_TAG, without_exact
@@ -159,8 +160,12 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
         found = app.env.images.get(app.env.relfn2path(path, pagename)[0])
         return f"{published.rstrip('/')}/_images/{found[1]}" if found and published else ""
 
-    return PlainMarkdown(resolve, page_url(published, pagename),
-                         getattr(app.env, "myst_config", None), app.tags.eval_condition, image_url)
+    # A chapter's top matter may add MyST syntax (``myst: enable_extensions``), as myst-nb reads it.
+    notebook = chapter_notebook(app.env, pagename)
+    md_config = merge_file_level(app.env.myst_config, notebook.metadata if notebook else {},
+                                 lambda kind, message: None)  # myst-nb warned already
+    return PlainMarkdown(resolve, page_url(published, pagename), md_config,
+                         app.tags.eval_condition, image_url)
 
 
 def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import jinja2
+import mdformat_footnote
 import yaml
 from mdformat.renderer import DEFAULT_RENDERERS, MDRenderer, RenderContext, RenderTreeNode
 from myst_parser.config.main import MdParserConfig
@@ -66,7 +68,7 @@ class PlainMarkdown:
     def _parser(self):
         parser = create_md_parser(self.md_config or MdParserConfig(), MDRenderer)
         parser.options.update(mdformat={"number": True, "wrap": "keep"}, codeformatters={},
-                              parser_extension=[_MystToPlain], store_labels=True)
+                              parser_extension=[mdformat_footnote, _MystToPlain], store_labels=True)
         return parser
 
     def convert(self, source: str) -> str:
@@ -179,15 +181,50 @@ def _children(separator: str) -> Callable[[RenderTreeNode, RenderContext], str]:
     return render
 
 
+def _bold(node: RenderTreeNode, context: RenderContext) -> str:  # a term, field or alert title
+    return f"**{_children('')(node, context)}**"
+
+
+_ALIGNED = {"": " --- |", "left": " :-- |", "right": " --: |", "center": " :-: |"}
+
+
 def _table(node: RenderTreeNode, context: RenderContext) -> str:  # GitHub's, as Jupyter's
     rows = []
     for section in node.children:
         for row in section.children:
             cells = [cell.children[0].render(context) if cell.children else "" for cell in row.children]
             rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-            if section.type == "thead":
-                rows.append("|" + " --- |" * len(cells))
+            if section.type == "thead":  # each column's alignment, as written
+                styles = [str(cell.attrs.get("style", "")) for cell in row.children]
+                rows.append("|" + "".join(_ALIGNED[style[len("text-align:"):]] for style in styles))
     return "\n".join(rows)
+
+
+def _list_item(node: RenderTreeNode, context: RenderContext) -> str:  # a task's box as written
+    box = {True: "[x] ", False: "[ ] "}.get(node.meta.get("checked"), "")
+    return box + DEFAULT_RENDERERS["list_item"](node, context)
+
+
+def _link(node: RenderTreeNode, context: RenderContext) -> str:  # MyST's [](#label), [](page.md)
+    href, converter = str(node.attrs["href"]), _converter(context)
+    role = ("ref" if href.startswith("#") else
+            "doc" if href.endswith(".md") and "://" not in href else "")
+    if not role or (found := converter.resolve(role, href.removeprefix("#"))) is None:
+        return DEFAULT_RENDERERS["link"](node, context)  # a web address, or a heading's anchor
+    text = _children("")(node, context)  # Markdown already: the title is text
+    if text:
+        return f"[{text}]({found.url})" if found.url else text
+    return converter.link(found.title, found.url)
+
+
+def _substitution(node: RenderTreeNode, context: RenderContext) -> str:  # as myst-parser's
+    converter, expression = _converter(context), f"{{{{{node.content}}}}}"
+    try:
+        value = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(
+            expression).render(converter.md_config.substitutions)
+    except Exception:  # noqa: BLE001 - myst-parser warns at its line; the text stays
+        return escape(expression)
+    return converter.convert(value)
 
 
 class _MystToPlain:  # a parser extension as mdformat's renderer reads it (no POSTPROCESSORS)
@@ -200,6 +237,7 @@ class _MystToPlain:  # a parser extension as mdformat's renderer reads it (no PO
         "front_matter": _nothing,
         "fence": _fence,
         "image": _image,
+        "link": _link,
         "colon_fence": _fence,
         "math_inline": lambda node, context: f"${node.content}$",
         "math_inline_double": lambda node, context: f"$${node.content}$$",
@@ -207,9 +245,21 @@ class _MystToPlain:  # a parser extension as mdformat's renderer reads it (no PO
         "math_block_label": _math_block,
         "amsmath": _math_block,
         "dl": _children("\n\n"),
-        "dt": lambda node, context: f"**{_children('')(node, context)}**",
+        "dt": _bold,
         "dd": _children("\n\n"),
+        "field_list": _children("\n\n"),
+        "fieldlist_name": _bold,
+        "fieldlist_body": _children("\n\n"),
+        "alert": DEFAULT_RENDERERS["blockquote"],
+        "alert_title": _bold,
         "table": _table,
+        "list_item": _list_item,
+        "s": lambda node, context: f"~~{_children('')(node, context)}~~",
+        "span": _children(""),  # its attributes style the HTML only
+        "substitution_inline": _substitution,
+        "substitution_block": _substitution,
+        # myst-parser keeps a footnote's definition where it is written, under this name.
+        "footnote_reference": mdformat_footnote.RENDERERS["footnote"],
     }
 
 
