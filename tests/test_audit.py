@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from conftest import BOOK, ROOT, TINY_BOOK
-from coursebook.audit.answer_leaks import Fingerprints, audit_build, chapter_fingerprints
+from coursebook.audit.answer_leaks import (
+    Fingerprints,
+    audit_build,
+    chapter_fingerprints,
+    fingerprint_words,
+)
 from coursebook.model.faults import BookError
 
 ANSWER_SENTENCE = "The tiny chapter's answer says that tripling doubles nothing whatsoever here."
@@ -161,6 +166,68 @@ def test_an_answer_pasted_into_the_exercise_cell_is_found(tmp_path):
     assert lines[overlap.answer.line - 1] == ANSWER_CODE
     allowed = f'[[allow]]\npassage = "{ANSWER_CODE}"\nwhy = "scaffolding"\n'
     assert _overlaps(tmp_path, planted, allowed) == []
+
+
+# The lines of QuantEcon's lecture-python-intro lectures/linear_equations.md (b9316aa) that
+# stopped its student build: its solutions import and plot as its worked examples do. The
+# transpose is ours: an argument-less call of no imported name, the answer's own work.
+LECTURE = """---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  name: python3
+  display_name: Python 3
+---
+
+# Linear equations
+
+```{code-cell} ipython3
+import numpy as np
+import matplotlib.pyplot as plt
+```
+
+```{code-cell} ipython3
+from numpy.linalg import solve
+p = solve(A, h)  # equilibrium prices
+fig, ax = plt.subplots()
+ax.plot(q, p, 'o')
+plt.legend()
+```
+
+```{code-cell} ipython3
+# Solve for p by least squares.
+```
+
+```{code-cell} ipython3
+:tags: ["answer"]
+import numpy as np
+from numpy.linalg import solve
+p = solve(A, b)
+A_T = A.transpose()
+fig, ax = plt.subplots()
+ax.plot(q, a - b*q, 'r', label='Fitted line')
+plt.legend()
+```
+"""
+
+
+def test_lines_every_chapter_repeats_are_no_answer(tmp_path):
+    """An import names what a chapter may use; an argument-less call of an imported name
+    (``plt.legend()``) sets up or shows: an answer repeating one leaks nothing."""
+    assert _overlaps(tmp_path, LECTURE) == []
+
+
+@pytest.mark.parametrize("line", ["p = solve(A, b)", "A_T = A.transpose()"])
+def test_a_one_line_answer_pasted_into_student_code_is_found(tmp_path, line):
+    assert not [overlap for overlap in _overlaps(tmp_path, LECTURE) if overlap.passage ==
+                " ".join(fingerprint_words(line))]
+    planted = LECTURE.replace("least squares.\n", f"least squares.\n{line}\n")
+    [overlap] = [overlap for overlap in _overlaps(tmp_path, planted)
+                 if overlap.passage == " ".join(fingerprint_words(line))]
+    lines = planted.splitlines()
+    assert lines[overlap.visible.line - 1] == lines[overlap.answer.line - 1] == line
+    assert overlap.visible.line < overlap.answer.line
 
 
 def test_a_question_quoting_the_answers_value_is_found(tmp_path):

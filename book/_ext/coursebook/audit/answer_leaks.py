@@ -254,7 +254,7 @@ def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
     """The place moved to the line of its cell that holds the run's names, if one does."""
     names = [token for token in run if re.fullmatch(r"\w+", token)]
     lines = place.cell.source.split("\n")
-    at = next((i for i, line in enumerate(lines) if all(name in line.lower() for name in names)),
+    at = next((i for i, line in enumerate(lines) if set(names) <= set(fingerprint_words(line))),
               None)
     return place if at is None else Place(place.path, cell_line(place.cell, at), lines[at].strip())
 
@@ -284,11 +284,18 @@ def read_allowances(path: Path) -> list[str]:
 SourceCells = list[tuple[Place, list[tuple[str, ...]], list[str], set[str], bool, bool]]
 
 
-def _code_lines(cell) -> list[str]:
-    if cell.cell_type != "code":
-        return []
+# An import names what a chapter may use, and an argument-less call of a name one binds
+# (``plt.legend()``, ``fig, ax = plt.subplots()``) sets up or shows: neither holds what an
+# answer works out (the lines that use them do), and chapters repeat both.
+_IMPORT = re.compile(r"\s*(?:from\s+[\w.]+\s+)?import\s+([\w.,\s]+?)\s*(?:#.*)?")
+_BARE_CALL = re.compile(r"\s*(?:[\w\s,]+=\s*)?(\w+)[\w.]*\(\s*\)\s*;?\s*(?:#.*)?")
+
+
+def _code_lines(cell, imported: set[str]) -> list[str]:
     tokens = (fingerprint_words(line) for line in cell.source.splitlines()
-              if not line.strip().startswith("#"))
+              if cell.cell_type == "code" and not line.strip().startswith("#")
+              and not _IMPORT.fullmatch(line)
+              and not ((call := _BARE_CALL.fullmatch(line)) and call[1] in imported))
     return [" " + " ".join(words) + " " for words in tokens if len(words) >= CODE_LINE_WORDS]
 
 
@@ -303,18 +310,23 @@ def _values(cell) -> set[str]:
 def source_cells(path: Path, text: str) -> SourceCells:
     cells = (read_chapter(text).cells if is_chapter_source(text)
              else [place_at(nbformat.v4.new_markdown_cell(text), 1)])  # a page: one cell
+    # Names its imports bind: ``np`` of ``import numpy as np``, ``solve`` of ``from … import solve``
+    imported = {name.split()[-1].split(".")[0] for cell in cells if cell.cell_type == "code"
+                for match in map(_IMPORT.fullmatch, cell.source.splitlines()) if match
+                for name in match[1].split(",") if name.strip()}
     return [(Place(path, source_line(cell), first_line(cell), cell),
-             list(_runs(fingerprint_words(_cell_text(cell)))), _code_lines(cell), _values(cell),
-             is_answer(cell), cell.cell_type == "markdown") for cell in cells]
+             list(_runs(fingerprint_words(_cell_text(cell)))), _code_lines(cell, imported),
+             _values(cell), is_answer(cell), cell.cell_type == "markdown") for cell in cells]
 
 
 def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                     cells_of: Callable[[Path, str], SourceCells] = source_cells
                     ) -> list[AnswerOverlap]:
     """Each (answer cell, visible cell) pair sharing a passage no allowance covers: answer
-    prose in any visible text, answer code in visible prose, each line of answer code in
-    visible code, an answer's values (its checks' included) anywhere. An exercise's own
-    scaffolding that its answer repeats (a signature) is allowed line by line."""
+    prose in any visible text, answer code in visible prose, each line of answer code but
+    its setup (:func:`_code_lines`) in visible code, an answer's values (its checks' included)
+    anywhere. An exercise's own scaffolding that its answer repeats (a signature) is allowed
+    line by line."""
     prose: dict[tuple[str, ...], Place] = {}
     code: dict[tuple[str, ...], Place] = {}
     exact: dict[str, Place] = {}  # lines of code (" "-padded tokens) and values: never alike

@@ -40,13 +40,6 @@ def shown_outputs(cell: Tag) -> list[Tag]:
                        for details in output.parents)]
 
 
-def _visible_text(element: Tag) -> str:
-    element = BeautifulSoup(str(element), "html.parser")
-    for hidden in element.select("details:not([open])"):
-        hidden.decompose()
-    return re.sub(r"\s+", " ", element.get_text(" "))
-
-
 def _first_line(cell: Tag) -> str:
     code = cell.select_one("div.cell_input")
     return first_line(code.get_text())[:60] if code else ""
@@ -99,6 +92,10 @@ def _target_text(page: Path, href: str, soups: dict[Path, BeautifulSoup]) -> str
     if not anchor or "://" in address:
         return ""
     target = (page.parent / address).resolve() if address else page
-    soup = soups.get(target)
-    element = soup.find(id=anchor) if soup is not None else None
-    return _visible_text(element) if element is not None else ""
+    element = soups[target].find(id=anchor) if target in soups else None
+    if element is None:
+        return ""
+    element = BeautifulSoup(str(element), "html.parser")
+    for hidden in element.select("details:not([open])"):  # closed: not seen
+        hidden.decompose()
+    return re.sub(r"\s+", " ", element.get_text(" "))
