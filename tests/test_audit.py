@@ -230,6 +230,12 @@ def test_a_one_line_answer_pasted_into_student_code_is_found(tmp_path, line):
     assert overlap.visible.line < overlap.answer.line
 
 
+def test_an_answer_line_pasted_with_a_comment_of_its_own_is_found(tmp_path):
+    planted = LECTURE.replace("least squares.\n", "least squares.\np = solve(A, b)  # mine\n")
+    assert [overlap.passage for overlap in _overlaps(tmp_path, planted)] == [
+        " ".join(fingerprint_words("p = solve(A, b)"))]
+
+
 def test_a_question_quoting_the_answers_value_is_found(tmp_path):
     """The value an answer's check holds (what the answer prints), quoted in visible prose."""
     chapter = (TINY_BOOK / "chapter.md").read_text().replace(

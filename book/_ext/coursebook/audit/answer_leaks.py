@@ -292,7 +292,8 @@ _BARE_CALL = re.compile(r"\s*(?:[\w\s,]+=\s*)?(\w+)[\w.]*\(\s*\)\s*;?\s*(?:#.*)?
 
 
 def _code_lines(cell, imported: set[str]) -> list[str]:
-    tokens = (fingerprint_words(line) for line in cell.source.splitlines()
+    # A trailing comment is no part of the line: an answer pasted with one added is found.
+    tokens = (fingerprint_words(re.sub(r"\s#.*", "", line)) for line in cell.source.splitlines()
               if cell.cell_type == "code" and not line.strip().startswith("#")
               and not _IMPORT.fullmatch(line)
               and not ((call := _BARE_CALL.fullmatch(line)) and call[1] in imported))
