@@ -631,6 +631,7 @@ def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
     downloads = _student_downloads(built)
     chapters = {p.stem: p for p in BOOK.glob("*.md") if is_chapter_source(p.read_text())}
     assert set(downloads) == set(chapters)
+    pt01 = ""  # what pt01 printed
     for name, path in downloads.items():
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)
@@ -653,6 +654,10 @@ def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
         caught_sources = {catching(cell.source, _raised(name, chapter)) for _, cell in raising}
         caught = [c for c in ran.cells if is_caught(c) and c.source in caught_sources]
         assert shown and [normalise(printed(c)).strip() for c in caught] == shown, name
+        if name == "pt01":
+            pt01 = "".join(map(printed, ran.cells))
+    # Its exercise's check, run without the answer the student writes.
+    assert "Write sum_diagonals first." in pt01
 
 
 @pytest.mark.slow
