@@ -65,6 +65,26 @@ def test_a_raises_exception_cell_may_not_hide_its_error(tiny_book, tmp_path):
     assert build.returncode != 0 and "must show its error" in build.log
 
 
+def test_a_cell_that_waits_for_input_is_refused_at_its_line_tagged_or_not(tiny_book, tmp_path):
+    """No build answers input(), getpass or a debugger (ipykernel raises StdinNotImplementedError):
+    a `%pdb on` cell tagged for the error it then raises was accepted with the debugger's
+    session as its expected output."""
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text() + (
+        "\n```{code-cell} ipython3\n:tags: [raises-exception]\nname = input('Your name? ')\n```\n"
+        "\n```{code-cell} ipython3\n---\ntags: [raises-exception]\nraises: ZeroDivisionError\n"
+        "---\n%pdb on\n1 / 0\n```\n"
+        "\n```{code-cell} ipython3\nimport getpass\ngetpass.getpass()\n```\n"))
+    lines = chapter.read_text().splitlines()
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    refused = [line for line in build.log.splitlines() if "waits for input" in line]
+    assert refused == [f"{chapter}:{lines.index(first) + 1}: ERROR: code cell `{first}` waits for "
+                       "input, which no build gives: remove the call. [coursebook.execution]"
+                       for first in ("name = input('Your name? ')", "%pdb on", "import getpass")], \
+        build.log[-3000:]
+    assert build.returncode != 0 and "raised" not in build.log
+
+
 def test_open_in_colab_appears_only_when_the_repository_is_set(tiny_book, tmp_path, cache_copy):
     # (The tiny book's cold build, which executes it, is conftest's tiny_cache: it passes.)
     plain = sphinx_build(tiny_book, tmp_path / "plain", cache_copy)

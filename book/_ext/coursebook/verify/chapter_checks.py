@@ -132,7 +132,15 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
         tags = cell.get("cell_metadata", {}).get("tags", [])
         error = next((block.astext().strip() for block in cell.findall(nodes.literal_block)
                       if "traceback" in block.get("classes", [])), None)
-        origin = origin_of(cells[cell["cell_index"]], museum) if museum else None
+        where = cells[cell["cell_index"]]
+        # ipykernel's answer to input(), getpass or a debugger's prompt: no build types one.
+        if any("StdinNotImplementedError" in block.astext() for block in
+               cell.findall(nodes.literal_block) if "output" in block.get("classes", [])):
+            problems.append(_at(where, "waits for input, which no build gives: remove the call."))
+            if error is not None and RAISES_TAG not in tags and not succeeded:
+                return problems  # the run stopped here
+            continue
+        origin = origin_of(where, museum) if museum else None
         if origin is not None and (error is not None) != (RAISES_TAG in tags):
             if not (problems and problems[-1].path and origin.field == "records"
                     and problems[-1].message.startswith(f"exhibit {origin.exhibit.key}:")):
@@ -140,7 +148,6 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
             if error is not None and not succeeded:
                 return problems  # the run stopped at its first unexpected error
             continue
-        where = cells[cell["cell_index"]]
         if error is not None and RAISES_TAG not in tags:
             problems.append(_at(where, (
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
