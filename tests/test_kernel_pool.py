@@ -404,17 +404,18 @@ def test_a_chapter_whose_kernel_server_stopped_with_another_build_is_told_so(
     for name in ("JUPYTER_PATH", "COURSEBOOK_KERNEL_POOL"):  # restored after the test
         monkeypatch.setenv(name, os.environ.get(name, ""))
     offer_waiting_kernels(pool)  # as the other build, on the same cache, does
+    running = tmp_path / "running"  # the cell writes it as it starts
 
     def stop_the_starter() -> None:
-        while not list((pool / "taken").glob("*.json")):
+        while not running.exists():
             time.sleep(0.05)
-        time.sleep(2)  # the cell is running
         starter.send_signal(getattr(signal, signal_name))
 
     threading.Thread(target=stop_the_starter, daemon=True).start()
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import time\ntime.sleep(30)")], metadata={"kernelspec": {
-            "name": "python3", "display_name": "Python 3", "language": "python"}})
+        f"import pathlib, time\npathlib.Path({str(running)!r}).touch()\ntime.sleep(30)")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}})
     _, stopped = run_notebook(notebook, cwd=str(tmp_path), timeout=60, allow_errors=False,
                               meta_override=True)
     starter.wait(timeout=60)
@@ -430,6 +431,8 @@ def test_a_stopped_build_leaves_no_kernel_it_took_from_another_builds_server(tmp
     pool = tmp_path / "pool"
     make_pool(pool)
     server = start_kernel_forkserver(pool, [])
+    running = tmp_path / "running"  # the cell writes it as it starts
+    cell = f"import pathlib, time\npathlib.Path({str(running)!r}).touch()\ntime.sleep(60)"
     try:
         taker = subprocess.Popen(
             [sys.executable, "-c",
@@ -439,14 +442,13 @@ def test_a_stopped_build_leaves_no_kernel_it_took_from_another_builds_server(tmp
              "from coursebook.process.interrupt import stop_cleanly_on_interrupt\n"
              "stop_cleanly_on_interrupt(None)\n"
              f"offer_waiting_kernels(Path({str(pool)!r}))\n"
-             "notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(\n"
-             "    'import time\\ntime.sleep(60)')], metadata={'kernelspec': {\n"
+             f"notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell({cell!r})],\n"
+             "    metadata={'kernelspec': {\n"
              "    'name': 'python3', 'display_name': 'Python 3', 'language': 'python'}})\n"
              f"run_notebook(notebook, cwd={str(tmp_path)!r}, timeout=120, allow_errors=False,\n"
              "             meta_override=True)\n"], stderr=subprocess.DEVNULL)
-        while not list((pool / "taken").glob("*.json")):
+        while not running.exists():
             time.sleep(0.05)
-        time.sleep(2)  # its cell is running
         kernel = json.loads(next((pool / "taken").glob("*.json")).read_text())
         taker.send_signal(signal.SIGTERM)
         assert taker.wait(timeout=60) == 143
