@@ -468,8 +468,8 @@ def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expect
     # (a label may hold dots: sphinx-gallery's own)
     assert "{ref}`elsewhere <other-lesson>`, and {ref}`sphx_glr_beginner_basics_intro.py`" \
         in text or source is not SPHINX_GALLERY, text
-    assert ("references to sections of the lesson's site, which the book does not have (the "
-            "build stops at each): `other-lesson`, `sphx_glr_beginner_basics_intro.py`\n") \
+    assert ("references to sections or pages of the lesson's site, which the book does not have "
+            "(the build stops at each): `other-lesson`, `sphx_glr_beginner_basics_intro.py`\n") \
         in said or source is not SPHINX_GALLERY, said
     # an `.. image::` (rst2md's `file://` address) is the lesson's file, not one on the web
     assert f"line {_line_of(SPHINX_GALLERY, 'graph.png')}: _static/img/graph.png: an image " \
@@ -599,8 +599,8 @@ def test_a_d2l_lessons_marks_come_in_as_myst(tmp_path, capsys):
                       "(https://example.org) and {cite:p}`Smith.2020`.")], cells
     # a place is still the lesson's line: the image is on line 4 of its cell
     assert "cell 3, line 4: cube.png: an image the lesson shows but does not hold" in said
-    assert "references to sections of the lesson's site, which the book does not have (the " \
-           "build stops at each): `sec_other`\n" in said, said
+    assert "references to sections or pages of the lesson's site, which the book does not " \
+           "have (the build stops at each): `sec_other`\n" in said, said
     assert "make each a `{figure}` with that `:name:`" in said and ": `fig_cube`\n" in said
     assert "to book/references.bib" in said and "or write them as text: Smith.2020\n" in said
     # a d2l notebook with slide marks only: d2l-book's metadata tells
@@ -894,6 +894,35 @@ def test_a_myst_lecture_comes_in_with_its_solutions_as_answers(tmp_path, capsys)
     code = [c for c in cells if c.cell_type == "code"]
     assert [c.source for c in code[1:]] == ["print(1 + 2)"]  # the install cell is gone
     assert "answer" in cell_tags(code[1])  # the gated solution's code: an answer
+
+
+def test_a_lectures_references_to_its_own_site_and_works_are_named(tmp_path, capsys):
+    """A MyST lecture's references to the lesson's other pages and sections, and the works it
+    cites, came in unsaid (QuantEcon's lectures hold 172 `{doc}` and 165 `{cite}`): the build
+    stopped at each. Those the chapter or the book holds (a page, a label, a directive's
+    `:label:`, a figure's name, a key of book/references.bib) are left. A figure's caption and
+    name (myst-nb's cell options) were dropped: its `{numref}` stopped the build."""
+    book = _book(tmp_path)
+    (book / "references.bib").write_text("@book{Known2020,\n  title = {A book},\n}\n")
+    (book / "extra.md").write_text("(extra-label)=\n# Extra\n")
+    lesson = tmp_path / "supply.md"
+    prose = ("(here)=\nSee {doc}`intro_supply_demand`, {doc}`index`, {ref}`here`, {ref}`Extra "
+             "<extra-label>`, {ref}`other-lecture`, {numref}`fig_line`, {eq}`eq:demand`, "
+             "{eq}`eq:supply`, {cite}`Known2020,Other2021` and {cite:t}`Third`.\n\n```{math}\n"
+             ":label: eq:demand\nq = 1\n```\n\n$$\nq = 2\n$$(eq:supply)")
+    figure = ("```{code-cell} ipython3\n---\nmystnb:\n  figure:\n    caption: A line\n"
+              "    name: fig_line\n---\nprint(1)")
+    lesson.write_text(MYST_PLACES.replace("The [previous lesson](intro.html).", prose)
+                      .replace("```{code-cell} ipython3\nprint(1)", figure))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    assert "the book does not have (the build stops at each): `intro_supply_demand`, " \
+           "`other-lecture`\n" in said, said
+    assert "or write them as text: Other2021, Third\n" in said, said
+    # myst-nb's own cell options stay: the figure keeps its caption and the name it is cited by
+    [cell] = [cell for cell in read_chapter((book / "supply.md").read_text()).cells
+              if cell.source == "print(1)"]
+    assert cell.metadata["mystnb"] == {"figure": {"caption": "A line", "name": "fig_line"}}
 
 
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):

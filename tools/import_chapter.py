@@ -7,7 +7,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
   run in a temporary folder (myst-nb's ``execution_in_temp``): a file a lesson writes (a saved
   model, a downloaded dataset) is not left in the book's sources;
 - the hidden first cell that keeps errors short comes first (as in the skeleton);
-- outputs are dropped (the build makes them) and so is cell metadata other than tags;
+- outputs are dropped (the build makes them) and so is cell metadata other than tags and
+  myst-nb's own (``mystnb``: a figure's caption and name);
 - an install line (``!pip``, ``%pip``, ``!apt``, ``!conda``) is taken out: a cell does not
   install during a build; the packages it named are listed for the author to declare;
 - sphinx-gallery's reStructuredText becomes Markdown (sphinx-gallery's own ``rst2md``, its
@@ -33,12 +34,14 @@ and the modules the cells import that the book's environment lacks), the lesson'
 modules the cells import, the errors tagged to check, a ``google.colab`` import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
 typeset without the network), each video or page it embeds (``<iframe>``), each raw cell
-(left out), each link to a page of the lesson's own site (``intro.html``), each fenced block
-of Python in its prose (d2l's ```{.python .input}: shown, never run), a cell holding only a
-string (a script's docstring: its output is the string), each cell that waits for someone at
-the keyboard (``%debug``, ``input()``: never held to the error it saved), the works a d2l
-lesson cites and the figures it labels, then accepting the outputs. Each is named where the lesson holds it: an ``.ipynb``'s cell (first 1) and line in
-it, a script's or lecture's own line (``_place``).
+(left out), each link to a page or reference to a section of the lesson's own site
+(``intro.html``, ``{doc}`intro```), each work it cites that book/references.bib lacks, each
+fenced block of Python in its prose (d2l's ```{.python .input}: shown, never run), a cell
+holding only a string (a script's docstring: its output is the string), each cell that waits
+for someone at the keyboard (``%debug``, ``input()``: never held to the error it saved), the
+figures a d2l lesson labels, then accepting the outputs. Each is named where the lesson holds
+it: an ``.ipynb``'s cell (first 1) and line in it, a script's or lecture's own line
+(``_place``).
 """
 
 from __future__ import annotations
@@ -241,9 +244,12 @@ _LABEL = re.compile(r"^\.\. _(?P<name>[\w.-]+):[ \t]*$", re.M)
 # A label may hold dots (sphinx-gallery's: sphx_glr_beginner_basics_intro.py).
 _REF = re.compile(r":ref:`(?:(?P<text>[^`<]*?)\s*<(?P<name>[^<>`]+)>|(?P<bare>[^<>`\s]+))`")
 _ANONYMOUS = re.compile(r"(<[^`<>]+>`_)_")
-# A MyST label (a section's, an equation's: `$$ ... $$ (name)`), and a reference to one.
-_MYST_LABEL = re.compile(r"^\((?P<name>[\w.-]+)\)=$|\$\$ \((?P<equation>[\w.-]+)\)$", re.M)
-_MYST_REF = re.compile(r"\{(?:ref|eq)\}`(?:[^`<]*<)?(?P<name>[\w.-]+)>?`")
+# A MyST label (a section's, an equation's: `$$ ... $$ (name)`, a directive's `:label:` or
+# `:name:`), and a reference to one.
+_MYST_LABEL = re.compile(r"^\((?P<name>[^()\s]+)\)=$|\$\$[ \t]*\((?P<equation>[^()\s]+)\)$"
+                         r"|^:(?:label|name):[ \t]*(?P<option>\S+)", re.M)
+_MYST_REF = re.compile(r"\{(?:ref|numref|eq|doc)\}`(?:[^`<]*<)?(?P<name>[^<>`\s]+)>?`")
+_CITE = re.compile(r"\{cite(?::\w+)?\}`(?P<keys>[^`]+)`")  # sphinxcontrib-bibtex's
 # rst2md's note and warning (HTML, which no PDF or download shows), as MyST admonitions.
 _ALERT = re.compile(r'<div class="alert alert-(?:info|danger)"><h4>(?P<kind>Note|Warning)</h4>'
                     r"\n\n(?P<body>.*?)\n\n</div>", re.S)
@@ -259,12 +265,12 @@ _D2L_MARK = re.compile(r":(?P<key>label|eqlabel|numref|ref|eqref|cite|citet|widt
 _SLIDE = re.compile(r"\[(\*\*|~~)(.*?)\1\](?!\()|\((\*\*|~~)(.*?)\3\)", re.S)
 
 
-def _d2l_markdown(source: str, cited: dict[str, None], unlabelled: dict[str, None]) -> str:
+def _d2l_markdown(source: str, unlabelled: dict[str, None]) -> str:
     """A markdown cell's d2l-book marks as MyST (each line at its number): a section's label
     a MyST one, an equation's `$$ (name)`; a figure's or table's label (added to
     ``unlabelled``: a Markdown image holds none) and an image's size left out; references
-    ``{ref}``, ``{eq}``; citations ``{cite:p}``, ``{cite:t}`` (their keys added to ``cited``);
-    slide marks as d2l-book's notebooks have them."""
+    ``{ref}``, ``{eq}``; citations ``{cite:p}``, ``{cite:t}``; slide marks as d2l-book's
+    notebooks have them."""
     source = _SLIDE.sub(lambda mark: "" if "~~" in (mark[1] or mark[3]) else mark[2] or mark[4],
                         source)
     source = re.sub(r"^(#{1,6}[ \t].*)\n:label:`([^`]+)`[ \t]*$", r"(\2)=\n\1", source, flags=re.M)
@@ -272,12 +278,9 @@ def _d2l_markdown(source: str, cited: dict[str, None], unlabelled: dict[str, Non
     unlabelled.update(dict.fromkeys(re.findall(r"^[ \t]*:label:`([^`]*)`[ \t]*$", source, re.M)))
     source = re.sub(r"^[ \t]*:(?:label|width|height):`[^`]*`[ \t]*$", "", source, flags=re.M)
 
-    def role(mark: re.Match) -> str:
-        if mark["key"].startswith("cite"):
-            cited.update(dict.fromkeys(key.strip() for key in mark["value"].split(",")))
-        role = {"numref": "ref", "eqref": "eq", "cite": "cite:p", "citet": "cite:t"}
-        return f"{{{role.get(mark['key'], mark['key'])}}}`{mark['value']}`"
-    return _D2L_MARK.sub(role, source)
+    role = {"numref": "ref", "eqref": "eq", "cite": "cite:p", "citet": "cite:t"}
+    return _D2L_MARK.sub(lambda mark: f"{{{role.get(mark['key'], mark['key'])}}}`{mark['value']}`",
+                         source)
 
 
 def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -538,17 +541,31 @@ def _unimportable(modules: dict, packages: list[str], folder: Path | None) -> tu
     return list(lacking), list(own)
 
 
+def book_names(book: Path) -> frozenset[str]:
+    """What a chapter's references may name in the book: its pages, their MyST labels and the
+    keys of its works (book/references.bib)."""
+    names = set()
+    for page in book.glob("*.md"):
+        names |= {page.stem, *(found["name"] or found["equation"] or found["option"]
+                               for found in _MYST_LABEL.finditer(page.read_text(encoding="utf8")))}
+    bib = book / "references.bib"
+    names |= set(re.findall(r"^@\w+\{\s*([^,\s]+),", bib.read_text(encoding="utf8"), re.M)
+                 if bib.is_file() else [])
+    return frozenset(names)
+
+
 def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
-              title: str | None = None, folder: Path | None = None) -> Imported:
+              title: str | None = None, folder: Path | None = None,
+              known: frozenset[str] = frozenset()) -> Imported:
     """The lesson as a chapter named ``name``: see the module's description. ``folder`` is
-    the lesson's, where the images it shows are found."""
+    the lesson's, where the images it shows are found; ``known``, the names the book holds
+    (:func:`book_names`)."""
     cells = []
     imported = Imported(notebook, "", source_format)
     dropped_outputs = removed_installs = html_images = 0
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
-    cited: dict[str, None] = {}  # the keys of the works a d2l lesson cites
     unlabelled: dict[str, None] = {}  # its figures' and tables' labels
     d2l = "required_libs" in notebook.metadata or any(  # d2l-book's notebooks' metadata
         _D2L_MARK.search(cell.source) for cell in notebook.cells if cell.cell_type == "markdown")
@@ -593,6 +610,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                       "docstring), which the page shows as its value, quotes "
                                       "and `\\n` included: make it a markdown cell, or take it out")
             new = code_cell(source, *tags)
+            if "mystnb" in cell.metadata:  # myst-nb's options: a figure's caption and name
+                new.metadata["mystnb"] = cell.metadata["mystnb"]
             if errors:  # the error the lesson saved: the build holds the cell to it
                 new.metadata["raises"] = errors[0]
             imported.to_do += [  # the lesson's cell: its line as the lesson has it
@@ -603,7 +622,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
             elif d2l:
-                source = _d2l_markdown(source, cited, unlabelled)
+                source = _d2l_markdown(source, unlabelled)
             python_blocks += [_place(cell, line, info) for line, info in _python_blocks(source)]
             source, shown, written = _shown_images(source, cell, imported)
             html_images += written
@@ -632,6 +651,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.changed.append("wrote d2l-book's marks as MyST: labels, references, "
                                 "citations; the slides' marks taken out, as d2l's pages have "
                                 "them")
+    text = "\n".join(cell.source for cell in cells if cell.cell_type == "markdown")
+    cited = dict.fromkeys(key.strip() for found in _CITE.finditer(text)
+                          for key in found["keys"].split(",") if key.strip() not in known)
     if cited:
         imported.to_do.append("add the works the lesson cites to book/references.bib and a "
                               "`{bibliography}` to the chapter (docs/authoring.md, "
@@ -642,17 +664,16 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                               "with that `:name:` (docs/authoring.md, \"Numbered figures\") for "
                               "the references to it, or write those as text: "
                               + ", ".join(f"`{name}`" for name in unlabelled))
-    if source_format.startswith("sphinx-gallery") or d2l:
-        text = "\n".join(cell.source for cell in cells if cell.cell_type == "markdown")
-        held = {found["name"] or found["equation"] for found in _MYST_LABEL.finditer(text)}
-        held |= unlabelled.keys()
-        elsewhere = dict.fromkeys(found["name"] for found in _MYST_REF.finditer(text)
-                                  if found["name"] not in held)
-        if elsewhere:
-            imported.to_do.append("point at a section of the book, or write as text, the "
-                                  "references to sections of the lesson's site, which the book "
-                                  "does not have (the build stops at each): "
-                                  + ", ".join(f"`{name}`" for name in elsewhere))
+    held = {found["name"] or found["equation"] or found["option"]
+            for found in _MYST_LABEL.finditer(text)} | {
+        ((cell.metadata.get("mystnb") or {}).get("figure") or {}).get("name") for cell in cells}
+    elsewhere = dict.fromkeys(found["name"] for found in _MYST_REF.finditer(text)
+                              if found["name"] not in held | unlabelled.keys() | known)
+    if elsewhere:
+        imported.to_do.append("point at a section or page of the book, or write as text, the "
+                              "references to sections or pages of the lesson's site, which the "
+                              "book does not have (the build stops at each): "
+                              + ", ".join(f"`{name}`" for name in elsewhere))
     if python_blocks:
         imported.to_do.append("the Python in fenced blocks of prose is shown, never run or "
                               "verified: make each block the lesson runs a code cell "

@@ -33,7 +33,7 @@ from markdown_it import MarkdownIt  # noqa: E402
 from coursebook.model.faults import shown_path  # noqa: E402
 from coursebook.model.notebooks import is_chapter_source, top_matter  # noqa: E402
 from coursebook.model.recordings import recording_name  # noqa: E402
-from import_chapter import Imported, NotALesson, book_form, read_lesson  # noqa: E402
+from import_chapter import Imported, NotALesson, book_form, book_names, read_lesson  # noqa: E402
 from import_chapter import chapter_text as imported_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,7 +162,7 @@ def new_chapter(name: str, title: str, book: Path, after: str | None = None,
         try:
             notebook, source_format = read_lesson(lesson)
             imported = book_form(notebook, name, source_format, title.strip() or None,
-                                 lesson.parent)
+                                 lesson.parent, book_names(book))
         except NotALesson as error:
             raise Refused(str(error)) from None
         title = imported.title
