@@ -96,9 +96,6 @@ _INSTALL = re.compile(r"^\s*[!%](?:(?P<pip>pip3?|python3? -m pip|conda|mamba)|ap
 _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index-url",
                      "--extra-index-url", "-f", "--find-links", "-t", "--target"})
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
-# What waits for someone at the keyboard: IPython's debugger (`%debug`, `%pdb on`), input().
-_ASKS = re.compile(r"^[ \t]*%(?:debug\b|pdb\b(?![ \t]+(?:off|0)\b))|(?<![\w.])(?:input|"
-                   r"breakpoint|getpass)\(|\bset_trace\(", re.M)
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*$", re.M)
 
@@ -259,10 +256,13 @@ _ALERT = re.compile(r'<div class="alert alert-(?:info|danger)"><h4>(?P<kind>Note
 # an equation (`:eqlabel:`) or a figure, references to them, citations, an image's size.
 _D2L_MARK = re.compile(r":(?P<key>label|eqlabel|numref|ref|eqref|cite|citet|width|height):"
                        r"`(?P<value>[^`]+)`")
+# d2l-book's own marks, which no other Markdown writes: they tell a d2l lesson.
+_D2L_OWN = re.compile(r":(?:label|eqlabel|numref|eqref|citet):`")
 # d2l-book's slide marks: `[**text**]`, `(**text**)` keep their text, `[~~text~~]`,
-# `(~~text~~)` are the slides' own (d2lbook/slides.py, remove_slide_marks); `[**x**](url)`
-# is a link.
-_SLIDE = re.compile(r"\[(\*\*|~~)(.*?)\1\](?!\()|\((\*\*|~~)(.*?)\3\)", re.S)
+# `(~~text~~)` are the slides' own (d2lbook/slides.py, remove_slide_marks); each opening mark
+# pairs with the next closing one, and `[**x**](url)` is a link.
+_SLIDE = re.compile(r"\[(\*\*|~~)((?:(?!\1\]|\[\1).)*?)\1\](?!\()"
+                    r"|\((\*\*|~~)((?:(?!\3\)|\(\3).)*?)\3\)", re.S)
 
 
 def _d2l_markdown(source: str, unlabelled: dict[str, None]) -> str:
@@ -511,6 +511,24 @@ def _imported_modules(source: str) -> list[str]:
                          and node.level == 0 and node.module else [])]
 
 
+def _waits(source: str) -> tuple[int, str] | None:
+    """The line (from 1) and name of a code cell's first call that waits for someone at the
+    keyboard: input(), getpass, breakpoint(), a debugger's set_trace(), IPython's `%debug`,
+    `%%debug`, `%pdb` (not off)."""
+    for call in sorted((node for node in ast.walk(_python(source)) if isinstance(node, ast.Call)),
+                       key=lambda node: (node.lineno, node.col_offset)):
+        named = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(
+            call.func, "id", "")
+        said = [argument.value for argument in call.args if isinstance(argument, ast.Constant)]
+        if named in ("run_line_magic", "run_cell_magic") and said and (
+                said[0] == "debug" or said[0] == "pdb" and said[1:2] not in (["off"], ["0"])):
+            return call.lineno, f"%{said[0]}"
+        if named in ("getpass", "set_trace") or named in ("input", "breakpoint") and isinstance(
+                call.func, ast.Name):
+            return call.lineno, f"{named}("
+    return None
+
+
 def _only_a_string(source: str) -> bool:
     """Whether a code cell is one string and nothing else (a percent script's docstring)."""
     body = _python(source).body
@@ -568,7 +586,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     unlabelled: dict[str, None] = {}  # its figures' and tables' labels
     d2l = "required_libs" in notebook.metadata or any(  # d2l-book's notebooks' metadata
-        _D2L_MARK.search(cell.source) for cell in notebook.cells if cell.cell_type == "markdown")
+        _D2L_OWN.search(cell.source) for cell in notebook.cells if cell.cell_type == "markdown")
     for cell in notebook.cells:
         tags = cell_tags(cell)
         source = cell.source
@@ -586,13 +604,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             source = "\n".join(kept).strip("\n")
             if not source.strip() or source.strip() == "%matplotlib inline":
                 continue
-            asks = _ASKS.search(cell.source)
+            asks = _waits(cell.source)
             if asks:  # not held to the error it saved: the build shows the kernel's refusal
                 imported.to_do.append(
-                    f"{_place(cell, cell.source.count(chr(10), 0, asks.start()) + 1)}: "
-                    f"`{asks[0].strip()}` waits for someone at the keyboard (a debugger, an "
-                    "input), whom no build has: the build stops at the cell (its kernel cannot "
-                    "be asked); take it out, or show it in the prose")
+                    f"{_place(cell, asks[0])}: `{asks[1]}` waits for someone at the keyboard (a "
+                    "debugger, an input), whom no build has: the build stops at the cell (its "
+                    "kernel cannot be asked); take it out, or show it in the prose")
             errors = [o.get("ename", "") for o in cell.get("outputs", [])
                       if o.get("output_type") == "error" and not asks]
             if errors and RAISES_TAG not in tags:
