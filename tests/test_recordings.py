@@ -650,12 +650,14 @@ def test_a_recording_made_again_keeps_its_cell_ids_and_shuts_its_kernels_down(se
 
 # --- Timeouts: a hung cell or fresh Python stops the run with one line ------------------
 
-def _tiny_with(tmp_path, cell: str):
-    """The fixture's tiny chapter, with one more cell at its end."""
-    book = tmp_path / "book"
+def _tiny_with(folder, *cells: str):
+    """The fixture's tiny chapter, with more cells at its end (a cell may start with its
+    options, `:tags: [second-kernel]`)."""
+    book = folder / "book"
     shutil.copytree(SECOND_KIND / "book", book)
     chapter = book / "tiny.md"
-    chapter.write_text(chapter.read_text() + f"\n```{{code-cell}} ipython3\n{cell}\n```\n")
+    chapter.write_text(chapter.read_text() + "".join(f"\n```{{code-cell}} ipython3\n{cell}\n```\n"
+                                                     for cell in cells))
     return book
 
 
@@ -675,35 +677,45 @@ def test_a_hung_fresh_python_is_stopped_at_its_timeout_with_its_children(capsys)
     assert capsys.readouterr().out == "started\n"  # what it printed before, shown
 
 
-@pytest.mark.slow  # the recorder runs the chapter in kernels
-def test_a_cell_past_its_timeout_stops_the_recorder_with_one_line(tmp_path):
+@pytest.mark.slow  # the recorder runs the chapter in kernels, two runs at once
+def test_two_runs_at_once_each_stop_at_their_own_timeouts_with_one_line(tmp_path):
+    """Two recordings of one chapter on one kind at once, each with its own timeouts: a cell
+    that sleeps past its run's 15 s; a fresh Python, started by a cell of the other run's
+    second kernel, stopped at half its run's 20 s. That kernel starts only once the first
+    run's cell runs (a FIFO hands over), so after the first run made its kernels: kernels the
+    runs shared would give it the first run's half (7.5 s)."""
+    import os
     import time
+    from concurrent.futures import ThreadPoolExecutor
 
-    book = _tiny_with(tmp_path, "import time\ntime.sleep(600)")
+    handover = tmp_path / "handover"
+    os.mkfifo(handover)
+    # Opened for reading and writing, a FIFO never waits: the byte waits for the reader.
+    hung = _tiny_with(tmp_path / "hung", f"import time\nimport os\nos.write(os.open("
+                                         f"{str(handover)!r}, os.O_RDWR), b'.')\ntime.sleep(600)")
+    fresh = _tiny_with(tmp_path / "fresh", f"open({str(handover)!r}).read(1)",
+                       ":tags: [second-kernel]\n\n"
+                       "from coursebook.exhibit_checks import run_in_fresh_python\n"
+                       "run_in_fresh_python('import time; time.sleep(600)')")
     started = time.monotonic()
-    # 15 s: the probe and the chapter's other cells (torch imported) stay within it on a
-    # loaded machine (3 s did not, beside a full suite).
-    done = _record_tiny(book, "lab", "--cell-timeout", "15")
+    with ThreadPoolExecutor(2) as pool:
+        # 15 s: the probe and the chapter's other cells (torch imported) stay within it on a
+        # loaded machine (3 s did not, beside a full suite). 20 s: half of it leaves the
+        # cell's import of coursebook 10 s, however busy the machine.
+        runs = [pool.submit(_record_tiny, book, "lab", "--cell-timeout", seconds)
+                for book, seconds in ((hung, "15"), (fresh, "20"))]
+        hung_run, fresh_run = (run.result() for run in runs)
     assert time.monotonic() - started < 300  # stopped, not waited for
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.strip().splitlines()[-1] == (
+    for book, done in ((hung, hung_run), (fresh, fresh_run)):
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert not (book / "recordings" / "tiny-lab.ipynb").exists()
+    assert hung_run.stderr.strip().splitlines()[-1] == (
         "record: cell `import time` in environment 'main' ran past its 15 s timeout and was "
         "stopped; nothing written")
-    assert not (book / "recordings" / "tiny-lab.ipynb").exists()
-
-
-@pytest.mark.slow  # the recorder runs the chapter in kernels
-def test_a_fresh_python_in_a_cell_is_stopped_at_half_the_cell_timeout(tmp_path):
-    book = _tiny_with(tmp_path, "from coursebook.exhibit_checks import run_in_fresh_python\n"
-                                "run_in_fresh_python('import time; time.sleep(600)')")
-    # Half of it leaves the cell's import of coursebook 10 s, however busy the machine.
-    done = _record_tiny(book, "lab", "--cell-timeout", "20")
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.strip().splitlines()[-1] == (
+    assert fresh_run.stderr.strip().splitlines()[-1] == (
         "record: cell `from coursebook.exhibit_checks import run_in_fresh_python` failed in "
-        "environment 'main': TimeoutError: the fresh Python ran past 10 s and was stopped; "
+        "environment 'second': TimeoutError: the fresh Python ran past 10 s and was stopped; "
         "nothing written")
-    assert not (book / "recordings" / "tiny-lab.ipynb").exists()
 
 
 def test_the_environments_alone_are_made_and_named(tmp_path):

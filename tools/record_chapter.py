@@ -30,13 +30,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import copy
 import difflib
+import functools
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -399,9 +403,18 @@ def kernel_environment(machine: MachineKind, sides: Path,
     return env
 
 
+@functools.cache
+def kernelspecs() -> Path:
+    """This process's folder of kernelspecs, removed when it exits: two runs at once (of one
+    chapter, with other timeouts or Pythons) each start their own kernels."""
+    folder = Path(tempfile.mkdtemp(prefix="kernelspecs-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def install_kernel(name: str, python: Path, env: dict[str, str]) -> None:
     """A kernelspec for an environment's python, found through JUPYTER_PATH."""
-    root = ROOT / "_build" / "jupyter"
+    root = kernelspecs()
     spec = root / "kernels" / name
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(json.dumps({
