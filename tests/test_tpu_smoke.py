@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -52,18 +53,18 @@ echo '{{"environments": {{"both": "{sys.executable}"}}}}'
 """
 
 
-def _smoke(tmp_path: Path, *arguments: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
+def _smoke(folder: Path, *arguments: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
     for name, text in FAKES.items():
-        (tmp_path / "fakes" / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "fakes" / name).write_text(text)
-    (tmp_path / "bin").mkdir(exist_ok=True)
-    (tmp_path / "bin" / "make").write_text(FAKE_MAKE)
-    (tmp_path / "bin" / "make").chmod(0o755)
+        (folder / "fakes" / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "fakes" / name).write_text(text)
+    (folder / "bin").mkdir(parents=True, exist_ok=True)
+    (folder / "bin" / "make").write_text(FAKE_MAKE)
+    (folder / "bin" / "make").chmod(0o755)
     started = time.monotonic()
     done = subprocess.run([sys.executable, str(SCRIPT), *arguments], capture_output=True,
                           text=True, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(tmp_path / "fakes"),
-                               "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+                          env={**os.environ, "PYTHONPATH": str(folder / "fakes"),
+                               "PATH": f"{folder / 'bin'}{os.pathsep}{os.environ['PATH']}",
                                **env})
     return done, time.monotonic() - started
 
@@ -73,10 +74,18 @@ def test_the_smoke_test_explains_itself():
     assert done.returncode == 0 and done.stdout.startswith("usage:")
 
 
-@pytest.mark.slow  # its steps run in kernels, some until a 6 s timeout
-def test_each_step_reports_and_a_hung_step_is_cut_at_its_timeout(tmp_path):
-    done, seconds = _smoke(tmp_path, "--kind", "cpu", "--timeout", "6",
-                           "--output", str(tmp_path / "report.json"), FAKE_HANG_AFTER_JAX="1")
+@pytest.mark.slow  # its steps run in kernels, some until a 6 s timeout; two runs at once
+def test_each_step_reports_and_a_hung_step_or_kernel_cell_is_cut_at_its_timeout(tmp_path):
+    """Two runs at once (their timeouts overlap): one whose torch_xla hangs after JAX
+    (FAKE_HANG_AFTER_JAX) reports every step, the hung one cut at its timeout; one whose
+    torch_xla cell hangs in its kernel (FAKE_HANG_IN_KERNEL): the cell's timeout stops it,
+    the kernel is killed at once, the step says where it was."""
+    with ThreadPoolExecutor(2) as pool:
+        every = pool.submit(_smoke, tmp_path / "every", "--kind", "cpu", "--timeout", "6",
+                            "--output", str(tmp_path / "report.json"), FAKE_HANG_AFTER_JAX="1")
+        in_kernel = pool.submit(_smoke, tmp_path / "in-kernel", "--kind", "cpu", "--timeout", "6",
+                                "--python", sys.executable, FAKE_HANG_IN_KERNEL="1")
+        (done, seconds), (hung_in_kernel, _) = every.result(), in_kernel.result()
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)  # stdout is the one JSON report, nothing else
     assert json.loads((tmp_path / "report.json").read_text()) == report
@@ -108,15 +117,7 @@ def test_each_step_reports_and_a_hung_step_is_cut_at_its_timeout(tmp_path):
         assert kernel["found"][f"{bridge}_device_kind"] == "cpu"
         assert kernel["found"]["kernel_ended"] == "shut down"  # asked, not killed
     assert "[kernel: torch_xla] torch_xla has its device" in done.stderr
-
-
-@pytest.mark.slow  # its steps run in kernels, some until a 6 s timeout
-def test_a_kernel_step_whose_cell_hangs_is_cut_and_its_kernel_killed(tmp_path):
-    """A torch_xla cell that hangs in its kernel (planted: FAKE_HANG_IN_KERNEL): the cell's
-    timeout stops it, the kernel is killed at once, the step says where it was."""
-    done, _ = _smoke(tmp_path, "--kind", "cpu", "--timeout", "6", "--python", sys.executable,
-                     FAKE_HANG_IN_KERNEL="1")
-    report = json.loads(done.stdout)
+    report = json.loads(hung_in_kernel.stdout)
     kernel = next(step for step in report["steps"] if step["name"] == "kernel: torch_xla")
     assert kernel["status"] == "failed" and kernel["reached"] == "importing torch_xla"
     assert kernel["error"] == ("the cell ran past its 6 s timeout; its kernel was killed "
