@@ -193,15 +193,17 @@ class ForkedRuns:
 
 def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
                  settings: dict[str, str] | None = None, jobs: str | None = "auto",
-                 forked: bool | None = None) -> Build:
+                 forked: bool | None = None, env: dict[str, str] | None = None) -> Build:
     """Build one edition with the repository's conf.py, as the Makefile does (``jobs``
     reader processes); a book other than the real one imports ahead what it needs.
-    ``forked``: :func:`run_sphinx`'s."""
+    ``forked``: :func:`run_sphinx`'s; ``env``: variables of this build's alone (another
+    build may run at once)."""
     command = sphinx_command(srcdir, outdir / "html", outdir / "doctrees", tags=tags, jobs=jobs,
                              settings={"nb_execution_cache_path": str(cache),
                                        **imported_ahead(srcdir), **(settings or {})})
     (outdir / "tmp").mkdir(parents=True, exist_ok=True)
-    done = run_sphinx(command, env={**os.environ, "TMPDIR": str(outdir / "tmp")}, forked=forked)
+    done = run_sphinx(command, env={**os.environ, **(env or {}), "TMPDIR": str(outdir / "tmp")},
+                      forked=forked)
     return Build(done.returncode, done.stdout + done.stderr, outdir)
 
 

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -253,34 +254,36 @@ PROGRESS = ('import sys\nfor step in range(30_000):\n'
 @pytest.mark.slow
 @pytest.mark.own_kernels
 def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny_book, tmp_path,
-                                                                           cache_copy,
-                                                                           monkeypatch):
+                                                                           cache_copy):
     """The cell that hung, not a later `raises-exception` cell that never ran; the remedy
-    the message names (the chapter's own limit) works. The first build runs without the
-    deferral of myst-nb's imports (execute/myst_nb_clients.py), which carries only speed:
-    a flood of output is still cut and the hung cell still named."""
+    the message names (the chapter's own limit) works: two builds at once (their waits
+    overlap), of two copies of the book. The first runs without the deferral of myst-nb's
+    imports (execute/myst_nb_clients.py), which carries only speed: a flood of output is
+    still cut and the hung cell still named."""
     chapter = tiny_book / "chapter.md"
-    good = chapter.read_text()
-    monkeypatch.setenv("COURSEBOOK_DEFER_IMPORTS", "0")
+    raised_book = shutil.copytree(tiny_book, tmp_path / "raised-src")
     # A limit that importing torch (the cell before) meets on a busy machine, and a cell
     # that sleeps far past it.
     _plant_cell(chapter, "import time\ntime.sleep(600)")
     _plant_cell(chapter, FLOOD)  # before the hung cell
     line = _line_of(chapter, "import time")
-    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy,
-                         settings={"nb_execution_timeout": "15"})
+    # The chapter's own limit holds for its every cell: torch's import meets it too.
+    # A sleep past the setting's 2 s, and no longer: it proves the chapter's limit won.
+    _plant_cell(raised_book / "chapter.md", "import time\ntime.sleep(3)",
+                top_matter="mystnb: {execution_timeout: 60}")
+    with ThreadPoolExecutor(2) as pool:
+        hung = pool.submit(sphinx_build, tiny_book, tmp_path / "out", cache_copy,
+                           settings={"nb_execution_timeout": "15"},
+                           env={"COURSEBOOK_DEFER_IMPORTS": "0"})
+        raised = pool.submit(sphinx_build, raised_book, tmp_path / "raised",
+                             shutil.copytree(cache_copy, tmp_path / "raised-cache"),
+                             settings={"nb_execution_timeout": "2"})
+        build, raised = hung.result(), raised.result()
     assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `import time` was "
                                     "still running after 15 s, the limit for one cell "
                                     "(nb_execution_timeout)")
     assert "`mystnb: {execution_timeout: 30}`" in build.log and "did not raise" not in build.log
     assert build.log.count(f"code cell `{FLOOD}`: an output is longer") == 1, build.log[-3000:]
-    chapter.write_text(good)
-    monkeypatch.delenv("COURSEBOOK_DEFER_IMPORTS")
-    # The chapter's own limit holds for its every cell: torch's import meets it too.
-    # A sleep past the setting's 2 s, and no longer: it proves the chapter's limit won.
-    _plant_cell(chapter, "import time\ntime.sleep(3)", top_matter="mystnb: {execution_timeout: 60}")
-    raised = sphinx_build(tiny_book, tmp_path / "raised", cache_copy,
-                          settings={"nb_execution_timeout": "2"})
     assert "still running after" not in raised.log and raised.executed == 1, raised.log[-3000:]
 
 
