@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -179,16 +181,30 @@ def run_sphinx(command: list[str], *, cwd: Path = ROOT, env: dict[str, str] | No
                              if merged else {}))
 
 
-class ForkedRuns:
+class _ForkedRuns:
     """``subprocess`` for a tool of tools/ (:func:`load_tool`'s) whose builds a test forks as
-    its own (:func:`run_sphinx`: about 2 s of CPU a build less): ``run``, the tool's one
-    use, prints what the build printed where the tool's own output goes."""
+    its own (:func:`run_sphinx`: about 2 s of CPU a build less): ``run`` of a command whose
+    output is not captured (a build's) prints what it printed where the tool's own output
+    goes; any other is ``subprocess.run``'s."""
 
     @staticmethod
-    def run(command: list[str], *, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-        done = run_sphinx(command, cwd=cwd, merged=True)
+    def run(command: list[str], **options) -> subprocess.CompletedProcess:
+        if set(options) - {"cwd"}:
+            return subprocess.run(command, **options)
+        done = run_sphinx(command, cwd=options.get("cwd", Path.cwd()), merged=True)
         print(done.stdout, end="", flush=True)
         return done
+
+
+def tool_in_process(name: str, arguments: list[str]) -> tuple[int, str]:
+    """tools/NAME.py run on ``arguments`` in this process, its builds forked (_ForkedRuns): its
+    exit status and all it printed. One at a time: its output is this process's."""
+    tool = load_tool(name)
+    tool.subprocess = _ForkedRuns
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        returncode = tool.main(arguments)
+    return returncode, printed.getvalue()
 
 
 def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,

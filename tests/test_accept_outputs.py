@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ForkedRuns, load_tool, sphinx_build
+from conftest import sphinx_build, tool_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -15,23 +15,18 @@ ACCEPT = {"coursebook_accept_outputs": "1"}
 RANDOM_CELL = "\n```{code-cell} ipython3\nprint(torch.rand(2))\n```\n"
 
 
-def accept(book: Path, root: Path, monkeypatch, capsys) -> tuple[int, str]:
-    """`make accept-outputs`' tool on ``book`` (its builds forked): its exit status, and what
-    it and its builds printed (the tool run as a program: test_faults' shebang test)."""
-    tool = load_tool("accept_outputs")
-    monkeypatch.setattr(tool, "subprocess", ForkedRuns)
-    returncode = tool.main(["--book", str(book), "--out", str(root / "out"),
-                            "--cache", str(root / "cache")])
-    printed = capsys.readouterr()
-    return returncode, printed.out + printed.err
+def accept(book: Path, root: Path) -> tuple[int, str]:
+    """`make accept-outputs`' tool on ``book``: its exit status, and what it and its builds
+    printed (the tool run as a program: test_faults' shebang test)."""
+    return tool_in_process("accept_outputs", ["--book", str(book), "--out", str(root / "out"),
+                                              "--cache", str(root / "cache")])
 
 
 @pytest.mark.parametrize("seed", ["", "torch.manual_seed(0)\n"])
-def test_an_unseeded_random_output_is_refused_when_accepted(tiny_book, tmp_path, seed,
-                                                             monkeypatch, capsys):
+def test_an_unseeded_random_output_is_refused_when_accepted(tiny_book, tmp_path, seed):
     chapter = tiny_book / "chapter.md"
     chapter.write_text(chapter.read_text() + RANDOM_CELL.replace("print", seed + "print"))
-    returncode, log = accept(tiny_book, tmp_path, monkeypatch, capsys)
+    returncode, log = accept(tiny_book, tmp_path)
     expected = (tiny_book / "expected").rglob("chapter.txt")
     assert "    tensor([0." in "".join(p.read_text() for p in expected), log[-3000:]
     assert "chapter changed; running it a second time" in log, log[-3000:]

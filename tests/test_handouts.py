@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import BOOK, ROOT
+from conftest import BOOK, ROOT, tool_in_process
 from test_student_pages import build_talk, known_commits
 from coursebook.prepare.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines, answers,
                                      visit_answer_space_latex)
@@ -146,13 +146,16 @@ def test_the_tool_explains_handouts():
 # --- Slow: the handouts of the real book, both editions -----------------------------------
 
 def build_handouts(edition: str, source: Path, build: Path, cache: Path, *options: str,
-                   chapters: list[str] = ()):
-    done = subprocess.run([sys.executable, str(TOOL), edition, "--handouts", "--single-pass",
-                           "--source", str(source), "--build", str(build),
-                           *(f"--chapter={name}" for name in chapters),
-                           f"--sphinx-option=-Dnb_execution_cache_path={cache}",
-                           *(f"--sphinx-option={option}" for option in options)],
-                          capture_output=True, text=True, cwd=ROOT)
+                   chapters: list[str] = (), in_process: bool = False):
+    """test_pdf.build_pdf's, with --handouts."""
+    arguments = [edition, "--handouts", "--single-pass", "--source", str(source),
+                 "--build", str(build), *(f"--chapter={name}" for name in chapters),
+                 f"--sphinx-option=-Dnb_execution_cache_path={cache}",
+                 *(f"--sphinx-option={option}" for option in options)]
+    if in_process:
+        return tool_in_process("build_pdf", arguments)
+    done = subprocess.run([sys.executable, str(TOOL), *arguments], capture_output=True, text=True,
+                          cwd=ROOT)
     return done.returncode, done.stdout + done.stderr
 
 
@@ -268,7 +271,7 @@ def test_a_chapter_the_book_lacks_is_one_line_naming_the_books(tiny_book, tmp_pa
     """A chapter asked for that the book lacks is one line naming the book's (a title of
     LaTeX specials, typeset: test_pdf_characters' planted_book)."""
     code, log = build_handouts("student", tiny_book, tmp_path / "none", cache_copy,
-                               chapters=["chapter", "pt99"])
+                               chapters=["chapter", "pt99"], in_process=True)
     problems = [line for line in log.splitlines() if line.startswith("pdf: ")]
     assert code == 2 and problems == ["pdf: no chapter pt99 in the book: --chapter takes a "
                                       "chapter's name, one of chapter."], log[-3000:]

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import ForkedRuns, load_tool, sphinx_build
+from conftest import load_tool, sphinx_build, tool_in_process
 
 
 def _notebook(*cells) -> str:
@@ -171,7 +171,7 @@ def test_a_notebook_brought_in_with_make_chapter_is_a_verified_chapter(tiny_book
 
 @pytest.mark.slow
 def test_a_notebook_and_a_percent_script_are_verified_chapters_their_messages_at_their_cells(
-        tiny_book, tmp_path, cache_copy, monkeypatch):
+        tiny_book, tmp_path, cache_copy):
     """An `.ipynb` and a percent `.py` in the contents (one book holds both) go the way of a
     MyST chapter: their outputs accepted and compared in both editions, their answers out of
     the student's page and downloads (the notebook and the .md document) and in the
@@ -186,10 +186,9 @@ def test_a_notebook_and_a_percent_script_are_verified_chapters_their_messages_at
         "chapter\n", "chapter\nlesson\nscript\n"))
     cache = cache_copy  # the tiny chapter's student run: the lesson and the script execute
     # As `make accept-outputs` does: both editions accepted, then run again to compare.
-    accept_outputs = load_tool("accept_outputs")
-    monkeypatch.setattr(accept_outputs, "subprocess", ForkedRuns)
-    assert accept_outputs.main(["--book", str(tiny_book), "--out", str(tmp_path / "accept"),
-                                "--cache", str(cache)]) == 0
+    code, log = tool_in_process("accept_outputs", ["--book", str(tiny_book), "--out",
+                                                   str(tmp_path / "accept"), "--cache", str(cache)])
+    assert code == 0, log[-3000:]
     # `pytest book` has an item for each of the notebook's cells, at its number, and they pass.
     from test_pytest_book import _pytest_book
     collected = _pytest_book(tiny_book, collect_only=True)

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import BOOK, ROOT, copy_of_built_cache
+from conftest import BOOK, ROOT, copy_of_built_cache, tool_in_process
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from test_student_pages import build_talk, known_commits
 
@@ -17,12 +17,17 @@ TOOL = ROOT / "tools" / "build_pdf.py"
 EDITIONS = ("student", "instructor")
 
 
-def build_pdf(edition: str, source, build, cache, *options: str, single_pass: bool = False):
-    done = subprocess.run([sys.executable, str(TOOL), edition, "--source", str(source),
-                           "--build", str(build), *(["--single-pass"] if single_pass else []),
-                           f"--sphinx-option=-Dnb_execution_cache_path={cache}",
-                           *(f"--sphinx-option={option}" for option in options)],
-                          capture_output=True, text=True)
+def build_pdf(edition: str, source, build, cache, *options: str, single_pass: bool = False,
+              in_process: bool = False):
+    """The tool's exit status and output; ``in_process``: :func:`tool_in_process`'s run (one
+    at a time), else a program's (as both editions at once are built)."""
+    arguments = [edition, "--source", str(source), "--build", str(build),
+                 *(["--single-pass"] if single_pass else []),
+                 f"--sphinx-option=-Dnb_execution_cache_path={cache}",
+                 *(f"--sphinx-option={option}" for option in options)]
+    if in_process:
+        return tool_in_process("build_pdf", arguments)
+    done = subprocess.run([sys.executable, str(TOOL), *arguments], capture_output=True, text=True)
     return done.returncode, done.stdout + done.stderr
 
 
