@@ -543,6 +543,15 @@ def test_a_percent_script_opening_with_a_docstring_is_read_as_jupytext_reads_it(
             "a string (a script's docstring)") in said, said
 
 
+def test_a_notebook_cell_showing_a_string_is_no_docstring(tmp_path, capsys):
+    """A lesson teaching strings shows one as a cell's value; only a script's is a docstring."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("'hello'")])
+    said = _brought_in(tmp_path, capsys, "strings.ipynb", nbformat.writes(notebook))[1]
+    assert "a cell holding only" not in said and "strings" in said, said
+
+
 def _brought_in(tmp_path: Path, capsys, lesson_name: str, text: str) -> tuple[Path, str]:
     """A lesson of this text brought into a copy of the book: the book, what the tool said."""
     book, lesson = _book(tmp_path), tmp_path / lesson_name

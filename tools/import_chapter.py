@@ -622,7 +622,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                       f"(`{first_line(source)}`), which only Colab has: remove "
                                       "it, or the build fails")
             modules.update(dict.fromkeys(module for module in imports if module not in colab))
-            if _only_a_string(source):
+            if source_format.startswith("jupytext percent") and _only_a_string(source):
                 imported.to_do.append(f"{_place(cell)}: a cell holding only a string (a script's "
                                       "docstring), which the page shows as its value, quotes "
                                       "and `\\n` included: make it a markdown cell, or take it out")
