@@ -203,8 +203,12 @@ plt.legend()
 :tags: ["answer"]
 import numpy as np
 from numpy.linalg import solve
+from torch import nn
+from torch.nn import MSELoss
 p = solve(A, b)
 A_T = A.transpose()
+criterion = nn.CrossEntropyLoss()
+loss = MSELoss()
 fig, ax = plt.subplots()
 ax.plot(q, a - b*q, 'r', label='Fitted line')
 plt.legend()
@@ -218,7 +222,8 @@ def test_lines_every_chapter_repeats_are_no_answer(tmp_path):
     assert _overlaps(tmp_path, LECTURE) == []
 
 
-@pytest.mark.parametrize("line", ["p = solve(A, b)", "A_T = A.transpose()"])
+@pytest.mark.parametrize("line", ["p = solve(A, b)", "A_T = A.transpose()",
+                                  "criterion = nn.CrossEntropyLoss()", "loss = MSELoss()"])
 def test_a_one_line_answer_pasted_into_student_code_is_found(tmp_path, line):
     assert not [overlap for overlap in _overlaps(tmp_path, LECTURE) if overlap.passage ==
                 " ".join(fingerprint_words(line))]

@@ -288,7 +288,8 @@ SourceCells = list[tuple[Place, list[tuple[str, ...]], list[str], set[str], bool
 # (``plt.legend()``, ``fig, ax = plt.subplots()``) sets up or shows: neither holds what an
 # answer works out (the lines that use them do), and chapters repeat both.
 _IMPORT = re.compile(r"\s*(?:from\s+[\w.]+\s+)?import\s+([\w.,\s]+?)\s*(?:#.*)?")
-_BARE_CALL = re.compile(r"\s*(?:[\w\s,]+=\s*)?(\w+)[\w.]*\(\s*\)\s*;?\s*(?:#.*)?")
+# Of a function (lower case), not a class: ``nn.CrossEntropyLoss()`` may be an exercise's answer.
+_BARE_CALL = re.compile(r"\s*(?:[\w\s,]+=\s*)?(\w+)([\w.]*)\(\s*\)\s*;?\s*(?:#.*)?")
 
 
 def _code_lines(cell, imported: set[str]) -> list[str]:
@@ -296,7 +297,8 @@ def _code_lines(cell, imported: set[str]) -> list[str]:
     tokens = (fingerprint_words(re.sub(r"\s#.*", "", line)) for line in cell.source.splitlines()
               if cell.cell_type == "code" and not line.strip().startswith("#")
               and not _IMPORT.fullmatch(line)
-              and not ((call := _BARE_CALL.fullmatch(line)) and call[1] in imported))
+              and not ((call := _BARE_CALL.fullmatch(line)) and call[1] in imported
+                       and (call[1] + call[2]).rsplit(".", 1)[-1][:1].islower()))
     return [" " + " ".join(words) + " " for words in tokens if len(words) >= CODE_LINE_WORDS]
 
 
