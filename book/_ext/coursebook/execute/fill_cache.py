@@ -30,7 +30,7 @@ from coursebook.execute.shared_cache import (FAILED, cache_key, cache_run, cache
                                              cached_record, create_cache, notebook_lock,
                                              open_cache)
 from coursebook.model.faults import shown_path
-from coursebook.model.notebooks import RAISES_TAG
+from coursebook.model.notebooks import RAISES_TAG, cell_tags
 from coursebook.page_state import page_states
 from coursebook.prepare.editions import Edition
 
@@ -170,7 +170,7 @@ def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
     # stopped there: kept for this read, run again when next looked up, as a failed run is.
     faulty = result.err is not None or any(
         output.output_type == "error" for cell in run.notebook.cells
-        if RAISES_TAG not in cell.metadata.get("tags", ()) for output in cell.get("outputs", ()))
+        if RAISES_TAG not in cell_tags(cell) for output in cell.get("outputs", ()))
     pk = cache_run(cache_path, run.notebook, str(run.path), {
         "execution_seconds": result.time, **({FAILED: True} if faulty else {})})
     if result.err is None:
