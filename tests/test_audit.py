@@ -134,7 +134,7 @@ def _overlaps(tmp_path, chapter: str, allowances: str = ""):
     path = tmp_path / "chapter.md"
     path.write_text(chapter)
     (tmp_path / "allow.toml").write_text(allowances)
-    return answer_overlaps({path: chapter}, read_allowances(tmp_path / "allow.toml"))
+    return answer_overlaps({path: chapter}, read_allowances(tmp_path / "allow.toml")[0])[0]
 
 
 def test_an_answer_sentence_copied_into_visible_prose_is_named_at_both_places(tmp_path):
@@ -268,7 +268,7 @@ def test_an_overlap_in_a_notebook_chapter_names_its_cells_and_their_lines(tmp_pa
         metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}))
     path = tmp_path / "lesson.ipynb"
     path.write_text(lesson)
-    [overlap] = answer_overlaps({path: lesson})
+    [overlap], _ = answer_overlaps({path: lesson})
     assert (overlap.visible.line, overlap.answer.line) == (1, 3)
     assert overlap.visible.first_line == overlap.answer.first_line == ANSWER_SENTENCE
 
@@ -277,8 +277,9 @@ def test_the_books_overlaps_are_all_allowed():
     from coursebook.audit.answer_leaks import ALLOWANCES_FILE, answer_overlaps, read_allowances
 
     sources = {path: path.read_text() for path in BOOK.glob("*.md")}
-    assert answer_overlaps(sources, read_allowances(BOOK / ALLOWANCES_FILE)) == []
-    assert answer_overlaps(sources)  # without the allowances, the overlaps are found
+    # None found, and no allowance is kept that no overlap needs.
+    assert answer_overlaps(sources, read_allowances(BOOK / ALLOWANCES_FILE)[0]) == ([], [])
+    assert answer_overlaps(sources)[0]  # without the allowances, the overlaps are found
 
 
 def test_the_overlap_check_skips_only_inputs_that_passed(tmp_path, monkeypatch):
@@ -341,6 +342,39 @@ def test_the_overlap_check_reads_every_source_again_when_the_extension_changes(t
     audit.check_answer_overlaps(app, env)
     assert read == ["index.md", "index.md"]
 
+
+
+def test_an_allowance_no_overlap_needs_any_more_stops_the_build_at_its_line(tmp_path):
+    """An allowance left after its overlap went would let a later leak of its passage pass."""
+    import logging
+    from types import SimpleNamespace
+
+    from coursebook.audit.answer_leaks import ALLOWANCES_FILE, check_answer_overlaps
+
+    (tmp_path / "chapter.md").write_text((TINY_BOOK / "chapter.md").read_text().replace(
+        "A worked example.", f"A worked example. {ANSWER_SENTENCE}"))
+    allowances = tmp_path / ALLOWANCES_FILE
+    needed = f'[[allow]]\npassage = "{ANSWER_SENTENCE}"\nwhy = "The example states it."\n'
+    allowances.write_text(needed + '\n[[allow]]\nwhy = "Gone."\npassage = "x = w.sum()"\n')
+    env = SimpleNamespace(found_docs={"chapter"}, doc2path=lambda doc: tmp_path / f"{doc}.md",
+                          version={"coursebook": 1})
+    app = SimpleNamespace(srcdir=tmp_path, doctreedir=tmp_path / "doctrees", env=env,
+                          statuscode=0)
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("sphinx").addHandler(handler)
+    try:
+        check_answer_overlaps(app, env)
+        [record] = records
+        assert record.location == f"{allowances}:7" and app.statuscode == 1
+        assert record.getMessage().startswith("field allow[1].passage: is shared by no answer")
+        allowances.write_text(needed)
+        app.statuscode, records[:] = 0, []
+        check_answer_overlaps(app, env)
+        assert records == [] and app.statuscode == 0
+    finally:
+        logging.getLogger("sphinx").removeHandler(handler)
 
 
 def test_two_answers_sharing_one_visible_passage_are_each_named(tmp_path):

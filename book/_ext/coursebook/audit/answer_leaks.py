@@ -29,7 +29,7 @@ from coursebook.model.notebooks import (
     read_chapter,
     short_digest,
 )
-from coursebook.model.toml_files import read_toml
+from coursebook.model.toml_files import TomlFile, read_toml
 from coursebook.reporting import report, report_book_error
 
 FINGERPRINT_RUN = 8
@@ -272,11 +272,11 @@ class _AllowancesFile:
     allow: tuple[Allowance, ...] = ()
 
 
-def read_allowances(path: Path) -> list[str]:
+def read_allowances(path: Path) -> tuple[list[str], TomlFile | None]:
     if not path.is_file():
-        return []
-    allowances, _ = read_toml(path, _AllowancesFile)
-    return [" " + " ".join(fingerprint_words(entry.passage)) + " " for entry in allowances.allow]
+        return [], None
+    allowances, file = read_toml(path, _AllowancesFile)
+    return [" " + " ".join(fingerprint_words(e.passage)) + " " for e in allowances.allow], file
 
 
 # Each cell of a source: its place, its runs, its lines of code (each a token string),
@@ -324,8 +324,9 @@ def source_cells(path: Path, text: str) -> SourceCells:
 
 def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                     cells_of: Callable[[Path, str], SourceCells] = source_cells
-                    ) -> list[AnswerOverlap]:
-    """Each (answer cell, visible cell) pair sharing a passage no allowance covers: answer
+                    ) -> tuple[list[AnswerOverlap], list[int]]:
+    """Each (answer cell, visible cell) pair sharing a passage no allowance covers, and the
+    allowances (their indices) no shared passage lies in: answer
     prose in any visible text, answer code in visible prose, each line of answer code but
     its setup (:func:`_code_lines`) in visible code, an answer's values (its checks' included)
     anywhere. An exercise's own scaffolding that its answer repeats (a signature) is allowed
@@ -344,6 +345,7 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
             for token in [*code_lines, *cell_values]:
                 exact.setdefault(token, place)
     found: dict[tuple[Place, Place], tuple[str, ...]] = {}
+    used: set[int] = set()
     for place, runs, code_lines, cell_values, is_prose in answers:
         shared = [(run, prose.get(run) or (code.get(run) if is_prose else None)) for run in runs]
         shared += [(tuple(line.split()), exact.get(line)) for line in code_lines]
@@ -351,11 +353,15 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                    for value in sorted(cell_values)]
         for run, visible in shared:
             passage = " " + " ".join(run) + " "
-            if visible is None or any(passage in allowance for allowance in allowed):
+            if visible is None:
                 continue
-            found.setdefault((place, visible), run)
-    return [AnswerOverlap(_at_passage(answer, run), _at_passage(visible, run), " ".join(run))
-            for (answer, visible), run in found.items()]
+            covers = {i for i, allowance in enumerate(allowed) if passage in allowance}
+            used |= covers
+            if not covers:
+                found.setdefault((place, visible), run)
+    return ([AnswerOverlap(_at_passage(answer, run), _at_passage(visible, run), " ".join(run))
+             for (answer, visible), run in found.items()],
+            [i for i in range(len(allowed)) if i not in used])
 
 
 def check_answer_overlaps(app, env) -> None:
@@ -364,7 +370,7 @@ def check_answer_overlaps(app, env) -> None:
     are allowed in :data:`ALLOWANCES_FILE`, with their reason."""
     allowances = Path(app.srcdir, ALLOWANCES_FILE)
     try:
-        allowed = read_allowances(allowances)
+        allowed, allowances_file = read_allowances(allowances)
     except BookError as error:
         report_book_error(error, "audit")
         app.statuscode = 1
@@ -395,11 +401,17 @@ def check_answer_overlaps(app, env) -> None:
         used[key] = known.get(key) or source_cells(path, text)
         return used[key]
 
-    overlaps = answer_overlaps(sources, allowed, cells)
+    overlaps, unneeded = answer_overlaps(sources, allowed, cells)
     store.parent.mkdir(parents=True, exist_ok=True)
     store.write_bytes(pickle.dumps(used))
-    if not overlaps:
+    if not overlaps and not unneeded:
         passed.write_text(inputs, encoding="ascii")
+    # An allowance kept after its overlap went would let a later leak of that passage pass.
+    for index in unneeded:
+        report_book_error(allowances_file.fault(
+            f"allow[{index}].passage", "is shared by no answer with student-visible text",
+            "remove its [[allow]] table, or correct the passage"), "audit")
+        app.statuscode = 1
     for overlap in overlaps:
         report(f"an answer passage also shows in student-visible text, at {overlap.visible}: "
                f"{overlap.passage!r}. Reword one of them, or allow the overlap in "
