@@ -18,11 +18,12 @@ def cache(tmp_path_factory, built):
 
 @pytest.fixture(scope="module")
 def _wing_built(tmp_path_factory, cache):
-    """The book built once with a copy of the exhibits (its folder a setting: the same for
-    every build here, or each would read every page again)."""
+    """The instructor's book (its check lines shown) built once with a copy of the exhibits
+    (their folder a setting: the same for every build here, or each would read every page
+    again)."""
     root = tmp_path_factory.mktemp("wing")
     _restore(root)
-    build = sphinx_build(BOOK, root / "out", cache, settings=_settings(root))
+    build = sphinx_build(BOOK, root / "out", cache, "instructor", settings=_settings(root))
     assert build.returncode == 0, build.log[-3000:]
     return root
 
@@ -59,7 +60,7 @@ def _build_again(tmp_path, cache, wing, whole: bool = False):
     is read again (``whole``: into a folder of its own, every page read)."""
     if not whole:
         shutil.copytree(wing / "out", tmp_path / "out")
-    return sphinx_build(BOOK, tmp_path / "out", cache, settings=_settings(wing))
+    return sphinx_build(BOOK, tmp_path / "out", cache, "instructor", settings=_settings(wing))
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +119,17 @@ def test_a_fix_that_raises_is_named_with_its_error(broken):
     assert "mat1 and mat2 shapes cannot be multiplied (32x16 and 15x4)" in build.log
     assert "Trying to backward through the graph a second time" in build.log
     assert build.log.count("A fix must run: correct field 'fix_code'.") == 2
+
+
+def test_a_fix_that_raises_is_not_ticked(broken):
+    _, build = broken
+    page = (build.outdir / "html" / "museum-pytorch.html").read_text()
+    # Each exhibit's part of the page, by number: from its label's anchor to the next one's.
+    parts = re.split(r'id="museum-pytorch-(\d\d)"', page)
+    ticked = {number for number, part in zip(parts[1::2], parts[2::2])
+              if "The fix ran without an error" in part}
+    assert {"01", "02", "04", "06"} <= ticked  # the fixes that ran
+    assert not ticked & {"03", "05"}  # the fixes that raised
 
 
 def test_a_malformed_exhibit_stops_the_build(tmp_path, cache, wing):

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 
+from IPython import get_ipython
 from IPython.display import Markdown, display
 
 from .model.outputs import normalise
@@ -118,7 +119,8 @@ def run_in_fresh_python(code: str, side_environment: str = "",
     raise type(name, (Exception,), {"__module__": "builtins"})(message) from None
 
 
-def fix_ran() -> None:  # reached only when the fix above did not raise
+def fix_ran() -> None:  # the tick after a fix's cell, where it did not raise (the build names it)
     import torch
 
-    display(Markdown(f"✓ The fix ran without an error (torch {torch.__version__})."))
+    if get_ipython().last_execution_succeeded:
+        display(Markdown(f"✓ The fix ran without an error (torch {torch.__version__})."))
