@@ -369,6 +369,8 @@ def test_an_allowance_no_overlap_needs_any_more_stops_the_build_at_its_line(tmp_
         [record] = records
         assert record.location == f"{allowances}:7" and app.statuscode == 1
         assert record.getMessage().startswith("field allow[1].passage: is shared by no answer")
+        check_answer_overlaps(app, env)  # not remembered as passed: told again
+        assert len(records) == 2 and records[1].location == record.location
         allowances.write_text(needed)
         app.statuscode, records[:] = 0, []
         check_answer_overlaps(app, env)
