@@ -964,3 +964,36 @@ def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):
     assert (book / "gradients.md").is_file() and (book / "index.md").read_text() == listed
     assert "table of contents already, left where it is" in out
     assert f"delete {lesson}: {book / 'gradients.md'} replaces it" in out
+
+
+# A gallery block with a figure and a directive rst2md writes no Markdown for.
+GALLERY_FIGURE = '''"""
+Shapes
+======
+"""
+import torch
+
+###############################################################################
+# The graph:
+#
+# .. figure:: /_static/img/shape.png
+#    :alt: a graph
+#
+# .. tip:: Print a shape.
+
+print(torch.ones(2).shape)
+'''
+
+
+def test_a_gallery_figure_is_an_image_and_other_rest_directives_are_named(tmp_path, capsys):
+    """A `.. figure::` and a `.. tip::` reached the page as text, and the tool said nothing."""
+    book = _book(tmp_path)
+    lesson = tmp_path / "shapes.py"
+    lesson.write_text(GALLERY_FIGURE)
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    text, said = (book / "shapes.md").read_text(), capsys.readouterr().out
+    assert ".. figure::" not in text and "](file://_static/img/shape.png)" in text, text
+    assert f"line {_line_of(GALLERY_FIGURE, 'shape.png')}: _static/img/shape.png: an image " \
+        "the lesson shows but does not hold" in said, said
+    assert f"line {_line_of(GALLERY_FIGURE, 'tip::')}: `.. tip::`: reStructuredText that is no " \
+        "Markdown (the page shows it as text)" in said, said

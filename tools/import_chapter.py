@@ -97,6 +97,8 @@ _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index
                      "--extra-index-url", "-f", "--find-links", "-t", "--target"})
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
+# A reST directive rst2md leaves as it is (`.. tip::`, `.. code-block::`): text on the page.
+_DIRECTIVE = re.compile(r"^[ \t]*(\.\. [\w:-]+::)", re.M)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*$", re.M)
 
 
@@ -304,6 +306,8 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
             f"{ref['text']} <{ref['name']}>`" if ref["text"] else f"{ref['name'] or ref['bare']}`"),
             source)
         source = _LABEL.sub(r"(\g<name>)=", source)
+        # a figure as an image (rst2md writes no figure): its file is then found or named
+        source = re.sub(r"^\.\. figure::", ".. image::", source, flags=re.M)
         # its directives end at a newline, which the last line of a block lacks
         source = rst2md(source + "\n", {"notebook_images": False}, "", levels).rstrip("\n")
         source = re.sub(r"^(\([\w.-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
@@ -638,6 +642,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         elif cell.cell_type == "markdown":
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
+                imported.to_do += [
+                    f"{_place(cell, source.count(chr(10), 0, found.start()) + 1, found[1])}: "
+                    f"`{found[1]}`: reStructuredText that is no Markdown (the page shows it as "
+                    "text): write it as MyST (`:::{note}`, ```` ```python ````) or take it out"
+                    for found in _DIRECTIVE.finditer(source)]
             elif d2l:
                 source = _d2l_markdown(source, unlabelled)
             python_blocks += [_place(cell, line, info) for line, info in _python_blocks(source)]
