@@ -992,8 +992,9 @@ def test_a_gallery_figure_is_an_image_and_other_rest_directives_are_named(tmp_pa
     lesson.write_text(GALLERY_FIGURE)
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     text, said = (book / "shapes.md").read_text(), capsys.readouterr().out
-    assert ".. figure::" not in text and "](file://_static/img/shape.png)" in text, text
+    assert ".. figure::" not in text and "![a graph](_static/img/shape.png)" in text, text
     assert f"line {_line_of(GALLERY_FIGURE, 'shape.png')}: _static/img/shape.png: an image " \
         "the lesson shows but does not hold" in said, said
     assert f"line {_line_of(GALLERY_FIGURE, 'tip::')}: `.. tip::`: reStructuredText that is no " \
         "Markdown (the page shows it as text)" in said, said
+    assert "showed in HTML" not in said, said  # rst2md wrote the HTML, not the lesson

@@ -457,8 +457,11 @@ def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Pa
     typeset without the network), is named in ``imported.to_do``."""
     for src, line in shown.items():
         path = unquote(src)  # as markdown-it gives a Markdown image's: percent-encoded
-        # rst2md writes a sphinx-gallery `.. image::` as `file://` and its path, less a first /
-        path = path.removeprefix("file://")
+        # rst2md writes a sphinx-gallery `.. image::` as `file://` and its path, less a first /:
+        # an address markdown-it refuses, so the page showed the image's markup as text
+        if path.startswith("file://"):
+            path = path.removeprefix("file://")
+            source = source.replace(f"]({src}", f"]({path}")
         if path.startswith(_ATTACHMENT):
             data = next(iter((cell.get("attachments") or {}).get(path[len(_ATTACHMENT):], {})
                               .values()), None)
@@ -479,8 +482,8 @@ def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Pa
             content = found.read_bytes() if found is not None and found.is_file() else None
         if content is None:
             imported.to_do.append(f"{_place(cell, line, path)}: {path}: an image the lesson shows "
-                                  f"but does not hold: put it in {name}/, beside the chapter, "
-                                  "and change its link")
+                                  f"but does not hold (the build stops at it): put it in {name}/, "
+                                  "beside the chapter, and change its link")
             continue
         # Sphinx looks an image up by its address as markdown-it gives it, percent-encoded
         copy = f"{name}/" + re.sub(r"[^\w./-]+", "-", relative)
@@ -665,7 +668,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     if dropped_outputs:
         imported.changed.append(f"dropped the saved outputs of {dropped_outputs} code cells "
                                 "(the build makes them)")
-    if html_images:
+    if html_images and not source_format.startswith("sphinx-gallery"):  # not rst2md's
         imported.changed.append(f"wrote the {html_images} image(s) the lesson showed in HTML "
                                 "(`<img src=…>`) as Markdown images, which the pages, PDFs and "
                                 "downloads show (their width and placing dropped)")
