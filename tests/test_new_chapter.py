@@ -348,7 +348,8 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
     module beside it): each was first told by a failed build, one cell at a time. A module
     under a namespace installed here (sphinxcontrib, which several packages share) was never
     named: its top level was found. A module of a package the environment lacks is named by
-    its package (torchviz.dot is torchviz's, excused here by its install line)."""
+    its package (torchviz.dot is torchviz's, excused here by its install line). UvA's PyTorch
+    lab loads `%load_ext tensorboard`, which was not named (IPython's own autoreload is none)."""
     import nbformat
 
     book, folder = _book(tmp_path), tmp_path / "course"
@@ -365,11 +366,13 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
                                   "from not_installed_here.models.bert import Model"),
         nbformat.v4.new_code_cell("from google.colab import drive\nimport google.cloud.storage\n"
                                   "import sphinxcontrib.no_such_builder"),
+        nbformat.v4.new_code_cell("%load_ext autoreload\n%load_ext no_such_extension_here"),
     ])))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     to_do = capsys.readouterr().out.split("Still to do:")[1]
     assert ("the book's environment lacks: no_such_module_here, also_not_a_module, "
-            "not_installed_here, google.cloud, sphinxcontrib.no_such_builder (" in to_do), to_do
+            "not_installed_here, google.cloud, sphinxcontrib.no_such_builder, "
+            "no_such_extension_here (" in to_do), to_do
     assert "cell 6: the cell imports google.colab" in to_do
     assert "make chapter-packages" in to_do
     assert "res (beside the lesson)" in to_do
@@ -558,6 +561,21 @@ def _brought_in(tmp_path: Path, capsys, lesson_name: str, text: str) -> tuple[Pa
     lesson.write_text(text)
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     return book, capsys.readouterr().out
+
+
+def test_a_lesson_ending_in_a_rule_comes_in_without_it(tmp_path, capsys):
+    """UvA's PyTorch lab ends in `---`: the build refused the chapter with docutils' "Document
+    may not end with a transition", naming no fix. A rule inside the page stays."""
+    import nbformat
+
+    book, said = _brought_in(tmp_path, capsys, "ruled.ipynb", nbformat.writes(
+        nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_markdown_cell("# Ruled\n\nAbove.\n\n---\n\nBelow."),
+            nbformat.v4.new_code_cell("print(1)"),
+            nbformat.v4.new_markdown_cell("Thanks.\n\n---")])))
+    text = (book / "ruled.md").read_text()
+    assert "Above.\n\n---\n\nBelow." in text and text.endswith("\nThanks.\n"), text
+    assert "took out the rule (`---`) the lesson ends with" in said
 
 
 def test_a_lesson_without_a_title_keeps_its_sections_levels(tmp_path, capsys):

@@ -63,6 +63,7 @@ from urllib.parse import unquote
 
 import jupytext
 import nbformat
+from IPython.core.extensions import BUILTINS_EXTS
 from IPython.core.inputtransformer2 import TransformerManager
 from jupytext.formats import guess_format, read_format_from_metadata
 from markdown_it import MarkdownIt
@@ -511,11 +512,20 @@ def _python(source: str) -> ast.Module:
 
 
 def _imported_modules(source: str) -> list[str]:
-    """The modules a code cell imports."""
+    """The modules a code cell imports, `%load_ext NAME`'s too (IPython's own are its)."""
     return [name for node in ast.walk(_python(source))
             for name in ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                          else [node.module] if isinstance(node, ast.ImportFrom)
-                         and node.level == 0 and node.module else [])]
+                         and node.level == 0 and node.module else [
+                             f"IPython.extensions.{extension}" if extension in BUILTINS_EXTS
+                             else extension for extension in _loaded_extensions(node)])]
+
+
+def _loaded_extensions(node: ast.AST) -> list[str]:
+    """The extensions a `%load_ext` (run_line_magic("load_ext", "a b")) call loads."""
+    said = [argument.value for argument in getattr(node, "args", [])
+            if isinstance(argument, ast.Constant)] if isinstance(node, ast.Call) else []
+    return said[1].split() if said[:1] == ["load_ext"] and len(said) > 1 else []
 
 
 def _waits(source: str) -> tuple[int, str] | None:
@@ -665,6 +675,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                     "need of it in a markdown cell")
             continue
         cells.append(new)
+    last = MarkdownIt("commonmark").parse(cells[-1].source) if cells and cells[-1].cell_type \
+        == "markdown" else []
+    if last and last[-1].type == "hr":  # docutils refuses a page that ends in a rule
+        cells[-1].source = "\n".join(cells[-1].source.splitlines()[:last[-1].map[0]]).rstrip()
+        cells = cells if cells[-1].source.strip() else cells[:-1]
+        imported.changed.append("took out the rule (`---`) the lesson ends with (no page may end with one)")
     if dropped_outputs:
         imported.changed.append(f"dropped the saved outputs of {dropped_outputs} code cells "
                                 "(the build makes them)")
