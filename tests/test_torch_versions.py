@@ -10,9 +10,7 @@ from bs4 import BeautifulSoup
 
 from conftest import BOOK, EXHIBITS, RUNTIMES_FILE, book_museum, copy_of_built_cache, sphinx_build
 from coursebook.model.runtimes import reader_runtimes
-import nbformat
-
-from coursebook.torch_versions.verify import comparable, headings_above
+from coursebook.torch_versions.verify import comparable
 
 WARNING = ("UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being "
            "accessed. (Triggered internally at {path}/aten/src/ATen/core/TensorBody.h:{line}.)")
@@ -47,17 +45,6 @@ def _pairs(page: str) -> list[tuple[str, list[str], list[str]]]:
     return found
 
 
-def test_a_changed_output_is_titled_by_the_heading_myst_parser_reads_above_it():
-    """A ``#`` line in a fenced block is no heading; a target names the heading right after
-    it, not one after a paragraph."""
-    new = nbformat.v4
-    cells = [new.new_markdown_cell("(first)=\n# `torch` basics\n\n~~~~\n# not a heading\n~~~~"),
-             new.new_code_cell("a"),
-             new.new_markdown_cell("(dropped)=\n\nA paragraph.\n\n## Second"), new.new_code_cell("b")]
-    above = headings_above(new.new_notebook(cells=cells), None, ("", "top"))
-    assert [above[id(cell)] for cell in cells[1::2]] == [("first", "torch basics"), ("", "Second")]
-
-
 @pytest.mark.slow
 def test_the_versions_page_shows_only_changes_in_what_torch_says_and_an_exhibit_once(built,
                                                                                    tmp_path):
@@ -66,7 +53,8 @@ def test_the_versions_page_shows_only_changes_in_what_torch_says_and_an_exhibit_
     output: only the last is listed, titled by its section. It also changes an exhibit's
     error, in its chapter's expected output (the failing code is a cell of the chapter) and
     in the exhibit's records: the page lists that change once, as the exhibit's, not again
-    as the chapter's cell. (One build for both plants.)"""
+    as the chapter's cell. (One build for both plants.) A heading added above that cell
+    retitles its row in the next, incremental build."""
     source, exhibits = tmp_path / "book", tmp_path / "exhibits"
     shutil.copytree(BOOK, source)
     shutil.copytree(EXHIBITS, exhibits)
@@ -120,6 +108,18 @@ def test_the_versions_page_shows_only_changes_in_what_torch_says_and_an_exhibit_
     link = title.select_one("a.reference")
     assert link is not None and link.get_text(strip=True) == "1. Tensors"
     assert "coursebook" not in title.get_text()
+    chapter = source / "pt01.md"
+    cell = "```{code-cell} ipython3\nX = torch.tensor("
+    assert cell in chapter.read_text()
+    chapter.write_text(chapter.read_text().replace(
+        cell, f"(pt01-planted)=\n### A planted heading\n\n{cell}", 1))
+    build = sphinx_build(source, tmp_path / "out", tmp_path / "cache", "instructor",
+                         settings={"coursebook_exhibits_dir": str(exhibits)})
+    assert build.returncode == 0, build.log[-3000:]
+    page = (tmp_path / "out" / "html" / "torch-versions.html").read_text(encoding="utf8")
+    titles = [title.select_one("a.reference").get_text(strip=True)
+              for title, _, outputs in _pairs(page) if "Device: cpu, planted" in outputs[1]]
+    assert titles == ["A planted heading"], titles
 
 
 @pytest.mark.slow

@@ -14,22 +14,21 @@ from pathlib import Path
 import nbformat
 from docutils import nodes
 from docutils.parsers.rst import Directive
-from markdown_it.renderer import RendererHTML
-from myst_parser.config.main import MdParserConfig
-from myst_parser.parsers.mdit import create_md_parser
 from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from coursebook.config import book_config
 from coursebook.exhibit_checks import CHANGED_CLASS
+from coursebook.model.cell_notes import cell_key
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags
 from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import is_release, release, version_key
 from coursebook.museum.model import ExhibitError, Wing
-from coursebook.museum.prepare import check_cells, origin_of
-from coursebook.page_state import PREPARED, mark_failed, page_state_of
-from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
+from coursebook.museum.prepare import check_cells
+from coursebook.page_state import PREPARED, chapter_notebook, mark_failed, page_state_of
+from coursebook.prepare.chapters import PreparedChapter, edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
 from coursebook.torch_versions.model import verified_versions
@@ -38,7 +37,6 @@ from coursebook.verify.expectations import (
     ExpectationsError,
     code_digest,
     expectations_path,
-    keyed_cells,
     read_expectations,
 )
 from coursebook.worddiff import changed_words
@@ -261,21 +259,22 @@ class TorchVersionChanges(Directive):
         for path in files:
             env.note_dependency(str(path))
         museum, readers = config.museum(), config.reader_runtimes
-        checks = check_digests(museum)
+        # An exhibit's failing code: its own records show its change.
+        skipped = check_digests(museum) | {code_digest(exhibit.failing_code) for wing in
+                                           museum.values() for exhibit in wing.exhibits}
         for chapter in sorted({p.stem for p in files}):
             versions = verified_versions(expected_dir, chapter)  # oldest first
-            sections, records = (_sections_of(env, chapter, museum) if len(versions) > 1
-                                 else ({}, set()))
+            if len(versions) > 1 and chapter in env.found_docs:  # its headings: CellHeadings
+                env.note_dependency(env.doc2path(chapter))
             for old, new in zip(versions, versions[1:]):
                 before, after = (read_expectations(expectations_path(expected_dir, v, chapter)
                                                    ).by_edition[edition] for v in (old, new))
                 found = rows.setdefault((old, new), [])
                 for key, text in after.items():
-                    if key in before and key.split(".")[0] not in checks | records:
-                        label, title = sections.get(key, ("", ""))
+                    if key in before and key.split(".")[0] not in skipped:
                         found += _changed(
-                            [nodes.Text("In "), _link(label, title), nodes.Text(":")],
-                            old, before[key], new, text, readers)
+                            [nodes.Text("In "), cell_heading("", chapter=chapter, key=key),
+                             nodes.Text(":")], old, before[key], new, text, readers)
         for exhibit in (exhibit for wing in museum.values() for exhibit in wing.exhibits):
             env.note_dependency(str(exhibit.path))
             # A capture's torch may be unknown ("unrecorded"): not a release to compare.
@@ -321,37 +320,41 @@ def _link(label: str, title: str) -> nodes.Node:
                                  reftarget=label, refexplicit=True)
 
 
-def _sections_of(env, chapter: str, museum) -> tuple[dict[str, tuple[str, str]], set[str]]:
-    """Each code cell's key with the (label, title) of the heading above it; the keys of
-    the exhibits' failing code, whose own records show its change."""
+class cell_heading(nodes.Inline, nodes.Element):
+    """The section of a chapter's cell (``chapter``, ``key``): a link once pages are read."""
+
+
+class CellHeadings(SphinxPostTransform):
+    """Each :class:`cell_heading` becomes a link to its section, as the chapter's doctree
+    has it (no label: its title alone)."""
+
+    default_priority = 5  # before Sphinx resolves references (10)
+
+    def run(self, **kwargs) -> None:
+        cells = list(self.document.findall(cell_heading))
+        found = {chapter: _headings(self.env, chapter) for chapter in {n["chapter"] for n in cells}}
+        for node in cells:
+            node.replace_self(_link(*found[node["chapter"]].get(node["key"], ("", ""))))
+
+
+def _headings(env, chapter: str) -> dict[str, tuple[str, str]]:
+    """Each keyed code cell's (label, title) of its section; a cell the page does not show
+    (a set-up cell), those of the shown cell before it, or of the first section."""
     try:
-        notebook = instructor_chapter(env, chapter, getattr(env, "myst_config", None))
-    except (OSError, BookError):
-        return {}, set()  # the chapter's own page reports it
-    in_section = headings_above(notebook, getattr(env, "myst_config", None),
-                                ("", Path(chapter).name))
-    keyed = keyed_cells(notebook)
-    failing = {key.split(".")[0] for key, cell in keyed
-               if getattr(origin_of(cell, museum), "field", "") == "failing_code"}
-    return {key: in_section[id(cell)] for key, cell in keyed}, failing
+        doctree = env.get_doctree(chapter)
+    except OSError:
+        return {}  # the chapter's own page reports it
 
+    def heading(section: nodes.Element) -> tuple[str, str]:
+        labels = [name for name in section["names"] if doctree.nametypes.get(name)]
+        return (labels or [""])[-1], section[0].astext()
 
-def headings_above(notebook: nbformat.NotebookNode, myst_config,
-                   top: tuple[str, str]) -> dict[int, tuple[str, str]]:
-    """The (label, title) of the heading above each code cell, by its ``id``, as
-    myst-parser reads the markdown cells (``top``: above the first heading)."""
-    parser = create_md_parser(myst_config or MdParserConfig(), RendererHTML)
-    current, label, found = top, "", {}
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            found[id(cell)] = current
-            continue
-        tokens = parser.parse(cell.source)
-        for index, token in enumerate(tokens):
-            if token.type == "myst_target":
-                label = token.content
-            elif token.type == "heading_open":
-                current, label = (label, tokens[index + 1].content.replace("`", "")), ""
-            elif token.map and token.level == 0:
-                label = ""  # a target names the block right after it
+    sections = list(doctree.findall(nodes.section))  # outer before inner: the innermost wins
+    shown = {cell["cell_index"]: heading(section) for section in sections
+             for cell in section.findall(nodes.container) if "cell_index" in cell}
+    current, found = heading(sections[0]) if sections else ("", ""), {}
+    for index, cell in enumerate(getattr(chapter_notebook(env, chapter), "cells", [])):
+        current = shown.get(index, current)
+        if key := cell_key(cell):
+            found[key] = current
     return found
