@@ -563,6 +563,20 @@ def _brought_in(tmp_path: Path, capsys, lesson_name: str, text: str) -> tuple[Pa
     return book, capsys.readouterr().out
 
 
+def test_a_title_asked_for_replaces_the_lessons_own(tmp_path, capsys):
+    """`make chapter NAME=uva02 TITLE="UvA 2" FROM=` UvA's PyTorch lab gave its page two
+    titles: the one asked for, then the lesson's `# Tutorial 2: ...` as a second `#`."""
+    book, lesson = _book(tmp_path), tmp_path / "lab.md"
+    lesson.write_text("# Lesson title\n\nText.\n\n## Part\n\nMore.\n")
+    assert tool.main(["lab9", "Lab 9: Given", "--from", str(lesson), "--book", str(book)]) == 0
+    text = (book / "lab9.md").read_text()
+    assert [line for cell in read_chapter(text).cells if cell.cell_type == "markdown"
+            for line in cell.source.splitlines() if line.startswith("# ")] == ["# Lab 9: Given"]
+    assert "Text.\n\n## Part" in text
+    assert "titled it `# Lab 9: Given` in place of the lesson's title `# Lesson title`" in \
+        capsys.readouterr().out
+
+
 def test_a_lesson_ending_in_a_rule_comes_in_without_it(tmp_path, capsys):
     """UvA's PyTorch lab ends in `---`: the build refused the chapter with docutils' "Document
     may not end with a transition", naming no fix. A rule inside the page stays."""

@@ -764,7 +764,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         if heading is None:
             imported.to_do.append(f"the lesson has no title (its first heading is not `# …`): "
                                   f"the chapter's is its name; write one in its `# {name}` line")
-    if heading is not None and heading.group(2) == title:
+    if heading is not None:  # the title asked for replaces the lesson's: one title a page
+        if heading.group(2) != title:
+            imported.changed.append(f"titled it `# {title}` in place of the lesson's title "
+                                    f"`# {heading.group(2)}`")
         first.source = (first.source[:heading.start()] + f"({name})=\n# {title}"
                         + first.source[heading.end():])
         at = cells.index(first) + 1
