@@ -1011,14 +1011,20 @@ import torch
 # .. figure:: /_static/img/shape.png
 #    :alt: a graph
 #
-# .. tip:: Print a shape.
+# .. tip:: Print a shape,
+#    then its size.
+#
+# .. literalinclude:: shapes.py
+#
+# .. |pi| replace:: 3.14
 
 print(torch.ones(2).shape)
 '''
 
 
 def test_a_gallery_figure_is_an_image_and_other_rest_directives_are_named(tmp_path, capsys):
-    """A `.. figure::` and a `.. tip::` reached the page as text, and the tool said nothing."""
+    """A `.. figure::`, a `.. tip::` and a `.. literalinclude::` reached the page as text, and
+    the tool said nothing."""
     book = _book(tmp_path)
     lesson = tmp_path / "shapes.py"
     lesson.write_text(GALLERY_FIGURE)
@@ -1027,6 +1033,8 @@ def test_a_gallery_figure_is_an_image_and_other_rest_directives_are_named(tmp_pa
     assert ".. figure::" not in text and "![a graph](_static/img/shape.png)" in text, text
     assert f"line {_line_of(GALLERY_FIGURE, 'shape.png')}: _static/img/shape.png: an image " \
         "the lesson shows but does not hold" in said, said
-    assert f"line {_line_of(GALLERY_FIGURE, 'tip::')}: `.. tip::`: reStructuredText that is no " \
-        "Markdown (the page shows it as text)" in said, said
+    assert ":::{tip}\nPrint a shape,\nthen its size.\n:::" in text, text  # an admonition MyST has
+    assert f"line {_line_of(GALLERY_FIGURE, 'literalinclude::')}: `.. literalinclude::`: " \
+        "reStructuredText that is no Markdown (the page shows it as text)" in said, said
+    assert f"line {_line_of(GALLERY_FIGURE, 'replace::')}: `.. |pi| replace::`" in said, said
     assert "showed in HTML" not in said, said  # rst2md wrote the HTML, not the lesson

@@ -54,6 +54,7 @@ import itertools
 import os
 import re
 import shlex
+import textwrap
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from html.parser import HTMLParser
@@ -98,8 +99,9 @@ _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index
                      "--extra-index-url", "-f", "--find-links", "-t", "--target"})
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
-# A reST directive rst2md leaves as it is (`.. tip::`, `.. code-block::`): text on the page.
-_DIRECTIVE = re.compile(r"^[ \t]*(\.\. [\w:-]+::)", re.M)
+# A reST directive or substitution rst2md leaves as it is (`.. literalinclude::`,
+# `.. |pi| replace::`): text on the page.
+_DIRECTIVE = re.compile(r"^[ \t]*(\.\. (?:\|[^|\n]+\| )?[\w:-]+::)", re.M)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*$", re.M)
 
 
@@ -251,6 +253,9 @@ _MYST_LABEL = re.compile(r"^\((?P<name>[^()\s]+)\)=$|\$\$[ \t]*\((?P<equation>[^
 _MYST_REF = re.compile(r"\{(?:ref|numref|eq|doc)\}`(?:[^`<]*<)?(?P<name>[^<>`\s]+)>?`")
 _CITE = re.compile(r"\{cite(?::\w+)?\}`(?P<keys>[^`]+)`")  # sphinxcontrib-bibtex's
 # rst2md's note and warning (HTML, which no PDF or download shows), as MyST admonitions.
+# The other admonitions MyST knows, which rst2md leaves as reST.
+_ADMONITION = re.compile(r"^\.\. (?P<kind>attention|caution|danger|error|hint|important|seealso|"
+                         r"tip)::(?P<first>.*)(?P<rest>(?:\n+^[ \t]+\S.*)*)", re.M)
 _ALERT = re.compile(r'<div class="alert alert-(?:info|danger)"><h4>(?P<kind>Note|Warning)</h4>'
                     r"\n\n(?P<body>.*?)\n\n</div>", re.S)
 
@@ -312,6 +317,8 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         # its directives end at a newline, which the last line of a block lacks
         source = rst2md(source + "\n", {"notebook_images": False}, "", levels).rstrip("\n")
         source = re.sub(r"^(\([\w.-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
+        source = _ADMONITION.sub(lambda found: f":::{{{found['kind']}}}\n" + (
+            found["first"].strip() + textwrap.dedent(found["rest"])).strip() + "\n:::", source)
         cell.source = _ALERT.sub(lambda alert: f":::{{{alert['kind'].lower()}}}\n"
                                  f"{alert['body']}\n:::", source)
         base = source_line(cell) - rst.count("\n", 0, len(rst) - len(rst.lstrip()))
