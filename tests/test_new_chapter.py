@@ -563,6 +563,17 @@ def _brought_in(tmp_path: Path, capsys, lesson_name: str, text: str) -> tuple[Pa
     return book, capsys.readouterr().out
 
 
+def test_a_tensorboard_cell_is_told_at_its_line(tmp_path, capsys):
+    """UvA's PyTorch lab ends with `%tensorboard --logdir ...`: nothing named it, though its
+    output is a frame of localhost, which no reader of the page has."""
+    import nbformat
+
+    _, said = _brought_in(tmp_path, capsys, "board.ipynb", nbformat.writes(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("%load_ext tensorboard"),
+                                        nbformat.v4.new_code_cell("x = 1\n%tensorboard")])))
+    assert re.findall(r"(cell \d+, line \d+): `%tensorboard` starts", said) == ["cell 2, line 2"]
+
+
 def test_a_title_asked_for_replaces_the_lessons_own(tmp_path, capsys):
     """`make chapter NAME=uva02 TITLE="UvA 2" FROM=` UvA's PyTorch lab gave its page two
     titles: the one asked for, then the lesson's `# Tutorial 2: ...` as a second `#`."""

@@ -634,6 +634,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                     f"{_place(cell, asks[0])}: `{asks[1]}` waits for someone at the keyboard (a "
                     "debugger, an input), whom no build has: the build stops at the cell (its "
                     "kernel cannot be asked); take it out, or show it in the prose")
+            imported.to_do += [
+                f"{_place(cell, line)}: `%tensorboard` starts a TensorBoard server and shows it in "
+                "a frame of the reader's own machine (localhost), which no page or download has: "
+                "take it out; show a screenshot in the prose"
+                for line, text in enumerate(cell.source.splitlines(), 1)
+                if re.match(r"\s*%tensorboard\b", text)]
             errors = [o.get("ename", "") for o in cell.get("outputs", [])
                       if o.get("output_type") == "error" and not asks]
             if errors and RAISES_TAG not in tags:
@@ -687,7 +693,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     if last and last[-1].type == "hr":  # docutils refuses a page that ends in a rule
         cells[-1].source = "\n".join(cells[-1].source.splitlines()[:last[-1].map[0]]).rstrip()
         cells = cells if cells[-1].source.strip() else cells[:-1]
-        imported.changed.append("took out the rule (`---`) the lesson ends with (no page may end with one)")
+        imported.changed.append("took out the rule (`---`) the lesson ends with (no page may "
+                                "end with one)")
     if dropped_outputs:
         imported.changed.append(f"dropped the saved outputs of {dropped_outputs} code cells "
                                 "(the build makes them)")
