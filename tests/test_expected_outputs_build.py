@@ -88,6 +88,9 @@ def test_a_missing_expectation_stops_the_build_with_the_command(tiny_book, tmp_p
     assert len(message) == 1, build.log[-3000:]
     assert "chapter.md" in message[0] and "make accept-outputs" in message[0]
     assert "Traceback" not in build.log
+    # UvA's lab, new: "0 of 60 code cells verified (60 failed, above)"; none was compared.
+    summary = [line for line in build.log.splitlines() if "code cells verified" in line]
+    assert len(summary) == 1 and "(none expected yet, above)" in summary[0], summary
 
 
 # --- Exact lines, and a chapter compared whatever blank lines end its cells (tiny book) ---

@@ -308,7 +308,8 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                       f"({edition} edition, torch {release(torch_version)}) "
                       f"{mismatch.diff(path)}\n    {mismatch.fix(path)}",
                       fixed_by=None if mismatch.varies else ACCEPT_COMMAND)
-        failed = f" ({len(mismatches)} failed, above)" if mismatches else ""
+        failed = (f" ({len(mismatches)} failed, above)" if expectations is not None
+                  else " (none expected yet, above)") if mismatches else ""
         summary.append(
             f"{Path(env.doc2path(docname)).name} ({edition}): "
             f"{verified_count(outputs, mismatches)} of {len(outputs)} code cells "
