@@ -349,7 +349,8 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
     under a namespace installed here (sphinxcontrib, which several packages share) was never
     named: its top level was found. A module of a package the environment lacks is named by
     its package (torchviz.dot is torchviz's, excused here by its install line). UvA's PyTorch
-    lab loads `%load_ext tensorboard`, which was not named (IPython's own autoreload is none)."""
+    lab loads `%load_ext tensorboard`, which was not named (IPython's own autoreload is none);
+    `%reload_ext` loads one too, its whole argument one name (a comment none)."""
     import nbformat
 
     book, folder = _book(tmp_path), tmp_path / "course"
@@ -366,13 +367,14 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
                                   "from not_installed_here.models.bert import Model"),
         nbformat.v4.new_code_cell("from google.colab import drive\nimport google.cloud.storage\n"
                                   "import sphinxcontrib.no_such_builder"),
-        nbformat.v4.new_code_cell("%load_ext autoreload\n%load_ext no_such_extension_here"),
+        nbformat.v4.new_code_cell("%load_ext autoreload\n%load_ext no_such_extension_here\n"
+                                  "%reload_ext no_such_reloaded_one  # a comment"),
     ])))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     to_do = capsys.readouterr().out.split("Still to do:")[1]
     assert ("the book's environment lacks: no_such_module_here, also_not_a_module, "
             "not_installed_here, google.cloud, sphinxcontrib.no_such_builder, "
-            "no_such_extension_here (" in to_do), to_do
+            "no_such_extension_here, no_such_reloaded_one (" in to_do), to_do
     assert "cell 6: the cell imports google.colab" in to_do
     assert "make chapter-packages" in to_do
     assert "res (beside the lesson)" in to_do
@@ -570,7 +572,9 @@ def test_a_tensorboard_cell_is_told_at_its_line(tmp_path, capsys):
 
     _, said = _brought_in(tmp_path, capsys, "board.ipynb", nbformat.writes(
         nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("%load_ext tensorboard"),
-                                        nbformat.v4.new_code_cell("x = 1\n%tensorboard")])))
+                                        nbformat.v4.new_code_cell("x = 1\n%tensorboard"),
+                                        nbformat.v4.new_code_cell('s = """\n%tensorboard\n"""')])))
+    # A line of a string is no magic.
     assert re.findall(r"(cell \d+, line \d+): `%tensorboard` starts", said) == ["cell 2, line 2"]
 
 
@@ -1028,6 +1032,10 @@ import torch
 # .. literalinclude:: shapes.py
 #
 # .. |pi| replace:: 3.14
+#
+# .. code-block:: rst
+#
+#    .. seealso:: shown as code, on purpose
 
 print(torch.ones(2).shape)
 '''
@@ -1049,3 +1057,4 @@ def test_a_gallery_figure_is_an_image_and_other_rest_directives_are_named(tmp_pa
         "reStructuredText that is no Markdown (the page shows it as text)" in said, said
     assert f"line {_line_of(GALLERY_FIGURE, 'replace::')}: `.. |pi| replace::`" in said, said
     assert "showed in HTML" not in said, said  # rst2md wrote the HTML, not the lesson
+    assert "```rst\n.. seealso:: shown as code" in text and "seealso::`" not in said, said

@@ -252,10 +252,10 @@ _MYST_LABEL = re.compile(r"^\((?P<name>[^()\s]+)\)=$|\$\$[ \t]*\((?P<equation>[^
                          r"|^:(?:label|name):[ \t]*(?P<option>\S+)", re.M)
 _MYST_REF = re.compile(r"\{(?:ref|numref|eq|doc)\}`(?:[^`<]*<)?(?P<name>[^<>`\s]+)>?`")
 _CITE = re.compile(r"\{cite(?::\w+)?\}`(?P<keys>[^`]+)`")  # sphinxcontrib-bibtex's
-# rst2md's note and warning (HTML, which no PDF or download shows), as MyST admonitions.
 # The other admonitions MyST knows, which rst2md leaves as reST.
 _ADMONITION = re.compile(r"^\.\. (?P<kind>attention|caution|danger|error|hint|important|seealso|"
                          r"tip)::(?P<first>.*)(?P<rest>(?:\n+^[ \t]+\S.*)*)", re.M)
+# rst2md's note and warning (HTML, which no PDF or download shows), as MyST admonitions.
 _ALERT = re.compile(r'<div class="alert alert-(?:info|danger)"><h4>(?P<kind>Note|Warning)</h4>'
                     r"\n\n(?P<body>.*?)\n\n</div>", re.S)
 
@@ -317,7 +317,9 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         # its directives end at a newline, which the last line of a block lacks
         source = rst2md(source + "\n", {"notebook_images": False}, "", levels).rstrip("\n")
         source = re.sub(r"^(\([\w.-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
-        source = _ADMONITION.sub(lambda found: f":::{{{found['kind']}}}\n" + (
+        source = _ADMONITION.sub(lambda found: found[0] if found.string.count(
+            "\n", 0, found.start()) in _code_lines(found.string)
+            else f":::{{{found['kind']}}}\n" + (
             found["first"].strip() + textwrap.dedent(found["rest"])).strip() + "\n:::", source)
         cell.source = _ALERT.sub(lambda alert: f":::{{{alert['kind'].lower()}}}\n"
                                  f"{alert['body']}\n:::", source)
@@ -510,6 +512,12 @@ def _python_blocks(source: str) -> list[tuple[int, str]]:
             in ("python", "py", "python3", "ipython", "ipython3")]
 
 
+def _code_lines(markdown: str) -> set[int]:
+    """The lines (from 0) of Markdown's code blocks: reST there is shown as code, as meant."""
+    return {line for token in MarkdownIt("commonmark").parse(markdown)
+            if token.type in ("fence", "code_block") for line in range(*token.map)}
+
+
 def _python(source: str) -> ast.Module:
     """A code cell's IPython syntax read as Python (no statement: it is none)."""
     try:
@@ -524,15 +532,22 @@ def _imported_modules(source: str) -> list[str]:
             for name in ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                          else [node.module] if isinstance(node, ast.ImportFrom)
                          and node.level == 0 and node.module else [
-                             f"IPython.extensions.{extension}" if extension in BUILTINS_EXTS
-                             else extension for extension in _loaded_extensions(node)])]
+                             f"IPython.extensions.{name}" if name in BUILTINS_EXTS else name
+                             for magic, name in [_magic(node)]
+                             if magic in ("load_ext", "reload_ext") and name])]
 
 
-def _loaded_extensions(node: ast.AST) -> list[str]:
-    """The extensions a `%load_ext` (run_line_magic("load_ext", "a b")) call loads."""
-    said = [argument.value for argument in getattr(node, "args", [])
-            if isinstance(argument, ast.Constant)] if isinstance(node, ast.Call) else []
-    return said[1].split() if said[:1] == ["load_ext"] and len(said) > 1 else []
+def _magic(node: ast.AST) -> tuple[str, str]:
+    """The name and argument of an IPython magic a call runs (``%load_ext autoreload``:
+    ``run_line_magic("load_ext", "autoreload")``; IPython reads its whole argument as one
+    name), or ("", "")."""
+    if not isinstance(node, ast.Call) or getattr(node.func, "attr", "") not in (
+            "run_line_magic", "run_cell_magic"):
+        return "", ""
+    said = [argument.value for argument in node.args if isinstance(argument, ast.Constant)]
+    if not said:
+        return "", ""
+    return said[0], (said[1].split("#")[0].strip() if len(said) > 1 else "")
 
 
 def _waits(source: str) -> tuple[int, str] | None:
@@ -543,10 +558,9 @@ def _waits(source: str) -> tuple[int, str] | None:
                        key=lambda node: (node.lineno, node.col_offset)):
         named = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(
             call.func, "id", "")
-        said = [argument.value for argument in call.args if isinstance(argument, ast.Constant)]
-        if named in ("run_line_magic", "run_cell_magic") and said and (
-                said[0] == "debug" or said[0] == "pdb" and said[1:2] not in (["off"], ["0"])):
-            return call.lineno, f"%{said[0]}"
+        magic, argument = _magic(call)
+        if magic == "debug" or magic == "pdb" and argument not in ("off", "0"):
+            return call.lineno, f"%{magic}"
         if named in ("getpass", "set_trace") or named in ("input", "breakpoint") and isinstance(
                 call.func, ast.Name):
             return call.lineno, f"{named}("
@@ -638,8 +652,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 f"{_place(cell, line)}: `%tensorboard` starts a TensorBoard server and shows it in "
                 "a frame of the reader's own machine (localhost), which no page or download has: "
                 "take it out; show a screenshot in the prose"
-                for line, text in enumerate(cell.source.splitlines(), 1)
-                if re.match(r"\s*%tensorboard\b", text)]
+                for line in sorted(node.lineno for node in ast.walk(_python(cell.source))
+                                   if _magic(node)[0] == "tensorboard")]
             errors = [o.get("ename", "") for o in cell.get("outputs", [])
                       if o.get("output_type") == "error" and not asks]
             if errors and RAISES_TAG not in tags:
@@ -668,11 +682,13 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         elif cell.cell_type == "markdown":
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
+                code = _code_lines(source)
                 imported.to_do += [
-                    f"{_place(cell, source.count(chr(10), 0, found.start()) + 1, found[1])}: "
+                    f"{_place(cell, line + 1, found[1])}: "
                     f"`{found[1]}`: reStructuredText that is no Markdown (the page shows it as "
                     "text): write it as MyST (`:::{note}`, ```` ```python ````) or take it out"
-                    for found in _DIRECTIVE.finditer(source)]
+                    for found in _DIRECTIVE.finditer(source)
+                    if (line := source.count("\n", 0, found.start())) not in code]
             elif d2l:
                 source = _d2l_markdown(source, unlabelled)
             python_blocks += [_place(cell, line, info) for line, info in _python_blocks(source)]
