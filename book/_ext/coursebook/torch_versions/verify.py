@@ -32,6 +32,7 @@ from coursebook.prepare.chapters import PreparedChapter, edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
 from coursebook.torch_versions.model import verified_versions
+from coursebook.verify.chapter_checks import code_cells
 from coursebook.verify.expectations import (
     EDITIONS,
     ExpectationsError,
@@ -351,7 +352,7 @@ def _headings(env, chapter: str) -> dict[str, tuple[str, str]]:
 
     sections = list(doctree.findall(nodes.section))  # outer before inner: the innermost wins
     shown = {cell["cell_index"]: heading(section) for section in sections
-             for cell in section.findall(nodes.container) if "cell_index" in cell}
+             for cell in code_cells(section)}
     current, found = heading(sections[0]) if sections else ("", ""), {}
     for index, cell in enumerate(getattr(chapter_notebook(env, chapter), "cells", [])):
         current = shown.get(index, current)
