@@ -350,7 +350,8 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
     named: its top level was found. A module of a package the environment lacks is named by
     its package (torchviz.dot is torchviz's, excused here by its install line). UvA's PyTorch
     lab loads `%load_ext tensorboard`, which was not named (IPython's own autoreload is none);
-    `%reload_ext` loads one too, its whole argument one name (a comment none)."""
+    `%reload_ext` loads one too. IPython passes a comment after such a magic on as part of its
+    argument (`No module named 'x  # c'`, matplotlib's "unrecognized arguments"): named too."""
     import nbformat
 
     book, folder = _book(tmp_path), tmp_path / "course"
@@ -369,6 +370,7 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
                                   "import sphinxcontrib.no_such_builder"),
         nbformat.v4.new_code_cell("%load_ext autoreload\n%load_ext no_such_extension_here\n"
                                   "%reload_ext no_such_reloaded_one  # a comment"),
+        nbformat.v4.new_code_cell("%matplotlib inline  # plots in the page\nx = '#'"),
     ])))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     to_do = capsys.readouterr().out.split("Still to do:")[1]
@@ -376,6 +378,9 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
             "not_installed_here, google.cloud, sphinxcontrib.no_such_builder, "
             "no_such_extension_here, no_such_reloaded_one (" in to_do), to_do
     assert "cell 6: the cell imports google.colab" in to_do
+    comments = re.findall(r"(cell \d+, line \d+): `(%.+?)`: IPython passes the comment on", to_do)
+    assert comments == [("cell 7, line 3", "%reload_ext no_such_reloaded_one  # a comment"),
+                        ("cell 8, line 1", "%matplotlib inline  # plots in the page")], to_do
     assert "make chapter-packages" in to_do
     assert "res (beside the lesson)" in to_do
     assert not any(name in to_do for name in ("torch,", "numpy", "near"))
@@ -692,14 +697,15 @@ def test_a_cell_that_waits_for_someone_at_the_keyboard_is_told_and_not_held_to_i
         nbformat.v4.new_notebook(cells=[
             nbformat.v4.new_code_cell("%debug"),
             nbformat.v4.new_code_cell("%xmode Plain\n%pdb on\n1 / 0", outputs=[error]),
-            nbformat.v4.new_code_cell("%pdb off\nmodel.input(1)\nprint('input() here')  # input("
+            nbformat.v4.new_code_cell("%pdb OFF\n%pdb on  # why\nmodel.input(1)\nprint('input() here')  # input("
                                       ")\nname = input('name? ')"),
             nbformat.v4.new_code_cell("1 / 0", outputs=[error]),
             nbformat.v4.new_code_cell("import getpass\nkey = getpass.getpass('key: ')"),
             nbformat.v4.new_code_cell("%%debug\nx = 1")])))
     waits = re.findall(r"cell (\d+), line (\d+): `(.+?)` waits for someone at the keyboard", said)
-    assert waits == [("1", "1", "%debug"), ("2", "2", "%pdb"), ("3", "4", "input("),
+    assert waits == [("1", "1", "%debug"), ("2", "2", "%pdb"), ("3", "5", "input("),
                      ("5", "2", "getpass("), ("6", "1", "%debug")], said
+    assert "cell 3, line 2: `%pdb on  # why`: IPython passes the comment on" in said
     code = [cell for cell in read_chapter((book / "debugging.md").read_text()).cells
             if cell.cell_type == "code"]
     assert [cell_tags(cell) for cell in code[2:5]] == [[], [], ["raises-exception"]]

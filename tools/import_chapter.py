@@ -533,21 +533,22 @@ def _imported_modules(source: str) -> list[str]:
                          else [node.module] if isinstance(node, ast.ImportFrom)
                          and node.level == 0 and node.module else [
                              f"IPython.extensions.{name}" if name in BUILTINS_EXTS else name
-                             for magic, name in [_magic(node)]
+                             for magic, argument in [_magic(node)]
+                             for name in [argument.partition("#")[0].strip()]
                              if magic in ("load_ext", "reload_ext") and name])]
 
 
 def _magic(node: ast.AST) -> tuple[str, str]:
     """The name and argument of an IPython magic a call runs (``%load_ext autoreload``:
-    ``run_line_magic("load_ext", "autoreload")``; IPython reads its whole argument as one
-    name), or ("", "")."""
+    ``run_line_magic("load_ext", "autoreload")``; IPython passes on the whole line, a comment
+    too), or ("", "")."""
     if not isinstance(node, ast.Call) or getattr(node.func, "attr", "") not in (
             "run_line_magic", "run_cell_magic"):
         return "", ""
     said = [argument.value for argument in node.args if isinstance(argument, ast.Constant)]
     if not said:
         return "", ""
-    return said[0], (said[1].split("#")[0].strip() if len(said) > 1 else "")
+    return said[0], (said[1].strip() if len(said) > 1 else "")
 
 
 def _waits(source: str) -> tuple[int, str] | None:
@@ -559,7 +560,7 @@ def _waits(source: str) -> tuple[int, str] | None:
         named = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(
             call.func, "id", "")
         magic, argument = _magic(call)
-        if magic == "debug" or magic == "pdb" and argument not in ("off", "0"):
+        if magic == "debug" or magic == "pdb" and argument.lower() in ("", "on", "1"):
             return call.lineno, f"%{magic}"
         if named in ("getpass", "set_trace") or named in ("input", "breakpoint") and isinstance(
                 call.func, ast.Name):
@@ -654,6 +655,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 "take it out; show a screenshot in the prose"
                 for line in sorted(node.lineno for node in ast.walk(_python(cell.source))
                                    if _magic(node)[0] == "tensorboard")]
+            imported.to_do += [  # these fail on a comment (%pdb: "Incorrect argument")
+                f"{_place(cell, node.lineno)}: `%{magic} {argument}`: IPython passes the comment "
+                "on to the magic as part of its argument, which the magic refuses: put the "
+                "comment on a line of its own"
+                for node in ast.walk(_python(cell.source)) for magic, argument in [_magic(node)]
+                if magic in ("load_ext", "reload_ext", "matplotlib", "pdb") and "#" in argument]
             errors = [o.get("ename", "") for o in cell.get("outputs", [])
                       if o.get("output_type") == "error" and not asks]
             if errors and RAISES_TAG not in tags:
