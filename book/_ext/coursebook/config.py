@@ -161,5 +161,4 @@ def _museum(exhibits_dir: str, machine_kinds_file: str, runtimes_file: str, _sta
 
 def book_config(config: Config) -> BookConfig:
     """The build's BookConfig (made at config-inited); outside a build, made now."""
-    built = _BUILT.get(config)
-    return built if built is not None else BookConfig.of(config)
+    return _BUILT.get(config) or BookConfig.of(config)

@@ -42,21 +42,14 @@ def _arrow(ax, start: tuple[float, float], end: tuple[float, float]) -> None:
     ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=14, color="#444"))
 
 
-def _backward_chain(output: torch.Tensor) -> list:
-    """Backward nodes from the output's ``grad_fn`` to the leaves, first inputs first."""
-    chain, node = [], output.grad_fn
-    while node is not None:
-        chain.append(node)
-        parents = [fn for fn, _ in node.next_functions if fn is not None]
-        node = parents[0] if parents else None
-    return chain
-
-
 def computation_graph(tensors: dict[str, torch.Tensor]) -> None:
     """The forward tensors (by name, in order: the last is the output) in a row and, under
     them, the ``grad_fn`` nodes backward walks."""
     names = list(tensors)
-    chain = _backward_chain(tensors[names[-1]])
+    chain, node = [], tensors[names[-1]].grad_fn  # backward's nodes, from the output's
+    while node is not None:
+        chain.append(node)
+        node = next((fn for fn, _ in node.next_functions if fn is not None), None)
     owner = {id(t.grad_fn): name for name, t in tensors.items() if t.grad_fn is not None}
     columns = max(len(names), len(chain))
     fig, ax = plt.subplots(figsize=(2.8 * columns, 3.2))

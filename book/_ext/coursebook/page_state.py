@@ -63,9 +63,7 @@ class PageState:
 
 def page_states(env: BuildEnvironment) -> dict[str, PageState]:
     """Every page's :class:`PageState` by docname (pages that left nothing are absent)."""
-    if not hasattr(env, "coursebook_page_states"):
-        env.coursebook_page_states = {}
-    return env.coursebook_page_states
+    return env.__dict__.setdefault("coursebook_page_states", {})
 
 
 def page_state_of(env: BuildEnvironment, docname: str) -> PageState:

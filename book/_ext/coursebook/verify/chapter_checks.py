@@ -72,13 +72,9 @@ def normalise_output_nodes(doctree) -> None:
     """Cell outputs on a page as the book compares them (a cut output's marker without its
     digest)."""
     for block in doctree.findall(nodes.literal_block):
-        if "output" not in block.get("classes", []):
-            continue
-        text = block.astext()
-        cleaned = without_digest(normalise(text))
-        if cleaned != text:
-            block.children = [nodes.Text(cleaned)]
-            block.rawsource = cleaned
+        if "output" in block.get("classes", []) and (cleaned := without_digest(
+                normalise(text := block.astext()))) != text:
+            block.children, block.rawsource = [nodes.Text(cleaned)], cleaned
 
 
 def _printed(cell: nodes.container, lines: int = 10) -> str:
@@ -212,9 +208,7 @@ def report_cut_outputs(doctree: nodes.document, cells: list[nbformat.NotebookNod
 def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.NotebookNode | None:
     """The prepared notebook with its outputs, as the chapter client took it from the cache;
     None when it did not (a failed run, or not run)."""
-    if prepared.recorded is not None:
-        return prepared.recorded
-    return app.env.temp_data.get(EXECUTED)
+    return prepared.recorded if prepared.recorded is not None else app.env.temp_data.get(EXECUTED)
 
 
 def raised_on_purpose(executed: nbformat.NotebookNode) -> tuple[str, ...]:
@@ -245,14 +239,6 @@ def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
                "prepared); report it with this chapter", (env.docname, None), "expected-outputs",
                once=False)
         mark_failed(env, env.docname)
-
-
-def _accept_header(torch_version: str, chapter_file: str) -> list[str]:
-    return [f"# Expected outputs of {chapter_file} for torch {release(torch_version)}.",
-            f"# Accepted with `{ACCEPT_COMMAND}` on {today()} from a "
-            f"run on {platform.system()} {platform.machine()} (torch {torch_version}).",
-            "# One entry per code cell: a hash of its code, then its output, indented. "
-            "Review the diff before committing."]
 
 
 # The summary lines, logged once the errors are out (Sphinx holds back the reading phase's).
@@ -288,12 +274,15 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
             shown, refused = accept_into(
                 path, expectations, edition, outputs,
                 lambda: [k for k, _ in keyed_cells(instructor_chapter(env, docname))],
-                _accept_header(torch_version, Path(env.doc2path(docname, False)).as_posix()),
-                run, since)
-            summary += shown
+                [(f"# Expected outputs of {Path(env.doc2path(docname, False)).as_posix()} for "
+                  f"torch {release(torch_version)}."),
+                 (f"# Accepted with `{ACCEPT_COMMAND}` on {today()} from a run on "
+                  f"{platform.system()} {platform.machine()} (torch {torch_version})."),
+                 ("# One entry per code cell: a hash of its code, then its output, indented. "
+                  "Review the diff before committing.")], run, since)
             for refusal in refused:
                 _fail(app, docname, refusal.cell.line, refusal.message(path), fixed_by=None)
-            summary += states[docname].not_verified
+            summary += shown + states[docname].not_verified
             continue
         if expectations is None:
             _fail(app, docname, None,
