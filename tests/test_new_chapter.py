@@ -597,6 +597,33 @@ def test_a_title_asked_for_replaces_the_lessons_own(tmp_path, capsys):
         capsys.readouterr().out
 
 
+@pytest.mark.parametrize("title", [None, "Lab 9: Given"])
+def test_a_lesson_whose_hash_headings_are_its_sections_gets_one_title(tmp_path, capsys, title):
+    """A lesson with several `#` headings (HR's s25 F8): the title asked for took the place of
+    the first one, a section's, whose heading was lost; without one, the page had several `#`
+    titles. A `#` line in a code block is no heading (it was taken for the lesson's title)."""
+    import nbformat
+
+    lesson = tmp_path / "parts.ipynb"
+    lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("```python\n# a comment, no title\n```\n\n# Setup\n\n"
+                                      "Text.\n\n## Detail"),
+        nbformat.v4.new_code_cell("print(1)"),
+        nbformat.v4.new_markdown_cell("Training\n========\n\n## Loss\n\n###### Deepest")])))
+    asked = [title] if title else []
+    assert tool.main(["parts", *asked, "--from", str(lesson), "--book", str(_book(tmp_path))]) == 0
+    text = (tmp_path / "book" / "parts.md").read_text()
+    headings = [line for cell in read_chapter(text).cells if cell.cell_type == "markdown"
+                for line in cell.source.splitlines()
+                if line.startswith("#") and line != "# a comment, no title"]
+    sections = ["## Training", "### Loss", "###### Deepest"]
+    assert headings == ([f"# {title}", "## Setup", "### Detail"] if title
+                        else ["# Setup", "## Detail"]) + sections, text
+    assert "```python\n# a comment, no title\n```" in text
+    assert f"made the lesson's {'' if title else 'later '}`#` headings sections" in \
+        capsys.readouterr().out
+
+
 def test_a_lesson_ending_in_a_rule_comes_in_without_it(tmp_path, capsys):
     """UvA's PyTorch lab ends in `---`: the build refused the chapter with docutils' "Document
     may not end with a transition", naming no fix. A rule inside the page stays."""

@@ -17,7 +17,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - d2l-book's marks (d2l's notebooks) become MyST's: labels (``:label:`x` ``), references,
   citations; its slides' marks (``[**…**]``) are taken out as d2l's pages take them out;
 - the title (the first heading, where it is a ``# …`` one: else the chapter's name) gets a
-  label named after the chapter;
+  label named after the chapter; a lesson's further ``# …`` headings (all of them, when a
+  title is asked for) become sections, the levels under them one deeper;
 - an image shown in HTML (``<img src=…>``, alone or only placed by ``<p>``, ``<div>``) is
   a Markdown image, which the book's pages, PDFs and downloads show (raw HTML reaches none
   of them from the book's files);
@@ -102,7 +103,6 @@ _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 # A reST directive or substitution rst2md leaves as it is (`.. literalinclude::`,
 # `.. |pi| replace::`): text on the page.
 _DIRECTIVE = re.compile(r"^[ \t]*(\.\. (?:\|[^|\n]+\| )?[\w:-]+::)", re.M)
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*$", re.M)
 
 
 class NotALesson(Exception):
@@ -512,6 +512,15 @@ def _python_blocks(source: str) -> list[tuple[int, str]]:
             in ("python", "py", "python3", "ipython", "ipython3")]
 
 
+def _headings(cells) -> list[tuple[nbformat.NotebookNode, list[int], int, str]]:
+    """The Markdown cells' headings (a code block's `#` line is none): each one's cell, lines
+    (from 0, end excluded), level and text."""
+    return [(cell, token.map, int(token.tag[1]), inline.content)
+            for cell in cells if cell.cell_type == "markdown"
+            for token, inline in itertools.pairwise(MarkdownIt("commonmark").parse(cell.source))
+            if token.type == "heading_open"]
+
+
 def _code_lines(markdown: str) -> set[int]:
     """The lines (from 0) of Markdown's code blocks: reST there is shown as code, as meant."""
     return {line for token in MarkdownIt("commonmark").parse(markdown)
@@ -791,22 +800,33 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                   "machines that build the book (name them in the chapter's "
                                   f"prose): {', '.join(imported.system_packages)}")
     # The title: the lesson's first heading, labelled with the name; the hidden first cell
-    # after it, before any code.
-    first, heading = next(((cell, found) for cell in cells if cell.cell_type == "markdown"
-                           for found in [_HEADING.search(cell.source)] if found), (None, None))
-    if heading is not None and len(heading.group(1)) > 1:
-        heading = None  # a section's (`## The basics`): made a title, it broke the levels below
+    # after it, before any code. A page has one `#`: a lesson's further ones are sections.
+    headings = _headings(cells)
+    tops = [at for at, (_, _, level, _) in enumerate(headings) if level == 1]
+    if len(tops) > 1:  # all of them sections when a title is asked for, else all but the first
+        for cell, (start, end), level, text in reversed(headings[tops[title is None]:]):
+            lines = cell.source.split("\n")
+            lines[start:end] = [f"{'#' * min(level + 1, 6)} {text}"]  # setext ones too
+            cell.source = "\n".join(lines)
+        imported.changed.append(f"made the lesson's {'' if title else 'later '}`#` headings "
+                                "sections (`##`, the levels under them one deeper): a page "
+                                "has one title")
+        headings = _headings(cells)
+    first, lines, level, text = headings[0] if headings else (None, None, 0, "")
+    if level != 1:
+        first = None  # a section's (`## The basics`): made a title, it broke the levels below
     if title is None:
-        title = heading.group(2) if heading else name
-        if heading is None:
+        title = text if first else name
+        if first is None:
             imported.to_do.append(f"the lesson has no title (its first heading is not `# …`): "
                                   f"the chapter's is its name; write one in its `# {name}` line")
-    if heading is not None:  # the title asked for replaces the lesson's: one title a page
-        if heading.group(2) != title:
+    if first is not None:  # the title asked for replaces the lesson's: one title a page
+        if text != title:
             imported.changed.append(f"titled it `# {title}` in place of the lesson's title "
-                                    f"`# {heading.group(2)}`")
-        first.source = (first.source[:heading.start()] + f"({name})=\n# {title}"
-                        + first.source[heading.end():])
+                                    f"`# {text}`")
+        source = first.source.split("\n")
+        source[lines[0]:lines[1]] = [f"({name})=", f"# {title}"]
+        first.source = "\n".join(source)
         at = cells.index(first) + 1
     else:
         cells.insert(0, markdown_cell(f"({name})=\n# {title}"))
