@@ -31,7 +31,7 @@ def note(cell, **values) -> None:
 
 def place_at(cell, line: int, of=None):
     """The cell, noted at ``line`` unless it has a line already (``of``: the author's cell it
-    stands beside or was cut from); returned for chaining."""
+    stands beside or was cut from)."""
     if not source_line(cell) and line:
         note(cell, line=line, **({"numbered": True} if of is not None and noted(of, "numbered")
                                  else {}))
@@ -45,8 +45,7 @@ def note_added_lines(cell, at: int, count: int) -> None:
 
 
 def line_within(cell, offset: int) -> int:
-    """The line of the author's file holding the character at ``offset`` in the cell's
-    source, past the lines the book added (0: the cell has no line)."""
+    """The author's line of the character at ``offset`` of the cell's source (0: none)."""
     return cell_line(cell, cell.source.count("\n", 0, offset))
 
 

@@ -1,6 +1,5 @@
 """Problems a person fixes: each knows where it is (a source file and line, or a TOML file
-and field), so that a build logs it once (:mod:`coursebook.reporting`) as one line.
-"""
+and field), so that a build logs it once (:mod:`coursebook.reporting`) as one line."""
 
 from __future__ import annotations
 

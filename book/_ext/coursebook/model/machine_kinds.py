@@ -18,7 +18,7 @@ _PIN = re.compile(r"\s*([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*==\s*([^\s;]+)\s*")  #
 
 
 class MachineKindError(BookError):
-    """A machine kinds or environments file that cannot be used; names the file and field."""
+    """A machine kinds or environments file that cannot be used."""
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,7 @@ class MachineKind:
 
 
 def manylinux_platforms(glibc: str, arch: str) -> tuple[str, ...]:
-    """Every platform tag pip accepts on a Linux with this glibc: ``manylinux_2_<minor>``
-    down to 2_5 (x86_64's oldest), each with its legacy alias, then ``linux_<arch>``."""
+    """Every platform tag pip accepts on a Linux with this glibc (down to x86_64's oldest)."""
     major, minor = (int(part) for part in glibc.split("."))
     legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
     tags = []
@@ -77,7 +76,7 @@ class _KindsFile:
 
 @functools.lru_cache(maxsize=None)
 def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[str, MachineKind]:
-    """Every machine kind, in order of preference (read once per file)."""
+    """Every machine kind, in order of preference."""
     data, file = read_toml(path, _KindsFile, MachineKindError)
     machines: dict[str, MachineKind] = {}
     for index, machine in enumerate(data.kind):
@@ -99,7 +98,6 @@ def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[st
 
 
 def stand_in_kind(kinds: dict[str, MachineKind]) -> MachineKind:
-    """The CPU stand-in (:func:`load_machine_kinds` makes sure there is one)."""
     return next(kind for kind in kinds.values() if kind.stand_in)
 
 
@@ -122,7 +120,6 @@ class RecordingEnvironment:
     adds: tuple[str, ...] = field(default=(), metadata=NOT_READ)
 
     def pins(self) -> dict[str, str]:
-        """``name==version`` requirements as {normalised name: version}."""
         found = (_PIN.fullmatch(requirement) for requirement in self.requirements)
         return {package_key(match[1]): match[2] for match in found if match}
 

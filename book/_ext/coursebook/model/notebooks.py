@@ -1,6 +1,5 @@
-"""Chapter notebooks and the book's cell tags: every module reads, writes and asks about
-them through this one. A MyST notebook, an ``.ipynb`` or a jupytext percent script reads into
-the same notebook (:func:`read_chapter`); only the page text myst-nb reads differs."""
+"""Chapter notebooks and the book's cell tags. A MyST notebook, an ``.ipynb`` or a percent
+script reads into the same notebook (:func:`read_chapter`); only the page text myst-nb reads differs."""
 
 from __future__ import annotations
 
@@ -27,8 +26,7 @@ from coursebook.model.solutions import solutions_as_answers
 ANSWER_TAG = "answer"  # instructor material, dropped from the student edition
 RAISES_TAG = "raises-exception"  # the cell's error is its lesson (nbclient's tag)
 BOOK_ONLY_TAG = "book-only"  # runs in the book (a figure, say), left out of downloads
-# Shown only in downloads (with remove-cell): an exhibit's expected error, say.
-DOWNLOAD_ONLY_TAG = "download-only"
+DOWNLOAD_ONLY_TAG = "download-only"  # shown only in downloads (with remove-cell)
 # A recorded chapter's cells (coursebook.model.recordings): which machine kinds run them.
 ACCELERATOR_ONLY_TAG = "accelerator-only"  # needs a real accelerator: not the stand-in
 STAND_IN_ONLY_TAG = "stand-in-only"  # a CPU reproduction: only the stand-in runs it
@@ -75,8 +73,8 @@ def expects_output(cell) -> bool:
 
 
 def note_output_keys(notebook: nbformat.NotebookNode) -> None:
-    """Key each code cell whose outputs are expected (:func:`content_keys` of its code); a
-    cell the book added stands at the line of the cell before it (the first: after it)."""
+    """Key each code cell whose outputs are expected; a cell the book added stands at the
+    line of the cell before it (the first: after it)."""
     cells = [cell for cell in notebook.cells if expects_output(cell)]
     for cell, key in zip(cells, content_keys((cell.source.strip() for cell in cells), ".")):
         note(cell, key=key)
@@ -105,9 +103,8 @@ def content_keys(texts: Iterable[str], separator: str) -> list[str]:
 
 
 def with_stable_ids(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Each cell's id, the same from every read of the same chapter (nbformat draws them at
-    random), so that a notebook written again diffs only where it changed: a keyed cell's is
-    its key (``.`` is no id character); another's a key of its type and text."""
+    """Ids the same from every read (nbformat draws them at random), so that a notebook
+    written again diffs only where it changed (``.`` is no id character)."""
     unkeyed = [cell for cell in notebook.cells if not cell_key(cell)]
     texts = iter(content_keys((f"{cell.cell_type}\n{cell.source}" for cell in unkeyed), "-"))
     for cell in notebook.cells:
@@ -120,8 +117,6 @@ def with_stable_ids(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 NOTEBOOK_SUFFIX = ".ipynb"  # a Jupyter notebook's file
 SCRIPT_SUFFIX = ".py"  # a jupytext percent script's (conf.py's nb_custom_formats)
 CHAPTER_SUFFIXES = (".md", NOTEBOOK_SUFFIX, SCRIPT_SUFFIX)  # the files a chapter may be
-
-
 PROVENANCE_KEY = "coursebook_recording"  # a recording's metadata (coursebook.model.recordings)
 
 
@@ -169,7 +164,6 @@ def is_chapter_source(text: str) -> bool:
 
 
 def chapter_files(folder: Path) -> list[tuple[Path, str]]:
-    """The chapters under ``folder`` (not under ``_build``), with their text."""
     found = []
     for path in sorted(path for suffix in CHAPTER_SUFFIXES for path in folder.rglob(f"*{suffix}")):
         if {"_build", "_ext", ".ipynb_checkpoints"} & set(path.parts):
@@ -183,10 +177,9 @@ def chapter_files(folder: Path) -> list[tuple[Path, str]]:
 
 def read_chapter(text: str, md_config: MdParserConfig | None = None,
                  strict: bool = False) -> nbformat.NotebookNode:
-    """The chapter as written, each cell noted at its line (an ``.ipynb``'s at its number,
-    its saved outputs left out: they are the build's), each sphinx-exercise solution in answer
-    cells of its own: ``strict`` (a build) raises ``SolutionError`` for one that cannot be cut
-    out; else (the audits) all of it is an answer."""
+    """The chapter as written, cells noted at their lines (an ``.ipynb``'s saved outputs left
+    out: they are the build's); ``strict`` (a build): a solution that cannot be cut out raises,
+    else (the audits) all of it is an answer."""
     if notebook_json(text) is not None:
         notebook = nbformat.reads(text, as_version=4)
         for number, cell in enumerate(notebook.cells, 1):
@@ -234,11 +227,6 @@ def note_script_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None
         note(cell, line=at + 1)
 
 
-def _plain(metadata) -> dict:
-    """NotebookNode metadata as plain dicts and lists, which YAML can write."""
-    return json.loads(json.dumps(metadata))
-
-
 _OPTION_NAME = re.compile(r"[A-Za-z_][\w-]*")
 
 
@@ -254,9 +242,8 @@ def _options(metadata: dict) -> list[str]:
 
 
 def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
-    """The notebook as MyST that myst-nb reads into the same cells, without the book's
-    notes; a noted cell at its line where the cells before it leave room (blank lines fill
-    the rest), so that Sphinx's and MyST's messages name the author's line."""
+    """The notebook as MyST that myst-nb reads into the same cells, without the book's notes,
+    each cell at its line where there is room, so that MyST's messages name the author's line."""
     return "\n".join(_layout(notebook)[0]) + "\n"
 
 
@@ -314,16 +301,16 @@ def author_line(notebook: nbformat.NotebookNode,
 def _layout(notebook: nbformat.NotebookNode) -> tuple[list[str], list[int]]:
     """:func:`notebook_to_myst`'s lines, and for each cell the line myst-nb names it at
     (a markdown cell's first line of text, a code cell's second line after its fence)."""
-    metadata = {key: value for key, value in _plain(notebook.metadata).items()
-                if key != "source_map"}
+    # NotebookNodes as plain dicts and lists, which YAML can write.
+    metadata = json.loads(json.dumps({key: value for key, value in notebook.metadata.items()
+                                      if key != "source_map"}))
     named: list[int] = []
     # Lists of plain values on one line, as authors write them (and as many lines).
     out = ["---", *yaml.safe_dump(metadata, sort_keys=False, default_flow_style=None,
                                   width=1000).splitlines(), "---"]
     after = "front matter"
     for cell in notebook.cells:
-        metadata = {key: value for key, value in _plain(cell.metadata).items()
-                    if key != CELL_NOTE}
+        metadata = {key: value for key, value in cell.metadata.items() if key != CELL_NOTE}
         line = source_line(cell)
         # The cell's text starts on the line after what is written here.
         blank = cell.source.count("\n", 0, len(cell.source) - len(cell.source.lstrip()))
@@ -401,7 +388,6 @@ class Section:
 
 
 def labelled_sections(notebook: nbformat.NotebookNode) -> list[Section]:
-    """The notebook's labelled sections, in reading order."""
     return [Section(found["label"], found["title"].strip(), line_within(cell, found.start("title")))
             for cell in notebook.cells if cell.cell_type == "markdown"
             for found in SECTION_LABEL.finditer(cell.source)]

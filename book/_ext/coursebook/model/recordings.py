@@ -1,9 +1,6 @@
-"""Recordings: chapters whose cells run only on a special machine, outputs committed.
-
-A chapter whose top matter says ``coursebook: {recording: NAME, machine_kinds: [KIND, ...]}``
-never executes in a build: ``make recording`` writes ``book/recordings/NAME-KIND.ipynb``
-(outputs, provenance), which a build caches under the chapter's key. A cell no recording
-ran stops the build, or is marked stale (docs/recorded-chapters.md)."""
+"""Recordings: chapters whose cells run only on a special machine, outputs committed
+(``book/recordings/NAME-KIND.ipynb``, by ``make recording``), never executed in a build
+(docs/recorded-chapters.md)."""
 
 from __future__ import annotations
 
@@ -42,14 +39,14 @@ class RecordingError(BookError):
 
 def recording_name(chapter: nbformat.NotebookNode | dict) -> str | None:
     """The recording a chapter's notebook, or its top matter alone, names (None: not one)."""
-    metadata = chapter.metadata if isinstance(chapter, nbformat.NotebookNode) else chapter
-    return (metadata.get("coursebook") or {}).get("recording")
+    return (getattr(chapter, "metadata", chapter).get("coursebook") or {}).get("recording")
 
 
 @dataclass(frozen=True)
 class RecordedChapter:
     name: str
     machines: tuple[MachineKind, ...]
+    source: str = ""  # the chapter's file, where known
 
     def command(self, machine: MachineKind) -> str:
         return f"{RECORDING_COMMAND} RECORDING={self.name} KIND={machine.name}"
@@ -60,11 +57,11 @@ class RecordedChapter:
 
 
 def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, MachineKind],
-                     source: str = "the chapter") -> RecordedChapter | None:
+                     source: str = "") -> RecordedChapter | None:
     if (name := recording_name(notebook)) is None:
         return None
     accepted = (notebook.metadata.get("coursebook") or {}).get("machine_kinds")
-    field = f"{source}: top matter 'coursebook: machine_kinds'"
+    field = f"{source or 'the chapter'}: top matter 'coursebook: machine_kinds'"
     if not isinstance(accepted, list) or not accepted:
         raise RecordingError(f"{field} must list the machine kinds this chapter is recorded on "
                              f"(from {', '.join(machines)})")
@@ -76,7 +73,7 @@ def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, Machin
         raise RecordingError(f"{field} needs a stand-in kind "
                              f"({', '.join(b.name for b in machines.values() if b.stand_in)}): "
                              "an ordinary build shows its outputs")
-    return RecordedChapter(name, chosen)
+    return RecordedChapter(name, chosen, source)
 
 
 def recording_path(recordings_dir: Path, name: str, kind: str) -> Path:
@@ -139,7 +136,6 @@ class Recording:
 
 
 def check_machine_kind(machine: MachineKind, provenance: dict, path: Path) -> None:
-    """A recording's kind must agree with the device its runtime reported."""
     platform, device_kind = provenance.get("platform", ""), provenance.get("device_kind", "")
     if not machine.ran_here(platform, device_kind):
         raise RecordingError(
@@ -242,8 +238,7 @@ def plainly_recorded(chapter: RecordedChapter, recordings: list[Recording]) -> s
 
 @dataclass(frozen=True)
 class AttachedRecordings:
-    """The page's notebook with panel and marks (markdown: not hashed), and its code cells
-    with recorded outputs."""
+    """The page's notebook with panel and marks (markdown: not hashed), and one with outputs."""
 
     labelled: nbformat.NotebookNode
     executed: nbformat.NotebookNode
@@ -307,7 +302,7 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
             commands = " and ".join(f"`{chapter.command(b)}`" for b in able)
             raise RecordingError(f"cell `{first_line(cell)}` changed since its recording: run "
                                  f"{commands} on such machines, then commit book/recordings/",
-                                 line=source_line(cell))
+                                 chapter.source or None, source_line(cell))
         labelled.cells.append(markdown_cell(note, BOOK_ONLY_TAG))
     return AttachedRecordings(labelled, executed, drift)
 

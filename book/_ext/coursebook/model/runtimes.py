@@ -16,7 +16,7 @@ RUNTIMES_FILE = Path(__file__).resolve().parents[4] / "tools" / "runtimes.toml"
 
 
 class RuntimeFileError(BookError):
-    """The runtimes file cannot be used; names the file, the table and the field."""
+    """The runtimes file cannot be used."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,6 @@ class Runtime:
 
     @property
     def torch(self) -> str:
-        """Its torch release ("" when it has no torch)."""
         return release(self.packages.get("torch", ""))
 
     @property
@@ -44,15 +43,13 @@ class Runtime:
         return f"{self.title.split(' (')[0]} (torch {self.torch})"
 
     def requirements(self) -> list[str]:
-        """pip requirements for a replica, with what the book adds, at each pin's release (a
-        registry has no ``+cpu``)."""
+        """pip requirements for a replica, at each pin's release (a registry has no ``+cpu``)."""
         return [f"{name}=={release(version)}"
                 for name, version in {**self.packages, **self.adds}.items()]
 
 
 @functools.lru_cache(maxsize=None)
 def load_runtimes(path: Path = RUNTIMES_FILE) -> dict[str, Runtime]:
-    """Every declared runtime, in the file's order (read once per file)."""
     runtimes, file = read_toml(path, dict[str, Runtime], RuntimeFileError)
     for name, runtime in runtimes.items():
         if not set(runtime.device_only) <= set(runtime.packages):

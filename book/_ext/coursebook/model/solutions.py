@@ -31,8 +31,7 @@ _NESTED = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({SOLUTION}|{START}|{END})
 
 
 class SolutionError(BookError):
-    """A solution the reader cannot cut out: inside another block, or a gate left open;
-    ``line``: where the block it is about starts."""
+    """A solution the reader cannot cut out: inside another block, or a gate left open."""
 
 
 def is_solution_marker(cell) -> bool:
@@ -50,9 +49,8 @@ def _directive(token) -> str | None:
 def _pieces(source: str, gated: bool, answer: bool, strict: bool,
             line_at: Callable[[int], int]) -> tuple[list[tuple[str, bool, int]], bool]:
     """The markdown cut where solutions start and end: (text, is a solution, its line) pieces,
-    and whether a gated solution is still open at the end. ``answer``: the text is an answer
-    already (no leak). A solution inside another block is an error when ``strict``, else all of
-    it is taken as a solution (the safe side)."""
+    and whether a gate is still open. ``answer``: the text is an answer already (no leak); a
+    solution inside another block is taken whole as a solution (the safe side)."""
     lines = source.splitlines(keepends=True)
     pieces: list[tuple[str, bool, int]] = []
     done = 0  # lines already in a piece

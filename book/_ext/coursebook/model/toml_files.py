@@ -1,13 +1,7 @@
-"""The book's TOML data read into typed records: a schema per file, one reader, one message.
-
-A schema is a dataclass: each field is the TOML key of its name (or of its metadata's
-``toml``), typed ``str`` (non-empty when required), ``int``, ``bool``, a ``Literal`` of
-choices, ``dict[str, str]``, another dataclass (a table; ``X | None`` when optional), or a
-tuple of one of these (an array, an array of tables). A field with a default is optional;
-one whose ``toml`` is None is no key (the caller gives it). A file of named tables reads as
-``dict[str, Schema]``, each table's ``name`` its key. Every fault is one line,
-``<file>:<line>: field <path>: <what is wrong> (<how to fix>)``, at the field's line.
-"""
+"""The book's TOML data read into typed records: a schema per file (a dataclass, each field
+the key of its name or of its metadata's ``toml``; one with a default is optional; a file of
+named tables reads as ``dict[str, Schema]``), one reader, one message:
+``<file>:<line>: field <path>: <what is wrong> (<how to fix>)``."""
 
 from __future__ import annotations
 
@@ -52,15 +46,12 @@ def field_lines(text: str) -> dict[str, int]:
 
 
 def table_lines(text: str) -> list[int]:
-    """The lines that open a table (``[cpu]``, ``[[records]]``), in order."""
     lines = text.splitlines()
     return sorted(n for n in set(field_lines(text).values()) if _HEADER.match(lines[n - 1]))
 
 
 @dataclasses.dataclass(frozen=True)
 class TomlFile:
-    """A data file as read: where each field is, and how its faults are raised."""
-
     path: Path
     lines: dict[str, int]
     error: type[BookError] = BookError
@@ -76,7 +67,6 @@ class TomlFile:
 
 
 def line_of(path: Path, field: str) -> int:
-    """The line of ``field`` in a data file (see :meth:`TomlFile.line`)."""
     return TomlFile(path, field_lines(path.read_text(encoding="utf8"))).line(field)
 
 
@@ -96,7 +86,6 @@ def read_toml(path: Path, schema: type[T], error: type[BookError] = BookError, /
 
 
 def _describe(kind: Any) -> str:
-    """What a value of this type is, in a TOML writer's words."""
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if origin is Literal:
         return "one of " + ", ".join(map(repr, args))

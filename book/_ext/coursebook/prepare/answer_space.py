@@ -27,7 +27,6 @@ _LEAD_IN = re.compile(r"^\*\*(?P<number>\d+)\.")
 
 
 def answers(notebook: nbformat.NotebookNode) -> list[tuple[int, list]]:
-    """Each answer of a chapter as (index of its first cell, its cells), in order."""
     found: list[tuple[int, list]] = []
     for index, cell in enumerate(notebook.cells):
         if not is_answer(cell):
@@ -41,7 +40,6 @@ def answers(notebook: nbformat.NotebookNode) -> list[tuple[int, list]]:
 
 
 def answer_lines(cells: list) -> int:
-    """Ruled lines for an answer: as many as writing it out by hand takes, bounded."""
     lines = 0
     for cell in cells:
         for line in cell.source.strip().splitlines():

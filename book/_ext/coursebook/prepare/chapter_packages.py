@@ -64,7 +64,6 @@ def decoded(path: Path) -> str | BookError:
 
 
 def install_lines(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
-    """Each code line that runs an installer: (its line in the author's file, its text)."""
     found = []
     for cell in notebook.cells:
         if cell.cell_type != "code":
@@ -76,12 +75,10 @@ def install_lines(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
 
 
 def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
-    """Each shell escape (``!ls -l``, ``files = !ls``) whose command this machine lacks (not
-    on PATH, which the kernels inherit): (its line in the author's file, the command). IPython
-    finds the escapes, as the kernel does (a ``!`` in a string is none); a shell cell's lines
-    (heredocs, continuations, ``%%script python``) are left to its shell. A word with ``{``,
-    ``$``, ``/`` or ``=`` (``!{sys.executable}``, ``!./run.sh``) is not looked up, nor is an
-    installer (refused as such)."""
+    """Each shell escape (``!ls -l``, ``files = !ls``) whose command is not on PATH, which the
+    kernels inherit: (its line, the command). IPython finds the escapes, as the kernel does (a
+    ``!`` in a string is none); a shell cell is left to its shell; a word with ``{$/=`` is not
+    looked up, nor is an installer (refused as such)."""
     found = []
     for cell in notebook.cells:
         if cell.cell_type != "code" or not _MAY_ESCAPE.search(cell.source):
@@ -107,7 +104,6 @@ def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
 
 
 def _missing(requirement: str) -> str | None:
-    """Why this environment does not satisfy ``requirement`` (None: it does)."""
     # Here, not at the top: a build that reads no chapter parses no requirement.
     from packaging.requirements import InvalidRequirement, Requirement
 
@@ -125,7 +121,6 @@ def _missing(requirement: str) -> str | None:
 
 
 def chapter_package_errors(path: Path, text: str) -> list[BookError]:
-    """Each install line, and each declared package the environment does not satisfy."""
     if not is_chapter_source(text):
         return []
     notebook = read_chapter(text)  # its metadata is the top matter

@@ -1,7 +1,5 @@
 """From a chapter file to the notebook an edition executes, once per read at ``source-read``;
-its other inputs (exhibits, machine kinds, recordings) are noted with Sphinx, which reads
-the page again when one changes.
-"""
+its other inputs are noted with Sphinx, which reads the page again when one changes."""
 
 from __future__ import annotations
 
@@ -23,9 +21,9 @@ from coursebook.model.machine_kinds import MachineKind, environments_path, load_
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUFFIX, author_line,
                                         cell_tags, first_line, is_cell_script, is_chapter_source,
                                         note_output_keys, read_chapter, reads_as_json)
-from coursebook.model.recordings import (RecordingError, attach_recordings, load_recordings,
-                                         plainly_recorded, recorded_chapter, recorded_with,
-                                         recording_name, recording_path)
+from coursebook.model.recordings import (attach_recordings, load_recordings, plainly_recorded,
+                                         recorded_chapter, recorded_with, recording_name,
+                                         recording_path)
 from coursebook.model.solutions import SolutionError
 from coursebook.museum.model import Wing
 from coursebook.museum.prepare import claim_sources, link_back_to_exhibits, place_museum
@@ -54,9 +52,8 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
                     torch_version: str, md_config=None,
                     machine_kinds: dict[str, MachineKind] | None = None, runtimes_file: str = "",
                     answer_spaces: bool = False) -> PreparedChapter:
-    """A chapter's notebook for one edition, exhibits and set-up placed (what a machine
-    executes), its claims, and (taken before the answers go) what its checks ask and where
-    it was taught."""
+    """A chapter's notebook for one edition (what a machine executes), its claims, and (taken
+    before the answers go) what its checks ask and where it was taught."""
     try:
         notebook = read_chapter(text, md_config, strict=True)
     except SolutionError as error:
@@ -102,14 +99,8 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
     recordings_dir = Path(config.recordings_dir)
     pinned = load_environments(environments_path(recordings_dir, chapter.name), config.machine_kinds)
     recordings = load_recordings(recordings_dir, chapter)
-    try:
-        attached = attach_recordings(notebook, chapter, recordings,
-                                     config.allow_stale_recordings, pinned, instructor=instructor)
-    except RecordingError as error:
-        if error.path is not None or not error.line:
-            raise
-        # A changed cell: at its line in the chapter.
-        raise RecordingError(error.message, source_path, error.line) from None
+    attached = attach_recordings(notebook, chapter, recordings, config.allow_stale_recordings,
+                                 pinned, instructor=instructor)
     for kind, lines in attached.drift.items():
         for line in lines:
             logger.info("%s: environment drift in the %s recording: %s", source_path, kind, line)

@@ -1,7 +1,5 @@
 """The two editions of a chapter, made before anything runs: the student's drops the cells
-tagged ``answer`` (its notebook is what runs, is cached and is rendered); the instructor's
-keeps and boxes them.
-"""
+tagged ``answer``; the instructor's keeps and boxes them."""
 
 from __future__ import annotations
 
@@ -46,10 +44,9 @@ def _box_answer(cell) -> None:
 
 def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition,
                      answer_spaces: bool = False) -> nbformat.NotebookNode:
-    """The student's lacks the answer cells (with ``answer_spaces``, the handout's, a box
-    stands where each answer was); the instructor's has them, markdown ones boxed (a gated
-    solution's start and end not: sphinx-exercise joins them as siblings only), code ones as
-    they are (the cache key): :func:`box_code_answers` boxes them. Both get checks."""
+    """The student's lacks the answer cells (``answer_spaces``: a box stands for each); the
+    instructor's boxes markdown ones (a gated solution's start and end not: sphinx-exercise
+    joins them as siblings only), code ones as they are (the cache key): :func:`box_code_answers`."""
     instructor = edition is Edition.INSTRUCTOR
     checks = notebook_checks(notebook)
     spaces = ({start: answer_space_cell(cells) for start, cells in answers(notebook)}

@@ -25,9 +25,12 @@ class RuntimeSetupError(BookError):
     """A marker that names no usable runtime."""
 
 
-def _runtime_kinds(marker: str, runtime_name: str, machine_kinds: dict[str, MachineKind],
+def _runtime_kinds(marker: str, runtime_name: str, machine_kinds: dict[str, MachineKind] | None,
                    runtimes_file: Path) -> tuple[Runtime, MachineKind, MachineKind]:
     """The runtime a marker names, its accelerator kind and its stand-in kind."""
+    if machine_kinds is None:
+        raise RuntimeSetupError(f"a {{{marker}}} cell is made from the machine kinds, "
+                                "and none were given")
     runtimes = load_runtimes(runtimes_file)
     if runtime_name not in runtimes:
         raise RuntimeSetupError(f"{{{marker}}} names runtime '{runtime_name}', not one of "
@@ -129,22 +132,14 @@ def place_runtime_setup(notebook: nbformat.NotebookNode,
                         runtimes_file: str = "") -> None:
     runtimes = Path(runtimes_file) if runtimes_file else RUNTIMES_FILE
 
-    def cell(marker: str, code, tags: list[str], *names: str) -> list[nbformat.NotebookNode]:
-        if machine_kinds is None:
-            raise RuntimeSetupError(f"a {{{marker}}} cell is made from the machine kinds, "
-                                    "and none were given", source_path)
-        try:
-            source = code(*names, machine_kinds, runtimes)
-        except RuntimeSetupError as error:
-            raise RuntimeSetupError(error.message, source_path) from None
-        return [code_cell(source, *tags)]
-
     def restart_cell(marker) -> list[nbformat.NotebookNode]:
         tags = [tag.strip().strip("'\"") for tag in (marker.group(4) or "").split(",")]
-        return cell("runtime-restart", restart_code,
-                    ["remove-cell", RESTART_TAG, *(tag for tag in tags if tag)],
-                    marker.group(2), marker.group(3))
+        return [code_cell(restart_code(marker[2], marker[3], machine_kinds, runtimes),
+                          "remove-cell", RESTART_TAG, *(tag for tag in tags if tag))]
 
-    replace_markers(notebook, _MARKER, lambda marker: cell(
-        "runtime-setup", setup_code, ["remove-cell"], marker.group(2).strip()))
-    replace_markers(notebook, _RESTART, restart_cell)
+    try:
+        replace_markers(notebook, _MARKER, lambda marker: [code_cell(
+            setup_code(marker[2].strip(), machine_kinds, runtimes), "remove-cell")])
+        replace_markers(notebook, _RESTART, restart_cell)
+    except RuntimeSetupError as error:
+        raise RuntimeSetupError(error.message, source_path) from None
