@@ -26,9 +26,10 @@ from sphinx.util import logging as sphinx_logging
 
 from coursebook.config import BookConfig, book_config
 from coursebook.execute.notebook_runs import StoppedRun, run_notebook
-from coursebook.execute.shared_cache import (FAILED, cache_key, cache_run, cached_notebook,
-                                             cached_record, create_cache, notebook_lock,
-                                             open_cache)
+from coursebook.execute.shared_cache import (FAILED, cache_key, cache_run, cached_record,
+                                             create_cache, notebook_lock, open_cache,
+                                             with_notes)
+from coursebook.model.cell_notes import without_notes
 from coursebook.model.faults import shown_path
 from coursebook.model.notebooks import RAISES_TAG, cell_tags
 from coursebook.page_state import page_states
@@ -189,8 +190,10 @@ def execute_into_cache(cache_path: str | Path, run: Run
         if ran is not None and ran[0].err is not None:
             raise ExecutionFailed(f"failed to execute: {type(ran[0].err).__name__}; build it "
                                   "for the cell-by-cell report")
-        return ((cached_notebook(str(cache_path), run.notebook), None) if ran is None
-                else (run.notebook, ran[0].time))
+        if ran is not None:
+            return run.notebook, ran[0].time
+        merged = open_cache(cache_path).merge_match_into_notebook(without_notes(run.notebook))[1]
+        return with_notes(merged, run.notebook), None
 
 
 MANIFEST = "shard.json"

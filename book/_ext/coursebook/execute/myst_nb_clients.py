@@ -27,7 +27,8 @@ class _DeferredModule(ModuleType):
 
 def _placeholder_class(module: str, name: str) -> type:
     def __new__(cls, *args, **kwargs):
-        return getattr(import_now()[module], name)(*args, **kwargs)
+        import_now()
+        return getattr(sys.modules[f"{PACKAGE}.{module}"], name)(*args, **kwargs)
 
     return type(name, (), {"__new__": __new__, "__doc__": f"Takes the place of myst-nb's {name}."})
 
@@ -44,30 +45,25 @@ def defer() -> None:
             sys.modules[f"{PACKAGE}.{module}"] = placeholder
 
 
-def import_now(app: Sphinx | None = None) -> dict[str, ModuleType]:
+def import_now(app: Sphinx | None = None) -> None:
     """Import the client modules; ``create_client`` takes them from now on, and this build's
     chapter client in place of myst-nb's cache client (execute/cached_chapters.py)."""
     package = importlib.import_module(PACKAGE)
-    modules = {}
-    for module in CLIENTS:
+    for module, name in CLIENTS.items():
         full_name = f"{PACKAGE}.{module}"
         placeholder = sys.modules[full_name]
         if isinstance(placeholder, _DeferredModule):
             del sys.modules[full_name]
             try:
-                importlib.import_module(full_name)  # set on the package too
+                importlib.import_module(full_name)
             except BaseException:
                 sys.modules[full_name] = placeholder  # as a failed import leaves nothing behind
                 raise
-        modules[module] = sys.modules[full_name]
-    clients = {name: getattr(modules[module], name) for module, name in CLIENTS.items()}
+        setattr(package, name, getattr(sys.modules[full_name], name))
     if app is not None:
         from coursebook.execute.cached_chapters import chapter_client
 
-        clients[CLIENTS["cache"]] = chapter_client(app)
-    for name, client in clients.items():
-        setattr(package, name, client)
-    return modules
+        setattr(package, CLIENTS["cache"], chapter_client(app))
 
 
 def import_for_reading(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:

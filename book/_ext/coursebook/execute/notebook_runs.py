@@ -46,42 +46,33 @@ class StoppedRun:
                     "(nb_execution_timeout); the cells after it did not run. Make it faster, "
                     "or raise the limit for this chapter in its top matter: "
                     f"`mystnb: {{execution_timeout: {2 * self.timeout}}}`.")
-        return (f"was running when the kernel died ({self._ending}); the cells after it did "
-                f"not run. {self._advice}")
-
-    @property
-    def _ending(self) -> str:
-        status = self.exit_status
+        status, advice = self.exit_status, (
+            "The cell, or a library it calls, ended the Python process (`os._exit`, `sys.exit` "
+            "from a thread, …): run the chapter in Jupyter to find it, then build again.")
         if status is None:
-            return "its exit status is unknown"
-        if status == SERVER_ENDED:
-            return "with the kernel server it came from, as when the build that started it stopped"
-        if status >= 0:
-            return f"exit code {status}"
-        try:
-            return f"killed by signal {signal.Signals(-status).name} ({-status})"
-        except ValueError:
-            return f"killed by signal {-status}"
-
-    @property
-    def _advice(self) -> str:
-        status = self.exit_status
-        if status == SERVER_ENDED:
-            return "Nothing in the cell ended it: build again."
-        if status == -signal.SIGKILL:
-            return ("SIGKILL usually comes from the out-of-memory killer: make the cell use "
-                    "less memory (smaller tensors, batches or models), then build again.")
-        if status is not None and -status in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT,
-                                              signal.SIGQUIT):  # a stop asked from outside
-            return (f"{signal.Signals(-status).name} is sent from outside the cell "
-                    "(`kill`, a closed terminal, a job scheduler, a machine shutting down), "
-                    "unless the cell signals its own process: build again.")
-        if status is not None and status < 0:
-            return ("A crash inside compiled code (torch, numpy, …): run the chapter in "
-                    "Jupyter to find the call that crashes, then build again.")
-        return ("The cell, or a library it calls, ended the Python process (`os._exit`, "
-                "`sys.exit` from a thread, …): run the chapter in Jupyter to find it, then "
-                "build again.")
+            ending = "its exit status is unknown"
+        elif status == SERVER_ENDED:
+            ending = "with the kernel server it came from, as when the build that started it stopped"
+            advice = "Nothing in the cell ended it: build again."
+        elif status >= 0:
+            ending = f"exit code {status}"
+        else:
+            try:
+                ending = f"killed by signal {signal.Signals(-status).name} ({-status})"
+            except ValueError:
+                ending = f"killed by signal {-status}"
+            if status == -signal.SIGKILL:
+                advice = ("SIGKILL usually comes from the out-of-memory killer: make the cell use "
+                          "less memory (smaller tensors, batches or models), then build again.")
+            elif -status in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+                advice = (f"{signal.Signals(-status).name} is sent from outside the cell (`kill`, "
+                          "a closed terminal, a job scheduler, a machine shutting down), unless "
+                          "the cell signals its own process: build again.")
+            else:
+                advice = ("A crash inside compiled code (torch, numpy, …): run the chapter in "
+                          "Jupyter to find the call that crashes, then build again.")
+        return (f"was running when the kernel died ({ending}); the cells after it did not run. "
+                f"{advice}")
 
 
 def kernel_manager_class(ended: list[int] | None = None):

@@ -99,8 +99,7 @@ def notebook_lock(cache_path: str | Path, notebook: nbformat.NotebookNode) -> Fi
 
 
 def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
-    """Take the key of the notebook about to be looked up and run, until
-    :func:`release_notebook_lock`. A reader holds one lock at a time: no deadlock."""
+    """Until :func:`release_notebook_lock`; a reader holds one lock at a time: no deadlock."""
     if book_config(app.config).cache_locks:
         lock = notebook_lock(app.env.mystnb_config.execution_cache_path, notebook)
         lock.acquire()
@@ -117,8 +116,7 @@ def release_notebook_lock(app: Sphinx, *_args) -> None:
 
 def with_notes(notebook: nbformat.NotebookNode, noted: nbformat.NotebookNode
                ) -> nbformat.NotebookNode:
-    """``notebook`` (``noted``'s cells, written and read again, or cached), each cell given
-    its ``noted`` cell's note."""
+    """``notebook`` (``noted``'s cells, read again or cached), each given its cell's note."""
     if len(notebook.cells) != len(noted.cells):  # the writer's promise, checked
         raise ValueError(f"MyST written for {len(noted.cells)} cells reads as "
                          f"{len(notebook.cells)}")
@@ -126,12 +124,6 @@ def with_notes(notebook: nbformat.NotebookNode, noted: nbformat.NotebookNode
         if CELL_NOTE in source.metadata:
             cell.metadata[CELL_NOTE] = nbformat.from_dict(dict(source.metadata[CELL_NOTE]))
     return notebook
-
-
-def cached_notebook(cache_path: str, notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook with its outputs from jupyter-cache (:func:`cached_record`: not failed)."""
-    cache = open_cache(cache_path)
-    return with_notes(cache.merge_match_into_notebook(without_notes(notebook))[1], notebook)
 
 
 def cached_record(cache_path: str | Path, notebook: nbformat.NotebookNode):
