@@ -185,13 +185,13 @@ def test_every_insert_trims_the_cache_under_the_write_lock(tmp_path, monkeypatch
     from filelock import Timeout
     from jupyter_cache.cache.main import JupyterCacheBase
 
-    from coursebook.execute.fill_cache import _copy_notebook
     from coursebook.execute.shared_cache import (
         cache_lock,
         cache_run,
         create_cache,
         open_cache,
     )
+    from shards import _copy_notebook
 
     trims = []
 

@@ -19,25 +19,22 @@ import pytest
 from book_environment import sphinx_command
 from conftest import (BOOK, ROOT, book_conf_with, copy_of_built_cache, load_tool, run_sphinx,
                       sphinx_build)
-from coursebook.execute.fill_cache import (
+from coursebook.execute.fill_cache import ExecutionFailed, Run, execute_into_cache, read_book
+from coursebook.execute.shared_cache import cache_key, cache_run, create_cache, open_cache
+from coursebook.model.notebooks import code_cell
+from coursebook.model.outputs import normalise
+from coursebook.prepare.editions import Edition
+from shards import (
     MANIFEST,
     Chapter,
-    ExecutionFailed,
-    Run,
     Shard,
     ShardError,
     book_reads,
     chapters_to_execute,
     deal,
-    execute_into_cache,
     execute_shard,
     merge_shards,
-    read_book,
 )
-from coursebook.execute.shared_cache import cache_key, cache_run, create_cache, open_cache
-from coursebook.model.notebooks import code_cell
-from coursebook.model.outputs import normalise
-from coursebook.prepare.editions import Edition
 
 SHARDS = ROOT / "tools" / "shards.py"
 ACCEPT = {"coursebook_accept_outputs": "1"}
