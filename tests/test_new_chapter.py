@@ -1059,6 +1059,15 @@ import torch
 # .. figure:: /_static/img/shape.png
 #    :alt: a graph
 #
+#    The graph after the forward pass,
+#    its caption.
+#
+# .. figure:: /_static/img/other.png
+#
+#     A caption four spaces in.
+#
+# .. figure:: /_static/img/third.png
+#
 # .. tip:: Print a shape,
 #    then its size.
 #
@@ -1076,13 +1085,16 @@ print(torch.ones(2).shape)
 
 def test_a_gallery_figure_is_an_image_and_other_rest_directives_are_named(tmp_path, capsys):
     """A `.. figure::`, a `.. tip::` and a `.. literalinclude::` reached the page as text, and
-    the tool said nothing."""
+    the tool said nothing; then a figure's caption was a loose indented text (at four spaces,
+    a code block) (HR's s25 F4): it is the paragraph under the image."""
     book = _book(tmp_path)
     lesson = tmp_path / "shapes.py"
     lesson.write_text(GALLERY_FIGURE)
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     text, said = (book / "shapes.md").read_text(), capsys.readouterr().out
     assert ".. figure::" not in text and "![a graph](_static/img/shape.png)" in text, text
+    assert "\n\nThe graph after the forward pass,\nits caption.\n" in text, text
+    assert "\n\nA caption four spaces in.\n" in text and "](_static/img/third.png)" in text, text
     assert f"line {_line_of(GALLERY_FIGURE, 'shape.png')}: _static/img/shape.png: an image " \
         "the lesson shows but does not hold" in said, said
     assert ":::{tip}\nPrint a shape,\nthen its size.\n:::" in text, text  # an admonition MyST has

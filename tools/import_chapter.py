@@ -103,6 +103,9 @@ _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 # A reST directive or substitution rst2md leaves as it is (`.. literalinclude::`,
 # `.. |pi| replace::`): text on the page.
 _DIRECTIVE = re.compile(r"^[ \t]*(\.\. (?:\|[^|\n]+\| )?[\w:-]+::)", re.M)
+# A reST figure: its line and option lines, then its indented caption (and legend).
+_FIGURE = re.compile(r"^\.\. figure::(?P<head>.*\n(?:[ \t]+:.*\n)*)"
+                     r"(?P<caption>(?:[ \t]*\n|[ \t]+\S.*\n)*)", re.M)
 
 
 class NotALesson(Exception):
@@ -312,10 +315,9 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
             f"{ref['text']} <{ref['name']}>`" if ref["text"] else f"{ref['name'] or ref['bare']}`"),
             source)
         source = _LABEL.sub(r"(\g<name>)=", source)
-        # a figure as an image (rst2md writes no figure): its file is then found or named
-        source = re.sub(r"^\.\. figure::", ".. image::", source, flags=re.M)
-        # its directives end at a newline, which the last line of a block lacks
-        source = rst2md(source + "\n", {"notebook_images": False}, "", levels).rstrip("\n")
+        # directives end at a newline, which the last line of a block lacks
+        source = _FIGURE.sub(_as_image, source + "\n")
+        source = rst2md(source, {"notebook_images": False}, "", levels).rstrip("\n")
         source = re.sub(r"^(\([\w.-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
         source = _ADMONITION.sub(lambda found: found[0] if found.string.count(
             "\n", 0, found.start()) in _code_lines(found.string)
@@ -332,6 +334,13 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
             spans += [[lines[j1 + k]] if tag == "equal" else worded for k in range(i2 - i1)]
         note(cell, lines=spans)
     return notebook
+
+
+def _as_image(figure: re.Match) -> str:
+    """A reST figure as an image (rst2md writes no figure: its file is then found or named),
+    its caption the paragraph under it."""
+    caption = textwrap.dedent(figure["caption"]).strip()
+    return f".. image::{figure['head']}\n" + (f"{caption}\n\n" if caption else "")
 
 
 def _packages(arguments: str) -> list[str]:
