@@ -345,5 +345,5 @@ def test_a_notebook_chapter_declares_its_packages_in_its_metadata(tmp_path, monk
     assert "lesson.ipynb:1: metadata 'coursebook: packages' declares no-such-package-anywhere" \
         in str(error)
     monkeypatch.setattr("sys.argv", ["chapter_packages", str(tmp_path)])
-    chapter_packages.main()
+    load_tool("chapter_packages").main()
     assert capsys.readouterr().out == "no-such-package-anywhere\n"

@@ -4,7 +4,6 @@ rights (docs/authoring.md, "Packages a chapter needs")."""
 
 from __future__ import annotations
 
-import argparse
 import ast
 import os
 import re
@@ -17,9 +16,9 @@ import nbformat
 from sphinx.application import Sphinx
 
 from coursebook.model.cell_notes import cell_line, line_within
-from coursebook.model.faults import BookError, shown_path
+from coursebook.model.faults import BookError
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, SCRIPT_SUFFIX,
-                                        chapter_files, is_chapter_source, read_chapter, top_matter)
+                                        is_chapter_source, read_chapter)
 from coursebook.model.recordings import recording_name
 from coursebook.reporting import stop_build
 
@@ -179,19 +178,3 @@ def setup(app: Sphinx) -> None:
     put_environment_first_on_path()
     app.connect("env-before-read-docs", check_pages_to_read)
 
-
-def main() -> None:
-    """``make chapter-packages``: the packages a folder's chapters declare, one a line."""
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("book", type=Path, help="the folder of the chapters")
-    book = parser.parse_args().book
-    packages = {package: None for _, text in chapter_files(book)
-                for package in declared_packages(top_matter(text))}
-    for package in packages:
-        print(package)
-    print(f"{len(packages)} package(s) declared by the chapters of {shown_path(book)}",
-          file=sys.stderr)
-
-
-if __name__ == "__main__":
-    main()
