@@ -1,11 +1,6 @@
-"""The course book's Sphinx extension.
-
-Three runtimes use this package: Sphinx (:mod:`coursebook.extension`, the stages and the
-features); a chapter's kernel, which imports ``exhibit_checks``, ``figures``, ``worddiff``
-and ``model.outputs`` (no Sphinx); the recorder (``tools/record_chapter.py``), which imports
-``model`` and the features' ``model`` modules. Importing the package imports nothing else:
-a kernel starts quickly.
-"""
+"""The course book's Sphinx extension, also imported by chapters' kernels and the recorder
+(docs/architecture.md, "Three runtimes run this code"): importing it imports nothing else,
+so a kernel starts quickly."""
 
 from __future__ import annotations
 

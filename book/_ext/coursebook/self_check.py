@@ -1,14 +1,7 @@
-"""Students check their own answers without seeing them.
-
-This module's code is copied into a cell of the student's notebook (its docstring left out):
-plain Python, nothing to install, no network. Each answer is held as a salted digest of its
-canonical form (tensors as nested lists, text with spaces collapsed) and of each of its
-numbers, so a number within the tolerance passes and one beyond it does not (no rounding
-grid's edge between them); its hint is scrambled (:func:`scramble`); never the answer. For a
-way of computing, the check holds its own ``inputs`` and the student passes a function, whose
-results are compared (no answer is readable from the inputs alone). The book makes the
-student's table from the answers, and checks every answer against it.
-"""
+"""Students check their own answers without seeing them: salted digests of each answer and
+of its numbers, scrambled hints (docs/authoring.md, "Student edition"). This module's code is
+copied into a cell of the student's notebook (its docstring left out): plain Python, nothing
+to install, no network."""
 
 import base64
 import hashlib

@@ -1,11 +1,6 @@
-"""Expected outputs: what each code cell must show, per torch version.
-
-``book/expected/torch-<version>/<chapter>.txt`` (``make accept-outputs``, reviewed as a
-diff): per code cell a header (key, first line), then its shown text, indented; an entry
-marked ``(student)`` or ``(instructor)`` holds for that edition only, ``(varies)`` is a
-pattern (:mod:`~coursebook.verify.varying_outputs`). Each edition's accepted run is noted
-(:func:`run_digest`): another output from the same run varies, accepting it would not help.
-"""
+"""Expected outputs, ``book/expected/torch-<version>/<chapter>.txt`` (its format:
+docs/authoring.md, "Expected outputs"). Each edition's accepted run is noted
+(:func:`run_digest`): another output from the same run varies, accepting it would not help."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""Outputs that vary from run to run: the varying part marked in the expected output.
-
-An entry marked ``(varies)`` (a timing, an unseeded random number, a memory size) is a
-pattern, as doctest's ELLIPSIS option makes an expected output one: ``<number>``,
-``<duration>`` (or a clock time), ``<size>``, ``<date>``, each taking the spaces that pad
-its value; ``...`` within a line; a line of only ``...`` for any number of lines. Everything
-else is compared as written, and a literal ``...`` in an unmarked entry is never a pattern
-(docs/authoring.md, "Outputs that vary"; nbval's output sanitizers are the same idea).
-A time of day the run read from the clock (:func:`clock_readings`), which two runs of one
-minute print alike, is found by comparing it with the clock while the runs ran.
-"""
+"""Outputs that vary from run to run: an entry marked ``(varies)`` is a pattern, as doctest's
+ELLIPSIS makes an expected output one (the patterns, each taking the spaces that pad its
+value: docs/authoring.md, "Outputs that vary"); a literal ``...`` in an unmarked entry is
+never one. A time of day read from the clock, which two runs of one minute print alike, is
+found by comparing it with the clock while the runs ran (:func:`clock_readings`)."""
 
 from __future__ import annotations
 
