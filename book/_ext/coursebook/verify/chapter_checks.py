@@ -74,7 +74,8 @@ def normalise_output_nodes(doctree) -> None:
     for block in doctree.findall(nodes.literal_block):
         if "output" in block.get("classes", []) and (cleaned := without_digest(
                 normalise(text := block.astext()))) != text:
-            block.children, block.rawsource = [nodes.Text(cleaned)], cleaned
+            block.children = [nodes.Text(cleaned)]
+            block.rawsource = cleaned
 
 
 def _printed(cell: nodes.container, lines: int = 10) -> str:
