@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -31,20 +30,9 @@ def answer_texts(answer) -> list[str]:
     return sorted(form.lower() for form in forms if len(form) >= 2 or form.isdigit())
 
 
-def book_checks(book_dir: Path) -> dict[str, AnswerCheck]:
-    """Every checkable answer under ``book_dir``, by the digest a student table holds."""
-    found: dict[str, AnswerCheck] = {}
-    for _, text in chapter_files(book_dir):
-        found.update({digest(check.name, check.answer, check.tolerance): check
-                      for check in notebook_checks(read_chapter(text))})
-    return found
-
-
-def check_tables(notebook: nbformat.NotebookNode) -> Iterator[dict]:
-    for cell in notebook.cells:
-        match = _TABLE.search(cell.source) if cell.cell_type == "code" else None
-        if match:
-            yield json.loads(match.group(1))
+def check_tables(notebook: nbformat.NotebookNode) -> list[dict]:
+    return [json.loads(match[1]) for cell in notebook.cells
+            if cell.cell_type == "code" and (match := _TABLE.search(cell.source))]
 
 
 def _spells(shown: str, text: str) -> bool:
@@ -78,7 +66,10 @@ def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list
 
 
 def audit_check_tables(build_dir: Path, book_dir: Path) -> list[BookError]:
-    checks = book_checks(book_dir)
+    # Every checkable answer of the book, by the digest a student table holds.
+    checks = {digest(check.name, check.answer, check.tolerance): check
+              for _, text in chapter_files(book_dir)
+              for check in notebook_checks(read_chapter(text))}
     leaks = []
     for path in sorted(build_dir.rglob("*.ipynb")):
         try:

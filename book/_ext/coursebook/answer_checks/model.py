@@ -54,7 +54,6 @@ def literal(entry: str):
 
 
 def _is_entry(entry, function: bool) -> bool:
-    """Whether an entry is a literal, or for a function check an expression."""
     try:
         compile(entry, "<entry>", "eval") if function else literal(entry)
     except (ValueError, SyntaxError):

@@ -191,17 +191,6 @@ def file_texts(path: Path) -> tuple[str, str | None]:
     return raw, raw if path.suffix in {".md", ".txt"} else None
 
 
-def _search_index_leaks(path: Path, found: Fingerprints, page_stems: set[str]) -> list[BookError]:
-    raw = path.read_text(encoding="utf8")
-    index = json.loads(raw[raw.index("(") + 1:raw.rindex(")")])
-    titles = set(_strings(index.get("titles", []))) | set(index.get("alltitles", {}))
-    terms = set(index.get("terms", {})) | set(index.get("titleterms", {}))
-    return [*(BookError(f"answer heading {heading!r} among the titles", path)
-              for heading in sorted(found.headings & {html.unescape(t) for t in titles})),
-            *(BookError(f"search term {stem!r}, found only in answers", path)
-              for stem in sorted((found.answer_stems - page_stems) & terms))]
-
-
 def audit_build(build_dir: Path, found: Fingerprints) -> list[BookError]:
     """Every place under ``build_dir`` where an answer shows, and every spoiler."""
     files = sorted(p for p in build_dir.rglob("*")
@@ -218,8 +207,15 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[BookError]:
         elif terms := sorted(_terms(seen or "") & found.short):
             leaks.append(BookError(f"name(s) or value(s) found only in answers: "
                                    f"{', '.join(terms[:5])}", path))
-    for index in sorted(build_dir.rglob("searchindex.js")):
-        leaks += _search_index_leaks(index, found, page_stems)
+    for path in sorted(build_dir.rglob("searchindex.js")):
+        raw = path.read_text(encoding="utf8")
+        index = json.loads(raw[raw.index("(") + 1:raw.rindex(")")])
+        titles = set(_strings(index.get("titles", []))) | set(index.get("alltitles", {}))
+        terms = set(index.get("terms", {})) | set(index.get("titleterms", {}))
+        leaks += [BookError(f"answer heading {heading!r} among the titles", path)
+                  for heading in sorted(found.headings & {html.unescape(t) for t in titles})]
+        leaks += [BookError(f"search term {stem!r}, found only in answers", path)
+                  for stem in sorted((found.answer_stems - page_stems) & terms)]
     leaks += [BookError(what, path) for path, what in spoilers(p for p in files
                                                                 if p.suffix == ".html")]
     return leaks

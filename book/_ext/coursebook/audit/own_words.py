@@ -37,8 +37,7 @@ def word(text: str) -> str:
     return " ".join(text.translate(_QUOTES).lower().split()).strip(_EDGES)
 
 
-def prose_words(text: str) -> list[str]:
-    """The words of a plain text (a seed), in order."""
+def prose_words(text: str) -> list[str]:  # of a plain text (a seed)
     return [w for w in map(word, text.split()) if re.search(r"\w", w)]
 
 
@@ -51,8 +50,7 @@ class Passage:
     shown: tuple[str, ...]  # as written, for the report
 
 
-def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:
-    """The unbroken stretches of (compared, written) words of an inline token."""
+def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:  # (compared, written) words
     run: list[tuple[str, str]] = []
     for child in children:
         if child.type == "text":

@@ -10,10 +10,10 @@ from functools import partial
 from pathlib import Path
 
 from coursebook.audit.own_words import markdown_tokens, museum_prose
-from coursebook.claims.model import claim_blocks, find_in_prose, normalised, sentences_of
+from coursebook.claims.model import chapter_claims, normalised, sentences_of
 from coursebook.model.cell_notes import cell_line
 from coursebook.model.faults import BookError
-from coursebook.model.notebooks import chapter_files, is_claim, read_chapter
+from coursebook.model.notebooks import chapter_files, read_chapter
 from coursebook.model.toml_files import line_of
 from coursebook.museum.model import Wing
 
@@ -52,18 +52,7 @@ def _unbacked(markdown: str, held: set[str], path: Path,
 
 def chapter_unbacked(path: Path, text: str) -> list[BookError]:
     notebook = read_chapter(text)
-    held: set[str] = set()
-    prose: list[str] = []
-    for cell in notebook.cells:
-        if cell.cell_type == "markdown":
-            prose.append(cell.source)
-        elif is_claim(cell):
-            for block in claim_blocks(cell.source):
-                found = find_in_prose(block.says, prose)
-                if found is not None:
-                    held.add(found.sentence)
-        else:
-            prose = []
+    held = {c.claim.sentence for c in chapter_claims(notebook, {}, str(path)).checked} - {""}
     # A paragraph's line: its cell's noted line, plus where it stands in the cell.
     return [u for cell in notebook.cells if cell.cell_type == "markdown"
             for u in _unbacked(cell.source, held, path, partial(cell_line, cell))]

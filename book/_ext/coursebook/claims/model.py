@@ -1,10 +1,6 @@
-"""Claims: what the prose says PyTorch does, each held to a check or to a source.
-
-A *claim cell* (tagged ``claim``) after a sentence quotes a fragment of it in each
-``# claim: FRAGMENT`` line, asserts below checking it (an exhibit's TOML: ``[[claim]]``
-tables); a claim no code can show cites a ``% source: URL``. Fragments match as a reader
-reads them: case, whitespace runs and markup ignored. An edition runs one hidden cell per
-claim, located at the sentence it quotes; :mod:`coursebook.claims.verify` checks them."""
+"""Claims: a sentence the prose says, quoted by a ``# claim:`` line of a claim cell (an
+exhibit's ``[[claim]]``) whose asserts check it, or cited by ``% source: URL``; an edition
+runs one hidden cell per claim (docs/authoring.md, "Claims")."""
 
 from __future__ import annotations
 
@@ -63,7 +59,6 @@ class Found:
 
     text: int
     start: int
-    end: int
     sentence: str
 
 
@@ -129,7 +124,7 @@ def find_in_prose(fragment: str, texts: list[str]) -> Found | None:
             begin = max((m.end() for m in _SENTENCE_END.finditer(text) if m.end() <= start),
                         default=0)
             stop = next((m.end() for m in _SENTENCE_END.finditer(text, end)), len(text))
-            return Found(number, start, end, " ".join(text[begin:stop].split()))
+            return Found(number, start, " ".join(text[begin:stop].split()))
     return None
 
 

@@ -1,8 +1,6 @@
-"""Each claim still holds on this build's torch, or the build stops at its sentence (an
-exhibit's: its TOML file's line). A check holds its whole sentence, not only the fragment
-it quotes: claims are accepted as outputs are, each sentence above its check, in
-``book/expected/claims/<chapter>.txt``; one not as accepted, or no longer made, stops the build.
-"""
+"""Each claim holds on this build's torch, and its whole sentence and check are as accepted
+in ``book/expected/claims/<chapter>.txt``, or the build stops at its sentence (an exhibit's:
+its TOML file's line)."""
 
 from __future__ import annotations
 
