@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 NOT_IN_GIT = "a copy outside git"
-LOCAL_CHANGES = " + local changes"
 
 
 def today() -> str:
@@ -32,4 +31,4 @@ def source_commit(folder: Path, *paths: str) -> str:
     if not commit:
         return NOT_IN_GIT
     changed = git("status", "--porcelain", "--untracked-files=no", "--", *paths)
-    return commit + (LOCAL_CHANGES if changed else "")
+    return commit + (" + local changes" if changed else "")

@@ -62,17 +62,6 @@ def decoded(path: Path) -> str | BookError:
                          "UTF-8) and check the text at that place.", path, line)
 
 
-def install_lines(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
-    found = []
-    for cell in notebook.cells:
-        if cell.cell_type != "code":
-            continue
-        pattern = _SHELL_INSTALL_LINE if _SHELL_CELL.match(cell.source) else _INSTALL_LINE
-        found += [(line_within(cell, match.start()), match[0].strip())
-                  for match in pattern.finditer(cell.source)]
-    return found
-
-
 def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
     """Each shell escape (``!ls -l``, ``files = !ls``) whose command is not on PATH, which the
     kernels inherit: (its line, the command). IPython finds the escapes, as the kernel does (a
@@ -128,10 +117,12 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
         SCRIPT_SUFFIX: ("jupytext header", "`jupyter: {coursebook: {packages: [NAME]}}`"),
     }.get(path.suffix, ("top matter", "`coursebook: {packages: [NAME]}`"))
     errors = [BookError(
-        f"a cell installs packages (`{command}`): a build installs nothing, as a chapter's "
-        "code runs with the builder's rights. Remove the line, declare the package in the "
-        f"{where} ({declare}) and run `{COMMAND}`.", path, line)
-        for line, command in install_lines(notebook)]
+        f"a cell installs packages (`{found[0].strip()}`): a build installs nothing, as a "
+        "chapter's code runs with the builder's rights. Remove the line, declare the package in "
+        f"the {where} ({declare}) and run `{COMMAND}`.", path, line_within(cell, found.start()))
+        for cell in notebook.cells if cell.cell_type == "code"
+        for found in (_SHELL_INSTALL_LINE if _SHELL_CELL.match(cell.source)
+                      else _INSTALL_LINE).finditer(cell.source)]
     if recording_name(notebook) is None:  # a recorded chapter's cells run on its machines
         errors += [BookError(
             f"a cell runs `{command}`, which the machine that builds the book lacks (not on "

@@ -119,18 +119,15 @@ def _note_inputs(app: Sphinx, config: BookConfig,
     env.note_dependency(config.machine_kinds_file)
     for path in sorted(Path(config.exhibits_dir).glob("*/*.toml")):
         env.note_dependency(path)
-    awaited: list[str] = []
-    name = recording_name(notebook) if notebook is not None else None
-    if name is not None:
-        recordings_dir = Path(config.recordings_dir)
-        env.note_dependency(environments_path(recordings_dir, name))
-        for kind in config.machine_kinds:
-            path = recording_path(recordings_dir, name, kind)
-            if path.is_file():
-                env.note_dependency(path)
-            else:  # Sphinx would take a missing dependency for a changed one, every build
-                awaited.append(str(path))
-    return awaited
+    if notebook is None or (name := recording_name(notebook)) is None:
+        return []
+    recordings_dir = Path(config.recordings_dir)
+    env.note_dependency(environments_path(recordings_dir, name))
+    paths = [recording_path(recordings_dir, name, kind) for kind in config.machine_kinds]
+    for path in filter(Path.is_file, paths):
+        env.note_dependency(path)
+    # Sphinx would take a missing dependency for a changed one, every build.
+    return [str(path) for path in paths if not path.is_file()]
 
 
 def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
