@@ -98,6 +98,7 @@ def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[st
 
 
 def stand_in_kind(kinds: dict[str, MachineKind]) -> MachineKind:
+    # load_machine_kinds makes sure there is one.
     return next(kind for kind in kinds.values() if kind.stand_in)
 
 

@@ -1,5 +1,5 @@
 """Chapter notebooks and the book's cell tags. A MyST notebook, an ``.ipynb`` or a percent
-script reads into the same notebook (:func:`read_chapter`); only the page text myst-nb reads differs."""
+script reads into the same notebook (:func:`read_chapter`); only the page myst-nb reads differs."""
 
 from __future__ import annotations
 

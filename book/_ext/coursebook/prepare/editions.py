@@ -46,7 +46,7 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition,
                      answer_spaces: bool = False) -> nbformat.NotebookNode:
     """The student's lacks the answer cells (``answer_spaces``: a box stands for each); the
     instructor's boxes markdown ones (a gated solution's start and end not: sphinx-exercise
-    joins them as siblings only), code ones as they are (the cache key): :func:`box_code_answers`."""
+    joins them as siblings only), code ones as they are (the cache key): box_code_answers."""
     instructor = edition is Edition.INSTRUCTOR
     checks = notebook_checks(notebook)
     spaces = ({start: answer_space_cell(cells) for start, cells in answers(notebook)}
