@@ -81,10 +81,10 @@ def chapter_client(app: Sphinx) -> type:
 
 
 def _run_if_missing(app: Sphinx, client) -> int | None:
-    """The chapter's key locked until the page is read; executed and cached unless cached.
-    A failed run's marked record."""
+    """Run into the cache unless cached, its key locked until read (the cache's check spares
+    it); a failed run's record."""
     notebook = copy.deepcopy(client.notebook)
-    hold_notebook_lock(app, notebook)  # the key the cache's check respects, until read
+    hold_notebook_lock(app, notebook)
     ran = run_into_cache(app.env.mystnb_config.execution_cache_path,
                          Run(client.path, notebook, client.nb_config), app.env.docname)
     if ran is None or ran[0].err is None:
@@ -128,8 +128,7 @@ def _unreadable(notebook: Path) -> str | None:
 
 
 def drop_unreadable_entries(path: Path) -> list[tuple[str, str]]:
-    """Drop the cache's entries whose notebook file is missing or damaged, except those
-    another build is writing; each dropped entry's source and why."""
+    """Drop the entries whose notebook is missing or damaged, unless being written: why, each."""
     from filelock import Timeout
     from jupyter_cache.cache.db import NbCacheRecord
 
@@ -159,7 +158,7 @@ def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
 
     path = Path(settings.execution_cache_path)
     try:
-        create_cache(path)  # its tables, once, however many builds start together
+        create_cache(path)
         dropped = drop_unreadable_entries(path)
     except SQLAlchemyError as error:
         reason = str(getattr(error, "orig", None) or error).splitlines()[0]

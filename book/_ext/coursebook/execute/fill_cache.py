@@ -100,8 +100,7 @@ class _PageErrors(logging.Handler):
 @contextmanager
 def read_only_app(srcdir: Path, confdir: Path, edition: Edition,
                   settings: dict[str, str] | None = None) -> Iterator[Sphinx]:
-    """Sphinx's application of the book in ``srcdir`` (conf.py in ``confdir``) for
-    ``edition``, ``settings`` as -D: set up as its build is, with :class:`ChapterRuns`."""
+    """Sphinx set up as ``edition``'s build is (``settings`` as -D), with :class:`ChapterRuns`."""
     from sphinx.application import Sphinx
     from sphinx.util.console import strip_escape_sequences
     from sphinx.util.docutils import docutils_namespace, patch_docutils
@@ -176,8 +175,7 @@ def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
 
 def execute_into_cache(cache_path: str | Path, run: Run
                        ) -> tuple[nbformat.NotebookNode, float | None]:
-    """The run's notebook with its outputs, from the cache or executed into it; and the
-    seconds it took to execute (None: cached)."""
+    """The run's notebook with its outputs, and its seconds executing (None: cached)."""
     create_cache(cache_path)
     run = replace(run, notebook=nbformat.from_dict(run.notebook))  # the read's stays as it was
     with notebook_lock(cache_path, run.notebook):  # a build may run it too

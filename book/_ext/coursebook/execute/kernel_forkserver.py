@@ -61,7 +61,6 @@ def write_whole(path: Path, text: str) -> None:
 
 
 def ended_path(pool: Path, pid: int) -> Path:
-    """Where the server writes the exit status of its kernel ``pid`` once it ended."""
     return pool / "ended" / str(pid)
 
 

@@ -114,9 +114,8 @@ def offer_waiting_kernels(pool: Path) -> None:
 
 def start_kernel_forkserver(pool: Path, imports: list[str],
                             keep: Path | None = None) -> subprocess.Popen:
-    """The pool's server, importing ``imports``, keeping a kernel started in ``keep``
-    waiting. Its socket goes in a folder of its own (the server, killed with a stopped
-    build, cannot remove it)."""
+    """The pool's server, a kernel started in ``keep`` waiting; its socket in a folder of its
+    own (the server, killed with a stopped build, cannot remove it)."""
     address = short_temporary_folder("kernels-") / "socket"
     server = subprocess.Popen(
         server_command(address, pool.resolve(), imports, keep),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from functools import partialmethod
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +56,8 @@ class _AdoptedProcess:
     def send_signal(self, signum: int) -> None:
         os.kill(self.pid, signum)
 
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
+    kill = partialmethod(send_signal, signal.SIGKILL)
+    terminate = partialmethod(send_signal, signal.SIGTERM)
 
 
 class PooledKernelProvisioner(LocalProvisioner):

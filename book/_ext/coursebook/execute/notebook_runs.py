@@ -52,7 +52,8 @@ class StoppedRun:
         if status is None:
             ending = "its exit status is unknown"
         elif status == SERVER_ENDED:
-            ending = "with the kernel server it came from, as when the build that started it stopped"
+            ending = ("with the kernel server it came from, as when the build that started it "
+                      "stopped")
             advice = "Nothing in the cell ended it: build again."
         elif status >= 0:
             ending = f"exit code {status}"
@@ -113,8 +114,7 @@ def kernel_manager_class(ended: list[int] | None = None):
 
 
 def run_notebook(notebook: nbformat.NotebookNode, **options):
-    """Execute ``notebook`` in place with jupyter-cache's ``single_nb_execution``: its result
-    and, when the run stopped in a cell, a :class:`StoppedRun`."""
+    """Execute ``notebook`` in place: jupyter-cache's result, and where it stopped, if it did."""
     from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellTimeoutError, DeadKernelError

@@ -74,7 +74,6 @@ def open_cache(cache_path: str | Path):
 
 
 def cache_lock(cache_path: str | Path, name: str) -> FileLock:
-    """The cache's lock named ``name`` (under ``locks/``), not yet taken."""
     from filelock import FileLock  # imported by builds that lock: a warm build takes none
 
     folder = Path(cache_path) / "locks"

@@ -23,8 +23,7 @@ _ALWAYS = ("sphinx.cmd.build", "sphinx.builders.html", *builtin_extensions)
 
 
 def build_modules(conf: dict) -> list[str]:
-    """The modules a build imports: sphinx-build's, its extensions and theme (``conf``: its
-    configuration's ``extensions`` and ``html_theme``)."""
+    """The modules a build imports: sphinx-build's, ``conf``'s extensions and html_theme."""
     names = [*_ALWAYS, *conf.get("extensions", [])]
     theme = conf.get("html_theme", "").replace("-", "_")
     if theme and importlib.util.find_spec(theme) is not None:
