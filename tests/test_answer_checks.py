@@ -696,7 +696,7 @@ def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path):
     is "correct", a changed one "not yet" and the hint; a wrong answer (tiny-grad's) fails its
     trial, a warning on stderr (tiny-shape's value) does not."""
     from coursebook.render.downloads import run_all
-    from coursebook.answer_checks.verify import failed_trials, trial_cells
+    from verify_runtime import failed_trials, trial_cells
 
     text = CHAPTER.replace("answer: [5.0, 7.0]", "answer: [5.0, 7.5]").replace(
         "value: (torch.zeros", "value: __import__('warnings').warn('planted') or (torch.zeros")
@@ -715,7 +715,7 @@ def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path):
 
 def test_a_trial_whose_value_crashes_fails_and_names_the_error():
     """A crash stops Run all in a kernel; the trial's cell, as it ran, fails too."""
-    from coursebook.answer_checks.verify import failed_trials, trial_cells
+    from verify_runtime import failed_trials, trial_cells
 
     extra, trials = trial_cells(read_chapter(CHAPTER))
     ran = [nbformat.v4.new_code_cell() for _ in extra]
@@ -732,7 +732,7 @@ def test_a_trial_whose_value_crashes_fails_and_names_the_error():
 
 def _trial_failures(text: str) -> list[str]:
     """The answer trials of a chapter, run here after its student notebook."""
-    from coursebook.answer_checks.verify import failed_trials, trial_cells
+    from verify_runtime import failed_trials, trial_cells
 
     namespace: dict = {}
     for cell in _editions(text)[Edition.STUDENT].cells:

@@ -49,7 +49,8 @@ import nbformat  # noqa: E402
 from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
 from record_chapter import install_kernel  # noqa: E402
 
-from coursebook.answer_checks.verify import failed_trials, trial_cells  # noqa: E402
+from coursebook.answer_checks.model import AnswerCheck, cell_checks, notebook_checks
+from coursebook.answer_checks.prepare import shown_hint
 from coursebook.model.cell_notes import source_line  # noqa: E402
 from coursebook.model.faults import BookError, shown_path  # noqa: E402
 from coursebook.model.machine_kinds import (  # noqa: E402
@@ -149,6 +150,56 @@ def replica_label(runtime: Runtime, versions: dict[str, str], python_note: str) 
                   f" in place of {runtime.packages['torch']}")
     return (f"a replica of {runtime.title}: {platform.system()} {platform.machine()}, "
             f"Python {versions['python']}{python_note}, torch {versions['torch']}{torch_note}")
+
+
+# --- The answer checks' trials ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Trial:
+    check: AnswerCheck
+    cell: int  # index, among the trial cells, of the cell whose output is the verdicts
+    expected: str  # the verdicts on its value, its accept entries, then its refuse entries
+
+
+def trial_cells(source: nbformat.NotebookNode) -> tuple[list, list[Trial]]:
+    """Cells to append to a chapter's student download, and what each trial must print."""
+    cells: list = []
+    trials = []
+    named = {check.name: check for check in notebook_checks(source)}  # with what they revisit
+    for cell in source.cells:
+        checks = [named[check.name] for check in cell_checks(cell)]
+        if not checks:
+            continue
+        cells.append(nbformat.v4.new_code_cell(cell.source))  # the answer's own code
+        for check in checks:
+            verdicts = [f"{check.name}: correct"] * (1 + len(check.accept)) + [
+                f"{check.name}: not yet. Hint: {shown_hint(check)}"] * len(check.refuse)
+            trials.append(Trial(check, len(cells), "\n".join(verdicts)))
+            cells.append(nbformat.v4.new_code_cell("\n".join(
+                f'check("{check.name}", {value})'
+                for value in (check.value, *check.accept, *check.refuse))))
+    return cells, trials
+
+
+def _verdicts(output) -> str:
+    """check()'s printout (stdout), or the error that cut it short; not a warning (stderr)."""
+    if output.get("output_type") == "error":
+        return f"{output.get('ename')}: {output.get('evalue')}"
+    return output.get("text", "") if output.get("name") == "stdout" else ""
+
+
+def failed_trials(ran_cells: list, trials: list[Trial]) -> list[str]:
+    """What each trial printed that it should not have."""
+    failures = []
+    for trial in trials:
+        cell = ran_cells[trial.cell]
+        # A hint written as a YAML block ends with a newline: a blank line in the printout.
+        printed = "\n".join(line for line in "".join(
+            map(_verdicts, cell.get("outputs", []))).strip().splitlines() if line.strip())
+        if printed != trial.expected:
+            failures.append(f"check '{trial.check.name}': expected {trial.expected!r}, "
+                            f"printed {printed!r}")
+    return failures
 
 
 # --- One chapter ------------------------------------------------------------------------
