@@ -1,6 +1,5 @@
-"""Each cell's identity: the book's note in its metadata (:data:`CELL_NOTE`), made when a
-chapter is read and never written back, hashed into the cache key or downloaded.
-docs/architecture.md ("One identity per cell") says what each field holds."""
+"""Each cell's identity: the book's note in its metadata, made when a chapter is read, never
+written back, hashed or downloaded (docs/architecture.md, "One identity per cell")."""
 
 from __future__ import annotations
 

@@ -260,8 +260,7 @@ def reads_as_json(source_path: str) -> bool:
 
 def page_text(notebook: nbformat.NotebookNode, source_path: str) -> str:
     """The page's text myst-nb reads for a chapter, without the book's notes: MyST, or a
-    notebook's JSON whose ``source_map`` names each cell's place (a script's lines; a Jupyter
-    notebook's cell number times 10000 plus the line in the cell: :func:`notebook_place`)."""
+    notebook's JSON whose ``source_map`` names each cell's place (:data:`_CELL_LINES`)."""
     if not reads_as_json(source_path):
         return notebook_to_myst(notebook)
     page = without_notes(notebook)
