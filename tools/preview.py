@@ -55,13 +55,12 @@ from coursebook.process.forked_builds import (  # noqa: E402
     import_modules,
     sphinx_build,
 )
-from coursebook.verify.expectations import PARTIAL_FILE  # noqa: E402
 
 # Editors' swap and backup files, Python's bytecode (the kernels import book/_ext),
-# Jupyter's checkpoints and expected outputs being written (renamed into place when
-# whole) are no edits of the book.
+# Jupyter's checkpoints and expected outputs being written (``.pt01.txt.24294``, renamed
+# into place when whole: execute/kernel_forkserver.write_whole) are no edits of the book.
 NOT_EDITS = [r"__pycache__", r"\.pyc$", r"\.ipynb_checkpoints", r"~$", r"\.sw[a-z]$",
-             r"(^|/)\.#", r"(^|/)4913$", PARTIAL_FILE]
+             r"(^|/)\.#", r"(^|/)4913$", r"(^|/)\.[^/]+\.txt\.\d+$"]
 
 
 class ForkedBuilder(Builder):

@@ -83,7 +83,6 @@ def check_raised(exhibit: str, expected: dict | None, museum: dict,
 SIDE_ENVIRONMENTS = "COURSEBOOK_SIDE_ENVIRONMENTS"
 # Seconds a fresh Python may run (the recorder sets it from its cell timeout).
 FRESH_PYTHON_TIMEOUT = "COURSEBOOK_FRESH_PYTHON_TIMEOUT"
-DEFAULT_FRESH_PYTHON_TIMEOUT = 300.0
 
 
 def run_in_fresh_python(code: str, side_environment: str = "",
@@ -101,7 +100,7 @@ def run_in_fresh_python(code: str, side_environment: str = "",
         env["PYTHONPATH"] = os.pathsep.join(
             [os.path.join(root, side_environment), env.get("PYTHONPATH", "")])
     if timeout is None:
-        timeout = float(os.environ.get(FRESH_PYTHON_TIMEOUT, DEFAULT_FRESH_PYTHON_TIMEOUT))
+        timeout = float(os.environ.get(FRESH_PYTHON_TIMEOUT, "300"))
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:

@@ -29,10 +29,8 @@ def report(message: str, location, subtype: str, once: bool = True) -> None:
 
 
 def report_book_error(error: BookError, subtype: str, fallback_location=None) -> None:
-    if error.location:
-        report(error.message, error.location, subtype)
-    else:
-        report(str(error), None if error.path else fallback_location, subtype)
+    report(error.message if error.location else str(error),
+           error.location or (None if error.path else fallback_location), subtype)
 
 
 # The commands this build's errors asked for, for the preview to name: asked once the pages

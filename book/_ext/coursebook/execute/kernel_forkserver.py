@@ -53,7 +53,7 @@ def request_kernel(address: Path, cwd: str, connection_file: str,
 
 def write_whole(path: Path, text: str) -> None:
     """Write ``path`` through a rename: other processes read it whole or not at all (the
-    partial file is hidden, as the preview's ignored ``PARTIAL_FILE``: ``.pt01.txt.24294``)."""
+    partial file is hidden, as the preview's ``NOT_EDITS`` ignore: ``.pt01.txt.24294``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     written = path.with_name(f".{path.name}.{os.getpid()}")
     written.write_text(text, encoding="utf8")

@@ -40,8 +40,6 @@ _SHAPES = {"cell": "=== cell KEY (student) (varies) · FIRST LINE` (edition and 
 VARIES_MARK = " (varies)"
 _RUNS = "# Accepted runs (a hash of the code, versions and platform each edition ran): "
 INDENT = "    "
-# A file being written (``.pt01.txt.24294``): no edit of the book (the preview ignores it).
-PARTIAL_FILE = r"(^|/)\.[^/]+\.txt\.\d+$"
 
 
 class ExpectationsError(BookError):
