@@ -188,22 +188,17 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
                "execution", once=False)
     if problems:
         mark_failed(env, env.docname)
-    report_cut_outputs(doctree, prepared.notebook.cells)
-
-
-def report_cut_outputs(doctree: nodes.document, cells: list[nbformat.NotebookNode]) -> None:
-    """Say once, at its cell, that an output too long for the page was cut."""
-    for cell in code_cells(doctree):
+    for cell in code_cells(doctree):  # each output cut for the page, said once at its cell
         for block in cell.findall(nodes.literal_block):
             found = CUT_MARKER.search(block.astext()) if "output" in block["classes"] else None
             if found is None:
                 continue
-            where = cells[cell["cell_index"]]
+            where = prepared.notebook.cells[cell["cell_index"]]
             logger.info("code cell `%s`: an output is longer than %s characters: the page "
                         "shows its start and its end around `%s`; the expected outputs verify "
                         "the whole by its digest", first_line(where), f"{LIMIT:,}",
                         without_digest(found[0]),
-                        location=(doctree.settings.env.docname, source_line(where) or None))
+                        location=(env.docname, source_line(where) or None))
 
 
 def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.NotebookNode | None:
