@@ -15,7 +15,7 @@ from conftest import (CHAPTER_TOP, MACHINE_KINDS_FILE, ROOT, run_sphinx, sphinx_
                       sphinx_command)
 from coursebook.claims.model import chapter_claims, claim_blocks, find_in_prose
 from coursebook.model.machine_kinds import load_machine_kinds
-from coursebook.audit.unbacked_sentences import chapter_unbacked, museum_unbacked
+from coursebook.claims.audit import chapter_unbacked, museum_unbacked
 from coursebook.museum.model import ExhibitError, Wing, load_exhibit
 from coursebook.model.notebooks import (
     CLAIM_TAG,

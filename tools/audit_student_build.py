@@ -4,7 +4,7 @@
 The answers are the chapters' cells tagged `answer`; see coursebook.audit.answer_leaks for how
 they are recognised in pages, sources, notebooks and the search index. It then lists each
 factual sentence of the chapters and exhibits that neither a claim's check nor a source holds
-(coursebook.audit.unbacked_sentences), for the author to back or to leave as it is.
+(coursebook.claims.audit), for the author to back or to leave as it is.
 Exit status: 0 when the build is clean, 1 when an answer leaked, 2 on a usage error.
 """
 
@@ -18,7 +18,7 @@ use_book_environment()
 
 from coursebook.answer_checks.audit import audit_check_tables
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
-from coursebook.audit.unbacked_sentences import book_unbacked
+from coursebook.claims.audit import book_unbacked
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.museum.model import load_museum
 

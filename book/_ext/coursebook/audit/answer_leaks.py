@@ -322,11 +322,10 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                     cells_of: Callable[[Path, str], SourceCells] = source_cells
                     ) -> tuple[list[AnswerOverlap], list[int]]:
     """Each (answer cell, visible cell) pair sharing a passage no allowance covers, and the
-    allowances (their indices) no shared passage lies in: answer
-    prose in any visible text, answer code in visible prose, each line of answer code but
-    its setup (:func:`_code_lines`) in visible code, an answer's values (its checks' included)
-    anywhere. An exercise's own scaffolding that its answer repeats (a signature) is allowed
-    line by line."""
+    allowances (their indices) no shared passage lies in: answer prose in any visible text,
+    answer code in visible prose, each line of answer code but its setup (:func:`_code_lines`)
+    in visible code, an answer's values (its checks' included) anywhere. An exercise's own
+    scaffolding that its answer repeats (a signature) is allowed line by line."""
     prose: dict[tuple[str, ...], Place] = {}
     code: dict[tuple[str, ...], Place] = {}
     exact: dict[str, Place] = {}  # lines of code (" "-padded tokens) and values: never alike
