@@ -105,11 +105,8 @@ class PageStateCollector(EnvironmentCollector):
         whose verified versions changed (Sphinx would take a missing dependency for a
         changed one, on every build)."""
         expected_dir = Path(app.srcdir, book_config(app.config).expected_dir)
-
-        def outdated(docname: str, chapter: PageState) -> bool:
-            return (chapter.failed or any(Path(path).is_file() for path in chapter.awaited)
-                    or (chapter.verified_versions is not None and chapter.verified_versions
-                        != verified_versions(expected_dir, docname)))
-
         return [docname for docname, chapter in page_states(env).items()
-                if docname not in added | changed | removed and outdated(docname, chapter)]
+                if docname not in added | changed | removed and (
+                    chapter.failed or any(Path(path).is_file() for path in chapter.awaited)
+                    or (chapter.verified_versions is not None and chapter.verified_versions
+                        != verified_versions(expected_dir, docname)))]
