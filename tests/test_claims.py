@@ -493,6 +493,26 @@ assert torch.equal(torch.zeros(2), torch.tensor([0., 0.]))
 """
 
 
+def test_the_audit_tool_names_a_claim_cell_without_a_claim_in_one_line(tmp_path, capsys):
+    """The listing reads claims as the build does: a claim cell with no `# claim:` line is
+    named at its line, as the build names it, with no traceback."""
+    from audit_student_build import main
+
+    from conftest import TINY_BOOK
+
+    text = (TINY_BOOK / "chapter.md").read_text() + (
+        "\n```{code-cell} ipython3\n:tags: [claim]\n\nx = 1\n```\n")
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "chapter.md").write_text(text)
+    for folder in ("build", "exhibits"):
+        (tmp_path / folder).mkdir()
+    assert main([str(tmp_path / "build"), "--book", str(tmp_path / "book"),
+                 "--exhibits", str(tmp_path / "exhibits")]) == 2
+    [said] = capsys.readouterr().err.splitlines()[-1:]
+    line = text.splitlines().index("x = 1") + 1
+    assert f"chapter.md:{line}: claim cell `x = 1` names no claim" in said, said
+
+
 def test_audit_lists_each_factual_sentence_that_no_check_or_source_holds(tmp_path):
     path = tmp_path / "chapter.md"
     path.write_text(UNBACKED_CHAPTER)

@@ -5,7 +5,8 @@ The answers are the chapters' cells tagged `answer`; see coursebook.audit.answer
 they are recognised in pages, sources, notebooks and the search index. It then lists each
 factual sentence of the chapters and exhibits that neither a claim's check nor a source holds
 (coursebook.claims.audit), for the author to back or to leave as it is.
-Exit status: 0 when the build is clean, 1 when an answer leaked, 2 on a usage error.
+Exit status: 0 when the build is clean, 1 when an answer leaked, 2 on a usage error or a
+fault of the sources (named at its line).
 """
 
 import argparse
@@ -19,6 +20,7 @@ use_book_environment()
 from coursebook.answer_checks.audit import audit_check_tables
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.claims.audit import book_unbacked
+from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.museum.model import load_museum
 
@@ -37,24 +39,28 @@ def main(argv: list[str] | None = None) -> int:
     if not args.build.is_dir():
         print(f"audit: no build at {args.build}; run `make html` first.", file=sys.stderr)
         return 2
-    fingerprints = chapter_fingerprints(args.book, args.exhibits)
-    if not fingerprints.runs:
-        print(f"audit: no answer cells found under {args.book}; nothing to look for.",
-              file=sys.stderr)
+    try:
+        fingerprints = chapter_fingerprints(args.book, args.exhibits)
+        if not fingerprints.runs:
+            print(f"audit: no answer cells found under {args.book}; nothing to look for.",
+                  file=sys.stderr)
+            return 2
+        # Answer passages in any text; then what the students' answer checks hold.
+        leaks = [*audit_build(args.build, fingerprints), *audit_check_tables(args.build, args.book)]
+        for leak in leaks:
+            print(f"LEAK {leak}")
+        print(f"audit: {len(leaks)} leak(s) in {args.build} "
+              f"({len(fingerprints.runs)} answer passages looked for, and the answer checks)")
+        museum = load_museum(args.exhibits, load_machine_kinds(MACHINE_KINDS_FILE))
+        unbacked = book_unbacked(args.book, museum)
+        for sentence in unbacked:
+            print(f"NEITHER CHECKED NOR CITED {sentence}")
+        print(f"audit: {len(unbacked)} factual sentence(s) neither checked nor cited, listed above "
+              "(back each with a claim cell or a source, or leave it: docs/authoring.md, Claims)")
+        return 1 if leaks else 0
+    except BookError as error:  # a fault of the sources: one line at its place, as a build says
+        print(f"audit: {error}", file=sys.stderr)
         return 2
-    # Answer passages in any text; then what the students' answer checks hold.
-    leaks = [*audit_build(args.build, fingerprints), *audit_check_tables(args.build, args.book)]
-    for leak in leaks:
-        print(f"LEAK {leak}")
-    print(f"audit: {len(leaks)} leak(s) in {args.build} "
-          f"({len(fingerprints.runs)} answer passages looked for, and the answer checks)")
-    museum = load_museum(args.exhibits, load_machine_kinds(MACHINE_KINDS_FILE))
-    unbacked = book_unbacked(args.book, museum)
-    for sentence in unbacked:
-        print(f"NEITHER CHECKED NOR CITED {sentence}")
-    print(f"audit: {len(unbacked)} factual sentence(s) neither checked nor cited, listed above "
-          "(back each with a claim cell or a source, or leave it: docs/authoring.md, Claims)")
-    return 1 if leaks else 0
 
 
 if __name__ == "__main__":
