@@ -208,9 +208,7 @@ def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind],
         raise ExhibitError("the exhibits folder does not exist (coursebook_exhibits_dir, "
                            "or --exhibits)", exhibits_dir)
     museum = {}
-    for path in sorted(d / "wing.toml" for d in exhibits_dir.iterdir()):
-        if not path.is_file():
-            continue
+    for path in sorted(exhibits_dir.glob("*/wing.toml")):
         wing, file = read_toml(path, Wing, ExhibitError, path=path)
         exhibits = tuple(load_exhibit(p, wing.rooms, kinds, readers)
                          for p in sorted(path.parent.glob("[0-9]*.toml")))

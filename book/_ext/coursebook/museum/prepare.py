@@ -270,18 +270,16 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                   _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else only)),
                   _on_a_cpu(_FIX_RUNS if fresh else _FIX_RUNS_AFTER)]
     if cpu is not None and cpu.reproduction and cpu.fix:
-        where = ("In a fresh Python process, without the older packages" if cpu.fix_in_fresh_runtime
-                 else "In the reproduction's process, after it")
+        # The CPU fix alone in a fresh runtime, or after the reproduction, in its process.
+        fresh = cpu.fix_in_fresh_runtime
+        where, code, side = (("In a fresh Python process, without the older packages", cpu.fix,
+                              None) if fresh else ("In the reproduction's process, after it",
+                              in_one_process([(cpu.reproduction, True), (cpu.fix, False)]), cpu))
         cells += [markdown_cell(f"**The fix on CPU.** {cpu.fix_note}\n\n"
                                 f"{_shown_code(cpu.fix, where)}"),
-                  # The CPU fix after the reproduction, or alone in a fresh runtime.
-                  _runs(exhibit, "cpu.fix", _in_fresh_python(cpu.fix, STAND_IN_ONLY_TAG)
-                        if cpu.fix_in_fresh_runtime else _in_fresh_python(
-                      in_one_process([(cpu.reproduction, True), (cpu.fix, False)]),
-                      STAND_IN_ONLY_TAG, side=cpu)),
+                  _runs(exhibit, "cpu.fix", _in_fresh_python(code, STAND_IN_ONLY_TAG, side=side)),
                   _fix_ran_cell(STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
-                  _on_a_cpu(_FIX_RUNS) if cpu.fix_in_fresh_runtime
-                  else _on_a_cpu(_FIX_RUNS_AFTER, cpu)]
+                  _on_a_cpu(_FIX_RUNS if fresh else _FIX_RUNS_AFTER, side)]
     elif cpu is not None and not cpu.reproduction:
         cells.append(markdown_cell(f"*{cpu.note}*"))
     return cells + _museum_fix_history(exhibit) + _claim_cells(exhibit.claims, captured=True)

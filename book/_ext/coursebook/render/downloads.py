@@ -183,16 +183,12 @@ def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
     # The theme's source download: a chapter in any format offers its .md document there
     # (Sphinx copies the file to this name; replace_copied_sources writes over it).
     context["sourcename"] = _copied_source(app, pagename)
-    context["page_source_suffix"] = DOCUMENT_SUFFIX
-
-
-# The theme's source download of a chapter: its edition as one Markdown document.
-DOCUMENT_SUFFIX = ".md"
+    context["page_source_suffix"] = ".md"
 
 
 def _copied_source(app: Sphinx, docname: str) -> str:
     """The name under ``_sources/`` Sphinx copies a page's file to (a chapter's: its .md)."""
-    suffix = (DOCUMENT_SUFFIX if chapter_notebook(app.env, docname) is not None
+    suffix = (".md" if chapter_notebook(app.env, docname) is not None
               else Path(app.env.doc2path(docname)).suffix)
     return docname + suffix + app.config.html_sourcelink_suffix
 

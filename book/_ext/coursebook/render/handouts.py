@@ -81,7 +81,6 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
     """The LaTeX of a handout's cover; writes its QR codes into ``outdir``."""
     import segno
 
-    edition = edition_of(app).value.capitalize() + " edition"
     links = []
     for kind, url, caption in (("page", handout.page_url, "This chapter online"),
                                ("colab", handout.colab_url, "Run it in Colab")):
@@ -102,20 +101,19 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
     built = (rf"{{\large Built on {escape(book_config(app.config).build_date)} from commit "
              rf"{escape(source_commit(Path(app.srcdir)))}\par}}"
              if edition_of(app) is Edition.INSTRUCTOR else "")
-    lines = [
+    return "\n".join([
         r"\begin{titlepage}\centering\sffamily",
         r"\vspace*{2.5cm}",
         rf"{{\Large {escape(app.config.project)}\par}}\vspace{{1cm}}",
         rf"{{\Huge\bfseries {escape(handout.title)}\par}}\vspace{{1cm}}",
-        rf"{{\LARGE {escape(edition)}\par}}\vspace{{1.5cm}}",
+        rf"{{\LARGE {escape(edition_of(app).value.capitalize())} edition\par}}\vspace{{1.5cm}}",
         rf"{{\large {escape(_provenance(app, handout.docname))}\par}}\vspace{{3mm}}",
         built,
         r"\vfill",
-        r"\hfill".join(links) if links else "",
+        r"\hfill".join(links),
         r"\vspace*{1cm}",
         r"\end{titlepage}",
-    ]
-    return "\n".join(lines) + "\n"
+    ]) + "\n"
 
 
 def write_covers(app: Sphinx, exception: Exception | None) -> None:

@@ -1,5 +1,4 @@
-"""Torch versions: where each chapter is verified, and what changed between versions, each
-module named by its stage (docs/architecture.md says what each holds)."""
+"""Torch versions: where each chapter is verified, what changed between versions."""
 
 from __future__ import annotations
 
@@ -9,5 +8,8 @@ def setup(app) -> None:
     from coursebook.prepare.chapters import edition_of
     from coursebook.torch_versions.verify import CellHeadings, TorchVersionChanges
 
-    app.add_directive("torch-version-changes", TorchVersionChanges.of_edition(edition_of(app)))
+    # A directive sees no Sphinx application: the build's edition is its subclass's.
+    edition = {"edition": edition_of(app)}
+    app.add_directive("torch-version-changes",
+                      type(TorchVersionChanges.__name__, (TorchVersionChanges,), edition))
     app.add_post_transform(CellHeadings)

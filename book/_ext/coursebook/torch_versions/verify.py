@@ -27,8 +27,8 @@ from coursebook.model.runtimes import Runtime
 from coursebook.model.versions import is_release, release, version_key
 from coursebook.museum.model import ExhibitError, Wing
 from coursebook.museum.prepare import check_cells
-from coursebook.page_state import PREPARED, chapter_notebook, mark_failed, page_state_of
-from coursebook.prepare.chapters import PreparedChapter, edition_of
+from coursebook.page_state import chapter_notebook, mark_failed, page_state_of
+from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
 from coursebook.torch_versions.model import verified_versions
@@ -189,12 +189,10 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
         return
     for version in versions:
         app.env.note_dependency(str(expected_dir / f"torch-{version}" / f"{chapter}.txt"))
-    prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
-    runtimes = config.reader_runtimes
+    runtimes, notebook = config.reader_runtimes, state.notebook or nbformat.v4.new_notebook()
     try:
         checks = check_digests(config.museum())
         torches = {*versions, *(r.torch for r in runtimes)} - {release(running)}
-        notebook = prepared.notebook if prepared else nbformat.v4.new_notebook()
         found = (standing(chapter, other_torch(v, runtimes), expected_dir, running, checks,
                           notebook) for v in sorted(torches, key=version_key))
         others = [s for s in found if s is not None]
@@ -233,12 +231,7 @@ class TorchVersionChanges(Directive):
     """``{torch-version-changes}``: every output that differs between torch versions."""
 
     has_content = False
-    edition = Edition.STUDENT  # the build's, bound by :meth:`of_edition` at set-up
-
-    @classmethod
-    def of_edition(cls, edition: Edition) -> type[TorchVersionChanges]:
-        """The directive for an edition's build (a directive sees no Sphinx application)."""
-        return type(cls.__name__, (cls,), {"edition": edition})
+    edition = Edition.STUDENT  # the build's: setup gives each build its subclass
 
     def run(self) -> list[nodes.Node]:
         env = self.state.document.settings.env
