@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from docutils import nodes
 from docutils.utils import new_document
+from pdf_checks import Problem, locate_characters, pdf_text
 from test_handouts import build_handouts
 from test_pdf import build_pdf
 
 from conftest import TINY_BOOK, tiny_book_with_an_overflow
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
-from coursebook.render.pdf_checks import Problem, locate_characters, pdf_text
 
 PRINTED = "✓ done — 你好 🙂 α∇∑"
 # Supplementary Private Use Area-B: no installed font has it (the test checks).

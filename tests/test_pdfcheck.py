@@ -1,8 +1,7 @@
 """The PDF checks read LaTeX logs as intended (the full PDF builds are in test_pdf.py)."""
 
 import pytest
-
-from coursebook.render.pdf_checks import log_problems
+from pdf_checks import log_problems
 
 
 @pytest.mark.parametrize("log, found", [
@@ -37,7 +36,7 @@ def test_without_tex_the_pdf_build_stops_with_one_line_naming_the_packages(tmp_p
 
 
 def test_a_problem_is_located_in_the_chapter_file_whose_part_of_the_tex_it_is(tmp_path):
-    from coursebook.render.pdf_checks import locate_chapters
+    from pdf_checks import locate_chapters
 
     tex = tmp_path / "book.tex"
     tex.write_text("\\begin{document}\n\\label{\\detokenize{index::doc}}\ncontents\n"

@@ -26,10 +26,11 @@ from book_environment import sphinx_command, use_book_environment
 
 use_book_environment()
 
+from pdf_checks import POPPLER, check_pdf, locate_chapters, locate_characters
+
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.model.faults import shown_path
 from coursebook.render.handouts import MANIFEST
-from coursebook.render.pdf_checks import POPPLER, check_pdf, locate_chapters, locate_characters
 from coursebook.render.pdf_fonts import ENGINE, missing_fonts
 
 ROOT = Path(__file__).resolve().parent.parent

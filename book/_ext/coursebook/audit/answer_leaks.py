@@ -8,6 +8,7 @@ import html
 import json
 import pickle
 import re
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -169,10 +170,8 @@ _SCRIPTS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
 def file_texts(path: Path) -> tuple[str, str | None]:
     """A file's text, and the part a reader sees (None: a file no reader opens)."""
     if path.suffix == ".pdf":
-        # Here, not at the top: only an audit that reads a PDF needs it, never a build.
-        from coursebook.render.pdf_checks import pdf_text
-
-        text = pdf_text(path)
+        text = subprocess.run(["pdftotext", "-layout", str(path), "-"], check=True,
+                              capture_output=True, text=True).stdout
         return text, text
     raw = path.read_text(encoding="utf8", errors="replace")
     if path.suffix == ".html":
