@@ -609,14 +609,17 @@ def test_a_lesson_whose_hash_headings_are_its_sections_gets_one_title(tmp_path, 
         nbformat.v4.new_markdown_cell("```python\n# a comment, no title\n```\n\n# Setup\n\n"
                                       "Text.\n\n## Detail"),
         nbformat.v4.new_code_cell("print(1)"),
-        nbformat.v4.new_markdown_cell("Training\n========\n\n## Loss\n\n###### Deepest")])))
+        nbformat.v4.new_markdown_cell("> # Quoted, no heading of the page\n\n- # Listed, none"),
+        nbformat.v4.new_markdown_cell("Training\nin two lines\n========\n\n## Loss\n\n"
+                                      "###### Deepest")])))
     asked = [title] if title else []
     assert tool.main(["parts", *asked, "--from", str(lesson), "--book", str(_book(tmp_path))]) == 0
     text = (tmp_path / "book" / "parts.md").read_text()
     headings = [line for cell in read_chapter(text).cells if cell.cell_type == "markdown"
                 for line in cell.source.splitlines()
-                if line.startswith("#") and line != "# a comment, no title"]
-    sections = ["## Training", "### Loss", "###### Deepest"]
+                if line.startswith("#") and "," not in line]
+    assert "> # Quoted, no heading of the page\n\n- # Listed, none" in text, text
+    sections = ["## Training in two lines", "### Loss", "###### Deepest"]
     assert headings == ([f"# {title}", "## Setup", "### Detail"] if title
                         else ["# Setup", "## Detail"]) + sections, text
     assert "```python\n# a comment, no title\n```" in text
@@ -724,8 +727,8 @@ def test_a_cell_that_waits_for_someone_at_the_keyboard_is_told_and_not_held_to_i
         nbformat.v4.new_notebook(cells=[
             nbformat.v4.new_code_cell("%debug"),
             nbformat.v4.new_code_cell("%xmode Plain\n%pdb on\n1 / 0", outputs=[error]),
-            nbformat.v4.new_code_cell("%pdb OFF\n%pdb on  # why\nmodel.input(1)\nprint('input() here')  # input("
-                                      ")\nname = input('name? ')"),
+            nbformat.v4.new_code_cell("%pdb OFF\n%pdb on  # why\nmodel.input(1)\n"
+                                      "print('input() here')  # input()\nname = input('name? ')"),
             nbformat.v4.new_code_cell("1 / 0", outputs=[error]),
             nbformat.v4.new_code_cell("import getpass\nkey = getpass.getpass('key: ')"),
             nbformat.v4.new_code_cell("%%debug\nx = 1")])))

@@ -522,12 +522,12 @@ def _python_blocks(source: str) -> list[tuple[int, str]]:
 
 
 def _headings(cells) -> list[tuple[nbformat.NotebookNode, list[int], int, str]]:
-    """The Markdown cells' headings (a code block's `#` line is none): each one's cell, lines
-    (from 0, end excluded), level and text."""
-    return [(cell, token.map, int(token.tag[1]), inline.content)
+    """The Markdown cells' headings (a code block's `#` line is none, nor a quote's or a list
+    item's): each one's cell, lines (from 0, end excluded), level and text (on one line)."""
+    return [(cell, token.map, int(token.tag[1]), " ".join(inline.content.split()))
             for cell in cells if cell.cell_type == "markdown"
             for token, inline in itertools.pairwise(MarkdownIt("commonmark").parse(cell.source))
-            if token.type == "heading_open"]
+            if token.type == "heading_open" and token.level == 0]
 
 
 def _code_lines(markdown: str) -> set[int]:
