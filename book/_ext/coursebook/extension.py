@@ -86,50 +86,42 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     count_warnings(app)  # the preview stops a build that warned (process/preview.py)
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
-    # 1. config-inited: the config is checked, the execution versions (the cache key) noted.
     app.connect("config-inited", own_source_suffix, priority=100)
     app.connect("config-inited", BookConfig.build)
     app.connect("config-inited", leave_out_plain_scripts)  # a .py page is a percent script
     app.connect("config-inited", keep_config_as_given, priority=1000)  # last, for the pickle
-    # 2. builder-inited
     for hook in (clear_execution_reports, *([stop_cleanly_on_interrupt] if build else []),
                  mark_unfinished, keep_compiled_templates, name_only_the_latex_folder):
         app.connect("builder-inited", hook)
     if build:
         app.connect("builder-inited", freeze_long_lived_objects, priority=900)  # after the others'
-    # 3. env-get-outdated: Sphinx re-reads a chapter whose noted inputs changed, and every
-    #    page when this extension changed (env_version below).
+    # Sphinx re-reads a chapter whose noted inputs changed, and every page when this
+    # extension changed (env_version below).
     app.connect("env-get-outdated", note_removed_pages)
-    # 4. env-before-read-docs, when there are pages to read.
+    # Only when there are pages to read.
     for hook in (import_for_reading, check_execution_cache, plan_reading):
         app.connect("env-before-read-docs", hook)
-    # 5. source-read, per page: prepared, keyed, locked, run if the cache lacks it.
     app.connect("source-read", _read_edition_source)
-    # 6. doctree-read, per page: outputs normalised, checked and kept; claims checked.
     app.connect("doctree-read", _read_chapter_done)
-    # 7. env-updated, once all pages are read.
     # An accepted output may not hold the time of a run this build started.
     for hook in (partial(compare_expected_outputs, since=datetime.now(UTC)),
                  check_answer_overlaps):
         app.connect("env-updated", hook)
     setup_answer_checks(app)  # here: its env-updated hook runs before the reports are kept
     app.connect("env-updated", keep_execution_reports)
-    # 7a. env-get-updated; last, the configuration as given is pickled (restored at 7b).
+    # Last, the configuration as given is pickled (restored below).
     app.connect("env-get-updated", pages_to_write)
     app.connect("env-get-updated", pickle_config_as_given, priority=1000)
     app.connect("env-check-consistency", restore_config, priority=0)
-    # 7b. write-started, before any page is written.
     app.connect("write-started", restore_config, priority=0)
     app.connect("write-started", log_output_summary, priority=400)
     setup_claims(app)  # its claim counts, after the outputs' summary
     app.connect("write-started", keep_last_good_pages)
-    # 8. html-page-context: the Colab button after the theme's download menu.
+    # The Colab button after the theme's download menu.
     app.connect("html-page-context", offer_edition_notebook, priority=400)
     app.connect("html-page-context", add_colab_button, priority=600)
     app.connect("html-page-context", add_build_stamp)
-    # 8a. html-collect-pages, before the search index is written.
     app.connect("html-collect-pages", index_entries_again)
-    # 9. build-finished; last, the output folder is marked finished.
     for hook in (replace_copied_sources, copy_mathjax, fail_build_on_failed_chapters,
                  stop_kernel_server):
         app.connect("build-finished", hook)
