@@ -53,7 +53,7 @@ def handouts(app: Sphinx, env) -> list[Handout]:
             for docname in chapters_in_reading_order(env)]
 
 
-def set_handout_documents(app: Sphinx, env) -> list[str]:
+def set_handout_documents(app: Sphinx, env) -> None:
     """``env-updated``, before the LaTeX builder takes its documents ("howto": a chapter's
     sections run on; the title is LaTeX there)."""
     if book_config(app.config).handouts and app.builder.name == "latex":
@@ -61,7 +61,6 @@ def set_handout_documents(app: Sphinx, env) -> list[str]:
             (handout.docname, f"{handout.docname}.tex",
              escape(handout.title, app.config.latex_engine), app.config.author, "howto")
             for handout in handouts(app, env)]
-    return []
 
 
 def _provenance(app: Sphinx, docname: str) -> str:

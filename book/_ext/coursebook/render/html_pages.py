@@ -1,13 +1,7 @@
-"""What every HTML page gets besides its text.
-
-The instructor's footer stamp (the torch that executed the page, the commit, the date): an
-instructor with a student's question can tell which build a page comes from. MathJax served
-with the book, for math offline: sphinx-mathjax-offline's files, not loaded as an extension
-(it compares every file whole on every build, 15 ms of a no-op rebuild, and is not
-parallel-safe). The theme's templates compiled once (a tenth of a warm rebuild) into Jinja's
-bytecode cache, which checks each against its source; it lives in the Python environment
-(the templates are the theme's and Sphinx's), where a clean output folder still finds it.
-"""
+"""What every HTML page gets besides its text: the instructor's footer stamp (the torch,
+commit and date: which build a page a student asks about comes from), MathJax served with
+the book for math offline, the theme's templates compiled once, the search page and index
+kept by a build that writes no page (docs/performance.md says why each is done so)."""
 
 from __future__ import annotations
 
@@ -89,12 +83,10 @@ def keep_compiled_templates(app: Sphinx) -> None:
 
 class BookHTMLBuilder(StandaloneHTMLBuilder):
     """Sphinx's HTML builder, except that a build which writes and removes no page leaves
-    the search page and the search index as the last build wrote them: Sphinx makes both
-    again on every build, the same (the configuration, templates and pages unchanged; a
-    change to one writes pages). The search page's navigation compiles the theme's CSS
-    selectors: with the index entries indexed again, 0.27 s of CPU of a warm no-op student
-    build's 1.53 s. A build stopped before its end marks its output folder, and the next
-    one writes every page (process/next_build.py)."""
+    the search page and index as the last build wrote them: Sphinx would make both the
+    same again (a change to the configuration, templates or pages writes pages). A build
+    stopped before its end marks its output folder; the next writes every page
+    (process/next_build.py)."""
 
     written: frozenset[str] = frozenset()  # the pages this build wrote (and indexed)
     removed_pages = False
