@@ -103,7 +103,6 @@ def _entry(raw, cell) -> AnswerCheck:
 
 
 def cell_checks(cell) -> list[AnswerCheck]:
-    """The checks a cell states (only an answer code cell may)."""
     raw = cell.get("metadata", {}).get(CHECKS_KEY)
     if raw is None:
         return []

@@ -48,8 +48,7 @@ def check_table(checks: list[AnswerCheck]) -> dict[str, dict]:
             for check in checks}
 
 
-def setup_source(checks: list[AnswerCheck]) -> str:
-    """The table cell: the checking code, its table filled in."""
+def setup_source(checks: list[AnswerCheck]) -> str:  # the table cell's
     table = json.dumps(check_table(checks), indent=1, ensure_ascii=False)
     assert _TABLE_LINE in _SOURCE  # the line this fills in
     code = _SOURCE[_SOURCE.index('"""', 3) + 3:].lstrip("\n")  # the module's docstring is ours
@@ -100,14 +99,12 @@ def mistried(checks: list[AnswerCheck]) -> list[AnswerCheckError]:
 def _function_tries(check: AnswerCheck) -> list[str]:
     """A function check's lists, tried in the instructor's kernel: a mismatch stops the build
     at this cell."""
-    if not check.inputs:
-        return []
     return [f'\nassert {"" if right else "not "}passes("{check.name}", {entry}), ' + repr(
                 f"check {check.name}: {field} entry {entry} is "
                 f"{'refused' if right else 'accepted'} by the students' check: if the entry "
                 f"is {'wrong, move it to refuse' if right else 'right, move it to accept'}; "
                 "else correct the check's answer or inputs")
-            for field, right in (("accept", True), ("refuse", False))
+            for field, right in (("accept", True), ("refuse", False)) if check.inputs
             for entry in getattr(check, field)]
 
 

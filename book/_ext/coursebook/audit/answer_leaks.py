@@ -129,7 +129,6 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
     # in the download's check cell: visible, never an answer's alone.
     visible += [f"{check.ask} {check.tolerance!r}" for cell in chapter_cells
                 for check in cell_checks(cell)]
-    # (source, shown text, is an answer, is markdown) of each cell, then of each other text
     cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
              for cell in chapter_cells] + [(text, text, False, False) for text in visible]
     headings = set()

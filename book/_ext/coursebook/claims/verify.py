@@ -195,8 +195,7 @@ def _accepted_claims(app: Sphinx, prepared: PreparedChapter) -> list[ClaimProble
         return [ClaimProblem(Claim("", error.line, toml=str(path)), error.message)]
 
 
-def log_claim_counts(app: Sphinx, *_) -> None:
-    """``write-started``, after the expected outputs' summary."""
+def log_claim_counts(app: Sphinx, *_) -> None:  # write-started (claims/__init__.py)
     env = app.env
     chapters = page_states(env)
     for docname in sorted(chapters):
