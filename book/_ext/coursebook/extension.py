@@ -125,7 +125,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     for hook in (replace_copied_sources, copy_mathjax, fail_build_on_failed_chapters,
                  stop_kernel_server):
         app.connect("build-finished", hook)
-    app.connect("build-finished", mark_finished, priority=1000)
+    app.connect("build-finished", mark_finished, priority=1000)  # last: after the hooks above
     setup_answer_space(app)
     setup_handouts(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1",
