@@ -1,9 +1,7 @@
-"""pytest collects the book's chapters as doctests (a ``pytest11`` entry point): ``pytest
-book/pt01.md`` has an item per code cell with an expected output and edition, named by
-chapter, edition, line and first code line. What runs is what a build of each edition runs
+"""``pytest book/pt01.md`` (a ``pytest11`` entry point): an item per code cell with an
+expected output and edition, run as a build of that edition runs it
 (:func:`coursebook.execute.fill_cache.read_book`), from the book's cache, a missing chapter
-executed and cached once. Recorded chapters are left to ``make recording-check``.
-"""
+executed and cached once. Recorded chapters are left to ``make recording-check``."""
 
 from __future__ import annotations
 

@@ -201,13 +201,9 @@ def clock_readings(text: str, start: datetime, end: datetime) -> list[str]:
                 end.astimezone(zone).replace(tzinfo=None))
                for zone in (start.astimezone().tzinfo, UTC)]
     days = sorted({moment.date() for window in windows for moment in window})
-    found = []
-    for kind, token in _tokens(text):
-        token = token.strip()
-        if kind != "date" and not (kind == "duration" and _CLOCK_ALONE.fullmatch(token)):
-            continue
-        if any(value <= end and value + resolution > start if value.tzinfo else
-               any(value <= last and value + resolution > first for first, last in windows)
-               for value, resolution in _readings(token, kind, days)):
-            found.append(token)
-    return found
+    tokens = [(kind, token.strip()) for kind, token in _tokens(text)]
+    return [token for kind, token in tokens
+            if (kind == "date" or (kind == "duration" and _CLOCK_ALONE.fullmatch(token)))
+            and any(value <= end and value + resolution > start if value.tzinfo else
+                    any(value <= last and value + resolution > first for first, last in windows)
+                    for value, resolution in _readings(token, kind, days))]
