@@ -104,9 +104,9 @@ def test_a_build_imports_them_only_when_it_reads_pages(tmp_path):
 # Imported where they are used, not as the extension loads (speed only): the cache's locks
 # (execute/shared_cache.py, cached_chapters.py, kernel_pool.py), a chapter's declared
 # packages checked (prepare/chapter_packages.py), jupytext where a page is read
-# (model/notebooks.py); the PDF checks are tools/build_pdf.py's. A build that reads nothing
-# uses none of them.
-USED_WHEN_NEEDED = ["filelock", "packaging.requirements", "pdf_checks", "jupytext"]
+# (model/notebooks.py). A build that reads nothing uses none of them. (The PDF checks are
+# tools/pdf_checks.py's; the answer audit reads a PDF with pdftotext.)
+USED_WHEN_NEEDED = ["filelock", "packaging.requirements", "jupytext"]
 
 
 def test_the_extension_loads_without_what_only_a_read_or_an_audit_uses():

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from docutils import nodes
 from docutils.utils import new_document
-from pdf_checks import Problem, locate_characters, pdf_text
-from test_handouts import build_handouts
+from pdf_checks import Problem, locate_characters
+from test_handouts import build_handouts, pdf_text
 from test_pdf import build_pdf
 
 from conftest import TINY_BOOK, tiny_book_with_an_overflow

@@ -85,10 +85,6 @@ def unembedded_fonts(pdf: Path) -> list[Problem]:
             if row.split() and row.split()[-5] != "yes"]
 
 
-def pdf_text(pdf: Path) -> str:
-    return _poppler("pdftotext", "-layout", str(pdf), "-")
-
-
 def check_pdf(pdf: Path, log: Path) -> list[Problem]:
     return overflowing_words(pdf) + log_problems(log) + unembedded_fonts(pdf)
 

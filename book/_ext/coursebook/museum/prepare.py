@@ -270,11 +270,11 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
                   _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else only)),
                   _on_a_cpu(_FIX_RUNS if fresh else _FIX_RUNS_AFTER)]
     if cpu is not None and cpu.reproduction and cpu.fix:
-        # The CPU fix alone in a fresh runtime, or after the reproduction, in its process.
-        fresh = cpu.fix_in_fresh_runtime
-        where, code, side = (("In a fresh Python process, without the older packages", cpu.fix,
-                              None) if fresh else ("In the reproduction's process, after it",
-                              in_one_process([(cpu.reproduction, True), (cpu.fix, False)]), cpu))
+        fresh = cpu.fix_in_fresh_runtime  # alone in a fresh runtime, or after the reproduction
+        where = ("In a fresh Python process, without the older packages" if fresh
+                 else "In the reproduction's process, after it")
+        code, side = (cpu.fix, None) if fresh else (
+            in_one_process([(cpu.reproduction, True), (cpu.fix, False)]), cpu)
         cells += [markdown_cell(f"**The fix on CPU.** {cpu.fix_note}\n\n"
                                 f"{_shown_code(cpu.fix, where)}"),
                   _runs(exhibit, "cpu.fix", _in_fresh_python(code, STAND_IN_ONLY_TAG, side=side)),
