@@ -695,8 +695,7 @@ def test_the_student_download_says_correct_and_not_yet_in_a_kernel(tmp_path):
     """As `make verify-runtime` tries them in Colab's replica, in a kernel: each answer's value
     is "correct", a changed one "not yet" and the hint; a wrong answer (tiny-grad's) fails its
     trial, a warning on stderr (tiny-shape's value) does not."""
-    from coursebook.render.downloads import run_all
-    from verify_runtime import failed_trials, trial_cells
+    from verify_runtime import failed_trials, run_all, trial_cells
 
     text = CHAPTER.replace("answer: [5.0, 7.0]", "answer: [5.0, 7.5]").replace(
         "value: (torch.zeros", "value: __import__('warnings').warn('planted') or (torch.zeros")

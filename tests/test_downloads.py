@@ -38,7 +38,6 @@ from coursebook.render.downloads import (
     catching,
     download_document,
     download_notebook,
-    run_all,
 )
 from coursebook.render.plain_markdown import PlainMarkdown, Target
 from coursebook.verify.chapter_checks import raised_on_purpose
@@ -476,6 +475,8 @@ def test_a_chapters_footnote_and_top_matter_syntax_reach_its_download(tiny_book,
 
 @pytest.mark.slow  # Run all in two kernels
 def test_run_all_stops_at_a_planted_error_and_passes_once_caught(tmp_path):
+    from verify_runtime import run_all
+
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("x = 1\nx += 'a'", metadata={"tags": ["raises-exception"]}),
         nbformat.v4.new_code_cell("print('last cell')")])
@@ -598,7 +599,7 @@ def test_a_recorded_chapters_download_prints_its_stand_in_recording_cell_by_cell
     the CPU), and as a runtime with the device runs it after each restart (every part in a
     new kernel): every cell prints what the stand-in's recording holds. The part after a
     restart never holds the module it restarts for."""
-    from verify_runtime import after_restarts, check_recorded_download, stand_in_python
+    from verify_runtime import after_restarts, check_recorded_download, run_all, stand_in_python
 
     kinds = book_machine_kinds()
     chapters = {recording_name(c): c for c in _chapters().values() if recording_name(c)}
@@ -628,6 +629,8 @@ def _student_downloads(built) -> dict[str, Path]:
 @pytest.mark.slow
 def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
     """Run all reaches the last cell; each caught cell prints the error the book shows."""
+    from verify_runtime import run_all
+
     downloads = _student_downloads(built)
     chapters = {p.stem: p for p in BOOK.glob("*.md") if is_chapter_source(p.read_text())}
     assert set(downloads) == set(chapters)

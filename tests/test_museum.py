@@ -10,7 +10,7 @@ from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, book_museum
 from coursebook.exhibit_checks import ExhibitMismatch, check_raised
 from coursebook.model.cell_notes import noted
 from coursebook.model.machine_kinds import load_machine_kinds, stand_in_kind
-from coursebook.museum.model import ExhibitError, load_exhibit, raised_by
+from coursebook.museum.model import ExhibitError, load_exhibit
 from coursebook.museum.prepare import (
     ERROR_SUMMARY,
     captured_exhibit_cells,
@@ -55,6 +55,8 @@ def test_the_museum_code_is_the_seeds_with_comments_reworded_only():
 
 @pytest.mark.parametrize("exhibit", CPU, ids=lambda e: e.key)
 def test_the_failing_code_raises_its_record_for_this_torch(exhibit):
+    from accept_exhibit_records import raised_by
+
     record = exhibit.record_for(torch.__version__)
     assert record is not None, f"no record for torch {torch.__version__}: make accept-outputs"
     assert raised_by(exhibit) == (record.type, record.message)

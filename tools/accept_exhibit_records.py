@@ -21,9 +21,19 @@ use_book_environment()
 
 from coursebook.model import provenance, versions
 from coursebook.model.machine_kinds import load_machine_kinds
-from coursebook.museum.model import ErrorRecord, ExhibitError, load_museum, raised_by, write_records
+from coursebook.model.outputs import normalise
+from coursebook.museum.model import ErrorRecord, Exhibit, ExhibitError, load_museum, write_records
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
+    """Run the failing code here: the (type, normalised message) it raises, or None."""
+    try:
+        exec(compile(exhibit.failing_code, str(exhibit.path), "exec"), {"__name__": "exhibit"})
+    except Exception as error:  # the exhibit's error is the point
+        return type(error).__name__, normalise(str(error))
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,7 +31,7 @@ from pdf_checks import POPPLER, check_pdf, locate_chapters, locate_characters
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.model.faults import shown_path
 from coursebook.render.handouts import MANIFEST
-from coursebook.render.pdf_fonts import ENGINE, missing_fonts
+from coursebook.render.pdf_fonts import ENGINE, FONTS
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = (ROOT / "tools" / "pdf-packages.txt").read_text().split()
@@ -43,10 +43,12 @@ def missing_tools() -> list[str]:
 
 
 def fonts_not_installed() -> list[str]:
-    """The book's fonts that fontconfig (whose folders luaotfload reads) does not list."""
+    """The book's fonts that fontconfig (whose folders luaotfload reads) does not list (a
+    font may have several names, a line)."""
     listed = subprocess.run(["fc-list", ":", "family"], check=True, capture_output=True,
                             text=True).stdout
-    return [f"{font.family} ({font.package})" for font in missing_fonts(listed)]
+    installed = {name.strip() for line in listed.splitlines() for name in line.split(",")}
+    return [f"{font.family} ({font.package})" for font in FONTS if font.family not in installed]
 
 
 def sphinx_latex(args, latex: Path, doctrees: Path, tags: tuple[str, ...]) -> bool:

@@ -79,7 +79,7 @@ from coursebook.model.machine_kinds import (  # noqa: E402
     load_machine_kinds,
 )
 from coursebook.model.cell_notes import without_notes  # noqa: E402
-from coursebook.museum.model import load_museum, side_environments  # noqa: E402
+from coursebook.museum.model import load_museum  # noqa: E402
 from coursebook.model.notebooks import (  # noqa: E402
     cell_tags,
     first_line,
@@ -634,7 +634,8 @@ def record(args: argparse.Namespace) -> int:
     overrides = parse_pythons(args.python)
     museum = load_museum(args.exhibits, machines)
     # The museum's CPU reproductions run on the stand-in, with their older packages apart.
-    sides = side_environments(museum) if machine.stand_in else {}
+    sides = {e.cpu.side_environment: e.cpu.side_packages for wing in museum.values()
+             for e in wing.exhibits if machine.stand_in and e.cpu and e.cpu.side_environment}
     pythons: dict[str, Path] = {}
     for e in environments:  # an environment that shares another comes after it
         pythons[e.name] = overrides.get(e.name) or (pythons[e.shares] if e.shares else

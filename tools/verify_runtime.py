@@ -22,6 +22,7 @@ accepted here.
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime
 import json
 import platform
@@ -81,7 +82,6 @@ from coursebook.page_state import CellOutput  # noqa: E402
 from coursebook.prepare.chapter_packages import install_cell  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
-from coursebook.render.downloads import run_all  # noqa: E402
 from coursebook.torch_versions.verify import OtherTorch, Standing, State, check_digests, standing
 from coursebook.verify.expectations import (
     Expectations,
@@ -237,6 +237,23 @@ def read_download(downloads: Path, name: str) -> tuple[Path, nbformat.NotebookNo
     if not path.is_file():
         raise Stop(f"{path} is missing: build the student edition first (`make html`)")
     return path, nbformat.read(path, as_version=4)
+
+
+def run_all(notebook: nbformat.NotebookNode, workdir: Path,
+            kernel_name: str = "python3") -> nbformat.NotebookNode:
+    """Execute as Jupyter's and Colab's "Run all": tags ignored, stop at the first error
+    (nbclient's ``CellExecutionError``)."""
+    from nbclient import NotebookClient
+
+    from coursebook.execute.notebook_runs import kernel_manager_class
+
+    notebook = copy.deepcopy(notebook)
+    for cell in notebook.cells:
+        cell.metadata.pop("tags", None)
+    NotebookClient(notebook, timeout=300, kernel_name=kernel_name, allow_errors=False,
+                   kernel_manager_class=kernel_manager_class(),
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    return notebook
 
 
 def _run_all(notebook: nbformat.NotebookNode, workdir: Path, kernel: str,

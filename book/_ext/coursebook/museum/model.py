@@ -12,7 +12,6 @@ from typing import ClassVar, Literal
 from coursebook.claims.model import Claim, toml_claim
 from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import MachineKind
-from coursebook.model.outputs import normalise
 from coursebook.model.runtimes import Runtime
 from coursebook.model.toml_files import NOT_READ, TomlFile, line_of, read_toml, table_lines
 from coursebook.model.versions import release
@@ -218,17 +217,3 @@ def load_museum(exhibits_dir: Path, kinds: dict[str, MachineKind],
                                path.parent)
         museum[path.parent.name] = replace(wing, exhibits=exhibits, claims=_claims(file, wing))
     return museum
-
-
-def side_environments(museum: dict[str, Wing]) -> dict[str, tuple[str, ...]]:
-    return {e.cpu.side_environment: e.cpu.side_packages for wing in museum.values()
-            for e in wing.exhibits if e.cpu is not None and e.cpu.side_environment}
-
-
-def raised_by(exhibit: Exhibit) -> tuple[str, str] | None:
-    """Run the failing code here: the (type, normalised message) it raises, or None."""
-    try:
-        exec(compile(exhibit.failing_code, str(exhibit.path), "exec"), {"__name__": "exhibit"})
-    except Exception as error:  # the exhibit's error is the point
-        return type(error).__name__, normalise(str(error))
-    return None

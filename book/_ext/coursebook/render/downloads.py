@@ -115,23 +115,6 @@ def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
     return "\n\n".join(parts) + "\n"
 
 
-def run_all(notebook: nbformat.NotebookNode, workdir: Path,
-            kernel_name: str = "python3") -> nbformat.NotebookNode:
-    """Execute as Jupyter's and Colab's "Run all": tags ignored, stop at the first error
-    (nbclient's ``CellExecutionError``)."""
-    from nbclient import NotebookClient
-
-    from coursebook.execute.notebook_runs import kernel_manager_class
-
-    notebook = copy.deepcopy(notebook)
-    for cell in notebook.cells:
-        cell.metadata.pop("tags", None)
-    NotebookClient(notebook, timeout=300, kernel_name=kernel_name, allow_errors=False,
-                   kernel_manager_class=kernel_manager_class(),
-                   resources={"metadata": {"path": str(workdir)}}).execute()
-    return notebook
-
-
 def page_url(published_url: str, docname: str, anchor: str = "") -> str:
     """A page's address on the published student book ("" when the book has none)."""
     if not published_url:

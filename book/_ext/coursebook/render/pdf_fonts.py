@@ -42,12 +42,6 @@ def fontpkg() -> str:
 """
 
 
-def missing_fonts(fc_list_output: str) -> list[Font]:
-    """The fonts ``fc-list : family`` did not list (a font may have several names, a line)."""
-    installed = {name.strip() for line in fc_list_output.splitlines() for name in line.split(",")}
-    return [font for font in FONTS if font.family not in installed]
-
-
 def name_only_the_latex_folder(app) -> None:
     """``builder-inited``: the build's last words say where its files are, not Sphinx's
     advice to run a `make latexpdf` the book lacks (`make pdf` runs this build, then typesets)."""
