@@ -1106,3 +1106,56 @@ def test_a_gallery_figure_is_an_image_and_other_rest_directives_are_named(tmp_pa
     assert f"line {_line_of(GALLERY_FIGURE, 'replace::')}: `.. |pi| replace::`" in said, said
     assert "showed in HTML" not in said, said  # rst2md wrote the HTML, not the lesson
     assert "```rst\n.. seealso:: shown as code" in text and "seealso::`" not in said, said
+
+
+def _nbformat_4_4(cells: list[str]) -> str:
+    """A notebook as Jupyter saved one before nbformat 4.5: its cells have no id."""
+    return json.dumps({"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": source} for source in cells]})
+
+
+def test_a_file_beside_the_lesson_that_its_cells_read_comes_beside_the_chapter(tmp_path, capsys):
+    """Karpathy's makemore lesson reads `names.txt` beside it: the tool said nothing, gave it
+    `execution_in_temp: true`, and the build stopped at the cell (FileNotFoundError)."""
+    (tmp_path / "lab" / "data").mkdir(parents=True)
+    (tmp_path / "lab" / "data" / "words.txt").write_text("ab\ncd\n")
+    (tmp_path / "lab" / "lists.txt").write_text("ef\n")
+    (tmp_path / "outside.txt").write_text("not beside it\n")
+    lesson = _nbformat_4_4(["w = open('data/words.txt').read()",
+                            "s = 'lists.txt'\nprint('absent.txt', '../outside.txt')"])
+    book, said = _brought_in(tmp_path, capsys, "lab/lab.ipynb", lesson)
+    assert (book / "data" / "words.txt").read_text() == "ab\ncd\n"
+    assert (book / "lists.txt").read_text() == "ef\n"
+    assert not (book / "absent.txt").exists()
+    text = (book / "lab.md").read_text()
+    assert yaml.safe_load(text.split("---")[1])["mystnb"] == {"execution_in_temp": False}
+    assert "(data/words.txt at cell 1, line 1, lists.txt at cell 2, line 1) beside the " \
+        "chapter, in book/" in said, said
+    assert "where a student gets the files the cells read (data/words.txt, lists.txt):" in said
+    assert "git add book/lab.md book/data/ book/lists.txt book/index.md" in said, said
+    # A file of that name in the book, other than the lesson's: nothing written.
+    (tmp_path / "lab" / "lists.txt").write_text("gh\n")
+    assert tool.main(["lab2", "--from", str(tmp_path / "lab" / "lab.ipynb"), "--book",
+                      str(book)]) == 1
+    assert "lists.txt exists, and the lesson's lists.txt differs: nothing written" in \
+        capsys.readouterr().err
+    assert not (book / "lab2.md").exists() and (book / "lists.txt").read_text() == "ef\n"
+
+
+def test_a_cell_reading_a_name_only_a_later_cell_defines_is_told_at_its_line(tmp_path, capsys):
+    """Karpathy's makemore lesson shows `P.shape` (its cell 19) before `P = ...` (its cell 24):
+    saved after running its cells out of order. The tool was silent; the build stopped at a
+    NameError. The nbformat 4.4 notebook (no cell ids) also printed nbformat's
+    MissingIDFieldWarning into the tool's report."""
+    lesson = _nbformat_4_4(["import torch\nN = torch.ones(2)",
+                            "def f():\n    return P + later()\n\nprint(len(N), sum(N))\nP.shape",
+                            "N.sum()\nQ = [n for n in N]",
+                            "P = N / N.sum()\nsum = 0\ndef later():\n    return 1"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, said = _brought_in(tmp_path, capsys, "lab.ipynb", lesson)
+    # Read when called, not defined (f's body), a builtin (sum, until cell 4 rebinds it),
+    # defined above (N): not told.
+    assert re.findall(r"(cell \d+, line \d+): `(\w+)` is read before any cell above defines it "
+                      r"\((cell \d+) does", said) == [("cell 2, line 5", "P", "cell 4")], said

@@ -5,7 +5,9 @@ What changes, each said in the report `make chapter FROM=…` prints:
 
 - the top matter is the book's (MyST notebook, the book's ``python3`` kernel), and its cells
   run in a temporary folder (myst-nb's ``execution_in_temp``): a file a lesson writes (a saved
-  model, a downloaded dataset) is not left in the book's sources;
+  model, a downloaded dataset) is not left in the book's sources; unless its cells name a file
+  beside it (``open('names.txt')``): that is copied into the book at that path, and the cells
+  run there;
 - the hidden first cell that keeps errors short comes first (as in the skeleton);
 - outputs are dropped (the build makes them) and so is cell metadata other than tags and
   myst-nb's own (``mystnb``: a figure's caption and name);
@@ -32,7 +34,9 @@ A lesson whose kernel runs another language than Python (an R notebook) is refus
 
 Left to the author, and listed: the packages to declare (those the install lines named,
 and the modules the cells import that the book's environment lacks), the lesson's own
-modules the cells import, the errors tagged to check, a ``google.colab`` import, each image
+modules the cells import, a cell that reads a name only a later cell defines (a lesson saved
+after running its cells out of order), where students get the files the cells read, the
+errors tagged to check, a ``google.colab`` import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
 typeset without the network), each video or page it embeds (``<iframe>``), each raw cell
 (left out), each link to a page or reference to a section of the lesson's own site
@@ -49,6 +53,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import builtins
 import collections
 import importlib.util
 import itertools
@@ -586,6 +591,56 @@ def _waits(source: str) -> tuple[int, str] | None:
     return None
 
 
+def _files_named(source: str, folder: Path | None) -> dict[str, int]:
+    """The files beside the lesson (under ``folder``) a code cell names in a string
+    (``open('names.txt')``), each with the line (from 1) it is first named on."""
+    found: dict[str, int] = {}
+    for node in ast.walk(_python(source)) if folder is not None else ():
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(
+                r"[^\n/\\][^\n]{0,200}", node.value) and ".." not in Path(node.value).parts \
+                and (folder / node.value).is_file():
+            found.setdefault(Path(node.value).as_posix(), node.lineno)
+    return found
+
+
+def _names(tree: ast.AST, bound: set[str], used: dict[str, int]) -> None:
+    """The names a cell binds (into ``bound``) and those it reads when it runs, each at its
+    first line (into ``used``): a function's body reads its names when called."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            used.setdefault(node.id, node.lineno)
+        elif isinstance(node, ast.Name):
+            bound.add(node.id)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            _names(node, bound, used)
+
+
+def _out_of_order(cells) -> list[str]:
+    """Each code cell that reads a name no cell above it defines but a later one does (the
+    lesson's cells ran out of order): the build stops there with a NameError."""
+    read = []
+    for cell in (cell for cell in cells if cell.cell_type == "code"):
+        bound, used = set(), {}
+        _names(_python(cell.source), bound, used)
+        read.append((cell, bound, used))
+    told, above = [], set()
+    for at, (cell, bound, used) in enumerate(read):
+        above |= bound
+        for name, line in used.items():
+            later = next((other for other, binds, _ in read[at + 1:] if name in binds), None)
+            if later is not None and name not in above and not hasattr(builtins, name):
+                told.append(f"{_place(cell, line)}: `{name}` is read before any cell above "
+                            f"defines it ({_place(later)} does: the lesson's cells ran out of "
+                            "order): move the cell below that one, or the build stops at it "
+                            "with a NameError")
+                break
+    return told
+
+
 def _only_a_string(source: str) -> bool:
     """Whether a code cell is one string and nothing else (a percent script's docstring)."""
     body = _python(source).body
@@ -642,6 +697,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     unlabelled: dict[str, None] = {}  # its figures' and tables' labels
+    data: dict[str, str] = {}  # the files beside the lesson its cells name: where first
+    imported.to_do += _out_of_order(notebook.cells)
     d2l = "required_libs" in notebook.metadata or any(  # d2l-book's notebooks' metadata
         _D2L_OWN.search(cell.source) for cell in notebook.cells if cell.cell_type == "markdown")
     for cell in notebook.cells:
@@ -703,7 +760,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             imported.to_do += [  # the lesson's cell: its line as the lesson has it
                 f"{'cell' if noted(cell, 'numbered') else 'line'} {line}: it runs `{command}`, "
                 "which this machine lacks (the build stops at it): take the line out"
-                for line, command in missing_commands(nbformat.v4.new_notebook(cells=[cell]))]
+                for line, command in missing_commands(nbformat.NotebookNode(cells=[cell]))]
+            for path, line in _files_named(cell.source, folder).items():  # data it reads
+                imported.files[path] = (folder / path).read_bytes()
+                data.setdefault(path, _place(cell, line))
         elif cell.cell_type == "markdown":
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
@@ -743,9 +803,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.changed.append(f"wrote the {html_images} image(s) the lesson showed in HTML "
                                 "(`<img src=…>`) as Markdown images, which the pages, PDFs and "
                                 "downloads show (their width and placing dropped)")
-    if imported.files:
-        imported.changed.append(f"copied the images the lesson shows ({len(imported.files)}) into "
-                                f"{name}/, beside the chapter (files beside the lesson, images "
+    if len(imported.files) > len(data):
+        imported.changed.append("copied the images the lesson shows "
+                                f"({len(imported.files) - len(data)}) into {name}/, beside the "
+                                "chapter (files beside the lesson, images "
                                 "pasted into its cells), and showed them from there")
     if d2l:
         imported.changed.append("wrote d2l-book's marks as MyST: labels, references, "
@@ -843,15 +904,22 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     at = min([at] + [n for n, cell in enumerate(cells) if cell.cell_type == "code"])
     cells.insert(at, code_cell(FIRST_CELL, "remove-cell"))
     imported.changed.append("added the book's top matter and its hidden first cell "
-                            "(%xmode Minimal: errors show as `Type: message`); its cells run in "
-                            "a temporary folder (`execution_in_temp: true`), so the files they "
-                            "write are not left beside the chapter: a lesson that reads files "
-                            "beside it sets it false")
+                            "(%xmode Minimal: errors show as `Type: message`); " + (
+                                "its cells run in a temporary folder (`execution_in_temp: true`), "
+                                "so the files they write are not left beside the chapter"
+                                if not data else "copied the files beside the lesson its cells "
+                                f"name ({', '.join(f'{p} at {at}' for p, at in data.items())}) "
+                                "beside the chapter, in book/, where its cells run "
+                                "(`execution_in_temp: false`): a file they write is left there too"))
+    if data:
+        imported.to_do.append("say in the prose where a student gets the files the cells read "
+                              f"({', '.join(data)}): the downloads and Colab do not hold them")
     if source_format.startswith("sphinx-gallery"):
         imported.changed.append("wrote sphinx-gallery's reStructuredText as Markdown "
                                 "(sphinx_gallery's rst2md) and its roles as MyST roles")
     imported.title = title
-    imported.notebook = nbformat.v4.new_notebook(cells=cells, metadata=dict(TOP_MATTER))
+    imported.notebook = nbformat.v4.new_notebook(cells=cells, metadata={
+        **TOP_MATTER, "mystnb": {"execution_in_temp": not data}})
     return imported
 
 

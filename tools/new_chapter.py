@@ -171,6 +171,10 @@ def new_chapter(name: str, title: str, book: Path, after: str | None = None,
     chapter = book / f"{name}.md"
     if chapter.exists():
         raise Refused(f"{shown_path(chapter)} exists: nothing written (edit it, or choose another NAME)")
+    for path, content in (imported.files.items() if imported is not None else ()):
+        if (book / path).is_file() and (book / path).read_bytes() != content:
+            raise Refused(f"{shown_path(book / path)} exists, and the lesson's {path} differs: "
+                          "nothing written (rename one, and the cells' name for it)")
     index = book / "index.md"
     old = index.read_text(encoding="utf8")
     listed, follows = with_chapter_listed(old, name, book, after)
@@ -215,8 +219,9 @@ def report(written: Written, book: Path, lesson: Path | None) -> str:
         to_do += written.imported.to_do
         to_do.append("tag `raises-exception` each cell whose error is the lesson: the build "
                      "names every cell that raised")
-    lines += ["Still to do:", *(f"  - {item}" for item in to_do), NEXT.format(
-        name=name, images=f"book/{name}/ " if written.imported and written.imported.files else "")]
+    lines += ["Still to do:", *(f"  - {item}" for item in to_do), NEXT.format(name=name, images="".join(dict.fromkeys(
+        f"book/{path.split('/')[0]}{'/' * ('/' in path)} "
+        for path in (written.imported.files if written.imported else ()))))]
     return "\n".join(lines)
 
 
