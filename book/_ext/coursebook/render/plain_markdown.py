@@ -32,8 +32,6 @@ class Target:  # where a cross-reference points ("" url: not published)
     url: str = ""
 
 
-_ENV_KEY = "coursebook_plain"
-
 # Admonitions and the title each shows when the directive gives none: Sphinx's, and ours
 # for a version note (Sphinx's needs the version).
 ADMONITION_TITLES = {
@@ -72,7 +70,8 @@ class PlainMarkdown:
         return parser
 
     def convert(self, source: str) -> str:
-        return self._parser.render(source, {_ENV_KEY: self}).rstrip("\n")
+        # The renderers below find the converter in markdown-it's env, under its class.
+        return self._parser.render(source, {PlainMarkdown: self}).rstrip("\n")
 
     def role(self, name: str, content: str) -> str:
         name = name.split(":")[-1]  # py:func and the like: the role's own name
@@ -141,12 +140,8 @@ class PlainMarkdown:
 
 # --- mdformat renderers (one per MyST syntax node) ----------------------------------
 
-def _converter(context: RenderContext) -> PlainMarkdown:
-    return context.env[_ENV_KEY]
-
-
 def _role(node: RenderTreeNode, context: RenderContext) -> str:
-    return _converter(context).role(node.meta.get("name", ""), node.content)
+    return context.env[PlainMarkdown].role(node.meta.get("name", ""), node.content)
 
 
 def _nothing(node: RenderTreeNode, context: RenderContext) -> str:
@@ -160,15 +155,15 @@ def _root(node: RenderTreeNode, context: RenderContext) -> str:
 
 def _fence(node: RenderTreeNode, context: RenderContext) -> str:
     if node.info.strip().startswith("{"):
-        return _converter(context).directive(node.info, node.content)
+        return context.env[PlainMarkdown].directive(node.info, node.content)
     if node.type == "colon_fence":
-        return _converter(context).convert(node.content)
+        return context.env[PlainMarkdown].convert(node.content)
     return DEFAULT_RENDERERS["fence"](node, context)
 
 
 def _image(node: RenderTreeNode, context: RenderContext) -> str:  # as a figure directive's
     alt = "".join(child.content for child in node.children) or "A figure"
-    return _converter(context).image(node.attrs["src"], alt)
+    return context.env[PlainMarkdown].image(node.attrs["src"], alt)
 
 
 def _math_block(node: RenderTreeNode, context: RenderContext) -> str:
@@ -206,7 +201,7 @@ def _list_item(node: RenderTreeNode, context: RenderContext) -> str:  # a task's
 
 
 def _link(node: RenderTreeNode, context: RenderContext) -> str:  # MyST's [](#label), [](page.md)
-    href, converter = str(node.attrs["href"]), _converter(context)
+    href, converter = str(node.attrs["href"]), context.env[PlainMarkdown]
     role = ("ref" if href.startswith("#") else
             "doc" if href.endswith(".md") and "://" not in href else "")
     if not role or (found := converter.resolve(role, href.removeprefix("#"))) is None:
@@ -218,7 +213,7 @@ def _link(node: RenderTreeNode, context: RenderContext) -> str:  # MyST's [](#la
 
 
 def _substitution(node: RenderTreeNode, context: RenderContext) -> str:  # as myst-parser's
-    converter, expression = _converter(context), f"{{{{{node.content}}}}}"
+    converter, expression = context.env[PlainMarkdown], f"{{{{{node.content}}}}}"
     try:
         value = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(
             expression).render(converter.md_config.substitutions)
