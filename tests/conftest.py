@@ -501,6 +501,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker("own_kernels")
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # A file whose slow tests mostly wait (test_readiness: on the package registry) starts
+    # that wait as the session starts, in the background: its start_in_background(config).
+    for module in {getattr(item, "module", None) for item in session.items
+                   if item.get_closest_marker("slow")}:
+        if hasattr(module, "start_in_background"):
+            module.start_in_background(session.config)
+
+
 def run_in_kernel(kernel: dict, code: str) -> tuple[str, str]:
     """``code`` run in a pool's kernel (coursebook.execute.kernel_pool): its reply's
     status and what it printed."""

@@ -4,7 +4,15 @@ The resolver checks need the package registry: they are slow-marked (CI runs the
 skip, saying why, when the registry cannot be reached or has no such packages.
 """
 
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
 import pytest
+from filelock import FileLock
 
 from conftest import load_tool
 
@@ -22,17 +30,44 @@ def _both_tpu_extras():
     return ["torch_xla[tpu]==2.9.0", "jax[tpu]==0.7.2"], "3.12", tpu.platforms
 
 
-@pytest.fixture(scope="module")
-def resolutions() -> dict:
+def _resolve_all() -> dict:
     """Every case, and the conflict, resolved at once: pip mostly waits on the registry."""
-    from concurrent.futures import ThreadPoolExecutor
-
     jobs = {case.name: (case.environment.requirements, case.python, case.machine.platforms)
             for case in CASES}
     jobs[_CONFLICT] = _both_tpu_extras()
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {name: pool.submit(check.resolve, *job) for name, job in jobs.items()}
     return {name: future.result() for name, future in futures.items()}
+
+
+def _resolved_once(shared: Path) -> dict:
+    """:func:`_resolve_all`'s, once for the session's workers, in the folder they share: the
+    first to ask resolves and writes them down, the other waits for them."""
+    with FileLock(shared / "readiness.lock"):
+        record = shared / "readiness.json"
+        if not record.exists():
+            record.write_text(json.dumps({name: asdict(result)
+                                          for name, result in _resolve_all().items()}))
+        return {name: check.Resolution(**result)
+                for name, result in json.loads(record.read_text()).items()}
+
+
+def _shared(config: pytest.Config) -> Path | None:
+    """The folder the session's workers share (the `built` books'); None without workers."""
+    return Path(config.option.basetemp).parent if os.environ.get("PYTEST_XDIST_WORKER") else None
+
+
+def start_in_background(config: pytest.Config) -> None:
+    """As the session starts (tests/conftest.py), with workers: the registry's minute of
+    waiting passes while the worker runs other files' tests, not in this file's."""
+    if (shared := _shared(config)) is not None:
+        threading.Thread(target=_resolved_once, args=(shared,)).start()
+
+
+@pytest.fixture(scope="module")
+def resolutions(pytestconfig) -> dict:
+    shared = _shared(pytestconfig)
+    return _resolve_all() if shared is None else _resolved_once(shared)
 
 
 def test_every_accelerator_environment_has_cases_from_the_data():
