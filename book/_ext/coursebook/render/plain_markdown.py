@@ -101,7 +101,8 @@ class PlainMarkdown:
             if name != "admonition" and argument:
                 content = f"{argument}\n{content}"  # an admonition's first line is its text
             title = argument if name == "admonition" and argument else ADMONITION_TITLES[name]
-            return blockquote(f"**{escape(title)}**\n\n{self.convert(content)}".strip())
+            quoted = f"**{escape(title)}**\n\n{self.convert(content)}".strip()
+            return "\n".join(f"> {line}" if line else ">" for line in quoted.splitlines())
         if name == "only":
             return self.convert(content) if self.only(argument) else ""
         if name == "dropdown" and self.set_aside is not None:
@@ -265,10 +266,6 @@ def escape(text: str) -> str:
 def fenced(code: str, language: str = "") -> str:  # no backticks in ``code`` close it
     fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`{3,}", code))])
     return f"{fence}{language}\n{code.rstrip()}\n{fence}"
-
-
-def blockquote(text: str) -> str:
-    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
 
 
 def split_options(body: str) -> tuple[dict[str, str], str]:
