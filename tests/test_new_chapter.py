@@ -1159,3 +1159,27 @@ def test_a_cell_reading_a_name_only_a_later_cell_defines_is_told_at_its_line(tmp
     # defined above (N): not told.
     assert re.findall(r"(cell \d+, line \d+): `(\w+)` is read before any cell above defines it "
                       r"\((cell \d+) does", said) == [("cell 2, line 5", "P", "cell 4")], said
+
+
+def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
+    """Karpathy's micrograd lesson imports graphviz, which the book lacks: the build said
+    "Fix the cell", not how (the package declared, then `make chapter-packages`)."""
+    import nbformat
+    from docutils import nodes
+
+    from coursebook.model.cell_notes import place_at
+    from coursebook.verify.chapter_checks import cell_problems
+
+    def problem(error: str) -> str:
+        doctree, shown = nodes.container(), nodes.container(
+            nb_element="cell_code", cell_index=0, cell_metadata={"tags": []})
+        shown += nodes.literal_block(error, error, classes=["traceback"])
+        doctree += shown
+        [found] = cell_problems(doctree, [place_at(nbformat.v4.new_code_cell("import a"), 7)],
+                                False, None)
+        return found.message
+
+    said = problem("ModuleNotFoundError: No module named 'graphviz.backend'")
+    assert "Declare the package that installs graphviz in the top matter (`coursebook: " \
+        "{packages: [...]}`), then `make chapter-packages`; or tag it" in said, said
+    assert "Fix the cell, or tag it" in problem("NameError: name 'graphviz' is not defined")

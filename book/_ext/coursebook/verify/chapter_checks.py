@@ -146,10 +146,14 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
                 return problems  # the run stopped at its first unexpected error
             continue
         if error is not None and RAISES_TAG not in tags:
+            lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
             problems.append(_at(where, (
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
-                + f"    Fix the cell, or tag it `{RAISES_TAG}` if the error is what it teaches.")))
+                + (f"    Declare the package that installs {lacking[1]} in the top matter "
+                   "(`coursebook: {packages: [...]}`), then `make chapter-packages`;"
+                   if lacking else "    Fix the cell,")
+                + f" or tag it `{RAISES_TAG}` if the error is what it teaches.")))
             if not succeeded:  # the run stopped here: later cells never ran
                 return problems
         if error is None and RAISES_TAG in tags:
