@@ -323,11 +323,15 @@ class Mismatch:
             return (f"If the new output is right, accept it with `{ACCEPT_COMMAND}` and "
                     f"review the diff of {path.parent}.")
         where = f"{path}:{self.line}" if self.line else str(path)
-        return (f"Accepting it again would not help. Seed what varies before its draw "
-                f"(`torch.manual_seed(0)`, `np.random.seed(0)` or `random.seed(0)`, as "
-                f"the cell draws; a tensor made by `torch.empty` or `torch.Tensor(2, 3)` "
-                f"holds what its memory held: fill it), or mark the part that "
-                f"varies in {where}: "
+        words = [sorted(re.findall(r"[\w.+-]+", text)) for text in (self.expected, self.cell.text)]
+        return ("Accepting it again would not help. " + (
+                "It printed the same in another order, not a draw: a set's order (of objects: "
+                "by where they lie in memory) varies between runs; keep them in a list, or "
+                "print them `sorted(...)`" if words[0] == words[1] else
+                "Seed what varies before its draw (`torch.manual_seed(0)`, `np.random.seed(0)` "
+                "or `random.seed(0)`, as the cell draws; a tensor made by `torch.empty` or "
+                "`torch.Tensor(2, 3)` holds what its memory held: fill it)")
+                + f", or mark the part that varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
                 f"`<size>`, `<date>` or `...` where the output varies"
                 f"{_proposal(self.cell, self.expected, self.edition)}")
