@@ -324,10 +324,13 @@ class Mismatch:
                     f"review the diff of {path.parent}.")
         where = f"{path}:{self.line}" if self.line else str(path)
         words = [sorted(re.findall(r"[\w.+-]+", text)) for text in (self.expected, self.cell.text)]
+        ids = [re.sub(r"\d{12,}", "", text) for text in (self.expected, self.cell.text)]
         return ("Accepting it again would not help. " + (
                 "It printed the same in another order, not a draw: a set's order (of objects: "
                 "by where they lie in memory) varies between runs; keep them in a list, or "
                 "print them `sorted(...)`" if words[0] == words[1] else
+                "It printed objects' `id()`s, not a draw: where they lie in memory varies between "
+                "runs" if ids[0] == ids[1] else
                 "Seed what varies before its draw (`torch.manual_seed(0)`, `np.random.seed(0)` "
                 "or `random.seed(0)`, as the cell draws; a tensor made by `torch.empty` or "
                 "`torch.Tensor(2, 3)` holds what its memory held: fill it)")
