@@ -418,6 +418,27 @@ def test_directives_become_markdown_a_reader_sees():
     assert convert("Math $x^2$ and {math}`y`.\n\n$$\na\n$$") == "Math $x^2$ and $y$.\n\n$$\na\n$$"
 
 
+
+def test_exercises_index_entries_and_labels_download_as_the_page_shows_them():
+    """A lecture's sphinx-exercise blocks (QuantEcon's): each exercise numbered in page order, as
+    the page numbers it (a gated one's end, index entries and a notebook-only raw block show
+    nothing there); `[text](label)` links the label, as MyST does."""
+    def resolve(role, target):
+        return _resolve(role, target) if target == "ex-a" else None
+
+    convert = PlainMarkdown(resolve, "https://book.example/p.html", MD_CONFIG).convert
+    assert convert("```{exercise}\n:label: ex-a\nSquare it.\n```") == "**Exercise 1**\n\nSquare it."
+    assert convert("```{exercise-start} Cubes\n:label: b\n```\n\nCube it.\n\n```{exercise-end}\n```") \
+        == "**Exercise 2 (Cubes)**\n\nCube it."
+    assert convert("```{exercise}\n:nonumber:\nOne.\n```") == "**Exercise**\n\nOne."
+    assert convert("```{solution-start} ex-a\n:class: dropdown\n```\n\nIt.\n\n```{solution-end}\n```") \
+        == "**Solution**\n\nIt."
+    assert convert("```{raw} jupyter\n<div>Logo</div>\n```\n\n# T\n\n```{index} single: Python; def\n```") \
+        == "# T"
+    assert convert("```{raw} html\n<div>Logo</div>\n```") == "<div>Logo</div>"
+    assert convert("See [Exercise 1](ex-a), [the data](data.csv).") \
+        == "See [Exercise 1](https://book.example/ex-a.html), [the data](data.csv)."
+
 # Each syntax extension myst-parser offers (a chapter's top matter may turn any on), but
 # linkify, which needs a package the book does not install.
 EVERY_EXTENSION = {"alert", "amsmath", "attrs_block", "attrs_inline", "colon_fence", "deflist",

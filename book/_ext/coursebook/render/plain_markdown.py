@@ -61,6 +61,7 @@ class PlainMarkdown:
     # (summary, content) goes there, printed after the text, so that an error to predict
     # is not read ahead.
     set_aside: list[tuple[str, str]] | None = None
+    exercises: int = 0  # numbered in page order, as sphinx-exercise numbers a page's
 
     @cached_property
     def _parser(self):
@@ -112,6 +113,15 @@ class PlainMarkdown:
             opening = "<details open>" if "open" in options else "<details>"
             summary = f"<summary>{html.escape(argument)}</summary>\n\n" if argument else ""
             return f"{opening}\n{summary}{self.convert(content)}\n\n</details>"
+        if name in ("exercise", "exercise-start"):  # numbered as the page numbers them
+            self.exercises += "nonumber" not in options
+            title = f"Exercise {self.exercises}" * ("nonumber" not in options) or "Exercise"
+            title += f" ({escape(argument)})" if argument else ""
+            return f"**{title}**\n\n{self.convert(content)}".rstrip()
+        if name in ("solution", "solution-start"):  # an instructor's
+            return f"**Solution**\n\n{self.convert(content)}".rstrip()
+        if name in ("exercise-end", "solution-end", "index", "raw"):  # nothing on the page,
+            return content if argument == "html" else ""  # but raw HTML, as Jupyter shows it
         if name in _LAYOUT:
             return self.convert(content)
         if name == "glossary":  # each term flush left, its definition indented below it
@@ -201,10 +211,10 @@ def _list_item(node: RenderTreeNode, context: RenderContext) -> str:  # a task's
     return box + DEFAULT_RENDERERS["list_item"](node, context)
 
 
-def _link(node: RenderTreeNode, context: RenderContext) -> str:  # MyST's [](#label), [](page.md)
+def _link(node: RenderTreeNode, context: RenderContext) -> str:  # [](#label), [](label), [](x.md)
     href, converter = str(node.attrs["href"]), context.env[PlainMarkdown]
-    role = ("ref" if href.startswith("#") else
-            "doc" if href.endswith(".md") and "://" not in href else "")
+    role = ("doc" if href.endswith(".md") and "://" not in href else
+            "ref" if not re.match(r"[a-z][\w+.-]*:", href) else "")
     if not role or (found := converter.resolve(role, href.removeprefix("#"))) is None:
         return DEFAULT_RENDERERS["link"](node, context)  # a web address, or a heading's anchor
     text = _children("")(node, context)  # Markdown already: the title is text
