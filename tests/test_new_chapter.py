@@ -1129,7 +1129,9 @@ def test_a_file_beside_the_lesson_that_its_cells_read_comes_beside_the_chapter(t
     assert (book / "lists.txt").read_text() == "ef\n"
     assert not (book / "absent.txt").exists()
     text = (book / "lab.md").read_text()
-    assert yaml.safe_load(text.split("---")[1])["mystnb"] == {"execution_in_temp": False}
+    top = yaml.safe_load(text.split("---")[1])
+    assert top["mystnb"] == {"execution_in_temp": False}
+    assert top["coursebook"] == {"reads": ["data/words.txt", "lists.txt"]}  # the build keys them
     assert "(data/words.txt at cell 1, line 1, lists.txt at cell 2, line 1) beside the " \
         "chapter, in book/" in said, said
     assert "where a student gets the files the cells read (data/words.txt, lists.txt):" in said
@@ -1183,3 +1185,23 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
     assert "Declare the package that installs graphviz in the top matter (`coursebook: " \
         "{packages: [...]}`), then `make chapter-packages`; or tag it" in said, said
     assert "Fix the cell, or tag it" in problem("NameError: name 'graphviz' is not defined")
+
+
+@pytest.mark.slow
+def test_an_edit_of_a_file_a_brought_in_chapter_reads_runs_it_again(tiny_book, tmp_path, capsys):
+    """makemore reads names.txt beside it: with names.txt edited, the build took the cached
+    run (the old file's outputs) and called them verified."""
+    (tmp_path / "lesson").mkdir()
+    (tmp_path / "lesson" / "words.txt").write_text("ab cd\n")
+    lesson = tmp_path / "lesson" / "lab.ipynb"
+    lesson.write_text(_nbformat_4_4(["print(len(open('words.txt').read().split()), 'words')"]))
+    assert tool.main(["--from", str(lesson), "--book", str(tiny_book)]) == 0
+    assert "reads: [words.txt]" in (tiny_book / "lab.md").read_text()
+    cache = tmp_path / "cache"
+    for settings in ({"coursebook_accept_outputs": "1"}, {}):  # accepted, then verified
+        build = sphinx_build(tiny_book, tmp_path / "out", cache, settings=settings)
+        assert build.returncode == 0, build.log[-3000:]
+    assert "\n    2 words\n" in next((tiny_book / "expected").rglob("lab.txt")).read_text()
+    (tiny_book / "words.txt").write_text("ab cd ef\n")
+    build = sphinx_build(tiny_book, tmp_path / "out", cache)
+    assert build.returncode != 0 and "-2 words\n    +3 words" in build.log, build.log[-3000:]

@@ -6,8 +6,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - the top matter is the book's (MyST notebook, the book's ``python3`` kernel), and its cells
   run in a temporary folder (myst-nb's ``execution_in_temp``): a file a lesson writes (a saved
   model, a downloaded dataset) is not left in the book's sources; unless its cells name a file
-  beside it (``open('names.txt')``): that is copied into the book at that path, and the cells
-  run there;
+  beside it (``open('names.txt')``): that is copied into the book at that path, the cells run
+  there, and the top matter lists it (``coursebook: {reads: [...]}``: an edit runs them again);
 - the hidden first cell that keeps errors short comes first (as in the skeleton);
 - outputs are dropped (the build makes them) and so is cell metadata other than tags and
   myst-nb's own (``mystnb``: a figure's caption and name);
@@ -919,7 +919,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 "(sphinx_gallery's rst2md) and its roles as MyST roles")
     imported.title = title
     imported.notebook = nbformat.v4.new_notebook(cells=cells, metadata={
-        **TOP_MATTER, "mystnb": {"execution_in_temp": not data}})
+        **TOP_MATTER, "mystnb": {"execution_in_temp": not data},
+        **({"coursebook": {"reads": list(data)}} if data else {})})  # an edit of one runs it
     return imported
 
 
