@@ -1133,7 +1133,7 @@ def test_a_file_beside_the_lesson_that_its_cells_read_comes_beside_the_chapter(t
     assert top["mystnb"] == {"execution_in_temp": False}
     assert top["coursebook"] == {"reads": ["data/words.txt", "lists.txt"]}  # the build keys them
     assert "(data/words.txt at cell 1, line 1, lists.txt at cell 2, line 1) beside the " \
-        "chapter, in book/" in said, said
+        "chapter, in book/" in said and "listed them in `coursebook: {reads: [...]}`" in said, said
     assert "where a student gets the files the cells read (data/words.txt, lists.txt):" in said
     assert "git add book/lab.md book/data/ book/lists.txt book/index.md" in said, said
     # A file of that name in the book, other than the lesson's: nothing written.
