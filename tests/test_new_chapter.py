@@ -1033,6 +1033,24 @@ def test_a_lectures_references_to_its_own_site_and_works_are_named(tmp_path, cap
     assert cell.metadata["mystnb"] == {"figure": {"caption": "A line", "name": "fig_line"}}
 
 
+def test_a_lectures_links_to_its_own_labels_stay_and_its_index_entries_go(tmp_path, capsys):
+    """QuantEcon's lectures link their own labels in Markdown (`[Exercise 1](ex_label)`, which
+    the page resolves, as MyST does): once told as links to the lesson's own site. Their index
+    entries (`{index}` blocks, a title's `{index}` role) showed nowhere: the book has no index."""
+    book = _book(tmp_path)
+    lesson = tmp_path / "loops.md"
+    lesson.write_text(MYST_PLACES.replace("# Places\n", "# {index}`Loops <single: Loops>`\n\n"
+                                          "```{index} single: Python; Loops\n```\n\n(ex_label)=\n")
+                      .replace("The [previous lesson](intro.html).",
+                               "As [Exercise 1](ex_label) asks, see the [previous lesson](intro.html)."))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    assert "the build stops at each): line 14 (`intro.html`)\n" in said, said
+    assert "took out the lesson's 2 index entries" in said, said
+    text = (book / "loops.md").read_text()
+    assert "(loops)=\n# Loops\n\n(ex_label)=\n\nAs [Exercise 1](ex_label) asks" in text, text
+    assert "index" not in text, text
+
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):
     """The build's refusal of a `.ipynb` page names `make chapter FROM=` it: the chapter
     takes the page's place, and the tool says to delete the notebook."""

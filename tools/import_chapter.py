@@ -16,6 +16,7 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - sphinx-gallery's reStructuredText becomes Markdown (sphinx-gallery's own ``rst2md``, its
   heading levels counted over the whole script), its roles (``:func:`x` ``) MyST roles, its
   section labels and references to them MyST's, its notes and warnings admonitions;
+- index entries (``{index}``) are taken out: the book has no index;
 - d2l-book's marks (d2l's notebooks) become MyST's: labels (``:label:`x` ``), references,
   citations; its slides' marks (``[**…**]``) are taken out as d2l's pages take them out;
 - the title (the first heading, where it is a ``# …`` one: else the chapter's name) gets a
@@ -129,7 +130,7 @@ class Imported:
     packages: list[str] = field(default_factory=list)  # Python packages (pip, conda)
     system_packages: list[str] = field(default_factory=list)  # apt's
     files: dict[str, bytes] = field(default_factory=dict)  # images, by path in the book
-    relative_links: list[str] = field(default_factory=list)  # to the lesson's own site's pages
+    relative_links: dict[str, str] = field(default_factory=dict)  # each one's place: its href
 
 
 def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
@@ -259,6 +260,9 @@ _ANONYMOUS = re.compile(r"(<[^`<>]+>`_)_")
 _MYST_LABEL = re.compile(r"^\((?P<name>[^()\s]+)\)=$|\$\$[ \t]*\((?P<equation>[^()\s]+)\)$"
                          r"|^:(?:label|name):[ \t]*(?P<option>\S+)", re.M)
 _MYST_REF = re.compile(r"\{(?:ref|numref|eq|doc)\}`(?:[^`<]*<)?(?P<name>[^<>`\s]+)>?`")
+# An index entry, block or role (`{index}`NumPy <single: NumPy>``: its text stays).
+_INDEX = re.compile(r"^(?P<fence>`{3,}|:{3,})\{index\}.*\n(?:.*\n)*?(?P=fence)[ \t]*(\n[ \t]*$\n?|$)"
+                    r"|\{index\}`(?P<text>[^`<]*?)\s*(?:<[^`]*>)?`", re.M)
 _CITE = re.compile(r"\{cite(?::\w+)?\}`(?P<keys>[^`]+)`")  # sphinxcontrib-bibtex's
 # The other admonitions MyST knows, which rst2md leaves as reST.
 _ADMONITION = re.compile(r"^\.\. (?P<kind>attention|caution|danger|error|hint|important|seealso|"
@@ -449,7 +453,7 @@ def _shown_images(source: str, cell, imported: Imported) -> tuple[str, dict[str,
                 shown.setdefault(piece.attrGet("src"), line + 1)
             href = piece.attrGet("href") if piece.type == "link_open" else None
             if href and not re.match(r"[a-z][\w+.-]*:|#", href):  # not `https:`, `mailto:`, `#`
-                imported.relative_links.append(f"{_place(cell, line + 1, href)} (`{href}`)")
+                imported.relative_links[f"{_place(cell, line + 1, href)} (`{href}`)"] = href
             found = _HtmlImages(piece.content) if piece.type.startswith("html") else None
             imported.to_do += [
                 f"{_place(cell, line + within + 1, tag)}: an embedded page or video "
@@ -692,7 +696,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     (:func:`book_names`)."""
     cells = []
     imported = Imported(notebook, "", source_format)
-    dropped_outputs = removed_installs = html_images = 0
+    dropped_outputs = removed_installs = html_images = indexed = 0
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
@@ -780,7 +784,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             source, shown, written = _shown_images(source, cell, imported)
             html_images += written
             source = _with_images(source, shown, cell, name, folder, imported)
-            new = markdown_cell(source, *tags)
+            indexed += len(_INDEX.findall(source))
+            new = markdown_cell(_INDEX.sub(lambda entry: entry["text"] or "", source), *tags)
         else:  # raw: text for a converter (nbconvert's LaTeX, reST), which no page shows
             if source.strip():
                 imported.to_do.append(
@@ -796,6 +801,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         cells = cells if cells[-1].source.strip() else cells[:-1]
         imported.changed.append("took out the rule (`---`) the lesson ends with (no page may "
                                 "end with one)")
+    if indexed:
+        imported.changed.append(f"took out the lesson's {indexed} index entries (`{{index}}`): the "
+                                "book has no index (conf.py's html_use_index), so none shows")
     if dropped_outputs:
         imported.changed.append(f"dropped the saved outputs of {dropped_outputs} code cells "
                                 "(the build makes them)")
@@ -840,10 +848,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                               "verified: make each block the lesson runs a code cell "
                               "(```{code-cell} ipython3), leave those it only shows: "
                               + "; ".join(python_blocks))
-    if imported.relative_links:
+    own_site = [at for at, href in imported.relative_links.items() if href not in held | known]
+    if own_site:  # not `[Exercise 1](label)`, a label the page resolves as MyST does
         imported.to_do.append("link to the web, or take out, the links to pages of the lesson's "
                               "own site, which the book does not have (the build stops at each): "
-                              + ", ".join(imported.relative_links))
+                              + ", ".join(own_site))
     lacking, own = _unimportable(modules, imported.packages, folder)
     if lacking:
         imported.to_do.append("declare the packages of the modules the cells import that the "
