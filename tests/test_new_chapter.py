@@ -1140,12 +1140,15 @@ def test_a_file_beside_the_lesson_that_its_cells_read_comes_beside_the_chapter(t
     (tmp_path / "lab" / "data" / "words.txt").write_text("ab\ncd\n")
     (tmp_path / "lab" / "lists.txt").write_text("ef\n")
     (tmp_path / "outside.txt").write_text("not beside it\n")
+    (tmp_path / "lab" / "helpers.ipynb").write_text("{}")
     lesson = _nbformat_4_4(["w = open('data/words.txt').read()",
-                            "s = 'lists.txt'\nprint('absent.txt', '../outside.txt')"])
+                            "s = 'lists.txt'\nprint('absent.txt', '../outside.txt')",
+                            "x = 1\n%run helpers.ipynb"])
     book, said = _brought_in(tmp_path, capsys, "lab/lab.ipynb", lesson)
     assert (book / "data" / "words.txt").read_text() == "ab\ncd\n"
     assert (book / "lists.txt").read_text() == "ef\n"
-    assert not (book / "absent.txt").exists()
+    assert not (book / "absent.txt").exists() and not (book / "helpers.ipynb").exists()
+    assert "cell 3, line 2: `helpers.ipynb` beside the lesson, not copied" in said, said
     text = (book / "lab.md").read_text()
     top = yaml.safe_load(text.split("---")[1])
     assert top["mystnb"] == {"execution_in_temp": False}

@@ -766,6 +766,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 "which this machine lacks (the build stops at it): take the line out"
                 for line, command in missing_commands(nbformat.NotebookNode(cells=[cell]))]
             for path, line in _files_named(cell.source, folder).items():  # data it reads
+                if path.endswith((".md", ".ipynb", ".rst")):  # in book/, a page of its own
+                    imported.to_do.append(f"{_place(cell, line)}: `{path}` beside the lesson, not "
+                                          "copied: in book/ it would be a page of its own; put "
+                                          "what the cells use of it into the chapter")
+                    continue
                 imported.files[path] = (folder / path).read_bytes()
                 data.setdefault(path, _place(cell, line))
         elif cell.cell_type == "markdown":
