@@ -285,18 +285,24 @@ def test_an_output_unlike_the_one_the_same_run_accepted_varies_between_runs():
     assert "torch.empty" in fix and "fill it" in fix
     assert "    === cell 0000000a (varies) · print('cell a')\n        took <duration>" in fix
     # Karpathy's micrograd prints a list built from sets of its values, whose order is their
-    # addresses': the same words, in another order, which no seed fixes.
-    expectations.by_edition["student"]["0000000b"] = "[Value(data=2.0),\n Value(data=-3.0)]"
-    [order] = compare(expectations, "student", [_output("0000000b", "[Value(data=-3.0),\n "
-                                                                    "Value(data=2.0)]")], "1234abcd")
-    assert "the same in another order" in order.fix(Path("e.txt")) and "Seed" not in order.fix(
-        Path("e.txt")) and "the same in another order" not in fix
-    # Its graph drawing names each node by its `id()`.
+    # addresses': the same words, in another order, which no seed fixes; a shuffle's
+    # (torch.randperm's) too, which a seed does fix: both causes are told.
+    for before, after in [("[Value(data=2.0),\n Value(data=-3.0)]",
+                           "[Value(data=-3.0),\n Value(data=2.0)]"),
+                          ("tensor([3, 1, 4, 0, 2])", "tensor([2, 0, 1, 4, 3])")]:
+        expectations.by_edition["student"]["0000000b"] = before
+        [order] = compare(expectations, "student", [_output("0000000b", after)], "1234abcd")
+        said = order.fix(Path("e.txt"))
+        assert "the same in another order: a shuffle, or a set's order" in said, said
+        assert "`torch.manual_seed(0)`" in said and "another order" not in fix, said
+    # Its graph drawing names each node by its `id()`; an unseeded generator's seed
+    # (`torch.initial_seed()`) is such a number too.
     expectations.by_edition["student"]["0000000b"] = '140050400013840 -> "140050866344592*"'
-    [ids] = compare(expectations, "student", [_output("0000000b", '140333683291728 -> '
-                                                                  '"140333683292496*"')], "1234abcd")
-    assert "objects' `id()`s, not a draw" in ids.fix(Path("e.txt")) and "Seed" not in ids.fix(
-        Path("e.txt")) and "id()" not in fix
+    [ids] = compare(expectations, "student", [_output(
+        "0000000b", '140333683291728 -> "140333683292496*"')], "1234abcd")
+    said = ids.fix(Path("e.txt"))
+    assert "a seed drawn at random, or objects' `id()`s" in said and "id()" not in fix, said
+    assert "`torch.manual_seed(0)`" in said, said
     expectations.varying["student"].add("0000000a")
     expectations.by_edition["student"]["0000000a"] = "took <duration> here"
     [outside] = compare(expectations, "student", outputs, run="1234abcd")

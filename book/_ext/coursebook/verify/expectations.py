@@ -325,15 +325,16 @@ class Mismatch:
         where = f"{path}:{self.line}" if self.line else str(path)
         words = [sorted(re.findall(r"[\w.+-]+", text)) for text in (self.expected, self.cell.text)]
         ids = [re.sub(r"\d{12,}", "", text) for text in (self.expected, self.cell.text)]
-        return ("Accepting it again would not help. " + (
-                "It printed the same in another order, not a draw: a set's order (of objects: "
-                "by where they lie in memory) varies between runs; keep them in a list, or "
-                "print them `sorted(...)`" if words[0] == words[1] else
-                "It printed objects' `id()`s, not a draw: where they lie in memory varies between "
-                "runs" if ids[0] == ids[1] else
-                "Seed what varies before its draw (`torch.manual_seed(0)`, `np.random.seed(0)` "
+        return ("Accepting it again would not help. " + (  # a cause no seed fixes, maybe
+                "It printed the same in another order: a shuffle, or a set's order (of objects: "
+                "by where they lie in memory), which no seed fixes: keep them in a list, or "
+                "print them `sorted(...)`. " if words[0] == words[1] else
+                "Only its numbers of 12 or more digits differ: a seed drawn at random, or "
+                "objects' `id()`s (where they lie in memory), which no seed fixes: print "
+                "something else. " if ids[0] == ids[1] else "")
+                + "Seed what varies before its draw (`torch.manual_seed(0)`, `np.random.seed(0)` "
                 "or `random.seed(0)`, as the cell draws; a tensor made by `torch.empty` or "
-                "`torch.Tensor(2, 3)` holds what its memory held: fill it)")
+                "`torch.Tensor(2, 3)` holds what its memory held: fill it)"
                 + f", or mark the part that varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
                 f"`<size>`, `<date>` or `...` where the output varies"
