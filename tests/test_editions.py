@@ -10,7 +10,9 @@ from conftest import BOOK
 from coursebook.answer_checks.prepare import CHECK_TAG, NOTE_TAG, SETUP_TAG
 from coursebook.execute.shared_cache import key_execution_versions
 from coursebook.model.cell_notes import without_notes
+from coursebook.model.faults import BookError
 from coursebook.model.notebooks import is_answer, is_chapter_source, notebook_to_myst, read_chapter
+from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import ANSWER_CLASS, Edition, edition_notebook
 
 PT01 = BOOK / "pt01.md"
@@ -189,3 +191,22 @@ def test_each_reader_reads_its_executing_chapter_last(tmp_path, chapters, pages)
         count = sum(run)
         assert count <= -(-chapters // len(runs))  # spread: no run has more than its share
         assert run[len(run) - count:] == [True] * count  # and read after the other pages
+
+
+@pytest.mark.parametrize("reads", ["names.txt", "[2024]", "[missing.txt]"])
+def test_a_files_list_that_is_no_list_of_files_beside_the_chapter_is_one_line(tmp_path, reads):
+    """`coursebook: {reads: [...]}` keys a chapter's run by the files its cells read (HR's F23):
+    a string was read letter by letter, each letter a missing file Sphinx then took for a
+    changed one on every build; a number ended in a traceback (`PosixPath / int`)."""
+    (tmp_path / "names.txt").write_text("emma\n")
+    text = (f"---\njupytext:\n  text_representation: {{format_name: myst}}\nkernelspec: "
+            f"{{name: python3}}\ncoursebook: {{reads: {reads}}}\n---\n# T\n\n```{{code-cell}} "
+            "ipython3\nprint(1)\n```\n")
+    chapter = str(tmp_path / "lab.md")
+    with pytest.raises(BookError) as raised:
+        edition_chapter(text, chapter, Edition.STUDENT, {}, "2.13.0")
+    assert (str(raised.value.path), raised.value.line) == (chapter, 1)
+    assert "top matter 'coursebook: reads' is" in raised.value.message
+    assert "must list the files beside the chapter" in raised.value.message
+    listed = text.replace(f"reads: {reads}", "reads: [names.txt]")
+    assert edition_chapter(listed, chapter, Edition.STUDENT, {}, "2.13.0").notebook.cells

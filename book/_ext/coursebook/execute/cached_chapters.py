@@ -49,7 +49,7 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
         for name in (prepared.notebook.metadata.get("coursebook") or {}).get("reads") or []:
             path = Path(source_path).parent / name  # a file its cells read: edited, it runs again
             app.env.note_dependency(str(path))
-            versions[f"reads {name}"] = short_digest(path.read_bytes()) if path.is_file() else None
+            versions[f"reads {name}"] = short_digest(path.read_bytes())  # there: prepared
         key_execution_versions(prepared.notebook, versions)
     elif chapter_runs(app) is None:
         cache_path = app.env.mystnb_config.execution_cache_path  # as myst-nb resolved it

@@ -58,6 +58,13 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
         notebook = read_chapter(text, md_config, strict=True)
     except SolutionError as error:
         raise SolutionError(error.message, source_path, error.line) from None
+    reads = (notebook.metadata.get("coursebook") or {}).get("reads", [])  # they key its run
+    if not isinstance(reads, list) or not all(isinstance(name, str) for name in reads) \
+            or not all((Path(source_path).parent / name).is_file() for name in reads):
+        raise BookError(f"top matter 'coursebook: reads' is {reads!r}: it must list the files "
+                        "beside the chapter that its cells read (e.g. [names.txt]), each of them "
+                        "there: correct the list, or put the file beside the chapter",
+                        source_path, 1)
     place_museum(notebook, museum, torch_version)
     place_runtime_setup(notebook, machine_kinds, source_path, runtimes_file)
     link_back_to_exhibits(notebook, museum)
