@@ -1051,6 +1051,26 @@ def test_a_lectures_links_to_its_own_labels_stay_and_its_index_entries_go(tmp_pa
     assert "(loops)=\n# Loops\n\n(ex_label)=\n\nAs [Exercise 1](ex_label) asks" in text, text
     assert "index" not in text, text
 
+
+def test_cells_that_draw_random_numbers_before_any_seed_are_named(tmp_path, capsys):
+    """QuantEcon's functions lecture draws with `uniform()` unseeded: accept-outputs ran it
+    twice, both runs drew 3 for `binomial_rv(10, 0.5)` and took that as expected, which most
+    later builds refuse. Each cell's first draw before its module is seeded is named; a seeded
+    module, a seeded generator and its methods are not."""
+    book = _book(tmp_path)
+    cells = ["import numpy as np\nfrom random import uniform as draw",
+             "rng = np.random.default_rng(1)\nrng.normal()\nnp.random.default_rng(0).normal()",
+             "x = 1\nprint(np.random.randn(2))\nprint(np.random.rand())",
+             "np.random.seed(0)\nprint(np.random.rand())", "draw()"]
+    lesson = tmp_path / "draws.md"
+    lesson.write_text(MYST_PLACES.split("The [previous")[0] + "".join(
+        f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    assert "seed the random numbers before the first draw (`np.random.seed(0)`, `random.seed(0)`)" \
+        in said, said
+    assert "as expected: line 22 (`np.random.randn(2)`), line 32 (`draw()`)\n" in said, said
+
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):
     """The build's refusal of a `.ipynb` page names `make chapter FROM=` it: the chapter
     takes the page's place, and the tool says to delete the notebook."""

@@ -36,7 +36,7 @@ A lesson whose kernel runs another language than Python (an R notebook) is refus
 Left to the author, and listed: the packages to declare (those the install lines named,
 and the modules the cells import that the book's environment lacks), the lesson's own
 modules the cells import, a cell that reads a name only a later cell defines (a lesson saved
-after running its cells out of order), where students get the files the cells read, the
+after running its cells out of order), the cells that draw random numbers before any seed, where students get the files the cells read, the
 errors tagged to check, a ``google.colab`` import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
 typeset without the network), each video or page it embeds (``<iframe>``), each raw cell
@@ -261,8 +261,8 @@ _MYST_LABEL = re.compile(r"^\((?P<name>[^()\s]+)\)=$|\$\$[ \t]*\((?P<equation>[^
                          r"|^:(?:label|name):[ \t]*(?P<option>\S+)", re.M)
 _MYST_REF = re.compile(r"\{(?:ref|numref|eq|doc)\}`(?:[^`<]*<)?(?P<name>[^<>`\s]+)>?`")
 # An index entry, block or role (`{index}`NumPy <single: NumPy>``: its text stays).
-_INDEX = re.compile(r"^(?P<fence>`{3,}|:{3,})\{index\}.*\n(?:.*\n)*?(?P=fence)[ \t]*(\n[ \t]*$\n?|$)"
-                    r"|\{index\}`(?P<text>[^`<]*?)\s*(?:<[^`]*>)?`", re.M)
+_INDEX = re.compile(r"^(?P<fence>`{3,}|:{3,})\{index\}.*\n(?:.*\n)*?(?P=fence)[ \t]*"
+                    r"(\n[ \t]*$\n?|$)|\{index\}`(?P<text>[^`<]*?)\s*(?:<[^`]*>)?`", re.M)
 _CITE = re.compile(r"\{cite(?::\w+)?\}`(?P<keys>[^`]+)`")  # sphinxcontrib-bibtex's
 # The other admonitions MyST knows, which rst2md leaves as reST.
 _ADMONITION = re.compile(r"^\.\. (?P<kind>attention|caution|danger|error|hint|important|seealso|"
@@ -645,6 +645,51 @@ def _out_of_order(cells) -> list[str]:
     return told
 
 
+# The call that seeds each module's random numbers, and torch's calls that draw them.
+_SEEDS = {"numpy.random": "np.random.seed(0)", "random": "random.seed(0)",
+          "torch": "torch.manual_seed(0)"}
+_TORCH_DRAWS = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "randn_like",
+                          "randint_like", "normal", "bernoulli", "multinomial", "poisson"})
+
+
+def _unseeded_draws(cells) -> list[str]:
+    """The first call in each code cell that draws a random number (``np.random.randn()``,
+    ``from random import uniform``'s ``uniform()``, ``torch.randn``; a generator made without a
+    seed) before any cell seeds its module: what such a cell prints differs between runs, and
+    two runs that draw alike by chance make accept-outputs take a draw as expected."""
+    names: dict[str, str] = {}  # a name the cells bind by importing: what it stands for
+    seeded, told = set(), []
+    for cell in (cell for cell in cells if cell.cell_type == "code"):
+        tree = _python(cell.source)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
+                names.update({alias.asname or alias.name.partition(".")[0]: (
+                    f"{node.module}.{alias.name}" if isinstance(node, ast.ImportFrom)
+                    else alias.name if alias.asname else alias.name.partition(".")[0])
+                    for alias in node.names})
+        for call in sorted((node for node in ast.walk(tree) if isinstance(node, ast.Call)),
+                           key=lambda node: (node.lineno, node.col_offset)):
+            head, _, rest = ast.unparse(call.func).partition(".")
+            called = f"{names.get(head, head)}.{rest}".rstrip(".")
+            module = next((m for m in _SEEDS if called.startswith(f"{m}.")  # not a generator's
+                           and "(" not in called), "")  # method: `default_rng(0).normal`
+            function = called.rpartition(".")[2]
+            if function in ("seed", "manual_seed"):
+                seeded.add(module)
+            elif module and module not in seeded and (
+                    module != "torch" or function in _TORCH_DRAWS) and not (
+                    function in ("default_rng", "RandomState", "Random") and call.args):
+                told.append((module, f"{_place(cell, call.lineno)} (`{ast.unparse(call)}`)"))
+                break
+    if not told:
+        return []
+    return [f"seed the random numbers before the first draw ("
+            + ", ".join(dict.fromkeys(f"`{_SEEDS[module]}`" for module, _ in told))
+            + "): the cells draw without a seed, so what they print differs between runs, and "
+            "two runs that draw alike by chance make accept-outputs take a draw as expected: "
+            + ", ".join(place for _, place in told)]
+
+
 def _only_a_string(source: str) -> bool:
     """Whether a code cell is one string and nothing else (a percent script's docstring)."""
     body = _python(source).body
@@ -702,7 +747,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     unlabelled: dict[str, None] = {}  # its figures' and tables' labels
     data: dict[str, str] = {}  # the files beside the lesson its cells name: where first
-    imported.to_do += _out_of_order(notebook.cells)
+    imported.to_do += _out_of_order(notebook.cells) + _unseeded_draws(notebook.cells)
     d2l = "required_libs" in notebook.metadata or any(  # d2l-book's notebooks' metadata
         _D2L_OWN.search(cell.source) for cell in notebook.cells if cell.cell_type == "markdown")
     for cell in notebook.cells:
