@@ -479,7 +479,9 @@ def test_a_script_comes_in_as_a_chapter(tmp_path, capsys, suffix, source, expect
     assert "{ref}`elsewhere <other-lesson>`, and {ref}`sphx_glr_beginner_basics_intro.py`" \
         in text or source is not SPHINX_GALLERY, text
     assert ("references to sections or pages of the lesson's site, which the book does not have "
-            "(the build stops at each): `other-lesson`, `sphx_glr_beginner_basics_intro.py`\n") \
+            "(the build stops at each): line {0} (`other-lesson`), line {0} "
+            "(`sphx_glr_beginner_basics_intro.py`)\n").format(
+                _line_of(SPHINX_GALLERY, "other-lesson")) \
         in said or source is not SPHINX_GALLERY, said
     # an `.. image::` (rst2md's `file://` address) is the lesson's file, not one on the web
     assert f"line {_line_of(SPHINX_GALLERY, 'graph.png')}: _static/img/graph.png: an image " \
@@ -691,7 +693,7 @@ def test_a_d2l_lessons_marks_come_in_as_myst(tmp_path, capsys):
     # a place is still the lesson's line: the image is on line 4 of its cell
     assert "cell 3, line 4: cube.png: an image the lesson shows but does not hold" in said
     assert "references to sections or pages of the lesson's site, which the book does not " \
-           "have (the build stops at each): `sec_other`\n" in said, said
+           "have (the build stops at each): cell 3, line 8 (`sec_other`)\n" in said, said
     assert "make each a `{figure}` with that `:name:`" in said and ": `fig_cube`\n" in said
     assert "to book/references.bib" in said and "or write them as text: Smith.2020\n" in said
     # a d2l notebook with slide marks only: d2l-book's metadata tells
@@ -1024,8 +1026,8 @@ def test_a_lectures_references_to_its_own_site_and_works_are_named(tmp_path, cap
                       .replace("```{code-cell} ipython3\nprint(1)", figure))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     said = capsys.readouterr().out
-    assert "the book does not have (the build stops at each): `intro_supply_demand`, " \
-           "`other-lecture`\n" in said, said
+    assert "the book does not have (the build stops at each): line 10 (`intro_supply_demand`), " \
+           "line 10 (`other-lecture`)\n" in said, said
     assert "or write them as text: Other2021, Third\n" in said, said
     # myst-nb's own cell options stay: the figure keeps its caption and the name it is cited by
     [cell] = [cell for cell in read_chapter((book / "supply.md").read_text()).cells
@@ -1042,7 +1044,8 @@ def test_a_lectures_links_to_its_own_labels_stay_and_its_index_entries_go(tmp_pa
     lesson.write_text(MYST_PLACES.replace("# Places\n", "# {index}`Loops <single: Loops>`\n\n"
                                           "```{index} single: Python; Loops\n```\n\n(ex_label)=\n")
                       .replace("The [previous lesson](intro.html).",
-                               "As [Exercise 1](ex_label) asks, see the [previous lesson](intro.html)."))
+                               "As [Exercise 1](ex_label) asks, see the [previous lesson]"
+                               "(intro.html)."))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     said = capsys.readouterr().out
     assert "the build stops at each): line 14 (`intro.html`)\n" in said, said

@@ -744,6 +744,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     dropped_outputs = removed_installs = html_images = indexed = 0
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
+    references: list[tuple[str, str]] = []  # each label or page a markdown cell names: where
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     unlabelled: dict[str, None] = {}  # its figures' and tables' labels
     data: dict[str, str] = {}  # the files beside the lesson its cells name: where first
@@ -831,6 +832,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             elif d2l:
                 source = _d2l_markdown(source, unlabelled)
             python_blocks += [_place(cell, line, info) for line, info in _python_blocks(source)]
+            references += [(found["name"], _place(cell, source.count("\n", 0, found.start()) + 1,
+                                                  found[0])) for found in _MYST_REF.finditer(source)]
             source, shown, written = _shown_images(source, cell, imported)
             html_images += written
             source = _with_images(source, shown, cell, name, folder, imported)
@@ -886,13 +889,13 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     held = {found["name"] or found["equation"] or found["option"]
             for found in _MYST_LABEL.finditer(text)} | {
         ((cell.metadata.get("mystnb") or {}).get("figure") or {}).get("name") for cell in cells}
-    elsewhere = dict.fromkeys(found["name"] for found in _MYST_REF.finditer(text)
-                              if found["name"] not in held | unlabelled.keys() | known)
+    elsewhere = [f"{at} (`{name}`)" for name, at in references
+                 if name not in held | unlabelled.keys() | known]
     if elsewhere:
         imported.to_do.append("point at a section or page of the book, or write as text, the "
                               "references to sections or pages of the lesson's site, which the "
                               "book does not have (the build stops at each): "
-                              + ", ".join(f"`{name}`" for name in elsewhere))
+                              + ", ".join(elsewhere))
     if python_blocks:
         imported.to_do.append("the Python in fenced blocks of prose is shown, never run or "
                               "verified: make each block the lesson runs a code cell "
