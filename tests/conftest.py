@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -196,13 +197,43 @@ class _ForkedRuns:
         return done
 
 
+class _PrintedByThread(io.TextIOBase):
+    """sys.stdout and sys.stderr while tools run in this process (:func:`tool_in_process`):
+    what a thread prints goes to the text of the tool it runs, so several run at once."""
+
+    def __init__(self) -> None:
+        self.texts: dict[int, io.StringIO] = {}
+        self.lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        return self.texts.get(threading.get_ident(), self.streams[0]).write(text)
+
+    @contextlib.contextmanager
+    def text(self):
+        """This thread's text; meanwhile sys.stdout and sys.stderr are this object."""
+        with self.lock:
+            if not self.texts:
+                self.streams = sys.stdout, sys.stderr
+                sys.stdout = sys.stderr = self
+            self.texts[threading.get_ident()] = printed = io.StringIO()
+        try:
+            yield printed
+        finally:
+            with self.lock:
+                del self.texts[threading.get_ident()]
+                if not self.texts:
+                    sys.stdout, sys.stderr = self.streams
+
+
+_PRINTED = _PrintedByThread()
+
+
 def tool_in_process(name: str, arguments: list[str]) -> tuple[int, str]:
     """tools/NAME.py run on ``arguments`` in this process, its builds forked (_ForkedRuns): its
-    exit status and all it printed. One at a time: its output is this process's."""
+    exit status and all it printed. Several may run at once, each in a thread of its own."""
     tool = load_tool(name)
     tool.subprocess = _ForkedRuns
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+    with _PRINTED.text() as printed:
         returncode = tool.main(arguments)
     return returncode, printed.getvalue()
 

@@ -146,17 +146,13 @@ def test_the_tool_explains_handouts():
 # --- Slow: the handouts of the real book, both editions -----------------------------------
 
 def build_handouts(edition: str, source: Path, build: Path, cache: Path, *options: str,
-                   chapters: list[str] = (), in_process: bool = False):
+                   chapters: list[str] = ()):
     """test_pdf.build_pdf's, with --handouts."""
     arguments = [edition, "--handouts", "--single-pass", "--source", str(source),
                  "--build", str(build), *(f"--chapter={name}" for name in chapters),
                  f"--sphinx-option=-Dnb_execution_cache_path={cache}",
                  *(f"--sphinx-option={option}" for option in options)]
-    if in_process:
-        return tool_in_process("build_pdf", arguments)
-    done = subprocess.run([sys.executable, str(TOOL), *arguments], capture_output=True, text=True,
-                          cwd=ROOT)
-    return done.returncode, done.stdout + done.stderr
+    return tool_in_process("build_pdf", arguments)
 
 
 @pytest.fixture(scope="module")
@@ -271,7 +267,7 @@ def test_a_chapter_the_book_lacks_is_one_line_naming_the_books(tiny_book, tmp_pa
     """A chapter asked for that the book lacks is one line naming the book's (a title of
     LaTeX specials, typeset: test_pdf_characters' planted_book)."""
     code, log = build_handouts("student", tiny_book, tmp_path / "none", cache_copy,
-                               chapters=["chapter", "pt99"], in_process=True)
+                               chapters=["chapter", "pt99"])
     problems = [line for line in log.splitlines() if line.startswith("pdf: ")]
     assert code == 2 and problems == ["pdf: no chapter pt99 in the book: --chapter takes a "
                                       "chapter's name, one of chapter."], log[-3000:]

@@ -144,7 +144,7 @@ def test_the_pdf_names_each_problem_at_its_chapter_and_prints_cjk_emoji_and_math
     root, chapter = planted_book
     build = root / "book" / "student"
     code, log = build_pdf("student", chapter.parent, root / "book", root / "cache", ACCEPT,
-                          single_pass=True, in_process=True)
+                          single_pass=True)
     assert code == 1, log[-3000:]
     # Each problem names the chapter file it lies in, not only the page.
     assert_each_problem_named(log, chapter, "chapter.md: ", "chapter.md: page")
@@ -163,7 +163,7 @@ def test_a_handout_names_each_problem_at_its_chapter_and_prints_cjk_emoji_and_ma
     root, chapter = planted_book
     build = root / "handouts" / "student"
     code, log = build_handouts("student", chapter.parent, root / "handouts", root / "cache",
-                               ACCEPT, in_process=True)
+                               ACCEPT)
     assert code == 1, log[-3000:]
     problems = assert_each_problem_named(log, chapter, "chapter.md", "chapter.md")
     assert all(str(chapter) in line or "chapter.md" in line for line in problems), problems
