@@ -1074,6 +1074,30 @@ def test_cells_that_draw_random_numbers_before_any_seed_are_named(tmp_path, caps
         in said, said
     assert "as expected: line 22 (`np.random.randn(2)`), line 32 (`draw()`)\n" in said, said
 
+
+def test_a_lectures_figures_from_its_own_folder_come_beside_the_chapter(tmp_path, capsys):
+    """QuantEcon's lectures show their figures with MyST's `{figure} /_static/...` (the path
+    from the lectures' folder, Sphinx's root there): once neither copied nor named, and the
+    build stopped at each. A `{figure}` or `{image}` the lesson's folder holds comes in as a
+    Markdown image does; one it does not hold, with an absolute path, is the book's own."""
+    book = _book(tmp_path)
+    (tmp_path / "_static" / "pics").mkdir(parents=True)
+    (tmp_path / "_static" / "pics" / "a.png").write_bytes(b"a")
+    (tmp_path / "pics").mkdir()
+    (tmp_path / "pics" / "b.png").write_bytes(b"b")
+    lesson = tmp_path / "figs.md"
+    lesson.write_text(MYST_PLACES.replace("The [previous lesson](intro.html).", (
+        "```{figure} /_static/pics/a.png\n:scale: 80\n\nA.\n```\n\n```{image} pics/b.png\n```"
+        "\n\n```{figure} /_static/logo.png\n```")))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    assert "copied the images the lesson shows (2) into figs/" in said and "logo" not in said, said
+    text = (book / "figs.md").read_text()
+    assert "```{figure} figs/_static/pics/a.png\n" in text
+    assert "```{image} figs/pics/b.png\n" in text
+    assert "```{figure} /_static/logo.png\n" in text
+    assert (book / "figs" / "_static" / "pics" / "a.png").read_bytes() == b"a"
+
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):
     """The build's refusal of a `.ipynb` page names `make chapter FROM=` it: the chapter
     takes the page's place, and the tool says to delete the notebook."""

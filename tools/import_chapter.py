@@ -25,9 +25,9 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - an image shown in HTML (``<img src=…>``, alone or only placed by ``<p>``, ``<div>``) is
   a Markdown image, which the book's pages, PDFs and downloads show (raw HTML reaches none
   of them from the book's files);
-- the images the lesson shows from its own files (``![X-OR](res/x-or.png)`` beside it, an
-  image pasted into a cell as an attachment) are copied into a folder named after the
-  chapter, beside it, and shown from there;
+- the images the lesson shows from its own files (``![X-OR](res/x-or.png)`` beside it, a
+  MyST ``{figure}`` from the lesson's folder, an image pasted into a cell as an attachment)
+  are copied into a folder named after the chapter, beside it, and shown from there;
 - a cell whose saved output is an error is tagged ``raises-exception`` (its error was the
   lesson, or must be fixed: said in the report), and ``raises: NAME`` holds it to that error.
 
@@ -36,8 +36,9 @@ A lesson whose kernel runs another language than Python (an R notebook) is refus
 Left to the author, and listed: the packages to declare (those the install lines named,
 and the modules the cells import that the book's environment lacks), the lesson's own
 modules the cells import, a cell that reads a name only a later cell defines (a lesson saved
-after running its cells out of order), the cells that draw random numbers before any seed, where students get the files the cells read, the
-errors tagged to check, a ``google.colab`` import, each image
+after running its cells out of order), the cells that draw random numbers before any seed,
+where students get the files the cells read, the errors tagged to check, a ``google.colab``
+import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
 typeset without the network), each video or page it embeds (``<iframe>``), each raw cell
 (left out), each link to a page or reference to a section of the lesson's own site
@@ -446,6 +447,8 @@ def _shown_images(source: str, cell, imported: Imported) -> tuple[str, dict[str,
     shown: dict[str, int] = {}
     written = 0
     for token in MarkdownIt("commonmark").parse(source):
+        if token.type == "fence" and re.match(r"\{(?:figure|image)\}\s+\S", token.info):
+            shown.setdefault(token.info.split()[1], token.map[0] + 1)  # MyST's figure, image
         pieces = [(token, token.map[0])] if token.type == "html_block" else (
             _inline_lines(token) if token.type == "inline" else [])
         for piece, line in pieces:
@@ -501,12 +504,13 @@ def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Pa
                 "handout) shows: it is typeset without the network (the build stops at it): "
                 f"save it in {name}/, beside the chapter, and change its link")
             continue
-        elif path.startswith(("/", "#", "data:")):
-            continue  # the book's own (an absolute path is the book's)
+        elif path.startswith(("#", "data:")) or path.startswith("/") and (
+                folder is None or not (folder / path[1:]).is_file()):
+            continue  # the book's own (an absolute path not from the lesson's folder, its root)
         else:
-            relative = Path(os.path.normpath(path)).as_posix()
+            relative = Path(os.path.normpath(path.lstrip("/"))).as_posix()
             relative = relative if not relative.startswith("../") else Path(path).name
-            found = folder / path if folder is not None else None
+            found = folder / path.lstrip("/") if folder is not None else None
             content = found.read_bytes() if found is not None and found.is_file() else None
         if content is None:
             imported.to_do.append(f"{_place(cell, line, path)}: {path}: an image the lesson shows "
@@ -517,7 +521,8 @@ def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Pa
         copy = f"{name}/" + re.sub(r"[^\w./-]+", "-", relative)
         imported.files[copy] = content
         for written in dict.fromkeys((f"<{path}>", src, path)):  # as the lesson may write it
-            source = source.replace(f"]({written}", f"]({copy}")
+            source = source.replace(f"]({written}", f"]({copy}").replace(f"}} {written}\n",
+                                                                          f"}} {copy}\n")
     return source
 
 
@@ -833,7 +838,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 source = _d2l_markdown(source, unlabelled)
             python_blocks += [_place(cell, line, info) for line, info in _python_blocks(source)]
             references += [(found["name"], _place(cell, source.count("\n", 0, found.start()) + 1,
-                                                  found[0])) for found in _MYST_REF.finditer(source)]
+                                                  found[0]))
+                           for found in _MYST_REF.finditer(source)]
             source, shown, written = _shown_images(source, cell, imported)
             html_images += written
             source = _with_images(source, shown, cell, name, folder, imported)
