@@ -117,10 +117,12 @@ def _settings(at: str = "") -> dict[str, str]:
     return {"extensions": _extensions(), "stop_build_at": at}
 
 
-def _build(source: Path, outdir: Path, cache: Path) -> Build:
+def _build(source: Path, outdir: Path, cache: Path, kernels: dict[str, str] | None = None
+           ) -> Build:
     """A build not stopped, whose processes no test looks for: forked (conftest), unlike
-    :func:`_stopped_build`'s."""
-    return sphinx_build(source, outdir, cache, settings=_settings(), forked=True)
+    :func:`_stopped_build`'s; ``kernels``: the session's kernel server's (conftest), from
+    which it forks its chapters' kernels."""
+    return sphinx_build(source, outdir, cache, settings=_settings(), forked=True, env=kernels)
 
 
 def _stopped_build(source: Path, outdir: Path, cache: Path, at: str) -> tuple[int, str, list]:
@@ -164,7 +166,7 @@ def built_v1(tmp_path_factory, tiny_cache, stop_build_importable) -> tuple[Path,
 @pytest.mark.parametrize("phase", ["reading", "executing", "writing", "book-wide"])
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM", "SIGKILL"])
 def test_a_build_stopped_at_any_phase_leaves_no_process_and_the_next_build_is_whole(
-        built_v1, phase, signal_name):
+        built_v1, phase, signal_name, request):
     work, v1 = built_v1
     shutil.rmtree(work)
     shutil.copytree(v1, work)  # the pages' times too: only what changes below is read again
@@ -181,7 +183,12 @@ def test_a_build_stopped_at_any_phase_leaves_no_process_and_the_next_build_is_wh
         for sign in CRASH_SIGNS:
             assert sign not in log, log[-3000:]
 
-    again = _build(source, outdir, cache)
+    # A kernel server's file a stopped build left, the next build sets aside and starts the
+    # chapter's kernel itself: tried after SIGKILL, at each phase. After SIGINT and SIGTERM
+    # it forks that kernel from the session's server (torch imported once): its subject
+    # there, the pages and the search index.
+    again = _build(source, outdir, cache, None if signal_name == "SIGKILL"
+                   else request.getfixturevalue("_kernel_server"))
     assert again.returncode == 0, again.log[-3000:]
     assert not again.crash_reports
     for sign in CRASH_SIGNS:
