@@ -1,6 +1,8 @@
 """Recorded chapters: outputs from a machine of a declared kind, never mislabelled."""
 
 import ast
+import copy
+import functools
 import glob
 import json
 import re
@@ -53,13 +55,20 @@ SECOND_KIND = ROOT / "tests" / "fixtures" / "second_kind"
 MACHINES = load_machine_kinds(MACHINE_KINDS_FILE)
 
 
-def _bridges_notebook():
+@functools.cache
+def _prepared_bridges():
     import torch
 
     from coursebook.prepare.chapters import edition_chapter
     from coursebook.prepare.editions import Edition
     return edition_chapter((BOOK / "bridges.md").read_text(), "bridges.md", Edition.STUDENT,
                            book_museum(), torch.__version__, machine_kinds=MACHINES).notebook
+
+
+def _bridges_notebook():
+    """The student's bridges chapter as a build prepares it, a copy a test may change
+    (prepared once: 0.2 s of CPU a preparation)."""
+    return copy.deepcopy(_prepared_bridges())
 
 
 def _bridges(notebook=None):
