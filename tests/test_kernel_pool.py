@@ -102,7 +102,9 @@ def test_a_cold_build_forks_its_chapters_kernels_from_one_server(tiny_book, tmp_
     assert len(_pool(cache, "taken")) == cold.executed == chapters
     assert not _pool(cache, "ready") and _no_kernel_left(cache)
     # A warm cache: whether a chapter runs is known only once it is prepared; none ahead.
-    warm = sphinx_build(tiny_book, tmp_path / "warm", cache)
+    # Forked from the session's build server (conftest): what a build decides, not how
+    # it starts, is the subject of a build that starts no kernel.
+    warm = sphinx_build(tiny_book, tmp_path / "warm", cache, forked=True)
     assert warm.returncode == 0 and STARTED not in warm.log and warm.executed == 0
 
 
@@ -141,7 +143,7 @@ def test_a_build_set_up_after_another_made_the_cache_takes_that_builds_kernels(t
     assert len(_pool(cache, "taken")) == second.executed >= 1
     # The server file of a build that was stopped, on a cache since made: no server.
     (pool / SERVER).write_text(json.dumps({"pid": 2 ** 22 + 1, "address": str(tmp_path)}))
-    warm = sphinx_build(tiny_book, tmp_path / "warm", cache)
+    warm = sphinx_build(tiny_book, tmp_path / "warm", cache, forked=True)  # as above
     assert warm.returncode == 0 and STARTED not in warm.log and not (pool / SERVER).exists()
 
 
@@ -151,7 +153,7 @@ def test_no_server_when_no_chapter_would_use_it(tiny_book, tmp_path):
     pages to read (known at env-before-read-docs, where a server started is stopped): no
     kernel, nothing left."""
     off = sphinx_build(tiny_book, tmp_path / "off", tmp_path / "off-cache",
-                       settings={"nb_execution_mode": "off"})
+                       settings={"nb_execution_mode": "off"}, forked=True)  # as a warm one
     # (It fails: its chapter has no outputs to compare.)
     assert STARTED not in off.log and not (tmp_path / "off-cache" / "kernels").exists()
     for chapter in tiny_book.glob("*.md"):
