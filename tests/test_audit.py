@@ -240,6 +240,18 @@ def test_an_answer_line_pasted_with_a_comment_of_its_own_is_found(tmp_path):
         " ".join(fingerprint_words("p = solve(A, b)"))]
 
 
+
+def test_each_line_an_answer_shares_with_one_visible_cell_is_named_in_one_build(tmp_path):
+    """QuantEcon's Fibonacci answer repeats two lines of the recursion example above it: the
+    check named one per pair of cells, so allowing it showed the next only on the next build."""
+    chapter = LECTURE.replace("# Solve for p by least squares.\n",
+                              "def x(t):\n    if t == 0:\n        return 1\n"
+                              "    return 2 * x(t-1)\n")
+    chapter += "\n```{code-cell} ipython3\n:tags: [\"answer\"]\ndef x(t):\n    if t == 0:\n" \
+               "        return 0\n    return x(t-1) + x(t-2)\n```\n"
+    shared = [overlap.passage for overlap in _overlaps(tmp_path, chapter)]
+    assert shared == [" ".join(fingerprint_words(line)) for line in ("def x(t):", "if t == 0:")]
+
 def test_a_question_quoting_the_answers_value_is_found(tmp_path):
     """The value an answer's check holds (what the answer prints), quoted in visible prose."""
     chapter = (TINY_BOOK / "chapter.md").read_text().replace(

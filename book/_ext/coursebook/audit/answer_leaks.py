@@ -319,11 +319,12 @@ def source_cells(path: Path, text: str) -> SourceCells:
 def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                     cells_of: Callable[[Path, str], SourceCells] = source_cells
                     ) -> tuple[list[AnswerOverlap], list[int]]:
-    """Each (answer cell, visible cell) pair sharing a passage no allowance covers, and the
-    allowances (their indices) no shared passage lies in: answer prose in any visible text,
-    answer code in visible prose, each line of answer code but its setup (:func:`_code_lines`)
-    in visible code, an answer's values (its checks' included) anywhere. An exercise's own
-    scaffolding that its answer repeats (a signature) is allowed line by line."""
+    """Each (answer cell, visible cell) pair sharing a passage no allowance covers, again for
+    each line or value it shares (one build names all that need allowing), and the allowances
+    (their indices) no shared passage lies in: answer prose in any visible text, answer code in
+    visible prose, each line of answer code but its setup (:func:`_code_lines`) in visible
+    code, an answer's values (its checks' included) anywhere. An exercise's own scaffolding
+    that its answer repeats (a signature) is allowed line by line."""
     prose: dict[tuple[str, ...], Place] = {}
     code: dict[tuple[str, ...], Place] = {}
     exact: dict[str, Place] = {}  # lines of code (" "-padded tokens) and values: never alike
@@ -337,23 +338,24 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                 (prose if is_prose else code).setdefault(run, place)
             for token in [*code_lines, *cell_values]:
                 exact.setdefault(token, place)
-    found: dict[tuple[Place, Place], tuple[str, ...]] = {}
+    found: dict[tuple[Place, Place, str], tuple[str, ...]] = {}
     used: set[int] = set()
     for place, runs, code_lines, cell_values, is_prose in answers:
-        shared = [(run, prose.get(run) or (code.get(run) if is_prose else None)) for run in runs]
-        shared += [(tuple(line.split()), exact.get(line)) for line in code_lines]
-        shared += [(tuple(fingerprint_words(value)), exact.get(value))
+        shared = [(run, prose.get(run) or (code.get(run) if is_prose else None), "")
+                  for run in runs]
+        shared += [(tuple(line.split()), exact.get(line), line) for line in code_lines]
+        shared += [(tuple(fingerprint_words(value)), exact.get(value), value)
                    for value in sorted(cell_values)]
-        for run, visible in shared:
+        for run, visible, key in shared:
             passage = " " + " ".join(run) + " "
             if visible is None:
                 continue
             covers = {i for i, allowance in enumerate(allowed) if passage in allowance}
             used |= covers
             if not covers:
-                found.setdefault((place, visible), run)
+                found.setdefault((place, visible, key), run)
     return ([AnswerOverlap(_at_passage(answer, run), _at_passage(visible, run), " ".join(run))
-             for (answer, visible), run in found.items()],
+             for (answer, visible, _), run in found.items()],
             [i for i in range(len(allowed)) if i not in used])
 
 
