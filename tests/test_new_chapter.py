@@ -1098,6 +1098,21 @@ def test_a_lectures_figures_from_its_own_folder_come_beside_the_chapter(tmp_path
     assert "```{figure} /_static/logo.png\n" in text
     assert (book / "figs" / "_static" / "pics" / "a.png").read_bytes() == b"a"
 
+
+def test_a_cell_showing_the_folder_the_cells_run_in_is_named(tmp_path, capsys):
+    """QuantEcon's python_essentials shows `%pwd`: a new temporary folder on each run, which
+    accept-outputs refused as varying with a seed to try; an assignment shows nothing."""
+    book = _book(tmp_path)
+    lesson = tmp_path / "folders.md"
+    cells = ["%pwd", "import os\nwhere = os.getcwd()\nprint(os.getcwd())", "!pwd"]
+    lesson.write_text(MYST_PLACES.split("The [previous")[0] + "".join(
+        f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    assert [found[0] for found in re.finditer(r"line \d+: `[^`]+` shows the folder", said)] == [
+        "line 10: `%pwd` shows the folder", "line 16: `print(os.getcwd())` shows the folder",
+        "line 20: `!pwd` shows the folder"], said
+
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):
     """The build's refusal of a `.ipynb` page names `make chapter FROM=` it: the chapter
     takes the page's place, and the tool says to delete the notebook."""

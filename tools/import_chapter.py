@@ -37,6 +37,7 @@ Left to the author, and listed: the packages to declare (those the install lines
 and the modules the cells import that the book's environment lacks), the lesson's own
 modules the cells import, a cell that reads a name only a later cell defines (a lesson saved
 after running its cells out of order), the cells that draw random numbers before any seed,
+a cell showing the folder the cells run in (``%pwd``: it differs between runs),
 where students get the files the cells read, the errors tagged to check, a ``google.colab``
 import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
@@ -105,6 +106,8 @@ _INSTALL = re.compile(r"^\s*[!%](?:(?P<pip>pip3?|python3? -m pip|conda|mamba)|ap
 # pip's options that take a value (`-r requirements.txt`): the value is no package.
 _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index-url",
                      "--extra-index-url", "-f", "--find-links", "-t", "--target"})
+# A statement showing the folder the cells run in: `%pwd`, `!pwd`, `os.getcwd()`, `Path.cwd()`.
+_CWD = re.compile(r"run_line_magic\('pwd'|system\('pwd'\)|\b(?:getcwd|cwd)\(\)")
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 # A reST directive or substitution rst2md leaves as it is (`.. literalinclude::`,
@@ -785,6 +788,13 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 "take it out; show a screenshot in the prose"
                 for line in sorted(node.lineno for node in ast.walk(_python(cell.source))
                                    if _magic(node)[0] == "tensorboard")]
+            imported.to_do += [  # a temporary folder, new on each run (or the builder's own)
+                f"{_place(cell, node.lineno)}: `{source_lines[node.lineno - 1].strip()}` shows "
+                "the folder the cells run in, which differs between runs and machines (the build "
+                "refuses it as an output that varies): take it out, or mark its expected output "
+                "`(varies)` as the build then says"
+                for source_lines in [cell.source.splitlines()] for node in _python(cell.source).body
+                if isinstance(node, ast.Expr) and _CWD.search(ast.unparse(node))]
             imported.to_do += [  # these fail on a comment (%pdb: "Incorrect argument")
                 f"{_place(cell, node.lineno)}: `%{magic} {argument}`: IPython passes the comment "
                 "on to the magic as part of its argument, which the magic refuses: put the "
