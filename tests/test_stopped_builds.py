@@ -45,12 +45,17 @@ def _word(version: str, page: str) -> str:
     return f"qz{version}{page.replace('page', 'p')}x7"
 
 
+def _pages() -> list[str]:
+    """The tiny book's pages as :func:`_write_book` writes it."""
+    return ["chapter", *(f"page{n}" for n in range(1, PAGES + 1))]
+
+
 def _write_book(source: Path, version: str) -> list[str]:
     """The tiny book at ``version``: each page says its own word; from version "v2" on the
     chapter has the cell that stops a build (it does nothing in another build). Its pages."""
     if not source.exists():
         shutil.copytree(TINY_BOOK, source)
-    pages = [f"page{n}" for n in range(1, PAGES + 1)]
+    pages = _pages()[1:]
     for page in pages:
         (source / f"{page}.md").write_text(f"# Page {page}\n\nIt says {_word(version, page)}.\n")
     chapter = (TINY_BOOK / "chapter.md").read_text().replace(
@@ -62,7 +67,7 @@ def _write_book(source: Path, version: str) -> list[str]:
     (source / "chapter.md").write_text(chapter)
     (source / "index.md").write_text("# Fixture\n\n```{toctree}\nchapter\n"
                                      + "".join(f"{page}\n" for page in pages) + "```\n")
-    return ["chapter", *pages]
+    return _pages()
 
 
 def _search(outdir: Path) -> dict[str, set[str]]:
@@ -204,14 +209,13 @@ def test_a_build_stopped_at_any_phase_leaves_no_process_and_the_next_build_is_wh
 
 @pytest.mark.slow
 @pytest.mark.parametrize("removed", [["searchindex.js", ".buildinfo"], ["searchindex.js"]])
-def test_a_search_index_removed_after_a_good_build_is_made_whole_again(tmp_path, tiny_cache,
-                                                                       removed):
+def test_a_search_index_removed_after_a_good_build_is_made_whole_again(built_v1, removed):
     """What a build stopped before its last step leaves, made on purpose: the next build
     writes every page (no 'search index couldn't be loaded'), and so does none after it."""
-    source, outdir, cache = tmp_path / "src", tmp_path / "out", tmp_path / "cache"
-    shutil.copytree(tiny_cache, cache)
-    pages = _write_book(source, "v1")
-    assert _build(source, outdir, cache).returncode == 0
+    work, v1 = built_v1
+    shutil.rmtree(work)
+    shutil.copytree(v1, work)  # the book at "v1" as a good build left it (built_v1's)
+    source, outdir, cache, pages = work / "src", work / "out", work / "cache", _pages()
     for name in removed:
         (outdir / "html" / name).unlink()
     logs = []
