@@ -11,6 +11,7 @@ connection, a line of JSON ``{"arguments", "cwd", "env", "output", "errors"}`` a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -64,6 +65,7 @@ def _build_in(imported, arguments: Sequence[str], surroundings: Surroundings) ->
     sphinx_build(imported, arguments)
 
 
+@functools.cache
 def compile_ahead() -> None:
     """What a build compiles at its first use and keeps for its process, compiled here once
     rather than in each forked build: nbformat's schema validators (one per minor version),
@@ -87,7 +89,6 @@ def serve(listener: socket.socket) -> None:
     # placeholders in place before a build's imports bring myst-nb in here).
     defer()
     import_modules(build_modules({}))
-    compile_ahead()
     running = {}  # a build's receiver: the build, the connection waiting for its status
     while True:
         for ready in wait([sys.stdin, listener, *running]):
@@ -106,6 +107,7 @@ def serve(listener: socket.socket) -> None:
                 with connection:
                     connection.sendall(json.dumps({"status": status}).encode() + b"\n")
                 import_modules(imported or [])
+                compile_ahead()  # once a build brought its modules in: no cost to a server of one
 
 
 class BuildServer:
