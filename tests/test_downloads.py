@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -39,6 +40,7 @@ from coursebook.render.downloads import (
     catching,
     download_document,
     download_notebook,
+    exercise_numbers,
 )
 from coursebook.render.plain_markdown import PlainMarkdown, Target
 from coursebook.verify.chapter_checks import raised_on_purpose
@@ -419,7 +421,6 @@ def test_directives_become_markdown_a_reader_sees():
     assert convert("Math $x^2$ and {math}`y`.\n\n$$\na\n$$") == "Math $x^2$ and $y$.\n\n$$\na\n$$"
 
 
-
 def test_exercises_index_entries_and_labels_download_as_the_page_shows_them():
     """A lecture's sphinx-exercise blocks (QuantEcon's): each exercise numbered in page order, as
     the page numbers it (a gated one's end, index entries and a notebook-only raw block show
@@ -439,6 +440,16 @@ def test_exercises_index_entries_and_labels_download_as_the_page_shows_them():
     assert convert("```{raw} html\n<div>Logo</div>\n```") == "<div>Logo</div>"
     assert convert("See [Exercise 1](ex-a), [the data](data.csv).") \
         == "See [Exercise 1](https://book.example/ex-a.html), [the data](data.csv)."
+    # In a book, the numbers are the page's (HR's F21): numfig counts on across the pages in
+    # reading order, so a second chapter's first exercise is not Exercise 1.
+    env = SimpleNamespace(toc_fignumbers={"b": {"exercise": {"b1": (4,), "b-exercise-1": (3,)},
+                                                "figure": {"f": (9,)}}})
+    assert exercise_numbers(env, "b") == ["3", "4"] and exercise_numbers(env, "a") == []
+    convert = PlainMarkdown(resolve, "", MD_CONFIG, exercise_numbers=iter(["3", "4"])).convert
+    assert [convert(f"```{{exercise}}\n{options}\nIt.\n```") for options in (
+        "", ":nonumber:", ":label: b1")] == ["**Exercise 3**\n\nIt.", "**Exercise**\n\nIt.",
+                                             "**Exercise 4**\n\nIt."]
+
 
 # Each syntax extension myst-parser offers (a chapter's top matter may turn any on), but
 # linkify, which needs a package the book does not install.

@@ -148,7 +148,15 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
     md_config = merge_file_level(app.env.myst_config, notebook.metadata if notebook else {},
                                  lambda kind, message: None)  # myst-nb warned already
     return PlainMarkdown(resolve, page_url(published, pagename), md_config,
-                         app.tags.eval_condition, image_url)
+                         app.tags.eval_condition, image_url,
+                         exercise_numbers=iter(exercise_numbers(app.env, pagename)))
+
+
+def exercise_numbers(env, pagename: str) -> list[str]:
+    """The page's numbered exercises' numbers, in its order, as its HTML shows them (numfig's:
+    on across the book's pages, in reading order)."""
+    numbers = env.toc_fignumbers.get(pagename, {}).get("exercise", {}).values()
+    return [".".join(map(str, number)) for number in sorted(numbers)]
 
 
 def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,

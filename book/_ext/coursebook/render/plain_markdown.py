@@ -7,9 +7,10 @@ in https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sani
 from __future__ import annotations
 
 import html
+import itertools
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -61,7 +62,9 @@ class PlainMarkdown:
     # (summary, content) goes there, printed after the text, so that an error to predict
     # is not read ahead.
     set_aside: list[tuple[str, str]] | None = None
-    exercises: int = 0  # numbered in page order, as sphinx-exercise numbers a page's
+    # The numbers of the page's numbered exercises, in its order: Sphinx's, which count on
+    # across the book's pages (downloads: exercise_numbers); alone, from 1.
+    exercise_numbers: Iterator[object] = field(default_factory=lambda: itertools.count(1))
 
     @cached_property
     def _parser(self):
@@ -114,8 +117,8 @@ class PlainMarkdown:
             summary = f"<summary>{html.escape(argument)}</summary>\n\n" if argument else ""
             return f"{opening}\n{summary}{self.convert(content)}\n\n</details>"
         if name in ("exercise", "exercise-start"):  # numbered as the page numbers them
-            self.exercises += "nonumber" not in options
-            title = f"Exercise {self.exercises}" * ("nonumber" not in options) or "Exercise"
+            number = None if "nonumber" in options else next(self.exercise_numbers, None)
+            title = "Exercise" if number is None else f"Exercise {number}"
             title += f" ({escape(argument)})" if argument else ""
             return f"**{title}**\n\n{self.convert(content)}".rstrip()
         if name in ("solution", "solution-start"):  # an instructor's
