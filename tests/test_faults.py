@@ -440,8 +440,13 @@ def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path):
     with log.open("w") as out:
         build = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
                                  start_new_session=True)
-        while not sleeping.exists() and build.poll() is None:
+        deadline = time.monotonic() + 180  # a build that hangs before the cell fails the test
+        while not sleeping.exists() and build.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
+        if not sleeping.exists() and build.poll() is None:  # hung before the cell
+            os.killpg(build.pid, signal.SIGKILL)
+            build.wait()
+        assert sleeping.exists(), log.read_text()[-3000:]
         os.killpg(build.pid, signal.SIGINT)  # the kernel is in the sleeping cell
         returncode = build.wait(timeout=60)
     text = log.read_text()
