@@ -110,7 +110,6 @@ def test_a_checkpoint_copy_is_not_visible_text(tmp_path):
     assert chapter_fingerprints(book).runs == chapter_fingerprints(TINY_BOOK).runs
 
 
-
 def test_a_short_answer_is_caught_by_its_names(tmp_path, fingerprints):
     """An expression too short for a passage still leaks by a name only answers use."""
     assert "tiny_answer_value" in fingerprints.short and "weights" not in fingerprints.short
@@ -240,7 +239,6 @@ def test_an_answer_line_pasted_with_a_comment_of_its_own_is_found(tmp_path):
         " ".join(fingerprint_words("p = solve(A, b)"))]
 
 
-
 def test_each_line_an_answer_shares_with_one_visible_cell_is_named_in_one_build(tmp_path):
     """QuantEcon's Fibonacci answer repeats two lines of the recursion example above it: the
     check named one per pair of cells, so allowing it showed the next only on the next build."""
@@ -251,6 +249,7 @@ def test_each_line_an_answer_shares_with_one_visible_cell_is_named_in_one_build(
                "        return 0\n    return x(t-1) + x(t-2)\n```\n"
     shared = [overlap.passage for overlap in _overlaps(tmp_path, chapter)]
     assert shared == [" ".join(fingerprint_words(line)) for line in ("def x(t):", "if t == 0:")]
+
 
 def test_a_question_quoting_the_answers_value_is_found(tmp_path):
     """The value an answer's check holds (what the answer prints), quoted in visible prose."""
@@ -354,7 +353,6 @@ def test_the_overlap_check_reads_every_source_again_when_the_extension_changes(t
     assert read == ["index.md", "index.md"]
 
 
-
 def test_an_allowance_no_overlap_needs_any_more_stops_the_build_at_its_line(tmp_path):
     """An allowance left after its overlap went would let a later leak of its passage pass."""
     import logging
@@ -426,6 +424,7 @@ def test_two_answers_sharing_one_visible_passage_are_each_named(tmp_path):
         logging.getLogger("sphinx").removeHandler(handler)
     assert sorted(record.location.rsplit(":", 1)[1] for record in records) == ["2", "3"]
     assert app.statuscode == 1
+
 
 @pytest.mark.slow
 def test_the_build_stops_on_an_answer_in_visible_text(tiny_book, tmp_path, cache_copy):

@@ -1113,6 +1113,7 @@ def test_a_cell_showing_the_folder_the_cells_run_in_is_named(tmp_path, capsys):
         "line 10: `%pwd` shows the folder", "line 16: `print(os.getcwd())` shows the folder",
         "line 20: `!pwd` shows the folder"], said
 
+
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):
     """The build's refusal of a `.ipynb` page names `make chapter FROM=` it: the chapter
     takes the page's place, and the tool says to delete the notebook."""

@@ -691,7 +691,7 @@ def _unseeded_draws(cells) -> list[str]:
                 break
     if not told:
         return []
-    return [f"seed the random numbers before the first draw ("
+    return ["seed the random numbers before the first draw ("
             + ", ".join(dict.fromkeys(f"`{_SEEDS[module]}`" for module, _ in told))
             + "): the cells draw without a seed, so what they print differs between runs, and "
             "two runs that draw alike by chance make accept-outputs take a draw as expected: "
@@ -988,9 +988,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 if not data else "copied the files beside the lesson its cells "
                                 f"name ({', '.join(f'{p} at {at}' for p, at in data.items())}) "
                                 "beside the chapter, in book/, where its cells run "
-                                "(`execution_in_temp: false`: a file they write is left there too), "
-                                "and listed them in `coursebook: {reads: [...]}`: an edit of one "
-                                "runs the chapter again"))
+                                "(`execution_in_temp: false`: a file they write is left there "
+                                "too), and listed them in `coursebook: {reads: [...]}`: an edit "
+                                "of one runs the chapter again"))
     if data:
         imported.to_do.append("say in the prose where a student gets the files the cells read "
                               f"({', '.join(data)}): the downloads and Colab do not hold them")

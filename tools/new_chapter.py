@@ -219,9 +219,11 @@ def report(written: Written, book: Path, lesson: Path | None) -> str:
         to_do += written.imported.to_do
         to_do.append("tag `raises-exception` each cell whose error is the lesson: the build "
                      "names every cell that raised")
-    lines += ["Still to do:", *(f"  - {item}" for item in to_do), NEXT.format(name=name, images="".join(dict.fromkeys(
-        f"book/{path.split('/')[0]}{'/' * ('/' in path)} "
-        for path in (written.imported.files if written.imported else ()))))]
+    copied = written.imported.files if written.imported else ()
+    folders = dict.fromkeys(f"book/{path.split('/')[0]}/" if "/" in path else f"book/{path}"
+                            for path in copied)  # a folder's files once, a file by its name
+    lines += ["Still to do:", *(f"  - {item}" for item in to_do),
+              NEXT.format(name=name, images="".join(f"{folder} " for folder in folders))]
     return "\n".join(lines)
 
 
