@@ -1,6 +1,6 @@
 """What is compared is what is counted: an HTML display is compared by its HTML, normalised,
-never by its repr; an image shown by its repr alone is not compared, and the summary names it
-instead of counting it as verified."""
+never by its repr; an image shown by its repr alone is not compared, and the summary and the
+instructor page name it instead of counting it as verified."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from coursebook.page_state import CellOutput
-from coursebook.verify.chapter_checks import outputs_not_compared, verified_count
+from coursebook.verify.chapter_checks import compared_account, verified_count
 from coursebook.verify.expectations import shown_text
 
 HTML_REPR = "<IPython.core.display.HTML object>"
@@ -43,10 +43,18 @@ def test_an_image_shown_by_its_repr_alone_is_named_not_counted():
     printed = _output("c", "loss 0.5\n[image/png] <Figure size 350x250 with 1 Axes>", line=9)
     silent = _output("d", "")
     outputs = [figure, drawn, printed, silent]
-    assert verified_count(outputs, []) == 3
-    assert outputs_not_compared(outputs) == [
-        "the image `<Figure size 350x250 with 1 Axes>` of `plot_a()` (line 7)",
-        "the image `<Figure size 350x250 with 1 Axes>` of `plot_c()` (line 9)"]
+    assert compared_account(outputs, []) == (
+        "3 of 4 code cells verified",
+        "; not compared (an image whose text is its repr alone): the image "
+        "`<Figure size 350x250 with 1 Axes>` of `plot_a()` (line 7), the image "
+        "`<Figure size 350x250 with 1 Axes>` of `plot_c()` (line 9)")
+
+
+def test_a_cell_exempt_from_verification_is_named_with_its_reason():
+    outputs = [_output("a", "loss 0.5"),
+               CellOutput("b", 2, "time.time()", "1.7e9", unverified="a clock reading")]
+    assert compared_account(outputs, []) == (
+        "1 of 2 code cells verified", "; not verified: `time.time()` (a clock reading)")
 
 
 def test_a_failed_cell_is_not_counted():
@@ -61,6 +69,8 @@ def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_boo
     saying why, where it said it passed."""
     from test_pytest_book import _pytest_book
 
+    from bs4 import BeautifulSoup
+
     from conftest import sphinx_build
 
     chapter = tiny_book / "chapter.md"
@@ -71,16 +81,22 @@ def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_boo
         anchor, f"{anchor}\n```{{code-cell}} ipython3\n{code}\n```\n", 1))
     line = chapter.read_text().splitlines().index("import matplotlib.pyplot as plt") + 1
     cache = tmp_path / "cache"
-    accepted = sphinx_build(tiny_book, tmp_path / "accepted", cache,
-                            settings={"coursebook_accept_outputs": "1"})
-    assert accepted.returncode == 0, accepted.log[-3000:]
-    build = sphinx_build(tiny_book, tmp_path / "out", cache)
+    for tags in ((), ("instructor",)):  # the editions one after the other: one file
+        accepted = sphinx_build(tiny_book, tmp_path / f"accepted{len(tags)}", cache, *tags,
+                                settings={"coursebook_accept_outputs": "1"})
+        assert accepted.returncode == 0, accepted.log[-3000:]
+    build = sphinx_build(tiny_book, tmp_path / "out", cache, "instructor")
     assert build.returncode == 0, build.log[-3000:]
     summary = next(text for text in build.log.splitlines()
-                   if "expected outputs: chapter.md (student)" in text)
-    assert summary.endswith(
-        "3 of 4 code cells verified against torch 2.13.0; not compared: the image "
-        f"`<Figure size 350x250 with 1 Axes>` of `import matplotlib.pyplot as plt` (line {line})")
+                   if "expected outputs: chapter.md (instructor)" in text)
+    account = ("4 of 5 code cells verified against torch 2.13.0{}; not compared (an image whose "
+               "text is its repr alone): the image `<Figure size 350x250 with 1 Axes>` of "
+               f"`import matplotlib.pyplot as plt` (line {line})")
+    assert summary.endswith(account.format(""))
+    # The instructor page says what the summary says, from the same outputs.
+    page = BeautifulSoup((tmp_path / "out" / "html" / "chapter.html").read_text(), "html.parser")
+    assert page.select_one("p.verified-on").get_text() == \
+        account.format(" (this build)") + ". See what changed between torch versions."
     # the student edition's items (the edition the build accepted), with the skips' reasons
     monkeypatch.setenv("PYTEST_ADDOPTS", "-rs -k student")
     tested = _pytest_book(tiny_book, f"nb_execution_cache_path = {str(cache)!r}")

@@ -32,7 +32,7 @@ from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
 from coursebook.torch_versions.model import verified_versions
-from coursebook.verify.chapter_checks import code_cells
+from coursebook.verify.chapter_checks import code_cells, compared_account
 from coursebook.verify.expectations import (
     EDITIONS,
     ExpectationsError,
@@ -211,7 +211,8 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
     readers = [o.label for o in verified if o.downloads]
     shown = f"torch {', '.join(builds)}" + (
         f", and as the student download on {' and '.join(readers)}" if readers else "")
-    notes = [nodes.paragraph("", "", nodes.Text(f"Outputs verified against {shown}. See "),
+    counted, left = compared_account(state.outputs or [], [])  # a mismatch fails the build
+    notes = [nodes.paragraph("", "", nodes.Text(f"{counted} against {shown}{left}. See "),
                              _link(CHANGES_LABEL, "what changed between torch versions"),
                              nodes.Text("."), classes=["verified-on"])]
     notes += [nodes.paragraph("", "", nodes.Text(s.page_note()),

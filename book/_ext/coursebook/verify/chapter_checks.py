@@ -299,14 +299,9 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                       fixed_by=None if mismatch.varies else ACCEPT_COMMAND)
         failed = (f" ({len(mismatches)} failed, above)" if expectations is not None
                   else " (none expected yet, above)") if mismatches else ""
-        summary.append(
-            f"{Path(env.doc2path(docname)).name} ({edition}): "
-            f"{verified_count(outputs, mismatches)} of {len(outputs)} code cells "
-            f"verified against torch {release(torch_version)}{failed}"
-            + "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in outputs
-                      if o.unverified)
-            + "".join(f"; not compared: {not_compared}" for not_compared in
-                      outputs_not_compared(outputs)))
+        counted, left = compared_account(outputs, mismatches)
+        summary.append(f"{Path(env.doc2path(docname)).name} ({edition}): {counted} against "
+                       f"torch {release(torch_version)}{failed}{left}")
         summary += states[docname].not_verified
     summary.append(f"{len(chapters)} chapters compared in {time.perf_counter() - started:.3f} s")
     env.temp_data[_SUMMARY] = summary
@@ -317,6 +312,16 @@ def verified_count(outputs: list[CellOutput], mismatches: list) -> int:
     failed = {getattr(mismatch, "cell", mismatch).key for mismatch in mismatches}
     return sum(1 for output in outputs
                if not output.unverified and output.key not in failed and output.compared)
+
+
+def compared_account(outputs: list[CellOutput], mismatches: list) -> tuple[str, str]:
+    """How many code cells were verified, and what was not, with why (``; not …``): the
+    build's summary line and the instructor page say the same."""
+    images = ", ".join(outputs_not_compared(outputs))
+    return (f"{verified_count(outputs, mismatches)} of {len(outputs)} code cells verified",
+            "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in outputs
+                    if o.unverified)
+            + (images and f"; not compared (an image whose text is its repr alone): {images}"))
 
 
 def outputs_not_compared(outputs: list[CellOutput]) -> list[str]:
