@@ -82,10 +82,6 @@ _NAME = re.compile(r"[a-z_]\w+")
 _TERM = re.compile(r"(?<!\w)(?<!\w\.)(?:\d+\.\d+(?!\w|\.\d)|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 
 
-def _terms(text: str) -> set[str]:
-    return set(_TERM.findall(text))
-
-
 def _is_telling_term(term: str) -> bool:
     """A value of three digits or more, or a code name (with ``_`` or ``.``): not prose."""
     if term[0].isdigit():
@@ -135,7 +131,7 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
     # Each keyed by whether the text is an answer's.
     runs, terms, stems = ({True: set(), False: set()} for _ in range(3))
     for source, shown, answer, markdown in cells:
-        terms[answer].update(_terms(source))
+        terms[answer].update(_TERM.findall(source))
         runs[answer].update(_runs(fingerprint_words(shown)))
         stems[answer].update(_search_words(source))
         if answer and markdown and (heading := re.match(r"#+\s+(.+)", source.strip())):
@@ -181,11 +177,10 @@ def file_texts(path: Path) -> tuple[str, str | None]:
             notebook = json.loads(raw)
         except json.JSONDecodeError:
             return raw, raw
-        text = "\n".join(_strings(notebook))
         cells = notebook.get("cells") if isinstance(notebook, dict) else None
-        return text, text if not isinstance(cells, list) else "\n".join(
-            part for cell in cells for key in ("source", "outputs")
-            for part in _strings(cell.get(key, [])))
+        seen = [cell.get(key, []) for cell in cells for key in ("source", "outputs")
+                ] if isinstance(cells, list) else notebook
+        return "\n".join(_strings(notebook)), "\n".join(_strings(seen))
     return raw, raw if path.suffix in {".md", ".txt"} else None
 
 
@@ -202,7 +197,7 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[BookError]:
         if hits := set(_runs(fingerprint_words(text))) & found.runs:
             leaks.append(BookError(f"{len(hits)} answer passage(s), e.g. "
                                    f"{' '.join(sorted(hits)[0])!r}", path))
-        elif terms := sorted(_terms(seen or "") & found.short):
+        elif terms := sorted(found.short.intersection(_TERM.findall(seen or ""))):
             leaks.append(BookError(f"name(s) or value(s) found only in answers: "
                                    f"{', '.join(terms[:5])}", path))
     for path in sorted(build_dir.rglob("searchindex.js")):
@@ -300,7 +295,7 @@ def _values(cell) -> set[str]:
     checks = cell.get("metadata", {}).get("checks")
     data = json.dumps([entry.get("answer") for entry in checks if isinstance(entry, dict)]
                       ) if isinstance(checks, list) else ""
-    return {term for term in _terms(f"{cell.source} {data}")
+    return {term for term in _TERM.findall(f"{cell.source} {data}")
             if term[0].isdigit() and _is_telling_term(term)}
 
 
