@@ -110,11 +110,12 @@ def test_a_prose_edit_keeps_the_cache_key_and_a_torch_upgrade_changes_it():
 
 def test_a_chapter_notes_what_else_makes_its_text(tmp_path):
     """Sphinx reads a chapter again when one of its inputs changes: every exhibit, the
-    machine kinds, and for a recorded chapter its environments and recordings."""
+    machine kinds, the files its cells read (`coursebook: {reads: [...]}`, as prepared), and
+    for a recorded chapter its environments and recordings."""
     from types import SimpleNamespace
 
     from coursebook.config import BookConfig
-    from coursebook.prepare.chapters import _note_inputs
+    from coursebook.prepare.chapters import PreparedChapter, _note_inputs
 
     (tmp_path / "exhibits" / "wing").mkdir(parents=True)
     for name in ("wing.toml", "01-one.toml"):
@@ -132,9 +133,10 @@ def test_a_chapter_notes_what_else_makes_its_text(tmp_path):
     recorded = nbformat.v4.new_notebook(metadata={"coursebook": {"recording": "tiny"}})
     (tmp_path / "recordings").mkdir()
     (tmp_path / "recordings" / "tiny-cpu.ipynb").write_text("{}")
-    _note_inputs(app, config, recorded)
+    read = tmp_path / "data" / "names.txt"
+    _note_inputs(app, config, PreparedChapter(recorded, reads={"data/names.txt": read}))
     assert {tmp_path / "recordings" / "tiny-environments.toml",
-            tmp_path / "recordings" / "tiny-cpu.ipynb"} <= set(noted)
+            tmp_path / "recordings" / "tiny-cpu.ipynb", read} <= set(noted)
 
 
 def test_a_chapter_is_read_again_when_its_verified_versions_change(tmp_path):
@@ -209,4 +211,5 @@ def test_a_files_list_that_is_no_list_of_files_beside_the_chapter_is_one_line(tm
     assert "top matter 'coursebook: reads' is" in raised.value.message
     assert "must list the files beside the chapter" in raised.value.message
     listed = text.replace(f"reads: {reads}", "reads: [names.txt]")
-    assert edition_chapter(listed, chapter, Edition.STUDENT, {}, "2.13.0").notebook.cells
+    assert edition_chapter(listed, chapter, Edition.STUDENT, {}, "2.13.0").reads == {
+        "names.txt": tmp_path / "names.txt"}  # checked, as the build notes and keys them

@@ -45,12 +45,10 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
     a recording is cached for myst-nb to take (a read that runs nothing caches none)."""
     source_path = str(app.env.doc2path(app.env.docname))
     if prepared.recorded is None:
-        versions = dict(book_config(app.config).execution_versions)
-        for name in (prepared.notebook.metadata.get("coursebook") or {}).get("reads") or []:
-            path = Path(source_path).parent / name  # a file its cells read: edited, it runs again
-            app.env.note_dependency(str(path))
-            versions[f"reads {name}"] = short_digest(path.read_bytes())  # there: prepared
-        key_execution_versions(prepared.notebook, versions)
+        reads = {f"reads {name}": short_digest(path.read_bytes())  # edited: it runs again
+                 for name, path in prepared.reads.items()}
+        key_execution_versions(prepared.notebook,
+                               {**book_config(app.config).execution_versions, **reads})
     elif chapter_runs(app) is None:
         cache_path = app.env.mystnb_config.execution_cache_path  # as myst-nb resolved it
         with notebook_lock(cache_path, prepared.recorded):

@@ -3,7 +3,7 @@ its other inputs are noted with Sphinx, which reads the page again when one chan
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -46,6 +46,8 @@ class PreparedChapter:
     recorded_with: str | None = None
     claims: ChapterClaims = ChapterClaims()
     teaching: ChapterTeaching | None = None
+    # The files its cells read (top matter `coursebook: {reads: [...]}`), by the name listed.
+    reads: dict[str, Path] = field(default_factory=dict)
 
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
@@ -58,9 +60,10 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
         notebook = read_chapter(text, md_config, strict=True)
     except SolutionError as error:
         raise SolutionError(error.message, source_path, error.line) from None
+    folder = Path(source_path).parent
     reads = (notebook.metadata.get("coursebook") or {}).get("reads", [])  # they key its run
     if not isinstance(reads, list) or not all(isinstance(name, str) for name in reads) \
-            or not all((Path(source_path).parent / name).is_file() for name in reads):
+            or not all((folder / name).is_file() for name in reads):
         raise BookError(f"top matter 'coursebook: reads' is {reads!r}: it must list the files "
                         "beside the chapter that its cells read (e.g. [names.txt]), each of them "
                         "there: correct the list, or put the file beside the chapter",
@@ -80,7 +83,8 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     notebook = edition_notebook(notebook, edition, answer_spaces)
     claims = chapter_claims(notebook, claim_sources(museum), source_path)
     note_output_keys(notebook)
-    return PreparedChapter(notebook, claims=claims, teaching=teaching)
+    return PreparedChapter(notebook, claims=claims, teaching=teaching,
+                           reads={name: folder / name for name in reads})
 
 
 def instructor_chapter(env, docname: str, md_config=None) -> nbformat.NotebookNode:
@@ -116,17 +120,19 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
     claims = replace(claims, checked=tuple(claim for claim in claims.checked
                                            if notebook.cells[claim.index].source in recorded))
     where = recorded_with(recordings) if instructor else plainly_recorded(chapter, recordings)
-    return PreparedChapter(attached.labelled, attached.executed, where, claims, prepared.teaching)
+    return replace(prepared, notebook=attached.labelled, recorded=attached.executed,
+                   recorded_with=where, claims=claims)
 
 
-def _note_inputs(app: Sphinx, config: BookConfig,
-                 notebook: nbformat.NotebookNode | None) -> list[str]:
-    """Note what else makes the chapter's text; returns those that do not exist yet."""
+def _note_inputs(app: Sphinx, config: BookConfig, prepared: PreparedChapter | None) -> list[str]:
+    """Note what else makes the chapter's text or its outputs; returns those that do not
+    exist yet."""
     env = app.env
     env.note_dependency(config.machine_kinds_file)
-    for path in sorted(Path(config.exhibits_dir).glob("*/*.toml")):
+    for path in [*sorted(Path(config.exhibits_dir).glob("*/*.toml")),
+                 *(prepared.reads.values() if prepared else ())]:
         env.note_dependency(path)
-    if notebook is None or (name := recording_name(notebook)) is None:
+    if prepared is None or (name := recording_name(prepared.notebook)) is None:
         return []
     recordings_dir = Path(config.recordings_dir)
     env.note_dependency(environments_path(recordings_dir, name))
@@ -169,7 +175,7 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
     chapter = page_state_of(app.env, docname)
     chapter.notebook, chapter.recorded_with = prepared.notebook, prepared.recorded_with
     chapter.teaching = prepared.teaching
-    chapter.awaited = _note_inputs(app, config, prepared.notebook)
+    chapter.awaited = _note_inputs(app, config, prepared)
     return prepared
 
 
