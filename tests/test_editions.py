@@ -108,6 +108,20 @@ def test_a_prose_edit_keeps_the_cache_key_and_a_torch_upgrade_changes_it():
     assert _cache_hash(edited) != key
 
 
+def test_an_upgrade_of_a_package_the_chapter_declares_changes_its_cache_key(monkeypatch):
+    """A JAX lesson declares `coursebook: {packages: [jax]}`: with another jax installed, the
+    build said "14 of 14 code cells verified" of the old jax's cached run, running nothing."""
+    from importlib import metadata
+
+    chapter = read_chapter(PT01.read_text(encoding="utf8"))
+    chapter.metadata["coursebook"] = {"packages": ["pytest>=1"]}
+    key_execution_versions(chapter, {"torch": "2.13.0"})
+    key = _cache_hash(chapter)
+    monkeypatch.setattr(metadata, "version", lambda name: "0.0.1" if name == "pytest" else "")
+    key_execution_versions(chapter, {"torch": "2.13.0"})
+    assert _cache_hash(chapter) != key
+
+
 def test_a_chapter_notes_what_else_makes_its_text(tmp_path):
     """Sphinx reads a chapter again when one of its inputs changes: every exhibit, the
     machine kinds, the files its cells read (`coursebook: {reads: [...]}`, as prepared), and

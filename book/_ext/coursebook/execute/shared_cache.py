@@ -8,6 +8,7 @@ dies), held from lookup until cached, makes the second wait and find the first o
 from __future__ import annotations
 
 import re
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from sphinx.application import Sphinx
 from coursebook.config import book_config
 from coursebook.model.cell_notes import CELL_NOTE, without_notes
 from coursebook.model.notebooks import short_digest
+from coursebook.prepare.chapter_packages import declared_packages
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -51,8 +53,11 @@ def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
 
 
 def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, str]) -> None:
-    """Put the execution versions into the first code cell's metadata (the cache key)."""
+    """Put the execution versions into the first code cell's metadata (the cache key), with
+    those of the packages the chapter declares: upgraded, one runs the chapter again."""
     digest = book_code_digest(notebook)
+    versions = {**versions, **{f"package {name}": metadata.version(name) for name in (
+        re.match(r"[\w.-]+", package)[0] for package in declared_packages(notebook.metadata))}}
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.metadata[VERSIONS_KEY] = {**versions, **({"book_code": digest} if digest else {})}
