@@ -131,21 +131,18 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
                       if "traceback" in block.get("classes", [])), None)
         where = cells[cell["cell_index"]]
         # ipykernel's answer to input(), getpass or a debugger's prompt: no build types one.
-        if any("StdinNotImplementedError" in block.astext() for block in
-               cell.findall(nodes.literal_block) if "output" in block.get("classes", [])):
-            problems.append(_at(where, "waits for input, which no build gives: remove the call."))
-            if error is not None and RAISES_TAG not in tags and not succeeded:
-                return problems  # the run stopped here
-            continue
+        waits = any("StdinNotImplementedError" in block.astext() for block in
+                    cell.findall(nodes.literal_block) if "output" in block.get("classes", []))
         origin = origin_of(where, museum) if museum else None
-        if origin is not None and (error is not None) != (RAISES_TAG in tags):
+        exhibit = origin is not None and (error is not None) != (RAISES_TAG in tags)
+        unexpected = error is not None and RAISES_TAG not in tags
+        if waits:
+            problems.append(_at(where, "waits for input, which no build gives: remove the call."))
+        elif exhibit:
             if not (problems and problems[-1].path and origin.field == "records"
                     and problems[-1].message.startswith(f"exhibit {origin.exhibit.key}:")):
                 problems.append(_exhibit_problem(origin, error))  # not "did not raise" twice
-            if error is not None and not succeeded:
-                return problems  # the run stopped at its first unexpected error
-            continue
-        if error is not None and RAISES_TAG not in tags:
+        elif unexpected:
             lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
             problems.append(_at(where, (
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
@@ -154,18 +151,18 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
                    "(`coursebook: {packages: [...]}`), then `make chapter-packages`;"
                    if lacking else "    Fix the cell,")
                 + f" or tag it `{RAISES_TAG}` if the error is what it teaches.")))
-            if not succeeded:  # the run stopped here: later cells never ran
-                return problems
-        if error is None and RAISES_TAG in tags:
+        elif error is None and RAISES_TAG in tags:
             problems.append(_at(where, (
                 f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, "
                 "or drop the tag if it is meant to succeed.")))
+        if unexpected and not succeeded:
+            return problems  # the run stopped at its first unexpected error: later cells never ran
         # `raises: RuntimeError` (make chapter FROM= writes the error a lesson saved): another
         # error (a module or a name a cell lacks) is not the lesson, whatever accepting says.
         # The error's name starts a line of its traceback: the first, or after the cell's
         # line and a caret (a SyntaxError); a module may qualify it (torch.OutOfMemoryError).
         wanted = cell.get("cell_metadata", {}).get("raises")
-        if error is not None and wanted and not re.search(
+        if not (waits or exhibit) and error is not None and wanted and not re.search(
                 rf"^(?:[\w.]+\.)?{re.escape(str(wanted))}(?::|\s|$)", error, re.M):
             problems.append(_at(where, (
                 f"raised another error than the {wanted} its `raises` names:\n      "
@@ -194,15 +191,13 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
         mark_failed(env, env.docname)
     for cell in code_cells(doctree):  # each output cut for the page, said once at its cell
         for block in cell.findall(nodes.literal_block):
-            found = CUT_MARKER.search(block.astext()) if "output" in block["classes"] else None
-            if found is None:
-                continue
-            where = prepared.notebook.cells[cell["cell_index"]]
-            logger.info("code cell `%s`: an output is longer than %s characters: the page "
-                        "shows its start and its end around `%s`; the expected outputs verify "
-                        "the whole by its digest", first_line(where), f"{LIMIT:,}",
-                        without_digest(found[0]),
-                        location=(env.docname, source_line(where) or None))
+            if "output" in block["classes"] and (found := CUT_MARKER.search(block.astext())):
+                where = prepared.notebook.cells[cell["cell_index"]]
+                logger.info("code cell `%s`: an output is longer than %s characters: the page "
+                            "shows its start and its end around `%s`; the expected outputs "
+                            "verify the whole by its digest", first_line(where), f"{LIMIT:,}",
+                            without_digest(found[0]),
+                            location=(env.docname, source_line(where) or None))
 
 
 def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.NotebookNode | None:
