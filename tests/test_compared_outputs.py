@@ -1,5 +1,6 @@
 """What is compared is what is counted: an HTML display is compared by its HTML, normalised,
-never by its repr; an image shown by its repr alone is not compared, and the summary and the
+never by its repr; an image shown by its repr alone is not compared, nor a widget (its text
+is the widget as made, the page shows its last state), and the summary and the
 instructor page name it instead of counting it as verified."""
 
 from __future__ import annotations
@@ -33,6 +34,18 @@ def test_html_is_normalised_before_it_is_compared():
         '[text/html] <table class="x" id="t"><tr><td>1</td></tr></table>'
 
 
+def test_a_widget_is_named_not_counted_by_the_text_it_had_when_made():
+    """A tqdm.notebook bar's text/plain is the bar when made (0%); the page shows the widget's
+    last state (100%, its times), which the text never holds."""
+    bar = {"application/vnd.jupyter.widget-view+json": {"model_id": "c7ad", "version_major": 2},
+           "text/plain": "  0%|          | 0/100 [00:00<?, ?it/s]"}
+    shown = shown_text(_cell(bar))
+    assert "0/100" not in shown
+    assert compared_account([_output("a", shown)], []) == (
+        "0 of 1 code cells verified", ("; not compared (its text is a repr, not what the page "
+                                       "shows): the widget `<widget>` of `plot_a()` (line 7)"))
+
+
 def _output(key: str, text: str, line: int = 7) -> CellOutput:
     return CellOutput(key=key, index=1, source=f"plot_{key}()", text=text, line=line)
 
@@ -45,7 +58,7 @@ def test_an_image_shown_by_its_repr_alone_is_named_not_counted():
     outputs = [figure, drawn, printed, silent]
     assert compared_account(outputs, []) == (
         "3 of 4 code cells verified",
-        "; not compared (an image whose text is its repr alone): the image "
+        "; not compared (its text is a repr, not what the page shows): the image "
         "`<Figure size 350x250 with 1 Axes>` of `plot_a()` (line 7), the image "
         "`<Figure size 350x250 with 1 Axes>` of `plot_c()` (line 9)")
 
@@ -89,8 +102,8 @@ def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_boo
     assert build.returncode == 0, build.log[-3000:]
     summary = next(text for text in build.log.splitlines()
                    if "expected outputs: chapter.md (instructor)" in text)
-    account = ("4 of 5 code cells verified against torch 2.13.0{}; not compared (an image whose "
-               "text is its repr alone): the image `<Figure size 350x250 with 1 Axes>` of "
+    account = ("4 of 5 code cells verified against torch 2.13.0{}; not compared (its text is a "
+               "repr, not what the page shows): the image `<Figure size 350x250 with 1 Axes>` of "
                f"`import matplotlib.pyplot as plt` (line {line})")
     assert summary.endswith(account.format(""))
     # The instructor page says what the summary says, from the same outputs.

@@ -17,7 +17,7 @@ from sphinx.environment.collectors import EnvironmentCollector
 from coursebook.answer_checks.model import ChapterTeaching
 from coursebook.config import book_config
 from coursebook.model.notebooks import first_line
-from coursebook.model.outputs import BARE_IMAGE
+from coursebook.model.outputs import BARE_REPR
 from coursebook.torch_versions.model import verified_versions
 
 
@@ -37,8 +37,8 @@ class CellOutput:  # one code cell of an executed chapter, as verification sees 
     @property
     def compared(self) -> bool:
         """Whether its output is compared: an empty one is (it must stay empty), an image's
-        repr alone is not."""
-        return not self.text or bool(BARE_IMAGE.sub("", self.text).strip())
+        repr alone is not, nor a widget's."""
+        return not self.text or bool(BARE_REPR.sub("", self.text).strip())
 
 
 # The current page's prepared chapter, from source-read to doctree-read.

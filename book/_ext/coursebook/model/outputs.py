@@ -32,8 +32,9 @@ def normalise(text: str) -> str:
 
 
 # An image's text that is only its object's repr (matplotlib's ``<Figure size 350x250 with 1
-# Axes>``, IPython's ``<IPython.core.display.Image object>``): nothing of what it draws.
-BARE_IMAGE = re.compile(r"^\[image/[\w.+-]+\] <[^<>\n]*>$", re.M)
+# Axes>``, IPython's ``<IPython.core.display.Image object>``): nothing of what it draws; a
+# widget's, whose page shows its last state (a tqdm.notebook bar's 100% and times).
+BARE_REPR = re.compile(r"^\[(?:image/[\w.+-]+|widget)\] <[^<>\n]*>$", re.M)
 
 
 class _CanonicalHTML(HTMLParser):

@@ -25,7 +25,7 @@ from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, with
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line
-from coursebook.model.outputs import BARE_IMAGE, normalise
+from coursebook.model.outputs import BARE_REPR, normalise
 from coursebook.model.provenance import today
 from coursebook.model.versions import release
 from coursebook.museum.model import Wing
@@ -316,15 +316,17 @@ def compared_account(outputs: list[CellOutput], mismatches: list) -> tuple[str, 
     return (f"{verified_count(outputs, mismatches)} of {len(outputs)} code cells verified",
             "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in outputs
                     if o.unverified)
-            + (images and f"; not compared (an image whose text is its repr alone): {images}"))
+            + (images and "; not compared (its text is a repr, not what the page shows): "
+               + images))
 
 
 def outputs_not_compared(outputs: list[CellOutput]) -> list[str]:
-    """Each image whose text is its repr alone."""
-    return [f"the image `{shown[shown.index(' ') + 1:]}` of `{output.first_line}`"
+    """Each image or widget whose text is its repr alone."""
+    return [f"the {'widget' if shown.startswith('[widget]') else 'image'} "
+            f"`{shown[shown.index(' ') + 1:]}` of `{output.first_line}`"
             + (f" (line {output.line})" if output.line else "")
             for output in outputs if not output.unverified
-            for shown in BARE_IMAGE.findall(output.text)]
+            for shown in BARE_REPR.findall(output.text)]
 
 
 def log_output_summary(app: Sphinx, *_) -> None:

@@ -63,7 +63,7 @@ def expectations_path(expected_dir: Path, torch_version: str, chapter: str) -> P
 def shown_text(cell: nbformat.NotebookNode) -> str:
     """A code cell's outputs as the page shows them, as text, normalised: an image by its
     text, where the book's figures put their data (a bare repr is not compared:
-    :data:`~coursebook.model.outputs.BARE_IMAGE`); HTML by its HTML; a progress bar by what
+    :data:`~coursebook.model.outputs.BARE_REPR`); HTML by its HTML; a progress bar by what
     it shows last; an output too long for a page by its start, end and whole digest."""
     parts = []
     for output in cell.get("outputs", []):
@@ -77,6 +77,8 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
             image = next((mime for mime in sorted(data) if mime.startswith("image/")), None)
             if image is not None:
                 parts.append(f"[{image}] {data.get('text/plain', '')}\n")
+            elif "application/vnd.jupyter.widget-view+json" in data:  # its text: as made
+                parts.append("[widget] <widget>\n")
             elif "text/html" in data and "text/markdown" not in data:  # as the page shows it
                 parts.append(f"[text/html] {normalised_html(data['text/html'])}\n")
             else:
