@@ -1035,6 +1035,23 @@ def test_a_lectures_references_to_its_own_site_and_works_are_named(tmp_path, cap
     assert cell.metadata["mystnb"] == {"figure": {"caption": "A line", "name": "fig_line"}}
 
 
+def test_a_lectures_glossary_terms_the_book_lacks_are_named(tmp_path, capsys):
+    """JAX's key-concepts lesson looks up five terms in its site's glossary (`{term}`Tracer``,
+    `{term}`transformations <transformation>``): unsaid, the build stopped at each ("term not
+    in glossary"). A term book/glossary.md defines (any case) or the lesson's own glossary does
+    is left."""
+    book = _book(tmp_path)
+    lesson = tmp_path / "concepts.md"
+    lesson.write_text(MYST_PLACES.replace(
+        "The [previous lesson](intro.html).",
+        "With {term}`JIT` and {term}`transformations <transformation>`, a {term}`Tracer` and a\n"
+        "{term}`pytree`.\n\n```{glossary}\n:sorted:\n\npytree\n  A tree of arrays.\n```"))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    assert "the terms the lesson looks up in its site's glossary, which the book's lacks (the " \
+           "build stops at each): line 9 (`transformation`), line 9 (`Tracer`)\n" in said, said
+
+
 def test_a_lectures_links_to_its_own_labels_stay_and_its_index_entries_go(tmp_path, capsys):
     """QuantEcon's lectures link their own labels in Markdown (`[Exercise 1](ex_label)`, which
     the page resolves, as MyST does): once told as links to the lesson's own site. Their index

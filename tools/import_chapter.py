@@ -43,7 +43,8 @@ import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
 typeset without the network), each video or page it embeds (``<iframe>``), each raw cell
 (left out), each link to a page or reference to a section of the lesson's own site
-(``intro.html``, ``{doc}`intro```), each work it cites that book/references.bib lacks, each
+(``intro.html``, ``{doc}`intro```), each term it looks up in a glossary that
+book/glossary.md lacks (``{term}`Tracer```), each work it cites that book/references.bib lacks, each
 fenced block of Python in its prose (d2l's ```{.python .input}: shown, never run), a cell
 holding only a string (a script's docstring: its output is the string), each cell that waits
 for someone at the keyboard (``%debug``, ``input()``: never held to the error it saved), the
@@ -264,6 +265,11 @@ _ANONYMOUS = re.compile(r"(<[^`<>]+>`_)_")
 _MYST_LABEL = re.compile(r"^\((?P<name>[^()\s]+)\)=$|\$\$[ \t]*\((?P<equation>[^()\s]+)\)$"
                          r"|^:(?:label|name):[ \t]*(?P<option>\S+)", re.M)
 _MYST_REF = re.compile(r"\{(?:ref|numref|eq|doc)\}`(?:[^`<]*<)?(?P<name>[^<>`\s]+)>?`")
+# A glossary's term looked up (`{term}`jit``, `{term}`traced <Tracer>``), and a glossary: its
+# terms are its lines flush left (`term : classifier`).
+_TERM = re.compile(r"\{term\}`(?:[^`<]*<)?(?P<name>[^<>`]+?)>?`")
+_GLOSSARY = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glossary\}.*\n(?P<body>(?:.*\n)*?)(?P=fence)",
+                       re.M)
 # An index entry, block or role (`{index}`NumPy <single: NumPy>``: its text stays).
 _INDEX = re.compile(r"^(?P<fence>`{3,}|:{3,})\{index\}.*\n(?:.*\n)*?(?P=fence)[ \t]*"
                     r"(\n[ \t]*$\n?|$)|\{index\}`(?P<text>[^`<]*?)\s*(?:<[^`]*>)?`", re.M)
@@ -738,7 +744,15 @@ def book_names(book: Path) -> frozenset[str]:
     bib = book / "references.bib"
     names |= set(re.findall(r"^@\w+\{\s*([^,\s]+),", bib.read_text(encoding="utf8"), re.M)
                  if bib.is_file() else [])
-    return frozenset(names)
+    return frozenset(names | _terms("\n".join(page.read_text(encoding="utf8")
+                                               for page in book.glob("*.md"))))
+
+
+def _terms(text: str) -> set[str]:
+    """The terms the glossaries in ``text`` define, as ``term NAME`` in lower case: Sphinx
+    looks a term up so."""
+    return {f"term {line.split(' : ')[0].strip().lower()}" for found in _GLOSSARY.finditer(text)
+            for line in found["body"].splitlines() if line.strip() and line[0] not in " \t:"}
 
 
 def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
@@ -753,6 +767,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
     references: list[tuple[str, str]] = []  # each label or page a markdown cell names: where
+    terms: list[tuple[str, str]] = []  # each glossary term a markdown cell looks up: where
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     unlabelled: dict[str, None] = {}  # its figures' and tables' labels
     data: dict[str, str] = {}  # the files beside the lesson its cells name: where first
@@ -850,6 +865,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             references += [(found["name"], _place(cell, source.count("\n", 0, found.start()) + 1,
                                                   found[0]))
                            for found in _MYST_REF.finditer(source)]
+            terms += [(found["name"], _place(cell, source.count("\n", 0, found.start()) + 1,
+                                             found[0])) for found in _TERM.finditer(source)]
             source, shown, written = _shown_images(source, cell, imported)
             html_images += written
             source = _with_images(source, shown, cell, name, folder, imported)
@@ -912,6 +929,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                               "references to sections or pages of the lesson's site, which the "
                               "book does not have (the build stops at each): "
                               + ", ".join(elsewhere))
+    unglossed = [f"{at} (`{term}`)" for term, at in terms
+                 if f"term {term.lower()}" not in _terms(text) | known]
+    if unglossed:
+        imported.to_do.append("add to book/glossary.md, or write as text, the terms the lesson "
+                              "looks up in its site's glossary, which the book's lacks (the build "
+                              "stops at each): " + ", ".join(unglossed))
     if python_blocks:
         imported.to_do.append("the Python in fenced blocks of prose is shown, never run or "
                               "verified: make each block the lesson runs a code cell "
