@@ -280,10 +280,22 @@ def test_an_output_unlike_the_one_the_same_run_accepted_varies_between_runs():
     assert "shows an output that varies between runs" in varies.diff(Path("e.txt"))
     fix = varies.fix(Path("e.txt"))
     assert "make accept-outputs" not in fix and "e.txt:7" in fix
-    # An uninitialised tensor prints what memory held (NYU-DLSP20's `torch.Tensor(2, 3, 4)`):
-    # seeding, all the message offered, does not fix it
-    assert "torch.empty" in fix and "fill it" in fix
     assert "    === cell 0000000a (varies) · print('cell a')\n        took <duration>" in fix
+    # No seed fixes a timing, nor a temporary folder's name (QuantEcon's `%pwd` in a build):
+    # the seed is offered only where what differs may be drawn, beside the pattern.
+    for before, after in [("'/tmp/tmpk3l4ab'", "'/tmp/tmpzz91xq'"),
+                          ("took 0.0023 s", "took 0.0041 s")]:
+        expectations.by_edition["student"]["0000000c"] = before
+        [unseeded] = compare(expectations, "student", [_output("0000000c", after)], "1234abcd")
+        said = unseeded.fix(Path("e.txt"))
+        assert "no seed fixes" in said and "(varies)" in said and "seed(0)" not in said, said
+    # A drawn number is told the seed; an uninitialised tensor prints what memory held
+    # (NYU-DLSP20's `torch.Tensor(2, 3, 4)`): seeding does not fix it, filling it does.
+    expectations.by_edition["student"]["0000000c"] = "loss 0.51 at /tmp/tmpk3l4ab"
+    [loss] = compare(expectations, "student", [_output("0000000c", "loss 0.47 at /tmp/tmpzz")],
+                     "1234abcd")
+    said = loss.fix(Path("e.txt"))
+    assert "`torch.manual_seed(0)`" in said and "torch.empty" in said and "fill it" in said
     # Karpathy's micrograd prints a list built from sets of its values, whose order is their
     # addresses': the same words, in another order, which no seed fixes; a shuffle's
     # (torch.randperm's) too, which a seed does fix: both causes are told.

@@ -24,7 +24,7 @@ from coursebook.model.outputs import normalise, normalised_html
 from coursebook.model.versions import release
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
-from coursebook.verify.varying_outputs import clock_readings, matches, suggest
+from coursebook.verify.varying_outputs import clock_readings, drawn, matches, suggest
 
 ACCEPT_COMMAND = "make accept-outputs"
 EDITIONS = tuple(edition.value for edition in Edition)  # as an expectations file names them
@@ -334,9 +334,12 @@ class Mismatch:
                 "Only its numbers of 12 or more digits differ: a seed drawn at random, or "
                 "objects' `id()`s (where they lie in memory), which no seed fixes: print "
                 "something else. " if ids[0] == ids[1] else "")
-                + "Seed what varies before its draw (`torch.manual_seed(0)`, `np.random.seed(0)` "
-                "or `random.seed(0)`, as the cell draws; a tensor made by `torch.empty` or "
-                "`torch.Tensor(2, 3)` holds what its memory held: fill it)"
+                + ("Seed what varies before its draw (`torch.manual_seed(0)`, `np.random.seed(0)` "
+                   "or `random.seed(0)`, as the cell draws; a tensor made by `torch.empty` or "
+                   "`torch.Tensor(2, 3)` holds what its memory held: fill it)"
+                   if drawn(self.expected, self.cell.text) else "Only paths (the folder the "
+                   "cells run in, a temporary file's name), times or sizes differ, which no seed "
+                   "fixes: print what does not vary")
                 + f", or mark the part that varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
                 f"`<size>`, `<date>` or `...` where the output varies"

@@ -159,6 +159,18 @@ def suggest(accepted: str, shown: str) -> str | None:
     return marked if matches(marked, accepted) and matches(marked, shown) else None
 
 
+# An absolute path: where the cells run (a temporary folder in a build: `%pwd`,
+# `os.getcwd()`), a temporary file's name (drawn by tempfile's own generator: no seed fixes).
+_PATH = re.compile(r"(?<![\w.~-])(?:[A-Za-z]:)?(?:[\\/][\w.~-]+)+")
+
+
+def drawn(one: str, two: str) -> bool:
+    """Whether random numbers may make two outputs differ: not where only paths, times of
+    day, durations or sizes do."""
+    marked = suggest(*(_PATH.sub("/", text) for text in (one, two)))
+    return marked is None or bool(re.search(r"<number>|\.\.\.", marked))
+
+
 _SECOND, _MINUTE = timedelta(seconds=1), timedelta(minutes=1)
 # A date with its time of day as ctime() and `date` print it, as `ls -l` does (this year's).
 _DATE_FORMATS = [("%a %b %d %H:%M:%S %Y", _SECOND), ("%b %d %H:%M", _MINUTE)]
