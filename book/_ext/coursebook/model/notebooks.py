@@ -164,15 +164,11 @@ def is_chapter_source(text: str) -> bool:
 
 
 def chapter_files(folder: Path) -> list[tuple[Path, str]]:
-    found = []
-    for path in sorted(path for suffix in CHAPTER_SUFFIXES for path in folder.rglob(f"*{suffix}")):
-        if {"_build", "_ext", ".ipynb_checkpoints"} & set(path.parts):
-            continue
-        text = path.read_text(encoding="utf8")
-        matter = top_matter(text)
-        if matter is not None and PROVENANCE_KEY not in matter:  # not a recording
-            found.append((path, text))
-    return found
+    paths = sorted(path for suffix in CHAPTER_SUFFIXES for path in folder.rglob(f"*{suffix}")
+                   if not {"_build", "_ext", ".ipynb_checkpoints"} & set(path.parts))
+    texts = [(path, path.read_text(encoding="utf8")) for path in paths]
+    return [(path, text) for path, text in texts  # recordings are no chapters
+            if (matter := top_matter(text)) is not None and PROVENANCE_KEY not in matter]
 
 
 def read_chapter(text: str, md_config: MdParserConfig | None = None,
