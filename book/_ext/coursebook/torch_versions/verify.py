@@ -200,30 +200,26 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
         return  # the versions page and the chapter's own checks report it
     state.not_verified = [s.message() for s in others if s.state is not State.VERIFIED]
     if edition_of(app) is Edition.STUDENT:
-        _under_title(doctree, [nodes.paragraph("", outputs_of_torch(running, "on this page"),
-                                               classes=["verified-on"])])
-        return
-    verified = [s.other for s in others if s.state is State.VERIFIED]
-    this = release(running)
-    builds = [f"{v} (this build)" if v == this else v for v in versions
-              if v == this or v in {o.torch for o in verified if not o.downloads}]
-    # A runtime's file holds the student download's cells, not the answers.
-    readers = [o.label for o in verified if o.downloads]
-    shown = f"torch {', '.join(builds)}" + (
-        f", and as the student download on {' and '.join(readers)}" if readers else "")
-    counted, left = compared_account(state.outputs or [], [])  # a mismatch fails the build
-    notes = [nodes.paragraph("", "", nodes.Text(f"{counted} against {shown}{left}. See "),
-                             _link(CHANGES_LABEL, "what changed between torch versions"),
-                             nodes.Text("."), classes=["verified-on"])]
-    notes += [nodes.paragraph("", "", nodes.Text(s.page_note()),
-                              nodes.literal(s.other.command, s.other.command),
-                              nodes.Text("."), classes=["verified-on", "not-verified"])
-              for s in others if s.state is not State.VERIFIED]
-    _under_title(doctree, notes)
-
-
-def _under_title(doctree: nodes.document, notes: list[nodes.Node]) -> None:
-    section = next(doctree.findall(nodes.section), None)
+        text = outputs_of_torch(running, "on this page")
+        notes = [nodes.paragraph("", text, classes=["verified-on"])]
+    else:
+        verified = [s.other for s in others if s.state is State.VERIFIED]
+        this = release(running)
+        builds = [f"{v} (this build)" if v == this else v for v in versions
+                  if v == this or v in {o.torch for o in verified if not o.downloads}]
+        # A runtime's file holds the student download's cells, not the answers.
+        readers = [o.label for o in verified if o.downloads]
+        shown = f"torch {', '.join(builds)}" + (
+            f", and as the student download on {' and '.join(readers)}" if readers else "")
+        counted, left = compared_account(state.outputs or [], [])  # a mismatch fails the build
+        notes = [nodes.paragraph("", "", nodes.Text(f"{counted} against {shown}{left}. See "),
+                                 _link(CHANGES_LABEL, "what changed between torch versions"),
+                                 nodes.Text("."), classes=["verified-on"])]
+        notes += [nodes.paragraph("", "", nodes.Text(s.page_note()),
+                                  nodes.literal(s.other.command, s.other.command),
+                                  nodes.Text("."), classes=["verified-on", "not-verified"])
+                  for s in others if s.state is not State.VERIFIED]
+    section = next(doctree.findall(nodes.section), None)  # the chapter's, under its title
     if section is not None and section.children and isinstance(section[0], nodes.title):
         section[1:1] = notes
 
