@@ -163,10 +163,6 @@ def load_recording(path: Path, machine: MachineKind) -> Recording:
     return Recording(machine, path, notebook)
 
 
-def recorded_with(recordings: list[Recording]) -> str:
-    return "Outputs recorded with " + "; ".join(recording.summary() for recording in recordings)
-
-
 def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Recording]:
     """The chapter's recordings, preferred kind first; the stand-in's must exist."""
     recordings = [load_recording(path, b) for b in chapter.machines
@@ -199,7 +195,7 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
                      drift: dict[str, list[str]], instructor: bool = True) -> str:
     """Where each recording ran and drifted (a student reads one sentence)."""
     if not instructor:
-        return f"*{plainly_recorded(chapter, recordings)}*"
+        return f"*{recorded_where(chapter, recordings, instructor)}*"
     parts = []
     for recording in recordings:
         p = recording.provenance
@@ -227,8 +223,11 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
             ":class: recording-provenance\n" + "\n\n".join(parts) + "\n:::")
 
 
-def plainly_recorded(chapter: RecordedChapter, recordings: list[Recording]) -> str:
-    """On which devices the outputs were printed, and on which not (a CPU's is never a TPU's)."""
+def recorded_where(chapter: RecordedChapter, recordings: list[Recording], instructor: bool) -> str:
+    """Where the outputs were recorded: for a student, on which devices they were printed, and
+    on which not (a CPU's is never a TPU's)."""
+    if instructor:
+        return "Outputs recorded with " + "; ".join(recording.summary() for recording in recordings)
     devices = " and ".join(dict.fromkeys(r.device() for r in recordings))
     missing = [b.short_label for b in chapter.machines
                if not b.stand_in and all(r.machine != b for r in recordings)]
@@ -273,18 +272,17 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
         recording, outputs = next(((r, sources[cell.source]) for r, sources in by_kind
                                    if cell.source in sources and runs_on(cell, r.machine)),
                                   (None, []))
-        run.outputs = copy.deepcopy(outputs)
+        run.outputs, tags = copy.deepcopy(outputs), set(cell_tags(cell))
         if recording is not None:
             if (printed := printed_for_downloads(cell, outputs, recording)) is not None:
                 labelled.cells.append(printed)
             # A hidden cell, or the book's verdict on the cell above, needs no mark.
-            tags = set(cell_tags(cell))
             if instructor and "remove-cell" not in tags and not {"remove-input", BOOK_ONLY_TAG} <= tags:
                 labelled.cells.append(markdown_cell(
                     f"*Recorded on {{ref}}`{recording.machine.short_label} "
                     f"<{recording.anchor(chapter.name)}>`.*", BOOK_ONLY_TAG))
             continue
-        if instructor and (is_answer(cell) or CHECK_TAG in cell_tags(cell)):
+        if instructor and (is_answer(cell) or CHECK_TAG in tags):
             # The recorder runs the student's notebook: an answer and its checks never run.
             labelled.cells.append(markdown_cell(ANSWER_NOT_RECORDED, BOOK_ONLY_TAG))
             continue

@@ -21,9 +21,8 @@ from coursebook.model.machine_kinds import MachineKind, environments_path, load_
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUFFIX, author_line,
                                         cell_tags, first_line, is_cell_script, is_chapter_source,
                                         note_output_keys, read_chapter, reads_as_json)
-from coursebook.model.recordings import (attach_recordings, load_recordings, plainly_recorded,
-                                         recorded_chapter, recorded_with, recording_name,
-                                         recording_path)
+from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
+                                         recorded_where, recording_name, recording_path)
 from coursebook.model.solutions import SolutionError
 from coursebook.museum.model import Wing
 from coursebook.museum.prepare import claim_sources, link_back_to_exhibits, place_museum
@@ -119,9 +118,8 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
     recorded = {source for recording in recordings for source in recording.outputs_by_source()}
     claims = replace(claims, checked=tuple(claim for claim in claims.checked
                                            if notebook.cells[claim.index].source in recorded))
-    where = recorded_with(recordings) if instructor else plainly_recorded(chapter, recordings)
     return replace(prepared, notebook=attached.labelled, recorded=attached.executed,
-                   recorded_with=where, claims=claims)
+                   recorded_with=recorded_where(chapter, recordings, instructor), claims=claims)
 
 
 def _note_inputs(app: Sphinx, config: BookConfig, prepared: PreparedChapter | None) -> list[str]:
