@@ -82,9 +82,7 @@ def recording_path(recordings_dir: Path, name: str, kind: str) -> Path:
 
 def runs_on(cell, machine: MachineKind) -> bool:
     """Whether a machine of this kind runs (and may show the output of) a code cell."""
-    tags = cell_tags(cell)
-    return not ((machine.stand_in and ACCELERATOR_ONLY_TAG in tags)
-                or (not machine.stand_in and STAND_IN_ONLY_TAG in tags))
+    return (ACCELERATOR_ONLY_TAG if machine.stand_in else STAND_IN_ONLY_TAG) not in cell_tags(cell)
 
 
 @dataclass(frozen=True)
