@@ -585,6 +585,31 @@ def test_a_tensorboard_cell_is_told_at_its_line(tmp_path, capsys):
     assert re.findall(r"(cell \d+, line \d+): `%tensorboard` starts", said) == ["cell 2, line 2"]
 
 
+def test_neuromatchs_solution_cells_are_answers_and_its_exercise_cells_raise(tmp_path, capsys):
+    """Neuromatch's notebooks mark a solution `# to_remove solution` (its tools drop such cells
+    from the student notebook): 14 came in untagged, so the student page showed them all; the
+    exercise above each raises NotImplementedError, which the build refused as untagged."""
+    import nbformat
+
+    cells = ['raise NotImplementedError("Student exercise: compute v")\nv = ...',
+             "# to_remove solution\nv = 2 * 3\nprint(v)",
+             '# to_remove explanation\n"""v doubles."""', "# to_remove, not a solution\nw = 1",
+             'def f():\n    raise NotImplementedError("in a function: f() is never called")']
+    book, said = _brought_in(tmp_path, capsys, "nma.ipynb", nbformat.writes(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])))
+    chapter = read_chapter((book / "nma.md").read_text())
+    tagged = [(cell.source, cell_tags(cell), cell.metadata.get("raises"))
+              for cell in chapter.cells[2:]]  # after the title and the hidden first cell
+    assert tagged == [
+        (cells[0], ["raises-exception"], "NotImplementedError"),
+        ("v = 2 * 3\nprint(v)", ["answer"], None), ('"""v doubles."""', ["answer"], None),
+        (cells[3], [], None), (cells[4], [], None)], tagged
+    assert ("tagged `answer` the 2 cell(s) marked `# to_remove solution` or `# to_remove "
+            "explanation` (Neuromatch's: its student notebooks leave them out): cell 2, cell 3"
+            ) in said, said
+    assert "tagged `raises-exception` the 1 cell(s) that raise at their top level" in said, said
+
+
 def test_a_title_asked_for_replaces_the_lessons_own(tmp_path, capsys):
     """`make chapter NAME=uva02 TITLE="UvA 2" FROM=` UvA's PyTorch lab gave its page two
     titles: the one asked for, then the lesson's `# Tutorial 2: ...` as a second `#`."""

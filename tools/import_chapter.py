@@ -30,6 +30,9 @@ What changes, each said in the report `make chapter FROM=…` prints:
   are copied into a folder named after the chapter, beside it, and shown from there;
 - a cell whose saved output is an error is tagged ``raises-exception`` (its error was the
   lesson, or must be fixed: said in the report), and ``raises: NAME`` holds it to that error.
+  So is a cell that raises at its top level (an exercise's ``raise NotImplementedError``);
+- a solution Neuromatch's tools leave out of its student notebooks (a cell opening with
+  ``# to_remove solution`` or ``# to_remove explanation``) is tagged ``answer``.
 
 A lesson whose kernel runs another language than Python (an R notebook) is refused.
 
@@ -81,6 +84,7 @@ from markdown_it import MarkdownIt
 
 from coursebook.model.cell_notes import cell_line, note, noted, source_line
 from coursebook.model.notebooks import (
+    ANSWER_TAG,
     RAISES_TAG,
     cell_tags,
     code_cell,
@@ -109,6 +113,8 @@ _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index
                      "--extra-index-url", "-f", "--find-links", "-t", "--target"})
 # A statement showing the folder the cells run in: `%pwd`, `!pwd`, `os.getcwd()`, `Path.cwd()`.
 _CWD = re.compile(r"run_line_magic\('pwd'|system\('pwd'\)|\b(?:getcwd|cwd)\(\)")
+# Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
+_TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 # A reST directive or substitution rst2md leaves as it is (`.. literalinclude::`,
@@ -765,6 +771,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     imported = Imported(notebook, "", source_format)
     dropped_outputs = removed_installs = html_images = indexed = 0
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
+    exercises: list[str] = []  # cells that raise at their top level (`raise NotImplementedError`)
+    answers: list[str] = []  # Neuromatch's solutions (`# to_remove solution`), tagged answer
     python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
     references: list[tuple[str, str]] = []  # each label or page a markdown cell names: where
     terms: list[tuple[str, str]] = []  # each glossary term a markdown cell looks up: where
@@ -789,6 +797,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 else:
                     kept.append(line)
             source = "\n".join(kept).strip("\n")
+            if _TO_REMOVE.match(source):  # the marker is Neuromatch's tools' talk: not shown
+                source = _TO_REMOVE.sub("", source).strip("\n")
+                tags.append(ANSWER_TAG)
+                answers.append(_place(cell))
             if not source.strip() or source.strip() == "%matplotlib inline":
                 continue
             asks = _waits(cell.source)
@@ -821,6 +833,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             if errors and RAISES_TAG not in tags:
                 tags.append(RAISES_TAG)
                 raised.append(f"{_place(cell)} (`{source.splitlines()[0]}`: {errors[0]})")
+            raising = [ast.unparse(getattr(node.exc, "func", node.exc)) for node
+                       in _python(source).body if isinstance(node, ast.Raise) and node.exc]
+            if raising and not errors and not asks and RAISES_TAG not in tags:
+                tags.append(RAISES_TAG)
+                errors = raising[:1]
+                exercises.append(f"{_place(cell)} (`{errors[0]}`)")
             imports = _imported_modules(source)
             colab = [module for module in imports if f"{module}.".startswith(f"{COLAB}.")]
             if colab:
@@ -960,6 +978,14 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 f"output is an error: {', '.join(raised)}")
         imported.to_do.append(f"check that each error tagged `{RAISES_TAG}` is the lesson, "
                               "not a missing package or device: fix the cell otherwise")
+    if answers:
+        imported.changed.append(f"tagged `{ANSWER_TAG}` the {len(answers)} cell(s) marked `# "
+                                "to_remove solution` or `# to_remove explanation` (Neuromatch's: "
+                                "its student notebooks leave them out): " + ", ".join(answers))
+    if exercises:
+        imported.changed.append(f"tagged `{RAISES_TAG}` the {len(exercises)} cell(s) that raise "
+                                "at their top level (an exercise left to the student), each held "
+                                f"to its error: {', '.join(exercises)}")
     if removed_installs:
         imported.changed.append(f"took out {removed_installs} install line(s): a cell does not "
                                 "install during a build")
