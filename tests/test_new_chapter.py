@@ -1156,6 +1156,24 @@ def test_a_cell_showing_the_folder_the_cells_run_in_is_named(tmp_path, capsys):
         "line 20: `!pwd` shows the folder"], said
 
 
+def test_a_cell_timing_a_statement_is_named(tmp_path, capsys):
+    """JAX's jit-compilation lesson times five statements with `%timeit`: unsaid, each came up
+    only after accept-outputs' two runs (2 min 44 s), refused as varying."""
+    book = _book(tmp_path)
+    lesson = tmp_path / "timings.md"
+    cells = ["!pip install -q numpy\n%timeit sum(range(9))", "%%timeit\nsum(range(9))",
+             "t = %timeit -o sum(range(9))\n%time x = 1", "print('no time')"]
+    lesson.write_text(MYST_PLACES.split("The [previous")[0] + "".join(
+        f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    assert re.findall(r"line \d+: `[^`]+` shows how long a statement took", said) == [
+        "line 11: `%timeit sum(range(9))` shows how long a statement took",
+        "line 15: `%%timeit` shows how long a statement took",
+        "line 20: `t = %timeit -o sum(range(9))` shows how long a statement took",
+        "line 21: `%time x = 1` shows how long a statement took"], said
+
+
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):
     """The build's refusal of a `.ipynb` page names `make chapter FROM=` it: the chapter
     takes the page's place, and the tool says to delete the notebook."""

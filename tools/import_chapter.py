@@ -40,7 +40,8 @@ Left to the author, and listed: the packages to declare (those the install lines
 and the modules the cells import that the book's environment lacks), the lesson's own
 modules the cells import, a cell that reads a name only a later cell defines (a lesson saved
 after running its cells out of order), the cells that draw random numbers before any seed,
-a cell showing the folder the cells run in (``%pwd``: it differs between runs),
+a cell showing the folder the cells run in (``%pwd``) or a time taken (``%timeit``): each
+differs between runs,
 where students get the files the cells read, the errors tagged to check, a ``google.colab``
 import, each image
 the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
@@ -815,13 +816,16 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 "take it out; show a screenshot in the prose"
                 for line in sorted(node.lineno for node in ast.walk(_python(cell.source))
                                    if _magic(node)[0] == "tensorboard")]
-            imported.to_do += [  # a temporary folder, new on each run (or the builder's own)
-                f"{_place(cell, node.lineno)}: `{source_lines[node.lineno - 1].strip()}` shows "
-                "the folder the cells run in, which differs between runs and machines (the build "
-                "refuses it as an output that varies): take it out, or mark its expected output "
-                "`(varies)` as the build then says"
-                for source_lines in [cell.source.splitlines()] for node in _python(cell.source).body
-                if isinstance(node, ast.Expr) and _CWD.search(ast.unparse(node))]
+            tree, lines = _python(cell.source), cell.source.splitlines()
+            shown = [(node.lineno, "the folder the cells run in") for node in tree.body
+                     if isinstance(node, ast.Expr) and _CWD.search(ast.unparse(node))] + [
+                (node.lineno, "how long a statement took") for node in ast.walk(tree)
+                if _magic(node)[0] in ("time", "timeit")]  # a temporary folder is new each run
+            imported.to_do += [
+                f"{_place(cell, line)}: `{lines[line - 1].strip()}` shows {what}, which differs "
+                "between runs and machines (the build refuses it as an output that varies): take "
+                "it out, or mark its expected output `(varies)` as the build then says"
+                for line, what in sorted(shown)]
             imported.to_do += [  # these fail on a comment (%pdb: "Incorrect argument")
                 f"{_place(cell, node.lineno)}: `%{magic} {argument}`: IPython passes the comment "
                 "on to the magic as part of its argument, which the magic refuses: put the "
