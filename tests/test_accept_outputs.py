@@ -1,5 +1,6 @@
 """`make accept-outputs` runs each chapter whose outputs changed a second time, so that an
-output that varies between runs is found when it is accepted, not on a later cold build."""
+output that varies between runs is found when it is accepted, not on a later cold build; where
+two runs printed alike, an unseeded draw's output is still refused (they may have drawn alike)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import sphinx_build, tool_in_process
-
-pytestmark = pytest.mark.slow
+from conftest import load_tool, sphinx_build, tool_in_process
 
 ACCEPT = {"coursebook_accept_outputs": "1"}
 RANDOM_CELL = "\n```{code-cell} ipython3\nprint(torch.rand(2))\n```\n"
@@ -22,6 +21,7 @@ def accept(book: Path, root: Path) -> tuple[int, str]:
                                               "--cache", str(root / "cache")])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", ["", "torch.manual_seed(0)\n"])
 def test_an_unseeded_random_output_is_refused_when_accepted(tiny_book, tmp_path, seed):
     chapter = tiny_book / "chapter.md"
@@ -39,6 +39,54 @@ def test_an_unseeded_random_output_is_refused_when_accepted(tiny_book, tmp_path,
         assert "`(varies)`" in log
 
 
+@pytest.mark.slow
+def test_an_unseeded_draw_both_runs_print_alike_fails_the_accept(tiny_book, tmp_path):
+    """A draw that prints the same every time (as two draws may by chance): both runs agree,
+    and the accept still fails, naming the cell's line and the seed."""
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text() + RANDOM_CELL.replace(
+        "print(torch.rand(2))", "print(int(torch.rand(1) < 2))"))
+    returncode, log = accept(tiny_book, tmp_path)
+    [line] = _lines_of(chapter, "print(int(torch.rand(1) < 2))")
+    assert returncode == 1 and "the second run printed the same" not in log, log[-3000:]
+    assert f"chapter.md:{line}: `torch.rand(1)` draws random numbers before any seed" in log, \
+        log[-3000:]
+
+
+def _lines_of(chapter: Path, *texts: str) -> list[int]:
+    lines = chapter.read_text().splitlines()
+    return [lines.index(text) + 1 for text in texts]
+
+
+def test_an_unseeded_draw_two_runs_printed_alike_is_refused_at_its_line(tmp_path):
+    """QuantEcon's functions.md drew 3 in both runs (P ~ 0.18) and it was accepted; the next
+    cold build would fail most times. Refused: a literal output of a cell drawing before any
+    seed; not one that prints nothing, one marked `(varies)` or one drawn after the seed."""
+    from importlib import metadata
+
+    from coursebook.verify.expectations import code_digest, entry_lines, expectations_path
+
+    cells = {"import torch\nprint(torch.randint(0, 1, (1,)))": "tensor([0])",
+             "weights = torch.rand(3)": "", "print(torch.rand(1).item())": "<number>",
+             "torch.manual_seed(0)\nprint(torch.rand(1))": "tensor([0.4963])"}
+    chapter = tmp_path / "book" / "lab.md"
+    chapter.parent.mkdir()
+    chapter.write_text("---\njupytext:\n  text_representation: {format_name: myst}\n"
+                       "kernelspec: {name: python3}\n---\n# Lab\n" + "".join(
+                           f"\n```{{code-cell}} ipython3\n{code}\n```\n" for code in cells))
+    expected = expectations_path(tmp_path / "book" / "expected", metadata.version("torch"), "lab")
+    expected.parent.mkdir(parents=True)
+    expected.write_text("\n".join(line for code, text in cells.items() for line in entry_lines(
+        "cell", code_digest(code), text, varies="<" in text, first=code.split("\n")[0])) + "\n")
+    [drawn] = load_tool("accept_outputs").drawn_alike(tmp_path / "book", ["lab"])
+    [line] = _lines_of(chapter, "print(torch.randint(0, 1, (1,)))")
+    assert drawn.endswith(
+        f"lab.md:{line}: `torch.randint(0, 1, (1,))` draws random numbers before any seed: two "
+        "runs printed alike, as draws may by chance, so its output is no fact: seed before it "
+        "(`torch.manual_seed(0)`), then run `make accept-outputs` again"), drawn
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("marked", [False, True])
 def test_an_accepting_build_refuses_an_output_that_holds_the_time_it_ran(tiny_book, tmp_path,
                                                                          cache_copy, marked):

@@ -8,8 +8,10 @@ this after the exhibits' records). A chapter whose file under ``expected/`` chan
 the execution cache and both editions are built again, verifying: a cell that printed
 something else the second time stops with the build's "varies between runs" message, which
 offers a seed and a pattern (an output that holds the time it ran, which two runs of one
-minute print alike, the accepting build itself refuses).
-Exit status 0: accepted, and every changed chapter printed the same twice."""
+minute print alike, the accepting build itself refuses). Two runs that printed alike are no
+proof where a cell draws random numbers before any seed (they may have drawn alike: QuantEcon's
+functions.md drew 3 twice, P ~ 0.18): its literal entry is refused, with the seed to add.
+Exit status 0: accepted, and every changed chapter printed the same twice, from no unseeded draw."""
 
 from __future__ import annotations
 
@@ -23,12 +25,20 @@ from book_environment import BUILD, ROOT, sphinx_command, use_book_environment
 
 use_book_environment()
 
-from jupyter_cache import get_cache  # noqa: E402
+from import_chapter import SEEDS, unseeded_draws
+from jupyter_cache import get_cache
 
-from coursebook.verify.expectations import expectations_path  # noqa: E402
+from coursebook.model.cell_notes import cell_line
+from coursebook.model.faults import shown_path
+from coursebook.model.notebooks import CHAPTER_SUFFIXES, read_chapter
+from coursebook.verify.expectations import (
+    EDITIONS,
+    code_digest,
+    expectations_path,
+    read_expectations,
+)
 
 ACCEPT = {"coursebook_accept_outputs": "1"}
-EDITIONS = ("student", "instructor")
 
 
 def expected_files(book: Path) -> dict[str, str]:
@@ -45,6 +55,25 @@ def build(book: Path, out: Path, cache: Path, edition: str, settings: dict[str, 
                              instructor=edition == "instructor",
                              settings={"nb_execution_cache_path": str(cache), **settings})
     return subprocess.run(command, cwd=ROOT).returncode == 0
+
+
+def drawn_alike(book: Path, chapters: list[str]) -> list[str]:
+    """Each cell of ``chapters`` that draws random numbers before any seed, its output
+    accepted as it is (not empty, not marked ``(varies)``), as a message at its line."""
+    folder = expectations_path(book / "expected", metadata.version("torch"), "").parent
+    told = []
+    for name in chapters:
+        expected = read_expectations(folder / f"{name}.txt")
+        path = next(p for p in book.glob(f"{name}.*") if p.suffix in CHAPTER_SUFFIXES)
+        for module, cell, line, call in unseeded_draws(read_chapter(path.read_text("utf8")).cells):
+            if any(text and key.split(".")[0] == code_digest(cell.source)
+                   and key not in expected.varying[edition] for edition in EDITIONS
+                   for key, text in expected.by_edition[edition].items()):
+                told.append(f"{shown_path(path)}:{cell_line(cell, line - 1)}: `{call}` draws "
+                            "random numbers before any seed: two runs printed alike, as draws "
+                            "may by chance, so its output is no fact: seed before it "
+                            f"(`{SEEDS[module]}`), then run `make accept-outputs` again")
+    return told
 
 
 def forget_runs(cache: Path, book: Path, docnames: set[str]) -> None:
@@ -81,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"accept-outputs: {names} changed; running {'it' if len(changed) == 1 else 'them'} "
           "a second time to find outputs that vary between runs")
     if all([build(args.book, args.out, args.cache, edition, {}) for edition in EDITIONS]):
+        if drawn := drawn_alike(args.book, changed):
+            print("\n".join(drawn), file=sys.stderr)
+            return 1
         print(f"accept-outputs: {names}: the second run printed the same; review the diff "
               f"of {args.book / 'expected'} and commit it")
         return 0

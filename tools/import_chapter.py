@@ -667,17 +667,18 @@ def _out_of_order(cells) -> list[str]:
 
 
 # The call that seeds each module's random numbers, and torch's calls that draw them.
-_SEEDS = {"numpy.random": "np.random.seed(0)", "random": "random.seed(0)",
+SEEDS = {"numpy.random": "np.random.seed(0)", "random": "random.seed(0)",
           "torch": "torch.manual_seed(0)"}
 _TORCH_DRAWS = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "randn_like",
                           "randint_like", "normal", "bernoulli", "multinomial", "poisson"})
 
 
-def _unseeded_draws(cells) -> list[str]:
+def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
     """The first call in each code cell that draws a random number (``np.random.randn()``,
     ``from random import uniform``'s ``uniform()``, ``torch.randn``; a generator made without a
-    seed) before any cell seeds its module: what such a cell prints differs between runs, and
-    two runs that draw alike by chance make accept-outputs take a draw as expected."""
+    seed) before any cell seeds its module: (the module, the cell, the call's line in it, the
+    call). What such a cell prints differs between runs, and two runs that draw alike by chance
+    make accept-outputs take a draw as expected (tools/accept_outputs.py refuses it)."""
     names: dict[str, str] = {}  # a name the cells bind by importing: what it stands for
     seeded, told = set(), []
     for cell in (cell for cell in cells if cell.cell_type == "code"):
@@ -692,7 +693,7 @@ def _unseeded_draws(cells) -> list[str]:
                            key=lambda node: (node.lineno, node.col_offset)):
             head, _, rest = ast.unparse(call.func).partition(".")
             called = f"{names.get(head, head)}.{rest}".rstrip(".")
-            module = next((m for m in _SEEDS if called.startswith(f"{m}.")  # not a generator's
+            module = next((m for m in SEEDS if called.startswith(f"{m}.")  # not a generator's
                            and "(" not in called), "")  # method: `default_rng(0).normal`
             function = called.rpartition(".")[2]
             if function in ("seed", "manual_seed"):
@@ -700,15 +701,19 @@ def _unseeded_draws(cells) -> list[str]:
             elif module and module not in seeded and (
                     module != "torch" or function in _TORCH_DRAWS) and not (
                     function in ("default_rng", "RandomState", "Random") and call.args):
-                told.append((module, f"{_place(cell, call.lineno)} (`{ast.unparse(call)}`)"))
+                told.append((module, cell, call.lineno, ast.unparse(call)))
                 break
-    if not told:
+    return told
+
+
+def _unseeded_draws(cells) -> list[str]:
+    if not (told := unseeded_draws(cells)):
         return []
     return ["seed the random numbers before the first draw ("
-            + ", ".join(dict.fromkeys(f"`{_SEEDS[module]}`" for module, _ in told))
+            + ", ".join(dict.fromkeys(f"`{SEEDS[module]}`" for module, *_ in told))
             + "): the cells draw without a seed, so what they print differs between runs, and "
             "two runs that draw alike by chance make accept-outputs take a draw as expected: "
-            + ", ".join(place for _, place in told)]
+            + ", ".join(f"{_place(cell, line)} (`{call}`)" for _, cell, line, call in told)]
 
 
 def _only_a_string(source: str) -> bool:
