@@ -763,7 +763,8 @@ def book_names(book: Path) -> frozenset[str]:
 def _terms(text: str) -> set[str]:
     """The terms the glossaries in ``text`` define, as ``term NAME`` in lower case: Sphinx
     looks a term up so."""
-    return {f"term {line.split(' : ')[0].strip().lower()}" for found in _GLOSSARY.finditer(text)
+    return {f"term {' '.join(line.split(' : ')[0].split()).lower()}"
+            for found in _GLOSSARY.finditer(text)
             for line in found["body"].splitlines() if line.strip() and line[0] not in " \t:"}
 
 
@@ -892,8 +893,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             references += [(found["name"], _place(cell, source.count("\n", 0, found.start()) + 1,
                                                   found[0]))
                            for found in _MYST_REF.finditer(source)]
-            terms += [(found["name"], _place(cell, source.count("\n", 0, found.start()) + 1,
-                                             found[0])) for found in _TERM.finditer(source)]
+            terms += [(" ".join(found["name"].split()), _place(  # Sphinx folds its blanks
+                cell, source.count("\n", 0, found.start()) + 1, found[0]))
+                for found in _TERM.finditer(source)]
             source, shown, written = _shown_images(source, cell, imported)
             html_images += written
             source = _with_images(source, shown, cell, name, folder, imported)
@@ -956,8 +958,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                               "references to sections or pages of the lesson's site, which the "
                               "book does not have (the build stops at each): "
                               + ", ".join(elsewhere))
-    unglossed = [f"{at} (`{term}`)" for term, at in terms
-                 if f"term {term.lower()}" not in _terms(text) | known]
+    glossed = _terms(text) | known
+    unglossed = [f"{at} (`{term}`)" for term, at in terms if f"term {term.lower()}" not in glossed]
     if unglossed:
         imported.to_do.append("add to book/glossary.md, or write as text, the terms the lesson "
                               "looks up in its site's glossary, which the book's lacks (the build "

@@ -55,9 +55,11 @@ def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
 def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, str]) -> None:
     """Put the execution versions into the first code cell's metadata (the cache key), with
     those of the packages the chapter declares: upgraded, one runs the chapter again."""
+    from packaging.requirements import Requirement  # as chapter_packages reads them, here too
+
     digest = book_code_digest(notebook)
     versions = {**versions, **{f"package {name}": metadata.version(name) for name in (
-        re.match(r"[\w.-]+", package)[0] for package in declared_packages(notebook.metadata))}}
+        Requirement(package).name for package in declared_packages(notebook.metadata))}}
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.metadata[VERSIONS_KEY] = {**versions, **({"book_code": digest} if digest else {})}
