@@ -136,10 +136,13 @@ class BookConfig:
     def torch(self) -> str:
         return self.execution_versions["torch"]
 
+    @property
+    def runtimes_path(self) -> Path | None:  # None: tools/runtimes.toml, the data's default
+        return Path(self.runtimes_file) if self.runtimes_file else None
+
     @cached_property
     def machine_kinds(self) -> dict[str, MachineKind]:
-        return load_machine_kinds(Path(self.machine_kinds_file),
-                                  Path(self.runtimes_file) if self.runtimes_file else None)
+        return load_machine_kinds(Path(self.machine_kinds_file), self.runtimes_path)
 
     @cached_property
     def reader_runtimes(self) -> tuple[Runtime, ...]:  # whose texts pages show beside ours

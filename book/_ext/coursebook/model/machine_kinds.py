@@ -129,9 +129,10 @@ def environments_path(recordings_dir: Path, name: str) -> Path:
     return recordings_dir / f"{name}-environments.toml"
 
 
-def load_environments(path: Path,
-                      machines: dict[str, MachineKind]) -> dict[str, list[RecordingEnvironment]]:
-    """A recorded chapter's environments, per kind; each kind's first one is its main one."""
+def load_environments(path: Path, machines: dict[str, MachineKind],
+                      runtimes_file: Path | None = None) -> dict[str, list[RecordingEnvironment]]:
+    """A recorded chapter's environments, per kind; each kind's first one is its main one (a
+    runtime named from ``runtimes_file``, as :func:`load_machine_kinds`')."""
     tables, file = read_toml(path, dict[str, tuple[RecordingEnvironment, ...]], MachineKindError)
     environments: dict[str, list[RecordingEnvironment]] = {}
     for kind, listed in tables.items():
@@ -150,7 +151,7 @@ def load_environments(path: Path,
                                       adds=shared.adds,
                                       runtime=environment.runtime or shared.runtime)
             elif environment.runtime:
-                named = runtime_named(environment.runtime, file, f"{where}.runtime")
+                named = runtime_named(environment.runtime, file, f"{where}.runtime", runtimes_file)
                 environment = replace(environment, requirements=tuple(named.requirements()),
                                       adds=tuple(f"{n}=={v}" for n, v in named.adds.items()))
             elif not environment.requirements:

@@ -107,7 +107,8 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
     if chapter is None:
         return prepared
     recordings_dir = Path(config.recordings_dir)
-    pinned = load_environments(environments_path(recordings_dir, chapter.name), config.machine_kinds)
+    pinned = load_environments(environments_path(recordings_dir, chapter.name),
+                               config.machine_kinds, config.runtimes_path)
     recordings = load_recordings(recordings_dir, chapter)
     attached = attach_recordings(notebook, chapter, recordings, config.allow_stale_recordings,
                                  pinned, instructor=instructor)
