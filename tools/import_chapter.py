@@ -71,6 +71,7 @@ import shlex
 import textwrap
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from functools import cache
 from html.parser import HTMLParser
 from importlib.metadata import packages_distributions
 from pathlib import Path
@@ -723,6 +724,12 @@ def _only_a_string(source: str) -> bool:
             and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str))
 
 
+@cache  # it reads every installed distribution's file list (0.1 s): once a process
+def _shared_top_levels() -> frozenset[str]:
+    shared = {top for top, names in packages_distributions().items() if len(set(names)) > 1}
+    return frozenset({*shared, COLAB.split(".")[0]})
+
+
 def _unimportable(modules: dict, packages: list[str], folder: Path | None) -> tuple[list, list]:
     """Of the modules the cells import, those this (the book's) environment lacks, apart from
     the packages the install lines named: those to install, each named as one package installs
@@ -731,8 +738,7 @@ def _unimportable(modules: dict, packages: list[str], folder: Path | None) -> tu
     distributions provide (importlib.metadata tells: sphinxcontrib), or Colab's own package's
     (google.colab's google, where google.cloud goes too). An absent top level is no sign of a
     namespace: ``torchviz.dot`` is torchviz's."""
-    shared = {top for top, names in packages_distributions().items() if len(set(names)) > 1}
-    shared.add(COLAB.split(".")[0])
+    shared = _shared_top_levels()
     lacking, own = {}, {}
     for name in modules:
         top = name.split(".")[0]
