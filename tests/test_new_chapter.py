@@ -342,6 +342,33 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
         "book shows one" in to_do, to_do
 
 
+def test_an_image_no_pdf_shows_is_told_to_be_saved_as_a_png_or_pdf(tmp_path, capsys):
+    """JAX's thinking_in_jax shows Colab's badge, an SVG on the web: the tool said to save it
+    beside the chapter, where the PDF's build stops at it again (an SVG); an SVG or GIF
+    beside the lesson was copied unsaid, and the PDF's build stopped at it."""
+    book = _book(tmp_path)
+    (tmp_path / "res").mkdir()
+    for image in ("graph.svg", "spin.gif", "plot.png"):
+        (tmp_path / "res" / image).write_bytes(b"image")
+    lesson = tmp_path / "badges.md"
+    lesson.write_text(MYST_PLACES.replace(
+        "The [previous lesson](intro.html).",
+        "![Open](https://example.org/badge.svg) ![web](https://example.org/w.png)\n\n"
+        "![graph](res/graph.svg) ![spin](res/spin.gif) ![plot](res/plot.png)"))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    to_do = capsys.readouterr().out.split("Still to do:")[1]
+    assert "line 9: https://example.org/badge.svg: an image on the web, which no PDF (a lab's " \
+        "handout) shows: it is typeset without the network (the build stops at it): save it " \
+        "as a PNG or PDF in badges/, beside the chapter, and change its link, or take it out" \
+        in to_do, to_do
+    assert "https://example.org/w.png: an image on the web, which no PDF (a lab's handout) " \
+        "shows: it is typeset without the network (the build stops at it): save it in " \
+        "badges/, beside the chapter" in to_do, to_do
+    told = re.findall(r"line \d+: (\S+): an image of a kind no PDF \(a lab's handout\) shows "
+                      r"\(the build of one stops at it\): save it as a PNG or PDF", to_do)
+    assert told == ["badges/res/graph.svg", "badges/res/spin.gif"], to_do
+
+
 def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_build(tmp_path,
                                                                                   capsys):
     """NYU-DLSP20's autograd lesson imports torchviz, its tensor lesson `res.plot_lib` (a
@@ -1070,7 +1097,8 @@ def test_a_lectures_glossary_terms_the_book_lacks_are_named(tmp_path, capsys):
     lesson.write_text(MYST_PLACES.replace(
         "The [previous lesson](intro.html).",
         "With {term}`JIT` and {term}`transformations <transformation>`, a {term}`Tracer`, a\n"
-        "{term}`pytree`, {term}`eager\nmode` and {term}`Jupyter  kernel`.\n\n```{glossary}\n:sorted:\n\npytree\n  A tree of arrays.\n```"))
+        "{term}`pytree`, {term}`eager\nmode` and {term}`Jupyter  kernel`.\n\n```{glossary}\n"
+        ":sorted:\n\npytree\n  A tree of arrays.\n```"))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     said = capsys.readouterr().out
     assert "the terms the lesson looks up in its site's glossary, which the book's lacks (the " \

@@ -44,11 +44,12 @@ a cell showing the folder the cells run in (``%pwd``) or a time taken (``%timeit
 differs between runs,
 where students get the files the cells read, the errors tagged to check, a ``google.colab``
 import, each image
-the lesson shows that is not beside it, sits inside other HTML or is on the web (a handout is
-typeset without the network), each video or page it embeds (``<iframe>``), each raw cell
-(left out), each link to a page or reference to a section of the lesson's own site
-(``intro.html``, ``{doc}`intro```), each term it looks up in a glossary that
-book/glossary.md lacks (``{term}`Tracer```), each work it cites that book/references.bib lacks, each
+the lesson shows that is not beside it, sits inside other HTML, is on the web (a handout is
+typeset without the network) or of a kind no PDF shows (an SVG, a GIF), each video or page
+it embeds (``<iframe>``), each raw cell (left out), each link to a page or reference to a
+section of the lesson's own site (``intro.html``, ``{doc}`intro```), each term it looks up in a
+glossary that book/glossary.md lacks (``{term}`Tracer```), each work it cites that
+book/references.bib lacks, each
 fenced block of Python in its prose (d2l's ```{.python .input}: shown, never run), a cell
 holding only a string (a script's docstring: its output is the string), each cell that waits
 for someone at the keyboard (``%debug``, ``input()``: never held to the error it saved), the
@@ -65,6 +66,7 @@ import builtins
 import collections
 import importlib.util
 import itertools
+import mimetypes
 import os
 import re
 import shlex
@@ -125,6 +127,16 @@ _DIRECTIVE = re.compile(r"^[ \t]*(\.\. (?:\|[^|\n]+\| )?[\w:-]+::)", re.M)
 # A reST figure: its line and option lines, then its indented caption (and legend).
 _FIGURE = re.compile(r"^\.\. figure::(?P<head>.*\n(?:[ \t]+:.*\n)*)"
                      r"(?P<caption>(?:[ \t]*\n|[ \t]+\S.*\n)*)", re.M)
+
+
+# The images a PDF shows: those of Sphinx's LaTeX builder (render/handouts.py refuses others).
+_PDF_IMAGES = ("application/pdf", "image/png", "image/jpeg")
+
+
+def _pdf_kind(path: str) -> str:
+    """`` as a PNG or PDF`` for an image of a kind no PDF shows (an SVG, a GIF), else ``""``."""
+    kind = mimetypes.MimeTypes(filenames=()).guess_type(path)[0]  # as handouts.py guesses it
+    return "" if kind in _PDF_IMAGES else " as a PNG or PDF"
 
 
 class NotALesson(Exception):
@@ -519,7 +531,8 @@ def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Pa
             imported.to_do.append(
                 f"{_place(cell, line, path)}: {path}: an image on the web, which no PDF (a lab's "
                 "handout) shows: it is typeset without the network (the build stops at it): "
-                f"save it in {name}/, beside the chapter, and change its link")
+                f"save it{_pdf_kind(path)} in {name}/, beside the chapter, and change its link, "
+                "or take it out")
             continue
         elif path.startswith(("#", "data:")) or path.startswith("/") and (
                 folder is None or not (folder / path[1:]).is_file()):
@@ -537,6 +550,10 @@ def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Pa
         # Sphinx looks an image up by its address as markdown-it gives it, percent-encoded
         copy = f"{name}/" + re.sub(r"[^\w./-]+", "-", relative)
         imported.files[copy] = content
+        if _pdf_kind(path):
+            imported.to_do.append(f"{_place(cell, line, path)}: {copy}: an image of a kind no PDF "
+                                  "(a lab's handout) shows (the build of one stops at it): save "
+                                  f"it{_pdf_kind(path)} beside the chapter and change its link")
         for written in dict.fromkeys((f"<{path}>", src, path)):  # as the lesson may write it
             source = source.replace(f"]({written}", f"]({copy}").replace(f"}} {written}\n",
                                                                           f"}} {copy}\n")
