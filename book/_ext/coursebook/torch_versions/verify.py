@@ -204,15 +204,15 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
         notes = [nodes.paragraph("", text, classes=["verified-on"])]
     else:
         verified = [s.other for s in others if s.state is State.VERIFIED]
-        this = release(running)
-        builds = [f"{v} (this build)" if v == this else v for v in versions
-                  if v == this or v in {o.torch for o in verified if not o.downloads}]
-        # A runtime's file holds the student download's cells, not the answers.
+        torches = [o.torch for o in verified if not o.downloads]
         readers = [o.label for o in verified if o.downloads]
-        shown = f"torch {', '.join(builds)}" + (
-            f", and as the student download on {' and '.join(readers)}" if readers else "")
+        # The count is this build's; a runtime's file holds the student download's cells.
+        also = ([f"torch {', '.join(torches)}"] if torches else []) + (
+            [f"as the student download on {' and '.join(readers)}"] if readers else [])
         counted, left = compared_account(state.outputs or [], [])  # a mismatch fails the build
-        notes = [nodes.paragraph("", "", nodes.Text(f"{counted} against {shown}{left}. See "),
+        text = f"{counted} against torch {release(running)} (this build){left}" + (
+            f"; verified too against {', and '.join(also)}" if also else "")
+        notes = [nodes.paragraph("", "", nodes.Text(f"{text}. See "),
                                  _link(CHANGES_LABEL, "what changed between torch versions"),
                                  nodes.Text("."), classes=["verified-on"])]
         notes += [nodes.paragraph("", "", nodes.Text(s.page_note()),
