@@ -41,7 +41,8 @@ and the modules the cells import that the book's environment lacks), the lesson'
 modules the cells import, a cell that reads a name only a later cell defines (a lesson saved
 after running its cells out of order), the cells that draw random numbers before any seed,
 a cell showing the folder the cells run in (``%pwd``) or a time taken (``%timeit``): each
-differs between runs,
+differs between runs, a path out of that folder (``"../saved_models"``: what the cells write
+there stays),
 where students get the files the cells read, the errors tagged to check, a ``google.colab``
 import, each image
 the lesson shows that is not beside it, sits inside other HTML, is on the web (a handout is
@@ -117,6 +118,8 @@ _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index
                      "--extra-index-url", "-f", "--find-links", "-t", "--target"})
 # A statement showing the folder the cells run in: `%pwd`, `!pwd`, `os.getcwd()`, `Path.cwd()`.
 _CWD = re.compile(r"run_line_magic\('pwd'|system\('pwd'\)|\b(?:getcwd|cwd)\(\)")
+# A path out of the folder the cells run in: `../data`, `~/datasets` (UvA's labs' checkpoints).
+_OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
 # Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
 _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
@@ -855,6 +858,14 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 "between runs and machines (the build refuses it as an output that varies): take "
                 "it out, or mark its expected output `(varies)` as the build then says"
                 for line, what in sorted(shown)]
+            imported.to_do += [  # beside a temporary folder, or beside book/: kept, and shared
+                f"{_place(cell, node.lineno)}: `{node.value}` names a folder outside the one the "
+                "cells run in: what they write there (a dataset, a checkpoint) stays on the "
+                "machine that builds the book, where the next build finds it: name one inside it"
+                + (f" (`{inside}`)" if inside else "")
+                for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                and isinstance(node.value, str) and _OUTSIDE.match(node.value)
+                for inside in [re.sub(r"^(?:(?:\.\.|~)[/\\]?)+", "", node.value)]]
             imported.to_do += [  # these fail on a comment (%pdb: "Incorrect argument")
                 f"{_place(cell, node.lineno)}: `%{magic} {argument}`: IPython passes the comment "
                 "on to the magic as part of its argument, which the magic refuses: put the "
