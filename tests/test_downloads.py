@@ -430,13 +430,13 @@ def test_exercises_index_entries_and_labels_download_as_the_page_shows_them():
 
     convert = PlainMarkdown(resolve, "https://book.example/p.html", MD_CONFIG).convert
     assert convert("```{exercise}\n:label: ex-a\nSquare it.\n```") == "**Exercise 1**\n\nSquare it."
-    assert convert("```{exercise-start} Cubes\n:label: b\n```\n\nCube it.\n\n```{exercise-end}\n```") \
-        == "**Exercise 2 (Cubes)**\n\nCube it."
+    assert convert("```{exercise-start} Cubes\n:label: b\n```\n\nCube it.\n\n"
+                   "```{exercise-end}\n```") == "**Exercise 2 (Cubes)**\n\nCube it."
     assert convert("```{exercise}\n:nonumber:\nOne.\n```") == "**Exercise**\n\nOne."
-    assert convert("```{solution-start} ex-a\n:class: dropdown\n```\n\nIt.\n\n```{solution-end}\n```") \
-        == "**Solution**\n\nIt."
-    assert convert("```{raw} jupyter\n<div>Logo</div>\n```\n\n# T\n\n```{index} single: Python; def\n```") \
-        == "# T"
+    assert convert("```{solution-start} ex-a\n:class: dropdown\n```\n\nIt.\n\n"
+                   "```{solution-end}\n```") == "**Solution**\n\nIt."
+    assert convert("```{raw} jupyter\n<div>Logo</div>\n```\n\n# T\n\n"
+                   "```{index} single: Python; def\n```") == "# T"
     assert convert("```{raw} html\n<div>Logo</div>\n```") == "<div>Logo</div>"
     assert convert("See [Exercise 1](ex-a), [the data](data.csv).") \
         == "See [Exercise 1](https://book.example/ex-a.html), [the data](data.csv)."
