@@ -24,7 +24,7 @@ from coursebook.model.outputs import normalise, normalised_html
 from coursebook.model.versions import release
 from coursebook.page_state import CellOutput
 from coursebook.prepare.editions import Edition
-from coursebook.verify.varying_outputs import clock_readings, drawn, matches, suggest
+from coursebook.verify.varying_outputs import clock_readings, matches, suggest, what_varies
 
 ACCEPT_COMMAND = "make accept-outputs"
 EDITIONS = tuple(edition.value for edition in Edition)  # as an expectations file names them
@@ -327,19 +327,21 @@ class Mismatch:
         where = f"{path}:{self.line}" if self.line else str(path)
         words = [sorted(re.findall(r"[\w.+-]+", text)) for text in (self.expected, self.cell.text)]
         ids = [re.sub(r"\d{12,}", "", text) for text in (self.expected, self.cell.text)]
+        varies = what_varies(self.expected, self.cell.text)
         return ("Accepting it again would not help. " + (  # a cause no seed fixes, maybe
                 "It printed the same in another order: a shuffle, or a set's order (of objects: "
                 "by where they lie in memory), which no seed fixes: keep them in a list, or "
                 "print them `sorted(...)`. " if words[0] == words[1] else
                 "Only its numbers of 12 or more digits differ: a seed drawn at random, or "
                 "objects' `id()`s (where they lie in memory), which no seed fixes: print "
-                "something else. " if ids[0] == ids[1] else "")
-                + ("Seed what varies before its draw (`torch.manual_seed(0)`, `np.random.seed(0)` "
-                   "or `random.seed(0)`, as the cell draws; a tensor made by `torch.empty` or "
-                   "`torch.Tensor(2, 3)` holds what its memory held: fill it)"
-                   if drawn(self.expected, self.cell.text) else "Only paths (the folder the "
-                   "cells run in, a temporary file's name), times or sizes differ, which no seed "
-                   "fixes: print what does not vary")
+                "something else. " if ids[0] == ids[1] else "Only times or sizes differ: a "
+                "clock's or a memory's, which no seed fixes (print what does not vary), or "
+                "simulated ones, drawn. " if varies == "measured" else "")
+                + ("Only temporary names (the folder the cells run in, a temporary file's) or "
+                   "dates differ, which no seed fixes: print what does not vary" if varies ==
+                   "made" else "Seed what varies before its draw (`torch.manual_seed(0)`, "
+                   "`np.random.seed(0)` or `random.seed(0)`, as the cell draws; a tensor made by "
+                   "`torch.empty` or `torch.Tensor(2, 3)` holds what its memory held: fill it)")
                 + f", or mark the part that varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
                 f"`<size>`, `<date>` or `...` where the output varies"

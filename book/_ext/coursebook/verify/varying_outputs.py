@@ -159,16 +159,19 @@ def suggest(accepted: str, shown: str) -> str | None:
     return marked if matches(marked, accepted) and matches(marked, shown) else None
 
 
-# An absolute path: where the cells run (a temporary folder in a build: `%pwd`,
-# `os.getcwd()`), a temporary file's name (drawn by tempfile's own generator: no seed fixes).
-_PATH = re.compile(r"(?<![\w.~-])(?:[A-Za-z]:)?(?:[\\/][\w.~-]+)+")
+# A name tempfile draws, by its own generator (no seed of the cells' fixes it): a temporary
+# file's or folder's, the one the cells run in during a build (`%pwd`, `os.getcwd()`).
+_TEMPORARY = re.compile(r"(?<![^\W_])tmp[a-z0-9_]{8}(?![^\W_])")
 
 
-def drawn(one: str, two: str) -> bool:
-    """Whether random numbers may make two outputs differ: not where only paths, times of
-    day, durations or sizes do."""
-    marked = suggest(*(_PATH.sub("/", text) for text in (one, two)))
-    return marked is None or bool(re.search(r"<number>|\.\.\.", marked))
+def what_varies(one: str, two: str) -> str:
+    """Where two outputs differ: "made" where only temporary names or dates do (no draw),
+    "measured" where only those, durations or sizes do (a clock's, memory's, or a simulated
+    one: drawn), else "" (any value, a drawn one)."""
+    marked = suggest(*(_TEMPORARY.sub("tmp", text) for text in (one, two)))
+    if marked is None or re.search(r"<number>|\.\.\.", marked):
+        return ""
+    return "measured" if re.search("<duration>|<size>", marked) else "made"
 
 
 _SECOND, _MINUTE = timedelta(seconds=1), timedelta(minutes=1)
