@@ -1352,6 +1352,20 @@ def test_a_cell_reading_a_name_only_a_later_cell_defines_is_told_at_its_line(tmp
                       r"\((cell \d+) does", said) == [("cell 2, line 5", "P", "cell 4")], said
 
 
+def test_names_a_timed_statement_binds_or_reads_count_where_it_runs(tmp_path, capsys):
+    """QuantEcon's newtons_method (lecture-jax) binds `p` in a `%%time` cell, then reads it:
+    the tool said `p` was read before any cell defined it and to move the cell below a later
+    one (the lesson ran in order). %timeit runs its statement in a function: what it binds is
+    gone after it, what it reads is read there."""
+    lesson = _nbformat_4_4(["%%time\np = 1", "print(p)", "%time q = 2\nprint(q)",
+                            "x = 0\n%timeit -n1 -r1 r = later()", "print(r)",
+                            "r = 3\ndef later():\n    return 4"])
+    _, said = _brought_in(tmp_path, capsys, "lab.ipynb", lesson)
+    assert re.findall(r"(cell \d+, line \d+): `(\w+)` is read before any cell above defines it "
+                      r"\((cell \d+) does", said) == [("cell 4, line 2", "later", "cell 6"),
+                                                ("cell 5, line 1", "r", "cell 6")], said
+
+
 def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
     """Karpathy's micrograd lesson imports graphviz, which the book lacks: the build said
     "Fix the cell", not how (the package declared, then `make chapter-packages`)."""

@@ -649,11 +649,22 @@ def _files_named(source: str, folder: Path | None) -> dict[str, int]:
     return found
 
 
+# The magics that run their argument as Python (`%time p = f()`, `%%time` over the cell's
+# lines): whether its names stay bound after it (%timeit runs it in a function of its own).
+_RUNS_PYTHON = {"time": True, "capture": True, "prun": True, "timeit": False}
+_TIMEIT_OPTIONS = re.compile(r"^(?:\s*-(?:[nrp]\s*\d+|[tcqo]))*")
+
+
 def _names(tree: ast.AST, bound: set[str], used: dict[str, int]) -> None:
     """The names a cell binds (into ``bound``) and those it reads when it runs, each at its
     first line (into ``used``): a function's body reads its names when called."""
     for node in ast.iter_child_nodes(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if (magic := _magic(node))[0] in _RUNS_PYTHON:
+            cell = node.func.attr == "run_cell_magic"  # its lines follow the magic's
+            code = node.args[2].value if cell else _TIMEIT_OPTIONS.sub("", magic[1])
+            inner = ast.increment_lineno(_python(code), node.lineno - (not cell))
+            _names(inner, bound if _RUNS_PYTHON[magic[0]] else set(), used)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
