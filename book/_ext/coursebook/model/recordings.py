@@ -270,7 +270,8 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
         recording, outputs = next(((r, sources[cell.source]) for r, sources in by_kind
                                    if cell.source in sources and runs_on(cell, r.machine)),
                                   (None, []))
-        run.outputs, tags = copy.deepcopy(outputs), set(cell_tags(cell))
+        run.outputs = copy.deepcopy(outputs)
+        tags = set(cell_tags(cell))
         if recording is not None:
             if (printed := printed_for_downloads(cell, outputs, recording)) is not None:
                 labelled.cells.append(printed)
