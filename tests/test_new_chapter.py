@@ -1207,7 +1207,8 @@ def test_a_cell_timing_a_statement_is_named(tmp_path, capsys):
     book = _book(tmp_path)
     lesson = tmp_path / "timings.md"
     cells = ["!pip install -q numpy\n%timeit sum(range(9))", "%%timeit\nsum(range(9))",
-             "t = %timeit -o sum(range(9))\n%time x = 1", "print('no time')"]
+             "t = %timeit -o sum(range(9))\n%time x = 1", "print('no time')",
+             "%timeit -n1 -q -o sum(range(9))"]  # -q: quiet, it prints nothing
     lesson.write_text(MYST_PLACES.split("The [previous")[0] + "".join(
         f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0

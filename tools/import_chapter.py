@@ -553,10 +553,10 @@ def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Pa
         # Sphinx looks an image up by its address as markdown-it gives it, percent-encoded
         copy = f"{name}/" + re.sub(r"[^\w./-]+", "-", relative)
         imported.files[copy] = content
-        if _pdf_kind(path):
+        if as_kind := _pdf_kind(path):
             imported.to_do.append(f"{_place(cell, line, path)}: {copy}: an image of a kind no PDF "
                                   "(a lab's handout) shows (the build of one stops at it): save "
-                                  f"it{_pdf_kind(path)} beside the chapter and change its link")
+                                  f"it{as_kind} beside the chapter and change its link")
         for written in dict.fromkeys((f"<{path}>", src, path)):  # as the lesson may write it
             source = source.replace(f"]({written}", f"]({copy}").replace(f"}} {written}\n",
                                                                           f"}} {copy}\n")
@@ -859,11 +859,14 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 "take it out; show a screenshot in the prose"
                 for line in sorted(node.lineno for node in ast.walk(_python(cell.source))
                                    if _magic(node)[0] == "tensorboard")]
-            tree, lines = _python(cell.source), cell.source.splitlines()
+            tree = _python(cell.source)
+            lines = cell.source.splitlines()
+            # A temporary folder is new on each run; a time (%timeit -q prints none) differs too.
             shown = [(node.lineno, "the folder the cells run in") for node in tree.body
                      if isinstance(node, ast.Expr) and _CWD.search(ast.unparse(node))] + [
                 (node.lineno, "how long a statement took") for node in ast.walk(tree)
-                if _magic(node)[0] in ("time", "timeit")]  # a temporary folder is new each run
+                for magic, argument in [_magic(node)] if magic in ("time", "timeit")
+                and "-q" not in _TIMEIT_OPTIONS.match(argument)[0].split()]
             imported.to_do += [
                 f"{_place(cell, line)}: `{lines[line - 1].strip()}` shows {what}, which differs "
                 "between runs and machines (the build refuses it as an output that varies): take "
