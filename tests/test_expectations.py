@@ -1,12 +1,14 @@
 """Expected outputs: the file format, the comparison, and what the book commits."""
 
+from dataclasses import replace
+
 import nbformat
 import pytest
 import torch
 from test_pytest_book import pytest_session
 
 from conftest import BOOK, ROOT
-from coursebook.execute.shared_cache import book_code_digest
+from coursebook.execute.shared_cache import book_code_digest, read_digests
 from coursebook.model.cell_notes import cell_key, source_line
 from coursebook.model.notebooks import is_chapter_source, note_output_keys, read_chapter
 from coursebook.model.recordings import recording_name
@@ -312,6 +314,47 @@ def test_one_changed_cell_is_one_cell_changed_on_the_instructor_page(tmp_path):
     found = standing("chapter", other_torch("2.14.1", ()), tmp_path, "2.13.0", set(),
                      nbformat.v4.new_notebook())
     assert "stale (1 cell(s) changed since)" in found.page_note(), found.page_note()
+
+
+def test_an_edit_of_a_file_the_cells_read_makes_another_torchs_outputs_stale(tmp_path):
+    """`coursebook: {reads: [names.txt]}`: an edit runs the chapter again here, and the
+    accepted outputs of another torch, run on the old file, are stale, not verified; a
+    runtime's (the student download, which holds no such file) go by their code."""
+    from coursebook.execute.shared_cache import key_execution_versions
+    from coursebook.torch_versions.verify import State, other_torch, standing
+    from coursebook.verify.expectations import accept_into
+
+    names = tmp_path / "names.txt"
+    names.write_text("emma\n")
+    notebook = _notebook(_code("print(open('names.txt').read())", [_stream("emma\n")]))
+    key_execution_versions(notebook, {"torch": "2.14.1"}, {"names.txt": names})
+    outputs = cell_outputs(notebook)
+    expected = tmp_path / "expected"
+    for version in ("2.13.0", "2.14.1"):  # each accepted from a run on names.txt as it was
+        path = expectations_path(expected, version, "chapter")
+        for edition in EDITIONS:
+            accept_into(path, read_expectations(path), edition, outputs,
+                        lambda: [o.key for o in outputs], ["# header"],
+                        reads=read_digests(notebook))
+    other, runtime = other_torch("2.14.1", ()), other_torch("2.11.0", ())
+    runtime = replace(runtime, downloads=True)
+    assert standing("chapter", other, expected, "2.13.0", set(), notebook).state is State.VERIFIED
+    names.write_text("emma\nolivia\n")
+    key_execution_versions(notebook, {"torch": "2.13.0"}, {"names.txt": names})
+    found = standing("chapter", other, expected, "2.13.0", set(), notebook)
+    assert found.state is State.STALE and found.edited == ("names.txt",), found
+    assert "1 file(s) its cells read changed since (`names.txt`)" in found.message()
+    assert "stale (names.txt changed since)" in found.page_note(), found.page_note()
+    copied = expectations_path(expected, "2.11.0", "chapter")
+    copied.parent.mkdir()
+    copied.write_text(expectations_path(expected, "2.13.0", "chapter").read_text())
+    assert standing("chapter", runtime, expected, "2.13.0", set(), notebook).state \
+        is State.VERIFIED
+    # Accepted again here with the same outputs, the file takes the new hash.
+    path = expectations_path(expected, "2.13.0", "chapter")
+    accept_into(path, read_expectations(path), "student", outputs, list, ["# header"],
+                reads=read_digests(notebook))
+    assert read_expectations(path).reads == read_digests(notebook) != {}
 
 
 @pytest.mark.slow  # reads the book with Sphinx (book_items)

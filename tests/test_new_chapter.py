@@ -1405,7 +1405,10 @@ def test_an_edit_of_a_file_a_brought_in_chapter_reads_runs_it_again(tiny_book, t
     for settings in ({"coursebook_accept_outputs": "1"}, {}):  # accepted, then verified
         build = sphinx_build(tiny_book, tmp_path / "out", cache, settings=settings)
         assert build.returncode == 0, build.log[-3000:]
-    assert "\n    2 words\n" in next((tiny_book / "expected").rglob("lab.txt")).read_text()
+    accepted = next((tiny_book / "expected").rglob("lab.txt")).read_text()
+    assert "\n    2 words\n" in accepted
+    # Its hash, by which another torch's outputs go stale when the file is edited.
+    assert "\n# Files the cells read (a hash of each): words.txt " in accepted, accepted
     (tiny_book / "words.txt").write_text("ab cd ef\n")
     build = sphinx_build(tiny_book, tmp_path / "out", cache)
     assert build.returncode != 0 and "-2 words\n    +3 words" in build.log, build.log[-3000:]

@@ -27,7 +27,7 @@ from coursebook.execute.shared_cache import (cache_lock, cache_run, cached_recor
                                              key_execution_versions, notebook_lock, open_cache,
                                              with_notes)
 from coursebook.model.faults import CLEAN_CACHE_COMMAND, shown_path
-from coursebook.model.notebooks import page_text, short_digest
+from coursebook.model.notebooks import page_text
 from coursebook.page_state import PREPARED
 from coursebook.prepare.chapters import PreparedChapter
 from coursebook.reporting import stop_build
@@ -45,10 +45,8 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
     a recording is cached for myst-nb to take (a read that runs nothing caches none)."""
     source_path = str(app.env.doc2path(app.env.docname))
     if prepared.recorded is None:
-        reads = {f"reads {name}": short_digest(path.read_bytes())  # edited: it runs again
-                 for name, path in prepared.reads.items()}
-        key_execution_versions(prepared.notebook,
-                               {**book_config(app.config).execution_versions, **reads})
+        key_execution_versions(prepared.notebook, book_config(app.config).execution_versions,
+                               prepared.reads)
     elif chapter_runs(app) is None:
         cache_path = app.env.mystnb_config.execution_cache_path  # as myst-nb resolved it
         with notebook_lock(cache_path, prepared.recorded):

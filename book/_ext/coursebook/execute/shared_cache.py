@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 VERSIONS_KEY = "execution_environment"
 # In a cache record's data: a failed run, cached only while its page is read.
 FAILED = "coursebook_failed"
+_READS = "reads "  # a file's key among them
 _HELD = "coursebook_cache_lock"  # the page's held lock (Sphinx's per-page data)
 _PACKAGE = Path(__file__).resolve().parents[1]  # kernels import its top-level modules
 _BOOK_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{_PACKAGE.name}\.([\w.]+)", re.M)
@@ -52,18 +53,29 @@ def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
     return short_digest("".join(seen[name] for name in sorted(seen)), 16) if seen else None
 
 
-def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, str]) -> None:
+def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, str],
+                           reads: dict[str, Path] | None = None) -> None:
     """Put the execution versions into the first code cell's metadata (the cache key), with
-    those of the packages the chapter declares: upgraded, one runs the chapter again."""
+    those of the packages the chapter declares and a hash of each file its cells read (by
+    name): upgraded or edited, one runs the chapter again."""
     from packaging.requirements import Requirement  # as chapter_packages reads them, here too
 
     digest = book_code_digest(notebook)
     versions = {**versions, **{f"package {name}": metadata.version(name) for name in (
-        Requirement(package).name for package in declared_packages(notebook.metadata))}}
+        Requirement(package).name for package in declared_packages(notebook.metadata))},
+        **{_READS + name: short_digest(path.read_bytes()) for name, path in (reads or {}).items()}}
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.metadata[VERSIONS_KEY] = {**versions, **({"book_code": digest} if digest else {})}
             return
+
+
+def read_digests(notebook: nbformat.NotebookNode) -> dict[str, str]:
+    """The hash of each file its cells read, by name, as its key holds them."""
+    versions = next((cell.metadata.get(VERSIONS_KEY, {}) for cell in notebook.cells
+                     if cell.cell_type == "code"), {})
+    return {key.removeprefix(_READS): value for key, value in versions.items()
+            if key.startswith(_READS)}
 
 
 def extension_version() -> int:

@@ -19,6 +19,7 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from coursebook.config import book_config
+from coursebook.execute.shared_cache import read_digests
 from coursebook.exhibit_checks import CHANGED_CLASS
 from coursebook.model.cell_notes import cell_key
 from coursebook.model.faults import BookError
@@ -80,6 +81,7 @@ class Standing:
     state: State
     missing: tuple[str, ...] = ()  # first lines of the cells with no entry there
     orphaned: tuple[str, ...] = ()  # of the entries whose cell the chapter no longer has
+    edited: tuple[str, ...] = ()  # the files its cells read, changed since its run there
 
     def message(self) -> str:
         if self.state is State.VERIFIED:
@@ -89,15 +91,18 @@ class Standing:
                     f"not exist); `{self.other.command}` records it")
         changes = [f"{len(lines)} {what}{_firsts(lines)}" for what, lines in (
             ("cell(s) without an entry", self.missing),
-            ("entry(ies) for code the chapter no longer has", self.orphaned)) if lines]
+            ("entry(ies) for code the chapter no longer has", self.orphaned),
+            ("file(s) its cells read changed since", self.edited)) if lines]
         return (f"{self.chapter}: stale on {self.other.label}: {self.path} has "
                 f"{' and '.join(changes)}; `{self.other.command}` records it again")
 
     def page_note(self) -> str:
         """The instructor page's words, followed there by the command."""
         # A changed cell is both missing (its new code) and orphaned (its old): one cell.
+        cells = max(len(self.missing), len(self.orphaned))
+        changed = ([f"{cells} cell(s)"] if cells else []) + list(self.edited)
         what = ("not yet verified" if self.state is State.NOT_YET else
-                f"stale ({max(len(self.missing), len(self.orphaned))} cell(s) changed since)")
+                f"stale ({' and '.join(changed)} changed since)")
         return f"Outputs {what} on {self.other.label}; recorded by "
 
 
@@ -132,9 +137,12 @@ def standing(chapter: str, other: OtherTorch, expected_dir: Path, build_torch: s
                         if key.split(".")[0] not in skipped] for found in (build, theirs))
         missing.update({k: build.first_lines[k] for k in ours if k not in there})
         orphaned.update({k: theirs.first_lines[k] for k in there if k not in ours})
-    state = State.STALE if missing or orphaned else State.VERIFIED
+    reads = read_digests(notebook)  # a download holds none of these files: its code alone
+    edited = () if other.downloads else tuple(sorted(
+        name for name in {*reads, *theirs.reads} if reads.get(name) != theirs.reads.get(name)))
+    state = State.STALE if missing or orphaned or edited else State.VERIFIED
     return Standing(chapter, other, path, state, tuple(missing.values()),
-                    tuple(orphaned.values()))
+                    tuple(orphaned.values()), edited)
 
 
 CHANGES_LABEL = "torch-versions"

@@ -22,6 +22,7 @@ from sphinx.util import logging
 from coursebook.config import book_config
 from coursebook.execute.cached_chapters import EXECUTED, report_folder, stopped_run
 from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, without_digest
+from coursebook.execute.shared_cache import read_digests
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line
@@ -274,7 +275,8 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                  (f"# Accepted with `{ACCEPT_COMMAND}` on {today()} from a run on "
                   f"{platform.system()} {platform.machine()} (torch {torch_version})."),
                  ("# One entry per code cell: a hash of its code, then its output, indented. "
-                  "Review the diff before committing.")], run, since)
+                  "Review the diff before committing.")], run, since,
+                read_digests(notebook) if notebook is not None else None)
             for refusal in refused:
                 _fail(app, docname, refusal.cell.line, refusal.message(path), fixed_by=None)
             summary += shown + states[docname].not_verified

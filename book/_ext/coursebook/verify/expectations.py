@@ -39,6 +39,7 @@ _SHAPES = {"cell": "=== cell KEY (student) (varies) · FIRST LINE` (edition and 
                    "in that order)", "claim": "=== claim KEY (student)` (edition optional)"}
 VARIES_MARK = " (varies)"
 _RUNS = "# Accepted runs (a hash of the code, versions and platform each edition ran): "
+_READS = "# Files the cells read (a hash of each): "  # another torch's file: stale when edited
 INDENT = "    "
 
 
@@ -121,6 +122,7 @@ class Expectations:
     varying: dict[str, set[str]] = field(
         default_factory=lambda: {edition: set() for edition in EDITIONS})  # ``(varies)``
     runs: dict[str, str] = field(default_factory=dict)  # edition: its accepted run's digest
+    reads: dict[str, str] = field(default_factory=dict)  # a file the cells read: its digest
     lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (edition, key): line
 
 
@@ -149,6 +151,8 @@ def read_expectations(path: Path, kind: str = "cell") -> Expectations | None:
             if line.startswith(_RUNS):
                 found.runs = dict(run.split(" ", 1) for run in line[len(_RUNS):].split(", ")
                                   if " " in run)  # a run a merge left half: none
+            elif line.startswith(_READS):
+                found.reads = dict(read.rsplit(" ", 1) for read in line[len(_READS):].split(", "))
         else:
             # Accepting reads the file first: it cannot mend it.
             raise ExpectationsError(
@@ -170,14 +174,16 @@ def write_expectations(path: Path, expectations: Expectations, order: Callable[[
     """Write the file (``order()``: the chapter's keys, asked only then); False when
     nothing changed (accepting one chapter rewrites no other's file)."""
     old = read_expectations(path, kind)
-    if old is not None and ((old.by_edition, old.varying)
-                            == (expectations.by_edition, expectations.varying)):
+    if old is not None and ((old.by_edition, old.varying, old.reads)
+                            == (expectations.by_edition, expectations.varying, expectations.reads)):
         return False
     student, instructor = (expectations.by_edition[e] for e in EDITIONS)
     keys = [key for key in dict.fromkeys(order()) if key in student or key in instructor]
     keys += [key for key in {**instructor, **student} if key not in keys]
     runs = [f"{e} {expectations.runs[e]}" for e in EDITIONS if e in expectations.runs]
-    out = header + ([_RUNS + ", ".join(runs)] if runs else []) + [""]
+    reads = [f"{name} {digest}" for name, digest in expectations.reads.items()]
+    out = header + ([_RUNS + ", ".join(runs)] if runs else []) + (
+        [_READS + ", ".join(reads)] if reads else []) + [""]
     for key in keys:
         first = expectations.first_lines.get(key, "")
         texts = {e: (expectations.by_edition[e][key], key in expectations.varying[e])
@@ -265,8 +271,8 @@ def _edited_marked_cells(old: dict[str, str], marked: set[str],
 
 def accept_into(path: Path, expectations: Expectations | None, edition: str,
                 outputs: list[CellOutput], order: Callable[[], list[str]], header: list[str],
-                run: str | None = None, since: datetime | None = None
-                ) -> tuple[list[str], list[TimeOfRun]]:
+                run: str | None = None, since: datetime | None = None,
+                reads: dict[str, str] | None = None) -> tuple[list[str], list[TimeOfRun]]:
     """:func:`accept`, then :func:`write_expectations`, for both ways of accepting (the book's
     and a runtime's): the lines to show (each ``(varies)`` entry its output outgrew, written
     unmarked; the file written) and the refused outputs."""
@@ -275,6 +281,7 @@ def accept_into(path: Path, expectations: Expectations | None, edition: str,
     outgrown = [o for o in outputs if o.key in before.varying[edition] and not o.unverified
                 and not matches(old[o.key], o.text)]
     accepted, refused = accept(expectations, edition, outputs, run, since)
+    accepted.reads = accepted.reads if reads is None else reads  # a runtime's run: as it was
     shown = [f"{path}:{before.lines[(edition, o.key)]}: the output of `{o.first_line}` no longer "
              "matches its pattern: written as it is, unmarked"
              for o in outgrown if o.key not in accepted.varying[edition]]
