@@ -81,8 +81,8 @@ def test_an_unseeded_draw_two_runs_printed_alike_is_refused_at_its_line(tmp_path
     [drawn] = load_tool("accept_outputs").drawn_alike(tmp_path / "book", ["lab"])
     [line] = _lines_of(chapter, "print(torch.randint(0, 1, (1,)))")
     assert drawn.endswith(
-        f"lab.md:{line}: `torch.randint(0, 1, (1,))` draws random numbers before any seed: two "
-        "runs printed alike, as draws may by chance, so its output is no fact: seed before it "
+        f"lab.md:{line}: `torch.randint(0, 1, (1,))` draws random numbers before any seed, so "
+        "its output may hold a draw, which two runs may print alike by chance: seed before it "
         "(`torch.manual_seed(0)`), then run `make accept-outputs` again"), drawn
 
 

@@ -700,7 +700,7 @@ def _out_of_order(cells) -> list[str]:
 
 # The call that seeds each module's random numbers, and torch's calls that draw them.
 SEEDS = {"numpy.random": "np.random.seed(0)", "random": "random.seed(0)",
-          "torch": "torch.manual_seed(0)"}
+         "torch": "torch.manual_seed(0)"}
 _TORCH_DRAWS = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "randn_like",
                           "randint_like", "normal", "bernoulli", "multinomial", "poisson"})
 
