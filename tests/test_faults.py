@@ -190,24 +190,41 @@ def _plant_cell(chapter: Path, code: str, top_matter: str = "", first: bool = Fa
     return _line_of(chapter, code.splitlines()[0])
 
 
+# Kernels that die, by how each ends: its cell's code, the message's ending.
+DYING = {"exit": ("import os\nos._exit(3)", "(exit code 3)"),
+         "segfault": ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)",
+                      "(killed by signal SIGSEGV (11)); the cells after it did not run. A crash "
+                      "inside compiled code"),
+         "oom-kill": ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)  # as the "
+                      "out-of-memory killer", "(killed by signal SIGKILL (9)); the cells after "
+                      "it did not run. SIGKILL usually comes from the out-of-memory killer")}
+
+
+def _dying_chapters(book: Path, names: list[str], first: bool = False) -> list[str]:
+    """A copy of the tiny chapter per DYING name, its kernel dying in a planted cell
+    (``first``: before it imports torch), in the contents: each one's message."""
+    messages = []
+    for name in names:
+        code, ending = DYING[name]
+        chapter = book / f"{name}.md"
+        shutil.copy(book / "chapter.md", chapter)
+        line = _plant_cell(chapter, code, first=first)
+        messages.append(f"{chapter}:{line}: ERROR: code cell `{code.splitlines()[0]}` was "
+                        f"running when the kernel died {ending}")
+    index = book / "index.md"
+    index.write_text(index.read_text().replace("chapter\n", "chapter\n" + "\n".join(names) + "\n"))
+    return messages
+
+
 @pytest.mark.slow
 @pytest.mark.own_kernels
-@pytest.mark.parametrize("code, ending", [
-    ("import os\nos._exit(3)", "(exit code 3)"),
-    ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)",
-     "(killed by signal SIGSEGV (11)); the cells after it did not run. A crash inside "
-     "compiled code"),
-    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer",
-     "(killed by signal SIGKILL (9)); the cells after it did not run. SIGKILL usually comes "
-     "from the out-of-memory killer"),
-], ids=["exit", "segfault", "oom-kill"])
-def test_a_dead_kernel_names_its_cell_and_how_it_ended(tiny_book, tmp_path, cache_copy, code,
-                                                       ending):
-    chapter = tiny_book / "chapter.md"
-    line = _plant_cell(chapter, code, first=True)  # the kernel dies before it imports torch
+def test_a_dead_kernel_names_its_cell_and_how_it_ended(tiny_book, tmp_path, cache_copy):
+    """One build of three chapters, each kernel dying its own way (a warm cache: each
+    chapter's kernel started as a build starts one)."""
+    messages = _dying_chapters(tiny_book, list(DYING), first=True)  # before torch's import
     build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
-    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `{code.splitlines()[0]}` "
-                                    f"was running when the kernel died {ending}")
+    for message in messages:
+        assert_one_clear_message(build, message)
     assert "did not raise" not in build.log  # the cells after it never ran: none is blamed
 
 
@@ -225,28 +242,6 @@ def test_a_dead_kernels_advice_follows_how_it_ended(status, advice):
     assert advice in StoppedRun("DeadKernelError", 0, exit_status=status).what
 
 
-@pytest.mark.slow
-@pytest.mark.own_kernels
-@pytest.mark.parametrize("code, ending", [
-    ("import os\nos._exit(3)", "(exit code 3)"),
-    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer",
-     "(killed by signal SIGKILL (9)); the cells after it did not run. SIGKILL usually comes "
-     "from the out-of-memory killer"),
-], ids=["exit", "oom-kill"])
-def test_a_dead_forked_kernel_on_a_cold_cache_gets_the_same_advice(tiny_book, tmp_path, code,
-                                                                  ending, monkeypatch):
-    """On a cold cache the chapter's kernel is forked by the kernel server, whose child it
-    is: its exit status still reaches the message. (With myst-nb's imports not deferred:
-    the protections do not depend on it.)"""
-    monkeypatch.setenv("COURSEBOOK_DEFER_IMPORTS", "0")
-    chapter = tiny_book / "chapter.md"
-    line = _plant_cell(chapter, code)
-    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cold-cache")
-    assert "chapter kernels forked from one server" in build.log, build.log[-3000:]
-    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `{code.splitlines()[0]}` "
-                                    f"was running when the kernel died {ending}")
-
-
 FLOOD = 'print("x" * 5_000_000, end="")'
 PROGRESS = ('import sys\nfor step in range(30_000):\n'
             '    sys.stderr.write(f"\\r{step:6d} steps " + "#" * (step % 40))\n'
@@ -261,9 +256,12 @@ def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny
     the message names (the chapter's own limit) works: two builds at once (their waits
     overlap), of two copies of the book. The first runs without the deferral of myst-nb's
     imports (execute/myst_nb_clients.py), which carries only speed: a flood of output is
-    still cut and the hung cell still named."""
+    still cut and the hung cell still named. Its cold cache forks its chapters' kernels
+    from the build's kernel server, their parent: two more chapters, whose kernels die,
+    get the advice their exit status gives (as a warm build's started kernels do)."""
     chapter = tiny_book / "chapter.md"
     raised_book = shutil.copytree(tiny_book, tmp_path / "raised-src")
+    dead = _dying_chapters(tiny_book, ["exit", "oom-kill"])  # after torch's import
     # A cold cache: the build's kernel server imports torch as it reads, so the cells before
     # the hung one (torch's import, the flood) meet a short limit on a busy machine too.
     _plant_cell(chapter, "import time\ntime.sleep(600)")
@@ -286,6 +284,8 @@ def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny
                                     "still running after 8 s, the limit for one cell "
                                     "(nb_execution_timeout)")
     assert "`mystnb: {execution_timeout: 16}`" in build.log and "did not raise" not in build.log
+    for message in dead:
+        assert_one_clear_message(build, message)
     assert build.log.count(f"code cell `{FLOOD}`: an output is longer") == 1, build.log[-3000:]
     assert "still running after" not in raised.log and raised.executed == 1, raised.log[-3000:]
 
