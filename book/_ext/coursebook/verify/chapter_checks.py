@@ -304,18 +304,13 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
     env.temp_data[_SUMMARY] = summary
 
 
-def verified_count(outputs: list[CellOutput], mismatches: list) -> int:
-    """The cells whose output was compared and matched."""
-    failed = {getattr(mismatch, "cell", mismatch).key for mismatch in mismatches}
-    return sum(1 for output in outputs
-               if not output.unverified and output.key not in failed and output.compared)
-
-
 def compared_account(outputs: list[CellOutput], mismatches: list) -> tuple[str, str]:
-    """How many code cells were verified, and what was not, with why (``; not …``): the
-    build's summary line and the instructor page say the same."""
+    """How many code cells were compared and matched, and what was not, with why (``; not
+    …``): the build's summary line and the instructor page say the same."""
+    failed = {getattr(mismatch, "cell", mismatch).key for mismatch in mismatches}
+    verified = [o for o in outputs if not o.unverified and o.key not in failed and o.compared]
     images = ", ".join(outputs_not_compared(outputs))
-    return (f"{verified_count(outputs, mismatches)} of {len(outputs)} code cells verified",
+    return (f"{len(verified)} of {len(outputs)} code cells verified",
             "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in outputs
                     if o.unverified)
             + (images and "; not compared (its text is a repr, not what the page shows): "
