@@ -654,6 +654,22 @@ def test_a_folder_outside_the_one_the_cells_run_in_is_named(tmp_path, capsys):
     assert "name one inside it (`saved_models/tutorial3`)" in said, said
 
 
+def test_a_cell_importing_widgets_is_told_at_its_line(tmp_path, capsys):
+    """UvA's PyTorch lab trains under `tqdm.notebook` bars: widgets, which the page drew with
+    scripts from cdnjs and jsdelivr (blank offline) and the build never compared; the tool
+    said nothing. A text bar (`from tqdm import tqdm`) is no widget."""
+    import nbformat
+
+    cells = ["import numpy as np\nfrom tqdm.notebook import tqdm", "import ipywidgets as widgets",
+             "from tqdm import tqdm", "from tqdm.auto import trange"]
+    _, said = _brought_in(tmp_path, capsys, "bars.ipynb", nbformat.writes(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])))
+    assert re.findall(r"(cell \d+, line \d+) \(`([\w.]+)`\)",
+                      said.split("modules that show widgets")[1]) == [
+        ("cell 1, line 2", "tqdm.notebook"), ("cell 2, line 1", "ipywidgets"),
+        ("cell 4, line 1", "tqdm.auto")], said
+
+
 def test_a_title_asked_for_replaces_the_lessons_own(tmp_path, capsys):
     """`make chapter NAME=uva02 TITLE="UvA 2" FROM=` UvA's PyTorch lab gave its page two
     titles: the one asked for, then the lesson's `# Tutorial 2: ...` as a second `#`."""

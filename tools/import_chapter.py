@@ -42,7 +42,7 @@ modules the cells import, a cell that reads a name only a later cell defines (a 
 after running its cells out of order), the cells that draw random numbers before any seed,
 a cell showing the folder the cells run in (``%pwd``) or a time taken (``%timeit``): each
 differs between runs, a path out of that folder (``"../saved_models"``: what the cells write
-there stays),
+there stays), a module that shows widgets (``tqdm.notebook``: never compared),
 where students get the files the cells read, the errors tagged to check, a ``google.colab``
 import, each image
 the lesson shows that is not beside it, sits inside other HTML, is on the web (a handout is
@@ -120,6 +120,9 @@ _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index
 _CWD = re.compile(r"run_line_magic\('pwd'|system\('pwd'\)|\b(?:getcwd|cwd)\(\)")
 # A path out of the folder the cells run in: `../data`, `~/datasets` (UvA's labs' checkpoints).
 _OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
+# A module whose displays are widgets: myst-nb draws them with scripts from the web, and the
+# build compares none (coursebook.verify.expectations.shown_text).
+_WIDGETS = re.compile(r"ipywidgets|tqdm\.(?:notebook|auto)")  # and their submodules, autonotebook
 # Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
 _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
@@ -817,6 +820,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     exercises: list[str] = []  # cells that raise at their top level (`raise NotImplementedError`)
     answers: list[str] = []  # Neuromatch's solutions (`# to_remove solution`), tagged answer
+    widgets: list[str] = []  # where the cells import a module that shows widgets, and which
     python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
     references: list[tuple[str, str]] = []  # each label or page a markdown cell names: where
     terms: list[tuple[str, str]] = []  # each glossary term a markdown cell looks up: where
@@ -904,6 +908,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                       f"(`{first_line(source)}`), which only Colab has: remove "
                                       "it, or the build fails")
             modules.update(dict.fromkeys(module for module in imports if module not in colab))
+            widgets += [f"{_place(cell, node.lineno)} (`{module}`)"
+                        for node in ast.walk(_python(cell.source))
+                        if isinstance(node, ast.Import | ast.ImportFrom)
+                        for module in ([alias.name for alias in node.names]
+                                       if isinstance(node, ast.Import) else [node.module or ""])
+                        if _WIDGETS.match(module)]
             if source_format.startswith("jupytext percent") and _only_a_string(source):
                 imported.to_do.append(f"{_place(cell)}: a cell holding only a string (a script's "
                                       "docstring), which the page shows as its value, quotes "
@@ -1037,6 +1047,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 f"output is an error: {', '.join(raised)}")
         imported.to_do.append(f"check that each error tagged `{RAISES_TAG}` is the lesson, "
                               "not a missing package or device: fix the cell otherwise")
+    if widgets:
+        imported.to_do.append("the cells import modules that show widgets (a progress bar, a "
+                              "slider), which the page draws with scripts from the web (cdnjs, "
+                              "jsdelivr: blank offline) and the build does not compare (their "
+                              "text is the widget as made): take them out, or show text (a bar: "
+                              "`from tqdm import tqdm`): " + ", ".join(widgets))
     if answers:
         imported.changed.append(f"tagged `{ANSWER_TAG}` the {len(answers)} cell(s) marked `# "
                                 "to_remove solution` or `# to_remove explanation` (Neuromatch's: "
