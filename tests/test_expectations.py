@@ -120,13 +120,14 @@ def test_a_line_the_file_cannot_hold_is_named_with_the_header_it_should_have(tmp
 
 def test_a_half_written_runs_line_reads_as_the_runs_it_names(tmp_path):
     """The runs only tell an output that varies: a run a merge left half is none, not a
-    traceback."""
-    from coursebook.verify.expectations import _RUNS
+    traceback; a read file's hash likewise (its torch then stale, as for an edited file)."""
+    from coursebook.verify.expectations import _READS, _RUNS
 
     path = tmp_path / "chapter.txt"
-    path.write_text(f"# header\n{_RUNS}student 1234abcd, instructor\n\n"
-                    "=== cell 0000000a · x\n    1\n")
+    path.write_text(f"# header\n{_RUNS}student 1234abcd, instructor\n"
+                    f"{_READS}names.txt 5678abcd, words.txt\n\n=== cell 0000000a · x\n    1\n")
     assert read_expectations(path).runs == {"student": "1234abcd"}
+    assert read_expectations(path).reads == {"names.txt": "5678abcd"}
 
 
 def test_an_unverified_cell_needs_a_reason_and_is_not_compared():

@@ -152,7 +152,8 @@ def read_expectations(path: Path, kind: str = "cell") -> Expectations | None:
                 found.runs = dict(run.split(" ", 1) for run in line[len(_RUNS):].split(", ")
                                   if " " in run)  # a run a merge left half: none
             elif line.startswith(_READS):
-                found.reads = dict(read.rsplit(" ", 1) for read in line[len(_READS):].split(", "))
+                found.reads = dict(read.rsplit(" ", 1) for read in line[len(_READS):].split(", ")
+                                   if " " in read)  # as the runs: a half line, a file less
         else:
             # Accepting reads the file first: it cannot mend it.
             raise ExpectationsError(
