@@ -621,7 +621,9 @@ def test_neuromatchs_solution_cells_are_answers_and_its_exercise_cells_raise(tmp
     cells = ['raise NotImplementedError("Student exercise: compute v")\nv = ...',
              "# to_remove solution\nv = 2 * 3\nprint(v)",
              '# to_remove explanation\n"""v doubles."""', "# to_remove, not a solution\nw = 1",
-             'def f():\n    raise NotImplementedError("in a function: f() is never called")']
+             'def f():\n    raise NotImplementedError("in a function: f() is never called")',
+             # the name a traceback prints (torch.OutOfMemoryError); an exception in a variable
+             'raise torch.cuda.OutOfMemoryError("demo")', 'problem = KeyError(1)\nraise problem']
     book, said = _brought_in(tmp_path, capsys, "nma.ipynb", nbformat.writes(
         nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])))
     chapter = read_chapter((book / "nma.md").read_text())
@@ -630,11 +632,14 @@ def test_neuromatchs_solution_cells_are_answers_and_its_exercise_cells_raise(tmp
     assert tagged == [
         (cells[0], ["raises-exception"], "NotImplementedError"),
         ("v = 2 * 3\nprint(v)", ["answer"], None), ('"""v doubles."""', ["answer"], None),
-        (cells[3], [], None), (cells[4], [], None)], tagged
+        (cells[3], [], None), (cells[4], [], None),
+        (cells[5], ["raises-exception"], "OutOfMemoryError"),
+        (cells[6], ["raises-exception"], None)], tagged
     assert ("tagged `answer` the 2 cell(s) marked `# to_remove solution` or `# to_remove "
             "explanation` (Neuromatch's: its student notebooks leave them out): cell 2, cell 3"
             ) in said, said
-    assert "tagged `raises-exception` the 1 cell(s) that raise at their top level" in said, said
+    assert "tagged `raises-exception` the 3 cell(s) that raise at their top level" in said, said
+    assert "cell 6 (`OutOfMemoryError`), cell 7 (`problem`: any error)" in said, said
 
 
 def test_a_folder_outside_the_one_the_cells_run_in_is_named(tmp_path, capsys):

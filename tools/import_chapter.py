@@ -895,12 +895,15 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             if errors and RAISES_TAG not in tags:
                 tags.append(RAISES_TAG)
                 raised.append(f"{_place(cell)} (`{source.splitlines()[0]}`: {errors[0]})")
-            raising = [ast.unparse(getattr(node.exc, "func", node.exc)) for node
-                       in _python(source).body if isinstance(node, ast.Raise) and node.exc]
+            # the class's own name, which its traceback prints after any module path
+            raising = [getattr(raised, "attr", getattr(raised, "id", ast.unparse(raised)))
+                       for node in _python(source).body if isinstance(node, ast.Raise) and node.exc
+                       for raised in [getattr(node.exc, "func", node.exc)]]
             if raising and not errors and not asks and RAISES_TAG not in tags:
                 tags.append(RAISES_TAG)
-                errors = raising[:1]
-                exercises.append(f"{_place(cell)} (`{errors[0]}`)")
+                errors = raising[:1] if raising[0][:1].isupper() else []  # else a variable's
+                exercises.append(f"{_place(cell)} (`{raising[0]}`"
+                                 + (")" if errors else ": any error)"))
             imports = _imported_modules(source)
             colab = [module for module in imports if f"{module}.".startswith(f"{COLAB}.")]
             if colab:
@@ -1060,7 +1063,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     if exercises:
         imported.changed.append(f"tagged `{RAISES_TAG}` the {len(exercises)} cell(s) that raise "
                                 "at their top level (an exercise left to the student), each held "
-                                f"to its error: {', '.join(exercises)}")
+                                f"to the error it names: {', '.join(exercises)}")
     if removed_installs:
         imported.changed.append(f"took out {removed_installs} install line(s): a cell does not "
                                 "install during a build")
