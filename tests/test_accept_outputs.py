@@ -115,3 +115,28 @@ def test_an_accepting_build_refuses_an_output_that_holds_the_time_it_ran(tiny_bo
     assert "no longer matches its pattern" not in done.log
     written = expected.read_text()
     assert "started at" not in written and (old in written) == marked
+
+
+def test_a_failed_accept_takes_back_what_its_first_edition_wrote(tmp_path, monkeypatch):
+    """d2l's ndarray: the student edition wrote `id(Z): 139875573930800`, the instructor one
+    failed (another chapter); the next accept found nothing changed and skipped the second
+    run, so an address was accepted. A failed accept now leaves the expected outputs as they
+    were: the next one sees the change and runs it twice."""
+    from importlib import metadata
+
+    from coursebook.verify.expectations import expectations_path
+
+    tool = load_tool("accept_outputs")
+    folder = expectations_path(tmp_path / "expected", metadata.version("torch"), "").parent
+    folder.mkdir(parents=True)
+    (folder / "old.txt").write_text("old\n")
+    before = tool.expected_files(tmp_path)
+
+    def build(book, out, cache, edition, settings):
+        (folder / "old.txt").write_text("new\n")
+        (folder / "lab.txt").write_text("=== cell 1a2b · print(id(Z))\n    id(Z): 1398755\n")
+        return edition != "instructor"
+
+    monkeypatch.setattr(tool, "build", build)
+    assert tool.main(["--book", str(tmp_path)]) == 1
+    assert tool.expected_files(tmp_path) == before
