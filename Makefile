@@ -95,7 +95,7 @@ chapter: venv ## Start a chapter: book/NAME.md from the skeleton (NAME=pt02 TITL
 # (`coursebook: {packages: [NAME, ...]}`): a build installs nothing, and refuses a chapter
 # that needs one this environment lacks (coursebook/prepare/chapter_packages.py).
 chapter-packages: venv ## Install the packages the chapters declare into the book's environment
-	$(BIN)/python tools/chapter_packages.py book | xargs -r $(BIN)/pip install --quiet
+	$(BIN)/python tools/chapter_packages.py --install book
 
 # sphinx-autobuild: each save rebuilds the edition (verified as `make html` does) and reloads
 # the open page; a failed build keeps the last good pages. See `tools/preview.py --help`.

@@ -164,3 +164,37 @@ def test_a_chapters_kernel_finds_the_books_python_first(tiny_book, tmp_path, mon
     assert build.returncode == 0, build.log[-3000:]
     expected = (tiny_book / "expected" / "torch-2.13.0" / "chapter.txt").read_text()
     assert f"\n    {Path(sys.executable).parent / 'python'}\n" in expected
+
+
+def _wheel(folder: Path, name: str, version: str, *requires: str) -> None:
+    """A wheel of nothing but its metadata, for pip to resolve (never installed)."""
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as wheel:
+        wheel.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: "
+                       f"{version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires))
+        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: "
+                       "py3-none-any\n")
+        wheel.writestr(f"{info}/RECORD", "")
+
+
+def test_a_declared_package_that_moves_a_pin_is_refused_at_its_declaration(tmp_path, capsys):
+    """d2l==1.0.3 requires numpy==1.23.5: `make chapter-packages` (pip, unheld) took the book's
+    numpy 2.4.6 down to it under every chapter. Held to pyproject.toml's pins, pip refuses, and
+    the chapter is named at its declaration (a dry run from a local folder: nothing installed)."""
+    from conftest import load_tool
+
+    _wheel(tmp_path, "lessonlib", "1.0", "numpy==1.23.5")
+    _wheel(tmp_path, "numpy", "1.23.5")
+    chapter = tmp_path / "lesson.md"
+    chapter.write_text(_chapter("import lessonlib", extra="coursebook: {packages: [lessonlib]}\n"))
+    options = ("--dry-run", "--no-index", "--find-links", str(tmp_path))
+    assert load_tool("chapter_packages").install({chapter: ["lessonlib"]}, *options) == 1
+    said = capsys.readouterr().err
+    line = chapter.read_text().splitlines().index("coursebook: {packages: [lessonlib]}") + 1
+    assert said.endswith(f"lesson.md:{line}: "
+                         "pip cannot install lessonlib beside the book's pinned packages "
+                         "(pyproject.toml's dependencies; pip's lines above name the conflict): "
+                         "declare versions that need none of them changed, or take out the "
+                         "cells that import them; then `make chapter-packages`\n"), said

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""``make chapter-packages``: the packages a folder's chapters declare, one a line (which the
-Makefile installs; a build refuses a chapter that needs one the environment lacks:
-coursebook/prepare/chapter_packages.py)."""
+"""``make chapter-packages``: the packages a folder's chapters declare, one a line, or with
+``--install`` installed into this environment, held to the book's pins (a build refuses a
+chapter that needs one the environment lacks: coursebook/prepare/chapter_packages.py)."""
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
+import tempfile
+import tomllib
 from pathlib import Path
 
-from book_environment import use_book_environment
+from book_environment import ROOT, use_book_environment
 
 use_book_environment()
 
@@ -18,18 +21,47 @@ from coursebook.model.notebooks import chapter_files, top_matter  # noqa: E402
 from coursebook.prepare.chapter_packages import declared_packages  # noqa: E402
 
 
-def main() -> None:
+def install(chapters: dict[Path, list[str]], *pip_options: str) -> int:
+    """Install each chapter's packages with pyproject.toml's pins as pip's constraints: unheld,
+    d2l==1.0.3 took numpy 2.4.6 down to 1.23.5 and matplotlib 3.11.2 to 3.7.2 under every
+    chapter. A chapter whose packages do not fit them is named at its declaration."""
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as constraints:
+        constraints.write("\n".join(pins) + "\n")
+        constraints.flush()
+        for path, packages in chapters.items():
+            # Not --quiet: pip then leaves out the lines that name the conflict.
+            if subprocess.run([sys.executable, "-m", "pip", "install", "-c", constraints.name,
+                               *pip_options, *packages]).returncode:
+                lines = path.read_text("utf8").splitlines()
+                line = next((n for n, text in enumerate(lines, 1) if "packages" in text), 1)
+                print(f"{shown_path(path)}:{line}: pip cannot install {', '.join(packages)} "
+                      "beside the book's pinned packages (pyproject.toml's dependencies; pip's "
+                      "lines above name the conflict): declare versions that need none of them "
+                      "changed, or take out the cells that import them; then `make "
+                      "chapter-packages`", file=sys.stderr)
+                return 1
+    return 0
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description="The packages a folder's chapters declare, "
                                      "one a line.")
     parser.add_argument("book", type=Path, help="the folder of the chapters")
-    book = parser.parse_args().book
-    packages = {package: None for _, text in chapter_files(book)
-                for package in declared_packages(top_matter(text))}
+    parser.add_argument("--install", action="store_true",
+                        help="install them, held to the book's pins, instead")
+    args = parser.parse_args()
+    chapters = {path: packages for path, text in chapter_files(args.book)
+                if (packages := declared_packages(top_matter(text)))}
+    if args.install:
+        return install(chapters)
+    packages = {package: None for declared in chapters.values() for package in declared}
     for package in packages:
         print(package)
-    print(f"{len(packages)} package(s) declared by the chapters of {shown_path(book)}",
+    print(f"{len(packages)} package(s) declared by the chapters of {shown_path(args.book)}",
           file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
