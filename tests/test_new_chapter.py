@@ -793,6 +793,20 @@ def test_a_d2l_lessons_marks_come_in_as_myst(tmp_path, capsys):
         cells=[nbformat.v4.new_markdown_cell("# Docs\n\nRun (**a test**).")])))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     assert "\nRun a test.\n" in (book / "lookup.md").read_text()
+    # a Colab notebook's note on its `!pip` cell (linear-regression-scratch.ipynb): taken out
+    # with the install line, not left above the title
+    lesson = tmp_path / "scratch.ipynb"
+    colab = [nbformat.v4.new_markdown_cell(
+        "The following additional libraries are needed to run this\nnotebook. Note that running "
+        "on Colab is experimental, please report a Github\nissue if you have any problem."),
+        nbformat.v4.new_code_cell("!pip install d2l==1.0.3\n"),
+        nbformat.v4.new_markdown_cell("# Scratch\n:label:`sec_scratch`\n\nText.")]
+    lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(metadata={"required_libs": []},
+                                                               cells=colab)))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    assert "took out d2l's note on Colab and the libraries to install, which the page showed " \
+           "above its title" in capsys.readouterr().out
+    assert "Colab" not in (book / "scratch.md").read_text().split("# Scratch")[0]
     # a mark pairs with the next closing one (a link's is no mark), and only a d2l lesson's
     # prose loses them (a `:ref:` is any Sphinx writer's)
     for name, prose, written in [

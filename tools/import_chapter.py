@@ -18,7 +18,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
   section labels and references to them MyST's, its notes and warnings admonitions;
 - index entries (``{index}``) are taken out: the book has no index;
 - d2l-book's marks (d2l's notebooks) become MyST's: labels (``:label:`x` ``), references,
-  citations; its slides' marks (``[**…**]``) are taken out as d2l's pages take them out;
+  citations; its slides' marks (``[**…**]``) are taken out as d2l's pages take them out, and
+  its Colab notebooks' note above their ``!pip`` cell with the install line;
 - the title (the first heading, where it is a ``# …`` one: else the chapter's name) gets a
   label named after the chapter; a lesson's further ``# …`` headings (all of them, when a
   title is asked for) become sections, the levels under them one deeper;
@@ -314,6 +315,8 @@ _D2L_MARK = re.compile(r":(?P<key>label|eqlabel|numref|ref|eqref|cite|citet|widt
                        r"`(?P<value>[^`]+)`")
 # d2l-book's own marks, which no other Markdown writes: they tell a d2l lesson.
 _D2L_OWN = re.compile(r":(?:label|eqlabel|numref|eqref|citet):`")
+# d2l-book's Colab notebooks open with this note (d2lbook/colab.py) above their `!pip` cell
+_D2L_COLAB = re.compile(r"The following additional libraries are needed to run this\s+notebook\.")
 # d2l-book's slide marks: `[**text**]`, `(**text**)` keep their text, `[~~text~~]`,
 # `(~~text~~)` are the slides' own (d2lbook/slides.py, remove_slide_marks); each opening mark
 # pairs with the next closing one, and `[**x**](url)` is a link.
@@ -948,6 +951,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                     "text): write it as MyST (`:::{note}`, ```` ```python ````) or take it out"
                     for found in _DIRECTIVE.finditer(source)
                     if (line := source.count("\n", 0, found.start())) not in code]
+            elif d2l and _D2L_COLAB.match(source):  # about the install line, taken out
+                imported.changed.append("took out d2l's note on Colab and the libraries to "
+                                        "install, which the page showed above its title")
+                continue
             elif d2l:
                 source = _d2l_markdown(source, unlabelled)
             python_blocks += [_place(cell, line, info) for line, info in _python_blocks(source)]
