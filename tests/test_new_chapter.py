@@ -1444,6 +1444,11 @@ def test_an_edit_of_a_file_a_brought_in_chapter_reads_runs_it_again(tiny_book, t
     assert "\n    2 words\n" in accepted
     # Its hash, by which another torch's outputs go stale when the file is edited.
     assert "\n# Files the cells read (a hash of each): words.txt " in accepted, accepted
+    # Edited, the same output: verified, and the old hash said (HR's F11), not left silent.
+    (tiny_book / "words.txt").write_text("xy zw\n")
+    build = sphinx_build(tiny_book, tmp_path / "out", cache)
+    assert build.returncode == 0 and "lab.txt holds old hashes of words.txt (files its cells " \
+        "read): `make accept-outputs` writes them" in build.log, build.log[-3000:]
     (tiny_book / "words.txt").write_text("ab cd ef\n")
     build = sphinx_build(tiny_book, tmp_path / "out", cache)
     assert build.returncode != 0 and "-2 words\n    +3 words" in build.log, build.log[-3000:]

@@ -78,6 +78,12 @@ def read_digests(notebook: nbformat.NotebookNode) -> dict[str, str]:
             if key.startswith(_READS)}
 
 
+def edited_since(notebook: nbformat.NotebookNode, accepted: dict[str, str]) -> tuple[str, ...]:
+    """The files its cells read whose hashes are not those ``accepted`` (an expected file's)."""
+    now = read_digests(notebook)
+    return tuple(sorted(name for name in {*now, *accepted} if now.get(name) != accepted.get(name)))
+
+
 def extension_version() -> int:
     """Sphinx's ``env_version``: an edit of this extension makes Sphinx read every page
     again (a notebook whose code cells are unchanged is then taken from the cache)."""

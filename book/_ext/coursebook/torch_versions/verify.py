@@ -19,7 +19,7 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from coursebook.config import book_config
-from coursebook.execute.shared_cache import read_digests
+from coursebook.execute.shared_cache import edited_since
 from coursebook.exhibit_checks import CHANGED_CLASS
 from coursebook.model.cell_notes import cell_key
 from coursebook.model.faults import BookError
@@ -137,9 +137,8 @@ def standing(chapter: str, other: OtherTorch, expected_dir: Path, build_torch: s
                         if key.split(".")[0] not in skipped] for found in (build, theirs))
         missing.update({k: build.first_lines[k] for k in ours if k not in there})
         orphaned.update({k: theirs.first_lines[k] for k in there if k not in ours})
-    reads = read_digests(notebook)  # a download holds none of these files: its code alone
-    edited = () if other.downloads else tuple(sorted(
-        name for name in {*reads, *theirs.reads} if reads.get(name) != theirs.reads.get(name)))
+    # A download holds none of these files: a runtime's run goes by its code alone.
+    edited = () if other.downloads else edited_since(notebook, theirs.reads)
     state = State.STALE if missing or orphaned or edited else State.VERIFIED
     return Standing(chapter, other, path, state, tuple(missing.values()),
                     tuple(orphaned.values()), edited)

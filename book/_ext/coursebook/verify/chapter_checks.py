@@ -22,7 +22,7 @@ from sphinx.util import logging
 from coursebook.config import book_config
 from coursebook.execute.cached_chapters import EXECUTED, report_folder, stopped_run
 from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, without_digest
-from coursebook.execute.shared_cache import read_digests
+from coursebook.execute.shared_cache import edited_since, read_digests
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line
@@ -297,8 +297,12 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
         failed = (f" ({len(mismatches)} failed, above)" if expectations is not None
                   else " (none expected yet, above)") if mismatches else ""
         counted, left = compared_account(outputs, mismatches)
+        # Not fatal: this torch verified them; another torch's outputs are judged by them.
+        old = edited_since(notebook, expectations.reads) if expectations and notebook else ()
         summary.append(f"{Path(env.doc2path(docname)).name} ({edition}): {counted} against "
-                       f"torch {release(torch_version)}{failed}{left}")
+                       f"torch {release(torch_version)}{failed}{left}" + (
+                           f"; {path} holds old hashes of {', '.join(old)} (files its cells read):"
+                           f" `{ACCEPT_COMMAND}` writes them" if old else ""))
         summary += states[docname].not_verified
     summary.append(f"{len(chapters)} chapters compared in {time.perf_counter() - started:.3f} s")
     env.temp_data[_SUMMARY] = summary
