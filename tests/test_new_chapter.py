@@ -1157,6 +1157,30 @@ def test_a_lectures_glossary_terms_the_book_lacks_are_named(tmp_path, capsys):
            "build stops at each): line 9 (`transformation`), line 9 (`Tracer`)\n" in said, said
 
 
+def test_a_file_a_lecture_includes_is_written_in(tmp_path, capsys):
+    """QuantEcon's lecture-jax lectures open with ```{include} _admonition/gpu.md```: the tool
+    said nothing, and the build stopped at it (CRITICAL: file not found, book/_admonition/gpu.md).
+    Copied beside the chapter, a Markdown file would be a page of the book: its text is written
+    in. One the lesson does not hold is named."""
+    book = _book(tmp_path)
+    (tmp_path / "_admonition").mkdir()
+    (tmp_path / "_admonition" / "gpu.md").write_text("```{admonition} GPU\nUse a GPU.\n```\n")
+    lesson = tmp_path / "newton.md"
+    lesson.write_text(MYST_PLACES.replace(
+        "The [previous lesson](intro.html).",
+        "```{include} _admonition/gpu.md\n```\n\nText.\n\n```{include} _admonition/gone.md\n```"))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    assert "includes (`{include}`: beside the chapter, a Markdown file is a page of the book): " \
+           "_admonition/gpu.md at line 9\n" in said, said
+    assert "line 14: `{include} _admonition/gone.md`: a file the lesson does not hold beside " \
+           "it (the build stops at it)" in said.split("Still to do:")[1], said
+    text = (book / "newton.md").read_text()
+    assert "# Places\n\n```{admonition} GPU\nUse a GPU.\n```\n\nText.\n\n```{include} " \
+           "_admonition/gone.md\n```" in text, text
+    assert not list(book.rglob("gpu.md"))
+
+
 def test_a_lectures_links_to_its_own_labels_stay_and_its_index_entries_go(tmp_path, capsys):
     """QuantEcon's lectures link their own labels in Markdown (`[Exercise 1](ex_label)`, which
     the page resolves, as MyST does): once told as links to the lesson's own site. Their index

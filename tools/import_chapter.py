@@ -17,6 +17,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
   heading levels counted over the whole script), its roles (``:func:`x` ``) MyST roles, its
   section labels and references to them MyST's, its notes and warnings admonitions;
 - index entries (``{index}``) are taken out: the book has no index;
+- a file beside the lesson that it includes (```{include} _admonition/gpu.md```) is written
+  in: copied beside the chapter, a Markdown file would be a page of the book;
 - d2l-book's marks (d2l's notebooks) become MyST's: labels (``:label:`x` ``), references,
   citations; its slides' marks (``[**…**]``) are taken out as d2l's pages take them out, and
   its Colab notebooks' note above their ``!pip`` cell with the install line;
@@ -294,6 +296,9 @@ _MYST_LABEL = re.compile(r"^\((?P<name>[^()\s]+)\)=$|\$\$[ \t]*\((?P<equation>[^
 _MYST_REF = re.compile(r"\{(?:ref|numref|eq|doc)\}`(?:[^`<]*<)?(?P<name>[^<>`\s]+)>?`")
 # A glossary's term looked up (`{term}`jit``, `{term}`traced <Tracer>``), and a glossary: its
 # terms are its lines flush left (`term : classifier`).
+# A file's text MyST puts in (```{include} _admonition/gpu.md```, no options).
+_INCLUDE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{include\}[ \t]+(?P<path>\S+)[ \t]*\n"
+                      r"(?P=fence)[ \t]*$", re.M)
 _TERM = re.compile(r"\{term\}`(?:[^`<]*<)?(?P<name>[^<>`]+?)>?`")
 _GLOSSARY = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glossary\}.*\n(?P<body>(?:.*\n)*?)(?P=fence)",
                        re.M)
@@ -569,6 +574,21 @@ def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Pa
     return source
 
 
+def _included(found: re.Match, cell, folder: Path | None, imported: Imported,
+              included: list[str]) -> str:
+    """The text of a file beside the lesson that an ``{include}`` puts in, for it (noted in
+    ``included``); else the directive, named in ``imported.to_do``."""
+    at = _place(cell, cell.source.count("\n", 0, cell.source.find(found[0])) + 1, found[0])
+    path = folder / found["path"] if folder is not None else None
+    if path is None or not path.is_file():
+        imported.to_do.append(f"{at}: `{{include}} {found['path']}`: a file the lesson does not "
+                              "hold beside it (the build stops at it): write its text in the "
+                              "chapter, or take it out")
+        return found[0]
+    included.append(f"{found['path']} at {at}")
+    return path.read_text(encoding="utf8").rstrip("\n")
+
+
 def _python_blocks(source: str) -> list[tuple[int, str]]:
     """The line (from 1) and language of each fenced block of Python in a markdown cell
     (```python, d2l's ```{.python .input}): shown, never run."""
@@ -827,6 +847,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
     references: list[tuple[str, str]] = []  # each label or page a markdown cell names: where
     terms: list[tuple[str, str]] = []  # each glossary term a markdown cell looks up: where
+    included: list[str] = []  # each file beside the lesson it includes, written in: where
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     unlabelled: dict[str, None] = {}  # its figures' and tables' labels
     data: dict[str, str] = {}  # the files beside the lesson its cells name: where first
@@ -968,6 +989,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             html_images += written
             source = _with_images(source, shown, cell, name, folder, imported)
             indexed += len(_INDEX.findall(source))
+            source = _INCLUDE.sub(lambda found: _included(found, cell, folder, imported,
+                                                          included), source)
             new = markdown_cell(_INDEX.sub(lambda entry: entry["text"] or "", source), *tags)
         else:  # raw: text for a converter (nbconvert's LaTeX, reST), which no page shows
             if source.strip():
@@ -984,6 +1007,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         cells = cells if cells[-1].source.strip() else cells[:-1]
         imported.changed.append("took out the rule (`---`) the lesson ends with (no page may "
                                 "end with one)")
+    if included:
+        imported.changed.append("wrote in the text of the files the lesson includes (`{include}`"
+                                ": beside the chapter, a Markdown file is a page of the book): "
+                                + ", ".join(included))
     if indexed:
         imported.changed.append(f"took out the lesson's {indexed} index entries (`{{index}}`): the "
                                 "book has no index (conf.py's html_use_index), so none shows")
