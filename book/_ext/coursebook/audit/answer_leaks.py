@@ -11,6 +11,7 @@ import re
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import groupby
 from pathlib import Path
 
@@ -142,10 +143,11 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
 
 
 _SEARCH = SearchEnglish({})
+_stem = cache(_SEARCH.stem)  # snowball's stemmer keeps none; the same words fill every page
 
 
 def _search_words(text: str) -> set[str]:
-    return {_SEARCH.stem(word.lower()) for word in _SEARCH.split(text)}
+    return set(map(_stem, _SEARCH.split(text)))
 
 
 def _strings(value) -> Iterator[str]:
