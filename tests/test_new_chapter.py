@@ -666,13 +666,15 @@ def test_a_cell_importing_widgets_is_told_at_its_line(tmp_path, capsys):
     import nbformat
 
     cells = ["import numpy as np\nfrom tqdm.notebook import tqdm", "import ipywidgets as widgets",
-             "from tqdm import tqdm", "from tqdm.auto import trange"]
+             "from tqdm import tqdm", "from tqdm.auto import trange, tqdm",
+             "from tqdm import notebook", "from tqdm import tqdm_notebook as bar"]
     _, said = _brought_in(tmp_path, capsys, "bars.ipynb", nbformat.writes(
         nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])))
     assert re.findall(r"(cell \d+, line \d+) \(`([\w.]+)`\)",
                       said.split("modules that show widgets")[1]) == [
-        ("cell 1, line 2", "tqdm.notebook"), ("cell 2, line 1", "ipywidgets"),
-        ("cell 4, line 1", "tqdm.auto")], said
+        ("cell 1, line 2", "tqdm.notebook.tqdm"), ("cell 2, line 1", "ipywidgets"),
+        ("cell 4, line 1", "tqdm.auto.trange"), ("cell 5, line 1", "tqdm.notebook"),
+        ("cell 6, line 1", "tqdm.tqdm_notebook")], said
 
 
 def test_a_title_asked_for_replaces_the_lessons_own(tmp_path, capsys):

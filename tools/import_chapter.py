@@ -125,7 +125,7 @@ _CWD = re.compile(r"run_line_magic\('pwd'|system\('pwd'\)|\b(?:getcwd|cwd)\(\)")
 _OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
 # A module whose displays are widgets: myst-nb draws them with scripts from the web, and the
 # build compares none (coursebook.verify.expectations.shown_text).
-_WIDGETS = re.compile(r"ipywidgets|tqdm\.(?:notebook|auto)")  # and their submodules, autonotebook
+_WIDGETS = re.compile(r"ipywidgets|tqdm\.(?:notebook|auto|tqdm_notebook)")  # autonotebook too
 # Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
 _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
@@ -920,9 +920,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 tags.append(RAISES_TAG)
                 raised.append(f"{_place(cell)} (`{source.splitlines()[0]}`: {errors[0]})")
             # the class's own name, which its traceback prints after any module path
-            raising = [getattr(raised, "attr", getattr(raised, "id", ast.unparse(raised)))
+            raising = [getattr(exc, "attr", getattr(exc, "id", ast.unparse(exc)))
                        for node in _python(source).body if isinstance(node, ast.Raise) and node.exc
-                       for raised in [getattr(node.exc, "func", node.exc)]]
+                       for exc in [getattr(node.exc, "func", node.exc)]]
             if raising and not errors and not asks and RAISES_TAG not in tags:
                 tags.append(RAISES_TAG)
                 errors = raising[:1] if raising[0][:1].isupper() else []  # else a variable's
@@ -935,12 +935,13 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                       f"(`{first_line(source)}`), which only Colab has: remove "
                                       "it, or the build fails")
             modules.update(dict.fromkeys(module for module in imports if module not in colab))
-            widgets += [f"{_place(cell, node.lineno)} (`{module}`)"
-                        for node in ast.walk(_python(cell.source))
-                        if isinstance(node, ast.Import | ast.ImportFrom)
-                        for module in ([alias.name for alias in node.names]
-                                       if isinstance(node, ast.Import) else [node.module or ""])
-                        if _WIDGETS.match(module)]
+            for node in ast.walk(_python(cell.source)):  # `from tqdm import notebook` too
+                names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                         [f"{node.module}.{alias.name}" for alias in node.names]
+                         if isinstance(node, ast.ImportFrom) else [])
+                shown = next((name for name in names if _WIDGETS.match(name)), None)
+                if shown:
+                    widgets.append(f"{_place(cell, node.lineno)} (`{shown}`)")
             if source_format.startswith("jupytext percent") and _only_a_string(source):
                 imported.to_do.append(f"{_place(cell)}: a cell holding only a string (a script's "
                                       "docstring), which the page shows as its value, quotes "
