@@ -30,7 +30,6 @@ from pdf_checks import POPPLER, check_pdf, locate_chapters, locate_characters
 
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.model.faults import shown_path
-from coursebook.render.handouts import MANIFEST
 from coursebook.render.pdf_fonts import ENGINE, FONTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,6 +145,10 @@ def build_handouts(args) -> int:
     folder = out / "pdf" / "handouts"
     shutil.rmtree(folder, ignore_errors=True)
     failed = False
+    # Here: the extension's render stage imports myst-nb's and SQLAlchemy's (~0.7 s), which
+    # a build stopped for a missing tool or font, or --help, never needs.
+    from coursebook.render.handouts import MANIFEST
+
     written = json.loads((latex / MANIFEST).read_text(encoding="utf8"))
     unknown = sorted(set(args.chapter) - {handout["docname"] for handout in written})
     if unknown:
