@@ -42,15 +42,19 @@ def test_an_unseeded_random_output_is_refused_when_accepted(tiny_book, tmp_path,
 @pytest.mark.slow
 def test_an_unseeded_draw_both_runs_print_alike_fails_the_accept(tiny_book, tmp_path):
     """A draw that prints the same every time (as two draws may by chance): both runs agree,
-    and the accept still fails, naming the cell's line and the seed."""
+    and the accept still fails, naming the cell's line and the seed; what it wrote goes back,
+    so that accepting again refuses it again (kept, it would find nothing changed)."""
     chapter = tiny_book / "chapter.md"
     chapter.write_text(chapter.read_text() + RANDOM_CELL.replace(
         "print(torch.rand(2))", "print(int(torch.rand(1) < 2))"))
+    [expected] = (tiny_book / "expected").rglob("chapter.txt")
+    before = expected.read_text()
     returncode, log = accept(tiny_book, tmp_path)
     [line] = _lines_of(chapter, "print(int(torch.rand(1) < 2))")
     assert returncode == 1 and "the second run printed the same" not in log, log[-3000:]
     assert f"chapter.md:{line}: `torch.rand(1)` draws random numbers before any seed" in log, \
         log[-3000:]
+    assert expected.read_text() == before
 
 
 def _lines_of(chapter: Path, *texts: str) -> list[int]:
