@@ -301,15 +301,16 @@ def tiny_book_with_an_overflow(tmp_path: Path) -> Path:
     return chapter
 
 
-def both_editions_at_once(srcdir: Path, root: Path,
-                          settings: dict[str, str] | None = None) -> dict[str, Build]:
+def both_editions_at_once(srcdir: Path, root: Path, settings: dict[str, str] | None = None,
+                          forked: bool | None = None) -> dict[str, Build]:
     """Student and instructor editions built at the same time into root, sharing
-    root/cache, as `make editions` builds them."""
+    root/cache, as `make editions` builds them (``forked``: :func:`run_sphinx`'s)."""
     cache = root / "cache"
     with ThreadPoolExecutor(2) as pool:
-        student = pool.submit(sphinx_build, srcdir, root / "student", cache, settings=settings)
+        student = pool.submit(sphinx_build, srcdir, root / "student", cache, settings=settings,
+                              forked=forked)
         instructor = pool.submit(sphinx_build, srcdir, root / "instructor", cache, "instructor",
-                                 settings=settings)
+                                 settings=settings, forked=forked)
         return {"student": student.result(), "instructor": instructor.result()}
 
 

@@ -6,7 +6,9 @@ build that runs it until the other build is seen trying that notebook's lock, so
 proves a collision avoided, not builds that happened not to meet. Without the locks, both
 execute it and jupyter-cache refuses the second copy ("hashkey already exists") or runs it
 twice. There the chapter's cell is a barrier: it waits until both builds' kernels are in
-it. Either way the two builds overlap on any machine, however loaded.
+it. Either way the two builds overlap on any machine, however loaded. Each build is
+forked from the worker's build server (a process of its own, as each `make` build is: the
+subject is the cache they share, not how a build starts).
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ def _with_shared_chapter(book: Path, wait: str) -> Path:
 @pytest.mark.slow
 def test_both_editions_at_once_share_one_cache(tiny_book, tmp_path):
     wait = CONTENDED.replace("LOCKS", repr(str(tmp_path / "cache")))
-    builds = both_editions_at_once(_with_shared_chapter(tiny_book, wait), tmp_path, SETTINGS)
+    builds = both_editions_at_once(_with_shared_chapter(tiny_book, wait), tmp_path, SETTINGS,
+                                   forked=True)
     for edition, build in builds.items():
         assert build.returncode == 0, f"{edition} build failed:\n{build.log[-3000:]}"
     # The other build tried the shared chapter's lock while the cell held it.
@@ -103,7 +106,7 @@ def _what_ran(builds) -> str:
 def test_without_the_locks_the_shared_chapter_races(tiny_book, tmp_path):
     """The test above can fail: with the locks off, the same builds collide."""
     builds = both_editions_at_once(_with_shared_chapter(tiny_book, BARRIER), tmp_path,
-                                   {**SETTINGS, "coursebook_cache_locks": "0"})
+                                   {**SETTINGS, "coursebook_cache_locks": "0"}, forked=True)
     # Both kernels were in the shared cell at once (the barrier); a build whose cache write
     # failed may run it a third time.
     assert len(list((tiny_book / "arrived").iterdir())) >= 2
