@@ -121,6 +121,8 @@ _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index
                      "--extra-index-url", "-f", "--find-links", "-t", "--target"})
 # A statement showing the folder the cells run in: `%pwd`, `!pwd`, `os.getcwd()`, `Path.cwd()`.
 _CWD = re.compile(r"run_line_magic\('pwd'|system\('pwd'\)|\b(?:getcwd|cwd)\(\)")
+# A clock read: shown, it is how long something took (d2l's `f'{time.time() - tic:.2f} sec'`).
+_CLOCK = re.compile(r"\b(?:time|perf_counter|monotonic|process_time)(?:_ns)?\(\)")
 # A path out of the folder the cells run in: `../data`, `~/datasets` (UvA's labs' checkpoints).
 _OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
 # A module whose displays are widgets: myst-nb draws them with scripts from the web, and the
@@ -894,7 +896,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                      if isinstance(node, ast.Expr) and _CWD.search(ast.unparse(node))] + [
                 (node.lineno, "how long a statement took") for node in ast.walk(tree)
                 for magic, argument in [_magic(node)] if magic in ("time", "timeit")
-                and "-q" not in _TIMEIT_OPTIONS.match(argument)[0].split()]
+                and "-q" not in _TIMEIT_OPTIONS.match(argument)[0].split()] + [
+                (node.lineno, "how long a statement took") for node in ast.walk(tree)
+                if isinstance(node, ast.Expr) and _CLOCK.search(ast.unparse(node))]
             imported.to_do += [
                 f"{_place(cell, line)}: `{lines[line - 1].strip()}` shows {what}, which differs "
                 "between runs and machines (the build refuses it as an output that varies): take "
