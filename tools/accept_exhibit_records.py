@@ -43,17 +43,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replace", action="store_true",
                         help="replace a record for this torch that no longer matches")
     args = parser.parse_args(argv)
-    import torch  # after the arguments: `--help` needs no torch (~3 s)
-
-    release = versions.release(torch.__version__)
-    where = f"{platform.system()} {platform.machine()}, CPU (torch {torch.__version__})"
-    today = provenance.today()
-    problems = 0
     try:
         museum = load_museum(args.exhibits, load_machine_kinds(MACHINE_KINDS_FILE))
     except ExhibitError as error:
         print(f"accept_exhibit_records: {error}", file=sys.stderr)
         return 2
+    import torch  # after the arguments and the museum: --help or a wrong folder needs none (~3 s)
+
+    release = versions.release(torch.__version__)
+    where = f"{platform.system()} {platform.machine()}, CPU (torch {torch.__version__})"
+    today = provenance.today()
+    problems = 0
     for wing in museum.values():
         for exhibit in wing.exhibits:
             if not exhibit.runs_in_every_build:
