@@ -1286,6 +1286,27 @@ def test_a_cell_timing_a_statement_is_named(tmp_path, capsys):
         "line 41: `print(time.perf_counter_ns())` shows how long a statement took"], said
 
 
+def test_a_cell_that_downloads_is_named(tmp_path, capsys):
+    """d2l's image-classification-dataset fetches Fashion-MNIST (`download=True`) into d2l's
+    default root, `../data`: outside the temporary folder the cells run in, and no network on
+    a CI build; the tool said nothing. `download=False` and other calls are not told."""
+    book = _book(tmp_path)
+    lesson = tmp_path / "fashion.md"
+    cells = ["import torchvision\ntrain = torchvision.datasets.FashionMNIST(\n    root=root, "
+             "train=True, download=True)", "val = FashionMNIST(root, download=False)\nprint(val)"]
+    lesson.write_text(MYST_PLACES.split("The [previous")[0] + "".join(
+        f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    line = lesson.read_text().splitlines().index("train = torchvision.datasets.FashionMNIST(") + 1
+    assert re.findall(r"line \d+: `[^`]+` downloads from the web.*", said) == [
+        f"line {line}: `train = torchvision.datasets.FashionMNIST(` downloads from the web as it "
+        "runs: a build without the network (CI's) stops at it, and what it fetches is saved "
+        "where its root says (d2l's default, `../data`, is outside the folder the cells run "
+        "in): pass `download=False` and have the data there on each machine that builds, or "
+        "take the cell out"], said
+
+
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):
     """The build's refusal of a `.ipynb` page names `make chapter FROM=` it: the chapter
     takes the page's place, and the tool says to delete the notebook."""

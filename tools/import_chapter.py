@@ -912,6 +912,15 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 for node in ast.walk(tree) if isinstance(node, ast.Constant)
                 and isinstance(node.value, str) and _OUTSIDE.match(node.value)
                 for inside in [re.sub(r"^(?:(?:\.\.|~)[/\\]?)+", "", node.value)]]
+            imported.to_do += [  # torchvision's datasets; d2l's save under its own root
+                f"{_place(cell, node.lineno)}: `{lines[node.lineno - 1].strip()}` downloads from "
+                "the web as it runs: a build without the network (CI's) stops at it, and what it "
+                "fetches is saved where its root says (d2l's default, `../data`, is outside the "
+                "folder the cells run in): pass `download=False` and have the data there on each "
+                "machine that builds, or take the cell out"
+                for node in ast.walk(tree) if isinstance(node, ast.Call) and any(
+                    k.arg == "download" and getattr(k.value, "value", 0) is True
+                    for k in node.keywords)]
             imported.to_do += [  # these fail on a comment (%pdb: "Incorrect argument")
                 f"{_place(cell, node.lineno)}: `%{magic} {argument}`: IPython passes the comment "
                 "on to the magic as part of its argument, which the magic refuses: put the "
