@@ -97,6 +97,29 @@ def test_a_character_found_only_in_the_latex_names_its_chapter(tmp_path):
     assert "a part the build adds holds '你'" in problem.what
 
 
+def test_a_letter_in_math_is_told_to_be_written_as_its_latex_command(tmp_path):
+    """QuantEcon's lecture-jax writes `$$ s = 0.2, \\quad α = 0.5 $$`: lualatex found no α in
+    cmmi10 (TeX's math font, whatever the text fonts), and the build said no font of the PDF
+    had it and to install one, though DejaVu Sans has it. A letter in math is told apart."""
+    from pdf_checks import log_problems
+
+    chapter = tiny_book_with(tmp_path, "$$\ns = 0.2, \\quad α = 0.5\n$$", "print(1)")
+    log = tmp_path / "book.log"
+    log.write_text("Missing character: There is no α (U+03B1) in font cmmi10!\n"
+                   "Missing character: There is no ✗ (U+2717) in font name:DejaVuSans;!\n")
+    tex = tmp_path / "book.tex"
+    tex.write_text("\\label{\\detokenize{chapter::doc}}\n", encoding="utf8")
+    math, text = locate_characters(log_problems(log), None,
+                                   lambda doc: chapter.parent / f"{doc}.md", tmp_path, tex)
+    line = chapter.read_text(encoding="utf8").splitlines().index("s = 0.2, \\quad α = 0.5") + 1
+    assert math.chapter.endswith(f"chapter.md:{line}"), math
+    assert math.what == ("the chapter's text holds 'α' (U+03B1 GREEK SMALL LETTER ALPHA) in math, "
+                         "which TeX's math fonts do not have (MathJax shows it on the page, LaTeX "
+                         "cannot): write it there as its LaTeX command (`\\alpha` for 'α'), or "
+                         "outside the math"), math
+    assert "'✗' (U+2717" in text.what and "which no font of the PDF has" in text.what, text
+
+
 # --- Slow: PDFs built ----------------------------------------------------------------------
 
 NO_FONT_CELL = f"print('mark:', chr({NO_FONT_HAS:#x}))"  # only the output holds the character

@@ -13,6 +13,9 @@ from pdf_checks import log_problems
       "Missing character: There is no 你 (U+4F60) in font DejaVu Sans Mono/OT:script=la\n"
       "Missing character: There is no 🙂 (U+1F642) in font FreeSerif/OT:script=latn;lan\n"), 2),
     ("Underfull \\hbox (badness 10000) in paragraph\n", 0),
+    # A letter in math (TeX's math font) and the same in text: two problems, two fixes.
+    (("Missing character: There is no α (U+03B1) in font cmmi10!\n"
+      "Missing character: There is no α (U+03B1) in font FreeSerif/OT:script=latn;lang\n"), 2),
 ])
 def test_log_problems(tmp_path, log, found):
     path = tmp_path / "book.log"

@@ -39,6 +39,7 @@ class Problem:
     tex_line: int | None = None  # the line of the .tex file a log message names
     chapter: str = ""  # the source file, once located
     character: str = ""  # a character no font of the PDF has
+    in_math: bool = False  # that character stood in math, set in TeX's own math fonts
 
     def __str__(self) -> str:
         return f"{self.chapter}: {self.what}" if self.chapter else self.what
@@ -72,10 +73,13 @@ def log_problems(log: Path) -> list[Problem]:
                 for m in re.finditer(r"Overfull \\hbox \((\d+(?:\.\d+)?)pt too wide\)"
                                      r"(?:[^\n]*?lines? (\d+))?[^\n]*", text)
                 if float(m.group(1)) > OVERFULL_LIMIT_PT]
-    missing = dict.fromkeys(chr(int(code, 16)) for code in re.findall(
-        r"Missing character: There is no .*?\(U\+([0-9A-F]+)\)", text))
+    # A math font is one of TeX's own (cmmi10, lmsy10): a Unicode letter in `$…$` lands there.
+    missing = dict.fromkeys(
+        (chr(int(code, 16)), re.match(r"(?:cm|lm)[a-z]*\d+$", font) is not None)
+        for code, font in re.findall(r"Missing character: There is no .*?\(U\+([0-9A-F]+)\)"
+                                     r"(?: in font ([^!\n]*))?", text))
     return problems + [Problem(f"{log.name}: no font has {character!r} (U+{ord(character):04X})",
-                               character=character) for character in missing]
+                               character=character, in_math=math) for character, math in missing]
 
 
 def unembedded_fonts(pdf: Path) -> list[Problem]:
@@ -181,24 +185,27 @@ def locate_characters(problems: list[Problem], docnames: Iterable[str] | None,
     if docnames is None:
         docnames = [doc for _, doc in document_starts_on_lines(tex)] if tex.is_file() else []
     docnames = list(docnames)
-    at: dict[tuple[str, str] | None, list[str]] = {}
+    at: dict[tuple[tuple[str, str] | None, bool], list[str]] = {}
     for problem in problems:
         if problem.character:
             places = chain((_in_source(problem.character, source_of(doc)) for doc in docnames),
                            (_in_outputs(problem.character, source_of(doc),
                                         doctrees / f"{doc}.doctree") for doc in docnames))
             place = next(filter(None, places), None) or _in_tex(problem.character, tex, source_of)
-            at.setdefault(place, []).append(problem.character)
+            at.setdefault((place, problem.in_math), []).append(problem.character)
     fallbacks = ", ".join(font.family for font in FALLBACK_FONTS)
     located = [problem for problem in problems if not problem.character]
-    for place, characters in at.items():
+    for (place, in_math), characters in at.items():
         codes = " ".join(f"{ord(character):x}" for character in characters)
         where, what = place or ("", "the PDF holds")
+        said = f"{what} {', '.join(map(describe, characters))}"
         located.append(Problem(
-            f"{what} {', '.join(map(describe, characters))}, which no font of the PDF has, "
-            f"fallbacks included ({fallbacks}): install a font that has "
-            f"{'them' if len(characters) > 1 else 'it'} (`fc-list ':charset={codes}' family` "
-            "lists the installed ones), add its family to FALLBACK_FONTS in "
-            "book/_ext/coursebook/render/pdf_fonts.py and its Debian package to "
-            "tools/pdf-packages.txt, or print something else", chapter=where))
+            f"{said} in math, which TeX's math fonts do not have (MathJax shows it on the page, "
+            "LaTeX cannot): write it there as its LaTeX command (`\\alpha` for 'α'), or outside "
+            "the math" if in_math else
+            f"{said}, which no font of the PDF has, fallbacks included ({fallbacks}): install a "
+            f"font that has {'them' if len(characters) > 1 else 'it'} (`fc-list "
+            f"':charset={codes}' family` lists the installed ones), add its family to "
+            "FALLBACK_FONTS in book/_ext/coursebook/render/pdf_fonts.py and its Debian package "
+            "to tools/pdf-packages.txt, or print something else", chapter=where))
     return located
