@@ -683,6 +683,14 @@ _RUNS_PYTHON = {"time": True, "capture": True, "prun": True, "timeit": False}
 _TIMEIT_OPTIONS = re.compile(r"^(?:\s*-(?:[nrp]\s*\d+|[tcqo]))*")
 
 
+def _shows_id(expression: ast.Expr) -> bool:
+    """Whether it shows an `id(x)`, not only compares one (`id(Y) == before` shows a bool)."""
+    compared = {id(side) for node in ast.walk(expression) if isinstance(node, ast.Compare)
+                for side in (node.left, *node.comparators)}
+    return any(isinstance(node, ast.Call) and getattr(node.func, "id", "") == "id"
+               and id(node) not in compared for node in ast.walk(expression))
+
+
 def _names(tree: ast.AST, bound: set[str], used: dict[str, int]) -> None:
     """The names a cell binds (into ``bound``) and those it reads when it runs, each at its
     first line (into ``used``): a function's body reads its names when called."""
@@ -898,7 +906,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 for magic, argument in [_magic(node)] if magic in ("time", "timeit")
                 and "-q" not in _TIMEIT_OPTIONS.match(argument)[0].split()] + [
                 (node.lineno, "how long a statement took") for node in ast.walk(tree)
-                if isinstance(node, ast.Expr) and _CLOCK.search(ast.unparse(node))]
+                if isinstance(node, ast.Expr) and _CLOCK.search(ast.unparse(node))] + [
+                (node.lineno, "an object's id() (where it lies in memory)")
+                for node in ast.walk(tree) if isinstance(node, ast.Expr) and _shows_id(node)]
             imported.to_do += [
                 f"{_place(cell, line)}: `{lines[line - 1].strip()}` shows {what}, which differs "
                 "between runs and machines (the build refuses it as an output that varies): take "
