@@ -192,9 +192,8 @@ def test_a_declared_package_that_moves_a_pin_is_refused_at_its_declaration(tmp_p
     options = ("--dry-run", "--no-index", "--find-links", str(tmp_path))
     assert load_tool("chapter_packages").install({chapter: ["lessonlib"]}, *options) == 1
     said = capsys.readouterr().err
-    line = chapter.read_text().splitlines().index("coursebook: {packages: [lessonlib]}") + 1
-    assert said.endswith(f"lesson.md:{line}: "
-                         "pip cannot install lessonlib beside the book's pinned packages "
-                         "(pyproject.toml's dependencies; pip's lines above name the conflict): "
-                         "declare versions that need none of them changed, or take out the "
-                         "cells that import them; then `make chapter-packages`\n"), said
+    assert said.endswith(  # line 1: the top matter, as the build's check names it
+        "lesson.md:1: pip could not install lessonlib (its lines above say why: a pin of the "
+        "book's it would move, pyproject.toml's dependencies, or a name it cannot find): change "
+        "the declaration (`coursebook: {packages}`), or take out the cells that import them; "
+        "then `make chapter-packages`\n"), said

@@ -1319,9 +1319,9 @@ def test_a_cell_that_downloads_is_named(tmp_path, capsys):
     assert re.findall(r"line \d+: `[^`]+` downloads from the web.*", said) == [
         f"line {line}: `train = torchvision.datasets.FashionMNIST(` downloads from the web as it "
         "runs: a build without the network (CI's) stops at it, and what it fetches is saved "
-        "where its root says (d2l's default, `../data`, is outside the folder the cells run "
-        "in): pass `download=False` and have the data there on each machine that builds, or "
-        "take the cell out"], said
+        "where its root says (d2l's default root, `../data`, for one, is outside the folder "
+        "the cells run in): pass `download=False` and have the data there on each machine that "
+        "builds, or take the cell out"], said
 
 
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):

@@ -33,13 +33,12 @@ def install(chapters: dict[Path, list[str]], *pip_options: str) -> int:
             # Not --quiet: pip then leaves out the lines that name the conflict.
             if subprocess.run([sys.executable, "-m", "pip", "install", "-c", constraints.name,
                                *pip_options, *packages]).returncode:
-                lines = path.read_text("utf8").splitlines()
-                line = next((n for n, text in enumerate(lines, 1) if "packages" in text), 1)
-                print(f"{shown_path(path)}:{line}: pip cannot install {', '.join(packages)} "
-                      "beside the book's pinned packages (pyproject.toml's dependencies; pip's "
-                      "lines above name the conflict): declare versions that need none of them "
-                      "changed, or take out the cells that import them; then `make "
-                      "chapter-packages`", file=sys.stderr)
+                # line 1: the top matter (a notebook's metadata), as the build's check names it
+                print(f"{shown_path(path)}:1: pip could not install {', '.join(packages)} (its "
+                      "lines above say why: a pin of the book's it would move, pyproject.toml's "
+                      "dependencies, or a name it cannot find): change the declaration "
+                      "(`coursebook: {packages}`), or take out the cells that import them; then "
+                      "`make chapter-packages`", file=sys.stderr)
                 return 1
     return 0
 

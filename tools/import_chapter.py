@@ -925,9 +925,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             imported.to_do += [  # torchvision's datasets; d2l's save under its own root
                 f"{_place(cell, node.lineno)}: `{lines[node.lineno - 1].strip()}` downloads from "
                 "the web as it runs: a build without the network (CI's) stops at it, and what it "
-                "fetches is saved where its root says (d2l's default, `../data`, is outside the "
-                "folder the cells run in): pass `download=False` and have the data there on each "
-                "machine that builds, or take the cell out"
+                "fetches is saved where its root says (d2l's default root, `../data`, for one, "
+                "is outside the folder the cells run in): pass `download=False` and have the data "
+                "there on each machine that builds, or take the cell out"
                 for node in ast.walk(tree) if isinstance(node, ast.Call) and any(
                     k.arg == "download" and getattr(k.value, "value", 0) is True
                     for k in node.keywords)]
