@@ -1163,23 +1163,30 @@ def test_a_file_a_lecture_includes_is_written_in(tmp_path, capsys):
     """QuantEcon's lecture-jax lectures open with ```{include} _admonition/gpu.md```: the tool
     said nothing, and the build stopped at it (CRITICAL: file not found, book/_admonition/gpu.md).
     Copied beside the chapter, a Markdown file would be a page of the book: its text is written
-    in. One the lesson does not hold is named."""
+    in, the images it shows copied as the lesson's are (HR's F13), and the lines after it
+    still named at the lesson's lines. One the lesson does not hold is named."""
     book = _book(tmp_path)
     (tmp_path / "_admonition").mkdir()
-    (tmp_path / "_admonition" / "gpu.md").write_text("```{admonition} GPU\nUse a GPU.\n```\n")
+    (tmp_path / "_admonition" / "gpu.md").write_text("**GPU**: use one.\n\n![chip](chip.png)\n")
+    (tmp_path / "_admonition" / "chip.png").write_bytes(b"\x89PNG chip")
     lesson = tmp_path / "newton.md"
     lesson.write_text(MYST_PLACES.replace(
         "The [previous lesson](intro.html).",
-        "```{include} _admonition/gpu.md\n```\n\nText.\n\n```{include} _admonition/gone.md\n```"))
+        "```{include} _admonition/gpu.md\n```\n\nText.\n\n```{include} _admonition/gone.md\n```"
+        "\n\n```{include} _admonition/gpu.md\n```\n\n![lost](lost.png)"))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     said = capsys.readouterr().out
     assert "includes (`{include}`: beside the chapter, a Markdown file is a page of the book): " \
-           "_admonition/gpu.md at line 9\n" in said, said
+           "_admonition/gpu.md at line 9, _admonition/gpu.md at line 17\n" in said, said
+    to_do = said.split("Still to do:")[1]
     assert "line 14: `{include} _admonition/gone.md`: a file the lesson does not hold beside " \
-           "it (the build stops at it)" in said.split("Still to do:")[1], said
+           "it (the build stops at it)" in to_do, said
+    assert "line 20: lost.png: an image the lesson shows but does not hold" in to_do, said
     text = (book / "newton.md").read_text()
-    assert "# Places\n\n```{admonition} GPU\nUse a GPU.\n```\n\nText.\n\n```{include} " \
-           "_admonition/gone.md\n```" in text, text
+    shown = "**GPU**: use one.\n\n![chip](newton/_admonition/chip.png)"
+    assert f"# Places\n\n{shown}\n\nText.\n\n```{{include}} _admonition/gone.md\n```\n\n" \
+           f"{shown}\n\n![lost](lost.png)" in text, text
+    assert (book / "newton" / "_admonition" / "chip.png").read_bytes() == b"\x89PNG chip"
     assert not list(book.rglob("gpu.md"))
 
 

@@ -90,7 +90,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 from jupytext.formats import guess_format, read_format_from_metadata
 from markdown_it import MarkdownIt
 
-from coursebook.model.cell_notes import cell_line, note, noted, source_line
+from coursebook.model.cell_notes import cell_line, note, note_added_lines, noted, source_line
 from coursebook.model.notebooks import (
     ANSWER_TAG,
     RAISES_TAG,
@@ -296,11 +296,14 @@ _ANONYMOUS = re.compile(r"(<[^`<>]+>`_)_")
 _MYST_LABEL = re.compile(r"^\((?P<name>[^()\s]+)\)=$|\$\$[ \t]*\((?P<equation>[^()\s]+)\)$"
                          r"|^:(?:label|name):[ \t]*(?P<option>\S+)", re.M)
 _MYST_REF = re.compile(r"\{(?:ref|numref|eq|doc)\}`(?:[^`<]*<)?(?P<name>[^<>`\s]+)>?`")
-# A glossary's term looked up (`{term}`jit``, `{term}`traced <Tracer>``), and a glossary: its
-# terms are its lines flush left (`term : classifier`).
-# A file's text MyST puts in (```{include} _admonition/gpu.md```, no options).
+# A file's text MyST puts in (```{include} _admonition/gpu.md```, no options), and the path
+# of an image its text shows relative to its folder (a Markdown image's, a figure's).
 _INCLUDE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{include\}[ \t]+(?P<path>\S+)[ \t]*\n"
                       r"(?P=fence)[ \t]*$", re.M)
+_RELATIVE_IMAGE = re.compile(r"(?:!\[[^\]]*\]\(|^(?:`{3,}|:{3,})\{(?:figure|image)\}[ \t]+)"
+                             r"(?!\w+:|/|#)(?P<path>[^)\s]+)", re.M)
+# A glossary's term looked up (`{term}`jit``, `{term}`traced <Tracer>``), and a glossary: its
+# terms are its lines flush left (`term : classifier`).
 _TERM = re.compile(r"\{term\}`(?:[^`<]*<)?(?P<name>[^<>`]+?)>?`")
 _GLOSSARY = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glossary\}.*\n(?P<body>(?:.*\n)*?)(?P=fence)",
                        re.M)
@@ -576,19 +579,29 @@ def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Pa
     return source
 
 
-def _included(found: re.Match, cell, folder: Path | None, imported: Imported,
-              included: list[str]) -> str:
-    """The text of a file beside the lesson that an ``{include}`` puts in, for it (noted in
-    ``included``); else the directive, named in ``imported.to_do``."""
-    at = _place(cell, cell.source.count("\n", 0, cell.source.find(found[0])) + 1, found[0])
-    path = folder / found["path"] if folder is not None else None
-    if path is None or not path.is_file():
-        imported.to_do.append(f"{at}: `{{include}} {found['path']}`: a file the lesson does not "
-                              "hold beside it (the build stops at it): write its text in the "
-                              "chapter, or take it out")
-        return found[0]
-    included.append(f"{found['path']} at {at}")
-    return path.read_text(encoding="utf8").rstrip("\n")
+def _with_includes(source: str, cell, folder: Path | None, imported: Imported,
+                   included: list[str]) -> str:
+    """The cell's text with each file beside the lesson that an ``{include}`` puts in written
+    in (noted in ``included``; its images' paths made the lesson's, for the image pass; its
+    lines noted as added, at the directive's); one it lacks named in ``imported.to_do``."""
+    start = 0
+    while found := _INCLUDE.search(source, start):
+        line = source.count("\n", 0, found.start())
+        at, path = _place(cell, line + 1, found[0]), folder / found["path"] if folder else None
+        if path is None or not path.is_file():
+            imported.to_do.append(f"{at}: `{{include}} {found['path']}`: a file the lesson does "
+                                  "not hold beside it (the build stops at it): write its text in "
+                                  "the chapter, or take it out")
+            start = found.end()
+            continue
+        text = _RELATIVE_IMAGE.sub(lambda image: image[0].removesuffix(image["path"]) + (
+            Path(found["path"]).parent / image["path"]).as_posix(),
+            path.read_text(encoding="utf8").rstrip("\n"))
+        included.append(f"{found['path']} at {at}")
+        note_added_lines(cell, line, text.count("\n") - found[0].count("\n"))
+        source = source[:found.start()] + text + source[found.end():]
+        start = found.start() + len(text)
+    return source
 
 
 def _python_blocks(source: str) -> list[tuple[int, str]]:
@@ -987,6 +1000,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 imported.files[path] = (folder / path).read_bytes()
                 data.setdefault(path, _place(cell, line))
         elif cell.cell_type == "markdown":
+            source = _with_includes(source, cell, folder, imported, included)
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
                 code = _code_lines(source)
@@ -1013,8 +1027,6 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             html_images += written
             source = _with_images(source, shown, cell, name, folder, imported)
             indexed += len(_INDEX.findall(source))
-            source = _INCLUDE.sub(lambda found: _included(found, cell, folder, imported,
-                                                          included), source)
             new = markdown_cell(_INDEX.sub(lambda entry: entry["text"] or "", source), *tags)
         else:  # raw: text for a converter (nbconvert's LaTeX, reST), which no page shows
             if source.strip():
