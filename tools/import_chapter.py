@@ -975,9 +975,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
                          [f"{node.module}.{alias.name}" for alias in node.names]
                          if isinstance(node, ast.ImportFrom) else [])
-                shown = next((name for name in names if _WIDGETS.match(name)), None)
-                if shown:
-                    widgets.append(f"{_place(cell, node.lineno)} (`{shown}`)")
+                widget = next((name for name in names if _WIDGETS.match(name)), None)
+                if widget:
+                    widgets.append(f"{_place(cell, node.lineno)} (`{widget}`)")
             if source_format.startswith("jupytext percent") and _only_a_string(source):
                 imported.to_do.append(f"{_place(cell)}: a cell holding only a string (a script's "
                                       "docstring), which the page shows as its value, quotes "
