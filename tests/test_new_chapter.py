@@ -1228,6 +1228,16 @@ def test_cells_that_draw_random_numbers_before_any_seed_are_named(tmp_path, caps
     assert "seed the random numbers before the first draw (`np.random.seed(0)`, `random.seed(0)`)" \
         in said, said
     assert "as expected: line 22 (`np.random.randn(2)`), line 32 (`draw()`)\n" in said, said
+    assert "the generator" not in said  # np.random.seed returns None
+    # torch.manual_seed returns its generator: as a cell's last line (d2l's ndarray, seeded as
+    # told), the page showed `<torch._C.Generator at 0x…>`
+    lesson = tmp_path / "torch_draws.md"
+    lesson.write_text(MYST_PLACES.split("The [previous")[0] + "```{code-cell} ipython3\n"
+                      "import torch\ntorch.randn(2)\n```\n")
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    assert "seed the random numbers before the first draw (`torch.manual_seed(0)`; not as a "\
+        "cell's last line, whose value, the generator, the page would show): " \
+        in capsys.readouterr().out
 
 
 def test_a_lectures_figures_from_its_own_folder_come_beside_the_chapter(tmp_path, capsys):

@@ -792,6 +792,8 @@ def _unseeded_draws(cells) -> list[str]:
         return []
     return ["seed the random numbers before the first draw ("
             + ", ".join(dict.fromkeys(f"`{SEEDS[module]}`" for module, *_ in told))
+            + ("; not as a cell's last line, whose value, the generator, the page would show"
+               if "torch" in {module for module, *_ in told} else "")  # d2l's ndarray page did
             + "): the cells draw without a seed, so what they print differs between runs, and "
             "two runs that draw alike by chance make accept-outputs take a draw as expected: "
             + ", ".join(f"{_place(cell, line)} (`{call}`)" for _, cell, line, call in told)]
