@@ -28,9 +28,12 @@ STEPS = ["environment", "versions", "jax", "free after jax", "torch_xla", "free 
 FAKES = {
     "jax/__init__.py": "class _Device:\n    platform = 'cpu'\n    device_kind = 'cpu'\n\n\n"
                        "def devices():\n    return [_Device()]\n",
-    "jax/numpy.py": "from numpy import *  # noqa: F403\n",
-    # torch too: importing the real one can take longer than a step's timeout on a busy
-    # machine; the smoke test's steps need only a device and a sum.
+    # Neither numpy nor torch imported: torch can take longer than a step's timeout on a busy
+    # machine, numpy costs 0.1 s of CPU in each of 22 steps; the steps need only a device
+    # and a sum.
+    "jax/numpy.py": "class _Range(list):\n    def sum(self):\n"
+                    "        return float(sum(self))\n\n\n"
+                    "def arange(end):\n    return _Range(range(int(end)))\n",
     "torch/__init__.py": "class device:\n    def __init__(self, kind):\n        self.type = kind\n\n\n"
                          "class _Sum(float):\n    def item(self):\n        return float(self)\n\n\n"
                          "class _Range(list):\n    def sum(self):\n        return _Sum(sum(self))\n\n\n"
