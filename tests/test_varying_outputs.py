@@ -114,6 +114,23 @@ def test_a_suggestion_marks_only_what_differs_and_both_outputs_match_it():
     assert suggest("ready: yes", "ready: no") == "ready: ..."
 
 
+def test_timeits_warning_of_a_slow_run_is_a_line_that_may_be_missing():
+    """JAX's thinking_in_jax: %timeit warns "The slowest run took 15.67 times longer ..." in
+    some runs only. Both accept runs printed it: the suggestion held it (with `<number>`, so
+    the seed was offered) and a later run without it failed the pattern."""
+    slow = ("The slowest run took {} times longer than the fastest. This could mean that an "
+            "intermediate result is being cached.\n")
+    timing = ("Naively batched\n{}{} ms ± 1.61 ms per loop (mean ± std. dev. of 7 runs, 1 loop "
+              "each)")
+    one = timing.format(slow.format("15.67"), "1.01")
+    two, quiet = timing.format(slow.format("7.27"), "1.16"), timing.format("", "1.2")
+    marked = suggest(one, two)
+    assert marked == "Naively batched\n...\n<duration>"
+    assert matches(marked, quiet) and matches(marked, one)
+    assert varying_outputs.what_varies(one, two) == "measured"  # no seed offered
+    assert varying_outputs.what_varies(one, quiet) == "measured"
+
+
 def test_a_suggestion_marks_a_date_even_where_both_runs_agree_on_it():
     """Two runs of one day agree on its date: kept, the entry would fail the next day."""
     listing = "-rw-r--r-- 1 root root 4753 Dec  5 {} data.csv\ntotal 8"

@@ -143,10 +143,14 @@ def _marked_line(one: str, two: str) -> str:
     return "".join(out)
 
 
+# %timeit's warning of a slow run, which some runs print and others not: a `...` line.
+_SLOW_RUN = re.compile(r"^ *The slowest run took [^\n]* being cached\.\n", re.M)
+
+
 def suggest(accepted: str, shown: str) -> str | None:
     """A marked expected output that both outputs match, marking only where they differ;
     None if none is found."""
-    one, two = accepted.split("\n"), shown.split("\n")
+    one, two = (_SLOW_RUN.sub(ELLIPSIS + "\n", text).split("\n") for text in (accepted, shown))
     line_keys = [["".join(map(_key, _tokens(line))) for line in lines] for lines in (one, two)]
     matcher = difflib.SequenceMatcher(None, *line_keys, autojunk=False)
     out: list[str] = []
@@ -168,7 +172,7 @@ def what_varies(one: str, two: str) -> str:
     """Where two outputs differ: "made" where only temporary names or dates do (no draw),
     "measured" where only those, durations or sizes do (a clock's, memory's, or a simulated
     one: drawn), else "" (any value, a drawn one)."""
-    marked = suggest(*(_TEMPORARY.sub("tmp", text) for text in (one, two)))
+    marked = suggest(*(_TEMPORARY.sub("tmp", _SLOW_RUN.sub("", text)) for text in (one, two)))
     if marked is None or re.search(r"<number>|\.\.\.", marked):
         return ""
     return "measured" if re.search("<duration>|<size>", marked) else "made"
