@@ -82,10 +82,9 @@ def _stage(module: str) -> str:
     return "shared"  # a top-level module, or process/
 
 
-def _imports(path: Path, package: Path) -> set[str]:
-    """The book's own modules a file imports, at any depth of its code."""
+def _imports(path: Path, package: Path, known: set[str]) -> set[str]:
+    """The book's own modules (``known``) a file imports, at any depth of its code."""
     module = _module_name(path, package)
-    known = {_module_name(p, package) for p in package.rglob("*.py")}
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -104,8 +103,9 @@ def _imports(path: Path, package: Path) -> set[str]:
 
 
 def import_graph(package: Path) -> dict[str, set[str]]:
-    return {_module_name(path, package): _imports(path, package)
-            for path in sorted(package.rglob("*.py"))}
+    paths = sorted(package.rglob("*.py"))
+    known = {_module_name(path, package) for path in paths}
+    return {_module_name(path, package): _imports(path, package, known) for path in paths}
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
