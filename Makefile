@@ -131,9 +131,10 @@ handouts: venv ## Lab handouts, one PDF per chapter and edition -> _build/<editi
 pdf-deps: ## Install TeX and poppler for the PDFs (Debian/Ubuntu, as root)
 	apt-get update -q && apt-get install -y -q --no-install-recommends $(shell cat tools/pdf-packages.txt)
 
-# On a clean tree: an incremental build's search index keeps terms of earlier builds.
+# On a clean tree: an incremental build's search index keeps terms of earlier builds, and
+# jupyter_execute/ the notebook of a chapter since taken out (audited against today's answers).
 audit: venv ## Rebuild the student HTML on a clean tree and prove it holds no answer
-	rm -rf $(BUILD)/student/html $(BUILD)/student/doctrees
+	rm -rf $(BUILD)/student/html $(BUILD)/student/doctrees $(BUILD)/student/jupyter_execute
 	$(call edition,$(SPHINX),student,$(BUILD))
 	$(BIN)/python tools/audit_student_build.py $(BUILD)/student
 
