@@ -1306,14 +1306,11 @@ def test_a_cell_timing_a_statement_is_named(tmp_path, capsys):
 def test_a_cell_showing_an_objects_id_is_named(tmp_path, capsys):
     """d2l's ndarray prints `id(Z)` (an address, new on each run): unsaid, it came up only at
     accept-outputs' second run. Its `id(Y) == before` shows a bool, the same on each run."""
-    book = _book(tmp_path)
-    lesson = tmp_path / "ids.md"
-    cells = ["Y = [1]\nbefore = id(Y)\nid(Y) == before", "Z = [2]\nprint('id(Z):', id(Z))"]
-    lesson.write_text(MYST_PLACES.split("The [previous")[0] + "".join(
-        f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells))
-    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
-    said = capsys.readouterr().out
-    line = lesson.read_text().splitlines().index("print('id(Z):', id(Z))") + 1
+    text = MYST_PLACES.split("The [previous")[0] + "".join(
+        f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in
+        ["Y = [1]\nbefore = id(Y)\nid(Y) == before", "Z = [2]\nprint('id(Z):', id(Z))"])
+    _, said = _brought_in(tmp_path, capsys, "ids.md", text)
+    line = text.splitlines().index("print('id(Z):', id(Z))") + 1
     assert re.findall(r"line \d+: `[^`]+` shows an object's id\(\).*", said) == [
         f"line {line}: `print('id(Z):', id(Z))` shows an object's id() (where it lies in memory), "
         "which differs between runs and machines (the build refuses it as an output that "
@@ -1324,15 +1321,12 @@ def test_a_cell_that_downloads_is_named(tmp_path, capsys):
     """d2l's image-classification-dataset fetches Fashion-MNIST (`download=True`) into d2l's
     default root, `../data`: outside the temporary folder the cells run in, and no network on
     a CI build; the tool said nothing. `download=False` and other calls are not told."""
-    book = _book(tmp_path)
-    lesson = tmp_path / "fashion.md"
-    cells = ["import torchvision\ntrain = torchvision.datasets.FashionMNIST(\n    root=root, "
-             "train=True, download=True)", "val = FashionMNIST(root, download=False)\nprint(val)"]
-    lesson.write_text(MYST_PLACES.split("The [previous")[0] + "".join(
-        f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells))
-    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
-    said = capsys.readouterr().out
-    line = lesson.read_text().splitlines().index("train = torchvision.datasets.FashionMNIST(") + 1
+    text = MYST_PLACES.split("The [previous")[0] + "".join(
+        f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in
+        ["import torchvision\ntrain = torchvision.datasets.FashionMNIST(\n    root=root, "
+         "train=True, download=True)", "val = FashionMNIST(root, download=False)\nprint(val)"])
+    _, said = _brought_in(tmp_path, capsys, "fashion.md", text)
+    line = text.splitlines().index("train = torchvision.datasets.FashionMNIST(") + 1
     assert re.findall(r"line \d+: `[^`]+` downloads from the web.*", said) == [
         f"line {line}: `train = torchvision.datasets.FashionMNIST(` downloads from the web as it "
         "runs: a build without the network (CI's) stops at it, and what it fetches is saved "
