@@ -369,6 +369,27 @@ def test_an_image_no_pdf_shows_is_told_to_be_saved_as_a_png_or_pdf(tmp_path, cap
     assert told == ["badges/res/graph.svg", "badges/res/spin.gif"], to_do
 
 
+def test_an_image_inside_a_directive_is_copied_or_told(tmp_path, capsys):
+    """An image in a ```{note} (commonmark reads its body as a code block) was neither copied
+    nor told (found testing QuantEcon's included admonitions): the build stopped at it. One in
+    a code block stays as it is, text."""
+    book = _book(tmp_path)
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "x.png").write_bytes(b"\x89PNG x")
+    lesson = tmp_path / "notes.md"
+    lesson.write_text(MYST_PLACES.replace(
+        "The [previous lesson](intro.html).",
+        "```{note}\n![x](res/x.png)\n```\n\n```{warning}\n:class: dropdown\n\n![z](res/z.png)\n"
+        "```\n\n```{code-block} markdown\n![c](res/c.png)\n```"))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    to_do = capsys.readouterr().out.split("Still to do:")[1]
+    assert re.findall(r"line (\d+): (\S+): an image the lesson shows but does not hold", to_do) \
+        == [("16", "res/z.png"), ("29", "res/gone.png")], to_do
+    text = (book / "notes.md").read_text()
+    assert "```{note}\n![x](notes/res/x.png)\n```" in text and "![c](res/c.png)" in text, text
+    assert (book / "notes" / "res" / "x.png").read_bytes() == b"\x89PNG x"
+
+
 def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_build(tmp_path,
                                                                                   capsys):
     """NYU-DLSP20's autograd lesson imports torchviz, its tensor lesson `res.plot_lib` (a

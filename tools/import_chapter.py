@@ -484,6 +484,17 @@ def _place(cell, line: int | None = None, named: str = "") -> str:
     return f"line {cell_line(cell, line - 1)}"
 
 
+def _markdown_tokens(text: str, offset: int = 0):
+    """markdown-it's tokens of a cell's text, their lines moved by ``offset``, and those of the
+    bodies of the MyST directives that hold Markdown (```{note}: commonmark reads a code block)."""
+    for token in MarkdownIt("commonmark").parse(text):
+        token.map = token.map and [line + offset for line in token.map]
+        yield token
+        if token.type == "fence" and re.match(r"\{(?!code|sourcecode|literalinclude|math|raw|eval)"
+                                              r"[\w:-]+\}", token.info):
+            yield from _markdown_tokens(token.content, token.map[0] + 1)
+
+
 def _shown_images(source: str, cell, imported: Imported) -> tuple[str, dict[str, int], int]:
     """The cell's text with each piece of HTML that only shows images (``<img src=…>``) as
     Markdown images, which the book's pages, PDFs and downloads show (raw HTML reaches none
@@ -494,7 +505,7 @@ def _shown_images(source: str, cell, imported: Imported) -> tuple[str, dict[str,
     images written."""
     shown: dict[str, int] = {}
     written = 0
-    for token in MarkdownIt("commonmark").parse(source):
+    for token in _markdown_tokens(source):
         if token.type == "fence" and re.match(r"\{(?:figure|image)\}\s+\S", token.info):
             shown.setdefault(token.info.split()[1], token.map[0] + 1)  # MyST's figure, image
         pieces = [(token, token.map[0])] if token.type == "html_block" else (
