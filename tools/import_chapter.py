@@ -130,6 +130,10 @@ _OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
 _WIDGETS = re.compile(r"ipywidgets|tqdm\.(?:notebook|auto|tqdm_notebook)")  # autonotebook too
 # Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
 _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
+# Calls that fetch from the web into a cache of their own: tiktoken's encodings, Hugging
+# Face's models and datasets, torch.hub's.
+_FETCHES = re.compile(r"(?:^|\.)(?:get_encoding|encoding_for_model|from_pretrained|load_dataset|"
+                      r"hf_hub_download|snapshot_download|load_state_dict_from_url|hub\.load)$")
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 # A reST directive or substitution rst2md leaves as it is (`.. literalinclude::`,
@@ -957,6 +961,13 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 for node in ast.walk(tree) if isinstance(node, ast.Call) and any(
                     k.arg == "download" and getattr(k.value, "value", 0) is True
                     for k in node.keywords)]
+            imported.to_do += [
+                f"{_place(cell, node.lineno)}: `{lines[node.lineno - 1].strip()}` fetches from "
+                "the web as it runs, into a cache outside the folder the cells run in: a build "
+                "without the network (CI's) stops at it: have what it fetches in that cache on "
+                "each machine that builds, or take the cell out"
+                for node in ast.walk(tree) if isinstance(node, ast.Call)
+                and _FETCHES.search(ast.unparse(node.func))]
             imported.to_do += [  # these fail on a comment (%pdb: "Incorrect argument")
                 f"{_place(cell, node.lineno)}: `%{magic} {argument}`: IPython passes the comment "
                 "on to the magic as part of its argument, which the magic refuses: put the "
