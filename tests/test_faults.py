@@ -419,7 +419,7 @@ def test_a_tool_started_by_its_shebang_runs_in_the_book_environment(tool):
 
 @pytest.mark.slow
 @pytest.mark.own_kernels
-def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path):
+def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path, request):
     """Ctrl-C reaches the whole process group, as from a terminal; the next build recovers."""
     import os
     import signal
@@ -454,7 +454,10 @@ def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path):
     for sign in CRASH_SIGNS + ("Event loop is closed",):
         assert sign not in text, text[-3000:]
     chapter.write_text(good)
-    again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    # Its chapter's kernel forked from the session's kernel server (conftest: torch imported
+    # once), as test_stopped_builds' next builds after SIGINT: the pages are its subject.
+    again = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
+                         env=request.getfixturevalue("_kernel_server"))
     assert again.returncode == 0, again.log[-3000:]
 
 
