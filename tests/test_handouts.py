@@ -340,3 +340,34 @@ def test_an_image_of_a_type_the_machine_does_not_know_stops_the_latex_build(monk
         "the image chapter/graph.webp", "the image chapter/plot.qoi"], warned
     assert all(message.endswith("is of a kind no PDF shows: save it as a PNG or PDF beside "
                                 "the chapter and show that file") for message in warned), warned
+
+
+def test_a_figure_the_pdf_would_print_as_its_text_stops_the_latex_build(monkeypatch):
+    """d2l draws its plots as SVG alone (d2l.use_svg_display): LaTeX takes no SVG, so myst-nb
+    chose the output's text and d2l's linear-regression handout printed `<Figure size 350x250
+    with 1 Axes>` where the training curve was, silently. Now named at the cell; other text not."""
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    from coursebook.render import handouts
+
+    warned = []
+    monkeypatch.setattr(handouts, "logging", SimpleNamespace(getLogger=lambda name: SimpleNamespace(
+        warning=lambda message, *args, **kwargs: warned.append(message % args))))
+    document = new_document("chapter.md")
+    for text in ["<Figure size 350x250 with 1 Axes>", "tensor([1.])", "<Figure size 1 print"]:
+        document += nodes.literal_block(text, text, classes=["output", "text_plain"])
+    code = "<Figure size 3x2 with 1 Axes>"  # in a code block: no output
+    document += nodes.literal_block(code, code)
+
+    class Probe(handouts.ImagesNoPdfShows):
+        app = SimpleNamespace(builder=SimpleNamespace(supported_image_types=["image/png"]))
+
+    Probe(document).run()
+    assert warned == [
+        "its figure is SVG alone, which no PDF shows, so the PDF prints `<Figure size 350x250 "
+        "with 1 Axes>` in its place: draw PNG too, `backend_inline.set_matplotlib_formats('svg', "
+        "'png')` (matplotlib_inline's; d2l sets SVG alone as it draws: `d2l.use_svg_display = "
+        "lambda: backend_inline.set_matplotlib_formats('svg', 'png')`)"], warned

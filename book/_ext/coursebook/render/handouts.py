@@ -167,7 +167,8 @@ class ImagesNoPdfShows(SphinxPostTransform):
     image, with what to do: one of a format LaTeX cannot include (an SVG, a GIF beside a
     chapter), where lualatex stopped later with no place ("Unknown graphics extension:
     .svg"); one on the web, which Sphinx fetched while typesetting, so that the PDF needed
-    the network, and failed without it in lines that named no chapter."""
+    the network, and failed without it in lines that named no chapter; a figure a cell drew
+    as SVG alone (d2l's), which reached the PDF as its text (`<Figure size 350x250 …>`)."""
 
     default_priority = 5  # before Sphinx's image converters and its fetch
     builders = ("latex",)
@@ -191,6 +192,16 @@ class ImagesNoPdfShows(SphinxPostTransform):
                 "the image %s %s beside the chapter and show that file", uri, why,
                 location=placed, type="coursebook", subtype="pdf")
             node.parent.remove(node)  # neither fetched nor converted: said once, here
+        for block in self.document.findall(nodes.literal_block):  # the output myst-nb chose
+            text = block.astext()  # matplotlib's repr: `<Figure size 350x250 with 1 Axes>`
+            if "text_plain" in block["classes"] and text.startswith("<Figure size ") \
+                    and text.endswith(" Axes>"):
+                logging.getLogger(__name__).warning(
+                    "its figure is SVG alone, which no PDF shows, so the PDF prints `%s` in its "
+                    "place: draw PNG too, `backend_inline.set_matplotlib_formats('svg', 'png')` "
+                    "(matplotlib_inline's; d2l sets SVG alone as it draws: `d2l.use_svg_display "
+                    "= lambda: backend_inline.set_matplotlib_formats('svg', 'png')`)",
+                    text, location=block, type="coursebook", subtype="pdf")
 
 
 def setup_handouts(app: Sphinx) -> None:
