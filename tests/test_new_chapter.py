@@ -346,17 +346,14 @@ def test_an_image_no_pdf_shows_is_told_to_be_saved_as_a_png_or_pdf(tmp_path, cap
     """JAX's thinking_in_jax shows Colab's badge, an SVG on the web: the tool said to save it
     beside the chapter, where the PDF's build stops at it again (an SVG); an SVG or GIF
     beside the lesson was copied unsaid, and the PDF's build stopped at it."""
-    book = _book(tmp_path)
     (tmp_path / "res").mkdir()
     for image in ("graph.svg", "spin.gif", "plot.png"):
         (tmp_path / "res" / image).write_bytes(b"image")
-    lesson = tmp_path / "badges.md"
-    lesson.write_text(MYST_PLACES.replace(
+    _, said = _brought_in(tmp_path, capsys, "badges.md", MYST_PLACES.replace(
         "The [previous lesson](intro.html).",
         "![Open](https://example.org/badge.svg) ![web](https://example.org/w.png)\n\n"
         "![graph](res/graph.svg) ![spin](res/spin.gif) ![plot](res/plot.png)"))
-    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
-    to_do = capsys.readouterr().out.split("Still to do:")[1]
+    to_do = said.split("Still to do:")[1]
     assert "line 9: https://example.org/badge.svg: an image on the web, which no PDF (a lab's " \
         "handout) shows: it is typeset without the network (the build stops at it): save it " \
         "as a PNG or PDF in badges/, beside the chapter, and change its link, or take it out" \
@@ -373,16 +370,13 @@ def test_an_image_inside_a_directive_is_copied_or_told(tmp_path, capsys):
     """An image in a ```{note} (commonmark reads its body as a code block) was neither copied
     nor told (found testing QuantEcon's included admonitions): the build stopped at it. One in
     a code block stays as it is, text."""
-    book = _book(tmp_path)
     (tmp_path / "res").mkdir()
     (tmp_path / "res" / "x.png").write_bytes(b"\x89PNG x")
-    lesson = tmp_path / "notes.md"
-    lesson.write_text(MYST_PLACES.replace(
+    book, said = _brought_in(tmp_path, capsys, "notes.md", MYST_PLACES.replace(
         "The [previous lesson](intro.html).",
         "```{note}\n![x](res/x.png)\n```\n\n```{warning}\n:class: dropdown\n\n![z](res/z.png)\n"
         "```\n\n```{code-block} markdown\n![c](res/c.png)\n```"))
-    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
-    to_do = capsys.readouterr().out.split("Still to do:")[1]
+    to_do = said.split("Still to do:")[1]
     assert re.findall(r"line (\d+): (\S+): an image the lesson shows but does not hold", to_do) \
         == [("16", "res/z.png"), ("29", "res/gone.png")], to_do
     text = (book / "notes.md").read_text()
@@ -1167,15 +1161,11 @@ def test_a_lectures_glossary_terms_the_book_lacks_are_named(tmp_path, capsys):
     `{term}`transformations <transformation>``): unsaid, the build stopped at each ("term not
     in glossary"). A term book/glossary.md defines (any case) or the lesson's own glossary does
     is left; its blanks folded, as Sphinx folds them (HR's F5: a wrapped term was told)."""
-    book = _book(tmp_path)
-    lesson = tmp_path / "concepts.md"
-    lesson.write_text(MYST_PLACES.replace(
+    _, said = _brought_in(tmp_path, capsys, "concepts.md", MYST_PLACES.replace(
         "The [previous lesson](intro.html).",
         "With {term}`JIT` and {term}`transformations <transformation>`, a {term}`Tracer`, a\n"
         "{term}`pytree`, {term}`eager\nmode` and {term}`Jupyter  kernel`.\n\n```{glossary}\n"
         ":sorted:\n\npytree\n  A tree of arrays.\n```"))
-    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
-    said = capsys.readouterr().out
     assert "the terms the lesson looks up in its site's glossary, which the book's lacks (the " \
            "build stops at each): line 9 (`transformation`), line 9 (`Tracer`)\n" in said, said
 
@@ -1186,17 +1176,13 @@ def test_a_file_a_lecture_includes_is_written_in(tmp_path, capsys):
     Copied beside the chapter, a Markdown file would be a page of the book: its text is written
     in, the images it shows copied as the lesson's are (HR's F13), and the lines after it
     still named at the lesson's lines. One the lesson does not hold is named."""
-    book = _book(tmp_path)
     (tmp_path / "_admonition").mkdir()
     (tmp_path / "_admonition" / "gpu.md").write_text("**GPU**: use one.\n\n![chip](chip.png)\n")
     (tmp_path / "_admonition" / "chip.png").write_bytes(b"\x89PNG chip")
-    lesson = tmp_path / "newton.md"
-    lesson.write_text(MYST_PLACES.replace(
+    book, said = _brought_in(tmp_path, capsys, "newton.md", MYST_PLACES.replace(
         "The [previous lesson](intro.html).",
         "```{include} _admonition/gpu.md\n```\n\nText.\n\n```{include} _admonition/gone.md\n```"
         "\n\n```{include} _admonition/gpu.md\n```\n\n![lost](lost.png)"))
-    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
-    said = capsys.readouterr().out
     assert "includes (`{include}`: beside the chapter, a Markdown file is a page of the book): " \
            "_admonition/gpu.md at line 9, _admonition/gpu.md at line 17\n" in said, said
     to_do = said.split("Still to do:")[1]
