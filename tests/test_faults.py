@@ -251,7 +251,7 @@ PROGRESS = ('import sys\nfor step in range(30_000):\n'
 @pytest.mark.slow
 @pytest.mark.own_kernels
 def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny_book, tmp_path,
-                                                                           cache_copy):
+                                                                           cache_copy, request):
     """The cell that hung, not a later `raises-exception` cell that never ran; the remedy
     the message names (the chapter's own limit) works: two builds at once (their waits
     overlap), of two copies of the book. The first runs without the deferral of myst-nb's
@@ -267,8 +267,9 @@ def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny
     _plant_cell(chapter, "import time\ntime.sleep(600)")
     _plant_cell(chapter, FLOOD)  # before the hung cell
     line = _line_of(chapter, "import time")
-    # The chapter's own limit holds for its every cell: torch's import meets it too.
-    # A sleep past the setting's 2 s, and no longer: it proves the chapter's limit won.
+    # The chapter's own limit holds for its every cell. A sleep past the setting's 2 s, and
+    # no longer: it proves the chapter's limit won. Its kernel is forked from the session's
+    # kernel server (conftest: torch imported once); the limit, not the kernel, its subject.
     _plant_cell(raised_book / "chapter.md", "import time\ntime.sleep(3)",
                 top_matter="mystnb: {execution_timeout: 60}")
     with ThreadPoolExecutor(2) as pool:
@@ -277,7 +278,8 @@ def test_a_cell_past_the_time_limit_is_named_with_the_limit_and_the_setting(tiny
                            env={"COURSEBOOK_DEFER_IMPORTS": "0"})
         raised = pool.submit(sphinx_build, raised_book, tmp_path / "raised",
                              shutil.copytree(cache_copy, tmp_path / "raised-cache"),
-                             settings={"nb_execution_timeout": "2"})
+                             settings={"nb_execution_timeout": "2"},
+                             env=request.getfixturevalue("_kernel_server"))
         build, raised = hung.result(), raised.result()
     assert "chapter kernels forked from one server" in build.log, build.log[-3000:]
     assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `import time` was "
