@@ -1179,16 +1179,22 @@ def test_a_file_a_lecture_includes_is_written_in(tmp_path, capsys):
     (tmp_path / "_admonition").mkdir()
     (tmp_path / "_admonition" / "gpu.md").write_text("**GPU**: use one.\n\n![chip](chip.png)\n")
     (tmp_path / "_admonition" / "chip.png").write_bytes(b"\x89PNG chip")
+    (tmp_path / "_admonition" / "one.md").write_text("![none](none.png)\n")
     book, said = _brought_in(tmp_path, capsys, "newton.md", MYST_PLACES.replace(
         "The [previous lesson](intro.html).",
         "```{include} _admonition/gpu.md\n```\n\nText.\n\n```{include} _admonition/gone.md\n```"
-        "\n\n```{include} _admonition/gpu.md\n```\n\n![lost](lost.png)"))
+        "\n\n```{include} _admonition/gpu.md\n```\n\n![lost](lost.png)\n\n```{include} "
+        "_admonition/one.md\n```\n\n![after](after.png)"))
     assert "includes (`{include}`: beside the chapter, a Markdown file is a page of the book): " \
-           "_admonition/gpu.md at line 9, _admonition/gpu.md at line 17\n" in said, said
+           "_admonition/gpu.md at line 9, _admonition/gpu.md at line 17, _admonition/one.md at " \
+           "line 22\n" in said, said
     to_do = said.split("Still to do:")[1]
     assert "line 14: `{include} _admonition/gone.md`: a file the lesson does not hold beside " \
            "it (the build stops at it)" in to_do, said
-    assert "line 20: lost.png: an image the lesson shows but does not hold" in to_do, said
+    # a one-line file's lines (one fewer than its directive's) at the directive's, and after it
+    assert re.findall(r"line (\d+): (\S+): an image the lesson shows but does not", to_do) == [
+        ("20", "lost.png"), ("22", "_admonition/none.png"), ("25", "after.png"),
+        ("33", "res/gone.png")], to_do
     text = (book / "newton.md").read_text()
     shown = "**GPU**: use one.\n\n![chip](newton/_admonition/chip.png)"
     assert f"# Places\n\n{shown}\n\nText.\n\n```{{include}} _admonition/gone.md\n```\n\n" \

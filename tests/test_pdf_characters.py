@@ -103,20 +103,27 @@ def test_a_letter_in_math_is_told_to_be_written_as_its_latex_command(tmp_path):
     had it and to install one, though DejaVu Sans has it. A letter in math is told apart."""
     from pdf_checks import log_problems
 
-    chapter = tiny_book_with(tmp_path, "$$\ns = 0.2, \\quad α = 0.5\n$$", "print(1)")
+    chapter = tiny_book_with(tmp_path, "$$\ns = 0.2, \\quad α = 0.5, δ ≤ 1\n$$", "print(1)")
     log = tmp_path / "book.log"
     log.write_text("Missing character: There is no α (U+03B1) in font cmmi10!\n"
+                   "Missing character: There is no δ (U+03B4) in font cmmi10!\n"
                    "Missing character: There is no ✗ (U+2717) in font name:DejaVuSans;!\n")
     tex = tmp_path / "book.tex"
     tex.write_text("\\label{\\detokenize{chapter::doc}}\n", encoding="utf8")
     math, text = locate_characters(log_problems(log), None,
                                    lambda doc: chapter.parent / f"{doc}.md", tmp_path, tex)
-    line = chapter.read_text(encoding="utf8").splitlines().index("s = 0.2, \\quad α = 0.5") + 1
+    lines = chapter.read_text(encoding="utf8").splitlines()
+    line = lines.index("s = 0.2, \\quad α = 0.5, δ ≤ 1") + 1
     assert math.chapter.endswith(f"chapter.md:{line}"), math
-    assert math.what == ("the chapter's text holds 'α' (U+03B1 GREEK SMALL LETTER ALPHA) in math, "
-                         "which TeX's math fonts do not have (MathJax shows it on the page, LaTeX "
-                         "cannot): write it there as its LaTeX command (`\\alpha` for 'α'), or "
-                         "outside the math"), math
+    assert math.what == ("the chapter's text holds 'α' (U+03B1 GREEK SMALL LETTER ALPHA), 'δ' "
+                         "(U+03B4 GREEK SMALL LETTER DELTA) in math, which TeX's math fonts do not "
+                         "have (MathJax shows it on the page, LaTeX cannot): write it there as its "
+                         "LaTeX command (`\\alpha` for 'α'; `\\delta` for 'δ'), or outside the "
+                         "math"), math
+    # a letter with no such command known here: the command's form, by an example
+    [other] = locate_characters([Problem("no font has it", character="≤", in_math=True)], None,
+                                lambda doc: chapter.parent / f"{doc}.md", tmp_path, tex)
+    assert "its LaTeX command (`\\alpha` for 'α', say)" in other.what, other
     assert "'✗' (U+2717" in text.what and "which no font of the PDF has" in text.what, text
 
 

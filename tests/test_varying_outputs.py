@@ -116,8 +116,8 @@ def test_a_suggestion_marks_only_what_differs_and_both_outputs_match_it():
 
 def test_timeits_warning_of_a_slow_run_is_a_line_that_may_be_missing():
     """JAX's thinking_in_jax: %timeit warns "The slowest run took 15.67 times longer ..." in
-    some runs only. Both accept runs printed it: the suggestion held it (with `<number>`, so
-    the seed was offered) and a later run without it failed the pattern."""
+    some runs only. Both accept runs printed it: the suggestion held it (with `<number>`: told
+    as drawn, the seed the fix) and a later run without it failed the pattern."""
     slow = ("The slowest run took {} times longer than the fastest. This could mean that an "
             "intermediate result is being cached.\n")
     timing = ("Naively batched\n{}{} ms ± 1.61 ms per loop (mean ± std. dev. of 7 runs, 1 loop "
@@ -127,7 +127,8 @@ def test_timeits_warning_of_a_slow_run_is_a_line_that_may_be_missing():
     marked = suggest(one, two)
     assert marked == "Naively batched\n...\n<duration>"
     assert matches(marked, quiet) and matches(marked, one)
-    assert varying_outputs.what_varies(one, two) == "measured"  # no seed offered
+    # a timing: the clock told as the cause, the seed only as a maybe (not "drawn")
+    assert varying_outputs.what_varies(one, two) == "measured"
     assert varying_outputs.what_varies(one, quiet) == "measured"
 
 

@@ -613,7 +613,8 @@ def _with_includes(source: str, cell, folder: Path | None, imported: Imported,
             Path(found["path"]).parent / image["path"]).as_posix(),
             path.read_text(encoding="utf8").rstrip("\n"))
         included.append(f"{found['path']} at {at}")
-        note_added_lines(cell, line, text.count("\n") - found[0].count("\n"))
+        added = text.count("\n") - found[0].count("\n")  # a one-line file: -1, after its line
+        note_added_lines(cell, line + (added < 0), added)
         source = source[:found.start()] + text + source[found.end():]
         start = found.start() + len(text)
     return source

@@ -133,6 +133,21 @@ def locate_chapters(problems: list[Problem], pdf: Path, aux: Path, tex: Path,
 
 # --- Where a character no font has was printed: (``file:line`` or the file, what holds it)
 
+# The Greek capitals LaTeX has a command for (the others are Latin letters: A, B, E ...).
+_GREEK_CAPITALS = {"Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi",
+                   "Psi", "Omega"}
+
+
+def latex_command(character: str) -> str | None:
+    """A Greek letter's LaTeX command (δ: ``\\delta``, Δ: ``\\Delta``), else None."""
+    kind, _, letter = unicodedata.name(character, "").replace("LAMDA", "LAMBDA").partition(
+        " LETTER ")
+    if kind == "GREEK SMALL" and letter.isalpha() and letter != "OMICRON":
+        return "\\" + letter.lower()
+    return "\\" + letter.title() if kind == "GREEK CAPITAL" and letter.title() in _GREEK_CAPITALS \
+        else None
+
+
 def describe(character: str) -> str:
     """``'你' (U+4F60 CJK UNIFIED IDEOGRAPH-4F60)``: a terminal may not show the character."""
     name = unicodedata.name(character, "") or (
@@ -201,8 +216,9 @@ def locate_characters(problems: list[Problem], docnames: Iterable[str] | None,
         said = f"{what} {', '.join(map(describe, characters))}"
         located.append(Problem(
             f"{said} in math, which TeX's math fonts do not have (MathJax shows it on the page, "
-            "LaTeX cannot): write it there as its LaTeX command (`\\alpha` for 'α'), or outside "
-            "the math" if in_math else
+            "LaTeX cannot): write it there as its LaTeX command ("
+            + ("; ".join(f"`{latex_command(c)}` for '{c}'" for c in characters if latex_command(c))
+               or "`\\alpha` for 'α', say") + "), or outside the math" if in_math else
             f"{said}, which no font of the PDF has, fallbacks included ({fallbacks}): install a "
             f"font that has {'them' if len(characters) > 1 else 'it'} (`fc-list "
             f"':charset={codes}' family` lists the installed ones), add its family to "
