@@ -1352,10 +1352,12 @@ def test_a_cell_that_fetches_into_a_cache_of_its_own_is_named(tmp_path, capsys):
     """Raschka's LLMs-from-scratch ch02 calls `tiktoken.get_encoding("gpt2")`, which fetches
     GPT-2's files from the web into tiktoken's cache: this machine, without the network,
     raised ConnectionError there; the tool said nothing. Hugging Face's and torch.hub's
-    fetches alike; a call that only shares a word (`model.load(path)`) is not told."""
+    fetches alike; a call that only shares a word (`model.load(path)`), or one that reads a
+    folder (`from_pretrained('./my-model')`), is not told."""
     cells = ["import tiktoken\nenc = tiktoken.get_encoding('gpt2')",
              "from transformers import AutoModel\nm = AutoModel.from_pretrained('gpt2')",
-             "import torch\nhub = torch.hub.load('pytorch/vision', 'resnet18')\nm.load('w.pt')"]
+             "import torch\nhub = torch.hub.load('pytorch/vision', 'resnet18')\nm.load('w.pt')",
+             "mine = AutoModel.from_pretrained('./my-model')"]  # a folder: saved, not fetched
     text = MYST_PLACES.split("The [previous")[0] + "".join(
         f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells)
     _, said = _brought_in(tmp_path, capsys, "tokens.md", text)

@@ -968,7 +968,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 "without the network (CI's) stops at it: have what it fetches in that cache on "
                 "each machine that builds, or take the cell out"
                 for node in ast.walk(tree) if isinstance(node, ast.Call)
-                and _FETCHES.search(ast.unparse(node.func))]
+                and _FETCHES.search(ast.unparse(node.func)) and not (  # a model saved beside it
+                    node.args and isinstance(node.args[0], ast.Constant)
+                    and str(node.args[0].value).startswith(("./", "../", "/")))]
             imported.to_do += [  # these fail on a comment (%pdb: "Incorrect argument")
                 f"{_place(cell, node.lineno)}: `%{magic} {argument}`: IPython passes the comment "
                 "on to the magic as part of its argument, which the magic refuses: put the "
