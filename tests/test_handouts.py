@@ -14,14 +14,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from conftest import BOOK, ROOT, tool_in_process
+from conftest import BOOK, load_tool, tool_in_process
 from test_student_pages import build_talk, known_commits
 from coursebook.prepare.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines, answers,
                                      visit_answer_space_latex)
@@ -31,7 +30,6 @@ from coursebook.render.downloads import page_url
 from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
 from coursebook.model.recordings import recording_name
 
-TOOL = ROOT / "tools" / "build_pdf.py"
 CHAPTERS = sorted(p for p in BOOK.glob("*.md") if is_chapter_source(p.read_text()))
 PUBLISHED_URL = "https://labs.example.org/book/"
 REPOSITORY_URL = "https://github.com/example/labs"
@@ -138,9 +136,12 @@ def test_a_chapter_page_address():
     assert page_url("", "pt01") == ""
 
 
-def test_the_tool_explains_handouts():
-    done = subprocess.run([sys.executable, str(TOOL), "--help"], capture_output=True, text=True)
-    assert done.returncode == 0 and "--handouts" in done.stdout
+def test_the_tool_explains_handouts(capsys):
+    """In this process, as the slow tests run the tool (a Python's start and imports less:
+    test_faults starts each tool as a program)."""
+    with pytest.raises(SystemExit) as done:
+        load_tool("build_pdf").main(["--help"])
+    assert done.value.code == 0 and "--handouts" in capsys.readouterr().out
 
 
 # --- Slow: the handouts of the real book, both editions -----------------------------------
