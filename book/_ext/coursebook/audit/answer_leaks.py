@@ -180,8 +180,8 @@ def file_texts(path: Path) -> tuple[str, str | None]:
         except json.JSONDecodeError:
             return raw, raw
         cells = notebook.get("cells") if isinstance(notebook, dict) else None
-        seen = [cell.get(key, []) for cell in cells for key in ("source", "outputs")
-                ] if isinstance(cells, list) else notebook
+        seen = ([cell.get(key, []) for cell in cells for key in ("source", "outputs")]
+                if isinstance(cells, list) else notebook)
         return "\n".join(_strings(notebook)), "\n".join(_strings(seen))
     return raw, raw if path.suffix in {".md", ".txt"} else None
 
