@@ -689,10 +689,10 @@ def test_a_hung_fresh_python_is_stopped_at_its_timeout_with_its_children(capsys)
 @pytest.mark.slow  # the recorder runs the chapter in kernels, two runs at once
 def test_two_runs_at_once_each_stop_at_their_own_timeouts_with_one_line(tmp_path):
     """Two recordings of one chapter on one kind at once, each with its own timeouts: a cell
-    that sleeps past its run's 15 s; a fresh Python, started by a cell of the other run's
-    second kernel, stopped at half its run's 20 s. That kernel starts only once the first
+    that sleeps past its run's 12 s; a fresh Python, started by a cell of the other run's
+    second kernel, stopped at half its run's 16 s. That kernel starts only once the first
     run's cell runs (a FIFO hands over), so after the first run made its kernels: kernels the
-    runs shared would give it the first run's half (7.5 s)."""
+    runs shared would give it the first run's half (6 s)."""
     import os
     import time
     from concurrent.futures import ThreadPoolExecutor
@@ -708,22 +708,23 @@ def test_two_runs_at_once_each_stop_at_their_own_timeouts_with_one_line(tmp_path
                        "run_in_fresh_python('import time; time.sleep(600)')")
     started = time.monotonic()
     with ThreadPoolExecutor(2) as pool:
-        # 15 s: the probe and the chapter's other cells (torch imported) stay within it on a
-        # loaded machine (3 s did not, beside a full suite). 20 s: half of it leaves the
-        # cell's import of coursebook 10 s, however busy the machine.
+        # 12 s: the probe (0.03 s here at load 3), the versions' reports (0.2 s) and each
+        # kernel's cells (0.6 s, its start included) stay within it on a loaded machine (3 s
+        # did not once, beside a full suite at load 9). 16 s: half of it leaves the cell's
+        # import of coursebook (0.2 s) 8 s, however busy the machine.
         runs = [pool.submit(_record_tiny, book, "lab", "--cell-timeout", seconds)
-                for book, seconds in ((hung, "15"), (fresh, "20"))]
+                for book, seconds in ((hung, "12"), (fresh, "16"))]
         hung_run, fresh_run = (run.result() for run in runs)
     assert time.monotonic() - started < 300  # stopped, not waited for
     for book, done in ((hung, hung_run), (fresh, fresh_run)):
         assert done.returncode == 1 and "Traceback" not in done.stderr
         assert not (book / "recordings" / "tiny-lab.ipynb").exists()
     assert hung_run.stderr.strip().splitlines()[-1] == (
-        "record: cell `import time` in environment 'main' ran past its 15 s timeout and was "
+        "record: cell `import time` in environment 'main' ran past its 12 s timeout and was "
         "stopped; nothing written")
     assert fresh_run.stderr.strip().splitlines()[-1] == (
         "record: cell `from coursebook.exhibit_checks import run_in_fresh_python` failed in "
-        "environment 'second': TimeoutError: the fresh Python ran past 10 s and was stopped; "
+        "environment 'second': TimeoutError: the fresh Python ran past 8 s and was stopped; "
         "nothing written")
 
 
