@@ -368,7 +368,8 @@ def test_a_figure_the_pdf_would_print_as_its_text_stops_the_latex_build(monkeypa
 
     Probe(document).run()
     assert warned == [
-        "its figure is SVG alone, which no PDF shows, so the PDF prints `<Figure size 350x250 "
-        "with 1 Axes>` in its place: draw PNG too, `backend_inline.set_matplotlib_formats('svg', "
-        "'png')` (matplotlib_inline's; d2l sets SVG alone as it draws: `d2l.use_svg_display = "
-        "lambda: backend_inline.set_matplotlib_formats('svg', 'png')`)"], warned
+        "its figure has no image a PDF shows (SVG alone, or none), so the PDF prints `<Figure "
+        "size 350x250 with 1 Axes>` in its place: draw PNG too, `backend_inline."
+        "set_matplotlib_formats('svg', 'png')` (matplotlib_inline's; d2l sets SVG alone as it "
+        "draws: `d2l.use_svg_display = lambda: backend_inline.set_matplotlib_formats('svg', "
+        "'png')`)"], warned

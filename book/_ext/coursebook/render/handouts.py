@@ -197,10 +197,11 @@ class ImagesNoPdfShows(SphinxPostTransform):
             if "text_plain" in block["classes"] and text.startswith("<Figure size ") \
                     and text.endswith(" Axes>"):
                 logging.getLogger(__name__).warning(
-                    "its figure is SVG alone, which no PDF shows, so the PDF prints `%s` in its "
-                    "place: draw PNG too, `backend_inline.set_matplotlib_formats('svg', 'png')` "
-                    "(matplotlib_inline's; d2l sets SVG alone as it draws: `d2l.use_svg_display "
-                    "= lambda: backend_inline.set_matplotlib_formats('svg', 'png')`)",
+                    "its figure has no image a PDF shows (SVG alone, or none), so the PDF prints "
+                    "`%s` in its place: draw PNG too, `backend_inline.set_matplotlib_formats("
+                    "'svg', 'png')` (matplotlib_inline's; d2l sets SVG alone as it draws: "
+                    "`d2l.use_svg_display = lambda: backend_inline.set_matplotlib_formats('svg', "
+                    "'png')`)",
                     text, location=block, type="coursebook", subtype="pdf")
 
 
