@@ -67,6 +67,10 @@ def typeset(latex: Path, stem: str, single_pass: bool = False) -> Path | None:
     latex_engine) on ``stem.tex``; the typeset PDF, in the LaTeX folder. ``single_pass``:
     the engine once, without latexmk's further passes."""
     options = ["-interaction=nonstopmode", "-halt-on-error", f"{stem}.tex"]
+    if not single_pass:
+        # An empty index for the first pass, whose contents then list the index already: the
+        # third pass only added that line (the book: 3 -> 2 passes, the same PDF but its date).
+        (latex / f"{stem}.ind").write_text("\\begin{sphinxtheindex}\n\\end{sphinxtheindex}\n")
     done = subprocess.run([ENGINE, *options] if single_pass else ["latexmk", "-pdf", *options],
                           cwd=latex, capture_output=True, text=True)
     if done.returncode != 0:
