@@ -80,9 +80,8 @@ def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_boo
         tiny_book, tmp_path, monkeypatch):
     """The build's summary names it instead of counting it; `pytest book` skips its item,
     saying why, where it said it passed."""
-    from test_pytest_book import _pytest_book
-
     from bs4 import BeautifulSoup
+    from test_pytest_book import _pytest_book
 
     from conftest import sphinx_build
 
