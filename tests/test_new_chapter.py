@@ -1245,12 +1245,21 @@ def test_cells_that_draw_random_numbers_before_any_seed_are_named(tmp_path, caps
     # torch.manual_seed returns its generator: as a cell's last line (d2l's ndarray, seeded as
     # told), the page showed `<torch._C.Generator at 0x…>`
     lesson = tmp_path / "torch_draws.md"
-    lesson.write_text(MYST_PLACES.split("The [previous")[0] + "```{code-cell} ipython3\n"
-                      "import torch\ntorch.randn(2)\n```\n")
+    # Karpathy's makemore draws with `generator=g`, a torch.Generator of its own, whose seed is
+    # fixed when made (67280421310721, unless seeded): all 9 of its draws were told to be
+    # seeded, and accept-outputs refused them; only the default generator's draws are drawn so.
+    lesson.write_text(MYST_PLACES.split("The [previous")[0] + "".join(
+        f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in [
+            "import torch\ng = torch.Generator().manual_seed(7)\ntorch.rand(2, generator=g)",
+            "torch.multinomial(torch.ones(3), 2, generator=torch.Generator())",
+            "torch.randn(2, generator=torch.default_generator)", "torch.randn(2)"]))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
     assert "seed the random numbers before the first draw (`torch.manual_seed(0)`; not as a "\
-        "cell's last line, whose value, the generator, the page would show): " \
-        in capsys.readouterr().out
+        "cell's last line, whose value, the generator, the page would show): " in said, said
+    assert re.findall(r"(line \d+) \(`(torch[^`]*)`\)", said) == [
+        ("line 20", "torch.randn(2, generator=torch.default_generator)"),
+        ("line 24", "torch.randn(2)")], said
 
 
 def test_a_lectures_figures_from_its_own_folder_come_beside_the_chapter(tmp_path, capsys):

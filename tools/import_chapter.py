@@ -772,9 +772,9 @@ _TORCH_DRAWS = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "
 
 def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
     """The first call in each code cell that draws a random number (``np.random.randn()``,
-    ``from random import uniform``'s ``uniform()``, ``torch.randn``; a generator made without a
-    seed) before any cell seeds its module: (the module, the cell, the call's line in it, the
-    call). What such a cell prints differs between runs, and two runs that draw alike by chance
+    ``from random import uniform``'s ``uniform()``, ``torch.randn``, not ``torch.randn(2,
+    generator=g)``; a generator made without a seed) before any cell seeds its module: (the
+    module, the cell, the call's line in it, the call). What such a cell prints differs between runs, and two runs that draw alike by chance
     make accept-outputs take a draw as expected (tools/accept_outputs.py refuses it)."""
     names: dict[str, str] = {}  # a name the cells bind by importing: what it stands for
     seeded, told = set(), []
@@ -795,8 +795,10 @@ def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
             function = called.rpartition(".")[2]
             if function in ("seed", "manual_seed"):
                 seeded.add(module)
-            elif module and module not in seeded and (
-                    module != "torch" or function in _TORCH_DRAWS) and not (
+            elif module and module not in seeded and (module != "torch" or function in
+                    _TORCH_DRAWS and not any(  # a new torch.Generator's seed is fixed
+                        k.arg == "generator" and "default_generator" not in ast.unparse(k.value)
+                        for k in call.keywords)) and not (
                     function in ("default_rng", "RandomState", "Random") and call.args):
                 told.append((module, cell, call.lineno, ast.unparse(call)))
                 break
