@@ -80,6 +80,23 @@ def test_a_command_this_machine_lacks_is_refused_at_its_line(cell, command_line)
     assert "\n" not in error.message and "Take the line out" in error.message
 
 
+def test_a_module_whose_drawings_run_a_missing_program_is_refused_at_its_import(
+        tmp_path, monkeypatch):
+    """Karpathy's micrograd imports graphviz, which draws by running `dot`: with the package
+    declared and installed, the build stopped at the first drawing with `ExecutableNotFound`,
+    telling the author to tag it `raises-exception` (then accepted as its output)."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    text = _chapter("import math", "x = 1\nfrom graphviz import Digraph",
+                    "import pydot.core, graphviz", 'print("graphviz")')
+    errors = chapter_package_errors(Path("lesson.md"), text)
+    assert [(error.line, error.message.split(", which")[0]) for error in errors] == [
+        (text.splitlines().index(line) + 1, "a cell runs `dot`")
+        for line in ("from graphviz import Digraph", "import pydot.core, graphviz")]
+    (tmp_path / "dot").write_text("#!/bin/sh\n")
+    (tmp_path / "dot").chmod(0o755)
+    assert chapter_package_errors(Path("lesson.md"), text) == []
+
+
 @pytest.mark.parametrize("code", ["!ls -l | head -3", "!cd /tmp && ls", "files = !ls",
                                   "!{sys.executable} -V", "!./run.sh", "!X=1 ls",
                                   "ok = (1\n      != 2)", "%%bash\nX=1\necho $X\nls -l",

@@ -774,8 +774,9 @@ def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
     """The first call in each code cell that draws a random number (``np.random.randn()``,
     ``from random import uniform``'s ``uniform()``, ``torch.randn``, not ``torch.randn(2,
     generator=g)``; a generator made without a seed) before any cell seeds its module: (the
-    module, the cell, the call's line in it, the call). What such a cell prints differs between runs, and two runs that draw alike by chance
-    make accept-outputs take a draw as expected (tools/accept_outputs.py refuses it)."""
+    module, the cell, the call's line in it, the call). What such a cell prints differs between
+    runs, and two runs that draw alike by chance make accept-outputs take a draw as expected
+    (tools/accept_outputs.py refuses it)."""
     names: dict[str, str] = {}  # a name the cells bind by importing: what it stands for
     seeded, told = set(), []
     for cell in (cell for cell in cells if cell.cell_type == "code"):
@@ -1018,7 +1019,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 new.metadata["raises"] = errors[0]
             imported.to_do += [  # the lesson's cell: its line as the lesson has it
                 f"{'cell' if noted(cell, 'numbered') else 'line'} {line}: it runs `{command}`, "
-                "which this machine lacks (the build stops at it): take the line out"
+                "which this machine lacks (the build stops at it): take the line out, or install "
+                f"`{command}` here"
                 for line, command in missing_commands(nbformat.NotebookNode(cells=[cell]))]
             for path, line in _files_named(cell.source, folder).items():  # data it reads
                 if path.endswith((".md", ".ipynb", ".rst")):  # in book/, a page of its own

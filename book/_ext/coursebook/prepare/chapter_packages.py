@@ -30,8 +30,11 @@ _INSTALLER = (r"(?:sudo\s+)?(?:pip[\d.]*|conda|mamba|micromamba|apt|apt-get|uv\s
 _INSTALL_LINE = re.compile(rf"^[ \t]*[!%][ \t]*{_INSTALLER}.*$", re.M)
 _SHELL_CELL = re.compile(r"\A\s*%%(?:bash|sh|script)\b")
 _SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
-# A line that may hold a shell escape (`!ls`, `files = !ls`): IPython reads only these cells.
-_MAY_ESCAPE = re.compile(r"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!", re.M)
+# Modules whose drawings run a program pip does not install (graphviz in Karpathy's micrograd:
+# `ExecutableNotFound: failed to execute PosixPath('dot')`).
+_PROGRAMS = {"graphviz": "dot", "pydot": "dot"}
+# A line that may hold a shell escape (`!ls`, `files = !ls`) or import one of those modules.
+_MAY_RUN = re.compile(r"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!|\b(?:%s)\b" % "|".join(_PROGRAMS), re.M)
 # bash's builtins and keywords (`compgen -bk`): no file on PATH runs them.
 _SHELL_BUILTINS = frozenset(
     ". : [ alias bg bind break builtin caller cd command compgen complete compopt continue "
@@ -64,12 +67,13 @@ def decoded(path: Path) -> str | BookError:
 
 def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
     """Each shell escape (``!ls -l``, ``files = !ls``) whose command is not on PATH, which the
-    kernels inherit: (its line, the command). IPython finds the escapes, as the kernel does (a
-    ``!`` in a string is none); a shell cell is left to its shell; a word with ``{$/=`` is not
-    looked up, nor is an installer (refused as such)."""
+    kernels inherit, and each import of a module in ``_PROGRAMS`` whose program is not: (its
+    line, the command). IPython finds the escapes, as the kernel does (a ``!`` in a string is
+    none); a shell cell is left to its shell; a word with ``{$/=`` is not looked up, nor is an
+    installer (refused as such)."""
     found = []
     for cell in notebook.cells:
-        if cell.cell_type != "code" or not _MAY_ESCAPE.search(cell.source):
+        if cell.cell_type != "code" or not _MAY_RUN.search(cell.source):
             continue
         from IPython.core.inputtransformer2 import TransformerManager
 
@@ -78,6 +82,10 @@ def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
         except SyntaxError:
             continue  # the kernel says where
         for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found += [(cell_line(cell, node.lineno - 1), program) for program in {
+                    _PROGRAMS.get((getattr(node, "module", None) or a.name).partition(".")[0])
+                    for a in node.names} if program and shutil.which(program) is None]
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("system", "getoutput") and node.args
                     and isinstance(node.args[0], ast.Constant)
@@ -126,9 +134,9 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
     if recording_name(notebook) is None:  # a recorded chapter's cells run on its machines
         errors += [BookError(
             f"a cell runs `{command}`, which the machine that builds the book lacks (not on "
-            "PATH): the cell would show the shell's error, and the build would take it for "
-            f"the lesson's output. Take the line out, or install `{command}` where the book "
-            "is built.", path, line) for line, command in missing_commands(notebook)]
+            "PATH): the cell would show its error (the shell's 'command not found', graphviz's "
+            f"`ExecutableNotFound`), not its output. Take the line out, or install `{command}` "
+            "where the book is built.", path, line) for line, command in missing_commands(notebook)]
     for requirement in declared_packages(notebook.metadata):
         if (why := _missing(requirement)) is not None:
             errors.append(BookError(
