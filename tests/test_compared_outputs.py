@@ -5,12 +5,14 @@ instructor page name it instead of counting it as verified."""
 
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 
 from coursebook.page_state import CellOutput
-from coursebook.verify.chapter_checks import compared_account
-from coursebook.verify.expectations import shown_text
+from coursebook.verify.chapter_checks import compared_account, patterns_alone
+from coursebook.verify.expectations import read_expectations, shown_text
 
 HTML_REPR = "<IPython.core.display.HTML object>"
 
@@ -75,6 +77,23 @@ def test_a_failed_cell_is_not_counted():
     assert compared_account(outputs, [outputs[1]])[0] == "1 of 2 code cells verified"
 
 
+def test_an_output_compared_with_a_pattern_alone_is_named_not_counted(tmp_path):
+    """d2l's `print(id(Z))`, accepted as `(varies)` `<number>`, was "verified": any number
+    matches (HD, session 27)."""
+    path = tmp_path / "chapter.txt"
+    path.write_text("=== cell 0000000a (varies) · plot_a()\n    <number>\n"
+                    "=== cell 0000000b (varies) · plot_b()\n    tensor(<number>)\n"
+                    "=== cell 0000000c · plot_c()\n    <number>\n"
+                    "=== cell 0000000d (student) (varies) · plot_d()\n     ...\n")
+    alone = patterns_alone(read_expectations(path), "student")
+    assert alone == {"0000000a", "0000000d"} and patterns_alone(None, "student") == set()
+    outputs = [_output("0000000a", "140"), _output("0000000b", "tensor(3)"),
+               _output("0000000c", "<number>"), _output("0000000d", "x", line=9)]
+    assert compared_account(outputs, [], alone) == (
+        "2 of 4 code cells verified", "; not compared (its expected output is a pattern alone, "
+        "which any output matches): `plot_0000000a()` (line 7), `plot_0000000d()` (line 9)")
+
+
 @pytest.mark.slow
 def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_book(
         tiny_book, tmp_path, monkeypatch):
@@ -89,14 +108,21 @@ def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_boo
     anchor = "A worked example.\n"
     code = ("import matplotlib.pyplot as plt\nplt.figure(figsize=(3.5, 2.5))\n"
             "plt.plot([1, 2])\nplt.show()")
-    chapter.write_text(chapter.read_text().replace(
-        anchor, f"{anchor}\n```{{code-cell}} ipython3\n{code}\n```\n", 1))
-    line = chapter.read_text().splitlines().index("import matplotlib.pyplot as plt") + 1
+    chapter.write_text(chapter.read_text().replace(anchor, f"{anchor}\n```{{code-cell}} ipython3\n"
+                                                   f"{code}\n```\n\n```{{code-cell}} ipython3\n"
+                                                   "print(len('ab'))\n```\n", 1))
+    lines, printed = chapter.read_text().splitlines(), "print(len('ab'))"
+    line = lines.index("import matplotlib.pyplot as plt") + 1
     cache = tmp_path / "cache"
     for tags in ((), ("instructor",)):  # the editions one after the other: one file
         accepted = sphinx_build(tiny_book, tmp_path / f"accepted{len(tags)}", cache, *tags,
                                 settings={"coursebook_accept_outputs": "1"})
         assert accepted.returncode == 0, accepted.log[-3000:]
+    # print(len('ab'))'s entry marked as a pattern alone, as d2l's `print(id(Z))` was
+    expected = tiny_book / "expected" / "torch-2.13.0" / "chapter.txt"
+    entry = re.search(r"(=== cell \w+)( · print\(len\('ab'\)\)\n    )2\n", expected.read_text())
+    expected.write_text(expected.read_text().replace(
+        entry[0], f"{entry[1]} (varies){entry[2]}<number>\n"))
     # Another torch's file with the same cells (HR's F1: the count is this build's alone).
     other = tiny_book / "expected" / "torch-2.14.1" / "chapter.txt"
     other.parent.mkdir()
@@ -105,9 +131,11 @@ def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_boo
     assert build.returncode == 0, build.log[-3000:]
     summary = next(text for text in build.log.splitlines()
                    if "expected outputs: chapter.md (instructor)" in text)
-    account = ("4 of 5 code cells verified against torch 2.13.0{}; not compared (its text is a "
+    account = ("4 of 6 code cells verified against torch 2.13.0{}; not compared (its text is a "
                "repr, not what the page shows): the image `<Figure size 350x250 with 1 Axes>` of "
-               f"`import matplotlib.pyplot as plt` (line {line})")
+               f"`import matplotlib.pyplot as plt` (line {line}); not compared (its expected "
+               f"output is a pattern alone, which any output matches): `{printed}` (line "
+               f"{lines.index(printed) + 1})")
     assert summary.endswith(account.format(""))
     # The instructor page says what the summary says, from the same outputs.
     page = BeautifulSoup((tmp_path / "out" / "html" / "chapter.html").read_text(), "html.parser")
@@ -116,7 +144,9 @@ def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_boo
     # the student edition's items (the edition the build accepted), with the skips' reasons
     monkeypatch.setenv("PYTEST_ADDOPTS", "-rs -k student")
     tested = _pytest_book(tiny_book, f"nb_execution_cache_path = {str(cache)!r}")
-    assert tested.returncode == 0 and " 1 skipped" in tested.stdout, tested.stdout[-3000:]
-    assert ("chapter.md (student): not compared: the image `<Figure size 350x250 with 1 Axes>` "
-            f"of `import matplotlib.pyplot as plt` (line {line})") in tested.stdout, \
-        tested.stdout[-3000:]
+    assert tested.returncode == 0 and " 2 skipped" in tested.stdout, tested.stdout[-3000:]
+    assert ("chapter.md (student): not compared (its text is a repr, not what the page shows): "
+            "the image `<Figure size 350x250 with 1 Axes>` of `import matplotlib.pyplot as plt` "
+            f"(line {line})") in tested.stdout, tested.stdout[-3000:]
+    assert ("chapter.md (student): not compared (its expected output is a pattern alone, which "
+            "any output matches): `print(len('ab'))`") in tested.stdout, tested.stdout[-3000:]

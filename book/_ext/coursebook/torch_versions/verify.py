@@ -33,7 +33,7 @@ from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
 from coursebook.torch_versions.model import verified_versions
-from coursebook.verify.chapter_checks import code_cells, compared_account
+from coursebook.verify.chapter_checks import code_cells, compared_account, patterns_alone
 from coursebook.verify.expectations import (
     EDITIONS,
     ExpectationsError,
@@ -203,6 +203,7 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
         found = (standing(chapter, other_torch(v, runtimes), expected_dir, running, checks,
                           notebook) for v in sorted(torches, key=version_key))
         others = [s for s in found if s is not None]
+        here = read_expectations(expectations_path(expected_dir, running, chapter))
     except BookError:  # an ExpectationsError too
         return  # the versions page and the chapter's own checks report it
     state.not_verified = [s.message() for s in others if s.state is not State.VERIFIED]
@@ -216,7 +217,8 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
         # The count is this build's; a runtime's file holds the student download's cells.
         also = ([f"torch {', '.join(torches)}"] if torches else []) + (
             [f"as the student download on {' and '.join(readers)}"] if readers else [])
-        counted, left = compared_account(state.outputs or [], [])  # a mismatch fails the build
+        counted, left = compared_account(state.outputs or [], [],  # a mismatch fails the build
+                                         patterns_alone(here, edition_of(app).value))
         text = f"{counted} against torch {release(running)} (this build){left}" + (
             f"; verified too against {', and '.join(also)}" if also else "")
         notes = [nodes.paragraph("", "", nodes.Text(f"{text}. See "),

@@ -36,6 +36,7 @@ from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_
 from coursebook.reporting import ask_for, report
 from coursebook.verify.expectations import (
     ACCEPT_COMMAND,
+    Expectations,
     ExpectationsError,
     accept_into,
     cell_outputs,
@@ -45,6 +46,7 @@ from coursebook.verify.expectations import (
     read_expectations,
     run_digest,
 )
+from coursebook.verify.varying_outputs import MARK
 
 logger = logging.getLogger(__name__)
 
@@ -296,7 +298,7 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                       fixed_by=None if mismatch.varies else ACCEPT_COMMAND)
         failed = (f" ({len(mismatches)} failed, above)" if expectations is not None
                   else " (none expected yet, above)") if mismatches else ""
-        counted, left = compared_account(outputs, mismatches)
+        counted, left = compared_account(outputs, mismatches, patterns_alone(expectations, edition))
         # Not fatal: this torch verified them; another torch's outputs are judged by them.
         old = edited_since(notebook, expectations.reads) if expectations and notebook else ()
         summary.append(f"{Path(env.doc2path(docname)).name} ({edition}): {counted} against "
@@ -308,26 +310,30 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
     env.temp_data[_SUMMARY] = summary
 
 
-def compared_account(outputs: list[CellOutput], mismatches: list) -> tuple[str, str]:
+def patterns_alone(expectations: Expectations | None, edition: str) -> set[str]:
+    """The edition's entries marked ``(varies)`` that any output matches (`<number>`)."""
+    return {key for key in expectations.varying[edition] if not MARK.sub(
+        "", expectations.by_edition[edition][key]).strip()} if expectations is not None else set()
+
+
+def compared_account(outputs: list[CellOutput], mismatches: list,
+                     alone: set[str] = frozenset()) -> tuple[str, str]:
     """How many code cells were compared and matched, and what was not, with why (``; not
-    …``): the build's summary line and the instructor page say the same."""
-    failed = {getattr(mismatch, "cell", mismatch).key for mismatch in mismatches}
+    …``; ``alone``: :func:`patterns_alone`): the build's summary line, the instructor page
+    and `pytest book`'s skips say the same."""
+    failed = {getattr(mismatch, "cell", mismatch).key for mismatch in mismatches} | alone
     verified = [o for o in outputs if not o.unverified and o.key not in failed and o.compared]
-    images = ", ".join(outputs_not_compared(outputs))
+    images = ", ".join(f"the {'widget' if shown.startswith('[widget]') else 'image'} "
+                       f"`{shown[shown.index(' ') + 1:]}` of `{o.first_line}`"
+                       + (f" (line {o.line})" if o.line else "") for o in outputs
+                       if not o.unverified for shown in BARE_REPR.findall(o.text))
+    patterns = ", ".join(f"`{o.first_line}` (line {o.line})" for o in outputs if o.key in alone)
     return (f"{len(verified)} of {len(outputs)} code cells verified",
             "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in outputs
                     if o.unverified)
             + (images and "; not compared (its text is a repr, not what the page shows): "
-               + images))
-
-
-def outputs_not_compared(outputs: list[CellOutput]) -> list[str]:
-    """Each image or widget whose text is its repr alone."""
-    return [f"the {'widget' if shown.startswith('[widget]') else 'image'} "
-            f"`{shown[shown.index(' ') + 1:]}` of `{output.first_line}`"
-            + (f" (line {output.line})" if output.line else "")
-            for output in outputs if not output.unverified
-            for shown in BARE_REPR.findall(output.text)]
+               + images) + (patterns and "; not compared (its expected output is a pattern "
+                            "alone, which any output matches): " + patterns))
 
 
 def log_output_summary(app: Sphinx, *_) -> None:

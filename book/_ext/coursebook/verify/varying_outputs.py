@@ -40,7 +40,7 @@ _VALUES = {
 NAMED = {name: f" *(?:{value})" for name, value in _VALUES.items()}
 _CLOCK_ALONE = re.compile(f" *{_CLOCK}")
 ELLIPSIS = "..."
-_MARK = re.compile(r"<(?:" + "|".join(NAMED) + r")>|\.\.\.")
+MARK = re.compile(r"<(?:" + "|".join(NAMED) + r")>|\.\.\.")
 # Tokens of an output, to tell which parts of two outputs differ: a value starts where no
 # word or number goes on (``conv2d`` is a word, ``1.5.2`` no number).
 _TOKENS = re.compile("|".join(f"(?P<{name}> *(?<![\\w.])(?:{value}))"
@@ -56,12 +56,12 @@ def _line_pieces(line: str) -> list[Piece] | None:
     follows, the same ended at the line's end, and its literal end; None: a line of ``...``."""
     if line.strip() == ELLIPSIS:
         return None
-    parts = line.split(ELLIPSIS)  # a named pattern holds no dot: these are _MARK's ``...``
-    patterns = [_MARK.sub(lambda mark: f"(?:{NAMED[mark[0][1:-1]]})", re.escape(part))
+    parts = line.split(ELLIPSIS)  # a named pattern holds no dot: these are MARK's ``...``
+    patterns = [MARK.sub(lambda mark: f"(?:{NAMED[mark[0][1:-1]]})", re.escape(part))
                 for part in parts]
     patterns[0] = r"\A" + patterns[0]
     return [(re.compile(f"(?:{pattern})(?=(?s:.))"), re.compile(f"(?:{pattern})\n"),
-             _MARK.split(part)[-1]) for pattern, part in zip(patterns, parts)]
+             MARK.split(part)[-1]) for pattern, part in zip(patterns, parts)]
 
 
 def _earliest_end(piece: Piece, text: str, start: int) -> int | None:
