@@ -638,7 +638,9 @@ def test_neuromatchs_solution_cells_are_answers_and_its_exercise_cells_raise(tmp
              '# to_remove explanation\n"""v doubles."""', "# to_remove, not a solution\nw = 1",
              'def f():\n    raise NotImplementedError("in a function: f() is never called")',
              # the name a traceback prints (torch.OutOfMemoryError); an exception in a variable
-             'raise torch.cuda.OutOfMemoryError("demo")', 'problem = KeyError(1)\nraise problem']
+             'raise torch.cuda.OutOfMemoryError("demo")', 'problem = KeyError(1)\nraise problem',
+             "w = # a blank to fill in: no Python (MIT's labs), nothing else named it",
+             "%%time\nw = 1"]
     book, said = _brought_in(tmp_path, capsys, "nma.ipynb", nbformat.writes(
         nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])))
     chapter = read_chapter((book / "nma.md").read_text())
@@ -649,12 +651,14 @@ def test_neuromatchs_solution_cells_are_answers_and_its_exercise_cells_raise(tmp
         ("v = 2 * 3\nprint(v)", ["answer"], None), ('"""v doubles."""', ["answer"], None),
         (cells[3], [], None), (cells[4], [], None),
         (cells[5], ["raises-exception"], "OutOfMemoryError"),
-        (cells[6], ["raises-exception"], None)], tagged
+        (cells[6], ["raises-exception"], None), (cells[7], ["raises-exception"], "SyntaxError"),
+        (cells[8], [], None)], tagged
     assert ("tagged `answer` the 2 cell(s) marked `# to_remove solution` or `# to_remove "
             "explanation` (Neuromatch's: its student notebooks leave them out): cell 2, cell 3"
             ) in said, said
-    assert "tagged `raises-exception` the 3 cell(s) that raise at their top level" in said, said
-    assert "cell 6 (`OutOfMemoryError`), cell 7 (`problem`: any error)" in said, said
+    assert "tagged `raises-exception` the 4 cell(s) that raise at their top level" in said, said
+    assert ("cell 6 (`OutOfMemoryError`), cell 7 (`problem`: any error), cell 8 (`SyntaxError`)"
+            ) in said, said
 
 
 def test_a_folder_outside_the_one_the_cells_run_in_is_named(tmp_path, capsys):
@@ -1266,8 +1270,11 @@ def test_a_lectures_figures_from_its_own_folder_come_beside_the_chapter(tmp_path
     """QuantEcon's lectures show their figures with MyST's `{figure} /_static/...` (the path
     from the lectures' folder, Sphinx's root there): once neither copied nor named, and the
     build stopped at each. A `{figure}` or `{image}` the lesson's folder holds comes in as a
-    Markdown image does; one it does not hold, with an absolute path, is the book's own."""
+    Markdown image does; one with an absolute path that the book holds is the book's own, and
+    one neither holds is told (short_path's four were taken for the book's, which has none)."""
     book = _book(tmp_path)
+    (book / "_static").mkdir()
+    (book / "_static" / "logo.png").write_bytes(b"logo")
     (tmp_path / "_static" / "pics").mkdir(parents=True)
     (tmp_path / "_static" / "pics" / "a.png").write_bytes(b"a")
     (tmp_path / "pics").mkdir()
@@ -1275,10 +1282,12 @@ def test_a_lectures_figures_from_its_own_folder_come_beside_the_chapter(tmp_path
     lesson = tmp_path / "figs.md"
     lesson.write_text(MYST_PLACES.replace("The [previous lesson](intro.html).", (
         "```{figure} /_static/pics/a.png\n:scale: 80\n\nA.\n```\n\n```{image} pics/b.png\n```"
-        "\n\n```{figure} /_static/logo.png\n```")))
+        "\n\n```{figure} /_static/logo.png\n```\n\n```{figure} /_static/pics/gone.png\n```")))
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     said = capsys.readouterr().out
     assert "copied the images the lesson shows (2) into figs/" in said and "logo" not in said, said
+    assert re.search(r"line 21: /_static/pics/gone.png: an image the lesson shows but does not "
+                     r"hold", said), said
     text = (book / "figs.md").read_text()
     assert "```{figure} figs/_static/pics/a.png\n" in text
     assert "```{image} figs/pics/b.png\n" in text

@@ -33,7 +33,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
   are copied into a folder named after the chapter, beside it, and shown from there;
 - a cell whose saved output is an error is tagged ``raises-exception`` (its error was the
   lesson, or must be fixed: said in the report), and ``raises: NAME`` holds it to that error.
-  So is a cell that raises at its top level (an exercise's ``raise NotImplementedError``);
+  So is a cell that raises at its top level (an exercise's ``raise NotImplementedError``),
+  or is no Python (a blank the student fills in, ``x = # TODO``: a ``SyntaxError``);
 - a solution Neuromatch's tools leave out of its student notebooks (a cell opening with
   ``# to_remove solution`` or ``# to_remove explanation``) is tagged ``answer``.
 
@@ -544,7 +545,7 @@ def _shown_images(source: str, cell, imported: Imported) -> tuple[str, dict[str,
 
 
 def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Path | None,
-                 imported: Imported) -> str:
+                 imported: Imported, known: frozenset[str]) -> str:
     """The cell's text showing each image the lesson holds (``shown``: a file beside the
     lesson, an attachment of the cell: pasted ones are all `image.png`) from its copy in
     ``name/``, kept in ``imported.files``; an image found nowhere, or on the web (a handout is
@@ -568,9 +569,8 @@ def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Pa
                 f"save it{_pdf_kind(path)} in {name}/, beside the chapter, and change its link, "
                 "or take it out")
             continue
-        elif path.startswith(("#", "data:")) or path.startswith("/") and (
-                folder is None or not (folder / path[1:]).is_file()):
-            continue  # the book's own (an absolute path not from the lesson's folder, its root)
+        elif path.startswith(("#", "data:")) or path in known:
+            continue  # the book's own (an absolute path from book/, its root)
         else:
             relative = Path(os.path.normpath(path.lstrip("/"))).as_posix()
             relative = relative if not relative.startswith("../") else Path(path).name
@@ -650,6 +650,13 @@ def _python(source: str) -> ast.Module:
         return ast.parse(TransformerManager().transform_cell(source))
     except SyntaxError:
         return ast.Module([], [])
+
+
+def _parses(source: str) -> bool:
+    try:
+        return bool(ast.parse(TransformerManager().transform_cell(source)))
+    except SyntaxError:
+        return False
 
 
 def _imported_modules(source: str) -> list[str]:
@@ -854,9 +861,9 @@ def _unimportable(modules: dict, packages: list[str], folder: Path | None) -> tu
 
 
 def book_names(book: Path) -> frozenset[str]:
-    """What a chapter's references may name in the book: its pages, their MyST labels and the
-    keys of its works (book/references.bib)."""
-    names = set()
+    """What a chapter's references may name in the book: its pages, their MyST labels, the
+    keys of its works (book/references.bib) and its files, by MyST's absolute path (`/x.png`)."""
+    names = {f"/{path.relative_to(book).as_posix()}" for path in book.rglob("*") if path.is_file()}
     for page in book.glob("*.md"):
         names |= {page.stem, *(found["name"] or found["equation"] or found["option"]
                                for found in _MYST_LABEL.finditer(page.read_text(encoding="utf8")))}
@@ -989,6 +996,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             raising = [getattr(exc, "attr", getattr(exc, "id", ast.unparse(exc)))
                        for node in _python(source).body if isinstance(node, ast.Raise) and node.exc
                        for exc in [getattr(node.exc, "func", node.exc)]]
+            if not (raising or errors or asks or RAISES_TAG in tags or _parses(source)):
+                raising = ["SyntaxError"]  # a blank the student fills in (MIT's `x = # TODO`)
             if raising and not errors and not asks and RAISES_TAG not in tags:
                 tags.append(RAISES_TAG)
                 errors = raising[:1] if raising[0][:1].isupper() else []  # else a variable's
@@ -1056,7 +1065,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 for found in _TERM.finditer(source)]
             source, shown, written = _shown_images(source, cell, imported)
             html_images += written
-            source = _with_images(source, shown, cell, name, folder, imported)
+            source = _with_images(source, shown, cell, name, folder, imported, known)
             indexed += len(_INDEX.findall(source))
             new = markdown_cell(_INDEX.sub(lambda entry: entry["text"] or "", source), *tags)
         else:  # raw: text for a converter (nbconvert's LaTeX, reST), which no page shows
