@@ -233,6 +233,20 @@ def test_a_one_line_answer_pasted_into_student_code_is_found(tmp_path, line):
     assert overlap.visible.line < overlap.answer.line
 
 
+def test_an_overlap_is_named_at_its_line_not_at_an_earlier_one_using_its_names(tmp_path):
+    """QuantEcon's short_path: `J[:] = next_J` was named at `next_J = bellman(J, Q)` above it
+    in the answer, and at the line above it in the visible cell: the first line holding the
+    passage's names."""
+    line = "A_T[:] = p"
+    planted = LECTURE.replace("least squares.\n", f"least squares.\np = A_T.sum()\n{line}\n"
+                              ).replace("A_T = A.transpose()\n",
+                                        f"A_T = A.transpose()\np = A_T.sum() + 1\n{line}\n")
+    [overlap] = [overlap for overlap in _overlaps(tmp_path, planted)
+                 if overlap.passage == " ".join(fingerprint_words(line))]
+    lines = planted.splitlines()
+    assert lines[overlap.visible.line - 1] == lines[overlap.answer.line - 1] == line
+
+
 def test_an_answer_line_pasted_with_a_comment_of_its_own_is_found(tmp_path):
     planted = LECTURE.replace("least squares.\n", "least squares.\np = solve(A, b)  # mine\n")
     assert [overlap.passage for overlap in _overlaps(tmp_path, planted)] == [

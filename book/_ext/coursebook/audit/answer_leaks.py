@@ -242,11 +242,13 @@ class AnswerOverlap:
 
 
 def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
-    """The place moved to the line of its cell that holds the run's names, if one does."""
+    """The place moved to the line of its cell that holds the run, else the run's names (a run
+    over several lines), if one does: `J[:] = next_J`, not `next_J = bellman(J, Q)` above it."""
     names = [token for token in run if re.fullmatch(r"\w+", token)]
     lines = place.cell.source.split("\n")
-    at = next((i for i, line in enumerate(lines) if set(names) <= set(fingerprint_words(line))),
-              None)
+    words = [fingerprint_words(line) for line in lines]
+    at = next((i for i, line in enumerate(words) if f" {' '.join(run)} " in f" {' '.join(line)} "),
+              next((i for i, line in enumerate(words) if set(names) <= set(line)), None))
     return place if at is None else Place(place.path, cell_line(place.cell, at), lines[at].strip())
 
 
