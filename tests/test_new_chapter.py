@@ -614,6 +614,18 @@ def _brought_in(tmp_path: Path, capsys, lesson_name: str, text: str) -> tuple[Pa
     return book, capsys.readouterr().out
 
 
+def test_a_line_of_display_math_is_no_heading(tmp_path, capsys):
+    """NTNU's ODE lecture writes `y(b) - y(a)\\n=\\n\\int ...\\n=` in a `$$` block, which
+    commonmark reads as headings underlined by `=`: the tool made one a section (`## \\int
+    ...`), dropping its `=`, and took another for the lesson's first heading."""
+    math = "$$\nu(b) - u(a)\n=\n\\int_a^b u'(t)\\,dt\n=\n\\int_a^b f(t)\\,dt\n$$"
+    book, said = _brought_in(tmp_path, capsys, "ode.md", MYST_PLACES.replace(
+        "The [previous lesson](intro.html).", f"{math}\n\n# Steps"))
+    text = (book / "ode.md").read_text()
+    assert math in text and "\n## Steps\n" in text and "# Places" in text, text
+    assert "no title" not in said, said
+
+
 def test_a_tensorboard_cell_is_told_at_its_line(tmp_path, capsys):
     """UvA's PyTorch lab ends with `%tensorboard --logdir ...`: nothing named it, though its
     output is a frame of localhost, which no reader of the page has."""
