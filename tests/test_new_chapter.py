@@ -744,7 +744,7 @@ def test_a_lesson_whose_hash_headings_are_its_sections_gets_one_title(tmp_path, 
                 for line in cell.source.splitlines()
                 if line.startswith("#") and "," not in line]
     assert "> # Quoted, no heading of the page\n\n- # Listed, none" in text, text
-    sections = ["## Training in two lines", "### Loss", "###### Deepest"]
+    sections = ["## Training in two lines", "### Loss", "#### Deepest"]  # MyST: no H3 to H6
     assert headings == ([f"# {title}", "## Setup", "### Detail"] if title
                         else ["# Setup", "## Detail"]) + sections, text
     assert "```python\n# a comment, no title\n```" in text
@@ -1237,6 +1237,20 @@ def test_a_lectures_links_to_its_own_labels_stay_and_its_index_entries_go(tmp_pa
     text = (book / "loops.md").read_text()
     assert "(loops)=\n# Loops\n\n(ex_label)=\n\nAs [Exercise 1](ex_label) asks" in text, text
     assert "index" not in text, text
+
+
+def test_headings_that_skip_a_level_are_lifted_under_their_section(tmp_path, capsys):
+    """mrdbourke's exercises put `###` questions under their `#` title: brought in as they
+    were, each stopped the build (MyST: 'Non-consecutive header level increase; H1 to H3')."""
+    book, said = _brought_in(tmp_path, capsys, "lab.ipynb", json.dumps({
+        "nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": source} for source in [
+                "# Lab\n\n### One\n\ntext", "Two\n---\n\n##### Deep\n\n```\n### code\n```",
+                "## Three\n\n#### Four\n\n### Five"]]}))
+    text = (book / "lab.md").read_text()
+    assert re.findall(r"^#+ (?!An error).*$|^Two\n---$", text, re.M) == [
+        "# Lab", "## One", "Two\n---", "### Deep", "### code", "## Three", "### Four", "### Five"]
+    assert "lifted 3 heading(s) that skipped a level" in said, said
 
 
 def test_cells_that_draw_random_numbers_before_any_seed_are_named(tmp_path, capsys):

@@ -24,7 +24,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
   its Colab notebooks' note above their ``!pip`` cell with the install line;
 - the title (the first heading, where it is a ``# …`` one: else the chapter's name) gets a
   label named after the chapter; a lesson's further ``# …`` headings (all of them, when a
-  title is asked for) become sections, the levels under them one deeper;
+  title is asked for) become sections, the levels under them one deeper; a heading more than
+  one level under its section (``###`` under the title), which MyST refuses, one level under it;
 - an image shown in HTML (``<img src=…>``, alone or only placed by ``<p>``, ``<div>``) is
   a Markdown image, which the book's pages, PDFs and downloads show (raw HTML reaches none
   of them from the book's files);
@@ -1204,6 +1205,22 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.changed.append(f"made the lesson's {'' if title else 'later '}`#` headings "
                                 "sections (`##`, the levels under them one deeper): a page "
                                 "has one title")
+        headings = _headings(cells)
+    # MyST refuses a heading more than one level under the section it is in (mrdbourke's
+    # exercises: `###` under the `#` title): each is lifted to one level under it.
+    above, lifted = [(1, 1)], []  # the sections a heading is in: (the lesson's level, the page's)
+    for cell, (start, end), level, text in headings:
+        while above and above[-1][0] >= level:
+            above.pop()
+        above.append((level, min(level, above[-1][1] + 1 if above else 1)))
+        if above[-1][1] != level:
+            lifted.append((cell, start, end, f"{'#' * above[-1][1]} {text}"))
+    for cell, start, end, heading in reversed(lifted):
+        lines = cell.source.split("\n")
+        cell.source = "\n".join(lines[:start] + [heading] + lines[end:])
+    if lifted:
+        imported.changed.append(f"lifted {len(lifted)} heading(s) that skipped a level (`###` "
+                                "under `#`), which MyST refuses, to one level under their section")
         headings = _headings(cells)
     first, lines, level, text = headings[0] if headings else (None, None, 0, "")
     if level != 1:
