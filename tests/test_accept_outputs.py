@@ -121,11 +121,13 @@ def test_an_accepting_build_refuses_an_output_that_holds_the_time_it_ran(tiny_bo
     assert "started at" not in written and (old in written) == marked
 
 
-def test_a_failed_accept_takes_back_what_its_first_edition_wrote(tmp_path, monkeypatch):
+def test_a_failed_accept_takes_back_what_its_first_edition_wrote(tmp_path, monkeypatch, capsys):
     """d2l's ndarray: the student edition wrote `id(Z): 139875573930800`, the instructor one
     failed (another chapter); the next accept found nothing changed and skipped the second
     run, so an address was accepted. A failed accept now leaves the expected outputs as they
-    were: the next one sees the change and runs it twice."""
+    were: the next one sees the change and runs it twice. It says so: a build's `expected
+    outputs: wrote ....txt` line stood last, and the file was not there (QuantEcon's lecture
+    brought in, its build stopped by an answer overlap)."""
     from importlib import metadata
 
     from coursebook.verify.expectations import expectations_path
@@ -144,3 +146,4 @@ def test_a_failed_accept_takes_back_what_its_first_edition_wrote(tmp_path, monke
     monkeypatch.setattr(tool, "build", build)
     assert tool.main(["--book", str(tmp_path)]) == 1
     assert tool.expected_files(tmp_path) == before
+    assert "the expected outputs written above are taken back (lab, old)" in capsys.readouterr().err

@@ -81,13 +81,16 @@ def take_back(book: Path, before: dict[str, str]) -> None:
     """What this accept wrote goes back: kept, the next accept would find it unchanged and
     skip the second run (d2l's `print(id(Z))` was so accepted) and the unseeded draws' check."""
     folder = expectations_path(book / "expected", metadata.version("torch"), "")
-    for name, text in expected_files(book).items():
-        if before.get(name) != text:
-            path = folder.parent / f"{name}.txt"
-            if name in before:
-                path.write_text(before[name], encoding="utf8")
-            else:
-                path.unlink()
+    taken = [name for name, text in expected_files(book).items() if before.get(name) != text]
+    for name in taken:
+        path = folder.parent / f"{name}.txt"
+        if name in before:
+            path.write_text(before[name], encoding="utf8")
+        else:
+            path.unlink()
+    if taken:  # the builds said `wrote ...`: not so any more
+        print(f"accept-outputs: nothing accepted: the expected outputs written above are taken "
+              f"back ({', '.join(sorted(taken))})", file=sys.stderr)
 
 
 def forget_runs(cache: Path, book: Path, docnames: set[str]) -> None:
