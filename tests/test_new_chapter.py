@@ -1239,6 +1239,26 @@ def test_a_lectures_links_to_its_own_labels_stay_and_its_index_entries_go(tmp_pa
     assert "index" not in text, text
 
 
+def test_an_error_saved_on_a_gpu_is_told_not_to_raise_on_the_books_cpu(tmp_path, capsys):
+    """mrdbourke's fundamentals saved `tensor_on_gpu.numpy()`'s error on Colab's GPU: tagged
+    `raises-exception`, the CPU build stopped at it ('tagged `raises-exception` but did not
+    raise ... drop the tag if it is meant to succeed'), and the tool had not said why."""
+    errors = [("TypeError", "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu()"),
+              ("AssertionError", "Torch not compiled with CUDA enabled"),  # a CPU's: it raises
+              ("RuntimeError", "Expected all tensors to be on the same device, but found at "
+                               "least two devices, cuda:0 and cpu!")]
+    _, said = _brought_in(tmp_path, capsys, "gpu.ipynb", json.dumps({
+        "nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [
+            {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": f"x{n} = 1",
+             "outputs": [{"output_type": "error", "ename": name, "evalue": value,
+                          "traceback": []}]} for n, (name, value) in enumerate(errors)]}))
+    assert re.findall(r"(cell \d+): its saved error is a GPU's \(`([^`]*)`\), which the book's "
+                      r"builds lack \(the CPU build of torch\)", said) == [
+        ("cell 1", "TypeError: can't convert cuda:0 device type tensor to numpy"),
+        ("cell 3", "RuntimeError: Expected all tensors to be on the same device, but found at "
+                   "least two devices, cuda:0 and cpu!")], said
+
+
 def test_headings_that_skip_a_level_are_lifted_under_their_section(tmp_path, capsys):
     """mrdbourke's exercises put `###` questions under their `#` title: brought in as they
     were, each stopped the build (MyST: 'Non-consecutive header level increase; H1 to H3')."""
