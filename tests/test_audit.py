@@ -94,6 +94,50 @@ def test_the_audit_tool_fails_on_a_leak_and_passes_when_clean(tmp_path, fingerpr
     assert audit.main(arguments) == 1 and "leak.html" in capsys.readouterr().out
 
 
+NOTE = "Instructor: most students forget to call zero_grad before the second pass."
+
+
+def _commented_book(root: Path) -> Path:
+    """The tiny book, its chapter holding an instructor's note in an HTML comment, and a
+    comment in code the page shows (no note: visible text)."""
+    book = root / "book"
+    book.mkdir(parents=True)
+    (book / "chapter.md").write_text((TINY_BOOK / "chapter.md").read_text().replace(
+        STUDENT_SENTENCE, f"{STUDENT_SENTENCE} <!-- {NOTE} -->\n\n```html\n<!-- shown -->\n```"))
+    return book
+
+
+@pytest.mark.parametrize("name, content", [
+    ("html/chapter.html", f"<p>{STUDENT_SENTENCE} <!-- {NOTE} --></p>"),
+    ("html/_sources/chapter.md", f"{STUDENT_SENTENCE}\n<!--\n{NOTE}\n-->\n"),
+    ("html/_downloads/chapter.ipynb", json.dumps({"cells": [{"source": [f"<!-- {NOTE} -->"]}]})),
+])
+def test_an_authors_comment_in_a_student_build_is_caught(tmp_path, name, content):
+    """An HTML comment of a chapter (an instructor's note) is no student's: the student
+    edition drops it (test_editions), and the audit finds it where a build could carry it."""
+    found = chapter_fingerprints(_commented_book(tmp_path))
+    assert found.comments == {f" {' '.join(fingerprint_words(NOTE))} "}
+    build = _clean_build(tmp_path / "out")
+    assert audit_build(build, found) == []
+    planted = build / name
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_text(content)
+    [leak] = audit_build(build, found)
+    assert leak.path == planted and "1 comment(s) of a chapter's author" in leak.message
+
+
+@pytest.mark.slow
+def test_a_student_build_holds_no_authors_comment(tiny_book, tmp_path, cache_copy):
+    """The fixture chapter's note is in no file of its student build: the page, its source,
+    the downloads."""
+    from conftest import sphinx_build
+
+    (tiny_book / "chapter.md").write_text((_commented_book(tmp_path) / "chapter.md").read_text())
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)  # prose: the cached run holds
+    assert build.returncode == 0, build.log[-3000:]
+    assert audit_build(tmp_path / "out", chapter_fingerprints(tiny_book)) == []
+
+
 def test_the_real_chapters_have_answers_to_look_for():
     assert len(chapter_fingerprints(BOOK).runs) > 100
 

@@ -75,6 +75,18 @@ def test_student_edition_drops_every_answer_cell_and_nothing_else(path):
         c for c, cell in zip(_cells(chapter), chapter.cells) if not is_answer(cell)]
 
 
+def test_student_edition_drops_html_comments_and_keeps_each_line():
+    """An instructor's note in an HTML comment would reach the student page's HTML, its
+    source and the downloads; code showing one stays, as MyST's `%` comments (claims' sources)."""
+    text = ("Intro <!-- note one -->, more.\n\n<!-- note\ntwo -->\n% source: https://a.b\n\n"
+            ":::{note}\nBody <!-- note three -->\n:::\n\n```html\n<!-- shown -->\n```")
+    chapter = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])
+    student = edition_notebook(chapter, Edition.STUDENT).cells[0].source
+    assert student == ("Intro , more.\n\n\n\n% source: https://a.b\n\n:::{note}\nBody \n:::\n\n"
+                       "```html\n<!-- shown -->\n```")
+    assert edition_notebook(chapter, Edition.INSTRUCTOR).cells[0].source == text
+
+
 def test_instructor_edition_boxes_markdown_answers_and_keeps_code_untouched():
     chapter = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("## Answers\n\nBecause of broadcasting.",

@@ -31,6 +31,7 @@ from coursebook.model.notebooks import (
     read_chapter,
     short_digest,
 )
+from coursebook.model.solutions import without_comments
 from coursebook.model.toml_files import TomlFile, read_toml
 from coursebook.reporting import report, report_book_error
 
@@ -100,8 +101,13 @@ def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
                 yield tuple(segment[start:start + FINGERPRINT_RUN])
 
 
-def _cell_text(cell) -> str:
-    return _markdown_as_shown(cell.source) if cell.cell_type == "markdown" else cell.source
+def _cell_text(cell) -> str:  # a comment is none of a page's text: the student's has none
+    return (_markdown_as_shown(without_comments(cell.source)) if cell.cell_type == "markdown"
+            else cell.source)
+
+
+def _padded(words: list[str]) -> str:
+    return " " + " ".join(words) + " "
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,7 @@ class Fingerprints:
     short: set[str]  # names and values only answers hold
     answer_stems: set[str]  # search stems only answers hold
     headings: set[str]
+    comments: set[str]  # an author's comments no visible text holds (:func:`_padded` words)
 
 
 def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
@@ -137,9 +144,13 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
         stems[answer].update(_search_words(source))
         if answer and markdown and (heading := re.match(r"#+\s+(.+)", source.strip())):
             headings.add(heading.group(1).strip())
+    shown = _padded(fingerprint_words("\n".join(text for _, text, _, _ in cells)))
+    comments = {_padded(fingerprint_words(comment)) for cell in chapter_cells
+                for comment in re.findall("<!--(.*?)-->", cell.source, re.S)}
     return Fingerprints(runs[True] - runs[False],
                         {term for term in terms[True] - terms[False] if _is_telling_term(term)},
-                        {stem for stem in stems[True] - stems[False] if len(stem) > 2}, headings)
+                        {stem for stem in stems[True] - stems[False] if len(stem) > 2}, headings,
+                        {comment for comment in comments if comment not in shown})
 
 
 _SEARCH = SearchEnglish({})
@@ -172,7 +183,7 @@ def file_texts(path: Path) -> tuple[str, str | None]:
         return text, text
     raw = path.read_text(encoding="utf8", errors="replace")
     if path.suffix == ".html":
-        return tuple(html.unescape(re.sub(r"<[^>]+>", "", page))
+        return tuple(html.unescape(re.sub(r"<!--|-->|<[^>]+>", "", page))  # a comment's text
                      for page in (raw, _SCRIPTS.sub("", raw)))
     if path.suffix == ".ipynb":
         try:
@@ -196,9 +207,13 @@ def audit_build(build_dir: Path, found: Fingerprints) -> list[BookError]:
     for path in files:
         text, seen = file_texts(path)
         page_stems.update(_search_words(text))
-        if hits := set(_runs(fingerprint_words(text))) & found.runs:
+        padded = _padded(words := fingerprint_words(text))
+        if hits := set(_runs(words)) & found.runs:
             leaks.append(BookError(f"{len(hits)} answer passage(s), e.g. "
                                    f"{' '.join(sorted(hits)[0])!r}", path))
+        elif comments := sorted(c for c in found.comments if c in padded):
+            leaks.append(BookError(f"{len(comments)} comment(s) of a chapter's author, e.g. "
+                                   f"{comments[0].strip()!r}", path))
         elif terms := sorted(found.short.intersection(_TERM.findall(seen or ""))):
             leaks.append(BookError(f"name(s) or value(s) found only in answers: "
                                    f"{', '.join(terms[:5])}", path))
@@ -269,7 +284,7 @@ def read_allowances(path: Path) -> tuple[list[str], TomlFile | None]:
     if not path.is_file():
         return [], None
     allowances, file = read_toml(path, _AllowancesFile)
-    return [" " + " ".join(fingerprint_words(e.passage)) + " " for e in allowances.allow], file
+    return [_padded(fingerprint_words(e.passage)) for e in allowances.allow], file
 
 
 # Each cell of a source: its place, its runs, its lines of code (each a token string),
@@ -292,7 +307,7 @@ def _code_lines(cell, imported: set[str]) -> list[str]:
               and not _IMPORT.fullmatch(line)
               and not ((call := _BARE_CALL.fullmatch(line)) and call[1] in imported
                        and (call[1] + call[2]).rsplit(".", 1)[-1][:1].islower()))
-    return [" " + " ".join(words) + " " for words in tokens if len(words) >= CODE_LINE_WORDS]
+    return [_padded(words) for words in tokens if len(words) >= CODE_LINE_WORDS]
 
 
 def _values(cell) -> set[str]:
@@ -346,7 +361,7 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
         shared += [(tuple(fingerprint_words(value)), exact.get(value), value)
                    for value in sorted(cell_values)]
         for run, visible, key in shared:
-            passage = " " + " ".join(run) + " "
+            passage = _padded(run)
             if visible is None:
                 continue
             covers = {i for i, allowance in enumerate(allowed) if passage in allowance}

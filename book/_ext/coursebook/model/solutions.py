@@ -28,6 +28,22 @@ _DIRECTIVE = re.compile(r"\{([\w-]+)\}")
 _MARKER = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({START}|{END})\}}")
 _NESTED = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({SOLUTION}|{START}|{END})\}}",
                      re.MULTILINE)
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+
+def without_comments(markdown: str) -> str:
+    """The Markdown without its HTML comments (in a directive's body too; not in code), each
+    line kept: no student's (MyST's ``%`` comments stay: they cite claims' sources)."""
+    lines = markdown.split("\n")
+    for token in _MARKDOWN.parse(markdown) if "<!--" in markdown else ():
+        start, end = token.map or (0, 0)
+        if token.type in ("html_block", "inline") and "<!--" in token.content:
+            lines[start:end] = _COMMENT.sub(lambda c: "\n" * c[0].count("\n"),
+                                            "\n".join(lines[start:end])).split("\n")
+        elif _directive(token) not in (None, "code-block", "code-cell", "code", "math"):
+            lines[start + 1:end - 1] = without_comments("\n".join(lines[start + 1:end - 1])
+                                                        ).split("\n")
+    return "\n".join(lines)
 
 
 class SolutionError(BookError):

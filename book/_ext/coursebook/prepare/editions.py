@@ -1,5 +1,5 @@
 """The two editions of a chapter, made before anything runs: the student's drops the cells
-tagged ``answer``; the instructor's keeps and boxes them."""
+tagged ``answer`` and the author's comments; the instructor's keeps and boxes them."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from coursebook.answer_checks.model import notebook_checks
 from coursebook.answer_checks.prepare import cells_after
 from coursebook.model.cell_notes import note_added_lines
 from coursebook.model.notebooks import ANSWER_TAG, is_answer
-from coursebook.model.solutions import is_solution_marker
+from coursebook.model.solutions import is_solution_marker, without_comments
 from coursebook.prepare.answer_space import answer_space_cell, answers
 
 ANSWER_TITLE = "Instructor answer"
@@ -59,6 +59,8 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition,
         if instructor or not is_answer(cell):
             if cell.cell_type == "markdown" and is_answer(cell) and not is_solution_marker(cell):
                 _box_answer(cell)
+            if cell.cell_type == "markdown" and not instructor:  # each line kept: its place
+                cell.source = without_comments(cell.source)
             edited.cells.append(cell)
         edited.cells.extend(cells_after(cell, checks, instructor))
     return edited
