@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_shards import ALLOWED, NOT_EXECUTED, _draft_that_fails_to_prepare
 
-from conftest import book_conf_with
+from conftest import book_conf_with, run_in_python
 
 CRASH_SIGNS = ("Traceback", "PackageNotFoundError", "importlib")
 
@@ -134,3 +134,12 @@ def test_a_cell_its_cached_run_lacks_fails_naming_the_fix():
     with pytest.raises(CellFailed, match=r"cached run \(student\): clear the cache with "
                                          r"`make clean-cache`"):
         item.runtest()
+
+
+def test_the_plugin_loads_without_a_builds_modules():
+    """Every pytest process loads the plugin; Sphinx and myst-nb's execution (about 0.7 s of
+    CPU) wait until `pytest book` collects a chapter."""
+    loaded = run_in_python("import json, sys\nimport coursebook.pytest_plugin\n"
+                           "print(json.dumps([n for n in ('sphinx', 'myst_nb', 'nbformat')"
+                           " if n in sys.modules]))")
+    assert loaded == []

@@ -7,18 +7,19 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from coursebook.execute.fill_cache import (BookRead, BookReadError, ExecutionFailed, Run,
-                                           execute_into_cache, read_book)
 from coursebook.model.faults import CLEAN_CACHE_COMMAND
-from coursebook.model.notebooks import CHAPTER_SUFFIXES, is_chapter_source
-from coursebook.page_state import CellOutput
-from coursebook.prepare.editions import Edition
-from coursebook.verify.chapter_checks import compared_account, patterns_alone
-from coursebook.verify.expectations import (ACCEPT_COMMAND, Expectations, Mismatch, cell_outputs,
-                                             compare, expectations_path, read_expectations)
+
+# Every pytest process loads this plugin: what a chapter's items need (a build's modules, with
+# myst-nb's execution: about 0.7 s of CPU) is imported where they need it.
+if TYPE_CHECKING:
+    from coursebook.execute.fill_cache import BookRead, Run
+    from coursebook.page_state import CellOutput
+    from coursebook.prepare.editions import Edition
+    from coursebook.verify.expectations import Expectations, Mismatch
 
 # A test session that has just built the book puts its fresh cache's path here for the
 # chapters' items, which then run nothing again; else conf.py's cache.
@@ -26,19 +27,22 @@ CHAPTER_CACHE = pytest.StashKey[str]()
 
 
 # Sphinx's read of the book for each edition (or why it could not read it), once a session.
-BOOK_READS = pytest.StashKey[dict[Edition, BookRead | BookReadError]]()
+BOOK_READS: pytest.StashKey[dict[Edition, BookRead | pytest.Collector.CollectError]] = \
+    pytest.StashKey()
 
 
 def book_read(config: pytest.Config, edition: Edition) -> BookRead:
+    from coursebook.execute.fill_cache import BookReadError, read_book
+
     reads = config.stash.setdefault(BOOK_READS, {})
     if edition not in reads:
         try:
             reads[edition] = read_book(config.rootpath / config.getini("coursebook_book"),
                                        config.rootpath / config.getini("coursebook_conf"),
                                        edition)
-        except BookReadError as error:
-            reads[edition] = error
-    if isinstance(reads[edition], BookReadError):
+        except BookReadError as error:  # one line, no traceback
+            reads[edition] = pytest.Collector.CollectError(str(error))
+    if isinstance(reads[edition], pytest.Collector.CollectError):
         raise reads[edition]
     return reads[edition]
 
@@ -53,8 +57,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     collected = yield
     config = parent.config
-    book = config.rootpath / config.getini("coursebook_book")
-    if file_path.suffix not in CHAPTER_SUFFIXES or book not in file_path.parents \
+    if config.rootpath / config.getini("coursebook_book") not in file_path.parents:
+        return collected
+    from coursebook.model.notebooks import CHAPTER_SUFFIXES, is_chapter_source
+
+    if file_path.suffix not in CHAPTER_SUFFIXES \
             or not is_chapter_source(file_path.read_text(encoding="utf8")):
         return collected
     # A script chapter named on the command line (or test_*.py) is no module for pytest to
@@ -71,16 +78,16 @@ class ChapterFile(pytest.File):
     def run_for(self, edition: Edition) -> Run | None:
         """The chapter as a build of this edition runs it; None where it does not (not
         read, recorded, excluded, or execution off)."""
-        try:
-            read = book_read(self.config, edition)
-        except BookReadError as error:  # one line, no traceback
-            raise self.CollectError(str(error)) from None
+        read = book_read(self.config, edition)
         path = self.path.resolve()
         if path in read.failed:  # the build's one line, with its file and line
             raise self.CollectError(read.failed[path])
         return read.runs.get(path)
 
     def collect(self):
+        from coursebook.prepare.editions import Edition
+        from coursebook.verify.expectations import cell_outputs
+
         for edition in Edition:
             run = self.run_for(edition)
             if run is None:
@@ -100,10 +107,15 @@ class ChapterFile(pytest.File):
 
     @cached_property
     def expectations(self) -> Expectations | None:
+        from coursebook.verify.expectations import read_expectations
+
         return read_expectations(self.expectations_path)
 
     @cached_property
     def expectations_path(self) -> Path:
+        from coursebook.prepare.editions import Edition
+        from coursebook.verify.expectations import expectations_path
+
         book = self.config.rootpath / self.config.getini("coursebook_book")
         built = book_read(self.config, Edition.STUDENT).book
         return expectations_path(book / built.expected_dir, built.torch, self.path.stem)
@@ -112,6 +124,9 @@ class ChapterFile(pytest.File):
         """The edition's mismatches and outputs by cell key, its chapter from the cache or run
         once, and compared once among all its cells, as the build compares them: an edited
         cell's diff is against the entry its place among the others says it replaced."""
+        from coursebook.execute.fill_cache import ExecutionFailed, execute_into_cache
+        from coursebook.verify.expectations import cell_outputs, compare
+
         compared = self.__dict__.setdefault("_compared", {})
         if edition not in compared:
             cache_path = self.config.stash.get(CHAPTER_CACHE,
@@ -136,6 +151,9 @@ class CellItem(pytest.Item):
         self.edition, self.key, self.line = edition, key, line
 
     def runtest(self) -> None:
+        from coursebook.verify.chapter_checks import compared_account, patterns_alone
+        from coursebook.verify.expectations import ACCEPT_COMMAND
+
         chapter: ChapterFile = self.parent
         if chapter.expectations is None:
             raise CellFailed(
