@@ -137,6 +137,14 @@ def test_a_declared_package_must_be_in_the_books_environment():
         "environment lacks: run `make chapter-packages`.",
         "top matter 'coursebook: packages' declares nbformat<1, and the book's environment "
         f"has nbformat {nbformat.__version__}: run `make chapter-packages`."]
+    # at the `packages` line, as YAML's parser places it (it said line 1), in a script's
+    # jupytext header too
+    line = missing.splitlines().index("coursebook:") + 2
+    assert [(str(error.path), error.line) for error in errors] == [("lesson.md", line)] * 2
+    script = ("# ---\n# jupyter:\n#   kernelspec: {name: python3, display_name: Python 3}\n"
+              "#   coursebook:\n#     packages: [no-such-package-here]\n# ---\n\n"
+              "# %%\nimport d2l\n")
+    assert [error.line for error in chapter_package_errors(Path("lesson.py"), script)] == [5]
 
 
 def test_a_download_installs_the_declared_packages_first():
@@ -209,8 +217,9 @@ def test_a_declared_package_that_moves_a_pin_is_refused_at_its_declaration(tmp_p
     options = ("--dry-run", "--no-index", "--find-links", str(tmp_path))
     assert load_tool("chapter_packages").install({chapter: ["lessonlib"]}, *options) == 1
     said = capsys.readouterr().err
-    assert said.endswith(  # line 1: the top matter, as the build's check names it
-        "lesson.md:1: pip could not install lessonlib (its lines above say why: a pin of the "
+    line = chapter.read_text().splitlines().index("coursebook: {packages: [lessonlib]}") + 1
+    assert said.endswith(  # at the declaration, as the build's check names it
+        f"lesson.md:{line}: pip could not install lessonlib (its lines above say why: a pin of the "
         "book's it would move, pyproject.toml's dependencies, or a name it cannot find): change "
         "the declaration (`coursebook: {packages}`), or take out the cells that import them; "
         "then `make chapter-packages`\n"), said

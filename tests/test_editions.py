@@ -234,7 +234,7 @@ def test_a_files_list_that_is_no_list_of_files_beside_the_chapter_is_one_line(tm
     chapter = str(tmp_path / "lab.md")
     with pytest.raises(BookError) as raised:
         edition_chapter(text, chapter, Edition.STUDENT, {}, "2.13.0")
-    assert (str(raised.value.path), raised.value.line) == (chapter, 1)
+    assert (str(raised.value.path), raised.value.line) == (chapter, 5)  # the `reads` line
     assert "top matter 'coursebook: reads' is" in raised.value.message
     assert "must list the files beside the chapter" in raised.value.message
     listed = text.replace(f"reads: {reads}", "reads: [names.txt]")

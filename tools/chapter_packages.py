@@ -17,7 +17,7 @@ from book_environment import ROOT, use_book_environment
 use_book_environment()
 
 from coursebook.model.faults import shown_path  # noqa: E402
-from coursebook.model.notebooks import chapter_files, top_matter  # noqa: E402
+from coursebook.model.notebooks import chapter_files, top_matter, top_matter_line  # noqa: E402
 from coursebook.prepare.chapter_packages import declared_packages  # noqa: E402
 
 
@@ -33,12 +33,13 @@ def install(chapters: dict[Path, list[str]], *pip_options: str) -> int:
             # Not --quiet: pip then leaves out the lines that name the conflict.
             if subprocess.run([sys.executable, "-m", "pip", "install", "-c", constraints.name,
                                *pip_options, *packages]).returncode:
-                # line 1: the top matter (a notebook's metadata), as the build's check names it
-                print(f"{shown_path(path)}:1: pip could not install {', '.join(packages)} (its "
-                      "lines above say why: a pin of the book's it would move, pyproject.toml's "
-                      "dependencies, or a name it cannot find): change the declaration "
-                      "(`coursebook: {packages}`), or take out the cells that import them; then "
-                      "`make chapter-packages`", file=sys.stderr)
+                # at the declaration, as the build's check names it
+                line = top_matter_line(path.read_text(encoding="utf8"), "coursebook", "packages")
+                print(f"{shown_path(path)}:{line}: pip could not install {', '.join(packages)} "
+                      "(its lines above say why: a pin of the book's it would move, "
+                      "pyproject.toml's dependencies, or a name it cannot find): change the "
+                      "declaration (`coursebook: {packages}`), or take out the cells that import "
+                      "them; then `make chapter-packages`", file=sys.stderr)
                 return 1
     return 0
 

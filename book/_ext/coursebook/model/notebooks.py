@@ -141,6 +141,22 @@ def top_matter(text: str) -> dict | None:
     return {} if is_cell_script(text) else None
 
 
+def top_matter_line(text: str, *keys: str) -> int:
+    """The line of a key (``coursebook``, ``packages``) in a MyST chapter's top matter, or a
+    percent script's jupytext header (under ``jupyter``), as YAML's parser places it; else 1."""
+    lines = text.split("\n")
+    mark = "# ---" if lines[0].rstrip() == "# ---" else "---"
+    end = next((n for n, line in enumerate(lines[1:], 1) if line.rstrip() == mark), 0) \
+        if lines[0].rstrip() == mark else 0  # else a notebook's JSON: no line
+    node = yaml.compose("\n".join(line[len(mark) - 3:] for line in lines[1:end]))
+    for key in ("jupyter", *keys) if mark == "# ---" else keys:
+        pairs = node.value if isinstance(node, yaml.MappingNode) else []
+        name, node = next(((k, v) for k, v in pairs if k.value == key), (None, None))
+        if name is None:
+            return 1
+    return name.start_mark.line + 2  # after the mark, from 1
+
+
 def is_cell_script(text: str) -> bool:
     """A Python script in jupytext's percent cells (``# %%``), magics commented as jupytext
     writes them: Python that compiles, so that no Markdown page holding such lines is one."""

@@ -18,7 +18,7 @@ from sphinx.application import Sphinx
 from coursebook.model.cell_notes import cell_line, line_within
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, SCRIPT_SUFFIX,
-                                        is_chapter_source, read_chapter)
+                                        is_chapter_source, read_chapter, top_matter_line)
 from coursebook.model.recordings import recording_name
 from coursebook.reporting import stop_build
 
@@ -137,10 +137,10 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
             "PATH): the cell would show its error (the shell's 'command not found', graphviz's "
             f"`ExecutableNotFound`), not its output. Take the line out, or install `{command}` "
             "where the book is built.", path, line) for line, command in missing_commands(notebook)]
-    for requirement in declared_packages(notebook.metadata):
-        if (why := _missing(requirement)) is not None:
-            errors.append(BookError(
-                f"{where} 'coursebook: packages' declares {why}: run `{COMMAND}`.", path, 1))
+    errors += [BookError(f"{where} 'coursebook: packages' declares {why}: run `{COMMAND}`.",
+                         path, top_matter_line(text, "coursebook", "packages"))
+               for requirement in declared_packages(notebook.metadata)
+               if (why := _missing(requirement)) is not None]
     return errors
 
 

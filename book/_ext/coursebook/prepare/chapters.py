@@ -20,7 +20,8 @@ from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUFFIX, author_line,
                                         cell_tags, first_line, is_cell_script, is_chapter_source,
-                                        note_output_keys, read_chapter, reads_as_json)
+                                        note_output_keys, read_chapter, reads_as_json,
+                                        top_matter_line)
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
                                          recorded_where, recording_name, recording_path)
 from coursebook.model.solutions import SolutionError
@@ -66,7 +67,7 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
         raise BookError(f"top matter 'coursebook: reads' is {reads!r}: it must list the files "
                         "beside the chapter that its cells read (e.g. [names.txt]), each of them "
                         "there: correct the list, or put the file beside the chapter",
-                        source_path, 1)
+                        source_path, top_matter_line(text, "coursebook", "reads"))
     place_museum(notebook, museum, torch_version)
     place_runtime_setup(notebook, machine_kinds, source_path, runtimes_file)
     link_back_to_exhibits(notebook, museum)
