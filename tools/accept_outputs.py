@@ -10,7 +10,8 @@ something else the second time stops with the build's "varies between runs" mess
 offers a seed and a pattern (an output that holds the time it ran, which two runs of one
 minute print alike, the accepting build itself refuses). Two runs that printed alike are no
 proof where a cell draws random numbers before any seed (they may have drawn alike: QuantEcon's
-functions.md drew 3 twice, P ~ 0.18): its literal entry is refused, with the seed to add.
+functions.md drew 3 twice, P ~ 0.18): its literal entry is refused, with the seed to add,
+before any second run.
 Exit status 0: accepted, and every changed chapter printed the same twice, from no unseeded draw."""
 
 from __future__ import annotations
@@ -124,20 +125,23 @@ def main(argv: list[str] | None = None) -> int:
         print("accept-outputs: no expected outputs changed")
         return 0
     names = ", ".join(changed)
+    # Before the second run, whose outcome proves nothing of a draw: were this checked only
+    # after it passed, a chapter that varied there kept the others' entries, which the next
+    # accept found unchanged and never checked (makemore beside mrdbourke's fundamentals).
+    if drawn := drawn_alike(args.book, changed):
+        print("\n".join(drawn), file=sys.stderr)
+        take_back(args.book, before)
+        return 1
     forget_runs(args.cache, args.book, set(changed))
     print(f"accept-outputs: {names} changed; running {'it' if len(changed) == 1 else 'them'} "
           "a second time to find outputs that vary between runs")
     if all([build(args.book, args.out, args.cache, edition, {}) for edition in EDITIONS]):
-        if drawn := drawn_alike(args.book, changed):
-            print("\n".join(drawn), file=sys.stderr)
-            take_back(args.book, before)
-            return 1
         print(f"accept-outputs: {names}: the second run printed the same; review the diff "
               f"of {args.book / 'expected'} and commit it")
         return 0
-    print(f"accept-outputs: {names}: a second run printed other outputs (the messages above "
-          "name each cell): seed what varies or mark its entry `(varies)` as they say, then "
-          "run `make accept-outputs` again", file=sys.stderr)
+    print(f"accept-outputs: a second run of {names} printed other outputs in the cells the "
+          "messages above name: seed what varies or mark its entry `(varies)` as they say, "
+          "then run `make accept-outputs` again", file=sys.stderr)
     return 1
 
 
