@@ -84,7 +84,8 @@ def test_an_output_compared_with_a_pattern_alone_is_named_not_counted(tmp_path):
     path.write_text("=== cell 0000000a (varies) · plot_a()\n    <number>\n"
                     "=== cell 0000000b (varies) · plot_b()\n    tensor(<number>)\n"
                     "=== cell 0000000c · plot_c()\n    <number>\n"
-                    "=== cell 0000000d (student) (varies) · plot_d()\n     ...\n")
+                    "=== cell 0000000d (student) (varies) · plot_d()\n     ...\n"
+                    "=== cell 0000000e (varies) · plot_e()\n")  # empty: compared (HR's F3)
     alone = patterns_alone(read_expectations(path), "student")
     assert alone == {"0000000a", "0000000d"} and patterns_alone(None, "student") == set()
     outputs = [_output("0000000a", "140"), _output("0000000b", "tensor(3)"),

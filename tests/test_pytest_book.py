@@ -136,6 +136,35 @@ def test_a_cell_its_cached_run_lacks_fails_naming_the_fix():
         item.runtest()
 
 
+@pytest.mark.parametrize("text, entry, skipped", [
+    ("loss 0.5\n[image/png] <Figure size 350x250 with 1 Axes>", "loss 0.5", False),
+    ("[image/png] <Figure size 350x250 with 1 Axes>", "", True),
+    ("140", "<number>", True)])
+def test_an_item_is_skipped_where_the_build_says_not_compared(tmp_path, text, entry, skipped):
+    """A figure's repr alone, or an entry of patterns alone (marked); a cell whose text is
+    compared beside its figure's repr passes, as the build counts it verified (HR's F3)."""
+    from types import SimpleNamespace
+
+    from coursebook.page_state import CellOutput
+    from coursebook.prepare.editions import Edition
+    from coursebook.pytest_plugin import CellItem
+    from coursebook.verify.expectations import read_expectations
+
+    path = tmp_path / "chapter.txt"
+    path.write_text(f"=== cell 0123abcd (varies) · plot()\n    {entry}\n")
+    output = CellOutput("0123abcd", 1, "plot()", text, line=7)
+    item = CellItem.__new__(CellItem)
+    item.parent = SimpleNamespace(expectations=read_expectations(path),
+                                  compared=lambda edition: ({}, {output.key: output}))
+    item.edition, item.key, item.path = Edition.STUDENT, output.key, tmp_path / "chapter.md"
+    try:
+        item.runtest()
+        said = ""
+    except pytest.skip.Exception as skip:
+        said = str(skip)
+    assert said.startswith("chapter.md (student): not compared") if skipped else said == ""
+
+
 def test_the_plugin_loads_without_a_builds_modules():
     """Every pytest process loads the plugin; Sphinx and myst-nb's execution (about 0.7 s of
     CPU) wait until `pytest book` collects a chapter."""

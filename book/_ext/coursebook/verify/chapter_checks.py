@@ -311,9 +311,10 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
 
 
 def patterns_alone(expectations: Expectations | None, edition: str) -> set[str]:
-    """The edition's entries marked ``(varies)`` that any output matches (`<number>`)."""
-    return {key for key in expectations.varying[edition] if not MARK.sub(
-        "", expectations.by_edition[edition][key]).strip()} if expectations is not None else set()
+    """The edition's entries marked ``(varies)`` that are marks alone (`<number>`): any output
+    matches them (an empty one only an empty output)."""
+    return {key for key in expectations.varying[edition] if (entry := expectations.by_edition[
+        edition][key]).strip() and not MARK.sub("", entry).strip()} if expectations else set()
 
 
 def compared_account(outputs: list[CellOutput], mismatches: list,
