@@ -122,6 +122,19 @@ def test_the_instructor_boxes_a_solution_but_not_a_gated_solutions_start_and_end
     assert not any(words in cell.source for cell in student.cells for words in ANSWER_WORDS)
 
 
+def test_the_student_edition_knows_the_names_its_left_out_answers_define():
+    """What a cell students run cannot read: each name a solution's code binds (a def, an
+    import's alias), at its line; the instructor's edition leaves none out."""
+    from coursebook.prepare.chapters import edition_chapter
+
+    chapter = CHAPTER.replace('print("gated answer", 6 * 7)',
+                              'import math as m\ndef product():\n    return 6 * 7')
+    line = chapter.splitlines().index("import math as m") + 1
+    student = edition_chapter(chapter, "chapter.md", Edition.STUDENT, {}, "2.13.0")
+    assert student.left_out == {"m": line, "product": line + 1}
+    assert edition_chapter(chapter, "chapter.md", Edition.INSTRUCTOR, {}, "2.13.0").left_out == {}
+
+
 @pytest.mark.parametrize("text, line", [
     ("```{solution-start} ex\n```\n\nNever closed.", "```{solution-start} ex"),
     ("::::{exercise}\n:label: ex\nAsk.\n\n:::{solution} ex\nInside.\n:::\n::::", "::::{exercise}"),

@@ -1580,26 +1580,32 @@ def test_names_a_timed_statement_binds_or_reads_count_where_it_runs(tmp_path, ca
 
 def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
     """Karpathy's micrograd lesson imports graphviz, which the book lacks: the build said
-    "Fix the cell", not how (the package declared, then `make chapter-packages`)."""
+    "Fix the cell", not how (the package declared, then `make chapter-packages`). A name only
+    an answer defines (NTNU's ODE lecture's `lotka_volterra`, MIT lab 1's `matrix`) is no
+    error to tag, which would fail the instructor edition: the answer is named."""
     import nbformat
     from docutils import nodes
 
     from coursebook.model.cell_notes import place_at
     from coursebook.verify.chapter_checks import cell_problems
 
-    def problem(error: str) -> str:
+    def problem(error: str, left_out: dict[str, int] | None = None) -> str:
         doctree, shown = nodes.container(), nodes.container(
             nb_element="cell_code", cell_index=0, cell_metadata={"tags": []})
         shown += nodes.literal_block(error, error, classes=["traceback"])
         doctree += shown
         [found] = cell_problems(doctree, [place_at(nbformat.v4.new_code_cell("import a"), 7)],
-                                False, None)
+                                False, None, left_out=left_out)
         return found.message
 
     said = problem("ModuleNotFoundError: No module named 'graphviz.backend'")
     assert "Declare the package that installs graphviz in the top matter (`coursebook: " \
         "{packages: [...]}`), then `make chapter-packages`; or tag it" in said, said
     assert "Fix the cell, or tag it" in problem("NameError: name 'graphviz' is not defined")
+    said = problem("NameError: name 'graphviz' is not defined", {"graphviz": 12})
+    assert "`graphviz` is defined by the answer at line 12, which this edition leaves out: " \
+        "define it in a cell students run too, or make this cell part of the answer." in said
+    assert "tag it" not in said, said
 
 
 @pytest.mark.slow

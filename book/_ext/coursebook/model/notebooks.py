@@ -18,8 +18,8 @@ import yaml
 from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
 from myst_parser.config.main import MdParserConfig, read_topmatter
 
-from coursebook.model.cell_notes import (CELL_NOTE, cell_key, line_within, note, place_at,
-                                         source_line, without_notes)
+from coursebook.model.cell_notes import (CELL_NOTE, cell_key, cell_line, line_within, note,
+                                         place_at, source_line, without_notes)
 from coursebook.model.solutions import solutions_as_answers
 
 # --- The book's tags (myst-nb's own, such as remove-cell, keep their meaning) ----------
@@ -45,6 +45,24 @@ def cell_tags(cell) -> list[str]:
 
 def is_answer(cell) -> bool:
     return ANSWER_TAG in cell_tags(cell)
+
+
+def answer_names(notebook: nbformat.NotebookNode) -> dict[str, int]:
+    """Each name an answer code cell binds, at its line: the student edition runs without
+    them, so a cell it runs cannot read one."""
+    names: dict[str, int] = {}
+    for cell in (cell for cell in notebook.cells if cell.cell_type == "code" and is_answer(cell)):
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # IPython's syntax (a magic): its names are not looked for
+            continue
+        for node in ast.walk(tree):
+            name = (node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+                    else node.asname or node.name.split(".")[0] if isinstance(node, ast.alias)
+                    else getattr(node, "name", None))  # a def's, a class's
+            if isinstance(name, str):
+                names.setdefault(name, cell_line(cell, node.lineno - 1))
+    return names
 
 
 def is_claim(cell) -> bool:

@@ -18,10 +18,10 @@ from coursebook.config import BookConfig, book_config
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
-from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUFFIX, author_line,
-                                        cell_tags, first_line, is_cell_script, is_chapter_source,
-                                        note_output_keys, read_chapter, reads_as_json,
-                                        top_matter_line)
+from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUFFIX, answer_names,
+                                        author_line, cell_tags, first_line, is_cell_script,
+                                        is_chapter_source, note_output_keys, read_chapter,
+                                        reads_as_json, top_matter_line)
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
                                          recorded_where, recording_name, recording_path)
 from coursebook.model.solutions import SolutionError
@@ -48,6 +48,8 @@ class PreparedChapter:
     teaching: ChapterTeaching | None = None
     # The files its cells read (top matter `coursebook: {reads: [...]}`), by the name listed.
     reads: dict[str, Path] = field(default_factory=dict)
+    # What the answers this edition leaves out define, at their lines (model.answer_names).
+    left_out: dict[str, int] = field(default_factory=dict)
 
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
@@ -80,11 +82,12 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     teaching = chapter_teaching(notebook, source_path)  # its checks' faults, at their file
     if wrong := mistried(list(teaching.checks)):  # before any edition is made of them
         raise AnswerCheckError(wrong[0].message, source_path, wrong[0].line)
+    left_out = answer_names(notebook) if edition is Edition.STUDENT else {}
     notebook = edition_notebook(notebook, edition, answer_spaces)
     claims = chapter_claims(notebook, claim_sources(museum), source_path)
     note_output_keys(notebook)
     return PreparedChapter(notebook, claims=claims, teaching=teaching,
-                           reads={name: folder / name for name in reads})
+                           reads={name: folder / name for name in reads}, left_out=left_out)
 
 
 def instructor_chapter(env, docname: str, md_config=None) -> nbformat.NotebookNode:

@@ -107,17 +107,19 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
                   succeeded: bool, traceback: str | None,
                   museum: dict[str, Wing] | None = None,
                   stopped: StoppedRun | None = None,
-                  report: Path | None = None) -> list[BookError]:
+                  report: Path | None = None, left_out: dict[str, int] | None = None
+                  ) -> list[BookError]:
     """What went wrong in one executed chapter, in cell order. ``cells``: the notebook's,
     by myst-nb's cell index; ``stopped``: where a run that timed out or lost its kernel
-    stopped (no later cell is blamed); ``report``: the file keeping the run's traceback."""
+    stopped (no later cell is blamed); ``report``: the file keeping the run's traceback;
+    ``left_out``: the names the answers this edition lacks define, at their lines."""
     if stopped is not None:
         if stopped.cell_index is None:
             return [_at("(the first one)", stopped.what)]
         ran = [cell for cell in code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
-        return _problems(ran, cells, museum, report, False) + [
+        return _problems(ran, cells, museum, report, False, left_out) + [
             _at(cells[stopped.cell_index], stopped.what)]
-    problems = _problems(code_cells(doctree), cells, museum, report, succeeded)
+    problems = _problems(code_cells(doctree), cells, museum, report, succeeded, left_out)
     if not succeeded and not problems:
         problems.append(_at("(the notebook)", f"failed to execute:\n      "
                             f"{_short(traceback or 'no traceback recorded')}"))
@@ -125,7 +127,8 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
 
 
 def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wing] | None,
-              report: Path | None, succeeded: bool) -> list[BookError]:
+              report: Path | None, succeeded: bool, left_out: dict[str, int] | None = None
+              ) -> list[BookError]:
     """``succeeded``: the run went on past errors, else it stopped at the first unexpected one."""
     problems: list[BookError] = []
     for cell in rendered:
@@ -147,13 +150,18 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
                 problems.append(_exhibit_problem(origin, error))  # not "did not raise" twice
         elif unexpected:
             lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
+            name = re.search(r"^NameError: name '(\w+)' is not defined", error, re.M)
+            answer = (left_out or {}).get(name[1]) if name else None
             problems.append(_at(where, (
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
-                + (f"    Declare the package that installs {lacking[1]} in the top matter "
-                   "(`coursebook: {packages: [...]}`), then `make chapter-packages`;"
-                   if lacking else "    Fix the cell,")
-                + f" or tag it `{RAISES_TAG}` if the error is what it teaches.")))
+                + (f"    `{name[1]}` is defined by the answer at line {answer}, which this edition "
+                   "leaves out: define it in a cell students run too, or make this cell part "
+                   "of the answer." if answer else
+                   (f"    Declare the package that installs {lacking[1]} in the top matter "
+                    "(`coursebook: {packages: [...]}`), then `make chapter-packages`;"
+                    if lacking else "    Fix the cell,")
+                   + f" or tag it `{RAISES_TAG}` if the error is what it teaches."))))
         elif error is None and RAISES_TAG in tags:
             problems.append(_at(where, (
                 f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, "
@@ -186,7 +194,7 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
     problems = cell_problems(doctree, prepared.notebook.cells,
                              bool(exec_data.get("succeeded")), exec_data.get("traceback"),
                              book_config(app.config).museum(), stopped_run(app),
-                             kept if exec_data.get("traceback") else None)
+                             kept if exec_data.get("traceback") else None, prepared.left_out)
     for problem in problems:
         report(problem.message, problem.location or (env.docname, problem.line or None),
                "execution", once=False)
