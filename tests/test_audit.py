@@ -74,6 +74,29 @@ def test_an_answer_is_read_as_its_page_shows_it(tmp_path):
     assert leak.path.name == "chapter.html" and "gradient flows back" in leak.message
 
 
+def test_an_exercises_last_line_its_answer_repeats_is_no_leak_before_the_next_heading(tmp_path):
+    """mrdbourke's exercises: the answer repeats the exercise cell's comment, then comments
+    on; in the student's `.md` download that comment is followed by the next question's `##`,
+    so `# perform matmul on tensor_a and tensor_b #` was reported a LEAK by `make audit`."""
+    book = tmp_path / "book"
+    book.mkdir()
+    top = (TINY_BOOK / "chapter.md").read_text().split("\n---\n")[0] + "\n---\n"
+    (book / "chapter.md").write_text(
+        top + "# Lab\n\n```{code-cell} ipython3\n# Multiply tensor_A and tensor_B here now\n```\n\n"
+        "```{code-cell} ipython3\n:tags: [answer]\n# Multiply tensor_A and tensor_B here now\n"
+        "# tensor_A @ tensor_B fails: transpose one\ntensor_C = tensor_A @ tensor_B.T\n```\n\n"
+        "## 2. The largest value\n")
+    build = _clean_build(tmp_path / "out")
+    (build / "html" / "_sources" / "chapter.md").write_text(
+        "# Lab\n\n```python\n# Multiply tensor_A and tensor_B here now\n```\n\n## 2. The largest "
+        "value\n")
+    found = chapter_fingerprints(book)
+    assert audit_build(build, found) == []
+    (build / "html" / "chapter.html").write_text("<p>tensor_C = tensor_A @ tensor_B.T</p>")
+    [leak] = audit_build(build, found)  # the answer's own line is still found
+    assert leak.path.name == "chapter.html", leak
+
+
 def test_a_search_index_holding_answer_words_or_headings_is_caught(tmp_path, fingerprints):
     build = _clean_build(tmp_path)
     (build / "html" / "searchindex.js").write_text(

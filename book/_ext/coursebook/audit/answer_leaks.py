@@ -128,7 +128,13 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
                if path not in read and not {"_build", ".ipynb_checkpoints"} & set(path.parts)]
     if exhibits_dir is not None and exhibits_dir.is_dir():
         visible += [p.read_text(encoding="utf8") for p in sorted(exhibits_dir.rglob("*.toml"))]
-    chapter_cells = [cell for _, text in chapters for cell in read_chapter(text).cells]
+    notebooks = [read_chapter(text).cells for _, text in chapters]
+    chapter_cells = [cell for cells in notebooks for cell in cells]
+    # A student's documents show a chapter's cells one after another: a run across two (an
+    # exercise's last comment, then the next heading's `#`: mrdbourke's exercises) is visible.
+    visible += ["\n".join(form(cell) for cell in cells if not is_answer(cell))
+                for cells in notebooks
+                for form in (_cell_text, lambda cell: without_comments(cell.source))]
     # A check's question and tolerance, stated on its answer's cell, are shown to students
     # in the download's check cell: visible, never an answer's alone.
     visible += [f"{check.ask} {check.tolerance!r}" for cell in chapter_cells
