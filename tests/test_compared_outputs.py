@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from coursebook.page_state import CellOutput
-from coursebook.verify.chapter_checks import compared_account, patterns_alone
+from coursebook.verify.chapter_checks import compared_account, patterns_alone, verified_against
 from coursebook.verify.expectations import read_expectations, shown_text
 
 HTML_REPR = "<IPython.core.display.HTML object>"
@@ -95,6 +95,19 @@ def test_an_output_compared_with_a_pattern_alone_is_named_not_counted(tmp_path):
         "which any output matches): `plot_0000000a()` (line 7), `plot_0000000d()` (line 9)")
 
 
+def test_outputs_are_verified_against_the_declared_packages_too():
+    """A JAX chapter's outputs follow jax, whose version its run's key holds: its instructor
+    page said 'verified against torch 2.13.0' alone."""
+    from coursebook.execute.shared_cache import key_execution_versions
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import nbformat")],
+                                        metadata={"coursebook": {"packages": ["nbformat>=5"]}})
+    key_execution_versions(notebook, {"python": "3.11"})
+    assert verified_against("2.13.0+cpu", notebook) == \
+        f"torch 2.13.0, nbformat {nbformat.__version__}"
+    assert verified_against("2.13.0+cpu", None) == "torch 2.13.0"
+
+
 @pytest.mark.slow
 def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_book(
         tiny_book, tmp_path, monkeypatch):
@@ -112,6 +125,8 @@ def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_boo
     chapter.write_text(chapter.read_text().replace(anchor, f"{anchor}\n```{{code-cell}} ipython3\n"
                                                    f"{code}\n```\n\n```{{code-cell}} ipython3\n"
                                                    "print(len('ab'))\n```\n", 1))
+    chapter.write_text(chapter.read_text().replace(  # what it is verified against, too
+        "kernelspec:", "coursebook: {packages: [nbformat]}\nkernelspec:", 1))
     lines, printed = chapter.read_text().splitlines(), "print(len('ab'))"
     line = lines.index("import matplotlib.pyplot as plt") + 1
     cache = tmp_path / "cache"
@@ -132,7 +147,8 @@ def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_boo
     assert build.returncode == 0, build.log[-3000:]
     summary = next(text for text in build.log.splitlines()
                    if "expected outputs: chapter.md (instructor)" in text)
-    account = ("4 of 6 code cells verified against torch 2.13.0{}; not compared (its text is a "
+    account = (f"4 of 6 code cells verified against torch 2.13.0, nbformat {nbformat.__version__}"
+               "{}; not compared (its text is a "
                "repr, not what the page shows): the image `<Figure size 350x250 with 1 Axes>` of "
                f"`import matplotlib.pyplot as plt` (line {line}); not compared (its expected "
                f"output is a pattern alone, which any output matches): `{printed}` (line "

@@ -8,7 +8,7 @@ import torch
 from test_pytest_book import pytest_session
 
 from conftest import BOOK, ROOT
-from coursebook.execute.shared_cache import book_code_digest, read_digests
+from coursebook.execute.shared_cache import READS, book_code_digest, in_key
 from coursebook.model.cell_notes import cell_key, source_line
 from coursebook.model.notebooks import is_chapter_source, note_output_keys, read_chapter
 from coursebook.model.recordings import recording_name
@@ -336,7 +336,7 @@ def test_an_edit_of_a_file_the_cells_read_makes_another_torchs_outputs_stale(tmp
         for edition in EDITIONS:
             accept_into(path, read_expectations(path), edition, outputs,
                         lambda: [o.key for o in outputs], ["# header"],
-                        reads=read_digests(notebook))
+                        reads=in_key(notebook, READS))
     other, runtime = other_torch("2.14.1", ()), other_torch("2.11.0", ())
     runtime = replace(runtime, downloads=True)
     assert standing("chapter", other, expected, "2.13.0", set(), notebook).state is State.VERIFIED
@@ -354,8 +354,8 @@ def test_an_edit_of_a_file_the_cells_read_makes_another_torchs_outputs_stale(tmp
     # Accepted again here with the same outputs, the file takes the new hash.
     path = expectations_path(expected, "2.13.0", "chapter")
     accept_into(path, read_expectations(path), "student", outputs, list, ["# header"],
-                reads=read_digests(notebook))
-    assert read_expectations(path).reads == read_digests(notebook) != {}
+                reads=in_key(notebook, READS))
+    assert read_expectations(path).reads == in_key(notebook, READS) != {}
 
 
 @pytest.mark.slow  # reads the book with Sphinx (book_items)

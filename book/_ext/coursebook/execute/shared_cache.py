@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 VERSIONS_KEY = "execution_environment"
 # In a cache record's data: a failed run, cached only while its page is read.
 FAILED = "coursebook_failed"
-_READS = "reads "  # a file's key among them
+READS, PACKAGE = "reads ", "package "  # a read file's hash, a declared package's version
 _HELD = "coursebook_cache_lock"  # the page's held lock (Sphinx's per-page data)
 _PACKAGE = Path(__file__).resolve().parents[1]  # kernels import its top-level modules
 _BOOK_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{_PACKAGE.name}\.([\w.]+)", re.M)
@@ -61,26 +61,27 @@ def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, 
     from packaging.requirements import Requirement  # as chapter_packages reads them, here too
 
     digest = book_code_digest(notebook)
-    versions = {**versions, **{f"package {name}": metadata.version(name) for name in (
+    versions = {**versions, **{PACKAGE + name: metadata.version(name) for name in (
         Requirement(package).name for package in declared_packages(notebook.metadata))},
-        **{_READS + name: short_digest(path.read_bytes()) for name, path in (reads or {}).items()}}
+        **{READS + name: short_digest(path.read_bytes()) for name, path in (reads or {}).items()}}
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.metadata[VERSIONS_KEY] = {**versions, **({"book_code": digest} if digest else {})}
             return
 
 
-def read_digests(notebook: nbformat.NotebookNode) -> dict[str, str]:
-    """The hash of each file its cells read, by name, as its key holds them."""
+def in_key(notebook: nbformat.NotebookNode | None, kind: str) -> dict[str, str]:
+    """What its key holds of one kind, by name: the hash of each file its cells read (READS),
+    the version of each package it declares (PACKAGE)."""
     versions = next((cell.metadata.get(VERSIONS_KEY, {}) for cell in notebook.cells
-                     if cell.cell_type == "code"), {})
-    return {key.removeprefix(_READS): value for key, value in versions.items()
-            if key.startswith(_READS)}
+                     if cell.cell_type == "code"), {}) if notebook is not None else {}
+    return {key.removeprefix(kind): value for key, value in versions.items()
+            if key.startswith(kind)}
 
 
 def edited_since(notebook: nbformat.NotebookNode, accepted: dict[str, str]) -> tuple[str, ...]:
     """The files its cells read whose hashes are not those ``accepted`` (an expected file's)."""
-    now = read_digests(notebook)
+    now = in_key(notebook, READS)
     return tuple(sorted(name for name in {*now, *accepted} if now.get(name) != accepted.get(name)))
 
 

@@ -33,7 +33,8 @@ from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
 from coursebook.torch_versions.model import verified_versions
-from coursebook.verify.chapter_checks import code_cells, compared_account, patterns_alone
+from coursebook.verify.chapter_checks import (code_cells, compared_account, patterns_alone,
+                                               verified_against)
 from coursebook.verify.expectations import (
     EDITIONS,
     ExpectationsError,
@@ -219,7 +220,8 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
             [f"as the student download on {' and '.join(readers)}"] if readers else [])
         counted, left = compared_account(state.outputs or [], [],  # a mismatch fails the build
                                          patterns_alone(here, edition_of(app).value))
-        text = f"{counted} against torch {release(running)} (this build){left}" + (
+        against = verified_against(running, state.notebook)
+        text = f"{counted} against {against} (this build){left}" + (
             f"; verified too against {', and '.join(also)}" if also else "")
         notes = [nodes.paragraph("", "", nodes.Text(f"{text}. See "),
                                  _link(CHANGES_LABEL, "what changed between torch versions"),

@@ -22,7 +22,7 @@ from sphinx.util import logging
 from coursebook.config import book_config
 from coursebook.execute.cached_chapters import EXECUTED, report_folder, stopped_run
 from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, without_digest
-from coursebook.execute.shared_cache import edited_since, read_digests
+from coursebook.execute.shared_cache import PACKAGE, READS, edited_since, in_key
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line
@@ -286,7 +286,7 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                   f"{platform.system()} {platform.machine()} (torch {torch_version})."),
                  ("# One entry per code cell: a hash of its code, then its output, indented. "
                   "Review the diff before committing.")], run, since,
-                read_digests(notebook) if notebook is not None else None)
+                in_key(notebook, READS) if notebook is not None else None)
             for refusal in refused:
                 _fail(app, docname, refusal.cell.line, refusal.message(path), fixed_by=None)
             summary += shown + states[docname].not_verified
@@ -310,12 +310,19 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
         # Not fatal: this torch verified them; another torch's outputs are judged by them.
         old = edited_since(notebook, expectations.reads) if expectations and notebook else ()
         summary.append(f"{Path(env.doc2path(docname)).name} ({edition}): {counted} against "
-                       f"torch {release(torch_version)}{failed}{left}" + (
+                       f"{verified_against(torch_version, notebook)}{failed}{left}" + (
                            f"; {path} holds old hashes of {', '.join(old)} (files its cells read):"
                            f" `{ACCEPT_COMMAND}` writes them" if old else ""))
         summary += states[docname].not_verified
     summary.append(f"{len(chapters)} chapters compared in {time.perf_counter() - started:.3f} s")
     env.temp_data[_SUMMARY] = summary
+
+
+def verified_against(torch: str, notebook: nbformat.NotebookNode | None) -> str:
+    """This torch, and each package the chapter declares at the version its run's key holds:
+    what its outputs follow (a JAX chapter's, jax)."""
+    return ", ".join([f"torch {release(torch)}", *(
+        f"{name} {version}" for name, version in in_key(notebook, PACKAGE).items())])
 
 
 def patterns_alone(expectations: Expectations | None, edition: str) -> set[str]:
