@@ -314,6 +314,18 @@ def test_an_overlap_is_named_at_its_line_not_at_an_earlier_one_using_its_names(t
     assert lines[overlap.visible.line - 1] == lines[overlap.answer.line - 1] == line
 
 
+def test_an_overlap_over_two_lines_is_named_where_it_starts(tmp_path):
+    """NTNU's ODE lecture shows an exercise's outline in a code block its answer repeats: a
+    passage over two of its lines was named at the block's first line (its fence)."""
+    planted = LECTURE.replace("# Linear equations\n", "# Linear equations\n\nThe steps:\n\n"
+                              "```python\nq = 1\ncriterion = nn.CrossEntropyLoss()\n"
+                              "loss = MSELoss()\n```\n")
+    [overlap] = [overlap for overlap in _overlaps(tmp_path, planted)
+                 if "crossentropyloss ( ) loss" in overlap.passage]
+    line = "criterion = nn.CrossEntropyLoss()"
+    assert overlap.visible.first_line == line == planted.splitlines()[overlap.visible.line - 1]
+
+
 def test_an_answer_line_pasted_with_a_comment_of_its_own_is_found(tmp_path):
     planted = LECTURE.replace("least squares.\n", "least squares.\np = solve(A, b)  # mine\n")
     assert [overlap.passage for overlap in _overlaps(tmp_path, planted)] == [

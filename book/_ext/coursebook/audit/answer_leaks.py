@@ -263,13 +263,16 @@ class AnswerOverlap:
 
 
 def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
-    """The place moved to the line of its cell that holds the run, else the run's names (a run
-    over several lines), if one does: `J[:] = next_J`, not `next_J = bellman(J, Q)` above it."""
+    """The place moved to the line of its cell where the run starts (`J[:] = next_J`, not
+    `next_J = bellman(J, Q)` above it; a run may go on over the next lines), else to the first
+    line holding the run's names (a page's words: markup between them), if one does."""
     names = [token for token in run if re.fullmatch(r"\w+", token)]
     lines = place.cell.source.split("\n")
-    words = [fingerprint_words(line) for line in lines]
-    at = next((i for i, line in enumerate(words) if f" {' '.join(run)} " in f" {' '.join(line)} "),
-              next((i for i, line in enumerate(words) if set(names) <= set(line)), None))
+    words = [(word, at) for at, line in enumerate(lines) for word in fingerprint_words(line)]
+    at = next((words[i][1] for i in range(len(words) - len(run) + 1)
+               if tuple(word for word, _ in words[i:i + len(run)]) == run),
+              next((i for i, line in enumerate(lines)
+                    if set(names) <= set(fingerprint_words(line))), None))
     return place if at is None else Place(place.path, cell_line(place.cell, at), lines[at].strip())
 
 
