@@ -104,12 +104,13 @@ def test_a_build_imports_them_only_when_it_reads_pages(tmp_path):
 # Imported where they are used, not as the extension loads (speed only): the cache's locks
 # (execute/shared_cache.py, cached_chapters.py, kernel_pool.py), a chapter's declared
 # packages checked (prepare/chapter_packages.py), jupytext where a page is read
-# (model/notebooks.py). A build that reads nothing uses none of them. (The PDF checks are
-# tools/pdf_checks.py's; the answer audit reads a PDF with pdftotext.)
-USED_WHEN_NEEDED = ["filelock", "packaging.requirements", "jupytext"]
+# (model/notebooks.py), mdformat where a page is written (render/downloads.py). A build that
+# reads and writes nothing uses none of them. (The PDF checks are tools/pdf_checks.py's; the
+# answer audit reads a PDF with pdftotext.)
+USED_WHEN_NEEDED = ["filelock", "packaging.requirements", "jupytext", "mdformat"]
 
 
-def test_the_extension_loads_without_what_only_a_read_or_an_audit_uses():
+def test_the_extension_loads_without_what_only_a_read_a_written_page_or_an_audit_uses():
     loaded = run_in_python(
         "import json, sys\n"
         "import coursebook.extension\n"

@@ -10,6 +10,7 @@ import io
 import tokenize
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 from myst_parser.config.main import merge_file_level
@@ -24,7 +25,9 @@ from coursebook.page_state import chapter_notebook, page_state_of
 from coursebook.prepare.chapter_packages import install_cell
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
-from coursebook.render.plain_markdown import PlainMarkdown, Target, fenced
+
+if TYPE_CHECKING:  # mdformat with it is imported when a page is written (a no-op writes none)
+    from coursebook.render.plain_markdown import PlainMarkdown, Target
 
 # How a caught cell begins, worded for a cell whose outcome the student predicts first: it
 # says what the wrapper does, not that the cell fails.
@@ -103,6 +106,8 @@ def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
     """The ``.md`` download: the download notebook as one plain Markdown document. A text
     editor shows a ``<details>`` block open, so each (an error to predict, a reveal) is set
     aside, numbered, after the last cell, and its place names it."""
+    from coursebook.render.plain_markdown import fenced
+
     set_aside: list[tuple[str, str]] = []
     cells = download_notebook(notebook, replace(markdown, set_aside=set_aside), raised,
                               instructor).cells
@@ -124,6 +129,8 @@ def page_url(published_url: str, docname: str, anchor: str = "") -> str:
 
 def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
     """The converter for one page: references resolved by Sphinx's own tables."""
+    from coursebook.render.plain_markdown import PlainMarkdown, Target
+
     labels, published = app.env.domains.standard_domain.labels, app.config.html_baseurl
 
     def resolve(role: str, target: str) -> Target | None:
