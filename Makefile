@@ -133,6 +133,7 @@ pdf-deps: ## Install TeX and poppler for the PDFs (Debian/Ubuntu, as root)
 
 # On a clean tree: an incremental build's search index keeps terms of earlier builds, and
 # jupyter_execute/ the notebook of a chapter since taken out (audited against today's answers).
+# It reads only what it builds: each PDF is audited as it is made (tools/build_pdf.py).
 audit: venv ## Rebuild the student HTML on a clean tree and prove it holds no answer
 	rm -rf $(BUILD)/student/html $(BUILD)/student/doctrees $(BUILD)/student/jupyter_execute
 	$(call edition,$(SPHINX),student,$(BUILD))

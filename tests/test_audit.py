@@ -161,6 +161,58 @@ def test_a_student_build_holds_no_authors_comment(tiny_book, tmp_path, cache_cop
     assert audit_build(tmp_path / "out", chapter_fingerprints(tiny_book)) == []
 
 
+def test_the_audit_tool_reads_only_what_its_build_made(tmp_path, fingerprints, capsys):
+    """`make audit` rebuilds the HTML (html/, jupyter_execute/); a PDF or LaTeX an earlier build
+    left there (a removed chapter's handout) is not audited against today's answers (HR's F17):
+    named as not read; each PDF build audits what it makes."""
+    from conftest import load_tool
+
+    build = _clean_build(tmp_path)
+    (build / "latex").mkdir()
+    (build / "latex" / "removed.tex").write_text(ANSWER_SENTENCE)
+    arguments = [str(build), "--book", str(TINY_BOOK)]
+    assert load_tool("audit_student_build").main(arguments) == 0
+    assert f"audit: not read: latex in {build} (earlier builds' files" in capsys.readouterr().out
+    (build / "jupyter_execute").mkdir()
+    (build / "jupyter_execute" / "chapter.ipynb").write_text(ANSWER_SENTENCE)
+    assert load_tool("audit_student_build").main(arguments) == 1
+
+
+def test_the_student_book_pdf_is_audited_as_it_is_made(tmp_path, monkeypatch, capsys):
+    """An answer in the typeset student book stops `make pdf` (no PDF written), as a handout's
+    does: `make audit` no longer reads PDFs."""
+    import argparse
+
+    import matplotlib
+
+    from conftest import load_tool
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    build_pdf = load_tool("build_pdf")
+    latex = tmp_path / "student" / "latex"
+    latex.mkdir(parents=True)
+
+    def typeset(folder, stem, single_pass):  # a PDF whose text is the answer's
+        figure = plt.figure()
+        figure.text(0.01, 0.5, ANSWER_SENTENCE)
+        figure.savefig(latex / f"{stem}.pdf")
+        plt.close(figure)
+        return latex / f"{stem}.pdf"
+
+    monkeypatch.setattr(build_pdf, "sphinx_latex", lambda *args: True)
+    monkeypatch.setattr(build_pdf, "typeset", typeset)
+    monkeypatch.setattr(build_pdf, "check_pdf", lambda *args: [])
+    monkeypatch.setattr(build_pdf, "locate_chapters", lambda problems, *args: problems)
+    monkeypatch.setattr(build_pdf, "located", lambda problems, *args: problems)
+    args = argparse.Namespace(build=tmp_path, edition="student", source=TINY_BOOK,
+                              single_pass=True)
+    assert build_pdf.build_book(args) == 1
+    assert "answer passage" in capsys.readouterr().err
+    assert not (tmp_path / "student" / "pdf").exists()
+
+
 def test_the_real_chapters_have_answers_to_look_for():
     assert len(chapter_fingerprints(BOOK).runs) > 100
 

@@ -203,11 +203,12 @@ def file_texts(path: Path) -> tuple[str, str | None]:
     return raw, raw if path.suffix in {".md", ".txt"} else None
 
 
-def audit_build(build_dir: Path, found: Fingerprints) -> list[BookError]:
-    """Every place under ``build_dir`` where an answer shows, and every spoiler."""
-    files = sorted(p for p in build_dir.rglob("*")
-                   if p.is_file() and p.suffix in TEXT_SUFFIXES and p.name != "searchindex.js"
-                   and not VENDORED.intersection(p.relative_to(build_dir).parts))
+def audit_build(build_dir: Path, found: Fingerprints, files: list[Path] = ()) -> list[BookError]:
+    """Every place under ``build_dir`` (or in ``files``) where an answer shows, every spoiler."""
+    files = files or sorted(p for p in build_dir.rglob("*")
+                            if p.is_file() and p.suffix in TEXT_SUFFIXES
+                            and p.name != "searchindex.js"
+                            and not VENDORED.intersection(p.relative_to(build_dir).parts))
     leaks: list[BookError] = []
     page_stems: set[str] = set()
     for path in files:
