@@ -3,11 +3,14 @@ its other inputs are noted with Sphinx, which reads the page again when one chan
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.matching import get_matching_files
 
@@ -15,7 +18,7 @@ from coursebook.answer_checks.model import AnswerCheckError, ChapterTeaching, ch
 from coursebook.answer_checks.prepare import mistried
 from coursebook.claims.model import ChapterClaims, chapter_claims
 from coursebook.config import BookConfig, book_config
-from coursebook.model.cell_notes import source_line
+from coursebook.model.cell_notes import line_within, source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUFFIX, answer_names,
@@ -30,7 +33,7 @@ from coursebook.museum.prepare import claim_sources, link_back_to_exhibits, plac
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
 from coursebook.prepare.editions import Edition, edition_notebook
 from coursebook.prepare.runtime_setup import place_runtime_setup
-from coursebook.reporting import report_book_error
+from coursebook.reporting import report, report_book_error
 
 logger = logging.getLogger(__name__)
 
@@ -174,12 +177,35 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
             metadata={"mystnb": {"execution_mode": "off"}})) if reads_as_json(str(path))
             else unbuilt)
         return None
+    for problem in unknown_domain_roles(prepared.notebook, str(path), lambda name: _has(app, name)):
+        report(problem.message, problem.location, "source", once=False)  # each place
     app.env.temp_data[PREPARED] = prepared
     chapter = page_state_of(app.env, docname)
     chapter.notebook, chapter.recorded_with = prepared.notebook, prepared.recorded_with
     chapter.teaching = prepared.teaching
     chapter.awaited = _note_inputs(app, config, prepared)
     return prepared
+
+
+# A role of a domain no extension of the book adds (`{prf:ref}`: sphinx-proof's): Sphinx says
+# so naming no place, and reads it as the standard domain's role of that name, if there is one.
+_DOMAIN_ROLE = re.compile(r"(?<!`)\{(?P<domain>[a-z]\w*):[\w-]+\}`")
+
+
+def unknown_domain_roles(notebook: nbformat.NotebookNode, source_path: str,
+                         has_domain: Callable[[str], bool]) -> list[BookError]:
+    return [BookError(f"`{found[0][:-1]}`: no extension of the book adds the `{found['domain']}` "
+                      "domain's roles: write it with MyST's own (`{ref}`, `{numref}`) or as text",
+                      source_path, line_within(cell, found.start()))
+            for cell in notebook.cells if cell.cell_type == "markdown"
+            for found in _DOMAIN_ROLE.finditer(cell.source) if not has_domain(found["domain"])]
+
+
+def _has(app: Sphinx, domain: str) -> bool:
+    try:
+        return bool(app.env.get_domain(domain))
+    except ExtensionError:
+        return False
 
 
 def leave_out_plain_scripts(app: Sphinx, config) -> None:
