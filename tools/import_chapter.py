@@ -656,17 +656,14 @@ def _code_lines(markdown: str) -> set[int]:
 
 def _python(source: str) -> ast.Module:
     """A code cell's IPython syntax read as Python (no statement: it is none)."""
+    return _parsed(source) or ast.Module([], [])
+
+
+def _parsed(source: str) -> ast.Module | None:
     try:
         return ast.parse(TransformerManager().transform_cell(source))
     except SyntaxError:
-        return ast.Module([], [])
-
-
-def _parses(source: str) -> bool:
-    try:
-        return bool(ast.parse(TransformerManager().transform_cell(source)))
-    except SyntaxError:
-        return False
+        return None
 
 
 def _imported_modules(source: str) -> list[str]:
@@ -1013,7 +1010,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             raising = [getattr(exc, "attr", getattr(exc, "id", ast.unparse(exc)))
                        for node in _python(source).body if isinstance(node, ast.Raise) and node.exc
                        for exc in [getattr(node.exc, "func", node.exc)]]
-            if not (raising or errors or asks or RAISES_TAG in tags or _parses(source)):
+            if not (raising or errors or asks or RAISES_TAG in tags or _parsed(source)):
                 raising = ["SyntaxError"]  # a blank the student fills in (MIT's `x = # TODO`)
             if raising and not errors and not asks and RAISES_TAG not in tags:
                 tags.append(RAISES_TAG)
