@@ -71,6 +71,9 @@ nb_execution_timeout = 300
 nb_execution_raise_on_error = False  # coursebook.verify.chapter_checks names the cell instead
 nb_execution_show_tb = False
 nb_merge_streams = True
+# A widget (a tqdm.notebook bar) in LaTeX: its view, which LaTeX cannot print, not its
+# text/plain: that is the widget as made (a bar at 0%) where the page shows its last state.
+nb_mime_priority_overrides = [("latex", "application/vnd.jupyter.widget-view+json", 10)]
 # Expected outputs, one file per chapter and torch version (`make accept-outputs`), in
 # this folder of the book's sources: a copy of the book carries its expectations.
 coursebook_expected_dir = "expected"

@@ -48,6 +48,28 @@ def test_a_widget_is_named_not_counted_by_the_text_it_had_when_made():
                                        "shows): the widget `<widget>` of `plot_a()` (line 7)"))
 
 
+@pytest.mark.slow
+def test_the_pdf_prints_no_widgets_text_as_it_was_made(tiny_book, tmp_path):
+    """LaTeX fell back on a widget's text/plain, the bar as made: the student PDF printed a
+    tqdm.notebook bar at 0% where the page shows it done (UvA tutorial 2). LaTeX takes the
+    widget's view, which it cannot print: nothing, and no warning."""
+    from conftest import run_sphinx, sphinx_command
+
+    view = {"model_id": "c7ad", "version_major": 2, "version_minor": 0}
+    chapter = tiny_book / "chapter.md"  # its text "0% at start", which the code does not hold
+    chapter.write_text(chapter.read_text().replace("A worked example.\n", (
+        "A worked example.\n\n```{code-cell} ipython3\nfrom IPython.display import display\n"
+        f"display({{'application/vnd.jupyter.widget-view+json': {view!r}, 'text/plain': "
+        "' '.join(['0%', 'at', 'start'])}, raw=True)\n```\n"), 1))
+    out = tmp_path / "latex"
+    done = run_sphinx(sphinx_command(tiny_book, out, tmp_path / "doctrees", builder="latex",
+                                     settings={"nb_execution_cache_path": str(tmp_path / "cache"),
+                                               "coursebook_verify_outputs": "0"}))
+    assert done.returncode == 0, done.stderr[-3000:]
+    tex = "".join(path.read_text() for path in out.glob("*.tex"))
+    assert "A worked example" in tex and "at start" not in tex
+
+
 def _output(key: str, text: str, line: int = 7) -> CellOutput:
     return CellOutput(key=key, index=1, source=f"plot_{key}()", text=text, line=line)
 
