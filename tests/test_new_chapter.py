@@ -618,7 +618,8 @@ def test_a_line_of_display_math_is_no_heading(tmp_path, capsys):
     """NTNU's ODE lecture writes `y(b) - y(a)\\n=\\n\\int ...\\n=` in a `$$` block, which
     commonmark reads as headings underlined by `=`: the tool made one a section (`## \\int
     ...`), dropping its `=`, and took another for the lesson's first heading."""
-    math = "$$\nu(b) - u(a)\n=\n\\int_a^b u'(t)\\,dt\n=\n\\int_a^b f(t)\\,dt\n$$"
+    math = ("$$\nu(b) - u(a)\n=\n\\int_a^b u'(t)\\,dt\n=\n\\int_a^b f(t)\\,dt\n$$\n\n"
+            ":::{math}\na\n=\nb\n:::")  # MyST's colon fence too (HR's F7)
     book, said = _brought_in(tmp_path, capsys, "ode.md", MYST_PLACES.replace(
         "The [previous lesson](intro.html).", f"{math}\n\n# Steps"))
     text = (book / "ode.md").read_text()
@@ -1316,11 +1317,13 @@ def test_a_lectures_figures_from_its_own_folder_come_beside_the_chapter(tmp_path
     """QuantEcon's lectures show their figures with MyST's `{figure} /_static/...` (the path
     from the lectures' folder, Sphinx's root there): once neither copied nor named, and the
     build stopped at each. A `{figure}` or `{image}` the lesson's folder holds comes in as a
-    Markdown image does; one with an absolute path that the book holds is the book's own, and
-    one neither holds is told (short_path's four were taken for the book's, which has none)."""
+    Markdown image does, whatever the book holds at that path (HR's F5); one with an absolute
+    path that only the book holds is the book's own, and one neither holds is told (short_path's
+    four were taken for the book's, which has none)."""
     book = _book(tmp_path)
-    (book / "_static").mkdir()
+    (book / "_static" / "pics").mkdir(parents=True)
     (book / "_static" / "logo.png").write_bytes(b"logo")
+    (book / "_static" / "pics" / "a.png").write_bytes(b"the book's")
     (tmp_path / "_static" / "pics").mkdir(parents=True)
     (tmp_path / "_static" / "pics" / "a.png").write_bytes(b"a")
     (tmp_path / "pics").mkdir()

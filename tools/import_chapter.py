@@ -574,8 +574,9 @@ def _with_images(source: str, shown: dict[str, int], cell, name: str, folder: Pa
                 f"save it{_pdf_kind(path)} in {name}/, beside the chapter, and change its link, "
                 "or take it out")
             continue
-        elif path.startswith(("#", "data:")) or path in known:
-            continue  # the book's own (an absolute path from book/, its root)
+        elif path.startswith(("#", "data:")) or path in known and not (
+                folder is not None and (folder / path[1:]).is_file()):
+            continue  # the book's own (an absolute path from book/, its root), not the lesson's
         else:
             relative = Path(os.path.normpath(path.lstrip("/"))).as_posix()
             relative = relative if not relative.startswith("../") else Path(path).name
@@ -634,8 +635,9 @@ def _python_blocks(source: str) -> list[tuple[int, str]]:
             in ("python", "py", "python3", "ipython", "ipython3")]
 
 
-# Markdown as the book's MyST reads it: a `=` line in a `$$` block underlines no heading.
-_MYST = create_md_parser(MdParserConfig(enable_extensions={"dollarmath", "amsmath"}), RendererHTML)
+# Markdown as the book's MyST reads it: a `=` line in math (`$$`, `:::{math}`) is no underline.
+_MYST = create_md_parser(MdParserConfig(enable_extensions={"dollarmath", "amsmath", "colon_fence"}),
+                         RendererHTML)
 
 
 def _headings(cells) -> list[tuple[nbformat.NotebookNode, list[int], int, str]]:
