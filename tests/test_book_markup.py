@@ -127,11 +127,12 @@ def test_the_student_edition_knows_the_names_its_left_out_answers_define():
     import's alias), at its line; the instructor's edition leaves none out."""
     from coursebook.prepare.chapters import edition_chapter
 
-    chapter = CHAPTER.replace('print("gated answer", 6 * 7)',
-                              'import math as m\ndef product():\n    return 6 * 7')
+    chapter = CHAPTER.replace('print("gated answer", 6 * 7)', 'import math as m\ndef product():\n'
+                              '    total = 6 * 7\n    return total\nsquares = [k * k for k in [1]]')
     line = chapter.splitlines().index("import math as m") + 1
     student = edition_chapter(chapter, "chapter.md", Edition.STUDENT, {}, "2.13.0")
-    assert student.left_out == {"m": line, "product": line + 1}
+    # A def's own names (`total`) and a comprehension's (`k`) are none (HR's F12).
+    assert student.left_out == {"m": line, "product": line + 1, "squares": line + 4}
     assert edition_chapter(chapter, "chapter.md", Edition.INSTRUCTOR, {}, "2.13.0").left_out == {}
 
 

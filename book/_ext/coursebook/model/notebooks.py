@@ -9,7 +9,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,13 +56,22 @@ def answer_names(notebook: nbformat.NotebookNode) -> dict[str, int]:
             tree = ast.parse(cell.source)
         except SyntaxError:  # IPython's syntax (a magic): its names are not looked for
             continue
-        for node in ast.walk(tree):
-            name = (node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
-                    else node.asname or node.name.split(".")[0] if isinstance(node, ast.alias)
-                    else getattr(node, "name", None))  # a def's, a class's
-            if isinstance(name, str):
-                names.setdefault(name, cell_line(cell, node.lineno - 1))
+        for name, line in _bound(tree):
+            names.setdefault(name, cell_line(cell, line - 1))
     return names
+
+
+def _bound(node: ast.AST) -> Iterator[tuple[str, int]]:
+    """The names a cell binds at its top level, each at its line: a def's own names are its."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield node.name, node.lineno
+    elif isinstance(node, ast.alias):
+        yield node.asname or node.name.split(".")[0], node.lineno
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        yield node.id, node.lineno
+    elif not isinstance(node, (ast.Lambda, ast.comprehension)):
+        for child in ast.iter_child_nodes(node):
+            yield from _bound(child)
 
 
 def is_claim(cell) -> bool:
