@@ -8,7 +8,6 @@ dies), held from lookup until cached, makes the second wait and find the first o
 from __future__ import annotations
 
 import re
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +17,7 @@ from sphinx.application import Sphinx
 from coursebook.config import book_config
 from coursebook.model.cell_notes import CELL_NOTE, without_notes
 from coursebook.model.notebooks import short_digest
-from coursebook.prepare.chapter_packages import declared_packages
+from coursebook.prepare.chapter_packages import declared_packages, installed
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -58,11 +57,9 @@ def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, 
     """Put the execution versions into the first code cell's metadata (the cache key), with
     those of the packages the chapter declares and a hash of each file its cells read (by
     name): upgraded or edited, one runs the chapter again."""
-    from packaging.requirements import Requirement  # as chapter_packages reads them, here too
-
     digest = book_code_digest(notebook)
-    versions = {**versions, **{PACKAGE + name: metadata.version(name) for name in (
-        Requirement(package).name for package in declared_packages(notebook.metadata))},
+    versions = {**versions, **{PACKAGE + wanted.name: version for wanted, version in map(
+        installed, declared_packages(notebook.metadata))},
         **{READS + name: short_digest(path.read_bytes()) for name, path in (reads or {}).items()}}
     for cell in notebook.cells:
         if cell.cell_type == "code":

@@ -99,17 +99,24 @@ def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
     return found
 
 
-def _missing(requirement: str) -> str | None:
+def installed(requirement: str):
+    """A declared package's requirement (ValueError: not one) and its version here (None: none)."""
     # Here, not at the top: a build that reads no chapter parses no requirement.
-    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.requirements import Requirement
 
+    wanted = Requirement(requirement)
     try:
-        wanted = Requirement(requirement)
-    except InvalidRequirement:
-        return f"'{requirement}' is not a pip requirement (NAME, or NAME>=VERSION)"
-    try:
-        version = metadata.version(wanted.name)
+        return wanted, metadata.version(wanted.name)
     except metadata.PackageNotFoundError:
+        return wanted, None
+
+
+def _missing(requirement: str) -> str | None:
+    try:
+        wanted, version = installed(requirement)
+    except ValueError:  # packaging's InvalidRequirement
+        return f"'{requirement}' is not a pip requirement (NAME, or NAME>=VERSION)"
+    if version is None:
         return f"{requirement}, which the book's environment lacks"
     if wanted.specifier and not wanted.specifier.contains(version, prereleases=True):
         return f"{requirement}, and the book's environment has {wanted.name} {version}"
