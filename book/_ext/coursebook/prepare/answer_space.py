@@ -22,7 +22,6 @@ MIN_LINES, MAX_LINES = 4, 26
 HANDWRITTEN_CHARS_PER_LINE = 65
 LINE_SPACING_MM = 8
 LABEL = "Your answer"
-ANSWER_SPACE_CLASS = "answer-space"
 _LEAD_IN = re.compile(r"^\*\*(?P<number>\d+)\.")
 
 
@@ -73,8 +72,7 @@ class AnswerSpace(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         lines = max(MIN_LINES, min(MAX_LINES, int(self.arguments[0])))
-        return [answer_space(lines=lines, label=self.options.get("label", LABEL),
-                             classes=[ANSWER_SPACE_CLASS])]
+        return [answer_space(lines=lines, label=self.options.get("label", LABEL))]
 
 
 def visit_answer_space_latex(self, node: answer_space) -> None:
@@ -93,15 +91,6 @@ def visit_answer_space_latex(self, node: answer_space) -> None:
     raise nodes.SkipNode
 
 
-def visit_answer_space_html(self, node: answer_space) -> None:
-    height = node["lines"] * LINE_SPACING_MM
-    self.body.append(f'<div class="{ANSWER_SPACE_CLASS}"><p class="answer-space-label">'
-                     f'{self.encode(node["label"])}</p><div class="answer-space-lines" '
-                     f'style="height: {height}mm"></div></div>\n')
-    raise nodes.SkipNode
-
-
 def setup_answer_space(app: Sphinx) -> None:
-    app.add_node(answer_space, latex=(visit_answer_space_latex, None),
-                 html=(visit_answer_space_html, None))
+    app.add_node(answer_space, latex=(visit_answer_space_latex, None))
     app.add_directive("answer-space", AnswerSpace)
