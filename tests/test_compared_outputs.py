@@ -176,7 +176,13 @@ def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_boo
                f"output is a pattern alone, which any output matches): `{printed}` (line "
                f"{lines.index(printed) + 1})")
     assert summary.endswith(account.format(""))
-    # The instructor page says what the summary says, from the same outputs.
+    # The instructor page says what the summary says, from the same outputs; a student's
+    # names the versions as well (a JAX chapter's: jax's).
+    student = BeautifulSoup((tmp_path / "accepted0" / "html" / "chapter.html").read_text(),
+                            "html.parser")
+    assert student.select_one("p.verified-on").get_text() == (
+        f"The outputs on this page are those of torch 2.13.0, nbformat {nbformat.__version__}; "
+        "another release may print some of them differently.")
     page = BeautifulSoup((tmp_path / "out" / "html" / "chapter.html").read_text(), "html.parser")
     assert page.select_one("p.verified-on").get_text() == account.format(" (this build)") + \
         "; verified too against torch 2.14.1. See what changed between torch versions."

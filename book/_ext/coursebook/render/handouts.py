@@ -20,13 +20,12 @@ from sphinx.util.texescape import escape
 from coursebook.config import book_config
 from coursebook.model.faults import shown_path
 from coursebook.model.provenance import source_commit
-from coursebook.model.versions import release
 from coursebook.page_state import chapters_in_reading_order, page_states
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import colab_url, page_url
 from coursebook.torch_versions.verify import outputs_of_torch
-from coursebook.verify.chapter_checks import code_cells
+from coursebook.verify.chapter_checks import code_cells, verified_against
 
 MANIFEST = "handouts.json"  # for tools/build_pdf.py
 # A code cell with its output up to this many lines is kept on one page; a longer one
@@ -70,10 +69,10 @@ def _provenance(app: Sphinx, docname: str) -> str:
         if instructor:  # its marks under each cell say which recording
             return f"{chapter.recorded_with}. A mark under each cell says where it ran."
         return chapter.recorded_with
-    torch = release(book_config(app.config).torch)
+    torch, notebook = book_config(app.config).torch, chapter and chapter.notebook
     if instructor:
-        return f"Outputs executed and verified with torch {torch}"
-    return outputs_of_torch(torch, "of this chapter")  # as its page says
+        return f"Outputs executed and verified with {verified_against(torch, notebook)}"
+    return outputs_of_torch(torch, "of this chapter", notebook)  # as its page says
 
 
 def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
