@@ -137,17 +137,21 @@ def test_the_student_edition_knows_the_names_its_left_out_answers_define():
 
 
 def test_a_role_of_a_domain_the_book_lacks_is_named_at_its_line():
-    """NTNU's ODE lecture cross-references with sphinx-proof's `{prf:ref}`: Sphinx said
-    `unknown role name: prf:ref`, naming no file or line, and read it as `{ref}`."""
+    """NTNU's ODE lecture cross-references with sphinx-proof's `{prf:ref}` (in an exercise's
+    text too): Sphinx said `unknown role name: prf:ref`, naming no file or line, and read it
+    as `{ref}`. A role shown as code is none (HR's F15); one in a domain's directive is one."""
     from coursebook.prepare.chapters import unknown_domain_roles
 
     chapter = CHAPTER.replace("Now {numref}`ex-code` asks for code.",
                               "Now {prf:ref}`ex-code` asks, as {py:func}`print` does (the role "
-                              "`{prf:ref}` quoted).\n\nAgain, {prf:ref}`ex-double`.")
+                              "`` {prf:ref}`x` `` quoted).\n\n```md\n{prf:ref}`shown`\n```\n\n"
+                              "Again,\n{prf:ref}`ex-double`.\n\n:::{prf:remark}\nSee "
+                              "{prf:ref}`ex-code`.\n:::").replace(
+                                  "Double the tensor", "As {prf:ref}`ex-code`, double the tensor")
     problems = unknown_domain_roles(read_chapter(chapter), "chapter.md", {"py", "std"}.__contains__)
     lines = chapter.splitlines()
     assert [lines[problem.line - 1][:12] for problem in problems] == [
-        "Now {prf:ref", "Again, {prf:"]
+        "As {prf:ref}", "Now {prf:ref", "{prf:ref}`ex", "See {prf:ref"]
     assert str(problems[0]).startswith("chapter.md:") and "no extension of the book adds the " \
         "`prf` domain's roles: write it with MyST's own (`{ref}`, `{numref}`) or as text" \
         in str(problems[0]), str(problems[0])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import nbformat
 from markdown_it.renderer import RendererHTML
@@ -22,7 +22,7 @@ END = "solution-end"
 # Both fence styles, whatever the book's own settings: a solution in a colon fence the
 # parser missed would reach the student edition.
 _MARKDOWN = create_md_parser(MdParserConfig(enable_extensions={"colon_fence"}), RendererHTML)
-_DIRECTIVE = re.compile(r"\{([\w-]+)\}")
+_DIRECTIVE = re.compile(r"\{([\w:-]+)\}")  # a domain's too: `{prf:proof}`
 # A gated marker stands alone in its cell (sphinx-exercise pairs the two as siblings, so
 # neither may go inside a box).
 _MARKER = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({START}|{END})\}}")
@@ -44,6 +44,20 @@ def without_comments(markdown: str) -> str:
             lines[start + 1:end - 1] = without_comments("\n".join(lines[start + 1:end - 1])
                                                         ).split("\n")
     return "\n".join(lines)
+
+
+def myst_roles(markdown: str, offset: int = 0) -> Iterator[tuple[str, int]]:
+    """Each role in the Markdown as MyST reads it (in a directive's body too; not in code):
+    its name and its line (from 0)."""
+    for token in _MARKDOWN.parse(markdown):
+        if _directive(token) not in (None, "code-block", "code-cell", "code", "math"):
+            yield from myst_roles(token.content, offset + token.map[0] + 1)
+        elif token.type == "inline":
+            line = offset + token.map[0]
+            for child in token.children:
+                line += child.type in ("softbreak", "hardbreak")
+                if child.type == "myst_role":
+                    yield child.meta["name"], line
 
 
 class SolutionError(BookError):

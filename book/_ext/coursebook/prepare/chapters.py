@@ -3,7 +3,6 @@ its other inputs are noted with Sphinx, which reads the page again when one chan
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,7 +17,7 @@ from coursebook.answer_checks.model import AnswerCheckError, ChapterTeaching, ch
 from coursebook.answer_checks.prepare import mistried
 from coursebook.claims.model import ChapterClaims, chapter_claims
 from coursebook.config import BookConfig, book_config
-from coursebook.model.cell_notes import line_within, source_line
+from coursebook.model.cell_notes import cell_line, source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUFFIX, answer_names,
@@ -27,7 +26,7 @@ from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUF
                                         reads_as_json, top_matter_line)
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
                                          recorded_where, recording_name, recording_path)
-from coursebook.model.solutions import SolutionError
+from coursebook.model.solutions import SolutionError, myst_roles
 from coursebook.museum.model import Wing
 from coursebook.museum.prepare import claim_sources, link_back_to_exhibits, place_museum
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
@@ -187,18 +186,16 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
     return prepared
 
 
-# A role of a domain no extension of the book adds (`{prf:ref}`: sphinx-proof's): Sphinx says
-# so naming no place, and reads it as the standard domain's role of that name, if there is one.
-_DOMAIN_ROLE = re.compile(r"(?<!`)\{(?P<domain>[a-z]\w*):[\w-]+\}`")
-
-
 def unknown_domain_roles(notebook: nbformat.NotebookNode, source_path: str,
                          has_domain: Callable[[str], bool]) -> list[BookError]:
-    return [BookError(f"`{found[0][:-1]}`: no extension of the book adds the `{found['domain']}` "
+    """Each role of a domain no extension of the book adds (`{prf:ref}`: sphinx-proof's):
+    Sphinx says so naming no place, and reads it as the standard domain's role of that name."""
+    return [BookError(f"`{{{name}}}`: no extension of the book adds the `{name.split(':')[0]}` "
                       "domain's roles: write it with MyST's own (`{ref}`, `{numref}`) or as text",
-                      source_path, line_within(cell, found.start()))
+                      source_path, cell_line(cell, line))
             for cell in notebook.cells if cell.cell_type == "markdown"
-            for found in _DOMAIN_ROLE.finditer(cell.source) if not has_domain(found["domain"])]
+            for name, line in myst_roles(cell.source)
+            if ":" in name and not has_domain(name.split(":")[0])]
 
 
 def _has(app: Sphinx, domain: str) -> bool:
