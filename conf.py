@@ -170,6 +170,12 @@ latex_elements = {
 % Sphinx writes a printed ✓ as amssymb's \checkmark (sphinx/util/texescape.py), a math
 % glyph the PDF's text does not hold (pdftotext reads "X"): the character itself instead.
 \renewcommand{\checkmark}{\text{\char"2713}}
+% Each page's footer repeats its section's title: on one line, cut short, never into the
+% margins (a question written as a heading of 40 words, mrdbourke's exercises).
+% (truncate first sets the whole title on one line, telling an overflow wider than \vsize.)
+\usepackage{truncate}
+\newcommand{\footersection}[1]{{\vsize=\maxdimen\truncate{.8\textwidth}{#1}}}
+\renewcommand{\sectionmark}[1]{\markright{\protect\footersection{#1}}}
 """,
     # The torch and the date that built the book are the instructor's: a student's title page
     # names the book and its edition only.

@@ -131,6 +131,7 @@ def test_a_letter_in_math_is_told_to_be_written_as_its_latex_command(tmp_path):
 
 NO_FONT_CELL = f"print('mark:', chr({NO_FONT_HAS:#x}))"  # only the output holds the character
 TITLE = r"Datasets & loaders: 100% of x_1, #1 {a} ~b^c \d"  # LaTeX's specials, typeset as written
+LONG_HEADING = "A question that goes on " + " ".join(["and footnoted"] * 20) + " to its end"
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +148,11 @@ def planted_book(tmp_path_factory):
     chapter = tiny_book_with_an_overflow(root)
     with_cell(chapter, f"Prose prints them too: {PRINTED}.", f'print("{PRINTED}")')
     with_cell(chapter, "Nothing unusual here.", NO_FONT_CELL)
+    # A question as a heading of 40 words (mrdbourke's exercises): each page's footer after
+    # the chapter's first repeats it, and it ran into the margins on three lines.
+    chapter.write_text(chapter.read_text(encoding="utf8").replace(
+        "Nothing unusual here.", "A page of lines.\n\n" * 50 + f"## {LONG_HEADING}\n\n"
+        "Nothing unusual here."), encoding="utf8")
     chapter.write_text(chapter.read_text(encoding="utf8").replace('"answer"', '"was-answer"')
                        .replace("[answer]", "[was-answer]")
                        .replace("# A tiny chapter", f"# {TITLE}"), encoding="utf8")
@@ -177,7 +183,9 @@ def test_the_pdf_names_each_problem_at_its_chapter_and_prints_cjk_emoji_and_math
                           single_pass=True)
     assert code == 1, log[-3000:]
     # Each problem names the chapter file it lies in, not only the page.
-    assert_each_problem_named(log, chapter, "chapter.md: ", "chapter.md: page")
+    problems = assert_each_problem_named(log, chapter, "chapter.md: ", "chapter.md: page")
+    # The long heading is cut short in the footer, one line, without an overflow to tell.
+    assert not [line for line in problems if "footnoted" in line or "\\output" in line], problems
     assert not (build / "pdf" / "deep-learning-labs-student.pdf").exists()
     # The prose, the cell's code and its output, in the PDF that failed (the log names it).
     failed = build / "latex" / "deep-learning-labs.pdf"
