@@ -7,12 +7,11 @@ instructor edition. The Makefile holds the exact commands and output folders.
 import gc
 import os
 import sys
-from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-from coursebook.model import provenance  # noqa: E402
+from coursebook.model import provenance, versions  # noqa: E402
 
 # The collector waits from here, while Sphinx loads its own extensions, then conf.py's
 # (about 0.07 s of a warm rebuild: coursebook/process/__init__.py).
@@ -20,7 +19,7 @@ gc.disable()
 
 INSTRUCTOR = tags.has("instructor")  # noqa: F821 (Sphinx provides `tags`)
 EDITION = "Instructor edition" if INSTRUCTOR else "Student edition"
-TORCH_VERSION = metadata.version("torch")
+TORCH_VERSION = versions.installed_version("torch")
 
 project = "Deep Learning Labs"
 author = "The course team"

@@ -18,6 +18,7 @@ from sphinx.config import Config
 from coursebook.model.faults import shown_path
 from coursebook.model.machine_kinds import MachineKind, load_machine_kinds
 from coursebook.model.runtimes import Runtime, RuntimeFileError, load_runtimes, reader_runtimes
+from coursebook.model.versions import installed_version
 from coursebook.museum.model import Wing, load_museum
 from coursebook.reporting import report_book_error, stop_build
 
@@ -98,7 +99,7 @@ class BookConfig:
         problem = book.problem()
         try:  # the versions, once the settings' types are right
             versions = {} if problem else {"python": platform.python_version(), **{
-                name: metadata.version(name) for name in book.execution_packages}}
+                name: installed_version(name) for name in book.execution_packages}}
         except metadata.PackageNotFoundError as missing:
             problem = (f"{PREFIX}execution_packages names {missing.name!r}, which this Python "
                        "does not have: run `make venv` (pyproject.toml's dependencies)")

@@ -3,8 +3,19 @@ ignored; ``2.9`` sorts before ``2.13``."""
 
 from __future__ import annotations
 
+import re
+from importlib import metadata
+
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+
+
+def installed_version(name: str) -> str:
+    """``importlib.metadata.version(name)``, read from the Version line alone: that parses the
+    whole metadata file as an e-mail (torch's 38 kB: 2 ms; a warm build asks six times)."""
+    found = metadata.distribution(name)  # PackageNotFoundError as metadata.version
+    text = found.read_text("METADATA") or found.read_text("PKG-INFO") or ""
+    return re.search(r"(?m)^Version: *(\S+)", text)[1]
 
 
 def release(version: str) -> str:

@@ -20,6 +20,7 @@ from coursebook.model.faults import BookError
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, SCRIPT_SUFFIX,
                                         is_chapter_source, read_chapter, top_matter_line)
 from coursebook.model.recordings import recording_name
+from coursebook.model.versions import installed_version
 from coursebook.reporting import stop_build
 
 COMMAND = "make chapter-packages"
@@ -106,7 +107,7 @@ def installed(requirement: str):
 
     wanted = Requirement(requirement)
     try:
-        return wanted, metadata.version(wanted.name)
+        return wanted, installed_version(wanted.name)
     except metadata.PackageNotFoundError:
         return wanted, None
 
