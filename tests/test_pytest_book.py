@@ -166,7 +166,7 @@ def test_an_item_is_skipped_where_the_build_says_not_compared(tmp_path, text, en
 
 
 def test_the_plugin_loads_without_a_builds_modules():
-    """Every pytest process loads the plugin; Sphinx and myst-nb's execution (about 0.7 s of
+    """Every pytest process loads the plugin; Sphinx and myst-nb's execution (about 1 s of
     CPU) wait until `pytest book` collects a chapter."""
     loaded = run_in_python("import json, sys\nimport coursebook.pytest_plugin\n"
                            "print(json.dumps([n for n in ('sphinx', 'myst_nb', 'nbformat')"

@@ -14,7 +14,7 @@ import pytest
 from coursebook.model.faults import CLEAN_CACHE_COMMAND
 
 # Every pytest process loads this plugin: what a chapter's items need (a build's modules, with
-# myst-nb's execution: about 0.7 s of CPU) is imported where they need it.
+# myst-nb's execution: about 1 s of CPU) is imported where they need it.
 if TYPE_CHECKING:
     from coursebook.execute.fill_cache import BookRead, Run
     from coursebook.page_state import CellOutput
