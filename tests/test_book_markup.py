@@ -136,6 +136,27 @@ def test_the_student_edition_knows_the_names_its_left_out_answers_define():
     assert edition_chapter(chapter, "chapter.md", Edition.INSTRUCTOR, {}, "2.13.0").left_out == {}
 
 
+def test_a_cell_that_needs_the_answers_is_shown_not_run_in_the_student_edition():
+    """MIT's lab 1 tests each blank the student fills in (`assert matrix.ndim == 2`) in the
+    cell after it: without the answers the student edition stopped there. Tagged
+    `needs-answers`, that edition shows it without running it, and never calls it verified."""
+    from coursebook.prepare.chapters import edition_chapter
+    from coursebook.verify.expectations import UNVERIFIED_KEY
+
+    chapter = CHAPTER.replace('```{code-cell} ipython3\nprint("visible", 1 + 1)',
+                              '```{code-cell} ipython3\n:tags: [needs-answers]\n'
+                              'print("visible", 1 + 1)')
+
+    def tested(edition: Edition):
+        [cell] = [cell for cell in edition_chapter(chapter, "chapter.md", edition, {}, "2.13.0")
+                  .notebook.cells if '"visible"' in cell.source]
+        return cell.metadata["tags"], cell.metadata.get(UNVERIFIED_KEY)
+
+    assert tested(Edition.STUDENT) == (["needs-answers", "skip-execution"],
+                                       "not run: it needs the answers this edition lacks")
+    assert tested(Edition.INSTRUCTOR) == (["needs-answers"], None)
+
+
 def test_a_role_of_a_domain_the_book_lacks_is_named_at_its_line():
     """NTNU's ODE lecture cross-references with sphinx-proof's `{prf:ref}` (in an exercise's
     text too): Sphinx said `unknown role name: prf:ref`, naming no file or line, and read it

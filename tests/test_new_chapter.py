@@ -627,6 +627,25 @@ def test_a_line_of_display_math_is_no_heading(tmp_path, capsys):
     assert "no title" not in said, said
 
 
+def test_a_cell_reading_what_only_an_answer_defines_is_told_to_need_the_answers(tmp_path,
+                                                                                capsys):
+    """NTNU's ODE lecture times `lotka_volterra`, which only an exercise's gated solution
+    defines: the student edition stops there. The tool names the cell and the tag that has
+    that edition show it without running it; a name a `%%timeit` body binds is its own."""
+    solved = ("```{exercise}\n:label: ex-f\nWrite f.\n```\n\n````{solution-start} ex-f\n````\n\n"
+              "```{code-cell} ipython3\ndef f(x):\n    return 2 * x\nk = 3\n```\n\n"
+              "```{solution-end}\n```\n\n```{code-cell} ipython3\n%%timeit\nk = 1\nk + f(k)\n```\n\n"
+              "```{code-cell} ipython3\nprint(f(2))\n```")
+    lesson = MYST_PLACES.replace("The [previous lesson](intro.html).", solved)
+    said = _brought_in(tmp_path, capsys, "times.md", lesson)[1]
+    told = re.findall(r"line (\d+): `(\w+)` is defined only by an answer above, which the "
+                      r"student edition leaves out \(it stops here\): tag the cell "
+                      r"`needs-answers`", said)
+    lines = lesson.splitlines()
+    assert [(lines[int(line) - 1], name) for line, name in told] == [
+        ("k + f(k)", "f"), ("print(f(2))", "f")], said
+
+
 def test_a_tensorboard_cell_is_told_at_its_line(tmp_path, capsys):
     """UvA's PyTorch lab ends with `%tensorboard --logdir ...`: nothing named it, though its
     output is a frame of localhost, which no reader of the page has."""
@@ -1606,9 +1625,10 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
         "{packages: [...]}`), then `make chapter-packages`; or tag it" in said, said
     assert "Fix the cell, or tag it" in problem("NameError: name 'graphviz' is not defined")
     said = problem("NameError: name 'graphviz' is not defined", {"graphviz": 12})
-    assert "`graphviz` is defined by the answer at line 12, which this edition leaves out: " \
-        "define it in a cell students run too, or make this cell part of the answer." in said
-    assert "tag it" not in said, said
+    assert "`graphviz` is defined by the answer at line 12, which this edition leaves out: tag " \
+        "this cell `needs-answers` (this edition then shows it without running it), or define " \
+        "the name in a cell students run too." in said
+    assert "raises-exception" not in said, said
 
 
 @pytest.mark.slow

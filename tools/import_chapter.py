@@ -71,6 +71,7 @@ import ast
 import base64
 import builtins
 import collections
+import copy
 import importlib.util
 import itertools
 import mimetypes
@@ -99,6 +100,7 @@ from myst_parser.parsers.mdit import create_md_parser
 from coursebook.model.cell_notes import cell_line, note, note_added_lines, noted, source_line
 from coursebook.model.notebooks import (
     ANSWER_TAG,
+    NEEDS_ANSWERS_TAG,
     RAISES_TAG,
     cell_tags,
     code_cell,
@@ -109,6 +111,7 @@ from coursebook.model.notebooks import (
     notebook_to_myst,
     read_chapter,
 )
+from coursebook.model.solutions import solutions_as_answers
 from coursebook.prepare.chapter_packages import missing_commands
 
 TOP_MATTER = {
@@ -743,8 +746,12 @@ def _names(tree: ast.AST, bound: set[str], used: dict[str, int]) -> None:
         if (magic := _magic(node))[0] in _RUNS_PYTHON:
             cell = node.func.attr == "run_cell_magic"  # its lines follow the magic's
             code = node.args[2].value if cell else _TIMEIT_OPTIONS.sub("", magic[1])
-            inner = ast.increment_lineno(_python(code), node.lineno - (not cell))
-            _names(inner, bound if _RUNS_PYTHON[magic[0]] else set(), used)
+            own, read = set(), {}
+            _names(ast.increment_lineno(_python(code), node.lineno - (not cell)), own, read)
+            bound |= own if _RUNS_PYTHON[magic[0]] else set()
+            for name, line in read.items():  # what %timeit's function binds, it reads as its own
+                if _RUNS_PYTHON[magic[0]] or name not in own:
+                    used.setdefault(name, line)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -776,6 +783,25 @@ def _out_of_order(cells) -> list[str]:
                             "order): move the cell below that one, or the build stops at it "
                             "with a NameError")
                 break
+    return told
+
+
+def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
+    """Each code cell students run that reads a name only an answer above it defines (a
+    solution's, Neuromatch's): the student edition, which has no answers, stops there."""
+    answered, visible, told = set(), set(dir(builtins)), []
+    cells = solutions_as_answers(copy.deepcopy(notebook), ANSWER_TAG).cells
+    for cell in (cell for cell in cells if cell.cell_type == "code"):
+        bound, used = set(), {}
+        _names(_python(cell.source), bound, used)
+        if ANSWER_TAG in cell_tags(cell) or _TO_REMOVE.match(cell.source):
+            answered |= bound
+            continue
+        told += [f"{_place(cell, line)}: `{name}` is defined only by an answer above, which the "
+                 f"student edition leaves out (it stops here): tag the cell `{NEEDS_ANSWERS_TAG}` "
+                 "(that edition shows it without running it), or define the name in a cell "
+                 "students run" for name, line in used.items() if name in answered - visible][:1]
+        visible |= bound
     return told
 
 
@@ -911,7 +937,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     unlabelled: dict[str, None] = {}  # its figures' and tables' labels
     data: dict[str, str] = {}  # the files beside the lesson its cells name: where first
-    imported.to_do += _out_of_order(notebook.cells) + _unseeded_draws(notebook.cells)
+    imported.to_do += (_out_of_order(notebook.cells) + _unseeded_draws(notebook.cells)
+                       + _needing_answers(notebook))
     d2l = "required_libs" in notebook.metadata or any(  # d2l-book's notebooks' metadata
         _D2L_OWN.search(cell.source) for cell in notebook.cells if cell.cell_type == "markdown")
     for cell in notebook.cells:

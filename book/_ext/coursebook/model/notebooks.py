@@ -37,6 +37,11 @@ FRESH_PYTHON_TAG = "fresh-python"
 CLAIM_TAG = "claim"
 # Where a new runtime starts on a machine with the device (prepare/runtime_setup.py).
 RESTART_TAG = "runtime-restart"
+# Runs on what the student writes (an exercise's test): the student edition, which has no
+# answers, shows it without running it (myst-nb's skip-execution), its output not verified.
+NEEDS_ANSWERS_TAG = "needs-answers"
+# Cell metadata that exempts a cell from verification; its value is the reason.
+UNVERIFIED_KEY = "unverified"
 
 
 def cell_tags(cell) -> list[str]:

@@ -20,7 +20,8 @@ from coursebook.config import BookConfig, book_config
 from coursebook.model.cell_notes import cell_line, source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
-from coursebook.model.notebooks import (CHAPTER_SUFFIXES, RAISES_TAG, SCRIPT_SUFFIX, answer_names,
+from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NEEDS_ANSWERS_TAG, RAISES_TAG,
+                                        SCRIPT_SUFFIX, UNVERIFIED_KEY, answer_names,
                                         author_line, cell_tags, first_line, is_cell_script,
                                         is_chapter_source, note_output_keys, read_chapter,
                                         reads_as_json, top_matter_line)
@@ -86,6 +87,10 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
         raise AnswerCheckError(wrong[0].message, source_path, wrong[0].line)
     left_out = answer_names(notebook) if edition is Edition.STUDENT else {}
     notebook = edition_notebook(notebook, edition, answer_spaces)
+    for cell in notebook.cells if edition is Edition.STUDENT else ():
+        if NEEDS_ANSWERS_TAG in cell_tags(cell):  # shown, not run: no answer is there to use
+            cell.metadata["tags"] = [*cell_tags(cell), "skip-execution"]
+            cell.metadata[UNVERIFIED_KEY] = "not run: it needs the answers this edition lacks"
     claims = chapter_claims(notebook, claim_sources(museum), source_path)
     note_output_keys(notebook)
     return PreparedChapter(notebook, claims=claims, teaching=teaching,

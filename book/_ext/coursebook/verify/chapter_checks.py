@@ -25,7 +25,7 @@ from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, with
 from coursebook.execute.shared_cache import PACKAGE, READS, edited_since, in_key
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError, shown_path
-from coursebook.model.notebooks import RAISES_TAG, cell_tags, first_line
+from coursebook.model.notebooks import NEEDS_ANSWERS_TAG, RAISES_TAG, cell_tags, first_line
 from coursebook.model.outputs import BARE_REPR, normalise
 from coursebook.model.provenance import today
 from coursebook.model.versions import release
@@ -156,8 +156,9 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
                 + (f"    `{name[1]}` is defined by the answer at line {answer}, which this edition "
-                   "leaves out: define it in a cell students run too, or make this cell part "
-                   "of the answer." if answer else
+                   f"leaves out: tag this cell `{NEEDS_ANSWERS_TAG}` (this edition then shows it "
+                   "without running it), or define the name in a cell students run too." if answer
+                   else
                    (f"    Declare the package that installs {lacking[1]} in the top matter "
                     "(`coursebook: {packages: [...]}`), then `make chapter-packages`;"
                     if lacking else "    Fix the cell,")

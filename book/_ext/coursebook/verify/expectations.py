@@ -19,7 +19,13 @@ from coursebook.execute.kernel_forkserver import write_whole
 from coursebook.execute.notebook_runs import as_displayed
 from coursebook.model.cell_notes import CELL_NOTE, cell_key, source_line
 from coursebook.model.faults import BookError, shown_path
-from coursebook.model.notebooks import BOOK_ONLY_TAG, cell_tags, expects_output, short_digest
+from coursebook.model.notebooks import (
+    BOOK_ONLY_TAG,
+    UNVERIFIED_KEY,
+    cell_tags,
+    expects_output,
+    short_digest,
+)
 from coursebook.model.outputs import normalise, normalised_html
 from coursebook.model.versions import release
 from coursebook.page_state import CellOutput
@@ -28,8 +34,6 @@ from coursebook.verify.varying_outputs import clock_readings, matches, suggest, 
 
 ACCEPT_COMMAND = "make accept-outputs"
 EDITIONS = tuple(edition.value for edition in Edition)  # as an expectations file names them
-# Cell metadata that exempts a cell from verification; its value is the reason.
-UNVERIFIED_KEY = "unverified"
 _EDITION = r"(?: \((?P<edition>student|instructor)\))?"
 _HEADERS = {  # an entry's header, by the kind of file
     "cell": re.compile(rf"^=== cell (?P<key>[0-9a-f]{{8}}(?:\.\d+)?){_EDITION}"
