@@ -97,6 +97,31 @@ def test_a_character_found_only_in_the_latex_names_its_chapter(tmp_path):
     assert "a part the build adds holds '你'" in problem.what
 
 
+def test_an_overfull_box_is_named_at_the_heading_of_its_section(tmp_path):
+    """mrdbourke's fundamentals has two tables wider than the page: `make pdf` named each by its
+    chapter file and a line of the .tex ('Overfull \\hbox (11.18pt too wide) in paragraph at
+    lines 4863--4863'), not where the author looks. Now the heading of its section."""
+    document = new_document("chapter.md")
+    section = nodes.section(ids=["getting-a-gpu"])
+    section += nodes.title("", "Getting a GPU")
+    section[0].line = 12
+    document += section
+    (tmp_path / "chapter.doctree").write_bytes(pickle.dumps(document))
+    tex = tmp_path / "book.tex"
+    tex.write_text("\\label{\\detokenize{chapter::doc}}\nIntro.\n\\section{Getting a GPU}"
+                   "\\label{\\detokenize{chapter:getting-a-gpu}}\n\\begin{tabulary}\n",
+                   encoding="utf8")
+    overfull = [Problem("book.log: Overfull \\hbox (21pt too wide) in paragraph at lines "
+                        f"{line}--{line}", tex_line=line, chapter="book/chapter.md")
+                for line in (4, 2)]
+    table, intro = locate_characters(overfull, None, lambda doc: tmp_path / f"{doc}.md",
+                                     tmp_path, tex)
+    assert str(table).startswith("book/chapter.md:12: book.log: Overfull"), table
+    assert table.what.endswith("(in the section from this line: a table, code or a word "
+                               "wider than the page)"), table
+    assert intro == overfull[1]  # before any heading of its document: the file alone
+
+
 def test_a_letter_in_math_is_told_to_be_written_as_its_latex_command(tmp_path):
     """QuantEcon's lecture-jax writes `$$ s = 0.2, \\quad α = 0.5 $$`: lualatex found no α in
     cmmi10 (TeX's math font, whatever the text fonts), and the build said no font of the PDF
@@ -183,7 +208,9 @@ def test_the_pdf_names_each_problem_at_its_chapter_and_prints_cjk_emoji_and_math
                           single_pass=True)
     assert code == 1, log[-3000:]
     # Each problem names the chapter file it lies in, not only the page.
-    problems = assert_each_problem_named(log, chapter, "chapter.md: ", "chapter.md: page")
+    heading = chapter.read_text(encoding="utf8").splitlines().index(f"## {LONG_HEADING}") + 1
+    problems = assert_each_problem_named(log, chapter, f"chapter.md:{heading}: ",
+                                         "chapter.md: page")  # the overflow's section
     # The long heading is cut short in the footer, one line, without an overflow to tell.
     assert not [line for line in problems if "footnoted" in line or "\\output" in line], problems
     assert not (build / "pdf" / "deep-learning-labs-student.pdf").exists()

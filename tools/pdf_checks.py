@@ -191,6 +191,23 @@ def _in_tex(character: str, tex: Path, source_of: Callable[[str], Path]) -> tupl
     return str(shown_path(source_of(docname))), "a part the build adds holds"
 
 
+_LABEL = re.compile(r"\\label\{\\detokenize\{([^{}:]+):(:?[^{}]+)\}\}")
+
+
+def line_of_section(tex_lines: list[str], number: int, doctrees: Path) -> int | None:
+    """The author's line of the heading (or other labelled place) the ``.tex`` line
+    ``number`` comes after, read from its document's doctree: an overfull box's place."""
+    for tex_line in reversed(tex_lines[:number]):
+        for doc, target in reversed(_LABEL.findall(tex_line)):
+            if target.startswith(":") or not (doctrees / f"{doc}.doctree").is_file():
+                return None  # the document's start: before any heading of it
+            document = pickle.loads((doctrees / f"{doc}.doctree").read_bytes())
+            node = next((n for n in document.findall(nodes.Element) if target in n["ids"]), None)
+            return next((n.line for n in node.findall(nodes.Element) if n.line), None) \
+                if node else None
+    return None
+
+
 def locate_characters(problems: list[Problem], docnames: Iterable[str] | None,
                       source_of: Callable[[str], Path], doctrees: Path, tex: Path) -> list[Problem]:
     """The problems, the missing characters as one message per place that prints them:
@@ -209,7 +226,13 @@ def locate_characters(problems: list[Problem], docnames: Iterable[str] | None,
             place = next(filter(None, places), None) or _in_tex(problem.character, tex, source_of)
             at.setdefault((place, problem.in_math), []).append(problem.character)
     fallbacks = ", ".join(font.family for font in FALLBACK_FONTS)
-    located = [problem for problem in problems if not problem.character]
+    tex_lines = tex.read_text(encoding="utf8", errors="replace").splitlines() \
+        if tex.is_file() else []
+    located = [replace(problem, chapter=f"{problem.chapter}:{line}", what=f"{problem.what} (in the "
+                       "section from this line: a table, code or a word wider than the page)")
+               if problem.chapter and problem.tex_line and (line := line_of_section(
+                   tex_lines, problem.tex_line, doctrees)) else problem
+               for problem in problems if not problem.character]
     for (place, in_math), characters in at.items():
         codes = " ".join(f"{ord(character):x}" for character in characters)
         where, what = place or ("", "the PDF holds")
