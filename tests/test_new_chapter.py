@@ -646,6 +646,19 @@ def test_a_cell_reading_what_only_an_answer_defines_is_told_to_need_the_answers(
         ("k + f(k)", "f"), ("print(f(2))", "f")], said
 
 
+def test_a_book_folder_without_its_index_is_refused_in_one_line(tmp_path, capsys):
+    """`--book` naming a folder without index.md ended in a FileNotFoundError traceback, after
+    the lesson had been read; nothing is written."""
+    lesson = tmp_path / "lesson.md"
+    lesson.write_text(MYST_PLACES)
+    (tmp_path / "elsewhere").mkdir()
+    assert tool.main(["--from", str(lesson), "--book", str(tmp_path / "elsewhere")]) == 1
+    said = capsys.readouterr().err
+    assert said == f"chapter: --book {tmp_path / 'elsewhere'}: no index.md there: give the " \
+        "book's sources (book/)\n", said
+    assert not list((tmp_path / "elsewhere").iterdir())
+
+
 def test_a_tensorboard_cell_is_told_at_its_line(tmp_path, capsys):
     """UvA's PyTorch lab ends with `%tensorboard --logdir ...`: nothing named it, though its
     output is a frame of localhost, which no reader of the page has."""

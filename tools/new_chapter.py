@@ -151,6 +151,8 @@ class Written:
 def new_chapter(name: str, title: str, book: Path, after: str | None = None,
                 lesson: Path | None = None) -> Written:
     imported = None
+    if not (book / "index.md").is_file():  # its table of contents takes the chapter
+        raise Refused(f"--book {book}: no index.md there: give the book's sources (book/)")
     if lesson is not None:
         if not lesson.is_file():
             raise Refused(f"FROM={lesson}: no such file")
