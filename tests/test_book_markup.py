@@ -139,12 +139,13 @@ def test_the_student_edition_knows_the_names_its_left_out_answers_define():
 def test_a_cell_that_needs_the_answers_is_shown_not_run_in_the_student_edition():
     """MIT's lab 1 tests each blank the student fills in (`assert matrix.ndim == 2`) in the
     cell after it: without the answers the student edition stopped there. Tagged
-    `needs-answers`, that edition shows it without running it, and never calls it verified."""
+    `needs-answers`, that edition shows it without running it, and never calls it verified
+    (nor holds it to raising)."""
     from coursebook.prepare.chapters import edition_chapter
     from coursebook.verify.expectations import UNVERIFIED_KEY
 
     chapter = CHAPTER.replace('```{code-cell} ipython3\nprint("visible", 1 + 1)',
-                              '```{code-cell} ipython3\n:tags: [needs-answers]\n'
+                              '```{code-cell} ipython3\n:tags: [needs-answers, raises-exception]\n'
                               'print("visible", 1 + 1)')
 
     def tested(edition: Edition):
@@ -152,9 +153,10 @@ def test_a_cell_that_needs_the_answers_is_shown_not_run_in_the_student_edition()
                   .notebook.cells if '"visible"' in cell.source]
         return cell.metadata["tags"], cell.metadata.get(UNVERIFIED_KEY)
 
+    # Not run, it cannot raise: an error it raises without the answers is no promise there.
     assert tested(Edition.STUDENT) == (["needs-answers", "skip-execution"],
                                        "not run: it needs the answers this edition lacks")
-    assert tested(Edition.INSTRUCTOR) == (["needs-answers"], None)
+    assert tested(Edition.INSTRUCTOR) == (["needs-answers", "raises-exception"], None)
 
 
 def test_a_role_of_a_domain_the_book_lacks_is_named_at_its_line():

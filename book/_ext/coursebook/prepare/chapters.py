@@ -89,7 +89,8 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     notebook = edition_notebook(notebook, edition, answer_spaces)
     for cell in notebook.cells if edition is Edition.STUDENT else ():
         if NEEDS_ANSWERS_TAG in cell_tags(cell):  # shown, not run: no answer is there to use
-            cell.metadata["tags"] = [*cell_tags(cell), "skip-execution"]
+            cell.metadata["tags"] = [*(tag for tag in cell_tags(cell) if tag != RAISES_TAG),
+                                     "skip-execution"]  # not run, it cannot raise
             cell.metadata[UNVERIFIED_KEY] = "not run: it needs the answers this edition lacks"
     claims = chapter_claims(notebook, claim_sources(museum), source_path)
     note_output_keys(notebook)
