@@ -87,6 +87,20 @@ def test_student_edition_drops_html_comments_and_keeps_each_line():
     assert edition_notebook(chapter, Edition.INSTRUCTOR).cells[0].source == text
 
 
+def test_a_comment_in_a_code_span_stays_and_a_cell_of_a_comment_alone_goes():
+    """HR's F9 of 2737357: a code span teaching the syntax lost its comment; HJ's: a cell
+    holding a comment alone became empty, which MyST writes as no cell (48 cells read as 47)."""
+    taught = "Hide a line with `<!-- a note -->` <!-- not this -->: ``<!--`` opens it."
+    chapter = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# T"), nbformat.v4.new_code_cell("1"),
+        nbformat.v4.new_markdown_cell("<!-- a note\nfor instructors -->"),
+        nbformat.v4.new_code_cell("2"), nbformat.v4.new_markdown_cell(taught)])
+    student = edition_notebook(chapter, Edition.STUDENT)
+    assert _cells(read_chapter(notebook_to_myst(student))) == _cells(student)
+    assert [cell.source for cell in student.cells] == [
+        "# T", "1", "2", "Hide a line with `<!-- a note -->` : ``<!--`` opens it."]
+
+
 def test_instructor_edition_boxes_markdown_answers_and_keeps_code_untouched():
     chapter = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("## Answers\n\nBecause of broadcasting.",

@@ -29,6 +29,7 @@ _MARKER = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({START}|{END})\}}")
 _NESTED = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({SOLUTION}|{START}|{END})\}}",
                      re.MULTILINE)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
+_CODE_SPAN = re.compile(r"(`+)(?s:.+?)(?<!`)\1(?!`)")  # shows a comment as it is
 
 
 def without_comments(markdown: str) -> str:
@@ -38,8 +39,11 @@ def without_comments(markdown: str) -> str:
     for token in _MARKDOWN.parse(markdown) if "<!--" in markdown else ():
         start, end = token.map or (0, 0)
         if token.type in ("html_block", "inline") and "<!--" in token.content:
-            lines[start:end] = _COMMENT.sub(lambda c: "\n" * c[0].count("\n"),
-                                            "\n".join(lines[start:end])).split("\n")
+            text = "\n".join(lines[start:end])
+            masked = _CODE_SPAN.sub(lambda span: "`" * len(span[0]), text)
+            for found in reversed(list(_COMMENT.finditer(masked))):
+                text = text[:found.start()] + "\n" * found[0].count("\n") + text[found.end():]
+            lines[start:end] = text.split("\n")
         elif _directive(token) not in (None, "code-block", "code-cell", "code", "math"):
             lines[start + 1:end - 1] = without_comments("\n".join(lines[start + 1:end - 1])
                                                         ).split("\n")

@@ -61,7 +61,8 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition,
                 _box_answer(cell)
             if cell.cell_type == "markdown" and not instructor:  # each line kept: its place
                 cell.source = without_comments(cell.source)
-            edited.cells.append(cell)
+            if instructor or cell.cell_type != "markdown" or cell.source.strip():
+                edited.cells.append(cell)  # a comment alone is no cell (MyST writes none)
         edited.cells.extend(cells_after(cell, checks, instructor))
     return edited
 
