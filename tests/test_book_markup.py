@@ -128,11 +128,15 @@ def test_the_student_edition_knows_the_names_its_left_out_answers_define():
     from coursebook.prepare.chapters import edition_chapter
 
     chapter = CHAPTER.replace('print("gated answer", 6 * 7)', 'import math as m\ndef product():\n'
-                              '    total = 6 * 7\n    return total\nsquares = [k * k for k in [1]]')
+                              '    total = 6 * 7\n    return total\nsquares = [k * k for k in [1]]'
+                              ).replace('print("visible", 1 + 1)',
+                                        ':tags: [needs-answers]\nsix = product() / 7')
     line = chapter.splitlines().index("import math as m") + 1
     student = edition_chapter(chapter, "chapter.md", Edition.STUDENT, {}, "2.13.0")
-    # A def's own names (`total`) and a comprehension's (`k`) are none (HR's F12).
-    assert student.left_out == {"m": line, "product": line + 1, "squares": line + 4}
+    # A def's own names (`total`) and a comprehension's (`k`) are none (HR's F12); a cell the
+    # student edition does not run, as it needs the answers, is left out too (HR's F18).
+    assert student.left_out == {"m": line, "product": line + 1, "squares": line + 4,
+                                "six": chapter.splitlines().index("six = product() / 7") + 1}
     assert edition_chapter(chapter, "chapter.md", Edition.INSTRUCTOR, {}, "2.13.0").left_out == {}
 
 
@@ -169,12 +173,13 @@ def test_a_role_of_a_domain_the_book_lacks_is_named_at_its_line():
                               "Now {prf:ref}`ex-code` asks, as {py:func}`print` does (the role "
                               "`` {prf:ref}`x` `` quoted).\n\n```md\n{prf:ref}`shown`\n```\n\n"
                               "Again,\n{prf:ref}`ex-double`.\n\n:::{prf:remark}\nSee "
-                              "{prf:ref}`ex-code`.\n:::").replace(
+                              "{prf:ref}`ex-code`.\n:::\n\nUse `a code\nspan` and\nthen "
+                              "{prf:ref}`ex-code`.").replace(
                                   "Double the tensor", "As {prf:ref}`ex-code`, double the tensor")
     problems = unknown_domain_roles(read_chapter(chapter), "chapter.md", {"py", "std"}.__contains__)
     lines = chapter.splitlines()
     assert [lines[problem.line - 1][:12] for problem in problems] == [
-        "As {prf:ref}", "Now {prf:ref", "{prf:ref}`ex", "See {prf:ref"]
+        "As {prf:ref}", "Now {prf:ref", "{prf:ref}`ex", "See {prf:ref", "then {prf:re"]
     assert str(problems[0]).startswith("chapter.md:") and "no extension of the book adds the " \
         "`prf` domain's roles: write it with MyST's own (`{ref}`, `{numref}`) or as text" \
         in str(problems[0]), str(problems[0])

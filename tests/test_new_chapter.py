@@ -634,16 +634,18 @@ def test_a_cell_reading_what_only_an_answer_defines_is_told_to_need_the_answers(
     that edition show it without running it; a name a `%%timeit` body binds is its own."""
     solved = ("```{exercise}\n:label: ex-f\nWrite f.\n```\n\n````{solution-start} ex-f\n````\n\n"
               "```{code-cell} ipython3\ndef f(x):\n    return 2 * x\nk = 3\n```\n\n"
-              "```{solution-end}\n```\n\n```{code-cell} ipython3\n%%timeit\nk = 1\nk + f(k)\n```\n\n"
-              "```{code-cell} ipython3\nprint(f(2))\n```")
+              "```{solution-end}\n```\n\n```{code-cell} ipython3\n%%timeit\nk = 1\n"
+              "k + f(k)\n```\n\n"
+              "```{code-cell} ipython3\ntwice = f(2)\n```\n\n"
+              "```{code-cell} ipython3\nprint(twice)\n```")  # needs the one above (HR's F18)
     lesson = MYST_PLACES.replace("The [previous lesson](intro.html).", solved)
     said = _brought_in(tmp_path, capsys, "times.md", lesson)[1]
-    told = re.findall(r"line (\d+): `(\w+)` is defined only by an answer above, which the "
-                      r"student edition leaves out \(it stops here\): tag the cell "
-                      r"`needs-answers`", said)
+    told = re.findall(r"line (\d+): `(\w+)` is defined only by an answer above, or a cell that "
+                      r"needs one, which the student edition does not run \(it stops here\): tag "
+                      r"the cell `needs-answers`", said)
     lines = lesson.splitlines()
     assert [(lines[int(line) - 1], name) for line, name in told] == [
-        ("k + f(k)", "f"), ("print(f(2))", "f")], said
+        ("k + f(k)", "f"), ("twice = f(2)", "f"), ("print(twice)", "twice")], said
 
 
 def test_a_book_folder_without_its_index_is_refused_in_one_line(tmp_path, capsys):
@@ -1638,9 +1640,9 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
         "{packages: [...]}`), then `make chapter-packages`; or tag it" in said, said
     assert "Fix the cell, or tag it" in problem("NameError: name 'graphviz' is not defined")
     said = problem("NameError: name 'graphviz' is not defined", {"graphviz": 12})
-    assert "`graphviz` is defined by the answer at line 12, which this edition leaves out: tag " \
-        "this cell `needs-answers` (this edition then shows it without running it), or define " \
-        "the name in a cell students run too." in said
+    assert "`graphviz` is defined at line 12, by an answer or a cell that needs one, which this " \
+        "edition does not run: tag this cell `needs-answers` (this edition then shows it " \
+        "without running it), or define the name in a cell students run too." in said
     assert "raises-exception" not in said, said
 
 

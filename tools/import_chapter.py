@@ -788,20 +788,23 @@ def _out_of_order(cells) -> list[str]:
 
 def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
     """Each code cell students run that reads a name only an answer above it defines (a
-    solution's, Neuromatch's): the student edition, which has no answers, stops there."""
+    solution's, Neuromatch's), or a cell that needs one: the student edition, which runs
+    neither, stops there."""
     answered, visible, told = set(), set(dir(builtins)), []
     cells = solutions_as_answers(copy.deepcopy(notebook), ANSWER_TAG).cells
     for cell in (cell for cell in cells if cell.cell_type == "code"):
         bound, used = set(), {}
         _names(_python(cell.source), bound, used)
-        if ANSWER_TAG in cell_tags(cell) or _TO_REMOVE.match(cell.source):
-            answered |= bound
-            continue
-        told += [f"{_place(cell, line)}: `{name}` is defined only by an answer above, which the "
-                 f"student edition leaves out (it stops here): tag the cell `{NEEDS_ANSWERS_TAG}` "
-                 "(that edition shows it without running it), or define the name in a cell "
-                 "students run" for name, line in used.items() if name in answered - visible][:1]
-        visible |= bound
+        skipped = bool({ANSWER_TAG, NEEDS_ANSWERS_TAG} & set(cell_tags(cell))
+                       or _TO_REMOVE.match(cell.source))  # the student edition runs neither
+        tell = [] if skipped else [
+            f"{_place(cell, line)}: `{name}` is defined only by an answer above, or a cell that "
+            "needs one, which the student edition does not run (it stops here): tag the cell "
+            f"`{NEEDS_ANSWERS_TAG}` (that edition shows it without running it), or define the "
+            "name in a cell students run" for name, line in used.items()
+            if name in answered - visible][:1]
+        told += tell
+        (answered if skipped or tell else visible).update(bound)  # a told cell: tagged, not run
     return told
 
 

@@ -53,10 +53,11 @@ def is_answer(cell) -> bool:
 
 
 def answer_names(notebook: nbformat.NotebookNode) -> dict[str, int]:
-    """Each name an answer code cell binds, at its line: the student edition runs without
-    them, so a cell it runs cannot read one."""
+    """Each name an answer code cell binds, or a cell that needs the answers, at its line: the
+    student edition runs neither, so a cell it runs cannot read one."""
     names: dict[str, int] = {}
-    for cell in (cell for cell in notebook.cells if cell.cell_type == "code" and is_answer(cell)):
+    for cell in (cell for cell in notebook.cells if cell.cell_type == "code" and (
+            is_answer(cell) or NEEDS_ANSWERS_TAG in cell_tags(cell))):
         try:
             tree = ast.parse(cell.source)
         except SyntaxError:  # IPython's syntax (a magic): its names are not looked for

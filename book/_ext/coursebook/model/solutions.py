@@ -56,12 +56,11 @@ def myst_roles(markdown: str, offset: int = 0) -> Iterator[tuple[str, int]]:
     for token in _MARKDOWN.parse(markdown):
         if _directive(token) not in (None, "code-block", "code-cell", "code", "math"):
             yield from myst_roles(token.content, offset + token.map[0] + 1)
-        elif token.type == "inline":
-            line = offset + token.map[0]
-            for child in token.children:
-                line += child.type in ("softbreak", "hardbreak")
-                if child.type == "myst_role":
-                    yield child.meta["name"], line
+        elif token.type == "inline":  # its line: in the paragraph's text as written (a code
+            at = 0  # span or HTML may go on over a line end)
+            for child in (child for child in token.children if child.type == "myst_role"):
+                at = max(token.content.find(f"{{{child.meta['name']}}}`", at), 0) + 1
+                yield child.meta["name"], offset + token.map[0] + token.content.count("\n", 0, at)
 
 
 class SolutionError(BookError):

@@ -155,10 +155,10 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
             problems.append(_at(where, (
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
-                + (f"    `{name[1]}` is defined by the answer at line {answer}, which this edition "
-                   f"leaves out: tag this cell `{NEEDS_ANSWERS_TAG}` (this edition then shows it "
-                   "without running it), or define the name in a cell students run too." if answer
-                   else
+                + (f"    `{name[1]}` is defined at line {answer}, by an answer or a cell that "
+                   "needs one, which this edition does not run: tag this cell "
+                   f"`{NEEDS_ANSWERS_TAG}` (this edition then shows it without running it), or "
+                   "define the name in a cell students run too." if answer else
                    (f"    Declare the package that installs {lacking[1]} in the top matter "
                     "(`coursebook: {packages: [...]}`), then `make chapter-packages`;"
                     if lacking else "    Fix the cell,")
