@@ -17,6 +17,7 @@ from coursebook.museum.prepare import (
     cell_origins,
     exhibit_cells,
     origin_of,
+    place_museum,
 )
 
 SEED = "museum-pytorch-wing.txt"  # in the course material
@@ -154,6 +155,18 @@ def test_a_malformed_exhibit_names_its_file_and_field(tmp_path, edit, message):
     with pytest.raises(ExhibitError) as error:
         load_exhibit(broken, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
     assert str(broken) in str(error.value) and message in str(error.value)
+
+
+@pytest.mark.parametrize("marker, message", [
+    ("{museum-room} pytorch", "a museum marker reads `{museum-room} WING ROOM`, got ['pytorch']"),
+    ("{museum-introduction} jax", f"no wing 'jax' under exhibits/ (have {sorted(MUSEUM)})"),
+    ("{museum-room} pytorch attic", "wing 'pytorch' has no exhibit in room 'attic'"),
+])
+def test_a_museum_marker_that_places_nothing_says_why(marker, message):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"```{marker}\n```")])
+    with pytest.raises(ExhibitError) as error:
+        place_museum(notebook, MUSEUM, torch.__version__)
+    assert str(error.value) == message
 
 
 def _raise(error: Exception) -> None:
