@@ -126,7 +126,8 @@ def _commented_book(root: Path) -> Path:
     book = root / "book"
     book.mkdir(parents=True)
     (book / "chapter.md").write_text((TINY_BOOK / "chapter.md").read_text().replace(
-        STUDENT_SENTENCE, f"{STUDENT_SENTENCE} <!-- {NOTE} -->\n\n```html\n<!-- shown -->\n```"))
+        STUDENT_SENTENCE, f"{STUDENT_SENTENCE} <!-- {NOTE} --> <!-- hide -->\n\n```html\n"
+                          "<!-- shown -->\n```"))
     return book
 
 
@@ -139,8 +140,11 @@ def test_an_authors_comment_in_a_student_build_is_caught(tmp_path, name, content
     """An HTML comment of a chapter (an instructor's note) is no student's: the student
     edition drops it (test_editions), and the audit finds it where a build could carry it."""
     found = chapter_fingerprints(_commented_book(tmp_path))
-    assert found.comments == {f" {' '.join(fingerprint_words(NOTE))} "}
+    assert found.comments == {f" {' '.join(fingerprint_words(f'<!-- {text} -->'))} "
+                              for text in (NOTE, "hide")}
     build = _clean_build(tmp_path / "out")
+    # a word of a short comment is no leak where the page has it as its own (HR's F10)
+    (build / "html" / "search.html").write_text("<button>hide</button> <p>Hide</p>")
     assert audit_build(build, found) == []
     planted = build / name
     planted.parent.mkdir(parents=True, exist_ok=True)

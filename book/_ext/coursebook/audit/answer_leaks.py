@@ -116,7 +116,7 @@ class Fingerprints:
     short: set[str]  # names and values only answers hold
     answer_stems: set[str]  # search stems only answers hold
     headings: set[str]
-    comments: set[str]  # an author's comments no visible text holds (:func:`_padded` words)
+    comments: set[str]  # an author's comments, marks and all, no visible text holds (_padded)
 
 
 def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
@@ -152,7 +152,7 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
             headings.add(heading.group(1).strip())
     shown = _padded(fingerprint_words("\n".join(text for _, text, _, _ in cells)))
     comments = {_padded(fingerprint_words(comment)) for cell in chapter_cells
-                for comment in re.findall("<!--(.*?)-->", cell.source, re.S)}
+                for comment in re.findall("<!--.*?-->", cell.source, re.S)}  # its marks too
     return Fingerprints(runs[True] - runs[False],
                         {term for term in terms[True] - terms[False] if _is_telling_term(term)},
                         {stem for stem in stems[True] - stems[False] if len(stem) > 2}, headings,
@@ -189,7 +189,7 @@ def file_texts(path: Path) -> tuple[str, str | None]:
         return text, text
     raw = path.read_text(encoding="utf8", errors="replace")
     if path.suffix == ".html":
-        return tuple(html.unescape(re.sub(r"<!--|-->|<[^>]+>", "", page))  # a comment's text
+        return tuple(html.unescape(re.sub(r"<(?!!--)[^>]+>", "", page))  # a comment stays
                      for page in (raw, _SCRIPTS.sub("", raw)))
     if path.suffix == ".ipynb":
         try:
