@@ -24,7 +24,7 @@ from coursebook.page_state import chapters_in_reading_order, page_states
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import colab_url, page_url
-from coursebook.torch_versions.verify import outputs_of_torch
+from coursebook.torch_versions.verify import outputs_of
 from coursebook.verify.chapter_checks import code_cells, verified_against
 
 MANIFEST = "handouts.json"  # for tools/build_pdf.py
@@ -72,7 +72,7 @@ def _provenance(app: Sphinx, docname: str) -> str:
     torch, notebook = book_config(app.config).torch, chapter and chapter.notebook
     if instructor:
         return f"Outputs executed and verified with {verified_against(torch, notebook)}"
-    return outputs_of_torch(torch, "of this chapter", notebook)  # as its page says
+    return outputs_of(torch, "of this chapter", notebook)  # as its page says
 
 
 def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:

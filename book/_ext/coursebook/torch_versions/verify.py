@@ -177,7 +177,7 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
             block.replace_self(highlighted_block(runs))
 
 
-def outputs_of_torch(torch: str, where: str, notebook: nbformat.NotebookNode | None) -> str:
+def outputs_of(torch: str, where: str, notebook: nbformat.NotebookNode | None) -> str:
     """What a student reads of the versions behind the outputs ``where`` ("on this page")."""
     return (f"The outputs {where} are those of {verified_against(torch, notebook)}; another "
             "release may print some of them differently.")
@@ -209,7 +209,7 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
         return  # the versions page and the chapter's own checks report it
     state.not_verified = [s.message() for s in others if s.state is not State.VERIFIED]
     if edition_of(app) is Edition.STUDENT:
-        text = outputs_of_torch(running, "on this page", state.notebook)
+        text = outputs_of(running, "on this page", state.notebook)
         notes = [nodes.paragraph("", text, classes=["verified-on"])]
     else:
         verified = [s.other for s in others if s.state is State.VERIFIED]
