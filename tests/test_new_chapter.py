@@ -1294,6 +1294,31 @@ def test_an_error_saved_on_a_gpu_is_told_not_to_raise_on_the_books_cpu(tmp_path,
                    "least two devices, cuda:0 and cpu!")], said
 
 
+def test_a_cell_naming_its_error_without_the_tag_is_told():
+    """mrdbourke's fundamentals: the tool wrote `raises: TypeError` (a GPU's error); the CPU
+    build said 'did not raise ... drop the tag', and with the tag dropped `raises` stayed,
+    holding the cell to nothing and read by nothing, said nowhere."""
+    import nbformat
+    from docutils import nodes
+
+    from coursebook.model.cell_notes import place_at
+    from coursebook.verify.chapter_checks import cell_problems
+
+    def problems(tags: list[str], metadata: dict) -> list[str]:
+        doctree = nodes.container()
+        doctree += nodes.container(nb_element="cell_code", cell_index=0,
+                                   cell_metadata={"tags": tags, **metadata})
+        cell = place_at(nbformat.v4.new_code_cell("t.numpy()"), 9)
+        return [found.message for found in cell_problems(doctree, [cell], True, None)]
+
+    [tagged] = problems(["raises-exception"], {"raises": "TypeError"})
+    assert tagged.endswith("or drop the tag and its `raises` if it is meant to succeed."), tagged
+    assert problems([], {"raises": "TypeError"}) == [
+        "code cell `t.numpy()` names the error it teaches (`raises: TypeError`) but is not "
+        "tagged `raises-exception`, and raised nothing: take `raises` out, or tag it."]
+    assert problems([], {}) == []
+
+
 def test_headings_that_skip_a_level_are_lifted_under_their_section(tmp_path, capsys):
     """mrdbourke's exercises put `###` questions under their `#` title: brought in as they
     were, each stopped the build (MyST: 'Non-consecutive header level increase; H1 to H3')."""

@@ -136,6 +136,11 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
         error = next((block.astext().strip() for block in cell.findall(nodes.literal_block)
                       if "traceback" in block.get("classes", [])), None)
         where = cells[cell["cell_index"]]
+        # `raises: RuntimeError` (make chapter FROM= writes the error a lesson saved): another
+        # error (a module or a name a cell lacks) is not the lesson, whatever accepting says.
+        # The error's name starts a line of its traceback: the first, or after the cell's
+        # line and a caret (a SyntaxError); a module may qualify it (torch.OutOfMemoryError).
+        wanted = cell.get("cell_metadata", {}).get("raises")
         # ipykernel's answer to input(), getpass or a debugger's prompt: no build types one.
         waits = any("StdinNotImplementedError" in block.astext() for block in
                     cell.findall(nodes.literal_block) if "output" in block.get("classes", []))
@@ -165,15 +170,14 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
                    + f" or tag it `{RAISES_TAG}` if the error is what it teaches."))))
         elif error is None and RAISES_TAG in tags:
             problems.append(_at(where, (
-                f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, "
-                "or drop the tag if it is meant to succeed.")))
+                f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, or drop the "
+                f"tag{' and its `raises`' if wanted else ''} if it is meant to succeed.")))
+        elif error is None and wanted and not exhibit:  # the tag dropped, as told above
+            problems.append(_at(where, (
+                f"names the error it teaches (`raises: {wanted}`) but is not tagged "
+                f"`{RAISES_TAG}`, and raised nothing: take `raises` out, or tag it.")))
         if unexpected and not succeeded:
             return problems  # the run stopped at its first unexpected error: later cells never ran
-        # `raises: RuntimeError` (make chapter FROM= writes the error a lesson saved): another
-        # error (a module or a name a cell lacks) is not the lesson, whatever accepting says.
-        # The error's name starts a line of its traceback: the first, or after the cell's
-        # line and a caret (a SyntaxError); a module may qualify it (torch.OutOfMemoryError).
-        wanted = cell.get("cell_metadata", {}).get("raises")
         if not (waits or exhibit) and error is not None and wanted and not re.search(
                 rf"^(?:[\w.]+\.)?{re.escape(str(wanted))}(?::|\s|$)", error, re.M):
             problems.append(_at(where, (
