@@ -139,17 +139,30 @@ def test_each_fix_a_tpu_exhibit_runs_again_prints_on_its_recordings(exhibit):
                    for run in runs), f"{exhibit.key}: its fix prints nothing"
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace('title = "', 'titel = "', 1), "field titel: is no field of this table"),
-    (lambda t: re.sub(r'\ntitle = "[^\n]*', "", t, count=1), "field title: is missing"),
-    (lambda t: t.replace("number = 3", 'number = "three"', 1), "field number: is 'three' (make it a whole number)"),
-    (lambda t: t.replace('room = "eager"', 'room = "attic"', 1), "field room: is 'attic' (make it one of"),
-    (lambda t: t.replace("number = 3", "number = 4", 1), "file name must start with the same number"),
-    (lambda t: t.replace("message = ", "mesage = ", 1), "field records[0].mesage: is no field"),
-    (lambda t: t + "\n[[records]\n", "not valid TOML"),
+@pytest.mark.parametrize("number, edit, message", [
+    ("03", lambda t: t.replace('title = "', 'titel = "', 1),
+     "field titel: is no field of this table"),
+    ("03", lambda t: re.sub(r'\ntitle = "[^\n]*', "", t, count=1), "field title: is missing"),
+    ("03", lambda t: t.replace("number = 3", 'number = "three"', 1),
+     "field number: is 'three' (make it a whole number)"),
+    ("03", lambda t: t.replace('room = "eager"', 'room = "attic"', 1),
+     "field room: is 'attic' (make it one of"),
+    ("03", lambda t: t.replace("number = 3", "number = 4", 1),
+     "file name must start with the same number"),
+    ("03", lambda t: t.replace("message = ", "mesage = ", 1),
+     "field records[0].mesage: is no field"),
+    ("03", lambda t: t + "\n[[records]\n", "not valid TOML"),
+    ("08", lambda t: t.replace('source = "museum"', 'source = "build"', 1),
+     "field records: needs exactly one record with source 'museum'"),
+    ("08", lambda t: t.replace('side_environment = "old-torchax"\n', "", 1),
+     "field cpu.side_environment: and side_packages come together"),
+    ("08", lambda t: t.replace('"torchax==0.0.5"', '"torchax>=0.0.5"', 1),
+     "field cpu.side_packages: holds a requirement without a version"),
+    ("08", lambda t: t.replace("mutable_array yet", 'mutable_array yet """', 1),
+     'field cpu.reproduction: contains """'),
 ])
-def test_a_malformed_exhibit_names_its_file_and_field(tmp_path, edit, message):
-    source = next(EXHIBITS.glob("pytorch/03-*.toml"))
+def test_a_malformed_exhibit_names_its_file_and_field(tmp_path, number, edit, message):
+    source = next(EXHIBITS.glob(f"pytorch/{number}-*.toml"))
     broken = tmp_path / source.name
     broken.write_text(edit(source.read_text()))
     with pytest.raises(ExhibitError) as error:
