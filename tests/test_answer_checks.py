@@ -251,6 +251,20 @@ def test_a_malformed_check_is_refused(change, message):
         notebook_checks(read_chapter(text))
 
 
+@pytest.mark.parametrize("old, new, message", [
+    ("tags: [answer]\nchecks:", "tags: []\nchecks:",
+     "only an answer code cell (tag `answer`) may list 'checks'"),
+    ("checks:\n- name: tiny-grad", "checks:\n- a check\n- name: tiny-grad",
+     "each check is a table of name, ask, value, answer, hint"),
+    ("- name: tiny-shape", "- name: tiny-grad", "check name 'tiny-grad' is used twice"),
+])
+def test_checks_out_of_their_place_or_shape_are_refused(old, new, message):
+    assert old in CHAPTER
+    with pytest.raises(AnswerCheckError) as refused:
+        notebook_checks(read_chapter(CHAPTER.replace(old, new, 1)))
+    assert message in str(refused.value)
+
+
 @pytest.mark.parametrize("tolerance", [".inf", ".nan", "0", "-1", "true"])
 def test_a_tolerance_that_is_no_positive_finite_number_is_refused(tolerance):
     """An infinite tolerance would call every value correct; a nan one breaks the digest."""
