@@ -732,7 +732,9 @@ _TIMEIT_OPTIONS = re.compile(r"^(?:\s*-(?:[nrp]\s*\d+|[tcqo]))*")
 
 
 def _shows_id(expression: ast.Expr) -> bool:
-    """Whether it shows an `id(x)`, not only compares one (`id(Y) == before` shows a bool)."""
+    """Whether it holds an `id(x)`, not only compares one (`id(Y) == before` shows a bool);
+    shown where the cell's value or a print is (micrograd's `dot.edge(str(id(n)))` in a
+    function shows none: its drawing is an SVG, never compared)."""
     compared = {id(side) for node in ast.walk(expression) if isinstance(node, ast.Compare)
                 for side in (node.left, *node.comparators)}
     return any(isinstance(node, ast.Call) and getattr(node.func, "id", "") == "id"
@@ -988,7 +990,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 (node.lineno, "how long a statement took") for node in ast.walk(tree)
                 if isinstance(node, ast.Expr) and _CLOCK.search(ast.unparse(node))] + [
                 (node.lineno, "an object's id() (where it lies in memory)")
-                for node in ast.walk(tree) if isinstance(node, ast.Expr) and _shows_id(node)]
+                for node in ast.walk(tree) if isinstance(node, ast.Expr) and _shows_id(node)
+                and (node is tree.body[-1] or getattr(getattr(node.value, "func", None), "id",
+                                                      "") in ("print", "display"))]
             imported.to_do += [
                 f"{_place(cell, line)}: `{lines[line - 1].strip()}` shows {what}, which differs "
                 "between runs and machines (the build refuses it as an output that varies): take "
