@@ -25,6 +25,7 @@ from conftest import (
     sphinx_build,
 )
 from coursebook.model.machine_kinds import (
+    MachineKindError,
     environments_path,
     load_environments,
     load_machine_kinds,
@@ -144,6 +145,30 @@ def test_a_cpu_run_can_never_be_a_tpu_recording(tmp_path):
     nbformat.write(relabelled, tmp_path / "bridges-tpu.ipynb")
     with pytest.raises(RecordingError, match="never be a TPU recording"):
         load_recording(tmp_path / "bridges-tpu.ipynb", MACHINES["tpu"])
+
+
+@pytest.mark.parametrize("which, old, new, message", [
+    ("kinds", "stand_in = true\n", "", "field kind: no kind has 'stand_in = true'"),
+    ("kinds", 'glibc = "2.35"\n', "", "field kind[0].arch: and glibc come together"),
+    ("environments", "[[cpu]]\n", "[[abacus]]\n",
+     "field abacus: is not a machine kind of the machine kinds file"),
+    ("environments", 'name = "both"\nruntime', 'name = "both"\ncells_tagged = "x"\nruntime',
+     "field tpu[0].cells_tagged: is set on the main environment"),
+    ("environments", 'runtime = "colab-tpu"\n', "", "field tpu[0].requirements: is missing"),
+])
+def test_a_malformed_kinds_or_environments_file_names_its_field(tmp_path, which, old, new,
+                                                                 message):
+    files = {"kinds": MACHINE_KINDS_FILE, "environments": environments_path(RECORDINGS, "bridges")}
+    for name, source in files.items():
+        text = source.read_text()
+        if name == which:
+            assert old in text
+            text = text.replace(old, new, 1)
+        (tmp_path / f"{name}.toml").write_text(text)
+    with pytest.raises(MachineKindError) as refused:
+        load_environments(tmp_path / "environments.toml",
+                          load_machine_kinds(tmp_path / "kinds.toml"))
+    assert f"{tmp_path / which}.toml" in str(refused.value) and message in str(refused.value)
 
 
 @pytest.mark.parametrize("machines, message", [
