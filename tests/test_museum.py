@@ -1,6 +1,7 @@
 """The museum's exhibits: valid data, one source, errors and fixes as recorded."""
 
 import re
+import shutil
 
 import nbformat
 import pytest
@@ -180,6 +181,17 @@ def test_a_museum_marker_that_places_nothing_says_why(marker, message):
     with pytest.raises(ExhibitError) as error:
         place_museum(notebook, MUSEUM, torch.__version__)
     assert str(error.value) == message
+
+
+def test_a_wing_whose_exhibits_skip_a_number_is_refused(tmp_path):
+    wing = tmp_path / "pytorch"
+    shutil.copytree(EXHIBITS / "pytorch", wing)
+    count = len(list(wing.glob("[0-9]*.toml")))
+    next(wing.glob("01-*.toml")).unlink()
+    with pytest.raises(ExhibitError) as refused:
+        book_museum(tmp_path)
+    assert f"exhibits must be numbered 1..{count - 1}, got {list(range(2, count + 1))}" \
+        in str(refused.value) and str(wing) in str(refused.value)
 
 
 def _raise(error: Exception) -> None:

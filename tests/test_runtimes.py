@@ -124,6 +124,18 @@ def test_a_missing_field_is_placed_in_its_own_table(tmp_path):
     assert str(error.value) == f"{planted}:{header}: field {first}.title: is missing (add it: a string)"
 
 
+def test_a_device_only_package_the_runtime_does_not_pin_is_refused(tmp_path):
+    planted = tmp_path / "runtimes.toml"
+    text = RUNTIMES_FILE.read_text()
+    assert 'device_only = ["libtpu"]' in text
+    planted.write_text(text.replace('device_only = ["libtpu"]',
+                                    'device_only = ["libtpu", "abacus"]'))
+    with pytest.raises(RuntimeFileError) as error:
+        load_runtimes(planted)
+    assert "field colab-tpu.device_only: names libtpu, abacus (list names of its packages)" \
+        in str(error.value) and str(planted) in str(error.value)
+
+
 # --- Every declared runtime has its committed expectations ------------------------------
 
 def _chapters() -> dict[str, str]:
