@@ -150,17 +150,18 @@ def test_a_cell_that_needs_the_answers_is_shown_not_run_in_the_student_edition()
 
     chapter = CHAPTER.replace('```{code-cell} ipython3\nprint("visible", 1 + 1)',
                               '```{code-cell} ipython3\n:tags: [needs-answers, raises-exception]\n'
-                              'print("visible", 1 + 1)')
+                              ':raises: AssertionError\nprint("visible", 1 + 1)')
 
     def tested(edition: Edition):
         [cell] = [cell for cell in edition_chapter(chapter, "chapter.md", edition, {}, "2.13.0")
                   .notebook.cells if '"visible"' in cell.source]
-        return cell.metadata["tags"], cell.metadata.get(UNVERIFIED_KEY)
+        return cell.metadata["tags"], cell.metadata.get(UNVERIFIED_KEY), cell.metadata.get("raises")
 
-    # Not run, it cannot raise: an error it raises without the answers is no promise there.
+    # Not run, it cannot raise: the error it teaches is no promise there (HR's F21).
     assert tested(Edition.STUDENT) == (["needs-answers", "skip-execution"],
-                                       "not run: it needs the answers this edition lacks")
-    assert tested(Edition.INSTRUCTOR) == (["needs-answers", "raises-exception"], None)
+                                       "not run: it needs the answers this edition lacks", None)
+    assert tested(Edition.INSTRUCTOR) == (["needs-answers", "raises-exception"], None,
+                                          "AssertionError")
 
 
 def test_a_role_of_a_domain_the_book_lacks_is_named_at_its_line():

@@ -91,6 +91,7 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
         if NEEDS_ANSWERS_TAG in cell_tags(cell):  # shown, not run: no answer is there to use
             cell.metadata["tags"] = [*(tag for tag in cell_tags(cell) if tag != RAISES_TAG),
                                      "skip-execution"]  # not run, it cannot raise
+            cell.metadata.pop("raises", None)  # nor raise the error it names
             cell.metadata[UNVERIFIED_KEY] = "not run: it needs the answers this edition lacks"
     claims = chapter_claims(notebook, claim_sources(museum), source_path)
     note_output_keys(notebook)
