@@ -88,8 +88,8 @@ NAME  ?=
 TITLE ?=
 FROM  ?=
 AFTER ?=
-chapter: venv ## Start a chapter: book/NAME.md from the skeleton (NAME=pt02 TITLE="PT02: ..."), or bring a lesson in (FROM=path.ipynb|.py|.md); AFTER=pt01
-	$(BIN)/python tools/new_chapter.py "$(NAME)" "$(TITLE)" $(if $(FROM),--from "$(FROM)") $(if $(AFTER),--after "$(AFTER)")
+chapter: venv ## Start a chapter: book/NAME.md from the skeleton (NAME=pt02 TITLE="PT02: ..."), or bring a lesson in (FROM=path.ipynb|.py|.md, SOLUTIONS=its solutions .ipynb); AFTER=pt01
+	$(BIN)/python tools/new_chapter.py "$(NAME)" "$(TITLE)" $(if $(FROM),--from "$(FROM)") $(if $(SOLUTIONS),--solutions "$(SOLUTIONS)") $(if $(AFTER),--after "$(AFTER)")
 
 # What a chapter needs beyond the book's own packages, declared in its top matter
 # (`coursebook: {packages: [NAME, ...]}`): a build installs nothing, and refuses a chapter

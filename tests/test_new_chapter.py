@@ -1699,3 +1699,35 @@ def test_an_edit_of_a_file_a_brought_in_chapter_reads_runs_it_again(tiny_book, t
     (tiny_book / "words.txt").write_text("ab cd ef\n")
     build = sphinx_build(tiny_book, tmp_path / "out", cache)
     assert build.returncode != 0 and "-2 words\n    +3 words" in build.log, build.log[-3000:]
+
+
+def test_a_labs_solutions_notebook_comes_in_as_answers_after_the_exercises_it_solves(
+        tmp_path, capsys):
+    import nbformat
+
+    def notebook(path, *cells):
+        path.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_code_cell(source, metadata={"id": key} if key else {})
+            for key, source in cells])))
+        return path
+
+    book = _book(tmp_path)
+    lab = notebook(tmp_path / "lab.ipynb", ("a", "import math"), ("b", "total = # TODO"),
+                   ("c", "# TODO: later"))
+    # Colab's ids pair the cells: in order, the solution of `b` would be taken for `a`'s.
+    solved = notebook(tmp_path / "lab_sol.ipynb", ("b", "total = 1 + 2"), ("a", "import math"),
+                      ("c", "# TODO: later"))
+    assert tool.main(["--from", str(lab), "--solutions", str(solved), "--book", str(book)]) == 0
+    out = capsys.readouterr().out
+    code = [c for c in read_chapter((book / "lab.md").read_text()).cells if c.cell_type == "code"]
+    assert [(c.source, "answer" in cell_tags(c)) for c in code[1:]] == [
+        ("import math", False), ("total = # TODO", False), ("total = 1 + 2", True),
+        ("# TODO: later", False)]  # the exercise stays; a cell alike comes once
+    assert f"1 code cells of {solved} that differ from the lab's are `answer` cells" in out
+    assert f"cell 3: an exercise (a TODO) whose cell in {solved} is the same: no answer" in out
+    # Without ids in common, in order; a count that differs too: refused, nothing written.
+    other = notebook(tmp_path / "other.ipynb", (None, "x = 1"), (None, "y = 2"))
+    assert tool.main(["--from", str(other), "--solutions", str(lab), "--book", str(book)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{lab} does not pair with {other}: 3 code cells and 2" in err
+    assert not (book / "other.md").exists()

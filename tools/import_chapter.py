@@ -221,6 +221,39 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
     raise NotALesson(f"{path}: not a lesson make chapter reads (.ipynb, .py or .md)")
 
 
+def with_answers(notebook: nbformat.NotebookNode, lab: Path,
+                 solutions: Path) -> tuple[nbformat.NotebookNode, str, list[str]]:
+    """The lab with each code cell of its solutions notebook that differs from the lab's as an
+    `answer` cell right after it (the lab's stays: the students' exercise); what was added, and
+    the exercises (a ``TODO``) whose solution is the same cell. Cells pair by
+    Colab's cell ids where both notebooks hold the same ones, else in order."""
+    solved = read_lesson(solutions)[0]
+    for cell in solved.cells:
+        note(cell, file=solutions.name)
+    code = [[cell for cell in book.cells if cell.cell_type == "code"]
+            for book in (notebook, solved)]
+    ids = [[cell.metadata.get("id") or cell.get("id") for cell in cells] for cells in code]
+    if None not in ids[0] and sorted(ids[0]) == sorted(ids[1]):
+        pairs = [(cell, code[1][ids[1].index(key)]) for cell, key in zip(code[0], ids[0])]
+    elif len(code[0]) == len(code[1]):
+        pairs = list(zip(*code))
+    else:
+        raise NotALesson(f"{solutions} does not pair with {lab}: {len(code[1])} code cells and "
+                         f"{len(code[0])}, and not the same cell ids: give the lab's own solutions")
+    answers = {id(cell): answer for cell, answer in pairs
+               if answer.source.strip() != cell.source.strip()}
+    for answer in answers.values():
+        answer.metadata["tags"] = [*cell_tags(answer), ANSWER_TAG]
+    notebook.cells = [kept for cell in notebook.cells
+                      for kept in (cell, answers.get(id(cell))) if kept is not None]
+    stubs = [_place(cell) for cell, _ in pairs if id(cell) not in answers and (
+        re.search(r"\bTODO\b", cell.source))]
+    return notebook, (f"{len(answers)} code cells of {solutions} that differ from the lab's are "
+                      "`answer` cells, each after the lab's (the instructor edition shows them)"), [
+        f"{place}: an exercise (a TODO) whose cell in {solutions} is the same: "
+        "no answer; write one (a code cell tagged `answer` after it)" for place in stubs]
+
+
 def _in_python(notebook: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
     """The notebook, if its kernel runs Python (the book's chapters run in ``python3``: an R
     lesson's `x <- 5` would run there as `x < -5`)."""
@@ -485,8 +518,9 @@ def _place(cell, line: int | None = None, named: str = "") -> str:
     """Where the lesson holds the cell, or ``named`` on its text's ``line`` (from 1): an .ipynb's
     cell (and line), a file's line (of a gallery block's Markdown line: the line it was written
     from that holds the words named, else the lines it was written from)."""
-    if noted(cell, "numbered"):
-        return f"cell {source_line(cell)}" + (f", line {line}" if line else "")
+    if noted(cell, "numbered"):  # an answer from a solutions notebook: named
+        return (f"{noted(cell, 'file')} " if noted(cell, "file") else "") + (
+            f"cell {source_line(cell)}" + (f", line {line}" if line else ""))
     if line is None:
         return f"line {source_line(cell)}"
     if noted(cell, "lines"):

@@ -33,7 +33,8 @@ from markdown_it import MarkdownIt  # noqa: E402
 from coursebook.model.faults import shown_path  # noqa: E402
 from coursebook.model.notebooks import is_chapter_source, top_matter  # noqa: E402
 from coursebook.model.recordings import recording_name  # noqa: E402
-from import_chapter import Imported, NotALesson, book_form, book_names, read_lesson  # noqa: E402
+from import_chapter import (Imported, NotALesson, book_form, book_names,  # noqa: E402
+                            read_lesson, with_answers)
 from import_chapter import chapter_text as imported_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,13 +150,15 @@ class Written:
 
 
 def new_chapter(name: str, title: str, book: Path, after: str | None = None,
-                lesson: Path | None = None) -> Written:
+                lesson: Path | None = None, solutions: Path | None = None) -> Written:
     imported = None
     if not (book / "index.md").is_file():  # its table of contents takes the chapter
         raise Refused(f"--book {book}: no index.md there: give the book's sources (book/)")
     if lesson is not None:
         if not lesson.is_file():
             raise Refused(f"FROM={lesson}: no such file")
+        if solutions is not None and not solutions.is_file():
+            raise Refused(f"SOLUTIONS={solutions}: no such file")
         name = name or name_for(lesson)
     if not NAME.fullmatch(name):
         raise Refused(f"NAME {name!r} is not a chapter name: lower-case letters, digits and "
@@ -163,8 +166,13 @@ def new_chapter(name: str, title: str, book: Path, after: str | None = None,
     if lesson is not None:
         try:
             notebook, source_format = read_lesson(lesson)
+            added, stubs = None, []
+            if solutions is not None:
+                notebook, added, stubs = with_answers(notebook, lesson, solutions)
             imported = book_form(notebook, name, source_format, title.strip() or None,
                                  lesson.parent, book_names(book))
+            imported.changed += [added] if added else []
+            imported.to_do += stubs
         except NotALesson as error:
             raise Refused(str(error)) from None
         title = imported.title
@@ -242,13 +250,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="lesson", type=Path,
                         help="a lesson to bring in: .ipynb, sphinx-gallery or jupytext .py, "
                              "MyST .md")
+    parser.add_argument("--solutions", type=Path,
+                        help="the lesson's solutions notebook: each code cell that differs "
+                             "from the lesson's comes in as an answer after it")
     parser.add_argument("--after", help="the table of contents entry it follows (default: "
                                         "the last chapter that is not recorded)")
     parser.add_argument("--book", type=Path, default=ROOT / "book",
                         help="the book's sources (default: book/)")
     args = parser.parse_args(argv)
     try:
-        written = new_chapter(args.name, args.title, args.book, args.after or None, args.lesson)
+        written = new_chapter(args.name, args.title, args.book, args.after or None, args.lesson,
+                              args.solutions)
     except Refused as refused:
         print(f"chapter: {refused}", file=sys.stderr)
         return 1
