@@ -631,13 +631,15 @@ def test_a_cell_reading_what_only_an_answer_defines_is_told_to_need_the_answers(
                                                                                 capsys):
     """NTNU's ODE lecture times `lotka_volterra`, which only an exercise's gated solution
     defines: the student edition stops there. The tool names the cell and the tag that has
-    that edition show it without running it; a name a `%%timeit` body binds is its own."""
+    that edition show it without running it; a name a `%%timeit` body binds is its own, and so
+    is one a cell binds before it reads it."""
     solved = ("```{exercise}\n:label: ex-f\nWrite f.\n```\n\n````{solution-start} ex-f\n````\n\n"
               "```{code-cell} ipython3\ndef f(x):\n    return 2 * x\nk = 3\n```\n\n"
               "```{solution-end}\n```\n\n```{code-cell} ipython3\n%%timeit\nk = 1\n"
               "k + f(k)\n```\n\n"
               "```{code-cell} ipython3\ntwice = f(2)\n```\n\n"
-              "```{code-cell} ipython3\nprint(twice)\n```")  # needs the one above (HR's F18)
+              "```{code-cell} ipython3\nprint(twice)\n```\n\n"  # needs the one above (HR's F18)
+              "```{code-cell} ipython3\nk = 4\nprint(k)\n```")  # its own `k` (MIT lab 1's `y`)
     lesson = MYST_PLACES.replace("The [previous lesson](intro.html).", solved)
     said = _brought_in(tmp_path, capsys, "times.md", lesson)[1]
     told = re.findall(r"line (\d+): `(\w+)` is defined only by an answer above, or a cell that "

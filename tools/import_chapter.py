@@ -830,7 +830,11 @@ def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
     cells = solutions_as_answers(copy.deepcopy(notebook), ANSWER_TAG).cells
     for cell in (cell for cell in cells if cell.cell_type == "code"):
         bound, used = set(), {}
-        _names(_python(cell.source), bound, used)
+        for statement in _python(cell.source).body:  # a name bound above in the cell is its own
+            own, read = set(), {}
+            _names(ast.Module([statement], []), own, read)
+            used |= {name: line for name, line in read.items() if name not in bound | set(used)}
+            bound |= own
         skipped = bool({ANSWER_TAG, NEEDS_ANSWERS_TAG} & set(cell_tags(cell))
                        or _TO_REMOVE.match(cell.source))  # the student edition runs neither
         tell = [] if skipped else [
