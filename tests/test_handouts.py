@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import BOOK, load_tool, tool_in_process
+from conftest import BOOK, load_tool, sphinx_build, tool_in_process
 from test_student_pages import build_talk, known_commits
 from coursebook.prepare.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines, answers,
                                      visit_answer_space_latex)
@@ -373,3 +373,18 @@ def test_a_figure_the_pdf_would_print_as_its_text_stops_the_latex_build(monkeypa
         "set_matplotlib_formats('svg', 'png')` (matplotlib_inline's; d2l sets SVG alone as it "
         "draws: `d2l.use_svg_display = lambda: backend_inline.set_matplotlib_formats('svg', "
         "'png')`)"], warned
+
+
+@pytest.mark.slow
+def test_a_hand_written_answer_space_outside_a_handout_is_named_at_its_line(tiny_book,
+                                                                          cache_copy, tmp_path):
+    """The box is the handout build's (its LaTeX alone draws it): an HTML build told of one
+    an author wrote stops at its line, not in a writer's traceback."""
+    page = tiny_book / "chapter.md"
+    page.write_text(page.read_text() + "\n:::{answer-space} 5\n:::\n")
+    line = page.read_text().splitlines().index(":::{answer-space} 5") + 1
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert build.returncode != 0
+    assert f"chapter.md:{line}: WARNING: Unknown directive type: 'answer-space'" in build.log, \
+        build.log[-3000:]
+    assert "Traceback" not in build.log and "NotImplementedError" not in build.log

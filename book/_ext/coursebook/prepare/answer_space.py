@@ -93,4 +93,7 @@ def visit_answer_space_latex(self, node: answer_space) -> None:
 
 def setup_answer_space(app: Sphinx) -> None:
     app.add_node(answer_space, latex=(visit_answer_space_latex, None))
-    app.add_directive("answer-space", AnswerSpace)
+    # Only the handout build writes the box (answer_space_cell); in any other build MyST
+    # names a hand-written one at its line as an unknown directive.
+    app.connect("config-inited", lambda app, config: config.coursebook_answer_space
+                and app.add_directive("answer-space", AnswerSpace))
