@@ -1709,16 +1709,17 @@ def test_a_labs_solutions_notebook_comes_in_as_answers_after_the_exercises_it_so
 
     def notebook(path, *cells):
         path.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
-            nbformat.v4.new_code_cell(source, metadata={"id": key} if key else {})
-            for key, source in cells])))
+            nbformat.v4.new_markdown_cell(cell) if isinstance(cell, str) else
+            nbformat.v4.new_code_cell(cell[1], metadata={"id": cell[0]} if cell[0] else {})
+            for cell in cells])))
         return path
 
     book = _book(tmp_path)
     lab = notebook(tmp_path / "lab.ipynb", ("a", "import math"), ("b", "total = # TODO"),
-                   ("c", "# TODO: later"))
+                   ("c", "# TODO: later"), "Add them.")
     # Colab's ids pair the cells: in order, the solution of `b` would be taken for `a`'s.
     solved = notebook(tmp_path / "lab_sol.ipynb", ("b", "total = 1 + 2"), ("a", "import math"),
-                      ("c", "# TODO: later"))
+                      ("c", "# TODO: later"), "Add them.", "Or sum([1, 2]).")
     assert tool.main(["--from", str(lab), "--solutions", str(solved), "--book", str(book)]) == 0
     out = capsys.readouterr().out
     code = [c for c in read_chapter((book / "lab.md").read_text()).cells if c.cell_type == "code"]
@@ -1727,6 +1728,7 @@ def test_a_labs_solutions_notebook_comes_in_as_answers_after_the_exercises_it_so
         ("# TODO: later", False)]  # the exercise stays; a cell alike comes once
     assert f"1 code cells of {solved} that differ from the lab's are `answer` cells" in out
     assert f"cell 3: an exercise (a TODO) whose cell in {solved} is the same: no answer" in out
+    assert "\n  - lab_sol.ipynb cell 5: prose the lab does not hold, left out" in out  # alone
     # Without ids in common, in order; a count that differs too: refused, nothing written.
     other = notebook(tmp_path / "other.ipynb", (None, "x = 1"), (None, "y = 2"))
     assert tool.main(["--from", str(other), "--solutions", str(lab), "--book", str(book)]) == 1

@@ -225,7 +225,8 @@ def with_answers(notebook: nbformat.NotebookNode, lab: Path,
                  solutions: Path) -> tuple[nbformat.NotebookNode, str, list[str]]:
     """The lab with each code cell of its solutions notebook that differs from the lab's as an
     `answer` cell right after it (the lab's stays: the students' exercise); what was added, and
-    the exercises (a ``TODO``) whose solution is the same cell. Cells pair by
+    the exercises (a ``TODO``) whose solution is the same cell, and the solutions' prose the lab
+    lacks (left out: a title, or a written answer). Cells pair by
     Colab's cell ids where both notebooks hold the same ones, else in order."""
     solved = read_lesson(solutions)[0]
     for cell in solved.cells:
@@ -248,10 +249,15 @@ def with_answers(notebook: nbformat.NotebookNode, lab: Path,
                       for kept in (cell, answers.get(id(cell))) if kept is not None]
     stubs = [_place(cell) for cell, _ in pairs if id(cell) not in answers and (
         re.search(r"\bTODO\b", cell.source))]
+    prose = {cell.source.strip() for cell in notebook.cells if cell.cell_type != "code"}
+    more = [_place(cell) for cell in solved.cells
+            if cell.cell_type != "code" and cell.source.strip() not in prose]
     return notebook, (f"{len(answers)} code cells of {solutions} that differ from the lab's are "
                       "`answer` cells, each after the lab's (the instructor edition shows them)"), [
         f"{place}: an exercise (a TODO) whose cell in {solutions} is the same: "
-        "no answer; write one (a code cell tagged `answer` after it)" for place in stubs]
+        "no answer; write one (a code cell tagged `answer` after it)" for place in stubs] + [
+        f"{', '.join(more)}: prose the lab does not hold, left out (only code cells come in): "
+        "copy any answer it gives into a markdown cell tagged `answer`"][:bool(more)]
 
 
 def _in_python(notebook: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
