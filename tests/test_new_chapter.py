@@ -1735,3 +1735,8 @@ def test_a_labs_solutions_notebook_comes_in_as_answers_after_the_exercises_it_so
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{lab} does not pair with {other}: 3 code cells and 2" in err
     assert not (book / "other.md").exists()
+    # Solutions without their lab: refused, not a skeleton chapter.
+    assert tool.main(["x", "X", "--solutions", str(solved), "--book", str(book)]) == 1
+    assert capsys.readouterr().err == f"chapter: SOLUTIONS={solved} without FROM=: give the lab " \
+        f"it solves (make chapter FROM=lab.ipynb SOLUTIONS={solved})\n"
+    assert not (book / "x.md").exists()

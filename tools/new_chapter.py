@@ -154,6 +154,9 @@ def new_chapter(name: str, title: str, book: Path, after: str | None = None,
     imported = None
     if not (book / "index.md").is_file():  # its table of contents takes the chapter
         raise Refused(f"--book {book}: no index.md there: give the book's sources (book/)")
+    if solutions is not None and lesson is None:
+        raise Refused(f"SOLUTIONS={solutions} without FROM=: give the lab it solves "
+                      f"(make chapter FROM=lab.ipynb SOLUTIONS={solutions})")
     if lesson is not None:
         if not lesson.is_file():
             raise Refused(f"FROM={lesson}: no such file")
