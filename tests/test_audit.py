@@ -356,6 +356,22 @@ def test_a_one_line_answer_pasted_into_student_code_is_found(tmp_path, line):
     assert overlap.visible.line < overlap.answer.line
 
 
+def test_an_answer_tagged_as_completing_its_exercise_may_repeat_that_cell_alone(tmp_path):
+    """A lab's answers (`make chapter SOLUTIONS=`) repeat their stubs' lines, which the stubs
+    show students anyway; any other visible cell holding such a line still stops the build."""
+    line = "p = solve(A, b)"
+    stub = LECTURE.replace("least squares.\n", f"least squares.\n{line}\n")
+    words = " ".join(fingerprint_words(line))
+    assert [overlap.passage for overlap in _overlaps(tmp_path, stub)] == [words]  # untagged
+    tagged = stub.replace(':tags: ["answer"]', ':tags: ["answer", "completes-exercise"]')
+    assert _overlaps(tmp_path, tagged) == []
+    # Also in a visible cell after the stub, which holds it first: found there.
+    later = tagged + f"\n```{{code-cell}} ipython3\nq = 2\n{line}\n```\n"
+    [overlap] = _overlaps(tmp_path, later)
+    assert overlap.passage == words and overlap.visible.line > overlap.answer.line
+    assert later.splitlines()[overlap.visible.line - 1] == line
+
+
 def test_an_overlap_is_named_at_its_line_not_at_an_earlier_one_using_its_names(tmp_path):
     """QuantEcon's short_path: `J[:] = next_J` was named at `next_J = bellman(J, Q)` above it
     in the answer, and at the line above it in the visible cell: the first line holding the

@@ -1726,6 +1726,8 @@ def test_a_labs_solutions_notebook_comes_in_as_answers_after_the_exercises_it_so
     assert [(c.source, "answer" in cell_tags(c)) for c in code[1:]] == [
         ("import math", False), ("total = # TODO", False), ("total = 1 + 2", True),
         ("# TODO: later", False)]  # the exercise stays; a cell alike comes once
+    # Marked as completing its stub: the lines it shares with it are the stub's, shown anyway.
+    assert cell_tags(code[3]) == ["answer", "completes-exercise"]
     assert f"1 code cells of {solved} that differ from the lab's are `answer` cells" in out
     assert f"cell 3: an exercise (a TODO) whose cell in {solved} is the same: no answer" in out
     assert "\n  - lab_sol.ipynb cell 5: prose the lab does not hold, left out" in out  # alone

@@ -100,6 +100,7 @@ from myst_parser.parsers.mdit import create_md_parser
 from coursebook.model.cell_notes import cell_line, note, note_added_lines, noted, source_line
 from coursebook.model.notebooks import (
     ANSWER_TAG,
+    COMPLETES_EXERCISE_TAG,
     NEEDS_ANSWERS_TAG,
     RAISES_TAG,
     cell_tags,
@@ -224,7 +225,8 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
 def with_answers(notebook: nbformat.NotebookNode, lab: Path,
                  solutions: Path) -> tuple[nbformat.NotebookNode, str, list[str]]:
     """The lab with each code cell of its solutions notebook that differs from the lab's as an
-    `answer` cell right after it (the lab's stays: the students' exercise); what was added, and
+    `answer` cell right after it, tagged as completing it (the lab's stays: the students'
+    exercise, which shows what the two share); what was added, and
     the exercises (a ``TODO``) whose solution is the same cell, and the solutions' prose the lab
     lacks (left out: a title, or a written answer). Cells pair by
     Colab's cell ids where both notebooks hold the same ones, else in order."""
@@ -244,7 +246,7 @@ def with_answers(notebook: nbformat.NotebookNode, lab: Path,
     answers = {id(cell): answer for cell, answer in pairs
                if answer.source.strip() != cell.source.strip()}
     for answer in answers.values():
-        answer.metadata["tags"] = [*cell_tags(answer), ANSWER_TAG]
+        answer.metadata["tags"] = [*cell_tags(answer), ANSWER_TAG, COMPLETES_EXERCISE_TAG]
     notebook.cells = [kept for cell in notebook.cells
                       for kept in (cell, answers.get(id(cell))) if kept is not None]
     stubs = [_place(cell) for cell, _ in pairs if id(cell) not in answers and (

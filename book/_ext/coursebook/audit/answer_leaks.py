@@ -24,6 +24,8 @@ from coursebook.model.cell_notes import cell_line, place_at, source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (
     CHAPTER_SUFFIXES,
+    COMPLETES_EXERCISE_TAG,
+    cell_tags,
     chapter_files,
     first_line,
     is_answer,
@@ -348,27 +350,32 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
     (their indices) no shared passage lies in: answer prose in any visible text, answer code in
     visible prose, each line of answer code but its setup (:func:`_code_lines`) in visible
     code, an answer's values (its checks' included) anywhere. An exercise's own scaffolding
-    that its answer repeats (a signature) is allowed line by line."""
-    prose: dict[tuple[str, ...], Place] = {}
-    code: dict[tuple[str, ...], Place] = {}
-    exact: dict[str, Place] = {}  # lines of code (" "-padded tokens) and values: never alike
+    that its answer repeats is allowed line by line, or whole (:data:`COMPLETES_EXERCISE_TAG`)."""
+    prose: dict[tuple[str, ...], list[Place]] = {}  # each visible place, in order
+    code: dict[tuple[str, ...], list[Place]] = {}
+    exact: dict[str, list[Place]] = {}  # lines of code (" "-padded tokens) and values
     answers = []
     for path, text in sources.items():
+        above = None  # the visible cell right above, if code
         for place, runs, code_lines, cell_values, answer, is_prose in cells_of(path, text):
             if answer:
-                answers.append((place, runs, code_lines, cell_values, is_prose))
+                exercise = above if COMPLETES_EXERCISE_TAG in cell_tags(place.cell) else None
+                answers.append((place, runs, code_lines, cell_values, is_prose, exercise))
                 continue
             for run in runs:
-                (prose if is_prose else code).setdefault(run, place)
+                (prose if is_prose else code).setdefault(run, []).append(place)
             for token in [*code_lines, *cell_values]:
-                exact.setdefault(token, place)
+                exact.setdefault(token, []).append(place)
+            above = None if is_prose else place
     found: dict[tuple[Place, Place, str], tuple[str, ...]] = {}
     used: set[int] = set()
-    for place, runs, code_lines, cell_values, is_prose in answers:
-        shared = [(run, prose.get(run) or (code.get(run) if is_prose else None), "")
+    for place, runs, code_lines, cell_values, is_prose, exercise in answers:
+        def at(index, key, exercise=exercise):  # the first visible place but the exercise
+            return next((shown for shown in index.get(key, ()) if shown is not exercise), None)
+        shared = [(run, at(prose, run) or (at(code, run) if is_prose else None), "")
                   for run in runs]
-        shared += [(tuple(line.split()), exact.get(line), line) for line in code_lines]
-        shared += [(tuple(fingerprint_words(value)), exact.get(value), value)
+        shared += [(tuple(line.split()), at(exact, line), line) for line in code_lines]
+        shared += [(tuple(fingerprint_words(value)), at(exact, value), value)
                    for value in sorted(cell_values)]
         for run, visible, key in shared:
             passage = _padded(run)

@@ -40,6 +40,7 @@ RESTART_TAG = "runtime-restart"
 # Runs on what the student writes (an exercise's test): the student edition, which has no
 # answers, shows it without running it (myst-nb's skip-execution), its output not verified.
 NEEDS_ANSWERS_TAG = "needs-answers"
+COMPLETES_EXERCISE_TAG = "completes-exercise"  # an answer completing the stub above it
 # Cell metadata that exempts a cell from verification; its value is the reason.
 UNVERIFIED_KEY = "unverified"
 
