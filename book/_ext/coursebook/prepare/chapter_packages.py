@@ -35,7 +35,7 @@ _SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
 # `ExecutableNotFound: failed to execute PosixPath('dot')`).
 _PROGRAMS = {"graphviz": "dot", "pydot": "dot"}
 # A line that may hold a shell escape (`!ls`, `files = !ls`) or import one of those modules.
-_MAY_RUN = re.compile(r"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!|\b(?:%s)\b" % "|".join(_PROGRAMS), re.M)
+_MAY_RUN = re.compile(rf"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!|\b(?:{'|'.join(_PROGRAMS)})\b", re.M)
 # bash's builtins and keywords (`compgen -bk`): no file on PATH runs them.
 _SHELL_BUILTINS = frozenset(
     ". : [ alias bg bind break builtin caller cd command compgen complete compopt continue "
