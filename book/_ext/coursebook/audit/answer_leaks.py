@@ -33,7 +33,7 @@ from coursebook.model.notebooks import (
     read_chapter,
     short_digest,
 )
-from coursebook.model.solutions import without_comments
+from coursebook.model.solutions import HTML_COMMENT, without_comments
 from coursebook.model.toml_files import TomlFile, read_toml
 from coursebook.reporting import report, report_book_error
 
@@ -154,7 +154,7 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
             headings.add(heading.group(1).strip())
     shown = _padded(fingerprint_words("\n".join(text for _, text, _, _ in cells)))
     comments = {_padded(fingerprint_words(comment)) for cell in chapter_cells
-                for comment in re.findall("<!--.*?-->", cell.source, re.S)}  # its marks too
+                for comment in HTML_COMMENT.findall(cell.source)}  # its marks too
     return Fingerprints(runs[True] - runs[False],
                         {term for term in terms[True] - terms[False] if _is_telling_term(term)},
                         {stem for stem in stems[True] - stems[False] if len(stem) > 2}, headings,

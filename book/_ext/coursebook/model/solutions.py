@@ -28,8 +28,10 @@ _DIRECTIVE = re.compile(r"\{([\w:-]+)\}")  # a domain's too: `{prf:proof}`
 _MARKER = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({START}|{END})\}}")
 _NESTED = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({SOLUTION}|{START}|{END})\}}",
                      re.MULTILINE)
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
+HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _CODE_SPAN = re.compile(r"(`+)(?s:.+?)(?<!`)\1(?!`)")  # shows a comment as it is
+# Directives whose body is shown as written (code, math): no comment or role is read there.
+_AS_WRITTEN = (None, "code-block", "code-cell", "code", "math")
 
 
 def without_comments(markdown: str) -> str:
@@ -41,10 +43,10 @@ def without_comments(markdown: str) -> str:
         if token.type in ("html_block", "inline") and "<!--" in token.content:
             text = "\n".join(lines[start:end])
             masked = _CODE_SPAN.sub(lambda span: "`" * len(span[0]), text)
-            for found in reversed(list(_COMMENT.finditer(masked))):
+            for found in reversed(list(HTML_COMMENT.finditer(masked))):
                 text = text[:found.start()] + "\n" * found[0].count("\n") + text[found.end():]
             lines[start:end] = text.split("\n")
-        elif _directive(token) not in (None, "code-block", "code-cell", "code", "math"):
+        elif _directive(token) not in _AS_WRITTEN:
             lines[start + 1:end - 1] = without_comments("\n".join(lines[start + 1:end - 1])
                                                         ).split("\n")
     return "\n".join(lines)
@@ -54,7 +56,7 @@ def myst_roles(markdown: str, offset: int = 0) -> Iterator[tuple[str, int]]:
     """Each role in the Markdown as MyST reads it (in a directive's body too; not in code):
     its name and its line (from 0)."""
     for token in _MARKDOWN.parse(markdown):
-        if _directive(token) not in (None, "code-block", "code-cell", "code", "math"):
+        if _directive(token) not in _AS_WRITTEN:
             yield from myst_roles(token.content, offset + token.map[0] + 1)
         elif token.type == "inline":  # its line: in the paragraph's text as written (a code
             at = 0  # span or HTML may go on over a line end)
