@@ -1374,6 +1374,23 @@ def test_cells_that_draw_random_numbers_before_any_seed_are_named(tmp_path, caps
         ("line 24", "torch.randn(2)")], said
 
 
+def test_the_default_generator_and_a_reseeded_one_draw_unseeded():
+    """HR's F1: `generator=None` (the default generator, what a helper passes on), an alias of
+    torch.default_generator and a generator after `g.seed()` (a seed drawn at random) were all
+    taken as seeded; `torch.manual_seed` does not seed a generator of one's own."""
+    import nbformat
+
+    cells = ["import torch\nd = torch.default_generator\ntorch.rand(2, generator=None)",
+             "torch.rand(2, generator=d)",
+             "g = torch.Generator()\ng.seed()\ntorch.manual_seed(0)\ntorch.rand(2, generator=g)",
+             "torch.rand(2, generator=None)\ntorch.rand(2, generator=d)",
+             "g.manual_seed(1)\ntorch.rand(2, generator=g)", "torch.seed()\ntorch.rand(2)"]
+    told = load_tool("import_chapter").unseeded_draws(map(nbformat.v4.new_code_cell, cells))
+    assert [(cells.index(cell.source), line, call) for _, cell, line, call in told] == [
+        (0, 3, "torch.rand(2, generator=None)"), (1, 1, "torch.rand(2, generator=d)"),
+        (2, 4, "torch.rand(2, generator=g)"), (5, 2, "torch.rand(2)")]
+
+
 def test_a_lectures_figures_from_its_own_folder_come_beside_the_chapter(tmp_path, capsys):
     """QuantEcon's lectures show their figures with MyST's `{figure} /_static/...` (the path
     from the lectures' folder, Sphinx's root there): once neither copied nor named, and the

@@ -865,13 +865,14 @@ _TORCH_DRAWS = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "
 
 def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
     """The first call in each code cell that draws a random number (``np.random.randn()``,
-    ``from random import uniform``'s ``uniform()``, ``torch.randn``, not ``torch.randn(2,
-    generator=g)``; a generator made without a seed) before any cell seeds its module: (the
-    module, the cell, the call's line in it, the call). What such a cell prints differs between
-    runs, and two runs that draw alike by chance make accept-outputs take a draw as expected
-    (tools/accept_outputs.py refuses it)."""
-    names: dict[str, str] = {}  # a name the cells bind by importing: what it stands for
-    seeded, told = set(), []
+    ``from random import uniform``'s ``uniform()``, ``torch.randn(2, generator=None)``, not
+    ``torch.randn(2, generator=g)`` of a ``torch.Generator()``, whose seed is fixed unless
+    ``g.seed()`` drew one) before any cell seeds its module: (the module, the cell, the call's
+    line in it, the call). What such a cell prints differs between runs, and two runs that draw
+    alike by chance make accept-outputs take a draw as expected (tools/accept_outputs.py
+    refuses it)."""
+    names: dict[str, str] = {}  # a name the cells import or alias: what it stands for
+    seeded, told = {}, []  # a module is unseeded till seeded; a generator seeded till `.seed()`
     for cell in (cell for cell in cells if cell.cell_type == "code"):
         tree = _python(cell.source)
         for node in ast.walk(tree):
@@ -880,23 +881,35 @@ def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
                     f"{node.module}.{alias.name}" if isinstance(node, ast.ImportFrom)
                     else alias.name if alias.asname else alias.name.partition(".")[0])
                     for alias in node.names})
+            elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                names.pop(node.targets[0].id, None)  # `g = torch.default_generator`: an alias
+                if isinstance(node.value, (ast.Name, ast.Attribute)):
+                    names[node.targets[0].id] = _resolved(node.value, names)
         for call in sorted((node for node in ast.walk(tree) if isinstance(node, ast.Call)),
                            key=lambda node: (node.lineno, node.col_offset)):
-            head, _, rest = ast.unparse(call.func).partition(".")
-            called = f"{names.get(head, head)}.{rest}".rstrip(".")
+            called = _resolved(call.func, names)
             module = next((m for m in SEEDS if called.startswith(f"{m}.")  # not a generator's
                            and "(" not in called), "")  # method: `default_rng(0).normal`
             function = called.rpartition(".")[2]
-            if function in ("seed", "manual_seed"):
-                seeded.add(module)
-            elif module and module not in seeded and (module != "torch" or function in
-                    _TORCH_DRAWS and not any(  # a new torch.Generator's seed is fixed
-                        k.arg == "generator" and "default_generator" not in ast.unparse(k.value)
-                        for k in call.keywords)) and not (
+            generator = next((_resolved(k.value, names) for k in call.keywords
+                              if k.arg == "generator"), "None")
+            drawn_by = generator if module == "torch" and generator not in (
+                "None", "torch.default_generator") else module
+            if function in ("seed", "manual_seed"):  # `seed()` with no value draws a seed
+                seeded[module or called.rpartition(".")[0]] = bool(call.args or call.keywords)
+            elif module and not seeded.get(drawn_by, drawn_by not in SEEDS) and (
+                    module != "torch" or function in _TORCH_DRAWS) and not (
                     function in ("default_rng", "RandomState", "Random") and call.args):
                 told.append((module, cell, call.lineno, ast.unparse(call)))
                 break
     return told
+
+
+def _resolved(node: ast.expr, names: dict[str, str]) -> str:
+    """An expression's text, its first name as what the cells bound it to (`np.random` ->
+    `numpy.random`)."""
+    head, _, rest = ast.unparse(node).partition(".")
+    return f"{names.get(head, head)}.{rest}".rstrip(".")
 
 
 def _unseeded_draws(cells) -> list[str]:
