@@ -1372,6 +1372,18 @@ def test_cells_that_draw_random_numbers_before_any_seed_are_named(tmp_path, caps
     assert re.findall(r"(line \d+) \(`(torch[^`]*)`\)", said) == [
         ("line 20", "torch.randn(2, generator=torch.default_generator)"),
         ("line 24", "torch.randn(2)")], said
+    # A draw in a function's body draws where it is called (rasbt's SelfAttention_v1 draws in
+    # `__init__`, defined above the seed that precedes making it): once told at the definition.
+    lesson = tmp_path / "deferred_draws.md"
+    lesson.write_text(MYST_PLACES.split("The [previous")[0] + "".join(
+        f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in [
+            "import torch\ndef noise():\n    return torch.randn(2)",
+            "class Net:\n    def __init__(self):\n        self.w = noise()\n\nnet = Net()",
+            "class Seeded:\n    def __init__(self):\n        self.w = torch.rand(2)\n\n"
+            "torch.manual_seed(0)\nSeeded()"]))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    said = capsys.readouterr().out
+    assert re.findall(r"(line \d+) \(`([^`]*)`\)", said) == [("line 20", "Net()")], said
 
 
 def test_the_default_generator_and_a_reseeded_one_draw_unseeded():

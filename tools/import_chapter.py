@@ -867,15 +867,21 @@ def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
     """The first call in each code cell that draws a random number (``np.random.randn()``,
     ``from random import uniform``'s ``uniform()``, ``torch.randn(2, generator=None)``, not
     ``torch.randn(2, generator=g)`` of a ``torch.Generator()``, whose seed is fixed unless
-    ``g.seed()`` drew one) before any cell seeds its module: (the module, the cell, the call's
-    line in it, the call). What such a cell prints differs between runs, and two runs that draw
-    alike by chance make accept-outputs take a draw as expected (tools/accept_outputs.py
-    refuses it)."""
+    ``g.seed()`` drew one; a function or class whose body draws, where it is called) before
+    any cell seeds its module: (the module, the cell, the call's line in it, the call). What
+    such a cell prints differs between runs, and two runs that draw alike by chance make
+    accept-outputs take a draw as expected (tools/accept_outputs.py refuses it)."""
     names: dict[str, str] = {}  # a name the cells import or alias: what it stands for
     seeded, told = {}, []  # a module is unseeded till seeded; a generator seeded till `.seed()`
+    effects: dict[str, tuple] = {}  # a function or class: the seed or draw calling it makes
     for cell in (cell for cell in cells if cell.cell_type == "code"):
         tree = _python(cell.source)
+        inside = {}  # a node of a function's body: the name that runs it when called
         for node in ast.walk(tree):
+            for body in node.body if isinstance(node, ast.ClassDef) else [node]:
+                if isinstance(body, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    inside.update({id(sub): node.name for sub in ast.walk(body)
+                                   if id(sub) not in inside})  # the outermost name
             if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
                 names.update({alias.asname or alias.name.partition(".")[0]: (
                     f"{node.module}.{alias.name}" if isinstance(node, ast.ImportFrom)
@@ -887,22 +893,34 @@ def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
                     names[node.targets[0].id] = _resolved(node.value, names)
         for call in sorted((node for node in ast.walk(tree) if isinstance(node, ast.Call)),
                            key=lambda node: (node.lineno, node.col_offset)):
-            called = _resolved(call.func, names)
-            module = next((m for m in SEEDS if called.startswith(f"{m}.")  # not a generator's
-                           and "(" not in called), "")  # method: `default_rng(0).normal`
-            function = called.rpartition(".")[2]
-            generator = next((_resolved(k.value, names) for k in call.keywords
-                              if k.arg == "generator"), "None")
-            drawn_by = generator if module == "torch" and generator not in (
-                "None", "torch.default_generator") else module
-            if function in ("seed", "manual_seed"):  # `seed()` with no value draws a seed
-                seeded[module or called.rpartition(".")[0]] = bool(call.args or call.keywords)
-            elif module and not seeded.get(drawn_by, drawn_by not in SEEDS) and (
-                    module != "torch" or function in _TORCH_DRAWS) and not (
-                    function in ("default_rng", "RandomState", "Random") and call.args):
-                told.append((module, cell, call.lineno, ast.unparse(call)))
+            if not (effect := _random_call(call, names) or effects.get(ast.unparse(call.func))):
+                continue
+            if id(call) in inside:  # SelfAttention's `torch.rand` draws when it is made
+                effects.setdefault(inside[id(call)], effect)
+            elif effect[0] == "seed":
+                seeded[effect[1]] = effect[2]
+            elif not seeded.get(effect[2], effect[2] not in SEEDS):
+                told.append((effect[1], cell, call.lineno, ast.unparse(call)))
                 break
     return told
+
+
+def _random_call(call: ast.Call, names: dict[str, str]) -> tuple | None:
+    """("seed", what it seeds, whether with a value) or ("draw", the module, the generator
+    it draws from) for a call that seeds or draws random numbers."""
+    called = _resolved(call.func, names)
+    module = next((m for m in SEEDS if called.startswith(f"{m}.")  # not a generator's
+                   and "(" not in called), "")  # method: `default_rng(0).normal`
+    function = called.rpartition(".")[2]
+    generator = next((_resolved(k.value, names) for k in call.keywords
+                      if k.arg == "generator"), "None")
+    if function in ("seed", "manual_seed"):  # `seed()` with no value draws a seed
+        return "seed", module or called.rpartition(".")[0], bool(call.args or call.keywords)
+    if module and (module != "torch" or function in _TORCH_DRAWS) and not (
+            function in ("default_rng", "RandomState", "Random") and call.args):
+        return "draw", module, generator if module == "torch" and generator not in (
+            "None", "torch.default_generator") else module
+    return None
 
 
 def _resolved(node: ast.expr, names: dict[str, str]) -> str:
