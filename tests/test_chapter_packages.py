@@ -90,8 +90,11 @@ def test_a_module_whose_drawings_run_a_missing_program_is_refused_at_its_import(
                     "import pydot.core, graphviz", 'print("graphviz")')
     errors = chapter_package_errors(Path("lesson.md"), text)
     assert [(error.line, error.message.split(", which")[0]) for error in errors] == [
-        (text.splitlines().index(line) + 1, "a cell runs `dot`")
+        (text.splitlines().index(line) + 1, "the module imported here draws by running `dot`")
         for line in ("from graphviz import Digraph", "import pydot.core, graphviz")]
+    # HR's F2: the import runs, its drawings fail; taking the line out makes them NameErrors
+    assert errors[0].message.endswith(
+        "Install `dot` where the book is built (apt install graphviz)."), errors[0].message
     (tmp_path / "dot").write_text("#!/bin/sh\n")
     (tmp_path / "dot").chmod(0o755)
     assert chapter_package_errors(Path("lesson.md"), text) == []

@@ -917,12 +917,16 @@ def test_a_cell_that_waits_for_someone_at_the_keyboard_is_told_and_not_held_to_i
     assert [cell_tags(cell) for cell in code[2:5]] == [[], [], ["raises-exception"]]
 
 
-def test_a_command_this_machine_lacks_is_told_before_the_build(tmp_path, capsys):
-    """`!nvidia-smi` (mrdbourke's fundamentals) came in unsaid; the build then stops at it."""
+def test_a_command_this_machine_lacks_is_told_before_the_build(tmp_path, capsys, monkeypatch):
+    """`!nvidia-smi` (mrdbourke's fundamentals) came in unsaid; the build then stops at it. An
+    import whose drawings run `dot` is no line to take out (HR's F2)."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot`
     _, said = _brought_in(tmp_path, capsys, "gpu.py", "# %% [markdown]\n# # GPU\n\n# %%\n"
-                          "print(1)\n\n# %%\n!coursebook-no-such-command -L\n")
+                          "import graphviz\n\n# %%\n!coursebook-no-such-command -L\n")
     assert "line 8: it runs `coursebook-no-such-command`, which this machine lacks (the build " \
            "stops at it): take the line out" in said
+    assert "line 5: a module it imports draws by running `dot`, which this machine lacks (the " \
+           "build stops at it): install `dot` (apt install graphviz)\n" in said, said
 
 
 # A sphinx-gallery script: a comment above its docstring, a heading and a link target that

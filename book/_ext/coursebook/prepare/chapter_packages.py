@@ -32,7 +32,7 @@ _INSTALL_LINE = re.compile(rf"^[ \t]*[!%][ \t]*{_INSTALLER}.*$", re.M)
 _SHELL_CELL = re.compile(r"\A\s*%%(?:bash|sh|script)\b")
 _SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
 # Modules whose drawings run a program pip does not install (graphviz in Karpathy's micrograd:
-# `ExecutableNotFound: failed to execute PosixPath('dot')`).
+# `ExecutableNotFound: failed to execute PosixPath('dot')`); apt's graphviz installs `dot`.
 _PROGRAMS = {"graphviz": "dot", "pydot": "dot"}
 # A line that may hold a shell escape (`!ls`, `files = !ls`) or import one of those modules.
 _MAY_RUN = re.compile(rf"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!|\b(?:{'|'.join(_PROGRAMS)})\b", re.M)
@@ -66,12 +66,12 @@ def decoded(path: Path) -> str | BookError:
                          "UTF-8) and check the text at that place.", path, line)
 
 
-def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
+def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str, bool]]:
     """Each shell escape (``!ls -l``, ``files = !ls``) whose command is not on PATH, which the
     kernels inherit, and each import of a module in ``_PROGRAMS`` whose program is not: (its
-    line, the command). IPython finds the escapes, as the kernel does (a ``!`` in a string is
-    none); a shell cell is left to its shell; a word with ``{$/=`` is not looked up, nor is an
-    installer (refused as such)."""
+    line, the command, whether an import's drawings run it). IPython finds the escapes, as the
+    kernel does (a ``!`` in a string is none); a shell cell is left to its shell; a word with
+    ``{$/=`` is not looked up, nor is an installer (refused as such)."""
     found = []
     for cell in notebook.cells:
         if cell.cell_type != "code" or not _MAY_RUN.search(cell.source):
@@ -84,7 +84,7 @@ def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
             continue  # the kernel says where
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                found += [(cell_line(cell, node.lineno - 1), program) for program in {
+                found += [(cell_line(cell, node.lineno - 1), program, True) for program in {
                     _PROGRAMS.get((getattr(node, "module", None) or a.name).partition(".")[0])
                     for a in node.names} if program and shutil.which(program) is None]
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -96,7 +96,7 @@ def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str]]:
             command = (line.split() or [""])[0].rstrip(";|&")
             if command and command not in _SHELL_BUILTINS and not re.search(r"[{$/=]", command) \
                     and not re.match(rf"\s*{_INSTALLER}", line) and shutil.which(command) is None:
-                found.append((cell_line(cell, node.lineno - 1), command))
+                found.append((cell_line(cell, node.lineno - 1), command, False))
     return found
 
 
@@ -140,11 +140,14 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
         for found in (_SHELL_INSTALL_LINE if _SHELL_CELL.match(cell.source)
                       else _INSTALL_LINE).finditer(cell.source)]
     if recording_name(notebook) is None:  # a recorded chapter's cells run on its machines
-        errors += [BookError(
+        errors += [BookError((
+            f"the module imported here draws by running `{command}`, which the machine that "
+            "builds the book lacks (not on PATH): each drawing would show its error. Install "
+            f"`{command}` where the book is built (apt install graphviz)." if drawn else
             f"a cell runs `{command}`, which the machine that builds the book lacks (not on "
-            "PATH): the cell would show its error (the shell's 'command not found', graphviz's "
-            f"`ExecutableNotFound`), not its output. Take the line out, or install `{command}` "
-            "where the book is built.", path, line) for line, command in missing_commands(notebook)]
+            "PATH): the cell would show the shell's 'command not found', not its output. Take "
+            f"the line out, or install `{command}` where the book is built."), path, line)
+            for line, command, drawn in missing_commands(notebook)]
     errors += [BookError(f"{where} 'coursebook: packages' declares {why}: run `{COMMAND}`.",
                          path, top_matter_line(text, "coursebook", "packages"))
                for requirement in declared_packages(notebook.metadata)
