@@ -122,6 +122,32 @@ def test_an_overfull_box_is_named_at_the_heading_of_its_section(tmp_path):
     assert intro == overfull[1]  # before any heading of its document: the file alone
 
 
+def test_a_chapter_in_a_folder_is_found_by_its_labels_and_its_doctree(tmp_path):
+    """A chapter in a folder (`part/ch`): where it starts and where its section starts are
+    read by one label pattern, its box's line and its cell's output by one doctree reader
+    (HR's F19: two of each)."""
+    from pdf_checks import locate_chapters
+
+    document = new_document("part/ch.md")
+    document += nodes.section("", nodes.title("", "Wide"), ids=["wide"])
+    document[0][0].line = 7
+    document += nodes.container("", nodes.container("", nodes.Text("你"),
+                                                    nb_element="cell_code_output"),
+                                nb_element="cell_code")
+    document[1].line = 9
+    (tmp_path / "part").mkdir()
+    (tmp_path / "part" / "ch.doctree").write_bytes(pickle.dumps(document))
+    tex = tmp_path / "book.tex"
+    tex.write_text("\\label{\\detokenize{part/ch::doc}}\n\\section{Wide}"
+                   "\\label{\\detokenize{part/ch:wide}}\nbox\n", encoding="utf8")
+    [box] = locate_chapters([Problem("Overfull", tex_line=3)], tmp_path / "book.pdf",
+                            tmp_path / "book.aux", tex, lambda doc: f"book/{doc}.md")
+    box, character = locate_characters([box, Problem("no font has it", character="你")], None,
+                                       lambda doc: tmp_path / f"{doc}.md", tmp_path, tex)
+    assert str(box).startswith("book/part/ch.md:7: Overfull"), box
+    assert character.chapter.endswith("part/ch.md:9"), character
+
+
 def test_a_letter_in_math_is_told_to_be_written_as_its_latex_command(tmp_path):
     """QuantEcon's lecture-jax writes `$$ s = 0.2, \\quad α = 0.5 $$`: lualatex found no α in
     cmmi10 (TeX's math font, whatever the text fonts), and the build said no font of the PDF

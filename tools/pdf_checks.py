@@ -93,10 +93,14 @@ def check_pdf(pdf: Path, log: Path) -> list[Problem]:
     return overflowing_words(pdf) + log_problems(log) + unembedded_fonts(pdf)
 
 
+# Sphinx's label of a place in a document: (docname, target); a document's start's: ``:doc``.
+_LABEL = re.compile(r"\\label\{\\detokenize\{([^{}:]+):(:?[^{}]+)\}\}")
+
+
 def document_starts_on_lines(tex: Path) -> list[tuple[int, str]]:
     lines = tex.read_text(encoding="utf8", errors="replace").splitlines()
-    return [(number, match.group(1)) for number, line in enumerate(lines, start=1)
-            for match in [re.search(r"\\label\{\\detokenize\{([^{}]+)::doc\}\}", line)] if match]
+    return [(number, doc) for number, line in enumerate(lines, start=1)
+            for doc, target in _LABEL.findall(line) if target == ":doc"]
 
 
 def _document_starts_on_pages(pdf: Path, aux: Path,
@@ -163,10 +167,13 @@ def _in_source(character: str, path: Path) -> tuple[str, str] | None:
             "the chapter's text holds")
 
 
-def _in_outputs(character: str, path: Path, doctree: Path) -> tuple[str, str] | None:
-    if not doctree.is_file():
-        return None
-    document = pickle.loads(doctree.read_bytes())  # as Sphinx wrote it, in this build
+def _doctree(doctrees: Path, doc: str) -> nodes.document | None:
+    """A document's doctree as Sphinx wrote it, in this build; None where there is none."""
+    path = doctrees / f"{doc}.doctree"
+    return pickle.loads(path.read_bytes()) if path.is_file() else None
+
+
+def _in_outputs(character: str, path: Path, document: nodes.document) -> tuple[str, str] | None:
     for cell in document.findall(nodes.container):
         parts = {part.get("nb_element"): part.astext() for part in cell.children
                  if isinstance(part, nodes.container)}
@@ -191,17 +198,13 @@ def _in_tex(character: str, tex: Path, source_of: Callable[[str], Path]) -> tupl
     return str(shown_path(source_of(docname))), "a part the build adds holds"
 
 
-_LABEL = re.compile(r"\\label\{\\detokenize\{([^{}:]+):(:?[^{}]+)\}\}")
-
-
 def line_of_section(tex_lines: list[str], number: int, doctrees: Path) -> int | None:
     """The author's line of the heading (or other labelled place) the ``.tex`` line
     ``number`` comes after, read from its document's doctree: an overfull box's place."""
     for tex_line in reversed(tex_lines[:number]):
         for doc, target in reversed(_LABEL.findall(tex_line)):
-            if target.startswith(":") or not (doctrees / f"{doc}.doctree").is_file():
+            if target.startswith(":") or (document := _doctree(doctrees, doc)) is None:
                 return None  # the document's start: before any heading of it
-            document = pickle.loads((doctrees / f"{doc}.doctree").read_bytes())
             node = next((n for n in document.findall(nodes.Element) if target in n["ids"]), None)
             return next((n.line for n in node.findall(nodes.Element) if n.line), None) \
                 if node else None
@@ -221,8 +224,8 @@ def locate_characters(problems: list[Problem], docnames: Iterable[str] | None,
     for problem in problems:
         if problem.character:
             places = chain((_in_source(problem.character, source_of(doc)) for doc in docnames),
-                           (_in_outputs(problem.character, source_of(doc),
-                                        doctrees / f"{doc}.doctree") for doc in docnames))
+                           (_in_outputs(problem.character, source_of(doc), document)
+                            for doc in docnames if (document := _doctree(doctrees, doc))))
             place = next(filter(None, places), None) or _in_tex(problem.character, tex, source_of)
             at.setdefault((place, problem.in_math), []).append(problem.character)
     fallbacks = ", ".join(font.family for font in FALLBACK_FONTS)
