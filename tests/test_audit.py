@@ -289,6 +289,20 @@ def test_an_answer_pasted_into_the_exercise_cell_is_found(tmp_path):
     assert _overlaps(tmp_path, planted, allowed) == []
 
 
+def test_an_answer_line_is_found_in_visible_code_in_its_own_case_only(tmp_path):
+    """Code's case is its own: an answer's `Tiny_answer_value = ...` in visible code as
+    `tiny_answer_value = ...` is another line, once told as a copy; in its own case it is one,
+    and an allowance (its words lower-cased, as prose's) covers it."""
+    answered = (TINY_BOOK / "chapter.md").read_text().replace("tiny_answer_value",
+                                                               "Tiny_answer_value")
+    shown = "print((weights * 3).grad_fn)\n"  # the visible cell above the answer
+    line = ANSWER_CODE.replace("tiny", "Tiny")
+    assert _overlaps(tmp_path, answered.replace(shown, f"{shown}{ANSWER_CODE}\n")) == []
+    [overlap] = _overlaps(tmp_path, planted := answered.replace(shown, f"{shown}{line}\n"))
+    assert planted.splitlines()[overlap.visible.line - 1] == line
+    assert _overlaps(tmp_path, planted, f'[[allow]]\npassage = "{line}"\nwhy = "a stub"\n') == []
+
+
 # The lines of QuantEcon's lecture-python-intro lectures/linear_equations.md (b9316aa) that
 # stopped its student build: its solutions import and plot as its worked examples do. The
 # transpose is ours: an argument-less call of no imported name, the answer's own work.

@@ -47,12 +47,12 @@ _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": 
                          "\u00a0": " ", "¶": " "})
 
 
-def fingerprint_words(text: str) -> list[str]:
-    """Lower-cased words, without the markup that differs between source and page."""
+def fingerprint_words(text: str, lower: bool = True) -> list[str]:
+    """Words (lower-cased: prose's), without the markup that differs between source and page."""
     text = html.unescape(text).translate(_QUOTES)
     text = re.sub(r"[`*]", "", text)
     # Punctuation counts as words of its own, so one short line of code is many words.
-    return re.findall(r"\w+|[^\w\s]", text.lower())
+    return re.findall(r"\w+|[^\w\s]", text.lower() if lower else text)
 
 
 def _markdown_as_shown(source: str) -> str:
@@ -314,7 +314,10 @@ _BARE_CALL = re.compile(r"\s*(?:[\w\s,]+=\s*)?(\w+)([\w.]*)\(\s*\)\s*;?\s*(?:#.*
 
 def _code_lines(cell, imported: set[str]) -> list[str]:
     # A trailing comment is no part of the line: an answer pasted with one added is found.
-    tokens = (fingerprint_words(re.sub(r"\s#.*", "", line)) for line in cell.source.splitlines()
+    # Code's case is its own: `X = w @ x` is not `x = w @ x` (its passage is told, and
+    # allowed, lower-cased, as prose's).
+    tokens = (fingerprint_words(re.sub(r"\s#.*", "", line), lower=False)
+              for line in cell.source.splitlines()
               if cell.cell_type == "code" and not line.strip().startswith("#")
               and not _IMPORT.fullmatch(line)
               and not ((call := _BARE_CALL.fullmatch(line)) and call[1] in imported
@@ -374,7 +377,7 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
             return next((shown for shown in index.get(key, ()) if shown is not exercise), None)
         shared = [(run, at(prose, run) or (at(code, run) if is_prose else None), "")
                   for run in runs]
-        shared += [(tuple(line.split()), at(exact, line), line) for line in code_lines]
+        shared += [(tuple(line.lower().split()), at(exact, line), line) for line in code_lines]
         shared += [(tuple(fingerprint_words(value)), at(exact, value), value)
                    for value in sorted(cell_values)]
         for run, visible, key in shared:
