@@ -38,12 +38,15 @@ extensions = [
     # Exercises and solutions; a solution is an answer (coursebook/model/solutions.py).
     "sphinx_exercise",
     "sphinxcontrib.bibtex",
+    # "coursebook" also loads sphinx_proof (theorems, proofs: coursebook/prepare/proofs.py).
 ]
 # {cite} in a chapter, whose {bibliography} lists what it cites (docs/authoring.md): one
 # bibliography for the book (sphinxcontrib-bibtex reads it relative to this folder).
 bibtex_bibfiles = ["book/references.bib"]
 # Numbered figures, tables and exercises; {numref} names them by number.
 numfig = True
+# No "Proof Index" page (sphinx-proof's): it lists theorems by their labels (thm-chain).
+html_domain_indices = latex_domain_indices = False
 # MathJax served with the book, so that math renders offline too: the files the
 # sphinx-mathjax-offline package ships, copied by coursebook/render/html_pages.py.
 mathjax_path = "mathjax/tex-chtml.js"

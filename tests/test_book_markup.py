@@ -26,7 +26,17 @@ CHAPTER = TOP.format(
     extra="mystnb:\n  number_source_lines: true\n  execution_in_temp: true\n") + """
 # Exercises
 
-Gradients follow the chain rule {cite}`rumelhart1986`, as {numref}`fig-arrow` shows.
+Gradients follow the chain rule {cite}`rumelhart1986`, as {numref}`fig-arrow` shows
+and {prf:ref}`thm-chain` states.
+
+:::{prf:theorem} Chain rule
+:label: thm-chain
+The derivative of $f(g(x))$ is $f'(g(x))\\,g'(x)$.
+:::
+
+:::{prf:proof}
+The basalt orchard argument: a change of $x$ moves $g$, which moves $f$.
+:::
 
 ```{figure} arrow.svg
 :name: fig-arrow
@@ -39,10 +49,14 @@ An arrow from the loss back to the weights.
 Double the tensor `torch.ones(2)`.
 :::
 
-:::{solution} ex-double
+::::{solution} ex-double
 :class: dropdown
 Multiply it by two: the quartzite heron answers the doubling exercise.
+
+:::{prf:proof}
+The obsidian ferry shows twice a tensor doubles each of its elements.
 :::
+::::
 
 Now {numref}`ex-code` asks for code.
 
@@ -85,7 +99,7 @@ BIBLIOGRAPHY = """@article{rumelhart1986,
 }
 """
 
-ANSWER_WORDS = ("quartzite heron", "saffron lighthouse", "gated answer")
+ANSWER_WORDS = ("quartzite heron", "obsidian ferry", "saffron lighthouse", "gated answer")
 
 
 def _cells(text: str):
@@ -95,7 +109,7 @@ def _cells(text: str):
 def test_a_solution_is_read_as_answer_cells_and_the_text_around_it_is_not():
     cells = _cells(CHAPTER)
     answers = [source for _, answer, source in cells if answer]
-    assert answers[0].startswith(":::{solution} ex-double") and answers[0].endswith(":::")
+    assert answers[0].startswith("::::{solution} ex-double") and answers[0].endswith("::::")
     # The gated solution: its start, its prose, its code cell and its end, all answers.
     assert [kind for kind, answer, _ in cells if answer] == ["markdown"] * 3 + ["code", "markdown"]
     assert answers[1].startswith("````{solution-start}")
@@ -165,24 +179,27 @@ def test_a_cell_that_needs_the_answers_is_shown_not_run_in_the_student_edition()
 
 
 def test_a_role_of_a_domain_the_book_lacks_is_named_at_its_line():
-    """NTNU's ODE lecture cross-references with sphinx-proof's `{prf:ref}` (in an exercise's
-    text too): Sphinx said `unknown role name: prf:ref`, naming no file or line, and read it
-    as `{ref}`. A role shown as code is none (HR's F15); one in a domain's directive is one."""
+    """NTNU's ODE lecture cross-referenced with sphinx-proof's `{prf:ref}` before the book
+    added it; a role of a domain still missing (sphinxcontrib-matlabdomain's `{mat:func}`, in
+    an exercise's text too): Sphinx says `unknown role name`, naming no file or line, and
+    reads it as the standard domain's role. A role shown as code is none (HR's F15); one in a
+    domain's directive is one; the chapter's `{prf:ref}` is none."""
     from coursebook.prepare.chapters import unknown_domain_roles
 
     chapter = CHAPTER.replace("Now {numref}`ex-code` asks for code.",
-                              "Now {prf:ref}`ex-code` asks, as {py:func}`print` does (the role "
-                              "`` {prf:ref}`x` `` quoted).\n\n```md\n{prf:ref}`shown`\n```\n\n"
-                              "Again,\n{prf:ref}`ex-double`.\n\n:::{prf:remark}\nSee "
-                              "{prf:ref}`ex-code`.\n:::\n\nUse `a code\nspan` and\nthen "
-                              "{prf:ref}`ex-code`.").replace(
-                                  "Double the tensor", "As {prf:ref}`ex-code`, double the tensor")
-    problems = unknown_domain_roles(read_chapter(chapter), "chapter.md", {"py", "std"}.__contains__)
+                              "Now {mat:func}`ex-code` asks, as {py:func}`print` does (the role "
+                              "`` {mat:func}`x` `` quoted).\n\n```md\n{mat:func}`shown`\n```\n\n"
+                              "Again,\n{mat:func}`ex-double`.\n\n:::{prf:remark}\nSee "
+                              "{mat:func}`ex-code`.\n:::\n\nUse `a code\nspan` and\nthen "
+                              "{mat:func}`ex-code`.").replace(
+                                  "Double the tensor", "As {mat:func}`ex-code`, double the tensor")
+    problems = unknown_domain_roles(read_chapter(chapter), "chapter.md",
+                                    {"py", "std", "prf"}.__contains__)
     lines = chapter.splitlines()
     assert [lines[problem.line - 1][:12] for problem in problems] == [
-        "As {prf:ref}", "Now {prf:ref", "{prf:ref}`ex", "See {prf:ref", "then {prf:re"]
+        "As {mat:func", "Now {mat:fun", "{mat:func}`e", "See {mat:fun", "then {mat:fu"]
     assert str(problems[0]).startswith("chapter.md:") and "no extension of the book adds the " \
-        "`prf` domain's roles: write it with MyST's own (`{ref}`, `{numref}`) or as text" \
+        "`mat` domain's roles: write it with MyST's own (`{ref}`, `{numref}`) or as text" \
         in str(problems[0]), str(problems[0])
 
 
@@ -206,18 +223,24 @@ def _build(src: Path, conf: Path, out: Path, *tags: str) -> subprocess.Completed
     return run_sphinx(command)
 
 
-@pytest.mark.slow
-def test_exercises_citations_and_numbered_figures_build_and_no_solution_reaches_students(
-        tmp_path):
+def _book_with(tmp_path: Path, chapter: str) -> tuple[Path, Path]:
+    """The tiny book with ``chapter`` as its page exercises.md: its sources and conf folder."""
     src = tmp_path / "src"
     shutil.copytree(TINY_BOOK, src)
-    (src / "exercises.md").write_text(CHAPTER, encoding="utf8")
+    (src / "exercises.md").write_text(chapter, encoding="utf8")
     (src / "arrow.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="40" '
                                    'height="10"><path d="M0 5h35" stroke="black"/></svg>')
     (src / "index.md").write_text((src / "index.md").read_text().replace(
         "chapter\n", "chapter\nexercises\n"))
     (tmp_path / "refs.bib").write_text(BIBLIOGRAPHY)
-    conf = book_conf_with(tmp_path / "conf", f"bibtex_bibfiles = [{str(tmp_path / 'refs.bib')!r}]")
+    return src, book_conf_with(tmp_path / "conf",
+                               f"bibtex_bibfiles = [{str(tmp_path / 'refs.bib')!r}]")
+
+
+@pytest.mark.slow
+def test_exercises_citations_and_numbered_figures_build_and_no_solution_reaches_students(
+        tmp_path):
+    src, conf = _book_with(tmp_path, CHAPTER)
     # Accepting writes the expected outputs the new chapter lacks; the student edition first.
     builds = {edition: _build(src, conf, tmp_path / edition, *tags)
               for edition, tags in (("student", ()), ("instructor", ("instructor",)))}
@@ -225,9 +248,12 @@ def test_exercises_citations_and_numbered_figures_build_and_no_solution_reaches_
         assert build.returncode == 0, f"{edition}:\n{(build.stdout + build.stderr)[-3000:]}"
     student = (tmp_path / "student" / "html" / "exercises.html").read_text()
     instructor = (tmp_path / "instructor" / "html" / "exercises.html").read_text()
-    # {cite} and {numref} resolved: the citation's label and the figure's number.
-    for page in (student, instructor):
+    # {cite}, {numref} and {prf:ref} resolved: the citation's label, the figure's and the
+    # theorem's numbers; a proof outside the answers is the lecture's (both editions).
+    for edition, page in (("student", student), ("instructor", instructor)):
         assert "Rumelhart" in page and "Fig. 1" in page and "Exercise 2" in page
+        assert page.count("Theorem 1") == 2 and "basalt orchard" in page
+        assert not list((tmp_path / edition / "html").glob("prf-*.html"))  # no Proof Index
         assert "linenos" in page  # the chapter's own number_source_lines
     # Its own execution_in_temp: the file a cell wrote is not left in the book's sources.
     assert not list(src.rglob("written-by-a-cell.txt"))
@@ -239,6 +265,24 @@ def test_exercises_citations_and_numbered_figures_build_and_no_solution_reaches_
     # The instructor's: every solution, each boxed as an answer.
     assert all(words in instructor for words in ANSWER_WORDS)
     assert instructor.count(ANSWER_CLASS) >= 2
+
+
+@pytest.mark.slow
+def test_a_proof_reference_to_what_only_an_answer_holds_stops_the_student_edition_at_its_line(
+        tmp_path):
+    """sphinx-proof's own warning named `exercises.rst`, and no line (a parallel read, the
+    book's, stopped at the first `{prf:...}` until the book gave its domain a merge)."""
+    chapter = CHAPTER.replace(":::{prf:proof}\nThe obsidian", ":::{prf:lemma}\n:label: lem-twice\n"
+                              "Twice is a sum.\n:::\n\n:::{prf:proof}\nThe obsidian").replace(
+        "Now {numref}`ex-code` asks", "After {prf:ref}`lem-twice`, {numref}`ex-code` asks")
+    src, conf = _book_with(tmp_path, chapter)
+    build = _build(src, conf, tmp_path / "student")
+    line = chapter.splitlines().index("After {prf:ref}`lem-twice`, {numref}`ex-code` asks for "
+                                      "code.") + 1
+    assert build.returncode != 0
+    assert (f"exercises.md:{line}: ERROR: {{prf:ref}}`lem-twice`: nothing in this edition is "
+            "labelled `lem-twice` (the student edition has no answers, nor what they hold)"
+            in build.stderr), build.stderr[-3000:]
 
 
 def test_a_gated_solution_written_with_a_space_before_its_brace_is_one_too():

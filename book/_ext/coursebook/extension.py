@@ -25,6 +25,7 @@ from coursebook.prepare.answer_space import setup_answer_space
 from coursebook.prepare.chapters import (edition_of, leave_out_plain_scripts,
                                          name_the_authors_lines, prepare_edition_source)
 from coursebook.prepare.editions import Edition, box_code_answers
+from coursebook.prepare.proofs import setup_proofs
 from coursebook.process import freeze_long_lived_objects
 from coursebook.process.interrupt import stop_cleanly_on_interrupt
 from coursebook.process.next_build import (keep_config_as_given, mark_finished, mark_unfinished,
@@ -127,6 +128,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
         app.connect("build-finished", hook)
     app.connect("build-finished", mark_finished, priority=1000)  # last: after the hooks above
     setup_answer_space(app)
+    setup_proofs(app)
     setup_handouts(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1",
             "env_version": extension_version()}

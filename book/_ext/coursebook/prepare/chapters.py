@@ -195,7 +195,7 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
 
 def unknown_domain_roles(notebook: nbformat.NotebookNode, source_path: str,
                          has_domain: Callable[[str], bool]) -> list[BookError]:
-    """Each role of a domain no extension of the book adds (`{prf:ref}`: sphinx-proof's):
+    """Each role of a domain no extension of the book adds (`{mat:func}`, MATLAB's):
     Sphinx says so naming no place, and reads it as the standard domain's role of that name."""
     return [BookError(f"`{{{name}}}`: no extension of the book adds the `{name.split(':')[0]}` "
                       "domain's roles: write it with MyST's own (`{ref}`, `{numref}`) or as text",

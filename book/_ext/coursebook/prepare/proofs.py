@@ -1,0 +1,30 @@
+"""Theorems, definitions and proofs with sphinx-proof (`{prf:theorem}`, `{prf:proof}`,
+`{prf:ref}`), as the courses brought in write them: a proof is content unless the chapter
+marks it an answer (docs/authoring.md)."""
+
+from __future__ import annotations
+
+from sphinx.application import Sphinx
+from sphinx_proof.domain import ProofDomain
+
+from coursebook.reporting import report
+
+
+class _ProofDomain(ProofDomain):
+    def merge_domaindata(self, docnames, otherdata) -> None:
+        """None to merge: its labels are ``env.proof_list`` (merged by sphinx-proof's own
+        env-merge-info hook), but without this a parallel read (`-j`) stops."""
+
+    def resolve_xref(self, env, fromdocname, builder, typ, target, node, contnode):
+        # sphinx-proof's own warning names no line, and the page as `.rst`.
+        if node.get("refdomain") == self.name and target not in getattr(env, "proof_list", {}):
+            report(f"{{prf:ref}}`{target}`: nothing in this edition is labelled `{target}` "
+                   "(the student edition has no answers, nor what they hold): label a theorem "
+                   "outside the answers, or refer to it from an answer", node, "proof")
+            return None
+        return super().resolve_xref(env, fromdocname, builder, typ, target, node, contnode)
+
+
+def setup_proofs(app: Sphinx) -> None:
+    app.setup_extension("sphinx_proof")
+    app.add_domain(_ProofDomain, override=True)
