@@ -766,3 +766,35 @@ def test_what_a_check_shows_students_is_never_an_answers_alone(book_fingerprints
                   for cell in read_chapter(text).cells for check in cell_checks(cell)}
     assert "0.005" in tolerances
     assert not tolerances & book_fingerprints.short
+
+
+def test_an_answer_quoting_what_the_student_edition_prints_is_no_leak(tmp_path):
+    """rasbt's ch03 solutions quote, as their output, a line the chapter's own cell prints
+    (`context_vecs.shape: torch.Size([2, 6, 2])`): the build passed and `make audit` called the
+    printed line on the student page a leak. The student edition's expected outputs are
+    visible text; an answer's own output, expected for the instructor edition only, is not."""
+    from importlib import metadata
+
+    from coursebook.verify.expectations import entry_lines, expectations_path
+
+    book = tmp_path / "book"
+    book.mkdir()
+    top = (TINY_BOOK / "chapter.md").read_text().split("\n---\n")[0] + "\n---\n"
+    printed = "tensor([1.], grad_fn=<CatBackward0>)\nsummed_vec.shape: torch.Size([2, 6, 2])"
+    answer_print = "answer_vec = tensor([3.], grad_fn=<AddBackward0>) from answer_cell.shape"
+    (book / "chapter.md").write_text(
+        top + "# Lab\n\n```{code-cell} ipython3\nprint(summed_vec)\n```\n\n"
+        "+++ {\"tags\": [\"answer\"]}\n\nThe result:\n\n```\n" + printed + "\n```\n\n"
+        "```{code-cell} ipython3\n:tags: [answer]\nshow(answer_vec)\n```\n\n"
+        "+++ {\"tags\": [\"answer\"]}\n\n`" + answer_print + "`\n")
+    expected = expectations_path(book / "expected", metadata.version("torch"), "chapter")
+    expected.parent.mkdir(parents=True)
+    expected.write_text("\n".join(entry_lines("cell", "aaaaaaaa", printed, first="print") + entry_lines(
+        "cell", "bbbbbbbb", answer_print, edition="instructor", first="show")) + "\n")
+    build = _clean_build(tmp_path / "out")
+    (build / "html" / "chapter.html").write_text(f"<pre>{printed}</pre>")
+    found = chapter_fingerprints(book)
+    assert audit_build(build, found) == []
+    (build / "html" / "chapter.html").write_text(f"<pre>{answer_print}</pre>")
+    [leak] = audit_build(build, found)  # the answer's own output is still an answer's
+    assert leak.path.name == "chapter.html", leak

@@ -36,6 +36,7 @@ from coursebook.model.notebooks import (
 from coursebook.model.solutions import HTML_COMMENT, without_comments
 from coursebook.model.toml_files import TomlFile, read_toml
 from coursebook.reporting import report, report_book_error
+from coursebook.verify.expectations import read_expectations
 
 FINGERPRINT_RUN = 8
 CODE_LINE_WORDS = 4  # an answer line this long or longer, found in visible code, is a copy
@@ -137,6 +138,10 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
     visible += ["\n".join(form(cell) for cell in cells if not is_answer(cell))
                 for cells in notebooks
                 for form in (_cell_text, lambda cell: without_comments(cell.source))]
+    # What the student edition prints is visible: rasbt's solutions quote the chapter's
+    # output (`context_vecs.shape: torch.Size([2, 6, 2])`): `make audit` called it a leak.
+    visible += [text for path in sorted(book_dir.glob("expected/torch-*/**/*.txt"))
+                for text in read_expectations(path).by_edition["student"].values()]
     # A check's question and tolerance, stated on its answer's cell, are shown to students
     # in the download's check cell: visible, never an answer's alone.
     visible += [f"{check.ask} {check.tolerance!r}" for cell in chapter_cells
