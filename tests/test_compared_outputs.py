@@ -11,7 +11,8 @@ import nbformat
 import pytest
 
 from coursebook.page_state import CellOutput
-from coursebook.verify.chapter_checks import compared_account, patterns_alone, verified_against
+from coursebook.verify.chapter_checks import (compared_account, patterns_alone, verified_against,
+                                              versions_not_recorded)
 from coursebook.verify.expectations import read_expectations, shown_text
 
 HTML_REPR = "<IPython.core.display.HTML object>"
@@ -128,6 +129,10 @@ def test_outputs_are_verified_against_the_declared_packages_too():
     assert verified_against("2.13.0+cpu", notebook) == \
         f"torch 2.13.0, nbformat {nbformat.__version__}"
     assert verified_against("2.13.0+cpu", None) == "torch 2.13.0"
+    # Another torch's file holds its run's key as a digest: the names, no versions (it said
+    # 'verified too against torch 2.14.1' alone)
+    assert versions_not_recorded(notebook) == ", with nbformat at versions not recorded"
+    assert versions_not_recorded(None) == ""
 
 
 @pytest.mark.slow
@@ -185,7 +190,8 @@ def test_a_figure_not_compared_is_named_by_the_build_and_never_passes_pytest_boo
         "another release may print some of them differently.")
     page = BeautifulSoup((tmp_path / "out" / "html" / "chapter.html").read_text(), "html.parser")
     assert page.select_one("p.verified-on").get_text() == account.format(" (this build)") + \
-        "; verified too against torch 2.14.1. See what changed between torch versions."
+        "; verified too against torch 2.14.1, with nbformat at versions not recorded. See what " \
+        "changed between torch versions."
     # the student edition's items (the edition the build accepted), with the skips' reasons
     monkeypatch.setenv("PYTEST_ADDOPTS", "-rs -k student")
     tested = _pytest_book(tiny_book, f"nb_execution_cache_path = {str(cache)!r}")

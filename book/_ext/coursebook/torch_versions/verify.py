@@ -34,7 +34,7 @@ from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
 from coursebook.torch_versions.model import verified_versions
 from coursebook.verify.chapter_checks import (code_cells, compared_account, patterns_alone,
-                                               verified_against)
+                                               verified_against, versions_not_recorded)
 from coursebook.verify.expectations import (
     EDITIONS,
     ExpectationsError,
@@ -222,7 +222,8 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
                                          patterns_alone(here, edition_of(app).value))
         against = verified_against(running, state.notebook)
         text = f"{counted} against {against} (this build){left}" + (
-            f"; verified too against {', and '.join(also)}" if also else "")
+            f"; verified too against {', and '.join(also)}{versions_not_recorded(state.notebook)}"
+            if also else "")
         notes = [nodes.paragraph("", "", nodes.Text(f"{text}. See "),
                                  _link(CHANGES_LABEL, "what changed between torch versions"),
                                  nodes.Text("."), classes=["verified-on"])]

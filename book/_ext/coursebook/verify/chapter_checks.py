@@ -330,6 +330,12 @@ def verified_against(torch: str, notebook: nbformat.NotebookNode | None) -> str:
         f"{name} {version}" for name, version in in_key(notebook, PACKAGE).items())])
 
 
+def versions_not_recorded(notebook: nbformat.NotebookNode | None) -> str:
+    """Another run's declared packages: its file holds no versions (of its key, a digest)."""
+    names = ", ".join(in_key(notebook, PACKAGE))
+    return f", with {names} at versions not recorded" if names else ""
+
+
 def patterns_alone(expectations: Expectations | None, edition: str) -> set[str]:
     """The edition's entries marked ``(varies)`` that are marks alone (`<number>`): any output
     matches them (an empty one only an empty output)."""
