@@ -650,6 +650,37 @@ def test_a_cell_reading_what_only_an_answer_defines_is_told_to_need_the_answers(
         ("k + f(k)", "f"), ("twice = f(2)", "f"), ("print(twice)", "twice")], said
 
 
+@pytest.mark.parametrize("answered", [False, True])
+def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path, capsys,
+                                                                       answered):
+    """udlbook's Chap06/6_2 leaves `compute_loss` to the student (`# TODO`, `return 0`) and
+    prints it in the next cell: the tool said nothing, so the student page showed the
+    blank's 0 as verified, and no answer was asked for. A cell that calls the blank, or a
+    def that does, is told; a parameter of the blank's name is not the blank. Without
+    answers, the tool asks for them, tagged as completing each exercise."""
+    import nbformat
+
+    sources = ["import math", "def area(r):\n    # TODO -- the circle's area\n    return 0",
+               "print(area(2))", "def doubled(r):\n    return 2 * area(r)",
+               "def apply(area):\n    return area(1)", "shown = apply(abs)", "print(doubled(1))",
+               "print(shown, math.pi)", "print(len(area.__name__))"]
+    cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    if answered:
+        cells.insert(2, nbformat.v4.new_code_cell("def area(r):\n    return math.pi * r ** 2",
+                                                  metadata={"tags": ["answer"]}))
+    said = _brought_in(tmp_path, capsys, "blanks.ipynb",
+                       nbformat.writes(nbformat.v4.new_notebook(cells=cells)))[1]
+    at = 2 + answered  # the answer's cell, where there is one, shifts those below it
+    told = re.findall(r"cell (\d+), line (\d+): `(\w+)` is, or calls, what the student writes at "
+                      r"cell (\d+) \(a `TODO`\), which the student edition runs blank", said)
+    assert told == [(str(at + 1), "1", "area", "2"), (str(at + 5), "1", "doubled", "2"),
+                    (str(at + 7), "1", "area", "2")], said
+    asked = re.findall(r"the lesson leaves exercises to the student \(a `TODO`: (.*?)\) and "
+                       r"gives no answer: after each, write its answer as a code cell tagged "
+                       r"`answer` and `completes-exercise`", said)
+    assert asked == ([] if answered else ["cell 2"]), said
+
+
 def test_a_book_folder_without_its_index_is_refused_in_one_line(tmp_path, capsys):
     """`--book` naming a folder without index.md ended in a FileNotFoundError traceback, after
     the lesson had been read; nothing is written."""

@@ -44,7 +44,8 @@ A lesson whose kernel runs another language than Python (an R notebook) is refus
 Left to the author, and listed: the packages to declare (those the install lines named,
 and the modules the cells import that the book's environment lacks), the lesson's own
 modules the cells import, a cell that reads a name only a later cell defines (a lesson saved
-after running its cells out of order), the cells that draw random numbers before any seed,
+after running its cells out of order), the cells that draw random numbers before any seed, the cells that run an
+exercise's blank (a ``TODO``) or need an answer, to tag ``needs-answers``,
 a cell showing the folder the cells run in (``%pwd``) or a time taken (``%timeit``): each
 differs between runs, a path out of that folder (``"../saved_models"``: what the cells write
 there stays), a module that shows widgets (``tqdm.notebook``: never compared),
@@ -139,6 +140,7 @@ _OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
 # build compares none (coursebook.verify.expectations.shown_text).
 _WIDGETS = re.compile(r"ipywidgets|tqdm\.(?:notebook|auto|tqdm_notebook)")  # autonotebook too
 # Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
+_TODO = re.compile(r"\bTODO\b")  # an exercise's mark: what the student writes there
 _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
 # Calls that fetch from the web into a cache of their own: tiktoken's encodings, Hugging
 # Face's models and datasets, torch.hub's.
@@ -250,7 +252,7 @@ def with_answers(notebook: nbformat.NotebookNode, lab: Path,
     notebook.cells = [kept for cell in notebook.cells
                       for kept in (cell, answers.get(id(cell))) if kept is not None]
     stubs = [_place(cell) for cell, _ in pairs if id(cell) not in answers and (
-        re.search(r"\bTODO\b", cell.source))]
+        _TODO.search(cell.source))]
     prose = {cell.source.strip() for cell in notebook.cells if cell.cell_type != "code"}
     more = [_place(cell) for cell in solved.cells
             if cell.cell_type != "code" and cell.source.strip() not in prose]
@@ -833,8 +835,11 @@ def _out_of_order(cells) -> list[str]:
 def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
     """Each code cell students run that reads a name only an answer above it defines (a
     solution's, Neuromatch's), or a cell that needs one: the student edition, which runs
-    neither, stops there."""
+    neither, stops there; or a name an exercise binds (a cell with a `TODO`, udlbook's
+    `def compute_loss(...): # TODO ... return 0`): that edition runs it on the blank. A def
+    whose body reads such a name is one too. A lesson with exercises and no answer: said."""
     answered, visible, told = set(), set(dir(builtins)), []
+    blanks: dict[str, str] = {}  # a name an exercise binds: where
     cells = solutions_as_answers(copy.deepcopy(notebook), ANSWER_TAG).cells
     for cell in (cell for cell in cells if cell.cell_type == "code"):
         bound, used = set(), {}
@@ -843,6 +848,11 @@ def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
             _names(ast.Module([statement], []), own, read)
             used |= {name: line for name, line in read.items() if name not in bound | set(used)}
             bound |= own
+            inside = sorted(blanks.keys() & {node.id for node in ast.walk(statement) if isinstance(
+                node, ast.Name)} - {node.arg for node in ast.walk(statement)  # not a parameter
+                                    if isinstance(node, ast.arg)})
+            if inside and isinstance(statement, (ast.FunctionDef, ast.ClassDef)):  # calls one
+                blanks[statement.name] = blanks[inside[0]]
         skipped = bool({ANSWER_TAG, NEEDS_ANSWERS_TAG} & set(cell_tags(cell))
                        or _TO_REMOVE.match(cell.source))  # the student edition runs neither
         tell = [] if skipped else [
@@ -850,9 +860,23 @@ def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
             "needs one, which the student edition does not run (it stops here): tag the cell "
             f"`{NEEDS_ANSWERS_TAG}` (that edition shows it without running it), or define the "
             "name in a cell students run" for name, line in used.items()
-            if name in answered - visible][:1]
+            if name in answered - visible][:1] or [
+            f"{_place(cell, line)}: `{name}` is, or calls, what the student writes at "
+            f"{blanks[name]} (a `TODO`), which the student edition runs blank (the page would "
+            f"show the blank's output): tag the cell `{NEEDS_ANSWERS_TAG}` (that edition shows it "
+            "without running it)"
+            for name, line in used.items() if name in blanks][:1]
         told += tell
         (answered if skipped or tell else visible).update(bound)  # a told cell: tagged, not run
+        if _TODO.search(cell.source) and not skipped:  # an exercise: what it binds is a blank
+            blanks.update(dict.fromkeys(bound, _place(cell)))
+    exercises = dict.fromkeys(blanks.values())
+    if exercises and not any(ANSWER_TAG in cell_tags(cell) or _TO_REMOVE.match(cell.source)
+                             for cell in cells):
+        told.append(f"the lesson leaves exercises to the student (a `TODO`: {', '.join(exercises)}"
+                    f") and gives no answer: after each, write its answer as a code cell tagged "
+                    f"`{ANSWER_TAG}` and `{COMPLETES_EXERCISE_TAG}` (the instructor edition runs "
+                    "it and what needs it), or bring in the lesson's solutions (SOLUTIONS=)")
     return told
 
 
