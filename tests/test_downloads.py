@@ -326,6 +326,24 @@ def test_a_caught_cell_prints_the_error_and_keeps_multiline_strings(capsys):
     assert capsys.readouterr().out == "ValueError:   second\n"
 
 
+def test_a_blank_that_is_no_python_is_downloaded_as_it_is():
+    """A lab's blank, `x = # TODO` (MIT's lab 1), comes in tagged `raises-exception` (a
+    SyntaxError): the download wrapped it in try/except under the note that Run all goes on,
+    yet a wrapped cell that does not compile stops Run all there all the same, the student's
+    blank buried in the try. It is left as it is; a cell with IPython's syntax is still caught."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    tags = {"tags": ["raises-exception"]}
+    chapter = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("t = [1, 2]\nx = # TODO: the mean of t", metadata=tags),
+        nbformat.v4.new_code_cell("%time y = 1\nraise ValueError(y)", metadata=tags)])
+    cells = download_notebook(chapter, PlainMarkdown(_resolve, md_config=MD_CONFIG),
+                              ("SyntaxError", "ValueError")).cells
+    assert cells[0].source == chapter.cells[0].source, cells[0].source
+    assert is_caught(cells[1]), cells[1].source
+    compile(TransformerManager().transform_cell(cells[1].source), "<cell>", "exec")
+
+
 def test_a_students_failing_assert_in_a_caught_cell_reaches_them(capsys):
     """PT01's section 3 asks the student to fix the cell and assert that each example's
     probabilities sum to one; the download wraps that predict-first cell. A failing assert

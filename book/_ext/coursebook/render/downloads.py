@@ -5,6 +5,7 @@ the theme offers an ``.ipynb`` only with launch buttons on).
 
 from __future__ import annotations
 
+import ast
 import copy
 import io
 import tokenize
@@ -37,7 +38,15 @@ CATCHING_NOTE = "# So that Run all goes on to the next cell, "
 def catching(source: str, raised: tuple[str, ...]) -> str:
     """A cell's code in ``try``/``except``: an error of a type in ``raised`` (the chapter's,
     the same for each of its caught cells) is printed and the run goes on; any other is
-    raised. Lines inside a multi-line string keep their indentation (the string's text)."""
+    raised. Lines inside a multi-line string keep their indentation (the string's text). A
+    cell that is no Python (a blank the student fills in, ``x = # TODO``) is left as it is:
+    wrapped, it fails to compile all the same, and Run all stops there."""
+    from IPython.core.inputtransformer2 import TransformerManager  # the kernel's reading
+
+    try:
+        ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError:
+        return source
     inside_strings: set[int] = set()
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
