@@ -98,6 +98,13 @@ def test_a_module_whose_drawings_run_a_missing_program_is_refused_at_its_import(
     (tmp_path / "dot").write_text("#!/bin/sh\n")
     (tmp_path / "dot").chmod(0o755)
     assert chapter_package_errors(Path("lesson.md"), text) == []
+    # Each program is told with what installs it, not graphviz's (HR's F5 of 8fa4075)
+    from coursebook.prepare import chapter_packages
+
+    monkeypatch.setitem(chapter_packages._PROGRAMS, "turtle", ("xturtle", "apt install turtles"))
+    [error] = chapter_package_errors(Path("lesson.md"), _chapter("import graphviz, turtle"))
+    assert error.message.endswith("Install `xturtle` where the book is built (apt install "
+                                  "turtles)."), error.message
 
 
 @pytest.mark.parametrize("code", ["!ls -l | head -3", "!cd /tmp && ls", "files = !ls",

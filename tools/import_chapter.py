@@ -1180,10 +1180,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             imported.to_do += [  # the lesson's cell: its line as the lesson has it
                 f"{'cell' if noted(cell, 'numbered') else 'line'} {line}: " + (
                     f"a module it imports draws by running `{command}`, which this machine lacks "
-                    f"(the build stops at it): install `{command}` (apt install graphviz)"
-                    if drawn else f"it runs `{command}`, which this machine lacks (the build "
+                    f"(the build stops at it): install `{command}` ({how})"
+                    if how else f"it runs `{command}`, which this machine lacks (the build "
                     f"stops at it): take the line out, or install `{command}` here")
-                for line, command, drawn in missing_commands(nbformat.NotebookNode(cells=[cell]))]
+                for line, command, how in missing_commands(nbformat.NotebookNode(cells=[cell]))]
             for path, line in _files_named(cell.source, folder).items():  # data it reads
                 if path.endswith((".md", ".ipynb", ".rst")):  # in book/, a page of its own
                     imported.to_do.append(f"{_place(cell, line)}: `{path}` beside the lesson, not "

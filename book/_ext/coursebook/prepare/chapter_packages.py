@@ -32,8 +32,8 @@ _INSTALL_LINE = re.compile(rf"^[ \t]*[!%][ \t]*{_INSTALLER}.*$", re.M)
 _SHELL_CELL = re.compile(r"\A\s*%%(?:bash|sh|script)\b")
 _SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
 # Modules whose drawings run a program pip does not install (graphviz in Karpathy's micrograd:
-# `ExecutableNotFound: failed to execute PosixPath('dot')`); apt's graphviz installs `dot`.
-_PROGRAMS = {"graphviz": "dot", "pydot": "dot"}
+# `ExecutableNotFound: failed to execute PosixPath('dot')`), and what installs it.
+_PROGRAMS = dict.fromkeys(["graphviz", "pydot"], ("dot", "apt install graphviz"))
 # A line that may hold a shell escape (`!ls`, `files = !ls`) or import one of those modules.
 _MAY_RUN = re.compile(rf"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!|\b(?:{'|'.join(_PROGRAMS)})\b", re.M)
 # bash's builtins and keywords (`compgen -bk`): no file on PATH runs them.
@@ -66,12 +66,12 @@ def decoded(path: Path) -> str | BookError:
                          "UTF-8) and check the text at that place.", path, line)
 
 
-def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str, bool]]:
+def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str, str]]:
     """Each shell escape (``!ls -l``, ``files = !ls``) whose command is not on PATH, which the
     kernels inherit, and each import of a module in ``_PROGRAMS`` whose program is not: (its
-    line, the command, whether an import's drawings run it). IPython finds the escapes, as the
-    kernel does (a ``!`` in a string is none); a shell cell is left to its shell; a word with
-    ``{$/=`` is not looked up, nor is an installer (refused as such)."""
+    line, the command, how to install it for an import's drawings, else ""). IPython finds
+    the escapes, as the kernel does (a ``!`` in a string is none); a shell cell is left to its
+    shell; a word with ``{$/=`` is not looked up, nor is an installer (refused as such)."""
     found = []
     for cell in notebook.cells:
         if cell.cell_type != "code" or not _MAY_RUN.search(cell.source):
@@ -84,9 +84,9 @@ def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str, bo
             continue  # the kernel says where
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                found += [(cell_line(cell, node.lineno - 1), program, True) for program in {
+                found += [(cell_line(cell, node.lineno - 1), *program) for program in {
                     _PROGRAMS.get((getattr(node, "module", None) or a.name).partition(".")[0])
-                    for a in node.names} if program and shutil.which(program) is None]
+                    for a in node.names} if program and shutil.which(program[0]) is None]
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("system", "getoutput") and node.args
                     and isinstance(node.args[0], ast.Constant)
@@ -96,7 +96,7 @@ def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str, bo
             command = (line.split() or [""])[0].rstrip(";|&")
             if command and command not in _SHELL_BUILTINS and not re.search(r"[{$/=]", command) \
                     and not re.match(rf"\s*{_INSTALLER}", line) and shutil.which(command) is None:
-                found.append((cell_line(cell, node.lineno - 1), command, False))
+                found.append((cell_line(cell, node.lineno - 1), command, ""))
     return found
 
 
@@ -143,11 +143,11 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
         errors += [BookError((
             f"the module imported here draws by running `{command}`, which the machine that "
             "builds the book lacks (not on PATH): each drawing would show its error. Install "
-            f"`{command}` where the book is built (apt install graphviz)." if drawn else
+            f"`{command}` where the book is built ({how})." if how else
             f"a cell runs `{command}`, which the machine that builds the book lacks (not on "
             "PATH): the cell would show the shell's 'command not found', not its output. Take "
             f"the line out, or install `{command}` where the book is built."), path, line)
-            for line, command, drawn in missing_commands(notebook)]
+            for line, command, how in missing_commands(notebook)]
     errors += [BookError(f"{where} 'coursebook: packages' declares {why}: run `{COMMAND}`.",
                          path, top_matter_line(text, "coursebook", "packages"))
                for requirement in declared_packages(notebook.metadata)
