@@ -1431,7 +1431,9 @@ def test_the_default_generator_and_a_reseeded_one_draw_unseeded():
              "torch.rand(2, generator=d)",
              "g = torch.Generator()\ng.seed()\ntorch.manual_seed(0)\ntorch.rand(2, generator=g)",
              "torch.rand(2, generator=None)\ntorch.rand(2, generator=d)",
-             "g.manual_seed(1)\ntorch.rand(2, generator=g)", "torch.seed()\ntorch.rand(2)"]
+             "g.manual_seed(1)\ntorch.rand(2, generator=g)", "torch.seed()\ntorch.rand(2)",
+             # a name bound again to a new generator: its seed fixed again (HR's s29 F2)
+             "g.seed()\ng = torch.Generator()\ntorch.rand(2, generator=g)"]
     told = load_tool("import_chapter").unseeded_draws(map(nbformat.v4.new_code_cell, cells))
     assert [(cells.index(cell.source), line, call) for _, cell, line, call in told] == [
         (0, 3, "torch.rand(2, generator=None)"), (1, 1, "torch.rand(2, generator=d)"),

@@ -901,6 +901,7 @@ def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
     for cell in (cell for cell in cells if cell.cell_type == "code"):
         tree = _python(cell.source)
         inside = {}  # a node of a function's body: the name that runs it when called
+        made = {}  # a call whose value a name is bound to: that name
         for node in ast.walk(tree):
             for body in node.body if isinstance(node, ast.ClassDef) else [node]:
                 if isinstance(body, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -915,8 +916,10 @@ def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
                 names.pop(node.targets[0].id, None)  # `g = torch.default_generator`: an alias
                 if isinstance(node.value, (ast.Name, ast.Attribute)):
                     names[node.targets[0].id] = _resolved(node.value, names)
+                made[id(node.value)] = node.targets[0].id
         for call in sorted((node for node in ast.walk(tree) if isinstance(node, ast.Call)),
                            key=lambda node: (node.lineno, node.col_offset)):
+            seeded.pop(made.get(id(call)), None)  # `g = torch.Generator()` again: a fixed seed
             if not (effect := _random_call(call, names) or effects.get(ast.unparse(call.func))):
                 continue
             if id(call) in inside:  # SelfAttention's `torch.rand` draws when it is made
