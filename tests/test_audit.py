@@ -118,16 +118,17 @@ def test_the_audit_tool_fails_on_a_leak_and_passes_when_clean(tmp_path, fingerpr
 
 
 NOTE = "Instructor: most students forget to call zero_grad before the second pass."
+MYST_NOTE = "answer: use torch.stack on the list of rows"
 
 
 def _commented_book(root: Path) -> Path:
-    """The tiny book, its chapter holding an instructor's note in an HTML comment, and a
-    comment in code the page shows (no note: visible text)."""
+    """The tiny book, its chapter holding an instructor's note in an HTML comment and one in
+    a MyST `%` comment, and comments in code and math the page shows (no note: visible text)."""
     book = root / "book"
     book.mkdir(parents=True)
     (book / "chapter.md").write_text((TINY_BOOK / "chapter.md").read_text().replace(
-        STUDENT_SENTENCE, f"{STUDENT_SENTENCE} <!-- {NOTE} --> <!-- hide -->\n\n```html\n"
-                          "<!-- shown -->\n```"))
+        STUDENT_SENTENCE, f"{STUDENT_SENTENCE} <!-- {NOTE} --> <!-- hide -->\n% {MYST_NOTE}\n\n"
+                          "```html\n<!-- shown -->\n% shown too\n```\n\n$$\n% LaTeX's\n$$"))
     return book
 
 
@@ -135,13 +136,15 @@ def _commented_book(root: Path) -> Path:
     ("html/chapter.html", f"<p>{STUDENT_SENTENCE} <!-- {NOTE} --></p>"),
     ("html/_sources/chapter.md", f"{STUDENT_SENTENCE}\n<!--\n{NOTE}\n-->\n"),
     ("html/_downloads/chapter.ipynb", json.dumps({"cells": [{"source": [f"<!-- {NOTE} -->"]}]})),
+    ("jupyter_execute/chapter.ipynb", json.dumps({"cells": [{"source": [f"% {MYST_NOTE}"]}]})),
 ])
 def test_an_authors_comment_in_a_student_build_is_caught(tmp_path, name, content):
-    """An HTML comment of a chapter (an instructor's note) is no student's: the student
-    edition drops it (test_editions), and the audit finds it where a build could carry it."""
+    """A comment of a chapter, HTML's or MyST's (an instructor's note), is no student's: the
+    student edition drops it (test_editions), and the audit finds it where a build could
+    carry it."""
     found = chapter_fingerprints(_commented_book(tmp_path))
-    assert found.comments == {f" {' '.join(fingerprint_words(f'<!-- {text} -->'))} "
-                              for text in (NOTE, "hide")}
+    assert found.comments == {f" {' '.join(fingerprint_words(text))} " for text in
+                              (f"<!-- {NOTE} -->", "<!-- hide -->", f"% {MYST_NOTE}")}
     build = _clean_build(tmp_path / "out")
     # a word of a short comment is no leak where the page has it as its own (HR's F10)
     (build / "html" / "search.html").write_text("<button>hide</button> <p>Hide</p>")
@@ -163,6 +166,10 @@ def test_a_student_build_holds_no_authors_comment(tiny_book, tmp_path, cache_cop
     build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)  # prose: the cached run holds
     assert build.returncode == 0, build.log[-3000:]
     assert audit_build(tmp_path / "out", chapter_fingerprints(tiny_book)) == []
+    # Not by the audit's own rule alone: the notes' words are in no file a student gets.
+    assert [path.name for folder in ("html", "jupyter_execute")
+            for path in (tmp_path / "out" / folder).rglob("*") if path.is_file()
+            and any(note.encode() in path.read_bytes() for note in (NOTE, MYST_NOTE))] == []
 
 
 def test_the_audit_tool_reads_only_what_its_build_made(tmp_path, fingerprints, capsys):

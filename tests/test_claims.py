@@ -71,10 +71,10 @@ def _with_claim(chapter: Path, prose: str = PROSE, says: str = TRUE_CLAIM,
 
 
 def _claims_with(chapter: Path, source: str):
-    """The claims the chapter holds with ``source`` as its sentence's comment."""
+    """The claims the student edition holds with ``source`` as its sentence's comment (an
+    edition without comments: they are read from the chapter as written)."""
     _with_claim(chapter, source=source)
-    text = chapter.read_text()
-    return chapter_claims(_notebook(text), {})
+    return _prepared(chapter.read_text()).claims
 
 
 def _line_of(path: Path, text: str) -> int:
@@ -118,9 +118,13 @@ def test_a_claim_cell_holds_one_block_per_claim_line():
 
 # --- Preparing: claim cells run hidden, one per claim, keyed out of the expectations -------
 
-def _notebook(text: str, edition: Edition = Edition.STUDENT) -> nbformat.NotebookNode:
+def _prepared(text: str, edition: Edition = Edition.STUDENT):
     return edition_chapter(text, "chapter.md", edition, {}, torch.__version__,
-                           machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE)).notebook
+                           machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
+
+
+def _notebook(text: str, edition: Edition = Edition.STUDENT) -> nbformat.NotebookNode:
+    return _prepared(text, edition).notebook
 
 
 def test_claim_cells_run_hidden_one_per_claim_and_may_raise(tiny_book):
@@ -148,7 +152,7 @@ def test_the_claim_is_located_at_its_sentence_and_a_stray_fragment_at_its_cell(t
     assert found.claim.line == _line_of(chapter, PROSE) and found.claim.sentence == PROSE
     assert not stray.claim.sentence and stray.claim.line == _line_of(
         chapter, "# claim: a fragment the prose lacks")
-    assert chapter_claims(_notebook(text), {}).cited == 1
+    assert _prepared(text).claims.cited == 1
 
 
 def test_a_stray_fragment_after_set_up_code_is_located_at_its_claim_line(tiny_book):

@@ -12,6 +12,7 @@ from coursebook.execute.shared_cache import key_execution_versions
 from coursebook.model.cell_notes import without_notes
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import is_answer, is_chapter_source, notebook_to_myst, read_chapter
+from coursebook.model.solutions import without_comments
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import ANSWER_CLASS, Edition, edition_notebook
 
@@ -64,7 +65,7 @@ def test_a_cell_with_options_that_ends_in_blank_lines_reads_back_the_same(blank)
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_student_edition_drops_every_answer_cell_and_nothing_else(path):
+def test_student_edition_drops_every_answer_cell_and_comment_and_nothing_else(path):
     chapter = read_chapter(path.read_text(encoding="utf8"))
     student = edition_notebook(chapter, Edition.STUDENT)
     assert not any(is_answer(cell) for cell in student.cells)
@@ -72,18 +73,25 @@ def test_student_edition_drops_every_answer_cell_and_nothing_else(path):
     added = {CHECK_TAG, NOTE_TAG, SETUP_TAG}
     assert [c for c, cell in zip(_cells(student), student.cells)
             if not added & set(cell.metadata.get("tags", []))] == [
-        c for c, cell in zip(_cells(chapter), chapter.cells) if not is_answer(cell)]
+        (kind, without_comments(source) if kind == "markdown" else source, metadata)
+        for (kind, source, metadata), cell in zip(_cells(chapter), chapter.cells)
+        if not is_answer(cell) and (kind != "markdown" or without_comments(source).strip())]
 
 
-def test_student_edition_drops_html_comments_and_keeps_each_line():
-    """An instructor's note in an HTML comment would reach the student page's HTML, its
-    source and the downloads; code showing one stays, as MyST's `%` comments (claims' sources)."""
+def test_student_edition_drops_comments_and_keeps_each_line():
+    """An instructor's note in a comment, HTML's or MyST's `%` line, would reach the student's
+    notebook (jupyter_execute), or the page's HTML and sources; code and math showing one
+    stay, and so do a `%` not opening a line and IPython's magics (code cells)."""
     text = ("Intro <!-- note one -->, more.\n\n<!-- note\ntwo -->\n% source: https://a.b\n\n"
-            ":::{note}\nBody <!-- note three -->\n:::\n\n```html\n<!-- shown -->\n```")
-    chapter = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])
-    student = edition_notebook(chapter, Edition.STUDENT).cells[0].source
-    assert student == ("Intro , more.\n\n\n\n% source: https://a.b\n\n:::{note}\nBody \n:::\n\n"
-                       "```html\n<!-- shown -->\n```")
+            ":::{note}\nBody <!-- note three -->\n% note four\n:::\n\n```html\n<!-- shown -->\n"
+            "% shown\n```\n\n> A quote\n> % note five\n\n$$\nx % LaTeX's\n% LaTeX's\n$$\n\n"
+            "`7 % 3` is 1, 50% of 2\n% note six")
+    chapter = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text),
+                                              nbformat.v4.new_code_cell("%%timeit\n% 1")])
+    student = [cell.source for cell in edition_notebook(chapter, Edition.STUDENT).cells]
+    assert student == [("Intro , more.\n\n\n\n\n\n:::{note}\nBody \n\n:::\n\n```html\n"
+                        "<!-- shown -->\n% shown\n```\n\n> A quote\n> \n\n$$\nx % LaTeX's\n"
+                        "% LaTeX's\n$$\n\n`7 % 3` is 1, 50% of 2\n"), "%%timeit\n% 1"]
     assert edition_notebook(chapter, Edition.INSTRUCTOR).cells[0].source == text
 
 

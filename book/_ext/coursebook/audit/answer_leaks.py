@@ -33,7 +33,7 @@ from coursebook.model.notebooks import (
     read_chapter,
     short_digest,
 )
-from coursebook.model.solutions import HTML_COMMENT, without_comments
+from coursebook.model.solutions import comments, without_comments
 from coursebook.model.toml_files import TomlFile, read_toml
 from coursebook.reporting import report, report_book_error
 from coursebook.verify.expectations import read_expectations
@@ -158,12 +158,12 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
         if answer and markdown and (heading := re.match(r"#+\s+(.+)", source.strip())):
             headings.add(heading.group(1).strip())
     shown = _padded(fingerprint_words("\n".join(text for _, text, _, _ in cells)))
-    comments = {_padded(fingerprint_words(comment)) for cell in chapter_cells
-                for comment in HTML_COMMENT.findall(cell.source)}  # its marks too
+    notes = {_padded(fingerprint_words(cell.source[start:end])) for cell in chapter_cells
+             if cell.cell_type == "markdown" for start, end in comments(cell.source)}  # marks too
     return Fingerprints(runs[True] - runs[False],
                         {term for term in terms[True] - terms[False] if _is_telling_term(term)},
                         {stem for stem in stems[True] - stems[False] if len(stem) > 2}, headings,
-                        {comment for comment in comments if comment not in shown})
+                        {note for note in notes if note not in shown})
 
 
 _SEARCH = SearchEnglish({})

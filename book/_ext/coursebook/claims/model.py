@@ -181,21 +181,24 @@ _RUN_TAGS = (RAISES_TAG, "remove-cell")
 
 
 def chapter_claims(notebook: nbformat.NotebookNode, from_exhibits: dict[str, Claim],
-                   source_path: str = "") -> ChapterClaims:
-    """Every claim of an edition's notebook, located, and its source comments. Each claim
+                   source_path: str = "", written: nbformat.NotebookNode | None = None
+                   ) -> ChapterClaims:
+    """Every claim of an edition's notebook, located, and the source comments of ``written``
+    (the chapter before its edition: the student's has no comments), else its own. Each claim
     cell is split into one hidden cell per claim, each at its own line; one with no
     ``# claim:`` line stops the chapter."""
     cells, checked, prose, cited, unsourced = [], [], [], 0, []
+    for cell in (written or notebook).cells:
+        for comment in SOURCE_COMMENT.finditer(cell.source if cell.cell_type == "markdown" else ""):
+            if not _a_letter_off(comment["word"].lower()):
+                continue
+            if comment["word"].lower() == "source" and CITED_URL.match(comment["url"]):
+                cited += 1
+            else:
+                unsourced.append((line_within(cell, comment.start()), comment[0]))
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             prose.append(cell)
-            for comment in SOURCE_COMMENT.finditer(cell.source):
-                if not _a_letter_off(comment["word"].lower()):
-                    continue
-                if comment["word"].lower() == "source" and CITED_URL.match(comment["url"]):
-                    cited += 1
-                else:
-                    unsourced.append((line_within(cell, comment.start()), comment[0]))
         elif is_claim(cell):
             blocks = claim_blocks(cell.source)
             if not blocks:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Iterator
+from itertools import accumulate
 
 import nbformat
 from markdown_it.renderer import RendererHTML
@@ -20,36 +21,45 @@ START = "solution-start"
 END = "solution-end"
 
 # Both fence styles, whatever the book's own settings: a solution in a colon fence the
-# parser missed would reach the student edition.
-_MARKDOWN = create_md_parser(MdParserConfig(enable_extensions={"colon_fence"}), RendererHTML)
+# parser missed would reach the student edition. The book's math: a `%` there is LaTeX's.
+_MARKDOWN = create_md_parser(MdParserConfig(enable_extensions={
+    "colon_fence", "dollarmath", "amsmath"}), RendererHTML)
 _DIRECTIVE = re.compile(r"\{([\w:-]+)\}")  # a domain's too: `{prf:proof}`
 # A gated marker stands alone in its cell (sphinx-exercise pairs the two as siblings, so
 # neither may go inside a box).
 _MARKER = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({START}|{END})\}}")
 _NESTED = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({SOLUTION}|{START}|{END})\}}",
                      re.MULTILINE)
-HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _CODE_SPAN = re.compile(r"(`+)(?s:.+?)(?<!`)\1(?!`)")  # shows a comment as it is
 # Directives whose body is shown as written (code, math): no comment or role is read there.
 _AS_WRITTEN = (None, "code-block", "code-cell", "code", "math")
 
 
-def without_comments(markdown: str) -> str:
-    """The Markdown without its HTML comments (in a directive's body too; not in code), each
-    line kept: no student's (MyST's ``%`` comments stay: they cite claims' sources)."""
+def comments(markdown: str) -> Iterator[tuple[int, int]]:
+    """Where each comment of the Markdown is (its start and end): HTML's, and MyST's ``%``
+    lines from their ``%`` (a quote's ``>`` stays); in a directive's body too, not in code or
+    math. No student's: an author's note."""
     lines = markdown.split("\n")
-    for token in _MARKDOWN.parse(markdown) if "<!--" in markdown else ():
+    at = [0, *accumulate(len(line) + 1 for line in lines)]  # where each line starts
+    for token in _MARKDOWN.parse(markdown) if "<!--" in markdown or "%" in markdown else ():
         start, end = token.map or (0, 0)
-        if token.type in ("html_block", "inline") and "<!--" in token.content:
-            text = "\n".join(lines[start:end])
-            masked = _CODE_SPAN.sub(lambda span: "`" * len(span[0]), text)
-            for found in reversed(list(HTML_COMMENT.finditer(masked))):
-                text = text[:found.start()] + "\n" * found[0].count("\n") + text[found.end():]
-            lines[start:end] = text.split("\n")
+        if token.type == "myst_line_comment":
+            yield from ((at[n] + lines[n].index("%"), at[n + 1] - 1) for n in range(start, end))
+        elif token.type in ("html_block", "inline") and "<!--" in token.content:
+            masked = _CODE_SPAN.sub(lambda span: "`" * len(span[0]), markdown[at[start]:at[end]])
+            yield from ((at[start] + found.start(), at[start] + found.end())
+                        for found in _HTML_COMMENT.finditer(masked))
         elif _directive(token) not in _AS_WRITTEN:
-            lines[start + 1:end - 1] = without_comments("\n".join(lines[start + 1:end - 1])
-                                                        ).split("\n")
-    return "\n".join(lines)
+            yield from ((at[start + 1] + begin, at[start + 1] + stop) for begin, stop
+                        in comments("\n".join(lines[start + 1:end - 1])))
+
+
+def without_comments(markdown: str) -> str:
+    """The Markdown without its :func:`comments`, each line kept."""
+    for start, end in reversed(list(comments(markdown))):
+        markdown = markdown[:start] + "\n" * markdown.count("\n", start, end) + markdown[end:]
+    return markdown
 
 
 def myst_roles(markdown: str, offset: int = 0) -> Iterator[tuple[str, int]]:

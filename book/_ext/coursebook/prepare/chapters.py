@@ -86,14 +86,14 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     if wrong := mistried(list(teaching.checks)):  # before any edition is made of them
         raise AnswerCheckError(wrong[0].message, source_path, wrong[0].line)
     left_out = answer_names(notebook) if edition is Edition.STUDENT else {}
-    notebook = edition_notebook(notebook, edition, answer_spaces)
+    notebook, written = edition_notebook(notebook, edition, answer_spaces), notebook
     for cell in notebook.cells if edition is Edition.STUDENT else ():
         if NEEDS_ANSWERS_TAG in cell_tags(cell):  # shown, not run: no answer is there to use
             cell.metadata["tags"] = [*(tag for tag in cell_tags(cell) if tag != RAISES_TAG),
                                      "skip-execution"]  # not run, it cannot raise
             cell.metadata.pop("raises", None)  # nor raise the error it names
             cell.metadata[UNVERIFIED_KEY] = "not run: it needs the answers this edition lacks"
-    claims = chapter_claims(notebook, claim_sources(museum), source_path)
+    claims = chapter_claims(notebook, claim_sources(museum), source_path, written)
     note_output_keys(notebook)
     return PreparedChapter(notebook, claims=claims, teaching=teaching,
                            reads={name: folder / name for name in reads}, left_out=left_out)
