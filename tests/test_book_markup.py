@@ -274,15 +274,17 @@ def test_a_proof_reference_to_what_only_an_answer_holds_stops_the_student_editio
     book's, stopped at the first `{prf:...}` until the book gave its domain a merge)."""
     chapter = CHAPTER.replace(":::{prf:proof}\nThe obsidian", ":::{prf:lemma}\n:label: lem-twice\n"
                               "Twice is a sum.\n:::\n\n:::{prf:proof}\nThe obsidian").replace(
-        "Now {numref}`ex-code` asks", "After {prf:ref}`lem-twice`, {numref}`ex-code` asks")
+        "Now {numref}`ex-code` asks", "After {prf:ref}`lem-twice`, {numref}`ex-code` asks").replace(
+        "Print the product", "As {prf:ref}`lem-twice`: print the product")
     src, conf = _book_with(tmp_path, chapter)
     build = _build(src, conf, tmp_path / "student")
-    line = chapter.splitlines().index("After {prf:ref}`lem-twice`, {numref}`ex-code` asks for "
-                                      "code.") + 1
+    lines = chapter.splitlines()
     assert build.returncode != 0
-    assert (f"exercises.md:{line}: ERROR: {{prf:ref}}`lem-twice`: nothing in this edition is "
-            "labelled `lem-twice` (the student edition has no answers, nor what they hold)"
-            in build.stderr), build.stderr[-3000:]
+    for text in ("After {prf:ref}`lem-twice`, {numref}`ex-code` asks for code.",
+                 "As {prf:ref}`lem-twice`: print the product of six and seven."):  # each place
+        assert (f"exercises.md:{lines.index(text) + 1}: ERROR: {{prf:ref}}`lem-twice`: nothing "
+                "in this edition is labelled `lem-twice` (the student edition has no answers, "
+                "nor what they hold)" in build.stderr), build.stderr[-3000:]
 
 
 def test_a_gated_solution_written_with_a_space_before_its_brace_is_one_too():
