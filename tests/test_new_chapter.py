@@ -1529,7 +1529,12 @@ def test_a_cell_showing_an_objects_id_is_named(tmp_path, capsys):
 def test_a_cell_that_downloads_is_named(tmp_path, capsys):
     """d2l's image-classification-dataset fetches Fashion-MNIST (`download=True`) into d2l's
     default root, `../data`: outside the temporary folder the cells run in, and no network on
-    a CI build; the tool said nothing. `download=False` and other calls are not told."""
+    a CI build; the tool said nothing. `download=False` and other calls are not told. It
+    then said to pass `download=False` and have the data "there": in a temporary folder,
+    new on each run (the tool's `execution_in_temp: true`), no file is ever there, and a
+    student's Colab, without the data, stops at `download=False` (pytorch/tutorials'
+    quickstart, torchvision's FashionMNIST `Dataset not found`): the files go in book/,
+    listed as files the chapter reads."""
     text = MYST_PLACES.split("The [previous")[0] + "".join(
         f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in
         ["import torchvision\ntrain = torchvision.datasets.FashionMNIST(\n    root=root, "
@@ -1538,10 +1543,12 @@ def test_a_cell_that_downloads_is_named(tmp_path, capsys):
     line = text.splitlines().index("train = torchvision.datasets.FashionMNIST(") + 1
     assert re.findall(r"line \d+: `[^`]+` downloads from the web.*", said) == [
         f"line {line}: `train = torchvision.datasets.FashionMNIST(` downloads from the web as it "
-        "runs: a build without the network (CI's) stops at it, and what it fetches is saved "
-        "where its root says (d2l's default root, `../data`, for one, is outside the folder "
-        "the cells run in): pass `download=False` and have the data there on each machine that "
-        "builds, or take the cell out"], said
+        "runs: a build without the network (CI's) stops at it. Keep `download=True` "
+        "(torchvision's datasets fetch nothing where their files are already; a student's Colab "
+        "fetches them), put the files it fetches in book/ at the path its root names (not "
+        "outside it, as d2l's `../data`), list them in the top matter (`coursebook: {reads: "
+        "[...]}`, `mystnb: {execution_in_temp: false}`: the cells then run beside them), or take "
+        "the cell out"], said
 
 
 def test_a_cell_that_fetches_into_a_cache_of_its_own_is_named(tmp_path, capsys):
@@ -1721,9 +1728,10 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
     from coursebook.model.cell_notes import place_at
     from coursebook.verify.chapter_checks import cell_problems
 
-    def problem(error: str, left_out: dict[str, int] | None = None) -> str:
+    def problem(error: str, left_out: dict[str, int] | None = None, printed: str = "") -> str:
         doctree, shown = nodes.container(), nodes.container(
             nb_element="cell_code", cell_index=0, cell_metadata={"tags": []})
+        shown += nodes.literal_block(printed, printed, classes=["output", "stream"])
         shown += nodes.literal_block(error, error, classes=["traceback"])
         doctree += shown
         [found] = cell_problems(doctree, [place_at(nbformat.v4.new_code_cell("import a"), 7)],
@@ -1739,6 +1747,19 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
         "edition does not run: tag this cell `needs-answers` (this edition then shows it " \
         "without running it), or define the name in a cell students run too." in said
     assert "raises-exception" not in said, said
+    # pytorch/tutorials' quickstart offline: torchvision prints urllib's error, then raises
+    # its own; the build said "Fix the cell, or tag it raises-exception", which a build with
+    # the network would then refuse (the cell no longer raises).
+    offline = [problem("RuntimeError: Error downloading t.gz", printed="Failed to download (trying"
+                       " next):\n<urlopen error [Errno -3] Temporary failure in name resolution>"),
+               problem("ConnectionError: HTTPSConnectionPool(host='x.org', port=443): Max "
+                       "retries exceeded with url: /t.gz")]
+    for said in offline:
+        assert "It reached for the network, which a build may lack (CI's has none): put what it " \
+            "fetches beside the chapter, at the path the cell reads, listed in the top matter " \
+            "(`coursebook: {reads: [...]}`), or take the call out." in said, said
+        assert "raises-exception" not in said, said
+    assert "network" not in problem("RuntimeError: Error downloading t.gz")
 
 
 @pytest.mark.slow

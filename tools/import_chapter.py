@@ -139,8 +139,8 @@ _OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
 # A module whose displays are widgets: myst-nb draws them with scripts from the web, and the
 # build compares none (coursebook.verify.expectations.shown_text).
 _WIDGETS = re.compile(r"ipywidgets|tqdm\.(?:notebook|auto|tqdm_notebook)")  # autonotebook too
-# Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
 _TODO = re.compile(r"\bTODO\b")  # an exercise's mark: what the student writes there
+# Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
 _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
 # Calls that fetch from the web into a cache of their own: tiktoken's encodings, Hugging
 # Face's models and datasets, torch.hub's.
@@ -1112,10 +1112,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 for inside in [re.sub(r"^(?:(?:\.\.|~)[/\\]?)+", "", node.value)]]
             imported.to_do += [  # torchvision's datasets; d2l's save under its own root
                 f"{_place(cell, node.lineno)}: `{lines[node.lineno - 1].strip()}` downloads from "
-                "the web as it runs: a build without the network (CI's) stops at it, and what it "
-                "fetches is saved where its root says (d2l's default root, `../data`, for one, "
-                "is outside the folder the cells run in): pass `download=False` and have the data "
-                "there on each machine that builds, or take the cell out"
+                "the web as it runs: a build without the network (CI's) stops at it. Keep "
+                "`download=True` (torchvision's datasets fetch nothing where their files are "
+                "already; a student's Colab fetches them), put the files it fetches in book/ at "
+                "the path its root names (not outside it, as d2l's `../data`), list them in the "
+                "top matter (`coursebook: {reads: [...]}`, `mystnb: {execution_in_temp: false}`: "
+                "the cells then run beside them), or take the cell out"
                 for node in ast.walk(tree) if isinstance(node, ast.Call) and any(
                     k.arg == "download" and getattr(k.value, "value", 0) is True
                     for k in node.keywords)]

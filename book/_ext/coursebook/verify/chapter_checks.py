@@ -126,6 +126,11 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
     return problems
 
 
+# A fetch without the network: urllib's, requests' and the resolver's words for it.
+_OFFLINE = re.compile(r"urlopen error|Max retries exceeded|Network is unreachable|Name or service "
+                      r"not known|Temporary failure in name resolution|nodename nor servname")
+
+
 def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wing] | None,
               report: Path | None, succeeded: bool, left_out: dict[str, int] | None = None
               ) -> list[BookError]:
@@ -157,6 +162,7 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
             lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
             name = re.search(r"^NameError: name '(\w+)' is not defined", error, re.M)
             answer = (left_out or {}).get(name[1]) if name else None
+            offline = _OFFLINE.search(error + _printed(cell))  # torchvision prints urllib's
             problems.append(_at(where, (
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
@@ -164,6 +170,10 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
                    "needs one, which this edition does not run: tag this cell "
                    f"`{NEEDS_ANSWERS_TAG}` (this edition then shows it without running it), or "
                    "define the name in a cell students run too." if answer else
+                   "    It reached for the network, which a build may lack (CI's has none): put "
+                   "what it fetches beside the chapter, at the path the cell reads, listed in "
+                   "the top matter (`coursebook: {reads: [...]}`), or take the call out."
+                   if offline else
                    (f"    Declare the package that installs {lacking[1]} in the top matter "
                     "(`coursebook: {packages: [...]}`), then `make chapter-packages`;"
                     if lacking else "    Fix the cell,")
