@@ -805,3 +805,25 @@ def test_an_answer_quoting_what_the_student_edition_prints_is_no_leak(tmp_path):
     (build / "html" / "chapter.html").write_text(f"<pre>{answer_print}</pre>")
     [leak] = audit_build(build, found)  # the answer's own output is still an answer's
     assert leak.path.name == "chapter.html", leak
+
+
+def test_an_answers_value_is_looked_for_in_its_chapter_and_on_pages_no_chapter_owns(tmp_path):
+    """rasbt's ch03 prints inputs `0.58` and `0.80`, the values of PT01's challenge answer:
+    the build stopped at both, though no one reading ch03 can place them. A value is looked
+    for in its own chapter and on pages that are no chapter's (the glossary); a passage of
+    words or a line of code still everywhere."""
+    from coursebook.audit.answer_leaks import answer_overlaps
+
+    chapter = (TINY_BOOK / "chapter.md").read_text().replace(
+        ":tags: [answer]\n", "---\ntags: [answer]\nchecks:\n- {name: tiny, ask: the value, "
+        "value: tiny_answer_value, answer: 42.125, hint: add}\n---\n", 1)
+    other = chapter.split("# A tiny chapter")[0] + "# Another\n\nIts input is 42.125 today.\n"
+    sources = {tmp_path / "chapter.md": chapter, tmp_path / "other.md": other}
+    assert answer_overlaps(sources)[0] == []
+    sources[tmp_path / "glossary.md"] = "# Glossary\n\nA term, 42.125.\n"
+    [overlap] = answer_overlaps(sources)[0]
+    assert (overlap.visible.path.name, overlap.passage) == ("glossary.md", "42 . 125")
+    del sources[tmp_path / "glossary.md"]
+    sources[tmp_path / "other.md"] = other.replace("today.", ANSWER_SENTENCE)
+    [overlap] = answer_overlaps(sources)[0]  # the answer's prose, in another chapter
+    assert overlap.visible.path.name == "other.md"

@@ -357,14 +357,19 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
     each line or value it shares (one build names all that need allowing), and the allowances
     (their indices) no shared passage lies in: answer prose in any visible text, answer code in
     visible prose, each line of answer code but its setup (:func:`_code_lines`) in visible
-    code, an answer's values (its checks' included) anywhere. An exercise's own scaffolding
+    code, an answer's values (its checks' included) in its chapter and on pages no chapter
+    owns. An exercise's own scaffolding
     that its answer repeats is allowed line by line, or whole (:data:`COMPLETES_EXERCISE_TAG`)."""
     prose: dict[tuple[str, ...], list[Place]] = {}  # each visible place, in order
     code: dict[tuple[str, ...], list[Place]] = {}
-    exact: dict[str, list[Place]] = {}  # lines of code (" "-padded tokens) and values
+    exact: dict[str, list[Place]] = {}  # lines of code (" "-padded tokens)
+    # Values by the chapter showing them (None: a page no chapter owns, such as the glossary):
+    # ch03's input `0.58` is no leak of pt01's answer 0.58, which no one there can place.
+    values: dict[tuple[Path | None, str], list[Place]] = {}
     answers = []
     for path, text in sources.items():
         above = None  # the visible cell right above, if code
+        owner = path if is_chapter_source(text) else None
         for place, runs, code_lines, cell_values, answer, is_prose in cells_of(path, text):
             if answer:
                 exercise = above if COMPLETES_EXERCISE_TAG in cell_tags(place.cell) else None
@@ -372,8 +377,10 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                 continue
             for run in runs:
                 (prose if is_prose else code).setdefault(run, []).append(place)
-            for token in [*code_lines, *cell_values]:
+            for token in code_lines:
                 exact.setdefault(token, []).append(place)
+            for value in cell_values:
+                values.setdefault((owner, value), []).append(place)
             above = None if is_prose else place
     found: dict[tuple[Place, Place, str], tuple[str, ...]] = {}
     used: set[int] = set()
@@ -383,8 +390,8 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
         shared = [(run, at(prose, run) or (at(code, run) if is_prose else None), "")
                   for run in runs]
         shared += [(tuple(line.lower().split()), at(exact, line), line) for line in code_lines]
-        shared += [(tuple(fingerprint_words(value)), at(exact, value), value)
-                   for value in sorted(cell_values)]
+        shared += [(tuple(fingerprint_words(value)), at(values, (place.path, value))
+                    or at(values, (None, value)), value) for value in sorted(cell_values)]
         for run, visible, key in shared:
             passage = _padded(run)
             if visible is None:
