@@ -53,6 +53,17 @@ def test_a_code_cell_after_an_html_block_is_not_read_into_it():
     assert _cells(read_chapter(notebook_to_myst(chapter))) == _cells(chapter)
 
 
+def test_a_cell_with_several_options_is_written_one_option_a_line_and_reads_back_the_same():
+    """myst-nb's form, `:name: value` a line; a key no option may have: all as one mapping."""
+    chapter = read_chapter("---\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
+                           "\n# T\n\n```{code-cell} ipython3\n:{\"tags\": [a, b], \"raises\": E}\n"
+                           "\n:x\n```\n\n```{code-cell} ipython3\n:{\"tags\": [c], \"a b\": {k: 1}}\ny\n```\n")
+    text = notebook_to_myst(chapter)
+    assert ':tags: ["a", "b"]\n:raises: "E"\n\n:x\n' in text
+    assert ':{"tags": ["c"], "a b": {"k": 1}}\ny\n' in text
+    assert _cells(read_chapter(text)) == _cells(chapter)
+
+
 @pytest.mark.parametrize("blank", ["", "\n", "\n\n"])
 def test_a_cell_with_options_that_ends_in_blank_lines_reads_back_the_same(blank):
     # The reader dropped one blank line at the end of a cell with options on each read:

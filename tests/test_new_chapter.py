@@ -232,6 +232,8 @@ def test_a_notebook_comes_in_as_a_chapter_and_the_tool_says_what_changed_and_wha
     # A saved error is taken as the lesson: tagged, and said so.
     assert [cell_tags(c) for c in code[1:]] == [[], [], ["raises-exception"]]
     assert code[3].metadata["raises"] == "RuntimeError"  # the build holds it to that error
+    # Its options as myst-nb documents them: one `:name: value` a line.
+    assert ':tags: ["raises-exception"]\n:raises: "RuntimeError"\ntorch.ones(2) @' in text
     assert f"({chapter.stem})=\n# Gradients by hand" in text
     assert chapter.stem in _toctree(book / "index.md")
     assert "Gradients by hand" in _reading_order(book / "index.md")

@@ -277,14 +277,11 @@ _OPTION_NAME = re.compile(r"[A-Za-z_][\w-]*")
 
 
 def _options(metadata: dict) -> list[str]:
-    """A cell's metadata as its directive's options, on one line (which YAML reads: one
-    ``:name: value`` for one entry, else all of them as a mapping), values in JSON."""
-    if not metadata:
-        return []
-    [(name, value), *more] = metadata.items()
-    if more or not _OPTION_NAME.fullmatch(name):
+    """A cell's metadata as its directive's options, one ``:name: value`` line each (as myst-nb
+    documents them), values in JSON; all as one mapping where a key is no option's name."""
+    if not all(map(_OPTION_NAME.fullmatch, metadata)):
         return [":" + json.dumps(metadata, ensure_ascii=False)]
-    return [f":{name}: {json.dumps(value, ensure_ascii=False)}"]
+    return [f":{name}: {json.dumps(value, ensure_ascii=False)}" for name, value in metadata.items()]
 
 
 def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
