@@ -683,6 +683,30 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
     assert asked == ([] if answered else ["cell 2"]), said
 
 
+def test_a_lectures_colon_fences_and_its_collapsed_solutions(tmp_path, capsys):
+    """A Markdown lecture with sphinx-design's colon fences (`::::{tab-set}`): jupytext takes
+    a line opening with `:::` for pandoc's, and the tool ended in a PandocError traceback
+    (without pandoc; with it, pandoc would have rewritten the MyST). A `{dropdown}` titled as
+    a solution (a Jupyter Book lesson's `:::{dropdown} Solution`, nested in a `{note}`) came in
+    silently: every student's page opens it with a click. Each such block is told at its line;
+    one titled otherwise is not."""
+    tabs = "::::{tab-set}\n:::{tab-item} PyTorch\nTensors.\n:::\n::::"
+    lecture = (f"# Fences\n\n{tabs}\n\n::::{{note}}\nWhat is 2 + 2?\n\n:::{{dropdown}} Solution\n"
+               "Four.\n:::\n::::\n\n```{dropdown} More reading\nA book.\n```\n\n"
+               "<details><summary>Click for the answer</summary>Four.</details>\n\n"
+               "```python\nx = 1\n```\n")
+    book, said = _brought_in(tmp_path, capsys, "fences.md", lecture)
+    assert tabs in (book / "fences.md").read_text(), (book / "fences.md").read_text()
+    told = re.findall(r"line (\d+): '([^']+)' shows a solution to every student \(a click "
+                      r"opens it; the downloads and search index hold it\): make it a markdown "
+                      r"cell tagged `answer`", said)
+    lines = lecture.splitlines()
+    assert [(lines[int(line) - 1], shown) for line, shown in told] == [
+        (":::{dropdown} Solution", ":::{dropdown} Solution"),
+        ("<details><summary>Click for the answer</summary>Four.</details>",
+         "<details><summary>Click for the answer</summary>Four.</details>")], said
+
+
 def test_a_book_folder_without_its_index_is_refused_in_one_line(tmp_path, capsys):
     """`--book` naming a folder without index.md ended in a FileNotFoundError traceback, after
     the lesson had been read; nothing is written."""

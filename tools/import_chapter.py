@@ -54,7 +54,8 @@ the CPU build does not raise), a ``google.colab``
 import, each image
 the lesson shows that is not beside it, sits inside other HTML, is on the web (a handout is
 typeset without the network) or of a kind no PDF shows (an SVG, a GIF), each video or page
-it embeds (``<iframe>``), each raw cell (left out), each link to a page or reference to a
+it embeds (``<iframe>``), each raw cell (left out), each collapsed block titled as a
+solution (``{dropdown} Solution``: students open it), each link to a page or reference to a
 section of the lesson's own site (``intro.html``, ``{doc}`intro```), each term it looks up in a
 glossary that book/glossary.md lacks (``{term}`Tracer```), each work it cites that
 book/references.bib lacks, each
@@ -198,7 +199,7 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
     if suffix == ".md":
         if is_chapter_source(text):  # read as the build reads a chapter
             return _in_python(read_chapter(text), path), "MyST lecture (.md)"
-        notebook = jupytext.reads(text, fmt="md")
+        notebook = jupytext.reads(text, fmt="md:markdown")  # a `:::` line: pandoc's, it guesses
         _note_written_lines(notebook, text.splitlines())
         return notebook, "Markdown lecture (.md)"
     if suffix == ".py":
@@ -360,6 +361,10 @@ _RELATIVE_IMAGE = re.compile(r"(?:!\[[^\]]*\]\(|^(?:`{3,}|:{3,})\{(?:figure|imag
                              r"(?!\w+:|/|#)(?P<path>[^)\s]+)", re.M)
 # A glossary's term looked up (`{term}`jit``, `{term}`traced <Tracer>``), and a glossary: its
 # terms are its lines flush left (`term : classifier`).
+# A collapsed block titled as a solution (sphinx-design's dropdown, HTML's details): a click
+# away on the student's page, and whole in its downloads and search index.
+_REVEALED = re.compile(r"^[ \t]*(?:`{3,}|:{3,})\{dropdown\}.*\b(?:solution|answer)|<summary>[^<]*"
+                       r"\b(?:solution|answer)", re.I | re.M)
 _TERM = re.compile(r"\{term\}`(?:[^`<]*<)?(?P<name>[^<>`]+?)>?`")
 _GLOSSARY = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glossary\}.*\n(?P<body>(?:.*\n)*?)(?P=fence)",
                        re.M)
@@ -1215,6 +1220,14 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             elif d2l:
                 source = _d2l_markdown(source, unlabelled)
             python_blocks += [_place(cell, line, info) for line, info in _python_blocks(source)]
+            imported.to_do += [
+                f"{_place(cell, line, found[0])}: {source.splitlines()[line - 1].strip()!r} shows "
+                "a solution to "
+                "every student (a click opens it; the downloads and search index hold it): make "
+                f"it a markdown cell tagged `{ANSWER_TAG}` (the instructor edition shows it), out "
+                "of any block around it, or leave it for students to check themselves"
+                for found in _REVEALED.finditer(source)
+                for line in [source.count("\n", 0, found.start()) + 1]]
             references += [(found["name"], _place(cell, source.count("\n", 0, found.start()) + 1,
                                                   found[0]))
                            for found in _MYST_REF.finditer(source)]
