@@ -435,6 +435,12 @@ def test_directives_become_markdown_a_reader_sees():
         == "<details>\n<summary>The error</summary>\n\n```text\nE: m\n```\n\n</details>"
     assert convert(":::{dropdown} A <b>\n:open:\nText.\n:::") \
         == "<details open>\n<summary>A &lt;b&gt;</summary>\n\nText.\n\n</details>"
+    # sphinx-design's tabs (a Jupyter Book lesson's PyTorch / JAX): each label was dropped,
+    # leaving two bodies with nothing to tell them apart; a rubric lost its whole text.
+    assert convert("::::{tab-set}\n:::{tab-item} PyTorch\nTensors.\n:::\n:::{tab-item} JAX\n"
+                   ":sync: jax\nArrays.\n:::\n::::") == "**PyTorch**\n\nTensors.\n\n**JAX**\n\nArrays."
+    assert convert("```{rubric} Further reading\n```") == "**Further reading**"
+    assert convert("::::{grid} 1 2 2 2\n:::{grid-item}\nA cell.\n:::\n::::") == "A cell."
     assert convert("```{mermaid}\ngraph\n```") == "*[Shown on the book's page](https://book.example/p.html).*"
     assert convert("Math $x^2$ and {math}`y`.\n\n$$\na\n$$") == "Math $x^2$ and $y$.\n\n$$\na\n$$"
 

@@ -42,6 +42,7 @@ ADMONITION_TITLES = {
 # Directives that only lay out their content: the content stays, the layout goes.
 _LAYOUT = {"grid", "grid-item", "div", "container", "tab-set", "tab-item", "card-carousel",
            "topic", "sidebar", "epigraph", "highlights", "pull-quote", "rubric"}
+_TITLED = {"tab-item", "topic", "sidebar", "rubric"}  # their argument is text the page shows
 _CARDS = {"card", "grid-item-card"}
 _CODE = {"code-block", "code", "sourcecode", "code-cell"}
 _REFERENCE_ROLES = {"ref", "numref", "doc", "any", "eq", "term", "download"}
@@ -125,8 +126,9 @@ class PlainMarkdown:
             return f"**Solution**\n\n{self.convert(content)}".rstrip()
         if name in ("exercise-end", "solution-end", "index", "raw"):  # nothing on the page,
             return content if argument == "html" else ""  # but raw HTML, as Jupyter shows it
-        if name in _LAYOUT:
-            return self.convert(content)
+        if name in _LAYOUT:  # a tab's label stays (a grid's column count, a div's class: not)
+            title = f"**{escape(argument)}**\n\n" if argument and name in _TITLED else ""
+            return f"{title}{self.convert(content)}".strip()
         if name == "glossary":  # each term flush left, its definition indented below it
             terms = re.split(r"^(?=\S)", content.strip("\n"), flags=re.M)
             return "\n\n".join(f"**{escape(term.splitlines()[0])}**\n\n"
