@@ -143,14 +143,21 @@ def _marked_line(one: str, two: str) -> str:
     return "".join(out)
 
 
-# %timeit's warning of a slow run, which some runs print and others not: a `...` line.
-_SLOW_RUN = re.compile(r"^ *The slowest run took [^\n]* being cached\.\n", re.M)
+# %timeit's warning of a slow run, which some runs print and others not: a `...` line before
+# each timing, printed or not by the two runs compared (neither did: a later run may).
+_SLOW_RUN = re.compile(rf"^(?: *The slowest run took [^\n]* being cached\.\n|"
+                       rf"(?<!being cached\.\n))(?= *{_TIMEIT})", re.M)
 
 
 def suggest(accepted: str, shown: str) -> str | None:
     """A marked expected output that both outputs match, marking only where they differ;
     None if none is found."""
-    one, two = (_SLOW_RUN.sub(ELLIPSIS + "\n", text).split("\n") for text in (accepted, shown))
+    marked = _marked(*(_SLOW_RUN.sub(ELLIPSIS + "\n", text) for text in (accepted, shown)))
+    return marked if matches(marked, accepted) and matches(marked, shown) else None
+
+
+def _marked(accepted: str, shown: str) -> str:
+    one, two = accepted.split("\n"), shown.split("\n")
     line_keys = [["".join(map(_key, _tokens(line))) for line in lines] for lines in (one, two)]
     matcher = difflib.SequenceMatcher(None, *line_keys, autojunk=False)
     out: list[str] = []
@@ -159,8 +166,7 @@ def suggest(accepted: str, shown: str) -> str | None:
             out += [_marked_line(a, b) for a, b in zip(one[i1:i2], two[j1:j2])]
         elif not out or out[-1] != ELLIPSIS:
             out.append(ELLIPSIS)
-    marked = "\n".join(out)
-    return marked if matches(marked, accepted) and matches(marked, shown) else None
+    return "\n".join(out)
 
 
 # A name tempfile draws, by its own generator (no seed of the cells' fixes it): a temporary
@@ -172,8 +178,10 @@ def what_varies(one: str, two: str) -> str:
     """Where two outputs differ: "made" where only temporary names or dates do (no draw),
     "measured" where only those, durations or sizes do (a clock's, memory's, or a simulated
     one: drawn), else "" (any value, a drawn one)."""
-    marked = suggest(*(_TEMPORARY.sub("tmp", _SLOW_RUN.sub("", text)) for text in (one, two)))
-    if marked is None or re.search(r"<number>|\.\.\.", marked):
+    one, two = (_TEMPORARY.sub("tmp", _SLOW_RUN.sub("", text)) for text in (one, two))
+    marked = _marked(one, two)
+    if not (matches(marked, one) and matches(marked, two)) or re.search(r"<number>|\.\.\.",
+                                                                        marked):
         return ""
     return "measured" if re.search("<duration>|<size>", marked) else "made"
 
