@@ -254,6 +254,10 @@ def test_exercises_citations_and_numbered_figures_build_and_no_solution_reaches_
         assert "Rumelhart" in page and "Fig. 1" in page and "Exercise 2" in page
         assert page.count("Theorem 1") == 2 and "basalt orchard" in page
         assert not list((tmp_path / edition / "html").glob("prf-*.html"))  # no Proof Index
+        # The download: the theorem and its proof as the page shows them, no label.
+        download = (tmp_path / edition / "html" / "_sources" / "exercises.ipynb").read_text()
+        assert "Theorem 1 (Chain rule)" in download and "Theorem 1 states" in download
+        assert "*Proof.* The basalt orchard" in download and "thm-chain" not in download
         assert "linenos" in page  # the chapter's own number_source_lines
     # Its own execution_in_temp: the file a cell wrote is not left in the book's sources.
     assert not list(src.rglob("written-by-a-cell.txt"))

@@ -40,7 +40,7 @@ from coursebook.render.downloads import (
     catching,
     download_document,
     download_notebook,
-    exercise_numbers,
+    block_numbers,
 )
 from coursebook.render.plain_markdown import PlainMarkdown, Target
 from coursebook.verify.chapter_checks import raised_on_purpose
@@ -468,11 +468,30 @@ def test_exercises_index_entries_and_labels_download_as_the_page_shows_them():
     # reading order, so a second chapter's first exercise is not Exercise 1.
     env = SimpleNamespace(toc_fignumbers={"b": {"exercise": {"b1": (4,), "b-exercise-1": (3,)},
                                                 "figure": {"f": (9,)}}})
-    assert exercise_numbers(env, "b") == ["3", "4"] and exercise_numbers(env, "a") == []
-    convert = PlainMarkdown(resolve, "", MD_CONFIG, exercise_numbers=iter(["3", "4"])).convert
+    assert block_numbers(env, "b") == {"exercise": ["3", "4"], "figure": ["9"]}
+    assert block_numbers(env, "a") == {}
+    convert = PlainMarkdown(resolve, "", MD_CONFIG, numbers={"exercise": iter(["3", "4"])}).convert
     assert [convert(f"```{{exercise}}\n{options}\nIt.\n```") for options in (
         "", ":nonumber:", ":label: b1")] == ["**Exercise 3**\n\nIt.", "**Exercise**\n\nIt.",
                                              "**Exercise 4**\n\nIt."]
+
+
+def test_theorems_and_proofs_download_as_the_page_shows_them():
+    """sphinx-proof's blocks (NTNU's, QuantEcon's lectures) were 'Shown on the book's page'
+    links in a download, and a `{prf:ref}` its label (`thm-chain`): now each block numbered by
+    its kind, as the page numbers it, its proof as sphinx-proof writes one, a reference its
+    title and link."""
+    def resolve(role, target):
+        return Target("Theorem 2", "https://book.example/p.html#thm") if role == "prf:ref" \
+            and target == "thm" else None
+
+    convert = PlainMarkdown(resolve, "", MD_CONFIG, numbers={"theorem": iter(["2"]),
+                                                             "definition": iter(["5"])}).convert
+    assert convert(":::{prf:theorem} Chain rule\n:label: thm\nIt holds.\n:::\n\n"
+                   ":::{prf:proof}\nBy $x$.\n:::\n\n```{prf:definition}\nA word.\n```\n\n"
+                   ":::{prf:remark}\n:nonumber:\nAside.\n:::\n\nAs {prf:ref}`thm` says.") == (
+        "**Theorem 2 (Chain rule)**\n\nIt holds.\n\n*Proof.* By $x$.\n\n**Definition 5**\n\n"
+        "A word.\n\n**Remark**\n\nAside.\n\nAs [Theorem 2](https://book.example/p.html#thm) says.")
 
 
 # Each syntax extension myst-parser offers (a chapter's top matter may turn any on), but

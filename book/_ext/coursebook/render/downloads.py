@@ -9,6 +9,7 @@ import ast
 import copy
 import io
 import tokenize
+from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -148,6 +149,13 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
             if docname not in app.env.titles:
                 return None
             return Target(app.env.titles[docname].astext(), page_url(published, docname))
+        if role == "prf:ref":  # sphinx-proof's: "Theorem 2", as the page shows it
+            if (block := getattr(app.env, "proof_list", {}).get(target)) is None:
+                return None
+            number = app.env.toc_fignumbers.get(block["docname"], {}).get(
+                block["countertype"], {}).get(target, ())
+            return Target(f"{block['realtype'].title()} {'.'.join(map(str, number))}".strip(),
+                          page_url(published, block["docname"], target))
         if target.lower() not in labels:
             return None
         docname, anchor, title = labels[target.lower()]
@@ -163,16 +171,17 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
     notebook = chapter_notebook(app.env, pagename)
     md_config = merge_file_level(app.env.myst_config, notebook.metadata if notebook else {},
                                  lambda kind, message: None)  # myst-nb warned already
+    numbers = {kind: iter(found) for kind, found in block_numbers(app.env, pagename).items()}
     return PlainMarkdown(resolve, page_url(published, pagename), md_config,
                          app.tags.eval_condition, image_url,
-                         exercise_numbers=iter(exercise_numbers(app.env, pagename)))
+                         numbers=defaultdict(lambda: iter(()), numbers))
 
 
-def exercise_numbers(env, pagename: str) -> list[str]:
-    """The page's numbered exercises' numbers, in its order, as its HTML shows them (numfig's:
-    on across the book's pages, in reading order)."""
-    numbers = env.toc_fignumbers.get(pagename, {}).get("exercise", {}).values()
-    return [".".join(map(str, number)) for number in sorted(numbers)]
+def block_numbers(env, pagename: str) -> dict[str, list[str]]:
+    """The page's numbered blocks' numbers by kind (exercise, theorem...), each in its order,
+    as its HTML shows them (numfig's: on across the book's pages, in reading order)."""
+    return {kind: [".".join(map(str, number)) for number in sorted(numbers.values())]
+            for kind, numbers in env.toc_fignumbers.get(pagename, {}).items()}
 
 
 def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,

@@ -10,6 +10,7 @@ import html
 import itertools
 import re
 import textwrap
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -63,9 +64,11 @@ class PlainMarkdown:
     # (summary, content) goes there, printed after the text, so that an error to predict
     # is not read ahead.
     set_aside: list[tuple[str, str]] | None = None
-    # The numbers of the page's numbered exercises, in its order: Sphinx's, which count on
-    # across the book's pages (downloads: exercise_numbers); alone, from 1.
-    exercise_numbers: Iterator[object] = field(default_factory=lambda: itertools.count(1))
+    # The numbers of the page's numbered blocks by kind (exercise, theorem...), each in its
+    # order: Sphinx's, which count on across the book's pages (downloads: block_numbers);
+    # alone, from 1.
+    numbers: dict[str, Iterator[object]] = field(
+        default_factory=lambda: defaultdict(lambda: itertools.count(1)))
 
     @cached_property
     def _parser(self):
@@ -78,13 +81,13 @@ class PlainMarkdown:
         # The renderers below find the converter in markdown-it's env, under its class.
         return self._parser.render(source, {PlainMarkdown: self}).rstrip("\n")
 
-    def role(self, name: str, content: str) -> str:
-        name = name.split(":")[-1]  # py:func and the like: the role's own name
+    def role(self, role: str, content: str) -> str:
+        name = role.split(":")[-1]  # py:func and the like: the role's own name
         if name == "math":
             return f"${content}$"
         if name in _REFERENCE_ROLES:
             explicit, text, target = split_explicit_title(content)  # "title <target>"
-            found = self.resolve(name, target.strip()) or Target(target)  # unresolved: no link
+            found = self.resolve(role, target.strip()) or Target(target)  # unresolved: no link
             return self.link(text if explicit else found.title, found.url)
         if name in _TEXT_ROLES:
             return escape(content)
@@ -117,9 +120,12 @@ class PlainMarkdown:
             opening = "<details open>" if "open" in options else "<details>"
             summary = f"<summary>{html.escape(argument)}</summary>\n\n" if argument else ""
             return f"{opening}\n{summary}{self.convert(content)}\n\n</details>"
-        if name in ("exercise", "exercise-start"):  # numbered as the page numbers them
-            number = None if "nonumber" in options else next(self.exercise_numbers, None)
-            title = "Exercise" if number is None else f"Exercise {number}"
+        if name == "prf:proof":  # as sphinx-proof writes it
+            return f"*Proof.* {self.convert(content)}".rstrip()
+        if name in ("exercise", "exercise-start") or name.startswith("prf:"):  # a theorem...
+            kind = name.removeprefix("prf:").removesuffix("-start")  # numbered as on the page
+            number = None if "nonumber" in options else next(self.numbers[kind], None)
+            title = kind.title() if number is None else f"{kind.title()} {number}"
             title += f" ({escape(argument)})" if argument else ""
             return f"**{title}**\n\n{self.convert(content)}".rstrip()
         if name in ("solution", "solution-start"):  # an instructor's
