@@ -458,6 +458,7 @@ def test_a_line_the_accepted_claims_cannot_hold_is_named_at_its_line(tiny_book, 
         read_expectations(path, "claim")
     assert str(error.value).startswith(f"{path}:{len(lines) - 1}: neither an indented line ")
     assert "`=== claim KEY (student)`" in str(error.value) and ACCEPT_COMMAND in str(error.value)
+    assert str(error.value).count("`") % 2 == 0, error.value  # `(edition optional)`: ` was left
 
 
 def test_the_books_claims_are_accepted_for_every_chapter_that_makes_some():

@@ -161,7 +161,7 @@ def read_expectations(path: Path, kind: str = "cell") -> Expectations | None:
         else:
             # Accepting reads the file first: it cannot mend it.
             raise ExpectationsError(
-                f"neither an indented line nor a header `{_SHAPES[kind]}`: correct it, or "
+                f"neither an indented line nor a header `{_SHAPES[kind]}: correct it, or "
                 f"delete the file and accept anew with `{ACCEPT_COMMAND}`", path, number)
     for header, number, lines in entries:
         key = header["key"]
