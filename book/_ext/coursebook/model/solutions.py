@@ -20,8 +20,8 @@ SOLUTION = "solution"
 START = "solution-start"
 END = "solution-end"
 
-# Both fence styles, whatever the book's own settings: a solution in a colon fence the
-# parser missed would reach the student edition. The book's math: a `%` there is LaTeX's.
+# Both fences and math whatever conf.py enables (a superset, not its copy): a solution in a
+# colon fence the parser missed would reach the student edition; a `%` in math is LaTeX's.
 _MARKDOWN = create_md_parser(MdParserConfig(enable_extensions={
     "colon_fence", "dollarmath", "amsmath"}), RendererHTML)
 _DIRECTIVE = re.compile(r"\{([\w:-]+)\}")  # a domain's too: `{prf:proof}`
