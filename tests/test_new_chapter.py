@@ -1849,6 +1849,8 @@ def test_a_labs_solutions_notebook_comes_in_as_answers_after_the_exercises_it_so
     assert tool.main(["--from", str(other), "--solutions", str(lab), "--book", str(book)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{lab} does not pair with {other}: 3 code cells and 2" in err
+    # rasbt's ch03 exercise-solutions.ipynb stands alone: the command that brings it in
+    assert err.endswith(f"(`make chapter FROM={lab}`)\n"), err
     assert not (book / "other.md").exists()
     # Solutions without their lab: refused, not a skeleton chapter.
     assert tool.main(["x", "X", "--solutions", str(solved), "--book", str(book)]) == 1
