@@ -1242,10 +1242,11 @@ def test_a_myst_lecture_comes_in_with_its_solutions_as_answers(tmp_path, capsys)
 
 
 def test_a_lectures_references_to_its_own_site_and_works_are_named(tmp_path, capsys):
-    """A MyST lecture's references to the lesson's other pages and sections, and the works it
-    cites, came in unsaid (QuantEcon's lectures hold 172 `{doc}` and 165 `{cite}`): the build
-    stopped at each. Those the chapter or the book holds (a page, a label, a directive's
-    `:label:`, a figure's name, a key of book/references.bib) are left. A figure's caption and
+    """A MyST lecture's references to the lesson's other pages and sections (and theorems:
+    NTNU's ODE lecture's 5 `{prf:ref}` of other lectures), and the works it cites, came in
+    unsaid (QuantEcon's lectures hold 172 `{doc}` and 165 `{cite}`): the build stopped at
+    each. Those the chapter or the book holds (a page, a label, a directive's `:label:`, a
+    figure's name, a key of book/references.bib) are left. A figure's caption and
     name (myst-nb's cell options) were dropped: its `{numref}` stopped the build."""
     book = _book(tmp_path)
     (book / "references.bib").write_text("@book{Known2020,\n  title = {A book},\n}\n")
@@ -1253,8 +1254,9 @@ def test_a_lectures_references_to_its_own_site_and_works_are_named(tmp_path, cap
     lesson = tmp_path / "supply.md"
     prose = ("(here)=\nSee {doc}`intro_supply_demand`, {doc}`index`, {ref}`here`, {ref}`Extra "
              "<extra-label>`, {ref}`other-lecture`, {numref}`fig_line`, {eq}`eq:demand`, "
-             "{eq}`eq:supply`, {cite}`Known2020,Other2021` and {cite:t}`Third`.\n\n```{math}\n"
-             ":label: eq:demand\nq = 1\n```\n\n$$\nq = 2\n$$(eq:supply)")
+             "{eq}`eq:supply`, {cite}`Known2020,Other2021`, {prf:ref}`exa-growth`, {prf:ref}`"
+             "Its <thm-own>` and {cite:t}`Third`.\n\n```{math}\n:label: eq:demand\nq = 1\n```"
+             "\n\n$$\nq = 2\n$$(eq:supply)\n\n:::{prf:theorem}\n:label: thm-own\nIt.\n:::")
     figure = ("```{code-cell} ipython3\n---\nmystnb:\n  figure:\n    caption: A line\n"
               "    name: fig_line\n---\nprint(1)")
     lesson.write_text(MYST_PLACES.replace("The [previous lesson](intro.html).", prose)
@@ -1262,7 +1264,7 @@ def test_a_lectures_references_to_its_own_site_and_works_are_named(tmp_path, cap
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     said = capsys.readouterr().out
     assert "the book does not have (the build stops at each): line 10 (`intro_supply_demand`), " \
-           "line 10 (`other-lecture`)\n" in said, said
+           "line 10 (`other-lecture`), line 10 (`exa-growth`)\n" in said, said
     assert "or write them as text: Other2021, Third\n" in said, said
     # myst-nb's own cell options stay: the figure keeps its caption and the name it is cited by
     [cell] = [cell for cell in read_chapter((book / "supply.md").read_text()).cells

@@ -354,7 +354,7 @@ _ANONYMOUS = re.compile(r"(<[^`<>]+>`_)_")
 # `:name:`), and a reference to one.
 _MYST_LABEL = re.compile(r"^\((?P<name>[^()\s]+)\)=$|\$\$[ \t]*\((?P<equation>[^()\s]+)\)$"
                          r"|^:(?:label|name):[ \t]*(?P<option>\S+)", re.M)
-_MYST_REF = re.compile(r"\{(?:ref|numref|eq|doc)\}`(?:[^`<]*<)?(?P<name>[^<>`\s]+)>?`")
+_MYST_REF = re.compile(r"\{(?:ref|numref|eq|doc|prf:ref)\}`(?:[^`<]*<)?(?P<name>[^<>`\s]+)>?`")
 # A file's text MyST puts in (```{include} _admonition/gpu.md```, no options), and the path
 # of an image its text shows relative to its folder (a Markdown image's, a figure's).
 _INCLUDE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{include\}[ \t]+(?P<path>\S+)[ \t]*\n"
