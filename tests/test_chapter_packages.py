@@ -151,6 +151,10 @@ def test_a_declared_package_must_be_in_the_books_environment():
     # jupytext header too
     line = missing.splitlines().index("coursebook:") + 2
     assert [(str(error.path), error.line) for error in errors] == [("lesson.md", line)] * 2
+    # A YAML string is one package: `packages: jax` was j, a and x, which the build said the
+    # environment lacked and `make chapter-packages` would have had pip install.
+    single = _chapter("import nbformat", extra="coursebook:\n  packages: nbformat\n")
+    assert chapter_package_errors(Path("lesson.md"), single) == []
     script = ("# ---\n# jupyter:\n#   kernelspec: {name: python3, display_name: Python 3}\n"
               "#   coursebook:\n#     packages: [no-such-package-here]\n# ---\n\n"
               "# %%\nimport d2l\n")

@@ -48,7 +48,8 @@ _SHELL_BUILTINS = frozenset(
 
 def declared_packages(metadata: dict) -> list[str]:
     packages = (metadata.get("coursebook") or {}).get("packages") or []
-    return [str(package) for package in packages]
+    # `packages: jax` is one package: read letter by letter, pip was to install j, a and x
+    return [str(package) for package in packages] if isinstance(packages, list) else [str(packages)]
 
 
 def decoded(path: Path) -> str | BookError:
