@@ -658,14 +658,17 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
     """udlbook's Chap06/6_2 leaves `compute_loss` to the student (`# TODO`, `return 0`) and
     prints it in the next cell: the tool said nothing, so the student page showed the
     blank's 0 as verified, and no answer was asked for. A cell that calls the blank, or a
-    def that does, is told; a parameter of the blank's name is not the blank. Without
-    answers, the tool asks for them, tagged as completing each exercise."""
+    def that does, is told; a parameter of the blank's name is not the blank; so is a name
+    a blank that is no Python assigns (MIT's `x = # TODO`: the student edition stopped at
+    the next cell's NameError, told to "tag it raises-exception"). Without answers, the
+    tool asks for them, tagged as completing each exercise."""
     import nbformat
 
     sources = ["import math", "def area(r):\n    # TODO -- the circle's area\n    return 0",
                "print(area(2))", "def doubled(r):\n    return 2 * area(r)",
                "def apply(area):\n    return area(1)", "shown = apply(abs)", "print(doubled(1))",
-               "print(shown, math.pi)", "print(len(area.__name__))"]
+               "print(shown, math.pi)", "print(len(area.__name__))",
+               "r = 2\nside = # TODO: the square's side", "print(side)"]  # MIT's: no Python
     cells = [nbformat.v4.new_code_cell(source) for source in sources]
     if answered:
         cells.insert(2, nbformat.v4.new_code_cell("def area(r):\n    return math.pi * r ** 2",
@@ -676,11 +679,11 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
     told = re.findall(r"cell (\d+), line (\d+): `(\w+)` is, or calls, what the student writes at "
                       r"cell (\d+) \(a `TODO`\), which the student edition runs blank", said)
     assert told == [(str(at + 1), "1", "area", "2"), (str(at + 5), "1", "doubled", "2"),
-                    (str(at + 7), "1", "area", "2")], said
+                    (str(at + 7), "1", "area", "2"), (str(at + 9), "1", "side", str(at + 8))], said
     asked = re.findall(r"the lesson leaves exercises to the student \(a `TODO`: (.*?)\) and "
                        r"gives no answer: after each, write its answer as a code cell tagged "
                        r"`answer` and `completes-exercise`", said)
-    assert asked == ([] if answered else ["cell 2"]), said
+    assert asked == ([] if answered else [f"cell 2, cell {at + 8}"]), said
 
 
 def test_a_lectures_colon_fences_and_its_collapsed_solutions(tmp_path, capsys):

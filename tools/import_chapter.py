@@ -141,6 +141,7 @@ _OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
 # build compares none (coursebook.verify.expectations.shown_text).
 _WIDGETS = re.compile(r"ipywidgets|tqdm\.(?:notebook|auto|tqdm_notebook)")  # autonotebook too
 _TODO = re.compile(r"\bTODO\b")  # an exercise's mark: what the student writes there
+_BLANK = re.compile(r"^[ \t]*(\w+)[ \t]*=(?!=)", re.M)  # a name a blank assigns (`x = # TODO`)
 # Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
 _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
 # Calls that fetch from the web into a cache of their own: tiktoken's encodings, Hugging
@@ -870,13 +871,14 @@ def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
             if name in answered - visible][:1] or [
             f"{_place(cell, line)}: `{name}` is, or calls, what the student writes at "
             f"{blanks[name]} (a `TODO`), which the student edition runs blank (the page would "
-            f"show the blank's output): tag the cell `{NEEDS_ANSWERS_TAG}` (that edition shows it "
-            "without running it)"
+            f"show the blank's output, or the build stop here): tag the cell `{NEEDS_ANSWERS_TAG}`"
+            " (that edition shows it without running it)"
             for name, line in used.items() if name in blanks][:1]
         told += tell
         (answered if skipped or tell else visible).update(bound)  # a told cell: tagged, not run
         if _TODO.search(cell.source) and not skipped:  # an exercise: what it binds is a blank
-            blanks.update(dict.fromkeys(bound, _place(cell)))
+            blanks.update(dict.fromkeys(bound | set(  # `x = # TODO`, no Python: what it names
+                [] if _parsed(cell.source) else _BLANK.findall(cell.source)), _place(cell)))
     exercises = dict.fromkeys(blanks.values())
     if exercises and not any(ANSWER_TAG in cell_tags(cell) or _TO_REMOVE.match(cell.source)
                              for cell in cells):
