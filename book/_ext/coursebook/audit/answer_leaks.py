@@ -20,6 +20,7 @@ from sphinx.search.en import SearchEnglish
 
 from coursebook.answer_checks.model import cell_checks
 from coursebook.audit.spoilers import spoilers
+from coursebook.config import BookConfig
 from coursebook.model.cell_notes import cell_line, place_at, source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.notebooks import (
@@ -36,6 +37,7 @@ from coursebook.model.notebooks import (
 from coursebook.model.solutions import comments, without_comments
 from coursebook.model.toml_files import TomlFile, read_toml
 from coursebook.reporting import report, report_book_error
+from coursebook.torch_versions.model import expected_files
 from coursebook.verify.expectations import read_expectations
 
 FINGERPRINT_RUN = 8
@@ -140,7 +142,7 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
                 for form in (_cell_text, lambda cell: without_comments(cell.source))]
     # What the student edition prints is visible: rasbt's solutions quote the chapter's
     # output (`context_vecs.shape: torch.Size([2, 6, 2])`): `make audit` called it a leak.
-    visible += [text for path in sorted(book_dir.glob("expected/torch-*/**/*.txt"))
+    visible += [text for path in expected_files(book_dir / BookConfig.expected_dir)
                 for text in read_expectations(path).by_edition["student"].values()]
     # A check's question and tolerance, stated on its answer's cell, are shown to students
     # in the download's check cell: visible, never an answer's alone.

@@ -7,7 +7,11 @@ from pathlib import Path
 from coursebook.model.versions import version_key
 
 
+def expected_files(expected_dir: Path, chapter: str = "*") -> list[Path]:
+    """Each torch release's expected outputs of ``chapter`` (of every chapter by default)."""
+    return sorted(expected_dir.glob(f"torch-*/{chapter}.txt"))
+
+
 def verified_versions(expected_dir: Path, chapter: str) -> list[str]:
-    found = [p.parent.name.removeprefix("torch-")
-             for p in expected_dir.glob(f"torch-*/{chapter}.txt")]
+    found = [p.parent.name.removeprefix("torch-") for p in expected_files(expected_dir, chapter)]
     return sorted(found, key=version_key)

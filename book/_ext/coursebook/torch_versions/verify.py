@@ -32,7 +32,7 @@ from coursebook.page_state import chapter_notebook, mark_failed, page_state_of
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.reporting import report, report_book_error
-from coursebook.torch_versions.model import verified_versions
+from coursebook.torch_versions.model import expected_files, verified_versions
 from coursebook.verify.chapter_checks import (code_cells, compared_account, patterns_alone,
                                                verified_against, versions_not_recorded)
 from coursebook.verify.expectations import (
@@ -258,7 +258,7 @@ class TorchVersionChanges(Directive):
         edition = self.edition.value
         expected_dir = Path(env.srcdir, config.expected_dir)
         rows: dict[tuple[str, str], list[nodes.Node]] = {}
-        files = sorted(expected_dir.glob("torch-*/*.txt"))
+        files = expected_files(expected_dir)
         for path in files:
             env.note_dependency(str(path))
         museum, readers = config.museum(), config.reader_runtimes
