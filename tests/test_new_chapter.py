@@ -668,7 +668,8 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
                "print(area(2))", "def doubled(r):\n    return 2 * area(r)",
                "def apply(area):\n    return area(1)", "shown = apply(abs)", "print(doubled(1))",
                "print(shown, math.pi)", "print(len(area.__name__))",
-               "r = 2\nside = # TODO: the square's side", "print(side)"]  # MIT's: no Python
+               "r = 2\nside = # TODO: the square's side", "print(side)",  # MIT's: no Python
+               "def mean(t):\n    raise NotImplementedError('write mean')", "print(mean([1]))"]
     cells = [nbformat.v4.new_code_cell(source) for source in sources]
     if answered:
         cells.insert(2, nbformat.v4.new_code_cell("def area(r):\n    return math.pi * r ** 2",
@@ -677,13 +678,15 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
                        nbformat.writes(nbformat.v4.new_notebook(cells=cells)))[1]
     at = 2 + answered  # the answer's cell, where there is one, shifts those below it
     told = re.findall(r"cell (\d+), line (\d+): `(\w+)` is, or calls, what the student writes at "
-                      r"cell (\d+) \(a `TODO`\), which the student edition runs blank", said)
+                      r"cell (\d+) \(an exercise\), which the student edition runs blank", said)
     assert told == [(str(at + 1), "1", "area", "2"), (str(at + 5), "1", "doubled", "2"),
-                    (str(at + 7), "1", "area", "2"), (str(at + 9), "1", "side", str(at + 8))], said
-    asked = re.findall(r"the lesson leaves exercises to the student \(a `TODO`: (.*?)\) and "
+                    (str(at + 7), "1", "area", "2"), (str(at + 9), "1", "side", str(at + 8)),
+                    (str(at + 11), "1", "mean", str(at + 10))], said
+    asked = re.findall(r"the lesson leaves exercises to the student \(a `TODO` or `raise "
+                       r"NotImplementedError`: (.*?)\) and "
                        r"gives no answer: after each, write its answer as a code cell tagged "
                        r"`answer` and `completes-exercise`", said)
-    assert asked == ([] if answered else [f"cell 2, cell {at + 8}"]), said
+    assert asked == ([] if answered else [f"cell 2, cell {at + 8}, cell {at + 10}"]), said
 
 
 def test_a_lectures_colon_fences_and_its_collapsed_solutions(tmp_path, capsys):

@@ -140,7 +140,8 @@ _OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
 # A module whose displays are widgets: myst-nb draws them with scripts from the web, and the
 # build compares none (coursebook.verify.expectations.shown_text).
 _WIDGETS = re.compile(r"ipywidgets|tqdm\.(?:notebook|auto|tqdm_notebook)")  # autonotebook too
-_TODO = re.compile(r"\bTODO\b")  # an exercise's mark: what the student writes there
+# An exercise's mark, where the student writes (Neuromatch's, CS231n's: a raise to replace)
+_TODO = re.compile(r"\bTODO\b|\braise NotImplementedError\b")
 _BLANK = re.compile(r"^[ \t]*(\w+)[ \t]*=(?!=)", re.M)  # a name a blank assigns (`x = # TODO`)
 # Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
 _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
@@ -870,7 +871,7 @@ def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
             "name in a cell students run" for name, line in used.items()
             if name in answered - visible][:1] or [
             f"{_place(cell, line)}: `{name}` is, or calls, what the student writes at "
-            f"{blanks[name]} (a `TODO`), which the student edition runs blank (the page would "
+            f"{blanks[name]} (an exercise), which the student edition runs blank (the page would "
             f"show the blank's output, or the build stop here): tag the cell `{NEEDS_ANSWERS_TAG}`"
             " (that edition shows it without running it)"
             for name, line in used.items() if name in blanks][:1]
@@ -882,10 +883,11 @@ def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
     exercises = dict.fromkeys(blanks.values())
     if exercises and not any(ANSWER_TAG in cell_tags(cell) or _TO_REMOVE.match(cell.source)
                              for cell in cells):
-        told.append(f"the lesson leaves exercises to the student (a `TODO`: {', '.join(exercises)}"
-                    f") and gives no answer: after each, write its answer as a code cell tagged "
-                    f"`{ANSWER_TAG}` and `{COMPLETES_EXERCISE_TAG}` (the instructor edition runs "
-                    "it and what needs it), or bring in the lesson's solutions (SOLUTIONS=)")
+        told.append(f"the lesson leaves exercises to the student (a `TODO` or `raise "
+                    f"NotImplementedError`: {', '.join(exercises)}) and gives no answer: after "
+                    f"each, write its answer as a code cell tagged `{ANSWER_TAG}` and "
+                    f"`{COMPLETES_EXERCISE_TAG}` (the instructor edition runs it and what needs "
+                    "it), or bring in the lesson's solutions (SOLUTIONS=)")
     return told
 
 
