@@ -713,6 +713,15 @@ def test_a_lectures_colon_fences_and_its_collapsed_solutions(tmp_path, capsys):
          "<details><summary>Click for the answer</summary>Four.</details>")], said
 
 
+def test_a_lecture_of_prose_alone_gets_no_hidden_first_cell(tmp_path, capsys):
+    """A Jupyter Book lesson of prose (an autoencoder workshop's notes): the hidden first cell
+    came after the lecture's one markdown cell, last, and its download ended in `%xmode
+    Minimal`, a cell with nothing to run after it."""
+    book, said = _brought_in(tmp_path, capsys, "prose.md", "# Prose\n\nOnly words.\n")
+    assert "%xmode" not in (book / "prose.md").read_text(), (book / "prose.md").read_text()
+    assert "added the book's top matter; its cells run" in said, said
+
+
 def test_a_book_folder_without_its_index_is_refused_in_one_line(tmp_path, capsys):
     """`--book` naming a folder without index.md ended in a FileNotFoundError traceback, after
     the lesson had been read; nothing is written."""

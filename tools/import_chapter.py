@@ -1410,9 +1410,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         cells.insert(0, markdown_cell(f"({name})=\n# {title}"))
         at = 1
     at = min([at] + [n for n, cell in enumerate(cells) if cell.cell_type == "code"])
-    cells.insert(at, code_cell(FIRST_CELL, "remove-cell"))
-    imported.changed.append("added the book's top matter and its hidden first cell "
-                            "(%xmode Minimal: errors show as `Type: message`); " + (
+    coded = any(cell.cell_type == "code" for cell in cells)  # prose alone: no cell to add,
+    cells[at:at] = [code_cell(FIRST_CELL, "remove-cell")] * coded  # which would come last
+    imported.changed.append("added the book's top matter" + (" and its hidden first cell (%xmode "
+                            "Minimal: errors show as `Type: message`)") * coded + "; " + (
                                 "its cells run in a temporary folder (`execution_in_temp: true`), "
                                 "so the files they write are not left beside the chapter"
                                 if not data else "copied the files beside the lesson its cells "
