@@ -140,17 +140,20 @@ def test_a_declared_package_must_be_in_the_books_environment():
     installed = _chapter("import nbformat", extra="coursebook:\n  packages: [nbformat]\n")
     assert chapter_package_errors(Path("lesson.md"), installed) == []
     missing = _chapter("import d2l", extra="coursebook:\n  packages: [no-such-package-here, "
-                                           "'nbformat<1']\n")
+                                           "'nbformat<1', 'jax>>1']\n")
     errors = chapter_package_errors(Path("lesson.md"), missing)
     assert [error.message for error in errors] == [
         "top matter 'coursebook: packages' declares no-such-package-here, which the book's "
         "environment lacks: run `make chapter-packages`.",
         "top matter 'coursebook: packages' declares nbformat<1, and the book's environment "
-        f"has nbformat {nbformat.__version__}: run `make chapter-packages`."]
+        f"has nbformat {nbformat.__version__}: run `make chapter-packages`.",
+        # no install mends it (it read "declares 'jax>>1' is not ...: run `make chapter-packages`")
+        "top matter 'coursebook: packages' declares 'jax>>1', not a pip requirement (NAME, or "
+        "NAME>=VERSION): correct it."]
     # at the `packages` line, as YAML's parser places it (it said line 1), in a script's
     # jupytext header too
     line = missing.splitlines().index("coursebook:") + 2
-    assert [(str(error.path), error.line) for error in errors] == [("lesson.md", line)] * 2
+    assert [(str(error.path), error.line) for error in errors] == [("lesson.md", line)] * 3
     # A YAML string is one package: `packages: jax` was j, a and x, which the build said the
     # environment lacked and `make chapter-packages` would have had pip install.
     single = _chapter("import nbformat", extra="coursebook:\n  packages: nbformat\n")

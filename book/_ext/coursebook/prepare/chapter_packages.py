@@ -116,12 +116,13 @@ def installed(requirement: str):
 def _missing(requirement: str) -> str | None:
     try:
         wanted, version = installed(requirement)
-    except ValueError:  # packaging's InvalidRequirement
-        return f"'{requirement}' is not a pip requirement (NAME, or NAME>=VERSION)"
+    except ValueError:  # packaging's InvalidRequirement: pip would refuse it too
+        return f"'{requirement}', not a pip requirement (NAME, or NAME>=VERSION): correct it"
     if version is None:
-        return f"{requirement}, which the book's environment lacks"
+        return f"{requirement}, which the book's environment lacks: run `{COMMAND}`"
     if wanted.specifier and not wanted.specifier.contains(version, prereleases=True):
-        return f"{requirement}, and the book's environment has {wanted.name} {version}"
+        return (f"{requirement}, and the book's environment has {wanted.name} {version}: "
+                f"run `{COMMAND}`")
     return None
 
 
@@ -149,7 +150,7 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
             "PATH): the cell would show the shell's 'command not found', not its output. Take "
             f"the line out, or install `{command}` where the book is built."), path, line)
             for line, command, how in missing_commands(notebook)]
-    errors += [BookError(f"{where} 'coursebook: packages' declares {why}: run `{COMMAND}`.",
+    errors += [BookError(f"{where} 'coursebook: packages' declares {why}.",
                          path, top_matter_line(text, "coursebook", "packages"))
                for requirement in declared_packages(notebook.metadata)
                if (why := _missing(requirement)) is not None]
