@@ -158,6 +158,9 @@ def test_a_declared_package_must_be_in_the_books_environment():
     # environment lacked and `make chapter-packages` would have had pip install.
     single = _chapter("import nbformat", extra="coursebook:\n  packages: nbformat\n")
     assert chapter_package_errors(Path("lesson.md"), single) == []
+    # An empty item (`-` alone) declares nothing: it was "None", pip's to install.
+    empty = _chapter("import nbformat", extra="coursebook:\n  packages:\n  - nbformat\n  -\n")
+    assert chapter_package_errors(Path("lesson.md"), empty) == []
     script = ("# ---\n# jupyter:\n#   kernelspec: {name: python3, display_name: Python 3}\n"
               "#   coursebook:\n#     packages: [no-such-package-here]\n# ---\n\n"
               "# %%\nimport d2l\n")

@@ -48,8 +48,10 @@ _SHELL_BUILTINS = frozenset(
 
 def declared_packages(metadata: dict) -> list[str]:
     packages = (metadata.get("coursebook") or {}).get("packages") or []
-    # `packages: jax` is one package: read letter by letter, pip was to install j, a and x
-    return [str(package) for package in packages] if isinstance(packages, list) else [str(packages)]
+    # `packages: jax` is one package: read letter by letter, pip was to install j, a and x;
+    # an empty item (`-` alone, YAML's null) is none: pip was to install a package "None"
+    return [str(item) for item in (packages if isinstance(packages, list) else [packages])
+            if item is not None]
 
 
 def decoded(path: Path) -> str | BookError:
