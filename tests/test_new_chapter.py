@@ -308,7 +308,7 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
                                       "</p>\n\nAs in the picture."),
         nbformat.v4.new_markdown_cell("A logo <img src='https://example.org/l.png' alt=logo> "
                                       "and\n<img src=\"res/gone.png\">, then a table:\n\n"
-                                      "<table><tr><td><img src=\"res/flow.png\"></td></tr></table>"),
+                                      "<table>\n<tr><td><img src=\"res/flow.png\"></td></tr></table>"),
         nbformat.v4.new_code_cell("print(1)"),
         nbformat.v4.new_markdown_cell("<p align=\"center\">\n<img src=\"res/flow.png\"\n"
                                       "     width=600/>\n</p>\n\nSee <img\nsrc=\"res/a.png\"> "
@@ -331,7 +331,9 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
     to_do = out.split("Still to do:")[1]
     assert "  - cell 2, line 2: res/gone.png: an image the lesson shows but does not hold" \
         in to_do, to_do
-    assert "  - cell 2, line 4: an image inside other HTML (`<table><tr><td><img" in to_do, to_do
+    # on one line, as rasbt's multi-line <table> cover is told
+    assert re.search(r"\n  - cell 2, line 4: an image inside other HTML \(`<table> <tr><td><img "
+                     r"[^\n]*`\), left as it is", to_do), to_do
     assert "  - cell 4, line 6: res/a.png: an image" in to_do, to_do
     assert "  - cell 4, line 8: res/b.png: an image" in to_do, to_do
     # what a handout typeset without network, or a download, cannot show, named too

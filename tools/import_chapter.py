@@ -599,9 +599,9 @@ def _shown_images(source: str, cell, imported: Imported) -> tuple[str, dict[str,
             else:
                 imported.to_do.append(
                     f"{_place(cell, line + 1, piece.content)}: an image inside other HTML "
-                    f"(`{piece.content.strip()[:80]}`), left as it is: no PDF shows it, a page "
-                    "or download only from an address on the web; write it as a Markdown "
-                    "image, `![what it shows](file or address)`, or take it out")
+                    f"(`{' '.join(piece.content.split())[:80]}`), left as it is: no PDF shows "
+                    "it, a page or download only from an address on the web; write it as a "
+                    "Markdown image, `![what it shows](file or address)`, or take it out")
     return source, shown, written
 
 
