@@ -1805,6 +1805,13 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
             "(`coursebook: {reads: [...]}`), or take the call out." in said, said
         assert "raises-exception" not in said, said
     assert "network" not in problem("RuntimeError: Error downloading t.gz")
+    # A lab's test of an exercise that raises until written (Neuromatch's, CS231n's): tagged
+    # raises-exception, as told, it stops the instructor edition, where the answer runs.
+    said = problem("NotImplementedError: write mean")
+    assert "It ran an exercise left to the student (its raise stays until they write it): tag " \
+        "this cell `needs-answers` (this edition then shows it without running it), with the " \
+        "answer in a cell above tagged `answer`." in said, said
+    assert "raises-exception" not in said, said
 
 
 @pytest.mark.slow
