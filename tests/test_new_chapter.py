@@ -899,6 +899,20 @@ def test_python_in_fenced_blocks_of_a_lessons_prose_is_named(tmp_path, capsys):
     assert "the Python in fenced blocks of prose is shown, never run or verified: make each " \
            "block the lesson runs a code cell (```{code-cell} ipython3), leave those it only " \
            "shows: line 5\n" in said  # ```python is a cell
+    import nbformat
+
+    # rasbt's ch03 solutions paste each ```python block's output under it in a bare fence
+    # (`tensor([[[-9.1476e-02, ...`): shown as the block's output, compared with nothing.
+    cells = [("markdown", "# Solutions\n\n```python\nprint(2 + 2)\n```"),
+             ("markdown", "It prints:\n\n```\n4\n```"), ("code", "x = 1"),
+             ("markdown", "```\nno python above\n```")]
+    (tmp_path / "rasbt").mkdir()
+    _, said = _brought_in(tmp_path / "rasbt", capsys, "solutions.ipynb", nbformat.writes(
+        nbformat.v4.new_notebook(cells=[getattr(nbformat.v4, f"new_{kind}_cell")(source)
+                                        for kind, source in cells])))
+    assert "shows: cell 1, line 3; and the output pasted under such a block (a bare fence), " \
+           "which nothing compares: take it out where its block becomes a code cell: cell 2, " \
+           "line 3\n" in said, said
 
 
 def test_a_d2l_lessons_marks_come_in_as_myst(tmp_path, capsys):

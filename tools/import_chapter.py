@@ -682,13 +682,13 @@ def _with_includes(source: str, cell, folder: Path | None, imported: Imported,
     return source
 
 
-def _python_blocks(source: str) -> list[tuple[int, str]]:
-    """The line (from 1) and language of each fenced block of Python in a markdown cell
-    (```python, d2l's ```{.python .input}): shown, never run."""
-    return [(token.map[0] + 1, token.info) for token in MarkdownIt("commonmark").parse(source)
-            if token.type == "fence"
-            and re.sub(r"^[{.\s]+", "", token.info).split(" ")[0].split("}")[0].lower()
-            in ("python", "py", "python3", "ipython", "ipython3")]
+def _fences(source: str) -> list[tuple[int, str, bool]]:
+    """The line (from 1), language and whether Python (```python, d2l's ```{.python .input})
+    of each fenced block of a markdown cell: shown, never run."""
+    return [(token.map[0] + 1, token.info,
+             re.sub(r"^[{.\s]+", "", token.info).split(" ")[0].split("}")[0].lower()
+             in ("python", "py", "python3", "ipython", "ipython3"))
+            for token in MarkdownIt("commonmark").parse(source) if token.type == "fence"]
 
 
 # Markdown as the book's MyST reads it: a `=` line in math (`$$`, `:::{math}`) is no underline.
@@ -1051,6 +1051,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     answers: list[str] = []  # Neuromatch's solutions (`# to_remove solution`), tagged answer
     widgets: list[str] = []  # where the cells import a module that shows widgets, and which
     python_blocks: list[str] = []  # Python in markdown cells' fences, which nothing runs
+    pasted, after_python = [], False  # the bare fences after one: its output, as pasted
     references: list[tuple[str, str]] = []  # each label or page a markdown cell names: where
     terms: list[tuple[str, str]] = []  # each glossary term a markdown cell looks up: where
     included: list[str] = []  # each file beside the lesson it includes, written in: where
@@ -1066,6 +1067,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         source = cell.source
         if cell.cell_type == "code":
             dropped_outputs += bool(cell.get("outputs"))
+            after_python = False
             kept = []
             for line in source.splitlines():
                 found = _INSTALL.match(line)
@@ -1225,7 +1227,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 continue
             elif d2l:
                 source = _d2l_markdown(source, unlabelled)
-            python_blocks += [_place(cell, line, info) for line, info in _python_blocks(source)]
+            for line, info, python in _fences(source):  # rasbt's solutions paste the output
+                if python:  # of their ```python under it, in a bare fence
+                    python_blocks.append(_place(cell, line, info))
+                elif after_python and not info.strip():
+                    pasted.append(_place(cell, line))
+                after_python = python
             imported.to_do += [
                 f"{_place(cell, line, found[0])}: {source.splitlines()[line - 1].strip()!r} shows "
                 "a solution to "
@@ -1316,7 +1323,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.to_do.append("the Python in fenced blocks of prose is shown, never run or "
                               "verified: make each block the lesson runs a code cell "
                               "(```{code-cell} ipython3), leave those it only shows: "
-                              + "; ".join(python_blocks))
+                              + "; ".join(python_blocks) + (
+                                  "; and the output pasted under such a block (a bare fence), "
+                                  "which nothing compares: take it out where its block becomes "
+                                  "a code cell: " + "; ".join(pasted) if pasted else ""))
     own_site = [at for at, href in imported.relative_links.items() if href not in held | known]
     if own_site:  # not `[Exercise 1](label)`, a label the page resolves as MyST does
         imported.to_do.append("link to the web, or take out, the links to pages of the lesson's "
