@@ -307,8 +307,8 @@ def test_a_lessons_html_images_come_in_as_markdown_images_or_are_named_at_cell_a
                                       "<img src=\"res/flow.png\" width=900 alt=\"The steps\"/>\n"
                                       "</p>\n\nAs in the picture."),
         nbformat.v4.new_markdown_cell("A logo <img src='https://example.org/l.png' alt=logo> "
-                                      "and\n<img src=\"res/gone.png\">, then a table:\n\n"
-                                      "<table>\n<tr><td><img src=\"res/flow.png\"></td></tr></table>"),
+                                      "and\n<img src=\"res/gone.png\">, then a table:\n\n<table>"
+                                      "\n<tr><td><img src=\"res/flow.png\"></td></tr></table>"),
         nbformat.v4.new_code_cell("print(1)"),
         nbformat.v4.new_markdown_cell("<p align=\"center\">\n<img src=\"res/flow.png\"\n"
                                       "     width=600/>\n</p>\n\nSee <img\nsrc=\"res/a.png\"> "
