@@ -374,6 +374,78 @@ def test_every_real_valued_check_of_the_book_tries_both_edges_of_its_tolerance()
     assert tried >= 10
 
 
+def _book_checks():
+    """Each check of the book's chapters, with its chapter's name and its answer cell's code."""
+    for path in sorted((ROOT / "book").glob("*.md")):
+        text = path.read_text(encoding="utf8")
+        if not is_chapter_source(text):
+            continue
+        notebook = read_chapter(text)
+        cells = {entry["name"]: cell.source for cell in notebook.cells
+                 for entry in cell.metadata.get("checks", [])}
+        for check in notebook_checks(notebook):
+            yield path.name, check, cells[check.name]
+
+
+def _rounded(value, decimals: int):
+    if isinstance(value, float):
+        return round(value, decimals)
+    return [_rounded(item, decimals) for item in value] if isinstance(value, list) else value
+
+
+DECIMALS = {"two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def test_a_check_whose_answer_two_decimals_miss_says_how_many_decimals_count():
+    """A student types a number by hand, rounded as people write it: 0.67 for 2/3. Where two
+    decimals fall outside the tolerance, the question says how many count, and the answer
+    rounded to them passes (0.67 was refused with the hint to average the squared errors,
+    which the student had done)."""
+    told = 0
+    for chapter, check, _ in _book_checks():
+        if check.inputs or _passes(check.answer, _rounded(check.answer, 2), check.tolerance):
+            continue
+        said = re.search(r"\b(" + "|".join(DECIMALS) + r") decimals\b", check.ask)
+        assert said, f"{chapter}: check {check.name}: its ask '{check.ask}' says no decimals"
+        decimals = DECIMALS[said[1]]
+        assert _passes(check.answer, _rounded(check.answer, decimals), check.tolerance), check.name
+        told += 1
+    assert told >= 2
+
+
+def test_a_value_its_answer_copies_before_changing_it_is_asked_for_as_a_copy():
+    """One check cell follows a whole question: a check of a.grad after two of three
+    backward() calls, answered `a.grad` there, reads the third call's gradient and is refused
+    although the student was right. Where the answer keeps such a value as a copy
+    (`grad_after_two_calls = a.grad.clone()`), the question says to take one."""
+    copied = 0
+    for chapter, check, code in _book_checks():
+        if re.search(rf"^{re.escape(check.value)} = .*\.clone\(\)$", code, re.M):
+            assert ".clone()" in check.ask, f"{chapter}: check {check.name}: '{check.ask}'"
+            copied += 1
+    assert copied >= 1
+
+
+def test_a_check_on_torchax_tensors_says_how_to_run_it_once_the_modes_are_off():
+    """A check whose own inputs are made on torchax's 'jax' device needs torchax's modes on;
+    where a later cell takes them down (Run all runs it), a right function coming back to
+    the check got 'Your function raised RuntimeError: PyTorch is not linked with support for
+    jax devices'. The exercise's text above it says to turn the modes on again."""
+    told = 0
+    for chapter, check, code in _book_checks():
+        if '.to("jax")' not in check.inputs:
+            continue
+        cells = read_chapter((ROOT / "book" / chapter).read_text(encoding="utf8")).cells
+        at = next(i for i, cell in enumerate(cells) if cell.source == code)
+        if not any("torchax.disable_globally()" in cell.source for cell in cells[at:]
+                   if cell.cell_type == "code"):
+            continue
+        text = next(cell.source for cell in reversed(cells[:at]) if cell.cell_type == "markdown")
+        assert "torchax.enable_globally()" in text, f"{chapter}: check {check.name}"
+        told += 1
+    assert told >= 1
+
+
 @pytest.mark.parametrize("answer, rounded", [
     ("answer: 0.6666666666666666\n", "answer: 0.6667\n"),
     ("[0.21194155761708547, 0.21194155761708547, 0.5761168847658291]",
