@@ -796,8 +796,9 @@ def test_an_answer_quoting_what_the_student_edition_prints_is_no_leak(tmp_path):
         "+++ {\"tags\": [\"answer\"]}\n\n`" + answer_print + "`\n")
     expected = expectations_path(book / "expected", metadata.version("torch"), "chapter")
     expected.parent.mkdir(parents=True)
-    expected.write_text("\n".join(entry_lines("cell", "aaaaaaaa", printed, first="print") + entry_lines(
-        "cell", "bbbbbbbb", answer_print, edition="instructor", first="show")) + "\n")
+    expected.write_text("\n".join(
+        entry_lines("cell", "aaaaaaaa", printed, first="print")
+        + entry_lines("cell", "bbbbbbbb", answer_print, edition="instructor", first="show")) + "\n")
     build = _clean_build(tmp_path / "out")
     (build / "html" / "chapter.html").write_text(f"<pre>{printed}</pre>")
     found = chapter_fingerprints(book)
