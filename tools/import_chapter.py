@@ -16,7 +16,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - sphinx-gallery's reStructuredText becomes Markdown (sphinx-gallery's own ``rst2md``, its
   heading levels counted over the whole script), its roles (``:func:`x` ``) MyST roles, its
   section labels and references to them MyST's, its notes and warnings admonitions;
-- index entries (``{index}``) are taken out: the book has no index;
+- index entries (``{index}``) are taken out: the book has no index; so are Colab's badges
+  (they open the lesson's own notebook; the book's pages open this edition's);
 - a file beside the lesson that it includes (```{include} _admonition/gpu.md```) is written
   in: copied beside the chapter, a Markdown file would be a page of the book;
 - d2l-book's marks (d2l's notebooks) become MyST's: labels (``:label:`x` ``), references,
@@ -369,6 +370,10 @@ _RELATIVE_IMAGE = re.compile(r"(?:!\[[^\]]*\]\(|^(?:`{3,}|:{3,})\{(?:figure|imag
 # away on the student's page, and whole in its downloads and search index.
 _REVEALED = re.compile(r"^[ \t]*(?:`{3,}|:{3,})\{dropdown\}.*\b(?:solution|answer)|<summary>[^<]*"
                        r"\b(?:solution|answer)", re.I | re.M)
+# Colab's badge, linked to the lesson's notebook there (in HTML, or Markdown).
+_COLAB_BADGE = re.compile(r"<a [^>]*href=\"https://colab\.research\.google\.com/[^\"]*\"[^>]*>\s*"
+                          r"<img [^>]*colab-badge\.svg[^>]*>\s*</a>|\[!\[[^\]]*\]\(https://colab"
+                          r"\.research\.google\.com/assets/colab-badge\.svg\)\]\([^)]*\)")
 _TERM = re.compile(r"\{term\}`(?:[^`<]*<)?(?P<name>[^<>`]+?)>?`")
 _GLOSSARY = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glossary\}.*\n(?P<body>(?:.*\n)*?)(?P=fence)",
                        re.M)
@@ -1045,7 +1050,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     (:func:`book_names`)."""
     cells = []
     imported = Imported(notebook, "", source_format)
-    dropped_outputs = removed_installs = html_images = indexed = 0
+    dropped_outputs = removed_installs = html_images = indexed = badges = 0
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     exercises: list[str] = []  # cells that raise at their top level (`raise NotImplementedError`)
     answers: list[str] = []  # Neuromatch's solutions (`# to_remove solution`), tagged answer
@@ -1212,6 +1217,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 data.setdefault(path, _place(cell, line))
         elif cell.cell_type == "markdown":
             source = _with_includes(source, cell, folder, imported, included)
+            source, found = _COLAB_BADGE.subn("", source)
+            badges += found
+            if found and not source.strip():
+                continue
             if source_format.startswith("sphinx-gallery"):
                 source = _ROLE.sub(r"{\1}`\2`", source)
                 code = _code_lines(source)
@@ -1271,6 +1280,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.changed.append("wrote in the text of the files the lesson includes (`{include}`"
                                 ": beside the chapter, a Markdown file is a page of the book): "
                                 + ", ".join(included))
+    if badges:
+        imported.changed.append(f"took out the lesson's {badges} Open in Colab badge(s): each "
+                                "opened the lesson's own notebook, not this edition's, which the "
+                                "book's pages open with their own button")
     if indexed:
         imported.changed.append(f"took out the lesson's {indexed} index entries (`{{index}}`): the "
                                 "book has no index (conf.py's html_use_index), so none shows")
