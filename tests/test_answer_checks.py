@@ -446,6 +446,22 @@ def test_a_check_on_torchax_tensors_says_how_to_run_it_once_the_modes_are_off():
     assert told >= 1
 
 
+def test_each_exercises_test_cell_says_when_the_students_function_passed():
+    """A lab's test cell ("Write sum_diagonals first." while the stub returns None) says
+    `... passed` once its assertions hold: cosine_similarity's printed only its matrix, and
+    a student whose function was right could not tell that it had passed."""
+    tested = 0
+    for path in sorted((ROOT / "book").glob("*.md")):
+        text = path.read_text(encoding="utf8")
+        if not is_chapter_source(text):
+            continue
+        for cell in read_chapter(text).cells:
+            for name in re.findall(r'print\("Write (\w+) first\."\)', cell.source):
+                assert re.search(rf'print\(f?"{name} passed', cell.source), f"{path.name}: {name}"
+                tested += 1
+    assert tested >= 3
+
+
 @pytest.mark.parametrize("answer, rounded", [
     ("answer: 0.6666666666666666\n", "answer: 0.6667\n"),
     ("[0.21194155761708547, 0.21194155761708547, 0.5761168847658291]",
