@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from coursebook.model.versions import installed_version
 from coursebook.pytest_plugin import CHAPTER_CACHE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +32,9 @@ TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
 EXHIBITS = ROOT / "exhibits"  # conf.py's coursebook_exhibits_dir
 MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"  # conf.py's coursebook_machine_kinds_file
 RUNTIMES_FILE = ROOT / "tools" / "runtimes.toml"  # conf.py's coursebook_runtimes_file
+# The build's torch, as conf.py reads it: a test module that imports torch makes each pytest
+# process that collects it import torch (about 2 s of CPU), even where no test uses it.
+TORCH_VERSION = installed_version("torch")
 
 
 # The course material (../shared/seeds) and the copy of Colab's published lists

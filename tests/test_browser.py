@@ -8,9 +8,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import torch
 
-from conftest import BOOK, EXHIBITS, ROOT, book_machine_kinds, book_museum
+from conftest import BOOK, EXHIBITS, ROOT, TORCH_VERSION, book_machine_kinds, book_museum
 from coursebook.audit.answer_leaks import _runs, chapter_fingerprints, fingerprint_words
 from coursebook.model.notebooks import cell_tags, is_answer, is_chapter_source
 from coursebook.prepare.chapters import edition_chapter
@@ -140,7 +139,7 @@ def hidden_output_cells(edition: str) -> dict[str, int]:
         if not is_chapter_source(text):
             continue
         notebook = edition_chapter(text, str(path), Edition(edition), book_museum(),
-                                   torch.__version__, machine_kinds=book_machine_kinds()).notebook
+                                   TORCH_VERSION, machine_kinds=book_machine_kinds()).notebook
         counts[f"{path.stem}.html"] = sum(
             cell.cell_type == "code" and "hide-output" in cell_tags(cell)
             and "remove-cell" not in cell_tags(cell) for cell in notebook.cells)

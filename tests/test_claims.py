@@ -9,10 +9,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import torch
 
-from conftest import (CHAPTER_TOP, MACHINE_KINDS_FILE, ROOT, run_sphinx, sphinx_build,
-                      sphinx_command)
+from conftest import (CHAPTER_TOP, MACHINE_KINDS_FILE, ROOT, TORCH_VERSION, run_sphinx,
+                      sphinx_build, sphinx_command)
 from coursebook.claims.model import chapter_claims, claim_blocks, find_in_prose
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.claims.audit import chapter_unbacked, museum_unbacked
@@ -37,7 +36,7 @@ from coursebook.claims.verify import (
 )
 from coursebook.verify.expectations import ACCEPT_COMMAND, keyed_cells, read_expectations
 
-TORCH = release(torch.__version__)
+TORCH = release(TORCH_VERSION)
 PROSE = ("Multiplying a tensor that requires grad records a `MulBackward0` node as its "
          "*grad_fn*.")
 SOURCE = "% source: https://pytorch.org/docs/stable/autograd.html"
@@ -119,7 +118,7 @@ def test_a_claim_cell_holds_one_block_per_claim_line():
 # --- Preparing: claim cells run hidden, one per claim, keyed out of the expectations -------
 
 def _prepared(text: str, edition: Edition = Edition.STUDENT):
-    return edition_chapter(text, "chapter.md", edition, {}, torch.__version__,
+    return edition_chapter(text, "chapter.md", edition, {}, TORCH_VERSION,
                            machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE))
 
 
@@ -202,7 +201,7 @@ def test_a_claim_below_an_exhibits_see_also_note_is_at_its_sentence(tiny_book):
     chapter = tiny_book / "chapter.md"
     _with_claim(chapter, prose=f"({label})=\n## A section\n\nSome words.\n{PROSE}")
     text = chapter.read_text()
-    notebook = edition_chapter(text, "chapter.md", Edition.STUDENT, museum, torch.__version__,
+    notebook = edition_chapter(text, "chapter.md", Edition.STUDENT, museum, TORCH_VERSION,
                                machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE)).notebook
     assert any("In the error museum" in cell.source for cell in notebook.cells)
     [claim] = chapter_claims(notebook, {}).checked

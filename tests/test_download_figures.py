@@ -8,9 +8,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-import torch
 
-from conftest import BOOK, book_machine_kinds, book_museum
+from conftest import BOOK, TORCH_VERSION, book_machine_kinds, book_museum
 from coursebook.model.notebooks import cell_tags, is_chapter_source
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
@@ -63,7 +62,7 @@ def test_a_markdown_image_reaches_the_download_as_a_figure_directives_does():
 
 def _download(text: str, path: str):
     """A chapter's student edition, and its download as a reader gets it."""
-    notebook = edition_chapter(text, path, Edition.STUDENT, book_museum(), torch.__version__,
+    notebook = edition_chapter(text, path, Edition.STUDENT, book_museum(), TORCH_VERSION,
                                machine_kinds=book_machine_kinds()).notebook
     return notebook, download_notebook(notebook, _converter())
 

@@ -21,12 +21,11 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
-import torch
 from markdown_it import MarkdownIt
 from myst_parser.config.main import MdParserConfig
 from nbclient.exceptions import CellExecutionError
 
-from conftest import BOOK, ROOT, book_machine_kinds, book_museum, sphinx_build
+from conftest import BOOK, ROOT, TORCH_VERSION, book_machine_kinds, book_museum, sphinx_build
 from coursebook.model.machine_kinds import stand_in_kind
 from coursebook.model.notebooks import first_line, is_chapter_source, is_claim
 from coursebook.model.outputs import normalise
@@ -117,7 +116,7 @@ def _read_chapters() -> dict[str, nbformat.NotebookNode]:
         text = path.read_text(encoding="utf8")
         if is_chapter_source(text):
             chapters[path.stem] = edition_chapter(text, str(path), Edition.STUDENT,
-                                                  book_museum(), torch.__version__, MD_CONFIG,
+                                                  book_museum(), TORCH_VERSION, MD_CONFIG,
                                                   machine_kinds=book_machine_kinds()).notebook
     return chapters
 
@@ -136,7 +135,7 @@ def _raised(name: str, chapter: nbformat.NotebookNode) -> tuple[str, ...]:
     its expected outputs for this torch."""
     if recording_name(chapter):
         return raised_on_purpose(_stand_in_recording(recording_name(chapter)).notebook)
-    expected = read_expectations(expectations_path(BOOK / "expected", torch.__version__, name))
+    expected = read_expectations(expectations_path(BOOK / "expected", TORCH_VERSION, name))
     return tuple(sorted({re.search(r"(?m)^(\w+Error): ", expected.by_edition["student"][key]).group(1)
                          for key, cell in keyed_cells(chapter)
                          if "raises-exception" in cell.metadata.get("tags", [])}))
@@ -165,7 +164,7 @@ def test_only_the_instructor_download_holds_the_exactness_check(downloads):
     assert namespace["CHECKS"] and "passes" in namespace
     text = (BOOK / "pt01.md").read_text(encoding="utf8")
     chapter = edition_chapter(text, "pt01.md", Edition.INSTRUCTOR, book_museum(),
-                              torch.__version__, MD_CONFIG,
+                              TORCH_VERSION, MD_CONFIG,
                               machine_kinds=book_machine_kinds()).notebook
     sources = [cell.source for cell in download_notebook(chapter, PlainMarkdown(_resolve),
                                                          instructor=True).cells]
@@ -349,6 +348,8 @@ def test_a_students_failing_assert_in_a_caught_cell_reaches_them(capsys):
     probabilities sum to one; the download wraps that predict-first cell. A failing assert
     the student adds there is raised, with its message (the wrapper once printed it as one
     more line, and Run all went on); the cell as given still prints and goes on."""
+    import torch
+
     cells = _download("pt01", _chapters()["pt01"]).cells
     cell = next(c for c in cells if is_caught(c) and "scores.softmax(dim=0)" in c.source)
     exec(compile(cell.source, "<cell>", "exec"), {"torch": torch})
@@ -378,6 +379,8 @@ def test_an_error_of_the_students_own_in_a_caught_cell_reaches_them_whole(
     wrapper once printed any error as one line, and Run all went on): an error of another
     type the student causes there, a typo's NameError or a TypeError of theirs, is raised
     whole, with its traceback, and Run all stops at it, as anywhere else."""
+    import torch
+
     cell = next(c for c in _download(name, _chapters()[name]).cells
                 if is_caught(c) and cell_text in c.source)
     planted = cell.source.replace("\ntry:\n", f"\ntry:\n    {mine}\n", 1)  # before the book's error
@@ -715,7 +718,7 @@ def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)
         chapter = edition_chapter(chapters[name].read_text(), str(chapters[name]),
-                                  Edition.STUDENT, book_museum(), torch.__version__, MD_CONFIG,
+                                  Edition.STUDENT, book_museum(), TORCH_VERSION, MD_CONFIG,
                                   machine_kinds=book_machine_kinds()).notebook
         if recording_name(chapter):
             # Recorded: `make test-recording` runs it, in the stand-in's environment; here it
@@ -724,7 +727,7 @@ def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
             assert len(code) == len(keyed_cells(chapter, downloaded=True)) > 0, name
             continue
         # What the book shows for each cell that raises on purpose: its verified output.
-        expected = read_expectations(expectations_path(BOOK / "expected", torch.__version__, name))
+        expected = read_expectations(expectations_path(BOOK / "expected", TORCH_VERSION, name))
         raising = [(key, cell) for key, cell in keyed_cells(chapter)
                    if "raises-exception" in cell.metadata.get("tags", [])]
         shown = [expected.by_edition["student"][key] for key, _ in raising]
@@ -777,6 +780,6 @@ def test_only_the_instructor_footer_stamps_torch_commit_and_date(built):
     recorded = (built["instructor"].outdir / "html" / "bridges.html").read_text(encoding="utf8")
     assert 'class="build-stamp">Outputs recorded with torch' in recorded
     instructor = (built["instructor"].outdir / "html" / "pt01.html").read_text(encoding="utf8")
-    assert re.search(rf'class="build-stamp">Executed with torch {re.escape(torch.__version__)}; '
+    assert re.search(rf'class="build-stamp">Executed with torch {re.escape(TORCH_VERSION)}; '
                      r"built from (commit \w+|a copy outside git)[^<]* on \d{4}-\d\d-\d\d\.<",
                      instructor)

@@ -4,10 +4,9 @@ from dataclasses import replace
 
 import nbformat
 import pytest
-import torch
 from test_pytest_book import pytest_session
 
-from conftest import BOOK, ROOT
+from conftest import BOOK, ROOT, TORCH_VERSION
 from coursebook.execute.shared_cache import READS, book_code_digest, in_key
 from coursebook.model.cell_notes import cell_key, source_line
 from coursebook.model.notebooks import is_chapter_source, note_output_keys, read_chapter
@@ -139,8 +138,8 @@ def test_an_unverified_cell_needs_a_reason_and_is_not_compared():
 
 @pytest.mark.parametrize("path", EXECUTED, ids=lambda p: p.name)
 def test_every_executed_chapter_has_expected_outputs_for_this_torch(path):
-    expectations = read_expectations(expectations_path(EXPECTED, torch.__version__, path.stem))
-    assert expectations is not None, f"run `make accept-outputs` for torch {torch.__version__}"
+    expectations = read_expectations(expectations_path(EXPECTED, TORCH_VERSION, path.stem))
+    assert expectations is not None, f"run `make accept-outputs` for torch {TORCH_VERSION}"
     for edition in EDITIONS:
         assert expectations.by_edition[edition], (path.name, edition)
 
@@ -180,7 +179,7 @@ def test_expected_outputs_hold_no_machine_path():
 
 def test_older_torch_versions_stay_as_history():
     versions = {p.name for p in EXPECTED.glob("torch-*")}
-    assert f"torch-{release(torch.__version__)}" in versions and len(versions) >= 2
+    assert f"torch-{release(TORCH_VERSION)}" in versions and len(versions) >= 2
 
 
 def test_changed_words_mark_what_differs_and_keep_the_text():

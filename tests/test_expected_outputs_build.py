@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BOOK, copy_of_built_cache, sphinx_build
+from conftest import BOOK, TORCH_VERSION, copy_of_built_cache, sphinx_build
 from coursebook.model.versions import release
 
 pytestmark = pytest.mark.slow
 
-TORCH = "torch-" + release(__import__("torch").__version__)
+TORCH = "torch-" + release(TORCH_VERSION)
 # PT01's first tensor: its last row changes, its cell's code does not.
 DATA_ROW, CHANGED_ROW = "[2., 4.]])", "[2., 5.]])"
 

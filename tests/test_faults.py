@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, Build, book_museum,
-                      run_sphinx, sphinx_build, sphinx_command)
+from conftest import (BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, TORCH_VERSION, Build,
+                      book_museum, run_sphinx, sphinx_build, sphinx_command)
 from coursebook.model.faults import CLEAN_CACHE_COMMAND
 from coursebook.museum.model import ExhibitError, load_exhibit
 from coursebook.model.recordings import RECORDING_COMMAND, RecordingError, load_recording
@@ -72,10 +72,8 @@ def test_a_malformed_exhibit_is_located_at_its_field(tmp_path, old, new, field, 
 
 
 def test_every_exhibit_code_cell_is_traced_to_its_field():
-    import torch
-
     museum = book_museum()
-    origins = cell_origins(museum, torch.__version__)
+    origins = cell_origins(museum, TORCH_VERSION)
     for wing in museum.values():
         for exhibit in wing.exhibits:
             if exhibit.runs_on == "cpu":

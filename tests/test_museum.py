@@ -5,9 +5,8 @@ import shutil
 
 import nbformat
 import pytest
-import torch
 
-from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, book_museum
+from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, TORCH_VERSION, book_museum
 from coursebook.exhibit_checks import ExhibitMismatch, check_raised
 from coursebook.model.cell_notes import noted
 from coursebook.model.machine_kinds import load_machine_kinds, stand_in_kind
@@ -59,8 +58,8 @@ def test_the_museum_code_is_the_seeds_with_comments_reworded_only():
 def test_the_failing_code_raises_its_record_for_this_torch(exhibit):
     from accept_exhibit_records import raised_by
 
-    record = exhibit.record_for(torch.__version__)
-    assert record is not None, f"no record for torch {torch.__version__}: make accept-outputs"
+    record = exhibit.record_for(TORCH_VERSION)
+    assert record is not None, f"no record for torch {TORCH_VERSION}: make accept-outputs"
     assert raised_by(exhibit) == (record.type, record.message)
 
 
@@ -179,7 +178,7 @@ def test_a_malformed_exhibit_names_its_file_and_field(tmp_path, number, edit, me
 def test_a_museum_marker_that_places_nothing_says_why(marker, message):
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"```{marker}\n```")])
     with pytest.raises(ExhibitError) as error:
-        place_museum(notebook, MUSEUM, torch.__version__)
+        place_museum(notebook, MUSEUM, TORCH_VERSION)
     assert str(error.value) == message
 
 
@@ -487,9 +486,9 @@ def test_a_prepared_chapters_exhibit_cells_carry_their_field_and_check_in_their_
 
     path = BOOK / "museum-pytorch.md"
     notebook = edition_chapter(path.read_text(), str(path), Edition.STUDENT, MUSEUM,
-                               torch.__version__,
+                               TORCH_VERSION,
                                machine_kinds=load_machine_kinds(MACHINE_KINDS_FILE)).notebook
-    by_source = cell_origins(MUSEUM, torch.__version__)
+    by_source = cell_origins(MUSEUM, TORCH_VERSION)
     by_note = [(cell, origin_of(cell, MUSEUM)) for cell in notebook.cells]
     assert sum(origin is not None for _, origin in by_note) > 10
     for cell, origin in by_note:
@@ -505,7 +504,7 @@ def test_a_cells_exhibit_field_is_named_without_reading_the_exhibit_again(monkey
     it read the file again for every cell it named (seen: fails on the code before)."""
     from pathlib import Path
 
-    cells = exhibit_cells(CPU[0], 1, torch.__version__)
+    cells = exhibit_cells(CPU[0], 1, TORCH_VERSION)
     monkeypatch.setattr(Path, "read_text", lambda *_, **__: pytest.fail("the file read again"))
     origins = [origin for cell in cells if (origin := origin_of(cell, MUSEUM))]
     assert origins and all(origin.line > 1 for origin in origins)

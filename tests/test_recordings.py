@@ -18,6 +18,7 @@ from conftest import (
     MACHINE_KINDS_FILE,
     ROOT,
     RUNTIMES_FILE,
+    TORCH_VERSION,
     book_museum,
     copy_of_built_cache,
     load_tool,
@@ -58,12 +59,10 @@ MACHINES = load_machine_kinds(MACHINE_KINDS_FILE)
 
 @functools.cache
 def _prepared_bridges():
-    import torch
-
     from coursebook.prepare.chapters import edition_chapter
     from coursebook.prepare.editions import Edition
     return edition_chapter((BOOK / "bridges.md").read_text(), "bridges.md", Edition.STUDENT,
-                           book_museum(), torch.__version__, machine_kinds=MACHINES).notebook
+                           book_museum(), TORCH_VERSION, machine_kinds=MACHINES).notebook
 
 
 def _bridges_notebook():
@@ -212,14 +211,12 @@ def test_the_instructor_edition_notes_an_answer_the_recording_never_ran():
     """The recorder runs the student's notebook, so the bridges exercise's answer and its
     instructor check have no recorded output: the instructor edition says so under each,
     rather than calling them changed since their recording."""
-    import torch
-
     from coursebook.model.recordings import ANSWER_NOT_RECORDED
     from coursebook.prepare.chapters import edition_chapter
     from coursebook.prepare.editions import Edition
 
     instructor = edition_chapter((BOOK / "bridges.md").read_text(), "bridges.md",
-                                 Edition.INSTRUCTOR, book_museum(), torch.__version__,
+                                 Edition.INSTRUCTOR, book_museum(), TORCH_VERSION,
                                  machine_kinds=MACHINES).notebook
     # Stale cells allowed: the test is about the answer's cells, recorded or not.
     cells = _attach(instructor, allow_stale=True).labelled.cells
@@ -855,7 +852,6 @@ def test_the_torch_build_names_where_torch_came_from():
 def test_a_recording_lists_every_difference_from_its_runtimes_image(tmp_path):
     """The recorder, run with this Python as an environment of Colab's TPU runtime, names
     each of its packages that the image has in another version or lacks."""
-    import torch
     refresh = load_tool("refresh_runtimes")
     runtime = load_runtimes()[MACHINES["cpu"].runtime]
     book = tmp_path / "book"
@@ -874,9 +870,9 @@ def test_a_recording_lists_every_difference_from_its_runtimes_image(tmp_path):
     differing = {package_key(line.split()[0]) for line in entry["differences"]
                  if not line.startswith("python ")}
     assert differing == {name for name, version in installed.items() if image.get(name) != version}
-    assert f"torch {torch.__version__} (the image has {image['torch']})" in entry["differences"]
+    assert f"torch {TORCH_VERSION} (the image has {image['torch']})" in entry["differences"]
     assert set(entry["not_installed"]) == set(image) - set(installed)
-    assert provenance["torch_build"] == f"{torch.__version__}: an environment given with --python"
+    assert provenance["torch_build"] == f"{TORCH_VERSION}: an environment given with --python"
 
 
 def test_a_python_below_the_recorders_floor_stops_with_one_line():

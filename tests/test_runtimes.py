@@ -12,9 +12,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import torch
 
-from conftest import BOOK, ROOT, RUNTIMES_FILE, book_museum, load_tool
+from conftest import BOOK, ROOT, RUNTIMES_FILE, TORCH_VERSION, book_museum, load_tool
 from coursebook.model.notebooks import is_chapter_source, read_chapter
 from coursebook.model.recordings import PROVENANCE_KEY
 from coursebook.model.runtimes import (
@@ -37,7 +36,7 @@ from coursebook.torch_versions.verify import (
 )
 from coursebook.verify.expectations import Expectations, expectations_path, read_expectations
 
-BUILD_TORCH = release(torch.__version__)
+BUILD_TORCH = release(TORCH_VERSION)
 refresh = load_tool("refresh_runtimes")
 verify = load_tool("verify_runtime")
 
