@@ -377,17 +377,22 @@ def test_every_real_valued_check_of_the_book_tries_both_edges_of_its_tolerance()
     assert tried >= 10
 
 
-def _book_checks():
-    """Each check of the book's chapters, with its chapter's name and its answer cell's code."""
+def _book_chapters():
+    """Each chapter of the book: its file's name and its notebook."""
     for path in sorted((ROOT / "book").glob("*.md")):
         text = path.read_text(encoding="utf8")
-        if not is_chapter_source(text):
-            continue
-        notebook = read_chapter(text)
-        cells = {entry["name"]: cell.source for cell in notebook.cells
-                 for entry in cell.metadata.get("checks", [])}
+        if is_chapter_source(text):
+            yield path.name, read_chapter(text)
+
+
+def _book_checks():
+    """Each check of the book's chapters: its chapter's name, the check, its chapter's cells
+    and the index of its answer cell among them."""
+    for chapter, notebook in _book_chapters():
+        at = {entry["name"]: index for index, cell in enumerate(notebook.cells)
+              for entry in cell.metadata.get("checks", [])}
         for check in notebook_checks(notebook):
-            yield path.name, check, cells[check.name]
+            yield chapter, check, notebook.cells, at[check.name]
 
 
 def _rounded(value, decimals: int):
@@ -405,7 +410,7 @@ def test_a_check_whose_answer_two_decimals_miss_says_how_many_decimals_count():
     rounded to them passes (0.67 was refused with the hint to average the squared errors,
     which the student had done)."""
     told = 0
-    for chapter, check, _ in _book_checks():
+    for chapter, check, _, _ in _book_checks():
         if check.inputs or _passes(check.answer, _rounded(check.answer, 2), check.tolerance):
             continue
         said = re.search(r"\b(" + "|".join(DECIMALS) + r") decimals\b", check.ask)
@@ -422,8 +427,8 @@ def test_a_value_its_answer_copies_before_changing_it_is_asked_for_as_a_copy():
     although the student was right. Where the answer keeps such a value as a copy
     (`grad_after_two_calls = a.grad.clone()`), the question says to take one."""
     copied = 0
-    for chapter, check, code in _book_checks():
-        if re.search(rf"^{re.escape(check.value)} = .*\.clone\(\)$", code, re.M):
+    for chapter, check, cells, at in _book_checks():
+        if re.search(rf"^{re.escape(check.value)} = .*\.clone\(\)$", cells[at].source, re.M):
             assert ".clone()" in check.ask, f"{chapter}: check {check.name}: '{check.ask}'"
             copied += 1
     assert copied >= 1
@@ -435,11 +440,9 @@ def test_a_check_on_torchax_tensors_says_how_to_run_it_once_the_modes_are_off():
     the check got 'Your function raised RuntimeError: PyTorch is not linked with support for
     jax devices'. The exercise's text above it says to turn the modes on again."""
     told = 0
-    for chapter, check, code in _book_checks():
+    for chapter, check, cells, at in _book_checks():
         if '.to("jax")' not in check.inputs:
             continue
-        cells = read_chapter((ROOT / "book" / chapter).read_text(encoding="utf8")).cells
-        at = next(i for i, cell in enumerate(cells) if cell.source == code)
         if not any("torchax.disable_globally()" in cell.source for cell in cells[at:]
                    if cell.cell_type == "code"):
             continue
@@ -454,13 +457,10 @@ def test_each_exercises_test_cell_says_when_the_students_function_passed():
     `... passed` once its assertions hold: cosine_similarity's printed only its matrix, and
     a student whose function was right could not tell that it had passed."""
     tested = 0
-    for path in sorted((ROOT / "book").glob("*.md")):
-        text = path.read_text(encoding="utf8")
-        if not is_chapter_source(text):
-            continue
-        for cell in read_chapter(text).cells:
+    for chapter, notebook in _book_chapters():
+        for cell in notebook.cells:
             for name in re.findall(r'print\("Write (\w+) first\."\)', cell.source):
-                assert re.search(rf'print\(f?"{name} passed', cell.source), f"{path.name}: {name}"
+                assert re.search(rf'print\(f?"{name} passed', cell.source), f"{chapter}: {name}"
                 tested += 1
     assert tested >= 3
 
