@@ -428,7 +428,7 @@ def test_a_value_its_answer_copies_before_changing_it_is_asked_for_as_a_copy():
     (`grad_after_two_calls = a.grad.clone()`), the question says to take one."""
     copied = 0
     for chapter, check, cells, at in _book_checks():
-        if re.search(rf"^{re.escape(check.value)} = .*\.clone\(\)$", cells[at].source, re.M):
+        if re.search(rf"^{re.escape(check.value)} = .*\.clone\(\)$", cells[at].source, re.MULTILINE):
             assert ".clone()" in check.ask, f"{chapter}: check {check.name}: '{check.ask}'"
             copied += 1
     assert copied >= 1
