@@ -775,7 +775,8 @@ def test_what_a_check_shows_students_is_never_an_answers_alone(book_fingerprints
     assert not tolerances & book_fingerprints.short
 
 
-def test_an_answer_quoting_what_the_student_edition_prints_is_no_leak(tmp_path):
+@pytest.mark.parametrize("folder", ["", "part/"])  # a chapter in a folder too
+def test_an_answer_quoting_what_the_student_edition_prints_is_no_leak(tmp_path, folder):
     """rasbt's ch03 solutions quote, as their output, a line the chapter's own cell prints
     (`context_vecs.shape: torch.Size([2, 6, 2])`): the build passed and `make audit` called the
     printed line on the student page a leak. The student edition's expected outputs are
@@ -785,16 +786,16 @@ def test_an_answer_quoting_what_the_student_edition_prints_is_no_leak(tmp_path):
     from coursebook.verify.expectations import entry_lines, expectations_path
 
     book = tmp_path / "book"
-    book.mkdir()
+    (book / folder).mkdir(parents=True)
     top = (TINY_BOOK / "chapter.md").read_text().split("\n---\n")[0] + "\n---\n"
     printed = "tensor([1.], grad_fn=<CatBackward0>)\nsummed_vec.shape: torch.Size([2, 6, 2])"
     answer_print = "answer_vec = tensor([3.], grad_fn=<AddBackward0>) from answer_cell.shape"
-    (book / "chapter.md").write_text(
+    (book / folder / "chapter.md").write_text(
         top + "# Lab\n\n```{code-cell} ipython3\nprint(summed_vec)\n```\n\n"
         "+++ {\"tags\": [\"answer\"]}\n\nThe result:\n\n```\n" + printed + "\n```\n\n"
         "```{code-cell} ipython3\n:tags: [answer]\nshow(answer_vec)\n```\n\n"
         "+++ {\"tags\": [\"answer\"]}\n\n`" + answer_print + "`\n")
-    expected = expectations_path(book / "expected", metadata.version("torch"), "chapter")
+    expected = expectations_path(book / "expected", metadata.version("torch"), folder + "chapter")
     expected.parent.mkdir(parents=True)
     expected.write_text("\n".join(
         entry_lines("cell", "aaaaaaaa", printed, first="print")

@@ -7,8 +7,9 @@ from pathlib import Path
 from coursebook.model.versions import version_key
 
 
-def expected_files(expected_dir: Path, chapter: str = "*") -> list[Path]:
-    """Each torch release's expected outputs of ``chapter`` (of every chapter by default)."""
+def expected_files(expected_dir: Path, chapter: str = "**/*") -> list[Path]:
+    """Each torch release's expected outputs of ``chapter`` (by default of every chapter,
+    one in a folder too)."""
     return sorted(expected_dir.glob(f"torch-*/{chapter}.txt"))
 
 

@@ -265,7 +265,8 @@ class TorchVersionChanges(Directive):
         # An exhibit's failing code: its own records show its change.
         skipped = check_digests(museum) | {code_digest(exhibit.failing_code) for wing in
                                            museum.values() for exhibit in wing.exhibits}
-        for chapter in sorted({p.stem for p in files}):
+        for chapter in sorted({"/".join(p.relative_to(expected_dir).with_suffix("").parts[1:])
+                               for p in files}):  # torch-X/part/ch.txt: part/ch
             versions = verified_versions(expected_dir, chapter)  # oldest first
             if len(versions) > 1 and chapter in env.found_docs:  # its headings: CellHeadings
                 env.note_dependency(env.doc2path(chapter))
