@@ -1524,6 +1524,15 @@ def test_the_default_generator_and_a_reseeded_one_draw_unseeded():
     assert [(cells.index(cell.source), line, call) for _, cell, line, call in told] == [
         (0, 3, "torch.rand(2, generator=None)"), (1, 1, "torch.rand(2, generator=d)"),
         (2, 4, "torch.rand(2, generator=g)"), (5, 2, "torch.rand(2)")]
+    # a function's seeds and draws, in order, where it is called (HR's s29 F3: only the first
+    # was kept, so `set_seed()` seeded `random` alone and accept-outputs refused the outputs)
+    cells = ["import random\nimport numpy as np\nimport torch\ndef set_seed(s=0):\n"
+             "    random.seed(s)\n    np.random.seed(s)\n    torch.manual_seed(s)",
+             "def late():\n    np.random.seed()\n    return np.random.rand()",
+             "set_seed()\nprint(torch.rand(2), np.random.rand())\nlate()"]
+    told = load_tool("import_chapter").unseeded_draws(map(nbformat.v4.new_code_cell, cells))
+    assert [(cells.index(cell.source), line, call) for _, cell, line, call in told] == [
+        (2, 3, "late()")]
 
 
 def test_a_lectures_figures_from_its_own_folder_come_beside_the_chapter(tmp_path, capsys):

@@ -913,7 +913,7 @@ def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
     accept-outputs take a draw as expected (tools/accept_outputs.py refuses it)."""
     names: dict[str, str] = {}  # a name the cells import or alias: what it stands for
     seeded, told = {}, []  # a module is unseeded till seeded; a generator seeded till `.seed()`
-    effects: dict[str, tuple] = {}  # a function or class: the seed or draw calling it makes
+    effects: dict[str, list[tuple]] = {}  # a function or class: the seeds and draws calling it
     for cell in (cell for cell in cells if cell.cell_type == "code"):
         tree = _python(cell.source)
         inside = {}  # a node of a function's body: the name that runs it when called
@@ -936,15 +936,20 @@ def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
         for call in sorted((node for node in ast.walk(tree) if isinstance(node, ast.Call)),
                            key=lambda node: (node.lineno, node.col_offset)):
             seeded.pop(made.get(id(call)), None)  # `g = torch.Generator()` again: a fixed seed
-            if not (effect := _random_call(call, names) or effects.get(ast.unparse(call.func))):
-                continue
+            run = [effect] if (effect := _random_call(call, names)) else effects.get(
+                ast.unparse(call.func), [])
             if id(call) in inside:  # SelfAttention's `torch.rand` draws when it is made
-                effects.setdefault(inside[id(call)], effect)
-            elif effect[0] == "seed":
-                seeded[effect[1]] = effect[2]
-            elif not seeded.get(effect[2], effect[2] not in SEEDS):
-                told.append((effect[1], cell, call.lineno, ast.unparse(call)))
-                break
+                effects.setdefault(inside[id(call)], []).extend(run)
+                continue
+            for effect in run:  # in order: `set_seed()` seeds random, numpy and torch
+                if effect[0] == "seed":
+                    seeded[effect[1]] = effect[2]
+                elif not seeded.get(effect[2], effect[2] not in SEEDS):
+                    told.append((effect[1], cell, call.lineno, ast.unparse(call)))
+                    break
+            else:
+                continue
+            break  # a cell's first draw
     return told
 
 
