@@ -410,6 +410,11 @@ def test_cross_references_become_links_or_titles():
     assert plain == "# T\n\nSee Updating the parameters and gone."
     linked = PlainMarkdown(_resolve, md_config=MD_CONFIG).convert("See {ref}`the update <pt01-update>`.")
     assert linked == "See [the update](https://book.example/pt01-update.html)."
+    # A role named with Sphinx's default domain is the role (HR's F16: {std:doc} was left bare),
+    # as the downloads' resolve tells a page ("doc") from sphinx-proof's "prf:ref".
+    intro = PlainMarkdown(lambda role, target: Target("Intro", "u") if role == "doc" else None,
+                          md_config=MD_CONFIG).convert("{doc}`intro`, {std:doc}`intro`.")
+    assert intro == "[Intro](u), [Intro](u)."
 
 
 def test_the_books_other_pages_download_as_plain_markdown():

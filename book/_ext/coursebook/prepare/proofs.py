@@ -17,13 +17,17 @@ class _ProofDomain(ProofDomain):
 
     def resolve_xref(self, env, fromdocname, builder, typ, target, node, contnode):
         # sphinx-proof's own warning names no line, and the page as `.rst`; each place told.
-        if node.get("refdomain") == self.name and target not in getattr(env, "proof_list", {}):
+        if node.get("refdomain") == self.name and target not in proof_blocks(env):
             report(f"{{prf:ref}}`{target}`: nothing in this edition is labelled `{target}` (a "
                    "typo, another lecture's label, or one in an answer, which the student edition "
                    "lacks): label the block it means, outside the answers, or write it as text",
                    node, "proof", once=False)
             return None
         return super().resolve_xref(env, fromdocname, builder, typ, target, node, contnode)
+
+
+def proof_blocks(env) -> dict:  # sphinx-proof's labelled blocks (no API gives them)
+    return getattr(env, "proof_list", {})
 
 
 def setup_proofs(app: Sphinx) -> None:

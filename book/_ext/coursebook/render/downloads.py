@@ -27,6 +27,7 @@ from coursebook.page_state import chapter_notebook, page_state_of
 from coursebook.prepare.chapter_packages import install_cell
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
+from coursebook.prepare.proofs import proof_blocks
 
 if TYPE_CHECKING:  # mdformat with it is imported when a page is written (a no-op writes none)
     from coursebook.render.plain_markdown import PlainMarkdown, Target
@@ -150,7 +151,7 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
                 return None
             return Target(app.env.titles[docname].astext(), page_url(published, docname))
         if role == "prf:ref":  # sphinx-proof's: "Theorem 2", as the page shows it
-            if (block := getattr(app.env, "proof_list", {}).get(target)) is None:
+            if (block := proof_blocks(app.env).get(target)) is None:
                 return None
             number = app.env.toc_fignumbers.get(block["docname"], {}).get(
                 block["countertype"], {}).get(target, ())

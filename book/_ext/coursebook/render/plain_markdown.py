@@ -87,7 +87,8 @@ class PlainMarkdown:
             return f"${content}$"
         if name in _REFERENCE_ROLES:
             explicit, text, target = split_explicit_title(content)  # "title <target>"
-            found = self.resolve(role, target.strip()) or Target(target)  # unresolved: no link
+            # The full name tells prf:ref from ref; std is Sphinx's default domain ({std:doc}).
+            found = self.resolve(role.removeprefix("std:"), target.strip()) or Target(target)
             return self.link(text if explicit else found.title, found.url)
         if name in _TEXT_ROLES:
             return escape(content)
