@@ -1857,11 +1857,14 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
     assert "network" not in problem("RuntimeError: Error downloading t.gz")
     # A lab's test of an exercise that raises until written (Neuromatch's, CS231n's): tagged
     # raises-exception, as told, it stops the instructor edition, where the answer runs.
-    said = problem("NotImplementedError: write mean")
-    assert "It ran an exercise left to the student (its raise stays until they write it): tag " \
-        "this cell `needs-answers` (this edition then shows it without running it), with the " \
-        "answer in a cell above tagged `answer`." in said, said
-    assert "raises-exception" not in said, said
+    # PyTorch raises it for a misspelt `forward` too (HR's F21): said as a possibility
+    for said in [problem("NotImplementedError: write mean"), problem(
+            'NotImplementedError: Module [Net] is missing the required "forward" function')]:
+        assert "If it ran an exercise left to the student (its raise stays until they write " \
+            "it), tag this cell `needs-answers` (this edition then shows it without running " \
+            "it), with the answer in a cell above tagged `answer`; else fix the cell (torch " \
+            "raises it for a misspelt `forward` in an nn.Module)." in said, said
+        assert "raises-exception" not in said, said
 
 
 @pytest.mark.slow

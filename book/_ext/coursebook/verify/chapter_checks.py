@@ -170,9 +170,10 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
                    "needs one, which this edition does not run: tag this cell "
                    f"`{NEEDS_ANSWERS_TAG}` (this edition then shows it without running it), or "
                    "define the name in a cell students run too." if answer else
-                   "    It ran an exercise left to the student (its raise stays until they write "
-                   f"it): tag this cell `{NEEDS_ANSWERS_TAG}` (this edition then shows it without "
-                   "running it), with the answer in a cell above tagged `answer`."
+                   "    If it ran an exercise left to the student (its raise stays until they "
+                   f"write it), tag this cell `{NEEDS_ANSWERS_TAG}` (this edition then shows it "
+                   "without running it), with the answer in a cell above tagged `answer`; else "
+                   "fix the cell (torch raises it for a misspelt `forward` in an nn.Module)."
                    if re.search(r"^NotImplementedError\b", error, re.M) else
                    "    It reached for the network, which a build may lack (CI's has none): put "
                    "what it fetches beside the chapter, at the path the cell reads, listed in "
