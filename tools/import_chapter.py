@@ -93,7 +93,6 @@ from urllib.parse import unquote
 import jupytext
 import nbformat
 from IPython.core.extensions import BUILTINS_EXTS
-from IPython.core.inputtransformer2 import TransformerManager
 from jupytext.formats import guess_format, read_format_from_metadata
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
@@ -113,6 +112,7 @@ from coursebook.model.notebooks import (
     markdown_cell,
     note_script_lines,
     notebook_to_myst,
+    parsed_cell,
     read_chapter,
 )
 from coursebook.model.solutions import solutions_as_answers
@@ -719,14 +719,7 @@ def _code_lines(markdown: str) -> set[int]:
 
 def _python(source: str) -> ast.Module:
     """A code cell's IPython syntax read as Python (no statement: it is none)."""
-    return _parsed(source) or ast.Module([], [])
-
-
-def _parsed(source: str) -> ast.Module | None:
-    try:
-        return ast.parse(TransformerManager().transform_cell(source))
-    except SyntaxError:
-        return None
+    return parsed_cell(source) or ast.Module([], [])
 
 
 def _imported_modules(source: str) -> list[str]:
@@ -884,7 +877,7 @@ def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
         (answered if skipped or tell else visible).update(bound)  # a told cell: tagged, not run
         if _TODO.search(cell.source) and not skipped:  # an exercise: what it binds is a blank
             blanks.update(dict.fromkeys(bound | set(  # `x = # TODO`, no Python: what it names
-                [] if _parsed(cell.source) else _BLANK.findall(cell.source)), _place(cell)))
+                [] if parsed_cell(cell.source) else _BLANK.findall(cell.source)), _place(cell)))
     exercises = dict.fromkeys(blanks.values())
     if exercises and not any(ANSWER_TAG in cell_tags(cell) or _TO_REMOVE.match(cell.source)
                              for cell in cells):
@@ -1175,7 +1168,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             raising = [getattr(exc, "attr", getattr(exc, "id", ast.unparse(exc)))
                        for node in _python(source).body if isinstance(node, ast.Raise) and node.exc
                        for exc in [getattr(node.exc, "func", node.exc)]]
-            if not (raising or errors or asks or RAISES_TAG in tags or _parsed(source)):
+            if not (raising or errors or asks or RAISES_TAG in tags or parsed_cell(source)):
                 raising = ["SyntaxError"]  # a blank the student fills in (MIT's `x = # TODO`)
             if raising and not errors and not asks and RAISES_TAG not in tags:
                 tags.append(RAISES_TAG)

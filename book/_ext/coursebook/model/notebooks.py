@@ -98,6 +98,15 @@ def first_line(cell: nbformat.NotebookNode | str) -> str:
     return ((cell if isinstance(cell, str) else cell.source).strip().splitlines() or [""])[0]
 
 
+def parsed_cell(source: str) -> ast.Module | None:
+    """A code cell as the kernel reads it (a magic: a call), or None: no Python (a blank)."""
+    from IPython.core.inputtransformer2 import TransformerManager  # 0.1 s: loaded where used
+    try:
+        return ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError:
+        return None
+
+
 # --- Each cell's identity (coursebook.model.cell_notes) --------------------------------
 
 def expects_output(cell) -> bool:

@@ -18,7 +18,8 @@ from sphinx.application import Sphinx
 from coursebook.model.cell_notes import cell_line, line_within
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, SCRIPT_SUFFIX,
-                                        is_chapter_source, read_chapter, top_matter_line)
+                                        is_chapter_source, parsed_cell, read_chapter,
+                                        top_matter_line)
 from coursebook.model.recordings import recording_name
 from coursebook.model.versions import installed_version
 from coursebook.reporting import stop_build
@@ -77,14 +78,9 @@ def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str, st
     shell; a word with ``{$/=`` is not looked up, nor is an installer (refused as such)."""
     found = []
     for cell in notebook.cells:
-        if cell.cell_type != "code" or not _MAY_RUN.search(cell.source):
+        if cell.cell_type != "code" or not _MAY_RUN.search(cell.source) \
+                or (tree := parsed_cell(cell.source)) is None:  # no Python: the kernel says where
             continue
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        try:  # an escape stays on its line
-            tree = ast.parse(TransformerManager().transform_cell(cell.source))
-        except SyntaxError:
-            continue  # the kernel says where
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 found += [(cell_line(cell, node.lineno - 1), *program) for program in {

@@ -5,7 +5,6 @@ the theme offers an ``.ipynb`` only with launch buttons on).
 
 from __future__ import annotations
 
-import ast
 import copy
 import io
 import tokenize
@@ -21,7 +20,7 @@ from sphinx.application import Sphinx
 from coursebook.answer_checks.prepare import SETUP_TAG, without_exact
 from coursebook.config import book_config
 from coursebook.model.notebooks import (ANSWER_TAG, BOOK_ONLY_TAG, RAISES_TAG, cell_tags,
-                                        is_chapter_source, is_claim, with_stable_ids)
+                                        is_chapter_source, is_claim, parsed_cell, with_stable_ids)
 from coursebook.museum.prepare import REVEAL_TAG
 from coursebook.page_state import chapter_notebook, page_state_of
 from coursebook.prepare.chapter_packages import install_cell
@@ -43,11 +42,7 @@ def catching(source: str, raised: tuple[str, ...]) -> str:
     raised. Lines inside a multi-line string keep their indentation (the string's text). A
     cell that is no Python (a blank the student fills in, ``x = # TODO``) is left as it is:
     wrapped, it fails to compile all the same, and Run all stops there."""
-    from IPython.core.inputtransformer2 import TransformerManager  # the kernel's reading
-
-    try:
-        ast.parse(TransformerManager().transform_cell(source))
-    except SyntaxError:
+    if parsed_cell(source) is None:
         return source
     inside_strings: set[int] = set()
     try:
