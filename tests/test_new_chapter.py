@@ -671,7 +671,14 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
                "def apply(area):\n    return area(1)", "shown = apply(abs)", "print(doubled(1))",
                "print(shown, math.pi)", "print(len(area.__name__))",
                "r = 2\nside = # TODO: the square's side", "print(side)",  # MIT's: no Python
-               "def mean(t):\n    raise NotImplementedError('write mean')", "print(mean([1]))"]
+               "def mean(t):\n    raise NotImplementedError('write mean')", "print(mean([1]))",
+               # only what the TODO's statement binds is a blank, no import, no data beside it;
+               # a base class's method that a subclass overrides is none (HR's F10, F19)
+               "import numpy as np\n# TODO: write g\ndef g(x):\n    return 0", "print(np.pi)",
+               "data = [1, 2]\ndef h(x):\n    # TODO: the square\n    return 0", "print(data)",
+               "class Base:\n    def forward(self, x):\n        raise NotImplementedError",
+               "class Lin(Base):\n    def forward(self, x):\n        return x",
+               "print(Lin().forward(1))"]
     cells = [nbformat.v4.new_code_cell(source) for source in sources]
     if answered:
         cells.insert(2, nbformat.v4.new_code_cell("def area(r):\n    return math.pi * r ** 2",
@@ -688,7 +695,9 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
                        r"NotImplementedError`: (.*?)\) and "
                        r"gives no answer: after each, write its answer as a code cell tagged "
                        r"`answer` and `completes-exercise`", said)
-    assert asked == ([] if answered else [f"cell 2, cell {at + 8}, cell {at + 10}"]), said
+    assert asked == ([] if answered else [
+        f"cell 2, cell {at + 8}, cell {at + 10}, cell {at + 12}, cell {at + 14}"]), said
+    assert "`Lin`" not in said, said
 
 
 def test_a_lectures_colon_fences_and_its_collapsed_solutions(tmp_path, capsys):

@@ -42,30 +42,27 @@ What changes, each said in the report `make chapter FROM=…` prints:
 
 A lesson whose kernel runs another language than Python (an R notebook) is refused.
 
-Left to the author, and listed: the packages to declare (those the install lines named,
-and the modules the cells import that the book's environment lacks), the lesson's own
-modules the cells import, a cell that reads a name only a later cell defines (a lesson saved
-after running its cells out of order), the cells that draw random numbers before any seed, the cells that run an
-exercise's blank (a ``TODO``) or need an answer, to tag ``needs-answers``,
-a cell showing the folder the cells run in (``%pwd``) or a time taken (``%timeit``): each
-differs between runs, a path out of that folder (``"../saved_models"``: what the cells write
-there stays), a module that shows widgets (``tqdm.notebook``: never compared),
-where students get the files the cells read, the errors tagged to check (a GPU's, ``cuda:0``, which
-the CPU build does not raise), a ``google.colab``
-import, each image
-the lesson shows that is not beside it, sits inside other HTML, is on the web (a handout is
-typeset without the network) or of a kind no PDF shows (an SVG, a GIF), each video or page
-it embeds (``<iframe>``), each raw cell (left out), each collapsed block titled as a
-solution (``{dropdown} Solution``: students open it), each link to a page or reference to a
-section of the lesson's own site (``intro.html``, ``{doc}`intro```), each term it looks up in a
-glossary that book/glossary.md lacks (``{term}`Tracer```), each work it cites that
-book/references.bib lacks, each
-fenced block of Python in its prose (d2l's ```{.python .input}: shown, never run), a cell
-holding only a string (a script's docstring: its output is the string), each cell that waits
-for someone at the keyboard (``%debug``, ``input()``: never held to the error it saved), the
-figures a d2l lesson labels, then accepting the outputs. Each is named where the lesson holds
-it: an ``.ipynb``'s cell (first 1) and line in it, a script's or lecture's own line
-(``_place``).
+Left to the author, and listed: the packages to declare (those the install lines named, and the
+modules the cells import that the book's environment lacks), the lesson's own modules the cells
+import, a cell that reads a name only a later cell defines (a lesson saved after running its
+cells out of order), the cells that draw random numbers before any seed, the cells that run an
+exercise's blank (a ``TODO``) or need an answer, to tag ``needs-answers``, a cell showing the
+folder the cells run in (``%pwd``) or a time taken (``%timeit``): each differs between runs, a
+path out of that folder (``"../saved_models"``: what the cells write there stays), a module
+that shows widgets (``tqdm.notebook``: never compared), where students get the files the cells
+read, the errors tagged to check (a GPU's, ``cuda:0``, which the CPU build does not raise), a
+``google.colab`` import, each image the lesson shows that is not beside it, sits inside other
+HTML, is on the web (a handout is typeset without the network) or of a kind no PDF shows (an
+SVG, a GIF), each video or page it embeds (``<iframe>``), each raw cell (left out), each
+collapsed block titled as a solution (``{dropdown} Solution``: students open it), each link to
+a page or reference to a section of the lesson's own site (``intro.html``, ``{doc}`intro```),
+each term it looks up in a glossary that book/glossary.md lacks (``{term}`Tracer```), each work
+it cites that book/references.bib lacks, each fenced block of Python in its prose (d2l's
+```{.python .input}: shown, never run), a cell holding only a string (a script's docstring: its
+output is the string), each cell that waits for someone at the keyboard (``%debug``,
+``input()``: never held to the error it saved), the figures a d2l lesson labels, then accepting
+the outputs. Each is named where the lesson holds it: an ``.ipynb``'s cell (first 1) and line
+in it, a script's or lecture's own line (``_place``).
 """
 
 from __future__ import annotations
@@ -93,6 +90,7 @@ from urllib.parse import unquote
 import jupytext
 import nbformat
 from IPython.core.extensions import BUILTINS_EXTS
+from IPython.core.inputtransformer2 import TransformerManager
 from jupytext.formats import guess_format, read_format_from_metadata
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
@@ -842,12 +840,16 @@ def _out_of_order(cells) -> list[str]:
 def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
     """Each code cell students run that reads a name only an answer above it defines (a
     solution's, Neuromatch's), or a cell that needs one: the student edition, which runs
-    neither, stops there; or a name an exercise binds (a cell with a `TODO`, udlbook's
+    neither, stops there; or a name an exercise leaves blank (`_blanks`: udlbook's
     `def compute_loss(...): # TODO ... return 0`): that edition runs it on the blank. A def
     whose body reads such a name is one too. A lesson with exercises and no answer: said."""
     answered, visible, told = set(), set(dir(builtins)), []
     blanks: dict[str, str] = {}  # a name an exercise binds: where
     cells = solutions_as_answers(copy.deepcopy(notebook), ANSWER_TAG).cells
+    overridden = {(base.id, method.name) for cell in cells if cell.cell_type == "code"
+                  for node in ast.walk(_python(cell.source)) if isinstance(node, ast.ClassDef)
+                  for base in node.bases if isinstance(base, ast.Name) for method in node.body
+                  if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for cell in (cell for cell in cells if cell.cell_type == "code"):
         bound, used = set(), {}
         for statement in _python(cell.source).body:  # a name bound above in the cell is its own
@@ -875,9 +877,8 @@ def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
             for name, line in used.items() if name in blanks][:1]
         told += tell
         (answered if skipped or tell else visible).update(bound)  # a told cell: tagged, not run
-        if _TODO.search(cell.source) and not skipped:  # an exercise: what it binds is a blank
-            blanks.update(dict.fromkeys(bound | set(  # `x = # TODO`, no Python: what it names
-                [] if parsed_cell(cell.source) else _BLANK.findall(cell.source)), _place(cell)))
+        if not skipped:
+            blanks.update(dict.fromkeys(_blanks(cell.source, overridden), _place(cell)))
     exercises = dict.fromkeys(blanks.values())
     if exercises and not any(ANSWER_TAG in cell_tags(cell) or _TO_REMOVE.match(cell.source)
                              for cell in cells):
@@ -887,6 +888,27 @@ def _needing_answers(notebook: nbformat.NotebookNode) -> list[str]:
                     f"`{COMPLETES_EXERCISE_TAG}` (the instructor edition runs it and what needs "
                     "it), or bring in the lesson's solutions (SOLUTIONS=)")
     return told
+
+
+def _blanks(source: str, overridden: set[tuple[str, str]]) -> set[str]:
+    """What an exercise's cell leaves to the student: the names the statement holding a `TODO`
+    or `raise NotImplementedError` (or headed by a `# TODO` line) binds; not an import, nor a
+    method that a subclass overrides (d2l's `Module.forward` raises it for each model's own)."""
+    if (tree := parsed_cell(source)) is None:  # `x = # TODO`, no Python: what it names
+        return set(_BLANK.findall(source)) if _TODO.search(source) else set()
+    blank = set()
+    code = TransformerManager().transform_cell(source)  # the lines `tree` numbers
+    for line, text in enumerate(code.splitlines(), 1):
+        if not _TODO.search(text):
+            continue
+        statement = next((s for s in tree.body if s.end_lineno >= line), None)
+        methods = statement.body if isinstance(statement, ast.ClassDef) else []
+        method = next((m.name for m in methods if isinstance(m, (
+            ast.FunctionDef, ast.AsyncFunctionDef)) and m.lineno <= line <= m.end_lineno), None)
+        if not isinstance(statement, (ast.Import, ast.ImportFrom, type(None))) and (
+                getattr(statement, "name", ""), method) not in overridden:
+            _names(ast.Module([statement], []), blank, {})
+    return blank
 
 
 # The call that seeds each module's random numbers, and torch's calls that draw them.
