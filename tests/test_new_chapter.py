@@ -1937,8 +1937,11 @@ def test_a_labs_solutions_notebook_comes_in_as_answers_after_the_exercises_it_so
     assert tool.main(["--from", str(other), "--solutions", str(lab), "--book", str(book)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{lab} does not pair with {other}: 3 code cells and 2" in err
-    # rasbt's ch03 exercise-solutions.ipynb stands alone: the command that brings it in
-    assert err.endswith(f"(`make chapter FROM={lab}`)\n"), err
+    # rasbt's ch03 exercise-solutions.ipynb stands alone: brought in as a chapter of its own
+    # (as this told once), every student would see it (HR's F18); as answers, none
+    assert err.endswith("give the lab's own solutions, or paste each after its exercise as a "
+                        "code cell tagged `answer` and `completes-exercise` (only the instructor "
+                        "edition shows it; a chapter of its own would show students all)\n"), err
     assert not (book / "other.md").exists()
     # Solutions without their lab: refused, not a skeleton chapter.
     assert tool.main(["x", "X", "--solutions", str(solved), "--book", str(book)]) == 1

@@ -247,8 +247,9 @@ def with_answers(notebook: nbformat.NotebookNode, lab: Path,
     else:
         raise NotALesson(f"{solutions} does not pair with {lab}: {len(code[1])} code cells and "
                          f"{len(code[0])}, and not the same cell ids: give the lab's own "
-                         "solutions, or bring them in as a chapter of their own "
-                         f"(`make chapter FROM={solutions}`)")
+                         "solutions, or paste each after its exercise as a code cell tagged "
+                         f"`{ANSWER_TAG}` and `{COMPLETES_EXERCISE_TAG}` (only the instructor "
+                         "edition shows it; a chapter of its own would show students all)")
     answers = {id(cell): answer for cell, answer in pairs
                if answer.source.strip() != cell.source.strip()}
     for answer in answers.values():
