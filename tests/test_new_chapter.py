@@ -1859,9 +1859,12 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
                problem("ConnectionError: HTTPSConnectionPool(host='x.org', port=443): Max "
                        "retries exceeded with url: /t.gz")]
     for said in offline:
+        # and run beside them (HR's F13): make chapter FROM= runs a chapter in a temporary
+        # folder, where the files are not.
         assert "It reached for the network, which a build may lack (CI's has none): put what it " \
             "fetches beside the chapter, at the path the cell reads, listed in the top matter " \
-            "(`coursebook: {reads: [...]}`), or take the call out." in said, said
+            "(`coursebook: {reads: [...]}`), and run the chapter beside them: `mystnb: " \
+            "{execution_in_temp: false}`; or take the call out." in said, said
         assert "raises-exception" not in said, said
     assert "network" not in problem("RuntimeError: Error downloading t.gz")
     # A lab's test of an exercise that raises until written (Neuromatch's, CS231n's): tagged

@@ -177,7 +177,8 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
                    if re.search(r"^NotImplementedError\b", error, re.M) else
                    "    It reached for the network, which a build may lack (CI's has none): put "
                    "what it fetches beside the chapter, at the path the cell reads, listed in "
-                   "the top matter (`coursebook: {reads: [...]}`), or take the call out."
+                   "the top matter (`coursebook: {reads: [...]}`), and run the chapter beside "
+                   "them: `mystnb: {execution_in_temp: false}`; or take the call out."
                    if offline else
                    (f"    Declare the package that installs {lacking[1]} in the top matter "
                     "(`coursebook: {packages: [...]}`), then `make chapter-packages`;"
