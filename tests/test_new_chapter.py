@@ -714,7 +714,7 @@ def test_a_lectures_colon_fences_and_its_collapsed_solutions(tmp_path, capsys):
                "```python\nx = 1\n```\n")
     book, said = _brought_in(tmp_path, capsys, "fences.md", lecture)
     assert tabs in (book / "fences.md").read_text(), (book / "fences.md").read_text()
-    told = re.findall(r"line (\d+): '([^']+)' shows a solution to every student \(a click "
+    told = re.findall(r"line (\d+): `([^`]+)` shows a solution to every student \(a click "
                       r"opens it; the downloads and search index hold it\): make it a markdown "
                       r"cell tagged `answer`", said)
     lines = lecture.splitlines()

@@ -363,8 +363,6 @@ _INCLUDE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{include\}[ \t]+(?P<path>\S+)[ \
                       r"(?P=fence)[ \t]*$", re.M)
 _RELATIVE_IMAGE = re.compile(r"(?:!\[[^\]]*\]\(|^(?:`{3,}|:{3,})\{(?:figure|image)\}[ \t]+)"
                              r"(?!\w+:|/|#)(?P<path>[^)\s]+)", re.M)
-# A glossary's term looked up (`{term}`jit``, `{term}`traced <Tracer>``), and a glossary: its
-# terms are its lines flush left (`term : classifier`).
 # A collapsed block titled as a solution (sphinx-design's dropdown, HTML's details): a click
 # away on the student's page, and whole in its downloads and search index.
 _REVEALED = re.compile(r"^[ \t]*(?:`{3,}|:{3,})\{dropdown\}.*\b(?:solution|answer)|<summary>[^<]*"
@@ -373,6 +371,8 @@ _REVEALED = re.compile(r"^[ \t]*(?:`{3,}|:{3,})\{dropdown\}.*\b(?:solution|answe
 _COLAB_BADGE = re.compile(r"<a [^>]*href=\"https://colab\.research\.google\.com/[^\"]*\"[^>]*>\s*"
                           r"<img [^>]*colab-badge\.svg[^>]*>\s*</a>|\[!\[[^\]]*\]\(https://colab"
                           r"\.research\.google\.com/assets/colab-badge\.svg\)\]\([^)]*\)")
+# A glossary's term looked up (`{term}`jit``, `{term}`traced <Tracer>``), and a glossary: its
+# terms are its lines flush left (`term : classifier`).
 _TERM = re.compile(r"\{term\}`(?:[^`<]*<)?(?P<name>[^<>`]+?)>?`")
 _GLOSSARY = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glossary\}.*\n(?P<body>(?:.*\n)*?)(?P=fence)",
                        re.M)
@@ -1264,11 +1264,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                     pasted.append(_place(cell, line))
                 after_python = python
             imported.to_do += [
-                f"{_place(cell, line, found[0])}: {source.splitlines()[line - 1].strip()!r} shows "
-                "a solution to "
-                "every student (a click opens it; the downloads and search index hold it): make "
-                f"it a markdown cell tagged `{ANSWER_TAG}` (the instructor edition shows it), out "
-                "of any block around it, or leave it for students to check themselves"
+                f"{_place(cell, line, found[0])}: `{source.splitlines()[line - 1].strip()}` "
+                "shows a solution to every student (a click opens it; the downloads and search "
+                f"index hold it): make it a markdown cell tagged `{ANSWER_TAG}` (the instructor "
+                "edition shows it), out of any block around it, or leave it for students to "
+                "check themselves"
                 for found in _REVEALED.finditer(source)
                 for line in [source.count("\n", 0, found.start()) + 1]]
             references += [(found["name"], _place(cell, source.count("\n", 0, found.start()) + 1,
