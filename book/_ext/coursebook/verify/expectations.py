@@ -39,8 +39,8 @@ _HEADERS = {  # an entry's header, by the kind of file
     "cell": re.compile(rf"^=== cell (?P<key>[0-9a-f]{{8}}(?:\.\d+)?){_EDITION}"
                        r"(?P<varies> \(varies\))? · (?P<first>.*)$"),
     "claim": re.compile(rf"^=== claim (?P<key>[0-9a-f]{{12}}){_EDITION}$")}
-_SHAPES = {"cell": "=== cell KEY (student) (varies) · FIRST LINE` (edition and mark optional, "
-                   "in that order)", "claim": "=== claim KEY (student)` (edition optional)"}
+_SHAPES = {"cell": "`=== cell KEY (student) (varies) · FIRST LINE` (edition and mark optional, "
+                   "in that order)", "claim": "`=== claim KEY (student)` (edition optional)"}
 VARIES_MARK = " (varies)"
 _RUNS = "# Accepted runs (a hash of the code, versions and platform each edition ran): "
 _READS = "# Files the cells read (a hash of each): "  # another torch's file: stale when edited
@@ -161,7 +161,7 @@ def read_expectations(path: Path, kind: str = "cell") -> Expectations | None:
         else:
             # Accepting reads the file first: it cannot mend it.
             raise ExpectationsError(
-                f"neither an indented line nor a header `{_SHAPES[kind]}: correct it, or "
+                f"neither an indented line nor a header {_SHAPES[kind]}: correct it, or "
                 f"delete the file and accept anew with `{ACCEPT_COMMAND}`", path, number)
     for header, number, lines in entries:
         key = header["key"]
