@@ -348,3 +348,17 @@ def test_a_notebook_chapter_declares_its_packages_in_its_metadata(tmp_path, monk
     monkeypatch.setattr("sys.argv", ["chapter_packages", str(tmp_path)])
     load_tool("chapter_packages").main()
     assert capsys.readouterr().out == "no-such-package-anywhere\n"
+
+
+def test_the_names_an_answer_binds_are_read_as_the_kernel_reads_it():
+    """An answer with a magic (`%matplotlib inline`, MIT's labs) was no Python to ast, so the
+    names it binds were not looked for: a cell the student edition runs that reads one was
+    told "tag it raises-exception" (which fails the instructor edition), not the answer."""
+    from coursebook.model.cell_notes import place_at
+    from coursebook.model.notebooks import answer_names
+
+    answer = place_at(nbformat.v4.new_code_cell("%matplotlib inline\ndef plot():\n    pass\n"
+                                                "x = 1", metadata={"tags": ["answer"]}), 20)
+    blank = place_at(nbformat.v4.new_code_cell("x = # TODO", metadata={"tags": ["answer"]}), 30)
+    notebook = nbformat.v4.new_notebook(cells=[answer, blank])
+    assert answer_names(notebook) == {"plot": 21, "x": 23}

@@ -59,11 +59,7 @@ def answer_names(notebook: nbformat.NotebookNode) -> dict[str, int]:
     names: dict[str, int] = {}
     for cell in (cell for cell in notebook.cells if cell.cell_type == "code" and (
             is_answer(cell) or NEEDS_ANSWERS_TAG in cell_tags(cell))):
-        try:
-            tree = ast.parse(cell.source)
-        except SyntaxError:  # IPython's syntax (a magic): its names are not looked for
-            continue
-        for name, line in _bound(tree):
+        for name, line in _bound(parsed_cell(cell.source) or ast.Module([], [])):  # a magic too
             names.setdefault(name, cell_line(cell, line - 1))
     return names
 
