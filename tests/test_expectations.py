@@ -64,6 +64,14 @@ def test_shown_text_covers_streams_results_errors_markdown_and_figures():
                                 "[image/png] Figure drawing:\n1\n2\nRuntimeError: boom")
 
 
+def test_a_value_glued_unshown_is_compared_by_its_text():
+    """myst-nb's glue(..., display=False) prefixes its types; a page pastes it ({glue:})."""
+    prefix = "application/papermill.record/"
+    glued = {"output_type": "display_data", "data": {f"{prefix}text/plain": "3.5"},
+             "metadata": {"scrapbook": {"name": "mean", "mime_prefix": prefix}}}
+    assert shown_text(_code("glue('mean', m, display=False)", [glued])) == "3.5"
+
+
 def test_keys_ignore_prose_and_change_with_code():
     one = _notebook(nbformat.v4.new_markdown_cell("prose"), _code("a = 1"), _code("a = 1"))
     two = _notebook(nbformat.v4.new_markdown_cell("other prose"), _code("a = 1"), _code("a = 1"))

@@ -77,8 +77,9 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
             parts.append(output.get("text", ""))
         elif kind == "error":
             parts.append(f"{output.get('ename')}: {output.get('evalue')}\n")
-        else:
-            data = output.get("data", {})
+        else:  # a value glued unshown (myst-nb's display=False) by its types: pages paste it
+            prefix = output.get("metadata", {}).get("scrapbook", {}).get("mime_prefix", "")
+            data = {mime.removeprefix(prefix): v for mime, v in output.get("data", {}).items()}
             image = next((mime for mime in sorted(data) if mime.startswith("image/")), None)
             if image is not None:
                 parts.append(f"[{image}] {data.get('text/plain', '')}\n")
