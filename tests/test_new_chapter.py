@@ -1406,6 +1406,20 @@ def test_a_lectures_links_to_its_own_labels_stay_and_its_index_entries_go(tmp_pa
     assert "index" not in text, text
 
 
+def test_a_quoted_name_is_the_lessons_label_and_a_link_with_a_colon_is_a_reference(tmp_path,
+                                                                                   capsys):
+    """jupyter-book's glue page names a figure `:name: "fig-boot"` (MyST drops the quotes, the
+    page resolves it): told as a reference to the lesson's site. Its `[see](explain:migration)`
+    is a reference MyST does not find (no URL scheme it knows), which the build stops at: not
+    told."""
+    _, said = _brought_in(tmp_path, capsys, "pasted.md", MYST_PLACES.replace(
+        "The [previous lesson](intro.html).",
+        "```{glue:figure} mean_fig\n:name: \"fig-mean\"\n\nThe mean.\n```\n\n"
+        "See {ref}`the figure <fig-mean>` and [the guide](explain:guide)."))
+    assert "the build stops at each): line 15 (`explain:guide`)\n" in said, said
+    assert "fig-mean" not in said, said
+
+
 def test_an_error_saved_on_a_gpu_is_told_not_to_raise_on_the_books_cpu(tmp_path, capsys):
     """mrdbourke's fundamentals saved `tensor_on_gpu.numpy()`'s error on Colab's GPU: tagged
     `raises-exception`, the CPU build stopped at it ('tagged `raises-exception` but did not

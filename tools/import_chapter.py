@@ -353,9 +353,10 @@ _LABEL = re.compile(r"^\.\. _(?P<name>[\w.-]+):[ \t]*$", re.M)
 _REF = re.compile(r":ref:`(?:(?P<text>[^`<]*?)\s*<(?P<name>[^<>`]+)>|(?P<bare>[^<>`\s]+))`")
 _ANONYMOUS = re.compile(r"(<[^`<>]+>`_)_")
 # A MyST label (a section's, an equation's: `$$ ... $$ (name)`, a directive's `:label:` or
-# `:name:`), and a reference to one.
+# `:name:`, quoted or not), and a reference to one.
 _MYST_LABEL = re.compile(r"^\((?P<name>[^()\s]+)\)=$|\$\$[ \t]*\((?P<equation>[^()\s]+)\)$"
-                         r"|^:(?:label|name):[ \t]*(?P<option>\S+)", re.M)
+                         r"|^:(?:label|name):[ \t]*"
+                         r"(?P<quote>[\"']?)(?P<option>[^\s\"']+)(?P=quote)", re.M)
 _MYST_REF = re.compile(r"\{(?:ref|numref|eq|doc|prf:ref)\}`(?:[^`<]*<)?(?P<name>[^<>`\s]+)>?`")
 # A file's text MyST puts in (```{include} _admonition/gpu.md```, no options), and the path
 # of an image its text shows relative to its folder (a Markdown image's, a figure's).
@@ -584,7 +585,8 @@ def _shown_images(source: str, cell, imported: Imported) -> tuple[str, dict[str,
             if piece.type == "image":
                 shown.setdefault(piece.attrGet("src"), line + 1)
             href = piece.attrGet("href") if piece.type == "link_open" else None
-            if href and not re.match(r"[a-z][\w+.-]*:|#", href):  # not `https:`, `mailto:`, `#`
+            if href and not re.match(r"(?:https?|mailto|ftp):|#", href):  # MyST's URLs (the
+                # default myst_url_schemes): any other link, `[t](explain:migration)`, is a label
                 imported.relative_links[f"{_place(cell, line + 1, href)} (`{href}`)"] = href
             found = _HtmlImages(piece.content) if piece.type.startswith("html") else None
             imported.to_do += [
