@@ -17,19 +17,6 @@ from coursebook.execute.myst_nb_clients import CLIENTS, PACKAGE
 HEAVY = ["jupyter_cache", "sqlalchemy", "nbclient"]
 
 
-@pytest.mark.parametrize("deferred", [True, False])
-def test_myst_nb_loads_without_jupyter_cache_sqlalchemy_or_nbclient(deferred):
-    # Without the placeholders, loading myst-nb's Sphinx module imports all three: the
-    # check sees them.
-    loaded = run_in_python(
-        "import json, sys\n"
-        "from coursebook.execute.myst_nb_clients import defer\n"
-        + ("defer()\n" if deferred else "")
-        + "import myst_nb.sphinx_\n"
-        f"print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))")
-    assert loaded == ([] if deferred else HEAVY)
-
-
 def test_a_client_made_before_the_import_is_myst_nbs_own():
     made = run_in_python(
         "import json, logging, sys\n"
@@ -47,22 +34,27 @@ def test_a_client_made_before_the_import_is_myst_nbs_own():
     assert made == ["myst_nb.core.execute.cache", "NotebookClientCache", True, True]
 
 
-def test_myst_nbs_cache_mode_takes_the_books_chapter_client():
-    """myst-nb decides what runs and with which settings; what it creates to run a page from
-    the cache, once a build reads pages, is the book's client (execute/cached_chapters.py)."""
-    made = run_in_python(
-        "import json, logging\n"
+def test_myst_nb_loads_without_them_and_its_cache_mode_takes_the_books_chapter_client():
+    """As a build: myst-nb's Sphinx module loads without jupyter-cache, SQLAlchemy or nbclient
+    (test_nothing_is_deferred_when_turned_off shows the check sees them); myst-nb decides what
+    runs and with which settings; what it creates to run a page from the cache, once a build
+    reads pages, is the book's client (execute/cached_chapters.py)."""
+    loaded, made = run_in_python(
+        "import json, logging, sys\n"
         "from types import SimpleNamespace\n"
-        "import nbformat\n"
         "from coursebook.execute.myst_nb_clients import defer, import_for_reading\n"
         "defer()\n"
+        "import myst_nb.sphinx_\n"
+        f"loaded = [name for name in {HEAVY!r} if name in sys.modules]\n"
+        "import nbformat\n"
         "import myst_nb.core.execute as execute\n"
         "from myst_nb.core.config import NbParserConfig\n"
         "import_for_reading(SimpleNamespace(), None, ['chapter'])\n"
         "client = execute.create_client(nbformat.v4.new_notebook(), '<string>',\n"
         "    NbParserConfig(execution_mode='cache'), logging.getLogger('test'))\n"
-        "print(json.dumps([type(client).__module__, type(client).__name__,\n"
-        "    type(client).__mro__[1].__name__]))")
+        "print(json.dumps([loaded, [type(client).__module__, type(client).__name__,\n"
+        "    type(client).__mro__[1].__name__]]))")
+    assert loaded == []
     assert made == ["coursebook.execute.cached_chapters", "ChapterClient", "NotebookClientCache"]
 
 
@@ -76,6 +68,8 @@ def test_the_placeholders_are_the_names_myst_nb_takes_from_its_client_modules():
 
 
 def test_nothing_is_deferred_when_turned_off():
+    # No placeholders, as without defer(): loading myst-nb's Sphinx module imports all three,
+    # and the check sees them.
     loaded = run_in_python(
         "import json, os, sys\n"
         "os.environ['COURSEBOOK_DEFER_IMPORTS'] = '0'\n"
