@@ -417,6 +417,27 @@ def test_cross_references_become_links_or_titles():
     assert intro == "[Intro](u), [Intro](u)."
 
 
+@pytest.mark.slow
+def test_an_equation_and_a_download_read_as_the_page_shows_them(tmp_path):
+    """A chapter's {eq} came out as its label (`Equation eq-sym`, the page: `(1)`) and its
+    {download} of a data file as bare text, the file the download's cells read nowhere (HL3)."""
+    from sphinx.application import Sphinx
+
+    from coursebook.render.downloads import markdown_for
+
+    (tmp_path / "conf.py").write_text('extensions = ["myst_parser"]\nnumfig = True\n'
+                                      'html_baseurl = "https://book.example/"\n')
+    (tmp_path / "data.csv").write_text("1,2\n")
+    (tmp_path / "index.md").write_text("# T\n\n```{math}\n:label: e-one\nx = 1\n```\n\n"
+                                       "Read {download}`data.csv`.\n")
+    app = Sphinx(tmp_path, tmp_path, tmp_path / "_build", tmp_path / "_doctrees", "html",
+                 status=None, warning=None, freshenv=True)
+    app.build()
+    plain = markdown_for(app, "index").convert("By {eq}`e-one`, {download}`the data <data.csv>`.")
+    assert re.fullmatch(r"By \[\(1\)\]\(https://book\.example/index\.html#equation-e-one\), \[the "
+                        r"data\]\(https://book\.example/_downloads/\w+/data\.csv\)\.", plain), plain
+
+
 def test_the_books_other_pages_download_as_plain_markdown():
     """A page that is no chapter (the glossary, the contents) downloads as plain Markdown,
     as the chapters do: no role, directive or label of MyST; a glossary keeps each term and

@@ -152,24 +152,35 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
                 block["countertype"], {}).get(target, ())
             return Target(f"{block['realtype'].title()} {'.'.join(map(str, number))}".strip(),
                           page_url(published, block["docname"], target))
+        if role == "eq":  # "(1)", as Sphinx's math domain numbers it on the page
+            math = app.env.domains.math_domain
+            found = math.resolve_xref(app.env, pagename, app.builder, "eq", target, None, None)
+            if found is None:
+                return None
+            anchor = found.get("refid") or found["refuri"].partition("#")[2]  # another page's
+            return Target(found.astext(), page_url(published, math.equations[target][0], anchor))
+        if role == "download":
+            return Target(target, copied(app.env.dlfiles, "_downloads", target))
         if target.lower() not in labels:
             return None
         docname, anchor, title = labels[target.lower()]
         return Target(title or target, page_url(published, docname, anchor))
 
-    def image_url(path: str) -> str:  # the HTML builder's copy, in _images/
+    def copied(files, folder: str, path: str) -> str:  # the HTML builder's copy (_images/…)
         if "://" in path:
             return path
-        found = app.env.images.get(app.env.relfn2path(path, pagename)[0])
-        return f"{published.rstrip('/')}/_images/{found[1]}" if found and published else ""
+        # By the path from the book's folder: a str for an image, a Path for a download.
+        found = {str(key): made for key, made in files.items()}.get(
+            app.env.relfn2path(path, pagename)[0])
+        return f"{published.rstrip('/')}/{folder}/{found[1]}" if found and published else ""
 
     # A chapter's top matter may add MyST syntax (``myst: enable_extensions``), as myst-nb reads it.
     notebook = chapter_notebook(app.env, pagename)
     md_config = merge_file_level(app.env.myst_config, notebook.metadata if notebook else {},
                                  lambda kind, message: None)  # myst-nb warned already
     numbers = {kind: iter(found) for kind, found in block_numbers(app.env, pagename).items()}
-    return PlainMarkdown(resolve, page_url(published, pagename), md_config,
-                         app.tags.eval_condition, image_url,
+    return PlainMarkdown(resolve, page_url(published, pagename), md_config, app.tags.eval_condition,
+                         lambda path: copied(app.env.images, "_images", path),
                          numbers=defaultdict(lambda: iter(()), numbers))
 
 
