@@ -76,9 +76,17 @@ def chapter_client(app: Sphinx) -> type:
             if failed is not None:
                 open_cache(app.env.mystnb_config.execution_cache_path).remove_cache(failed)
             app.env.temp_data[EXECUTED] = (None if failed else
-                                            with_notes(self.notebook, prepared.notebook))
+                                            as_run(with_notes(self.notebook, prepared.notebook)))
 
     return ChapterClient
+
+
+def as_run(notebook):
+    """Its cells' outputs as run: myst-nb, reading it next, takes out of them each value glued
+    unshown (``glue(key, value, display=False)``), which a page pastes and the build compares."""
+    kept = copy.copy(notebook)
+    kept.cells = [copy.copy(cell) for cell in notebook.cells]
+    return kept
 
 
 def _run_if_missing(app: Sphinx, client) -> int | None:
