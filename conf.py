@@ -38,6 +38,8 @@ extensions = [
     # Exercises and solutions; a solution is an answer (coursebook/model/solutions.py).
     "sphinx_exercise",
     "sphinxcontrib.bibtex",
+    # The HTML theme's directives ({margin}) in the PDF too, which loads no HTML theme.
+    "sphinx_book_theme",
     # "coursebook" also loads sphinx_proof (theorems, proofs: coursebook/prepare/proofs.py).
 ]
 # {cite} in a chapter, whose {bibliography} lists what it cites (docs/authoring.md): one

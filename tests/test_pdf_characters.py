@@ -203,7 +203,9 @@ def planted_book(tmp_path_factory):
     # the chapter's first repeats it, and it ran into the margins on three lines.
     chapter.write_text(chapter.read_text(encoding="utf8").replace(
         "Nothing unusual here.", "A page of lines.\n\n" * 50 + f"## {LONG_HEADING}\n\n"
-        "Nothing unusual here."), encoding="utf8")
+        # the HTML theme's {margin}: 'Unknown directive type' stopped the PDF, which loads no
+        # HTML theme (HL3, jupyter-book's output-insert.md)
+        ":::{margin}\nA note beside the text.\n:::\n\nNothing unusual here."), encoding="utf8")
     chapter.write_text(chapter.read_text(encoding="utf8").replace('"answer"', '"was-answer"')
                        .replace("[answer]", "[was-answer]")
                        .replace("# A tiny chapter", f"# {TITLE}"), encoding="utf8")
