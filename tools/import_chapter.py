@@ -1273,9 +1273,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 "check themselves"
                 for found in _REVEALED.finditer(source)
                 for line in [source.count("\n", 0, found.start()) + 1]]
-            references += [(found["name"], _place(cell, source.count("\n", 0, found.start()) + 1,
-                                                  found[0]))
-                           for found in _MYST_REF.finditer(source)]
+            in_code = {line for token in _markdown_tokens(source)  # an example, shown as text
+                       if token.type in ("fence", "code_block") and not token.info.startswith("{")
+                       for line in range(*token.map)}
+            references += [(found["name"], _place(cell, line + 1, found[0]))
+                           for found in _MYST_REF.finditer(source)
+                           if (line := source.count("\n", 0, found.start())) not in in_code]
             terms += [(" ".join(found["name"].split()), _place(  # Sphinx folds its blanks
                 cell, source.count("\n", 0, found.start()) + 1, found[0]))
                 for found in _TERM.finditer(source)]
