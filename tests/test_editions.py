@@ -272,22 +272,3 @@ def test_a_files_list_that_is_no_list_of_files_beside_the_chapter_is_one_line(tm
     listed = text.replace(f"reads: {reads}", "reads: [names.txt]")
     assert edition_chapter(listed, chapter, Edition.STUDENT, {}, "2.13.0").reads == {
         "names.txt": tmp_path / "names.txt"}  # checked, as the build notes and keys them
-
-
-def test_a_file_beside_the_chapter_that_a_cell_reads_must_be_listed(tmp_path):
-    """A chapter made by hand read `glue-data.csv` beside it with no `coursebook: reads`: an
-    edit of the file left the cached run, and the page showed the old file's mean, verified
-    (HL3). Refused at the cell's line, naming the file and the top matter to write."""
-    (tmp_path / "data.csv").write_text("1,2\n")
-    text = ("---\njupytext:\n  text_representation: {format_name: myst}\nkernelspec: "
-            "{name: python3}\n---\n# T\n\n```{code-cell} ipython3\nimport numpy as np\n"
-            "x = np.loadtxt('data.csv', delimiter=',')\n```\n")
-    chapter = str(tmp_path / "lab.md")
-    with pytest.raises(BookError) as raised:
-        edition_chapter(text, chapter, Edition.STUDENT, {}, "2.13.0")
-    assert (str(raised.value.path), raised.value.line) == (chapter, 10), raised.value.message
-    assert "a cell reads `data.csv`, beside the chapter" in raised.value.message
-    assert "(`coursebook: {reads: [data.csv]}`)" in raised.value.message
-    listed = text.replace("kernelspec:", "coursebook: {reads: [data.csv]}\nkernelspec:")
-    assert edition_chapter(listed, chapter, Edition.STUDENT, {}, "2.13.0").reads == {
-        "data.csv": tmp_path / "data.csv"}

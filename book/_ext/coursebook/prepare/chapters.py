@@ -3,7 +3,6 @@ its other inputs are noted with Sphinx, which reads the page again when one chan
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,15 +73,6 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
                         "beside the chapter that its cells read (e.g. [names.txt]), each of them "
                         "there: correct the list, or put the file beside the chapter",
                         source_path, top_matter_line(text, "coursebook", "reads"))
-    # A file a cell names ('data.csv') unlisted: its edit would keep the old run, shown verified.
-    if unkeyed := [(cell_line(cell, cell.source.count("\n", 0, found.start())), found[2])
-                   for cell in notebook.cells if cell.cell_type == "code"
-                   for found in re.finditer(r"([\"'])([^\"'\n]{1,200})\1", cell.source)
-                   if found[2] not in reads and (folder / found[2]).is_file()]:
-        raise BookError(f"a cell reads `{unkeyed[0][1]}`, beside the chapter, which the top "
-                        "matter's 'coursebook: reads' does not list, so an edit of it would not "
-                        "run the chapter again: add it "
-                        f"(`coursebook: {{reads: [{unkeyed[0][1]}]}}`)", source_path, unkeyed[0][0])
     place_museum(notebook, museum, torch_version)
     place_runtime_setup(notebook, machine_kinds, source_path, runtimes_file)
     link_back_to_exhibits(notebook, museum)
