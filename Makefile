@@ -202,11 +202,6 @@ accept-outputs-runtime: html ## accept-outputs, on a runtime's replica (RUNTIME=
 bench: venv ## Benchmark builds against the nbclient floor, Sphinx, Jupyter Book 1 and 2, a 12-chapter book
 	$(BIN)/python tools/bench_build.py $(BENCH_ARGS)
 
-# pytest keeps what it compiles (the test files and the extension, their asserts rewritten):
-# where PYTHONDONTWRITEBYTECODE is set (this machine's shells) every pytest process compiled
-# them again, about 4 s of CPU each (tools/bench_build.py unsets it too).
-PYTEST = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
-
 # The recording check mostly installs its stand-in environment (a 7.8 GB download, disk
 # and network bound) while the tests mostly compute: run side by side, each one's output
 # shown whole when it ends.
@@ -219,7 +214,7 @@ test: venv ## All tests, the slow full builds included, and the CPU stand-in rec
 # with the device runs it after each restart, every cell compared with the recording.
 test-recording: venv
 	$(MAKE) recording-check KIND=cpu
-	COURSEBOOK_STAND_IN=1 $(PYTEST) -q -m slow tests/test_downloads.py -k stand_in
+	COURSEBOOK_STAND_IN=1 $(BIN)/python -m pytest -q -m slow tests/test_downloads.py -k stand_in
 
 # Two workers too, each file's tests on one (they share its fixtures), the files in the order
 # tests/conftest.py gives them (the most slow tests first); the `built` books are built once,
@@ -227,12 +222,12 @@ test-recording: venv
 # (pytest-dev/pytest-xdist#1386). The slowest tests are listed at the end, for whoever
 # shortens the suite.
 test-suite: venv
-	$(PYTEST) -n 2 --dist loadfile --no-loadscope-reorder -m 'slow or not slow' \
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m 'slow or not slow' \
 		--durations=15 tests book
 
 # Two workers (pytest-xdist): the fast tests are independent, and the machines have two cores.
 test-fast: venv ## The fast tests only: no build, no chapter executed (two workers)
-	$(PYTEST) -n 2 tests
+	$(BIN)/python -m pytest -n 2 tests
 
 clean: ## Remove the built editions (keeps the execution cache)
 	rm -rf $(BUILD)/student $(BUILD)/instructor
