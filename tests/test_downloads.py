@@ -425,7 +425,10 @@ def test_an_equation_and_a_download_read_as_the_page_shows_them(tmp_path):
 
     from coursebook.render.downloads import markdown_for
 
+    # A source_suffix of its own: myst-parser adds `.md` to Sphinx's default dict in place, so
+    # every later Sphinx of this process (a pytest worker's book reads) lacked its parser.
     (tmp_path / "conf.py").write_text('extensions = ["myst_parser"]\nnumfig = True\n'
+                                      'source_suffix = {".md": "markdown"}\n'
                                       'html_baseurl = "https://book.example/"\n')
     (tmp_path / "data.csv").write_text("1,2\n")
     (tmp_path / "index.md").write_text("# T\n\n```{math}\n:label: e-one\nx = 1\n```\n\n"
