@@ -131,6 +131,30 @@ _OFFLINE = re.compile(r"urlopen error|Max retries exceeded|Network is unreachabl
                       r"not known|Temporary failure in name resolution|nodename nor servname")
 
 
+def _advice(error: str, printed: str, left_out: dict[str, int]) -> str:
+    """What to do about an error a cell was not tagged for, by its cause."""
+    name = re.search(r"^NameError: name '(\w+)' is not defined", error, re.M)
+    if name and (answer := left_out.get(name[1])):
+        return (f"    `{name[1]}` is defined at line {answer}, by an answer or a cell that needs "
+                f"one, which this edition does not run: tag this cell `{NEEDS_ANSWERS_TAG}` (this "
+                "edition then shows it without running it), or define the name in a cell students "
+                "run too.")
+    if re.search(r"^NotImplementedError\b", error, re.M):
+        return ("    If it ran an exercise left to the student (its raise stays until they write "
+                f"it), tag this cell `{NEEDS_ANSWERS_TAG}` (this edition then shows it without "
+                "running it), with the answer in a cell above tagged `answer`; else fix the cell "
+                "(torch raises it for a misspelt `forward` in an nn.Module).")
+    if _OFFLINE.search(error + printed):  # torchvision prints urllib's
+        return ("    It reached for the network, which a build may lack (CI's has none): put what "
+                "it fetches beside the chapter, at the path the cell reads, listed in the top "
+                "matter (`coursebook: {reads: [...]}`), and run the chapter beside them: "
+                "`mystnb: {execution_in_temp: false}`; or take the call out.")
+    lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
+    return ((f"    Declare the package that installs {lacking[1]} in the top matter "
+             "(`coursebook: {packages: [...]}`), then `make chapter-packages`;" if lacking
+             else "    Fix the cell,") + f" or tag it `{RAISES_TAG}` if the error is what it teaches.")
+
+
 def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wing] | None,
               report: Path | None, succeeded: bool, left_out: dict[str, int] | None = None
               ) -> list[BookError]:
@@ -159,31 +183,10 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
                     and problems[-1].message.startswith(f"exhibit {origin.exhibit.key}:")):
                 problems.append(_exhibit_problem(origin, error))  # not "did not raise" twice
         elif unexpected:
-            lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
-            name = re.search(r"^NameError: name '(\w+)' is not defined", error, re.M)
-            answer = (left_out or {}).get(name[1]) if name else None
-            offline = _OFFLINE.search(error + _printed(cell))  # torchvision prints urllib's
             problems.append(_at(where, (
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
-                + (f"    `{name[1]}` is defined at line {answer}, by an answer or a cell that "
-                   "needs one, which this edition does not run: tag this cell "
-                   f"`{NEEDS_ANSWERS_TAG}` (this edition then shows it without running it), or "
-                   "define the name in a cell students run too." if answer else
-                   "    If it ran an exercise left to the student (its raise stays until they "
-                   f"write it), tag this cell `{NEEDS_ANSWERS_TAG}` (this edition then shows it "
-                   "without running it), with the answer in a cell above tagged `answer`; else "
-                   "fix the cell (torch raises it for a misspelt `forward` in an nn.Module)."
-                   if re.search(r"^NotImplementedError\b", error, re.M) else
-                   "    It reached for the network, which a build may lack (CI's has none): put "
-                   "what it fetches beside the chapter, at the path the cell reads, listed in "
-                   "the top matter (`coursebook: {reads: [...]}`), and run the chapter beside "
-                   "them: `mystnb: {execution_in_temp: false}`; or take the call out."
-                   if offline else
-                   (f"    Declare the package that installs {lacking[1]} in the top matter "
-                    "(`coursebook: {packages: [...]}`), then `make chapter-packages`;"
-                    if lacking else "    Fix the cell,")
-                   + f" or tag it `{RAISES_TAG}` if the error is what it teaches."))))
+                + _advice(error, _printed(cell), left_out or {}))))
         elif error is None and RAISES_TAG in tags:
             problems.append(_at(where, (
                 f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, or drop the "
