@@ -153,12 +153,10 @@ def read_expectations(path: Path, kind: str = "cell") -> Expectations | None:
             if entries:  # as shown_text, without trailing spaces (an editor's)
                 entries[-1][2].append(line[len(INDENT):].rstrip())
         elif line.startswith("#") and not entries:  # the header, written by each acceptance
-            if line.startswith(_RUNS):
-                found.runs = dict(run.split(" ", 1) for run in line[len(_RUNS):].split(", ")
-                                  if " " in run)  # a run a merge left half: none
-            elif line.startswith(_READS):
-                found.reads = dict(read.rsplit(" ", 1) for read in line[len(_READS):].split(", ")
-                                   if " " in read)  # as the runs: a half line, a file less
+            for start, pairs in ((_RUNS, found.runs), (_READS, found.reads)):
+                if line.startswith(start):  # a pair a merge left half: none
+                    pairs.update(pair.rsplit(" ", 1) for pair in line[len(start):].split(", ")
+                                 if " " in pair)
         else:
             # Accepting reads the file first: it cannot mend it.
             raise ExpectationsError(
@@ -186,10 +184,10 @@ def write_expectations(path: Path, expectations: Expectations, order: Callable[[
     student, instructor = (expectations.by_edition[e] for e in EDITIONS)
     keys = [key for key in dict.fromkeys(order()) if key in student or key in instructor]
     keys += [key for key in {**instructor, **student} if key not in keys]
-    runs = [f"{e} {expectations.runs[e]}" for e in EDITIONS if e in expectations.runs]
-    reads = [f"{name} {digest}" for name, digest in expectations.reads.items()]
-    out = header + ([_RUNS + ", ".join(runs)] if runs else []) + (
-        [_READS + ", ".join(reads)] if reads else []) + [""]
+    runs = {e: expectations.runs[e] for e in EDITIONS if e in expectations.runs}
+    out = header + [start + ", ".join(f"{name} {digest}" for name, digest in pairs.items())
+                    for start, pairs in ((_RUNS, runs), (_READS, expectations.reads)) if pairs]
+    out.append("")
     for key in keys:
         first = expectations.first_lines.get(key, "")
         texts = {e: (expectations.by_edition[e][key], key in expectations.varying[e])
