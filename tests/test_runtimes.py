@@ -176,7 +176,7 @@ def declared_others() -> list[OtherTorch]:
     """The torches besides the build's that the book verifies its chapters on: each
     runtime verified by its downloads, and the Makefile's second torch (`make verify-torch`)."""
     second = re.search(r"^TORCH\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M)[1]
-    return ([OtherTorch.of_runtime(r) for r in reader_runtimes(RUNTIMES_FILE)]
+    return ([other_torch(r.torch, (r,)) for r in reader_runtimes(RUNTIMES_FILE)]
             + [other_torch(second, ())])
 
 
@@ -263,7 +263,7 @@ def test_a_runtime_without_expectations_is_named():
     colab = reader_runtimes(RUNTIMES_FILE)[0]
     planted = Runtime(**{**colab.__dict__, "packages": {**colab.packages, "torch": "9.9.9+cpu"}})
     assert any(m.startswith("exhibit ") for m in missing_expectations(planted))
-    found = declared_standings(others=[OtherTorch.of_runtime(planted)])
+    found = declared_standings(others=[other_torch(planted.torch, (planted,))])
     chapters = [n for n, text in _chapters().items() if not _recorded(text)]
     assert [s.chapter for s in found] == chapters
     assert all(s.state is State.NOT_YET and "9.9.9" in s.message() for s in found)

@@ -82,7 +82,7 @@ from coursebook.page_state import CellOutput  # noqa: E402
 from coursebook.prepare.chapter_packages import install_cell  # noqa: E402
 from coursebook.prepare.chapters import edition_chapter  # noqa: E402
 from coursebook.prepare.editions import Edition  # noqa: E402
-from coursebook.torch_versions.verify import OtherTorch, Standing, State, check_digests, standing
+from coursebook.torch_versions.verify import Standing, State, check_digests, other_torch, standing
 from coursebook.verify.expectations import (
     Expectations,
     accept_into,
@@ -360,7 +360,7 @@ def verify(args: argparse.Namespace) -> int:
     problems += verify_recorded(args.downloads, museum, kinds)
     if problems:
         print(f"verify-runtime: {problems} difference(s) on {runtime.title}. If the new texts "
-              f"are right, record them with `{OtherTorch.of_runtime(runtime).command}` and "
+              f"are right, record them with `{other_torch(runtime.torch, (runtime,)).command}` and "
               "review `git diff book/expected exhibits`.", file=sys.stderr)
     return 1 if problems else 0
 
@@ -370,7 +370,7 @@ def list_standings(runtime: Runtime, found: dict[str, nbformat.NotebookNode],
     """Before the replica runs: which chapters are not yet verified on the runtime, or
     stale there (coursebook.torch_versions.verify), one line each, and a count. ``museum``:
     loaded as the build loads it (its check cells are never compared)."""
-    other, checks = OtherTorch.of_runtime(runtime), check_digests(museum)
+    other, checks = other_torch(runtime.torch, (runtime,)), check_digests(museum)
     states: dict[State, int] = dict.fromkeys(State, 0)
     for name, notebook in found.items():
         standing_there = standing(name, other, EXPECTED, build_torch, checks, notebook)
@@ -527,7 +527,7 @@ def check_chapter(run: ChapterRun, runtime: Runtime, where: str, build_torch: st
     """One download's cells against the expected outputs for the runtime's torch (written
     first when accepting); the number of cells that differ, lack an expectation or were
     refused (an output holding the time it ran)."""
-    name, other = run.chapter, OtherTorch.of_runtime(runtime)
+    name, other = run.chapter, other_torch(runtime.torch, (runtime,))
     path = expectations_path(EXPECTED, runtime.torch, name)
     expectations = read_expectations(path)
     refused = []

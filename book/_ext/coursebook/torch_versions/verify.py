@@ -53,18 +53,15 @@ class OtherTorch:
     command: str  # what records its expected outputs
     downloads: bool  # its outputs come from the student downloads (no answers, no book-only cells)
 
-    @classmethod
-    def of_runtime(cls, runtime: Runtime) -> OtherTorch:
-        return cls(runtime.torch, runtime.reader_label,
-                   f"make accept-outputs-runtime RUNTIME={runtime.name}", True)
-
 
 def other_torch(version: str, runtimes: tuple[Runtime, ...]) -> OtherTorch:
     """The runtime that uses this torch release, or the release on its own."""
     version = release(version)
-    runtime = next((r for r in runtimes if r.torch == version), None)
-    return OtherTorch.of_runtime(runtime) if runtime else OtherTorch(
-        version, f"torch {version}", f"make accept-outputs-torch TORCH={version}", False)
+    if runtime := next((r for r in runtimes if r.torch == version), None):
+        return OtherTorch(version, runtime.reader_label,
+                          f"make accept-outputs-runtime RUNTIME={runtime.name}", True)
+    return OtherTorch(version, f"torch {version}", f"make accept-outputs-torch TORCH={version}",
+                      False)
 
 
 class State(Enum):
