@@ -187,38 +187,34 @@ def what_varies(one: str, two: str) -> str:
 
 
 _SECOND, _MINUTE = timedelta(seconds=1), timedelta(minutes=1)
-# A date with its time of day as ctime() and `date` print it, as `ls -l` does (this year's).
-_DATE_FORMATS = [("%a %b %d %H:%M:%S %Y", _SECOND), ("%b %d %H:%M", _MINUTE)]
+# A date with its time of day as ctime() and `date` print it, as `ls -l` does (this year's);
+# a time of day alone (H:MM:SS, H:MM).
+_FORMATS = [("%a %b %d %H:%M:%S %Y", _SECOND), ("%b %d %H:%M", _MINUTE), ("%H:%M:%S", _SECOND),
+            ("%H:%M", _MINUTE)]
 
 
-def _readings(token: str, kind: str, days: list) -> list[tuple[datetime, timedelta]]:
+def _readings(token: str, days: list) -> list[tuple[datetime, timedelta]]:
     """What a printed time of day (alone or a date's) may stand for (naive, unless it names
     its zone), each with its resolution: one without a year or a date takes those of
-    ``days``; none for a date alone."""
-    if kind == "duration":  # a time of day alone: H:MM or H:MM:SS(.ffffff)
-        seconds = token.count(":") == 2
-        try:
-            time = datetime.strptime(token.partition(".")[0],
-                                     "%H:%M:%S" if seconds else "%H:%M").time()
-        except ValueError:  # 25:00, an elapsed time
-            return []
-        return [(datetime.combine(day, time), _SECOND if seconds else _MINUTE) for day in days]
-    try:  # ISO 8601, as datetime prints it
-        value = datetime.fromisoformat(token)
+    ``days``; none for a date alone, nor for an elapsed time (25:00)."""
+    try:  # ISO 8601, as datetime prints it (a time of day alone has no dash)
+        value = datetime.fromisoformat(token) if "-" in token else None
     except ValueError:
-        pass
-    else:
+        value = None
+    if value is not None:
         return [] if len(token) == 10 else [
             (value, _MINUTE if re.match(r".{10}.\d\d:\d\d(?!:)", token) else _SECOND)]
-    token = re.sub(r" [A-Z]{3,4} (?=\d{4}$)", " ", token)  # ctime with its zone's name
-    for form, resolution in _DATE_FORMATS:
+    # ctime with its zone's name; a time of day's fraction of a second
+    token = re.sub(r" [A-Z]{3,4} (?=\d{4}$)", " ", token.partition(".")[0])
+    for form, resolution in _FORMATS:
         try:
             value = datetime.strptime(token, form)
         except ValueError:
             continue
-        return ([(value, resolution)] if "%Y" in form
-                else [(value.replace(year=day.year), resolution) for day in days])
-    return []  # a date alone: a recording's day, printed on the day it was made
+        return [(value, resolution)] if "%Y" in form else [
+            (value.replace(year=day.year) if "%b" in form else datetime.combine(day, value.time()),
+             resolution) for day in days]
+    return []
 
 
 def clock_readings(text: str, start: datetime, end: datetime) -> list[str]:
@@ -233,4 +229,4 @@ def clock_readings(text: str, start: datetime, end: datetime) -> list[str]:
             if (kind == "date" or (kind == "duration" and _CLOCK_ALONE.fullmatch(token)))
             and any(value <= end and value + resolution > start if value.tzinfo else
                     any(value <= last and value + resolution > first for first, last in windows)
-                    for value, resolution in _readings(token, kind, days))]
+                    for value, resolution in _readings(token, days))]
