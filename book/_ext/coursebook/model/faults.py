@@ -10,11 +10,8 @@ CLEAN_CACHE_COMMAND = "make clean-cache"
 
 def shown_path(path: Path | str) -> Path:
     """A path as messages show it: relative to the working folder when it lies under it."""
-    path = Path(path)
-    try:
-        return path.relative_to(Path.cwd()) if path.is_absolute() else path
-    except ValueError:
-        return path
+    path, here = Path(path), Path.cwd()
+    return path.relative_to(here) if path.is_relative_to(here) else path
 
 
 class BookError(Exception):
