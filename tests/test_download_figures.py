@@ -38,6 +38,10 @@ def test_an_image_reaches_the_download_as_an_image():
     text = "```{image} images/loss.png\n:alt: The loss falls\n```"
     assert _converter(image_url=_published_image).convert(text) == (
         f"![The loss falls]({PUBLISHED}/_images/loss.png)")
+    # its options as MyST reads them for the page: a quoted value is the text inside the quotes
+    text = '```{image} images/loss.png\n:alt: "The loss: falling"\n```'
+    assert _converter(image_url=_published_image).convert(text) == (
+        f"![The loss: falling]({PUBLISHED}/_images/loss.png)")
     # an image on the web is linked as it is, wherever the book is published
     assert _converter().convert("```{image} https://example.org/a.png\n```") == (
         "![A figure](https://example.org/a.png)")

@@ -17,9 +17,10 @@ from functools import cached_property
 
 import jinja2
 import mdformat_footnote
-import yaml
+from docutils.parsers.rst.directives.misc import TestDirective
 from mdformat.renderer import DEFAULT_RENDERERS, MDRenderer, RenderContext, RenderTreeNode
 from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.directives import parse_directive_text
 from myst_parser.parsers.mdit import create_md_parser
 from sphinx.locale import admonitionlabels
 from sphinx.util.nodes import split_explicit_title
@@ -48,7 +49,6 @@ _CARDS = {"card", "grid-item-card"}
 _CODE = {"code-block", "code", "sourcecode", "code-cell"}
 _REFERENCE_ROLES = {"ref", "numref", "doc", "any", "eq", "term", "download"}
 _TEXT_ROLES = {"sub", "sup", "abbr", "title-reference", "emphasis", "strong"}
-_OPTION = re.compile(r"^:([\w-]+):[ \t]*(.*)$")
 
 
 @dataclass
@@ -291,14 +291,7 @@ def fenced(code: str, language: str = "") -> str:  # no backticks in ``code`` cl
 
 
 def split_options(body: str) -> tuple[dict[str, str], str]:
-    """A directive's options (``:name: value`` lines or a YAML block) and its content."""
-    lines = body.splitlines()
-    if lines and lines[0].strip() == "---" and "---" in (line.strip() for line in lines[1:]):
-        end = next(i for i, line in enumerate(lines[1:], 1) if line.strip() == "---")
-        options = yaml.safe_load("\n".join(lines[1:end])) or {}
-        return {str(k): str(v) for k, v in options.items()}, "\n".join(lines[end + 1:])
-    options = {}
-    while lines and (match := _OPTION.match(lines[0])):
-        options[match[1]] = match[2].strip()
-        lines.pop(0)
-    return options, "\n".join(lines)
+    """A directive's options (``:name: value`` lines or a YAML block) and its content, as MyST
+    reads them (for docutils' TestDirective, MyST takes any option, its value a string)."""
+    parsed = parse_directive_text(TestDirective, "", body)
+    return parsed.options, "\n".join(parsed.body)
