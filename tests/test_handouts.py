@@ -22,8 +22,8 @@ import pytest
 
 from conftest import BOOK, load_tool, sphinx_build, tool_in_process
 from test_student_pages import build_talk, known_commits
-from coursebook.prepare.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines, answers,
-                                     visit_answer_space_latex)
+from coursebook.prepare.answer_space import (LABEL, MAX_LINES, MIN_LINES, answer_lines,
+                                             answer_space_cell, answers)
 from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.prepare.editions import Edition, edition_notebook
 from coursebook.render.downloads import page_url
@@ -67,6 +67,10 @@ def code(text: str, answer: bool = True) -> nbformat.NotebookNode:
 
 # --- Fast: the boxes, on the chapters' notebooks ------------------------------------------
 
+def boxes(notebook: nbformat.NotebookNode) -> list[str]:
+    return [cell.source for cell in notebook.cells if cell.source.startswith("```{raw} latex")]
+
+
 def test_a_run_of_answers_splits_at_each_bold_lead_in_or_heading():
     notebook = nbformat.v4.new_notebook(cells=[
         markdown("Question one and two.", answer=False),
@@ -84,8 +88,7 @@ def test_the_student_handout_has_one_box_per_answer_and_no_answer_cell():
     for path in CHAPTERS:
         notebook = chapter(path)
         spaced = edition_notebook(notebook, Edition.STUDENT, answer_spaces=True)
-        boxes = [cell for cell in spaced.cells if "{answer-space}" in cell.source]
-        assert len(boxes) == len(list(answers(notebook))), path.name
+        assert len(boxes(spaced)) == len(list(answers(notebook))), path.name
         assert not any(is_answer(cell) for cell in spaced.cells)
     assert any(list(answers(chapter(path))) for path in CHAPTERS), "no chapter has answers"
 
@@ -101,11 +104,14 @@ def test_the_boxes_leave_the_cached_notebook_unchanged():
 
 
 def test_a_box_holds_none_of_the_answer_it_replaces():
+    """Its words are those of the box of an answer that has none (its LaTeX, its label)."""
+    def words(text: str) -> set[str]:
+        return set(re.findall(r"[A-Za-z]{3,}", text))
+
+    allowed = words(answer_space_cell([markdown("")]).source)
     for path in CHAPTERS:
         spaced = edition_notebook(chapter(path), Edition.STUDENT, answer_spaces=True)
-        boxes = "\n".join(c.source for c in spaced.cells if "{answer-space}" in c.source)
-        assert not re.search(r"[a-z]{3,}", boxes.replace(LABEL, "").replace("answer-space", "")
-                             .replace("label", ""))
+        assert [box for box in boxes(spaced) if not words(box) <= allowed] == [], path.name
 
 
 @pytest.mark.parametrize("cells, lines", [
@@ -119,13 +125,8 @@ def test_a_box_is_sized_from_its_answer_within_bounds(cells, lines):
 
 
 def test_a_box_draws_one_rule_per_line():
-    class Translator:
-        body: list[str] = []
-
-    from docutils import nodes
-    with pytest.raises(nodes.SkipNode):
-        visit_answer_space_latex(Translator, {"label": "Your answer (2)", "lines": 7})
-    latex = "".join(Translator.body)
+    six_lines = code("\n".join(f"x{i} = {i}" for i in range(6)))
+    latex = answer_space_cell([markdown("**2.**"), six_lines]).source
     assert latex.count(r"\hrule") == 7 and "Your answer (2)" in latex
     # Each rule spans the box: a bare \hrule in a \vbox is as wide as that vbox, nothing.
     assert latex.count(r"\hrule width \hsize") == 7

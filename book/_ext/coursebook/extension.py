@@ -21,7 +21,6 @@ from coursebook.execute.myst_nb_clients import import_for_reading
 from coursebook.execute.shared_cache import extension_version, release_notebook_lock
 from coursebook.museum.render import quiet_exhibit_checks
 from coursebook.page_state import PageStateCollector
-from coursebook.prepare.answer_space import setup_answer_space
 from coursebook.prepare.chapters import (edition_of, leave_out_plain_scripts,
                                          name_the_authors_lines, prepare_edition_source)
 from coursebook.prepare.editions import Edition, box_code_answers
@@ -127,7 +126,6 @@ def setup(app: Sphinx, build: bool = True) -> dict:
                  stop_kernel_server):
         app.connect("build-finished", hook)
     app.connect("build-finished", mark_finished, priority=1000)  # last: after the hooks above
-    setup_answer_space(app)
     setup_proofs(app)
     setup_handouts(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1",

@@ -1,6 +1,6 @@
 """Room to write: a ruled box where each answer was, in the student handout
 (``coursebook_answer_space``; docs/publishing.md, "Room to write"). A box is a markdown cell,
-so the cached outputs stay the student notebook's."""
+so the cached outputs stay the student notebook's; its LaTeX is raw, as only a handout shows it."""
 
 from __future__ import annotations
 
@@ -8,11 +8,6 @@ import math
 import re
 
 import nbformat
-from docutils import nodes
-from docutils.parsers.rst import directives
-from sphinx.application import Sphinx
-from sphinx.util.docutils import SphinxDirective
-from sphinx.util.texescape import escape
 
 from coursebook.model.notebooks import is_answer
 
@@ -56,44 +51,15 @@ def answer_space_cell(cells: list) -> nbformat.NotebookNode:
     first = next((line.strip() for line in cells[0].source.strip().splitlines()
                   if line.strip() and not line.lstrip().startswith("#")), "")
     label = f"{LABEL} ({match['number']})" if (match := _LEAD_IN.match(first)) else LABEL
-    return nbformat.v4.new_markdown_cell(
-        f":::{{answer-space}} {answer_lines(cells)}\n:label: {label}\n:::")
-
-
-# --- The box on the page ----------------------------------------------------------------
-
-class answer_space(nodes.General, nodes.Element):
-    """An empty ruled box of ``lines`` lines, titled ``label``."""
-
-
-class AnswerSpace(SphinxDirective):
-    required_arguments = 1
-    option_spec = {"label": directives.unchanged}
-
-    def run(self) -> list[nodes.Node]:
-        lines = max(MIN_LINES, min(MAX_LINES, int(self.arguments[0])))
-        return [answer_space(lines=lines, label=self.options.get("label", LABEL))]
-
-
-def visit_answer_space_latex(self, node: answer_space) -> None:
     # One unbreakable box: the label, then ruled lines exactly LINE_SPACING_MM apart (a
     # box of MAX_LINES fits a page). Grey rules print on any printer; the frame and the
     # label say what the box is for.
     # The rule spans the box: a rule in a \vbox otherwise takes the vbox's own width, none.
     rule = (rf"\vbox to {LINE_SPACING_MM}mm{{\vfill\color{{black!45}}"
             r"\hrule width \hsize height 0.4pt}")
-    self.body.append(
-        "\n\n\\par\\medskip\\noindent\\begin{minipage}{\\linewidth}"
-        f"{{\\sffamily\\bfseries {escape(node['label'])}}}\\par\\nobreak\\smallskip"
+    return nbformat.v4.new_markdown_cell(
+        "```{raw} latex\n\\par\\medskip\\noindent\\begin{minipage}{\\linewidth}"
+        f"{{\\sffamily\\bfseries {label}}}\\par\\nobreak\\smallskip"
         "\\noindent\\fbox{\\begin{minipage}{\\dimexpr\\linewidth-2\\fboxsep-2\\fboxrule\\relax}"
-        "\\offinterlineskip" + rule * node["lines"] + "\\vspace{2mm}"
-        "\\end{minipage}}\\end{minipage}\\par\\medskip\n\n")
-    raise nodes.SkipNode
-
-
-def setup_answer_space(app: Sphinx) -> None:
-    app.add_node(answer_space, latex=(visit_answer_space_latex, None))
-    # Only the handout build writes the box (answer_space_cell); in any other build MyST
-    # names a hand-written one at its line as an unknown directive.
-    app.connect("config-inited", lambda app, config: config.coursebook_answer_space
-                and app.add_directive("answer-space", AnswerSpace))
+        "\\offinterlineskip" + rule * answer_lines(cells) + "\\vspace{2mm}"
+        "\\end{minipage}}\\end{minipage}\\par\\medskip\n```")
