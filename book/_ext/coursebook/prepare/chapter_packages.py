@@ -71,11 +71,10 @@ def decoded(path: Path) -> str | BookError:
 
 
 def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str, str]]:
-    """Each shell escape (``!ls -l``, ``files = !ls``) whose command is not on PATH, which the
-    kernels inherit, and each import of a module in ``_PROGRAMS`` whose program is not: (its
-    line, the command, how to install it for an import's drawings, else ""). IPython finds
-    the escapes, as the kernel does (a ``!`` in a string is none); a shell cell is left to its
-    shell; a word with ``{$/=`` is not looked up, nor is an installer (refused as such)."""
+    """Each shell escape (``!ls``, ``files = !ls``) and drawing module's program not on PATH,
+    which the kernels inherit: (its line, the command, how to install a module's program).
+    IPython finds the escapes as the kernel does (a ``!`` in a string is none); a shell cell is
+    its shell's, an installer is refused as such, a word with ``{$/=`` is not looked up."""
     found = []
     for cell in notebook.cells:
         if cell.cell_type != "code" or not _MAY_RUN.search(cell.source) \

@@ -37,11 +37,9 @@ CATCHING_NOTE = "# So that Run all goes on to the next cell, "
 
 
 def catching(source: str, raised: tuple[str, ...]) -> str:
-    """A cell's code in ``try``/``except``: an error of a type in ``raised`` (the chapter's,
-    the same for each of its caught cells) is printed and the run goes on; any other is
-    raised. Lines inside a multi-line string keep their indentation (the string's text). A
-    cell that is no Python (a blank the student fills in, ``x = # TODO``) is left as it is:
-    wrapped, it fails to compile all the same, and Run all stops there."""
+    """A cell whose error of a type in ``raised`` (the chapter's) is printed, not raised. A
+    line inside a multi-line string keeps its indentation (the string's text); a cell that is
+    no Python (``x = # TODO``) stays as it is: wrapped, it fails to compile all the same."""
     if parsed_cell(source) is None:
         return source
     inside_strings: set[int] = set()
