@@ -51,6 +51,7 @@ class ClaimBlock:
 
     says: str
     code: str
+    at: int  # where the code starts in the cell
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,11 @@ def _a_letter_off(word: str, target: str = "source") -> bool:
 def claim_blocks(source: str) -> list[ClaimBlock]:
     """A claim cell's claims, in order; code before the first ``# claim:`` line (a set-up)
     goes with the first."""
-    starts = [match.start() for match in CLAIM_LINE.finditer(source)]
-    if not starts:
-        return []
-    cuts = [0, *starts[1:], len(source)]
-    codes = [source[begin:end].strip("\n") for begin, end in zip(cuts, cuts[1:])]
-    return [ClaimBlock(" ".join(CLAIM_LINE.search(code)["says"].split()), code) for code in codes]
+    claims = list(CLAIM_LINE.finditer(source))
+    cuts = [len(source) - len(source.lstrip("\n")), *(claim.start() for claim in claims[1:]),
+            len(source)]
+    return [ClaimBlock(" ".join(claim["says"].split()), source[begin:end].rstrip("\n"), begin)
+            for claim, begin, end in zip(claims, cuts, cuts[1:])]
 
 
 def normalised(text: str) -> tuple[str, list[int]]:
@@ -207,11 +207,9 @@ def chapter_claims(notebook: nbformat.NotebookNode, from_exhibits: dict[str, Cla
                                 source_path or None, source_line(cell))
             tags = cell_tags(cell) + [tag for tag in _RUN_TAGS if tag not in cell_tags(cell)]
             metadata = {key: value for key, value in cell.metadata.items() if key != CELL_NOTE}
-            position = 0
             for block in blocks:
-                position = cell.source.index(block.code, position)  # the blocks, in order
                 split = place_at(nbformat.v4.new_code_cell(
-                    block.code, metadata={**metadata, "tags": tags}), line_within(cell, position),
+                    block.code, metadata={**metadata, "tags": tags}), line_within(cell, block.at),
                     cell)
                 claim = (from_exhibits.get(split.source.strip())
                          or _located(split, block.says, prose))
