@@ -58,14 +58,17 @@ def fingerprint_words(text: str, lower: bool = True) -> list[str]:
     return re.findall(r"\w+|[^\w\s]", text.lower() if lower else text)
 
 
-def _markdown_as_shown(source: str) -> str:
-    """The text a page shows of Markdown, as myst-parser reads it (an admonition's body
-    too, a role's text); math breaks runs (MathJax)."""
+def _cell_text(cell) -> str:
+    """The text a page shows of a cell: of Markdown, as myst-parser reads it (an admonition's
+    body too, a role's text), but a comment (the student's page has none); math breaks runs
+    (MathJax)."""
+    if cell.cell_type != "markdown":
+        return cell.source
     # Here: a warm build (its overlap check passed before) imports no parser (20 ms).
     from coursebook.audit.own_words import markdown_tokens
 
     parts = []
-    for token in (block.token for block in markdown_tokens(source)):
+    for token in (block.token for block in markdown_tokens(without_comments(cell.source))):
         if token.type in ("fence", "code_block", "html_block"):
             parts.append(token.content)
         elif token.type.startswith("math") or token.type == "amsmath":
@@ -104,11 +107,6 @@ def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
         for start in range(len(segment) - FINGERPRINT_RUN + 1):
             if sum(names[start:start + FINGERPRINT_RUN]) >= 3:
                 yield tuple(segment[start:start + FINGERPRINT_RUN])
-
-
-def _cell_text(cell) -> str:  # a comment is none of a page's text: the student's has none
-    return (_markdown_as_shown(without_comments(cell.source)) if cell.cell_type == "markdown"
-            else cell.source)
 
 
 def _padded(words: list[str]) -> str:
