@@ -511,14 +511,15 @@ def test_a_server_whose_starter_dies_while_it_imports_ends_then(tmp_path):
     (tmp_path / "slow_import.py").write_text("import time\ntime.sleep(60)\n")
     pool = tmp_path / "pool"
     make_pool(pool)
-    starter = subprocess.run([sys.executable, "-c", (
-        "import subprocess, sys\n"
+    # Not through a pipe: the server, inheriting it, would hold the run until its import ends.
+    subprocess.run([sys.executable, "-c", (
         "from coursebook.execute.kernel_pool import start_kernel_forkserver\n"
         "from pathlib import Path\n"
-        f"print(start_kernel_forkserver(Path({str(pool)!r}), ['slow_import']).pid)\n")],
-        capture_output=True, text=True, check=True,
+        f"server = start_kernel_forkserver(Path({str(pool)!r}), ['slow_import'])\n"
+        f"Path({str(tmp_path / 'pid')!r}).write_text(str(server.pid))\n")],
+        stdout=subprocess.DEVNULL, check=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
-    server = int(starter.stdout.split()[-1])
+    server = int((tmp_path / "pid").read_text())
     deadline = time.monotonic() + 20  # a third of the import's sleep
     while process_alive(server) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -11,6 +11,7 @@ with ``keep`` it keeps one kernel forked ahead in ``ready/``.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import json
 import os
@@ -20,7 +21,6 @@ import shutil
 import signal
 import socket
 import sys
-import threading
 import uuid
 from pathlib import Path
 
@@ -64,41 +64,32 @@ def ended_path(pool: Path, pid: int) -> Path:
     return pool / "ended" / str(pid)
 
 
-def _end_if_orphaned(parent: int, address: Path, imported: threading.Event) -> None:
-    while not imported.wait(0.2):
-        if os.getppid() != parent:
-            # No kernel forked yet; its socket folder is its own (its starter may be gone).
-            shutil.rmtree(address.parent, ignore_errors=True)
-            os._exit(0)
-
-
 def serve(args: dict) -> dict:
     """Fork kernels until the starter ends; returns only in a forked kernel, its request."""
     # ipykernel picks the inline backend through MPLBACKEND when it starts; matplotlib
     # reads it when imported, so it is set (as ipykernel sets it) before the imports.
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    # Importing torch takes seconds, more on a loaded machine, and the loop below, which
-    # notices an ended starter, is not reached until then: a watcher ends an orphan sooner.
-    imported = threading.Event()
-    watcher = threading.Thread(target=_end_if_orphaned,
-                               args=(args["parent"], Path(args["address"]), imported))
-    watcher.start()
-    for name in [*args["imports"], "ipykernel.kernelapp"]:
-        with contextlib.suppress(Exception):  # a chapter importing it gets the error, its own way
-            importlib.import_module(name)
-    imported.set()
-    watcher.join()  # no thread but this one when a kernel is forked
     pool, address, keep = Path(args["pool"]), Path(args["address"]), args["keep"]
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(address))
-    listener.listen()
     kernels: set[int] = set()
-    files = _files_now(args["imports"])
-    takers: dict[str, tuple[int, int]] = {}
     # Stopped (SIGTERM) or orphaned, the server stops its kernels: its own children, whose
     # pids it alone collects, so none is another process by then.
     signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool, address))
+    # Importing torch takes seconds, more on a loaded machine, and the loop below, which
+    # notices an ended starter, is not reached until then: Linux's parent-death signal
+    # stops an orphan sooner (PR_SET_PDEATHSIG; its starter may have ended already).
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+    if os.getppid() != args["parent"]:
+        _stop(kernels, pool, address)
+    for name in [*args["imports"], "ipykernel.kernelapp"]:
+        with contextlib.suppress(Exception):  # a chapter importing it gets the error, its own way
+            importlib.import_module(name)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(address))
+    listener.listen()
+    files = _files_now(args["imports"])
+    takers: dict[str, tuple[int, int]] = {}
     while os.getppid() == args["parent"]:
         kernels -= _reaped(pool)
         for pid in _left_by_takers(pool, kernels, takers):
