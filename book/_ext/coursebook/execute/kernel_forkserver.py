@@ -102,28 +102,24 @@ def serve(args: dict) -> dict:
             connection, _ = listener.accept()
             request = json.loads(connection.makefile("rb").readline())
         if _files_now(args["imports"]) != files:  # its kernels would hold the old code
-            keep = None
+            keep, pid = None, 0  # 0: it forks no more
             for ready in (pool / "ready").glob("*.json"):
                 ready.unlink(missing_ok=True)
-            if connection is not None:
-                with connection:
-                    connection.sendall(json.dumps({"pid": 0}).encode() + b"\n")
+        elif request is None:
             continue
-        if request is None:
-            continue
-        pid = os.fork()
-        if pid == 0:
+        elif (pid := os.fork()) == 0:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             listener.close()
             if connection is not None:
                 connection.close()
             return request
-        kernels.add(pid)
-        ended_path(pool, pid).unlink(missing_ok=True)  # an earlier kernel's, of the same pid
-        if request.get("ready"):
-            write_whole(pool / "ready" / f"{Path(request['connection_file']).stem}.json",
-                        json.dumps({"pid": pid, "server": os.getpid(), "cwd": request["cwd"],
-                                    "connection_file": request["connection_file"]}))
+        else:
+            kernels.add(pid)
+            ended_path(pool, pid).unlink(missing_ok=True)  # an earlier kernel's, of the same pid
+            if request.get("ready"):
+                write_whole(pool / "ready" / f"{Path(request['connection_file']).stem}.json",
+                            json.dumps({"pid": pid, "server": os.getpid(), "cwd": request["cwd"],
+                                        "connection_file": request["connection_file"]}))
         if connection is not None:
             with connection:
                 connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
