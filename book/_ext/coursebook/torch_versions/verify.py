@@ -64,10 +64,7 @@ def other_torch(version: str, runtimes: tuple[Runtime, ...]) -> OtherTorch:
                       False)
 
 
-class State(Enum):
-    VERIFIED = "verified"
-    NOT_YET = "not yet verified"
-    STALE = "stale"
+State = Enum("State", "VERIFIED NOT_YET STALE")  # how a chapter stands on another torch
 
 
 @dataclass(frozen=True)
