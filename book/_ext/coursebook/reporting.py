@@ -39,13 +39,11 @@ _FIX_COMMANDS = "coursebook_fix_commands"
 
 
 def ask_for(env, command: str) -> None:  # an error just logged is fixed by ``command``
-    asked = env.temp_data.setdefault(_FIX_COMMANDS, [])
-    if command not in asked:
-        asked.append(command)
+    env.temp_data.setdefault(_FIX_COMMANDS, {})[command] = None  # a dict: each once, in order
 
 
 def asked_for(env) -> list[str]:
-    return list(env.temp_data.get(_FIX_COMMANDS, []))
+    return list(env.temp_data.get(_FIX_COMMANDS, {}))
 
 
 def stop_build(subtype: str, *errors: tuple[str, str | None]) -> None:
