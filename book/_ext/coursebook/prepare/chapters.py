@@ -99,11 +99,11 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
                            reads={name: folder / name for name in reads}, left_out=left_out)
 
 
-def instructor_chapter(env, docname: str, md_config=None) -> nbformat.NotebookNode:
+def instructor_chapter(env, docname: str) -> nbformat.NotebookNode:
     path = Path(env.doc2path(docname))
     config = book_config(env.config)
     return edition_chapter(path.read_text(encoding="utf8"), str(path), Edition.INSTRUCTOR,
-                           config.museum(), config.torch, md_config, config.machine_kinds,
+                           config.museum(), config.torch, None, config.machine_kinds,
                            config.runtimes_file).notebook
 
 
