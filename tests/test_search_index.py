@@ -1,7 +1,7 @@
 """The search index finds a glossary's terms after every build, not only after one that
-wrote the glossary (coursebook/render/html_pages.py: index_entries_again, the work-around
-for sphinx-doc/sphinx#12599), and only those of the pages a build did not write itself. A build
-that writes and removes no page keeps the search page and the search index
+wrote the glossary (coursebook/render/html_pages.py: BookHTMLBuilder.dump_search_index, the
+work-around for sphinx-doc/sphinx#12599), and only those of the pages a build did not write
+itself. A build that writes and removes no page keeps the search page and the search index
 (html_pages.BookHTMLBuilder); one that removes a page drops it."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 from docutils import nodes
+from sphinx.builders.html import StandaloneHTMLBuilder
 
 from conftest import run_sphinx, sphinx_build
-from coursebook.render.html_pages import BookHTMLBuilder, index_entries_again
+from coursebook.render.html_pages import BookHTMLBuilder
 
 TERMS = "tensor\n  An array of numbers.\n\ngradient\n  A slope.\n"
 
@@ -62,7 +63,7 @@ def test_a_rebuild_keeps_the_glossarys_terms_and_one_that_removes_a_page_drops_i
 
 @pytest.mark.slow
 def test_sphinx_itself_still_drops_the_terms_of_a_page_it_does_not_write(tmp_path):
-    """Fails once Sphinx keeps them itself: then index_entries_again can go."""
+    """Fails once Sphinx keeps them itself: then BookHTMLBuilder's indexing can go."""
     source = tmp_path / "src"
     source.mkdir()
     (source / "conf.py").write_text("")
@@ -76,21 +77,22 @@ def test_sphinx_itself_still_drops_the_terms_of_a_page_it_does_not_write(tmp_pat
         found.append(set(_index_entries(tmp_path / "html")))
     assert found == [{"tensor", "gradient"}, set()], (
         "sphinx-doc/sphinx#12599 is fixed in this Sphinx: remove "
-        "coursebook.render.html_pages.index_entries_again and this test")
+        "coursebook.render.html_pages.BookHTMLBuilder.dump_search_index's indexing and this test")
 
 
 def test_only_the_pages_with_index_entries_that_the_build_did_not_write_are_indexed_again(
-        tmp_path):
+        tmp_path, monkeypatch):
     """Sphinx indexed the pages it wrote itself; indexing one again would only repeat it."""
-    builder = object.__new__(BookHTMLBuilder)  # no build: the hook's view of one
+    monkeypatch.setattr(StandaloneHTMLBuilder, "dump_search_index", lambda builder: None)
+    builder = object.__new__(BookHTMLBuilder)  # no build: its state at the index's dump
     builder.outdir, builder.written, builder.indexer = tmp_path, frozenset({"glossary"}), {}
     builder.index_page = lambda docname, doctree, title: indexed.append((docname, title))
     entries = {"glossary": [("single", "tensor", "term-tensor", True, None)],
                "terms": [("single", "view", "term-view", True, None)], "chapter": []}
-    env = SimpleNamespace(
+    builder.env = SimpleNamespace(
         get_domain=lambda name: SimpleNamespace(entries=entries),
         longtitles={docname: nodes.title(text=docname.title()) for docname in entries},
         get_and_resolve_doctree=lambda docname, builder: None)
     indexed: list[tuple[str, str]] = []
-    assert index_entries_again(SimpleNamespace(builder=builder, env=env)) == []
+    builder.dump_search_index()
     assert indexed == [("terms", "Terms")]

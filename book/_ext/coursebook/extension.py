@@ -35,8 +35,7 @@ from coursebook.render.downloads import (add_colab_button, offer_edition_noteboo
                                          replace_copied_sources)
 from coursebook.render.handouts import setup_handouts
 from coursebook.render.html_pages import (BookHTMLBuilder, add_build_stamp, copy_mathjax,
-                                          index_entries_again, keep_compiled_templates,
-                                          note_removed_pages)
+                                          keep_compiled_templates, note_removed_pages)
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, name_notebook_cells, quiet_config_dumps
 from coursebook.torch_versions import setup as setup_torch_versions
@@ -121,7 +120,6 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     app.connect("html-page-context", offer_edition_notebook, priority=400)
     app.connect("html-page-context", add_colab_button, priority=600)
     app.connect("html-page-context", add_build_stamp)
-    app.connect("html-collect-pages", index_entries_again)
     for hook in (replace_copied_sources, copy_mathjax, fail_build_on_failed_chapters,
                  stop_kernel_server):
         app.connect("build-finished", hook)

@@ -106,8 +106,19 @@ class BookHTMLBuilder(StandaloneHTMLBuilder):
         super().handle_page(pagename, addctx, templatename, **options)
 
     def dump_search_index(self) -> None:
-        if not self.keeps(Path(self.outdir, self.searchindex_filename)):
-            super().dump_search_index()
+        """The pages with index entries (a glossary's terms) this build did not write, indexed
+        again: Sphinx reads its old searchindex.js without them (sphinx-doc/sphinx#12599, open
+        in Sphinx 9.0.4), so a rebuild that wrote no glossary dropped every term from the
+        search. Writing those pages again (``env-get-updated``) cost a warm no-op build about
+        0.4 s; indexing them, 0.05 s. tests/test_search_index.py says when Sphinx is fixed."""
+        if self.keeps(Path(self.outdir, self.searchindex_filename)):
+            return  # the last build's index, its entries included, stays
+        for docname, entries in sorted(self.env.get_domain("index").entries.items()):
+            if entries and docname not in self.written and self.indexer is not None:
+                title = self.env.longtitles.get(docname)
+                self.index_page(docname, self.env.get_and_resolve_doctree(docname, self),
+                                title.astext() if title else "")
+        super().dump_search_index()
 
 
 def note_removed_pages(app: Sphinx, env, added: set, changed: set, removed: set) -> list:
@@ -116,24 +127,3 @@ def note_removed_pages(app: Sphinx, env, added: set, changed: set, removed: set)
         app.builder.removed_pages = True
     return []
 
-
-def index_entries_again(app: Sphinx) -> list:
-    """``html-collect-pages`` (before Sphinx writes searchindex.js): the pages with index
-    entries (a glossary's terms) this build did not write, indexed again. Sphinx reads its
-    old searchindex.js without them (sphinx-doc/sphinx#12599, open in Sphinx 9.0.4), so a
-    rebuild that wrote no glossary dropped every term from the search. Writing those pages
-    again (``env-get-updated``) cost a warm no-op build about 0.4 s; indexing them, 0.05 s.
-    tests/test_search_index.py says when Sphinx is fixed."""
-    builder, env = app.builder, app.env
-    written = frozenset()
-    if isinstance(builder, BookHTMLBuilder):
-        if builder.keeps(Path(builder.outdir, builder.searchindex_filename)):
-            return []  # the last build's index, its entries included, stays
-        written = builder.written
-    if isinstance(builder, StandaloneHTMLBuilder) and builder.indexer is not None:
-        for docname, entries in sorted(env.get_domain("index").entries.items()):
-            if entries and docname not in written:
-                title = env.longtitles.get(docname)
-                builder.index_page(docname, env.get_and_resolve_doctree(docname, builder),
-                                   title.astext() if title else "")
-    return []
