@@ -34,7 +34,7 @@ from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
                                          replace_copied_sources)
 from coursebook.render.handouts import setup_handouts
-from coursebook.render.html_pages import (BookHTMLBuilder, add_build_stamp, copy_mathjax,
+from coursebook.render.html_pages import (BookHTMLBuilder, add_build_stamp,
                                           keep_compiled_templates, note_removed_pages)
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, name_notebook_cells, quiet_config_dumps
@@ -120,8 +120,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     app.connect("html-page-context", offer_edition_notebook, priority=400)
     app.connect("html-page-context", add_colab_button, priority=600)
     app.connect("html-page-context", add_build_stamp)
-    for hook in (replace_copied_sources, copy_mathjax, fail_build_on_failed_chapters,
-                 stop_kernel_server):
+    for hook in (replace_copied_sources, fail_build_on_failed_chapters, stop_kernel_server):
         app.connect("build-finished", hook)
     app.connect("build-finished", mark_finished, priority=1000)  # last: after the hooks above
     setup_proofs(app)

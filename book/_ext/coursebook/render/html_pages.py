@@ -62,13 +62,6 @@ def copy_changed_files(source: Path, target: Path) -> list[Path]:
     return copied
 
 
-def copy_mathjax(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``, when conf.py's ``mathjax_path`` names the copy."""
-    if exception is None and app.builder.format == "html" \
-            and app.config.mathjax_path == MATHJAX_PATH:
-        copy_changed_files(mathjax_files(), Path(app.outdir, "_static", SERVED))
-
-
 def keep_compiled_templates(app: Sphinx) -> None:
     environment = getattr(getattr(app.builder, "templates", None), "environment", None)
     if environment is None:
@@ -82,11 +75,11 @@ def keep_compiled_templates(app: Sphinx) -> None:
 
 
 class BookHTMLBuilder(StandaloneHTMLBuilder):
-    """Sphinx's HTML builder, except that a build which writes and removes no page leaves
-    the search page and index as the last build wrote them: Sphinx would make both the
-    same again (a change to the configuration, templates or pages writes pages). A build
-    stopped before its end marks its output folder; the next writes every page
-    (process/next_build.py)."""
+    """Sphinx's HTML builder, MathJax among its static files, except that a build which
+    writes and removes no page leaves the search page and index as the last build wrote
+    them: Sphinx would make both the same again (a change to the configuration, templates
+    or pages writes pages). A build stopped before its end marks its output folder; the
+    next writes every page (process/next_build.py)."""
 
     written: frozenset[str] = frozenset()  # the pages this build wrote (and indexed)
     removed_pages = False
@@ -94,6 +87,11 @@ class BookHTMLBuilder(StandaloneHTMLBuilder):
     def write_documents(self, docnames) -> None:
         self.written = frozenset(docnames)
         super().write_documents(docnames)
+
+    def copy_static_files(self) -> None:
+        super().copy_static_files()
+        if self.config.mathjax_path == MATHJAX_PATH:  # conf.py's names the copy
+            copy_changed_files(mathjax_files(), Path(self.outdir, "_static", SERVED))
 
     def keeps(self, filename: Path) -> bool:
         """Whether the file this build would write again is kept as it is."""
