@@ -34,8 +34,7 @@ from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
                                          replace_copied_sources)
 from coursebook.render.handouts import setup_handouts
-from coursebook.render.html_pages import (BookHTMLBuilder, add_build_stamp,
-                                          keep_compiled_templates, note_removed_pages)
+from coursebook.render.html_pages import BookHTMLBuilder, add_build_stamp, note_removed_pages
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, name_notebook_cells, quiet_config_dumps
 from coursebook.torch_versions import setup as setup_torch_versions
@@ -90,7 +89,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     app.connect("config-inited", leave_out_plain_scripts)  # a .py page is a percent script
     app.connect("config-inited", keep_config_as_given, priority=1000)  # last, for the pickle
     for hook in (clear_execution_reports, *([stop_cleanly_on_interrupt] if build else []),
-                 mark_unfinished, keep_compiled_templates, name_only_the_latex_folder):
+                 mark_unfinished, name_only_the_latex_folder):
         app.connect("builder-inited", hook)
     if build:
         app.connect("builder-inited", freeze_long_lived_objects, priority=900)  # after the others'

@@ -62,27 +62,24 @@ def copy_changed_files(source: Path, target: Path) -> list[Path]:
     return copied
 
 
-def keep_compiled_templates(app: Sphinx) -> None:
-    environment = getattr(getattr(app.builder, "templates", None), "environment", None)
-    if environment is None:
-        return
-    folder = Path(sys.prefix, FOLDER)
-    try:
-        folder.mkdir(exist_ok=True)
-    except OSError:
-        return  # a read-only environment: templates are compiled on each build
-    environment.bytecode_cache = FileSystemBytecodeCache(str(folder))
-
-
 class BookHTMLBuilder(StandaloneHTMLBuilder):
-    """Sphinx's HTML builder, MathJax among its static files, except that a build which
-    writes and removes no page leaves the search page and index as the last build wrote
-    them: Sphinx would make both the same again (a change to the configuration, templates
-    or pages writes pages). A build stopped before its end marks its output folder; the
-    next writes every page (process/next_build.py)."""
+    """Sphinx's HTML builder, its templates compiled once per Python environment and MathJax
+    among its static files, except that a build which writes and removes no page leaves the
+    search page and index as the last build wrote them: Sphinx would make both the same again
+    (a change to the configuration, templates or pages writes pages). A build stopped before
+    its end marks its output folder; the next writes every page (process/next_build.py)."""
 
     written: frozenset[str] = frozenset()  # the pages this build wrote (and indexed)
     removed_pages = False
+
+    def init_templates(self) -> None:
+        super().init_templates()
+        folder = Path(sys.prefix, FOLDER)
+        try:
+            folder.mkdir(exist_ok=True)
+        except OSError:
+            return  # a read-only environment: templates are compiled on each build
+        self.templates.environment.bytecode_cache = FileSystemBytecodeCache(str(folder))
 
     def write_documents(self, docnames) -> None:
         self.written = frozenset(docnames)
