@@ -103,29 +103,6 @@ def _at(cell, what: str) -> BookError:
     return BookError(f"code cell `{named}` {what}", line=line)
 
 
-def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
-                  succeeded: bool, traceback: str | None,
-                  museum: dict[str, Wing] | None = None,
-                  stopped: StoppedRun | None = None,
-                  report: Path | None = None, left_out: dict[str, int] | None = None
-                  ) -> list[BookError]:
-    """What went wrong in one executed chapter, in cell order. ``cells``: the notebook's,
-    by myst-nb's cell index; ``stopped``: where a run that timed out or lost its kernel
-    stopped (no later cell is blamed); ``report``: the file keeping the run's traceback;
-    ``left_out``: the names the answers this edition lacks define, at their lines."""
-    if stopped is not None:
-        if stopped.cell_index is None:
-            return [_at("(the first one)", stopped.what)]
-        ran = [cell for cell in code_cells(doctree) if cell["cell_index"] < stopped.cell_index]
-        return _problems(ran, cells, museum, report, False, left_out) + [
-            _at(cells[stopped.cell_index], stopped.what)]
-    problems = _problems(code_cells(doctree), cells, museum, report, succeeded, left_out)
-    if not succeeded and not problems:
-        problems.append(_at("(the notebook)", f"failed to execute:\n      "
-                            f"{_short(traceback or 'no traceback recorded')}"))
-    return problems
-
-
 # A fetch without the network: urllib's, requests' and the resolver's words for it.
 _OFFLINE = re.compile(r"urlopen error|Max retries exceeded|Network is unreachable|Name or service "
                       r"not known|Temporary failure in name resolution|nodename nor servname")
@@ -155,12 +132,24 @@ def _advice(error: str, printed: str, left_out: dict[str, int]) -> str:
              else "    Fix the cell,") + f" or tag it `{RAISES_TAG}` if the error is what it teaches.")
 
 
-def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wing] | None,
-              report: Path | None, succeeded: bool, left_out: dict[str, int] | None = None
-              ) -> list[BookError]:
-    """``succeeded``: the run went on past errors, else it stopped at the first unexpected one."""
+def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
+                  succeeded: bool, traceback: str | None,
+                  museum: dict[str, Wing] | None = None,
+                  stopped: StoppedRun | None = None,
+                  report: Path | None = None, left_out: dict[str, int] | None = None
+                  ) -> list[BookError]:
+    """What went wrong in one executed chapter, in cell order. ``cells``: the notebook's,
+    by myst-nb's cell index; ``succeeded``: the run went on past errors, else it stopped at
+    the first unexpected one; ``stopped``: where a run that timed out or lost its kernel
+    stopped (no later cell is blamed); ``report``: the file keeping the run's traceback;
+    ``left_out``: the names the answers this edition lacks define, at their lines."""
+    if stopped is not None and stopped.cell_index is None:
+        return [_at("(the first one)", stopped.what)]
+    succeeded = succeeded and stopped is None
     problems: list[BookError] = []
-    for cell in rendered:
+    for cell in code_cells(doctree):
+        if stopped is not None and cell["cell_index"] >= stopped.cell_index:
+            continue
         tags = cell.get("cell_metadata", {}).get("tags", [])
         error = next((block.astext().strip() for block in cell.findall(nodes.literal_block)
                       if "traceback" in block.get("classes", [])), None)
@@ -196,13 +185,18 @@ def _problems(rendered, cells: list[nbformat.NotebookNode], museum: dict[str, Wi
                 f"names the error it teaches (`raises: {wanted}`) but is not tagged "
                 f"`{RAISES_TAG}`, and raised nothing: take `raises` out, or tag it.")))
         if unexpected and not succeeded:
-            return problems  # the run stopped at its first unexpected error: later cells never ran
+            break  # the run stopped at its first unexpected error: later cells never ran
         if not (waits or exhibit) and error is not None and wanted and not re.search(
                 rf"^(?:[\w.]+\.)?{re.escape(str(wanted))}(?::|\s|$)", error, re.M):
             problems.append(_at(where, (
                 f"raised another error than the {wanted} its `raises` names:\n      "
                 f"{_short(error)}\n    Fix the cell (a package or an earlier cell it needs), "
                 "or name in `raises` the error it teaches.")))
+    if stopped is not None:
+        problems.append(_at(cells[stopped.cell_index], stopped.what))
+    elif not succeeded and not problems:
+        problems.append(_at("(the notebook)", f"failed to execute:\n      "
+                            f"{_short(traceback or 'no traceback recorded')}"))
     return problems
 
 
