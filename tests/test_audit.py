@@ -74,6 +74,28 @@ def test_an_answer_is_read_as_its_page_shows_it(tmp_path):
     assert leak.path.name == "chapter.html" and "gradient flows back" in leak.message
 
 
+ALIGN = ("\\begin{align}\n\\hat{y} &= \\sigma(W x + b) \\\\\n"
+         "\\mathcal{L} &= -\\log \\hat{y}_{target} + \\lambda \\|W\\|^2\n\\end{align}")
+DEFINITION = "doubles nothing whatsoever when the learning rate tends towards zero here."
+
+
+@pytest.mark.parametrize("page", [  # as Sphinx writes each (conf.py's amsmath, deflist)
+    f'<div class="amsmath math">\\[{ALIGN.replace("&", "&amp;")}\\]</div>',
+    f"<dl>\n<dt>Tripling the step</dt><dd><p>{DEFINITION}</p>\n</dd>\n</dl>"])
+def test_an_answer_in_an_align_environment_or_a_definition_list_is_found_on_its_page(tmp_path,
+                                                                                   page):
+    """The book's MyST syntax is read as its pages show it: an amsmath environment as written
+    (the page holds its LaTeX), a definition list's term and text."""
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "chapter.md").write_text((TINY_BOOK / "chapter.md").read_text().replace(
+        ANSWER_SENTENCE, f"{ALIGN}\n\nTripling the step\n: {DEFINITION}"))
+    build = _clean_build(tmp_path / "out")
+    (build / "html" / "chapter.html").write_text(page)
+    [leak] = audit_build(build, chapter_fingerprints(book))
+    assert "answer passage" in leak.message, leak
+
+
 def test_an_exercises_last_line_its_answer_repeats_is_no_leak_before_the_next_heading(tmp_path):
     """mrdbourke's exercises: the answer repeats the exercise cell's comment, then comments
     on; in the student's `.md` download that comment is followed by the next question's `##`,

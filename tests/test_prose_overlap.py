@@ -14,6 +14,7 @@ from coursebook.audit.own_words import (
     SHARED_RUN,
     book_overlaps,
     chapter_passages,
+    markdown_passages,
     overlaps,
     prose_words,
     seed_runs,
@@ -125,3 +126,11 @@ def test_a_copy_in_a_jupyter_notebook_or_a_percent_script_chapter_is_found(tmp_p
     (tmp_path / "exhibits").mkdir()
     found = _overlaps(tmp_path, _seed_folder(tmp_path, SENTENCE))
     assert [o.where for o in found] == ["book/lesson.ipynb:1", "book/script.py:9"]
+
+
+def test_an_align_environment_is_no_prose_and_a_definition_is():
+    """The prose is read with the book's MyST syntax (conf.py's myst_enable_extensions)."""
+    text = ("\\begin{align}\nx &= the words of a formula\n\\end{align}\n\n"
+            "Term\n: Its definition, in words.\n")
+    assert [passage.shown for passage in markdown_passages(text, "page.md")] == [
+        ("Term",), ("Its", "definition,", "in", "words.")]

@@ -19,6 +19,7 @@ from coursebook.execute.fill_cache import ChapterRuns, chapter_runs
 from coursebook.execute.kernel_pool import plan_reading, stop_kernel_server
 from coursebook.execute.myst_nb_clients import import_for_reading
 from coursebook.execute.shared_cache import extension_version, release_notebook_lock
+from coursebook.model.solutions import use_book_markdown
 from coursebook.museum.render import quiet_exhibit_checks
 from coursebook.page_state import PageStateCollector
 from coursebook.prepare.chapters import (edition_of, leave_out_plain_scripts,
@@ -91,6 +92,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     for hook in (clear_execution_reports, *([stop_cleanly_on_interrupt] if build else []),
                  mark_unfinished, name_only_the_latex_folder):
         app.connect("builder-inited", hook)
+    app.connect("builder-inited", use_book_markdown, priority=600)  # after myst-parser's
     if build:
         app.connect("builder-inited", freeze_long_lived_objects, priority=900)  # after the others'
     # Sphinx re-reads a chapter whose noted inputs changed, and every page when this

@@ -34,7 +34,7 @@ from coursebook.model.notebooks import (
     read_chapter,
     short_digest,
 )
-from coursebook.model.solutions import comments, without_comments
+from coursebook.model.solutions import comments, markdown_parser, without_comments
 from coursebook.model.toml_files import TomlFile, read_toml
 from coursebook.reporting import report, report_book_error
 from coursebook.torch_versions.model import expected_files
@@ -60,8 +60,8 @@ def fingerprint_words(text: str, lower: bool = True) -> list[str]:
 
 def _cell_text(cell) -> str:
     """The text a page shows of a cell: of Markdown, as myst-parser reads it (an admonition's
-    body too, a role's text), but a comment (the student's page has none); math breaks runs
-    (MathJax)."""
+    body too, a role's text), but a comment (the student's page has none); ``$`` math breaks
+    runs (MathJax's delimiters on the page), an amsmath environment is on the page as written."""
     if cell.cell_type != "markdown":
         return cell.source
     # Here: a warm build (its overlap check passed before) imports no parser (20 ms).
@@ -69,9 +69,9 @@ def _cell_text(cell) -> str:
 
     parts = []
     for token in (block.token for block in markdown_tokens(without_comments(cell.source))):
-        if token.type in ("fence", "code_block", "html_block"):
+        if token.type in ("fence", "code_block", "html_block", "amsmath"):
             parts.append(token.content)
-        elif token.type.startswith("math") or token.type == "amsmath":
+        elif token.type.startswith("math"):
             parts.append("\x00")
         elif token.type == "inline":
             parts.append("".join(
@@ -422,8 +422,10 @@ def check_answer_overlaps(app, env) -> None:
     # The same inputs as a build that found nothing: nothing to find (the search took a
     # sixth of a warm build). Beside the doctrees, not in the environment, which Sphinx
     # saves only when it read a page. The code that cuts and fingerprints the sources is
-    # any of this extension's (a digest of it is its env version) and the parsers'.
-    code = repr(sorted(env.version.items()))
+    # any of this extension's (a digest of it is its env version), the parsers' and the
+    # MyST syntax they read.
+    code = repr((sorted(env.version.items()), sorted(
+        markdown_parser().options["myst_config"].enable_extensions)))
     inputs = short_digest("\0".join([*(part for item in sorted(sources.items())
                                        for part in map(str, item)), *allowed, code]), 64)
     passed = Path(app.doctreedir, "coursebook-answer-overlaps.sha256")

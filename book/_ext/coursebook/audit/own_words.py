@@ -12,25 +12,18 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
-from myst_parser.config.main import MdParserConfig
-from myst_parser.parsers.mdit import create_md_parser
 
 from coursebook.museum.model import Exhibit, Wing, prose_fields
 from coursebook.model.cell_notes import cell_line
 from coursebook.model.notebooks import chapter_files, is_chapter_source, read_chapter
+from coursebook.model.solutions import markdown_parser
 from coursebook.render.plain_markdown import split_options
 
 SHARED_RUN = 12
 
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
 _EDGES = "\"'.,;:!?()[]{}<>*`"
-
-# myst-parser's own parser: the prose is read as the book reads it.
-PROSE_PARSER = create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "dollarmath"}),
-                             RendererHTML)
-
 
 def word(text: str) -> str:
     """One word as compared: lower case, straight quotes, no punctuation at its edges."""
@@ -75,7 +68,7 @@ _SOURCE = re.compile(r"\s*source\s*:\s*https?://", re.I)
 
 def markdown_tokens(markdown: str) -> Iterator[Block]:
     """The tokens of a MyST text, an admonition's body's in its place (its options none)."""
-    tokens = PROSE_PARSER.parse(markdown)
+    tokens = markdown_parser().parse(markdown)
     for index, token in enumerate(tokens):
         if token.type == "colon_fence":
             body = split_options(token.content)[1]

@@ -20,7 +20,7 @@ from myst_parser.config.main import MdParserConfig, read_topmatter
 
 from coursebook.model.cell_notes import (CELL_NOTE, cell_key, cell_line, line_within, note,
                                          place_at, source_line, without_notes)
-from coursebook.model.solutions import solutions_as_answers
+from coursebook.model.solutions import markdown_parser, solutions_as_answers
 
 # --- The book's tags (myst-nb's own, such as remove-cell, keep their meaning) ----------
 ANSWER_TAG = "answer"  # instructor material, dropped from the student edition
@@ -243,8 +243,8 @@ def read_chapter(text: str, md_config: MdParserConfig | None = None,
         notebook = jupytext.reads(text, fmt="py:percent")
         note_script_lines(notebook, text.splitlines())
     else:
-        notebook = read_myst_markdown_notebook(text, config=md_config or MdParserConfig(),
-                                               add_source_map=True)
+        notebook = read_myst_markdown_notebook(
+            text, md_config or markdown_parser().options["myst_config"], add_source_map=True)
         _note_lines(notebook, text.splitlines())
     return solutions_as_answers(notebook, ANSWER_TAG, strict)
 

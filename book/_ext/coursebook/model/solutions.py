@@ -4,11 +4,14 @@ chapter is read, so whatever handles answers handles solutions, with no rule of 
 from __future__ import annotations
 
 import copy
+import gc
 import re
 from collections.abc import Callable, Iterator
 from itertools import accumulate
+from pathlib import Path
 
 import nbformat
+from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
@@ -20,10 +23,6 @@ SOLUTION = "solution"
 START = "solution-start"
 END = "solution-end"
 
-# Both fences and math whatever conf.py enables (a superset, not its copy): a solution in a
-# colon fence the parser missed would reach the student edition; a `%` in math is LaTeX's.
-_MARKDOWN = create_md_parser(MdParserConfig(enable_extensions={
-    "colon_fence", "dollarmath", "amsmath"}), RendererHTML)
 _DIRECTIVE = re.compile(r"\{([\w:-]+)\}")  # a domain's too: `{prf:proof}`
 # A gated marker stands alone in its cell (sphinx-exercise pairs the two as siblings, so
 # neither may go inside a box).
@@ -32,8 +31,30 @@ _NESTED = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({SOLUTION}|{START}|{END})
                      re.MULTILINE)
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _CODE_SPAN = re.compile(r"(`+)(?s:.+?)(?<!`)\1(?!`)")  # shows a comment as it is
-# Directives whose body is shown as written (code, math): no comment or role is read there.
+# No directive (None), or one whose body is shown as written (code, math): no comment or role
+# is read inside it.
 _AS_WRITTEN = (None, "code-block", "code-cell", "code", "math")
+_BOOK: list[MarkdownIt] = []  # the book's parser: of a build's MyST settings, else conf.py's
+
+
+def use_book_markdown(app) -> None:
+    """``builder-inited``, after myst-parser's: the book's MyST settings are the build's."""
+    _BOOK[:] = [create_md_parser(app.env.myst_config, RendererHTML)]
+
+
+def markdown_parser() -> MarkdownIt:
+    """myst-parser's parser as the book reads Markdown: of the build's MyST settings (a tool's:
+    conf.py's ``myst_*`` as Sphinx reads them)."""
+    if not _BOOK:
+        from sphinx.config import eval_config_file
+        from sphinx.util.tags import Tags
+
+        conf = eval_config_file(Path(__file__).parents[4] / "conf.py", Tags())
+        gc.enable()  # conf.py holds the collector back while a build starts; a tool's collects
+        _BOOK.append(create_md_parser(MdParserConfig(**{
+            name: conf[f"myst_{name}"] for name, *_ in MdParserConfig().as_triple()
+            if f"myst_{name}" in conf}), RendererHTML))
+    return _BOOK[0]
 
 
 def comments(markdown: str) -> Iterator[tuple[int, int]]:
@@ -42,7 +63,8 @@ def comments(markdown: str) -> Iterator[tuple[int, int]]:
     math. No student's: an author's note."""
     lines = markdown.split("\n")
     at = [0, *accumulate(len(line) + 1 for line in lines)]  # where each line starts
-    for token in _MARKDOWN.parse(markdown) if "<!--" in markdown or "%" in markdown else ():
+    for token in (markdown_parser().parse(markdown)
+                  if "<!--" in markdown or "%" in markdown else ()):
         start, end = token.map or (0, 0)
         if token.type == "myst_line_comment":
             yield from ((at[n] + lines[n].index("%"), at[n + 1] - 1) for n in range(start, end))
@@ -65,7 +87,7 @@ def without_comments(markdown: str) -> str:
 def myst_roles(markdown: str, offset: int = 0) -> Iterator[tuple[str, int]]:
     """Each role in the Markdown as MyST reads it (in a directive's body too; not in code):
     its name and its line (from 0)."""
-    for token in _MARKDOWN.parse(markdown):
+    for token in markdown_parser().parse(markdown):
         if _directive(token) not in _AS_WRITTEN:
             yield from myst_roles(token.content, offset + token.map[0] + 1)
         elif token.type == "inline":  # its line: in the paragraph's text as written (a code
@@ -108,7 +130,7 @@ def _pieces(source: str, gated: bool, answer: bool, strict: bool,
             pieces.append((text.strip("\n"), solution, line_at(start)))
         done = until
 
-    for token in _MARKDOWN.parse(source):
+    for token in markdown_parser().parse(source):
         name = _directive(token)
         if name not in (SOLUTION, START, END):
             if (not answer and token.type in ("fence", "colon_fence")
