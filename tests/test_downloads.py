@@ -563,6 +563,9 @@ def test_the_syntax_of_myst_extensions_downloads_as_the_page_shows_it():
         == "Hi Ada, ADA, {{gone}}.\n\n- one"  # myst-parser warns at an unknown name
     assert convert("~~wrong~~ [right]{.cls}") == "~~wrong~~ right"
     assert convert(":name: value") == "**name**\n\nvalue"
+    # a target or comment inside a definition leaves no empty block, as at the top level
+    assert convert("Term\n: First.\n\n  (a-label)=\n\n  % a note\n\n  Second.") \
+        == "**Term**\n\nFirst.\n\nSecond."
     assert convert("> [!WARNING]\n> Careful.") == "> **Warning**\n>\n> Careful."
 
 

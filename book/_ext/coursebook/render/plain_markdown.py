@@ -171,11 +171,6 @@ def _nothing(node: RenderTreeNode, context: RenderContext) -> str:
     return ""
 
 
-def _root(node: RenderTreeNode, context: RenderContext) -> str:
-    # Without the empty blocks targets and comments leave.
-    return "\n\n".join(part for part in (child.render(context) for child in node.children) if part)
-
-
 def _fence(node: RenderTreeNode, context: RenderContext) -> str:
     if node.info.strip().startswith("{"):
         return context.env[PlainMarkdown].directive(node.info, node.content)
@@ -193,14 +188,14 @@ def _math_block(node: RenderTreeNode, context: RenderContext) -> str:
     return f"$$\n{node.content.strip()}\n$$"
 
 
-def _children(separator: str) -> Callable[[RenderTreeNode, RenderContext], str]:
-    def render(node: RenderTreeNode, context: RenderContext) -> str:
-        return separator.join(child.render(context) for child in node.children)
-    return render
+# mdformat's renderers of a node's children: a paragraph's (inline), and a document's
+# (blocks, a blank line between, none for an empty one: a target's, a comment's).
+_INLINE = DEFAULT_RENDERERS["inline"]
+_BLOCKS = DEFAULT_RENDERERS["root"]
 
 
 def _bold(node: RenderTreeNode, context: RenderContext) -> str:  # a term, field or alert title
-    return f"**{_children('')(node, context)}**"
+    return f"**{_INLINE(node, context)}**"
 
 
 _ALIGNED = {"": " --- |", "left": " :-- |", "right": " --: |", "center": " :-: |"}
@@ -229,7 +224,7 @@ def _link(node: RenderTreeNode, context: RenderContext) -> str:  # [](#label), [
             "ref" if not re.match(r"[a-z][\w+.-]*:", href) else "")
     if not role or (found := converter.resolve(role, href.removeprefix("#"))) is None:
         return DEFAULT_RENDERERS["link"](node, context)  # a web address, or a heading's anchor
-    text = _children("")(node, context)  # Markdown already: the title is text
+    text = _INLINE(node, context)  # Markdown already: the title is text
     if text:
         return f"[{text}]({found.url})" if found.url else text
     return converter.link(found.title, found.url)
@@ -247,7 +242,6 @@ def _substitution(node: RenderTreeNode, context: RenderContext) -> str:  # as my
 
 class _MystToPlain:  # a parser extension as mdformat's renderer reads it (no POSTPROCESSORS)
     RENDERERS = {
-        "root": _root,
         "myst_role": _role,
         "myst_target": _nothing,
         "myst_line_comment": _nothing,
@@ -262,18 +256,18 @@ class _MystToPlain:  # a parser extension as mdformat's renderer reads it (no PO
         "math_block": _math_block,
         "math_block_label": _math_block,
         "amsmath": _math_block,
-        "dl": _children("\n\n"),
+        "dl": _BLOCKS,
         "dt": _bold,
-        "dd": _children("\n\n"),
-        "field_list": _children("\n\n"),
+        "dd": _BLOCKS,
+        "field_list": _BLOCKS,
         "fieldlist_name": _bold,
-        "fieldlist_body": _children("\n\n"),
+        "fieldlist_body": _BLOCKS,
         "alert": DEFAULT_RENDERERS["blockquote"],
         "alert_title": _bold,
         "table": _table,
         "list_item": _list_item,
-        "s": lambda node, context: f"~~{_children('')(node, context)}~~",
-        "span": _children(""),  # its attributes style the HTML only
+        "s": lambda node, context: f"~~{_INLINE(node, context)}~~",
+        "span": _INLINE,  # its attributes style the HTML only
         "substitution_inline": _substitution,
         "substitution_block": _substitution,
         # myst-parser keeps a footnote's definition where it is written, under this name.
