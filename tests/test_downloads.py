@@ -30,6 +30,7 @@ from coursebook.model.machine_kinds import stand_in_kind
 from coursebook.model.notebooks import first_line, is_chapter_source, is_claim
 from coursebook.model.outputs import normalise
 from coursebook.model.recordings import recording_name
+from coursebook.model.solutions import markdown_parser
 from coursebook.museum.prepare import ERROR_SUMMARY
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
@@ -92,17 +93,8 @@ def printed(cell) -> str:
 
 # --- The downloads, derived from the chapters without a build (fast) ---------------------
 
-def _book_md_config() -> MdParserConfig:
-    """The MyST settings of conf.py, which the book's pages are parsed with."""
-    settings = {node.targets[0].id: ast.literal_eval(node.value)
-                for node in ast.parse((ROOT / "conf.py").read_text()).body
-                if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id.startswith("myst_")}
-    return MdParserConfig(enable_extensions=set(settings["myst_enable_extensions"]),
-                          heading_anchors=settings.get("myst_heading_anchors", 0))
-
-
-MD_CONFIG = _book_md_config()
+# The MyST settings of conf.py, which the book's pages are parsed with.
+MD_CONFIG = markdown_parser().options["myst_config"]
 
 
 def _resolve(role: str, target: str) -> Target:

@@ -93,9 +93,6 @@ from IPython.core.extensions import BUILTINS_EXTS
 from IPython.core.inputtransformer2 import TransformerManager
 from jupytext.formats import guess_format, read_format_from_metadata
 from markdown_it import MarkdownIt
-from markdown_it.renderer import RendererHTML
-from myst_parser.config.main import MdParserConfig
-from myst_parser.parsers.mdit import create_md_parser
 
 from coursebook.model.cell_notes import cell_line, note, note_added_lines, noted, source_line
 from coursebook.model.notebooks import (
@@ -113,7 +110,7 @@ from coursebook.model.notebooks import (
     parsed_cell,
     read_chapter,
 )
-from coursebook.model.solutions import solutions_as_answers
+from coursebook.model.solutions import markdown_parser, solutions_as_answers
 from coursebook.prepare.chapter_packages import missing_commands
 
 TOP_MATTER = {
@@ -697,18 +694,13 @@ def _fences(source: str) -> list[tuple[int, str, bool]]:
             for token in MarkdownIt("commonmark").parse(source) if token.type == "fence"]
 
 
-# Markdown as the book's MyST reads it: a `=` line in math (`$$`, `:::{math}`) is no underline.
-_MYST = create_md_parser(MdParserConfig(enable_extensions={"dollarmath", "amsmath", "colon_fence"}),
-                         RendererHTML)
-
-
 def _headings(cells) -> list[tuple[nbformat.NotebookNode, list[int], int, str]]:
-    """The Markdown cells' headings (a code block's `#` line is none, nor a quote's or a list
-    item's, nor a line of display math): each one's cell, lines (from 0, end excluded), level
-    and text (on one line)."""
+    """The Markdown cells' headings as the book's MyST reads them (a code block's `#` line is
+    none, nor a quote's or a list item's, nor a `=` line of display math, `$$` or `:::{math}`):
+    each one's cell, lines (from 0, end excluded), level and text (on one line)."""
     return [(cell, token.map, int(token.tag[1]), " ".join(inline.content.split()))
             for cell in cells if cell.cell_type == "markdown"
-            for token, inline in itertools.pairwise(_MYST.parse(cell.source))
+            for token, inline in itertools.pairwise(markdown_parser().parse(cell.source))
             if token.type == "heading_open" and token.level == 0]
 
 
