@@ -552,14 +552,17 @@ def _place(cell, line: int | None = None, named: str = "") -> str:
     return f"line {cell_line(cell, line - 1)}"
 
 
+# A MyST directive whose body is Markdown (```{note}), not shown as written (```{code-block}).
+_HOLDS_MARKDOWN = re.compile(r"\{(?!code|sourcecode|literalinclude|math|raw|eval)[\w:-]+\}")
+
+
 def _markdown_tokens(text: str, offset: int = 0):
     """markdown-it's tokens of a cell's text, their lines moved by ``offset``, and those of the
     bodies of the MyST directives that hold Markdown (```{note}: commonmark reads a code block)."""
     for token in MarkdownIt("commonmark").parse(text):
         token.map = token.map and [line + offset for line in token.map]
         yield token
-        if token.type == "fence" and re.match(r"\{(?!code|sourcecode|literalinclude|math|raw|eval)"
-                                              r"[\w:-]+\}", token.info):
+        if token.type == "fence" and _HOLDS_MARKDOWN.match(token.info):
             yield from _markdown_tokens(token.content, token.map[0] + 1)
 
 
@@ -1266,7 +1269,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 for found in _REVEALED.finditer(source)
                 for line in [source.count("\n", 0, found.start()) + 1]]
             in_code = {line for token in _markdown_tokens(source)  # an example, shown as text
-                       if token.type in ("fence", "code_block") and not token.info.startswith("{")
+                       if token.type in ("fence", "code_block")
+                       and not _HOLDS_MARKDOWN.match(token.info)
                        for line in range(*token.map)}
             references += [(found["name"], _place(cell, line + 1, found[0]))
                            for found in _MYST_REF.finditer(source)
