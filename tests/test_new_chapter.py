@@ -1554,10 +1554,12 @@ def test_the_default_generator_and_a_reseeded_one_draw_unseeded():
     cells = ["import random\nimport numpy as np\nimport torch\ndef set_seed(s=0):\n"
              "    random.seed(s)\n    np.random.seed(s)\n    torch.manual_seed(s)",
              "def late():\n    np.random.seed()\n    return np.random.rand()",
-             "set_seed()\nprint(torch.rand(2), np.random.rand())\nlate()"]
+             "set_seed()\nprint(torch.rand(2), np.random.rand())\nlate()",
+             # a default argument draws where its function is defined (HR's s29 F4), never again
+             "torch.seed()\n\ndef noisy(x=torch.rand(2)):\n    return x\n\nset_seed()\nnoisy()"]
     told = load_tool("import_chapter").unseeded_draws(map(nbformat.v4.new_code_cell, cells))
     assert [(cells.index(cell.source), line, call) for _, cell, line, call in told] == [
-        (2, 3, "late()")]
+        (2, 3, "late()"), (3, 3, "torch.rand(2)")]
 
 
 def test_a_lectures_figures_from_its_own_folder_come_beside_the_chapter(tmp_path, capsys):

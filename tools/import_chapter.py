@@ -934,7 +934,9 @@ def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
         for node in ast.walk(tree):
             for body in node.body if isinstance(node, ast.ClassDef) else [node]:
                 if isinstance(body, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    inside.update({id(sub): node.name for sub in ast.walk(body)
+                    # Its statements run when it is called; its defaults ran when defined.
+                    inside.update({id(sub): node.name for statement in body.body
+                                   for sub in ast.walk(statement)
                                    if id(sub) not in inside})  # the outermost name
             if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
                 names.update({alias.asname or alias.name.partition(".")[0]: (
