@@ -240,6 +240,38 @@ def test_a_dead_kernels_advice_follows_how_it_ended(status, advice):
     assert advice in StoppedRun("DeadKernelError", 0, exit_status=status).what
 
 
+def test_no_cell_after_where_a_run_stopped_is_blamed():
+    """A run stops at its first error no cell is tagged for, or in the cell that timed out:
+    no later cell is blamed (it never ran), the stopped cell comes last; a run that went on
+    past errors names each one."""
+    import nbformat
+    from docutils import nodes
+
+    from coursebook.execute.notebook_runs import StoppedRun
+    from coursebook.model.cell_notes import place_at
+    from coursebook.verify.chapter_checks import cell_problems
+
+    doctree = nodes.container()
+    for index in range(3):  # the first cell ran clean, the others raised
+        shown = nodes.container(nb_element="cell_code", cell_index=index,
+                                cell_metadata={"tags": []})
+        if index:
+            shown += nodes.literal_block("TypeError: boom", "TypeError: boom",
+                                         classes=["traceback"])
+        doctree += shown
+    cells = [place_at(nbformat.v4.new_code_cell(f"step_{n}()"), 10 * n + 1) for n in range(3)]
+
+    def lines(succeeded: bool, stopped: StoppedRun | None = None) -> list[int]:
+        return [p.line for p in cell_problems(doctree, cells, succeeded, None, stopped=stopped)]
+
+    assert lines(True) == [11, 21]
+    assert lines(False) == [11]
+    timed_out = StoppedRun("CellTimeoutError", 1, timeout=30)
+    [stopped] = cell_problems(doctree, cells, False, None, stopped=timed_out)
+    assert stopped.line == 11 and stopped.message == f"code cell `step_1()` {timed_out.what}"
+    assert lines(False, StoppedRun("CellTimeoutError", 2, timeout=30)) == [11, 21]
+
+
 FLOOD = 'print("x" * 5_000_000, end="")'
 PROGRESS = ('import sys\nfor step in range(30_000):\n'
             '    sys.stderr.write(f"\\r{step:6d} steps " + "#" * (step % 40))\n'
