@@ -192,8 +192,7 @@ def block_numbers(env, pagename: str) -> dict[str, list[str]]:
 def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
                            context: dict, doctree) -> None:
     """``html-page-context``, before the theme's buttons: write and link the notebook."""
-    if doctree is None or app.builder.format != "html" \
-            or (notebook := chapter_notebook(app.env, pagename)) is None:
+    if doctree is None or (notebook := chapter_notebook(app.env, pagename)) is None:
         return
     target = Path(app.outdir, "_sources", pagename + ".ipynb")
     target.parent.mkdir(parents=True, exist_ok=True)

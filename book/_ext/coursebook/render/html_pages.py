@@ -28,7 +28,7 @@ FOLDER = "compiled-templates"  # in the environment's folder (sys.prefix)
 
 def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict,
                     doctree) -> None:  # for the footer template build-stamp.html
-    if app.builder.format != "html" or edition_of(app) is not Edition.INSTRUCTOR:
+    if edition_of(app) is not Edition.INSTRUCTOR:
         return
     date = book_config(app.config).build_date
     commit = source_commit(Path(app.srcdir))
