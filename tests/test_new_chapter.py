@@ -1560,6 +1560,19 @@ def test_the_default_generator_and_a_reseeded_one_draw_unseeded():
     told = load_tool("import_chapter").unseeded_draws(map(nbformat.v4.new_code_cell, cells))
     assert [(cells.index(cell.source), line, call) for _, cell, line, call in told] == [
         (2, 3, "late()"), (3, 3, "torch.rand(2)")]
+    # a layer draws its weights when made, nn.init and a tensor's in-place methods draw too
+    # (the blitz's LeNet, made unseeded: `net = Net()` was not told, the seed put before the
+    # first draw told, `torch.randn(1, 1, 32, 32)`, and accept-outputs' second run differed)
+    cells = ["import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+             "    def __init__(self):\n        super().__init__()\n"
+             "        self.fc = nn.Linear(2, 1)", "net = Net()\nprint(net)",
+             "w = torch.empty(3)\nnn.init.xavier_uniform_(w, generator=torch.Generator())\n"
+             "torch.nn.init.normal_(w)", "torch.manual_seed(0)\nw.uniform_(-1, 1)\nNet()",
+             "torch.seed()\ntorch.empty(2).bernoulli_(0.5)"]
+    told = load_tool("import_chapter").unseeded_draws(map(nbformat.v4.new_code_cell, cells))
+    assert [(cells.index(cell.source), line, call) for _, cell, line, call in told] == [
+        (1, 1, "Net()"), (2, 3, "torch.nn.init.normal_(w)"),
+        (4, 2, "torch.empty(2).bernoulli_(0.5)")]
 
 
 def test_a_lectures_figures_from_its_own_folder_come_beside_the_chapter(tmp_path, capsys):

@@ -909,11 +909,22 @@ def _blanks(source: str, overridden: set[tuple[str, str]]) -> set[str]:
     return blank
 
 
+# nn.init's draws and a tensor's own (`w.uniform_(-1, 1)`, whatever names the tensor)
+_IN_PLACE_DRAWS = frozenset({"normal_", "uniform_", "trunc_normal_", "kaiming_normal_",
+                             "kaiming_uniform_", "xavier_normal_", "xavier_uniform_",
+                             "orthogonal_", "sparse_", "random_", "bernoulli_", "exponential_",
+                             "geometric_", "cauchy_", "log_normal_"})
 # The call that seeds each module's random numbers, and torch's calls that draw them.
 SEEDS = {"numpy.random": "np.random.seed(0)", "random": "random.seed(0)",
          "torch": "torch.manual_seed(0)"}
 _TORCH_DRAWS = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "randn_like",
-                          "randint_like", "normal", "bernoulli", "multinomial", "poisson"})
+                          "randint_like", "normal", "bernoulli", "multinomial", "poisson",
+                          # a layer draws its weights when made (the blitz's LeNet, `Net()`)
+                          "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+                          "ConvTranspose2d", "ConvTranspose3d", "Embedding", "EmbeddingBag",
+                          "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
+                          "MultiheadAttention", "Transformer", "TransformerEncoderLayer",
+                          "TransformerDecoderLayer", *_IN_PLACE_DRAWS})
 
 
 def unseeded_draws(cells) -> list[tuple[str, nbformat.NotebookNode, int, str]]:
@@ -975,6 +986,7 @@ def _random_call(call: ast.Call, names: dict[str, str]) -> tuple | None:
     module = next((m for m in SEEDS if called.startswith(f"{m}.")  # not a generator's
                    and "(" not in called), "")  # method: `default_rng(0).normal`
     function = called.rpartition(".")[2]
+    module = module or ("torch" if function in _IN_PLACE_DRAWS else "")
     generator = next((_resolved(k.value, names) for k in call.keywords
                       if k.arg == "generator"), "None")
     if function in ("seed", "manual_seed"):  # `seed()` with no value draws a seed
