@@ -383,6 +383,61 @@ def test_a_damaged_cached_notebook_is_dropped_and_runs_again(tiny_book, tmp_path
         assert sign not in build.log
 
 
+@pytest.mark.slow
+@pytest.mark.own_kernels
+def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(tiny_book,
+                                                                                tmp_path):
+    """A chapter kept its cached run when a file it read, unlisted in `coursebook: reads`, was
+    edited: the page showed the old file's outputs, verified (HL3). The run is refused at the
+    reading cell, twice (not cached as good), from a kernel forked from the build's server
+    (a cold cache) and from one started (a warm one); a file the run writes before it reads
+    it (torch.save, savefig, open(..., 'w')) is its own, there from the run before too."""
+    chapter = tiny_book / "chapter.md"
+    (tiny_book / "data.csv").write_text("1,2\n")
+    _plant_cell(chapter, "import matplotlib.pyplot as plt\ntorch.save(weights, 'ones.pt')\n"
+                "print(torch.load('ones.pt'))\nopen('out.txt', 'w').write('out')\n"
+                "print(open('out.txt').read())\nplt.plot([1, 2])\nplt.savefig('fig.png')\n"
+                "plt.close()")
+    line = _plant_cell(chapter, "print(open('data.csv').read())")
+    cold = sphinx_build(tiny_book, tmp_path / "cold", tmp_path / "cache")
+    assert "chapter kernels forked from one server" in cold.log, cold.log[-3000:]
+    for build in (cold, sphinx_build(tiny_book, tmp_path / "warm", tmp_path / "cache")):
+        assert_one_clear_message(build, (
+            f"{chapter}:{line}: ERROR: code cell `print(open('data.csv').read())` reads "
+            "`data.csv`, beside the chapter, which the top matter's 'coursebook: reads' does not "
+            "list, so an edit of it would not run the chapter again: add it (`coursebook: "
+            "{reads: [data.csv]}`)"))
+        assert build.executed == 1 and build.log.count("reads `") == 1, build.log[-3000:]
+    assert all((tiny_book / name).is_file() for name in ("ones.pt", "out.txt", "fig.png"))
+    chapter.write_text(chapter.read_text().replace(
+        "kernelspec:", "coursebook: {reads: [data.csv]}\nkernelspec:", 1))
+    listed = sphinx_build(tiny_book, tmp_path / "listed", tmp_path / "cache",
+                          settings={"coursebook_accept_outputs": "1"})
+    assert listed.returncode == 0 and listed.executed == 1, listed.log[-3000:]
+
+
+@pytest.mark.slow
+def test_a_helper_module_beside_the_chapter_is_a_file_it_reads_the_books_own_code_is_not(
+        tmp_path):
+    """An import reads its module (io.open_code), compiled or not: a helper beside the
+    chapter is read; the book's modules key the run already (shared_cache.book_code_digest)."""
+    import py_compile
+
+    import nbformat
+
+    from coursebook.execute.notebook_runs import run_notebook
+
+    (tmp_path / "helpers.py").write_text("X = 3\n")
+    for folder, code, read in ((tmp_path, "import helpers", "helpers.py"),
+                               (tmp_path, "import helpers", "helpers.py"),
+                               (BOOK, "import coursebook.figures", None)):
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)], metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+        _, stopped = run_notebook(notebook, cwd=str(folder), timeout=60, allow_errors=False)
+        assert (stopped and stopped.read) == read, stopped
+        py_compile.compile(str(tmp_path / "helpers.py"))  # the next run's import reads it
+
+
 # --- Slow: the real book, broken (a scratch copy, the warm cache copied) --------------------
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import importlib
+import importlib.util
 import json
 import os
 import runpy
@@ -24,8 +24,11 @@ import sys
 import uuid
 from pathlib import Path
 
-# A chapter's kernel keeps its start-up notices (running over TCP, say) out of the build log.
-KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
+# A chapter's kernel keeps its start-up notices (running over TCP, say) out of the build log,
+# and notes the files its cells read (load_ipython_extension).
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR",
+                    "--IPKernelApp.extra_extensions=coursebook.execute.kernel_forkserver"]
+READ = "coursebook.read"  # a cell's reply's payload: a file it read
 
 
 def server_command(address: Path, pool: Path, imports: list[str], keep: Path | None = None
@@ -62,6 +65,28 @@ def write_whole(path: Path, text: str) -> None:
 
 def ended_path(pool: Path, pid: int) -> Path:
     return pool / "ended" / str(pid)
+
+
+def load_ipython_extension(shell) -> None:
+    """Each file under the kernel's folder (its chapter's) that a cell opens to read, told
+    once in the cell's reply with its time of change; not the book's own code, which keys
+    the run where a cell imports it (shared_cache.book_code_digest)."""
+    folder, package, seen = os.getcwd() + os.sep, str(Path(__file__).parents[1]), set()
+
+    def note(event: str, args: tuple) -> None:
+        if event != "open" or not isinstance(args[0], str):
+            return
+        path = os.path.abspath(args[0])
+        if not path.startswith(folder) or path.startswith(package):
+            return
+        if path.endswith(".pyc") and f"{os.sep}__pycache__{os.sep}" in path:  # an import's
+            path = importlib.util.source_from_cache(path)
+        if path not in seen and not args[2] & (os.O_WRONLY | os.O_RDWR) and os.path.isfile(path):
+            seen.add(path)
+            shell.payload_manager.write_payload({"source": READ, "file": path[len(folder):],
+                                                 "mtime": os.path.getmtime(path)})
+
+    sys.addaudithook(note)
 
 
 def serve(args: dict) -> dict:

@@ -6,6 +6,7 @@ time quadratic in a line's length (a 5 MB line: hours).
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import time
@@ -15,7 +16,8 @@ from itertools import groupby
 
 import nbformat
 
-from coursebook.execute.kernel_forkserver import KERNEL_ARGUMENTS
+from coursebook.execute.kernel_forkserver import KERNEL_ARGUMENTS, READ
+from coursebook.execute.shared_cache import READS, in_key
 from coursebook.model.notebooks import short_digest
 from coursebook.model.outputs import normalise
 from coursebook.process.interrupt import remove_folder, short_temporary_folder
@@ -25,15 +27,20 @@ from coursebook.process.interrupt import remove_folder, short_temporary_folder
 EXIT_STATUS_UNKNOWN, SERVER_ENDED = -(1 << 16), -(1 << 17)
 
 
+class UnlistedRead(Exception):
+    """A cell read a file beside its chapter that the top matter's reads do not list."""
+
+
 @dataclass(frozen=True)
 class StoppedRun:
     """A run that stopped in a cell (``cell_index``; None: before any cell ran)."""
 
-    error: str  # CellTimeoutError, DeadKernelError or NoSuchKernel, as myst-nb records it
+    error: str  # CellTimeoutError, DeadKernelError, NoSuchKernel (myst-nb's names), UnlistedRead
     cell_index: int | None
     timeout: int = 0  # the limit a cell ran past, in seconds
     exit_status: int | None = None  # the dead kernel's: an exit code, or minus a signal
     kernel: str = ""  # the kernel the chapter names, when none of that name is installed
+    read: str = ""  # the file beside the chapter it read, unlisted (UnlistedRead)
 
     @property
     def what(self) -> str:
@@ -41,6 +48,10 @@ class StoppedRun:
         if self.error == "NoSuchKernel":
             return (f"did not run: no kernel named {self.kernel!r} is installed here. Name "
                     "`python3`, the book's kernel, in the chapter's top matter (kernelspec).")
+        if self.error == "UnlistedRead":
+            return (f"reads `{self.read}`, beside the chapter, which the top matter's "
+                    "'coursebook: reads' does not list, so an edit of it would not run the "
+                    f"chapter again: add it (`coursebook: {{reads: [{self.read}]}}`)")
         if self.error == "CellTimeoutError":
             return (f"was still running after {self.timeout} s, the limit for one cell "
                     "(nb_execution_timeout); the cells after it did not run. Make it faster, "
@@ -121,11 +132,16 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
 
     running: list[int] = []
     ended: list[int] = []
-    started = time.perf_counter()
+    read: dict[str, int] = {}  # each file under its folder a cell read, the first such cell
+    started, begun = time.perf_counter(), time.time()
     try:
         result = single_nb_execution(
             notebook, **options,
             on_cell_execute=lambda cell, cell_index: running.append(cell_index),
+            on_cell_executed=lambda cell, cell_index, execute_reply: read.update(
+                (told["file"], cell_index) for told in execute_reply["content"].get("payload", ())
+                # one changed since the run began is the run's own, however written (C++)
+                if told.get("source") == READ and told["mtime"] < begun),
             kernel_manager_class=kernel_manager_class(ended),
             # Its outputs are all in once the last cell ends: the kernel is stopped then,
             # not waited for while its Python unloads torch (about 0.5 s a chapter).
@@ -143,6 +159,12 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
     if isinstance(result.err, CellTimeoutError):
         timeout = notebook.metadata.get("execution", {}).get("timeout", options.get("timeout"))
         return result, StoppedRun("CellTimeoutError", cell, timeout=timeout)
+    listed = {os.path.normpath(name) for name in in_key(notebook, READS)}
+    unlisted = sorted((index, name) for name, index in read.items() if name not in listed)
+    if result.err is None and unlisted:  # an edit of the file would keep the run cached
+        stopped = StoppedRun("UnlistedRead", unlisted[0][0], read=unlisted[0][1])
+        result.err, result.exc_string = UnlistedRead(stopped.what), stopped.what
+        return result, stopped
     return result, None
 
 
