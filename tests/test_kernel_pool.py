@@ -23,7 +23,7 @@ from jupyter_client.connect import LocalPortCache
 from myst_nb.core.config import NbParserConfig
 from nbclient import NotebookClient
 
-from conftest import both_editions_at_once, run_in_kernel, sphinx_build
+from conftest import TINY_BOOK, both_editions_at_once, run_in_kernel, sphinx_build
 from coursebook.execute.kernel_forkserver import KERNEL_ARGUMENTS, process_alive
 from coursebook.execute.kernel_pool import (
     SERVER,
@@ -167,6 +167,35 @@ def test_no_server_when_no_chapter_would_use_it(tiny_book, tmp_path):
     assert STARTED not in none.log and not _pool(tmp_path / "none-cache", "taken")
     assert not (tmp_path / "none-cache" / "kernels" / SERVER).exists()
     assert _no_kernel_left(tmp_path / "none-cache")
+
+
+def test_a_server_of_another_cache_is_stopped_saying_so(tmp_path, monkeypatch, caplog):
+    """R2's find: myst-nb resolved another cache than the one guessed at setup, where the
+    server was started; chapters do execute, but the log said none did."""
+    import logging
+    from types import SimpleNamespace
+
+    from coursebook.execute import kernel_pool
+
+    (tmp_path / "chapter.md").write_text((TINY_BOOK / "chapter.md").read_text())
+    stopped, records = [], []
+    monkeypatch.setattr(kernel_pool, "stop_kernel_forkserver", lambda pool, _: stopped.append(pool))
+    monkeypatch.setattr(kernel_pool, "_server", [(None, tmp_path / "guessed", SimpleNamespace(
+        release=lambda: None))])
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("sphinx").addHandler(handler)
+    caplog.set_level(logging.INFO, logger="sphinx")
+    try:
+        kernel_pool.plan_reading(SimpleNamespace(parallel=1), SimpleNamespace(
+            doc2path=lambda docname: tmp_path / f"{docname}.md", mystnb_config=NbParserConfig(
+                execution_mode="cache", execution_cache_path=str(tmp_path / "resolved"))),
+            ["chapter"])
+    finally:
+        logging.getLogger("sphinx").removeHandler(handler)
+    assert [record.getMessage() for record in records] == [
+        f"cold cache: the chapters run on {tmp_path / 'resolved'}, not on {tmp_path / 'guessed'}; "
+        "kernel server stopped"] and stopped == [tmp_path / "guessed" / "kernels"]
 
 
 @pytest.mark.slow  # starts a kernel server

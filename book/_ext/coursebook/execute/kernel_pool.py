@@ -212,8 +212,10 @@ def plan_reading(app: Sphinx, env, docnames: list[str]) -> None:
                  if executes_when_read(Path(env.doc2path(docname)), env.mystnb_config)}
     if _server and executing and Path(env.mystnb_config.execution_cache_path) == _server[0][1]:
         logger.info(f"cold cache: {len(executing)} chapter kernels forked from one server")
-    elif _server:
-        logger.info("cold cache: no chapter to execute here; kernel server stopped")
+    elif _server:  # its kernels would be of another cache, or of none
+        cache = env.mystnb_config.execution_cache_path
+        logger.info("cold cache: %s; kernel server stopped", f"the chapters run on {cache}, "
+                    f"not on {_server[0][1]}" if executing else "no chapter to execute here")
         stop_kernel_server(app, None)
     if spread:
         _spread_chapters_over_readers(app.parallel, docnames, executing)
