@@ -232,6 +232,19 @@ def test_a_waiting_kernel_that_never_starts_is_stopped_and_not_taken(tmp_path):
     assert stuck.wait(timeout=60) == -signal.SIGKILL
 
 
+def test_a_kernel_started_with_no_folder_takes_one_waiting_in_its_own(tmp_path, monkeypatch):
+    """jupyter_client starts a kernel given no folder in its process's: a kernel waiting in
+    another (the preview's, in the book's folder) is not one, one waiting there is. (A chapter's
+    run always names its folder: myst-nb's and fill_cache's.)"""
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    (pool / "ready" / "k.json").write_text(json.dumps({"cwd": str(tmp_path), "pid": 1}))
+    monkeypatch.chdir(pool)
+    assert take_waiting_kernel(pool, None) is None
+    monkeypatch.chdir(tmp_path)
+    assert take_waiting_kernel(pool, None)["cwd"] == str(tmp_path)
+
+
 def _run(kernel: dict, code: str) -> str:
     """What ``code`` prints in ``kernel``."""
     return run_in_kernel(kernel, code)[1]

@@ -54,11 +54,12 @@ def _note_taken(pool: Path, name: str, kernel: dict) -> dict:
 
 
 def take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
-    """A waiting kernel started in ``cwd``, now this caller's alone (a rename is atomic)."""
+    """A waiting kernel started in ``cwd`` (none: this process's, as jupyter_client starts
+    one), now this caller's alone (a rename is atomic)."""
     for ready in sorted((pool / "ready").glob("*.json")):
         try:
             kernel = json.loads(ready.read_text())
-            if cwd is not None and Path(kernel["cwd"]) != Path(cwd).resolve():
+            if Path(kernel["cwd"]) != Path(cwd or os.getcwd()).resolve():
                 continue
             ready.rename(pool / "taken" / ready.name)
         except OSError:
