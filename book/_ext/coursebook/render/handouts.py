@@ -42,14 +42,14 @@ class Handout:
     colab_url: str
 
 
-def handouts(app: Sphinx, env) -> list[Handout]:
+def handouts(app: Sphinx) -> list[Handout]:
     config = book_config(app.config)
-    return [Handout(docname, env.titles[docname].astext(),
+    return [Handout(docname, app.env.titles[docname].astext(),
                     str(shown_path(app.env.doc2path(docname))),
                     page_url(app.config.html_baseurl, docname),
                     colab_url(config.repository_url, config.published_branch, docname)
                     if config.repository_url else "")
-            for docname in chapters_in_reading_order(env)]
+            for docname in chapters_in_reading_order(app.env)]
 
 
 def set_handout_documents(app: Sphinx, env) -> None:
@@ -59,7 +59,7 @@ def set_handout_documents(app: Sphinx, env) -> None:
         app.config.latex_documents = [
             (handout.docname, f"{handout.docname}.tex",
              escape(handout.title, app.config.latex_engine), app.config.author, "howto")
-            for handout in handouts(app, env)]
+            for handout in handouts(app)]
 
 
 def _provenance(app: Sphinx, docname: str) -> str:
@@ -119,7 +119,7 @@ def write_covers(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or not book_config(app.config).handouts or app.builder.name != "latex":
         return
     outdir = Path(app.outdir)
-    written = handouts(app, app.env)
+    written = handouts(app)
     for handout in written:
         (outdir / f"{handout.docname}-cover.tex").write_text(cover(app, handout, outdir),
                                                              encoding="utf8")
