@@ -85,16 +85,15 @@ def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str, st
                 found += [(cell_line(cell, node.lineno - 1), *program) for program in {
                     _PROGRAMS.get((getattr(node, "module", None) or a.name).partition(".")[0])
                     for a in node.names} if program and shutil.which(program[0]) is None]
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("system", "getoutput") and node.args
-                    and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)):
-                continue
-            line = node.args[0].value
-            command = (line.split() or [""])[0].rstrip(";|&")
-            if command and command not in _SHELL_BUILTINS and not re.search(r"[{$/=]", command) \
-                    and not re.match(rf"\s*{_INSTALLER}", line) and shutil.which(command) is None:
-                found.append((cell_line(cell, node.lineno - 1), command, ""))
+            match node:  # an escape, as IPython writes it: get_ipython().system('ls -l')
+                case ast.Call(func=ast.Attribute(attr="system" | "getoutput"),
+                              args=[ast.Constant(value=str(line)), *_]):
+                    command = (line.split() or [""])[0].rstrip(";|&")
+                    if command and command not in _SHELL_BUILTINS \
+                            and not re.search(r"[{$/=]", command) \
+                            and not re.match(rf"\s*{_INSTALLER}", line) \
+                            and shutil.which(command) is None:
+                        found.append((cell_line(cell, node.lineno - 1), command, ""))
     return found
 
 
