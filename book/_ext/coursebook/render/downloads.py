@@ -135,7 +135,7 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
     """The converter for one page: references resolved by Sphinx's own tables."""
     from coursebook.render.plain_markdown import PlainMarkdown, Target
 
-    labels, published = app.env.domains.standard_domain.labels, app.config.html_baseurl
+    labels, published = app.env.get_domain("std").labels, app.config.html_baseurl
 
     def resolve(role: str, target: str) -> Target | None:
         if role == "doc":
@@ -151,7 +151,7 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
             return Target(f"{block['realtype'].title()} {'.'.join(map(str, number))}".strip(),
                           page_url(published, block["docname"], target))
         if role == "eq":  # "(1)", as Sphinx's math domain numbers it on the page
-            math = app.env.domains.math_domain
+            math = app.env.get_domain("math")
             found = math.resolve_xref(app.env, pagename, app.builder, "eq", target, None, None)
             if found is None:
                 return None
