@@ -108,7 +108,7 @@ def _read_chapters() -> dict[str, nbformat.NotebookNode]:
         text = path.read_text(encoding="utf8")
         if is_chapter_source(text):
             chapters[path.stem] = edition_chapter(text, str(path), Edition.STUDENT,
-                                                  book_museum(), TORCH_VERSION, MD_CONFIG,
+                                                  book_museum(), TORCH_VERSION,
                                                   machine_kinds=book_machine_kinds()).notebook
     return chapters
 
@@ -156,7 +156,7 @@ def test_only_the_instructor_download_holds_the_exactness_check(downloads):
     assert namespace["CHECKS"] and "passes" in namespace
     text = (BOOK / "pt01.md").read_text(encoding="utf8")
     chapter = edition_chapter(text, "pt01.md", Edition.INSTRUCTOR, book_museum(),
-                              TORCH_VERSION, MD_CONFIG,
+                              TORCH_VERSION,
                               machine_kinds=book_machine_kinds()).notebook
     sources = [cell.source for cell in download_notebook(chapter, PlainMarkdown(_resolve),
                                                          instructor=True).cells]
@@ -742,7 +742,7 @@ def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)
         chapter = edition_chapter(chapters[name].read_text(), str(chapters[name]),
-                                  Edition.STUDENT, book_museum(), TORCH_VERSION, MD_CONFIG,
+                                  Edition.STUDENT, book_museum(), TORCH_VERSION,
                                   machine_kinds=book_machine_kinds()).notebook
         if recording_name(chapter):
             # Recorded: `make test-recording` runs it, in the stand-in's environment; here it

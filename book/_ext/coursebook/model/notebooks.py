@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import yaml
 from myst_nb.core.read import is_myst_markdown_notebook, read_myst_markdown_notebook
-from myst_parser.config.main import MdParserConfig, read_topmatter
+from myst_parser.config.main import read_topmatter
 
 from coursebook.model.cell_notes import (CELL_NOTE, cell_key, cell_line, line_within, note,
                                          place_at, source_line, without_notes)
@@ -226,8 +226,7 @@ def chapter_files(folder: Path) -> list[tuple[Path, str]]:
             if (matter := top_matter(text)) is not None and PROVENANCE_KEY not in matter]
 
 
-def read_chapter(text: str, md_config: MdParserConfig | None = None,
-                 strict: bool = False) -> nbformat.NotebookNode:
+def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
     """The chapter as written, cells noted at their lines (an ``.ipynb``'s saved outputs left
     out: they are the build's); ``strict`` (a build): a solution that cannot be cut out raises,
     else (the audits) all of it is an answer."""
@@ -244,7 +243,7 @@ def read_chapter(text: str, md_config: MdParserConfig | None = None,
         note_script_lines(notebook, text.splitlines())
     else:
         notebook = read_myst_markdown_notebook(
-            text, md_config or markdown_parser().options["myst_config"], add_source_map=True)
+            text, markdown_parser().options["myst_config"], add_source_map=True)
         _note_lines(notebook, text.splitlines())
     return solutions_as_answers(notebook, ANSWER_TAG, strict)
 

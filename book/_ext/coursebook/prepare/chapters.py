@@ -56,13 +56,12 @@ class PreparedChapter:
 
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
-                    torch_version: str, md_config=None,
-                    machine_kinds: dict[str, MachineKind] | None = None, runtimes_file: str = "",
-                    answer_spaces: bool = False) -> PreparedChapter:
+                    torch_version: str, machine_kinds: dict[str, MachineKind] | None = None,
+                    runtimes_file: str = "", answer_spaces: bool = False) -> PreparedChapter:
     """A chapter's notebook for one edition (what a machine executes), its claims, and (taken
     before the answers go) what its checks ask and where it was taught."""
     try:
-        notebook = read_chapter(text, md_config, strict=True)
+        notebook = read_chapter(text, strict=True)
     except SolutionError as error:
         raise SolutionError(error.message, source_path, error.line) from None
     folder = Path(source_path).parent
@@ -103,7 +102,7 @@ def instructor_chapter(env, docname: str) -> nbformat.NotebookNode:
     path = Path(env.doc2path(docname))
     config = book_config(env.config)
     return edition_chapter(path.read_text(encoding="utf8"), str(path), Edition.INSTRUCTOR,
-                           config.museum(), config.torch, None, config.machine_kinds,
+                           config.museum(), config.torch, config.machine_kinds,
                            config.runtimes_file).notebook
 
 
@@ -113,8 +112,7 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
     edition = edition_of(app)
     instructor = edition is Edition.INSTRUCTOR
     prepared = edition_chapter(text, source_path, edition, config.museum(), config.torch,
-                               getattr(app.env, "myst_config", None), config.machine_kinds,
-                               config.runtimes_file, config.answer_space)
+                               config.machine_kinds, config.runtimes_file, config.answer_space)
     notebook, claims = prepared.notebook, prepared.claims
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
     if chapter is None:
