@@ -1780,6 +1780,59 @@ def test_a_gallery_figure_is_an_image_and_other_rest_directives_are_named(tmp_pa
     assert "```rst\n.. seealso:: shown as code" in text and "seealso::`" not in said, said
 
 
+# The blitz's neural_networks_tutorial.py: a literal block under `::` alone and one under a
+# paragraph ending `::`, a block quote five spaces in, and the indented blocks of a directive
+# and of a list item.
+GALLERY_BLOCKS = '''"""
+Blocks
+======
+"""
+import torch
+
+###############################################################################
+# A graph that looks like this:
+#
+# ::
+#
+#     input -> conv2d
+#           -> loss
+#
+# Descent (SGD):
+#
+#      ``weight = weight - learning_rate * gradient``
+#
+# In code::
+#
+#     w = w - lr * g
+#
+# .. note::
+#
+#     A note.
+#
+# - an item
+#
+#     its second paragraph
+
+print(torch.ones(2).shape)
+'''
+
+
+def test_a_gallery_literal_block_and_block_quote_are_markdowns(tmp_path, capsys):
+    """rst2md leaves both as they are: the page showed a paragraph `::` above the graph (a
+    code block by luck: four spaces in), `In code::` with its colons, and the quoted
+    ``weight = ...`` as a code block with its backticks; none was named."""
+    book = _book(tmp_path)
+    lesson = tmp_path / "blocks.py"
+    lesson.write_text(GALLERY_BLOCKS)
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    text = (book / "blocks.md").read_text()
+    assert "::" not in text.replace(".. note::", "").replace(":::", ""), text
+    assert "looks like this:\n\n\n```\ninput -> conv2d\n      -> loss\n```" in text, text
+    assert "In code:\n\n```\nw = w - lr * g\n```" in text, text
+    assert "\n\n> ``weight = weight - learning_rate * gradient``\n\n" in text, text
+    assert ":::{note}\nA note.\n:::" in text and "- an item\n\n    its second" in text, text
+
+
 def _nbformat_4_4(cells: list[str]) -> str:
     """A notebook as Jupyter saved one before nbformat 4.5: its cells have no id."""
     return json.dumps({"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [

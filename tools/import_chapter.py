@@ -441,7 +441,7 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
             source)
         source = _LABEL.sub(r"(\g<name>)=", source)
         # directives end at a newline, which the last line of a block lacks
-        source = _FIGURE.sub(_as_image, source + "\n")
+        source = _rest_blocks(_FIGURE.sub(_as_image, source + "\n"))
         source = rst2md(source, {"notebook_images": False}, "", levels).rstrip("\n")
         source = re.sub(r"^(\([\w.-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
         source = _ADMONITION.sub(lambda found: found[0] if found.string.count(
@@ -459,6 +459,31 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
             spans += [[lines[j1 + k]] if tag == "equal" else worded for k in range(i2 - i1)]
         note(cell, lines=spans)
     return notebook
+
+
+def _rest_blocks(rst: str) -> str:
+    """The indented blocks rst2md leaves, which Markdown reads otherwise: a literal block (a
+    paragraph ending ``::``, the blitz's graph of a loss: the ``::`` stayed on the page) as a
+    code block, and a block quote four spaces in (a code block in Markdown, showing its
+    ````weight````'s backticks) as a quote. An indented block under a directive, a list item
+    or an indented line is the reST construct's own, left as it is."""
+    lines, out = rst.split("\n"), []
+    for at, line in enumerate(lines):
+        before = next((text for text in reversed(out) if text.strip()), "")
+        if (line[:1] in " \t" and line.strip() and out and not out[-1].strip()
+                and before[:1].strip() and not re.match(r"\.\. |[-*+] |\d+[.)] ", before)):
+            block = list(itertools.takewhile(lambda text: not text[:1].strip(), lines[at:]))
+            block = "\n".join(block).rstrip().split("\n")
+            if before.endswith("::"):  # `text::` reads `text:`; ` ::` and `::` alone, nothing
+                spot = len(out) - 1 - out[::-1].index(before)
+                out[spot] = before[:-1] if before[-3:-2].strip() else before[:-2].rstrip()
+                out.insert(spot + 1, "\n.. code-block::" if out[spot] else ".. code-block::")
+            elif min(len(text) - len(text.lstrip()) for text in block if text.strip()) >= 4:
+                quoted = textwrap.dedent("\n".join(block)).split("\n")
+                lines[at:at + len(block)] = [f"> {text}".rstrip() for text in quoted]
+                line = lines[at]
+        out.append(line)
+    return "\n".join(out)
 
 
 def _as_image(figure: re.Match) -> str:
