@@ -1812,6 +1812,14 @@ import torch
 # - an item
 #
 #     its second paragraph
+#
+# .. code:: python
+#
+#     lr = 0.01
+#
+# .. Note::
+#
+#       As `Backprop`_ said.
 
 print(torch.ones(2).shape)
 '''
@@ -1831,6 +1839,9 @@ def test_a_gallery_literal_block_and_block_quote_are_markdowns(tmp_path, capsys)
     assert "In code:\n\n```\nw = w - lr * g\n```" in text, text
     assert "\n\n> ``weight = weight - learning_rate * gradient``\n\n" in text, text
     assert ":::{note}\nA note.\n:::" in text and "- an item\n\n    its second" in text, text
+    # `.. code::`, `.. Note::` (reST's names ignore case) were named, left as text
+    assert "```python\nlr = 0.01\n```" in text and ":::{note}\nAs `Backprop`_" in text, text
+    assert "reStructuredText that is no Markdown" not in capsys.readouterr().out
 
 
 def _nbformat_4_4(cells: list[str]) -> str:

@@ -440,6 +440,10 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
             f"{ref['text']} <{ref['name']}>`" if ref["text"] else f"{ref['name'] or ref['bare']}`"),
             source)
         source = _LABEL.sub(r"(\g<name>)=", source)
+        # reST's directive names ignore case (`.. Note::`), `code` and `sourcecode` are a
+        # `code-block`: rst2md knows none of them
+        source = re.sub(r"^([ \t]*\.\. )(\w+)(?=::)", lambda found: found[1] + re.sub(
+            r"^(?:source)?code$", "code-block", found[2].lower()), source, flags=re.M)
         # directives end at a newline, which the last line of a block lacks
         source = _rest_blocks(_FIGURE.sub(_as_image, source + "\n"))
         source = rst2md(source, {"notebook_images": False}, "", levels).rstrip("\n")
