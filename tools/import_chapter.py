@@ -148,8 +148,9 @@ _FETCHES = re.compile(r"(?:^|\.)(?:get_encoding|encoding_for_model|from_pretrain
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 # A reST directive or substitution rst2md leaves as it is (`.. literalinclude::`,
-# `.. |pi| replace::`): text on the page.
-_DIRECTIVE = re.compile(r"^[ \t]*(\.\. (?:\|[^|\n]+\| )?[\w:-]+::)", re.M)
+# `.. |pi| replace::`), or a reference to a section's title (`Backprop`_): text on the page.
+_DIRECTIVE = re.compile(r"^[ \t]*(\.\. (?:\|[^|\n]+\| )?[\w:-]+::)"
+                        r"|(?<!\w)(`[^`\n]+`__?)(?![\w(])", re.M)
 # A reST figure: its line and option lines, then its indented caption (and legend).
 _FIGURE = re.compile(r"^\.\. figure::(?P<head>.*\n(?:[ \t]+:.*\n)*)"
                      r"(?P<caption>(?:[ \t]*\n|[ \t]+\S.*\n)*)", re.M)
@@ -1286,9 +1287,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 source = _ROLE.sub(r"{\1}`\2`", source)
                 code = _code_lines(source)
                 imported.to_do += [
-                    f"{_place(cell, line + 1, found[1])}: "
-                    f"`{found[1]}`: reStructuredText that is no Markdown (the page shows it as "
-                    "text): write it as MyST (`:::{note}`, ```` ```python ````) or take it out"
+                    f"{_place(cell, line + 1, found[found.lastindex])}: "
+                    + (f"`{found[1]}`" if found[1] else found[2]) + ": reStructuredText that is "
+                    "no Markdown (the page shows it as text): write it as MyST (`:::{note}`, "
+                    "```` ```python ````, `[text](#label)`) or take it out"
                     for found in _DIRECTIVE.finditer(source)
                     if (line := source.count("\n", 0, found.start())) not in code]
             elif d2l and _D2L_COLAB.match(source):  # about the install line, taken out
