@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-from coursebook.model import provenance, versions  # noqa: E402
+from coursebook.model import provenance, solutions, versions  # noqa: E402
 
 # The collector waits from here, while Sphinx loads its own extensions, then conf.py's
 # (about 0.07 s of a warm rebuild: coursebook/process/__init__.py).
@@ -101,7 +101,9 @@ coursebook_kernel_imports = ["torch", "torch._dynamo", "matplotlib.pyplot"]
 # the script (coursebook/model/notebooks.py); any other .py under book/ is no page.
 nb_custom_formats = {".py": ["nbformat.reads", {"as_version": 4}]}
 
-myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath", "deflist"]
+# The book's MyST syntax: edit it in coursebook/model/solutions.py, where the tools that run
+# no build read it too.
+myst_enable_extensions = solutions.MYST_EXTENSIONS
 myst_heading_anchors = 3
 
 # --- HTML --------------------------------------------------------------------------

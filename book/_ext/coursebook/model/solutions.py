@@ -4,11 +4,9 @@ chapter is read, so whatever handles answers handles solutions, with no rule of 
 from __future__ import annotations
 
 import copy
-import gc
 import re
 from collections.abc import Callable, Iterator
 from itertools import accumulate
-from pathlib import Path
 
 import nbformat
 from markdown_it import MarkdownIt
@@ -34,7 +32,10 @@ _CODE_SPAN = re.compile(r"(`+)(?s:.+?)(?<!`)\1(?!`)")  # shows a comment as it i
 # No directive (None), or one whose body is shown as written (code, math): no comment or role
 # is read inside it.
 _AS_WRITTEN = (None, "code-block", "code-cell", "code", "math")
-_BOOK: list[MarkdownIt] = []  # the book's parser: of a build's MyST settings, else conf.py's
+# The book's MyST syntax (conf.py's myst_enable_extensions is this list): a tool that runs no
+# build reads Markdown as a build does.
+MYST_EXTENSIONS = ["colon_fence", "dollarmath", "amsmath", "deflist"]
+_BOOK: list[MarkdownIt] = []  # the parser of a build's MyST settings (-D overrides too)
 
 
 def use_book_markdown(app) -> None:
@@ -43,17 +44,10 @@ def use_book_markdown(app) -> None:
 
 
 def markdown_parser() -> MarkdownIt:
-    """myst-parser's parser as the book reads Markdown: of the build's MyST settings (a tool's:
-    conf.py's ``myst_*`` as Sphinx reads them)."""
+    """myst-parser's parser as the book reads Markdown (a build's settings, else the book's)."""
     if not _BOOK:
-        from sphinx.config import eval_config_file
-        from sphinx.util.tags import Tags
-
-        conf = eval_config_file(Path(__file__).parents[4] / "conf.py", Tags())
-        gc.enable()  # conf.py holds the collector back while a build starts; a tool's collects
-        _BOOK.append(create_md_parser(MdParserConfig(**{
-            name: conf[f"myst_{name}"] for name, *_ in MdParserConfig().as_triple()
-            if f"myst_{name}" in conf}), RendererHTML))
+        _BOOK.append(create_md_parser(MdParserConfig(enable_extensions=MYST_EXTENSIONS),
+                                      RendererHTML))
     return _BOOK[0]
 
 
