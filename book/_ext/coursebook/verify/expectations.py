@@ -281,14 +281,12 @@ def accept_into(path: Path, expectations: Expectations | None, edition: str,
     and a runtime's): the lines to show (each ``(varies)`` entry its output outgrew, written
     unmarked; the file written) and the refused outputs."""
     before = expectations or Expectations()
-    old = before.by_edition[edition]  # before accepting, which updates it
-    outgrown = [o for o in outputs if o.key in before.varying[edition] and not o.unverified
-                and not matches(old[o.key], o.text)]
+    marked = before.varying[edition]  # before accepting, which updates it
     accepted, refused = accept(expectations, edition, outputs, run, since)
     accepted.reads = accepted.reads if reads is None else reads  # a runtime's run: as it was
     shown = [f"{path}:{before.lines[(edition, o.key)]}: the output of `{o.first_line}` no longer "
-             "matches its pattern: written as it is, unmarked"
-             for o in outgrown if o.key not in accepted.varying[edition]]
+             "matches its pattern: written as it is, unmarked" for o in outputs
+             if o.key in marked and not o.unverified and o.key not in accepted.varying[edition]]
     if write_expectations(path, accepted, order, header):
         shown.append(f"wrote {path} ({edition} edition)")
     return shown, refused
