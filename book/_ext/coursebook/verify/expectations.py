@@ -234,8 +234,16 @@ def accept(expectations: Expectations | None, edition: str, outputs: list[CellOu
     holding a time of day the clock read since ``since``, the runs' start."""
     updated = expectations or Expectations()
     old, marked = updated.by_edition[edition], updated.varying[edition]
-    carried = _edited_marked_cells(old, marked, outputs)
     kept = {o.key for o in outputs if o.key in marked and matches(old[o.key], o.text)}
+    # An edited cell (a new key) takes the pattern of a marked entry whose cell is gone, when
+    # its output matches that pattern and no other: a mark survives an edit.
+    gone = [key for key in marked - {o.key for o in outputs} if key in old]
+    carried = {}
+    for output in (o for o in outputs if o.key not in old and not o.unverified):
+        fits = [key for key in gone if matches(old[key], output.text)]
+        if len(fits) == 1:
+            carried[output.key] = old[fits[0]]
+            gone.remove(fits[0])
     old = {**old, **carried}
     kept |= set(carried)
     other = updated.by_edition[next(e for e in EDITIONS if e != edition)]
@@ -254,23 +262,6 @@ def accept(expectations: Expectations | None, edition: str, outputs: list[CellOu
     if run is not None:
         updated.runs[edition] = run
     return updated, refused
-
-
-def _edited_marked_cells(old: dict[str, str], marked: set[str],
-                         outputs: list[CellOutput]) -> dict[str, str]:
-    """An edited cell (a new key) takes the pattern of a marked entry whose cell is gone,
-    when its output matches that pattern and no other: a mark survives an edit."""
-    present = {o.key for o in outputs}
-    gone = [key for key in marked if key not in present and key in old]
-    carried = {}
-    for output in outputs:
-        if output.key in old or output.unverified:
-            continue
-        fits = [key for key in gone if matches(old[key], output.text)]
-        if len(fits) == 1:
-            carried[output.key] = old[fits[0]]
-            gone.remove(fits[0])
-    return carried
 
 
 def accept_into(path: Path, expectations: Expectations | None, edition: str,
