@@ -103,7 +103,7 @@ nb_custom_formats = {".py": ["nbformat.reads", {"as_version": 4}]}
 
 # The book's MyST syntax: edit it in coursebook/model/solutions.py, where the tools that run
 # no build read it too.
-myst_enable_extensions = solutions.MYST_EXTENSIONS
+myst_enable_extensions = list(solutions.MYST_EXTENSIONS)  # a copy: Sphinx may change it
 myst_heading_anchors = 3
 
 # --- HTML --------------------------------------------------------------------------
