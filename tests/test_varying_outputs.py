@@ -287,6 +287,18 @@ def test_accepting_keeps_a_pattern_the_output_still_matches(tmp_path):
     assert read_expectations(path).runs == {"student": "1234abcd"}
 
 
+def test_an_unverified_cells_outgrown_pattern_is_not_said_to_be_written(tmp_path):
+    """An unverified cell's output is never accepted: its marked entry, which its output
+    outgrew, is not said to be written unmarked."""
+    path = tmp_path / "chapter.txt"
+    path.write_text("# header\n\n=== cell 0000000a (varies) · print('cell a')\n"
+                    "    took <duration>\n")
+    outputs = [CellOutput("0000000a", 1, "print('cell a')", "took four steps", "a reason")]
+    shown, _ = accept_into(path, read_expectations(path), "student", outputs,
+                           lambda: ["0000000a"], ["# header"])
+    assert not any("no longer matches" in line for line in shown), shown
+
+
 def test_an_output_unlike_the_one_the_same_run_accepted_varies_between_runs():
     expectations = Expectations(runs={"student": "1234abcd"})
     expectations.by_edition["student"] = {"0000000a": "took 0.0023 s"}
@@ -419,3 +431,9 @@ def test_a_mark_survives_an_edit_of_its_cell_while_its_pattern_holds():
     accepted, _ = accept(expectations, "instructor", outgrown)
     assert accepted.by_edition["instructor"]["000000aa"] == "took four steps"
     assert accepted.varying["instructor"] == set()
+    both = Expectations()  # two marked entries gone whose patterns both fit: neither is taken
+    both.by_edition["student"] = {"0000000a": "took <duration>", "0000000c": "took ..."}
+    both.varying["student"] = {"0000000a", "0000000c"}
+    accepted, _ = accept(both, "student", [_output("000000aa", "took 4 ms")])
+    assert accepted.by_edition["student"] == {"000000aa": "took 4 ms"}
+    assert accepted.varying["student"] == set()
