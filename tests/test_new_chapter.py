@@ -951,6 +951,61 @@ def test_python_in_fenced_blocks_of_a_lessons_prose_is_named(tmp_path, capsys):
            "line 3\n" in said, said
 
 
+# d2l-en's source of a section (chapter_preliminaries/autograd.md): its four frameworks' tabs.
+D2L_TABS = """```{.python .input}
+%load_ext d2lbook.tab
+tab.interact_select(['mxnet', 'pytorch', 'tensorflow', 'jax'])
+```
+
+# Automatic Differentiation
+:label:`sec_autograd`
+
+```{.python .input}
+%%tab mxnet
+from mxnet import np
+```
+
+```{.python .input  n=7}
+%%tab pytorch
+import torch
+```
+
+:begin_tab:`mxnet, pytorch`
+Before we calculate the gradient
+:end_tab:
+
+:begin_tab:`tensorflow`
+A tape records it.
+:end_tab:
+
+```{.python .input}
+#@tab all
+x = torch.arange(4.0)
+```
+
+```{.python .input}
+x.requires_grad_(True)
+a = torch.randn(size=())
+```
+"""
+
+
+def test_a_d2l_sources_pytorch_tab_comes_in(tmp_path, capsys):
+    """d2l-en's .md files hold four frameworks' code and prose in tabs: every block came in as
+    prose, 52 for autograd.md, each named to be made a code cell by hand (mxnet's, jax's and
+    TensorFlow's too), and the other frameworks' prose with its `:begin_tab:` marks showed
+    on the page. The PyTorch tab comes in, as d2l-book writes it, each line at its number."""
+    book, said = _brought_in(tmp_path, capsys, "autograd.md", D2L_TABS)
+    cells = read_chapter((book / "autograd.md").read_text()).cells
+    assert [cell.source for cell in cells if cell.cell_type == "code"][1:] == [
+        "import torch", "x = torch.arange(4.0)", "x.requires_grad_(True)\na = torch.randn(size=())"]
+    prose = "".join(cell.source for cell in cells if cell.cell_type == "markdown")
+    assert "Before we calculate the gradient" in prose and "tape" not in prose, prose
+    assert not re.search("mxnet|tab|input|```", prose), prose
+    assert f"line {_line_of(D2L_TABS, 'randn')} (`torch.randn(size=())`)" in said, said
+    assert "fenced blocks" not in said, said
+
+
 def test_a_d2l_lessons_marks_come_in_as_myst(tmp_path, capsys):
     """d2l's notebooks keep d2l-book's marks, which came in as text the page showed
     (`:label:`, `:numref:`, `[**...**]`): labels, references and citations are MyST's now, the

@@ -22,7 +22,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
   in: copied beside the chapter, a Markdown file would be a page of the book;
 - d2l-book's marks (d2l's notebooks) become MyST's: labels (``:label:`x` ``), references,
   citations; its slides' marks (``[**…**]``) are taken out as d2l's pages take them out, and
-  its Colab notebooks' note above their ``!pip`` cell with the install line;
+  its Colab notebooks' note above their ``!pip`` cell with the install line; its source
+  (d2l-en's ``.md``, four frameworks in tabs) comes in as its PyTorch tab;
 - the title (the first heading, where it is a ``# …`` one: else the chapter's name) gets a
   label named after the chapter; a lesson's further ``# …`` headings (all of them, when a
   title is asked for) become sections, the levels under them one deeper; a heading more than
@@ -198,8 +199,14 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
     if suffix == ".md":
         if is_chapter_source(text):  # read as the build reads a chapter
             return _in_python(read_chapter(text), path), "MyST lecture (.md)"
+        if tabbed := "%load_ext d2lbook.tab" in text:
+            text = _D2L_PROSE.sub(_d2l_tab, _D2L_INPUT.sub(_d2l_tab, text))
         notebook = jupytext.reads(text, fmt="md:markdown")  # a `:::` line: pandoc's, it guesses
         _note_written_lines(notebook, text.splitlines())
+        if tabbed:  # the lines of other frameworks' tabs, blank: no cell of their own
+            notebook.cells = [cell for cell in notebook.cells if cell.source.strip()]
+            for cell in notebook.cells:
+                cell.source = cell.source.strip("\n")
         return notebook, "Markdown lecture (.md)"
     if suffix == ".py":
         fmt, docstring = _script_format(text)
@@ -222,6 +229,28 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
         raise NotALesson(f"{path}: a Python file with neither `# %%` cells (jupytext percent) "
                          "nor a docstring first (sphinx-gallery): nothing to bring in")
     raise NotALesson(f"{path}: not a lesson make chapter reads (.ipynb, .py or .md)")
+
+
+# d2l-book's source (d2l-en's .md files): a block it runs (```{.python .input}) is one
+# framework's (`%%tab pytorch`, `#@tab all`; unmarked, its config's default tab: d2l-en's is
+# pytorch), prose between `:begin_tab:` and `:end_tab:` lines too.
+_D2L_INPUT = re.compile(r"^```\{\.python \.input[^}\n]*\}[ \t]*\n(?:(?:%%tab|#[ \t]*@tab)[ \t]+"
+                        r"(?P<tabs>[\w, ]+)\n)?(?P<body>(?:.*\n)*?)```[ \t]*$", re.M)
+_D2L_PROSE = re.compile(r"^:begin_tab:`(?P<tabs>[^`]*)`[ \t]*\n(?P<body>(?:.*\n)*?)"
+                        r":end_tab:[ \t]*$", re.M)
+
+
+def _d2l_tab(found: re.Match) -> str:
+    """A block or a passage of d2l-book's source in its PyTorch tab, as d2l-book writes that
+    tab's notebook (d2lbook/notebook.py, get_tab_notebook): a block a ```python code cell, a
+    passage its text, without their marks; another tab's, or the block loading d2l-book's
+    tabs, blank lines (each line keeps its number)."""
+    tabs = {tab.strip() for tab in (found["tabs"] or "pytorch").split(",")}
+    if not tabs & {"pytorch", "all"} or "%load_ext d2lbook.tab" in found["body"]:
+        return "\n" * found[0].count("\n")
+    if found.re is _D2L_PROSE:
+        return "\n" + found["body"]
+    return ("\n```python\n" if found["tabs"] else "```python\n") + found["body"] + "```"
 
 
 def with_answers(notebook: nbformat.NotebookNode, lab: Path,
