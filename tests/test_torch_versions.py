@@ -10,6 +10,7 @@ from bs4 import BeautifulSoup
 
 from conftest import BOOK, EXHIBITS, RUNTIMES_FILE, book_museum, copy_of_built_cache, sphinx_build
 from coursebook.model.runtimes import reader_runtimes
+from coursebook.torch_versions.model import verified_versions
 from coursebook.torch_versions.verify import comparable
 
 WARNING = ("UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being "
@@ -31,6 +32,13 @@ def test_what_torch_says_differently_is_still_a_change():
     new = "RuntimeError: which is output 0 of Exp, is at version 1 (torch 2.13.0)"
     assert comparable(old, "2.2.2") != comparable(new, "2.13.0")
     assert comparable("shape (2, 13)", "2.13.0") != comparable("shape (2, 14)", "2.14.1")
+
+
+def test_a_chapter_in_a_folder_is_verified_on_the_versions_of_its_files(tmp_path):
+    for version in ("2.14.1", "2.2.2"):
+        (tmp_path / f"torch-{version}" / "part").mkdir(parents=True)
+        (tmp_path / f"torch-{version}" / "part" / "ch.txt").write_text("")
+    assert verified_versions(tmp_path, "part/ch") == ["2.2.2", "2.14.1"]
 
 
 def _pairs(page: str) -> list[tuple[str, list[str], list[str]]]:

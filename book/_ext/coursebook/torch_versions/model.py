@@ -14,5 +14,6 @@ def expected_files(expected_dir: Path, chapter: str = "**/*") -> list[Path]:
 
 
 def verified_versions(expected_dir: Path, chapter: str) -> list[str]:
-    found = [p.parent.name.removeprefix("torch-") for p in expected_files(expected_dir, chapter)]
+    found = [p.relative_to(expected_dir).parts[0].removeprefix("torch-")  # torch-X/part/ch.txt
+             for p in expected_files(expected_dir, chapter)]
     return sorted(found, key=version_key)
