@@ -807,3 +807,117 @@ def test_only_the_instructor_footer_stamps_torch_commit_and_date(built):
     assert re.search(rf'class="build-stamp">Executed with torch {re.escape(TORCH_VERSION)}; '
                      r"built from (commit \w+|a copy outside git)[^<]* on \d{4}-\d\d-\d\d\.<",
                      instructor)
+
+
+# A chapter that glues (myst-nb's glue): a value, a formatted one, a word kept out of the
+# cell's output, an equation and a figure, each pasted into the prose.
+GLUE_CELL = """from myst_nb import glue
+import matplotlib.pyplot as plt
+from IPython.display import Math
+glue("tiny_mean", (weights * 0.375).mean().item())
+glue("tiny_word", "tripled", display=False)
+glue("tiny_equation", Math(r"y = 3 w"), display=False)
+fig, ax = plt.subplots(figsize=(1, 1))
+ax.plot([0, 1])
+glue("tiny_figure", fig, display=False)
+plt.close(fig)"""
+GLUE_PROSE = """The mean is {glue:}`tiny_mean`, about {glue:text}`tiny_mean:.2f`;
+weights are {glue}`tiny_word`.
+
+```{glue:} tiny_mean
+```
+
+```{glue:math} tiny_equation
+```
+
+```{glue:figure} tiny_figure
+A tiny line.
+```
+"""
+
+
+def colab_has_no(module: str) -> nbformat.NotebookNode:
+    """A first cell after which importing ``module`` fails, as in Colab, which lacks it."""
+    return nbformat.v4.new_code_cell(
+        "import importlib.abc, sys\nclass Lacks(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.partition('.')[0] == {module!r}:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, Lacks())")
+
+
+@pytest.mark.slow
+def test_a_glued_chapters_download_runs_without_myst_nb_and_shows_the_values(tiny_book, tmp_path):
+    """myst-nb's glue: the page pastes the build's values into the prose; the download
+    (Colab has no myst-nb) shows the same values and runs all without myst-nb."""
+    from verify_runtime import run_all
+
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text() + f"\n```{{code-cell}} ipython3\n{GLUE_CELL}\n```\n\n"
+                       + GLUE_PROSE)
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",  # its new cell's
+                         settings={"coursebook_accept_outputs": "1"})  # output accepted
+    assert build.returncode == 0 and "Traceback" not in build.log, build.log[-3000:]
+    page = re.sub(r"<[^>]+>", "", (tmp_path / "out" / "html" / "chapter.html").read_text())
+    assert "The mean is 0.375, about 0.38;\nweights are ‘tripled’." in page  # as pasted
+    download = nbformat.read(tmp_path / "out" / "html" / "_sources" / "chapter.ipynb",
+                             as_version=4)
+    prose = "\n".join(cell.source for cell in download.cells if cell.cell_type == "markdown")
+    assert "The mean is 0.375, about 0.38;\nweights are 'tripled'." in prose, prose
+    assert "```\n0.375\n```" in prose and "$$\n\\displaystyle y = 3 w\n$$" in prose
+    assert re.search(r"!\[A tiny line\.\]\(data:image/png;base64,[\w+/=]+\)\n\n\*A tiny line\.\*",
+                     prose), prose
+    assert myst_leftovers(prose) == []
+    download.cells.insert(0, colab_has_no("myst_nb"))
+    ran = run_all(download, tmp_path)  # a cell that still imports myst_nb stops it
+    assert not any("myst_nb" in cell.source for cell in ran.cells[1:])
+
+
+# myst-nb's glue data of a run: each key's mime bundle (a figure's PNG, shortened).
+GLUED = {"mean": {"text/plain": "0.375"}, "word": {"text/plain": "'tripled'"},
+         "equation": {"text/plain": "<IPython.core.display.Math object>",
+                      "text/latex": "$\\displaystyle y = 3 w$"},
+         "figure": {"text/plain": "<Figure size 100x100 with 1 Axes>", "image/png": "iVBOR\nw0K"},
+         "table": {"text/plain": "   a\n0  1", "text/html": "<table><td>1</td></table>"},
+         "note": {"text/plain": "<IPython.core.display.Markdown object>",
+                  "text/markdown": "A **bold** {sub}`note`"}}
+
+
+@pytest.mark.parametrize("source, plain", [
+    ("Mean {glue:}`mean`, {glue}`mean`, {glue:any}`word`.", "Mean 0.375, 0.375, 'tripled'."),
+    ("About {glue:text}`mean:.2f`, {glue:text}`mean:.0%`, {glue:text}`word`.",
+     "About 0.38, 38%, tripled."),
+    ("```{glue:} mean\n```", "```\n0.375\n```"),
+    ("```{glue} table\n```", "<table><td>1</td></table>"),
+    ("```{glue:math} equation\n:label: eq-tiny\n```", "$$\n\\displaystyle y = 3 w\n$$"),
+    ("See {glue:}`equation`.", "See $\\displaystyle y = 3 w$."),
+    ("```{glue:md} note\n```", "A **bold** note"),
+    ("```{glue:figure} figure\n:name: fig-tiny\n\nA *tiny* line.\n```",
+     "![A \\*tiny\\* line.](data:image/png;base64,iVBORw0K)\n\n*A *tiny* line.*"),
+    ("```{glue:figure} figure\n```", "![figure](data:image/png;base64,iVBORw0K)"),
+    ("Gone: {glue:}`other.md::mean`, {glue:text}`word:.2f`.",
+     "Gone: *[Shown on the book's page](https://book.example/p.html).*, "
+     "*[Shown on the book's page](https://book.example/p.html).*."),
+])
+def test_glued_values_download_as_the_page_pastes_them(source, plain):
+    """myst-nb's glue roles and directives: the value the build's run glued, as the page
+    shows it (myst-nb's first kind for HTML; a figure's image itself, as a data address);
+    one the build has not (another page's, a format its value has not), the page's link."""
+    converted = PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG,
+                              glued=GLUED).convert(source)
+    assert converted == plain
+    assert myst_leftovers(converted) == []
+
+
+def test_a_glue_import_becomes_a_stand_in_that_shows_the_value(capsys):
+    """Colab has no myst-nb: a download's cell defines a glue that shows the value (as
+    myst-nb's does, unless ``display=False``) where the chapter imports myst-nb's."""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import math\nfrom myst_nb import glue\nglue('a', 0.375)\n"
+        "glue('b', 'kept', display=False)"),
+        nbformat.v4.new_code_cell("from myst_nb import glue as paste\npaste('c', [1])")])
+    sources = [cell.source for cell in download_notebook(notebook, PlainMarkdown(_resolve)).cells]
+    assert not any("myst_nb" in source for source in sources)
+    for source in sources:
+        exec(source, {})
+    assert capsys.readouterr().out == "0.375\n[1]\n"

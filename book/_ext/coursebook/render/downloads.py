@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import copy
 import io
+import json
+import re
 import tokenize
 from collections import defaultdict
 from dataclasses import replace
@@ -30,6 +32,13 @@ from coursebook.prepare.proofs import proof_blocks
 
 if TYPE_CHECKING:  # mdformat with it is imported when a page is written (a no-op writes none)
     from coursebook.render.plain_markdown import PlainMarkdown, Target
+
+# myst-nb's glue, which Colab lacks, is a function that shows the value there: the page pastes
+# each value into its text, and so does the download (markdown_for), from the build's run.
+GLUE_IMPORT = re.compile(r"^from myst_nb import glue(?: as (\w+))?[ \t]*$", re.M)
+GLUE_STAND_IN = ("def {}(name, value, display=True):  # myst-nb's glue, as Colab has none\n"
+                 "    if display:\n        __import__('IPython').display.display(value)")
+
 
 # How a caught cell begins, worded for a cell whose outcome the student predicts first: it
 # says what the wrapper does, not that the cell fails.
@@ -83,6 +92,8 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
             cell.source = markdown.convert(cell.source)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            cell.source = GLUE_IMPORT.sub(lambda found: GLUE_STAND_IN.format(found[1] or "glue"),
+                                          cell.source)
             # A predict-first cell is wrapped too, whether it raises or not: a wrapper on
             # the failing ones alone would answer "does it raise?" before the reader runs it.
             if raised and (RAISES_TAG in tags or REVEAL_TAG in tags):
@@ -179,7 +190,19 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
     numbers = {kind: iter(found) for kind, found in block_numbers(app.env, pagename).items()}
     return PlainMarkdown(resolve, page_url(published, pagename), md_config, app.tags.eval_condition,
                          lambda path: copied(app.env.images, "_images", path),
-                         numbers=defaultdict(lambda: iter(()), numbers))
+                         numbers=defaultdict(lambda: iter(()), numbers),
+                         glued=glued(app, pagename))
+
+
+def glued(app: Sphinx, pagename: str) -> dict[str, dict]:
+    """Each value a chapter's cells glue, the mime bundle the page pastes: myst-nb's glue data
+    of this page's run, which it writes out for later steps (this one)."""
+    from myst_nb.sphinx_ import NbMetadataCollector
+
+    if not NbMetadataCollector.get_doc_data(app.env)[pagename].get("glue"):
+        return {}  # none glued (a file of an earlier run may be left)
+    data = Path(app.env.mystnb_config.output_folder, pagename + ".glue.json").read_text("utf8")
+    return {key: output["data"] for key, output in json.loads(data).items()}
 
 
 def block_numbers(env, pagename: str) -> dict[str, list[str]]:

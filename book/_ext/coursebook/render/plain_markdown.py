@@ -6,6 +6,7 @@ in https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sani
 
 from __future__ import annotations
 
+import base64
 import html
 import itertools
 import re
@@ -49,6 +50,9 @@ _CARDS = {"card", "grid-item-card"}
 _CODE = {"code-block", "code", "sourcecode", "code-cell"}
 _REFERENCE_ROLES = {"ref", "numref", "doc", "any", "eq", "term", "download"}
 _TEXT_ROLES = {"sub", "sup", "abbr", "title-reference", "emphasis", "strong"}
+# What a glued value shows, the first of these it has (myst-nb's order for HTML).
+_GLUED = ("text/html", "image/svg+xml", "image/png", "image/gif", "image/jpeg", "text/markdown",
+          "text/latex", "text/plain")
 
 
 @dataclass
@@ -69,6 +73,8 @@ class PlainMarkdown:
     # alone, from 1.
     numbers: dict[str, Iterator[object]] = field(
         default_factory=lambda: defaultdict(lambda: itertools.count(1)))
+    # What the page's cells glue (myst-nb's glue), by key: each value's mime bundle.
+    glued: dict[str, dict] = field(default_factory=dict)
 
     @cached_property
     def _parser(self):
@@ -82,6 +88,8 @@ class PlainMarkdown:
         return self._parser.render(source, {PlainMarkdown: self}).rstrip("\n")
 
     def role(self, role: str, content: str) -> str:
+        if role.partition(":")[0] == "glue":
+            return self.paste(role.partition(":")[2], content)
         name = role.split(":")[-1]  # py:func and the like: the role's own name
         if name == "math":
             return f"${content}$"
@@ -102,10 +110,50 @@ class PlainMarkdown:
             return f"![{escape(alt)}]({url})" + (f"\n\n*{caption}*" if caption else "")
         return f"*{self.link('Figure', self.page_url)}:* {caption or escape(alt)}"
 
+    def paste(self, kind: str, text: str, caption: str = "", inline: bool = True) -> str:
+        """A glue role's or directive's value, as the page shows it: the build's run's. A
+        ``{glue:text}`` formats it; ``{glue}``, ``{glue:any}`` and ``{glue:figure}`` show its
+        first kind in myst-nb's order (an image inline: the download keeps no output)."""
+        from myst_nb.core.render import strip_latex_delimiters
+        from myst_nb.core.variables import format_plain_text
+
+        key, spec = text.rsplit(":", 1) if kind in ("text", "md") and ":" in text else (text, "s")
+        data = self.glued.get(key.strip(), {})
+        mimes = {"text": ["text/plain"], "md": ["text/markdown"], "math": ["text/latex"]}
+        mime = next((mime for mime in mimes.get(kind, _GLUED) if mime in data), None)
+        if mime is None:  # another page's (``page::key``), or none: myst-nb warned
+            return self.on_page()
+        value = data[mime]
+        if kind == "text":
+            try:
+                return escape(format_plain_text(value, spec))
+            except ValueError:  # a format the value has not: myst-nb warned, pastes nothing
+                return self.on_page()
+        if mime == "text/plain":
+            shown = escape(value) if inline else fenced(value)
+        elif mime == "text/latex":
+            math = strip_latex_delimiters(value).strip()
+            shown = f"${math}$" if inline else f"$$\n{math}\n$$"
+        elif mime == "text/markdown":
+            shown = self.convert(value)
+        elif mime.startswith("image/"):
+            image = "".join(value.split()) if mime != "image/svg+xml" else base64.b64encode(
+                value.encode()).decode()
+            shown = f"![{escape(caption.split(chr(10))[0] or key)}](data:{mime};base64,{image})"
+        else:  # HTML, as Jupyter shows it
+            shown = value
+        return shown + (f"\n\n*{caption}*" if caption else "")
+
+    def on_page(self) -> str:  # in place of what only the book's page shows
+        return "*" + self.link("Shown on the book's page", self.page_url) + ".*"
+
     def directive(self, info: str, body: str) -> str:
         name, _, argument = info.strip()[1:].partition("}")
         argument = argument.strip()
         options, content = split_options(body)
+        if name.partition(":")[0] == "glue":
+            caption = self.convert(content) if name == "glue:figure" else ""
+            return self.paste(name.partition(":")[2], argument, caption, inline=False)
         if name in ADMONITION_TITLES:
             if name != "admonition" and argument:
                 content = f"{argument}\n{content}"  # an admonition's first line is its text
@@ -158,7 +206,7 @@ class PlainMarkdown:
             caption = self.convert(content) if name == "figure" else ""
             alt = options.get("alt", "") or caption.split("\n")[0] or "A figure"
             return self.image(argument.strip(), alt, caption)
-        return "*" + self.link("Shown on the book's page", self.page_url) + ".*"
+        return self.on_page()
 
 
 # --- mdformat renderers (one per MyST syntax node) ----------------------------------
