@@ -161,6 +161,22 @@ def test_creating_the_cache_makes_its_tables_before_readers_fork(tmp_path):
     assert {"nbcache", "nbproject", "settings"} <= tables
 
 
+def test_a_cache_whose_creation_was_stopped_is_created_again(tmp_path):
+    """sqlite makes the file as it connects, before the tables: a build stopped then left an
+    empty global.db, which jupyter-cache (it creates tables only where there is no file) read
+    as 'no such table' in every later build. Without the __version__.txt jupyter-cache
+    writes after the tables, it is made again; a whole cache is kept."""
+    from coursebook.execute.shared_cache import cache_run, create_cache, open_cache
+
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "global.db").write_bytes(b"")
+    create_cache(tmp_path / "cache")
+    assert open_cache(tmp_path / "cache").list_cache_records() == []
+    cache_run(tmp_path / "cache", _notebook("print(1)"), "a.md", {})
+    create_cache(tmp_path / "cache")
+    assert len(open_cache(tmp_path / "cache").list_cache_records()) == 1
+
+
 def test_the_cache_check_leaves_an_entry_another_build_is_writing(tmp_path):
     """jupyter-cache adds a record before its notebook file: a build starting then saw the
     file missing and dropped the entry, and the writer's chapter ran twice (CI, twice)."""

@@ -144,12 +144,23 @@ def test_a_missing_cached_notebook_is_dropped_and_runs_again(tiny_book, tmp_path
 
 
 @pytest.mark.slow
-def test_a_damaged_cache_database_names_make_clean_cache(tiny_book, tmp_path, cache_copy):
+@pytest.mark.parametrize("length", [3000, 0])  # 0: no tables, read through jupyter-cache's
+def test_a_damaged_cache_database_names_make_clean_cache(tiny_book, tmp_path, cache_copy,
+                                                         length):
     database = cache_copy / "global.db"
-    database.write_bytes(database.read_bytes()[:3000])
+    database.write_bytes(database.read_bytes()[:length])
     build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
     assert_one_clear_message(build, f"Run `{CLEAN_CACHE_COMMAND}`")
     assert f"{database}" in build.log and "the execution cache is damaged" in build.log
+
+
+@pytest.mark.slow
+def test_a_cache_whose_creation_was_stopped_is_made_again(tiny_book, tmp_path):
+    """A build stopped as sqlite made global.db left it empty, without __version__.txt."""
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "global.db").write_bytes(b"")
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert build.returncode == 0 and build.executed == 1, build.log[-3000:]
 
 
 @pytest.mark.slow

@@ -169,8 +169,11 @@ def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
     try:
         create_cache(path)
         dropped = drop_unreadable_entries(path)
-    except SQLAlchemyError as error:
-        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+    except (SQLAlchemyError, RuntimeError) as error:  # jupyter-cache wraps OperationalError
+        cause = error.__cause__ if isinstance(error, RuntimeError) else error
+        if not isinstance(cause, SQLAlchemyError):
+            raise
+        reason = str(getattr(cause, "orig", None) or cause).splitlines()[0]
         stop_build("cache", (f"the execution cache is damaged ({reason}): its database "
                              f"{shown_path(path / 'global.db')} cannot be read. Run "
                              f"`{CLEAN_CACHE_COMMAND}` (every chapter then executes again).", None))

@@ -110,8 +110,12 @@ def cache_key(cache_path: str | Path, notebook: nbformat.NotebookNode) -> str:
 
 
 def create_cache(cache_path: str | Path) -> None:
-    """Create the cache folder and its tables, once, however many builds start together."""
+    """Create the cache folder and its tables, once, however many builds start together. A
+    database without __version__.txt, which jupyter-cache writes after the tables, is one whose
+    creation was stopped (it holds nothing; jupyter-cache would never make it): made again."""
     with cache_lock(cache_path, "create"):
+        if not Path(cache_path, "__version__.txt").exists():
+            Path(cache_path, "global.db").unlink(missing_ok=True)
         open_cache(cache_path).db  # the tables are made on first use of the database
 
 
