@@ -171,6 +171,11 @@ def run_sphinx(command: list[str], *, cwd: Path = ROOT, env: dict[str, str] | No
     other than the session's, from a server of those settings (started for the first such
     build, kept for the next); False: never."""
     env = dict(os.environ if env is None else env)
+    conf = command[command.index("-c") + 1] if "-c" in command else None
+    if conf == str(ROOT) and not any("nb_execution_cache_path=" in arg for arg in command):
+        pytest.fail("this test builds with conf.py's execution cache, the repository's "
+                    "_build/.jupyter_cache: give it its own (nb_execution_cache_path)",
+                    pytrace=False)
     if forked is None:
         servers = [] if _STARTING_AFRESH else _BUILD_SERVERS[:1]
     else:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BOOK, ROOT, load_tool, run_in_kernel, run_in_python
-from coursebook.execute.kernel_pool import (make_pool, start_kernel_forkserver,
+from coursebook.execute.kernel_pool import (POOL_ENV, make_pool, start_kernel_forkserver,
                                             stop_kernel_forkserver)
 from coursebook.process.forked_builds import Forked, build_modules, import_modules, sphinx_build
 
@@ -42,8 +42,11 @@ def test_the_collector_waits_while_extensions_load_and_runs_again_for_the_build(
             f"Sphinx({str(tmp_path / 'src')!r}, {str(ROOT)!r}, {str(tmp_path / 'out')!r}, "
             f"{str(tmp_path / 'doctrees')!r}, 'html', status=None)\n"
             "print(sorted(collecting.items()), gc.isenabled(), gc.get_freeze_count() > 100_000)")
+    # No kernel server: on a cache without its database (conf.py's, the repository's) the
+    # extension's setup would start one there, importing torch, for an app never built.
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "book" / "_ext")})
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "book" / "_ext"),
+                               POOL_ENV: "none"})
     held = sorted((name, False) for name in heavy)
     assert done.stdout.strip() == f"{held} True True", done.stderr[-2000:]
 

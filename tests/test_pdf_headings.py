@@ -27,7 +27,9 @@ def _latex(tmp_path: Path, *options: str) -> Path:
                                        encoding="utf8")
     out = tmp_path / "latex"
     done = run_sphinx([*sphinx_command(source, out, tmp_path / "doctrees", builder="latex",
-                                       strict=False, jobs=None), "-q", *options])
+                                       strict=False, jobs=None, settings={
+                                           "nb_execution_cache_path": str(tmp_path / "cache")}),
+                       "-q", *options])
     assert done.returncode == 0, done.stdout + done.stderr
     return out
 
