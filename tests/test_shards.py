@@ -459,3 +459,14 @@ def test_a_read_of_the_book_leaves_its_process_as_it_was(tiny_book, tmp_path):
     read_book(tiny_book, book_conf_with(tmp_path / "conf"), Edition.STUDENT)
     assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == blocked
     assert gc.isenabled()
+
+
+def test_a_history_cache_whose_creation_was_stopped_is_no_history(tmp_path):
+    """A cache left with a 0-byte database (a build stopped as it created it) holds no recorded
+    times: the shard is dealt by count, not stopped by jupyter-cache's RuntimeError."""
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / "global.db").touch()
+    seconds = execute_shard([], {}, Shard(1, 1), tmp_path / "shards", history, reuse=history)
+    assert seconds == {}
+    assert (Shard(1, 1).cache(tmp_path / "shards") / "__version__.txt").is_file()
