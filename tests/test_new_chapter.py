@@ -1845,11 +1845,11 @@ Blocks
 import torch
 
 ###############################################################################
-# A graph that looks like this:
+# A graph that ``looks``\\ like this:
 #
 # ::
 #
-#     input -> conv2d
+#     input -> conv2d\\ relu
 #           -> loss
 #
 # Descent (SGD):
@@ -1890,7 +1890,7 @@ def test_a_gallery_literal_block_and_block_quote_are_markdowns(tmp_path, capsys)
     assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
     text = (book / "blocks.md").read_text()
     assert "::" not in text.replace(".. note::", "").replace(":::", ""), text
-    assert "looks like this:\n\n\n```\ninput -> conv2d\n      -> loss\n```" in text, text
+    assert "``looks``like this:\n\n\n```\ninput -> conv2d\\ relu\n      -> loss\n```" in text, text
     assert "In code:\n\n```\nw = w - lr * g\n```" in text, text
     assert "\n\n> ``weight = weight - learning_rate * gradient``\n\n" in text, text
     assert ":::{note}\nA note.\n:::" in text and "- an item\n\n    its second" in text, text

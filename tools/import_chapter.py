@@ -478,6 +478,9 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         source = _rest_blocks(_FIGURE.sub(_as_image, source + "\n"))
         source = rst2md(source, {"notebook_images": False}, "", levels).rstrip("\n")
         source = re.sub(r"^(\([\w.-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
+        code = _code_lines(source)  # reST's escaped space (``forward(input)``\ that) is no text
+        source = "\n".join(text if at in code else re.sub(r"(?<!\\)\\ ", "", text)
+                           for at, text in enumerate(source.split("\n")))
         source = _ADMONITION.sub(lambda found: found[0] if found.string.count(
             "\n", 0, found.start()) in _code_lines(found.string)
             else f":::{{{found['kind']}}}\n" + (
