@@ -167,7 +167,8 @@ latex_elements = {
     # the HTML shows them; LaTeX must not add a second number in front ("1.5 5. ...").
     "secnumdepth": r"\setcounter{secnumdepth}{-1}",
     "fontpkg": pdf_fonts.fontpkg(),  # Free* for text, DejaVu Sans Mono for code; fallbacks
-    "sphinxsetup": "verbatimforcewraps=true, verbatimmaxunderfull=0, hmargin={2cm,2cm}, vmargin={2.2cm,2.2cm}",
+    "sphinxsetup": "verbatimforcewraps=true, verbatimmaxunderfull=0, "
+                   "hmargin={2cm,2cm}, vmargin={2.2cm,2.2cm}",
     "preamble": r"""
 % A line may break after an underscore, so long names in inline code do not overflow
 % (robust, so it survives section titles; bookmarks get a plain underscore).

@@ -96,7 +96,8 @@ def run_in_fresh_python(code: str, side_environment: str = "",
         root = os.environ.get(SIDE_ENVIRONMENTS)
         if not root or not os.path.isdir(os.path.join(root, side_environment)):
             raise RuntimeError(f"side environment {side_environment!r} is not installed "
-                               f"(under ${SIDE_ENVIRONMENTS}); `make recording KIND=cpu` installs it")
+                               f"(under ${SIDE_ENVIRONMENTS}); "
+                               "`make recording KIND=cpu` installs it")
         env["PYTHONPATH"] = os.pathsep.join(
             [os.path.join(root, side_environment), env.get("PYTHONPATH", "")])
     if timeout is None:

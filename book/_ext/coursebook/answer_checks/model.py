@@ -70,7 +70,8 @@ def _entry(raw, cell) -> AnswerCheck:
     wrong = [name for name in (*_TEXTS, "inputs") if name in raw and not isinstance(raw[name], str)]
     taught_in = raw.get("taught_in")
     unlisted = ["taught_in"] if "taught_in" in raw and not (
-        isinstance(taught_in, list) and taught_in and all(isinstance(label, str) for label in taught_in)
+        isinstance(taught_in, list) and taught_in
+        and all(isinstance(label, str) for label in taught_in)
     ) else []
     function = "inputs" in raw
     not_literals = [name for name in LISTS if name in raw and not (
@@ -160,8 +161,8 @@ def untaught_checks(chapters: Sequence[ChapterTeaching]) -> list[AnswerCheckErro
                 if section is None:
                     fault = "no section of this chapter or an earlier one has that label"
                 elif at > place:
-                    fault = (f"that is '{section.title}' in {shown_path(owner.path)}, a chapter after this "
-                             "one in the reading order")
+                    fault = (f"that is '{section.title}' in {shown_path(owner.path)}, "
+                             "a chapter after this one in the reading order")
                 elif at == place and section.line > check.line:
                     fault = f"that is '{section.title}' at line {section.line}, after the check"
                 else:

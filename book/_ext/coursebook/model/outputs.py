@@ -46,7 +46,8 @@ class _CanonicalHTML(HTMLParser):
         self.parts: list[str] = []
 
     def handle_starttag(self, tag, attrs, end=">"):
-        attributes = "".join(f' {name}="{html.escape(value or "")}"' for name, value in sorted(attrs))
+        attributes = "".join(f' {name}="{html.escape(value or "")}"'
+                             for name, value in sorted(attrs))
         self.parts.append(f"<{tag}{attributes}{end}")
 
     def handle_startendtag(self, tag, attrs):

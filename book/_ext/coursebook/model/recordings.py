@@ -276,7 +276,8 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
             if (printed := printed_for_downloads(cell, outputs, recording)) is not None:
                 labelled.cells.append(printed)
             # A hidden cell, or the book's verdict on the cell above, needs no mark.
-            if instructor and "remove-cell" not in tags and not {"remove-input", BOOK_ONLY_TAG} <= tags:
+            if (instructor and "remove-cell" not in tags
+                    and not {"remove-input", BOOK_ONLY_TAG} <= tags):
                 labelled.cells.append(markdown_cell(
                     f"*Recorded on {{ref}}`{recording.machine.short_label} "
                     f"<{recording.anchor(chapter.name)}>`.*", BOOK_ONLY_TAG))

@@ -111,7 +111,8 @@ def _value(file: TomlFile, where: str, value: Any, kind: Any, given: dict | None
     if origin is tuple and isinstance(value, list):
         return tuple(_value(file, f"{where}[{i}]", item, args[0]) for i, item in enumerate(value))
     fits = {Literal: lambda: value in args,
-            dict: lambda: isinstance(value, dict) and all(isinstance(v, str) for v in value.values()),
+            dict: lambda: (isinstance(value, dict)
+                           and all(isinstance(v, str) for v in value.values())),
             int: lambda: isinstance(value, int) and not isinstance(value, bool)}.get(
         origin or kind, lambda: isinstance(value, kind))
     if not fits():

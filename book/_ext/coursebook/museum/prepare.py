@@ -100,7 +100,8 @@ def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
                     ) -> list[tuple[str, ErrorRecord]]:
     """Readers' runtimes' records whose text differs from ``expected``, with their labels."""
     return [(label, record) for label, record in exhibit.reader_records
-            if expected is None or (record.type, record.message) != (expected.type, expected.message)]
+            if expected is None
+            or (record.type, record.message) != (expected.type, expected.message)]
 
 
 def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
@@ -220,7 +221,8 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
     reproductions where its file has them."""
     museum, rerun, cpu = exhibit.museum_record, exhibit.museum_rerun, exhibit.cpu
     only = (STAND_IN_ONLY_TAG,) if rerun is not None and rerun.stand_in_only else ()
-    run = "The museum's text, verbatim" + ("; the code is run again after the cause" if rerun else "")
+    run = ("The museum's text, verbatim"
+           + ("; the code is run again after the cause" if rerun else ""))
     cells = [markdown_cell(
         f"{_title(exhibit, total)}\n\n**The code**, as the museum ran it. {_PROMPT}\n\n"
         f"```python\n{exhibit.failing_code}\n```\n\n"
@@ -359,7 +361,8 @@ def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
             *_exhibits_cells(exhibits, total, torch_version)]
 
 
-def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing], torch_version: str) -> None:
+def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing],
+                 torch_version: str) -> None:
     replace_markers(notebook, _MARKER, lambda marker: _marker_cells(
         marker.group(2), marker.group(3).split(), museum, torch_version))
     # Exhibits are independent: the run goes on past a broken one, so one build names each.

@@ -37,7 +37,8 @@ def answer_lines(cells: list) -> int:
     lines = 0
     for cell in cells:
         for line in cell.source.strip().splitlines():
-            if not line.strip() or re.fullmatch(r"\s*#+\s.*", line) and cell.cell_type == "markdown":
+            if (not line.strip()
+                    or re.fullmatch(r"\s*#+\s.*", line) and cell.cell_type == "markdown"):
                 continue  # blank lines and the answer's own heading need no room
             if cell.cell_type == "code":
                 lines += 1

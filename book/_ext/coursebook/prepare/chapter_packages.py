@@ -179,7 +179,8 @@ def install_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode | Non
         return None
     quoted = " ".join(f"'{package}'" if re.search(r"[<>=!~;\[ ]", package) else package
                       for package in packages)
-    return nbformat.v4.new_code_cell(f"# The packages this notebook needs.\n%pip install -q {quoted}")
+    return nbformat.v4.new_code_cell(
+        f"# The packages this notebook needs.\n%pip install -q {quoted}")
 
 
 def setup(app: Sphinx) -> None:

@@ -250,7 +250,8 @@ def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dic
     """``html-page-context``, after the theme's buttons: "Open in Colab", which opens the
     student notebook where the student HTML is published, when configured."""
     config = book_config(app.config)
-    if not config.repository_url or "header_buttons" not in context or "ipynb_source" not in context:
+    if (not config.repository_url
+            or "header_buttons" not in context or "ipynb_source" not in context):
         return
     context["header_buttons"].append({
         "type": "link", "url": colab_url(config.repository_url, config.published_branch, pagename),

@@ -164,7 +164,8 @@ class PlainMarkdown:
             return self.convert(content) if self.only(argument) else ""
         if name == "dropdown" and self.set_aside is not None:
             self.set_aside.append((argument or "Note", self.convert(content)))
-            return f"*{escape(argument or 'Note')}: note {len(self.set_aside)}, at the end of this file.*"
+            return (f"*{escape(argument or 'Note')}: note {len(self.set_aside)}, "
+                    "at the end of this file.*")
         if name == "dropdown":  # blank lines around the content: Markdown inside HTML
             opening = "<details open>" if "open" in options else "<details>"
             summary = f"<summary>{html.escape(argument)}</summary>\n\n" if argument else ""
@@ -253,7 +254,8 @@ def _table(node: RenderTreeNode, context: RenderContext) -> str:  # GitHub's, as
     rows = []
     for section in node.children:
         for row in section.children:
-            cells = [cell.children[0].render(context) if cell.children else "" for cell in row.children]
+            cells = [cell.children[0].render(context) if cell.children else ""
+                     for cell in row.children]
             rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
             if section.type == "thead":  # each column's alignment, as written
                 styles = [str(cell.attrs.get("style", "")) for cell in row.children]

@@ -129,7 +129,8 @@ def _advice(error: str, printed: str, left_out: dict[str, int]) -> str:
     lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
     return ((f"    Declare the package that installs {lacking[1]} in the top matter "
              "(`coursebook: {packages: [...]}`), then `make chapter-packages`;" if lacking
-             else "    Fix the cell,") + f" or tag it `{RAISES_TAG}` if the error is what it teaches.")
+             else "    Fix the cell,")
+            + f" or tag it `{RAISES_TAG}` if the error is what it teaches.")
 
 
 def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
