@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Record the error each CPU exhibit raises on this machine's torch, for the book to check.
 
-Runs every exhibit's failing code (those that run in every build: runs_on the stand-in kind), and adds a record for the
-running torch version to its file under exhibits/: exception type and message (addresses
-and temporary paths normalised), where and when. The museum's own records are never
-changed. An existing record for this torch that no longer matches is reported, and
-replaced only with --replace. Review the diff of exhibits/ before committing it.
+Runs every exhibit's failing code (those that run in every build: runs_on the stand-in kind),
+and adds a record for the running torch version to its file under exhibits/: exception type
+and message (addresses and temporary paths normalised), where and when. The museum's own
+records are never changed. An existing record for this torch that no longer matches is
+reported, and replaced only with --replace. Review the diff of exhibits/ before committing it.
 """
 
 from __future__ import annotations

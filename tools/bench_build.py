@@ -196,7 +196,8 @@ def course_sized(root: Path, variants: int) -> Scratch:
         (course.book / f"{name}.md").write_text(re.sub(r"(?<=[(`<])pt01(?=[-)`>])", name, text))
         names.append(name)
     index = course.book / "index.md"
-    index.write_text(index.read_text().replace("pt01\n", "pt01\n" + "".join(f"{n}\n" for n in names), 1))
+    index.write_text(index.read_text().replace(
+        "pt01\n", "pt01\n" + "".join(f"{n}\n" for n in names), 1))
     return course
 
 
@@ -515,7 +516,8 @@ def main(argv: list[str] | None = None) -> int:
                         for name in ("student", "instructor"))
             return logs.executed
         together(("14n both editions from the merged cache", merged_build,
-                  lambda: shutil.rmtree(work / "merged", ignore_errors=True)), runs=args.course_runs)
+                  lambda: shutil.rmtree(work / "merged", ignore_errors=True)),
+                 runs=args.course_runs)
         manifest = json.loads((work / "shards-1" / "shard-1" / "shard.json").read_text())
         shard_chapters.append(len(manifest["chapters"]))
 
@@ -551,7 +553,8 @@ def main(argv: list[str] | None = None) -> int:
              ("2v warm, no output comparison", scratch.warm_unverified, nothing),
              ("6 Sphinx's own no-op (x2 at once)", plain_noop, nothing))
     together(("3 prose edit in PT01, both", scratch.both,
-              lambda: scratch.edit("## 1. Tensors\n", f"## 1. Tensors\n\nProse edit {next(edits)}.\n")))
+              lambda: scratch.edit("## 1. Tensors\n",
+                                   f"## 1. Tensors\n\nProse edit {next(edits)}.\n")))
     # An edited cell has no expected output yet: its author accepts the new one (in the
     # scratch copy), as `make accept-outputs` would.
     together(("4 code edit in PT01, both", lambda: scratch.both(*accept), code_edit(scratch)))

@@ -97,7 +97,8 @@ def find_python(version: str, nearest: bool = False) -> tuple[Path, str] | None:
                 Path.home() / ".pyenv" / "versions" / f"{major}.{candidate}.*" / "bin" / name)),
                 reverse=True)]
             for python in filter(None, found):
-                if subprocess.run([python, "-c", "import venv"], capture_output=True).returncode == 0:
+                if subprocess.run([python, "-c", "import venv"],
+                                  capture_output=True).returncode == 0:
                     note = "" if distance == 0 else f" (nearest to the runtime's {version})"
                     return Path(python), note
     return None

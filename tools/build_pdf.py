@@ -51,7 +51,8 @@ def fonts_not_installed() -> list[str]:
 
 
 def sphinx_latex(args, latex: Path, doctrees: Path, tags: tuple[str, ...]) -> bool:
-    """Sphinx's LaTeX builder into a fresh ``latex`` folder (a full typeset: its log misses nothing)."""
+    """Sphinx's LaTeX builder into a fresh ``latex`` folder (a full typeset: its log misses
+    nothing)."""
     shutil.rmtree(latex, ignore_errors=True)
     sphinx = [*sphinx_command(args.source, latex, doctrees, builder="latex", tags=tags,
                               instructor=args.edition == "instructor", jobs=None),

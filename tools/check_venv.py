@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Check that this Python can run the recorder and create virtual environments with pip, before anything is installed.
+"""Check that this Python can run the recorder and create virtual environments with pip,
+before anything is installed.
 
 The recorder needs Python 3.11 or newer (it uses datetime.UTC and tomllib; a Cloud TPU VM's
 image ships 3.10). It creates its own environment and one per chapter kernel, each from this
@@ -36,7 +37,7 @@ def venv_works() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.parse_args(argv)
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     if sys.version_info[:2] < FLOOR:

@@ -226,7 +226,8 @@ def record(plan: Plan, candidates: tuple[Candidate, ...], dry_run: bool,
             elif remove(plan, candidate.zone, dry_run, attempts) in ("deleted", "absent"):
                 pending.remove(candidate.zone)
             if dry_run:
-                remove(plan, candidate.zone, dry_run, attempts, "after a failed create in that zone")
+                remove(plan, candidate.zone, dry_run, attempts,
+                       "after a failed create in that zone")
                 pending.remove(candidate.zone)
         if dry_run:
             zone = candidates[0].zone

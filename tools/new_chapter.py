@@ -45,8 +45,10 @@ _TOCTREE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{toctree\}[^\n]*\n(?P<body>.*?)^
 
 NEXT = """\
 Next, from the repository's folder:
-  make accept-outputs           # runs it, takes its outputs as expected (both editions): again after each code edit
-  make preview                  # http://127.0.0.1:8000/{name}.html, rebuilt on each save of book/{name}.md
+  make accept-outputs           # runs it, takes its outputs as expected (both editions):
+                                # again after each code edit
+  make preview                  # http://127.0.0.1:8000/{name}.html, rebuilt on each save
+                                # of book/{name}.md
   make instructor               # the instructor edition: the answers, boxed
   make test-fast                # the fast tests
   git add book/{name}.md {images}book/index.md book/expected/ && git commit
@@ -183,7 +185,8 @@ def new_chapter(name: str, title: str, book: Path, after: str | None = None,
         raise Refused("TITLE is empty: make chapter NAME=... TITLE=\"PT02: Training loops\"")
     chapter = book / f"{name}.md"
     if chapter.exists():
-        raise Refused(f"{shown_path(chapter)} exists: nothing written (edit it, or choose another NAME)")
+        raise Refused(f"{shown_path(chapter)} exists: nothing written "
+                      "(edit it, or choose another NAME)")
     for path, content in (imported.files.items() if imported is not None else ()):
         if (book / path).is_file() and (book / path).read_bytes() != content:
             raise Refused(f"{shown_path(book / path)} exists, and the lesson's {path} differs: "

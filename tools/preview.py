@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         __doc__.splitlines()[2:]), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--edition", choices=["student", "instructor"], default="student",
                         help="the edition to serve (default: student)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: 127.0.0.1)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to serve on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port to serve on (default: 8000)")
     parser.add_argument("--source", type=Path, default=ROOT / "book",
                         help="the book's sources (default: book/)")
@@ -136,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-warm-kernels", action="store_true",
                         help="start each kernel when needed (the bench's comparison)")
     parser.add_argument("-D", dest="settings", action="append", default=[], metavar="NAME=VALUE",
-                        help="a Sphinx setting, as sphinx-build's -D (e.g. nb_execution_cache_path=...)")
+                        help="a Sphinx setting, as sphinx-build's -D "
+                        "(e.g. nb_execution_cache_path=...)")
     args = parser.parse_args(argv)
     settings = {"coursebook_preview": "1",
                 **dict(setting.split("=", 1) for setting in args.settings)}

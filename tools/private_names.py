@@ -8,10 +8,10 @@ a module put in ``sys.modules`` in another's place, a private method of another 
 class overridden in a subclass, an attribute another library sets on its own objects
 replaced (:data:`REPLACED`), or one of a subclassed class's attributes given an object of
 the book's own class (a duck-typed stand-in). Each is what an upgrade of that library may
-break without notice. A module imported ahead by name (a conf.py list ending in ``_imports``) counts as an import.
-Names the extension defines itself do not count, nor the standard
-library's documented underscore names (``os._exit``, ``sys._getframe``) and namedtuple's
-``_replace``/``_asdict``/``_fields``.
+break without notice. A module imported ahead by name (a conf.py list ending in
+``_imports``) counts as an import. Names the extension defines itself do not count, nor the
+standard library's documented underscore names (``os._exit``, ``sys._getframe``) and
+namedtuple's ``_replace``/``_asdict``/``_fields``.
 
 Prints each use (file:line, kind, name), then the count. docs/performance.md lists those
 that stay, with their payoff and their test.
@@ -30,7 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # The extension, conf.py, and the preview (which runs sphinx-autobuild with the extension's
 # forked builds).
-DEFAULT_PATHS = [ROOT / "book" / "_ext" / "coursebook", ROOT / "conf.py", ROOT / "tools" / "preview.py"]
+DEFAULT_PATHS = [ROOT / "book" / "_ext" / "coursebook", ROOT / "conf.py",
+                 ROOT / "tools" / "preview.py"]
 OWN_PACKAGES = {"coursebook"}
 # Underscore names the standard library documents as public.
 DOCUMENTED = {"_exit", "_getframe", "_replace", "_asdict", "_fields", "_make", "_thread",
@@ -55,7 +56,8 @@ class Use:
     name: str
 
     def __str__(self) -> str:
-        return f"{self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path}:{self.line}: {self.kind}: {self.name}"
+        path = self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path
+        return f"{path}:{self.line}: {self.kind}: {self.name}"
 
 
 def _private(name: str) -> bool:
@@ -160,7 +162,8 @@ def uses_in(path: Path, tree: ast.Module, own: set[str]) -> Iterator[Use]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id == "setattr" and node.args \
                 and isinstance(node.args[0], ast.Name) and node.args[0].id not in {"self", "cls"}:
-            yield Use(path, node.lineno, "attribute set on another object", ast.unparse(node.args[0]))
+            yield Use(path, node.lineno, "attribute set on another object",
+                      ast.unparse(node.args[0]))
         if isinstance(node, ast.ClassDef):
             yield from _private_overrides(path, node, bound)
 
@@ -223,7 +226,8 @@ def private_uses(paths: list[Path]) -> list[Use]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     epilog="With no path: the extension, conf.py and tools/preview.py.")
+                                     epilog="With no path: the extension, conf.py and "
+                                     "tools/preview.py.")
     parser.add_argument("paths", nargs="*", type=Path, help="files or folders to scan")
     parser.add_argument("--count", action="store_true", help="print only the count")
     args = parser.parse_args(argv)

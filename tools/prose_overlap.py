@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.seeds.is_dir():
         sys.exit(f"prose_overlap: {args.seeds} is not a folder; pass --seeds DIR")
-    found = book_overlaps(ROOT, ROOT / "book", load_museum(EXHIBITS_DIR, load_machine_kinds(MACHINE_KINDS_FILE)),
+    found = book_overlaps(ROOT, ROOT / "book",
+                          load_museum(EXHIBITS_DIR, load_machine_kinds(MACHINE_KINDS_FILE)),
                           args.seeds, args.words)
     for overlap in found:
         print(overlap)

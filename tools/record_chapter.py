@@ -172,7 +172,7 @@ def what_moved(runtime: Runtime, lists: Path, image: dict[str, str] | None) -> l
             changes = [f"[{runtime.name}] (not compared: {error})"]
         mine = [change.removeprefix(f"[{runtime.name}] ") for change in changes
                 if change.startswith(f"[{runtime.name}] ")
-                and not change.split()[1] in ("source", "listed")]
+                and change.split()[1] not in ("source", "listed")]
         if mine:
             lines.append(f"Colab's published list moved since [{runtime.name}]'s pins (listed "
                          f"{runtime.listed}): {'; '.join(mine)}")
@@ -200,7 +200,8 @@ def image_versions() -> dict[str, str] | None:
     """The packages of this machine's own Python (the recorder's base interpreter, whose
     packages a ``system_packages`` kind's environments see), {normalised name: version};
     None where that Python cannot say."""
-    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    base = (Path(sys.base_prefix) / "bin"
+            / f"python{sys.version_info.major}.{sys.version_info.minor}")
     done = subprocess.run([str(base), "-c", "import json; from importlib import metadata; "
                            "print(json.dumps({d.metadata['Name']: d.version "
                            "for d in metadata.distributions()}))"],
@@ -361,7 +362,8 @@ def differences(runtime: Runtime, installed: dict[str, str]) -> list[str]:
 
 
 def runtime_provenance(runtime: Runtime, installed: dict[str, str], versions: dict[str, str],
-                       image: dict[str, str] | None = None, constrained: bool | None = None) -> dict:
+                       image: dict[str, str] | None = None,
+                       constrained: bool | None = None) -> dict:
     """Which runtime a recording's main environment stands for, and every way it is not it:
     its whole ``image`` ({normalised name: version}) if given, else its pins. ``versions``:
     what its kernel reports (torch's names its build); ``constrained``: whether pip
@@ -622,8 +624,9 @@ def record(args: argparse.Namespace) -> int:
         raise Refused(f"{env_file} has no [[{machine.name}]] environment")
     # Before installing gigabytes: does this machine have such a device at all?
     if machine.device_files and not any(glob.glob(p) for p in machine.device_files):
-        raise Refused(f"this machine has no {machine.name} device ({', '.join(machine.device_files)}"
-                      f" absent): nothing written. Run on a {machine.name} machine"
+        raise Refused(f"this machine has no {machine.name} device "
+                      f"({', '.join(machine.device_files)} absent): nothing written. "
+                      f"Run on a {machine.name} machine"
                       + ("" if machine.stand_in else
                          f", or record the stand-in with KIND={chapter.stand_in.name}") + ".")
     # First, what moved since the pins: Colab's lists, this machine's image.
@@ -704,7 +707,8 @@ def compare(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode, comm
     diff = list(difflib.unified_diff("\n\n".join(shown(committed)).splitlines(),
                                      "\n\n".join(shown(fresh)).splitlines(),
                                      "committed", "fresh run", lineterm=""))
-    if committed.metadata[PROVENANCE_KEY]["code_hash"] != fresh.metadata[PROVENANCE_KEY]["code_hash"]:
+    if (committed.metadata[PROVENANCE_KEY]["code_hash"]
+            != fresh.metadata[PROVENANCE_KEY]["code_hash"]):
         diff.insert(0, "the chapter's code changed since the recording was made")
     if diff:
         print("\n".join(diff))

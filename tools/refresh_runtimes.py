@@ -132,7 +132,8 @@ def refreshed(path: Path, lists: Path, pyproject: Path) -> tuple[str, list[str]]
             versions, python, source, listed = colab_fields(colab["file"], lists)
             where = lists / colab["file"]
         elif runtime.source == pyproject.name:
-            (versions, python), source, listed = pyproject_fields(pyproject), runtime.source, runtime.listed
+            (versions, python), source, listed = (pyproject_fields(pyproject), runtime.source,
+                                                  runtime.listed)
             where = pyproject
         else:
             raise file.fault(f"{runtime.name}.source", f"is {runtime.source!r}",

@@ -222,7 +222,8 @@ def merge_shards(chapters: list[Chapter], torch: str, count: int, root: Path,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog="\n".join(
         __doc__.splitlines()[2:]), formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--book", type=Path, default=ROOT / "book", help="the chapters (default: book/)")
+    parser.add_argument("--book", type=Path, default=ROOT / "book",
+                        help="the chapters (default: book/)")
     parser.add_argument("--shards-dir", type=Path, default=BUILD / "shards",
                         help="the shards' folders (default: _build/shards/)")
     commands = parser.add_subparsers(dest="command", required=True)

@@ -52,7 +52,8 @@ def disk_problem(root: Path) -> str | None:
     if free >= need:
         return None
     return (f"make test writes about {need} GB (environments, built books) but {root} has "
-            f"{free:.1f} GB free: free some space (`make clean`, old worktrees), then make test again")
+            f"{free:.1f} GB free: free some space (`make clean`, old worktrees), "
+            "then make test again")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Smoke-test a TPU before a first recording: each step in a new Python, under a timeout; one JSON report.
+"""Smoke-test a TPU before a first recording: each step in a new Python, under a timeout;
+one JSON report.
 
 Run it on the machine that will record (a Colab TPU runtime, through tools/tpu_smoke.ipynb,
 or a Cloud TPU VM), before `make recording KIND=tpu`. The steps, in order, each in a new
@@ -324,7 +325,7 @@ def smoke(args: argparse.Namespace) -> tuple[dict, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog="The steps: " + ", ".join(s.name for s in DEVICE_STEPS))
     parser.add_argument("--kind", default="tpu",
                         help="the machine kind whose variables the steps get (default: tpu)")

@@ -509,7 +509,8 @@ def verify_recorded(downloads: Path, museum: dict[str, Wing], kinds: dict) -> in
         recording = load_recording(recording_path(BOOK / "recordings", name, stand_in.name),
                                    stand_in)
         kernel = f"stand-in-{name}"
-        install_kernel(kernel, stand_in_python(name, kinds), {"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+        install_kernel(kernel, stand_in_python(name, kinds),
+                       {"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         with tempfile.TemporaryDirectory() as workdir:
             found = check_recorded_download(name, chapter, download, recording, kernel,
                                             Path(workdir))
