@@ -402,7 +402,7 @@ def test_a_sentence_changed_with_its_fragment_is_not_as_accepted(tiny_book, tmp_
 def test_a_changed_check_and_a_dropped_claim_are_not_as_accepted(tiny_book, tmp_path):
     [problem] = _accepted_then(tiny_book, tmp_path, check=TRUE_CHECK + "\nassert True")
     assert "+    assert True" in problem.message
-    chapter, path = tiny_book / "chapter.md", tmp_path / "claims" / "chapter.txt"
+    path = tmp_path / "claims" / "chapter.txt"
     [gone] = unaccepted_claims(read_expectations(path, "claim"), "student", [], path)
     assert "1 accepted claim(s)" in gone.message and "no longer made" in gone.message
 

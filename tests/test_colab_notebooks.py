@@ -6,12 +6,10 @@ Colab's modules, make and apt-get. Only the TPU itself is not here: its cell is 
 from __future__ import annotations
 
 import ast
-import json
 import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import nbformat

@@ -9,7 +9,6 @@ Two checks, each also seen failing on a planted case:
 
 from __future__ import annotations
 
-import ast
 import copy
 import functools
 import json

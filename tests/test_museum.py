@@ -9,7 +9,7 @@ import pytest
 from conftest import BOOK, EXHIBITS, MACHINE_KINDS_FILE, TORCH_VERSION, book_museum
 from coursebook.exhibit_checks import ExhibitMismatch, check_raised
 from coursebook.model.cell_notes import noted
-from coursebook.model.machine_kinds import load_machine_kinds, stand_in_kind
+from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.museum.model import ExhibitError, load_exhibit
 from coursebook.museum.prepare import (
     ERROR_SUMMARY,

@@ -106,7 +106,9 @@ def test_a_line_printed_in_two_pieces_shows_as_one_line():
     'Before backward:' and ' None None' on two lines (PT01's retain_grad cell)."""
     from myst_nb.core.utils import coalesce_streams
 
-    stream = lambda text, name="stdout": nbformat.v4.new_output("stream", name=name, text=text)
+    def stream(text, name="stdout"):
+        return nbformat.v4.new_output("stream", name=name, text=text)
+
     cell = nbformat.v4.new_code_cell("", outputs=[stream("Before backward:"), stream(" None None\n"),
                                                   stream("a warning\n", "stderr"), stream("end\n")])
     cut_long_outputs(nbformat.v4.new_notebook(cells=[cell]))

@@ -30,8 +30,9 @@ def test_a_build_with_nothing_to_do_says_no_configuration_changed(tiny_book, tmp
 
     (tiny_book / "chapter.md").unlink()
     (tiny_book / "index.md").write_text("# Fixture\n\nNo chapter.\n")
-    build = lambda **settings: sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",
-                                            settings=settings)
+    def build(**settings):
+        return sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache", settings=settings)
+
     first = build()
     assert first.returncode == 0, first.log[-3000:]
     again = build()

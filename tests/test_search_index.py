@@ -67,7 +67,7 @@ def test_sphinx_itself_still_drops_the_terms_of_a_page_it_does_not_write(tmp_pat
     source = tmp_path / "src"
     source.mkdir()
     (source / "conf.py").write_text("")
-    (source / "index.rst").write_text(f"Glossary\n========\n\n.. glossary::\n\n"
+    (source / "index.rst").write_text("Glossary\n========\n\n.. glossary::\n\n"
                                       + "".join(f"   {line}\n" for line in TERMS.splitlines()))
     found = []
     for _ in range(2):

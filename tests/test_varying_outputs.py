@@ -172,7 +172,9 @@ def test_a_date_or_time_of_day_the_clock_read_during_the_run_is_found():
     from datetime import UTC, datetime, timedelta
 
     start = datetime(2026, 12, 5, 16, 46, 2, tzinfo=UTC)
-    found = lambda text: varying_outputs.clock_readings(text, start, start + timedelta(seconds=30))
+    def found(text):
+        return varying_outputs.clock_readings(text, start, start + timedelta(seconds=30))
+
     assert found("started 16:46, loss 0.71") == ["16:46"]
     assert found("at 16:46:20 (step 1)\ndone 16:47") == ["16:46:20"]  # 16:47: after the run
     for printed in ["Sat Dec  5 16:46:04 2026", "Sat Dec  5 16:46:04 UTC 2026",  # ctime, date
