@@ -30,7 +30,8 @@ from forked_builds import BuildServer  # noqa: E402
 BOOK = ROOT / "book"
 TINY_BOOK = Path(__file__).resolve().parent / "fixtures" / "tiny_book"
 EXHIBITS = ROOT / "exhibits"  # conf.py's coursebook_exhibits_dir
-MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"  # conf.py's coursebook_machine_kinds_file
+# conf.py's coursebook_machine_kinds_file
+MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"
 RUNTIMES_FILE = ROOT / "tools" / "runtimes.toml"  # conf.py's coursebook_runtimes_file
 # The build's torch, as conf.py reads it: a test module that imports torch makes each pytest
 # process that collects it import torch (about 2 s of CPU), even where no test uses it.
@@ -508,11 +509,13 @@ STAGES = {
                 "test_chapter_packages"],
     "execute": ["test_concurrency", "test_shards", "test_kernel_pool", "test_myst_nb_clients",
                 "test_cache_key", "test_pytest_book"],
-    "verify": ["test_expectations", "test_accept_outputs", "test_varying_outputs", "test_expected_outputs_build", "test_execution_checks",
+    "verify": ["test_expectations", "test_accept_outputs", "test_varying_outputs",
+               "test_expected_outputs_build", "test_execution_checks",
                "test_claims", "test_check_teaching",
                "test_museum_build", "test_torch_versions", "test_outputs",
                "test_compared_outputs"],
-    "render": ["test_downloads", "test_download_figures", "test_handouts", "test_pdf", "test_pdf_headings",
+    "render": ["test_downloads", "test_download_figures", "test_handouts", "test_pdf",
+               "test_pdf_headings",
                "test_pdf_characters",
                "test_pdfcheck", "test_browser", "test_student_pages", "test_glossary",
                "test_preview", "test_compiled_templates",

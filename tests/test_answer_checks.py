@@ -316,7 +316,8 @@ def test_a_check_without_its_lists_is_refused(change, fault):
         notebook_checks(read_chapter(text))
     for entry in ("[]", '["torch.Size([5, 4])"]', '["(5,"]'):
         with pytest.raises(AnswerCheckError, match="not a list of Python literals"):
-            notebook_checks(read_chapter(CHAPTER.replace(change, change.split(":")[0] + f": {entry}\n")))
+            notebook_checks(read_chapter(
+                CHAPTER.replace(change, change.split(":")[0] + f": {entry}\n")))
 
 
 def test_every_check_of_the_book_holds_its_lists():
@@ -428,7 +429,8 @@ def test_a_value_its_answer_copies_before_changing_it_is_asked_for_as_a_copy():
     (`grad_after_two_calls = a.grad.clone()`), the question says to take one."""
     copied = 0
     for chapter, check, cells, at in _book_checks():
-        if re.search(rf"^{re.escape(check.value)} = .*\.clone\(\)$", cells[at].source, re.MULTILINE):
+        if re.search(rf"^{re.escape(check.value)} = .*\.clone\(\)$", cells[at].source,
+                     re.MULTILINE):
             assert ".clone()" in check.ask, f"{chapter}: check {check.name}: '{check.ask}'"
             copied += 1
     assert copied >= 1
@@ -491,7 +493,8 @@ def test_the_instructor_edition_stops_at_an_answer_rounded_within_its_tolerance(
     assert rounded != CHAPTER
     namespace: dict = {}
     with pytest.raises(AssertionError, match=re.escape(
-            "check tiny-grad: its answer is not the value its cell computes, whose numbers are [5.0, 7.0]")):
+            "check tiny-grad: its answer is not the value its cell computes, "
+            "whose numbers are [5.0, 7.0]")):
         for cell in _editions(rounded)[Edition.INSTRUCTOR].cells:
             if cell.cell_type == "code":
                 _run(cell.source, namespace)
@@ -504,7 +507,8 @@ def test_the_instructor_check_cell_asks_self_check_for_exactness_in_one_call_per
     instructor's check cell calls once per answer: no digest arithmetic, no walrus, no value
     computed twice in the generated cell. A function's rounded answer stops there too."""
     cells = _editions(FUNCTION_CHAPTER)[Edition.INSTRUCTOR].cells
-    calls = [cell.source for cell in cells if "passes(" in cell.source and "def " not in cell.source]
+    calls = [cell.source for cell in cells
+             if "passes(" in cell.source and "def " not in cell.source]
     assert calls and all(":=" not in source and "digest(" not in source for source in calls)
     assert any('\nexact("tiny-grad", a.grad)' in source for source in calls)
     assert any('\nexact("tiny-centred", centred)' in source for source in calls)
@@ -616,7 +620,8 @@ checks:
     import torch
     inputs = [(torch.arange(6.).reshape(3, 2),), (torch.tensor([[1., 3.], [5., 7.]]),)]
   answer: [[[-0.5, 0.5], [-0.5, 0.5], [-0.5, 0.5]], [[-1.0, 1.0], [-1.0, 1.0]]]
-  accept: ["lambda rows: rows - rows.mean(dim=-1, keepdim=True)", "lambda rows: (rows.T - rows.mean(dim=1)).T"]
+  accept: ["lambda rows: rows - rows.mean(dim=-1, keepdim=True)",
+           "lambda rows: (rows.T - rows.mean(dim=1)).T"]
   refuse: ["lambda rows: rows - rows.mean()", "lambda rows: rows - rows.mean(dim=0, keepdim=True)"]
   hint: each row loses its own mean.
   taught_in: [tiny-checks]
@@ -643,7 +648,8 @@ def test_a_function_check_runs_the_students_function_on_its_own_inputs():
     one square, so a mean along the wrong axis cannot pass by luck) and compares what it
     returns; a value, or a function that raises, is "not yet" with what went wrong."""
     namespace = _ran(Edition.STUDENT)
-    student_text = "\n".join(cell.source for cell in _editions(FUNCTION_CHAPTER)[Edition.STUDENT].cells)
+    student_text = "\n".join(cell.source
+                             for cell in _editions(FUNCTION_CHAPTER)[Edition.STUDENT].cells)
     assert "keepdim" not in student_text and "-0.5" not in student_text
     verdicts = {
         "lambda rows: rows - rows.mean(dim=1, keepdim=True)": "tiny-centred: correct",
@@ -661,7 +667,8 @@ def test_a_function_check_runs_the_students_function_on_its_own_inputs():
 @pytest.mark.parametrize("planted, message", [
     (("lambda rows: rows - rows.mean(dim=-1, keepdim=True)", "lambda rows: rows - rows.mean()"),
      "check tiny-centred: accept entry lambda rows: rows - rows.mean() is refused"),
-    (("lambda rows: rows - rows.mean(dim=0, keepdim=True)", "lambda rows: rows - rows.mean(1, True)"),
+    (("lambda rows: rows - rows.mean(dim=0, keepdim=True)",
+      "lambda rows: rows - rows.mean(1, True)"),
      "check tiny-centred: refuse entry lambda rows: rows - rows.mean(1, True) is accepted"),
 ])
 def test_a_function_checks_lists_are_tried_in_the_chapters_kernel(planted, message):
@@ -739,7 +746,8 @@ def test_a_build_checks_every_answer_and_stops_at_a_wrong_one(tmp_path):
     book.mkdir()
     (book / "index.md").write_text("# Book\n\n```{toctree}\nchecks\n```\n")
     (book / "checks.md").write_text(CHAPTER)
-    accept = {"coursebook_accept_outputs": "1", "coursebook_expected_dir": str(tmp_path / "expected")}
+    accept = {"coursebook_accept_outputs": "1",
+              "coursebook_expected_dir": str(tmp_path / "expected")}
     for edition in ([], ["instructor"]):
         build = sphinx_build(book, tmp_path / "out" / "-".join(edition or ["student"]),
                              tmp_path / "cache", *edition, settings=accept)
@@ -754,7 +762,8 @@ def test_a_build_checks_every_answer_and_stops_at_a_wrong_one(tmp_path):
     failed = sphinx_build(book, tmp_path / "out" / "wrong", tmp_path / "cache", "instructor",
                           settings=accept)
     assert failed.returncode != 0
-    assert "checks.md" in failed.log and "the answer of check tiny-shape does not pass" in failed.log
+    assert "checks.md" in failed.log
+    assert "the answer of check tiny-shape does not pass" in failed.log
     assert "Traceback" not in failed.log
 
 
@@ -778,7 +787,8 @@ def test_a_build_stops_in_one_line_at_a_check_that_gets_its_lists_wrong(tiny_boo
     assert build.returncode != 0, build.log[-3000:]
     line = text.splitlines().index("tiny_answer_value = int(weights.sum().item()) * 21") + 1
     [stop] = [found for found in build.log.splitlines() if entry in found]
-    assert f"chapter.md:{line}: ERROR: check 'tiny-value' (answer cell `tiny_answer_value" in stop, stop
+    assert (f"chapter.md:{line}: ERROR: check 'tiny-value' (answer cell `tiny_answer_value"
+            in stop), stop
     assert "Traceback" not in build.log
 
 

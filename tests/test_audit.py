@@ -483,7 +483,8 @@ def test_an_overlap_in_a_notebook_chapter_names_its_cells_and_their_lines(tmp_pa
         new.new_markdown_cell(f"# A lesson\n\nA worked example.\n\n{ANSWER_SENTENCE}"),
         new.new_code_cell(ANSWER_CODE, metadata={"tags": ["answer"]}),
         new.new_markdown_cell(ANSWER_SENTENCE, metadata={"tags": ["answer"]})],
-        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}))
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}}))
     path = tmp_path / "lesson.ipynb"
     path.write_text(lesson)
     [overlap], _ = answer_overlaps({path: lesson})
@@ -585,8 +586,9 @@ def test_an_allowance_no_overlap_needs_any_more_stops_the_build_at_its_line(tmp_
         check_answer_overlaps(app, env)
         [record] = records
         assert record.location == f"{allowances}:7" and app.statuscode == 1
-        # The base class's message: a Sphinx run earlier in this process (tests/test_pytest_book.py)
-        # leaves handlers on "sphinx" whose filter turns the record into one that prefixes its place.
+        # The base class's message: a Sphinx run earlier in this process
+        # (tests/test_pytest_book.py) leaves handlers on "sphinx" whose filter turns the record
+        # into one that prefixes its place.
         assert logging.LogRecord.getMessage(record).startswith(
             "field allow[1].passage: is shared by no answer")
         check_answer_overlaps(app, env)  # not remembered as passed: told again

@@ -6,7 +6,8 @@ import nbformat
 import pytest
 
 from conftest import BOOK, EXHIBITS
-from coursebook.audit.answer_leaks import _cell_text, _runs, audit_build, chapter_fingerprints, file_texts, fingerprint_words
+from coursebook.audit.answer_leaks import (_cell_text, _runs, audit_build, chapter_fingerprints,
+                                           file_texts, fingerprint_words)
 from coursebook.model.notebooks import is_answer, is_chapter_source, read_chapter
 
 pytestmark = pytest.mark.slow
@@ -43,7 +44,8 @@ def test_student_exercises_are_still_to_be_written(built):
 
 def test_instructor_solutions_pass_their_checks(built):
     page = file_texts(built["instructor"].outdir / "html" / "pt01.html")[0]
-    assert re.search(r"^sum_diagonals passed: odd, even, 1x1 and asymmetric matrices\.$", page, re.M)
+    assert re.search(r"^sum_diagonals passed: odd, even, 1x1 and asymmetric matrices\.$", page,
+                     re.M)
     assert re.search(r"^normalize_rows passed, including the constant row", page, re.M)
     assert not re.search(r"^Write \w+ first\.$", page, re.M)
 
@@ -56,7 +58,8 @@ def test_the_student_build_holds_no_answer(built):
 def test_the_instructor_page_shows_every_answer_the_audit_looks_for(built):
     """The audit's view of a page sees each answer cell, so a leak of any would be caught."""
     found = chapter_fingerprints(BOOK)
-    page = set(_runs(fingerprint_words(file_texts(built["instructor"].outdir / "html" / "pt01.html")[0])))
+    page = set(_runs(fingerprint_words(
+        file_texts(built["instructor"].outdir / "html" / "pt01.html")[0])))
     for cell in read_chapter((BOOK / "pt01.md").read_text()).cells:
         fingerprints = set(_runs(fingerprint_words(_cell_text(cell)))) & found.runs
         if is_answer(cell) and fingerprints:

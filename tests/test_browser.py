@@ -50,7 +50,8 @@ def test_searching_retain_graph_lists_pt01(site):
     _, url, page = site
     page.goto(f"{url}/search.html?q=retain_graph")
     page.wait_for_selector("#search-results ul.search li", timeout=15000)
-    results = page.locator("#search-results ul.search li a").evaluate_all("as => as.map(a => a.href)")
+    results = page.locator("#search-results ul.search li a").evaluate_all(
+        "as => as.map(a => a.href)")
     assert any("pt01.html" in href for href in results), results
 
 
@@ -118,7 +119,8 @@ def test_a_long_error_wraps_on_the_page_and_keeps_its_line(site):
     _, url, page = site
     page.goto(f"{url}/museum-pytorch.html")
     page.evaluate("document.fonts.ready.then(() => null)")  # widths in the page's own fonts
-    error = page.locator("div.cell_output div.output.traceback pre", has_text="is at version 1").first
+    error = page.locator("div.cell_output div.output.traceback pre",
+                         has_text="is at version 1").first
     fits = "e => e.scrollWidth <= e.clientWidth"
     assert error.evaluate(fits)  # the whole message is in view, nothing off to the right
     assert "\n" not in error.text_content().strip()  # what a reader copies: still one line
@@ -217,7 +219,8 @@ def axe_failures(page) -> list[str]:
     results = page.evaluate("skipped => axe.run({resultTypes: ['violations'], rules: "
                             "Object.fromEntries(skipped.map(id => [id, {enabled: false}]))})",
                             list(SKIPPED_RULES))
-    return [f"{rule['id']} ({rule['impact']}): {node['target']} {node.get('failureSummary', '')[:160]}"
+    return [f"{rule['id']} ({rule['impact']}): {node['target']} "
+            f"{node.get('failureSummary', '')[:160]}"
             for rule in results["violations"] if rule["impact"] in FAILING_IMPACTS
             for node in rule["nodes"]]
 

@@ -75,7 +75,8 @@ def test_a_forked_build_reports_its_status_and_what_it_imported(tmp_path):
 
 def test_importing_ahead_leaves_this_processs_logging_as_it_was(tmp_path, monkeypatch):
     (tmp_path / "configures_logging.py").write_text(
-        "import logging\nlogging.basicConfig(level=logging.INFO, format='# %(message)s', force=True)\n")
+        "import logging\n"
+        "logging.basicConfig(level=logging.INFO, format='# %(message)s', force=True)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     root = logging.getLogger()
     before = (root.handlers[:], root.level)

@@ -92,12 +92,14 @@ def test_a_check_naming_a_section_above_it_passes():
 
 @pytest.mark.parametrize("label, fault", [
     ("tiny-nowhere", "no section of this chapter or an earlier one has that label"),
-    ("tiny-products", f"that is 'Products' at line {_line_of(CHAPTER, '## Products')}, after the check"),
+    ("tiny-products",
+     f"that is 'Products' at line {_line_of(CHAPTER, '## Products')}, after the check"),
 ])
 def test_a_section_missing_or_after_the_check_is_one_error_at_the_check(label, fault):
     [error] = untaught_checks([_chapter(CHAPTER, "book/chapter.md", "tiny-sums", label)])
     # At the answer cell's line (its code's first line), with the check's name.
-    assert str(error).startswith(f"book/chapter.md:{_line_of(CHAPTER, 'total')}: check 'tiny-total'")
+    assert str(error).startswith(
+        f"book/chapter.md:{_line_of(CHAPTER, 'total')}: check 'tiny-total'")
     assert f"taught_in names '{label}', but {fault}" in str(error)
     assert "name the label `(label)=` above the heading of an earlier section" in str(error)
     assert "\n" not in str(error)
@@ -125,7 +127,8 @@ def test_an_earlier_chapter_teaches_and_a_later_one_does_not():
     assert untaught_checks([first, later]) == []
     [error] = untaught_checks([later, first])
     assert error.path == Path("later.md")
-    assert "'first-products', but that is 'Products' in first.md, a chapter after this one" in str(error)
+    assert ("'first-products', but that is 'Products' in first.md, a chapter after this one"
+            in str(error))
 
 
 def _wrong_try(text: str) -> tuple[str, str]:
@@ -161,24 +164,28 @@ def test_a_section_of_an_earlier_chapter_is_not_named_to_the_student():
 def _reading_order() -> list[Path]:
     """The book's chapters in the order of index.md's toctree (what a build reads)."""
     [toctree] = re.findall(r"```\{toctree\}\n(.*?)```", (BOOK / "index.md").read_text(), re.S)
-    names = [line.strip() for line in toctree.splitlines() if line.strip() and not line.startswith(":")]
+    names = [line.strip() for line in toctree.splitlines()
+             if line.strip() and not line.startswith(":")]
     return [BOOK / f"{name}.md" for name in names
             if is_chapter_source((BOOK / f"{name}.md").read_text())]
 
 
 def test_every_check_of_the_book_asks_what_an_earlier_section_taught():
-    chapters = [chapter_teaching(read_chapter(path.read_text()), str(path)) for path in _reading_order()]
+    chapters = [chapter_teaching(read_chapter(path.read_text()), str(path))
+                for path in _reading_order()]
     assert any(chapter.checks for chapter in chapters)
     assert all(check.taught_in for chapter in chapters for check in chapter.checks)
     assert untaught_checks(chapters) == []
 
 
 @pytest.mark.slow
-def test_a_build_stops_at_a_check_whose_section_is_missing_or_in_a_later_chapter(tiny_book, tmp_path):
+def test_a_build_stops_at_a_check_whose_section_is_missing_or_in_a_later_chapter(tiny_book,
+                                                                                   tmp_path):
     """The build reads the reading order from the toctree and names each fault once, in one
     line at the check's answer cell."""
     chapter = tiny_book / "chapter.md"
-    text = chapter.read_text().replace("# A tiny chapter", "(tiny-start)=\n# A tiny chapter").replace(
+    text = chapter.read_text().replace(
+        "# A tiny chapter", "(tiny-start)=\n# A tiny chapter").replace(
         ":tags: [answer]\n", "---\ntags: [answer]\nchecks:\n"
         "- {name: tiny-later, ask: the value, value: tiny_answer_value, answer: 42, hint: add,"
         " accept: ['42.0'], refuse: ['41'],"
@@ -192,11 +199,14 @@ def test_a_build_stops_at_a_check_whose_section_is_missing_or_in_a_later_chapter
     (tiny_book / "index.md").write_text("# Fixture\n\n```{toctree}\nchapter\nlater\n```\n")
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert build.returncode != 0, build.log[-3000:]
-    at = f"chapter.md:{_line_of(text, 'tiny_answer_value = int(weights.sum().item()) * 21')}: ERROR: "
-    for message in ("check 'tiny-later' (answer cell `tiny_answer_value = int(weights.sum().item()) "
-                    "* 21`): taught_in names 'tiny-later-section', but that is 'Later' in ",
-                    "check 'tiny-nowhere' (answer cell `tiny_answer_value = int(weights.sum().item())"
-                    " * 21`): taught_in names 'tiny-no-such-section', but no section of this chapter "
+    at = (f"chapter.md:{_line_of(text, 'tiny_answer_value = int(weights.sum().item()) * 21')}: "
+          "ERROR: ")
+    for message in ("check 'tiny-later' (answer cell "
+                    "`tiny_answer_value = int(weights.sum().item()) * 21`): "
+                    "taught_in names 'tiny-later-section', but that is 'Later' in ",
+                    "check 'tiny-nowhere' (answer cell "
+                    "`tiny_answer_value = int(weights.sum().item()) * 21`): "
+                    "taught_in names 'tiny-no-such-section', but no section of this chapter "
                     "or an earlier one has that label: "):
         [line] = [line for line in build.log.splitlines() if message in line]
         assert at + message in line
@@ -235,6 +245,7 @@ def test_every_method_a_check_asks_for_is_shown_in_a_section_it_names():
         texts = _section_texts(notebook)
         for check in chapter_teaching(notebook, str(path)).checks:
             shown = "\n".join(texts.get(label, "") for label in check.taught_in)
-            missing += [f"{check.name}: .{method}" for method in sorted(_methods_called(check.value))
+            missing += [f"{check.name}: .{method}"
+                        for method in sorted(_methods_called(check.value))
                         if f".{method}(" not in shown]
     assert missing == []

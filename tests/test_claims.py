@@ -218,7 +218,8 @@ def test_a_source_comment_without_an_address_is_not_counted_but_located(tiny_boo
 def test_an_empty_source_comment_after_a_cited_one_is_located_at_its_own_line(tiny_book):
     chapter = tiny_book / "chapter.md"
     claims = _claims_with(chapter, f"{SOURCE}\n\nA sentence whose source is missing.\n% source:")
-    assert claims.cited == 1 and claims.unsourced == ((_line_of(chapter, "% source:"), "% source:"),)
+    assert claims.cited == 1
+    assert claims.unsourced == ((_line_of(chapter, "% source:"), "% source:"),)
 
 
 @pytest.mark.parametrize("comment", ["% Source: ", "%source:", "%  SOURCE :\t"])

@@ -198,7 +198,8 @@ def test_no_capacity_in_a_zone_falls_back_and_the_recording_comes_back(tmp_path)
                      ("create", "us-east1-d"), ("scp", "us-east1-d"), ("ssh", "us-east1-d"),
                      ("scp", "us-east1-d"), ("scp", "us-east1-d"), ("delete", "us-east1-d")]
     recording = repository / "book" / "recordings" / "bridges-tpu.ipynb"
-    assert recording.read_text() == "copied back from book-test:book/book/recordings/bridges-tpu.ipynb"
+    assert recording.read_text() == (
+        "copied back from book-test:book/book/recordings/bridges-tpu.ipynb")
     assert (repository / "_build" / "tpu-smoke-bridges.json").is_file()
 
 
@@ -219,7 +220,8 @@ def test_no_capacity_anywhere_creates_nothing_and_says_so(tmp_path):
     done, calls, _ = _run_fake(tmp_path, FAKE_NO_CAPACITY=zones)
     assert done.returncode == 1
     assert "no candidate could create a spot TPU VM" in done.stderr.strip().splitlines()[-1]
-    assert {call[3] for call in calls} == {"create", "delete", "describe"}  # never copied, never ran
+    # never copied, never ran
+    assert {call[3] for call in calls} == {"create", "delete", "describe"}
     assert _vms(tmp_path) == []
 
 
@@ -257,7 +259,8 @@ def test_the_vms_name_and_how_to_delete_it_come_first(tmp_path):
     done, calls, _ = _run_fake(tmp_path, "--project", "lab-project")
     assert done.returncode == 0, done.stderr
     first = done.stderr.splitlines()[0]
-    assert first.startswith("cloud-tpu: the VM is book-test; if this run is killed, delete it with: ")
+    assert first.startswith(
+        "cloud-tpu: the VM is book-test; if this run is killed, delete it with: ")
     assert shlex.split(first.split("delete it with: ")[1])[2:] == [
         "--name", "book-test", "--delete-only", "--project", "lab-project"]
 
@@ -283,8 +286,8 @@ def test_a_delete_that_fails_names_the_command_and_fails(tmp_path):
     bin_folder = tmp_path / "bin"
     environment, log, repository = _fake(tmp_path, FAKE_SSH_FAILS="1")
     gcloud = bin_folder / "gcloud"
-    gcloud.write_text(gcloud.read_text().replace('if verb == "delete":',
-                                                 'if verb == "delete":\n    sys.exit("ERROR: denied")'))
+    gcloud.write_text(gcloud.read_text().replace(
+        'if verb == "delete":', 'if verb == "delete":\n    sys.exit("ERROR: denied")'))
     done = subprocess.run([sys.executable, str(SCRIPT), "--name", "book-test",
                            "--repository", str(repository), "--delete-attempts", "1"],
                           capture_output=True, text=True, env=environment)

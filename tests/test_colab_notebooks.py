@@ -104,9 +104,11 @@ def test_the_recorder_notebook_records_with_the_tpu_kind_and_hands_the_recording
 
 COLAB = {  # stand-ins for google.colab: the secret from the test, a download as a line
     "google/colab/__init__.py": "",
-    "google/colab/userdata.py": "import os\n\n\ndef get(name):\n    return os.environ['FAKE_SECRET']\n",
+    "google/colab/userdata.py": "import os\n\n\ndef get(name):\n"
+                                "    return os.environ['FAKE_SECRET']\n",
     "google/colab/files.py": "import os\n\n\ndef download(path):\n"
-                             "    assert os.path.isfile(path), path\n    print('downloaded', path)\n",
+                             "    assert os.path.isfile(path), path\n"
+                             "    print('downloaded', path)\n",
 }
 # The repository the notebooks clone: a Makefile whose `recording` writes a recording, and
 # a tpu_smoke.py that writes a report (each tested on its own elsewhere).
@@ -116,7 +118,8 @@ REPOSITORY = {
     "book/recordings/.keep": "",
     "tools/tpu_smoke.py": "import json, sys\nprint('[jax] importing jax', file=sys.stderr)\n"
                           "open(sys.argv[sys.argv.index('--output') + 1], 'w').write("
-                          "json.dumps({'report': 'tpu-smoke'}))\nprint(json.dumps({'report': 'tpu-smoke'}))\n",
+                          "json.dumps({'report': 'tpu-smoke'}))\n"
+                          "print(json.dumps({'report': 'tpu-smoke'}))\n",
 }
 # git that logs each command line it is given, then runs the real git.
 GIT_LOG = '#!/bin/sh\nprintf "%s\\n" "$*" >> "$FAKE_GIT_LOG"\nexec {git} "$@"\n'
@@ -153,7 +156,8 @@ def _world(tmp_path: Path, check_venv: str | None = None) -> dict:
     remote = tmp_path / "remote.git"
     for command in (["init", "-q", "-b", "main", str(source)],
                     ["-C", str(source), "add", "."],
-                    ["-C", str(source), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"],
+                    ["-C", str(source), "-c", "user.name=t", "-c", "user.email=t@t",
+                     "commit", "-qm", "c"],
                     ["clone", "-q", "--bare", str(source), str(remote)]):
         subprocess.run(["git", *command], check=True)
     for name, text in COLAB.items():
@@ -192,7 +196,8 @@ def test_every_cell_runs_twice_and_the_token_shows_nowhere(tmp_path, path, cells
     clone = tmp_path / "clone"
     assert TOKEN not in (clone / ".git" / "config").read_text()
     if path == RECORDER:
-        assert output.count("recording bridges on tpu") == 2 and "downloaded book/recordings/bridges-tpu.ipynb" in output
+        assert output.count("recording bridges on tpu") == 2
+        assert "downloaded book/recordings/bridges-tpu.ipynb" in output
         pushed = subprocess.run(["git", "-C", str(tmp_path / "remote.git"), "log", "--format=%s",
                                  "recording/bridges-tpu"], capture_output=True, text=True).stdout
         assert pushed.splitlines() == ["Recording of bridges on a Colab TPU", "c"]  # one commit
@@ -206,9 +211,11 @@ def test_git_gets_the_token_from_its_credential_helper(tmp_path):
     env = _world(tmp_path)
     code = _cells(RECORDER)["helpers"].source + (
         "\nimport subprocess\n"
-        "done = subprocess.run(['git', 'credential', 'fill'], input='protocol=https\\nhost=github.com\\n\\n',"
+        "done = subprocess.run(['git', 'credential', 'fill'],"
+        " input='protocol=https\\nhost=github.com\\n\\n',"
         " capture_output=True, text=True, env=git_environment())\n"
-        "print(done.stdout.replace(TOKEN, 'THE-TOKEN'))\nprint('inherited' if 'GITHUB_TOKEN' in os.environ else 'kept')\n")
+        "print(done.stdout.replace(TOKEN, 'THE-TOKEN'))\n"
+        "print('inherited' if 'GITHUB_TOKEN' in os.environ else 'kept')\n")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           cwd=tmp_path)
     assert "username=x-access-token\npassword=THE-TOKEN\n" in done.stdout, done.stderr
@@ -254,7 +261,8 @@ def test_the_tpu_cell_stops_on_a_machine_without_one(tmp_path):
 def test_a_failed_apt_get_update_is_said_and_the_install_still_tried(tmp_path, install, stops):
     env = _world(tmp_path)
     fake = tmp_path / "bin" / "apt-get"
-    fake.write_text('#!/bin/sh\nif [ "$2" = update ]; then echo "E: Failed to fetch"; exit 100; fi\n'
+    fake.write_text('#!/bin/sh\n'
+                    'if [ "$2" = update ]; then echo "E: Failed to fetch"; exit 100; fi\n'
                     f'echo "apt-get $*" >> "{tmp_path}/apt.log"\n{install}\n')
     fake.chmod(0o755)
     # This Python's venv package, hidden as Colab's Python 3.13 lacks it.

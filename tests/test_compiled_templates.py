@@ -25,13 +25,16 @@ def test_a_build_into_a_clean_folder_compiles_no_template_compiled_before(tmp_pa
         "jinja2.Environment.compile = compile\n"
         "def build(out, kept):\n"
         "    compiled.clear()\n"
-        f"    app = Sphinx({str(tmp_path / 'src')!r}, {str(ROOT)!r}, out + '/html', out + '/doctrees',\n"
-        f"        'html', status=None, confoverrides={{'nb_execution_cache_path': {str(tmp_path / 'cache')!r}}})\n"
+        f"    app = Sphinx({str(tmp_path / 'src')!r}, {str(ROOT)!r}, out + '/html',\n"
+        "        out + '/doctrees', 'html', status=None,\n"
+        "        confoverrides={'nb_execution_cache_path': "
+        f"{str(tmp_path / 'cache')!r}}})\n"
         "    if not kept:\n"
         "        app.builder.templates.environment.bytecode_cache = None\n"
         "    app.build()\n"
         "    return [app.statuscode, len([n for n in compiled if n])]\n"
-        f"print(json.dumps([build({str(tmp_path / 'a')!r}, True), build({str(tmp_path / 'b')!r}, True),\n"
+        f"print(json.dumps([build({str(tmp_path / 'a')!r}, True),\n"
+        f"                  build({str(tmp_path / 'b')!r}, True),\n"
         f"                  build({str(tmp_path / 'c')!r}, False)]))")
     first, kept, not_kept = run_in_python(code)
     assert (first[0], kept[0], not_kept[0]) == (0, 0, 0)

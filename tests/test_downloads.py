@@ -71,7 +71,8 @@ def myst_leftovers(markdown: str) -> list[str]:
             for found in pattern.finditer(html)]
 
 
-_COLAB = re.compile(r"https://colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/([^\"'<> ]+)")
+_COLAB = re.compile(r"https://colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/"
+                    r"([^\"'<> ]+)")
 
 
 def colab_links(html: Path) -> dict[str, list[str]]:
@@ -127,7 +128,8 @@ def _raised(name: str, chapter: nbformat.NotebookNode) -> tuple[str, ...]:
     if recording_name(chapter):
         return raised_on_purpose(_stand_in_recording(recording_name(chapter)).notebook)
     expected = read_expectations(expectations_path(BOOK / "expected", TORCH_VERSION, name))
-    return tuple(sorted({re.search(r"(?m)^(\w+Error): ", expected.by_edition["student"][key]).group(1)
+    return tuple(sorted({re.search(r"(?m)^(\w+Error): ",
+                                   expected.by_edition["student"][key]).group(1)
                          for key, cell in keyed_cells(chapter)
                          if "raises-exception" in cell.metadata.get("tags", [])}))
 
@@ -140,7 +142,8 @@ def _download(name: str, chapter: nbformat.NotebookNode,
 
 @pytest.fixture(scope="module")
 def downloads() -> dict[str, nbformat.NotebookNode]:
-    return {name: _download(name, notebook, PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG))
+    return {name: _download(name, notebook,
+                            PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG))
             for name, notebook in _chapters().items()}
 
 
@@ -225,10 +228,12 @@ def test_a_chapters_download_is_the_same_file_from_every_read_of_it(downloads):
 
 
 def test_the_render_check_sees_planted_myst(downloads):
-    planted = "(pt01-x)=\n## A\n\n:::{seealso}\nSee {ref}`pt01`.\n:::\n\n```{note}\n:class: x\nA note.\n```"
+    planted = ("(pt01-x)=\n## A\n\n:::{seealso}\nSee {ref}`pt01`.\n:::\n\n"
+               "```{note}\n:class: x\nA note.\n```")
     assert len(myst_leftovers(planted)) >= 4
     raw = [cell.source for chapter in _chapters().values() for cell in chapter.cells
-           if cell.cell_type == "markdown" and re.search(r"(?<![\w\\])\{[a-z][\w:-]*\}", cell.source)]
+           if cell.cell_type == "markdown"
+           and re.search(r"(?<![\w\\])\{[a-z][\w:-]*\}", cell.source)]
     if not raw:
         pytest.skip("no chapter's prose has MyST markup for the check to see")
     assert any(myst_leftovers(source) for source in raw)  # the book's own MyST is seen
@@ -241,7 +246,8 @@ def test_cells_that_raise_on_purpose_are_caught_in_downloads_only():
     for name, notebook in chapters.items():
         kept = [c for c in notebook.cells  # a claim's check may raise: it is never downloaded
                 if not is_claim(c) and "book-only" not in c.metadata.get("tags", [])]
-        wrapped = [c for c in kept if {"raises-exception", "hide-output"} & set(c.metadata.get("tags", []))]
+        wrapped = [c for c in kept
+                   if {"raises-exception", "hide-output"} & set(c.metadata.get("tags", []))]
         caught = [c for c in _download(name, notebook).cells if is_caught(c)]
         assert len(caught) == len(wrapped), name
         assert all("raises-exception" not in c.metadata.get("tags", []) for c in caught)
@@ -273,7 +279,8 @@ def test_the_museum_download_tells_how_its_own_layout_shows_the_error(downloads)
     """The page's toggle (*Show the error*) is not in the notebook: its instructions name
     what the notebook has, the cell that prints and the collapsed block's summary."""
     cells = downloads["museum-pytorch"].cells
-    before = " ".join(c.source for c in cells[:next(i for i, c in enumerate(cells) if is_caught(c))])
+    before = " ".join(c.source
+                      for c in cells[:next(i for i, c in enumerate(cells) if is_caught(c))])
     before = re.sub(r"\s+", " ", before)
     assert "Show the error" not in before and ERROR_SUMMARY in before
 
@@ -387,7 +394,8 @@ def test_a_build_keeps_the_error_types_a_chapters_cells_raise_on_purpose():
             nbformat.v4.new_output("error", ename=ename, evalue="m", traceback=[])])
 
     notebook = nbformat.v4.new_notebook(cells=[
-        cell("TypeError", "raises-exception"), cell("RuntimeError", "hide-output", "raises-exception"),
+        cell("TypeError", "raises-exception"),
+        cell("RuntimeError", "hide-output", "raises-exception"),
         cell("TypeError", "raises-exception"), cell("ValueError", "hide-output")])
     assert raised_on_purpose(notebook) == ("RuntimeError", "TypeError")
     assert raised_on_purpose(nbformat.v4.new_notebook()) == ()
@@ -397,9 +405,11 @@ def test_cross_references_become_links_or_titles():
     def resolve(role, target):
         return Target("Updating the parameters", "") if target == "pt01-update" else None
 
-    plain = PlainMarkdown(resolve, md_config=MD_CONFIG).convert("(x)=\n# T\n\nSee {ref}`pt01-update` and {ref}`gone`.")
+    plain = PlainMarkdown(resolve, md_config=MD_CONFIG).convert(
+        "(x)=\n# T\n\nSee {ref}`pt01-update` and {ref}`gone`.")
     assert plain == "# T\n\nSee Updating the parameters and gone."
-    linked = PlainMarkdown(_resolve, md_config=MD_CONFIG).convert("See {ref}`the update <pt01-update>`.")
+    linked = PlainMarkdown(_resolve, md_config=MD_CONFIG).convert(
+        "See {ref}`the update <pt01-update>`.")
     assert linked == "See [the update](https://book.example/pt01-update.html)."
     # A role named with Sphinx's default domain is the role (HR's F16: {std:doc} was left bare),
     # as the downloads' resolve tells a page ("doc") from sphinx-proof's "prf:ref".
@@ -443,16 +453,19 @@ def test_the_books_other_pages_download_as_plain_markdown():
     for page in (glossary, convert((BOOK / "index.md").read_text())):
         assert not re.search(r"\{[a-z-]+\}|^\(\S+\)=|^(```|:::)", page, re.M), page[:300]
     assert convert("```{glossary}\nterm one\n  Its {term}`other`.\n\nterm two\n  Two.\n```") \
-        == "**term one**\n\nIts [Title of other](https://book.example/other.html).\n\n**term two**\n\nTwo."
+        == ("**term one**\n\nIts [Title of other](https://book.example/other.html).\n\n"
+            "**term two**\n\nTwo.")
 
 
 def test_directives_become_markdown_a_reader_sees():
     convert = PlainMarkdown(_resolve, "https://book.example/p.html", MD_CONFIG).convert
     assert convert(":::{seealso}\nIn the museum.\n:::") == "> **See also**\n>\n> In the museum."
-    assert convert("```{admonition} Careful\n:class: tip\nText.\n```") == "> **Careful**\n>\n> Text."
+    assert convert("```{admonition} Careful\n:class: tip\nText.\n```") \
+        == "> **Careful**\n>\n> Text."
     assert convert("```{only} latex\nprint\n```\n\n```{only} html\nscreen\n```") == "screen"
     assert convert("```{only} not latex\nscreen\n```") == "screen"
-    assert convert("::::{grid} 2\n:::{grid-item-card} 01/02\n:link: a\n:link-type: ref\n\nFirst\n:::\n::::") \
+    assert convert("::::{grid} 2\n:::{grid-item-card} 01/02\n:link: a\n:link-type: ref\n\n"
+                   "First\n:::\n::::") \
         == "**[01/02](https://book.example/a.html)** · First"
     assert convert("````{dropdown} The error\n```text\nE: m\n```\n````") \
         == "<details>\n<summary>The error</summary>\n\n```text\nE: m\n```\n\n</details>"
@@ -461,7 +474,8 @@ def test_directives_become_markdown_a_reader_sees():
     # sphinx-design's tabs (a Jupyter Book lesson's PyTorch / JAX): each label was dropped,
     # leaving two bodies with nothing to tell them apart; a rubric lost its whole text.
     assert convert("::::{tab-set}\n:::{tab-item} PyTorch\nTensors.\n:::\n:::{tab-item} JAX\n"
-                   ":sync: jax\nArrays.\n:::\n::::") == "**PyTorch**\n\nTensors.\n\n**JAX**\n\nArrays."
+                   ":sync: jax\nArrays.\n:::\n::::") \
+        == "**PyTorch**\n\nTensors.\n\n**JAX**\n\nArrays."
     assert convert("```{rubric} Further reading\n```") == "**Further reading**"
     assert convert("::::{grid} 1 2 2 2\n:::{grid-item}\nA cell.\n:::\n::::") == "A cell."
     assert convert("```{mermaid}\ngraph\n```") == "*[Shown on the book's page](https://book.example/p.html).*"
@@ -568,7 +582,8 @@ def test_a_chapters_footnote_and_top_matter_syntax_reach_its_download(tiny_book,
     chapter.write_text(chapter.read_text().replace("kernelspec:", "myst:\n  enable_extensions: "
                                                    "[substitution]\n  substitutions: {name: Ada}\n"
                                                    "kernelspec:", 1)
-                       .replace("A worked example.", "An example by {{ name }}.[^a]\n\n[^a]: A note."))
+                       .replace("A worked example.",
+                                "An example by {{ name }}.[^a]\n\n[^a]: A note."))
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert build.returncode == 0 and "Traceback" not in build.log, build.log[-3000:]
     download = nbformat.read(tmp_path / "out" / "html" / "_sources" / "chapter.ipynb", as_version=4)
@@ -789,7 +804,8 @@ def test_colab_links_point_into_the_deployed_tree(built):
     assert linked == {f"{name}.html" for name in _student_downloads(built)}
     assert missing_colab_targets(html) == []
     pt01 = nbformat.read(html / "_sources" / "pt01.ipynb", as_version=4)
-    assert "](https://org.github.io/labs/museum-pytorch.html#" in "".join(c.source for c in pt01.cells)
+    assert ("](https://org.github.io/labs/museum-pytorch.html#"
+            in "".join(c.source for c in pt01.cells))
 
 
 @pytest.mark.slow

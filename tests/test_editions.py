@@ -57,7 +57,8 @@ def test_a_cell_with_several_options_is_written_one_option_a_line_and_reads_back
     """myst-nb's form, `:name: value` a line; a key no option may have: all as one mapping."""
     chapter = read_chapter("---\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
                            "\n# T\n\n```{code-cell} ipython3\n:{\"tags\": [a, b], \"raises\": E}\n"
-                           "\n:x\n```\n\n```{code-cell} ipython3\n:{\"tags\": [c], \"a b\": {k: 1}}\ny\n```\n")
+                           "\n:x\n```\n\n"
+                           "```{code-cell} ipython3\n:{\"tags\": [c], \"a b\": {k: 1}}\ny\n```\n")
     text = notebook_to_myst(chapter)
     assert ':tags: ["a", "b"]\n:raises: "E"\n\n:x\n' in text
     assert ':{"tags": ["c"], "a b": {"k": 1}}\ny\n' in text
@@ -185,7 +186,8 @@ def test_a_chapter_notes_what_else_makes_its_text(tmp_path):
     config = BookConfig(exhibits_dir=str(tmp_path / "exhibits"), machine_kinds_file=str(kinds),
                         recordings_dir=str(tmp_path / "recordings"))
     noted: list[Path] = []
-    app = SimpleNamespace(env=SimpleNamespace(note_dependency=lambda path: noted.append(Path(path))))
+    app = SimpleNamespace(env=SimpleNamespace(
+        note_dependency=lambda path: noted.append(Path(path))))
     _note_inputs(app, config, None)
     assert set(noted) == {kinds, *(tmp_path / "exhibits" / "wing").glob("*.toml")}
     noted.clear()
@@ -242,7 +244,8 @@ def test_each_reader_reads_its_executing_chapter_last(tmp_path, chapters, pages)
     for index in range(pages):
         (tmp_path / f"page{index}.md").write_text(f"# Page {index}\n")
     docnames = sorted(path.stem for path in tmp_path.glob("*.md"))
-    env = SimpleNamespace(doc2path=lambda docname: tmp_path / f"{docname}.md", mystnb_config=settings)
+    env = SimpleNamespace(doc2path=lambda docname: tmp_path / f"{docname}.md",
+                          mystnb_config=settings)
     plan_reading(SimpleNamespace(parallel=2), env, docnames)
 
     runs = [[docnames[i] for i in chunk] for chunk in make_chunks(list(range(len(docnames))), 2)]

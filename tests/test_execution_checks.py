@@ -88,7 +88,8 @@ def test_a_cell_that_waits_for_input_is_refused_at_its_line_tagged_or_not(tiny_b
 def test_open_in_colab_appears_only_when_the_repository_is_set(tiny_book, tmp_path, cache_copy):
     # (The tiny book's cold build, which executes it, is conftest's tiny_cache: it passes.)
     plain = sphinx_build(tiny_book, tmp_path / "plain", cache_copy)
-    assert plain.returncode == 0 and "colab" not in (plain.outdir / "html" / "chapter.html").read_text()
+    assert plain.returncode == 0
+    assert "colab" not in (plain.outdir / "html" / "chapter.html").read_text()
     launched = sphinx_build(tiny_book, tmp_path / "colab", cache_copy,
                             settings={"coursebook_repository_url": "https://github.com/org/labs.git"})
     page = (launched.outdir / "html" / "chapter.html").read_text()
@@ -120,8 +121,8 @@ def test_a_failing_assert_shows_what_the_cell_printed_and_where_its_report_is(ti
     assert f"The whole run's traceback: {report}" in message and report.is_file()
 
 
-def test_the_summary_counts_passed_cells_after_the_errors_and_numbers_code_cells(tiny_book, tmp_path,
-                                                                              cache_copy):
+def test_the_summary_counts_passed_cells_after_the_errors_and_numbers_code_cells(
+        tiny_book, tmp_path, cache_copy):
     expected = tiny_book / "expected" / "torch-2.13.0" / "chapter.txt"
     _edit(expected, "    <MulBackward0 object at 0x…>", "    <AddBackward0 object at 0x…>")
     status, log = _build_log_in_order(tiny_book, tmp_path / "out", cache_copy)
@@ -129,6 +130,8 @@ def test_the_summary_counts_passed_cells_after_the_errors_and_numbers_code_cells
     lines = log.splitlines()
     # The second code cell (the chapter's fourth cell, markdown counted).
     error = next(i for i, line in enumerate(lines) if "ERROR: code cell 2 `import torch`" in line)
-    summary = next(i for i, line in enumerate(lines) if "expected outputs: chapter.md (student)" in line)
+    summary = next(i for i, line in enumerate(lines)
+                   if "expected outputs: chapter.md (student)" in line)
     assert error < summary, log[-3000:]
-    assert lines[summary].endswith("2 of 3 code cells verified against torch 2.13.0 (1 failed, above)")
+    assert lines[summary].endswith(
+        "2 of 3 code cells verified against torch 2.13.0 (1 failed, above)")

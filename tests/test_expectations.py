@@ -105,7 +105,8 @@ def test_the_file_round_trips_and_marks_only_what_differs_between_editions(tmp_p
     assert text.count("(student)") == 1 and text.count("(instructor)") == 2  # answer, check
     again = read_expectations(path)
     assert again.by_edition == expectations.by_edition
-    assert not write_expectations(path, again, lambda: order, ["# another header"])  # nothing changed
+    # nothing changed
+    assert not write_expectations(path, again, lambda: order, ["# another header"])
     assert compare(again, "student", student) == []
 
 
@@ -248,7 +249,8 @@ def test_each_cell_is_noted_at_its_own_line_a_repeated_one_too():
     # A short cell that recurs far below, after a mention of it in prose: each copy is
     # named at its own line (text search named the first for both).
     chapter = (TOP + "\n# T\n\nThe shape, `t.shape`, comes next.\n\n```{code-cell} ipython3\n"
-               "t.shape\n```\n" + "\nProse.\n" * 40 + "\n```{code-cell} ipython3\n:tags: [hide-input]"
+               "t.shape\n```\n" + "\nProse.\n" * 40
+               + "\n```{code-cell} ipython3\n:tags: [hide-input]"
                "\n\nt.shape\n```\n\n+++ {\"k\": 1}\n\nLast words.\n")
     lines = chapter.splitlines()
     notebook = read_chapter(chapter)

@@ -66,7 +66,8 @@ def _line_of(path: Path, text: str) -> int:
 def test_a_malformed_exhibit_is_located_at_its_field(tmp_path, old, new, field, message):
     exhibit = _broken_exhibits(tmp_path, "pytorch/03-*.toml", old, new)
     with pytest.raises(ExhibitError) as error:
-        load_exhibit(exhibit, book_museum()["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
+        load_exhibit(exhibit, book_museum()["pytorch"].rooms,
+                     load_machine_kinds(MACHINE_KINDS_FILE))
     assert error.value.location == f"{exhibit}:{_line_of(exhibit, field)}"
     assert message in error.value.message
 
@@ -559,7 +560,7 @@ def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path, r
     assert again.returncode == 0, again.log[-3000:]
 
 
-# --- The table of faults (docs/faults.md) holds to the code ------------------------------------------
+# --- The table of faults (docs/faults.md) holds to the code --------------------------------------
 
 # How the table writes a part that varies: "…", or one of these words.
 PLACEHOLDERS = re.compile(r"…|\b(?:LINE|N|X|DIR|FILE|KIND|NAME)\b")
@@ -604,7 +605,8 @@ def _message_pieces() -> set[str]:
                 text = node.value
             else:
                 continue
-            pieces.update(" ".join(piece.split()) for piece in FORMAT_SPEC.sub("\0", text).split("\0"))
+            pieces.update(" ".join(piece.split())
+                          for piece in FORMAT_SPEC.sub("\0", text).split("\0"))
     return pieces
 
 
@@ -627,7 +629,8 @@ def test_the_readme_quotes_the_messages_the_code_prints():
                if not any(fragment in piece for piece in pieces)]
     assert not missing, f"docs/faults.md fragments the code does not print: {missing}"
     targets = set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
-    commands = {command for row in rows for command in re.findall(r"`make ([a-z][\w-]*)", " ".join(row))}
+    commands = {command for row in rows
+                for command in re.findall(r"`make ([a-z][\w-]*)", " ".join(row))}
     assert commands and commands <= targets, commands - targets
 
 

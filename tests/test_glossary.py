@@ -35,7 +35,8 @@ def glossary_terms(glossary_html: str) -> list[Term]:
     soup = BeautifulSoup(glossary_html, "html.parser")
     for link in soup.select("dl.glossary dt a.headerlink"):
         link.decompose()
-    return [Term(dt.get_text(" ", strip=True), dt["id"]) for dt in soup.select("dl.glossary dt[id]")]
+    return [Term(dt.get_text(" ", strip=True), dt["id"])
+            for dt in soup.select("dl.glossary dt[id]")]
 
 
 def reading_order(html_dir: Path) -> list[str]:

@@ -60,11 +60,12 @@ def test_a_chapter_myst_nb_would_not_run_is_none_to_execute(tmp_path):
     text = (BOOK / "pt01.md").read_text()
     assert text.startswith("---\n")
     (tmp_path / "runs.md").write_text(text)
-    (tmp_path / "off.md").write_text(text.replace("---\n", "---\nmystnb:\n  execution_mode: 'off'\n", 1))
+    (tmp_path / "off.md").write_text(
+        text.replace("---\n", "---\nmystnb:\n  execution_mode: 'off'\n", 1))
     (tmp_path / "left.md").write_text(text)
     settings = NbParserConfig(execution_mode="cache", execution_excludepatterns=["*left.md"])
-    assert [executes_when_read(tmp_path / f"{name}.md", settings) for name in ("runs", "off", "left")] \
-        == [True, True, False]
+    assert [executes_when_read(tmp_path / f"{name}.md", settings)
+            for name in ("runs", "off", "left")] == [True, True, False]
     assert not executes_when_read(tmp_path / "runs.md", NbParserConfig(execution_mode="off"))
 
 
@@ -271,7 +272,8 @@ PROBE = ("import json, os, random, signal, sys\n"
          "    'parent': os.environ['JPY_PARENT_PID'] == str(os.getppid()),\n"
          "    'signals': [str(signal.getsignal(n)) for n in signal.valid_signals() if n < 32],\n"
          "    'env': sorted((k, v) for k, v in os.environ.items() if k != 'JPY_PARENT_PID'),\n"
-         "    'names': sorted(dir()), 'modules': sorted(sys.modules), 'random': random.random()}))\n")
+         "    'names': sorted(dir()), 'modules': sorted(sys.modules),\n"
+         "    'random': random.random()}))\n")
 
 
 def run_cells(sources: list[str], cwd: Path) -> list[str]:

@@ -125,7 +125,8 @@ def _fix_checks(exhibit) -> list[nbformat.NotebookNode]:
             if cell.source == "from coursebook.exhibit_checks import fix_ran\nfix_ran()"]
 
 
-@pytest.mark.parametrize("exhibit", [e for e in ALL if not e.runs_in_every_build and _fix_checks(e)],
+@pytest.mark.parametrize("exhibit",
+                         [e for e in ALL if not e.runs_in_every_build and _fix_checks(e)],
                          ids=lambda e: e.key)
 def test_each_fix_a_tpu_exhibit_runs_again_prints_on_its_recordings(exhibit):
     """Predict, then reveal (issue 44): where the book runs a TPU exhibit's fix again, the
@@ -289,7 +290,8 @@ def test_a_museum_fix_without_its_code_names_the_field(tmp_path):
                              count=1, flags=re.S))
     with pytest.raises(ExhibitError) as error:
         load_exhibit(broken, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
-    assert str(broken) in str(error.value) and "field museum_fix.code: is missing" in str(error.value)
+    assert str(broken) in str(error.value)
+    assert "field museum_fix.code: is missing" in str(error.value)
 
 
 RERUN = [e for e in ALL if e.museum_rerun is not None]
@@ -361,7 +363,8 @@ def test_each_fix_is_checked_after_the_failing_code_in_its_process_unless_it_res
     rerun, cpu = exhibit.museum_rerun, exhibit.cpu
     if rerun is not None:
         assert (exhibit.fix_code if exhibit.fix_in_fresh_runtime else in_one_process(
-            [(rerun.setup, False), (exhibit.failing_code, True), (exhibit.fix_code, False)])) in checks
+            [(rerun.setup, False), (exhibit.failing_code, True),
+             (exhibit.fix_code, False)])) in checks
     if cpu is not None and cpu.reproduction and cpu.fix:
         assert (cpu.fix if cpu.fix_in_fresh_runtime else in_one_process(
             [(cpu.reproduction, True), (cpu.fix, False)])) in checks
@@ -431,7 +434,8 @@ def test_a_fix_that_starts_a_fresh_runtime_is_checked_in_a_process_of_its_own(tm
     exec(compile(book, "fix check", "exec"), {"__name__": "__main__"})
 
 
-@pytest.mark.parametrize("exhibit", [e for e in ALL if e.museum_rerun or e.cpu and e.cpu.reproduction],
+@pytest.mark.parametrize("exhibit",
+                         [e for e in ALL if e.museum_rerun or e.cpu and e.cpu.reproduction],
                          ids=lambda e: e.key)
 def test_a_download_shows_the_exhibits_code_not_the_books_harness(exhibit):
     """A new Python process is the book's way to run a bridge's code: its cell is book-only,
@@ -440,7 +444,8 @@ def test_a_download_shows_the_exhibits_code_not_the_books_harness(exhibit):
     from coursebook.render.plain_markdown import PlainMarkdown
 
     cells = captured_exhibit_cells(exhibit, len(ALL))
-    fresh = [c for c in cells if "run_in_fresh_python" in c.source and "claim" not in c.metadata.tags]
+    fresh = [c for c in cells
+             if "run_in_fresh_python" in c.source and "claim" not in c.metadata.tags]
     assert fresh and all("book-only" in c.metadata.tags for c in fresh)
     notebook = download_notebook(nbformat.v4.new_notebook(cells=cells),
                                  PlainMarkdown(lambda role, target: None))
@@ -450,7 +455,8 @@ def test_a_download_shows_the_exhibits_code_not_the_books_harness(exhibit):
     assert text.count("Run in a new runtime on a CPU") == len(fresh)
 
 
-@pytest.mark.parametrize("exhibit", [e for e in ALL if e.museum_rerun or e.cpu and e.cpu.reproduction],
+@pytest.mark.parametrize("exhibit",
+                         [e for e in ALL if e.museum_rerun or e.cpu and e.cpu.reproduction],
                          ids=lambda e: e.key)
 def test_a_reproductions_collapsed_error_is_the_error_alone(exhibit):
     """Under a captured exhibit's code run again on a CPU, the note above already says what it
@@ -470,7 +476,8 @@ def test_a_reproductions_collapsed_error_is_the_error_alone(exhibit):
 def test_a_museum_rerun_with_the_old_fix_setup_names_the_field(tmp_path):
     source = RERUN[0].path
     broken = tmp_path / source.name
-    broken.write_text(source.read_text().replace("\nsetup = '''", "\nfix_setup = '''\nimport torch\n'''\nsetup = '''", 1))
+    broken.write_text(source.read_text().replace(
+        "\nsetup = '''", "\nfix_setup = '''\nimport torch\n'''\nsetup = '''", 1))
     with pytest.raises(ExhibitError) as error:
         load_exhibit(broken, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
     assert str(broken) in str(error.value)

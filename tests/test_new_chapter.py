@@ -1895,7 +1895,8 @@ def test_a_gallery_literal_block_and_block_quote_are_markdowns(tmp_path, capsys)
     assert "\n\n> ``weight = weight - learning_rate * gradient``\n\n" in text, text
     assert ":::{note}\nA note.\n:::" in text and "- an item\n\n    its second" in text, text
     # `.. code::`, `.. Note::` (reST's names ignore case) were named, left as text
-    assert "```python\nlr = 0.01\n```" in text and ":::{note}\nAs `Backprop`_ said, ``x``_" in text, text
+    assert "```python\nlr = 0.01\n```" in text, text
+    assert ":::{note}\nAs `Backprop`_ said, ``x``_" in text, text
     said = capsys.readouterr().out  # its reference to a section's title is named, not a code
     assert re.findall(r"line (\d+): (\S+): reStructuredText that is no Markdown", said) == [
         (str(_line_of(GALLERY_BLOCKS, "Backprop")), "`Backprop`_")], said

@@ -74,7 +74,8 @@ def test_a_long_output_keeps_its_start_and_end_and_marks_the_cut(text, what):
     assert what in marker["what"]
     assert int(marker["size"].replace(",", "")) == len(text) - len(head) - len(tail)
     if what == "lines":
-        assert int(marker["what"].split()[0].replace(",", "")) == text[len(head):-len(tail)].count("\n")
+        assert (int(marker["what"].split()[0].replace(",", ""))
+                == text[len(head):-len(tail)].count("\n"))
     changed = text[:len(text) // 2] + "y" + text[len(text) // 2 + 1:]
     assert cut(changed) != shown  # a change in the cut part changes the digest
     assert "sha256" not in without_digest(shown) and CUT_MARKER.search(without_digest(shown))
@@ -109,8 +110,9 @@ def test_a_line_printed_in_two_pieces_shows_as_one_line():
     def stream(text, name="stdout"):
         return nbformat.v4.new_output("stream", name=name, text=text)
 
-    cell = nbformat.v4.new_code_cell("", outputs=[stream("Before backward:"), stream(" None None\n"),
-                                                  stream("a warning\n", "stderr"), stream("end\n")])
+    cell = nbformat.v4.new_code_cell("", outputs=[
+        stream("Before backward:"), stream(" None None\n"), stream("a warning\n", "stderr"),
+        stream("end\n")])
     cut_long_outputs(nbformat.v4.new_notebook(cells=[cell]))
     assert [o.text for o in coalesce_streams(cell.outputs)] == [
         "Before backward: None None\nend\n", "a warning\n"]

@@ -23,8 +23,8 @@ def _latex(tmp_path: Path, *options: str) -> Path:
     source = tmp_path / "src"
     source.mkdir()
     (source / "index.md").write_text("# Book\n\n```{toctree}\nchapter\n```\n", encoding="utf8")
-    (source / "chapter.md").write_text(f"# PT00: A chapter\n\nText.\n\n## {SECTION}\n\nMore text.\n",
-                                       encoding="utf8")
+    (source / "chapter.md").write_text(
+        f"# PT00: A chapter\n\nText.\n\n## {SECTION}\n\nMore text.\n", encoding="utf8")
     out = tmp_path / "latex"
     done = run_sphinx([*sphinx_command(source, out, tmp_path / "doctrees", builder="latex",
                                        strict=False, jobs=None, settings={

@@ -49,8 +49,8 @@ SENTENCE = ("Every planted sentence in this test is copied word for word from th
 
 def test_the_book_uses_its_own_words(seeds):
     found = _overlaps(ROOT, seeds)
-    assert not found, (f"{len(found)} run(s) of {SHARED_RUN}+ words copied from {seeds}; rewrite them "
-                       f"in the book's own words (list them with `{COMMAND}`):\n"
+    assert not found, (f"{len(found)} run(s) of {SHARED_RUN}+ words copied from {seeds}; "
+                       f"rewrite them in the book's own words (list them with `{COMMAND}`):\n"
                        + "\n".join(map(str, found)))
 
 
@@ -59,7 +59,8 @@ def test_a_sentence_copied_from_the_real_seeds_is_found(tmp_path, seeds):
     # The museum's own sentences: its longest line that is prose, not code or an error.
     seed = max((line for path in sorted(seeds.glob("*.txt"))
                 for line in path.read_text(encoding="utf8").splitlines()
-                if len(prose_words(line)) >= SHARED_RUN and "(" not in line and "=" not in line), key=len)
+                if len(prose_words(line)) >= SHARED_RUN and "(" not in line and "=" not in line),
+               key=len)
     before = set(map(str, _overlaps(root, seeds)))
     chapter = root / "book" / "pt01.md"
     text = chapter.read_text(encoding="utf8")
@@ -97,7 +98,8 @@ def test_shorter_runs_code_and_headings_are_exempt(tmp_path):
     assert _overlaps(root, seeds) == []
 
 
-@pytest.mark.parametrize("top", ["", "---\njupytext:\n  text_representation:\n    format_name: myst\n"
+@pytest.mark.parametrize("top", ["", "---\njupytext:\n  text_representation:\n"
+                                 "    format_name: myst\n"
                                  "---\n\n```{code-cell} ipython3\nx = 1\n```\n\n"])
 def test_prose_in_an_admonition_with_options_is_named_at_its_own_line(tmp_path, top):
     """The option lines (``:class:``, a YAML block) count: the body's prose is not named at

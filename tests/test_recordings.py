@@ -222,7 +222,8 @@ def test_the_instructor_edition_notes_an_answer_the_recording_never_ran():
     cells = _attach(instructor, allow_stale=True).labelled.cells
     answers = [index for index, cell in enumerate(cells)
                if cell.cell_type == "code" and "return weights - lr * gradient" in cell.source]
-    checks = [index for index, cell in enumerate(cells) if 'check("bridges-sgd-step", sgd_step)' in cell.source]
+    checks = [index for index, cell in enumerate(cells)
+              if 'check("bridges-sgd-step", sgd_step)' in cell.source]
     assert answers and checks
     assert all(cells[index + 1].source == ANSWER_NOT_RECORDED for index in answers + checks)
 
@@ -250,8 +251,10 @@ def test_the_student_reads_one_sentence_on_where_the_outputs_come_from():
     notes = [c.source for c in attached.labelled.cells if c.cell_type == "markdown"
              and BOOK_ONLY_TAG in c.metadata.get("tags", []) and c.source not in authored]
     assert notes[0] == "*The outputs on this page were printed on a CPU, not on a TPU.*"
-    assert notes[1:] and set(notes[1:]) == {"*This cell needs a TPU: its output is not shown here.*"}
-    shown = "\n".join(cell.source for cell in attached.labelled.cells if cell.cell_type == "markdown")
+    assert notes[1:]
+    assert set(notes[1:]) == {"*This cell needs a TPU: its output is not shown here.*"}
+    shown = "\n".join(cell.source for cell in attached.labelled.cells
+                      if cell.cell_type == "markdown")
     assert recording.provenance["commit"] not in shown and "make recording" not in shown
     assert "Recorded on" not in shown
     # Which torch and when are provenance (issue 44: R3's read), not the subject.
@@ -343,7 +346,8 @@ def test_the_cpu_reproduction_matches_the_museum_capture(exhibit):
     [recording] = load_recordings(RECORDINGS, _bridges())
     checks = [c for c in recording.notebook.cells if c.cell_type == "code"
               and f"check_raised({exhibit.key!r}" in c.source]
-    assert len(checks) == bool(exhibit.cpu and exhibit.cpu.reproduction) + bool(exhibit.museum_rerun)
+    assert len(checks) == (bool(exhibit.cpu and exhibit.cpu.reproduction)
+                           + bool(exhibit.museum_rerun))
     for check in checks:
         shown = "".join(o.get("data", {}).get("text/markdown", "") for o in check.outputs)
         assert "✓ Raised exactly the error the museum recorded" in shown
@@ -396,7 +400,8 @@ def test_the_tpu_recorder_refuses_on_this_cpu_machine_with_one_line(tmp_path):
 
 def _record_tiny(book, kind: str, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "tools/record_chapter.py", str(book / "tiny.md"),
-                           "--kind", kind, *extra, "--machine-kinds", str(SECOND_KIND / "machine-kinds.toml"),
+                           "--kind", kind, *extra,
+                           "--machine-kinds", str(SECOND_KIND / "machine-kinds.toml"),
                            "--exhibits", str(SECOND_KIND / "exhibits"),
                            "--recordings", str(book / "recordings"),
                            "--python", f"main={sys.executable}",
@@ -465,7 +470,8 @@ def test_a_second_kind_recording_checks_against_a_fresh_run(second_kind_book):
 def test_the_second_kind_book_builds_with_its_panel_and_marks(second_kind_book, tmp_path):
     """The instructor edition's provenance panel and marks (a student reads one sentence)."""
     build = sphinx_build(second_kind_book, tmp_path / "out", tmp_path / "cache", "instructor",
-                         settings={"coursebook_machine_kinds_file": str(SECOND_KIND / "machine-kinds.toml"),
+                         settings={"coursebook_machine_kinds_file":
+                                   str(SECOND_KIND / "machine-kinds.toml"),
                                    "coursebook_exhibits_dir": str(SECOND_KIND / "exhibits"),
                                    "coursebook_recordings_dir":
                                        str(second_kind_book / "recordings")})
@@ -619,7 +625,8 @@ def test_a_tpu_labelled_run_whose_kernel_reports_cpu_is_refused(tmp_path, kinds,
 def test_a_kernel_that_holds_no_device_probes_in_a_new_python(holds_device, capsys):
     from coursebook.model.machine_kinds import RecordingEnvironment
     record_chapter = load_tool("record_chapter")
-    probe = 'import json, os\nprint(json.dumps({"platform": "cpu", "device_kind": str(os.getpid())}))'
+    probe = ('import json, os\n'
+             'print(json.dumps({"platform": "cpu", "device_kind": str(os.getpid())}))')
     environment = RecordingEnvironment("fresh", ("ipykernel",), probe=probe,
                                        holds_device=holds_device)
     exec(record_chapter.probe_cell(MACHINES["cpu"], environment).source, {})
@@ -910,7 +917,8 @@ def _wheel(folder, name: str, version: str, module: str, module_version: str,
         raw = hashlib.sha256(text.encode()).digest()
         return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
-    record = "".join(f"{path},{digest(text)},{len(text.encode())}\n" for path, text in files.items())
+    record = "".join(f"{path},{digest(text)},{len(text.encode())}\n"
+                     for path, text in files.items())
     with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as wheel:
         for path, text in {**files, f"{info}/RECORD": record + f"{info}/RECORD,,\n"}.items():
             wheel.writestr(path, text)

@@ -209,7 +209,8 @@ def test_a_restart_marker_becomes_a_hidden_cell_with_its_tags():
     from coursebook.prepare.runtime_setup import place_runtime_setup
 
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
-        f"Before.\n\n```{{runtime-restart}} {RUNTIMES[0]} jax\n:tags: [second-kernel]\n```\n\nAfter.")])
+        f"Before.\n\n```{{runtime-restart}} {RUNTIMES[0]} jax\n:tags: [second-kernel]\n```\n\n"
+        "After.")])
     place_runtime_setup(notebook, KINDS, "chapter.md")
     assert [c.cell_type for c in notebook.cells] == ["markdown", "code", "markdown"]
     assert notebook.cells[1].metadata.tags == ["remove-cell", "runtime-restart", "second-kernel"]

@@ -56,7 +56,8 @@ def test_the_committed_pins_are_those_of_their_sources():
 @needs_lists
 def test_the_check_fails_on_a_planted_wrong_pin(tmp_path, capsys):
     planted = tmp_path / "runtimes.toml"
-    colab = next(r for r in load_runtimes(RUNTIMES_FILE).values() if r.source.startswith("googlecolab/"))
+    colab = next(r for r in load_runtimes(RUNTIMES_FILE).values()
+                 if r.source.startswith("googlecolab/"))
     pin = f'numpy = "{colab.packages["numpy"]}"'
     planted.write_text(RUNTIMES_FILE.read_text().replace(pin, 'numpy = "1.0.0"'))
     assert refresh.main([str(COLAB_LISTS), "--runtimes", str(planted), "--check"]) == 1
@@ -81,7 +82,8 @@ def _lists(tmp_path: Path, torch: str) -> Path:
 def test_a_newer_list_refreshes_pins_python_source_and_date(tmp_path):
     runtimes = tmp_path / "runtimes.toml"
     text = RUNTIMES_FILE.read_text()
-    colab = next(r for r in load_runtimes(RUNTIMES_FILE).values() if r.source.endswith(":pip-freeze.txt"))
+    colab = next(r for r in load_runtimes(RUNTIMES_FILE).values()
+                 if r.source.endswith(":pip-freeze.txt"))
     # Only the CPU runtime's list is in this copy.
     runtimes.write_text("\n\n".join(part for part in text.split("\n\n")
                                     if part.startswith(("#", "[book]", f"[{colab.name}]"))))
@@ -99,8 +101,8 @@ def test_a_newer_list_refreshes_pins_python_source_and_date(tmp_path):
 
 def test_a_pin_the_list_lacks_stops_with_one_line(tmp_path, capsys):
     runtimes = tmp_path / "runtimes.toml"
-    runtimes.write_text(RUNTIMES_FILE.read_text().replace('ipython = "7.34.0",',
-                                                          'ipython = "7.34.0", jaxtyping = "0.3.11",'))
+    runtimes.write_text(RUNTIMES_FILE.read_text().replace(
+        'ipython = "7.34.0",', 'ipython = "7.34.0", jaxtyping = "0.3.11",'))
     assert refresh.main([str(_lists(tmp_path, "2.11.0+cpu")), "--runtimes", str(runtimes),
                          "--check"]) == 2
     error = capsys.readouterr().err
@@ -120,7 +122,8 @@ def test_a_missing_field_is_placed_in_its_own_table(tmp_path):
     with pytest.raises(RuntimeFileError) as error:
         load_runtimes(planted)
     header = text[:start].count("\n") + 1
-    assert str(error.value) == f"{planted}:{header}: field {first}.title: is missing (add it: a string)"
+    assert str(error.value) == (
+        f"{planted}:{header}: field {first}.title: is missing (add it: a string)")
 
 
 def test_a_device_only_package_the_runtime_does_not_pin_is_refused(tmp_path):
@@ -139,7 +142,8 @@ def test_a_device_only_package_the_runtime_does_not_pin_is_refused(tmp_path):
 
 def _chapters() -> dict[str, str]:
     """Each chapter's name and text."""
-    return {p.stem: p.read_text() for p in sorted(BOOK.glob("*.md")) if is_chapter_source(p.read_text())}
+    return {p.stem: p.read_text() for p in sorted(BOOK.glob("*.md"))
+            if is_chapter_source(p.read_text())}
 
 
 def _recorded(text: str) -> bool:
@@ -288,7 +292,8 @@ def test_a_download_cell_that_differs_from_its_expectation_is_named(capsys):
     chapters = [n for n, text in _chapters().items() if not _recorded(text)
                 and expectations_path(BOOK / "expected", colab.torch, n).is_file()]
     for chapter in chapters:
-        assert verify.check_chapter(_replayed(colab, chapter), colab, "here", BUILD_TORCH, False) == 0
+        assert verify.check_chapter(_replayed(colab, chapter), colab, "here", BUILD_TORCH,
+                                    False) == 0
     run = _replayed(colab, chapters[0])
     planted = next(i for i, o in enumerate(run.outputs) if o.text)
     run.outputs[planted] = CellOutput(**{**run.outputs[planted].__dict__, "text": "planted"})
@@ -374,7 +379,8 @@ def test_accepting_records_the_replica_as_where_it_ran(tmp_path):
                                  "a replica of Colab", BUILD_TORCH, True) == 0
     record = next(e for e in book_museum(tmp_path)["pytorch"].exhibits
                   if e.key == source.key).record_for(colab.torch)
-    assert (record.where, record.type, record.message) == ("a replica of Colab", "RuntimeError", "new text")
+    assert (record.where, record.type, record.message) == (
+        "a replica of Colab", "RuntimeError", "new text")
 
 
 # --- What a reader of the museum sees ----------------------------------------------------

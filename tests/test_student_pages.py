@@ -41,7 +41,8 @@ def cell_tags() -> list[str]:
     own = [value for name, value in vars(notebooks).items()
            if name.endswith("_TAG") and value != notebooks.ANSWER_TAG]
     environments = "".join(p.read_text() for p in (BOOK / "recordings").glob("*.toml"))
-    return own + re.findall(r'^cells_tagged\s*=\s*"([^"]+)"', environments, re.M) + list(MYST_NB_TAGS)
+    return (own + re.findall(r'^cells_tagged\s*=\s*"([^"]+)"', environments, re.M)
+            + list(MYST_NB_TAGS))
 
 
 def known_commits() -> list[str]:
@@ -105,7 +106,8 @@ BUILD_TALK = {
     "which torch produced the outputs": r"\bproduced with torch\b",
     "how a package is set apart": r"\binstalled apart\b|\bfirst on the import path\b",
     # Issue 44 (HL's read): the sources the book was written from are the authors' business.
-    "what the book is written from": (r"\b(?:material|notes|sources?)\s+(?:it|the\s+book|this\s+(?:book|chapter))\s+"
+    "what the book is written from": (r"\b(?:material|notes|sources?)\s+"
+                                      r"(?:it|the\s+book|this\s+(?:book|chapter))\s+"
                                       r"(?:is|was)\s+written\s+from\b"),
     "notebook markup": r"(?m)\{code-cell\}|^jupytext:|^\+\+\+",
 }
@@ -123,7 +125,8 @@ def page_findings(html: str, targets: list[str], tags: list[str], commits: list[
     soup = BeautifulSoup(html, "html.parser")
     for hidden in soup(["script", "style", "noscript", "template"]):
         hidden.decompose()
-    return machinery(html, targets, tags, commits) + build_talk(re.sub(r"\s+", " ", soup.get_text(" ")))
+    return (machinery(html, targets, tags, commits)
+            + build_talk(re.sub(r"\s+", " ", soup.get_text(" "))))
 
 
 def notebook_findings(notebook: nbformat.NotebookNode) -> list[str]:
@@ -151,7 +154,8 @@ def download_findings(path: Path) -> list[str]:
     text = path.read_text(encoding="utf8")
     if path.suffix == ".ipynb":
         return notebook_findings(nbformat.reads(text, as_version=4))
-    imports = [f"code imports coursebook: {m.group(0).strip()}" for m in [_IMPORTS_BOOK.search(text)] if m]
+    imports = [f"code imports coursebook: {m.group(0).strip()}"
+               for m in [_IMPORTS_BOOK.search(text)] if m]
     return build_talk(text) + imports
 
 
@@ -185,7 +189,8 @@ def test_a_clean_page_has_no_machinery():
      '<span class="pre">html</span></code>.</p>', "build command `make html`"),
     ("<p>built from commit {commit} on 2026-12-03</p>", "commit id"),
     ("<p>this cell is tagged <code>accelerator-only</code></p>", "cell tag `accelerator-only`"),
-    ("<p>on a TPU it runs in the torch_xla kernel (tag <code>torch-xla</code>)</p>", "cell tag `torch-xla`"),
+    ("<p>on a TPU it runs in the torch_xla kernel (tag <code>torch-xla</code>)</p>",
+     "cell tag `torch-xla`"),
     ("<p>the cells tagged stand-in-only run there</p>", "cell tag `stand-in-only`"),
     ("<div class='cell_input'><pre>from coursebook.exhibit_checks import run_in_fresh_python\n"
      "run_in_fresh_python('')</pre></div>", "shown code imports coursebook"),

@@ -19,7 +19,8 @@ WARNING = ("UserWarning: The .grad attribute of a Tensor that is not a leaf Tens
 
 def test_a_build_tag_the_version_and_a_cpp_line_are_no_change():
     pairs = [("PyTorch 2.13.0+cpu", "2.13.0+cpu", "PyTorch 2.14.1+cu130", "2.14.1+cu130"),
-             ("✓ The fix ran (torch 2.13.0+cpu).", "2.13.0", "✓ The fix ran (torch 2.14.1).", "2.14.1"),
+             ("✓ The fix ran (torch 2.13.0+cpu).", "2.13.0",
+              "✓ The fix ran (torch 2.14.1).", "2.14.1"),
              (WARNING.format(path="/__w/pytorch/pytorch/build", line=493), "2.13.0",
               WARNING.format(path="/Users/runner/work/pytorch/pytorch/build", line=488), "2.14.1")]
     for old, old_version, new, new_version in pairs:
@@ -81,12 +82,14 @@ def test_the_versions_page_shows_only_changes_in_what_torch_says_and_an_exhibit_
     pt01.write_text(text)
     museum = planted / "museum-pytorch.txt"
     museum.write_text(re.sub(r"The fix ran without an error \(torch [^)]*\)",
-                             "The fix ran without an error (torch 99.0.0+planted)", museum.read_text()))
+                             "The fix ran without an error (torch 99.0.0+planted)",
+                             museum.read_text()))
     exhibit = next(e for wing in book_museum().values() for e in wing.exhibits
                    if e.runs_in_every_build and e.record_for(version))
     record = exhibit.record_for(version)
     for chapter in planted.glob("*.txt"):  # the exhibit's chapter, and any that raises the same
-        chapter.write_text(chapter.read_text().replace(record.message, record.message + " (planted)"))
+        chapter.write_text(chapter.read_text().replace(record.message,
+                                                       record.message + " (planted)"))
     toml = exhibits / exhibit.path.relative_to(EXHIBITS)
     toml.write_text(toml.read_text() + "\n[[records]]\n" + "".join(
         f"{name} = {json.dumps(value)}\n" for name, value in {

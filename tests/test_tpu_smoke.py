@@ -34,14 +34,18 @@ FAKES = {
     "jax/numpy.py": "class _Range(list):\n    def sum(self):\n"
                     "        return float(sum(self))\n\n\n"
                     "def arange(end):\n    return _Range(range(int(end)))\n",
-    "torch/__init__.py": "class device:\n    def __init__(self, kind):\n        self.type = kind\n\n\n"
+    "torch/__init__.py": "class device:\n    def __init__(self, kind):\n"
+                         "        self.type = kind\n\n\n"
                          "class _Sum(float):\n    def item(self):\n        return float(self)\n\n\n"
-                         "class _Range(list):\n    def sum(self):\n        return _Sum(sum(self))\n\n\n"
+                         "class _Range(list):\n    def sum(self):\n"
+                         "        return _Sum(sum(self))\n\n\n"
                          "def arange(end, device=None):\n    return _Range(range(int(end)))\n",
     "torch_xla/__init__.py": "import os, sys, time\nimport torch\n\n\ndef device():\n"
-                             "    if os.environ.get('FAKE_HANG_AFTER_JAX') and 'jax' in sys.modules:\n"
+                             "    if os.environ.get('FAKE_HANG_AFTER_JAX')"
+                             " and 'jax' in sys.modules:\n"
                              "        time.sleep(3600)\n"
-                             "    if os.environ.get('FAKE_HANG_IN_KERNEL') and 'ipykernel' in sys.modules:\n"
+                             "    if os.environ.get('FAKE_HANG_IN_KERNEL')"
+                             " and 'ipykernel' in sys.modules:\n"
                              "        time.sleep(3600)\n"
                              "    return torch.device('cpu')\n",
     "torch_xla/core/__init__.py": "",

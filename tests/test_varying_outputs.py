@@ -42,7 +42,8 @@ from coursebook.verify.varying_outputs import matches, suggest
     # %timeit's line: the loop count varies with the timing
     ("<duration>", "1.23 \u00b5s \u00b1 4.5 ns per loop (mean \u00b1 std. dev. of 7 runs, "
                    "100,000 loops each)"),
-    ("a: <duration>", "a: 512 ms \u00b1 0 ns per loop (mean \u00b1 std. dev. of 1 run, 1 loop each)"),
+    ("a: <duration>", "a: 512 ms \u00b1 0 ns per loop (mean \u00b1 std. dev. of 1 run, "
+                      "1 loop each)"),
     ("CPU times: user <duration>, sys: <duration>, total: <duration>\nWall time: <duration>",
      "CPU times: user 1.2 ms, sys: 0 ns, total: 1.2 ms\nWall time: 2.3 \u03bcs"),
     ("elapsed <duration>", "elapsed 0:00:01.250000"),
@@ -99,7 +100,8 @@ def test_no_two_ellipses_of_a_line_backtrack_over_each_other(monkeypatch):
     compiles holds two wildcards."""
     compiled: list[str] = []
     compile_ = re.compile
-    monkeypatch.setattr(re, "compile", lambda pattern: compiled.append(pattern) or compile_(pattern))
+    monkeypatch.setattr(re, "compile",
+                        lambda pattern: compiled.append(pattern) or compile_(pattern))
     assert not matches("p ... q ... r ... s", "p q r")
     assert compiled and all(p.count("[^\n]*") + p.count(".*") < 2 for p in compiled)
 

@@ -159,7 +159,8 @@ def test_every_shard_of_the_matrix_is_merged_before_each_edition_builds():
     for job in ("student", "instructor"):
         steps = [step.get("run", "") for step in yaml.safe_load(text)["jobs"][job]["steps"]]
         merge = next(i for i, run in enumerate(steps) if "make merge-caches" in run)
-        build = next(i for i, run in enumerate(steps) if "make html" in run or "make instructor" in run)
+        build = next(i for i, run in enumerate(steps)
+                     if "make html" in run or "make instructor" in run)
         assert merge < build
     # Seen failing: a matrix grown without its merges.
     grown = text.replace("shard: [1, 2, 3]", "shard: [1, 2, 3, 4]")
