@@ -523,7 +523,8 @@ STAGES = {
     "audit": ["test_audit", "test_prose_overlap", "test_book", "test_dated_prose"],
     "process": ["test_faults", "test_quiet_log", "test_build_processes",
                 "test_stopped_builds", "test_private_names"],
-    "publish": ["test_workflows", "test_system_tools", "test_fresh_clone", "test_bench"],
+    "publish": ["test_workflows", "test_system_tools", "test_fresh_clone", "test_bench",
+                "test_style"],
 }
 STAGE_OF = {module: stage for stage, modules in STAGES.items() for module in modules}
 
