@@ -154,17 +154,34 @@ def test_a_declared_package_must_be_in_the_books_environment():
     # jupytext header too
     line = missing.splitlines().index("coursebook:") + 2
     assert [(str(error.path), error.line) for error in errors] == [("lesson.md", line)] * 3
-    # A YAML string is one package: `packages: jax` was j, a and x, which the build said the
-    # environment lacked and `make chapter-packages` would have had pip install.
-    single = _chapter("import nbformat", extra="coursebook:\n  packages: nbformat\n")
-    assert chapter_package_errors(Path("lesson.md"), single) == []
-    # An empty item (`-` alone) declares nothing: it was "None", pip's to install.
-    empty = _chapter("import nbformat", extra="coursebook:\n  packages:\n  - nbformat\n  -\n")
-    assert chapter_package_errors(Path("lesson.md"), empty) == []
     script = ("# ---\n# jupyter:\n#   kernelspec: {name: python3, display_name: Python 3}\n"
               "#   coursebook:\n#     packages: [no-such-package-here]\n# ---\n\n"
               "# %%\nimport d2l\n")
     assert [error.line for error in chapter_package_errors(Path("lesson.py"), script)] == [5]
+
+
+# Shapes an instructor writes: each was a package per letter (`packages: jax`: j, a and x, for
+# pip to install), a package "None", or a traceback; now one line at its key, as a TOML file's.
+@pytest.mark.parametrize("matter, line, message", [
+    ("  packages: jax\n", 2, "field coursebook.packages: is 'jax' (make it a list of strings)"),
+    ("  packages: {jax: 1}\n", 2, "field coursebook.packages: is {'jax': 1} (make it a list of "
+     "strings)"),
+    ("  packages: 3\n", 2, "field coursebook.packages: is 3 (make it a list of strings)"),
+    ("  packages:\n  - nbformat\n  -\n", 2,
+     "field coursebook.packages[1]: is None (make it a string)"),
+    ("  packages: [[jax]]\n", 2, "field coursebook.packages[0]: is ['jax'] (make it a string)"),
+    ("  reads: names.txt\n", 2, "field coursebook.reads: is 'names.txt' (make it a list of "
+     "strings)"),
+    ("  recording: [gpu]\n", 2, "field coursebook.recording: is ['gpu'] (make it a string)"),
+    ("  packages: [nbformat]\n  read: [names.txt]\n", 3, "field coursebook.read: is no field "
+     "of this table (use one of packages, reads, recording, machine_kinds, or remove it)"),
+    (" jax\n", 1, "field coursebook: is 'jax' (make it a table)")])
+def test_a_coursebook_top_matter_of_another_shape_is_one_line(matter, line, message):
+    text = _chapter("import nbformat", extra="coursebook:\n" + matter)
+    errors = chapter_package_errors(Path("lesson.md"), text)
+    at = text.splitlines().index("coursebook:")
+    assert [(error.message, str(error.path), error.line) for error in errors] == [
+        (message, "lesson.md", at + line)]
 
 
 def test_a_download_installs_the_declared_packages_first():

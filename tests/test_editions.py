@@ -257,8 +257,14 @@ def test_each_reader_reads_its_executing_chapter_last(tmp_path, chapters, pages)
         assert run[len(run) - count:] == [True] * count  # and read after the other pages
 
 
-@pytest.mark.parametrize("reads", ["names.txt", "[2024]", "[missing.txt]"])
-def test_a_files_list_that_is_no_list_of_files_beside_the_chapter_is_one_line(tmp_path, reads):
+@pytest.mark.parametrize("reads, message", [
+    ("names.txt", "field coursebook.reads: is 'names.txt' (make it a list of strings)"),
+    ("[2024]", "field coursebook.reads[0]: is 2024 (make it a string)"),
+    ("[missing.txt]", "top matter 'coursebook: reads' is ['missing.txt']: it must list the files "
+     "beside the chapter that its cells read (e.g. [names.txt]), each of them there: correct the "
+     "list, or put the file beside the chapter")])
+def test_a_files_list_that_is_no_list_of_files_beside_the_chapter_is_one_line(tmp_path, reads,
+                                                                               message):
     """`coursebook: {reads: [...]}` keys a chapter's run by the files its cells read (HR's F23):
     a string was read letter by letter, each letter a missing file Sphinx then took for a
     changed one on every build; a number ended in a traceback (`PosixPath / int`)."""
@@ -270,8 +276,7 @@ def test_a_files_list_that_is_no_list_of_files_beside_the_chapter_is_one_line(tm
     with pytest.raises(BookError) as raised:
         edition_chapter(text, chapter, Edition.STUDENT, {}, "2.13.0")
     assert (str(raised.value.path), raised.value.line) == (chapter, 5)  # the `reads` line
-    assert "top matter 'coursebook: reads' is" in raised.value.message
-    assert "must list the files beside the chapter" in raised.value.message
+    assert raised.value.message == message  # the key, what is wrong, the fix
     listed = text.replace(f"reads: {reads}", "reads: [names.txt]")
     assert edition_chapter(listed, chapter, Edition.STUDENT, {}, "2.13.0").reads == {
         "names.txt": tmp_path / "names.txt"}  # checked, as the build notes and keys them

@@ -348,6 +348,12 @@ def test_a_notebook_chapter_declares_its_packages_in_its_metadata(tmp_path, monk
     monkeypatch.setattr("sys.argv", ["chapter_packages", str(tmp_path)])
     load_tool("chapter_packages").main()
     assert capsys.readouterr().out == "no-such-package-anywhere\n"
+    # a shape the build refuses, `make chapter-packages` refuses as it (it had pip install j, a, x)
+    notebook.metadata["coursebook"] = {"packages": "jax"}
+    (tmp_path / "lesson.ipynb").write_text(nbformat.writes(notebook))
+    assert load_tool("chapter_packages").main() == 1
+    assert capsys.readouterr().err == (f"{tmp_path / 'lesson.ipynb'}:1: field coursebook.packages: "
+                                       "is 'jax' (make it a list of strings)\n")
 
 
 def test_the_names_an_answer_binds_are_read_as_the_kernel_reads_it():

@@ -23,6 +23,9 @@ def _environments(path: Path):
     (RUNTIMES_FILE, load_runtimes, "python = ", "pyhton = ", "field book.pyhton: is no field"),
     (MACHINE_KINDS_FILE, load_machine_kinds, "stand_in = true", 'stand_in = "yes"',
      "field kind[2].stand_in: is 'yes' (make it true or false)"),
+    # a list given one string: it was a TypeError (isinstance of tuple[str, ...])
+    (MACHINE_KINDS_FILE, load_machine_kinds, 'pythons = ["3.11", "3.12"]', 'pythons = "3.11"',
+     "field kind[0].pythons: is '3.11' (make it a list of strings)"),
     (ENVIRONMENTS, _environments, 'shares = "both"', 'shares = "bath"',
      "field tpu[1].shares: names 'bath' (name an environment listed above it)"),
     (ENVIRONMENTS, _environments, 'runtime = "colab-tpu"', 'runtime = "colab-gpu"',

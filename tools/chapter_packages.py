@@ -16,9 +16,9 @@ from book_environment import ROOT, use_book_environment
 
 use_book_environment()
 
-from coursebook.model.faults import shown_path  # noqa: E402
-from coursebook.model.notebooks import chapter_files, top_matter, top_matter_line  # noqa: E402
-from coursebook.prepare.chapter_packages import declared_packages  # noqa: E402
+from coursebook.model.faults import BookError, shown_path  # noqa: E402
+from coursebook.model.notebooks import (chapter_files, chapter_settings, top_matter,  # noqa: E402
+                                        top_matter_line)
 
 
 def install(chapters: dict[Path, list[str]], *pip_options: str) -> int:
@@ -51,8 +51,12 @@ def main() -> int:
     parser.add_argument("--install", action="store_true",
                         help="install them, held to the book's pins, instead")
     args = parser.parse_args()
-    chapters = {path: packages for path, text in chapter_files(args.book)
-                if (packages := declared_packages(top_matter(text)))}
+    try:
+        chapters = {path: packages for path, text in chapter_files(args.book)
+                    if (packages := chapter_settings(top_matter(text), path, text).packages)}
+    except BookError as error:  # a top matter the build would refuse, as it says it
+        print(error, file=sys.stderr)
+        return 1
     if args.install:
         return install(chapters)
     packages = {package: None for declared in chapters.values() for package in declared}

@@ -16,8 +16,8 @@ from sphinx.application import Sphinx
 
 from coursebook.config import book_config
 from coursebook.model.cell_notes import CELL_NOTE, without_notes
-from coursebook.model.notebooks import short_digest
-from coursebook.prepare.chapter_packages import declared_packages, installed
+from coursebook.model.notebooks import chapter_settings, short_digest
+from coursebook.prepare.chapter_packages import installed
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -59,7 +59,7 @@ def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, 
     name): upgraded or edited, one runs the chapter again."""
     digest = book_code_digest(notebook)
     versions = {**versions, **{PACKAGE + wanted.name: version for wanted, version in map(
-        installed, declared_packages(notebook.metadata))},
+        installed, chapter_settings(notebook.metadata).packages)},
         **{READS + name: short_digest(path.read_bytes()) for name, path in (reads or {}).items()}}
     for cell in notebook.cells:
         if cell.cell_type == "code":

@@ -21,6 +21,7 @@ from myst_parser.config.main import read_topmatter
 from coursebook.model.cell_notes import (CELL_NOTE, cell_key, cell_line, line_within, note,
                                          place_at, source_line, without_notes)
 from coursebook.model.solutions import markdown_parser, solutions_as_answers
+from coursebook.model.toml_files import TomlFile, typed
 
 # --- The book's tags (myst-nb's own, such as remove-cell, keep their meaning) ----------
 ANSWER_TAG = "answer"  # instructor material, dropped from the student edition
@@ -194,6 +195,24 @@ def top_matter_line(text: str, *keys: str) -> int:
         if name is None:
             return 1
     return name.start_mark.line + 2  # after the mark, from 1
+
+
+@dataclass(frozen=True)
+class ChapterSettings:
+    """A chapter's top matter `coursebook:` (docs/authoring.md), its keys."""
+    packages: tuple[str, ...] = ()  # pip requirements (prepare.chapter_packages)
+    reads: tuple[str, ...] = ()  # files beside it that its cells read: they key its run
+    recording: str | None = None  # recorded on machine_kinds (model.recordings)
+    machine_kinds: tuple[str, ...] = ()
+
+
+def chapter_settings(metadata: dict, path: Path | str = "", text: str = "") -> ChapterSettings:
+    """Its `coursebook:` typed, or a BookError as a TOML file's, at the key's line in ``text``."""
+    found = metadata.get("coursebook") or {}
+    lines = {f"coursebook.{key}": top_matter_line(text, "coursebook", str(key))
+             for key in (found if isinstance(found, dict) else ())}
+    lines["coursebook"] = top_matter_line(text, "coursebook")
+    return typed(TomlFile(Path(path), lines), "coursebook", found, ChapterSettings)
 
 
 def is_cell_script(text: str) -> bool:

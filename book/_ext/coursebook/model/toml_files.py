@@ -82,7 +82,7 @@ def read_toml(path: Path, schema: type[T], error: type[BookError] = BookError, /
         raise error(f"{what}: {problem} (correct the file)", path,
                     int(at.group(1)) if at else 1) from None
     file = TomlFile(path, field_lines(text), error)
-    return _value(file, "", data, schema, given), file
+    return typed(file, "", data, schema, given), file
 
 
 def _describe(kind: Any) -> str:
@@ -97,24 +97,24 @@ def _describe(kind: Any) -> str:
             dict: "a table of strings"}.get(origin or kind, "a table")
 
 
-def _value(file: TomlFile, where: str, value: Any, kind: Any, given: dict | None = None) -> Any:
+def typed(file: TomlFile, where: str, value: Any, kind: Any, given: dict | None = None) -> Any:
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if origin in (types.UnionType, typing.Union):  # X | None: an optional table
-        return _value(file, where, value, args[0])
+        return typed(file, where, value, args[0])
     if dataclasses.is_dataclass(kind) and isinstance(value, dict):
         return _table(file, where, value, kind, given or {})
     if origin is dict and args[1] is not str and isinstance(value, dict):  # named tables
         named = dataclasses.is_dataclass(args[1]) and any(
             f.name == "name" and f.metadata == NOT_READ for f in dataclasses.fields(args[1]))
-        return {name: _value(file, f"{where}.{name}".lstrip("."), item, args[1],
-                             {"name": name} if named else None) for name, item in value.items()}
+        return {name: typed(file, f"{where}.{name}".lstrip("."), item, args[1],
+                            {"name": name} if named else None) for name, item in value.items()}
     if origin is tuple and isinstance(value, list):
-        return tuple(_value(file, f"{where}[{i}]", item, args[0]) for i, item in enumerate(value))
+        return tuple(typed(file, f"{where}[{i}]", item, args[0]) for i, item in enumerate(value))
     fits = {Literal: lambda: value in args,
             dict: lambda: (isinstance(value, dict)
                            and all(isinstance(v, str) for v in value.values())),
             int: lambda: isinstance(value, int) and not isinstance(value, bool)}.get(
-        origin or kind, lambda: isinstance(value, kind))
+        origin or kind, lambda: isinstance(value, origin or kind))
     if not fits():
         raise file.fault(where, f"is {value!r}", f"make it {_describe(kind)}")
     return value.strip("\n") if isinstance(value, str) else value
@@ -129,7 +129,7 @@ def _table(file: TomlFile, where: str, table: dict, schema: type, given: dict) -
     for key, field in keys.items():
         required = field.default is field.default_factory is dataclasses.MISSING
         if key in table:
-            values[field.name] = _value(file, at + key, table[key], hints[field.name])
+            values[field.name] = typed(file, at + key, table[key], hints[field.name])
             if required and values[field.name] in ("", ()):
                 raise file.fault(at + key, "is empty", f"make it {_describe(hints[field.name])}")
         elif required:

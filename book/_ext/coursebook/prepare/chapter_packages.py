@@ -18,9 +18,8 @@ from sphinx.application import Sphinx
 from coursebook.model.cell_notes import cell_line, line_within
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, SCRIPT_SUFFIX,
-                                        is_chapter_source, parsed_cell, read_chapter,
-                                        top_matter_line)
-from coursebook.model.recordings import recording_name
+                                        chapter_settings, is_chapter_source, parsed_cell,
+                                        read_chapter, top_matter_line)
 from coursebook.model.versions import installed_version
 from coursebook.reporting import stop_build
 
@@ -45,14 +44,6 @@ _SHELL_BUILTINS = frozenset(
     "return set shift shopt source suspend test times trap true type typeset ulimit umask "
     "unalias unset wait if then else elif fi case esac for select while until do done in "
     "function time { } ! [[ ]] coproc".split())
-
-
-def declared_packages(metadata: dict) -> list[str]:
-    packages = (metadata.get("coursebook") or {}).get("packages") or []
-    # `packages: jax` is one package: read letter by letter, pip was to install j, a and x;
-    # an empty item (`-` alone, YAML's null) is none: pip was to install a package "None"
-    return [str(item) for item in (packages if isinstance(packages, list) else [packages])
-            if item is not None]
 
 
 def decoded(path: Path) -> str | BookError:
@@ -126,6 +117,10 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
     if not is_chapter_source(text):
         return []
     notebook = read_chapter(text)  # its metadata is the top matter
+    try:  # every key of its `coursebook:`, checked once, before anything reads one
+        settings = chapter_settings(notebook.metadata, path, text)
+    except BookError as error:
+        return [error]
     where, declare = {
         NOTEBOOK_SUFFIX: ("metadata", '`"coursebook": {"packages": ["NAME"]}`'),
         SCRIPT_SUFFIX: ("jupytext header", "`jupyter: {coursebook: {packages: [NAME]}}`"),
@@ -137,7 +132,7 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
         for cell in notebook.cells if cell.cell_type == "code"
         for found in (_SHELL_INSTALL_LINE if _SHELL_CELL.match(cell.source)
                       else _INSTALL_LINE).finditer(cell.source)]
-    if recording_name(notebook) is None:  # a recorded chapter's cells run on its machines
+    if settings.recording is None:  # a recorded chapter's cells run on its machines
         errors += [BookError((
             f"the module imported here draws by running `{command}`, which the machine that "
             "builds the book lacks (not on PATH): each drawing would show its error. Install "
@@ -148,8 +143,7 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
             for line, command, how in missing_commands(notebook)]
     errors += [BookError(f"{where} 'coursebook: packages' declares {why}.",
                          path, top_matter_line(text, "coursebook", "packages"))
-               for requirement in declared_packages(notebook.metadata)
-               if (why := _missing(requirement)) is not None]
+               for requirement in settings.packages if (why := _missing(requirement)) is not None]
     return errors
 
 
@@ -174,7 +168,7 @@ def put_environment_first_on_path() -> None:
 
 def install_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
     """A download's first cell: the declared packages, installed (None: it declares none)."""
-    packages = declared_packages(notebook.metadata)
+    packages = chapter_settings(notebook.metadata).packages
     if not packages:
         return None
     quoted = " ".join(f"'{package}'" if re.search(r"[<>=!~;\[ ]", package) else package

@@ -22,7 +22,8 @@ from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NEEDS_ANSWERS_TAG, RAISES_TAG,
                                         SCRIPT_SUFFIX, UNVERIFIED_KEY, answer_names,
-                                        author_line, cell_tags, first_line, is_cell_script,
+                                        author_line, cell_tags, chapter_settings, first_line,
+                                        is_cell_script,
                                         is_chapter_source, note_output_keys, read_chapter,
                                         reads_as_json, top_matter_line)
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
@@ -65,12 +66,11 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     except SolutionError as error:
         raise SolutionError(error.message, source_path, error.line) from None
     folder = Path(source_path).parent
-    reads = (notebook.metadata.get("coursebook") or {}).get("reads", [])  # they key its run
-    if not isinstance(reads, list) or not all(isinstance(name, str) for name in reads) \
-            or not all((folder / name).is_file() for name in reads):
-        raise BookError(f"top matter 'coursebook: reads' is {reads!r}: it must list the files "
-                        "beside the chapter that its cells read (e.g. [names.txt]), each of them "
-                        "there: correct the list, or put the file beside the chapter",
+    reads = chapter_settings(notebook.metadata, source_path, text).reads  # they key its run
+    if not all((folder / name).is_file() for name in reads):
+        raise BookError(f"top matter 'coursebook: reads' is {list(reads)!r}: it must list the "
+                        "files beside the chapter that its cells read (e.g. [names.txt]), each of "
+                        "them there: correct the list, or put the file beside the chapter",
                         source_path, top_matter_line(text, "coursebook", "reads"))
     place_museum(notebook, museum, torch_version)
     place_runtime_setup(notebook, machine_kinds, source_path, runtimes_file)
