@@ -184,6 +184,14 @@ def test_a_coursebook_top_matter_of_another_shape_is_one_line(matter, line, mess
         (message, "lesson.md", at + line)]
 
 
+def test_a_key_given_nothing_is_as_if_not_written():
+    """`packages:` alone declares none, as it did; `machine_kinds:` alone is then told by the
+    recording's own check (which kinds to list), not as a null of the wrong type."""
+    text = _chapter("import nbformat", extra="coursebook:\n  packages:\n  recording: r\n"
+                                              "  machine_kinds:\n")
+    assert chapter_package_errors(Path("lesson.md"), text) == []
+
+
 def test_a_download_installs_the_declared_packages_first():
     notebook = nbformat.v4.new_notebook(metadata={"coursebook": {"packages": [
         "d2l", "einops>=0.8"]}})

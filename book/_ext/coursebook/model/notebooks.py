@@ -209,6 +209,8 @@ class ChapterSettings:
 def chapter_settings(metadata: dict, path: Path | str = "", text: str = "") -> ChapterSettings:
     """Its `coursebook:` typed, or a BookError as a TOML file's, at the key's line in ``text``."""
     found = metadata.get("coursebook") or {}
+    if isinstance(found, dict):  # `machine_kinds:` alone is none given: the caller says which
+        found = {key: value for key, value in found.items() if value is not None}
     lines = {f"coursebook.{key}": top_matter_line(text, "coursebook", str(key))
              for key in (found if isinstance(found, dict) else ())}
     lines["coursebook"] = top_matter_line(text, "coursebook")
