@@ -39,6 +39,7 @@ from coursebook.execute.shared_cache import (  # noqa: E402
     cache_run,
     cached_record,
     create_cache,
+    created,
     open_cache,
 )
 from coursebook.model.faults import shown_path  # noqa: E402
@@ -123,12 +124,6 @@ def deal(chapters: list[Chapter], count: int, seconds: dict[str, float]) -> dict
     return shards
 
 
-def _whole(cache: Path) -> bool:
-    """A cache jupyter-cache finished creating (it writes __version__.txt after the tables;
-    shared_cache.create_cache makes one whose creation was stopped again)."""
-    return (cache / "__version__.txt").is_file()
-
-
 def _copy_notebook(source, record, target: Path) -> None:
     """A cached notebook and its data, from one cache to another (the book caches no artifacts)."""
     cache_run(target, source.get_cache_bundle(record.pk).nb, record.uri, dict(record.data or {}))
@@ -139,7 +134,7 @@ def execute_shard(chapters: list[Chapter], versions: dict[str, str], shard: Shar
     """Execute the shard's chapters into its cache (dealt by the times ``history``, a cache,
     recorded), taking what ``reuse`` holds; write its manifest. The seconds per chapter."""
     runs: dict[str, list[float]] = {}  # each chapter's recorded runs
-    if _whole(history):
+    if created(history):
         for record in open_cache(history).list_cache_records():
             if (record.data or {}).get("execution_seconds") is not None:
                 runs.setdefault(Path(record.uri).stem, []).append(
@@ -147,7 +142,7 @@ def execute_shard(chapters: list[Chapter], versions: dict[str, str], shard: Shar
     shards = deal(chapters, shard.count, {name: statistics.mean(t) for name, t in runs.items()})
     mine = [c for c in chapters if shards[c.name] == shard.index]
     cache = shard.cache(root)
-    reusable = reuse is not None and _whole(reuse)
+    reusable = reuse is not None and created(reuse)
     seconds: dict[str, float] = {}
     for chapter in mine:
         seconds[chapter.name] = 0.0
@@ -174,7 +169,7 @@ def merge_shards(chapters: list[Chapter], torch: str, count: int, root: Path,
     shards = [Shard(index, count) for index in range(1, count + 1)]
     for shard in shards:
         cache = shard.cache(root)
-        if not (shard.folder(root) / MANIFEST).is_file() or not _whole(cache):
+        if not (shard.folder(root) / MANIFEST).is_file() or not created(cache):
             raise ShardError(f"shard {shard}'s cache is missing: {shown_path(cache)} (with "
                              f"{MANIFEST} beside it) should hold what it executed. Run "
                              f"`{shard.command}` (in CI: its execute job uploads it).")

@@ -109,12 +109,17 @@ def cache_key(cache_path: str | Path, notebook: nbformat.NotebookNode) -> str:
     return open_cache(cache_path).create_hashed_notebook(without_notes(notebook))[1]
 
 
+def created(cache_path: str | Path) -> bool:
+    """Whether jupyter-cache finished creating the cache: it writes __version__.txt after the
+    tables, so a database without it is one whose creation was stopped (it holds nothing)."""
+    return Path(cache_path, "__version__.txt").is_file()
+
+
 def create_cache(cache_path: str | Path) -> None:
-    """Create the cache folder and its tables, once, however many builds start together. A
-    database without __version__.txt, which jupyter-cache writes after the tables, is one whose
-    creation was stopped (it holds nothing; jupyter-cache would never make it): made again."""
+    """Create the cache folder and its tables, once, however many builds start together (a
+    creation that was stopped too: jupyter-cache would never finish it)."""
     with cache_lock(cache_path, "create"):
-        if not Path(cache_path, "__version__.txt").exists():
+        if not created(cache_path):
             Path(cache_path, "global.db").unlink(missing_ok=True)
         open_cache(cache_path).db  # the tables are made on first use of the database
 
