@@ -16,8 +16,8 @@ from book_environment import ROOT, use_book_environment
 
 use_book_environment()
 
-from coursebook.model.faults import BookError, shown_path  # noqa: E402
-from coursebook.model.notebooks import (chapter_files, chapter_settings, top_matter,  # noqa: E402
+from coursebook.model.faults import BookError, shown_path
+from coursebook.model.notebooks import (chapter_files, chapter_settings, top_matter,
                                         top_matter_line)
 
 

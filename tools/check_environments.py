@@ -23,13 +23,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import MACHINE_KINDS_FILE, use_book_environment  # noqa: E402
+from book_environment import MACHINE_KINDS_FILE, use_book_environment
 
 use_book_environment("packaging")
 
-from packaging.requirements import Requirement  # noqa: E402
+from packaging.requirements import Requirement
 
-from coursebook.model.machine_kinds import (MachineKind, RecordingEnvironment,  # noqa: E402
+from coursebook.model.machine_kinds import (MachineKind, RecordingEnvironment,
                                  load_machine_kinds, load_environments)
 
 # pip's words for "the registry could not answer" (unreachable, or it lacks the packages).

@@ -28,14 +28,14 @@ from book_environment import use_book_environment
 
 use_book_environment()
 
-from markdown_it import MarkdownIt  # noqa: E402
+from markdown_it import MarkdownIt
 
-from coursebook.model.faults import shown_path  # noqa: E402
-from coursebook.model.notebooks import is_chapter_source, top_matter  # noqa: E402
-from coursebook.model.recordings import recording_name  # noqa: E402
-from import_chapter import (Imported, NotALesson, book_form, book_names,  # noqa: E402
+from coursebook.model.faults import shown_path
+from coursebook.model.notebooks import is_chapter_source, top_matter
+from coursebook.model.recordings import recording_name
+from import_chapter import (Imported, NotALesson, book_form, book_names,
                             read_lesson, with_answers)
-from import_chapter import chapter_text as imported_text  # noqa: E402
+from import_chapter import chapter_text as imported_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "tools" / "chapter-template.md"

@@ -36,20 +36,20 @@ from book_environment import (
 
 use_book_environment("sphinx_autobuild")
 
-from sphinx_autobuild import __main__ as autobuild  # noqa: E402
-from sphinx_autobuild.build import Builder  # noqa: E402
-from sphinx_autobuild.utils import show_message  # noqa: E402
+from sphinx_autobuild import __main__ as autobuild
+from sphinx_autobuild.build import Builder
+from sphinx_autobuild.utils import show_message
 
-from coursebook.config import book_config  # noqa: E402
-from coursebook.execute.fill_cache import BookReadError, read_only_app  # noqa: E402
-from coursebook.execute.kernel_pool import (  # noqa: E402
+from coursebook.config import book_config
+from coursebook.execute.fill_cache import BookReadError, read_only_app
+from coursebook.execute.kernel_pool import (
     make_pool,
     offer_waiting_kernels,
     start_kernel_forkserver,
     stop_kernel_forkserver,
 )
-from coursebook.prepare.editions import Edition  # noqa: E402
-from coursebook.process.forked_builds import (  # noqa: E402
+from coursebook.prepare.editions import Edition
+from coursebook.process.forked_builds import (
     Forked,
     build_modules,
     import_modules,

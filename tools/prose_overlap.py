@@ -15,11 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE  # noqa: E402
+from book_environment import EXHIBITS_DIR, MACHINE_KINDS_FILE
 
-from coursebook.audit.own_words import SHARED_RUN, book_overlaps  # noqa: E402
-from coursebook.model.machine_kinds import load_machine_kinds  # noqa: E402
-from coursebook.museum.model import load_museum  # noqa: E402
+from coursebook.audit.own_words import SHARED_RUN, book_overlaps
+from coursebook.model.machine_kinds import load_machine_kinds
+from coursebook.museum.model import load_museum
 
 
 def main(argv: list[str] | None = None) -> int:

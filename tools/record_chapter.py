@@ -50,17 +50,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import (EXHIBITS_DIR, MACHINE_KINDS_FILE, RECORDER_REQUIREMENTS,  # noqa: E402
+from book_environment import (EXHIBITS_DIR, MACHINE_KINDS_FILE, RECORDER_REQUIREMENTS,
                               find_python, requirement_names, use_book_environment)
 
 use_book_environment(*requirement_names(RECORDER_REQUIREMENTS),
                      start="start it with `make recording`, which makes its own environment")
 
-import nbformat  # noqa: E402
-from nbclient import NotebookClient  # noqa: E402
-from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError  # noqa: E402
-from jupyter_core.utils import run_sync  # noqa: E402
-from refresh_runtimes import (  # noqa: E402
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+from jupyter_core.utils import run_sync
+from refresh_runtimes import (
     COLAB_LISTS,
     RefreshError,
     freeze_versions,
@@ -68,9 +68,9 @@ from refresh_runtimes import (  # noqa: E402
     refreshed,
 )
 
-from coursebook.exhibit_checks import FRESH_PYTHON_TIMEOUT, SIDE_ENVIRONMENTS  # noqa: E402
-from coursebook.execute.notebook_runs import kernel_manager_class  # noqa: E402
-from coursebook.model.machine_kinds import (  # noqa: E402
+from coursebook.exhibit_checks import FRESH_PYTHON_TIMEOUT, SIDE_ENVIRONMENTS
+from coursebook.execute.notebook_runs import kernel_manager_class
+from coursebook.model.machine_kinds import (
     MachineKind,
     MachineKindError,
     RecordingEnvironment,
@@ -78,9 +78,9 @@ from coursebook.model.machine_kinds import (  # noqa: E402
     load_environments,
     load_machine_kinds,
 )
-from coursebook.model.cell_notes import without_notes  # noqa: E402
-from coursebook.museum.model import load_museum  # noqa: E402
-from coursebook.model.notebooks import (  # noqa: E402
+from coursebook.model.cell_notes import without_notes
+from coursebook.museum.model import load_museum
+from coursebook.model.notebooks import (
     cell_tags,
     first_line,
     is_answer,
@@ -88,9 +88,9 @@ from coursebook.model.notebooks import (  # noqa: E402
     short_digest,
     with_stable_ids,
 )
-from coursebook.model.outputs import normalise  # noqa: E402
-from coursebook.model.provenance import source_commit, today  # noqa: E402
-from coursebook.model.recordings import (  # noqa: E402
+from coursebook.model.outputs import normalise
+from coursebook.model.provenance import source_commit, today
+from coursebook.model.recordings import (
     PROVENANCE_KEY,
     RecordingError,
     check_machine_kind,
@@ -99,16 +99,16 @@ from coursebook.model.recordings import (  # noqa: E402
     recording_path,
     runs_on,
 )
-from coursebook.model.runtimes import (  # noqa: E402
+from coursebook.model.runtimes import (
     RUNTIMES_FILE,
     Runtime,
     RuntimeFileError,
     load_runtimes,
 )
-from coursebook.model.versions import package_key  # noqa: E402
-from coursebook.prepare.chapters import edition_chapter  # noqa: E402
-from coursebook.prepare.editions import Edition  # noqa: E402
-from coursebook.verify.expectations import shown_text  # noqa: E402
+from coursebook.model.versions import package_key
+from coursebook.prepare.chapters import edition_chapter
+from coursebook.prepare.editions import Edition
+from coursebook.verify.expectations import shown_text
 
 VERSIONS = """
 import importlib, json, platform, re, sys

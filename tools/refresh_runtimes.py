@@ -26,13 +26,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import RUNTIMES_FILE, use_book_environment  # noqa: E402
+from book_environment import RUNTIMES_FILE, use_book_environment
 
 use_book_environment("packaging")  # the model's one need (the recorder's environment has it)
 
-from coursebook.model.runtimes import RuntimeFileError, load_runtimes  # noqa: E402
-from coursebook.model.toml_files import TomlFile, field_lines  # noqa: E402
-from coursebook.model.versions import package_key  # noqa: E402
+from coursebook.model.runtimes import RuntimeFileError, load_runtimes
+from coursebook.model.toml_files import TomlFile, field_lines
+from coursebook.model.versions import package_key
 
 COLAB_LISTS = ROOT.parent / "shared" / "colab-runtimes"
 _COLAB_SOURCE = re.compile(r"^googlecolab/backend-info@(?P<commit>[0-9a-f]{40}):(?P<file>[\w.-]+)$")

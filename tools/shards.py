@@ -26,7 +26,7 @@ from book_environment import BUILD, ROOT, use_book_environment
 
 use_book_environment()
 
-from coursebook.execute.fill_cache import (  # noqa: E402
+from coursebook.execute.fill_cache import (
     BookRead,
     BookReadError,
     ExecutionFailed,
@@ -34,7 +34,7 @@ from coursebook.execute.fill_cache import (  # noqa: E402
     execute_into_cache,
     read_book,
 )
-from coursebook.execute.shared_cache import (  # noqa: E402
+from coursebook.execute.shared_cache import (
     cache_key,
     cache_run,
     cached_record,
@@ -42,8 +42,8 @@ from coursebook.execute.shared_cache import (  # noqa: E402
     created,
     open_cache,
 )
-from coursebook.model.faults import shown_path  # noqa: E402
-from coursebook.prepare.editions import Edition  # noqa: E402
+from coursebook.model.faults import shown_path
+from coursebook.prepare.editions import Edition
 
 MANIFEST = "shard.json"
 

@@ -49,12 +49,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import use_book_environment  # noqa: E402
+from book_environment import use_book_environment
 
 use_book_environment("packaging")  # the model's one need; Colab's Python has it
 
-from coursebook.model.machine_kinds import MachineKind, load_machine_kinds  # noqa: E402
-from coursebook.model.provenance import source_commit, today  # noqa: E402
+from coursebook.model.machine_kinds import MachineKind, load_machine_kinds
+from coursebook.model.provenance import source_commit, today
 
 MACHINE_KINDS_FILE = ROOT / "tools" / "machine-kinds.toml"
 REPORT_FORMAT = 1

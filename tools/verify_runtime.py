@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from book_environment import (  # noqa: E402
+from book_environment import (
     EXHIBITS_DIR,
     MACHINE_KINDS_FILE,
     RUNTIMES_FILE,
@@ -46,42 +46,42 @@ from book_environment import (  # noqa: E402
 
 use_book_environment()
 
-import nbformat  # noqa: E402
-from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
-from record_chapter import install_kernel  # noqa: E402
+import nbformat
+from nbclient.exceptions import CellExecutionError, DeadKernelError
+from record_chapter import install_kernel
 
 from coursebook.answer_checks.model import AnswerCheck, cell_checks, notebook_checks
 from coursebook.answer_checks.prepare import shown_hint
-from coursebook.model.cell_notes import source_line  # noqa: E402
-from coursebook.model.faults import BookError, shown_path  # noqa: E402
-from coursebook.model.machine_kinds import (  # noqa: E402
+from coursebook.model.cell_notes import source_line
+from coursebook.model.faults import BookError, shown_path
+from coursebook.model.machine_kinds import (
     environments_path,
     load_environments,
     load_machine_kinds,
     stand_in_kind,
 )
-from coursebook.model.notebooks import (  # noqa: E402
+from coursebook.model.notebooks import (
     RESTART_TAG,
     cell_tags,
     first_line,
     is_chapter_source,
     read_chapter,
 )
-from coursebook.model.outputs import normalise  # noqa: E402
-from coursebook.model.recordings import Recording, load_recording, recording_name, recording_path  # noqa: E402
-from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release  # noqa: E402
-from coursebook.museum.model import (  # noqa: E402
+from coursebook.model.outputs import normalise
+from coursebook.model.recordings import Recording, load_recording, recording_name, recording_path
+from coursebook.model.runtimes import Runtime, load_runtimes, reader_runtimes, release
+from coursebook.museum.model import (
     ErrorRecord,
     Exhibit,
     Wing,
     load_museum,
     write_records,
 )
-from coursebook.museum.prepare import cell_origins  # noqa: E402
-from coursebook.page_state import CellOutput  # noqa: E402
-from coursebook.prepare.chapter_packages import install_cell  # noqa: E402
-from coursebook.prepare.chapters import edition_chapter  # noqa: E402
-from coursebook.prepare.editions import Edition  # noqa: E402
+from coursebook.museum.prepare import cell_origins
+from coursebook.page_state import CellOutput
+from coursebook.prepare.chapter_packages import install_cell
+from coursebook.prepare.chapters import edition_chapter
+from coursebook.prepare.editions import Edition
 from coursebook.torch_versions.verify import Standing, State, check_digests, other_torch, standing
 from coursebook.verify.expectations import (
     Expectations,
