@@ -984,6 +984,17 @@ x = torch.arange(4.0)
 ```
 
 ```{.python .input}
+%%tab all
+class Net:
+    def __init__(self):
+        if tab.selected('mxnet'):
+            self.w = np.zeros(2)
+        if tab.selected("pytorch", "jax"):
+            self.w = torch.zeros(2)
+b = torch.rand(2)
+```
+
+```{.python .input}
 x.requires_grad_(True)
 a = torch.randn(size=())
 ```
@@ -994,15 +1005,20 @@ def test_a_d2l_sources_pytorch_tab_comes_in(tmp_path, capsys):
     """d2l-en's .md files hold four frameworks' code and prose in tabs: every block came in as
     prose, 52 for autograd.md, each named to be made a code cell by hand (mxnet's, jax's and
     TensorFlow's too), and the other frameworks' prose with its `:begin_tab:` marks showed
-    on the page. The PyTorch tab comes in, as d2l-book writes it, each line at its number."""
+    on the page. The PyTorch tab comes in, as d2l-book writes it, each line at its number
+    (linear-regression-concise.md's `if tab.selected('pytorch'):` branches too)."""
     book, said = _brought_in(tmp_path, capsys, "autograd.md", D2L_TABS)
     cells = read_chapter((book / "autograd.md").read_text()).cells
     assert [cell.source for cell in cells if cell.cell_type == "code"][1:] == [
-        "import torch", "x = torch.arange(4.0)", "x.requires_grad_(True)\na = torch.randn(size=())"]
+        "import torch", "x = torch.arange(4.0)", "class Net:\n    def __init__(self):\n"
+        "        self.w = torch.zeros(2)\nb = torch.rand(2)",
+        "x.requires_grad_(True)\na = torch.randn(size=())"]
     prose = "".join(cell.source for cell in cells if cell.cell_type == "markdown")
     assert "Before we calculate the gradient" in prose and "tape" not in prose, prose
     assert not re.search("mxnet|tab|input|```", prose), prose
     assert f"line {_line_of(D2L_TABS, 'randn')} (`torch.randn(size=())`)" in said, said
+    # its `tab.selected` branches: PyTorch's body kept, each line noted where the lesson has it
+    assert f"line {_line_of(D2L_TABS, 'rand(2)')} (`torch.rand(2)`)" in said, said
     assert "fenced blocks" not in said, said
 
 

@@ -207,6 +207,8 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
             notebook.cells = [cell for cell in notebook.cells if cell.source.strip()]
             for cell in notebook.cells:
                 cell.source = cell.source.strip("\n")
+                if cell.cell_type == "code" and "tab.selected" in cell.source:
+                    _d2l_branches(cell)
         return notebook, "Markdown lecture (.md)"
     if suffix == ".py":
         fmt, docstring = _script_format(text)
@@ -251,6 +253,24 @@ def _d2l_tab(found: re.Match) -> str:
     if found.re is _D2L_PROSE:
         return "\n" + found["body"]
     return ("\n```python\n" if found["tabs"] else "```python\n") + found["body"] + "```"
+
+
+def _d2l_branches(cell) -> None:
+    """A cell's ``if tab.selected('pytorch'):`` branches as their bodies, the other tabs'
+    taken out, as d2l-book writes a tab's notebook (d2lbook/notebook.py, _clean_if_branches);
+    each line kept noted at its line in the lesson."""
+    kept, branch, indent = [], None, 0
+    for at, line in enumerate(cell.source.split("\n"), source_line(cell)):
+        depth = len(line) - len(line.lstrip())
+        if "tab.selected" in line and line.lstrip().startswith("if "):
+            branch, indent = bool(re.search(r"[\"']pytorch[\"']", line)), depth
+            continue
+        if branch is not None and line.strip() and depth <= indent:
+            branch = None
+        if branch is not False:
+            kept.append((line[4:] if branch else line, at))
+    cell.source = "\n".join(line for line, _ in kept)
+    note(cell, lines=[[[at, ""]] for _, at in kept])
 
 
 def with_answers(notebook: nbformat.NotebookNode, lab: Path,
