@@ -175,6 +175,8 @@ def test_a_declared_package_must_be_in_the_books_environment():
     ("  recording: [gpu]\n", 2, "field coursebook.recording: is ['gpu'] (make it a string)"),
     ("  packages: [nbformat]\n  read: [names.txt]\n", 3, "field coursebook.read: is no field "
      "of this table (use one of packages, reads, recording, machine_kinds, or remove it)"),
+    ("  2024: [names.txt]\n", 2, "field coursebook.2024: is no field of this table (use one "
+     "of packages, reads, recording, machine_kinds, or remove it)"),  # a TypeError (str + int)
     (" jax\n", 1, "field coursebook: is 'jax' (make it a table)")])
 def test_a_coursebook_top_matter_of_another_shape_is_one_line(matter, line, message):
     text = _chapter("import nbformat", extra="coursebook:\n" + matter)

@@ -209,9 +209,11 @@ class ChapterSettings:
 def chapter_settings(metadata: dict, path: Path | str = "", text: str = "") -> ChapterSettings:
     """Its `coursebook:` typed, or a BookError as a TOML file's, at the key's line in ``text``."""
     found = metadata.get("coursebook") or {}
-    if isinstance(found, dict):  # `machine_kinds:` alone is none given: the caller says which
-        found = {key: value for key, value in found.items() if value is not None}
-    lines = {f"coursebook.{key}": top_matter_line(text, "coursebook", str(key))
+    # `machine_kinds:` alone is none given (the recording's own check names the kinds); a
+    # number as a key (`2024:`) is named as any unknown key is
+    if isinstance(found, dict):
+        found = {str(key): value for key, value in found.items() if value is not None}
+    lines = {f"coursebook.{key}": top_matter_line(text, "coursebook", key)
              for key in (found if isinstance(found, dict) else ())}
     lines["coursebook"] = top_matter_line(text, "coursebook")
     return typed(TomlFile(Path(path), lines), "coursebook", found, ChapterSettings)
