@@ -923,7 +923,8 @@ def test_a_lesson_without_a_title_keeps_its_sections_levels(tmp_path, capsys):
     text = (book / "untitled.md").read_text()
     assert "(untitled)=\n# untitled\n" in text and "\n## The basics\n\n### Tensors" in text, text
     assert "the lesson has no title (its first heading is not `# …`): the chapter's is its " \
-           "name; write one in its `# untitled` line" in said
+           "name; write one in its `# untitled` line and in book/index.md's reading order, " \
+           "whose item names it so" in said  # makemore's: `*makemore-part1-bigrams*.` there
 
 
 def test_python_in_fenced_blocks_of_a_lessons_prose_is_named(tmp_path, capsys):

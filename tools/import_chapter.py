@@ -1539,7 +1539,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         title = text if first else name
         if first is None:
             imported.to_do.append(f"the lesson has no title (its first heading is not `# …`): "
-                                  f"the chapter's is its name; write one in its `# {name}` line")
+                                  f"the chapter's is its name; write one in its `# {name}` line "
+                                  "and in book/index.md's reading order, whose item names it so")
     if first is not None:  # the title asked for replaces the lesson's: one title a page
         if text != title:
             imported.changed.append(f"titled it `# {title}` in place of the lesson's title "
