@@ -175,6 +175,10 @@ def test_a_cache_whose_creation_was_stopped_is_created_again(tmp_path):
     cache_run(tmp_path / "cache", _notebook("print(1)"), "a.md", {})
     create_cache(tmp_path / "cache")
     assert len(open_cache(tmp_path / "cache").list_cache_records()) == 1
+    # HR: a database copied by hand without __version__.txt holds runs: not removed
+    (tmp_path / "cache" / "__version__.txt").unlink()
+    create_cache(tmp_path / "cache")
+    assert len(open_cache(tmp_path / "cache").list_cache_records()) == 1
 
 
 def test_the_cache_check_leaves_an_entry_another_build_is_writing(tmp_path):

@@ -117,10 +117,12 @@ def created(cache_path: str | Path) -> bool:
 
 def create_cache(cache_path: str | Path) -> None:
     """Create the cache folder and its tables, once, however many builds start together (a
-    creation that was stopped too: jupyter-cache would never finish it)."""
+    creation stopped before its tables too, an empty file jupyter-cache would never finish; a
+    database copied without its __version__.txt holds runs: kept)."""
     with cache_lock(cache_path, "create"):
-        if not created(cache_path):
-            Path(cache_path, "global.db").unlink(missing_ok=True)
+        database = Path(cache_path, "global.db")
+        if not created(cache_path) and database.is_file() and not database.stat().st_size:
+            database.unlink()
         open_cache(cache_path).db  # the tables are made on first use of the database
 
 
