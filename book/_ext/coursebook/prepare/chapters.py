@@ -23,9 +23,8 @@ from coursebook.model.machine_kinds import MachineKind, environments_path, load_
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NEEDS_ANSWERS_TAG, RAISES_TAG,
                                         SCRIPT_SUFFIX, UNVERIFIED_KEY, answer_names,
                                         author_line, cell_tags, chapter_settings, first_line,
-                                        is_cell_script,
-                                        is_chapter_source, note_output_keys, read_chapter,
-                                        reads_as_json, top_matter_line)
+                                        is_cell_script, is_chapter_source, note_output_keys,
+                                        read_chapter, reads_as_json, top_matter_line)
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
                                          recorded_where, recording_name, recording_path)
 from coursebook.model.solutions import SolutionError, myst_roles
