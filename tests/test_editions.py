@@ -280,3 +280,21 @@ def test_a_files_list_that_is_no_list_of_files_beside_the_chapter_is_one_line(tm
     listed = text.replace(f"reads: {reads}", "reads: [names.txt]")
     assert edition_chapter(listed, chapter, Edition.STUDENT, {}, "2.13.0").reads == {
         "names.txt": tmp_path / "names.txt"}  # checked, as the build notes and keys them
+
+
+def test_a_build_that_turns_colon_fences_off_still_cuts_a_colon_fenced_solution(monkeypatch):
+    """The book reads Markdown with the build's MyST settings, and always with colon fences and
+    math: a `:::{solution}` the parser missed would reach the student edition as text."""
+    from types import SimpleNamespace
+
+    from myst_parser.config.main import MdParserConfig
+
+    from coursebook.model import solutions
+
+    monkeypatch.setattr(solutions, "_BOOK", [])
+    app = SimpleNamespace(env=SimpleNamespace(
+        myst_config=MdParserConfig(enable_extensions={"deflist"})))
+    solutions.use_book_markdown(app)
+    types = [token.type for token in solutions.markdown_parser().parse(
+        ":::{solution} ex-1\nThe answer.\n:::\n\nTerm\n: its definition\n")]
+    assert "colon_fence" in types and "dl_open" in types

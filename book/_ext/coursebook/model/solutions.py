@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from itertools import accumulate
 
 import nbformat
@@ -35,12 +36,17 @@ _AS_WRITTEN = (None, "code-block", "code-cell", "code", "math")
 # The book's MyST syntax (conf.py's myst_enable_extensions is this list): a tool that runs no
 # build reads Markdown as a build does.
 MYST_EXTENSIONS = ["colon_fence", "dollarmath", "amsmath", "deflist"]
+# Read whatever a build enables (as before a495520): a solution in a colon fence the parser
+# missed would reach the student edition; a `%` in math is LaTeX's.
+_ALWAYS = {"colon_fence", "dollarmath", "amsmath"}
 _BOOK: list[MarkdownIt] = []  # the parser of a build's MyST settings (-D overrides too)
 
 
 def use_book_markdown(app) -> None:
     """``builder-inited``, after myst-parser's: the book's MyST settings are the build's."""
-    _BOOK[:] = [create_md_parser(app.env.myst_config, RendererHTML)]
+    config = app.env.myst_config
+    _BOOK[:] = [create_md_parser(replace(config, enable_extensions=_ALWAYS | set(
+        config.enable_extensions)), RendererHTML)]
 
 
 def markdown_parser() -> MarkdownIt:
