@@ -12,7 +12,7 @@ import pytest
 
 from conftest import (CHAPTER_TOP, MACHINE_KINDS_FILE, ROOT, TORCH_VERSION, run_sphinx,
                       sphinx_build, sphinx_command)
-from coursebook.claims.model import chapter_claims, claim_blocks, find_in_prose
+from coursebook.claims.model import chapter_claims, claim_blocks, find_in_prose, sentences_of
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.claims.audit import chapter_unbacked, museum_unbacked
 from coursebook.museum.model import ExhibitError, Wing, load_exhibit
@@ -99,6 +99,13 @@ def test_a_fragment_after_a_dot_inside_a_name_is_in_its_whole_sentence():
     sentence = "Calling `torch.add` here sums two tensors."
     found = find_in_prose("add here sums", ["An opening sentence. " + sentence])
     assert found is not None and found.sentence == sentence
+
+
+def test_an_abbreviation_does_not_end_a_sentence():
+    sentence = "Ops ending in an underscore, e.g. `x.add_`, change x i.e. in place w.r.t. x."
+    found = find_in_prose("change x", ["An opening sentence. " + sentence + " Next, 0.2."])
+    assert found is not None and found.sentence == sentence
+    assert sentences_of(sentence + " Up from 0.2? Yes.") == [sentence, "Up from 0.2?", "Yes."]
 
 
 def test_underscores_inside_names_count_and_roles_read_as_their_text():
