@@ -189,6 +189,20 @@ def test_after_names_the_entry_a_chapter_follows(tmp_path, capsys):
     assert "AFTER=no-such-page" in capsys.readouterr().err and not (book / "pt99.md").exists()
 
 
+def test_a_listed_chapter_whose_top_matter_the_build_refuses_is_one_line(tmp_path, capsys):
+    """Where it goes asks each listed chapter whether it is recorded: as the build reads it."""
+    book = _book(tmp_path)
+    first = book / "pt01.md"
+    text = first.read_text()
+    first.write_text(text.replace(text[text.index("coursebook:"):text.index("\n---")],
+                                  "coursebook: jax", 1))
+    assert tool.main(["pt99", "Nowhere", "--book", str(book)]) == 1
+    line = first.read_text().splitlines().index("coursebook: jax") + 1
+    assert capsys.readouterr().err == (f"chapter: {first}:{line}: field coursebook: is 'jax' "
+                                       "(make it a table)\n")
+    assert not (book / "pt99.md").exists()
+
+
 # --- make chapter FROM=: a lesson written elsewhere, in the book's form ------------------------
 
 def _notebook_lesson(path: Path) -> Path:

@@ -398,6 +398,31 @@ def test_the_tpu_recorder_refuses_on_this_cpu_machine_with_one_line(tmp_path):
     assert not list(tmp_path.glob(".venv-*"))  # it stopped before installing anything
 
 
+@pytest.mark.parametrize("matter, key, message", [
+    ("coursebook: jax", "coursebook", "field coursebook: is 'jax' (make it a table)"),
+    ("coursebook:\n  recording: [bridges]\n  machine_kinds: [tpu, cpu]", "recording",
+     "field coursebook.recording: is ['bridges'] (make it a string)"),
+    ("coursebook:\n  recording: bridges\n  machine_kinds: tpu", "machine_kinds",
+     "field coursebook.machine_kinds: is 'tpu' (make it a list of strings)"),
+    ("coursebook:\n  recording: bridges\n  machine_kinds: [tpu, abacus]", "machine_kinds",
+     "top matter 'coursebook: machine_kinds' names ['abacus'], not machine kinds of "
+     "tools/machine-kinds.toml (have tpu, gpu, cpu)"),
+], ids=["no-table", "recording-a-list", "machine_kinds-a-string", "machine_kinds-unknown"])
+def test_the_recorder_refuses_a_top_matter_of_another_shape_with_one_line(
+        tmp_path, capsys, matter, key, message):
+    """`make recording` reads the top matter as a build does: one line at the key's line."""
+    text = (BOOK / "bridges.md").read_text()
+    chapter = tmp_path / "bridges.md"
+    chapter.write_text(text.replace("coursebook:\n  recording: bridges\n  machine_kinds: "
+                                    "[tpu, cpu]", matter, 1))
+    line = next(n for n, written in enumerate(chapter.read_text().splitlines(), 1)
+                if written.lstrip().startswith(f"{key}:"))
+    done = load_tool("record_chapter").main([str(chapter), "--kind", "cpu", "--recordings",
+                                             str(tmp_path / "recordings"), "--venvs",
+                                             str(tmp_path)])
+    assert (done, capsys.readouterr().err) == (1, f"record: {chapter}:{line}: {message}\n")
+
+
 def _record_tiny(book, kind: str, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "tools/record_chapter.py", str(book / "tiny.md"),
                            "--kind", kind, *extra,

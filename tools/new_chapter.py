@@ -30,9 +30,8 @@ use_book_environment()
 
 from markdown_it import MarkdownIt
 
-from coursebook.model.faults import shown_path
-from coursebook.model.notebooks import is_chapter_source, top_matter
-from coursebook.model.recordings import recording_name
+from coursebook.model.faults import BookError, shown_path
+from coursebook.model.notebooks import chapter_settings, is_chapter_source, top_matter
 from import_chapter import (Imported, NotALesson, book_form, book_names,
                             read_lesson, with_answers)
 from import_chapter import chapter_text as imported_text
@@ -96,9 +95,10 @@ def with_chapter_listed(index: str, name: str, book: Path,
                           "has no such entry (it lists "
                           f"{', '.join(lines[i].strip() for i in entries)})")
     else:
-        chapters = [i for i in entries if _chapter(book, lines[i].strip()) is not None]
-        core = [i for i in chapters
-                if recording_name(top_matter(_chapter(book, lines[i].strip()))) is None]
+        texts = {i: _chapter(book, lines[i].strip()) for i in entries}
+        chapters = [i for i in entries if texts[i] is not None]
+        core = [i for i in chapters if chapter_settings(  # a fault: at its file and line
+            top_matter(texts[i]), book / f"{lines[i].strip()}.md", texts[i]).recording is None]
         places = core or chapters or entries
     at = places[-1] + 1 if places else len(lines)
     lines.insert(at, f"{name}\n")
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         written = new_chapter(args.name, args.title, args.book, args.after or None, args.lesson,
                               args.solutions)
-    except Refused as refused:
+    except (Refused, BookError) as refused:
         print(f"chapter: {refused}", file=sys.stderr)
         return 1
     print(report(written, args.book, args.lesson))

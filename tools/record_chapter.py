@@ -72,13 +72,13 @@ from coursebook.exhibit_checks import FRESH_PYTHON_TIMEOUT, SIDE_ENVIRONMENTS
 from coursebook.execute.notebook_runs import kernel_manager_class
 from coursebook.model.machine_kinds import (
     MachineKind,
-    MachineKindError,
     RecordingEnvironment,
     environments_path,
     load_environments,
     load_machine_kinds,
 )
 from coursebook.model.cell_notes import without_notes
+from coursebook.model.faults import BookError
 from coursebook.museum.model import load_museum
 from coursebook.model.notebooks import (
     cell_tags,
@@ -92,7 +92,6 @@ from coursebook.model.outputs import normalise
 from coursebook.model.provenance import source_commit, today
 from coursebook.model.recordings import (
     PROVENANCE_KEY,
-    RecordingError,
     check_machine_kind,
     load_recording,
     recorded_chapter,
@@ -102,7 +101,6 @@ from coursebook.model.recordings import (
 from coursebook.model.runtimes import (
     RUNTIMES_FILE,
     Runtime,
-    RuntimeFileError,
     load_runtimes,
 )
 from coursebook.model.versions import package_key
@@ -612,7 +610,7 @@ def record(args: argparse.Namespace) -> int:
                       f"(have {', '.join(machines)})")
     machine = machines[args.kind]
     text = args.chapter.read_text(encoding="utf8")
-    chapter = recorded_chapter(read_chapter(text), machines, str(args.chapter))
+    chapter = recorded_chapter(read_chapter(text), machines, str(args.chapter), text)
     if chapter is None:
         raise Refused(f"{args.chapter} is not a recorded chapter (no 'coursebook: recording')")
     if machine not in chapter.machines:
@@ -744,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return record(args)
-    except (Refused, RecordingError, MachineKindError, RuntimeFileError) as error:
+    except (Refused, BookError) as error:
         print(f"record: {error}", file=sys.stderr)
         return 1
 

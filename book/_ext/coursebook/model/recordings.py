@@ -23,9 +23,11 @@ from coursebook.model.notebooks import (
     RAISES_TAG,
     STAND_IN_ONLY_TAG,
     cell_tags,
+    chapter_settings,
     first_line,
     is_answer,
     markdown_cell,
+    top_matter_line,
 )
 from coursebook.model.versions import package_key, release
 
@@ -39,7 +41,7 @@ class RecordingError(BookError):
 
 def recording_name(chapter: nbformat.NotebookNode | dict) -> str | None:
     """The recording a chapter's notebook, or its top matter alone, names (None: not one)."""
-    return (getattr(chapter, "metadata", chapter).get("coursebook") or {}).get("recording")
+    return chapter_settings(getattr(chapter, "metadata", chapter)).recording
 
 
 @dataclass(frozen=True)
@@ -57,23 +59,23 @@ class RecordedChapter:
 
 
 def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, MachineKind],
-                     source: str = "") -> RecordedChapter | None:
-    if (name := recording_name(notebook)) is None:
+                     source: str = "", text: str = "") -> RecordedChapter | None:
+    if (settings := chapter_settings(notebook.metadata, source, text)).recording is None:
         return None
-    accepted = (notebook.metadata.get("coursebook") or {}).get("machine_kinds")
-    field = f"{source or 'the chapter'}: top matter 'coursebook: machine_kinds'"
-    if not isinstance(accepted, list) or not accepted:
+    accepted, field = settings.machine_kinds, "top matter 'coursebook: machine_kinds'"
+    at = (source or None, top_matter_line(text, "coursebook", "machine_kinds"))
+    if not accepted:
         raise RecordingError(f"{field} must list the machine kinds this chapter is recorded on "
-                             f"(from {', '.join(machines)})")
+                             f"(from {', '.join(machines)})", *at)
     if unknown := [kind for kind in accepted if kind not in machines]:
         raise RecordingError(f"{field} names {unknown}, not machine kinds of "
-                             f"tools/machine-kinds.toml (have {', '.join(machines)})")
+                             f"tools/machine-kinds.toml (have {', '.join(machines)})", *at)
     chosen = tuple(machine for machine in machines.values() if machine.name in accepted)
     if not any(machine.stand_in for machine in chosen):
         raise RecordingError(f"{field} needs a stand-in kind "
                              f"({', '.join(b.name for b in machines.values() if b.stand_in)}): "
-                             "an ordinary build shows its outputs")
-    return RecordedChapter(name, chosen, source)
+                             "an ordinary build shows its outputs", *at)
+    return RecordedChapter(settings.recording, chosen, source)
 
 
 def recording_path(recordings_dir: Path, name: str, kind: str) -> Path:

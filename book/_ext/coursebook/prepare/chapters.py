@@ -113,7 +113,7 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
     prepared = edition_chapter(text, source_path, edition, config.museum(), config.torch,
                                config.machine_kinds, config.runtimes_file, config.answer_space)
     notebook, claims = prepared.notebook, prepared.claims
-    chapter = recorded_chapter(notebook, config.machine_kinds, source_path)
+    chapter = recorded_chapter(notebook, config.machine_kinds, source_path, text)
     if chapter is None:
         return prepared
     recordings_dir = Path(config.recordings_dir)
