@@ -372,9 +372,10 @@ def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing],
 
 def link_back_to_exhibits(notebook: nbformat.NotebookNode, museum: dict[str, Wing]) -> None:
     """After each section an exhibit's ``taught_in`` names, a link to the exhibit."""
-    exhibits = [exhibit for wing in museum.values() for exhibit in wing.exhibits]
-    by_label = {label: [e for e in exhibits for taught in e.taught_in if taught == label]
-                for exhibit in exhibits for label in exhibit.taught_in}
+    by_label: dict[str, list[Exhibit]] = {}
+    for exhibit in (exhibit for wing in museum.values() for exhibit in wing.exhibits):
+        for label in exhibit.taught_in:
+            by_label.setdefault(label, []).append(exhibit)
     for cell in (cell for cell in notebook.cells if cell.cell_type == "markdown"):
         parts, end = [], 0
         for section in SECTION_LABEL.finditer(cell.source):
