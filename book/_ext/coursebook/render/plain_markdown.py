@@ -335,7 +335,8 @@ def fenced(code: str, language: str = "") -> str:  # no backticks in ``code`` cl
 
 
 def split_options(body: str) -> tuple[dict[str, str], str]:
-    """A directive's options (``:name: value`` lines or a YAML block) and its content, as MyST
-    reads them (for docutils' TestDirective, MyST takes any option, its value a string)."""
+    """A directive's options (``:name: value`` lines or a YAML block) and content, as MyST reads
+    them: any option, a string (myst-parser's undocumented case for docutils' TestDirective,
+    pinned by tests/test_downloads.py)."""
     parsed = parse_directive_text(TestDirective, "", body)
     return parsed.options, "\n".join(parsed.body)
