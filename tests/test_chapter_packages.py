@@ -12,6 +12,8 @@ import nbformat
 import pytest
 
 from conftest import sphinx_build
+from coursebook.model.faults import BookError
+from coursebook.model.notebooks import chapter_settings
 from coursebook.prepare.chapter_packages import (
     chapter_package_errors,
     decoded,
@@ -184,6 +186,14 @@ def test_a_coursebook_top_matter_of_another_shape_is_one_line(matter, line, mess
     at = text.splitlines().index("coursebook:")
     assert [(error.message, str(error.path), error.line) for error in errors] == [
         (message, "lesson.md", at + line)]
+
+
+def test_a_top_matter_read_without_its_file_names_no_place():
+    """A reader that has only the metadata (the cache key, a download's install cell) says the
+    fault without a made-up place (it was `.:1:`)."""
+    with pytest.raises(BookError) as raised:
+        chapter_settings({"coursebook": "jax"})
+    assert str(raised.value) == "field coursebook: is 'jax' (make it a table)"
 
 
 def test_a_key_given_nothing_is_as_if_not_written():

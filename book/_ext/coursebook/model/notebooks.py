@@ -216,7 +216,8 @@ def chapter_settings(metadata: dict, path: Path | str = "", text: str = "") -> C
     lines = {f"coursebook.{key}": top_matter_line(text, "coursebook", key)
              for key in (found if isinstance(found, dict) else ())}
     lines["coursebook"] = top_matter_line(text, "coursebook")
-    return typed(TomlFile(Path(path), lines), "coursebook", found, ChapterSettings)
+    return typed(TomlFile(Path(path) if path else None, lines), "coursebook", found,
+                 ChapterSettings)
 
 
 def is_cell_script(text: str) -> bool:
