@@ -9,6 +9,7 @@ import copy
 import io
 import json
 import re
+import textwrap
 import tokenize
 from collections import defaultdict
 from dataclasses import replace
@@ -35,10 +36,18 @@ if TYPE_CHECKING:  # mdformat with it is imported when a page is written (a no-o
 
 # myst-nb's glue, which Colab lacks, is a function that shows the value there: the page pastes
 # each value into its text, and so does the download (markdown_for), from the build's run.
-GLUE_IMPORT = re.compile(r"^from myst_nb import glue(?: as (\w+))?[ \t]*$", re.M)
+GLUE_IMPORT = re.compile(r"^(?:from myst_nb import (glue)|import (myst_nb))(?: as (\w+))?[ \t]*$",
+                         re.M)
 GLUE_STAND_IN = ("def {}(name, value, display=True):  # in place of myst-nb's glue: shows it\n"
                  "    from IPython.display import display as show\n\n"
                  "    if display:\n        show(value)")
+
+
+def glue_stand_in(found: re.Match) -> str:  # ``import myst_nb``: a class of that name holds it
+    if found[1]:
+        return GLUE_STAND_IN.format(found[3] or "glue")
+    return (f"class {found[3] or 'myst_nb'}:  # in place of myst-nb, which Colab lacks\n"
+            + textwrap.indent(GLUE_STAND_IN.format("glue"), "    "))
 
 
 # How a caught cell begins, worded for a cell whose outcome the student predicts first: it
@@ -93,8 +102,7 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
             cell.source = markdown.convert(cell.source)
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-            cell.source = GLUE_IMPORT.sub(lambda found: GLUE_STAND_IN.format(found[1] or "glue"),
-                                          cell.source)
+            cell.source = GLUE_IMPORT.sub(glue_stand_in, cell.source)
             # A predict-first cell is wrapped too, whether it raises or not: a wrapper on
             # the failing ones alone would answer "does it raise?" before the reader runs it.
             if raised and (RAISES_TAG in tags or REVEAL_TAG in tags):
