@@ -826,12 +826,17 @@ def test_only_the_instructor_footer_stamps_torch_commit_and_date(built):
 
 
 # A chapter that glues (myst-nb's glue): a value, a formatted one, a word kept out of the
-# cell's output, an equation and a figure, each pasted into the prose.
-GLUE_CELL = """from myst_nb import glue
+# cell's output, an equation and a figure, each pasted into the prose; glue imported by a
+# book-only cell, and the module by the cell.
+GLUE_IMPORTS = """```{code-cell} ipython3
+:tags: [book-only]
+from myst_nb import glue
+```"""
+GLUE_CELL = """import myst_nb
 import matplotlib.pyplot as plt
 from IPython.display import Math
 glue("tiny_mean", (weights * 0.375).mean().item())
-glue("tiny_word", "tripled", display=False)
+myst_nb.glue("tiny_word", "tripled", display=False)
 glue("tiny_equation", Math(r"y = 3 w"), display=False)
 fig, ax = plt.subplots(figsize=(1, 1))
 ax.plot([0, 1])
@@ -869,8 +874,8 @@ def test_a_glued_chapters_download_runs_without_myst_nb_and_shows_the_values(tin
     from verify_runtime import run_all
 
     chapter = tiny_book / "chapter.md"
-    chapter.write_text(chapter.read_text() + f"\n```{{code-cell}} ipython3\n{GLUE_CELL}\n```\n\n"
-                       + GLUE_PROSE)
+    chapter.write_text(chapter.read_text() + f"\n{GLUE_IMPORTS}\n\n```{{code-cell}} ipython3\n"
+                       f"{GLUE_CELL}\n```\n\n{GLUE_PROSE}")
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache",  # its new cell's
                          settings={"coursebook_accept_outputs": "1"})  # output accepted
     assert build.returncode == 0 and "Traceback" not in build.log, build.log[-3000:]
@@ -885,8 +890,7 @@ def test_a_glued_chapters_download_runs_without_myst_nb_and_shows_the_values(tin
                      prose), prose
     assert myst_leftovers(prose) == []
     download.cells.insert(0, colab_has_no("myst_nb"))
-    ran = run_all(download, tmp_path)  # a cell that still imports myst_nb stops it
-    assert not any("myst_nb" in cell.source for cell in ran.cells[1:])
+    run_all(download, tmp_path)  # stopped by a cell that imports myst_nb, or glues unimported
 
 
 # myst-nb's glue data of a run: each key's mime bundle (a figure's PNG, shortened).
@@ -941,3 +945,21 @@ def test_a_glue_import_becomes_a_stand_in_that_shows_the_value(capsys, monkeypat
         exec(source, {})
     assert capsys.readouterr().out == "0.375\n[1]\ne\n"
 
+
+def test_a_book_only_glue_import_goes_to_the_first_kept_cell_that_glues(capsys, monkeypatch):
+    """A ``book-only`` cell (left out of downloads) imports glue for the cells kept after it:
+    the first of them that glues gets the import, so its stand-in; a name none uses, none."""
+    book_only = {"tags": ["book-only"]}
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from myst_nb import glue\nimport myst_nb as mnb\n"
+                                  "glue('figure', 1, display=False)", metadata=book_only),
+        nbformat.v4.new_code_cell("x = 5"),
+        nbformat.v4.new_code_cell("glue('x', x)"),
+        nbformat.v4.new_code_cell("glue('y', 6)")])
+    sources = [cell.source for cell in download_notebook(notebook, PlainMarkdown(_resolve)).cells]
+    assert sources[0] == "x = 5" and "mnb" not in "".join(sources)
+    monkeypatch.setitem(sys.modules, "myst_nb", None)  # as in Colab: importing it fails
+    namespace = {}
+    for source in sources:
+        exec(source, namespace)
+    assert capsys.readouterr().out == "5\n6\n"

@@ -86,8 +86,17 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
     """What a reader runs elsewhere with "Run all"; ``raised``: the error types its cells
     raise on purpose (none: no cell is caught)."""
     notebook = copy.deepcopy(notebook)  # the prepared chapter is shared by the build's hooks
-    notebook.cells = [cell for cell in notebook.cells
-                      if BOOK_ONLY_TAG not in cell_tags(cell) and not is_claim(cell)]
+    cells, notebook.cells = notebook.cells, []
+    waiting: dict[str, str] = {}  # a book-only cell's glue imports, by the name each binds:
+    for cell in cells:  # each goes to the first cell kept after it that names it
+        if BOOK_ONLY_TAG in cell_tags(cell):
+            waiting |= {found[3] or found[1] or found[2]: found[0]
+                        for found in GLUE_IMPORT.finditer(cell.source)}
+        elif not is_claim(cell):
+            if names := [name for name in waiting if cell.cell_type == "code"
+                         and re.search(rf"\b{name}\b", cell.source)]:
+                cell.source = "\n".join([waiting.pop(name) for name in names] + [cell.source])
+            notebook.cells.append(cell)
     if (installs := install_cell(notebook)) is not None:  # where it runs, it installs them
         notebook.cells.insert(0, installs)
     for key in ("jupytext", "coursebook", "mystnb"):  # read by the build only
