@@ -217,6 +217,31 @@ def test_a_solution_that_cannot_be_cut_out_is_named_and_read_as_an_answer(text, 
     assert not is_answer(cells[0]) and all(is_answer(cell) for cell in cells[1:])
 
 
+@pytest.mark.parametrize("setting, fix", [
+    ("enable_extensions: [dollarmath, substitution]", "list amsmath, colon_fence, deflist too"),
+    ("fence_as_directive: [solution]", "remove it"), ("commonmark_only: true", "remove it")])
+def test_a_chapter_whose_myst_settings_read_its_markup_otherwise_is_refused_at_the_key(
+        setting, fix):
+    """myst-parser puts a chapter's `myst:` settings in the book's place for its page, while
+    the book cuts answers by its own reading: without colon fences the instructor's box showed
+    `:::{solution}` as text; a `fence_as_directive` solution reached the student page, its
+    downloads and search index, the build and `make audit` passing."""
+    from coursebook.prepare.chapters import edition_chapter
+
+    chapter = CHAPTER.replace("mystnb:", f"myst:\n  {setting}\n  substitutions: {{a: b}}\n"
+                              "mystnb:", 1)
+    with pytest.raises(SolutionError) as raised:
+        edition_chapter(chapter, "lesson.md", Edition.STUDENT, {}, "2.13.0")
+    key = setting.split(":")[0]
+    assert str(raised.value) == (
+        f"lesson.md:{chapter.splitlines().index('  ' + setting) + 1}: top matter `myst: {key}` "
+        "would have this page read its markup otherwise than the book, which leaves the answers "
+        f"out of the student edition by its own reading: {fix}")
+    kept = chapter.replace(setting, "enable_extensions: [colon_fence, dollarmath, amsmath, "
+                           "deflist, substitution]")  # the book's and more: read alike
+    assert edition_chapter(kept, "lesson.md", Edition.STUDENT, {}, "2.13.0").notebook.cells
+
+
 def _build(src: Path, conf: Path, out: Path, *tags: str) -> subprocess.CompletedProcess:
     command = sphinx_command(src, out / "html", out / "doctrees", tags=tags, conf=conf,
                              settings={"coursebook_accept_outputs": "1"})

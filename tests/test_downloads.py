@@ -580,11 +580,10 @@ def test_a_chapters_footnote_and_top_matter_syntax_reach_its_download(tiny_book,
     """A footnote once stopped the build with a traceback (the download's converter had no
     renderer); syntax the chapter's top matter turns on is read by the download too."""
     chapter = tiny_book / "chapter.md"
-    chapter.write_text(chapter.read_text().replace("kernelspec:", "myst:\n  enable_extensions: "
-                                                   "[substitution]\n  substitutions: {name: Ada}\n"
-                                                   "kernelspec:", 1)
-                       .replace("A worked example.",
-                                "An example by {{ name }}.[^a]\n\n[^a]: A note."))
+    chapter.write_text(chapter.read_text().replace(
+        "kernelspec:", "myst:\n  enable_extensions: [colon_fence, dollarmath, amsmath, deflist, "
+        "substitution]\n  substitutions: {name: Ada}\nkernelspec:", 1).replace(
+        "A worked example.", "An example by {{ name }}.[^a]\n\n[^a]: A note."))
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
     assert build.returncode == 0 and "Traceback" not in build.log, build.log[-3000:]
     download = nbformat.read(tmp_path / "out" / "html" / "_sources" / "chapter.ipynb", as_version=4)

@@ -20,7 +20,8 @@ from myst_parser.config.main import read_topmatter
 
 from coursebook.model.cell_notes import (CELL_NOTE, cell_key, cell_line, line_within, note,
                                          place_at, source_line, without_notes)
-from coursebook.model.solutions import markdown_parser, solutions_as_answers
+from coursebook.model.solutions import (SolutionError, markdown_parser, reading_changed,
+                                        solutions_as_answers)
 from coursebook.model.toml_files import TomlFile, typed
 
 # --- The book's tags (myst-nb's own, such as remove-cell, keep their meaning) ----------
@@ -269,6 +270,8 @@ def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
         notebook = read_myst_markdown_notebook(
             text, markdown_parser().options["myst_config"], add_source_map=True)
         _note_lines(notebook, text.splitlines())
+    if strict and (changed := reading_changed(notebook.metadata)):
+        raise SolutionError(changed[1], line=top_matter_line(text, "myst", changed[0]))
     return solutions_as_answers(notebook, ANSWER_TAG, strict)
 
 

@@ -12,7 +12,7 @@ from itertools import accumulate
 import nbformat
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
-from myst_parser.config.main import MdParserConfig
+from myst_parser.config.main import MdParserConfig, merge_file_level
 from myst_parser.parsers.mdit import create_md_parser
 
 from coursebook.model.cell_notes import CELL_NOTE, line_within, place_at
@@ -55,6 +55,21 @@ def markdown_parser() -> MarkdownIt:
         _BOOK.append(create_md_parser(MdParserConfig(enable_extensions=MYST_EXTENSIONS),
                                       RendererHTML))
     return _BOOK[0]
+
+
+def reading_changed(metadata: dict) -> tuple[str, str] | None:
+    """The key of a chapter's `myst:` settings (myst-parser puts them in the book's place for
+    its page) under which the page would read its markup otherwise than the book; its line."""
+    book = markdown_parser().options["myst_config"]  # a wrong value: myst-nb warns of it
+    page = merge_file_level(book, {"myst": metadata.get("myst", {})}, lambda *_: None)
+    missing = sorted(set(book.enable_extensions) - set(page.enable_extensions))
+    key = "enable_extensions" if missing else next((key for key in (  # fences, directives
+        "commonmark_only", "gfm_only", "disable_syntax", "fence_as_directive",
+        "colon_fence_exact_match") if getattr(page, key) != getattr(book, key)), None)
+    fix = f"list {', '.join(missing)} too" if missing else "remove it"
+    return key and (key, f"top matter `myst: {key}` would have this page read its markup "
+                    "otherwise than the book, which leaves the answers out of the student "
+                    f"edition by its own reading: {fix}")
 
 
 def comments(markdown: str) -> Iterator[tuple[int, int]]:
