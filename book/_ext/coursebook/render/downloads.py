@@ -138,18 +138,22 @@ def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
                       raised: tuple[str, ...] = (), instructor: bool = False) -> str:
     """The ``.md`` download: the download notebook as one plain Markdown document. A text
     editor shows a ``<details>`` block open, so each (an error to predict, a reveal) is set
-    aside, numbered, after the last cell, and its place names it."""
+    aside, numbered, after the last cell, and its place names it; so is a glued image."""
     from coursebook.render.plain_markdown import fenced
 
     set_aside: list[tuple[str, str]] = []
-    cells = download_notebook(notebook, replace(markdown, set_aside=set_aside), raised,
-                              instructor).cells
+    images: list[str] = []
+    cells = download_notebook(notebook, replace(markdown, set_aside=set_aside, images=images),
+                              raised, instructor).cells
     parts = [cell.source.strip("\n") if cell.cell_type == "markdown"
              else fenced(cell.source, "python") for cell in cells if cell.source.strip()]
     if set_aside:
         parts.append(f"## {SET_ASIDE_HEADING}")
         parts += [f"### Note {number}: {summary}\n\n{content}"
                   for number, (summary, content) in enumerate(set_aside, 1)]
+    if images:
+        parts.append("\n".join(f"[image-{number}]: {address}"
+                               for number, address in enumerate(images, 1)))
     return "\n\n".join(parts) + "\n"
 
 

@@ -68,6 +68,9 @@ class PlainMarkdown:
     # (summary, content) goes there, printed after the text, so that an error to predict
     # is not read ahead.
     set_aside: list[tuple[str, str]] | None = None
+    # There too, a glued image's data: address (a line of thousands of characters) goes in a
+    # list, printed last as the reference the text names: the text reads on.
+    images: list[str] | None = None
     # The numbers of the page's numbered blocks by kind (exercise, theorem...), each in its
     # order: Sphinx's, which count on across the book's pages (downloads: block_numbers);
     # alone, from 1.
@@ -139,7 +142,11 @@ class PlainMarkdown:
         elif mime.startswith("image/"):
             image = "".join(value.split()) if mime != "image/svg+xml" else base64.b64encode(
                 value.encode()).decode()
-            shown = f"![{escape(caption.split(chr(10))[0] or key)}](data:{mime};base64,{image})"
+            address = f"data:{mime};base64,{image}"
+            if self.images is not None:
+                self.images.append(address)
+            target = f"[image-{len(self.images)}]" if self.images is not None else f"({address})"
+            shown = f"![{escape(caption.split(chr(10))[0] or key)}]{target}"
         else:  # HTML, as Jupyter shows it
             shown = value
         return shown + (f"\n\n*{caption}*" if caption else "")
