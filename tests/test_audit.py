@@ -459,6 +459,25 @@ def test_each_line_an_answer_shares_with_one_visible_cell_is_named_in_one_build(
     assert shared == [" ".join(fingerprint_words(line)) for line in ("def x(t):", "if t == 0:")]
 
 
+def test_a_passage_longer_than_a_run_is_named_whole_so_one_allowance_covers_it(tmp_path):
+    """QuantEcon's column_iterator exercise shows a stub whose docstring its answer repeats:
+    the check named the first eight words, and each allowance of what it named showed the
+    next eight only on the next build (four builds for one docstring)."""
+    doc = ('"""A generator function for CSV files, which steps through the elements of the '
+           'column numbered column_number in the file target_file."""')
+    chapter = LECTURE.replace("# Linear equations\n", "# Linear equations\n\nComplete:\n\n"
+                              f"```python\ndef column_iterator(target_file, column_number):\n"
+                              f"    {doc}\n    # put your code here\n```\n")
+    chapter += (f"\n```{{code-cell}} ipython3\n:tags: [\"answer\"]\ndef column_iterator(target"
+                f"_file, column_number):\n    {doc}\n    yield from open(target_file)\n```\n")
+    [overlap] = _overlaps(tmp_path, chapter)
+    assert overlap.passage.startswith("def column_iterator") and "target_file . \"" in (
+        overlap.passage)
+    assert chapter.splitlines()[overlap.answer.line - 1].startswith("def column_iterator")
+    allowed = f"[[allow]]\npassage = '''{overlap.passage}'''\nwhy = 'the stub'\n"
+    assert _overlaps(tmp_path, chapter, allowed) == []
+
+
 def test_a_question_quoting_the_answers_value_is_found(tmp_path):
     """The value an answer's check holds (what the answer prints), quoted in visible prose."""
     chapter = (TINY_BOOK / "chapter.md").read_text().replace(

@@ -58,10 +58,10 @@ def test_the_student_build_holds_no_answer(built):
 def test_the_instructor_page_shows_every_answer_the_audit_looks_for(built):
     """The audit's view of a page sees each answer cell, so a leak of any would be caught."""
     found = chapter_fingerprints(BOOK)
-    page = set(_runs(fingerprint_words(
-        file_texts(built["instructor"].outdir / "html" / "pt01.html")[0])))
+    page = {run for _, run in _runs(fingerprint_words(
+        file_texts(built["instructor"].outdir / "html" / "pt01.html")[0]))}
     for cell in read_chapter((BOOK / "pt01.md").read_text()).cells:
-        fingerprints = set(_runs(fingerprint_words(_cell_text(cell)))) & found.runs
+        fingerprints = {run for _, run in _runs(fingerprint_words(_cell_text(cell)))} & found.runs
         if is_answer(cell) and fingerprints:
             assert fingerprints & page, cell.source.splitlines()[0]
 

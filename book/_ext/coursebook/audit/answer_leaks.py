@@ -99,14 +99,16 @@ def _is_telling_term(term: str) -> bool:
     return len(term) >= 4 and ("_" in term or "." in term)
 
 
-def _runs(tokens: list[str]) -> Iterator[tuple[str, ...]]:
-    """Each run with three names or more: ``( [ 2 . , 4 . ]`` is as likely an output."""
+def _runs(tokens: list[str]) -> Iterator[tuple[int, tuple[str, ...]]]:
+    """Each (index, run) with three names or more: ``( [ 2 . , 4 . ]`` is as likely an output."""
+    at = 0
     for broken, group in groupby(tokens, key=lambda token: "\x00" in token):  # math breaks
-        segment = [] if broken else list(group)
-        names = [1 if _NAME.fullmatch(word) else 0 for word in segment]
+        segment = list(group)
+        names = [not broken and bool(_NAME.fullmatch(word)) for word in segment]
         for start in range(len(segment) - FINGERPRINT_RUN + 1):
             if sum(names[start:start + FINGERPRINT_RUN]) >= 3:
-                yield tuple(segment[start:start + FINGERPRINT_RUN])
+                yield at + start, tuple(segment[start:start + FINGERPRINT_RUN])
+        at += len(segment)
 
 
 def _padded(words: list[str]) -> str:
@@ -153,7 +155,7 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
     runs, terms, stems = ({True: set(), False: set()} for _ in range(3))
     for source, shown, answer, markdown in cells:
         terms[answer].update(_TERM.findall(source))
-        runs[answer].update(_runs(fingerprint_words(shown)))
+        runs[answer].update(run for _, run in _runs(fingerprint_words(shown)))
         stems[answer].update(_search_words(source))
         if answer and markdown and (heading := re.match(r"#+\s+(.+)", source.strip())):
             headings.add(heading.group(1).strip())
@@ -222,7 +224,7 @@ def audit_build(build_dir: Path, found: Fingerprints, files: list[Path] = ()) ->
         text, seen = file_texts(path)
         page_stems.update(_search_words(text))
         padded = _padded(words := fingerprint_words(text))
-        if hits := set(_runs(words)) & found.runs:
+        if hits := {run for _, run in _runs(words)} & found.runs:
             leaks.append(BookError(f"{len(hits)} answer passage(s), e.g. "
                                    f"{' '.join(sorted(hits)[0])!r}", path))
         elif comments := sorted(c for c in found.comments if c in padded):
@@ -274,6 +276,7 @@ def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
     """The place moved to the line of its cell where the run starts (`J[:] = next_J`, not
     `next_J = bellman(J, Q)` above it; a run may go on over the next lines), else to the first
     line holding the run's names (a page's words: markup between them), if one does."""
+    run = run[:FINGERPRINT_RUN]  # a longer passage: where it starts
     names = [token for token in run if re.fullmatch(r"\w+", token)]
     lines = place.cell.source.split("\n")
     words = [(word, at) for at, line in enumerate(lines) for word in fingerprint_words(line)]
@@ -304,9 +307,9 @@ def read_allowances(path: Path) -> tuple[list[str], TomlFile | None]:
     return [_padded(fingerprint_words(e.passage)) for e in allowances.allow], file
 
 
-# Each cell of a source: its place, its runs, its lines of code (each a token string),
-# its values, whether it is an answer, whether prose.
-SourceCells = list[tuple[Place, list[tuple[str, ...]], list[str], set[str], bool, bool]]
+# Each cell of a source: its place, its runs (each after its index), its lines of code (each a
+# token string), its values, whether it is an answer, whether prose.
+SourceCells = list[tuple[Place, list[tuple[int, tuple[str, ...]]], list[str], set[str], bool, bool]]
 
 
 # An import names what a chapter may use, and an argument-less call of a name one binds
@@ -354,12 +357,12 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                     cells_of: Callable[[Path, str], SourceCells] = source_cells
                     ) -> tuple[list[AnswerOverlap], list[int]]:
     """Each (answer cell, visible cell) pair sharing a passage no allowance covers, again for
-    each line or value it shares (one build names all that need allowing), and the allowances
-    (their indices) no shared passage lies in: answer prose in any visible text, answer code in
-    visible prose, each line of answer code but its setup (:func:`_code_lines`) in visible
-    code, an answer's values (its checks' included) in its chapter and on pages no chapter
-    owns. An exercise's own scaffolding
-    that its answer repeats is allowed line by line, or whole (:data:`COMPLETES_EXERCISE_TAG`)."""
+    each passage (whole), line or value it shares (one build names all that need allowing), and
+    the allowances (their indices) no shared passage lies in: answer prose in any visible text,
+    answer code in visible prose, each line of answer code but its setup (:func:`_code_lines`)
+    in visible code, an answer's values (its checks' included) in its chapter and on pages no
+    chapter owns. An exercise's own scaffolding that its answer repeats is allowed line by
+    line, or whole (:data:`COMPLETES_EXERCISE_TAG`)."""
     prose: dict[tuple[str, ...], list[Place]] = {}  # each visible place, in order
     code: dict[tuple[str, ...], list[Place]] = {}
     exact: dict[str, list[Place]] = {}  # lines of code (" "-padded tokens)
@@ -375,7 +378,7 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                 exercise = above if COMPLETES_EXERCISE_TAG in cell_tags(place.cell) else None
                 answers.append((place, runs, code_lines, cell_values, is_prose, exercise))
                 continue
-            for run in runs:
+            for _, run in runs:
                 (prose if is_prose else code).setdefault(run, []).append(place)
             for token in code_lines:
                 exact.setdefault(token, []).append(place)
@@ -387,19 +390,23 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
     for place, runs, code_lines, cell_values, is_prose, exercise in answers:
         def at(index, key, exercise=exercise):  # the first visible place but the exercise
             return next((shown for shown in index.get(key, ()) if shown is not exercise), None)
-        shared = [(run, at(prose, run) or (at(code, run) if is_prose else None), "")
-                  for run in runs]
+        shared = [(run, at(prose, run) or (at(code, run) if is_prose else None), start)
+                  for start, run in runs]
         shared += [(tuple(line.lower().split()), at(exact, line), line) for line in code_lines]
         shared += [(tuple(fingerprint_words(value)), at(values, (place.path, value))
                     or at(values, (None, value)), value) for value in sorted(cell_values)]
+        named = None
         for run, visible, key in shared:
             passage = _padded(run)
             if visible is None:
                 continue
             covers = {i for i, allowance in enumerate(allowed) if passage in allowance}
             used |= covers
-            if not covers:
-                found.setdefault((place, visible, key), run)
+            if not covers and isinstance(key, int) and named and named[1] is visible and (
+                    gap := named[2] + len(found[named]) - key) >= 0:  # a run going on from the
+                found[named] += run[gap:]  # passage named last: whole, one allowance covers it
+            elif not covers and (named := (place, visible, key)) not in found:
+                found[named] = run
     return ([AnswerOverlap(_at_passage(answer, run), _at_passage(visible, run), " ".join(run))
              for (answer, visible, _), run in found.items()],
             [i for i in range(len(allowed)) if i not in used])
