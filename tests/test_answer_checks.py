@@ -19,7 +19,7 @@ from coursebook import self_check
 from coursebook.answer_checks.audit import audit_check_tables, check_tables
 from coursebook.answer_checks.model import AnswerCheckError, notebook_checks
 from coursebook.answer_checks.prepare import SETUP_TAG
-from coursebook.model.notebooks import is_chapter_source, read_chapter
+from coursebook.model.notebooks import cell_tags, is_chapter_source, read_chapter
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition, edition_notebook
 
@@ -662,6 +662,36 @@ def test_a_function_check_runs_the_students_function_on_its_own_inputs():
     for value, verdict in verdicts.items():
         _, out = _run(f'check("tiny-centred", {value})', namespace)
         assert out.startswith(verdict), (value, out)
+
+
+def test_a_check_cell_that_raised_names_the_check_to_correct():
+    """A refuse entry that raised on the check's own inputs stopped the instructor edition
+    at its check cell with "Fix the cell, or tag it `raises-exception`": a cell the build
+    writes, that no author fixes or tags. The message sends them to the `checks:` instead."""
+    from docutils import nodes
+
+    from coursebook.answer_checks.model import CHECK_TAG
+    from coursebook.verify.chapter_checks import cell_problems
+
+    raising = 'refuse: ["lambda rows: rows - rows.mean(1)", "lambda'  # (3, 2) - (3,) raises
+    text = FUNCTION_CHAPTER.replace('refuse: ["lambda', raising)
+    assert text.count("rows.mean(1)") == 1
+    cells = _editions(text)[Edition.INSTRUCTOR].cells
+    *_, at = [index for index, cell in enumerate(cells) if CHECK_TAG in cell_tags(cell)]
+    namespace: dict = {}
+    for cell in cells[:at]:
+        if cell.cell_type == "code":
+            _run(cell.source, namespace)
+    with pytest.raises(RuntimeError) as raised:
+        _run(cells[at].source, namespace)
+    doctree = nodes.container()
+    doctree += nodes.container(nb_element="cell_code", cell_index=at,
+                               cell_metadata={"tags": cell_tags(cells[at])})
+    doctree[0] += nodes.literal_block("", f"RuntimeError: {raised.value}", classes=["traceback"])
+    [problem] = cell_problems(doctree, cells, True, None)
+    assert "raised an error it was not tagged for" in problem.message
+    assert "correct the check there" in problem.message, problem.message
+    assert "raises-exception" not in problem.message, problem.message
 
 
 @pytest.mark.parametrize("planted, message", [

@@ -19,6 +19,7 @@ from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from coursebook.answer_checks.model import CHECK_TAG
 from coursebook.config import book_config
 from coursebook.execute.cached_chapters import EXECUTED, report_folder, stopped_run
 from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, without_digest
@@ -108,6 +109,11 @@ _OFFLINE = re.compile(r"urlopen error|Max retries exceeded|Network is unreachabl
                       r"not known|Temporary failure in name resolution|nodename nor servname")
 
 
+_CHECKED = ("    The build wrote this cell from the `checks:` of the answer cell at this line: "
+            "correct the check there; a function's answer and entries return a value on the "
+            "check's inputs, never raise (docs/authoring.md, \"Answers students can check\").")
+
+
 def _advice(error: str, printed: str, left_out: dict[str, int]) -> str:
     """What to do about an error a cell was not tagged for, by its cause."""
     name = re.search(r"^NameError: name '(\w+)' is not defined", error, re.M)
@@ -176,7 +182,8 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
             problems.append(_at(where, (
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
-                + _advice(error, _printed(cell), left_out or {}))))
+                + (_CHECKED if CHECK_TAG in tags else _advice(error, _printed(cell),
+                                                              left_out or {})))))
         elif error is None and RAISES_TAG in tags:
             problems.append(_at(where, (
                 f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, or drop the "
