@@ -6,7 +6,8 @@ import nbformat
 import pytest
 from jupyter_cache.cache.main import JupyterCacheBase
 
-from conftest import BOOK
+from conftest import BOOK, sphinx_build
+from test_faults import CRASH_SIGNS
 from coursebook.answer_checks.prepare import CHECK_TAG, NOTE_TAG, SETUP_TAG
 from coursebook.execute.shared_cache import key_execution_versions
 from coursebook.model.cell_notes import without_notes
@@ -298,3 +299,26 @@ def test_a_build_that_turns_colon_fences_off_still_cuts_a_colon_fenced_solution(
     types = [token.type for token in solutions.markdown_parser().parse(
         ":::{solution} ex-1\nThe answer.\n:::\n\nTerm\n: its definition\n")]
     assert "colon_fence" in types and "dl_open" in types
+
+
+@pytest.mark.slow
+def test_a_solution_the_book_cannot_cut_out_stops_the_student_build_at_it(tiny_book, cache_copy,
+                                                                          tmp_path):
+    """Markup the book does not read for answers (an included file, an eval-rst block, a
+    substitution) may still hold a solution: on a student page it stops the build, at it."""
+    chapter = tiny_book / "chapter.md"
+    (tiny_book / "answer.txt").write_text(":::{solution} ex-tiny\nIncluded answer 4242.\n:::\n")
+    chapter.write_text(chapter.read_text().replace("kernelspec:", (
+        "myst:\n  enable_extensions: [colon_fence, dollarmath, amsmath, deflist, substitution]\n"
+        "  substitutions:\n    sol: |\n      :::{solution} ex-tiny\n      Substituted 4444.\n"
+        "      :::\nkernelspec:")).replace("A worked example.", (
+            ":::{exercise}\n:label: ex-tiny\nWhat is it?\n:::\n\n```{include} answer.txt\n```"
+            "\n\n```{eval-rst}\n.. solution:: ex-tiny\n\n   A reST answer 4343.\n```\n\n"
+            "{{ sol }}")))
+    message = "ERROR: a solution would show on this page of the student edition"
+    student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
+    assert student.returncode != 0 and student.log.count(message) == 3, student.log[-3000:]
+    assert "answer.txt:2: " + message in student.log, student.log[-3000:]  # the answer's line
+    assert not any(sign in student.log for sign in CRASH_SIGNS), student.log[-3000:]
+    instructor = sphinx_build(tiny_book, tmp_path / "instructor", cache_copy, "instructor")
+    assert instructor.returncode == 0, instructor.log[-3000:]

@@ -23,7 +23,8 @@ from coursebook.model.solutions import use_book_markdown
 from coursebook.museum.render import quiet_exhibit_checks
 from coursebook.page_state import PageStateCollector
 from coursebook.prepare.chapters import (edition_of, leave_out_plain_scripts,
-                                         name_the_authors_lines, prepare_edition_source)
+                                         name_the_authors_lines, prepare_edition_source,
+                                         refuse_shown_solutions)
 from coursebook.prepare.editions import Edition, box_code_answers
 from coursebook.prepare.proofs import setup_proofs
 from coursebook.process import freeze_long_lived_objects
@@ -62,6 +63,7 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
         return  # a read that runs nothing has nothing to check
     normalise_output_nodes(doctree)
     name_the_authors_lines(app, doctree)
+    refuse_shown_solutions(app, doctree)  # after: at the author's line
     check_executed_chapter(app, doctree)
     keep_cell_outputs(app, doctree)
     check_claims(app, doctree)  # after: a claim that fails leaves the outputs compared

@@ -219,6 +219,24 @@ def leave_out_plain_scripts(app: Sphinx, config) -> None:
             Path(app.srcdir, name).read_text(encoding="utf8", errors="replace"))])
 
 
+def refuse_shown_solutions(app: Sphinx, doctree) -> None:
+    """``doctree-read``, student edition: a solution on a page is one the book could not cut
+    out (the book cuts the ones a page's own text holds), shown to students: it stops the
+    build at its text (sphinx-exercise places the box at its page's top)."""
+    from docutils import nodes
+    from sphinx_exercise.nodes import solution_node, solution_start_node
+
+    if edition_of(app) is Edition.STUDENT:
+        for box in doctree.findall(lambda n: isinstance(n, (solution_node, solution_start_node))):
+            text = next((n for n in box.findall(include_self=False)
+                         if n.line and not isinstance(n, nodes.title)), box)
+            report("a solution would show on this page of the student edition: it comes from "
+                   "markup the book does not read for answers (an included file, an eval-rst "
+                   "block, a substitution): write it as a `:::{solution}` block in the page's "
+                   "own text", text, "answers", once=False)
+            mark_failed(app.env, app.env.docname)
+
+
 def name_the_authors_lines(app: Sphinx, doctree) -> None:
     """``doctree-read``: each node at the author's line, for Sphinx's later messages."""
     prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
