@@ -105,7 +105,8 @@ def test_an_abbreviation_does_not_end_a_sentence():
     sentence = "Ops ending in an underscore, e.g. `x.add_`, change x i.e. in place w.r.t. x."
     found = find_in_prose("change x", ["An opening sentence. " + sentence + " Next, 0.2."])
     assert found is not None and found.sentence == sentence
-    assert sentences_of(sentence + " Up from 0.2? Yes.") == [sentence, "Up from 0.2?", "Yes."]
+    assert sentences_of(sentence + " Up from 0.2? On 2.x. Its x.T. Yes.") == [
+        sentence, "Up from 0.2?", "On 2.x.", "Its x.T.", "Yes."]
 
 
 def test_underscores_inside_names_count_and_roles_read_as_their_text():

@@ -27,10 +27,11 @@ _ROLE_TARGET = re.compile(r"(?<=\})`[^`]*?(\s*<[^`<>]+>)`")
 _LINK = re.compile(r"(\[)[^\]]*(\]\([^)\s]*\))")
 _EMPHASIS = re.compile(r"[`*]+|(?<!\w)_+|_+(?!\w)")
 # A sentence ends at a full stop (! or ?) before a space or the end (not the dot of
-# `x.grad`, nor of "e.g.", "i.e.", "w.r.t."), a blank line, or a directive's fence line (a
-# dropdown's ``:::{dropdown} Title`` is no part of the sentence under it).
-_SENTENCE_END = re.compile(r"(?<!\.[A-Za-z])[.!?](?=\s|$)|\n\s*\n|^[ \t]*(?::{3,}|`{3,})[^\n]*\n",
-                           re.M)
+# `x.grad`, nor of "e.g.", "i.e.", "w.r.t.": a word's one lower-case letter after another's;
+# "2.x." and "x.T." end one), a blank line, or a directive's fence line (a dropdown's
+# ``:::{dropdown} Title`` is no part of the sentence under it).
+_SENTENCE_END = re.compile(
+    r"(?<!\b[a-z]\.[a-z])[.!?](?=\s|$)|\n\s*\n|^[ \t]*(?::{3,}|`{3,})[^\n]*\n", re.M)
 
 
 @dataclass(frozen=True)
