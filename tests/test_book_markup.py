@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import nbformat
 import pytest
 from book_environment import sphinx_command
 
@@ -240,6 +241,53 @@ def test_a_chapter_whose_myst_settings_read_its_markup_otherwise_is_refused_at_t
     kept = chapter.replace(setting, "enable_extensions: [colon_fence, dollarmath, amsmath, "
                            "deflist, substitution]")  # the book's and more: read alike
     assert edition_chapter(kept, "lesson.md", Edition.STUDENT, {}, "2.13.0").notebook.cells
+
+
+_STUB = ("def squares(n):\n    # *****START OF YOUR CODE*****\n    pass\n"
+         "    # *****END OF YOUR CODE*****")
+
+
+@pytest.mark.parametrize("cell, mark", [
+    ("```{code-cell} ipython3\ndef squares(n):\n    ### BEGIN SOLUTION\n    return [i ** 2 for i "
+     "in range(1, n + 1)]\n    ### END SOLUTION\n```", "    ### BEGIN SOLUTION"),  # nbgrader
+    ("```{code-cell} ipython3\nassert squares(1) == [1]\n### BEGIN HIDDEN TESTS\nassert squares(2)"
+     " == [1, 4]\n### END HIDDEN TESTS\n```", "### BEGIN HIDDEN TESTS"),
+    ("Write the sum.\n\n### BEGIN SOLUTION\n$\\sum_i i^2$\n### END SOLUTION", "### BEGIN SOLUTION"),
+    ("```{code-cell} ipython3\nx = 2 # SOLUTION\n```", "x = 2 # SOLUTION"),  # otter's
+    ("```{code-cell} ipython3\n" + _STUB.replace("pass", "return [i * i for i in range(n)]")
+     + "\n```", "    # *****START OF YOUR CODE*****"),  # CS231n's, a solution inside
+])
+def test_a_graders_mark_of_a_solution_in_a_cell_students_see_stops_the_build_at_it(cell, mark):
+    """A graded assignment copied in by hand (nbgrader's, otter-grader's, CS231n's source
+    notebook): its solutions reached the student pages, downloads and search index, since
+    nothing tagged them, and `make audit` found 0 leaks. The mark is refused at its line; in
+    an `answer` cell, or around CS231n's stub (`pass`), it is allowed."""
+    from coursebook.prepare.chapters import edition_chapter
+
+    chapter = TOP.format(extra="") + "\n# T\n\n" + cell + "\n"
+    with pytest.raises(SolutionError) as raised:
+        edition_chapter(chapter, "lesson.md", Edition.STUDENT, {}, "2.13.0")
+    line = chapter.splitlines().index(mark) + 1
+    assert str(raised.value) == (
+        f"lesson.md:{line}: `{mark.strip()}`, a grader's mark of a solution, in a cell the "
+        "student edition shows: bring the lesson in with `make chapter FROM=`, which makes each "
+        "marked solution an `answer` cell after the students' stub")
+    answer = chapter.replace("ipython3\n", "ipython3\n:tags: [answer]\n").replace(
+        "Write the sum.\n", "Write the sum.\n\n+++ {\"tags\": [\"answer\"]}\n")
+    stub = TOP.format(extra="") + "\n# T\n\n```{code-cell} ipython3\n" + _STUB + "\n```\n"
+    assert read_chapter(answer, strict=True).cells and read_chapter(stub, strict=True).cells
+
+
+def test_a_cell_nbgrader_marks_as_a_solution_stops_the_build_at_it():
+    """nbgrader's written answers carry no mark in their text: its metadata says so."""
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("What does `f` compute?"),
+        nbformat.v4.new_markdown_cell("The Fibonacci numbers.", metadata={
+            "nbgrader": {"solution": True, "grade": True, "points": 1}})])
+    with pytest.raises(SolutionError) as raised:
+        read_chapter(nbformat.writes(notebook), strict=True)
+    assert raised.value.line == 2 and raised.value.message.startswith(
+        "nbgrader's `solution: true`, a grader's mark of a solution, in a cell the student")
 
 
 def _build(src: Path, conf: Path, out: Path, *tags: str) -> subprocess.CompletedProcess:

@@ -20,8 +20,8 @@ from myst_parser.config.main import read_topmatter
 
 from coursebook.model.cell_notes import (CELL_NOTE, cell_key, cell_line, line_within, note,
                                          place_at, source_line, without_notes)
-from coursebook.model.solutions import (SolutionError, markdown_parser, reading_changed,
-                                        solutions_as_answers)
+from coursebook.model.solutions import (SolutionError, graders_mark, markdown_parser,
+                                        reading_changed, solutions_as_answers)
 from coursebook.model.toml_files import TomlFile, typed
 
 # --- The book's tags (myst-nb's own, such as remove-cell, keep their meaning) ----------
@@ -272,7 +272,15 @@ def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
         _note_lines(notebook, text.splitlines())
     if strict and (changed := reading_changed(notebook.metadata)):
         raise SolutionError(changed[1], line=top_matter_line(text, "myst", changed[0]))
-    return solutions_as_answers(notebook, ANSWER_TAG, strict)
+    notebook = solutions_as_answers(notebook, ANSWER_TAG, strict)
+    for cell in (cell for cell in notebook.cells if strict and not is_answer(cell)):
+        if marked := graders_mark(cell):
+            raise SolutionError(
+                f"{marked[1]}, a grader's mark of a solution, in a cell the student edition "
+                "shows: bring the lesson in with `make chapter FROM=`, which makes each marked "
+                f"solution an `{ANSWER_TAG}` cell after the students' stub", line=line_within(
+                    cell, marked[0]))
+    return notebook
 
 
 def _note_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:

@@ -116,6 +116,27 @@ class SolutionError(BookError):
     """A solution the reader cannot cut out: inside another block, or a gate left open."""
 
 
+# A grader's mark of what its tools cut from the students' notebook (nbgrader's `### BEGIN
+# SOLUTION` and hidden tests, otter's `# BEGIN SOLUTION`, `x = 2 # SOLUTION`); a solution
+# where CS231n's students write (their notebooks keep its marks around a `pass`).
+GRADER_MARK = re.compile(r"^([ \t]*)(?:[#%/*<!=-]+[ \t]*)?(BEGIN|END) (SOLUTION|HIDDEN TESTS)\b"
+                         r"|[ \t]*#[ \t]?SOLUTION(?: NO PROMPT)?[ \t]*$", re.M)
+OWN_CODE = re.compile(r"^([ \t]*)# \*+START OF YOUR CODE.*\n((?s:.*?))^[ \t]*# \*+END OF YOUR CODE",
+                      re.M)
+STUB = re.compile(r"\s*(?:(?:#.*|pass|\.\.\.|raise NotImplementedError(?:\(.*\))?)\s*)*")
+
+
+def graders_mark(cell) -> tuple[int, str] | None:
+    """Where the cell holds a grader's mark of a solution (its offset) and which mark."""
+    if (cell.metadata.get("nbgrader") or {}).get("solution"):
+        return 0, "nbgrader's `solution: true`"
+    marks = [*GRADER_MARK.finditer(cell.source), *(found for found in OWN_CODE.finditer(
+        cell.source) if not STUB.fullmatch(found[2]))]
+    at = min((found.start() for found in marks), default=None)
+    line = cell.source[cell.source.rfind("\n", 0, at or 0) + 1:].split("\n")[0]
+    return None if at is None else (at, f"`{line.strip()}`")
+
+
 def is_solution_marker(cell) -> bool:
     """A cell holding only a gated solution's start or end (never boxed)."""
     return cell.get("cell_type") == "markdown" and bool(_MARKER.match(cell.source))
