@@ -2135,3 +2135,67 @@ def test_a_labs_solutions_notebook_comes_in_as_answers_after_the_exercises_it_so
     assert capsys.readouterr().err == f"chapter: SOLUTIONS={solved} without FROM=: give the lab " \
         f"it solves (make chapter FROM=lab.ipynb SOLUTIONS={solved})\n"
     assert not (book / "x.md").exists()
+
+
+def test_a_graded_assignments_solutions_come_in_as_answers_after_the_students_stubs(
+        tmp_path, capsys):
+    """nbgrader's, otter-grader's and CS231n's source notebooks mark their solutions (nbgrader's
+    docs' ps1, otter's assign-full-example-v1): brought in, they came in untouched, so the
+    student edition showed every solution, and `make audit` found none. Each marked solution
+    is an answer cell after the form its grader gives students; hidden tests are answers, the
+    tests students run need the answers; no mark is left where students see one."""
+    import nbformat
+
+    def code(source, **grading):
+        return nbformat.v4.new_code_cell(source, metadata={"nbgrader": grading} if grading else {})
+
+    raw = nbformat.v4.new_raw_cell
+    cells = [
+        code("def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION",
+             solution=True, grade=False),
+        code("assert double(1) == 2\n### BEGIN HIDDEN TESTS\nassert double(3) == 6\n"
+             "### END HIDDEN TESTS", solution=False, grade=True, points=1),
+        nbformat.v4.new_markdown_cell("Twice its input.", metadata={"nbgrader": {
+            "solution": True, "grade": True}}),
+        code("def triple(x):\n    return 3 * x", solution=True, grade=True),
+        raw("# BEGIN QUESTION\nname: q1"), raw("# BEGIN SOLUTION"),
+        code("y = 4 # SOLUTION\nz = y + 1\nprint(y) # SOLUTION NO PROMPT\nif True:\n"
+             "    # BEGIN SOLUTION\n    w = 5\n    # END SOLUTION\ndef f():\n"
+             "    # BEGIN SOLUTION NO PROMPT\n    return 1\n    # END SOLUTION\n"
+             '    """ # BEGIN PROMPT\n    pass\n    """; # END PROMPT\nprint(z)  # IGNORE'),
+        nbformat.v4.new_markdown_cell("**SOLUTION**: seven."),
+        raw("# END SOLUTION"), raw("# BEGIN TESTS"),
+        code('""" # BEGIN TEST CONFIG\npoints: 1\n""" # END TEST CONFIG\ndef test_z(z):\n'
+             "    assert z == 5\n\ntest_z(z)  # IGNORE"),
+        code('""" # BEGIN TEST CONFIG\nhidden: true\n""" # END TEST CONFIG\nassert w == 5'),
+        raw("# END TESTS"), raw("# END QUESTION"),
+        code("def loss(x):\n    # *****START OF YOUR CODE (DO NOT DELETE/MODIFY THIS LINE)*****\n"
+             "    out = x.sum()\n    # *****END OF YOUR CODE (DO NOT DELETE/MODIFY THIS LINE)*****"
+             "\n    return out")]
+    book, said = _brought_in(tmp_path, capsys, "graded.ipynb",
+                             nbformat.writes(nbformat.v4.new_notebook(cells=cells)))
+    text = (book / "graded.md").read_text()
+    read = [(cell.source, cell_tags(cell)) for cell in read_chapter(text, strict=True).cells[2:]]
+    start, end = ("    # *****START OF YOUR CODE (DO NOT DELETE/MODIFY THIS LINE)*****\n",
+                  "    # *****END OF YOUR CODE (DO NOT DELETE/MODIFY THIS LINE)*****\n")
+    assert read == [
+        ("def double(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()", []),
+        ("def double(x):\n    return 2 * x", ["answer", "completes-exercise"]),
+        ("assert double(1) == 2", ["needs-answers"]),
+        ("assert double(1) == 2\nassert double(3) == 6", ["answer", "completes-exercise"]),
+        ("YOUR ANSWER HERE", []), ("Twice its input.", ["answer"]),
+        ("# YOUR CODE HERE\nraise NotImplementedError()", ["raises-exception"]),
+        ("def triple(x):\n    return 3 * x", ["answer", "completes-exercise"]),
+        ("y = ...\nz = y + 1\nif True:\n    ...\ndef f():\n    pass",  []),
+        ("y = 4\nz = y + 1\nprint(y)\nif True:\n    w = 5\ndef f():\n    return 1",
+         ["answer", "completes-exercise"]),
+        ("**SOLUTION**: seven.", ["answer"]),
+        ("def test_z(z):\n    assert z == 5\n\ntest_z(z)", ["needs-answers"]),
+        ("assert w == 5", ["answer"]),
+        (f"def loss(x):\n{start}    pass\n{end}    return out", []),
+        (f"def loss(x):\n{start}    out = x.sum()\n{end}    return out",
+         ["answer", "completes-exercise"])], read
+    assert "raw cell" not in said and ("the 9 cell(s) a grader marks (nbgrader's, otter-grader's, "
+                                       "CS231n's) are as its students get them") in said, said
+    graded = ": cell 1, cell 2, cell 3, cell 4, cell 7, cell 8, cell 11, cell 12, cell 15\n"
+    assert graded in said, said

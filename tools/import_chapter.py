@@ -40,6 +40,11 @@ What changes, each said in the report `make chapter FROM=…` prints:
   or is no Python (a blank the student fills in, ``x = # TODO``: a ``SyntaxError``);
 - a solution Neuromatch's tools leave out of its student notebooks (a cell opening with
   ``# to_remove solution`` or ``# to_remove explanation``) is tagged ``answer``.
+- a solution a grader marks (nbgrader's ``### BEGIN SOLUTION`` regions and ``solution`` cells,
+  otter-grader's ``# BEGIN SOLUTION`` blocks and ``# SOLUTION`` lines, code in CS231n's blank)
+  is an ``answer`` cell after its cell, which students get as the grader gives it (nbgrader's
+  ``# YOUR CODE HERE`` stub, otter's ``...`` and prompt, CS231n's ``pass``); hidden tests are
+  answers, the other tests ``needs-answers``; otter's raw cells and ``# IGNORE`` lines go.
 
 A lesson whose kernel runs another language than Python (an R notebook) is refused.
 
@@ -111,7 +116,8 @@ from coursebook.model.notebooks import (
     parsed_cell,
     read_chapter,
 )
-from coursebook.model.solutions import markdown_parser, solutions_as_answers
+from coursebook.model.solutions import (GRADER_MARK, OWN_CODE, STUB, markdown_parser,
+                                        solutions_as_answers)
 from coursebook.prepare.chapter_packages import missing_commands
 
 TOP_MATTER = {
@@ -314,6 +320,87 @@ def with_answers(notebook: nbformat.NotebookNode, lab: Path,
         "no answer; write one (a code cell tagged `answer` after it)" for place in stubs] + [
         f"{', '.join(more)}: prose the lab does not hold, left out (only code cells come in): "
         "copy any answer it gives into a markdown cell tagged `answer`"][:bool(more)]
+
+
+# otter-grader's raw cells opening and closing its blocks (`# BEGIN SOLUTION`), its config's
+_OTTER_BLOCK = re.compile(r"^\s*#\s*(?:(BEGIN|END) (QUESTION|SOLUTION|TESTS|PROMPT)\b|ASSIGNMENT "
+                          r"CONFIG)", re.M)
+_PROMPT = re.compile(r"# (BEGIN|END) PROMPT[ \t]*$")  # otter's, in a string the solution skips
+_TEST_CONFIG = re.compile(r'^\s*""" # BEGIN TEST CONFIG\n(?s:.*?)""" # END TEST CONFIG[ \t]*\n?')
+_IGNORED = re.compile(r"^[ \t]*# BEGIN IGNORE\n(?s:.*?)# END IGNORE[ \t]*(?:\n|$)|^.*# IGNORE[ \t]*"
+                      r"(?:\n|$)", re.M)  # otter's lines of the instructor's notebook alone
+
+
+def _graded(source: str, markdown: bool, solution: bool, nbgrader: bool) -> tuple[str, str]:
+    """A cell's students' form as its grader makes it (nbgrader's stub, otter's `...` or
+    prompt, CS231n's `pass`) and its solution's, the marks out (the same: none was marked);
+    ``solution``: nbgrader's metadata says the cell is one."""
+    stub = ["YOUR ANSWER HERE"] if markdown else ["# YOUR CODE HERE", "raise NotImplementedError()"]
+    student, answer, inside, prompt = [], [], None, False
+    for line in source.split("\n"):
+        found = GRADER_MARK.search(line)
+        if _PROMPT.search(line):  # its text is the students' alone
+            prompt = _PROMPT.search(line)[1] == "BEGIN"
+        elif prompt:
+            student.append(line)
+        elif found and found[2]:  # a region's start or end
+            inside = found[3] if found[2] == "BEGIN" else None
+            if inside == "SOLUTION" and "NO PROMPT" not in line:
+                student += [found[1] + text for text in (
+                    stub if nbgrader or markdown or "###" in line else ["..."])]
+        elif found:  # otter's `x = 2 # SOLUTION`: `x = ...`
+            answer.append(line[:found.start()])
+            assigned = re.match(r"([ \t]*[\w.\[\]'\", ]+=)(?!=)", line)
+            student += [] if "NO PROMPT" in found[0] else [
+                f"{assigned[1]} ..." if assigned else re.match(r"[ \t]*", line)[0] + "..."]
+        else:
+            answer.append(line)
+            student += [line] if inside is None else []
+    student = "\n".join(student) if student != answer or not solution else "\n".join(stub)
+    for found in reversed(list(OWN_CODE.finditer(student))):  # CS231n's: its stub, a `pass`
+        if not STUB.fullmatch(found[2]):
+            student = f"{student[:found.start(2)]}{found[1]}pass\n{student[found.end(2):]}"
+    return student, "\n".join(answer)
+
+
+def graded_as_answers(notebook: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, list[str]]:
+    """The assignment with each solution its grader marks as an `answer` cell right after the
+    students' form of its cell (:func:`_graded`), tagged as completing it; nbgrader's tests and
+    otter's are cells needing the answers, their hidden tests answers; otter's raw cells
+    that open and close its blocks, and the lines it keeps to the instructor's notebook
+    (`# IGNORE`) out. The cells changed (their places)."""
+    cells, block, changed = [], None, []
+    for cell in notebook.cells:
+        grading, before = cell.metadata.get("nbgrader") or {}, cell_tags(cell)
+        tags = list(before)
+        if cell.cell_type == "raw" and (found := _OTTER_BLOCK.search(cell.source)):
+            block = found[2] if found[1] == "BEGIN" else None
+            continue
+        source = cell.source if cell.cell_type != "code" else _IGNORED.sub(
+            "", cell.source) if block != "TESTS" else re.sub(  # a test's call: kept
+                r"[ \t]*# IGNORE[ \t]*$", "", cell.source, flags=re.M)
+        if block == "TESTS" and cell.cell_type == "code":
+            hidden = re.search(r"^hidden: *true|\A# HIDDEN\b", source, re.M)
+            cell.source, answer, tags = _TEST_CONFIG.sub("", source), None, [
+                *tags, ANSWER_TAG if hidden else NEEDS_ANSWERS_TAG]
+        elif block == "SOLUTION" and cell.cell_type == "markdown" and "otter_include" not in tags:
+            cell.source, tags, answer = source, [*tags, ANSWER_TAG], None
+        else:
+            solution = bool(grading.get("solution"))
+            cell.source, answer = _graded(source, cell.cell_type == "markdown", solution,
+                                          "nbgrader" in cell.metadata)
+            tags += [NEEDS_ANSWERS_TAG] * bool(grading.get("grade") and not solution)
+        cell.metadata["tags"] = tags
+        changed += [_place(cell)] * (answer not in (None, cell.source) or tags != before)
+        cells.append(cell)
+        if answer not in (None, cell.source):
+            solved = copy.deepcopy(cell)
+            solved.source = answer
+            solved.metadata["tags"] = [ANSWER_TAG] + [COMPLETES_EXERCISE_TAG] * (
+                cell.cell_type == "code")
+            cells.append(solved)
+    notebook.cells = cells
+    return notebook, changed
 
 
 def _in_python(notebook: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
@@ -1162,6 +1249,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     """The lesson as a chapter named ``name``: see the module's description. ``folder`` is
     the lesson's, where the images it shows are found; ``known``, the names the book holds
     (:func:`book_names`)."""
+    notebook, graded = graded_as_answers(notebook)
     cells = []
     imported = Imported(notebook, "", source_format)
     dropped_outputs = removed_installs = html_images = indexed = badges = 0
@@ -1485,6 +1573,13 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                               "jsdelivr: blank offline) and the build does not compare (their "
                               "text is the widget as made): take them out, or show text (a bar: "
                               "`from tqdm import tqdm`): " + ", ".join(widgets))
+    if graded:
+        imported.changed.append(
+            f"the {len(graded)} cell(s) a grader marks (nbgrader's, otter-grader's, CS231n's) are "
+            "as its students get them (its stub: `# YOUR CODE HERE` and `raise NotImplementedError"
+            "()`, otter's `...` or prompt), each solution an `answer` cell after its cell; hidden "
+            f"tests are answers, the tests students run `{NEEDS_ANSWERS_TAG}`: "
+            + ", ".join(graded))
     if answers:
         imported.changed.append(f"tagged `{ANSWER_TAG}` the {len(answers)} cell(s) marked `# "
                                 "to_remove solution` or `# to_remove explanation` (Neuromatch's: "
