@@ -2199,3 +2199,27 @@ def test_a_graded_assignments_solutions_come_in_as_answers_after_the_students_st
                                        "CS231n's) are as its students get them") in said, said
     graded = ": cell 1, cell 2, cell 3, cell 4, cell 7, cell 8, cell 11, cell 12, cell 15\n"
     assert graded in said, said
+
+
+def test_a_quarto_callout_around_a_code_cell_closes_in_its_own_cell(tmp_path, capsys):
+    """nbdev's directives page opens a Quarto callout (`::: {.callout-note}`) in one markdown
+    cell and closes it (`:::`) in the one after a code cell, as Quarto reads a notebook: one
+    document. Written as MyST, the block held the code cell, which myst-nb refuses as nested
+    (the build stopped eleven times); its class read as `{.callout-note`."""
+    import nbformat
+
+    cells = [nbformat.v4.new_markdown_cell("# Directives\n\n::: {.callout-note collapse=\"true"
+                                           "\"}\n\n##### Example\n\nThe cell below prints:"),
+             nbformat.v4.new_code_cell("print('shown')"),
+             nbformat.v4.new_markdown_cell(":::\n\nAfter the box."),
+             nbformat.v4.new_code_cell("x = 1")]
+    book, said = _brought_in(tmp_path, capsys, "callout.ipynb",
+                             nbformat.writes(nbformat.v4.new_notebook(cells=cells)))
+    chapter = read_chapter((book / "callout.md").read_text())
+    assert [c.source for c in chapter.cells if c.cell_type == "code"][1:] == [
+        "print('shown')", "x = 1"]
+    prose = [c.source for c in chapter.cells if c.cell_type == "markdown"]
+    assert prose[0].endswith(":::{note}\n\n##### Example\n\nThe cell below prints:\n:::"), prose
+    assert prose[1] == "After the box.", prose
+    assert "closed in its own cell each block (`:::`) the lesson opens there and closes in a " \
+        "later markdown cell" in said and "callout(s)" in said, said

@@ -725,6 +725,31 @@ def _place(cell, line: int | None = None, named: str = "") -> str:
 _HOLDS_MARKDOWN = re.compile(r"\{(?!code|sourcecode|literalinclude|math|raw|eval)[\w:-]+\}")
 
 
+# Quarto's callout (nbdev's pages), which MyST reads as a box of no kind: its admonition.
+_CALLOUT = re.compile(r"\s*\{\.callout-(note|tip|warning|caution|important)\b[^}]*\}")
+
+
+def _own_blocks(source: str) -> tuple[str, int, list[int]]:
+    """The cell's text with each colon-fenced block (``:::``) closed in it: one left open is
+    closed at its end, and a bare ``:::`` opening it (the end of one opened above) taken out.
+    Quarto reads a notebook as one document, so a block may hold the code cells between; a
+    chapter's may not (myst-nb refuses one nested). Also the callouts made admonitions, and
+    the lines (from 1) of the blocks closed."""
+    lines, closed, callouts = source.split("\n"), [], 0
+    for token in reversed([t for t in markdown_parser().parse(source) if t.type == "colon_fence"]):
+        start, end = token.map
+        lines[start], found = _CALLOUT.subn(r"{\1}", lines[start])
+        callouts += found
+        if end - 1 > start and re.fullmatch(rf"\s*{token.markup}:*\s*", lines[end - 1]):
+            continue  # closed in the cell
+        if token.info.strip():
+            lines.append(token.markup)  # where it ends: its cell's end
+            closed.insert(0, start + 1)
+        else:
+            lines[start] = ""  # a blank: the lines after it keep their numbers
+    return "\n".join(lines), callouts, closed
+
+
 def _markdown_tokens(text: str, offset: int = 0):
     """markdown-it's tokens of a cell's text, their lines moved by ``offset``, and those of the
     bodies of the MyST directives that hold Markdown (```{note}: commonmark reads a code block)."""
@@ -1252,7 +1277,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     notebook, graded = graded_as_answers(notebook)
     cells = []
     imported = Imported(notebook, "", source_format)
-    dropped_outputs = removed_installs = html_images = indexed = badges = 0
+    dropped_outputs = removed_installs = html_images = indexed = badges = callouts = 0
+    blocks: list[str] = []  # blocks (`:::`) a later markdown cell closes, closed in theirs
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     exercises: list[str] = []  # cells that raise at their top level (`raise NotImplementedError`)
     answers: list[str] = []  # Neuromatch's solutions (`# to_remove solution`), tagged answer
@@ -1419,6 +1445,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 data.setdefault(path, _place(cell, line))
         elif cell.cell_type == "markdown":
             source = _with_includes(source, cell, folder, imported, included)
+            source, found, closed = _own_blocks(source)
+            callouts += found
+            blocks += [_place(cell, line) for line in closed]
+            if not source.strip():
+                continue
             source, found = _COLAB_BADGE.subn("", source)
             badges += found
             if found and not source.strip():
@@ -1483,6 +1514,14 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         cells = cells if cells[-1].source.strip() else cells[:-1]
         imported.changed.append("took out the rule (`---`) the lesson ends with (no page may "
                                 "end with one)")
+    if blocks:
+        imported.changed.append("closed in its own cell each block (`:::`) the lesson opens there "
+                                "and closes in a later markdown cell, holding the code cells "
+                                "between (Quarto reads a notebook as one document; myst-nb "
+                                "refuses a code cell in a block): " + ", ".join(blocks))
+    if callouts:
+        imported.changed.append(f"wrote the lesson's {callouts} Quarto callout(s) (`::: "
+                                "{.callout-note}`) as MyST admonitions (`:::{note}`)")
     if included:
         imported.changed.append("wrote in the text of the files the lesson includes (`{include}`"
                                 ": beside the chapter, a Markdown file is a page of the book): "
