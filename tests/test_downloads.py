@@ -36,6 +36,7 @@ from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import (
     CATCHING_NOTE,
+    CHECKS_CODE,
     SET_ASIDE_HEADING,
     catching,
     download_document,
@@ -296,11 +297,18 @@ def test_a_md_download_is_a_document_that_keeps_each_collapsed_block_for_the_end
     assert "<details" not in document and "</details>" not in document
     assert not re.search(r"(?m)^(---$|jupytext:|\+\+\+)|\{code-cell\}", document)
     text, _, kept = document.partition(f"\n## {SET_ASIDE_HEADING}\n")
-    summaries = re.findall(r"<summary>(.*?)</summary>",
-                           "".join(c.source for c in download_notebook(chapter, markdown).cells))
+    # The notebook's collapsed blocks, and its table of checks (a code cell there): each
+    # named, in its order, by what the document's text holds in its place.
+    summaries = [found[1] or CHECKS_CODE for found in re.finditer(
+        r"<summary>(.*?)</summary>|^CHECKS: dict", "".join(
+            c.source for c in download_notebook(chapter, markdown).cells), re.M)]
     assert summaries and len(re.findall(r"(?m)^### Note \d+: ", kept)) == len(summaries)
     for number, summary in enumerate(summaries, 1):
         assert f"*{summary}: note {number}, at the end of this file.*" in text
+    # The table's hundreds of lines of digests stopped the text where the checks start
+    # (pt01: 314 lines between the note on checks and the first check).
+    assert "CHECKS: dict" not in text and ("CHECKS: dict" in kept) == (CHECKS_CODE in summaries)
+    assert name == "museum-pytorch" or CHECKS_CODE in summaries
     if name == "museum-pytorch":  # each error to predict is in the kept notes, not the text
         for error in re.findall(r"```text\n(\w+Error: [^\n]+)", kept):
             assert error not in text, error

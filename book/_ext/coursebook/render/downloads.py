@@ -23,7 +23,8 @@ from sphinx.application import Sphinx
 from coursebook.answer_checks.prepare import SETUP_TAG, without_exact
 from coursebook.config import book_config
 from coursebook.model.notebooks import (ANSWER_TAG, BOOK_ONLY_TAG, RAISES_TAG, cell_tags,
-                                        is_chapter_source, is_claim, parsed_cell, with_stable_ids)
+                                        is_chapter_source, is_claim, markdown_cell, parsed_cell,
+                                        with_stable_ids)
 from coursebook.museum.prepare import REVEAL_TAG
 from coursebook.page_state import chapter_notebook, page_state_of
 from coursebook.prepare.chapter_packages import install_cell
@@ -80,6 +81,11 @@ def catching(source: str, raised: tuple[str, ...]) -> str:
             "    print(f\"{type(caught).__name__}: {caught}\")")
 
 
+# The table cell's summary where the .md download keeps it: its hundreds of lines of digests
+# would stop the text at the first check.
+CHECKS_CODE = "The code that defines check(), which the notebook runs"
+
+
 def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
                       raised: tuple[str, ...] = (), instructor: bool = False
                       ) -> nbformat.NotebookNode:
@@ -105,7 +111,7 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}
     notebook.metadata.setdefault("language_info", {"name": "python"})
-    for cell in notebook.cells:
+    for index, cell in enumerate(notebook.cells):
         tags = cell_tags(cell)
         if cell.cell_type == "markdown":
             cell.source = markdown.convert(cell.source)
@@ -118,6 +124,10 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
                 cell.source = catching(cell.source, raised)
             if SETUP_TAG in tags and not instructor:
                 cell.source = without_exact(cell.source)
+            if SETUP_TAG in tags and markdown.set_aside is not None:  # the .md, read as text
+                from coursebook.render.plain_markdown import fenced
+                notebook.cells[index] = markdown_cell(markdown.kept_for_the_end(
+                    CHECKS_CODE, fenced(cell.source, "python")))
     # A cell whose whole text is another edition's (an ``{only}`` block) is left out.
     notebook.cells = [cell for cell in notebook.cells
                       if cell.cell_type != "markdown" or cell.source.strip()]

@@ -79,6 +79,11 @@ class PlainMarkdown:
     # What the page's cells glue (myst-nb's glue), by key: each value's mime bundle.
     glued: dict[str, dict] = field(default_factory=dict)
 
+    def kept_for_the_end(self, summary: str, content: str) -> str:
+        """A block set aside, numbered, printed after the text (``set_aside``); its place."""
+        self.set_aside.append((summary, content))
+        return f"*{escape(summary)}: note {len(self.set_aside)}, at the end of this file.*"
+
     @cached_property
     def _parser(self):
         parser = create_md_parser(self.md_config or MdParserConfig(), MDRenderer)
@@ -170,9 +175,7 @@ class PlainMarkdown:
         if name == "only":
             return self.convert(content) if self.only(argument) else ""
         if name == "dropdown" and self.set_aside is not None:
-            self.set_aside.append((argument or "Note", self.convert(content)))
-            return (f"*{escape(argument or 'Note')}: note {len(self.set_aside)}, "
-                    "at the end of this file.*")
+            return self.kept_for_the_end(argument or "Note", self.convert(content))
         if name == "dropdown":  # blank lines around the content: Markdown inside HTML
             opening = "<details open>" if "open" in options else "<details>"
             summary = f"<summary>{html.escape(argument)}</summary>\n\n" if argument else ""
