@@ -253,6 +253,8 @@ _STUB = ("def squares(n):\n    # *****START OF YOUR CODE*****\n    pass\n"
     ("```{code-cell} ipython3\nassert squares(1) == [1]\n### BEGIN HIDDEN TESTS\nassert squares(2)"
      " == [1, 4]\n### END HIDDEN TESTS\n```", "### BEGIN HIDDEN TESTS"),
     ("Write the sum.\n\n### BEGIN SOLUTION\n$\\sum_i i^2$\n### END SOLUTION", "### BEGIN SOLUTION"),
+    ("Write the sum.\n\n=== BEGIN MARK SCHEME ===\n1 mark for the sum\n=== END MARK SCHEME ===",
+     "=== BEGIN MARK SCHEME ==="),  # nbgrader's task cell
     ("```{code-cell} ipython3\nx = 2 # SOLUTION\n```", "x = 2 # SOLUTION"),  # otter's
     ("```{code-cell} ipython3\n" + _STUB.replace("pass", "return [i * i for i in range(n)]")
      + "\n```", "    # *****START OF YOUR CODE*****"),  # CS231n's, a solution inside

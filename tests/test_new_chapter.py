@@ -2158,6 +2158,9 @@ def test_a_graded_assignments_solutions_come_in_as_answers_after_the_students_st
         nbformat.v4.new_markdown_cell("Twice its input.", metadata={"nbgrader": {
             "solution": True, "grade": True}}),
         code("def triple(x):\n    return 3 * x", solution=True, grade=True),
+        nbformat.v4.new_markdown_cell("Comment it.\n=== BEGIN MARK SCHEME ===\n1 mark: comments\n"
+                                      "=== END MARK SCHEME ===", metadata={"nbgrader": {
+                                          "task": True, "points": 1}}),
         raw("# BEGIN QUESTION\nname: q1"), raw("# BEGIN SOLUTION"),
         code("y = 4 # SOLUTION\nz = y + 1\nprint(y) # SOLUTION NO PROMPT\nif True:\n"
              "    # BEGIN SOLUTION\n    w = 5\n    # END SOLUTION\ndef f():\n"
@@ -2186,6 +2189,7 @@ def test_a_graded_assignments_solutions_come_in_as_answers_after_the_students_st
         ("YOUR ANSWER HERE", []), ("Twice its input.", ["answer"]),
         ("# YOUR CODE HERE\nraise NotImplementedError()", ["raises-exception"]),
         ("def triple(x):\n    return 3 * x", ["answer", "completes-exercise"]),
+        ("Comment it.", []), ("Comment it.\n1 mark: comments", ["answer"]),
         ("y = ...\nz = y + 1\nif True:\n    ...\ndef f():\n    pass",  []),
         ("y = 4\nz = y + 1\nprint(y)\nif True:\n    w = 5\ndef f():\n    return 1",
          ["answer", "completes-exercise"]),
@@ -2195,9 +2199,9 @@ def test_a_graded_assignments_solutions_come_in_as_answers_after_the_students_st
         (f"def loss(x):\n{start}    pass\n{end}    return out", []),
         (f"def loss(x):\n{start}    out = x.sum()\n{end}    return out",
          ["answer", "completes-exercise"])], read
-    assert "raw cell" not in said and ("the 9 cell(s) a grader marks (nbgrader's, otter-grader's, "
+    assert "raw cell" not in said and ("the 10 cell(s) a grader marks (nbgrader's, otter-grader's, "
                                        "CS231n's) are as its students get them") in said, said
-    graded = ": cell 1, cell 2, cell 3, cell 4, cell 7, cell 8, cell 11, cell 12, cell 15\n"
+    graded = ": cell 1, cell 2, cell 3, cell 4, cell 5, cell 8, cell 9, cell 12, cell 13, cell 16\n"
     assert graded in said, said
 
 

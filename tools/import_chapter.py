@@ -43,8 +43,9 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - a solution a grader marks (nbgrader's ``### BEGIN SOLUTION`` regions and ``solution`` cells,
   otter-grader's ``# BEGIN SOLUTION`` blocks and ``# SOLUTION`` lines, code in CS231n's blank)
   is an ``answer`` cell after its cell, which students get as the grader gives it (nbgrader's
-  ``# YOUR CODE HERE`` stub, otter's ``...`` and prompt, CS231n's ``pass``); hidden tests are
-  answers, the other tests ``needs-answers``; otter's raw cells and ``# IGNORE`` lines go.
+  ``# YOUR CODE HERE`` stub, otter's ``...`` and prompt, CS231n's ``pass``); hidden tests and
+  mark schemes are answers, the other tests ``needs-answers``; otter's raw cells and
+  ``# IGNORE`` lines go.
 
 A lesson whose kernel runs another language than Python (an R notebook) is refused.
 
@@ -1617,7 +1618,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             f"the {len(graded)} cell(s) a grader marks (nbgrader's, otter-grader's, CS231n's) are "
             "as its students get them (its stub: `# YOUR CODE HERE` and `raise NotImplementedError"
             "()`, otter's `...` or prompt), each solution an `answer` cell after its cell; hidden "
-            f"tests are answers, the tests students run `{NEEDS_ANSWERS_TAG}`: "
+            f"tests and mark schemes are answers, the tests students run `{NEEDS_ANSWERS_TAG}`: "
             + ", ".join(graded))
     if answers:
         imported.changed.append(f"tagged `{ANSWER_TAG}` the {len(answers)} cell(s) marked `# "

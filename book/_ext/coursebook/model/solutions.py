@@ -117,10 +117,10 @@ class SolutionError(BookError):
 
 
 # A grader's mark of what its tools cut from the students' notebook (nbgrader's `### BEGIN
-# SOLUTION` and hidden tests, otter's `# BEGIN SOLUTION`, `x = 2 # SOLUTION`); a solution
-# where CS231n's students write (their notebooks keep its marks around a `pass`).
-GRADER_MARK = re.compile(r"^([ \t]*)(?:[#%/*<!=-]+[ \t]*)?(BEGIN|END) (SOLUTION|HIDDEN TESTS)\b"
-                         r"|[ \t]*#[ \t]?SOLUTION(?: NO PROMPT)?[ \t]*$", re.M)
+# SOLUTION`, hidden tests and mark scheme, otter's `# BEGIN SOLUTION`, `x = 2 # SOLUTION`); a
+# solution where CS231n's students write (their notebooks keep its marks around a `pass`).
+GRADER_MARK = re.compile(r"^([ \t]*)(?:[#%/*<!=-]+[ \t]*)?(BEGIN|END) (SOLUTION|HIDDEN TESTS|MARK "
+                         r"SCHEME)\b|[ \t]*#[ \t]?SOLUTION(?: NO PROMPT)?[ \t]*$", re.M)
 OWN_CODE = re.compile(r"^([ \t]*)# \*+START OF YOUR CODE.*\n((?s:.*?))^[ \t]*# \*+END OF YOUR CODE",
                       re.M)
 STUB = re.compile(r"\s*(?:(?:#.*|pass|\.\.\.|raise NotImplementedError(?:\(.*\))?)\s*)*")
