@@ -407,7 +407,11 @@ def test_the_tpu_recorder_refuses_on_this_cpu_machine_with_one_line(tmp_path):
     ("coursebook:\n  recording: bridges\n  machine_kinds: [tpu, abacus]", "machine_kinds",
      "top matter 'coursebook: machine_kinds' names ['abacus'], not machine kinds of "
      "tools/machine-kinds.toml (have tpu, gpu, cpu)"),
-], ids=["no-table", "recording-a-list", "machine_kinds-a-string", "machine_kinds-unknown"])
+    ("coursebook:\n  recording: bridges", "coursebook",  # at the table the key goes in
+     "top matter 'coursebook: machine_kinds' must list the machine kinds this chapter is "
+     "recorded on (from tpu, gpu, cpu)"),
+], ids=["no-table", "recording-a-list", "machine_kinds-a-string", "machine_kinds-unknown",
+        "machine_kinds-missing"])
 def test_the_recorder_refuses_a_top_matter_of_another_shape_with_one_line(
         tmp_path, capsys, matter, key, message):
     """`make recording` reads the top matter as a build does: one line at the key's line."""

@@ -183,19 +183,18 @@ def top_matter(text: str) -> dict | None:
 
 
 def top_matter_line(text: str, *keys: str) -> int:
-    """The line of a key (``coursebook``, ``packages``) in a MyST chapter's top matter, or a
-    percent script's jupytext header (under ``jupyter``), as YAML's parser places it; else 1."""
+    """The line of a key (``coursebook``, ``packages``) in a chapter's top matter or a percent
+    script's header (under ``jupyter``), as YAML places it; if not there its table's, else 1."""
     lines = text.split("\n")
     mark = "# ---" if lines[0].rstrip() == "# ---" else "---"
     end = next((n for n, line in enumerate(lines[1:], 1) if line.rstrip() == mark), 0) \
         if lines[0].rstrip() == mark else 0  # else a notebook's JSON: no line
-    node = yaml.compose("\n".join(line[len(mark) - 3:] for line in lines[1:end]))
+    node, at = yaml.compose("\n".join(line[len(mark) - 3:] for line in lines[1:end])), 1
     for key in ("jupyter", *keys) if mark == "# ---" else keys:
         pairs = node.value if isinstance(node, yaml.MappingNode) else []
         name, node = next(((k, v) for k, v in pairs if k.value == key), (None, None))
-        if name is None:
-            return 1
-    return name.start_mark.line + 2  # after the mark, from 1
+        at = at if name is None else name.start_mark.line + 2  # after the mark, from 1
+    return at
 
 
 @dataclass(frozen=True)
