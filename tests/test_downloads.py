@@ -957,9 +957,9 @@ def test_the_md_download_names_a_glued_image_and_defines_it_last():
 def test_a_glue_import_becomes_a_stand_in_that_shows_the_value(capsys, monkeypatch):
     """Colab has no myst-nb: a download's cell defines a glue that shows the value (as
     myst-nb's does, unless ``display=False``) where the chapter imports myst-nb's, or the
-    module (``myst_nb.glue``), under its name or another."""
+    module (``myst_nb.glue``), under its name or another, a comment after it or none."""
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import math\nfrom myst_nb import glue\nglue('a', 0.375)\n"
+        "import math\nfrom myst_nb import glue  # pastes values into the text\nglue('a', 0.375)\n"
         "glue('b', 'kept', display=False)"),
         nbformat.v4.new_code_cell("from myst_nb import glue as paste\npaste('c', [1])"),
         nbformat.v4.new_code_cell("import myst_nb\nmyst_nb.glue('d', 2, display=False)"),

@@ -37,8 +37,8 @@ if TYPE_CHECKING:  # mdformat with it is imported when a page is written (a no-o
 
 # myst-nb's glue, which Colab lacks, is a function that shows the value there: the page pastes
 # each value into its text, and so does the download (markdown_for), from the build's run.
-GLUE_IMPORT = re.compile(r"^(?:from myst_nb import (glue)|import (myst_nb))(?: as (\w+))?[ \t]*$",
-                         re.M)
+GLUE_IMPORT = re.compile(
+    r"^(?:from myst_nb import (glue)|import (myst_nb))(?: as (\w+))?[ \t]*(?:#.*)?$", re.M)
 GLUE_STAND_IN = ("def {}(name, value, display=True):  # in place of myst-nb's glue: shows it\n"
                  "    from IPython.display import display as show\n\n"
                  "    if display:\n        show(value)")
