@@ -988,3 +988,19 @@ def test_a_book_only_glue_import_goes_to_the_first_kept_cell_that_glues(capsys, 
     for source in sources:
         exec(source, namespace)
     assert capsys.readouterr().out == "5\n6\n"
+
+
+def test_a_kept_cell_that_imports_glue_itself_gets_no_book_only_import(capsys, monkeypatch):
+    """A kept cell importing glue itself binds it: the book-only cell's import goes nowhere
+    (else the cell, or the next that glues, shows the stand-in's def a second time)."""
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from myst_nb import glue", metadata={"tags": ["book-only"]}),
+        nbformat.v4.new_code_cell("from myst_nb import glue\nglue('x', 1)"),
+        nbformat.v4.new_code_cell("glue('y', 2)")])
+    sources = [cell.source for cell in download_notebook(notebook, PlainMarkdown(_resolve)).cells]
+    assert "".join(sources).count("def glue(") == 1 and sources[1] == "glue('y', 2)"
+    monkeypatch.setitem(sys.modules, "myst_nb", None)  # as in Colab: importing it fails
+    namespace = {}
+    for source in sources:
+        exec(source, namespace)
+    assert capsys.readouterr().out == "1\n2\n"

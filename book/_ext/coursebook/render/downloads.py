@@ -94,11 +94,13 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
     notebook = copy.deepcopy(notebook)  # the prepared chapter is shared by the build's hooks
     cells, notebook.cells = notebook.cells, []
     waiting: dict[str, str] = {}  # a book-only cell's glue imports, by the name each binds:
-    for cell in cells:  # each goes to the first cell kept after it that names it
+    for cell in cells:  # each goes to the first cell kept after it that names it (or binds it)
+        imports = {found[3] or found[1] or found[2]: found[0]
+                   for found in GLUE_IMPORT.finditer(cell.source) if cell.cell_type == "code"}
         if BOOK_ONLY_TAG in cell_tags(cell):
-            waiting |= {found[3] or found[1] or found[2]: found[0]
-                        for found in GLUE_IMPORT.finditer(cell.source)}
+            waiting |= imports
         elif not is_claim(cell):
+            waiting = {name: line for name, line in waiting.items() if name not in imports}
             if names := [name for name in waiting if cell.cell_type == "code"
                          and re.search(rf"\b{name}\b", cell.source)]:
                 cell.source = "\n".join([waiting.pop(name) for name in names] + [cell.source])
