@@ -897,8 +897,8 @@ def test_a_glued_chapters_download_runs_without_myst_nb_and_shows_the_values(tin
                      prose), prose
     assert myst_leftovers(prose) == []
     document = (tmp_path / "out" / "html" / "_sources" / "chapter.md").read_text()
-    assert "![A tiny line.][image-1]" in document
-    assert re.search(r"\n\[image-1\]: data:image/png;base64,[\w+/=]+\n$", document)
+    assert "![A tiny line.][glued-1]" in document
+    assert re.search(r"\n\[glued-1\]: data:image/png;base64,[\w+/=]+\n$", document)
     download.cells.insert(0, colab_has_no("myst_nb"))
     run_all(download, tmp_path)  # stopped by a cell that imports myst_nb, or glues unimported
 
@@ -941,17 +941,21 @@ def test_glued_values_download_as_the_page_pastes_them(source, plain):
 
 def test_the_md_download_names_a_glued_image_and_defines_it_last():
     """A glued image's data: address is a line of thousands of characters: the .md download's
-    text names it (a Markdown reference), defined after the rest, where it shows all the same."""
+    text names it (a Markdown reference), defined after the rest, where it shows all the same,
+    by a label of its own (the first definition of a label wins: the chapter's own `[image-1]`)."""
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
-        "Before.\n\n```{glue:figure} figure\nA line.\n```\n\nAfter {glue:}`figure`.")])
+        "Before [image-1].\n\n```{glue:figure} figure\nA line.\n```\n\nAfter {glue:}`figure`."
+        "\n\n[image-1]: https://example.org")])
     document = download_document(notebook, PlainMarkdown(_resolve, md_config=MD_CONFIG,
                                                           glued=GLUED))
-    assert document == ("Before.\n\n![A line.][image-1]\n\n*A line.*\n\n"
-                        "After ![figure][image-2].\n\n[image-1]: data:image/png;base64,iVBORw0K\n"
-                        "[image-2]: data:image/png;base64,iVBORw0K\n")
-    images = re.findall(r'<img src="([^"]+)" alt="([^"]+)"', MarkdownIt().render(document))
-    assert images == [("data:image/png;base64,iVBORw0K", "A line."),
-                      ("data:image/png;base64,iVBORw0K", "figure")]
+    assert document == ("Before [image-1].\n\n![A line.][glued-1]\n\n*A line.*\n\n"
+                        "After ![figure][glued-2].\n\n[image-1]: https://example.org\n\n"
+                        "[glued-1]: data:image/png;base64,iVBORw0K\n"
+                        "[glued-2]: data:image/png;base64,iVBORw0K\n")
+    html = MarkdownIt().render(document)
+    assert '<a href="https://example.org">image-1</a>' in html
+    assert re.findall(r'<img src="([^"]+)" alt="([^"]+)"', html) == [
+        ("data:image/png;base64,iVBORw0K", "A line."), ("data:image/png;base64,iVBORw0K", "figure")]
 
 
 def test_a_glue_import_becomes_a_stand_in_that_shows_the_value(capsys, monkeypatch):

@@ -164,7 +164,7 @@ def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
         parts += [f"### Note {number}: {summary}\n\n{content}"
                   for number, (summary, content) in enumerate(set_aside, 1)]
     if images:
-        parts.append("\n".join(f"[image-{number}]: {address}"
+        parts.append("\n".join(f"[glued-{number}]: {address}"
                                for number, address in enumerate(images, 1)))
     return "\n\n".join(parts) + "\n"
 

@@ -150,7 +150,7 @@ class PlainMarkdown:
             address = f"data:{mime};base64,{image}"
             if self.images is not None:
                 self.images.append(address)
-            target = f"[image-{len(self.images)}]" if self.images is not None else f"({address})"
+            target = f"[glued-{len(self.images)}]" if self.images is not None else f"({address})"
             shown = f"![{escape(caption.split(chr(10))[0] or key)}]{target}"
         else:  # HTML, as Jupyter shows it
             shown = value
