@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import nbformat
+from docutils import nodes
 import pytest
 from book_environment import sphinx_command
 
@@ -388,3 +389,25 @@ After.
     instructor = edition_notebook(read_chapter(chapter), Edition.INSTRUCTOR)
     boxed = [cell.source for cell in instructor.cells if f":class: {ANSWER_CLASS}" in cell.source]
     assert len(boxed) == 1 and "umber kestrel" in boxed[0]
+
+
+def test_a_rule_inside_a_block_is_drawn_not_refused():
+    """nbdev's show_doc prints Markdown that opens with a rule (`---`): in the cell's output
+    block docutils refused it ("Transition must be child of <document> or <section>"), which
+    stopped the build at the cell; a rule in a note's text too. The page draws it."""
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from docutils.transforms.misc import Transitions
+    from docutils.utils import new_document
+
+    from coursebook.render.html_pages import NestedRules
+
+    document = new_document("chapter.md", get_default_settings(Parser))
+    output = nodes.container("", nodes.transition(), nodes.paragraph("", "say_hello"))
+    document += nodes.section("", nodes.title("", "Directives"), nodes.paragraph("", "A"),
+                              nodes.transition(), nodes.paragraph("", "B"), output)
+    for transform in (NestedRules, Transitions):
+        transform(document).apply()
+    assert not list(document.findall(nodes.system_message))
+    assert [rule.astext() for rule in document.findall(nodes.raw)] == ["<hr>"]
+    assert len(list(document.findall(nodes.transition))) == 1  # a section's own: as it was

@@ -36,7 +36,8 @@ from coursebook.process.preview import keep_last_good_pages
 from coursebook.render.downloads import (add_colab_button, offer_edition_notebook,
                                          replace_copied_sources)
 from coursebook.render.handouts import setup_handouts
-from coursebook.render.html_pages import BookHTMLBuilder, add_build_stamp, note_removed_pages
+from coursebook.render.html_pages import (BookHTMLBuilder, NestedRules, add_build_stamp,
+                                          note_removed_pages)
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
 from coursebook.reporting import count_warnings, name_notebook_cells, quiet_config_dumps
 from coursebook.torch_versions import setup as setup_torch_versions
@@ -82,6 +83,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     app.add_env_collector(PageStateCollector)  # also re-reads the pages that failed
     app.add_builder(ChapterRuns)  # what a build executes, for shards and `pytest book`
     app.add_builder(BookHTMLBuilder, override=True)  # a no-op keeps the search page and index
+    app.add_transform(NestedRules)
     quiet_config_dumps()
     name_notebook_cells()  # MyST's messages in an .ipynb: its cell and line
     count_warnings(app)  # the preview stops a build that warned (process/preview.py)

@@ -1,7 +1,8 @@
 """What every HTML page gets besides its text: the instructor's footer stamp (the torch,
 commit and date: which build a page a student asks about comes from), MathJax served with
 the book for math offline, the theme's templates compiled once, the search page and index
-kept by a build that writes no page (docs/performance.md says why each is done so)."""
+kept by a build that writes no page (docs/performance.md says why each is done so), a rule
+drawn where docutils allows none."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import shutil
 import sys
 from pathlib import Path
 
+from docutils import nodes
 from jinja2 import FileSystemBytecodeCache
 from sphinx.application import Sphinx
 from sphinx.builders.html import StandaloneHTMLBuilder
+from sphinx.transforms import SphinxTransform
 
 from coursebook.config import book_config
 from coursebook.model.provenance import NOT_IN_GIT, source_commit
@@ -24,6 +27,18 @@ PACKAGE = "sphinx-mathjax-offline"  # the distribution whose files are served
 SERVED = "mathjax"  # under the pages' _static/
 MATHJAX_PATH = f"{SERVED}/tex-chtml.js"  # Sphinx's mathjax_path, relative to _static/
 FOLDER = "compiled-templates"  # in the environment's folder (sys.prefix)
+
+
+class NestedRules(SphinxTransform):
+    """A rule (`---`) in a block (a cell's Markdown output: nbdev's show_doc opens with one),
+    which docutils refuses (a transition is a section's child): HTML's rule; a PDF has none."""
+
+    default_priority = 820  # before docutils refuses it (misc.Transitions, 830)
+
+    def apply(self, **kwargs) -> None:
+        for rule in list(self.document.findall(nodes.transition)):
+            if not isinstance(rule.parent, (nodes.document, nodes.section)):
+                rule.replace_self(nodes.raw("", "<hr>", format="html"))
 
 
 def add_build_stamp(app: Sphinx, pagename: str, templatename: str, context: dict,
