@@ -154,6 +154,17 @@ def test_a_suggestion_marks_a_date_even_where_both_runs_agree_on_it():
     assert not matches("made <date>", "made 5 steps")
 
 
+def test_a_datetime_a_cell_shows_as_its_value_is_a_date():
+    """nbdev's directives page ends a cell in `datetime.datetime.now()`: the suggestion kept
+    its year, month, day and hour (`datetime.datetime(2026, 12, 7, 8, <number>, ...)`), so
+    the next hour's build failed again, and the message said to seed a draw."""
+    one, two = (f"datetime.datetime(2026, 12, 7, 8, {m}, 52, 929073)" for m in (5, 18))
+    assert suggest(one, two) == "<date>"
+    assert matches("<date>", "datetime.datetime(2027, 1, 17, 23, 0, 1, 5)")
+    assert matches("made <date>", "made datetime.date(2026, 12, 7)")
+    assert varying_outputs.what_varies(one, two) == "made"
+
+
 def test_a_suggestion_marks_a_time_of_day_even_where_both_runs_agree_on_it():
     """Two runs of one minute print the same time of day (`time.strftime("%H:%M")`), a
     progress bar's clock the same elapsed time: the next run differs, as a date does."""

@@ -24,11 +24,13 @@ _SIZE_UNIT = r"(?:[KMGTP]i?B|[kKMGTP]B?|B|bytes?)"
 _CLOCK = r"\d+(?::\d{2}){1,2}(?:\.\d+)?"
 # A date, with its time of day if printed: as `ls -l` ("Dec  5 14:23", an older year's
 # "Dec  5  2025"), time.ctime() and `date` ("Sat Dec  5 16:46:04 [UTC ]2026") and ISO 8601,
-# as datetime prints it ("2026-12-05 16:46:04.123456", "2026-12-05T16:46:04+00:00").
+# as datetime prints it ("2026-12-05 16:46:04.123456", "2026-12-05T16:46:04+00:00") and
+# shows it ("datetime.datetime(2026, 12, 5, 16, 46, 4, 123456)", a cell's last value).
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _DATE = (rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH}  ?\d{{1,2}} \d{{2}}:\d{{2}}:\d{{2}}"
          rf"(?: [A-Z]{{3,4}})? \d{{4}}|{_MONTH}  ?\d{{1,2}}  ?(?:\d{{2}}:\d{{2}}|\d{{4}})"
-         r"|\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?")
+         r"|\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+         r"|datetime\.date(?:time)?\(\d{4}(?:, \d{1,6}){2,6}\)")
 # What each named pattern matches (a unit ends its word: "5 steps" holds no duration),
 # after the spaces that pad it to a width.
 _VALUES = {
