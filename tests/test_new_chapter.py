@@ -2227,3 +2227,28 @@ def test_a_quarto_callout_around_a_code_cell_closes_in_its_own_cell(tmp_path, ca
     assert prose[1] == "After the box.", prose
     assert "closed in its own cell each block (`:::`) the lesson opens there and closes in a " \
         "later markdown cell" in said and "callout(s)" in said, said
+
+
+def test_nbdevs_and_quartos_cell_directives_become_the_books_tags(tmp_path, capsys):
+    """nbdev's pages (and fastbook's chapters) hide a cell with `#|hide` (`#hide`), its code
+    with `#|echo: false`, its output with `#|output: false`, and fold its code with
+    `#|code-fold: true`: the book showed each cell whole, the directive as a comment."""
+    import nbformat
+
+    cells = [nbformat.v4.new_markdown_cell("# Directives"),
+             nbformat.v4.new_code_cell("#|hide\nimport os"),
+             nbformat.v4.new_code_cell("#| echo: false\n#|filter_stream Warning\nprint(1)"),
+             nbformat.v4.new_code_cell("#hide_output\nx = 2\nx"),
+             nbformat.v4.new_code_cell("#|code-fold: true\n\nprint(3)"),
+             nbformat.v4.new_code_cell("#|exec_doc\nprint(4)  #|hide_line")]
+    book, said = _brought_in(tmp_path, capsys, "directives.ipynb",
+                             nbformat.writes(nbformat.v4.new_notebook(cells=cells)))
+    code = [c for c in read_chapter((book / "directives.md").read_text()).cells
+            if c.cell_type == "code"][1:]
+    assert [(c.source, cell_tags(c)) for c in code] == [
+        ("import os", ["remove-cell"]), ("#|filter_stream Warning\nprint(1)", ["remove-input"]),
+        ("x = 2\nx", ["remove-output"]), ("print(3)", ["hide-input"]),
+        ("#|exec_doc\nprint(4)  #|hide_line", [])]
+    assert "wrote as the book's tags the directives of nbdev or Quarto (`#|hide`, `#| echo: " \
+        "false`, …) that hide or fold 4 cell(s), or their code or output: cell 2 (`remove-cell`)" \
+        in said, said

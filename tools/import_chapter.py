@@ -147,6 +147,13 @@ _WIDGETS = re.compile(r"ipywidgets|tqdm\.(?:notebook|auto|tqdm_notebook)")  # au
 # An exercise's mark, where the student writes (Neuromatch's, CS231n's: a raise to replace)
 _TODO = re.compile(r"\bTODO\b|\braise NotImplementedError\b")
 _BLANK = re.compile(r"^[ \t]*(\w+)[ \t]*=(?!=)", re.M)  # a name a blank assigns (`x = # TODO`)
+# nbdev's and Quarto's directives at a cell's top (`#|hide`, `#| echo: false`, nbdev 1's
+# `#hide_output`) that hide or fold a cell, or its code or output: the book's tag for each.
+_DIRECTIVE_TAGS = {"hide": "remove-cell", "include: false": "remove-cell",
+                   "hide_input": "remove-input", "echo: false": "remove-input",
+                   "hide_output": "remove-output", "output: false": "remove-output",
+                   "code-fold: true": "hide-input", "code-fold: show": "hide-input"}
+_CELL_DIRECTIVE = re.compile(r"#\|? ?(" + "|".join(map(re.escape, _DIRECTIVE_TAGS)) + r")\s*")
 # Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
 _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
 # Calls that fetch from the web into a cache of their own: tiktoken's encodings, Hugging
@@ -1280,6 +1287,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     imported = Imported(notebook, "", source_format)
     dropped_outputs = removed_installs = html_images = indexed = badges = callouts = 0
     blocks: list[str] = []  # blocks (`:::`) a later markdown cell closes, closed in theirs
+    directives: list[str] = []  # cells nbdev's or Quarto's directives hide: their tags
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     exercises: list[str] = []  # cells that raise at their top level (`raise NotImplementedError`)
     answers: list[str] = []  # Neuromatch's solutions (`# to_remove solution`), tagged answer
@@ -1312,6 +1320,15 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 else:
                     kept.append(line)
             source = "\n".join(kept).strip("\n")
+            options = list(itertools.takewhile(lambda line: line.startswith("#"),
+                                               source.splitlines()))
+            hidden = [_DIRECTIVE_TAGS[found[1]] for line in options
+                      if (found := _CELL_DIRECTIVE.fullmatch(line))]
+            if hidden:
+                source = "\n".join(line for line in source.splitlines() if line not in options
+                                    or not _CELL_DIRECTIVE.fullmatch(line)).strip("\n")
+                tags += [tag for tag in dict.fromkeys(hidden) if tag not in tags]
+                directives.append(f"{_place(cell)} (`{'`, `'.join(dict.fromkeys(hidden))}`)")
             if _TO_REMOVE.match(source):  # the marker is Neuromatch's tools' talk: not shown
                 source = _TO_REMOVE.sub("", source).strip("\n")
                 tags.append(ANSWER_TAG)
@@ -1515,6 +1532,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         cells = cells if cells[-1].source.strip() else cells[:-1]
         imported.changed.append("took out the rule (`---`) the lesson ends with (no page may "
                                 "end with one)")
+    if directives:
+        imported.changed.append("wrote as the book's tags the directives of nbdev or Quarto "
+                                "(`#|hide`, `#| echo: false`, …) that hide or fold "
+                                f"{len(directives)} cell(s), or their code or output: "
+                                + ", ".join(directives))
     if blocks:
         imported.changed.append("closed in its own cell each block (`:::`) the lesson opens there "
                                 "and closes in a later markdown cell, holding the code cells "
