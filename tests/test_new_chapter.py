@@ -2041,7 +2041,11 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
     offline = [problem("RuntimeError: Error downloading t.gz", printed="Failed to download (trying"
                        " next):\n<urlopen error [Errno -3] Temporary failure in name resolution>"),
                problem("ConnectionError: HTTPSConnectionPool(host='x.org', port=443): Max "
-                       "retries exceeded with url: /t.gz")]
+                       "retries exceeded with url: /t.gz"),
+               # QuantEcon's pandas lecture: yfinance fetches with curl (curl_cffi)
+               problem("DNSError: Failed to perform, curl: (6) Could not resolve host: "
+                       "query2.finance.yahoo.com. See https://curl.se/libcurl/c/libcurl-errors"
+                       ".html first for more details.")]
     for said in offline:
         # and run beside them (HR's F13): make chapter FROM= runs a chapter in a temporary
         # folder, where the files are not.

@@ -104,9 +104,10 @@ def _at(cell, what: str) -> BookError:
     return BookError(f"code cell `{named}` {what}", line=line)
 
 
-# A fetch without the network: urllib's, requests' and the resolver's words for it.
+# A fetch without the network: urllib's, requests', curl's and the resolver's words for it.
 _OFFLINE = re.compile(r"urlopen error|Max retries exceeded|Network is unreachable|Name or service "
-                      r"not known|Temporary failure in name resolution|nodename nor servname")
+                      r"not known|Temporary failure in name resolution|nodename nor servname"
+                      r"|Could not resolve host")
 
 
 _CHECKED = ("    The build wrote this cell from the `checks:` of the answer cell at this line: "
