@@ -1085,7 +1085,7 @@ class Refuse(importlib.abc.MetaPathFinder):
         spec = PathFinder.find_spec(top)
         if spec is None or (spec.origin or '').startswith((*own, stdlib)):  # the book's own code
             return None
-        raise ImportError(f'not in the recorder environment: {top}')
+        raise ModuleNotFoundError(f'not in the recorder environment: {top}')  # as if absent
 sys.meta_path.insert(0, Refuse())
 sys.argv = ['record_chapter.py', '--help']
 try:
