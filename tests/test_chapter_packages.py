@@ -36,7 +36,10 @@ INSTALLS = ["!pip install d2l", "%pip install -q d2l", "!python -m pip install d
             "%conda install d2l", "!conda install -y d2l", "!apt install graphviz",
             "!apt-get install -y graphviz", "!sudo apt-get install graphviz",
             "!uv pip install d2l", "%mamba install d2l", "! pip3 install d2l",
-            "    %pip install d2l"]
+            "    %pip install d2l", '!"{sys.executable}" -m pip install d2l',
+            "subprocess.check_call([sys.executable, '-m', 'pip', 'install', 'd2l'])",
+            'subprocess.run(["pip", "install", "-q", "d2l"])', "os.system('pip install d2l')",
+            "get_ipython().system('pip install d2l')"]
 
 
 @pytest.mark.parametrize("install", INSTALLS)
@@ -56,7 +59,8 @@ def test_an_install_in_a_shell_cell_is_refused():
 
 @pytest.mark.parametrize("code", ['print("!pip install d2l")', "# !pip install d2l",
                                   "!pipx list", "!ls", "%time pip_version = 1",
-                                  "import pip"])
+                                  "import pip", 'subprocess.run(["pip", "list"])',
+                                  "subprocess.run([sys.executable, 'train.py'])"])
 def test_code_that_installs_nothing_passes(code, tmp_path, monkeypatch):
     (tmp_path / "pipx").write_text("#!/bin/sh\n")  # on PATH, as a command a lesson runs
     (tmp_path / "pipx").chmod(0o755)

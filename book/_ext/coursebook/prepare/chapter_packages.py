@@ -25,10 +25,15 @@ from coursebook.reporting import stop_build
 
 COMMAND = "make chapter-packages"
 _INSTALLER = (r"(?:sudo\s+)?(?:pip[\d.]*|conda|mamba|micromamba|apt|apt-get|uv\s+pip"
-              r"|(?:python[\d.]*|\{sys\.executable\}|\S*/python[\d.]*)\s+-m\s+pip)(?![\w.-])")
-# A line of a cell that runs an installer: a shell escape or magic, or any line of a shell
-# cell (%%bash, %%sh, %%script).
-_INSTALL_LINE = re.compile(rf"^[ \t]*[!%][ \t]*{_INSTALLER}.*$", re.M)
+              r"|(?:python[\d.]*|[\"']?\{sys\.executable\}[\"']?|\S*/python[\d.]*)\s+-m\s+pip)"
+              r"(?![\w.-])")
+# A line of a cell that runs an installer: a shell escape or magic, a call of the shell or
+# of pip from Python (`subprocess.check_call([sys.executable, "-m", "pip", "install", ...])`,
+# `os.system("pip install ...")`), or any line of a shell cell (%%bash, %%sh, %%script).
+_INSTALL_LINE = re.compile(
+    rf"^[ \t]*[!%][ \t]*{_INSTALLER}.*$|^.*\b(?:system|run|call|check_call|check_output|Popen"
+    rf"|getoutput)\(\s*(?:f?[\"'][ \t]*{_INSTALLER}|\[\s*(?:sys\.executable\s*,\s*[\"']-m[\"']"
+    r"\s*,\s*)?[\"']pip[\d.]*[\"'].*[\"']install[\"']).*$", re.M)
 _SHELL_CELL = re.compile(r"\A\s*%%(?:bash|sh|script)\b")
 _SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
 # Modules whose drawings run a program pip does not install (graphviz in Karpathy's micrograd:
