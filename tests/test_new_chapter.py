@@ -2256,3 +2256,25 @@ def test_nbdevs_and_quartos_cell_directives_become_the_books_tags(tmp_path, caps
     assert "wrote as the book's tags the directives of nbdev or Quarto (`#|hide`, `#| echo: " \
         "false`, …) that hide or fold 4 cell(s), or their code or output: cell 2 (`remove-cell`)" \
         in said, said
+
+
+def test_a_cell_reading_from_the_web_is_told_at_its_line(tmp_path, capsys):
+    """QuantEcon's pandas lecture reads its data from addresses on the web (`pd.read_csv(
+    'https://…')`, `requests.get(url)`): nothing was said, and a build without the network
+    stopped at the first such cell, then at the next one on the next build."""
+    import nbformat
+
+    cells = [nbformat.v4.new_markdown_cell("# Pandas"),
+             nbformat.v4.new_code_cell("import pandas as pd\ndf = pd.read_csv("
+                                       "'https://example.org/data/test_pwt.csv')"),
+             nbformat.v4.new_code_cell("url = 'https://example.org/u.csv'\nn = 3"),
+             nbformat.v4.new_code_cell("import requests\nsource = requests.get(url).content"),
+             nbformat.v4.new_code_cell("print('https://example.org')\n"
+                                       "from IPython.display import IFrame\n"
+                                       "IFrame('https://example.org/v', 400, 300)")]
+    said = _brought_in(tmp_path, capsys, "pandas.ipynb",
+                       nbformat.writes(nbformat.v4.new_notebook(cells=cells)))[1]
+    told = re.findall(r"(cell \d+, line \d+): `([^`]*)` reads from the web as it runs", said)
+    assert told == [("cell 2, line 2", "df = pd.read_csv('https://example.org/data/test_pwt.csv')"),
+                    ("cell 4, line 2", "source = requests.get(url).content")], said
+    assert "a build without the network (CI's) stops at it: put what it reads in book/" in said

@@ -160,6 +160,9 @@ _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)"
 # Face's models and datasets, torch.hub's.
 _FETCHES = re.compile(r"(?:^|\.)(?:get_encoding|encoding_for_model|from_pretrained|load_dataset|"
                       r"hf_hub_download|snapshot_download|load_state_dict_from_url|hub\.load)$")
+# An address on the web, and the calls that show one rather than read it.
+_URL = re.compile(r"https?://")
+_SHOWS_ADDRESS = ("print", "IFrame", "YouTubeVideo", "Markdown", "HTML", "Image")
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 # A reST directive or substitution rst2md leaves as it is (`.. literalinclude::`,
@@ -1288,6 +1291,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     dropped_outputs = removed_installs = html_images = indexed = badges = callouts = 0
     blocks: list[str] = []  # blocks (`:::`) a later markdown cell closes, closed in theirs
     directives: list[str] = []  # cells nbdev's or Quarto's directives hide: their tags
+    urls: dict[str, str] = {}  # the names the cells bind to an address on the web
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     exercises: list[str] = []  # cells that raise at their top level (`raise NotImplementedError`)
     answers: list[str] = []  # Neuromatch's solutions (`# to_remove solution`), tagged answer
@@ -1394,6 +1398,20 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 and _FETCHES.search(ast.unparse(node.func)) and not (  # a model saved beside it
                     node.args and isinstance(node.args[0], ast.Constant)
                     and str(node.args[0].value).startswith(("./", "../", "/")))]
+            urls.update({target.id: node.value.value for node in tree.body  # `url = 'https:…'`
+                         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                         and _URL.match(str(node.value.value)) for target in node.targets
+                         if isinstance(target, ast.Name)})
+            imported.to_do += [  # QuantEcon's pandas lecture: `pd.read_csv('https://…')`
+                f"{_place(cell, node.lineno)}: `{shown[:80]}{'…' * (len(shown) > 80)}` reads from "
+                "the web as it runs: a build without the network (CI's) stops at it: put what it "
+                "reads in book/, read it from there (listed in the top matter, `coursebook: "
+                "{reads: [...]}`, `mystnb: {execution_in_temp: false}`), or take the cell out"
+                for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args
+                and not ast.unparse(node.func).endswith(_SHOWS_ADDRESS) and (
+                    isinstance(first := node.args[0], ast.Constant) and _URL.match(str(first.value))
+                    or isinstance(first, ast.Name) and first.id in urls)
+                for shown in [lines[node.lineno - 1].strip()]]
             imported.to_do += [  # these fail on a comment (%pdb: "Incorrect argument")
                 f"{_place(cell, node.lineno)}: `%{magic} {argument}`: IPython passes the comment "
                 "on to the magic as part of its argument, which the magic refuses: put the "
