@@ -1292,6 +1292,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     blocks: list[str] = []  # blocks (`:::`) a later markdown cell closes, closed in theirs
     directives: list[str] = []  # cells nbdev's or Quarto's directives hide: their tags
     urls: dict[str, str] = {}  # the names the cells bind to an address on the web
+    made: set[str] = set()  # the modules the cells write (`%%file mathfoo.py`)
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     exercises: list[str] = []  # cells that raise at their top level (`raise NotImplementedError`)
     answers: list[str] = []  # Neuromatch's solutions (`# to_remove solution`), tagged answer
@@ -1448,6 +1449,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                       f"(`{first_line(source)}`), which only Colab has: remove "
                                       "it, or the build fails")
             modules.update(dict.fromkeys(module for module in imports if module not in colab))
+            made.update(Path(argument.split()[-1]).stem for node in ast.walk(tree)  # %%file
+                           for magic, argument in [_magic(node)] if magic in ("file", "writefile")
+                           and argument.endswith(".py"))  # a module of the lesson's cells
             for node in ast.walk(_python(cell.source)):  # `from tqdm import notebook` too
                 names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
                          [f"{node.module}.{alias.name}" for alias in node.names]
@@ -1632,7 +1636,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.to_do.append("link to the web, or take out, the links to pages of the lesson's "
                               "own site, which the book does not have (the build stops at each): "
                               + ", ".join(own_site))
-    lacking, own = _unimportable(modules, imported.packages, folder)
+    lacking, own = _unimportable({name: None for name in modules if name.split(".")[0]
+                                  not in made}, imported.packages, folder)
     if lacking:
         imported.to_do.append("declare the packages of the modules the cells import that the "
                               f"book's environment lacks: {', '.join(lacking)} (docs/authoring.md, "
