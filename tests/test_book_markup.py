@@ -259,6 +259,8 @@ _STUB = ("def squares(n):\n    # *****START OF YOUR CODE*****\n    pass\n"
     ("```{code-cell} ipython3\nx = 2 # SOLUTION\n```", "x = 2 # SOLUTION"),  # otter's
     ("```{code-cell} ipython3\n" + _STUB.replace("pass", "return [i * i for i in range(n)]")
      + "\n```", "    # *****START OF YOUR CODE*****"),  # CS231n's, a solution inside
+    ("```{code-cell} ipython3\n" + _STUB.replace("pass", "#" * 75 + "\n    return [n]")
+     + "\n```", "    # *****START OF YOUR CODE*****"),  # its banner: read once (it hung)
 ])
 def test_a_graders_mark_of_a_solution_in_a_cell_students_see_stops_the_build_at_it(cell, mark):
     """A graded assignment copied in by hand (nbgrader's, otter-grader's, CS231n's source

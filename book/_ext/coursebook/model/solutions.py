@@ -123,7 +123,8 @@ GRADER_MARK = re.compile(r"^([ \t]*)(?:[#%/*<!=-]+[ \t]*)?(BEGIN|END) (SOLUTION|
                          r"SCHEME)\b|[ \t]*#[ \t]?SOLUTION(?: NO PROMPT)?[ \t]*$", re.M)
 OWN_CODE = re.compile(r"^([ \t]*)# \*+START OF YOUR CODE.*\n((?s:.*?))^[ \t]*# \*+END OF YOUR CODE",
                       re.M)
-STUB = re.compile(r"\s*(?:(?:#.*|pass|\.\.\.|raise NotImplementedError(?:\(.*\))?)\s*)*")
+# A comment runs to its line's end: one way to read a line of `#`s (CS231n's banners), not 2^n.
+STUB = re.compile(r"\s*(?:(?:#.*(?!.)|pass|\.\.\.|raise NotImplementedError(?:\(.*\))?)\s*)*")
 
 
 def graders_mark(cell) -> tuple[int, str] | None:
