@@ -305,7 +305,8 @@ def test_a_build_that_turns_colon_fences_off_still_cuts_a_colon_fenced_solution(
 def test_a_solution_the_book_cannot_cut_out_stops_the_student_build_at_it(tiny_book, cache_copy,
                                                                           tmp_path):
     """Markup the book does not read for answers (an included file, an eval-rst block, a
-    substitution) may still hold a solution: on a student page it stops the build, at it."""
+    substitution) or a page that is no chapter may still hold a solution: on a student page
+    it stops the build, at it."""
     chapter = tiny_book / "chapter.md"
     (tiny_book / "answer.txt").write_text(":::{solution} ex-tiny\nIncluded answer 4242.\n:::\n")
     chapter.write_text(chapter.read_text().replace("kernelspec:", (
@@ -315,10 +316,14 @@ def test_a_solution_the_book_cannot_cut_out_stops_the_student_build_at_it(tiny_b
             ":::{exercise}\n:label: ex-tiny\nWhat is it?\n:::\n\n```{include} answer.txt\n```"
             "\n\n```{eval-rst}\n.. solution:: ex-tiny\n\n   A reST answer 4343.\n```\n\n"
             "{{ sol }}")))
-    message = "ERROR: a solution would show on this page of the student edition"
+    index = tiny_book / "index.md"  # a page that is no chapter: nothing is cut out of it
+    index.write_text(index.read_text() + "\n:::{exercise}\n:label: ex-page\nWhy?\n:::\n\n"
+                     ":::{solution} ex-page\nA page's answer 4545.\n:::\n")
+    message = "ERROR: a solution would show on this page of the student edition: the book cuts "
     student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
-    assert student.returncode != 0 and student.log.count(message) == 3, student.log[-3000:]
-    assert "answer.txt:2: " + message in student.log, student.log[-3000:]  # the answer's line
+    assert student.returncode != 0 and student.log.count(message) == 4, student.log[-3000:]
+    assert "answer.txt:2: " + message + "out a `{solution}`" in student.log, student.log[-3000:]
+    assert f"index.md:13: {message}solutions out of chapters only" in student.log
     assert not any(sign in student.log for sign in CRASH_SIGNS), student.log[-3000:]
     instructor = sphinx_build(tiny_book, tmp_path / "instructor", cache_copy, "instructor")
     assert instructor.returncode == 0, instructor.log[-3000:]

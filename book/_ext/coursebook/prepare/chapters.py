@@ -221,19 +221,22 @@ def leave_out_plain_scripts(app: Sphinx, config) -> None:
 
 def refuse_shown_solutions(app: Sphinx, doctree) -> None:
     """``doctree-read``, student edition: a solution on a page is one the book could not cut
-    out (the book cuts the ones a page's own text holds), shown to students: it stops the
-    build at its text (sphinx-exercise places the box at its page's top)."""
+    out (it cuts those a chapter's own text holds), shown to students: it stops the build at
+    its text (sphinx-exercise places the box at its page's top)."""
     from docutils import nodes
     from sphinx_exercise.nodes import solution_node, solution_start_node
 
+    fix = ("the book cuts solutions out of chapters only: move the exercise into one (a page "
+           "with jupytext top matter, `make chapter`)" if PREPARED not in app.env.temp_data else
+           "the book cuts out a `{solution}` directive written in the chapter's own text, not "
+           "one an included file, an eval-rst block, a substitution or a setting puts there: "
+           "write it there")
     if edition_of(app) is Edition.STUDENT:
         for box in doctree.findall(lambda n: isinstance(n, (solution_node, solution_start_node))):
             text = next((n for n in box.findall(include_self=False)
                          if n.line and not isinstance(n, nodes.title)), box)
-            report("a solution would show on this page of the student edition: it comes from "
-                   "markup the book does not read for answers (an included file, an eval-rst "
-                   "block, a substitution): write it as a `:::{solution}` block in the page's "
-                   "own text", text, "answers", once=False)
+            report(f"a solution would show on this page of the student edition: {fix}", text,
+                   "answers", once=False)
             mark_failed(app.env, app.env.docname)
 
 
