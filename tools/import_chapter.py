@@ -139,6 +139,7 @@ _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index
 _CWD = re.compile(r"run_line_magic\('pwd'|system\('pwd'\)|\b(?:getcwd|cwd)\(\)")
 # A clock read: shown, it is how long something took (d2l's `f'{time.time() - tic:.2f} sec'`).
 _CLOCK = re.compile(r"\b(?:time|perf_counter|monotonic|process_time)(?:_ns)?\(\)")
+_NOW = re.compile(r"\b(?:now|today|utcnow|ctime)\(\)")  # nbdev's `datetime.datetime.now()`
 # A path out of the folder the cells run in: `../data`, `~/datasets` (UvA's labs' checkpoints).
 _OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
 # A module whose displays are widgets: myst-nb draws them with scripts from the web, and the
@@ -1362,6 +1363,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 and "-q" not in _TIMEIT_OPTIONS.match(argument)[0].split()] + [
                 (node.lineno, "how long a statement took") for node in ast.walk(tree)
                 if isinstance(node, ast.Expr) and _CLOCK.search(ast.unparse(node))] + [
+                (node.lineno, "the date and time it ran") for node in ast.walk(tree)
+                if isinstance(node, ast.Expr) and _NOW.search(ast.unparse(node))] + [
                 (node.lineno, "an object's id() (where it lies in memory)")
                 for node in ast.walk(tree) if isinstance(node, ast.Expr) and _shows_id(node)
                 and (node is tree.body[-1] or getattr(getattr(node.value, "func", None), "id",
