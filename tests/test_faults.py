@@ -403,7 +403,9 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
     edited: the page showed the old file's outputs, verified (HL3). The run is refused at the
     reading cell, twice (not cached as good), from a kernel forked from the build's server
     (a cold cache) and from one started (a warm one); a file the run writes before it reads
-    it (torch.save, savefig, open(..., 'w')) is its own, there from the run before too."""
+    it (torch.save, savefig, open(..., 'w')) is its own, there from the run before too. Once
+    it lists what it reads, it writes none beside it: a lesson's `%%writefile` printed
+    "Overwriting" on its second run (the first's file left in book/), an output that varied."""
     chapter = tiny_book / "chapter.md"
     (tiny_book / "data.csv").write_text("1,2\n")
     _plant_cell(chapter, "import matplotlib.pyplot as plt\ntorch.save(weights, 'ones.pt')\n"
@@ -423,9 +425,13 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
     assert all((tiny_book / name).is_file() for name in ("ones.pt", "out.txt", "fig.png"))
     chapter.write_text(chapter.read_text().replace(
         "kernelspec:", "coursebook: {reads: [data.csv]}\nkernelspec:", 1))
+    written = ("ones.pt", "out.txt", "fig.png")
+    for name in written:
+        (tiny_book / name).unlink()
     listed = sphinx_build(tiny_book, tmp_path / "listed", tmp_path / "cache",
                           settings={"coursebook_accept_outputs": "1"})
     assert listed.returncode == 0 and listed.executed == 1, listed.log[-3000:]
+    assert not any((tiny_book / name).exists() for name in written)
 
 
 @pytest.mark.slow

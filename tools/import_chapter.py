@@ -1745,9 +1745,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 if not data else "copied the files beside the lesson its cells "
                                 f"name ({', '.join(f'{p} at {at}' for p, at in data.items())}) "
                                 "beside the chapter, in book/, where its cells run "
-                                "(`execution_in_temp: false`: a file they write is left there "
-                                "too), and listed them in `coursebook: {reads: [...]}`: an edit "
-                                "of one runs the chapter again"))
+                                "(`execution_in_temp: false`, through links: a file they "
+                                "write is not left there), and listed them in `coursebook: "
+                                "{reads: [...]}`: an edit of one runs the chapter again"))
     if data:
         imported.to_do.append("say in the prose where a student gets the files the cells read "
                               f"({', '.join(data)}): the downloads and Colab do not hold them")
