@@ -2226,24 +2226,30 @@ def test_a_quarto_callout_around_a_code_cell_closes_in_its_own_cell(tmp_path, ca
     """nbdev's directives page opens a Quarto callout (`::: {.callout-note}`) in one markdown
     cell and closes it (`:::`) in the one after a code cell, as Quarto reads a notebook: one
     document. Written as MyST, the block held the code cell, which myst-nb refuses as nested
-    (the build stopped eleven times); its class read as `{.callout-note`."""
+    (the build stopped eleven times); its class read as `{.callout-note`. A cell closing one
+    and opening the next (one per example) kept the next open and unconverted, and one that
+    closed it too was a literal block."""
     import nbformat
 
     cells = [nbformat.v4.new_markdown_cell("# Directives\n\n::: {.callout-note collapse=\"true"
                                            "\"}\n\n##### Example\n\nThe cell below prints:"),
              nbformat.v4.new_code_cell("print('shown')"),
-             nbformat.v4.new_markdown_cell(":::\n\nAfter the box."),
+             nbformat.v4.new_markdown_cell(":::\n\nA second one.\n\n::: {.callout-tip}\nTwo:"),
+             nbformat.v4.new_code_cell("print('two')"),
+             nbformat.v4.new_markdown_cell(":::\n\nAfter the box.\n\n::: {.callout-warning}\n"
+                                           "Mind it.\n:::"),
              nbformat.v4.new_code_cell("x = 1")]
     book, said = _brought_in(tmp_path, capsys, "callout.ipynb",
                              nbformat.writes(nbformat.v4.new_notebook(cells=cells)))
     chapter = read_chapter((book / "callout.md").read_text())
     assert [c.source for c in chapter.cells if c.cell_type == "code"][1:] == [
-        "print('shown')", "x = 1"]
+        "print('shown')", "print('two')", "x = 1"]
     prose = [c.source for c in chapter.cells if c.cell_type == "markdown"]
     assert prose[0].endswith(":::{note}\n\n##### Example\n\nThe cell below prints:\n:::"), prose
-    assert prose[1] == "After the box.", prose
+    assert prose[1:] == ["A second one.\n\n:::{tip}\nTwo:\n:::",
+                         "After the box.\n\n:::{warning}\nMind it.\n:::"], prose
     assert "closed in its own cell each block (`:::`) the lesson opens there and closes in a " \
-        "later markdown cell" in said and "callout(s)" in said, said
+        "later markdown cell" in said and "the lesson's 3 Quarto callout(s)" in said, said
 
 
 def test_nbdevs_and_quartos_cell_directives_become_the_books_tags(tmp_path, capsys):

@@ -741,14 +741,21 @@ _HOLDS_MARKDOWN = re.compile(r"\{(?!code|sourcecode|literalinclude|math|raw|eval
 _CALLOUT = re.compile(r"\s*\{\.callout-(note|tip|warning|caution|important)\b[^}]*\}")
 
 
-def _own_blocks(source: str) -> tuple[str, int, list[int]]:
+def _own_blocks(source: str, above: int) -> tuple[str, int, list[int], int]:
     """The cell's text with each colon-fenced block (``:::``) closed in it: one left open is
     closed at its end, and a bare ``:::`` opening it (the end of one opened above) taken out.
     Quarto reads a notebook as one document, so a block may hold the code cells between; a
-    chapter's may not (myst-nb refuses one nested). Also the callouts made admonitions, and
-    the lines (from 1) of the blocks closed."""
+    chapter's may not (myst-nb refuses one nested). The ends of the ``above`` blocks cells above
+    left open go first (else one would open a block over the next). Also the callouts made
+    admonitions, the lines (from 1) of the blocks closed, and how many are open after it."""
     lines, closed, callouts = source.split("\n"), [], 0
-    for token in reversed([t for t in markdown_parser().parse(source) if t.type == "colon_fence"]):
+    for at, line in enumerate(lines):  # up to the first block the cell opens
+        if not above or re.match(r"\s*:{3,}\s*\S", line):
+            break
+        if re.fullmatch(r"\s*:{3,}\s*", line):
+            lines[at], above = "", above - 1
+    for token in reversed([t for t in markdown_parser().parse("\n".join(lines))
+                           if t.type == "colon_fence"]):
         start, end = token.map
         lines[start], found = _CALLOUT.subn(r"{\1}", lines[start])
         callouts += found
@@ -759,7 +766,7 @@ def _own_blocks(source: str) -> tuple[str, int, list[int]]:
             closed.insert(0, start + 1)
         else:
             lines[start] = ""  # a blank: the lines after it keep their numbers
-    return "\n".join(lines), callouts, closed
+    return "\n".join(lines), callouts, closed, above + len(closed)
 
 
 def _markdown_tokens(text: str, offset: int = 0):
@@ -1291,6 +1298,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     imported = Imported(notebook, "", source_format)
     dropped_outputs = removed_installs = html_images = indexed = badges = callouts = 0
     blocks: list[str] = []  # blocks (`:::`) a later markdown cell closes, closed in theirs
+    open_blocks = 0  # how many of them are open after the cells so far
     directives: list[str] = []  # cells nbdev's or Quarto's directives hide: their tags
     urls: dict[str, str] = {}  # the names the cells bind to an address on the web
     made: set[str] = set()  # the modules the cells write (`%%file mathfoo.py`)
@@ -1488,7 +1496,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 data.setdefault(path, _place(cell, line))
         elif cell.cell_type == "markdown":
             source = _with_includes(source, cell, folder, imported, included)
-            source, found, closed = _own_blocks(source)
+            source, found, closed, open_blocks = _own_blocks(source, open_blocks)
             callouts += found
             blocks += [_place(cell, line) for line in closed]
             if not source.strip():
