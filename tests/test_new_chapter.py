@@ -2255,7 +2255,8 @@ def test_a_quarto_callout_around_a_code_cell_closes_in_its_own_cell(tmp_path, ca
 def test_nbdevs_and_quartos_cell_directives_become_the_books_tags(tmp_path, capsys):
     """nbdev's pages (and fastbook's chapters) hide a cell with `#|hide` (`#hide`), its code
     with `#|echo: false`, its output with `#|output: false`, and fold its code with
-    `#|code-fold: true`: the book showed each cell whole, the directive as a comment."""
+    `#|code-fold: true`: the book showed each cell whole, the directive as a comment. A cell
+    they never run (`#| eval: false`: a download, a long training) the book runs: said."""
     import nbformat
 
     cells = [nbformat.v4.new_markdown_cell("# Directives"),
@@ -2263,7 +2264,8 @@ def test_nbdevs_and_quartos_cell_directives_become_the_books_tags(tmp_path, caps
              nbformat.v4.new_code_cell("#| echo: false\n#|filter_stream Warning\nprint(1)"),
              nbformat.v4.new_code_cell("#hide_output\nx = 2\nx"),
              nbformat.v4.new_code_cell("#|code-fold: true\n\nprint(3)"),
-             nbformat.v4.new_code_cell("#|exec_doc\nprint(4)  #|hide_line")]
+             nbformat.v4.new_code_cell("#|exec_doc\nprint(4)  #|hide_line"),
+             nbformat.v4.new_code_cell("#| eval: false\nprint(5)")]
     book, said = _brought_in(tmp_path, capsys, "directives.ipynb",
                              nbformat.writes(nbformat.v4.new_notebook(cells=cells)))
     code = [c for c in read_chapter((book / "directives.md").read_text()).cells
@@ -2271,10 +2273,13 @@ def test_nbdevs_and_quartos_cell_directives_become_the_books_tags(tmp_path, caps
     assert [(c.source, cell_tags(c)) for c in code] == [
         ("import os", ["remove-cell"]), ("#|filter_stream Warning\nprint(1)", ["remove-input"]),
         ("x = 2\nx", ["remove-output"]), ("print(3)", ["hide-input"]),
-        ("#|exec_doc\nprint(4)  #|hide_line", [])]
+        ("#|exec_doc\nprint(4)  #|hide_line", []), ("#| eval: false\nprint(5)", [])]
     assert "wrote as the book's tags the directives of nbdev or Quarto (`#|hide`, `#| echo: " \
         "false`, …) that hide or fold 4 cell(s), or their code or output: cell 2 (`remove-cell`)" \
         in said, said
+    to_do = said.split("Still to do:")[1]
+    assert "cell 7: `#| eval: false`: nbdev and Quarto never run the cell; the book runs every " \
+        "cell" in to_do and "cell 6:" not in to_do, to_do
 
 
 def test_a_cell_reading_from_the_web_is_told_at_its_line(tmp_path, capsys):

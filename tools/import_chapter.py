@@ -155,6 +155,7 @@ _DIRECTIVE_TAGS = {"hide": "remove-cell", "include: false": "remove-cell",
                    "hide_output": "remove-output", "output: false": "remove-output",
                    "code-fold: true": "hide-input", "code-fold: show": "hide-input"}
 _CELL_DIRECTIVE = re.compile(r"#\|? ?(" + "|".join(map(re.escape, _DIRECTIVE_TAGS)) + r")\s*")
+_NOT_RUN = re.compile(r"#\|\s*eval:\s*false\s*", re.I)  # a cell they never run (the book: none)
 # Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
 _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
 # Calls that fetch from the web into a cache of their own: tiktoken's encodings, Hugging
@@ -1343,6 +1344,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                     or not _CELL_DIRECTIVE.fullmatch(line)).strip("\n")
                 tags += [tag for tag in dict.fromkeys(hidden) if tag not in tags]
                 directives.append(f"{_place(cell)} (`{'`, `'.join(dict.fromkeys(hidden))}`)")
+            imported.to_do += [
+                f"{_place(cell)}: `{line}`: nbdev and Quarto never run the cell; the book runs "
+                "every cell (a download, a long training, a GPU's or a key's code stops or stalls"
+                " its build): make it run in a build, or take it out"
+                for line in options if _NOT_RUN.fullmatch(line)][:1]
             if _TO_REMOVE.match(source):  # the marker is Neuromatch's tools' talk: not shown
                 source = _TO_REMOVE.sub("", source).strip("\n")
                 tags.append(ANSWER_TAG)
