@@ -136,6 +136,18 @@ def test_timeits_warning_of_a_slow_run_is_a_line_that_may_be_missing():
     assert varying_outputs.what_varies(one, quiet) == "measured"
 
 
+def test_a_progress_bars_rate_is_measured_not_drawn():
+    """A lesson's tqdm bar (aladdinpersson's progress-bar lesson): its rate varies from run
+    to run. It was read as a number, so the build offered a seed and marked `<number>it/s`."""
+    bar = "100%|██████████| 3/3 [00:00<00:00, {}]\n3"
+    one, two = bar.format("50533.78it/s"), bar.format("55924.05it/s")
+    assert suggest(one, two) == "100%|██████████| 3/3 [<duration><<duration>, <duration>]\n3"
+    assert varying_outputs.what_varies(one, two) == "measured"
+    for rate in ("1.50s/it", "3.2MB/s", "12 samples/sec"):
+        assert matches("[<duration>]", f"[{rate}]"), rate
+    assert not matches("[<duration>]", "[3/4]") and not matches("[<duration>]", "[3 it/4]")
+
+
 def test_a_suggestion_marks_a_date_even_where_both_runs_agree_on_it():
     """Two runs of one day agree on its date: kept, the entry would fail the next day."""
     listing = "-rw-r--r-- 1 root root 4753 Dec  5 {} data.csv\ntotal 8"
@@ -173,7 +185,7 @@ def test_a_suggestion_marks_a_time_of_day_even_where_both_runs_agree_on_it():
     assert suggest("at 16:46:04 (step 1)\nok", "at 16:46:04 (step 2)\nok") == (
         "at <duration> (step <number>)\nok")
     assert suggest("[00:00<00:00,  9.81it/s]", "[00:00<00:00, 12.30it/s]") == (
-        "[<duration><<duration>, <number>it/s]")
+        "[<duration><<duration>, <duration>]")
     assert suggest("epoch 3 of 10, 5 ms", "epoch 3 of 10, 7 ms") == "epoch 3 of 10, <duration>"
 
 

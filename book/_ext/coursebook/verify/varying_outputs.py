@@ -16,6 +16,8 @@ _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)(?!\w)
 # sign µ (U+00B5) and the Greek mu μ (U+03BC), which look alike; and minutes, hours.
 _TIME_UNIT = (r"(?:[nuµμm]?s|[nuµμm]?sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)")
 _TIME = rf"(?:{_NUMBER}) ?{_TIME_UNIT}(?![\w/])"
+# A rate, as a progress bar prints it (tqdm's "50533.78it/s", "1.50s/it", "3.2MB/s").
+_RATE = rf"(?:{_NUMBER}) ?(?:[^\W\d]+/{_TIME_UNIT}|{_TIME_UNIT}/[^\W\d]+)(?![\w/])"
 # %timeit's line, all of it varies: "1.23 µs ± 4.5 ns per loop (mean ± std. dev. of 7 runs,
 # 100,000 loops each)"; and a mean ± its deviation alone.
 _TIMEIT = (rf"{_TIME} ± {_TIME}(?: per loop \(mean ± std\. dev\. of [\d,]+ runs?, "
@@ -35,7 +37,7 @@ _DATE = (rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH}  ?\d{{1,2}} \d{{2}}:\d{{2}}
 # after the spaces that pad it to a width.
 _VALUES = {
     "date": rf"(?:{_DATE})(?![\w:])",
-    "duration": rf"{_TIMEIT}|{_TIME}|{_CLOCK}",
+    "duration": rf"{_TIMEIT}|{_RATE}|{_TIME}|{_CLOCK}",
     "size": rf"(?:{_NUMBER}) ?{_SIZE_UNIT}(?![\w/])",
     "number": _NUMBER,
 }
