@@ -2285,7 +2285,8 @@ def test_nbdevs_and_quartos_cell_directives_become_the_books_tags(tmp_path, caps
 def test_a_cell_reading_from_the_web_is_told_at_its_line(tmp_path, capsys):
     """QuantEcon's pandas lecture reads its data from addresses on the web (`pd.read_csv(
     'https://…')`, `requests.get(url)`): nothing was said, and a build without the network
-    stopped at the first such cell, then at the next one on the next build."""
+    stopped at the first such cell, then at the next one on the next build. An address made
+    (an f-string, `base + 'b.csv'`) or given as `url=` was not named."""
     import nbformat
 
     cells = [nbformat.v4.new_markdown_cell("# Pandas"),
@@ -2295,12 +2296,20 @@ def test_a_cell_reading_from_the_web_is_told_at_its_line(tmp_path, capsys):
              nbformat.v4.new_code_cell("import requests\nsource = requests.get(url).content"),
              nbformat.v4.new_code_cell("print('https://example.org')\n"
                                        "from IPython.display import IFrame\n"
-                                       "IFrame('https://example.org/v', 400, 300)")]
+                                       "IFrame('https://example.org/v', 400, 300)"),
+             nbformat.v4.new_code_cell("t = 'a'\nd = pd.read_csv(f'https://example.org/{t}.csv')\n"
+                                       "e = pd.read_csv('https://example.org/{}'.format(t))"),
+             nbformat.v4.new_code_cell("base = url + '/'\nb = pd.read_csv(base + 'b.csv')\n"
+                                       "r = requests.get(url='https://example.org/r')")]
     said = _brought_in(tmp_path, capsys, "pandas.ipynb",
                        nbformat.writes(nbformat.v4.new_notebook(cells=cells)))[1]
     told = re.findall(r"(cell \d+, line \d+): `([^`]*)` reads from the web as it runs", said)
     assert told == [("cell 2, line 2", "df = pd.read_csv('https://example.org/data/test_pwt.csv')"),
-                    ("cell 4, line 2", "source = requests.get(url).content")], said
+                    ("cell 4, line 2", "source = requests.get(url).content"),
+                    ("cell 6, line 2", "d = pd.read_csv(f'https://example.org/{t}.csv')"),
+                    ("cell 6, line 3", "e = pd.read_csv('https://example.org/{}'.format(t))"),
+                    ("cell 7, line 2", "b = pd.read_csv(base + 'b.csv')"),
+                    ("cell 7, line 3", "r = requests.get(url='https://example.org/r')")], said
     assert "a build without the network (CI's) stops at it: put what it reads in book/" in said
 
 

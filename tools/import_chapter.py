@@ -165,6 +165,7 @@ _FETCHES = re.compile(r"(?:^|\.)(?:get_encoding|encoding_for_model|from_pretrain
 # An address on the web, and the calls that show one rather than read it.
 _URL = re.compile(r"https?://")
 _SHOWS_ADDRESS = ("print", "IFrame", "YouTubeVideo", "Markdown", "HTML", "Image")
+_ADDRESS_KEYWORDS = ("url", "path", "filepath_or_buffer")  # requests', pandas' names of it
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 # A reST directive or substitution rst2md leaves as it is (`.. literalinclude::`,
@@ -1002,6 +1003,19 @@ def _shows_id(expression: ast.Expr) -> bool:
                and id(node) not in compared for node in ast.walk(expression))
 
 
+def _on_the_web(node: ast.expr, urls: set[str]) -> bool:
+    """Whether the expression is an address on the web (`'https://…'`), a name in ``urls``,
+    or one made from it (`f'https://…/{x}'`, `base + 'b.csv'`, `'…{}'.format(x)`): its first
+    part is."""
+    match node:
+        case ast.BinOp(left=first) | ast.JoinedStr(values=[first, *_]) | ast.FormattedValue(
+                value=first) | ast.Call(func=ast.Attribute(value=first)):
+            return _on_the_web(first, urls)
+        case ast.Constant(value=str(text)):
+            return bool(_URL.match(text))
+    return isinstance(node, ast.Name) and node.id in urls
+
+
 def _names(tree: ast.AST, bound: set[str], used: dict[str, int]) -> None:
     """The names a cell binds (into ``bound``) and those it reads when it runs, each at its
     first line (into ``used``): a function's body reads its names when called."""
@@ -1301,7 +1315,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     blocks: list[str] = []  # blocks (`:::`) a later markdown cell closes, closed in theirs
     open_blocks = 0  # how many of them are open after the cells so far
     directives: list[str] = []  # cells nbdev's or Quarto's directives hide: their tags
-    urls: dict[str, str] = {}  # the names the cells bind to an address on the web
+    urls: set[str] = set()  # the names the cells bind to an address on the web
     made: set[str] = set()  # the modules the cells write (`%%file mathfoo.py`)
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     exercises: list[str] = []  # cells that raise at their top level (`raise NotImplementedError`)
@@ -1416,19 +1430,18 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 and _FETCHES.search(ast.unparse(node.func)) and not (  # a model saved beside it
                     node.args and isinstance(node.args[0], ast.Constant)
                     and str(node.args[0].value).startswith(("./", "../", "/")))]
-            urls.update({target.id: node.value.value for node in tree.body  # `url = 'https:…'`
-                         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-                         and _URL.match(str(node.value.value)) for target in node.targets
-                         if isinstance(target, ast.Name)})
+            for node in tree.body:  # `url = 'https:…'`, `base = url + '/'`
+                if isinstance(node, ast.Assign) and _on_the_web(node.value, urls):
+                    urls.update(name.id for name in node.targets if isinstance(name, ast.Name))
             imported.to_do += [  # QuantEcon's pandas lecture: `pd.read_csv('https://…')`
                 f"{_place(cell, node.lineno)}: `{shown[:80]}{'…' * (len(shown) > 80)}` reads from "
                 "the web as it runs: a build without the network (CI's) stops at it: put what it "
                 "reads in book/, read it from there (listed in the top matter, `coursebook: "
                 "{reads: [...]}`, `mystnb: {execution_in_temp: false}`), or take the cell out"
-                for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args
-                and not ast.unparse(node.func).endswith(_SHOWS_ADDRESS) and (
-                    isinstance(first := node.args[0], ast.Constant) and _URL.match(str(first.value))
-                    or isinstance(first, ast.Name) and first.id in urls)
+                for node in ast.walk(tree) if isinstance(node, ast.Call)
+                and not ast.unparse(node.func).endswith(_SHOWS_ADDRESS) and any(
+                    _on_the_web(argument, urls) for argument in node.args[:1] + [
+                        named.value for named in node.keywords if named.arg in _ADDRESS_KEYWORDS])
                 for shown in [lines[node.lineno - 1].strip()]]
             imported.to_do += [  # these fail on a comment (%pdb: "Incorrect argument")
                 f"{_place(cell, node.lineno)}: `%{magic} {argument}`: IPython passes the comment "
