@@ -2160,7 +2160,8 @@ def test_a_graded_assignments_solutions_come_in_as_answers_after_the_students_st
     docs' ps1, otter's assign-full-example-v1): brought in, they came in untouched, so the
     student edition showed every solution, and `make audit` found none. Each marked solution
     is an answer cell after the form its grader gives students; hidden tests are answers, the
-    tests students run need the answers; no mark is left where students see one."""
+    tests students run need the answers; no mark is left where students see one. Code after
+    otter's `y = ...` that reads `y` may raise in both editions (each runs that form): said."""
     import nbformat
 
     def code(source, **grading):
@@ -2220,6 +2221,9 @@ def test_a_graded_assignments_solutions_come_in_as_answers_after_the_students_st
                                        "CS231n's) are as its students get them") in said, said
     graded = ": cell 1, cell 2, cell 3, cell 4, cell 5, cell 8, cell 9, cell 12, cell 13, cell 16\n"
     assert graded in said, said
+    to_do = said.split("Still to do:")[1]
+    assert "cell 8: `z = y + 1` reads what the students' form leaves `...`" in to_do, to_do
+    assert "`print(z)`" not in to_do and "`def f" not in to_do, to_do
 
 
 def test_a_quarto_callout_around_a_code_cell_closes_in_its_own_cell(tmp_path, capsys):

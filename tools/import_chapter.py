@@ -377,13 +377,29 @@ def _graded(source: str, markdown: bool, solution: bool, nbgrader: bool) -> tupl
     return student, "\n".join(answer)
 
 
-def graded_as_answers(notebook: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, list[str]]:
+def _reads_a_blank(student: str) -> str | None:
+    """The first statement of a students' form that reads a name the form leaves `...`
+    (otter's `y = ...`, then `z = y + 1`): run on the placeholder, it may raise."""
+    blank: set[str] = set()
+    for statement in _python(student).body:
+        bound, read = set(), {}
+        _names(ast.Module([statement], []), bound, read)
+        if blank & read.keys():
+            return ast.unparse(statement).split("\n")[0]
+        stub = isinstance(statement, ast.Assign) and getattr(statement.value, "value", 0) is ...
+        blank = blank | bound if stub else blank - bound
+    return None
+
+
+def graded_as_answers(notebook: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, list[str],
+                                                                 list[str]]:
     """The assignment with each solution its grader marks as an `answer` cell right after the
     students' form of its cell (:func:`_graded`), tagged as completing it; nbgrader's tests and
     otter's are cells needing the answers, their hidden tests answers; otter's raw cells
     that open and close its blocks, and the lines it keeps to the instructor's notebook
-    (`# IGNORE`) out. The cells changed (their places)."""
-    cells, block, changed = [], None, []
+    (`# IGNORE`) out. The cells changed (their places), and what to do about a students' form
+    that computes with its `...`."""
+    cells, block, changed, told = [], None, [], []
     for cell in notebook.cells:
         grading, before = cell.metadata.get("nbgrader") or {}, cell_tags(cell)
         tags = list(before)
@@ -413,8 +429,12 @@ def graded_as_answers(notebook: nbformat.NotebookNode) -> tuple[nbformat.Noteboo
             solved.metadata["tags"] = [ANSWER_TAG] + [COMPLETES_EXERCISE_TAG] * (
                 cell.cell_type == "code")
             cells.append(solved)
+            told += [f"{_place(cell)}: `{line}` reads what the students' form leaves `...` "
+                     "(otter's `x = ...`): both editions run that form, and it may raise there: "
+                     f"if the build says so, tag the cell `{RAISES_TAG}`" for line in [
+                         cell.cell_type == "code" and _reads_a_blank(cell.source)] if line]
     notebook.cells = cells
-    return notebook, changed
+    return notebook, changed, told
 
 
 def _in_python(notebook: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
@@ -1308,7 +1328,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     """The lesson as a chapter named ``name``: see the module's description. ``folder`` is
     the lesson's, where the images it shows are found; ``known``, the names the book holds
     (:func:`book_names`)."""
-    notebook, graded = graded_as_answers(notebook)
+    notebook, graded, blanks_read = graded_as_answers(notebook)
     cells = []
     imported = Imported(notebook, "", source_format)
     dropped_outputs = removed_installs = html_images = indexed = badges = callouts = 0
@@ -1329,7 +1349,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     unlabelled: dict[str, None] = {}  # its figures' and tables' labels
     data: dict[str, str] = {}  # the files beside the lesson its cells name: where first
-    imported.to_do += (_out_of_order(notebook.cells) + _unseeded_draws(notebook.cells)
+    imported.to_do += (blanks_read + _out_of_order(notebook.cells) + _unseeded_draws(notebook.cells)
                        + _needing_answers(notebook))
     d2l = "required_libs" in notebook.metadata or any(  # d2l-book's notebooks' metadata
         _D2L_OWN.search(cell.source) for cell in notebook.cells if cell.cell_type == "markdown")
