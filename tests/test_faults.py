@@ -284,6 +284,36 @@ def test_no_cell_after_where_a_run_stopped_is_blamed():
     assert lines(False, StoppedRun("CellTimeoutError", 2, timeout=30)) == [11, 21]
 
 
+def test_a_cell_that_timed_out_at_a_programs_question_says_so():
+    """A going-modular lesson's `!python train.py`, whose script asks `input("Press Enter to
+    start training")`: the cell waited until the time limit, and the build said only to make
+    it faster or raise the limit, which would wait longer. The question it printed last, its
+    line left open, is named, with the answer as a fix; a cell that runs no program, or
+    whose output ends its line, is told as before."""
+    import nbformat
+
+    from coursebook.execute.notebook_runs import StoppedRun, open_line
+
+    def cell(source: str, printed: str) -> nbformat.NotebookNode:
+        return nbformat.v4.new_code_cell(source, outputs=[
+            nbformat.v4.new_output("stream", name="stdout", text=printed)])
+
+    asked = "epoch 1\nPress Enter to start training"
+    for source in ("!python train.py", "run = !python train.py", "%%bash\npython train.py",
+                   "subprocess.run([sys.executable, 'train.py'])", "os.system('python t.py')"):
+        assert open_line(cell(source, asked)) == "Press Enter to start training", source
+    assert open_line(cell("print(1)\ntime.sleep(600)", asked)) == ""
+    assert open_line(cell("!python train.py", "epoch 1\n")) == ""
+    said = StoppedRun("CellTimeoutError", 1, timeout=30, prompt="Press Enter").what
+    assert "It printed `Press Enter` last, leaving the line open: if a program it runs asks " \
+        "there (`input()`), it waits for an answer no build types: take the question out, or " \
+        "answer it in the cell (`!echo | python train.py`). Else make it faster, or raise " \
+        "the limit for this chapter in its top matter: `mystnb: {execution_timeout: 60}`." \
+        in said, said
+    assert "the cells after it did not run. Make it faster" in StoppedRun(
+        "CellTimeoutError", 1, timeout=30).what
+
+
 FLOOD = 'print("x" * 5_000_000, end="")'
 PROGRESS = ('import sys\nfor step in range(30_000):\n'
             '    sys.stderr.write(f"\\r{step:6d} steps " + "#" * (step % 40))\n'

@@ -41,6 +41,7 @@ class StoppedRun:
     exit_status: int | None = None  # the dead kernel's: an exit code, or minus a signal
     kernel: str = ""  # the kernel the chapter names, when none of that name is installed
     read: str = ""  # the file beside the chapter it read, unlisted (UnlistedRead)
+    prompt: str = ""  # a timed-out cell's last output, a line left open by a program it runs
 
     @property
     def what(self) -> str:
@@ -54,7 +55,11 @@ class StoppedRun:
                     f"chapter again: add it (`coursebook: {{reads: [{self.read}]}}`)")
         if self.error == "CellTimeoutError":
             return (f"was still running after {self.timeout} s, the limit for one cell "
-                    "(nb_execution_timeout); the cells after it did not run. Make it faster, "
+                    "(nb_execution_timeout); the cells after it did not run. " + (
+                        f"It printed `{self.prompt}` last, leaving the line open: if a program "
+                        "it runs asks there (`input()`), it waits for an answer no build types: "
+                        "take the question out, or answer it in the cell (`!echo | python "
+                        "train.py`). Else make" if self.prompt else "Make") + " it faster, "
                     "or raise the limit for this chapter in its top matter: "
                     f"`mystnb: {{execution_timeout: {2 * self.timeout}}}`.")
         status, advice = self.exit_status, (
@@ -124,6 +129,18 @@ def kernel_manager_class(ended: list[int] | None = None):
     return KernelManagerOverUnixSockets
 
 
+# A cell that runs another program, which may ask (the kernel's own input() is refused).
+_RUNS_PROGRAM = re.compile(r"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!|^\s*%%(?:bash|sh|script)\b"
+                           r"|\bsubprocess\.|\bos\.system\(", re.M)
+
+
+def open_line(cell: nbformat.NotebookNode) -> str:
+    """The line a cell that runs a program printed last and left open (a question), if so."""
+    text = "".join(output.get("text", "") for output in cell.get("outputs", ())
+                   if output.get("output_type") == "stream")
+    return re.split(r"[\r\n]", text)[-1].strip() if _RUNS_PROGRAM.search(cell.source) else ""
+
+
 def run_notebook(notebook: nbformat.NotebookNode, **options):
     """Execute ``notebook`` in place: jupyter-cache's result, and where it stopped, if it did."""
     from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
@@ -158,7 +175,8 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
         return result, StoppedRun("DeadKernelError", cell, exit_status=ended[-1] if ended else None)
     if isinstance(result.err, CellTimeoutError):
         timeout = notebook.metadata.get("execution", {}).get("timeout", options.get("timeout"))
-        return result, StoppedRun("CellTimeoutError", cell, timeout=timeout)
+        return result, StoppedRun("CellTimeoutError", cell, timeout=timeout,
+                                  prompt=open_line(notebook.cells[cell]))
     listed = {os.path.normpath(name) for name in in_key(notebook, READS)}
     unlisted = sorted((index, name) for name, index in read.items() if name not in listed)
     if result.err is None and unlisted:  # an edit of the file would keep the run cached
