@@ -314,6 +314,24 @@ def test_a_cell_that_timed_out_at_a_programs_question_says_so():
         "CellTimeoutError", 1, timeout=30).what
 
 
+@pytest.mark.parametrize("chapter, setting", [
+    ("lab.md", "in its top matter: `mystnb: {execution_timeout: 60}`"),
+    ("lab.ipynb", 'in its metadata: `"mystnb": {"execution_timeout": 60}`'),
+    ("lab.py", "in its jupytext header: `jupyter: {mystnb: {execution_timeout: 60}}`")])
+def test_a_run_that_stopped_names_the_setting_as_its_chapters_kind_writes_it(chapter, setting):
+    """A notebook chapter whose cell timed out was told to raise the limit "in its top
+    matter: `mystnb: {...}`", which a notebook has not: its metadata holds the setting, as
+    JSON (a percent script's jupytext header, under `jupyter:`), as for its packages."""
+    from coursebook.execute.notebook_runs import StoppedRun
+
+    said = StoppedRun("CellTimeoutError", 1, timeout=30, chapter=chapter).what
+    assert said.endswith(f"raise the limit for this chapter {setting}."), said
+    read = StoppedRun("UnlistedRead", 1, read="names.txt", chapter=chapter).what
+    assert read.endswith(setting.replace("mystnb", "coursebook").replace(
+        "execution_timeout", "reads").replace("60", '["names.txt"]' if ".ipynb" in chapter
+                                              else "[names.txt]")), read
+
+
 FLOOD = 'print("x" * 5_000_000, end="")'
 PROGRESS = ('import sys\nfor step in range(30_000):\n'
             '    sys.stderr.write(f"\\r{step:6d} steps " + "#" * (step % 40))\n'
@@ -449,8 +467,8 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
         assert_one_clear_message(build, (
             f"{chapter}:{line}: ERROR: code cell `print(open('data.csv').read())` reads "
             "`data.csv`, beside the chapter, which the top matter's 'coursebook: reads' does not "
-            "list, so an edit of it would not run the chapter again: add it (`coursebook: "
-            "{reads: [data.csv]}`)"))
+            "list, so an edit of it would not run the chapter again: list it in its top "
+            "matter: `coursebook: {reads: [data.csv]}`"))
         assert build.executed == 1 and build.log.count("reads `") == 1, build.log[-3000:]
     assert all((tiny_book / name).is_file() for name in ("ones.pt", "out.txt", "fig.png"))
     chapter.write_text(chapter.read_text().replace(

@@ -18,7 +18,7 @@ import nbformat
 
 from coursebook.execute.kernel_forkserver import KERNEL_ARGUMENTS, READ
 from coursebook.execute.shared_cache import READS, in_key
-from coursebook.model.notebooks import short_digest
+from coursebook.model.notebooks import short_digest, top_matter_setting
 from coursebook.model.outputs import normalise
 from coursebook.process.interrupt import remove_folder, short_temporary_folder
 
@@ -42,17 +42,20 @@ class StoppedRun:
     kernel: str = ""  # the kernel the chapter names, when none of that name is installed
     read: str = ""  # the file beside the chapter it read, unlisted (UnlistedRead)
     prompt: str = ""  # a timed-out cell's last output, a line left open by a program it runs
+    chapter: str = ""  # its file, whose kind says where its settings go (a MyST page's: "")
 
     @property
     def what(self) -> str:
         """What happened, for a message that names the cell before it ("code cell `…` ")."""
         if self.error == "NoSuchKernel":
             return (f"did not run: no kernel named {self.kernel!r} is installed here. Name "
-                    "`python3`, the book's kernel, in the chapter's top matter (kernelspec).")
+                    "`python3`, the book's kernel, "
+                    f"{top_matter_setting(self.chapter, 'kernelspec: {name: python3}')}.")
         if self.error == "UnlistedRead":
             return (f"reads `{self.read}`, beside the chapter, which the top matter's "
                     "'coursebook: reads' does not list, so an edit of it would not run the "
-                    f"chapter again: add it (`coursebook: {{reads: [{self.read}]}}`)")
+                    "chapter again: list it " + top_matter_setting(
+                        self.chapter, f"coursebook: {{reads: [{self.read}]}}"))
         if self.error == "CellTimeoutError":
             return (f"was still running after {self.timeout} s, the limit for one cell "
                     "(nb_execution_timeout); the cells after it did not run. " + (
@@ -60,8 +63,8 @@ class StoppedRun:
                         "it runs asks there (`input()`), it waits for an answer no build types: "
                         "take the question out, or answer it in the cell (`!echo | python "
                         "train.py`). Else make" if self.prompt else "Make") + " it faster, "
-                    "or raise the limit for this chapter in its top matter: "
-                    f"`mystnb: {{execution_timeout: {2 * self.timeout}}}`.")
+                    "or raise the limit for this chapter " + top_matter_setting(
+                        self.chapter, f"mystnb: {{execution_timeout: {2 * self.timeout}}}") + ".")
         status, advice = self.exit_status, (
             "The cell, or a library it calls, ended the Python process (`os._exit`, `sys.exit` "
             "from a thread, …): run the chapter in Jupyter to find it, then build again.")

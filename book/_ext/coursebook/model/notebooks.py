@@ -182,6 +182,17 @@ def top_matter(text: str) -> dict | None:
     return {} if is_cell_script(text) else None
 
 
+def top_matter_setting(chapter: str, setting: str) -> str:
+    """A top matter setting (`mystnb: {execution_timeout: 600}`) where and as a chapter of
+    its kind writes it: a notebook in its metadata, as JSON; a percent script under
+    `jupyter:` in its jupytext header."""
+    if chapter.endswith(NOTEBOOK_SUFFIX):
+        return f"in its metadata: `{json.dumps(yaml.safe_load('{' + setting + '}'))[1:-1]}`"
+    if chapter.endswith(SCRIPT_SUFFIX):
+        return f"in its jupytext header: `jupyter: {{{setting}}}`"
+    return f"in its top matter: `{setting}`"
+
+
 def top_matter_line(text: str, *keys: str) -> int:
     """The line of a key (``coursebook``, ``packages``) in a chapter's top matter or a percent
     script's header (under ``jupyter``), as YAML places it; if not there its table's, else 1."""
