@@ -2319,14 +2319,18 @@ def test_a_cell_reading_from_the_web_is_told_at_its_line(tmp_path, capsys):
 
 def test_a_module_the_lessons_cells_write_is_no_package_to_declare(tmp_path, capsys):
     """QuantEcon's names lecture writes `mathfoo.py` with `%%file`, then imports it: the tool
-    said to declare the packages mathfoo and mod (a package of that name may be on PyPI)."""
+    said to declare the packages mathfoo and mod (a package of that name may be on PyPI). A
+    package the cells write (`pkg/__init__.py`, `pkg/core.py`) is imported by its folder's name."""
     import nbformat
 
     cells = [nbformat.v4.new_markdown_cell("# Names"),
              nbformat.v4.new_code_cell("%%file mathfoo.py\npi = 'foobar'"),
              nbformat.v4.new_code_cell("import mathfoo\nimport coursebook_absent_module"),
              nbformat.v4.new_code_cell("%%writefile -a mod.py\nx = 1"),
-             nbformat.v4.new_code_cell("import mod")]
+             nbformat.v4.new_code_cell("import mod"),
+             nbformat.v4.new_code_cell("%%file pkgfoo/__init__.py\nx = 1"),
+             nbformat.v4.new_code_cell("%%writefile pkgbar/core.py\nx = 1"),
+             nbformat.v4.new_code_cell("import pkgfoo\nfrom pkgbar import core")]
     said = _brought_in(tmp_path, capsys, "names.ipynb",
                        nbformat.writes(nbformat.v4.new_notebook(cells=cells)))[1]
     assert "the book's environment lacks: coursebook_absent_module (docs/" in said, said

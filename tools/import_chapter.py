@@ -1499,9 +1499,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                       f"(`{first_line(source)}`), which only Colab has: remove "
                                       "it, or the build fails")
             modules.update(dict.fromkeys(module for module in imports if module not in colab))
-            made.update(Path(argument.split()[-1]).stem for node in ast.walk(tree)  # %%file
-                           for magic, argument in [_magic(node)] if magic in ("file", "writefile")
-                           and argument.endswith(".py"))  # a module of the lesson's cells
+            made.update(Path(argument.split()[-1]).with_suffix("").parts[0]  # pkg/core.py: pkg
+                        for node in ast.walk(tree) for magic, argument in [_magic(node)]
+                        if magic in ("file", "writefile") and argument.endswith(".py"))
             for node in ast.walk(_python(cell.source)):  # `from tqdm import notebook` too
                 names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
                          [f"{node.module}.{alias.name}" for alias in node.names]
