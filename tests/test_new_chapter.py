@@ -1733,15 +1733,20 @@ def test_a_cell_timing_a_statement_is_named(tmp_path, capsys):
 
 def test_a_cell_showing_the_date_and_time_is_named(tmp_path, capsys):
     """nbdev's directives page shows `datetime.datetime.now()` twice: unsaid, each came up
-    only at accept-outputs' second run, refused as varying. A date kept, unshown, is none."""
+    only at accept-outputs' second run, refused as varying. A date kept, unshown, is none; one
+    kept, then shown in its cell (`print(stamp)`, a last line `stamp`), is named where shown."""
     cells = ["import datetime\ndatetime.datetime.now()", "start = datetime.date.today()",
-             "print(f'ran on {datetime.date.today()}')"]
+             "print(f'ran on {datetime.date.today()}')",
+             "import time\nwhen = time.ctime()\nprint('ran', when)",
+             "stamp = datetime.datetime.now()\nx = 1\nstamp"]
     text = MYST_PLACES.split("The [previous")[0] + "".join(
         f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells)
     _, said = _brought_in(tmp_path, capsys, "dates.md", text)
     assert re.findall(r"line \d+: `[^`]+` shows the date and time it ran", said) == [
         "line 11: `datetime.datetime.now()` shows the date and time it ran",
-        "line 19: `print(f'ran on {datetime.date.today()}')` shows the date and time it ran"], said
+        "line 19: `print(f'ran on {datetime.date.today()}')` shows the date and time it ran",
+        "line 25: `print('ran', when)` shows the date and time it ran",
+        "line 31: `stamp` shows the date and time it ran"], said
 
 
 def test_a_cell_showing_an_objects_id_is_named(tmp_path, capsys):

@@ -1403,6 +1403,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                    if _magic(node)[0] == "tensorboard")]
             tree = _python(cell.source)
             lines = cell.source.splitlines()
+            dated = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                     and _NOW.search(ast.unparse(node.value)) for target in node.targets
+                     if isinstance(target, ast.Name)}  # `stamp = datetime.now()`, shown below
             # A temporary folder is new on each run; a time (%timeit -q prints none) differs too.
             shown = [(node.lineno, "the folder the cells run in") for node in tree.body
                      if isinstance(node, ast.Expr) and _CWD.search(ast.unparse(node))] + [
@@ -1412,7 +1415,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 (node.lineno, "how long a statement took") for node in ast.walk(tree)
                 if isinstance(node, ast.Expr) and _CLOCK.search(ast.unparse(node))] + [
                 (node.lineno, "the date and time it ran") for node in ast.walk(tree)
-                if isinstance(node, ast.Expr) and _NOW.search(ast.unparse(node))] + [
+                if isinstance(node, ast.Expr) and (_NOW.search(ast.unparse(node)) or dated & {
+                    name.id for name in ast.walk(node) if isinstance(name, ast.Name)})] + [
                 (node.lineno, "an object's id() (where it lies in memory)")
                 for node in ast.walk(tree) if isinstance(node, ast.Expr) and _shows_id(node)
                 and (node is tree.body[-1] or getattr(getattr(node.value, "func", None), "id",
