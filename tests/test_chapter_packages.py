@@ -60,7 +60,9 @@ def test_an_install_in_a_shell_cell_is_refused():
 @pytest.mark.parametrize("code", ['print("!pip install d2l")', "# !pip install d2l",
                                   "!pipx list", "!ls", "%time pip_version = 1",
                                   "import pip", 'subprocess.run(["pip", "list"])',
-                                  "subprocess.run([sys.executable, 'train.py'])"])
+                                  "subprocess.run([sys.executable, 'train.py'])",
+                                  "!pip show torch", "%pip list", "!pip freeze | grep torch",
+                                  "!python -m pip --version"])
 def test_code_that_installs_nothing_passes(code, tmp_path, monkeypatch):
     (tmp_path / "pipx").write_text("#!/bin/sh\n")  # on PATH, as a command a lesson runs
     (tmp_path / "pipx").chmod(0o755)

@@ -26,7 +26,8 @@ from coursebook.reporting import stop_build
 COMMAND = "make chapter-packages"
 _INSTALLER = (r"(?:sudo\s+)?(?:pip[\d.]*|conda|mamba|micromamba|apt|apt-get|uv\s+pip"
               r"|(?:python[\d.]*|[\"']?\{sys\.executable\}[\"']?|\S*/python[\d.]*)\s+-m\s+pip)"
-              r"(?![\w.-])")
+              # what changes an environment, not what reads one (`!pip show torch`, `!pip list`)
+              r"(?![\w.-])(?=.*\b(?:install|uninstall|remove|update|upgrade|create|sync|add)\b)")
 # A line of a cell that runs an installer: a shell escape or magic, a call of the shell or
 # of pip from Python (`subprocess.check_call([sys.executable, "-m", "pip", "install", ...])`,
 # `os.system("pip install ...")`), or any line of a shell cell (%%bash, %%sh, %%script).
