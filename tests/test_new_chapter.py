@@ -1991,6 +1991,29 @@ def test_a_file_beside_the_lesson_that_its_cells_read_comes_beside_the_chapter(t
     assert not (book / "lab2.md").exists() and (book / "lists.txt").read_text() == "ef\n"
 
 
+def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
+    """PyTorch's quickstart saves `model.pth` and loads it back: where the author had run the
+    lesson, its model.pth beside it was copied into book/ as data the cells read, listed in
+    `reads` (the run keyed by it), and the report asked the prose to say where students get
+    it. A file a cell writes (a writing call's, open(..., 'w')'s, %%writefile's) is the
+    lesson's own, also where a later cell reads it; a file it only reads is still data."""
+    (tmp_path / "lab" / "going_modular").mkdir(parents=True)
+    for name in ("model.pth", "fig.png", "log.txt", "going_modular/train.py", "words.txt"):
+        (tmp_path / "lab" / name).write_text("left by the author's run\n")
+    lesson = _nbformat_4_4([
+        "torch.save(model.state_dict(), 'model.pth')",
+        "model.load_state_dict(torch.load('model.pth'))\nplt.savefig('fig.png')",
+        "with open('log.txt', mode='w') as log:\n    log.write('1')\nprint(open('log.txt').read())",
+        "%%writefile going_modular/train.py\nprint('trained')",
+        "print(open('words.txt').read())"])
+    book, said = _brought_in(tmp_path, capsys, "lab/lab.ipynb", lesson)
+    top = yaml.safe_load((book / "lab.md").read_text().split("---")[1])
+    assert top["coursebook"] == {"reads": ["words.txt"]}, top
+    assert (book / "words.txt").is_file() and not any(
+        (book / name).exists() for name in ("model.pth", "fig.png", "log.txt", "going_modular"))
+    assert "(words.txt at cell 5, line 1)" in said, said
+
+
 def test_a_cell_reading_a_name_only_a_later_cell_defines_is_told_at_its_line(tmp_path, capsys):
     """Karpathy's makemore lesson shows `P.shape` (its cell 19) before `P = ...` (its cell 24):
     saved after running its cells out of order. The tool was silent; the build stopped at a

@@ -995,14 +995,27 @@ def _waits(source: str) -> tuple[int, str] | None:
     return None
 
 
-def _files_named(source: str, folder: Path | None) -> dict[str, int]:
+# Calls that write the file a string names (torch.save, savefig, np.save, to_csv, %%writefile).
+_WRITES = {"save", "savefig", "savez", "to_csv", "to_json", "to_pickle", "write_text",
+           "write_bytes", "writefile"}
+
+
+def _files_named(source: str, folder: Path | None, written: set[str]) -> dict[str, int]:
     """The files beside the lesson (under ``folder``) a code cell names in a string
-    (``open('names.txt')``), each with the line (from 1) it is first named on."""
+    (``open('names.txt')``), each with the line (from 1) it is first named on; not one it or
+    an earlier cell writes (kept in ``written``): the lesson's own, left by the author's run."""
+    tree = _python(source)
+    for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
+        named = _magic(call)[0] or getattr(call.func, "attr", getattr(call.func, "id", ""))
+        modes = [*call.args[1:2], *(word.value for word in call.keywords if word.arg == "mode")]
+        if named in _WRITES or named == "open" and any(
+                set(str(getattr(mode, "value", ""))) & set("wax") for mode in modes):
+            written.update(node.value for node in ast.walk(call) if isinstance(node, ast.Constant))
     found: dict[str, int] = {}
-    for node in ast.walk(_python(source)) if folder is not None else ():
+    for node in ast.walk(tree) if folder is not None else ():
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(
                 r"[^\n/\\][^\n]{0,200}", node.value) and ".." not in Path(node.value).parts \
-                and (folder / node.value).is_file():
+                and node.value not in written and (folder / node.value).is_file():
             found.setdefault(Path(node.value).as_posix(), node.lineno)
     return found
 
@@ -1349,6 +1362,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     unlabelled: dict[str, None] = {}  # its figures' and tables' labels
     data: dict[str, str] = {}  # the files beside the lesson its cells name: where first
+    writes: set[str] = set()  # the names of the files its cells write
     imported.to_do += (blanks_read + _out_of_order(notebook.cells) + _unseeded_draws(notebook.cells)
                        + _needing_answers(notebook))
     d2l = "required_libs" in notebook.metadata or any(  # d2l-book's notebooks' metadata
@@ -1529,7 +1543,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                     if how else f"it runs `{command}`, which this machine lacks (the build "
                     f"stops at it): take the line out, or install `{command}` here")
                 for line, command, how in missing_commands(nbformat.NotebookNode(cells=[cell]))]
-            for path, line in _files_named(cell.source, folder).items():  # data it reads
+            for path, line in _files_named(cell.source, folder, writes).items():  # its data
                 if path.endswith((".md", ".ipynb", ".rst")):  # in book/, a page of its own
                     imported.to_do.append(f"{_place(cell, line)}: `{path}` beside the lesson, not "
                                           "copied: in book/ it would be a page of its own; put "
