@@ -2057,8 +2057,9 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
     from coursebook.model.cell_notes import place_at
     from coursebook.verify.chapter_checks import cell_problems
 
-    def problem(error: str, left_out: dict[str, int] | None = None, printed: str = "") -> str:
-        doctree, shown = nodes.container(), nodes.container(
+    def problem(error: str, left_out: dict[str, int] | None = None, printed: str = "",
+                chapter: str = "lab.md") -> str:
+        doctree, shown = nodes.container(source=chapter), nodes.container(
             nb_element="cell_code", cell_index=0, cell_metadata={"tags": []})
         shown += nodes.literal_block(printed, printed, classes=["output", "stream"])
         shown += nodes.literal_block(error, error, classes=["traceback"])
@@ -2068,8 +2069,13 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
         return found.message
 
     said = problem("ModuleNotFoundError: No module named 'graphviz.backend'")
-    assert "Declare the package that installs graphviz in the top matter (`coursebook: " \
-        "{packages: [...]}`), then `make chapter-packages`; or tag it" in said, said
+    assert "Declare the package that installs graphviz in its top matter: `coursebook: " \
+        "{packages: [...]}`, then `make chapter-packages`; or tag it" in said, said
+    # a notebook chapter has no top matter: its metadata, as JSON (a script's jupytext header)
+    said = problem("ModuleNotFoundError: No module named 'graphviz'", chapter="lab.ipynb")
+    assert 'installs graphviz in its metadata: `"coursebook": {"packages": ["..."]}`' in said
+    said = problem("ModuleNotFoundError: No module named 'graphviz'", chapter="lab.py")
+    assert "in its jupytext header: `jupyter: {coursebook: {packages: [...]}}`" in said
     assert "Fix the cell, or tag it" in problem("NameError: name 'graphviz' is not defined")
     said = problem("NameError: name 'graphviz' is not defined", {"graphviz": 12})
     assert "`graphviz` is defined at line 12, by an answer or a cell that needs one, which this " \
@@ -2091,9 +2097,9 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
         # and run beside them (HR's F13): make chapter FROM= runs a chapter in a temporary
         # folder, where the files are not.
         assert "It reached for the network, which a build may lack (CI's has none): put what it " \
-            "fetches beside the chapter, at the path the cell reads, listed in the top matter " \
-            "(`coursebook: {reads: [...]}`), and run the chapter beside them: `mystnb: " \
-            "{execution_in_temp: false}`; or take the call out." in said, said
+            "fetches beside the chapter, at the path the cell reads, listed in its top matter: " \
+            "`coursebook: {reads: [...]}`, and run the chapter beside them in its top matter: " \
+            "`mystnb: {execution_in_temp: false}`; or take the call out." in said, said
         assert "raises-exception" not in said, said
     assert "network" not in problem("RuntimeError: Error downloading t.gz")
     # A lab's test of an exercise that raises until written (Neuromatch's, CS231n's): tagged

@@ -27,7 +27,8 @@ from coursebook.execute.notebook_runs import CUT_MARKER, LIMIT, StoppedRun, with
 from coursebook.execute.shared_cache import PACKAGE, READS, edited_since, in_key
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError, shown_path
-from coursebook.model.notebooks import NEEDS_ANSWERS_TAG, RAISES_TAG, cell_tags, first_line
+from coursebook.model.notebooks import (NEEDS_ANSWERS_TAG, RAISES_TAG, cell_tags, first_line,
+                                        top_matter_setting)
 from coursebook.model.outputs import BARE_REPR, normalise
 from coursebook.model.provenance import today
 from coursebook.model.versions import release
@@ -116,8 +117,9 @@ _CHECKED = ("    The build wrote this cell from the `checks:` of the answer cell
             "check's inputs, never raise (docs/authoring.md, \"Answers students can check\").")
 
 
-def _advice(error: str, printed: str, left_out: dict[str, int]) -> str:
-    """What to do about an error a cell was not tagged for, by its cause."""
+def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str) -> str:
+    """What to do about an error a cell was not tagged for, by its cause (settings as the
+    ``chapter`` file's kind writes them)."""
     name = re.search(r"^NameError: name '(\w+)' is not defined", error, re.M)
     if name and (answer := left_out.get(name[1])):
         return (f"    `{name[1]}` is defined at line {answer}, by an answer or a cell that needs "
@@ -131,13 +133,15 @@ def _advice(error: str, printed: str, left_out: dict[str, int]) -> str:
                 "(torch raises it for a misspelt `forward` in an nn.Module).")
     if _OFFLINE.search(error + printed):  # torchvision prints urllib's
         return ("    It reached for the network, which a build may lack (CI's has none): put what "
-                "it fetches beside the chapter, at the path the cell reads, listed in the top "
-                "matter (`coursebook: {reads: [...]}`), and run the chapter beside them: "
-                "`mystnb: {execution_in_temp: false}`; or take the call out.")
+                "it fetches beside the chapter, at the path the cell reads, listed "
+                f"{top_matter_setting(chapter, 'coursebook: {reads: [...]}')}, and run the "
+                "chapter beside them "
+                f"{top_matter_setting(chapter, 'mystnb: {execution_in_temp: false}')}; or take "
+                "the call out.")
     lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
-    return ((f"    Declare the package that installs {lacking[1]} in the top matter "
-             "(`coursebook: {packages: [...]}`), then `make chapter-packages`;" if lacking
-             else "    Fix the cell,")
+    return ((f"    Declare the package that installs {lacking[1]} "
+             f"{top_matter_setting(chapter, 'coursebook: {packages: [...]}')}, then "
+             "`make chapter-packages`;" if lacking else "    Fix the cell,")
             + f" or tag it `{RAISES_TAG}` if the error is what it teaches.")
 
 
@@ -186,8 +190,8 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
             problems.append(_at(where, (
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
-                + (_CHECKED if CHECK_TAG in tags else _advice(error, _printed(cell),
-                                                              left_out or {})))))
+                + (_CHECKED if CHECK_TAG in tags else _advice(
+                    error, _printed(cell), left_out or {}, doctree.get("source", ""))))))
         elif error is None and RAISES_TAG in tags:
             problems.append(_at(where, (
                 f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, or drop the "
