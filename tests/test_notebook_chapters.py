@@ -110,6 +110,36 @@ print('the script says seventeen', 17)
 SCRIPT_LINES = [10, 15, 19, 22]
 
 
+def test_a_script_with_cells_the_book_cannot_read_is_named_not_dropped(tmp_path, monkeypatch):
+    """A percent script teaching a SyntaxError (a cell tagged raises-exception holding
+    `print("hi"`), or whose header names `format_name: percent` without `extension: .py`
+    (jupytext then reads it as its 'light' format), was left out as a helper module: the
+    chapter vanished, and the build said only that index.md's toctree names a document that
+    does not exist. Now each is named at its line, with why; a helper module stays silent."""
+    from types import SimpleNamespace
+
+    from coursebook.prepare import chapters
+
+    cells = "# %% [markdown]\n# # Errors\n\n# %%\nx = 1\n\n# %% tags=[\"raises-exception\"]\n"
+    (tmp_path / "syntax.py").write_text(cells + 'print("hi"\n')
+    (tmp_path / "light.py").write_text(
+        "# ---\n# jupyter:\n#   jupytext:\n#     text_representation:\n"
+        "#       format_name: percent\n# ---\n\n" + cells + "print(1)\n")
+    (tmp_path / "helper.py").write_text('"""A helper."""\n\nVALUE = 1\n')
+    said = []
+    monkeypatch.setattr(chapters, "report", lambda message, location, subtype: said.append(
+        (location, message)))
+    config = SimpleNamespace(include_patterns=["**"], exclude_patterns=[], templates_path=[])
+    chapters.leave_out_plain_scripts(SimpleNamespace(srcdir=str(tmp_path)), config)
+    assert sorted(config.exclude_patterns) == ["helper.py", "light.py", "syntax.py"]
+    assert [location for location, _ in sorted(said)] == [f"{tmp_path / 'light.py'}:1",
+                                                         f"{tmp_path / 'syntax.py'}:8"]
+    [light, syntax] = [message for _, message in sorted(said)]
+    assert "jupytext reads it as its 'light' format" in light and "extension: .py" in light
+    assert "does not compile ('(' was never closed)" in syntax, syntax
+    assert "exec(" in syntax and "make chapter FROM=" in syntax, syntax
+
+
 def test_a_percent_script_is_read_as_a_chapter_each_cell_at_its_line():
     """A jupytext percent `.py` is a chapter: read by jupytext, each cell noted at the line
     of the script where its text starts, its tags kept; its page is a notebook's JSON whose

@@ -234,16 +234,26 @@ def chapter_settings(metadata: dict, path: Path | str = "", text: str = "") -> C
 def is_cell_script(text: str) -> bool:
     """A Python script in jupytext's percent cells (``# %%``), magics commented as jupytext
     writes them: Python that compiles, so that no Markdown page holding such lines is one."""
+    return cell_script_fault(text) is None
+
+
+def cell_script_fault(text: str) -> tuple[int, str] | None:
+    """Why a text is no percent script (:func:`is_cell_script`), at its line; None: it is."""
     # jupytext (with tornado) is imported only where a page is read: a warm build reads none.
     from jupytext.formats import guess_format
 
-    if guess_format(text, SCRIPT_SUFFIX)[0] != "percent":
-        return False
+    if (found := guess_format(text, SCRIPT_SUFFIX)[0]) != "percent":
+        return 1, (f"jupytext reads it as its {found!r} format, not as percent cells (a "
+                   "header's `text_representation` names `extension: .py` with `format_name: "
+                   "percent`, or none)")
     try:
         ast.parse(text)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+    except (SyntaxError, ValueError) as error:
+        return getattr(error, "lineno", None) or 1, (
+            f"it does not compile ({getattr(error, 'msg', error)}): a cell that teaches a "
+            "SyntaxError runs its code as text (`exec('print(\"hi\"')`), or make the chapter "
+            "MyST (`make chapter FROM=` the script)")
+    return None
 
 
 def is_chapter_source(text: str) -> bool:

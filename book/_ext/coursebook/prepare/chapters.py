@@ -3,6 +3,7 @@ its other inputs are noted with Sphinx, which reads the page again when one chan
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from coursebook.model.machine_kinds import MachineKind, environments_path, load_
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NEEDS_ANSWERS_TAG, RAISES_TAG,
                                         SCRIPT_SUFFIX, UNVERIFIED_KEY, answer_names,
                                         author_line, cell_tags, chapter_settings, first_line,
-                                        is_cell_script, is_chapter_source, note_output_keys,
+                                        cell_script_fault, is_chapter_source, note_output_keys,
                                         read_chapter, reads_as_json, top_matter_line)
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
                                          recorded_where, recording_name, recording_path)
@@ -211,12 +212,18 @@ def _has(app: Sphinx, domain: str) -> bool:
 
 def leave_out_plain_scripts(app: Sphinx, config) -> None:
     """``config-inited``: a ``.py`` file that is no percent script (a helper module) is left
-    out; the files found as Sphinx finds pages, by its patterns (include, exclude, templates)."""
-    found = get_matching_files(app.srcdir, config.include_patterns,
-                               [*config.exclude_patterns, *config.templates_path])
-    config.exclude_patterns.extend([
-        name for name in found if name.endswith(SCRIPT_SUFFIX) and not is_cell_script(
-            Path(app.srcdir, name).read_text(encoding="utf8", errors="replace"))])
+    out; the files found as Sphinx finds pages, by its patterns (include, exclude, templates).
+    One with `# %%` cells is named, with why: else its chapter vanished, unsaid."""
+    for name in sorted(get_matching_files(app.srcdir, config.include_patterns,
+                                          [*config.exclude_patterns, *config.templates_path])):
+        if not name.endswith(SCRIPT_SUFFIX):
+            continue
+        text = Path(app.srcdir, name).read_text(encoding="utf8", errors="replace")
+        if (fault := cell_script_fault(text)) is not None:
+            config.exclude_patterns.append(name)
+            if re.search(r"^# %%", text, re.M):
+                report(f"this script has `# %%` cells, but the book reads no chapter in it: "
+                       f"{fault[1]}.", f"{Path(app.srcdir, name)}:{fault[0]}", "source")
 
 
 def refuse_shown_solutions(app: Sphinx, doctree) -> None:
