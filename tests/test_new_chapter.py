@@ -2012,6 +2012,16 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
     assert (book / "words.txt").is_file() and not any(
         (book / name).exists() for name in ("model.pth", "fig.png", "log.txt", "going_modular"))
     assert "(words.txt at cell 5, line 1)" in said, said
+    # A Colab lesson's /content/ paths: a build (as root in CI) would write them there.
+    lesson = _nbformat_4_4(["%%writefile /content/train.py\nprint('trained')",
+                            "x = 1\ntorch.save(model, '/content/model.pt')",
+                            "open('/dev/null', 'w').write('not kept')"])
+    (tmp_path / "colab").mkdir()
+    said = _brought_in(tmp_path / "colab", capsys, "colab.ipynb", lesson)[1]
+    assert "cell 1, line 1: writes `/content/train.py`, outside the chapter's folder: a build " \
+        "would write it on the machine that builds the book; name it relative to the chapter " \
+        "(`train.py`)" in said, said
+    assert "cell 2, line 2: writes `/content/model.pt`" in said and "/dev/null`" not in said
 
 
 def test_a_cell_reading_a_name_only_a_later_cell_defines_is_told_at_its_line(tmp_path, capsys):

@@ -1000,17 +1000,18 @@ _WRITES = {"save", "savefig", "savez", "to_csv", "to_json", "to_pickle", "write_
            "write_bytes", "writefile"}
 
 
-def _files_named(source: str, folder: Path | None, written: set[str]) -> dict[str, int]:
+def _files_named(source: str, folder: Path | None, written: dict[str, int]) -> dict[str, int]:
     """The files beside the lesson (under ``folder``) a code cell names in a string
     (``open('names.txt')``), each with the line (from 1) it is first named on; not one it or
-    an earlier cell writes (kept in ``written``): the lesson's own, left by the author's run."""
+    an earlier cell writes (kept in ``written``, at its line): the lesson's own."""
     tree = _python(source)
     for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
         named = _magic(call)[0] or getattr(call.func, "attr", getattr(call.func, "id", ""))
         modes = [*call.args[1:2], *(word.value for word in call.keywords if word.arg == "mode")]
         if named in _WRITES or named == "open" and any(
                 set(str(getattr(mode, "value", ""))) & set("wax") for mode in modes):
-            written.update(node.value for node in ast.walk(call) if isinstance(node, ast.Constant))
+            for node in (node for node in ast.walk(call) if isinstance(node, ast.Constant)):
+                written.setdefault(node.value, node.lineno)
     found: dict[str, int] = {}
     for node in ast.walk(tree) if folder is not None else ():
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(
@@ -1362,7 +1363,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     modules: dict[str, None] = {}  # the modules the code cells import, Colab's left out
     unlabelled: dict[str, None] = {}  # its figures' and tables' labels
     data: dict[str, str] = {}  # the files beside the lesson its cells name: where first
-    writes: set[str] = set()  # the names of the files its cells write
+    writes: dict[str, int] = {}  # the names of the files its cells write
     imported.to_do += (blanks_read + _out_of_order(notebook.cells) + _unseeded_draws(notebook.cells)
                        + _needing_answers(notebook))
     d2l = "required_libs" in notebook.metadata or any(  # d2l-book's notebooks' metadata
@@ -1543,6 +1544,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                     if how else f"it runs `{command}`, which this machine lacks (the build "
                     f"stops at it): take the line out, or install `{command}` here")
                 for line, command, how in missing_commands(nbformat.NotebookNode(cells=[cell]))]
+            writes_before = set(writes)
             for path, line in _files_named(cell.source, folder, writes).items():  # its data
                 if path.endswith((".md", ".ipynb", ".rst")):  # in book/, a page of its own
                     imported.to_do.append(f"{_place(cell, line)}: `{path}` beside the lesson, not "
@@ -1551,6 +1553,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                     continue
                 imported.files[path] = (folder / path).read_bytes()
                 data.setdefault(path, _place(cell, line))
+            imported.to_do += [  # Colab's /content/…: a build, often as root, would write there
+                f"{_place(cell, line)}: writes `{path}`, outside the chapter's folder: a build "
+                "would write it on the machine that builds the book; name it relative to the "
+                f"chapter (`{path.rpartition('/')[2]}`)" for path, line in writes.items()
+                if path not in writes_before and str(path).startswith("/")
+                and not path.startswith("/dev/")]
         elif cell.cell_type == "markdown":
             source = _with_includes(source, cell, folder, imported, included)
             source, found, closed, open_blocks = _own_blocks(source, open_blocks)
