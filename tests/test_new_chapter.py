@@ -1998,19 +1998,22 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
     it. A file a cell writes (a writing call's, open(..., 'w')'s, %%writefile's) is the
     lesson's own, also where a later cell reads it; a file it only reads is still data."""
     (tmp_path / "lab" / "going_modular").mkdir(parents=True)
-    for name in ("model.pth", "fig.png", "log.txt", "going_modular/train.py", "words.txt"):
+    for name in ("model.pth", "fig.png", "log.txt", "going_modular/train.py", "words.txt",
+                 "cifar_net.pth"):
         (tmp_path / "lab" / name).write_text("left by the author's run\n")
     lesson = _nbformat_4_4([
         "torch.save(model.state_dict(), 'model.pth')",
         "model.load_state_dict(torch.load('model.pth'))\nplt.savefig('fig.png')",
         "with open('log.txt', mode='w') as log:\n    log.write('1')\nprint(open('log.txt').read())",
         "%%writefile going_modular/train.py\nprint('trained')",
-        "print(open('words.txt').read())"])
+        "print(open('words.txt').read())",
+        "PATH = './cifar_net.pth'\ntorch.save(net.state_dict(), PATH)"])
     book, said = _brought_in(tmp_path, capsys, "lab/lab.ipynb", lesson)
     top = yaml.safe_load((book / "lab.md").read_text().split("---")[1])
     assert top["coursebook"] == {"reads": ["words.txt"]}, top
     assert (book / "words.txt").is_file() and not any(
-        (book / name).exists() for name in ("model.pth", "fig.png", "log.txt", "going_modular"))
+        (book / name).exists() for name in ("model.pth", "fig.png", "log.txt", "going_modular",
+                                            "cifar_net.pth"))
     assert "(words.txt at cell 5, line 1)" in said, said
     # A Colab lesson's /content/ paths: a build (as root in CI) would write them there.
     lesson = _nbformat_4_4(["%%writefile /content/train.py\nprint('trained')",

@@ -1005,13 +1005,18 @@ def _files_named(source: str, folder: Path | None, written: dict[str, int]) -> d
     (``open('names.txt')``), each with the line (from 1) it is first named on; not one it or
     an earlier cell writes (kept in ``written``, at its line): the lesson's own."""
     tree = _python(source)
+    # A path the cell names first (PyTorch's CIFAR-10 tutorial: `PATH = './cifar_net.pth'`).
+    bound = {node.targets[0].id: node.value for node in ast.walk(tree) if isinstance(
+        node, ast.Assign) and isinstance(node.targets[0], ast.Name) and isinstance(
+        node.value, ast.Constant)}
     for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
         named = _magic(call)[0] or getattr(call.func, "attr", getattr(call.func, "id", ""))
         modes = [*call.args[1:2], *(word.value for word in call.keywords if word.arg == "mode")]
         if named in _WRITES or named == "open" and any(
                 set(str(getattr(mode, "value", ""))) & set("wax") for mode in modes):
-            for node in (node for node in ast.walk(call) if isinstance(node, ast.Constant)):
-                written.setdefault(node.value, node.lineno)
+            for node in (bound.get(getattr(node, "id", None), node) for node in ast.walk(call)):
+                if isinstance(node, ast.Constant):
+                    written.setdefault(node.value, node.lineno)
     found: dict[str, int] = {}
     for node in ast.walk(tree) if folder is not None else ():
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(
