@@ -115,7 +115,8 @@ def test_a_script_with_cells_the_book_cannot_read_is_named_not_dropped(tmp_path,
     `print("hi"`), or whose header names `format_name: percent` without `extension: .py`
     (jupytext then reads it as its 'light' format), was left out as a helper module: the
     chapter vanished, and the build said only that index.md's toctree names a document that
-    does not exist. Now each is named at its line, with why; a helper module stays silent."""
+    does not exist. Now each is named at its line, with why (its cells marked `#%%` too); a
+    helper module stays silent."""
     from types import SimpleNamespace
 
     from coursebook.prepare import chapters
@@ -126,15 +127,18 @@ def test_a_script_with_cells_the_book_cannot_read_is_named_not_dropped(tmp_path,
         "# ---\n# jupyter:\n#   jupytext:\n#     text_representation:\n"
         "#       format_name: percent\n# ---\n\n" + cells + "print(1)\n")
     (tmp_path / "helper.py").write_text('"""A helper."""\n\nVALUE = 1\n')
+    (tmp_path / "vscode.py").write_text('#%%\nx = 1\n\n#%%\nprint("hi"\n')  # VS Code's, Spyder's
     said = []
     monkeypatch.setattr(chapters, "report", lambda message, location, subtype: said.append(
         (location, message)))
     config = SimpleNamespace(include_patterns=["**"], exclude_patterns=[], templates_path=[])
     chapters.leave_out_plain_scripts(SimpleNamespace(srcdir=str(tmp_path)), config)
-    assert sorted(config.exclude_patterns) == ["helper.py", "light.py", "syntax.py"]
+    assert sorted(config.exclude_patterns) == ["helper.py", "light.py", "syntax.py", "vscode.py"]
     assert [location for location, _ in sorted(said)] == [f"{tmp_path / 'light.py'}:1",
-                                                         f"{tmp_path / 'syntax.py'}:8"]
-    [light, syntax] = [message for _, message in sorted(said)]
+                                                         f"{tmp_path / 'syntax.py'}:8",
+                                                         f"{tmp_path / 'vscode.py'}:5"]
+    [light, syntax, vscode] = [message for _, message in sorted(said)]
+    assert "does not compile ('(' was never closed)" in vscode, vscode
     assert "jupytext reads it as its 'light' format" in light and "extension: .py" in light
     assert "does not compile ('(' was never closed)" in syntax, syntax
     assert "exec(" in syntax and "make chapter FROM=" in syntax, syntax

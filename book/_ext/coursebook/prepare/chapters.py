@@ -221,7 +221,7 @@ def leave_out_plain_scripts(app: Sphinx, config) -> None:
         text = Path(app.srcdir, name).read_text(encoding="utf8", errors="replace")
         if (fault := cell_script_fault(text)) is not None:
             config.exclude_patterns.append(name)
-            if re.search(r"^# %%", text, re.M):
+            if re.search(r"^#\s*%%", text, re.M):  # `#%%` too (VS Code, Spyder), as jupytext
                 report(f"this script has `# %%` cells, but the book reads no chapter in it: "
                        f"{fault[1]}.", f"{Path(app.srcdir, name)}:{fault[0]}", "source")
 
