@@ -332,6 +332,33 @@ def test_a_run_that_stopped_names_the_setting_as_its_chapters_kind_writes_it(cha
                                               else "[names.txt]")), read
 
 
+@pytest.mark.parametrize("chapter", ["lab.md", "lab.ipynb", "lab.py"])
+def test_the_run_report_words_an_unlisted_read_as_the_builds_line(chapter, tmp_path,
+                                                                   monkeypatch):
+    """The run's traceback, which reports/<doc>.err.log keeps, told a notebook to list a read
+    "in its top matter" while the build's line said "in its metadata": the run now words it
+    for its chapter's kind (a run faked: a cell read names.txt, beside the chapter)."""
+    import nbformat
+    from jupyter_cache.executors import utils
+    from myst_nb.core.config import NbParserConfig
+
+    from coursebook.execute.fill_cache import Run, run_into_cache
+    from coursebook.execute.kernel_forkserver import READ
+    from coursebook.execute.notebook_runs import StoppedRun
+
+    def run(notebook, cwd, on_cell_executed, **options):
+        on_cell_executed(cell=notebook.cells[0], cell_index=0, execute_reply={"content": {
+            "payload": [{"source": READ, "file": "names.txt", "mtime": 0}]}})
+        return utils.ExecutionResult(notebook, cwd, 0.0)
+
+    monkeypatch.setattr(utils, "single_nb_execution", run)
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("open('names.txt')")])
+    result, stopped, _ = run_into_cache(tmp_path / "cache", Run(
+        tmp_path / chapter, notebook, NbParserConfig()), keep_failed=False)
+    told = StoppedRun("UnlistedRead", 0, read="names.txt", chapter=chapter).what
+    assert result.exc_string == stopped.what == told, result.exc_string
+
+
 FLOOD = 'print("x" * 5_000_000, end="")'
 PROGRESS = ('import sys\nfor step in range(30_000):\n'
             '    sys.stderr.write(f"\\r{step:6d} steps " + "#" * (step % 40))\n'

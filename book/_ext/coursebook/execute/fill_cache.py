@@ -165,8 +165,9 @@ def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
         for entry in run.path.parent.iterdir() if linked else []:
             os.symlink(entry, os.path.join(cwd, entry.name))
         result, stopped = run_notebook(
-            run.notebook, cwd=os.path.abspath(cwd), timeout=settings.execution_timeout,
-            allow_errors=settings.execution_allow_errors, meta_override=True)
+            run.notebook, str(run.path), cwd=os.path.abspath(cwd),
+            timeout=settings.execution_timeout, allow_errors=settings.execution_allow_errors,
+            meta_override=True)
     if result.err is not None and not keep_failed:
         return result, stopped, None
     # A run that went on past an error no cell is tagged for (errors allowed) would have

@@ -144,8 +144,8 @@ def open_line(cell: nbformat.NotebookNode) -> str:
     return re.split(r"[\r\n]", text)[-1].strip() if _RUNS_PROGRAM.search(cell.source) else ""
 
 
-def run_notebook(notebook: nbformat.NotebookNode, **options):
-    """Execute ``notebook`` in place: jupyter-cache's result, and where it stopped, if it did."""
+def run_notebook(notebook: nbformat.NotebookNode, chapter: str = "", **options):
+    """Execute ``notebook``, ``chapter``'s, in place: jupyter-cache's result, where it stopped."""
     from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -173,17 +173,19 @@ def run_notebook(notebook: nbformat.NotebookNode, **options):
         cut_long_outputs(notebook)
     cell = running[-1] if running else None
     if isinstance(result.err, NoSuchKernel):
-        return result, StoppedRun("NoSuchKernel", None, kernel=result.err.name)
+        return result, StoppedRun("NoSuchKernel", None, kernel=result.err.name, chapter=chapter)
     if isinstance(result.err, DeadKernelError):
-        return result, StoppedRun("DeadKernelError", cell, exit_status=ended[-1] if ended else None)
+        return result, StoppedRun("DeadKernelError", cell, chapter=chapter,
+                                  exit_status=ended[-1] if ended else None)
     if isinstance(result.err, CellTimeoutError):
         timeout = notebook.metadata.get("execution", {}).get("timeout", options.get("timeout"))
-        return result, StoppedRun("CellTimeoutError", cell, timeout=timeout,
+        return result, StoppedRun("CellTimeoutError", cell, timeout=timeout, chapter=chapter,
                                   prompt=open_line(notebook.cells[cell]))
     listed = {os.path.normpath(name) for name in in_key(notebook, READS)}
     unlisted = sorted((index, name) for name, index in read.items() if name not in listed)
     if result.err is None and unlisted:  # an edit of the file would keep the run cached
-        stopped = StoppedRun("UnlistedRead", unlisted[0][0], read=unlisted[0][1])
+        stopped = StoppedRun("UnlistedRead", unlisted[0][0], read=unlisted[0][1],
+                             chapter=chapter)
         result.err, result.exc_string = UnlistedRead(stopped.what), stopped.what
         return result, stopped
     return result, None

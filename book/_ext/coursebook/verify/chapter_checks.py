@@ -10,7 +10,6 @@ import re
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -156,8 +155,6 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
     the first unexpected one; ``stopped``: where a run that timed out or lost its kernel
     stopped (no later cell is blamed); ``report``: the file keeping the run's traceback;
     ``left_out``: the names the answers this edition lacks define, at their lines."""
-    if stopped is not None:  # its settings told as its chapter's kind writes them
-        stopped = replace(stopped, chapter=doctree.get("source", ""))
     if stopped is not None and stopped.cell_index is None:
         return [_at("(the first one)", stopped.what)]
     succeeded = succeeded and stopped is None
