@@ -1996,10 +1996,11 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
     lesson, its model.pth beside it was copied into book/ as data the cells read, listed in
     `reads` (the run keyed by it), and the report asked the prose to say where students get
     it. A file a cell writes (a writing call's, open(..., 'w')'s, %%writefile's) is the
-    lesson's own, also where a later cell reads it; a file it only reads is still data."""
+    lesson's own, also where a later cell reads it; a file it only reads is still data, and
+    so is one it reads before it writes it back (an update in place)."""
     (tmp_path / "lab" / "going_modular").mkdir(parents=True)
     for name in ("model.pth", "fig.png", "log.txt", "going_modular/train.py", "words.txt",
-                 "cifar_net.pth"):
+                 "cifar_net.pth", "scores.csv"):
         (tmp_path / "lab" / name).write_text("left by the author's run\n")
     lesson = _nbformat_4_4([
         "torch.save(model.state_dict(), 'model.pth')",
@@ -2007,14 +2008,16 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
         "with open('log.txt', mode='w') as log:\n    log.write('1')\nprint(open('log.txt').read())",
         "%%writefile going_modular/train.py\nprint('trained')",
         "print(open('words.txt').read())",
-        "PATH = './cifar_net.pth'\ntorch.save(net.state_dict(), PATH)"])
+        "PATH = './cifar_net.pth'\ntorch.save(net.state_dict(), PATH)",
+        "scores = pd.read_csv('scores.csv')\nscores.to_csv('scores.csv')"])
     book, said = _brought_in(tmp_path, capsys, "lab/lab.ipynb", lesson)
     top = yaml.safe_load((book / "lab.md").read_text().split("---")[1])
-    assert top["coursebook"] == {"reads": ["words.txt"]}, top
+    assert top["coursebook"] == {"reads": ["words.txt", "scores.csv"]}, top
+    assert (book / "scores.csv").is_file()
     assert (book / "words.txt").is_file() and not any(
         (book / name).exists() for name in ("model.pth", "fig.png", "log.txt", "going_modular",
                                             "cifar_net.pth"))
-    assert "(words.txt at cell 5, line 1)" in said, said
+    assert "(words.txt at cell 5, line 1, scores.csv at cell 7, line 1)" in said, said
     # A Colab lesson's /content/ paths: a build (as root in CI) would write them there.
     lesson = _nbformat_4_4(["%%writefile /content/train.py\nprint('trained')",
                             "x = 1\ntorch.save(model, '/content/model.pt')",

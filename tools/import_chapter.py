@@ -1002,9 +1002,11 @@ _WRITES = {"save", "savefig", "savez", "to_csv", "to_json", "to_pickle", "write_
 
 def _files_named(source: str, folder: Path | None, written: dict[str, int]) -> dict[str, int]:
     """The files beside the lesson (under ``folder``) a code cell names in a string
-    (``open('names.txt')``), each with the line (from 1) it is first named on; not one it or
-    an earlier cell writes (kept in ``written``, at its line): the lesson's own."""
+    (``open('names.txt')``), each with the line (from 1) it is first named on; not one an
+    earlier cell writes (kept in ``written``, at its line), or it does, above: the lesson's
+    own (one read, then written back, is data)."""
     tree = _python(source)
+    writes: dict[object, tuple[int, int]] = {}  # each name the cell writes: where first
     # A path the cell names first (PyTorch's CIFAR-10 tutorial: `PATH = './cifar_net.pth'`).
     bound = {node.targets[0].id: node.value for node in ast.walk(tree) if isinstance(
         node, ast.Assign) and isinstance(node.targets[0], ast.Name) and isinstance(
@@ -1016,13 +1018,17 @@ def _files_named(source: str, folder: Path | None, written: dict[str, int]) -> d
                 set(str(getattr(mode, "value", ""))) & set("wax") for mode in modes):
             for node in (bound.get(getattr(node, "id", None), node) for node in ast.walk(call)):
                 if isinstance(node, ast.Constant):
-                    written.setdefault(node.value, node.lineno)
+                    at = (node.lineno, node.col_offset)
+                    writes[node.value] = min(at, writes.get(node.value, at))
     found: dict[str, int] = {}
     for node in ast.walk(tree) if folder is not None else ():
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(
                 r"[^\n/\\][^\n]{0,200}", node.value) and ".." not in Path(node.value).parts \
-                and node.value not in written and (folder / node.value).is_file():
+                and node.value not in written and (folder / node.value).is_file() and (
+                    node.lineno, node.col_offset) < writes.get(node.value, (1 << 30, 0)):
             found.setdefault(Path(node.value).as_posix(), node.lineno)
+    for name, (line, _) in writes.items():
+        written.setdefault(name, line)
     return found
 
 
