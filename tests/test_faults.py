@@ -288,8 +288,9 @@ def test_a_cell_that_timed_out_at_a_programs_question_says_so():
     """A going-modular lesson's `!python train.py`, whose script asks `input("Press Enter to
     start training")`: the cell waited until the time limit, and the build said only to make
     it faster or raise the limit, which would wait longer. The question it printed last, its
-    line left open, is named, with the answer as a fix; a cell that runs no program, or
-    whose output ends its line, is told as before."""
+    line left open, is named, with the answer as a fix; a cell that runs no program, whose
+    output ends its line, or whose last line is a progress bar (review F17: it was quoted as
+    the question), is told as before."""
     import nbformat
 
     from coursebook.execute.notebook_runs import StoppedRun, open_line
@@ -304,6 +305,10 @@ def test_a_cell_that_timed_out_at_a_programs_question_says_so():
         assert open_line(cell(source, asked)) == "Press Enter to start training", source
     assert open_line(cell("print(1)\ntime.sleep(600)", asked)) == ""
     assert open_line(cell("!python train.py", "epoch 1\n")) == ""
+    # A progress bar (tqdm's) rewrites its line in place, never ending it: no question.
+    bar = "Epoch 1\n 44%|####4     | 440/1000\r 45%|####5     | 450/1000 [04:59<06:05]"
+    assert open_line(cell("!python train.py", bar)) == ""
+    assert open_line(cell("!python train.py", "Epoch 1\r\nPress Enter")) == "Press Enter"
     said = StoppedRun("CellTimeoutError", 1, timeout=30, prompt="Press Enter").what
     assert "It printed `Press Enter` last, leaving the line open: if a program it runs asks " \
         "there (`input()`), it waits for an answer no build types: take the question out, or " \

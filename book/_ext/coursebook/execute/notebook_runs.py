@@ -138,10 +138,12 @@ _RUNS_PROGRAM = re.compile(r"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!|^\s*%%(?:bash|sh|s
 
 
 def open_line(cell: nbformat.NotebookNode) -> str:
-    """The line a cell that runs a program printed last and left open (a question), if so."""
+    """The line a program the cell runs printed last and left open (a question), not redrawn
+    in place (after a `\\r`: a progress bar's)."""
     text = "".join(output.get("text", "") for output in cell.get("outputs", ())
                    if output.get("output_type") == "stream")
-    return re.split(r"[\r\n]", text)[-1].strip() if _RUNS_PROGRAM.search(cell.source) else ""
+    *_, end, line = re.split(r"(\r?\n|\r)", "\n" + text)
+    return line.strip() if end != "\r" and _RUNS_PROGRAM.search(cell.source) else ""
 
 
 def run_notebook(notebook: nbformat.NotebookNode, chapter: str = "", **options):
