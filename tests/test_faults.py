@@ -331,7 +331,7 @@ def test_a_run_that_stopped_names_the_setting_as_its_chapters_kind_writes_it(cha
 
     said = StoppedRun("CellTimeoutError", 1, timeout=30, chapter=chapter).what
     assert said.endswith(f"raise the limit for this chapter {setting}."), said
-    read = StoppedRun("UnlistedRead", 1, read="names.txt", chapter=chapter).what
+    read = StoppedRun("UnlistedRead", 1, file="names.txt", chapter=chapter).what
     assert read.endswith(setting.replace("mystnb", "coursebook").replace(
         "execution_timeout", "reads").replace("60", '["names.txt"]' if ".ipynb" in chapter
                                               else "[names.txt]")), read
@@ -360,7 +360,7 @@ def test_the_run_report_words_an_unlisted_read_as_the_builds_line(chapter, tmp_p
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("open('names.txt')")])
     result, stopped, _ = run_into_cache(tmp_path / "cache", Run(
         tmp_path / chapter, notebook, NbParserConfig()), keep_failed=False)
-    told = StoppedRun("UnlistedRead", 0, read="names.txt", chapter=chapter).what
+    told = StoppedRun("UnlistedRead", 0, file="names.txt", chapter=chapter).what
     assert result.exc_string == stopped.what == told, result.exc_string
 
 
@@ -485,7 +485,8 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
     (a cold cache) and from one started (a warm one); a file the run writes before it reads
     it (torch.save, savefig, open(..., 'w')) is its own, there from the run before too. Once
     it lists what it reads, it writes none beside it: a lesson's `%%writefile` printed
-    "Overwriting" on its second run (the first's file left in book/), an output that varied."""
+    "Overwriting" on its second run (the first's file left in book/), an output that varied;
+    a file an earlier run left there, written through its link, is refused (review F16)."""
     chapter = tiny_book / "chapter.md"
     (tiny_book / "data.csv").write_text("1,2\n")
     _plant_cell(chapter, "import matplotlib.pyplot as plt\ntorch.save(weights, 'ones.pt')\n"
@@ -505,6 +506,13 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
     assert all((tiny_book / name).is_file() for name in ("ones.pt", "out.txt", "fig.png"))
     chapter.write_text(chapter.read_text().replace(
         "kernelspec:", "coursebook: {reads: [data.csv]}\nkernelspec:", 1))
+    # What the runs above, in the chapter's folder, left there is written through its link.
+    left = sphinx_build(tiny_book, tmp_path / "left", tmp_path / "cache")
+    assert_one_clear_message(left, (
+        f"{chapter}:{_line_of(chapter, 'import matplotlib')}: ERROR: code cell `import "
+        "matplotlib.pyplot as plt` writes `fig.png` beside the chapter, through the link its "
+        "run makes to what is there: the file stays there, and a run from a fresh clone "
+        "differs. Delete it if an earlier run left it, else write it at another path."))
     written = ("ones.pt", "out.txt", "fig.png")
     for name in written:
         (tiny_book / name).unlink()
@@ -532,7 +540,7 @@ def test_a_helper_module_beside_the_chapter_is_a_file_it_reads_the_books_own_cod
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)], metadata={
             "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
         _, stopped = run_notebook(notebook, cwd=str(folder), timeout=60, allow_errors=False)
-        assert (stopped and stopped.read) == read, stopped
+        assert (stopped and stopped.file) == read, stopped
         py_compile.compile(str(tmp_path / "helpers.py"))  # the next run's import reads it
 
 

@@ -28,7 +28,8 @@ from pathlib import Path
 # and notes the files its cells read (load_ipython_extension).
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR",
                     "--IPKernelApp.extra_extensions=coursebook.execute.kernel_forkserver"]
-READ = "coursebook.read"  # a cell's reply's payload: a file it read
+# A cell's reply's payloads: a file it read; one it wrote through a link into its chapter's folder.
+READ, WROTE = "coursebook.read", "coursebook.wrote"
 
 
 def server_command(address: Path, pool: Path, imports: list[str], keep: Path | None = None
@@ -70,8 +71,10 @@ def ended_path(pool: Path, pid: int) -> Path:
 def load_ipython_extension(shell) -> None:
     """Each file under the kernel's folder (its chapter's) that a cell opens to read, told
     once in the cell's reply with its time of change; not the book's own code, which keys
-    the run where a cell imports it (shared_cache.book_code_digest)."""
+    the run where a cell imports it (shared_cache.book_code_digest). Each it opens to write
+    through a link (a run among its chapter's files, linked), told once too."""
     folder, package, seen = os.getcwd() + os.sep, str(Path(__file__).parents[1]), set()
+    real = os.path.realpath(folder) + os.sep
 
     def note(event: str, args: tuple) -> None:
         if event != "open" or not isinstance(args[0], str):
@@ -79,9 +82,15 @@ def load_ipython_extension(shell) -> None:
         path = os.path.abspath(args[0])
         if not path.startswith(folder) or path.startswith(package):
             return
-        if path.endswith(".pyc") and f"{os.sep}__pycache__{os.sep}" in path:  # an import's
+        cached = f"{os.sep}__pycache__{os.sep}" in path  # an import's bytecode
+        if args[2] & (os.O_WRONLY | os.O_RDWR):
+            if not (cached or (WROTE, path) in seen or os.path.realpath(path).startswith(real)):
+                seen.add((WROTE, path))
+                shell.payload_manager.write_payload({"source": WROTE, "file": path[len(folder):]})
+            return
+        if path.endswith(".pyc") and cached:
             path = importlib.util.source_from_cache(path)
-        if path not in seen and not args[2] & (os.O_WRONLY | os.O_RDWR) and os.path.isfile(path):
+        if path not in seen and os.path.isfile(path):
             seen.add(path)
             shell.payload_manager.write_payload({"source": READ, "file": path[len(folder):],
                                                  "mtime": os.path.getmtime(path)})

@@ -16,7 +16,7 @@ from itertools import groupby
 
 import nbformat
 
-from coursebook.execute.kernel_forkserver import KERNEL_ARGUMENTS, READ
+from coursebook.execute.kernel_forkserver import KERNEL_ARGUMENTS, READ, WROTE
 from coursebook.execute.shared_cache import READS, in_key
 from coursebook.model.notebooks import short_digest, top_matter_setting
 from coursebook.model.outputs import normalise
@@ -27,20 +27,20 @@ from coursebook.process.interrupt import remove_folder, short_temporary_folder
 EXIT_STATUS_UNKNOWN, SERVER_ENDED = -(1 << 16), -(1 << 17)
 
 
-class UnlistedRead(Exception):
-    """A cell read a file beside its chapter that the top matter's reads do not list."""
+class RefusedRun(Exception):
+    """A cell read a file beside its chapter, unlisted, or wrote one through its link."""
 
 
 @dataclass(frozen=True)
 class StoppedRun:
     """A run that stopped in a cell (``cell_index``; None: before any cell ran)."""
 
-    error: str  # CellTimeoutError, DeadKernelError, NoSuchKernel (myst-nb's names), UnlistedRead
+    error: str  # CellTimeoutError, DeadKernelError, NoSuchKernel (myst-nb's names), RefusedRun's
     cell_index: int | None
     timeout: int = 0  # the limit a cell ran past, in seconds
     exit_status: int | None = None  # the dead kernel's: an exit code, or minus a signal
     kernel: str = ""  # the kernel the chapter names, when none of that name is installed
-    read: str = ""  # the file beside the chapter it read, unlisted (UnlistedRead)
+    file: str = ""  # the file beside the chapter it read unlisted, or wrote (RefusedRun)
     prompt: str = ""  # a timed-out cell's last output, a line left open by a program it runs
     chapter: str = ""  # its file, whose kind says where its settings go (a MyST page's: "")
 
@@ -52,10 +52,14 @@ class StoppedRun:
                     "`python3`, the book's kernel, "
                     f"{top_matter_setting(self.chapter, 'kernelspec: {name: python3}')}.")
         if self.error == "UnlistedRead":
-            return (f"reads `{self.read}`, beside the chapter, which the top matter's "
+            return (f"reads `{self.file}`, beside the chapter, which the top matter's "
                     "'coursebook: reads' does not list, so an edit of it would not run the "
                     "chapter again: list it " + top_matter_setting(
-                        self.chapter, f"coursebook: {{reads: [{self.read}]}}"))
+                        self.chapter, f"coursebook: {{reads: [{self.file}]}}"))
+        if self.error == "WroteThroughLink":
+            return (f"writes `{self.file}` beside the chapter, through the link its run makes to "
+                    "what is there: the file stays there, and a run from a fresh clone differs. "
+                    "Delete it if an earlier run left it, else write it at another path.")
         if self.error == "CellTimeoutError":
             return (f"was still running after {self.timeout} s, the limit for one cell "
                     "(nb_execution_timeout); the cells after it did not run. " + (
@@ -154,16 +158,17 @@ def run_notebook(notebook: nbformat.NotebookNode, chapter: str = "", **options):
 
     running: list[int] = []
     ended: list[int] = []
-    read: dict[str, int] = {}  # each file under its folder a cell read, the first such cell
+    told: dict[tuple[str, str], int] = {}  # (READ or WROTE, a file under its folder): its cell
     started, begun = time.perf_counter(), time.time()
     try:
         result = single_nb_execution(
             notebook, **options,
             on_cell_execute=lambda cell, cell_index: running.append(cell_index),
-            on_cell_executed=lambda cell, cell_index, execute_reply: read.update(
-                (told["file"], cell_index) for told in execute_reply["content"].get("payload", ())
-                # one changed since the run began is the run's own, however written (C++)
-                if told.get("source") == READ and told["mtime"] < begun),
+            on_cell_executed=lambda cell, cell_index, execute_reply: told.update(
+                ((said["source"], said["file"]), cell_index)
+                for said in execute_reply["content"].get("payload", ())
+                # a read one changed since the run began is the run's own, however written (C++)
+                if said.get("source") in (READ, WROTE) and said.get("mtime", 0) < begun),
             kernel_manager_class=kernel_manager_class(ended),
             # Its outputs are all in once the last cell ends: the kernel is stopped then,
             # not waited for while its Python unloads torch (about 0.5 s a chapter).
@@ -184,11 +189,14 @@ def run_notebook(notebook: nbformat.NotebookNode, chapter: str = "", **options):
         return result, StoppedRun("CellTimeoutError", cell, timeout=timeout, chapter=chapter,
                                   prompt=open_line(notebook.cells[cell]))
     listed = {os.path.normpath(name) for name in in_key(notebook, READS)}
-    unlisted = sorted((index, name) for name, index in read.items() if name not in listed)
-    if result.err is None and unlisted:  # an edit of the file would keep the run cached
-        stopped = StoppedRun("UnlistedRead", unlisted[0][0], read=unlisted[0][1],
-                             chapter=chapter)
-        result.err, result.exc_string = UnlistedRead(stopped.what), stopped.what
+    # An unlisted read: an edit of the file would keep the run cached. A write through a
+    # link (a run that lists reads runs among links): left in the chapter's folder.
+    refused = sorted((index, "UnlistedRead" if source == READ else "WroteThroughLink", name)
+                     for (source, name), index in told.items()
+                     if (name not in listed if source == READ else listed))
+    if result.err is None and refused:
+        stopped = StoppedRun(refused[0][1], refused[0][0], file=refused[0][2], chapter=chapter)
+        result.err, result.exc_string = RefusedRun(stopped.what), stopped.what
         return result, stopped
     return result, None
 
