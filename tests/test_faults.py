@@ -486,7 +486,8 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
     it (torch.save, savefig, open(..., 'w')) is its own, there from the run before too. Once
     it lists what it reads, it writes none beside it: a lesson's `%%writefile` printed
     "Overwriting" on its second run (the first's file left in book/), an output that varied;
-    a file an earlier run left there, written through its link, is refused (review F16)."""
+    a file an earlier run left there, written through its link, is refused (review F16), as
+    is one it lists, with its own words (F21)."""
     chapter = tiny_book / "chapter.md"
     (tiny_book / "data.csv").write_text("1,2\n")
     _plant_cell(chapter, "import matplotlib.pyplot as plt\ntorch.save(weights, 'ones.pt')\n"
@@ -520,6 +521,14 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
                           settings={"coursebook_accept_outputs": "1"})
     assert listed.returncode == 0 and listed.executed == 1, listed.log[-3000:]
     assert not any((tiny_book / name).exists() for name in written)
+    # Its own data written back is no leftover to delete (review F21).
+    back = _plant_cell(chapter, "open('data.csv', 'a').write('3,4')")
+    changed = sphinx_build(tiny_book, tmp_path / "changed", tmp_path / "cache")
+    assert_one_clear_message(changed, (
+        f"{chapter}:{back}: ERROR: code cell `open('data.csv', 'a').write('3,4')` changes "
+        "`data.csv`, which the top matter's 'coursebook: reads' lists, through the link its run "
+        "makes: the chapter's own copy changes, and the next run reads the changed one: write "
+        "the result at another path"))
 
 
 @pytest.mark.slow

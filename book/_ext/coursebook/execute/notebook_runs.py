@@ -56,6 +56,10 @@ class StoppedRun:
                     "'coursebook: reads' does not list, so an edit of it would not run the "
                     "chapter again: list it " + top_matter_setting(
                         self.chapter, f"coursebook: {{reads: [{self.file}]}}"))
+        if self.error == "WroteListed":
+            return (f"changes `{self.file}`, which the top matter's 'coursebook: reads' lists, "
+                    "through the link its run makes: the chapter's own copy changes, and the "
+                    "next run reads the changed one: write the result at another path")
         if self.error == "WroteThroughLink":
             return (f"writes `{self.file}` beside the chapter, through the link its run makes to "
                     "what is there: the file stays there, and a run from a fresh clone differs. "
@@ -191,7 +195,8 @@ def run_notebook(notebook: nbformat.NotebookNode, chapter: str = "", **options):
     listed = {os.path.normpath(name) for name in in_key(notebook, READS)}
     # An unlisted read: an edit of the file would keep the run cached. A write through a
     # link (a run that lists reads runs among links): left in the chapter's folder.
-    refused = sorted((index, "UnlistedRead" if source == READ else "WroteThroughLink", name)
+    refused = sorted((index, "UnlistedRead" if source == READ else "WroteListed" if name in
+                      listed else "WroteThroughLink", name)
                      for (source, name), index in told.items()
                      if (name not in listed if source == READ else listed))
     if result.err is None and refused:
