@@ -233,18 +233,19 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
     from docutils import nodes
     from sphinx_exercise.nodes import solution_node, solution_start_node
 
+    if edition_of(app) is not Edition.STUDENT:
+        return
     fix = ("the book cuts solutions out of chapters only: move the exercise into one (a page "
            "with jupytext top matter, `make chapter`)" if PREPARED not in app.env.temp_data else
            "the book cuts out a `{solution}` directive written in the chapter's own text, not "
            "one an included file, an eval-rst block, a substitution or a setting puts there: "
            "write it there")
-    if edition_of(app) is Edition.STUDENT:
-        for box in doctree.findall(lambda n: isinstance(n, (solution_node, solution_start_node))):
-            text = next((n for n in box.findall(include_self=False)
-                         if n.line and not isinstance(n, nodes.title)), box)
-            report(f"a solution would show on this page of the student edition: {fix}", text,
-                   "answers", once=False)
-            mark_failed(app.env, app.env.docname)
+    for box in doctree.findall(lambda n: isinstance(n, (solution_node, solution_start_node))):
+        text = next((n for n in box.findall(include_self=False)
+                     if n.line and not isinstance(n, nodes.title)), box)
+        report(f"a solution would show on this page of the student edition: {fix}", text,
+               "answers", once=False)
+        mark_failed(app.env, app.env.docname)
 
 
 def name_the_authors_lines(app: Sphinx, doctree) -> None:
