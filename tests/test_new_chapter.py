@@ -1997,10 +1997,11 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
     `reads` (the run keyed by it), and the report asked the prose to say where students get
     it. A file a cell writes (a writing call's, open(..., 'w')'s, %%writefile's) is the
     lesson's own, also where a later cell reads it; a file it only reads is still data, and
-    so is one it reads before it writes it back (an update in place)."""
+    so is one it reads before it writes it back (an update in place), or inside the writing
+    call (HR's F19: its file was not copied): the written file is the call's file argument."""
     (tmp_path / "lab" / "going_modular").mkdir(parents=True)
     for name in ("model.pth", "fig.png", "log.txt", "going_modular/train.py", "words.txt",
-                 "cifar_net.pth", "scores.csv"):
+                 "cifar_net.pth", "scores.csv", "poem.txt", "data.txt"):
         (tmp_path / "lab" / name).write_text("left by the author's run\n")
     lesson = _nbformat_4_4([
         "torch.save(model.state_dict(), 'model.pth')",
@@ -2009,25 +2010,33 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
         "%%writefile going_modular/train.py\nprint('trained')",
         "print(open('words.txt').read())",
         "PATH = './cifar_net.pth'\ntorch.save(net.state_dict(), PATH)",
-        "scores = pd.read_csv('scores.csv')\nscores.to_csv('scores.csv')"])
+        "scores = pd.read_csv('scores.csv')\nscores.to_csv('scores.csv')",
+        "Path('loud.txt').write_text(Path('poem.txt').read_text().upper())",
+        "np.save('x.npy', np.loadtxt('data.txt'))"])
     book, said = _brought_in(tmp_path, capsys, "lab/lab.ipynb", lesson)
     top = yaml.safe_load((book / "lab.md").read_text().split("---")[1])
-    assert top["coursebook"] == {"reads": ["words.txt", "scores.csv"]}, top
-    assert (book / "scores.csv").is_file()
+    assert top["coursebook"] == {"reads": ["words.txt", "scores.csv", "poem.txt", "data.txt"]}
+    assert all((book / name).is_file() for name in ("scores.csv", "poem.txt", "data.txt"))
     assert (book / "words.txt").is_file() and not any(
         (book / name).exists() for name in ("model.pth", "fig.png", "log.txt", "going_modular",
                                             "cifar_net.pth"))
-    assert "(words.txt at cell 5, line 1, scores.csv at cell 7, line 1)" in said, said
+    assert "(words.txt at cell 5, line 1, scores.csv at cell 7, line 1, poem.txt at cell 8, " \
+        "line 1, data.txt at cell 9, line 1)" in said, said
     # A Colab lesson's /content/ paths: a build (as root in CI) would write them there.
     lesson = _nbformat_4_4(["%%writefile /content/train.py\nprint('trained')",
                             "x = 1\ntorch.save(model, '/content/model.pt')",
-                            "open('/dev/null', 'w').write('not kept')"])
+                            "open('/dev/null', 'w').write('not kept')",
+                            "torch.save(m, os.path.join('/content', 'models', 'm.pt'))",
+                            "df.to_csv('out.csv', sep='/')"])
     (tmp_path / "colab").mkdir()
     said = _brought_in(tmp_path / "colab", capsys, "colab.ipynb", lesson)[1]
     assert "cell 1, line 1: writes `/content/train.py`, outside the chapter's folder: a build " \
         "would write it on the machine that builds the book; name it relative to the chapter " \
         "(`train.py`)" in said, said
     assert "cell 2, line 2: writes `/content/model.pt`" in said and "/dev/null`" not in said
+    # The file argument alone (HR's note on 5d30fc1: "writes `/content`", "writes `/`").
+    assert re.findall(r"writes `(/[^`]*)`", said) == [
+        "/content/train.py", "/content/model.pt", "/content/models/m.pt"], said
 
 
 def test_a_cell_reading_a_name_only_a_later_cell_defines_is_told_at_its_line(tmp_path, capsys):

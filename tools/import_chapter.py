@@ -995,18 +995,39 @@ def _waits(source: str) -> tuple[int, str] | None:
     return None
 
 
-# Calls that write the file a string names (torch.save, savefig, np.save, to_csv, %%writefile).
+# Calls that write the file a string names (torch.save, savefig, np.save, to_csv, %%writefile),
+# and the keywords naming it (open's and np.save's, savefig's, torch.save's, pandas', PIL's).
 _WRITES = {"save", "savefig", "savez", "to_csv", "to_json", "to_pickle", "write_text",
            "write_bytes", "writefile"}
+_FILE_WORDS = {"file", "fname", "f", "path", "path_or_buf", "fp"}
+
+
+def _written_file(call: ast.Call, named: str, bound: dict) -> tuple[str, list] | None:
+    """The file a writing call (``named``) writes, and the strings that name it, as written or
+    through a name bound to one: ``Path('x').write_text``'s, `%%writefile`'s, else its first
+    argument that is one (np.save's; torch.save's second; open's mode is none) or its file
+    keyword; joined (``os.path.join('/content', 'm.pt')``, ``Path('a', 'b')``)."""
+    given = [getattr(call.func, "value", None)] if named in ("write_text", "write_bytes") \
+        else call.args[1:2] if named == "writefile" else [
+            *call.args[:1 if named == "open" else 2],
+            *(word.value for word in call.keywords if word.arg in _FILE_WORDS)]
+    for node in given:
+        parts = node.args if isinstance(node, ast.Call) and getattr(
+            node.func, "attr", getattr(node.func, "id", "")) in ("join", "Path") else [node]
+        parts = [bound.get(getattr(part, "id", None), part) for part in parts]
+        if parts and all(isinstance(getattr(part, "value", None), str) for part in parts):
+            return "/".join(part.value for part in parts), parts
+    return None
 
 
 def _files_named(source: str, folder: Path | None, written: dict[str, int]) -> dict[str, int]:
     """The files beside the lesson (under ``folder``) a code cell names in a string
     (``open('names.txt')``), each with the line (from 1) it is first named on; not one an
-    earlier cell writes (kept in ``written``, at its line), or it does, above: the lesson's
-    own (one read, then written back, is data)."""
+    earlier cell writes (kept in ``written``, at its line), or it does, before (one read, then
+    written back, even in the writing call, is data): the lesson's own."""
     tree = _python(source)
-    writes: dict[object, tuple[int, int]] = {}  # each name the cell writes: where first
+    writes: dict[str, tuple[int, int, int]] = {}  # each file the cell writes: where, its line
+    naming: set[int] = set()  # the strings that name them
     # A path the cell names first (PyTorch's CIFAR-10 tutorial: `PATH = './cifar_net.pth'`).
     bound = {node.targets[0].id: node.value for node in ast.walk(tree) if isinstance(
         node, ast.Assign) and isinstance(node.targets[0], ast.Name) and isinstance(
@@ -1014,20 +1035,21 @@ def _files_named(source: str, folder: Path | None, written: dict[str, int]) -> d
     for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
         named = _magic(call)[0] or getattr(call.func, "attr", getattr(call.func, "id", ""))
         modes = [*call.args[1:2], *(word.value for word in call.keywords if word.arg == "mode")]
-        if named in _WRITES or named == "open" and any(
-                set(str(getattr(mode, "value", ""))) & set("wax") for mode in modes):
-            for node in (bound.get(getattr(node, "id", None), node) for node in ast.walk(call)):
-                if isinstance(node, ast.Constant):
-                    at = (node.lineno, node.col_offset)
-                    writes[node.value] = min(at, writes.get(node.value, at))
+        if (named in _WRITES or named == "open" and any(set(str(getattr(
+                mode, "value", ""))) & set("wax") for mode in modes)) and (
+                file := _written_file(call, named, bound)):
+            naming.update(map(id, file[1]))  # written when the call ends, its arguments read
+            at = (call.end_lineno, call.end_col_offset, call.lineno)
+            writes[file[0]] = min(at, writes.get(file[0], at))
     found: dict[str, int] = {}
     for node in ast.walk(tree) if folder is not None else ():
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(
                 r"[^\n/\\][^\n]{0,200}", node.value) and ".." not in Path(node.value).parts \
-                and node.value not in written and (folder / node.value).is_file() and (
-                    node.lineno, node.col_offset) < writes.get(node.value, (1 << 30, 0)):
+                and node.value not in written and (folder / node.value).is_file() and id(
+                    node) not in naming and (node.lineno, node.col_offset) < writes.get(
+                    node.value, (1 << 30, 0))[:2]:
             found.setdefault(Path(node.value).as_posix(), node.lineno)
-    for name, (line, _) in writes.items():
+    for name, (*_, line) in writes.items():
         written.setdefault(name, line)
     return found
 
