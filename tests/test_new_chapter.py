@@ -1998,7 +1998,8 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
     it. A file a cell writes (a writing call's, open(..., 'w')'s, %%writefile's) is the
     lesson's own, also where a later cell reads it; a file it only reads is still data, and
     so is one it reads before it writes it back (an update in place), or inside the writing
-    call (HR's F19: its file was not copied): the written file is the call's file argument."""
+    call (HR's F19: its file was not copied): the written file is the call's file argument.
+    A write back is told at its line: the build refuses it (HR's F21)."""
     (tmp_path / "lab" / "going_modular").mkdir(parents=True)
     for name in ("model.pth", "fig.png", "log.txt", "going_modular/train.py", "words.txt",
                  "cifar_net.pth", "scores.csv", "poem.txt", "data.txt"):
@@ -2022,6 +2023,11 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
                                             "cifar_net.pth"))
     assert "(words.txt at cell 5, line 1, scores.csv at cell 7, line 1, poem.txt at cell 8, " \
         "line 1, data.txt at cell 9, line 1)" in said, said
+    assert "cell 7, line 2: writes `scores.csv` back, which its cells read as data (copied, " \
+        "listed in `coursebook: reads`): the build refuses that, as the chapter's copy would " \
+        "change and its next run read the changed one: write the result at another path" \
+        in said, said
+    assert said.count("` back, which") == 1, said
     # A Colab lesson's /content/ paths: a build (as root in CI) would write them there.
     lesson = _nbformat_4_4(["%%writefile /content/train.py\nprint('trained')",
                             "x = 1\ntorch.save(model, '/content/model.pt')",

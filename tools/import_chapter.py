@@ -1586,6 +1586,12 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                     continue
                 imported.files[path] = (folder / path).read_bytes()
                 data.setdefault(path, _place(cell, line))
+            imported.to_do += [  # the build refuses it (the link its run makes to the file)
+                f"{_place(cell, line)}: writes `{path}` back, which its cells read as data "
+                "(copied, listed in `coursebook: reads`): the build refuses that, as the chapter's "
+                "copy would change and its next run read the changed one: write the result at "
+                "another path" for path, line in writes.items()
+                if path not in writes_before and Path(path).as_posix() in data]
             imported.to_do += [  # Colab's /content/…: a build, often as root, would write there
                 f"{_place(cell, line)}: writes `{path}`, outside the chapter's folder: a build "
                 "would write it on the machine that builds the book; name it relative to the "
