@@ -288,9 +288,9 @@ def test_a_cell_that_timed_out_at_a_programs_question_says_so():
     """A going-modular lesson's `!python train.py`, whose script asks `input("Press Enter to
     start training")`: the cell waited until the time limit, and the build said only to make
     it faster or raise the limit, which would wait longer. The question it printed last, its
-    line left open, is named, with the answer as a fix; a cell that runs no program, whose
-    output ends its line, or whose last line is a progress bar (review F17: it was quoted as
-    the question), is told as before."""
+    line left open or ended after a `:` or `?`, is named, with the answer as a fix; a cell
+    that runs no program, whose output ends its line otherwise, or whose last line is a
+    progress bar (review F17: it was quoted as the question), is told as before."""
     import nbformat
 
     from coursebook.execute.notebook_runs import StoppedRun, open_line
@@ -309,8 +309,12 @@ def test_a_cell_that_timed_out_at_a_programs_question_says_so():
     bar = "Epoch 1\n 44%|####4     | 440/1000\r 45%|####5     | 450/1000 [04:59<06:05]"
     assert open_line(cell("!python train.py", bar)) == ""
     assert open_line(cell("!python train.py", "Epoch 1\r\nPress Enter")) == "Press Enter"
+    # A question on a line of its own (`print("Enter your name:")`, then `input()`): HR's F17.
+    assert open_line(cell("!python ask.py", "Hi\nEnter your name:\n")) == "Enter your name:"
+    assert open_line(cell("!python ask.py", "Ready?\r\n")) == "Ready?"
+    assert open_line(cell("!python train.py", "loss: 0.1\r 45%|####5 | 450/1000\n")) == ""
     said = StoppedRun("CellTimeoutError", 1, timeout=30, prompt="Press Enter").what
-    assert "It printed `Press Enter` last, leaving the line open: if a program it runs asks " \
+    assert "It printed `Press Enter` last: if a program it runs asks " \
         "there (`input()`), it waits for an answer no build types: take the question out, or " \
         "answer it in the cell (`!echo | python train.py`). Else make it faster, or raise " \
         "the limit for this chapter in its top matter: `mystnb: {execution_timeout: 60}`." \

@@ -41,7 +41,7 @@ class StoppedRun:
     exit_status: int | None = None  # the dead kernel's: an exit code, or minus a signal
     kernel: str = ""  # the kernel the chapter names, when none of that name is installed
     file: str = ""  # the file beside the chapter it read unlisted, or wrote (RefusedRun)
-    prompt: str = ""  # a timed-out cell's last output, a line left open by a program it runs
+    prompt: str = ""  # a timed-out cell's last line, a question a program it runs may ask
     chapter: str = ""  # its file, whose kind says where its settings go (a MyST page's: "")
 
     @property
@@ -67,10 +67,10 @@ class StoppedRun:
         if self.error == "CellTimeoutError":
             return (f"was still running after {self.timeout} s, the limit for one cell "
                     "(nb_execution_timeout); the cells after it did not run. " + (
-                        f"It printed `{self.prompt}` last, leaving the line open: if a program "
-                        "it runs asks there (`input()`), it waits for an answer no build types: "
-                        "take the question out, or answer it in the cell (`!echo | python "
-                        "train.py`). Else make" if self.prompt else "Make") + " it faster, "
+                        f"It printed `{self.prompt}` last: if a program it runs asks there "
+                        "(`input()`), it waits for an answer no build types: take the question "
+                        "out, or answer it in the cell (`!echo | python train.py`). Else make"
+                        if self.prompt else "Make") + " it faster, "
                     "or raise the limit for this chapter " + top_matter_setting(
                         self.chapter, f"mystnb: {{execution_timeout: {2 * self.timeout}}}") + ".")
         status, advice = self.exit_status, (
@@ -146,11 +146,13 @@ _RUNS_PROGRAM = re.compile(r"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!|^\s*%%(?:bash|sh|s
 
 
 def open_line(cell: nbformat.NotebookNode) -> str:
-    """The line a program the cell runs printed last and left open (a question), not redrawn
-    in place (after a `\\r`: a progress bar's)."""
+    """The line a program the cell runs printed last and left open, or ended after a question
+    (`Enter your name:`, then input()), not redrawn in place (after a `\\r`: a progress bar's)."""
     text = "".join(output.get("text", "") for output in cell.get("outputs", ())
                    if output.get("output_type") == "stream")
-    *_, end, line = re.split(r"(\r?\n|\r)", "\n" + text)
+    *_, before, asked, end, line = re.split(r"(\r?\n|\r)", "\n\n" + text)
+    if not line and end != "\r" and asked.rstrip().endswith((":", "?")):
+        end, line = before, asked
     return line.strip() if end != "\r" and _RUNS_PROGRAM.search(cell.source) else ""
 
 
