@@ -126,7 +126,7 @@ def test_a_script_with_cells_the_book_cannot_read_is_named_not_dropped(tmp_path,
     (tmp_path / "light.py").write_text(
         "# ---\n# jupyter:\n#   jupytext:\n#     text_representation:\n"
         "#       format_name: percent\n# ---\n\n" + cells + "print(1)\n")
-    (tmp_path / "helper.py").write_text('"""A helper."""\n\nVALUE = 1\n')
+    (tmp_path / "helper.py").write_text('"""A helper."""\n\n# %%timeit\nVALUE = 1\n')
     (tmp_path / "vscode.py").write_text('#%%\nx = 1\n\n#%%\nprint("hi"\n')  # VS Code's, Spyder's
     said = []
     monkeypatch.setattr(chapters, "report", lambda message, location, subtype: said.append(
@@ -142,6 +142,21 @@ def test_a_script_with_cells_the_book_cannot_read_is_named_not_dropped(tmp_path,
     assert "jupytext reads it as its 'light' format" in light and "extension: .py" in light
     assert "does not compile ('(' was never closed)" in syntax, syntax
     assert "exec(" in syntax and "make chapter FROM=" in syntax, syntax
+
+
+def test_a_percent_cell_marker_is_one_where_jupytext_reads_one():
+    """The book found percent cells by two patterns, each differing from jupytext at an edge
+    (`#  %%`, a commented magic `# %%time`): a cell's line was noted off, or a helper module
+    named as a broken chapter. One pattern now, jupytext's reader's."""
+    import jupytext
+
+    from coursebook.model.notebooks import CELL_MARKER
+
+    for line in ("# %%", "#%%", "#  %%", "#\t%%", "  # %%", "# %% [markdown]", "#%% title",
+                 "# %%% x", "# In[3]:", "# In[ ]", "# <codecell>", "# %%x", "# %%time", "# %%%",
+                 "## %%", "%%", "# %"):
+        cells = jupytext.reads(f"# %%\nx = 1\n{line}\ny = 2\n", fmt="py:percent").cells
+        assert bool(CELL_MARKER.match(line)) == (len(cells) == 2), line
 
 
 def test_a_percent_script_is_read_as_a_chapter_each_cell_at_its_line():

@@ -315,14 +315,15 @@ def _note_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
         note(cell, line=start + skip + blank + 1)
 
 
-# jupytext's percent cell marker: ``# %%``, then the cell's type and metadata, if any.
-_CELL_MARKER = re.compile(r"^#\s?%%(\s|$)")
+# A percent cell's marker as jupytext's reader takes one (but in a string too): ``# %%`` and
+# its type and metadata, ``#%%``, ``#  %%``, nbconvert's ``# In[3]:``; no magic (``# %%time``).
+CELL_MARKER = re.compile(r"\s*#\s*(?:%%+\s|(?:%%|<codecell>|In\[[0-9 ]*\]:?)\s*$)")
 
 
 def note_script_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
     """Note each cell of a percent script at the first line after its marker (or the file's
     start) that is its first line, as written or behind a ``#``."""
-    markers = [number for number, line in enumerate(lines) if _CELL_MARKER.match(line)]
+    markers = [number for number, line in enumerate(lines) if CELL_MARKER.match(line)]
     starts = markers if len(markers) == len(notebook.cells) else [0, *markers]
     for cell, start, end in zip(notebook.cells, starts, [*starts[1:], len(lines)]):
         first = next((line for line in cell.source.splitlines() if line.strip()), None)

@@ -3,7 +3,6 @@ its other inputs are noted with Sphinx, which reads the page again when one chan
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,10 +20,10 @@ from coursebook.config import BookConfig, book_config
 from coursebook.model.cell_notes import cell_line, source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
-from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NEEDS_ANSWERS_TAG, RAISES_TAG,
-                                        SCRIPT_SUFFIX, UNVERIFIED_KEY, answer_names,
-                                        author_line, cell_tags, chapter_settings, first_line,
-                                        cell_script_fault, is_chapter_source, note_output_keys,
+from coursebook.model.notebooks import (CELL_MARKER, CHAPTER_SUFFIXES, NEEDS_ANSWERS_TAG,
+                                        RAISES_TAG, SCRIPT_SUFFIX, UNVERIFIED_KEY, answer_names,
+                                        author_line, cell_script_fault, cell_tags, chapter_settings,
+                                        first_line, is_chapter_source, note_output_keys,
                                         read_chapter, reads_as_json, top_matter_line)
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
                                          recorded_where, recording_name, recording_path)
@@ -221,7 +220,7 @@ def leave_out_plain_scripts(app: Sphinx, config) -> None:
         text = Path(app.srcdir, name).read_text(encoding="utf8", errors="replace")
         if (fault := cell_script_fault(text)) is not None:
             config.exclude_patterns.append(name)
-            if re.search(r"^#\s*%%", text, re.M):  # `#%%` too (VS Code, Spyder), as jupytext
+            if any(map(CELL_MARKER.match, text.splitlines())):  # as jupytext reads cells
                 report(f"this script has `# %%` cells, but the book reads no chapter in it: "
                        f"{fault[1]}.", f"{Path(app.srcdir, name)}:{fault[0]}", "source")
 
