@@ -1015,7 +1015,10 @@ def _written_file(call: ast.Call, named: str, bound: dict) -> tuple[str, list] |
         parts = node.args if isinstance(node, ast.Call) and getattr(
             node.func, "attr", getattr(node.func, "id", "")) in ("join", "Path") else [node]
         parts = [bound.get(getattr(part, "id", None), part) for part in parts]
-        if parts and all(isinstance(getattr(part, "value", None), str) for part in parts):
+        # in a folder not known here (`os.path.join(root, 'm.pt')`): the strings after it
+        while parts and not all(isinstance(getattr(part, "value", None), str) for part in parts):
+            del parts[0]
+        if parts:
             return "/".join(part.value for part in parts), parts
     return None
 
