@@ -1006,14 +1006,15 @@ def _written_file(call: ast.Call, named: str, bound: dict) -> tuple[str, list] |
     """The file a writing call (``named``) writes, and the strings that name it, as written or
     through a name bound to one: ``Path('x').write_text``'s, `%%writefile`'s, else its first
     argument that is one (np.save's; torch.save's second; open's mode is none) or its file
-    keyword; joined (``os.path.join('/content', 'm.pt')``, ``Path('a', 'b')``)."""
+    keyword; joined (``os.path.join('/content', 'm.pt')``, ``Path('a', 'b')``, ``out / 'b'``)."""
     given = [getattr(call.func, "value", None)] if named in ("write_text", "write_bytes") \
         else call.args[1:2] if named == "writefile" else [
             *call.args[:1 if named == "open" else 2],
             *(word.value for word in call.keywords if word.arg in _FILE_WORDS)]
     for node in given:
         parts = node.args if isinstance(node, ast.Call) and getattr(
-            node.func, "attr", getattr(node.func, "id", "")) in ("join", "Path") else [node]
+            node.func, "attr", getattr(node.func, "id", "")) in ("join", "Path") else [
+            node.left, node.right] if isinstance(getattr(node, "op", None), ast.Div) else [node]
         parts = [bound.get(getattr(part, "id", None), part) for part in parts]
         # in a folder not known here (`os.path.join(root, 'm.pt')`): the strings after it
         while parts and not all(isinstance(getattr(part, "value", None), str) for part in parts):
