@@ -116,3 +116,24 @@ def test_a_line_printed_in_two_pieces_shows_as_one_line():
     cut_long_outputs(nbformat.v4.new_notebook(cells=[cell]))
     assert [o.text for o in coalesce_streams(cell.outputs)] == [
         "Before backward: None None\nend\n", "a warning\n"]
+
+
+@pytest.mark.parametrize("printed, shown", [
+    ([("stdout", "before\n"), ("stderr", "a warning\n"), ("stdout", "after\n")],
+     "before\nafter\na warning"),
+    ([("stderr", "a warning\n"), ("stdout", "after\n")], "after\na warning"),
+])
+def test_a_cell_is_compared_as_its_page_shows_it(printed, shown):
+    """A cell that prints, warns, then prints again (pytorch/tutorials' backward hook, under
+    torch's FutureWarning) has its streams merged on its page, stdout first, by myst-nb as
+    it renders (nb_merge_streams), in place: the build compared and accepted 'after' twice,
+    and failed the cell as varying where the kernel sent stdout in one piece."""
+    from myst_nb.core.utils import coalesce_streams
+
+    from coursebook.verify.expectations import shown_text
+
+    cell = nbformat.v4.new_code_cell("", outputs=[
+        nbformat.v4.new_output("stream", name=name, text=text) for name, text in printed])
+    cut_long_outputs(nbformat.v4.new_notebook(cells=[cell]))
+    coalesce_streams(cell.outputs)  # as the page renders it, before the build compares it
+    assert shown_text(cell) == shown

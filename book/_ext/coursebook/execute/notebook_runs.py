@@ -12,7 +12,6 @@ import signal
 import time
 import traceback
 from dataclasses import dataclass
-from itertools import groupby
 
 import nbformat
 
@@ -249,27 +248,30 @@ def cut(text: str) -> str:
 
 def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:
     """Shorten, in place, each output longer than :data:`LIMIT` (a stream merged first).
-    A stream's pieces in a row become one, as Jupyter shows them: myst-nb's
-    ``nb_merge_streams`` ends each piece with a newline, a line printed in two pieces too."""
+    A stream's pieces become one where the first was, stdout before a stderr right above it,
+    as the page shows them: myst-nb's ``nb_merge_streams`` merges them so as it renders, in
+    place, and a piece left apart was compared twice. They are joined as Jupyter shows them:
+    myst-nb ends each piece with a newline, a line printed in two pieces too."""
     for cell in notebook.cells:
         if cell.get("cell_type") != "code" or not cell.get("outputs"):
             continue
-        joined = []
-        # Joined once per run of pieces: adding piece by piece copies the growing text.
-        for _, run in groupby(cell.outputs, key=lambda output: (
-                ("stream", output.get("name")) if output.get("output_type") == "stream"
-                else id(output))):
-            first, *rest = run
+        outputs, streams = [], {}
+        for output in cell.outputs:
+            stream = output.get("output_type") == "stream"
+            if not (stream and output.name in streams):
+                outputs.append(output)
+            if stream:
+                streams.setdefault(output.name, []).append(output)
+        for first, *rest in streams.values():  # joined once: piece by piece copies the text
             if rest:
                 first.text = "".join(piece.text for piece in (first, *rest))
-            joined.append(first)
-        cell.outputs = joined
-        streams = [o for o in cell.outputs if o.get("output_type") == "stream"]
-        for name in {o.get("name") for o in streams}:
-            pieces = [o for o in streams if o.name == name]
-            if sum(len(piece.text) for piece in pieces) > LIMIT:
-                pieces[0].text = cut("".join(piece.text for piece in pieces))
-                cell.outputs = [o for o in cell.outputs if not any(o is p for p in pieces[1:])]
+            if len(first.text) > LIMIT:
+                first.text = cut(first.text)
+        at = next((at for at, pair in enumerate(zip(outputs, outputs[1:])) if [
+            output.get("name") for output in pair] == ["stderr", "stdout"]), None)
+        if at is not None:
+            outputs[at:at + 2] = outputs[at + 1], outputs[at]
+        cell.outputs = outputs
         for output in cell.outputs:
             data = output.get("data", {})
             if isinstance(data.get("text/plain"), str):
