@@ -5,7 +5,9 @@ and installed by a download's first cell where it runs."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import nbformat
@@ -20,7 +22,7 @@ from coursebook.prepare.chapter_packages import (
     install_cell,
     put_environment_first_on_path,
 )
-from test_faults import assert_one_clear_message
+from test_faults import _plant_cell, assert_one_clear_message
 
 TOP = ("---\njupytext:\n  text_representation:\n    format_name: myst\n"
        "kernelspec:\n  name: python3\n  display_name: Python 3\n{extra}---\n\n# A chapter\n\n")
@@ -37,9 +39,8 @@ INSTALLS = ["!pip install d2l", "%pip install -q d2l", "!python -m pip install d
             "!apt-get install -y graphviz", "!sudo apt-get install graphviz",
             "!uv pip install d2l", "%mamba install d2l", "! pip3 install d2l",
             "    %pip install d2l", '!"{sys.executable}" -m pip install d2l',
-            "subprocess.check_call([sys.executable, '-m', 'pip', 'install', 'd2l'])",
-            'subprocess.run(["pip", "install", "-q", "d2l"])', "os.system('pip install d2l')",
-            "get_ipython().system('pip install d2l')"]
+            "os.system('pip install d2l')", "get_ipython().system('pip install d2l')",
+            "subprocess.run('conda install -y d2l', shell=True)"]
 
 
 @pytest.mark.parametrize("install", INSTALLS)
@@ -286,3 +287,86 @@ def test_a_declared_package_that_moves_a_pin_is_refused_at_its_declaration(tmp_p
         "book's it would move, pyproject.toml's dependencies, or a name it cannot find): change "
         "the declaration (`coursebook: {packages}`), or take out the cells that import them; "
         "then `make chapter-packages`\n"), said
+
+
+def _local_package(folder: Path) -> str:
+    """A package in ``folder``/pkg that pip installs offline (no index, no build isolation);
+    the name of its distribution, which the book's environment lacks."""
+    (folder / "pkg" / "hplocal").mkdir(parents=True)
+    (folder / "pkg" / "hplocal" / "__init__.py").write_text("X = 1\n")
+    (folder / "pkg" / "pyproject.toml").write_text(
+        '[project]\nname = "hplocal"\nversion = "0.1"\n[build-system]\nrequires = '
+        '["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+    return "hplocal"
+
+
+def _lacks(name: str) -> bool:
+    try:
+        metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return True
+    subprocess.run([sys.executable, "-m", "pip", "uninstall", "-q", "-y", name], check=True)
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.own_kernels
+def test_a_cell_that_runs_pip_to_install_is_refused_at_the_cell(tiny_book, tmp_path):
+    """An install no pattern read finds (review F23: a list with "python" first) installed a
+    package into the book's environment, and the build went on: the kernel's pip refuses to
+    change anything, and the build names the cell, from a kernel forked from the build's
+    server (a cold cache) and from one started (a warm one); the import that fails after it
+    is not blamed."""
+    chapter = tiny_book / "chapter.md"
+    name = _local_package(tiny_book)
+    install = ["python", "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation",
+               "./pkg"]
+    line = _plant_cell(chapter, f"import subprocess\nsubprocess.run({install!r})\n"
+                                f"import {name}")
+    for run in ("cold", "warm"):
+        build = sphinx_build(tiny_book, tmp_path / run, tmp_path / "cache")
+        assert _lacks(name)
+        assert (run == "cold") == ("chapter kernels forked from one server" in build.log)
+        assert_one_clear_message(build, (
+            f"{chapter}:{line}: ERROR: code cell `import subprocess` runs `pip "
+            f"{' '.join(install[3:])}`, which pip refused: a build changes no environment, as "
+            "a chapter's code runs with the builder's rights. Take it out, declare the package "
+            "in its top matter: `coursebook: {packages: [NAME]}` and run "
+            "`make chapter-packages`."))
+        assert "error it was not tagged for" not in build.log, build.log[-3000:]
+
+
+# A cell that runs pip, each way no read of the chapter refuses (review F23): the command
+# pip was given.
+PIP_RUNS = {
+    'import pip\npip.main(["install", "./pkg"])': "pip install ./pkg",
+    'import runpy, sys\nsys.argv = ["pip", "uninstall", "-y", "hplocal"]\n'
+    'runpy.run_module("pip", run_name="__main__")': "pip uninstall -y hplocal",
+    'import subprocess, sys\nsubprocess.check_call([sys.executable, "-m", "pip", "install", '
+    '"./pkg"])': "pip install ./pkg",
+    "import os, sys\nos.system(f\"bash -c '{sys.executable} -m pip --log pip.log install "
+    "./pkg'\")": "pip --log pip.log install ./pkg",
+}
+
+
+@pytest.mark.slow
+def test_every_way_a_cell_runs_pip_is_refused_but_to_read(tmp_path):
+    """pip in the kernel (pip.main, runpy) and in a program it starts, the book's or the
+    machine's, is refused; what only reads the environment runs."""
+    from coursebook.execute.notebook_runs import run_notebook
+
+    _local_package(tmp_path)
+
+    def run(code: str):
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)], metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+        return notebook, run_notebook(notebook, cwd=str(tmp_path), timeout=120,
+                                      allow_errors=False)[1]
+
+    for code, command in PIP_RUNS.items():
+        assert (run(code)[1] or None).command == command, code
+    assert _lacks("hplocal")
+    notebook, stopped = run("import sys\n!{sys.executable} -m pip show pip\n%pip --version")
+    assert stopped is None
+    shown = "".join(output.get("text", "") for output in notebook.cells[0].outputs)
+    assert "Name: pip" in shown and f"{Path(sys.executable).parents[1]}" in shown, shown

@@ -271,7 +271,9 @@ PROBE = ("import json, os, random, signal, sys\n"
          "    'main': repr(sys.modules['__main__']), 'own session': os.getsid(0) == os.getpid(),\n"
          "    'parent': os.environ['JPY_PARENT_PID'] == str(os.getppid()),\n"
          "    'signals': [str(signal.getsignal(n)) for n in signal.valid_signals() if n < 32],\n"
-         "    'env': sorted((k, v) for k, v in os.environ.items() if k != 'JPY_PARENT_PID'),\n"
+         # its parent's pid, and the file its refused pip commands go to, are each kernel's own
+         "    'env': sorted((k, v) for k, v in os.environ.items()\n"
+         "        if k not in ('JPY_PARENT_PID', 'COURSEBOOK_PIP_REFUSED')),\n"
          "    'names': sorted(dir()), 'modules': sorted(sys.modules),\n"
          "    'random': random.random()}))\n")
 

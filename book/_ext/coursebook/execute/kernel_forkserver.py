@@ -21,15 +21,19 @@ import shutil
 import signal
 import socket
 import sys
+import tempfile
 import uuid
 from pathlib import Path
+
+from coursebook.execute.pip_refusal import PYTHON, REFUSED
 
 # A chapter's kernel keeps its start-up notices (running over TCP, say) out of the build log,
 # and notes the files its cells read (load_ipython_extension).
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR",
                     "--IPKernelApp.extra_extensions=coursebook.execute.kernel_forkserver"]
-# A cell's reply's payloads: a file it read; one it wrote through a link into its chapter's folder.
-READ, WROTE = "coursebook.read", "coursebook.wrote"
+# A cell's reply's payloads: a file it read; one it wrote through a link into its chapter's
+# folder; a pip command it ran that would change an environment, refused.
+READ, WROTE, PIP_REFUSED = "coursebook.read", "coursebook.wrote", "coursebook.pip_refused"
 
 
 def server_command(address: Path, pool: Path, imports: list[str], keep: Path | None = None
@@ -72,7 +76,9 @@ def load_ipython_extension(shell) -> None:
     """Each file under the kernel's folder (its chapter's) that a cell opens to read, told
     once in the cell's reply with its time of change; not the book's own code, which keys
     the run where a cell imports it (shared_cache.book_code_digest). Each it opens to write
-    through a link (a run among its chapter's files, linked), told once too."""
+    through a link (a run among its chapter's files, linked), told once too. Every pip that a
+    cell runs, in the kernel or a program it starts, is pip_refusal.py (PIP_PYTHON): each
+    command it refused, told in the reply of the cell that ran it."""
     folder, package, seen = os.getcwd() + os.sep, str(Path(__file__).parents[1]), set()
     real = os.path.realpath(folder) + os.sep
 
@@ -96,6 +102,18 @@ def load_ipython_extension(shell) -> None:
                                                  "mtime": os.path.getmtime(path)})
 
     sys.addaudithook(note)
+    refused = Path(tempfile.gettempdir()) / f"coursebook-pip-{uuid.uuid4().hex}"
+    os.environ.update({"PIP_PYTHON": str(Path(__file__).with_name("pip_refusal.py")),
+                       PYTHON: sys.executable, REFUSED: str(refused)})
+
+    def tell_refused(result) -> None:
+        with contextlib.suppress(FileNotFoundError):  # none refused
+            commands = refused.read_text(encoding="utf8").splitlines()
+            refused.unlink()
+            for command in commands:
+                shell.payload_manager.write_payload({"source": PIP_REFUSED, "command": command})
+
+    shell.events.register("post_run_cell", tell_refused)
 
 
 def serve(args: dict) -> dict:

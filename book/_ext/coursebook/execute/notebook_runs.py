@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import nbformat
 
-from coursebook.execute.kernel_forkserver import KERNEL_ARGUMENTS, READ, WROTE
+from coursebook.execute.kernel_forkserver import KERNEL_ARGUMENTS, PIP_REFUSED, READ, WROTE
 from coursebook.execute.shared_cache import READS, in_key
 from coursebook.model.notebooks import short_digest, top_matter_setting
 from coursebook.model.outputs import normalise
+from coursebook.prepare.chapter_packages import COMMAND as PACKAGES_COMMAND
 from coursebook.process.interrupt import remove_folder, short_temporary_folder
 
 # What a kernel provisioner answers for a kernel that ended with no status to be had, and
@@ -27,7 +28,8 @@ EXIT_STATUS_UNKNOWN, SERVER_ENDED = -(1 << 16), -(1 << 17)
 
 
 class RefusedRun(Exception):
-    """A cell read a file beside its chapter, unlisted, or wrote one through its link."""
+    """A cell read a file beside its chapter, unlisted, or wrote one through its link, or
+    ran pip to change an environment."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class StoppedRun:
     exit_status: int | None = None  # the dead kernel's: an exit code, or minus a signal
     kernel: str = ""  # the kernel the chapter names, when none of that name is installed
     file: str = ""  # the file beside the chapter it read unlisted, or wrote (RefusedRun)
+    command: str = ""  # the pip command it ran, refused (PipRefused)
     prompt: str = ""  # a timed-out cell's last line, a question a program it runs may ask
     chapter: str = ""  # its file, whose kind says where its settings go (a MyST page's: "")
 
@@ -50,6 +53,12 @@ class StoppedRun:
             return (f"did not run: no kernel named {self.kernel!r} is installed here. Name "
                     "`python3`, the book's kernel, "
                     f"{top_matter_setting(self.chapter, 'kernelspec: {name: python3}')}.")
+        if self.error == "PipRefused":
+            return (f"runs `{self.command}`, which pip refused: a build changes no environment, "
+                    "as a chapter's code runs with the builder's rights. Take it out, declare "
+                    "the package " + top_matter_setting(
+                        self.chapter, "coursebook: {packages: [NAME]}")
+                    + f" and run `{PACKAGES_COMMAND}`.")
         if self.error == "UnlistedRead":
             return (f"reads `{self.file}`, beside the chapter, which the top matter's "
                     "'coursebook: reads' does not list, so an edit of it would not run the "
@@ -164,16 +173,22 @@ def run_notebook(notebook: nbformat.NotebookNode, chapter: str = "", **options):
     running: list[int] = []
     ended: list[int] = []
     told: dict[tuple[str, str], int] = {}  # (READ or WROTE, a file under its folder): its cell
+    pip_refused: list[tuple[int, str]] = []  # (its cell, a pip command refused)
     started, begun = time.perf_counter(), time.time()
+
+    def note(cell, cell_index: int, execute_reply: dict) -> None:
+        for said in execute_reply["content"].get("payload", ()):
+            if said.get("source") == PIP_REFUSED:
+                pip_refused.append((cell_index, said["command"]))
+            # a read one changed since the run began is the run's own, however written (C++)
+            elif said.get("source") in (READ, WROTE) and said.get("mtime", 0) < begun:
+                told[said["source"], said["file"]] = cell_index
+
     try:
         result = single_nb_execution(
             notebook, **options,
             on_cell_execute=lambda cell, cell_index: running.append(cell_index),
-            on_cell_executed=lambda cell, cell_index, execute_reply: told.update(
-                ((said["source"], said["file"]), cell_index)
-                for said in execute_reply["content"].get("payload", ())
-                # a read one changed since the run began is the run's own, however written (C++)
-                if said.get("source") in (READ, WROTE) and said.get("mtime", 0) < begun),
+            on_cell_executed=note,
             kernel_manager_class=kernel_manager_class(ended),
             # Its outputs are all in once the last cell ends: the kernel is stopped then,
             # not waited for while its Python unloads torch (about 0.5 s a chapter).
@@ -186,6 +201,12 @@ def run_notebook(notebook: nbformat.NotebookNode, chapter: str = "", **options):
     cell = running[-1] if running else None
     if isinstance(result.err, NoSuchKernel):
         return result, StoppedRun("NoSuchKernel", None, kernel=result.err.name, chapter=chapter)
+    if pip_refused:  # what fails after it (an import of the package) follows from it
+        stopped = StoppedRun("PipRefused", pip_refused[0][0], command=pip_refused[0][1],
+                             chapter=chapter)
+        if result.err is None:
+            result.err, result.exc_string = RefusedRun(stopped.what), stopped.what
+        return result, stopped
     if isinstance(result.err, DeadKernelError):
         return result, StoppedRun("DeadKernelError", cell, chapter=chapter,
                                   exit_status=ended[-1] if ended else None)

@@ -28,13 +28,12 @@ _INSTALLER = (r"(?:sudo\s+)?(?:pip[\d.]*|conda|mamba|micromamba|apt|apt-get|uv\s
               r"|(?:python[\d.]*|[\"']?\{sys\.executable\}[\"']?|\S*/python[\d.]*)\s+-m\s+pip)"
               # what changes an environment, not what reads one (`!pip show torch`, `!pip list`)
               r"(?![\w.-])(?=.*\b(?:install|uninstall|remove|update|upgrade|create|sync|add)\b)")
-# A line of a cell that runs an installer: a shell escape or magic, a call of the shell or
-# of pip from Python (`subprocess.check_call([sys.executable, "-m", "pip", "install", ...])`,
-# `os.system("pip install ...")`), or any line of a shell cell (%%bash, %%sh, %%script).
+# A line of a cell that runs an installer: a shell escape or magic, a command line given to a
+# shell from Python (`os.system("pip install ...")`), or any line of a shell cell (%%bash,
+# %%sh, %%script). pip run any other way is refused as it runs (execute/pip_refusal.py).
 _INSTALL_LINE = re.compile(
     rf"^[ \t]*[!%][ \t]*{_INSTALLER}.*$|^.*\b(?:system|run|call|check_call|check_output|Popen"
-    rf"|getoutput)\(\s*(?:f?[\"'][ \t]*{_INSTALLER}|\[\s*(?:sys\.executable\s*,\s*[\"']-m[\"']"
-    r"\s*,\s*)?[\"']pip[\d.]*[\"'].*[\"']install[\"']).*$", re.M)
+    rf"|getoutput)\(\s*f?[\"'][ \t]*{_INSTALLER}.*$", re.M)
 _SHELL_CELL = re.compile(r"\A\s*%%(?:bash|sh|script)\b")
 _SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
 # Modules whose drawings run a program pip does not install (graphviz in Karpathy's micrograd:
