@@ -741,28 +741,31 @@ def test_a_lectures_colon_fences_and_its_collapsed_solutions(tmp_path, capsys):
 def test_a_lessons_open_in_colab_badges_are_taken_out(tmp_path, capsys):
     """udlbook's notebooks open with Colab's badge linked to the lesson's own notebook there:
     the tool kept it and said to save the SVG as a PNG beside the chapter; on the page it
-    opened the lesson's notebook, not this edition's (the book's own button does). Another
-    linked image stays."""
+    opened the lesson's notebook, not this edition's (the book's own button does). JAX's
+    lessons put Kaggle's badge beside Colab's: it stayed, with that advice. Another linked
+    image stays."""
     import nbformat
 
     colab = "https://colab.research.google.com"
+    kaggle = ("[![Open in Kaggle](https://kaggle.com/static/images/open-in-kaggle.svg)](https://"
+              "kaggle.com/kernels/welcome?src=https://github.com/o/r/blob/main/l.ipynb)")
     cells = [nbformat.v4.new_markdown_cell(
                  f'<a href="{colab}/github/o/r/blob/main/l.ipynb" target="_parent"><img src="'
                  f'{colab}/assets/colab-badge.svg" alt="Open In Colab"/></a>'),
              nbformat.v4.new_markdown_cell("# Steps\n\n[![Open](" + colab + "/assets/colab-badge"
-                                           ".svg)](" + colab + "/drive/1x) Read on.\n\n"
-                                           "[![plot](res/p.png)](https://example.org/p)"),
+                                           ".svg)](" + colab + "/drive/1x) " + kaggle + " Read "
+                                           "on.\n\n[![plot](res/p.png)](https://example.org/p)"),
              nbformat.v4.new_code_cell("x = 1")]
     (tmp_path / "res").mkdir()
     (tmp_path / "res" / "p.png").write_bytes(b"image")
     book, said = _brought_in(tmp_path, capsys, "badged.ipynb",
                              nbformat.writes(nbformat.v4.new_notebook(cells=cells)))
     text = (book / "badged.md").read_text()
-    assert "colab" not in text and " Read on." in text, text
+    assert "colab" not in text and "kaggle" not in text and " Read on." in text, text
     assert "[![plot](badged/res/p.png)]" in text, text
-    assert "took out the lesson's 2 Open in Colab badge(s): each opened the lesson's own " \
-        "notebook, not this edition's" in said, said
-    assert "colab-badge" not in said, said
+    assert "took out the lesson's 3 badge(s) opening it in Colab or Kaggle: each opened the " \
+        "lesson's own notebook, not this edition's" in said, said
+    assert "colab-badge" not in said and "open-in-kaggle" not in said, said
 
 
 def test_a_lecture_of_prose_alone_gets_no_hidden_first_cell(tmp_path, capsys):

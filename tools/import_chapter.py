@@ -16,8 +16,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
 - sphinx-gallery's reStructuredText becomes Markdown (sphinx-gallery's own ``rst2md``, its
   heading levels counted over the whole script), its roles (``:func:`x` ``) MyST roles, its
   section labels and references to them MyST's, its notes and warnings admonitions;
-- index entries (``{index}``) are taken out: the book has no index; so are Colab's badges
-  (they open the lesson's own notebook; the book's pages open this edition's);
+- index entries (``{index}``) are taken out: the book has no index; so are Colab's and
+  Kaggle's badges (they open the lesson's own notebook; the book's pages open this edition's);
 - a file beside the lesson that it includes (```{include} _admonition/gpu.md```) is written
   in: copied beside the chapter, a Markdown file would be a page of the book;
 - d2l-book's marks (d2l's notebooks) become MyST's: labels (``:label:`x` ``), references,
@@ -536,10 +536,12 @@ _RELATIVE_IMAGE = re.compile(r"(?:!\[[^\]]*\]\(|^(?:`{3,}|:{3,})\{(?:figure|imag
 # away on the student's page, and whole in its downloads and search index.
 _REVEALED = re.compile(r"^[ \t]*(?:`{3,}|:{3,})\{dropdown\}.*\b(?:solution|answer)|<summary>[^<]*"
                        r"\b(?:solution|answer)", re.I | re.M)
-# Colab's badge, linked to the lesson's notebook there (in HTML, or Markdown).
+# Colab's badge, linked to the lesson's notebook there (in HTML, or Markdown), or Kaggle's
+# (JAX's lessons show both).
 _COLAB_BADGE = re.compile(r"<a [^>]*href=\"https://colab\.research\.google\.com/[^\"]*\"[^>]*>\s*"
-                          r"<img [^>]*colab-badge\.svg[^>]*>\s*</a>|\[!\[[^\]]*\]\(https://colab"
-                          r"\.research\.google\.com/assets/colab-badge\.svg\)\]\([^)]*\)")
+                          r"<img [^>]*colab-badge\.svg[^>]*>\s*</a>|\[!\[[^\]]*\]\(https://(?:colab"
+                          r"\.research\.google\.com/assets/colab-badge|kaggle\.com/static/images/"
+                          r"open-in-kaggle)\.svg\)\]\([^)]*\)")
 # A glossary's term looked up (`{term}`jit``, `{term}`traced <Tracer>``), and a glossary: its
 # terms are its lines flush left (`term : classifier`).
 _TERM = re.compile(r"\{term\}`(?:[^`<]*<)?(?P<name>[^<>`]+?)>?`")
@@ -1691,9 +1693,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 ": beside the chapter, a Markdown file is a page of the book): "
                                 + ", ".join(included))
     if badges:
-        imported.changed.append(f"took out the lesson's {badges} Open in Colab badge(s): each "
-                                "opened the lesson's own notebook, not this edition's, which the "
-                                "book's pages open with their own button")
+        imported.changed.append(f"took out the lesson's {badges} badge(s) opening it in Colab or "
+                                "Kaggle: each opened the lesson's own notebook, not this "
+                                "edition's, which the book's pages open with their own button")
     if indexed:
         imported.changed.append(f"took out the lesson's {indexed} index entries (`{{index}}`): the "
                                 "book has no index (conf.py's html_use_index), so none shows")
