@@ -768,6 +768,15 @@ def test_a_lessons_open_in_colab_badges_are_taken_out(tmp_path, capsys):
     assert "colab-badge" not in said and "open-in-kaggle" not in said, said
 
 
+def test_a_lessons_own_label_of_its_title_is_not_written_twice(tmp_path, capsys):
+    """JAX's lessons label their title with their own name (`(jit-compilation)=`), which the
+    tool writes above the title too: the two stopped the build ("Duplicate explicit target
+    name")."""
+    book, _ = _brought_in(tmp_path, capsys, "places.md",
+                          MYST_PLACES.replace("# Places", "(places)=\n# Places"))
+    assert (book / "places.md").read_text().count("(places)=") == 1
+
+
 def test_a_lecture_of_prose_alone_gets_no_hidden_first_cell(tmp_path, capsys):
     """A Jupyter Book lesson of prose (an autoencoder workshop's notes): the hidden first cell
     came after the lecture's one markdown cell, last, and its download ended in `%xmode

@@ -1847,7 +1847,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             imported.changed.append(f"titled it `# {title}` in place of the lesson's title "
                                     f"`# {text}`")
         source = first.source.split("\n")
-        source[lines[0]:lines[1]] = [f"({name})=", f"# {title}"]
+        start = lines[0] - (source[lines[0] - 1:lines[0]] == [f"({name})="])  # JAX's labels it
+        source[start:lines[1]] = [f"({name})=", f"# {title}"]
         first.source = "\n".join(source)
         at = cells.index(first) + 1
     else:
