@@ -677,7 +677,8 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
     def that does, is told; a parameter of the blank's name is not the blank; so is a name
     a blank that is no Python assigns (MIT's `x = # TODO`: the student edition stopped at
     the next cell's NameError, told to "tag it raises-exception"). Without answers, the
-    tool asks for them, tagged as completing each exercise."""
+    tool asks for them, tagged as completing each exercise. A TODO after working code and a
+    raise in a branch are the author's notes, no blanks."""
     import nbformat
 
     sources = ["import math", "def area(r):\n    # TODO -- the circle's area\n    return 0",
@@ -692,7 +693,14 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
                "data = [1, 2]\ndef h(x):\n    # TODO: the square\n    return 0", "print(data)",
                "class Base:\n    def forward(self, x):\n        raise NotImplementedError",
                "class Lin(Base):\n    def forward(self, x):\n        return x",
-               "print(Lin().forward(1))"]
+               "print(Lin().forward(1))",
+               # the author's own notes in working code are none (autodidax's: its `grad`
+               # cells were told to need answers, and the lesson to lack them)
+               "def vspace(a):\n    return abs(a)  # TODO handle integers?",
+               "def dtype(d):\n    if d == 1:\n        return 'f'\n    else:\n"
+               "        raise NotImplementedError('no type for', d)",
+               "def rule(d):\n    if d: raise NotImplementedError  # TODO\n    return d",
+               "print(vspace(1), dtype(1), rule(0))"]
     cells = [nbformat.v4.new_code_cell(source) for source in sources]
     if answered:
         cells.insert(2, nbformat.v4.new_code_cell("def area(r):\n    return math.pi * r ** 2",
@@ -711,7 +719,7 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
                        r"`answer` and `completes-exercise`", said)
     assert asked == ([] if answered else [
         f"cell 2, cell {at + 8}, cell {at + 10}, cell {at + 12}, cell {at + 14}"]), said
-    assert "`Lin`" not in said, said
+    assert "`Lin`" not in said and "`vspace`" not in said and "`dtype`" not in said, said
 
 
 def test_a_lectures_colon_fences_and_its_collapsed_solutions(tmp_path, capsys):
