@@ -370,3 +370,31 @@ def test_every_way_a_cell_runs_pip_is_refused_but_to_read(tmp_path):
     assert stopped is None
     shown = "".join(output.get("text", "") for output in notebook.cells[0].outputs)
     assert "Name: pip" in shown and f"{Path(sys.executable).parents[1]}" in shown, shown
+
+
+@pytest.mark.slow
+def test_a_kernel_kept_waiting_as_the_preview_keeps_one_refuses_pip_too(tmp_path, monkeypatch):
+    """The preview's kernel, forked ahead of need in the chapter's folder, is the one a run
+    takes, and its pip is refused as a forked or started kernel's."""
+    import time
+
+    from coursebook.execute.kernel_pool import (POOL_ENV, make_pool, offer_waiting_kernels,
+                                                start_kernel_forkserver, stop_kernel_forkserver)
+    from coursebook.execute.notebook_runs import run_notebook
+
+    pool = tmp_path / "pool"
+    make_pool(pool)
+    for name in ("JUPYTER_PATH", POOL_ENV):  # as they were, after the test
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    offer_waiting_kernels(pool)
+    server = start_kernel_forkserver(pool, [], keep=tmp_path)
+    try:
+        while not any((pool / "ready").glob("*.json")):
+            time.sleep(0.05)
+        code = 'import pip\npip.main(["install", "./pkg"])'
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)], metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+        stopped = run_notebook(notebook, cwd=str(tmp_path), timeout=120, allow_errors=False)[1]
+    finally:
+        stop_kernel_forkserver(pool, server)
+    assert list((pool / "taken").glob("*.json")) and stopped.command == "pip install ./pkg"
