@@ -153,6 +153,9 @@ def hidden_output_cells(edition: str) -> dict[str, int]:
 _REVEAL = """cells => cells.flatMap((cell, index) => {
     const seen = e => { const box = e.getBoundingClientRect();
         return e.checkVisibility({visibilityProperty: true}) && box.width > 0 && box.height > 0; };
+    // A cell in an exhibit's reveal (*The cause and the fix*): the reader opens that first.
+    for (let fold = cell.parentElement.closest('details'); fold;
+         fold = fold.parentElement.closest('details')) fold.open = true;
     const output = cell.querySelector('div.cell_output');
     const control = cell.querySelector('details > summary');
     if (!output || !control) return [`${index}: no output or no control`];

@@ -31,7 +31,7 @@ from coursebook.model.notebooks import first_line, is_chapter_source, is_claim
 from coursebook.model.outputs import normalise
 from coursebook.model.recordings import recording_name
 from coursebook.model.solutions import markdown_parser
-from coursebook.museum.prepare import ERROR_SUMMARY
+from coursebook.museum.prepare import ERROR_SUMMARY, REVEAL
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import (
@@ -277,6 +277,27 @@ def test_the_museum_download_states_each_expected_error(downloads):
         assert "tags" not in note.metadata  # remove-cell hides it in the book only
 
 
+def test_what_follows_an_exhibits_error_waits_in_its_reveal():
+    """Predict, then reveal: in a download as on the page, the answer to an exhibit's "why?"
+    (its cause, its fix's note; a captured exhibit's reruns and CPU reproduction too) is in
+    the collapsed *The cause and the fix*, and not in view before it."""
+    chapters, markdown = _chapters(), PlainMarkdown(_resolve, md_config=MD_CONFIG)
+    shown, folded = {}, {}
+    for name in ("museum-pytorch", "bridges"):
+        sources = [cell.source for cell in _download(name, chapters[name]).cells]
+        # The reveal ends its cell (the page folds the rest of the exhibit into it).
+        cut = [source.partition(f"<details>\n<summary>{REVEAL}</summary>") for source in sources]
+        shown[name] = "\n".join(before for before, _, _ in cut)
+        folded[name] = "\n".join(inside for _, _, inside in cut)
+    for exhibit in book_museum()["pytorch"].exhibits:
+        name = "museum-pytorch" if exhibit.runs_in_every_build else "bridges"
+        answers = [exhibit.lesson, exhibit.fix_note, exhibit.museum_rerun
+                   and exhibit.museum_rerun.note, exhibit.cpu and exhibit.cpu.note]
+        for answer in filter(None, answers):
+            start = markdown.convert(answer).splitlines()[0][:60]
+            assert start in folded[name] and start not in shown[name], (exhibit.key, start)
+
+
 def test_the_museum_download_tells_how_its_own_layout_shows_the_error(downloads):
     """The page's toggle (*Show the error*) is not in the notebook: its instructions name
     what the notebook has, the cell that prints and the collapsed block's summary."""
@@ -298,11 +319,17 @@ def test_a_md_download_is_a_document_that_keeps_each_collapsed_block_for_the_end
     assert not re.search(r"(?m)^(---$|jupytext:|\+\+\+)|\{code-cell\}", document)
     text, _, kept = document.partition(f"\n## {SET_ASIDE_HEADING}\n")
     # The notebook's collapsed blocks, and its table of checks (a code cell there): each
-    # named, in its order, by what the document's text holds in its place.
-    summaries = [found[1] or CHECKS_CODE for found in re.finditer(
-        r"<summary>(.*?)</summary>|^CHECKS: dict", "".join(
-            c.source for c in download_notebook(chapter, markdown).cells), re.M)]
+    # named, in its order, by what the document's text holds in its place; a block inside
+    # one (an error note in an exhibit's reveal) is read there, in place.
+    depth, summaries, inside = 0, [], []
+    for found in re.finditer(r"<(/?)details>|<summary>(.*?)</summary>|^CHECKS: dict", "".join(
+            c.source for c in download_notebook(chapter, markdown).cells), re.M):
+        depth += {"": 1, "/": -1}.get(found[1], 0)
+        if found[1] is None:
+            (summaries if depth <= 1 else inside).append(found[2] or CHECKS_CODE)
     assert summaries and len(re.findall(r"(?m)^### Note \d+: ", kept)) == len(summaries)
+    assert all(f"*{summary}:*" in kept for summary in inside)
+    assert (name == "bridges") == bool(inside)  # its captured exhibits: notes in the reveal
     for number, summary in enumerate(summaries, 1):
         assert f"*{summary}: note {number}, at the end of this file.*" in text
     # The table's hundreds of lines of digests stopped the text where the checks start

@@ -13,6 +13,8 @@ from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.museum.model import ExhibitError, load_exhibit
 from coursebook.museum.prepare import (
     ERROR_SUMMARY,
+    REVEAL,
+    REVEAL_CLASS,
     captured_exhibit_cells,
     cell_origins,
     exhibit_cells,
@@ -109,6 +111,45 @@ def test_a_captured_exhibit_shows_its_code_before_its_error_and_cause(exhibit):
     assert code < error < first.index(exhibit.museum_record.message) < first.index(exhibit.lesson)
     raising = [c for c in cells if "raises-exception" in c.metadata.get("tags", [])]
     assert all("hide-output" in c.metadata.tags for c in raising)  # each run's error a click away
+
+
+@pytest.mark.parametrize("exhibit", ALL, ids=lambda e: e.key)
+def test_the_cause_waits_behind_a_click_after_the_error(exhibit):
+    """Predict, then reveal: the title asks "what goes wrong, and why?"; the cause (and a
+    running exhibit's fix note) is in *The cause and the fix*, collapsed, after the error."""
+    cells = (exhibit_cells(exhibit, len(ALL), "2.13.0+cpu") if exhibit.runs_in_every_build
+             else captured_exhibit_cells(exhibit, len(ALL)))
+    sources = [cell.source for cell in cells]
+    [reveal] = [i for i, source in enumerate(sources) if f"{{dropdown}} {REVEAL}\n" in source]
+    before, _, inside = sources[reveal].partition(f"{{dropdown}} {REVEAL}\n")
+    shown = "\n".join(sources[:reveal] + [before])
+    assert exhibit.lesson in inside and exhibit.lesson not in shown
+    assert exhibit.failing_code in shown  # and the error before it (the tests above)
+    if exhibit.runs_in_every_build:  # its fix's code cell comes next: the page folds it in
+        assert exhibit.fix_note in inside and sources[reveal + 1] == exhibit.fix_code
+
+
+def test_a_pages_reveal_takes_in_the_rest_of_its_exhibit():
+    """A Markdown dropdown holds no code cell: on the page, the fix's cell and all else after
+    *The cause and the fix* in the exhibit's section go into it; the next exhibit stays."""
+    from docutils import nodes
+
+    from coursebook.museum.render import fold_reveals
+
+    def cell(text):
+        return nodes.container("", nodes.literal_block(text, text), nb_element="cell_code")
+
+    reveal = nodes.container("", nodes.rubric("", REVEAL), nodes.paragraph("", "The cause."),
+                             design_component="dropdown",
+                             container_classes=["sd-mb-3", REVEAL_CLASS])
+    fix, history = cell("fix_code"), nodes.paragraph("", "The museum's fix.")
+    exhibit = nodes.section("", nodes.title("", "01"), cell("failing_code"), reveal, fix,
+                            history)
+    following = nodes.section("", nodes.title("", "02"), cell("failing_code"))
+    page = nodes.section("", exhibit, following)
+    fold_reveals(page)
+    assert exhibit.children[-1] is reveal and reveal.children[-2:] == [fix, history]
+    assert fix.parent is reveal and len(following.children) == 2
 
 
 def test_each_fix_of_the_eager_room_prints_what_it_computes(capsys):

@@ -20,7 +20,7 @@ from coursebook.execute.kernel_pool import plan_reading, stop_kernel_server
 from coursebook.execute.myst_nb_clients import import_for_reading
 from coursebook.execute.shared_cache import extension_version, release_notebook_lock
 from coursebook.model.solutions import use_book_markdown
-from coursebook.museum.render import quiet_exhibit_checks
+from coursebook.museum.render import fold_reveals, quiet_exhibit_checks
 from coursebook.page_state import PageStateCollector
 from coursebook.prepare.chapters import (edition_of, leave_out_plain_scripts,
                                          name_the_authors_lines, prepare_edition_source,
@@ -70,6 +70,7 @@ def _read_chapter_done(app: Sphinx, doctree: nodes.document) -> None:
     check_claims(app, doctree)  # after: a claim that fails leaves the outputs compared
     highlight_changed_boxes(doctree)
     quiet_exhibit_checks(app, doctree)
+    fold_reveals(doctree)
     if NbMetadataCollector.get_exec_data(app.env, app.env.docname) is not None:
         add_verified_versions(app, doctree)
     if edition_of(app) is Edition.INSTRUCTOR:

@@ -39,6 +39,11 @@ _FIX_RUNS = "the fix runs without an error"
 _FIX_RUNS_AFTER = "the fix runs without an error after the code that failed, in the same runtime"
 # The summary of the download's collapsed block that holds an exhibit's error.
 ERROR_SUMMARY = "The error, to compare with your prediction"
+# The answer to the prompt's "why", collapsed after the error: on a page it takes in the rest
+# of the exhibit, the fix's cells too (museum.render.fold_reveals finds it by its class).
+REVEAL = "The cause and the fix"
+REVEAL_CLASS = "exhibit-reveal"
+_REVEAL_FENCE = "`````"  # longer than the error notes' it may take in (fold_into_reveal)
 
 
 def _revealed(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -90,10 +95,23 @@ def _title(exhibit: Exhibit, total: int) -> str:
     return f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}"
 
 
-def _cause(exhibit: Exhibit) -> str:
+def _cause(exhibit: Exhibit, fix: str = "") -> str:
+    """*The cause* (and ``fix``), collapsed: read after the prediction."""
     links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.taught_in)
     see_also = f"\n\n*Taught in:* {links}." if links else ""
-    return f"{exhibit.lesson}{_cited(exhibit.claims)}{see_also}"
+    cause = f"**The cause.** {exhibit.lesson}{_cited(exhibit.claims)}{see_also}"
+    return (f"{_REVEAL_FENCE}{{dropdown}} {REVEAL}\n:class-container: {REVEAL_CLASS}\n"
+            + "\n\n".join(filter(None, (cause, fix))) + f"\n{_REVEAL_FENCE}")
+
+
+def fold_into_reveal(last: nbformat.NotebookNode, cell: nbformat.NotebookNode) -> str | None:
+    """For a download, whose cells cannot fold: ``last``'s text with ``cell``'s inside its
+    reveal, where ``last`` ends in an exhibit's and ``cell`` is markdown of that exhibit."""
+    end = f"\n{_REVEAL_FENCE}"
+    if (cell.cell_type == last.cell_type == "markdown" and last.source.endswith(end)
+            and REVEAL_CLASS in last.source and not SECTION_LABEL.search(cell.source)):
+        return f"{last.source[:-len(end)]}\n\n{cell.source}{end}"
+    return None
 
 
 def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
@@ -164,7 +182,7 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
             _runs(exhibit, "failing_code", _revealed(code_cell(exhibit.failing_code, RAISES_TAG))),
             _check_cell(exhibit, record),
             _expected_error_note(exhibit, record),
-            markdown_cell(f"**The cause.** {_cause(exhibit)}"), markdown_cell(fix),
+            markdown_cell(_cause(exhibit, fix)),
             _fix_cell(exhibit),
             *fix_ran, *_museum_fix_history(exhibit), *_claim_cells(exhibit.claims)]
 
@@ -230,8 +248,7 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         f":::{{admonition}} The museum's record\n:class: captured-record\n"
         f"{run}:\n\n"
         f"```text\n{museum.type}: {museum.message}\n```\n:::\n::::"
-        f"{_instructor_only(_captured(exhibit))}\n\n"
-        f"**The cause.** {_cause(exhibit)}")]
+        f"{_instructor_only(_captured(exhibit))}\n\n{_cause(exhibit)}")]
     if rerun is not None:  # the museum's code run again, its error checked
         where = "In a fresh Python process, this set-up, then the museum's code above"
         cells += [markdown_cell(f"**The museum's code, run again.** {rerun.note}\n\n"

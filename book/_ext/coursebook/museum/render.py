@@ -1,6 +1,6 @@
-"""The museum's check lines on a page: each ("✓ Raised exactly the error recorded for ...") a
+"""The museum on a page: its check lines, each ("✓ Raised exactly the error recorded for ...") a
 tick that opens on demand in the instructor edition (in print the line stays), none for
-students."""
+students; each exhibit's reveal holding the rest of the exhibit."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 
 from coursebook.model.cell_notes import noted
+from coursebook.museum.prepare import REVEAL_CLASS
 from coursebook.page_state import chapter_notebook
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
@@ -40,3 +41,15 @@ def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
                 paragraph.replace_self([nodes.raw("", opening, format="html"), paragraph.deepcopy(),
                                         nodes.raw("", "</details>", format="html")])
                 break
+
+
+def fold_reveals(doctree: nodes.document) -> None:
+    """``doctree-read``: each exhibit's *The cause and the fix* takes in what follows it in the
+    exhibit's section, the fix's code cell and its output too, which no Markdown dropdown can
+    hold: nothing of the answer is in view before the click."""
+    for reveal in list(doctree.findall(nodes.container)):
+        if REVEAL_CLASS in reveal.get("container_classes", ()):
+            section, at = reveal.parent, reveal.parent.index(reveal) + 1
+            rest = section.children[at:]
+            del section.children[at:]
+            reveal.extend(rest)

@@ -25,7 +25,7 @@ from coursebook.config import book_config
 from coursebook.model.notebooks import (ANSWER_TAG, BOOK_ONLY_TAG, RAISES_TAG, cell_tags,
                                         is_chapter_source, is_claim, markdown_cell, parsed_cell,
                                         with_stable_ids)
-from coursebook.museum.prepare import REVEAL_TAG
+from coursebook.museum.prepare import REVEAL_TAG, fold_into_reveal
 from coursebook.page_state import chapter_notebook, page_state_of
 from coursebook.prepare.chapter_packages import install_cell
 from coursebook.prepare.chapters import edition_of
@@ -104,6 +104,10 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
             if names := [name for name in waiting if cell.cell_type == "code"
                          and re.search(rf"\b{name}\b", cell.source)]:
                 cell.source = "\n".join([waiting.pop(name) for name in names] + [cell.source])
+            # The page folds the rest of an exhibit into its reveal; a notebook, its markdown.
+            if notebook.cells and (folded := fold_into_reveal(notebook.cells[-1], cell)):
+                notebook.cells[-1].source = folded
+                continue
             notebook.cells.append(cell)
     if (installs := install_cell(notebook)) is not None:  # where it runs, it installs them
         notebook.cells.insert(0, installs)

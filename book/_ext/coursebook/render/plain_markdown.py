@@ -68,6 +68,7 @@ class PlainMarkdown:
     # (summary, content) goes there, printed after the text, so that an error to predict
     # is not read ahead.
     set_aside: list[tuple[str, str]] | None = None
+    _aside: bool = False  # converting a block set aside: one inside it is read in place
     # There too, a glued image's data: address (a line of thousands of characters) goes in a
     # list, printed last as the reference the text names: the text reads on.
     images: list[str] | None = None
@@ -175,7 +176,11 @@ class PlainMarkdown:
         if name == "only":
             return self.convert(content) if self.only(argument) else ""
         if name == "dropdown" and self.set_aside is not None:
-            return self.kept_for_the_end(argument or "Note", self.convert(content))
+            if self._aside:  # an error note in an exhibit's reveal: read after it
+                return f"*{escape(argument or 'Note')}:*\n\n{self.convert(content)}"
+            self._aside = True
+            text, self._aside = self.convert(content), False
+            return self.kept_for_the_end(argument or "Note", text)
         if name == "dropdown":  # blank lines around the content: Markdown inside HTML
             opening = "<details open>" if "open" in options else "<details>"
             summary = f"<summary>{html.escape(argument)}</summary>\n\n" if argument else ""
