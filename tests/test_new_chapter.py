@@ -2132,6 +2132,12 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
     said = problem("ModuleNotFoundError: No module named 'graphviz'", chapter="lab.py")
     assert "in its jupytext header: `jupyter: {coursebook: {packages: [...]}}`" in said
     assert "Fix the cell, or tag it" in problem("NameError: name 'graphviz' is not defined")
+    # UvA's tutorial 2 trains under tqdm.notebook bars: without ipywidgets, "Fix the cell".
+    said = problem("ImportError: IProgress not found. Please update jupyter and ipywidgets. See "
+                   "https://ipywidgets.readthedocs.io/en/stable/user_install.html")
+    assert "show a text bar (`from tqdm import tqdm`), or declare ipywidgets in its top " \
+        "matter: `coursebook: {packages: [...]}`, then `make chapter-packages`" in said, said
+    assert "raises-exception" not in said and "Fix the cell" not in said
     said = problem("NameError: name 'graphviz' is not defined", {"graphviz": 12})
     assert "`graphviz` is defined at line 12, by an answer or a cell that needs one, which this " \
         "edition does not run: tag this cell `needs-answers` (this edition then shows it " \

@@ -137,6 +137,12 @@ def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str) ->
                 "chapter beside them "
                 f"{top_matter_setting(chapter, 'mystnb: {execution_in_temp: false}')}; or take "
                 "the call out.")
+    if re.search(r"^ImportError: IProgress not found", error, re.M):  # tqdm.notebook's words
+        return ("    tqdm.notebook draws its bar as a widget, which needs ipywidgets: show a text "
+                "bar (`from tqdm import tqdm`), or declare ipywidgets "
+                f"{top_matter_setting(chapter, 'coursebook: {packages: [...]}')}, then `make "
+                "chapter-packages` (a page draws a widget with scripts from the web, and no build "
+                "compares it).")
     lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
     return ((f"    Declare the package that installs {lacking[1]} "
              f"{top_matter_setting(chapter, 'coursebook: {packages: [...]}')}, then "
