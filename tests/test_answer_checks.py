@@ -654,7 +654,13 @@ def test_a_function_check_runs_the_students_function_on_its_own_inputs():
     verdicts = {
         "lambda rows: rows - rows.mean(dim=1, keepdim=True)": "tiny-centred: correct",
         "lambda rows: rows - rows.mean(dim=1)": (
-            "tiny-centred: not yet. Your function raised RuntimeError: "),
+            "tiny-centred: not yet. Your function raised RuntimeError on the check's input "
+            "(a tensor of shape (3, 2)): The size of tensor a (2) must match"),
+        # A TypeError of the student's own read as the check's ("not yet. mean() received
+        # an invalid combination of arguments"), without saying the function raised it.
+        "lambda rows: rows - rows.mean(dim='rows')": (
+            "tiny-centred: not yet. Your function raised TypeError on the check's input "
+            "(a tensor of shape (3, 2)): mean() received"),
         "centred": "tiny-centred: not yet. Hint: each row loses its own mean.",  # as given
         "torch.tensor([[-0.5, 0.5], [-0.5, 0.5], [-0.5, 0.5]])": (
             "tiny-centred: not yet. this check wants your function itself"),
@@ -662,6 +668,13 @@ def test_a_function_check_runs_the_students_function_on_its_own_inputs():
     for value, verdict in verdicts.items():
         _, out = _run(f'check("tiny-centred", {value})', namespace)
         assert out.startswith(verdict), (value, out)
+    # The check's own inputs failing (torchax's modes off, after Run all) is not the
+    # student's function raising, which the check said it was.
+    on_jax = "import torch\ninputs = [(torch.ones(2).to('jax'),)]"
+    namespace["CHECKS"]["tiny-centred"]["inputs"] = on_jax
+    _, out = _run('check("tiny-centred", lambda rows: rows)', namespace)
+    assert out.startswith("tiny-centred: cannot check yet: making the check's own inputs raised "
+                          "RuntimeError: "), out
 
 
 def test_a_check_cell_that_raised_names_the_check_to_correct():

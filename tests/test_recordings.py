@@ -1006,6 +1006,18 @@ def test_an_imported_module_that_is_not_its_installed_release_stops_the_recorder
     assert report["imported"] == {"planted": "1.0"} and report["versions"]["planted"] == "1.0"
 
 
+def test_the_books_own_folder_on_the_kernels_path_is_no_installed_package(tmp_path):
+    """The kernels import the book's modules through PYTHONPATH; an editable install of the
+    book leaves its egg-info there, which the provenance must not list as the environment's."""
+    record = load_tool("record_chapter")
+    site = tmp_path / "site"
+    plant_distribution(site, "planted", "1.0", '__version__ = "1.0"\n')
+    report = record.run_python(sys.executable, record.VERSIONS, {"PYTHONPATH": str(site)},
+                               "planted")
+    assert report["versions"]["planted"] == "1.0"  # importable, as the cells see it
+    assert "planted" not in report["installed"] and "pytest" in report["installed"]
+
+
 # --- Before a recording: what moved between Colab's published lists, the image and the pins --
 
 def test_the_recorder_says_what_moved_before_it_records(tmp_path, colab_lists):

@@ -109,7 +109,7 @@ from coursebook.prepare.editions import Edition
 from coursebook.verify.expectations import shown_text
 
 VERSIONS = """
-import importlib, json, platform, re, sys
+import importlib, json, os, platform, re, sys
 from importlib import metadata
 names, _, imported_names = " ".join(sys.argv[1:]).partition("--imported")
 versions = {"python": platform.python_version()}
@@ -139,8 +139,12 @@ for name in imported_names.split():
         found = getattr(importlib.import_module(module), "__version__", None)
         if isinstance(found, str):
             imported[name] = found
-# Every distribution the kernel can import, as pip freeze would list it.
-installed = {dist.metadata["Name"]: dist.version for dist in metadata.distributions()}
+# Every distribution the kernel can import, as pip freeze would list it, but the book's own
+# folder on PYTHONPATH (where an editable install of the book leaves its egg-info): not the
+# environment's, and found only in a checkout where the book's venv was made.
+book = set(os.environ.get("PYTHONPATH", "").split(os.pathsep))
+installed = {dist.metadata["Name"]: dist.version for dist in metadata.distributions()
+             if str(dist.locate_file("")) not in book}
 print(json.dumps({"versions": versions, "imported": imported,
                   "installed": dict(sorted(installed.items())), "torch_here": torch_here}))
 """

@@ -61,13 +61,32 @@ def digest(name: str, value, tolerance: float) -> str:
     return _whole(name, canonical(value, []), number_digests(name, value, tolerance))
 
 
+class CannotCheck(Exception):
+    """The check's own inputs could not be made: nothing the student wrote is wrong."""
+
+
 def results(entry: dict, function) -> list:
-    """What a function returns on a check's own inputs, one result per argument tuple."""
+    """What a function returns on a check's own inputs, one result per argument tuple; what
+    it raised is a TypeError naming the input (check() prints it after "not yet")."""
     if not callable(function):
         raise TypeError("this check wants your function itself (its name, not a call)")
     scope: dict = {}
-    exec(entry["inputs"], scope)
-    return [function(*arguments) for arguments in scope["inputs"]]
+    try:
+        exec(entry["inputs"], scope)
+    except Exception as error:  # a module or a mode a cell above sets up, say
+        raise CannotCheck(f"making the check's own inputs raised {type(error).__name__}: "
+                          f"{error}. Run the cells above it, then this one again") from None
+    returned = []
+    for arguments in scope["inputs"]:
+        try:
+            returned.append(function(*arguments))
+        except Exception as error:
+            given = ", ".join(f"a tensor of shape {tuple(argument.shape)}"
+                              if hasattr(argument, "shape") else repr(argument)
+                              for argument in arguments)
+            raise TypeError(f"Your function raised {type(error).__name__} on the check's input "
+                            f"({given}): {error}") from None
+    return returned
 
 
 def passes(name: str, value) -> bool:
@@ -134,10 +153,14 @@ def check(name: str, value=...) -> None:
     else:
         try:
             same = passes(name, value)
-        except TypeError as error:
+        except TypeError as error:  # a value it cannot compare, or a function that raised
             print(f"{name}: not yet. {error}")
             return
-        except Exception as error:  # raised by the student's function, on the check's inputs
-            print(f"{name}: not yet. Your function raised {type(error).__name__}: {error}")
+        except CannotCheck as error:
+            print(f"{name}: cannot check yet: {error}")
+            return
+        except Exception as error:  # a value beyond the check's numbers (1e308, a meta tensor)
+            print(f"{name}: not yet. This value cannot be compared ({type(error).__name__}: "
+                  f"{error})")
             return
         print(f"{name}: correct" if same else f"{name}: not yet. Hint: {unscramble(name, entry['hint'])}")
