@@ -40,7 +40,11 @@ INSTALLS = ["!pip install d2l", "%pip install -q d2l", "!python -m pip install d
             "!uv pip install d2l", "%mamba install d2l", "! pip3 install d2l",
             "    %pip install d2l", '!"{sys.executable}" -m pip install d2l',
             "os.system('pip install d2l')", "get_ipython().system('pip install d2l')",
-            "subprocess.run('conda install -y d2l', shell=True)"]
+            "subprocess.run('conda install -y d2l', shell=True)",
+            # a list (review F23); pip's, however written, is refused as it runs (below)
+            'subprocess.run(["conda", "install", "-y", "d2l"])',
+            "subprocess.check_call(['sudo', 'apt-get', 'install', '-y', 'graphviz'])",
+            'subprocess.run(["uv", "pip", "install", "d2l"])']
 
 
 @pytest.mark.parametrize("install", INSTALLS)
@@ -63,7 +67,7 @@ def test_an_install_in_a_shell_cell_is_refused():
                                   "import pip", 'subprocess.run(["pip", "list"])',
                                   "subprocess.run([sys.executable, 'train.py'])",
                                   "!pip show torch", "%pip list", "!pip freeze | grep torch",
-                                  "!python -m pip --version"])
+                                  "!python -m pip --version", 'subprocess.run(["conda", "list"])'])
 def test_code_that_installs_nothing_passes(code, tmp_path, monkeypatch):
     (tmp_path / "pipx").write_text("#!/bin/sh\n")  # on PATH, as a command a lesson runs
     (tmp_path / "pipx").chmod(0o755)

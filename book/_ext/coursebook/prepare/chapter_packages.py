@@ -24,16 +24,20 @@ from coursebook.model.versions import installed_version
 from coursebook.reporting import stop_build
 
 COMMAND = "make chapter-packages"
-_INSTALLER = (r"(?:sudo\s+)?(?:pip[\d.]*|conda|mamba|micromamba|apt|apt-get|uv\s+pip"
+_OTHERS = "conda|mamba|micromamba|apt|apt-get"  # installers, pip and uv aside
+# what changes an environment, not what reads one (`!pip show torch`, `!pip list`)
+_CHANGES = "install|uninstall|remove|update|upgrade|create|sync|add"
+_INSTALLER = (rf"(?:sudo\s+)?(?:pip[\d.]*|{_OTHERS}|uv\s+pip"
               r"|(?:python[\d.]*|[\"']?\{sys\.executable\}[\"']?|\S*/python[\d.]*)\s+-m\s+pip)"
-              # what changes an environment, not what reads one (`!pip show torch`, `!pip list`)
-              r"(?![\w.-])(?=.*\b(?:install|uninstall|remove|update|upgrade|create|sync|add)\b)")
+              rf"(?![\w.-])(?=.*\b(?:{_CHANGES})\b)")
 # A line of a cell that runs an installer: a shell escape or magic, a command line given to a
-# shell from Python (`os.system("pip install ...")`), or any line of a shell cell (%%bash,
-# %%sh, %%script). pip run any other way is refused as it runs (execute/pip_refusal.py).
+# shell from Python (`os.system("pip install ...")`) or, but for pip, as a list
+# (`subprocess.run(["conda", "install", ...])`), or any line of a shell cell (%%bash, %%sh,
+# %%script). pip run any other way is refused as it runs (execute/pip_refusal.py).
 _INSTALL_LINE = re.compile(
     rf"^[ \t]*[!%][ \t]*{_INSTALLER}.*$|^.*\b(?:system|run|call|check_call|check_output|Popen"
-    rf"|getoutput)\(\s*f?[\"'][ \t]*{_INSTALLER}.*$", re.M)
+    rf"|getoutput)\(\s*(?:f?[\"'][ \t]*{_INSTALLER}|\[\s*[\"'](?:sudo[\"']\s*,\s*[\"'])?"
+    rf"(?:{_OTHERS}|uv)[\"'].*[\"'](?:{_CHANGES})[\"']).*$", re.M)
 _SHELL_CELL = re.compile(r"\A\s*%%(?:bash|sh|script)\b")
 _SHELL_INSTALL_LINE = re.compile(rf"^[ \t]*{_INSTALLER}.*$", re.M)
 # Modules whose drawings run a program pip does not install (graphviz in Karpathy's micrograd:
