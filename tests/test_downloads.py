@@ -212,6 +212,24 @@ def test_a_download_cell_carries_no_metadata_of_the_build(downloads):
     assert any(is_caught(c) for notebook in downloads.values() for c in notebook.cells)
 
 
+def test_a_downloads_metadata_holds_no_text_of_the_chapters_top_matter(tmp_path):
+    """A chapter's top matter is the build's: the answer an answer cell shows through a
+    substitution (`{{ ans }}`), and the page's description, were in the student download."""
+    chapter = tmp_path / "chapter.md"
+    text = ("---\njupytext:\n  text_representation:\n    format_name: myst\nmyst:\n"
+            "  enable_extensions: [colon_fence, dollarmath, amsmath, deflist, "
+            "substitution]\n  substitutions:\n"
+            "    ans: The answer is a stack along dimension one.\n  html_meta:\n"
+            "    description: Why a stack along dimension one.\ntitle: Stacking\n"
+            "kernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n# Stacking\n\n"
+            "```{code-cell} ipython3\nprint(1)\n```\n\n+++ {\"tags\": [\"answer\"]}\n\n"
+            "{{ ans }}\n")
+    prepared = edition_chapter(text, str(chapter), Edition.STUDENT, {}, TORCH_VERSION).notebook
+    download = download_notebook(prepared, PlainMarkdown(_resolve, md_config=MD_CONFIG))
+    assert "dimension one" not in nbformat.writes(download)
+    assert set(download.metadata) == {"kernelspec", "language_info"}
+
+
 def test_a_chapters_download_is_the_same_file_from_every_read_of_it(downloads):
     """nbformat draws a cell's id at random when a chapter is read: a download's ids are the
     book's own, valid for Jupyter and Colab (nbformat's schema, unique), and a code cell's

@@ -111,12 +111,11 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
             notebook.cells.append(cell)
     if (installs := install_cell(notebook)) is not None:  # where it runs, it installs them
         notebook.cells.insert(0, installs)
-    for key in ("jupytext", "coursebook", "mystnb"):  # read by the build only
-        notebook.metadata.pop(key, None)
-    # A recorded chapter names the machine's kernel; a reader has Python 3.
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    notebook.metadata.setdefault("language_info", {"name": "python"})
+    # The rest of the top matter is the build's (an answer's `{{ ans }}` substitution, saved
+    # widget state). A recorded chapter names the machine's kernel; a reader has Python 3.
+    notebook.metadata = nbformat.from_dict({
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": notebook.metadata.get("language_info", {"name": "python"})})
     for index, cell in enumerate(notebook.cells):
         tags = cell_tags(cell)
         if cell.cell_type == "markdown":
