@@ -27,12 +27,18 @@ ANSWER = "print('the tiny lesson says seventeen', 17)"
 
 
 def _lesson(*cells) -> str:
-    """A lesson as Jupyter saves it: an answer cell, and outputs saved from the author's run."""
-    code = nbformat.v4.new_code_cell("print(6 * 7)", execution_count=3, outputs=[
-        nbformat.v4.new_output("stream", name="stdout", text="saved by the author\n")])
+    """A lesson as Jupyter (Colab) saves it: an answer cell, and outputs and widget state (an
+    Output widget's) saved from the author's run."""
+    saved = nbformat.v4.new_output("stream", name="stdout", text="saved by the author\n")
+    code = nbformat.v4.new_code_cell("print(6 * 7)", execution_count=3, outputs=[saved])
     answer = nbformat.v4.new_code_cell(ANSWER, metadata={"tags": ["answer"]})
-    return _notebook(nbformat.v4.new_markdown_cell("# A lesson\n\nSome text."), code,
-                     nbformat.v4.new_markdown_cell("Print the number."), answer, *cells)
+    notebook = nbformat.reads(_notebook(
+        nbformat.v4.new_markdown_cell("# A lesson\n\nSome text."), code,
+        nbformat.v4.new_markdown_cell("Print the number."), answer, *cells), as_version=4)
+    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+        "state": {"f0e1": {"model_name": "OutputModel", "state": {"outputs": [saved]}}},
+        "version_major": 2, "version_minor": 0}}
+    return nbformat.writes(notebook)
 
 
 def _with_faulty_markup(text: str) -> str:
@@ -108,6 +114,16 @@ print(6 * 7)
 print('the script says seventeen', 17)
 """
 SCRIPT_LINES = [10, 15, 19, 22]
+
+
+def test_a_notebooks_saved_widget_state_is_not_read():
+    """Widget state saved from the author's run (an Output widget holding what an answer
+    printed, a progress bar's text) is, as its saved outputs are, not the build's: its page
+    embedded it and its download held it, in the student edition too."""
+    from coursebook.model.notebooks import read_chapter
+
+    assert "widgets" in nbformat.reads(_lesson(), as_version=4).metadata
+    assert "widgets" not in read_chapter(_lesson(), strict=True).metadata
 
 
 def test_a_script_with_cells_the_book_cannot_read_is_named_not_dropped(tmp_path, monkeypatch):

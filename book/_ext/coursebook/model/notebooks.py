@@ -272,11 +272,12 @@ def chapter_files(folder: Path) -> list[tuple[Path, str]]:
 
 
 def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
-    """The chapter as written, cells noted at their lines (an ``.ipynb``'s saved outputs left
-    out: they are the build's); ``strict`` (a build): a solution that cannot be cut out raises,
-    else (the audits) all of it is an answer."""
+    """The chapter as written, cells noted at their lines (an ``.ipynb``'s saved outputs and
+    widget state left out: they are the build's); ``strict`` (a build): a solution that cannot
+    be cut out raises, else (the audits) all of it is an answer."""
     if notebook_json(text) is not None:
         notebook = nbformat.reads(text, as_version=4)
+        notebook.metadata.pop("widgets", None)  # myst-nb embeds it in the page
         for number, cell in enumerate(notebook.cells, 1):
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
