@@ -228,12 +228,22 @@ def leave_out_plain_scripts(app: Sphinx, config) -> None:
 def refuse_shown_solutions(app: Sphinx, doctree) -> None:
     """``doctree-read``, student edition: a solution on a page is one the book could not cut
     out (it cuts those a chapter's own text holds), shown to students: it stops the build at
-    its text (sphinx-exercise places the box at its page's top)."""
+    its text (sphinx-exercise places the box at its page's top). So does a download of a page
+    as written (MyST-NB's glue lesson offers its own .md), whose answers the edition copies."""
     from docutils import nodes
+    from sphinx.addnodes import download_reference
     from sphinx_exercise.nodes import solution_node, solution_start_node
 
     if edition_of(app) is not Edition.STUDENT:
         return
+    for link in doctree.findall(download_reference):
+        if app.env.path2doc(app.env.relfn2path(link["reftarget"], app.env.docname)[1]) \
+                in app.env.found_docs:  # not myst-nb's {nb-download}, the edition's run
+            report(f"a download of `{link['reftarget']}` gives a page of the book as written, "
+                   "its answers and `{only} instructor` blocks included, to students: link the "
+                   "page instead (its own download gives the student edition's)", link,
+                   "answers", once=False)
+            mark_failed(app.env, app.env.docname)
     fix = ("the book cuts solutions out of chapters only: move the exercise into one (a page "
            "with jupytext top matter, `make chapter`)" if PREPARED not in app.env.temp_data else
            "the book cuts out a `{solution}` directive written in the chapter's own text, not "
