@@ -2429,3 +2429,17 @@ def test_a_module_the_lessons_cells_write_is_no_package_to_declare(tmp_path, cap
     said = _brought_in(tmp_path, capsys, "names.ipynb",
                        nbformat.writes(nbformat.v4.new_notebook(cells=cells)))[1]
     assert "the book's environment lacks: coursebook_absent_module (docs/" in said, said
+
+
+@pytest.mark.parametrize("raw, shown", [("", '$P_3(x)=\\frac{1}{2}$ and ``"quoted"``'),
+                                        ("r", '$P_3(x)=\\\\frac{1}{2}$ and ``\\"quoted\\"``')])
+def test_a_gallery_docstring_comes_in_as_python_reads_it(tmp_path, capsys, raw, shown):
+    """pytorch/tutorials' polynomial lessons write :math:`\\\\frac{1}{2}` in a docstring that
+    is not raw, which Python (and sphinx-gallery, which reads the docstring's value) reads as
+    `\\frac`: the chapter kept `\\\\frac`, which MathJax reads as a line break and `frac`."""
+    docstring = ('"""\nPolynomials\n===========\n\n:math:`P_3(x)=\\\\frac{1}{2}` and '
+                 '``\\"quoted\\"``, see `next <next_tutorial.html>`_.\n"""\n')
+    book, said = _brought_in(tmp_path, capsys, "poly.py",
+                             f"{raw}{docstring}\nimport torch\nprint(torch.ones(2))\n")
+    assert shown in (book / "poly.md").read_text(), (book / "poly.md").read_text()
+    assert "line 5 (`next_tutorial.html`)" in said, said  # its line, either way

@@ -238,8 +238,11 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
         fmt, docstring = _script_format(text)
         if fmt == "sphinx":  # sphinx-gallery's blocks split at 20 `#` or `# %%`; jupytext's at
             # the first only, and its prose starts at a bare `"""` (not `r"""`)
-            if docstring:
-                text = text[:docstring.start(2)] + text[docstring.end(2):]
+            if docstring:  # its value, as sphinx-gallery reads it (`\\frac` is `\frac`)
+                end = text.find('"""', docstring.end())
+                body = text[docstring.end():end] if docstring[2].lower() == "r" else re.sub(
+                    r"\\([\\'\"])", r"\1", text[docstring.end():end])  # lines kept
+                text = text[:docstring.start(2)] + '"""' + body + text[end:]
             text = _inline_targets(re.sub(r"(?m)^# ?%%.*", "#" * 79, text))
             notebook = jupytext.reads(text, fmt={"extension": ".py", "format_name": "sphinx"})
             # jupytext's own `%matplotlib inline` (after the header cell of a script opening
