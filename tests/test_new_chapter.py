@@ -437,7 +437,8 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
     assert ("the book's environment lacks: no_such_module_here, also_not_a_module, "
             "not_installed_here, google.cloud, sphinxcontrib.no_such_builder, "
             "no_such_extension_here, no_such_reloaded_one (" in to_do), to_do
-    assert "cell 6: the cell imports google.colab" in to_do
+    assert "cell 6, line 1: the cell imports google.colab (`from google.colab import drive`)" \
+        in to_do, to_do
     comments = re.findall(r"(cell \d+, line \d+): `(%.+?)`: IPython passes the comment on", to_do)
     assert comments == [("cell 7, line 3", "%reload_ext no_such_reloaded_one  # a comment"),
                         ("cell 8, line 1", "%matplotlib inline  # plots in the page")], to_do
@@ -2443,3 +2444,19 @@ def test_a_gallery_docstring_comes_in_as_python_reads_it(tmp_path, capsys, raw, 
                              f"{raw}{docstring}\nimport torch\nprint(torch.ones(2))\n")
     assert shown in (book / "poly.md").read_text(), (book / "poly.md").read_text()
     assert "line 5 (`next_tutorial.html`)" in said, said  # its line, either way
+
+
+def test_colabs_own_test_is_no_import_that_fails(tmp_path, capsys):
+    """pytorch/tutorials' nn_tutorial asks `try: import google.colab` / `except ImportError:
+    pyplot.show()`, which runs anywhere: the tool said 'the cell imports google.colab
+    (`from matplotlib import pyplot`) ... or the build fails', at the cell's first line."""
+    import nbformat
+
+    cells = [nbformat.v4.new_code_cell(source) for source in (
+        "from matplotlib import pyplot\ntry:\n    import google.colab\nexcept ImportError:\n"
+        "    pyplot.show()",
+        "x = 1\nif x:\n    from google.colab import drive")]
+    said = _brought_in(tmp_path, capsys, "colab.ipynb",
+                       nbformat.writes(nbformat.v4.new_notebook(cells=cells)))[1]
+    assert re.findall(r"(cell \d+.*?): the cell imports google.colab \((.*?)\)", said) == [
+        ("cell 2, line 3", "`from google.colab import drive`")], said

@@ -1560,12 +1560,20 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 exercises.append(f"{_place(cell)} (`{raising[0]}`"
                                  + (")" if errors else ": any error)"))
             imports = _imported_modules(source)
-            colab = [module for module in imports if f"{module}.".startswith(f"{COLAB}.")]
-            if colab:
-                imported.to_do.append(f"{_place(cell)}: the cell imports {COLAB} "
-                                      f"(`{first_line(source)}`), which only Colab has: remove "
-                                      "it, or the build fails")
-            modules.update(dict.fromkeys(module for module in imports if module not in colab))
+            tried = {id(node) for attempt in ast.walk(tree) if isinstance(attempt, ast.Try)
+                     and any(handler.type is None or {"ImportError", "ModuleNotFoundError",
+                             "Exception"} & {getattr(name, "id", "") for name in ast.walk(
+                                 handler.type)} for handler in attempt.handlers)
+                     for statement in attempt.body for node in ast.walk(statement)}
+            imported.to_do += [  # not Colab's own test, `try: import google.colab`, run anywhere
+                f"{_place(cell, node.lineno)}: the cell imports {COLAB} (`"
+                f"{lines[node.lineno - 1].strip()}`), which only Colab has: remove it, or the "
+                "build fails" for node in ast.walk(tree) if id(node) not in tried
+                and isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                    f"{name}.".startswith(f"{COLAB}.") for name in _imported_modules(
+                        ast.unparse(node)))]
+            modules.update(dict.fromkeys(module for module in imports
+                                         if not f"{module}.".startswith(f"{COLAB}.")))
             made.update(Path(argument.split()[-1]).with_suffix("").parts[0]  # pkg/core.py: pkg
                         for node in ast.walk(tree) for magic, argument in [_magic(node)]
                         if magic in ("file", "writefile") and argument.endswith(".py"))
