@@ -464,3 +464,19 @@ def test_a_mark_survives_an_edit_of_its_cell_while_its_pattern_holds():
     accepted, _ = accept(both, "student", [_output("000000aa", "took 4 ms")])
     assert accepted.by_edition["student"] == {"000000aa": "took 4 ms"}
     assert accepted.varying["student"] == set()
+
+
+def test_a_set_a_seeded_cell_makes_is_told_as_what_no_seed_fixes():
+    """pytorch/tutorials' word embeddings lesson seeds torch, then numbers its words by
+    `enumerate(set(test_sentence))`, an order Python draws anew in each run: its losses
+    varied, and the build told it to seed (it was seeded)."""
+    expectations = Expectations(runs={"student": "1234abcd"})
+    expectations.by_edition["student"] = {"0000000a": "[523.02, 520.41]"}
+    source = "torch.manual_seed(1)\nvocab = set(test_sentence)\nprint(losses)"
+    for code, told in ((source, True), ("model.reset()\nprint(losses)", False)):
+        [varies] = compare(expectations, "student",
+                           [CellOutput("0000000a", 1, code, "[523.30, 520.60]")], "1234abcd")
+        said = varies.fix(Path("e.txt"))
+        assert ("makes a set, whose order differs between runs (of strings too: Python draws "
+                "their hashes anew), which no seed fixes: iterate `sorted(...)` of it" in said) \
+            == told and "`torch.manual_seed(0)`" in said, said

@@ -336,7 +336,10 @@ class Mismatch:
                 "objects' `id()`s (where they lie in memory), which no seed fixes: print "
                 "something else. " if ids[0] == ids[1] else "Only times or sizes differ: a "
                 "clock's or a memory's, which no seed fixes (print what does not vary), or "
-                "simulated ones, drawn. " if varies == "measured" else "")
+                "simulated ones, drawn. " if varies == "measured" else "Its code makes a set, "
+                "whose order differs between runs (of strings too: Python draws their hashes "
+                "anew), which no seed fixes: iterate `sorted(...)` of it. " if re.search(
+                    r"\bset\(", self.cell.source) else "")
                 + ("Only temporary names (the folder the cells run in, a temporary file's) or "
                    "dates differ, which no seed fixes: print what does not vary" if varies ==
                    "made" else "Seed what varies before its draw (`torch.manual_seed(0)`, "
