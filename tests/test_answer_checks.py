@@ -695,12 +695,12 @@ def test_a_check_cell_that_raised_names_the_check_to_correct():
     for cell in cells[:at]:
         if cell.cell_type == "code":
             _run(cell.source, namespace)
-    with pytest.raises(RuntimeError) as raised:
+    with pytest.raises(TypeError, match="Your function raised RuntimeError") as raised:
         _run(cells[at].source, namespace)
     doctree = nodes.container()
     doctree += nodes.container(nb_element="cell_code", cell_index=at,
                                cell_metadata={"tags": cell_tags(cells[at])})
-    doctree[0] += nodes.literal_block("", f"RuntimeError: {raised.value}", classes=["traceback"])
+    doctree[0] += nodes.literal_block("", f"TypeError: {raised.value}", classes=["traceback"])
     [problem] = cell_problems(doctree, cells, True, None)
     assert "raised an error it was not tagged for" in problem.message
     assert "correct the check there" in problem.message, problem.message
