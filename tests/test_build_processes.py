@@ -105,7 +105,6 @@ def test_a_waiting_kernel_imported_ahead_into_its_process_not_into_the_cells_nam
     status, text = run_in_kernel(waiting_kernel, code)
     assert status == "ok"
     assert text.split() == ["True", "False", "module://matplotlib_inline.backend_inline"]
-    assert Path(waiting_kernel["cwd"]).is_dir()
 
 
 def test_the_preview_swaps_sphinx_autobuilds_builder_and_its_rebuilds_fork():

@@ -487,11 +487,9 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
     edited: the page showed the old file's outputs, verified (HL3). The run is refused at the
     reading cell, twice (not cached as good), from a kernel forked from the build's server
     (a cold cache) and from one started (a warm one); a file the run writes before it reads
-    it (torch.save, savefig, open(..., 'w')) is its own, there from the run before too. Once
-    it lists what it reads, it writes none beside it: a lesson's `%%writefile` printed
-    "Overwriting" on its second run (the first's file left in book/), an output that varied;
-    a file an earlier run left there, written through its link, is refused (review F16), as
-    is one it lists, with its own words (F21)."""
+    it (torch.save, savefig, open(..., 'w')) is its own, left in its temporary folder, not
+    beside the chapter. A file there written through its link (one an earlier run left) is
+    refused before it is written (review F16), as is one it lists, with its own words (F21)."""
     chapter = tiny_book / "chapter.md"
     (tiny_book / "data.csv").write_text("1,2\n")
     _plant_cell(chapter, "import matplotlib.pyplot as plt\ntorch.save(weights, 'ones.pt')\n"
@@ -508,19 +506,19 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
             "list, so an edit of it would not run the chapter again: list it in its top "
             "matter: `coursebook: {reads: [data.csv]}`"))
         assert build.executed == 1 and build.log.count("reads `") == 1, build.log[-3000:]
-    assert all((tiny_book / name).is_file() for name in ("ones.pt", "out.txt", "fig.png"))
+    written = ("ones.pt", "out.txt", "fig.png")
+    assert not any((tiny_book / name).exists() for name in written)
     chapter.write_text(chapter.read_text().replace(
         "kernelspec:", "coursebook: {reads: [data.csv]}\nkernelspec:", 1))
-    # What the runs above, in the chapter's folder, left there is written through its link.
+    (tiny_book / "fig.png").write_text("an earlier run's")  # its write goes through the link
     left = sphinx_build(tiny_book, tmp_path / "left", tmp_path / "cache")
     assert_one_clear_message(left, (
         f"{chapter}:{_line_of(chapter, 'import matplotlib')}: ERROR: code cell `import "
         "matplotlib.pyplot as plt` writes `fig.png` beside the chapter, through the link its "
-        "run makes to what is there: the file stays there, and a run from a fresh clone "
-        "differs. Delete it if an earlier run left it, else write it at another path."))
-    written = ("ones.pt", "out.txt", "fig.png")
-    for name in written:
-        (tiny_book / name).unlink()
+        "run makes to what is there, which would change the book's sources (refused): write it "
+        "at another path, which its run keeps; delete it if an earlier run left it."))
+    assert (tiny_book / "fig.png").read_text() == "an earlier run's"
+    (tiny_book / "fig.png").unlink()
     listed = sphinx_build(tiny_book, tmp_path / "listed", tmp_path / "cache",
                           settings={"coursebook_accept_outputs": "1"})
     assert listed.returncode == 0 and listed.executed == 1, listed.log[-3000:]
@@ -531,8 +529,55 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
     assert_one_clear_message(changed, (
         f"{chapter}:{back}: ERROR: code cell `open('data.csv', 'a').write('3,4')` changes "
         "`data.csv`, which the top matter's 'coursebook: reads' lists, through the link its run "
-        "makes: the chapter's own copy changes, and the next run reads the changed one: write "
-        "the result at another path"))
+        "makes, which would change the copy its next run reads (refused): write the result at "
+        "another path"))
+    assert (tiny_book / "data.csv").read_text() == "1,2\n"
+
+
+@pytest.mark.slow
+@pytest.mark.own_kernels
+def test_a_chapter_listing_no_reads_leaves_nothing_beside_it(tiny_book, tmp_path):
+    """A chapter that lists no `coursebook: reads` ran in book/ and left what it wrote there:
+    a second run's `%%writefile` printed "Overwriting" where a fresh clone's prints "Writing",
+    and its outputs differed from CI's. Every chapter runs in a temporary folder of its own."""
+    chapter = tiny_book / "chapter.md"
+    _plant_cell(chapter, "import helper\nprint(helper.X)")
+    _plant_cell(chapter, "%%writefile helper.py\nX = 2")  # planted before the cell above
+    for run in ("first", "second"):  # each on a cache of its own, as CI's from a fresh clone
+        build = sphinx_build(tiny_book, tmp_path / run, tmp_path / f"cache-{run}", settings={
+            "coursebook_accept_outputs": "1"} if run == "first" else None)
+        assert build.returncode == 0 and build.executed == 1, build.log[-3000:]
+        assert not (tiny_book / "helper.py").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.own_kernels
+@pytest.mark.parametrize("code, told", [
+    ("open('data/out.csv', 'w').write('1')", "writes `data/out.csv` beside the chapter, "
+     "through the link its run makes to what is there, which would change the book's sources "
+     "(refused): write it at another path, which its run keeps; delete it if an earlier run "
+     "left it."),
+    ("os.makedirs(f'{MACHINE}/content/data', exist_ok=True)", "writes `MACHINE/content`, "
+     "outside the folder its run makes, which would change the machine a build runs on "
+     "(refused): write it at a relative path (`content`), which its run keeps.")])
+def test_a_write_outside_a_chapters_run_is_refused_before_it_is_made(tiny_book, tmp_path, code,
+                                                                     told):
+    """A write into a folder beside the chapter (`reads: [data/in.csv]`) landed in book/
+    through its run's link to it; one at an absolute path (Colab's /content: MACHINE here,
+    outside the build's temporary folder and the home) was made on the machine the build
+    ran on, as root in CI. Each is refused at its cell, before it is made."""
+    machine = tmp_path / "machine"
+    machine.mkdir()
+    (tiny_book / "data").mkdir()
+    (tiny_book / "data" / "in.csv").write_text("0\n")
+    chapter = tiny_book / "chapter.md"
+    line = _plant_cell(chapter, f"import os\nMACHINE = {str(machine)!r}\n{code}",
+                       "coursebook: {reads: [data/in.csv]}")
+    build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `import os` "
+                             + told.replace("MACHINE", str(machine)))
+    assert sorted(path.name for path in (tiny_book / "data").iterdir()) == ["in.csv"]
+    assert not list(machine.iterdir())
 
 
 @pytest.mark.slow

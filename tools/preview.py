@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     import_modules(build_modules(conf))
     pool = args.out.resolve() / args.edition / "kernels"
     make_pool(pool)
-    server = None  # a kernel kept waiting, started in the book's folder, imports done
+    server = None  # a kernel kept waiting, imports done (it moves into its run's folder)
     if not args.no_warm_kernels:
         offer_waiting_kernels(pool)
         server = start_kernel_forkserver(pool, conf["kernel_imports"], keep=args.source.resolve())

@@ -11,7 +11,7 @@ import io
 import logging
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -23,9 +23,8 @@ from sphinx.util import logging as sphinx_logging
 
 from coursebook.config import BookConfig, book_config
 from coursebook.execute.notebook_runs import StoppedRun, run_notebook
-from coursebook.execute.shared_cache import (FAILED, READS, cache_run, cached_record,
-                                             create_cache, in_key, notebook_lock, open_cache,
-                                             with_notes)
+from coursebook.execute.shared_cache import (FAILED, cache_run, cached_record, create_cache,
+                                             notebook_lock, open_cache, with_notes)
 from coursebook.model.cell_notes import without_notes
 from coursebook.model.notebooks import RAISES_TAG, cell_tags
 from coursebook.page_state import page_states
@@ -155,19 +154,16 @@ def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
     settings = run.settings
     logger.info("Executing notebook using %s CWD",
                 "temporary" if settings.execution_in_temp else "local", location=location)
-    # A chapter that reads files beside it runs among them, linked into a temporary folder:
-    # what it writes is not left in the book's sources, where its next run would find it
-    # (%%writefile's "Overwriting"). One that reads none runs in its folder, where the
-    # preview keeps a kernel waiting, unless in a temporary one (execution_in_temp).
-    linked = not settings.execution_in_temp and in_key(run.notebook, READS)
-    with (TemporaryDirectory() if settings.execution_in_temp or linked
-          else nullcontext(str(run.path.parent))) as cwd:
-        for entry in run.path.parent.iterdir() if linked else []:
+    # A chapter runs among links to the files beside it (none: myst-nb's execution_in_temp)
+    # in a temporary folder: what it writes is not left in the book's sources, where its
+    # next run would find it (%%writefile's "Overwriting"). Its kernel refuses a write
+    # through a link, or outside the run (kernel_forkserver.load_ipython_extension).
+    with TemporaryDirectory() as cwd:
+        for entry in () if settings.execution_in_temp else run.path.parent.iterdir():
             os.symlink(entry, os.path.join(cwd, entry.name))
         result, stopped = run_notebook(
-            run.notebook, str(run.path), cwd=os.path.abspath(cwd),
-            timeout=settings.execution_timeout, allow_errors=settings.execution_allow_errors,
-            meta_override=True)
+            run.notebook, str(run.path), cwd=cwd, timeout=settings.execution_timeout,
+            allow_errors=settings.execution_allow_errors, meta_override=True)
     if result.err is not None and not keep_failed:
         return result, stopped, None
     # A run that went on past an error no cell is tagged for (errors allowed) would have

@@ -23,6 +23,7 @@ import socket
 import sys
 import tempfile
 import uuid
+from functools import partial
 from pathlib import Path
 
 from coursebook.execute.pip_refusal import PYTHON, REFUSED
@@ -31,8 +32,8 @@ from coursebook.execute.pip_refusal import PYTHON, REFUSED
 # and notes the files its cells read (load_ipython_extension).
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR",
                     "--IPKernelApp.extra_extensions=coursebook.execute.kernel_forkserver"]
-# A cell's reply's payloads: a file it read; one it wrote through a link into its chapter's
-# folder; a pip command it ran that would change an environment, refused.
+# A cell's reply's payloads: a file it read; one it would write outside its run, refused; a
+# pip command it ran that would change an environment, refused.
 READ, WROTE, PIP_REFUSED = "coursebook.read", "coursebook.wrote", "coursebook.pip_refused"
 
 
@@ -72,36 +73,63 @@ def ended_path(pool: Path, pid: int) -> Path:
     return pool / "ended" / str(pid)
 
 
+def moves_to(connection_file: str) -> Path:
+    """Where the taker of a kernel kept waiting names the folder it runs its cells in."""
+    return Path(connection_file).with_suffix(".cwd")
+
+
 def load_ipython_extension(shell) -> None:
-    """Each file under the kernel's folder (its chapter's) that a cell opens to read, told
-    once in the cell's reply with its time of change; not the book's own code, which keys
-    the run where a cell imports it (shared_cache.book_code_digest). Each it opens to write
-    through a link (a run among its chapter's files, linked), told once too. Every pip that a
-    cell runs, in the kernel or a program it starts, is pip_refusal.py (PIP_PYTHON): each
-    command it refused, told in the reply of the cell that ran it."""
-    folder, package, seen = os.getcwd() + os.sep, str(Path(__file__).parents[1]), set()
-    real = os.path.realpath(folder) + os.sep
+    """Before its first cell, the kernel moves into the folder its taker named, if one did
+    (a kernel kept waiting: its run's). Then each file under that folder that a cell opens
+    to read is told once in the cell's reply, with its time of change; not the book's own
+    code, which keys the run where a cell imports it (shared_cache.book_code_digest). A file
+    or folder a cell makes that would land outside the run (through a link its run makes to
+    what is beside the chapter; outside its folder, the temporary one, the home, where
+    libraries keep their caches, and /dev) is refused before it is made, and told once. Every
+    pip that a cell runs, in the kernel or a program it starts, is pip_refusal.py
+    (PIP_PYTHON): each command it refused, told in the reply of the cell that ran it."""
+    from ipykernel.connect import get_connection_file
 
-    def note(event: str, args: tuple) -> None:
-        if event != "open" or not isinstance(args[0], str):
-            return
-        path = os.path.abspath(args[0])
-        if not path.startswith(folder) or path.startswith(package):
-            return
-        cached = f"{os.sep}__pycache__{os.sep}" in path  # an import's bytecode
-        if args[2] & (os.O_WRONLY | os.O_RDWR):
-            if not (cached or (WROTE, path) in seen or os.path.realpath(path).startswith(real)):
-                seen.add((WROTE, path))
-                shell.payload_manager.write_payload({"source": WROTE, "file": path[len(folder):]})
-            return
-        if path.endswith(".pyc") and cached:
-            path = importlib.util.source_from_cache(path)
-        if path not in seen and os.path.isfile(path):
-            seen.add(path)
-            shell.payload_manager.write_payload({"source": READ, "file": path[len(folder):],
-                                                 "mtime": os.path.getmtime(path)})
+    def start() -> None:
+        shell.events.unregister("pre_execute", start)
+        with contextlib.suppress(OSError):  # none named: started where it runs
+            os.chdir(moves_to(get_connection_file()).read_text())
+        sys.addaudithook(partial(note, os.getcwd() + os.sep, set()))
 
-    sys.addaudithook(note)
+    def note(folder: str, seen: set, event: str, args: tuple) -> None:
+        if event not in ("open", "os.mkdir"):
+            return
+        name = os.fspath(args[0]) if isinstance(args[0], os.PathLike) else args[0]  # os.open's
+        if not isinstance(name, str):  # a descriptor, bytes
+            return
+        path = os.path.abspath(name)
+        bytecode = f"{os.sep}__pycache__{os.sep}" in path  # an import's
+        if event == "open" and not args[2] & (os.O_WRONLY | os.O_RDWR):
+            if not path.startswith(folder) or path.startswith(package):
+                return
+            if path.endswith(".pyc") and bytecode:
+                path = importlib.util.source_from_cache(path)
+            if path not in seen and os.path.isfile(path):
+                seen.add(path)
+                shell.payload_manager.write_payload({"source": READ, "file": path[len(folder):],
+                                                     "mtime": os.path.getmtime(path)})
+            return
+        inside = path.startswith(folder)
+        lands = os.path.join(os.path.realpath(path), "")
+        if (bytecode or (event == "os.mkdir" and os.path.lexists(path))  # makes nothing
+                or lands.startswith(os.path.join(os.path.realpath(folder), "") if inside
+                                    else kept)):
+            return
+        told = path[len(folder):] if inside else path
+        if told not in seen:
+            seen.add(told)
+            shell.payload_manager.write_payload({"source": WROTE, "file": told})
+        raise PermissionError(f"{told}: a chapter's run keeps what it writes in its own folder")
+
+    package = str(Path(__file__).parents[1])
+    kept = tuple(os.path.join(os.path.realpath(place), "")
+                 for place in (tempfile.gettempdir(), os.path.expanduser("~"), "/dev"))
+    shell.events.register("pre_execute", start)
     refused = Path(tempfile.gettempdir()) / f"coursebook-pip-{uuid.uuid4().hex}"
     os.environ.update({"PIP_PYTHON": str(Path(__file__).with_name("pip_refusal.py")),
                        PYTHON: sys.executable, REFUSED: str(refused)})
@@ -170,7 +198,7 @@ def serve(args: dict) -> dict:
             ended_path(pool, pid).unlink(missing_ok=True)  # an earlier kernel's, of the same pid
             if request.get("ready"):
                 write_whole(pool / "ready" / f"{Path(request['connection_file']).stem}.json",
-                            json.dumps({"pid": pid, "server": os.getpid(), "cwd": request["cwd"],
+                            json.dumps({"pid": pid, "server": os.getpid(),
                                         "connection_file": request["connection_file"]}))
         if connection is not None:
             with connection:

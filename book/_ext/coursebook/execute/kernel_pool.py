@@ -24,6 +24,7 @@ from sphinx.util import logging
 from coursebook.config import book_config
 from coursebook.execute.fill_cache import ChapterRuns
 from coursebook.execute.kernel_forkserver import (
+    moves_to,
     process_alive,
     request_kernel,
     server_command,
@@ -54,16 +55,15 @@ def _note_taken(pool: Path, name: str, kernel: dict) -> dict:
 
 
 def take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
-    """A waiting kernel started in ``cwd`` (none: this process's, as jupyter_client starts
-    one), now this caller's alone (a rename is atomic)."""
+    """A waiting kernel, now this caller's alone (a rename is atomic), told to run its cells
+    in ``cwd`` (none: this process's, as jupyter_client starts one there)."""
     for ready in sorted((pool / "ready").glob("*.json")):
         try:
             kernel = json.loads(ready.read_text())
-            if Path(kernel["cwd"]) != Path(cwd or os.getcwd()).resolve():
-                continue
             ready.rename(pool / "taken" / ready.name)
         except OSError:
             continue  # another reader took it
+        moves_to(kernel["connection_file"]).write_text(cwd or os.getcwd(), encoding="utf8")
         return _note_taken(pool, ready.stem, kernel)
     return None
 

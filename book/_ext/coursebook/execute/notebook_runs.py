@@ -28,7 +28,7 @@ EXIT_STATUS_UNKNOWN, SERVER_ENDED = -(1 << 16), -(1 << 17)
 
 
 class RefusedRun(Exception):
-    """A cell read a file beside its chapter, unlisted, or wrote one through its link, or
+    """A cell read a file beside its chapter, unlisted, or would write one outside its run, or
     ran pip to change an environment."""
 
 
@@ -41,7 +41,7 @@ class StoppedRun:
     timeout: int = 0  # the limit a cell ran past, in seconds
     exit_status: int | None = None  # the dead kernel's: an exit code, or minus a signal
     kernel: str = ""  # the kernel the chapter names, when none of that name is installed
-    file: str = ""  # the file beside the chapter it read unlisted, or wrote (RefusedRun)
+    file: str = ""  # the file beside the chapter it read unlisted, or would write (RefusedRun)
     command: str = ""  # the pip command it ran, refused (PipRefused)
     prompt: str = ""  # a timed-out cell's last line, a question a program it runs may ask
     chapter: str = ""  # its file, whose kind says where its settings go (a MyST page's: "")
@@ -66,12 +66,16 @@ class StoppedRun:
                         self.chapter, f"coursebook: {{reads: [{self.file}]}}"))
         if self.error == "WroteListed":
             return (f"changes `{self.file}`, which the top matter's 'coursebook: reads' lists, "
-                    "through the link its run makes: the chapter's own copy changes, and the "
-                    "next run reads the changed one: write the result at another path")
+                    "through the link its run makes, which would change the copy its next run "
+                    "reads (refused): write the result at another path")
         if self.error == "WroteThroughLink":
             return (f"writes `{self.file}` beside the chapter, through the link its run makes to "
-                    "what is there: the file stays there, and a run from a fresh clone differs. "
-                    "Delete it if an earlier run left it, else write it at another path.")
+                    "what is there, which would change the book's sources (refused): write it at "
+                    "another path, which its run keeps; delete it if an earlier run left it.")
+        if self.error == "WroteOutside":
+            return (f"writes `{self.file}`, outside the folder its run makes, which would change "
+                    "the machine a build runs on (refused): write it at a relative path "
+                    f"(`{os.path.basename(self.file)}`), which its run keeps.")
         if self.error == "CellTimeoutError":
             return (f"was still running after {self.timeout} s, the limit for one cell "
                     "(nb_execution_timeout); the cells after it did not run. " + (
@@ -215,13 +219,15 @@ def run_notebook(notebook: nbformat.NotebookNode, chapter: str = "", **options):
         return result, StoppedRun("CellTimeoutError", cell, timeout=timeout, chapter=chapter,
                                   prompt=open_line(notebook.cells[cell]))
     listed = {os.path.normpath(name) for name in in_key(notebook, READS)}
-    # An unlisted read: an edit of the file would keep the run cached. A write through a
-    # link (a run that lists reads runs among links): left in the chapter's folder.
-    refused = sorted((index, "UnlistedRead" if source == READ else "WroteListed" if name in
-                      listed else "WroteThroughLink", name)
+    # An unlisted read: an edit of the file would keep the run cached. A write the kernel
+    # refused (it raised there, or later cells ran, having caught it), through a link into
+    # the chapter's folder or outside the run's.
+    refused = sorted((index, "UnlistedRead" if source == READ else "WroteOutside"
+                      if os.path.isabs(name) else "WroteListed" if name in listed
+                      else "WroteThroughLink", name)
                      for (source, name), index in told.items()
-                     if (name not in listed if source == READ else listed))
-    if result.err is None and refused:
+                     if source == WROTE or name not in listed)
+    if refused:
         stopped = StoppedRun(refused[0][1], refused[0][0], file=refused[0][2], chapter=chapter)
         result.err, result.exc_string = RefusedRun(stopped.what), stopped.what
         return result, stopped
