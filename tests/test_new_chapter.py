@@ -786,6 +786,20 @@ def test_a_lessons_own_label_of_its_title_is_not_written_twice(tmp_path, capsys)
     assert (book / "places.md").read_text().count("(places)=") == 1
 
 
+def test_a_lessons_download_of_itself_is_told(tmp_path, capsys):
+    """MyST-NB's lessons offer themselves, `{nb-download}`glue.ipynb`` and `{download}`glue.md``:
+    brought in as `mystnb-glue`, unsaid, the build stopped at them ("download file not
+    readable"), and the chapter's own name would give students its answers. A data file's
+    download, and one shown as an example, are not told."""
+    _, said = _brought_in(tmp_path, capsys, "glue.md", MYST_PLACES.replace(
+        "The [previous lesson](intro.html).",
+        "Get it as **{nb-download}`glue.ipynb`** and {download}`its text <glue.md>`; "
+        "{download}`data.csv`.\n\n```md\n{download}`other.md`\n```"))
+    told = re.findall(r"line (\d+): `(.*?)` downloads a page", said)
+    assert told == [("9", "{nb-download}`glue.ipynb`"),
+                    ("9", "{download}`its text <glue.md>`")], said
+
+
 def test_a_lecture_of_prose_alone_gets_no_hidden_first_cell(tmp_path, capsys):
     """A Jupyter Book lesson of prose (an autoencoder workshop's notes): the hidden first cell
     came after the lecture's one markdown cell, last, and its download ended in `%xmode

@@ -549,6 +549,9 @@ _COLAB_BADGE = re.compile(r"<a [^>]*href=\"https://colab\.research\.google\.com/
                           r"<img [^>]*colab-badge\.svg[^>]*>\s*</a>|\[!\[[^\]]*\]\(https://(?:colab"
                           r"\.research\.google\.com/assets/colab-badge|kaggle\.com/static/images/"
                           r"open-in-kaggle)\.svg\)\]\([^)]*\)")
+# A download of a page: MyST-NB's lessons offer themselves (`{nb-download}`glue.ipynb``,
+# `{download}`glue.md``); in book/, a notebook or Markdown file is a page.
+_PAGE_DOWNLOAD = re.compile(r"\{nb-download\}`[^`]*`|\{download\}`[^`]*\.(?:md|ipynb)>?`")
 # A glossary's term looked up (`{term}`jit``, `{term}`traced <Tracer>``), and a glossary: its
 # terms are its lines flush left (`term : classifier`).
 _TERM = re.compile(r"\{term\}`(?:[^`<]*<)?(?P<name>[^<>`]+?)>?`")
@@ -1669,6 +1672,13 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             references += [(found["name"], _place(cell, line + 1, found[0]))
                            for found in _MYST_REF.finditer(source)
                            if (line := source.count("\n", 0, found.start())) not in in_code]
+            imported.to_do += [
+                f"{_place(cell, line + 1, found[0])}: `{found[0]}` downloads a page (in book/, "
+                "a notebook or Markdown file is one), which each page of the book offers with "
+                "its own buttons, as the student edition has it (a download of a page as "
+                "written stops that edition's build): take it out"
+                for found in _PAGE_DOWNLOAD.finditer(source)
+                if (line := source.count("\n", 0, found.start())) not in in_code]
             terms += [(" ".join(found["name"].split()), _place(  # Sphinx folds its blanks
                 cell, source.count("\n", 0, found.start()) + 1, found[0]))
                 for found in _TERM.finditer(source)]
