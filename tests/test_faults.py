@@ -581,6 +581,32 @@ def test_a_write_outside_a_chapters_run_is_refused_before_it_is_made(tiny_book, 
 
 
 @pytest.mark.slow
+def test_the_folder_the_cells_run_in_is_shown_as_the_notebooks_folder(tmp_path):
+    """QuantEcon's python_essentials shows `%pwd`: the page showed the build's folder (a new
+    /tmp one on each run of a chapter that lists its reads, else the builder's checkout), an
+    output that varied, or differed from machine to machine, and meant nothing to a student."""
+    import nbformat
+
+    from coursebook.execute.notebook_runs import NOTEBOOK_FOLDER, run_notebook
+
+    folder, chapter = tmp_path / "tmpa1b2c3d4", tmp_path / "book" / "chapter.md"
+    folder.mkdir()
+    chapter.parent.mkdir()
+    (chapter.parent / "data.csv").write_text("1\n")  # a listed read: its run links it
+    (folder / "data.csv").symlink_to(chapter.parent / "data.csv")
+    cells = ["%pwd", "import os\nprint(os.getcwd())", "!pwd",
+             "from pathlib import Path\nPath('data.csv').resolve()", repr(f"{folder}-old")]
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(code) for code in cells], metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    run_notebook(notebook, str(chapter), cwd=str(folder), timeout=60, allow_errors=False)
+    shown = [(output.get("text") or output["data"]["text/plain"]).rstrip()
+             for cell in notebook.cells for output in cell.outputs]
+    assert shown == [f"'{NOTEBOOK_FOLDER}'", NOTEBOOK_FOLDER, NOTEBOOK_FOLDER,
+                     f"PosixPath('{NOTEBOOK_FOLDER}/data.csv')", repr(f"{folder}-old")], shown
+
+
+@pytest.mark.slow
 def test_a_helper_module_beside_the_chapter_is_a_file_it_reads_the_books_own_code_is_not(
         tmp_path):
     """An import reads its module (io.open_code), compiled or not: a helper beside the

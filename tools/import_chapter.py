@@ -53,9 +53,9 @@ Left to the author, and listed: the packages to declare (those the install lines
 modules the cells import that the book's environment lacks), the lesson's own modules the cells
 import, a cell that reads a name only a later cell defines (a lesson saved after running its
 cells out of order), the cells that draw random numbers before any seed, the cells that run an
-exercise's blank (a ``TODO``) or need an answer, to tag ``needs-answers``, a cell showing the
-folder the cells run in (``%pwd``) or a time taken (``%timeit``): each differs between runs, a
-path out of that folder (``"../saved_models"``: what the cells write there stays), a module
+exercise's blank (a ``TODO``) or need an answer, to tag ``needs-answers``, a cell showing a
+time taken (``%timeit``): it differs between runs, a path out of the folder the cells run in
+(``"../saved_models"``: what the cells write there stays), a module
 that shows widgets (``tqdm.notebook``: never compared), where students get the files the cells
 read, the errors tagged to check (a GPU's, ``cuda:0``, which the CPU build does not raise), a
 ``google.colab`` import, each image the lesson shows that is not beside it, sits inside other
@@ -135,8 +135,6 @@ _INSTALL = re.compile(r"^\s*[!%](?:(?P<pip>pip3?|python3? -m pip|conda|mamba)|ap
 # pip's options that take a value (`-r requirements.txt`): the value is no package.
 _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index-url",
                      "--extra-index-url", "-f", "--find-links", "-t", "--target"})
-# A statement showing the folder the cells run in: `%pwd`, `!pwd`, `os.getcwd()`, `Path.cwd()`.
-_CWD = re.compile(r"run_line_magic\('pwd'|system\('pwd'\)|\b(?:getcwd|cwd)\(\)")
 # A clock read: shown, it is how long something took (d2l's `f'{time.time() - tic:.2f} sec'`).
 _CLOCK = re.compile(r"\b(?:time|perf_counter|monotonic|process_time)(?:_ns)?\(\)")
 _NOW = re.compile(r"\b(?:now|today|utcnow|ctime)\(\)")  # nbdev's `datetime.datetime.now()`
@@ -1472,10 +1470,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             dated = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
                      and _NOW.search(ast.unparse(node.value)) for target in node.targets
                      if isinstance(target, ast.Name)}  # `stamp = datetime.now()`, shown below
-            # A temporary folder is new on each run; a time (%timeit -q prints none) differs too.
-            shown = [(node.lineno, "the folder the cells run in") for node in tree.body
-                     if isinstance(node, ast.Expr) and _CWD.search(ast.unparse(node))] + [
-                (node.lineno, "how long a statement took") for node in ast.walk(tree)
+            # A time (%timeit -q prints none) differs between runs.
+            shown = [(node.lineno, "how long a statement took") for node in ast.walk(tree)
                 for magic, argument in [_magic(node)] if magic in ("time", "timeit")
                 and "-q" not in _TIMEIT_OPTIONS.match(argument)[0].split()] + [
                 (node.lineno, "how long a statement took") for node in ast.walk(tree)

@@ -202,6 +202,8 @@ def run_notebook(notebook: nbformat.NotebookNode, chapter: str = "", **options):
                                  error, traceback.format_exc())
     finally:
         cut_long_outputs(notebook)
+        # A run among links reaches the chapter's own folder through them.
+        name_the_folder(notebook, options.get("cwd") or os.getcwd(), os.path.dirname(chapter))
     cell = running[-1] if running else None
     if isinstance(result.err, NoSuchKernel):
         return result, StoppedRun("NoSuchKernel", None, kernel=result.err.name, chapter=chapter)
@@ -271,6 +273,26 @@ def cut(text: str) -> str:
     if not head.endswith("\n"):
         head += "\n"
     return f"{head}{marker}\n{tail}"
+
+
+# What a page shows for the folder the cells ran in: a build's (a temporary one, linked to the
+# chapter's in the builder's checkout) means nothing to a reader, and differs between runs.
+NOTEBOOK_FOLDER = "<notebook folder>"
+
+
+def name_the_folder(notebook: nbformat.NotebookNode, *folders: str) -> None:
+    """Each of ``folders`` (``%pwd``, ``os.getcwd()``, a path in it) as :data:`NOTEBOOK_FOLDER`
+    in the text of the notebook's outputs, in place."""
+    paths = sorted({path for folder in folders if folder for path in (
+        os.path.abspath(folder), os.path.realpath(folder))}, key=len, reverse=True)
+    named = re.compile(f"(?:{'|'.join(map(re.escape, paths))})" + r"(?![\w.-])")
+    for output in (output for cell in notebook.cells for output in cell.get("outputs", ())):
+        for place in (output, output.get("data", {})):  # a stream's, an error's, a result's
+            for key, text in place.items():
+                if isinstance(text, str) and key.startswith(("text", "evalue")):
+                    place[key] = named.sub(NOTEBOOK_FOLDER, text)
+        if "traceback" in output:
+            output.traceback = [named.sub(NOTEBOOK_FOLDER, line) for line in output.traceback]
 
 
 def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:

@@ -340,7 +340,7 @@ class Mismatch:
                 "whose order differs between runs (of strings too: Python draws their hashes "
                 "anew), which no seed fixes: iterate `sorted(...)` of it. " if re.search(
                     r"\bset\(", self.cell.source) else "")
-                + ("Only temporary names (the folder the cells run in, a temporary file's) or "
+                + ("Only temporary names (a temporary file's or folder's) or "
                    "dates differ, which no seed fixes: print what does not vary" if varies ==
                    "made" else "Seed what varies before its draw (`torch.manual_seed(0)`, "
                    "`np.random.seed(0)` or `random.seed(0)`, as the cell draws; a tensor made by "

@@ -174,7 +174,7 @@ def _marked(accepted: str, shown: str) -> str:
 
 
 # A name tempfile draws, by its own generator (no seed of the cells' fixes it): a temporary
-# file's or folder's, the one the cells run in during a build (`%pwd`, `os.getcwd()`).
+# file's or folder's (not the one the cells run in: the run names it, notebook_runs).
 _TEMPORARY = re.compile(r"(?<![^\W_])tmp[a-z0-9_]{8}(?![^\W_])")
 
 
