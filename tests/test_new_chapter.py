@@ -2071,7 +2071,9 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
                             "x = 1\ntorch.save(model, '/content/model.pt')",
                             "open('/dev/null', 'w').write('not kept')",
                             "torch.save(m, os.path.join('/content', 'models', 'm.pt'))",
-                            "df.to_csv('out.csv', sep='/')"])
+                            "df.to_csv('out.csv', sep='/')",
+                            "torch.save(m, os.path.join('/content/drive', run, 'best.pt'))",
+                            "torch.save(m, Path('/content') / 'm.pt')"])
     (tmp_path / "colab").mkdir()
     said = _brought_in(tmp_path / "colab", capsys, "colab.ipynb", lesson)[1]
     assert "cell 1, line 1: writes `/content/train.py`, outside the chapter's folder: a build " \
@@ -2080,7 +2082,8 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
     assert "cell 2, line 2: writes `/content/model.pt`" in said and "/dev/null`" not in said
     # The file argument alone (HR's note on 5d30fc1: "writes `/content`", "writes `/`").
     assert re.findall(r"writes `(/[^`]*)`", said) == [
-        "/content/train.py", "/content/model.pt", "/content/models/m.pt"], said
+        "/content/train.py", "/content/model.pt", "/content/models/m.pt",
+        "/content/drive/…/best.pt", "/content/m.pt"], said  # an unknown folder under one (HR's G1)
 
 
 def test_a_cell_reading_a_name_only_a_later_cell_defines_is_told_at_its_line(tmp_path, capsys):

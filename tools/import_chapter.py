@@ -1022,16 +1022,28 @@ def _written_file(call: ast.Call, named: str, bound: dict) -> tuple[str, list] |
             *call.args[:1 if named == "open" else 2],
             *(word.value for word in call.keywords if word.arg in _FILE_WORDS)]
     for node in given:
-        parts = node.args if isinstance(node, ast.Call) and getattr(
-            node.func, "attr", getattr(node.func, "id", "")) in ("join", "Path") else [
-            node.left, node.right] if isinstance(getattr(node, "op", None), ast.Div) else [node]
-        parts = [bound.get(getattr(part, "id", None), part) for part in parts]
-        # in a folder not known here (`os.path.join(root, 'm.pt')`): the strings after it
-        while parts and not all(isinstance(getattr(part, "value", None), str) for part in parts):
-            del parts[0]
-        if parts:
-            return "/".join(part.value for part in parts), parts
+        parts = _path_parts(node, bound)
+        names = [part.value if isinstance(getattr(part, "value", None), str) else None
+                 for part in parts]
+        # in a folder not known here (`os.path.join(root, 'm.pt')`): the strings after it; under
+        # an absolute one (`'/content', run, 'm.pt'`), told as outside: `/content/…/m.pt`
+        tail = names[len(names) - names[::-1].index(None):] if None in names else names
+        if tail:
+            head = [*names[:names.index(None)], "…"] if None in names and str(
+                names[0]).startswith("/") else []
+            return "/".join(head + tail), parts[len(parts) - len(tail):]
     return None
+
+
+def _path_parts(node: ast.expr, bound: dict) -> list:
+    """The parts a path is joined from (``os.path.join(a, 'b')``, ``Path(a, 'b')``,
+    ``Path('/content') / b``, nested), a name bound to a string as that string."""
+    if isinstance(node, ast.Call) and getattr(
+            node.func, "attr", getattr(node.func, "id", "")) in ("join", "Path"):
+        return [part for argument in node.args for part in _path_parts(argument, bound)]
+    if isinstance(getattr(node, "op", None), ast.Div):
+        return [*_path_parts(node.left, bound), *_path_parts(node.right, bound)]
+    return [bound.get(getattr(node, "id", None), node)]
 
 
 def _files_named(source: str, folder: Path | None, written: dict[str, int]) -> dict[str, int]:
