@@ -2037,7 +2037,7 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
     (tmp_path / "lab" / "going_modular").mkdir(parents=True)
     for name in ("model.pth", "fig.png", "log.txt", "going_modular/train.py", "words.txt",
                  "cifar_net.pth", "scores.csv", "poem.txt", "data.txt", "best.pt",
-                 "preds.csv"):
+                 "preds.csv", "out.txt", "notes.txt"):
         (tmp_path / "lab" / name).write_text("left by the author's run\n")
     lesson = _nbformat_4_4([
         "torch.save(model.state_dict(), 'model.pth')",
@@ -2051,14 +2051,18 @@ def test_a_file_the_lessons_cells_write_is_not_data_to_copy(tmp_path, capsys):
         "np.save('x.npy', np.loadtxt('data.txt'))",
         "torch.save(m, os.path.join(root, 'best.pt'))\n"
         "m = torch.load(os.path.join(root, 'best.pt'))",
-        "preds.to_csv(out / 'preds.csv')\npreds = pd.read_csv(out / 'preds.csv')"])
+        "preds.to_csv(out / 'preds.csv')\npreds = pd.read_csv(out / 'preds.csv')",
+        "with Path('out.txt').open('w') as f:\n    f.write('x')",  # its receiver (HR's G2)
+        "with Path('notes.txt').open(mode='a') as f:\n    f.write('x')",
+        "print(open('out.txt').read(), open('notes.txt').read())"])
     book, said = _brought_in(tmp_path, capsys, "lab/lab.ipynb", lesson)
     top = yaml.safe_load((book / "lab.md").read_text().split("---")[1])
     assert top["coursebook"] == {"reads": ["words.txt", "scores.csv", "poem.txt", "data.txt"]}
     assert all((book / name).is_file() for name in ("scores.csv", "poem.txt", "data.txt"))
     assert (book / "words.txt").is_file() and not any(
         (book / name).exists() for name in ("model.pth", "fig.png", "log.txt", "going_modular",
-                                            "cifar_net.pth", "best.pt", "preds.csv"))
+                                            "cifar_net.pth", "best.pt", "preds.csv",
+                                            "out.txt", "notes.txt"))
     assert "(words.txt at cell 5, line 1, scores.csv at cell 7, line 1, poem.txt at cell 8, " \
         "line 1, data.txt at cell 9, line 1)" in said, said
     assert "cell 7, line 2: writes `scores.csv` back, which its cells read as data (copied, " \

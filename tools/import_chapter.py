@@ -1014,10 +1014,12 @@ _FILE_WORDS = {"file", "fname", "f", "path", "path_or_buf", "fp"}
 
 def _written_file(call: ast.Call, named: str, bound: dict) -> tuple[str, list] | None:
     """The file a writing call (``named``) writes, and the strings that name it, as written or
-    through a name bound to one: ``Path('x').write_text``'s, `%%writefile`'s, else its first
-    argument that is one (np.save's; torch.save's second; open's mode is none) or its file
-    keyword; joined (``os.path.join('/content', 'm.pt')``, ``Path('a', 'b')``, ``out / 'b'``)."""
-    given = [getattr(call.func, "value", None)] if named in ("write_text", "write_bytes") \
+    through a name bound to one: ``Path('x').write_text``'s (``.open('w')``'s), `%%writefile`'s,
+    else its first argument that is one (np.save's; torch.save's second; open's mode is none)
+    or its file keyword; joined (``os.path.join('/content', 'm.pt')``, ``Path('a', 'b')``,
+    ``out / 'b'``)."""
+    given = [getattr(call.func, "value", None)] if named in (
+        "write_text", "write_bytes", "Path.open") \
         else call.args[1:2] if named == "writefile" else [
             *call.args[:1 if named == "open" else 2],
             *(word.value for word in call.keywords if word.arg in _FILE_WORDS)]
@@ -1060,8 +1062,12 @@ def _files_named(source: str, folder: Path | None, written: dict[str, int]) -> d
         node.value, ast.Constant)}
     for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
         named = _magic(call)[0] or getattr(call.func, "attr", getattr(call.func, "id", ""))
-        modes = [*call.args[1:2], *(word.value for word in call.keywords if word.arg == "mode")]
-        if (named in _WRITES or named == "open" and any(set(str(getattr(
+        receiver = getattr(call.func, "value", None)  # a path's (`Path('x').open('w')`): its file
+        if named == "open" and receiver and _path_parts(receiver, {}) != [receiver]:
+            named = "Path.open"
+        modes = [*call.args[named == "open":][:1],
+                 *(word.value for word in call.keywords if word.arg == "mode")]
+        if (named in _WRITES or named in ("open", "Path.open") and any(set(str(getattr(
                 mode, "value", ""))) & set("wax") for mode in modes)) and (
                 file := _written_file(call, named, bound)):
             naming.update(map(id, file[1]))  # written when the call ends, its arguments read
