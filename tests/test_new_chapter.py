@@ -701,7 +701,14 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
                "def dtype(d):\n    if d == 1:\n        return 'f'\n    else:\n"
                "        raise NotImplementedError('no type for', d)",
                "def rule(d):\n    if d: raise NotImplementedError  # TODO\n    return d",
-               "print(vspace(1), dtype(1), rule(0))"]
+               "print(vspace(1), dtype(1), rule(0))",
+               # a placeholder of any kind is a blank (HR's G3): an attribute's, a literal,
+               # MIT 6.S191's TODO strings, a docstring's TODO
+               "class Net:\n    def __init__(self):\n        self.fc = None  # TODO: a layer",
+               "def lr():\n    return 0.0  # TODO: choose a rate",
+               "def loss(y):\n    return ce('''TODO''', '''TODO''')  # TODO",
+               "def sq(x):\n    '''TODO: the square'''\n    return x",
+               "print(Net(), lr(), loss(1), sq(2))"]
     cells = [nbformat.v4.new_code_cell(source) for source in sources]
     if answered:
         cells.insert(2, nbformat.v4.new_code_cell("def area(r):\n    return math.pi * r ** 2",
@@ -713,13 +720,15 @@ def test_a_cell_running_an_exercises_blank_is_told_to_need_the_answers(tmp_path,
                       r"cell (\d+) \(an exercise\), which the student edition runs blank", said)
     assert told == [(str(at + 1), "1", "area", "2"), (str(at + 5), "1", "doubled", "2"),
                     (str(at + 7), "1", "area", "2"), (str(at + 9), "1", "side", str(at + 8)),
-                    (str(at + 11), "1", "mean", str(at + 10))], said
+                    (str(at + 11), "1", "mean", str(at + 10)),
+                    (str(at + 27), "1", "Net", str(at + 23))], said
     asked = re.findall(r"the lesson leaves exercises to the student \(a `TODO` or `raise "
                        r"NotImplementedError`: (.*?)\) and "
                        r"gives no answer: after each, write its answer as a code cell tagged "
                        r"`answer` and `completes-exercise`", said)
     assert asked == ([] if answered else [
-        f"cell 2, cell {at + 8}, cell {at + 10}, cell {at + 12}, cell {at + 14}"]), said
+        f"cell 2, cell {at + 8}, cell {at + 10}, cell {at + 12}, cell {at + 14}, "
+        f"cell {at + 23}, cell {at + 24}, cell {at + 25}, cell {at + 26}"]), said
     assert "`Lin`" not in said and "`vspace`" not in said and "`dtype`" not in said, said
 
 

@@ -146,10 +146,12 @@ _WIDGETS = re.compile(r"ipywidgets|tqdm\.(?:notebook|auto|tqdm_notebook)")  # au
 # An exercise's mark, where the student writes (Neuromatch's, CS231n's: a raise to replace)
 _TODO = re.compile(r"\bTODO\b|\braise NotImplementedError\b")
 _BLANK = re.compile(r"^[ \t]*(\w+)[ \t]*=(?!=)", re.M)  # a name a blank assigns (`x = # TODO`)
-# A TODO on a line of its own, or after a placeholder (`return 0  # TODO`): not after working
-# code (autodidax's `return raise_to_shaped(aval)  # TODO handle integers?`, an author's note).
-_TODO_BLANK = re.compile(r"^[ \t]*(?:(?:\w+[ \t]*=|return)?[ \t]*(?:None|0|\.\.\.|pass)?[ \t]*#.*"
-                         r"\bTODO\b|raise NotImplementedError\b)")
+# A TODO comment after working code: the author's note (autodidax's `return
+# raise_to_shaped(aval)  # TODO handle integers?`), no blank; after a placeholder (`return 0.0`,
+# `self.fc = None`, `out = []`) or code holding a TODO (MIT's `f('''TODO''')  # TODO`), one.
+_NOTE = re.compile(r"^(?![ \t]*(?:[\w.\[\]'\"]+[ \t]*=|return)?[ \t]*(?:None|-?[\d.]+|\.\.\.|"
+                   r"pass|\[\]|\{\}|\(\)|''|\"\")?[ \t]*#)(?:(?!" + _TODO.pattern + r")[^#\n])+"
+                   r"#.*\bTODO\b")
 # nbdev's and Quarto's directives at a cell's top (`#|hide`, `#| echo: false`, nbdev 1's
 # `#hide_output`) that hide or fold a cell, or its code or output: the book's tag for each.
 _DIRECTIVE_TAGS = {"hide": "remove-cell", "include: false": "remove-cell",
@@ -1226,7 +1228,7 @@ def _blanks(source: str, overridden: set[tuple[str, str]]) -> set[str]:
     branched = {node.lineno for branch in ast.walk(tree) if isinstance(branch, (  # the author's
         ast.If, ast.Try)) for node in ast.walk(branch) if isinstance(node, ast.Raise)}  # case
     for line, text in enumerate(code.splitlines(), 1):
-        if not _TODO_BLANK.match(text) or text.lstrip().startswith("raise") and line in branched:
+        if not _TODO.search(text) or _NOTE.match(text) or line in branched:
             continue
         statement = next((s for s in tree.body if s.end_lineno >= line), None)
         methods = statement.body if isinstance(statement, ast.ClassDef) else []
