@@ -345,3 +345,41 @@ def test_a_download_of_a_page_as_written_stops_the_student_build_at_it(tiny_book
         "written" in student.log, student.log[-3000:]
     instructor = sphinx_build(tiny_book, tmp_path / "instructor", cache_copy, "instructor")
     assert instructor.returncode == 0, instructor.log[-3000:]
+
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                    "1f15c4890000000d49444154789c6360f8cfc0f01f0005fe02fe0dd5a5bc0000000049454e44ae426082")
+
+
+@pytest.mark.slow
+def test_a_file_only_an_answer_names_stops_the_student_build_where_a_page_shows_it(
+        tiny_book, tmp_path):
+    """What an answer's run left beside the chapter (the figure it saved, the module its
+    `%%writefile` wrote; the instructor's build and the author's run leave them) was on the
+    student page: build passing, `make audit` finding nothing. Data it reads is the chapter's
+    when listed in `coursebook: reads`."""
+    chapter = tiny_book / "chapter.md"
+    (tiny_book / "fit.png").write_bytes(PNG)
+    (tiny_book / "solution.py").write_text("def solve():\n    return 42\n")
+    (tiny_book / "data.csv").write_text("a,b\n1,2\n")
+    text = chapter.read_text().replace("kernelspec:", "coursebook:\n  reads: [data.csv]\n"
+                                       "kernelspec:").replace("A worked example.", (
+        "A worked example.\n\n![The fit](fit.png)\n\n```{literalinclude} solution.py\n```\n\n"
+        "Its {download}`data <data.csv>`.")).replace('print("tiny answer:", tiny_answer_value)', (
+            'print("tiny answer:", tiny_answer_value)\nopen("data.csv").read()\n'
+            'import matplotlib.pyplot as plt\nplt.savefig("fit.png")\n```\n\n'
+            "```{code-cell} ipython3\n:tags: [answer]\n%%writefile solution.py\ndef solve():\n"
+            "    return 42"))
+    chapter.write_text(text)
+    lines = text.splitlines()
+    student = sphinx_build(tiny_book, tmp_path / "student", tmp_path / "cache")
+    message = ("ERROR: the student edition shows `{}`, which only an answer's code names "
+               "(chapter.md:{})")
+    assert student.returncode != 0 and student.log.count("only an answer's code names") == 2, \
+        student.log[-3000:]
+    for name, shown, named in (("fit.png", "![The fit](fit.png)", 'plt.savefig("fit.png")'),
+                               ("solution.py", "```{literalinclude} solution.py",
+                                "%%writefile solution.py")):
+        assert (f"chapter.md:{lines.index(shown) + 1}: "
+                + message.format(name, lines.index(named) + 1)) in student.log, student.log[-3000:]
+    assert not any(sign in student.log for sign in CRASH_SIGNS), student.log[-3000:]

@@ -66,6 +66,20 @@ def answer_names(notebook: nbformat.NotebookNode) -> dict[str, int]:
     return names
 
 
+# A file a cell names: a quoted string (``plt.savefig("fit.png")``), or ``%%writefile``'s.
+_NAMED = re.compile(r"""(["'])([^"'\n]+)\1|^%%writefile(?:[ \t]+-a)?[ \t]+(\S+)""", re.M)
+
+
+def answer_strings(notebook: nbformat.NotebookNode) -> dict[str, int]:
+    """Each file an answer code cell names and no other code cell does, at its line."""
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    others = "\n".join(cell.source for cell in code if not is_answer(cell))
+    return {found[2] or found[3]: cell_line(cell, cell.source.count("\n", 0, found.start()))
+            for cell in reversed(code) if is_answer(cell)  # the first answer's line wins
+            for found in reversed(list(_NAMED.finditer(cell.source)))
+            if (found[2] or found[3]) not in others}
+
+
 def _bound(node: ast.AST) -> Iterator[tuple[str, int]]:
     """The names a cell binds at its top level, each at its line: a def's own names are its."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

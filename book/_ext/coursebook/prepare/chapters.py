@@ -3,6 +3,7 @@ its other inputs are noted with Sphinx, which reads the page again when one chan
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.notebooks import (CELL_MARKER, CHAPTER_SUFFIXES, NEEDS_ANSWERS_TAG,
                                         RAISES_TAG, SCRIPT_SUFFIX, UNVERIFIED_KEY, answer_names,
+                                        answer_strings,
                                         author_line, cell_script_fault, cell_tags, chapter_settings,
                                         first_line, is_chapter_source, note_output_keys,
                                         read_chapter, reads_as_json, top_matter_line)
@@ -51,8 +53,10 @@ class PreparedChapter:
     teaching: ChapterTeaching | None = None
     # The files its cells read (top matter `coursebook: {reads: [...]}`), by the name listed.
     reads: dict[str, Path] = field(default_factory=dict)
-    # What the answers this edition leaves out define, at their lines (model.answer_names).
+    # What the answers this edition leaves out define, and the files only they name (but the
+    # chapter's data), at their lines (model.answer_names, model.answer_strings).
     left_out: dict[str, int] = field(default_factory=dict)
+    left_out_files: dict[str, int] = field(default_factory=dict)
 
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
@@ -83,7 +87,9 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     teaching = chapter_teaching(notebook, source_path)  # its checks' faults, at their file
     if wrong := mistried(list(teaching.checks)):  # before any edition is made of them
         raise AnswerCheckError(wrong[0].message, source_path, wrong[0].line)
-    left_out = answer_names(notebook) if edition is Edition.STUDENT else {}
+    left_out, files = ((answer_names(notebook), {
+        os.path.normpath(folder / name): line for name, line in answer_strings(notebook).items()
+        if name not in reads}) if edition is Edition.STUDENT else ({}, {}))
     notebook, written = edition_notebook(notebook, edition, answer_spaces), notebook
     for cell in notebook.cells if edition is Edition.STUDENT else ():
         if NEEDS_ANSWERS_TAG in cell_tags(cell):  # shown, not run: no answer is there to use
@@ -94,7 +100,8 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     claims = chapter_claims(notebook, claim_sources(museum), source_path, written)
     note_output_keys(notebook)
     return PreparedChapter(notebook, claims=claims, teaching=teaching,
-                           reads={name: folder / name for name in reads}, left_out=left_out)
+                           reads={name: folder / name for name in reads}, left_out=left_out,
+                           left_out_files=files)
 
 
 def instructor_chapter(env, docname: str) -> nbformat.NotebookNode:
@@ -229,7 +236,9 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
     """``doctree-read``, student edition: a solution on a page is one the book could not cut
     out (it cuts those a chapter's own text holds), shown to students: it stops the build at
     its text (sphinx-exercise places the box at its page's top). So does a download of a page
-    as written (MyST-NB's glue lesson offers its own .md), whose answers the edition copies."""
+    as written (MyST-NB's glue lesson offers its own .md), whose answers the edition copies,
+    and a file shown (an image, an included or downloaded file) that only an answer's code
+    names: an answer's run left it, in the instructor's build or the author's."""
     from docutils import nodes
     from sphinx.addnodes import download_reference
     from sphinx_exercise.nodes import solution_node, solution_start_node
@@ -243,6 +252,20 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
                    "its answers and `{only} instructor` blocks included, to students: link the "
                    "page instead (its own download gives the student edition's)", link,
                    "answers", once=False)
+            mark_failed(app.env, app.env.docname)
+    prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
+    named = dict(prepared.left_out_files) if prepared else {}
+    for node in doctree.findall(nodes.Element) if named else ():
+        shown = (app.env.relfn2path(node["reftarget"], app.env.docname)[1]
+                 if isinstance(node, download_reference) else
+                 Path(app.srcdir, node["uri"]) if isinstance(node, nodes.image) else
+                 node.get("source") or node.source)
+        if shown and (line := named.pop(os.path.normpath(shown), None)) and Path(shown).is_file():
+            report(f"the student edition shows `{Path(shown).name}`, which only an answer's "
+                   f"code names ({Path(doctree['source']).name}:{line}): what "
+                   "a run of it left there is the answer's: show it in an answer cell, or make "
+                   "it in a cell students run (data an answer reads: list it in top matter "
+                   "`coursebook: reads`)", node, "answers", once=False)
             mark_failed(app.env, app.env.docname)
     fix = ("the book cuts solutions out of chapters only: move the exercise into one (a page "
            "with jupytext top matter, `make chapter`)" if PREPARED not in app.env.temp_data else
