@@ -2489,3 +2489,14 @@ def test_colabs_own_test_is_no_import_that_fails(tmp_path, capsys):
                        nbformat.writes(nbformat.v4.new_notebook(cells=cells)))[1]
     assert re.findall(r"(cell \d+.*?): the cell imports google.colab \((.*?)\)", said) == [
         ("cell 2, line 3", "`from google.colab import drive`")], said
+
+
+def test_a_directive_in_a_gallery_block_quote_is_named(tmp_path, capsys):
+    """pytorch/tutorials' nnft_tutorial holds a `.. figure::` in a block quote (four spaces
+    in, under a bold line), which the page showed as text, `> .. figure:: /_static/...`,
+    and the tool did not name."""
+    script = ('"""\nTorch users\n===========\n\n**Simpler:**\n\n    Reuse a layer.\n\n'
+              '    .. figure:: /_static/img/torch-nn.png\n       :alt: nn\n\n       nn\n"""\n'
+              'import torch\n')
+    said = _brought_in(tmp_path, capsys, "nnft.py", script)[1]
+    assert "line 9: `.. figure::`: reStructuredText that is no Markdown" in said, said

@@ -173,8 +173,9 @@ _ADDRESS_KEYWORDS = ("url", "path", "filepath_or_buffer")  # requests', pandas' 
 COLAB = "google.colab"  # only Colab has it: said apart, never a package to declare
 _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 # A reST directive or substitution rst2md leaves as it is (`.. literalinclude::`,
-# `.. |pi| replace::`), or a reference to a section's title (`Backprop`_): text on the page.
-_DIRECTIVE = re.compile(r"^[ \t]*(\.\. (?:\|[^|\n]+\| )?[\w:-]+::)"
+# `.. |pi| replace::`; one in a block quote too), or a reference to a section's title
+# (`Backprop`_): text on the page.
+_DIRECTIVE = re.compile(r"^[ \t>]*(\.\. (?:\|[^|\n]+\| )?[\w:-]+::)"
                         r"|(?<!\w)(`[^`\n]+`__?)(?![\w(])", re.M)
 # A reST figure: its line and option lines, then its indented caption (and legend).
 _FIGURE = re.compile(r"^\.\. figure::(?P<head>.*\n(?:[ \t]+:.*\n)*)"
