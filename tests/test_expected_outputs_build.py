@@ -127,7 +127,9 @@ def test_sphinx_and_myst_messages_name_the_authors_line(tiny_book, tmp_path):
            # than the author's from here: what Sphinx says after reading is mapped back.
            "\nTripling again gives a gradient function.\n\n```{code-cell} ipython3\n"
            ":tags: [claim]\n\n# claim: Tripling again\nassert True\n# claim: gives a "
-           "gradient function\nassert True\n```\n\nLast, {ref}`no-other-target`.\n")
+           "gradient function\nassert True\n```\n\nLast, {ref}`no-other-target`.\n"
+           # An image without alt text, to which MyST gives no line (`chapter.md::`)
+           "\n![](figs/no-such-image.png)\n")
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache", settings=ACCEPT)
     role, ref = _line(chapter, "Here is"), _line(chapter, "And here")
     assert re.search(rf"chapter\.md:{role}: WARNING: Unknown interpreted text role", build.log), \
@@ -136,6 +138,9 @@ def test_sphinx_and_myst_messages_name_the_authors_line(tiny_book, tmp_path):
                      build.log), build.log[-3000:]
     last = _line(chapter, "Last, ")
     assert re.search(rf"chapter\.md:{last}: WARNING: undefined label: 'no-other-target'",
+                     build.log), build.log[-3000:]
+    image = _line(chapter, "![](figs")
+    assert re.search(rf"chapter\.md:{image}: WARNING: image file not readable: figs/no-such-",
                      build.log), build.log[-3000:]
 
 

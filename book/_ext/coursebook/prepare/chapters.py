@@ -285,7 +285,11 @@ def name_the_authors_lines(app: Sphinx, doctree) -> None:
     prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
     if prepared is None:
         return
+    from docutils import nodes
+
     line = author_line(prepared.notebook, doctree["source"])
+    for image in doctree.findall(nodes.image):  # MyST gives `![](x)` none: its paragraph's
+        image.line = image.line or image.parent.line
     for node in doctree.findall(lambda node: bool(getattr(node, "line", None))):
         if node.source == doctree["source"]:
             node.line = line(node.line)
