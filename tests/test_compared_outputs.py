@@ -49,6 +49,22 @@ def test_a_widget_is_named_not_counted_by_the_text_it_had_when_made():
                                        "shows): the widget `<widget>` of `plot_a()` (line 7)"))
 
 
+def test_html_a_script_draws_is_named_not_counted():
+    """Flax's `nnx.display(model)` (treescope) shows HTML whose script draws the model from a
+    compressed payload that differs on every run: the build compared the payload, called it an
+    output that varies, told the author to seed torch and proposed a pattern of `...` and
+    `<number>` for it. A drawing a script makes (plotly's, bokeh's alike) is a widget's case."""
+    drawn = shown_text(_cell({"text/html": "<script>(()=>{define('treescope')})()</script>",
+                              "text/plain": HTML_REPR},
+                             {"text/html": '<div style="display:none"><script type="application/'
+                              'octet-stream">eNrtvWl628iyKPjfq8</script></div>',
+                              "text/plain": HTML_REPR}))
+    assert "eNrt" not in drawn
+    assert compared_account([_output("a", drawn)], []) == (
+        "0 of 1 code cells verified", ("; not compared (its text is a repr, not what the page "
+                                       "shows): the widget `<widget>` of `plot_a()` (line 7)"))
+
+
 @pytest.mark.slow
 def test_the_pdf_prints_no_widgets_text_as_it_was_made(tiny_book, tmp_path):
     """LaTeX fell back on a widget's text/plain, the bar as made: the student PDF printed a

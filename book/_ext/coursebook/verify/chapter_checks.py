@@ -385,7 +385,7 @@ def compared_account(outputs: list[CellOutput], mismatches: list,
     images = ", ".join(f"the {'widget' if shown.startswith('[widget]') else 'image'} "
                        f"`{shown[shown.index(' ') + 1:]}` of `{o.first_line}`"
                        + (f" (line {o.line})" if o.line else "") for o in outputs
-                       if not o.unverified for shown in BARE_REPR.findall(o.text))
+                       if not o.unverified for shown in dict.fromkeys(BARE_REPR.findall(o.text)))
     patterns = ", ".join(f"`{o.first_line}` (line {o.line})" for o in outputs if o.key in alone)
     return (f"{len(verified)} of {len(outputs)} code cells verified",
             "".join(f"; not verified: `{o.first_line}` ({o.unverified})" for o in outputs

@@ -83,8 +83,9 @@ def shown_text(cell: nbformat.NotebookNode) -> str:
             image = next((mime for mime in sorted(data) if mime.startswith("image/")), None)
             if image is not None:
                 parts.append(f"[{image}] {data.get('text/plain', '')}\n")
-            elif "application/vnd.jupyter.widget-view+json" in data:  # its text: as made
-                parts.append("[widget] <widget>\n")
+            elif "application/vnd.jupyter.widget-view+json" in data or "<script" in str(
+                    data.get("text/html", "")).lower():  # its text: as made; or a drawing its
+                parts.append("[widget] <widget>\n")  # script makes (treescope's, plotly's)
             elif "text/html" in data and "text/markdown" not in data:  # as the page shows it
                 parts.append(f"[text/html] {normalised_html(data['text/html'])}\n")
             else:
