@@ -284,6 +284,36 @@ def test_no_cell_after_where_a_run_stopped_is_blamed():
     assert lines(False, StoppedRun("CellTimeoutError", 2, timeout=30)) == [11, 21]
 
 
+def test_a_long_error_message_is_quoted_from_its_name():
+    """Flax's key_concepts raised a ValueError of 20 lines (five numbered ways out): the
+    build quoted its last 12, which named no error and began mid-advice. A long message is
+    quoted from the line naming its error, its rest elided; a short one's traceback ends
+    the quote, as before (a SyntaxError's caret above its name)."""
+    import nbformat
+    from docutils import nodes
+
+    from coursebook.model.cell_notes import place_at
+    from coursebook.verify.chapter_checks import cell_problems
+
+    def quoted(error: str) -> str:
+        doctree = nodes.container()
+        shown = nodes.container(nb_element="cell_code", cell_index=0,
+                                cell_metadata={"tags": []})
+        shown += nodes.literal_block(error, error, classes=["traceback"])
+        doctree += shown
+        cell = place_at(nbformat.v4.new_code_cell("MLP(8, 64)"), 9)
+        [problem] = cell_problems(doctree, [cell], True, None)
+        return problem.message.split(":\n", 1)[1].split("\n    Fix the cell")[0]
+
+    advice = [f"{n}. Way out number {n}." for n in range(1, 21)]
+    long = "\n".join(["ValueError: Found data on 'blocks'. Consider one of:", *advice])
+    assert quoted(long).splitlines() == [
+        "      ValueError: Found data on 'blocks'. Consider one of:",
+        *(f"      {line}" for line in advice[:11]), "      …"]
+    caret = "  Cell In[3], line 1\n    x = \n        ^\nSyntaxError: invalid syntax"
+    assert quoted(caret) == "      " + caret.strip().replace("\n", "\n      ")
+
+
 def test_a_cell_that_timed_out_at_a_programs_question_says_so():
     """A going-modular lesson's `!python train.py`, whose script asks `input("Press Enter to
     start training")`: the cell waited until the time limit, and the build said only to make

@@ -95,8 +95,17 @@ def _printed(cell: nodes.container, lines: int = 10) -> str:
     return "\n    It printed:\n" + cut + "\n".join(f"      {line}" for line in kept[-lines:])
 
 
+# The line naming an error (`ValueError: ...`, `jax.errors.TracerBoolConversionError`).
+_ERROR_NAME = re.compile(r"^(?:\w+\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)\b")
+
+
 def _short(error: str, lines: int = 12) -> str:
-    return "\n      ".join(error.splitlines()[-lines:])
+    """An error's last lines; a message longer than that from the line naming its error on
+    (Flax's, of 20 lines: its end named nothing), the rest elided."""
+    kept = error.splitlines()
+    named = max((n for n, line in enumerate(kept) if _ERROR_NAME.match(line)), default=len(kept))
+    start = min(named, max(len(kept) - lines, 0))
+    return "\n      ".join(kept[start:start + lines] + ["…"] * (len(kept) - start > lines))
 
 
 def _at(cell, what: str) -> BookError:
