@@ -544,9 +544,9 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
     left = sphinx_build(tiny_book, tmp_path / "left", tmp_path / "cache")
     assert_one_clear_message(left, (
         f"{chapter}:{_line_of(chapter, 'import matplotlib')}: ERROR: code cell `import "
-        "matplotlib.pyplot as plt` writes `fig.png` beside the chapter, through the link its "
-        "run makes to what is there, which would change the book's sources (refused): write it "
-        "at another path, which its run keeps; delete it if an earlier run left it."))
+        "matplotlib.pyplot as plt` changes `fig.png` beside the chapter, through the link its "
+        "run makes to what is there (the book's sources): refused. Write at another path, which "
+        "its run keeps; delete the file if an earlier run left it."))
     assert (tiny_book / "fig.png").read_text() == "an earlier run's"
     (tiny_book / "fig.png").unlink()
     listed = sphinx_build(tiny_book, tmp_path / "listed", tmp_path / "cache",
@@ -583,30 +583,34 @@ def test_a_chapter_listing_no_reads_leaves_nothing_beside_it(tiny_book, tmp_path
 @pytest.mark.slow
 @pytest.mark.own_kernels
 @pytest.mark.parametrize("code, told", [
-    ("open('data/out.csv', 'w').write('1')", "writes `data/out.csv` beside the chapter, "
-     "through the link its run makes to what is there, which would change the book's sources "
-     "(refused): write it at another path, which its run keeps; delete it if an earlier run "
-     "left it."),
-    ("os.makedirs(f'{MACHINE}/content/data', exist_ok=True)", "writes `MACHINE/content`, "
-     "outside the folder its run makes, which would change the machine a build runs on "
-     "(refused): write it at a relative path (`content`), which its run keeps.")])
+    ("open('data/out.csv', 'w').write('1')", "changes `data/out.csv` beside the chapter, "),
+    ("os.remove('data/old.csv')", "changes `data/old.csv` beside the chapter, "),
+    ("os.makedirs(f'{MACHINE}/content/data', exist_ok=True)", "changes `MACHINE/content`, "
+     "outside the folder its run makes (the machine a build runs on, as root in CI): refused. "
+     "Write at a relative path (`content`), which its run keeps.")])
 def test_a_write_outside_a_chapters_run_is_refused_before_it_is_made(tiny_book, tmp_path, code,
                                                                      told):
     """A write into a folder beside the chapter (`reads: [data/in.csv]`) landed in book/
-    through its run's link to it; one at an absolute path (Colab's /content: MACHINE here,
-    outside the build's temporary folder and the home) was made on the machine the build
-    ran on, as root in CI. Each is refused at its cell, before it is made."""
+    through its run's link to it, and a removal there removed the book's own file; a folder
+    made at an absolute path (Colab's /content: MACHINE here, outside the build's temporary
+    folder and the home) was made on the machine the build ran on, as root in CI. Each is
+    refused at its cell, before it changes anything."""
     machine = tmp_path / "machine"
     machine.mkdir()
     (tiny_book / "data").mkdir()
-    (tiny_book / "data" / "in.csv").write_text("0\n")
+    for name in ("in.csv", "old.csv"):
+        (tiny_book / "data" / name).write_text("0\n")
     chapter = tiny_book / "chapter.md"
     line = _plant_cell(chapter, f"import os\nMACHINE = {str(machine)!r}\n{code}",
                        "coursebook: {reads: [data/in.csv]}")
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache")
+    if told.endswith("beside the chapter, "):
+        told += ("through the link its run makes to what is there (the book's sources): "
+                 "refused. Write at another path, which its run keeps; delete the file if an "
+                 "earlier run left it.")
     assert_one_clear_message(build, f"{chapter}:{line}: ERROR: code cell `import os` "
                              + told.replace("MACHINE", str(machine)))
-    assert sorted(path.name for path in (tiny_book / "data").iterdir()) == ["in.csv"]
+    assert sorted(path.name for path in (tiny_book / "data").iterdir()) == ["in.csv", "old.csv"]
     assert not list(machine.iterdir())
 
 

@@ -32,9 +32,13 @@ from coursebook.execute.pip_refusal import PYTHON, REFUSED
 # and notes the files its cells read (load_ipython_extension).
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR",
                     "--IPKernelApp.extra_extensions=coursebook.execute.kernel_forkserver"]
-# A cell's reply's payloads: a file it read; one it would write outside its run, refused; a
+# A cell's reply's payloads: a file it read; one it would change outside its run, refused; a
 # pip command it ran that would change an environment, refused.
 READ, WROTE, PIP_REFUSED = "coursebook.read", "coursebook.wrote", "coursebook.pip_refused"
+# The audit events of a cell opening, making, moving or removing files: how many of their
+# first arguments are paths.
+CHANGES = {"open": 1, "os.mkdir": 1, "os.remove": 1, "os.rmdir": 1, "os.rename": 2,
+           "shutil.rmtree": 1}
 
 
 def server_command(address: Path, pool: Path, imports: list[str], keep: Path | None = None
@@ -83,9 +87,9 @@ def load_ipython_extension(shell) -> None:
     (a kernel kept waiting: its run's). Then each file under that folder that a cell opens
     to read is told once in the cell's reply, with its time of change; not the book's own
     code, which keys the run where a cell imports it (shared_cache.book_code_digest). A file
-    or folder a cell makes that would land outside the run (through a link its run makes to
-    what is beside the chapter; outside its folder, the temporary one, the home, where
-    libraries keep their caches, and /dev) is refused before it is made, and told once. Every
+    or folder a cell writes, makes, moves or removes outside the run (through a link its run
+    makes to what is beside the chapter; outside its folder, the temporary one, the home,
+    where libraries keep their caches, and /dev) is refused before it changes, told once. Every
     pip that a cell runs, in the kernel or a program it starts, is pip_refusal.py
     (PIP_PYTHON): each command it refused, told in the reply of the cell that ran it."""
     from ipykernel.connect import get_connection_file
@@ -97,12 +101,12 @@ def load_ipython_extension(shell) -> None:
         sys.addaudithook(partial(note, os.getcwd() + os.sep, set()))
 
     def note(folder: str, seen: set, event: str, args: tuple) -> None:
-        if event not in ("open", "os.mkdir"):
-            return
-        name = os.fspath(args[0]) if isinstance(args[0], os.PathLike) else args[0]  # os.open's
-        if not isinstance(name, str):  # a descriptor, bytes
-            return
-        path = os.path.abspath(name)
+        for name in args[:CHANGES.get(event, 0)]:
+            name = os.fspath(name) if isinstance(name, os.PathLike) else name  # os.open's
+            if isinstance(name, str):  # not a descriptor, nor bytes
+                check(folder, seen, event, args, os.path.abspath(name))
+
+    def check(folder: str, seen: set, event: str, args: tuple, path: str) -> None:
         bytecode = f"{os.sep}__pycache__{os.sep}" in path  # an import's
         if event == "open" and not args[2] & (os.O_WRONLY | os.O_RDWR):
             if not path.startswith(folder) or path.startswith(package):
@@ -115,7 +119,9 @@ def load_ipython_extension(shell) -> None:
                                                      "mtime": os.path.getmtime(path)})
             return
         inside = path.startswith(folder)
-        lands = os.path.join(os.path.realpath(path), "")
+        # A file opened is written through its link; a name made or removed is its folder's.
+        lands = os.path.join(os.path.realpath(path) if event == "open" else os.path.join(
+            os.path.realpath(os.path.dirname(path)), os.path.basename(path)), "")
         if (bytecode or (event == "os.mkdir" and os.path.lexists(path))  # makes nothing
                 or lands.startswith(os.path.join(os.path.realpath(folder), "") if inside
                                     else kept)):
@@ -124,7 +130,7 @@ def load_ipython_extension(shell) -> None:
         if told not in seen:
             seen.add(told)
             shell.payload_manager.write_payload({"source": WROTE, "file": told})
-        raise PermissionError(f"{told}: a chapter's run keeps what it writes in its own folder")
+        raise PermissionError(f"{told}: a chapter's run keeps what it changes in its own folder")
 
     package = str(Path(__file__).parents[1])
     kept = tuple(os.path.join(os.path.realpath(place), "")

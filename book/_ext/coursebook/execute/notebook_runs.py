@@ -69,12 +69,12 @@ class StoppedRun:
                     "through the link its run makes, which would change the copy its next run "
                     "reads (refused): write the result at another path")
         if self.error == "WroteThroughLink":
-            return (f"writes `{self.file}` beside the chapter, through the link its run makes to "
-                    "what is there, which would change the book's sources (refused): write it at "
-                    "another path, which its run keeps; delete it if an earlier run left it.")
+            return (f"changes `{self.file}` beside the chapter, through the link its run makes to "
+                    "what is there (the book's sources): refused. Write at another path, which "
+                    "its run keeps; delete the file if an earlier run left it.")
         if self.error == "WroteOutside":
-            return (f"writes `{self.file}`, outside the folder its run makes, which would change "
-                    "the machine a build runs on (refused): write it at a relative path "
+            return (f"changes `{self.file}`, outside the folder its run makes (the machine a build "
+                    "runs on, as root in CI): refused. Write at a relative path "
                     f"(`{os.path.basename(self.file)}`), which its run keeps.")
         if self.error == "CellTimeoutError":
             return (f"was still running after {self.timeout} s, the limit for one cell "
