@@ -314,6 +314,12 @@ def test_what_follows_an_exhibits_error_waits_in_its_reveal():
         for answer in filter(None, answers):
             start = markdown.convert(answer).splitlines()[0][:60]
             assert start in folded[name] and start not in shown[name], (exhibit.key, start)
+    # The .md, read as text, has no cell to run: a running exhibit's fix is kept there too.
+    text, _, kept = download_document(chapters["museum-pytorch"], PlainMarkdown(
+        _resolve, md_config=MD_CONFIG)).partition(f"\n## {SET_ASIDE_HEADING}\n")
+    fixes = [e.fix_code.strip() for e in book_museum()["pytorch"].exhibits
+             if e.runs_in_every_build]
+    assert fixes and all(fix in kept and fix not in text for fix in fixes)
 
 
 def test_the_museum_download_tells_how_its_own_layout_shows_the_error(downloads):

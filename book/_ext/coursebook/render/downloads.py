@@ -25,7 +25,7 @@ from coursebook.config import book_config
 from coursebook.model.notebooks import (ANSWER_TAG, BOOK_ONLY_TAG, RAISES_TAG, cell_tags,
                                         is_chapter_source, is_claim, markdown_cell, parsed_cell,
                                         with_stable_ids)
-from coursebook.museum.prepare import REVEAL_TAG, fold_into_reveal
+from coursebook.museum.prepare import REVEAL, REVEAL_TAG, fold_into_reveal
 from coursebook.page_state import chapter_notebook, page_state_of
 from coursebook.prepare.chapter_packages import install_cell
 from coursebook.prepare.chapters import edition_of
@@ -160,8 +160,17 @@ def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
     images: list[str] = []
     cells = download_notebook(notebook, replace(markdown, set_aside=set_aside, images=images),
                               raised, instructor).cells
-    parts = [cell.source.strip("\n") if cell.cell_type == "markdown"
-             else fenced(cell.source, "python") for cell in cells if cell.source.strip()]
+    parts: list[str] = []
+    for cell in (cell for cell in cells if cell.source.strip()):
+        text = cell.source.strip("\n") if cell.cell_type == "markdown" else fenced(
+            cell.source, "python")
+        # A running exhibit's fix, after its reveal's place: kept in the reveal, as on the page.
+        if cell.cell_type == "code" and parts and (reveal := re.search(
+                rf"\*{REVEAL}: note (\d+), at the end of this file\.\*$", parts[-1])):
+            number = int(reveal[1]) - 1
+            set_aside[number] = (REVEAL, f"{set_aside[number][1]}\n\n{text}")
+        else:
+            parts.append(text)
     if set_aside:
         parts.append(f"## {SET_ASIDE_HEADING}")
         parts += [f"### Note {number}: {summary}\n\n{content}"
