@@ -2500,3 +2500,22 @@ def test_a_directive_in_a_gallery_block_quote_is_named(tmp_path, capsys):
               'import torch\n')
     said = _brought_in(tmp_path, capsys, "nnft.py", script)[1]
     assert "line 9: `.. figure::`: reStructuredText that is no Markdown" in said, said
+
+
+def test_a_gallerys_build_setup_runs_shown_nowhere(tmp_path, capsys):
+    """pytorch/tutorials' hyperparameter tuning lesson holds, between its imports, a
+    `# sphinx_gallery_start_ignore` block 'only needed to run with sphinx-build', which
+    sphinx-gallery runs and leaves out of its page and downloads, and a config comment
+    (`# sphinx_gallery_thumbnail_number = 2`): both reached the student page as code."""
+    script = ('"""\nTuning\n======\n"""\nimport torch\n# sphinx_gallery_start_ignore\n'
+              '# Only needed to run with sphinx-build.\nimport sys\n'
+              '# sphinx_gallery_end_ignore\nfrom torch import nn\n\n'
+              '# sphinx_gallery_thumbnail_number = 2\nprint(nn.Linear)\n')
+    book, said = _brought_in(tmp_path, capsys, "tuning.py", script)
+    cells = [(c.source, c.metadata.get("tags", [])) for c in read_chapter(
+        (book / "tuning.md").read_text()).cells if c.cell_type == "code"][1:]
+    assert cells == [("import torch", []), ("# Only needed to run with sphinx-build.\n"
+                                            "import sys", ["remove-cell", "book-only"]),
+                     ("from torch import nn\n\nprint(nn.Linear)", [])], cells
+    assert "shows nowhere, cells no page or download shows (`remove-cell`, `book-only`): " \
+        "line 7\n" in said, said

@@ -104,6 +104,7 @@ from markdown_it import MarkdownIt
 from coursebook.model.cell_notes import cell_line, note, note_added_lines, noted, source_line
 from coursebook.model.notebooks import (
     ANSWER_TAG,
+    BOOK_ONLY_TAG,
     COMPLETES_EXERCISE_TAG,
     NEEDS_ANSWERS_TAG,
     RAISES_TAG,
@@ -248,8 +249,9 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
             notebook = jupytext.reads(text, fmt={"extension": ".py", "format_name": "sphinx"})
             # jupytext's own `%matplotlib inline` (after the header cell of a script opening
             # with `# ---` metadata), not the script's
-            notebook.cells = [cell for cell in notebook.cells
-                              if cell.source != "%matplotlib inline"]
+            notebook.cells = [piece for cell in notebook.cells
+                              if cell.source != "%matplotlib inline"
+                              for piece in _gallery_pieces(cell)]
             _note_written_lines(notebook, text.splitlines(), _GALLERY_PROSE)
             return _gallery_markdown(notebook), "sphinx-gallery script (.py)"
         if fmt in ("percent", "hydrogen"):  # hydrogen's: `# %%` cells, magics not commented
@@ -259,6 +261,23 @@ def read_lesson(path: Path) -> tuple[nbformat.NotebookNode, str]:
         raise NotALesson(f"{path}: a Python file with neither `# %%` cells (jupytext percent) "
                          "nor a docstring first (sphinx-gallery): nothing to bring in")
     raise NotALesson(f"{path}: not a lesson make chapter reads (.ipynb, .py or .md)")
+
+
+_GALLERY_IGNORE = re.compile(r"^[ \t]*#\s*sphinx_gallery_(?:start|end)_ignore[ \t]*(?:\n|$)", re.M)
+
+
+def _gallery_pieces(cell) -> list[nbformat.NotebookNode]:
+    """A gallery code cell apart at its `# sphinx_gallery_start_ignore` ... `end_ignore`
+    blocks, which sphinx-gallery runs and leaves out of its page and downloads (set-up for its
+    own build): each a cell tagged so; its config comments (`# sphinx_gallery_thumbnail_number
+    = 2`), the gallery's, out."""
+    if cell.cell_type != "code":
+        return [cell]
+    from sphinx_gallery.py_source_parser import INFILE_CONFIG_PATTERN
+
+    return [code_cell(piece, *(["remove-cell", BOOK_ONLY_TAG] if at % 2 else []))
+            for at, written in enumerate(_GALLERY_IGNORE.split(cell.source))
+            if (piece := INFILE_CONFIG_PATTERN.sub("", written).strip("\n")).strip()]
 
 
 # d2l-book's source (d2l-en's .md files): a block it runs (```{.python .input}) is one
@@ -1917,6 +1936,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     if source_format.startswith("sphinx-gallery"):
         imported.changed.append("wrote sphinx-gallery's reStructuredText as Markdown "
                                 "(sphinx_gallery's rst2md) and its roles as MyST roles")
+        ignored = [_place(cell) for cell in notebook.cells if BOOK_ONLY_TAG in cell_tags(cell)]
+        imported.changed += [f"made its `sphinx_gallery_start_ignore` blocks, which the "
+                             "gallery runs and shows nowhere, cells no page or download shows "
+                             f"(`remove-cell`, `{BOOK_ONLY_TAG}`): {', '.join(ignored)}"][:len(
+                                 ignored)]
     imported.title = title
     imported.notebook = nbformat.v4.new_notebook(cells=cells, metadata={
         **TOP_MATTER, "mystnb": {"execution_in_temp": not data},
