@@ -369,17 +369,23 @@ def test_a_file_only_an_answer_names_stops_the_student_build_where_a_page_shows_
             'print("tiny answer:", tiny_answer_value)\nopen("data.csv").read()\n'
             'import matplotlib.pyplot as plt\nplt.savefig("fit.png")\n```\n\n'
             "```{code-cell} ipython3\n:tags: [answer]\n%%writefile solution.py\ndef solve():\n"
-            "    return 42"))
+            "    return 42\n```\n\n```{code-cell} ipython3\nimport solution\nsolution.solve()"))
     chapter.write_text(text)
     lines = text.splitlines()
     student = sphinx_build(tiny_book, tmp_path / "student", tmp_path / "cache")
     message = ("ERROR: the student edition shows `{}`, which only an answer's code names "
                "(chapter.md:{})")
-    assert student.returncode != 0 and student.log.count("only an answer's code names") == 2, \
+    assert student.returncode != 0 and student.log.count("student edition shows") == 2, \
         student.log[-3000:]
     for name, shown, named in (("fit.png", "![The fit](fit.png)", 'plt.savefig("fit.png")'),
                                ("solution.py", "```{literalinclude} solution.py",
                                 "%%writefile solution.py")):
         assert (f"chapter.md:{lines.index(shown) + 1}: "
                 + message.format(name, lines.index(named) + 1)) in student.log, student.log[-3000:]
+    # A cell students run that reads it (a run of the answer left it) is told to need answers.
+    assert (f"chapter.md:{lines.index('import solution') + 1}: ERROR: code cell `import "
+            "solution` reads `solution.py`, which only an answer's code names (line "
+            f"{lines.index('%%writefile solution.py') + 1}): what a run of it left there, which "
+            "this edition does not run: tag this cell `needs-answers`") in student.log, \
+        student.log[-3000:]
     assert not any(sign in student.log for sign in CRASH_SIGNS), student.log[-3000:]

@@ -53,10 +53,9 @@ class PreparedChapter:
     teaching: ChapterTeaching | None = None
     # The files its cells read (top matter `coursebook: {reads: [...]}`), by the name listed.
     reads: dict[str, Path] = field(default_factory=dict)
-    # What the answers this edition leaves out define, and the files only they name (but the
-    # chapter's data), at their lines (model.answer_names, model.answer_strings).
+    # What the answers this edition leaves out define, at their lines: the names they bind
+    # (model.answer_names), the files only they name, as paths, but the chapter's data.
     left_out: dict[str, int] = field(default_factory=dict)
-    left_out_files: dict[str, int] = field(default_factory=dict)
 
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
@@ -87,9 +86,9 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     teaching = chapter_teaching(notebook, source_path)  # its checks' faults, at their file
     if wrong := mistried(list(teaching.checks)):  # before any edition is made of them
         raise AnswerCheckError(wrong[0].message, source_path, wrong[0].line)
-    left_out, files = ((answer_names(notebook), {
+    left_out = {**answer_names(notebook), **{
         os.path.normpath(folder / name): line for name, line in answer_strings(notebook).items()
-        if name not in reads}) if edition is Edition.STUDENT else ({}, {}))
+        if name not in reads}} if edition is Edition.STUDENT else {}
     notebook, written = edition_notebook(notebook, edition, answer_spaces), notebook
     for cell in notebook.cells if edition is Edition.STUDENT else ():
         if NEEDS_ANSWERS_TAG in cell_tags(cell):  # shown, not run: no answer is there to use
@@ -100,8 +99,7 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     claims = chapter_claims(notebook, claim_sources(museum), source_path, written)
     note_output_keys(notebook)
     return PreparedChapter(notebook, claims=claims, teaching=teaching,
-                           reads={name: folder / name for name in reads}, left_out=left_out,
-                           left_out_files=files)
+                           reads={name: folder / name for name in reads}, left_out=left_out)
 
 
 def instructor_chapter(env, docname: str) -> nbformat.NotebookNode:
@@ -254,7 +252,7 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
                    "answers", once=False)
             mark_failed(app.env, app.env.docname)
     prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
-    named = dict(prepared.left_out_files) if prepared else {}
+    named = dict(prepared.left_out) if prepared else {}  # its names match no file
     for node in doctree.findall(nodes.Element) if named else ():
         shown = (app.env.relfn2path(node["reftarget"], app.env.docname)[1]
                  if isinstance(node, download_reference) else

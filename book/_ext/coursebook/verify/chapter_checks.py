@@ -5,6 +5,7 @@ failing notebook is only a warning; here either is an error at the cell.
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import shutil
@@ -169,7 +170,7 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
     by myst-nb's cell index; ``succeeded``: the run went on past errors, else it stopped at
     the first unexpected one; ``stopped``: where a run that timed out or lost its kernel
     stopped (no later cell is blamed); ``report``: the file keeping the run's traceback;
-    ``left_out``: the names the answers this edition lacks define, at their lines."""
+    ``left_out``: the names and files the answers this edition lacks define, at their lines."""
     if stopped is not None and stopped.cell_index is None:
         return [_at("(the first one)", stopped.what)]
     succeeded = succeeded and stopped is None
@@ -221,7 +222,12 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
                 f"{_short(error)}\n    Fix the cell (a package or an earlier cell it needs), "
                 "or name in `raises` the error it teaches.")))
     if stopped is not None:
-        problems.append(_at(cells[stopped.cell_index], stopped.what))
+        made = stopped.error == "UnlistedRead" and (left_out or {}).get(
+            os.path.normpath(Path(doctree.get("source", "")).parent / stopped.file))
+        problems.append(_at(cells[stopped.cell_index], stopped.what if not made else (
+            f"reads `{stopped.file}`, which only an answer's code names (line {made}): what a "
+            f"run of it left there, which this edition does not run: tag this cell "
+            f"`{NEEDS_ANSWERS_TAG}`, or make the file in a cell students run too.")))
     elif not succeeded and not problems:
         problems.append(_at("(the notebook)", f"failed to execute:\n      "
                             f"{_short(traceback or 'no traceback recorded')}"))
