@@ -180,6 +180,21 @@ def test_a_cell_that_needs_the_answers_is_shown_not_run_in_the_student_edition()
                                           "AssertionError")
 
 
+def test_a_cell_its_author_tagged_skip_execution_is_never_called_verified():
+    """Flax's lessons tag cells myst-nb's `skip-execution` (shown, never run): the build
+    counted such a cell among the verified ("4 of 4"), its output the empty one expected."""
+    from coursebook.prepare.chapters import edition_chapter
+    from coursebook.verify.expectations import UNVERIFIED_KEY
+
+    chapter = CHAPTER.replace('```{code-cell} ipython3\nprint("visible", 1 + 1)',
+                              '```{code-cell} ipython3\n:tags: [skip-execution]\n'
+                              'print("visible", 1 + 1)')
+    for edition in Edition:
+        [cell] = [cell for cell in edition_chapter(chapter, "chapter.md", edition, {}, "2.13.0")
+                  .notebook.cells if '"visible"' in cell.source]
+        assert cell.metadata.get(UNVERIFIED_KEY) == "not run: tagged `skip-execution`"
+
+
 def test_a_role_of_a_domain_the_book_lacks_is_named_at_its_line():
     """NTNU's ODE lecture cross-referenced with sphinx-proof's `{prf:ref}` before the book
     added it; a role of a domain still missing (sphinxcontrib-matlabdomain's `{mat:func}`, in

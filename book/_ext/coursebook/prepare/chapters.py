@@ -90,11 +90,13 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
         os.path.normpath(folder / name): line for name, line in answer_strings(notebook).items()
         if name not in reads}} if edition is Edition.STUDENT else {}
     notebook, written = edition_notebook(notebook, edition, answer_spaces), notebook
-    for cell in notebook.cells if edition is Edition.STUDENT else ():
-        if NEEDS_ANSWERS_TAG in cell_tags(cell):  # shown, not run: no answer is there to use
+    for cell in notebook.cells:
+        if "skip-execution" in cell_tags(cell):  # the author's (Flax's): shown, never run
+            cell.metadata[UNVERIFIED_KEY] = "not run: tagged `skip-execution`"
+        if edition is Edition.STUDENT and NEEDS_ANSWERS_TAG in cell_tags(cell):  # shown, not
             cell.metadata["tags"] = [*(tag for tag in cell_tags(cell) if tag != RAISES_TAG),
-                                     "skip-execution"]  # not run, it cannot raise
-            cell.metadata.pop("raises", None)  # nor raise the error it names
+                                     "skip-execution"]  # run: no answer is there to use; it
+            cell.metadata.pop("raises", None)  # cannot raise, nor the error it names
             cell.metadata[UNVERIFIED_KEY] = "not run: it needs the answers this edition lacks"
     claims = chapter_claims(notebook, claim_sources(museum), source_path, written)
     note_output_keys(notebook)
