@@ -122,6 +122,27 @@ def test_within_the_tolerance_passes_and_beyond_it_does_not(answer, value, toler
     assert _passes(answer, value, tolerance) is passes
 
 
+def test_a_tensor_copied_out_for_the_comparison_prints_no_warning():
+    """torchax's tensors warn, copied out of JAX ("The given NumPy array is not writable"):
+    the check's own copy, not the student's code, so the verdict is printed alone."""
+    import warnings
+
+    import torch
+
+    class FromJax:  # a stand-in: torchax is not in the book's environment
+        def detach(self):
+            return self
+
+        def cpu(self):
+            warnings.warn("The given NumPy array is not writable", UserWarning)
+            return torch.tensor([0.5])
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert self_check.canonical(FromJax(), []) == ["#"]
+    assert not seen, [str(w.message) for w in seen]
+
+
 def test_different_answers_or_names_have_different_digests():
     assert self_check.digest("c", [5., 7.], 1e-4) != self_check.digest("c", [5., 7.1], 1e-4)
     assert not _passes([5., 7.], [5., 7.1]) and not _passes([5., 7.], [[5., 7.]])
@@ -695,12 +716,12 @@ def test_a_check_cell_that_raised_names_the_check_to_correct():
     for cell in cells[:at]:
         if cell.cell_type == "code":
             _run(cell.source, namespace)
-    with pytest.raises(TypeError, match="Your function raised RuntimeError") as raised:
+    with pytest.raises(RuntimeError) as raised:
         _run(cells[at].source, namespace)
     doctree = nodes.container()
     doctree += nodes.container(nb_element="cell_code", cell_index=at,
                                cell_metadata={"tags": cell_tags(cells[at])})
-    doctree[0] += nodes.literal_block("", f"TypeError: {raised.value}", classes=["traceback"])
+    doctree[0] += nodes.literal_block("", f"RuntimeError: {raised.value}", classes=["traceback"])
     [problem] = cell_problems(doctree, cells, True, None)
     assert "raised an error it was not tagged for" in problem.message
     assert "correct the check there" in problem.message, problem.message

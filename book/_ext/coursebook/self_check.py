@@ -7,6 +7,7 @@ import base64
 import hashlib
 import json
 import math
+import warnings
 
 # Each check by name: the digests of its answer and of its numbers, its tolerance, its
 # scrambled hint and its question; for a function, the code of its own inputs.
@@ -20,7 +21,9 @@ def canonical(value, numbers: list):
     """What the comparison sees of a value: plain JSON data, each finite number replaced by
     "#" and appended to ``numbers`` (compared on their own, within the tolerance)."""
     if hasattr(value, "detach"):  # a torch tensor, on any device
-        value = value.detach().cpu()
+        with warnings.catch_warnings():  # torchax's copy out of JAX warns that it is read-only
+            warnings.simplefilter("ignore")
+            value = value.detach().cpu()
     if hasattr(value, "tolist") and hasattr(value, "shape"):  # a tensor or an array
         return canonical(value.tolist(), numbers)
     if isinstance(value, bool) or value is None:
@@ -67,7 +70,7 @@ class CannotCheck(Exception):
 
 def results(entry: dict, function) -> list:
     """What a function returns on a check's own inputs, one result per argument tuple; what
-    it raised is a TypeError naming the input (check() prints it after "not yet")."""
+    it raised is raised on, holding the input in ``check_input`` (check() prints it)."""
     if not callable(function):
         raise TypeError("this check wants your function itself (its name, not a call)")
     scope: dict = {}
@@ -81,11 +84,10 @@ def results(entry: dict, function) -> list:
         try:
             returned.append(function(*arguments))
         except Exception as error:
-            given = ", ".join(f"a tensor of shape {tuple(argument.shape)}"
-                              if hasattr(argument, "shape") else repr(argument)
-                              for argument in arguments)
-            raise TypeError(f"Your function raised {type(error).__name__} on the check's input "
-                            f"({given}): {error}") from None
+            error.check_input = ", ".join(f"a tensor of shape {tuple(argument.shape)}"
+                                          if hasattr(argument, "shape") else repr(argument)
+                                          for argument in arguments)
+            raise
     return returned
 
 
@@ -153,14 +155,17 @@ def check(name: str, value=...) -> None:
     else:
         try:
             same = passes(name, value)
-        except TypeError as error:  # a value it cannot compare, or a function that raised
-            print(f"{name}: not yet. {error}")
-            return
         except CannotCheck as error:
             print(f"{name}: cannot check yet: {error}")
             return
-        except Exception as error:  # a value beyond the check's numbers (1e308, a meta tensor)
-            print(f"{name}: not yet. This value cannot be compared ({type(error).__name__}: "
-                  f"{error})")
+        except Exception as error:
+            if hasattr(error, "check_input"):  # the student's function raised it
+                print(f"{name}: not yet. Your function raised {type(error).__name__} on the "
+                      f"check's input ({error.check_input}): {error}")
+            elif isinstance(error, TypeError):  # a value the check cannot compare
+                print(f"{name}: not yet. {error}")
+            else:  # a value beyond the check's numbers (1e308, a meta tensor)
+                print(f"{name}: not yet. This value cannot be compared "
+                      f"({type(error).__name__}: {error})")
             return
         print(f"{name}: correct" if same else f"{name}: not yet. Hint: {unscramble(name, entry['hint'])}")
