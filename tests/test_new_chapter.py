@@ -2183,14 +2183,23 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
                # QuantEcon's pandas lecture: yfinance fetches with curl (curl_cffi)
                problem("DNSError: Failed to perform, curl: (6) Could not resolve host: "
                        "query2.finance.yahoo.com. See https://curl.se/libcurl/c/libcurl-errors"
-                       ".html first for more details.")]
+                       ".html first for more details."),
+               # rasbt's LLMs-from-scratch ch02: tiktoken fetches its encoding into its own
+               # cache (/tmp/data-gym-cache), at no path the cell reads: the advice was that
+               problem("ConnectionError: HTTPSConnectionPool(host='openaipublic.blob.core."
+                       "windows.net', port=443): Max retries exceeded with url: /gpt-2/encodings/"
+                       "main/vocab.bpe (Caused by NameResolutionError(\"...: Failed to resolve "
+                       "'openaipublic.blob.core.windows.net' ([Errno -2] Name or service not "
+                       "known)\"))")]
     for said in offline:
         # and run beside them (HR's F13): make chapter FROM= runs a chapter in a temporary
         # folder, where the files are not.
         assert "It reached for the network, which a build may lack (CI's has none): put what it " \
             "fetches beside the chapter, at the path the cell reads, listed in its top matter: " \
             "`coursebook: {reads: [...]}`, and run the chapter beside them in its top matter: " \
-            "`mystnb: {execution_in_temp: false}`; or take the call out." in said, said
+            "`mystnb: {execution_in_temp: false}`; what a library fetches into a cache of its " \
+            "own (`tiktoken.get_encoding`'s, a hub's models) have in that cache on each machine " \
+            "that builds; or take the call out." in said, said
         assert "raises-exception" not in said, said
     assert "network" not in problem("RuntimeError: Error downloading t.gz")
     # A lab's test of an exercise that raises until written (Neuromatch's, CS231n's): tagged

@@ -145,8 +145,9 @@ def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str) ->
                 "it fetches beside the chapter, at the path the cell reads, listed "
                 f"{top_matter_setting(chapter, 'coursebook: {reads: [...]}')}, and run the "
                 "chapter beside them "
-                f"{top_matter_setting(chapter, 'mystnb: {execution_in_temp: false}')}; or take "
-                "the call out.")
+                f"{top_matter_setting(chapter, 'mystnb: {execution_in_temp: false}')}; what a "
+                "library fetches into a cache of its own (`tiktoken.get_encoding`'s, a hub's "
+                "models) have in that cache on each machine that builds; or take the call out.")
     if re.search(r"^ImportError: IProgress not found", error, re.M):  # tqdm.notebook's words
         return ("    tqdm.notebook draws its bar as a widget, which needs ipywidgets: show a text "
                 "bar (`from tqdm import tqdm`), or declare ipywidgets "
