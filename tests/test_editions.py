@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from jupyter_cache.cache.main import JupyterCacheBase
 
-from conftest import BOOK, sphinx_build
+from conftest import BOOK, TINY_BOOK, sphinx_build
 from test_faults import CRASH_SIGNS
 from coursebook.answer_checks.prepare import CHECK_TAG, NOTE_TAG, SETUP_TAG
 from coursebook.execute.shared_cache import key_execution_versions
@@ -389,3 +389,31 @@ def test_a_file_only_an_answer_names_stops_the_student_build_where_a_page_shows_
             "this edition does not run: tag this cell `needs-answers`") in student.log, \
         student.log[-3000:]
     assert not any(sign in student.log for sign in CRASH_SIGNS), student.log[-3000:]
+
+
+ONLY_HEADING = ("````{only} instructor\nAfter the lab.\n\n## Instructor notes\n\nStack along "
+                "dimension one.\n````")
+
+
+def test_a_heading_inside_an_only_block_is_refused_at_its_line():
+    """MyST places a heading's section outside an `{only}` block, the text after it too: an
+    `{only} instructor` block with a heading was on every student page and in the search
+    index (and the sidebar of every page), build and `make audit` passing."""
+    text = (TINY_BOOK / "chapter.md").read_text().replace("A worked example.", ONLY_HEADING)
+    with pytest.raises(BookError) as raised:
+        read_chapter(text, strict=True)
+    assert raised.value.line == text.splitlines().index("## Instructor notes") + 1
+    assert raised.value.message.startswith("a heading inside an `{only}` block: MyST places its "
+                                           "section outside the block, so every edition shows")
+
+
+@pytest.mark.slow
+def test_a_heading_inside_an_only_block_stops_the_build_at_it(tiny_book, cache_copy, tmp_path):
+    chapter = tiny_book / "chapter.md"
+    text = chapter.read_text().replace("A worked example.", f"A worked example.\n\n{ONLY_HEADING}")
+    chapter.write_text(text)
+    student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
+    line = text.splitlines().index("## Instructor notes") + 1
+    assert student.returncode != 0 and f"chapter.md:{line}: ERROR: a heading inside an " \
+        "`{only}` block" in student.log, student.log[-3000:]
+    assert "Stack along" not in (tmp_path / "student" / "html" / "chapter.html").read_text()

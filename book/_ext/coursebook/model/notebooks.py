@@ -20,8 +20,8 @@ from myst_parser.config.main import read_topmatter
 
 from coursebook.model.cell_notes import (CELL_NOTE, cell_key, cell_line, line_within, note,
                                          place_at, source_line, without_notes)
-from coursebook.model.solutions import (SolutionError, graders_mark, markdown_parser,
-                                        reading_changed, solutions_as_answers)
+from coursebook.model.solutions import (SolutionError, graders_mark, heading_in_only,
+                                        markdown_parser, reading_changed, solutions_as_answers)
 from coursebook.model.toml_files import TomlFile, typed
 
 # --- The book's tags (myst-nb's own, such as remove-cell, keep their meaning) ----------
@@ -315,6 +315,12 @@ def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
                 "shows: bring the lesson in with `make chapter FROM=`, which makes each marked "
                 f"solution an `{ANSWER_TAG}` cell after the students' stub", line=line_within(
                     cell, marked[0]))
+        if (heading := heading_in_only(cell.source)) is not None:
+            raise SolutionError(
+                "a heading inside an `{only}` block: MyST places its section outside the block, "
+                "so every edition shows it and the text after it: put the heading outside the "
+                f"block (an instructor's notes: in an `{ANSWER_TAG}` cell, which may begin with "
+                "one heading line)", line=line_within(cell, heading))
     return notebook
 
 

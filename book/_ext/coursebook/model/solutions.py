@@ -138,6 +138,17 @@ def graders_mark(cell) -> tuple[int, str] | None:
     return None if at is None else (at, f"`{line.strip()}`")
 
 
+def heading_in_only(markdown: str) -> int | None:
+    """Where a heading inside an ``{only}`` block is (its offset), if one is: MyST places its
+    section outside the block, in every edition, with the text after it."""
+    lines = markdown.splitlines(keepends=True)
+    for token in markdown_parser().parse(markdown) if "{only}" in markdown else ():
+        for inner in markdown_parser().parse(token.content) if _directive(token) == "only" else ():
+            if inner.type == "heading_open":
+                return len("".join(lines[:token.map[0] + 1 + inner.map[0]]))
+    return None
+
+
 def is_solution_marker(cell) -> bool:
     """A cell holding only a gated solution's start or end (never boxed)."""
     return cell.get("cell_type") == "markdown" and bool(_MARKER.match(cell.source))
