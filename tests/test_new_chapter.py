@@ -1161,7 +1161,11 @@ def test_a_cell_that_waits_for_someone_at_the_keyboard_is_told_and_not_held_to_i
                                       "print('input() here')  # input()\nname = input('name? ')"),
             nbformat.v4.new_code_cell("1 / 0", outputs=[error]),
             nbformat.v4.new_code_cell("import getpass\nkey = getpass.getpass('key: ')"),
-            nbformat.v4.new_code_cell("%%debug\nx = 1")])))
+            nbformat.v4.new_code_cell("%%debug\nx = 1"),
+            # JAX's custom-derivative lesson defines a backward pass that calls pdb, run only
+            # in its prose: the cell runs (the tool said it stopped the build)
+            nbformat.v4.new_code_cell("import pdb\ndef debug_bwd(x, g):\n    pdb.set_trace()\n"
+                                      "    return g\nask = lambda: input('?')")])))
     waits = re.findall(r"cell (\d+), line (\d+): `(.+?)` waits for someone at the keyboard", said)
     assert waits == [("1", "1", "%debug"), ("2", "2", "%pdb"), ("3", "5", "input("),
                      ("5", "2", "getpass("), ("6", "1", "%debug")], said

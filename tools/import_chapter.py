@@ -1013,8 +1013,15 @@ def _magic(node: ast.AST) -> tuple[str, str]:
 def _waits(source: str) -> tuple[int, str] | None:
     """The line (from 1) and name of a code cell's first call that waits for someone at the
     keyboard: input(), getpass, breakpoint(), a debugger's set_trace(), IPython's `%debug`,
-    `%%debug`, `%pdb` (not off)."""
-    for call in sorted((node for node in ast.walk(_python(source)) if isinstance(node, ast.Call)),
+    `%%debug`, `%pdb` (not off); not one in a function's body, which the cell only defines
+    (JAX's custom-derivative lesson's `pdb.set_trace()` in a backward pass its prose runs)."""
+    tree = _python(source)
+    defined = {id(node) for function in ast.walk(tree) if isinstance(function, (
+        ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) for statement in (
+        function.body if isinstance(function.body, list) else [function.body])
+        for node in ast.walk(statement)}
+    for call in sorted((node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                        and id(node) not in defined),
                        key=lambda node: (node.lineno, node.col_offset)):
         named = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(
             call.func, "id", "")
