@@ -1840,20 +1840,24 @@ def test_a_cell_that_downloads_is_named(tmp_path, capsys):
 def test_a_cell_that_fetches_into_a_cache_of_its_own_is_named(tmp_path, capsys):
     """Raschka's LLMs-from-scratch ch02 calls `tiktoken.get_encoding("gpt2")`, which fetches
     GPT-2's files from the web into tiktoken's cache: this machine, without the network,
-    raised ConnectionError there; the tool said nothing. Hugging Face's and torch.hub's
-    fetches alike; a call that only shares a word (`model.load(path)`), or one that reads a
-    folder (`from_pretrained('./my-model')`), is not told."""
+    raised ConnectionError there; the tool said nothing. Hugging Face's, torch.hub's and
+    scipy.datasets' (through pooch) fetches alike; a call that only shares a word
+    (`model.load(path)`), or one that reads a folder (`from_pretrained('./my-model')`), is not
+    told."""
     cells = ["import tiktoken\nenc = tiktoken.get_encoding('gpt2')",
              "from transformers import AutoModel\nm = AutoModel.from_pretrained('gpt2')",
              "import torch\nhub = torch.hub.load('pytorch/vision', 'resnet18')\nm.load('w.pt')",
-             "mine = AutoModel.from_pretrained('./my-model')"]  # a folder: saved, not fetched
+             "mine = AutoModel.from_pretrained('./my-model')",  # a folder: saved, not fetched
+             # JAX's convolutions lesson: scipy's sample images come through pooch's cache
+             "from scipy import datasets\nimage = datasets.face().mean(-1)"]
     text = MYST_PLACES.split("The [previous")[0] + "".join(
         f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells)
     _, said = _brought_in(tmp_path, capsys, "tokens.md", text)
     assert re.findall(r"line (\d+): `([^`]+)` fetches from the web as it runs", said) == [
         ("11", "enc = tiktoken.get_encoding('gpt2')"),
         ("16", "m = AutoModel.from_pretrained('gpt2')"),
-        ("21", "hub = torch.hub.load('pytorch/vision', 'resnet18')")], said
+        ("21", "hub = torch.hub.load('pytorch/vision', 'resnet18')"),
+        ("31", "image = datasets.face().mean(-1)")], said
 
 
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):

@@ -164,9 +164,10 @@ _NOT_RUN = re.compile(r"#\|\s*eval:\s*false\s*", re.I)  # a cell they never run 
 # Neuromatch's mark of a cell its tools (nmaci) leave out of the student notebook
 _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)")
 # Calls that fetch from the web into a cache of their own: tiktoken's encodings, Hugging
-# Face's models and datasets, torch.hub's.
+# Face's models and datasets, torch.hub's, scipy's sample data (through pooch).
 _FETCHES = re.compile(r"(?:^|\.)(?:get_encoding|encoding_for_model|from_pretrained|load_dataset|"
-                      r"hf_hub_download|snapshot_download|load_state_dict_from_url|hub\.load)$")
+                      r"hf_hub_download|snapshot_download|load_state_dict_from_url|hub\.load"
+                      r"|datasets\.(?:face|ascent|electrocardiogram))$")
 # An address on the web, and the calls that show one rather than read it.
 _URL = re.compile(r"https?://")
 _SHOWS_ADDRESS = ("print", "IFrame", "YouTubeVideo", "Markdown", "HTML", "Image")
