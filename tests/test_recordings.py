@@ -47,6 +47,7 @@ from coursebook.model.recordings import (
     load_recording,
     load_recordings,
     recorded_chapter,
+    recording_path,
     runs_on,
 )
 from coursebook.model.runtimes import load_runtimes
@@ -286,6 +287,24 @@ def test_the_tpu_kind_and_the_stand_in_run_one_runtime_in_the_same_kernels():
     assert all("xla_device_kind(" in e.probe for e in tpu if e.probe)
     runtime = load_runtimes()[tpu[0].runtime]
     assert set(tpu[0].pins()) == {package_key(n) for n in {**runtime.packages, **runtime.adds}}
+
+
+def test_on_the_stand_in_both_bridges_print_pt01s_losses():
+    """bridges.md says: "On a CPU, both loops print PT01's losses to the four decimals
+    shown". Each loop's printed losses in the stand-in's recording, against PT01's expected
+    outputs on every torch the book targets (a new torch or a new recording can part them)."""
+    losses = re.compile(r"step +\d+: loss \d+\.\d+")
+    pt01 = {path.parent.name: losses.findall(path.read_text(encoding="utf8"))
+            for path in sorted((BOOK / "expected").glob("torch-*/pt01.txt"))}
+    assert len(pt01) >= 3 and all(pt01.values()), pt01
+    recording = nbformat.read(recording_path(RECORDINGS, "bridges", stand_in_kind(MACHINES).name),
+                              as_version=4)
+    printed = ["".join(output.get("text", "") for output in cell.outputs)
+               for cell in recording.cells if cell.cell_type == "code"]
+    loops = [found for found in map(losses.findall, printed) if found]
+    assert len(loops) == 2, loops  # the torchax loop and the torch_xla one
+    for torch, expected in pt01.items():
+        assert all(loop == expected for loop in loops), (torch, expected, loops)
 
 
 def test_the_stand_in_recording_names_its_runtime_and_every_installed_package():
