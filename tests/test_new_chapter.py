@@ -2210,6 +2210,18 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
             "that builds; or take the call out." in said, said
         assert "raises-exception" not in said, said
     assert "network" not in problem("RuntimeError: Error downloading t.gz")
+    # pytorch/tutorials' per-sample-grads lesson sets `device = 'cuda'`: told to fix the cell
+    # or tag it raises-exception, which a GPU's run would refuse (it does not raise there)
+    for error in ("AssertionError: Torch not compiled with CUDA enabled",
+                  "RuntimeError: Found no NVIDIA driver on your system. Please check that you "
+                  "have an NVIDIA GPU and installed a driver",
+                  "RuntimeError: No CUDA GPUs are available"):
+        said = problem(error)
+        assert "It asked for a GPU, which no build of the book has (it builds with torch's CPU " \
+            "build): let it run without one (`device = 'cuda' if torch.cuda.is_available() " \
+            "else 'cpu'`), or record the chapter on a GPU (docs/recorded-chapters.md)." \
+            in said, said
+        assert "raises-exception" not in said, said
     # A lab's test of an exercise that raises until written (Neuromatch's, CS231n's): tagged
     # raises-exception, as told, it stops the instructor edition, where the answer runs.
     # PyTorch raises it for a misspelt `forward` too (HR's F21): said as a possibility

@@ -148,6 +148,10 @@ def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str) ->
                 f"{top_matter_setting(chapter, 'mystnb: {execution_in_temp: false}')}; what a "
                 "library fetches into a cache of its own (`tiktoken.get_encoding`'s, a hub's "
                 "models) have in that cache on each machine that builds; or take the call out.")
+    if re.search(r"not compiled with CUDA|no NVIDIA driver|No CUDA GPUs", error):
+        return ("    It asked for a GPU, which no build of the book has (it builds with torch's "
+                "CPU build): let it run without one (`device = 'cuda' if torch.cuda.is_available()"
+                " else 'cpu'`), or record the chapter on a GPU (docs/recorded-chapters.md).")
     if re.search(r"^ImportError: IProgress not found", error, re.M):  # tqdm.notebook's words
         return ("    tqdm.notebook draws its bar as a widget, which needs ipywidgets: show a text "
                 "bar (`from tqdm import tqdm`), or declare ipywidgets "
