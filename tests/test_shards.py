@@ -441,6 +441,9 @@ def test_shards_and_pytest_book_execute_what_a_build_executes(tmp_path, edition)
     assert built.returncode == 0, built.stdout + built.stderr
     executed = set(re.findall(r"(\w[\w-]*)\.md: Executing notebook", built.stdout + built.stderr))
     assert executed == ({"runs", "student-only"} if edition is Edition.STUDENT else {"runs"})
+    # what it does not run is said, never left to pass for verified
+    assert set(re.findall(r"(\w[\w-]*)\.md \(\w+\): not run by this build",
+                          built.stdout + built.stderr)) == {"off", "skipped"}
 
     reads = {edition: read_book(book, conf, edition)}
     assert {chapter.name for chapter in chapters_to_execute(reads)} == executed

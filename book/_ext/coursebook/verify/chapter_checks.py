@@ -371,6 +371,14 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                            f"; {path} holds old hashes of {', '.join(old)} (files its cells read):"
                            f" `{ACCEPT_COMMAND}` writes them" if old else ""))
         summary += states[docname].not_verified
+    # A chapter myst-nb's settings keep from running (its top matter's execution_mode,
+    # nb_execution_excludepatterns) shows its code alone: said, so it never passes for verified.
+    summary += [f"{Path(env.doc2path(docname)).name} ({edition}): not run by this build "
+                "(myst-nb's execution settings leave it out): its code cells are not verified"
+                for docname, state in sorted(states.items())
+                if docname in env.found_docs and state.outputs is None and not state.failed
+                and state.notebook is not None and state.recorded_with is None
+                and any(cell.cell_type == "code" for cell in state.notebook.cells)]
     summary.append(f"{len(chapters)} chapters compared in {time.perf_counter() - started:.3f} s")
     env.temp_data[_SUMMARY] = summary
 
