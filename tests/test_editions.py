@@ -330,18 +330,21 @@ def test_a_solution_the_book_cannot_cut_out_stops_the_student_build_at_it(tiny_b
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("shown", [" {download}`a file <chapter.md>`.",
+                                   "\n\n```{literalinclude} chapter.md\n:language: md\n```\n"])
 def test_a_download_of_a_page_as_written_stops_the_student_build_at_it(tiny_book, cache_copy,
-                                                                        tmp_path):
+                                                                        tmp_path, shown):
     """MyST-NB's glue lesson offers itself, `{download}`glue.md``: brought in, the student
     edition copied the chapter as written, its answer cells and all, into _downloads/, and
-    built (only `make audit` found it). A download of a page of the book stops that build at
-    the link; the instructor's builds."""
+    built (only `make audit` found it); a `{literalinclude}` of it put them on the page itself
+    (HR's G13). Either stops that build at its line; the instructor's builds."""
     chapter = tiny_book / "chapter.md"
-    chapter.write_text(chapter.read_text().replace(
-        "A worked example.", "A worked example, also as {download}`a file <chapter.md>`."))
+    chapter.write_text(chapter.read_text().replace("A worked example.",
+                                                   "A worked example." + shown))
     student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
     assert student.returncode != 0, student.log[-3000:]
-    assert "chapter.md:18: ERROR: a download of `chapter.md` gives a page of the book as " \
+    line = 20 if shown.startswith("\n") else 18  # the directive's, below the paragraph
+    assert f"chapter.md:{line}: ERROR: this gives students `chapter.md`, a page of the book as " \
         "written" in student.log, student.log[-3000:]
     instructor = sphinx_build(tiny_book, tmp_path / "instructor", cache_copy, "instructor")
     assert instructor.returncode == 0, instructor.log[-3000:]

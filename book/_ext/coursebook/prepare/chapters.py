@@ -235,31 +235,32 @@ def leave_out_plain_scripts(app: Sphinx, config) -> None:
 def refuse_shown_solutions(app: Sphinx, doctree) -> None:
     """``doctree-read``, student edition: a solution on a page is one the book could not cut
     out (it cuts those a chapter's own text holds), shown to students: it stops the build at
-    its text (sphinx-exercise places the box at its page's top). So does a download of a page
-    as written (MyST-NB's glue lesson offers its own .md), whose answers the edition copies,
-    and a file shown (an image, an included or downloaded file) that only an answer's code
-    names: an answer's run left it, in the instructor's build or the author's."""
+    its text (sphinx-exercise places the box at its page's top). So does a page of the book
+    given as written, answers and all (a download: MyST-NB's glue lesson offers its own .md; a
+    literalinclude), and a file shown (an image, an included or downloaded file) that only an
+    answer's code names: an answer's run left it, in the instructor's build or the author's."""
     from docutils import nodes
     from sphinx.addnodes import download_reference
     from sphinx_exercise.nodes import solution_node, solution_start_node
 
     if edition_of(app) is not Edition.STUDENT:
         return
-    for link in doctree.findall(download_reference):
-        if app.env.path2doc(app.env.relfn2path(link["reftarget"], app.env.docname)[1]) \
-                in app.env.found_docs:  # not myst-nb's {nb-download}, the edition's run
-            report(f"a download of `{link['reftarget']}` gives a page of the book as written, "
-                   "its answers and `{only} instructor` blocks included, to students: link the "
-                   "page instead (its own download gives the student edition's)", link,
-                   "answers", once=False)
-            mark_failed(app.env, app.env.docname)
     prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
     named = dict(prepared.left_out) if prepared else {}  # its names match no file
-    for node in doctree.findall(nodes.Element) if named else ():
-        shown = (app.env.relfn2path(node["reftarget"], app.env.docname)[1]
-                 if isinstance(node, download_reference) else
-                 Path(app.srcdir, node["uri"]) if isinstance(node, nodes.image) else
-                 node.get("source") or node.source)
+    for node in doctree.findall(nodes.Element):
+        as_written = (app.env.relfn2path(node["reftarget"], app.env.docname)[1]
+                      if isinstance(node, download_reference) else  # or a literalinclude's
+                      node.get("source") if isinstance(node, (nodes.literal_block, nodes.raw))
+                      else None)
+        # a page (not myst-nb's {nb-download}: the edition's run of it)
+        if as_written and app.env.path2doc(as_written) in app.env.found_docs:
+            report(f"this gives students `{os.path.relpath(as_written, app.srcdir)}`, a page "
+                   "of the book as written, its answers and `{only} instructor` blocks "
+                   "included: link the page instead (its own download gives the student "
+                   "edition's)", node, "answers", once=False)
+            mark_failed(app.env, app.env.docname)
+        shown = as_written or (Path(app.srcdir, node["uri"]) if isinstance(node, nodes.image)
+                               else node.source)
         if shown and (line := named.pop(os.path.normpath(shown), None)) and Path(shown).is_file():
             report(f"the student edition shows `{Path(shown).name}`, which only an answer's "
                    f"code names ({Path(doctree['source']).name}:{line}): what "
