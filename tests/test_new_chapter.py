@@ -2548,3 +2548,19 @@ def test_a_gallerys_build_setup_runs_shown_nowhere(tmp_path, capsys):
                      ("from torch import nn\n\nprint(nn.Linear)", [])], cells
     assert "shows nowhere, cells no page or download shows (`remove-cell`, `book-only`): " \
         "line 7\n" in said, said
+
+
+def test_a_time_torchs_timer_took_is_named_where_it_shows(tmp_path, capsys):
+    """pytorch/tutorials' jacobians and per-sample-grads lessons time with torch's own
+    Timer and show it later (`print(no_vmap_timer)`, then `get_perf(...)`'s percent in the
+    next cell): nothing was said, and the build told the author to seed them."""
+    import nbformat
+
+    cells = [nbformat.v4.new_code_cell(source) for source in (
+        "from torch.utils.benchmark import Timer\nslow = Timer(stmt='f(x)').timeit(500)\n"
+        "fast = Timer(stmt='g(x)').blocked_autorange()\nprint(slow)",
+        "get_perf(slow, 'f', fast, 'g')\nprint('done')")]
+    said = _brought_in(tmp_path, capsys, "timer.ipynb",
+                       nbformat.writes(nbformat.v4.new_notebook(cells=cells)))[1]
+    assert re.findall(r"(cell \d+, line \d+): `[^`]+` shows how long a statement took", said) \
+        == ["cell 1, line 4", "cell 2, line 1"], said

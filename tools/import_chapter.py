@@ -137,7 +137,9 @@ _INSTALL = re.compile(r"^\s*[!%](?:(?P<pip>pip3?|python3? -m pip|conda|mamba)|ap
 _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index-url",
                      "--extra-index-url", "-f", "--find-links", "-t", "--target"})
 # A clock read: shown, it is how long something took (d2l's `f'{time.time() - tic:.2f} sec'`).
-_CLOCK = re.compile(r"\b(?:time|perf_counter|monotonic|process_time)(?:_ns)?\(\)")
+# A clock's reading, or a time torch's Timer (or timeit's) measured
+_CLOCK = re.compile(r"\b(?:time|perf_counter|monotonic|process_time)(?:_ns)?\(\)"
+                    r"|\.(?:timeit|blocked_autorange|adaptive_autorange)\(")
 _NOW = re.compile(r"\b(?:now|today|utcnow|ctime)\(\)")  # nbdev's `datetime.datetime.now()`
 # A path out of the folder the cells run in: `../data`, `~/datasets` (UvA's labs' checkpoints).
 _OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
@@ -1447,6 +1449,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     open_blocks = 0  # how many of them are open after the cells so far
     directives: list[str] = []  # cells nbdev's or Quarto's directives hide: their tags
     urls: set[str] = set()  # the names the cells bind to an address on the web
+    timed: set[str] = set()  # the names they bind to a time taken (`t = timer.timeit(9)`)
     made: set[str] = set()  # the modules the cells write (`%%file mathfoo.py`)
     raised: list[str] = []  # cells whose saved output is an error, tagged raises-exception
     exercises: list[str] = []  # cells that raise at their top level (`raise NotImplementedError`)
@@ -1518,12 +1521,16 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             dated = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
                      and _NOW.search(ast.unparse(node.value)) for target in node.targets
                      if isinstance(target, ast.Name)}  # `stamp = datetime.now()`, shown below
+            timed.update(target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                         and _CLOCK.search(ast.unparse(node.value)) for target in node.targets
+                         if isinstance(target, ast.Name))
             # A time (%timeit -q prints none) differs between runs.
             shown = [(node.lineno, "how long a statement took") for node in ast.walk(tree)
                 for magic, argument in [_magic(node)] if magic in ("time", "timeit")
                 and "-q" not in _TIMEIT_OPTIONS.match(argument)[0].split()] + [
                 (node.lineno, "how long a statement took") for node in ast.walk(tree)
-                if isinstance(node, ast.Expr) and _CLOCK.search(ast.unparse(node))] + [
+                if isinstance(node, ast.Expr) and (_CLOCK.search(ast.unparse(node)) or timed & {
+                    name.id for name in ast.walk(node) if isinstance(name, ast.Name)})] + [
                 (node.lineno, "the date and time it ran") for node in ast.walk(tree)
                 if isinstance(node, ast.Expr) and (_NOW.search(ast.unparse(node)) or dated & {
                     name.id for name in ast.walk(node) if isinstance(name, ast.Name)})] + [
