@@ -420,3 +420,17 @@ def test_a_heading_inside_an_only_block_stops_the_build_at_it(tiny_book, cache_c
     assert student.returncode != 0 and f"chapter.md:{line}: ERROR: a heading inside an " \
         "`{only}` block" in student.log, student.log[-3000:]
     assert "Stack along" not in (tmp_path / "student" / "html" / "chapter.html").read_text()
+
+
+@pytest.mark.slow
+def test_a_heading_inside_an_only_block_on_a_page_stops_the_build_at_it(tiny_book, cache_copy,
+                                                                          tmp_path):
+    """On a page that is no chapter too (the home page's notes for instructors)."""
+    index = tiny_book / "index.md"
+    text = f"{index.read_text()}\n{ONLY_HEADING}\n"
+    index.write_text(text)
+    student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
+    line = text.splitlines().index("## Instructor notes") + 1
+    assert student.returncode != 0 and f"index.md:{line}: ERROR: a heading inside an " \
+        "`{only}` block" in student.log, student.log[-3000:]
+    assert "Stack along" not in (tmp_path / "student" / "html" / "index.html").read_text()

@@ -285,6 +285,12 @@ def chapter_files(folder: Path) -> list[tuple[Path, str]]:
             if (matter := top_matter(text)) is not None and PROVENANCE_KEY not in matter]
 
 
+HEADING_IN_ONLY = (
+    "a heading inside an `{only}` block: MyST places its section outside the block, so every "
+    "edition shows it and the text after it: put the heading outside the block (an instructor's "
+    f"notes: in an `{ANSWER_TAG}` cell, which may begin with one heading line)")
+
+
 def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
     """The chapter as written, cells noted at their lines (an ``.ipynb``'s saved outputs and
     widget state left out: they are the build's); ``strict`` (a build): a solution that cannot
@@ -316,11 +322,7 @@ def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
                 f"solution an `{ANSWER_TAG}` cell after the students' stub", line=line_within(
                     cell, marked[0]))
         if (heading := heading_in_only(cell.source)) is not None:
-            raise SolutionError(
-                "a heading inside an `{only}` block: MyST places its section outside the block, "
-                "so every edition shows it and the text after it: put the heading outside the "
-                f"block (an instructor's notes: in an `{ANSWER_TAG}` cell, which may begin with "
-                "one heading line)", line=line_within(cell, heading))
+            raise SolutionError(HEADING_IN_ONLY, line=line_within(cell, heading))
     return notebook
 
 

@@ -21,15 +21,15 @@ from coursebook.config import BookConfig, book_config
 from coursebook.model.cell_notes import cell_line, source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
-from coursebook.model.notebooks import (CELL_MARKER, CHAPTER_SUFFIXES, NEEDS_ANSWERS_TAG,
-                                        RAISES_TAG, SCRIPT_SUFFIX, UNVERIFIED_KEY, answer_names,
-                                        answer_strings,
-                                        author_line, cell_script_fault, cell_tags, chapter_settings,
+from coursebook.model.notebooks import (CELL_MARKER, CHAPTER_SUFFIXES, HEADING_IN_ONLY,
+                                        NEEDS_ANSWERS_TAG, RAISES_TAG, SCRIPT_SUFFIX,
+                                        UNVERIFIED_KEY, answer_names, answer_strings, author_line,
+                                        cell_script_fault, cell_tags, chapter_settings,
                                         first_line, is_chapter_source, note_output_keys,
                                         read_chapter, reads_as_json, top_matter_line)
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
                                          recorded_where, recording_name, recording_path)
-from coursebook.model.solutions import SolutionError, myst_roles
+from coursebook.model.solutions import SolutionError, heading_in_only, myst_roles
 from coursebook.museum.model import Wing
 from coursebook.museum.prepare import claim_sources, link_back_to_exhibits, place_museum
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
@@ -172,7 +172,9 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
                 "a notebook in this format would be executed and published unverified (no "
                 "expected outputs, no editions): bring it in as a chapter with `make chapter "
                 f"FROM={shown_path(path)}`, then remove it", path, 1)
-        if not is_chapter_source(source[0]):
+        if not is_chapter_source(source[0]):  # a page: its {only} blocks, as a chapter's
+            if path.suffix == ".md" and (at := heading_in_only(source[0])) is not None:
+                raise BookError(HEADING_IN_ONLY, path, source[0].count("\n", 0, at) + 1)
             return None
         prepared = prepare_chapter(app, config, source[0], str(path))
     except BookError as error:
