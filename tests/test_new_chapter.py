@@ -2210,6 +2210,14 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
             "that builds; or take the call out." in said, said
         assert "raises-exception" not in said, said
     assert "network" not in problem("RuntimeError: Error downloading t.gz")
+    # pytorch/tutorials' autograd lesson imports torchvision, which `make chapter-packages`
+    # installs from PyPI beside the book's CPU torch: its operators do not load ('Fix the
+    # cell, or tag it raises-exception', where no line of the cell is at fault)
+    said = problem("RuntimeError: operator torchvision::nms does not exist")
+    assert "torchvision's compiled operators did not load: the torchvision installed was not " \
+        "built for this torch (its CUDA build beside torch's CPU one, say): install the one " \
+        "built for it (PyTorch's own index has each), then build again." in said, said
+    assert "raises-exception" not in said, said
     # pytorch/tutorials' per-sample-grads lesson sets `device = 'cuda'`: told to fix the cell
     # or tag it raises-exception, which a GPU's run would refuse (it does not raise there)
     for error in ("AssertionError: Torch not compiled with CUDA enabled",

@@ -148,6 +148,10 @@ def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str) ->
                 f"{top_matter_setting(chapter, 'mystnb: {execution_in_temp: false}')}; what a "
                 "library fetches into a cache of its own (`tiktoken.get_encoding`'s, a hub's "
                 "models) have in that cache on each machine that builds; or take the call out.")
+    if ops := re.search(r"operator (\w+)::\w+ does not exist", error):  # torchvision's nms
+        return (f"    {ops[1]}'s compiled operators did not load: the {ops[1]} installed was not "
+                "built for this torch (its CUDA build beside torch's CPU one, say): install the "
+                "one built for it (PyTorch's own index has each), then build again.")
     if re.search(r"not compiled with CUDA|no NVIDIA driver|No CUDA GPUs", error):
         return ("    It asked for a GPU, which no build of the book has (it builds with torch's "
                 "CPU build): let it run without one (`device = 'cuda' if torch.cuda.is_available()"
