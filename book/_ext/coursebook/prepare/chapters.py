@@ -240,7 +240,7 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
     its text (sphinx-exercise places the box at its page's top). So does a page of the book
     given as written, answers and all (a download: MyST-NB's glue lesson offers its own .md; a
     literalinclude), and a file shown (an image, an included or downloaded file) that only an
-    answer's code names: an answer's run left it (the author's own: a build's runs leave nothing)."""
+    answer's code names: an answer's run left it (the author's: a build's runs leave none)."""
     from docutils import nodes
     from sphinx.addnodes import download_reference
     from sphinx_exercise.nodes import solution_node, solution_start_node
