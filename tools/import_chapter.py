@@ -7,7 +7,8 @@ What changes, each said in the report `make chapter FROM=…` prints:
   run in a temporary folder (myst-nb's ``execution_in_temp``): a file a lesson writes (a saved
   model, a downloaded dataset) is not left in the book's sources; unless its cells name a file
   beside it (``open('names.txt')``): that is copied into the book at that path, the cells run
-  there, and the top matter lists it (``coursebook: {reads: [...]}``: an edit runs them again);
+  among links to it, and the top matter lists it (``coursebook: {reads: [...]}``: an edit runs
+  them again);
 - the hidden first cell that keeps errors short comes first (as in the skeleton);
 - outputs are dropped (the build makes them) and so is cell metadata other than tags and
   myst-nb's own (``mystnb``: a figure's caption and name);
@@ -1941,8 +1942,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                 "so the files they write are not left beside the chapter"
                                 if not data else "copied the files beside the lesson its cells "
                                 f"name ({', '.join(f'{p} at {at}' for p, at in data.items())}) "
-                                "beside the chapter, in book/, where its cells run "
-                                "(`execution_in_temp: false`, through links: a file they "
+                                "beside the chapter, in book/, whose files its cells run "
+                                "among (`execution_in_temp: false`, through links: a file they "
                                 "write is not left there), and listed them in `coursebook: "
                                 "{reads: [...]}`: an edit of one runs the chapter again"))
     if data:

@@ -152,8 +152,7 @@ def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
     if record is not None:
         open_cache(cache_path).remove_cache(record.pk)
     settings = run.settings
-    logger.info("Executing notebook using %s CWD",
-                "temporary" if settings.execution_in_temp else "local", location=location)
+    logger.info("Executing notebook using temporary CWD", location=location)
     # A chapter runs among links to the files beside it (none: myst-nb's execution_in_temp)
     # in a temporary folder: what it writes is not left in the book's sources, where its
     # next run would find it (%%writefile's "Overwriting"). Its kernel refuses a write
