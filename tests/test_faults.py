@@ -614,6 +614,21 @@ def test_a_write_outside_a_chapters_run_is_refused_before_it_is_made(tiny_book, 
     assert not list(machine.iterdir())
 
 
+def test_the_notebooks_folder_in_html_is_text_not_a_tag():
+    """A DataFrame of paths shows `<notebook folder>` in its HTML: written raw, a browser took
+    it for an unknown tag and showed `/data.csv` alone."""
+    import nbformat
+
+    from coursebook.execute.notebook_runs import NOTEBOOK_FOLDER, name_the_folder
+
+    cell = nbformat.v4.new_code_cell("frame", outputs=[nbformat.v4.new_output(
+        "execute_result", {"text/html": "<td>/tmp/tmpab12cd34/data.csv</td>",
+                           "text/plain": "/tmp/tmpab12cd34/data.csv"})])
+    name_the_folder(nbformat.v4.new_notebook(cells=[cell]), "/tmp/tmpab12cd34")
+    assert cell.outputs[0].data == {"text/html": "<td>&lt;notebook folder&gt;/data.csv</td>",
+                                    "text/plain": f"{NOTEBOOK_FOLDER}/data.csv"}
+
+
 @pytest.mark.slow
 def test_the_folder_the_cells_run_in_is_shown_as_the_notebooks_folder(tmp_path):
     """QuantEcon's python_essentials shows `%pwd`: the page showed the build's folder (a new

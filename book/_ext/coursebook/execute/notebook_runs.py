@@ -6,6 +6,7 @@ time quadratic in a line's length (a 5 MB line: hours).
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import signal
@@ -289,8 +290,9 @@ def name_the_folder(notebook: nbformat.NotebookNode, *folders: str) -> None:
     for output in (output for cell in notebook.cells for output in cell.get("outputs", ())):
         for place in (output, output.get("data", {})):  # a stream's, an error's, a result's
             for key, text in place.items():
-                if isinstance(text, str) and key.startswith(("text", "evalue")):
-                    place[key] = named.sub(NOTEBOOK_FOLDER, text)
+                if isinstance(text, str) and key.startswith(("text", "evalue")):  # a tag in HTML:
+                    place[key] = named.sub(html.escape(NOTEBOOK_FOLDER) if key in (
+                        "text/html", "text/markdown") else NOTEBOOK_FOLDER, text)
         if "traceback" in output:
             output.traceback = [named.sub(NOTEBOOK_FOLDER, line) for line in output.traceback]
 
