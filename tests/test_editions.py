@@ -411,26 +411,17 @@ def test_a_heading_inside_an_only_block_is_refused_at_its_line():
 
 
 @pytest.mark.slow
-def test_a_heading_inside_an_only_block_stops_the_build_at_it(tiny_book, cache_copy, tmp_path):
-    chapter = tiny_book / "chapter.md"
-    text = chapter.read_text().replace("A worked example.", f"A worked example.\n\n{ONLY_HEADING}")
-    chapter.write_text(text)
+@pytest.mark.parametrize("page", ["chapter", "index"])
+def test_a_heading_inside_an_only_block_stops_the_build_at_it(tiny_book, cache_copy, tmp_path,
+                                                              page):
+    """In a chapter, and on a page that is no chapter (the home page's notes for instructors)."""
+    source = tiny_book / f"{page}.md"
+    text = source.read_text()
+    text = (text.replace("A worked example.", f"A worked example.\n\n{ONLY_HEADING}")
+            if page == "chapter" else f"{text}\n{ONLY_HEADING}\n")
+    source.write_text(text)
     student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
     line = text.splitlines().index("## Instructor notes") + 1
-    assert student.returncode != 0 and f"chapter.md:{line}: ERROR: a heading inside an " \
+    assert student.returncode != 0 and f"{page}.md:{line}: ERROR: a heading inside an " \
         "`{only}` block" in student.log, student.log[-3000:]
-    assert "Stack along" not in (tmp_path / "student" / "html" / "chapter.html").read_text()
-
-
-@pytest.mark.slow
-def test_a_heading_inside_an_only_block_on_a_page_stops_the_build_at_it(tiny_book, cache_copy,
-                                                                          tmp_path):
-    """On a page that is no chapter too (the home page's notes for instructors)."""
-    index = tiny_book / "index.md"
-    text = f"{index.read_text()}\n{ONLY_HEADING}\n"
-    index.write_text(text)
-    student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
-    line = text.splitlines().index("## Instructor notes") + 1
-    assert student.returncode != 0 and f"index.md:{line}: ERROR: a heading inside an " \
-        "`{only}` block" in student.log, student.log[-3000:]
-    assert "Stack along" not in (tmp_path / "student" / "html" / "index.html").read_text()
+    assert "Stack along" not in (tmp_path / "student" / "html" / f"{page}.html").read_text()
