@@ -398,11 +398,18 @@ ONLY_HEADING = ("````{only} instructor\nAfter the lab.\n\n## Instructor notes\n\
                 "dimension one.\n````")
 
 
-def test_a_heading_inside_an_only_block_is_refused_at_its_line():
+@pytest.mark.parametrize("around", ["{}", "`````{{only}} html\n{}\n`````",
+                                    "::::{{note}}\n{}\n::::"])
+def test_a_heading_inside_an_only_block_is_refused_at_its_line(around):
     """MyST places a heading's section outside an `{only}` block, the text after it too: an
     `{only} instructor` block with a heading was on every student page and in the search
-    index (and the sidebar of every page), build and `make audit` passing."""
-    text = (TINY_BOOK / "chapter.md").read_text().replace("A worked example.", ONLY_HEADING)
+    index (and the sidebar of every page), build and `make audit` passing; so was one inside
+    another block (an `{only} html`, a `{note}`: HR's G16). A code block's `# comment` in it
+    is no heading."""
+    text = (TINY_BOOK / "chapter.md").read_text().replace("A worked example.",
+                                                          around.format(ONLY_HEADING))
+    read_chapter(text.replace("## Instructor notes", "```{code-block} python\n# a comment\n```"),
+                 strict=True)
     with pytest.raises(BookError) as raised:
         read_chapter(text, strict=True)
     assert raised.value.line == text.splitlines().index("## Instructor notes") + 1

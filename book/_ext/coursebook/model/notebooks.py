@@ -322,7 +322,7 @@ def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
                 f"solution an `{ANSWER_TAG}` cell after the students' stub", line=line_within(
                     cell, marked[0]))
         if (heading := heading_in_only(cell.source)) is not None:
-            raise SolutionError(HEADING_IN_ONLY, line=line_within(cell, heading))
+            raise SolutionError(HEADING_IN_ONLY, line=cell_line(cell, heading))
     return notebook
 
 

@@ -138,14 +138,16 @@ def graders_mark(cell) -> tuple[int, str] | None:
     return None if at is None else (at, f"`{line.strip()}`")
 
 
-def heading_in_only(markdown: str) -> int | None:
-    """Where a heading inside an ``{only}`` block is (its offset), if one is: MyST places its
-    section outside the block, in every edition, with the text after it."""
-    lines = markdown.splitlines(keepends=True)
-    for token in markdown_parser().parse(markdown) if "{only}" in markdown else ():
-        for inner in markdown_parser().parse(token.content) if _directive(token) == "only" else ():
-            if inner.type == "heading_open":
-                return len("".join(lines[:token.map[0] + 1 + inner.map[0]]))
+def heading_in_only(markdown: str, inside: bool = False) -> int | None:
+    """The line (from 0) of a heading inside an ``{only}`` block, if one is, the block at any
+    depth (in an `{only} html`, a `{note}`): MyST places its section outside the block, in
+    every edition, with the text after it. ``inside``: the text is such a block's."""
+    for token in markdown_parser().parse(markdown) if inside or "{only}" in markdown else ():
+        if inside and token.type == "heading_open":
+            return token.map[0]
+        if (name := _directive(token)) not in _AS_WRITTEN and (line := heading_in_only(
+                token.content, inside or name == "only")) is not None:
+            return token.map[0] + 1 + line
     return None
 
 

@@ -174,7 +174,7 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
                 f"FROM={shown_path(path)}`, then remove it", path, 1)
         if not is_chapter_source(source[0]):  # a page: its {only} blocks, as a chapter's
             if path.suffix == ".md" and (at := heading_in_only(source[0])) is not None:
-                raise BookError(HEADING_IN_ONLY, path, source[0].count("\n", 0, at) + 1)
+                raise BookError(HEADING_IN_ONLY, path, at + 1)
             return None
         prepared = prepare_chapter(app, config, source[0], str(path))
     except BookError as error:
