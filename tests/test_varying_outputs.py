@@ -469,14 +469,17 @@ def test_a_mark_survives_an_edit_of_its_cell_while_its_pattern_holds():
 def test_a_set_a_seeded_cell_makes_is_told_as_what_no_seed_fixes():
     """pytorch/tutorials' word embeddings lesson seeds torch, then numbers its words by
     `enumerate(set(test_sentence))`, an order Python draws anew in each run: its losses
-    varied, and the build told it to seed (it was seeded)."""
+    varied, and the build told it to seed (it was seeded). A set literal or comprehension is
+    one too; matplotlib's `ax.set(title=...)` is none (HR's G10), and a set is told in place
+    of seeding."""
     expectations = Expectations(runs={"student": "1234abcd"})
     expectations.by_edition["student"] = {"0000000a": "[523.02, 520.41]"}
-    source = "torch.manual_seed(1)\nvocab = set(test_sentence)\nprint(losses)"
-    for code, told in ((source, True), ("model.reset()\nprint(losses)", False)):
-        [varies] = compare(expectations, "student",
-                           [CellOutput("0000000a", 1, code, "[523.30, 520.60]")], "1234abcd")
+    for code, told in (("torch.manual_seed(1)\nvocab = set(test_sentence)", True),
+                       ("seen = {w for w in words}", True), ("pair = {a, b}", True),
+                       ("model.reset()", False), ("ax.set(title='loss')", False)):
+        [varies] = compare(expectations, "student", [CellOutput(
+            "0000000a", 1, code + "\nprint(losses)", "[523.30, 520.60]")], "1234abcd")
         said = varies.fix(Path("e.txt"))
         assert ("makes a set, whose order differs between runs (of strings too: Python draws "
                 "their hashes anew), which no seed fixes: iterate `sorted(...)` of it" in said) \
-            == told and "`torch.manual_seed(0)`" in said, said
+            == told != ("`torch.manual_seed(0)`" in said), (code, said)

@@ -4,6 +4,7 @@ docs/authoring.md, "Expected outputs"). Each edition's accepted run is noted
 
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 import platform
@@ -24,6 +25,7 @@ from coursebook.model.notebooks import (
     UNVERIFIED_KEY,
     cell_tags,
     expects_output,
+    parsed_cell,
     short_digest,
 )
 from coursebook.model.outputs import normalise, normalised_html
@@ -337,19 +339,26 @@ class Mismatch:
                 "objects' `id()`s (where they lie in memory), which no seed fixes: print "
                 "something else. " if ids[0] == ids[1] else "Only times or sizes differ: a "
                 "clock's or a memory's, which no seed fixes (print what does not vary), or "
-                "simulated ones, drawn. " if varies == "measured" else "Its code makes a set, "
-                "whose order differs between runs (of strings too: Python draws their hashes "
-                "anew), which no seed fixes: iterate `sorted(...)` of it. " if re.search(
-                    r"\bset\(", self.cell.source) else "")
+                "simulated ones, drawn. " if varies == "measured" else "")
                 + ("Only temporary names (a temporary file's or folder's) or "
                    "dates differ, which no seed fixes: print what does not vary" if varies ==
-                   "made" else "Seed what varies before its draw (`torch.manual_seed(0)`, "
+                   "made" else "Its code makes a set, whose order differs between runs (of "
+                   "strings too: Python draws their hashes anew), which no seed fixes: iterate "
+                   "`sorted(...)` of it" if _makes_set(self.cell.source) else
+                   "Seed what varies before its draw (`torch.manual_seed(0)`, "
                    "`np.random.seed(0)` or `random.seed(0)`, as the cell draws; a tensor made by "
                    "`torch.empty` or `torch.Tensor(2, 3)` holds what its memory held: fill it)")
                 + f", or mark the part that varies in {where}: "
                 f"`{VARIES_MARK.strip()}` after the cell's key, and `<number>`, `<duration>`, "
                 f"`<size>`, `<date>` or `...` where the output varies"
                 f"{_proposal(self.cell, self.expected, self.edition)}")
+
+
+def _makes_set(source: str) -> bool:
+    """Whether the code makes a set (`set(...)`, `{a, b}`, `{w for w in words}`)."""
+    return any(isinstance(node, (ast.Set, ast.SetComp)) or isinstance(node, ast.Call) and getattr(
+        node.func, "id", "") in ("set", "frozenset") for node in ast.walk(
+            parsed_cell(source) or ast.Module([], [])))
 
 
 def _replaced(expected: dict[str, str], outputs: list[CellOutput]) -> dict[str, str]:
