@@ -331,20 +331,24 @@ def test_a_solution_the_book_cannot_cut_out_stops_the_student_build_at_it(tiny_b
 
 @pytest.mark.slow
 @pytest.mark.parametrize("shown", [" {download}`a file <chapter.md>`.",
-                                   "\n\n```{literalinclude} chapter.md\n:language: md\n```\n"])
+                                   "\n\n```{literalinclude} chapter.md\n:language: md\n```\n",
+                                   " {download}`the versions <torch-versions.md>`."])
 def test_a_download_of_a_page_as_written_stops_the_student_build_at_it(tiny_book, cache_copy,
                                                                         tmp_path, shown):
     """MyST-NB's glue lesson offers itself, `{download}`glue.md``: brought in, the student
     edition copied the chapter as written, its answer cells and all, into _downloads/, and
     built (only `make audit` found it); a `{literalinclude}` of it put them on the page itself
-    (HR's G13). Either stops that build at its line; the instructor's builds."""
+    (HR's G13); so did a download of a page the edition leaves out (the instructor's
+    appendix: HR's G9). Each stops that build at its line; the instructor's builds."""
+    (tiny_book / "torch-versions.md").write_text("---\norphan: true\n---\n# Versions\n")
     chapter = tiny_book / "chapter.md"
     chapter.write_text(chapter.read_text().replace("A worked example.",
                                                    "A worked example." + shown))
     student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
     assert student.returncode != 0, student.log[-3000:]
     line = 20 if shown.startswith("\n") else 18  # the directive's, below the paragraph
-    assert f"chapter.md:{line}: ERROR: this gives students `chapter.md`, a page of the book as " \
+    page = "torch-versions.md" if "versions" in shown else "chapter.md"
+    assert f"chapter.md:{line}: ERROR: this gives students `{page}`, a page of the book as " \
         "written" in student.log, student.log[-3000:]
     instructor = sphinx_build(tiny_book, tmp_path / "instructor", cache_copy, "instructor")
     assert instructor.returncode == 0, instructor.log[-3000:]
@@ -380,6 +384,7 @@ def test_a_file_only_an_answer_names_stops_the_student_build_where_a_page_shows_
                "(chapter.md:{})")
     assert student.returncode != 0 and student.log.count("student edition shows") == 2, \
         student.log[-3000:]
+    assert "this gives students" not in student.log  # solution.py is a module, no page
     for name, shown, named in (("fit.png", "![The fit](fit.png)", 'plt.savefig("fit.png")'),
                                ("solution.py", "```{literalinclude} solution.py",
                                 "%%writefile solution.py")):

@@ -254,8 +254,12 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
                       if isinstance(node, download_reference) else  # or a literalinclude's
                       node.get("source") if isinstance(node, (nodes.literal_block, nodes.raw))
                       else None)
-        # a page (not myst-nb's {nb-download}: the edition's run of it)
-        if as_written and app.env.path2doc(as_written) in app.env.found_docs:
+        # a page of the book, one this edition leaves out too (the instructor's appendix), not
+        # a helper module (a .py no percent script), nor myst-nb's {nb-download} (its run's)
+        page = as_written and Path(as_written).is_relative_to(app.srcdir) and app.env.path2doc(
+            as_written)
+        if page and (page in app.env.found_docs or not as_written.endswith(SCRIPT_SUFFIX) or
+                     cell_script_fault(Path(as_written).read_text(encoding="utf8")) is None):
             report(f"this gives students `{os.path.relpath(as_written, app.srcdir)}`, a page "
                    "of the book as written, its answers and `{only} instructor` blocks "
                    "included: link the page instead (its own download gives the student "
