@@ -614,6 +614,18 @@ def test_a_write_outside_a_chapters_run_is_refused_before_it_is_made(tiny_book, 
     assert not list(machine.iterdir())
 
 
+def test_a_home_at_the_root_keeps_nothing_outside_a_run(monkeypatch):
+    """Where HOME is / (a container run under another uid, some CI images), the home among
+    the folders a run may change was `/`, under which every path lies: a write or a removal
+    at Colab's /content/... was made, and the refusal could never fire."""
+    from coursebook.execute.kernel_forkserver import kept_outside
+
+    monkeypatch.setenv("HOME", "/")
+    assert not "/content/data/x.csv".startswith(kept_outside())
+    monkeypatch.setenv("HOME", "/home/student")  # a home of its own stays kept: its caches
+    assert "/home/student/.cache/torch/x.pt".startswith(kept_outside())
+
+
 def test_the_notebooks_folder_in_html_is_text_not_a_tag():
     """A DataFrame of paths shows `<notebook folder>` in its HTML: written raw, a browser took
     it for an unknown tag and showed `/data.csv` alone."""

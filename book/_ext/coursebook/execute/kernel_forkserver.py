@@ -82,6 +82,14 @@ def moves_to(connection_file: str) -> Path:
     return Path(connection_file).with_suffix(".cwd")
 
 
+def kept_outside() -> tuple[str, ...]:
+    """The folders outside its own that a run may change: the temporary one, the home (where
+    libraries keep their caches) and /dev; not a home that is the root (HOME=/ in containers
+    run under another uid), under which every path lies."""
+    return tuple({os.path.join(os.path.realpath(place), "") for place in (
+        tempfile.gettempdir(), os.path.expanduser("~"), "/dev")} - {os.sep})
+
+
 def load_ipython_extension(shell) -> None:
     """Before its first cell, the kernel moves into the folder its taker named, if one did
     (a kernel kept waiting: its run's). Then each file under that folder that a cell opens
@@ -132,9 +140,7 @@ def load_ipython_extension(shell) -> None:
             shell.payload_manager.write_payload({"source": WROTE, "file": told})
         raise PermissionError(f"{told}: a chapter's run keeps what it changes in its own folder")
 
-    package = str(Path(__file__).parents[1])
-    kept = tuple(os.path.join(os.path.realpath(place), "")
-                 for place in (tempfile.gettempdir(), os.path.expanduser("~"), "/dev"))
+    package, kept = str(Path(__file__).parents[1]), kept_outside()
     shell.events.register("pre_execute", start)
     refused = Path(tempfile.gettempdir()) / f"coursebook-pip-{uuid.uuid4().hex}"
     os.environ.update({"PIP_PYTHON": str(Path(__file__).with_name("pip_refusal.py")),
