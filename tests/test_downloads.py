@@ -322,6 +322,23 @@ def test_what_follows_an_exhibits_error_waits_in_its_reveal():
     assert fixes and all(fix in kept and fix not in text for fix in fixes)
 
 
+def test_a_running_exhibits_fix_is_kept_in_its_reveal_whatever_its_place_says(monkeypatch):
+    """The .md found the reveal to keep a running exhibit's fix code in by reading again the
+    words its place was given (`*The cause and the fix: note 3, at the end of this file.*`):
+    reworded, the fix stood in view again, right under the error to predict."""
+    from coursebook.render.plain_markdown import PlainMarkdown
+
+    kept_for_the_end = PlainMarkdown.kept_for_the_end
+    monkeypatch.setattr(PlainMarkdown, "kept_for_the_end", lambda self, summary, content: (
+        kept_for_the_end(self, summary, content).replace("at the end", "after the last cell")))
+    text, _, kept = download_document(_chapters()["museum-pytorch"], PlainMarkdown(
+        _resolve, md_config=MD_CONFIG)).partition(f"\n## {SET_ASIDE_HEADING}\n")
+    fixes = [e.fix_code.strip() for e in book_museum()["pytorch"].exhibits
+             if e.runs_in_every_build]
+    assert "after the last cell" in text and all(fix in kept and fix not in text
+                                                 for fix in fixes)
+
+
 def test_the_museum_download_tells_how_its_own_layout_shows_the_error(downloads):
     """The page's toggle (*Show the error*) is not in the notebook: its instructions name
     what the notebook has, the cell that prints and the collapsed block's summary."""

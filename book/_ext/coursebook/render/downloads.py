@@ -25,7 +25,7 @@ from coursebook.config import book_config
 from coursebook.model.notebooks import (ANSWER_TAG, BOOK_ONLY_TAG, RAISES_TAG, cell_tags,
                                         is_chapter_source, is_claim, markdown_cell, parsed_cell,
                                         with_stable_ids)
-from coursebook.museum.prepare import REVEAL, REVEAL_TAG, fold_into_reveal
+from coursebook.museum.prepare import REVEAL_TAG, fold_into_reveal
 from coursebook.page_state import chapter_notebook, page_state_of
 from coursebook.prepare.chapter_packages import install_cell
 from coursebook.prepare.chapters import edition_of
@@ -104,8 +104,10 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
             if names := [name for name in waiting if cell.cell_type == "code"
                          and re.search(rf"\b{name}\b", cell.source)]:
                 cell.source = "\n".join([waiting.pop(name) for name in names] + [cell.source])
-            # The page folds the rest of an exhibit into its reveal; a notebook, its markdown.
-            if notebook.cells and (folded := fold_into_reveal(notebook.cells[-1], cell)):
+            # The page folds the rest of an exhibit into its reveal; a notebook, its markdown;
+            # the .md, read as text, a running exhibit's fix code too.
+            if notebook.cells and (folded := fold_into_reveal(notebook.cells[-1], cell if (
+                    markdown.set_aside is None) else markdown_cell(as_text(cell)))):
                 notebook.cells[-1].source = folded
                 continue
             notebook.cells.append(cell)
@@ -149,28 +151,24 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
 SET_ASIDE_HEADING = "Kept for after your predictions"
 
 
+def as_text(cell: nbformat.NotebookNode) -> str:
+    """A cell as the ``.md`` download reads it: its Markdown, or its code fenced."""
+    from coursebook.render.plain_markdown import fenced
+
+    return cell.source.strip("\n") if cell.cell_type == "markdown" else fenced(cell.source,
+                                                                                "python")
+
+
 def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
                       raised: tuple[str, ...] = (), instructor: bool = False) -> str:
     """The ``.md`` download: the download notebook as one plain Markdown document. A text
     editor shows a ``<details>`` block open, so each (an error to predict, a reveal) is set
     aside, numbered, after the last cell, and its place names it; so is a glued image."""
-    from coursebook.render.plain_markdown import fenced
-
     set_aside: list[tuple[str, str]] = []
     images: list[str] = []
     cells = download_notebook(notebook, replace(markdown, set_aside=set_aside, images=images),
                               raised, instructor).cells
-    parts: list[str] = []
-    for cell in (cell for cell in cells if cell.source.strip()):
-        text = cell.source.strip("\n") if cell.cell_type == "markdown" else fenced(
-            cell.source, "python")
-        # A running exhibit's fix, after its reveal's place: kept in the reveal, as on the page.
-        if cell.cell_type == "code" and parts and (reveal := re.search(
-                rf"\*{REVEAL}: note (\d+), at the end of this file\.\*$", parts[-1])):
-            number = int(reveal[1]) - 1
-            set_aside[number] = (REVEAL, f"{set_aside[number][1]}\n\n{text}")
-        else:
-            parts.append(text)
+    parts = [as_text(cell) for cell in cells if cell.source.strip()]
     if set_aside:
         parts.append(f"## {SET_ASIDE_HEADING}")
         parts += [f"### Note {number}: {summary}\n\n{content}"
