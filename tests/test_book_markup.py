@@ -259,6 +259,24 @@ def test_a_chapter_whose_myst_settings_read_its_markup_otherwise_is_refused_at_t
     assert edition_chapter(kept, "lesson.md", Edition.STUDENT, {}, "2.13.0").notebook.cells
 
 
+@pytest.mark.parametrize("mode", ["off", "auto", "force", "inline"])
+def test_a_chapter_that_sets_its_own_execution_mode_is_refused_at_the_key(mode):
+    """MyST-NB's lessons document a page's own `mystnb: execution_mode`: with `off` (YAML's
+    false unquoted), the chapter ran nothing and the build verified nothing, said nothing, and
+    succeeded (rc 0, no summary line), its pages showing code without outputs."""
+    from coursebook.prepare.chapters import edition_chapter
+
+    chapter = CHAPTER.replace("mystnb:\n", f"mystnb:\n  execution_mode: {mode}\n", 1)
+    with pytest.raises(SolutionError) as raised:
+        edition_chapter(chapter, "lesson.md", Edition.STUDENT, {}, "2.13.0")
+    assert str(raised.value) == (
+        f"lesson.md:{chapter.splitlines().index(f'  execution_mode: {mode}') + 1}: top matter "
+        "`mystnb: execution_mode` would have this chapter run otherwise than the book runs and "
+        "verifies every chapter (its cache, each output compared): remove it")
+    kept = chapter.replace(f"execution_mode: {mode}", "execution_mode: cache")  # the book's
+    assert edition_chapter(kept, "lesson.md", Edition.STUDENT, {}, "2.13.0").notebook.cells
+
+
 _STUB = ("def squares(n):\n    # *****START OF YOUR CODE*****\n    pass\n"
          "    # *****END OF YOUR CODE*****")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_shards import ALLOWED, NOT_EXECUTED, _draft_that_fails_to_prepare
+from test_shards import ALLOWED, _draft_that_fails_to_prepare
 
 from conftest import book_conf_with, run_in_python
 
@@ -52,16 +52,15 @@ def _top_matter(chapter: Path, lines: str) -> None:
 
 
 def test_pytest_book_has_items_only_where_the_build_executes(tiny_book):
-    """One collection: the chapter has items; a copy its top matter keeps from executing
+    """One collection: the chapter has items; a copy myst-nb's patterns keep from executing
     (myst-nb's deciding), a copy conf.py leaves out (Sphinx's) and a draft left out that
     would fail to prepare have none (test_shards tries every case on the same code)."""
     text = (tiny_book / "chapter.md").read_text()
     (tiny_book / "off.md").write_text(text)
-    _top_matter(tiny_book / "off.md", NOT_EXECUTED["top matter execution_mode off"][0])
     (tiny_book / "left_out.md").write_text(text)
     _draft_that_fails_to_prepare(tiny_book)
     collected = _pytest_book(tiny_book, "exclude_patterns.extend(['left_out.md', 'draft.md'])",
-                             collect_only=True)
+                             "nb_execution_excludepatterns = ['off.md']", collect_only=True)
     assert collected.returncode == 0, collected.stdout
     assert "chapter.md::student::" in collected.stdout, collected.stdout
     assert "chapter.md::instructor::" in collected.stdout, collected.stdout

@@ -309,10 +309,9 @@ def _top_matter(chapter: Path, lines: str) -> None:
     chapter.write_text(chapter.read_text().replace("---\n", "---\n" + lines, 1))
 
 
-# What keeps a build from executing a chapter: its own top matter, or conf.py (myst-nb's
-# settings, Sphinx's pages).
+# What keeps a build from executing a chapter: conf.py (myst-nb's settings, Sphinx's pages);
+# a chapter's own top matter may not (test_book_markup: its execution_mode is refused).
 NOT_EXECUTED = {
-    "top matter execution_mode off": ("mystnb:\n  execution_mode: 'off'\n", []),
     "nb_execution_mode off": ("", ["nb_execution_mode = 'off'"]),
     "nb_execution_excludepatterns": ("", ["nb_execution_excludepatterns = ['chapter.md']"]),
     "exclude_patterns": ("", ["exclude_patterns.append('chapter.md')"]),
@@ -412,9 +411,8 @@ def test_each_page_that_does_not_prepare_is_named_at_its_own_place(tiny_book, tm
 
 
 # Pages that a build of one edition executes or not, each for another reason: conf.py's
-# exclude_patterns for the instructor's tag, the page's top matter, myst-nb's patterns.
-EDITION_BOOK = {"runs": "", "student-only": "", "off": "mystnb:\n  execution_mode: 'off'\n",
-                "skipped": ""}
+# exclude_patterns for the instructor's tag, myst-nb's patterns.
+EDITION_BOOK = {"runs": "", "student-only": "", "skipped": ""}
 EDITION_CONF = ["if tags.has('instructor'): exclude_patterns.append('student-only.md')",
                 "nb_execution_excludepatterns = ['*skipped.md']"]
 
@@ -443,7 +441,7 @@ def test_shards_and_pytest_book_execute_what_a_build_executes(tmp_path, edition)
     assert executed == ({"runs", "student-only"} if edition is Edition.STUDENT else {"runs"})
     # what it does not run is said, never left to pass for verified
     assert set(re.findall(r"(\w[\w-]*)\.md \(\w+\): not run by this build",
-                          built.stdout + built.stderr)) == {"off", "skipped"}
+                          built.stdout + built.stderr)) == {"skipped"}
 
     reads = {edition: read_book(book, conf, edition)}
     assert {chapter.name for chapter in chapters_to_execute(reads)} == executed

@@ -313,6 +313,12 @@ def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
         _note_lines(notebook, text.splitlines())
     if strict and (changed := reading_changed(notebook.metadata)):
         raise SolutionError(changed[1], line=top_matter_line(text, "myst", changed[0]))
+    mystnb = (notebook.metadata.get("mystnb") or {}) if strict else {}
+    if mystnb.get("execution_mode", "cache") != "cache":  # `off`: nothing run nor verified,
+        raise SolutionError("top matter `mystnb: execution_mode` would have this chapter run "
+                            "otherwise than the book runs and verifies every chapter (its "
+                            "cache, each output compared): remove it",  # and the build passed
+                            line=top_matter_line(text, "mystnb", "execution_mode"))
     notebook = solutions_as_answers(notebook, ANSWER_TAG, strict)
     for cell in (cell for cell in notebook.cells if strict and not is_answer(cell)):
         if marked := graders_mark(cell):

@@ -375,8 +375,8 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                            f"; {path} holds old hashes of {', '.join(old)} (files its cells read):"
                            f" `{ACCEPT_COMMAND}` writes them" if old else ""))
         summary += states[docname].not_verified
-    # A chapter myst-nb's settings keep from running (its top matter's execution_mode,
-    # nb_execution_excludepatterns) shows its code alone: said, so it never passes for verified.
+    # A chapter myst-nb's settings keep from running (conf.py's nb_execution_excludepatterns)
+    # shows its code alone: said, so it never passes for verified.
     summary += [f"{Path(env.doc2path(docname)).name} ({edition}): not run by this build "
                 "(myst-nb's execution settings leave it out): its code cells are not verified"
                 for docname, state in sorted(states.items())
