@@ -14,6 +14,7 @@ subject is the cache they share, not how a build starts).
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ CONTENDED = """\
 import ctypes, fcntl, os, re, select, struct, time
 locks = os.path.join(LOCKS, "locks")
 def held(name):
-    descriptor = os.open(os.path.join(locks, name), os.O_RDWR)
+    descriptor = os.open(os.path.join(locks, name), os.O_RDONLY)  # flock needs no write
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return False
@@ -60,36 +61,48 @@ while not tried and time.monotonic() < deadline:
         tried |= events[16:16 + size].rstrip(b"\\0").decode() in taken
         events = events[16 + size:]
 if tried:
-    open("contended", "w").close()"""
+    open(os.path.join(MARKS, "contended"), "w").close()"""
 # Without them, both kernels are in the cell at once: each waits for the other to arrive.
 BARRIER = """\
 import os, time
-os.makedirs("arrived", exist_ok=True)
-open(os.path.join("arrived", str(os.getpid())), "w").close()
+arrived = os.path.join(MARKS, "arrived")
+os.makedirs(arrived, exist_ok=True)
+open(os.path.join(arrived, str(os.getpid())), "w").close()
 deadline = time.monotonic() + 300
-while len(os.listdir("arrived")) < 2 and time.monotonic() < deadline:
+while len(os.listdir(arrived)) < 2 and time.monotonic() < deadline:
     time.sleep(0.05)"""
 # The fixture's expectations do not cover the extra chapter; this test is about the cache.
 SETTINGS = {"coursebook_verify_outputs": "0"}
 
 
-def _with_shared_chapter(book: Path, wait: str) -> Path:
+@pytest.fixture
+def marks():
+    """Where both builds' kernels leave their marks: each runs in a folder of its own and may
+    change nothing outside it but the temporary folder (each build's own), the home and /dev
+    (kernel_forkserver.kept_outside): /dev/shm is the one they share."""
+    folder = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    yield folder
+    shutil.rmtree(folder)
+
+
+def _with_shared_chapter(book: Path, wait: str, marks: Path) -> Path:
     # Read first (pages are read in name order): both builds reach it right after starting.
-    (book / "a_shared.md").write_text(SHARED_CHAPTER.replace("WAIT", wait))
+    (book / "a_shared.md").write_text(SHARED_CHAPTER.replace("WAIT", wait).replace(
+        "MARKS", repr(str(marks))))
     index = book / "index.md"
     index.write_text(index.read_text().replace("chapter\n", "a_shared\nchapter\n"))
     return book
 
 
 @pytest.mark.slow
-def test_both_editions_at_once_share_one_cache(tiny_book, tmp_path):
+def test_both_editions_at_once_share_one_cache(tiny_book, tmp_path, marks):
     wait = CONTENDED.replace("LOCKS", repr(str(tmp_path / "cache")))
-    builds = both_editions_at_once(_with_shared_chapter(tiny_book, wait), tmp_path, SETTINGS,
-                                   forked=True)
+    builds = both_editions_at_once(_with_shared_chapter(tiny_book, wait, marks), tmp_path,
+                                   SETTINGS, forked=True)
     for edition, build in builds.items():
         assert build.returncode == 0, f"{edition} build failed:\n{build.log[-3000:]}"
     # The other build tried the shared chapter's lock while the cell held it.
-    assert (tiny_book / "contended").is_file(), _what_ran(builds)
+    assert (marks / "contended").is_file(), _what_ran(builds)
     # Each edition's own tiny chapter, and the shared chapter once.
     assert sum(build.executed for build in builds.values()) == 3, _what_ran(builds)
 
@@ -103,13 +116,13 @@ def _what_ran(builds) -> str:
 
 
 @pytest.mark.slow
-def test_without_the_locks_the_shared_chapter_races(tiny_book, tmp_path):
+def test_without_the_locks_the_shared_chapter_races(tiny_book, tmp_path, marks):
     """The test above can fail: with the locks off, the same builds collide."""
-    builds = both_editions_at_once(_with_shared_chapter(tiny_book, BARRIER), tmp_path,
+    builds = both_editions_at_once(_with_shared_chapter(tiny_book, BARRIER, marks), tmp_path,
                                    {**SETTINGS, "coursebook_cache_locks": "0"}, forked=True)
     # Both kernels were in the shared cell at once (the barrier); a build whose cache write
     # failed may run it a third time.
-    assert len(list((tiny_book / "arrived").iterdir())) >= 2
+    assert len(list((marks / "arrived").iterdir())) >= 2
     # Then a build fails on the other's cache record (jupyter-cache says so in one of
     # several ways: "hashkey already exists", a StaleDataError, a record not found), or
     # both builds executed it and cached it in turn.

@@ -258,7 +258,7 @@ def test_a_kernel_kept_waiting_runs_its_chapter_in_the_folder_its_taker_names(tm
     """A chapter's run takes the kernel the preview keeps waiting: its cells run in the
     run's folder, where what they write stays, and its reads there are told."""
     from coursebook.execute.kernel_pool import offer_waiting_kernels
-    from coursebook.execute.notebook_runs import run_notebook
+    from coursebook.execute.notebook_runs import NOTEBOOK_FOLDER, run_notebook
 
     waiting, run = tmp_path / "book", tmp_path / "run"
     for folder in (waiting, run):
@@ -282,7 +282,8 @@ def test_a_kernel_kept_waiting_runs_its_chapter_in_the_folder_its_taker_names(tm
     finally:
         stop_kernel_forkserver(pool, server)
     assert (pool / "taken" / kept).exists()
-    assert notebook.cells[0].outputs[0]["text"] == f"{run.resolve()}\n"
+    # the folder it ran in (named as the page names it) is the run's: out.txt is there
+    assert notebook.cells[0].outputs[0]["text"] == f"{NOTEBOOK_FOLDER}\n"
     assert (run / "out.txt").read_text() == "1\n" and not list(waiting.iterdir())
     assert stopped is not None and stopped.file == "data.csv"  # beside it, unlisted
 
