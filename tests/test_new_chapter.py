@@ -234,9 +234,10 @@ def test_a_notebook_comes_in_as_a_chapter_and_the_tool_says_what_changed_and_wha
     assert is_chapter_source(text)
     top = yaml.safe_load(text.split("---")[1])
     assert top["kernelspec"]["name"] == "python3"
-    # Its cells run in a temporary folder: a file a lesson writes is not left in book/
-    # (test_book_markup builds a chapter that writes one).
-    assert top["mystnb"] == {"execution_in_temp": True} and "execution_in_temp: true" in out
+    # No `mystnb: {execution_in_temp: true}` (HR's G15): every chapter runs in a temporary
+    # folder of its own already; the setting only hid the chapter's folder, so a file put
+    # beside the chapter later and listed in its reads was not there (FileNotFoundError).
+    assert set(top) == {"jupytext", "kernelspec"} and "execution_in_temp" not in out, out
     cells = read_chapter(text).cells
     code = [c for c in cells if c.cell_type == "code"]
     assert "remove-cell" in cell_tags(code[0]) and "%xmode Minimal" in code[0].source
@@ -815,7 +816,7 @@ def test_a_lecture_of_prose_alone_gets_no_hidden_first_cell(tmp_path, capsys):
     Minimal`, a cell with nothing to run after it."""
     book, said = _brought_in(tmp_path, capsys, "prose.md", "# Prose\n\nOnly words.\n")
     assert "%xmode" not in (book / "prose.md").read_text(), (book / "prose.md").read_text()
-    assert "added the book's top matter; its cells run" in said, said
+    assert "- added the book's top matter\n" in said, said
 
 
 def test_a_book_folder_without_its_index_is_refused_in_one_line(tmp_path, capsys):
@@ -1833,8 +1834,7 @@ def test_a_cell_that_downloads_is_named(tmp_path, capsys):
         "(torchvision's datasets fetch nothing where their files are already; a student's Colab "
         "fetches them), put the files it fetches in book/ at the path its root names (not "
         "outside it, as d2l's `../data`), list them in the top matter (`coursebook: {reads: "
-        "[...]}`, `mystnb: {execution_in_temp: false}`: the cells then run beside them), or take "
-        "the cell out"], said
+        "[...]}`), or take the cell out"], said
 
 
 def test_a_cell_that_fetches_into_a_cache_of_its_own_is_named(tmp_path, capsys):
@@ -2027,7 +2027,7 @@ def test_a_file_beside_the_lesson_that_its_cells_read_comes_beside_the_chapter(t
     assert "cell 3, line 2: `helpers.ipynb` beside the lesson, not copied" in said, said
     text = (book / "lab.md").read_text()
     top = yaml.safe_load(text.split("---")[1])
-    assert top["mystnb"] == {"execution_in_temp": False}
+    assert "mystnb" not in top  # its cells run among links to the chapter's folder
     assert top["coursebook"] == {"reads": ["data/words.txt", "lists.txt"]}  # the build keys them
     assert "(data/words.txt at cell 1, line 1, lists.txt at cell 2, line 1) beside the " \
         "chapter, in book/" in said and "listed them in `coursebook: {reads: [...]}`" in said, said
@@ -2200,13 +2200,12 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
                        "'openaipublic.blob.core.windows.net' ([Errno -2] Name or service not "
                        "known)\"))")]
     for said in offline:
-        # and run beside them (HR's F13): make chapter FROM= runs a chapter in a temporary
-        # folder, where the files are not.
+        # A chapter runs among its folder's files (make chapter FROM= no longer hides them
+        # with `execution_in_temp: true`: HR's G15), so no setting is asked for.
         assert "It reached for the network, which a build may lack (CI's has none): put what it " \
             "fetches beside the chapter, at the path the cell reads, listed in its top matter: " \
-            "`coursebook: {reads: [...]}`, and run the chapter beside them in its top matter: " \
-            "`mystnb: {execution_in_temp: false}`; what a library fetches into a cache of its " \
-            "own (`tiktoken.get_encoding`'s, a hub's models) have in that cache on each machine " \
+            "`coursebook: {reads: [...]}`; what a library fetches into a cache of its own " \
+            "(`tiktoken.get_encoding`'s, a hub's models) have in that cache on each machine " \
             "that builds; or take the call out." in said, said
         assert "raises-exception" not in said, said
     assert "network" not in problem("RuntimeError: Error downloading t.gz")

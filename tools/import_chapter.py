@@ -3,12 +3,9 @@ jupytext percent script (.py), or a MyST or Markdown lecture (.md), read with ju
 
 What changes, each said in the report `make chapter FROM=…` prints:
 
-- the top matter is the book's (MyST notebook, the book's ``python3`` kernel), and its cells
-  run in a temporary folder (myst-nb's ``execution_in_temp``): a file a lesson writes (a saved
-  model, a downloaded dataset) is not left in the book's sources; unless its cells name a file
-  beside it (``open('names.txt')``): that is copied into the book at that path, the cells run
-  among links to it, and the top matter lists it (``coursebook: {reads: [...]}``: an edit runs
-  them again);
+- the top matter is the book's (MyST notebook, the book's ``python3`` kernel); a file beside
+  the lesson that its cells name (``open('names.txt')``) is copied into the book at that path,
+  and the top matter lists it (``coursebook: {reads: [...]}``: an edit runs them again);
 - the hidden first cell that keeps errors short comes first (as in the skeleton);
 - outputs are dropped (the build makes them) and so is cell metadata other than tags and
   myst-nb's own (``mystnb``: a figure's caption and name);
@@ -126,7 +123,6 @@ from coursebook.prepare.chapter_packages import missing_commands
 TOP_MATTER = {
     "jupytext": {"text_representation": {"extension": ".md", "format_name": "myst"}},
     "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-    "mystnb": {"execution_in_temp": True},
 }
 # The skeleton's first cell (tools/chapter-template.md): errors as `Type: message`.
 FIRST_CELL = ("# An error shows as its type and message, without a traceback or colour codes.\n"
@@ -1558,8 +1554,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 "`download=True` (torchvision's datasets fetch nothing where their files are "
                 "already; a student's Colab fetches them), put the files it fetches in book/ at "
                 "the path its root names (not outside it, as d2l's `../data`), list them in the "
-                "top matter (`coursebook: {reads: [...]}`, `mystnb: {execution_in_temp: false}`: "
-                "the cells then run beside them), or take the cell out"
+                "top matter (`coursebook: {reads: [...]}`), or take the cell out"
                 for node in ast.walk(tree) if isinstance(node, ast.Call) and any(
                     k.arg == "download" and getattr(k.value, "value", 0) is True
                     for k in node.keywords)]
@@ -1579,7 +1574,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 f"{_place(cell, node.lineno)}: `{shown[:80]}{'…' * (len(shown) > 80)}` reads from "
                 "the web as it runs: a build without the network (CI's) stops at it: put what it "
                 "reads in book/, read it from there (listed in the top matter, `coursebook: "
-                "{reads: [...]}`, `mystnb: {execution_in_temp: false}`), or take the cell out"
+                "{reads: [...]}`), or take the cell out"
                 for node in ast.walk(tree) if isinstance(node, ast.Call)
                 and not ast.unparse(node.func).endswith(_SHOWS_ADDRESS) and any(
                     _on_the_web(argument, urls) for argument in node.args[:1] + [
@@ -1937,15 +1932,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     coded = any(cell.cell_type == "code" for cell in cells)  # prose alone: no cell to add,
     cells[at:at] = [code_cell(FIRST_CELL, "remove-cell")] * coded  # which would come last
     imported.changed.append("added the book's top matter" + (" and its hidden first cell (%xmode "
-                            "Minimal: errors show as `Type: message`)") * coded + "; " + (
-                                "its cells run in a temporary folder (`execution_in_temp: true`), "
-                                "so the files they write are not left beside the chapter"
-                                if not data else "copied the files beside the lesson its cells "
-                                f"name ({', '.join(f'{p} at {at}' for p, at in data.items())}) "
-                                "beside the chapter, in book/, whose files its cells run "
-                                "among (`execution_in_temp: false`, through links: a file they "
-                                "write is not left there), and listed them in `coursebook: "
-                                "{reads: [...]}`: an edit of one runs the chapter again"))
+                            "Minimal: errors show as `Type: message`)") * coded + (
+                                "; copied the files beside the lesson its cells name ("
+                                f"{', '.join(f'{p} at {at}' for p, at in data.items())}) beside "
+                                "the chapter, in book/, and listed them in `coursebook: {reads: "
+                                "[...]}`: an edit of one runs the chapter again") * bool(data))
     if data:
         imported.to_do.append("say in the prose where a student gets the files the cells read "
                               f"({', '.join(data)}): the downloads and Colab do not hold them")
@@ -1959,8 +1950,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                  ignored)]
     imported.title = title
     imported.notebook = nbformat.v4.new_notebook(cells=cells, metadata={
-        **TOP_MATTER, "mystnb": {"execution_in_temp": not data},
-        **({"coursebook": {"reads": list(data)}} if data else {})})  # an edit of one runs it
+        **TOP_MATTER, **({"coursebook": {"reads": list(data)}} if data else {})})
     return imported
 
 

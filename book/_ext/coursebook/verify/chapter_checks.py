@@ -143,11 +143,9 @@ def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str) ->
     if _OFFLINE.search(error + printed):  # torchvision prints urllib's
         return ("    It reached for the network, which a build may lack (CI's has none): put what "
                 "it fetches beside the chapter, at the path the cell reads, listed "
-                f"{top_matter_setting(chapter, 'coursebook: {reads: [...]}')}, and run the "
-                "chapter beside them "
-                f"{top_matter_setting(chapter, 'mystnb: {execution_in_temp: false}')}; what a "
-                "library fetches into a cache of its own (`tiktoken.get_encoding`'s, a hub's "
-                "models) have in that cache on each machine that builds; or take the call out.")
+                f"{top_matter_setting(chapter, 'coursebook: {reads: [...]}')}; what a library "
+                "fetches into a cache of its own (`tiktoken.get_encoding`'s, a hub's models) "
+                "have in that cache on each machine that builds; or take the call out.")
     if ops := re.search(r"operator (\w+)::\w+ does not exist", error):  # torchvision's nms
         return (f"    {ops[1]}'s compiled operators did not load: the {ops[1]} installed was not "
                 "built for this torch (its CUDA build beside torch's CPU one, say): install the "
