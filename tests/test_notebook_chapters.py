@@ -75,7 +75,7 @@ def test_a_notebook_is_read_as_a_chapter_each_cell_at_its_number():
     assert line_within(chapter.cells[6], chapter.cells[6].source.index("84")) == 6
     [error] = chapter_package_errors(Path("book/lesson.ipynb"), text)
     assert str(error).startswith("book/lesson.ipynb:5: a cell installs packages") \
-        and 'in the metadata (`"coursebook": {"packages": ["NAME"]}`)' in str(error)
+        and 'in its metadata: `"coursebook": {"packages": ["NAME"]}` and run' in str(error)
     student = edition_notebook(chapter, Edition.STUDENT)
     page = page_text(student, "book/lesson.ipynb")
     assert ANSWER not in page and "coursebook" not in page
@@ -201,7 +201,8 @@ def test_a_percent_script_is_read_as_a_chapter_each_cell_at_its_line():
     installing = SCRIPT.replace("# the answer, computed", "# !pip install -q einops")
     [error] = chapter_package_errors(Path("book/lesson.py"), installing)
     assert str(error).startswith(f"book/lesson.py:{SCRIPT_LINES[1]}: a cell installs packages "
-                                 "(`!pip install -q einops`)") and "jupytext header" in str(error)
+                                 "(`!pip install -q einops`)") and \
+        "in its jupytext header: `jupyter: {coursebook: {packages: [NAME]}}`" in str(error)
 
 
 @pytest.mark.slow
