@@ -448,6 +448,27 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
     assert not any(name in to_do for name in ("torch,", "numpy", "near"))
 
 
+def test_a_lacking_module_is_named_by_the_package_that_installs_it(tmp_path, capsys):
+    """jax-ai-stack's neural_net_basics imports sklearn: the tool said to declare `sklearn`,
+    whose package on PyPI refuses to install ('use scikit-learn'), so `make chapter-packages`
+    failed as told. A module an install line names pinned (`einops==0.8.0`), or by its
+    package's name (`scikit-learn` for sklearn), was asked for again."""
+    import nbformat
+
+    book, lesson = _book(tmp_path), tmp_path / "basics.ipynb"
+    lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Basics"),
+        nbformat.v4.new_code_cell("!pip install -q scikit-learn einops==0.8.0\n"
+                                  "import sklearn, einops, cv2\nfrom skimage import io"),
+    ])))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    to_do = capsys.readouterr().out.split("Still to do:")[1]
+    [lacking] = [line for line in to_do.splitlines() if "environment lacks" in line]
+    assert "lacks: opencv-python (for cv2), scikit-image (for skimage) (" in lacking, lacking
+    assert "the install lines named, as docs/authoring.md says: scikit-learn, einops==0.8.0" \
+        in to_do, to_do
+
+
 def _line_of(lesson: str, fragment: str) -> int:
     """The line (from 1) of the lesson's one line holding ``fragment``."""
     [line] = [n for n, held in enumerate(lesson.splitlines(), 1) if fragment in held]

@@ -98,6 +98,8 @@ from IPython.core.extensions import BUILTINS_EXTS
 from IPython.core.inputtransformer2 import TransformerManager
 from jupytext.formats import guess_format, read_format_from_metadata
 from markdown_it import MarkdownIt
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from coursebook.model.cell_notes import cell_line, note, note_added_lines, noted, source_line
 from coursebook.model.notebooks import (
@@ -1388,25 +1390,39 @@ def _shared_top_levels() -> frozenset[str]:
     return frozenset({*shared, COLAB.split(".")[0]})
 
 
+# Modules that lessons import whose package installs them under another name: pip's
+# `sklearn` refuses to install ("use scikit-learn").
+_INSTALLED_AS = {"sklearn": "scikit-learn", "cv2": "opencv-python", "skimage": "scikit-image",
+                 "PIL": "pillow", "yaml": "pyyaml", "bs4": "beautifulsoup4"}
+
+
 def _unimportable(modules: dict, packages: list[str], folder: Path | None) -> tuple[list, list]:
     """Of the modules the cells import, those this (the book's) environment lacks, apart from
-    the packages the install lines named: those to install, each named as one package installs
-    it, and the lesson's own (their top level beside it). A package installs a top level, or a
+    the packages the install lines named: those to install, each named by the package that
+    installs it (`scikit-learn (for sklearn)`), and the lesson's own (their top level beside
+    it). A package installs a top level, or a
     second level under a namespace several packages share: one that several installed
     distributions provide (importlib.metadata tells: sphinxcontrib), or Colab's own package's
     (google.colab's google, where google.cloud goes too). An absent top level is no sign of a
     namespace: ``torchviz.dot`` is torchviz's."""
+    named = set()
+    for package in packages:
+        try:
+            named.add(canonicalize_name(Requirement(package).name))
+        except InvalidRequirement:  # `-r FILE`, an address
+            pass
     shared = _shared_top_levels()
     lacking, own = {}, {}
     for name in modules:
         top = name.split(".")[0]
         level = ".".join(name.split(".")[:2]) if top in shared else top
+        package = _INSTALLED_AS.get(level, level)
         if importlib.util.find_spec(top) is None and folder is not None and (
                 (folder / top).is_dir() or (folder / f"{top}.py").is_file()):
             own[top] = None
-        elif level not in packages and any(importlib.util.find_spec(part) is None  # the parent
-                                           for part in dict.fromkeys((top, level))):  # first
-            lacking[level] = None
+        elif canonicalize_name(package) not in named and any(  # the parent first
+                importlib.util.find_spec(part) is None for part in dict.fromkeys((top, level))):
+            lacking[package if package == level else f"{package} (for {level})"] = None
     return list(lacking), list(own)
 
 
@@ -1834,10 +1850,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     lacking, own = _unimportable({name: None for name in modules if name.split(".")[0]
                                   not in made}, imported.packages, folder)
     if lacking:
-        imported.to_do.append("declare the packages of the modules the cells import that the "
-                              f"book's environment lacks: {', '.join(lacking)} (docs/authoring.md, "
-                              "\"Packages a chapter needs\", then `make chapter-packages`), "
-                              "or take those cells out")
+        imported.to_do.append("declare the packages that install the modules the cells import "
+                              f"that the book's environment lacks: {', '.join(lacking)} "
+                              "(docs/authoring.md, \"Packages a chapter needs\", then `make "
+                              "chapter-packages`), or take those cells out")
     if own:
         imported.to_do.append("the cells import the lesson's own modules, which the chapter "
                               f"cannot: {', '.join(f'{name} (beside the lesson)' for name in own)}"
