@@ -2160,27 +2160,31 @@ def test_names_a_timed_statement_binds_or_reads_count_where_it_runs(tmp_path, ca
                                                 ("cell 5, line 1", "r", "cell 6")], said
 
 
-def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
-    """Karpathy's micrograd lesson imports graphviz, which the book lacks: the build said
-    "Fix the cell", not how (the package declared, then `make chapter-packages`). A name only
-    an answer defines (NTNU's ODE lecture's `lotka_volterra`, MIT lab 1's `matrix`) is no
-    error to tag, which would fail the instructor edition: the answer is named."""
+def problem(error: str, left_out: dict[str, int] | None = None, printed: str = "",
+            chapter: str = "lab.md") -> str:
+    """What the build says of a cell at line 7 of ``chapter`` that printed ``printed`` and
+    raised ``error`` untagged."""
     import nbformat
     from docutils import nodes
 
     from coursebook.model.cell_notes import place_at
     from coursebook.verify.chapter_checks import cell_problems
 
-    def problem(error: str, left_out: dict[str, int] | None = None, printed: str = "",
-                chapter: str = "lab.md") -> str:
-        doctree, shown = nodes.container(source=chapter), nodes.container(
-            nb_element="cell_code", cell_index=0, cell_metadata={"tags": []})
-        shown += nodes.literal_block(printed, printed, classes=["output", "stream"])
-        shown += nodes.literal_block(error, error, classes=["traceback"])
-        doctree += shown
-        [found] = cell_problems(doctree, [place_at(nbformat.v4.new_code_cell("import a"), 7)],
-                                False, None, left_out=left_out)
-        return found.message
+    doctree, shown = nodes.container(source=chapter), nodes.container(
+        nb_element="cell_code", cell_index=0, cell_metadata={"tags": []})
+    shown += nodes.literal_block(printed, printed, classes=["output", "stream"])
+    shown += nodes.literal_block(error, error, classes=["traceback"])
+    doctree += shown
+    [found] = cell_problems(doctree, [place_at(nbformat.v4.new_code_cell("import a"), 7)],
+                            False, None, left_out=left_out)
+    return found.message
+
+
+def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
+    """Karpathy's micrograd lesson imports graphviz, which the book lacks: the build said
+    "Fix the cell", not how (the package declared, then `make chapter-packages`). A name only
+    an answer defines (NTNU's ODE lecture's `lotka_volterra`, MIT lab 1's `matrix`) is no
+    error to tag, which would fail the instructor edition: the answer is named."""
 
     said = problem("ModuleNotFoundError: No module named 'graphviz.backend'")
     assert "Declare the package that installs graphviz in its top matter: `coursebook: " \
@@ -2245,10 +2249,10 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
                   "have an NVIDIA GPU and installed a driver",
                   "RuntimeError: No CUDA GPUs are available"):
         said = problem(error)
-        assert "It asked for a GPU, which no build of the book has (it builds with torch's CPU " \
-            "build): let it run without one (`device = 'cuda' if torch.cuda.is_available() " \
-            "else 'cpu'`), or record the chapter on a GPU (docs/recorded-chapters.md)." \
-            in said, said
+        assert "It asked for a GPU or TPU, which no build of the book has (it builds with " \
+            "torch's CPU build): let it run without one (`device = 'cuda' if " \
+            "torch.cuda.is_available() else 'cpu'`, JAX's default device), or record the " \
+            "chapter on one (docs/recorded-chapters.md)." in said, said
         assert "raises-exception" not in said, said
     # A lab's test of an exercise that raises until written (Neuromatch's, CS231n's): tagged
     # raises-exception, as told, it stops the instructor edition, where the answer runs.
@@ -2259,6 +2263,26 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
             "it), tag this cell `needs-answers` (this edition then shows it without running " \
             "it), with the answer in a cell above tagged `answer`; else fix the cell (torch " \
             "raises it for a misspelt `forward` in an nn.Module)." in said, said
+        assert "raises-exception" not in said, said
+
+
+def test_colabs_module_a_hubs_fetch_offline_and_a_jax_gpu_are_told_their_cause():
+    """A lesson's `from google.colab import drive` was told to declare 'the package that
+    installs google' (none installs Colab's own module); torch.hub's load without the network
+    ('no internet connection') and JAX's `jax.devices('gpu')` on a CPU were told "Fix the
+    cell, or tag it raises-exception", which a build with the network, or a GPU's, refuses."""
+    said = problem("ModuleNotFoundError: No module named 'google.colab'")
+    assert said.endswith("google.colab is Colab's own module, which no package installs: take "
+                         "the cell out (the book builds without Colab)."), said
+    said = problem("RuntimeError: It looks like there is no internet connection and the repo "
+                   "could not be found in the cache (/root/.cache/torch/hub)")
+    assert "It reached for the network, which a build may lack" in said, said
+    for error in ("RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are "
+                  "instances of gpu are present. Platforms present are: cpu",
+                  "RuntimeError: Unknown backend: 'tpu' requested, but no platforms that are "
+                  "instances of tpu are present. Platforms present are: cpu"):
+        said = problem(error)
+        assert "It asked for a GPU or TPU, which no build of the book has" in said, said
         assert "raises-exception" not in said, said
 
 
