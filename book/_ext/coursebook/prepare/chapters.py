@@ -262,8 +262,10 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
                      cell_script_fault(Path(as_written).read_text(encoding="utf8")) is None):
             report(f"this gives students `{os.path.relpath(as_written, app.srcdir)}`, a page "
                    "of the book as written, its answers and `{only} instructor` blocks "
-                   "included: link the page instead (its own download gives the student "
-                   "edition's)", node, "answers", once=False)
+                   "included: " + ("link the page instead (its own download gives the student "
+                   "edition's)" if page in app.env.found_docs else "take it out: the student "
+                   "edition leaves that page out, so it has no page to link"), node, "answers",
+                   once=False)
             mark_failed(app.env, app.env.docname)
         shown = as_written or (Path(app.srcdir, node["uri"]) if isinstance(node, nodes.image)
                                else node.source)
