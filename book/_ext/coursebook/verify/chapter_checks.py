@@ -392,10 +392,14 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
 
 
 def verified_against(torch: str, notebook: nbformat.NotebookNode | None) -> str:
-    """This torch, and each package the chapter declares at the version its run's key holds:
-    what its outputs follow (a JAX chapter's, jax)."""
-    return ", ".join([f"torch {release(torch)}", *(
-        f"{name} {version}" for name, version in in_key(notebook, PACKAGE).items())])
+    """This torch where the chapter's code names it (torchvision, torchax too), and each
+    package it declares at the version its run's key holds: what its outputs follow (a JAX
+    chapter's, jax alone); Python's where neither."""
+    named = [f"{name} {version}" for name, version in in_key(notebook, PACKAGE).items()]
+    torch_used = notebook is None or any(re.search(r"\btorch", cell.source) for cell in
+                                         notebook.cells if cell.cell_type == "code")
+    return ", ".join([f"torch {release(torch)}"] * torch_used + named
+                     or [f"Python {platform.python_version()}"])
 
 
 def versions_not_recorded(notebook: nbformat.NotebookNode | None) -> str:
