@@ -1014,8 +1014,12 @@ GLUED = {"mean": {"text/plain": "0.375"}, "word": {"text/plain": "'tripled'"},
     ("```{glue:math} equation\n:label: eq-tiny\n```", "$$\n\\displaystyle y = 3 w\n$$"),
     ("See {glue:}`equation`.", "See $\\displaystyle y = 3 w$."),
     ("```{glue:md} note\n```", "A **bold** note"),
+    # its caption, Markdown already, as the alt text: escaped again, the image's description
+    # held `\*tiny\*` (MyST-NB's glue lesson: `This is a \*\*caption\*\*`); its :alt:, given
     ("```{glue:figure} figure\n:name: fig-tiny\n\nA *tiny* line.\n```",
-     "![A \\*tiny\\* line.](data:image/png;base64,iVBORw0K)\n\n*A *tiny* line.*"),
+     "![A *tiny* line.](data:image/png;base64,iVBORw0K)\n\n*A *tiny* line.*"),
+    ('```{glue:figure} figure\n:alt: "A [drawn] line"\n\nA *tiny* line.\n```',
+     "![A \\[drawn\\] line](data:image/png;base64,iVBORw0K)\n\n*A *tiny* line.*"),
     ("```{glue:figure} figure\n```", "![figure](data:image/png;base64,iVBORw0K)"),
     ("Gone: {glue:}`other.md::mean`, {glue:text}`word:.2f`.",
      "Gone: *[Shown on the book's page](https://book.example/p.html).*, "
