@@ -128,7 +128,9 @@ def stopped_run(app: Sphinx) -> StoppedRun | None:
 def _unreadable(notebook: Path) -> str | None:
     if not notebook.is_file():
         return "missing"
-    text = notebook.read_text(encoding="utf8", errors="replace")
+    # Decoded, not read_text (which translates newlines): every build with pages to read
+    # checks each cached notebook, a preview's edit too.
+    text = notebook.read_bytes().decode("utf8", "replace")
     return None if notebook_json(text) is not None else "damaged (not a notebook's JSON)"
 
 
