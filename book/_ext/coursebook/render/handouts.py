@@ -141,7 +141,7 @@ def keep_short_cells_together(app: Sphinx, doctree: nodes.document, docname: str
 
 class OtherChapterReferences(SphinxPostTransform):
     """A reference into another chapter reads "section (in chapter)" on a handout, not its
-    bare label."""
+    bare label: the chapter named once a paragraph, and not after its own title."""
 
     default_priority = 5  # before Sphinx resolves references (10)
     builders = ("latex",)
@@ -151,13 +151,17 @@ class OtherChapterReferences(SphinxPostTransform):
             return
         labels = self.env.get_domain("std").labels
         included = getattr(self.app.builder, "docnames", ())
+        named: set[tuple[int, str]] = set()  # (a paragraph, a chapter it named)
         for node in list(self.document.findall(addnodes.pending_xref)):
             target = labels.get(node.get("reftarget", ""))
             if node.get("reftype") != "ref" or target is None or target[0] in included:
                 continue
             docname, _, section = target
             shown = node.astext() if node.get("refexplicit") else section
-            text = f"{shown} (in {self.env.titles[docname].astext()})"
+            title, paragraph = self.env.titles[docname].astext(), id(node.parent)
+            text = shown if shown == title or (paragraph, title) in named else (
+                f"{shown} (in {title})")
+            named.add((paragraph, title))
             node.replace_self(nodes.emphasis(text, text))
 
 
