@@ -205,10 +205,12 @@ def test_the_handouts_build_and_pass_their_checks(handouts, edition):
         # The build's date and commit are the team's: a student's cover has neither.
         built = re.search(r"Built on \d{4}-\d\d-\d\d from commit \S+", cover)
         assert bool(built) == (edition == "instructor") and ("Built on" in cover) == bool(built)
-        # A student's cover speaks of the outputs, not of how the book verifies or records them.
+        # A student's cover names the chapter, not how the book verifies or records it; the
+        # line under the title says once where the outputs come from (the cover said it too).
         if edition == "student":
             assert not [word for word in ("verified", "stand-in", "recorded with", "Kernel")
                         if word in " ".join(cover.split())], cover
+            assert " ".join(pdf_text(pdf).split()).count("The outputs ") == 1, cover
             assert build_talk(" ".join(cover.split())) == [], cover
             assert not [commit for commit in commits if commit in cover], cover
 
