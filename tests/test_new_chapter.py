@@ -2616,3 +2616,20 @@ def test_a_time_torchs_timer_took_is_named_where_it_shows(tmp_path, capsys):
                        nbformat.writes(nbformat.v4.new_notebook(cells=cells)))[1]
     assert re.findall(r"(cell \d+, line \d+): `[^`]+` shows how long a statement took", said) \
         == ["cell 1, line 4", "cell 2, line 1"], said
+
+
+def test_a_jupyter_book_toggle_comes_in_as_a_dropdown(tmp_path, capsys):
+    """Jupyter Book's hiding lesson folds text in sphinx-togglebutton's `{toggle}`, which the
+    book does not load: brought in as it was, the build stopped at "Unknown directive type:
+    'toggle'" and the tool said nothing. It is now sphinx-design's `{dropdown}` (which the
+    book loads and whose downloads fold it too), `:show:` its `:open:`; one quoted in a code
+    block (the lesson's example of the markup) stays as written."""
+    example = "````md\n```{toggle}\nQuoted.\n```\n````"
+    text = ("# Hiding\n\n" + example + "\n\n```{toggle}\nHidden.\n```\n\n"
+            ":::{toggle} Click to reveal!\n:show:\nShown.\n:::\n")
+    book, said = _brought_in(tmp_path, capsys, "hiding.md", text)
+    chapter = (book / "hiding.md").read_text()
+    assert example in chapter and "```{dropdown}\nHidden.\n```" in chapter, chapter
+    assert ":::{dropdown} Click to reveal!\n:open:\nShown.\n:::" in chapter, chapter
+    assert "wrote the lesson's 2 `{toggle}` block(s) (sphinx-togglebutton's, which the book does " \
+        "not load) as sphinx-design's `{dropdown}`" in said, said

@@ -583,6 +583,9 @@ _GLOSSARY = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glossary\}.*\n(?P<body>(?:.*\n
 _INDEX = re.compile(r"^(?P<fence>`{3,}|:{3,})\{index\}.*\n(?:.*\n)*?(?P=fence)[ \t]*"
                     r"(\n[ \t]*$\n?|$)|\{index\}`(?P<text>[^`<]*?)\s*(?:<[^`]*>)?`", re.M)
 _CITE = re.compile(r"\{cite(?::\w+)?\}`(?P<keys>[^`]+)`")  # sphinxcontrib-bibtex's
+# sphinx-togglebutton's block (Jupyter Book's), which the book does not load; `:show:` opens it.
+_TOGGLE = re.compile(r"^(?P<fence>[ \t>]*(?:`{3,}|:{3,}))\{toggle\}(?P<rest>.*)"
+                     r"(?P<show>\n[ \t>]*:show:)?", re.M)
 # The other admonitions MyST knows, which rst2md leaves as reST.
 _ADMONITION = re.compile(r"^\.\. (?P<kind>attention|caution|danger|error|hint|important|seealso|"
                          r"tip)::(?P<first>.*)(?P<rest>(?:\n+^[ \t]+\S.*)*)", re.M)
@@ -1457,7 +1460,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     notebook, graded, blanks_read = graded_as_answers(notebook)
     cells = []
     imported = Imported(notebook, "", source_format)
-    dropped_outputs = removed_installs = html_images = indexed = badges = callouts = 0
+    dropped_outputs = removed_installs = html_images = indexed = badges = callouts = toggles = 0
     blocks: list[str] = []  # blocks (`:::`) a later markdown cell closes, closed in theirs
     open_blocks = 0  # how many of them are open after the cells so far
     directives: list[str] = []  # cells nbdev's or Quarto's directives hide: their tags
@@ -1745,6 +1748,13 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             terms += [(" ".join(found["name"].split()), _place(  # Sphinx folds its blanks
                 cell, source.count("\n", 0, found.start()) + 1, found[0]))
                 for found in _TERM.finditer(source)]
+            toggled = [found for found in _TOGGLE.finditer(source)  # not one quoted in code
+                       if source.count("\n", 0, found.start()) not in in_code]
+            for found in reversed(toggled):
+                source = (source[:found.start()] + f"{found['fence']}{{dropdown}}{found['rest']}"
+                          + (found["show"] or "").replace(":show:", ":open:")
+                          + source[found.end():])
+            toggles += len(toggled)
             source, shown, written = _shown_images(source, cell, imported)
             html_images += written
             source = _with_images(source, shown, cell, name, folder, imported, known)
@@ -1786,6 +1796,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.changed.append(f"took out the lesson's {badges} badge(s) opening it in Colab or "
                                 "Kaggle: each opened the lesson's own notebook, not this "
                                 "edition's, which the book's pages open with their own button")
+    if toggles:
+        imported.changed.append(f"wrote the lesson's {toggles} `{{toggle}}` block(s) "
+                                "(sphinx-togglebutton's, which the book does not load) as "
+                                "sphinx-design's `{dropdown}` (`:show:` as `:open:`)")
     if indexed:
         imported.changed.append(f"took out the lesson's {indexed} index entries (`{{index}}`): the "
                                 "book has no index (conf.py's html_use_index), so none shows")
