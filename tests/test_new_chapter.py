@@ -2572,15 +2572,22 @@ def test_colabs_own_test_is_no_import_that_fails(tmp_path, capsys):
         ("cell 2, line 3", "`from google.colab import drive`")], said
 
 
-def test_a_directive_in_a_gallery_block_quote_is_named(tmp_path, capsys):
+def test_a_directive_in_a_gallery_block_quote_is_named_and_a_figure_there_an_image(tmp_path,
+                                                                                    capsys):
     """pytorch/tutorials' nnft_tutorial holds a `.. figure::` in a block quote (four spaces
     in, under a bold line), which the page showed as text, `> .. figure:: /_static/...`,
-    and the tool did not name."""
+    and the tool did not name; then named it, unconverted, where a figure flush left is an
+    image: it is one too, its caption under it (the quote ends above it). Another
+    directive there is named."""
     script = ('"""\nTorch users\n===========\n\n**Simpler:**\n\n    Reuse a layer.\n\n'
-              '    .. figure:: /_static/img/torch-nn.png\n       :alt: nn\n\n       nn\n"""\n'
-              'import torch\n')
-    said = _brought_in(tmp_path, capsys, "nnft.py", script)[1]
-    assert "line 9: `.. figure::`: reStructuredText that is no Markdown" in said, said
+              '    .. figure:: /_static/img/torch-nn.png\n       :alt: nn\n\n       nn\n\n'
+              '    More quoted.\n\n    .. literalinclude:: nn.py\n"""\nimport torch\n')
+    book, said = _brought_in(tmp_path, capsys, "nnft.py", script)
+    text = (book / "nnft.md").read_text()
+    assert ".. figure::" not in text and "![nn](_static/img/torch-nn.png)\n\nnn\n" in text, text
+    assert "> More quoted." in text and "figure::`" not in said, said
+    assert "line 9: _static/img/torch-nn.png: an image the lesson shows but does not " in said
+    assert "line 16: `.. literalinclude::`: reStructuredText that is no Markdown" in said, said
 
 
 def test_a_gallerys_build_setup_runs_shown_nowhere(tmp_path, capsys):

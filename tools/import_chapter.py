@@ -180,9 +180,10 @@ _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 # (`Backprop`_): text on the page.
 _DIRECTIVE = re.compile(r"^[ \t>]*(\.\. (?:\|[^|\n]+\| )?[\w:-]+::)"
                         r"|(?<!\w)(`[^`\n]+`__?)(?![\w(])", re.M)
-# A reST figure: its line and option lines, then its indented caption (and legend).
-_FIGURE = re.compile(r"^\.\. figure::(?P<head>.*\n(?:[ \t]+:.*\n)*)"
-                     r"(?P<caption>(?:[ \t]*\n|[ \t]+\S.*\n)*)", re.M)
+# A reST figure (one in a block quote too): its line and option lines, then its caption (and
+# legend), indented under it.
+_FIGURE = re.compile(r"^(?P<in>[ \t]*)\.\. figure::(?P<head>.*\n(?:(?P=in)[ \t]+:.*\n)*)"
+                     r"(?P<caption>(?:[ \t]*\n|(?P=in)[ \t]+\S.*\n)*)", re.M)
 
 
 # The images a PDF shows: those of Sphinx's LaTeX builder (render/handouts.py refuses others).
@@ -703,7 +704,8 @@ def _rest_blocks(rst: str) -> str:
 
 def _as_image(figure: re.Match) -> str:
     """A reST figure as an image (rst2md writes no figure: its file is then found or named),
-    its caption the paragraph under it."""
+    its caption the paragraph under it; flush left (rst2md reads no other: one in a block
+    quote ends it)."""
     caption = textwrap.dedent(figure["caption"]).strip()
     return f".. image::{figure['head']}\n" + (f"{caption}\n\n" if caption else "")
 
