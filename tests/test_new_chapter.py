@@ -2590,6 +2590,16 @@ def test_a_directive_in_a_gallery_block_quote_is_named_and_a_figure_there_an_ima
     assert "line 16: `.. literalinclude::`: reStructuredText that is no Markdown" in said, said
 
 
+def test_a_gallery_block_quote_of_two_paragraphs_stays_a_quote(tmp_path, capsys):
+    """A block quote whose first paragraph is one line: the blank line between its
+    paragraphs, written `>`, was read by rst2md as that line's heading underline, and the
+    page showed a heading, `## > First quoted.`."""
+    script = ('"""\nTorch users\n===========\n\n**Simpler:**\n\n    First quoted.\n\n'
+              '    Second quoted.\n"""\nimport torch\n')
+    text = (_brought_in(tmp_path, capsys, "quote.py", script)[0] / "quote.md").read_text()
+    assert "\n> First quoted.\n>\n> Second quoted.\n" in text and "## >" not in text, text
+
+
 def test_a_gallerys_build_setup_runs_shown_nowhere(tmp_path, capsys):
     """pytorch/tutorials' hyperparameter tuning lesson holds, between its imports, a
     `# sphinx_gallery_start_ignore` block 'only needed to run with sphinx-build', which

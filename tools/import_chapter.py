@@ -656,6 +656,7 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         # directives end at a newline, which the last line of a block lacks
         source = _rest_blocks(_FIGURE.sub(_as_image, source + "\n"))
         source = rst2md(source, {"notebook_images": False}, "", levels).rstrip("\n")
+        source = re.sub(r"^> $", ">", source, flags=re.M)  # the quotes' blanks, as written
         source = re.sub(r"^(\([\w.-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
         code = _code_lines(source)  # reST's escaped space (``forward(input)``\ that) is no text
         source = "\n".join(text if at in code else re.sub(r"(?<!\\)\\ ", "", text)
@@ -696,7 +697,8 @@ def _rest_blocks(rst: str) -> str:
                 out.insert(spot + 1, "\n.. code-block::" if out[spot] else ".. code-block::")
             elif min(len(text) - len(text.lstrip()) for text in block if text.strip()) >= 4:
                 quoted = textwrap.dedent("\n".join(block)).split("\n")
-                lines[at:at + len(block)] = [f"> {text}".rstrip() for text in quoted]
+                lines[at:at + len(block)] = [  # a blank "> ": rst2md reads ">" as an underline
+                    f"> {text}".rstrip() if text.strip() else "> " for text in quoted]
                 line = lines[at]
         out.append(line)
     return "\n".join(out)
