@@ -128,10 +128,11 @@ def stopped_run(app: Sphinx) -> StoppedRun | None:
 def _unreadable(notebook: Path) -> str | None:
     if not notebook.is_file():
         return "missing"
-    # Decoded, not read_text (which translates newlines): every build with pages to read
-    # checks each cached notebook, a preview's edit too.
-    text = notebook.read_bytes().decode("utf8", "replace")
-    return None if notebook_json(text) is not None else "damaged (not a notebook's JSON)"
+    try:  # strictly, as myst-nb reads it: one byte no UTF-8 holds stopped the build
+        found = notebook_json(notebook.read_bytes().decode("utf8"))
+    except UnicodeDecodeError:
+        found = None
+    return None if found is not None else "damaged (not a notebook's JSON)"
 
 
 def drop_unreadable_entries(path: Path) -> list[tuple[str, str]]:
