@@ -173,6 +173,8 @@ NOTEBOOK_SUFFIX = ".ipynb"  # a Jupyter notebook's file
 SCRIPT_SUFFIX = ".py"  # a jupytext percent script's (conf.py's nb_custom_formats)
 CHAPTER_SUFFIXES = (".md", NOTEBOOK_SUFFIX, SCRIPT_SUFFIX)  # the files a chapter may be
 PROVENANCE_KEY = "coursebook_recording"  # a recording's metadata (coursebook.model.recordings)
+# Where a chapter of each kind keeps its top matter (a MyST page: its top matter).
+TOP_MATTER_PLACES = {NOTEBOOK_SUFFIX: "metadata", SCRIPT_SUFFIX: "jupytext header"}
 
 
 def notebook_json(text: str) -> dict | None:
@@ -201,10 +203,10 @@ def top_matter_setting(chapter: str, setting: str) -> str:
     its kind writes it: a notebook in its metadata, as JSON; a percent script under
     `jupyter:` in its jupytext header."""
     if chapter.endswith(NOTEBOOK_SUFFIX):
-        return f"in its metadata: `{json.dumps(yaml.safe_load('{' + setting + '}'))[1:-1]}`"
-    if chapter.endswith(SCRIPT_SUFFIX):
-        return f"in its jupytext header: `jupyter: {{{setting}}}`"
-    return f"in its top matter: `{setting}`"
+        setting = json.dumps(yaml.safe_load("{" + setting + "}"))[1:-1]
+    elif chapter.endswith(SCRIPT_SUFFIX):
+        setting = f"jupyter: {{{setting}}}"
+    return f"in its {TOP_MATTER_PLACES.get(Path(chapter).suffix, 'top matter')}: `{setting}`"
 
 
 def top_matter_line(text: str, *keys: str) -> int:

@@ -17,9 +17,9 @@ from sphinx.application import Sphinx
 
 from coursebook.model.cell_notes import cell_line, line_within
 from coursebook.model.faults import BookError
-from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, SCRIPT_SUFFIX,
-                                        chapter_settings, is_chapter_source, parsed_cell,
-                                        read_chapter, top_matter_line, top_matter_setting)
+from coursebook.model.notebooks import (CHAPTER_SUFFIXES, TOP_MATTER_PLACES, chapter_settings,
+                                        is_chapter_source, parsed_cell, read_chapter,
+                                        top_matter_line, top_matter_setting)
 from coursebook.model.versions import installed_version
 from coursebook.reporting import stop_build
 
@@ -130,8 +130,7 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
         settings = chapter_settings(notebook.metadata, path, text)
     except BookError as error:
         return [error]
-    where = {NOTEBOOK_SUFFIX: "metadata", SCRIPT_SUFFIX: "jupytext header"}.get(
-        path.suffix, "top matter")
+    where = TOP_MATTER_PLACES.get(path.suffix, "top matter")
     errors = [BookError(
         f"a cell installs packages (`{found[0].strip()}`): a build installs nothing, as a "
         "chapter's code runs with the builder's rights. Remove the line, declare the package "
