@@ -1881,6 +1881,30 @@ def test_a_cell_that_fetches_into_a_cache_of_its_own_is_named(tmp_path, capsys):
         ("31", "image = datasets.face().mean(-1)")], said
 
 
+def test_a_pretrained_model_a_cell_fetches_is_named(tmp_path, capsys):
+    """Hugging Face's course (chapter 1, section 3) builds `pipeline("sentiment-analysis")`,
+    which fetches a model into the hub's cache; torchvision's transfer-learning lessons ask
+    for `weights=` (an enum or its name) and timm's for `pretrained=True`, which fetch into
+    torch.hub's: the tool said nothing, the build then stopped at each without the network. A
+    weighting that only shares the word (`random.choices(xs, weights=[1, 2])`) is not told."""
+    cells = ["from transformers import pipeline\nclassifier = pipeline('sentiment-analysis')",
+             "from torchvision.models import resnet50, ResNet50_Weights\n"
+             "m = resnet50(weights=ResNet50_Weights.DEFAULT)",
+             "import torchvision\nr = torchvision.models.resnet18(weights='IMAGENET1K_V1')",
+             "import timm\nt = timm.create_model('resnet18', pretrained=True)",
+             "import random\nx = random.choices([1, 2], weights=[1, 2])\n"
+             "mine = resnet50(weights=None)"]
+    text = MYST_PLACES.split("The [previous")[0] + "".join(
+        f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells)
+    _, said = _brought_in(tmp_path, capsys, "pretrained.md", text)
+    assert [found for _, found in re.findall(r"line (\d+): `([^`]+)` fetches from the web as "
+                                             r"it runs", said)] == [
+        "classifier = pipeline('sentiment-analysis')",
+        "m = resnet50(weights=ResNet50_Weights.DEFAULT)",
+        "r = torchvision.models.resnet18(weights='IMAGENET1K_V1')",
+        "t = timm.create_model('resnet18', pretrained=True)"], said
+
+
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):
     """The build's refusal of a `.ipynb` page names `make chapter FROM=` it: the chapter
     takes the page's place, and the tool says to delete the notebook."""

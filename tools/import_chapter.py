@@ -168,7 +168,16 @@ _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)"
 # Face's models and datasets, torch.hub's, scipy's sample data (through pooch).
 _FETCHES = re.compile(r"(?:^|\.)(?:get_encoding|encoding_for_model|from_pretrained|load_dataset|"
                       r"hf_hub_download|snapshot_download|load_state_dict_from_url|hub\.load"
-                      r"|datasets\.(?:face|ascent|electrocardiogram))$")
+                      r"|datasets\.(?:face|ascent|electrocardiogram)|pipeline)$")
+
+
+def _pretrained(call: ast.Call) -> bool:
+    """A model built with trained weights, which torch.hub fetches: torchvision's `weights=`
+    an enum or its name, timm's `pretrained=True` (not `random.choices`' `weights=[...]`)."""
+    return any(k.arg == "pretrained" and getattr(k.value, "value", None) is True
+               or k.arg == "weights" and (isinstance(getattr(k.value, "value", None), str)
+                                          or "_Weights." in ast.unparse(k.value))
+               for k in call.keywords)
 # An address on the web, and the calls that show one rather than read it.
 _URL = re.compile(r"https?://")
 _SHOWS_ADDRESS = ("print", "IFrame", "YouTubeVideo", "Markdown", "HTML", "Image")
@@ -1587,8 +1596,8 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 "without the network (CI's) stops at it: have what it fetches in that cache on "
                 "each machine that builds, or take the cell out"
                 for node in ast.walk(tree) if isinstance(node, ast.Call)
-                and _FETCHES.search(ast.unparse(node.func)) and not (  # a model saved beside it
-                    node.args and isinstance(node.args[0], ast.Constant)
+                and (_FETCHES.search(ast.unparse(node.func)) or _pretrained(node))
+                and not (node.args and isinstance(node.args[0], ast.Constant)  # saved beside it
                     and str(node.args[0].value).startswith(("./", "../", "/")))]
             for node in tree.body:  # `url = 'https:…'`, `base = url + '/'`
                 if isinstance(node, ast.Assign) and _on_the_web(node.value, urls):
