@@ -486,6 +486,15 @@ def test_a_student_writes_under_a_caught_cells_last_comment_at_the_left_margin(c
     assert len(placed) == 7, [c.source for c in cells]
     # A cell of comments alone has nothing to catch: it stays as it is.
     assert catching("# only a note\n", ("RuntimeError",)) == "# only a note\n"
+    # A closing comment inside a block (a loop's, a def's) stays in its block, in the try:
+    # the student's line under it, indented as it is, runs in the loop (hr3's H3).
+    note = "    # Your version here: add x squared to total"
+    loop = catching(f"total = 0\nfor x in [1, 2]:\n    total += x\n\n{note}\n", ("RuntimeError",))
+    scope: dict = {}
+    shown = next(line for line in loop.splitlines() if line.strip() == note.strip())
+    typed = loop.replace(shown, f"{shown}\n{shown[:shown.index('#')]}total += x * x", 1)
+    exec(compile(typed, "<cell>", "exec"), scope)
+    assert scope["total"] == 8, loop
 
 
 def test_a_build_keeps_the_error_types_a_chapters_cells_raise_on_purpose():

@@ -60,8 +60,8 @@ def catching(source: str, raised: tuple[str, ...]) -> str:
     """A cell whose error of a type in ``raised`` (the chapter's) is printed, not raised. A
     line inside a multi-line string keeps its indentation (the string's text); a cell that is
     no Python (``x = # TODO``) stays as it is: wrapped, it fails to compile all the same. The
-    comments that end a cell (``# Your version here``) follow the wrapper: a student types
-    under them at the left margin, which inside the try would not compile."""
+    comments at the left margin that end a cell (``# Your version here``) follow the wrapper:
+    a student types under them at the margin, which inside the try would not compile."""
     lines = source.strip("\n").splitlines()
     try:  # not plain Python (a magic, say): every line is code, indented
         tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(lines)).readline))
@@ -74,6 +74,8 @@ def catching(source: str, raised: tuple[str, ...]) -> str:
         default=0) if tokens else len(lines)
     if parsed_cell(source) is None or not code_ends:
         return source
+    # A comment in a block (a loop's) stays in it: the tail is the comments at the margin.
+    code_ends = max([code_ends, *(n for n, line in enumerate(lines, 1) if line[:1].isspace())])
     body = "\n".join(line if number in inside_strings or not line.strip() else "    " + line
                      for number, line in enumerate(lines[:code_ends], 1))
     tail = "\n".join(lines[code_ends:]).strip("\n")
