@@ -421,7 +421,10 @@ def test_a_handout_names_another_chapter_once_per_paragraph(monkeypatch):
         nodes.paragraph("", "", nodes.Text("In the error museum: "), ref("museum-03"),
                         nodes.Text("; "), ref("museum-04"), nodes.Text(".")),
         nodes.paragraph("", "", nodes.Text("Taught in: "), ref("pt01-update"), nodes.Text(".")),
-        nodes.paragraph("", "", nodes.Text("Also: "), ref("museum-04"), nodes.Text("."))]
+        nodes.paragraph("", "", nodes.Text("Also: "), ref("museum-04"), nodes.Text(".")),
+        # A reference inside emphasis is in its paragraph all the same (hr3's H12).
+        nodes.paragraph("", "", nodes.emphasis("", "", ref("museum-03")), nodes.Text("; "),
+                        ref("museum-04"))]
     document.extend(paragraphs)
     env = SimpleNamespace(get_domain=lambda name: SimpleNamespace(labels=labels),
                           titles={name: nodes.title("", title) for name, title in titles.items()})
@@ -433,4 +436,6 @@ def test_a_handout_names_another_chapter_once_per_paragraph(monkeypatch):
         "In the error museum: 03/09 · Calling backward() twice (in The error museum); "
         "04/09 · Calling backward() on x * 2.",
         "Taught in: 4. Updating the parameters (in PT01).",
-        "Also: 04/09 · Calling backward() on x * 2 (in The error museum)."]
+        "Also: 04/09 · Calling backward() on x * 2 (in The error museum).",
+        "03/09 · Calling backward() twice (in The error museum); "
+        "04/09 · Calling backward() on x * 2"]

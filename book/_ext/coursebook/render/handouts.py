@@ -154,10 +154,12 @@ class OtherChapterReferences(SphinxPostTransform):
                 continue
             docname, _, section = target
             shown = node.astext() if node.get("refexplicit") else section
-            title, paragraph = self.env.titles[docname].astext(), id(node.parent)
-            text = shown if shown == title or (paragraph, title) in named else (
+            title, paragraph = self.env.titles[docname].astext(), node.parent
+            while isinstance(paragraph, nodes.Inline):  # in emphasis, say: its paragraph
+                paragraph = paragraph.parent
+            text = shown if shown == title or (id(paragraph), title) in named else (
                 f"{shown} (in {title})")
-            named.add((paragraph, title))
+            named.add((id(paragraph), title))
             node.replace_self(nodes.emphasis(text, text))
 
 
