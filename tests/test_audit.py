@@ -668,6 +668,30 @@ def test_the_build_stops_on_an_answer_in_visible_text(tiny_book, tmp_path, cache
     assert "chapter.md:" in build.log and "Traceback" not in build.log
 
 
+@pytest.mark.slow
+def test_the_overlap_search_runs_before_the_pages_are_read(tiny_book, tmp_path, cache_copy):
+    """While a cold build's readers wait for their kernels, the build's own process waits with
+    them: the search for answers in visible text runs then, not after the last page is read
+    (where it lengthened every build by its time). Each page read says whether the build has
+    already failed (Sphinx holds the warnings of a read until its end)."""
+    import subprocess
+    import sys
+
+    from conftest import book_conf_with
+
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text().replace("A worked example.",
+                                                   f"A worked example. {ANSWER_SENTENCE}"))
+    conf = book_conf_with(tmp_path / "conf", "def setup(app):", "    app.connect("
+                          "'source-read', lambda app, docname, source: print('read:', docname, "
+                          "'failed' if app.statuscode else 'passing', file=sys.stderr))")
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-c", str(conf), "-D",
+                           f"nb_execution_cache_path={cache_copy}", str(tiny_book),
+                           str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode != 0 and "an answer passage also shows" in done.stderr
+    assert "read: chapter failed" in done.stderr and "passing" not in done.stderr
+
+
 # --- Short fingerprints: whole tokens, in the text a reader sees ---------------------------
 
 @pytest.fixture(scope="module")

@@ -103,15 +103,15 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     # Sphinx re-reads a chapter whose noted inputs changed, and every page when this
     # extension changed (env_version below).
     app.connect("env-get-outdated", note_removed_pages)
+    # Every build, before its readers (which wait for a cold build's kernels): not at the end.
+    app.connect("env-before-read-docs", check_answer_overlaps)
     # Only when there are pages to read.
     for hook in (import_for_reading, check_execution_cache, plan_reading):
         app.connect("env-before-read-docs", hook)
     app.connect("source-read", _read_edition_source)
     app.connect("doctree-read", _read_chapter_done)
     # An accepted output may not hold the time of a run this build started.
-    for hook in (partial(compare_expected_outputs, since=datetime.now(UTC)),
-                 check_answer_overlaps):
-        app.connect("env-updated", hook)
+    app.connect("env-updated", partial(compare_expected_outputs, since=datetime.now(UTC)))
     setup_answer_checks(app)  # here: its env-updated hook runs before the reports are kept
     app.connect("env-updated", keep_execution_reports)
     # Last, the configuration as given is pickled (restored below).

@@ -412,10 +412,10 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
             [i for i in range(len(allowed)) if i not in used])
 
 
-def check_answer_overlaps(app, env) -> None:
-    """``env-updated``: an answer passage in student-visible text stops the build (the
-    leak audit counts anything visible as no answer, so it would pass); intended overlaps
-    are allowed in :data:`ALLOWANCES_FILE`, with their reason."""
+def check_answer_overlaps(app, env, *_docnames) -> None:
+    """``env-before-read-docs``, whatever is read: an answer passage in student-visible text
+    stops the build (the leak audit counts anything visible as no answer, so it would pass);
+    intended overlaps are allowed in :data:`ALLOWANCES_FILE`, with their reason."""
     allowances = Path(app.srcdir, ALLOWANCES_FILE)
     try:
         allowed, allowances_file = read_allowances(allowances)
