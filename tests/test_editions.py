@@ -1,5 +1,6 @@
 """The editions are chosen on the notebook, before execution, from the `answer` tag."""
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -441,3 +442,44 @@ def test_a_heading_inside_an_only_block_stops_the_build_at_it(tiny_book, cache_c
     assert student.returncode != 0 and f"{page}.md:{line}: ERROR: a heading inside an " \
         "`{only}` block" in student.log, student.log[-3000:]
     assert "Stack along" not in (tmp_path / "student" / "html" / f"{page}.html").read_text()
+
+
+def test_the_student_edition_leaves_out_the_only_blocks_its_build_does_not_show():
+    """At any depth (in a `{note}`), each line kept (its place); a block shown stays."""
+    from sphinx.util.tags import Tags
+
+    text = ("A.\n\n::::{note}\n:::{only} instructor\nThe class finds 42.\n:::\n::::\n\n"
+            "```{only} html\nOpen it.\n```\n")
+    chapter = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])
+    [cell] = edition_notebook(chapter, Edition.STUDENT, shown=Tags(["html"]).eval_condition).cells
+    assert cell.source == text.replace(":::{only} instructor\nThe class finds 42.\n:::", "\n\n")
+    [cell] = edition_notebook(chapter, Edition.INSTRUCTOR, shown=lambda _: False).cells
+    assert cell.source == text  # Sphinx leaves them out of its pages
+
+
+@pytest.mark.slow
+def test_an_only_instructor_block_may_paste_what_an_answer_glues(tiny_book, tmp_path):
+    """An instructor's note pasting the value an answer glues (myst-nb's glue): the student
+    edition, which runs no answer, stopped at myst-nb's bare "No key 'tiny_glued' found in
+    glue data" for a note no student would see; without the glue, the note was in the run's
+    notebook, which myst-nb's `{nb-download}` gives students. A block the build does not show
+    is left out of the page myst-nb reads."""
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text().replace("A worked example.", (
+        "A worked example, as a {nb-download}`notebook <chapter.ipynb>`.")).replace(
+            "A cell whose error", (  # a cell of its own
+        "````{only} instructor\nThe class should find {glue:}`tiny_glued`.\n````\n\n"
+        "+++\n\nA cell whose error")).replace('print("tiny answer:", tiny_answer_value)', (
+            'print("tiny answer:", tiny_answer_value)\nfrom myst_nb import glue\n'
+            'glue("tiny_glued", tiny_answer_value * 1000 + 777, display=False)')))
+    instructor = sphinx_build(tiny_book, tmp_path / "instructor", tmp_path / "cache",
+                              "instructor", settings={"coursebook_accept_outputs": "1"})
+    assert instructor.returncode == 0, instructor.log[-3000:]
+    assert "The class should find 42777." in re.sub(r"<[^>]+>", "", (
+        tmp_path / "instructor" / "html" / "chapter.html").read_text())
+    student = sphinx_build(tiny_book, tmp_path / "student", tmp_path / "cache")
+    assert student.returncode == 0, student.log[-3000:]
+    assert list((tmp_path / "student" / "html" / "_downloads").rglob("chapter.ipynb"))
+    assert not [path for folder in ("html", "jupyter_execute")  # what it publishes, and runs
+                for path in (tmp_path / "student" / folder).rglob("*")
+                if path.is_file() and b"class should find" in path.read_bytes()]

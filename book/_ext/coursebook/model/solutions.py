@@ -101,6 +101,21 @@ def without_comments(markdown: str) -> str:
     return markdown
 
 
+def without_unshown(markdown: str, shown: Callable[[str], bool]) -> str:
+    """The Markdown without the ``{only}`` blocks (at any depth) whose condition ``shown``
+    rejects, each line kept: the build would not show them, but myst-nb reads them (a glue
+    of a value only the other edition's run holds stopped the build)."""
+    lines = markdown.split("\n")
+    for token in markdown_parser().parse(markdown) if "{only}" in markdown else ():
+        start, end = token.map or (0, 0)
+        if (name := _directive(token)) == "only" and not shown(token.info.strip()[6:].strip()):
+            lines[start:end] = [""] * (end - start)
+        elif name not in _AS_WRITTEN and (count := token.content.count("\n")):
+            lines[start + 1:start + 1 + count] = without_unshown(
+                token.content, shown).split("\n")[:count]
+    return "\n".join(lines)
+
+
 def myst_roles(markdown: str, offset: int = 0) -> Iterator[tuple[str, int]]:
     """Each role in the Markdown as MyST reads it (in a directive's body too; not in code):
     its name and its line (from 0)."""

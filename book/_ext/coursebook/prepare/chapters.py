@@ -61,7 +61,8 @@ class PreparedChapter:
 
 def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[str, Wing],
                     torch_version: str, machine_kinds: dict[str, MachineKind] | None = None,
-                    runtimes_file: str = "", answer_spaces: bool = False) -> PreparedChapter:
+                    runtimes_file: str = "", answer_spaces: bool = False,
+                    shown: Callable[[str], bool] = lambda _: True) -> PreparedChapter:
     """A chapter's notebook for one edition (what a machine executes), its claims, and (taken
     before the answers go) what its checks ask and where it was taught."""
     try:
@@ -90,7 +91,7 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
     left_out = {**answer_names(notebook), **{
         os.path.normpath(folder / name): line for name, line in answer_strings(notebook).items()
         if name not in reads}} if edition is Edition.STUDENT else {}
-    notebook, written = edition_notebook(notebook, edition, answer_spaces), notebook
+    notebook, written = edition_notebook(notebook, edition, answer_spaces, shown), notebook
     for cell in notebook.cells:
         if "skip-execution" in cell_tags(cell):  # the author's (Flax's): shown, never run
             cell.metadata[UNVERIFIED_KEY] = "not run: tagged `skip-execution`"
@@ -119,7 +120,8 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
     edition = edition_of(app)
     instructor = edition is Edition.INSTRUCTOR
     prepared = edition_chapter(text, source_path, edition, config.museum(), config.torch,
-                               config.machine_kinds, config.runtimes_file, config.answer_space)
+                               config.machine_kinds, config.runtimes_file, config.answer_space,
+                               lambda condition: _shown(app, condition))
     notebook, claims = prepared.notebook, prepared.claims
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path, text)
     if chapter is None:
@@ -139,6 +141,15 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
                                            if notebook.cells[claim.index].source in recorded))
     return replace(prepared, notebook=attached.labelled, recorded=attached.executed,
                    recorded_with=recorded_where(chapter, recordings, instructor), claims=claims)
+
+
+def _shown(app: Sphinx, condition: str) -> bool:
+    """Whether this build shows an ``{only}`` block of this condition (Sphinx's test; a
+    malformed one Sphinx names, and shows)."""
+    try:
+        return app.tags.eval_condition(condition)
+    except Exception:
+        return True
 
 
 def _note_inputs(app: Sphinx, config: BookConfig, prepared: PreparedChapter | None) -> list[str]:

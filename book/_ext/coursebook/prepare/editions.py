@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import enum
 import re
+from collections.abc import Callable
 
 import nbformat
 
@@ -13,7 +14,7 @@ from coursebook.answer_checks.model import notebook_checks
 from coursebook.answer_checks.prepare import cells_after
 from coursebook.model.cell_notes import note_added_lines
 from coursebook.model.notebooks import ANSWER_TAG, is_answer
-from coursebook.model.solutions import is_solution_marker, without_comments
+from coursebook.model.solutions import is_solution_marker, without_comments, without_unshown
 from coursebook.prepare.answer_space import answer_space_cell, answers
 
 ANSWER_TITLE = "Instructor answer"
@@ -43,8 +44,10 @@ def _box_answer(cell) -> None:
 
 
 def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition,
-                     answer_spaces: bool = False) -> nbformat.NotebookNode:
-    """The student's lacks the answer cells (``answer_spaces``: a box stands for each); the
+                     answer_spaces: bool = False, shown: Callable[[str], bool] = lambda _: True
+                     ) -> nbformat.NotebookNode:
+    """The student's lacks the answer cells (``answer_spaces``: a box stands for each) and the
+    ``{only}`` blocks the build does not show (``shown``: their condition holds); the
     instructor's boxes markdown ones (a gated solution's start and end not: sphinx-exercise
     joins them as siblings only), code ones as they are (the cache key): box_code_answers."""
     instructor = edition is Edition.INSTRUCTOR
@@ -60,7 +63,7 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition,
             if cell.cell_type == "markdown" and is_answer(cell) and not is_solution_marker(cell):
                 _box_answer(cell)
             if cell.cell_type == "markdown" and not instructor:  # each line kept: its place
-                cell.source = without_comments(cell.source)
+                cell.source = without_unshown(without_comments(cell.source), shown)
             if instructor or cell.cell_type != "markdown" or cell.source.strip():
                 edited.cells.append(cell)  # a comment alone is no cell (MyST writes none)
         edited.cells.extend(cells_after(cell, checks, instructor))
