@@ -304,6 +304,16 @@ def test_an_answer_sentence_copied_into_visible_prose_is_named_at_both_places(tm
 ANSWER_CODE = "tiny_answer_value = int(weights.sum().item()) * 21"
 
 
+def test_an_answer_sentence_in_the_pages_description_is_named_at_its_key(tmp_path):
+    """Top matter `myst: html_meta` is in the page's head (search results, link previews),
+    in no cell: a description repeating an answer was on the student page, build passing."""
+    planted = (TINY_BOOK / "chapter.md").read_text().replace("kernelspec:", (
+        f"myst:\n  html_meta:\n    description: {ANSWER_SENTENCE}\nkernelspec:"))
+    [overlap] = _overlaps(tmp_path, planted)
+    assert planted.splitlines()[overlap.visible.line - 1] == f"    description: {ANSWER_SENTENCE}"
+    assert "tripling doubles nothing" in overlap.passage
+
+
 def test_an_answer_pasted_into_the_exercise_cell_is_found(tmp_path):
     """A whole answer copied into the visible cell above it: its code line is found (the
     leak audit would count the copy as visible, common text)."""

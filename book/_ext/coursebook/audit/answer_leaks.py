@@ -33,6 +33,7 @@ from coursebook.model.notebooks import (
     is_chapter_source,
     read_chapter,
     short_digest,
+    top_matter_line,
 )
 from coursebook.model.solutions import comments, markdown_parser, without_comments
 from coursebook.model.toml_files import TomlFile, read_toml
@@ -342,8 +343,13 @@ def _values(cell) -> set[str]:
 
 
 def source_cells(path: Path, text: str) -> SourceCells:
-    cells = (read_chapter(text).cells if is_chapter_source(text)
-             else [place_at(nbformat.v4.new_markdown_cell(text), 1)])  # a page: one cell
+    chapter = read_chapter(text) if is_chapter_source(text) else None
+    cells = chapter.cells if chapter else [place_at(nbformat.v4.new_markdown_cell(text), 1)]
+    # The page's head shows its top matter's `myst: html_meta` (a description), in no cell.
+    meta = (chapter.metadata.get("myst") or {}).get("html_meta") if chapter else None
+    cells += [place_at(nbformat.v4.new_markdown_cell(str(value)), top_matter_line(
+        text, "myst", "html_meta", key))
+        for key, value in (meta.items() if isinstance(meta, dict) else ())]
     # Names its imports bind: ``np`` of ``import numpy as np``, ``solve`` of ``from … import solve``
     imported = {name.split()[-1].split(".")[0] for cell in cells if cell.cell_type == "code"
                 for match in map(_IMPORT.fullmatch, cell.source.splitlines()) if match
