@@ -47,6 +47,7 @@ def test_a_clean_build_passes(tmp_path, fingerprints):
     ("html/chapter.html", "<p>The tiny chapter&#8217;s answer says that <em>tripling</em> "
                           "doubles nothing whatsoever here.</p>"),
     ("html/_sources/chapter.md", "tiny_answer_value = int(weights.sum().item()) * 21\n"),
+    ("html/chapter.html", f'<meta content="{ANSWER_SENTENCE}" name="description" />'),
     ("jupyter_execute/chapter.ipynb", json.dumps({"cells": [{"source": [
         "tiny_answer_value = int(weights.sum().item()) * 21\n",
         'print("tiny answer:", tiny_answer_value)']}]})),

@@ -189,6 +189,7 @@ def _strings(value) -> Iterator[str]:
 # as short as ``0.84`` also stands in LaTeX's preamble, a script or a notebook's metadata).
 # Answer passages are looked for in all of its text.
 _SCRIPTS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
+_SHOWN = re.compile(r'\s(?:content|alt|title)="([^"]*)"')  # a page's head, a tooltip
 
 
 def file_texts(path: Path) -> tuple[str, str | None]:
@@ -198,9 +199,10 @@ def file_texts(path: Path) -> tuple[str, str | None]:
                               capture_output=True, text=True).stdout
         return text, text
     raw = path.read_text(encoding="utf8", errors="replace")
-    if path.suffix == ".html":
-        return tuple(html.unescape(re.sub(r"<(?!!--)[^>]+>", "", page))  # a comment stays
-                     for page in (raw, _SCRIPTS.sub("", raw)))
+    if path.suffix == ".html":  # a comment stays, and the text a tag shows (a description)
+        return tuple(html.unescape(re.sub(r"<(?!!--)[^>]+>", lambda tag: "".join(
+            f" {text} " for text in _SHOWN.findall(tag[0])), page))
+            for page in (raw, _SCRIPTS.sub("", raw)))
     if path.suffix == ".ipynb":
         try:
             notebook = json.loads(raw)
