@@ -1,6 +1,7 @@
 """A quiet build log: the configuration dumps go, warnings and messages stay."""
 
 import logging
+import re
 
 import pytest
 from myst_nb.core.config import NbParserConfig
@@ -64,3 +65,38 @@ def test_the_warning_count_counts_each_warning_once_as_sphinx_shows_it(tmp_path)
         logger.warning("suppressed", type="planted", subtype="suppressed")
     logger.error("an error")
     assert warnings_logged(app) == 2
+
+
+def test_an_error_is_logged_once_at_each_of_its_places(tmp_path):
+    """Sphinx's `once` keys on the text alone: the same fault on a second page (a heading in an
+    `{only}` block of each of two chapters) went unnamed until the first was fixed. Readers
+    meeting it at one place still log it once, a parallel reader's records too (sent to the
+    main process with their text made and their node made a place)."""
+    import io
+
+    from docutils import nodes
+    from sphinx.application import Sphinx
+    from sphinx.util import logging
+
+    from coursebook.reporting import name_notebook_cells, report
+
+    (tmp_path / "src").mkdir()
+    log = io.StringIO()
+    Sphinx(tmp_path / "src", None, tmp_path / "out", tmp_path / "doctrees", "dummy",
+           status=None, warning=log)
+    name_notebook_cells()  # as the book's setup does
+    node = nodes.paragraph()
+    node.source, node.line = str(tmp_path / "src" / "b.md"), 7
+    places = ["a.md:3", node, "a.md:3", ("index", 5), node, ("index", 5)]
+    for place in places:
+        report("a heading inside an `{only}` block: 100%", place, "source")
+    collector = logging.LogCollector()
+    with collector.collect():  # as a parallel reader
+        for place in places:
+            report("a heading inside an `{only}` block: 100%", place, "source")
+    logging.convert_serializable(collector.logs)
+    for record in collector.logs:
+        logging.getLogger("coursebook").handle(record)
+    said = re.sub(r"\x1b\[[\d;]*m", "", log.getvalue()).splitlines()  # its colours
+    assert [line.split(": ERROR: ")[0].rsplit("/", 1)[-1] for line in said if "ERROR" in line] == [
+        "a.md:3", "b.md:7", "index.rst:5"], said

@@ -1,6 +1,6 @@
-"""The build log: errors, each logged once however many chapters, phases or readers meet
-it (Sphinx's ``once=True`` filter sits on the main process's handler); warnings counted; no
-configuration dumps; a notebook's cell and line named in what Sphinx and MyST say.
+"""The build log: errors, each logged once at its place however many chapters, phases or
+readers meet it (a filter on the main process's handlers); warnings counted; no configuration
+dumps; a notebook's cell and line named in what Sphinx and MyST say.
 """
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ from coursebook.model.notebooks import NOTEBOOK_SUFFIX, notebook_place
 logger = logging.getLogger(__name__)
 
 
-def report(message: str, location, subtype: str, once: bool = True) -> None:
-    """A build error, once per build unless ``once`` is False (the same text at another cell
-    is another fault): the message is the record's whole text (no arguments, no
-    %-formatting), which the ``once`` filter keys on (the location it does not read)."""
-    logger.error(message, location=location, type="coursebook", subtype=subtype, once=once)
+def report(message: str, location, subtype: str) -> None:
+    """A build error, once per build at each place (:class:`_OncePerPlace`): the message is
+    the record's whole text (no arguments, no %-formatting)."""
+    logger.error(message, location=location, type="coursebook", subtype=subtype)
 
 
 def report_book_error(error: BookError, subtype: str, fallback_location=None) -> None:
@@ -116,7 +115,26 @@ def _name_the_cell(record: std_logging.LogRecord) -> bool:
     return True
 
 
+class _OncePerPlace(std_logging.Filter):
+    """Each of the book's errors once at each place, however many phases or readers meet it:
+    Sphinx's ``once`` keys on the text alone (the same fault on a second page went unnamed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said: set[tuple[str, str]] = set()
+
+    def filter(self, record: std_logging.LogRecord) -> bool:
+        if getattr(record, "type", None) != "coursebook":
+            return True
+        said = (record.getMessage(), str(getattr(record, "location", None)))
+        first = said not in self.said
+        self.said.add(said)
+        return first
+
+
 def name_notebook_cells() -> None:
-    """At setup, when Sphinx's handlers are this build's: after their filters."""
+    """At setup, when Sphinx's handlers are this build's: after their filters, which name the
+    place (:class:`_OncePerPlace` reads it)."""
     for handler in std_logging.getLogger(NAMESPACE).handlers:
         handler.addFilter(_name_the_cell)
+        handler.addFilter(_OncePerPlace())

@@ -474,6 +474,5 @@ def check_answer_overlaps(app, env, *_docnames) -> None:
         report(f"an answer passage also shows in student-visible text, at {overlap.visible}: "
                f"{overlap.passage!r}. Reword one of them, or allow the overlap in "
                f"{shown_path(allowances)} (passage and why).",
-               f"{shown_path(overlap.answer.path)}:{overlap.answer.line}", "audit",
-               once=False)  # two answers may share one visible passage: one message each
+               f"{shown_path(overlap.answer.path)}:{overlap.answer.line}", "audit")
         app.statuscode = 1  # also without -W

@@ -152,7 +152,7 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
         return
     for line, comment in prepared.claims.unsourced:
         report(f"`{comment}` is not a citation the build reads: cite the claim above it as "
-               "`% source: https://...`", (env.docname, line or None), "claim", once=False)
+               "`% source: https://...`", (env.docname, line or None), "claim")
     executed = executed_notebook(app, prepared)
     if executed is None:  # not run: the execution checks report why
         problems = []
@@ -169,7 +169,7 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
     for problem in problems + accepted:
         claim = problem.claim  # an exhibit's: at its TOML file
         report(problem.message, f"{shown_path(claim.toml)}:{claim.line}" if claim.toml
-               else (env.docname, claim.line or None), "claim", once=False)
+               else (env.docname, claim.line or None), "claim")
     if problems or accepted or prepared.claims.unsourced:
         mark_failed(env, env.docname)
 

@@ -207,7 +207,7 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
             else unbuilt)
         return None
     for problem in unknown_domain_roles(prepared.notebook, str(path), lambda name: _has(app, name)):
-        report(problem.message, problem.location, "source", once=False)  # each place
+        report(problem.message, problem.location, "source")
     app.env.temp_data[PREPARED] = prepared
     chapter = page_state_of(app.env, docname)
     chapter.notebook, chapter.recorded_with = prepared.notebook, prepared.recorded_with
@@ -281,8 +281,7 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
                    "of the book as written, its answers and `{only} instructor` blocks "
                    "included: " + ("link the page instead (its own download gives the student "
                    "edition's)" if page in app.env.found_docs else "take it out: the student "
-                   "edition leaves that page out, so it has no page to link"), node, "answers",
-                   once=False)
+                   "edition leaves that page out, so it has no page to link"), node, "answers")
             mark_failed(app.env, app.env.docname)
         shown = as_written or (Path(app.srcdir, node["uri"]) if isinstance(node, nodes.image)
                                else node.source)
@@ -291,7 +290,7 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
                    f"code names ({Path(doctree['source']).name}:{line}): what "
                    "a run of it left there is the answer's: show it in an answer cell, or make "
                    "it in a cell students run (data an answer reads: list it in top matter "
-                   "`coursebook: reads`)", node, "answers", once=False)
+                   "`coursebook: reads`)", node, "answers")
             mark_failed(app.env, app.env.docname)
     fix = ("the book cuts solutions out of chapters only: move the exercise into one (a page "
            "with jupytext top matter, `make chapter`)" if PREPARED not in app.env.temp_data else
@@ -302,7 +301,7 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
         text = next((n for n in box.findall(include_self=False)
                      if n.line and not isinstance(n, nodes.title)), box)
         report(f"a solution would show on this page of the student edition: {fix}", text,
-               "answers", once=False)
+               "answers")
         mark_failed(app.env, app.env.docname)
 
 

@@ -21,7 +21,7 @@ class _ProofDomain(ProofDomain):
             report(f"{{prf:ref}}`{target}`: nothing in this edition is labelled `{target}` (a "
                    "typo, another lecture's label, or one in an answer, which the student edition "
                    "lacks): label the block it means, outside the answers, or write it as text",
-                   node, "proof", once=False)
+                   node, "proof")
             return None
         return super().resolve_xref(env, fromdocname, builder, typ, target, node, contnode)
 

@@ -262,7 +262,7 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
                              kept if exec_data.get("traceback") else None, prepared.left_out)
     for problem in problems:
         report(problem.message, problem.location or (env.docname, problem.line or None),
-               "execution", once=False)
+               "execution")
     if problems:
         mark_failed(env, env.docname)
     for cell in code_cells(doctree):  # each output cut for the page, said once at its cell
@@ -307,8 +307,7 @@ def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
         report("this chapter ran, but its outputs are not in the execution cache under its "
                "prepared notebook's key, so they cannot be compared with its expected outputs: "
                "a fault of the book's extension (the notebook myst-nb read is not the one "
-               "prepared); report it with this chapter", (env.docname, None), "expected-outputs",
-               once=False)
+               "prepared); report it with this chapter", (env.docname, None), "expected-outputs")
         mark_failed(env, env.docname)
 
 
@@ -443,7 +442,7 @@ def log_output_summary(app: Sphinx, *_) -> None:
 
 def _fail(app: Sphinx, docname: str, line: int | None, message: str,
           fixed_by: str | None = ACCEPT_COMMAND) -> None:
-    report(message, (docname, line or None), "expected-outputs", once=False)
+    report(message, (docname, line or None), "expected-outputs")
     if fixed_by is not None:
         ask_for(app.env, fixed_by)
     app.statuscode = 1  # also without -W: an unexpected output is never a warning
