@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import nbformat
 
 from coursebook.execute import shared_cache as cache_key
@@ -34,3 +36,20 @@ def test_a_cell_importing_a_subpackage_module_has_it_in_its_key(tmp_path, monkey
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         f"from {package.name}.model.faults import LINE")])
     assert cache_key.book_code_digest(notebook) is not None
+
+
+def test_a_record_an_earlier_book_cached_is_not_taken(tmp_path):
+    """A cache filled before 4513859 holds the widget state an .ipynb chapter saved from its
+    author's run (an Output widget holding what an answer printed), which jupyter-cache
+    merges into the page it takes the record for: no key of this book is such a record's."""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")],
+                                        metadata={"kernelspec": {"name": "python3",
+                                                                 "display_name": "Python 3"}})
+    cache_key.key_execution_versions(notebook, {"python": "3.11.7", "torch": "2.13.0"})
+    earlier = nbformat.from_dict(copy.deepcopy(notebook))
+    earlier.cells[0].metadata[cache_key.VERSIONS_KEY].pop("runs", None)  # as it was keyed then
+    earlier.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    cache_key.create_cache(tmp_path / "cache")
+    cache_key.cache_run(tmp_path / "cache", earlier, "lesson.ipynb", {})
+    assert cache_key.cached_record(tmp_path / "cache", earlier) is not None
+    assert cache_key.cached_record(tmp_path / "cache", notebook) is None

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import Build, load_tool, sphinx_build, tool_in_process
+from conftest import TINY_BOOK, Build, load_tool, sphinx_build, tool_in_process
 
 
 def _notebook(*cells) -> str:
@@ -124,6 +124,12 @@ def test_a_notebooks_saved_widget_state_is_not_read():
 
     assert "widgets" in nbformat.reads(_lesson(), as_version=4).metadata
     assert "widgets" not in read_chapter(_lesson(), strict=True).metadata
+    # A MyST chapter's top matter may hold it too (jupytext keeps what it is told to).
+    chapter = (TINY_BOOK / "chapter.md").read_text().replace("kernelspec:", (
+        "widgets:\n  application/vnd.jupyter.widget-state+json:\n    state: {f0e1: {model_name: "
+        "OutputModel}}\nkernelspec:"))
+    assert "widgets:" in chapter
+    assert "widgets" not in read_chapter(chapter, strict=True).metadata
 
 
 def test_a_script_with_cells_the_book_cannot_read_is_named_not_dropped(tmp_path, monkeypatch):

@@ -28,6 +28,9 @@ VERSIONS_KEY = "execution_environment"
 # In a cache record's data: a failed run, cached only while its page is read.
 FAILED = "coursebook_failed"
 READS, PACKAGE = "reads ", "package "  # a read file's hash, a declared package's version
+# What a run caches, numbered in every key: raised when that changes, so that no record an
+# earlier book cached is taken (2: no widget state a chapter saved from its author's run).
+RUNS = 2
 _HELD = "coursebook_cache_lock"  # the page's held lock (Sphinx's per-page data)
 _PACKAGE = Path(__file__).resolve().parents[1]  # kernels import its top-level modules
 _BOOK_IMPORT = re.compile(rf"^\s*(?:from|import)\s+{_PACKAGE.name}\.([\w.]+)", re.M)
@@ -58,8 +61,9 @@ def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, 
     those of the packages the chapter declares and a hash of each file its cells read (by
     name): upgraded or edited, one runs the chapter again."""
     digest = book_code_digest(notebook)
-    versions = {**versions, **{PACKAGE + wanted.name: version for wanted, version in map(
-        installed, chapter_settings(notebook.metadata).packages)},
+    versions = {**versions, "runs": RUNS, **{
+        PACKAGE + wanted.name: version for wanted, version in map(
+            installed, chapter_settings(notebook.metadata).packages)},
         **{READS + name: short_digest(path.read_bytes()) for name, path in (reads or {}).items()}}
     for cell in notebook.cells:
         if cell.cell_type == "code":

@@ -310,12 +310,11 @@ HEADING_IN_ONLY = (
 
 
 def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
-    """The chapter as written, cells noted at their lines (an ``.ipynb``'s saved outputs and
-    widget state left out: they are the build's); ``strict`` (a build): a solution that cannot
-    be cut out raises, else (the audits) all of it is an answer."""
+    """The chapter as written, cells noted at their lines (an ``.ipynb``'s saved outputs, and
+    any saved widget state, left out: they are the build's); ``strict`` (a build): a solution
+    that cannot be cut out raises, else (the audits) all of it is an answer."""
     if notebook_json(text) is not None:
         notebook = nbformat.reads(text, as_version=4)
-        notebook.metadata.pop("widgets", None)  # myst-nb embeds it in the page
         for number, cell in enumerate(notebook.cells, 1):
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
@@ -329,6 +328,7 @@ def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
         notebook = read_myst_markdown_notebook(
             text, markdown_parser().options["myst_config"], add_source_map=True)
         _note_lines(notebook, text.splitlines())
+    notebook.metadata.pop("widgets", None)  # myst-nb embeds it in the page
     if strict and (changed := reading_changed(notebook.metadata)):
         raise SolutionError(changed[1], line=top_matter_line(text, "myst", changed[0]))
     mystnb = (notebook.metadata.get("mystnb") or {}) if strict else {}
