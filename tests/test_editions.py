@@ -483,3 +483,36 @@ def test_an_only_instructor_block_may_paste_what_an_answer_glues(tiny_book, tmp_
     assert not [path for folder in ("html", "jupyter_execute")  # what it publishes, and runs
                 for path in (tmp_path / "student" / folder).rglob("*")
                 if path.is_file() and b"class should find" in path.read_bytes()]
+
+
+SUBSTITUTED = ("myst:\n  enable_extensions: [colon_fence, dollarmath, amsmath, deflist, "
+               "substitution]\n  substitutions:\n"
+               "    ans: The tripled weights give a sum of forty-two exactly.\n"
+               "    seen: a worked example\nkernelspec:")
+
+
+def test_the_student_edition_keeps_no_substitution_only_answers_use():
+    """An answer showing its text through a substitution (`{{ ans }}`): the top matter's
+    value stayed in the student edition's notebook, which the run keeps (jupyter_execute/)."""
+    text = (TINY_BOOK / "chapter.md").read_text().replace("kernelspec:", SUBSTITUTED).replace(
+        "A worked example.", "{{ seen }}.").replace("## Tiny answers\n", "## Tiny answers\n\n"
+                                                   "{{ ans }}\n")
+    student = edition_chapter(text, "chapter.md", Edition.STUDENT, {}, "2.13.0").notebook
+    assert student.metadata["myst"]["substitutions"] == {"seen": "a worked example"}
+    instructor = edition_chapter(text, "chapter.md", Edition.INSTRUCTOR, {}, "2.13.0").notebook
+    assert set(instructor.metadata["myst"]["substitutions"]) == {"ans", "seen"}
+
+
+@pytest.mark.slow
+def test_a_substitution_only_answers_use_is_in_no_student_file(tiny_book, cache_copy, tmp_path):
+    """myst-nb's `{nb-download}` gives students the run's notebook, its top matter and all."""
+    chapter = tiny_book / "chapter.md"
+    chapter.write_text(chapter.read_text().replace("kernelspec:", SUBSTITUTED).replace(
+        "A worked example.", "{{ seen }}, as a {nb-download}`notebook <chapter.ipynb>`.").replace(
+            "## Tiny answers\n", "## Tiny answers\n\n{{ ans }}\n"))
+    student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
+    assert student.returncode == 0, student.log[-3000:]
+    assert list((tmp_path / "student" / "html" / "_downloads").rglob("chapter.ipynb"))
+    assert not [path for folder in ("html", "jupyter_execute")
+                for path in (tmp_path / "student" / folder).rglob("*")
+                if path.is_file() and b"forty-two exactly" in path.read_bytes()]

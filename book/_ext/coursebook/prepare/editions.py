@@ -67,6 +67,13 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition,
             if instructor or cell.cell_type != "markdown" or cell.source.strip():
                 edited.cells.append(cell)  # a comment alone is no cell (MyST writes none)
         edited.cells.extend(cells_after(cell, checks, instructor))
+    # A substitution no cell of the student's uses is an answer's (`{{ ans }}`): the top matter
+    # stays in the run's notebook (jupyter_execute/), which myst-nb's `{nb-download}` gives.
+    substitutions = (edited.metadata.get("myst") or {}).get("substitutions")
+    used = "\n".join(cell.source for cell in edited.cells) + str(substitutions)
+    for name in list(substitutions) if isinstance(substitutions, dict) and not instructor else ():
+        if not re.search(r"\{\{[^}]*\b" + re.escape(name) + r"\b", used):
+            del substitutions[name]
     return edited
 
 
