@@ -171,12 +171,6 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
             block.replace_self(highlighted_block(runs))
 
 
-def outputs_of(torch: str, where: str, notebook: nbformat.NotebookNode | None) -> str:
-    """What a student reads of the versions behind the outputs ``where`` ("on this page")."""
-    return (f"The outputs {where} are those of {verified_against(torch, notebook)}; another "
-            "release may print some of them differently.")
-
-
 def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
     """Under a chapter's title: the torches and reader runtimes it was verified on, and
     the command for each stale or not yet verified (student edition: its torch only)."""
@@ -202,8 +196,10 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
     except BookError:  # an ExpectationsError too
         return  # the versions page and the chapter's own checks report it
     state.not_verified = [s.message() for s in others if s.state is not State.VERIFIED]
-    if edition_of(app) is Edition.STUDENT:
-        text = outputs_of(running, "on this page", state.notebook)
+    against = verified_against(running, state.notebook)
+    if edition_of(app) is Edition.STUDENT:  # the versions behind the outputs a student reads
+        text = (f"The outputs on this page are those of {against}; another release may print "
+                "some of them differently.")
         notes = [nodes.paragraph("", text, classes=["verified-on"])]
     else:
         verified = [s.other for s in others if s.state is State.VERIFIED]
@@ -214,7 +210,6 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
             [f"as the student download on {' and '.join(readers)}"] if readers else [])
         counted, left = compared_account(state.outputs or [], [],  # a mismatch fails the build
                                          patterns_alone(here, edition_of(app).value))
-        against = verified_against(running, state.notebook)
         text = f"{counted} against {against} (this build){left}" + (
             f"; verified too against {', and '.join(also)}{versions_not_recorded(state.notebook)}"
             if also else "")
