@@ -129,7 +129,10 @@ def test_sphinx_and_myst_messages_name_the_authors_line(tiny_book, tmp_path):
            ":tags: [claim]\n\n# claim: Tripling again\nassert True\n# claim: gives a "
            "gradient function\nassert True\n```\n\nLast, {ref}`no-other-target`.\n"
            # An image without alt text, to which MyST gives no line (`chapter.md::`)
-           "\n![](figs/no-such-image.png)\n")
+           "\n![](figs/no-such-image.png)\n"
+           # A link to an anchor no heading has, on a paragraph's third line: MyST gives it no
+           # line, and the message named the paragraph's first (d8: "3 lines high")
+           "\nA broken\nanchor, then\nsee [the part](#no-such-part) here.\n")
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache", settings=ACCEPT)
     role, ref = _line(chapter, "Here is"), _line(chapter, "And here")
     assert re.search(rf"chapter\.md:{role}: WARNING: Unknown interpreted text role", build.log), \
@@ -142,6 +145,9 @@ def test_sphinx_and_myst_messages_name_the_authors_line(tiny_book, tmp_path):
     image = _line(chapter, "![](figs")
     assert re.search(rf"chapter\.md:{image}: WARNING: image file not readable: figs/no-such-",
                      build.log), build.log[-3000:]
+    anchor = _line(chapter, "see [the part]")
+    assert re.search(rf"chapter\.md:{anchor}: WARNING: 'myst' cross-reference target not found: "
+                     "'no-such-part'", build.log), build.log[-3000:]
 
 
 def test_a_cell_ending_in_blank_lines_is_compared_and_a_changed_output_fails(tiny_book, tmp_path):

@@ -311,10 +311,19 @@ def name_the_authors_lines(app: Sphinx, doctree) -> None:
     if prepared is None:
         return
     from docutils import nodes
+    from sphinx import addnodes
 
     line = author_line(prepared.notebook, doctree["source"])
-    for image in doctree.findall(nodes.image):  # MyST gives `![](x)` none: its paragraph's
-        image.line = image.line or image.parent.line
+    # MyST gives an image or a link in a paragraph (`![](x)`, `[text](#anchor)`) no line: its
+    # paragraph's, and one more for each line end before its target in the text as written.
+    for inline in doctree.findall(lambda node: not node.line and isinstance(
+            node, (nodes.image, nodes.reference, addnodes.pending_xref))):
+        above = inline.parent
+        while not above.line and above.parent is not None:
+            above = above.parent
+        written, target = above.rawsource, inline.get("refuri") or inline.get("reftarget")
+        inline.source, inline.line = above.source, above.line and above.line + written.count(
+            "\n", 0, max(written.find(target or inline.get("uri") or "\0"), 0))
     for node in doctree.findall(lambda node: bool(getattr(node, "line", None))):
         if node.source == doctree["source"]:
             node.line = line(node.line)
