@@ -544,8 +544,12 @@ def test_a_file_beside_the_chapter_a_cell_reads_unlisted_is_refused_at_its_line(
         assert build.executed == 1 and build.log.count("reads `") == 1, build.log[-3000:]
     written = ("ones.pt", "out.txt", "fig.png")
     assert not any((tiny_book / name).exists() for name in written)
+    # Listed, it is there also for a chapter that carries `execution_in_temp: true`, as every
+    # lesson make chapter FROM= brought in did until 0db1e41 (HR's H4: it ran among no links,
+    # and the listed file was missing: FileNotFoundError).
     chapter.write_text(chapter.read_text().replace(
-        "kernelspec:", "coursebook: {reads: [data.csv]}\nkernelspec:", 1))
+        "kernelspec:", "coursebook: {reads: [data.csv]}\nmystnb: {execution_in_temp: true}\n"
+        "kernelspec:", 1))
     (tiny_book / "fig.png").write_text("an earlier run's")  # its write goes through the link
     left = sphinx_build(tiny_book, tmp_path / "left", tmp_path / "cache")
     assert_one_clear_message(left, (

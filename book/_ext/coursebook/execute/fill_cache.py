@@ -153,12 +153,12 @@ def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
         open_cache(cache_path).remove_cache(record.pk)
     settings = run.settings
     logger.info("Executing notebook using temporary CWD", location=location)
-    # A chapter runs among links to the files beside it (none: myst-nb's execution_in_temp)
-    # in a temporary folder: what it writes is not left in the book's sources, where its
-    # next run would find it (%%writefile's "Overwriting"). Its kernel refuses a write
-    # through a link, or outside the run (kernel_forkserver.load_ipython_extension).
+    # A chapter runs among links to the files beside it in a temporary folder (so myst-nb's
+    # execution_in_temp changes nothing): what it writes is not left in the book's sources,
+    # where its next run would find it (%%writefile's "Overwriting"). Its kernel refuses a
+    # write through a link, or outside the run (kernel_forkserver.load_ipython_extension).
     with TemporaryDirectory() as cwd:
-        for entry in () if settings.execution_in_temp else run.path.parent.iterdir():
+        for entry in run.path.parent.iterdir():
             os.symlink(entry, os.path.join(cwd, entry.name))
         result, stopped = run_notebook(
             run.notebook, str(run.path), cwd=cwd, timeout=settings.execution_timeout,
