@@ -34,6 +34,16 @@ def test_a_figure_reaches_the_download_as_an_image_with_its_caption():
         f"![The loss falls]({PUBLISHED}/_images/loss.png)\n\n*The loss, epoch by epoch.*")
 
 
+def test_a_figures_caption_is_its_alt_text_as_written():
+    """Without `:alt:`, a figure's alt text is its caption's first line, Markdown already: it
+    was escaped again, so the image's description held the markup (`\\*\\*tiny\\*\\*`, HR's
+    H8; 9614f5b fixed the same for `{glue:figure}`, whose rule this is now too)."""
+    text = "```{figure} images/loss.png\nA **tiny** line, see `x`.\n```"
+    assert _converter(image_url=_published_image).convert(text) == (
+        f"![A **tiny** line, see `x`.]({PUBLISHED}/_images/loss.png)\n\n"
+        "*A **tiny** line, see `x`.*")
+
+
 def test_an_image_reaches_the_download_as_an_image():
     text = "```{image} images/loss.png\n:alt: The loss falls\n```"
     assert _converter(image_url=_published_image).convert(text) == (

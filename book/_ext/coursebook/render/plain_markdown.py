@@ -115,16 +115,16 @@ class PlainMarkdown:
         return f"[{escape(text)}]({url})" if url else escape(text)
 
     def image(self, path: str, alt: str, caption: str = "") -> str:
+        alt = _alt_text(alt, caption, "A figure")
         if url := self.image_url(path):
-            return f"![{escape(alt)}]({url})" + (f"\n\n*{caption}*" if caption else "")
-        return f"*{self.link('Figure', self.page_url)}:* {caption or escape(alt)}"
+            return f"![{alt}]({url})" + (f"\n\n*{caption}*" if caption else "")
+        return f"*{self.link('Figure', self.page_url)}:* {caption or alt}"
 
     def paste(self, kind: str, text: str, caption: str = "", inline: bool = True,
               alt: str = "") -> str:
         """A glue role's or directive's value, as the page shows it: the build's run's. A
         ``{glue:text}`` formats it; ``{glue}``, ``{glue:any}`` and ``{glue:figure}`` show its
-        first kind in myst-nb's order (an image inline: the download keeps no output; its alt
-        text the figure's ``:alt:``, else its caption, Markdown already, else the key)."""
+        first kind in myst-nb's order (an image inline: the download keeps no output)."""
         from myst_nb.core.render import strip_latex_delimiters
         from myst_nb.core.variables import format_plain_text
 
@@ -154,8 +154,7 @@ class PlainMarkdown:
             if self.images is not None:
                 self.images.append(address)
             target = f"[glued-{len(self.images)}]" if self.images is not None else f"({address})"
-            alt = escape(alt) if alt else caption.split("\n")[0] or escape(key)
-            shown = f"![{alt}]{target}"
+            shown = f"![{_alt_text(alt, caption, key)}]{target}"
         else:  # HTML, as Jupyter shows it
             shown = value
         return shown + (f"\n\n*{caption}*" if caption else "")
@@ -224,9 +223,14 @@ class PlainMarkdown:
             return f"$$\n{content.strip()}\n$$"
         if name in ("figure", "image"):
             caption = self.convert(content) if name == "figure" else ""
-            alt = options.get("alt", "") or caption.split("\n")[0] or "A figure"
-            return self.image(argument.strip(), alt, caption)
+            return self.image(argument.strip(), options.get("alt", ""), caption)
         return self.on_page()
+
+
+def _alt_text(alt: str, caption: str, fallback: str) -> str:
+    """An image's alt text: its ``:alt:`` (text: escaped), else its caption's first line
+    (Markdown already), else ``fallback``."""
+    return escape(alt) if alt else caption.split("\n")[0] or escape(fallback)
 
 
 # --- mdformat renderers (one per MyST syntax node) ----------------------------------
@@ -248,7 +252,7 @@ def _fence(node: RenderTreeNode, context: RenderContext) -> str:
 
 
 def _image(node: RenderTreeNode, context: RenderContext) -> str:  # as a figure directive's
-    alt = "".join(child.content for child in node.children) or "A figure"
+    alt = "".join(child.content for child in node.children)
     return context.env[PlainMarkdown].image(node.attrs["src"], alt)
 
 
