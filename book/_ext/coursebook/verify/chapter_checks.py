@@ -391,9 +391,10 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
 
 
 def verified_against(torch: str, notebook: nbformat.NotebookNode | None) -> str:
-    """This torch where the chapter's code names it (torchvision, torchax too), and each
-    package it declares at the version its run's key holds: what its outputs follow (a JAX
-    chapter's, jax alone); Python's where neither."""
+    """This torch where the chapter's code names it (torchvision, torchax too; a comment does
+    too, and torch reached through a declared library, transformers', is that library's: the
+    cells' text decides), and each package it declares at the version its run's key holds:
+    what its outputs follow (a JAX chapter's, jax alone); Python's where neither."""
     named = [f"{name} {version}" for name, version in in_key(notebook, PACKAGE).items()]
     torch_used = notebook is None or any(re.search(r"\btorch", cell.source) for cell in
                                          notebook.cells if cell.cell_type == "code")
