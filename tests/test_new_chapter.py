@@ -1905,6 +1905,20 @@ def test_a_pretrained_model_a_cell_fetches_is_named(tmp_path, capsys):
         "t = timm.create_model('resnet18', pretrained=True)"], said
 
 
+def test_a_cell_that_opens_with_blank_lines_is_told_at_its_own_lines(tmp_path, capsys):
+    """Lightning's percent scripts (mnist-hello-world) open cells with blank lines, which
+    IPython drops as it reads a cell: the tool told MNIST's download in `prepare_data` two
+    lines high, quoting the `def` line above it (and a chapter's messages that read a cell as
+    the kernel does, a missing program's, would be as high)."""
+    from coursebook.model.notebooks import parsed_cell
+
+    assert parsed_cell("\n  \nx = 1\n!ls\n").body[1].lineno == 4
+    _, said = _brought_in(tmp_path, capsys, "hello.py", PERCENT.replace(
+        "print(1 + 1)", "\n\nclass Data:\n    def prepare_data(self):\n"
+        "        MNIST('.', train=True, download=True)"))
+    assert "line 10: `MNIST('.', train=True, download=True)` downloads" in said, said
+
+
 def test_a_notebook_in_the_book_comes_in_where_it_was_listed(tmp_path, capsys):
     """The build's refusal of a `.ipynb` page names `make chapter FROM=` it: the chapter
     takes the page's place, and the tool says to delete the notebook."""

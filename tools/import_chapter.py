@@ -95,7 +95,6 @@ from urllib.parse import unquote
 import jupytext
 import nbformat
 from IPython.core.extensions import BUILTINS_EXTS
-from IPython.core.inputtransformer2 import TransformerManager
 from jupytext.formats import guess_format, read_format_from_metadata
 from markdown_it import MarkdownIt
 from packaging.requirements import InvalidRequirement, Requirement
@@ -1269,10 +1268,9 @@ def _blanks(source: str, overridden: set[tuple[str, str]]) -> set[str]:
     if (tree := parsed_cell(source)) is None:  # `x = # TODO`, no Python: what it names
         return set(_BLANK.findall(source)) if _TODO.search(source) else set()
     blank = set()
-    code = TransformerManager().transform_cell(source)  # the lines `tree` numbers
     branched = {node.lineno for branch in ast.walk(tree) if isinstance(branch, (  # the author's
         ast.If, ast.Try)) for node in ast.walk(branch) if isinstance(node, ast.Raise)}  # case
-    for line, text in enumerate(code.splitlines(), 1):
+    for line, text in enumerate(source.splitlines(), 1):  # the lines `tree` numbers
         if not _TODO.search(text) or _NOTE.match(text) or line in branched:
             continue
         statement = next((s for s in tree.body if s.end_lineno >= line), None)

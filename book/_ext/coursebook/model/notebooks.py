@@ -111,12 +111,15 @@ def first_line(cell: nbformat.NotebookNode | str) -> str:
 
 
 def parsed_cell(source: str) -> ast.Module | None:
-    """A code cell as the kernel reads it (a magic: a call), or None: no Python (a blank)."""
+    """A code cell as the kernel reads it (a magic: a call), or None: no Python (a blank);
+    at the cell's own lines (IPython drops the blank lines that open it)."""
     from IPython.core.inputtransformer2 import TransformerManager  # 0.1 s: loaded where used
     try:
-        return ast.parse(TransformerManager().transform_cell(source))
+        tree = ast.parse(TransformerManager().transform_cell(source))
     except SyntaxError:
         return None
+    lines = source.splitlines()
+    return ast.increment_lineno(tree, next((n for n, line in enumerate(lines) if line.strip()), 0))
 
 
 # --- Each cell's identity (coursebook.model.cell_notes) --------------------------------
