@@ -5,6 +5,7 @@ instructor page name it instead of counting it as verified."""
 
 from __future__ import annotations
 
+import platform
 import re
 
 import nbformat
@@ -142,9 +143,15 @@ def test_outputs_are_verified_against_the_declared_packages_too():
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import nbformat")],
                                         metadata={"coursebook": {"packages": ["nbformat>=5"]}})
     key_execution_versions(notebook, {"python": "3.11"})
+    # A chapter whose code names no torch (a JAX lesson's) is not said to follow one: its
+    # student page read 'The outputs on this page are those of torch 2.13.0, jax 0.10.2'.
+    assert verified_against("2.13.0+cpu", notebook) == f"nbformat {nbformat.__version__}"
+    notebook.cells.append(nbformat.v4.new_code_cell("from torchvision import models"))
     assert verified_against("2.13.0+cpu", notebook) == \
         f"torch 2.13.0, nbformat {nbformat.__version__}"
     assert verified_against("2.13.0+cpu", None) == "torch 2.13.0"
+    plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(sum([1, 2]))")])
+    assert verified_against("2.13.0+cpu", plain) == f"Python {platform.python_version()}"
     # Another torch's file holds its run's key as a digest: the names, no versions (it said
     # 'verified too against torch 2.14.1' alone)
     assert versions_not_recorded(notebook) == ", with nbformat at versions not recorded"

@@ -213,6 +213,34 @@ def test_the_cache_check_leaves_an_entry_another_build_is_writing(tmp_path):
     assert drop_unreadable_entries(tmp_path) == [(str(tmp_path / "x.ipynb"), "missing")]
 
 
+@pytest.mark.parametrize("damage", [
+    lambda data: b"", lambda data: data[:len(data) // 2], lambda data: b"[1, 2]",
+    lambda data: b'{"nbformat": 4}', lambda data: b'{"nbformat": 4, "cells": {}}',
+    lambda data: b"\xff",
+    # whole JSON, a byte no UTF-8 holds inside a string: myst-nb's strict read stopped the build
+    lambda data: data.replace(b"print(2)", b"print(\xff2)")],
+    ids=["empty", "cut", "a list", "no cells", "cells no list", "no UTF-8", "no UTF-8 inside"])
+def test_the_cache_check_drops_an_entry_whose_notebook_is_no_notebooks_json(tmp_path, damage):
+    """Not UTF-8, not JSON, not an object, no list of cells: damaged, dropped (its chapter
+    runs again)."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    from coursebook.execute.cached_chapters import drop_unreadable_entries
+    from coursebook.execute.shared_cache import create_cache
+
+    create_cache(tmp_path)
+    cache = get_cache(str(tmp_path))
+    kept, damaged = (cache.cache_notebook_bundle(CacheBundleIn(_notebook(code), str(
+        tmp_path / f"{name}.ipynb")), check_validity=False) for code, name in (
+            ("print(1)", "kept"), ("print(2)", "damaged")))
+    path = cache._get_notebook_path_cache(damaged.hashkey)
+    path.write_bytes(damage(path.read_bytes()))
+    assert drop_unreadable_entries(tmp_path) == [
+        (str(tmp_path / "damaged.ipynb"), "damaged (not a notebook's JSON)")]
+    assert [record.pk for record in cache.list_cache_records()] == [kept.pk]
+
+
 def test_every_insert_trims_the_cache_under_the_write_lock(tmp_path, monkeypatch):
     """jupyter-cache trims the cache after each insert in two queries (the newest records,
     then all others): a record another build inserted between them was deleted at once, so

@@ -5,6 +5,7 @@ stay as they are."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 from pathlib import Path
 
@@ -47,6 +48,38 @@ def test_the_cache_folder_is_the_one_myst_nb_resolves(tmp_path, setting):
     resolved = in_a_fork(_cache_folders, tmp_path / "src", tmp_path, value)
     assert resolved[0] == resolved[1]
     assert resolved[0] == (value or str(tmp_path / ".jupyter_cache"))
+
+
+def _markdown_read(src: Path, out: Path) -> list[list[str]]:
+    """The MyST extensions markdown_parser reads with, during a build given one more (-D)
+    and after it."""
+    from sphinx.application import Sphinx
+
+    from coursebook.execute.kernel_pool import POOL_ENV
+    from coursebook.model.solutions import MYST_EXTENSIONS, markdown_parser
+
+    def extensions() -> list[str]:
+        return sorted(markdown_parser().options["myst_config"].enable_extensions)
+
+    os.environ[POOL_ENV] = "none"
+    app = Sphinx(str(src), str(ROOT), str(out / "out"), str(out / "doctrees"), "dummy",
+                 status=None, warning=io.StringIO(),
+                 confoverrides={"myst_enable_extensions": [*MYST_EXTENSIONS, "tasklist"]})
+    during = extensions()
+    app.build()
+    return [during, extensions()]
+
+
+def test_a_builds_markdown_settings_end_with_it(tmp_path):
+    """A build's MyST settings (-D too) are how the book reads Markdown while it runs; they
+    stayed after it in its process (the `_BOOK` parser), where a tool then read a chapter
+    with another build's settings."""
+    from coursebook.model.solutions import MYST_EXTENSIONS
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "index.md").write_text("# Title\n")
+    during, after = in_a_fork(_markdown_read, tmp_path / "src", tmp_path)
+    assert during == sorted([*MYST_EXTENSIONS, "tasklist"]) and after == sorted(MYST_EXTENSIONS)
 
 
 def test_a_setting_of_the_wrong_type_is_one_line_naming_it():

@@ -464,6 +464,30 @@ def test_an_error_of_the_students_own_in_a_caught_cell_reaches_them_whole(
         exec(compile(planted, "<cell>", "exec"), {"torch": torch})
 
 
+def test_a_student_writes_under_a_caught_cells_last_comment_at_the_left_margin(capsys):
+    """PT01's challenges and detective cases end in a comment that says where the student's
+    code goes (`# Write the corrected errors and MSE, then add your assertions.`). The
+    download's wrapper once indented that comment into its try, so code typed under it at the
+    left margin, as anywhere else, made the cell a SyntaxError ('expected 'except' or
+    'finally' block'). The closing comments now follow the wrapper; the code above it is
+    caught as before."""
+    import torch
+
+    cells = [c for c in _download("pt01", _chapters()["pt01"]).cells if is_caught(c)]
+    cell = next(c for c in cells if "suspect_errors = predictions - targets" in c.source)
+    mine = "errors = predictions.squeeze(-1) - targets\nprint('mine:', errors.tolist())\n"
+    note = "# Write the corrected errors and MSE, then add your assertions."
+    typed = cell.source.replace(note, f"{note}\n{mine}", 1)  # right under it, as in Colab
+    assert typed != cell.source
+    exec(compile(typed, "<cell>", "exec"), {"torch": torch})
+    assert "mine: [1.0, 0.0, -1.0]" in capsys.readouterr().out
+    # Each of the seven such cells ends in its comment, at the left margin.
+    placed = [c for c in cells if c.source.rstrip().splitlines()[-1].startswith("# ")]
+    assert len(placed) == 7, [c.source for c in cells]
+    # A cell of comments alone has nothing to catch: it stays as it is.
+    assert catching("# only a note\n", ("RuntimeError",)) == "# only a note\n"
+
+
 def test_a_build_keeps_the_error_types_a_chapters_cells_raise_on_purpose():
     """What the downloads catch: the errors of ``raises-exception`` cells, each type once."""
     def cell(ename: str, *tags: str):
@@ -990,8 +1014,12 @@ GLUED = {"mean": {"text/plain": "0.375"}, "word": {"text/plain": "'tripled'"},
     ("```{glue:math} equation\n:label: eq-tiny\n```", "$$\n\\displaystyle y = 3 w\n$$"),
     ("See {glue:}`equation`.", "See $\\displaystyle y = 3 w$."),
     ("```{glue:md} note\n```", "A **bold** note"),
+    # its caption, Markdown already, as the alt text: escaped again, the image's description
+    # held `\*tiny\*` (MyST-NB's glue lesson: `This is a \*\*caption\*\*`); its :alt:, given
     ("```{glue:figure} figure\n:name: fig-tiny\n\nA *tiny* line.\n```",
-     "![A \\*tiny\\* line.](data:image/png;base64,iVBORw0K)\n\n*A *tiny* line.*"),
+     "![A *tiny* line.](data:image/png;base64,iVBORw0K)\n\n*A *tiny* line.*"),
+    ('```{glue:figure} figure\n:alt: "A [drawn] line"\n\nA *tiny* line.\n```',
+     "![A \\[drawn\\] line](data:image/png;base64,iVBORw0K)\n\n*A *tiny* line.*"),
     ("```{glue:figure} figure\n```", "![figure](data:image/png;base64,iVBORw0K)"),
     ("Gone: {glue:}`other.md::mean`, {glue:text}`word:.2f`.",
      "Gone: *[Shown on the book's page](https://book.example/p.html).*, "

@@ -498,9 +498,15 @@ def test_a_chapter_that_is_not_utf8_is_named_at_its_line(tiny_book, tmp_path, ca
 
 
 @pytest.mark.slow
-def test_a_damaged_cached_notebook_is_dropped_and_runs_again(tiny_book, tmp_path, cache_copy):
+@pytest.mark.parametrize("damage", [
+    lambda data: data[:500],
+    # whole JSON, a byte no UTF-8 holds inside a string: myst-nb's strict read stopped the build
+    lambda data: data.replace(b'"id": "', b'"id": "\xff', 1)],
+    ids=["cut", "a byte no UTF-8 holds inside a string"])
+def test_a_damaged_cached_notebook_is_dropped_and_runs_again(tiny_book, tmp_path, cache_copy,
+                                                             damage):
     [notebook] = cache_copy.glob("executed/*/base.ipynb")
-    notebook.write_text(notebook.read_text()[:500])
+    notebook.write_bytes(damage(notebook.read_bytes()))
     build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
     assert build.returncode == 0, build.log[-3000:]
     assert build.log.count("was damaged (not a notebook's JSON); its entry is dropped") == 1
@@ -587,14 +593,20 @@ def test_a_chapter_listing_no_reads_leaves_nothing_beside_it(tiny_book, tmp_path
     ("os.remove('data/old.csv')", "changes `data/old.csv` beside the chapter, "),
     ("os.makedirs(f'{MACHINE}/content/data', exist_ok=True)", "changes `MACHINE/content`, "
      "outside the folder its run makes (the machine a build runs on, as root in CI): refused. "
-     "Write at a relative path (`content`), which its run keeps.")])
+     "Write in that folder, at a relative path (`content`), which its run keeps."),
+    # UvA's tutorials keep checkpoints in `../saved_models`: in the build's temporary folder,
+    # where the next build's run found them and printed "Found pretrained model" (varied).
+    ("os.makedirs('../saved_models/tutorial4', exist_ok=True)", "changes `../saved_models`, "
+     "outside the folder its run makes (the machine a build runs on, as root in CI): refused. "
+     "Write in that folder, at a relative path (`saved_models`), which its run keeps.")])
 def test_a_write_outside_a_chapters_run_is_refused_before_it_is_made(tiny_book, tmp_path, code,
                                                                      told):
     """A write into a folder beside the chapter (`reads: [data/in.csv]`) landed in book/
     through its run's link to it, and a removal there removed the book's own file; a folder
     made at an absolute path (Colab's /content: MACHINE here, outside the build's temporary
-    folder and the home) was made on the machine the build ran on, as root in CI. Each is
-    refused at its cell, before it changes anything."""
+    folder and the home) was made on the machine the build ran on, as root in CI; one made
+    out of the run's folder by a relative path (`..`) in the temporary folder, for the next
+    build's run to find. Each is refused at its cell, before it changes anything."""
     machine = tmp_path / "machine"
     machine.mkdir()
     (tiny_book / "data").mkdir()
@@ -612,6 +624,7 @@ def test_a_write_outside_a_chapters_run_is_refused_before_it_is_made(tiny_book, 
                              + told.replace("MACHINE", str(machine)))
     assert sorted(path.name for path in (tiny_book / "data").iterdir()) == ["in.csv", "old.csv"]
     assert not list(machine.iterdir())
+    assert not list((tmp_path / "out" / "tmp").rglob("saved_models"))
 
 
 def test_a_home_at_the_root_keeps_nothing_outside_a_run(monkeypatch):

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -204,10 +205,12 @@ def test_the_handouts_build_and_pass_their_checks(handouts, edition):
         # The build's date and commit are the team's: a student's cover has neither.
         built = re.search(r"Built on \d{4}-\d\d-\d\d from commit \S+", cover)
         assert bool(built) == (edition == "instructor") and ("Built on" in cover) == bool(built)
-        # A student's cover speaks of the outputs, not of how the book verifies or records them.
+        # A student's cover names the chapter, not how the book verifies or records it; the
+        # line under the title says once where the outputs come from (the cover said it too).
         if edition == "student":
             assert not [word for word in ("verified", "stand-in", "recorded with", "Kernel")
                         if word in " ".join(cover.split())], cover
+            assert " ".join(pdf_text(pdf).split()).count("The outputs ") == 1, cover
             assert build_talk(" ".join(cover.split())) == [], cover
             assert not [commit for commit in commits if commit in cover], cover
 
@@ -243,8 +246,6 @@ def test_the_qr_codes_decode_to_the_configured_addresses(handouts, tmp_path):
 
 
 def test_a_short_cell_is_kept_on_one_page_with_its_output_and_a_long_one_may_break():
-    from types import SimpleNamespace
-
     from docutils import nodes
 
     from coursebook.render.handouts import KEEP_TOGETHER_LINES, keep_short_cells_together
@@ -389,3 +390,47 @@ def test_a_hand_written_answer_space_outside_a_handout_is_named_at_its_line(tiny
     assert f"chapter.md:{line}: WARNING: Unknown directive type: 'answer-space'" in build.log, \
         build.log[-3000:]
     assert "Traceback" not in build.log and "NotImplementedError" not in build.log
+
+
+def test_a_handout_names_another_chapter_once_per_paragraph(monkeypatch):
+    """A reference into another chapter reads "section (in chapter)" on a handout, but the
+    handouts read "The TPU bridges: torchax and torch_xla (in The TPU bridges: torchax and
+    torch_xla)" where the reference is the chapter itself, and repeated "(in The error museum:
+    the PyTorch wing)" after each exhibit of one list (PT01's, the museum's). The chapter is
+    named once per paragraph, and not after its own title."""
+    from docutils import nodes
+    from docutils.utils import new_document
+    from sphinx import addnodes
+
+    from coursebook.render import handouts as module
+
+    monkeypatch.setattr(module, "book_config", lambda config: SimpleNamespace(handouts=True))
+    labels = {"bridges": ("bridges", "bridges", "The TPU bridges"),
+              "museum-03": ("museum", "m3", "03/09 · Calling backward() twice"),
+              "museum-04": ("museum", "m4", "04/09 · Calling backward() on x * 2"),
+              "pt01-update": ("pt01", "u", "4. Updating the parameters")}
+    titles = {"bridges": "The TPU bridges", "museum": "The error museum", "pt01": "PT01"}
+
+    def ref(target: str) -> addnodes.pending_xref:
+        return addnodes.pending_xref("", nodes.inline("", target), reftype="ref",
+                                     reftarget=target, refexplicit=False)
+
+    document = new_document("handout")
+    paragraphs = [
+        nodes.paragraph("", "", nodes.Text("The chapter "), ref("bridges"), nodes.Text(".")),
+        nodes.paragraph("", "", nodes.Text("In the error museum: "), ref("museum-03"),
+                        nodes.Text("; "), ref("museum-04"), nodes.Text(".")),
+        nodes.paragraph("", "", nodes.Text("Taught in: "), ref("pt01-update"), nodes.Text(".")),
+        nodes.paragraph("", "", nodes.Text("Also: "), ref("museum-04"), nodes.Text("."))]
+    document.extend(paragraphs)
+    env = SimpleNamespace(get_domain=lambda name: SimpleNamespace(labels=labels),
+                          titles={name: nodes.title("", title) for name, title in titles.items()})
+    transform = SimpleNamespace(config=None, env=env, document=document,
+                                app=SimpleNamespace(builder=SimpleNamespace(docnames=["x"])))
+    module.OtherChapterReferences.run(transform)
+    assert [paragraph.astext() for paragraph in paragraphs] == [
+        "The chapter The TPU bridges.",
+        "In the error museum: 03/09 · Calling backward() twice (in The error museum); "
+        "04/09 · Calling backward() on x * 2.",
+        "Taught in: 4. Updating the parameters (in PT01).",
+        "Also: 04/09 · Calling backward() on x * 2 (in The error museum)."]

@@ -308,8 +308,9 @@ def test_a_kernel_forked_after_pyplot_was_imported_still_shows_a_figure_inline(t
         stop_kernel_forkserver(pool, server)
 
 
-PROBE = ("import json, os, random, signal, sys\n"
+PROBE = ("import gc, json, os, random, signal, sys\n"
          "print(json.dumps({'cwd': os.getcwd(), 'path': sys.path, 'name': __name__,\n"
+         "    'collector': [gc.isenabled(), gc.get_threshold()],\n"
          "    'main': repr(sys.modules['__main__']), 'own session': os.getsid(0) == os.getpid(),\n"
          "    'parent': os.environ['JPY_PARENT_PID'] == str(os.getppid()),\n"
          "    'signals': [str(signal.getsignal(n)) for n in signal.valid_signals() if n < 32],\n"
@@ -339,8 +340,9 @@ def _probe(kernel_run) -> dict:
 def test_a_forked_kernel_is_as_a_fresh_one_but_for_the_modules_imported_ahead(
         tmp_path, monkeypatch):
     """A kernel the server forks, against one jupyter_client starts: the same folder,
-    import path, main module, session, signals and environment (the one asked for), an
-    empty namespace; more modules only those imported ahead and the server's own."""
+    import path, main module, session, signals, collector (on) and environment (the one
+    asked for), an empty namespace; more modules only those imported ahead and the server's
+    own."""
     (tmp_path / "chapter").mkdir()
     monkeypatch.setenv("ASKED", "1")
     # Started as the server starts one, ipykernel binding its own ports (TCP, as a forked

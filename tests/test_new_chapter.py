@@ -234,9 +234,10 @@ def test_a_notebook_comes_in_as_a_chapter_and_the_tool_says_what_changed_and_wha
     assert is_chapter_source(text)
     top = yaml.safe_load(text.split("---")[1])
     assert top["kernelspec"]["name"] == "python3"
-    # Its cells run in a temporary folder: a file a lesson writes is not left in book/
-    # (test_book_markup builds a chapter that writes one).
-    assert top["mystnb"] == {"execution_in_temp": True} and "execution_in_temp: true" in out
+    # No `mystnb: {execution_in_temp: true}` (HR's G15): every chapter runs in a temporary
+    # folder of its own already; the setting only hid the chapter's folder, so a file put
+    # beside the chapter later and listed in its reads was not there (FileNotFoundError).
+    assert set(top) == {"jupytext", "kernelspec"} and "execution_in_temp" not in out, out
     cells = read_chapter(text).cells
     code = [c for c in cells if c.cell_type == "code"]
     assert "remove-cell" in cell_tags(code[0]) and "%xmode Minimal" in code[0].source
@@ -445,6 +446,27 @@ def test_a_lesson_whose_cells_import_what_the_book_lacks_is_told_before_the_buil
     assert "make chapter-packages" in to_do
     assert "res (beside the lesson)" in to_do
     assert not any(name in to_do for name in ("torch,", "numpy", "near"))
+
+
+def test_a_lacking_module_is_named_by_the_package_that_installs_it(tmp_path, capsys):
+    """jax-ai-stack's neural_net_basics imports sklearn: the tool said to declare `sklearn`,
+    whose package on PyPI refuses to install ('use scikit-learn'), so `make chapter-packages`
+    failed as told. A module an install line names pinned (`einops==0.8.0`), or by its
+    package's name (`scikit-learn` for sklearn), was asked for again."""
+    import nbformat
+
+    book, lesson = _book(tmp_path), tmp_path / "basics.ipynb"
+    lesson.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Basics"),
+        nbformat.v4.new_code_cell("!pip install -q scikit-learn einops==0.8.0\n"
+                                  "import sklearn, einops, cv2\nfrom skimage import io"),
+    ])))
+    assert tool.main(["--from", str(lesson), "--book", str(book)]) == 0
+    to_do = capsys.readouterr().out.split("Still to do:")[1]
+    [lacking] = [line for line in to_do.splitlines() if "environment lacks" in line]
+    assert "lacks: opencv-python (for cv2), scikit-image (for skimage) (" in lacking, lacking
+    assert "the install lines named, as docs/authoring.md says: scikit-learn, einops==0.8.0" \
+        in to_do, to_do
 
 
 def _line_of(lesson: str, fragment: str) -> int:
@@ -815,7 +837,7 @@ def test_a_lecture_of_prose_alone_gets_no_hidden_first_cell(tmp_path, capsys):
     Minimal`, a cell with nothing to run after it."""
     book, said = _brought_in(tmp_path, capsys, "prose.md", "# Prose\n\nOnly words.\n")
     assert "%xmode" not in (book / "prose.md").read_text(), (book / "prose.md").read_text()
-    assert "added the book's top matter; its cells run" in said, said
+    assert "- added the book's top matter\n" in said, said
 
 
 def test_a_book_folder_without_its_index_is_refused_in_one_line(tmp_path, capsys):
@@ -1833,8 +1855,7 @@ def test_a_cell_that_downloads_is_named(tmp_path, capsys):
         "(torchvision's datasets fetch nothing where their files are already; a student's Colab "
         "fetches them), put the files it fetches in book/ at the path its root names (not "
         "outside it, as d2l's `../data`), list them in the top matter (`coursebook: {reads: "
-        "[...]}`, `mystnb: {execution_in_temp: false}`: the cells then run beside them), or take "
-        "the cell out"], said
+        "[...]}`), or take the cell out"], said
 
 
 def test_a_cell_that_fetches_into_a_cache_of_its_own_is_named(tmp_path, capsys):
@@ -2027,7 +2048,7 @@ def test_a_file_beside_the_lesson_that_its_cells_read_comes_beside_the_chapter(t
     assert "cell 3, line 2: `helpers.ipynb` beside the lesson, not copied" in said, said
     text = (book / "lab.md").read_text()
     top = yaml.safe_load(text.split("---")[1])
-    assert top["mystnb"] == {"execution_in_temp": False}
+    assert "mystnb" not in top  # its cells run among links to the chapter's folder
     assert top["coursebook"] == {"reads": ["data/words.txt", "lists.txt"]}  # the build keys them
     assert "(data/words.txt at cell 1, line 1, lists.txt at cell 2, line 1) beside the " \
         "chapter, in book/" in said and "listed them in `coursebook: {reads: [...]}`" in said, said
@@ -2139,27 +2160,31 @@ def test_names_a_timed_statement_binds_or_reads_count_where_it_runs(tmp_path, ca
                                                 ("cell 5, line 1", "r", "cell 6")], said
 
 
-def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
-    """Karpathy's micrograd lesson imports graphviz, which the book lacks: the build said
-    "Fix the cell", not how (the package declared, then `make chapter-packages`). A name only
-    an answer defines (NTNU's ODE lecture's `lotka_volterra`, MIT lab 1's `matrix`) is no
-    error to tag, which would fail the instructor edition: the answer is named."""
+def problem(error: str, left_out: dict[str, int] | None = None, printed: str = "",
+            chapter: str = "lab.md") -> str:
+    """What the build says of a cell at line 7 of ``chapter`` that printed ``printed`` and
+    raised ``error`` untagged."""
     import nbformat
     from docutils import nodes
 
     from coursebook.model.cell_notes import place_at
     from coursebook.verify.chapter_checks import cell_problems
 
-    def problem(error: str, left_out: dict[str, int] | None = None, printed: str = "",
-                chapter: str = "lab.md") -> str:
-        doctree, shown = nodes.container(source=chapter), nodes.container(
-            nb_element="cell_code", cell_index=0, cell_metadata={"tags": []})
-        shown += nodes.literal_block(printed, printed, classes=["output", "stream"])
-        shown += nodes.literal_block(error, error, classes=["traceback"])
-        doctree += shown
-        [found] = cell_problems(doctree, [place_at(nbformat.v4.new_code_cell("import a"), 7)],
-                                False, None, left_out=left_out)
-        return found.message
+    doctree, shown = nodes.container(source=chapter), nodes.container(
+        nb_element="cell_code", cell_index=0, cell_metadata={"tags": []})
+    shown += nodes.literal_block(printed, printed, classes=["output", "stream"])
+    shown += nodes.literal_block(error, error, classes=["traceback"])
+    doctree += shown
+    [found] = cell_problems(doctree, [place_at(nbformat.v4.new_code_cell("import a"), 7)],
+                            False, None, left_out=left_out)
+    return found.message
+
+
+def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
+    """Karpathy's micrograd lesson imports graphviz, which the book lacks: the build said
+    "Fix the cell", not how (the package declared, then `make chapter-packages`). A name only
+    an answer defines (NTNU's ODE lecture's `lotka_volterra`, MIT lab 1's `matrix`) is no
+    error to tag, which would fail the instructor edition: the answer is named."""
 
     said = problem("ModuleNotFoundError: No module named 'graphviz.backend'")
     assert "Declare the package that installs graphviz in its top matter: `coursebook: " \
@@ -2200,13 +2225,12 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
                        "'openaipublic.blob.core.windows.net' ([Errno -2] Name or service not "
                        "known)\"))")]
     for said in offline:
-        # and run beside them (HR's F13): make chapter FROM= runs a chapter in a temporary
-        # folder, where the files are not.
+        # A chapter runs among its folder's files (make chapter FROM= no longer hides them
+        # with `execution_in_temp: true`: HR's G15), so no setting is asked for.
         assert "It reached for the network, which a build may lack (CI's has none): put what it " \
             "fetches beside the chapter, at the path the cell reads, listed in its top matter: " \
-            "`coursebook: {reads: [...]}`, and run the chapter beside them in its top matter: " \
-            "`mystnb: {execution_in_temp: false}`; what a library fetches into a cache of its " \
-            "own (`tiktoken.get_encoding`'s, a hub's models) have in that cache on each machine " \
+            "`coursebook: {reads: [...]}`; what a library fetches into a cache of its own " \
+            "(`tiktoken.get_encoding`'s, a hub's models) have in that cache on each machine " \
             "that builds; or take the call out." in said, said
         assert "raises-exception" not in said, said
     assert "network" not in problem("RuntimeError: Error downloading t.gz")
@@ -2225,10 +2249,10 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
                   "have an NVIDIA GPU and installed a driver",
                   "RuntimeError: No CUDA GPUs are available"):
         said = problem(error)
-        assert "It asked for a GPU, which no build of the book has (it builds with torch's CPU " \
-            "build): let it run without one (`device = 'cuda' if torch.cuda.is_available() " \
-            "else 'cpu'`), or record the chapter on a GPU (docs/recorded-chapters.md)." \
-            in said, said
+        assert "It asked for a GPU or TPU, which no build of the book has (it builds with " \
+            "torch's CPU build): let it run without one (`device = 'cuda' if " \
+            "torch.cuda.is_available() else 'cpu'`, JAX's default device), or record the " \
+            "chapter on one (docs/recorded-chapters.md)." in said, said
         assert "raises-exception" not in said, said
     # A lab's test of an exercise that raises until written (Neuromatch's, CS231n's): tagged
     # raises-exception, as told, it stops the instructor edition, where the answer runs.
@@ -2239,6 +2263,26 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
             "it), tag this cell `needs-answers` (this edition then shows it without running " \
             "it), with the answer in a cell above tagged `answer`; else fix the cell (torch " \
             "raises it for a misspelt `forward` in an nn.Module)." in said, said
+        assert "raises-exception" not in said, said
+
+
+def test_colabs_module_a_hubs_fetch_offline_and_a_jax_gpu_are_told_their_cause():
+    """A lesson's `from google.colab import drive` was told to declare 'the package that
+    installs google' (none installs Colab's own module); torch.hub's load without the network
+    ('no internet connection') and JAX's `jax.devices('gpu')` on a CPU were told "Fix the
+    cell, or tag it raises-exception", which a build with the network, or a GPU's, refuses."""
+    said = problem("ModuleNotFoundError: No module named 'google.colab'")
+    assert said.endswith("google.colab is Colab's own module, which no package installs: take "
+                         "the cell out (the book builds without Colab)."), said
+    said = problem("RuntimeError: It looks like there is no internet connection and the repo "
+                   "could not be found in the cache (/root/.cache/torch/hub)")
+    assert "It reached for the network, which a build may lack" in said, said
+    for error in ("RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are "
+                  "instances of gpu are present. Platforms present are: cpu",
+                  "RuntimeError: Unknown backend: 'tpu' requested, but no platforms that are "
+                  "instances of tpu are present. Platforms present are: cpu"):
+        said = problem(error)
+        assert "It asked for a GPU or TPU, which no build of the book has" in said, said
         assert "raises-exception" not in said, said
 
 
@@ -2528,15 +2572,32 @@ def test_colabs_own_test_is_no_import_that_fails(tmp_path, capsys):
         ("cell 2, line 3", "`from google.colab import drive`")], said
 
 
-def test_a_directive_in_a_gallery_block_quote_is_named(tmp_path, capsys):
+def test_a_directive_in_a_gallery_block_quote_is_named_and_a_figure_there_an_image(tmp_path,
+                                                                                    capsys):
     """pytorch/tutorials' nnft_tutorial holds a `.. figure::` in a block quote (four spaces
     in, under a bold line), which the page showed as text, `> .. figure:: /_static/...`,
-    and the tool did not name."""
+    and the tool did not name; then named it, unconverted, where a figure flush left is an
+    image: it is one too, its caption under it (the quote ends above it). Another
+    directive there is named."""
     script = ('"""\nTorch users\n===========\n\n**Simpler:**\n\n    Reuse a layer.\n\n'
-              '    .. figure:: /_static/img/torch-nn.png\n       :alt: nn\n\n       nn\n"""\n'
-              'import torch\n')
-    said = _brought_in(tmp_path, capsys, "nnft.py", script)[1]
-    assert "line 9: `.. figure::`: reStructuredText that is no Markdown" in said, said
+              '    .. figure:: /_static/img/torch-nn.png\n       :alt: nn\n\n       nn\n\n'
+              '    More quoted.\n\n    .. literalinclude:: nn.py\n"""\nimport torch\n')
+    book, said = _brought_in(tmp_path, capsys, "nnft.py", script)
+    text = (book / "nnft.md").read_text()
+    assert ".. figure::" not in text and "![nn](_static/img/torch-nn.png)\n\nnn\n" in text, text
+    assert "> More quoted." in text and "figure::`" not in said, said
+    assert "line 9: _static/img/torch-nn.png: an image the lesson shows but does not " in said
+    assert "line 16: `.. literalinclude::`: reStructuredText that is no Markdown" in said, said
+
+
+def test_a_gallery_block_quote_of_two_paragraphs_stays_a_quote(tmp_path, capsys):
+    """A block quote whose first paragraph is one line: the blank line between its
+    paragraphs, written `>`, was read by rst2md as that line's heading underline, and the
+    page showed a heading, `## > First quoted.`."""
+    script = ('"""\nTorch users\n===========\n\n**Simpler:**\n\n    First quoted.\n\n'
+              '    Second quoted.\n"""\nimport torch\n')
+    text = (_brought_in(tmp_path, capsys, "quote.py", script)[0] / "quote.md").read_text()
+    assert "\n> First quoted.\n>\n> Second quoted.\n" in text and "## >" not in text, text
 
 
 def test_a_gallerys_build_setup_runs_shown_nowhere(tmp_path, capsys):
@@ -2572,3 +2633,20 @@ def test_a_time_torchs_timer_took_is_named_where_it_shows(tmp_path, capsys):
                        nbformat.writes(nbformat.v4.new_notebook(cells=cells)))[1]
     assert re.findall(r"(cell \d+, line \d+): `[^`]+` shows how long a statement took", said) \
         == ["cell 1, line 4", "cell 2, line 1"], said
+
+
+def test_a_jupyter_book_toggle_comes_in_as_a_dropdown(tmp_path, capsys):
+    """Jupyter Book's hiding lesson folds text in sphinx-togglebutton's `{toggle}`, which the
+    book does not load: brought in as it was, the build stopped at "Unknown directive type:
+    'toggle'" and the tool said nothing. It is now sphinx-design's `{dropdown}` (which the
+    book loads and whose downloads fold it too), `:show:` its `:open:`; one quoted in a code
+    block (the lesson's example of the markup) stays as written."""
+    example = "````md\n```{toggle}\nQuoted.\n```\n````"
+    text = ("# Hiding\n\n" + example + "\n\n```{toggle}\nHidden.\n```\n\n"
+            ":::{toggle} Click to reveal!\n:show:\nShown.\n:::\n")
+    book, said = _brought_in(tmp_path, capsys, "hiding.md", text)
+    chapter = (book / "hiding.md").read_text()
+    assert example in chapter and "```{dropdown}\nHidden.\n```" in chapter, chapter
+    assert ":::{dropdown} Click to reveal!\n:open:\nShown.\n:::" in chapter, chapter
+    assert "wrote the lesson's 2 `{toggle}` block(s) (sphinx-togglebutton's, which the book does " \
+        "not load) as sphinx-design's `{dropdown}`" in said, said

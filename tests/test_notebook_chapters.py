@@ -75,7 +75,7 @@ def test_a_notebook_is_read_as_a_chapter_each_cell_at_its_number():
     assert line_within(chapter.cells[6], chapter.cells[6].source.index("84")) == 6
     [error] = chapter_package_errors(Path("book/lesson.ipynb"), text)
     assert str(error).startswith("book/lesson.ipynb:5: a cell installs packages") \
-        and 'in the metadata (`"coursebook": {"packages": ["NAME"]}`)' in str(error)
+        and 'in its metadata: `"coursebook": {"packages": ["NAME"]}` and run' in str(error)
     student = edition_notebook(chapter, Edition.STUDENT)
     page = page_text(student, "book/lesson.ipynb")
     assert ANSWER not in page and "coursebook" not in page
@@ -201,7 +201,8 @@ def test_a_percent_script_is_read_as_a_chapter_each_cell_at_its_line():
     installing = SCRIPT.replace("# the answer, computed", "# !pip install -q einops")
     [error] = chapter_package_errors(Path("book/lesson.py"), installing)
     assert str(error).startswith(f"book/lesson.py:{SCRIPT_LINES[1]}: a cell installs packages "
-                                 "(`!pip install -q einops`)") and "jupytext header" in str(error)
+                                 "(`!pip install -q einops`)") and \
+        "in its jupytext header: `jupyter: {coursebook: {packages: [NAME]}}`" in str(error)
 
 
 @pytest.mark.slow
@@ -433,3 +434,41 @@ def test_the_names_an_answer_binds_are_read_as_the_kernel_reads_it():
     blank = place_at(nbformat.v4.new_code_cell("x = # TODO", metadata={"tags": ["answer"]}), 30)
     notebook = nbformat.v4.new_notebook(cells=[answer, blank])
     assert answer_names(notebook) == {"plot": 21, "x": 23}
+
+
+# Flax's guides (docs_nnx/guides/randomness.md) are jupytext's Markdown format; d2l's
+# chapters mark the cells its build runs ```{.python .input}.
+JUPYTEXT_MARKDOWN = ("---\njupyter:\n  jupytext:\n    formats: ipynb,md\n    text_representation:\n"
+                     "      extension: .md\n      format_name: markdown\n---\n\n# Randomness\n\n"
+                     "```python\nprint(2 + 2)\n```\n")
+D2L = "# Autograd\n:label:`sec_autograd`\n\nSome text.\n\n```{.python .input  n=1}\n%%tab pytorch" \
+      "\nx = torch.arange(4.0)\n```\n"
+
+
+def test_a_page_that_is_a_notebook_of_another_format_is_named_with_its_line():
+    """A lesson in jupytext's Markdown format, or d2l-book's, dropped into book/ was a page:
+    its code shown, never run nor verified, the build passing."""
+    from coursebook.model.notebooks import other_notebook_format
+
+    assert other_notebook_format(JUPYTEXT_MARKDOWN) == (1, "jupytext's `markdown` format")
+    assert other_notebook_format(D2L) == (6, "d2l-book's format (```{.python .input} cells)")
+    for page in ("# A page\n\n```python\nimport torch\n```\n",  # shown code, a page's
+                 "---\norphan: true\n---\n# Versions\n"):
+        assert other_notebook_format(page) is None
+
+
+@pytest.mark.slow
+def test_a_lesson_of_another_notebook_format_dropped_into_the_book_stops_the_build(
+        tiny_book, tmp_path, cache_copy):
+    (tiny_book / "randomness.md").write_text(JUPYTEXT_MARKDOWN)
+    (tiny_book / "autograd.md").write_text(D2L)
+    (tiny_book / "index.md").write_text((tiny_book / "index.md").read_text().replace(
+        "chapter\n", "chapter\nrandomness\nautograd\n"))
+    build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
+    assert build.returncode != 0
+    for page, line, kind in (("randomness", 1, "jupytext's `markdown` format"),
+                             ("autograd", 6, "d2l-book's format (```{.python .input} cells)")):
+        assert (f"{tiny_book / page}.md:{line}: ERROR: a notebook in {kind}, whose code the "
+                "book would show without running or verifying it: move it out of book/, then "
+                "bring it in as a chapter: `make chapter FROM=<its new path>`") in build.log, \
+            build.log[-3000:]

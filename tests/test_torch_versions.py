@@ -158,3 +158,18 @@ def test_the_instructor_page_names_the_runtimes_its_download_was_verified_on(bui
             assert runtime.torch not in pages["student"].select_one("p.verified-on").get_text()
             named += 1
     assert named
+
+
+def test_the_torch_version_changes_directive_takes_no_content():
+    """Its sections are made from the expected outputs: text under it is refused where
+    written (docutils' Directive takes none unless it says it does), never silently dropped."""
+    from docutils.core import publish_doctree
+    from docutils.parsers.rst import directives
+
+    from coursebook.torch_versions.verify import TorchVersionChanges
+
+    directives.register_directive("torch-version-changes", TorchVersionChanges)
+    doctree = publish_doctree(".. torch-version-changes::\n\n   Some text.\n",
+                              settings_overrides={"report_level": 5})
+    [message] = [str(node) for node in doctree.findall() if node.tagname == "system_message"]
+    assert 'Error in "torch-version-changes" directive:\nno content permitted.' in message

@@ -3,12 +3,9 @@ jupytext percent script (.py), or a MyST or Markdown lecture (.md), read with ju
 
 What changes, each said in the report `make chapter FROM=…` prints:
 
-- the top matter is the book's (MyST notebook, the book's ``python3`` kernel), and its cells
-  run in a temporary folder (myst-nb's ``execution_in_temp``): a file a lesson writes (a saved
-  model, a downloaded dataset) is not left in the book's sources; unless its cells name a file
-  beside it (``open('names.txt')``): that is copied into the book at that path, the cells run
-  among links to it, and the top matter lists it (``coursebook: {reads: [...]}``: an edit runs
-  them again);
+- the top matter is the book's (MyST notebook, the book's ``python3`` kernel); a file beside
+  the lesson that its cells name (``open('names.txt')``) is copied into the book at that path,
+  and the top matter lists it (``coursebook: {reads: [...]}``: an edit runs them again);
 - the hidden first cell that keeps errors short comes first (as in the skeleton);
 - outputs are dropped (the build makes them) and so is cell metadata other than tags and
   myst-nb's own (``mystnb``: a figure's caption and name);
@@ -101,6 +98,8 @@ from IPython.core.extensions import BUILTINS_EXTS
 from IPython.core.inputtransformer2 import TransformerManager
 from jupytext.formats import guess_format, read_format_from_metadata
 from markdown_it import MarkdownIt
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from coursebook.model.cell_notes import cell_line, note, note_added_lines, noted, source_line
 from coursebook.model.notebooks import (
@@ -126,7 +125,6 @@ from coursebook.prepare.chapter_packages import missing_commands
 TOP_MATTER = {
     "jupytext": {"text_representation": {"extension": ".md", "format_name": "myst"}},
     "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-    "mystnb": {"execution_in_temp": True},
 }
 # The skeleton's first cell (tools/chapter-template.md): errors as `Type: message`.
 FIRST_CELL = ("# An error shows as its type and message, without a traceback or colour codes.\n"
@@ -182,9 +180,10 @@ _ROLE = re.compile(r":(?:py:)?(\w+):`([^`]+)`")
 # (`Backprop`_): text on the page.
 _DIRECTIVE = re.compile(r"^[ \t>]*(\.\. (?:\|[^|\n]+\| )?[\w:-]+::)"
                         r"|(?<!\w)(`[^`\n]+`__?)(?![\w(])", re.M)
-# A reST figure: its line and option lines, then its indented caption (and legend).
-_FIGURE = re.compile(r"^\.\. figure::(?P<head>.*\n(?:[ \t]+:.*\n)*)"
-                     r"(?P<caption>(?:[ \t]*\n|[ \t]+\S.*\n)*)", re.M)
+# A reST figure (one in a block quote too): its line and option lines, then its caption (and
+# legend), indented under it.
+_FIGURE = re.compile(r"^(?P<in>[ \t]*)\.\. figure::(?P<head>.*\n(?:(?P=in)[ \t]+:.*\n)*)"
+                     r"(?P<caption>(?:[ \t]*\n|(?P=in)[ \t]+\S.*\n)*)", re.M)
 
 
 # The images a PDF shows: those of Sphinx's LaTeX builder (render/handouts.py refuses others).
@@ -585,6 +584,9 @@ _GLOSSARY = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glossary\}.*\n(?P<body>(?:.*\n
 _INDEX = re.compile(r"^(?P<fence>`{3,}|:{3,})\{index\}.*\n(?:.*\n)*?(?P=fence)[ \t]*"
                     r"(\n[ \t]*$\n?|$)|\{index\}`(?P<text>[^`<]*?)\s*(?:<[^`]*>)?`", re.M)
 _CITE = re.compile(r"\{cite(?::\w+)?\}`(?P<keys>[^`]+)`")  # sphinxcontrib-bibtex's
+# sphinx-togglebutton's block (Jupyter Book's), which the book does not load; `:show:` opens it.
+_TOGGLE = re.compile(r"^(?P<fence>[ \t>]*(?:`{3,}|:{3,}))\{toggle\}(?P<rest>.*)"
+                     r"(?P<show>\n[ \t>]*:show:)?", re.M)
 # The other admonitions MyST knows, which rst2md leaves as reST.
 _ADMONITION = re.compile(r"^\.\. (?P<kind>attention|caution|danger|error|hint|important|seealso|"
                          r"tip)::(?P<first>.*)(?P<rest>(?:\n+^[ \t]+\S.*)*)", re.M)
@@ -654,6 +656,7 @@ def _gallery_markdown(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         # directives end at a newline, which the last line of a block lacks
         source = _rest_blocks(_FIGURE.sub(_as_image, source + "\n"))
         source = rst2md(source, {"notebook_images": False}, "", levels).rstrip("\n")
+        source = re.sub(r"^> $", ">", source, flags=re.M)  # the quotes' blanks, as written
         source = re.sub(r"^(\([\w.-]+\)=)\n\n(?=#)", r"\1\n", source, flags=re.M)
         code = _code_lines(source)  # reST's escaped space (``forward(input)``\ that) is no text
         source = "\n".join(text if at in code else re.sub(r"(?<!\\)\\ ", "", text)
@@ -694,7 +697,8 @@ def _rest_blocks(rst: str) -> str:
                 out.insert(spot + 1, "\n.. code-block::" if out[spot] else ".. code-block::")
             elif min(len(text) - len(text.lstrip()) for text in block if text.strip()) >= 4:
                 quoted = textwrap.dedent("\n".join(block)).split("\n")
-                lines[at:at + len(block)] = [f"> {text}".rstrip() for text in quoted]
+                lines[at:at + len(block)] = [  # a blank "> ": rst2md reads ">" as an underline
+                    f"> {text}".rstrip() if text.strip() else "> " for text in quoted]
                 line = lines[at]
         out.append(line)
     return "\n".join(out)
@@ -702,7 +706,8 @@ def _rest_blocks(rst: str) -> str:
 
 def _as_image(figure: re.Match) -> str:
     """A reST figure as an image (rst2md writes no figure: its file is then found or named),
-    its caption the paragraph under it."""
+    its caption the paragraph under it; flush left (rst2md reads no other: one in a block
+    quote ends it)."""
     caption = textwrap.dedent(figure["caption"]).strip()
     return f".. image::{figure['head']}\n" + (f"{caption}\n\n" if caption else "")
 
@@ -1392,25 +1397,39 @@ def _shared_top_levels() -> frozenset[str]:
     return frozenset({*shared, COLAB.split(".")[0]})
 
 
+# Modules that lessons import whose package installs them under another name: pip's
+# `sklearn` refuses to install ("use scikit-learn").
+_INSTALLED_AS = {"sklearn": "scikit-learn", "cv2": "opencv-python", "skimage": "scikit-image",
+                 "PIL": "pillow", "yaml": "pyyaml", "bs4": "beautifulsoup4"}
+
+
 def _unimportable(modules: dict, packages: list[str], folder: Path | None) -> tuple[list, list]:
     """Of the modules the cells import, those this (the book's) environment lacks, apart from
-    the packages the install lines named: those to install, each named as one package installs
-    it, and the lesson's own (their top level beside it). A package installs a top level, or a
+    the packages the install lines named: those to install, each named by the package that
+    installs it (`scikit-learn (for sklearn)`), and the lesson's own (their top level beside
+    it). A package installs a top level, or a
     second level under a namespace several packages share: one that several installed
     distributions provide (importlib.metadata tells: sphinxcontrib), or Colab's own package's
     (google.colab's google, where google.cloud goes too). An absent top level is no sign of a
     namespace: ``torchviz.dot`` is torchviz's."""
+    named = set()
+    for package in packages:
+        try:
+            named.add(canonicalize_name(Requirement(package).name))
+        except InvalidRequirement:  # `-r FILE`, an address
+            pass
     shared = _shared_top_levels()
     lacking, own = {}, {}
     for name in modules:
         top = name.split(".")[0]
         level = ".".join(name.split(".")[:2]) if top in shared else top
+        package = _INSTALLED_AS.get(level, level)
         if importlib.util.find_spec(top) is None and folder is not None and (
                 (folder / top).is_dir() or (folder / f"{top}.py").is_file()):
             own[top] = None
-        elif level not in packages and any(importlib.util.find_spec(part) is None  # the parent
-                                           for part in dict.fromkeys((top, level))):  # first
-            lacking[level] = None
+        elif canonicalize_name(package) not in named and any(  # the parent first
+                importlib.util.find_spec(part) is None for part in dict.fromkeys((top, level))):
+            lacking[package if package == level else f"{package} (for {level})"] = None
     return list(lacking), list(own)
 
 
@@ -1445,7 +1464,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     notebook, graded, blanks_read = graded_as_answers(notebook)
     cells = []
     imported = Imported(notebook, "", source_format)
-    dropped_outputs = removed_installs = html_images = indexed = badges = callouts = 0
+    dropped_outputs = removed_installs = html_images = indexed = badges = callouts = toggles = 0
     blocks: list[str] = []  # blocks (`:::`) a later markdown cell closes, closed in theirs
     open_blocks = 0  # how many of them are open after the cells so far
     directives: list[str] = []  # cells nbdev's or Quarto's directives hide: their tags
@@ -1558,8 +1577,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 "`download=True` (torchvision's datasets fetch nothing where their files are "
                 "already; a student's Colab fetches them), put the files it fetches in book/ at "
                 "the path its root names (not outside it, as d2l's `../data`), list them in the "
-                "top matter (`coursebook: {reads: [...]}`, `mystnb: {execution_in_temp: false}`: "
-                "the cells then run beside them), or take the cell out"
+                "top matter (`coursebook: {reads: [...]}`), or take the cell out"
                 for node in ast.walk(tree) if isinstance(node, ast.Call) and any(
                     k.arg == "download" and getattr(k.value, "value", 0) is True
                     for k in node.keywords)]
@@ -1579,7 +1597,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 f"{_place(cell, node.lineno)}: `{shown[:80]}{'…' * (len(shown) > 80)}` reads from "
                 "the web as it runs: a build without the network (CI's) stops at it: put what it "
                 "reads in book/, read it from there (listed in the top matter, `coursebook: "
-                "{reads: [...]}`, `mystnb: {execution_in_temp: false}`), or take the cell out"
+                "{reads: [...]}`), or take the cell out"
                 for node in ast.walk(tree) if isinstance(node, ast.Call)
                 and not ast.unparse(node.func).endswith(_SHOWS_ADDRESS) and any(
                     _on_the_web(argument, urls) for argument in node.args[:1] + [
@@ -1734,6 +1752,13 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
             terms += [(" ".join(found["name"].split()), _place(  # Sphinx folds its blanks
                 cell, source.count("\n", 0, found.start()) + 1, found[0]))
                 for found in _TERM.finditer(source)]
+            toggled = [found for found in _TOGGLE.finditer(source)  # not one quoted in code
+                       if source.count("\n", 0, found.start()) not in in_code]
+            for found in reversed(toggled):
+                source = (source[:found.start()] + f"{found['fence']}{{dropdown}}{found['rest']}"
+                          + (found["show"] or "").replace(":show:", ":open:")
+                          + source[found.end():])
+            toggles += len(toggled)
             source, shown, written = _shown_images(source, cell, imported)
             html_images += written
             source = _with_images(source, shown, cell, name, folder, imported, known)
@@ -1775,6 +1800,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
         imported.changed.append(f"took out the lesson's {badges} badge(s) opening it in Colab or "
                                 "Kaggle: each opened the lesson's own notebook, not this "
                                 "edition's, which the book's pages open with their own button")
+    if toggles:
+        imported.changed.append(f"wrote the lesson's {toggles} `{{toggle}}` block(s) "
+                                "(sphinx-togglebutton's, which the book does not load) as "
+                                "sphinx-design's `{dropdown}` (`:show:` as `:open:`)")
     if indexed:
         imported.changed.append(f"took out the lesson's {indexed} index entries (`{{index}}`): the "
                                 "book has no index (conf.py's html_use_index), so none shows")
@@ -1839,10 +1868,10 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     lacking, own = _unimportable({name: None for name in modules if name.split(".")[0]
                                   not in made}, imported.packages, folder)
     if lacking:
-        imported.to_do.append("declare the packages of the modules the cells import that the "
-                              f"book's environment lacks: {', '.join(lacking)} (docs/authoring.md, "
-                              "\"Packages a chapter needs\", then `make chapter-packages`), "
-                              "or take those cells out")
+        imported.to_do.append("declare the packages that install the modules the cells import "
+                              f"that the book's environment lacks: {', '.join(lacking)} "
+                              "(docs/authoring.md, \"Packages a chapter needs\", then `make "
+                              "chapter-packages`), or take those cells out")
     if own:
         imported.to_do.append("the cells import the lesson's own modules, which the chapter "
                               f"cannot: {', '.join(f'{name} (beside the lesson)' for name in own)}"
@@ -1937,15 +1966,11 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
     coded = any(cell.cell_type == "code" for cell in cells)  # prose alone: no cell to add,
     cells[at:at] = [code_cell(FIRST_CELL, "remove-cell")] * coded  # which would come last
     imported.changed.append("added the book's top matter" + (" and its hidden first cell (%xmode "
-                            "Minimal: errors show as `Type: message`)") * coded + "; " + (
-                                "its cells run in a temporary folder (`execution_in_temp: true`), "
-                                "so the files they write are not left beside the chapter"
-                                if not data else "copied the files beside the lesson its cells "
-                                f"name ({', '.join(f'{p} at {at}' for p, at in data.items())}) "
-                                "beside the chapter, in book/, whose files its cells run "
-                                "among (`execution_in_temp: false`, through links: a file they "
-                                "write is not left there), and listed them in `coursebook: "
-                                "{reads: [...]}`: an edit of one runs the chapter again"))
+                            "Minimal: errors show as `Type: message`)") * coded + (
+                                "; copied the files beside the lesson its cells name ("
+                                f"{', '.join(f'{p} at {at}' for p, at in data.items())}) beside "
+                                "the chapter, in book/, and listed them in `coursebook: {reads: "
+                                "[...]}`: an edit of one runs the chapter again") * bool(data))
     if data:
         imported.to_do.append("say in the prose where a student gets the files the cells read "
                               f"({', '.join(data)}): the downloads and Colab do not hold them")
@@ -1959,8 +1984,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                                  ignored)]
     imported.title = title
     imported.notebook = nbformat.v4.new_notebook(cells=cells, metadata={
-        **TOP_MATTER, "mystnb": {"execution_in_temp": not data},
-        **({"coursebook": {"reads": list(data)}} if data else {})})  # an edit of one runs it
+        **TOP_MATTER, **({"coursebook": {"reads": list(data)}} if data else {})})
     return imported
 
 

@@ -128,6 +128,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     app.connect("html-page-context", add_build_stamp)
     for hook in (replace_copied_sources, fail_build_on_failed_chapters, stop_kernel_server):
         app.connect("build-finished", hook)
+    app.connect("build-finished", use_book_markdown, priority=1000)  # after each hook's reads
     app.connect("build-finished", mark_finished, priority=1000)  # last: after the hooks above
     setup_proofs(app)
     setup_handouts(app)

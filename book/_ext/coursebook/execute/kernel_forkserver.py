@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import importlib.util
 import json
 import os
@@ -112,9 +113,9 @@ def load_ipython_extension(shell) -> None:
         for name in args[:CHANGES.get(event, 0)]:
             name = os.fspath(name) if isinstance(name, os.PathLike) else name  # os.open's
             if isinstance(name, str):  # not a descriptor, nor bytes
-                check(folder, seen, event, args, os.path.abspath(name))
+                check(folder, seen, event, args, os.path.abspath(name), name)
 
-    def check(folder: str, seen: set, event: str, args: tuple, path: str) -> None:
+    def check(folder: str, seen: set, event: str, args: tuple, path: str, name: str) -> None:
         bytecode = f"{os.sep}__pycache__{os.sep}" in path  # an import's
         if event == "open" and not args[2] & (os.O_WRONLY | os.O_RDWR):
             if not path.startswith(folder) or path.startswith(package):
@@ -130,11 +131,14 @@ def load_ipython_extension(shell) -> None:
         # A file opened is written through its link; a name made or removed is its folder's.
         lands = os.path.join(os.path.realpath(path) if event == "open" else os.path.join(
             os.path.realpath(os.path.dirname(path)), os.path.basename(path)), "")
+        # A relative name out of its folder (UvA's `../saved_models`) is the lesson's own
+        # layout, kept where the next build's run finds it: no library's cache.
         if (bytecode or (event == "os.mkdir" and os.path.lexists(path))  # makes nothing
                 or lands.startswith(os.path.join(os.path.realpath(folder), "") if inside
-                                    else kept)):
+                                    else kept if os.path.isabs(name) else ())):
             return
-        told = path[len(folder):] if inside else path
+        told = (path[len(folder):] if inside else path if os.path.isabs(name)
+                else os.path.relpath(path, folder))
         if told not in seen:
             seen.add(told)
             shell.payload_manager.write_payload({"source": WROTE, "file": told})
@@ -174,9 +178,14 @@ def serve(args: dict) -> dict:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
     if os.getppid() != args["parent"]:
         _stop(kernels, pool, address)
+    # The collector waits while they import (a quarter of their time), then leaves what they
+    # made alone in every kernel: frozen, as the gc module advises for a fork without exec.
+    gc.disable()
     for name in [*args["imports"], "ipykernel.kernelapp"]:
         with contextlib.suppress(Exception):  # a chapter importing it gets the error, its own way
             importlib.import_module(name)
+    gc.freeze()
+    gc.enable()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(address))
     listener.listen()

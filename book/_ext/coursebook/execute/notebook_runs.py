@@ -75,7 +75,7 @@ class StoppedRun:
                     "its run keeps; delete the file if an earlier run left it.")
         if self.error == "WroteOutside":
             return (f"changes `{self.file}`, outside the folder its run makes (the machine a build "
-                    "runs on, as root in CI): refused. Write at a relative path "
+                    "runs on, as root in CI): refused. Write in that folder, at a relative path "
                     f"(`{os.path.basename(self.file)}`), which its run keeps.")
         if self.error == "CellTimeoutError":
             return (f"was still running after {self.timeout} s, the limit for one cell "
@@ -224,9 +224,10 @@ def run_notebook(notebook: nbformat.NotebookNode, chapter: str = "", **options):
     listed = {os.path.normpath(name) for name in in_key(notebook, READS)}
     # An unlisted read: an edit of the file would keep the run cached. A write the kernel
     # refused (it raised there, or later cells ran, having caught it), through a link into
-    # the chapter's folder or outside the run's.
+    # the chapter's folder or outside the run's (by a relative path too: `../x`).
     refused = sorted((index, "UnlistedRead" if source == READ else "WroteOutside"
-                      if os.path.isabs(name) else "WroteListed" if name in listed
+                      if os.path.isabs(name) or name.split(os.sep)[0] == os.pardir
+                      else "WroteListed" if name in listed
                       else "WroteThroughLink", name)
                      for (source, name), index in told.items()
                      if source == WROTE or name not in listed)

@@ -245,6 +245,22 @@ def chapter_settings(metadata: dict, path: Path | str = "", text: str = "") -> C
                  ChapterSettings)
 
 
+# A page another tool runs as a notebook, which myst-nb shows as text: jupytext's Markdown
+# format (a `jupyter:` header: Flax's guides), d2l-book's (its cells' fences).
+_D2L_INPUT = re.compile(r"^```+[ \t]*\{\.python\b[^}\n]*\.input\b", re.M)
+
+
+def other_notebook_format(text: str) -> tuple[int, str] | None:
+    """The line and name of a Markdown page's notebook format that the book does not run."""
+    from jupytext.formats import read_format_from_metadata
+
+    if (found := read_format_from_metadata(text, ".md")) not in (None, "myst"):
+        return 1, f"jupytext's `{found}` format"
+    cell = _D2L_INPUT.search(text)
+    return cell and (text.count("\n", 0, cell.start()) + 1,
+                     "d2l-book's format (```{.python .input} cells)")
+
+
 def is_cell_script(text: str) -> bool:
     """A Python script in jupytext's percent cells (``# %%``), magics commented as jupytext
     writes them: Python that compiles, so that no Markdown page holding such lines is one."""

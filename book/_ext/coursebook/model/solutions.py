@@ -42,11 +42,13 @@ _ALWAYS = {"colon_fence", "dollarmath", "amsmath"}
 _BOOK: list[MarkdownIt] = []  # the parser of a build's MyST settings (-D overrides too)
 
 
-def use_book_markdown(app) -> None:
-    """``builder-inited``, after myst-parser's: the book's MyST settings are the build's."""
+def use_book_markdown(app, *finished) -> None:
+    """``builder-inited``, after myst-parser's: the book's MyST settings are the build's, until
+    ``build-finished`` (a later reader in its process, a tool's, reads the book's own)."""
     config = app.env.myst_config
-    _BOOK[:] = [create_md_parser(replace(config, enable_extensions=_ALWAYS | set(
-        config.enable_extensions)), RendererHTML)]
+    extensions = _ALWAYS | set(config.enable_extensions)
+    _BOOK[:] = [] if finished else [
+        create_md_parser(replace(config, enable_extensions=extensions), RendererHTML)]
 
 
 def markdown_parser() -> MarkdownIt:

@@ -19,7 +19,7 @@ from coursebook.model.cell_notes import cell_line, line_within
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import (CHAPTER_SUFFIXES, NOTEBOOK_SUFFIX, SCRIPT_SUFFIX,
                                         chapter_settings, is_chapter_source, parsed_cell,
-                                        read_chapter, top_matter_line)
+                                        read_chapter, top_matter_line, top_matter_setting)
 from coursebook.model.versions import installed_version
 from coursebook.reporting import stop_build
 
@@ -130,14 +130,13 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
         settings = chapter_settings(notebook.metadata, path, text)
     except BookError as error:
         return [error]
-    where, declare = {
-        NOTEBOOK_SUFFIX: ("metadata", '`"coursebook": {"packages": ["NAME"]}`'),
-        SCRIPT_SUFFIX: ("jupytext header", "`jupyter: {coursebook: {packages: [NAME]}}`"),
-    }.get(path.suffix, ("top matter", "`coursebook: {packages: [NAME]}`"))
+    where = {NOTEBOOK_SUFFIX: "metadata", SCRIPT_SUFFIX: "jupytext header"}.get(
+        path.suffix, "top matter")
     errors = [BookError(
         f"a cell installs packages (`{found[0].strip()}`): a build installs nothing, as a "
-        "chapter's code runs with the builder's rights. Remove the line, declare the package in "
-        f"the {where} ({declare}) and run `{COMMAND}`.", path, line_within(cell, found.start()))
+        "chapter's code runs with the builder's rights. Remove the line, declare the package "
+        f"{top_matter_setting(str(path), 'coursebook: {packages: [NAME]}')} and run `{COMMAND}`.",
+        path, line_within(cell, found.start()))
         for cell in notebook.cells if cell.cell_type == "code"
         for found in (_SHELL_INSTALL_LINE if _SHELL_CELL.match(cell.source)
                       else _INSTALL_LINE).finditer(cell.source)]

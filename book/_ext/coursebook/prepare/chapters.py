@@ -26,7 +26,8 @@ from coursebook.model.notebooks import (CELL_MARKER, CHAPTER_SUFFIXES, HEADING_I
                                         UNVERIFIED_KEY, answer_names, answer_strings, author_line,
                                         cell_script_fault, cell_tags, chapter_settings,
                                         first_line, is_chapter_source, note_output_keys,
-                                        read_chapter, reads_as_json, top_matter_line)
+                                        other_notebook_format, read_chapter, reads_as_json,
+                                        top_matter_line)
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
                                          recorded_where, recording_name, recording_path)
 from coursebook.model.solutions import SolutionError, heading_in_only, myst_roles
@@ -175,6 +176,11 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
         if not is_chapter_source(source[0]):  # a page: its {only} blocks, as a chapter's
             if path.suffix == ".md" and (at := heading_in_only(source[0])) is not None:
                 raise BookError(HEADING_IN_ONLY, path, at + 1)
+            if path.suffix == ".md" and (other := other_notebook_format(source[0])):
+                raise BookError(f"a notebook in {other[1]}, whose code the book would show "
+                                "without running or verifying it: move it out of book/, then "
+                                "bring it in as a chapter: `make chapter FROM=<its new path>`",
+                                path, other[0])
             return None
         prepared = prepare_chapter(app, config, source[0], str(path))
     except BookError as error:
@@ -262,8 +268,10 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
                      cell_script_fault(Path(as_written).read_text(encoding="utf8")) is None):
             report(f"this gives students `{os.path.relpath(as_written, app.srcdir)}`, a page "
                    "of the book as written, its answers and `{only} instructor` blocks "
-                   "included: link the page instead (its own download gives the student "
-                   "edition's)", node, "answers", once=False)
+                   "included: " + ("link the page instead (its own download gives the student "
+                   "edition's)" if page in app.env.found_docs else "take it out: the student "
+                   "edition leaves that page out, so it has no page to link"), node, "answers",
+                   once=False)
             mark_failed(app.env, app.env.docname)
         shown = as_written or (Path(app.srcdir, node["uri"]) if isinstance(node, nodes.image)
                                else node.source)

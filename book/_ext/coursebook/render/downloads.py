@@ -59,18 +59,24 @@ CATCHING_NOTE = "# So that Run all goes on to the next cell, "
 def catching(source: str, raised: tuple[str, ...]) -> str:
     """A cell whose error of a type in ``raised`` (the chapter's) is printed, not raised. A
     line inside a multi-line string keeps its indentation (the string's text); a cell that is
-    no Python (``x = # TODO``) stays as it is: wrapped, it fails to compile all the same."""
-    if parsed_cell(source) is None:
-        return source
-    inside_strings: set[int] = set()
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
-                inside_strings.update(range(token.start[0] + 1, token.end[0] + 1))
+    no Python (``x = # TODO``) stays as it is: wrapped, it fails to compile all the same. The
+    comments that end a cell (``# Your version here``) follow the wrapper: a student types
+    under them at the left margin, which inside the try would not compile."""
+    lines = source.strip("\n").splitlines()
+    try:  # not plain Python (a magic, say): every line is code, indented
+        tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(lines)).readline))
     except (tokenize.TokenError, SyntaxError):
-        pass  # not plain Python (a magic, say): indent every line
+        tokens = []
+    inside_strings = {number for token in tokens if token.type == tokenize.STRING
+                      for number in range(token.start[0] + 1, token.end[0] + 1)}
+    code_ends = max((token.end[0] for token in tokens if token.type not in (
+        tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.DEDENT, tokenize.ENDMARKER)),
+        default=0) if tokens else len(lines)
+    if parsed_cell(source) is None or not code_ends:
+        return source
     body = "\n".join(line if number in inside_strings or not line.strip() else "    " + line
-                     for number, line in enumerate(source.strip("\n").splitlines(), 1))
+                     for number, line in enumerate(lines[:code_ends], 1))
+    tail = "\n".join(lines[code_ends:]).strip("\n")
     names = " or ".join(f"{'an' if name[0] in 'AEIOU' else 'a'} {name}" for name in raised)
     types = raised[0] if len(raised) == 1 else f"({', '.join(raised)})"
     return (f"{CATCHING_NOTE}{names} here is printed, not raised.\n"
@@ -78,7 +84,7 @@ def catching(source: str, raised: tuple[str, ...]) -> str:
             # Not "as error": "except RuntimeError as error: print(" is an answer's idiom
             # (PT01's), and the answer audit would find it in every caught cell.
             f"except {types} as caught:\n"
-            "    print(f\"{type(caught).__name__}: {caught}\")")
+            "    print(f\"{type(caught).__name__}: {caught}\")" + (f"\n\n{tail}" if tail else ""))
 
 
 # The table cell's summary where the .md download keeps it: its hundreds of lines of digests

@@ -24,7 +24,6 @@ from coursebook.page_state import chapters_in_reading_order, page_states
 from coursebook.prepare.chapters import edition_of
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import colab_url, page_url
-from coursebook.torch_versions.verify import outputs_of
 from coursebook.verify.chapter_checks import code_cells, verified_against
 
 MANIFEST = "handouts.json"  # for tools/build_pdf.py
@@ -63,16 +62,13 @@ def set_handout_documents(app: Sphinx, env) -> None:
 
 
 def _provenance(app: Sphinx, docname: str) -> str:
+    """The instructor cover's line on where the outputs come from (a student's handout says
+    it under the chapter's title, as the page does)."""
     chapter = page_states(app.env).get(docname)
-    instructor = edition_of(app) is Edition.INSTRUCTOR
-    if chapter is not None and chapter.recorded_with:
-        if instructor:  # its marks under each cell say which recording
-            return f"{chapter.recorded_with}. A mark under each cell says where it ran."
-        return chapter.recorded_with
+    if chapter is not None and chapter.recorded_with:  # its marks under each cell say which
+        return f"{chapter.recorded_with}. A mark under each cell says where it ran."
     torch, notebook = book_config(app.config).torch, chapter and chapter.notebook
-    if instructor:
-        return f"Outputs executed and verified with {verified_against(torch, notebook)}"
-    return outputs_of(torch, "of this chapter", notebook)  # as its page says
+    return f"Outputs executed and verified with {verified_against(torch, notebook)}"
 
 
 def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
@@ -94,9 +90,10 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
                          rf"{{\footnotesize\hypersetup{{urlcolor=black}}"
                          rf"\href{{{url}}}{{\nolinkurl{{{url.split('://', 1)[-1]}}}}}\par}}"
                          r"\end{minipage}")
-    # The build's date and commit are for the course team: a student's cover speaks of the
-    # chapter and its outputs only, as its page does.
-    built = (rf"{{\large Built on {escape(book_config(app.config).build_date)} from commit "
+    # The outputs' provenance, the build's date and commit are for the course team: a
+    # student's cover names the chapter and its edition.
+    built = (rf"{{\large {escape(_provenance(app, handout.docname))}\par}}\vspace{{3mm}}"
+             rf"{{\large Built on {escape(book_config(app.config).build_date)} from commit "
              rf"{escape(source_commit(Path(app.srcdir)))}\par}}"
              if edition_of(app) is Edition.INSTRUCTOR else "")
     return "\n".join([
@@ -105,7 +102,6 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
         rf"{{\Large {escape(app.config.project)}\par}}\vspace{{1cm}}",
         rf"{{\Huge\bfseries {escape(handout.title)}\par}}\vspace{{1cm}}",
         rf"{{\LARGE {escape(edition_of(app).value.capitalize())} edition\par}}\vspace{{1.5cm}}",
-        rf"{{\large {escape(_provenance(app, handout.docname))}\par}}\vspace{{3mm}}",
         built,
         r"\vfill",
         r"\hfill".join(links),
@@ -141,7 +137,7 @@ def keep_short_cells_together(app: Sphinx, doctree: nodes.document, docname: str
 
 class OtherChapterReferences(SphinxPostTransform):
     """A reference into another chapter reads "section (in chapter)" on a handout, not its
-    bare label."""
+    bare label: the chapter named once a paragraph, and not after its own title."""
 
     default_priority = 5  # before Sphinx resolves references (10)
     builders = ("latex",)
@@ -151,13 +147,17 @@ class OtherChapterReferences(SphinxPostTransform):
             return
         labels = self.env.get_domain("std").labels
         included = getattr(self.app.builder, "docnames", ())
+        named: set[tuple[int, str]] = set()  # (a paragraph, a chapter it named)
         for node in list(self.document.findall(addnodes.pending_xref)):
             target = labels.get(node.get("reftarget", ""))
             if node.get("reftype") != "ref" or target is None or target[0] in included:
                 continue
             docname, _, section = target
             shown = node.astext() if node.get("refexplicit") else section
-            text = f"{shown} (in {self.env.titles[docname].astext()})"
+            title, paragraph = self.env.titles[docname].astext(), id(node.parent)
+            text = shown if shown == title or (paragraph, title) in named else (
+                f"{shown} (in {title})")
+            named.add((paragraph, title))
             node.replace_self(nodes.emphasis(text, text))
 
 

@@ -119,10 +119,12 @@ class PlainMarkdown:
             return f"![{escape(alt)}]({url})" + (f"\n\n*{caption}*" if caption else "")
         return f"*{self.link('Figure', self.page_url)}:* {caption or escape(alt)}"
 
-    def paste(self, kind: str, text: str, caption: str = "", inline: bool = True) -> str:
+    def paste(self, kind: str, text: str, caption: str = "", inline: bool = True,
+              alt: str = "") -> str:
         """A glue role's or directive's value, as the page shows it: the build's run's. A
         ``{glue:text}`` formats it; ``{glue}``, ``{glue:any}`` and ``{glue:figure}`` show its
-        first kind in myst-nb's order (an image inline: the download keeps no output)."""
+        first kind in myst-nb's order (an image inline: the download keeps no output; its alt
+        text the figure's ``:alt:``, else its caption, Markdown already, else the key)."""
         from myst_nb.core.render import strip_latex_delimiters
         from myst_nb.core.variables import format_plain_text
 
@@ -152,7 +154,8 @@ class PlainMarkdown:
             if self.images is not None:
                 self.images.append(address)
             target = f"[glued-{len(self.images)}]" if self.images is not None else f"({address})"
-            shown = f"![{escape(caption.split(chr(10))[0] or key)}]{target}"
+            alt = escape(alt) if alt else caption.split("\n")[0] or escape(key)
+            shown = f"![{alt}]{target}"
         else:  # HTML, as Jupyter shows it
             shown = value
         return shown + (f"\n\n*{caption}*" if caption else "")
@@ -166,7 +169,8 @@ class PlainMarkdown:
         options, content = split_options(body)
         if name.partition(":")[0] == "glue":
             caption = self.convert(content) if name == "glue:figure" else ""
-            return self.paste(name.partition(":")[2], argument, caption, inline=False)
+            return self.paste(name.partition(":")[2], argument, caption, False,
+                              options.get("alt", ""))
         if name in ADMONITION_TITLES:
             if name != "admonition" and argument:
                 content = f"{argument}\n{content}"  # an admonition's first line is its text

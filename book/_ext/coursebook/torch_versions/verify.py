@@ -233,7 +233,6 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
 class TorchVersionChanges(Directive):
     """``{torch-version-changes}``: every output that differs between torch versions."""
 
-    has_content = False
     edition = Edition.STUDENT  # the build's: setup gives each build its subclass
 
     def run(self) -> list[nodes.Node]:

@@ -115,10 +115,11 @@ def _at(cell, what: str) -> BookError:
     return BookError(f"code cell `{named}` {what}", line=line)
 
 
-# A fetch without the network: urllib's, requests', curl's and the resolver's words for it.
+# A fetch without the network: urllib's, requests', curl's, the resolver's and torch.hub's
+# words for it.
 _OFFLINE = re.compile(r"urlopen error|Max retries exceeded|Network is unreachable|Name or service "
                       r"not known|Temporary failure in name resolution|nodename nor servname"
-                      r"|Could not resolve host")
+                      r"|Could not resolve host|no internet connection")
 
 
 _CHECKED = ("    The build wrote this cell from the `checks:` of the answer cell at this line: "
@@ -143,25 +144,28 @@ def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str) ->
     if _OFFLINE.search(error + printed):  # torchvision prints urllib's
         return ("    It reached for the network, which a build may lack (CI's has none): put what "
                 "it fetches beside the chapter, at the path the cell reads, listed "
-                f"{top_matter_setting(chapter, 'coursebook: {reads: [...]}')}, and run the "
-                "chapter beside them "
-                f"{top_matter_setting(chapter, 'mystnb: {execution_in_temp: false}')}; what a "
-                "library fetches into a cache of its own (`tiktoken.get_encoding`'s, a hub's "
-                "models) have in that cache on each machine that builds; or take the call out.")
+                f"{top_matter_setting(chapter, 'coursebook: {reads: [...]}')}; what a library "
+                "fetches into a cache of its own (`tiktoken.get_encoding`'s, a hub's models) "
+                "have in that cache on each machine that builds; or take the call out.")
     if ops := re.search(r"operator (\w+)::\w+ does not exist", error):  # torchvision's nms
         return (f"    {ops[1]}'s compiled operators did not load: the {ops[1]} installed was not "
                 "built for this torch (its CUDA build beside torch's CPU one, say): install the "
                 "one built for it (PyTorch's own index has each), then build again.")
-    if re.search(r"not compiled with CUDA|no NVIDIA driver|No CUDA GPUs", error):
-        return ("    It asked for a GPU, which no build of the book has (it builds with torch's "
-                "CPU build): let it run without one (`device = 'cuda' if torch.cuda.is_available()"
-                " else 'cpu'`), or record the chapter on a GPU (docs/recorded-chapters.md).")
+    if re.search(r"not compiled with CUDA|no NVIDIA driver|No CUDA GPUs|Unknown backend: '(?:gpu|"
+                 r"cuda|tpu)'", error):  # torch's, then JAX's
+        return ("    It asked for a GPU or TPU, which no build of the book has (it builds with "
+                "torch's CPU build): let it run without one (`device = 'cuda' if "
+                "torch.cuda.is_available() else 'cpu'`, JAX's default device), or record the "
+                "chapter on one (docs/recorded-chapters.md).")
     if re.search(r"^ImportError: IProgress not found", error, re.M):  # tqdm.notebook's words
         return ("    tqdm.notebook draws its bar as a widget, which needs ipywidgets: show a text "
                 "bar (`from tqdm import tqdm`), or declare ipywidgets "
                 f"{top_matter_setting(chapter, 'coursebook: {packages: [...]}')}, then `make "
                 "chapter-packages` (a page draws a widget with scripts from the web, and no build "
                 "compares it).")
+    if re.search(r"^ModuleNotFoundError: No module named 'google.colab'", error, re.M):
+        return ("    google.colab is Colab's own module, which no package installs: take the cell "
+                "out (the book builds without Colab).")
     lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
     return ((f"    Declare the package that installs {lacking[1]} "
              f"{top_matter_setting(chapter, 'coursebook: {packages: [...]}')}, then "
@@ -388,10 +392,14 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
 
 
 def verified_against(torch: str, notebook: nbformat.NotebookNode | None) -> str:
-    """This torch, and each package the chapter declares at the version its run's key holds:
-    what its outputs follow (a JAX chapter's, jax)."""
-    return ", ".join([f"torch {release(torch)}", *(
-        f"{name} {version}" for name, version in in_key(notebook, PACKAGE).items())])
+    """This torch where the chapter's code names it (torchvision, torchax too), and each
+    package it declares at the version its run's key holds: what its outputs follow (a JAX
+    chapter's, jax alone); Python's where neither."""
+    named = [f"{name} {version}" for name, version in in_key(notebook, PACKAGE).items()]
+    torch_used = notebook is None or any(re.search(r"\btorch", cell.source) for cell in
+                                         notebook.cells if cell.cell_type == "code")
+    return ", ".join([f"torch {release(torch)}"] * torch_used + named
+                     or [f"Python {platform.python_version()}"])
 
 
 def versions_not_recorded(notebook: nbformat.NotebookNode | None) -> str:
