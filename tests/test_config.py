@@ -70,6 +70,7 @@ def _markdown_read(src: Path, out: Path) -> list[list[str]]:
     return [during, extensions()]
 
 
+@pytest.mark.slow  # the extension set up and a dummy build, in a fork: ~6 s under load (H14)
 def test_a_builds_markdown_settings_end_with_it(tmp_path):
     """A build's MyST settings (-D too) are how the book reads Markdown while it runs; they
     stayed after it in its process (the `_BOOK` parser), where a tool then read a chapter
