@@ -127,7 +127,8 @@ _CHECKED = ("    The build wrote this cell from the `checks:` of the answer cell
             "check's inputs, never raise (docs/authoring.md, \"Answers students can check\").")
 
 
-def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str) -> str:
+def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str, source: str
+            ) -> str:
     """What to do about an error a cell was not tagged for, by its cause (settings as the
     ``chapter`` file's kind writes them)."""
     name = re.search(r"^NameError: name '(\w+)' is not defined", error, re.M)
@@ -163,7 +164,8 @@ def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str) ->
                 f"{top_matter_setting(chapter, 'coursebook: {packages: [...]}')}, then `make "
                 "chapter-packages` (a page draws a widget with scripts from the web, and no build "
                 "compares it).")
-    if re.search(r"^ModuleNotFoundError: No module named 'google.colab'", error, re.M):
+    if re.search(r"^ModuleNotFoundError: No module named 'google(\.colab)?'", error,
+                 re.M) and "google.colab" in source:  # 'google' where no namespace package is
         return ("    google.colab is Colab's own module, which no package installs: take the cell "
                 "out (the book builds without Colab).")
     lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
@@ -217,7 +219,8 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
                 f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
                 + (_CHECKED if CHECK_TAG in tags else _advice(
-                    error, _printed(cell), left_out or {}, doctree.get("source", ""))))))
+                    error, _printed(cell), left_out or {}, doctree.get("source", ""),
+                    where.source)))))
         elif error is None and RAISES_TAG in tags:
             problems.append(_at(where, (
                 f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, or drop the "
