@@ -903,18 +903,24 @@ def test_neuromatchs_solution_cells_are_answers_and_its_exercise_cells_raise(tmp
 def test_a_folder_outside_the_one_the_cells_run_in_is_named(tmp_path, capsys):
     """UvA's labs 3-17 keep datasets and checkpoints in `../data` and `../saved_models/...`:
     built, the cells wrote beside the temporary folder they ran in (/tmp/saved_models/), where
-    the checkpoint stayed after the build, for the next build to find; the tool said nothing."""
+    the checkpoint stayed after the build, for the next build to find; the tool said nothing.
+    So with Flax's `/tmp/my-checkpoints/` (the next build printed 'Found pretrained model'
+    where the first trained, and was told to seed)."""
     import nbformat
 
     cells = ['DATASET_PATH = "../data"\nCHECKPOINT_PATH = "../saved_models/tutorial3"',
              'import os\nroot = os.path.expanduser("~/datasets")\nnote = "... and so on"',
-             'torch.save(model, f"../models/{name}.pt")\nopen("data/x.txt")']
+             'torch.save(model, f"../models/{name}.pt")\nopen("data/x.txt")',
+             # Flax's checkpointing guides: the build's temporary folder itself, as kept
+             "ckpt_dir = '/tmp/my-checkpoints/'\nnot_there = '/tmpfiles/x'"]
     _, said = _brought_in(tmp_path, capsys, "lab3.ipynb", nbformat.writes(
         nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])))
     assert re.findall(r"(cell \d+, line \d+): `([^`]+)` names a folder outside", said) == [
         ("cell 1, line 1", "../data"), ("cell 1, line 2", "../saved_models/tutorial3"),
-        ("cell 2, line 2", "~/datasets"), ("cell 3, line 1", "../models/")], said
+        ("cell 2, line 2", "~/datasets"), ("cell 3, line 1", "../models/"),
+        ("cell 4, line 1", "/tmp/my-checkpoints/")], said
     assert "name one inside it (`saved_models/tutorial3`)" in said, said
+    assert "name one inside it (`my-checkpoints/`)" in said, said
 
 
 def test_a_cell_importing_widgets_is_told_at_its_line(tmp_path, capsys):

@@ -139,8 +139,9 @@ _VALUED = frozenset({"-r", "--requirement", "-c", "--constraint", "-i", "--index
 _CLOCK = re.compile(r"\b(?:time|perf_counter|monotonic|process_time)(?:_ns)?\(\)"
                     r"|\.(?:timeit|blocked_autorange|adaptive_autorange)\(")
 _NOW = re.compile(r"\b(?:now|today|utcnow|ctime)\(\)")  # nbdev's `datetime.datetime.now()`
-# A path out of the folder the cells run in: `../data`, `~/datasets` (UvA's labs' checkpoints).
-_OUTSIDE = re.compile(r"(?:\.\.|~)(?:[/\\]|$)")
+# A path out of the folder the cells run in: `../data`, `~/datasets` (UvA's labs' checkpoints),
+# `/tmp/my-checkpoints/` (Flax's).
+_OUTSIDE = re.compile(r"(?:\.\.|~|/tmp)(?:[/\\]|$)")
 # A module whose displays are widgets: myst-nb draws them with scripts from the web, and the
 # build compares none (coursebook.verify.expectations.shown_text).
 _WIDGETS = re.compile(r"ipywidgets|tqdm\.(?:notebook|auto|tqdm_notebook)")  # autonotebook too
@@ -1577,7 +1578,7 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 + (f" (`{inside}`)" if inside else "")
                 for node in ast.walk(tree) if isinstance(node, ast.Constant)
                 and isinstance(node.value, str) and _OUTSIDE.match(node.value)
-                for inside in [re.sub(r"^(?:(?:\.\.|~)[/\\]?)+", "", node.value)]]
+                for inside in [re.sub(r"^(?:(?:\.\.|~|/tmp)[/\\]?)+", "", node.value)]]
             imported.to_do += [  # torchvision's datasets; d2l's save under its own root
                 f"{_place(cell, node.lineno)}: `{lines[node.lineno - 1].strip()}` downloads from "
                 "the web as it runs: a build without the network (CI's) stops at it. Keep "
