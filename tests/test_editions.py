@@ -516,3 +516,51 @@ def test_a_substitution_only_answers_use_is_in_no_student_file(tiny_book, cache_
     assert not [path for folder in ("html", "jupyter_execute")
                 for path in (tmp_path / "student" / folder).rglob("*")
                 if path.is_file() and b"forty-two exactly" in path.read_bytes()]
+
+
+@pytest.mark.slow
+def test_a_page_only_an_unshown_toctree_lists_stops_the_student_build(tiny_book, cache_copy,
+                                                                       tmp_path):
+    """Sphinx builds every page it finds: a page of solutions listed only by a toctree inside an
+    `{only} instructor` block was in the student edition (its page, its source, its search
+    entries), rc 0, `make audit` 0 leaks (a page that is no chapter is visible text). It now
+    stops the student build at its entry; left out in conf.py, it builds (its entry, in the
+    block, is then no reference to a missing page)."""
+    (tiny_book / "solutions.md").write_text("# Solutions\n\nStack along dimension one.\n")
+    index = tiny_book / "index.md"
+    index.write_text(index.read_text() + "\n````{only} instructor\n```{toctree}\n"
+                     "Answers <solutions.md>\n```\n````\n")
+    student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
+    line = index.read_text().splitlines().index("Answers <solutions.md>") + 1
+    assert student.returncode != 0 and f"index.md:{line}: ERROR: `solutions.md` is listed in " \
+        "a toctree inside an `{only}` block this edition does not show" in student.log, \
+        student.log[-3000:]
+    assert "`if not INSTRUCTOR: exclude_patterns.append('solutions.md')`" in student.log
+    excluded = sphinx_build(tiny_book, tmp_path / "excluded", cache_copy, settings={
+        "exclude_patterns": "_build,_ext,recordings,expected,solutions.md"})  # as conf.py would
+    assert excluded.returncode == 0, excluded.log[-3000:]
+    assert not [path for path in (tmp_path / "excluded" / "html").rglob("*")
+                if path.is_file() and b"dimension one" in path.read_bytes()]
+    instructor = sphinx_build(tiny_book, tmp_path / "instructor", cache_copy, "instructor")
+    assert instructor.returncode == 0, instructor.log[-3000:]
+    assert "dimension one" in (tmp_path / "instructor" / "html" / "solutions.html").read_text()
+
+
+@pytest.mark.slow
+def test_a_file_an_only_instructor_block_offers_is_no_student_download(tiny_book, cache_copy,
+                                                                        tmp_path):
+    """Sphinx copies a `{download}`'s file as it reads the role, whatever block holds it: the
+    instructor's answers offered in an `{only} instructor` block, in a chapter or on the home
+    page, were in the student edition's _downloads/, rc 0, `make audit` 0 leaks."""
+    (tiny_book / "answers.txt").write_text("Stack along dimension one.\n")
+    offer = "\n````{only} instructor\nThe {download}`answers <answers.txt>`.\n````\n"
+    for page in ("chapter.md", "index.md"):
+        path = tiny_book / page
+        path.write_text(path.read_text().replace("A worked example.", f"A worked example.{offer}")
+                        if page == "chapter.md" else path.read_text() + offer)
+    student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
+    assert student.returncode == 0, student.log[-3000:]
+    assert not list((tmp_path / "student" / "html").rglob("answers.txt"))
+    instructor = sphinx_build(tiny_book, tmp_path / "instructor", cache_copy, "instructor")
+    assert instructor.returncode == 0 and list(
+        (tmp_path / "instructor" / "html" / "_downloads").rglob("answers.txt"))

@@ -101,19 +101,38 @@ def without_comments(markdown: str) -> str:
     return markdown
 
 
-def without_unshown(markdown: str, shown: Callable[[str], bool]) -> str:
-    """The Markdown without the ``{only}`` blocks (at any depth) whose condition ``shown``
-    rejects, each line kept: the build would not show them, but myst-nb reads them (a glue
-    of a value only the other edition's run holds stopped the build)."""
-    lines = markdown.split("\n")
+def unshown_blocks(markdown: str, shown: Callable[[str], bool],
+                   offset: int = 0) -> Iterator[tuple[int, int]]:
+    """Where each ``{only}`` block whose condition ``shown`` rejects is, at any depth: its
+    first line (from 0) and the line after it."""
     for token in markdown_parser().parse(markdown) if "{only}" in markdown else ():
         start, end = token.map or (0, 0)
         if (name := _directive(token)) == "only" and not shown(token.info.strip()[6:].strip()):
-            lines[start:end] = [""] * (end - start)
-        elif name not in _AS_WRITTEN and (count := token.content.count("\n")):
-            lines[start + 1:start + 1 + count] = without_unshown(
-                token.content, shown).split("\n")[:count]
+            yield offset + start, offset + end
+        elif name not in _AS_WRITTEN:
+            yield from unshown_blocks(token.content, shown, offset + start + 1)
+
+
+def without_unshown(markdown: str, shown: Callable[[str], bool]) -> str:
+    """The Markdown without its :func:`unshown_blocks`, each line kept: the build would not
+    show them, but myst-nb reads them (a glue of a value only the other edition's run holds
+    stopped the build)."""
+    lines = markdown.split("\n")
+    for start, end in list(unshown_blocks(markdown, shown)):
+        lines[start:end] = [""] * (end - start)
     return "\n".join(lines)
+
+
+def toctree_entries(markdown: str, offset: int = 0) -> Iterator[tuple[int, str]]:
+    """Each page a ``{toctree}`` lists (at any depth), as written, and its line (from 0)."""
+    for token in markdown_parser().parse(markdown) if "{toctree}" in markdown else ():
+        start = offset + (token.map or (0, 0))[0] + 1
+        if (name := _directive(token)) == "toctree":
+            yield from ((start + at, re.sub(r"^.*<(.+)>$", r"\1", entry.strip()))
+                        for at, entry in enumerate(token.content.split("\n"))
+                        if entry.strip() and not entry.startswith(":"))
+        elif name not in _AS_WRITTEN:
+            yield from toctree_entries(token.content, start)
 
 
 def myst_roles(markdown: str, offset: int = 0) -> Iterator[tuple[str, int]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
-from sphinx.util import logging
+from sphinx.util import docname_join, logging
 from sphinx.util.matching import get_matching_files
 
 from coursebook.answer_checks.model import AnswerCheckError, ChapterTeaching, chapter_teaching
@@ -30,7 +30,8 @@ from coursebook.model.notebooks import (CELL_MARKER, CHAPTER_SUFFIXES, HEADING_I
                                         top_matter_line)
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
                                          recorded_where, recording_name, recording_path)
-from coursebook.model.solutions import SolutionError, heading_in_only, myst_roles
+from coursebook.model.solutions import (SolutionError, heading_in_only, myst_roles,
+                                        toctree_entries, unshown_blocks, without_unshown)
 from coursebook.museum.model import Wing
 from coursebook.museum.prepare import claim_sources, link_back_to_exhibits, place_museum
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
@@ -152,6 +153,21 @@ def _shown(app: Sphinx, condition: str) -> bool:
         return True
 
 
+def _built_unlisted(app: Sphinx, docname: str, text: str) -> tuple[int, str, str] | None:
+    """Student edition: the first page a toctree lists inside an ``{only}`` block this build
+    does not show, that it builds all the same: its line (from 0), entry and file."""
+    if edition_of(app) is not Edition.STUDENT:
+        return None
+    lines = text.split("\n")
+    for start, end in unshown_blocks(text, lambda condition: _shown(app, condition)):
+        for line, entry in toctree_entries("\n".join(lines[start:end]), start):
+            stem, suffix = os.path.splitext(entry)
+            page = docname_join(docname, stem if suffix in app.config.source_suffix else entry)
+            if page in app.env.found_docs:
+                return line, entry, os.path.relpath(app.env.doc2path(page), app.srcdir)
+    return None
+
+
 def _note_inputs(app: Sphinx, config: BookConfig, prepared: PreparedChapter | None) -> list[str]:
     """Note what else makes the chapter's text or its outputs; returns those that do not
     exist yet."""
@@ -184,6 +200,13 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
                 "a notebook in this format would be executed and published unverified (no "
                 "expected outputs, no editions): bring it in as a chapter with `make chapter "
                 f"FROM={shown_path(path)}`, then remove it", path, 1)
+        if path.suffix == ".md" and (listed := _built_unlisted(app, docname, source[0])):
+            raise BookError(
+                f"`{listed[1]}` is listed in a toctree inside an `{{only}}` block this edition "
+                "does not show, yet Sphinx builds every page it finds: this edition would "
+                "publish it (its page, its search entries). Leave it out of this edition in "
+                f"conf.py (`if not INSTRUCTOR: exclude_patterns.append({listed[2]!r})`), as "
+                "torch-versions.md is", path, listed[0] + 1)
         if not is_chapter_source(source[0]):  # a page: its {only} blocks, as a chapter's
             if path.suffix == ".md" and (at := heading_in_only(source[0])) is not None:
                 raise BookError(HEADING_IN_ONLY, path, at + 1)
@@ -192,6 +215,8 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
                                 "without running or verifying it: move it out of book/, then "
                                 "bring it in as a chapter: `make chapter FROM=<its new path>`",
                                 path, other[0])
+            if path.suffix == ".md" and edition_of(app) is Edition.STUDENT:
+                source[0] = without_unshown(source[0], lambda condition: _shown(app, condition))
             return None
         prepared = prepare_chapter(app, config, source[0], str(path))
     except BookError as error:
