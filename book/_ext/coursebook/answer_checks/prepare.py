@@ -14,7 +14,6 @@ from coursebook import self_check
 from coursebook.answer_checks.model import (CHECK_TAG, AnswerCheck, AnswerCheckError, cell_checks,
                                              literal)
 from coursebook.model.notebooks import code_cell, markdown_cell
-from coursebook.model.solutions import markdown_parser
 
 SETUP_TAG = "self-check-setup"  # the table cell: kept out of pages, in the downloads
 NOTE_TAG = "self-check-note"  # what the check cells are, and where they run
@@ -31,12 +30,9 @@ _TABLE_LINE = "CHECKS: dict[str, dict] = {}"
 
 
 def shown_hint(check: AnswerCheck) -> str:
-    """What a wrong try shows: the hint, then the sections of the chapter that teach it, each
-    title as its text reads (a printed line: `keepdim`'s backticks would show)."""
-    titles = ("".join(token.content for token in markdown_parser().parseInline(title)[0].children)
-              for title in check.revisit)
+    """What a wrong try shows: the hint, then the sections of the chapter that teach it."""
     return check.hint.strip() + (" Revisit: " + ", ".join(
-        f"“{title}”" for title in titles) + "." if check.revisit else "")
+        f"“{title}”" for title in check.revisit) + "." if check.revisit else "")
 
 
 def check_table(checks: list[AnswerCheck]) -> dict[str, dict]:
