@@ -631,6 +631,27 @@ def test_a_write_outside_a_chapters_run_is_refused_before_it_is_made(tiny_book, 
     assert not list((tmp_path / "out" / "tmp").rglob("saved_models"))
 
 
+@pytest.mark.slow
+def test_a_scratch_folder_a_cell_moves_into_is_its_own(tmp_path):
+    """A cell that moves into a temporary folder it made and writes there by a relative name
+    (as lessons do to unpack a download) was refused after faaa047, which took every relative
+    name out of the run's folder for the lesson's layout (hr3's H13): it runs, as a write
+    there by an absolute name does; `../x.txt` from the run's own folder stays refused."""
+    import nbformat
+
+    from coursebook.execute.notebook_runs import run_notebook
+
+    code = ("import os, tempfile\nhere = os.getcwd()\nwith tempfile.TemporaryDirectory() as d:\n"
+            "    os.chdir(d)\n    open('a.txt', 'w').write('x')\n    os.chdir(here)\nprint('ok')")
+    for source, refused in ((code, None), ("open('../x.txt', 'w').write('x')", "../x.txt")):
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)], metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+        run = tmp_path / f"run{bool(refused)}"
+        run.mkdir()
+        _, stopped = run_notebook(notebook, cwd=str(run), timeout=60, allow_errors=True)
+        assert getattr(stopped, "file", None) == refused, stopped
+
+
 def test_a_home_at_the_root_keeps_nothing_outside_a_run(monkeypatch):
     """Where HOME is / (a container run under another uid, some CI images), the home among
     the folders a run may change was `/`, under which every path lies: a write or a removal

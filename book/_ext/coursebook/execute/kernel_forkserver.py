@@ -132,13 +132,15 @@ def load_ipython_extension(shell) -> None:
         lands = os.path.join(os.path.realpath(path) if event == "open" else os.path.join(
             os.path.realpath(os.path.dirname(path)), os.path.basename(path)), "")
         # A relative name out of its folder (UvA's `../saved_models`) is the lesson's own
-        # layout, kept where the next build's run finds it: no library's cache.
+        # layout, kept where the next build's run finds it: no library's cache. Once the cell
+        # moved elsewhere (a scratch folder of its own), it is judged as an absolute one.
+        relative = not os.path.isabs(name) and (os.getcwd() + os.sep).startswith(folder)
         if (bytecode or (event == "os.mkdir" and os.path.lexists(path))  # makes nothing
                 or lands.startswith(os.path.join(os.path.realpath(folder), "") if inside
-                                    else kept if os.path.isabs(name) else ())):
+                                    else () if relative else kept)):
             return
-        told = (path[len(folder):] if inside else path if os.path.isabs(name)
-                else os.path.relpath(path, folder))
+        told = path[len(folder):] if inside else os.path.relpath(path, folder) if relative \
+            else path
         if told not in seen:
             seen.add(told)
             shell.payload_manager.write_payload({"source": WROTE, "file": told})
