@@ -1892,14 +1892,18 @@ def test_a_pretrained_model_a_cell_fetches_is_named(tmp_path, capsys):
     which fetches a model into the hub's cache; torchvision's transfer-learning lessons ask
     for `weights=` (an enum or its name) and timm's for `pretrained=True`, which fetch into
     torch.hub's: the tool said nothing, the build then stopped at each without the network. A
-    weighting that only shares the word (`random.choices(xs, weights=[1, 2])`) is not told."""
+    weighting that only shares the word (`random.choices(xs, weights=[1, 2])`, k-NN's
+    `weights='distance'`), or a lesson's own `pipeline(steps)`, is not told."""
     cells = ["from transformers import pipeline\nclassifier = pipeline('sentiment-analysis')",
              "from torchvision.models import resnet50, ResNet50_Weights\n"
              "m = resnet50(weights=ResNet50_Weights.DEFAULT)",
              "import torchvision\nr = torchvision.models.resnet18(weights='IMAGENET1K_V1')",
              "import timm\nt = timm.create_model('resnet18', pretrained=True)",
              "import random\nx = random.choices([1, 2], weights=[1, 2])\n"
-             "mine = resnet50(weights=None)"]
+             "mine = resnet50(weights=None)",
+             # the review's H15: k-NN's weighting, numpy's, a lesson's own pipeline
+             "knn = KNeighborsClassifier(n_neighbors=3, weights='distance')\n"
+             "mean = np.average(x, weights='w')\nsteps = pipeline(steps)"]
     text = MYST_PLACES.split("The [previous")[0] + "".join(
         f"```{{code-cell}} ipython3\n{cell}\n```\n\n" for cell in cells)
     _, said = _brought_in(tmp_path, capsys, "pretrained.md", text)

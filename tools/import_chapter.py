@@ -168,16 +168,20 @@ _TO_REMOVE = re.compile(r"\A# to_remove (?:solution|explanation)[ \t]*(?:\n|\Z)"
 # Face's models and datasets, torch.hub's, scipy's sample data (through pooch).
 _FETCHES = re.compile(r"(?:^|\.)(?:get_encoding|encoding_for_model|from_pretrained|load_dataset|"
                       r"hf_hub_download|snapshot_download|load_state_dict_from_url|hub\.load"
-                      r"|datasets\.(?:face|ascent|electrocardiogram)|pipeline)$")
+                      r"|datasets\.(?:face|ascent|electrocardiogram))$")
 
 
 def _pretrained(call: ast.Call) -> bool:
-    """A model built with trained weights, which torch.hub fetches: torchvision's `weights=`
-    an enum or its name, timm's `pretrained=True` (not `random.choices`' `weights=[...]`)."""
-    return any(k.arg == "pretrained" and getattr(k.value, "value", None) is True
-               or k.arg == "weights" and (isinstance(getattr(k.value, "value", None), str)
-                                          or "_Weights." in ast.unparse(k.value))
-               for k in call.keywords)
+    """A model built with trained weights, which a hub fetches: transformers' `pipeline` of a
+    task, torchvision's `weights=` an enum or its name (`DEFAULT`), timm's `pretrained=True`;
+    not a lesson's own `pipeline(steps)`, k-NN's `weights="distance"`, `weights=[1, 2]`."""
+    task = call.args[:1] or [k.value for k in call.keywords if k.arg == "task"]
+    return (ast.unparse(call.func).split(".")[-1] == "pipeline"
+            and isinstance(getattr(task[0] if task else None, "value", None), str)) or any(
+        k.arg == "pretrained" and getattr(k.value, "value", None) is True
+        or k.arg == "weights" and (re.fullmatch(r"[A-Z0-9_]+", str(getattr(k.value, "value", "")))
+                                   is not None or "_Weights." in ast.unparse(k.value))
+        for k in call.keywords)
 # An address on the web, and the calls that show one rather than read it.
 _URL = re.compile(r"https?://")
 _SHOWS_ADDRESS = ("print", "IFrame", "YouTubeVideo", "Markdown", "HTML", "Image")
