@@ -467,6 +467,9 @@ def test_a_lacking_module_is_named_by_the_package_that_installs_it(tmp_path, cap
     assert "lacks: opencv-python (for cv2), scikit-image (for skimage) (" in lacking, lacking
     assert "the install lines named, as docs/authoring.md says: scikit-learn, einops==0.8.0" \
         in to_do, to_do
+    # Colab lessons install OpenCV's headless build (the review's H10)
+    assert load_tool("import_chapter")._unimportable(
+        {"cv2": None}, ["opencv-python-headless"], None) == ([], [])
 
 
 def _line_of(lesson: str, fragment: str) -> int:

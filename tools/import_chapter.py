@@ -1409,10 +1409,12 @@ def _shared_top_levels() -> frozenset[str]:
     return frozenset({*shared, COLAB.split(".")[0]})
 
 
-# Modules that lessons import whose package installs them under another name: pip's
-# `sklearn` refuses to install ("use scikit-learn").
-_INSTALLED_AS = {"sklearn": "scikit-learn", "cv2": "opencv-python", "skimage": "scikit-image",
-                 "PIL": "pillow", "yaml": "pyyaml", "bs4": "beautifulsoup4"}
+# Modules that lessons import whose package installs them under another name (pip's
+# `sklearn` refuses to install: "use scikit-learn"); the first is the one to name.
+_INSTALLED_AS = {"sklearn": ("scikit-learn",), "skimage": ("scikit-image",), "PIL": ("pillow",),
+                 "yaml": ("pyyaml",), "bs4": ("beautifulsoup4",), "cv2": (
+                     "opencv-python", "opencv-python-headless", "opencv-contrib-python",
+                     "opencv-contrib-python-headless")}
 
 
 def _unimportable(modules: dict, packages: list[str], folder: Path | None) -> tuple[list, list]:
@@ -1435,13 +1437,13 @@ def _unimportable(modules: dict, packages: list[str], folder: Path | None) -> tu
     for name in modules:
         top = name.split(".")[0]
         level = ".".join(name.split(".")[:2]) if top in shared else top
-        package = _INSTALLED_AS.get(level, level)
+        packages = _INSTALLED_AS.get(level, (level,))
         if importlib.util.find_spec(top) is None and folder is not None and (
                 (folder / top).is_dir() or (folder / f"{top}.py").is_file()):
             own[top] = None
-        elif canonicalize_name(package) not in named and any(  # the parent first
+        elif not named & set(map(canonicalize_name, packages)) and any(  # the parent first
                 importlib.util.find_spec(part) is None for part in dict.fromkeys((top, level))):
-            lacking[package if package == level else f"{package} (for {level})"] = None
+            lacking[packages[0] if packages[0] == level else f"{packages[0]} (for {level})"] = None
     return list(lacking), list(own)
 
 
