@@ -456,10 +456,14 @@ def test_a_page_that_is_a_notebook_of_another_format_is_named_with_its_line():
     its code shown, never run nor verified, the build passing."""
     from coursebook.model.notebooks import other_notebook_format
 
-    assert other_notebook_format(JUPYTEXT_MARKDOWN) == (1, "jupytext's `markdown` format")
+    assert other_notebook_format(JUPYTEXT_MARKDOWN) == (1, "jupytext's Markdown format (a "
+                                                           "`jupyter:` header)")
+    # a header that keeps only the kernel (jupytext's metadata filter; the review's H9)
+    assert other_notebook_format("---\njupyter:\n  kernelspec:\n    name: python3\n---\n"
+                                 "# T\n\n```python\nprint(1)\n```\n")[0] == 1
     assert other_notebook_format(D2L) == (6, "d2l-book's format (```{.python .input} cells)")
     for page in ("# A page\n\n```python\nimport torch\n```\n",  # shown code, a page's
-                 "---\norphan: true\n---\n# Versions\n"):
+                 "---\norphan: true\n---\n# Versions\n\njupyter:\n"):
         assert other_notebook_format(page) is None
 
 
@@ -472,7 +476,7 @@ def test_a_lesson_of_another_notebook_format_dropped_into_the_book_stops_the_bui
         "chapter\n", "chapter\nrandomness\nautograd\n"))
     build = sphinx_build(tiny_book, tmp_path / "out", cache_copy)
     assert build.returncode != 0
-    for page, line, kind in (("randomness", 1, "jupytext's `markdown` format"),
+    for page, line, kind in (("randomness", 1, "jupytext's Markdown format (a `jupyter:` header)"),
                              ("autograd", 6, "d2l-book's format (```{.python .input} cells)")):
         assert (f"{tiny_book / page}.md:{line}: ERROR: a notebook in {kind}, whose code the "
                 "book would show without running or verifying it: move it out of book/, then "

@@ -105,6 +105,7 @@ from coursebook.model.notebooks import (
     ANSWER_TAG,
     BOOK_ONLY_TAG,
     COMPLETES_EXERCISE_TAG,
+    D2L_CELL,
     NEEDS_ANSWERS_TAG,
     RAISES_TAG,
     cell_tags,
@@ -299,7 +300,7 @@ def _gallery_pieces(cell) -> list[nbformat.NotebookNode]:
 # d2l-book's source (d2l-en's .md files): a block it runs (```{.python .input}) is one
 # framework's (`%%tab pytorch`, `#@tab all`; unmarked, its config's default tab: d2l-en's is
 # pytorch), prose between `:begin_tab:` and `:end_tab:` lines too.
-_D2L_INPUT = re.compile(r"^```\{\.python \.input[^}\n]*\}[ \t]*\n(?:(?:%%tab|#[ \t]*@tab)[ \t]+"
+_D2L_INPUT = re.compile(D2L_CELL + r"[ \t]*\n(?:(?:%%tab|#[ \t]*@tab)[ \t]+"
                         r"(?P<tabs>[\w, ]+)\n)?(?P<body>(?:.*\n)*?)```[ \t]*$", re.M)
 _D2L_PROSE = re.compile(r"^:begin_tab:`(?P<tabs>[^`]*)`[ \t]*\n(?P<body>(?:.*\n)*?)"
                         r":end_tab:[ \t]*$", re.M)

@@ -251,17 +251,17 @@ def chapter_settings(metadata: dict, path: Path | str = "", text: str = "") -> C
 
 
 # A page another tool runs as a notebook, which myst-nb shows as text: jupytext's Markdown
-# format (a `jupyter:` header: Flax's guides), d2l-book's (its cells' fences).
-_D2L_INPUT = re.compile(r"^```+[ \t]*\{\.python\b[^}\n]*\.input\b", re.M)
+# format (a `jupyter:` key in its header, jupytext's rule: Flax's guides), d2l-book's (its
+# cells' fences, which make chapter FROM= reads).
+_JUPYTEXT_HEADER = re.compile(r"\A---[ \t]*\n(?:(?!---|\.\.\.).*\n)*?jupyter:")
+D2L_CELL = r"^```\{\.python \.input[^}\n]*\}"
 
 
 def other_notebook_format(text: str) -> tuple[int, str] | None:
     """The line and name of a Markdown page's notebook format that the book does not run."""
-    from jupytext.formats import read_format_from_metadata
-
-    if (found := read_format_from_metadata(text, ".md")) not in (None, "myst"):
-        return 1, f"jupytext's `{found}` format"
-    cell = _D2L_INPUT.search(text)
+    if _JUPYTEXT_HEADER.match(text):
+        return 1, "jupytext's Markdown format (a `jupyter:` header)"
+    cell = re.search(D2L_CELL, text, re.M)
     return cell and (text.count("\n", 0, cell.start()) + 1,
                      "d2l-book's format (```{.python .input} cells)")
 
