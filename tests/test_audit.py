@@ -315,6 +315,17 @@ def test_an_answer_sentence_in_the_pages_description_is_named_at_its_key(tmp_pat
     assert "tripling doubles nothing" in overlap.passage
 
 
+@pytest.mark.parametrize("condition, visible", [("instructor", False), ("html", True),
+                                                  ("latex", True), ("not instructor", True)])
+def test_an_answer_repeated_in_an_only_block_is_visible_where_a_student_edition_shows_it(
+        tmp_path, condition, visible):
+    """An instructor's note (`{only} instructor`), which no student edition shows (their pages
+    leave it out), repeating the answer stopped the build as student-visible text."""
+    planted = (TINY_BOOK / "chapter.md").read_text().replace("A worked example.", (
+        f"A worked example.\n\n````{{only}} {condition}\nExpect: {ANSWER_SENTENCE}\n````"))
+    assert len(_overlaps(tmp_path, planted)) == visible
+
+
 def test_an_answer_pasted_into_the_exercise_cell_is_found(tmp_path):
     """A whole answer copied into the visible cell above it: its code line is found (the
     leak audit would count the copy as visible, common text)."""

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 from sphinx.search.en import SearchEnglish
+from sphinx.util.tags import Tags
 
 from coursebook.answer_checks.model import cell_checks
 from coursebook.audit.spoilers import spoilers
@@ -35,7 +36,8 @@ from coursebook.model.notebooks import (
     short_digest,
     top_matter_line,
 )
-from coursebook.model.solutions import comments, markdown_parser, without_comments
+from coursebook.model.solutions import (comments, markdown_parser, without_comments,
+                                        without_unshown)
 from coursebook.model.toml_files import TomlFile, read_toml
 from coursebook.reporting import report, report_book_error
 from coursebook.torch_versions.model import expected_files
@@ -344,9 +346,24 @@ def _values(cell) -> set[str]:
             if term[0].isdigit() and _is_telling_term(term)}
 
 
+# The builds of a student edition, by their tags (HTML, the PDF, its handouts).
+_STUDENT_BUILDS = [Tags([name, f"format_{name}", f"builder_{name}", *more])
+                   for name, more in (("html", ()), ("latex", ()), ("latex", ("handout",)))]
+
+
+def _shown_to_students(condition: str) -> bool:  # an `{only}` block's, in some student build
+    try:
+        return any(tags.eval_condition(condition) for tags in _STUDENT_BUILDS)
+    except Exception:  # Sphinx names a malformed one, and shows it
+        return True
+
+
 def source_cells(path: Path, text: str) -> SourceCells:
     chapter = read_chapter(text) if is_chapter_source(text) else None
     cells = chapter.cells if chapter else [place_at(nbformat.v4.new_markdown_cell(text), 1)]
+    for cell in cells:  # an `{only} instructor` note is in no student's page
+        if cell.cell_type == "markdown" and not is_answer(cell):
+            cell.source = without_unshown(cell.source, _shown_to_students)
     # The page's head shows its top matter's `myst: html_meta` (a description), in no cell.
     meta = (chapter.metadata.get("myst") or {}).get("html_meta") if chapter else None
     cells += [place_at(nbformat.v4.new_markdown_cell(str(value)), top_matter_line(
