@@ -112,7 +112,8 @@ def first_line(cell: nbformat.NotebookNode | str) -> str:
 
 def parsed_cell(source: str) -> ast.Module | None:
     """A code cell as the kernel reads it (a magic: a call), or None: no Python (a blank);
-    at the cell's own lines (IPython drops the blank lines that open it)."""
+    the blank lines that open it, which IPython drops, counted back (not an escape it joins
+    with the next line, `!pip install \\`: the lines after one are told a line high)."""
     from IPython.core.inputtransformer2 import TransformerManager  # 0.1 s: loaded where used
     try:
         tree = ast.parse(TransformerManager().transform_cell(source))
