@@ -2345,6 +2345,21 @@ def test_colabs_module_a_hubs_fetch_offline_and_a_jax_gpu_are_told_their_cause()
         assert "raises-exception" not in said, said
 
 
+def test_a_file_read_at_a_machines_own_path_is_told_to_come_beside_the_chapter():
+    """A Kaggle lesson reads `/kaggle/input/titanic/train.csv`, a Colab one
+    `/content/drive/MyDrive/data.csv`: the build said "Fix the cell, or tag it
+    raises-exception", which a build where the file is would refuse (the cell runs there)."""
+    said = problem("FileNotFoundError: [Errno 2] No such file or directory: "
+                   "'/kaggle/input/titanic/train.csv'")
+    assert said.endswith("    It reads `/kaggle/input/titanic/train.csv`, at a path of the "
+                         "machine it was written on, which no build has: put the file beside "
+                         "the chapter, listed in its top matter: `coursebook: {reads: [...]}`, "
+                         "and read it there, by a relative path (`train.csv`)."), said
+    assert "raises-exception" not in said, said
+    said = problem("FileNotFoundError: [Errno 2] No such file or directory: 'train.csv'")
+    assert "Fix the cell, or tag it `raises-exception`" in said, said  # its own folder's
+
+
 @pytest.mark.slow
 def test_an_edit_of_a_file_a_brought_in_chapter_reads_runs_it_again(tiny_book, tmp_path, capsys):
     """makemore reads names.txt beside it: with names.txt edited, the build took the cached

@@ -148,6 +148,12 @@ def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str, so
                 f"{top_matter_setting(chapter, 'coursebook: {reads: [...]}')}; what a library "
                 "fetches into a cache of its own (`tiktoken.get_encoding`'s, a hub's models) "
                 "have in that cache on each machine that builds; or take the call out.")
+    if absent := re.search(r"^FileNotFoundError: .*No such file or directory: '(/[^']+)'",
+                           error, re.M):  # Kaggle's /kaggle/input/..., Colab's /content/...
+        return (f"    It reads `{absent[1]}`, at a path of the machine it was written on, which "
+                "no build has: put the file beside the chapter, listed "
+                f"{top_matter_setting(chapter, 'coursebook: {reads: [...]}')}, and read it "
+                f"there, by a relative path (`{os.path.basename(absent[1])}`).")
     if ops := re.search(r"operator (\w+)::\w+ does not exist", error):  # torchvision's nms
         return (f"    {ops[1]}'s compiled operators did not load: the {ops[1]} installed was not "
                 "built for this torch (its CUDA build beside torch's CPU one, say): install the "
