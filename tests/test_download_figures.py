@@ -44,6 +44,13 @@ def test_a_figures_caption_is_its_alt_text_as_written():
         "*A **tiny** line, see `x`.*")
 
 
+def test_a_markdown_images_alt_text_keeps_its_emphasised_words():
+    """`![An *alt*](x)` downloaded as `![An ](...)`: only the description's first level was
+    read (hr3's H18)."""
+    assert _converter(image_url=_published_image).convert("![An *alt* `x`](plots/fit.png)") == (
+        f"![An alt x]({PUBLISHED}/_images/fit.png)")
+
+
 def test_an_image_reaches_the_download_as_an_image():
     text = "```{image} images/loss.png\n:alt: The loss falls\n```"
     assert _converter(image_url=_published_image).convert(text) == (

@@ -252,7 +252,8 @@ def _fence(node: RenderTreeNode, context: RenderContext) -> str:
 
 
 def _image(node: RenderTreeNode, context: RenderContext) -> str:  # as a figure directive's
-    alt = "".join(child.content for child in node.children)
+    alt = "".join(child.content for child in node.walk(include_self=False)  # *emphasis* too
+                  if child.type in ("text", "code_inline"))
     return context.env[PlainMarkdown].image(node.attrs["src"], alt)
 
 
