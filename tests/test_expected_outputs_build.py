@@ -132,7 +132,9 @@ def test_sphinx_and_myst_messages_name_the_authors_line(tiny_book, tmp_path):
            "\n![](figs/no-such-image.png)\n"
            # A link to an anchor no heading has, on a paragraph's third line: MyST gives it no
            # line, and the message named the paragraph's first (d8: "3 lines high")
-           "\nA broken\nanchor, then\nsee [the part](#no-such-part) here.\n")
+           "\nA broken\nanchor, then\nsee [the part](#no-such-part) here.\n"
+           # the same target twice in a paragraph, its words before both (hr3's H17)
+           "\nSay other-part here,\nthen [one](#other-part),\nand [two](#other-part) again.\n")
     build = sphinx_build(tiny_book, tmp_path / "out", tmp_path / "cache", settings=ACCEPT)
     role, ref = _line(chapter, "Here is"), _line(chapter, "And here")
     assert re.search(rf"chapter\.md:{role}: WARNING: Unknown interpreted text role", build.log), \
@@ -148,6 +150,9 @@ def test_sphinx_and_myst_messages_name_the_authors_line(tiny_book, tmp_path):
     anchor = _line(chapter, "see [the part]")
     assert re.search(rf"chapter\.md:{anchor}: WARNING: 'myst' cross-reference target not found: "
                      "'no-such-part'", build.log), build.log[-3000:]
+    first, second = _line(chapter, "then [one]"), _line(chapter, "and [two]")
+    assert re.findall(r"chapter\.md:(\d+): WARNING: 'myst' cross-reference target not found: "
+                      "'other-part'", build.log) == [str(first), str(second)], build.log[-3000:]
 
 
 def test_a_cell_ending_in_blank_lines_is_compared_and_a_changed_output_fails(tiny_book, tmp_path):

@@ -4,6 +4,7 @@ its other inputs are noted with Sphinx, which reads the page again when one chan
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -340,15 +341,20 @@ def name_the_authors_lines(app: Sphinx, doctree) -> None:
 
     line = author_line(prepared.notebook, doctree["source"])
     # MyST gives an image or a link in a paragraph (`![](x)`, `[text](#anchor)`) no line: its
-    # paragraph's, and one more for each line end before its target in the text as written.
+    # paragraph's, and one more for each line end before its target in the text as written
+    # (`](#anchor`; the n-th such node of a target there, at its n-th).
+    seen: dict[tuple[int, str], int] = {}
     for inline in doctree.findall(lambda node: not node.line and isinstance(
             node, (nodes.image, nodes.reference, addnodes.pending_xref))):
         above = inline.parent
         while not above.line and above.parent is not None:
             above = above.parent
-        written, target = above.rawsource, inline.get("refuri") or inline.get("reftarget")
-        inline.source, inline.line = above.source, above.line and above.line + written.count(
-            "\n", 0, max(written.find(target or inline.get("uri") or "\0"), 0))
+        target = inline.get("refuri") or inline.get("reftarget") or inline.get("uri") or "\0"
+        nth = seen[id(above), target] = seen.get((id(above), target), -1) + 1
+        written = [found.start() for found in re.finditer(
+            rf"\]\(<?#?{re.escape(target.lstrip('#'))}", above.rawsource)][nth:nth + 1] or [0]
+        inline.source, inline.line = above.source, above.line and above.line + (
+            above.rawsource.count("\n", 0, written[0]))
     for node in doctree.findall(lambda node: bool(getattr(node, "line", None))):
         if node.source == doctree["source"]:
             node.line = line(node.line)
