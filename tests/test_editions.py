@@ -457,6 +457,31 @@ def test_the_student_edition_leaves_out_the_only_blocks_its_build_does_not_show(
     assert cell.source == text  # Sphinx leaves them out of its pages
 
 
+@pytest.mark.parametrize("pasted", ["{glue:}`tiny_glued`", "{glue:text}`tiny_glued:.1f`",
+                                    "\n```{glue:figure} tiny_glued\n```\n"])
+def test_a_student_page_pasting_what_only_an_answer_glues_is_refused_at_it(pasted):
+    """The student edition runs no answer: myst-nb stopped its build at a bare "No key
+    'tiny_glued' found in glue data"; it would have pasted the answer's value for students."""
+    text = (TINY_BOOK / "chapter.md").read_text().replace("A worked example.", (
+        f"A worked example: {pasted}")).replace('print("tiny answer:", tiny_answer_value)', (
+            'print("tiny answer:", tiny_answer_value)\nfrom myst_nb import glue\n'
+            'glue("tiny_glued", tiny_answer_value * 1000 + 777, display=False)'))
+    from coursebook.prepare.chapters import refuse_pasted_answers
+
+    refuse_pasted_answers(edition_chapter(text, "chapter.md", Edition.INSTRUCTOR, {}, "2.13.0"),
+                          "chapter.md")
+    with pytest.raises(BookError) as raised:
+        refuse_pasted_answers(edition_chapter(text, "chapter.md", Edition.STUDENT, {}, "2.13.0"),
+                              "chapter.md")
+    lines = text.splitlines()
+    glued = next(n for n, line in enumerate(lines, 1) if line.startswith('glue("tiny_glued"'))
+    assert raised.value.line == next(n for n, line in enumerate(lines, 1) if "{glue" in line)
+    assert raised.value.message == (
+        f"this pastes `tiny_glued`, which only an answer glues (line {glued}): the student "
+        "edition runs no answer, so its page has no value to paste (and would show students "
+        "the answer's): paste it in an answer cell, or in an `{only} instructor` block")
+
+
 @pytest.mark.slow
 def test_an_only_instructor_block_may_paste_what_an_answer_glues(tiny_book, tmp_path):
     """An instructor's note pasting the value an answer glues (myst-nb's glue): the student

@@ -19,7 +19,7 @@ from coursebook.answer_checks.model import AnswerCheckError, ChapterTeaching, ch
 from coursebook.answer_checks.prepare import mistried
 from coursebook.claims.model import ChapterClaims, chapter_claims
 from coursebook.config import BookConfig, book_config
-from coursebook.model.cell_notes import cell_line, source_line
+from coursebook.model.cell_notes import cell_line, line_within, source_line
 from coursebook.model.faults import BookError, shown_path
 from coursebook.model.machine_kinds import MachineKind, environments_path, load_environments
 from coursebook.model.notebooks import (CELL_MARKER, CHAPTER_SUFFIXES, HEADING_IN_ONLY,
@@ -45,6 +45,11 @@ logger = logging.getLogger(__name__)
 
 def edition_of(app: Sphinx) -> Edition:
     return Edition.INSTRUCTOR if app.tags.has("instructor") else Edition.STUDENT
+
+
+# What a page pastes of myst-nb's glue: a role's key (`{glue:text}`key:.2f``), a directive's.
+_GLUED = re.compile(r"\{glue(?::[\w-]*)?\}`([^`:<\s]+)|^[ \t]*(?:`{3,}|:{3,})\{glue(?::[\w-]*)?\}"
+                    r"[ \t]+([^\s:]+)", re.M)
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,20 @@ def edition_chapter(text: str, source_path: str, edition: Edition, museum: dict[
                            reads={name: folder / name for name in reads}, left_out=left_out)
 
 
+def refuse_pasted_answers(prepared: PreparedChapter, source_path: str) -> None:
+    """A build's student edition: a page pasting (myst-nb's glue) what only an answer glues,
+    which this edition does not run (myst-nb said a bare "No key ... in glue data")."""
+    for cell, found in ((cell, found) for cell in prepared.notebook.cells
+                        if cell.cell_type == "markdown" for found in _GLUED.finditer(cell.source)):
+        key = found[1] or found[2]
+        if line := prepared.left_out.get(os.path.normpath(Path(source_path).parent / key)):
+            raise BookError(f"this pastes `{key}`, which only an answer glues (line {line}): "
+                            "the student edition runs no answer, so its page has no value to "
+                            "paste (and would show students the answer's): paste it in an "
+                            "answer cell, or in an `{only} instructor` block", source_path,
+                            line_within(cell, found.start()))
+
+
 def instructor_chapter(env, docname: str) -> nbformat.NotebookNode:
     path = Path(env.doc2path(docname))
     config = book_config(env.config)
@@ -124,6 +143,7 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
     prepared = edition_chapter(text, source_path, edition, config.museum(), config.torch,
                                config.machine_kinds, config.runtimes_file, config.answer_space,
                                lambda condition: _shown(app, condition))
+    refuse_pasted_answers(prepared, source_path)
     notebook, claims = prepared.notebook, prepared.claims
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path, text)
     if chapter is None:
