@@ -35,8 +35,10 @@ from coursebook.museum.prepare import ERROR_SUMMARY, REVEAL
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
 from coursebook.render.downloads import (
-    CATCHING_NOTE,
+    CAUGHT,
     CHECKS_CODE,
+    GOES_ON,
+    GOES_ON_FOLDED,
     SET_ASIDE_HEADING,
     catching,
     download_document,
@@ -50,7 +52,14 @@ from coursebook.verify.expectations import expectations_path, keyed_cells, read_
 
 def is_caught(cell: nbformat.NotebookNode) -> bool:
     """Whether a download's cell is one :func:`catching` wrapped."""
-    return cell.cell_type == "code" and cell.source.startswith(CATCHING_NOTE)
+    return cell.cell_type == "code" and cell.source.startswith(CAUGHT)
+
+
+def goes_on(raised: tuple[str, ...]) -> dict:
+    """The names a caught cell needs, as the download's first cell defines them."""
+    namespace: dict = {}
+    exec(GOES_ON.format(raised), namespace)
+    return namespace
 
 
 # --- The two checks ---------------------------------------------------------------------
@@ -205,9 +214,11 @@ def test_every_download_renders_without_myst(downloads):
 
 def test_a_download_cell_carries_no_metadata_of_the_build(downloads):
     """A student's notebook is the subject's: no tag, no cache key, no note of how the build
-    made the cell (a caught cell tells itself by its first line: :func:`is_caught`)."""
+    made the cell (a caught cell tells itself by its first line: :func:`is_caught`); the cell
+    that defines a caught cell's wrapper is shown folded (Colab's and Jupyter's own keys)."""
     for name, notebook in downloads.items():
-        assert [dict(c.metadata) for c in notebook.cells if c.metadata] == [], name
+        assert [dict(c.metadata) for c in notebook.cells
+                if c.metadata and c.metadata != GOES_ON_FOLDED] == [], name
         assert set(notebook.metadata) == {"kernelspec", "language_info"}, name
     assert any(is_caught(c) for notebook in downloads.values() for c in notebook.cells)
 
@@ -242,7 +253,8 @@ def test_a_chapters_download_is_the_same_file_from_every_read_of_it(downloads):
         ids = [cell.id for cell in again.cells]
         assert len(set(ids)) == len(ids), name
         assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", id_) for id_ in ids), name
-        code = [cell.id for cell in again.cells if cell.cell_type == "code"]
+        code = [cell.id for cell in again.cells  # the wrapper's cells: the download's own
+                if cell.cell_type == "code" and cell.metadata != GOES_ON_FOLDED]
         assert code[len(code) - len(keyed_cells(chapter, downloaded=True)):] == [
             key.replace(".", "-") for key, _ in keyed_cells(chapter, downloaded=True)], name
 
@@ -271,13 +283,25 @@ def test_cells_that_raise_on_purpose_are_caught_in_downloads_only():
         caught = [c for c in _download(name, notebook).cells if is_caught(c)]
         assert len(caught) == len(wrapped), name
         assert all("raises-exception" not in c.metadata.get("tags", []) for c in caught)
-        # Every caught cell of a chapter begins and catches alike, failing or not.
-        assert len({(c.source.splitlines()[0], re.findall(r"(?m)^except .*", c.source)[-1])
-                    for c in caught}) <= 1, name
     pt01 = chapters["pt01"].cells
     predict_first = [c for c in pt01 if "hide-output" in c.metadata.get("tags", [])]
     # Both kinds are there to tell apart: cells that raise and cells that do not.
     assert {"raises-exception" in c.metadata.tags for c in predict_first} == {True, False}
+
+
+def test_a_caught_cell_names_no_error_before_it_runs(downloads):
+    """The museum asks "What goes wrong, and why?" over each exhibit's code, and the
+    download's wrapper answered half of it before the student ran the cell (`# So that Run
+    all goes on to the next cell, a RuntimeError here is printed, not raised.`, `except
+    RuntimeError as caught:`; hw3's walk). A caught cell now adds one line that names no
+    error; the chapter's types are in the cell that defines it, at the top, which Colab
+    (`#@title`, `cellView: form`) and Jupyter (`source_hidden`) show folded."""
+    for name, notebook in downloads.items():
+        caught = [c.source for c in notebook.cells if is_caught(c)]
+        assert caught and not [source for source in caught if "Error" in source], name
+        raised = _raised(name, _chapters()[name])
+        first = next(c for c in notebook.cells if c.cell_type == "code" and "%pip" not in c.source)
+        assert first.source == GOES_ON.format(raised) and first.metadata == GOES_ON_FOLDED, name
 
 
 def test_the_museum_download_states_each_expected_error(downloads):
@@ -396,7 +420,7 @@ def test_the_answer_audit_finds_no_answer_in_the_downloads(downloads, tmp_path):
 
 def test_a_caught_cell_prints_the_error_and_keeps_multiline_strings(capsys):
     source = 'text = """\nfirst\n  second"""\nraise ValueError(text.splitlines()[2])\n'
-    exec(compile(catching(source, ("ValueError",)), "<cell>", "exec"), {})
+    exec(compile(catching(source), "<cell>", "exec"), goes_on(("ValueError",)))
     assert capsys.readouterr().out == "ValueError:   second\n"
 
 
@@ -412,7 +436,7 @@ def test_a_blank_that_is_no_python_is_downloaded_as_it_is():
         nbformat.v4.new_code_cell("t = [1, 2]\nx = # TODO: the mean of t", metadata=tags),
         nbformat.v4.new_code_cell("%time y = 1\nraise ValueError(y)", metadata=tags)])
     cells = download_notebook(chapter, PlainMarkdown(_resolve, md_config=MD_CONFIG),
-                              ("SyntaxError", "ValueError")).cells
+                              ("SyntaxError", "ValueError")).cells[1:]  # after the wrapper's
     assert cells[0].source == chapter.cells[0].source, cells[0].source
     assert is_caught(cells[1]), cells[1].source
     compile(TransformerManager().transform_cell(cells[1].source), "<cell>", "exec")
@@ -427,18 +451,19 @@ def test_a_students_failing_assert_in_a_caught_cell_reaches_them(capsys):
 
     cells = _download("pt01", _chapters()["pt01"]).cells
     cell = next(c for c in cells if is_caught(c) and "scores.softmax(dim=0)" in c.source)
-    exec(compile(cell.source, "<cell>", "exec"), {"torch": torch})
+    scope = {"torch": torch, **goes_on(("RuntimeError",))}
+    exec(compile(cell.source, "<cell>", "exec"), {**scope})
     assert "Predicted classes:" in capsys.readouterr().out
     mine = ("    assert torch.allclose(suspect_probabilities.sum(dim=1), torch.ones(3)), "
             "'each example sums to one'\n")
-    planted = cell.source.replace("\nexcept ", "\n" + mine + "except ", 1)  # last in the try
+    planted = cell.source.replace("\n\n# ", "\n" + mine + "\n# ", 1)  # last in the block
     assert planted != cell.source
     with pytest.raises(AssertionError, match="each example sums to one"):
-        exec(compile(planted, "<cell>", "exec"), {"torch": torch})
+        exec(compile(planted, "<cell>", "exec"), {**scope})
     capsys.readouterr()
     # An error the cell as given raises on purpose is printed, as before.
-    raising = catching("import torch\ntorch.ones(2) @ torch.ones(3)", ("RuntimeError",))
-    exec(compile(raising, "<cell>", "exec"), {})
+    raising = catching("import torch\ntorch.ones(2) @ torch.ones(3)")
+    exec(compile(raising, "<cell>", "exec"), {**scope})
     assert capsys.readouterr().out.startswith("RuntimeError: ")
 
 
@@ -456,12 +481,14 @@ def test_an_error_of_the_students_own_in_a_caught_cell_reaches_them_whole(
     whole, with its traceback, and Run all stops at it, as anywhere else."""
     import torch
 
-    cell = next(c for c in _download(name, _chapters()[name]).cells
+    chapter = _chapters()[name]
+    cell = next(c for c in _download(name, chapter).cells
                 if is_caught(c) and cell_text in c.source)
-    planted = cell.source.replace("\ntry:\n", f"\ntry:\n    {mine}\n", 1)  # before the book's error
+    planted = cell.source.replace(CAUGHT, f"{CAUGHT}    {mine}\n", 1)  # before the book's error
     assert planted != cell.source
     with pytest.raises(error):
-        exec(compile(planted, "<cell>", "exec"), {"torch": torch})
+        exec(compile(planted, "<cell>", "exec"),
+             {"torch": torch, **goes_on(_raised(name, chapter))})
 
 
 def test_a_student_writes_under_a_caught_cells_last_comment_at_the_left_margin(capsys):
@@ -479,18 +506,18 @@ def test_a_student_writes_under_a_caught_cells_last_comment_at_the_left_margin(c
     note = "# Write the corrected errors and MSE, then add your assertions."
     typed = cell.source.replace(note, f"{note}\n{mine}", 1)  # right under it, as in Colab
     assert typed != cell.source
-    exec(compile(typed, "<cell>", "exec"), {"torch": torch})
+    exec(compile(typed, "<cell>", "exec"), {"torch": torch, **goes_on(("RuntimeError",))})
     assert "mine: [1.0, 0.0, -1.0]" in capsys.readouterr().out
     # Each of the seven such cells ends in its comment, at the left margin.
     placed = [c for c in cells if c.source.rstrip().splitlines()[-1].startswith("# ")]
     assert len(placed) == 7, [c.source for c in cells]
     # A cell of comments alone has nothing to catch: it stays as it is.
-    assert catching("# only a note\n", ("RuntimeError",)) == "# only a note\n"
+    assert catching("# only a note\n") == "# only a note\n"
     # A closing comment inside a block (a loop's, a def's) stays in its block, in the try:
     # the student's line under it, indented as it is, runs in the loop (hr3's H3).
     note = "    # Your version here: add x squared to total"
-    loop = catching(f"total = 0\nfor x in [1, 2]:\n    total += x\n\n{note}\n", ("RuntimeError",))
-    scope: dict = {}
+    loop = catching(f"total = 0\nfor x in [1, 2]:\n    total += x\n\n{note}\n")
+    scope = goes_on(("RuntimeError",))
     shown = next(line for line in loop.splitlines() if line.strip() == note.strip())
     typed = loop.replace(shown, f"{shown}\n{shown[:shown.index('#')]}total += x * x", 1)
     exec(compile(typed, "<cell>", "exec"), scope)
@@ -708,10 +735,11 @@ def test_run_all_stops_at_a_planted_error_and_passes_once_caught(tmp_path):
         nbformat.v4.new_code_cell("print('last cell')")])
     with pytest.raises(CellExecutionError):
         run_all(notebook, tmp_path)  # the tag does not help: Run all ignores it
-    notebook.cells[0].source = catching(notebook.cells[0].source, ("TypeError",))
+    notebook.cells[0].source = catching(notebook.cells[0].source)
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(GOES_ON.format(("TypeError",))))
     ran = run_all(notebook, tmp_path)
-    assert printed(ran.cells[0]).startswith("TypeError: unsupported operand")
-    assert printed(ran.cells[1]) == "last cell\n"
+    assert printed(ran.cells[1]).startswith("TypeError: unsupported operand")
+    assert printed(ran.cells[2]) == "last cell\n"
 
 
 def test_the_colab_check_sees_a_link_to_a_missing_notebook(tmp_path):
@@ -763,6 +791,12 @@ def test_a_recorded_download_is_cut_before_each_restart_cell(downloads):
         assert [next(c for c in part.cells if c.cell_type == "code").source
                 for part in parts[1:]] == [c.source for c in restarts]
         assert [c for part in parts for c in part.cells] == download.cells
+        # A part runs in a new process: it defines the caught cells' wrapper again, first.
+        for part in parts:
+            caught = [i for i, c in enumerate(part.cells) if is_caught(c)]
+            assert not caught or any(c.source.startswith(GOES_ON.partition("\n")[0])
+                                     for c in part.cells[:caught[0]])
+        assert any(is_caught(c) for c in parts[-1].cells)
 
 
 def _stand_in_recording(name: str):
@@ -870,7 +904,8 @@ def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
         if recording_name(chapter):
             # Recorded: `make test-recording` runs it, in the stand-in's environment; here it
             # must hold the chapter's code.
-            code = [c for c in notebook.cells if c.cell_type == "code"]
+            code = [c for c in notebook.cells  # the caught cells' wrapper: the download's own
+                    if c.cell_type == "code" and c.metadata != GOES_ON_FOLDED]
             assert len(code) == len(keyed_cells(chapter, downloaded=True)) > 0, name
             continue
         # What the book shows for each cell that raises on purpose: its verified output.
@@ -880,7 +915,7 @@ def test_every_student_download_runs_all_and_shows_each_lesson(built, tmp_path):
         shown = [expected.by_edition["student"][key] for key, _ in raising]
         ran = run_all(notebook, tmp_path)
         # A predict-first cell that does not raise is caught too: its output is no error.
-        caught_sources = {catching(cell.source, _raised(name, chapter)) for _, cell in raising}
+        caught_sources = {catching(cell.source) for _, cell in raising}
         caught = [c for c in ran.cells if is_caught(c) and c.source in caught_sources]
         assert shown and [normalise(printed(c)).strip() for c in caught] == shown, name
         if name == "pt01":

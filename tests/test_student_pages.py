@@ -24,7 +24,7 @@ from bs4 import BeautifulSoup
 from conftest import BOOK, ROOT
 from coursebook.model import notebooks
 from coursebook.model.recordings import PROVENANCE_KEY
-from coursebook.render.downloads import download_document
+from coursebook.render.downloads import GOES_ON_FOLDED, download_document
 from coursebook.render.plain_markdown import PlainMarkdown
 
 # myst-nb's tags that hide parts of a cell: as much the build's vocabulary as the book's own.
@@ -140,7 +140,7 @@ def notebook_findings(notebook: nbformat.NotebookNode) -> list[str]:
             found.append(f"`{first}`: imports coursebook")
         if notebooks.cell_tags(cell):
             found.append(f"`{first}`: tags {notebooks.cell_tags(cell)}")
-        extra = sorted(set(cell.metadata) - {"tags"})
+        extra = sorted(set(cell.metadata) - {"tags", *GOES_ON_FOLDED})  # Colab's, Jupyter's
         if extra:
             found.append(f"`{first}`: the build's metadata {extra}")
         if cell.get("outputs"):

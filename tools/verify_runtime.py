@@ -82,6 +82,7 @@ from coursebook.page_state import CellOutput
 from coursebook.prepare.chapter_packages import install_cell
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition
+from coursebook.render.downloads import GOES_ON
 from coursebook.torch_versions.verify import Standing, State, check_digests, other_torch, standing
 from coursebook.verify.expectations import (
     Expectations,
@@ -401,13 +402,14 @@ def _out_of_date(chapter: nbformat.NotebookNode, cells: list[nbformat.NotebookNo
     since it was built): the chapter's line and what; None when each has the other's."""
     kept = {key.replace(".", "-"): cell for key, cell in keyed_cells(chapter, downloaded=True)}
     code = [cell for cell in cells if cell.cell_type == "code"]
-    installs = install_cell(chapter)  # the download's own first cell
-    ids = {cell.get("id") for cell in code}
+    installs = install_cell(chapter)  # the download's own cells: its packages, the wrapper's
+    ids, own = {cell.get("id") for cell in code}, GOES_ON.partition("\n")[0]
     for id_, cell in kept.items():
         if id_ not in ids:
             return source_line(cell), f"lacks the code cell `{first_line(cell)}`"
     for cell in code:
-        if cell.get("id") not in kept and not (installs and cell.source == installs.source):
+        if cell.get("id") not in kept and not (installs and cell.source == installs.source
+                                               or cell.source.startswith(own)):
             return 0, f"has a code cell the chapter no longer has: `{first_line(cell)}`"
     return None
 

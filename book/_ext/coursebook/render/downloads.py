@@ -22,9 +22,9 @@ from sphinx.application import Sphinx
 
 from coursebook.answer_checks.prepare import SETUP_TAG, without_exact
 from coursebook.config import book_config
-from coursebook.model.notebooks import (ANSWER_TAG, BOOK_ONLY_TAG, RAISES_TAG, cell_tags,
-                                        is_chapter_source, is_claim, markdown_cell, parsed_cell,
-                                        with_stable_ids)
+from coursebook.model.notebooks import (ANSWER_TAG, BOOK_ONLY_TAG, RAISES_TAG, RESTART_TAG,
+                                        cell_tags, code_cell, is_chapter_source, is_claim,
+                                        markdown_cell, parsed_cell, with_stable_ids)
 from coursebook.museum.prepare import REVEAL_TAG, fold_into_reveal
 from coursebook.page_state import chapter_notebook, page_state_of
 from coursebook.prepare.chapter_packages import install_cell
@@ -51,17 +51,34 @@ def glue_stand_in(found: re.Match) -> str:  # ``import myst_nb``: a class of tha
             + textwrap.indent(GLUE_STAND_IN.format("glue"), "    "))
 
 
-# How a caught cell begins, worded for a cell whose outcome the student predicts first: it
-# says what the wrapper does, not that the cell fails.
-CATCHING_NOTE = "# So that Run all goes on to the next cell, "
+# A caught cell's first line. The types it prints are the chapter's, in a cell at the top
+# (and after each restart) that Colab and Jupyter show folded (``GOES_ON_FOLDED``): in a cell
+# the student reads before predicting, they would tell what goes wrong.
+CAUGHT = "with run_all_goes_on():  # defined at the top of this notebook\n"
+GOES_ON = """#@title Run this cell first: Run all then goes on past the errors the book shows
+# A cell that begins `with run_all_goes_on():` runs its code as written. An error of a type
+# this chapter's cells raise on purpose is printed as the book's page shows it, and Run all
+# goes on; any other error stops the cell, as usual. The types are kept here, out of sight
+# of the cells that ask you to predict first.
+class run_all_goes_on:
+    raised = {!r}
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, kind, error, traceback):
+        if kind is not None and kind.__name__ in self.raised:
+            print(f"{{kind.__name__}}: {{error}}")
+            return True  # printed, not raised"""
+GOES_ON_FOLDED = {"cellView": "form", "jupyter": {"source_hidden": True}}  # Colab's, Jupyter's
 
 
-def catching(source: str, raised: tuple[str, ...]) -> str:
-    """A cell whose error of a type in ``raised`` (the chapter's) is printed, not raised. A
-    line inside a multi-line string keeps its indentation (the string's text); a cell that is
-    no Python (``x = # TODO``) stays as it is: wrapped, it fails to compile all the same. The
+def catching(source: str) -> str:
+    """A cell whose error of a type :data:`GOES_ON` names is printed, not raised. A line
+    inside a multi-line string keeps its indentation (the string's text); a cell that is no
+    Python (``x = # TODO``) stays as it is: wrapped, it fails to compile all the same. The
     comments at the left margin that end a cell (``# Your version here``) follow the wrapper:
-    a student types under them at the margin, which inside the try would not compile."""
+    a student types under them at the margin, which inside the block would not compile."""
     lines = source.strip("\n").splitlines()
     try:  # not plain Python (a magic, say): every line is code, indented
         tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(lines)).readline))
@@ -79,14 +96,7 @@ def catching(source: str, raised: tuple[str, ...]) -> str:
     body = "\n".join(line if number in inside_strings or not line.strip() else "    " + line
                      for number, line in enumerate(lines[:code_ends], 1))
     tail = "\n".join(lines[code_ends:]).strip("\n")
-    names = " or ".join(f"{'an' if name[0] in 'AEIOU' else 'a'} {name}" for name in raised)
-    types = raised[0] if len(raised) == 1 else f"({', '.join(raised)})"
-    return (f"{CATCHING_NOTE}{names} here is printed, not raised.\n"
-            f"try:\n{body}\n"
-            # Not "as error": "except RuntimeError as error: print(" is an answer's idiom
-            # (PT01's), and the answer audit would find it in every caught cell.
-            f"except {types} as caught:\n"
-            "    print(f\"{type(caught).__name__}: {caught}\")" + (f"\n\n{tail}" if tail else ""))
+    return f"{CAUGHT}{body}" + (f"\n\n{tail}" if tail else "")
 
 
 # The table cell's summary where the .md download keeps it: its hundreds of lines of digests
@@ -98,9 +108,10 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
                       raised: tuple[str, ...] = (), instructor: bool = False
                       ) -> nbformat.NotebookNode:
     """What a reader runs elsewhere with "Run all"; ``raised``: the error types its cells
-    raise on purpose (none: no cell is caught)."""
+    raise on purpose (none: no cell is caught; the .md, read as text, shows the code as is)."""
     notebook = copy.deepcopy(notebook)  # the prepared chapter is shared by the build's hooks
     cells, notebook.cells = notebook.cells, []
+    goes_on = GOES_ON.format(raised)
     waiting: dict[str, str] = {}  # a book-only cell's glue imports, by the name each binds:
     for cell in cells:  # each goes to the first cell kept after it that names it (or binds it)
         imports = {found[3] or found[1] or found[2]: found[0]
@@ -119,6 +130,10 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
                 notebook.cells[-1].source = folded
                 continue
             notebook.cells.append(cell)
+            if raised and RESTART_TAG in cell_tags(cell):  # a new process: defined again
+                notebook.cells.append(code_cell(goes_on))
+    if raised:  # first, for Run all (after the packages)
+        notebook.cells.insert(0, code_cell(goes_on))
     if (installs := install_cell(notebook)) is not None:  # where it runs, it installs them
         notebook.cells.insert(0, installs)
     # The rest of the top matter is the build's (an answer's `{{ ans }}` substitution, saved
@@ -136,7 +151,7 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
             # A predict-first cell is wrapped too, whether it raises or not: a wrapper on
             # the failing ones alone would answer "does it raise?" before the reader runs it.
             if raised and (RAISES_TAG in tags or REVEAL_TAG in tags):
-                cell.source = catching(cell.source, raised)
+                cell.source = catching(cell.source)
             if SETUP_TAG in tags and not instructor:
                 cell.source = without_exact(cell.source)
             if SETUP_TAG in tags and markdown.set_aside is not None:  # the .md, read as text
@@ -150,8 +165,9 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
     # answer tag stays; the build's and myst-nb's tags, the cache key and an ``unverified``
     # reason go: a reader's notebook carries no build metadata.
     for cell in with_stable_ids(notebook).cells:
-        cell.metadata = nbformat.from_dict(
-            {"tags": [ANSWER_TAG]} if ANSWER_TAG in cell_tags(cell) else {})
+        cell.metadata = nbformat.from_dict(GOES_ON_FOLDED if cell.source == goes_on else
+                                           {"tags": [ANSWER_TAG]} if ANSWER_TAG in cell_tags(cell)
+                                           else {})
     return notebook
 
 
@@ -168,14 +184,14 @@ def as_text(cell: nbformat.NotebookNode) -> str:
 
 
 def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
-                      raised: tuple[str, ...] = (), instructor: bool = False) -> str:
+                      instructor: bool = False) -> str:
     """The ``.md`` download: the download notebook as one plain Markdown document. A text
     editor shows a ``<details>`` block open, so each (an error to predict, a reveal) is set
     aside, numbered, after the last cell, and its place names it; so is a glued image."""
     set_aside: list[tuple[str, str]] = []
     images: list[str] = []
     cells = download_notebook(notebook, replace(markdown, set_aside=set_aside, images=images),
-                              raised, instructor).cells
+                              instructor=instructor).cells
     parts = [as_text(cell) for cell in cells if cell.source.strip()]
     if set_aside:
         parts.append(f"## {SET_ASIDE_HEADING}")
@@ -329,7 +345,6 @@ def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
             copied.write_text(markdown_for(app, docname).convert(text) + "\n", encoding="utf8")
         elif (prepared := chapter_notebook(app.env, docname)) is not None and notebook.is_file():
             copied.write_text(download_document(prepared, markdown_for(app, docname),
-                                                page_state_of(app.env, docname).raised,
                                                 edition_of(app) is Edition.INSTRUCTOR),
                               encoding="utf8")
         else:
