@@ -304,6 +304,18 @@ def test_a_caught_cell_names_no_error_before_it_runs(downloads):
         assert first.source == GOES_ON.format(raised) and first.metadata == GOES_ON_FOLDED, name
 
 
+def test_a_caught_cell_run_after_a_restart_says_which_cell_to_rerun(downloads):
+    """A restart (exhibit 07's fix asks for one) forgets the wrapper, so a caught cell run
+    alone stops at a NameError on its first line (hr3's H22): that line, which Python's
+    traceback shows, says which cell brings the wrapper back."""
+    for name, notebook in downloads.items():
+        cell = next(c for c in notebook.cells if is_caught(c))
+        with pytest.raises(NameError):
+            exec(compile(cell.source, "<cell>", "exec"), {})
+        first = cell.source.splitlines()[0]
+        assert "restart" in first and "rerun" in first, (name, first)
+
+
 def test_the_museum_download_states_each_expected_error(downloads):
     cells = downloads["museum-pytorch"].cells
     caught = [i for i, c in enumerate(cells) if is_caught(c)]

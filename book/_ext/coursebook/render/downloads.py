@@ -54,8 +54,8 @@ def glue_stand_in(found: re.Match) -> str:  # ``import myst_nb``: a class of tha
 # A caught cell's first line. The types it prints are the chapter's, in a cell at the top
 # (and after each restart) that Colab and Jupyter show folded (``GOES_ON_FOLDED``): in a cell
 # the student reads before predicting, they would tell what goes wrong.
-CAUGHT = "with run_all_goes_on():  # defined at the top of this notebook\n"
-GOES_ON = """#@title Run this cell first: Run all then goes on past the errors the book shows
+CAUGHT = "with run_all_goes_on():  # set up at the top: rerun that cell after a restart\n"
+GOES_ON = """#@title Run first, and again after a restart: Run all goes on past the book's errors
 # A cell that begins `with run_all_goes_on():` runs its code as written. An error of a type
 # this chapter's cells raise on purpose is printed as the book's page shows it, and Run all
 # goes on; any other error stops the cell, as usual. The types are kept here, out of sight
