@@ -303,6 +303,19 @@ def test_a_build_that_turns_colon_fences_off_still_cuts_a_colon_fenced_solution(
 
 
 @pytest.mark.slow
+def test_a_book_that_copies_no_sources_publishes_no_raw_chapter(tiny_book, cache_copy, tmp_path):
+    """With `html_copy_source = False` Sphinx copies no page file, and the book then writes no
+    edition's .md over one either: the theme's source link the book set made Sphinx copy the
+    chapter's raw file, answers and all, into the student edition's _sources (hb's find)."""
+    student = sphinx_build(tiny_book, tmp_path / "student", cache_copy,
+                           settings={"html_copy_source": "0"})
+    assert student.returncode == 0, student.log[-3000:]
+    published = [path for path in (tmp_path / "student" / "html").rglob("*")
+                 if path.is_file() and "tiny answer" in path.read_text(errors="replace")]
+    assert not published, published
+
+
+@pytest.mark.slow
 def test_a_solution_the_book_cannot_cut_out_stops_the_student_build_at_it(tiny_book, cache_copy,
                                                                           tmp_path):
     """Markup the book does not read for answers (an included file, an eval-rst block, a

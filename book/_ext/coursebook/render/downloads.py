@@ -292,9 +292,11 @@ def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
                                      edition_of(app) is Edition.INSTRUCTOR), target)
     context["ipynb_source"] = pagename + ".ipynb"
     # The theme's source download: a chapter in any format offers its .md document there
-    # (Sphinx copies the file to this name; replace_copied_sources writes over it).
-    context["sourcename"] = _copied_source(app, pagename)
-    context["page_source_suffix"] = ".md"
+    # (Sphinx copies the file to this name; replace_copied_sources writes over it). A book
+    # that copies no sources gets no name: Sphinx would copy the raw chapter to it.
+    if app.config.html_copy_source:
+        context["sourcename"] = _copied_source(app, pagename)
+        context["page_source_suffix"] = ".md"
 
 
 def _copied_source(app: Sphinx, docname: str) -> str:
