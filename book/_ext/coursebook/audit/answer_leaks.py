@@ -11,7 +11,7 @@ import re
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from itertools import groupby
 from pathlib import Path
 
@@ -36,8 +36,8 @@ from coursebook.model.notebooks import (
     short_digest,
     top_matter_line,
 )
-from coursebook.model.solutions import (comments, markdown_parser, without_comments,
-                                        without_unshown)
+from coursebook.model.solutions import (comments, markdown_parser, shown_by,
+                                        without_comments, without_unshown)
 from coursebook.model.toml_files import TomlFile, read_toml
 from coursebook.reporting import report, report_book_error
 from coursebook.torch_versions.model import expected_files
@@ -351,19 +351,12 @@ _STUDENT_BUILDS = [Tags([name, f"format_{name}", f"builder_{name}", *more])
                    for name, more in (("html", ()), ("latex", ()), ("latex", ("handout",)))]
 
 
-def _shown_to_students(condition: str) -> bool:  # an `{only}` block's, in some student build
-    try:
-        return any(tags.eval_condition(condition) for tags in _STUDENT_BUILDS)
-    except Exception:  # Sphinx names a malformed one, and shows it
-        return True
-
-
 def source_cells(path: Path, text: str) -> SourceCells:
     chapter = read_chapter(text) if is_chapter_source(text) else None
     cells = chapter.cells if chapter else [place_at(nbformat.v4.new_markdown_cell(text), 1)]
     for cell in cells:  # an `{only} instructor` note is in no student's page
         if cell.cell_type == "markdown" and not is_answer(cell):
-            cell.source = without_unshown(cell.source, _shown_to_students)
+            cell.source = without_unshown(cell.source, partial(shown_by, _STUDENT_BUILDS))
     # The page's head shows its top matter's `myst: html_meta` (a description), in no cell.
     meta = (chapter.metadata.get("myst") or {}).get("html_meta") if chapter else None
     cells += [place_at(nbformat.v4.new_markdown_cell(str(value)), top_matter_line(

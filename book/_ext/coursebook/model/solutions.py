@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 import nbformat
 from markdown_it import MarkdownIt
@@ -17,6 +18,9 @@ from myst_parser.parsers.mdit import create_md_parser
 
 from coursebook.model.cell_notes import CELL_NOTE, line_within, place_at
 from coursebook.model.faults import BookError
+
+if TYPE_CHECKING:
+    from sphinx.util.tags import Tags
 
 SOLUTION = "solution"
 START = "solution-start"
@@ -99,6 +103,15 @@ def without_comments(markdown: str) -> str:
     for start, end in reversed(list(comments(markdown))):
         markdown = markdown[:start] + "\n" * markdown.count("\n", start, end) + markdown[end:]
     return markdown
+
+
+def shown_by(builds: Iterable[Tags], condition: str) -> bool:
+    """Whether a build of one of these tag sets shows an ``{only}`` block of this condition
+    (Sphinx's test; a malformed one Sphinx names, and shows)."""
+    try:
+        return any(tags.eval_condition(condition) for tags in builds)
+    except Exception:
+        return True
 
 
 def unshown_blocks(markdown: str, shown: Callable[[str], bool],

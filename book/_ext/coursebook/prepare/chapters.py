@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -31,7 +32,7 @@ from coursebook.model.notebooks import (CELL_MARKER, CHAPTER_SUFFIXES, HEADING_I
                                         top_matter_line)
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
                                          recorded_where, recording_name, recording_path)
-from coursebook.model.solutions import (SolutionError, heading_in_only, myst_roles,
+from coursebook.model.solutions import (SolutionError, heading_in_only, myst_roles, shown_by,
                                         toctree_entries, unshown_blocks, without_unshown)
 from coursebook.museum.model import Wing
 from coursebook.museum.prepare import claim_sources, link_back_to_exhibits, place_museum
@@ -142,7 +143,7 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
     instructor = edition is Edition.INSTRUCTOR
     prepared = edition_chapter(text, source_path, edition, config.museum(), config.torch,
                                config.machine_kinds, config.runtimes_file, config.answer_space,
-                               lambda condition: _shown(app, condition))
+                               partial(shown_by, (app.tags,)))
     refuse_pasted_answers(prepared, source_path)
     notebook, claims = prepared.notebook, prepared.claims
     chapter = recorded_chapter(notebook, config.machine_kinds, source_path, text)
@@ -165,22 +166,13 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
                    recorded_with=recorded_where(chapter, recordings, instructor), claims=claims)
 
 
-def _shown(app: Sphinx, condition: str) -> bool:
-    """Whether this build shows an ``{only}`` block of this condition (Sphinx's test; a
-    malformed one Sphinx names, and shows)."""
-    try:
-        return app.tags.eval_condition(condition)
-    except Exception:
-        return True
-
-
 def _built_unlisted(app: Sphinx, docname: str, text: str) -> tuple[int, str, str] | None:
     """Student edition: the first page a toctree lists inside an ``{only}`` block this build
     does not show, that it builds all the same: its line (from 0), entry and file."""
     if edition_of(app) is not Edition.STUDENT:
         return None
     lines = text.split("\n")
-    for start, end in unshown_blocks(text, lambda condition: _shown(app, condition)):
+    for start, end in unshown_blocks(text, partial(shown_by, (app.tags,))):
         for line, entry in toctree_entries("\n".join(lines[start:end]), start):
             stem, suffix = os.path.splitext(entry)
             page = docname_join(docname, stem if suffix in app.config.source_suffix else entry)
@@ -237,7 +229,7 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
                                 "bring it in as a chapter: `make chapter FROM=<its new path>`",
                                 path, other[0])
             if path.suffix == ".md" and edition_of(app) is Edition.STUDENT:
-                source[0] = without_unshown(source[0], lambda condition: _shown(app, condition))
+                source[0] = without_unshown(source[0], partial(shown_by, (app.tags,)))
             return None
         prepared = prepare_chapter(app, config, source[0], str(path))
     except BookError as error:
