@@ -1,11 +1,6 @@
-"""A prepared chapter meets the execution cache through :func:`chapter_client`'s client
-(docs/architecture.md, step 4): locked until ``doctree-read``, run and cached.
-
-A failed run is cached too, marked, so that myst-nb shows the cells that ran instead of
-running the chapter again; once the page is read the record is removed. Before a build
-reads, an entry whose notebook file is gone or damaged is dropped (its chapter executes
-again) unless another build holds its key's lock; an unreadable database stops the build.
-"""
+"""A prepared chapter meets the execution cache through :func:`chapter_client`
+(docs/architecture.md, step 4); a failed run is cached, marked, only while its page is read,
+for myst-nb to show the cells that ran."""
 
 from __future__ import annotations
 
@@ -40,8 +35,8 @@ EXECUTED = "coursebook_executed"
 
 
 def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
-    """``source-read``: the page's text myst-nb then reads, keyed by the execution versions;
-    a recording is cached for myst-nb to take (a read that runs nothing caches none)."""
+    """``source-read``: the page's text myst-nb reads, keyed by the execution versions; a
+    recording cached for myst-nb to take (a read that runs nothing caches none)."""
     source_path = str(app.env.doc2path(app.env.docname))
     if prepared.recorded is None:
         key_execution_versions(prepared.notebook, book_config(app.config).execution_versions,
@@ -55,8 +50,8 @@ def enter_cache(app: Sphinx, prepared: PreparedChapter) -> str:
 
 
 def chapter_client(app: Sphinx) -> type:
-    """myst-nb's cache client for this build: a prepared chapter is run into the cache before
-    myst-nb's own client takes it from there, or, in a read that runs nothing, noted."""
+    """myst-nb's cache client: a prepared chapter is run into the cache before myst-nb's own
+    client takes it from there (in a read that runs nothing, noted)."""
     from myst_nb.core.execute.cache import NotebookClientCache
 
     class ChapterClient(NotebookClientCache):
@@ -89,8 +84,7 @@ def as_run(notebook):
 
 
 def _run_if_missing(app: Sphinx, client) -> int | None:
-    """Run into the cache unless cached, its key locked until read (the cache's check spares
-    it); a failed run's record."""
+    """Run into the cache unless cached, its key locked until read; a failed run's record."""
     notebook = copy.deepcopy(client.notebook)
     hold_notebook_lock(app, notebook)
     ran = run_into_cache(app.env.mystnb_config.execution_cache_path,
@@ -121,7 +115,7 @@ def report_folder(app: Sphinx) -> Path:
 
 
 def stopped_run(app: Sphinx) -> StoppedRun | None:
-    """Where the page's failed run stopped, if in a cell (timed out, or its kernel died)."""
+    """Where the page's failed run stopped, if in a cell."""
     return app.env.temp_data.get(_FAILED_RUN, (None,))[0]
 
 
@@ -136,7 +130,8 @@ def _unreadable(notebook: Path) -> str | None:
 
 
 def drop_unreadable_entries(path: Path) -> list[tuple[str, str]]:
-    """Drop the entries whose notebook is missing or damaged, unless being written: why, each."""
+    """Drop the entries whose notebook is missing or damaged (its chapter runs again), unless
+    another build holds its key's lock: why, each."""
     from filelock import Timeout
     from jupyter_cache.cache.db import NbCacheRecord
 
@@ -157,8 +152,8 @@ def drop_unreadable_entries(path: Path) -> list[tuple[str, str]]:
 
 
 def check_execution_cache(app: Sphinx, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``: create the shared cache (before parallel readers race to
-    it) and check it, when there is a page to read (a read that runs nothing touches none)."""
+    """``env-before-read-docs``: create the shared cache (before parallel readers race to it)
+    and check it; an unreadable database stops the build."""
     settings = env.mystnb_config  # as myst-nb resolved them (deprecated names included)
     if not docnames or settings.execution_mode != "cache" or chapter_runs(app) is not None:
         return

@@ -1,8 +1,5 @@
-"""What a build of each edition executes, as Sphinx reads the book (:func:`read_book`,
-with :class:`ChapterRuns`, a builder that notes each run instead of running it, as
-``sphinx.ext.doctest`` runs as a builder): nothing else reads conf.py, tags or myst-nb's
-settings. Those chapters run into a cache without a build (tools/shards.py, ``pytest book``).
-"""
+"""What a build of each edition executes, as Sphinx reads the book with a builder that notes
+each run (:func:`read_book`), and those runs into a cache (tools/shards.py, ``pytest book``)."""
 
 from __future__ import annotations
 
@@ -48,7 +45,7 @@ class BookReadError(Exception):
 
 @dataclass(frozen=True)
 class Run:
-    """A chapter as a build runs it: the notebook myst-nb reads, myst-nb's settings for it."""
+    """A chapter as a build runs it: the notebook myst-nb reads, its settings for it."""
 
     path: Path
     notebook: nbformat.NotebookNode
@@ -56,7 +53,7 @@ class Run:
 
 
 class ChapterRuns(DummyBuilder):
-    """Its :attr:`runs` noted by the chapter client (execute/cached_chapters.py)."""
+    """Its :attr:`runs` noted by cached_chapters.chapter_client."""
 
     name = "chapter_runs"
     epilog = "Read the book as a build does; noted the chapters it runs, ran none."
@@ -68,7 +65,6 @@ class ChapterRuns(DummyBuilder):
 
 
 def chapter_runs(app: Sphinx) -> ChapterRuns | None:
-    """The builder noting runs, when this read is one; None in a build."""
     return app.builder if isinstance(app.builder, ChapterRuns) else None
 
 
@@ -81,8 +77,8 @@ class BookRead:
 
 
 class _PageErrors(logging.Handler):
-    """The errors logged while each page is read, worded as Sphinx's warning stream words
-    them; every one (the stream shows an error once, however many pages meet it)."""
+    """Each error logged while each page is read, as Sphinx words it (its stream shows an
+    error once, however many pages meet it)."""
 
     def __init__(self, app: Sphinx) -> None:
         from sphinx.util.logging import WarningLogRecordTranslator
@@ -142,9 +138,8 @@ def read_book(srcdir: Path, confdir: Path, edition: Edition) -> BookRead:
 def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None,
                    keep_failed: bool = True
                    ) -> tuple[ExecutionResult, StoppedRun | None, int | None] | None:
-    """Builds' and shards' one way to run a chapter (its key's lock held), with myst-nb's
-    settings for it, into the cache, unless cached (a failed run a stopped build left runs
-    again). None: cached; else the run's result, where it stopped, its record: a failed
+    """Builds' and shards' one way to run a chapter into the cache (its key's lock held),
+    unless cached. None: cached; else its result, where it stopped, its record: a failed
     run's is marked, and made only if ``keep_failed`` (a build's myst-nb reads it back)."""
     record = cached_record(cache_path, run.notebook)
     if record is not None and not record.data.get(FAILED):
@@ -153,10 +148,9 @@ def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
         open_cache(cache_path).remove_cache(record.pk)
     settings = run.settings
     logger.info("Executing notebook using temporary CWD", location=location)
-    # A chapter runs among links to the files beside it in a temporary folder (so myst-nb's
-    # execution_in_temp changes nothing): what it writes is not left in the book's sources,
-    # where its next run would find it (%%writefile's "Overwriting"). Its kernel refuses a
-    # write through a link, or outside the run (kernel_forkserver.load_ipython_extension).
+    # It runs among links to the files beside it in a temporary folder (so myst-nb's
+    # execution_in_temp changes nothing): what it writes is not left where its next run
+    # finds it (%%writefile's "Overwriting"). Its kernel refuses a write through a link.
     with TemporaryDirectory() as cwd:
         for entry in run.path.parent.iterdir():
             os.symlink(entry, os.path.join(cwd, entry.name))

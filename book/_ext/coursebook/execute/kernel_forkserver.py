@@ -1,12 +1,6 @@
-"""A kernel forkserver: one process that imports what every chapter's kernel imports first
-(ipykernel, and ``imports`` such as torch) once, then forks kernels, each a process like any
-jupyter_client starts (its own session, folder and environment; ipykernel's launcher run
-from the top). It forks before it makes any ZeroMQ context, event loop or thread. A request,
-a line of JSON on a Unix socket (``{"cwd", "connection_file", "env"}``), is answered with
-the kernel's pid (0 once a file of ``imports`` changed on disk: a kernel would hold the old
-code). As each kernel's parent, it writes its exit status to the pool's ``ended/<pid>``;
-with ``keep`` it keeps one kernel forked ahead in ``ready/``.
-"""
+"""A kernel forkserver (docs/performance.md): one process imports what chapters' kernels import,
+then, before any ZeroMQ context, event loop or thread exists, forks kernels when asked on a Unix
+socket; as their parent, it writes each one's exit status to the pool's ``ended/<pid>``."""
 
 from __future__ import annotations
 
@@ -33,18 +27,15 @@ from coursebook.execute.pip_refusal import PYTHON, REFUSED
 # and notes the files its cells read (load_ipython_extension).
 KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR",
                     "--IPKernelApp.extra_extensions=coursebook.execute.kernel_forkserver"]
-# A cell's reply's payloads: a file it read; one it would change outside its run, refused; a
-# pip command it ran that would change an environment, refused.
+# A cell's reply's payloads: a file it read; a change outside its run or a pip command, refused.
 READ, WROTE, PIP_REFUSED = "coursebook.read", "coursebook.wrote", "coursebook.pip_refused"
-# The audit events of a cell opening, making, moving or removing files: how many of their
-# first arguments are paths.
+# The audit events that open, make, move or remove files: how many first arguments are paths.
 CHANGES = {"open": 1, "os.mkdir": 1, "os.remove": 1, "os.rmdir": 1, "os.rename": 2,
            "shutil.rmtree": 1}
 
 
 def server_command(address: Path, pool: Path, imports: list[str], keep: Path | None = None
                    ) -> list[str]:
-    """The command line of a server on ``address`` for ``pool``, while this process lives."""
     return [sys.executable, "-m", __name__, json.dumps({
         "address": str(address), "pool": str(pool), "parent": os.getpid(), "imports": imports,
         "keep": keep and str(keep.resolve())}, ensure_ascii=False)]
@@ -52,8 +43,8 @@ def server_command(address: Path, pool: Path, imports: list[str], keep: Path | N
 
 def request_kernel(address: Path, cwd: str, connection_file: str,
                    env: dict[str, str] | None = None) -> int | None:
-    """A kernel forked by the server at ``address``: its pid (None: no server listens; 0:
-    it forks no more, its imports changed on disk)."""
+    """The pid of a kernel the server forks (None: no server listens; 0: it forks no more,
+    its imports changed on disk)."""
     request = {"cwd": cwd, "connection_file": connection_file, "env": env}
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
@@ -66,8 +57,8 @@ def request_kernel(address: Path, cwd: str, connection_file: str,
 
 
 def write_whole(path: Path, text: str) -> None:
-    """Write ``path`` through a rename: other processes read it whole or not at all (the
-    partial file is hidden, as the preview's ``NOT_EDITS`` ignore: ``.pt01.txt.24294``)."""
+    """Written through a rename, so read whole or not at all (the partial file is hidden,
+    as the preview's ``NOT_EDITS`` ignore)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     written = path.with_name(f".{path.name}.{os.getpid()}")
     written.write_text(text, encoding="utf8")
@@ -79,28 +70,21 @@ def ended_path(pool: Path, pid: int) -> Path:
 
 
 def moves_to(connection_file: str) -> Path:
-    """Where the taker of a kernel kept waiting names the folder it runs its cells in."""
+    """Where a waiting kernel's taker names the folder its cells run in."""
     return Path(connection_file).with_suffix(".cwd")
 
 
 def kept_outside() -> tuple[str, ...]:
-    """The folders outside its own that a run may change: the temporary one, the home (where
-    libraries keep their caches) and /dev; not a home that is the root (HOME=/ in containers
-    run under another uid), under which every path lies."""
+    """The folders outside its own that a run may change: the temporary one, the home
+    (libraries' caches), /dev; not a home that is / (containers under another uid)."""
     return tuple({os.path.join(os.path.realpath(place), "") for place in (
         tempfile.gettempdir(), os.path.expanduser("~"), "/dev")} - {os.sep})
 
 
 def load_ipython_extension(shell) -> None:
-    """Before its first cell, the kernel moves into the folder its taker named, if one did
-    (a kernel kept waiting: its run's). Then each file under that folder that a cell opens
-    to read is told once in the cell's reply, with its time of change; not the book's own
-    code, which keys the run where a cell imports it (shared_cache.book_code_digest). A file
-    or folder a cell writes, makes, moves or removes outside the run (through a link its run
-    makes to what is beside the chapter; outside its folder, the temporary one, the home,
-    where libraries keep their caches, and /dev) is refused before it changes, told once. Every
-    pip that a cell runs, in the kernel or a program it starts, is pip_refusal.py
-    (PIP_PYTHON): each command it refused, told in the reply of the cell that ran it."""
+    """In a cell's reply: each file under the run's folder its cells read (not the book's
+    code, which keys the run itself); each change outside the run, refused; each pip command
+    pip_refusal.py (PIP_PYTHON) refused. A waiting kernel first moves to its taker's folder."""
     from ipykernel.connect import get_connection_file
 
     def start() -> None:
@@ -164,27 +148,24 @@ def load_ipython_extension(shell) -> None:
 
 def serve(args: dict) -> dict:
     """Fork kernels until the starter ends; returns only in a forked kernel, its request."""
-    # ipykernel picks the inline backend through MPLBACKEND when it starts; matplotlib
-    # reads it when imported, so it is set (as ipykernel sets it) before the imports.
+    # ipykernel sets MPLBACKEND as it starts; matplotlib reads it when imported, below.
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     pool, address, keep = Path(args["pool"]), Path(args["address"]), args["keep"]
     kernels: set[int] = set()
-    # Stopped (SIGTERM) or orphaned, the server stops its kernels: its own children, whose
-    # pids it alone collects, so none is another process by then.
+    # Stopped or orphaned, it stops its kernels: its children, so no pid is reused by then.
     signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool, address))
-    # Importing torch takes seconds, more on a loaded machine, and the loop below, which
-    # notices an ended starter, is not reached until then: Linux's parent-death signal
-    # stops an orphan sooner (PR_SET_PDEATHSIG; its starter may have ended already).
+    # The loop below, which notices an ended starter, waits for the imports (seconds):
+    # Linux's parent-death signal (PR_SET_PDEATHSIG) stops an orphan sooner.
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
     if os.getppid() != args["parent"]:
         _stop(kernels, pool, address)
-    # The collector waits while they import (a quarter of their time), then leaves what they
-    # made alone in every kernel: frozen, as the gc module advises for a fork without exec.
+    # No collection while importing (a quarter of its time); then frozen, as gc advises
+    # for a fork without exec (docs/performance.md).
     gc.disable()
     for name in [*args["imports"], "ipykernel.kernelapp"]:
-        with contextlib.suppress(Exception):  # a chapter importing it gets the error, its own way
+        with contextlib.suppress(Exception):  # a chapter importing it gets the error
             importlib.import_module(name)
     gc.freeze()
     gc.enable()
@@ -230,7 +211,7 @@ def serve(args: dict) -> dict:
 
 
 def _files_now(names: list[str]) -> list[tuple[int, int] | None]:
-    """The files of the modules imported ahead, as on disk now (an upgrade replaces them)."""
+    """The imported modules' files as on disk now (an upgrade replaces them)."""
     stamps = []
     for name in names:
         try:
@@ -243,8 +224,7 @@ def _files_now(names: list[str]) -> list[tuple[int, int] | None]:
 
 def _left_by_takers(pool: Path, kernels: set[int], takers: dict[str, tuple[int, int]]
                     ) -> list[int]:
-    """The kernels whose taker ended (a build stopped, which cannot end a kernel it did
-    not start): they run nobody's chapter any more. ``takers``: each record read so far,
+    """The kernels whose taker (a stopped build) ended. ``takers``: each record read so far,
     its kernel's pid and taker; (0, 0) once that kernel ended, as its pid may come again."""
     for taken in (pool / "taken").glob("*.json"):
         with contextlib.suppress(ValueError, KeyError, OSError):  # its taker not yet noted
@@ -265,8 +245,7 @@ def process_alive(pid: int) -> bool:
 
 
 def _reaped(pool: Path) -> set[int]:
-    """The kernels that ended since last asked, their exit statuses written for their
-    takers (the server is their parent, not the build that took them)."""
+    """The kernels that ended since last asked, their exit statuses written for takers."""
     ended = set()
     with contextlib.suppress(ChildProcessError):  # no child left
         while (found := os.waitpid(-1, os.WNOHANG))[0]:
@@ -279,18 +258,16 @@ def _stop(kernels: set[int], pool: Path, address: Path) -> None:
     for pid in kernels - _reaped(pool):
         os.kill(pid, signal.SIGKILL)
     shutil.rmtree(address.parent, ignore_errors=True)  # its own: its starter may be gone
-    # Not sys.exit: a Python holding torch takes a quarter of a second to unload it, and
-    # the build that stops the server waits for it at its end. It holds nothing to flush.
+    # Not sys.exit: unloading torch takes 0.25 s, which the build's end waits for.
     os._exit(0)
 
 
 if __name__ == "__main__":
     settings = json.loads(sys.argv[1])
     request = serve(settings)
-    # Now the forked kernel: ipykernel's launcher, as `python -m ipykernel_launcher -f
-    # CONNECTION_FILE` started in its folder would run. A fork copies the server's random
-    # state (Python's random alone reseeds itself): each kernel draws its own, as a fresh one
-    # does, or every chapter's unseeded draw would print alike and pass as seeded.
+    # Now the forked kernel, run as `python -m ipykernel_launcher -f FILE`. Its random state
+    # is the server's (Python's random alone reseeds itself): reseeded, or every chapter's
+    # unseeded draw would print alike and pass as seeded.
     for module in ("torch", "numpy.random"):
         if module in sys.modules:
             sys.modules[module].seed()
@@ -299,8 +276,7 @@ if __name__ == "__main__":
     if request.get("env") is not None:
         os.environ.clear()
         os.environ.update(request["env"])
-    # The kernel ends with this server. ipykernel reads JPY_PARENT_PID when imported,
-    # which was before the fork: it is given as an argument too.
+    # The kernel ends with this server; ipykernel read JPY_PARENT_PID before the fork.
     os.environ["JPY_PARENT_PID"] = str(os.getppid())
     sys.path[0] = ""  # the launcher takes the working folder off while ipykernel loads
     sys.argv = ["ipykernel_launcher", "-f", request["connection_file"],

@@ -1,8 +1,5 @@
-"""Kernels started ahead of need, for the preview's code edits and a cold build's chapters
-(docs/performance.md, "kernel forkserver"; docs/architecture.md, steps 1 and 2): a kernel
-forkserver imports torch and the like once and forks kernels when chapters ask (the pool's
-``python3`` kernel spec names :mod:`coursebook.execute.kernel_pool_provisioner`).
-"""
+"""Kernels from a kernel forkserver, for the preview and a cold build's chapters
+(docs/performance.md): the pool's ``python3`` kernel spec names kernel_pool_provisioner."""
 
 from __future__ import annotations
 
@@ -48,15 +45,14 @@ SERVER = "forkserver.json"  # in the pool: the server's pid and socket
 
 
 def _note_taken(pool: Path, name: str, kernel: dict) -> dict:
-    """Who took it: the process that started the server waits for this one before it ends."""
+    """Its taker, whom the server's starter waits for before it ends."""
     kernel["taker"] = os.getpid()
     write_whole(pool / "taken" / f"{name}.json", json.dumps(kernel))
     return kernel
 
 
 def take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
-    """A waiting kernel, now this caller's alone (a rename is atomic), told to run its cells
-    in ``cwd`` (none: this process's, as jupyter_client starts one there)."""
+    """A waiting kernel, this caller's alone (a rename is atomic), told to run in ``cwd``."""
     for ready in sorted((pool / "ready").glob("*.json")):
         try:
             kernel = json.loads(ready.read_text())
@@ -69,7 +65,7 @@ def take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
 
 
 def fork_kernel(pool: Path, cwd: str | None, env: dict[str, str] | None) -> dict | None:
-    """A kernel the pool's server forks now, in ``cwd`` with ``env`` (None: no server)."""
+    """A kernel the pool's server forks now (None: no server)."""
     try:
         server = json.loads((pool / SERVER).read_text())
     except (OSError, ValueError):
@@ -89,7 +85,7 @@ def fork_kernel(pool: Path, cwd: str | None, env: dict[str, str] | None) -> dict
 
 
 def make_pool(pool: Path) -> None:
-    """An empty pool folder: what a stopped preview or build left is not taken."""
+    """An empty pool: what a stopped preview or build left is not taken."""
     for folder in ("ready", "taken", "connections", "ended"):
         (pool / folder).mkdir(parents=True, exist_ok=True)
         for stale in (pool / folder).glob("*"):
@@ -98,8 +94,7 @@ def make_pool(pool: Path) -> None:
 
 
 def offer_waiting_kernels(pool: Path) -> None:
-    """Kernels started by this process and its children come from ``pool`` when its server
-    is there: the pool's spec goes first on ``JUPYTER_PATH``."""
+    """This process's and its children's kernels come from ``pool`` while its server runs."""
     share = pool / "share" / "jupyter"
     spec = share / "kernels" / "python3"
     spec.mkdir(parents=True, exist_ok=True)
@@ -115,8 +110,8 @@ def offer_waiting_kernels(pool: Path) -> None:
 
 def start_kernel_forkserver(pool: Path, imports: list[str],
                             keep: Path | None = None) -> subprocess.Popen:
-    """The pool's server, a kernel started in ``keep`` waiting; its socket in a folder of its
-    own (the server, killed with a stopped build, cannot remove it)."""
+    """The pool's server, a kernel waiting in ``keep``; its socket in a folder of its own
+    (the server, killed with a stopped build, cannot remove it)."""
     address = short_temporary_folder("kernels-") / "socket"
     server = subprocess.Popen(
         server_command(address, pool.resolve(), imports, keep),
@@ -126,8 +121,8 @@ def start_kernel_forkserver(pool: Path, imports: list[str],
 
 
 def connection_of(kernel: dict, timeout: float = 60) -> dict | None:
-    """The connection the kernel wrote once its ports were bound (None: it died first, or
-    did not start within ``timeout`` seconds, nbclient's own limit: it is stopped)."""
+    """The connection the kernel wrote (None: it died first, or is stopped after
+    ``timeout`` seconds, nbclient's own limit)."""
     path = Path(kernel["connection_file"])
     deadline = time.monotonic() + timeout
     while process_alive(kernel["pid"]):
@@ -142,7 +137,7 @@ def connection_of(kernel: dict, timeout: float = 60) -> dict | None:
 
 
 def stop_kernel_forkserver(pool: Path, server: subprocess.Popen) -> None:
-    """Stop the pool's server (so its kernels) once no other build's taker of one lives."""
+    """Stop the server (so its kernels) once no other build's taker of one lives."""
     address = Path(json.loads((pool / SERVER).read_text())["address"])
     (pool / SERVER).unlink()  # chapters asking from now on start kernels of their own
     for ready in (pool / "ready").glob("*.json"):
@@ -163,16 +158,14 @@ _server: list[tuple[subprocess.Popen, Path, FileLock]] = []
 
 
 def cache_at_setup(app: Sphinx) -> Path:
-    """The cache folder by myst-nb's rule, before myst-nb resolves it at builder-inited, after
-    the other extensions and the theme load (1.3 to 1.8 s of a build here, that the server's
-    imports would lose): a guess, kept only where ``plan_reading`` finds myst-nb resolved the
-    same (tests/test_config.py holds the two equal)."""
+    """The cache folder by myst-nb's rule, before it resolves it at builder-inited (1.3 to
+    1.8 s later, lost to the server's imports): a guess that ``plan_reading`` checks."""
     return Path(app.config.nb_execution_cache_path
                 or Path(app.outdir).parent.joinpath(".jupyter_cache").resolve())
 
 
 def start_kernel_server(app: Sphinx) -> None:
-    """This extension's setup: on a cold cache, the kernel forkserver starts importing."""
+    """Setup: on a cold cache, the kernel forkserver starts importing."""
     if os.environ.get(POOL_ENV) or app.tags.has(ChapterRuns.tag):
         return  # the preview keeps kernels waiting; a read that runs nothing needs none
     app.setup_extension("myst_nb")  # its settings, as Sphinx resolves them
@@ -203,8 +196,7 @@ def start_kernel_server(app: Sphinx) -> None:
 
 
 def plan_reading(app: Sphinx, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``: the pages to read that are chapters that execute (by their
-    file and myst-nb's settings: nothing is prepared yet) keep the kernel server, if any,
+    """``env-before-read-docs``: chapters that would execute keep the kernel server, if any,
     and with ``-j`` go to different readers."""
     spread = app.parallel >= 2 and len(docnames) >= 2
     if not (_server or spread):
@@ -223,9 +215,8 @@ def plan_reading(app: Sphinx, env, docnames: list[str]) -> None:
 
 
 def executes_when_read(path: Path, settings: NbParserConfig) -> bool:
-    """Whether a build runs this page on a cache miss, guessed before it is read (a page's
-    own ``mystnb`` top matter aside: docs/architecture.md, step 2): a chapter, not recorded,
-    that myst-nb's ``create_client`` runs from the cache with the book's settings."""
+    """Whether a build runs this page on a cache miss, guessed before it is read
+    (docs/architecture.md, step 2)."""
     from myst_nb.core.execute import create_client
     from myst_nb.core.execute.cache import NotebookClientCache
 
@@ -243,7 +234,7 @@ def executes_when_read(path: Path, settings: NbParserConfig) -> bool:
 
 
 def stop_kernel_server(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: the server stopped once the kernels another build took are done."""
+    """``build-finished``: stop the server once the kernels another build took are done."""
     while _server:
         server, cache, lock = _server.pop()
         stop_kernel_forkserver(cache / "kernels", server)
@@ -252,8 +243,8 @@ def stop_kernel_server(app: Sphinx, exception: Exception | None) -> None:
 
 def _spread_chapters_over_readers(parallel: int, docnames: list[str],
                                   executing: set[str]) -> None:
-    """Chapters that execute go to different readers (Sphinx hands each a run of pages),
-    each at its run's end, so the other pages are read while its kernel starts."""
+    """Chapters that execute go to different readers, each at its run of pages' end, so
+    the other pages are read while its kernel starts."""
     from sphinx.util.parallel import make_chunks
 
     chunks = make_chunks(list(range(len(docnames))), parallel)

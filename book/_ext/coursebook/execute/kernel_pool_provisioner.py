@@ -1,5 +1,4 @@
-"""The kernel provisioner of a pool's kernel spec, loaded by its entry point
-(pyproject's ``jupyter_client.kernel_provisioners``)."""
+"""The kernel provisioner of a pool's kernel spec (pyproject's entry point)."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ STATUS_WAIT = 2.0
 
 
 class _AdoptedProcess:
-    """A kernel the pool's server forked, taken over: this build signals it, and reads
-    its exit status where the server, its parent, wrote it."""
+    """A kernel the pool's server forked: its exit status read where the server wrote it."""
 
     stdin = stdout = stderr = None
 
@@ -32,7 +30,7 @@ class _AdoptedProcess:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        """None while it runs; once it ended, its status (waited for: it names the advice)."""
+        """None while it runs; then its status, waited for (it names the advice)."""
         if self.returncode is None and not process_alive(self.pid):
             self.returncode = self._ended_status(STATUS_WAIT)
         return self.returncode
@@ -48,7 +46,7 @@ class _AdoptedProcess:
                 time.sleep(0.05)
 
     def wait(self) -> int:
-        """Once it ended, not waiting for the server to collect its status (unknown then)."""
+        """Once it ended, not waiting for the server to collect its status."""
         while process_alive(self.pid):
             time.sleep(0.05)
         return self.returncode if self.returncode is not None else self._ended_status(0)

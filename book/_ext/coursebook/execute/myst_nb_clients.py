@@ -1,9 +1,6 @@
-"""myst-nb's execution clients, with jupyter-cache, SQLAlchemy and nbclient (a sixth of a
-rebuild that reads no page), imported only by builds that read pages (docs/performance.md):
-a placeholder in each module's place until ``env-before-read-docs``, before ``-j`` forks the
-readers; myst-nb's cache client is then the book's chapter client. Only speed rides on the
-deferral; ``COURSEBOOK_DEFER_IMPORTS=0`` defers nothing.
-"""
+"""myst-nb's execution clients (with jupyter-cache, SQLAlchemy, nbclient: a sixth of a rebuild
+that reads no page) imported at ``env-before-read-docs`` by builds that read pages, the cache
+client then the book's (docs/performance.md). ``COURSEBOOK_DEFER_IMPORTS=0`` defers nothing."""
 
 from __future__ import annotations
 
@@ -46,8 +43,8 @@ def defer() -> None:
 
 
 def import_now(app: Sphinx | None = None) -> None:
-    """Import the client modules; ``create_client`` takes them from now on, and this build's
-    chapter client in place of myst-nb's cache client (execute/cached_chapters.py)."""
+    """Import the client modules, for ``create_client``; with ``app``, this build's chapter
+    client in place of myst-nb's cache client."""
     package = importlib.import_module(PACKAGE)
     for module, name in CLIENTS.items():
         full_name = f"{PACKAGE}.{module}"

@@ -1,8 +1,6 @@
-"""Running a chapter's notebook as myst-nb's cache mode would, naming the cell a run stopped
-in (nbclient's ``CellTimeoutError`` and ``DeadKernelError`` do not) and cutting floods
-before it is cached (docs/authoring.md, "Long output"): myst-nb merges a cell's streams in
-time quadratic in a line's length (a 5 MB line: hours).
-"""
+"""A chapter's run as myst-nb's cache mode runs it, naming the cell it stopped in (nbclient's
+errors do not), its floods cut (docs/authoring.md, "Long output"): myst-nb merges streams in
+time quadratic in a line's length (a 5 MB line: hours)."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ EXIT_STATUS_UNKNOWN, SERVER_ENDED = -(1 << 16), -(1 << 17)
 
 
 class RefusedRun(Exception):
-    """A cell read a file beside its chapter, unlisted, or would write one outside its run, or
-    ran pip to change an environment."""
+    """A cell read an unlisted file, wrote outside its run, or ran pip to change anything."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +46,7 @@ class StoppedRun:
 
     @property
     def what(self) -> str:
-        """What happened, for a message that names the cell before it ("code cell `…` ")."""
+        """What happened, after a message's "code cell `…` "."""
         if self.error == "NoSuchKernel":
             return (f"did not run: no kernel named {self.kernel!r} is installed here. Name "
                     "`python3`, the book's kernel, "
@@ -117,12 +114,9 @@ class StoppedRun:
 
 
 def kernel_manager_class(ended: list[int] | None = None):
-    """nbclient's kernel manager for a run's kernel. It talks over Unix sockets in a folder of
-    its own: a TCP port the manager picks is free only when picked, and another process (a
-    second test worker, a second build) can bind it before the kernel does (seen in CI:
-    "Address already in use"); a kernel the pool forked brings its own connection. With
-    ``ended``, it notes a dead kernel's exit status: nbclient asks ``is_alive()`` before it
-    shuts a kernel down, also after a dead one."""
+    """nbclient's kernel manager, over Unix sockets in a folder of its own: a TCP port it
+    picks may be bound by another process first (CI: "Address already in use"). It notes a
+    dead kernel's exit status in ``ended``, as nbclient asks ``is_alive()`` before shutdown."""
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
@@ -160,7 +154,7 @@ _RUNS_PROGRAM = re.compile(r"^[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?!|^\s*%%(?:bash|sh|s
 
 def open_line(cell: nbformat.NotebookNode) -> str:
     """The line a program the cell runs printed last and left open, or ended after a question
-    (`Enter your name:`, then input()), not redrawn in place (after a `\\r`: a progress bar's)."""
+    (`Enter your name:`), not redrawn in place (a progress bar's)."""
     text = "".join(output.get("text", "") for output in cell.get("outputs", ())
                    if output.get("output_type") == "stream")
     *_, before, asked, end, line = re.split(r"(\r?\n|\r)", "\n\n" + text)
@@ -170,7 +164,7 @@ def open_line(cell: nbformat.NotebookNode) -> str:
 
 
 def run_notebook(notebook: nbformat.NotebookNode, chapter: str = "", **options):
-    """Execute ``notebook``, ``chapter``'s, in place: jupyter-cache's result, where it stopped."""
+    """Execute ``chapter``'s notebook in place: jupyter-cache's result, where it stopped."""
     from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -246,8 +240,7 @@ CUT_MARKER = re.compile(r"^… (?P<what>[\d,]+ lines?|part of one line) cut "
 
 
 def as_displayed(text: str) -> str:
-    """The text as a terminal shows it: in each line, a carriage return followed by more
-    text wipes what came before it (myst-nb's rule, in linear time)."""
+    """The text as a terminal shows it, ``\\r`` wiping its line (myst-nb's rule, in linear time)."""
     if "\r" not in text:
         return text
     return "\n".join(line[line.rfind("\r", 0, len(line) - 1) + 1:]
@@ -255,8 +248,7 @@ def as_displayed(text: str) -> str:
 
 
 def cut(text: str) -> str:
-    """The text as the book keeps it: unchanged up to :data:`LIMIT` characters; longer,
-    as displayed and normalised, its middle replaced by a marker line."""
+    """Longer than :data:`LIMIT`, as displayed and normalised, its middle a marker line."""
     if len(text) <= LIMIT:
         return text
     whole = normalise(as_displayed(text))
@@ -283,8 +275,7 @@ NOTEBOOK_FOLDER = "<notebook folder>"
 
 
 def name_the_folder(notebook: nbformat.NotebookNode, *folders: str) -> None:
-    """Each of ``folders`` (``%pwd``, ``os.getcwd()``, a path in it) as :data:`NOTEBOOK_FOLDER`
-    in the text of the notebook's outputs, in place."""
+    """Each of ``folders`` as :data:`NOTEBOOK_FOLDER` in the notebook's outputs, in place."""
     paths = sorted({path for folder in folders if folder for path in (
         os.path.abspath(folder), os.path.realpath(folder))}, key=len, reverse=True)
     named = re.compile(f"(?:{'|'.join(map(re.escape, paths))})" + r"(?![\w.-])")
@@ -299,11 +290,9 @@ def name_the_folder(notebook: nbformat.NotebookNode, *folders: str) -> None:
 
 
 def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:
-    """Shorten, in place, each output longer than :data:`LIMIT` (a stream merged first).
-    A stream's pieces become one where the first was, stdout before a stderr right above it,
-    as the page shows them: myst-nb's ``nb_merge_streams`` merges them so as it renders, in
-    place, and a piece left apart was compared twice. They are joined as Jupyter shows them:
-    myst-nb ends each piece with a newline, a line printed in two pieces too."""
+    """Shorten, in place, each output longer than :data:`LIMIT`, a cell's streams merged first
+    as the page shows them (myst-nb's ``nb_merge_streams``; a piece left apart was compared
+    twice), joined as Jupyter shows them (myst-nb ends each piece with a newline)."""
     for cell in notebook.cells:
         if cell.get("cell_type") != "code" or not cell.get("outputs"):
             continue

@@ -1,9 +1,7 @@
 #!/usr/bin/env python3
-"""pip in a build's chapter: its kernel names this file in PIP_PYTHON (pip's ``--python``), so
-every pip that the kernel or a program it starts runs (``python -m pip``, ``pip.main``, the
-machine's) runs ``THIS RUNNER ARGUMENTS``. pip's reads run on, in the kernel's Python; what
-would change anything is refused and noted for the kernel to tell the build at the cell
-(kernel_forkserver.load_ipython_extension)."""
+"""pip in a build's chapter: the kernel names this file in PIP_PYTHON (pip's ``--python``), so
+any pip it or a program it starts runs, runs ``THIS RUNNER ARGUMENTS``: reads go on; a change
+is refused and noted for the kernel to tell the build at the cell."""
 
 import os
 import shlex

@@ -1,9 +1,6 @@
-"""One jupyter-cache, shared safely by builds that run at once (the two editions, say), and
-what decides whether a chapter executes again (docs/authoring.md, "What re-executes").
-Two builds executing the same notebook at once would both insert it ("hashkey already
-exists"): a lock per cache key (``locks/``, ``filelock``, dropped by the OS when a build
-dies), held from lookup until cached, makes the second wait and find the first one's outputs.
-"""
+"""One jupyter-cache shared by builds that run at once, and its key (docs/authoring.md, "What
+re-executes"). A lock per key (``locks/``, dropped by the OS when a build dies), held from
+lookup until cached, makes a second build wait for the first's run ("hashkey already exists")."""
 
 from __future__ import annotations
 
@@ -38,8 +35,7 @@ _RELATIVE_IMPORT = re.compile(r"^\s*from\s+(\.+)([\w.]+)\s+import", re.M)
 
 
 def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
-    """A hash of the book's own modules that the cells import, with what they import: an
-    edit to them re-executes the chapters that use them, and only those."""
+    """A hash of the book's modules the cells import, with what those import."""
     pending = [name for cell in notebook.cells if cell.cell_type == "code"
                for name in _BOOK_IMPORT.findall(cell.source)]
     seen: dict[str, str] = {}
@@ -57,9 +53,8 @@ def book_code_digest(notebook: nbformat.NotebookNode) -> str | None:
 
 def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, str],
                            reads: dict[str, Path] | None = None) -> None:
-    """Put the execution versions into the first code cell's metadata (the cache key), with
-    those of the packages the chapter declares and a hash of each file its cells read (by
-    name): upgraded or edited, one runs the chapter again."""
+    """Put into the first code cell's metadata (the cache key) the execution versions, the
+    declared packages' versions, and a hash of each file its cells read, by name."""
     digest = book_code_digest(notebook)
     versions = {**versions, "runs": RUNS, **{
         PACKAGE + wanted.name: version for wanted, version in map(
@@ -72,8 +67,7 @@ def key_execution_versions(notebook: nbformat.NotebookNode, versions: dict[str, 
 
 
 def in_key(notebook: nbformat.NotebookNode | None, kind: str) -> dict[str, str]:
-    """What its key holds of one kind, by name: the hash of each file its cells read (READS),
-    the version of each package it declares (PACKAGE)."""
+    """What its key holds of one kind (READS, PACKAGE), by name."""
     versions = next((cell.metadata.get(VERSIONS_KEY, {}) for cell in notebook.cells
                      if cell.cell_type == "code"), {}) if notebook is not None else {}
     return {key.removeprefix(kind): value for key, value in versions.items()
@@ -81,20 +75,18 @@ def in_key(notebook: nbformat.NotebookNode | None, kind: str) -> dict[str, str]:
 
 
 def edited_since(notebook: nbformat.NotebookNode, accepted: dict[str, str]) -> tuple[str, ...]:
-    """The files its cells read whose hashes are not those ``accepted`` (an expected file's)."""
+    """The files its cells read whose hashes are not those ``accepted``."""
     now = in_key(notebook, READS)
     return tuple(sorted(name for name in {*now, *accepted} if now.get(name) != accepted.get(name)))
 
 
 def extension_version() -> int:
-    """Sphinx's ``env_version``: an edit of this extension makes Sphinx read every page
-    again (a notebook whose code cells are unchanged is then taken from the cache)."""
+    """Sphinx's ``env_version``: an edit of this extension makes Sphinx read every page."""
     code = sorted(p for p in _PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
     return int(short_digest(b"".join(p.read_bytes() for p in code), 12), 16)
 
 
 def open_cache(cache_path: str | Path):
-    """jupyter-cache's cache at ``cache_path`` (imported only by builds that use it)."""
     from jupyter_cache import get_cache
 
     return get_cache(str(cache_path))
@@ -109,20 +101,18 @@ def cache_lock(cache_path: str | Path, name: str) -> FileLock:
 
 
 def cache_key(cache_path: str | Path, notebook: nbformat.NotebookNode) -> str:
-    """jupyter-cache's key of a notebook, without the book's notes (hashing opens no database)."""
+    """jupyter-cache's key of a notebook, without the book's notes (opens no database)."""
     return open_cache(cache_path).create_hashed_notebook(without_notes(notebook))[1]
 
 
 def created(cache_path: str | Path) -> bool:
-    """Whether jupyter-cache finished creating the cache: it writes __version__.txt after the
-    tables, so a database without it is one whose creation was stopped (it holds nothing)."""
+    """Whether jupyter-cache finished creating the cache (it writes __version__.txt last)."""
     return Path(cache_path, "__version__.txt").is_file()
 
 
 def create_cache(cache_path: str | Path) -> None:
-    """Create the cache folder and its tables, once, however many builds start together (a
-    creation stopped before its tables too, an empty file jupyter-cache would never finish; a
-    database copied without its __version__.txt holds runs: kept)."""
+    """Create the cache and its tables, once, however many builds start together; again
+    after a creation stopped at an empty file, which jupyter-cache would never finish."""
     with cache_lock(cache_path, "create"):
         database = Path(cache_path, "global.db")
         if not created(cache_path) and database.is_file() and not database.stat().st_size:
@@ -136,7 +126,7 @@ def notebook_lock(cache_path: str | Path, notebook: nbformat.NotebookNode) -> Fi
 
 
 def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
-    """Until :func:`release_notebook_lock`; a reader holds one lock at a time: no deadlock."""
+    """Until :func:`release_notebook_lock`; a reader holds one at a time: no deadlock."""
     if book_config(app.config).cache_locks:
         lock = notebook_lock(app.env.mystnb_config.execution_cache_path, notebook)
         lock.acquire()
@@ -144,8 +134,8 @@ def hold_notebook_lock(app: Sphinx, notebook: nbformat.NotebookNode) -> None:
 
 
 def release_notebook_lock(app: Sphinx, *_args) -> None:
-    """``doctree-read``: the notebook is cached; let the other build go on. (A read that
-    fails drops the page's data, lock included: filelock releases it then.)"""
+    """``doctree-read``: cached; let the other build go on (a failed read drops the page's
+    data, lock included: filelock releases it then)."""
     lock = app.env.temp_data.pop(_HELD, None)
     if lock is not None:
         lock.release()
@@ -153,7 +143,7 @@ def release_notebook_lock(app: Sphinx, *_args) -> None:
 
 def with_notes(notebook: nbformat.NotebookNode, noted: nbformat.NotebookNode
                ) -> nbformat.NotebookNode:
-    """``notebook`` (``noted``'s cells, read again or cached), each given its cell's note."""
+    """``notebook`` (``noted``'s cells, read again or cached), given their notes."""
     if len(notebook.cells) != len(noted.cells):  # the writer's promise, checked
         raise ValueError(f"MyST written for {len(noted.cells)} cells reads as "
                          f"{len(notebook.cells)}")
@@ -173,9 +163,9 @@ def cached_record(cache_path: str | Path, notebook: nbformat.NotebookNode):
 
 def cache_run(cache_path: str | Path, notebook: nbformat.NotebookNode, source_path: str,
               data: dict) -> int:
-    """Cache an executed notebook, with ``data`` in its record, under the cache's ``write``
-    lock, replacing one of its key; the record's ``pk``. (jupyter-cache trims the cache in
-    two queries after each insert, which deleted a record another build inserted between.)"""
+    """Cache an executed notebook with ``data``, replacing one of its key: its ``pk``. The
+    ``write`` lock: jupyter-cache trims the cache after each insert in two queries, which
+    deleted a record another build inserted between them."""
     from jupyter_cache.base import CacheBundleIn
 
     with cache_lock(cache_path, "write"):
