@@ -15,7 +15,6 @@ from coursebook.museum.prepare import (
     ERROR_SUMMARY,
     REVEAL,
     REVEAL_CLASS,
-    captured_exhibit_cells,
     cell_origins,
     exhibit_cells,
     origin_of,
@@ -105,7 +104,7 @@ def test_an_exhibit_shows_its_code_before_its_error_cause_and_fix(exhibit):
 @pytest.mark.parametrize("exhibit", [e for e in ALL if not e.runs_in_every_build],
                          ids=lambda e: e.key)
 def test_a_captured_exhibit_shows_its_code_before_its_error_and_cause(exhibit):
-    cells = captured_exhibit_cells(exhibit, len(ALL))
+    cells = exhibit_cells(exhibit, len(ALL), TORCH_VERSION)
     first = cells[0].source
     code, error = first.index(exhibit.failing_code), first.index("{dropdown} Show the error")
     assert code < error < first.index(exhibit.museum_record.message) < first.index(exhibit.lesson)
@@ -117,8 +116,7 @@ def test_a_captured_exhibit_shows_its_code_before_its_error_and_cause(exhibit):
 def test_the_cause_waits_behind_a_click_after_the_error(exhibit):
     """Predict, then reveal: the title asks "what goes wrong, and why?"; the cause (and a
     running exhibit's fix note) is in *The cause and the fix*, collapsed, after the error."""
-    cells = (exhibit_cells(exhibit, len(ALL), "2.13.0+cpu") if exhibit.runs_in_every_build
-             else captured_exhibit_cells(exhibit, len(ALL)))
+    cells = exhibit_cells(exhibit, len(ALL), "2.13.0+cpu")
     sources = [cell.source for cell in cells]
     [reveal] = [i for i, source in enumerate(sources) if f"{{dropdown}} {REVEAL}\n" in source]
     before, _, inside = sources[reveal].partition(f"{{dropdown}} {REVEAL}\n")
@@ -161,7 +159,7 @@ def test_each_fix_of_the_eager_room_prints_what_it_computes(capsys):
 def _fix_checks(exhibit) -> list[nbformat.NotebookNode]:
     """The cells that run a captured exhibit's fix again: each is followed by the mark that
     says the fix ran."""
-    cells = captured_exhibit_cells(exhibit, len(ALL))
+    cells = exhibit_cells(exhibit, len(ALL), TORCH_VERSION)
     return [before for before, cell in zip(cells, cells[1:])
             if cell.source == "from coursebook.exhibit_checks import fix_ran\nfix_ran()"]
 
@@ -292,7 +290,7 @@ def _edition_text(cells, *tags: str) -> str:
 def test_a_captured_exhibits_provenance_is_the_instructors_only(exhibit):
     """Where and when the museum captured it, and what the book ran, is the instructor's to
     read; a student's page and download speak of the error and its fix."""
-    cells = captured_exhibit_cells(exhibit, len(ALL))
+    cells = exhibit_cells(exhibit, len(ALL), TORCH_VERSION)
     record = exhibit.museum_record
     student, instructor = _edition_text(cells), _edition_text(cells, "instructor")
     for provenance in (record.where, record.date, "ran without error", "by this book",
@@ -308,10 +306,9 @@ HISTORY = [e for e in ALL if e.museum_fix is not None]
 @pytest.mark.parametrize("exhibit", HISTORY, ids=lambda e: e.key)
 def test_a_fix_changed_since_the_museum_keeps_the_museums_below_it(exhibit, seeds):
     """Today's fix is the one a student copies; the museum's stays, verbatim, as history."""
-    from coursebook.museum.prepare import captured_exhibit_cells
 
     assert exhibit.museum_fix.code.strip() in (seeds / SEED).read_text(encoding="utf8")
-    shown = "\n".join(c.source for c in captured_exhibit_cells(exhibit, len(ALL)))
+    shown = "\n".join(c.source for c in exhibit_cells(exhibit, len(ALL), TORCH_VERSION))
     assert shown.index(exhibit.fix_code) < shown.index(exhibit.museum_fix.code)
     assert exhibit.museum_fix.changed in shown
 
@@ -339,8 +336,7 @@ RERUN = [e for e in ALL if e.museum_rerun is not None]
 
 
 def _captured(exhibit):
-    from coursebook.museum.prepare import captured_exhibit_cells
-    return [c for c in captured_exhibit_cells(exhibit, len(ALL)) if c.cell_type == "code"]
+    return [c for c in exhibit_cells(exhibit, len(ALL), TORCH_VERSION) if c.cell_type == "code"]
 
 
 @pytest.mark.parametrize("exhibit", [e for e in ALL if not e.runs_in_every_build],
@@ -385,7 +381,7 @@ def test_each_fix_is_checked_after_the_failing_code_in_its_process_unless_it_res
     """The fix check runs the program the page shows: the failing code (with what it needs
     first), then the fix, in one process; a fix that starts a fresh runtime runs alone, in a
     new process that never ran the failing code."""
-    from coursebook.museum.prepare import captured_exhibit_cells, in_one_process
+    from coursebook.museum.prepare import in_one_process
     from coursebook.model.notebooks import FRESH_PYTHON_TAG, cell_tags
 
     if exhibit.runs_in_every_build:
@@ -399,7 +395,7 @@ def test_each_fix_is_checked_after_the_failing_code_in_its_process_unless_it_res
             assert FRESH_PYTHON_TAG not in cell_tags(code[fix])
         assert failing < fix
         return
-    checks = {_program(c) for c in captured_exhibit_cells(exhibit, len(ALL))
+    checks = {_program(c) for c in exhibit_cells(exhibit, len(ALL), TORCH_VERSION)
               if c.cell_type == "code" and "run_in_fresh_python" in c.source}
     rerun, cpu = exhibit.museum_rerun, exhibit.cpu
     if rerun is not None:
@@ -446,12 +442,11 @@ message = "only Tensors of floating point dtype can require gradients"
 
 
 def _planted_fix_check(tmp_path, fresh: bool):
-    from coursebook.museum.prepare import captured_exhibit_cells
 
     path = tmp_path / "07-planted.toml"
     path.write_text(PLANTED.replace("{fresh}", "fix_in_fresh_runtime = true" if fresh else ""))
     exhibit = load_exhibit(path, MUSEUM["pytorch"].rooms, load_machine_kinds(MACHINE_KINDS_FILE))
-    cells = [c for c in captured_exhibit_cells(exhibit, 9) if c.cell_type == "code"]
+    cells = [c for c in exhibit_cells(exhibit, 9, TORCH_VERSION) if c.cell_type == "code"]
     check = cells[cells.index(next(c for c in cells if "fix_ran()" in c.source)) - 1]
     return exhibit, check.source
 
@@ -484,7 +479,7 @@ def test_a_download_shows_the_exhibits_code_not_the_books_harness(exhibit):
     from coursebook.render.downloads import download_notebook
     from coursebook.render.plain_markdown import PlainMarkdown
 
-    cells = captured_exhibit_cells(exhibit, len(ALL))
+    cells = exhibit_cells(exhibit, len(ALL), TORCH_VERSION)
     fresh = [c for c in cells
              if "run_in_fresh_python" in c.source and "claim" not in c.metadata.tags]
     assert fresh and all("book-only" in c.metadata.tags for c in fresh)
@@ -506,7 +501,7 @@ def test_a_reproductions_collapsed_error_is_the_error_alone(exhibit):
     an import error about jax; issue 44, R3's read)."""
     from coursebook.museum.prepare import ERROR_SUMMARY
 
-    cells = captured_exhibit_cells(exhibit, len(ALL))
+    cells = exhibit_cells(exhibit, len(ALL), TORCH_VERSION)
     notes = [c.source for c in cells if ERROR_SUMMARY in c.source]
     museum = exhibit.museum_record
     assert notes and all(f"{museum.type}: {museum.message}" in note for note in notes)

@@ -1,6 +1,5 @@
 """The museum in a chapter: each ``{museum-room} WING ROOM`` or ``{museum-introduction} WING``
-marker replaced by its exhibits' cells, in the order a reader predicts (docs/authoring.md, "The
-error museum": "Predict, then reveal")."""
+marker replaced by its exhibits' cells, in the order a reader predicts (docs/authoring.md)."""
 
 from __future__ import annotations
 
@@ -34,9 +33,6 @@ REVEAL_TAG = "hide-output"
 _REVEAL_PROMPTS = {"code_prompt_show": "Show the error", "code_prompt_hide": "Hide the error"}
 _PROMPT = "What goes wrong, and why?"
 _FRESH_RUNTIME = "**The fix, in a fresh runtime.**"
-_RAISES = "the code above raises the error below"
-_FIX_RUNS = "the fix runs without an error"
-_FIX_RUNS_AFTER = "the fix runs without an error after the code that failed, in the same runtime"
 # The summary of the download's collapsed block that holds an exhibit's error.
 ERROR_SUMMARY = "The error, to compare with your prediction"
 # The answer to the prompt's "why", collapsed after the error: on a page it takes in the rest
@@ -62,21 +58,13 @@ def _captured(exhibit: Exhibit) -> str:
     return f"Captured on a {museum.where}, {museum.date}."
 
 
-def _museum_fix_history(exhibit: Exhibit) -> list[nbformat.NotebookNode]:
-    old = exhibit.museum_fix
-    return [] if old is None else [markdown_cell(
-        f"**The museum's fix.** {old.note}\n\n```python\n{old.code}\n```\n\n"
-        f"{old.changed}{_instructor_only(_captured(exhibit))}")]
-
-
 def _cited(claims: tuple[Claim, ...]) -> str:
     """The cited claims' sources, as unseen comments."""
     return "".join(f"\n% source: {claim.source}" for claim in claims if claim.source)
 
 
 def _claim_cells(claims: tuple[Claim, ...], captured: bool = False) -> list[nbformat.NotebookNode]:
-    """A hidden cell per checked claim; a captured exhibit's on the stand-in only, each in a
-    new Python."""
+    """A hidden cell per checked claim; a captured exhibit's on the stand-in, in a new Python."""
     tags = (STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG) if captured else ()
     return [code_cell(f"# claim: {claim.says}\n"
                       + (_fresh_python_call(claim.check) if captured else claim.check),
@@ -84,11 +72,9 @@ def _claim_cells(claims: tuple[Claim, ...], captured: bool = False) -> list[nbfo
 
 
 def claim_sources(museum: dict[str, Wing]) -> dict[str, Claim]:
-    owners = [(wing, False) for wing in museum.values()] + [
-        (exhibit, not exhibit.runs_in_every_build) for wing in museum.values()
-        for exhibit in wing.exhibits]
-    return {cell.source.strip(): claim for owner, captured in owners for claim in owner.claims
-            for cell in _claim_cells((claim,), captured)}
+    owners = [*museum.values(), *(e for wing in museum.values() for e in wing.exhibits)]
+    return {cell.source.strip(): claim for owner in owners for claim in owner.claims
+            for cell in _claim_cells((claim,), not getattr(owner, "runs_in_every_build", True))}
 
 
 def _title(exhibit: Exhibit, total: int) -> str:
@@ -124,8 +110,7 @@ def readers_records(exhibit: Exhibit, expected: ErrorRecord | None
 
 def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
                 *tags: str) -> nbformat.NotebookNode:
-    """A hidden cell comparing the error above with ``expected``; book-only (downloads show
-    :func:`_expected_error_note`)."""
+    """A hidden cell comparing the error above with ``expected`` (downloads: the note below)."""
     elsewhere = tuple({"label": label, **asdict(record)}
                       for label, record in readers_records(exhibit, expected))
     at = f"records[{exhibit.records.index(expected)}].message" if expected else "records"
@@ -140,9 +125,8 @@ def _check_cell(exhibit: Exhibit, expected: ErrorRecord | None,
 
 def _expected_error_note(exhibit: Exhibit, expected: ErrorRecord | None,
                          reproduced: bool = False) -> nbformat.NotebookNode:
-    """For downloads: the expected error in a collapsed block, read after the prediction,
-    with who printed it and other runtimes' wordings (``reproduced``, a CPU rerun whose note
-    names its packages: the error alone)."""
+    """For downloads: the expected error, collapsed, with who printed it and other runtimes'
+    wordings (``reproduced``, a rerun whose note names its packages: the error alone)."""
     record, museum = expected or exhibit.museum_record, exhibit.museum_record
     body = f"```text\n{record.type}: {record.message}\n```"
     if not reproduced:
@@ -170,27 +154,42 @@ def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
     return cell
 
 
+def _fix_run(exhibit: Exhibit, field: str, code: str, fresh: bool, *tags: str,
+             side: CpuReproduction | None = None) -> list[nbformat.NotebookNode]:
+    """A fix run in a new Python (``fresh``: alone, else after the code that failed), checked."""
+    return [_runs(exhibit, field, _in_fresh_python(code, *tags, side=side)),
+            _fix_ran_cell(FRESH_PYTHON_TAG, *tags),
+            _on_a_cpu("the fix runs without an error" + (
+                "" if fresh else " after the code that failed, in the same runtime"), side)]
+
+
 def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
-    """An exhibit that runs in this build: its code, error, cause and fix, each checked."""
+    """Its code, error, cause and fix, each checked where this build runs it (a TPU exhibit:
+    the museum's capture, and reruns and CPU reproductions where its file has them)."""
+    captured = not exhibit.runs_in_every_build
+    cells = (_captured_cells(exhibit, total) if captured
+             else _run_cells(exhibit, total, torch_version))
+    if old := exhibit.museum_fix:
+        cells.append(markdown_cell(
+            f"**The museum's fix.** {old.note}\n\n```python\n{old.code}\n```\n\n"
+            f"{old.changed}{_instructor_only(_captured(exhibit))}"))
+    return cells + _claim_cells(exhibit.claims, captured)
+
+
+def _run_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
     record = exhibit.record_for(torch_version)
     if exhibit.fix_in_fresh_runtime:
         fix = f"{_FRESH_RUNTIME} {exhibit.fix_note}\n\n{_shown_code(exhibit.fix_code)}"
-        fix_ran = [_fix_ran_cell(FRESH_PYTHON_TAG), _on_a_cpu(_FIX_RUNS)]
+        fix_cells = _fix_run(exhibit, "fix_code", exhibit.fix_code, True)
     else:
-        fix, fix_ran = f"**The fix.** {exhibit.fix_note}", [_fix_ran_cell()]
+        fix = f"**The fix.** {exhibit.fix_note}"
+        fix_cells = [_runs(exhibit, "fix_code", code_cell(exhibit.fix_code)), _fix_ran_cell()]
     return [markdown_cell(f"{_title(exhibit, total)}\n\n**The code.** {_PROMPT}"),
             _runs(exhibit, "failing_code", _revealed(code_cell(exhibit.failing_code, RAISES_TAG))),
             _check_cell(exhibit, record),
             _expected_error_note(exhibit, record),
             markdown_cell(_cause(exhibit, fix)),
-            _fix_cell(exhibit),
-            *fix_ran, *_museum_fix_history(exhibit), *_claim_cells(exhibit.claims)]
-
-
-def _fix_cell(exhibit: Exhibit) -> nbformat.NotebookNode:
-    """The fix in the chapter's process, or in a new Python when it starts a fresh runtime."""
-    return _runs(exhibit, "fix_code", _in_fresh_python(exhibit.fix_code)
-                 if exhibit.fix_in_fresh_runtime else code_cell(exhibit.fix_code))
+            *fix_cells]
 
 
 def in_one_process(cells: list[tuple[str, bool]]) -> str:
@@ -209,8 +208,7 @@ def in_one_process(cells: list[tuple[str, bool]]) -> str:
 
 def _in_fresh_python(code: str, *tags: str,
                      side: CpuReproduction | None = None) -> nbformat.NotebookNode:
-    """A hidden, book-only cell running ``code`` in a new Python, ``side``'s older packages
-    first on its path (the page shows the code with :func:`_shown_code`)."""
+    """A hidden, book-only cell running ``code`` in a new Python, ``side``'s packages first."""
     return code_cell(_fresh_python_call(code, side), "remove-input", BOOK_ONLY_TAG,
                      FRESH_PYTHON_TAG, *tags)
 
@@ -234,9 +232,7 @@ def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
     return f"{where}:\n\n```python\n{code}\n```"
 
 
-def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
-    """A TPU exhibit: its code, the museum's capture, the cause; reruns and CPU
-    reproductions where its file has them."""
+def _captured_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
     museum, rerun, cpu = exhibit.museum_record, exhibit.museum_rerun, exhibit.cpu
     only = (STAND_IN_ONLY_TAG,) if rerun is not None and rerun.stand_in_only else ()
     run = ("The museum's text, verbatim"
@@ -249,24 +245,26 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         f"{run}:\n\n"
         f"```text\n{museum.type}: {museum.message}\n```\n:::\n::::"
         f"{_instructor_only(_captured(exhibit))}\n\n{_cause(exhibit)}")]
-    if rerun is not None:  # the museum's code run again, its error checked
+
+    def raised(field: str, shown: str, code: str, *tags: str, side=None) -> list:
+        """The failing code run again in a new Python, its error checked."""
+        return [markdown_cell(shown),
+                _runs(exhibit, field, _revealed(_in_fresh_python(code, RAISES_TAG, *tags,
+                                                                 side=side))),
+                _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *tags),
+                _on_a_cpu("the code above raises the error below", side),
+                _expected_error_note(exhibit, museum, reproduced=True)]
+
+    if rerun is not None:
         where = "In a fresh Python process, this set-up, then the museum's code above"
-        cells += [markdown_cell(f"**The museum's code, run again.** {rerun.note}\n\n"
-                                + _shown_code(rerun.setup, where)),
-                  _runs(exhibit, "museum_rerun.setup", _revealed(_in_fresh_python(
-                      f"{rerun.setup}\n\n{exhibit.failing_code}", RAISES_TAG, *only))),
-                  _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *only),
-                  _on_a_cpu(_RAISES),
-                  _expected_error_note(exhibit, museum, reproduced=True)]
+        cells += raised("museum_rerun.setup", f"**The museum's code, run again.** {rerun.note}"
+                        f"\n\n{_shown_code(rerun.setup, where)}",
+                        f"{rerun.setup}\n\n{exhibit.failing_code}", *only)
     # A CPU reproduction is the stand-in's to run: an accelerator machine leaves it out.
     if cpu is not None and cpu.reproduction:
-        cells += [markdown_cell(f"**Reproduced on CPU.** {cpu.note}\n\n"
-                                f"{_shown_code(cpu.reproduction)}"),
-                  _runs(exhibit, "cpu.reproduction", _revealed(_in_fresh_python(
-                      cpu.reproduction, RAISES_TAG, STAND_IN_ONLY_TAG, side=cpu))),
-                  _check_cell(exhibit, museum, STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
-                  _on_a_cpu(_RAISES, cpu),
-                  _expected_error_note(exhibit, museum, reproduced=True)]
+        cells += raised("cpu.reproduction", f"**Reproduced on CPU.** {cpu.note}\n\n"
+                        f"{_shown_code(cpu.reproduction)}", cpu.reproduction, STAND_IN_ONLY_TAG,
+                        side=cpu)
     provenance = (f"The museum's fix. {_captured(exhibit)} It ran without error on the same "
                   "hardware."
                   if exhibit.museum_fix is None else
@@ -280,14 +278,11 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
         after = ("in a new Python process, one that never ran the code above." if fresh else
                  "where the museum's code left the process: its set-up, the museum's code (its "
                  "error expected), then the fix, in one process.")
+        code = exhibit.fix_code if fresh else in_one_process(
+            [(rerun.setup, False), (exhibit.failing_code, True), (exhibit.fix_code, False)])
         # The fix may print nothing: only the instructor's page heads its cell.
         cells += [markdown_cell(_instructor_only(f"The fix, run again {after}").strip()),
-                  # The fix after the set-up and failing code, or alone in a fresh runtime.
-                  _fix_cell(exhibit) if fresh else _runs(exhibit, "fix_code", _in_fresh_python(
-                      in_one_process([(rerun.setup, False), (exhibit.failing_code, True),
-                                      (exhibit.fix_code, False)]), *only)),
-                  _fix_ran_cell(FRESH_PYTHON_TAG, *(() if fresh else only)),
-                  _on_a_cpu(_FIX_RUNS if fresh else _FIX_RUNS_AFTER)]
+                  *_fix_run(exhibit, "fix_code", code, fresh, *(() if fresh else only))]
     if cpu is not None and cpu.reproduction and cpu.fix:
         fresh = cpu.fix_in_fresh_runtime  # alone in a fresh runtime, or after the reproduction
         where = ("In a fresh Python process, without the older packages" if fresh
@@ -296,18 +291,14 @@ def captured_exhibit_cells(exhibit: Exhibit, total: int) -> list[nbformat.Notebo
             in_one_process([(cpu.reproduction, True), (cpu.fix, False)]), cpu)
         cells += [markdown_cell(f"**The fix on CPU.** {cpu.fix_note}\n\n"
                                 f"{_shown_code(cpu.fix, where)}"),
-                  _runs(exhibit, "cpu.fix", _in_fresh_python(code, STAND_IN_ONLY_TAG, side=side)),
-                  _fix_ran_cell(STAND_IN_ONLY_TAG, FRESH_PYTHON_TAG),
-                  _on_a_cpu(_FIX_RUNS if fresh else _FIX_RUNS_AFTER, side)]
+                  *_fix_run(exhibit, "cpu.fix", code, fresh, STAND_IN_ONLY_TAG, side=side)]
     elif cpu is not None and not cpu.reproduction:
         cells.append(markdown_cell(f"*{cpu.note}*"))
-    return cells + _museum_fix_history(exhibit) + _claim_cells(exhibit.claims, captured=True)
+    return cells
 
 
 @dataclass(frozen=True)
 class CellOrigin:
-    """The exhibit field a generated code cell runs, and its line."""
-
     exhibit: Exhibit
     field: str
     line: int
@@ -315,8 +306,7 @@ class CellOrigin:
 
 def _runs(exhibit: Exhibit, field: str, cell: nbformat.NotebookNode, at: str = "",
           **check: str) -> nbformat.NotebookNode:
-    """A code cell that runs the exhibit's ``field`` (``at``: where in its file), noted with
-    it (and a check cell with its verdict's label)."""
+    """``cell``, noted with the exhibit's ``field`` it runs (``at``: where) and any ``check``."""
     note(cell, exhibit=[exhibit.key, field, at or field], **check)
     return cell
 
@@ -338,18 +328,10 @@ def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
     return {cell.source: noted(cell, "check") for cell in cells}
 
 
-def _exhibits_cells(exhibits, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
-    return [cell for exhibit in exhibits
-            for cell in (exhibit_cells(exhibit, total, torch_version)
-                         if exhibit.runs_in_every_build
-                         else captured_exhibit_cells(exhibit, total))]
-
-
 def cell_origins(museum: dict[str, Wing], torch_version: str) -> dict[str, CellOrigin]:
-    """What each code cell the museum adds runs, by its source: for a run whose cells carry
-    no notes (a download's)."""
-    cells = _exhibits_cells((e for wing in museum.values() for e in wing.exhibits), 0,
-                            torch_version)
+    """What each code cell the museum adds runs, by source: for a download's run (no notes)."""
+    cells = [cell for wing in museum.values() for exhibit in wing.exhibits
+             for cell in exhibit_cells(exhibit, 0, torch_version)]
     return {cell.source: origin for cell in cells if (origin := origin_of(cell, museum))}
 
 
@@ -375,7 +357,7 @@ def _marker_cells(kind: str, arguments: list[str], museum: dict[str, Wing],
     return [markdown_cell("`````{only} html\n::::{grid} 1 2 2 3\n:gutter: 2\n\n"
                           + "\n\n".join(cards) + "\n::::\n`````\n\n`````{only} latex\n"
                           + listing + "\n`````"),
-            *_exhibits_cells(exhibits, total, torch_version)]
+            *(cell for e in exhibits for cell in exhibit_cells(e, total, torch_version))]
 
 
 def place_museum(notebook: nbformat.NotebookNode, museum: dict[str, Wing],
