@@ -1,8 +1,5 @@
-"""Torch versions: where each chapter is verified (verified, not yet verified or stale on
-each other torch and reader runtime: docs/authoring.md), and what changed between versions
-(``{torch-version-changes}``: changed words in bold, which print in black and white shows).
-The museum's check cells (verdicts written per torch) are never compared.
-"""
+"""Torch versions: where each chapter is verified (docs/authoring.md), and what changed
+between versions (``{torch-version-changes}``)."""
 
 from __future__ import annotations
 
@@ -113,9 +110,8 @@ def check_digests(museum: dict[str, Wing]) -> set[str]:
 
 def standing(chapter: str, other: OtherTorch, expected_dir: Path, build_torch: str,
              checks: set[str], notebook: nbformat.NotebookNode) -> Standing | None:
-    """How ``chapter`` (``notebook``) stands on ``other`` (None: the build's torch has no
-    file for it). ``checks`` are never compared, nor, for a runtime's downloads, its
-    ``book-only`` cells."""
+    """How ``chapter`` stands on ``other`` (None: the build's torch has no file for it);
+    ``checks`` (the museum's, verdicts written per torch) are never compared."""
     build = read_expectations(expectations_path(expected_dir, build_torch, chapter))
     if build is None:
         return None
@@ -153,6 +149,7 @@ def comparable(text: str, version: str) -> str:
 
 
 def highlighted_block(runs: list[tuple[str, bool]]) -> nodes.literal_block:
+    # Bold, not colour: print in black and white shows it.
     children = [nodes.strong(text, text, classes=["torch-diff-changed"]) if changed
                 else nodes.Text(text) for text, changed in runs]
     # Sphinx highlights (and flattens to text) a block whose rawsource is its text, and
@@ -172,8 +169,7 @@ def highlight_changed_boxes(doctree: nodes.document) -> None:
 
 
 def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
-    """Under a chapter's title: the torches and reader runtimes it was verified on, and
-    the command for each stale or not yet verified (student edition: its torch only)."""
+    """Under a chapter's title: where it was verified (student edition: this torch only)."""
     config = book_config(app.config)
     chapter, running = app.env.docname, config.torch
     expected_dir = Path(app.srcdir, config.expected_dir)
@@ -317,8 +313,7 @@ class cell_heading(nodes.Inline, nodes.Element):
 
 
 class CellHeadings(SphinxPostTransform):
-    """Each :class:`cell_heading` becomes a link to its section, as the chapter's doctree
-    has it (no label: its title alone)."""
+    """Each :class:`cell_heading` becomes a link to its section (no label: its title)."""
 
     default_priority = 5  # before Sphinx resolves references (10)
 

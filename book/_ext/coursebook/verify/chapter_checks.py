@@ -1,7 +1,6 @@
 """Every executed cell did what its tags promise and showed what is expected, or the build
-stops: myst-nb accepts a ``raises-exception`` cell that does not raise, and in cache mode a
-failing notebook is only a warning; here either is an error at the cell.
-"""
+stops (myst-nb accepts a ``raises-exception`` cell that does not raise, and in cache mode a
+failing notebook is only a warning)."""
 
 from __future__ import annotations
 
@@ -75,8 +74,7 @@ def code_cells(doctree: nodes.document) -> Iterator[nodes.container]:
 
 
 def normalise_output_nodes(doctree) -> None:
-    """Cell outputs on a page as the book compares them (a cut output's marker without its
-    digest)."""
+    """Cell outputs on a page as compared (a cut output's marker without its digest)."""
     for block in doctree.findall(nodes.literal_block):
         if "output" in block.get("classes", []) and (cleaned := without_digest(
                 normalise(text := block.astext()))) != text:
@@ -115,8 +113,7 @@ def _at(cell, what: str) -> BookError:
     return BookError(f"code cell `{named}` {what}", line=line)
 
 
-# A fetch without the network: urllib's, requests', curl's, the resolver's and torch.hub's
-# words for it.
+# A fetch without the network, in urllib's, requests', curl's, the resolver's, torch.hub's words.
 _OFFLINE = re.compile(r"urlopen error|Max retries exceeded|Network is unreachable|Name or service "
                       r"not known|Temporary failure in name resolution|nodename nor servname"
                       r"|Could not resolve host|no internet connection")
@@ -129,8 +126,7 @@ _CHECKED = ("    The build wrote this cell from the `checks:` of the answer cell
 
 def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str, source: str
             ) -> str:
-    """What to do about an error a cell was not tagged for, by its cause (settings as the
-    ``chapter`` file's kind writes them)."""
+    """What to do about an error a cell was not tagged for, by its cause."""
     name = re.search(r"^NameError: name '(\w+)' is not defined", error, re.M)
     if name and (answer := left_out.get(name[1])):
         return (f"    `{name[1]}` is defined at line {answer}, by an answer or a cell that needs "
@@ -203,10 +199,9 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
         error = next((block.astext().strip() for block in cell.findall(nodes.literal_block)
                       if "traceback" in block.get("classes", [])), None)
         where = cells[cell["cell_index"]]
-        # `raises: RuntimeError` (make chapter FROM= writes the error a lesson saved): another
-        # error (a module or a name a cell lacks) is not the lesson, whatever accepting says.
-        # The error's name starts a line of its traceback: the first, or after the cell's
-        # line and a caret (a SyntaxError); a module may qualify it (torch.OutOfMemoryError).
+        # `raises: RuntimeError`: another error (a module or a name a cell lacks) is not the
+        # lesson, whatever accepting says. Its name starts a line of the traceback (a
+        # SyntaxError's after a caret), maybe qualified (torch.OutOfMemoryError).
         wanted = cell.get("cell_metadata", {}).get("raises")
         # ipykernel's answer to input(), getpass or a debugger's prompt: no build types one.
         waits = any("StdinNotImplementedError" in block.astext() for block in
@@ -221,17 +216,17 @@ def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
                     and problems[-1].message.startswith(f"exhibit {origin.exhibit.key}:")):
                 problems.append(_exhibit_problem(origin, error))  # not "did not raise" twice
         elif unexpected:
+            printed = _printed(cell)
             problems.append(_at(where, (
-                f"raised an error it was not tagged for:\n      {_short(error)}{_printed(cell)}\n"
+                f"raised an error it was not tagged for:\n      {_short(error)}{printed}\n"
                 + (f"    The whole run's traceback: {report}\n" if report else "")
                 + (_CHECKED if CHECK_TAG in tags else _advice(
-                    error, _printed(cell), left_out or {}, doctree.get("source", ""),
-                    where.source)))))
+                    error, printed, left_out or {}, doctree.get("source", ""), where.source)))))
         elif error is None and RAISES_TAG in tags:
             problems.append(_at(where, (
                 f"is tagged `{RAISES_TAG}` but did not raise. Make it raise again, or drop the "
                 f"tag{' and its `raises`' if wanted else ''} if it is meant to succeed.")))
-        elif error is None and wanted and not exhibit:  # the tag dropped, as told above
+        elif error is None and wanted:  # the tag dropped, as told above
             problems.append(_at(where, (
                 f"names the error it teaches (`raises: {wanted}`) but is not tagged "
                 f"`{RAISES_TAG}`, and raised nothing: take `raises` out, or tag it.")))
@@ -286,8 +281,7 @@ def check_executed_chapter(app: Sphinx, doctree: nodes.document) -> None:
 
 
 def executed_notebook(app: Sphinx, prepared: PreparedChapter) -> nbformat.NotebookNode | None:
-    """The prepared notebook with its outputs, as the chapter client took it from the cache;
-    None when it did not (a failed run, or not run)."""
+    """The prepared notebook with its outputs (None: a failed run, or not run)."""
     return prepared.recorded if prepared.recorded is not None else app.env.temp_data.get(EXECUTED)
 
 
@@ -299,9 +293,8 @@ def raised_on_purpose(executed: nbformat.NotebookNode) -> tuple[str, ...]:
 
 
 def keep_cell_outputs(app: Sphinx, doctree: nodes.document) -> None:
-    """``doctree-read``: a chapter's outputs, kept with the page so that every build (a
-    warm one too) compares them without the cache; and the error types it raises on
-    purpose, which its downloads catch."""
+    """``doctree-read``: a chapter's outputs, kept with the page so that a warm build too
+    compares them without the cache; and the error types it raises on purpose (downloads')."""
     env = app.env
     prepared: PreparedChapter | None = env.temp_data.get(PREPARED)
     chapter = page_state_of(env, env.docname)
@@ -427,8 +420,7 @@ def patterns_alone(expectations: Expectations | None, edition: str) -> set[str]:
 def compared_account(outputs: list[CellOutput], mismatches: list,
                      alone: set[str] = frozenset()) -> tuple[str, str]:
     """How many code cells were compared and matched, and what was not, with why (``; not
-    …``; ``alone``: :func:`patterns_alone`): the build's summary line, the instructor page
-    and `pytest book`'s skips say the same."""
+    …``): the build's summary line, the instructor page and `pytest book`'s skips."""
     failed = {getattr(mismatch, "cell", mismatch).key for mismatch in mismatches} | alone
     verified = [o for o in outputs if not o.unverified and o.key not in failed and o.compared]
     images = ", ".join(f"the {'widget' if shown.startswith('[widget]') else 'image'} "

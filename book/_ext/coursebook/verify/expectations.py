@@ -1,6 +1,5 @@
-"""Expected outputs, ``book/expected/torch-<version>/<chapter>.txt`` (its format:
-docs/authoring.md, "Expected outputs"). Each edition's accepted run is noted
-(:func:`run_digest`): another output from the same run varies, accepting it would not help."""
+"""Expected outputs, ``book/expected/torch-<version>/<chapter>.txt`` (docs/authoring.md,
+"Expected outputs"): read, accepted, compared."""
 
 from __future__ import annotations
 
@@ -104,16 +103,15 @@ def code_digest(source: str) -> str:
 
 def keyed_cells(notebook: nbformat.NotebookNode,
                 downloaded: bool = False) -> list[tuple[str, nbformat.NotebookNode]]:
-    """Each code cell whose output is expected, with its key; ``downloaded``: not
-    ``book-only`` ones."""
+    """Each code cell whose output is expected, with its key (``downloaded``: no book-only)."""
     return [(cell_key(cell), cell) for cell in notebook.cells if expects_output(cell)
             and not (downloaded and BOOK_ONLY_TAG in cell_tags(cell))]
 
 
 def cell_outputs(notebook: nbformat.NotebookNode,
                  ran: dict[str, nbformat.NotebookNode] | None = None) -> list[CellOutput]:
-    """Each of :func:`keyed_cells` of an executed notebook with its key and shown text
-    (given ``ran``, its download's cells as run, by key: what each showed there)."""
+    """Each of :func:`keyed_cells` of an executed notebook, shown (given ``ran``, as its
+    download's cells by key showed)."""
     return [CellOutput(key, number, cell.source, shown_text(cell if ran is None else ran[key]),
                        str(cell.metadata.get(UNVERIFIED_KEY, "")), source_line(cell))
             for number, (key, cell) in enumerate(keyed_cells(notebook, ran is not None), 1)]
@@ -135,8 +133,8 @@ class Expectations:
 
 
 def run_digest(notebook: nbformat.NotebookNode) -> str:
-    """What decides a chapter's outputs: its code cells (with the execution versions in
-    their metadata) and the platform."""
+    """What decides a chapter's outputs (accepted again from one run, another output varies):
+    its code cells, their execution versions, and the platform."""
     cells = [[cell.source, {key: value for key, value in cell.metadata.items() if key != CELL_NOTE}]
              for cell in notebook.cells if cell.cell_type == "code"]
     return short_digest(json.dumps([platform.system(), platform.machine(), cells],
@@ -271,9 +269,8 @@ def accept_into(path: Path, expectations: Expectations | None, edition: str,
                 outputs: list[CellOutput], order: Callable[[], list[str]], header: list[str],
                 run: str | None = None, since: datetime | None = None,
                 reads: dict[str, str] | None = None) -> tuple[list[str], list[TimeOfRun]]:
-    """:func:`accept`, then :func:`write_expectations`, for both ways of accepting (the book's
-    and a runtime's): the lines to show (each ``(varies)`` entry its output outgrew, written
-    unmarked; the file written) and the refused outputs."""
+    """:func:`accept`, then :func:`write_expectations` (the book's and a runtime's): the lines
+    to show (each ``(varies)`` entry outgrown, written unmarked; the file) and the refused."""
     before = expectations or Expectations()
     marked = before.varying[edition]  # before accepting, which updates it
     accepted, refused = accept(expectations, edition, outputs, run, since)

@@ -1,8 +1,6 @@
 """Outputs that vary from run to run: an entry marked ``(varies)`` is a pattern, as doctest's
-ELLIPSIS makes an expected output one (the patterns, each taking the spaces that pad its
-value: docs/authoring.md, "Outputs that vary"); a literal ``...`` in an unmarked entry is
-never one. A time of day read from the clock, which two runs of one minute print alike, is
-found by comparing it with the clock while the runs ran (:func:`clock_readings`)."""
+ELLIPSIS makes one (docs/authoring.md, "Outputs that vary"); a time of day read from the
+clock is found by comparing it with the clock while the runs ran."""
 
 from __future__ import annotations
 
@@ -69,8 +67,8 @@ def _line_pieces(line: str) -> list[Piece] | None:
 
 
 def _earliest_end(piece: Piece, text: str, start: int) -> int | None:
-    """Where the piece's match that ends first after ``start`` ends: what the line after
-    it can hold only grows as it ends earlier. None: no match."""
+    """Where the piece's earliest-ending match after ``start`` ends (None: no match): what
+    follows it can hold only grows as it ends earlier."""
     found, _, tail = piece
     if (hit := found.search(text, start)) is None:
         return None
@@ -179,9 +177,8 @@ _TEMPORARY = re.compile(r"(?<![^\W_])tmp[a-z0-9_]{8}(?![^\W_])")
 
 
 def what_varies(one: str, two: str) -> str:
-    """Where two outputs differ: "made" where only temporary names or dates do (no draw),
-    "measured" where only those, durations or sizes do (a clock's, memory's, or a simulated
-    one: drawn), else "" (any value, a drawn one)."""
+    """Where two outputs differ: "made" (only temporary names or dates: no draw), "measured"
+    (those, durations or sizes: a clock's, memory's, or simulated), else "" (a drawn value)."""
     one, two = (_TEMPORARY.sub("tmp", _SLOW_RUN.sub("", text)) for text in (one, two))
     marked = _marked(one, two)
     if not (matches(marked, one) and matches(marked, two)) or re.search(r"<number>|\.\.\.",
