@@ -1,7 +1,5 @@
-"""Figures drawn from the tensors a chapter just computed (matplotlib), so a picture shows
-what the code did; each shown with the texts it draws as its plain-text form, by which the
-book verifies it (never by its pixels).
-"""
+"""Figures of the tensors a chapter just computed, each shown with the texts it draws as its
+plain-text form, by which the book verifies it (never by its pixels)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""What reading each chapter page left for the later phases, kept in the environment by an
-``EnvironmentCollector``: Sphinx drops a page's entry when the page is read again or removed,
-merges parallel readers' entries and pickles them (a warm build that reads no page has them).
-"""
+"""What reading each chapter page left for the later phases, kept by an EnvironmentCollector:
+Sphinx drops, merges (parallel reads) and pickles each page's entry."""
 
 from __future__ import annotations
 
@@ -36,8 +34,7 @@ class CellOutput:  # one code cell of an executed chapter, as verification sees 
 
     @property
     def compared(self) -> bool:
-        """Whether its output is compared: an empty one is (it must stay empty), an image's
-        repr alone is not, nor a widget's."""
+        """An empty output is compared (it must stay empty); an image's or widget's repr is not."""
         return not self.text or bool(BARE_REPR.sub("", self.text).strip())
 
 
@@ -62,7 +59,6 @@ class PageState:
 
 
 def page_states(env: BuildEnvironment) -> dict[str, PageState]:
-    """Every page's :class:`PageState` by docname (pages that left nothing are absent)."""
     return env.__dict__.setdefault("coursebook_page_states", {})
 
 
@@ -71,7 +67,6 @@ def page_state_of(env: BuildEnvironment, docname: str) -> PageState:
 
 
 def chapter_notebook(env: BuildEnvironment, docname: str) -> nbformat.NotebookNode | None:
-    """The page's edition notebook as read (None: no chapter, or not prepared)."""
     return getattr(page_states(env).get(docname), "notebook", None)
 
 
@@ -101,9 +96,8 @@ class PageStateCollector(EnvironmentCollector):
 
     def get_outdated_docs(self, app: Sphinx, env: BuildEnvironment, added: set[str],
                           changed: set[str], removed: set[str]) -> list[str]:
-        """A page that failed is read again, and so is one whose awaited input now exists or
-        whose verified versions changed (Sphinx would take a missing dependency for a
-        changed one, on every build)."""
+        """A failed page is read again, and one whose awaited input now exists or whose verified
+        versions changed (Sphinx would take a missing dependency for a changed one, each build)."""
         expected_dir = Path(app.srcdir, book_config(app.config).expected_dir)
         return [docname for docname, chapter in page_states(env).items()
                 if docname not in added | changed | removed and (

@@ -1,7 +1,5 @@
-"""What a reader can download (docs/authoring.md, "Downloads"): this edition's notebook and
-source, never the file on disk, which Sphinx copies with the answers into ``_sources/`` (and
-the theme offers an ``.ipynb`` only with launch buttons on).
-"""
+"""What a reader downloads (docs/authoring.md, "Downloads"): this edition's notebook and .md,
+never the file on disk, which Sphinx copies with the answers into ``_sources/``."""
 
 from __future__ import annotations
 
@@ -51,9 +49,8 @@ def glue_stand_in(found: re.Match) -> str:  # ``import myst_nb``: a class of tha
             + textwrap.indent(GLUE_STAND_IN.format("glue"), "    "))
 
 
-# A caught cell's first line. The types it prints are the chapter's, in a cell at the top
-# (and after each restart) that Colab and Jupyter show folded (``GOES_ON_FOLDED``): in a cell
-# the student reads before predicting, they would tell what goes wrong.
+# A caught cell's first line. The types it prints are in a folded cell at the top (and after
+# each restart): in a cell the student reads before predicting, they would tell what goes wrong.
 CAUGHT = "with run_all_goes_on():  # set up at the top: rerun that cell after a restart\n"
 GOES_ON = """#@title Run first, and again after a restart: Run all goes on past the book's errors
 # A cell that begins `with run_all_goes_on():` runs its code as written. An error of a type
@@ -74,11 +71,9 @@ GOES_ON_FOLDED = {"cellView": "form", "jupyter": {"source_hidden": True}}  # Col
 
 
 def catching(source: str) -> str:
-    """A cell whose error of a type :data:`GOES_ON` names is printed, not raised. A line
-    inside a multi-line string keeps its indentation (the string's text); a cell that is no
-    Python (``x = # TODO``) stays as it is: wrapped, it fails to compile all the same. The
-    comments at the left margin that end a cell (``# Your version here``) follow the wrapper:
-    a student types under them at the margin, which inside the block would not compile."""
+    """The cell under :data:`CAUGHT`, indented but for a multi-line string's lines (its text) and
+    the margin comments that end it (``# Your version here``: a student types under them there).
+    A cell that is no Python (``x = # TODO``) stays as it is: wrapped, it fails all the same."""
     lines = source.strip("\n").splitlines()
     try:  # not plain Python (a magic, say): every line is code, indented
         tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(lines)).readline))
@@ -107,8 +102,8 @@ CHECKS_CODE = "The code that defines check(), which the notebook runs"
 def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
                       raised: tuple[str, ...] = (), instructor: bool = False
                       ) -> nbformat.NotebookNode:
-    """What a reader runs elsewhere with "Run all"; ``raised``: the error types its cells
-    raise on purpose (none: no cell is caught; the .md, read as text, shows the code as is)."""
+    """What a reader runs elsewhere with "Run all"; ``raised``: the error types its cells raise
+    on purpose (none: no cell is caught; the .md, read as text, shows the code as is)."""
     notebook = copy.deepcopy(notebook)  # the prepared chapter is shared by the build's hooks
     cells, notebook.cells = notebook.cells, []
     goes_on = GOES_ON.format(raised)
@@ -155,9 +150,8 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
             if SETUP_TAG in tags and not instructor:
                 cell.source = without_exact(cell.source)
             if SETUP_TAG in tags and markdown.set_aside is not None:  # the .md, read as text
-                from coursebook.render.plain_markdown import fenced
                 notebook.cells[index] = markdown_cell(markdown.kept_for_the_end(
-                    CHECKS_CODE, fenced(cell.source, "python")))
+                    CHECKS_CODE, as_text(cell)))
     # A cell whose whole text is another edition's (an ``{only}`` block) is left out.
     notebook.cells = [cell for cell in notebook.cells
                       if cell.cell_type != "markdown" or cell.source.strip()]
@@ -175,8 +169,7 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
 SET_ASIDE_HEADING = "Kept for after your predictions"
 
 
-def as_text(cell: nbformat.NotebookNode) -> str:
-    """A cell as the ``.md`` download reads it: its Markdown, or its code fenced."""
+def as_text(cell: nbformat.NotebookNode) -> str:  # in the .md download
     from coursebook.render.plain_markdown import fenced
 
     return cell.source.strip("\n") if cell.cell_type == "markdown" else fenced(cell.source,
@@ -185,9 +178,8 @@ def as_text(cell: nbformat.NotebookNode) -> str:
 
 def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
                       instructor: bool = False) -> str:
-    """The ``.md`` download: the download notebook as one plain Markdown document. A text
-    editor shows a ``<details>`` block open, so each (an error to predict, a reveal) is set
-    aside, numbered, after the last cell, and its place names it; so is a glued image."""
+    """The ``.md`` download: the download notebook as text, each dropdown (which a text editor
+    shows open) and glued image set aside, numbered, after the last cell."""
     set_aside: list[tuple[str, str]] = []
     images: list[str] = []
     cells = download_notebook(notebook, replace(markdown, set_aside=set_aside, images=images),
@@ -263,8 +255,7 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
 
 
 def glued(app: Sphinx, pagename: str) -> dict[str, dict]:
-    """Each value a chapter's cells glue, the mime bundle the page pastes: myst-nb's glue data
-    of this page's run, which it writes out for later steps (this one)."""
+    """Each value the page's cells glue, its mime bundle: myst-nb's file of this page's run."""
     from myst_nb.sphinx_ import NbMetadataCollector
 
     if not NbMetadataCollector.get_doc_data(app.env)[pagename].get("glue"):
@@ -274,8 +265,7 @@ def glued(app: Sphinx, pagename: str) -> dict[str, dict]:
 
 
 def block_numbers(env, pagename: str) -> dict[str, list[str]]:
-    """The page's numbered blocks' numbers by kind (exercise, theorem...), each in its order,
-    as its HTML shows them (numfig's: on across the book's pages, in reading order)."""
+    """The page's numbered blocks' numbers by kind, in order, as its HTML shows them (numfig's)."""
     return {kind: [".".join(map(str, number)) for number in sorted(numbers.values())]
             for kind, numbers in env.toc_fignumbers.get(pagename, {}).items()}
 
@@ -300,7 +290,7 @@ def offer_edition_notebook(app: Sphinx, pagename: str, templatename: str,
 
 
 def _copied_source(app: Sphinx, docname: str) -> str:
-    """The name under ``_sources/`` Sphinx copies a page's file to (a chapter's: its .md)."""
+    """The name Sphinx copies a page's file to under ``_sources/`` (a chapter's: its .md)."""
     suffix = (".md" if chapter_notebook(app.env, docname) is not None
               else Path(app.env.doc2path(docname)).suffix)
     return docname + suffix + app.config.html_sourcelink_suffix
@@ -310,15 +300,13 @@ COLAB = "https://colab.research.google.com/github"
 
 
 def colab_url(repository_url: str, branch: str, pagename: str) -> str:
-    """Where Colab opens the published student notebook of a page."""
     repository = repository_url.rstrip("/").removesuffix(".git").split("github.com/")[-1]
     return f"{COLAB}/{repository}/blob/{branch}/_sources/{pagename}.ipynb"
 
 
 def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dict,
                      doctree) -> None:
-    """``html-page-context``, after the theme's buttons: "Open in Colab", which opens the
-    student notebook where the student HTML is published, when configured."""
+    """``html-page-context``, after the theme's buttons: "Open in Colab", when configured."""
     config = book_config(app.config)
     if (not config.repository_url
             or "header_buttons" not in context or "ipynb_source" not in context):
@@ -331,9 +319,8 @@ def add_colab_button(app: Sphinx, pagename: str, templatename: str, context: dic
 
 
 def replace_copied_sources(app: Sphinx, exception: Exception | None) -> None:
-    """``build-finished``: each page file Sphinx copied this build (a copy that differs holds
-    the edition's text already) becomes the edition's: a chapter's, its .md download; another
-    page's, its text as plain Markdown."""
+    """``build-finished``: each page file Sphinx copied this build becomes the edition's: a
+    chapter's .md download, another page as plain Markdown (a differing copy is done)."""
     if exception is not None or app.builder.format != "html" or not app.config.html_copy_source:
         return
     for docname in app.env.found_docs:

@@ -1,13 +1,10 @@
-"""Lab handouts (``coursebook_handouts``; docs/publishing.md, "Lab handouts"): the LaTeX
-builder writes a ``<chapter>.tex`` per chapter, its cover ``<chapter>-cover.tex``, and
-``handouts.json`` for ``tools/build_pdf.py``.
-"""
+"""Lab handouts (docs/publishing.md): a ``<chapter>.tex`` per chapter, its cover
+``<chapter>-cover.tex``, and ``handouts.json`` for ``tools/build_pdf.py``."""
 
 from __future__ import annotations
 
 import json
 import mimetypes
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from docutils import nodes
@@ -32,22 +29,14 @@ MANIFEST = "handouts.json"  # for tools/build_pdf.py
 KEEP_TOGETHER_LINES = 28
 
 
-@dataclass(frozen=True)
-class Handout:
-    docname: str  # its .tex file's stem
-    title: str
-    source: str  # the chapter file, as build messages name it
-    page_url: str
-    colab_url: str
-
-
-def handouts(app: Sphinx) -> list[Handout]:
+def handouts(app: Sphinx) -> list[dict[str, str]]:  # handouts.json's entries
     config = book_config(app.config)
-    return [Handout(docname, app.env.titles[docname].astext(),
-                    str(shown_path(app.env.doc2path(docname))),
-                    page_url(app.config.html_baseurl, docname),
-                    colab_url(config.repository_url, config.published_branch, docname)
-                    if config.repository_url else "")
+    return [{"docname": docname,  # its .tex file's stem
+             "title": app.env.titles[docname].astext(),
+             "source": str(shown_path(app.env.doc2path(docname))),  # as build messages name it
+             "page_url": page_url(app.config.html_baseurl, docname),
+             "colab_url": colab_url(config.repository_url, config.published_branch, docname)
+             if config.repository_url else ""}
             for docname in chapters_in_reading_order(app.env)]
 
 
@@ -56,30 +45,19 @@ def set_handout_documents(app: Sphinx, env) -> None:
     sections run on; the title is LaTeX there)."""
     if book_config(app.config).handouts and app.builder.name == "latex":
         app.config.latex_documents = [
-            (handout.docname, f"{handout.docname}.tex",
-             escape(handout.title, app.config.latex_engine), app.config.author, "howto")
+            (handout["docname"], f"{handout['docname']}.tex",
+             escape(handout["title"], app.config.latex_engine), app.config.author, "howto")
             for handout in handouts(app)]
 
 
-def _provenance(app: Sphinx, docname: str) -> str:
-    """The instructor cover's line on where the outputs come from (a student's handout says
-    it under the chapter's title, as the page does)."""
-    chapter = page_states(app.env).get(docname)
-    if chapter is not None and chapter.recorded_with:  # its marks under each cell say which
-        return f"{chapter.recorded_with}. A mark under each cell says where it ran."
-    torch, notebook = book_config(app.config).torch, chapter and chapter.notebook
-    return f"Outputs executed and verified with {verified_against(torch, notebook)}"
-
-
-def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
+def cover(app: Sphinx, handout: dict[str, str], outdir: Path) -> str:
     """The LaTeX of a handout's cover; writes its QR codes into ``outdir``."""
     import segno
 
     links = []
-    for kind, url, caption in (("page", handout.page_url, "This chapter online"),
-                               ("colab", handout.colab_url, "Run it in Colab")):
-        if url:
-            image = f"{handout.docname}-{kind}-qr.png"
+    for kind, caption in (("page", "This chapter online"), ("colab", "Run it in Colab")):
+        if url := handout[f"{kind}_url"]:
+            image = f"{handout['docname']}-{kind}-qr.png"
             # Error correction M survives a smudge; the quiet zone (border) is the
             # standard's 4. PNG, whole pixels per module: xdvipdfmx cannot include a PDF.
             segno.make(url, error="m", micro=False).save(str(outdir / image), kind="png",
@@ -91,8 +69,14 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
                          rf"\href{{{url}}}{{\nolinkurl{{{url.split('://', 1)[-1]}}}}}\par}}"
                          r"\end{minipage}")
     # The outputs' provenance, the build's date and commit are for the course team: a
-    # student's cover names the chapter and its edition.
-    built = (rf"{{\large {escape(_provenance(app, handout.docname))}\par}}\vspace{{3mm}}"
+    # student's handout says where outputs come from under the chapter's title, as the page does.
+    chapter = page_states(app.env).get(handout["docname"])
+    if chapter is not None and chapter.recorded_with:  # its marks under each cell say which
+        provenance = f"{chapter.recorded_with}. A mark under each cell says where it ran."
+    else:
+        provenance = ("Outputs executed and verified with " + verified_against(
+            book_config(app.config).torch, chapter and chapter.notebook))
+    built = (rf"{{\large {escape(provenance)}\par}}\vspace{{3mm}}"
              rf"{{\large Built on {escape(book_config(app.config).build_date)} from commit "
              rf"{escape(source_commit(Path(app.srcdir)))}\par}}"
              if edition_of(app) is Edition.INSTRUCTOR else "")
@@ -100,7 +84,7 @@ def cover(app: Sphinx, handout: Handout, outdir: Path) -> str:
         r"\begin{titlepage}\centering\sffamily",
         r"\vspace*{2.5cm}",
         rf"{{\Large {escape(app.config.project)}\par}}\vspace{{1cm}}",
-        rf"{{\Huge\bfseries {escape(handout.title)}\par}}\vspace{{1cm}}",
+        rf"{{\Huge\bfseries {escape(handout['title'])}\par}}\vspace{{1cm}}",
         rf"{{\LARGE {escape(edition_of(app).value.capitalize())} edition\par}}\vspace{{1.5cm}}",
         built,
         r"\vfill",
@@ -117,10 +101,9 @@ def write_covers(app: Sphinx, exception: Exception | None) -> None:
     outdir = Path(app.outdir)
     written = handouts(app)
     for handout in written:
-        (outdir / f"{handout.docname}-cover.tex").write_text(cover(app, handout, outdir),
-                                                             encoding="utf8")
-    (outdir / MANIFEST).write_text(json.dumps([asdict(h) for h in written], indent=1),
-                                   encoding="utf8")
+        (outdir / f"{handout['docname']}-cover.tex").write_text(cover(app, handout, outdir),
+                                                                encoding="utf8")
+    (outdir / MANIFEST).write_text(json.dumps(written, indent=1), encoding="utf8")
 
 
 def keep_short_cells_together(app: Sphinx, doctree: nodes.document, docname: str) -> None:
@@ -164,12 +147,9 @@ class OtherChapterReferences(SphinxPostTransform):
 
 
 class ImagesNoPdfShows(SphinxPostTransform):
-    """An image no PDF shows stops a PDF's LaTeX build, the book's or a handout's, at the
-    image, with what to do: one of a format LaTeX cannot include (an SVG, a GIF beside a
-    chapter), where lualatex stopped later with no place ("Unknown graphics extension:
-    .svg"); one on the web, which Sphinx fetched while typesetting, so that the PDF needed
-    the network, and failed without it in lines that named no chapter; a figure a cell drew
-    as SVG alone (d2l's), which reached the PDF as its text (`<Figure size 350x250 …>`)."""
+    """Warns at an image no PDF shows, with what to do: an SVG or GIF beside a chapter (lualatex
+    stopped later, naming no place), one on the web (the PDF needed the network), a figure a
+    cell drew as SVG alone (d2l's: the PDF printed `<Figure size 350x250 …>`)."""
 
     default_priority = 5  # before Sphinx's image converters and its fetch
     builders = ("latex",)

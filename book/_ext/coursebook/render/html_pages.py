@@ -1,8 +1,6 @@
-"""What every HTML page gets besides its text: the instructor's footer stamp (the torch,
-commit and date: which build a page a student asks about comes from), MathJax served with
-the book for math offline, the theme's templates compiled once, the search page and index
-kept by a build that writes no page (docs/performance.md says why each is done so), a rule
-drawn where docutils allows none."""
+"""What every HTML page gets besides its text: the instructor's build stamp, MathJax offline,
+templates compiled once, a search index kept by a build that writes no page
+(docs/performance.md), a rule where docutils allows none."""
 
 from __future__ import annotations
 
@@ -62,8 +60,7 @@ def mathjax_files() -> Path:
 
 
 def copy_changed_files(source: Path, target: Path) -> list[Path]:
-    """The files under ``source`` whose copy under ``target`` was missing or differed in size
-    or modification time (as make and rsync decide), copied."""
+    """Copies the files under ``source`` whose copy differs in size or time (as rsync decides)."""
     def signature(path: Path) -> tuple[int, int] | None:
         return (path.stat().st_size, path.stat().st_mtime_ns) if path.exists() else None
 
@@ -78,11 +75,8 @@ def copy_changed_files(source: Path, target: Path) -> list[Path]:
 
 
 class BookHTMLBuilder(StandaloneHTMLBuilder):
-    """Sphinx's HTML builder, its templates compiled once per Python environment and MathJax
-    among its static files, except that a build which writes and removes no page leaves the
-    search page and index as the last build wrote them: Sphinx would make both the same again
-    (a change to the configuration, templates or pages writes pages). A build stopped before
-    its end marks its output folder; the next writes every page (process/next_build.py)."""
+    """Sphinx's, except that a build which writes and removes no page keeps the search page and
+    index: Sphinx would make both the same again (after a stopped build: process/next_build.py)."""
 
     written: frozenset[str] = frozenset()  # the pages this build wrote (and indexed)
     removed_pages = False
@@ -106,7 +100,6 @@ class BookHTMLBuilder(StandaloneHTMLBuilder):
             copy_changed_files(mathjax_files(), Path(self.outdir, "_static", SERVED))
 
     def keeps(self, filename: Path) -> bool:
-        """Whether the file this build would write again is kept as it is."""
         return not (self.written or self.removed_pages) and filename.is_file()
 
     def handle_page(self, pagename: str, addctx: dict, templatename: str = "page.html",
@@ -116,11 +109,9 @@ class BookHTMLBuilder(StandaloneHTMLBuilder):
         super().handle_page(pagename, addctx, templatename, **options)
 
     def dump_search_index(self) -> None:
-        """The pages with index entries (a glossary's terms) this build did not write, indexed
-        again: Sphinx reads its old searchindex.js without them (sphinx-doc/sphinx#12599, open
-        in Sphinx 9.0.4), so a rebuild that wrote no glossary dropped every term from the
-        search. Writing those pages again (``env-get-updated``) cost a warm no-op build about
-        0.4 s; indexing them, 0.05 s. tests/test_search_index.py says when Sphinx is fixed."""
+        """Indexes again the unwritten pages with index entries (a glossary's terms): Sphinx
+        reads its old index without them (sphinx-doc/sphinx#12599). Writing them again cost a
+        no-op build 0.4 s; this, 0.05 s. tests/test_search_index.py says when Sphinx is fixed."""
         if self.keeps(Path(self.outdir, self.searchindex_filename)):
             return  # the last build's index, its entries included, stays
         for docname, entries in sorted(self.env.get_domain("index").entries.items()):

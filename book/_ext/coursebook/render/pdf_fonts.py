@@ -1,7 +1,5 @@
-"""The PDF's fonts, and the fallbacks luaotfload looks up in order for a character they lack
-(its manual, "Fallback": https://ctan.org/pkg/luaotfload), for text and code; each a Debian
-package of tools/pdf-packages.txt (`make pdf-deps`).
-"""
+"""The PDF's fonts and the fallbacks luaotfload tries in order for a character they lack
+(https://ctan.org/pkg/luaotfload, "Fallback"); each a Debian package (`make pdf-deps`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""MyST Markdown to plain Markdown, for notebooks read outside the book (Jupyter, Colab,
-which render CommonMark with tables and ``$`` math): what becomes what is docs/authoring.md's
-"Downloads". A dropdown becomes ``<details>``: JupyterLab's sanitizer keeps it (``allowedTags``
-in https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts).
-"""
+"""MyST Markdown to the plain Markdown Jupyter and Colab render (docs/authoring.md, "Downloads").
+A dropdown becomes ``<details>``: JupyterLab's sanitizer keeps it (``allowedTags`` in
+https://github.com/jupyterlab/jupyterlab/blob/main/packages/apputils/src/sanitizer.ts)."""
 
 from __future__ import annotations
 
@@ -64,24 +62,20 @@ class PlainMarkdown:
     only: Callable[[str], bool] = field(default=Tags(["html", "format_html"]).eval_condition)
     # Where an image a figure or image directive names is published ("" if nowhere).
     image_url: Callable[[str], str] = lambda path: path if "://" in path else ""
-    # Plain text (the .md download) has no collapsed block: given a list, each dropdown's
-    # (summary, content) goes there, printed after the text, so that an error to predict
-    # is not read ahead.
+    # The .md download, plain text, collapses nothing: each dropdown's (summary, content) goes
+    # here, printed after the text, so that an error to predict is not read ahead.
     set_aside: list[tuple[str, str]] | None = None
     _aside: bool = False  # converting a block set aside: one inside it is read in place
-    # There too, a glued image's data: address (a line of thousands of characters) goes in a
-    # list, printed last as the reference the text names: the text reads on.
+    # There too, a glued image's data: address (thousands of characters) is printed last.
     images: list[str] | None = None
-    # The numbers of the page's numbered blocks by kind (exercise, theorem...), each in its
-    # order: Sphinx's, which count on across the book's pages (downloads: block_numbers);
-    # alone, from 1.
+    # The page's numbered blocks' numbers by kind (exercise, theorem...) in order: Sphinx's,
+    # counted on across the book's pages (downloads.block_numbers); alone, from 1.
     numbers: dict[str, Iterator[object]] = field(
         default_factory=lambda: defaultdict(lambda: itertools.count(1)))
     # What the page's cells glue (myst-nb's glue), by key: each value's mime bundle.
     glued: dict[str, dict] = field(default_factory=dict)
 
-    def kept_for_the_end(self, summary: str, content: str) -> str:
-        """A block set aside, numbered, printed after the text (``set_aside``); its place."""
+    def kept_for_the_end(self, summary: str, content: str) -> str:  # what stands in its place
         self.set_aside.append((summary, content))
         return f"*{escape(summary)}: note {len(self.set_aside)}, at the end of this file.*"
 
@@ -122,9 +116,8 @@ class PlainMarkdown:
 
     def paste(self, kind: str, text: str, caption: str = "", inline: bool = True,
               alt: str = "") -> str:
-        """A glue role's or directive's value, as the page shows it: the build's run's. A
-        ``{glue:text}`` formats it; ``{glue}``, ``{glue:any}`` and ``{glue:figure}`` show its
-        first kind in myst-nb's order (an image inline: the download keeps no output)."""
+        """A glue role's or directive's value as the page shows it, from the build's run (an
+        image inline: the download keeps no output)."""
         from myst_nb.core.render import strip_latex_delimiters
         from myst_nb.core.variables import format_plain_text
 
@@ -227,9 +220,7 @@ class PlainMarkdown:
         return self.on_page()
 
 
-def _alt_text(alt: str, caption: str, fallback: str) -> str:
-    """An image's alt text: its ``:alt:`` (text: escaped), else its caption's first line
-    (Markdown already), else ``fallback``."""
+def _alt_text(alt: str, caption: str, fallback: str) -> str:  # the caption is Markdown already
     return escape(alt) if alt else caption.split("\n")[0] or escape(fallback)
 
 
@@ -237,10 +228,6 @@ def _alt_text(alt: str, caption: str, fallback: str) -> str:
 
 def _role(node: RenderTreeNode, context: RenderContext) -> str:
     return context.env[PlainMarkdown].role(node.meta.get("name", ""), node.content)
-
-
-def _nothing(node: RenderTreeNode, context: RenderContext) -> str:
-    return ""
 
 
 def _fence(node: RenderTreeNode, context: RenderContext) -> str:
@@ -317,10 +304,8 @@ def _substitution(node: RenderTreeNode, context: RenderContext) -> str:  # as my
 class _MystToPlain:  # a parser extension as mdformat's renderer reads it (no POSTPROCESSORS)
     RENDERERS = {
         "myst_role": _role,
-        "myst_target": _nothing,
-        "myst_line_comment": _nothing,
-        "myst_block_break": _nothing,
-        "front_matter": _nothing,
+        **dict.fromkeys(["myst_target", "myst_line_comment", "myst_block_break", "front_matter"],
+                        lambda node, context: ""),
         "fence": _fence,
         "image": _image,
         "link": _link,
@@ -359,8 +344,7 @@ def fenced(code: str, language: str = "") -> str:  # no backticks in ``code`` cl
 
 
 def split_options(body: str) -> tuple[dict[str, str], str]:
-    """A directive's options (``:name: value`` lines or a YAML block) and content, as MyST reads
-    them: any option, a string (myst-parser's undocumented case for docutils' TestDirective,
-    pinned by tests/test_downloads.py)."""
+    """A directive's options and content as MyST reads them, any option a string (myst-parser's
+    undocumented case for docutils' TestDirective, pinned by tests/test_downloads.py)."""
     parsed = parse_directive_text(TestDirective, "", body)
     return parsed.options, "\n".join(parsed.body)
