@@ -20,6 +20,7 @@ from coursebook.model.cell_notes import CELL_NOTE, line_within, place_at
 from coursebook.model.faults import BookError
 
 if TYPE_CHECKING:
+    from markdown_it.token import Token
     from sphinx.util.tags import Tags
 
 SOLUTION = "solution"
@@ -84,18 +85,14 @@ def comments(markdown: str) -> Iterator[tuple[int, int]]:
     math. No student's: an author's note."""
     lines = markdown.split("\n")
     at = [0, *accumulate(len(line) + 1 for line in lines)]  # where each line starts
-    for token in (markdown_parser().parse(markdown)
-                  if "<!--" in markdown or "%" in markdown else ()):
-        start, end = token.map or (0, 0)
+    for token, offset, _ in _blocks(markdown, ("<!--", "%")):
+        start, end = (offset + n for n in token.map or (0, 0))
         if token.type == "myst_line_comment":
             yield from ((at[n] + lines[n].index("%"), at[n + 1] - 1) for n in range(start, end))
         elif token.type in ("html_block", "inline") and "<!--" in token.content:
             masked = _CODE_SPAN.sub(lambda span: "`" * len(span[0]), markdown[at[start]:at[end]])
             yield from ((at[start] + found.start(), at[start] + found.end())
                         for found in _HTML_COMMENT.finditer(masked))
-        elif _directive(token) not in _AS_WRITTEN:
-            yield from ((at[start + 1] + begin, at[start + 1] + stop) for begin, stop
-                        in comments("\n".join(lines[start + 1:end - 1])))
 
 
 def without_comments(markdown: str) -> str:
@@ -114,16 +111,12 @@ def shown_by(builds: Iterable[Tags], condition: str) -> bool:
         return True
 
 
-def unshown_blocks(markdown: str, shown: Callable[[str], bool],
-                   offset: int = 0) -> Iterator[tuple[int, int]]:
+def unshown_blocks(markdown: str, shown: Callable[[str], bool]) -> Iterator[tuple[int, int]]:
     """Where each ``{only}`` block whose condition ``shown`` rejects is, at any depth: its
     first line (from 0) and the line after it."""
-    for token in markdown_parser().parse(markdown) if "{only}" in markdown else ():
-        start, end = token.map or (0, 0)
-        if (name := _directive(token)) == "only" and not shown(token.info.strip()[6:].strip()):
-            yield offset + start, offset + end
-        elif name not in _AS_WRITTEN:
-            yield from unshown_blocks(token.content, shown, offset + start + 1)
+    for token, offset, _ in _blocks(markdown, ("{only}",)):
+        if _directive(token) == "only" and not shown(token.info.strip()[6:].strip()):
+            yield offset + token.map[0], offset + token.map[1]
 
 
 def without_unshown(markdown: str, shown: Callable[[str], bool]) -> str:
@@ -138,23 +131,18 @@ def without_unshown(markdown: str, shown: Callable[[str], bool]) -> str:
 
 def toctree_entries(markdown: str, offset: int = 0) -> Iterator[tuple[int, str]]:
     """Each page a ``{toctree}`` lists (at any depth), as written, and its line (from 0)."""
-    for token in markdown_parser().parse(markdown) if "{toctree}" in markdown else ():
-        start = offset + (token.map or (0, 0))[0] + 1
-        if (name := _directive(token)) == "toctree":
-            yield from ((start + at, re.sub(r"^.*<(.+)>$", r"\1", entry.strip()))
-                        for at, entry in enumerate(token.content.split("\n"))
+    for token, at, _ in _blocks(markdown, ("{toctree}",), offset):
+        if _directive(token) == "toctree":
+            yield from ((at + token.map[0] + 1 + n, re.sub(r"^.*<(.+)>$", r"\1", entry.strip()))
+                        for n, entry in enumerate(token.content.split("\n"))
                         if entry.strip() and not entry.startswith(":"))
-        elif name not in _AS_WRITTEN:
-            yield from toctree_entries(token.content, start)
 
 
-def myst_roles(markdown: str, offset: int = 0) -> Iterator[tuple[str, int]]:
+def myst_roles(markdown: str) -> Iterator[tuple[str, int]]:
     """Each role in the Markdown as MyST reads it (in a directive's body too; not in code):
     its name and its line (from 0)."""
-    for token in markdown_parser().parse(markdown):
-        if _directive(token) not in _AS_WRITTEN:
-            yield from myst_roles(token.content, offset + token.map[0] + 1)
-        elif token.type == "inline":  # its line: in the paragraph's text as written (a code
+    for token, offset, _ in _blocks(markdown):
+        if token.type == "inline":  # its line: in the paragraph's text as written (a code
             at = 0  # span or HTML may go on over a line end)
             for child in (child for child in token.children if child.type == "myst_role"):
                 at = max(token.content.find(f"{{{child.meta['name']}}}`", at), 0) + 1
@@ -187,17 +175,13 @@ def graders_mark(cell) -> tuple[int, str] | None:
     return None if at is None else (at, f"`{line.strip()}`")
 
 
-def heading_in_only(markdown: str, inside: bool = False) -> int | None:
+def heading_in_only(markdown: str) -> int | None:
     """The line (from 0) of a heading inside an ``{only}`` block, if one is, the block at any
     depth (in an `{only} html`, a `{note}`): MyST places its section outside the block, in
-    every edition, with the text after it. ``inside``: the text is such a block's."""
-    for token in markdown_parser().parse(markdown) if inside or "{only}" in markdown else ():
-        if inside and token.type == "heading_open":
-            return token.map[0]
-        if (name := _directive(token)) not in _AS_WRITTEN and (line := heading_in_only(
-                token.content, inside or name == "only")) is not None:
-            return token.map[0] + 1 + line
-    return None
+    every edition, with the text after it."""
+    return next((offset + token.map[0] for token, offset, within in (
+        _blocks(markdown) if "{only}" in markdown else ())
+        if token.type == "heading_open" and "only" in within), None)
 
 
 def is_solution_marker(cell) -> bool:
@@ -210,6 +194,19 @@ def _directive(token) -> str | None:
         return None
     found = _DIRECTIVE.match(token.info.strip())
     return found.group(1) if found else None
+
+
+def _blocks(markdown: str, needles: tuple[str, ...] = (), offset: int = 0,
+            within: tuple[str, ...] = ()) -> Iterator[tuple[Token, int, tuple[str, ...]]]:
+    """Each token MyST reads in the Markdown, in a directive's body too (not in code or math),
+    the line its ``map`` counts from, and the directives around it; a text holding none of the
+    ``needles`` is not parsed."""
+    if needles and not any(needle in markdown for needle in needles):
+        return
+    for token in markdown_parser().parse(markdown):
+        yield token, offset, within
+        if (name := _directive(token)) not in _AS_WRITTEN:
+            yield from _blocks(token.content, needles, offset + token.map[0] + 1, (*within, name))
 
 
 def _pieces(source: str, gated: bool, answer: bool, strict: bool,
