@@ -32,8 +32,7 @@ DOWNLOAD_ONLY_TAG = "download-only"  # shown only in downloads (with remove-cell
 # A recorded chapter's cells (coursebook.model.recordings): which machine kinds run them.
 ACCELERATOR_ONLY_TAG = "accelerator-only"  # needs a real accelerator: not the stand-in
 STAND_IN_ONLY_TAG = "stand-in-only"  # a CPU reproduction: only the stand-in runs it
-# Runs its code in a new Python (or checks such a cell): a recording runs it in a kernel
-# that holds no device, so that the new process can take it.
+# Runs its code in a new Python: a recording's kernel holds no device, so the new one can.
 FRESH_PYTHON_TAG = "fresh-python"
 # A check of a sentence above it (coursebook.claims.model): runs on every build, never shown.
 CLAIM_TAG = "claim"
@@ -126,14 +125,12 @@ def parsed_cell(source: str) -> ast.Module | None:
 # --- Each cell's identity (coursebook.model.cell_notes) --------------------------------
 
 def expects_output(cell) -> bool:
-    """A code cell whose outputs are expected: all but the claims' checks (an assert is
-    their check, :mod:`coursebook.claims.verify`), so a claim never makes a file stale."""
+    """A code cell but a claim's check (its assert is the check: no file goes stale)."""
     return cell.get("cell_type") == "code" and not is_claim(cell)
 
 
 def note_output_keys(notebook: nbformat.NotebookNode) -> None:
-    """Key each code cell whose outputs are expected; a cell the book added stands at the
-    line of the cell before it (the first: after it)."""
+    """Key each code cell whose outputs are expected; place each added cell at a line."""
     cells = [cell for cell in notebook.cells if expects_output(cell)]
     for cell, key in zip(cells, content_keys((cell.source.strip() for cell in cells), ".")):
         note(cell, key=key)
@@ -199,13 +196,12 @@ def top_matter(text: str) -> dict | None:
         return data.get("metadata", {})
     if is_myst_markdown_notebook(text):
         return read_topmatter(text)
-    return {} if is_cell_script(text) else None
+    return {} if cell_script_fault(text) is None else None
 
 
 def top_matter_setting(chapter: str, setting: str) -> str:
     """A top matter setting (`mystnb: {execution_timeout: 600}`) where and as a chapter of
-    its kind writes it: a notebook in its metadata, as JSON; a percent script under
-    `jupyter:` in its jupytext header."""
+    its kind writes it."""
     if chapter.endswith(NOTEBOOK_SUFFIX):
         setting = json.dumps(yaml.safe_load("{" + setting + "}"))[1:-1]
     elif chapter.endswith(SCRIPT_SUFFIX):
@@ -240,13 +236,12 @@ class ChapterSettings:
 def chapter_settings(metadata: dict, path: Path | str = "", text: str = "") -> ChapterSettings:
     """Its `coursebook:` typed, or a BookError as a TOML file's, at the key's line in ``text``."""
     found = metadata.get("coursebook") or {}
+    lines = {"coursebook": top_matter_line(text, "coursebook")}
     # `machine_kinds:` alone is none given (the recording's own check names the kinds); a
     # number as a key (`2024:`) is named as any unknown key is
     if isinstance(found, dict):
         found = {str(key): value for key, value in found.items() if value is not None}
-    lines = {f"coursebook.{key}": top_matter_line(text, "coursebook", key)
-             for key in (found if isinstance(found, dict) else ())}
-    lines["coursebook"] = top_matter_line(text, "coursebook")
+        lines |= {f"coursebook.{key}": top_matter_line(text, "coursebook", key) for key in found}
     return typed(TomlFile(Path(path) if path else None, lines), "coursebook", found,
                  ChapterSettings)
 
@@ -267,14 +262,9 @@ def other_notebook_format(text: str) -> tuple[int, str] | None:
                      "d2l-book's format (```{.python .input} cells)")
 
 
-def is_cell_script(text: str) -> bool:
-    """A Python script in jupytext's percent cells (``# %%``), magics commented as jupytext
-    writes them: Python that compiles, so that no Markdown page holding such lines is one."""
-    return cell_script_fault(text) is None
-
-
 def cell_script_fault(text: str) -> tuple[int, str] | None:
-    """Why a text is no percent script (:func:`is_cell_script`), at its line; None: it is."""
+    """Why a text is no percent script (``# %%`` cells, magics commented as jupytext writes
+    them, Python that compiles: no Markdown page holding such lines is one), at its line."""
     # jupytext (with tornado) is imported only where a page is read: a warm build reads none.
     from jupytext.formats import guess_format
 
@@ -293,10 +283,9 @@ def cell_script_fault(text: str) -> tuple[int, str] | None:
 
 
 def is_chapter_source(text: str) -> bool:
-    """What :func:`top_matter` tells apart, without parsing a MyST page's top matter a second
-    time (myst-nb's rule reads it): this runs as each page is read."""
+    """:func:`top_matter` is not None, faster: this runs as each page is read."""
     return is_myst_markdown_notebook(text) or notebook_json(text) is not None \
-        or is_cell_script(text)
+        or cell_script_fault(text) is None
 
 
 def chapter_files(folder: Path) -> list[tuple[Path, str]]:
@@ -314,16 +303,15 @@ HEADING_IN_ONLY = (
 
 
 def read_chapter(text: str, strict: bool = False) -> nbformat.NotebookNode:
-    """The chapter as written, cells noted at their lines (an ``.ipynb``'s saved outputs, and
-    any saved widget state, left out: they are the build's); ``strict`` (a build): a solution
-    that cannot be cut out raises, else (the audits) all of it is an answer."""
+    """The chapter as written, cells noted at their lines, saved outputs left out; ``strict``
+    (a build): a solution that cannot be cut out raises, else (the audits) is all answer."""
     if notebook_json(text) is not None:
         notebook = nbformat.reads(text, as_version=4)
         for number, cell in enumerate(notebook.cells, 1):
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
             note(cell, line=number, numbered=True)
-    elif not is_myst_markdown_notebook(text) and is_cell_script(text):
+    elif not is_myst_markdown_notebook(text) and cell_script_fault(text) is None:
         import jupytext
 
         notebook = jupytext.reads(text, fmt="py:percent")
@@ -372,8 +360,7 @@ CELL_MARKER = re.compile(r"\s*#\s*(?:%%+\s|(?:%%|<codecell>|In\[[0-9 ]*\]:?)\s*$
 
 
 def note_script_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None:
-    """Note each cell of a percent script at the first line after its marker (or the file's
-    start) that is its first line, as written or behind a ``#``."""
+    """Note each cell of a percent script at its first line, as written or behind a ``#``."""
     markers = [number for number, line in enumerate(lines) if CELL_MARKER.match(line)]
     starts = markers if len(markers) == len(notebook.cells) else [0, *markers]
     for cell, start, end in zip(notebook.cells, starts, [*starts[1:], len(lines)]):
@@ -384,37 +371,24 @@ def note_script_lines(notebook: nbformat.NotebookNode, lines: list[str]) -> None
         note(cell, line=at + 1)
 
 
-_OPTION_NAME = re.compile(r"[A-Za-z_][\w-]*")
-
-
-def _options(metadata: dict) -> list[str]:
-    """A cell's metadata as its directive's options, one ``:name: value`` line each (as myst-nb
-    documents them), values in JSON; all as one mapping where a key is no option's name."""
-    if not all(map(_OPTION_NAME.fullmatch, metadata)):
-        return [":" + json.dumps(metadata, ensure_ascii=False)]
-    return [f":{name}: {json.dumps(value, ensure_ascii=False)}" for name, value in metadata.items()]
-
-
 def notebook_to_myst(notebook: nbformat.NotebookNode) -> str:
-    """The notebook as MyST that myst-nb reads into the same cells, without the book's notes,
-    each cell at its line where there is room, so that MyST's messages name the author's line."""
+    """The notebook as MyST, without notes, each cell at its line where there is room."""
     return "\n".join(_layout(notebook)[0]) + "\n"
 
 
+_OPTION_NAME = re.compile(r"[A-Za-z_][\w-]*")
 # myst-nb's lines in a Jupyter notebook's page: a cell's line k is (its number) * this + k,
 # counted from the page's ``source_map`` where it has one (myst_nb/core/nb_to_tokens.py).
 _CELL_LINES = 10000
 
 
 def reads_as_json(source_path: str) -> bool:
-    """Whether myst-nb reads the chapter's page as a notebook's JSON (an ``.ipynb``'s, or a
-    script's, by conf.py's ``nb_custom_formats``), not as MyST."""
+    """Whether myst-nb reads the page as a notebook's JSON (a script's: nb_custom_formats)."""
     return source_path.endswith((NOTEBOOK_SUFFIX, SCRIPT_SUFFIX))
 
 
 def page_text(notebook: nbformat.NotebookNode, source_path: str) -> str:
-    """The page's text myst-nb reads for a chapter, without the book's notes: MyST, or a
-    notebook's JSON whose ``source_map`` names each cell's place (:data:`_CELL_LINES`)."""
+    """The page's text myst-nb reads for a chapter, without the book's notes."""
     if not reads_as_json(source_path):
         return notebook_to_myst(notebook)
     page = without_notes(notebook)
@@ -426,16 +400,14 @@ def page_text(notebook: nbformat.NotebookNode, source_path: str) -> str:
 
 
 def notebook_place(page_line: int) -> tuple[int, int] | None:
-    """For a line myst-nb names in a Jupyter notebook's page, the author's cell number and
-    the line in that cell (None: no such line, a cell's number, say)."""
+    """The cell number and line in it of a line of a Jupyter notebook's page (None: none)."""
     cell, line = divmod(page_line, _CELL_LINES)
     return (cell, line) if cell else None
 
 
 def author_line(notebook: nbformat.NotebookNode,
                 source_path: str = "") -> Callable[[int], int]:
-    """For a line of :func:`page_text`'s text, the author's (a Jupyter notebook's: the cell
-    number): each cell's lines counted from its noted line. Maps Sphinx's messages back."""
+    """For a line of :func:`page_text`'s text, the author's (a Jupyter notebook's: the cell)."""
     if source_path.endswith(NOTEBOOK_SUFFIX):
         return lambda page_line: page_line // _CELL_LINES or page_line
     if source_path.endswith(SCRIPT_SUFFIX):
@@ -452,8 +424,7 @@ def author_line(notebook: nbformat.NotebookNode,
 
 
 def _layout(notebook: nbformat.NotebookNode) -> tuple[list[str], list[int]]:
-    """:func:`notebook_to_myst`'s lines, and for each cell the line myst-nb names it at
-    (a markdown cell's first line of text, a code cell's second line after its fence)."""
+    """:func:`notebook_to_myst`'s lines, and the line myst-nb names each cell at."""
     # NotebookNodes as plain dicts and lists, which YAML can write.
     metadata = json.loads(json.dumps({key: value for key, value in notebook.metadata.items()
                                       if key != "source_map"}))
@@ -480,7 +451,12 @@ def _layout(notebook: nbformat.NotebookNode) -> tuple[list[str], list[int]]:
         directive = "{code-cell} ipython3" if cell.cell_type == "code" else "{raw-cell}"
         # Longer than any backtick run in the code, so that none closes it.
         fence = "`" * (max((len(run) for run in re.findall("`{3,}", cell.source)), default=2) + 1)
-        options = _options(metadata)
+        # Its metadata as options, one ``:name: value`` line each (myst-nb's way), values in
+        # JSON; all as one mapping where a key is no option's name.
+        options = [f":{name}: {json.dumps(value, ensure_ascii=False)}"
+                   for name, value in metadata.items()]
+        if not all(map(_OPTION_NAME.fullmatch, metadata)):
+            options = [":" + json.dumps(metadata, ensure_ascii=False)]
         # The reader drops a first blank line (the one after any options), and one at the
         # end of the code after options: each is written twice, so that it reads back.
         code = cell.source.split("\n")
@@ -501,8 +477,7 @@ def _layout(notebook: nbformat.NotebookNode) -> tuple[list[str], list[int]]:
 
 def replace_markers(notebook: nbformat.NotebookNode, marker: re.Pattern,
                     cells_for: Callable[[re.Match], list[nbformat.NotebookNode]]) -> None:
-    """Replace each ``marker`` in a markdown cell by the cells ``cells_for`` makes of it, at
-    the marker's line; the text around it stays, in markdown cells at their own lines."""
+    """Replace each ``marker`` in a markdown cell by the cells ``cells_for`` makes of it."""
     cells = []
     for cell in notebook.cells:
         if cell.cell_type != "markdown" or not marker.search(cell.source):
