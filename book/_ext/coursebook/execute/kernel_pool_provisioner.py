@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -31,25 +32,19 @@ class _AdoptedProcess:
 
     def poll(self) -> int | None:
         """None while it runs; then its status, waited for (it names the advice)."""
-        if self.returncode is None and not process_alive(self.pid):
-            self.returncode = self._ended_status(STATUS_WAIT)
+        deadline = time.monotonic() + STATUS_WAIT
+        while self.returncode is None and not process_alive(self.pid):
+            with contextlib.suppress(OSError, ValueError):
+                self.returncode = int(ended_path(self.pool, self.pid).read_text())
+                break
+            if time.monotonic() < deadline:
+                time.sleep(0.05)
+            else:
+                server_alive = process_alive(self.server)
+                self.returncode = EXIT_STATUS_UNKNOWN if server_alive else SERVER_ENDED
         return self.returncode
 
-    def _ended_status(self, patience: float) -> int:
-        deadline = time.monotonic() + patience
-        while True:
-            try:
-                return int(ended_path(self.pool, self.pid).read_text())
-            except (OSError, ValueError):
-                if time.monotonic() >= deadline:
-                    return EXIT_STATUS_UNKNOWN if process_alive(self.server) else SERVER_ENDED
-                time.sleep(0.05)
-
-    def wait(self) -> int:
-        """Once it ended, not waiting for the server to collect its status."""
-        while process_alive(self.pid):
-            time.sleep(0.05)
-        return self.returncode if self.returncode is not None else self._ended_status(0)
+    wait = poll  # jupyter_client polls until it ended, then waits
 
     def send_signal(self, signum: int) -> None:
         os.kill(self.pid, signum)

@@ -22,12 +22,10 @@ class _DeferredModule(ModuleType):
     pass  # what sys.modules holds for a client module until it is imported
 
 
-def _placeholder_class(module: str, name: str) -> type:
-    def __new__(cls, *args, **kwargs):
+class _Placeholder:
+    def __new__(cls, *args, **kwargs):  # a client made before the import: myst-nb's own
         import_now()
-        return getattr(sys.modules[f"{PACKAGE}.{module}"], name)(*args, **kwargs)
-
-    return type(name, (), {"__new__": __new__, "__doc__": f"Takes the place of myst-nb's {name}."})
+        return getattr(sys.modules[cls.__module__], cls.__name__)(*args, **kwargs)
 
 
 def defer() -> None:
@@ -36,10 +34,11 @@ def defer() -> None:
     if os.environ.get("COURSEBOOK_DEFER_IMPORTS") == "0":
         return
     for module, name in CLIENTS.items():
-        if f"{PACKAGE}.{module}" not in sys.modules:
-            placeholder = _DeferredModule(f"{PACKAGE}.{module}", __doc__)
-            setattr(placeholder, name, _placeholder_class(module, name))
-            sys.modules[f"{PACKAGE}.{module}"] = placeholder
+        full_name = f"{PACKAGE}.{module}"
+        if full_name not in sys.modules:
+            sys.modules[full_name] = _DeferredModule(full_name, __doc__)
+            setattr(sys.modules[full_name], name,
+                    type(name, (_Placeholder,), {"__module__": full_name}))
 
 
 def import_now(app: Sphinx | None = None) -> None:
