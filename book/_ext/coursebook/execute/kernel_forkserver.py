@@ -258,7 +258,8 @@ def _stop(kernels: set[int], pool: Path, address: Path) -> None:
     for pid in kernels - _reaped(pool):
         os.kill(pid, signal.SIGKILL)
     shutil.rmtree(address.parent, ignore_errors=True)  # its own: its starter may be gone
-    # Not sys.exit: unloading torch takes 0.25 s, which the build's end waits for.
+    # Not sys.exit: unloading torch takes 0.25 s, which the build's end waits for; it holds
+    # nothing to flush.
     os._exit(0)
 
 

@@ -112,7 +112,8 @@ def created(cache_path: str | Path) -> bool:
 
 def create_cache(cache_path: str | Path) -> None:
     """Create the cache and its tables, once, however many builds start together; again
-    after a creation stopped at an empty file, which jupyter-cache would never finish."""
+    after a creation stopped at an empty file (jupyter-cache would never finish it; a copied
+    database without __version__.txt holds runs: kept)."""
     with cache_lock(cache_path, "create"):
         database = Path(cache_path, "global.db")
         if not created(cache_path) and database.is_file() and not database.stat().st_size:
