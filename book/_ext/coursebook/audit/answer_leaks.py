@@ -9,6 +9,7 @@ import json
 import pickle
 import re
 import subprocess
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache, partial
@@ -62,9 +63,8 @@ def fingerprint_words(text: str, lower: bool = True) -> list[str]:
 
 
 def _cell_text(cell) -> str:
-    """The text a page shows of a cell: of Markdown, as myst-parser reads it (an admonition's
-    body too, a role's text), but a comment (the student's page has none); ``$`` math breaks
-    runs (MathJax's delimiters on the page), an amsmath environment is on the page as written."""
+    """The text a page shows of a cell, Markdown as myst-parser reads it, without comments;
+    ``$`` math breaks runs (MathJax's delimiters), an amsmath environment is shown as written."""
     if cell.cell_type != "markdown":
         return cell.source
     # Here: a warm build (its overlap check passed before) imports no parser (20 ms).
@@ -128,8 +128,7 @@ class Fingerprints:
 
 
 def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
-    """Fingerprints of all chapters under ``book_dir``; other pages count as visible, and
-    so do the exhibits under ``exhibits_dir`` (the museum's chapters show them)."""
+    """The chapters' fingerprints; other pages and the exhibits count as visible."""
     chapters = chapter_files(book_dir)
     read = {path for path, _ in chapters}
     visible = [path.read_text(encoding="utf8") for path in sorted(book_dir.rglob("*.md"))
@@ -208,11 +207,10 @@ def file_texts(path: Path) -> tuple[str, str | None]:
     if path.suffix == ".ipynb":
         try:
             notebook = json.loads(raw)
-        except json.JSONDecodeError:
+            seen = [cell.get(key, []) for cell in notebook["cells"]
+                    for key in ("source", "outputs")]
+        except (ValueError, LookupError, TypeError, AttributeError):  # no notebook: its text
             return raw, raw
-        cells = notebook.get("cells") if isinstance(notebook, dict) else None
-        seen = ([cell.get(key, []) for cell in cells for key in ("source", "outputs")]
-                if isinstance(cells, list) else notebook)
         return "\n".join(_strings(notebook)), "\n".join(_strings(seen))
     return raw, raw if path.suffix in {".md", ".txt"} else None
 
@@ -258,9 +256,7 @@ ALLOWANCES_FILE = "answer-overlaps.toml"  # in the book's sources, reviewed like
 
 
 @dataclass(frozen=True)
-class Place:
-    """A cell, or a whole page at line 1, of a source file."""
-
+class Place:  # a cell of a source file, or a whole page at line 1
     path: Path
     line: int
     first_line: str
@@ -278,9 +274,8 @@ class AnswerOverlap:
 
 
 def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
-    """The place moved to the line of its cell where the run starts (`J[:] = next_J`, not
-    `next_J = bellman(J, Q)` above it; a run may go on over the next lines), else to the first
-    line holding the run's names (a page's words: markup between them), if one does."""
+    """The place moved to its cell's line where the run starts (it may go on over the next
+    lines), else to the first line holding the run's names (a page's: markup between them)."""
     run = run[:FINGERPRINT_RUN]  # a longer passage: where it starts
     names = [token for token in run if re.fullmatch(r"\w+", token)]
     lines = place.cell.source.split("\n")
@@ -293,9 +288,7 @@ def _at_passage(place: Place, run: tuple[str, ...]) -> Place:
 
 
 @dataclass(frozen=True)
-class Allowance:
-    """An ``[[allow]]`` table: a passage an answer may share with visible text, and why."""
-
+class Allowance:  # an ``[[allow]]`` table
     passage: str
     why: str
 
@@ -312,8 +305,8 @@ def read_allowances(path: Path) -> tuple[list[str], TomlFile | None]:
     return [_padded(fingerprint_words(e.passage)) for e in allowances.allow], file
 
 
-# Each cell of a source: its place, its runs (each after its index), its lines of code (each a
-# token string), its values, whether it is an answer, whether prose.
+# Each cell: its place, its runs (each after its index), its lines of code (each a token
+# string), its values, whether it is an answer, whether prose.
 SourceCells = list[tuple[Place, list[tuple[int, tuple[str, ...]]], list[str], set[str], bool, bool]]
 
 
@@ -362,7 +355,6 @@ def source_cells(path: Path, text: str) -> SourceCells:
     cells += [place_at(nbformat.v4.new_markdown_cell(str(value)), top_matter_line(
         text, "myst", "html_meta", key))
         for key, value in (meta.items() if isinstance(meta, dict) else ())]
-    # Names its imports bind: ``np`` of ``import numpy as np``, ``solve`` of ``from … import solve``
     imported = {name.split()[-1].split(".")[0] for cell in cells if cell.cell_type == "code"
                 for match in map(_IMPORT.fullmatch, cell.source.splitlines()) if match
                 for name in match[1].split(",") if name.strip()}
@@ -374,19 +366,14 @@ def source_cells(path: Path, text: str) -> SourceCells:
 def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                     cells_of: Callable[[Path, str], SourceCells] = source_cells
                     ) -> tuple[list[AnswerOverlap], list[int]]:
-    """Each (answer cell, visible cell) pair sharing a passage no allowance covers, again for
-    each passage (whole), line or value it shares (one build names all that need allowing), and
-    the allowances (their indices) no shared passage lies in: answer prose in any visible text,
-    answer code in visible prose, each line of answer code but its setup (:func:`_code_lines`)
-    in visible code, an answer's values (its checks' included) in its chapter and on pages no
-    chapter owns. An exercise's own scaffolding that its answer repeats is allowed line by
-    line, or whole (:data:`COMPLETES_EXERCISE_TAG`)."""
-    prose: dict[tuple[str, ...], list[Place]] = {}  # each visible place, in order
-    code: dict[tuple[str, ...], list[Place]] = {}
-    exact: dict[str, list[Place]] = {}  # lines of code (" "-padded tokens)
-    # Values by the chapter showing them (None: a page no chapter owns, such as the glossary):
-    # ch03's input `0.58` is no leak of pt01's answer 0.58, which no one there can place.
-    values: dict[tuple[Path | None, str], list[Place]] = {}
+    """Each (answer cell, visible cell) pair sharing a passage (whole), line or value no
+    allowance covers, and the allowances (their indices) no shared passage lies in. Answer
+    prose is looked for in any visible text, answer code in prose, lines of code in code,
+    values in their own chapter and on pages no chapter owns."""
+    # Each visible place, in order, by what it shows: a run of its prose or of its code, a
+    # line of code, a value by the chapter showing it (None: a page no chapter owns, such as the
+    # glossary: ch03's input `0.58` is no leak of pt01's answer 0.58, which no one there places).
+    shown: dict[tuple, list[Place]] = defaultdict(list)
     answers = []
     for path, text in sources.items():
         above = None  # the visible cell right above, if code
@@ -396,23 +383,20 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
                 exercise = above if COMPLETES_EXERCISE_TAG in cell_tags(place.cell) else None
                 answers.append((place, runs, code_lines, cell_values, is_prose, exercise))
                 continue
-            for _, run in runs:
-                (prose if is_prose else code).setdefault(run, []).append(place)
-            for token in code_lines:
-                exact.setdefault(token, []).append(place)
-            for value in cell_values:
-                values.setdefault((owner, value), []).append(place)
+            for key in [*((is_prose, run) for _, run in runs), *code_lines,
+                        *((owner, value) for value in cell_values)]:
+                shown[key].append(place)
             above = None if is_prose else place
     found: dict[tuple[Place, Place, str], tuple[str, ...]] = {}
     used: set[int] = set()
     for place, runs, code_lines, cell_values, is_prose, exercise in answers:
-        def at(index, key, exercise=exercise):  # the first visible place but the exercise
-            return next((shown for shown in index.get(key, ()) if shown is not exercise), None)
-        shared = [(run, at(prose, run) or (at(code, run) if is_prose else None), start)
+        def at(key, exercise=exercise):  # the first visible place but the exercise
+            return next((seen for seen in shown.get(key, ()) if seen is not exercise), None)
+        shared = [(run, at((True, run)) or (at((False, run)) if is_prose else None), start)
                   for start, run in runs]
-        shared += [(tuple(line.lower().split()), at(exact, line), line) for line in code_lines]
-        shared += [(tuple(fingerprint_words(value)), at(values, (place.path, value))
-                    or at(values, (None, value)), value) for value in sorted(cell_values)]
+        shared += [(tuple(line.lower().split()), at(line), line) for line in code_lines]
+        shared += [(tuple(fingerprint_words(value)), at((place.path, value))
+                    or at((None, value)), value) for value in sorted(cell_values)]
         named = None
         for run, visible, key in shared:
             passage = _padded(run)
@@ -431,9 +415,9 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
 
 
 def check_answer_overlaps(app, env, *_docnames) -> None:
-    """``env-before-read-docs``, whatever is read: an answer passage in student-visible text
-    stops the build (the leak audit counts anything visible as no answer, so it would pass);
-    intended overlaps are allowed in :data:`ALLOWANCES_FILE`, with their reason."""
+    """``env-before-read-docs``: an answer passage in student-visible text stops the build
+    (the leak audit counts anything visible as no answer), unless :data:`ALLOWANCES_FILE`
+    allows it."""
     allowances = Path(app.srcdir, ALLOWANCES_FILE)
     try:
         allowed, allowances_file = read_allowances(allowances)
@@ -445,10 +429,8 @@ def check_answer_overlaps(app, env, *_docnames) -> None:
     sources = {path: path.read_text(encoding="utf8") for path in paths
                if path.suffix in CHAPTER_SUFFIXES}
     # The same inputs as a build that found nothing: nothing to find (the search took a
-    # sixth of a warm build). Beside the doctrees, not in the environment, which Sphinx
-    # saves only when it read a page. The code that cuts and fingerprints the sources is
-    # any of this extension's (a digest of it is its env version), the parsers' and the
-    # MyST syntax they read.
+    # sixth of a warm build). Beside the doctrees: Sphinx saves the environment only when it
+    # read a page. The code is this extension's (its env version), the parsers' and their MyST.
     code = repr((sorted(env.version.items()), sorted(
         markdown_parser().options["myst_config"].enable_extensions)))
     inputs = short_digest("\0".join([*(part for item in sorted(sources.items())
