@@ -1,6 +1,5 @@
-"""Each claim holds on this build's torch, and its whole sentence and check are as accepted
-in ``book/expected/claims/<chapter>.txt``, or the build stops at its sentence (an exhibit's:
-its TOML file's line)."""
+"""Each claim holds on this build's torch, its sentence and check as accepted in
+``book/expected/claims/<chapter>.txt``, or the build stops at its sentence."""
 
 from __future__ import annotations
 
@@ -40,10 +39,6 @@ class ClaimProblem:
     message: str
 
 
-def _ran(cell) -> bool:
-    return cell.get("execution_count") is not None or bool(cell.get("outputs"))
-
-
 def claim_problems(claims: list[tuple[Claim, nbformat.NotebookNode]],
                    where: str) -> list[ClaimProblem]:
     """What is wrong with each claim, given its check's cell as run (``where``: "on torch
@@ -77,8 +72,7 @@ def claim_problems(claims: list[tuple[Claim, nbformat.NotebookNode]],
 CLAIMS_FOLDER = "claims"  # under the expected outputs' folder
 
 
-def claim_entry(claim: Claim) -> str:
-    """How the file shows a claim: its sentence above its check."""
+def claim_entry(claim: Claim) -> str:  # its sentence above its check
     check = claim.check if claim.check.lstrip().startswith("#") else (
         f"# claim: {claim.says}\n{claim.check}")
     return "\n".join([f"sentence: {claim.sentence}", "check:",
@@ -90,7 +84,7 @@ def claim_digest(claim: Claim) -> str:
 
 
 def write_accepted_claims(path: Path, chapter: str, edition: str, claims: list[Claim]) -> bool:
-    """This edition's claims taken as accepted; False when the file stays as it was."""
+    """This edition's claims accepted; False when the file stays as it was."""
     accepted = read_expectations(path, "claim")
     if accepted is None:
         if not claims:  # a chapter that makes no claim has no file
@@ -157,8 +151,9 @@ def check_claims(app: Sphinx, doctree: nodes.document) -> None:
     if executed is None:  # not run: the execution checks report why
         problems = []
     else:
-        ran = [(c.claim, executed.cells[c.index]) for c in prepared.claims.checked
-               if _ran(executed.cells[c.index]) or prepared.recorded is not None]
+        cells = [(c.claim, executed.cells[c.index]) for c in prepared.claims.checked]
+        ran = [(claim, cell) for claim, cell in cells if prepared.recorded is not None
+               or cell.get("execution_count") is not None or cell.get("outputs")]
         where = ("in its recording" if prepared.recorded is not None
                  else f"on torch {release(book_config(app.config).torch)}")
         problems = claim_problems(ran, where)
