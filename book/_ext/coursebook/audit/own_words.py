@@ -1,7 +1,5 @@
-"""Own words: each run of :data:`SHARED_RUN` or more words the book's prose (chapters,
-exhibits, wings) shares with the course material (``../shared/seeds/``). Code, headings,
-math and roles are no prose; an inline code span is one word, so a quoted error is no run.
-"""
+"""Own words: each run of :data:`SHARED_RUN` or more words the book's prose shares with the
+course material (``../shared/seeds/``); an inline code span is one word (a quoted error)."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ SHARED_RUN = 12
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "\u00a0": " "})
 _EDGES = "\"'.,;:!?()[]{}<>*`"
 
-def word(text: str) -> str:
-    """One word as compared: lower case, straight quotes, no punctuation at its edges."""
+def word(text: str) -> str:  # as compared: lower case, straight quotes, bare edges
     return " ".join(text.translate(_QUOTES).lower().split()).strip(_EDGES)
 
 
@@ -35,21 +32,18 @@ def prose_words(text: str) -> list[str]:  # of a plain text (a seed)
 
 
 @dataclass(frozen=True)
-class Passage:
-    """A stretch of prose with no break in it: one paragraph, list item or table cell."""
-
+class Passage:  # prose with no break in it: a paragraph, list item or table cell
     where: str  # "book/pt01.md:42" or "exhibits/pytorch/09-….toml: lesson"
-    words: tuple[str, ...]  # as compared
-    shown: tuple[str, ...]  # as written, for the report
+    shown: tuple[str, ...]  # its words as written (each compared as its word())
 
 
-def _inline_runs(children) -> Iterator[list[tuple[str, str]]]:  # (compared, written) words
-    run: list[tuple[str, str]] = []
+def _inline_runs(children) -> Iterator[list[str]]:
+    run: list[str] = []
     for child in children:
         if child.type == "text":
-            run += [(word(w), w) for w in child.content.split() if re.search(r"\w", word(w))]
+            run += [w for w in child.content.split() if re.search(r"\w", word(w))]
         elif child.type == "code_inline":
-            run.append((word(child.content), f"`{child.content}`"))
+            run.append(f"`{child.content}`")
         elif child.type in ("math_inline", "myst_role", "image"):
             yield run  # not words a reader could copy from a sentence
             run = []
@@ -67,7 +61,7 @@ _SOURCE = re.compile(r"\s*source\s*:\s*https?://", re.I)
 
 
 def markdown_tokens(markdown: str) -> Iterator[Block]:
-    """The tokens of a MyST text, an admonition's body's in its place (its options none)."""
+    """The tokens of a MyST text, an admonition's body's in its place (not its options)."""
     tokens = markdown_parser().parse(markdown)
     for index, token in enumerate(tokens):
         if token.type == "colon_fence":
@@ -84,15 +78,14 @@ def markdown_tokens(markdown: str) -> Iterator[Block]:
 
 def markdown_passages(text: str, source: str,
                       line_of: Callable[[int], int] | None = None) -> Iterator[Passage]:
-    """The prose of a MyST text, named ``source:LINE`` given ``line_of`` (the line in its
-    file of a line of ``text``), else ``source`` (a TOML field)."""
+    """The prose of a MyST text, at ``source:LINE`` given ``line_of``, else ``source``."""
     for block in markdown_tokens(text):
         if block.token.type != "inline" or block.before == "heading_open":
             continue
         where = source if line_of is None else f"{source}:{line_of(block.line)}"
         for run in _inline_runs(block.token.children or []):
             if run:
-                yield Passage(where, tuple(w for w, _ in run), tuple(s for _, s in run))
+                yield Passage(where, tuple(run))
 
 
 def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
@@ -107,7 +100,7 @@ def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
 
 
 def museum_prose(museum: dict[str, Wing]) -> Iterator[tuple[Wing | Exhibit, str, str]]:
-    """(wing or exhibit, field, text) of each prose field of the museum (titles are headings)."""
+    """(wing or exhibit, field, text) of each prose field but titles (headings)."""
     for owner in [*museum.values(), *(e for wing in museum.values() for e in wing.exhibits)]:
         yield from ((owner, field, text) for field, text in prose_fields(owner)
                     if field != "title")
@@ -130,7 +123,7 @@ class SeedOverlap:
 
 
 def seed_runs(seeds: Iterable[Path], run: int = SHARED_RUN) -> dict[tuple[str, ...], str]:
-    """Each run of ``run`` words in the seeds: its seed's file name."""
+    """Each run of ``run`` words in the seeds, and its seed's name."""
     runs: dict[tuple[str, ...], str] = {}
     for seed in seeds:
         tokens = prose_words(seed.read_text(encoding="utf8"))
@@ -144,21 +137,21 @@ def overlaps(passages: Iterable[Passage], seeds: dict[tuple[str, ...], str],
     """Each maximal stretch of a passage made of runs found in the seeds."""
     found = []
     for passage in passages:
-        hits = [i for i in range(len(passage.words) - run + 1)
-                if tuple(passage.words[i:i + run]) in seeds]
+        words = tuple(map(word, passage.shown))
+        hits = [i for i in range(len(words) - run + 1) if words[i:i + run] in seeds]
         while hits:
             start = end = hits.pop(0)
             while hits and hits[0] <= end + run:
                 end = hits.pop(0)
-            seed = seeds[tuple(passage.words[start:start + run])]
+            seed = seeds[words[start:start + run]]
             found.append(SeedOverlap(passage.where, seed, " ".join(passage.shown[start:end + run])))
     return found
 
 
 def book_overlaps(root: Path, book: Path, museum: dict[str, Wing], seeds_dir: Path,
                   run: int = SHARED_RUN) -> list[SeedOverlap]:
-    """Every run of ``run`` or more words the book's prose (chapters in any format, pages,
-    museum) shares with a seed."""
+    """Every run of ``run`` or more words the book's prose (chapters, pages, museum) shares
+    with a seed."""
     pages = {*book.rglob("*.md"), *(path for path, _ in chapter_files(book))}
     passages = [p for page in sorted(pages)
                 if not any(part.startswith("_") for part in page.relative_to(book).parts)
