@@ -20,8 +20,7 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def answer_texts(answer) -> list[str]:
-    """How a hint could spell an answer, lower-cased (a list also as a tuple; not a bool:
-    a hint may say "true or false?")."""
+    """How a hint could spell an answer, lower-cased (not a bool: "true or false?")."""
     if isinstance(answer, bool):
         return []
     forms = ({" ".join(answer.split())} if isinstance(answer, str)

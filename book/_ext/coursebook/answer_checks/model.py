@@ -1,6 +1,5 @@
 """Checkable answers: the ``checks`` an answer code cell lists in its metadata, which a
-student runs without seeing the answer (each ``value``, an expression the cell leaves, is
-checked against its ``answer`` on every instructor build); docs/authoring.md says more."""
+student runs without seeing the answer (docs/authoring.md, "Answers students can check")."""
 
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ CHECK_TAG = "self-check"  # a cell of check() calls, which each edition writes i
 
 
 class AnswerCheckError(BookError):
-    """A ``checks`` entry the book cannot use; ``line``: its cell's line."""
+    """A ``checks`` entry the book cannot use, at its cell's line."""
 
 
 @dataclass(frozen=True)

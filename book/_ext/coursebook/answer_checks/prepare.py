@@ -36,8 +36,7 @@ def shown_hint(check: AnswerCheck) -> str:
 
 
 def check_table(checks: list[AnswerCheck]) -> dict[str, dict]:
-    """What the student's notebook holds of each answer: its digest, never the answer, and
-    its hint scrambled."""
+    """What the student's notebook holds of each answer: its digest, its hint scrambled."""
     return {check.name: {"digest": self_check.digest(check.name, check.answer, check.tolerance),
                          "numbers": self_check.number_digests(check.name, check.answer,
                                                               check.tolerance),
@@ -67,8 +66,7 @@ def without_exact(setup: str) -> str:
 
 
 def mistried(checks: list[AnswerCheck]) -> list[AnswerCheckError]:
-    """Each answer a check gets wrong (its answer or an ``accept`` entry refused, a ``refuse``
-    entry accepted), tried with the table cell's own code."""
+    """Each answer a check gets wrong, tried with the table cell's own code."""
     namespace: dict = {}
     exec(setup_source(checks), namespace)  # defines passes() and the filled-in table
     errors = []
@@ -97,8 +95,7 @@ def mistried(checks: list[AnswerCheck]) -> list[AnswerCheckError]:
 
 
 def _function_tries(check: AnswerCheck) -> list[str]:
-    """A function check's lists, tried in the instructor's kernel: a mismatch stops the build
-    at this cell."""
+    """A function check's lists, asserted in the instructor's kernel."""
     return [f'\nassert {"" if right else "not "}passes("{check.name}", {entry}), ' + repr(
                 f"check {check.name}: {field} entry {entry} is "
                 f"{'refused' if right else 'accepted'} by the students' check: if the entry "
@@ -123,8 +120,8 @@ def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.Noteboo
 
 
 def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
-    """The cells after a source cell in an edition: for an answer cell with checks, the table
-    (before the chapter's first check) and its check calls."""
+    """The cells an edition adds after an answer cell with checks: the note and the table
+    before the chapter's first, its check calls."""
     own = cell_checks(cell)
     if not own:
         return []

@@ -1,8 +1,6 @@
-"""Spoilers in a built edition: a predict-then-reveal cell (``hide-output``, its output in
-a closed ``<details>``) given away by its output in view, by a link before it to a place
-showing the error it reveals (read from the built pages), or by a figure without its code
-right after it.
-"""
+"""Spoilers in a built edition: a predict-then-reveal cell (``hide-output``) given away by
+its output in view, by a link before it to a place showing the error it reveals, or by a
+figure without its code right after it."""
 
 from __future__ import annotations
 
@@ -22,8 +20,7 @@ _ERROR = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning))\s*:\s+")
 SIGNATURE_WORDS = 6
 
 
-def error_signatures(text: str) -> set[str]:
-    """The errors a text shows, each as its type and the first words of its message."""
+def error_signatures(text: str) -> set[str]:  # each error's type and first words
     found = set()
     for match in _ERROR.finditer(text):
         # Words, not characters: a page's markup may space out punctuation.
@@ -33,8 +30,7 @@ def error_signatures(text: str) -> set[str]:
     return found
 
 
-def shown_outputs(cell: Tag) -> list[Tag]:
-    """The outputs of a cell that are in view: not inside a closed ``<details>``."""
+def shown_outputs(cell: Tag) -> list[Tag]:  # those not inside a closed ``<details>``
     return [output for output in cell.select("div.cell_output")
             if not any(details.name == "details" and not details.has_attr("open")
                        for details in output.parents)]
