@@ -8,8 +8,7 @@ from coursebook.model.versions import version_key
 
 
 def expected_files(expected_dir: Path, chapter: str = "**/*") -> list[Path]:
-    """Each torch release's expected outputs of ``chapter`` (by default of every chapter,
-    one in a folder too)."""
+    """Each torch release's expected outputs of ``chapter`` (by default: of every chapter)."""
     return sorted(expected_dir.glob(f"torch-*/{chapter}.txt"))
 
 

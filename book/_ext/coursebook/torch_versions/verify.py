@@ -98,10 +98,10 @@ class Standing:
         return f"Outputs {what} on {self.other.label}; recorded by "
 
 
-def _firsts(lines: tuple[str, ...], shown: int = 2) -> str:
+def _firsts(lines: tuple[str, ...]) -> str:
     lines = tuple(dict.fromkeys(lines))  # two cells may start alike
-    named = ", ".join(f"`{line}`" for line in lines[:shown])
-    return f" ({named}{', …' if len(lines) > shown else ''})"
+    named = ", ".join(f"`{line}`" for line in lines[:2])
+    return f" ({named}{', …' if len(lines) > 2 else ''})"
 
 
 def check_digests(museum: dict[str, Wing]) -> set[str]:

@@ -340,8 +340,8 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
             report(str(error), None, "expected-outputs")
             app.statuscode = 1
             continue
-        notebook = states[docname].notebook
-        run = run_digest(notebook) if notebook is not None else None
+        notebook = states[docname].notebook  # prepared, as its outputs were kept
+        run = run_digest(notebook)
         if config.accept_outputs:
             shown, refused = accept_into(
                 path, expectations, edition, outputs,
@@ -351,8 +351,7 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                  (f"# Accepted with `{ACCEPT_COMMAND}` on {today()} from a run on "
                   f"{platform.system()} {platform.machine()} (torch {torch_version})."),
                  ("# One entry per code cell: a hash of its code, then its output, indented. "
-                  "Review the diff before committing.")], run, since,
-                in_key(notebook, READS) if notebook is not None else None)
+                  "Review the diff before committing.")], run, since, in_key(notebook, READS))
             for refusal in refused:
                 _fail(app, docname, refusal.cell.line, refusal.message(path), fixed_by=None)
             summary += shown + states[docname].not_verified
@@ -374,7 +373,7 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
                   else " (none expected yet, above)") if mismatches else ""
         counted, left = compared_account(outputs, mismatches, patterns_alone(expectations, edition))
         # Not fatal: this torch verified them; another torch's outputs are judged by them.
-        old = edited_since(notebook, expectations.reads) if expectations and notebook else ()
+        old = edited_since(notebook, expectations.reads) if expectations else ()
         summary.append(f"{Path(env.doc2path(docname)).name} ({edition}): {counted} against "
                        f"{verified_against(torch_version, notebook)}{failed}{left}" + (
                            f"; {path} holds old hashes of {', '.join(old)} (files its cells read):"
@@ -393,10 +392,9 @@ def compare_expected_outputs(app: Sphinx, env, since: datetime | None = None) ->
 
 
 def verified_against(torch: str, notebook: nbformat.NotebookNode | None) -> str:
-    """This torch where the chapter's code names it (torchvision, torchax too; a comment does
-    too, and torch reached through a declared library, transformers', is that library's: the
-    cells' text decides), and each package it declares at the version its run's key holds:
-    what its outputs follow (a JAX chapter's, jax alone); Python's where neither."""
+    """What a chapter's outputs follow: this torch where its cells' text names it (a comment
+    too; not a declared library's use of it), each declared package at its run's version;
+    else Python."""
     named = [f"{name} {version}" for name, version in in_key(notebook, PACKAGE).items()]
     torch_used = notebook is None or any(re.search(r"\btorch", cell.source) for cell in
                                          notebook.cells if cell.cell_type == "code")

@@ -67,10 +67,8 @@ def expectations_path(expected_dir: Path, torch_version: str, chapter: str) -> P
 # --- What a cell shows -----------------------------------------------------------------
 
 def shown_text(cell: nbformat.NotebookNode) -> str:
-    """A code cell's outputs as the page shows them, as text, normalised: an image by its
-    text, where the book's figures put their data (a bare repr is not compared:
-    :data:`~coursebook.model.outputs.BARE_REPR`); HTML by its HTML; a progress bar by what
-    it shows last; an output too long for a page by its start, end and whole digest."""
+    """A code cell's outputs as the page shows them, as normalised text: an image by its text,
+    where the book's figures put their data (a bare repr: :data:`~.outputs.BARE_REPR`)."""
     parts = []
     for output in cell.get("outputs", []):
         kind = output.get("output_type")
