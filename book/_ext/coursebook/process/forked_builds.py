@@ -1,15 +1,12 @@
-"""Builds forked, not started (docs/authoring.md): a new ``sphinx-build`` spends about 2 s
-of CPU on imports (Sphinx, myst-nb, the theme, the extension). The preview forks each
-rebuild from itself (tools/preview.py), the tests theirs from one process per worker
-(tests/forked_builds.py).
-"""
+"""Builds forked, not started: a new ``sphinx-build`` spends about 2 s of CPU on imports.
+The preview forks each rebuild from itself (tools/preview.py), the tests theirs from one
+process per worker (tests/forked_builds.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
 import importlib
-import importlib.util
 import logging
 import multiprocessing
 import os
@@ -18,17 +15,12 @@ from collections.abc import Sequence
 
 from sphinx.application import builtin_extensions
 
-# sphinx-build's own and the extensions Sphinx always loads (the book's: conf.py's).
-_ALWAYS = ("sphinx.cmd.build", "sphinx.builders.html", *builtin_extensions)
-
 
 def build_modules(conf: dict) -> list[str]:
-    """The modules a build imports: sphinx-build's, ``conf``'s extensions and html_theme."""
-    names = [*_ALWAYS, *conf.get("extensions", [])]
-    theme = conf.get("html_theme", "").replace("-", "_")
-    if theme and importlib.util.find_spec(theme) is not None:
-        names.append(theme)
-    return names
+    """sphinx-build's modules, the extensions Sphinx always loads, conf.py's and its theme's
+    (a theme Sphinx holds is no module: :func:`import_modules` passes over it)."""
+    return ["sphinx.cmd.build", "sphinx.builders.html", *builtin_extensions,
+            *conf.get("extensions", []), conf.get("html_theme", "").replace("-", "_")]
 
 
 def import_modules(names: Sequence[str]) -> None:
@@ -46,9 +38,8 @@ def import_modules(names: Sequence[str]) -> None:
 
 
 class Forked:
-    """``target(sender, *arguments)`` started in a forked process; :meth:`result` waits for
-    it. Its ``receiver`` can be waited on (``multiprocessing.connection.wait``): it is ready
-    once the process sent or ended."""
+    """``target(sender, *arguments)`` in a forked process; ``receiver`` is ready (for
+    ``multiprocessing.connection.wait``) once it sent or ended."""
 
     def __init__(self, target, *arguments) -> None:
         context = multiprocessing.get_context("fork")
@@ -60,7 +51,7 @@ class Forked:
         sender.close()
 
     def result(self) -> tuple[int, object]:
-        """Its exit status and what it sent (None: nothing, it was killed)."""
+        """Its exit status and what it sent (None: it was killed)."""
         try:
             received = self.receiver.recv()  # before joining: a long list fills the pipe
         except EOFError:
@@ -71,7 +62,7 @@ class Forked:
 
 
 def sphinx_build(imported, arguments: Sequence[str]) -> None:
-    """``python -m sphinx ARGUMENTS`` as a :class:`Forked` target: sends what it imported."""
+    """``python -m sphinx ARGUMENTS``, a :class:`Forked` target: sends what it imported."""
     import sphinx
     from sphinx.cmd.build import main
 

@@ -1,12 +1,6 @@
-"""A build stopped by a signal: one line, not a crash report (nbclient takes SIGINT for
-its event loop, and Sphinx reported it as a crash), and no process left behind.
-
-Ctrl-C and SIGTERM are blocked in the build's threads and one thread waits for them: it
-says what happened, ends every process the build started (workers, kernels and the
-forkserver, in sessions of their own, which the signal never reached) and exits. ``-j``
-workers ignore both signals and die with the build (Linux's parent-death signal).
-jupyter-cache keeps only finished runs; :mod:`coursebook.process.next_build` rewrites the pages.
-"""
+"""A build stopped by a signal: one line, not a crash report (nbclient takes SIGINT for its
+event loop, and Sphinx reported it as a crash), and no process left behind. jupyter-cache
+keeps only finished runs; :mod:`coursebook.process.next_build` rewrites the pages."""
 
 from __future__ import annotations
 
@@ -18,6 +12,7 @@ import signal
 import sys
 import tempfile
 import threading
+from functools import cache
 from pathlib import Path
 
 MESSAGE = ("Interrupted: the build stopped. The execution cache keeps only finished runs, "
@@ -47,6 +42,7 @@ def _wait_for_stop() -> None:
     print(f"\n{MESSAGE}", file=sys.stderr, flush=True)
     import psutil
 
+    # Workers, kernels and the forkserver, in sessions of their own, never got the signal.
     for process in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess):
             process.kill()
@@ -56,16 +52,17 @@ def _wait_for_stop() -> None:
 
 
 _forking: list[int] = [0]  # the pid of the process forking, as its child sees it
-_hooked: list[int] = []  # the process whose forks are hooked
 
 
 def _ignore(signum, frame) -> None:  # a handler, not SIG_IGN: a program it runs gets the default
     pass
 
 
+@cache  # once per process: a forked build inherits its parent's hooks
 def _hook_forks() -> None:
-    """In each process forked from now on: the stop signals are the main process's to
-    handle (never blocked, so never left pending), and it dies with its parent."""
+    """In each process forked from now on (``-j`` workers among them): the stop signals are
+    the main process's to handle (never blocked, so never left pending), and it dies with its
+    parent (Linux's parent-death signal)."""
     prctl = None  # Linux's, looked up before any fork (a forked child only calls it)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
@@ -80,14 +77,13 @@ def _hook_forks() -> None:
             if os.getppid() != _forking[0]:  # it died before the line above
                 os._exit(1)
 
-    if _hooked != [os.getpid()]:  # once per process (a forked build inherits its parent's)
-        _hooked[:] = [os.getpid()]
-        os.register_at_fork(before=lambda: _forking.__setitem__(0, os.getpid()),
-                            after_in_child=after_fork_in_child)
+    os.register_at_fork(before=lambda: _forking.__setitem__(0, os.getpid()),
+                        after_in_child=after_fork_in_child)
 
 
 def stop_cleanly_on_interrupt(app) -> None:
-    """``builder-inited``, before any kernel starts or worker forks."""
+    """``builder-inited``, before any kernel starts or worker forks: Ctrl-C and SIGTERM
+    blocked in the build's threads, and one thread waiting for them."""
     if (threading.current_thread() is not threading.main_thread()
             or not hasattr(signal, "pthread_sigmask")):
         return

@@ -1,11 +1,5 @@
-"""What the next build finds. The configuration as conf.py gave it: the next build compares
-the pickled one with its own before ``builder-inited``, where the theme and extensions add
-to seven values, so every build said "The configuration has changed". Every page written
-again after a stopped build: Sphinx saves its environment before it writes the pages, so
-the next build wrote only those with newer sources; a build marks its output folder
-unfinished until it ends, and one that finds the mark (or no search index or
-``.buildinfo``) writes every page.
-"""
+"""What the next build finds: the configuration as conf.py gave it, and every page written
+again after a stopped build."""
 
 from __future__ import annotations
 
@@ -34,15 +28,15 @@ def own_source_suffix(app: Sphinx, config: Config) -> None:
 
 
 def keep_config_as_given(app: Sphinx, config: Config) -> None:
-    """``config-inited``, last: a copy as Sphinx would pickle it."""
+    """``config-inited``, last: a copy as Sphinx would pickle it. The next build compares the
+    pickled one with its own before ``builder-inited``, where the theme and extensions add to
+    seven values: every build said "The configuration has changed"."""
     _GIVEN[config] = pickle.loads(pickle.dumps(config, pickle.HIGHEST_PROTOCOL))
 
 
 def pickle_config_as_given(app: Sphinx, env) -> list[str]:
     """``env-get-updated``, last, before Sphinx pickles the environment."""
-    given = _GIVEN.get(app.config)
-    if given is not None:
-        env.config = given
+    env.config = _GIVEN[app.config]
     return []
 
 
@@ -53,7 +47,9 @@ def restore_config(app: Sphinx, *_) -> None:
 
 
 def mark_unfinished(app: Sphinx) -> None:
-    """``builder-inited``: the mark set, after noting a build to write every page."""
+    """``builder-inited``: Sphinx saves its environment before it writes the pages, so after a
+    stopped build the next wrote only those with newer sources. A build that finds the mark
+    (or no search index or ``.buildinfo``) writes every page."""
     marker, builder, missing = Path(app.outdir, MARKER), app.builder, []
     if isinstance(builder, StandaloneHTMLBuilder) and app.env.all_docs:  # a saved environment
         names = [".buildinfo", *([builder.searchindex_filename] if builder.search else [])]

@@ -1,7 +1,5 @@
-"""The live preview (``make preview``): the pages of the last build that passed (a failed
-build stops before writing any, naming the command its failure needs). Its builds are
-forked (:mod:`coursebook.process.forked_builds`).
-"""
+"""The live preview (``make preview``) shows the pages of the last build that passed: a
+failed build stops before writing any, naming the command its failure needs."""
 
 from __future__ import annotations
 
