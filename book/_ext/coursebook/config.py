@@ -1,6 +1,5 @@
-"""The book's configuration: each setting of :class:`BookConfig` a Sphinx config value
-``coursebook_<field>`` (its metadata: what Sphinx must redo when it changes), made once,
-checked, at ``config-inited``; :func:`book_config` gives it to every module."""
+"""The book's configuration: each field of :class:`BookConfig` a Sphinx config value
+``coursebook_<field>``, made once and checked at ``config-inited``; :func:`book_config`."""
 
 from __future__ import annotations
 
@@ -28,15 +27,12 @@ _BUILT: WeakKeyDictionary[Config, BookConfig] = WeakKeyDictionary()
 
 
 def _value(default, rebuild: str, doc: str, path: str = ""):
-    """``path``: "file" or "folder" where the setting names one the build reads ("": unset)."""
+    """``rebuild``: what Sphinx redoes when it changes; ``path``: "file" or "folder" where the
+    setting names one the build reads."""
     metadata = {"rebuild": rebuild, "doc": doc, "path": path}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
     return field(default=default, metadata=metadata)
-
-
-def _default(item: dataclasses.Field):
-    return item.default_factory() if item.default is dataclasses.MISSING else item.default
 
 
 @dataclass(frozen=True)
@@ -81,14 +77,14 @@ class BookConfig:
     @classmethod
     def register(cls, app: Sphinx) -> None:
         for item in dataclasses.fields(cls):
-            default = _default(item)
+            default = getattr(cls(), item.name)
             app.add_config_value(PREFIX + item.name, default, item.metadata["rebuild"],
                                  type(default), description=item.metadata["doc"])
 
     @classmethod
     def of(cls, config: Config) -> BookConfig:
-        return cls(**{item.name: getattr(config, PREFIX + item.name, _default(item))
-                      for item in dataclasses.fields(cls)})
+        return cls(**{name: getattr(config, PREFIX + name, default)
+                      for name, default in vars(cls()).items()})
 
     @classmethod
     def build(cls, app: Sphinx, config: Config) -> None:
@@ -107,7 +103,6 @@ class BookConfig:
             stop_build("config", (f"{shown_path(Path(app.confdir, 'conf.py'))} (or -D): "
                                   f"{problem}", None))
         config[PREFIX + "execution_versions"] = versions
-        book = dataclasses.replace(book, execution_versions=versions)
         try:
             if book.runtimes_file:
                 load_runtimes(Path(book.runtimes_file))
@@ -116,12 +111,12 @@ class BookConfig:
                               "`make refresh-runtimes` then checks the pins.")
             report_book_error(error, "runtimes")
             config[PREFIX + "runtimes_file"] = ""
-            book = dataclasses.replace(book, runtimes_file="")
-        _BUILT[config] = book
+        _BUILT[config] = cls.of(config)
 
     def problem(self) -> str | None:
         for item in dataclasses.fields(self):
-            value, default, kind = getattr(self, item.name), _default(item), item.metadata["path"]
+            value, default = getattr(self, item.name), getattr(BookConfig(), item.name)
+            kind = item.metadata["path"]
             expected = (list, tuple) if isinstance(default, list) else type(default)
             if not isinstance(value, expected):
                 return (f"{PREFIX}{item.name} is {value!r}, a {type(value).__name__}; it must be "
@@ -147,7 +142,7 @@ class BookConfig:
 
     @cached_property
     def reader_runtimes(self) -> tuple[Runtime, ...]:  # whose texts pages show beside ours
-        return reader_runtimes(Path(self.runtimes_file)) if self.runtimes_file else ()
+        return reader_runtimes(self.runtimes_path) if self.runtimes_path else ()
 
     def museum(self) -> dict[str, Wing]:
         """The error museum, parsed again only when its files change (every chapter uses it)."""

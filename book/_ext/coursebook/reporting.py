@@ -1,11 +1,8 @@
-"""The build log: errors, each logged once at its place however many chapters, phases or
-readers meet it (a filter on the main process's handlers); warnings counted; no configuration
-dumps; a notebook's cell and line named in what Sphinx and MyST say.
-"""
+"""The build log: each error once at each place, warnings counted, no configuration dumps,
+a notebook's cell and line named in what Sphinx and MyST say."""
 
 from __future__ import annotations
 
-import io
 import logging as std_logging
 import re
 import sys
@@ -13,7 +10,7 @@ from weakref import WeakKeyDictionary
 
 from sphinx.application import Sphinx
 from sphinx.util import logging
-from sphinx.util.logging import NAMESPACE, WarningStreamHandler, is_suppressed_warning
+from sphinx.util.logging import NAMESPACE, WarningStreamHandler
 
 from coursebook.model.faults import BookError
 from coursebook.model.notebooks import NOTEBOOK_SUFFIX, notebook_place
@@ -22,8 +19,8 @@ logger = logging.getLogger(__name__)
 
 
 def report(message: str, location, subtype: str) -> None:
-    """A build error, once per build at each place (:class:`_OncePerPlace`): the message is
-    the record's whole text (no arguments, no %-formatting)."""
+    """A build error, once per build at each place (:class:`_OncePerPlace`); the message is
+    the record's whole text (no %-formatting)."""
     logger.error(message, location=location, type="coursebook", subtype=subtype)
 
 
@@ -49,33 +46,28 @@ def stop_build(subtype: str, *errors: tuple[str, str | None]) -> None:
     """End the build with these (message, location) errors, raising nothing: Sphinx gives
     any exception a crash report."""
     for message, location in errors:
-        logger.error("%s", message, location=location, type="coursebook", subtype=subtype)
+        report(message, location, subtype)
     sys.exit(2)
 
 
-class _WarningCount(WarningStreamHandler):
-    """Counts the warnings and errors ``suppress_warnings`` lets through, as Sphinx's own
-    warning stream gets them (as a stream handler, each held warning once)."""
+class _Count(std_logging.Filter):
+    count = 0
 
-    def __init__(self, app: Sphinx) -> None:
-        super().__init__(io.StringIO())
-        self.setLevel(std_logging.WARNING)
-        self.app, self.count = app, 0
-
-    def emit(self, record: std_logging.LogRecord) -> None:
-        suppressed = getattr(self.app.config, "suppress_warnings", ())
-        if not is_suppressed_warning(getattr(record, "type", ""), getattr(record, "subtype", ""),
-                                     suppressed):
-            self.count += 1
+    def filter(self, record: std_logging.LogRecord) -> bool:
+        self.count += 1
+        return True
 
 
-_COUNTS: WeakKeyDictionary[Sphinx, _WarningCount] = WeakKeyDictionary()
+_COUNTS: WeakKeyDictionary[Sphinx, _Count] = WeakKeyDictionary()
 
 
 def count_warnings(app: Sphinx) -> None:
-    """At setup, once Sphinx's logging is: this build's warnings counted from here on."""
-    _COUNTS[app] = _WarningCount(app)
-    std_logging.getLogger(NAMESPACE).addHandler(_COUNTS[app])
+    """At setup: the warnings and errors Sphinx's warning stream shows, counted after its
+    filters (``suppress_warnings``; a held warning once)."""
+    _COUNTS[app] = _Count()
+    for handler in std_logging.getLogger(NAMESPACE).handlers:
+        if isinstance(handler, WarningStreamHandler):
+            handler.addFilter(_COUNTS[app])
 
 
 def warnings_logged(app: Sphinx) -> int:  # so far; those Sphinx's -W makes fatal
@@ -83,8 +75,7 @@ def warnings_logged(app: Sphinx) -> int:  # so far; those Sphinx's -W makes fata
 
 
 # myst-parser's and myst-nb's configuration dumps, two lines of some thousand characters on
-# every build, are dropped; their other records pass. Sphinx's loggers are Python loggers
-# under "sphinx.", named after their modules.
+# every build, are dropped; their other records pass.
 _CONFIG_LOGGERS = ("sphinx.myst_parser.sphinx_ext.main", "sphinx.myst_nb.sphinx_ext")
 _CONFIG_CLASSES = frozenset({"MdParserConfig", "NbParserConfig"})
 
@@ -100,8 +91,7 @@ def quiet_config_dumps() -> None:  # a filter added twice is kept once
 
 
 # myst-nb numbers a notebook page's lines as the cell's number times 10000 plus the line in
-# the cell; a filter on Sphinx's handlers, after theirs wrote the place as ``path:line``,
-# names the author's cell (``lesson.ipynb:4``) and the line in it, as the book's messages do.
+# the cell: named as the book's messages name them (``lesson.ipynb:4``, the line in it).
 _NOTEBOOK_PLACE = re.compile(rf"(?P<path>.*{re.escape(NOTEBOOK_SUFFIX)}):(?P<line>\d+)")
 
 
@@ -133,8 +123,7 @@ class _OncePerPlace(std_logging.Filter):
 
 
 def name_notebook_cells() -> None:
-    """At setup, when Sphinx's handlers are this build's: after their filters, which name the
-    place (:class:`_OncePerPlace` reads it)."""
+    """At setup, on this build's handlers: after their filters, which write the place."""
     for handler in std_logging.getLogger(NAMESPACE).handlers:
         handler.addFilter(_name_the_cell)
         handler.addFilter(_OncePerPlace())
