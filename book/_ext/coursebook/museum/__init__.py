@@ -1,4 +1,2 @@
-"""The error museum: exhibits as data (``exhibits/<wing>/NN-*.toml``), placed into chapters,
-each module named by its stage (docs/architecture.md says what each holds). The code an
-exhibit's cells import in the kernel stays in ``coursebook.exhibit_checks``: its import path
-is part of the cache key and of the expected outputs."""
+"""The error museum: exhibits as data, placed into chapters. The code its cells import stays in
+``coursebook.exhibit_checks``: that import path is in the cache key and the expected outputs."""

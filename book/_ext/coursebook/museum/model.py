@@ -1,5 +1,5 @@
 """The error museum as data: ``exhibits/<wing>/NN-*.toml``, the one source of the exhibits'
-code and text (:mod:`coursebook.museum.prepare` places them in a chapter)."""
+code and text."""
 
 from __future__ import annotations
 
@@ -39,8 +39,7 @@ class CpuReproduction:
     reproduction: str = ""  # "": the failure does not arise on a CPU; the note says why
     fix_note: str = ""
     fix: str = ""
-    # Older packages it needs, pinned, installed apart (``pip install --target``, without
-    # their dependencies) in the folder side_environment names.
+    # Older packages it needs, pinned, installed apart (pip --target, no dependencies) there.
     side_environment: str = ""
     side_packages: tuple[str, ...] = ()
     fix_in_fresh_runtime: bool = False  # as Exhibit's, for the CPU fix and its reproduction
@@ -84,8 +83,7 @@ class Exhibit:
     records: tuple[ErrorRecord, ...]
     taught_in: tuple[str, ...] = ()  # labels of the sections that teach what it breaks
     cpu: CpuReproduction | None = None
-    # The records of the runtimes readers use, each with how a page names the runtime:
-    # "Colab (torch 2.11.0)".
+    # The records of the runtimes readers use, each with its page name: "Colab (torch 2.11.0)".
     reader_records: tuple[tuple[str, ErrorRecord], ...] = field(default=(), metadata=NOT_READ)
     museum_fix: MuseumFix | None = None  # None: fix_code is the museum's own fix
     museum_rerun: MuseumRerun | None = None

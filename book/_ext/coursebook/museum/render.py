@@ -1,6 +1,5 @@
-"""The museum on a page: its check lines, each ("✓ Raised exactly the error recorded for ...") a
-tick that opens on demand in the instructor edition (in print the line stays), none for
-students; each exhibit's reveal holding the rest of the exhibit."""
+"""The museum on a page: each check line a tick the instructor opens (in print the line stays),
+none for students; each exhibit's reveal holding the rest of the exhibit."""
 
 from __future__ import annotations
 
@@ -44,9 +43,8 @@ def quiet_exhibit_checks(app: Sphinx, doctree: nodes.document) -> None:
 
 
 def fold_reveals(doctree: nodes.document) -> None:
-    """``doctree-read``: each exhibit's *The cause and the fix* takes in what follows it in the
-    exhibit's section, the fix's code cell and its output too, which no Markdown dropdown can
-    hold: nothing of the answer is in view before the click."""
+    """``doctree-read``: each exhibit's reveal takes in the rest of its section, the fix's code
+    cell and output too, which no Markdown dropdown can hold."""
     for reveal in list(doctree.findall(nodes.container)):
         if REVEAL_CLASS in reveal.get("container_classes", ()):
             section, at = reveal.parent, reveal.parent.index(reveal) + 1

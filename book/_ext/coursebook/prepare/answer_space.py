@@ -1,6 +1,5 @@
-"""Room to write: a ruled box where each answer was, in the student handout
-(``coursebook_answer_space``; docs/publishing.md, "Room to write"). A box is a markdown cell,
-so the cached outputs stay the student notebook's; its LaTeX is raw, as only a handout shows it."""
+"""Room to write: a ruled box where each answer was, in the student handout (docs/publishing.md):
+a markdown cell, so the cached outputs stay the student notebook's; raw LaTeX, for print only."""
 
 from __future__ import annotations
 

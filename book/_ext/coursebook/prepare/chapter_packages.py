@@ -1,6 +1,5 @@
-"""The pages to read, checked before any is: each decodes (else named at its first bad byte,
-not a crash report), and no chapter installs packages, as its code runs with the builder's
-rights (docs/authoring.md, "Packages a chapter needs")."""
+"""The pages to read, checked before any is: each decodes, and no chapter installs packages, as
+its code runs with the builder's rights (docs/authoring.md, "Packages a chapter needs")."""
 
 from __future__ import annotations
 
@@ -56,8 +55,7 @@ _SHELL_BUILTINS = frozenset(
 
 
 def decoded(path: Path) -> str | BookError:
-    """A page's text, read once: its bytes name a bad byte's place; its text has universal
-    newlines, as ``read_text`` and Sphinx give it (a CRLF page's lines as the build counts)."""
+    """A page's text with universal newlines, as Sphinx reads it, or the place of a bad byte."""
     data = path.read_bytes()
     try:
         return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
@@ -71,10 +69,8 @@ def decoded(path: Path) -> str | BookError:
 
 
 def missing_commands(notebook: nbformat.NotebookNode) -> list[tuple[int, str, str]]:
-    """Each shell escape (``!ls``, ``files = !ls``) and drawing module's program not on PATH,
-    which the kernels inherit: (its line, the command, how to install a module's program).
-    IPython finds the escapes as the kernel does (a ``!`` in a string is none); a shell cell is
-    its shell's, an installer is refused as such, a word with ``{$/=`` is not looked up."""
+    """Each shell escape's (``!ls``) and drawing module's program not on the kernels' PATH: its
+    line, the command, how to install a module's; IPython finds the escapes, as the kernel."""
     found = []
     for cell in notebook.cells:
         if cell.cell_type != "code" or not _MAY_RUN.search(cell.source) \
@@ -155,8 +151,8 @@ def chapter_package_errors(path: Path, text: str) -> list[BookError]:
 
 
 def check_pages_to_read(app: Sphinx, env, docnames: list[str]) -> None:
-    """``env-before-read-docs``, first: every page decodes, then no chapter installs a
-    package or lacks one, or the build stops."""
+    """``env-before-read-docs``, first: every page decodes, no chapter installs or lacks a
+    package, or the build stops."""
     pages = {path: decoded(path) for path in (Path(env.doc2path(name)) for name in docnames)}
     if errors := [text for text in pages.values() if isinstance(text, BookError)]:
         stop_build("source", *((error.message, error.location) for error in errors))
@@ -166,8 +162,7 @@ def check_pages_to_read(app: Sphinx, env, docnames: list[str]) -> None:
 
 
 def put_environment_first_on_path() -> None:
-    """This environment's ``bin`` first on PATH, which kernels inherit: ``!python`` in a cell
-    is the book's, never the machine's."""
+    """This environment's ``bin`` first on the kernels' PATH: ``!python`` is the book's."""
     bin_dir = str(Path(sys.executable).parent)
     rest = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry != bin_dir]
     os.environ["PATH"] = os.pathsep.join([bin_dir, *rest])

@@ -11,8 +11,9 @@ from functools import partial
 from pathlib import Path
 
 import nbformat
+from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
-from sphinx.errors import ExtensionError
 from sphinx.util import docname_join, logging
 from sphinx.util.matching import get_matching_files
 
@@ -62,8 +63,8 @@ class PreparedChapter:
     teaching: ChapterTeaching | None = None
     # The files its cells read (top matter `coursebook: {reads: [...]}`), by the name listed.
     reads: dict[str, Path] = field(default_factory=dict)
-    # What the answers this edition leaves out define, at their lines: the names they bind
-    # (model.answer_names), the files only they name, as paths, but the chapter's data.
+    # What the answers this edition leaves out define, at their lines: the names they bind,
+    # the files only they name (as paths), but the chapter's data.
     left_out: dict[str, int] = field(default_factory=dict)
 
 
@@ -182,8 +183,7 @@ def _built_unlisted(app: Sphinx, docname: str, text: str) -> tuple[int, str, str
 
 
 def _note_inputs(app: Sphinx, config: BookConfig, prepared: PreparedChapter | None) -> list[str]:
-    """Note what else makes the chapter's text or its outputs; returns those that do not
-    exist yet."""
+    """Note what else makes the chapter's text or its outputs; returns those not there yet."""
     env = app.env
     env.note_dependency(config.machine_kinds_file)
     for path in [*sorted(Path(config.exhibits_dir).glob("*/*.toml")),
@@ -244,7 +244,7 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
             metadata={"mystnb": {"execution_mode": "off"}})) if reads_as_json(str(path))
             else unbuilt)
         return None
-    for problem in unknown_domain_roles(prepared.notebook, str(path), lambda name: _has(app, name)):
+    for problem in unknown_domain_roles(prepared.notebook, str(path), app.env.domains.__contains__):
         report(problem.message, problem.location, "source")
     app.env.temp_data[PREPARED] = prepared
     chapter = page_state_of(app.env, docname)
@@ -266,17 +266,9 @@ def unknown_domain_roles(notebook: nbformat.NotebookNode, source_path: str,
             if ":" in name and not has_domain(name.split(":")[0])]
 
 
-def _has(app: Sphinx, domain: str) -> bool:
-    try:
-        return bool(app.env.get_domain(domain))
-    except ExtensionError:
-        return False
-
-
 def leave_out_plain_scripts(app: Sphinx, config) -> None:
-    """``config-inited``: a ``.py`` file that is no percent script (a helper module) is left
-    out; the files found as Sphinx finds pages, by its patterns (include, exclude, templates).
-    One with `# %%` cells is named, with why: else its chapter vanished, unsaid."""
+    """``config-inited``: a ``.py`` file (found as Sphinx finds pages) that is no percent script
+    is left out; one with `# %%` cells is named, with why: else its chapter vanished, unsaid."""
     for name in sorted(get_matching_files(app.srcdir, config.include_patterns,
                                           [*config.exclude_patterns, *config.templates_path])):
         if not name.endswith(SCRIPT_SUFFIX):
@@ -290,15 +282,11 @@ def leave_out_plain_scripts(app: Sphinx, config) -> None:
 
 
 def refuse_shown_solutions(app: Sphinx, doctree) -> None:
-    """``doctree-read``, student edition: a solution on a page is one the book could not cut
-    out (it cuts those a chapter's own text holds), shown to students: it stops the build at
-    its text (sphinx-exercise places the box at its page's top). So does a page of the book
-    given as written, answers and all (a download: MyST-NB's glue lesson offers its own .md; a
-    literalinclude), and a file shown (an image, an included or downloaded file) that only an
-    answer's code names: an answer's run left it (the author's: a build's runs leave none)."""
-    from docutils import nodes
-    from sphinx.addnodes import download_reference
-    from sphinx_exercise.nodes import solution_node, solution_start_node
+    """``doctree-read``, student edition: stop at a solution the book could not cut out (at its
+    text: sphinx-exercise places the box at its page's top), a page of the book given as
+    written (a download, a literalinclude), and a file shown that only an answer's code names
+    (an answer's run left it: a build's runs leave none)."""
+    from sphinx_exercise.nodes import solution_node, solution_start_node  # the recorder lacks it
 
     if edition_of(app) is not Edition.STUDENT:
         return
@@ -306,8 +294,8 @@ def refuse_shown_solutions(app: Sphinx, doctree) -> None:
     named = dict(prepared.left_out) if prepared else {}  # its names match no file
     for node in doctree.findall(nodes.Element):
         as_written = (app.env.relfn2path(node["reftarget"], app.env.docname)[1]
-                      if isinstance(node, download_reference) else  # or a literalinclude's
-                      node.get("source") if isinstance(node, (nodes.literal_block, nodes.raw))
+                      if isinstance(node, addnodes.download_reference)  # or a literalinclude's:
+                      else node.get("source") if isinstance(node, (nodes.literal_block, nodes.raw))
                       else None)
         # a page of the book, one this edition leaves out too (the instructor's appendix), not
         # a helper module (a .py no percent script), nor myst-nb's {nb-download} (its run's)
@@ -348,9 +336,6 @@ def name_the_authors_lines(app: Sphinx, doctree) -> None:
     prepared: PreparedChapter | None = app.env.temp_data.get(PREPARED)
     if prepared is None:
         return
-    from docutils import nodes
-    from sphinx import addnodes
-
     line = author_line(prepared.notebook, doctree["source"])
     # MyST gives an image or a link in a paragraph (`![](x)`, `[text](#anchor)`) no line: its
     # paragraph's, and one more for each line end before its target in the text as written

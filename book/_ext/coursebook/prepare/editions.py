@@ -1,5 +1,5 @@
-"""The two editions of a chapter, made before anything runs: the student's drops the cells
-tagged ``answer`` and the author's comments; the instructor's keeps and boxes them."""
+"""The two editions of a chapter: the student's drops the cells tagged ``answer`` and the
+author's comments; the instructor's keeps and boxes them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 
 import nbformat
+from docutils import nodes
 
 from coursebook.answer_checks.model import notebook_checks
 from coursebook.answer_checks.prepare import cells_after
@@ -27,8 +28,7 @@ class Edition(enum.Enum):  # the Sphinx tag ``instructor`` selects the instructo
 
 
 def _box_answer(cell) -> None:
-    """A markdown answer in an admonition, a leading heading outside (docutils allows no
-    section in one); its three opening lines are noted as the book's."""
+    """A markdown answer in an admonition, a leading heading outside (no section in one)."""
     lines = cell.source.strip().splitlines()
     heading = lines[0] if lines and lines[0].startswith("#") else ""
     body = "\n".join(lines[1:] if heading else lines)
@@ -47,9 +47,8 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition,
                      answer_spaces: bool = False, shown: Callable[[str], bool] = lambda _: True
                      ) -> nbformat.NotebookNode:
     """The student's lacks the answer cells (``answer_spaces``: a box stands for each) and the
-    ``{only}`` blocks the build does not show (``shown``: their condition holds); the
-    instructor's boxes markdown ones (a gated solution's start and end not: sphinx-exercise
-    joins them as siblings only), code ones as they are (the cache key): box_code_answers."""
+    ``{only}`` blocks ``shown`` rejects; the instructor's boxes markdown ones (not a gated
+    solution's ends: sphinx-exercise joins them as siblings only), code ones on the doctree."""
     instructor = edition is Edition.INSTRUCTOR
     checks = notebook_checks(notebook)
     spaces = ({start: answer_space_cell(cells) for start, cells in answers(notebook)}
@@ -78,9 +77,7 @@ def edition_notebook(notebook: nbformat.NotebookNode, edition: Edition,
 
 
 def box_code_answers(doctree) -> None:
-    """Each rendered code answer in an admonition, on the doctree (for HTML and LaTeX)."""
-    from docutils import nodes
-
+    """Each rendered code answer in an admonition, on the doctree: its code is the cache key."""
     for cell in list(doctree.findall(nodes.container)):
         if cell.get("nb_element") == "cell_code" and f"tag_{ANSWER_TAG}" in cell["classes"]:
             box = nodes.admonition(classes=[ANSWER_CLASS])

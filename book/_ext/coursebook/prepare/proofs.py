@@ -1,6 +1,5 @@
-"""Theorems, definitions and proofs with sphinx-proof (`{prf:theorem}`, `{prf:proof}`,
-`{prf:ref}`), as the courses brought in write them: a proof is content unless the chapter
-marks it an answer (docs/authoring.md)."""
+"""Theorems, definitions and proofs with sphinx-proof, as the courses brought in write them: a
+proof is content unless the chapter marks it an answer (docs/authoring.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A chapter's set-up cells (``{runtime-setup} RUNTIME``, ``{runtime-restart} RUNTIME
-MODULE``), made from a runtime and the machine kinds and hidden on the page; what each does
-where it runs: docs/recorded-chapters.md (a variable already set wins over the kind's)."""
+"""A chapter's set-up cells (``{runtime-setup} RUNTIME``, ``{runtime-restart} RUNTIME MODULE``),
+made from a runtime and the machine kinds (docs/recorded-chapters.md)."""
 
 from __future__ import annotations
 
@@ -109,8 +108,7 @@ def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
 
 def restart_code(runtime_name: str, holder: str, machine_kinds: dict[str, MachineKind],
                  runtimes_file: Path = RUNTIMES_FILE) -> str:
-    """On the runtime's device, stop when ``holder`` (a module that takes the device when
-    imported) is in the process; set the variables again."""
+    """On the device, stop if ``holder`` (which takes it when imported) is in the process."""
     _, accelerator, stand_in = _runtime_kinds("runtime-restart", runtime_name, machine_kinds,
                                               runtimes_file)
     device = accelerator.short_label
