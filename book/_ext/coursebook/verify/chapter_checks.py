@@ -34,6 +34,7 @@ from coursebook.model.versions import release
 from coursebook.museum.model import Wing
 from coursebook.museum.prepare import CellOrigin, origin_of
 from coursebook.page_state import PREPARED, CellOutput, mark_failed, page_state_of, page_states
+from coursebook.prepare.chapter_packages import COMMAND as PACKAGES_COMMAND
 from coursebook.prepare.chapters import PreparedChapter, edition_of, instructor_chapter
 from coursebook.reporting import ask_for, report
 from coursebook.verify.expectations import (
@@ -127,6 +128,9 @@ _CHECKED = ("    The build wrote this cell from the `checks:` of the answer cell
 def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str, source: str
             ) -> str:
     """What to do about an error a cell was not tagged for, by its cause."""
+    reads = f"listed {top_matter_setting(chapter, 'coursebook: {reads: [...]}')}"
+    declare = (f"{top_matter_setting(chapter, 'coursebook: {packages: [...]}')}, then "
+               f"`{PACKAGES_COMMAND}`")
     name = re.search(r"^NameError: name '(\w+)' is not defined", error, re.M)
     if name and (answer := left_out.get(name[1])):
         return (f"    `{name[1]}` is defined at line {answer}, by an answer or a cell that needs "
@@ -140,16 +144,14 @@ def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str, so
                 "(torch raises it for a misspelt `forward` in an nn.Module).")
     if _OFFLINE.search(error + printed):  # torchvision prints urllib's
         return ("    It reached for the network, which a build may lack (CI's has none): put what "
-                "it fetches beside the chapter, at the path the cell reads, listed "
-                f"{top_matter_setting(chapter, 'coursebook: {reads: [...]}')}; what a library "
-                "fetches into a cache of its own (`tiktoken.get_encoding`'s, a hub's models) "
-                "have in that cache on each machine that builds; or take the call out.")
+                f"it fetches beside the chapter, at the path the cell reads, {reads}; what a "
+                "library fetches into a cache of its own (`tiktoken.get_encoding`'s, a hub's "
+                "models) have in that cache on each machine that builds; or take the call out.")
     if absent := re.search(r"^FileNotFoundError: .*No such file or directory: '(/[^']+)'",
                            error, re.M):  # Kaggle's /kaggle/input/..., Colab's /content/...
         return (f"    It reads `{absent[1]}`, at a path of the machine it was written on, which "
-                "no build has: put the file beside the chapter, listed "
-                f"{top_matter_setting(chapter, 'coursebook: {reads: [...]}')}, and read it "
-                f"there, by a relative path (`{os.path.basename(absent[1])}`).")
+                f"no build has: put the file beside the chapter, {reads}, and read it there, by a "
+                f"relative path (`{os.path.basename(absent[1])}`).")
     if ops := re.search(r"operator (\w+)::\w+ does not exist", error):  # torchvision's nms
         return (f"    {ops[1]}'s compiled operators did not load: the {ops[1]} installed was not "
                 "built for this torch (its CUDA build beside torch's CPU one, say): install the "
@@ -162,19 +164,15 @@ def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str, so
                 "chapter on one (docs/recorded-chapters.md).")
     if re.search(r"^ImportError: IProgress not found", error, re.M):  # tqdm.notebook's words
         return ("    tqdm.notebook draws its bar as a widget, which needs ipywidgets: show a text "
-                "bar (`from tqdm import tqdm`), or declare ipywidgets "
-                f"{top_matter_setting(chapter, 'coursebook: {packages: [...]}')}, then `make "
-                "chapter-packages` (a page draws a widget with scripts from the web, and no build "
-                "compares it).")
+                f"bar (`from tqdm import tqdm`), or declare ipywidgets {declare} (a page draws a "
+                "widget with scripts from the web, and no build compares it).")
     if re.search(r"^ModuleNotFoundError: No module named 'google(\.colab)?'", error,
                  re.M) and "google.colab" in source:  # 'google' where no namespace package is
         return ("    google.colab is Colab's own module, which no package installs: take the cell "
                 "out (the book builds without Colab).")
     lacking = re.search(r"^ModuleNotFoundError: No module named '([^'.]+)", error, re.M)
-    return ((f"    Declare the package that installs {lacking[1]} "
-             f"{top_matter_setting(chapter, 'coursebook: {packages: [...]}')}, then "
-             "`make chapter-packages`;" if lacking else "    Fix the cell,")
-            + f" or tag it `{RAISES_TAG}` if the error is what it teaches.")
+    return ((f"    Declare the package that installs {lacking[1]} {declare};" if lacking else
+             "    Fix the cell,") + f" or tag it `{RAISES_TAG}` if the error is what it teaches.")
 
 
 def cell_problems(doctree: nodes.document, cells: list[nbformat.NotebookNode],
