@@ -65,10 +65,20 @@ def chapter_client(app: Sphinx) -> type:
                 return
             if prepared is None or prepared.recorded is not None:
                 return super().start_client()
-            failed = _run_if_missing(app, self)
+            cache = app.env.mystnb_config.execution_cache_path
+            notebook = copy.deepcopy(self.notebook)
+            hold_notebook_lock(app, notebook)  # until the page is read
+            ran = run_into_cache(cache, Run(self.path, notebook, self.nb_config), app.env.docname)
+            failed = None
+            if ran is not None and ran[0].err is not None:
+                result, stopped, failed = ran
+                app.env.temp_data[_FAILED_RUN] = (stopped, {
+                    "mtime": time.time(), "runtime": result.time, "method": "cache",
+                    "succeeded": False, "error": type(result.err).__name__,
+                    "traceback": result.exc_string or ""})
             super().start_client()  # the run taken from the cache; a failed one then forgotten
             if failed is not None:
-                open_cache(app.env.mystnb_config.execution_cache_path).remove_cache(failed)
+                open_cache(cache).remove_cache(failed)
             app.env.temp_data[EXECUTED] = (None if failed else
                                             as_run(with_notes(self.notebook, prepared.notebook)))
 
@@ -81,21 +91,6 @@ def as_run(notebook):
     kept = copy.copy(notebook)
     kept.cells = [copy.copy(cell) for cell in notebook.cells]
     return kept
-
-
-def _run_if_missing(app: Sphinx, client) -> int | None:
-    """Run into the cache unless cached, its key locked until read; a failed run's record."""
-    notebook = copy.deepcopy(client.notebook)
-    hold_notebook_lock(app, notebook)
-    ran = run_into_cache(app.env.mystnb_config.execution_cache_path,
-                         Run(client.path, notebook, client.nb_config), app.env.docname)
-    if ran is None or ran[0].err is None:
-        return None
-    result, stopped, pk = ran
-    app.env.temp_data[_FAILED_RUN] = (stopped, {
-        "mtime": time.time(), "runtime": result.time, "method": "cache", "succeeded": False,
-        "error": type(result.err).__name__, "traceback": result.exc_string or ""})
-    return pk
 
 
 def report_failed_run(app: Sphinx) -> None:

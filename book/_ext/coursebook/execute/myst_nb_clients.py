@@ -1,6 +1,5 @@
-"""myst-nb's execution clients (with jupyter-cache, SQLAlchemy, nbclient: a sixth of a rebuild
-that reads no page) imported at ``env-before-read-docs`` by builds that read pages, the cache
-client then the book's (docs/performance.md). ``COURSEBOOK_DEFER_IMPORTS=0`` defers nothing."""
+"""myst-nb's execution clients, imported only by builds that read pages, the cache client then
+the book's (docs/performance.md); ``COURSEBOOK_DEFER_IMPORTS=0`` defers nothing."""
 
 from __future__ import annotations
 
