@@ -77,10 +77,6 @@ def claim_sources(museum: dict[str, Wing]) -> dict[str, Claim]:
             for cell in _claim_cells((claim,), not getattr(owner, "runs_in_every_build", True))}
 
 
-def _title(exhibit: Exhibit, total: int) -> str:
-    return f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}"
-
-
 def _cause(exhibit: Exhibit, fix: str = "") -> str:
     """*The cause* (and ``fix``), collapsed: read after the prediction."""
     links = ", ".join(f"{{ref}}`{label}`" for label in exhibit.taught_in)
@@ -157,7 +153,8 @@ def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
 def _fix_run(exhibit: Exhibit, field: str, code: str, fresh: bool, *tags: str,
              side: CpuReproduction | None = None) -> list[nbformat.NotebookNode]:
     """A fix run in a new Python (``fresh``: alone, else after the code that failed), checked."""
-    return [_runs(exhibit, field, _in_fresh_python(code, *tags, side=side)),
+    return [_runs(exhibit, field, code_cell(_fresh_python_call(code, side), "remove-input",
+                                            BOOK_ONLY_TAG, FRESH_PYTHON_TAG, *tags)),
             _fix_ran_cell(FRESH_PYTHON_TAG, *tags),
             _on_a_cpu("the fix runs without an error" + (
                 "" if fresh else " after the code that failed, in the same runtime"), side)]
@@ -167,8 +164,9 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
     """Its code, error, cause and fix, each checked where this build runs it (a TPU exhibit:
     the museum's capture, and reruns and CPU reproductions where its file has them)."""
     captured = not exhibit.runs_in_every_build
-    cells = (_captured_cells(exhibit, total) if captured
-             else _run_cells(exhibit, total, torch_version))
+    title = f"({exhibit.label})=\n## {exhibit.number:02d}/{total:02d} · {exhibit.title}"
+    cells = (_captured_cells(exhibit, title) if captured
+             else _run_cells(exhibit, title, torch_version))
     if old := exhibit.museum_fix:
         cells.append(markdown_cell(
             f"**The museum's fix.** {old.note}\n\n```python\n{old.code}\n```\n\n"
@@ -176,7 +174,7 @@ def exhibit_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbfo
     return cells + _claim_cells(exhibit.claims, captured)
 
 
-def _run_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbformat.NotebookNode]:
+def _run_cells(exhibit: Exhibit, title: str, torch_version: str) -> list[nbformat.NotebookNode]:
     record = exhibit.record_for(torch_version)
     if exhibit.fix_in_fresh_runtime:
         fix = f"{_FRESH_RUNTIME} {exhibit.fix_note}\n\n{_shown_code(exhibit.fix_code)}"
@@ -184,7 +182,7 @@ def _run_cells(exhibit: Exhibit, total: int, torch_version: str) -> list[nbforma
     else:
         fix = f"**The fix.** {exhibit.fix_note}"
         fix_cells = [_runs(exhibit, "fix_code", code_cell(exhibit.fix_code)), _fix_ran_cell()]
-    return [markdown_cell(f"{_title(exhibit, total)}\n\n**The code.** {_PROMPT}"),
+    return [markdown_cell(f"{title}\n\n**The code.** {_PROMPT}"),
             _runs(exhibit, "failing_code", _revealed(code_cell(exhibit.failing_code, RAISES_TAG))),
             _check_cell(exhibit, record),
             _expected_error_note(exhibit, record),
@@ -206,14 +204,8 @@ def in_one_process(cells: list[tuple[str, bool]]) -> str:
     return "\n".join(lines)
 
 
-def _in_fresh_python(code: str, *tags: str,
-                     side: CpuReproduction | None = None) -> nbformat.NotebookNode:
-    """A hidden, book-only cell running ``code`` in a new Python, ``side``'s packages first."""
-    return code_cell(_fresh_python_call(code, side), "remove-input", BOOK_ONLY_TAG,
-                     FRESH_PYTHON_TAG, *tags)
-
-
 def _fresh_python_call(code: str, side: CpuReproduction | None = None) -> str:
+    """A call running ``code`` in a new Python, ``side``'s older packages first on its path."""
     named = f", side_environment={side.side_environment!r}" if side and side.side_environment \
         else ""
     return ("from coursebook.exhibit_checks import run_in_fresh_python\n"
@@ -232,25 +224,24 @@ def _shown_code(code: str, where: str = "In a fresh Python process") -> str:
     return f"{where}:\n\n```python\n{code}\n```"
 
 
-def _captured_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]:
+def _captured_cells(exhibit: Exhibit, title: str) -> list[nbformat.NotebookNode]:
     museum, rerun, cpu = exhibit.museum_record, exhibit.museum_rerun, exhibit.cpu
     only = (STAND_IN_ONLY_TAG,) if rerun is not None and rerun.stand_in_only else ()
-    run = ("The museum's text, verbatim"
-           + ("; the code is run again after the cause" if rerun else ""))
+    run = "; the code is run again after the cause" if rerun else ""
     cells = [markdown_cell(
-        f"{_title(exhibit, total)}\n\n**The code**, as the museum ran it. {_PROMPT}\n\n"
+        f"{title}\n\n**The code**, as the museum ran it. {_PROMPT}\n\n"
         f"```python\n{exhibit.failing_code}\n```\n\n"
         f"::::{{dropdown}} {_REVEAL_PROMPTS['code_prompt_show']}\n"
         f":::{{admonition}} The museum's record\n:class: captured-record\n"
-        f"{run}:\n\n"
-        f"```text\n{museum.type}: {museum.message}\n```\n:::\n::::"
-        f"{_instructor_only(_captured(exhibit))}\n\n{_cause(exhibit)}")]
+        f"The museum's text, verbatim{run}:\n\n```text\n{museum.type}: {museum.message}\n```"
+        f"\n:::\n::::{_instructor_only(_captured(exhibit))}\n\n{_cause(exhibit)}")]
 
     def raised(field: str, shown: str, code: str, *tags: str, side=None) -> list:
         """The failing code run again in a new Python, its error checked."""
         return [markdown_cell(shown),
-                _runs(exhibit, field, _revealed(_in_fresh_python(code, RAISES_TAG, *tags,
-                                                                 side=side))),
+                _runs(exhibit, field, _revealed(code_cell(
+                    _fresh_python_call(code, side), "remove-input", BOOK_ONLY_TAG,
+                    FRESH_PYTHON_TAG, RAISES_TAG, *tags))),
                 _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *tags),
                 _on_a_cpu("the code above raises the error below", side),
                 _expected_error_note(exhibit, museum, reproduced=True)]
@@ -266,10 +257,9 @@ def _captured_cells(exhibit: Exhibit, total: int) -> list[nbformat.NotebookNode]
                         f"{_shown_code(cpu.reproduction)}", cpu.reproduction, STAND_IN_ONLY_TAG,
                         side=cpu)
     provenance = (f"The museum's fix. {_captured(exhibit)} It ran without error on the same "
-                  "hardware."
-                  if exhibit.museum_fix is None else
-                  "The book's fix, for the releases this chapter installs; the museum's own "
-                  "follows. Not run on a TPU by this book.")
+                  "hardware." if exhibit.museum_fix is None else "The book's fix, for the "
+                  "releases this chapter installs; the museum's own follows. Not run on a TPU "
+                  "by this book.")
     fix = _FRESH_RUNTIME if exhibit.fix_in_fresh_runtime else "**The fix.**"
     cells.append(markdown_cell(f"{fix} {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
                                f"{_instructor_only(provenance)}"))
@@ -321,11 +311,11 @@ def origin_of(cell, museum: dict[str, Wing]) -> CellOrigin | None:
     return CellOrigin(exhibit, field, exhibit.file.line(at))
 
 
-def check_cells(museum: dict[str, Wing]) -> dict[str, str]:
-    """The book's own check cells (verdicts, not torch's output), by source: their labels."""
-    cells = [_fix_ran_cell(), *(_check_cell(exhibit, record) for wing in museum.values()
-                                for exhibit in wing.exhibits for record in exhibit.records)]
-    return {cell.source: noted(cell, "check") for cell in cells}
+def check_cells(museum: dict[str, Wing]) -> set[str]:
+    """The sources of the book's own check cells (verdicts, not torch's output)."""
+    return {_fix_ran_cell().source, *(_check_cell(exhibit, record).source
+                                      for wing in museum.values() for exhibit in wing.exhibits
+                                      for record in exhibit.records)}
 
 
 def cell_origins(museum: dict[str, Wing], torch_version: str) -> dict[str, CellOrigin]:
