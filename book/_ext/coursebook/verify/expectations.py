@@ -359,20 +359,14 @@ def _makes_set(source: str) -> bool:
 def _replaced(expected: dict[str, str], outputs: list[CellOutput]) -> dict[str, str]:
     """For each cell without an entry, the entry of the code it replaced: between the
     nearest cells that kept theirs, as many entries gone as new cells, paired in order."""
-    entries = list(expected)  # the file's order, the chapter's
-    place = {key: n for n, key in enumerate(entries)}
-    now = {o.key for o in outputs}
+    entries, keys = list(expected), [o.key for o in outputs]  # each in the chapter's order
     found: dict[str, str] = {}
-    start, new = 0, []
-    for output in [*outputs, None]:
-        if output is not None and output.key not in place:
-            new.append(output)
-            continue
-        end = len(entries) if output is None else place[output.key]
-        gone = [key for key in entries[start:end] if key not in now]
+    for _, i1, i2, j1, j2 in difflib.SequenceMatcher(None, entries, keys,
+                                                     autojunk=False).get_opcodes():
+        gone = [key for key in entries[i1:i2] if key not in keys]
+        new = [key for key in keys[j1:j2] if key not in expected]
         if new and len(gone) == len(new):
-            found.update({o.key: expected[key] for o, key in zip(new, gone)})
-        start, new = max(start, end + 1), []
+            found.update({key: expected[old] for key, old in zip(new, gone)})
     return found
 
 
