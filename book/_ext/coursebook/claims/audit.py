@@ -1,6 +1,5 @@
 """Factual sentences that no claim checks and no source cites, for ``make audit`` to list
-(the heuristic: docs/authoring.md, "Sentences neither checked nor cited"; headings, code,
-tables, targets, comments and directives are no prose; an exhibit's ``[[claim]]`` cites)."""
+(docs/authoring.md, "Sentences neither checked nor cited")."""
 
 from __future__ import annotations
 
@@ -42,7 +41,6 @@ def _held(sentence: str, held: set[str]) -> bool:  # a claim's may run past it, 
 
 def _unbacked(markdown: str, held: set[str], path: Path,
               line_of: Callable[[int], int]) -> list[BookError]:
-    """``line_of``: the line of the file of a line of ``markdown`` (from 0)."""
     held = {normalised(sentence)[0] for sentence in held}
     return [BookError(sentence, path, line_of(block.line)) for block in markdown_tokens(markdown)
             if block.before == "paragraph_open" and not block.cited  # a paragraph's inline
@@ -53,7 +51,6 @@ def _unbacked(markdown: str, held: set[str], path: Path,
 def chapter_unbacked(path: Path, text: str) -> list[BookError]:
     notebook = read_chapter(text)
     held = {c.claim.sentence for c in chapter_claims(notebook, {}, str(path)).checked} - {""}
-    # A paragraph's line: its cell's noted line, plus where it stands in the cell.
     return [u for cell in notebook.cells if cell.cell_type == "markdown"
             for u in _unbacked(cell.source, held, path, partial(cell_line, cell))]
 

@@ -1,6 +1,5 @@
-"""Claims: a sentence the prose says, quoted by a ``# claim:`` line of a claim cell (an
-exhibit's ``[[claim]]``) whose asserts check it, or cited by ``% source: URL``; an edition
-runs one hidden cell per claim (docs/authoring.md, "Claims")."""
+"""Claims: a sentence of the prose, checked by the asserts under a ``# claim:`` line quoting
+it (an exhibit's ``[[claim]]``), or cited by ``% source: URL`` (docs/authoring.md, "Claims")."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ CLAIM_LINE = re.compile(r"^#\s*claim:[ \t]*(?P<says>.*?)[ \t]*$", re.M)
 SOURCE_COMMENT = re.compile(r"^%[ \t]*(?P<word>\w+)[ \t]*:[ \t]*(?P<url>\S*).*", re.M)
 CITED_URL = re.compile(r"^https?://\S+$")
 
-# Markup a reader does not see, dropped before comparing (each pattern's groups, or the
-# whole match when it has none).
+# Markup a reader does not see, dropped before comparing (its groups, else the whole match).
 _ROLE_NAME = re.compile(r"\{[\w:.-]+\}(?=`)")
 _ROLE_TARGET = re.compile(r"(?<=\})`[^`]*?(\s*<[^`<>]+>)`")
 _LINK = re.compile(r"(\[)[^\]]*(\]\([^)\s]*\))")
@@ -35,10 +33,7 @@ _SENTENCE_END = re.compile(
 
 
 @dataclass(frozen=True)
-class Claim:
-    """The fragment it quotes, its check (or source), and its sentence's line (or, found in no
-    sentence, its ``# claim:`` line's)."""
-
+class Claim:  # at its sentence's line, or found in no sentence, its ``# claim:`` line's
     says: str
     line: int = field(default=0, metadata=NOT_READ)
     sentence: str = field(default="", metadata=NOT_READ)
@@ -48,25 +43,20 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class ClaimBlock:
-    """One ``# claim:`` line of a claim cell and the code below it, up to the next one."""
-
+class ClaimBlock:  # a ``# claim:`` line of a claim cell and the code below it
     says: str
     code: str
     at: int  # where the code starts in the cell
 
 
 @dataclass(frozen=True)
-class Found:
-    """Where a fragment is in a list of prose texts: which one, where, and its sentence."""
-
+class Found:  # a fragment in a list of prose texts
     text: int
     start: int
     sentence: str
 
 
-def _a_letter_off(word: str, target: str = "source") -> bool:
-    """Whether ``word`` is ``target`` with at most one letter changed, added or dropped."""
+def _a_letter_off(word: str, target: str = "source") -> bool:  # a letter changed, added, dropped
     if len(word) == len(target):
         return sum(a != b for a, b in zip(word, target)) <= 1
     short, long = sorted((word, target), key=len)
@@ -75,8 +65,7 @@ def _a_letter_off(word: str, target: str = "source") -> bool:
 
 
 def claim_blocks(source: str) -> list[ClaimBlock]:
-    """A claim cell's claims, in order; code before the first ``# claim:`` line (a set-up)
-    goes with the first."""
+    """A claim cell's claims; code before the first ``# claim:`` line goes with the first."""
     claims = list(CLAIM_LINE.finditer(source))
     cuts = [len(source) - len(source.lstrip("\n")), *(claim.start() for claim in claims[1:]),
             len(source)]
@@ -150,17 +139,15 @@ def toml_claim(claim: Claim, prose: list[str], file: TomlFile, where: str) -> Cl
 
 
 @dataclass(frozen=True)
-class ClaimCell:
-    """A claim and the index of its cell in the notebook the edition executes."""
-
+class ClaimCell:  # a claim and its cell's index in the notebook the edition executes
     index: int
     claim: Claim
 
 
 @dataclass(frozen=True)
 class ChapterClaims:
-    """The claims a chapter checks (its own, its exhibits'), how many it cites, and the
-    source comments that cite nothing (misspelled, or no address): line and text."""
+    """The claims a chapter checks, how many it cites, and the source comments that cite
+    nothing (misspelled, or no address): line and text."""
 
     checked: tuple[ClaimCell, ...] = ()
     cited: int = 0
@@ -185,10 +172,8 @@ _RUN_TAGS = (RAISES_TAG, "remove-cell")
 def chapter_claims(notebook: nbformat.NotebookNode, from_exhibits: dict[str, Claim],
                    source_path: str = "", written: nbformat.NotebookNode | None = None
                    ) -> ChapterClaims:
-    """Every claim of an edition's notebook, located, and the source comments of ``written``
-    (the chapter before its edition: the student's has no comments), else its own. Each claim
-    cell is split into one hidden cell per claim, each at its own line; one with no
-    ``# claim:`` line stops the chapter."""
+    """Every claim of an edition's notebook, located, each claim cell split into one hidden
+    cell per claim; the source comments of ``written`` (the student's edition has none)."""
     cells, checked, prose, cited, unsourced = [], [], [], 0, []
     for cell in (written or notebook).cells:
         for comment in SOURCE_COMMENT.finditer(cell.source if cell.cell_type == "markdown" else ""):
