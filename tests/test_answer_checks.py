@@ -16,9 +16,10 @@ import pytest
 
 from conftest import CHAPTER_TOP, ROOT, TORCH_VERSION, sphinx_build
 from coursebook import self_check
-from coursebook.answer_checks.audit import audit_check_tables, check_tables
+from coursebook.answer_checks.audit import check_tables
 from coursebook.answer_checks.model import AnswerCheckError, notebook_checks
 from coursebook.answer_checks.prepare import SETUP_TAG
+from coursebook.audit.answer_leaks import audit_build, chapter_fingerprints
 from coursebook.model.notebooks import cell_tags, is_chapter_source, read_chapter
 from coursebook.prepare.chapters import edition_chapter
 from coursebook.prepare.editions import Edition, edition_notebook
@@ -754,7 +755,7 @@ def test_the_audit_finds_an_answer_in_a_check_table(tmp_path):
     build = tmp_path / "build"
     build.mkdir()
     nbformat.write(student, build / "checks.ipynb")
-    assert audit_check_tables(build, book) == []
+    assert audit_build(build, chapter_fingerprints(book)) == []
     readable = self_check.scramble("tiny-grad", "does backward() replace .grad or add to it? "
                                                 "Revisit: “Checks”.")
     assert readable in (build / "checks.ipynb").read_text()  # the hint, scrambled
@@ -766,7 +767,7 @@ def test_the_audit_finds_an_answer_in_a_check_table(tmp_path):
         for cell in leaked.cells:
             cell.source = cell.source.replace(planted, leak)
         nbformat.write(leaked, build / "leaked.ipynb")
-        leaks = [str(leak) for leak in audit_check_tables(build, book)]
+        leaks = [str(leak) for leak in audit_build(build, chapter_fingerprints(book))]
         assert leaks and all("leaked.ipynb" in leak for leak in leaks), leaks
 
 
@@ -800,7 +801,7 @@ def test_the_audit_reads_a_table_against_its_own_chapters_answer(tmp_path):
     build = tmp_path / "build"
     build.mkdir()
     nbformat.write(_editions(spelled)[Edition.STUDENT], build / "a.ipynb")
-    leaks = [str(leak) for leak in audit_check_tables(build, book)]
+    leaks = [str(leak) for leak in audit_build(build, chapter_fingerprints(book))]
     assert any("'tiny-shape'" in leak and "'[5, 3]'" in leak for leak in leaks), leaks
 
 

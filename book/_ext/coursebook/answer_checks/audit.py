@@ -9,10 +9,9 @@ from pathlib import Path
 
 import nbformat
 
-from coursebook.answer_checks.model import AnswerCheck, notebook_checks
+from coursebook.answer_checks.model import AnswerCheck
 from coursebook.model.faults import BookError
-from coursebook.model.notebooks import chapter_files, read_chapter
-from coursebook.self_check import digest, unscramble
+from coursebook.self_check import unscramble
 
 ENTRY_FIELDS = {"digest", "numbers", "tolerance", "hint", "ask", "inputs"}
 _TABLE = re.compile(r"^CHECKS: dict\[str, dict\] = (\{.*?^\})$", re.S | re.M)
@@ -64,17 +63,10 @@ def table_leaks(path: Path, table: dict, checks: dict[str, AnswerCheck]) -> list
     return leaks
 
 
-def audit_check_tables(build_dir: Path, book_dir: Path) -> list[BookError]:
-    # Every checkable answer of the book, by the digest a student table holds.
-    checks = {digest(check.name, check.answer, check.tolerance): check
-              for _, text in chapter_files(book_dir)
-              for check in notebook_checks(read_chapter(text))}
-    leaks = []
-    for path in sorted(build_dir.rglob("*.ipynb")):
-        try:
-            notebook = nbformat.read(path, as_version=4)
-        except Exception:  # noqa: BLE001 - not a notebook: the text audit reads it
-            continue
-        for table in check_tables(notebook):
-            leaks += table_leaks(path, table, checks)
-    return leaks
+def notebook_leaks(path: Path, checks: dict[str, AnswerCheck]) -> list[BookError]:
+    """``checks``: the book's, by the digest a student table holds."""
+    try:
+        notebook = nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 - not a notebook: the text audit reads it
+        return []
+    return [leak for table in check_tables(notebook) for leak in table_leaks(path, table, checks)]

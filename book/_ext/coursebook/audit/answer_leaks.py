@@ -20,7 +20,8 @@ import nbformat
 from sphinx.search.en import SearchEnglish
 from sphinx.util.tags import Tags
 
-from coursebook.answer_checks.model import cell_checks
+from coursebook.answer_checks.audit import notebook_leaks
+from coursebook.answer_checks.model import AnswerCheck, cell_checks
 from coursebook.audit.spoilers import spoilers
 from coursebook.config import BookConfig
 from coursebook.model.cell_notes import cell_line, place_at, source_line
@@ -41,6 +42,7 @@ from coursebook.model.solutions import (comments, markdown_parser, shown_by,
                                         without_comments, without_unshown)
 from coursebook.model.toml_files import TomlFile, read_toml
 from coursebook.reporting import report, report_book_error
+from coursebook.self_check import digest
 from coursebook.torch_versions.model import expected_files
 from coursebook.verify.expectations import read_expectations
 
@@ -125,6 +127,7 @@ class Fingerprints:
     answer_stems: set[str]  # search stems only answers hold
     headings: set[str]
     comments: set[str]  # an author's comments, marks and all, no visible text holds (_padded)
+    checks: dict[str, AnswerCheck]  # each checkable answer, by its digest in a student table
 
 
 def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fingerprints:
@@ -148,8 +151,8 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
                 for text in read_expectations(path).by_edition["student"].values()]
     # A check's question and tolerance, stated on its answer's cell, are shown to students
     # in the download's check cell: visible, never an answer's alone.
-    visible += [f"{check.ask} {check.tolerance!r}" for cell in chapter_cells
-                for check in cell_checks(cell)]
+    checks = [check for cell in chapter_cells for check in cell_checks(cell)]
+    visible += [f"{check.ask} {check.tolerance!r}" for check in checks]
     cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
              for cell in chapter_cells] + [(text, text, False, False) for text in visible]
     headings = set()
@@ -167,7 +170,8 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
     return Fingerprints(runs[True] - runs[False],
                         {term for term in terms[True] - terms[False] if _is_telling_term(term)},
                         {stem for stem in stems[True] - stems[False] if len(stem) > 2}, headings,
-                        {note for note in notes if note not in shown})
+                        {note for note in notes if note not in shown},
+                        {digest(c.name, c.answer, c.tolerance): c for c in checks})
 
 
 _SEARCH = SearchEnglish({})
@@ -216,7 +220,8 @@ def file_texts(path: Path) -> tuple[str, str | None]:
 
 
 def audit_build(build_dir: Path, found: Fingerprints, files: list[Path] = ()) -> list[BookError]:
-    """Every place under ``build_dir`` (or in ``files``) where an answer shows, every spoiler."""
+    """Every place under ``build_dir`` (or in ``files``) where an answer shows (a student
+    notebook's check tables included), every spoiler."""
     files = files or sorted(p for p in build_dir.rglob("*")
                             if p.is_file() and p.suffix in TEXT_SUFFIXES
                             and p.name != "searchindex.js"
@@ -236,6 +241,8 @@ def audit_build(build_dir: Path, found: Fingerprints, files: list[Path] = ()) ->
         elif terms := sorted(found.short.intersection(_TERM.findall(seen or ""))):
             leaks.append(BookError(f"name(s) or value(s) found only in answers: "
                                    f"{', '.join(terms[:5])}", path))
+        if path.suffix == ".ipynb":
+            leaks += notebook_leaks(path, found.checks)
     for path in sorted(build_dir.rglob("searchindex.js")):
         raw = path.read_text(encoding="utf8")
         index = json.loads(raw[raw.index("(") + 1:raw.rindex(")")])
