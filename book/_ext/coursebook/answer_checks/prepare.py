@@ -8,8 +8,6 @@ import ast
 import json
 from pathlib import Path
 
-import nbformat
-
 from coursebook import self_check
 from coursebook.answer_checks.model import (CHECK_TAG, AnswerCheck, AnswerCheckError, cell_checks,
                                              literal)
@@ -105,27 +103,23 @@ def _function_tries(check: AnswerCheck) -> list[str]:
             for entry in getattr(check, field)]
 
 
-def _check_cell(checks: list[AnswerCheck], instructor: bool) -> nbformat.NotebookNode:
-    if instructor:
-        lines = ["# The answers above, through the students' checks."] + [
-            f'check("{check.name}", {check.value})\n'
-            f'assert passes("{check.name}", {check.value}), '
-            f'"the answer of check {check.name} does not pass its own check"'
-            + f'\nexact("{check.name}", {check.value})' + "".join(_function_tries(check))
-            for check in checks]
-    else:
-        lines = ["# Check your answers: put each value in place of ... and run the cell."] + [
-            f'check("{check.name}", ...)  # {" ".join(check.ask.split())}' for check in checks]
-    return code_cell("\n".join(lines), CHECK_TAG)
-
-
 def cells_after(cell, checks: list[AnswerCheck], instructor: bool) -> list:
     """The cells an edition adds after an answer cell with checks: the note and the table
     before the chapter's first, its check calls."""
     own = cell_checks(cell)
     if not own:
         return []
+    if instructor:
+        calls = ["# The answers above, through the students' checks."] + [
+            f'check("{check.name}", {check.value})\n'
+            f'assert passes("{check.name}", {check.value}), '
+            f'"the answer of check {check.name} does not pass its own check"'
+            + f'\nexact("{check.name}", {check.value})' + "".join(_function_tries(check))
+            for check in own]
+    else:
+        calls = ["# Check your answers: put each value in place of ... and run the cell."] + [
+            f'check("{check.name}", ...)  # {" ".join(check.ask.split())}' for check in own]
     first = own[0].name == checks[0].name
     note = [markdown_cell(NOTE, NOTE_TAG)] if first and not instructor else []
     table = [code_cell(setup_source(checks), "remove-cell", SETUP_TAG)] if first else []
-    return note + table + [_check_cell(own, instructor)]
+    return note + table + [code_cell("\n".join(calls), CHECK_TAG)]
