@@ -49,8 +49,7 @@ from coursebook.verify.expectations import read_expectations
 FINGERPRINT_RUN = 8
 CODE_LINE_WORDS = 4  # an answer line this long or longer, found in visible code, is a copy
 TEXT_SUFFIXES = frozenset({".html", ".js", ".md", ".txt", ".ipynb", ".json", ".tex", ".pdf"})
-# Folders of theme and MathJax assets, copied from packages: no chapter text is in them
-# (reading MathJax's bundles took most of the audit's minutes).
+# Packages' theme and MathJax assets, no chapter's text (MathJax took most of the audit's time).
 VENDORED = frozenset({"_static"})
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-",
                          "\u00a0": " ", "¶": " "})
@@ -91,9 +90,8 @@ def _cell_text(cell) -> str:
 _NAME = re.compile(r"[a-z_]\w+")
 
 
-# A short answer (a value such as ``11.5``, an expression such as ``A.flip(dims=[1])``)
-# has no run of FINGERPRINT_RUN words; its names and values are fingerprints of their own.
-# Each is a whole token: ``3.11`` is not found in ``3.11.5``, nor ``A.flip`` in ``x.A.flip``.
+# A short answer (``11.5``, ``A.flip(dims=[1])``) has no run: its names and values are its
+# fingerprints, each a whole token (``3.11`` is not in ``3.11.5``, ``A.flip`` in ``x.A.flip``).
 _TERM = re.compile(r"(?<!\w)(?<!\w\.)(?:\d+\.\d+(?!\w|\.\d)|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 
 
@@ -145,12 +143,10 @@ def chapter_fingerprints(book_dir: Path, exhibits_dir: Path | None = None) -> Fi
     visible += ["\n".join(form(cell) for cell in cells if not is_answer(cell))
                 for cells in notebooks
                 for form in (_cell_text, lambda cell: without_comments(cell.source))]
-    # What the student edition prints is visible: rasbt's solutions quote the chapter's
-    # output (`context_vecs.shape: torch.Size([2, 6, 2])`): `make audit` called it a leak.
+    # What the student edition prints is visible (rasbt's solutions quote a chapter's output).
     visible += [text for path in expected_files(book_dir / BookConfig.expected_dir)
                 for text in read_expectations(path).by_edition["student"].values()]
-    # A check's question and tolerance, stated on its answer's cell, are shown to students
-    # in the download's check cell: visible, never an answer's alone.
+    # A check's question and tolerance, on its answer's cell, show in the download's check cell.
     checks = [check for cell in chapter_cells for check in cell_checks(cell)]
     visible += [f"{check.ask} {check.tolerance!r}" for check in checks]
     cells = [(cell.source, _cell_text(cell), is_answer(cell), cell.cell_type == "markdown")
@@ -190,9 +186,8 @@ def _strings(value) -> Iterator[str]:
             yield from _strings(item)
 
 
-# The part of a file a reader sees: only there are the short fingerprints looked for (a value
-# as short as ``0.84`` also stands in LaTeX's preamble, a script or a notebook's metadata).
-# Answer passages are looked for in all of its text.
+# Short fingerprints are looked for only in the part of a file a reader sees (``0.84`` also
+# stands in LaTeX's preamble, a script, a notebook's metadata); passages in all of its text.
 _SCRIPTS = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
 _SHOWN = re.compile(r'\s(?:content|alt|title)="([^"]*)"')  # a page's head, a tooltip
 
@@ -317,18 +312,16 @@ def read_allowances(path: Path) -> tuple[list[str], TomlFile | None]:
 SourceCells = list[tuple[Place, list[tuple[int, tuple[str, ...]]], list[str], set[str], bool, bool]]
 
 
-# An import names what a chapter may use, and an argument-less call of a name one binds
-# (``plt.legend()``, ``fig, ax = plt.subplots()``) sets up or shows: neither holds what an
-# answer works out (the lines that use them do), and chapters repeat both.
+# An import, and an argument-less call of a name one binds (``fig, ax = plt.subplots()``), set
+# up or show: neither holds what an answer works out, and chapters repeat both.
 _IMPORT = re.compile(r"\s*(?:from\s+[\w.]+\s+)?import\s+([\w.,\s]+?)\s*(?:#.*)?")
 # Of a function (lower case), not a class: ``nn.CrossEntropyLoss()`` may be an exercise's answer.
 _BARE_CALL = re.compile(r"\s*(?:[\w\s,]+=\s*)?(\w+)([\w.]*)\(\s*\)\s*;?\s*(?:#.*)?")
 
 
 def _code_lines(cell, imported: set[str]) -> list[str]:
-    # A trailing comment is no part of the line: an answer pasted with one added is found.
-    # Code's case is its own: `X = w @ x` is not `x = w @ x` (its passage is told, and
-    # allowed, lower-cased, as prose's).
+    # A trailing comment is no part of the line (an answer pasted with one is found). Code's
+    # case is its own: `X = w @ x` is not `x = w @ x` (told, and allowed, lower-cased).
     tokens = (fingerprint_words(re.sub(r"\s#.*", "", line), lower=False)
               for line in cell.source.splitlines()
               if cell.cell_type == "code" and not line.strip().startswith("#")
@@ -377,9 +370,9 @@ def answer_overlaps(sources: dict[Path, str], allowed: list[str] = (),
     allowance covers, and the allowances (their indices) no shared passage lies in. Answer
     prose is looked for in any visible text, answer code in prose, lines of code in code,
     values in their own chapter and on pages no chapter owns."""
-    # Each visible place, in order, by what it shows: a run of its prose or of its code, a
-    # line of code, a value by the chapter showing it (None: a page no chapter owns, such as the
-    # glossary: ch03's input `0.58` is no leak of pt01's answer 0.58, which no one there places).
+    # Each visible place, in order, by what it shows: a run of its prose or code, a line of
+    # code, a value by its chapter (None: a page no chapter owns; ch03's input 0.58 is no leak
+    # of pt01's answer 0.58, which no one there can place).
     shown: dict[tuple, list[Place]] = defaultdict(list)
     answers = []
     for path, text in sources.items():
