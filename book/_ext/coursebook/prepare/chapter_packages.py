@@ -29,10 +29,9 @@ _CHANGES = "install|uninstall|remove|update|upgrade|create|sync|add"
 _INSTALLER = (rf"(?:sudo\s+)?(?:pip[\d.]*|{_OTHERS}|uv\s+pip"
               r"|(?:python[\d.]*|[\"']?\{sys\.executable\}[\"']?|\S*/python[\d.]*)\s+-m\s+pip)"
               rf"(?![\w.-])(?=.*\b(?:{_CHANGES})\b)")
-# A line of a cell that runs an installer: a shell escape or magic, a command line given to a
-# shell from Python (`os.system("pip install ...")`) or, but for pip, as a list
-# (`subprocess.run(["conda", "install", ...])`), or any line of a shell cell (%%bash, %%sh,
-# %%script). pip run any other way is refused as it runs (execute/pip_refusal.py).
+# A line that runs an installer: a shell escape or magic, a command line from Python
+# (`os.system("pip install ...")`, or, but for pip, `subprocess.run(["conda", "install"])`), or a
+# shell cell's line. pip run any other way is refused as it runs (execute/pip_refusal.py).
 _INSTALL_LINE = re.compile(
     rf"^[ \t]*[!%][ \t]*{_INSTALLER}.*$|^.*\b(?:system|run|call|check_call|check_output|Popen"
     rf"|getoutput)\(\s*(?:f?[\"'][ \t]*{_INSTALLER}|\[\s*[\"'](?:sudo[\"']\s*,\s*[\"'])?"

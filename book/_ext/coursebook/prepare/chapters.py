@@ -140,9 +140,8 @@ def instructor_chapter(env, docname: str) -> nbformat.NotebookNode:
 def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
                     ) -> PreparedChapter:
     """The notebook this build's edition runs; for a recorded chapter, recordings attached."""
-    edition = edition_of(app)
-    instructor = edition is Edition.INSTRUCTOR
-    prepared = edition_chapter(text, source_path, edition, config.museum(), config.torch,
+    instructor = edition_of(app) is Edition.INSTRUCTOR
+    prepared = edition_chapter(text, source_path, edition_of(app), config.museum(), config.torch,
                                config.machine_kinds, config.runtimes_file, config.answer_space,
                                partial(shown_by, (app.tags,)))
     refuse_pasted_answers(prepared, source_path)
