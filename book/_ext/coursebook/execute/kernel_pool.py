@@ -247,12 +247,10 @@ def _spread_chapters_over_readers(parallel: int, docnames: list[str],
     the other pages are read while its kernel starts."""
     from sphinx.util.parallel import make_chunks
 
-    chunks = make_chunks(list(range(len(docnames))), parallel)
-    # Places counted from each run's end: every run's last place first, then the next.
-    slots = [(chunk, len(chunks[chunk]) - 1 - back) for back in range(max(map(len, chunks)))
-             for chunk in range(len(chunks)) if back < len(chunks[chunk])]
-    ordered = sorted(docnames, key=lambda docname: docname not in executing)  # stable
-    runs: list[list[str]] = [[""] * len(chunk) for chunk in chunks]
-    for docname, (chunk, place) in zip(ordered, slots):
-        runs[chunk][place] = docname
+    runs = [[""] * len(chunk) for chunk in make_chunks(docnames, parallel)]
+    ordered = iter(sorted(docnames, key=lambda docname: docname not in executing))  # stable
+    for back in range(max(map(len, runs))):  # every run's last place first, then the next
+        for run in runs:
+            if back < len(run):
+                run[-1 - back] = next(ordered)
     docnames[:] = [docname for run in runs for docname in run]
