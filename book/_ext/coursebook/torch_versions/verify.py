@@ -179,8 +179,8 @@ def add_verified_versions(app: Sphinx, doctree: nodes.document) -> None:
     state.verified_versions = versions
     if not versions:
         return
-    for version in versions:
-        app.env.note_dependency(str(expected_dir / f"torch-{version}" / f"{chapter}.txt"))
+    for path in expected_files(expected_dir, chapter):
+        app.env.note_dependency(str(path))
     runtimes, notebook = config.reader_runtimes, state.notebook or nbformat.v4.new_notebook()
     try:
         checks = check_digests(config.museum())
