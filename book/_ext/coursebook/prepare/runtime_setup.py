@@ -25,8 +25,9 @@ class RuntimeSetupError(BookError):
 
 
 def _runtime_kinds(marker: str, runtime_name: str, machine_kinds: dict[str, MachineKind] | None,
-                   runtimes_file: Path) -> tuple[Runtime, MachineKind, MachineKind]:
-    """The runtime a marker names, its accelerator kind and its stand-in kind."""
+                   runtimes_file: Path) -> tuple[Runtime, MachineKind, list[str]]:
+    """The runtime a marker names, its accelerator kind, and the lines that set the variables
+    of the kind the notebook finds itself on (the accelerator's, else the stand-in's)."""
     if machine_kinds is None:
         raise RuntimeSetupError(f"a {{{marker}}} cell is made from the machine kinds, "
                                 "and none were given")
@@ -41,21 +42,18 @@ def _runtime_kinds(marker: str, runtime_name: str, machine_kinds: dict[str, Mach
         raise RuntimeSetupError(f"{{{marker}}} {runtime_name}: the machine kinds need an "
                                 "accelerator kind with device_files and a stand-in kind with "
                                 f"runtime = '{runtime_name}'")
-    return runtimes[runtime_name], accelerator, stand_in
-
-
-def _device_lines(accelerator: MachineKind, stand_in: MachineKind) -> list[str]:
     devices = " + ".join(f"glob.glob({pattern!r})" for pattern in accelerator.device_files)
-    return [f"on_device = bool({devices})",
-            f"settings = {accelerator.environment!r} if on_device else {stand_in.environment!r}",
-            "for name, value in settings.items():",
-            "    os.environ.setdefault(name, value)"]
+    return runtimes[runtime_name], accelerator, [
+        f"on_device = bool({devices})",
+        f"settings = {accelerator.environment!r} if on_device else {stand_in.environment!r}",
+        "for name, value in settings.items():",
+        "    os.environ.setdefault(name, value)"]
 
 
 def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
                runtimes_file: Path = RUNTIMES_FILE) -> str:
-    runtime, accelerator, stand_in = _runtime_kinds("runtime-setup", runtime_name,
-                                                    machine_kinds, runtimes_file)
+    runtime, accelerator, on_device = _runtime_kinds("runtime-setup", runtime_name,
+                                                     machine_kinds, runtimes_file)
     pins = {**runtime.packages, **runtime.adds}
     indexes = sorted({_LOCAL_INDEXES[v.split("+")[1]] for v in pins.values()
                       if "+" in v and v.split("+")[1] in _LOCAL_INDEXES})
@@ -74,7 +72,7 @@ def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
         f"pins = {pins!r}",
         f"adds = {list(runtime.adds)!r}  # the packages the book adds to the runtime",
         f"device_only = {list(runtime.device_only)!r}",
-        *_device_lines(accelerator, stand_in),
+        *on_device,
         "",
         "def release(name):",
         "    try:",
@@ -109,8 +107,8 @@ def setup_code(runtime_name: str, machine_kinds: dict[str, MachineKind],
 def restart_code(runtime_name: str, holder: str, machine_kinds: dict[str, MachineKind],
                  runtimes_file: Path = RUNTIMES_FILE) -> str:
     """On the device, stop if ``holder`` (which takes it when imported) is in the process."""
-    _, accelerator, stand_in = _runtime_kinds("runtime-restart", runtime_name, machine_kinds,
-                                              runtimes_file)
+    _, accelerator, on_device = _runtime_kinds("runtime-restart", runtime_name, machine_kinds,
+                                               runtimes_file)
     device = accelerator.short_label
     return "\n".join([
         f"# The cells below need a process in which {holder} never took the {device}: with a",
@@ -118,7 +116,7 @@ def restart_code(runtime_name: str, holder: str, machine_kinds: dict[str, Machin
         "# cell and the ones after it. Without one, nothing holds a device: the notebook goes on.",
         "import glob, os, sys",
         "",
-        *_device_lines(accelerator, stand_in),
+        *on_device,
         f"if on_device and {holder!r} in sys.modules:",
         f"    raise RuntimeError('{holder} holds the {device} in this process: restart the "
         "runtime, then run this cell and the ones after it')",
