@@ -1,7 +1,6 @@
 """``pytest book/pt01.md`` (a ``pytest11`` entry point): an item per code cell with an
-expected output and edition, run as a build of that edition runs it
-(:func:`coursebook.execute.fill_cache.read_book`), from the book's cache, a missing chapter
-executed and cached once. Recorded chapters are left to ``make recording-check``."""
+expected output and edition, run as a build of that edition runs it, from the book's cache.
+Recorded chapters are left to ``make recording-check``."""
 
 from __future__ import annotations
 
@@ -24,11 +23,12 @@ if TYPE_CHECKING:
 # A test session that has just built the book puts its fresh cache's path here for the
 # chapters' items, which then run nothing again; else conf.py's cache.
 CHAPTER_CACHE = pytest.StashKey[str]()
-
-
 # Sphinx's read of the book for each edition (or why it could not read it), once a session.
-BOOK_READS: pytest.StashKey[dict[Edition, BookRead | pytest.Collector.CollectError]] = \
-    pytest.StashKey()
+BOOK_READS = pytest.StashKey[dict["Edition", "BookRead | pytest.Collector.CollectError"]]()
+
+
+def _folder(config: pytest.Config, setting: str) -> Path:  # coursebook_book or _conf
+    return config.rootpath / config.getini(setting)
 
 
 def book_read(config: pytest.Config, edition: Edition) -> BookRead:
@@ -37,9 +37,8 @@ def book_read(config: pytest.Config, edition: Edition) -> BookRead:
     reads = config.stash.setdefault(BOOK_READS, {})
     if edition not in reads:
         try:
-            reads[edition] = read_book(config.rootpath / config.getini("coursebook_book"),
-                                       config.rootpath / config.getini("coursebook_conf"),
-                                       edition)
+            reads[edition] = read_book(_folder(config, "coursebook_book"),
+                                       _folder(config, "coursebook_conf"), edition)
         except BookReadError as error:  # one line, no traceback
             reads[edition] = pytest.Collector.CollectError(str(error))
     if isinstance(reads[edition], pytest.Collector.CollectError):
@@ -56,8 +55,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     collected = yield
-    config = parent.config
-    if config.rootpath / config.getini("coursebook_book") not in file_path.parents:
+    if _folder(parent.config, "coursebook_book") not in file_path.parents:
         return collected
     from coursebook.model.notebooks import CHAPTER_SUFFIXES, is_chapter_source
 
@@ -116,9 +114,9 @@ class ChapterFile(pytest.File):
         from coursebook.prepare.editions import Edition
         from coursebook.verify.expectations import expectations_path
 
-        book = self.config.rootpath / self.config.getini("coursebook_book")
         built = book_read(self.config, Edition.STUDENT).book
-        return expectations_path(book / built.expected_dir, built.torch, self.path.stem)
+        return expectations_path(_folder(self.config, "coursebook_book") / built.expected_dir,
+                                 built.torch, self.path.stem)
 
     def compared(self, edition: Edition) -> tuple[dict[str, Mismatch], dict[str, CellOutput]]:
         """The edition's mismatches and outputs by cell key, its chapter from the cache or run
