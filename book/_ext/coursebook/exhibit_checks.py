@@ -81,16 +81,14 @@ def check_raised(exhibit: str, expected: dict | None, museum: dict,
 
 
 SIDE_ENVIRONMENTS = "COURSEBOOK_SIDE_ENVIRONMENTS"
-# Seconds a fresh Python may run (the recorder sets it from its cell timeout).
 FRESH_PYTHON_TIMEOUT = "COURSEBOOK_FRESH_PYTHON_TIMEOUT"
 
 
-def run_in_fresh_python(code: str, side_environment: str = "",
-                        timeout: float | None = None) -> None:
+def run_in_fresh_python(code: str, side_environment: str = "") -> None:
     """Run ``code`` in a new Python, its error raised here (its class name and message), with
     ``side_environment``, a folder under ``$COURSEBOOK_SIDE_ENVIRONMENTS`` (an older package),
-    first on the import path. After ``timeout`` seconds (``$COURSEBOOK_FRESH_PYTHON_TIMEOUT``,
-    else 300) it is stopped with its children (a device client that hangs) by a TimeoutError."""
+    first on the import path; stopped with its children (a device client that hangs) past
+    ``$COURSEBOOK_FRESH_PYTHON_TIMEOUT`` seconds (300)."""
     env = dict(os.environ)
     if side_environment:
         root = os.environ.get(SIDE_ENVIRONMENTS)
@@ -100,8 +98,7 @@ def run_in_fresh_python(code: str, side_environment: str = "",
                                "`make recording KIND=cpu` installs it")
         env["PYTHONPATH"] = os.pathsep.join(
             [os.path.join(root, side_environment), env.get("PYTHONPATH", "")])
-    if timeout is None:
-        timeout = float(os.environ.get(FRESH_PYTHON_TIMEOUT, "300"))
+    timeout = float(os.environ.get(FRESH_PYTHON_TIMEOUT, "300"))
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
