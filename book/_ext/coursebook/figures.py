@@ -7,6 +7,8 @@ import base64
 
 import matplotlib.pyplot as plt
 import torch
+from IPython.core.pylabtools import print_figure
+from IPython.display import display
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 _FORWARD, _BACKWARD, _MEMORY = "#dbe9f6", "#fde2c4", "#e4f2de"
@@ -14,13 +16,7 @@ _FORWARD, _BACKWARD, _MEMORY = "#dbe9f6", "#fde2c4", "#e4f2de"
 
 def _show(fig, ax, xlim: tuple[float, float], ylim: tuple[float, float],
           equal: bool = True) -> None:
-    from IPython.core.pylabtools import print_figure
-    from IPython.display import display
-
-    ax.set_xlim(*xlim)
-    ax.set_ylim(*ylim)
-    if equal:
-        ax.set_aspect("equal")
+    ax.set(xlim=xlim, ylim=ylim, aspect="equal" if equal else "auto")
     ax.axis("off")
     fig.tight_layout()
     drawn = "\n".join(text.get_text().replace("\n", " ")
@@ -51,8 +47,7 @@ def computation_graph(tensors: dict[str, torch.Tensor]) -> None:
     owner = {id(t.grad_fn): name for name, t in tensors.items() if t.grad_fn is not None}
     columns = max(len(names), len(chain))
     fig, ax = plt.subplots(figsize=(2.8 * columns, 3.2))
-    for i, name in enumerate(names):
-        tensor = tensors[name]
+    for i, (name, tensor) in enumerate(tensors.items()):
         kind = "leaf" if tensor.is_leaf else f"grad_fn={type(tensor.grad_fn).__name__}"
         _box(ax, 3 * i, 2, f"{name}\n{kind}", _FORWARD)
         if i:
@@ -104,13 +99,9 @@ def broadcast_bias(products: torch.Tensor, bias: torch.Tensor) -> None:
 
 def strides(tensor: torch.Tensor) -> None:
     """One block of memory read two ways: a 2-D tensor and its transpose, with their strides."""
-    storage = tensor.flatten() if tensor.is_contiguous() else tensor.contiguous().flatten()
-    transposed = tensor.T
+    storage, transposed = tensor.flatten(), tensor.T
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    for i, value in enumerate(storage.tolist()):
-        ax.add_patch(plt.Rectangle((i, 3.2), 1, 0.8, facecolor=_MEMORY, edgecolor="#444"))
-        ax.text(i + 0.5, 3.6, f"{value:g}", ha="center", va="center", fontsize=9)
-    ax.text(len(storage) / 2, 4.3, "memory: one flat block", ha="center", fontsize=10)
+    _grid(ax, storage[None], 0, 4.2, _MEMORY, "memory: one flat block")
     _grid(ax, tensor, 0.5, 2.4, _FORWARD,
           f"A {tuple(tensor.shape)}, stride {tensor.stride()}")
     _grid(ax, transposed, tensor.shape[1] + 2, 2.4, _BACKWARD,
