@@ -53,9 +53,7 @@ class PageState:
     not_verified: list[str] = field(default_factory=list)  # for the build log
     claims: tuple[int, int] | None = None  # held, cited (None: checks did not run)
     teaching: ChapterTeaching | None = None
-    # The error types its cells raise on purpose, as this build ran or recorded them: what
-    # a download's wrapped cells catch (coursebook.render.downloads.catching).
-    raised: tuple[str, ...] = ()
+    raised: tuple[str, ...] = ()  # error types its cells raise on purpose (downloads catch them)
 
 
 def page_states(env: BuildEnvironment) -> dict[str, PageState]:

@@ -68,6 +68,11 @@ class run_all_goes_on:
             print(f"{{kind.__name__}}: {{error}}")
             return True  # printed, not raised"""
 GOES_ON_FOLDED = {"cellView": "form", "jupyter": {"source_hidden": True}}  # Colab's, Jupyter's
+# The .md download's summary of the check() cell: its hundreds of lines of digests would stop
+# the text at the first check.
+CHECKS_CODE = "The code that defines check(), which the notebook runs"
+SET_ASIDE_HEADING = "Kept for after your predictions"  # where the .md prints what it set aside
+COLAB = "https://colab.research.google.com/github"
 
 
 def catching(source: str) -> str:
@@ -92,11 +97,6 @@ def catching(source: str) -> str:
                      for number, line in enumerate(lines[:code_ends], 1))
     tail = "\n".join(lines[code_ends:]).strip("\n")
     return f"{CAUGHT}{body}" + (f"\n\n{tail}" if tail else "")
-
-
-# The table cell's summary where the .md download keeps it: its hundreds of lines of digests
-# would stop the text at the first check.
-CHECKS_CODE = "The code that defines check(), which the notebook runs"
 
 
 def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
@@ -165,10 +165,6 @@ def download_notebook(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
     return notebook
 
 
-# Where the .md download prints the collapsed blocks it set aside.
-SET_ASIDE_HEADING = "Kept for after your predictions"
-
-
 def as_text(cell: nbformat.NotebookNode) -> str:  # in the .md download
     from coursebook.render.plain_markdown import fenced
 
@@ -180,18 +176,16 @@ def download_document(notebook: nbformat.NotebookNode, markdown: PlainMarkdown,
                       instructor: bool = False) -> str:
     """The ``.md`` download: the download notebook as text, each dropdown (which a text editor
     shows open) and glued image set aside, numbered, after the last cell."""
-    set_aside: list[tuple[str, str]] = []
-    images: list[str] = []
-    cells = download_notebook(notebook, replace(markdown, set_aside=set_aside, images=images),
-                              instructor=instructor).cells
+    markdown = replace(markdown, set_aside=[], images=[])
+    cells = download_notebook(notebook, markdown, instructor=instructor).cells
     parts = [as_text(cell) for cell in cells if cell.source.strip()]
-    if set_aside:
+    if markdown.set_aside:
         parts.append(f"## {SET_ASIDE_HEADING}")
         parts += [f"### Note {number}: {summary}\n\n{content}"
-                  for number, (summary, content) in enumerate(set_aside, 1)]
-    if images:
+                  for number, (summary, content) in enumerate(markdown.set_aside, 1)]
+    if markdown.images:
         parts.append("\n".join(f"[glued-{number}]: {address}"
-                               for number, address in enumerate(images, 1)))
+                               for number, address in enumerate(markdown.images, 1)))
     return "\n\n".join(parts) + "\n"
 
 
@@ -204,6 +198,8 @@ def page_url(published_url: str, docname: str, anchor: str = "") -> str:
 
 def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
     """The converter for one page: references resolved by Sphinx's own tables."""
+    from myst_nb.sphinx_ import NbMetadataCollector
+
     from coursebook.render.plain_markdown import PlainMarkdown, Target
 
     labels, published = app.env.get_domain("std").labels, app.config.html_baseurl
@@ -248,20 +244,13 @@ def markdown_for(app: Sphinx, pagename: str) -> PlainMarkdown:
     md_config = merge_file_level(app.env.myst_config, notebook.metadata if notebook else {},
                                  lambda kind, message: None)  # myst-nb warned already
     numbers = {kind: iter(found) for kind, found in block_numbers(app.env, pagename).items()}
+    glued = {}  # each value the page's cells glue, from myst-nb's file of this run:
+    if NbMetadataCollector.get_doc_data(app.env)[pagename].get("glue"):  # not an earlier run's
+        glue_file = Path(app.env.mystnb_config.output_folder, pagename + ".glue.json")
+        glued = {key: output["data"] for key, output in json.loads(glue_file.read_bytes()).items()}
     return PlainMarkdown(resolve, page_url(published, pagename), md_config, app.tags.eval_condition,
                          lambda path: copied(app.env.images, "_images", path),
-                         numbers=defaultdict(lambda: iter(()), numbers),
-                         glued=glued(app, pagename))
-
-
-def glued(app: Sphinx, pagename: str) -> dict[str, dict]:
-    """Each value the page's cells glue, its mime bundle: myst-nb's file of this page's run."""
-    from myst_nb.sphinx_ import NbMetadataCollector
-
-    if not NbMetadataCollector.get_doc_data(app.env)[pagename].get("glue"):
-        return {}  # none glued (a file of an earlier run may be left)
-    data = Path(app.env.mystnb_config.output_folder, pagename + ".glue.json").read_text("utf8")
-    return {key: output["data"] for key, output in json.loads(data).items()}
+                         numbers=defaultdict(lambda: iter(()), numbers), glued=glued)
 
 
 def block_numbers(env, pagename: str) -> dict[str, list[str]]:
@@ -294,9 +283,6 @@ def _copied_source(app: Sphinx, docname: str) -> str:
     suffix = (".md" if chapter_notebook(app.env, docname) is not None
               else Path(app.env.doc2path(docname)).suffix)
     return docname + suffix + app.config.html_sourcelink_suffix
-
-
-COLAB = "https://colab.research.google.com/github"
 
 
 def colab_url(repository_url: str, branch: str, pagename: str) -> str:

@@ -129,7 +129,7 @@ class OtherChapterReferences(SphinxPostTransform):
         if not book_config(self.config).handouts:
             return
         labels = self.env.get_domain("std").labels
-        included = getattr(self.app.builder, "docnames", ())
+        included = self.app.builder.docnames  # the LaTeX document's
         named: set[tuple[int, str]] = set()  # (a paragraph, a chapter it named)
         for node in list(self.document.findall(addnodes.pending_xref)):
             target = labels.get(node.get("reftarget", ""))

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ENGINE = "lualatex"  # conf.py's latex_engine
 FALLBACK = "coursebook"  # the fallback list's name in luaotfload
 
 
-@dataclass(frozen=True)
-class Font:
+class Font(NamedTuple):
     family: str
     package: str  # Debian's
 

@@ -51,6 +51,11 @@ _TEXT_ROLES = {"sub", "sup", "abbr", "title-reference", "emphasis", "strong"}
 # What a glued value shows, the first of these it has (myst-nb's order for HTML).
 _GLUED = ("text/html", "image/svg+xml", "image/png", "image/gif", "image/jpeg", "text/markdown",
           "text/latex", "text/plain")
+_ALIGNED = {"": " --- |", "left": " :-- |", "right": " --: |", "center": " :-: |"}  # a table's
+# mdformat's renderers of a node's children: a paragraph's (inline), and a document's
+# (blocks, a blank line between, none for an empty one: a target's, a comment's).
+_INLINE = DEFAULT_RENDERERS["inline"]
+_BLOCKS = DEFAULT_RENDERERS["root"]
 
 
 @dataclass
@@ -248,17 +253,8 @@ def _math_block(node: RenderTreeNode, context: RenderContext) -> str:
     return f"$$\n{node.content.strip()}\n$$"
 
 
-# mdformat's renderers of a node's children: a paragraph's (inline), and a document's
-# (blocks, a blank line between, none for an empty one: a target's, a comment's).
-_INLINE = DEFAULT_RENDERERS["inline"]
-_BLOCKS = DEFAULT_RENDERERS["root"]
-
-
 def _bold(node: RenderTreeNode, context: RenderContext) -> str:  # a term, field or alert title
     return f"**{_INLINE(node, context)}**"
-
-
-_ALIGNED = {"": " --- |", "left": " :-- |", "right": " --: |", "center": " :-: |"}
 
 
 def _table(node: RenderTreeNode, context: RenderContext) -> str:  # GitHub's, as Jupyter's
