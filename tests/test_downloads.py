@@ -814,7 +814,7 @@ def test_a_recorded_download_is_cut_before_each_restart_cell(downloads):
 def _stand_in_recording(name: str):
     from coursebook.model.recordings import load_recording, recording_path
 
-    stand_in = stand_in_kind(book_machine_kinds())
+    stand_in = stand_in_kind(book_machine_kinds().values())
     return load_recording(recording_path(BOOK / "recordings", name, stand_in.name), stand_in)
 
 

@@ -76,6 +76,7 @@ from coursebook.model.machine_kinds import (
     environments_path,
     load_environments,
     load_machine_kinds,
+    stand_in_kind,
 )
 from coursebook.model.cell_notes import without_notes
 from coursebook.model.faults import BookError
@@ -629,8 +630,8 @@ def record(args: argparse.Namespace) -> int:
         raise Refused(f"this machine has no {machine.name} device "
                       f"({', '.join(machine.device_files)} absent): nothing written. "
                       f"Run on a {machine.name} machine"
-                      + ("" if machine.stand_in else
-                         f", or record the stand-in with KIND={chapter.stand_in.name}") + ".")
+                      + ("" if machine.stand_in else ", or record the stand-in with "
+                         f"KIND={stand_in_kind(chapter.machines).name}") + ".")
     # First, what moved since the pins: Colab's lists, this machine's image.
     if environments[0].runtime:
         for line in what_moved(load_runtimes()[environments[0].runtime], args.colab_lists,

@@ -388,7 +388,7 @@ def list_standings(runtime: Runtime, found: dict[str, nbformat.NotebookNode],
 
 def stand_in_python(name: str, kinds: dict) -> Path:
     """The Python of a recorded chapter's stand-in environment, where `make recording` puts it."""
-    stand_in = stand_in_kind(kinds)
+    stand_in = stand_in_kind(kinds.values())
     main = load_environments(environments_path(BOOK / "recordings", name), kinds)[stand_in.name][0]
     python = ROOT / f".venv-{name}-{stand_in.name}-{main.name}" / "bin" / "python"
     if not python.exists():
@@ -505,7 +505,7 @@ def recorded_trials(name: str, chapter: nbformat.NotebookNode, download: nbforma
 def verify_recorded(downloads: Path, museum: dict[str, Wing], kinds: dict) -> int:
     """Each recorded chapter's download against its stand-in recording; the differences."""
     problems = 0
-    stand_in = stand_in_kind(kinds)
+    stand_in = stand_in_kind(kinds.values())
     for name, chapter in chapters(museum, recorded=True).items():
         download = read_download(downloads, name)[1]
         recording = load_recording(recording_path(BOOK / "recordings", name, stand_in.name),

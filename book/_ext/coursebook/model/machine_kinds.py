@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -97,9 +98,9 @@ def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[st
     return machines
 
 
-def stand_in_kind(kinds: dict[str, MachineKind]) -> MachineKind:
-    # load_machine_kinds makes sure there is one.
-    return next(kind for kind in kinds.values() if kind.stand_in)
+def stand_in_kind(kinds: Iterable[MachineKind]) -> MachineKind:
+    # load_machine_kinds and recorded_chapter make sure there is one.
+    return next(kind for kind in kinds if kind.stand_in)
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,7 @@ def environments_path(recordings_dir: Path, name: str) -> Path:
 
 def load_environments(path: Path, machines: dict[str, MachineKind],
                       runtimes_file: Path | None = None) -> dict[str, list[RecordingEnvironment]]:
-    """A recorded chapter's environments, per kind; each kind's first one is its main one (a
-    runtime named from ``runtimes_file``, as :func:`load_machine_kinds`')."""
+    """A recorded chapter's environments, per kind; each kind's first one is its main one."""
     tables, file = read_toml(path, dict[str, tuple[RecordingEnvironment, ...]], MachineKindError)
     environments: dict[str, list[RecordingEnvironment]] = {}
     for kind, listed in tables.items():

@@ -13,7 +13,7 @@ import nbformat
 from coursebook.answer_checks.model import CHECK_TAG
 from coursebook.model.cell_notes import source_line
 from coursebook.model.faults import BookError
-from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment
+from coursebook.model.machine_kinds import MachineKind, RecordingEnvironment, stand_in_kind
 from coursebook.model.notebooks import (
     ACCELERATOR_ONLY_TAG,
     BOOK_ONLY_TAG,
@@ -52,10 +52,6 @@ class RecordedChapter:
 
     def command(self, machine: MachineKind) -> str:
         return f"{RECORDING_COMMAND} RECORDING={self.name} KIND={machine.name}"
-
-    @property
-    def stand_in(self) -> MachineKind:
-        return next(machine for machine in self.machines if machine.stand_in)
 
 
 def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, MachineKind],
@@ -167,7 +163,7 @@ def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Reco
     """The chapter's recordings, preferred kind first; the stand-in's must exist."""
     recordings = [load_recording(path, b) for b in chapter.machines
                   if (path := recording_path(recordings_dir, chapter.name, b.name)).is_file()]
-    stand_in = chapter.stand_in
+    stand_in = stand_in_kind(chapter.machines)
     if not any(recording.machine == stand_in for recording in recordings):
         raise RecordingError(f"is missing: run `{chapter.command(stand_in)}` (the "
                              f"{stand_in.short_label})",
@@ -192,10 +188,8 @@ def printed_for_downloads(cell: nbformat.NotebookNode, outputs: list,
 
 
 def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
-                     drift: dict[str, list[str]], instructor: bool = True) -> str:
-    """Where each recording ran and drifted (a student reads one sentence)."""
-    if not instructor:
-        return f"*{recorded_where(chapter, recordings, instructor)}*"
+                     drift: dict[str, list[str]]) -> str:
+    """Where each recording ran and drifted, as an instructor reads it."""
     parts = []
     for recording in recordings:
         p = recording.provenance
@@ -224,8 +218,7 @@ def provenance_panel(chapter: RecordedChapter, recordings: list[Recording],
 
 
 def recorded_where(chapter: RecordedChapter, recordings: list[Recording], instructor: bool) -> str:
-    """Where the outputs were recorded: for a student, on which devices they were printed, and
-    on which not (a CPU's is never a TPU's)."""
+    """Where the outputs were recorded (a student: on which devices, and on which not)."""
     if instructor:
         return "Outputs recorded with " + "; ".join(recording.summary() for recording in recordings)
     devices = " and ".join(dict.fromkeys(r.device() for r in recordings))
@@ -252,12 +245,13 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
                       recordings: list[Recording], allow_stale: bool,
                       pinned: dict[str, list[RecordingEnvironment]] | None = None,
                       instructor: bool = True) -> AttachedRecordings:
-    """Each code cell's output from the most preferred recording that ran it; the notes on
-    them are book-only (downloads lack the outputs)."""
+    """Each code cell's output from the most preferred recording that ran it, noted book-only
+    (downloads lack the outputs)."""
     drift = {r.machine.name: r.drift(pinned[r.machine.name])
              for r in recordings if pinned and r.machine.name in pinned}
     by_kind = [(recording, recording.outputs_by_source()) for recording in recordings]
-    panel = markdown_cell(provenance_panel(chapter, recordings, drift, instructor), BOOK_ONLY_TAG)
+    panel = markdown_cell(provenance_panel(chapter, recordings, drift) if instructor else
+                          f"*{recorded_where(chapter, recordings, instructor)}*", BOOK_ONLY_TAG)
     # The panel goes after the chapter's title, or first where it has none.
     title = next((cell for cell in notebook.cells
                   if cell.cell_type == "markdown" and "\n# " in f"\n{cell.source}"), None)

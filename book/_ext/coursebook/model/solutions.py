@@ -81,8 +81,7 @@ def reading_changed(metadata: dict) -> tuple[str, str] | None:
 
 def comments(markdown: str) -> Iterator[tuple[int, int]]:
     """Where each comment of the Markdown is (its start and end): HTML's, and MyST's ``%``
-    lines from their ``%`` (a quote's ``>`` stays); in a directive's body too, not in code or
-    math. No student's: an author's note."""
+    lines from their ``%`` (a quote's ``>`` stays). No student's: an author's note."""
     lines = markdown.split("\n")
     at = [0, *accumulate(len(line) + 1 for line in lines)]  # where each line starts
     for token, offset, _ in _blocks(markdown, ("<!--", "%")):
@@ -112,8 +111,7 @@ def shown_by(builds: Iterable[Tags], condition: str) -> bool:
 
 
 def unshown_blocks(markdown: str, shown: Callable[[str], bool]) -> Iterator[tuple[int, int]]:
-    """Where each ``{only}`` block whose condition ``shown`` rejects is, at any depth: its
-    first line (from 0) and the line after it."""
+    """Each ``{only}`` block ``shown`` rejects: its first line (from 0), the line after it."""
     for token, offset, _ in _blocks(markdown, ("{only}",)):
         if _directive(token) == "only" and not shown(token.info.strip()[6:].strip()):
             yield offset + token.map[0], offset + token.map[1]
@@ -139,8 +137,7 @@ def toctree_entries(markdown: str, offset: int = 0) -> Iterator[tuple[int, str]]
 
 
 def myst_roles(markdown: str) -> Iterator[tuple[str, int]]:
-    """Each role in the Markdown as MyST reads it (in a directive's body too; not in code):
-    its name and its line (from 0)."""
+    """Each role in the Markdown as MyST reads it: its name and its line (from 0)."""
     for token, offset, _ in _blocks(markdown):
         if token.type == "inline":  # its line: in the paragraph's text as written (a code
             at = 0  # span or HTML may go on over a line end)
@@ -176,9 +173,8 @@ def graders_mark(cell) -> tuple[int, str] | None:
 
 
 def heading_in_only(markdown: str) -> int | None:
-    """The line (from 0) of a heading inside an ``{only}`` block, if one is, the block at any
-    depth (in an `{only} html`, a `{note}`): MyST places its section outside the block, in
-    every edition, with the text after it."""
+    """The line (from 0) of a heading inside an ``{only}`` block: MyST places its section
+    outside the block, in every edition, with the text after it."""
     return next((offset + token.map[0] for token, offset, within in (
         _blocks(markdown) if "{only}" in markdown else ())
         if token.type == "heading_open" and "only" in within), None)
@@ -198,9 +194,8 @@ def _directive(token) -> str | None:
 
 def _blocks(markdown: str, needles: tuple[str, ...] = (), offset: int = 0,
             within: tuple[str, ...] = ()) -> Iterator[tuple[Token, int, tuple[str, ...]]]:
-    """Each token MyST reads in the Markdown, in a directive's body too (not in code or math),
-    the line its ``map`` counts from, and the directives around it; a text holding none of the
-    ``needles`` is not parsed."""
+    """Each token of the Markdown, in a directive's body too (not code's or math's), the line
+    its ``map`` counts from and the directives around it; a text without ``needles``: none."""
     if needles and not any(needle in markdown for needle in needles):
         return
     for token in markdown_parser().parse(markdown):

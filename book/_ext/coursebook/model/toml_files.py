@@ -1,7 +1,5 @@
-"""The book's TOML data read into typed records: a schema per file (a dataclass, each field
-the key of its name or of its metadata's ``toml``; one with a default is optional; a file of
-named tables reads as ``dict[str, Schema]``), one reader, one message:
-``<file>:<line>: field <path>: <what is wrong> (<how to fix>)``."""
+"""The book's TOML data read into typed records (docs/architecture.md): a dataclass per file,
+a field the key of its name or its metadata's ``toml``, optional with a default."""
 
 from __future__ import annotations
 
@@ -23,8 +21,7 @@ _KEY = re.compile(r"^\s*([\w.\"'-]+?)\s*=")
 
 
 def field_lines(text: str) -> dict[str, int]:
-    """Each table's and key's path (``records[1].message``, ``cpu.note``) and its line; a
-    line inside a multi-line string is never a key."""
+    """Each table's and key's path (``records[1].message``, ``cpu.note``) and its line."""
     found: dict[str, int] = {}
     table, counts, opened = "", {}, ""
     for number, line in enumerate(text.splitlines(), 1):

@@ -29,8 +29,7 @@ def is_release(version: str) -> bool:
 
 
 def version_key(version: str) -> tuple[int, Version]:
-    """A sort key: oldest release first; a text that names no release (an exhibit record
-    captured as "unrecorded") before them all."""
+    """A sort key: oldest release first, a text naming none ("unrecorded") before them all."""
     try:
         return 1, Version(version)
     except InvalidVersion:
