@@ -22,9 +22,9 @@ import pytest
 
 from conftest import (BOOK, EXHIBITS, MACHINE_KINDS_FILE, ROOT, TORCH_VERSION, Build,
                       book_museum, run_sphinx, sphinx_build, sphinx_command)
-from coursebook.model.faults import CLEAN_CACHE_COMMAND
+from coursebook.model.faults import CLEAN_CACHE_COMMAND, BookError
 from coursebook.museum.model import ExhibitError, load_exhibit
-from coursebook.model.recordings import RECORDING_COMMAND, RecordingError, load_recording
+from coursebook.model.recordings import RECORDING_COMMAND, load_recording
 from coursebook.model.machine_kinds import load_machine_kinds
 from coursebook.museum.prepare import cell_origins
 
@@ -87,7 +87,7 @@ def test_every_exhibit_code_cell_is_traced_to_its_field():
 def test_an_unreadable_recording_names_its_file_and_the_command(tmp_path, damage):
     broken = tmp_path / "bridges-cpu.ipynb"
     broken.write_text(damage((BOOK / "recordings" / "bridges-cpu.ipynb").read_text()))
-    with pytest.raises(RecordingError) as error:
+    with pytest.raises(BookError) as error:
         load_recording(broken, load_machine_kinds(MACHINE_KINDS_FILE)["cpu"])
     assert error.value.path == broken and "not a readable notebook" in error.value.message
     assert f"{RECORDING_COMMAND} KIND=cpu" in error.value.message

@@ -25,8 +25,8 @@ from conftest import (
     plant_distribution,
     sphinx_build,
 )
+from coursebook.model.faults import BookError
 from coursebook.model.machine_kinds import (
-    MachineKindError,
     environments_path,
     load_environments,
     load_machine_kinds,
@@ -42,7 +42,6 @@ from coursebook.model.notebooks import (
 )
 from coursebook.model.recordings import (
     PROVENANCE_KEY,
-    RecordingError,
     attach_recordings,
     load_recording,
     load_recordings,
@@ -138,12 +137,12 @@ def test_the_fix_lines_name_the_torch_of_the_recordings_label():
 def test_a_cpu_run_can_never_be_a_tpu_recording(tmp_path):
     shutil.copy(RECORDINGS / "bridges-cpu.ipynb", tmp_path / "bridges-cpu.ipynb")
     shutil.copy(RECORDINGS / "bridges-cpu.ipynb", tmp_path / "bridges-tpu.ipynb")
-    with pytest.raises(RecordingError, match="a CPU run can never be a TPU recording"):
+    with pytest.raises(BookError, match="a CPU run can never be a TPU recording"):
         load_recordings(tmp_path, _bridges())
     relabelled = nbformat.read(tmp_path / "bridges-tpu.ipynb", as_version=4)
     relabelled.metadata[PROVENANCE_KEY].device_kind = "TPU v6 lite"  # platform still cpu
     nbformat.write(relabelled, tmp_path / "bridges-tpu.ipynb")
-    with pytest.raises(RecordingError, match="never be a TPU recording"):
+    with pytest.raises(BookError, match="never be a TPU recording"):
         load_recording(tmp_path / "bridges-tpu.ipynb", MACHINES["tpu"])
 
 
@@ -165,7 +164,7 @@ def test_a_malformed_kinds_or_environments_file_names_its_field(tmp_path, which,
             assert old in text
             text = text.replace(old, new, 1)
         (tmp_path / f"{name}.toml").write_text(text)
-    with pytest.raises(MachineKindError) as refused:
+    with pytest.raises(BookError) as refused:
         load_environments(tmp_path / "environments.toml",
                           load_machine_kinds(tmp_path / "kinds.toml"))
     assert f"{tmp_path / which}.toml" in str(refused.value) and message in str(refused.value)
@@ -179,7 +178,7 @@ def test_a_malformed_kinds_or_environments_file_names_its_field(tmp_path, which,
 def test_the_top_matter_names_known_kinds_and_a_stand_in(machines, message):
     notebook = _bridges_notebook()
     notebook.metadata.coursebook["machine_kinds"] = machines
-    with pytest.raises(RecordingError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(BookError, match=message.replace("[", r"\[").replace("]", r"\]")):
         recorded_chapter(notebook, MACHINES, "bridges.md")
 
 
@@ -336,7 +335,7 @@ def test_a_changed_cell_stops_with_the_cell_and_the_command():
     cell = next(c for c in notebook.cells if c.cell_type == "code"
                 and c.source.startswith("from torchax import interop"))
     cell.source = cell.source.replace("mean()", "sum()")
-    with pytest.raises(RecordingError) as error:
+    with pytest.raises(BookError) as error:
         _attach(notebook)
     assert "cell `from torchax import interop` changed since its recording" in str(error.value)
     assert "make recording RECORDING=bridges KIND=cpu" in str(error.value)

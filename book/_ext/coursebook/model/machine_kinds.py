@@ -10,16 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from coursebook.model.faults import BookError
 from coursebook.model.runtimes import runtime_named
 from coursebook.model.toml_files import NOT_READ, read_toml
 from coursebook.model.versions import package_key, version_key
 
 _PIN = re.compile(r"\s*([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*==\s*([^\s;]+)\s*")  # name==version
-
-
-class MachineKindError(BookError):
-    """A machine kinds or environments file that cannot be used."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +73,7 @@ class _KindsFile:
 @functools.lru_cache(maxsize=None)
 def load_machine_kinds(path: Path, runtimes_file: Path | None = None) -> dict[str, MachineKind]:
     """Every machine kind, in order of preference."""
-    data, file = read_toml(path, _KindsFile, MachineKindError)
+    data, file = read_toml(path, _KindsFile)
     machines: dict[str, MachineKind] = {}
     for index, machine in enumerate(data.kind):
         pythons = machine.pythons
@@ -133,7 +128,7 @@ def environments_path(recordings_dir: Path, name: str) -> Path:
 def load_environments(path: Path, machines: dict[str, MachineKind],
                       runtimes_file: Path | None = None) -> dict[str, list[RecordingEnvironment]]:
     """A recorded chapter's environments, per kind; each kind's first one is its main one."""
-    tables, file = read_toml(path, dict[str, tuple[RecordingEnvironment, ...]], MachineKindError)
+    tables, file = read_toml(path, dict[str, tuple[RecordingEnvironment, ...]])
     environments: dict[str, list[RecordingEnvironment]] = {}
     for kind, listed in tables.items():
         if kind not in machines:

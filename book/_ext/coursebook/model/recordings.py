@@ -35,10 +35,6 @@ RECORDING_COMMAND = "make recording"
 _REQUIRED = ("platform", "device_kind", "environments", "date", "commit", "code_hash")
 
 
-class RecordingError(BookError):
-    """A recording that is malformed, mislabelled or out of date."""
-
-
 def recording_name(chapter: nbformat.NotebookNode | dict) -> str | None:
     """The recording a chapter's notebook, or its top matter alone, names (None: not one)."""
     return chapter_settings(getattr(chapter, "metadata", chapter)).recording
@@ -61,16 +57,16 @@ def recorded_chapter(notebook: nbformat.NotebookNode, machines: dict[str, Machin
     accepted, field = settings.machine_kinds, "top matter 'coursebook: machine_kinds'"
     at = (source or None, top_matter_line(text, "coursebook", "machine_kinds"))
     if not accepted:
-        raise RecordingError(f"{field} must list the machine kinds this chapter is recorded on "
-                             f"(from {', '.join(machines)})", *at)
+        raise BookError(f"{field} must list the machine kinds this chapter is recorded on "
+                        f"(from {', '.join(machines)})", *at)
     if unknown := [kind for kind in accepted if kind not in machines]:
-        raise RecordingError(f"{field} names {unknown}, not machine kinds of "
-                             f"tools/machine-kinds.toml (have {', '.join(machines)})", *at)
+        raise BookError(f"{field} names {unknown}, not machine kinds of "
+                        f"tools/machine-kinds.toml (have {', '.join(machines)})", *at)
     chosen = tuple(machine for machine in machines.values() if machine.name in accepted)
     if not any(machine.stand_in for machine in chosen):
-        raise RecordingError(f"{field} needs a stand-in kind "
-                             f"({', '.join(b.name for b in machines.values() if b.stand_in)}): "
-                             "an ordinary build shows its outputs", *at)
+        raise BookError(f"{field} needs a stand-in kind "
+                        f"({', '.join(b.name for b in machines.values() if b.stand_in)}): "
+                        "an ordinary build shows its outputs", *at)
     return RecordedChapter(settings.recording, chosen, source)
 
 
@@ -134,7 +130,7 @@ class Recording:
 def check_machine_kind(machine: MachineKind, provenance: dict, path: Path) -> None:
     platform, device_kind = provenance.get("platform", ""), provenance.get("device_kind", "")
     if not machine.ran_here(platform, device_kind):
-        raise RecordingError(
+        raise BookError(
             f"labeled {machine.name}, but its runtime reported {platform!r} ({device_kind!r}); "
             "a run is only labeled with the device it ran on (a CPU run can never be a TPU "
             f"recording). Delete the file, or run `{RECORDING_COMMAND} KIND={machine.name}` on "
@@ -146,15 +142,15 @@ def load_recording(path: Path, machine: MachineKind) -> Recording:
         notebook = nbformat.read(path, as_version=4)
     except Exception as error:  # nbformat raises several kinds for a damaged file
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise RecordingError(
+        raise BookError(
             f"not a readable notebook ({type(error).__name__}: {detail[:200]}). Restore it "
             f"with `git checkout -- {path}`, or record it again with "
             f"`{RECORDING_COMMAND} KIND={machine.name}`.", path) from None
     provenance = notebook.metadata.get(PROVENANCE_KEY)
     if not isinstance(provenance, dict) or any(k not in provenance for k in _REQUIRED):
-        raise RecordingError(f"metadata '{PROVENANCE_KEY}' needs {', '.join(_REQUIRED)} (the "
-                             f"provenance a run writes): record it again with "
-                             f"`{RECORDING_COMMAND} KIND={machine.name}`.", path)
+        raise BookError(f"metadata '{PROVENANCE_KEY}' needs {', '.join(_REQUIRED)} (the "
+                        f"provenance a run writes): record it again with "
+                        f"`{RECORDING_COMMAND} KIND={machine.name}`.", path)
     check_machine_kind(machine, provenance, path)
     return Recording(machine, path, notebook)
 
@@ -165,9 +161,9 @@ def load_recordings(recordings_dir: Path, chapter: RecordedChapter) -> list[Reco
                   if (path := recording_path(recordings_dir, chapter.name, b.name)).is_file()]
     stand_in = stand_in_kind(chapter.machines)
     if not any(recording.machine == stand_in for recording in recordings):
-        raise RecordingError(f"is missing: run `{chapter.command(stand_in)}` (the "
-                             f"{stand_in.short_label})",
-                             recording_path(recordings_dir, chapter.name, stand_in.name))
+        raise BookError(f"is missing: run `{chapter.command(stand_in)}` (the "
+                        f"{stand_in.short_label})",
+                        recording_path(recordings_dir, chapter.name, stand_in.name))
     return recordings
 
 
@@ -294,7 +290,7 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
             note = "*Stale: this cell changed since it was recorded; its output is not shown.*"
         else:
             commands = " and ".join(f"`{chapter.command(b)}`" for b in able)
-            raise RecordingError(f"cell `{first_line(cell)}` changed since its recording: run "
+            raise BookError(f"cell `{first_line(cell)}` changed since its recording: run "
                                  f"{commands} on such machines, then commit book/recordings/",
                                  chapter.source or None, source_line(cell))
         labelled.cells.append(markdown_cell(note, BOOK_ONLY_TAG))

@@ -7,6 +7,7 @@ import copy
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from functools import partial
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
@@ -204,12 +205,12 @@ def _blocks(markdown: str, needles: tuple[str, ...] = (), offset: int = 0,
             yield from _blocks(token.content, needles, offset + token.map[0] + 1, (*within, name))
 
 
-def _pieces(source: str, gated: bool, answer: bool, strict: bool,
-            line_at: Callable[[int], int]) -> tuple[list[tuple[str, bool, int]], bool]:
+def _pieces(cell, gated: bool, answer: bool, strict: bool) -> tuple[list, bool]:
     """The markdown cut where solutions start and end: (text, is a solution, its line) pieces,
     and whether a gate is still open. ``answer``: the text is an answer already (no leak); a
     solution inside another block is taken whole as a solution (the safe side)."""
-    lines = source.splitlines(keepends=True)
+    lines = cell.source.splitlines(keepends=True)
+    line_at = partial(line_within, cell)
     pieces: list[tuple[str, bool, int]] = []
     done = 0  # lines already in a piece
 
@@ -221,7 +222,7 @@ def _pieces(source: str, gated: bool, answer: bool, strict: bool,
             pieces.append((text.strip("\n"), solution, line_at(start)))
         done = until
 
-    for token in markdown_parser().parse(source):
+    for token in markdown_parser().parse(cell.source):
         name = _directive(token)
         if name not in (SOLUTION, START, END):
             if (not answer and token.type in ("fence", "colon_fence")
@@ -255,8 +256,7 @@ def solutions_as_answers(notebook: nbformat.NotebookNode, tag: str,
     for cell in notebook.cells:
         was_gated, pieces = gated, [("", gated, 0)]  # a cell without a solution: whole
         if cell.cell_type == "markdown" and "{solution" in cell.source:
-            pieces, gated = _pieces(cell.source, gated, tag in cell.metadata.get("tags", []),
-                                    strict, lambda offset, cell=cell: line_within(cell, offset))
+            pieces, gated = _pieces(cell, gated, tag in cell.metadata.get("tags", []), strict)
             if gated and not was_gated:
                 opened = next(line for text, _, line in reversed(pieces) if _MARKER.match(text))
         if len(pieces) == 1 and pieces[0][1] == was_gated == gated:
