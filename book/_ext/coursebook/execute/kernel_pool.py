@@ -210,8 +210,19 @@ def plan_reading(app: Sphinx, env, docnames: list[str]) -> None:
         logger.info("cold cache: %s; kernel server stopped", f"the chapters run on {cache}, "
                     f"not on {_server[0][1]}" if executing else "no chapter to execute here")
         stop_kernel_server(app, None)
-    if spread:
-        _spread_chapters_over_readers(app.parallel, docnames, executing)
+    if not spread:
+        return
+    from sphinx.util.parallel import make_chunks
+
+    # Each reader gets a run of pages: chapters that execute go to different runs, each at
+    # its run's end, so the other pages are read while its kernel starts.
+    runs = [[""] * len(chunk) for chunk in make_chunks(docnames, app.parallel)]
+    ordered = iter(sorted(docnames, key=lambda docname: docname not in executing))  # stable
+    for back in range(max(map(len, runs))):  # every run's last place first, then the next
+        for run in runs:
+            if back < len(run):
+                run[-1 - back] = next(ordered)
+    docnames[:] = [docname for run in runs for docname in run]
 
 
 def executes_when_read(path: Path, settings: NbParserConfig) -> bool:
@@ -240,17 +251,3 @@ def stop_kernel_server(app: Sphinx, exception: Exception | None) -> None:
         stop_kernel_forkserver(cache / "kernels", server)
         lock.release()
 
-
-def _spread_chapters_over_readers(parallel: int, docnames: list[str],
-                                  executing: set[str]) -> None:
-    """Chapters that execute go to different readers, each at its run of pages' end, so
-    the other pages are read while its kernel starts."""
-    from sphinx.util.parallel import make_chunks
-
-    runs = [[""] * len(chunk) for chunk in make_chunks(docnames, parallel)]
-    ordered = iter(sorted(docnames, key=lambda docname: docname not in executing))  # stable
-    for back in range(max(map(len, runs))):  # every run's last place first, then the next
-        for run in runs:
-            if back < len(run):
-                run[-1 - back] = next(ordered)
-    docnames[:] = [docname for run in runs for docname in run]

@@ -306,8 +306,7 @@ def cut_long_outputs(notebook: nbformat.NotebookNode) -> None:
         for first, *rest in streams.values():  # joined once: piece by piece copies the text
             if rest:
                 first.text = "".join(piece.text for piece in (first, *rest))
-            if len(first.text) > LIMIT:
-                first.text = cut(first.text)
+            first.text = cut(first.text)
         at = next((at for at, pair in enumerate(zip(outputs, outputs[1:])) if [
             output.get("name") for output in pair] == ["stderr", "stdout"]), None)
         if at is not None:
