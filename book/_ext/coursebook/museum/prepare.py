@@ -153,8 +153,7 @@ def _fix_ran_cell(*tags: str) -> nbformat.NotebookNode:
 def _fix_run(exhibit: Exhibit, field: str, code: str, fresh: bool, *tags: str,
              side: CpuReproduction | None = None) -> list[nbformat.NotebookNode]:
     """A fix run in a new Python (``fresh``: alone, else after the code that failed), checked."""
-    return [_runs(exhibit, field, code_cell(_fresh_python_call(code, side), "remove-input",
-                                            BOOK_ONLY_TAG, FRESH_PYTHON_TAG, *tags)),
+    return [_runs(exhibit, field, _in_fresh_python(code, *tags, side=side)),
             _fix_ran_cell(FRESH_PYTHON_TAG, *tags),
             _on_a_cpu("the fix runs without an error" + (
                 "" if fresh else " after the code that failed, in the same runtime"), side)]
@@ -204,8 +203,14 @@ def in_one_process(cells: list[tuple[str, bool]]) -> str:
     return "\n".join(lines)
 
 
+def _in_fresh_python(code: str, *tags: str,
+                     side: CpuReproduction | None = None) -> nbformat.NotebookNode:
+    """A hidden, book-only cell running ``code`` in a new Python, ``side``'s packages first."""
+    return code_cell(_fresh_python_call(code, side), "remove-input", BOOK_ONLY_TAG,
+                     FRESH_PYTHON_TAG, *tags)
+
+
 def _fresh_python_call(code: str, side: CpuReproduction | None = None) -> str:
-    """A call running ``code`` in a new Python, ``side``'s older packages first on its path."""
     named = f", side_environment={side.side_environment!r}" if side and side.side_environment \
         else ""
     return ("from coursebook.exhibit_checks import run_in_fresh_python\n"
@@ -239,9 +244,8 @@ def _captured_cells(exhibit: Exhibit, title: str) -> list[nbformat.NotebookNode]
     def raised(field: str, shown: str, code: str, *tags: str, side=None) -> list:
         """The failing code run again in a new Python, its error checked."""
         return [markdown_cell(shown),
-                _runs(exhibit, field, _revealed(code_cell(
-                    _fresh_python_call(code, side), "remove-input", BOOK_ONLY_TAG,
-                    FRESH_PYTHON_TAG, RAISES_TAG, *tags))),
+                _runs(exhibit, field, _revealed(_in_fresh_python(code, RAISES_TAG, *tags,
+                                                                 side=side))),
                 _check_cell(exhibit, museum, FRESH_PYTHON_TAG, *tags),
                 _on_a_cpu("the code above raises the error below", side),
                 _expected_error_note(exhibit, museum, reproduced=True)]
@@ -257,9 +261,10 @@ def _captured_cells(exhibit: Exhibit, title: str) -> list[nbformat.NotebookNode]
                         f"{_shown_code(cpu.reproduction)}", cpu.reproduction, STAND_IN_ONLY_TAG,
                         side=cpu)
     provenance = (f"The museum's fix. {_captured(exhibit)} It ran without error on the same "
-                  "hardware." if exhibit.museum_fix is None else "The book's fix, for the "
-                  "releases this chapter installs; the museum's own follows. Not run on a TPU "
-                  "by this book.")
+                  "hardware."
+                  if exhibit.museum_fix is None else
+                  "The book's fix, for the releases this chapter installs; the museum's own "
+                  "follows. Not run on a TPU by this book.")
     fix = _FRESH_RUNTIME if exhibit.fix_in_fresh_runtime else "**The fix.**"
     cells.append(markdown_cell(f"{fix} {exhibit.fix_note}\n\n```python\n{exhibit.fix_code}\n```"
                                f"{_instructor_only(provenance)}"))
