@@ -109,8 +109,7 @@ class RecordingEnvironment:
     runtime: str = ""  # the runtime its requirements come from
     shares: str = ""  # a kernel of its own, in the environment of that name (no install)
     probe: str = ""  # proves the device from inside its kernel ("": the kind's probe)
-    # False: the probe runs in a new Python, so the kernel holds no device (its cells start
-    # fresh Pythons that take it).
+    # False: the probe runs in a new Python; the kernel holds no device (its cells' Pythons do).
     holds_device: bool = True
     # What the book adds to the runtime (in ``requirements``), installed again last: another
     # package may ship files of its name (torch_xla 2.9.0 ships a torchax, pytorch/xla#9363).

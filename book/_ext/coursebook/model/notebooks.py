@@ -247,8 +247,7 @@ def chapter_settings(metadata: dict, path: Path | str = "", text: str = "") -> C
 
 
 # A page another tool runs as a notebook, which myst-nb shows as text: jupytext's Markdown
-# format (a `jupyter:` key in its header, jupytext's rule: Flax's guides), d2l-book's (its
-# cells' fences, which make chapter FROM= reads).
+# (a `jupyter:` header key, jupytext's rule: Flax's guides), d2l-book's (make chapter FROM=).
 _JUPYTEXT_HEADER = re.compile(r"\A---[ \t]*\n(?:(?!---|\.\.\.).*\n)*?jupyter:")
 D2L_CELL = r"^```\{\.python \.input[^}\n]*\}"
 
@@ -451,8 +450,7 @@ def _layout(notebook: nbformat.NotebookNode) -> tuple[list[str], list[int]]:
         directive = "{code-cell} ipython3" if cell.cell_type == "code" else "{raw-cell}"
         # Longer than any backtick run in the code, so that none closes it.
         fence = "`" * (max((len(run) for run in re.findall("`{3,}", cell.source)), default=2) + 1)
-        # Its metadata as options, one ``:name: value`` line each (myst-nb's way), values in
-        # JSON; all as one mapping where a key is no option's name.
+        # Its metadata as myst-nb's options, in JSON; one mapping where a key is no name.
         options = [f":{name}: {json.dumps(value, ensure_ascii=False)}"
                    for name, value in metadata.items()]
         if not all(map(_OPTION_NAME.fullmatch, metadata)):

@@ -291,8 +291,8 @@ def attach_recordings(notebook: nbformat.NotebookNode, chapter: RecordedChapter,
         else:
             commands = " and ".join(f"`{chapter.command(b)}`" for b in able)
             raise BookError(f"cell `{first_line(cell)}` changed since its recording: run "
-                                 f"{commands} on such machines, then commit book/recordings/",
-                                 chapter.source or None, source_line(cell))
+                            f"{commands} on such machines, then commit book/recordings/",
+                            chapter.source or None, source_line(cell))
         labelled.cells.append(markdown_cell(note, BOOK_ONLY_TAG))
     return AttachedRecordings(labelled, executed, drift)
 

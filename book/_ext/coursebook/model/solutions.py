@@ -36,8 +36,7 @@ _NESTED = re.compile(rf"^\s*(`{{3,}}|:{{3,}})[ \t]*\{{({SOLUTION}|{START}|{END})
                      re.MULTILINE)
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _CODE_SPAN = re.compile(r"(`+)(?s:.+?)(?<!`)\1(?!`)")  # shows a comment as it is
-# No directive (None), or one whose body is shown as written (code, math): no comment or role
-# is read inside it.
+# No directive (None), or one whose body is shown as written: no comment or role inside.
 _AS_WRITTEN = (None, "code-block", "code-cell", "code", "math")
 # The book's MyST syntax (conf.py's myst_enable_extensions is this list): a tool that runs no
 # build reads Markdown as a build does.
