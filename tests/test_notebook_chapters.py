@@ -361,19 +361,21 @@ def test_the_student_audit_knows_a_notebook_chapters_answers(tmp_path):
     assert audit_build(tmp_path / "html", chapter_fingerprints(book)) == []
 
 
-def test_a_message_at_myst_nbs_line_in_a_notebook_names_the_cell_and_line():
+def test_a_message_at_myst_nbs_line_in_a_notebook_names_the_cell_and_line(tmp_path):
     """Sphinx's handlers, once the book is set up, write a place myst-nb numbered in a
     notebook's page (cell times 10000 plus line) as the cell, and the line in it."""
     import logging
 
-    from coursebook.reporting import name_notebook_cells
+    from test_quiet_log import empty_app
 
-    # The records go through the handler's filters alone: the logger's level and other
-    # handlers are what earlier in-process builds of the same worker left.
+    from coursebook.reporting import filter_the_log
+
+    app = empty_app(tmp_path)
+    # The records go through this handler's filters alone (the book's), not Sphinx's.
     handler = logging.Handler()
     logging.getLogger("sphinx").addHandler(handler)
     try:
-        name_notebook_cells()
+        filter_the_log(app)
     finally:
         logging.getLogger("sphinx").removeHandler(handler)
     records = [logging.makeLogRecord({"msg": "Unknown role", "location": place})

@@ -6,7 +6,7 @@ import re
 import pytest
 from myst_nb.core.config import NbParserConfig
 
-from coursebook.reporting import quiet_config_dumps
+from coursebook.reporting import filter_the_log
 
 
 def _record(level: int, *args) -> logging.LogRecord:
@@ -14,8 +14,19 @@ def _record(level: int, *args) -> logging.LogRecord:
                              args, None)
 
 
-def test_the_configuration_dump_is_dropped_and_nothing_else():
-    quiet_config_dumps()
+def empty_app(tmp_path, log=None, **settings):
+    """A Sphinx app of its own (a dummy builder, no build): this build's handlers."""
+    import io
+
+    from sphinx.application import Sphinx
+
+    (tmp_path / "src").mkdir()
+    return Sphinx(tmp_path / "src", None, tmp_path / "out", tmp_path / "doctrees", "dummy",
+                  confoverrides=settings, status=None, warning=log or io.StringIO())
+
+
+def test_the_configuration_dump_is_dropped_and_nothing_else(tmp_path):
+    filter_the_log(empty_app(tmp_path))
     logger = logging.getLogger("sphinx.myst_nb.sphinx_ext")
     assert not logger.filter(_record(logging.INFO, NbParserConfig()))
     assert logger.filter(_record(logging.INFO, "Using jupyter-cache at: _build"))
@@ -47,18 +58,12 @@ def test_a_build_with_nothing_to_do_says_no_configuration_changed(tiny_book, tmp
 def test_the_warning_count_counts_each_warning_once_as_sphinx_shows_it(tmp_path):
     """The preview's stop asks it (a public count: Sphinx keeps its own in a private name).
     A warning held back while pages are read is counted once; a suppressed one not at all."""
-    import io
-
-    from sphinx.application import Sphinx
     from sphinx.util import logging
 
-    from coursebook.reporting import count_warnings, warnings_logged
+    from coursebook.reporting import warnings_logged
 
-    (tmp_path / "src").mkdir()
-    app = Sphinx(tmp_path / "src", None, tmp_path / "out", tmp_path / "doctrees", "dummy",
-                 confoverrides={"suppress_warnings": ["planted.suppressed"]}, status=None,
-                 warning=io.StringIO())
-    count_warnings(app)
+    app = empty_app(tmp_path, suppress_warnings=["planted.suppressed"])
+    filter_the_log(app)
     logger = logging.getLogger("planted")
     with logging.pending_warnings():  # as while pages are read
         logger.warning("held back")
@@ -75,16 +80,12 @@ def test_an_error_is_logged_once_at_each_of_its_places(tmp_path):
     import io
 
     from docutils import nodes
-    from sphinx.application import Sphinx
     from sphinx.util import logging
 
-    from coursebook.reporting import name_notebook_cells, report
+    from coursebook.reporting import report
 
-    (tmp_path / "src").mkdir()
     log = io.StringIO()
-    Sphinx(tmp_path / "src", None, tmp_path / "out", tmp_path / "doctrees", "dummy",
-           status=None, warning=log)
-    name_notebook_cells()  # as the book's setup does
+    filter_the_log(empty_app(tmp_path, log))  # as the book's setup does
     node = nodes.paragraph()
     node.source, node.line = str(tmp_path / "src" / "b.md"), 7
     places = ["a.md:3", node, "a.md:3", ("index", 5), node, ("index", 5)]

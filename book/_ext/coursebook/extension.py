@@ -30,7 +30,7 @@ from coursebook.process.preview import keep_last_good_pages
 from coursebook.render import downloads, html_pages
 from coursebook.render.handouts import setup_handouts
 from coursebook.render.pdf_fonts import name_only_the_latex_folder
-from coursebook.reporting import count_warnings, name_notebook_cells, quiet_config_dumps
+from coursebook.reporting import filter_the_log
 from coursebook.torch_versions import setup as setup_torch_versions
 from coursebook.torch_versions.verify import add_verified_versions, highlight_changed_boxes
 from coursebook.verify import chapter_checks
@@ -73,9 +73,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
     # Its no-op keeps the search page and index.
     app.add_builder(html_pages.BookHTMLBuilder, override=True)
     app.add_transform(html_pages.NestedRules)
-    quiet_config_dumps()
-    name_notebook_cells()  # MyST's messages in an .ipynb: its cell and line
-    count_warnings(app)  # the preview stops a build that warned (process/preview.py)
+    filter_the_log(app)
 
     # --- Events, in the order Sphinx emits them -------------------------------------------
     app.connect("config-inited", next_build.own_source_suffix, priority=100)

@@ -61,17 +61,8 @@ class _Count(std_logging.Filter):
 _COUNTS: WeakKeyDictionary[Sphinx, _Count] = WeakKeyDictionary()
 
 
-def count_warnings(app: Sphinx) -> None:
-    """At setup: the warnings and errors Sphinx's warning stream shows, counted after its
-    filters (``suppress_warnings``; a held warning once)."""
-    _COUNTS[app] = _Count()
-    for handler in std_logging.getLogger(NAMESPACE).handlers:
-        if isinstance(handler, WarningStreamHandler):
-            handler.addFilter(_COUNTS[app])
-
-
 def warnings_logged(app: Sphinx) -> int:  # so far; those Sphinx's -W makes fatal
-    return _COUNTS[app].count if app in _COUNTS else 0
+    return _COUNTS[app].count
 
 
 # myst-parser's and myst-nb's configuration dumps, two lines of some thousand characters on
@@ -83,11 +74,6 @@ _CONFIG_CLASSES = frozenset({"MdParserConfig", "NbParserConfig"})
 def _drop_config_dumps(record: std_logging.LogRecord) -> bool:
     return not (record.levelno == std_logging.INFO and any(
         type(arg).__name__ in _CONFIG_CLASSES for arg in record.args or ()))
-
-
-def quiet_config_dumps() -> None:  # a filter added twice is kept once
-    for name in _CONFIG_LOGGERS:
-        std_logging.getLogger(name).addFilter(_drop_config_dumps)
 
 
 # myst-nb numbers a notebook page's lines as the cell's number times 10000 plus the line in
@@ -122,8 +108,16 @@ class _OncePerPlace(std_logging.Filter):
         return first
 
 
-def name_notebook_cells() -> None:
-    """At setup, on this build's handlers: after their filters, which write the place."""
+def filter_the_log(app: Sphinx) -> None:
+    """At setup, on this build's handlers, after Sphinx's filters (which write the place and
+    drop suppressed warnings): a notebook's cells named, each of the book's errors once at
+    each place, the warnings shown counted (the preview stops a build that warned); and the
+    configuration dumps dropped."""
+    _COUNTS[app] = _Count()
     for handler in std_logging.getLogger(NAMESPACE).handlers:
         handler.addFilter(_name_the_cell)
         handler.addFilter(_OncePerPlace())
+        if isinstance(handler, WarningStreamHandler):
+            handler.addFilter(_COUNTS[app])
+    for name in _CONFIG_LOGGERS:  # a filter added twice is kept once
+        std_logging.getLogger(name).addFilter(_drop_config_dumps)
