@@ -1,7 +1,6 @@
-"""Students check their own answers without seeing them: salted digests of each answer and
-of its numbers, scrambled hints (docs/authoring.md, "Answers students can check"). This
-module's code is copied into a cell of the student's notebook (its docstring left out):
-plain Python, nothing to install, no network."""
+"""Students check their own answers without seeing them (docs/authoring.md, "Answers students
+can check"). This module, its docstring left out, is a cell of the student's notebook: plain
+Python, nothing to install, no network."""
 
 import base64
 import hashlib
