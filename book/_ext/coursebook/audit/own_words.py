@@ -102,8 +102,7 @@ def chapter_passages(path: Path, root: Path) -> Iterator[Passage]:
 def museum_prose(museum: dict[str, Wing]) -> Iterator[tuple[Wing | Exhibit, str, str]]:
     """(wing or exhibit, field, text) of each prose field but titles (headings)."""
     for owner in [*museum.values(), *(e for wing in museum.values() for e in wing.exhibits)]:
-        yield from ((owner, field, text) for field, text in prose_fields(owner)
-                    if field != "title")
+        yield from ((owner, field, text) for field, text in prose_fields(owner) if field != "title")
 
 
 def exhibit_passages(museum: dict[str, Wing], root: Path) -> Iterator[Passage]:

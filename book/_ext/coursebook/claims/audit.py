@@ -24,8 +24,7 @@ _INSTRUCTION = re.compile(
     r"restart|switch|then|before|after|do|don't|go|start|pick|give|pass|put|ask|set|turn|"
     r"remove|insert|save|print|plot|define|build|train|copy|edit|sketch|work|solve|end)\b",
     re.I)
-_OWN_CELLS = re.compile(r"\b(?:the|this|that|each|every|next|previous) (?:cell|code below)\b",
-                        re.I)
+_OWN_CELLS = re.compile(r"\b(?:the|this|that|each|every|next|previous) (?:cell|code below)\b", re.I)
 _CITES = re.compile(r"\]\([^)]+\)|<https?://|\{cite[:\w]*\}|https?://")
 
 
