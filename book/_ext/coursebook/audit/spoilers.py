@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 from urllib.parse import urldefrag
 
@@ -46,7 +47,7 @@ def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:
     soups = {resolved: BeautifulSoup(path.read_text(encoding="utf8", errors="replace"),
                                      "html.parser") for resolved, path in named.items()}
     found: list[tuple[Path, str]] = []
-    shown: dict[tuple[Path, str], set[str]] = {}  # the errors each link's target shows
+    target_errors = cache(lambda page, href: error_signatures(_target_text(page, href, soups)))
     for resolved, soup in soups.items():
         path = named[resolved]
         links: list[Tag] = []
@@ -72,10 +73,7 @@ def spoilers(pages: Iterable[Path]) -> list[tuple[Path, str]]:
             revealed = error_signatures(" ".join(o.get_text(" ") for o in element.select(
                 "div.cell_output")))
             for link in links if revealed else []:
-                key = (resolved, link["href"])
-                if key not in shown:
-                    shown[key] = error_signatures(_target_text(resolved, link["href"], soups))
-                for signature in sorted(revealed & shown[key]):
+                for signature in sorted(revealed & target_errors(resolved, link["href"])):
                     found.append((path, f"the link to {link['href']!r} comes before "
                                         f"`{_first_line(element)}` and shows the error it "
                                         f"reveals: {signature}..."))
