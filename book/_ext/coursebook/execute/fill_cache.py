@@ -146,7 +146,6 @@ def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
         return None
     if record is not None:
         open_cache(cache_path).remove_cache(record.pk)
-    settings = run.settings
     logger.info("Executing notebook using temporary CWD", location=location)
     # It runs among links to the files beside it in a temporary folder (so myst-nb's
     # execution_in_temp changes nothing): what it writes is not left where its next run
@@ -155,8 +154,8 @@ def run_into_cache(cache_path: str | Path, run: Run, location: str | None = None
         for entry in run.path.parent.iterdir():
             os.symlink(entry, os.path.join(cwd, entry.name))
         result, stopped = run_notebook(
-            run.notebook, str(run.path), cwd=cwd, timeout=settings.execution_timeout,
-            allow_errors=settings.execution_allow_errors, meta_override=True)
+            run.notebook, str(run.path), cwd=cwd, timeout=run.settings.execution_timeout,
+            allow_errors=run.settings.execution_allow_errors, meta_override=True)
     if result.err is not None and not keep_failed:
         return result, stopped, None
     # A run that went on past an error no cell is tagged for (errors allowed) would have

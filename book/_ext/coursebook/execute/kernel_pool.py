@@ -79,9 +79,8 @@ def fork_kernel(pool: Path, cwd: str | None, env: dict[str, str] | None) -> dict
         if not process_alive(server["pid"]):
             return None
         time.sleep(0.05)
-    if not pid:  # its imports changed on disk since it imported them
-        return None
-    return _note_taken(pool, name, {"pid": pid, "server": server["pid"], **kernel})
+    # 0: its imports changed on disk since it imported them
+    return _note_taken(pool, name, {"pid": pid, "server": server["pid"], **kernel}) if pid else None
 
 
 def make_pool(pool: Path) -> None:

@@ -132,8 +132,7 @@ def kernel_manager_class(ended: list[int] | None = None):
 
         async def is_alive(self) -> bool:
             alive = await super().is_alive()
-            if (ended is not None and not alive and self.has_kernel
-                    and self.provisioner is not None):
+            if ended is not None and not alive and self.has_kernel:
                 status = await self.provisioner.poll()
                 if status is not None and status != EXIT_STATUS_UNKNOWN:
                     ended.append(status)
