@@ -247,7 +247,7 @@ def as_displayed(text: str) -> str:
 
 
 def cut(text: str) -> str:
-    """Longer than :data:`LIMIT`, as displayed and normalised, its middle a marker line."""
+    """The text; longer than :data:`LIMIT`, as displayed and normalised, its middle cut."""
     if len(text) <= LIMIT:
         return text
     whole = normalise(as_displayed(text))
