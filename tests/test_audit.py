@@ -61,6 +61,18 @@ def test_a_planted_answer_is_caught(tmp_path, fingerprints, name, content):
     assert [leak.path for leak in leaks] == [planted]
 
 
+def test_an_answer_in_a_notebook_of_another_shape_is_caught(tmp_path, fingerprints):
+    """JSON that is no v4 notebook (nbformat 3's worksheets) is read as its strings, not as
+    its JSON text, where the quotes between its lines break every run of words."""
+    build = _clean_build(tmp_path)
+    planted = build / "html" / "old.ipynb"
+    lines = ["The tiny chapter's", "answer says that", "tripling doubles",
+             "nothing whatsoever here."]
+    planted.write_text(json.dumps({"worksheets": [{"cells": [
+        {"cell_type": "markdown", "source": lines}]}]}, indent=1))
+    assert [leak.path for leak in audit_build(build, fingerprints)] == [planted]
+
+
 def test_an_answer_is_read_as_its_page_shows_it(tmp_path):
     """Markdown as myst-parser reads it, not as a pattern guesses: an answer whose every
     passage holds a word in `_emphasis_` (a table's pipes, a fence's `#`) is found on the page."""

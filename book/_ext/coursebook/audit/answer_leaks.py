@@ -206,10 +206,13 @@ def file_texts(path: Path) -> tuple[str, str | None]:
     if path.suffix == ".ipynb":
         try:
             notebook = json.loads(raw)
+        except ValueError:  # no JSON: its text
+            return raw, raw
+        try:
             seen = [cell.get(key, []) for cell in notebook["cells"]
                     for key in ("source", "outputs")]
-        except (ValueError, LookupError, TypeError, AttributeError):  # no notebook: its text
-            return raw, raw
+        except (LookupError, TypeError, AttributeError):  # no v4 notebook: all its strings
+            seen = notebook
         return "\n".join(_strings(notebook)), "\n".join(_strings(seen))
     return raw, raw if path.suffix in {".md", ".txt"} else None
 
