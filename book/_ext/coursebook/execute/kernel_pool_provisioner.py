@@ -32,17 +32,18 @@ class _AdoptedProcess:
 
     def poll(self) -> int | None:
         """None while it runs; then its status, waited for (it names the advice)."""
+        if self.returncode is not None or process_alive(self.pid):
+            return self.returncode
         deadline = time.monotonic() + STATUS_WAIT
-        while self.returncode is None and not process_alive(self.pid):
+        while True:
             with contextlib.suppress(OSError, ValueError):
                 self.returncode = int(ended_path(self.pool, self.pid).read_text())
-                break
-            if time.monotonic() < deadline:
-                time.sleep(0.05)
-            else:
+                return self.returncode
+            if time.monotonic() >= deadline:
                 server_alive = process_alive(self.server)
                 self.returncode = EXIT_STATUS_UNKNOWN if server_alive else SERVER_ENDED
-        return self.returncode
+                return self.returncode
+            time.sleep(0.05)
 
     wait = poll  # jupyter_client polls until it ended, then waits
 
