@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import platform
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
 from importlib import metadata
 from pathlib import Path
 from weakref import WeakKeyDictionary
@@ -24,6 +23,7 @@ from coursebook.reporting import report_book_error, stop_build
 PREFIX = "coursebook_"
 # Each build's BookConfig, by the Config it was made from (forked readers inherit it).
 _BUILT: WeakKeyDictionary[Config, BookConfig] = WeakKeyDictionary()
+_MUSEUM: dict[tuple, dict[str, Wing]] = {}  # the error museum, by its files' state
 
 
 def _value(default, rebuild: str, doc: str, path: str = ""):
@@ -136,26 +136,24 @@ class BookConfig:
     def runtimes_path(self) -> Path | None:  # None: tools/runtimes.toml, the data's default
         return Path(self.runtimes_file) if self.runtimes_file else None
 
-    @cached_property
-    def machine_kinds(self) -> dict[str, MachineKind]:
+    @property
+    def machine_kinds(self) -> dict[str, MachineKind]:  # the file read once (lru_cache)
         return load_machine_kinds(Path(self.machine_kinds_file), self.runtimes_path)
 
-    @cached_property
+    @property
     def reader_runtimes(self) -> tuple[Runtime, ...]:  # whose texts pages show beside ours
         return reader_runtimes(self.runtimes_path) if self.runtimes_path else ()
 
     def museum(self) -> dict[str, Wing]:
         """The error museum, parsed again only when its files change (every chapter uses it)."""
         files = sorted(Path(self.exhibits_dir).glob("*/*.toml"))
-        state = tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files)
-        return _museum(self.exhibits_dir, self.machine_kinds_file, self.runtimes_file, state)
-
-
-@lru_cache(maxsize=1)
-def _museum(exhibits_dir: str, machine_kinds_file: str, runtimes_file: str, _state) -> dict:
-    book = BookConfig(exhibits_dir=exhibits_dir, machine_kinds_file=machine_kinds_file,
-                      runtimes_file=runtimes_file)
-    return load_museum(Path(exhibits_dir), book.machine_kinds, book.reader_runtimes)
+        key = (self.exhibits_dir, self.machine_kinds_file, self.runtimes_file,
+               *((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files))
+        if key not in _MUSEUM:
+            _MUSEUM.clear()  # the last one only
+            _MUSEUM[key] = load_museum(Path(self.exhibits_dir), self.machine_kinds,
+                                       self.reader_runtimes)
+        return _MUSEUM[key]
 
 
 def book_config(config: Config) -> BookConfig:
