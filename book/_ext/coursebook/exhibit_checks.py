@@ -26,8 +26,7 @@ class ExhibitMismatch(AssertionError):
 
 
 def _label(record: dict) -> str:
-    when = f", {record['date']}" if record.get("date") else ""
-    return f"{record['where']}{when}"
+    return record["where"] + (f", {record['date']}" if record.get("date") else "")
 
 
 def _changed_box(title: str, first: str, before: str, then: str, after: str) -> list[str]:
