@@ -85,11 +85,9 @@ def claim_digest(claim: Claim) -> str:
 
 def write_accepted_claims(path: Path, chapter: str, edition: str, claims: list[Claim]) -> bool:
     """This edition's claims accepted; False when the file stays as it was."""
-    accepted = read_expectations(path, "claim")
-    if accepted is None:
-        if not claims:  # a chapter that makes no claim has no file
-            return False
-        accepted = Expectations()
+    if not (claims or path.is_file()):  # a chapter that makes no claim has no file
+        return False
+    accepted = read_expectations(path, "claim") or Expectations()
     accepted.by_edition[edition] = {claim_digest(claim): claim_entry(claim) for claim in claims}
     return write_expectations(
         path, accepted, lambda: [*accepted.first_lines, *accepted.by_edition[edition]],
