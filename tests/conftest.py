@@ -250,12 +250,14 @@ def tool_in_process(name: str, arguments: list[str]) -> tuple[int, str]:
 
 def sphinx_build(srcdir: Path, outdir: Path, cache: Path, *tags: str,
                  settings: dict[str, str] | None = None, jobs: str | None = "auto",
-                 forked: bool | None = None, env: dict[str, str] | None = None) -> Build:
+                 forked: bool | None = None, env: dict[str, str] | None = None,
+                 strict: bool = True) -> Build:
     """Build one edition with the repository's conf.py, as the Makefile does (``jobs``
-    reader processes); a book other than the real one imports ahead what it needs.
-    ``forked``: :func:`run_sphinx`'s; ``env``: variables of this build's alone (another
+    reader processes; ``strict``: -W); a book other than the real one imports ahead what it
+    needs. ``forked``: :func:`run_sphinx`'s; ``env``: variables of this build's alone (another
     build may run at once)."""
     command = sphinx_command(srcdir, outdir / "html", outdir / "doctrees", tags=tags, jobs=jobs,
+                             strict=strict,
                              settings={"nb_execution_cache_path": str(cache),
                                        **imported_ahead(srcdir), **(settings or {})})
     (outdir / "tmp").mkdir(parents=True, exist_ok=True)

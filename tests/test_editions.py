@@ -557,31 +557,39 @@ def test_a_substitution_only_answers_use_is_in_no_student_file(tiny_book, cache_
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("page, entry", [("solutions.md", "Answers <solutions.md>\n"),
+                                         ("solutions/one.md", ":glob:\n\nsolutions/*\n")],
+                         ids=["entry", "glob"])
 def test_a_page_only_an_unshown_toctree_lists_stops_the_student_build(tiny_book, cache_copy,
-                                                                       tmp_path):
+                                                                       tmp_path, page, entry):
     """Sphinx builds every page it finds: a page of solutions listed only by a toctree inside an
     `{only} instructor` block was in the student edition (its page, its source, its search
-    entries), rc 0, `make audit` 0 leaks (a page that is no chapter is visible text). It now
-    stops the student build at its entry; left out in conf.py, it builds (its entry, in the
-    block, is then no reference to a missing page)."""
-    (tiny_book / "solutions.md").write_text("# Solutions\n\nStack along dimension one.\n")
+    entries), rc 0, `make audit` 0 leaks (a page that is no chapter is visible text); listed by
+    a glob, Sphinx's bare warning only, and rc 0 without -W. It now stops each student build
+    at the page, -W or not; left out in conf.py, it builds (its entry, in the block, is then no
+    reference to a missing page)."""
+    (tiny_book / page).parent.mkdir(exist_ok=True)
+    (tiny_book / page).write_text("# Solutions\n\nStack along dimension one.\n")
     index = tiny_book / "index.md"
-    index.write_text(index.read_text() + "\n````{only} instructor\n```{toctree}\n"
-                     "Answers <solutions.md>\n```\n````\n")
-    student = sphinx_build(tiny_book, tmp_path / "student", cache_copy)
-    line = index.read_text().splitlines().index("Answers <solutions.md>") + 1
-    assert student.returncode != 0 and f"index.md:{line}: ERROR: `solutions.md` is listed in " \
-        "a toctree inside an `{only}` block this edition does not show" in student.log, \
+    index.write_text(index.read_text() + f"\n````{{only}} instructor\n```{{toctree}}\n{entry}"
+                     "```\n````\n")
+    student = sphinx_build(tiny_book, tmp_path / "student", cache_copy,
+                           strict=":glob:" not in entry)
+    assert student.returncode != 0 and f"{page}: ERROR: no toctree this edition shows lists " \
+        "this page" in student.log and "isn't included in any toctree" not in student.log, \
         student.log[-3000:]
-    assert "`if not INSTRUCTOR: exclude_patterns.append('solutions.md')`" in student.log
+    assert f"`if not INSTRUCTOR: exclude_patterns.append({page!r})`" in student.log
+    again = sphinx_build(tiny_book, tmp_path / "student", cache_copy)  # reads no page
+    assert again.returncode != 0 and f"{page}: ERROR: no toctree" in again.log, again.log[-3000:]
     excluded = sphinx_build(tiny_book, tmp_path / "excluded", cache_copy, settings={
-        "exclude_patterns": "_build,_ext,recordings,expected,solutions.md"})  # as conf.py would
+        "exclude_patterns": f"_build,_ext,recordings,expected,{page}"})  # as conf.py would
     assert excluded.returncode == 0, excluded.log[-3000:]
     assert not [path for path in (tmp_path / "excluded" / "html").rglob("*")
                 if path.is_file() and b"dimension one" in path.read_bytes()]
     instructor = sphinx_build(tiny_book, tmp_path / "instructor", cache_copy, "instructor")
     assert instructor.returncode == 0, instructor.log[-3000:]
-    assert "dimension one" in (tmp_path / "instructor" / "html" / "solutions.html").read_text()
+    assert "dimension one" in (tmp_path / "instructor" / "html" / page).with_suffix(
+        ".html").read_text()
 
 
 @pytest.mark.slow

@@ -99,6 +99,7 @@ def setup(app: Sphinx, build: bool = True) -> dict:
         app.connect("env-before-read-docs", hook)
     app.connect("source-read", _read_edition_source)
     app.connect("doctree-read", _read_chapter_done)
+    app.connect("env-updated", chapters.refuse_unlisted_pages)
     # An accepted output may not hold the time of a run this build started.
     app.connect("env-updated",
                 partial(chapter_checks.compare_expected_outputs, since=datetime.now(UTC)))

@@ -110,30 +110,16 @@ def shown_by(builds: Iterable[Tags], condition: str) -> bool:
         return True
 
 
-def unshown_blocks(markdown: str, shown: Callable[[str], bool]) -> Iterator[tuple[int, int]]:
-    """Each ``{only}`` block ``shown`` rejects: its first line (from 0), the line after it."""
+def without_unshown(markdown: str, shown: Callable[[str], bool]) -> str:
+    """The Markdown without the ``{only}`` blocks ``shown`` rejects, each line kept: the build
+    would not show them, but myst-nb reads them (a glue of a value only the other edition's
+    run holds stopped the build)."""
+    lines = markdown.split("\n")
     for token, offset, _ in _blocks(markdown, ("{only}",)):
         if _directive(token) == "only" and not shown(token.info.strip()[6:].strip()):
-            yield offset + token.map[0], offset + token.map[1]
-
-
-def without_unshown(markdown: str, shown: Callable[[str], bool]) -> str:
-    """The Markdown without its :func:`unshown_blocks`, each line kept: the build would not
-    show them, but myst-nb reads them (a glue of a value only the other edition's run holds
-    stopped the build)."""
-    lines = markdown.split("\n")
-    for start, end in list(unshown_blocks(markdown, shown)):
-        lines[start:end] = [""] * (end - start)
+            start, end = offset + token.map[0], offset + token.map[1]
+            lines[start:end] = [""] * (end - start)
     return "\n".join(lines)
-
-
-def toctree_entries(markdown: str, offset: int = 0) -> Iterator[tuple[int, str]]:
-    """Each page a ``{toctree}`` lists (at any depth), as written, and its line (from 0)."""
-    for token, at, _ in _blocks(markdown, ("{toctree}",), offset):
-        if _directive(token) == "toctree":
-            yield from ((at + token.map[0] + 1 + n, re.sub(r"^.*<(.+)>$", r"\1", entry.strip()))
-                        for n, entry in enumerate(token.content.split("\n"))
-                        if entry.strip() and not entry.startswith(":"))
 
 
 def myst_roles(markdown: str) -> Iterator[tuple[str, int]]:

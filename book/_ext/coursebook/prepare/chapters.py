@@ -14,7 +14,7 @@ import nbformat
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
-from sphinx.util import docname_join, logging
+from sphinx.util import logging
 from sphinx.util.matching import get_matching_files
 
 from coursebook.answer_checks.model import AnswerCheckError, ChapterTeaching, chapter_teaching
@@ -34,7 +34,7 @@ from coursebook.model.notebooks import (CELL_MARKER, CHAPTER_SUFFIXES, HEADING_I
 from coursebook.model.recordings import (attach_recordings, load_recordings, recorded_chapter,
                                          recorded_where, recording_name, recording_path)
 from coursebook.model.solutions import (SolutionError, heading_in_only, myst_roles, shown_by,
-                                        toctree_entries, unshown_blocks, without_unshown)
+                                        without_unshown)
 from coursebook.museum.model import Wing
 from coursebook.museum.prepare import claim_sources, link_back_to_exhibits, place_museum
 from coursebook.page_state import PREPARED, mark_failed, page_state_of
@@ -166,21 +166,6 @@ def prepare_chapter(app: Sphinx, config: BookConfig, text: str, source_path: str
                    recorded_with=recorded_where(chapter, recordings, instructor), claims=claims)
 
 
-def _built_unlisted(app: Sphinx, docname: str, text: str) -> tuple[int, str, str] | None:
-    """Student edition: the first page a toctree lists inside an ``{only}`` block this build
-    does not show, that it builds all the same: its line (from 0), entry and file."""
-    if edition_of(app) is not Edition.STUDENT:
-        return None
-    lines = text.split("\n")
-    for start, end in unshown_blocks(text, partial(shown_by, (app.tags,))):
-        for line, entry in toctree_entries("\n".join(lines[start:end]), start):
-            stem, suffix = os.path.splitext(entry)
-            page = docname_join(docname, stem if suffix in app.config.source_suffix else entry)
-            if page in app.env.found_docs:
-                return line, entry, os.path.relpath(app.env.doc2path(page), app.srcdir)
-    return None
-
-
 def _note_inputs(app: Sphinx, config: BookConfig, prepared: PreparedChapter | None) -> list[str]:
     """Note what else makes the chapter's text or its outputs; returns those not there yet."""
     env = app.env
@@ -212,13 +197,6 @@ def prepare_edition_source(app: Sphinx, docname: str, source: list[str]
                 "a notebook in this format would be executed and published unverified (no "
                 "expected outputs, no editions): bring it in as a chapter with `make chapter "
                 f"FROM={shown_path(path)}`, then remove it", path, 1)
-        if path.suffix == ".md" and (listed := _built_unlisted(app, docname, source[0])):
-            raise BookError(
-                f"`{listed[1]}` is listed in a toctree inside an `{{only}}` block this edition "
-                "does not show, yet Sphinx builds every page it finds: this edition would "
-                "publish it (its page, its search entries). Leave it out of this edition in "
-                f"conf.py (`if not INSTRUCTOR: exclude_patterns.append({listed[2]!r})`), as "
-                "torch-versions.md is", path, listed[0] + 1)
         if not is_chapter_source(source[0]):  # a page: its {only} blocks, as a chapter's
             if path.suffix == ".md" and (at := heading_in_only(source[0])) is not None:
                 raise BookError(HEADING_IN_ONLY, path, at + 1)
@@ -278,6 +256,26 @@ def leave_out_plain_scripts(app: Sphinx, config) -> None:
             if any(map(CELL_MARKER.match, text.splitlines())):  # as jupytext reads cells
                 report(f"this script has `# %%` cells, but the book reads no chapter in it: "
                        f"{fault[1]}.", f"{Path(app.srcdir, name)}:{fault[0]}", "source")
+
+
+def refuse_unlisted_pages(app: Sphinx, env) -> None:
+    """``env-updated``, student edition: a page in no toctree it shows (an unshown ``{only}``
+    block's is blanked) stops each build, -W or not; Sphinx's toc.not_included, which it
+    replaces, is a warning, and only after a build that read a page."""
+    if edition_of(app) is not Edition.STUDENT:
+        return
+    listed = {app.config.root_doc, *env.files_to_rebuild, *set().union(*env.included.values())}
+    for docname in sorted(env.all_docs.keys() - listed):
+        if "orphan" not in env.metadata[docname]:
+            report("no toctree this edition shows lists this page (a toctree inside an `{only}` "
+                   "block it does not show lists none), yet Sphinx builds every page it finds: "
+                   "this edition would publish it (its page, its search entries). List it in a "
+                   "toctree it shows, or leave it out of this edition in conf.py (`if not "
+                   "INSTRUCTOR: exclude_patterns.append("
+                   f"{str(env.doc2path(docname, False))!r})`), as torch-versions.md is",
+                   docname, "source")
+            app.statuscode = 1
+            app.config.suppress_warnings = [*app.config.suppress_warnings, "toc.not_included"]
 
 
 def refuse_shown_solutions(app: Sphinx, doctree) -> None:
