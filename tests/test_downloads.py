@@ -613,6 +613,7 @@ def test_directives_become_markdown_a_reader_sees():
         == "> **Careful**\n>\n> Text."
     assert convert("```{only} latex\nprint\n```\n\n```{only} html\nscreen\n```") == "screen"
     assert convert("```{only} not latex\nscreen\n```") == "screen"
+    assert convert("```{only} builder_html and format_html\nscreen\n```") == "screen"  # Sphinx's
     assert convert("::::{grid} 2\n:::{grid-item-card} 01/02\n:link: a\n:link-type: ref\n\n"
                    "First\n:::\n::::") \
         == "**[01/02](https://book.example/a.html)** · First"

@@ -8,7 +8,7 @@ def setup(app) -> dict:
     # Each import where it is needed, the slow ones last.
     from .execute.fill_cache import ChapterRuns
 
-    build = not app.tags.has(ChapterRuns.tag)
+    build = not app.tags.has(ChapterRuns.name)
     if not build:
         # A read that runs nothing may share its process (pytest): the collector, which
         # conf.py held, as it was.

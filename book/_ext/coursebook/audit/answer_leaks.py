@@ -38,7 +38,7 @@ from coursebook.model.notebooks import (
     short_digest,
     top_matter_line,
 )
-from coursebook.model.solutions import (comments, markdown_parser, shown_by,
+from coursebook.model.solutions import (builder_tags, comments, markdown_parser, shown_by,
                                         without_comments, without_unshown)
 from coursebook.model.toml_files import TomlFile, read_toml
 from coursebook.reporting import report, report_book_error
@@ -343,7 +343,7 @@ def _values(cell) -> set[str]:
 
 
 # The builds of a student edition, by their tags (HTML, the PDF, its handouts).
-_STUDENT_BUILDS = [Tags([name, f"format_{name}", f"builder_{name}", *more])
+_STUDENT_BUILDS = [Tags([*builder_tags(name), *more])
                    for name, more in (("html", ()), ("latex", ()), ("latex", ("handout",)))]
 
 

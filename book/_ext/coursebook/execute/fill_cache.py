@@ -24,6 +24,7 @@ from coursebook.execute.shared_cache import (FAILED, cache_run, cached_record, c
                                              notebook_lock, open_cache, with_notes)
 from coursebook.model.cell_notes import without_notes
 from coursebook.model.notebooks import RAISES_TAG, cell_tags
+from coursebook.model.solutions import builder_tags
 from coursebook.page_state import page_states
 from coursebook.prepare.editions import Edition
 
@@ -57,8 +58,6 @@ class ChapterRuns(DummyBuilder):
 
     name = "chapter_runs"
     epilog = "Read the book as a build does; noted the chapters it runs, ran none."
-    # Sphinx's tag for this builder, known before it exists: setup starts no kernel server.
-    tag = f"builder_{name}"
 
     def init(self) -> None:
         self.runs: dict[str, Run] = {}
@@ -102,7 +101,9 @@ def read_only_app(srcdir: Path, confdir: Path, edition: Edition,
     from sphinx.util.docutils import docutils_namespace, patch_docutils
 
     log = io.StringIO()
-    tags = [ChapterRuns.tag, *([edition.value] if edition is Edition.INSTRUCTOR else [])]
+    # The builder's tags, given ahead: setup, seeing its name, starts no kernel server.
+    tags = [*builder_tags(ChapterRuns.name, ChapterRuns.format),
+            *([edition.value] if edition is Edition.INSTRUCTOR else [])]
     with TemporaryDirectory() as out, patch_docutils(confdir), docutils_namespace():
         try:
             app = Sphinx(str(srcdir), str(confdir), f"{out}/out", f"{out}/doctrees",

@@ -165,7 +165,7 @@ def cache_at_setup(app: Sphinx) -> Path:
 
 def start_kernel_server(app: Sphinx) -> None:
     """Setup: on a cold cache, the kernel forkserver starts importing."""
-    if os.environ.get(POOL_ENV) or app.tags.has(ChapterRuns.tag):
+    if os.environ.get(POOL_ENV) or app.tags.has(ChapterRuns.name):
         return  # the preview keeps kernels waiting; a read that runs nothing needs none
     app.setup_extension("myst_nb")  # its settings, as Sphinx resolves them
     config = app.config

@@ -101,6 +101,13 @@ def without_comments(markdown: str) -> str:
     return markdown
 
 
+def builder_tags(name: str, builder_format: str | None = None) -> list[str]:
+    """The tags Sphinx sets for a builder (its "Including content based on tags"); the format
+    of its html and latex builders is their name."""
+    builder_format = name if builder_format is None else builder_format
+    return [builder_format, name, f"format_{builder_format}", f"builder_{name}"]
+
+
 def shown_by(builds: Iterable[Tags], condition: str) -> bool:
     """Whether a build of one of these tag sets shows an ``{only}`` block of this condition
     (Sphinx's test; a malformed one Sphinx names, and shows)."""

@@ -25,6 +25,7 @@ from sphinx.locale import admonitionlabels
 from sphinx.util.nodes import split_explicit_title
 from sphinx.util.tags import Tags
 
+from coursebook.model.solutions import builder_tags
 from coursebook.worddiff import code_span
 
 
@@ -64,7 +65,7 @@ class PlainMarkdown:
     page_url: str = ""  # the chapter's published page ("" if the book has no address)
     md_config: MdParserConfig | None = None
     # Whether an `{only}` directive's condition holds: a download is read like the HTML.
-    only: Callable[[str], bool] = field(default=Tags(["html", "format_html"]).eval_condition)
+    only: Callable[[str], bool] = field(default=Tags(builder_tags("html")).eval_condition)
     # Where an image a figure or image directive names is published ("" if nowhere).
     image_url: Callable[[str], str] = lambda path: path if "://" in path else ""
     # The .md download, plain text, collapses nothing: each dropdown's (summary, content) goes
