@@ -338,6 +338,24 @@ def test_an_answer_repeated_in_an_only_block_is_visible_where_a_student_edition_
     assert len(_overlaps(tmp_path, planted)) == visible
 
 
+@pytest.mark.parametrize("where, shown, leaks", [
+    (STUDENT_SENTENCE, "A worked example.\n\n````{{only}} instructor\nExpect: {}\n````", 1),
+    (STUDENT_SENTENCE, "A worked example.\n\n````{{only}} html\nExpect: {}\n````", 0),
+    ("kernelspec:", "myst:\n  html_meta:\n    description: {}\nkernelspec:", 0)],
+    ids=["instructor-note", "html-block", "description"])
+def test_the_audit_reads_a_chapter_as_the_overlap_check_does(tmp_path, where, shown, leaks):
+    """What no student edition shows is no visible text, what the page's head shows is: an
+    `{only} instructor` note repeating an answer let that answer pass `make audit` on a student
+    page, and a description the build allowed (`answer-overlaps.toml`) failed it."""
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "chapter.md").write_text((TINY_BOOK / "chapter.md").read_text().replace(
+        where, shown.format(ANSWER_SENTENCE)))
+    build = _clean_build(tmp_path / "out")
+    (build / "html" / "chapter.html").write_text(f"<p>{ANSWER_SENTENCE}</p>")
+    assert len(audit_build(build, chapter_fingerprints(book))) == leaks
+
+
 def test_an_answer_pasted_into_the_exercise_cell_is_found(tmp_path):
     """A whole answer copied into the visible cell above it: its code line is found (the
     leak audit would count the copy as visible, common text)."""
