@@ -78,7 +78,7 @@ SETTINGS = {"coursebook_verify_outputs": "0"}
 @pytest.fixture
 def marks():
     """Where both builds' kernels leave their marks: each runs in a folder of its own and may
-    change nothing outside it but the temporary folder (each build's own), the home and /dev
+    change nothing outside it but its temporary folder (each run's own), the home and /dev
     (kernel_forkserver.kept_outside): /dev/shm is the one they share."""
     folder = Path(tempfile.mkdtemp(dir="/dev/shm"))
     yield folder

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -652,6 +655,60 @@ def test_a_scratch_folder_a_cell_moves_into_is_its_own(tmp_path):
         assert getattr(stopped, "file", None) == refused, stopped
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", ["started", "forked", "waiting"])
+def test_a_run_keeps_what_it_changes_in_a_temporary_folder_of_its_own(tmp_path, monkeypatch,
+                                                                     kernel):
+    """A checkpoint a lesson writes under /tmp (Flax's `/tmp/d9-flax-ckpt`) outlived its run,
+    as the machine's temporary folder was the run's: the next build's run printed "Found
+    pretrained model", not "Training...". It is refused at its cell; what a cell makes through
+    tempfile is in its run's temporary folder (TMPDIR too), gone after the run, for a kernel
+    started for the run, forked for it, or kept waiting and taken."""
+    import uuid
+
+    import nbformat
+
+    from coursebook.execute.kernel_pool import (make_pool, offer_waiting_kernels,
+                                                start_kernel_forkserver, stop_kernel_forkserver)
+    from coursebook.execute.notebook_runs import run_notebook
+
+    checkpoint = f"/tmp/d9-flax-ckpt-{uuid.uuid4().hex}"
+    made = ("import os, tempfile\nwith tempfile.TemporaryDirectory() as d:\n"
+            "    open(os.path.join(d, 'a.txt'), 'w').write('x')\n"
+            "handle, name = tempfile.mkstemp()\nos.close(handle)\nleft = tempfile.mkdtemp()\n"
+            "open(os.path.join(left, 'b.txt'), 'w').write('x')\n"
+            "print(name, left, tempfile.gettempdir(), os.environ.get('TMPDIR'), sep='\\n')")
+    written = f"os.makedirs(os.path.join('/tmp', {os.path.basename(checkpoint)!r}, 'ckpt'))"
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(made), nbformat.v4.new_code_cell(written)], metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    run = tmp_path / "run"
+    run.mkdir()
+    pool = tmp_path / "pool"
+    server = None
+    if kernel != "started":
+        make_pool(pool)
+        for name in ("JUPYTER_PATH", "COURSEBOOK_KERNEL_POOL"):  # restored after the test
+            monkeypatch.setenv(name, os.environ.get(name, ""))
+        offer_waiting_kernels(pool)
+        server = start_kernel_forkserver(pool, ["tempfile"],
+                                         keep=tmp_path if kernel == "waiting" else None)
+    try:
+        while kernel == "waiting" and not list((pool / "ready").glob("*.json")):
+            time.sleep(0.05)
+        _, stopped = run_notebook(notebook, cwd=str(run), timeout=60, allow_errors=True)
+    finally:
+        if server is not None:
+            stop_kernel_forkserver(pool, server)
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    assert getattr(stopped, "file", None) == checkpoint, stopped
+    assert stopped.cell_index == 1 and not os.path.lexists(checkpoint)
+    *made, temporary, variable = notebook.cells[0].outputs[0]["text"].split()
+    assert variable == temporary != tempfile.gettempdir(), (temporary, variable)
+    assert all(path.startswith(temporary + os.sep) for path in made), made
+    assert not any(os.path.lexists(path) for path in (*made, temporary))  # gone with its run
+
+
 def test_a_home_at_the_root_keeps_nothing_outside_a_run(monkeypatch):
     """Where HOME is / (a container run under another uid, some CI images), the home among
     the folders a run may change was `/`, under which every path lies: a write or a removal
@@ -805,24 +862,31 @@ def test_ctrl_c_while_a_chapter_executes_ends_in_one_line(tiny_book, tmp_path, r
 
     chapter = tiny_book / "chapter.md"
     good = chapter.read_text()
-    sleeping = tmp_path / "sleeping"  # the cell writes it as it starts to sleep
+    # The cell writes `sleeping` in its run's folder (in the build's TMPDIR) as it starts to
+    # sleep: a run keeps what it changes there.
     chapter.write_text(good.replace("print((weights * 3).grad_fn)", (
         "print((weights * 3).grad_fn)\nimport pathlib, time\n"
-        f"pathlib.Path({str(sleeping)!r}).touch(); time.sleep(30)")))
+        "pathlib.Path('sleeping').touch(); time.sleep(30)")))
+    (tmp_path / "tmp").mkdir()
+
+    def sleeping() -> bool:
+        return any((tmp_path / "tmp").glob("*/sleeping"))
+
     command = sphinx_command(tiny_book, tmp_path / "out" / "html", tmp_path / "out" / "doctrees",
                              settings={"nb_execution_cache_path": str(tmp_path / "cache")},
                              jobs=None)
     log = tmp_path / "log"
     with log.open("w") as out:
         build = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                                 start_new_session=True)
+                                 start_new_session=True,
+                                 env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
         deadline = time.monotonic() + 180  # a build that hangs before the cell fails the test
-        while not sleeping.exists() and build.poll() is None and time.monotonic() < deadline:
+        while not sleeping() and build.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        if not sleeping.exists() and build.poll() is None:  # hung before the cell
+        if not sleeping() and build.poll() is None:  # hung before the cell
             os.killpg(build.pid, signal.SIGKILL)
             build.wait()
-        assert sleeping.exists(), log.read_text()[-3000:]
+        assert sleeping(), log.read_text()[-3000:]
         os.killpg(build.pid, signal.SIGINT)  # the kernel is in the sleeping cell
         returncode = build.wait(timeout=60)
     text = log.read_text()

@@ -238,18 +238,23 @@ def test_a_waiting_kernel_is_told_the_folder_its_taker_runs_it_in(tmp_path, monk
     temporary folder of its own: a kernel that waited only where it was started was never
     taken (each code edit forked one, 0.27 to 0.66 s to its first output). It is taken
     wherever it waits and told the taker's folder (none given: the taker's own, as
-    jupyter_client starts one there), which it moves into before its first cell."""
+    jupyter_client starts one there), which it moves into before its first cell, and the
+    run's temporary folder, its TMPDIR."""
     pool = tmp_path / "pool"
     make_pool(pool)
     for name in ("a", "b"):
         (pool / "ready" / f"{name}.json").write_text(json.dumps({
             "pid": 1, "connection_file": str(pool / "connections" / f"{name}.json")}))
-    assert take_waiting_kernel(pool, str(tmp_path / "run"))["pid"] == 1
-    assert moves_to(str(pool / "connections" / "a.json")).read_text() == str(tmp_path / "run")
+
+    def told(name: str) -> dict:
+        return json.loads(moves_to(str(pool / "connections" / f"{name}.json")).read_text())
+
+    assert take_waiting_kernel(pool, str(tmp_path / "run"), "/tmp/run-1")["pid"] == 1
+    assert told("a") == {"cwd": str(tmp_path / "run"), "TMPDIR": "/tmp/run-1"}
     monkeypatch.chdir(tmp_path)
-    assert take_waiting_kernel(pool, None)["pid"] == 1
-    assert moves_to(str(pool / "connections" / "b.json")).read_text() == str(tmp_path)
-    assert take_waiting_kernel(pool, None) is None
+    assert take_waiting_kernel(pool, None, None)["pid"] == 1
+    assert told("b") == {"cwd": str(tmp_path), "TMPDIR": None}
+    assert take_waiting_kernel(pool, None, None) is None
 
 
 @pytest.mark.slow  # starts a kernel server
@@ -441,7 +446,7 @@ def test_no_kernel_is_forked_from_a_server_whose_imports_were_upgraded(tmp_path,
         upgrade.replace(module)  # as an installer does
         assert fork_kernel(pool, str(tmp_path), None) is None
         time.sleep(0.5)  # the server looks at least every 0.2 s
-        assert take_waiting_kernel(pool, str(tmp_path)) is None
+        assert take_waiting_kernel(pool, str(tmp_path), None) is None
     finally:
         stop_kernel_forkserver(pool, server)
 

@@ -914,7 +914,7 @@ def test_a_folder_outside_the_one_the_cells_run_in_is_named(tmp_path, capsys):
     cells = ['DATASET_PATH = "../data"\nCHECKPOINT_PATH = "../saved_models/tutorial3"',
              'import os\nroot = os.path.expanduser("~/datasets")\nnote = "... and so on"',
              'torch.save(model, f"../models/{name}.pt")\nopen("data/x.txt")',
-             # Flax's checkpointing guides: the build's temporary folder itself, as kept
+             # Flax's checkpointing guides: the machine's temporary folder (a build refuses it)
              "ckpt_dir = '/tmp/my-checkpoints/'\nnot_there = '/tmpfiles/x'"]
     _, said = _brought_in(tmp_path, capsys, "lab3.ipynb", nbformat.writes(
         nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])))
@@ -2269,7 +2269,8 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
                        "query2.finance.yahoo.com. See https://curl.se/libcurl/c/libcurl-errors"
                        ".html first for more details."),
                # rasbt's LLMs-from-scratch ch02: tiktoken fetches its encoding into its own
-               # cache (/tmp/data-gym-cache), at no path the cell reads: the advice was that
+               # cache (TMPDIR/data-gym-cache, the run's own unless TIKTOKEN_CACHE_DIR names
+               # one), at no path the cell reads: the advice was that
                problem("ConnectionError: HTTPSConnectionPool(host='openaipublic.blob.core."
                        "windows.net', port=443): Max retries exceeded with url: /gpt-2/encodings/"
                        "main/vocab.bpe (Caused by NameResolutionError(\"...: Failed to resolve "
@@ -2282,7 +2283,8 @@ def test_a_cell_whose_module_is_missing_is_told_to_declare_its_package():
             "fetches beside the chapter, at the path the cell reads, listed in its top matter: " \
             "`coursebook: {reads: [...]}`; what a library fetches into a cache of its own " \
             "(`tiktoken.get_encoding`'s, a hub's models) have in that cache on each machine " \
-            "that builds; or take the call out." in said, said
+            "that builds (tiktoken's in the home: `TIKTOKEN_CACHE_DIR=$HOME/.cache/tiktoken`, " \
+            "as a run's temporary folder goes with it); or take the call out." in said, said
         assert "raises-exception" not in said, said
     assert "network" not in problem("RuntimeError: Error downloading t.gz")
     # pytorch/tutorials' autograd lesson imports torchvision, which `make chapter-packages`

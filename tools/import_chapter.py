@@ -1580,8 +1580,9 @@ def book_form(notebook: nbformat.NotebookNode, name: str, source_format: str,
                 for line, what in sorted(shown)]
             imported.to_do += [  # beside a temporary folder, or beside book/: kept, and shared
                 f"{_place(cell, node.lineno)}: `{node.value}` names a folder outside the one the "
-                "cells run in: what they write there (a dataset, a checkpoint) stays on the "
-                "machine that builds the book, where the next build finds it: name one inside it"
+                "cells run in: what they write there (a dataset, a checkpoint) would stay on the "
+                "machine that builds the book for the next build to find, which a build refuses "
+                "(but in the home): name one inside it"
                 + (f" (`{inside}`)" if inside else "")
                 for node in ast.walk(tree) if isinstance(node, ast.Constant)
                 and isinstance(node.value, str) and _OUTSIDE.match(node.value)

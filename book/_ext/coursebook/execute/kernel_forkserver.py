@@ -70,13 +70,14 @@ def ended_path(pool: Path, pid: int) -> Path:
 
 
 def moves_to(connection_file: str) -> Path:
-    """Where a waiting kernel's taker names the folder its cells run in."""
+    """Where a waiting kernel's taker names the folder its cells run in and its TMPDIR."""
     return Path(connection_file).with_suffix(".cwd")
 
 
 def kept_outside() -> tuple[str, ...]:
-    """The folders outside its own that a run may change: the temporary one, the home
-    (libraries' caches), /dev; not a home that is / (containers under another uid)."""
+    """The folders outside its own that a run may change: its temporary one (a run's own:
+    notebook_runs), the home (libraries' caches), /dev; not a home that is / (containers
+    under another uid)."""
     return tuple({os.path.join(os.path.realpath(place), "") for place in (
         tempfile.gettempdir(), os.path.expanduser("~"), "/dev")} - {os.sep})
 
@@ -88,9 +89,19 @@ def load_ipython_extension(shell) -> None:
     from ipykernel.connect import get_connection_file
 
     def start() -> None:
+        nonlocal kept
         shell.events.unregister("pre_execute", start)
-        with contextlib.suppress(OSError):  # none named: started where it runs
-            os.chdir(moves_to(get_connection_file()).read_text())
+        with contextlib.suppress(OSError):  # none named: started where it runs, for its run
+            taker = json.loads(moves_to(get_connection_file()).read_text())
+            os.chdir(taker["cwd"])
+            if taker["TMPDIR"]:
+                os.environ["TMPDIR"] = taker["TMPDIR"]
+        tempfile.tempdir = None  # asked again: a forked kernel's server may have asked it
+        kept = kept_outside()
+        refused = Path(tempfile.gettempdir()) / f"coursebook-pip-{uuid.uuid4().hex}"
+        os.environ.update({"PIP_PYTHON": str(Path(__file__).with_name("pip_refusal.py")),
+                           PYTHON: sys.executable, REFUSED: str(refused)})
+        shell.events.register("post_run_cell", partial(tell_refused, refused))
         sys.addaudithook(partial(note, os.getcwd() + os.sep, set()))
 
     def note(folder: str, seen: set, event: str, args: tuple) -> None:
@@ -130,20 +141,15 @@ def load_ipython_extension(shell) -> None:
             shell.payload_manager.write_payload({"source": WROTE, "file": told})
         raise PermissionError(f"{told}: a chapter's run keeps what it changes in its own folder")
 
-    package, kept = str(Path(__file__).parents[1]), kept_outside()
+    package, kept = str(Path(__file__).parents[1]), ()
     shell.events.register("pre_execute", start)
-    refused = Path(tempfile.gettempdir()) / f"coursebook-pip-{uuid.uuid4().hex}"
-    os.environ.update({"PIP_PYTHON": str(Path(__file__).with_name("pip_refusal.py")),
-                       PYTHON: sys.executable, REFUSED: str(refused)})
 
-    def tell_refused(result) -> None:
+    def tell_refused(refused: Path, result) -> None:
         with contextlib.suppress(FileNotFoundError):  # none refused
             commands = refused.read_text(encoding="utf8").splitlines()
             refused.unlink()
             for command in commands:
                 shell.payload_manager.write_payload({"source": PIP_REFUSED, "command": command})
-
-    shell.events.register("post_run_cell", tell_refused)
 
 
 def serve(args: dict) -> dict:

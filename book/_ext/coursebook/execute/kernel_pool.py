@@ -51,15 +51,17 @@ def _note_taken(pool: Path, name: str, kernel: dict) -> dict:
     return kernel
 
 
-def take_waiting_kernel(pool: Path, cwd: str | None) -> dict | None:
-    """A waiting kernel, this caller's alone (a rename is atomic), told to run in ``cwd``."""
+def take_waiting_kernel(pool: Path, cwd: str | None, temporary: str | None) -> dict | None:
+    """A waiting kernel, this caller's alone (a rename is atomic), told to run in ``cwd``
+    with ``temporary`` as its TMPDIR."""
     for ready in sorted((pool / "ready").glob("*.json")):
         try:
             kernel = json.loads(ready.read_text())
             ready.rename(pool / "taken" / ready.name)
         except OSError:
             continue  # another reader took it
-        moves_to(kernel["connection_file"]).write_text(cwd or os.getcwd(), encoding="utf8")
+        moves_to(kernel["connection_file"]).write_text(
+            json.dumps({"cwd": cwd or os.getcwd(), "TMPDIR": temporary}), encoding="utf8")
         return _note_taken(pool, ready.stem, kernel)
     return None
 

@@ -59,7 +59,8 @@ class PooledKernelProvisioner(LocalProvisioner):
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any):
         pool = os.environ.get(POOL_ENV)
-        kernel = pool and (take_waiting_kernel(Path(pool), kwargs.get("cwd"))
+        kernel = pool and (take_waiting_kernel(Path(pool), kwargs.get("cwd"),
+                                               kwargs.get("env", {}).get("TMPDIR"))
                            or fork_kernel(Path(pool), kwargs.get("cwd"), kwargs.get("env")))
         connection = connection_of(kernel) if kernel else None
         if connection is None:

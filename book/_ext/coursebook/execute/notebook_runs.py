@@ -130,6 +130,12 @@ def kernel_manager_class(ended: list[int] | None = None):
             self.socket_folder = short_temporary_folder("kernel-")
             return str(self.socket_folder / "socket")
 
+        async def start_kernel(self, **kw) -> None:
+            # Its own temporary folder, gone with it: a file a run leaves there (a checkpoint)
+            # is found by no later run (the machine's is refused: kernel_forkserver.kept_outside).
+            self.temporary = short_temporary_folder("run-")
+            await super().start_kernel(**kw, env={**os.environ, "TMPDIR": str(self.temporary)})
+
         async def is_alive(self) -> bool:
             alive = await super().is_alive()
             if ended is not None and not alive and self.has_kernel:
@@ -140,8 +146,9 @@ def kernel_manager_class(ended: list[int] | None = None):
 
         async def cleanup_resources(self, restart: bool = False) -> None:
             await super().cleanup_resources(restart)
-            if not restart and getattr(self, "socket_folder", None):
-                remove_folder(self.socket_folder)
+            for folder in ("socket_folder", "temporary"):
+                if not restart and getattr(self, folder, None):
+                    remove_folder(getattr(self, folder))
 
     return KernelManagerOverUnixSockets
 

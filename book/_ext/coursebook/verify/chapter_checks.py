@@ -146,7 +146,9 @@ def _advice(error: str, printed: str, left_out: dict[str, int], chapter: str, so
         return ("    It reached for the network, which a build may lack (CI's has none): put what "
                 f"it fetches beside the chapter, at the path the cell reads, {reads}; what a "
                 "library fetches into a cache of its own (`tiktoken.get_encoding`'s, a hub's "
-                "models) have in that cache on each machine that builds; or take the call out.")
+                "models) have in that cache on each machine that builds (tiktoken's in the home: "
+                "`TIKTOKEN_CACHE_DIR=$HOME/.cache/tiktoken`, as a run's temporary folder goes "
+                "with it); or take the call out.")
     if absent := re.search(r"^FileNotFoundError: .*No such file or directory: '(/[^']+)'",
                            error, re.M):  # Kaggle's /kaggle/input/..., Colab's /content/...
         return (f"    It reads `{absent[1]}`, at a path of the machine it was written on, which "
