@@ -673,11 +673,17 @@ def test_a_run_keeps_what_it_changes_in_a_temporary_folder_of_its_own(tmp_path, 
     from coursebook.execute.notebook_runs import run_notebook
 
     checkpoint = f"/tmp/d9-flax-ckpt-{uuid.uuid4().hex}"
-    made = ("import os, tempfile\nwith tempfile.TemporaryDirectory() as d:\n"
+    # A library's cache in the temporary folder, named in the environment as it is imported
+    # (torch._dynamo's TORCHINDUCTOR_CACHE_DIR): imported by the kernel server too.
+    cache = ("import os, tempfile\ncache = os.environ.setdefault('A_CACHE_DIR', "
+             "os.path.join(tempfile.gettempdir(), 'a_cache'))\n")
+    made = (cache + "os.makedirs(cache, exist_ok=True)\n"
+            "open(os.path.join(cache, 'c.txt'), 'w').write('x')\n"
+            "with tempfile.TemporaryDirectory() as d:\n"
             "    open(os.path.join(d, 'a.txt'), 'w').write('x')\n"
             "handle, name = tempfile.mkstemp()\nos.close(handle)\nleft = tempfile.mkdtemp()\n"
             "open(os.path.join(left, 'b.txt'), 'w').write('x')\n"
-            "print(name, left, tempfile.gettempdir(), os.environ.get('TMPDIR'), sep='\\n')")
+            "print(cache, name, left, tempfile.gettempdir(), os.environ.get('TMPDIR'), sep='\\n')")
     written = f"os.makedirs(os.path.join('/tmp', {os.path.basename(checkpoint)!r}, 'ckpt'))"
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell(made), nbformat.v4.new_code_cell(written)], metadata={
@@ -688,10 +694,11 @@ def test_a_run_keeps_what_it_changes_in_a_temporary_folder_of_its_own(tmp_path, 
     server = None
     if kernel != "started":
         make_pool(pool)
+        (pool / "a_cache.py").write_text(cache)  # the server's folder: on its import path
         for name in ("JUPYTER_PATH", "COURSEBOOK_KERNEL_POOL"):  # restored after the test
             monkeypatch.setenv(name, os.environ.get(name, ""))
         offer_waiting_kernels(pool)
-        server = start_kernel_forkserver(pool, ["tempfile"],
+        server = start_kernel_forkserver(pool, ["a_cache"],
                                          keep=tmp_path if kernel == "waiting" else None)
     try:
         while kernel == "waiting" and not list((pool / "ready").glob("*.json")):

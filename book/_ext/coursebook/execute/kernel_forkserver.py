@@ -158,6 +158,9 @@ def serve(args: dict) -> dict:
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     pool, address, keep = Path(args["pool"]), Path(args["address"]), args["keep"]
+    # A waiting kernel's environment: the server's before its imports, which may name places in
+    # its temporary folder, not the run's (torch._dynamo sets TORCHINDUCTOR_CACHE_DIR).
+    environment = dict(os.environ)
     kernels: set[int] = set()
     # Stopped or orphaned, it stops its kernels: its children, so no pid is reused by then.
     signal.signal(signal.SIGTERM, lambda *_: _stop(kernels, pool, address))
@@ -187,7 +190,8 @@ def serve(args: dict) -> dict:
         request = connection = None
         if keep and not any((pool / "ready").glob("*.json")):
             connection_file = pool.resolve() / "connections" / f"{uuid.uuid4().hex}.json"
-            request = {"cwd": keep, "connection_file": str(connection_file), "ready": True}
+            request = {"cwd": keep, "connection_file": str(connection_file), "ready": True,
+                       "env": environment}
         elif select.select([listener], [], [], 0.2)[0]:
             connection, _ = listener.accept()
             request = json.loads(connection.makefile("rb").readline())
