@@ -69,7 +69,7 @@ def mistried(checks: list[AnswerCheck]) -> list[AnswerCheckError]:
     exec(setup_source(checks), namespace)  # defines passes() and the filled-in table
     errors = []
     for check in checks:
-        if check.inputs:  # a function's: tried in the kernel (_check_cell)
+        if check.inputs:  # a function's: tried in the kernel (cells_after)
             continue
         tries = [("its answer", check.answer, True),
                  *((f"accept entry {entry}", literal(entry), True) for entry in check.accept),
