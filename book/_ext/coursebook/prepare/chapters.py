@@ -265,17 +265,19 @@ def refuse_unlisted_pages(app: Sphinx, env) -> None:
     if edition_of(app) is not Edition.STUDENT:
         return
     listed = {app.config.root_doc, *env.files_to_rebuild, *set().union(*env.included.values())}
-    for docname in sorted(env.all_docs.keys() - listed):
-        if "orphan" not in env.metadata[docname]:
-            report("no toctree this edition shows lists this page (a toctree inside an `{only}` "
-                   "block it does not show lists none), yet Sphinx builds every page it finds: "
-                   "this edition would publish it (its page, its search entries). List it in a "
-                   "toctree it shows, or leave it out of this edition in conf.py (`if not "
-                   "INSTRUCTOR: exclude_patterns.append("
-                   f"{str(env.doc2path(docname, False))!r})`), as torch-versions.md is",
-                   docname, "source")
-            app.statuscode = 1
-            app.config.suppress_warnings = [*app.config.suppress_warnings, "toc.not_included"]
+    unlisted = [docname for docname in sorted(env.all_docs.keys() - listed)
+                if "orphan" not in env.metadata[docname]]
+    for docname in unlisted:
+        report("no toctree this edition shows lists this page (a toctree inside an `{only}` "
+               "block it does not show lists none), yet Sphinx builds every page it finds: "
+               "this edition would publish it (its page, its search entries). List it in a "
+               "toctree it shows, or leave it out of this edition in conf.py (`if not "
+               "INSTRUCTOR: exclude_patterns.append("
+               f"{str(env.doc2path(docname, False))!r})`), as torch-versions.md is",
+               docname, "source")
+    if unlisted:
+        app.statuscode = 1
+        app.config.suppress_warnings = [*app.config.suppress_warnings, "toc.not_included"]
 
 
 def refuse_shown_solutions(app: Sphinx, doctree) -> None:
