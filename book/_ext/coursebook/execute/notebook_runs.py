@@ -134,7 +134,8 @@ def kernel_manager_class(ended: list[int] | None = None):
             # Its own temporary folder, gone with it: a file a run leaves there (a checkpoint)
             # is found by no later run (the machine's is refused: kernel_forkserver.kept_outside).
             self.temporary = short_temporary_folder("run-")
-            await super().start_kernel(**kw, env={**os.environ, "TMPDIR": str(self.temporary)})
+            env = {**kw.pop("env", os.environ), "TMPDIR": str(self.temporary)}  # a caller's too
+            await super().start_kernel(**kw, env=env)
 
         async def is_alive(self) -> bool:
             alive = await super().is_alive()
